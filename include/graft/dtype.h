@@ -1,0 +1,66 @@
+// graft/dtype.h — element types and host-side half/bfloat16 conversions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace graft {
+
+// Values match ONNX TensorProto.DataType so conversion is a cast (checked by the importer).
+enum class DataType : int32_t {
+  kUndefined = 0,
+  kFloat32 = 1,
+  kUInt8 = 2,
+  kInt8 = 3,
+  kInt32 = 6,
+  kInt64 = 7,
+  kBool = 9,
+  kFloat16 = 10,
+  kFloat64 = 11,
+  kBFloat16 = 16,
+};
+
+size_t dtype_size(DataType t);            // bytes per element; 0 for kUndefined
+const char* dtype_name(DataType t);       // "float32", "float16", ...
+bool dtype_from_name(const std::string& name, DataType* out);  // accepts "float32"/"fp32"/"float"...
+bool dtype_from_onnx(int32_t onnx_type, DataType* out);       // false if graft lacks the type
+bool dtype_is_float(DataType t);          // float16/bfloat16/float32/float64
+bool dtype_is_integer(DataType t);        // int8/uint8/int32/int64
+
+// IEEE binary16 and bfloat16 stored as raw bits, converted through float on the host.
+struct half {
+  uint16_t bits = 0;
+};
+struct bfloat16 {
+  uint16_t bits = 0;
+};
+
+float half_to_float(uint16_t bits);
+uint16_t float_to_half(float f);  // round to nearest even, overflow to inf, keeps NaN
+inline float bfloat16_to_float(uint16_t bits) {
+  uint32_t u = static_cast<uint32_t>(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t float_to_bfloat16(float f);  // round to nearest even, keeps NaN
+
+// Map a C++ type to its DataType (for templated kernels).
+template <typename T> struct dtype_of;
+template <> struct dtype_of<float> { static constexpr DataType value = DataType::kFloat32; };
+template <> struct dtype_of<double> { static constexpr DataType value = DataType::kFloat64; };
+template <> struct dtype_of<half> { static constexpr DataType value = DataType::kFloat16; };
+template <> struct dtype_of<bfloat16> { static constexpr DataType value = DataType::kBFloat16; };
+template <> struct dtype_of<int8_t> { static constexpr DataType value = DataType::kInt8; };
+template <> struct dtype_of<uint8_t> { static constexpr DataType value = DataType::kUInt8; };
+template <> struct dtype_of<int32_t> { static constexpr DataType value = DataType::kInt32; };
+template <> struct dtype_of<int64_t> { static constexpr DataType value = DataType::kInt64; };
+template <> struct dtype_of<bool> { static constexpr DataType value = DataType::kBool; };
+
+// Load/store any element as double: the CPU reference's lingua franca for mixed dtypes.
+double load_as_double(DataType t, const void* base, int64_t index);
+void store_from_double(DataType t, void* base, int64_t index, double v);
+
+}  // namespace graft

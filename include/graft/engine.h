@@ -1,0 +1,87 @@
+// graft/engine.h — build an engine from ONNX, save/load plans, run it.
+//
+// The TensorRT workflow: a BuilderConfig (optimization profile with min/opt/max shapes per dynamic
+// input, precision, device, plugin libraries) turns an ONNX model into an Engine; an Engine is
+// serialized to a plan file and loaded back; an ExecutionContext runs it for input shapes inside
+// the profile.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graft/status.h"
+#include "graft/tensor.h"
+
+namespace graft {
+
+class Graph;
+
+// Shapes for one dynamic input, as in trtexec --minShapes/--optShapes/--maxShapes.
+struct ProfileRange {
+  std::vector<int64_t> min, opt, max;
+};
+
+struct BuilderConfig {
+  DeviceType device = DeviceType::kCPU;
+  bool fp16 = false;
+  std::map<std::string, ProfileRange> profile;     // per input name; static inputs need none
+  std::vector<std::string> plugin_libraries;        // loaded before import
+  std::string timing_cache_path;                    // CUDA tactic timing cache ("" = none)
+  // Progress reports ("import", "shape inference", "fold constants", ...); may be empty.
+  std::function<void(const std::string& stage, const std::string& detail)> progress;
+};
+
+struct IOInfo {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  std::string shape;  // symbolic, e.g. "[batch,3,224,224]"
+  std::vector<int64_t> static_dims;  // -1 for dynamic dims
+  std::optional<ProfileRange> profile;
+};
+
+class Engine;
+class ExecutionContext {
+ public:
+  virtual ~ExecutionContext() = default;
+  // Runs with the given inputs (host or device tensors); every graph input is required. Output
+  // tensors are allocated on the host unless `outputs` already holds a tensor of the right
+  // shape/dtype for a name, which is then written in place. Errors name the input and the profile.
+  virtual Status run(const std::map<std::string, Tensor>& inputs,
+                     std::map<std::string, Tensor>& outputs) = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  static Result<std::shared_ptr<Engine>> build_from_onnx_file(const std::string& path,
+                                                              const BuilderConfig& config);
+  static Result<std::shared_ptr<Engine>> build_from_onnx_bytes(const std::string& bytes,
+                                                               const BuilderConfig& config,
+                                                               const std::string& name_for_errors);
+  static Result<std::shared_ptr<Engine>> load_plan(const std::string& path);
+  static Result<std::shared_ptr<Engine>> deserialize(const std::string& bytes,
+                                                     const std::string& name_for_errors);
+
+  virtual Result<std::string> serialize() const = 0;
+  // Atomic: writes a temporary file beside `path`, then renames it over.
+  virtual Status save_plan(const std::string& path) const = 0;
+
+  virtual std::vector<IOInfo> inputs() const = 0;
+  virtual std::vector<IOInfo> outputs() const = 0;
+  virtual DeviceType device() const = 0;
+  // Human-readable and JSON descriptions (graft inspect).
+  virtual std::string describe() const = 0;
+  virtual std::string describe_json() const = 0;
+
+  virtual Result<std::unique_ptr<ExecutionContext>> create_context() const = 0;
+};
+
+// Version of the graft library (also written into plans).
+const char* version_string();
+
+}  // namespace graft

@@ -1,0 +1,95 @@
+// graft/tensor.h — tensor descriptions (symbolic) and tensors (concrete buffers).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/dim.h"
+#include "graft/dtype.h"
+#include "graft/status.h"
+
+namespace graft {
+
+enum class DeviceType : int { kCPU = 0, kCUDA = 1 };
+const char* device_name(DeviceType d);
+
+// What the graph knows about a value at build time: dtype and (possibly symbolic) shape.
+// `shape == nullopt` means even the rank is unknown.
+struct TensorDesc {
+  DataType dtype = DataType::kUndefined;
+  std::optional<Shape> shape;
+
+  TensorDesc() = default;
+  TensorDesc(DataType t, Shape s) : dtype(t), shape(std::move(s)) {}
+  bool has_shape() const { return shape.has_value(); }
+  int64_t rank() const { return shape ? static_cast<int64_t>(shape->size()) : -1; }
+  std::string to_string() const;  // "float32[batch,3,224,224]"
+};
+
+int64_t numel_of(const std::vector<int64_t>& dims);  // 1 for rank 0
+// Row-major strides in elements.
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims);
+
+// Non-owning view of a dense row-major buffer; what kernels see. No framework types, so the same
+// kernel runs under graft's engine, the PyTorch extension and the TensorRT adapter.
+struct TensorView {
+  void* data = nullptr;
+  DataType dtype = DataType::kUndefined;
+  std::vector<int64_t> dims;
+  DeviceType device = DeviceType::kCPU;
+
+  int64_t numel() const { return numel_of(dims); }
+  int64_t rank() const { return static_cast<int64_t>(dims.size()); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
+  template <typename T> T* as() const { return static_cast<T*>(data); }
+};
+
+// An owning, dense, row-major tensor. Copies share storage (like a shared_ptr); use clone() for a
+// deep copy. Device memory is allocated through the CUDA backend when it is built.
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates uninitialised host memory.
+  static Tensor empty(DataType dtype, std::vector<int64_t> dims, DeviceType device = DeviceType::kCPU);
+  // Wraps external memory without owning it (caller keeps it alive).
+  static Tensor wrap(void* data, DataType dtype, std::vector<int64_t> dims,
+                     DeviceType device = DeviceType::kCPU);
+  // Host tensor from values (converted to dtype).
+  static Tensor from_doubles(DataType dtype, std::vector<int64_t> dims, const std::vector<double>& v);
+  static Tensor scalar_int64(int64_t v);
+  static Tensor vector_int64(const std::vector<int64_t>& v);
+
+  bool defined() const { return static_cast<bool>(storage_) || data_ != nullptr; }
+  DataType dtype() const { return dtype_; }
+  const std::vector<int64_t>& dims() const { return dims_; }
+  int64_t rank() const { return static_cast<int64_t>(dims_.size()); }
+  int64_t numel() const { return numel_of(dims_); }
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  DeviceType device() const { return device_; }
+  void* data() const { return data_; }
+  template <typename T> T* data_as() const { return static_cast<T*>(data_); }
+  TensorView view() const { return TensorView{data_, dtype_, dims_, device_}; }
+
+  // Element access through double (host only; slow, for references and tests).
+  double get(int64_t flat_index) const { return load_as_double(dtype_, data_, flat_index); }
+  void set(int64_t flat_index, double v) { store_from_double(dtype_, data_, flat_index, v); }
+  std::vector<int64_t> to_int64_vector() const;  // host integer/bool tensors
+
+  Tensor clone() const;                      // deep copy, same device (host only for now)
+  Tensor reshaped(std::vector<int64_t> dims) const;  // same storage, new dims (numel must match)
+  Result<Tensor> cast(DataType to) const;    // host only
+  // Fill every byte with a pattern (NaN for floats) so unwritten elements are detectable.
+  void poison();
+
+ private:
+  std::shared_ptr<void> storage_;
+  void* data_ = nullptr;
+  DataType dtype_ = DataType::kUndefined;
+  std::vector<int64_t> dims_;
+  DeviceType device_ = DeviceType::kCPU;
+};
+
+}  // namespace graft

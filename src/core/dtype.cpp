@@ -1,0 +1,159 @@
+#include "graft/dtype.h"
+
+#include <cmath>
+
+namespace graft {
+
+size_t dtype_size(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return 4;
+    case DataType::kFloat64: return 8;
+    case DataType::kFloat16: return 2;
+    case DataType::kBFloat16: return 2;
+    case DataType::kInt8: return 1;
+    case DataType::kUInt8: return 1;
+    case DataType::kInt32: return 4;
+    case DataType::kInt64: return 8;
+    case DataType::kBool: return 1;
+    case DataType::kUndefined: return 0;
+  }
+  return 0;
+}
+
+const char* dtype_name(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: return "float32";
+    case DataType::kFloat64: return "float64";
+    case DataType::kFloat16: return "float16";
+    case DataType::kBFloat16: return "bfloat16";
+    case DataType::kInt8: return "int8";
+    case DataType::kUInt8: return "uint8";
+    case DataType::kInt32: return "int32";
+    case DataType::kInt64: return "int64";
+    case DataType::kBool: return "bool";
+    case DataType::kUndefined: return "undefined";
+  }
+  return "undefined";
+}
+
+bool dtype_from_name(const std::string& n, DataType* out) {
+  struct { const char* name; DataType t; } table[] = {
+      {"float32", DataType::kFloat32}, {"float", DataType::kFloat32}, {"fp32", DataType::kFloat32},
+      {"float64", DataType::kFloat64}, {"double", DataType::kFloat64}, {"fp64", DataType::kFloat64},
+      {"float16", DataType::kFloat16}, {"half", DataType::kFloat16}, {"fp16", DataType::kFloat16},
+      {"bfloat16", DataType::kBFloat16}, {"bf16", DataType::kBFloat16},
+      {"int8", DataType::kInt8}, {"uint8", DataType::kUInt8}, {"int32", DataType::kInt32},
+      {"int64", DataType::kInt64}, {"bool", DataType::kBool}};
+  for (auto& e : table)
+    if (n == e.name) { *out = e.t; return true; }
+  return false;
+}
+
+bool dtype_from_onnx(int32_t v, DataType* out) {
+  switch (v) {
+    case 1: case 2: case 3: case 6: case 7: case 9: case 10: case 11: case 16:
+      *out = static_cast<DataType>(v);
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool dtype_is_float(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
+         t == DataType::kFloat64;
+}
+bool dtype_is_integer(DataType t) {
+  return t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kInt32 || t == DataType::kInt64;
+}
+
+float half_to_float(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t man = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign;
+    } else {  // subnormal: normalise
+      int e = -1;
+      do { ++e; man <<= 1; } while ((man & 0x400u) == 0);
+      bits = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (man << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t float_to_half(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u;
+  uint32_t absx = x & 0x7fffffffu;
+  if (absx >= 0x7f800000u)  // inf or NaN
+    return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0u));
+  if (absx >= 0x477ff000u)  // rounds to >= 65520: overflow to inf
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (absx < 0x38800000u) {  // below the smallest normal half: subnormal or zero
+    // value * 2^24 rounded to nearest even gives the subnormal mantissa.
+    float a;
+    std::memcpy(&a, &absx, 4);
+    float scaled = a * 16777216.0f;  // exact in float for this range
+    uint32_t m = static_cast<uint32_t>(std::nearbyint(scaled));
+    return static_cast<uint16_t>(sign | m);
+  }
+  uint32_t exp = ((absx >> 23) - 127 + 15);
+  uint32_t man = absx & 0x7fffffu;
+  uint32_t h = (exp << 10) | (man >> 13);
+  uint32_t rest = man & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;  // carries into exponent correctly
+  return static_cast<uint16_t>(sign | h);
+}
+
+uint16_t float_to_bfloat16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
+  uint32_t lsb = (x >> 16) & 1u;
+  x += 0x7fffu + lsb;
+  return static_cast<uint16_t>(x >> 16);
+}
+
+double load_as_double(DataType t, const void* base, int64_t i) {
+  switch (t) {
+    case DataType::kFloat32: return static_cast<const float*>(base)[i];
+    case DataType::kFloat64: return static_cast<const double*>(base)[i];
+    case DataType::kFloat16: return half_to_float(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kBFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(base)[i]);
+    case DataType::kInt8: return static_cast<const int8_t*>(base)[i];
+    case DataType::kUInt8: return static_cast<const uint8_t*>(base)[i];
+    case DataType::kInt32: return static_cast<const int32_t*>(base)[i];
+    case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DataType::kBool: return static_cast<const uint8_t*>(base)[i] ? 1.0 : 0.0;
+    case DataType::kUndefined: return 0.0;
+  }
+  return 0.0;
+}
+
+void store_from_double(DataType t, void* base, int64_t i, double v) {
+  switch (t) {
+    case DataType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
+    case DataType::kFloat64: static_cast<double*>(base)[i] = v; break;
+    case DataType::kFloat16: static_cast<uint16_t*>(base)[i] = float_to_half(static_cast<float>(v)); break;
+    case DataType::kBFloat16: static_cast<uint16_t*>(base)[i] = float_to_bfloat16(static_cast<float>(v)); break;
+    // Integer stores truncate toward zero as ONNX Cast does; out-of-range is the caller's concern.
+    case DataType::kInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
+    case DataType::kUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+    case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+    case DataType::kInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    case DataType::kBool: static_cast<uint8_t*>(base)[i] = v != 0.0 ? 1 : 0; break;
+    case DataType::kUndefined: break;
+  }
+}
+
+}  // namespace graft

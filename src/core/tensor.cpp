@@ -1,0 +1,124 @@
+#include "graft/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace graft {
+
+const char* device_name(DeviceType d) { return d == DeviceType::kCUDA ? "cuda" : "cpu"; }
+
+std::string TensorDesc::to_string() const {
+  std::string s = dtype_name(dtype);
+  s += shape ? shape_to_string(*shape) : "[?]";
+  return s;
+}
+
+int64_t numel_of(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (int64_t i = static_cast<int64_t>(dims.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * dims[i + 1];
+  return s;
+}
+
+// Device allocation hooks are provided by the CUDA backend when it is linked in.
+namespace cuda_alloc {
+void* (*allocate)(size_t) = nullptr;
+void (*release)(void*) = nullptr;
+}  // namespace cuda_alloc
+
+Tensor Tensor::empty(DataType dtype, std::vector<int64_t> dims, DeviceType device) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.device_ = device;
+  // Never allocate zero bytes (keeps data() non-null for empty tensors); 64-byte alignment for SIMD.
+  size_t bytes = t.nbytes();
+  size_t alloc = ((bytes + 63) / 64) * 64 + 64;
+  if (device == DeviceType::kCUDA && cuda_alloc::allocate) {
+    void* p = cuda_alloc::allocate(alloc);
+    t.storage_ = std::shared_ptr<void>(p, [](void* q) { cuda_alloc::release(q); });
+  } else {
+    void* p = std::aligned_alloc(64, alloc);
+    t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  }
+  t.data_ = t.storage_.get();
+  return t;
+}
+
+Tensor Tensor::wrap(void* data, DataType dtype, std::vector<int64_t> dims, DeviceType device) {
+  Tensor t;
+  t.data_ = data;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::from_doubles(DataType dtype, std::vector<int64_t> dims, const std::vector<double>& v) {
+  Tensor t = empty(dtype, std::move(dims));
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v[static_cast<size_t>(i)]);
+  return t;
+}
+
+Tensor Tensor::scalar_int64(int64_t v) {
+  Tensor t = empty(DataType::kInt64, {});
+  *t.data_as<int64_t>() = v;
+  return t;
+}
+
+Tensor Tensor::vector_int64(const std::vector<int64_t>& v) {
+  Tensor t = empty(DataType::kInt64, {static_cast<int64_t>(v.size())});
+  if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(int64_t));
+  return t;
+}
+
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  std::vector<int64_t> out(static_cast<size_t>(numel()));
+  for (int64_t i = 0; i < numel(); ++i) {
+    switch (dtype_) {
+      case DataType::kInt64: out[i] = data_as<int64_t>()[i]; break;
+      case DataType::kInt32: out[i] = data_as<int32_t>()[i]; break;
+      default: out[i] = static_cast<int64_t>(get(i)); break;
+    }
+  }
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  Tensor t = empty(dtype_, dims_, device_);
+  if (nbytes()) std::memcpy(t.data(), data_, nbytes());
+  return t;
+}
+
+Tensor Tensor::reshaped(std::vector<int64_t> dims) const {
+  Tensor t = *this;
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+Result<Tensor> Tensor::cast(DataType to) const {
+  if (device_ != DeviceType::kCPU) return error(StatusCode::kInternal, "Tensor::cast on a device tensor");
+  Tensor t = empty(to, dims_);
+  int64_t n = numel();
+  if (to == dtype_) {
+    if (nbytes()) std::memcpy(t.data(), data_, nbytes());
+  } else if (to == DataType::kInt64 && dtype_ == DataType::kInt32) {
+    for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = data_as<int32_t>()[i];
+  } else {
+    for (int64_t i = 0; i < n; ++i) t.set(i, get(i));
+  }
+  return t;
+}
+
+void Tensor::poison() {
+  if (!data_ || device_ != DeviceType::kCPU) return;
+  // 0xFF bytes are NaN for every float type and -1 / 255 / true for the integer types.
+  std::memset(data_, 0xFF, nbytes());
+}
+
+}  // namespace graft

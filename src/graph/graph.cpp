@@ -1,0 +1,132 @@
+#include "graph/graph.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+namespace graft {
+
+Value* Graph::add_value(const std::string& name) {
+  auto it = values_.find(name);
+  if (it != values_.end()) return it->second.get();
+  auto v = std::make_unique<Value>();
+  v->name = name;
+  Value* raw = v.get();
+  values_.emplace(name, std::move(v));
+  return raw;
+}
+
+Value* Graph::find_value(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? nullptr : it->second.get();
+}
+
+Value* Graph::new_value(const std::string& hint) {
+  std::string name;
+  do {
+    name = hint + "__" + std::to_string(fresh_counter_++);
+  } while (values_.count(name));
+  return add_value(name);
+}
+
+Node* Graph::add_node(std::string name, std::string op_type, std::string domain) {
+  auto n = std::make_unique<Node>();
+  n->name = std::move(name);
+  n->op_type = std::move(op_type);
+  n->domain = std::move(domain);
+  nodes_.push_back(std::move(n));
+  return nodes_.back().get();
+}
+
+void Graph::remove_nodes_if(const std::function<bool(const Node*)>& dead) {
+  std::vector<std::unique_ptr<Node>> keep;
+  for (auto& n : nodes_) {
+    if (dead(n.get())) {
+      for (Value* o : n->outputs)
+        if (o && o->producer == n.get()) o->producer = nullptr;
+    } else {
+      keep.push_back(std::move(n));
+    }
+  }
+  nodes_ = std::move(keep);
+}
+
+void Graph::prune_values() {
+  std::set<const Value*> used;
+  for (auto& n : nodes_) {
+    for (Value* v : n->inputs) used.insert(v);
+    for (Value* v : n->outputs) used.insert(v);
+  }
+  for (Value* v : inputs_) used.insert(v);
+  for (Value* v : outputs_) used.insert(v);
+  for (auto it = values_.begin(); it != values_.end();) {
+    if (!used.count(it->second.get()))
+      it = values_.erase(it);
+    else
+      ++it;
+  }
+}
+
+std::map<const Value*, std::vector<Node*>> Graph::consumers() const {
+  std::map<const Value*, std::vector<Node*>> c;
+  for (auto& n : nodes_)
+    for (Value* v : n->inputs)
+      if (v) c[v].push_back(n.get());
+  return c;
+}
+
+Status Graph::topological_sort() {
+  // Kahn's algorithm, stable with respect to the model's order.
+  std::map<const Node*, int> pending;
+  std::map<const Value*, std::vector<Node*>> users;
+  std::vector<Node*> ready;
+  for (auto& n : nodes_) {
+    int deps = 0;
+    for (Value* v : n->inputs) {
+      if (!v) continue;
+      if (v->producer) {
+        ++deps;
+        users[v].push_back(n.get());
+      } else if (!v->constant && !v->is_graph_input) {
+        return error(StatusCode::kInvalidModel, "input '", v->name,
+                     "' is not produced by any node, is not a graph input and has no initializer")
+            .with_node(n->name, n->op_type);
+      }
+    }
+    pending[n.get()] = deps;
+  }
+  std::vector<Node*> order;
+  std::vector<Node*> queue;
+  for (auto& n : nodes_)
+    if (pending[n.get()] == 0) queue.push_back(n.get());
+  size_t head = 0;
+  while (head < queue.size()) {
+    Node* n = queue[head++];
+    order.push_back(n);
+    for (Value* o : n->outputs) {
+      if (!o) continue;
+      for (Node* u : users[o])
+        if (--pending[u] == 0) queue.push_back(u);
+    }
+  }
+  if (order.size() != nodes_.size()) {
+    std::string names;
+    int count = 0;
+    for (auto& n : nodes_) {
+      if (pending[n.get()] > 0) {
+        if (count++ < 8) names += (names.empty() ? "" : ", ") + ("'" + n->name + "' (" + n->op_type + ")");
+      }
+    }
+    return error(StatusCode::kInvalidModel, "the graph has a cycle; nodes on or after it: ", names,
+                 count > 8 ? " ..." : "");
+  }
+  std::map<const Node*, size_t> pos;
+  for (size_t i = 0; i < order.size(); ++i) pos[order[i]] = i;
+  std::stable_sort(nodes_.begin(), nodes_.end(),
+                   [&](const std::unique_ptr<Node>& a, const std::unique_ptr<Node>& b) {
+                     return pos[a.get()] < pos[b.get()];
+                   });
+  return Status::ok();
+}
+
+}  // namespace graft

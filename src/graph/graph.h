@@ -1,0 +1,94 @@
+// Graph IR: values (tensors) and nodes (ops), owned by a Graph.
+//
+// The importer builds it from ONNX; passes (shape inference, constant folding, dead-node
+// elimination, Conv+BatchNormalization folding) rewrite it; the builder freezes it into an Engine
+// and the plan format serializes it.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/attribute.h"
+#include "graft/op.h"
+#include "graft/status.h"
+#include "graft/tensor.h"
+
+namespace graft {
+
+struct Node;
+
+struct Value {
+  std::string name;
+  TensorDesc desc;                 // dtype + (symbolic) shape, filled by the importer/shape inference
+  Node* producer = nullptr;        // nullptr for graph inputs and constants
+  std::optional<Tensor> constant;  // initializer, Constant output, or folded value (host)
+  // Known contents of a small integer tensor whose elements may be symbolic (e.g. the output of
+  // Shape on a tensor with a dynamic batch). Lets Shape->Gather->Concat->Reshape resolve at build time.
+  std::optional<std::vector<Dim>> sym_value;
+  bool is_graph_input = false;
+  bool is_graph_output = false;
+};
+
+struct Node {
+  std::string name;    // unique within the graph (the importer invents one if the model has none)
+  std::string op_type;
+  std::string domain;  // "" for the default ONNX domain
+  int opset = 0;       // opset version of the node's domain in the model
+  AttributeMap attrs;
+  std::vector<Value*> inputs;   // nullptr for an omitted optional input ("" in ONNX)
+  std::vector<Value*> outputs;  // nullptr for an omitted optional output
+  // Set for custom (registered SDK) ops during import.
+  std::shared_ptr<const OpDef> custom_op;
+
+  bool is_custom() const { return custom_op != nullptr; }
+  Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
+  Value* output(size_t i) const { return i < outputs.size() ? outputs[i] : nullptr; }
+};
+
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Values are found by name; a name is created once.
+  Value* add_value(const std::string& name);
+  Value* find_value(const std::string& name) const;
+  // Creates a fresh value with a unique name derived from `hint`.
+  Value* new_value(const std::string& hint);
+  Node* add_node(std::string name, std::string op_type, std::string domain = "");
+  // Removes nodes for which `dead` is true (caller must have rewired their consumers).
+  void remove_nodes_if(const std::function<bool(const Node*)>& dead);
+  // Drop values no node or graph I/O references.
+  void prune_values();
+
+  std::vector<std::unique_ptr<Node>>& nodes() { return nodes_; }
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  std::vector<Value*>& inputs() { return inputs_; }
+  const std::vector<Value*>& inputs() const { return inputs_; }
+  std::vector<Value*>& outputs() { return outputs_; }
+  const std::vector<Value*>& outputs() const { return outputs_; }
+  const std::map<std::string, std::unique_ptr<Value>>& values() const { return values_; }
+
+  // Consumers of each value, recomputed on demand.
+  std::map<const Value*, std::vector<Node*>> consumers() const;
+  // Reorders nodes_ topologically; error naming the nodes on a cycle or an input nothing produces.
+  Status topological_sort();
+
+  std::map<std::string, int64_t> opset_imports;  // domain -> version ("" = default)
+  std::string name;
+  std::string source_path;  // file the graph came from, for error messages
+  int64_t ir_version = 0;
+  std::string producer_name;
+
+ private:
+  std::map<std::string, std::unique_ptr<Value>> values_;
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Value*> inputs_, outputs_;
+  int64_t fresh_counter_ = 0;
+};
+
+}  // namespace graft

@@ -1,0 +1,32 @@
+// The explicit table of builtin ONNX ops. Each group file appends its ops; nothing registers itself
+// through static initializers, so a static link cannot drop an op silently.
+#include <algorithm>
+#include <mutex>
+
+#include "ops/operator.h"
+
+namespace graft {
+
+const std::vector<BuiltinOp>& builtin_ops() {
+  static const std::vector<BuiltinOp> table = [] {
+    std::vector<BuiltinOp> t;
+    append_elementwise_ops(t);
+    append_nn_ops(t);
+    append_reduce_ops(t);
+    append_shape_ops(t);
+    append_resize_pad_ops(t);
+    std::sort(t.begin(), t.end(), [](const BuiltinOp& a, const BuiltinOp& b) {
+      return std::string(a.op_type) < b.op_type;
+    });
+    return t;
+  }();
+  return table;
+}
+
+const BuiltinOp* find_builtin_op(const std::string& op_type) {
+  for (const auto& op : builtin_ops())
+    if (op_type == op.op_type) return &op;
+  return nullptr;
+}
+
+}  // namespace graft

@@ -1,0 +1,69 @@
+#include "ops/operator.h"
+
+namespace graft {
+
+InferContext::InferContext(const Node& node, std::vector<InputInfo> inputs, int opset)
+    : node_(node), inputs_(std::move(inputs)), opset_(opset) {
+  outputs_.resize(node.outputs.size());
+  out_sym_.resize(node.outputs.size());
+}
+
+std::optional<std::vector<Dim>> InferContext::input_dims_value(size_t i) const {
+  if (const Tensor* t = input_value(i)) {
+    if (!dtype_is_integer(t->dtype()) || t->device() != DeviceType::kCPU) return std::nullopt;
+    auto v = t->to_int64_vector();
+    return std::vector<Dim>(v.begin(), v.end());
+  }
+  if (const auto* s = input_sym_value(i)) return *s;
+  return std::nullopt;
+}
+
+Result<Shape> InferContext::input_shape(size_t i) const {
+  if (!has_input(i)) return error(StatusCode::kInvalidModel, "input ", static_cast<int64_t>(i), " is missing");
+  if (!input(i).shape)
+    return error(StatusCode::kUnsupported, "the rank of input ", static_cast<int64_t>(i), " ('",
+                 node_.inputs[i]->name, "') is unknown");
+  return *input(i).shape;
+}
+
+void InferContext::set_output(size_t i, TensorDesc desc) {
+  if (i < outputs_.size()) outputs_[i] = std::move(desc);
+}
+
+void InferContext::set_output_sym_value(size_t i, std::vector<Dim> v) {
+  if (i < out_sym_.size()) out_sym_[i] = std::move(v);
+}
+
+Dim InferContext::unknown_dim() {
+  static int64_t counter = 0;  // names only need to be unique within a process
+  return Dim::symbol("unk__" + std::to_string(counter++));
+}
+
+Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
+  size_t n = std::max(a.size(), b.size());
+  Shape out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Dim* da = i < n - a.size() ? nullptr : &a[i - (n - a.size())];
+    const Dim* db = i < n - b.size() ? nullptr : &b[i - (n - b.size())];
+    if (!da) { out[i] = *db; continue; }
+    if (!db) { out[i] = *da; continue; }
+    if (*da == 1) { out[i] = *db; continue; }
+    if (*db == 1) { out[i] = *da; continue; }
+    if (da->same_as(*db)) { out[i] = *da; continue; }
+    if (da->is_const() && db->is_const())
+      return error(StatusCode::kInvalidModel, "shapes ", shape_to_string(a), " and ", shape_to_string(b),
+                   " cannot be broadcast (dimension ", static_cast<int64_t>(i), ": ", da->value(), " vs ",
+                   db->value(), ")");
+    // One side symbolic: the runtime check happens with concrete shapes; a constant > 1 wins.
+    out[i] = da->is_const() ? *da : (db->is_const() ? *db : dim_max(*da, *db));
+  }
+  return out;
+}
+
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
+    return error(StatusCode::kInvalidModel, "axis ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+}  // namespace graft

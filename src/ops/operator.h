@@ -1,0 +1,107 @@
+// The engine's view of an op (builtin ONNX or custom SDK op): a schema that infers output types and
+// (symbolic) shapes, kept apart from the kernels that backends provide (src/backends/*).
+//
+// The same infer function runs twice: at build time over symbolic shapes (values known only for
+// constants and symbolic shape tensors), and at run time over concrete shapes with every input value
+// on the host available, so data-dependent shapes (Reshape, Range, Tile...) resolve there too.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/attribute.h"
+#include "graft/status.h"
+#include "graft/tensor.h"
+#include "graph/graph.h"
+
+namespace graft {
+
+class InferContext {
+ public:
+  struct InputInfo {
+    const TensorDesc* desc = nullptr;              // nullptr: omitted optional input
+    const Tensor* value = nullptr;                 // known host contents, or nullptr
+    const std::vector<Dim>* sym_value = nullptr;   // known symbolic int contents, or nullptr
+  };
+
+  InferContext(const Node& node, std::vector<InputInfo> inputs, int opset);
+
+  const Node& node() const { return node_; }
+  const AttributeMap& attrs() const { return node_.attrs; }
+  int opset() const { return opset_; }
+  size_t num_inputs() const { return inputs_.size(); }
+  size_t num_outputs() const { return outputs_.size(); }
+  bool has_input(size_t i) const { return i < inputs_.size() && inputs_[i].desc != nullptr; }
+  const TensorDesc& input(size_t i) const { return *inputs_[i].desc; }
+  const Tensor* input_value(size_t i) const { return i < inputs_.size() ? inputs_[i].value : nullptr; }
+  const std::vector<Dim>* input_sym_value(size_t i) const {
+    return i < inputs_.size() ? inputs_[i].sym_value : nullptr;
+  }
+  // Integer contents as Dims if known either way (constant or symbolic), else nullopt.
+  std::optional<std::vector<Dim>> input_dims_value(size_t i) const;
+  // Input rank and static shape helpers; errors name the input.
+  Result<Shape> input_shape(size_t i) const;  // error if rank unknown
+
+  void set_output(size_t i, TensorDesc desc);
+  void set_output_sym_value(size_t i, std::vector<Dim> v);
+  // A fresh symbol for a dimension that cannot be known at build time.
+  Dim unknown_dim();
+
+  const std::vector<TensorDesc>& outputs() const { return outputs_; }
+  std::vector<std::optional<std::vector<Dim>>>& output_sym_values() { return out_sym_; }
+
+  // An error of kind `code` about this node (name and op type added by the caller).
+  template <typename... Args>
+  Status fail(Args&&... parts) const { return error(StatusCode::kInvalidModel, std::forward<Args>(parts)...); }
+
+ private:
+  const Node& node_;
+  std::vector<InputInfo> inputs_;
+  int opset_;
+  std::vector<TensorDesc> outputs_;
+  std::vector<std::optional<std::vector<Dim>>> out_sym_;
+};
+
+// Kernel context for builtin ops on a backend. Outputs are allocated by the runtime to the shapes
+// inference produced (for the concrete input shapes).
+struct ExecContext {
+  const Node* node = nullptr;
+  const AttributeMap* attrs = nullptr;
+  int opset = 0;
+  std::vector<const Tensor*> inputs;  // nullptr: omitted optional input
+  std::vector<Tensor*> outputs;       // nullptr: omitted optional output
+  void* stream = nullptr;             // CUDA stream for GPU backends
+};
+
+using InferFn = Status (*)(InferContext&);
+using CpuKernelFn = Status (*)(ExecContext&);
+
+// One builtin ONNX op: schema (inference) plus its CPU reference kernel.
+struct BuiltinOp {
+  const char* op_type;
+  int min_opset;  // first opset version graft supports for it (11 for most)
+  InferFn infer;
+  CpuKernelFn cpu;
+};
+
+// The explicit table of builtin ops (src/ops/builtin_ops.cpp). No static initializers.
+const std::vector<BuiltinOp>& builtin_ops();
+const BuiltinOp* find_builtin_op(const std::string& op_type);
+
+// Per-group registration functions, each defined in its own file and listed in builtin_ops.cpp.
+void append_elementwise_ops(std::vector<BuiltinOp>& out);   // unary, binary, Where, Cast, Clip...
+void append_nn_ops(std::vector<BuiltinOp>& out);            // Conv, pools, BN, MatMul, Gemm, Softmax, LayerNorm
+void append_reduce_ops(std::vector<BuiltinOp>& out);        // ReduceMean/Sum/Max
+void append_shape_ops(std::vector<BuiltinOp>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
+void append_resize_pad_ops(std::vector<BuiltinOp>& out);    // Resize, Pad
+
+// Helpers shared by inference functions.
+// Multidirectional (numpy) broadcasting of two symbolic shapes; error names both shapes.
+Result<Shape> broadcast_shapes(const Shape& a, const Shape& b);
+// Normalizes a possibly negative axis against rank; error names the axis.
+Result<int64_t> normalize_axis(int64_t axis, int64_t rank);
+
+}  // namespace graft

@@ -1,0 +1,2 @@
+#include <cstdio>
+int main() { std::fprintf(stderr, "graft: command line not built yet\n"); return 1; }
