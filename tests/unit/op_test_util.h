@@ -1,0 +1,85 @@
+// Runs one builtin op node on the CPU reference backend, the way the runtime does: infer with
+// concrete shapes and host values, allocate and poison outputs, run the kernel.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/operator.h"
+
+namespace graft::testing {
+
+struct OneNode {
+  Graph graph;
+  Node* node = nullptr;
+  std::vector<Tensor> inputs;  // undefined Tensor = omitted optional input
+
+  OneNode(const std::string& op_type, std::vector<Tensor> in, size_t num_outputs = 1)
+      : inputs(std::move(in)) {
+    node = graph.add_node("test_" + op_type, op_type);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (!inputs[i].defined()) {
+        node->inputs.push_back(nullptr);
+        continue;
+      }
+      Value* v = graph.add_value("in" + std::to_string(i));
+      v->desc = TensorDesc(inputs[i].dtype(), shape_from_values(inputs[i].dims()));
+      v->constant = inputs[i];
+      node->inputs.push_back(v);
+    }
+    for (size_t i = 0; i < num_outputs; ++i) {
+      Value* v = graph.add_value("out" + std::to_string(i));
+      v->producer = node;
+      node->outputs.push_back(v);
+    }
+  }
+
+  // Infer + run; returns the outputs or the error.
+  Result<std::vector<Tensor>> run(int opset = 17) {
+    const BuiltinOp* op = find_builtin_op(node->op_type);
+    if (!op) return error(StatusCode::kUnsupported, "no builtin op ", node->op_type);
+    std::vector<InferContext::InputInfo> infos;
+    for (size_t i = 0; i < node->inputs.size(); ++i) {
+      InferContext::InputInfo info;
+      if (node->inputs[i]) {
+        info.desc = &node->inputs[i]->desc;
+        info.value = &inputs[i];
+      }
+      infos.push_back(info);
+    }
+    InferContext ictx(*node, infos, opset);
+    GRAFT_RETURN_IF_ERROR(op->infer(ictx));
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < node->outputs.size(); ++i) {
+      const TensorDesc& d = ictx.outputs()[i];
+      if (!d.shape || !shape_is_static(*d.shape))
+        return error(StatusCode::kInternal, "output ", static_cast<int64_t>(i), " shape not concrete: ", d.to_string());
+      Tensor t = Tensor::empty(d.dtype, shape_values(*d.shape));
+      t.poison();
+      outs.push_back(t);
+    }
+    ExecContext ectx;
+    ectx.node = node;
+    ectx.attrs = &node->attrs;
+    ectx.opset = opset;
+    for (auto& t : inputs) ectx.inputs.push_back(t.defined() ? &t : nullptr);
+    for (auto& t : outs) ectx.outputs.push_back(&t);
+    GRAFT_RETURN_IF_ERROR(op->cpu(ectx));
+    return outs;
+  }
+};
+
+inline Tensor random_tensor(DataType dt, std::vector<int64_t> dims, std::mt19937& rng, double lo = -1.0,
+                            double hi = 1.0) {
+  Tensor t = Tensor::empty(dt, std::move(dims));
+  std::uniform_real_distribution<double> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, dtype_is_integer(dt) ? std::floor(d(rng)) : d(rng));
+  return t;
+}
+
+}  // namespace graft::testing
