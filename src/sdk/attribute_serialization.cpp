@@ -1,0 +1,163 @@
+// Attribute serialization and concrete shape evaluation for op definitions.
+#include <cstring>
+#include <deque>
+#include <nlohmann/json.hpp>
+
+#include "graft/op.h"
+
+namespace graft {
+
+// Format: {"name": {"type": "float", "value": ...}}. Floats are stored as their IEEE bits as well so
+// they round-trip exactly regardless of the JSON library's float printing.
+std::string serialize_attributes(const AttributeMap& attrs) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [name, v] : attrs.all()) {
+    nlohmann::json e;
+    e["type"] = attr_type_name(attr_type_of(v));
+    switch (attr_type_of(v)) {
+      case AttrType::kFloat: {
+        float f = std::get<float>(v);
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        e["value"] = f;
+        e["bits"] = bits;
+        break;
+      }
+      case AttrType::kInt: e["value"] = std::get<int64_t>(v); break;
+      case AttrType::kString: e["value"] = std::get<std::string>(v); break;
+      case AttrType::kFloats: {
+        nlohmann::json bits = nlohmann::json::array();
+        for (float f : std::get<std::vector<float>>(v)) {
+          uint32_t b;
+          std::memcpy(&b, &f, 4);
+          bits.push_back(b);
+        }
+        e["value"] = std::get<std::vector<float>>(v);
+        e["bits"] = bits;
+        break;
+      }
+      case AttrType::kInts: e["value"] = std::get<std::vector<int64_t>>(v); break;
+      case AttrType::kStrings: e["value"] = std::get<std::vector<std::string>>(v); break;
+      case AttrType::kTensor: {
+        const Tensor& t = std::get<Tensor>(v);
+        e["dtype"] = static_cast<int>(t.dtype());
+        e["dims"] = t.dims();
+        std::vector<uint8_t> bytes(static_cast<const uint8_t*>(t.data()),
+                                   static_cast<const uint8_t*>(t.data()) + t.nbytes());
+        e["value"] = bytes;
+        break;
+      }
+    }
+    j[name] = e;
+  }
+  return j.dump();
+}
+
+Result<AttributeMap> deserialize_attributes(const std::string& text) {
+  AttributeMap m;
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return error(StatusCode::kCorruptPlan, "serialized attributes are not a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const auto& e = it.value();
+    if (!e.is_object() || !e.contains("type") || !e.contains("value") || !e["type"].is_string())
+      return error(StatusCode::kCorruptPlan, "serialized attribute '", it.key(), "' is malformed");
+    std::string type = e["type"];
+    try {
+      if (type == "float") {
+        float f;
+        uint32_t bits = e.at("bits").get<uint32_t>();
+        std::memcpy(&f, &bits, 4);
+        m.set(it.key(), f);
+      } else if (type == "int") {
+        m.set(it.key(), e["value"].get<int64_t>());
+      } else if (type == "string") {
+        m.set(it.key(), e["value"].get<std::string>());
+      } else if (type == "floats") {
+        std::vector<float> v;
+        for (auto& b : e.at("bits")) {
+          uint32_t bits = b.get<uint32_t>();
+          float f;
+          std::memcpy(&f, &bits, 4);
+          v.push_back(f);
+        }
+        m.set(it.key(), v);
+      } else if (type == "ints") {
+        m.set(it.key(), e["value"].get<std::vector<int64_t>>());
+      } else if (type == "strings") {
+        m.set(it.key(), e["value"].get<std::vector<std::string>>());
+      } else if (type == "tensor") {
+        DataType dt = static_cast<DataType>(e.at("dtype").get<int>());
+        auto dims = e.at("dims").get<std::vector<int64_t>>();
+        auto bytes = e["value"].get<std::vector<uint8_t>>();
+        if (dtype_size(dt) == 0 || bytes.size() != static_cast<size_t>(numel_of(dims)) * dtype_size(dt))
+          return error(StatusCode::kCorruptPlan, "serialized tensor attribute '", it.key(), "' is malformed");
+        Tensor t = Tensor::empty(dt, dims);
+        if (!bytes.empty()) std::memcpy(t.data(), bytes.data(), bytes.size());
+        m.set(it.key(), t);
+      } else {
+        return error(StatusCode::kCorruptPlan, "serialized attribute '", it.key(), "' has unknown type '", type, "'");
+      }
+    } catch (const std::exception& ex) {
+      return error(StatusCode::kCorruptPlan, "serialized attribute '", it.key(), "' is malformed: ", ex.what());
+    }
+  }
+  return m;
+}
+
+namespace {
+// Shape-expression builder over plain integers (PyTorch Meta kernels, tests, run-time shapes).
+class ConcreteExprBuilder final : public ShapeExprBuilder {
+ public:
+  const void* constant(int64_t v) override {
+    values_.push_back(v);
+    return &values_.back();
+  }
+  const void* operation(DimOp op, const void* a, const void* b) override {
+    Dim r = Dim::binary(op, Dim(*static_cast<const int64_t*>(a)), Dim(*static_cast<const int64_t*>(b)));
+    if (!r.is_const()) {  // division by zero: remember and report after the shape function returns
+      failed_ = true;
+      return constant(0);
+    }
+    return constant(r.value());
+  }
+  std::optional<int64_t> constant_value(const void* e) override { return *static_cast<const int64_t*>(e); }
+  bool failed() const { return failed_; }
+
+ private:
+  std::deque<int64_t> values_;  // deque: pointers stay valid as it grows
+  bool failed_ = false;
+};
+}  // namespace
+
+Result<std::vector<std::vector<int64_t>>> infer_concrete_shapes(
+    const OpDef& def, const std::vector<std::optional<std::vector<int64_t>>>& input_dims,
+    const AttributeMap& attrs) {
+  ConcreteExprBuilder b;
+  std::vector<std::optional<std::vector<const void*>>> ins;
+  for (auto& d : input_dims) {
+    if (!d) {
+      ins.emplace_back(std::nullopt);
+      continue;
+    }
+    std::vector<const void*> e;
+    for (int64_t x : *d) e.push_back(b.constant(x));
+    ins.emplace_back(std::move(e));
+  }
+  ShapeContext ctx(&b, &attrs, std::move(ins), static_cast<int>(def.outputs().size()));
+  GRAFT_RETURN_IF_ERROR(def.infer_shapes(ctx));
+  if (b.failed()) return error(StatusCode::kInvalidArgument, "op ", def.name(), ": shape function divided by zero");
+  std::vector<std::vector<int64_t>> out;
+  for (auto& o : ctx.outputs()) {
+    std::vector<int64_t> dims;
+    for (const void* e : *o) {
+      int64_t v = *static_cast<const int64_t*>(e);
+      if (v < 0) return error(StatusCode::kInvalidArgument, "op ", def.name(), ": shape function produced a negative dimension ", v);
+      dims.push_back(v);
+    }
+    out.push_back(std::move(dims));
+  }
+  return out;
+}
+
+}  // namespace graft
