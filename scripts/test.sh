@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Runs every test: the CPU build's CTest suite (unit tests, op-test harness, ONNX conformance runner,
+# plugin and Python tests), then the C++ unit and op tests again under AddressSanitizer + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh build
+(cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+
+# Sanitizer build of the C++ tests (libtorch is not built with ASan, so no PyTorch/Python pieces).
+LAUNCHER=()
+if command -v ccache >/dev/null; then LAUNCHER=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_SANITIZE=address,undefined \
+  -DGRAFT_BUILD_TORCH=OFF -DGRAFT_BUILD_PYTHON=OFF "${LAUNCHER[@]}"
+cmake --build build-asan -j "$(nproc)" --target graft_unit_tests graft_op_tests
+export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+./build-asan/tests/unit/graft_unit_tests --gtest_brief=1
+./build-asan/tests/ops/graft_op_tests --gtest_brief=1
+echo "sanitizer run: all C++ unit and op tests passed"
