@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Builds graft on the GPU machine (H200, Ubuntu 24.04, nvcc 13.0, torch 2.11) and runs the GPU test
+# suite and the benchmarks, writing logs and a report under $OUT (or ./gpu-out).
+#
+# That machine has no protobuf/ONNX/CLI11/fmt/GoogleTest and no network: the Debian .debs listed
+# in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
+# TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
+#
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: all; steps: build test python trt bench)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+STEPS=${*:-"build test python trt bench"}
+DEPS=/tmp/graft-deps
+export PYTHONUNBUFFERED=1
+summary="$OUT/summary.txt"
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+
+has_step() { [[ " $STEPS " == *" $1 "* ]]; }
+
+unpack_deps() {
+  mkdir -p "$DEPS"
+  for d in .device/debs/*.deb; do dpkg -x "$d" "$DEPS"; done
+  export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+}
+
+TORCH_DIR=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"share/cmake/Torch"))' 2>/dev/null)
+PYBIND_DIR=$(python3 -m pybind11 --cmakedir 2>/dev/null)
+ZLIB_SO=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
+
+configure_build() {  # $1 build dir, rest: extra cmake args
+  local dir=$1; shift
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$DEPS/usr;$DEPS/usr/lib/x86_64-linux-gnu/cmake;$DEPS/usr/share/cmake" \
+    -DProtobuf_INCLUDE_DIR="$DEPS/usr/include" \
+    -DProtobuf_LIBRARY="$DEPS/usr/lib/x86_64-linux-gnu/libprotobuf.so" \
+    -DProtobuf_PROTOC_EXECUTABLE=/bin/true \
+    -DZLIB_INCLUDE_DIR="$DEPS/usr/include" -DZLIB_LIBRARY="$ZLIB_SO" \
+    -DGRAFT_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" \
+    -DTorch_DIR="$TORCH_DIR" -Dpybind11_DIR="$PYBIND_DIR" -DPython3_EXECUTABLE="$(command -v python3)" \
+    "$@"
+}
+
+unpack_deps
+note "GPU suite on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || cat .device/commit 2>/dev/null)"
+
+if has_step build; then
+  configure_build build-gpu > "$OUT/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
+  cmake --build build-gpu -j 16 > "$OUT/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+  note "build ok"
+fi
+
+if has_step test; then
+  ./build-gpu/tests/ops/graft_op_tests > "$OUT/op_tests.log" 2>&1; note "op-test harness (CPU+CUDA): rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/op_tests.log" | tr '\n' ' ')"
+  ./build-gpu/tests/unit/graft_unit_tests --gtest_brief=1 > "$OUT/unit_tests.log" 2>&1; note "unit tests: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/unit_tests.log" | tr '\n' ' ')"
+  if [ -x build-gpu/tests/conformance/graft_conformance ]; then
+    ./build-gpu/tests/conformance/graft_conformance > "$OUT/conformance.log" 2>&1; note "conformance (CPU): rc=$? $(tail -1 "$OUT/conformance.log")"
+  fi
+fi
+
+if has_step python; then
+  export GRAFT_LIB_DIR="$PWD/build-gpu" PYTHONPATH="$PWD/python:$PWD/build-gpu/python"
+  python3 -m pytest -q tests/python > "$OUT/python_tests.log" 2>&1; note "python tests (torch $(python3 -c 'import torch;print(torch.__version__)')): rc=$? $(tail -1 "$OUT/python_tests.log")"
+  for exp in torchscript dynamo; do
+    python3 examples/seed_walkthrough/walkthrough.py --device cuda --exporter $exp --out /tmp/seed_$exp > "$OUT/walkthrough_$exp.log" 2>&1
+    note "seed walkthrough cuda/$exp: rc=$? $(tail -2 "$OUT/walkthrough_$exp.log" | tr '\n' ' ')"
+  done
+fi
+
+if has_step trt; then
+  for v in 10.16 11.1 8.6; do
+    inc=.device/trt/$v/include
+    [ -d "$inc" ] || { note "TensorRT $v headers not carried: skipped"; continue; }
+    configure_build build-trt-$v -DGRAFT_TENSORRT_INCLUDE_DIR="$PWD/$inc" -DGRAFT_BUILD_TORCH=OFF -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TESTS=ON -DGRAFT_WERROR=ON > "$OUT/trt_$v.log" 2>&1
+    cmake --build build-trt-$v -j 16 --target graft_tensorrt graft_trt_harness >> "$OUT/trt_$v.log" 2>&1 || { note "TensorRT $v adapter build FAILED"; continue; }
+    ./build-trt-$v/adapters/tensorrt/graft_trt_harness ./build-trt-$v/adapters/tensorrt/libgraft_tensorrt.so >> "$OUT/trt_$v.log" 2>&1
+    note "TensorRT $v harness: rc=$? $(tail -1 "$OUT/trt_$v.log")"
+  done
+fi
+
+if has_step bench; then
+  if [ -f bench/run_benchmarks.sh ]; then
+    bash bench/run_benchmarks.sh build-gpu "$OUT" > "$OUT/bench.log" 2>&1; note "benchmarks: rc=$? (see bench.log)"
+  fi
+fi
+cat "$summary"
