@@ -203,6 +203,16 @@ class OpDef {
   // outputs = one gradient per differentiable input, in the order given here.
   OpDef& differentiable_inputs(std::vector<int> indices) { diff_inputs_ = std::move(indices); return *this; }
   OpDef& backward(Backend b, KernelFn fn, std::vector<std::vector<DataType>> combos = {});
+  // A small valid call (input dims, absent optional inputs as nullopt, and attributes) that generic
+  // tools use without per-op code: the TensorRT harness, PyTorch gradcheck, documentation.
+  OpDef& example(std::vector<std::optional<std::vector<int64_t>>> input_dims, AttributeMap attrs = {}) {
+    examples_.push_back(Example{std::move(input_dims), std::move(attrs)});
+    return *this;
+  }
+  struct Example {
+    std::vector<std::optional<std::vector<int64_t>>> input_dims;
+    AttributeMap attrs;
+  };
 
   // introspection
   const OpIdentity& identity() const { return id_; }
@@ -214,6 +224,7 @@ class OpDef {
   const std::vector<IOSpec>& outputs() const { return outputs_; }
   const std::vector<std::vector<DataType>>& type_combinations() const { return combos_; }
   const std::vector<int>& differentiable_input_indices() const { return diff_inputs_; }
+  const std::vector<Example>& examples() const { return examples_; }
   bool has_backward(Backend b) const;
 
   // Fills defaults, checks types, ranges, allowed values, required and unknown attributes.
@@ -247,6 +258,7 @@ class OpDef {
   std::vector<std::vector<DataType>> combos_;
   std::vector<KernelEntry> kernels_, backward_kernels_;
   std::vector<int> diff_inputs_;
+  std::vector<Example> examples_;
 };
 
 // Attribute serialization (a JSON object; floats round-trip exactly). Used by plan files, the
