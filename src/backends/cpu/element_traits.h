@@ -1,0 +1,70 @@
+// Element access traits for the CPU reference kernels: how each dtype is stored and which type it
+// is computed in (half types compute in float and round once on store), plus visitors that turn a
+// runtime DataType into one of these traits.
+#pragma once
+
+#include <cstdint>
+
+#include "graft/dtype.h"
+#include "graft/status.h"
+
+namespace graft::cpu {
+
+template <typename S, typename C = S>
+struct PlainTr {
+  using storage = S;
+  static C load(const void* p, int64_t i) { return static_cast<C>(static_cast<const S*>(p)[i]); }
+  static void store(void* p, int64_t i, C v) { static_cast<S*>(p)[i] = static_cast<S>(v); }
+};
+using F32Tr = PlainTr<float>;
+using F64Tr = PlainTr<double>;
+using I8Tr = PlainTr<int8_t>;
+using U8Tr = PlainTr<uint8_t>;
+using I32Tr = PlainTr<int32_t>;
+using I64Tr = PlainTr<int64_t>;
+
+struct F16Tr {
+  static float load(const void* p, int64_t i) { return half_to_float(static_cast<const uint16_t*>(p)[i]); }
+  static void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = float_to_half(v); }
+};
+struct BF16Tr {
+  static float load(const void* p, int64_t i) { return bfloat16_to_float(static_cast<const uint16_t*>(p)[i]); }
+  static void store(void* p, int64_t i, float v) { static_cast<uint16_t*>(p)[i] = float_to_bfloat16(v); }
+};
+struct BoolTr {
+  static bool load(const void* p, int64_t i) { return static_cast<const uint8_t*>(p)[i] != 0; }
+  static void store(void* p, int64_t i, bool v) { static_cast<uint8_t*>(p)[i] = v ? 1 : 0; }
+};
+
+// fn(Traits{}) for float dtypes; on_other(dtype) otherwise.
+template <typename Fn, typename Other>
+Status visit_float(DataType t, Fn&& fn, Other&& on_other) {
+  switch (t) {
+    case DataType::kFloat32: return fn(F32Tr{});
+    case DataType::kFloat64: return fn(F64Tr{});
+    case DataType::kFloat16: return fn(F16Tr{});
+    case DataType::kBFloat16: return fn(BF16Tr{});
+    default: return on_other(t);
+  }
+}
+
+// Floats and integers (not bool).
+template <typename Fn, typename Other>
+Status visit_numeric(DataType t, Fn&& fn, Other&& on_other) {
+  switch (t) {
+    case DataType::kInt8: return fn(I8Tr{});
+    case DataType::kUInt8: return fn(U8Tr{});
+    case DataType::kInt32: return fn(I32Tr{});
+    case DataType::kInt64: return fn(I64Tr{});
+    default: return visit_float(t, fn, on_other);
+  }
+}
+
+// Every dtype graft has.
+template <typename Fn, typename Other>
+Status visit_all(DataType t, Fn&& fn, Other&& on_other) {
+  if (t == DataType::kBool) return fn(BoolTr{});
+  return visit_numeric(t, fn, on_other);
+}
+
+}  // namespace graft::cpu

@@ -1,0 +1,218 @@
+#include "backends/cpu/reduce.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/element_traits.h"
+#include "backends/cpu/elementwise.h"
+
+namespace graft::cpu {
+
+Result<ReduceAxes> resolve_reduce_axes(const AttributeMap& attrs, int64_t rank, bool axes_input_present,
+                                       const std::optional<std::vector<int64_t>>& axes_input) {
+  ReduceAxes r;
+  auto noop = attrs.get_int("noop_with_empty_axes", 0);
+  if (!noop) return Status(noop.status()).with_attribute("noop_with_empty_axes");
+  std::vector<int64_t> raw;
+  if (axes_input_present) {
+    if (!axes_input) {
+      r.known = false;
+      return r;
+    }
+    raw = *axes_input;
+  } else {
+    auto a = attrs.get_ints("axes", {});
+    if (!a) return Status(a.status()).with_attribute("axes");
+    raw = a.value();
+  }
+  for (int64_t ax : raw) {
+    auto n = normalize_axis(ax, rank);
+    if (!n) return Status(n.status()).with_attribute("axes");
+    if (std::find(r.axes.begin(), r.axes.end(), n.value()) != r.axes.end())
+      return Status(error(StatusCode::kInvalidModel, "axis ", ax, " appears more than once")).with_attribute("axes");
+    r.axes.push_back(n.value());
+  }
+  std::sort(r.axes.begin(), r.axes.end());
+  r.noop = r.axes.empty() && noop.value() != 0;
+  return r;
+}
+
+namespace {
+
+enum class ReduceKind { kSum, kMean, kMax };
+
+Status reduce(ExecContext& ctx, ReduceKind kind) {
+  if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, "reduce kernel called without input or output");
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  static const AttributeMap kEmpty;
+  const AttributeMap& attrs = ctx.attrs ? *ctx.attrs : kEmpty;
+  const bool axes_present = ctx.inputs.size() > 1 && ctx.inputs[1] != nullptr;
+  std::optional<std::vector<int64_t>> axes_in;
+  if (axes_present) axes_in = ctx.inputs[1]->to_int64_vector();
+  GRAFT_ASSIGN_OR_RETURN(ReduceAxes ra, resolve_reduce_axes(attrs, x.rank(), axes_present, axes_in));
+  GRAFT_CHECK(ra.known);
+  if (ra.noop) {
+    GRAFT_CHECK(x.nbytes() == y.nbytes() && x.dtype() == y.dtype());
+    if (x.nbytes()) std::memcpy(y.data(), x.data(), x.nbytes());
+    return Status::ok();
+  }
+  // The output with reduced axes kept as 1, broadcast back over the input, maps each input
+  // element to its accumulator.
+  std::vector<int64_t> kept = x.dims();
+  int64_t count = 1;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    bool reduced = ra.axes.empty() || std::find(ra.axes.begin(), ra.axes.end(), d) != ra.axes.end();
+    if (reduced) {
+      count *= kept[d];
+      kept[d] = 1;
+    }
+  }
+  const int64_t n_out = numel_of(kept);
+  GRAFT_CHECK(n_out == y.numel(), "output has ", y.numel(), " elements, expected ", n_out);
+  GRAFT_ASSIGN_OR_RETURN(detail::BroadcastWalker w, detail::BroadcastWalker::make(x.dims(), {kept}));
+
+  if (dtype_is_integer(x.dtype())) {
+    std::vector<int64_t> acc(n_out, kind == ReduceKind::kMax ? std::numeric_limits<int64_t>::lowest() : 0);
+    const auto xs = x.to_int64_vector();
+    for (int64_t i = 0; i < x.numel(); ++i, w.next()) {
+      int64_t& a = acc[w.offset(0)];
+      if (kind == ReduceKind::kMax) a = std::max(a, xs[i]);
+      else a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(xs[i]));
+    }
+    for (int64_t o = 0; o < n_out; ++o) {
+      int64_t v = acc[o];
+      if (kind == ReduceKind::kMean) v = count ? v / count : 0;
+      if (x.dtype() == DataType::kInt64) y.data_as<int64_t>()[o] = v;
+      else if (x.dtype() == DataType::kInt32) y.data_as<int32_t>()[o] = static_cast<int32_t>(v);
+      else y.set(o, static_cast<double>(v));
+    }
+    return Status::ok();
+  }
+  if (!dtype_is_float(x.dtype()))
+    return error(StatusCode::kUnsupported, "reduction of dtype ", dtype_name(x.dtype()), " is not supported");
+  std::vector<double> acc(n_out, kind == ReduceKind::kMax ? -INFINITY : 0.0);
+  for (int64_t i = 0; i < x.numel(); ++i, w.next()) {
+    double v = x.get(i);
+    double& a = acc[w.offset(0)];
+    if (kind == ReduceKind::kMax) {
+      if (std::isnan(v) || v > a) a = v;  // NaN sticks: nothing compares greater than it
+    } else {
+      a += v;
+    }
+  }
+  for (int64_t o = 0; o < n_out; ++o)
+    y.set(o, kind == ReduceKind::kMean ? acc[o] / static_cast<double>(count) : acc[o]);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status reduce_mean(ExecContext& ctx) { return reduce(ctx, ReduceKind::kMean); }
+Status reduce_sum(ExecContext& ctx) { return reduce(ctx, ReduceKind::kSum); }
+Status reduce_max(ExecContext& ctx) { return reduce(ctx, ReduceKind::kMax); }
+
+Status softmax(ExecContext& ctx) {
+  if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, "Softmax kernel called without input or output");
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  if (!dtype_is_float(x.dtype()))
+    return error(StatusCode::kUnsupported, "Softmax of dtype ", dtype_name(x.dtype()), " is not supported");
+  GRAFT_CHECK(x.numel() == y.numel());
+  static const AttributeMap kEmpty;
+  const AttributeMap& attrs = ctx.attrs ? *ctx.attrs : kEmpty;
+  const bool legacy = ctx.opset > 0 && ctx.opset < 13;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", legacy ? 1 : -1));
+  if (x.rank() == 0) {
+    y.set(0, 1.0);
+    return Status::ok();
+  }
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
+  // View x as [outer, n, inner]; softmax runs over n. Opset < 13 flattens every axis from `axis`
+  // on into n (the "coerce to 2-D" rule), so inner is 1 there.
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (d < axis) outer *= x.dims()[d];
+    else if (d == axis || legacy) n *= x.dims()[d];
+    else inner *= x.dims()[d];
+  }
+  std::vector<double> row(static_cast<size_t>(n));
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t base = o * n * inner + i;
+      double m = -INFINITY;
+      for (int64_t k = 0; k < n; ++k) {
+        row[k] = x.get(base + k * inner);
+        m = std::max(m, row[k]);
+      }
+      double sum = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        row[k] = std::exp(row[k] - m);
+        sum += row[k];
+      }
+      for (int64_t k = 0; k < n; ++k) y.set(base + k * inner, row[k] / sum);
+    }
+  }
+  return Status::ok();
+}
+
+Status layer_normalization(ExecContext& ctx) {
+  if (ctx.inputs.size() < 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInvalidModel, "LayerNormalization needs inputs X and Scale and output Y");
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& scale = *ctx.inputs[1];
+  const Tensor* bias = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  Tensor& y = *ctx.outputs[0];
+  Tensor* mean_out = ctx.outputs.size() > 1 ? ctx.outputs[1] : nullptr;
+  Tensor* inv_out = ctx.outputs.size() > 2 ? ctx.outputs[2] : nullptr;
+  if (!dtype_is_float(x.dtype()))
+    return error(StatusCode::kUnsupported, "LayerNormalization of dtype ", dtype_name(x.dtype()),
+                 " is not supported");
+  static const AttributeMap kEmpty;
+  const AttributeMap& attrs = ctx.attrs ? *ctx.attrs : kEmpty;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", -1));
+  GRAFT_ASSIGN_OR_RETURN(float eps, attrs.get_float("epsilon", 1e-5f));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
+  std::vector<int64_t> norm_dims(x.dims().begin() + axis, x.dims().end());
+  const int64_t inner = numel_of(norm_dims);
+  const int64_t outer = inner ? x.numel() / inner : 0;
+  GRAFT_CHECK(y.numel() == x.numel());
+  // Offsets of Scale and B for each position of the normalized block (they broadcast to it).
+  std::vector<int64_t> scale_off(inner), bias_off(inner, -1);
+  {
+    std::vector<std::vector<int64_t>> operands{scale.dims()};
+    if (bias) operands.push_back(bias->dims());
+    GRAFT_ASSIGN_OR_RETURN(detail::BroadcastWalker w, detail::BroadcastWalker::make(norm_dims, operands));
+    for (int64_t k = 0; k < inner; ++k, w.next()) {
+      scale_off[k] = w.offset(0);
+      if (bias) bias_off[k] = w.offset(1);
+    }
+  }
+  for (int64_t o = 0; o < outer; ++o) {
+    const int64_t base = o * inner;
+    double mean = 0;
+    for (int64_t k = 0; k < inner; ++k) mean += x.get(base + k);
+    mean /= static_cast<double>(inner);
+    double var = 0;
+    for (int64_t k = 0; k < inner; ++k) {
+      double d = x.get(base + k) - mean;
+      var += d * d;
+    }
+    var /= static_cast<double>(inner);
+    const double inv = 1.0 / std::sqrt(var + static_cast<double>(eps));
+    for (int64_t k = 0; k < inner; ++k) {
+      double v = (x.get(base + k) - mean) * inv * scale.get(scale_off[k]);
+      if (bias) v += bias->get(bias_off[k]);
+      y.set(base + k, v);
+    }
+    if (mean_out) mean_out->set(o, mean);
+    if (inv_out) inv_out->set(o, inv);
+  }
+  return Status::ok();
+}
+
+}  // namespace graft::cpu
