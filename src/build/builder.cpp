@@ -1,0 +1,132 @@
+// The builder: plugins -> import -> optimization profile -> passes -> Engine.
+#include <set>
+
+#include "build/plan.h"
+#include "graft/registry.h"
+#include "graph/passes.h"
+#include "onnx/importer.h"
+#include "runtime/cpu_engine.h"
+
+namespace graft {
+
+namespace {
+
+// Checks the profile against the graph inputs, substitutes fixed shapes (min == max) and records a
+// profile for every input that stays dynamic.
+Status apply_profile(Graph& g, const std::map<std::string, ProfileRange>& given,
+                     std::map<std::string, ProfileRange>* out) {
+  for (const auto& [name, r] : given) {
+    const Value* v = g.find_value(name);
+    if (!v || !v->is_graph_input) {
+      std::string names;
+      for (const Value* in : g.inputs()) names += (names.empty() ? "" : ", ") + in->name;
+      return error(StatusCode::kInvalidArgument, "the profile names '", name,
+                   "', which is not an input of the model (inputs: ", names, ")");
+    }
+  }
+  SymbolBindings fixed;
+  for (Value* v : g.inputs()) {
+    auto it = given.find(v->name);
+    if (it == given.end()) continue;
+    const ProfileRange& r = it->second;
+    const Shape& s = *v->desc.shape;
+    if (r.min.size() != s.size() || r.opt.size() != s.size() || r.max.size() != s.size())
+      return error(StatusCode::kInvalidArgument, "profile for input '", v->name, "' has rank min ",
+                   static_cast<uint64_t>(r.min.size()), "/opt ", static_cast<uint64_t>(r.opt.size()), "/max ",
+                   static_cast<uint64_t>(r.max.size()), " but the input has shape ", shape_to_string(s));
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!(r.min[i] <= r.opt[i] && r.opt[i] <= r.max[i]) || r.min[i] < 0)
+        return error(StatusCode::kInvalidArgument, "profile for input '", v->name, "' dimension ",
+                     static_cast<uint64_t>(i), " needs 0 <= min <= opt <= max, got min ", r.min[i], " opt ",
+                     r.opt[i], " max ", r.max[i]);
+      if (s[i].is_const() && (r.min[i] != s[i].value() || r.max[i] != s[i].value()))
+        return error(StatusCode::kInvalidArgument, "profile for input '", v->name, "' dimension ",
+                     static_cast<uint64_t>(i), " is fixed at ", s[i].value(), " in the model (shape ",
+                     shape_to_string(s), ") but the profile gives min ", r.min[i], " max ", r.max[i]);
+      if (s[i].is_symbol() && r.min[i] == r.max[i]) {
+        auto [fit, inserted] = fixed.emplace(s[i].symbol_name(), r.min[i]);
+        if (!inserted && fit->second != r.min[i])
+          return error(StatusCode::kInvalidArgument, "dimension '", s[i].symbol_name(), "' is fixed to ",
+                       fit->second, " by one input and to ", r.min[i], " by input '", v->name, "'");
+      }
+    }
+  }
+  for (Value* v : g.inputs()) {
+    Shape& s = *v->desc.shape;
+    for (Dim& d : s)
+      if (d.is_symbol()) {
+        auto f = fixed.find(d.symbol_name());
+        if (f != fixed.end()) d = Dim(f->second);
+      }
+    if (shape_is_static(s)) continue;
+    auto it = given.find(v->name);
+    if (it == given.end())
+      return error(StatusCode::kInvalidArgument, "input '", v->name, "' has dynamic shape ",
+                   shape_to_string(s),
+                   ": give it an optimization profile (--minShapes/--optShapes/--maxShapes) or a fixed shape (--shapes)");
+    (*out)[v->name] = it->second;
+  }
+  return Status::ok();
+}
+
+void report(const BuilderConfig& c, const std::string& stage, const std::string& detail) {
+  if (c.progress) c.progress(stage, detail);
+}
+
+Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, const BuilderConfig& config,
+                                      const std::string& name) {
+  if (!imported) return std::move(imported).take_status();
+  EngineState st;
+  st.graph = std::move(imported).value();
+  st.device = config.device;
+  st.fp16 = config.fp16;
+  st.source = name;
+  Graph& g = *st.graph;
+  report(config, "import", std::to_string(g.nodes().size()) + " nodes, " + std::to_string(g.inputs().size()) +
+                               " inputs, " + std::to_string(g.outputs().size()) + " outputs");
+  Status s = apply_profile(g, config.profile, &st.profile);
+  if (!s) return s.with_file(name);
+  report(config, "profile", std::to_string(st.profile.size()) + " dynamic inputs");
+
+  int removed = remove_identities(g);
+  report(config, "remove identities", std::to_string(removed) + " removed");
+  s = infer_shapes(g);
+  if (!s) return s.with_file(name);
+  report(config, "shape inference", "done");
+  auto folded = fold_constants(g);
+  if (!folded) return std::move(folded).take_status().with_file(name);
+  report(config, "fold constants", std::to_string(*folded) + " nodes folded");
+  auto bn = fold_batchnorm(g);
+  if (!bn) return std::move(bn).take_status().with_file(name);
+  report(config, "fold batchnorm", std::to_string(*bn) + " folded");
+  int dead = eliminate_dead_nodes(g);
+  report(config, "dead-node elimination", std::to_string(dead) + " removed");
+  s = infer_shapes(g);
+  if (!s) return s.with_file(name);
+  report(config, "done", std::to_string(g.nodes().size()) + " layers");
+  return make_cpu_engine(std::move(st));
+}
+
+Status load_plugins(const BuilderConfig& config) {
+  for (const auto& lib : config.plugin_libraries) {
+    Status s = load_plugin_library(lib);
+    if (!s) return s;
+    report(config, "plugins", "loaded " + lib);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& path, const BuilderConfig& config) {
+  GRAFT_RETURN_IF_ERROR(load_plugins(config));
+  return build(import_onnx_file(path), config, path);
+}
+
+Result<std::shared_ptr<Engine>> Engine::build_from_onnx_bytes(const std::string& bytes, const BuilderConfig& config,
+                                                              const std::string& name_for_errors) {
+  GRAFT_RETURN_IF_ERROR(load_plugins(config));
+  return build(import_onnx_bytes(bytes, name_for_errors), config, name_for_errors);
+}
+
+}  // namespace graft

@@ -1,0 +1,239 @@
+#include "build/plan.h"
+
+#include <onnx/onnx_pb.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "graft/registry.h"
+#include "graph/passes.h"
+#include "onnx/importer.h"
+
+#ifndef GRAFT_VERSION
+#define GRAFT_VERSION "0.0.0"
+#endif
+
+namespace graft {
+
+const char* version_string() { return GRAFT_VERSION; }
+
+namespace {
+
+template <typename T>
+void put(std::string& out, T v) {
+  char buf[sizeof(T)];
+  std::memcpy(buf, &v, sizeof(T));
+  out.append(buf, sizeof(T));
+}
+
+struct Reader {
+  const std::string& s;
+  size_t pos = 0;
+  template <typename T>
+  bool get(T* v) {
+    if (s.size() - pos < sizeof(T)) return false;
+    std::memcpy(v, s.data() + pos, sizeof(T));
+    pos += sizeof(T);
+    return true;
+  }
+  bool bytes(size_t n, std::string* out) {
+    if (s.size() - pos < n) return false;
+    out->assign(s.data() + pos, n);
+    pos += n;
+    return true;
+  }
+};
+
+uint32_t crc_of(const std::string& payload) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  // zlib takes uInt lengths: feed large payloads in chunks.
+  size_t pos = 0;
+  while (pos < payload.size()) {
+    size_t n = std::min<size_t>(payload.size() - pos, 1u << 30);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(payload.data() + pos), static_cast<uInt>(n));
+    pos += n;
+  }
+  return static_cast<uint32_t>(crc);
+}
+
+nlohmann::json range_json(const ProfileRange& r) { return {{"min", r.min}, {"opt", r.opt}, {"max", r.max}}; }
+
+}  // namespace
+
+Result<std::string> write_plan_bytes(const EngineState& state) {
+  onnx::ModelProto model;
+  GRAFT_RETURN_IF_ERROR(export_onnx_model(*state.graph, &model));
+  std::string model_bytes;
+  if (!model.SerializeToString(&model_bytes))
+    return error(StatusCode::kInternal, "could not serialize the graph (over 2 GiB?)");
+  nlohmann::json j;
+  j["graft_version"] = version_string();
+  j["device"] = device_name(state.device);
+  j["fp16"] = state.fp16;
+  j["source"] = state.source;
+  j["profiles"] = nlohmann::json::object();
+  for (const auto& [name, r] : state.profile) j["profiles"][name] = range_json(r);
+  j["inputs"] = nlohmann::json::array();
+  for (const Value* v : state.graph->inputs()) j["inputs"].push_back({{"name", v->name}, {"desc", v->desc.to_string()}});
+  j["outputs"] = nlohmann::json::array();
+  for (const Value* v : state.graph->outputs()) j["outputs"].push_back({{"name", v->name}, {"desc", v->desc.to_string()}});
+  std::string json_text = j.dump();
+
+  std::string payload;
+  put<uint64_t>(payload, model_bytes.size());
+  payload += model_bytes;
+  put<uint64_t>(payload, json_text.size());
+  payload += json_text;
+
+  std::string out(kPlanMagic, sizeof kPlanMagic);
+  put<uint32_t>(out, kPlanFormatVersion);
+  std::string ver = version_string();
+  put<uint32_t>(out, static_cast<uint32_t>(ver.size()));
+  out += ver;
+  put<uint64_t>(out, payload.size());
+  put<uint32_t>(out, crc_of(payload));
+  out += payload;
+  return out;
+}
+
+Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string& name) {
+  auto fail = [&](StatusCode c, auto&&... parts) { return error(c, parts...).with_file(name); };
+  const size_t magic_n = sizeof kPlanMagic;
+  if (bytes.size() < magic_n) {
+    if (!bytes.empty() && std::memcmp(bytes.data(), kPlanMagic, bytes.size()) == 0)
+      return fail(StatusCode::kCorruptPlan, "the plan is truncated (", static_cast<uint64_t>(bytes.size()), " bytes)");
+    return fail(StatusCode::kCorruptPlan, "not a graft plan (bad magic; expected a file written by graft build)");
+  }
+  if (std::memcmp(bytes.data(), kPlanMagic, magic_n) != 0)
+    return fail(StatusCode::kCorruptPlan, "not a graft plan (bad magic; expected a file written by graft build)");
+  Reader r{bytes, magic_n};
+  uint32_t format = 0, ver_len = 0, crc = 0;
+  uint64_t payload_len = 0;
+  std::string writer_version;
+  if (!r.get(&format)) return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
+  if (format != kPlanFormatVersion) {
+    std::string by;
+    if (r.get(&ver_len) && ver_len < 256 && r.bytes(ver_len, &writer_version)) by = " by graft " + writer_version;
+    return fail(StatusCode::kCorruptPlan, "plan format version ", static_cast<uint64_t>(format), " (written",
+                by.empty() ? std::string(" by another graft") : by, ") cannot be read: this graft (",
+                version_string(), ") reads plan format version ", static_cast<uint64_t>(kPlanFormatVersion),
+                "; rebuild the plan from the ONNX model");
+  }
+  if (!r.get(&ver_len) || ver_len > 256 || !r.bytes(ver_len, &writer_version) || !r.get(&payload_len) ||
+      !r.get(&crc))
+    return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
+  const size_t remaining = bytes.size() - r.pos;
+  if (payload_len > remaining)
+    return fail(StatusCode::kCorruptPlan, "the plan is truncated: its payload should be ", payload_len,
+                " bytes but only ", static_cast<uint64_t>(remaining), " are present");
+  if (payload_len < remaining)
+    return fail(StatusCode::kCorruptPlan, "the plan has ", static_cast<uint64_t>(remaining - payload_len),
+                " unexpected trailing bytes (corrupted)");
+  std::string payload = bytes.substr(r.pos);
+  if (crc_of(payload) != crc)
+    return fail(StatusCode::kCorruptPlan, "the plan is corrupted: checksum mismatch");
+
+  Reader p{payload};
+  uint64_t model_len = 0, json_len = 0;
+  std::string model_bytes, json_text;
+  if (!p.get(&model_len) || !p.bytes(model_len, &model_bytes) || !p.get(&json_len) || !p.bytes(json_len, &json_text))
+    return fail(StatusCode::kCorruptPlan, "the plan's payload is malformed");
+
+  onnx::ModelProto model;
+  if (!model.ParseFromString(model_bytes))
+    return fail(StatusCode::kCorruptPlan, "the plan's graph section does not parse");
+  nlohmann::json j = nlohmann::json::parse(json_text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return fail(StatusCode::kCorruptPlan, "the plan's JSON section does not parse");
+
+  // Custom ops first, so a missing plugin gets its own precise message.
+  GRAFT_RETURN_IF_ERROR(register_graft_ops(OpRegistry::global()));
+  std::set<std::string> reported;
+  for (const auto& np : model.graph().node()) {
+    if (np.domain().empty() || np.domain() == "ai.onnx") continue;
+    std::string version = "1", ns;
+    for (const auto& a : np.attribute()) {
+      if (a.name() == "plugin_version") version = a.s();
+      if (a.name() == "plugin_namespace") ns = a.s();
+    }
+    if (!OpRegistry::global().find(np.domain(), np.op_type(), version, ns))
+      return fail(StatusCode::kNotFound, "op ", np.op_type(), " (domain ", np.domain(), ", version ", version,
+                  ", namespace '", ns, "') is not registered: load its plugin library with --plugins")
+          .with_node(np.name(), np.op_type());
+  }
+
+  auto g = import_onnx_model(model, name, ".");
+  if (!g) return std::move(g).take_status();
+  EngineState st;
+  st.graph = std::move(g).value();
+  try {
+    st.fp16 = j.value("fp16", false);
+    st.source = j.value("source", std::string());
+    st.device = j.value("device", std::string("cpu")) == "cuda" ? DeviceType::kCUDA : DeviceType::kCPU;
+    if (j.contains("profiles"))
+      for (auto it = j["profiles"].begin(); it != j["profiles"].end(); ++it) {
+        ProfileRange pr;
+        pr.min = it.value().at("min").get<std::vector<int64_t>>();
+        pr.opt = it.value().at("opt").get<std::vector<int64_t>>();
+        pr.max = it.value().at("max").get<std::vector<int64_t>>();
+        st.profile[it.key()] = pr;
+      }
+  } catch (const std::exception& e) {
+    return fail(StatusCode::kCorruptPlan, "the plan's JSON section is malformed: ", e.what());
+  }
+  Status s = infer_shapes(*st.graph);
+  if (!s) return s.with_file(name);
+  return st;
+}
+
+Status write_file_atomic(const std::string& path, const std::string& bytes) {
+  namespace fs = std::filesystem;
+  fs::path target(path);
+  fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return error(StatusCode::kIoError, "directory '", dir.string(), "' does not exist").with_file(path);
+  fs::path tmp = dir / (target.filename().string() + ".tmp." + std::to_string(::getpid()));
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return error(StatusCode::kIoError, "cannot create '", tmp.string(), "'").with_file(path);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(tmp, ec);
+      return error(StatusCode::kIoError, "write failed (disk full?)").with_file(path);
+    }
+  }
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return error(StatusCode::kIoError, "cannot rename the temporary file over the plan: ", ec.message()).with_file(path);
+  }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Engine>> Engine::deserialize(const std::string& bytes, const std::string& name_for_errors) {
+  auto st = read_plan_bytes(bytes, name_for_errors);
+  if (!st) return std::move(st).take_status();
+  return make_cpu_engine(std::move(st).value());
+}
+
+Result<std::shared_ptr<Engine>> Engine::load_plan(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return error(StatusCode::kNotFound, "plan file not found").with_file(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(StatusCode::kIoError, "cannot open plan file").with_file(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return deserialize(ss.str(), path);
+}
+
+}  // namespace graft

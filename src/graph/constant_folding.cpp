@@ -1,0 +1,81 @@
+// Constant folding: run nodes whose inputs are all known at build time.
+#include <set>
+
+#include "graph/passes.h"
+#include "runtime/cpu_executor.h"
+
+namespace graft {
+
+namespace {
+
+// A value whose symbolic contents became fully constant (e.g. Shape of a static tensor).
+bool sym_value_to_constant(Value& v) {
+  if (v.constant || !v.sym_value || !v.desc.shape || !shape_is_static(*v.desc.shape)) return false;
+  if (!dtype_is_integer(v.desc.dtype)) return false;
+  std::vector<double> vals;
+  for (const Dim& d : *v.sym_value) {
+    if (!d.is_const()) return false;
+    vals.push_back(static_cast<double>(d.value()));
+  }
+  auto dims = shape_values(*v.desc.shape);
+  if (numel_of(dims) != static_cast<int64_t>(vals.size())) return false;
+  v.constant = Tensor::from_doubles(v.desc.dtype, dims, vals);
+  return true;
+}
+
+}  // namespace
+
+Result<int> fold_constants(Graph& graph) {
+  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
+  std::set<const Node*> folded;
+  for (auto& up : graph.nodes()) {
+    Node& n = *up;
+    bool any_output = false, all_sym_const = true;
+    for (Value* o : n.outputs) {
+      if (!o) continue;
+      any_output = true;
+      if (!o->constant && !sym_value_to_constant(*o)) all_sym_const = false;
+    }
+    if (any_output && all_sym_const) {
+      folded.insert(&n);
+      for (Value* o : n.outputs) if (o) o->producer = nullptr;
+      continue;
+    }
+    // Source nodes (no inputs) may be random generators: never fold them.
+    bool has_input = false, all_const = true;
+    for (Value* v : n.inputs) {
+      if (!v) continue;
+      has_input = true;
+      if (!v->constant) all_const = false;
+    }
+    if (!has_input || !all_const || !any_output) continue;
+    std::vector<const Tensor*> ins;
+    for (Value* v : n.inputs) ins.push_back(v ? &*v->constant : nullptr);
+    auto descs = infer_node_concrete(n, ins);
+    if (!descs) return std::move(descs).take_status();
+    bool too_big = false;
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      if (n.outputs[o] && numel_of(shape_values(*(*descs)[o].shape)) > kMaxFoldElements) too_big = true;
+    if (too_big) continue;
+    auto outs = run_node_cpu(n, ins);
+    if (!outs) {
+      // A kernel that is not implemented yet is not a build error: the node simply stays.
+      if (outs.status().code() == StatusCode::kUnsupported) continue;
+      return std::move(outs).take_status();
+    }
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      Value* v = n.outputs[o];
+      if (!v) continue;
+      v->constant = std::move((*outs)[o]);
+      v->desc = TensorDesc(v->constant->dtype(), shape_from_values(v->constant->dims()));
+      v->sym_value.reset();
+      v->producer = nullptr;
+    }
+    folded.insert(&n);
+  }
+  graph.remove_nodes_if([&](const Node* n) { return folded.count(n) != 0; });
+  graph.prune_values();
+  return static_cast<int>(folded.size());
+}
+
+}  // namespace graft

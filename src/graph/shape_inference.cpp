@@ -1,0 +1,142 @@
+// Shape inference over symbolic dimensions.
+#include "graph/dim_expr_builder.h"
+#include "graph/passes.h"
+
+namespace graft {
+
+namespace {
+
+Status infer_custom(const Node& node, const std::vector<InferContext::InputInfo>& inputs,
+                    std::vector<TensorDesc>* out_descs) {
+  const OpDef& def = *node.custom_op;
+  DimExprBuilder builder;
+  std::vector<std::optional<std::vector<const void*>>> in_shapes;
+  std::vector<DataType> in_dtypes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorDesc* d = inputs[i].desc;
+    if (!d) {
+      in_shapes.push_back(std::nullopt);
+      in_dtypes.push_back(DataType::kUndefined);
+      continue;
+    }
+    if (!d->shape)
+      return error(StatusCode::kUnsupported, "the rank of input ", static_cast<int64_t>(i), " ('",
+                   node.inputs[i]->name, "') is unknown");
+    std::vector<const void*> exprs;
+    for (const Dim& dim : *d->shape) exprs.push_back(builder.intern(dim));
+    in_shapes.push_back(std::move(exprs));
+    in_dtypes.push_back(d->dtype);
+  }
+  // Declared inputs the node leaves out are absent optional inputs.
+  while (in_shapes.size() < def.inputs().size()) {
+    in_shapes.push_back(std::nullopt);
+    in_dtypes.push_back(DataType::kUndefined);
+  }
+  ShapeContext ctx(&builder, &node.attrs, in_shapes, static_cast<int>(node.outputs.size()));
+  GRAFT_RETURN_IF_ERROR(def.infer_shapes(ctx));
+  auto dtypes = def.infer_dtypes(in_dtypes, node.attrs);
+  if (!dtypes) return std::move(dtypes).take_status();
+  out_descs->assign(node.outputs.size(), TensorDesc());
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (o >= ctx.outputs().size() || !ctx.outputs()[o])
+      return error(StatusCode::kInternal, "the shape function of ", def.name(), " did not set output ",
+                   static_cast<uint64_t>(o));
+    if (o >= dtypes->size())
+      return error(StatusCode::kInternal, "the dtype function of ", def.name(), " gave no dtype for output ",
+                   static_cast<uint64_t>(o));
+    Shape s;
+    for (const void* e : *ctx.outputs()[o]) {
+      if (!e) return error(StatusCode::kInternal, "the shape function of ", def.name(), " returned a null dimension");
+      s.push_back(*DimExprBuilder::as_dim(e));
+    }
+    (*out_descs)[o] = TensorDesc((*dtypes)[o], std::move(s));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& inputs,
+                  std::vector<TensorDesc>* out_descs,
+                  std::vector<std::optional<std::vector<Dim>>>* out_sym_values) {
+  out_sym_values->assign(node.outputs.size(), std::nullopt);
+  if (node.custom_op) {
+    Status st = infer_custom(node, inputs, out_descs);
+    return st.is_ok() ? st : st.with_node(node.name, node.op_type);
+  }
+  const BuiltinOp* op = find_builtin_op(node.op_type);
+  if (!op)
+    return error(StatusCode::kUnsupported, "no builtin op '", node.op_type, "'").with_node(node.name, node.op_type);
+  InferContext ctx(node, inputs, node.opset);
+  Status st = op->infer(ctx);
+  if (!st) return st.with_node(node.name, node.op_type);
+  *out_descs = ctx.outputs();
+  *out_sym_values = ctx.output_sym_values();
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (node.outputs[o] && (*out_descs)[o].dtype == DataType::kUndefined)
+      return error(StatusCode::kInternal, "inference left output ", static_cast<uint64_t>(o), " ('",
+                   node.outputs[o]->name, "') without a dtype")
+          .with_node(node.name, node.op_type);
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// Declared graph output desc vs inferred: dtypes must match, ranks must match, constant dims equal.
+Status check_declared(const Value& v, const TensorDesc& declared, const TensorDesc& inferred, const Node& n) {
+  if (declared.dtype != DataType::kUndefined && declared.dtype != inferred.dtype)
+    return error(StatusCode::kInvalidModel, "graph output '", v.name, "' is declared ",
+                 dtype_name(declared.dtype), " but the graph computes ", dtype_name(inferred.dtype))
+        .with_node(n.name, n.op_type);
+  if (!declared.shape || !inferred.shape) return Status::ok();
+  if (declared.shape->size() != inferred.shape->size())
+    return error(StatusCode::kInvalidModel, "graph output '", v.name, "' is declared with shape ",
+                 shape_to_string(*declared.shape), " but the graph computes ", shape_to_string(*inferred.shape))
+        .with_node(n.name, n.op_type);
+  for (size_t i = 0; i < declared.shape->size(); ++i) {
+    const Dim& a = (*declared.shape)[i];
+    const Dim& b = (*inferred.shape)[i];
+    if (a.is_const() && b.is_const() && a.value() != b.value())
+      return error(StatusCode::kInvalidModel, "graph output '", v.name, "' is declared with shape ",
+                   shape_to_string(*declared.shape), " but the graph computes ",
+                   shape_to_string(*inferred.shape))
+          .with_node(n.name, n.op_type);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status infer_shapes(Graph& graph) {
+  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
+  for (auto& up : graph.nodes()) {
+    Node& n = *up;
+    std::vector<InferContext::InputInfo> infos;
+    for (Value* v : n.inputs) {
+      InferContext::InputInfo info;
+      if (v) {
+        info.desc = &v->desc;
+        info.value = v->constant ? &*v->constant : nullptr;
+        info.sym_value = v->sym_value ? &*v->sym_value : nullptr;
+      }
+      infos.push_back(info);
+    }
+    std::vector<TensorDesc> descs;
+    std::vector<std::optional<std::vector<Dim>>> syms;
+    GRAFT_RETURN_IF_ERROR(infer_node(n, infos, &descs, &syms));
+    for (size_t o = 0; o < n.outputs.size(); ++o) {
+      Value* v = n.outputs[o];
+      if (!v) continue;
+      if (o >= descs.size())
+        return error(StatusCode::kInternal, "inference produced no desc for output ", static_cast<uint64_t>(o))
+            .with_node(n.name, n.op_type);
+      if (v->is_graph_output) GRAFT_RETURN_IF_ERROR(check_declared(*v, v->desc, descs[o], n));
+      v->desc = descs[o];
+      v->sym_value = o < syms.size() ? syms[o] : std::nullopt;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace graft

@@ -1,0 +1,95 @@
+// Graph -> onnx::ModelProto. The plan format stores the optimized graph this way, so one parser
+// (protobuf) serves both models and plans.
+#include <onnx/onnx_pb.h>
+
+#include "onnx/importer.h"
+#include "onnx/onnx_convert.h"
+
+namespace graft {
+
+namespace {
+
+void set_type(const TensorDesc& d, onnx::TypeProto* tp) {
+  auto* tt = tp->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int32_t>(d.dtype));
+  if (!d.shape) return;
+  auto* sp = tt->mutable_shape();
+  for (const Dim& dim : *d.shape) {
+    auto* dp = sp->add_dim();
+    // Expressions like (batch*3) have no ONNX spelling: leave them unknown, inference rebuilds them.
+    if (dim.is_const()) dp->set_dim_value(dim.value());
+    else if (dim.is_symbol()) dp->set_dim_param(dim.symbol_name());
+  }
+}
+
+void attr_to_proto(const std::string& name, const AttrValue& v, onnx::AttributeProto* ap) {
+  using A = onnx::AttributeProto;
+  ap->set_name(name);
+  switch (attr_type_of(v)) {
+    case AttrType::kFloat: ap->set_type(A::FLOAT); ap->set_f(std::get<float>(v)); break;
+    case AttrType::kInt: ap->set_type(A::INT); ap->set_i(std::get<int64_t>(v)); break;
+    case AttrType::kString: ap->set_type(A::STRING); ap->set_s(std::get<std::string>(v)); break;
+    case AttrType::kTensor:
+      ap->set_type(A::TENSOR);
+      tensor_to_proto(std::get<Tensor>(v), name, ap->mutable_t());
+      break;
+    case AttrType::kFloats:
+      ap->set_type(A::FLOATS);
+      for (float f : std::get<std::vector<float>>(v)) ap->add_floats(f);
+      break;
+    case AttrType::kInts:
+      ap->set_type(A::INTS);
+      for (int64_t i : std::get<std::vector<int64_t>>(v)) ap->add_ints(i);
+      break;
+    case AttrType::kStrings:
+      ap->set_type(A::STRINGS);
+      for (const auto& s : std::get<std::vector<std::string>>(v)) ap->add_strings(s);
+      break;
+  }
+}
+
+}  // namespace
+
+Status export_onnx_model(const Graph& graph, onnx::ModelProto* model) {
+  model->set_ir_version(graph.ir_version ? graph.ir_version : 8);
+  model->set_producer_name("graft");
+  for (const auto& [domain, version] : graph.opset_imports) {
+    auto* os = model->add_opset_import();
+    os->set_domain(domain);
+    os->set_version(version);
+  }
+  auto* gp = model->mutable_graph();
+  gp->set_name(graph.name);
+  for (const Value* v : graph.inputs()) {
+    auto* vi = gp->add_input();
+    vi->set_name(v->name);
+    set_type(v->desc, vi->mutable_type());
+  }
+  for (const auto& [name, v] : graph.values()) {
+    if (!v->constant) continue;
+    tensor_to_proto(*v->constant, name, gp->add_initializer());
+  }
+  for (const auto& n : graph.nodes()) {
+    auto* np = gp->add_node();
+    np->set_name(n->name);
+    np->set_op_type(n->op_type);
+    np->set_domain(n->domain);
+    for (const Value* v : n->inputs) np->add_input(v ? v->name : "");
+    for (const Value* v : n->outputs) np->add_output(v ? v->name : "");
+    for (const auto& [name, value] : n->attrs.all()) attr_to_proto(name, value, np->add_attribute());
+    if (n->custom_op) {
+      // validate_attributes removed these; the loader needs them to find the same op again.
+      const OpIdentity& id = n->custom_op->identity();
+      attr_to_proto("plugin_version", AttrValue(id.version), np->add_attribute());
+      attr_to_proto("plugin_namespace", AttrValue(id.plugin_namespace), np->add_attribute());
+    }
+  }
+  for (const Value* v : graph.outputs()) {
+    auto* vi = gp->add_output();
+    vi->set_name(v->name);
+    set_type(v->desc, vi->mutable_type());
+  }
+  return Status::ok();
+}
+
+}  // namespace graft

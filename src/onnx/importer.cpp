@@ -1,0 +1,542 @@
+#include "onnx/importer.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "graft/registry.h"
+#include "onnx/onnx_convert.h"
+#include "ops/operator.h"
+
+namespace graft {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+Result<std::string> read_file(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return error(StatusCode::kNotFound, "file not found").with_file(path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(StatusCode::kIoError, "cannot open file for reading").with_file(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return error(StatusCode::kIoError, "read error").with_file(path);
+  return ss.str();
+}
+
+// Reads the bytes of an initializer stored outside the model (external_data: location, offset,
+// length), relative to the model's directory.
+Status load_external(const onnx::TensorProto& tp, const std::string& base_dir, std::string* out) {
+  std::string location;
+  int64_t offset = 0, length = -1;
+  for (const auto& kv : tp.external_data()) {
+    if (kv.key() == "location") location = kv.value();
+    else if (kv.key() == "offset") offset = std::strtoll(kv.value().c_str(), nullptr, 10);
+    else if (kv.key() == "length") length = std::strtoll(kv.value().c_str(), nullptr, 10);
+  }
+  if (location.empty())
+    return error(StatusCode::kInvalidModel, "initializer '", tp.name(),
+                 "' uses external data but gives no location");
+  fs::path p = fs::path(location).is_absolute() ? fs::path(location) : fs::path(base_dir) / location;
+  std::error_code ec;
+  if (!fs::exists(p, ec))
+    return error(StatusCode::kNotFound, "external data file '", p.string(), "' of initializer '",
+                 tp.name(), "' does not exist");
+  auto size = fs::file_size(p, ec);
+  if (ec) return error(StatusCode::kIoError, "cannot stat external data file '", p.string(), "'");
+  if (offset < 0 || static_cast<uint64_t>(offset) > size)
+    return error(StatusCode::kInvalidModel, "external data of initializer '", tp.name(), "': offset ",
+                 offset, " is beyond the end of '", p.string(), "' (", static_cast<int64_t>(size), " bytes)");
+  if (length < 0) length = static_cast<int64_t>(size) - offset;
+  if (static_cast<uint64_t>(offset + length) > size)
+    return error(StatusCode::kInvalidModel, "external data of initializer '", tp.name(), "': offset ",
+                 offset, " + length ", length, " is beyond the end of '", p.string(), "' (",
+                 static_cast<int64_t>(size), " bytes)");
+  std::ifstream in(p, std::ios::binary);
+  if (!in) return error(StatusCode::kIoError, "cannot open external data file '", p.string(), "'");
+  in.seekg(offset);
+  out->resize(static_cast<size_t>(length));
+  in.read(out->data(), length);
+  if (in.gcount() != length)
+    return error(StatusCode::kIoError, "short read from external data file '", p.string(), "'");
+  return Status::ok();
+}
+
+template <typename Src>
+void copy_converted(const Src& src, Tensor& t) {
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, static_cast<double>(src.Get(static_cast<int>(i))));
+}
+
+}  // namespace
+
+Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string& base_dir) {
+  DataType dt;
+  if (!dtype_from_onnx(tp.data_type(), &dt))
+    return error(StatusCode::kUnsupported, "tensor '", tp.name(), "' has ONNX data type ",
+                 static_cast<int64_t>(tp.data_type()), ", which graft does not support");
+  std::vector<int64_t> dims(tp.dims().begin(), tp.dims().end());
+  for (int64_t d : dims)
+    if (d < 0) return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' has a negative dimension");
+  Tensor t = Tensor::empty(dt, dims);
+  const size_t nbytes = t.nbytes();
+  const int64_t n = t.numel();
+
+  auto from_bytes = [&](const std::string& bytes, const char* what) -> Status {
+    if (bytes.size() != nbytes)
+      return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' (", dtype_name(dt),
+                   shape_to_string(shape_from_values(dims)), ") needs ", static_cast<uint64_t>(nbytes),
+                   " bytes but its ", what, " has ", static_cast<uint64_t>(bytes.size()));
+    if (nbytes) std::memcpy(t.data(), bytes.data(), nbytes);
+    return Status::ok();
+  };
+
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string bytes;
+    GRAFT_RETURN_IF_ERROR(load_external(tp, base_dir, &bytes));
+    GRAFT_RETURN_IF_ERROR(from_bytes(bytes, "external data"));
+    return t;
+  }
+  if (tp.has_raw_data()) {
+    GRAFT_RETURN_IF_ERROR(from_bytes(tp.raw_data(), "raw_data"));
+    return t;
+  }
+  auto count_error = [&](int64_t have, const char* field) {
+    return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' has ", n, " elements but ",
+                 field, " holds ", have);
+  };
+  switch (dt) {
+    case DataType::kFloat32:
+      if (tp.float_data_size() != n) return count_error(tp.float_data_size(), "float_data");
+      if (n) std::memcpy(t.data(), tp.float_data().data(), nbytes);
+      break;
+    case DataType::kFloat64:
+      if (tp.double_data_size() != n) return count_error(tp.double_data_size(), "double_data");
+      if (n) std::memcpy(t.data(), tp.double_data().data(), nbytes);
+      break;
+    case DataType::kInt64:
+      if (tp.int64_data_size() != n) return count_error(tp.int64_data_size(), "int64_data");
+      if (n) std::memcpy(t.data(), tp.int64_data().data(), nbytes);
+      break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16: {
+      // 16-bit floats travel as their bit patterns in int32_data.
+      if (tp.int32_data_size() != n) return count_error(tp.int32_data_size(), "int32_data");
+      auto* p = t.data_as<uint16_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint16_t>(tp.int32_data(static_cast<int>(i)));
+      break;
+    }
+    case DataType::kInt32:
+    case DataType::kInt8:
+    case DataType::kUInt8:
+    case DataType::kBool:
+      if (tp.int32_data_size() != n) return count_error(tp.int32_data_size(), "int32_data");
+      copy_converted(tp.int32_data(), t);
+      break;
+    default:
+      return error(StatusCode::kUnsupported, "tensor '", tp.name(), "': unsupported data type");
+  }
+  return t;
+}
+
+void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto* tp) {
+  tp->set_name(name);
+  tp->set_data_type(static_cast<int32_t>(t.dtype()));
+  for (int64_t d : t.dims()) tp->add_dims(d);
+  tp->set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
+}
+
+namespace {
+
+Result<AttrValue> attribute_from_proto(const onnx::AttributeProto& ap, const std::string& base_dir) {
+  using A = onnx::AttributeProto;
+  A::AttributeType type = ap.type();
+  if (type == A::UNDEFINED) {
+    // Very old exporters leave `type` unset; deduce it from the field that is present.
+    if (ap.has_f()) type = A::FLOAT;
+    else if (ap.has_i()) type = A::INT;
+    else if (ap.has_s()) type = A::STRING;
+    else if (ap.has_t()) type = A::TENSOR;
+    else if (ap.floats_size()) type = A::FLOATS;
+    else if (ap.ints_size()) type = A::INTS;
+    else if (ap.strings_size()) type = A::STRINGS;
+    else if (ap.has_g() || ap.graphs_size()) type = A::GRAPH;
+  }
+  switch (type) {
+    case A::FLOAT: return AttrValue(ap.f());
+    case A::INT: return AttrValue(static_cast<int64_t>(ap.i()));
+    case A::STRING: return AttrValue(ap.s());
+    case A::TENSOR: {
+      auto t = tensor_from_proto(ap.t(), base_dir);
+      if (!t) return std::move(t).take_status();
+      return AttrValue(std::move(t).value());
+    }
+    case A::FLOATS: return AttrValue(std::vector<float>(ap.floats().begin(), ap.floats().end()));
+    case A::INTS: return AttrValue(std::vector<int64_t>(ap.ints().begin(), ap.ints().end()));
+    case A::STRINGS: return AttrValue(std::vector<std::string>(ap.strings().begin(), ap.strings().end()));
+    case A::GRAPH:
+    case A::GRAPHS:
+      return error(StatusCode::kUnsupported, "graph-valued attributes (control flow: If, Loop, Scan) are not supported");
+    case A::SPARSE_TENSOR:
+    case A::SPARSE_TENSORS:
+      return error(StatusCode::kUnsupported, "sparse tensor attributes are not supported");
+    case A::TYPE_PROTO:
+    case A::TYPE_PROTOS:
+      return error(StatusCode::kUnsupported, "type-proto attributes are not supported");
+    case A::TENSORS:
+      return error(StatusCode::kUnsupported, "tensor-list attributes are not supported");
+    default:
+      return error(StatusCode::kInvalidModel, "attribute has an unknown type ", static_cast<int64_t>(type));
+  }
+}
+
+Result<TensorDesc> desc_from_type(const onnx::TypeProto& tp, const std::string& value_name) {
+  TensorDesc d;
+  if (!tp.has_tensor_type())
+    return error(StatusCode::kUnsupported, "value '", value_name,
+                 "' is not a tensor (sequences, maps and optionals are not supported)");
+  const auto& tt = tp.tensor_type();
+  if (tt.elem_type() != 0 && !dtype_from_onnx(tt.elem_type(), &d.dtype))
+    return error(StatusCode::kUnsupported, "value '", value_name, "' has ONNX element type ",
+                 static_cast<int64_t>(tt.elem_type()), ", which graft does not support");
+  if (tt.has_shape()) {
+    Shape s;
+    int i = 0;
+    for (const auto& dim : tt.shape().dim()) {
+      if (dim.has_dim_value() && dim.dim_value() >= 0) s.push_back(Dim(static_cast<int64_t>(dim.dim_value())));
+      else if (dim.has_dim_param() && !dim.dim_param().empty()) s.push_back(Dim::symbol(dim.dim_param()));
+      else s.push_back(Dim::symbol(value_name + "__dim" + std::to_string(i)));
+      ++i;
+    }
+    d.shape = std::move(s);
+  }
+  return d;
+}
+
+Result<Tensor> constant_node_value(const onnx::NodeProto& np, const std::string& base_dir) {
+  for (const auto& a : np.attribute()) {
+    const std::string& n = a.name();
+    if (n == "value") return tensor_from_proto(a.t(), base_dir);
+    if (n == "value_float") return Tensor::from_doubles(DataType::kFloat32, {}, {a.f()});
+    if (n == "value_int") return Tensor::scalar_int64(a.i());
+    if (n == "value_floats") {
+      std::vector<double> v(a.floats().begin(), a.floats().end());
+      return Tensor::from_doubles(DataType::kFloat32, {static_cast<int64_t>(v.size())}, v);
+    }
+    if (n == "value_ints") return Tensor::vector_int64(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    return error(StatusCode::kUnsupported, "Constant attribute '", n, "' is not supported").with_attribute(n);
+  }
+  return error(StatusCode::kInvalidModel, "Constant node has no value attribute");
+}
+
+// The seed's parameter convention: an int tensor of character codes spelling a JSON object.
+Result<AttributeMap> attrs_from_json_codes(const Tensor& codes, const OpDef& def) {
+  std::string text;
+  for (int64_t i = 0; i < codes.numel(); ++i) {
+    double c = codes.get(i);
+    if (c < 0 || c > 255) return error(StatusCode::kInvalidModel, "parameter tensor holds a non-character code");
+    text.push_back(static_cast<char>(static_cast<int>(c)));
+  }
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object())
+    return error(StatusCode::kInvalidModel, "parameter tensor is not a JSON object: '", text, "'");
+  AttributeMap out;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string key = it.key();
+    const AttrSpec* spec = def.find_attr(key);
+    if (!spec && key == "param") {
+      for (const auto& s : def.attrs())
+        if (s.type == AttrType::kFloat) { spec = &s; break; }
+    }
+    if (!spec)
+      return error(StatusCode::kInvalidArgument, "JSON parameter '", key, "' is not an attribute of ",
+                   def.name()).with_attribute(key);
+    const nlohmann::json& v = it.value();
+    auto bad = [&]() {
+      return error(StatusCode::kInvalidArgument, "JSON parameter '", key, "' = ", v.dump(),
+                   " does not fit attribute type ", attr_type_name(spec->type)).with_attribute(spec->name);
+    };
+    switch (spec->type) {
+      case AttrType::kFloat:
+        if (!v.is_number()) return bad();
+        out.set(spec->name, v.get<float>());
+        break;
+      case AttrType::kInt:
+        if (!v.is_number_integer() && !v.is_boolean()) return bad();
+        out.set(spec->name, v.is_boolean() ? int64_t(v.get<bool>()) : v.get<int64_t>());
+        break;
+      case AttrType::kString:
+        if (!v.is_string()) return bad();
+        out.set(spec->name, v.get<std::string>());
+        break;
+      case AttrType::kFloats: {
+        if (!v.is_array()) return bad();
+        std::vector<float> fs;
+        for (auto& e : v) { if (!e.is_number()) return bad(); fs.push_back(e.get<float>()); }
+        out.set(spec->name, fs);
+        break;
+      }
+      case AttrType::kInts: {
+        if (!v.is_array()) return bad();
+        std::vector<int64_t> is;
+        for (auto& e : v) { if (!e.is_number_integer()) return bad(); is.push_back(e.get<int64_t>()); }
+        out.set(spec->name, is);
+        break;
+      }
+      case AttrType::kStrings: {
+        if (!v.is_array()) return bad();
+        std::vector<std::string> ss;
+        for (auto& e : v) { if (!e.is_string()) return bad(); ss.push_back(e.get<std::string>()); }
+        out.set(spec->name, ss);
+        break;
+      }
+      default:
+        return bad();
+    }
+  }
+  return out;
+}
+
+std::string string_attr_or(const AttributeMap& a, const std::string& name, const std::string& def) {
+  if (const AttrValue* v = a.find(name))
+    if (attr_type_of(*v) == AttrType::kString) return std::get<std::string>(*v);
+  return def;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
+                                                 const std::string& name_for_errors,
+                                                 const std::string& base_dir) {
+  auto fail = [&](Status st) { return st.with_file(name_for_errors); };
+  if (!model.has_graph())
+    return fail(error(StatusCode::kInvalidModel, "not an ONNX model: it has no graph"));
+  if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion)
+    return fail(error(StatusCode::kUnsupported, "ONNX IR version ", static_cast<int64_t>(model.ir_version()),
+                      " is not supported (graft supports IR versions ", kMinIrVersion, " to ",
+                      kMaxIrVersion, ")"));
+  auto g = std::make_unique<Graph>();
+  g->source_path = name_for_errors;
+  g->ir_version = model.ir_version();
+  g->producer_name = model.producer_name();
+  g->name = model.graph().name();
+  for (const auto& os : model.opset_import()) {
+    std::string d = os.domain() == "ai.onnx" ? "" : os.domain();
+    g->opset_imports[d] = os.version();
+  }
+  auto it = g->opset_imports.find("");
+  if (it == g->opset_imports.end())
+    return fail(error(StatusCode::kInvalidModel, "the model imports no default-domain (ai.onnx) opset"));
+  const int64_t opset = it->second;
+  if (opset < kMinOpset || opset > kMaxOpset)
+    return fail(error(StatusCode::kUnsupported, "default-domain opset ", opset,
+                      " is not supported (graft supports opsets ", kMinOpset, " to ", kMaxOpset, ")"));
+
+  GRAFT_RETURN_IF_ERROR(register_graft_ops(OpRegistry::global()));
+  const onnx::GraphProto& gp = model.graph();
+
+  // Initializers first: they are constants, even when also listed as graph inputs.
+  for (const auto& init : gp.initializer()) {
+    if (init.name().empty()) return fail(error(StatusCode::kInvalidModel, "an initializer has no name"));
+    if (g->find_value(init.name()))
+      return fail(error(StatusCode::kInvalidModel, "initializer '", init.name(), "' is defined twice"));
+    auto t = tensor_from_proto(init, base_dir);
+    if (!t) return fail(std::move(t).take_status());
+    Value* v = g->add_value(init.name());
+    v->desc = TensorDesc(t->dtype(), shape_from_values(t->dims()));
+    v->constant = std::move(t).value();
+  }
+  for (const auto& in : gp.input()) {
+    Value* existing = g->find_value(in.name());
+    if (existing && existing->constant) continue;  // initializer: a constant with a default
+    if (existing)
+      return fail(error(StatusCode::kInvalidModel, "graph input '", in.name(), "' is listed twice"));
+    auto d = desc_from_type(in.type(), in.name());
+    if (!d) return fail(std::move(d).take_status());
+    if (d->dtype == DataType::kUndefined)
+      return fail(error(StatusCode::kInvalidModel, "graph input '", in.name(), "' has no element type"));
+    if (!d->shape)
+      return fail(error(StatusCode::kUnsupported, "graph input '", in.name(), "' has no shape (unknown rank)"));
+    Value* v = g->add_value(in.name());
+    v->desc = std::move(d).value();
+    v->is_graph_input = true;
+    g->inputs().push_back(v);
+  }
+
+  // Nodes.
+  std::set<std::string> node_names;
+  std::vector<std::string> unsupported;
+  int index = 0;
+  for (const auto& np : gp.node()) {
+    std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name();
+    while (node_names.count(name)) name += "_" + std::to_string(index);
+    node_names.insert(name);
+    ++index;
+    std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+
+    // Output names must be unique across the graph.
+    for (const auto& out : np.output()) {
+      if (out.empty()) continue;
+      Value* v = g->find_value(out);
+      if (v && (v->producer || v->constant || v->is_graph_input))
+        return fail(error(StatusCode::kInvalidModel, "output name '", out,
+                          "' is produced more than once (or is also a graph input or initializer)")
+                        .with_node(name, np.op_type()));
+    }
+
+    if (domain.empty() && np.op_type() == "Constant") {
+      if (np.output_size() != 1)
+        return fail(error(StatusCode::kInvalidModel, "Constant must have one output").with_node(name, np.op_type()));
+      auto t = constant_node_value(np, base_dir);
+      if (!t) return fail(std::move(t).take_status().with_node(name, np.op_type()));
+      Value* v = g->add_value(np.output(0));
+      v->desc = TensorDesc(t->dtype(), shape_from_values(t->dims()));
+      v->constant = std::move(t).value();
+      continue;
+    }
+
+    Node* n = g->add_node(name, np.op_type(), domain);
+    auto git = g->opset_imports.find(domain);
+    n->opset = static_cast<int>(git == g->opset_imports.end() ? 1 : git->second);
+    for (const auto& ap : np.attribute()) {
+      auto v = attribute_from_proto(ap, base_dir);
+      if (!v) return fail(std::move(v).take_status().with_attribute(ap.name()).with_node(name, np.op_type()));
+      n->attrs.set(ap.name(), std::move(v).value());
+    }
+    for (const auto& in : np.input()) {
+      if (in.empty()) { n->inputs.push_back(nullptr); continue; }
+      n->inputs.push_back(g->add_value(in));
+    }
+    for (const auto& out : np.output()) {
+      if (out.empty()) { n->outputs.push_back(nullptr); continue; }
+      Value* v = g->add_value(out);
+      v->producer = n;
+      n->outputs.push_back(v);
+    }
+
+    // Resolve the op: builtin table first for the default domain, then the custom-op registry.
+    const BuiltinOp* builtin = domain.empty() ? find_builtin_op(np.op_type()) : nullptr;
+    if (builtin && builtin->min_opset <= opset) continue;
+    std::string version = string_attr_or(n->attrs, "plugin_version", "1");
+    std::string ns = string_attr_or(n->attrs, "plugin_namespace", "");
+    auto found = OpRegistry::global().find(domain, np.op_type(), version, ns);
+    if (!found) {
+      std::string why;
+      if (builtin)
+        why = "needs opset >= " + std::to_string(builtin->min_opset) + ", model has " + std::to_string(opset);
+      else if (domain.empty())
+        why = "no builtin op of that name";
+      else
+        why = found.status().message();
+      unsupported.push_back("'" + name + "' (" + (domain.empty() ? "" : domain + "::") + np.op_type() + "): " + why);
+      continue;
+    }
+    n->custom_op = found.value();
+  }
+  if (!unsupported.empty()) {
+    std::string msg = std::to_string(unsupported.size()) + " unsupported node" +
+                      (unsupported.size() > 1 ? "s" : "") + ":";
+    for (const auto& u : unsupported) msg += "\n  " + u;
+    return fail(Status(StatusCode::kUnsupported, msg));
+  }
+
+  // Custom nodes: seed-style JSON parameter input, then attribute validation.
+  for (auto& up : g->nodes()) {
+    Node* n = up.get();
+    if (!n->custom_op) continue;
+    const OpDef& def = *n->custom_op;
+    if (n->inputs.size() == def.inputs().size() + 1 && n->inputs.back() && n->inputs.back()->constant &&
+        dtype_is_integer(n->inputs.back()->constant->dtype())) {
+      auto json_attrs = attrs_from_json_codes(*n->inputs.back()->constant, def);
+      if (!json_attrs) return fail(std::move(json_attrs).take_status().with_node(n->name, n->op_type));
+      for (const auto& [k, v] : json_attrs->all()) {
+        if (!n->attrs.has(k)) n->attrs.set(k, v);
+      }
+      n->inputs.pop_back();
+    }
+    if (n->inputs.size() > def.inputs().size())
+      return fail(error(StatusCode::kInvalidModel, def.name(), " takes at most ",
+                        static_cast<uint64_t>(def.inputs().size()), " inputs, the node has ",
+                        static_cast<uint64_t>(n->inputs.size()))
+                      .with_node(n->name, n->op_type));
+    Status st = def.validate_attributes(n->attrs);
+    if (!st) return fail(st.with_node(n->name, n->op_type));
+  }
+
+  // value_info: what the exporter knew about intermediates (shape inference refines it).
+  for (const auto& vi : gp.value_info()) {
+    Value* v = g->find_value(vi.name());
+    if (!v || v->constant || v->is_graph_input) continue;
+    auto d = desc_from_type(vi.type(), vi.name());
+    if (d) v->desc = std::move(d).value();
+  }
+
+  // Every node input must come from somewhere.
+  for (auto& up : g->nodes()) {
+    for (Value* v : up->inputs) {
+      if (v && !v->producer && !v->constant && !v->is_graph_input)
+        return fail(error(StatusCode::kInvalidModel, "input '", v->name,
+                          "' is not produced by any node, is not a graph input and has no initializer")
+                        .with_node(up->name, up->op_type));
+    }
+  }
+
+  for (const auto& out : gp.output()) {
+    Value* v = g->find_value(out.name());
+    if (!v || (!v->producer && !v->constant && !v->is_graph_input))
+      return fail(error(StatusCode::kInvalidModel, "graph output '", out.name(), "' is not produced by any node"));
+    if (v->is_graph_output)
+      return fail(error(StatusCode::kInvalidModel, "graph output '", out.name(), "' is listed twice"));
+    if (out.has_type()) {
+      auto d = desc_from_type(out.type(), out.name());
+      if (!d) return fail(std::move(d).take_status());
+      if (!v->constant && !v->is_graph_input) v->desc = std::move(d).value();
+    }
+    v->is_graph_output = true;
+    g->outputs().push_back(v);
+  }
+  if (g->outputs().empty()) return fail(error(StatusCode::kInvalidModel, "the graph has no outputs"));
+
+  Status st = g->topological_sort();
+  if (!st) return fail(st);
+  g->prune_values();
+  return g;
+}
+
+Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const std::string& name_for_errors,
+                                                 const std::string& base_dir) {
+  onnx::ModelProto model;
+  if (bytes.empty())
+    return error(StatusCode::kInvalidModel, "the file is empty, not an ONNX model").with_file(name_for_errors);
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return error(StatusCode::kUnsupported, "models over 2 GiB must keep their weights in external data")
+        .with_file(name_for_errors);
+  if (!model.ParseFromString(bytes))
+    return error(StatusCode::kInvalidModel,
+                 "not a valid ONNX model: protobuf parsing failed (not protobuf, or truncated)")
+        .with_file(name_for_errors);
+  std::string dir = base_dir;
+  if (dir.empty()) {
+    dir = fs::path(name_for_errors).parent_path().string();
+    if (dir.empty()) dir = ".";
+  }
+  if (!model.has_graph() && model.ir_version() == 0)
+    return error(StatusCode::kInvalidModel, "not an ONNX model (no ir_version and no graph)").with_file(name_for_errors);
+  return import_onnx_model(model, name_for_errors, dir);
+}
+
+Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
+  auto bytes = read_file(path);
+  if (!bytes) return std::move(bytes).take_status();
+  return import_onnx_bytes(bytes.value(), path, "");
+}
+
+}  // namespace graft

@@ -1,0 +1,51 @@
+// ONNX importer: ModelProto (protobuf, from libonnx-dev) -> graft Graph IR.
+//
+// What it accepts: IR versions 3..10, default-domain opset 11..20, initializers (raw or typed
+// fields, external data), value_info, symbolic dims, the attribute kinds graft supports, builtin
+// ops from the BuiltinOp table and custom ops from the OpRegistry (looked up as TensorRT's ONNX
+// parser does: op_type + plugin_version + plugin_namespace).
+//
+// Conventions worth knowing:
+// - Constant nodes become constant Values (no node remains for them).
+// - Graph inputs that also have an initializer are constants, not runtime inputs.
+// - A dim without dim_value/dim_param gets a fresh symbol "<input>__dim<i>".
+// - The seed project's convention for custom-op parameters is accepted: when a custom node has one
+//   more input than its OpDef declares and that input is a constant integer tensor holding a JSON
+//   object as character codes (e.g. {"param": 0.5}), the JSON keys become typed attributes (typed by
+//   the OpDef's AttrSpec) and the input is dropped. The key "param" maps to the op's first float
+//   attribute when no attribute is named "param".
+// - Every unsupported node is reported in one error (name and op type of each).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "graft/status.h"
+#include "graph/graph.h"
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace graft {
+
+inline constexpr int64_t kMinIrVersion = 3;
+inline constexpr int64_t kMaxIrVersion = 10;
+inline constexpr int64_t kMinOpset = 11;
+inline constexpr int64_t kMaxOpset = 20;
+
+Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path);
+// `base_dir` resolves external-data locations; empty means the directory of name_for_errors.
+Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes,
+                                                 const std::string& name_for_errors,
+                                                 const std::string& base_dir = "");
+// Import an already parsed model (plans reuse this path).
+Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
+                                                 const std::string& name_for_errors,
+                                                 const std::string& base_dir);
+
+// Graph -> ModelProto (used by the plan format). Constants become initializers; custom nodes keep
+// domain, op_type, attributes and their plugin_version/plugin_namespace.
+Status export_onnx_model(const Graph& graph, onnx::ModelProto* model);
+
+}  // namespace graft

@@ -1,0 +1,275 @@
+#include "runtime/cpu_engine.h"
+
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "build/plan.h"
+#include "runtime/cpu_executor.h"
+
+namespace graft {
+
+namespace {
+
+std::string dims_to_string(const std::vector<int64_t>& d) {
+  return shape_to_string(shape_from_values(d));
+}
+
+IOInfo io_info(const Value& v, const std::map<std::string, ProfileRange>& profile) {
+  IOInfo info;
+  info.name = v.name;
+  info.dtype = v.desc.dtype;
+  info.shape = v.desc.shape ? shape_to_string(*v.desc.shape) : "[?]";
+  if (v.desc.shape)
+    for (const Dim& d : *v.desc.shape) info.static_dims.push_back(d.is_const() ? d.value() : -1);
+  auto it = profile.find(v.name);
+  if (it != profile.end()) info.profile = it->second;
+  return info;
+}
+
+class CpuEngine;
+
+class CpuContext final : public ExecutionContext {
+ public:
+  explicit CpuContext(const CpuEngine& e) : engine_(e) {}
+  Status run(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs) override;
+
+ private:
+  const CpuEngine& engine_;
+};
+
+class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEngine> {
+ public:
+  explicit CpuEngine(EngineState s) : s_(std::move(s)) {
+    const Graph& g = *s_.graph;
+    // Last node index that reads each value; intermediates are freed right after it.
+    for (size_t i = 0; i < g.nodes().size(); ++i)
+      for (Value* v : g.nodes()[i]->inputs)
+        if (v) last_use_[v] = i;
+  }
+
+  Result<std::string> serialize() const override { return write_plan_bytes(s_); }
+  Status save_plan(const std::string& path) const override {
+    auto bytes = serialize();
+    if (!bytes) return std::move(bytes).take_status();
+    return write_file_atomic(path, bytes.value());
+  }
+  std::vector<IOInfo> inputs() const override {
+    std::vector<IOInfo> r;
+    for (const Value* v : s_.graph->inputs()) r.push_back(io_info(*v, s_.profile));
+    return r;
+  }
+  std::vector<IOInfo> outputs() const override {
+    std::vector<IOInfo> r;
+    for (const Value* v : s_.graph->outputs()) r.push_back(io_info(*v, s_.profile));
+    return r;
+  }
+  DeviceType device() const override { return s_.device; }
+
+  std::string describe() const override {
+    std::ostringstream os;
+    os << "graft engine (graft " << version_string() << ", device " << device_name(s_.device)
+       << (s_.fp16 ? ", fp16" : "") << ")\n";
+    if (!s_.source.empty()) os << "built from: " << s_.source << "\n";
+    os << "inputs:\n";
+    for (const auto& io : inputs()) {
+      os << "  " << io.name << ": " << dtype_name(io.dtype) << io.shape;
+      if (io.profile)
+        os << "  profile min " << dims_to_string(io.profile->min) << " opt " << dims_to_string(io.profile->opt)
+           << " max " << dims_to_string(io.profile->max);
+      os << "\n";
+    }
+    os << "outputs:\n";
+    for (const auto& io : outputs()) os << "  " << io.name << ": " << dtype_name(io.dtype) << io.shape << "\n";
+    os << "layers (" << s_.graph->nodes().size() << "):\n";
+    for (const auto& n : s_.graph->nodes()) {
+      os << "  " << n->name << " [" << (n->domain.empty() ? "" : n->domain + "::") << n->op_type << "] -> ";
+      bool first = true;
+      for (const Value* v : n->outputs) {
+        if (!v) continue;
+        os << (first ? "" : ", ") << v->name << " " << v->desc.to_string();
+        first = false;
+      }
+      os << "\n";
+      if (n->custom_op) {
+        const OpIdentity& id = n->custom_op->identity();
+        os << "      custom op " << id.name << " (domain " << id.domain << ", version " << id.version
+           << ", namespace '" << id.plugin_namespace << "')\n";
+        for (const auto& [k, v] : n->attrs.all()) os << "      " << k << " = " << attr_value_to_string(v) << "\n";
+      }
+    }
+    return os.str();
+  }
+
+  std::string describe_json() const override {
+    using nlohmann::json;
+    auto io_json = [](const IOInfo& io) {
+      json j = {{"name", io.name}, {"dtype", dtype_name(io.dtype)}, {"shape", io.shape}, {"static_dims", io.static_dims}};
+      if (io.profile) j["profile"] = {{"min", io.profile->min}, {"opt", io.profile->opt}, {"max", io.profile->max}};
+      return j;
+    };
+    json j;
+    j["graft_version"] = version_string();
+    j["device"] = device_name(s_.device);
+    j["fp16"] = s_.fp16;
+    j["source"] = s_.source;
+    j["inputs"] = json::array();
+    for (const auto& io : inputs()) j["inputs"].push_back(io_json(io));
+    j["outputs"] = json::array();
+    for (const auto& io : outputs()) j["outputs"].push_back(io_json(io));
+    j["layers"] = json::array();
+    for (const auto& n : s_.graph->nodes()) {
+      json l = {{"name", n->name}, {"op_type", n->op_type}, {"domain", n->domain}};
+      l["inputs"] = json::array();
+      for (const Value* v : n->inputs) l["inputs"].push_back(v ? v->name : "");
+      l["outputs"] = json::array();
+      for (const Value* v : n->outputs) {
+        if (!v) continue;
+        l["outputs"].push_back({{"name", v->name},
+                                {"dtype", dtype_name(v->desc.dtype)},
+                                {"shape", v->desc.shape ? shape_to_string(*v->desc.shape) : "[?]"}});
+      }
+      json attrs = json::object();
+      for (const auto& [k, v] : n->attrs.all()) attrs[k] = attr_value_to_string(v);
+      l["attributes"] = attrs;
+      if (n->custom_op) {
+        const OpIdentity& id = n->custom_op->identity();
+        l["custom_op"] = {{"name", id.name}, {"domain", id.domain}, {"version", id.version},
+                          {"namespace", id.plugin_namespace}};
+      }
+      j["layers"].push_back(l);
+    }
+    return j.dump(2);
+  }
+
+  Result<std::unique_ptr<ExecutionContext>> create_context() const override {
+    return std::unique_ptr<ExecutionContext>(new CpuContext(*this));
+  }
+
+  const EngineState& state() const { return s_; }
+  const std::map<const Value*, size_t>& last_use() const { return last_use_; }
+
+ private:
+  EngineState s_;
+  std::map<const Value*, size_t> last_use_;
+};
+
+Status check_input(const Value& v, const Tensor& t, const std::map<std::string, ProfileRange>& profile,
+                   SymbolBindings& bindings) {
+  const TensorDesc& d = v.desc;
+  if (t.dtype() != d.dtype)
+    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects dtype ", dtype_name(d.dtype),
+                 " but was given ", dtype_name(t.dtype()));
+  const Shape& s = *d.shape;
+  if (static_cast<size_t>(t.rank()) != s.size())
+    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects rank ",
+                 static_cast<uint64_t>(s.size()), " (shape ", shape_to_string(s), ") but was given shape ",
+                 dims_to_string(t.dims()));
+  auto pit = profile.find(v.name);
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t given = t.dims()[i];
+    if (s[i].is_const()) {
+      if (given != s[i].value())
+        return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
+                     " must be ", s[i].value(), " (shape ", shape_to_string(s), ") but was given ", given,
+                     " (shape ", dims_to_string(t.dims()), ")");
+      continue;
+    }
+    if (pit != profile.end()) {
+      const ProfileRange& r = pit->second;
+      if (i < r.min.size() && (given < r.min[i] || given > r.max[i]))
+        return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
+                     " is ", given, ", outside the optimization profile [min ", r.min[i], ", max ", r.max[i],
+                     "] (profile min ", dims_to_string(r.min), " max ", dims_to_string(r.max),
+                     "; rebuild with a wider --minShapes/--maxShapes)");
+    }
+    if (s[i].is_symbol()) {
+      auto [it, inserted] = bindings.emplace(s[i].symbol_name(), given);
+      if (!inserted && it->second != given)
+        return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
+                     " ('", s[i].symbol_name(), "') is ", given, " but another input set '",
+                     s[i].symbol_name(), "' to ", it->second);
+    }
+  }
+  return Status::ok();
+}
+
+Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs) {
+  const EngineState& s = engine_.state();
+  const Graph& g = *s.graph;
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    for (const Value* v : g.inputs()) known |= v->name == name;
+    if (!known) {
+      std::string names;
+      for (const Value* v : g.inputs()) names += (names.empty() ? "" : ", ") + v->name;
+      return error(StatusCode::kInvalidArgument, "'", name, "' is not an input of this engine (inputs: ", names, ")");
+    }
+  }
+  std::map<const Value*, Tensor> live;
+  SymbolBindings bindings;
+  for (const Value* v : g.inputs()) {
+    auto it = inputs.find(v->name);
+    if (it == inputs.end())
+      return error(StatusCode::kInvalidArgument, "input '", v->name, "' (", v->desc.to_string(), ") was not given");
+    if (!it->second.defined())
+      return error(StatusCode::kInvalidArgument, "input '", v->name, "' is an empty tensor handle");
+    GRAFT_RETURN_IF_ERROR(check_input(*v, it->second, s.profile, bindings));
+    if (it->second.device() != DeviceType::kCPU)
+      return error(StatusCode::kUnsupported, "input '", v->name, "' is on ", device_name(it->second.device()),
+                   "; the CPU engine takes host tensors");
+    live[v] = it->second;
+  }
+  const auto& last_use = engine_.last_use();
+  std::set<const Value*> graph_outputs(g.outputs().begin(), g.outputs().end());
+  for (size_t i = 0; i < g.nodes().size(); ++i) {
+    const Node& n = *g.nodes()[i];
+    std::vector<const Tensor*> ins;
+    for (const Value* v : n.inputs) {
+      if (!v) { ins.push_back(nullptr); continue; }
+      if (v->constant) { ins.push_back(&*v->constant); continue; }
+      auto it = live.find(v);
+      if (it == live.end())
+        return error(StatusCode::kInternal, "value '", v->name, "' was not computed before use").with_node(n.name, n.op_type);
+      ins.push_back(&it->second);
+    }
+    auto outs = run_node_cpu(n, ins);
+    if (!outs) return std::move(outs).take_status();
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      if (n.outputs[o]) live[n.outputs[o]] = std::move((*outs)[o]);
+    // Free what no later node reads.
+    for (const Value* v : n.inputs) {
+      if (!v || v->constant || graph_outputs.count(v)) continue;
+      auto lu = last_use.find(v);
+      if (lu != last_use.end() && lu->second == i) live.erase(v);
+    }
+  }
+  for (const Value* v : g.outputs()) {
+    Tensor result;
+    if (v->constant) result = *v->constant;
+    else {
+      auto it = live.find(v);
+      if (it == live.end()) return error(StatusCode::kInternal, "graph output '", v->name, "' was not computed");
+      result = it->second;
+    }
+    auto oit = outputs.find(v->name);
+    if (oit != outputs.end() && oit->second.defined() && oit->second.dtype() == result.dtype() &&
+        oit->second.dims() == result.dims() && oit->second.device() == DeviceType::kCPU) {
+      if (oit->second.data() != result.data()) std::memcpy(oit->second.data(), result.data(), result.nbytes());
+    } else {
+      // Constant outputs are shared with the engine: hand out a copy the caller may modify.
+      outputs[v->name] = v->constant ? result.clone() : result;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<std::shared_ptr<Engine>> make_cpu_engine(EngineState state) {
+  if (!state.graph) return error(StatusCode::kInternal, "engine without a graph");
+  return std::shared_ptr<Engine>(std::make_shared<CpuEngine>(std::move(state)));
+}
+
+}  // namespace graft

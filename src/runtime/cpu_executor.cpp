@@ -1,0 +1,90 @@
+#include "runtime/cpu_executor.h"
+
+#include <vector>
+
+#include "graph/passes.h"
+#include "ops/operator.h"
+
+namespace graft {
+
+Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std::vector<const Tensor*>& inputs) {
+  std::vector<TensorDesc> in_descs(inputs.size());
+  std::vector<InferContext::InputInfo> infos(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i]) continue;
+    in_descs[i] = TensorDesc(inputs[i]->dtype(), shape_from_values(inputs[i]->dims()));
+    infos[i].desc = &in_descs[i];
+    // Kernels read host values for data-dependent shapes (Reshape, Range...): device tensors have none.
+    if (inputs[i]->device() == DeviceType::kCPU) infos[i].value = inputs[i];
+  }
+  std::vector<TensorDesc> out;
+  std::vector<std::optional<std::vector<Dim>>> syms;
+  GRAFT_RETURN_IF_ERROR(infer_node(node, infos, &out, &syms));
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (!node.outputs[o]) continue;
+    if (o >= out.size() || !out[o].shape || !shape_is_static(*out[o].shape))
+      return error(StatusCode::kInternal, "output ", static_cast<uint64_t>(o), " has no concrete shape (",
+                   o < out.size() ? out[o].to_string() : std::string("missing"), ") for concrete inputs")
+          .with_node(node.name, node.op_type);
+  }
+  return out;
+}
+
+Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<const Tensor*>& inputs) {
+  auto descs = infer_node_concrete(node, inputs);
+  if (!descs) return std::move(descs).take_status();
+  std::vector<Tensor> outs(node.outputs.size());
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (!node.outputs[o]) continue;
+    const TensorDesc& d = (*descs)[o];
+    outs[o] = Tensor::empty(d.dtype, shape_values(*d.shape));
+    outs[o].poison();
+  }
+  Status st;
+  if (node.custom_op) {
+    const OpDef& def = *node.custom_op;
+    KernelContext kc;
+    kc.attrs = &node.attrs;
+    std::vector<ConcreteDesc> cin, cout;
+    for (size_t i = 0; i < std::max(inputs.size(), def.inputs().size()); ++i) {
+      const Tensor* t = i < inputs.size() ? inputs[i] : nullptr;
+      kc.inputs.push_back(t ? t->view() : TensorView{});
+      cin.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
+    }
+    for (auto& t : outs) {
+      kc.outputs.push_back(t.defined() ? t.view() : TensorView{});
+      cout.push_back(t.defined() ? ConcreteDesc{t.dtype(), t.dims()} : ConcreteDesc{});
+    }
+    size_t ws = def.workspace_size(cin, cout, node.attrs);
+    Tensor workspace;
+    if (ws) {
+      workspace = Tensor::empty(DataType::kUInt8, {static_cast<int64_t>(ws)});
+      kc.workspace = workspace.data();
+      kc.workspace_size = ws;
+    }
+    try {
+      st = def.run(Backend::kCPU, kc);
+    } catch (const std::exception& e) {
+      st = error(StatusCode::kRuntimeError, "kernel threw an exception: ", e.what());
+    }
+  } else {
+    const BuiltinOp* op = find_builtin_op(node.op_type);
+    if (!op || !op->cpu)
+      return error(StatusCode::kUnsupported, "no CPU kernel").with_node(node.name, node.op_type);
+    ExecContext ec;
+    ec.node = &node;
+    ec.attrs = &node.attrs;
+    ec.opset = node.opset;
+    ec.inputs = inputs;
+    for (auto& t : outs) ec.outputs.push_back(t.defined() ? &t : nullptr);
+    try {
+      st = op->cpu(ec);
+    } catch (const std::exception& e) {
+      st = error(StatusCode::kRuntimeError, "kernel threw an exception: ", e.what());
+    }
+  }
+  if (!st) return st.with_node(node.name, node.op_type);
+  return outs;
+}
+
+}  // namespace graft

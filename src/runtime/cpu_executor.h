@@ -1,0 +1,18 @@
+// Runs one node on the CPU reference backend: infer with concrete shapes and host values, allocate
+// (and poison) outputs, call the kernel. Shared by the runtime and build-time constant folding.
+#pragma once
+
+#include <vector>
+
+#include "graph/graph.h"
+
+namespace graft {
+
+// `inputs[i]` is nullptr for an omitted optional input. Output i is an undefined Tensor when the
+// node omits it. Errors carry the node's name and op type.
+Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<const Tensor*>& inputs);
+
+// Concrete dims of a node's outputs without running it (for size limits).
+Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std::vector<const Tensor*>& inputs);
+
+}  // namespace graft
