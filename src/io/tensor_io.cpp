@@ -1,0 +1,459 @@
+#include "io/tensor_io.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include <onnx/onnx_pb.h>
+
+namespace graft::io {
+namespace {
+
+constexpr char kNpyMagic[] = "\x93NUMPY";
+constexpr size_t kNpyMagicLen = 6;
+
+Status file_error(StatusCode code, const std::string& file, const std::string& msg) {
+  Status st(code, msg);
+  st.with_file(file);
+  return st;
+}
+
+// Checked product of dims; false on a negative dim or overflow past int64.
+bool checked_numel(const std::vector<int64_t>& dims, int64_t* out) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) return false;
+    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return false;
+    n *= d;
+  }
+  *out = n;
+  return true;
+}
+
+std::string dims_to_string(const std::vector<int64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? "," : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+// ---- .npy header: a Python dict literal such as
+//   {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }
+// Only the three keys NumPy writes are accepted; values are a string, a bool, a tuple of ints.
+class HeaderParser {
+ public:
+  explicit HeaderParser(const std::string& s) : s_(s) {}
+
+  Status parse(std::string* descr, bool* fortran, std::vector<int64_t>* shape) {
+    bool have_descr = false, have_fortran = false, have_shape = false;
+    skip_ws();
+    if (!eat('{')) return bad("expected '{'");
+    while (true) {
+      skip_ws();
+      if (eat('}')) break;
+      std::string key;
+      GRAFT_RETURN_IF_ERROR(parse_string(&key));
+      skip_ws();
+      if (!eat(':')) return bad("expected ':' after key '" + key + "'");
+      skip_ws();
+      if (key == "descr") {
+        if (peek() != '\'' && peek() != '"')
+          return error(StatusCode::kUnsupported, "unsupported dtype (structured arrays are not supported)");
+        GRAFT_RETURN_IF_ERROR(parse_string(descr));
+        have_descr = true;
+      } else if (key == "fortran_order") {
+        if (s_.compare(pos_, 4, "True") == 0) {
+          *fortran = true;
+          pos_ += 4;
+        } else if (s_.compare(pos_, 5, "False") == 0) {
+          *fortran = false;
+          pos_ += 5;
+        } else {
+          return bad("fortran_order must be True or False");
+        }
+        have_fortran = true;
+      } else if (key == "shape") {
+        GRAFT_RETURN_IF_ERROR(parse_shape(shape));
+        have_shape = true;
+      } else {
+        return bad("unexpected key '" + key + "'");
+      }
+      skip_ws();
+      if (eat(',')) continue;
+      skip_ws();
+      if (eat('}')) break;
+      return bad("expected ',' or '}'");
+    }
+    if (!have_descr || !have_fortran || !have_shape)
+      return bad("header lacks one of 'descr', 'fortran_order', 'shape'");
+    return Status::ok();
+  }
+
+ private:
+  Status bad(const std::string& what) const {
+    return error(StatusCode::kInvalidArgument, "malformed .npy header at offset ", pos_, ": ", what);
+  }
+  char peek() const { return pos_ < s_.size() ? s_[pos_] : '\0'; }
+  bool eat(char c) {
+    if (peek() != c) return false;
+    ++pos_;
+    return true;
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  Status parse_string(std::string* out) {
+    char q = peek();
+    if (q != '\'' && q != '"') return bad("expected a quoted string");
+    ++pos_;
+    size_t end = s_.find(q, pos_);
+    if (end == std::string::npos) return bad("unterminated string");
+    *out = s_.substr(pos_, end - pos_);
+    pos_ = end + 1;
+    return Status::ok();
+  }
+  Status parse_shape(std::vector<int64_t>* shape) {
+    shape->clear();
+    if (!eat('(')) return bad("shape must be a tuple");
+    while (true) {
+      skip_ws();
+      if (eat(')')) return Status::ok();
+      if (!std::isdigit(static_cast<unsigned char>(peek()))) return bad("shape entries must be non-negative integers");
+      int64_t v = 0;
+      while (std::isdigit(static_cast<unsigned char>(peek()))) {
+        int digit = s_[pos_++] - '0';
+        if (v > (std::numeric_limits<int64_t>::max() - digit) / 10) return bad("shape entry too large");
+        v = v * 10 + digit;
+      }
+      if (eat('L')) {
+      }  // Python 2 long suffix, written by very old NumPy
+      shape->push_back(v);
+      skip_ws();
+      if (eat(',')) continue;
+      skip_ws();
+      if (eat(')')) return Status::ok();
+      return bad("expected ',' or ')' in shape");
+    }
+  }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+
+// Maps an .npy descr such as "<f4" to a DataType; the error says what was wrong.
+Status dtype_from_descr(const std::string& descr, DataType* out) {
+  if (descr.size() < 2) return error(StatusCode::kUnsupported, "unsupported dtype '", descr, "'");
+  char order = descr[0];
+  std::string code = descr.substr(1);
+  struct Entry {
+    const char* code;
+    DataType dtype;
+  };
+  static const Entry kTable[] = {
+      {"f2", DataType::kFloat16}, {"f4", DataType::kFloat32}, {"f8", DataType::kFloat64},
+      {"i1", DataType::kInt8},    {"u1", DataType::kUInt8},   {"i4", DataType::kInt32},
+      {"i8", DataType::kInt64},   {"b1", DataType::kBool},
+  };
+  const Entry* hit = nullptr;
+  for (const Entry& e : kTable)
+    if (code == e.code) hit = &e;
+  if (order != '<' && order != '>' && order != '|' && order != '=')
+    return error(StatusCode::kUnsupported, "unsupported dtype '", descr, "'");
+  if (!hit)
+    return error(StatusCode::kUnsupported, "unsupported dtype '", descr,
+                 "' (graft reads f2 f4 f8 i1 u1 i4 i8 b1)");
+  // Byte order matters only for multi-byte types; '=' is native, which is little-endian here.
+  if (order == '>' && dtype_size(hit->dtype) > 1)
+    return error(StatusCode::kUnsupported, "big-endian data ('", descr,
+                 "') is not supported; convert with arr.astype(arr.dtype.newbyteorder('<'))");
+  *out = hit->dtype;
+  return Status::ok();
+}
+
+const char* descr_for(DataType t) {
+  switch (t) {
+    case DataType::kFloat16: return "<f2";
+    case DataType::kFloat32: return "<f4";
+    case DataType::kFloat64: return "<f8";
+    case DataType::kInt8: return "|i1";
+    case DataType::kUInt8: return "|u1";
+    case DataType::kInt32: return "<i4";
+    case DataType::kInt64: return "<i8";
+    case DataType::kBool: return "|b1";
+    default: return nullptr;
+  }
+}
+
+uint32_t read_le(const char* p, size_t n) {
+  uint32_t v = 0;
+  for (size_t i = 0; i < n; ++i) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------
+Result<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    int err = errno;
+    return file_error(err == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError, path,
+                      std::string("cannot open file: ") + std::strerror(err));
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (in.bad()) return file_error(StatusCode::kIoError, path, "read failed");
+  return ss.str();
+}
+
+Status write_file_atomic(const std::string& path, const std::string& bytes) {
+  static std::atomic<int> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return file_error(StatusCode::kIoError, path, std::string("cannot create file: ") + std::strerror(errno));
+  bool ok = bytes.empty() || std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = (std::fflush(f) == 0) && ok;
+  ok = (::fsync(::fileno(f)) == 0) && ok;
+  int err = errno;
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) {
+    std::remove(tmp.c_str());
+    return file_error(StatusCode::kIoError, path, std::string("write failed: ") + std::strerror(err));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    err = errno;
+    std::remove(tmp.c_str());
+    return file_error(StatusCode::kIoError, path, std::string("cannot rename temporary file: ") + std::strerror(err));
+  }
+  return Status::ok();
+}
+
+std::string sanitize_file_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    bool keep = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    out += keep ? c : '_';
+  }
+  if (out.empty() || out == "." || out == "..") out = "_" + out;
+  return out;
+}
+
+// ------------------------------------------------------------------------------------------------
+Result<Tensor> parse_npy(const std::string& bytes, const std::string& file) {
+  if (bytes.size() < kNpyMagicLen + 2 || bytes.compare(0, kNpyMagicLen, kNpyMagic, kNpyMagicLen) != 0)
+    return file_error(StatusCode::kInvalidArgument, file, "not a .npy file (missing \\x93NUMPY magic)");
+  int major = static_cast<unsigned char>(bytes[6]);
+  size_t len_bytes = major == 1 ? 2 : (major == 2 || major == 3) ? 4 : 0;
+  if (len_bytes == 0)
+    return file_error(StatusCode::kUnsupported, file, "unsupported .npy format version " + std::to_string(major));
+  size_t prefix = kNpyMagicLen + 2 + len_bytes;
+  if (bytes.size() < prefix) return file_error(StatusCode::kInvalidArgument, file, "truncated .npy header");
+  size_t header_len = read_le(bytes.data() + kNpyMagicLen + 2, len_bytes);
+  if (bytes.size() < prefix + header_len)
+    return file_error(StatusCode::kInvalidArgument, file,
+                      "truncated .npy header: needs " + std::to_string(header_len) + " bytes, file has " +
+                          std::to_string(bytes.size() - prefix));
+  std::string header = bytes.substr(prefix, header_len);
+  std::string descr;
+  bool fortran = false;
+  std::vector<int64_t> dims;
+  Status st = HeaderParser(header).parse(&descr, &fortran, &dims);
+  if (!st.is_ok()) return st.with_file(file);
+  DataType dtype;
+  st = dtype_from_descr(descr, &dtype);
+  if (!st.is_ok()) return st.with_file(file);
+  int64_t numel;
+  if (!checked_numel(dims, &numel))
+    return file_error(StatusCode::kInvalidArgument, file, "shape " + dims_to_string(dims) + " is too large");
+  // A Fortran-ordered array with at most one dimension larger than 1 is laid out as in C order.
+  int big_dims = 0;
+  for (int64_t d : dims) big_dims += d > 1;
+  if (fortran && big_dims > 1)
+    return file_error(StatusCode::kUnsupported, file,
+                      "Fortran-ordered arrays are not supported; save np.ascontiguousarray(arr)");
+  size_t data_off = prefix + header_len;
+  unsigned __int128 need128 = static_cast<unsigned __int128>(numel) * dtype_size(dtype);
+  size_t have = bytes.size() - data_off;
+  if (need128 != have) {
+    std::string need = std::to_string(static_cast<unsigned long long>(
+        need128 > std::numeric_limits<unsigned long long>::max() ? std::numeric_limits<unsigned long long>::max()
+                                                                   : static_cast<unsigned long long>(need128)));
+    return file_error(StatusCode::kInvalidArgument, file,
+                      std::string(need128 > have ? "truncated data" : "trailing bytes after data") + ": " +
+                          descr + dims_to_string(dims) + " needs " + need + " bytes, file has " +
+                          std::to_string(have));
+  }
+  Tensor t = Tensor::empty(dtype, dims);
+  if (have) std::memcpy(t.data(), bytes.data() + data_off, have);
+  return t;
+}
+
+Result<Tensor> read_npy(const std::string& path) {
+  GRAFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  return parse_npy(bytes, path);
+}
+
+Result<std::string> encode_npy(const Tensor& t) {
+  if (!t.defined() && t.numel() != 0) return error(StatusCode::kInvalidArgument, "tensor has no data");
+  if (t.device() != DeviceType::kCPU)
+    return error(StatusCode::kInvalidArgument, "cannot write a ", device_name(t.device()), " tensor; copy it to the host first");
+  const char* descr = descr_for(t.dtype());
+  if (!descr)
+    return error(StatusCode::kUnsupported, "dtype ", dtype_name(t.dtype()), " has no .npy equivalent; cast it first");
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";
+  for (size_t i = 0; i < t.dims().size(); ++i) dict += (i ? ", " : "") + std::to_string(t.dims()[i]);
+  if (t.dims().size() == 1) dict += ",";  // Python's one-element tuple
+  dict += "), }";
+  // NumPy pads the header with spaces to a multiple of 64 bytes, ending with '\n'.
+  size_t unpadded = kNpyMagicLen + 2 + 2 + dict.size() + 1;
+  bool v2 = unpadded + 64 > 65535;
+  size_t prefix = kNpyMagicLen + 2 + (v2 ? 4 : 2);
+  size_t total = ((prefix + dict.size() + 1 + 63) / 64) * 64;
+  dict.append(total - prefix - dict.size() - 1, ' ');
+  dict += '\n';
+  std::string out(kNpyMagic, kNpyMagicLen);
+  out += static_cast<char>(v2 ? 2 : 1);
+  out += '\0';
+  uint32_t hl = static_cast<uint32_t>(dict.size());
+  for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) out += static_cast<char>((hl >> (8 * i)) & 0xff);
+  out += dict;
+  out.append(static_cast<const char*>(t.data()), t.nbytes());
+  return out;
+}
+
+Status write_npy(const std::string& path, const Tensor& tensor) {
+  auto bytes = encode_npy(tensor);
+  if (!bytes.is_ok()) {
+    Status st = bytes.status();
+    return st.with_file(path);
+  }
+  return write_file_atomic(path, bytes.value());
+}
+
+// ------------------------------------------------------------------------------------------------
+namespace {
+
+template <typename Src, typename Field>
+Status copy_typed(const Field& field, int64_t numel, Tensor& t, const std::string& field_name) {
+  if (static_cast<int64_t>(field.size()) != numel)
+    return error(StatusCode::kInvalidArgument, field_name, " holds ", static_cast<int64_t>(field.size()),
+                 " values but the dims need ", numel);
+  DataType dt = t.dtype();
+  for (int64_t i = 0; i < numel; ++i) {
+    auto v = field.Get(static_cast<int>(i));
+    switch (dt) {
+      case DataType::kFloat16:
+      case DataType::kBFloat16:
+        // ONNX stores the 16 raw bits in int32_data.
+        t.data_as<uint16_t>()[i] = static_cast<uint16_t>(v);
+        break;
+      case DataType::kInt8: t.data_as<int8_t>()[i] = static_cast<int8_t>(v); break;
+      case DataType::kUInt8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+      case DataType::kBool: t.data_as<uint8_t>()[i] = v != 0; break;
+      case DataType::kInt32: t.data_as<int32_t>()[i] = static_cast<int32_t>(v); break;
+      case DataType::kInt64: t.data_as<int64_t>()[i] = static_cast<int64_t>(v); break;
+      case DataType::kFloat32: t.data_as<float>()[i] = static_cast<float>(v); break;
+      case DataType::kFloat64: t.data_as<double>()[i] = static_cast<double>(v); break;
+      default: return error(StatusCode::kInternal, "unhandled dtype");
+    }
+  }
+  return Status::ok();
+}
+
+Result<NamedTensor> tensor_from_proto(const onnx::TensorProto& p) {
+  NamedTensor out;
+  out.name = p.name();
+  if (p.has_segment()) return error(StatusCode::kUnsupported, "segmented TensorProto is not supported");
+  if (p.data_location() == onnx::TensorProto::EXTERNAL)
+    return error(StatusCode::kUnsupported, "tensor '", p.name(), "' uses external data, which is not supported here");
+  DataType dtype;
+  if (!dtype_from_onnx(p.data_type(), &dtype))
+    return error(StatusCode::kUnsupported, "tensor '", p.name(), "' has ONNX data type ",
+                 static_cast<int>(p.data_type()), ", which graft does not support");
+  std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
+  int64_t numel;
+  if (!checked_numel(dims, &numel))
+    return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "' has invalid dims ", dims_to_string(dims));
+  Tensor t = Tensor::empty(dtype, dims);
+  size_t want = static_cast<size_t>(numel) * dtype_size(dtype);
+  if (p.has_raw_data()) {
+    if (p.raw_data().size() != want)
+      return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "' ", dtype_name(dtype), dims_to_string(dims),
+                   ": raw_data has ", static_cast<int64_t>(p.raw_data().size()), " bytes, expected ",
+                   static_cast<int64_t>(want), p.raw_data().size() < want ? " (truncated)" : "");
+    if (want) std::memcpy(t.data(), p.raw_data().data(), want);
+    if (dtype == DataType::kBool)
+      for (int64_t i = 0; i < numel; ++i) t.data_as<uint8_t>()[i] = t.data_as<uint8_t>()[i] != 0;
+    out.tensor = t;
+    return out;
+  }
+  Status st;
+  switch (dtype) {
+    case DataType::kFloat32: st = copy_typed<float>(p.float_data(), numel, t, "float_data"); break;
+    case DataType::kFloat64: st = copy_typed<double>(p.double_data(), numel, t, "double_data"); break;
+    case DataType::kInt64: st = copy_typed<int64_t>(p.int64_data(), numel, t, "int64_data"); break;
+    default: st = copy_typed<int32_t>(p.int32_data(), numel, t, "int32_data"); break;
+  }
+  if (!st.is_ok()) return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "': ", st.message());
+  out.tensor = t;
+  return out;
+}
+
+}  // namespace
+
+Result<NamedTensor> parse_tensor_pb(const std::string& bytes, const std::string& file) {
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes))
+    return file_error(StatusCode::kInvalidArgument, file, "not a valid ONNX TensorProto (parse failed)");
+  auto r = tensor_from_proto(proto);
+  if (!r.is_ok()) {
+    Status st = r.status();
+    return st.with_file(file);
+  }
+  return r;
+}
+
+Result<NamedTensor> read_tensor_pb(const std::string& path) {
+  GRAFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  return parse_tensor_pb(bytes, path);
+}
+
+Result<std::string> encode_tensor_pb(const Tensor& t, const std::string& name) {
+  if (t.device() != DeviceType::kCPU)
+    return error(StatusCode::kInvalidArgument, "cannot write a ", device_name(t.device()), " tensor; copy it to the host first");
+  if (t.dtype() == DataType::kUndefined) return error(StatusCode::kInvalidArgument, "tensor has no dtype");
+  onnx::TensorProto p;
+  p.set_name(name);
+  p.set_data_type(static_cast<int32_t>(t.dtype()));
+  for (int64_t d : t.dims()) p.add_dims(d);
+  p.set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
+  std::string out;
+  if (!p.SerializeToString(&out)) return error(StatusCode::kInternal, "TensorProto serialization failed");
+  return out;
+}
+
+Status write_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name) {
+  auto bytes = encode_tensor_pb(tensor, name);
+  if (!bytes.is_ok()) {
+    Status st = bytes.status();
+    return st.with_file(path);
+  }
+  return write_file_atomic(path, bytes.value());
+}
+
+Result<NamedTensor> read_tensor_file(const std::string& path) {
+  GRAFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  if (bytes.size() >= kNpyMagicLen && bytes.compare(0, kNpyMagicLen, kNpyMagic, kNpyMagicLen) == 0) {
+    GRAFT_ASSIGN_OR_RETURN(Tensor t, parse_npy(bytes, path));
+    return NamedTensor{"", t};
+  }
+  return parse_tensor_pb(bytes, path);
+}
+
+}  // namespace graft::io
