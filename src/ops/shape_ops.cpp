@@ -1,7 +1,689 @@
+// Schemas of the ONNX data-movement ops: Flatten, Reshape, Transpose, Concat, Split, Slice, Gather,
+// Squeeze, Unsqueeze, Expand, Shape, Constant, ConstantOfShape, Range, Tile.
+//
+// Besides shapes, these schemas propagate the *symbolic contents* of small integer tensors
+// (Value::sym_value). PyTorch exports dynamic reshapes as Shape -> Gather -> Unsqueeze -> Concat ->
+// Reshape; with Shape publishing its input's Dims as a value and the others carrying it along, the
+// Reshape sees [batch, 12] and its output shape stays symbolic instead of unknown.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "backends/cpu/shape.h"
 #include "ops/operator.h"
 
 namespace graft {
+namespace {
 
-void append_shape_ops(std::vector<BuiltinOp>& out) {}
+// Only shape-sized tensors carry symbolic contents; larger integer tensors are data.
+constexpr int64_t kMaxSymElements = 64;
+// Slice bounds at or beyond this magnitude mean "to the end" (exporters use INT_MAX or INT64_MAX).
+constexpr int64_t kHugeBound = std::numeric_limits<int32_t>::max();
+
+int64_t as_i64(size_t v) { return static_cast<int64_t>(v); }
+
+bool all_const(const std::vector<Dim>& v) {
+  return std::all_of(v.begin(), v.end(), [](const Dim& d) { return d.is_const(); });
+}
+
+std::vector<int64_t> const_values(const std::vector<Dim>& v) {
+  std::vector<int64_t> out;
+  for (const Dim& d : v) out.push_back(d.value());
+  return out;
+}
+
+// Sets output i's symbolic contents when it is a small integer tensor.
+void maybe_set_sym(InferContext& ctx, size_t i, DataType dt, std::vector<Dim> v) {
+  if (!dtype_is_integer(dt) || as_i64(v.size()) > kMaxSymElements) return;
+  ctx.set_output_sym_value(i, std::move(v));
+}
+
+// Contents of an integer input whose every element is known as a constant.
+std::optional<std::vector<int64_t>> const_int_input(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return std::nullopt;
+  auto v = ctx.input_dims_value(i);
+  if (!v || !all_const(*v)) return std::nullopt;
+  return const_values(*v);
+}
+
+// Length of a 1-D input when its shape says so.
+std::optional<int64_t> vector_length(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i) || !ctx.input(i).shape) return std::nullopt;
+  const Shape& s = *ctx.input(i).shape;
+  if (s.size() == 1 && s[0].is_const()) return s[0].value();
+  if (s.empty()) return 1;
+  return std::nullopt;
+}
+
+Shape unknown_shape(InferContext& ctx, int64_t rank) {
+  Shape s;
+  for (int64_t i = 0; i < rank; ++i) s.push_back(ctx.unknown_dim());
+  return s;
+}
+
+Status need_inputs(const InferContext& ctx, size_t n) {
+  for (size_t i = 0; i < n; ++i)
+    if (!ctx.has_input(i)) return ctx.fail("input ", as_i64(i), " is required");
+  return Status::ok();
+}
+
+// Passes the input's symbolic contents through ops that keep element order (Reshape, Squeeze...).
+void forward_sym(InferContext& ctx) {
+  if (auto v = ctx.input_dims_value(0)) maybe_set_sym(ctx, 0, ctx.input(0).dtype, std::move(*v));
+}
+
+// numel(in) / prod(known): cancels structurally equal symbolic factors first so that
+// [batch,3,4] reshaped to [batch,-1] gives 12, not floor_div(batch*12, batch).
+Dim divide_shape(const Shape& in, const std::vector<Dim>& known) {
+  std::vector<Dim> num;
+  int64_t num_c = 1, den_c = 1;
+  for (const Dim& d : in) {
+    if (d.is_const()) num_c *= d.value();
+    else num.push_back(d);
+  }
+  std::vector<Dim> den_left;
+  for (const Dim& d : known) {
+    if (d.is_const()) {
+      den_c *= d.value();
+      continue;
+    }
+    auto it = std::find_if(num.begin(), num.end(), [&](const Dim& n) { return n.same_as(d); });
+    if (it != num.end()) num.erase(it);
+    else den_left.push_back(d);
+  }
+  Dim n(int64_t{1});
+  for (const Dim& d : num) n = n * d;
+  Dim den(int64_t{1});
+  for (const Dim& d : den_left) den = den * d;
+  if (den_c != 0 && num_c % den_c == 0) return floor_div(n * Dim(num_c / den_c), den);
+  return floor_div(n * Dim(num_c), den * Dim(den_c));
+}
+
+// ---------------------------------------------------------------------------------------------
+Status infer_reshape(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 2));
+  const TensorDesc& in = ctx.input(0);
+  GRAFT_ASSIGN_OR_RETURN(int64_t allowzero, ctx.attrs().get_int("allowzero", 0));
+  auto target = ctx.input_dims_value(1);
+  if (!target) {
+    auto n = vector_length(ctx, 1);
+    if (!n) {
+      TensorDesc d;
+      d.dtype = in.dtype;
+      ctx.set_output(0, d);
+      return Status::ok();
+    }
+    ctx.set_output(0, TensorDesc(in.dtype, unknown_shape(ctx, *n)));
+    return Status::ok();
+  }
+  Shape out(target->size());
+  int64_t infer_at = -1;
+  bool has_zero = false;
+  for (size_t i = 0; i < target->size(); ++i) {
+    const Dim& v = (*target)[i];
+    out[i] = v;
+    if (!v.is_const()) continue;
+    const int64_t x = v.value();
+    if (x == -1) {
+      if (infer_at >= 0)
+        return ctx.fail("shape ", shape_to_string(*target), " has more than one -1 (entries ", infer_at, " and ",
+                        as_i64(i), ")");
+      infer_at = as_i64(i);
+    } else if (x == 0 && !allowzero) {
+      if (!in.shape) {
+        out[i] = ctx.unknown_dim();
+        continue;
+      }
+      if (as_i64(i) >= in.rank())
+        return ctx.fail("shape ", shape_to_string(*target), " copies dimension ", as_i64(i), " (0) but the input ",
+                        shape_to_string(*in.shape), " has rank ", in.rank());
+      out[i] = (*in.shape)[i];
+    } else if (x == 0) {
+      has_zero = true;
+    } else if (x < -1) {
+      return ctx.fail("shape ", shape_to_string(*target), " has invalid entry ", x);
+    }
+  }
+  if (allowzero && has_zero && infer_at >= 0)
+    return ctx.fail("shape ", shape_to_string(*target), " has both 0 and -1 while allowzero=1");
+  if (infer_at >= 0) {
+    if (!in.shape) {
+      out[infer_at] = ctx.unknown_dim();
+    } else {
+      std::vector<Dim> known;
+      for (size_t i = 0; i < out.size(); ++i)
+        if (as_i64(i) != infer_at) known.push_back(out[i]);
+      Dim total = shape_numel(*in.shape), rest = shape_numel(known);
+      if (total.is_const() && rest.is_const()) {
+        if (rest.value() == 0 || total.value() % rest.value() != 0)
+          return ctx.fail("cannot reshape ", shape_to_string(*in.shape), " (", total.value(), " elements) to ",
+                          shape_to_string(*target), ": ", total.value(), " is not a multiple of ", rest.value());
+        out[infer_at] = Dim(total.value() / rest.value());
+      } else {
+        out[infer_at] = divide_shape(*in.shape, known);
+      }
+    }
+  } else if (in.shape) {
+    Dim a = shape_numel(*in.shape), b = shape_numel(out);
+    if (a.is_const() && b.is_const() && a.value() != b.value())
+      return ctx.fail("cannot reshape ", shape_to_string(*in.shape), " (", a.value(), " elements) to ",
+                      shape_to_string(out), " (", b.value(), " elements)");
+  }
+  ctx.set_output(0, TensorDesc(in.dtype, out));
+  forward_sym(ctx);
+  return Status::ok();
+}
+
+Status infer_flatten(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 1));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs().get_int("axis", 1));
+  const int64_t r = as_i64(s.size());
+  if (axis < -r || axis > r)
+    return ctx.fail("axis ", axis, " is out of range for rank ", r).with_attribute("axis");
+  if (axis < 0) axis += r;
+  Shape outer(s.begin(), s.begin() + axis), inner(s.begin() + axis, s.end());
+  ctx.set_output(0, TensorDesc(ctx.input(0).dtype, {shape_numel(outer), shape_numel(inner)}));
+  forward_sym(ctx);
+  return Status::ok();
+}
+
+Status infer_transpose(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 1));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  const int64_t r = as_i64(s.size());
+  std::vector<int64_t> rev(s.size());
+  for (int64_t i = 0; i < r; ++i) rev[i] = r - 1 - i;
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ctx.attrs().get_ints("perm", rev));
+  if (as_i64(perm.size()) != r)
+    return ctx.fail("perm has ", as_i64(perm.size()), " entries for rank-", r, " input ", shape_to_string(s))
+        .with_attribute("perm");
+  std::vector<bool> seen(s.size(), false);
+  Shape out;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= r || seen[p])
+      return ctx.fail("perm is not a permutation of 0..", r - 1).with_attribute("perm");
+    seen[p] = true;
+    out.push_back(s[p]);
+  }
+  ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
+  return Status::ok();
+}
+
+Status infer_concat(InferContext& ctx) {
+  std::vector<size_t> present;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i)
+    if (ctx.has_input(i)) present.push_back(i);
+  if (present.empty()) return ctx.fail("Concat needs at least one input");
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().require_int("axis"));
+  const DataType dt = ctx.input(present[0]).dtype;
+  std::optional<Shape> out;
+  int64_t axis = 0;
+  for (size_t i : present) {
+    if (ctx.input(i).dtype != dt)
+      return ctx.fail("inputs differ in dtype (", dtype_name(dt), " vs ", dtype_name(ctx.input(i).dtype), ")");
+    if (!ctx.input(i).shape) {
+      TensorDesc d;
+      d.dtype = dt;
+      ctx.set_output(0, d);
+      return Status::ok();
+    }
+    const Shape& s = *ctx.input(i).shape;
+    if (!out) {
+      GRAFT_ASSIGN_OR_RETURN(axis, normalize_axis(axis_attr, as_i64(s.size())));
+      out = s;
+      continue;
+    }
+    if (s.size() != out->size())
+      return ctx.fail("inputs differ in rank: ", shape_to_string(*out), " vs ", shape_to_string(s));
+    for (size_t a = 0; a < s.size(); ++a) {
+      Dim& o = (*out)[a];
+      if (as_i64(a) == axis) {
+        o = o + s[a];
+      } else if (o.is_const() && s[a].is_const() && o.value() != s[a].value()) {
+        return ctx.fail("inputs ", shape_to_string(*ctx.input(present[0]).shape), " and ", shape_to_string(s),
+                        " differ in dimension ", as_i64(a), " (concatenating on axis ", axis, ")");
+      } else if (!o.is_const() && s[a].is_const()) {
+        o = s[a];  // the constant is the more informative of two dims that must agree
+      }
+    }
+  }
+  ctx.set_output(0, TensorDesc(dt, *out));
+  if (out->size() == 1) {
+    std::vector<Dim> all;
+    for (size_t i : present) {
+      auto v = ctx.input_dims_value(i);
+      if (!v) return Status::ok();
+      all.insert(all.end(), v->begin(), v->end());
+    }
+    maybe_set_sym(ctx, 0, dt, std::move(all));
+  }
+  return Status::ok();
+}
+
+Status infer_split(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 1));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().get_int("axis", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, as_i64(s.size())));
+  const DataType dt = ctx.input(0).dtype;
+  const int64_t n = as_i64(ctx.num_outputs());
+  if (n == 0) return ctx.fail("Split has no outputs");
+  const Dim d = s[axis];
+  std::vector<Dim> sizes;
+  bool given = false;
+  if (ctx.opset() < 13 && ctx.attrs().has("split")) {
+    GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> v, ctx.attrs().get_ints("split", {}));
+    sizes.assign(v.begin(), v.end());
+    given = true;
+  } else if (ctx.opset() >= 13 && ctx.has_input(1)) {
+    auto v = ctx.input_dims_value(1);
+    if (!v) {
+      for (int64_t i = 0; i < n; ++i) {
+        Shape o = s;
+        o[axis] = ctx.unknown_dim();
+        ctx.set_output(i, TensorDesc(dt, o));
+      }
+      return Status::ok();
+    }
+    sizes = *v;
+    given = true;
+  }
+  if (given) {
+    if (as_i64(sizes.size()) != n)
+      return ctx.fail("split has ", as_i64(sizes.size()), " entries but the node has ", n, " outputs");
+    Dim total(int64_t{0});
+    for (const Dim& x : sizes) {
+      if (x.is_const() && x.value() < 0) return ctx.fail("split has a negative entry ", x.value());
+      total = total + x;
+    }
+    if (total.is_const() && d.is_const() && total.value() != d.value())
+      return ctx.fail("split sizes sum to ", total.value(), " but axis ", axis, " of ", shape_to_string(s),
+                      " has extent ", d.value());
+  } else {
+    if (ctx.opset() >= 18) {
+      GRAFT_ASSIGN_OR_RETURN(int64_t num_outputs, ctx.attrs().get_int("num_outputs", n));
+      if (num_outputs != n)
+        return ctx.fail("num_outputs is ", num_outputs, " but the node has ", n, " outputs")
+            .with_attribute("num_outputs");
+    }
+    if (d.is_const() && d.value() % n != 0) {
+      if (ctx.opset() < 18)
+        return ctx.fail("axis ", axis, " of ", shape_to_string(s), " (", d.value(), ") does not split into ", n,
+                        " equal parts");
+      // Opset 18: every chunk has ceil(d/n) elements except a smaller last one.
+      const int64_t chunk = (d.value() + n - 1) / n;
+      if (chunk * (n - 1) >= d.value())
+        return ctx.fail("axis ", axis, " of ", shape_to_string(s), " (", d.value(), ") cannot be split into ",
+                        n, " non-empty chunks");
+      sizes.assign(static_cast<size_t>(n), Dim(chunk));
+      sizes.back() = Dim(d.value() - chunk * (n - 1));
+    } else if (ctx.opset() >= 18 && !d.is_const()) {
+      Dim chunk = ceil_div(d, n);
+      sizes.assign(static_cast<size_t>(n), chunk);
+      sizes.back() = d - chunk * Dim(n - 1);
+    } else {
+      sizes.assign(static_cast<size_t>(n), floor_div(d, n));
+    }
+  }
+  auto sym = ctx.input_dims_value(0);
+  Dim offset(int64_t{0});
+  for (int64_t i = 0; i < n; ++i) {
+    Shape o = s;
+    o[axis] = sizes[i];
+    ctx.set_output(i, TensorDesc(dt, o));
+    if (sym && s.size() == 1 && offset.is_const() && sizes[i].is_const() &&
+        offset.value() + sizes[i].value() <= as_i64(sym->size()))
+      maybe_set_sym(ctx, i, dt,
+                    std::vector<Dim>(sym->begin() + offset.value(), sym->begin() + offset.value() + sizes[i].value()));
+    offset = offset + sizes[i];
+  }
+  return Status::ok();
+}
+
+// Output extent of one sliced axis over a possibly symbolic extent; see cpu::slice_axis.
+Dim slice_dim(const Dim& d, int64_t s, int64_t e, int64_t step) {
+  if (d.is_const()) return Dim(cpu::slice_axis(d.value(), s, e, step).length);
+  if (step > 0) {
+    Dim st = s >= 0 ? (s == 0 ? Dim(0) : dim_min(Dim(s), d)) : (s <= -kHugeBound ? Dim(0) : dim_max(d + Dim(s), 0));
+    Dim en = e >= kHugeBound ? d : e >= 0 ? dim_min(Dim(e), d) : (e <= -kHugeBound ? Dim(0) : dim_max(d + Dim(e), 0));
+    Dim len = ceil_div(en - st, step);
+    const bool nonneg = s == 0 || e >= kHugeBound || (s < 0 && e < 0 && s <= e);
+    return nonneg ? len : dim_max(len, 0);
+  }
+  Dim last = d - Dim(1);
+  Dim st = s >= kHugeBound ? last : s >= 0 ? dim_min(Dim(s), last) : (s <= -kHugeBound ? Dim(0) : dim_max(d + Dim(s), 0));
+  Dim en = e <= -kHugeBound ? Dim(-1) : e < 0 ? dim_max(d + Dim(e), -1) : dim_min(Dim(e), last);
+  const int64_t ns = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+  return dim_max(ceil_div(st - en, ns), 0);
+}
+
+Status infer_slice(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 3));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  const DataType dt = ctx.input(0).dtype;
+  const int64_t r = as_i64(s.size());
+  auto starts = ctx.input_dims_value(1);
+  auto ends = ctx.input_dims_value(2);
+  std::optional<std::vector<int64_t>> axes, steps;
+  auto n = starts ? std::optional<int64_t>(as_i64(starts->size())) : vector_length(ctx, 1);
+  if (ctx.has_input(3)) {
+    axes = const_int_input(ctx, 3);
+  } else if (n) {
+    axes.emplace(static_cast<size_t>(*n));
+    std::iota(axes->begin(), axes->end(), 0);
+  }
+  if (ctx.has_input(4)) {
+    steps = const_int_input(ctx, 4);
+  } else if (n) {
+    steps.emplace(static_cast<size_t>(*n), 1);
+  }
+  if (!axes) {  // which axes change is unknown: only the rank survives
+    ctx.set_output(0, TensorDesc(dt, unknown_shape(ctx, r)));
+    return Status::ok();
+  }
+  const size_t k = axes->size();
+  if ((starts && starts->size() != k) || (ends && ends->size() != k) || (steps && steps->size() != k))
+    return ctx.fail("starts, ends, axes and steps must have the same length (axes has ", as_i64(k), ")");
+  Shape out = s;
+  std::vector<bool> seen(s.size(), false);
+  bool exact = starts && ends && steps && all_const(*starts) && all_const(*ends);
+  std::vector<cpu::SliceAxis> resolved(s.size());
+  for (size_t i = 0; i < k; ++i) {
+    GRAFT_ASSIGN_OR_RETURN(int64_t a, normalize_axis((*axes)[i], r));
+    if (seen[a]) return ctx.fail("axis ", a, " is sliced twice");
+    seen[a] = true;
+    if (steps && (*steps)[i] == 0) return ctx.fail("step for axis ", a, " is 0");
+    if (!starts || !ends || !steps || !(*starts)[i].is_const() || !(*ends)[i].is_const()) {
+      // x[:, :n] with a symbolic n equal to the whole extent is common enough to keep exact.
+      if (starts && ends && steps && (*starts)[i] == 0 && (*steps)[i] == 1 && (*ends)[i].same_as(s[a]))
+        continue;
+      out[a] = ctx.unknown_dim();
+      continue;
+    }
+    const int64_t st = (*starts)[i].value(), en = (*ends)[i].value(), sp = (*steps)[i];
+    out[a] = slice_dim(s[a], st, en, sp);
+    if (s[a].is_const()) resolved[a] = cpu::slice_axis(s[a].value(), st, en, sp);
+  }
+  ctx.set_output(0, TensorDesc(dt, out));
+  auto sym = ctx.input_dims_value(0);
+  if (exact && sym && r == 1 && s[0].is_const() && as_i64(sym->size()) == s[0].value()) {
+    cpu::SliceAxis sa = seen[0] ? resolved[0] : cpu::SliceAxis{0, 1, s[0].value()};
+    std::vector<Dim> v;
+    for (int64_t j = 0; j < sa.length; ++j) v.push_back((*sym)[sa.start + j * sa.step]);
+    maybe_set_sym(ctx, 0, dt, std::move(v));
+  }
+  return Status::ok();
+}
+
+Status infer_gather(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 2));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  GRAFT_ASSIGN_OR_RETURN(Shape is, ctx.input_shape(1));
+  if (s.empty()) return ctx.fail("Gather data must have rank >= 1");
+  if (!dtype_is_integer(ctx.input(1).dtype))
+    return ctx.fail("indices must be int32 or int64, got ", dtype_name(ctx.input(1).dtype));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, ctx.attrs().get_int("axis", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, as_i64(s.size())));
+  Shape out(s.begin(), s.begin() + axis);
+  out.insert(out.end(), is.begin(), is.end());
+  out.insert(out.end(), s.begin() + axis + 1, s.end());
+  const DataType dt = ctx.input(0).dtype;
+  ctx.set_output(0, TensorDesc(dt, out));
+  auto idx = const_int_input(ctx, 1);
+  if (idx && s[axis].is_const()) {
+    const int64_t n = s[axis].value();
+    for (int64_t j : *idx)
+      if (j < -n || j >= n)
+        return ctx.fail("index ", j, " is out of range for axis ", axis, " of ", shape_to_string(s));
+  }
+  auto sym = ctx.input_dims_value(0);
+  if (idx && sym && s.size() == 1 && s[0].is_const() && as_i64(sym->size()) == s[0].value()) {
+    std::vector<Dim> v;
+    const int64_t n = s[0].value();
+    for (int64_t j : *idx) v.push_back((*sym)[j < 0 ? j + n : j]);
+    maybe_set_sym(ctx, 0, dt, std::move(v));
+  }
+  return Status::ok();
+}
+
+// Axes of Squeeze/Unsqueeze: an attribute before opset 13, an input from 13. nullopt = absent.
+Status squeeze_axes(const InferContext& ctx, bool required, std::optional<std::vector<int64_t>>* out) {
+  out->reset();
+  if (ctx.opset() < 13) {
+    if (!ctx.attrs().has("axes")) {
+      if (required) return ctx.fail("attribute 'axes' is required").with_attribute("axes");
+      return Status::ok();
+    }
+    GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> v, ctx.attrs().get_ints("axes", {}));
+    *out = std::move(v);
+    return Status::ok();
+  }
+  if (!ctx.has_input(1)) {
+    if (required) return ctx.fail("input 1 (axes) is required");
+    return Status::ok();
+  }
+  *out = const_int_input(ctx, 1);
+  if (!*out)
+    return ctx.fail("axes (input 1) must be known when the model is built; graft does not support computed axes");
+  return Status::ok();
+}
+
+Status infer_squeeze(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 1));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  std::optional<std::vector<int64_t>> axes;
+  GRAFT_RETURN_IF_ERROR(squeeze_axes(ctx, false, &axes));
+  const int64_t r = as_i64(s.size());
+  std::vector<bool> drop(s.size(), false);
+  if (axes) {
+    for (int64_t a0 : *axes) {
+      GRAFT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(a0, r));
+      if (s[a].is_const() && s[a].value() != 1)
+        return ctx.fail("cannot squeeze axis ", a, " of ", shape_to_string(s), ": its extent is not 1");
+      drop[a] = true;
+    }
+  } else {
+    // Symbolic dims are assumed not to be 1; run-time inference sees the real extents.
+    for (size_t a = 0; a < s.size(); ++a) drop[a] = s[a] == 1;
+  }
+  Shape out;
+  for (size_t a = 0; a < s.size(); ++a)
+    if (!drop[a]) out.push_back(s[a]);
+  ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
+  forward_sym(ctx);
+  return Status::ok();
+}
+
+Status infer_unsqueeze(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 1));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  std::optional<std::vector<int64_t>> axes;
+  GRAFT_RETURN_IF_ERROR(squeeze_axes(ctx, true, &axes));
+  const int64_t r = as_i64(s.size()) + as_i64(axes->size());
+  std::vector<bool> ins(static_cast<size_t>(r), false);
+  for (int64_t a0 : *axes) {
+    if (a0 < -r || a0 >= r) return ctx.fail("axis ", a0, " is out of range for output rank ", r);
+    const int64_t a = a0 < 0 ? a0 + r : a0;
+    if (ins[a]) return ctx.fail("axis ", a, " appears twice in axes");
+    ins[a] = true;
+  }
+  Shape out;
+  size_t j = 0;
+  for (int64_t a = 0; a < r; ++a) out.push_back(ins[a] ? Dim(1) : s[j++]);
+  ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
+  forward_sym(ctx);
+  return Status::ok();
+}
+
+Status infer_expand(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 2));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  const DataType dt = ctx.input(0).dtype;
+  auto target = ctx.input_dims_value(1);
+  if (!target) {
+    auto n = vector_length(ctx, 1);
+    TensorDesc d;
+    d.dtype = dt;
+    if (n) d.shape = unknown_shape(ctx, std::max(*n, as_i64(s.size())));
+    ctx.set_output(0, d);
+    return Status::ok();
+  }
+  for (const Dim& x : *target)
+    if (x.is_const() && x.value() < 0) return ctx.fail("shape ", shape_to_string(*target), " has a negative entry");
+  auto out = broadcast_shapes(s, *target);
+  if (!out.is_ok())
+    return ctx.fail("cannot expand ", shape_to_string(s), " to ", shape_to_string(*target), ": ",
+                    out.status().message());
+  ctx.set_output(0, TensorDesc(dt, *out));
+  return Status::ok();
+}
+
+Status infer_shape(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 1));
+  const TensorDesc& in = ctx.input(0);
+  if (!in.shape) {
+    ctx.set_output(0, TensorDesc(DataType::kInt64, {ctx.unknown_dim()}));
+    return Status::ok();
+  }
+  const int64_t r = in.rank();
+  GRAFT_ASSIGN_OR_RETURN(int64_t start, ctx.attrs().get_int("start", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t end, ctx.attrs().get_int("end", r));
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::clamp<int64_t>(end, 0, r);
+  std::vector<Dim> v;
+  for (int64_t i = start; i < end; ++i) v.push_back((*in.shape)[i]);
+  ctx.set_output(0, TensorDesc(DataType::kInt64, {Dim(as_i64(v.size()))}));
+  ctx.set_output_sym_value(0, std::move(v));
+  return Status::ok();
+}
+
+void set_sym_from_tensor(InferContext& ctx, const Tensor& t) {
+  if (!dtype_is_integer(t.dtype()) || t.rank() > 1 || t.numel() > kMaxSymElements) return;
+  auto v = t.to_int64_vector();
+  ctx.set_output_sym_value(0, std::vector<Dim>(v.begin(), v.end()));
+}
+
+Status infer_constant(InferContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(Tensor t, cpu::constant_node_value(ctx.attrs()));
+  ctx.set_output(0, TensorDesc(t.dtype(), shape_from_values(t.dims())));
+  set_sym_from_tensor(ctx, t);
+  return Status::ok();
+}
+
+Status infer_constant_of_shape(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 1));
+  DataType dt = DataType::kFloat32;
+  std::optional<int64_t> fill;
+  if (ctx.attrs().has("value")) {
+    GRAFT_ASSIGN_OR_RETURN(Tensor v, ctx.attrs().get_tensor("value"));
+    if (v.numel() != 1) return ctx.fail("value must hold exactly one element").with_attribute("value");
+    dt = v.dtype();
+    if (dtype_is_integer(dt)) fill = v.to_int64_vector()[0];
+  }
+  auto target = ctx.input_dims_value(0);
+  TensorDesc d;
+  d.dtype = dt;
+  if (target) {
+    for (const Dim& x : *target)
+      if (x.is_const() && x.value() < 0) return ctx.fail("shape ", shape_to_string(*target), " has a negative entry");
+    d.shape = *target;
+  } else if (auto n = vector_length(ctx, 0)) {
+    d.shape = unknown_shape(ctx, *n);
+  }
+  ctx.set_output(0, d);
+  if (fill && d.shape && d.shape->size() <= 1 && shape_is_static(*d.shape)) {
+    const int64_t n = shape_values(*d.shape).empty() ? 1 : shape_values(*d.shape)[0];
+    if (n <= kMaxSymElements) maybe_set_sym(ctx, 0, dt, std::vector<Dim>(static_cast<size_t>(n), Dim(*fill)));
+  }
+  return Status::ok();
+}
+
+Status infer_range(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 3));
+  const DataType dt = ctx.input(0).dtype;
+  for (size_t i = 1; i < 3; ++i)
+    if (ctx.input(i).dtype != dt)
+      return ctx.fail("start, limit and delta must share a dtype (", dtype_name(dt), " vs ",
+                      dtype_name(ctx.input(i).dtype), ")");
+  const Tensor* vs[3] = {ctx.input_value(0), ctx.input_value(1), ctx.input_value(2)};
+  if (vs[0] && vs[1] && vs[2]) {
+    for (const Tensor* t : vs)
+      if (t->numel() != 1) return ctx.fail("start, limit and delta must be scalars");
+    int64_t n = 0;
+    if (dtype_is_integer(dt)) {
+      const int64_t st = vs[0]->to_int64_vector()[0], li = vs[1]->to_int64_vector()[0],
+                    de = vs[2]->to_int64_vector()[0];
+      if (de == 0) return ctx.fail("delta is 0");
+      n = std::max<int64_t>(Dim(ceil_div(Dim(li - st), Dim(de))).value(), 0);
+      ctx.set_output(0, TensorDesc(dt, {Dim(n)}));
+      if (n <= kMaxSymElements) {
+        std::vector<Dim> v;
+        for (int64_t i = 0; i < n; ++i) v.push_back(Dim(st + i * de));
+        maybe_set_sym(ctx, 0, dt, std::move(v));
+      }
+      return Status::ok();
+    }
+    const double st = vs[0]->get(0), li = vs[1]->get(0), de = vs[2]->get(0);
+    if (de == 0) return ctx.fail("delta is 0");
+    const double len = std::ceil((li - st) / de);
+    if (!(len < 1e15)) return ctx.fail("Range length ", len, " is not finite or too large");
+    n = std::max<int64_t>(static_cast<int64_t>(len), 0);
+    ctx.set_output(0, TensorDesc(dt, {Dim(n)}));
+    return Status::ok();
+  }
+  auto st = ctx.input_dims_value(0), li = ctx.input_dims_value(1), de = ctx.input_dims_value(2);
+  if (dtype_is_integer(dt) && st && li && de && st->size() == 1 && li->size() == 1 && de->size() == 1 &&
+      (*de)[0].is_const() && (*de)[0].value() != 0) {
+    ctx.set_output(0, TensorDesc(dt, {dim_max(ceil_div((*li)[0] - (*st)[0], (*de)[0]), 0)}));
+    return Status::ok();
+  }
+  ctx.set_output(0, TensorDesc(dt, {ctx.unknown_dim()}));
+  return Status::ok();
+}
+
+Status infer_tile(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 2));
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
+  const DataType dt = ctx.input(0).dtype;
+  auto reps = ctx.input_dims_value(1);
+  if (!reps) {
+    ctx.set_output(0, TensorDesc(dt, unknown_shape(ctx, as_i64(s.size()))));
+    return Status::ok();
+  }
+  if (reps->size() != s.size())
+    return ctx.fail("repeats has ", as_i64(reps->size()), " entries for input ", shape_to_string(s));
+  Shape out;
+  for (size_t a = 0; a < s.size(); ++a) {
+    if ((*reps)[a].is_const() && (*reps)[a].value() < 0)
+      return ctx.fail("repeats ", shape_to_string(*reps), " has a negative entry");
+    out.push_back(s[a] * (*reps)[a]);
+  }
+  ctx.set_output(0, TensorDesc(dt, out));
+  return Status::ok();
+}
+
+}  // namespace
+
+void append_shape_ops(std::vector<BuiltinOp>& out) {
+  out.push_back({"Concat", 11, infer_concat, cpu::concat});
+  out.push_back({"Constant", 11, infer_constant, cpu::constant});
+  out.push_back({"ConstantOfShape", 11, infer_constant_of_shape, cpu::constant_of_shape});
+  out.push_back({"Expand", 11, infer_expand, cpu::expand});
+  out.push_back({"Flatten", 11, infer_flatten, cpu::reshape_like});
+  out.push_back({"Gather", 11, infer_gather, cpu::gather});
+  out.push_back({"Range", 11, infer_range, cpu::range});
+  out.push_back({"Reshape", 11, infer_reshape, cpu::reshape_like});
+  out.push_back({"Shape", 11, infer_shape, cpu::shape});
+  out.push_back({"Slice", 11, infer_slice, cpu::slice});
+  out.push_back({"Split", 11, infer_split, cpu::split});
+  out.push_back({"Squeeze", 11, infer_squeeze, cpu::reshape_like});
+  out.push_back({"Tile", 11, infer_tile, cpu::tile});
+  out.push_back({"Transpose", 11, infer_transpose, cpu::transpose});
+  out.push_back({"Unsqueeze", 11, infer_unsqueeze, cpu::reshape_like});
+}
 
 }  // namespace graft
