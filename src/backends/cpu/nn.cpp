@@ -1,0 +1,557 @@
+// CPU reference kernels for Conv, pools, BatchNormalization, MatMul and Gemm. See nn.h.
+#include "backends/cpu/nn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+namespace graft::cpu {
+
+namespace {
+
+template <typename... Args>
+Status attr_error(const char* attr, Args&&... parts) {
+  Status st = error(StatusCode::kInvalidModel, std::forward<Args>(parts)...);
+  st.with_attribute(attr);
+  return st;
+}
+
+std::string ints_to_string(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Row-major multi-index of `flat` within `dims`.
+void unravel(int64_t flat, const std::vector<int64_t>& dims, std::vector<int64_t>& idx) {
+  idx.resize(dims.size());
+  for (size_t a = dims.size(); a-- > 0;) {
+    idx[a] = flat % dims[a];
+    flat /= dims[a];
+  }
+}
+
+std::vector<int64_t> tail(const std::vector<int64_t>& v, size_t from) {
+  return std::vector<int64_t>(v.begin() + static_cast<std::ptrdiff_t>(std::min(from, v.size())), v.end());
+}
+
+// One output position of a sliding window: the input positions it reads (row-major spatial offset,
+// and the column-major one for MaxPool's storage_order=1) and how many window taps fall inside the
+// padded extent (AveragePool count_include_pad's divisor).
+struct WindowTaps {
+  std::vector<std::pair<int64_t, int64_t>> kernel_and_input;  // (kernel offset, input offset)
+  std::vector<int64_t> input_col_major;
+  int64_t padded_count = 0;
+};
+
+class WindowWalker {
+ public:
+  WindowWalker(const WindowAttrs& w, std::vector<int64_t> in_sp, std::vector<int64_t> out_sp)
+      : w_(w), in_(std::move(in_sp)), out_(std::move(out_sp)) {
+    resolve_pads(w_, in_, &pb_, &pe_);
+    in_strides_ = contiguous_strides(in_);
+    col_strides_.assign(in_.size(), 1);
+    for (size_t a = 1; a < in_.size(); ++a) col_strides_[a] = col_strides_[a - 1] * in_[a - 1];
+  }
+  int64_t in_area() const { return numel_of(in_); }
+  int64_t out_area() const { return numel_of(out_); }
+  int64_t kernel_area() const { return numel_of(w_.kernel); }
+
+  void taps_at(int64_t out_flat, WindowTaps& t) {
+    unravel(out_flat, out_, op_);
+    t.kernel_and_input.clear();
+    t.input_col_major.clear();
+    t.padded_count = 1;
+    for (size_t a = 0; a < in_.size(); ++a) {
+      int64_t inside_padded = 0;
+      for (int64_t k = 0; k < w_.kernel[a]; ++k) {
+        int64_t ip = op_[a] * w_.strides[a] - pb_[a] + k * w_.dilations[a];
+        if (ip >= -pb_[a] && ip < in_[a] + pe_[a]) ++inside_padded;
+      }
+      t.padded_count *= inside_padded;
+    }
+    int64_t k_area = kernel_area();
+    for (int64_t kk = 0; kk < k_area; ++kk) {
+      unravel(kk, w_.kernel, kidx_);
+      int64_t off = 0, col = 0;
+      bool inside = true;
+      for (size_t a = 0; a < in_.size() && inside; ++a) {
+        int64_t ip = op_[a] * w_.strides[a] - pb_[a] + kidx_[a] * w_.dilations[a];
+        inside = ip >= 0 && ip < in_[a];
+        off += ip * in_strides_[a];
+        col += ip * col_strides_[a];
+      }
+      if (!inside) continue;
+      t.kernel_and_input.emplace_back(kk, off);
+      t.input_col_major.push_back(col);
+    }
+  }
+
+ private:
+  const WindowAttrs& w_;
+  std::vector<int64_t> in_, out_, pb_, pe_, in_strides_, col_strides_, op_, kidx_;
+};
+
+// Offsets into an operand's batch for every flat index of the broadcast batch `out`.
+std::vector<int64_t> broadcast_batch_offsets(const std::vector<int64_t>& out, const std::vector<int64_t>& operand) {
+  std::vector<int64_t> strides = contiguous_strides(operand);
+  size_t lead = out.size() - operand.size();
+  std::vector<int64_t> idx;
+  std::vector<int64_t> result(static_cast<size_t>(numel_of(out)));
+  for (int64_t f = 0; f < numel_of(out); ++f) {
+    unravel(f, out, idx);
+    int64_t off = 0;
+    for (size_t a = 0; a < operand.size(); ++a)
+      if (operand[a] != 1) off += idx[a + lead] * strides[a];
+    result[static_cast<size_t>(f)] = off;
+  }
+  return result;
+}
+
+Status check_pool_io(const ExecContext& ctx, const char* op) {
+  if (ctx.inputs.empty() || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, op, ": missing input or output");
+  GRAFT_RETURN_IF_ERROR(require_float_or_int(ctx.inputs[0], "X"));
+  if (ctx.inputs[0]->rank() < 3)
+    return error(StatusCode::kInvalidModel, op, ": input X must have rank >= 3 (N, C, spatial...), got ",
+                 ints_to_string(ctx.inputs[0]->dims()));
+  return Status::ok();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+std::vector<double> load_doubles(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+void store_doubles(Tensor& t, const std::vector<double>& v) {
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v[static_cast<size_t>(i)]);
+}
+
+Status require_float_tensor(const Tensor* t, const char* what) {
+  if (!t) return error(StatusCode::kInvalidModel, "input ", what, " is missing");
+  if (t->device() != DeviceType::kCPU)
+    return error(StatusCode::kInvalidArgument, "input ", what, " is not a host tensor");
+  if (!dtype_is_float(t->dtype()))
+    return error(StatusCode::kUnsupported, "input ", what, " has dtype ", dtype_name(t->dtype()),
+                 "; expected a floating type");
+  return Status::ok();
+}
+
+Status require_float_or_int(const Tensor* t, const char* what) {
+  if (!t) return error(StatusCode::kInvalidModel, "input ", what, " is missing");
+  if (t->device() != DeviceType::kCPU)
+    return error(StatusCode::kInvalidArgument, "input ", what, " is not a host tensor");
+  if (!dtype_is_float(t->dtype()) && !dtype_is_integer(t->dtype()))
+    return error(StatusCode::kUnsupported, "input ", what, " has dtype ", dtype_name(t->dtype()),
+                 "; expected a numeric type");
+  return Status::ok();
+}
+
+Result<WindowAttrs> parse_window_attrs(const AttributeMap& attrs, size_t n,
+                                       const std::vector<int64_t>* kernel_from_weights, bool pool) {
+  WindowAttrs w;
+  GRAFT_ASSIGN_OR_RETURN(std::string ap, attrs.get_string("auto_pad", "NOTSET"));
+  if (ap == "NOTSET" || ap.empty()) w.auto_pad = AutoPad::kNotSet;
+  else if (ap == "SAME_UPPER") w.auto_pad = AutoPad::kSameUpper;
+  else if (ap == "SAME_LOWER") w.auto_pad = AutoPad::kSameLower;
+  else if (ap == "VALID") w.auto_pad = AutoPad::kValid;
+  else return attr_error("auto_pad", "unknown value '", ap, "' (expected NOTSET, SAME_UPPER, SAME_LOWER or VALID)");
+
+  GRAFT_ASSIGN_OR_RETURN(w.kernel, attrs.get_ints("kernel_shape", {}));
+  if (w.kernel.empty()) {
+    if (!kernel_from_weights) return attr_error("kernel_shape", "is required");
+    w.kernel = *kernel_from_weights;
+  } else if (kernel_from_weights && *kernel_from_weights != w.kernel) {
+    return attr_error("kernel_shape", ints_to_string(w.kernel), " disagrees with the weight's spatial shape ",
+                      ints_to_string(*kernel_from_weights));
+  }
+  if (w.kernel.size() != n)
+    return attr_error("kernel_shape", "has ", w.kernel.size(), " entries but the input has ", n, " spatial axes");
+  for (int64_t k : w.kernel)
+    if (k < 1) return attr_error("kernel_shape", "entries must be >= 1, got ", ints_to_string(w.kernel));
+
+  GRAFT_ASSIGN_OR_RETURN(w.strides, attrs.get_ints("strides", std::vector<int64_t>(n, 1)));
+  if (w.strides.size() != n)
+    return attr_error("strides", "has ", w.strides.size(), " entries but the input has ", n, " spatial axes");
+  for (int64_t s : w.strides)
+    if (s < 1) return attr_error("strides", "entries must be >= 1, got ", ints_to_string(w.strides));
+
+  GRAFT_ASSIGN_OR_RETURN(w.dilations, attrs.get_ints("dilations", std::vector<int64_t>(n, 1)));
+  if (w.dilations.size() != n)
+    return attr_error("dilations", "has ", w.dilations.size(), " entries but the input has ", n, " spatial axes");
+  for (int64_t d : w.dilations)
+    if (d < 1) return attr_error("dilations", "entries must be >= 1, got ", ints_to_string(w.dilations));
+
+  GRAFT_ASSIGN_OR_RETURN(w.pads, attrs.get_ints("pads", std::vector<int64_t>(2 * n, 0)));
+  if (w.pads.size() != 2 * n)
+    return attr_error("pads", "has ", w.pads.size(), " entries; expected ", 2 * n, " (begins then ends)");
+  for (int64_t p : w.pads)
+    if (p < 0) return attr_error("pads", "entries must be >= 0, got ", ints_to_string(w.pads));
+
+  if (pool) {
+    GRAFT_ASSIGN_OR_RETURN(int64_t cm, attrs.get_int("ceil_mode", 0));
+    w.ceil_mode = cm != 0;
+  }
+  return w;
+}
+
+Dim window_output_dim(const WindowAttrs& w, size_t i, const Dim& in) {
+  const size_t n = w.kernel.size();
+  const int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+  const int64_t s = w.strides[i];
+  switch (w.auto_pad) {
+    case AutoPad::kSameUpper:
+    case AutoPad::kSameLower:
+      return ceil_div(in, s);
+    case AutoPad::kValid:
+      return floor_div(in - eff, s) + 1;
+    case AutoPad::kNotSet:
+      break;
+  }
+  const int64_t pb = w.pads[i], pe = w.pads[i + n];
+  Dim span = in + Dim(pb + pe - eff);
+  if (!w.ceil_mode) return floor_div(span, s) + 1;
+  Dim out = ceil_div(span, s) + 1;
+  // The last window must start inside the input or its begin padding (the PyTorch rule that later
+  // ONNX versions adopted); 1 when it does, 0 when it would start in the end padding only.
+  Dim starts_inside = dim_lt((out - 1) * s, in + pb);
+  return out - 1 + starts_inside;
+}
+
+void resolve_pads(const WindowAttrs& w, const std::vector<int64_t>& in, std::vector<int64_t>* begins,
+                  std::vector<int64_t>* ends) {
+  const size_t n = w.kernel.size();
+  begins->assign(n, 0);
+  ends->assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    switch (w.auto_pad) {
+      case AutoPad::kNotSet:
+        (*begins)[i] = w.pads[i];
+        (*ends)[i] = w.pads[i + n];
+        break;
+      case AutoPad::kValid:
+        break;
+      case AutoPad::kSameUpper:
+      case AutoPad::kSameLower: {
+        int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+        int64_t out = (in[i] + w.strides[i] - 1) / w.strides[i];
+        int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[i] + eff - in[i]);
+        int64_t small = total / 2, big = total - small;
+        // SAME_UPPER puts the extra pad at the end, SAME_LOWER at the beginning.
+        (*begins)[i] = w.auto_pad == AutoPad::kSameUpper ? small : big;
+        (*ends)[i] = w.auto_pad == AutoPad::kSameUpper ? big : small;
+        break;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conv: Y[n, m, o] = B[m] + sum_{c in group(m), k} X[n, c, o*stride - pad_begin + k*dilation] * W[m, c, k]
+
+Status conv(ExecContext& ctx) {
+  const Tensor* X = ctx.inputs.size() > 0 ? ctx.inputs[0] : nullptr;
+  const Tensor* W = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
+  const Tensor* B = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(X, "X"));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(W, "W"));
+  if (B) GRAFT_RETURN_IF_ERROR(require_float_tensor(B, "B"));
+  if (ctx.outputs.empty() || !ctx.outputs[0]) return error(StatusCode::kInternal, "Conv: output Y missing");
+  Tensor& Y = *ctx.outputs[0];
+  if (X->rank() < 3 || W->rank() != X->rank())
+    return error(StatusCode::kInvalidModel, "Conv: X ", ints_to_string(X->dims()), " and W ",
+                 ints_to_string(W->dims()), " must have the same rank >= 3");
+  const size_t n = static_cast<size_t>(X->rank() - 2);
+  std::vector<int64_t> wk = tail(W->dims(), 2);
+  GRAFT_ASSIGN_OR_RETURN(WindowAttrs w, parse_window_attrs(*ctx.attrs, n, &wk, false));
+  GRAFT_ASSIGN_OR_RETURN(int64_t group, ctx.attrs->get_int("group", 1));
+  const int64_t N = X->dims()[0], C = X->dims()[1], M = W->dims()[0], Cg = W->dims()[1];
+  if (group < 1 || M % group != 0 || Cg * group != C)
+    return error(StatusCode::kInvalidModel, "Conv: X ", ints_to_string(X->dims()), " has ", C,
+                 " channels but W ", ints_to_string(W->dims()), " with group ", group, " expects ", Cg * group);
+  if (B && B->numel() != M)
+    return error(StatusCode::kInvalidModel, "Conv: bias B has ", B->numel(), " elements; expected ", M);
+  if (Y.rank() != X->rank() || Y.dims()[0] != N || Y.dims()[1] != M)
+    return error(StatusCode::kInternal, "Conv: output shape ", ints_to_string(Y.dims()), " inconsistent with inputs");
+
+  WindowWalker walker(w, tail(X->dims(), 2), tail(Y.dims(), 2));
+  const int64_t in_area = walker.in_area(), out_area = walker.out_area(), k_area = walker.kernel_area();
+  const int64_t Mg = M / group;
+  std::vector<double> x = load_doubles(*X), wt = load_doubles(*W), y(static_cast<size_t>(Y.numel()));
+  std::vector<double> bias = B ? load_doubles(*B) : std::vector<double>(static_cast<size_t>(M), 0.0);
+  WindowTaps taps;
+  for (int64_t p = 0; p < out_area; ++p) {
+    walker.taps_at(p, taps);
+    for (int64_t b = 0; b < N; ++b) {
+      for (int64_t m = 0; m < M; ++m) {
+        const int64_t g = m / Mg;
+        double acc = bias[static_cast<size_t>(m)];
+        for (int64_t c = 0; c < Cg; ++c) {
+          const double* xp = &x[static_cast<size_t>((b * C + g * Cg + c) * in_area)];
+          const double* wp = &wt[static_cast<size_t>((m * Cg + c) * k_area)];
+          for (const auto& [ko, io] : taps.kernel_and_input) acc += xp[io] * wp[ko];
+        }
+        y[static_cast<size_t>((b * M + m) * out_area + p)] = acc;
+      }
+    }
+  }
+  store_doubles(Y, y);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// BatchNormalization (inference): Y = (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]
+
+Status batch_normalization(ExecContext& ctx) {
+  const char* names[5] = {"X", "scale", "B", "input_mean", "input_var"};
+  for (size_t i = 0; i < 5; ++i)
+    GRAFT_RETURN_IF_ERROR(require_float_tensor(i < ctx.inputs.size() ? ctx.inputs[i] : nullptr, names[i]));
+  GRAFT_ASSIGN_OR_RETURN(int64_t training, ctx.attrs->get_int("training_mode", 0));
+  if (training != 0)
+    return attr_error("training_mode", "training mode (1) is not supported; graft runs inference only");
+  GRAFT_ASSIGN_OR_RETURN(float eps, ctx.attrs->get_float("epsilon", 1e-5f));
+  const Tensor& X = *ctx.inputs[0];
+  if (X.rank() < 2)
+    return error(StatusCode::kInvalidModel, "BatchNormalization: X must have rank >= 2, got ", ints_to_string(X.dims()));
+  const int64_t N = X.dims()[0], C = X.dims()[1], inner = numel_of(tail(X.dims(), 2));
+  for (size_t i = 1; i < 5; ++i)
+    if (ctx.inputs[i]->numel() != C)
+      return error(StatusCode::kInvalidModel, "BatchNormalization: input ", names[i], " has ",
+                   ctx.inputs[i]->numel(), " elements; expected C = ", C);
+  std::vector<double> x = load_doubles(X), scale = load_doubles(*ctx.inputs[1]), bias = load_doubles(*ctx.inputs[2]),
+                      mean = load_doubles(*ctx.inputs[3]), var = load_doubles(*ctx.inputs[4]);
+  std::vector<double> y(x.size());
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c) {
+      const size_t ci = static_cast<size_t>(c);
+      const double inv = 1.0 / std::sqrt(var[ci] + static_cast<double>(eps));
+      for (int64_t i = 0; i < inner; ++i) {
+        size_t k = static_cast<size_t>((b * C + c) * inner + i);
+        y[k] = (x[k] - mean[ci]) * inv * scale[ci] + bias[ci];
+      }
+    }
+  store_doubles(*ctx.outputs[0], y);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// MatMul (numpy.matmul): 1-D operands are promoted (A to [1,K], B to [K,1]) and the added axis
+// removed from the result; leading (batch) axes broadcast.
+
+Status matmul(ExecContext& ctx) {
+  const Tensor* A = ctx.inputs.size() > 0 ? ctx.inputs[0] : nullptr;
+  const Tensor* Bt = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
+  GRAFT_RETURN_IF_ERROR(require_float_or_int(A, "A"));
+  GRAFT_RETURN_IF_ERROR(require_float_or_int(Bt, "B"));
+  std::vector<int64_t> a = A->dims(), b = Bt->dims();
+  if (a.empty() || b.empty())
+    return error(StatusCode::kInvalidModel, "MatMul: operands must have rank >= 1, got A ", ints_to_string(a),
+                 " and B ", ints_to_string(b));
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
+  if (b[b.size() - 2] != K)
+    return error(StatusCode::kInvalidModel, "MatMul: inner dimensions differ: A ", ints_to_string(A->dims()),
+                 " and B ", ints_to_string(Bt->dims()));
+  std::vector<int64_t> ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  std::vector<int64_t> batch(std::max(ba.size(), bb.size()), 1);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    int64_t da = i + ba.size() >= batch.size() ? ba[i + ba.size() - batch.size()] : 1;
+    int64_t db = i + bb.size() >= batch.size() ? bb[i + bb.size() - batch.size()] : 1;
+    if (da != db && da != 1 && db != 1)
+      return error(StatusCode::kInvalidModel, "MatMul: batch dimensions of A ", ints_to_string(A->dims()),
+                   " and B ", ints_to_string(Bt->dims()), " cannot be broadcast");
+    batch[i] = std::max(da, db);
+  }
+  Tensor& Y = *ctx.outputs[0];
+  if (Y.numel() != numel_of(batch) * M * N)
+    return error(StatusCode::kInternal, "MatMul: output shape ", ints_to_string(Y.dims()), " inconsistent with inputs");
+  std::vector<int64_t> offa = broadcast_batch_offsets(batch, ba), offb = broadcast_batch_offsets(batch, bb);
+  std::vector<double> x = load_doubles(*A), w = load_doubles(*Bt), y(static_cast<size_t>(Y.numel()));
+  for (size_t bi = 0; bi < offa.size(); ++bi) {
+    const double* ap = &x[static_cast<size_t>(offa[bi] * M * K)];
+    const double* bp = &w[static_cast<size_t>(offb[bi] * K * N)];
+    double* yp = &y[bi * static_cast<size_t>(M * N)];
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double acc = 0.0;
+        for (int64_t k = 0; k < K; ++k) acc += ap[i * K + k] * bp[k * N + j];
+        yp[i * N + j] = acc;
+      }
+  }
+  store_doubles(Y, y);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gemm: Y = alpha * op(A) @ op(B) + beta * C, op = transpose when transA/transB; C broadcasts to [M, N].
+
+Status gemm(ExecContext& ctx) {
+  const Tensor* A = ctx.inputs.size() > 0 ? ctx.inputs[0] : nullptr;
+  const Tensor* Bt = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
+  const Tensor* Ct = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  GRAFT_RETURN_IF_ERROR(require_float_or_int(A, "A"));
+  GRAFT_RETURN_IF_ERROR(require_float_or_int(Bt, "B"));
+  if (Ct) GRAFT_RETURN_IF_ERROR(require_float_or_int(Ct, "C"));
+  GRAFT_ASSIGN_OR_RETURN(float alpha, ctx.attrs->get_float("alpha", 1.0f));
+  GRAFT_ASSIGN_OR_RETURN(float beta, ctx.attrs->get_float("beta", 1.0f));
+  GRAFT_ASSIGN_OR_RETURN(int64_t ta, ctx.attrs->get_int("transA", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t tb, ctx.attrs->get_int("transB", 0));
+  if (A->rank() != 2 || Bt->rank() != 2)
+    return error(StatusCode::kInvalidModel, "Gemm: A ", ints_to_string(A->dims()), " and B ",
+                 ints_to_string(Bt->dims()), " must be 2-D");
+  const int64_t M = ta ? A->dims()[1] : A->dims()[0], K = ta ? A->dims()[0] : A->dims()[1];
+  const int64_t Kb = tb ? Bt->dims()[1] : Bt->dims()[0], N = tb ? Bt->dims()[0] : Bt->dims()[1];
+  if (K != Kb)
+    return error(StatusCode::kInvalidModel, "Gemm: inner dimensions differ: A ", ints_to_string(A->dims()),
+                 " (transA=", ta, ") and B ", ints_to_string(Bt->dims()), " (transB=", tb, ")");
+  // C's row/column strides: 0 along a broadcast axis.
+  int64_t c_row = 0, c_col = 0;
+  if (Ct) {
+    std::vector<int64_t> cd = Ct->dims();
+    if (cd.size() > 2) return error(StatusCode::kInvalidModel, "Gemm: C ", ints_to_string(cd), " has rank > 2");
+    while (cd.size() < 2) cd.insert(cd.begin(), 1);
+    if ((cd[0] != 1 && cd[0] != M) || (cd[1] != 1 && cd[1] != N))
+      return error(StatusCode::kInvalidModel, "Gemm: C ", ints_to_string(Ct->dims()),
+                   " cannot be broadcast to [", M, ",", N, "]");
+    c_col = cd[1] == 1 ? 0 : 1;
+    c_row = cd[0] == 1 ? 0 : cd[1];
+  }
+  std::vector<double> a = load_doubles(*A), bm = load_doubles(*Bt);
+  std::vector<double> c = Ct ? load_doubles(*Ct) : std::vector<double>();
+  std::vector<double> y(static_cast<size_t>(M * N));
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double acc = 0.0;
+      for (int64_t k = 0; k < K; ++k) {
+        double av = ta ? a[static_cast<size_t>(k * M + i)] : a[static_cast<size_t>(i * K + k)];
+        double bv = tb ? bm[static_cast<size_t>(j * K + k)] : bm[static_cast<size_t>(k * N + j)];
+        acc += av * bv;
+      }
+      double v = static_cast<double>(alpha) * acc;
+      if (Ct) v += static_cast<double>(beta) * c[static_cast<size_t>(i * c_row + j * c_col)];
+      y[static_cast<size_t>(i * N + j)] = v;
+    }
+  Tensor& Y = *ctx.outputs[0];
+  if (Y.numel() != M * N)
+    return error(StatusCode::kInternal, "Gemm: output shape ", ints_to_string(Y.dims()), " inconsistent with inputs");
+  store_doubles(Y, y);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pools
+
+Status max_pool(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_pool_io(ctx, "MaxPool"));
+  const Tensor& X = *ctx.inputs[0];
+  Tensor& Y = *ctx.outputs[0];
+  Tensor* I = ctx.outputs.size() > 1 ? ctx.outputs[1] : nullptr;
+  const size_t n = static_cast<size_t>(X.rank() - 2);
+  GRAFT_ASSIGN_OR_RETURN(WindowAttrs w, parse_window_attrs(*ctx.attrs, n, nullptr, true));
+  GRAFT_ASSIGN_OR_RETURN(int64_t storage_order, ctx.attrs->get_int("storage_order", 0));
+  if (storage_order != 0 && storage_order != 1)
+    return attr_error("storage_order", "must be 0 (row major) or 1 (column major), got ", storage_order);
+  WindowWalker walker(w, tail(X.dims(), 2), tail(Y.dims(), 2));
+  const int64_t NC = X.dims()[0] * X.dims()[1], in_area = walker.in_area(), out_area = walker.out_area();
+  std::vector<double> x = load_doubles(X), y(static_cast<size_t>(Y.numel()));
+  std::vector<int64_t> idx(I ? y.size() : 0);
+  WindowTaps taps;
+  for (int64_t p = 0; p < out_area; ++p) {
+    walker.taps_at(p, taps);
+    for (int64_t nc = 0; nc < NC; ++nc) {
+      double best = -std::numeric_limits<double>::infinity();
+      int64_t best_at = -1;
+      for (size_t t = 0; t < taps.kernel_and_input.size(); ++t) {
+        double v = x[static_cast<size_t>(nc * in_area + taps.kernel_and_input[t].second)];
+        if (best_at < 0 || v > best || std::isnan(v)) {
+          if (best_at >= 0 && std::isnan(best)) continue;  // NaN propagates
+          best = v;
+          best_at = static_cast<int64_t>(t);
+        }
+      }
+      size_t o = static_cast<size_t>(nc * out_area + p);
+      y[o] = best;
+      if (I) {
+        int64_t sp = best_at < 0 ? 0
+                     : storage_order ? taps.input_col_major[static_cast<size_t>(best_at)]
+                                     : taps.kernel_and_input[static_cast<size_t>(best_at)].second;
+        idx[o] = nc * in_area + sp;
+      }
+    }
+  }
+  store_doubles(Y, y);
+  if (I) {
+    if (I->dtype() != DataType::kInt64 || I->numel() != Y.numel())
+      return error(StatusCode::kInternal, "MaxPool: Indices output must be int64 shaped like Y");
+    std::copy(idx.begin(), idx.end(), I->data_as<int64_t>());
+  }
+  return Status::ok();
+}
+
+Status average_pool(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_pool_io(ctx, "AveragePool"));
+  const Tensor& X = *ctx.inputs[0];
+  Tensor& Y = *ctx.outputs[0];
+  const size_t n = static_cast<size_t>(X.rank() - 2);
+  GRAFT_ASSIGN_OR_RETURN(WindowAttrs w, parse_window_attrs(*ctx.attrs, n, nullptr, true));
+  GRAFT_ASSIGN_OR_RETURN(int64_t include_pad, ctx.attrs->get_int("count_include_pad", 0));
+  WindowWalker walker(w, tail(X.dims(), 2), tail(Y.dims(), 2));
+  const int64_t NC = X.dims()[0] * X.dims()[1], in_area = walker.in_area(), out_area = walker.out_area();
+  std::vector<double> x = load_doubles(X), y(static_cast<size_t>(Y.numel()));
+  WindowTaps taps;
+  for (int64_t p = 0; p < out_area; ++p) {
+    walker.taps_at(p, taps);
+    // count_include_pad counts taps on explicit/SAME padding, never past it (the ceil_mode overhang).
+    const double count = include_pad ? static_cast<double>(taps.padded_count)
+                                     : static_cast<double>(taps.kernel_and_input.size());
+    for (int64_t nc = 0; nc < NC; ++nc) {
+      double sum = 0.0;
+      for (const auto& t : taps.kernel_and_input) sum += x[static_cast<size_t>(nc * in_area + t.second)];
+      y[static_cast<size_t>(nc * out_area + p)] =
+          count > 0 ? sum / count : std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+  store_doubles(Y, y);
+  return Status::ok();
+}
+
+namespace {
+template <typename Reduce>
+Status global_pool(ExecContext& ctx, const char* op, double init, Reduce reduce, bool mean) {
+  GRAFT_RETURN_IF_ERROR(check_pool_io(ctx, op));
+  const Tensor& X = *ctx.inputs[0];
+  const int64_t NC = X.dims()[0] * X.dims()[1], area = numel_of(tail(X.dims(), 2));
+  std::vector<double> x = load_doubles(X), y(static_cast<size_t>(NC));
+  for (int64_t nc = 0; nc < NC; ++nc) {
+    double acc = init;
+    for (int64_t i = 0; i < area; ++i) acc = reduce(acc, x[static_cast<size_t>(nc * area + i)]);
+    y[static_cast<size_t>(nc)] = mean ? acc / static_cast<double>(area) : acc;
+  }
+  if (ctx.outputs[0]->numel() != NC)
+    return error(StatusCode::kInternal, op, ": output shape inconsistent with input");
+  store_doubles(*ctx.outputs[0], y);
+  return Status::ok();
+}
+}  // namespace
+
+Status global_average_pool(ExecContext& ctx) {
+  return global_pool(ctx, "GlobalAveragePool", 0.0, [](double a, double v) { return a + v; }, true);
+}
+
+Status global_max_pool(ExecContext& ctx) {
+  return global_pool(
+      ctx, "GlobalMaxPool", -std::numeric_limits<double>::infinity(),
+      [](double a, double v) { return std::isnan(a) || std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : std::max(a, v); },
+      false);
+}
+
+}  // namespace graft::cpu

@@ -1,0 +1,58 @@
+// CPU reference kernels for the "nn" builtin ops (Conv, pools, BatchNormalization, MatMul, Gemm),
+// plus the attribute parsing their schemas (src/ops/nn_ops.cpp) share with them.
+//
+// These kernels are the executable specification: every value is loaded as double, accumulated in
+// double and rounded once into the output dtype (so float16 results are the correctly rounded
+// float16 of a high-precision result). Clarity first; loops are only arranged so that node-test
+// sizes run in milliseconds.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ops/operator.h"
+
+namespace graft::cpu {
+
+// ---- host helpers shared by the reference kernels ----
+std::vector<double> load_doubles(const Tensor& t);
+void store_doubles(Tensor& t, const std::vector<double>& v);
+// Error unless `t` is a host tensor of a floating dtype (float16/bfloat16/float32/float64).
+Status require_float_tensor(const Tensor* t, const char* what);
+// Error unless `t` is a host tensor of a floating or integer dtype.
+Status require_float_or_int(const Tensor* t, const char* what);
+
+// ---- sliding-window attributes (Conv, MaxPool, AveragePool) ----
+enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
+
+struct WindowAttrs {
+  AutoPad auto_pad = AutoPad::kNotSet;
+  std::vector<int64_t> kernel, strides, dilations;
+  std::vector<int64_t> pads;  // explicit pads: n begins then n ends (ONNX order)
+  bool ceil_mode = false;
+};
+
+// Parses auto_pad, kernel_shape, strides, dilations, pads (and ceil_mode when `pool`) for
+// `spatial` spatial axes. `kernel_from_weights` (Conv) is used when kernel_shape is absent and
+// must agree with it when present. Errors name the attribute.
+Result<WindowAttrs> parse_window_attrs(const AttributeMap& attrs, size_t spatial,
+                                       const std::vector<int64_t>* kernel_from_weights, bool pool);
+
+// Output extent of spatial axis `axis` for an input extent `in` (symbolic where `in` is).
+Dim window_output_dim(const WindowAttrs& w, size_t axis, const Dim& in);
+
+// Concrete begin/end pads for a run: explicit pads, or SAME_* resolved from the input extents.
+void resolve_pads(const WindowAttrs& w, const std::vector<int64_t>& in_spatial,
+                  std::vector<int64_t>* begins, std::vector<int64_t>* ends);
+
+// ---- kernels ----
+Status conv(ExecContext& ctx);
+Status batch_normalization(ExecContext& ctx);
+Status matmul(ExecContext& ctx);
+Status gemm(ExecContext& ctx);
+Status max_pool(ExecContext& ctx);
+Status average_pool(ExecContext& ctx);
+Status global_average_pool(ExecContext& ctx);
+Status global_max_pool(ExecContext& ctx);
+
+}  // namespace graft::cpu

@@ -1,0 +1,452 @@
+// CPU reference kernels for Resize and Pad. See resize_pad.h.
+//
+// Resize is separable: every output coordinate along an axis maps (through the coordinate
+// transformation) to a few input taps with weights (1 for nearest, 2 for linear, 4 for cubic).
+// An output element is the sum over the product of its per-axis taps, so one loop serves every
+// mode and rank; "bilinear" is simply linear taps on H and W and one identity tap elsewhere.
+#include "backends/cpu/resize_pad.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/nn.h"
+
+namespace graft::cpu {
+
+namespace {
+
+template <typename... Args>
+Status attr_error(const char* attr, Args&&... parts) {
+  Status st = error(StatusCode::kInvalidModel, std::forward<Args>(parts)...);
+  st.with_attribute(attr);
+  return st;
+}
+
+std::string ints_to_string(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+void unravel(int64_t flat, const std::vector<int64_t>& dims, std::vector<int64_t>& idx) {
+  idx.resize(dims.size());
+  for (size_t a = dims.size(); a-- > 0;) {
+    idx[a] = flat % dims[a];
+    flat /= dims[a];
+  }
+}
+
+bool tensor_given(const Tensor* t) { return t != nullptr && t->defined() && t->numel() > 0; }
+
+std::vector<double> tensor_doubles(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+// Keys' cubic convolution weight at distance x with parameter a.
+double cubic_weight(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+  if (x < 2.0) return ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
+  return 0.0;
+}
+
+struct AxisTaps {
+  bool outside = false;              // tf_crop_and_resize sample outside the input: extrapolate
+  std::vector<int64_t> index;        // input indices (clamped to the edge)
+  std::vector<double> weight;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Resize
+
+Result<ResizeAttrs> parse_resize_attrs(const AttributeMap& attrs, int64_t rank) {
+  ResizeAttrs a;
+  GRAFT_ASSIGN_OR_RETURN(std::string mode, attrs.get_string("mode", "nearest"));
+  if (mode == "nearest") a.mode = ResizeAttrs::Mode::kNearest;
+  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear") a.mode = ResizeAttrs::Mode::kLinear;
+  else if (mode == "cubic" || mode == "bicubic") a.mode = ResizeAttrs::Mode::kCubic;
+  else return attr_error("mode", "unknown value '", mode, "' (expected nearest, linear or cubic)");
+
+  GRAFT_ASSIGN_OR_RETURN(a.coordinate_mode, attrs.get_string("coordinate_transformation_mode", "half_pixel"));
+  static const char* kCoordModes[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+                                      "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+  if (std::none_of(std::begin(kCoordModes), std::end(kCoordModes),
+                   [&](const char* m) { return a.coordinate_mode == m; }))
+    return attr_error("coordinate_transformation_mode", "unknown value '", a.coordinate_mode, "'");
+
+  GRAFT_ASSIGN_OR_RETURN(a.nearest_mode, attrs.get_string("nearest_mode", "round_prefer_floor"));
+  if (a.nearest_mode != "round_prefer_floor" && a.nearest_mode != "round_prefer_ceil" && a.nearest_mode != "floor" &&
+      a.nearest_mode != "ceil")
+    return attr_error("nearest_mode", "unknown value '", a.nearest_mode,
+                      "' (expected round_prefer_floor, round_prefer_ceil, floor or ceil)");
+
+  GRAFT_ASSIGN_OR_RETURN(float ca, attrs.get_float("cubic_coeff_a", -0.75f));
+  a.cubic_coeff_a = ca;
+  GRAFT_ASSIGN_OR_RETURN(int64_t eo, attrs.get_int("exclude_outside", 0));
+  a.exclude_outside = eo != 0;
+  GRAFT_ASSIGN_OR_RETURN(float ev, attrs.get_float("extrapolation_value", 0.0f));
+  a.extrapolation_value = ev;
+  GRAFT_ASSIGN_OR_RETURN(int64_t aa, attrs.get_int("antialias", 0));
+  a.antialias = aa != 0;
+  GRAFT_ASSIGN_OR_RETURN(a.keep_aspect_ratio, attrs.get_string("keep_aspect_ratio_policy", "stretch"));
+  if (a.keep_aspect_ratio != "stretch" && a.keep_aspect_ratio != "not_larger" && a.keep_aspect_ratio != "not_smaller")
+    return attr_error("keep_aspect_ratio_policy", "unknown value '", a.keep_aspect_ratio,
+                      "' (expected stretch, not_larger or not_smaller)");
+
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> axes, attrs.get_ints("axes", {}));
+  for (int64_t ax : axes) {
+    if (ax < -rank || ax >= rank) return attr_error("axes", "axis ", ax, " is out of range for rank ", rank);
+    int64_t norm = ax < 0 ? ax + rank : ax;
+    if (std::find(a.axes.begin(), a.axes.end(), norm) != a.axes.end())
+      return attr_error("axes", "axis ", ax, " is repeated");
+    a.axes.push_back(norm);
+  }
+  if (a.axes.empty())
+    for (int64_t i = 0; i < rank; ++i) a.axes.push_back(i);
+  return a;
+}
+
+Status resize_output(const ResizeAttrs& a, const std::vector<int64_t>& in, const Tensor* roi, const Tensor* scales,
+                     const Tensor* sizes, std::vector<int64_t>* out, std::vector<double>* scale) {
+  const size_t r = in.size(), na = a.axes.size();
+  *out = in;
+  scale->assign(r, 1.0);
+  const bool has_scales = tensor_given(scales), has_sizes = tensor_given(sizes);
+  if (has_scales == has_sizes)
+    return error(StatusCode::kInvalidModel, "exactly one of the inputs 'scales' and 'sizes' must be given (",
+                 has_scales ? "both are" : "neither is", ")");
+  if (has_scales) {
+    std::vector<double> s = tensor_doubles(*scales);
+    if (s.size() != na)
+      return error(StatusCode::kInvalidModel, "input 'scales' has ", s.size(), " elements; expected ", na);
+    std::vector<double> roi_v = tensor_given(roi) ? tensor_doubles(*roi) : std::vector<double>();
+    for (size_t k = 0; k < na; ++k) {
+      size_t ax = static_cast<size_t>(a.axes[k]);
+      if (!(s[k] > 0.0)) return error(StatusCode::kInvalidModel, "input 'scales' must be positive, got ", s[k]);
+      double extent = static_cast<double>(in[ax]);
+      // tf_crop_and_resize samples only the roi window, so the output covers that fraction.
+      if (a.coordinate_mode == "tf_crop_and_resize" && roi_v.size() == 2 * na)
+        extent *= roi_v[na + k] - roi_v[k];
+      (*out)[ax] = static_cast<int64_t>(std::floor(extent * s[k]));
+      (*scale)[ax] = s[k];
+    }
+    return Status::ok();
+  }
+  std::vector<int64_t> sz = sizes->to_int64_vector();
+  if (sz.size() != na)
+    return error(StatusCode::kInvalidModel, "input 'sizes' has ", sz.size(), " elements; expected ", na);
+  for (size_t k = 0; k < na; ++k) {
+    if (sz[k] < 0) return error(StatusCode::kInvalidModel, "input 'sizes' has a negative entry ", ints_to_string(sz));
+    if (in[static_cast<size_t>(a.axes[k])] == 0 && sz[k] != 0)
+      return error(StatusCode::kInvalidModel, "cannot resize an empty axis to ", sz[k]);
+  }
+  if (a.keep_aspect_ratio == "stretch") {
+    for (size_t k = 0; k < na; ++k) {
+      size_t ax = static_cast<size_t>(a.axes[k]);
+      (*out)[ax] = sz[k];
+      (*scale)[ax] = in[ax] ? static_cast<double>(sz[k]) / static_cast<double>(in[ax]) : 1.0;
+    }
+    return Status::ok();
+  }
+  // not_larger / not_smaller: one scale for every listed axis, the min / max of the per-axis ones.
+  double common = a.keep_aspect_ratio == "not_larger" ? INFINITY : 0.0;
+  for (size_t k = 0; k < na; ++k) {
+    double s = static_cast<double>(sz[k]) / static_cast<double>(in[static_cast<size_t>(a.axes[k])]);
+    common = a.keep_aspect_ratio == "not_larger" ? std::min(common, s) : std::max(common, s);
+  }
+  for (size_t k = 0; k < na; ++k) {
+    size_t ax = static_cast<size_t>(a.axes[k]);
+    (*out)[ax] = static_cast<int64_t>(std::round(common * static_cast<double>(in[ax])));
+    (*scale)[ax] = common;
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// Input coordinate sampled by output coordinate x along one axis.
+double source_coordinate(const ResizeAttrs& a, double x, int64_t in, int64_t out, double scale, double roi_start,
+                         double roi_end) {
+  const std::string& m = a.coordinate_mode;
+  const double din = static_cast<double>(in), dout = static_cast<double>(out);
+  if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
+  if (m == "half_pixel_symmetric") {
+    double adjustment = dout / (scale * din);
+    double offset = din / 2.0 * (1.0 - adjustment);
+    return offset + (x + 0.5) / scale - 0.5;
+  }
+  if (m == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (m == "align_corners") return out == 1 ? 0.0 : x * (din - 1.0) / (dout - 1.0);
+  if (m == "asymmetric") return x / scale;
+  if (m == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
+  // tf_crop_and_resize
+  return out > 1 ? roi_start * (din - 1.0) + x * (roi_end - roi_start) * (din - 1.0) / (dout - 1.0)
+                 : 0.5 * (roi_start + roi_end) * (din - 1.0);
+}
+
+int64_t nearest_index(const std::string& mode, double x) {
+  if (mode == "round_prefer_floor") return static_cast<int64_t>(std::ceil(x - 0.5));
+  if (mode == "round_prefer_ceil") return static_cast<int64_t>(std::floor(x + 0.5));
+  if (mode == "floor") return static_cast<int64_t>(std::floor(x));
+  return static_cast<int64_t>(std::ceil(x));
+}
+
+AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double scale, double rs, double re,
+                  bool identity) {
+  AxisTaps t;
+  if (identity) {
+    t.index = {o};
+    t.weight = {1.0};
+    return t;
+  }
+  const double x = source_coordinate(a, static_cast<double>(o), in, out, scale, rs, re);
+  if (a.coordinate_mode == "tf_crop_and_resize" && (x < 0.0 || x > static_cast<double>(in - 1))) {
+    t.outside = true;
+    return t;
+  }
+  auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+  switch (a.mode) {
+    case ResizeAttrs::Mode::kNearest:
+      t.index = {clamp(nearest_index(a.nearest_mode, x))};
+      t.weight = {1.0};
+      break;
+    case ResizeAttrs::Mode::kLinear: {
+      // Neighbours beyond the edge repeat the edge value.
+      double f = std::floor(x), frac = x - f;
+      int64_t i0 = static_cast<int64_t>(f);
+      t.index = {clamp(i0), clamp(i0 + 1)};
+      t.weight = {1.0 - frac, frac};
+      break;
+    }
+    case ResizeAttrs::Mode::kCubic: {
+      double f = std::floor(x), frac = x - f;
+      int64_t i0 = static_cast<int64_t>(f);
+      double total = 0.0;
+      for (int64_t k = -1; k <= 2; ++k) {
+        int64_t i = i0 + k;
+        double w = cubic_weight(static_cast<double>(k) - frac, a.cubic_coeff_a);
+        // exclude_outside drops taps outside the input and renormalizes the rest.
+        if (a.exclude_outside && (i < 0 || i >= in)) w = 0.0;
+        t.index.push_back(clamp(i));
+        t.weight.push_back(w);
+        total += w;
+      }
+      if (a.exclude_outside && total != 0.0)
+        for (double& w : t.weight) w /= total;
+      break;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+Status resize(ExecContext& ctx) {
+  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
+  if (!X) return error(StatusCode::kInvalidModel, "Resize: input X is missing");
+  auto input_at = [&](size_t i) -> const Tensor* { return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr; };
+  GRAFT_ASSIGN_OR_RETURN(ResizeAttrs a, parse_resize_attrs(*ctx.attrs, X->rank()));
+  std::vector<int64_t> out_dims;
+  std::vector<double> scale;
+  GRAFT_RETURN_IF_ERROR(resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale));
+  Tensor& Y = *ctx.outputs[0];
+  if (Y.dims() != out_dims)
+    return error(StatusCode::kInternal, "Resize: output shape ", ints_to_string(Y.dims()), " differs from ",
+                 ints_to_string(out_dims));
+  if (a.antialias)
+    for (size_t ax = 0; ax < scale.size(); ++ax)
+      if (scale[ax] < 1.0 && a.mode != ResizeAttrs::Mode::kNearest) {
+        Status st = error(StatusCode::kUnsupported, "antialiased downsampling is not supported");
+        st.with_attribute("antialias");
+        return st;
+      }
+  const size_t r = out_dims.size();
+  std::vector<double> roi_start(r, 0.0), roi_end(r, 1.0);
+  if (a.coordinate_mode == "tf_crop_and_resize") {
+    const Tensor* roi = input_at(1);
+    if (!tensor_given(roi) || roi->numel() != static_cast<int64_t>(2 * a.axes.size()))
+      return error(StatusCode::kInvalidModel, "Resize: tf_crop_and_resize needs 'roi' with ", 2 * a.axes.size(),
+                   " elements");
+    std::vector<double> rv = tensor_doubles(*roi);
+    for (size_t k = 0; k < a.axes.size(); ++k) {
+      roi_start[static_cast<size_t>(a.axes[k])] = rv[k];
+      roi_end[static_cast<size_t>(a.axes[k])] = rv[a.axes.size() + k];
+    }
+  }
+  // Per-axis taps for every output coordinate. An axis not listed in `axes`, or left at scale 1 by
+  // a non-cropping transform, maps each coordinate to itself.
+  std::vector<std::vector<AxisTaps>> taps(r);
+  for (size_t ax = 0; ax < r; ++ax) {
+    bool listed = std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(ax)) != a.axes.end();
+    bool identity = !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] &&
+                                a.coordinate_mode != "tf_crop_and_resize" &&
+                                a.coordinate_mode != "tf_half_pixel_for_nn");
+    for (int64_t o = 0; o < out_dims[ax]; ++o)
+      taps[ax].push_back(taps_for(a, o, X->dims()[ax], out_dims[ax], scale[ax], roi_start[ax], roi_end[ax], identity));
+  }
+  const std::vector<int64_t> in_strides = contiguous_strides(X->dims());
+  const bool byte_copy = a.mode == ResizeAttrs::Mode::kNearest;  // exact for every dtype (int64 too)
+  const size_t es = dtype_size(X->dtype());
+  std::vector<int64_t> oi, corner;
+  for (int64_t f = 0; f < Y.numel(); ++f) {
+    unravel(f, out_dims, oi);
+    bool outside = false;
+    for (size_t ax = 0; ax < r && !outside; ++ax) outside = taps[ax][static_cast<size_t>(oi[ax])].outside;
+    if (outside) {
+      Y.set(f, a.extrapolation_value);
+      continue;
+    }
+    if (byte_copy) {
+      int64_t off = 0;
+      for (size_t ax = 0; ax < r; ++ax) off += taps[ax][static_cast<size_t>(oi[ax])].index[0] * in_strides[ax];
+      std::memcpy(static_cast<char*>(Y.data()) + static_cast<size_t>(f) * es,
+                  static_cast<const char*>(X->data()) + static_cast<size_t>(off) * es, es);
+      continue;
+    }
+    // Sum over the product of per-axis taps (an odometer over tap positions).
+    corner.assign(r, 0);
+    double acc = 0.0;
+    while (true) {
+      double w = 1.0;
+      int64_t off = 0;
+      for (size_t ax = 0; ax < r; ++ax) {
+        const AxisTaps& t = taps[ax][static_cast<size_t>(oi[ax])];
+        w *= t.weight[static_cast<size_t>(corner[ax])];
+        off += t.index[static_cast<size_t>(corner[ax])] * in_strides[ax];
+      }
+      if (w != 0.0) acc += w * X->get(off);
+      size_t ax = r;
+      while (ax-- > 0) {
+        if (++corner[ax] < static_cast<int64_t>(taps[ax][static_cast<size_t>(oi[ax])].index.size())) break;
+        corner[ax] = 0;
+      }
+      if (ax == static_cast<size_t>(-1)) break;
+    }
+    Y.set(f, acc);
+  }
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pad
+
+Result<PadMode> parse_pad_mode(const AttributeMap& attrs) {
+  GRAFT_ASSIGN_OR_RETURN(std::string mode, attrs.get_string("mode", "constant"));
+  if (mode == "constant") return PadMode::kConstant;
+  if (mode == "reflect") return PadMode::kReflect;
+  if (mode == "edge") return PadMode::kEdge;
+  if (mode == "wrap") return PadMode::kWrap;
+  return attr_error("mode", "unknown value '", mode, "' (expected constant, reflect, edge or wrap)");
+}
+
+Status pad_amounts(const std::vector<int64_t>& pads, const std::vector<int64_t>* axes, int64_t rank,
+                   std::vector<int64_t>* begins, std::vector<int64_t>* ends) {
+  std::vector<int64_t> ax;
+  if (axes) {
+    for (int64_t a : *axes) {
+      if (a < -rank || a >= rank)
+        return error(StatusCode::kInvalidModel, "input 'axes' has axis ", a, " out of range for rank ", rank);
+      int64_t n = a < 0 ? a + rank : a;
+      if (std::find(ax.begin(), ax.end(), n) != ax.end())
+        return error(StatusCode::kInvalidModel, "input 'axes' repeats axis ", a);
+      ax.push_back(n);
+    }
+  } else {
+    for (int64_t i = 0; i < rank; ++i) ax.push_back(i);
+  }
+  if (pads.size() != 2 * ax.size())
+    return error(StatusCode::kInvalidModel, "input 'pads' has ", pads.size(), " elements; expected ", 2 * ax.size(),
+                 " (begins then ends for ", ax.size(), " axes)");
+  begins->assign(static_cast<size_t>(rank), 0);
+  ends->assign(static_cast<size_t>(rank), 0);
+  for (size_t k = 0; k < ax.size(); ++k) {
+    (*begins)[static_cast<size_t>(ax[k])] = pads[k];
+    (*ends)[static_cast<size_t>(ax[k])] = pads[ax.size() + k];
+  }
+  return Status::ok();
+}
+
+namespace {
+// Input index for output position i (already shifted by the begin pad) along an axis of extent n;
+// -1 means "use the constant".
+int64_t pad_source(PadMode mode, int64_t i, int64_t n) {
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return std::clamp<int64_t>(i, 0, n - 1);
+    case PadMode::kWrap:
+      return ((i % n) + n) % n;
+    case PadMode::kReflect: {
+      if (n == 1) return 0;
+      const int64_t period = 2 * (n - 1);
+      int64_t m = ((i % period) + period) % period;
+      return m < n ? m : period - m;
+    }
+  }
+  return -1;
+}
+}  // namespace
+
+Status pad(ExecContext& ctx) {
+  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
+  const Tensor* P = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
+  if (!X || !P) return error(StatusCode::kInvalidModel, "Pad: inputs 'data' and 'pads' are required");
+  if (!dtype_is_integer(P->dtype()))
+    return error(StatusCode::kInvalidModel, "Pad: input 'pads' must be int64, got ", dtype_name(P->dtype()));
+  GRAFT_ASSIGN_OR_RETURN(PadMode mode, parse_pad_mode(*ctx.attrs));
+  const Tensor* V = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  const Tensor* A = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+  std::vector<int64_t> axes_v;
+  if (A) axes_v = A->to_int64_vector();
+  std::vector<int64_t> pb, pe;
+  GRAFT_RETURN_IF_ERROR(pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe));
+  const size_t r = static_cast<size_t>(X->rank());
+  std::vector<int64_t> out_dims(r);
+  for (size_t a = 0; a < r; ++a) {
+    out_dims[a] = X->dims()[a] + pb[a] + pe[a];
+    if (out_dims[a] < 0)
+      return error(StatusCode::kInvalidModel, "Pad: negative pads crop axis ", static_cast<int64_t>(a),
+                   " below zero (extent ", X->dims()[a], ")");
+    if (mode != PadMode::kConstant && X->dims()[a] == 0 && out_dims[a] > 0)
+      return error(StatusCode::kInvalidModel, "Pad: cannot pad empty axis ", static_cast<int64_t>(a), " in this mode");
+  }
+  Tensor& Y = *ctx.outputs[0];
+  if (Y.dims() != out_dims)
+    return error(StatusCode::kInternal, "Pad: output shape ", ints_to_string(Y.dims()), " differs from ",
+                 ints_to_string(out_dims));
+  const size_t es = dtype_size(X->dtype());
+  // The fill value's bytes: constant_value when given (same dtype as data), else zero bytes.
+  std::vector<char> fill(es, 0);
+  if (V && V->defined() && V->numel() > 0) {
+    if (V->dtype() != X->dtype())
+      return error(StatusCode::kInvalidModel, "Pad: constant_value has dtype ", dtype_name(V->dtype()),
+                   " but data has ", dtype_name(X->dtype()));
+    std::memcpy(fill.data(), V->data(), es);
+  }
+  const std::vector<int64_t> in_strides = contiguous_strides(X->dims());
+  std::vector<int64_t> oi;
+  for (int64_t f = 0; f < Y.numel(); ++f) {
+    unravel(f, out_dims, oi);
+    int64_t off = 0;
+    bool constant = false;
+    for (size_t a = 0; a < r && !constant; ++a) {
+      int64_t s = pad_source(mode, oi[a] - pb[a], X->dims()[a]);
+      if (s < 0) constant = true;
+      else off += s * in_strides[a];
+    }
+    char* dst = static_cast<char*>(Y.data()) + static_cast<size_t>(f) * es;
+    if (constant) std::memcpy(dst, fill.data(), es);
+    else std::memcpy(dst, static_cast<const char*>(X->data()) + static_cast<size_t>(off) * es, es);
+  }
+  return Status::ok();
+}
+
+}  // namespace graft::cpu
