@@ -1,0 +1,14 @@
+// Every op case table the harness runs. Adding an op: write cases_<op>.cpp and add one line here;
+// OpCoverage.EveryRegisteredOpHasCases fails until you do.
+#include "harness.h"
+
+namespace graft::optest {
+
+std::vector<OpCaseTable> all_case_tables() {
+  return {
+      custom_layer_cases(),
+      group_norm_cases(),
+  };
+}
+
+}  // namespace graft::optest

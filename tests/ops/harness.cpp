@@ -1,0 +1,789 @@
+// The op-test harness (see harness.h): parameterized tests over every case of every table.
+#include "harness.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+
+#include "graft/registry.h"
+
+#ifdef GRAFT_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace graft::optest {
+
+double default_tolerance(DataType t) {
+  switch (t) {
+    case DataType::kFloat64: return 1e-12;
+    case DataType::kFloat32: return 1e-5;
+    case DataType::kFloat16: return 5e-3;
+    case DataType::kBFloat16: return 3e-2;
+    default: return 0.0;  // integers and bool: exact
+  }
+}
+
+namespace {
+
+// ---- seeds ----------------------------------------------------------------------------------
+uint64_t run_seed() {
+  static const uint64_t seed = []() -> uint64_t {
+    if (const char* env = std::getenv("GRAFT_TEST_SEED"); env && *env) return std::strtoull(env, nullptr, 0);
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }();
+  return seed;
+}
+
+// Each test mixes its own name in, so one GRAFT_TEST_SEED reproduces every test of a run.
+uint64_t test_seed() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string(info->test_suite_name()) + "." + info->name();
+  return run_seed() ^ std::hash<std::string>{}(name);
+}
+
+std::string seed_note() { return "reproduce with GRAFT_TEST_SEED=" + std::to_string(run_seed()); }
+
+// ---- tables and parameters ------------------------------------------------------------------
+const std::vector<OpCaseTable>& tables() {
+  static const std::vector<OpCaseTable> t = all_case_tables();
+  return t;
+}
+
+struct CaseParam {
+  size_t table = 0, index = 0;
+  Backend backend = Backend::kCPU;
+};
+
+std::string sanitize(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
+}
+
+std::vector<CaseParam> case_params() {
+  std::vector<CaseParam> out;
+  for (size_t t = 0; t < tables().size(); ++t)
+    for (size_t i = 0; i < tables()[t].cases.size(); ++i)
+      for (Backend b : {Backend::kCPU, Backend::kCUDA}) out.push_back({t, i, b});
+  return out;
+}
+
+std::string case_param_name(const ::testing::TestParamInfo<CaseParam>& p) {
+  const OpCaseTable& t = tables()[p.param.table];
+  return sanitize(t.name + "_v" + t.version + "_" + t.cases[p.param.index].label + "_" + backend_name(p.param.backend));
+}
+
+std::vector<size_t> table_params() {
+  std::vector<size_t> out;
+  for (size_t t = 0; t < tables().size(); ++t) out.push_back(t);
+  return out;
+}
+
+Result<std::shared_ptr<const OpDef>> find_op(const OpCaseTable& t) {
+  return OpRegistry::global().find(t.domain, t.name, t.version, t.plugin_namespace);
+}
+
+std::string combo_text(const std::vector<DataType>& c) {
+  std::string s;
+  for (DataType t : c) s += (s.empty() ? "" : ",") + std::string(dtype_name(t));
+  return "(" + s + ")";
+}
+
+// The dtype combinations (inputs then outputs) the op declares.
+std::vector<std::vector<DataType>> declared_combos(const OpDef& def) {
+  if (!def.type_combinations().empty()) return def.type_combinations();
+  std::vector<std::vector<DataType>> out;
+  if (def.inputs().empty()) return out;
+  for (DataType t : def.inputs()[0].dtypes) {
+    std::vector<DataType> in(def.inputs().size(), t);
+    auto outs = def.infer_dtypes(in, AttributeMap());
+    if (!outs.is_ok()) continue;
+    in.insert(in.end(), outs->begin(), outs->end());
+    out.push_back(in);
+  }
+  return out;
+}
+
+std::vector<DataType> upcast(const std::vector<DataType>& c) {
+  std::vector<DataType> out = c;
+  for (DataType& t : out)
+    if (dtype_is_float(t)) t = DataType::kFloat64;
+  return out;
+}
+
+// ---- backends -------------------------------------------------------------------------------
+bool cuda_usable(std::string* why) {
+#ifdef GRAFT_WITH_CUDA
+  int count = 0;
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess || count == 0) {
+    *why = std::string("no CUDA device (") + (e == cudaSuccess ? "0 devices" : cudaGetErrorString(e)) + ")";
+    (void)cudaGetLastError();
+    return false;
+  }
+  return true;
+#else
+  *why = "graft was built without CUDA (GRAFT_WITH_CUDA undefined)";
+  return false;
+#endif
+}
+
+// Guard bytes before and after every buffer; 256 keeps the data 256-byte aligned like cudaMalloc.
+constexpr size_t kGuard = 256;
+uint8_t guard_byte(size_t i) { return static_cast<uint8_t>(0xA5 ^ (i * 29)); }
+std::vector<uint8_t> guard_pattern() {
+  std::vector<uint8_t> g(kGuard);
+  for (size_t i = 0; i < kGuard; ++i) g[i] = guard_byte(i);
+  return g;
+}
+
+// One buffer of the run: host or device memory with guards, data at kGuard.
+class GuardedBuffer {
+ public:
+  GuardedBuffer(Backend b, size_t nbytes) : backend_(b), nbytes_(nbytes) {}
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  ~GuardedBuffer() {
+    if (backend_ == Backend::kCPU) {
+      std::free(base_);
+    } else {
+#ifdef GRAFT_WITH_CUDA
+      if (base_) (void)cudaFree(base_);
+#endif
+    }
+  }
+
+  // Allocates and writes the guards; `fill` is copied in, else the data bytes are set to `pattern`.
+  Status init(const void* fill, uint8_t pattern) {
+    const size_t total = nbytes_ + 2 * kGuard;
+    std::vector<uint8_t> host(total);
+    auto g = guard_pattern();
+    std::memcpy(host.data(), g.data(), kGuard);
+    std::memcpy(host.data() + kGuard + nbytes_, g.data(), kGuard);
+    if (fill && nbytes_)
+      std::memcpy(host.data() + kGuard, fill, nbytes_);
+    else
+      std::memset(host.data() + kGuard, pattern, nbytes_);
+    if (backend_ == Backend::kCPU) {
+      base_ = std::aligned_alloc(kGuard, (total + kGuard - 1) / kGuard * kGuard);
+      if (!base_) return error(StatusCode::kOutOfMemory, "host allocation of ", total, " bytes failed");
+      std::memcpy(base_, host.data(), total);
+      return Status::ok();
+    }
+#ifdef GRAFT_WITH_CUDA
+    if (cudaError_t e = cudaMalloc(&base_, total); e != cudaSuccess)
+      return error(StatusCode::kRuntimeError, "cudaMalloc(", total, "): ", cudaGetErrorString(e));
+    if (cudaError_t e = cudaMemcpy(base_, host.data(), total, cudaMemcpyHostToDevice); e != cudaSuccess)
+      return error(StatusCode::kRuntimeError, "cudaMemcpy to device: ", cudaGetErrorString(e));
+    return Status::ok();
+#else
+    return error(StatusCode::kUnsupported, "CUDA buffer without CUDA");
+#endif
+  }
+
+  void* data() const { return static_cast<uint8_t*>(base_) + kGuard; }
+
+  // Copies everything back to the host.
+  Result<std::vector<uint8_t>> read_all() const {
+    const size_t total = nbytes_ + 2 * kGuard;
+    std::vector<uint8_t> host(total);
+    if (backend_ == Backend::kCPU) {
+      std::memcpy(host.data(), base_, total);
+      return host;
+    }
+#ifdef GRAFT_WITH_CUDA
+    if (cudaError_t e = cudaMemcpy(host.data(), base_, total, cudaMemcpyDeviceToHost); e != cudaSuccess)
+      return error(StatusCode::kRuntimeError, "cudaMemcpy to host: ", cudaGetErrorString(e));
+#endif
+    return host;
+  }
+
+  // "" when both guards are intact, else where they were overwritten.
+  static std::string check_guards(const std::vector<uint8_t>& all, size_t nbytes) {
+    std::string out;
+    for (size_t i = 0; i < kGuard; ++i) {
+      if (all[i] != guard_byte(i)) {
+        out += "written before the buffer at byte -" + std::to_string(kGuard - i) + "; ";
+        break;
+      }
+    }
+    for (size_t i = 0; i < kGuard; ++i) {
+      if (all[kGuard + nbytes + i] != guard_byte(i)) {
+        out += "written past the end at byte +" + std::to_string(i) + "; ";
+        break;
+      }
+    }
+    return out;
+  }
+
+  size_t nbytes() const { return nbytes_; }
+
+ private:
+  Backend backend_;
+  size_t nbytes_;
+  void* base_ = nullptr;
+};
+
+struct OutSpec {
+  DataType dtype;
+  std::vector<int64_t> dims;
+};
+
+// Runs the op's forward (or backward) kernel on `backend` with guarded copies of `inputs`
+// (undefined = omitted), poisoned outputs and a poisoned workspace, then checks the guards and that
+// no input changed. Every problem is a non-fatal failure; the outputs come back as host tensors.
+Result<std::vector<Tensor>> run_guarded(const OpDef& def, Backend backend, bool backward, const AttributeMap& attrs,
+                                        const std::vector<Tensor>& inputs, const std::vector<OutSpec>& outs,
+                                        size_t workspace_bytes) {
+  std::vector<std::unique_ptr<GuardedBuffer>> in_bufs, out_bufs;
+  KernelContext ctx;
+  ctx.attrs = &attrs;
+  const DeviceType dev = backend == Backend::kCUDA ? DeviceType::kCUDA : DeviceType::kCPU;
+  for (const Tensor& t : inputs) {
+    if (!t.defined()) {
+      in_bufs.push_back(nullptr);
+      ctx.inputs.push_back(TensorView{});
+      continue;
+    }
+    auto buf = std::make_unique<GuardedBuffer>(backend, t.nbytes());
+    GRAFT_RETURN_IF_ERROR(buf->init(t.data(), 0));
+    ctx.inputs.push_back(TensorView{buf->data(), t.dtype(), t.dims(), dev});
+    in_bufs.push_back(std::move(buf));
+  }
+  for (const OutSpec& o : outs) {
+    auto buf = std::make_unique<GuardedBuffer>(backend, static_cast<size_t>(numel_of(o.dims)) * dtype_size(o.dtype));
+    GRAFT_RETURN_IF_ERROR(buf->init(nullptr, 0xFF));  // NaN for every float type
+    ctx.outputs.push_back(TensorView{buf->data(), o.dtype, o.dims, dev});
+    out_bufs.push_back(std::move(buf));
+  }
+  std::unique_ptr<GuardedBuffer> ws;
+  if (workspace_bytes > 0) {
+    ws = std::make_unique<GuardedBuffer>(backend, workspace_bytes);
+    GRAFT_RETURN_IF_ERROR(ws->init(nullptr, 0xCD));  // garbage: kernels must not assume zeros
+    ctx.workspace = ws->data();
+    ctx.workspace_size = workspace_bytes;
+  }
+
+  Status run_st;
+#ifdef GRAFT_WITH_CUDA
+  cudaStream_t stream = nullptr;
+  if (backend == Backend::kCUDA) {
+    if (cudaError_t e = cudaStreamCreate(&stream); e != cudaSuccess)
+      return error(StatusCode::kRuntimeError, "cudaStreamCreate: ", cudaGetErrorString(e));
+    ctx.stream = stream;
+  }
+#endif
+  run_st = backward ? def.run_backward(backend, ctx) : def.run(backend, ctx);
+#ifdef GRAFT_WITH_CUDA
+  if (backend == Backend::kCUDA) {
+    cudaError_t sync = cudaStreamSynchronize(stream);
+    cudaError_t destroy = cudaStreamDestroy(stream);
+    if (run_st.is_ok() && sync != cudaSuccess)
+      run_st = error(StatusCode::kRuntimeError, "kernel execution: ", cudaGetErrorString(sync));
+    if (run_st.is_ok() && destroy != cudaSuccess)
+      run_st = error(StatusCode::kRuntimeError, "cudaStreamDestroy: ", cudaGetErrorString(destroy));
+  }
+#endif
+  GRAFT_RETURN_IF_ERROR(run_st);
+
+  for (size_t i = 0; i < in_bufs.size(); ++i) {
+    if (!in_bufs[i]) continue;
+    GRAFT_ASSIGN_OR_RETURN(std::vector<uint8_t> all, in_bufs[i]->read_all());
+    std::string g = GuardedBuffer::check_guards(all, in_bufs[i]->nbytes());
+    EXPECT_EQ(g, "") << "input " << i << " guard bytes: " << g;
+    EXPECT_EQ(std::memcmp(all.data() + kGuard, inputs[i].data(), inputs[i].nbytes()), 0)
+        << "the kernel modified input " << i;
+  }
+  if (ws) {
+    GRAFT_ASSIGN_OR_RETURN(std::vector<uint8_t> all, ws->read_all());
+    std::string g = GuardedBuffer::check_guards(all, ws->nbytes());
+    EXPECT_EQ(g, "") << "workspace guard bytes: " << g;
+  }
+  std::vector<Tensor> result;
+  for (size_t o = 0; o < out_bufs.size(); ++o) {
+    GRAFT_ASSIGN_OR_RETURN(std::vector<uint8_t> all, out_bufs[o]->read_all());
+    std::string g = GuardedBuffer::check_guards(all, out_bufs[o]->nbytes());
+    EXPECT_EQ(g, "") << "output " << o << " guard bytes: " << g;
+    Tensor t = Tensor::empty(outs[o].dtype, outs[o].dims);
+    if (t.nbytes()) std::memcpy(t.data(), all.data() + kGuard, t.nbytes());
+    result.push_back(t);
+  }
+  return result;
+}
+
+// ---- data -----------------------------------------------------------------------------------
+// Random values in the case's range, rounded to `dtype` (so the reference sees exactly what the
+// kernel sees).
+Tensor random_tensor(DataType dtype, const CaseInput& in, std::mt19937_64& rng) {
+  Tensor t = Tensor::empty(dtype, in.dims);
+  if (dtype_is_float(dtype)) {
+    std::uniform_real_distribution<double> d(in.lo, in.hi);
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
+  } else {
+    std::uniform_int_distribution<int64_t> d(static_cast<int64_t>(in.lo), static_cast<int64_t>(in.hi));
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, static_cast<double>(d(rng)));
+  }
+  return t;
+}
+
+Tensor cast_to(const Tensor& t, DataType to) {
+  if (!t.defined()) return t;
+  Tensor out = Tensor::empty(to, t.dims());
+  for (int64_t i = 0; i < t.numel(); ++i) out.set(i, t.get(i));
+  return out;
+}
+
+std::vector<double> values_of(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.get(i);
+  return v;
+}
+
+// ||out - ref|| / ||ref|| (absolute when ref is all zeros); NaN anywhere gives NaN, which fails.
+double relative_error(const std::vector<double>& out, const std::vector<double>& ref) {
+  if (out.size() != ref.size()) return std::nan("");
+  double num = 0.0, den = 0.0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::isnan(out[i]) || std::isnan(ref[i])) return std::nan("");
+    num += (out[i] - ref[i]) * (out[i] - ref[i]);
+    den += ref[i] * ref[i];
+  }
+  return den > 0.0 ? std::sqrt(num / den) : std::sqrt(num);
+}
+
+std::string first_difference(const std::vector<double>& out, const std::vector<double>& ref) {
+  size_t worst = 0;
+  double worst_diff = -1.0;
+  for (size_t i = 0; i < out.size() && i < ref.size(); ++i) {
+    double d = std::isnan(out[i]) ? INFINITY : std::fabs(out[i] - ref[i]);
+    if (d > worst_diff) worst_diff = d, worst = i;
+  }
+  if (out.empty()) return "empty output";
+  std::ostringstream s;
+  s << "largest difference at flat index " << worst << ": got " << out[worst] << ", expected " << ref[worst];
+  return s.str();
+}
+
+void expect_close(const std::vector<double>& out, const std::vector<double>& ref, double tol,
+                  const std::string& what) {
+  const double err = relative_error(out, ref);
+  EXPECT_TRUE(err <= tol) << what << ": relative error " << err << " > tolerance " << tol << "; "
+                          << first_difference(out, ref);
+}
+
+double tolerance_for(const std::map<DataType, double>& overrides, DataType t) {
+  auto it = overrides.find(t);
+  return it != overrides.end() ? it->second : default_tolerance(t);
+}
+
+std::vector<ConcreteDesc> descs_of(const std::vector<Tensor>& ts) {
+  std::vector<ConcreteDesc> out;
+  for (const Tensor& t : ts) out.push_back(ConcreteDesc{t.defined() ? t.dtype() : DataType::kUndefined, t.dims()});
+  return out;
+}
+
+// Everything a case needs once: the op, validated attributes, inferred output dims.
+struct Prepared {
+  std::shared_ptr<const OpDef> def;
+  AttributeMap attrs;
+  std::vector<std::vector<int64_t>> out_dims;
+};
+
+Result<Prepared> prepare(const OpCaseTable& table, const OpCase& c) {
+  Prepared p;
+  GRAFT_ASSIGN_OR_RETURN(p.def, find_op(table));
+  p.attrs = c.attrs;
+  GRAFT_RETURN_IF_ERROR(p.def->validate_attributes(p.attrs));
+  std::vector<std::optional<std::vector<int64_t>>> in_dims;
+  for (const CaseInput& in : c.inputs)
+    in_dims.push_back(in.omitted ? std::nullopt : std::optional<std::vector<int64_t>>(in.dims));
+  GRAFT_ASSIGN_OR_RETURN(p.out_dims, infer_concrete_shapes(*p.def, in_dims, p.attrs));
+  return p;
+}
+
+std::vector<Tensor> make_inputs(const OpCase& c, const std::vector<DataType>& combo, std::mt19937_64& rng) {
+  std::vector<Tensor> ins;
+  for (size_t i = 0; i < c.inputs.size(); ++i)
+    ins.push_back(c.inputs[i].omitted ? Tensor() : random_tensor(combo[i], c.inputs[i], rng));
+  return ins;
+}
+
+std::vector<Tensor> upcast_all(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.defined() && dtype_is_float(t.dtype()) ? cast_to(t, DataType::kFloat64) : t);
+  return out;
+}
+
+std::vector<OutSpec> out_specs(const std::vector<DataType>& combo, size_t n_in,
+                               const std::vector<std::vector<int64_t>>& dims) {
+  std::vector<OutSpec> out;
+  for (size_t o = 0; o < dims.size(); ++o) out.push_back({combo[n_in + o], dims[o]});
+  return out;
+}
+
+// ---- forward --------------------------------------------------------------------------------
+class OpForward : public ::testing::TestWithParam<CaseParam> {};
+
+TEST_P(OpForward, MatchesFloat64Reference) {
+  const OpCaseTable& table = tables()[GetParam().table];
+  const OpCase& c = table.cases[GetParam().index];
+  const Backend backend = GetParam().backend;
+  std::string why;
+  if (backend == Backend::kCUDA && !cuda_usable(&why)) GTEST_SKIP() << "CUDA backend skipped: " << why;
+  SCOPED_TRACE(seed_note());
+  std::mt19937_64 rng(test_seed());
+
+  auto prep = prepare(table, c);
+  ASSERT_TRUE(prep.is_ok()) << prep.status().to_string();
+  const OpDef& def = *prep->def;
+  EXPECT_EQ(prep->out_dims, c.output_dims) << "infer_concrete_shapes disagrees with the case's output shapes";
+  const size_t n_in = def.inputs().size();
+  ASSERT_EQ(c.inputs.size(), n_in) << "the case lists a different number of inputs than the op declares";
+
+  int ran = 0;
+  for (const auto& combo : declared_combos(def)) {
+    if (!def.supports(backend, combo)) continue;
+    SCOPED_TRACE("dtypes " + combo_text(combo));
+    const std::vector<DataType> ref_combo = upcast(combo);
+    ASSERT_TRUE(def.supports(Backend::kCPU, ref_combo))
+        << "op has no CPU kernel for " << combo_text(ref_combo) << ": the harness needs one as the reference";
+
+    std::vector<Tensor> inputs = make_inputs(c, combo, rng);
+    std::vector<Tensor> ref_inputs = upcast_all(inputs);
+    auto ref = run_guarded(def, Backend::kCPU, false, prep->attrs, ref_inputs, out_specs(ref_combo, n_in, c.output_dims),
+                           def.workspace_size(descs_of(ref_inputs), {}, prep->attrs));
+    ASSERT_TRUE(ref.is_ok()) << "float64 reference: " << ref.status().to_string();
+
+    std::vector<ConcreteDesc> out_descs;
+    for (auto& s : out_specs(combo, n_in, c.output_dims)) out_descs.push_back({s.dtype, s.dims});
+    auto got = run_guarded(def, backend, false, prep->attrs, inputs, out_specs(combo, n_in, c.output_dims),
+                           def.workspace_size(descs_of(inputs), out_descs, prep->attrs));
+    ASSERT_TRUE(got.is_ok()) << backend_name(backend) << " run: " << got.status().to_string();
+    for (size_t o = 0; o < got->size(); ++o)
+      expect_close(values_of((*got)[o]), values_of((*ref)[o]), tolerance_for(c.tolerance, combo[n_in + o]),
+                   "output " + std::to_string(o) + " ('" + def.outputs()[o].name + "')");
+
+    if (backend == Backend::kCPU) {
+      // The attributes a plan file or TensorRT engine carries must reproduce the run bit for bit.
+      auto round = deserialize_attributes(serialize_attributes(prep->attrs));
+      ASSERT_TRUE(round.is_ok()) << round.status().to_string();
+      auto again = run_guarded(def, backend, false, *round, inputs, out_specs(combo, n_in, c.output_dims),
+                               def.workspace_size(descs_of(inputs), out_descs, *round));
+      ASSERT_TRUE(again.is_ok()) << again.status().to_string();
+      for (size_t o = 0; o < got->size(); ++o)
+        EXPECT_EQ(std::memcmp((*again)[o].data(), (*got)[o].data(), (*got)[o].nbytes()), 0)
+            << "output " << o << " changed after an attribute serialization round trip";
+    }
+    if (backend == Backend::kCPU && combo == ref_combo && table.reference) {
+      std::vector<std::vector<double>> in_values;
+      std::vector<std::vector<int64_t>> in_dims;
+      for (const Tensor& t : ref_inputs) {
+        in_values.push_back(t.defined() ? values_of(t) : std::vector<double>{});
+        in_dims.push_back(t.defined() ? t.dims() : std::vector<int64_t>{});
+      }
+      auto expected = table.reference(in_values, in_dims, prep->attrs);
+      ASSERT_EQ(expected.size(), got->size());
+      for (size_t o = 0; o < got->size(); ++o)
+        expect_close(values_of((*got)[o]), expected[o], 1e-12,
+                     "float64 kernel vs the test's independent formula, output " + std::to_string(o));
+    }
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "op has no " << backend_name(backend) << " kernel";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpForward, ::testing::ValuesIn(case_params()), case_param_name);
+
+// ---- backward -------------------------------------------------------------------------------
+// Inputs of a backward run: forward inputs, then one gradient per forward output.
+std::vector<OutSpec> grad_specs(const OpDef& def, const std::vector<Tensor>& inputs) {
+  std::vector<OutSpec> out;
+  for (int i : def.differentiable_input_indices()) out.push_back({inputs[i].dtype(), inputs[i].dims()});
+  return out;
+}
+
+double weighted_loss(const std::vector<Tensor>& outs, const std::vector<Tensor>& weights) {
+  double loss = 0.0;
+  for (size_t o = 0; o < outs.size(); ++o)
+    for (int64_t i = 0; i < outs[o].numel(); ++i) loss += outs[o].get(i) * weights[o].get(i);
+  return loss;
+}
+
+class OpBackward : public ::testing::TestWithParam<CaseParam> {};
+
+TEST_P(OpBackward, MatchesFiniteDifferencesAndFloat64Reference) {
+  const OpCaseTable& table = tables()[GetParam().table];
+  const OpCase& c = table.cases[GetParam().index];
+  const Backend backend = GetParam().backend;
+  std::string why;
+  if (backend == Backend::kCUDA && !cuda_usable(&why)) GTEST_SKIP() << "CUDA backend skipped: " << why;
+  if (!c.check_gradients) GTEST_SKIP() << "the case turns gradient checks off";
+  SCOPED_TRACE(seed_note());
+  std::mt19937_64 rng(test_seed());
+
+  auto prep = prepare(table, c);
+  ASSERT_TRUE(prep.is_ok()) << prep.status().to_string();
+  const OpDef& def = *prep->def;
+  if (!def.has_backward(backend)) GTEST_SKIP() << "op has no " << backend_name(backend) << " backward kernel";
+  const size_t n_in = def.inputs().size();
+  ASSERT_EQ(c.inputs.size(), n_in);
+  for (int i : def.differentiable_input_indices())
+    ASSERT_FALSE(c.inputs[i].omitted) << "differentiable input " << i << " is omitted in the case";
+
+  const auto combos = declared_combos(def);
+  ASSERT_FALSE(combos.empty());
+  const size_t ws_bytes_hint = 0;
+  (void)ws_bytes_hint;
+
+  // loss = sum_o sum(w_o * y_o); dL/dy_o = w_o.
+  auto run_backward_for = [&](Backend b, const std::vector<Tensor>& inputs, const std::vector<Tensor>& weights,
+                              const std::vector<DataType>& combo) -> Result<std::vector<Tensor>> {
+    std::vector<Tensor> bw_inputs = inputs;
+    bw_inputs.insert(bw_inputs.end(), weights.begin(), weights.end());
+    std::vector<ConcreteDesc> out_descs;
+    for (auto& s : out_specs(combo, n_in, c.output_dims)) out_descs.push_back({s.dtype, s.dims});
+    // The workspace function sees the forward shapes; it must cover the backward too.
+    return run_guarded(def, b, true, prep->attrs, bw_inputs, grad_specs(def, inputs),
+                       def.workspace_size(descs_of(inputs), out_descs, prep->attrs));
+  };
+  auto random_weights = [&](const std::vector<DataType>& combo) {
+    std::vector<Tensor> w;
+    for (size_t o = 0; o < c.output_dims.size(); ++o)
+      w.push_back(random_tensor(combo[n_in + o], CaseInput{c.output_dims[o], -1.0, 1.0}, rng));
+    return w;
+  };
+
+  // 1. float64 CPU analytic gradients vs central finite differences.
+  if (backend == Backend::kCPU) {
+    const std::vector<DataType> f64 = upcast(combos.front());
+    ASSERT_TRUE(def.supports(Backend::kCPU, f64)) << "op has no float64 CPU kernel " << combo_text(f64);
+    std::vector<Tensor> inputs = make_inputs(c, f64, rng);
+    std::vector<Tensor> weights = random_weights(f64);
+    auto analytic = run_backward_for(Backend::kCPU, inputs, weights, f64);
+    ASSERT_TRUE(analytic.is_ok()) << analytic.status().to_string();
+    auto loss_at = [&](const std::vector<Tensor>& ins) -> double {
+      auto y = run_guarded(def, Backend::kCPU, false, prep->attrs, ins, out_specs(f64, n_in, c.output_dims),
+                           def.workspace_size(descs_of(ins), {}, prep->attrs));
+      EXPECT_TRUE(y.is_ok()) << y.status().to_string();
+      return y.is_ok() ? weighted_loss(*y, weights) : std::nan("");
+    };
+    const auto& diff = def.differentiable_input_indices();
+    for (size_t k = 0; k < diff.size(); ++k) {
+      const int idx = diff[k];
+      const int64_t n = inputs[idx].numel();
+      // All elements when small, else a random sample: FD costs two forward runs per element.
+      std::vector<int64_t> picks;
+      if (n <= 64) {
+        for (int64_t i = 0; i < n; ++i) picks.push_back(i);
+      } else {
+        std::uniform_int_distribution<int64_t> d(0, n - 1);
+        for (int j = 0; j < 64; ++j) picks.push_back(d(rng));
+      }
+      std::vector<double> fd, an;
+      for (int64_t i : picks) {
+        std::vector<Tensor> probe = inputs;
+        probe[idx] = inputs[idx].clone();
+        const double x0 = inputs[idx].get(i);
+        const double h = 1e-5 * std::max(1.0, std::fabs(x0));
+        probe[idx].set(i, x0 + h);
+        const double up = loss_at(probe);
+        probe[idx].set(i, x0 - h);
+        const double down = loss_at(probe);
+        fd.push_back((up - down) / (2.0 * h));
+        an.push_back((*analytic)[k].get(i));
+      }
+      expect_close(an, fd, c.fd_tolerance,
+                   "gradient of input " + std::to_string(idx) + " ('" + def.inputs()[idx].name +
+                       "') vs central finite differences");
+    }
+  }
+
+  // 2. every dtype on this backend vs the float64 CPU backward.
+  int ran = 0;
+  for (const auto& combo : combos) {
+    if (!def.supports(backend, combo)) continue;
+    SCOPED_TRACE("dtypes " + combo_text(combo));
+    const std::vector<DataType> f64 = upcast(combo);
+    std::vector<Tensor> inputs = make_inputs(c, combo, rng);
+    std::vector<Tensor> weights = random_weights(combo);
+    auto got = run_backward_for(backend, inputs, weights, combo);
+    if (!got.is_ok() && got.status().code() == StatusCode::kUnsupported) {
+      std::printf("note: %s backward %s: %s\n", backend_name(backend), combo_text(combo).c_str(),
+                  got.status().to_string().c_str());
+      continue;
+    }
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    auto ref = run_backward_for(Backend::kCPU, upcast_all(inputs), upcast_all(weights), f64);
+    ASSERT_TRUE(ref.is_ok()) << "float64 reference backward: " << ref.status().to_string();
+    const auto& diff = def.differentiable_input_indices();
+    for (size_t k = 0; k < got->size(); ++k)
+      expect_close(values_of((*got)[k]), values_of((*ref)[k]), tolerance_for(c.grad_tolerance, combo[diff[k]]),
+                   "gradient of input " + std::to_string(diff[k]) + " ('" + def.inputs()[diff[k]].name + "')");
+    ++ran;
+  }
+  if (ran == 0) GTEST_SKIP() << "no " << backend_name(backend) << " backward kernel ran";
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpBackward, ::testing::ValuesIn(case_params()), case_param_name);
+
+// ---- attributes -----------------------------------------------------------------------------
+class OpAttributes : public ::testing::TestWithParam<size_t> {};
+
+std::string table_param_name(const ::testing::TestParamInfo<size_t>& p) {
+  const OpCaseTable& t = tables()[p.param];
+  return sanitize(t.name + "_v" + t.version);
+}
+
+void expect_names(const Status& st, const std::string& attribute, const std::string& what) {
+  EXPECT_FALSE(st.is_ok()) << what << ": accepted";
+  if (st.is_ok()) return;
+  EXPECT_TRUE(st.attribute() == attribute || st.to_string().find(attribute) != std::string::npos)
+      << what << ": the error does not name attribute '" << attribute << "': " << st.to_string();
+}
+
+TEST_P(OpAttributes, RoundTripAndInvalidValues) {
+  const OpCaseTable& table = tables()[GetParam()];
+  auto found = find_op(table);
+  ASSERT_TRUE(found.is_ok()) << found.status().to_string();
+  const OpDef& def = **found;
+  ASSERT_FALSE(table.cases.empty());
+
+  // Round trip of every case's attributes (after defaults are filled in).
+  for (const OpCase& c : table.cases) {
+    AttributeMap attrs = c.attrs;
+    ASSERT_TRUE(def.validate_attributes(attrs).is_ok()) << c.label;
+    const std::string text = serialize_attributes(attrs);
+    auto back = deserialize_attributes(text);
+    ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+    ASSERT_EQ(back->size(), attrs.size()) << text;
+    for (const auto& [name, v] : attrs.all()) {
+      const AttrValue* w = back->find(name);
+      ASSERT_NE(w, nullptr) << "attribute '" << name << "' lost in " << text;
+      EXPECT_EQ(attr_type_of(*w), attr_type_of(v)) << name;
+      if (attr_type_of(v) == AttrType::kFloat && attr_type_of(*w) == AttrType::kFloat) {
+        float a = std::get<float>(v), b = std::get<float>(*w);
+        EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "float attribute '" << name << "' changed bits";
+      } else {
+        EXPECT_EQ(attr_value_to_string(*w), attr_value_to_string(v)) << name;
+      }
+    }
+    EXPECT_EQ(serialize_attributes(*back), text);
+  }
+
+  // Invalid values derived from the attribute specs, starting from the first case's valid set.
+  const AttributeMap base = table.cases.front().attrs;
+  {
+    AttributeMap a = base;
+    a.set("graft_no_such_attribute", int64_t{1});
+    expect_names(def.validate_attributes(a), "graft_no_such_attribute", "unknown attribute");
+  }
+  for (const AttrSpec& s : def.attrs()) {
+    SCOPED_TRACE("attribute " + s.name);
+    if (s.required) {
+      AttributeMap a = base;
+      a.erase(s.name);
+      expect_names(def.validate_attributes(a), s.name, "missing required attribute");
+    }
+    {
+      AttributeMap a = base;
+      // A type no conversion can accept: strings for numbers, numbers for strings.
+      if (s.type == AttrType::kString || s.type == AttrType::kStrings)
+        a.set(s.name, 1.5f);
+      else if (s.type == AttrType::kInt)
+        a.set(s.name, 1.5f);
+      else
+        a.set(s.name, std::string("not a number"));
+      expect_names(def.validate_attributes(a), s.name, "wrong type");
+    }
+    auto set_number = [&](AttributeMap& a, double v) {
+      switch (s.type) {
+        case AttrType::kFloat: a.set(s.name, static_cast<float>(v)); break;
+        case AttrType::kInt: a.set(s.name, static_cast<int64_t>(v)); break;
+        case AttrType::kFloats: a.set(s.name, std::vector<float>{static_cast<float>(v)}); break;
+        case AttrType::kInts: a.set(s.name, std::vector<int64_t>{static_cast<int64_t>(v)}); break;
+        default: break;
+      }
+    };
+    const bool numeric = s.type == AttrType::kFloat || s.type == AttrType::kInt || s.type == AttrType::kFloats ||
+                         s.type == AttrType::kInts;
+    if (numeric && s.min_value) {
+      AttributeMap a = base;
+      const bool is_int = s.type == AttrType::kInt || s.type == AttrType::kInts;
+      set_number(a, is_int ? *s.min_value - 1 : *s.min_value - std::max(1.0, std::fabs(*s.min_value)));
+      if (!is_int && *s.min_value > 0) set_number(a, 0.0);
+      expect_names(def.validate_attributes(a), s.name, "below the minimum");
+    }
+    if (numeric && s.max_value) {
+      AttributeMap a = base;
+      set_number(a, *s.max_value + std::max(1.0, std::fabs(*s.max_value)));
+      expect_names(def.validate_attributes(a), s.name, "above the maximum");
+    }
+    if (s.type == AttrType::kFloat) {
+      AttributeMap a = base;
+      a.set(s.name, std::nanf(""));
+      expect_names(def.validate_attributes(a), s.name, "NaN");
+    }
+  }
+
+  // The table's own invalid sets (some only detectable by the shape function).
+  for (const BadAttributeCase& b : table.bad_attributes) {
+    SCOPED_TRACE("bad attribute case " + b.label);
+    AttributeMap a = b.attrs;
+    Status st = def.validate_attributes(a);
+    if (st.is_ok() && !b.input_dims.empty()) {
+      std::vector<std::optional<std::vector<int64_t>>> dims(b.input_dims.begin(), b.input_dims.end());
+      st = infer_concrete_shapes(def, dims, a).status();
+    }
+    expect_names(st, b.attribute, b.label);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, OpAttributes, ::testing::ValuesIn(table_params()), table_param_name);
+
+// ---- coverage -------------------------------------------------------------------------------
+TEST(OpCoverage, EveryRegisteredOpHasCases) {
+  const auto ops = OpRegistry::global().all();
+  EXPECT_FALSE(ops.empty()) << "register_graft_ops registered nothing";
+  for (const RegisteredOp& r : ops) {
+    const OpIdentity& id = r.def->identity();
+    bool covered = false;
+    for (const OpCaseTable& t : tables())
+      if (t.name == id.name && t.version == id.version && t.domain == id.domain &&
+          t.plugin_namespace == id.plugin_namespace && !t.cases.empty())
+        covered = true;
+    EXPECT_TRUE(covered) << "op " << id.to_string() << " (from '" << r.source
+                         << "') has no case table: add tests/ops/cases_<op>.cpp and list it in case_tables.cpp";
+  }
+}
+
+TEST(OpCoverage, EveryCaseTableNamesARegisteredOp) {
+  for (const OpCaseTable& t : tables()) {
+    auto found = find_op(t);
+    EXPECT_TRUE(found.is_ok()) << found.status().to_string();
+    if (found.is_ok()) {
+      EXPECT_EQ((*found)->identity().domain, t.domain);
+    }
+  }
+}
+
+TEST(OpCoverage, RegistrationIsIdempotent) {
+  const size_t before = OpRegistry::global().all().size();
+  Status st = register_graft_ops(OpRegistry::global());
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  EXPECT_EQ(OpRegistry::global().all().size(), before);
+  OpRegistry fresh;
+  ASSERT_TRUE(register_graft_ops(fresh).is_ok());
+  EXPECT_EQ(fresh.all().size(), before);
+  for (const RegisteredOp& r : fresh.all()) EXPECT_EQ(r.source, "graft");
+}
+
+}  // namespace
+}  // namespace graft::optest

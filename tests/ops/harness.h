@@ -1,0 +1,75 @@
+// The generic op-test harness. Each custom op contributes a case table (tests/ops/cases_<op>.cpp:
+// input shapes and value ranges, attributes, expected output shapes, tolerance overrides, invalid
+// attribute sets); the harness turns every case into tests that run every backend and every dtype
+// combination the op declares against the float64 CPU reference, with fresh random inputs, poisoned
+// outputs, guard bytes around every buffer, shape-function and attribute checks, and gradients
+// against central finite differences.
+//
+// Seeds: random per run (std::random_device) unless GRAFT_TEST_SEED is set; every failure message
+// carries the seed to reproduce it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graft/op.h"
+
+namespace graft::optest {
+
+struct CaseInput {
+  std::vector<int64_t> dims;
+  double lo = -2.0, hi = 2.0;  // uniform range of the random values (integers: inclusive bounds)
+  bool omitted = false;        // an optional input left out
+};
+
+struct OpCase {
+  std::string label;  // letters, digits, underscores: part of the test name
+  std::vector<CaseInput> inputs;
+  AttributeMap attrs;  // as a user would give them; the harness validates (and fills defaults)
+  // What infer_concrete_shapes must return: written by hand, independent of the op's shape function.
+  std::vector<std::vector<int64_t>> output_dims;
+  std::map<DataType, double> tolerance;       // forward overrides of the per-dtype defaults
+  std::map<DataType, double> grad_tolerance;  // backward overrides of the per-dtype defaults
+  double fd_tolerance = 1e-6;                 // float64 analytic gradient vs finite differences
+  bool check_gradients = true;
+};
+
+// Attributes (and optionally input shapes, for errors found by the shape function) that must be
+// refused with an error naming `attribute`.
+struct BadAttributeCase {
+  std::string label;
+  AttributeMap attrs;
+  std::vector<std::vector<int64_t>> input_dims;  // empty: validate_attributes only
+  std::string attribute;
+};
+
+// An independent float64 formula for the forward, written in the test (not by calling the op), that
+// the float64 CPU kernel must match to 1e-12. Inputs and outputs are flat row-major values.
+using ReferenceFn = std::function<std::vector<std::vector<double>>(
+    const std::vector<std::vector<double>>& inputs, const std::vector<std::vector<int64_t>>& input_dims,
+    const AttributeMap& attrs)>;
+
+struct OpCaseTable {
+  std::string domain = "ai.onnx.contrib";
+  std::string name;
+  std::string version = "1";
+  std::string plugin_namespace;
+  std::vector<OpCase> cases;
+  std::vector<BadAttributeCase> bad_attributes;
+  ReferenceFn reference;  // optional but recommended
+};
+
+// Default tolerances on ||out - ref|| / ||ref||.
+double default_tolerance(DataType t);
+
+// The explicit list of tables (tests/ops/case_tables.cpp); one line per op.
+std::vector<OpCaseTable> all_case_tables();
+
+// One function per op, defined in its cases_<op>.cpp.
+OpCaseTable custom_layer_cases();
+OpCaseTable group_norm_cases();
+
+}  // namespace graft::optest
