@@ -1,2 +1,62 @@
+// `graft`: build, run, inspect engines and list ops. Thin: each subcommand lives in commands.cpp
+// over small option structs; every error ends as one line "graft: error: ..." and exit code 1.
 #include <cstdio>
-int main() { std::fprintf(stderr, "graft: command line not built yet\n"); return 1; }
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "graft/engine.h"
+#include "tools/graft/commands.h"
+
+namespace {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "graft: error: %s\n", message.c_str());
+  return 1;
+}
+
+int run_main(int argc, char** argv) {
+  CLI::App app{std::string("graft ") + graft::version_string() + ": build and run inference engines"};
+  app.set_version_flag("--version", graft::version_string());
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, graft::cli::Command>> commands;
+  for (auto add : {graft::cli::add_build_command, graft::cli::add_run_command, graft::cli::add_inspect_command,
+                   graft::cli::add_ops_command}) {
+    graft::cli::Command cmd = add(app);
+    auto subs = app.get_subcommands({});
+    commands.emplace_back(subs.back(), std::move(cmd));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    return fail(what + " (run graft --help)");
+  }
+  for (auto& [sub, cmd] : commands) {
+    if (!sub->parsed()) continue;
+    graft::Status st = cmd();
+    if (!st.is_ok()) return fail(st.to_string());
+    return 0;
+  }
+  return fail("no command given (build, run, inspect, ops)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Library code reports errors as Status; this catch is the last line for anything else (bad_alloc,
+  // a throwing plugin) so the user still gets one line and a non-zero exit, never a terminate().
+  try {
+    return run_main(argc, argv);
+  } catch (const std::exception& e) {
+    return fail(std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    return fail("unexpected unknown exception");
+  }
+}

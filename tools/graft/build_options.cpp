@@ -1,0 +1,131 @@
+#include "tools/graft/build_options.h"
+
+#include <chrono>
+#include <cstdio>
+
+namespace graft::cli {
+
+void add_shapes_option(CLI::App& app, BuildOptions& opts) {
+  app.add_option("--shapes", opts.shapes, "Fixed input shapes: NAME:1x3x224x224[,NAME2:...]")->expected(1, -1);
+}
+
+void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output) {
+  if (with_output) app.add_option("-o,--output", opts.output, "The plan file to write")->required();
+  app.add_option("--min-shapes", opts.min_shapes, "Profile minimum shapes: NAME:1x3x224x224[,...]")->expected(1, -1);
+  app.add_option("--opt-shapes", opts.opt_shapes, "Profile optimum shapes: NAME:1x3x224x224[,...]")->expected(1, -1);
+  app.add_option("--max-shapes", opts.max_shapes, "Profile maximum shapes: NAME:1x3x224x224[,...]")->expected(1, -1);
+  add_shapes_option(app, opts);
+  app.add_flag("--fp16", opts.fp16, "Allow float16 kernels");
+  app.add_option("--timing-cache", opts.timing_cache, "Tactic timing cache file (read and updated)");
+}
+
+namespace {
+
+Status bad_entry(const std::string& option, const std::string& entry, const std::string& why) {
+  return error(StatusCode::kInvalidArgument, "bad ", option, " entry '", entry, "': ", why,
+               " (expected NAME:DxDx..., e.g. input:1x3x224x224)");
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  std::string cur;
+  bool quoted = false;
+  for (char c : s) {
+    if (c == '\'') quoted = !quoted;
+    if (c == sep && !quoted) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  parts.push_back(cur);
+  return parts;
+}
+
+}  // namespace
+
+Status parse_shape_list(const std::vector<std::string>& entries, const std::string& option,
+                        std::map<std::string, std::vector<int64_t>>* out) {
+  for (const std::string& list : entries) {
+    for (const std::string& entry : split(list, ',')) {
+      std::string name, dims;
+      if (!entry.empty() && entry[0] == '\'') {
+        size_t close = entry.find('\'', 1);
+        if (close == std::string::npos || close + 1 >= entry.size() || entry[close + 1] != ':')
+          return bad_entry(option, entry, "unterminated quoted name");
+        name = entry.substr(1, close - 1);
+        dims = entry.substr(close + 2);
+      } else {
+        // Dims never contain ':', so the last one separates even a name like "input:0".
+        size_t colon = entry.rfind(':');
+        if (colon == std::string::npos) return bad_entry(option, entry, "missing ':'");
+        name = entry.substr(0, colon);
+        dims = entry.substr(colon + 1);
+      }
+      if (name.empty()) return bad_entry(option, entry, "empty input name");
+      std::vector<int64_t> shape;
+      if (!dims.empty()) {
+        for (const std::string& d : split(dims, 'x')) {
+          if (d.empty() || d.size() > 15 || d.find_first_not_of("0123456789") != std::string::npos)
+            return bad_entry(option, entry, "dimension '" + d + "' is not a non-negative integer");
+          shape.push_back(std::stoll(d));
+        }
+      }
+      if (!out->emplace(name, shape).second)
+        return bad_entry(option, entry, "input '" + name + "' is given twice");
+    }
+  }
+  return Status::ok();
+}
+
+Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opts) {
+  std::map<std::string, std::vector<int64_t>> mins, opts_, maxs, fixed;
+  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.min_shapes, "--min-shapes", &mins));
+  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.opt_shapes, "--opt-shapes", &opts_));
+  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.max_shapes, "--max-shapes", &maxs));
+  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.shapes, "--shapes", &fixed));
+  std::map<std::string, ProfileRange> profile;
+  for (const auto& [name, dims] : fixed) {
+    if (mins.count(name) || opts_.count(name) || maxs.count(name))
+      return error(StatusCode::kInvalidArgument, "input '", name,
+                   "' has both --shapes and --min/opt/max-shapes; give one or the other");
+    profile[name] = ProfileRange{dims, dims, dims};
+  }
+  std::map<std::string, bool> names;
+  for (const auto* m : {&mins, &opts_, &maxs})
+    for (const auto& [name, _] : *m) names[name] = true;
+  for (const auto& [name, _] : names) {
+    ProfileRange r;
+    auto get = [&](const std::map<std::string, std::vector<int64_t>>& m) -> const std::vector<int64_t>* {
+      auto it = m.find(name);
+      return it == m.end() ? nullptr : &it->second;
+    };
+    const auto *mn = get(mins), *op = get(opts_), *mx = get(maxs);
+    r.opt = op ? *op : mx ? *mx : *mn;
+    r.min = mn ? *mn : r.opt;
+    r.max = mx ? *mx : r.opt;
+    if (r.min.size() != r.opt.size() || r.max.size() != r.opt.size())
+      return error(StatusCode::kInvalidArgument, "input '", name, "': min/opt/max shapes have different ranks");
+    profile[name] = r;
+  }
+  return profile;
+}
+
+Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType device,
+                                          const std::vector<std::string>& plugins) {
+  BuilderConfig config;
+  config.device = device;
+  config.fp16 = opts.fp16;
+  config.plugin_libraries = plugins;
+  config.timing_cache_path = opts.timing_cache;
+  GRAFT_ASSIGN_OR_RETURN(config.profile, make_profile(opts));
+  auto start = std::chrono::steady_clock::now();
+  config.progress = [start](const std::string& stage, const std::string& detail) {
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "[graft %7.3fs] %s%s%s\n", s, stage.c_str(), detail.empty() ? "" : ": ", detail.c_str());
+  };
+  return config;
+}
+
+}  // namespace graft::cli

@@ -1,0 +1,40 @@
+// `graft` options about building: optimization profile shapes, precision, timing cache, output.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "graft/engine.h"
+#include "graft/status.h"
+
+namespace graft::cli {
+
+struct BuildOptions {
+  std::string output;  // build: the plan file to write
+  // Each entry is "NAME:1x3x224x224[,NAME2:...]"; the option may repeat.
+  std::vector<std::string> min_shapes, opt_shapes, max_shapes, shapes;
+  bool fp16 = false;
+  std::string timing_cache;
+};
+
+// --min-shapes/--opt-shapes/--max-shapes/--fp16/--timing-cache (and -o when with_output).
+void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output);
+// --shapes only (the fixed shape form, shared with `graft run`).
+void add_shapes_option(CLI::App& app, BuildOptions& opts);
+
+// Parses "NAME:1x3x224x224,NAME2:5" (a name may be quoted: 'input:0':1x3). An empty dims part
+// means a scalar. Errors name the option and the entry.
+Status parse_shape_list(const std::vector<std::string>& entries, const std::string& option,
+                        std::map<std::string, std::vector<int64_t>>* out);
+
+// The optimization profile from the shape options: --shapes fixes min = opt = max; otherwise a
+// missing opt is the max (or the min), a missing min or max is the opt.
+Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opts);
+
+Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType device,
+                                          const std::vector<std::string>& plugins);
+
+}  // namespace graft::cli

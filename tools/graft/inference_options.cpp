@@ -1,0 +1,209 @@
+#include "tools/graft/inference_options.h"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "io/tensor_io.h"
+
+namespace graft::cli {
+
+namespace fs = std::filesystem;
+
+void add_inference_options(CLI::App& app, InferenceOptions& opts) {
+  app.add_option("--inputs", opts.inputs, "Input files NAME:FILE (.npy or .pb); others get random data")
+      ->expected(1, -1);
+  app.add_option("--save-outputs", opts.save_outputs, "Directory to write <output>.npy into");
+  app.add_option("--compare", opts.compare, "Directory of reference outputs (output_*.pb or <output>.npy)");
+  app.add_option("--rtol", opts.rtol, "Relative tolerance for --compare")->check(CLI::NonNegativeNumber);
+  app.add_option("--atol", opts.atol, "Absolute tolerance for --compare")->check(CLI::NonNegativeNumber);
+  app.add_option("--iterations", opts.iterations, "Timed iterations")->check(CLI::Range(1, 1000000));
+  app.add_option("--warmup", opts.warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000));
+  app.add_option("--seed", opts.seed, "Seed for random inputs (default: random, printed)")
+      ->each([&opts](const std::string&) { opts.seed_given = true; });
+}
+
+namespace {
+
+const IOInfo* find_input(const std::vector<IOInfo>& infos, const std::string& name) {
+  for (const IOInfo& i : infos)
+    if (i.name == name) return &i;
+  return nullptr;
+}
+
+std::string input_names(const std::vector<IOInfo>& infos) {
+  std::string s;
+  for (const IOInfo& i : infos) s += (s.empty() ? "" : ", ") + i.name;
+  return s;
+}
+
+Status unknown_input(const std::string& name, const std::vector<IOInfo>& infos, const std::string& option) {
+  return error(StatusCode::kInvalidArgument, option, " names '", name, "', which is not an input of the model (inputs: ",
+               input_names(infos), ")");
+}
+
+Tensor random_tensor(DataType dt, const std::vector<int64_t>& dims, std::mt19937_64& rng) {
+  Tensor t = Tensor::empty(dt, dims);
+  std::uniform_real_distribution<double> real(-1.0, 1.0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (dtype_is_float(dt))
+      t.set(i, real(rng));
+    else if (dt == DataType::kBool)
+      t.set(i, static_cast<double>(rng() & 1));
+    else
+      t.set(i, static_cast<double>(rng() % 4));  // small, non-negative: safe as indices or sizes
+  }
+  return t;
+}
+
+}  // namespace
+
+Result<std::map<std::string, Tensor>> prepare_inputs(const Engine& engine, const InferenceOptions& opts,
+                                                     const std::map<std::string, std::vector<int64_t>>& shapes) {
+  std::vector<IOInfo> infos = engine.inputs();
+  for (const auto& [name, _] : shapes)
+    if (!find_input(infos, name)) return unknown_input(name, infos, "--shapes");
+  std::map<std::string, Tensor> inputs;
+  for (const std::string& spec : opts.inputs) {
+    // Files rarely contain ':' but names do ("input:0"), so the last ':' separates them.
+    size_t colon = spec.rfind(':');
+    if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size())
+      return error(StatusCode::kInvalidArgument, "bad --inputs entry '", spec, "' (expected NAME:FILE)");
+    std::string name = spec.substr(0, colon), file = spec.substr(colon + 1);
+    const IOInfo* info = find_input(infos, name);
+    if (!info) return unknown_input(name, infos, "--inputs");
+    GRAFT_ASSIGN_OR_RETURN(io::NamedTensor nt, io::read_tensor_file(file));
+    if (nt.tensor.dtype() != info->dtype) {
+      Status st = error(StatusCode::kInvalidArgument, "input '", name, "' expects ", dtype_name(info->dtype),
+                        " but the file holds ", dtype_name(nt.tensor.dtype()));
+      return st.with_file(file);
+    }
+    if (!inputs.emplace(name, nt.tensor).second)
+      return error(StatusCode::kInvalidArgument, "--inputs gives '", name, "' twice");
+  }
+  uint64_t seed = opts.seed_given ? opts.seed : std::random_device{}();
+  std::mt19937_64 rng(seed);
+  std::string generated;
+  for (const IOInfo& info : infos) {
+    if (inputs.count(info.name)) continue;
+    std::vector<int64_t> dims;
+    if (auto it = shapes.find(info.name); it != shapes.end()) {
+      dims = it->second;
+    } else {
+      dims = info.static_dims;
+      bool dynamic = false;
+      for (int64_t d : dims) dynamic |= d < 0;
+      if (dynamic) {
+        if (!info.profile)
+          return error(StatusCode::kInvalidArgument, "input '", info.name, "' has dynamic shape ", info.shape,
+                       " and no profile: give --shapes ", info.name, ":DxD... or --inputs ", info.name, ":FILE");
+        dims = info.profile->opt;
+      }
+    }
+    inputs[info.name] = random_tensor(info.dtype, dims, rng);
+    generated += fmt::format("{}{} {}", generated.empty() ? "" : ", ", info.name,
+                             TensorDesc(info.dtype, shape_from_values(dims)).to_string());
+  }
+  if (!generated.empty())
+    std::fprintf(stderr, "graft: random inputs (seed %llu): %s\n", static_cast<unsigned long long>(seed),
+                 generated.c_str());
+  return inputs;
+}
+
+Status save_outputs(const std::string& dir, const std::map<std::string, Tensor>& outputs) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    Status st(StatusCode::kIoError, "cannot create output directory: " + ec.message());
+    return st.with_file(dir);
+  }
+  std::map<std::string, std::string> used;  // file name -> output name, to catch collisions
+  for (const auto& [name, t] : outputs) {
+    std::string file = io::sanitize_file_name(name);
+    for (int k = 1; used.count(file); ++k) file = io::sanitize_file_name(name) + "_" + std::to_string(k);
+    used[file] = name;
+    std::string path = (fs::path(dir) / (file + ".npy")).string();
+    Tensor host = t;
+    if (t.dtype() == DataType::kBFloat16) {
+      GRAFT_ASSIGN_OR_RETURN(host, t.cast(DataType::kFloat32));
+    }
+    GRAFT_RETURN_IF_ERROR(io::write_npy(path, host));
+    std::fprintf(stderr, "graft: saved output '%s' to %s\n", name.c_str(), path.c_str());
+  }
+  return Status::ok();
+}
+
+Status compare_outputs(const std::string& dir, const Engine& engine, const std::map<std::string, Tensor>& outputs,
+                       double rtol, double atol) {
+  if (!fs::is_directory(dir)) {
+    Status st(StatusCode::kNotFound, "reference directory not found");
+    return st.with_file(dir);
+  }
+  // References by output name: NAME.npy first, then output_<i>.pb (named inside, or by position).
+  std::map<std::string, std::pair<Tensor, std::string>> refs;
+  std::vector<IOInfo> outs = engine.outputs();
+  for (size_t i = 0; i < outs.size(); ++i) {
+    fs::path npy = fs::path(dir) / (io::sanitize_file_name(outs[i].name) + ".npy");
+    if (fs::exists(npy)) {
+      GRAFT_ASSIGN_OR_RETURN(Tensor t, io::read_npy(npy.string()));
+      refs[outs[i].name] = {t, npy.string()};
+    }
+  }
+  for (size_t i = 0;; ++i) {
+    fs::path pb = fs::path(dir) / ("output_" + std::to_string(i) + ".pb");
+    if (!fs::exists(pb)) break;
+    GRAFT_ASSIGN_OR_RETURN(io::NamedTensor nt, io::read_tensor_pb(pb.string()));
+    std::string name = !nt.name.empty() ? nt.name : i < outs.size() ? outs[i].name : "";
+    if (!name.empty() && !refs.count(name)) refs[name] = {nt.tensor, pb.string()};
+  }
+  if (refs.empty()) {
+    Status st(StatusCode::kNotFound, "no reference outputs (<output>.npy or output_<i>.pb) found");
+    return st.with_file(dir);
+  }
+  std::string failures;
+  for (const auto& [name, ref] : refs) {
+    auto it = outputs.find(name);
+    if (it == outputs.end()) {
+      Status st = error(StatusCode::kInvalidArgument, "reference '", name, "' matches no output of the model");
+      return st.with_file(ref.second);
+    }
+    const Tensor& got = it->second;
+    const Tensor& want = ref.first;
+    if (got.dims() != want.dims() || got.dtype() != want.dtype()) {
+      failures += fmt::format("{}{}: got {} but the reference is {}", failures.empty() ? "" : "; ", name,
+                              TensorDesc(got.dtype(), shape_from_values(got.dims())).to_string(),
+                              TensorDesc(want.dtype(), shape_from_values(want.dims())).to_string());
+      continue;
+    }
+    double max_abs = 0, max_rel = 0;
+    int64_t bad = 0, first_bad = -1;
+    for (int64_t i = 0; i < got.numel(); ++i) {
+      double g = got.get(i), w = want.get(i);
+      if (std::isnan(g) && std::isnan(w)) continue;
+      if (std::isinf(w) && g == w) continue;
+      double diff = std::fabs(g - w);
+      if (std::isnan(diff)) diff = INFINITY;
+      max_abs = std::max(max_abs, diff);
+      if (w != 0) max_rel = std::max(max_rel, diff / std::fabs(w));
+      if (!(diff <= atol + rtol * std::fabs(w))) {
+        if (first_bad < 0) first_bad = i;
+        ++bad;
+      }
+    }
+    std::printf("compare %s: max abs error %.6g, max rel error %.6g, %lld/%lld elements beyond tolerance\n",
+                name.c_str(), max_abs, max_rel, static_cast<long long>(bad), static_cast<long long>(got.numel()));
+    if (bad)
+      failures += fmt::format("{}{}: {} of {} elements differ (first at flat index {}: got {} want {}; max abs {:.6g})",
+                              failures.empty() ? "" : "; ", name, bad, got.numel(), first_bad, got.get(first_bad),
+                              want.get(first_bad), max_abs);
+  }
+  if (!failures.empty())
+    return error(StatusCode::kRuntimeError, "outputs differ from the references (rtol ", rtol, ", atol ", atol,
+                 "): ", failures);
+  return Status::ok();
+}
+
+}  // namespace graft::cli
