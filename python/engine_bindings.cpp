@@ -1,0 +1,351 @@
+// graft._engine: Python bindings of graft's engine (include/graft/engine.h) and op registry.
+//
+// Errors cross into Python as graft.GraftError (python/graft/_errors.py) carrying the engine's
+// message; nothing here lets a C++ exception or a crash reach the interpreter. Numpy inputs are
+// wrapped without copying (buffer protocol); outputs are numpy arrays that own graft's tensors.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <deque>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "graft/engine.h"
+#include "graft/op.h"
+#include "graft/registry.h"
+
+namespace py = pybind11;
+
+namespace {
+
+// Raised from C++, translated into graft.GraftError(message, code_name).
+struct StatusError {
+  std::string message;
+  std::string code;
+};
+
+[[noreturn]] void raise(const graft::Status& st) { throw StatusError{st.to_string(), graft::status_code_name(st.code())}; }
+void check(const graft::Status& st) {
+  if (!st.is_ok()) raise(st);
+}
+template <typename T>
+T unwrap(graft::Result<T> r) {
+  if (!r.is_ok()) raise(r.status());
+  return std::move(r).value();
+}
+[[noreturn]] void raise_invalid(const std::string& msg) {
+  throw StatusError{msg, graft::status_code_name(graft::StatusCode::kInvalidArgument)};
+}
+
+// ---- dtypes -------------------------------------------------------------------------------------
+std::string numpy_dtype_name(graft::DataType t) {
+  using graft::DataType;
+  switch (t) {
+    case DataType::kFloat32: return "float32";
+    case DataType::kFloat16: return "float16";
+    case DataType::kFloat64: return "float64";
+    case DataType::kUInt8: return "uint8";
+    case DataType::kInt8: return "int8";
+    case DataType::kInt32: return "int32";
+    case DataType::kInt64: return "int64";
+    case DataType::kBool: return "bool";
+    default: return "";
+  }
+}
+
+graft::DataType dtype_from_numpy(const py::dtype& dt, const std::string& name_for_errors) {
+  using graft::DataType;
+  const DataType candidates[] = {DataType::kFloat32, DataType::kFloat16, DataType::kFloat64, DataType::kUInt8,
+                                 DataType::kInt8,    DataType::kInt32,   DataType::kInt64,   DataType::kBool};
+  for (DataType c : candidates)
+    if (dt.is(py::dtype(numpy_dtype_name(c)))) return c;
+  raise_invalid("input '" + name_for_errors + "': numpy dtype " + std::string(py::str(py::handle(dt))) +
+                " is not supported by graft");
+}
+
+graft::DataType dtype_from_string(const std::string& s, const std::string& name_for_errors) {
+  graft::DataType t;
+  if (!graft::dtype_from_name(s, &t)) raise_invalid("input '" + name_for_errors + "': unknown dtype '" + s + "'");
+  return t;
+}
+
+// ---- engine wrapper ------------------------------------------------------------------------------
+class PyEngine {
+ public:
+  explicit PyEngine(std::shared_ptr<graft::Engine> e) : engine_(std::move(e)) {}
+
+  static std::unique_ptr<PyEngine> build(const py::object& model, bool fp16, const std::string& device,
+                                         const std::map<std::string, std::vector<std::vector<int64_t>>>& profile,
+                                         const std::vector<std::string>& plugins) {
+    graft::BuilderConfig cfg;
+    cfg.fp16 = fp16;
+    if (device == "cpu") {
+      cfg.device = graft::DeviceType::kCPU;
+    } else if (device == "cuda" || device.rfind("cuda:", 0) == 0) {
+      cfg.device = graft::DeviceType::kCUDA;
+    } else {
+      raise_invalid("device must be 'cpu' or 'cuda', got '" + device + "'");
+    }
+    for (const auto& [name, ranges] : profile) {
+      if (ranges.size() != 3)
+        raise_invalid("profile for input '" + name + "' must be (min, opt, max) shapes, got " +
+                      std::to_string(ranges.size()) + " shapes");
+      cfg.profile[name] = graft::ProfileRange{ranges[0], ranges[1], ranges[2]};
+    }
+    cfg.plugin_libraries = plugins;
+    std::shared_ptr<graft::Engine> e;
+    if (py::isinstance<py::bytes>(model)) {
+      std::string bytes = model.cast<std::string>();
+      py::gil_scoped_release release;
+      e = unwrap(graft::Engine::build_from_onnx_bytes(bytes, cfg, "<bytes>"));
+    } else {
+      std::string path = py::str(model);  // str or os.PathLike
+      py::gil_scoped_release release;
+      e = unwrap(graft::Engine::build_from_onnx_file(path, cfg));
+    }
+    return std::make_unique<PyEngine>(std::move(e));
+  }
+
+  static std::unique_ptr<PyEngine> load(const py::object& plan) {
+    std::shared_ptr<graft::Engine> e;
+    if (py::isinstance<py::bytes>(plan)) {
+      std::string bytes = plan.cast<std::string>();
+      e = unwrap(graft::Engine::deserialize(bytes, "<bytes>"));
+    } else {
+      e = unwrap(graft::Engine::load_plan(std::string(py::str(plan))));
+    }
+    return std::make_unique<PyEngine>(std::move(e));
+  }
+
+  void save(const std::string& path) const { check(engine_->save_plan(path)); }
+  py::bytes serialize() const { return py::bytes(unwrap(engine_->serialize())); }
+
+  static py::list io_list(const std::vector<graft::IOInfo>& infos) {
+    py::list l;
+    for (const auto& i : infos) {
+      py::dict d;
+      d["name"] = i.name;
+      d["dtype"] = std::string(graft::dtype_name(i.dtype));
+      d["shape"] = i.shape;
+      d["static_dims"] = i.static_dims;
+      if (i.profile) d["profile"] = py::make_tuple(i.profile->min, i.profile->opt, i.profile->max);
+      l.append(d);
+    }
+    return l;
+  }
+  py::list inputs() const { return io_list(engine_->inputs()); }
+  py::list outputs() const { return io_list(engine_->outputs()); }
+  std::string device() const { return graft::device_name(engine_->device()); }
+  std::string describe() const { return engine_->describe(); }
+
+  // inputs: name -> numpy array, or ("ptr", address, dtype name, shape, "cpu"|"cuda") for memory the
+  // caller keeps alive (torch tensors, wrapped by python/graft/engine.py without copying).
+  py::dict run(const py::dict& feeds) {
+    std::map<std::string, graft::Tensor> in;
+    std::vector<py::object> keep_alive;
+    for (auto item : feeds) {
+      std::string name = py::str(item.first);
+      py::handle v = item.second;
+      if (py::isinstance<py::tuple>(v)) {
+        auto t = v.cast<py::tuple>();
+        if (t.size() != 5 || std::string(py::str(t[0])) != "ptr") raise_invalid("input '" + name + "': bad pointer descriptor");
+        auto addr = t[1].cast<uintptr_t>();
+        graft::DataType dt = dtype_from_string(t[2].cast<std::string>(), name);
+        auto dims = t[3].cast<std::vector<int64_t>>();
+        std::string dev = t[4].cast<std::string>();
+        in[name] = graft::Tensor::wrap(reinterpret_cast<void*>(addr), dt, dims,
+                                       dev == "cuda" ? graft::DeviceType::kCUDA : graft::DeviceType::kCPU);
+        continue;
+      }
+      // C-contiguous numpy view (copies only when the caller's array is not contiguous already).
+      py::array arr = py::array::ensure(v, py::array::c_style);
+      if (!arr) raise_invalid("input '" + name + "' is not an array (numpy array or torch tensor expected)");
+      graft::DataType dt = dtype_from_numpy(arr.dtype(), name);
+      std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
+      in[name] = graft::Tensor::wrap(const_cast<void*>(arr.data()), dt, dims);
+      keep_alive.push_back(arr);
+    }
+    std::map<std::string, graft::Tensor> out;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!context_) context_ = unwrap(engine_->create_context());
+      py::gil_scoped_release release;
+      check(context_->run(in, out));
+    }
+    py::dict result;
+    for (auto& [name, t] : out) result[py::str(name)] = to_numpy(t);
+    return result;
+  }
+
+ private:
+  static py::object to_numpy(const graft::Tensor& t) {
+    if (t.device() != graft::DeviceType::kCPU)
+      raise_invalid("output is on the device; host outputs are expected from ExecutionContext::run");
+    std::string dn = numpy_dtype_name(t.dtype());
+    if (dn.empty()) raise_invalid(std::string("output dtype ") + graft::dtype_name(t.dtype()) + " has no numpy equivalent");
+    // The capsule owns a copy of the (shared-storage) Tensor, so the array keeps the buffer alive.
+    auto* owner = new graft::Tensor(t);
+    py::capsule cap(owner, [](void* p) { delete static_cast<graft::Tensor*>(p); });
+    std::vector<py::ssize_t> shape(t.dims().begin(), t.dims().end());
+    return py::array(py::dtype(dn), shape, t.data(), cap);
+  }
+
+  std::shared_ptr<graft::Engine> engine_;
+  std::unique_ptr<graft::ExecutionContext> context_;  // reused; an error leaves it usable
+  std::mutex mu_;
+};
+
+// ---- registry and symbolic shapes ----------------------------------------------------------------
+// A shape-expression builder whose expressions are Python objects (ints or torch SymInts), so the
+// C++ shape function of an op runs unchanged under torch.export's symbolic shapes.
+class PyExprBuilder final : public graft::ShapeExprBuilder {
+ public:
+  explicit PyExprBuilder(py::object combine) : combine_(std::move(combine)) {}
+  const void* wrap(py::object o) {
+    objs_.push_back(std::move(o));
+    return &objs_.back();
+  }
+  const void* constant(int64_t v) override { return wrap(py::int_(v)); }
+  const void* operation(graft::DimOp op, const void* a, const void* b) override {
+    return wrap(combine_(graft::dim_op_name(op), obj(a), obj(b)));
+  }
+  std::optional<int64_t> constant_value(const void* e) override {
+    const py::object& o = obj(e);
+    if (py::isinstance<py::int_>(o)) return o.cast<int64_t>();
+    return std::nullopt;
+  }
+  static const py::object& obj(const void* e) { return *static_cast<const py::object*>(e); }
+
+ private:
+  py::object combine_;
+  std::deque<py::object> objs_;
+};
+
+std::shared_ptr<const graft::OpDef> find_op(const std::string& domain, const std::string& name,
+                                            const std::string& version, const std::string& ns) {
+  return unwrap(graft::OpRegistry::global().find(domain, name, version, ns));
+}
+
+graft::AttrValue attr_from_python(const graft::AttrSpec* spec, const std::string& name, const py::handle& v) {
+  using graft::AttrType;
+  AttrType want = spec ? spec->type : AttrType::kFloat;
+  try {
+    if (!spec) {  // unknown attribute: keep a best-effort type; validate_attributes reports it
+      if (py::isinstance<py::float_>(v)) return v.cast<float>();
+      if (py::isinstance<py::int_>(v)) return v.cast<int64_t>();
+      return py::str(v).cast<std::string>();
+    }
+    switch (want) {
+      case AttrType::kFloat: return v.cast<float>();
+      case AttrType::kInt:
+        if (py::isinstance<py::float_>(v)) raise_invalid("attribute '" + name + "': expected an int, got a float");
+        return v.cast<int64_t>();
+      case AttrType::kString: return v.cast<std::string>();
+      case AttrType::kFloats: return v.cast<std::vector<float>>();
+      case AttrType::kInts: return v.cast<std::vector<int64_t>>();
+      case AttrType::kStrings: return v.cast<std::vector<std::string>>();
+      case AttrType::kTensor: break;
+    }
+  } catch (const py::cast_error&) {
+    raise_invalid("attribute '" + name + "': expected " + graft::attr_type_name(want) + ", got " +
+                  std::string(py::str(py::type::of(v))));
+  }
+  raise_invalid("attribute '" + name + "': tensor attributes are not supported from Python");
+}
+
+// Returns the output shapes as lists of Python objects (ints or SymInts) and the output dtype names.
+py::tuple infer_shapes(const std::string& domain, const std::string& name, const std::string& version,
+                       const std::string& ns, const py::list& input_shapes, const std::vector<std::string>& input_dtypes,
+                       const py::dict& attrs_in, const py::object& combine) {
+  auto def = find_op(domain, name, version, ns);
+  graft::AttributeMap attrs;
+  for (auto item : attrs_in) {
+    std::string an = py::str(item.first);
+    if (item.second.is_none()) continue;
+    attrs.set(an, attr_from_python(def->find_attr(an), an, item.second));
+  }
+  check(def->validate_attributes(attrs));
+  PyExprBuilder b(combine);
+  std::vector<std::optional<std::vector<const void*>>> ins;
+  for (auto s : input_shapes) {
+    if (s.is_none()) {
+      ins.emplace_back(std::nullopt);
+      continue;
+    }
+    std::vector<const void*> dims;
+    for (auto d : s) dims.push_back(b.wrap(py::reinterpret_borrow<py::object>(d)));
+    ins.emplace_back(std::move(dims));
+  }
+  graft::ShapeContext ctx(&b, &attrs, std::move(ins), static_cast<int>(def->outputs().size()));
+  check(def->infer_shapes(ctx));
+  py::list shapes;
+  for (const auto& o : ctx.outputs()) {
+    py::list dims;
+    for (const void* e : *o) dims.append(PyExprBuilder::obj(e));
+    shapes.append(dims);
+  }
+  std::vector<graft::DataType> dts;
+  for (const auto& s : input_dtypes) dts.push_back(s.empty() ? graft::DataType::kUndefined : dtype_from_string(s, "?"));
+  auto out_dts = unwrap(def->infer_dtypes(dts, attrs));
+  py::list dnames;
+  for (auto t : out_dts) dnames.append(std::string(graft::dtype_name(t)));
+  return py::make_tuple(shapes, dnames);
+}
+
+py::list registered_ops() {
+  py::list l;
+  for (const auto& r : graft::OpRegistry::global().all()) {
+    const auto& id = r.def->identity();
+    py::dict d;
+    d["name"] = id.name;
+    d["domain"] = id.domain;
+    d["version"] = id.version;
+    d["plugin_namespace"] = id.plugin_namespace;
+    d["source"] = r.source;
+    l.append(d);
+  }
+  return l;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_engine, m) {
+  m.doc() = "graft engine bindings (see python/graft/engine.py for the documented API)";
+
+  // graft.GraftError lives in pure Python so it exists even when this module is not built.
+  static py::object graft_error = py::module_::import("graft._errors").attr("GraftError");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      py::object exc = graft_error(e.message, e.code);
+      PyErr_SetObject(graft_error.ptr(), exc.ptr());
+    }
+  });
+
+  py::class_<PyEngine>(m, "Engine")
+      .def_static("build", &PyEngine::build, py::arg("model"), py::arg("fp16") = false, py::arg("device") = "cpu",
+                  py::arg("profile") = std::map<std::string, std::vector<std::vector<int64_t>>>{},
+                  py::arg("plugins") = std::vector<std::string>{})
+      .def_static("load", &PyEngine::load, py::arg("plan"))
+      .def("save", &PyEngine::save, py::arg("path"))
+      .def("serialize", &PyEngine::serialize)
+      .def_property_readonly("inputs", &PyEngine::inputs)
+      .def_property_readonly("outputs", &PyEngine::outputs)
+      .def_property_readonly("device", &PyEngine::device)
+      .def("describe", &PyEngine::describe)
+      .def("run", &PyEngine::run, py::arg("feeds"));
+
+  m.def("load_plugin", [](const std::string& path) { check(graft::load_plugin_library(path)); }, py::arg("path"));
+  m.def("registered_ops", &registered_ops);
+  m.def("infer_shapes", &infer_shapes, py::arg("domain"), py::arg("name"), py::arg("version"),
+        py::arg("plugin_namespace"), py::arg("input_shapes"), py::arg("input_dtypes"), py::arg("attrs"),
+        py::arg("combine"));
+  m.def("version", []() { return std::string(graft::version_string()); });
+}

@@ -1,0 +1,132 @@
+"""graft.export: ONNX export of models with graft layers, on whichever exporter this torch has.
+
+TorchScript exporter (torch.onnx.export(..., dynamo=False); torch 1.13 .. 2.x): graft ops become
+one node each through GraftFunction.symbolic (typed attributes + plugin_version/plugin_namespace).
+Dynamo exporter (torch >= 2.8 with onnxscript): graft ops become torch.onnx.ops.symbolic nodes.
+The seed's ``sym_help._onnx_stable_opsets.add(...)`` registration never worked (see _function.py).
+"""
+import contextlib
+import inspect
+
+import torch
+
+from . import _function, _registry
+from ._errors import GraftError
+
+
+def _torch_version():
+    v = torch.__version__.split("+")[0]
+    parts = []
+    for p in v.split(".")[:2]:
+        digits = "".join(ch for ch in p if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def torchscript_exporter_available():
+    # The TorchScript exporter is torch.onnx.export without dynamo (or with dynamo=False).
+    return hasattr(torch.onnx, "export") and hasattr(torch.jit, "trace")
+
+
+def dynamo_exporter_available():
+    """(available, reason)."""
+    if _torch_version() < (2, 8):
+        return False, f"torch {torch.__version__} is older than 2.8"
+    if not (hasattr(torch.onnx, "ops") and hasattr(torch.onnx.ops, "symbolic")):
+        return False, "torch.onnx.ops.symbolic is missing"
+    try:
+        import onnxscript  # noqa: F401
+    except ImportError:
+        return False, "onnxscript is not installed"
+    if "dynamo" not in inspect.signature(torch.onnx.export).parameters:
+        return False, "torch.onnx.export has no dynamo parameter"
+    return True, ""
+
+
+def _domains():
+    return sorted({info.domain for info in _registry.ops().values()})
+
+
+def _as_tuple(args):
+    return args if isinstance(args, tuple) else (args,)
+
+
+def _names(prefix, n, given):
+    if given:
+        return list(given)
+    return [prefix] if n == 1 else [f"{prefix}{i}" for i in range(n)]
+
+
+def _export_torchscript(model, args, path, dynamic_batch, input_names, output_names, opset_version, kwargs):
+    n_in = len(_as_tuple(args))
+    input_names = _names("input", n_in, input_names)
+    output_names = _names("output", 1, output_names) if output_names is None else list(output_names)
+    opts = dict(input_names=input_names, output_names=output_names,
+                custom_opsets={d: 1 for d in _domains()})
+    if opset_version is not None:
+        opts["opset_version"] = opset_version
+    if dynamic_batch and "dynamic_axes" not in kwargs:
+        opts["dynamic_axes"] = {n: {0: "batch"} for n in input_names + output_names}
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        opts["dynamo"] = False
+    opts.update(kwargs)
+    torch.onnx.export(model, _as_tuple(args), path, **opts)
+
+
+@contextlib.contextmanager
+def _dynamo_mode():
+    _function._dynamo_exporting[0] = True
+    try:
+        yield
+    finally:
+        _function._dynamo_exporting[0] = False
+
+
+def _export_dynamo(model, args, path, dynamic_batch, input_names, output_names, opset_version, kwargs):
+    args = _as_tuple(args)
+    opts = dict(dynamo=True)
+    if input_names:
+        opts["input_names"] = list(input_names)
+    if output_names:
+        opts["output_names"] = list(output_names)
+    if opset_version is not None:
+        opts["opset_version"] = opset_version
+    if dynamic_batch and "dynamic_shapes" not in kwargs:
+        dim = getattr(torch.export.Dim, "DYNAMIC", None) or torch.export.Dim("batch")
+        opts["dynamic_shapes"] = tuple({0: dim} if isinstance(a, torch.Tensor) else None for a in args)
+    opts.update(kwargs)
+    with _dynamo_mode():
+        prog = torch.onnx.export(model, args, **opts)
+    if prog is None:
+        raise GraftError("graft.export: the dynamo exporter returned nothing")
+    prog.save(str(path))
+
+
+def export(model, args, path, *, exporter="auto", dynamic_batch=True, input_names=None, output_names=None,
+           opset_version=None, **kwargs):
+    """Exports `model` (which may contain graft layers) to ONNX at `path`.
+
+    exporter: "torchscript" (torch.onnx.export with dynamo=False; default opset: torch's),
+              "dynamo" (torch >= 2.8 + onnxscript; default opset 20 on torch 2.9+), or
+              "auto" (dynamo when available, else torchscript).
+    dynamic_batch: axis 0 of every input and output is dynamic ("batch").
+    Extra keyword arguments go to torch.onnx.export unchanged.
+    Returns the exporter that was used.
+    """
+    _registry.ensure_loaded()
+    ok_dynamo, why_not = dynamo_exporter_available()
+    if exporter == "auto":
+        exporter = "dynamo" if ok_dynamo else "torchscript"
+    if exporter == "dynamo":
+        if not ok_dynamo:
+            raise GraftError(f"graft.export: the dynamo ONNX exporter is not available ({why_not}); "
+                             "use exporter='torchscript' (or exporter='auto')")
+        _export_dynamo(model, args, path, dynamic_batch, input_names, output_names, opset_version, kwargs)
+    elif exporter == "torchscript":
+        if not torchscript_exporter_available():
+            raise GraftError(f"graft.export: torch {torch.__version__} has no TorchScript ONNX exporter; "
+                             "use exporter='dynamo' (needs torch >= 2.8 and onnxscript)")
+        _export_torchscript(model, args, path, dynamic_batch, input_names, output_names, opset_version, kwargs)
+    else:
+        raise GraftError(f"graft.export: unknown exporter '{exporter}' (use 'auto', 'torchscript' or 'dynamo')")
+    return exporter

@@ -1,0 +1,95 @@
+"""graft.Engine from Python: build from an exported model, run, compare with PyTorch, errors."""
+import numpy as np
+import pytest
+import torch
+
+onnx = pytest.importorskip("onnx")
+
+
+@pytest.fixture(scope="module")
+def exported(graft_mod, tmp_path_factory):
+    torch.manual_seed(1234)
+    model = torch.nn.Sequential(graft_mod.nn.CustomLayer(param=0.5), torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                torch.nn.Linear(16, 4), graft_mod.nn.CustomLayer(beta=1.25)).eval()
+    path = str(tmp_path_factory.mktemp("engine") / "model.onnx")
+    graft_mod.export(model, torch.randn(2, 8), path, exporter="torchscript", opset_version=11,
+                     input_names=["input"], output_names=["output"])
+    return model, path
+
+
+@pytest.fixture(scope="module")
+def engine(graft_mod, exported):
+    _, path = exported
+    try:
+        from graft import _native
+        _native.engine_module()
+    except graft_mod.GraftError as e:
+        pytest.fail(f"graft._engine is not built: {e}")
+    return graft_mod.Engine.build(path, profile={"input": ((1, 8), (4, 8), (16, 8))})
+
+
+@pytest.mark.parametrize("batch", [1, 7])
+def test_engine_matches_pytorch(engine, exported, batch, seed):
+    model, _ = exported
+    x = np.random.default_rng(seed).standard_normal((batch, 8)).astype(np.float32)
+    out = engine.run({"input": x})
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    assert set(out) == {"output"}
+    assert out["output"].shape == (batch, 4)
+    np.testing.assert_allclose(out["output"], want, rtol=1e-4, atol=1e-5, err_msg=f"seed {seed}")
+
+
+def test_engine_torch_in_torch_out(engine, exported, seed):
+    model, _ = exported
+    x = torch.randn(3, 8)
+    out = engine.run({"input": x})
+    assert isinstance(out["output"], torch.Tensor)
+    with torch.no_grad():
+        torch.testing.assert_close(out["output"], model(x), rtol=1e-4, atol=1e-5)
+
+
+def test_engine_io_description(engine):
+    (i,) = engine.inputs
+    (o,) = engine.outputs
+    assert i["name"] == "input" and i["dtype"] == "float32"
+    assert o["name"] == "output"
+
+
+def test_engine_errors_then_still_usable(graft_mod, engine, exported):
+    model, _ = exported
+    with pytest.raises(graft_mod.GraftError) as e:
+        engine.run({"input": np.random.rand(2, 5).astype(np.float32)})
+    assert "input" in str(e.value)
+    with pytest.raises(graft_mod.GraftError) as e:
+        engine.run({"input": np.random.rand(2, 8).astype(np.float64)})
+    assert "input" in str(e.value)
+    with pytest.raises(graft_mod.GraftError):
+        engine.run({"input": np.random.rand(32, 8).astype(np.float32)})  # outside the profile
+    with pytest.raises(graft_mod.GraftError):
+        engine.run({})
+    x = np.random.rand(2, 8).astype(np.float32)
+    with torch.no_grad():
+        want = model(torch.from_numpy(x)).numpy()
+    np.testing.assert_allclose(engine.run({"input": x})["output"], want, rtol=1e-4, atol=1e-5)
+
+
+def test_engine_save_load(graft_mod, engine, tmp_path):
+    plan = tmp_path / "model.plan"
+    engine.save(plan)
+    again = graft_mod.Engine.load(plan)
+    x = np.random.rand(5, 8).astype(np.float32)
+    np.testing.assert_array_equal(again.run({"input": x})["output"], engine.run({"input": x})["output"])
+    from_bytes = graft_mod.Engine.load(engine.serialize())
+    np.testing.assert_array_equal(from_bytes.run({"input": x})["output"], engine.run({"input": x})["output"])
+
+
+def test_engine_build_errors(graft_mod, tmp_path):
+    with pytest.raises(graft_mod.GraftError) as e:
+        graft_mod.Engine.build(str(tmp_path / "missing.onnx"))
+    assert "missing.onnx" in str(e.value)
+    with pytest.raises(graft_mod.GraftError):
+        graft_mod.Engine.build(b"not an onnx model")
+    with pytest.raises(graft_mod.GraftError) as e:
+        graft_mod.load_plugin(str(tmp_path / "nope.so"))
+    assert "nope.so" in str(e.value)

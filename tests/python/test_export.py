@@ -1,0 +1,110 @@
+"""ONNX export of graft ops: TorchScript exporter (opsets 11 and 17) and the dynamo exporter."""
+import pytest
+import torch
+
+onnx = pytest.importorskip("onnx")
+
+
+def _model(graft_mod):
+    return torch.nn.Sequential(graft_mod.nn.CustomLayer(beta=0.5), torch.nn.Linear(8, 4),
+                               graft_mod.nn.CustomLayer(beta=2.0)).eval()
+
+
+def _custom_nodes(model_proto, op_type):
+    return [n for n in model_proto.graph.node if n.op_type == op_type]
+
+
+def _attrs(node):
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _dims(value_info):
+    return [d.dim_param or d.dim_value for d in value_info.type.tensor_type.shape.dim]
+
+
+@pytest.mark.parametrize("opset", [11, 17])
+def test_torchscript_export_node(graft_mod, tmp_onnx, opset):
+    model = _model(graft_mod)
+    used = graft_mod.export(model, torch.randn(2, 8), tmp_onnx, exporter="torchscript", opset_version=opset,
+                            input_names=["input"], output_names=["output"])
+    assert used == "torchscript"
+    m = onnx.load(tmp_onnx)
+    nodes = _custom_nodes(m, "CustomLayer")
+    assert len(nodes) == 2
+    for node, beta in zip(nodes, (0.5, 2.0)):
+        assert node.domain == "ai.onnx.contrib"
+        a = _attrs(node)
+        assert a["beta"] == pytest.approx(beta)
+        assert a["plugin_version"] == b"1" and a["plugin_namespace"] == b""
+        types = {x.name: x.type for x in node.attribute}
+        assert types["beta"] == onnx.AttributeProto.FLOAT
+        assert types["plugin_version"] == onnx.AttributeProto.STRING
+    assert any(o.domain == "ai.onnx.contrib" for o in m.opset_import)
+    assert any(o.domain in ("", "ai.onnx") and o.version == opset for o in m.opset_import)
+    # Output shape survives, batch axis dynamic.
+    out = _dims(m.graph.output[0])
+    assert out[1] == 4 and isinstance(out[0], str), out
+    # The custom node's output keeps its shape in value_info (setType).
+    vi = {v.name: _dims(v) for v in m.graph.value_info}
+    first_out = nodes[0].output[0]
+    if first_out in vi:
+        assert vi[first_out][1] == 8
+
+
+def test_export_seed_arguments(graft_mod, tmp_onnx):
+    # Exactly the seed's torch.onnx.export call, made to work by the autograd.Function symbolic.
+    model = _model(graft_mod)
+    kwargs = dict(opset_version=11, do_constant_folding=True, input_names=["input"], output_names=["output"],
+                  dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+                  custom_opsets={"ai.onnx.contrib": 1})
+    import inspect
+    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+        kwargs["dynamo"] = False
+    torch.onnx.export(model, torch.randn(3, 8), tmp_onnx, **kwargs)
+    m = onnx.load(tmp_onnx)
+    assert len(_custom_nodes(m, "CustomLayer")) == 2
+
+
+def test_export_plugin_op_typed_attributes(graft_mod, has_test_plugin, tmp_onnx):
+    if not has_test_plugin:
+        pytest.skip("test plugin not built")
+
+    class M(torch.nn.Module):
+        def forward(self, x, b):
+            return graft_mod.ops.py_test_affine(x, b, alpha=0.5, mode="square", tags=[1, 2])
+
+    graft_mod.export(M(), (torch.randn(2, 3), torch.randn(3)), tmp_onnx, exporter="torchscript",
+                     input_names=["x", "b"], dynamic_batch=False)
+    m = onnx.load(tmp_onnx)
+    (node,) = _custom_nodes(m, "PyTestAffine")
+    assert node.domain == "graft.test"
+    a = _attrs(node)
+    assert a["mode"] == b"square" and list(a["tags"]) == [1, 2] and a["alpha"] == pytest.approx(0.5)
+
+
+def test_missing_exporter_is_a_clear_error(graft_mod, tmp_onnx):
+    from graft import _export
+    ok, why = _export.dynamo_exporter_available()
+    if ok:
+        pytest.skip("this torch has the dynamo exporter")
+    with pytest.raises(graft_mod.GraftError) as e:
+        graft_mod.export(_model(graft_mod), torch.randn(1, 8), tmp_onnx, exporter="dynamo")
+    assert "dynamo" in str(e.value) and "torchscript" in str(e.value)
+    with pytest.raises(graft_mod.GraftError, match="unknown exporter"):
+        graft_mod.export(_model(graft_mod), torch.randn(1, 8), tmp_onnx, exporter="magic")
+
+
+def test_dynamo_export(graft_mod, tmp_onnx):
+    from graft import _export
+    ok, why = _export.dynamo_exporter_available()
+    if not ok:
+        pytest.skip(f"dynamo exporter unavailable: {why} (needs torch >= 2.8 with onnxscript)")
+    model = _model(graft_mod)
+    graft_mod.export(model, torch.randn(3, 8), tmp_onnx, exporter="dynamo", input_names=["input"],
+                     output_names=["output"])
+    m = onnx.load(tmp_onnx)
+    nodes = _custom_nodes(m, "CustomLayer")
+    assert len(nodes) == 2 and nodes[0].domain == "ai.onnx.contrib"
+    assert _attrs(nodes[0])["plugin_version"] == b"1"
+    out = _dims(m.graph.output[0])
+    assert out[1] == 4 and isinstance(out[0], str), out
