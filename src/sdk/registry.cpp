@@ -139,9 +139,10 @@ Status load_plugin_library(const std::string& path) {
     return error(StatusCode::kInvalidArgument, "plugin library '", path, "': entry point returned null");
   }
   if (info->abi_version != GRAFT_PLUGIN_ABI_VERSION) {
+    const uint32_t their_abi = info->abi_version;  // `info` lives in the library: read it before dlclose
     ::dlclose(handle);
     return error(StatusCode::kInvalidArgument, "plugin library '", path, "' was built for graft plugin ABI version ",
-                 static_cast<unsigned long long>(info->abi_version), ", this graft has ABI version ",
+                 static_cast<unsigned long long>(their_abi), ", this graft has ABI version ",
                  static_cast<unsigned long long>(GRAFT_PLUGIN_ABI_VERSION), ": rebuild it against this SDK");
   }
   char err[1024] = {0};
