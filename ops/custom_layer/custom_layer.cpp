@@ -177,6 +177,11 @@ OpDef define_custom_layer() {
       .kernel(Backend::kCPU, forward_cpu)
       .differentiable_inputs({0})
       .backward(Backend::kCPU, backward_cpu);
+  {
+    AttributeMap ex;
+    ex.set("beta", 0.5f);
+    def.example({std::vector<int64_t>{4, 3, 5, 7}}, ex);  // odd sizes: no vector-width assumption
+  }
 #ifdef GRAFT_WITH_CUDA
   const std::vector<std::vector<DT>> cuda_combos = {{DT::kFloat32, DT::kFloat32}, {DT::kFloat16, DT::kFloat16}};
   def.kernel(Backend::kCUDA, forward_cuda, cuda_combos).backward(Backend::kCUDA, backward_cuda, cuda_combos);

@@ -312,6 +312,12 @@ OpDef define_group_norm() {
       .kernel(Backend::kCPU, forward_cpu)
       .differentiable_inputs({0, 1, 2})
       .backward(Backend::kCPU, backward_cpu);
+  {
+    AttributeMap ex;
+    ex.set("num_groups", int64_t{4});
+    ex.set("epsilon", 1e-5f);
+    def.example({std::vector<int64_t>{2, 12, 5, 7}, std::vector<int64_t>{12}, std::vector<int64_t>{12}}, ex);
+  }
 #ifdef GRAFT_WITH_CUDA
   const std::vector<std::vector<DT>> cuda_combos = {{DT::kFloat32, DT::kFloat32, DT::kFloat32, DT::kFloat32},
                                                     {DT::kFloat16, DT::kFloat16, DT::kFloat16, DT::kFloat16}};

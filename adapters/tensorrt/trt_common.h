@@ -1,0 +1,95 @@
+// Shared pieces of the TensorRT adapter: dtype mapping, the shape-expression bridge, plugin fields
+// <-> graft attributes, and logging. Everything here is noexcept-safe: callers sit on TensorRT's
+// interface boundary and must never let an exception escape.
+#pragma once
+
+#include <NvInfer.h>
+#include <NvInferVersion.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/op.h"
+#include "graft/registry.h"
+
+#if NV_TENSORRT_MAJOR >= 10
+#define GRAFT_TRT_PLUGIN_V3 1
+#else
+#define GRAFT_TRT_PLUGIN_V3 0
+#endif
+
+namespace graft::trt {
+
+// TensorRT's int64 dims exist from 10.0; 8.x uses int32 everywhere.
+#if NV_TENSORRT_MAJOR >= 10
+using DimValue = int64_t;
+#else
+using DimValue = int32_t;
+#endif
+
+// graft dtype <-> TensorRT dtype. nullopt when one side lacks the type.
+std::optional<nvinfer1::DataType> to_trt(DataType t);
+std::optional<DataType> from_trt(nvinfer1::DataType t);
+
+// graft's shape functions over TensorRT's IExprBuilder: one to one, same operations.
+class ExprBridge final : public ShapeExprBuilder {
+ public:
+  explicit ExprBridge(nvinfer1::IExprBuilder& b) : builder_(b) {}
+  const void* constant(int64_t v) override;
+  const void* operation(DimOp op, const void* a, const void* b) override;
+  std::optional<int64_t> constant_value(const void* e) override;
+
+ private:
+  nvinfer1::IExprBuilder& builder_;
+};
+
+// Runs the op's shape function over TensorRT expressions for one (or every) output.
+Status shapes_from_exprs(const OpDef& def, const AttributeMap& attrs, const nvinfer1::DimsExprs* inputs,
+                         int32_t nb_inputs, nvinfer1::IExprBuilder& builder,
+                         std::vector<nvinfer1::DimsExprs>& outputs);
+
+// The field list a creator advertises (getFieldNames): one per attribute, typed as TensorRT's ONNX
+// parser produces them (FLOAT -> kFLOAT32, INT/INTS -> kINT32, STRING -> kCHAR).
+class FieldList {
+ public:
+  explicit FieldList(const OpDef& def);
+  const nvinfer1::PluginFieldCollection* collection() const { return &collection_; }
+
+ private:
+  std::vector<std::string> names_;
+  std::vector<nvinfer1::PluginField> fields_;
+  nvinfer1::PluginFieldCollection collection_{};
+};
+
+// The single field carrying the serialized attributes (getFieldsToSerialize / runtime phase).
+inline constexpr const char* kSerializedField = "graft_attributes";
+
+// Plugin fields -> validated attributes. Accepts kINT32 and kINT64 for int attributes (the ONNX parser
+// narrows to kINT32), kFLOAT32/kFLOAT64/kFLOAT16 for floats, kCHAR for strings, and the serialized
+// field. Unknown field names, wrong types and out-of-range values are errors naming the field.
+Result<AttributeMap> attributes_from_fields(const OpDef& def, const nvinfer1::PluginFieldCollection* fc);
+
+// Kernel context from TensorRT's tensor descriptions (dims copied, dtypes mapped).
+Result<KernelContext> kernel_context(const OpDef& def, const AttributeMap& attrs,
+                                     const nvinfer1::PluginTensorDesc* in, int32_t nb_in,
+                                     const nvinfer1::PluginTensorDesc* out, int32_t nb_out,
+                                     const void* const* inputs, void* const* outputs, void* workspace,
+                                     void* stream);
+
+// Whether position `pos` of a format combination is supported: linear format and a CUDA kernel
+// declared for the dtypes at positions 0..pos. Only what kernels really support is accepted.
+bool supports_combination(const OpDef& def, int32_t pos, const nvinfer1::PluginTensorDesc* const* descs,
+                          int32_t nb_inputs, int32_t nb_outputs);
+
+// Logging: through the logger TensorRT handed over with setLoggerFinder, else stderr.
+void set_logger_finder(nvinfer1::ILoggerFinder* finder);
+void log_error(const std::string& plugin, const std::string& message) noexcept;
+void log_info(const std::string& message) noexcept;
+
+// Every registered graft op (graft's own, plus plugin libraries named in GRAFT_PLUGIN_LIBRARIES,
+// a colon-separated list, loaded once).
+std::vector<std::shared_ptr<const OpDef>> adapted_ops();
+
+}  // namespace graft::trt
