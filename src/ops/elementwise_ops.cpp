@@ -150,6 +150,11 @@ Status infer_gelu(InferContext& ctx) {
 
 Status infer_not(InferContext& ctx) { return infer_unary(ctx, {kBool}); }
 
+Status infer_elu(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "alpha"));
+  return infer_unary_float(ctx);
+}
+
 Status infer_clip(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
   GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "min"));
@@ -186,6 +191,16 @@ Status infer_cast(InferContext& ctx) {
   out.dtype = t;
   ctx.set_output(0, out);
   if (dtype_is_integer(t)) propagate_sym(ctx, {0}, [](const std::vector<Dim>& a) { return a[0]; });
+  return Status::ok();
+}
+
+Status infer_cast_like(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kAllTypes));
+  TensorDesc out = ctx.input(0);
+  out.dtype = ctx.input(1).dtype;
+  ctx.set_output(0, out);
+  if (dtype_is_integer(out.dtype)) propagate_sym(ctx, {0}, [](const std::vector<Dim>& a) { return a[0]; });
   return Status::ok();
 }
 
@@ -273,6 +288,9 @@ Status infer_variadic(InferContext& ctx, std::function<Dim(const Dim&, const Dim
 }
 
 Status infer_max(InferContext& ctx) { return infer_variadic(ctx, dim_max); }
+Status infer_sum(InferContext& ctx) {
+  return infer_variadic(ctx, [](const Dim& a, const Dim& b) { return a + b; });
+}
 Status infer_min(InferContext& ctx) { return infer_variadic(ctx, dim_min); }
 
 Status infer_equal(InferContext& ctx) {
@@ -292,6 +310,20 @@ Status infer_greater(InferContext& ctx) {
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return dim_lt(a[1], a[0]); });
   return Status::ok();
 }
+
+Status infer_less_or_equal(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, kBool));
+  propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return Dim(1) - dim_lt(a[1], a[0]); });
+  return Status::ok();
+}
+
+Status infer_greater_or_equal(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, kBool));
+  propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return Dim(1) - dim_lt(a[0], a[1]); });
+  return Status::ok();
+}
+
+Status infer_logical_binary(InferContext& ctx) { return infer_binary_same(ctx, {kBool}, kBool); }
 
 Status infer_where(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kBool}));
@@ -342,6 +374,19 @@ void append_elementwise_ops(std::vector<BuiltinOp>& out) {
       {"Not", 11, infer_not, cpu::logical_not},
       {"Cast", 11, infer_cast, cpu::cast},
       {"Identity", 11, infer_identity, cpu::identity},
+      // Beyond the core list: common in exported models and cheap on the same machinery.
+      {"CastLike", 15, infer_cast_like, cpu::cast},
+      {"LessOrEqual", 12, infer_less_or_equal, cpu::less_or_equal},
+      {"GreaterOrEqual", 12, infer_greater_or_equal, cpu::greater_or_equal},
+      {"And", 11, infer_logical_binary, cpu::logical_and},
+      {"Or", 11, infer_logical_binary, cpu::logical_or},
+      {"Sum", 11, infer_sum, cpu::sum},
+      {"Floor", 11, infer_unary_float, cpu::floor},
+      {"Ceil", 11, infer_unary_float, cpu::ceil},
+      {"Sin", 11, infer_unary_float, cpu::sin},
+      {"Cos", 11, infer_unary_float, cpu::cos},
+      {"Softplus", 11, infer_unary_float, cpu::softplus},
+      {"Elu", 11, infer_elu, cpu::elu},
   };
   out.insert(out.end(), ops.begin(), ops.end());
 }

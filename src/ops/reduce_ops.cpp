@@ -1,7 +1,8 @@
-// Schemas of the reductions (ReduceMean/Sum/Max) and of Softmax and LayerNormalization, which
+// Schemas of the reductions (ReduceMean/Sum/Max/Min/Prod/SumSquare/L2) and of Softmax, LogSoftmax
+// and LayerNormalization, which
 // reduce along axes too.
 //
-// Axes come from an attribute before opset 13 (ReduceSum) / 18 (ReduceMean, ReduceMax) and from an
+// Axes come from an attribute before opset 13 (ReduceSum) / 18 (the others) and from an
 // optional second input after; graft accepts whichever the node carries. Softmax before opset 13
 // coerces its input to 2-D at `axis` (default 1); from 13 it normalizes one axis (default -1).
 #include <algorithm>
@@ -131,7 +132,12 @@ void append_reduce_ops(std::vector<BuiltinOp>& out) {
       {"ReduceMean", 11, infer_reduce_float, cpu::reduce_mean},
       {"ReduceSum", 11, infer_reduce_any, cpu::reduce_sum},
       {"ReduceMax", 11, infer_reduce_any, cpu::reduce_max},
+      {"ReduceMin", 11, infer_reduce_any, cpu::reduce_min},
+      {"ReduceProd", 11, infer_reduce_any, cpu::reduce_prod},
+      {"ReduceSumSquare", 11, infer_reduce_any, cpu::reduce_sum_square},
+      {"ReduceL2", 11, infer_reduce_float, cpu::reduce_l2},
       {"Softmax", 11, infer_softmax, cpu::softmax},
+      {"LogSoftmax", 11, infer_softmax, cpu::log_softmax},
       {"LayerNormalization", 17, infer_layer_norm, cpu::layer_normalization},
   };
   out.insert(out.end(), ops.begin(), ops.end());

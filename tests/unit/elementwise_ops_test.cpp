@@ -303,6 +303,13 @@ TEST(ElementwiseKernel, UnaryFloatOpsMatchFormulas) {
       {"Reciprocal", [](double x) { return 1 / x; }, 0.1, 5, {}},
       {"Neg", [](double x) { return -x; }, -5, 5, {}},
       {"Abs", [](double x) { return std::fabs(x); }, -5, 5, {}},
+      {"Floor", [](double x) { return std::floor(x); }, -5, 5, {}},
+      {"Ceil", [](double x) { return std::ceil(x); }, -5, 5, {}},
+      {"Sin", [](double x) { return std::sin(x); }, -5, 5, {}},
+      {"Cos", [](double x) { return std::cos(x); }, -5, 5, {}},
+      {"Softplus", [](double x) { return std::log(1 + std::exp(x)); }, -8, 8, {}},
+      {"Elu", [](double x) { return x < 0 ? double(0.7f) * (std::exp(x) - 1) : x; }, -4, 4,
+       attrs_of({{"alpha", 0.7f}})},
   };
   // Attributes are float32, so the formulas use float32 alpha/beta too.
   for (DataType dt : {DataType::kFloat32, DataType::kFloat16, DataType::kFloat64}) {
@@ -391,6 +398,23 @@ TEST(ElementwiseKernel, VariadicMinOfThree) {
   expect_close(r.value()[0], want, "Min");
 }
 
+TEST(ElementwiseKernel, VariadicSumRoundsOnce) {
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (DataType dt : {DataType::kFloat16, DataType::kFloat32, DataType::kInt32}) {
+    Tensor a = random_tensor(dt, {2, 3}, rng, -9, 9), b = random_tensor(dt, {3}, rng, -9, 9),
+           c = random_tensor(dt, {2, 1}, rng, -9, 9);
+    OneNode n("Sum", {a, b, c});
+    auto r = n.run();
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    std::vector<double> want;
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 3; ++j) want.push_back(a.get(i * 3 + j) + b.get(j) + c.get(i));
+    expect_close(r.value()[0], want, std::string("Sum ") + dtype_name(dt));
+  }
+}
+
 TEST(ElementwiseKernel, IntegerArithmetic) {
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));
@@ -436,7 +460,7 @@ TEST(ElementwiseKernel, ComparisonsAndWhere) {
     Tensor a = random_tensor(dt, {3, 4}, rng, -3, 3);
     Tensor b = random_tensor(dt, {4}, rng, -3, 3);
     a.set(1, b.get(1));  // at least one equal pair
-    for (const char* op : {"Equal", "Less", "Greater"}) {
+    for (const char* op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
       OneNode n(op, {a, b});
       auto r = n.run();
       ASSERT_TRUE(r.is_ok()) << r.status().to_string();
@@ -446,7 +470,8 @@ TEST(ElementwiseKernel, ComparisonsAndWhere) {
         for (int j = 0; j < 4; ++j) {
           double x = a.get(i * 4 + j), w = b.get(j);
           std::string o = op;
-          bool want = o == "Equal" ? x == w : o == "Less" ? x < w : x > w;
+          bool want = o == "Equal" ? x == w : o == "Less" ? x < w : o == "Greater" ? x > w
+                      : o == "LessOrEqual" ? x <= w : x >= w;
           EXPECT_EQ(y.get(i * 4 + j) != 0, want) << op << " " << dtype_name(dt) << " " << x << " vs " << w;
         }
     }

@@ -66,17 +66,21 @@ AttributeMap attrs_of(std::vector<std::pair<std::string, AttrValue>> kv) {
 std::vector<double> reduce_ref(const Tensor& x, std::vector<bool> red, const std::string& kind) {
   const auto& d = x.dims();
   int64_t oa = red[0] ? 1 : d[0], ob = red[1] ? 1 : d[1], oc = red[2] ? 1 : d[2];
-  std::vector<double> acc(oa * ob * oc, kind == "max" ? -INFINITY : 0.0), cnt(acc.size(), 0);
+  const double init = kind == "max" ? -INFINITY : kind == "min" ? INFINITY : kind == "prod" ? 1.0 : 0.0;
+  std::vector<double> acc(oa * ob * oc, init), cnt(acc.size(), 0);
   for (int64_t a = 0; a < d[0]; ++a)
     for (int64_t b = 0; b < d[1]; ++b)
       for (int64_t c = 0; c < d[2]; ++c) {
         int64_t o = ((red[0] ? 0 : a) * ob + (red[1] ? 0 : b)) * oc + (red[2] ? 0 : c);
         double v = x.get((a * d[1] + b) * d[2] + c);
-        acc[o] = kind == "max" ? std::max(acc[o], v) : acc[o] + v;
+        acc[o] = kind == "max" ? std::max(acc[o], v) : kind == "min" ? std::min(acc[o], v)
+                 : kind == "prod" ? acc[o] * v : (kind == "sumsq" || kind == "l2") ? acc[o] + v * v : acc[o] + v;
         cnt[o] += 1;
       }
-  if (kind == "mean")
-    for (size_t i = 0; i < acc.size(); ++i) acc[i] /= cnt[i];
+  for (size_t i = 0; i < acc.size(); ++i) {
+    if (kind == "mean") acc[i] /= cnt[i];
+    if (kind == "l2") acc[i] = std::sqrt(acc[i]);
+  }
   return acc;
 }
 
@@ -168,7 +172,8 @@ TEST(ReduceKernel, MeanSumMaxOverAxes) {
       std::vector<int64_t> axes;
       for (int64_t a = 0; a < 3; ++a)
         if (red[a]) axes.push_back(a - 3);  // negative axes on purpose
-      for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax"}) {
+      for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceSumSquare",
+                             "ReduceL2"}) {
         std::string o = op;
         // Axes as an attribute (opset 13, Mean/Max) or input (opset 13 Sum; opset 18 all).
         for (int opset : {13, 18}) {
@@ -179,7 +184,8 @@ TEST(ReduceKernel, MeanSumMaxOverAxes) {
           if (!as_input) n.node->attrs.set("axes", axes);
           auto r = n.run(opset);
           ASSERT_TRUE(r.is_ok()) << op << ": " << r.status().to_string();
-          std::string kind = o == "ReduceMean" ? "mean" : o == "ReduceSum" ? "sum" : "max";
+          std::string kind = o == "ReduceMean" ? "mean" : o == "ReduceSum" ? "sum" : o == "ReduceMax" ? "max"
+                             : o == "ReduceMin" ? "min" : o == "ReduceProd" ? "prod" : o == "ReduceSumSquare" ? "sumsq" : "l2";
           expect_close(r.value()[0], reduce_ref(x, red, kind), o + " " + dtype_name(dt));
           EXPECT_EQ(r.value()[0].rank(), 3);
         }
@@ -239,6 +245,13 @@ TEST(ReduceKernel, SoftmaxOpsetSemantics) {
     auto r11 = n11.run(11);
     ASSERT_TRUE(r11.is_ok());
     expect_close(r11.value()[0], want11, "Softmax-11");
+    // LogSoftmax shares the rule; compare with log of the softmax reference.
+    for (double& v : want13) v = std::log(v);
+    OneNode nl("LogSoftmax", {x});
+    nl.node->attrs.set("axis", int64_t{-2});
+    auto rl = nl.run(13);
+    ASSERT_TRUE(rl.is_ok()) << rl.status().to_string();
+    expect_close(rl.value()[0], want13, "LogSoftmax-13");
   }
 }
 

@@ -268,6 +268,32 @@ Status reciprocal(ExecContext& ctx) {
   return unary_float(ctx, [](auto x) { return decltype(x)(1) / x; });
 }
 
+Status floor(ExecContext& ctx) {
+  return unary_float(ctx, [](auto x) { return std::floor(x); });
+}
+Status ceil(ExecContext& ctx) {
+  return unary_float(ctx, [](auto x) { return std::ceil(x); });
+}
+Status sin(ExecContext& ctx) {
+  return unary_float(ctx, [](auto x) { return std::sin(x); });
+}
+Status cos(ExecContext& ctx) {
+  return unary_float(ctx, [](auto x) { return std::cos(x); });
+}
+Status softplus(ExecContext& ctx) {
+  // log(1 + exp(x)) without overflow for large x.
+  return unary_float(ctx, [](auto x) {
+    return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+  });
+}
+Status elu(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(float alpha, float_attr(ctx, "alpha", 1.0f));
+  return unary_float(ctx, [alpha](auto x) {
+    using C = decltype(x);
+    return x < 0 ? C(alpha) * std::expm1(x) : x;
+  });
+}
+
 // ---- unary numeric --------------------------------------------------------------------------
 
 Status neg(ExecContext& ctx) {
@@ -488,6 +514,56 @@ Status less(ExecContext& ctx) {
 }
 Status greater(ExecContext& ctx) {
   return compare(ctx, [](auto a, auto b) { return a > b; }, /*allow_bool=*/false);
+}
+
+Status less_or_equal(ExecContext& ctx) {
+  return compare(ctx, [](auto a, auto b) { return a <= b; }, /*allow_bool=*/false);
+}
+Status greater_or_equal(ExecContext& ctx) {
+  return compare(ctx, [](auto a, auto b) { return a >= b; }, /*allow_bool=*/false);
+}
+
+Status logical_and(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  if (ctx.inputs[0]->dtype() != DataType::kBool || ctx.inputs[1]->dtype() != DataType::kBool)
+    return bad_dtype(ctx, ctx.inputs[0]->dtype() != DataType::kBool ? ctx.inputs[0]->dtype() : ctx.inputs[1]->dtype());
+  return map_binary<BoolTr, BoolTr, BoolTr>(*ctx.inputs[0], *ctx.inputs[1], *ctx.outputs[0],
+                                            [](bool a, bool b) { return a && b; });
+}
+
+Status logical_or(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  if (ctx.inputs[0]->dtype() != DataType::kBool || ctx.inputs[1]->dtype() != DataType::kBool)
+    return bad_dtype(ctx, ctx.inputs[0]->dtype() != DataType::kBool ? ctx.inputs[0]->dtype() : ctx.inputs[1]->dtype());
+  return map_binary<BoolTr, BoolTr, BoolTr>(*ctx.inputs[0], *ctx.inputs[1], *ctx.outputs[0],
+                                            [](bool a, bool b) { return a || b; });
+}
+
+Status sum(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  GRAFT_RETURN_IF_ERROR(same_dtypes(ctx, 0, ctx.inputs.size()));
+  Tensor& out = *ctx.outputs[0];
+  if (dtype_is_integer(out.dtype())) {
+    return variadic_numeric(ctx, [](auto a, auto b) {
+      using C = decltype(a);
+      if constexpr (std::is_integral_v<C>) {
+        using U = std::make_unsigned_t<C>;
+        return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
+      } else {
+        return a + b;  // not reached: floats take the double path below
+      }
+    });
+  }
+  if (!dtype_is_float(out.dtype())) return bad_dtype(ctx, out.dtype());
+  // Accumulate in double and round once, so float16 sums of many inputs do not drift.
+  std::vector<double> acc(static_cast<size_t>(out.numel()), 0.0);
+  for (const Tensor* in : ctx.inputs) {
+    if (!in) continue;
+    GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(out.dims(), {in->dims()}));
+    for (int64_t i = 0, n = out.numel(); i < n; ++i, w.next()) acc[i] += in->get(w.offset(0));
+  }
+  for (int64_t i = 0, n = out.numel(); i < n; ++i) out.set(i, acc[i]);
+  return Status::ok();
 }
 
 Status where(ExecContext& ctx) {

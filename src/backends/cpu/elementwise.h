@@ -28,13 +28,19 @@ Status exp(ExecContext& ctx);
 Status log(ExecContext& ctx);
 Status sqrt(ExecContext& ctx);
 Status reciprocal(ExecContext& ctx);
+Status floor(ExecContext& ctx);
+Status ceil(ExecContext& ctx);
+Status sin(ExecContext& ctx);
+Status cos(ExecContext& ctx);
+Status softplus(ExecContext& ctx);
+Status elu(ExecContext& ctx);
 // Unary numeric (floats and integers).
 Status neg(ExecContext& ctx);
 Status abs(ExecContext& ctx);
 Status clip(ExecContext& ctx);
 // Boolean / type / copy.
 Status logical_not(ExecContext& ctx);
-Status cast(ExecContext& ctx);
+Status cast(ExecContext& ctx);  // also CastLike: the target is the output's dtype
 Status identity(ExecContext& ctx);
 
 // Broadcasting binary ops.
@@ -49,6 +55,11 @@ Status min(ExecContext& ctx);  // variadic
 Status equal(ExecContext& ctx);
 Status less(ExecContext& ctx);
 Status greater(ExecContext& ctx);
+Status less_or_equal(ExecContext& ctx);
+Status greater_or_equal(ExecContext& ctx);
+Status logical_and(ExecContext& ctx);
+Status logical_or(ExecContext& ctx);
+Status sum(ExecContext& ctx);  // variadic
 Status where(ExecContext& ctx);
 
 namespace detail {

@@ -41,7 +41,7 @@ Result<ReduceAxes> resolve_reduce_axes(const AttributeMap& attrs, int64_t rank, 
 
 namespace {
 
-enum class ReduceKind { kSum, kMean, kMax };
+enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL2 };
 
 Status reduce(ExecContext& ctx, ReduceKind kind) {
   if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.empty() || !ctx.outputs[0])
@@ -76,12 +76,24 @@ Status reduce(ExecContext& ctx, ReduceKind kind) {
   GRAFT_ASSIGN_OR_RETURN(detail::BroadcastWalker w, detail::BroadcastWalker::make(x.dims(), {kept}));
 
   if (dtype_is_integer(x.dtype())) {
-    std::vector<int64_t> acc(n_out, kind == ReduceKind::kMax ? std::numeric_limits<int64_t>::lowest() : 0);
+    if (kind == ReduceKind::kL2)
+      return error(StatusCode::kUnsupported, "ReduceL2 of integer dtype ", dtype_name(x.dtype()), " is not supported");
+    const int64_t init = kind == ReduceKind::kMax   ? std::numeric_limits<int64_t>::lowest()
+                         : kind == ReduceKind::kMin ? std::numeric_limits<int64_t>::max()
+                         : kind == ReduceKind::kProd ? 1 : 0;
+    std::vector<int64_t> acc(n_out, init);
     const auto xs = x.to_int64_vector();
     for (int64_t i = 0; i < x.numel(); ++i, w.next()) {
+      // Unsigned arithmetic: overflow wraps instead of being UB.
+      const auto u = static_cast<uint64_t>(xs[i]);
       int64_t& a = acc[w.offset(0)];
-      if (kind == ReduceKind::kMax) a = std::max(a, xs[i]);
-      else a = static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(xs[i]));
+      switch (kind) {
+        case ReduceKind::kMax: a = std::max(a, xs[i]); break;
+        case ReduceKind::kMin: a = std::min(a, xs[i]); break;
+        case ReduceKind::kProd: a = static_cast<int64_t>(static_cast<uint64_t>(a) * u); break;
+        case ReduceKind::kSumSquare: a = static_cast<int64_t>(static_cast<uint64_t>(a) + u * u); break;
+        default: a = static_cast<int64_t>(static_cast<uint64_t>(a) + u); break;
+      }
     }
     for (int64_t o = 0; o < n_out; ++o) {
       int64_t v = acc[o];
@@ -94,18 +106,27 @@ Status reduce(ExecContext& ctx, ReduceKind kind) {
   }
   if (!dtype_is_float(x.dtype()))
     return error(StatusCode::kUnsupported, "reduction of dtype ", dtype_name(x.dtype()), " is not supported");
-  std::vector<double> acc(n_out, kind == ReduceKind::kMax ? -INFINITY : 0.0);
+  const double init = kind == ReduceKind::kMax ? -INFINITY : kind == ReduceKind::kMin ? INFINITY
+                      : kind == ReduceKind::kProd ? 1.0 : 0.0;
+  std::vector<double> acc(n_out, init);
   for (int64_t i = 0; i < x.numel(); ++i, w.next()) {
     double v = x.get(i);
     double& a = acc[w.offset(0)];
-    if (kind == ReduceKind::kMax) {
-      if (std::isnan(v) || v > a) a = v;  // NaN sticks: nothing compares greater than it
-    } else {
-      a += v;
+    switch (kind) {
+      // NaN sticks: nothing compares greater (or less) than it.
+      case ReduceKind::kMax: if (std::isnan(v) || v > a) a = v; break;
+      case ReduceKind::kMin: if (std::isnan(v) || v < a) a = v; break;
+      case ReduceKind::kProd: a *= v; break;
+      case ReduceKind::kSumSquare: case ReduceKind::kL2: a += v * v; break;
+      default: a += v; break;
     }
   }
-  for (int64_t o = 0; o < n_out; ++o)
-    y.set(o, kind == ReduceKind::kMean ? acc[o] / static_cast<double>(count) : acc[o]);
+  for (int64_t o = 0; o < n_out; ++o) {
+    double v = acc[o];
+    if (kind == ReduceKind::kMean) v /= static_cast<double>(count);
+    if (kind == ReduceKind::kL2) v = std::sqrt(v);
+    y.set(o, v);
+  }
   return Status::ok();
 }
 
@@ -114,8 +135,14 @@ Status reduce(ExecContext& ctx, ReduceKind kind) {
 Status reduce_mean(ExecContext& ctx) { return reduce(ctx, ReduceKind::kMean); }
 Status reduce_sum(ExecContext& ctx) { return reduce(ctx, ReduceKind::kSum); }
 Status reduce_max(ExecContext& ctx) { return reduce(ctx, ReduceKind::kMax); }
+Status reduce_min(ExecContext& ctx) { return reduce(ctx, ReduceKind::kMin); }
+Status reduce_prod(ExecContext& ctx) { return reduce(ctx, ReduceKind::kProd); }
+Status reduce_sum_square(ExecContext& ctx) { return reduce(ctx, ReduceKind::kSumSquare); }
+Status reduce_l2(ExecContext& ctx) { return reduce(ctx, ReduceKind::kL2); }
 
-Status softmax(ExecContext& ctx) {
+namespace {
+
+Status softmax_impl(ExecContext& ctx, bool log_output) {
   if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.empty() || !ctx.outputs[0])
     return error(StatusCode::kInternal, "Softmax kernel called without input or output");
   const Tensor& x = *ctx.inputs[0];
@@ -128,7 +155,7 @@ Status softmax(ExecContext& ctx) {
   const bool legacy = ctx.opset > 0 && ctx.opset < 13;
   GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", legacy ? 1 : -1));
   if (x.rank() == 0) {
-    y.set(0, 1.0);
+    y.set(0, log_output ? 0.0 : 1.0);
     return Status::ok();
   }
   GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
@@ -154,11 +181,20 @@ Status softmax(ExecContext& ctx) {
         row[k] = std::exp(row[k] - m);
         sum += row[k];
       }
-      for (int64_t k = 0; k < n; ++k) y.set(base + k * inner, row[k] / sum);
+      const double log_sum = std::log(sum);
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t idx = base + k * inner;
+        y.set(idx, log_output ? x.get(idx) - m - log_sum : row[k] / sum);
+      }
     }
   }
   return Status::ok();
 }
+
+}  // namespace
+
+Status softmax(ExecContext& ctx) { return softmax_impl(ctx, /*log_output=*/false); }
+Status log_softmax(ExecContext& ctx) { return softmax_impl(ctx, /*log_output=*/true); }
 
 Status layer_normalization(ExecContext& ctx) {
   if (ctx.inputs.size() < 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.empty() || !ctx.outputs[0])

@@ -1,5 +1,5 @@
-// CPU reference kernels for reductions (ReduceMean/Sum/Max) and the normalizations built on them
-// (Softmax, LayerNormalization).
+// CPU reference kernels for reductions (ReduceMean/Sum/Max/Min/Prod/SumSquare/L2) and the normalizations built on them
+// (Softmax, LogSoftmax, LayerNormalization).
 //
 // Float inputs accumulate in double and round once on store; integer inputs accumulate in int64.
 #pragma once
@@ -15,7 +15,12 @@ namespace graft::cpu {
 Status reduce_mean(ExecContext& ctx);
 Status reduce_sum(ExecContext& ctx);
 Status reduce_max(ExecContext& ctx);
+Status reduce_min(ExecContext& ctx);
+Status reduce_prod(ExecContext& ctx);
+Status reduce_sum_square(ExecContext& ctx);
+Status reduce_l2(ExecContext& ctx);
 Status softmax(ExecContext& ctx);
+Status log_softmax(ExecContext& ctx);
 Status layer_normalization(ExecContext& ctx);
 
 // The reduce axes of a ReduceXxx node at `opset`, normalized and sorted, from the `axes` input or
