@@ -74,6 +74,7 @@ class [[nodiscard]] Result {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }  // also lets `*f()` read a temporary
   const Status& status() const {
     static const Status kOkStatus;
     return is_ok() ? kOkStatus : std::get<1>(v_);

@@ -1,0 +1,322 @@
+// ONNX importer: what it accepts, and a clear error for every way a model can be wrong.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "graft/engine.h"
+#include "graft/registry.h"
+#include "onnx/importer.h"
+#include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/op_test_util.h"
+
+namespace graft {
+namespace {
+
+using testing::OnnxModelBuilder;
+using testing::random_tensor;
+
+bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+OnnxModelBuilder relu_model(int64_t opset = 17) {
+  OnnxModelBuilder m(opset);
+  m.input("x", DataType::kFloat32, {"batch", 3});
+  m.node("Relu", {"x"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  return m;
+}
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    path = std::filesystem::temp_directory_path() / ("graft_importer_" + std::to_string(std::random_device{}()));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+TEST(Importer, SymbolicAndUnnamedDims) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"batch", testing::DimSpec::dynamic(), 7});
+  m.node("Relu", {"x"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "dims.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const Value* x = (*g)->inputs().at(0);
+  ASSERT_EQ(x->desc.rank(), 3);
+  EXPECT_TRUE((*x->desc.shape)[0].is_symbol());
+  EXPECT_EQ((*x->desc.shape)[0].symbol_name(), "batch");
+  EXPECT_TRUE((*x->desc.shape)[1].is_symbol());
+  EXPECT_NE((*x->desc.shape)[1].symbol_name(), "batch");
+  EXPECT_EQ((*x->desc.shape)[2], 7);
+}
+
+TEST(Importer, NotProtobuf) {
+  TempDir d;
+  std::string path = (d.path / "notes.onnx").string();
+  std::ofstream(path) << "this is a text file, not an ONNX model\n";
+  auto g = import_onnx_file(path);
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().file(), path);
+  EXPECT_TRUE(contains(g.status().message(), "not")) << g.status().to_string();
+  auto missing = import_onnx_file((d.path / "absent.onnx").string());
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+}
+
+TEST(Importer, TruncatedModel) {
+  std::mt19937 rng(std::random_device{}());
+  OnnxModelBuilder m = relu_model();
+  m.initializer("big", random_tensor(DataType::kFloat32, {64}, rng));
+  std::string b = m.bytes();
+  for (size_t keep : {b.size() / 3, b.size() / 2, b.size() - 3}) {
+    auto g = import_onnx_bytes(b.substr(0, keep), "cut.onnx");
+    EXPECT_FALSE(g.is_ok()) << "kept " << keep << " of " << b.size();
+  }
+}
+
+TEST(Importer, DanglingInputNamesNodeAndValue) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.node("Add", {"x", "ghost"}, {"y"}, "adder");
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "dangling.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().node_name(), "adder");
+  EXPECT_TRUE(contains(g.status().message(), "'ghost'")) << g.status().to_string();
+}
+
+TEST(Importer, MissingInitializer) {
+  // "W" is meant to be a weight, but the model carries no initializer for it.
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.node("Mul", {"x", "W"}, {"y"}, "scale");
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "noweights.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_TRUE(contains(g.status().message(), "initializer")) << g.status().to_string();
+  EXPECT_TRUE(contains(g.status().message(), "'W'"));
+}
+
+TEST(Importer, Cycle) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2});
+  m.node("Add", {"x", "b"}, {"a"}, "n1");
+  m.node("Relu", {"a"}, {"b"}, "n2");
+  m.output("b", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "cycle.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_TRUE(contains(g.status().message(), "cycle")) << g.status().to_string();
+  EXPECT_TRUE(contains(g.status().message(), "'n1'"));
+}
+
+TEST(Importer, DuplicateOutputName) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2});
+  m.node("Relu", {"x"}, {"y"}, "first");
+  m.node("Neg", {"x"}, {"y"}, "second");
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "dup.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().node_name(), "second");
+  EXPECT_TRUE(contains(g.status().message(), "'y'"));
+}
+
+TEST(Importer, UnknownOpsReportedTogether) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2});
+  m.node("FrobnicateV9", {"x"}, {"a"}, "frob");
+  m.node("Relu", {"a"}, {"b"});
+  m.node("Wibble", {"b"}, {"y"}, "wib", "com.example");
+  m.opset("com.example", 1);
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "unknown.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().code(), StatusCode::kUnsupported);
+  const std::string& msg = g.status().message();
+  EXPECT_TRUE(contains(msg, "'frob'") && contains(msg, "FrobnicateV9")) << msg;
+  EXPECT_TRUE(contains(msg, "'wib'") && contains(msg, "Wibble")) << msg;
+  EXPECT_TRUE(contains(msg, "2 unsupported nodes")) << msg;
+}
+
+TEST(Importer, OpsetOutOfRange) {
+  for (int64_t opset : {int64_t{9}, int64_t{23}}) {
+    auto g = import_onnx_bytes(relu_model(opset).bytes(), "opset.onnx");
+    ASSERT_FALSE(g.is_ok());
+    const std::string& msg = g.status().message();
+    EXPECT_TRUE(contains(msg, "opset " + std::to_string(opset))) << msg;
+    EXPECT_TRUE(contains(msg, "11 to 20")) << msg;
+  }
+  OnnxModelBuilder ir(17, 12);
+  ir.input("x", DataType::kFloat32, {2});
+  ir.node("Relu", {"x"}, {"y"});
+  ir.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(ir.bytes(), "ir.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_TRUE(contains(g.status().message(), "IR version 12")) << g.status().to_string();
+}
+
+TEST(Importer, GraphAttributeIsRejectedByName) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2});
+  auto& n = m.node("Relu", {"x"}, {"y"}, "weird");
+  auto* a = OnnxModelBuilder::new_attr(n, "body", onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name("sub");
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "graphattr.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().node_name(), "weird");
+  EXPECT_EQ(g.status().attribute(), "body");
+}
+
+TEST(Importer, AttributeOfWrongTypeNamesNodeAndAttribute) {
+  // Builtin: Concat's axis must be an int.
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3});
+  OnnxModelBuilder::attr(m.node("Concat", {"x", "x"}, {"y"}, "cat"), "axis", "zero");
+  m.output("y", DataType::kFloat32);
+  auto e = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "attr.onnx");
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().node_name(), "cat") << e.status().to_string();
+  EXPECT_TRUE(contains(e.status().to_string(), "axis")) << e.status().to_string();
+
+  // Custom op: CustomLayer's beta is a float.
+  OnnxModelBuilder c;
+  c.input("x", DataType::kFloat32, {2, 3});
+  OnnxModelBuilder::attr(c.node("CustomLayer", {"x"}, {"y"}, "custom", "ai.onnx.contrib"), "beta", "large");
+  c.opset("ai.onnx.contrib", 1);
+  c.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(c.bytes(), "custom_attr.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().node_name(), "custom") << g.status().to_string();
+  EXPECT_EQ(g.status().attribute(), "beta") << g.status().to_string();
+}
+
+TEST(Importer, CustomOpWithTypedAttribute) {
+  OnnxModelBuilder c;
+  c.input("x", DataType::kFloat32, {2, 3});
+  OnnxModelBuilder::attr(c.node("CustomLayer", {"x"}, {"y"}, "custom", "ai.onnx.contrib"), "beta", 0.25f);
+  c.opset("ai.onnx.contrib", 1);
+  c.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(c.bytes(), "custom.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const Node& n = *(*g)->nodes().at(0);
+  ASSERT_TRUE(n.is_custom());
+  EXPECT_EQ(*n.attrs.get_float("beta", 0.f), 0.25f);
+}
+
+// The seed's convention: a Constant int tensor of character codes spelling {"param": 0.5}.
+TEST(Importer, SeedJsonParameterInputBecomesAttribute) {
+  std::string json = "{\"param\": 0.5}";
+  std::vector<double> codes(json.begin(), json.end());
+  OnnxModelBuilder c;
+  c.input("x", DataType::kFloat32, {2, 3});
+  c.constant("params", Tensor::from_doubles(DataType::kInt64, {static_cast<int64_t>(codes.size())}, codes));
+  c.node("CustomLayer", {"x", "params"}, {"y"}, "seed_node", "ai.onnx.contrib");
+  c.opset("ai.onnx.contrib", 1);
+  c.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(c.bytes(), "seed.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  ASSERT_EQ((*g)->nodes().size(), 1u);
+  const Node& n = *(*g)->nodes()[0];
+  EXPECT_EQ(n.inputs.size(), 1u);
+  EXPECT_EQ(*n.attrs.get_float("beta", 0.f), 0.5f);
+}
+
+TEST(Importer, TypedInitializerFieldsAndInputDefaults) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {3});
+  m.input("w", DataType::kFloat32, {3});  // also an initializer: a constant
+  auto* w = m.model().mutable_graph()->add_initializer();
+  w->set_name("w");
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  w->add_dims(3);
+  for (float f : {1.5f, -2.f, 0.25f}) w->add_float_data(f);
+  auto* h = m.model().mutable_graph()->add_initializer();
+  h->set_name("h");
+  h->set_data_type(onnx::TensorProto::FLOAT16);
+  h->add_dims(2);
+  h->add_int32_data(float_to_half(1.0f));
+  h->add_int32_data(float_to_half(-3.5f));
+  auto* i8 = m.model().mutable_graph()->add_initializer();
+  i8->set_name("i8");
+  i8->set_data_type(onnx::TensorProto::INT8);
+  i8->add_dims(2);
+  i8->add_int32_data(-7);
+  i8->add_int32_data(100);
+  m.node("Add", {"x", "w"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  m.output("h", DataType::kFloat16);
+  m.output("i8", DataType::kInt8);
+  auto g = import_onnx_bytes(m.bytes(), "typed.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_EQ((*g)->inputs().size(), 1u);
+  const Value* wv = (*g)->find_value("w");
+  ASSERT_TRUE(wv && wv->constant);
+  EXPECT_EQ(wv->constant->get(1), -2.0);
+  EXPECT_EQ((*g)->find_value("h")->constant->get(1), -3.5);
+  EXPECT_EQ((*g)->find_value("i8")->constant->get(0), -7.0);
+  // A count that does not match the dims is an error naming the tensor.
+  w->add_float_data(9.f);
+  auto bad = import_onnx_bytes(m.bytes(), "typed.onnx");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_TRUE(contains(bad.status().message(), "'w'")) << bad.status().to_string();
+}
+
+TEST(Importer, ExternalData) {
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  TempDir d;
+  Tensor b = random_tensor(DataType::kFloat32, {4}, rng);
+  {
+    std::ofstream out(d.path / "weights.bin", std::ios::binary);
+    out << "PAD!";  // the tensor starts at offset 4
+    out.write(static_cast<const char*>(b.data()), static_cast<std::streamsize>(b.nbytes()));
+  }
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {4});
+  auto* t = m.model().mutable_graph()->add_initializer();
+  t->set_name("b");
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(4);
+  t->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto kv = [&](const char* k, const std::string& v) {
+    auto* e = t->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  kv("location", "weights.bin");
+  kv("offset", "4");
+  kv("length", "16");
+  m.node("Add", {"x", "b"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  std::string path = (d.path / "model.onnx").string();
+  m.save(path);
+  auto g = import_onnx_file(path);
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const Value* bv = (*g)->find_value("b");
+  ASSERT_TRUE(bv && bv->constant);
+  for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(bv->constant->get(i), b.get(i));
+
+  std::filesystem::remove(d.path / "weights.bin");
+  auto missing = import_onnx_file(path);
+  ASSERT_FALSE(missing.is_ok());
+  EXPECT_TRUE(contains(missing.status().message(), "weights.bin")) << missing.status().to_string();
+}
+
+TEST(Importer, ConstantNodesBecomeConstants) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2});
+  m.constant("c", Tensor::from_doubles(DataType::kFloat32, {2}, {1.0, 2.0}));
+  m.node("Add", {"x", "c"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "const.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_EQ((*g)->nodes().size(), 1u);
+  ASSERT_TRUE((*g)->find_value("c")->constant.has_value());
+}
+
+}  // namespace
+}  // namespace graft

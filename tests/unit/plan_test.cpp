@@ -1,0 +1,164 @@
+// Plan files: round trip, and each way a plan can be damaged gets its own error.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "build/plan.h"
+#include "graft/engine.h"
+#include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/op_test_util.h"
+
+namespace graft {
+namespace {
+
+using testing::OnnxModelBuilder;
+using testing::random_tensor;
+
+std::shared_ptr<Engine> build_small(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"batch", 5});
+  m.initializer("b", random_tensor(DataType::kFloat32, {5}, rng));
+  m.node("Add", {"x", "b"}, {"s"});
+  m.node("Relu", {"s"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  BuilderConfig c;
+  c.profile["x"] = ProfileRange{{1, 5}, {2, 5}, {7, 5}};
+  auto e = Engine::build_from_onnx_bytes(m.bytes(), c, "small.onnx");
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  return e.is_ok() ? e.value() : nullptr;
+}
+
+std::string plan_bytes(std::mt19937& rng) {
+  auto e = build_small(rng);
+  if (!e) return "";
+  auto b = e->serialize();
+  EXPECT_TRUE(b.is_ok());
+  return b.is_ok() ? b.value() : "";
+}
+
+TEST(Plan, RoundTripSameOutputs) {
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  auto e = build_small(rng);
+  ASSERT_TRUE(e);
+  auto dir = std::filesystem::temp_directory_path() / ("graft_plan_test_" + std::to_string(seed));
+  std::filesystem::create_directories(dir);
+  std::string path = (dir / "small.plan").string();
+  ASSERT_TRUE(e->save_plan(path).is_ok());
+  // Atomic write leaves no temporary beside the plan.
+  size_t files = 0;
+  for (auto& f : std::filesystem::directory_iterator(dir)) { (void)f; ++files; }
+  EXPECT_EQ(files, 1u);
+  auto loaded = Engine::load_plan(path);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  ASSERT_EQ((*loaded)->inputs().size(), 1u);
+  ASSERT_TRUE((*loaded)->inputs()[0].profile.has_value());
+  EXPECT_EQ((*loaded)->inputs()[0].profile->max, (std::vector<int64_t>{7, 5}));
+  auto c1 = e->create_context();
+  auto c2 = (*loaded)->create_context();
+  Tensor x = random_tensor(DataType::kFloat32, {3, 5}, rng);
+  std::map<std::string, Tensor> o1, o2;
+  ASSERT_TRUE((*c1)->run({{"x", x}}, o1).is_ok());
+  ASSERT_TRUE((*c2)->run({{"x", x}}, o2).is_ok());
+  ASSERT_EQ(o1.at("y").dims(), o2.at("y").dims());
+  EXPECT_EQ(std::memcmp(o1.at("y").data(), o2.at("y").data(), o1.at("y").nbytes()), 0);
+  // A loaded plan serializes to the same bytes.
+  EXPECT_EQ((*loaded)->serialize().value(), e->serialize().value());
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Plan, NotAPlan) {
+  auto e = Engine::deserialize("this is not a plan at all", "junk.plan");
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kCorruptPlan);
+  EXPECT_NE(e.status().message().find("not a graft plan"), std::string::npos) << e.status().to_string();
+  EXPECT_EQ(e.status().file(), "junk.plan");
+}
+
+TEST(Plan, OtherFormatVersion) {
+  std::mt19937 rng(std::random_device{}());
+  std::string b = plan_bytes(rng);
+  ASSERT_GT(b.size(), 12u);
+  uint32_t other = kPlanFormatVersion + 41;
+  std::memcpy(b.data() + 8, &other, 4);
+  auto e = Engine::deserialize(b, "old.plan");
+  ASSERT_FALSE(e.is_ok());
+  const std::string& m = e.status().message();
+  EXPECT_NE(m.find("version " + std::to_string(other)), std::string::npos) << m;
+  EXPECT_NE(m.find("version " + std::to_string(kPlanFormatVersion)), std::string::npos) << m;
+}
+
+TEST(Plan, FlippedByteIsCorruption) {
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  std::string b = plan_bytes(rng);
+  ASSERT_GT(b.size(), 100u);
+  // Somewhere in the payload (after the header).
+  size_t pos = b.size() - 1 - rng() % (b.size() - 64);
+  b[pos] = static_cast<char>(b[pos] ^ 0x10);
+  auto e = Engine::deserialize(b, "flipped.plan");
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kCorruptPlan);
+  EXPECT_NE(e.status().message().find("checksum"), std::string::npos) << e.status().to_string();
+}
+
+TEST(Plan, Truncated) {
+  std::mt19937 rng(std::random_device{}());
+  std::string b = plan_bytes(rng);
+  for (size_t keep : {size_t{4}, size_t{10}, b.size() / 2, b.size() - 1}) {
+    auto e = Engine::deserialize(b.substr(0, keep), "short.plan");
+    ASSERT_FALSE(e.is_ok()) << keep;
+    EXPECT_NE(e.status().message().find("truncated"), std::string::npos) << keep << ": " << e.status().to_string();
+  }
+}
+
+TEST(Plan, UnregisteredCustomOp) {
+  // A plan whose graph holds a custom node no registry knows.
+  EngineState st;
+  st.graph = std::make_unique<Graph>();
+  Graph& g = *st.graph;
+  g.opset_imports[""] = 17;
+  g.opset_imports["my.domain"] = 1;
+  g.ir_version = 8;
+  Value* x = g.add_value("x");
+  x->desc = TensorDesc(DataType::kFloat32, {Dim(2)});
+  x->is_graph_input = true;
+  g.inputs().push_back(x);
+  Node* n = g.add_node("mystery", "NoSuchOp", "my.domain");
+  n->inputs.push_back(x);
+  n->attrs.set("plugin_version", std::string("3"));
+  n->attrs.set("plugin_namespace", std::string("acme"));
+  Value* y = g.add_value("y");
+  y->producer = n;
+  y->is_graph_output = true;
+  y->desc = x->desc;
+  n->outputs.push_back(y);
+  g.outputs().push_back(y);
+  auto bytes = write_plan_bytes(st);
+  ASSERT_TRUE(bytes.is_ok());
+  auto e = Engine::deserialize(bytes.value(), "custom.plan");
+  ASSERT_FALSE(e.is_ok());
+  const std::string m = e.status().message();
+  EXPECT_NE(m.find("op NoSuchOp (domain my.domain, version 3, namespace 'acme') is not registered"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("--plugins"), std::string::npos) << m;
+}
+
+TEST(Plan, MissingFileAndUnwritableDirectory) {
+  auto e = Engine::load_plan("/nonexistent/dir/x.plan");
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kNotFound);
+  std::mt19937 rng(std::random_device{}());
+  auto eng = build_small(rng);
+  ASSERT_TRUE(eng);
+  Status s = eng->save_plan("/nonexistent/dir/x.plan");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_EQ(s.file(), "/nonexistent/dir/x.plan");
+}
+
+}  // namespace
+}  // namespace graft
