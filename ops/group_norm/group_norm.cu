@@ -1,6 +1,6 @@
 // CUDA kernels of GroupNorm. One block per (sample, group): the group's elements are contiguous
 // (cpg channels x S positions), so a block reads them with coalesced loads. Mean and variance use
-// two passes (mean, then squared deviations) in float, which avoids the cancellation of
+// two passes (shifted mean, then squared deviations) in float, which avoids the cancellation of
 // E[x^2] - E[x]^2 when |mean| >> std.
 #include "ops/group_norm/group_norm_kernels.cuh"
 
@@ -40,11 +40,14 @@ struct GroupStats {
   float mean, rstd;
 };
 
+// The sum for the mean is taken around the group's first element: with |mean| >> std, summing raw
+// values in float loses the low digits that the deviations live in (caught by the large_mean case).
 template <typename T>
 __device__ GroupStats group_stats(const T* __restrict__ xg, int64_t count, float epsilon, float2* smem) {
+  const float shift = to_float(xg[0]);
   float sum = 0.0f;
-  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += to_float(xg[i]);
-  const float mean = block_sum2(make_float2(sum, 0.0f), smem).x / static_cast<float>(count);
+  for (int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += to_float(xg[i]) - shift;
+  const float mean = shift + block_sum2(make_float2(sum, 0.0f), smem).x / static_cast<float>(count);
   float sq = 0.0f;
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
     const float d = to_float(xg[i]) - mean;

@@ -62,6 +62,12 @@ struct CaseParam {
   Backend backend = Backend::kCPU;
 };
 
+// Readable parameters in gtest's failure lines.
+void PrintTo(const CaseParam& p, std::ostream* os) {
+  const OpCaseTable& t = tables()[p.table];
+  *os << t.name << " v" << t.version << " case '" << t.cases[p.index].label << "' on " << backend_name(p.backend);
+}
+
 std::string sanitize(std::string s) {
   for (char& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
@@ -540,8 +546,6 @@ TEST_P(OpBackward, MatchesFiniteDifferencesAndFloat64Reference) {
 
   const auto combos = declared_combos(def);
   ASSERT_FALSE(combos.empty());
-  const size_t ws_bytes_hint = 0;
-  (void)ws_bytes_hint;
 
   // loss = sum_o sum(w_o * y_o); dL/dy_o = w_o.
   auto run_backward_for = [&](Backend b, const std::vector<Tensor>& inputs, const std::vector<Tensor>& weights,
