@@ -171,22 +171,24 @@ Status resize_output(const ResizeAttrs& a, const std::vector<int64_t>& in, const
 namespace {
 
 // Input coordinate sampled by output coordinate x along one axis.
-double source_coordinate(const ResizeAttrs& a, double x, int64_t in, int64_t out, double scale, double roi_start,
-                         double roi_end) {
+// `resized` is the real-valued resized length (input extent * scale), which the ONNX test data uses
+// for align_corners, pytorch_half_pixel and tf_crop_and_resize, rather than the floored output extent.
+double source_coordinate(const ResizeAttrs& a, double x, int64_t in, int64_t out, double resized, double scale,
+                         double roi_start, double roi_end) {
   const std::string& m = a.coordinate_mode;
-  const double din = static_cast<double>(in), dout = static_cast<double>(out);
+  const double din = static_cast<double>(in), dout = resized;
   if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (m == "half_pixel_symmetric") {
-    double adjustment = dout / (scale * din);
+    double adjustment = static_cast<double>(out) / (scale * din);
     double offset = din / 2.0 * (1.0 - adjustment);
     return offset + (x + 0.5) / scale - 0.5;
   }
-  if (m == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
-  if (m == "align_corners") return out == 1 ? 0.0 : x * (din - 1.0) / (dout - 1.0);
+  if (m == "pytorch_half_pixel") return dout > 1.0 ? (x + 0.5) / scale - 0.5 : 0.0;
+  if (m == "align_corners") return dout == 1.0 ? 0.0 : x * (din - 1.0) / (dout - 1.0);
   if (m == "asymmetric") return x / scale;
   if (m == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   // tf_crop_and_resize
-  return out > 1 ? roi_start * (din - 1.0) + x * (roi_end - roi_start) * (din - 1.0) / (dout - 1.0)
+  return dout > 1.0 ? roi_start * (din - 1.0) + x * (roi_end - roi_start) * (din - 1.0) / (dout - 1.0)
                  : 0.5 * (roi_start + roi_end) * (din - 1.0);
 }
 
@@ -197,15 +199,15 @@ int64_t nearest_index(const std::string& mode, double x) {
   return static_cast<int64_t>(std::ceil(x));
 }
 
-AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double scale, double rs, double re,
-                  bool identity) {
+AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double resized, double scale, double rs,
+                  double re, bool identity) {
   AxisTaps t;
   if (identity) {
     t.index = {o};
     t.weight = {1.0};
     return t;
   }
-  const double x = source_coordinate(a, static_cast<double>(o), in, out, scale, rs, re);
+  const double x = source_coordinate(a, static_cast<double>(o), in, out, resized, scale, rs, re);
   if (a.coordinate_mode == "tf_crop_and_resize" && (x < 0.0 || x > static_cast<double>(in - 1))) {
     t.outside = true;
     return t;
@@ -287,8 +289,12 @@ Status resize(ExecContext& ctx) {
     bool identity = !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] &&
                                 a.coordinate_mode != "tf_crop_and_resize" &&
                                 a.coordinate_mode != "tf_half_pixel_for_nn");
+    // Sizes with "stretch" fix the resized length exactly; otherwise it is input extent * scale.
+    const bool exact = !tensor_given(input_at(2)) && a.keep_aspect_ratio == "stretch";
+    const double resized = exact ? static_cast<double>(out_dims[ax]) : static_cast<double>(X->dims()[ax]) * scale[ax];
     for (int64_t o = 0; o < out_dims[ax]; ++o)
-      taps[ax].push_back(taps_for(a, o, X->dims()[ax], out_dims[ax], scale[ax], roi_start[ax], roi_end[ax], identity));
+      taps[ax].push_back(
+          taps_for(a, o, X->dims()[ax], out_dims[ax], resized, scale[ax], roi_start[ax], roi_end[ax], identity));
   }
   const std::vector<int64_t> in_strides = contiguous_strides(X->dims());
   const bool byte_copy = a.mode == ResizeAttrs::Mode::kNearest;  // exact for every dtype (int64 too)
