@@ -1,0 +1,495 @@
+// graft_conformance: the ONNX backend test suite (libonnx-testdata) through graft's CPU engine.
+//
+// For each case directory (model.onnx + test_data_set_*/{input,output}_*.pb) it decides whether
+// graft supports the model (a scan of op types against the builtin table and the custom-op
+// registry, then the importer's own verdict), builds an engine, runs every data set and compares
+// with the reference outputs (rtol 1e-3, atol 1e-7 unless the case's data.json says otherwise).
+// Each case runs in a forked child so a crashing or hanging kernel is reported as that case's
+// failure instead of ending the run. Exit status: 0 when no supported case fails, 1 otherwise, 77
+// when the test data is not installed (CTest's skip code).
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <onnx/onnx_pb.h>
+
+#include "graft/engine.h"
+#include "graft/registry.h"
+#include "io/tensor_io.h"
+#include "onnx/importer.h"
+#include "ops/operator.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Options {
+  std::string data_dir = "/usr/share/libonnx-testdata/data";
+  std::vector<std::string> suites = {"node", "pytorch-operator", "pytorch-converted", "simple"};
+  std::string filter;
+  bool verbose = false;
+  bool list_unsupported = false;
+  int64_t max_elements = 50'000'000;
+  int timeout_s = 60;
+};
+
+enum class Outcome { kPass, kFail, kUnsupported, kSkipped };
+const char* outcome_name(Outcome o) {
+  switch (o) {
+    case Outcome::kPass: return "pass";
+    case Outcome::kFail: return "FAIL";
+    case Outcome::kUnsupported: return "unsupported";
+    case Outcome::kSkipped: return "skipped";
+  }
+  return "?";
+}
+
+struct CaseResult {
+  Outcome outcome = Outcome::kFail;
+  std::string reason;                  // why it failed / is unsupported / was skipped
+  std::vector<std::string> ops;        // distinct op types in the model (main graph and subgraphs)
+  std::vector<std::string> blamed;     // for unsupported: the op types (or pseudo-ops) at fault
+  double max_abs = 0, max_rel = 0;
+  int data_sets = 0;
+};
+
+CaseResult make_result(Outcome o, std::string reason) {
+  CaseResult r;
+  r.outcome = o;
+  r.reason = std::move(reason);
+  return r;
+}
+
+// ---- model scan ------------------------------------------------------------------------------
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+void collect_ops(const onnx::GraphProto& g, std::set<std::pair<std::string, std::string>>& ops) {
+  for (const auto& n : g.node()) {
+    ops.insert({n.domain(), n.op_type()});
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) collect_ops(a.g(), ops);
+      for (const auto& sg : a.graphs()) collect_ops(sg, ops);
+    }
+  }
+}
+
+// Returns the op types graft cannot run at this opset, each with a short reason.
+std::vector<std::pair<std::string, std::string>> unsupported_ops(const onnx::ModelProto& m, int64_t opset) {
+  std::set<std::pair<std::string, std::string>> ops;
+  collect_ops(m.graph(), ops);
+  std::set<std::pair<std::string, std::string>> local_functions;
+  for (const auto& f : m.functions()) local_functions.insert({f.domain(), f.name()});
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [domain, type] : ops) {
+    if (local_functions.count({domain, type})) {
+      out.push_back({type, "model-local function"});
+    } else if (is_default_domain(domain)) {
+      const graft::BuiltinOp* op = graft::find_builtin_op(type);
+      if (!op)
+        out.push_back({type, "no builtin op"});
+      else if (opset < op->min_opset)
+        out.push_back({type, fmt::format("needs opset >= {} (model has {})", op->min_opset, opset)});
+    } else {
+      auto found = graft::OpRegistry::global().find(domain, type, "1", "");
+      if (!found.is_ok()) out.push_back({domain + "::" + type, "not a registered custom op"});
+    }
+  }
+  return out;
+}
+
+std::string first_line(const std::string& s) {
+  std::string l = s.substr(0, s.find('\n'));
+  return l.size() > 300 ? l.substr(0, 300) + "..." : l;
+}
+
+// ---- comparison --------------------------------------------------------------------------------
+// Returns "" when within tolerance, else a description; updates max errors either way.
+std::string compare(const std::string& name, const graft::Tensor& got, const graft::Tensor& want, double rtol,
+                    double atol, double* max_abs, double* max_rel) {
+  auto desc = [](const graft::Tensor& t) {
+    return graft::TensorDesc(t.dtype(), graft::shape_from_values(t.dims())).to_string();
+  };
+  if (got.dtype() != want.dtype() || got.dims() != want.dims())
+    return fmt::format("output '{}' is {} but the reference is {}", name, desc(got), desc(want));
+  int64_t bad = 0, first = -1;
+  double case_abs = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    double g = got.get(i), w = want.get(i);
+    if (std::isnan(g) && std::isnan(w)) continue;
+    if (std::isinf(w) && g == w) continue;
+    double d = std::fabs(g - w);
+    if (std::isnan(d)) d = INFINITY;
+    case_abs = std::max(case_abs, d);
+    *max_abs = std::max(*max_abs, d);
+    if (w != 0) *max_rel = std::max(*max_rel, d / std::fabs(w));
+    if (!(d <= atol + rtol * std::fabs(w))) {
+      if (first < 0) first = i;
+      ++bad;
+    }
+  }
+  if (!bad) return "";
+  return fmt::format("output '{}' {}: {} of {} elements beyond tolerance; first at flat index {}: got {:.9g} want {:.9g}; max abs error {:.6g}",
+                     name, desc(got), bad, got.numel(), first, got.get(first), want.get(first), case_abs);
+}
+
+// ---- one case (runs in the child) -------------------------------------------------------------
+struct DataSet {
+  std::vector<graft::io::NamedTensor> inputs, outputs;
+};
+
+CaseResult run_case(const fs::path& dir, const Options& opt) {
+  CaseResult r;
+  std::string model_path = (dir / "model.onnx").string();
+  auto bytes = graft::io::read_file(model_path);
+  if (!bytes.is_ok()) return make_result(Outcome::kFail, bytes.status().to_string());
+  onnx::ModelProto model;
+  if (!model.ParseFromString(bytes.value())) return make_result(Outcome::kFail, "model.onnx does not parse as an ONNX model");
+  int64_t opset = 0;
+  for (const auto& o : model.opset_import())
+    if (is_default_domain(o.domain())) opset = o.version();
+  std::set<std::pair<std::string, std::string>> op_set;
+  collect_ops(model.graph(), op_set);
+  for (const auto& [d, t] : op_set) r.ops.push_back(is_default_domain(d) ? t : d + "::" + t);
+
+  auto unsupported = [&](std::vector<std::string> blamed, std::string why) {
+    r.outcome = Outcome::kUnsupported;
+    r.blamed = std::move(blamed);
+    r.reason = std::move(why);
+    return r;
+  };
+  auto bad = unsupported_ops(model, opset);
+  if (!bad.empty()) {
+    std::vector<std::string> blamed;
+    std::string why;
+    for (const auto& [op, reason] : bad) {
+      blamed.push_back(op);
+      why += (why.empty() ? "" : "; ") + op + ": " + reason;
+    }
+    return unsupported(blamed, why);
+  }
+  std::set<std::string> initializers;
+  for (const auto& t : model.graph().initializer()) initializers.insert(t.name());
+  std::vector<std::string> input_names, output_names;
+  for (const auto& v : model.graph().input()) {
+    if (initializers.count(v.name())) continue;
+    if (!v.type().has_tensor_type())
+      return unsupported({"(non-tensor input)"}, "input '" + v.name() + "' is not a tensor (sequence/map/optional)");
+    input_names.push_back(v.name());
+  }
+  for (const auto& v : model.graph().output()) {
+    if (!v.type().has_tensor_type())
+      return unsupported({"(non-tensor output)"}, "output '" + v.name() + "' is not a tensor (sequence/map/optional)");
+    output_names.push_back(v.name());
+  }
+
+  // Tolerances: the suite's defaults, or the case's data.json (the `real` models carry one).
+  double rtol = 1e-3, atol = 1e-7;
+  if (fs::exists(dir / "data.json")) {
+    auto j = nlohmann::json::parse(std::ifstream(dir / "data.json"), nullptr, false);
+    if (j.is_object()) {
+      if (j.contains("rtol") && j["rtol"].is_number()) rtol = j["rtol"];
+      if (j.contains("atol") && j["atol"].is_number()) atol = j["atol"];
+    }
+  }
+
+  // Data sets, sorted by name so input_10 comes after input_9.
+  std::vector<fs::path> set_dirs;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) set_dirs.push_back(e.path());
+  std::sort(set_dirs.begin(), set_dirs.end());
+  if (set_dirs.empty()) return make_result(Outcome::kSkipped, "no test_data_set_* directories");
+  std::vector<DataSet> sets;
+  for (const fs::path& sd : set_dirs) {
+    DataSet ds;
+    for (const char* kind : {"input", "output"}) {
+      auto& list = std::string(kind) == "input" ? ds.inputs : ds.outputs;
+      const auto& names = std::string(kind) == "input" ? input_names : output_names;
+      for (size_t i = 0;; ++i) {
+        fs::path p = sd / fmt::format("{}_{}.pb", kind, i);
+        if (!fs::exists(p)) break;
+        auto t = graft::io::read_tensor_pb(p.string());
+        if (!t.is_ok()) {
+          if (t.status().code() == graft::StatusCode::kUnsupported)
+            return unsupported({"(data dtype)"}, t.status().to_string());
+          return make_result(Outcome::kFail, t.status().to_string());
+        }
+        graft::io::NamedTensor nt = std::move(t).value();
+        // The stored name wins when it names a graph value; otherwise position decides.
+        if (std::find(names.begin(), names.end(), nt.name) == names.end()) {
+          if (i >= names.size())
+            return make_result(Outcome::kFail, fmt::format("{} has no matching graph {}", p.string(), kind));
+          nt.name = names[i];
+        }
+        if (std::string(kind) == "input" && nt.tensor.numel() > opt.max_elements)
+          return make_result(Outcome::kSkipped, fmt::format("input '{}' has {} elements (> {})", nt.name, nt.tensor.numel(),
+                                                 opt.max_elements));
+        list.push_back(std::move(nt));
+      }
+    }
+    sets.push_back(std::move(ds));
+  }
+
+  // A profile that covers every data set's input shapes (fixed where all sets agree).
+  graft::BuilderConfig config;
+  config.device = graft::DeviceType::kCPU;
+  for (const DataSet& ds : sets)
+    for (const auto& in : ds.inputs) {
+      auto it = config.profile.find(in.name);
+      if (it == config.profile.end()) {
+        config.profile[in.name] = {in.tensor.dims(), in.tensor.dims(), in.tensor.dims()};
+        continue;
+      }
+      auto& pr = it->second;
+      if (pr.min.size() != in.tensor.dims().size())
+        return make_result(Outcome::kFail, fmt::format("input '{}' has different ranks across data sets", in.name));
+      for (size_t k = 0; k < pr.min.size(); ++k) {
+        pr.min[k] = std::min(pr.min[k], in.tensor.dims()[k]);
+        pr.max[k] = std::max(pr.max[k], in.tensor.dims()[k]);
+      }
+    }
+  auto engine = graft::Engine::build_from_onnx_bytes(bytes.value(), config, model_path);
+  if (!engine.is_ok()) {
+    const graft::Status& st = engine.status();
+    if (st.code() == graft::StatusCode::kUnsupported)
+      return unsupported({st.op_type().empty() ? std::string("(import)") : st.op_type()}, first_line(st.to_string()));
+    return make_result(Outcome::kFail, "build failed: " + first_line(st.to_string()));
+  }
+  auto ctx = engine.value()->create_context();
+  if (!ctx.is_ok()) return make_result(Outcome::kFail, "create_context failed: " + first_line(ctx.status().to_string()));
+
+  for (size_t s = 0; s < sets.size(); ++s) {
+    std::map<std::string, graft::Tensor> inputs, outputs;
+    for (const auto& in : sets[s].inputs) inputs[in.name] = in.tensor;
+    // Poisoned outputs of the reference shape: an element the engine never writes shows as NaN.
+    for (const auto& out : sets[s].outputs) {
+      graft::Tensor t = graft::Tensor::empty(out.tensor.dtype(), out.tensor.dims());
+      t.poison();
+      outputs[out.name] = t;
+    }
+    graft::Status st = ctx.value()->run(inputs, outputs);
+    std::string where = set_dirs[s].filename().string();
+    if (!st.is_ok()) {
+      if (st.code() == graft::StatusCode::kUnsupported)
+        return unsupported({st.op_type().empty() ? std::string("(run)") : st.op_type()}, where + ": " + first_line(st.to_string()));
+      return make_result(Outcome::kFail, where + ": run failed: " + first_line(st.to_string()));
+    }
+    for (const auto& ref : sets[s].outputs) {
+      auto it = outputs.find(ref.name);
+      if (it == outputs.end()) return make_result(Outcome::kFail, where + ": engine produced no output '" + ref.name + "'");
+      std::string diff = compare(ref.name, it->second, ref.tensor, rtol, atol, &r.max_abs, &r.max_rel);
+      if (!diff.empty()) {
+        r.outcome = Outcome::kFail;
+        r.reason = where + ": " + diff;
+        return r;
+      }
+    }
+    ++r.data_sets;
+  }
+  r.outcome = Outcome::kPass;
+  return r;
+}
+
+// ---- isolation: fork, run, report through a pipe as JSON ------------------------------------
+nlohmann::json to_json(const CaseResult& r) {
+  return {{"outcome", static_cast<int>(r.outcome)}, {"reason", r.reason}, {"ops", r.ops}, {"blamed", r.blamed},
+          {"max_abs", r.max_abs}, {"max_rel", r.max_rel}, {"data_sets", r.data_sets}};
+}
+
+CaseResult run_isolated(const fs::path& dir, const Options& opt) {
+  int fds[2];
+  if (pipe(fds) != 0) return make_result(Outcome::kFail, "pipe() failed");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(fds[0]);
+    close(fds[1]);
+    return make_result(Outcome::kFail, "fork() failed");
+  }
+  if (pid == 0) {
+    close(fds[0]);
+    CaseResult r;
+    try {
+      r = run_case(dir, opt);
+    } catch (const std::exception& e) {
+      r = make_result(Outcome::kFail, std::string("exception escaped graft: ") + e.what());
+    }
+    std::string msg = to_json(r).dump();
+    size_t off = 0;
+    while (off < msg.size()) {
+      ssize_t n = write(fds[1], msg.data() + off, msg.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+    close(fds[1]);
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.timeout_s);
+  bool timed_out = false;
+  char buf[4096];
+  while (true) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    int rc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) continue;
+    ssize_t n = read(fds[0], buf, sizeof buf);
+    if (n <= 0) break;
+    msg.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (timed_out) return make_result(Outcome::kFail, fmt::format("timed out after {} s", opt.timeout_s));
+  if (WIFSIGNALED(status))
+    return make_result(Outcome::kFail, fmt::format("crashed with signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status))));
+  auto j = nlohmann::json::parse(msg, nullptr, false);
+  if (!j.is_object()) return make_result(Outcome::kFail, fmt::format("child exited ({}) without a result", WEXITSTATUS(status)));
+  CaseResult r;
+  r.outcome = static_cast<Outcome>(j["outcome"].get<int>());
+  r.reason = j["reason"];
+  r.ops = j["ops"].get<std::vector<std::string>>();
+  r.blamed = j["blamed"].get<std::vector<std::string>>();
+  r.max_abs = j["max_abs"];
+  r.max_rel = j["max_rel"];
+  r.data_sets = j["data_sets"];
+  return r;
+}
+
+// The op types of a case, for attribution when the child died before reporting them.
+std::vector<std::string> scan_ops(const fs::path& dir) {
+  std::vector<std::string> out;
+  auto bytes = graft::io::read_file((dir / "model.onnx").string());
+  onnx::ModelProto m;
+  if (!bytes.is_ok() || !m.ParseFromString(bytes.value())) return out;
+  std::set<std::pair<std::string, std::string>> ops;
+  collect_ops(m.graph(), ops);
+  for (const auto& [d, t] : ops) out.push_back(is_default_domain(d) ? t : d + "::" + t);
+  return out;
+}
+
+struct Counts {
+  int pass = 0, fail = 0, unsupported = 0, skipped = 0;
+  void add(Outcome o) {
+    (o == Outcome::kPass ? pass : o == Outcome::kFail ? fail : o == Outcome::kUnsupported ? unsupported : skipped)++;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  CLI::App app{"Run the ONNX backend test suite (libonnx-testdata) through graft's CPU engine"};
+  app.add_option("--data-dir", opt.data_dir, "Root of the ONNX test data");
+  app.add_option("--suites", opt.suites, "Suites under the data dir")->expected(1, -1);
+  app.add_option("--filter", opt.filter, "Only cases whose suite/name contains this substring");
+  app.add_flag("-v,--verbose", opt.verbose, "Print every case as it runs");
+  app.add_flag("--list-unsupported", opt.list_unsupported, "List every unsupported case with its reason");
+  app.add_option("--max-elements", opt.max_elements, "Skip cases whose inputs exceed this many elements");
+  app.add_option("--timeout", opt.timeout_s, "Seconds allowed per case")->check(CLI::PositiveNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!fs::is_directory(opt.data_dir)) {
+    std::printf("graft_conformance: %s not found (install the libonnx-testdata package); skipping\n",
+                opt.data_dir.c_str());
+    return 77;
+  }
+  graft::Status reg = graft::register_graft_ops(graft::OpRegistry::global());
+  if (!reg.is_ok()) {
+    std::fprintf(stderr, "graft_conformance: registering graft's ops failed: %s\n", reg.to_string().c_str());
+    return 1;
+  }
+
+  std::vector<std::pair<std::string, fs::path>> cases;
+  for (const std::string& suite : opt.suites) {
+    fs::path root = fs::path(opt.data_dir) / suite;
+    if (!fs::is_directory(root)) {
+      std::printf("graft_conformance: suite %s not found under %s; skipping it\n", suite.c_str(), opt.data_dir.c_str());
+      continue;
+    }
+    std::vector<fs::path> dirs;
+    for (const auto& e : fs::directory_iterator(root))
+      if (e.is_directory() && fs::exists(e.path() / "model.onnx")) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    for (const fs::path& d : dirs) {
+      std::string id = suite + "/" + d.filename().string();
+      if (opt.filter.empty() || id.find(opt.filter) != std::string::npos) cases.push_back({id, d});
+    }
+  }
+
+  std::map<std::string, Counts> per_op;
+  Counts total;
+  std::vector<std::pair<std::string, CaseResult>> failures, unsupported_cases, skipped_cases;
+  auto t0 = std::chrono::steady_clock::now();
+  for (const auto& [id, dir] : cases) {
+    auto c0 = std::chrono::steady_clock::now();
+    CaseResult r = run_isolated(dir, opt);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
+    if (r.ops.empty()) r.ops = scan_ops(dir);
+    total.add(r.outcome);
+    if (r.outcome == Outcome::kUnsupported) {
+      for (const std::string& op : r.blamed) per_op[op].add(r.outcome);
+      unsupported_cases.push_back({id, r});
+    } else {
+      for (const std::string& op : r.ops) per_op[op].add(r.outcome);
+      if (r.outcome == Outcome::kFail) failures.push_back({id, r});
+      if (r.outcome == Outcome::kSkipped) skipped_cases.push_back({id, r});
+    }
+    if (opt.verbose || r.outcome == Outcome::kFail) {
+      std::string ops;
+      for (const auto& o : r.ops) ops += (ops.empty() ? "" : ",") + o;
+      std::printf("%-11s %-60s [%s] %.2fs%s%s\n", outcome_name(r.outcome), id.c_str(), ops.c_str(), secs,
+                  r.reason.empty() ? "" : "  ", r.reason.c_str());
+      std::fflush(stdout);
+    }
+  }
+  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::printf("\n%-36s %6s %6s %12s %8s\n", "op", "pass", "fail", "unsupported", "skipped");
+  for (const auto& [op, c] : per_op)
+    std::printf("%-36s %6d %6d %12d %8d\n", op.c_str(), c.pass, c.fail, c.unsupported, c.skipped);
+  if (opt.list_unsupported) {
+    std::printf("\nUnsupported cases (%zu):\n", unsupported_cases.size());
+    for (const auto& [id, r] : unsupported_cases) std::printf("  %-60s %s\n", id.c_str(), r.reason.c_str());
+  }
+  if (!skipped_cases.empty()) {
+    std::printf("\nSkipped cases (%zu):\n", skipped_cases.size());
+    for (const auto& [id, r] : skipped_cases) std::printf("  %-60s %s\n", id.c_str(), r.reason.c_str());
+  }
+  if (!failures.empty()) {
+    std::printf("\nFailures (%zu):\n", failures.size());
+    for (const auto& [id, r] : failures) {
+      std::string ops;
+      for (const auto& o : r.ops) ops += (ops.empty() ? "" : ",") + o;
+      std::printf("  %-60s [%s] %s\n", id.c_str(), ops.c_str(), r.reason.c_str());
+    }
+  }
+  std::printf("\ngraft_conformance: %zu cases in %.1fs: %d passed, %d failed, %d unsupported, %d skipped\n",
+              cases.size(), elapsed, total.pass, total.fail, total.unsupported, total.skipped);
+  return total.fail == 0 ? 0 : 1;
+}
