@@ -129,7 +129,7 @@ Status infer_layer_norm(InferContext& ctx) {
 
 void append_reduce_ops(std::vector<BuiltinOp>& out) {
   const std::vector<BuiltinOp> ops = {
-      {"ReduceMean", 11, infer_reduce_float, cpu::reduce_mean},
+      {"ReduceMean", 11, infer_reduce_any, cpu::reduce_mean},
       {"ReduceSum", 11, infer_reduce_any, cpu::reduce_sum},
       {"ReduceMax", 11, infer_reduce_any, cpu::reduce_max},
       {"ReduceMin", 11, infer_reduce_any, cpu::reduce_min},

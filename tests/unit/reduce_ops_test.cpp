@@ -133,7 +133,7 @@ TEST(ReduceInfer, BadAxesFail) {
   r = infer("ReduceMean", {x}, attrs_of({{"axes", int64_t{1}}}), 13);  // wrong attribute type
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().attribute(), "axes");
-  r = infer("ReduceMean", {TensorDesc(DataType::kInt64, Shape{2})}, {}, 13);
+  r = infer("ReduceL2", {TensorDesc(DataType::kInt64, Shape{2})}, {}, 13);
   EXPECT_FALSE(r.is_ok());
 }
 
