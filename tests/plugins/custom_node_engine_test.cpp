@@ -210,6 +210,11 @@ TEST_F(CustomNodeEngine, PlanWithUnregisteredPluginOpSaysToLoadThePlugin) {
   auto [rc2, out2] = run_command(std::string("'") + GRAFT_TEST_PLAN_LOADER + "' '" + plan + "' '" +
                                  GRAFT_TEST_PLUGIN_CLAMPED_SWISH + "'");
   EXPECT_EQ(rc2, 0) << out2;
+
+  // The `graft` command without --plugins says the same.
+  auto [rc3, out3] = run_command(std::string("'") + GRAFT_CLI + "' run '" + plan + "' --iterations 1 --warmup 0");
+  EXPECT_NE(rc3, 0) << out3;
+  expect_contains(out3, {"ClampedSwish", "swish_node", "--plugins"});
   std::filesystem::remove(plan);
 }
 

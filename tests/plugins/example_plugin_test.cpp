@@ -7,13 +7,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <array>
+#include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 
 #include "graft/engine.h"
 #include "graft/plugin.h"
 #include "graft/registry.h"
+#include "io/tensor_io.h"
 #include "test_util.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/op_test_util.h"
@@ -254,6 +258,55 @@ TEST_F(ExamplePlugin, OutOfRangeAttributeInModelNamesNodeAndAttribute) {
   auto engine = graft::Engine::build_from_onnx_bytes(swish_add_model(b, 500.0f, 2.0f).bytes(), cfg, "bad_beta.onnx");
   ASSERT_FALSE(engine.is_ok());
   graft_test::expect_contains(engine.status().to_string(), {"swish0", "beta", "maximum"});
+}
+
+std::pair<int, std::string> run_command(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int rc = ::pclose(p);
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+// The `graft` command: the installed one when testing the installed SDK, else the build tree's.
+std::string graft_cli() {
+  const char* prefix = std::getenv("GRAFT_EXAMPLE_PREFIX");
+  if (prefix) return std::string(prefix) + "/bin/graft";
+  return GRAFT_CLI;
+}
+
+TEST_F(ExamplePlugin, RunsThroughTheGraftCliWithPlugins) {
+  TRACE_SEED();
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / ("graft_cli_plugin_" + std::to_string(seed_));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "out");
+  const float beta = static_cast<float>(uniform(0.5, 2.0)), limit = static_cast<float>(uniform(1.0, 3.0));
+  Tensor b = graft::testing::random_tensor(DataType::kFloat32, {8}, rng_);
+  swish_add_model(b, beta, limit).save((dir / "model.onnx").string());
+  Tensor x = graft::testing::random_tensor(DataType::kFloat32, {3, 8}, rng_, -6.0, 6.0);
+  ASSERT_TRUE(graft::io::write_npy((dir / "x.npy").string(), x).is_ok());
+
+  const std::string base = "'" + graft_cli() + "' run '" + (dir / "model.onnx").string() + "'";
+  auto [rc, out] = run_command(base + " --plugins '" + path_ + "' --inputs x:'" + (dir / "x.npy").string() +
+                               "' --save-outputs '" + (dir / "out").string() + "' --shapes x:3x8 --iterations 1 --warmup 0");
+  ASSERT_EQ(rc, 0) << out;
+  auto y = graft::io::read_npy((dir / "out" / "y.npy").string());
+  ASSERT_TRUE(y.is_ok()) << y.status().to_string() << "\n" << out;
+  ASSERT_EQ(y->dims(), (std::vector<int64_t>{3, 8}));
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double want = clamped_swish_ref(x.get(i), beta, limit) + b.get(i % 8);
+    ASSERT_NEAR(y->get(i), want, 1e-5 * (1 + std::fabs(want))) << "element " << i;
+  }
+
+  // Without --plugins the CLI names the node and the op and says how to load it.
+  auto [rc2, out2] = run_command(base + " --shapes x:3x8");
+  EXPECT_NE(rc2, 0) << out2;
+  graft_test::expect_contains(out2, {"swish0", "ClampedSwish", "ai.example", "--plugins"});
+  fs::remove_all(dir);
 }
 
 }  // namespace
