@@ -11,6 +11,7 @@
 // carrying the op's own message (which names the attribute, input or dtype at fault).
 #include <torch/library.h>
 #include <torch/torch.h>
+#include <torch/version.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
@@ -406,6 +407,10 @@ void register_kernels(torch::Library& lib, const std::string& name,
   };
   lib.impl(name.c_str(), torch::dispatch(c10::DispatchKey::CPU, kernel(false)));
   lib.impl(name.c_str(), torch::dispatch(c10::DispatchKey::Meta, kernel(true)));
+#if TORCH_VERSION_MAJOR < 2
+  // torch 1.x has no autograd fallthrough for meta tensors; autograd lives in Python anyway.
+  lib.impl(name.c_str(), torch::dispatch(c10::DispatchKey::AutogradMeta, torch::CppFunction::makeFallthrough()));
+#endif
 #if defined(GRAFT_TORCH_WITH_CUDA)
   lib.impl(name.c_str(), torch::dispatch(c10::DispatchKey::CUDA, kernel(false)));
 #endif

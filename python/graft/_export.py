@@ -70,7 +70,58 @@ def _export_torchscript(model, args, path, dynamic_batch, input_names, output_na
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         opts["dynamo"] = False
     opts.update(kwargs)
-    torch.onnx.export(model, _as_tuple(args), path, **opts)
+    _function._trace_log = []
+    try:
+        torch.onnx.export(model, _as_tuple(args), path, **opts)
+        log = _function._trace_log
+    finally:
+        _function._trace_log = None
+    _restore_custom_shapes(path, log, opts.get("dynamic_axes") or {})
+
+
+def _restore_custom_shapes(path, log, dynamic_axes):
+    """torch 1.13's exporter replaces the types symbolic() sets on custom-domain outputs with
+    unknown dims; write the traced shapes back (batch-like axis 0 stays symbolic)."""
+    try:
+        import onnx
+    except ImportError:
+        return
+    m = onnx.load(path)
+    known = {}
+    pending = list(log)
+    for node in m.graph.node:
+        if not pending:
+            break
+        dom, name, meta = pending[0]
+        if node.op_type == name and node.domain == dom:
+            pending.pop(0)
+            for out_name, (sizes, _dtype) in zip(node.output, meta):
+                known[out_name] = (sizes, name)
+    if not known:
+        return
+
+    def fill(vi, sizes, op_name, dyn):
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) != len(sizes):
+            return
+        for d, (dim, size) in enumerate(zip(dims, sizes)):
+            if size is None or d in dyn:
+                # keep user/dynamic_axes names; replace the exporter's generated "<Op>..._dim_<n>" ones
+                if not dim.dim_param or dim.dim_param.startswith(op_name):
+                    dim.dim_param = dyn.get(d, "batch") if isinstance(dyn, dict) else "batch"
+            else:
+                dim.dim_value = size
+
+    changed = False
+    for vi in list(m.graph.value_info) + list(m.graph.output):
+        if vi.name in known:
+            dyn = dynamic_axes.get(vi.name, {})
+            if isinstance(dyn, (list, tuple)):
+                dyn = {a: f"{vi.name}_dynamic_axes_{a}" for a in dyn}
+            fill(vi, *known[vi.name], dyn)
+            changed = True
+    if changed:
+        onnx.save(m, path)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,8 @@ from . import _registry
 
 # Set by graft.export() while the dynamo exporter traces; also detected from torch's own flags.
 _dynamo_exporting = [False]
+# While graft.export runs the TorchScript exporter: (op name, output meta) per traced graft call.
+_trace_log = None
 
 
 def plugin_attrs(info):
@@ -131,7 +133,7 @@ class GraftFunction(torch.autograd.Function):
     """Generic autograd.Function: apply(torch_name, attr_items, *inputs)."""
 
     @staticmethod
-    def forward(ctx, torch_name, attr_items, *inputs):
+    def forward(ctx, torch_name, attr_items, out_meta, *inputs):
         info = _registry.ops()[torch_name]
         attrs = dict(attr_items)
         ctx.torch_name = torch_name
@@ -160,9 +162,9 @@ class GraftFunction(torch.autograd.Function):
         res = res if isinstance(res, (tuple, list)) else (res,)
         full = [None] * len(inputs)
         for k, idx in enumerate(info.diff_inputs):
-            if ctx.needs_input_grad[2 + idx] and not ctx.absent[idx]:
+            if ctx.needs_input_grad[3 + idx] and not ctx.absent[idx]:
                 full[idx] = res[k]
-        return (None, None, *full)
+        return (None, None, None, *full)
 
     @staticmethod
     def _forward_like(info, inputs, attrs):
@@ -170,7 +172,7 @@ class GraftFunction(torch.autograd.Function):
         return out if isinstance(out, (tuple, list)) else (out,)
 
     @staticmethod
-    def symbolic(g, torch_name, attr_items, *inputs):
+    def symbolic(g, torch_name, attr_items, out_meta, *inputs):
         # TorchScript exporter: one node in the op's domain with typed attributes.
         info = _registry.ops()[torch_name]
         attrs = dict(attr_items)
@@ -179,47 +181,42 @@ class GraftFunction(torch.autograd.Function):
         n_out = len(info.outputs)
         res = g.op(f"{info.domain}::{info.name}", *args, outputs=n_out, **_onnx_attr_kwargs(info, attrs))
         outs = res if n_out > 1 else [res]
-        _set_output_types(info, inputs, attrs, outs)
+        _set_output_types(inputs, out_meta, outs)
         return res if n_out > 1 else outs[0]
 
 
-def _set_output_types(info, inputs, attrs, outs):
-    """Keeps output shapes in the exported graph: same shape as input 0 reuses its type (dynamic
-    axes survive), otherwise the shape function's result on the traced sizes."""
+def _traced_out_meta(info, inputs, attrs):
+    """Output shapes/dtypes of this call while the TorchScript exporter traces (inputs are real
+    tensors then); symbolic() gets them as a plain argument because torch 1.13 hands symbolic
+    values whose types carry no sizes."""
+    metas = [None if t is None else torch.empty(list(t.shape), dtype=t.dtype, device="meta") for t in inputs]
+    res = info.torch_op()(*metas, **attrs)
+    res = res if isinstance(res, (tuple, list)) else (res,)
+    first = next((t for t in inputs if t is not None), None)
+    batch = first.shape[0] if first is not None and first.dim() > 0 else None
+    # Axis 0 equal to the inputs' leading axis is treated as the (possibly dynamic) batch axis and
+    # left unknown, so value_info never pins the example's batch size.
+    meta = tuple((tuple(None if (d == 0 and batch is not None and n == batch) else int(n)
+                        for d, n in enumerate(r.shape)), r.dtype) for r in res)
+    if _trace_log is not None:
+        _trace_log.append((info.domain, info.name, meta))
+    return meta
+
+
+def _set_output_types(inputs, out_meta, outs):
+    """Keeps output shapes in the exported graph (the ONNX checker cannot infer custom ops)."""
     x = next((t for t in inputs if t is not None), None)
     if x is None:
         return
-    try:
-        xtype = x.type()
-        sizes = xtype.sizes()
-    except RuntimeError:
-        sizes = None
-    if sizes is None or any(s is None for s in sizes):
-        for o in outs:
+    for i, o in enumerate(outs):
+        if out_meta is None or i >= len(out_meta):
             o.setType(x.type())
-        return
-    try:
-        metas = []
-        for t in inputs:
-            if t is None:
-                metas.append(None)
-                continue
-            tt = t.type()
-            dt = tt.dtype() if hasattr(tt, "dtype") else None
-            metas.append(torch.empty(tt.sizes(), dtype=dt or torch.float32, device="meta"))
-        res = info.torch_op()(*metas, **attrs)
-        res = res if isinstance(res, (tuple, list)) else (res,)
-    except Exception:  # shape unknown: leave it to ONNX shape inference
-        return
-    for o, r in zip(outs, res):
+            continue
+        sizes, dtype = out_meta[i]
         try:
-            same_dtype = r.dtype == (xtype.dtype() or r.dtype)
-            if list(r.shape) == list(sizes) and same_dtype:
-                o.setType(x.type())
-            else:
-                o.setType(xtype.with_sizes(list(r.shape)).with_dtype(r.dtype))
-        except (RuntimeError, AttributeError):
-            o.setType(x.type()) if list(r.shape) == list(sizes) else None
+            o.setType(x.type().with_dtype(dtype).with_sizes(list(sizes)))
+        except (RuntimeError, AttributeError, TypeError):
+            o.setType(x.type())
 
 
 def call(info, inputs, attrs):
@@ -228,7 +225,8 @@ def call(info, inputs, attrs):
         return _dynamo_symbolic(info, inputs, attrs)
     if torch.jit.is_scripting():  # pragma: no cover - scripting a graft op calls the op directly
         return info.torch_op()(*inputs, **attrs)
-    return GraftFunction.apply(info.torch_name, tuple(sorted(attrs.items())), *inputs)
+    out_meta = _traced_out_meta(info, inputs, attrs) if torch.jit.is_tracing() else None
+    return GraftFunction.apply(info.torch_name, tuple(sorted(attrs.items())), out_meta, *inputs)
 
 
 def register_torch_library_extras(new_ops):
