@@ -1,0 +1,25 @@
+#include "backends/cuda/cuda_ops.h"
+
+#include <algorithm>
+
+namespace graft::cuda {
+
+const std::vector<CudaOp>& cuda_ops() {
+  static const std::vector<CudaOp> table = [] {
+    std::vector<CudaOp> t;
+    append_cuda_elementwise_ops(t);
+    append_cuda_reduce_norm_ops(t);
+    append_cuda_shape_ops(t);
+    append_cuda_nn_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+const CudaOp* find_cuda_op(const std::string& op_type) {
+  for (const auto& op : cuda_ops())
+    if (op_type == op.op_type) return &op;
+  return nullptr;
+}
+
+}  // namespace graft::cuda

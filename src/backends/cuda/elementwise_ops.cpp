@@ -1,0 +1,7 @@
+#include "backends/cuda/cuda_ops.h"
+
+namespace graft::cuda {
+
+void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {}
+
+}  // namespace graft::cuda
