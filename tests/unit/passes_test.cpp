@@ -1,0 +1,217 @@
+// Graph passes: BN folding numerics, constant folding, dead nodes, identities, custom-op inference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "graft/engine.h"
+#include "graph/dim_expr_builder.h"
+#include "graph/passes.h"
+#include "onnx/importer.h"
+#include "runtime/cpu_executor.h"
+#include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/op_test_util.h"
+
+namespace graft {
+namespace {
+
+using testing::OnnxModelBuilder;
+using testing::random_tensor;
+
+// Naive direct convolution (NCHW, stride 1, no padding, groups 1): the test's own reference.
+Tensor naive_conv(const Tensor& x, const Tensor& w, const Tensor& b) {
+  int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], wd = x.dims()[3];
+  int64_t m = w.dims()[0], kh = w.dims()[2], kw = w.dims()[3];
+  int64_t oh = h - kh + 1, ow = wd - kw + 1;
+  Tensor y = Tensor::empty(DataType::kFloat64, {n, m, oh, ow});
+  for (int64_t in = 0; in < n; ++in)
+    for (int64_t om = 0; om < m; ++om)
+      for (int64_t i = 0; i < oh; ++i)
+        for (int64_t j = 0; j < ow; ++j) {
+          double acc = b.get(om);
+          for (int64_t ic = 0; ic < c; ++ic)
+            for (int64_t a = 0; a < kh; ++a)
+              for (int64_t e = 0; e < kw; ++e)
+                acc += x.get(((in * c + ic) * h + i + a) * wd + j + e) * w.get(((om * c + ic) * kh + a) * kw + e);
+          y.set(((in * m + om) * oh + i) * ow + j, acc);
+        }
+  return y;
+}
+
+TEST(Passes, ConvBatchNormFoldingNumerics) {
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int64_t C = 3, M = 4;
+  Tensor w = random_tensor(DataType::kFloat32, {M, C, 3, 3}, rng);
+  Tensor b = random_tensor(DataType::kFloat32, {M}, rng);
+  Tensor scale = random_tensor(DataType::kFloat32, {M}, rng, 0.5, 2.0);
+  Tensor shift = random_tensor(DataType::kFloat32, {M}, rng);
+  Tensor mean = random_tensor(DataType::kFloat32, {M}, rng);
+  Tensor var = random_tensor(DataType::kFloat32, {M}, rng, 0.1, 3.0);
+  const float eps = 1e-3f;
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, C, 6, 5});
+  m.initializer("w", w);
+  m.initializer("b", b);
+  for (auto& [name, t] : std::vector<std::pair<std::string, Tensor>>{{"scale", scale}, {"shift", shift}, {"mean", mean}, {"var", var}})
+    m.initializer(name, t);
+  m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  OnnxModelBuilder::attr(m.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"y"}, "bn"),
+                         "epsilon", eps);
+  m.output("y", DataType::kFloat32, {2, M, 4, 3});
+  auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "convbn.onnx");
+  ASSERT_TRUE(eng.is_ok()) << eng.status().to_string();
+  std::string js = (*eng)->describe_json();
+  EXPECT_EQ(js.find("BatchNormalization"), std::string::npos) << "BN was not folded:\n" << js;
+  EXPECT_NE(js.find("\"Conv\""), std::string::npos);
+
+  Tensor x = random_tensor(DataType::kFloat32, {2, C, 6, 5}, rng);
+  std::map<std::string, Tensor> outs;
+  auto ctx = (*eng)->create_context();
+  ASSERT_TRUE((*ctx)->run({{"x", x}}, outs).is_ok());
+  const Tensor& y = outs.at("y");
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{2, M, 4, 3}));
+  Tensor conv = naive_conv(x, w, b);
+  const int64_t hw = 12;
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    int64_t ch = (i / hw) % M;
+    double expect = (conv.get(i) - mean.get(ch)) / std::sqrt(var.get(ch) + eps) * scale.get(ch) + shift.get(ch);
+    ASSERT_NEAR(y.get(i), expect, 1e-4 * (1 + std::fabs(expect))) << "index " << i;
+  }
+}
+
+TEST(Passes, ConstantFoldingAndDeadNodes) {
+  std::mt19937 rng(std::random_device{}());
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {4});
+  m.initializer("a", random_tensor(DataType::kFloat32, {4}, rng));
+  m.initializer("b", random_tensor(DataType::kFloat32, {4}, rng));
+  m.node("Mul", {"a", "b"}, {"ab"}, "const_mul");
+  m.node("Relu", {"ab"}, {"r"}, "const_relu");
+  m.node("Add", {"x", "r"}, {"y"}, "live_add");
+  m.node("Neg", {"x"}, {"unused"}, "dead_neg");
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "fold.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  ASSERT_TRUE(infer_shapes(**g).is_ok());
+  // Folding prunes the now unused initializers: keep them for the check.
+  const Tensor a = *(*g)->find_value("a")->constant;
+  const Tensor b = *(*g)->find_value("b")->constant;
+  auto folded = fold_constants(**g);
+  ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
+  EXPECT_EQ(*folded, 2);
+  const Value* r = (*g)->find_value("r");
+  ASSERT_TRUE(r && r->constant);
+  for (int64_t i = 0; i < 4; ++i) {
+    float expect = std::max(0.0f, static_cast<float>(a.get(i)) * static_cast<float>(b.get(i)));
+    EXPECT_FLOAT_EQ(static_cast<float>(r->constant->get(i)), expect);
+  }
+  EXPECT_EQ(eliminate_dead_nodes(**g), 1);
+  ASSERT_EQ((*g)->nodes().size(), 1u);
+  ASSERT_NE((*g)->find_value("r"), nullptr);
+  EXPECT_EQ((*g)->nodes()[0]->name, "live_add");
+  EXPECT_EQ((*g)->find_value("unused"), nullptr);
+}
+
+TEST(Passes, ShapeOfStaticTensorFoldsToConstant) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"N", 3, 5});
+  m.node("Shape", {"x"}, {"s"});
+  m.initializer("idx", Tensor::vector_int64({1, 2}));
+  m.node("Gather", {"s", "idx"}, {"tail"});
+  m.output("tail", DataType::kInt64);
+  auto g = import_onnx_bytes(m.bytes(), "shape.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  ASSERT_TRUE(infer_shapes(**g).is_ok());
+  auto folded = fold_constants(**g);
+  ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
+  eliminate_dead_nodes(**g);
+  const Value* tail = (*g)->find_value("tail");
+  ASSERT_TRUE(tail != nullptr);
+  ASSERT_TRUE(tail->constant.has_value()) << "Gather of the static part of a symbolic shape should fold";
+  EXPECT_EQ(tail->constant->to_int64_vector(), (std::vector<int64_t>{3, 5}));
+  EXPECT_TRUE((*g)->nodes().empty());
+}
+
+TEST(Passes, IdentityChainRemoved) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2});
+  m.node("Identity", {"x"}, {"i1"});
+  m.node("Relu", {"i1"}, {"r"});
+  m.node("Identity", {"r"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "id.onnx");
+  ASSERT_TRUE(g.is_ok());
+  EXPECT_EQ(remove_identities(**g), 2);
+  ASSERT_EQ((*g)->nodes().size(), 1u);
+  EXPECT_EQ((*g)->nodes()[0]->inputs[0]->name, "x");
+  EXPECT_EQ((*g)->nodes()[0]->outputs[0]->name, "y");
+  EXPECT_EQ((*g)->outputs()[0]->producer, (*g)->nodes()[0].get());
+}
+
+TEST(Passes, DimExprBuilderFoldsAndKeepsSymbols) {
+  DimExprBuilder b;
+  SymDim n(&b, b.intern(Dim::symbol("N")));
+  SymDim two(&b, b.constant(2));
+  EXPECT_EQ((two * 3 + 1).constant_value(), 7);
+  SymDim e = ceil_div(n * two, SymDim(&b, b.constant(4)));
+  EXPECT_FALSE(e.constant_value().has_value());
+  const Dim* d = DimExprBuilder::as_dim(e.expr());
+  EXPECT_EQ(d->evaluate({{"N", 5}}), 3);
+}
+
+// Custom op end to end: CustomLayer (y = x * sigmoid(beta x)) with a symbolic batch.
+TEST(Passes, CustomOpInferenceAndRun) {
+  uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.opset("ai.onnx.contrib", 1);
+  m.input("x", DataType::kFloat32, {"N", 6});
+  OnnxModelBuilder::attr(m.node("CustomLayer", {"x"}, {"y"}, "swish", "ai.onnx.contrib"), "beta", 1.5f);
+  m.output("y", DataType::kFloat32);
+  BuilderConfig cfg;
+  cfg.profile["x"] = ProfileRange{{1, 6}, {2, 6}, {4, 6}};
+  auto eng = Engine::build_from_onnx_bytes(m.bytes(), cfg, "custom.onnx");
+  ASSERT_TRUE(eng.is_ok()) << eng.status().to_string();
+  EXPECT_EQ((*eng)->outputs()[0].shape, "[N,6]");
+  EXPECT_NE((*eng)->describe().find("beta = 1.5"), std::string::npos) << (*eng)->describe();
+  Tensor x = random_tensor(DataType::kFloat32, {3, 6}, rng, -4, 4);
+  std::map<std::string, Tensor> outs;
+  auto ctx = (*eng)->create_context();
+  Status st = (*ctx)->run({{"x", x}}, outs);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = x.get(i);
+    EXPECT_NEAR(outs.at("y").get(i), v / (1 + std::exp(-1.5 * v)), 1e-5) << i;
+  }
+  // Round trip through a plan keeps the custom op and its attribute.
+  auto bytes = (*eng)->serialize();
+  ASSERT_TRUE(bytes.is_ok());
+  auto loaded = Engine::deserialize(bytes.value(), "custom.plan");
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  std::map<std::string, Tensor> outs2;
+  ASSERT_TRUE((*(*loaded)->create_context())->run({{"x", x}}, outs2).is_ok());
+  for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(outs2.at("y").get(i), outs.at("y").get(i));
+}
+
+TEST(Passes, DeclaredOutputShapeMustAgree) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.node("Relu", {"x"}, {"y"}, "relu");
+  m.output("y", DataType::kFloat32, {2, 4});
+  auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "decl.onnx");
+  ASSERT_FALSE(eng.is_ok());
+  EXPECT_NE(eng.status().message().find("'y'"), std::string::npos) << eng.status().to_string();
+  OnnxModelBuilder d;
+  d.input("x", DataType::kFloat32, {2, 3});
+  d.node("Relu", {"x"}, {"y"}, "relu");
+  d.output("y", DataType::kInt64);
+  auto eng2 = Engine::build_from_onnx_bytes(d.bytes(), BuilderConfig{}, "decl.onnx");
+  ASSERT_FALSE(eng2.is_ok());
+  EXPECT_NE(eng2.status().message().find("int64"), std::string::npos) << eng2.status().to_string();
+}
+
+}  // namespace
+}  // namespace graft
