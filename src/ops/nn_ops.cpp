@@ -100,6 +100,49 @@ Status infer_conv(InferContext& ctx) {
   return Status::ok();
 }
 
+// ---- ConvTranspose ----
+
+Status infer_conv_transpose(InferContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
+  GRAFT_ASSIGN_OR_RETURN(Shape w, ctx.input_shape(1));
+  GRAFT_RETURN_IF_ERROR(require_float_input(ctx, 0, "X"));
+  GRAFT_RETURN_IF_ERROR(require_same_dtype(ctx, 1, "W"));
+  if (x.size() < 3)
+    return ctx.fail("input X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x));
+  if (w.size() != x.size())
+    return ctx.fail("weight W ", shape_to_string(w), " must have the rank of X ", shape_to_string(x));
+  const size_t n = x.size() - 2;
+  std::vector<int64_t> wk;
+  for (size_t i = 2; i < w.size(); ++i) {
+    if (!w[i].is_const())
+      return error(StatusCode::kUnsupported, "weight W ", shape_to_string(w), " has symbolic spatial dims");
+    wk.push_back(w[i].value());
+  }
+  GRAFT_ASSIGN_OR_RETURN(cpu::ConvTransposeAttrs a, cpu::parse_conv_transpose_attrs(ctx.attrs(), n, &wk));
+  if (x[1].is_const() && w[0].is_const() && x[1].value() != w[0].value())
+    return ctx.fail("channel mismatch: X ", shape_to_string(x), " has ", x[1].value(), " channels but W ",
+                    shape_to_string(w), " expects ", w[0].value());
+  if (w[0].is_const() && w[0].value() % a.group != 0)
+    return attr_error("group", "W ", shape_to_string(w), " has ", w[0].value(), " input channels, not divisible by group ",
+                      a.group);
+  Dim M = w[1] * Dim(a.group);
+  if (ctx.has_input(2)) {
+    GRAFT_RETURN_IF_ERROR(require_same_dtype(ctx, 2, "B"));
+    GRAFT_ASSIGN_OR_RETURN(Shape b, ctx.input_shape(2));
+    if (b.size() != 1 || (b[0].is_const() && M.is_const() && b[0].value() != M.value()))
+      return ctx.fail("bias B ", shape_to_string(b), " must be 1-D with ", M.to_string(), " elements");
+  }
+  Shape out{x[0], M};
+  for (size_t i = 0; i < n; ++i) {
+    Dim d = cpu::conv_transpose_output_dim(a, i, x[i + 2]);
+    if (d.is_const() && d.value() < 1)
+      return ctx.fail("output extent ", d.value(), " on spatial axis ", static_cast<int64_t>(i), " is < 1");
+    out.push_back(d);
+  }
+  ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
+  return Status::ok();
+}
+
 // ---- pools ----
 
 Status infer_pool_common(InferContext& ctx, bool is_max) {
@@ -239,6 +282,7 @@ void append_nn_ops(std::vector<BuiltinOp>& out) {
   out.push_back(BuiltinOp{"AveragePool", 11, infer_average_pool, cpu::average_pool});
   out.push_back(BuiltinOp{"BatchNormalization", 11, infer_batch_norm, cpu::batch_normalization});
   out.push_back(BuiltinOp{"Conv", 11, infer_conv, cpu::conv});
+  out.push_back(BuiltinOp{"ConvTranspose", 11, infer_conv_transpose, cpu::conv_transpose});
   out.push_back(BuiltinOp{"Gemm", 11, infer_gemm, cpu::gemm});
   out.push_back(BuiltinOp{"GlobalAveragePool", 11, infer_global_pool, cpu::global_average_pool});
   out.push_back(BuiltinOp{"GlobalMaxPool", 11, infer_global_pool, cpu::global_max_pool});

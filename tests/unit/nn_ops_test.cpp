@@ -250,6 +250,59 @@ TEST(NnConv, InputTooSmallIsAnError) {
   EXPECT_NE(out.status().message().find("too small"), std::string::npos) << out.status().message();
 }
 
+// ConvTranspose as a gather: output o of axis d receives input i where i*stride - pad + k*dil == o.
+TEST(NnConvTranspose, MatchesGatherFormulaRandom) {
+  Seeded s;
+  SCOPED_TRACE(s.trace());
+  const int64_t N = 2, C = 4, H = 3, W = 4, group = 2, Mg = 3, KH = 3, KW = 2;
+  const int64_t sh = 2, sw = 3, dh = 1, dw = 2, pbh = 1, pbw = 0, peh = 0, pew = 2, oph = 1, opw = 0;
+  Tensor x = random_tensor(DataType::kFloat32, {N, C, H, W}, s.rng);
+  Tensor w = random_tensor(DataType::kFloat32, {C, Mg, KH, KW}, s.rng);
+  Tensor b = random_tensor(DataType::kFloat32, {Mg * group}, s.rng);
+  OneNode node("ConvTranspose", {x, w, b});
+  node.node->attrs.set("group", group);
+  node.node->attrs.set("strides", std::vector<int64_t>{sh, sw});
+  node.node->attrs.set("dilations", std::vector<int64_t>{dh, dw});
+  node.node->attrs.set("pads", std::vector<int64_t>{pbh, pbw, peh, pew});
+  node.node->attrs.set("output_padding", std::vector<int64_t>{oph, opw});
+  auto out = node.run();
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const int64_t OH = sh * (H - 1) + oph + dh * (KH - 1) + 1 - pbh - peh;  // 6
+  const int64_t OW = sw * (W - 1) + opw + dw * (KW - 1) + 1 - pbw - pew;  // 10
+  ASSERT_EQ((*out)[0].dims(), (std::vector<int64_t>{N, Mg * group, OH, OW}));
+  std::vector<double> want;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t m = 0; m < Mg * group; ++m)
+      for (int64_t oh = 0; oh < OH; ++oh)
+        for (int64_t ow = 0; ow < OW; ++ow) {
+          double acc = b.get(m);
+          const int64_t g = m / Mg;
+          for (int64_t c = g * (C / group); c < (g + 1) * (C / group); ++c)
+            for (int64_t kh = 0; kh < KH; ++kh)
+              for (int64_t kw = 0; kw < KW; ++kw) {
+                int64_t th = oh + pbh - kh * dh, tw = ow + pbw - kw * dw;
+                if (th < 0 || tw < 0 || th % sh || tw % sw || th / sh >= H || tw / sw >= W) continue;
+                acc += x.get(((n * C + c) * H + th / sh) * W + tw / sw) * w.get(((c * Mg + m % Mg) * KH + kh) * KW + kw);
+              }
+          want.push_back(acc);
+        }
+  expect_close((*out)[0], want, DataType::kFloat32, "conv_transpose");
+}
+
+TEST(NnConvTranspose, SymbolicShape) {
+  InferOnly t("ConvTranspose", {TensorDesc(DataType::kFloat32, {Dim::symbol("n"), 4, Dim::symbol("h"), 5}),
+                                TensorDesc(DataType::kFloat32, {4, 2, 3, 3})});
+  t.node->attrs.set("strides", std::vector<int64_t>{2, 2});
+  t.node->attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto out = t.run();
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const Shape& sh = *(*out)[0].shape;
+  EXPECT_TRUE(sh[0].same_as(Dim::symbol("n")));
+  EXPECT_EQ(sh[1], 2);
+  EXPECT_EQ(sh[2].evaluate({{"h", 7}}), 2 * 6 + 3 - 2);
+  EXPECT_EQ(sh[3], 2 * 4 + 3 - 2);
+}
+
 // ---------------------------------------------------------------------------------------------
 // MatMul / Gemm
 

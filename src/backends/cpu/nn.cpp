@@ -308,6 +308,123 @@ Status conv(ExecContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// ConvTranspose: the adjoint of Conv. Every input element scatters X[n, c, i] * W[c, m, k] to
+// output position i*stride - pad_begin + k*dilation of channel m in c's group.
+
+Result<ConvTransposeAttrs> parse_conv_transpose_attrs(const AttributeMap& attrs, size_t n,
+                                                      const std::vector<int64_t>* kernel_from_weights) {
+  ConvTransposeAttrs a;
+  GRAFT_ASSIGN_OR_RETURN(a.window, parse_window_attrs(attrs, n, kernel_from_weights, false));
+  GRAFT_ASSIGN_OR_RETURN(a.output_padding, attrs.get_ints("output_padding", std::vector<int64_t>(n, 0)));
+  if (a.output_padding.size() != n)
+    return attr_error("output_padding", "has ", a.output_padding.size(), " entries; expected ", n);
+  for (size_t i = 0; i < n; ++i)
+    if (a.output_padding[i] < 0 || a.output_padding[i] >= std::max(a.window.strides[i], a.window.dilations[i]))
+      return attr_error("output_padding", ints_to_string(a.output_padding),
+                        " entries must be >= 0 and smaller than the stride or dilation");
+  GRAFT_ASSIGN_OR_RETURN(a.output_shape, attrs.get_ints("output_shape", {}));
+  // Some exporters write the full output shape (N, C, spatial...): keep the spatial tail.
+  if (a.output_shape.size() == n + 2) a.output_shape = tail(a.output_shape, 2);
+  if (!a.output_shape.empty() && a.output_shape.size() != n)
+    return attr_error("output_shape", "has ", a.output_shape.size(), " entries; expected ", n);
+  GRAFT_ASSIGN_OR_RETURN(a.group, attrs.get_int("group", 1));
+  if (a.group < 1) return attr_error("group", "must be >= 1, got ", a.group);
+  return a;
+}
+
+Dim conv_transpose_output_dim(const ConvTransposeAttrs& a, size_t i, const Dim& in) {
+  const WindowAttrs& w = a.window;
+  const size_t n = w.kernel.size();
+  if (!a.output_shape.empty()) return Dim(a.output_shape[i]);
+  if (w.auto_pad == AutoPad::kSameUpper || w.auto_pad == AutoPad::kSameLower) return in * Dim(w.strides[i]);
+  const int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+  const int64_t pads = w.auto_pad == AutoPad::kValid ? 0 : w.pads[i] + w.pads[i + n];
+  return Dim(w.strides[i]) * (in - 1) + Dim(a.output_padding[i] + eff - pads);
+}
+
+std::vector<int64_t> conv_transpose_pad_begins(const ConvTransposeAttrs& a, const std::vector<int64_t>& in,
+                                               const std::vector<int64_t>& out) {
+  const WindowAttrs& w = a.window;
+  std::vector<int64_t> begins(in.size(), 0);
+  for (size_t i = 0; i < in.size(); ++i) {
+    const bool derived = !a.output_shape.empty() || w.auto_pad == AutoPad::kSameUpper ||
+                         w.auto_pad == AutoPad::kSameLower;
+    if (!derived) {
+      begins[i] = w.auto_pad == AutoPad::kValid ? 0 : w.pads[i];
+      continue;
+    }
+    // Padding implied by the requested output extent; SAME_UPPER puts the odd unit at the end.
+    const int64_t eff = w.dilations[i] * (w.kernel[i] - 1) + 1;
+    const int64_t total = w.strides[i] * (in[i] - 1) + a.output_padding[i] + eff - out[i];
+    // Floor division: a requested extent beyond the natural one gives a negative total, and the
+    // ONNX reference then keeps the begin pad at 0 and lets the end absorb it.
+    const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+    begins[i] = w.auto_pad == AutoPad::kSameUpper ? half : total - half;
+  }
+  return begins;
+}
+
+Status conv_transpose(ExecContext& ctx) {
+  const Tensor* X = ctx.inputs.size() > 0 ? ctx.inputs[0] : nullptr;
+  const Tensor* W = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
+  const Tensor* B = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(X, "X"));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(W, "W"));
+  if (B) GRAFT_RETURN_IF_ERROR(require_float_tensor(B, "B"));
+  Tensor& Y = *ctx.outputs[0];
+  if (X->rank() < 3 || W->rank() != X->rank())
+    return error(StatusCode::kInvalidModel, "ConvTranspose: X ", ints_to_string(X->dims()), " and W ",
+                 ints_to_string(W->dims()), " must have the same rank >= 3");
+  const size_t n = static_cast<size_t>(X->rank() - 2);
+  std::vector<int64_t> wk = tail(W->dims(), 2);
+  GRAFT_ASSIGN_OR_RETURN(ConvTransposeAttrs a, parse_conv_transpose_attrs(*ctx.attrs, n, &wk));
+  const int64_t N = X->dims()[0], C = X->dims()[1], Mg = W->dims()[1], M = Mg * a.group;
+  if (W->dims()[0] != C || C % a.group != 0)
+    return error(StatusCode::kInvalidModel, "ConvTranspose: X ", ints_to_string(X->dims()), " has ", C,
+                 " channels but W ", ints_to_string(W->dims()), " with group ", a.group, " expects ", W->dims()[0]);
+  if (B && B->numel() != M)
+    return error(StatusCode::kInvalidModel, "ConvTranspose: bias B has ", B->numel(), " elements; expected ", M);
+  if (Y.rank() != X->rank() || Y.dims()[0] != N || Y.dims()[1] != M)
+    return error(StatusCode::kInternal, "ConvTranspose: output shape ", ints_to_string(Y.dims()),
+                 " inconsistent with inputs");
+  const std::vector<int64_t> in_sp = tail(X->dims(), 2), out_sp = tail(Y.dims(), 2);
+  const std::vector<int64_t> pb = conv_transpose_pad_begins(a, in_sp, out_sp);
+  const std::vector<int64_t> out_strides = contiguous_strides(out_sp);
+  const int64_t in_area = numel_of(in_sp), out_area = numel_of(out_sp), k_area = numel_of(wk);
+  const int64_t Cg = C / a.group;
+  std::vector<double> x = load_doubles(*X), wt = load_doubles(*W), y(static_cast<size_t>(Y.numel()), 0.0);
+  std::vector<int64_t> ii, kk;
+  for (int64_t p = 0; p < in_area; ++p) {
+    unravel(p, in_sp, ii);
+    for (int64_t k = 0; k < k_area; ++k) {
+      unravel(k, wk, kk);
+      int64_t off = 0;
+      bool inside = true;
+      for (size_t d = 0; d < n && inside; ++d) {
+        int64_t o = ii[d] * a.window.strides[d] - pb[d] + kk[d] * a.window.dilations[d];
+        inside = o >= 0 && o < out_sp[d];
+        off += o * out_strides[d];
+      }
+      if (!inside) continue;
+      for (int64_t b = 0; b < N; ++b)
+        for (int64_t c = 0; c < C; ++c) {
+          const int64_t g = c / Cg;
+          const double xv = x[static_cast<size_t>((b * C + c) * in_area + p)];
+          for (int64_t m = 0; m < Mg; ++m)
+            y[static_cast<size_t>((b * M + g * Mg + m) * out_area + off)] +=
+                xv * wt[static_cast<size_t>((c * Mg + m) * k_area + k)];
+        }
+    }
+  }
+  if (B)
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t q = 0; q < out_area; ++q) y[static_cast<size_t>((b * M + m) * out_area + q)] += B->get(m);
+  store_doubles(Y, y);
+  return Status::ok();
+}
+
+// ---------------------------------------------------------------------------------------------
 // BatchNormalization (inference): Y = (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]
 
 Status batch_normalization(ExecContext& ctx) {

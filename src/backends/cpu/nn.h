@@ -45,8 +45,24 @@ Dim window_output_dim(const WindowAttrs& w, size_t axis, const Dim& in);
 void resolve_pads(const WindowAttrs& w, const std::vector<int64_t>& in_spatial,
                   std::vector<int64_t>* begins, std::vector<int64_t>* ends);
 
+// ---- ConvTranspose geometry ----
+struct ConvTransposeAttrs {
+  WindowAttrs window;                   // kernel, strides, dilations, pads, auto_pad
+  std::vector<int64_t> output_padding;  // n entries
+  std::vector<int64_t> output_shape;    // n entries, or empty
+  int64_t group = 1;
+};
+Result<ConvTransposeAttrs> parse_conv_transpose_attrs(const AttributeMap& attrs, size_t spatial,
+                                                      const std::vector<int64_t>* kernel_from_weights);
+// Output extent of spatial axis `axis` (symbolic where `in` is).
+Dim conv_transpose_output_dim(const ConvTransposeAttrs& a, size_t axis, const Dim& in);
+// Concrete begin pads for a run (output_shape / SAME_* resolved from the extents).
+std::vector<int64_t> conv_transpose_pad_begins(const ConvTransposeAttrs& a, const std::vector<int64_t>& in,
+                                               const std::vector<int64_t>& out);
+
 // ---- kernels ----
 Status conv(ExecContext& ctx);
+Status conv_transpose(ExecContext& ctx);
 Status batch_normalization(ExecContext& ctx);
 Status matmul(ExecContext& ctx);
 Status gemm(ExecContext& ctx);
