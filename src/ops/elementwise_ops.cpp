@@ -253,7 +253,9 @@ Status infer_div(InferContext& ctx) {
       if (y == 0 || (y == -1 && x == INT64_MIN)) return std::nullopt;
       return Dim(x / y);  // C truncation, as the kernel
     }
-    // Symbolic shape values are non-negative, where floor and truncation agree.
+    // Symbolic shape values are non-negative, where floor and truncation agree; a divisor that is
+    // a non-positive constant breaks that assumption, so leave those to run time.
+    if (a[1].is_const() && a[1].value() <= 0) return std::nullopt;
     return floor_div(a[0], a[1]);
   });
   return Status::ok();
