@@ -32,8 +32,9 @@ int run_main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+  } catch (const CLI::CallForVersion&) {
+    std::printf("graft %s\n", graft::version_string());
+    return 0;
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
     return fail(what + " (run graft --help)");
