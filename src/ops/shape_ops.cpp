@@ -448,7 +448,8 @@ Status infer_gather(InferContext& ctx) {
   return Status::ok();
 }
 
-// Axes of Squeeze/Unsqueeze: an attribute before opset 13, an input from 13. nullopt = absent.
+// Axes of Squeeze/Unsqueeze: an attribute before opset 13, an input from 13. nullopt = absent, or
+// (from 13) an input whose contents are not known yet.
 Status squeeze_axes(const InferContext& ctx, bool required, std::optional<std::vector<int64_t>>* out) {
   out->reset();
   if (ctx.opset() < 13) {
@@ -465,9 +466,16 @@ Status squeeze_axes(const InferContext& ctx, bool required, std::optional<std::v
     return Status::ok();
   }
   *out = const_int_input(ctx, 1);
-  if (!*out)
-    return ctx.fail("axes (input 1) must be known when the model is built; graft does not support computed axes");
   return Status::ok();
+}
+
+// Build-time result when the axes are a runtime input: only the rank may be known.
+void set_unknown_axes_output(InferContext& ctx, int64_t rank_delta) {
+  TensorDesc d;
+  d.dtype = ctx.input(0).dtype;
+  auto n = vector_length(ctx, 1);
+  if (n && ctx.input(0).shape) d.shape = unknown_shape(ctx, ctx.input(0).rank() + rank_delta * *n);
+  ctx.set_output(0, d);
 }
 
 Status infer_squeeze(InferContext& ctx) {
@@ -475,6 +483,10 @@ Status infer_squeeze(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
   std::optional<std::vector<int64_t>> axes;
   GRAFT_RETURN_IF_ERROR(squeeze_axes(ctx, false, &axes));
+  if (!axes && ctx.has_input(1)) {
+    set_unknown_axes_output(ctx, -1);
+    return Status::ok();
+  }
   const int64_t r = as_i64(s.size());
   std::vector<bool> drop(s.size(), false);
   if (axes) {
@@ -501,6 +513,10 @@ Status infer_unsqueeze(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
   std::optional<std::vector<int64_t>> axes;
   GRAFT_RETURN_IF_ERROR(squeeze_axes(ctx, true, &axes));
+  if (!axes) {
+    set_unknown_axes_output(ctx, 1);
+    return Status::ok();
+  }
   const int64_t r = as_i64(s.size()) + as_i64(axes->size());
   std::vector<bool> ins(static_cast<size_t>(r), false);
   for (int64_t a0 : *axes) {
@@ -671,7 +687,8 @@ Status infer_tile(InferContext& ctx) {
 void append_shape_ops(std::vector<BuiltinOp>& out) {
   out.push_back({"Concat", 11, infer_concat, cpu::concat});
   out.push_back({"Constant", 11, infer_constant, cpu::constant});
-  out.push_back({"ConstantOfShape", 11, infer_constant_of_shape, cpu::constant_of_shape});
+  out.push_back({"ConstantOfShape", 9,  // unchanged since opset 9
+                  infer_constant_of_shape, cpu::constant_of_shape});
   out.push_back({"Expand", 11, infer_expand, cpu::expand});
   out.push_back({"Flatten", 11, infer_flatten, cpu::reshape_like});
   out.push_back({"Gather", 11, infer_gather, cpu::gather});
