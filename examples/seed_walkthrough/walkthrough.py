@@ -42,6 +42,9 @@ def main():
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--out", default=None, help="where to write model.onnx (default: a temp dir)")
     ap.add_argument("--tol", type=float, default=1e-4)
+    ap.add_argument("--exporter", default="seed", choices=["seed", "dynamo"],
+                    help="seed: torch.onnx.export exactly as the seed calls it (TorchScript exporter); "
+                         "dynamo: graft.export(..., exporter='dynamo') (torch >= 2.8)")
     args = ap.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
         print("error: --device cuda but torch has no CUDA device", file=sys.stderr)
@@ -80,7 +83,12 @@ def main():
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         export_kwargs["dynamo"] = False
     with torch.no_grad():
-        torch.onnx.export(model, torch.randn(2, 16, device=dev), onnx_path, **export_kwargs)
+        if args.exporter == "seed":
+            torch.onnx.export(model, torch.randn(2, 16, device=dev), onnx_path, **export_kwargs)
+        else:
+            # The dynamo exporter: opset 20 by default, the batch dimension dynamic.
+            graft.export(model, (torch.randn(2, 16, device=dev),), onnx_path, exporter="dynamo",
+                         input_names=["input"], output_names=["output"], dynamic_batch=True)
     try:
         import onnx
         m = onnx.load(onnx_path)
