@@ -13,6 +13,8 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 STEPS=${*:-"build test python trt bench"}
 DEPS=/tmp/graft-deps
+# Carried, git-ignored inputs (debs, TensorRT headers); a snapshot run points this at the checkout's.
+DEVDIR=${GRAFT_DEVICE_DIR:-.device}
 export PYTHONUNBUFFERED=1
 summary="$OUT/summary.txt"
 : > "$summary"
@@ -22,12 +24,18 @@ has_step() { [[ " $STEPS " == *" $1 "* ]]; }
 
 unpack_deps() {
   mkdir -p "$DEPS"
-  for d in .device/debs/*.deb; do dpkg -x "$d" "$DEPS"; done
+  for d in "$DEVDIR"/debs/*.deb; do dpkg -x "$d" "$DEPS"; done
   export LD_LIBRARY_PATH="$DEPS/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
 }
 
 TORCH_DIR=$(python3 -c 'import torch,os;print(os.path.join(os.path.dirname(torch.__file__),"share/cmake/Torch"))' 2>/dev/null)
 PYBIND_DIR=$(python3 -m pybind11 --cmakedir 2>/dev/null)
+CUDNN_DIR=$(python3 -c 'import nvidia.cudnn,os;print(list(nvidia.cudnn.__path__)[0])' 2>/dev/null)
+CUDNN_ARGS=()
+if [ -n "$CUDNN_DIR" ] && [ -f "$CUDNN_DIR/include/cudnn.h" ]; then
+  CUDNN_ARGS=(-DGRAFT_CUDNN_LIBRARY="$(ls "$CUDNN_DIR"/lib/libcudnn.so* | head -1)" -DGRAFT_CUDNN_INCLUDE_DIR="$CUDNN_DIR/include")
+  export LD_LIBRARY_PATH="$CUDNN_DIR/lib:${LD_LIBRARY_PATH:-}"
+fi
 ZLIB_SO=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
 
 configure_build() {  # $1 build dir, rest: extra cmake args
@@ -40,11 +48,11 @@ configure_build() {  # $1 build dir, rest: extra cmake args
     -DZLIB_INCLUDE_DIR="$DEPS/usr/include" -DZLIB_LIBRARY="$ZLIB_SO" \
     -DGRAFT_ENABLE_CUDA=ON -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" \
     -DTorch_DIR="$TORCH_DIR" -Dpybind11_DIR="$PYBIND_DIR" -DPython3_EXECUTABLE="$(command -v python3)" \
-    "$@"
+    "${CUDNN_ARGS[@]}" "$@"
 }
 
 unpack_deps
-note "GPU suite on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || cat .device/commit 2>/dev/null)"
+note "GPU suite on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || cat "$DEVDIR"/commit 2>/dev/null)"
 
 if has_step build; then
   configure_build build-gpu > "$OUT/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
@@ -71,9 +79,9 @@ fi
 
 if has_step trt; then
   for v in 10.16 11.1 8.6; do
-    inc=.device/trt/$v/include
+    inc=$DEVDIR/trt/$v/include
     [ -d "$inc" ] || { note "TensorRT $v headers not carried: skipped"; continue; }
-    configure_build build-trt-$v -DGRAFT_TENSORRT_INCLUDE_DIR="$PWD/$inc" -DGRAFT_BUILD_TORCH=OFF -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TESTS=ON -DGRAFT_WERROR=ON > "$OUT/trt_$v.log" 2>&1
+    configure_build build-trt-$v -DGRAFT_TENSORRT_INCLUDE_DIR="$(cd "$inc" && pwd)" -DGRAFT_BUILD_TORCH=OFF -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TESTS=ON -DGRAFT_WERROR=ON > "$OUT/trt_$v.log" 2>&1
     cmake --build build-trt-$v -j 16 --target graft_tensorrt graft_trt_harness >> "$OUT/trt_$v.log" 2>&1 || { note "TensorRT $v adapter build FAILED"; continue; }
     ./build-trt-$v/adapters/tensorrt/graft_trt_harness ./build-trt-$v/adapters/tensorrt/libgraft_tensorrt.so >> "$OUT/trt_$v.log" 2>&1
     note "TensorRT $v harness: rc=$? $(tail -1 "$OUT/trt_$v.log")"
