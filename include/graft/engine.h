@@ -31,6 +31,9 @@ struct BuilderConfig {
   std::map<std::string, ProfileRange> profile;     // per input name; static inputs need none
   std::vector<std::string> plugin_libraries;        // loaded before import
   std::string timing_cache_path;                    // CUDA tactic timing cache ("" = none)
+  // CUDA engines: capture each input shape set once as a CUDA graph and replay it (where every
+  // layer runs on the GPU). The environment variable GRAFT_CUDA_GRAPHS=0 also turns it off.
+  bool cuda_graphs = true;
   // Progress reports ("import", "shape inference", "fold constants", ...); may be empty.
   std::function<void(const std::string& stage, const std::string& detail)> progress;
 };

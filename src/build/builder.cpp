@@ -6,6 +6,7 @@
 #include "graph/passes.h"
 #include "onnx/importer.h"
 #include "runtime/cpu_engine.h"
+#include "runtime/device_engine.h"
 
 namespace graft {
 
@@ -81,6 +82,7 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   st.device = config.device;
   st.fp16 = config.fp16;
   st.source = name;
+  st.cuda_graphs = config.cuda_graphs;
   Graph& g = *st.graph;
   report(config, "import", std::to_string(g.nodes().size()) + " nodes, " + std::to_string(g.inputs().size()) +
                                " inputs, " + std::to_string(g.outputs().size()) + " outputs");
@@ -103,8 +105,11 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   report(config, "dead-node elimination", std::to_string(dead) + " removed");
   s = infer_shapes(g);
   if (!s) return s.with_file(name);
+  // Device passes (CUDA: FP16 precision, compute capability) and the device's runtime.
+  s = prepare_state_for_device(st, config);
+  if (!s) return s.with_file(name);
   report(config, "done", std::to_string(g.nodes().size()) + " layers");
-  return make_cpu_engine(std::move(st));
+  return make_engine_for_device(std::move(st), &config);
 }
 
 Status load_plugins(const BuilderConfig& config) {

@@ -15,6 +15,7 @@
 #include "graft/registry.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
+#include "runtime/device_engine.h"
 
 #ifndef GRAFT_VERSION
 #define GRAFT_VERSION "0.0.0"
@@ -78,6 +79,11 @@ Result<std::string> write_plan_bytes(const EngineState& state) {
   j["device"] = device_name(state.device);
   j["fp16"] = state.fp16;
   j["source"] = state.source;
+  if (state.device == DeviceType::kCUDA) {
+    j["cuda"] = {{"compute_capability", state.cuda_compute_capability},
+                 {"device_name", state.cuda_device_name},
+                 {"cuda_graphs", state.cuda_graphs}};
+  }
   j["profiles"] = nlohmann::json::object();
   for (const auto& [name, r] : state.profile) j["profiles"][name] = range_json(r);
   j["inputs"] = nlohmann::json::array();
@@ -177,6 +183,11 @@ Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string&
     st.fp16 = j.value("fp16", false);
     st.source = j.value("source", std::string());
     st.device = j.value("device", std::string("cpu")) == "cuda" ? DeviceType::kCUDA : DeviceType::kCPU;
+    if (j.contains("cuda") && j["cuda"].is_object()) {
+      st.cuda_compute_capability = j["cuda"].value("compute_capability", 0);
+      st.cuda_device_name = j["cuda"].value("device_name", std::string());
+      st.cuda_graphs = j["cuda"].value("cuda_graphs", true);
+    }
     if (j.contains("profiles"))
       for (auto it = j["profiles"].begin(); it != j["profiles"].end(); ++it) {
         ProfileRange pr;
@@ -223,7 +234,7 @@ Status write_file_atomic(const std::string& path, const std::string& bytes) {
 Result<std::shared_ptr<Engine>> Engine::deserialize(const std::string& bytes, const std::string& name_for_errors) {
   auto st = read_plan_bytes(bytes, name_for_errors);
   if (!st) return std::move(st).take_status();
-  return make_cpu_engine(std::move(st).value());
+  return make_engine_for_device(std::move(st).value(), nullptr);
 }
 
 Result<std::shared_ptr<Engine>> Engine::load_plan(const std::string& path) {

@@ -267,6 +267,11 @@ Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std
 
 }  // namespace
 
+const EngineState* cpu_engine_state(const Engine& engine) {
+  auto* e = dynamic_cast<const CpuEngine*>(&engine);
+  return e ? &e->state() : nullptr;
+}
+
 Result<std::shared_ptr<Engine>> make_cpu_engine(EngineState state) {
   if (!state.graph) return error(StatusCode::kInternal, "engine without a graph");
   return std::shared_ptr<Engine>(std::make_shared<CpuEngine>(std::move(state)));

@@ -18,8 +18,16 @@ struct EngineState {
   DeviceType device = DeviceType::kCPU;
   bool fp16 = false;
   std::string source;  // model path the engine was built from
+  // CUDA engines (device == kCUDA): the GPU the plan was built for, and whether CUDA graphs are on.
+  int cuda_compute_capability = 0;  // major * 10 + minor, e.g. 90 for sm_90
+  std::string cuda_device_name;
+  bool cuda_graphs = true;
 };
 
 Result<std::shared_ptr<Engine>> make_cpu_engine(EngineState state);
+
+// The state of an engine made by make_cpu_engine (nullptr for other engines). Lets the CUDA engine
+// reuse the CPU engine's descriptions and plan writer.
+const EngineState* cpu_engine_state(const Engine& engine);
 
 }  // namespace graft

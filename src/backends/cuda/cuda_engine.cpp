@@ -1,0 +1,977 @@
+#include "backends/cuda/cuda_engine.h"
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#ifdef GRAFT_WITH_CUDNN
+#include <cudnn.h>
+#endif
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "backends/cuda/cuda_check.h"
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/device_memory.h"
+#include "build/plan.h"
+#include "graph/passes.h"
+#include "graph/precision.h"
+#include "runtime/cpu_executor.h"
+#include "runtime/memory_plan.h"
+
+namespace graft::cuda {
+
+namespace {
+
+enum class Where {
+  kGpu,          // CUDA kernel
+  kCpuFallback,  // no CUDA kernel for this node: CPU reference with copies
+  kCpuHost,      // shape subgraph: every output is read on the host
+  kCpuMeta,      // Shape/Size: reads only the input's dims, wherever it lives
+};
+
+const char* where_name(Where w) {
+  switch (w) {
+    case Where::kGpu: return "cuda";
+    case Where::kCpuFallback: return "cpu (fallback)";
+    case Where::kCpuHost: return "cpu (host shape layer)";
+    case Where::kCpuMeta: return "cpu (metadata)";
+  }
+  return "?";
+}
+
+struct Layer {
+  const Node* node = nullptr;
+  Where where = Where::kGpu;
+  const CudaOp* op = nullptr;     // builtin kernel on the GPU
+  std::string why;                // why it is on the CPU
+  std::vector<bool> host_input;   // per input: read on the host
+};
+
+struct ValueUse {
+  int first_step = 0;
+  int last_step = 0;
+  bool device_buffer = false;  // gets an arena buffer (GPU output or uploaded copy)
+  bool graph_output = false;
+};
+
+std::string dims_text(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+bool env_off(const char* name) {
+  const char* v = std::getenv(name);
+  return v && (std::strcmp(v, "0") == 0 || std::strcmp(v, "off") == 0 || std::strcmp(v, "false") == 0);
+}
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v && std::strcmp(v, "0") != 0;
+}
+
+// Whether the GPU runs this node with its current dtypes; `why` says what is missing otherwise.
+bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
+  *op_out = nullptr;
+  if (n.custom_op) {
+    const OpDef& def = *n.custom_op;
+    std::vector<DataType> combo;
+    for (size_t i = 0; i < def.inputs().size(); ++i) {
+      const Value* v = n.input(i);
+      combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
+    }
+    for (const Value* v : n.outputs) combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
+    if (def.supports(Backend::kCUDA, combo)) return true;
+    std::string c;
+    for (DataType t : combo) c += (c.empty() ? "" : ", ") + std::string(dtype_name(t));
+    *why = "custom op " + def.name() + " has no CUDA kernel for dtypes (" + c + ")";
+    return false;
+  }
+  const CudaOp* op = find_cuda_op(n.op_type);
+  if (!op) {
+    *why = "no CUDA kernel for op " + n.op_type;
+    return false;
+  }
+  std::string reason;
+  if (!op->supports(n, &reason)) {
+    *why = "the CUDA " + n.op_type + " kernel does not support this node" + (reason.empty() ? "" : ": " + reason);
+    return false;
+  }
+  *op_out = op;
+  return true;
+}
+
+class CudaEngine;
+
+struct ShapePlan {
+  bool planned = false;          // offsets valid (arena mode)
+  bool dirty = false;            // a buffer outgrew its slot: plan again after this run
+  std::vector<size_t> offset, size;  // per value id
+  MemoryPlan plan;
+  size_t workspace = 0;
+  cudaGraphExec_t graph_exec = nullptr;
+  bool graph_failed = false;
+  struct OutDesc { int vid; DataType dtype; std::vector<int64_t> dims; };
+  std::vector<OutDesc> graph_outputs;  // where a replay leaves the graph outputs
+};
+
+class CudaContext final : public CudaExecutionContext {
+ public:
+  CudaContext(std::shared_ptr<const CudaEngine> e, int device) : engine_(std::move(e)), device_(device) {}
+  ~CudaContext() override;
+  Status init();
+
+  Status run(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs) override {
+    return execute(inputs, outputs, stream_, true);
+  }
+  Status enqueue(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
+                 CUstream_st* stream) override {
+    return execute(inputs, outputs, stream ? stream : stream_, false);
+  }
+  void set_profiling(bool on) override { profiling_ = on; }
+  std::vector<LayerTiming> layer_timings() const override { return timings_; }
+  void set_cuda_graphs(bool on) override { graphs_on_ = on; }
+  bool last_run_used_cuda_graph() const override { return last_used_graph_; }
+  MemoryPlanInfo memory_plan() const override { return last_plan_info_; }
+
+ private:
+  struct Slot {
+    Tensor host, dev;
+  };
+  Status execute(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
+                 cudaStream_t stream, bool sync);
+  Status run_layers(cudaStream_t stream, bool capturing);
+  Status run_layer(size_t i, cudaStream_t stream);
+  Result<Tensor> acquire(int vid, DataType dt, const std::vector<int64_t>& dims, const std::string& what);
+  Result<const Tensor*> on_host(const Value* v, cudaStream_t stream);
+  Result<const Tensor*> on_device(const Value* v, cudaStream_t stream);
+  Status ensure_workspace(size_t bytes);
+  Status replan(ShapePlan& p);
+  void drop_graphs();
+
+  std::shared_ptr<const CudaEngine> engine_;
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cublasLtHandle_t cublaslt_ = nullptr;
+  void* cudnn_ = nullptr;
+  Tensor arena_, workspace_;
+  std::map<std::string, ShapePlan> plans_;
+  ShapePlan* cur_ = nullptr;
+  std::vector<Slot> slots_;
+  std::vector<size_t> recorded_;  // bytes asked per value id this run
+  bool graphs_on_ = true, profiling_ = false, last_used_graph_ = false, sync_check_ = false;
+  std::vector<cudaEvent_t> events_;
+  std::vector<double> cpu_ms_;
+  std::vector<LayerTiming> timings_;
+  MemoryPlanInfo last_plan_info_;
+};
+
+class CudaEngine final : public Engine, public std::enable_shared_from_this<CudaEngine> {
+ public:
+  Status init(EngineState state, const BuilderConfig* config);
+
+  Result<std::string> serialize() const override { return cpu_->serialize(); }
+  Status save_plan(const std::string& path) const override { return cpu_->save_plan(path); }
+  std::vector<IOInfo> inputs() const override { return cpu_->inputs(); }
+  std::vector<IOInfo> outputs() const override { return cpu_->outputs(); }
+  DeviceType device() const override { return DeviceType::kCUDA; }
+  std::string describe() const override;
+  std::string describe_json() const override;
+  Result<std::unique_ptr<ExecutionContext>> create_context() const override {
+    auto ctx = std::make_unique<CudaContext>(shared_from_this(), device_);
+    GRAFT_RETURN_IF_ERROR(ctx->init());
+    return std::unique_ptr<ExecutionContext>(std::move(ctx));
+  }
+
+  const EngineState& state() const { return *state_; }
+  const Graph& graph() const { return *state_->graph; }
+  const std::vector<Layer>& layers() const { return layers_; }
+  int value_id(const Value* v) const {
+    auto it = vid_.find(v);
+    return it == vid_.end() ? -1 : it->second;
+  }
+  const std::vector<ValueUse>& uses() const { return uses_; }
+  size_t num_values() const { return uses_.size(); }
+  const Tensor* device_constant(const Value* v) const {
+    auto it = dconst_.find(v);
+    return it == dconst_.end() ? nullptr : &it->second;
+  }
+  bool graph_eligible() const { return graph_eligible_; }
+  const std::optional<MemoryPlan>& static_plan() const { return static_plan_; }
+  const std::vector<size_t>& static_sizes() const { return static_sizes_; }
+  std::string static_key() const { return static_key_; }
+  std::vector<const Value*> fallbacks() const {
+    std::vector<const Value*> r;
+    return r;
+  }
+
+ private:
+  std::shared_ptr<Engine> cpu_;  // CPU engine over the same state: descriptions and plan writer
+  const EngineState* state_ = nullptr;
+  int device_ = 0;
+  cudaDeviceProp props_{};
+  std::vector<Layer> layers_;
+  std::map<const Value*, int> vid_;
+  std::vector<ValueUse> uses_;
+  std::map<const Value*, Tensor> dconst_;  // weights on the GPU, shared by all contexts
+  bool graph_eligible_ = true;
+  std::string graph_reason_;
+  std::optional<MemoryPlan> static_plan_;
+  std::vector<size_t> static_sizes_;
+  std::string static_key_;
+};
+
+std::string shape_key(const std::vector<std::vector<int64_t>>& dims) {
+  std::string k;
+  for (const auto& d : dims) k += dims_text(d) + "|";
+  return k;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Engine
+
+Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
+  init_cuda_backend();
+  GRAFT_ASSIGN_OR_RETURN(int ngpu, visible_gpus());
+  (void)ngpu;
+  GRAFT_CUDA_RETURN(cudaGetDevice(&device_), "querying the current CUDA device");
+  GRAFT_CUDA_RETURN(cudaGetDeviceProperties(&props_, device_), "querying CUDA device ", device_);
+  const int cc = props_.major * 10 + props_.minor;
+  if (state.cuda_compute_capability && state.cuda_compute_capability != cc)
+    return error(StatusCode::kUnsupported, "the plan was built for compute capability sm_",
+                 state.cuda_compute_capability, " (", state.cuda_device_name.empty() ? "unknown GPU" : state.cuda_device_name,
+                 ") but this GPU (", props_.name, ") is sm_", cc, "; rebuild the plan on this machine");
+  state.cuda_compute_capability = cc;
+  state.cuda_device_name = props_.name;
+  auto cpu = make_cpu_engine(std::move(state));
+  if (!cpu) return std::move(cpu).take_status();
+  cpu_ = std::move(cpu).value();
+  state_ = cpu_engine_state(*cpu_);
+  if (!state_) return error(StatusCode::kInternal, "CPU engine state unavailable");
+  const Graph& g = *state_->graph;
+  const int n = static_cast<int>(g.nodes().size());
+
+  for (const Value* v : g.inputs()) vid_.emplace(v, static_cast<int>(vid_.size()));
+  for (const auto& node : g.nodes())
+    for (const Value* v : node->outputs)
+      if (v && !v->constant) vid_.emplace(v, static_cast<int>(vid_.size()));
+  uses_.assign(vid_.size(), ValueUse{});
+  for (const auto& [v, id] : vid_) uses_[id].first_step = uses_[id].last_step = 0;
+  for (int i = 0; i < n; ++i)
+    for (const Value* v : g.nodes()[i]->outputs)
+      if (v && vid_.count(v)) uses_[vid_[v]].first_step = uses_[vid_[v]].last_step = i;
+  for (int i = 0; i < n; ++i)
+    for (const Value* v : g.nodes()[i]->inputs)
+      if (v && vid_.count(v)) uses_[vid_[v]].last_step = std::max(uses_[vid_[v]].last_step, i);
+  for (const Value* v : g.outputs())
+    if (vid_.count(v)) {
+      uses_[vid_[v]].last_step = n;
+      uses_[vid_[v]].graph_output = true;
+    }
+
+  // Placement, last layer first, so a node knows whether its consumers read it on the host.
+  auto consumers = g.consumers();
+  layers_.resize(n);
+  for (int i = n - 1; i >= 0; --i) {
+    const Node& node = *g.nodes()[i];
+    Layer& L = layers_[i];
+    L.node = &node;
+    if (!node.custom_op && (node.op_type == "Shape" || node.op_type == "Size")) {
+      L.where = Where::kCpuMeta;
+    } else {
+      // Read only on the host by its consumers (and not a graph output): keep it on the host.
+      bool host_only = true, any_use = false;
+      for (const Value* o : node.outputs) {
+        if (!o) continue;
+        if (o->is_graph_output) host_only = false;
+        for (const Node* c : consumers[o]) {
+          size_t ci = 0;
+          while (ci < layers_.size() && layers_[ci].node != c) ++ci;
+          if (ci >= layers_.size() || !layers_[ci].node) { host_only = false; continue; }
+          for (size_t k = 0; k < c->inputs.size(); ++k)
+            if (c->inputs[k] == o) {
+              any_use = true;
+              const Layer& CL = layers_[ci];
+              bool host_read = CL.where != Where::kGpu || (k < CL.host_input.size() && CL.host_input[k]);
+              if (CL.where == Where::kCpuMeta) host_read = true;
+              host_only &= host_read;
+            }
+        }
+      }
+      // Only small integer values are worth keeping on the host (shape arithmetic).
+      bool small_int = true;
+      for (const Value* o : node.outputs)
+        if (o && (dtype_is_float(o->desc.dtype) || !o->desc.shape || o->desc.shape->size() > 1)) small_int = false;
+      std::string why;
+      if (host_only && any_use && small_int) {
+        L.where = Where::kCpuHost;
+      } else if (gpu_supports(node, &L.op, &why)) {
+        L.where = Where::kGpu;
+      } else {
+        L.where = Where::kCpuFallback;
+        L.why = why;
+      }
+    }
+    L.host_input.assign(node.inputs.size(), L.where != Where::kGpu);
+    if (L.where == Where::kGpu && L.op)
+      for (int k : L.op->host_inputs)
+        if (k >= 0 && static_cast<size_t>(k) < L.host_input.size()) L.host_input[k] = true;
+  }
+
+  // Which values need a device buffer; weights the GPU reads are uploaded once, here.
+  for (int i = 0; i < n; ++i) {
+    const Layer& L = layers_[i];
+    const Node& node = *L.node;
+    if (L.where == Where::kGpu)
+      for (const Value* o : node.outputs)
+        if (o && vid_.count(o)) uses_[vid_[o]].device_buffer = true;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const Value* v = node.inputs[k];
+      if (!v || L.where != Where::kGpu || L.host_input[k]) continue;
+      if (v->constant) {
+        if (dconst_.count(v)) continue;
+        const Tensor& h = *v->constant;
+        auto d = device_empty(h.dtype(), h.dims(), "weight '" + v->name + "' of layer '" + node.name + "'");
+        if (!d) return std::move(d).take_status();
+        GRAFT_CUDA_RETURN(cudaMemcpy(d->data(), h.data(), h.nbytes(), cudaMemcpyHostToDevice),
+                          "uploading weight '", v->name, "' (", h.nbytes(), " bytes)");
+        dconst_[v] = std::move(d).value();
+      } else if (vid_.count(v)) {
+        uses_[vid_[v]].device_buffer = true;
+      }
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    const Layer& L = layers_[i];
+    if (L.where == Where::kCpuFallback || L.where == Where::kCpuHost) {
+      graph_eligible_ = false;
+      if (graph_reason_.empty()) graph_reason_ = "layer '" + L.node->name + "' runs on the CPU";
+    }
+    if (L.where == Where::kGpu)
+      for (size_t k = 0; k < L.node->inputs.size(); ++k)
+        if (L.host_input[k] && L.node->inputs[k] && !L.node->inputs[k]->constant) {
+          graph_eligible_ = false;
+          if (graph_reason_.empty())
+            graph_reason_ = "layer '" + L.node->name + "' reads '" + L.node->inputs[k]->name + "' on the host";
+        }
+  }
+  if (!state_->cuda_graphs) {
+    graph_eligible_ = false;
+    graph_reason_ = "disabled when the engine was built";
+  }
+
+  // A memory plan at build time when every buffer has a static shape.
+  bool all_static = true;
+  std::vector<BufferRequest> reqs;
+  std::vector<int> req_vid;
+  static_sizes_.assign(uses_.size(), 0);
+  for (const auto& [v, id] : vid_) {
+    if (!uses_[id].device_buffer) continue;
+    if (!v->desc.shape || !shape_is_static(*v->desc.shape)) { all_static = false; break; }
+    static_sizes_[id] = static_cast<size_t>(numel_of(shape_values(*v->desc.shape))) * dtype_size(v->desc.dtype);
+  }
+  if (all_static) {
+    std::vector<std::vector<int64_t>> in_dims;
+    for (const Value* v : g.inputs()) in_dims.push_back(shape_values(*v->desc.shape));
+    static_key_ = shape_key(in_dims);
+    std::vector<BufferRequest> rq;
+    for (size_t id = 0; id < uses_.size(); ++id)
+      rq.push_back({uses_[id].device_buffer ? static_sizes_[id] : 0, uses_[id].first_step, uses_[id].last_step});
+    static_plan_ = plan_memory(rq);
+  }
+
+  if (config && config->progress) {
+    int fb = 0;
+    for (const Layer& L : layers_)
+      if (L.where == Where::kCpuFallback) {
+        ++fb;
+        config->progress("warning", "layer '" + L.node->name + "' (" + L.node->op_type +
+                                        ") runs on the CPU reference with host<->device copies: " + L.why);
+      }
+    config->progress("cuda", std::string(props_.name) + " sm_" + std::to_string(cc) + ", " +
+                                 std::to_string(n - fb) + " of " + std::to_string(n) + " layers on the GPU" +
+                                 (static_plan_ ? ", activation arena " + std::to_string(static_plan_->peak_bytes) + " bytes" : ""));
+  }
+  return Status::ok();
+}
+
+std::string CudaEngine::describe() const {
+  std::ostringstream os;
+  os << cpu_->describe();
+  const int cc = state_->cuda_compute_capability;
+  os << "cuda: " << state_->cuda_device_name << " (sm_" << cc << "), CUDA graphs "
+     << (graph_eligible_ ? "on" : "off (" + graph_reason_ + ")") << "\n";
+  std::vector<const Layer*> fb, host;
+  for (const Layer& L : layers_) {
+    if (L.where == Where::kCpuFallback) fb.push_back(&L);
+    if (L.where == Where::kCpuHost || L.where == Where::kCpuMeta) host.push_back(&L);
+  }
+  os << "placement: " << layers_.size() - fb.size() - host.size() << " layers on the GPU, " << host.size()
+     << " host shape layers, " << fb.size() << " CPU fallback layers\n";
+  if (!fb.empty()) {
+    os << "CPU fallback layers (" << fb.size() << "):\n";
+    for (const Layer* L : fb) os << "  " << L->node->name << " [" << L->node->op_type << "]: " << L->why << "\n";
+  }
+  if (static_plan_)
+    os << "memory plan: activation arena " << static_plan_->peak_bytes << " bytes (without reuse "
+       << static_plan_->total_bytes << " bytes)\n";
+  else
+    os << "memory plan: made per input shape set at run time (dynamic shapes)\n";
+  return os.str();
+}
+
+std::string CudaEngine::describe_json() const {
+  nlohmann::json j = nlohmann::json::parse(cpu_->describe_json(), nullptr, false);
+  if (j.is_discarded()) j = nlohmann::json::object();
+  nlohmann::json c;
+  c["device_name"] = state_->cuda_device_name;
+  c["compute_capability"] = state_->cuda_compute_capability;
+  c["cuda_graphs"] = graph_eligible_;
+  if (!graph_eligible_) c["cuda_graphs_off_reason"] = graph_reason_;
+  c["layers"] = nlohmann::json::array();
+  c["fallback_layers"] = nlohmann::json::array();
+  for (const Layer& L : layers_) {
+    nlohmann::json l = {{"name", L.node->name}, {"op_type", L.node->op_type}, {"device", where_name(L.where)}};
+    if (!L.why.empty()) l["reason"] = L.why;
+    c["layers"].push_back(l);
+    if (L.where == Where::kCpuFallback) c["fallback_layers"].push_back({{"name", L.node->name}, {"reason", L.why}});
+  }
+  if (static_plan_)
+    c["memory_plan"] = {{"peak_bytes", static_plan_->peak_bytes}, {"total_bytes", static_plan_->total_bytes}};
+  else
+    c["memory_plan"] = "per input shape set at run time";
+  j["cuda"] = c;
+  return j.dump(2);
+}
+
+// ------------------------------------------------------------------------------------------------
+// Context
+
+CudaContext::~CudaContext() {
+  (void)cudaSetDevice(device_);
+  drop_graphs();
+  for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+  if (cublaslt_) cublasLtDestroy(cublaslt_);
+#ifdef GRAFT_WITH_CUDNN
+  if (cudnn_) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
+#endif
+  if (stream_) (void)cudaStreamDestroy(stream_);
+}
+
+void CudaContext::drop_graphs() {
+  for (auto& [k, p] : plans_)
+    if (p.graph_exec) {
+      (void)cudaGraphExecDestroy(p.graph_exec);
+      p.graph_exec = nullptr;
+    }
+}
+
+Status CudaContext::init() {
+  GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
+  GRAFT_CUDA_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the context's CUDA stream");
+  cublasStatus_t bs = cublasLtCreate(&cublaslt_);
+  if (bs != CUBLAS_STATUS_SUCCESS)
+    return error(StatusCode::kRuntimeError, "cublasLtCreate failed with status ", static_cast<int>(bs));
+#ifdef GRAFT_WITH_CUDNN
+  cudnnHandle_t h = nullptr;
+  cudnnStatus_t ds = cudnnCreate(&h);
+  if (ds != CUDNN_STATUS_SUCCESS)
+    return error(StatusCode::kRuntimeError, "cudnnCreate failed: ", cudnnGetErrorString(ds));
+  cudnn_ = h;
+#endif
+  graphs_on_ = !env_off("GRAFT_CUDA_GRAPHS");
+  sync_check_ = env_on("GRAFT_CUDA_SYNC_CHECK");
+  if (engine_->static_plan()) {
+    const MemoryPlan& mp = *engine_->static_plan();
+    auto a = device_bytes(mp.peak_bytes, "the activation arena (" + std::to_string(mp.peak_bytes) + " bytes)");
+    if (!a) return std::move(a).take_status();
+    arena_ = std::move(a).value();
+    ShapePlan& p = plans_[engine_->static_key()];
+    p.planned = true;
+    p.plan = mp;
+    p.offset = mp.offsets;
+    p.size = engine_->static_sizes();
+  }
+  return Status::ok();
+}
+
+Status CudaContext::ensure_workspace(size_t bytes) {
+  if (bytes <= workspace_.nbytes() && workspace_.defined()) return Status::ok();
+  workspace_ = Tensor();
+  drop_graphs();  // captured graphs hold the old address
+  auto w = device_bytes(bytes, "the kernel workspace");
+  if (!w) return std::move(w).take_status();
+  workspace_ = std::move(w).value();
+  return Status::ok();
+}
+
+Result<Tensor> CudaContext::acquire(int vid, DataType dt, const std::vector<int64_t>& dims, const std::string& what) {
+  const size_t bytes = static_cast<size_t>(numel_of(dims)) * dtype_size(dt);
+  if (vid >= 0) recorded_[vid] = std::max(recorded_[vid], bytes);
+  if (cur_ && cur_->planned && vid >= 0 && static_cast<size_t>(vid) < cur_->size.size() && bytes <= cur_->size[vid] &&
+      cur_->size[vid] > 0)
+    return Tensor::wrap(static_cast<char*>(arena_.data()) + cur_->offset[vid], dt, dims, DeviceType::kCUDA);
+  if (cur_ && cur_->planned) cur_->dirty = true;  // data-dependent size: plan again after this run
+  return device_empty(dt, dims, what);
+}
+
+Result<const Tensor*> CudaContext::on_host(const Value* v, cudaStream_t stream) {
+  if (v->constant) return &*v->constant;
+  const int id = engine_->value_id(v);
+  if (id < 0) return error(StatusCode::kInternal, "value '", v->name, "' has no slot");
+  Slot& s = slots_[id];
+  if (s.host.defined()) return &s.host;
+  if (!s.dev.defined()) return error(StatusCode::kInternal, "value '", v->name, "' was not computed before use");
+  Tensor h = Tensor::empty(s.dev.dtype(), s.dev.dims());
+  GRAFT_CUDA_RETURN(cudaMemcpyAsync(h.data(), s.dev.data(), h.nbytes(), cudaMemcpyDeviceToHost, stream),
+                    "copying '", v->name, "' to the host");
+  GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "waiting for '", v->name,
+                    "' (an earlier layer failed; set GRAFT_CUDA_SYNC_CHECK=1 to find which)");
+  s.host = std::move(h);
+  return &s.host;
+}
+
+Result<const Tensor*> CudaContext::on_device(const Value* v, cudaStream_t stream) {
+  if (v->constant) {
+    const Tensor* d = engine_->device_constant(v);
+    if (!d) return error(StatusCode::kInternal, "weight '", v->name, "' was not uploaded");
+    return d;
+  }
+  const int id = engine_->value_id(v);
+  if (id < 0) return error(StatusCode::kInternal, "value '", v->name, "' has no slot");
+  Slot& s = slots_[id];
+  if (s.dev.defined()) return &s.dev;
+  if (!s.host.defined()) return error(StatusCode::kInternal, "value '", v->name, "' was not computed before use");
+  GRAFT_ASSIGN_OR_RETURN(Tensor d, acquire(id, s.host.dtype(), s.host.dims(), "the GPU copy of '" + v->name + "'"));
+  GRAFT_CUDA_RETURN(cudaMemcpyAsync(d.data(), s.host.data(), s.host.nbytes(), cudaMemcpyHostToDevice, stream),
+                    "copying '", v->name, "' to the GPU");
+  s.dev = std::move(d);
+  return &s.dev;
+}
+
+Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
+  const Layer& L = engine_->layers()[i];
+  const Node& node = *L.node;
+  std::vector<const Tensor*> ins(node.inputs.size(), nullptr);
+  for (size_t k = 0; k < node.inputs.size(); ++k) {
+    const Value* v = node.inputs[k];
+    if (!v) continue;
+    if (L.where == Where::kCpuMeta && !v->constant) {
+      const int id = engine_->value_id(v);
+      Slot& s = slots_[id];
+      ins[k] = s.host.defined() ? &s.host : &s.dev;  // Shape/Size read dims only
+      continue;
+    }
+    auto t = L.host_input[k] ? on_host(v, stream) : on_device(v, stream);
+    if (!t) return std::move(t).take_status().with_node(node.name, node.op_type);
+    ins[k] = *t;
+  }
+  if (L.where != Where::kGpu) {
+    auto outs = run_node_cpu(node, ins);
+    if (!outs) return std::move(outs).take_status();
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      const int id = node.outputs[o] ? engine_->value_id(node.outputs[o]) : -1;
+      if (id >= 0) slots_[id].host = std::move((*outs)[o]);
+    }
+    return Status::ok();
+  }
+  auto descs = infer_node_concrete(node, ins);
+  if (!descs) return std::move(descs).take_status();
+  std::vector<Tensor> outs(node.outputs.size());
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    const Value* v = node.outputs[o];
+    if (!v) continue;
+    const TensorDesc& d = (*descs)[o];
+    auto t = acquire(engine_->value_id(v), d.dtype, shape_values(*d.shape),
+                     "output '" + v->name + "' of layer '" + node.name + "'");
+    if (!t) return std::move(t).take_status().with_node(node.name, node.op_type);
+    outs[o] = std::move(t).value();
+  }
+  Status st;
+  if (node.custom_op) {
+    const OpDef& def = *node.custom_op;
+    KernelContext kc;
+    kc.attrs = &node.attrs;
+    kc.stream = stream;
+    std::vector<ConcreteDesc> cin, cout;
+    for (size_t k = 0; k < std::max(ins.size(), def.inputs().size()); ++k) {
+      const Tensor* t = k < ins.size() ? ins[k] : nullptr;
+      kc.inputs.push_back(t ? t->view() : TensorView{});
+      cin.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
+    }
+    for (auto& t : outs) {
+      kc.outputs.push_back(t.defined() ? t.view() : TensorView{});
+      cout.push_back(t.defined() ? ConcreteDesc{t.dtype(), t.dims()} : ConcreteDesc{});
+    }
+    const size_t ws = def.workspace_size(cin, cout, node.attrs);
+    if (ws) {
+      Status w = ensure_workspace(ws);
+      if (!w) return w.with_node(node.name, node.op_type);
+      kc.workspace = workspace_.data();
+      kc.workspace_size = ws;
+    }
+    try {
+      st = def.run(Backend::kCUDA, kc);
+    } catch (const std::exception& e) {
+      st = error(StatusCode::kRuntimeError, "CUDA kernel threw an exception: ", e.what());
+    }
+  } else {
+    ExecContext ec;
+    ec.node = &node;
+    ec.attrs = &node.attrs;
+    ec.opset = node.opset;
+    ec.inputs = ins;
+    for (auto& t : outs) ec.outputs.push_back(t.defined() ? &t : nullptr);
+    ec.stream = stream;
+    CudaExec ex;
+    ex.ctx = &ec;
+    ex.cublaslt = cublaslt_;
+    ex.cudnn = cudnn_;
+    const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins) : 0;
+    if (ws) {
+      Status w = ensure_workspace(ws);
+      if (!w) return w.with_node(node.name, node.op_type);
+      ex.workspace = workspace_.data();
+      ex.workspace_size = ws;
+    }
+    try {
+      st = L.op->run(ex);
+    } catch (const std::exception& e) {
+      st = error(StatusCode::kRuntimeError, "CUDA kernel threw an exception: ", e.what());
+    }
+  }
+  if (!st) return st.with_node(node.name, node.op_type);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return cuda_status(e, "CUDA error launching the kernel").with_node(node.name, node.op_type);
+  if (sync_check_) {
+    e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) return cuda_status(e, "CUDA error while running the kernel").with_node(node.name, node.op_type);
+  }
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    const int id = node.outputs[o] ? engine_->value_id(node.outputs[o]) : -1;
+    if (id >= 0) slots_[id].dev = std::move(outs[o]);
+  }
+  return Status::ok();
+}
+
+Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
+  const auto& layers = engine_->layers();
+  const auto& uses = engine_->uses();
+  const bool timing = profiling_ && !capturing;
+  if (timing) {
+    while (events_.size() < 2 * layers.size()) {
+      cudaEvent_t ev;
+      GRAFT_CUDA_RETURN(cudaEventCreate(&ev), "creating profiling events");
+      events_.push_back(ev);
+    }
+    cpu_ms_.assign(layers.size(), -1.0);
+  }
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const bool cpu = layers[i].where != Where::kGpu;
+    std::chrono::steady_clock::time_point t0;
+    if (timing) {
+      if (cpu) {
+        GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "profiling layer '", layers[i].node->name, "'");
+        t0 = std::chrono::steady_clock::now();
+      } else {
+        GRAFT_CUDA_RETURN(cudaEventRecord(events_[2 * i], stream), "profiling layer '", layers[i].node->name, "'");
+      }
+    }
+    GRAFT_RETURN_IF_ERROR(run_layer(i, stream));
+    if (timing) {
+      if (cpu) {
+        GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "profiling layer '", layers[i].node->name, "'");
+        cpu_ms_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      } else {
+        GRAFT_CUDA_RETURN(cudaEventRecord(events_[2 * i + 1], stream), "profiling layer '", layers[i].node->name, "'");
+      }
+    }
+    // Release what no later layer reads (arena bytes are reused by the plan).
+    for (const Value* v : layers[i].node->inputs) {
+      const int id = v ? engine_->value_id(v) : -1;
+      if (id >= 0 && !uses[id].graph_output && uses[id].last_step == static_cast<int>(i)) slots_[id] = Slot{};
+    }
+  }
+  return Status::ok();
+}
+
+Status CudaContext::replan(ShapePlan& p) {
+  const auto& uses = engine_->uses();
+  std::vector<BufferRequest> rq;
+  for (size_t id = 0; id < uses.size(); ++id)
+    rq.push_back({recorded_[id], uses[id].first_step, uses[id].last_step});
+  p.plan = plan_memory(rq);
+  p.offset = p.plan.offsets;
+  p.size = recorded_;
+  p.dirty = false;
+  if (p.graph_exec) {
+    (void)cudaGraphExecDestroy(p.graph_exec);
+    p.graph_exec = nullptr;
+  }
+  if (!arena_.defined() || arena_.nbytes() < p.plan.peak_bytes) {
+    drop_graphs();
+    arena_ = Tensor();
+    auto a = device_bytes(std::max<size_t>(p.plan.peak_bytes, 1),
+                          "the activation arena (" + std::to_string(p.plan.peak_bytes) + " bytes)");
+    if (!a) {
+      for (auto& [k, other] : plans_) other.planned = false;
+      return std::move(a).take_status();
+    }
+    arena_ = std::move(a).value();
+  }
+  p.planned = true;
+  return Status::ok();
+}
+
+Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
+                            cudaStream_t stream, bool sync) {
+  const Graph& g = engine_->graph();
+  const EngineState& es = engine_->state();
+  GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
+  // Inputs: known names, all given, dtypes and shapes inside the profile.
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    for (const Value* v : g.inputs()) known |= v->name == name;
+    if (!known) {
+      std::string names;
+      for (const Value* v : g.inputs()) names += (names.empty() ? "" : ", ") + v->name;
+      return error(StatusCode::kInvalidArgument, "'", name, "' is not an input of this engine (inputs: ", names, ")");
+    }
+  }
+  std::vector<std::vector<int64_t>> in_dims;
+  bool all_device = !g.inputs().empty();
+  SymbolBindings bindings;
+  for (const Value* v : g.inputs()) {
+    auto it = inputs.find(v->name);
+    if (it == inputs.end())
+      return error(StatusCode::kInvalidArgument, "input '", v->name, "' (", v->desc.to_string(), ") was not given");
+    const Tensor& t = it->second;
+    if (!t.defined()) return error(StatusCode::kInvalidArgument, "input '", v->name, "' is an empty tensor handle");
+    if (t.dtype() != v->desc.dtype)
+      return error(StatusCode::kInvalidArgument, "input '", v->name, "' expects dtype ", dtype_name(v->desc.dtype),
+                   " but was given ", dtype_name(t.dtype()));
+    const Shape& s = *v->desc.shape;
+    if (static_cast<size_t>(t.rank()) != s.size())
+      return error(StatusCode::kInvalidArgument, "input '", v->name, "' expects shape ", shape_to_string(s),
+                   " but was given ", dims_text(t.dims()));
+    auto pit = es.profile.find(v->name);
+    for (size_t i = 0; i < s.size(); ++i) {
+      const int64_t given = t.dims()[i];
+      if (s[i].is_const() && given != s[i].value())
+        return error(StatusCode::kInvalidArgument, "input '", v->name, "' dimension ", static_cast<uint64_t>(i),
+                     " must be ", s[i].value(), " (shape ", shape_to_string(s), ") but was given ", given);
+      if (pit != es.profile.end() && i < pit->second.min.size() &&
+          (given < pit->second.min[i] || given > pit->second.max[i]))
+        return error(StatusCode::kInvalidArgument, "input '", v->name, "' dimension ", static_cast<uint64_t>(i), " is ",
+                     given, ", outside the optimization profile [min ", pit->second.min[i], ", max ",
+                     pit->second.max[i], "]");
+      if (s[i].is_symbol()) {
+        auto [bit, inserted] = bindings.emplace(s[i].symbol_name(), given);
+        if (!inserted && bit->second != given)
+          return error(StatusCode::kInvalidArgument, "input '", v->name, "' dimension '", s[i].symbol_name(), "' is ",
+                       given, " but another input set it to ", bit->second);
+      }
+    }
+    all_device &= t.device() == DeviceType::kCUDA;
+    in_dims.push_back(t.dims());
+  }
+
+#ifdef GRAFT_WITH_CUDNN
+  if (cudnn_) cudnnSetStream(static_cast<cudnnHandle_t>(cudnn_), stream);
+#endif
+  cur_ = &plans_[shape_key(in_dims)];
+  ShapePlan& plan = *cur_;
+  slots_.assign(engine_->num_values(), Slot{});
+  recorded_.assign(engine_->num_values(), 0);
+  timings_.clear();
+  last_used_graph_ = false;
+  const bool use_graph = graphs_on_ && engine_->graph_eligible() && !profiling_ && plan.planned && !plan.dirty &&
+                         !plan.graph_failed;
+
+  // Graph inputs: device tensors are read in place; host tensors are copied when a GPU layer reads
+  // them. Under a CUDA graph every input is copied into its arena slot (the graph bakes addresses).
+  for (const Value* v : g.inputs()) {
+    const int id = engine_->value_id(v);
+    const Tensor& t = inputs.at(v->name);
+    if (use_graph && engine_->uses()[id].device_buffer) {
+      auto d = acquire(id, t.dtype(), t.dims(), "input '" + v->name + "'");
+      if (!d) return std::move(d).take_status();
+      GRAFT_CUDA_RETURN(cudaMemcpyAsync(d->data(), t.data(), t.nbytes(),
+                                        t.device() == DeviceType::kCUDA ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
+                                        stream),
+                        "copying input '", v->name, "' to the GPU");
+      slots_[id].dev = std::move(d).value();
+      if (t.device() == DeviceType::kCPU) slots_[id].host = t;
+    } else if (t.device() == DeviceType::kCUDA) {
+      slots_[id].dev = t;
+    } else {
+      slots_[id].host = t;
+    }
+  }
+
+  Status st;
+  bool ran = false;
+  if (use_graph && plan.graph_exec) {
+    GRAFT_CUDA_RETURN(cudaGraphLaunch(plan.graph_exec, stream), "launching the CUDA graph");
+    for (const auto& od : plan.graph_outputs)
+      slots_[od.vid].dev = Tensor::wrap(static_cast<char*>(arena_.data()) + plan.offset[od.vid], od.dtype, od.dims,
+                                        DeviceType::kCUDA);
+    ran = last_used_graph_ = true;
+  } else if (use_graph) {
+    // Capture once for this shape set; any failure falls back to eager execution for good.
+    cudaGraph_t graph = nullptr;
+    std::string fail;
+    cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    if (e != cudaSuccess) {
+      fail = std::string("begin capture: ") + cudaGetErrorString(e);
+    } else {
+      Status cs = run_layers(stream, true);
+      e = cudaStreamEndCapture(stream, &graph);
+      if (!cs) fail = cs.to_string();
+      else if (e != cudaSuccess || !graph) fail = std::string("end capture: ") + cudaGetErrorString(e);
+      else if (plan.dirty) fail = "a buffer outgrew the memory plan during capture";
+    }
+    if (fail.empty()) {
+      e = cudaGraphInstantiate(&plan.graph_exec, graph, 0);
+      if (e != cudaSuccess) fail = std::string("instantiate: ") + cudaGetErrorString(e);
+    }
+    if (graph) (void)cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    if (fail.empty()) {
+      plan.graph_outputs.clear();
+      for (const Value* v : g.outputs()) {
+        const int id = engine_->value_id(v);
+        if (id >= 0 && slots_[id].dev.defined() && !slots_[id].host.defined())
+          plan.graph_outputs.push_back({id, slots_[id].dev.dtype(), slots_[id].dev.dims()});
+      }
+      GRAFT_CUDA_RETURN(cudaGraphLaunch(plan.graph_exec, stream), "launching the CUDA graph");
+      ran = last_used_graph_ = true;
+    } else {
+      std::fprintf(stderr, "graft: CUDA graph capture failed (%s); running this engine eagerly\n", fail.c_str());
+      plan.graph_exec = nullptr;
+      plan.graph_failed = true;
+      plan.dirty = false;
+      // Start over: inputs are still in their slots; values computed during capture are not.
+      for (size_t id = 0; id < slots_.size(); ++id) {
+        bool is_input = false;
+        for (const Value* v : g.inputs()) is_input |= engine_->value_id(v) == static_cast<int>(id);
+        if (!is_input) slots_[id] = Slot{};
+      }
+    }
+  }
+  if (!ran) st = run_layers(stream, false);
+  if (!st) {
+    slots_.clear();
+    (void)cudaStreamSynchronize(stream);
+    (void)cudaGetLastError();
+    return st;
+  }
+
+  // Outputs: into the caller's tensors when they fit, else new tensors on the inputs' device.
+  for (const Value* v : g.outputs()) {
+    const Tensor* src = nullptr;
+    if (v->constant) {
+      src = &*v->constant;
+    } else {
+      const int id = engine_->value_id(v);
+      if (id < 0 || (!slots_[id].dev.defined() && !slots_[id].host.defined()))
+        return error(StatusCode::kInternal, "graph output '", v->name, "' was not computed");
+      src = slots_[id].dev.defined() ? &slots_[id].dev : &slots_[id].host;
+    }
+    auto oit = outputs.find(v->name);
+    Tensor dst;
+    if (oit != outputs.end() && oit->second.defined() && oit->second.dtype() == src->dtype() &&
+        oit->second.dims() == src->dims()) {
+      dst = oit->second;
+    } else if (all_device) {
+      auto d = device_empty(src->dtype(), src->dims(), "output '" + v->name + "'");
+      if (!d) return std::move(d).take_status();
+      dst = std::move(d).value();
+    } else {
+      dst = Tensor::empty(src->dtype(), src->dims());
+    }
+    cudaMemcpyKind kind = src->device() == DeviceType::kCUDA
+                              ? (dst.device() == DeviceType::kCUDA ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
+                              : (dst.device() == DeviceType::kCUDA ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
+    if (src->nbytes()) {
+      if (kind == cudaMemcpyHostToHost) std::memcpy(dst.data(), src->data(), src->nbytes());
+      else GRAFT_CUDA_RETURN(cudaMemcpyAsync(dst.data(), src->data(), src->nbytes(), kind, stream),
+                             "copying output '", v->name, "'");
+    }
+    if (dst.device() == DeviceType::kCPU) sync = true;
+    outputs[v->name] = dst;
+  }
+  if (sync || plan.dirty || !plan.planned || profiling_) {
+    cudaError_t e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) {
+      slots_.clear();
+      return cuda_status(e, "CUDA error while running the engine (set GRAFT_CUDA_SYNC_CHECK=1 to find the layer)");
+    }
+  }
+  if (profiling_) {
+    const auto& layers = engine_->layers();
+    double total = 0;
+    for (size_t i = 0; i < layers.size(); ++i) {
+      double ms = cpu_ms_[i];
+      if (layers[i].where == Where::kGpu) {
+        float f = 0;
+        GRAFT_CUDA_RETURN(cudaEventElapsedTime(&f, events_[2 * i], events_[2 * i + 1]), "reading profiling events");
+        ms = f;
+      }
+      timings_.push_back({layers[i].node->name, layers[i].node->op_type,
+                          layers[i].where == Where::kGpu ? "cuda" : "cpu", ms, 0});
+      total += ms;
+    }
+    for (auto& t : timings_) t.percent = total > 0 ? 100.0 * t.ms / total : 0;
+  }
+  slots_.clear();
+  if (!plan.planned || plan.dirty) GRAFT_RETURN_IF_ERROR(replan(plan));
+  last_plan_info_.peak_bytes = plan.plan.peak_bytes;
+  last_plan_info_.total_bytes = plan.plan.total_bytes;
+  last_plan_info_.num_buffers = 0;
+  for (size_t s : plan.size) last_plan_info_.num_buffers += s > 0;
+  last_plan_info_.workspace_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
+  return Status::ok();
+}
+
+}  // namespace
+
+Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
+  init_cuda_backend();
+  GRAFT_ASSIGN_OR_RETURN(int ngpu, visible_gpus());
+  (void)ngpu;
+  int dev = 0;
+  cudaDeviceProp p{};
+  GRAFT_CUDA_RETURN(cudaGetDevice(&dev), "querying the current CUDA device");
+  GRAFT_CUDA_RETURN(cudaGetDeviceProperties(&p, dev), "querying CUDA device ", dev);
+  state.cuda_compute_capability = p.major * 10 + p.minor;
+  state.cuda_device_name = p.name;
+  if (config.fp16) {
+    PrecisionPolicy policy;
+    policy.supports_fp16 = [](const Node& n) {
+      const CudaOp* op = nullptr;
+      std::string why;
+      return gpu_supports(n, &op, &why);
+    };
+    policy.keep_inputs = [](const Node& n) {
+      const CudaOp* op = n.custom_op ? nullptr : find_cuda_op(n.op_type);
+      return op ? op->host_inputs : std::vector<int>{};
+    };
+    auto converted = convert_to_fp16(*state.graph, policy);
+    if (!converted) return std::move(converted).take_status();
+    if (config.progress) config.progress("fp16", std::to_string(*converted) + " layers in float16");
+  }
+  return Status::ok();
+}
+
+Result<std::shared_ptr<Engine>> make_cuda_engine(EngineState state, const BuilderConfig* config) {
+  auto e = std::make_shared<CudaEngine>();
+  GRAFT_RETURN_IF_ERROR(e->init(std::move(state), config));
+  return std::shared_ptr<Engine>(e);
+}
+
+}  // namespace graft::cuda

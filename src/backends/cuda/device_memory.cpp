@@ -1,0 +1,70 @@
+#include "backends/cuda/device_memory.h"
+
+#include <cuda_runtime.h>
+
+#include <mutex>
+
+#include "backends/cuda/cuda_check.h"
+
+namespace graft {
+namespace cuda_alloc {
+extern void* (*allocate)(size_t);
+extern void (*release)(void*);
+}  // namespace cuda_alloc
+
+namespace cuda {
+
+namespace {
+void* hook_allocate(size_t n) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return p;
+}
+void hook_release(void* p) {
+  if (p) (void)cudaFree(p);
+}
+}  // namespace
+
+void init_cuda_backend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    cuda_alloc::allocate = &hook_allocate;
+    cuda_alloc::release = &hook_release;
+  });
+}
+
+Result<Tensor> device_empty(DataType dtype, std::vector<int64_t> dims, const std::string& what) {
+  init_cuda_backend();
+  Tensor t = Tensor::empty(dtype, std::move(dims), DeviceType::kCUDA);
+  if (!t.data()) {
+    size_t free_b = 0, total_b = 0;
+    (void)cudaMemGetInfo(&free_b, &total_b);
+    (void)cudaGetLastError();
+    return error(StatusCode::kOutOfMemory, "out of GPU memory allocating ", static_cast<uint64_t>(t.nbytes()),
+                 " bytes for ", what, " (", static_cast<uint64_t>(free_b >> 20), " MiB free of ",
+                 static_cast<uint64_t>(total_b >> 20), " MiB)");
+  }
+  return t;
+}
+
+Result<Tensor> device_bytes(size_t bytes, const std::string& what) {
+  return device_empty(DataType::kUInt8, {static_cast<int64_t>(bytes)}, what);
+}
+
+Result<int> visible_gpus() {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return error(StatusCode::kUnsupported, "no usable CUDA GPU: cudaGetDeviceCount failed with ", cudaGetErrorName(e),
+                 " (", cudaGetErrorString(e), ")");
+  }
+  if (n == 0) return error(StatusCode::kUnsupported, "no CUDA GPU is visible (cudaGetDeviceCount returned 0)");
+  return n;
+}
+
+}  // namespace cuda
+}  // namespace graft

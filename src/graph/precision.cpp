@@ -1,0 +1,160 @@
+#include "graph/precision.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "graph/passes.h"
+
+namespace graft {
+
+bool op_needs_fp32(const std::string& op_type) {
+  static const std::set<std::string> kKeep = {
+      "Exp", "Log", "Pow", "Softplus", "CumSum", "Range", "ReduceSum", "ReduceSumSquare", "ReduceL1",
+      "ReduceL2", "ReduceProd", "ReduceLogSum", "ReduceLogSumExp", "LogSoftmax", "Shape", "Size",
+      "Constant", "ConstantOfShape", "Cast", "CastLike", "RandomNormal", "RandomUniform",
+      "RandomNormalLike", "RandomUniformLike", "EyeLike"};
+  return kKeep.count(op_type) != 0;
+}
+
+namespace {
+
+// Whether the node, re-typed to float16, infers float16 for exactly the float32 outputs and the
+// backend supports it.
+bool can_run_fp16(const Node& n, const PrecisionPolicy& policy) {
+  if (op_needs_fp32(n.op_type)) return false;
+  std::vector<int> keep = policy.keep_inputs ? policy.keep_inputs(n) : std::vector<int>{};
+  bool any_float = false;
+  std::vector<Value> tmp_in(n.inputs.size()), tmp_out(n.outputs.size());
+  std::vector<TensorDesc> in_descs(n.inputs.size());
+  std::vector<InferContext::InputInfo> infos(n.inputs.size());
+  Node t;
+  t.name = n.name;
+  t.op_type = n.op_type;
+  t.domain = n.domain;
+  t.opset = n.opset;
+  t.attrs = n.attrs;
+  t.custom_op = n.custom_op;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (!v) { t.inputs.push_back(nullptr); continue; }
+    tmp_in[i] = *v;
+    tmp_in[i].producer = nullptr;
+    bool converted = false;
+    if (v->desc.dtype == DataType::kFloat32 &&
+        std::find(keep.begin(), keep.end(), static_cast<int>(i)) == keep.end()) {
+      tmp_in[i].desc.dtype = DataType::kFloat16;
+      tmp_in[i].constant.reset();
+      converted = any_float = true;
+    }
+    in_descs[i] = tmp_in[i].desc;
+    infos[i].desc = &in_descs[i];
+    if (!converted && v->constant) infos[i].value = &*v->constant;
+    if (v->sym_value) infos[i].sym_value = &*v->sym_value;
+    t.inputs.push_back(&tmp_in[i]);
+  }
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (!n.outputs[o]) { t.outputs.push_back(nullptr); continue; }
+    tmp_out[o] = *n.outputs[o];
+    tmp_out[o].producer = nullptr;
+    any_float |= n.outputs[o]->desc.dtype == DataType::kFloat32;
+    t.outputs.push_back(&tmp_out[o]);
+  }
+  if (!any_float) return false;
+  std::vector<TensorDesc> out;
+  std::vector<std::optional<std::vector<Dim>>> syms;
+  if (!infer_node(t, infos, &out, &syms)) return false;
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    if (!n.outputs[o]) continue;
+    if (o >= out.size()) return false;
+    DataType was = n.outputs[o]->desc.dtype;
+    DataType want = was == DataType::kFloat32 ? DataType::kFloat16 : was;
+    if (out[o].dtype != want) return false;
+    tmp_out[o].desc = out[o];
+  }
+  return policy.supports_fp16 && policy.supports_fp16(t);
+}
+
+}  // namespace
+
+Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
+  std::set<const Node*> fp16;
+  for (const auto& n : g.nodes())
+    if (can_run_fp16(*n, policy)) fp16.insert(n.get());
+  if (fp16.empty()) return 0;
+
+  std::set<std::string> node_names;
+  for (const auto& n : g.nodes()) node_names.insert(n->name);
+  auto unique_node_name = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; node_names.count(name); ++k) name = base + "_" + std::to_string(k);
+    node_names.insert(name);
+    return name;
+  };
+  const int opset = g.opset_imports.count("") ? static_cast<int>(g.opset_imports.at("")) : 17;
+  auto add_cast = [&](Value* from, Value* to, DataType dt, const std::string& name) {
+    Node* c = g.add_node(unique_node_name(name), "Cast");
+    c->opset = opset;
+    c->attrs.set("to", static_cast<int64_t>(dt));
+    c->inputs = {from};
+    c->outputs = {to};
+    to->producer = c;
+    to->desc = TensorDesc(dt, from->desc.shape ? *from->desc.shape : Shape{});
+    if (!from->desc.shape) to->desc.shape.reset();
+  };
+
+  auto consumers = g.consumers();
+  // Producer side: every float32 output of a float16 node gets a float16 twin; the original value
+  // (graph output, or read by float32 nodes) is then produced by a Cast back to float32.
+  std::map<const Value*, Value*> as_fp16;  // float32 value -> its float16 version
+  std::vector<Node*> nodes;
+  for (const auto& n : g.nodes()) nodes.push_back(n.get());
+  for (Node* n : nodes) {
+    if (!fp16.count(n)) continue;
+    for (auto& out : n->outputs) {
+      if (!out || out->desc.dtype != DataType::kFloat32) continue;
+      Value* o = out;
+      Value* o16 = g.new_value(o->name + "_fp16");
+      o16->desc = o->desc;
+      o16->desc.dtype = DataType::kFloat16;
+      o16->producer = n;
+      out = o16;
+      as_fp16[o] = o16;
+      bool need_fp32 = o->is_graph_output;
+      for (const Node* c : consumers[o]) need_fp32 |= !fp16.count(c);
+      if (need_fp32) add_cast(o16, o, DataType::kFloat32, n->name + "_to_fp32");
+      else o->producer = nullptr;
+    }
+  }
+  // Consumer side: float32 inputs of float16 nodes read the float16 twin, a converted constant, or
+  // a Cast of a graph input / float32 node output.
+  for (Node* n : nodes) {
+    if (!fp16.count(n)) continue;
+    std::vector<int> keep = policy.keep_inputs ? policy.keep_inputs(*n) : std::vector<int>{};
+    for (size_t i = 0; i < n->inputs.size(); ++i) {
+      Value* v = n->inputs[i];
+      if (!v || v->desc.dtype != DataType::kFloat32) continue;
+      if (std::find(keep.begin(), keep.end(), static_cast<int>(i)) != keep.end()) continue;
+      auto it = as_fp16.find(v);
+      if (it != as_fp16.end()) { n->inputs[i] = it->second; continue; }
+      Value* v16 = g.new_value(v->name + "_fp16");
+      if (v->constant) {
+        auto c = v->constant->cast(DataType::kFloat16);
+        if (!c) return std::move(c).take_status().with_node(n->name, n->op_type);
+        v16->constant = std::move(c).value();
+        v16->desc = v->desc;
+        v16->desc.dtype = DataType::kFloat16;
+      } else {
+        add_cast(v, v16, DataType::kFloat16, v->name + "_to_fp16");
+      }
+      as_fp16[v] = v16;
+      n->inputs[i] = v16;
+    }
+  }
+  GRAFT_RETURN_IF_ERROR(g.topological_sort());
+  eliminate_dead_nodes(g);
+  GRAFT_RETURN_IF_ERROR(infer_shapes(g));
+  return static_cast<int>(fp16.size());
+}
+
+}  // namespace graft

@@ -1,0 +1,31 @@
+#include "runtime/device_engine.h"
+
+#ifdef GRAFT_WITH_CUDA
+#include "backends/cuda/cuda_engine.h"
+#endif
+
+namespace graft {
+
+Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const BuilderConfig* config) {
+  if (state.device == DeviceType::kCPU) return make_cpu_engine(std::move(state));
+#ifdef GRAFT_WITH_CUDA
+  return cuda::make_cuda_engine(std::move(state), config);
+#else
+  (void)config;
+  return error(StatusCode::kUnsupported, "this engine is for device cuda, but this graft was built without CUDA "
+               "(configure with -DGRAFT_ENABLE_CUDA=ON); use --device cpu");
+#endif
+}
+
+Status prepare_state_for_device(EngineState& state, const BuilderConfig& config) {
+  if (state.device == DeviceType::kCPU) return Status::ok();
+#ifdef GRAFT_WITH_CUDA
+  return cuda::prepare_cuda_state(state, config);
+#else
+  (void)config;
+  return error(StatusCode::kUnsupported, "--device cuda needs a graft built with CUDA "
+               "(configure with -DGRAFT_ENABLE_CUDA=ON); use --device cpu");
+#endif
+}
+
+}  // namespace graft

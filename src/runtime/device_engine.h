@@ -1,0 +1,20 @@
+// Picks the runtime for an engine state's device: the CPU engine, or (graft built with CUDA) the
+// CUDA engine. Used by the builder and by plan loading.
+#pragma once
+
+#include <memory>
+
+#include "graft/engine.h"
+#include "runtime/cpu_engine.h"
+
+namespace graft {
+
+// `config` is the build configuration (nullptr when loading a plan); build progress and warnings
+// (CPU-fallback layers) are reported through it.
+Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const BuilderConfig* config);
+
+// The builder's device-specific passes before the engine is made (FP16 precision, compute
+// capability). No-op for the CPU.
+Status prepare_state_for_device(EngineState& state, const BuilderConfig& config);
+
+}  // namespace graft
