@@ -16,8 +16,8 @@ namespace {
 constexpr const char* kOpName = "GroupNorm";
 constexpr float kDefaultEpsilon = 1e-5f;
 
-// Storage and compute type per dtype. Statistics are always accumulated in double on the CPU (this
-// is the reference); the per-element arithmetic runs in C and half results are rounded once.
+// Storage type per dtype. The CPU kernels are the reference: they compute in double for every dtype
+// and round each result once on store.
 struct F64 {
   using C = double;
   static C load(const void* p, int64_t i) { return static_cast<const double*>(p)[i]; }
@@ -133,12 +133,12 @@ Status forward_cpu(const KernelContext& ctx) {
       for (int64_t g = 0; g < p.groups; ++g) {
         const int64_t base = (n * p.c + g * cpg) * p.s;
         const Stats st = group_stats<Tr>(x, base, count, p.epsilon);
-        const C mean = static_cast<C>(st.mean), rstd = static_cast<C>(st.rstd);
         for (int64_t cl = 0; cl < cpg; ++cl) {
           const int64_t c = g * cpg + cl;
-          const C sc = Tr::load(scale, c), b = Tr::load(bias, c);
+          const double sc = Tr::load(scale, c), b = Tr::load(bias, c);
+          // In double: x - mean in float would carry mean's rounding, ulp(mean)/std per element.
           for (int64_t i = base + cl * p.s, e = i + p.s; i < e; ++i)
-            Tr::store(y, i, (Tr::load(x, i) - mean) * rstd * sc + b);
+            Tr::store(y, i, static_cast<C>((Tr::load(x, i) - st.mean) * st.rstd * sc + b));
         }
       }
     }

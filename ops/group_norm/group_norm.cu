@@ -36,25 +36,27 @@ __device__ __forceinline__ float2 block_sum2(float2 v, float2* smem) {
   return v;
 }
 
+// Statistics kept relative to a shift (the group's first element): with |mean| >> std, x - shift
+// is exact in float (Sterbenz) while x - mean would carry the rounding of mean, an error of
+// ulp(mean)/std in every xhat (caught by the large_mean case).
 struct GroupStats {
-  float mean, rstd;
+  float shift, mean, rstd;  // mean of (x - shift)
+  __device__ __forceinline__ float xhat(float x) const { return ((x - shift) - mean) * rstd; }
 };
 
-// The sum for the mean is taken around the group's first element: with |mean| >> std, summing raw
-// values in float loses the low digits that the deviations live in (caught by the large_mean case).
 template <typename T>
 __device__ GroupStats group_stats(const T* __restrict__ xg, int64_t count, float epsilon, float2* smem) {
   const float shift = to_float(xg[0]);
   float sum = 0.0f;
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) sum += to_float(xg[i]) - shift;
-  const float mean = shift + block_sum2(make_float2(sum, 0.0f), smem).x / static_cast<float>(count);
+  const float mean = block_sum2(make_float2(sum, 0.0f), smem).x / static_cast<float>(count);
   float sq = 0.0f;
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-    const float d = to_float(xg[i]) - mean;
+    const float d = (to_float(xg[i]) - shift) - mean;
     sq += d * d;
   }
   const float var = block_sum2(make_float2(sq, 0.0f), smem).x / static_cast<float>(count);
-  return {mean, rsqrtf(var + epsilon)};
+  return {shift, mean, rsqrtf(var + epsilon)};
 }
 
 template <typename T>
@@ -68,7 +70,7 @@ forward_kernel(const T* __restrict__ x, const T* __restrict__ scale, const T* __
   const GroupStats st = group_stats(x + base, count, epsilon, smem);
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
     const int64_t c = g * cpg + i / s;
-    const float xhat = (to_float(x[base + i]) - st.mean) * st.rstd;
+    const float xhat = st.xhat(to_float(x[base + i]));
     y[base + i] = from_float<T>(xhat * to_float(scale[c]) + to_float(bias[c]));
   }
 }
@@ -93,7 +95,7 @@ backward_dx_kernel(const T* __restrict__ x, const T* __restrict__ scale, const T
     for (int64_t i = threadIdx.x; i < s; i += blockDim.x) {
       const float d = to_float(dy[off + i]);
       acc.x += d;
-      acc.y += d * (to_float(x[off + i]) - st.mean) * st.rstd;
+      acc.y += d * st.xhat(to_float(x[off + i]));
     }
     acc = block_sum2(acc, smem);
     if (threadIdx.x == 0) {
@@ -107,7 +109,7 @@ backward_dx_kernel(const T* __restrict__ x, const T* __restrict__ scale, const T
   const float mean_g = sum_g / static_cast<float>(count), mean_gx = sum_gx / static_cast<float>(count);
   for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
     const int64_t c = g * cpg + i / s;
-    const float xhat = (to_float(x[base + i]) - st.mean) * st.rstd;
+    const float xhat = st.xhat(to_float(x[base + i]));
     const float gi = to_float(dy[base + i]) * to_float(scale[c]);
     dx[base + i] = from_float<T>(st.rstd * (gi - mean_g - xhat * mean_gx));
   }
