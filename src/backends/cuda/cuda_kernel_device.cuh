@@ -1,0 +1,87 @@
+// Device helpers shared by the .cu kernel files: element conversion to the compute type (half types
+// compute in float and round once on store) and launch geometry. Included only by .cu files.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+
+namespace graft::cuda::k {
+
+template <typename T> struct Elem {
+  using C = T;
+  static __device__ __forceinline__ C ld(T v) { return v; }
+  static __device__ __forceinline__ T st(C v) { return v; }
+};
+template <> struct Elem<__half> {
+  using C = float;
+  static __device__ __forceinline__ float ld(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half st(float v) { return __float2half_rn(v); }
+};
+template <> struct Elem<__nv_bfloat16> {
+  using C = float;
+  static __device__ __forceinline__ float ld(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 st(float v) { return __float2bfloat16_rn(v); }
+};
+
+constexpr int kThreads = 256;
+
+inline unsigned grid_for(int64_t n, int per_thread = 1) {
+  int64_t blocks = (n + int64_t(kThreads) * per_thread - 1) / (int64_t(kThreads) * per_thread);
+  if (blocks < 1) blocks = 1;
+  if (blocks > 65535LL * 16) blocks = 65535LL * 16;  // grid-stride loops cover the rest
+  return static_cast<unsigned>(blocks);
+}
+
+#define GRAFT_GRID_STRIDE(i, n) \
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
+
+// Offset of output element `i` in operand `k` of a broadcast.
+__device__ __forceinline__ int64_t bcast_offset(const Bcast& p, int k, int64_t i) {
+  int64_t off = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    int64_t q = i % p.dims[d];
+    i /= p.dims[d];
+    off += q * p.strides[k][d];
+  }
+  return off;
+}
+
+__device__ __forceinline__ int64_t strided_offset(const Strided& p, int64_t i) {
+  int64_t off = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    int64_t q = i % p.dims[d];
+    i /= p.dims[d];
+    off += q * p.strides[d];
+  }
+  return off;
+}
+
+// Block-wide sum of a float (every thread gets the result). `sh` holds 32 floats.
+__device__ __forceinline__ float block_sum(float v, float* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : 0.f;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+__device__ __forceinline__ float block_max(float v, float* sh) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : -INFINITY;
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+}  // namespace graft::cuda::k

@@ -1,0 +1,131 @@
+// Host helpers shared by the CUDA op files (elementwise, reduce/norm, shape, nn): dtype checks for
+// supports(), kernel errors turned into a Status naming the node, broadcast stride computation.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+#include "backends/cuda/cuda_ops.h"
+#include "graft/status.h"
+
+namespace graft::cuda::util {
+
+inline k::KType ktype(DataType t) { return static_cast<k::KType>(static_cast<int>(t)); }
+
+inline cudaStream_t stream_of(const CudaExec& e) { return static_cast<cudaStream_t>(e.ctx->stream); }
+
+inline const char* op_name(const CudaExec& e) { return e.ctx && e.ctx->node ? e.ctx->node->op_type.c_str() : "op"; }
+
+// A failed launch becomes kRuntimeError naming the op and the node, with the CUDA error text.
+inline Status launch_status(cudaError_t e, const CudaExec& ex, const char* what = "kernel launch") {
+  if (e == cudaSuccess) return Status::ok();
+  (void)cudaGetLastError();
+  Status st = error(StatusCode::kRuntimeError, "CUDA ", op_name(ex), ": ", what, " failed: ", cudaGetErrorName(e),
+                    " (", cudaGetErrorString(e), ")");
+  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
+  return st;
+}
+
+template <typename... Args>
+Status fail(const CudaExec& ex, StatusCode code, Args&&... parts) {
+  Status st = error(code, "CUDA ", op_name(ex), ": ", std::forward<Args>(parts)...);
+  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
+  return st;
+}
+
+// dtype of input/output `i` as known at build time (kUndefined when absent).
+inline DataType in_dtype(const Node& n, size_t i) {
+  const Value* v = n.input(i);
+  return v ? v->desc.dtype : DataType::kUndefined;
+}
+inline DataType out_dtype(const Node& n, size_t i) {
+  const Value* v = n.output(i);
+  return v ? v->desc.dtype : DataType::kUndefined;
+}
+inline bool has_input(const Node& n, size_t i) { return n.input(i) != nullptr; }
+
+inline bool is_half_or_float(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
+}
+
+// Rejects unless input `i` has one of `allowed`; `why` names the input and the dtype.
+inline bool require_dtype(const Node& n, size_t i, std::initializer_list<DataType> allowed, std::string* why) {
+  DataType t = in_dtype(n, i);
+  for (DataType a : allowed)
+    if (t == a) return true;
+  if (why) *why = "input " + std::to_string(i) + " has dtype " + dtype_name(t) + ", which the CUDA kernel does not handle";
+  return false;
+}
+
+inline bool reject(std::string* why, const std::string& reason) {
+  if (why) *why = reason;
+  return false;
+}
+
+inline const AttributeMap& attrs_of(const CudaExec& e) { return *e.ctx->attrs; }
+
+// Broadcast strides of up to three operands against `out`. Size-1 output axes are dropped and
+// adjacent axes merged when every operand is contiguous across them, so most real shapes fit in
+// kMaxRank. Returns false on a non-broadcastable operand or a rank that still exceeds kMaxRank.
+inline bool make_bcast(const std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& ins, k::Bcast* p,
+                       std::string* why) {
+  const size_t rank = out.size();
+  const size_t nops = ins.size();
+  std::vector<std::vector<int64_t>> st(nops, std::vector<int64_t>(rank, 0));
+  for (size_t k = 0; k < nops; ++k) {
+    const auto& in = ins[k];
+    if (in.size() > rank) return reject(why, "operand rank exceeds output rank");
+    int64_t stride = 1;
+    for (size_t j = 0; j < in.size(); ++j) {
+      size_t ia = in.size() - 1 - j, oa = rank - 1 - j;
+      if (in[ia] == out[oa]) {
+        st[k][oa] = in[ia] == 1 ? 0 : stride;
+      } else if (in[ia] == 1) {
+        st[k][oa] = 0;
+      } else {
+        return reject(why, "operand shape cannot be broadcast to the output shape");
+      }
+      stride *= in[ia];
+    }
+  }
+  // Keep non-unit axes; merge axis d into the previous kept one when, for every operand,
+  // stride[prev] == stride[d] * dims[d] (both broadcast: 0 == 0 also merges).
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> ks(nops);
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;
+    bool merge = !dims.empty();
+    for (size_t k = 0; k < nops && merge; ++k) merge = ks[k].back() == st[k][d] * out[d];
+    if (merge) {
+      dims.back() *= out[d];
+      for (size_t k = 0; k < nops; ++k) ks[k].back() = st[k][d];
+    } else {
+      dims.push_back(out[d]);
+      for (size_t k = 0; k < nops; ++k) ks[k].push_back(st[k][d]);
+    }
+  }
+  if (dims.size() > static_cast<size_t>(k::kMaxRank))
+    return reject(why, "broadcast needs " + std::to_string(dims.size()) + " axes; the CUDA kernel handles " +
+                           std::to_string(k::kMaxRank));
+  *p = k::Bcast{};
+  p->rank = static_cast<int>(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    p->dims[d] = dims[d];
+    for (size_t k = 0; k < nops; ++k) p->strides[k][d] = ks[k][d];
+  }
+  return true;
+}
+
+// True when the broadcast is the identity for every operand (flat fast path).
+inline bool bcast_is_flat(const k::Bcast& p, int nops) {
+  if (p.rank == 0) return true;
+  if (p.rank != 1) return false;
+  for (int k = 0; k < nops; ++k)
+    if (p.strides[k][0] != 1) return false;
+  return true;
+}
+
+}  // namespace graft::cuda::util
