@@ -153,7 +153,7 @@ Status dtype_from_descr(const std::string& descr, DataType* out) {
   std::string code = descr.substr(1);
   struct Entry {
     const char* code;
-    DataType dtype;
+    DataType dtype = DataType::kUndefined;
   };
   static const Entry kTable[] = {
       {"f2", DataType::kFloat16}, {"f4", DataType::kFloat32}, {"f8", DataType::kFloat64},
@@ -265,7 +265,7 @@ Result<Tensor> parse_npy(const std::string& bytes, const std::string& file) {
   std::vector<int64_t> dims;
   Status st = HeaderParser(header).parse(&descr, &fortran, &dims);
   if (!st.is_ok()) return st.with_file(file);
-  DataType dtype;
+  DataType dtype = DataType::kUndefined;
   st = dtype_from_descr(descr, &dtype);
   if (!st.is_ok()) return st.with_file(file);
   int64_t numel;
@@ -372,7 +372,7 @@ Result<NamedTensor> tensor_from_proto(const onnx::TensorProto& p) {
   if (p.has_segment()) return error(StatusCode::kUnsupported, "segmented TensorProto is not supported");
   if (p.data_location() == onnx::TensorProto::EXTERNAL)
     return error(StatusCode::kUnsupported, "tensor '", p.name(), "' uses external data, which is not supported here");
-  DataType dtype;
+  DataType dtype = DataType::kUndefined;
   if (!dtype_from_onnx(p.data_type(), &dtype))
     return error(StatusCode::kUnsupported, "tensor '", p.name(), "' has ONNX data type ",
                  static_cast<int>(p.data_type()), ", which graft does not support");
