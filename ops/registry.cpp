@@ -4,6 +4,7 @@
 #include "graft/registry.h"
 #include "ops/custom_layer/custom_layer.h"
 #include "ops/group_norm/group_norm.h"
+#include "ops/ms_deform_attn/ms_deform_attn.h"
 
 namespace graft {
 
@@ -12,6 +13,8 @@ Status register_graft_ops(OpRegistry& registry) {
   static constexpr DefineFn kOps[] = {
       &define_custom_layer,
       &define_group_norm,
+      &define_ms_deform_attn,
+      &define_ms_deform_attn_trt,
   };
   for (DefineFn define : kOps) {
     OpDef def = define();
@@ -24,6 +27,22 @@ Status register_graft_ops(OpRegistry& registry) {
       if (ours) continue;
     }
     GRAFT_RETURN_IF_ERROR(registry.add(std::move(def), "graft"));
+  }
+  // Other names under which graft's ops answer; skipped when already there (idempotent).
+  struct AliasEntry {
+    const char *domain, *name;
+    OpIdentity target;
+  };
+  const AliasEntry kAliases[] = {
+      {kMsDeformAttnMmdeployDomain, kMsDeformAttnMmdeployName, define_ms_deform_attn().identity()},
+  };
+  for (const AliasEntry& a : kAliases) {
+    bool present = false;
+    for (const OpRegistry::Alias& have : registry.aliases())
+      if (have.domain == a.domain && have.name == a.name && have.target.version == a.target.version &&
+          have.target.plugin_namespace == a.target.plugin_namespace)
+        present = true;
+    if (!present) GRAFT_RETURN_IF_ERROR(registry.add_alias(a.domain, a.name, a.target, "graft"));
   }
   return Status::ok();
 }

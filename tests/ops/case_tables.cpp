@@ -8,6 +8,8 @@ std::vector<OpCaseTable> all_case_tables() {
   return {
       custom_layer_cases(),
       group_norm_cases(),
+      ms_deform_attn_cases(),
+      ms_deform_attn_trt_cases(),
   };
 }
 

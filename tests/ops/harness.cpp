@@ -330,7 +330,12 @@ Result<std::vector<Tensor>> run_guarded(const OpDef& def, Backend backend, bool 
 // kernel sees).
 Tensor random_tensor(DataType dtype, const CaseInput& in, std::mt19937_64& rng) {
   Tensor t = Tensor::empty(dtype, in.dims);
-  if (dtype_is_float(dtype)) {
+  if (!in.values.empty()) {
+    if (in.values.size() != static_cast<size_t>(t.numel()))
+      ADD_FAILURE() << "case table bug: " << in.values.size() << " fixed values for " << t.numel() << " elements";
+    for (int64_t i = 0; i < t.numel(); ++i)
+      t.set(i, static_cast<size_t>(i) < in.values.size() ? in.values[i] : 0.0);
+  } else if (dtype_is_float(dtype)) {
     std::uniform_real_distribution<double> d(in.lo, in.hi);
     for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
   } else {
@@ -596,7 +601,7 @@ TEST_P(OpBackward, MatchesFiniteDifferencesAndFloat64Reference) {
         std::vector<Tensor> probe = inputs;
         probe[idx] = inputs[idx].clone();
         const double x0 = inputs[idx].get(i);
-        const double h = 1e-5 * std::max(1.0, std::fabs(x0));
+        const double h = c.fd_step * std::max(1.0, std::fabs(x0));
         probe[idx].set(i, x0 + h);
         const double up = loss_at(probe);
         probe[idx].set(i, x0 - h);

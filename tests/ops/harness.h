@@ -23,6 +23,9 @@ struct CaseInput {
   std::vector<int64_t> dims;
   double lo = -2.0, hi = 2.0;  // uniform range of the random values (integers: inclusive bounds)
   bool omitted = false;        // an optional input left out
+  // Non-empty: exactly these values (row-major) instead of random ones, for inputs that must be
+  // consistent with others (e.g. a deformable-attention op's spatial shapes and level offsets).
+  std::vector<double> values = {};
 };
 
 struct OpCase {
@@ -34,6 +37,9 @@ struct OpCase {
   std::map<DataType, double> tolerance;       // forward overrides of the per-dtype defaults
   std::map<DataType, double> grad_tolerance;  // backward overrides of the per-dtype defaults
   double fd_tolerance = 1e-6;                 // float64 analytic gradient vs finite differences
+  // Relative step of the central differences. Piecewise-smooth ops (bilinear sampling) use a
+  // smaller one so a step rarely straddles a kink.
+  double fd_step = 1e-5;
   bool check_gradients = true;
 };
 
@@ -71,5 +77,7 @@ std::vector<OpCaseTable> all_case_tables();
 // One function per op, defined in its cases_<op>.cpp.
 OpCaseTable custom_layer_cases();
 OpCaseTable group_norm_cases();
+OpCaseTable ms_deform_attn_cases();
+OpCaseTable ms_deform_attn_trt_cases();
 
 }  // namespace graft::optest
