@@ -63,6 +63,12 @@ fi
 if has_step test; then
   ./build-gpu/tests/ops/graft_op_tests > "$OUT/op_tests.log" 2>&1; note "op-test harness (CPU+CUDA): rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/op_tests.log" | tr '\n' ' ')"
   ./build-gpu/tests/unit/graft_unit_tests --gtest_brief=1 > "$OUT/unit_tests.log" 2>&1; note "unit tests: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/unit_tests.log" | tr '\n' ' ')"
+  for t in build-gpu/tests/cuda/graft_cuda_tests build-gpu/tests/cuda_kernels/graft_cuda_kernel_tests; do
+    [ -x "$t" ] || continue
+    n=$(basename "$t")
+    "$t" > "$OUT/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$n.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$OUT/$n.log" | head -20 >> "$summary"
+  done
   if [ -x build-gpu/tests/conformance/graft_conformance ]; then
     ./build-gpu/tests/conformance/graft_conformance > "$OUT/conformance.log" 2>&1; note "conformance (CPU): rc=$? $(tail -1 "$OUT/conformance.log")"
   fi
@@ -70,10 +76,16 @@ fi
 
 if has_step python; then
   export GRAFT_LIB_DIR="$PWD/build-gpu/python/graft" PYTHONPATH="$PWD/python:$PWD/build-gpu/python" GRAFT_TEST_PLUGIN="$PWD/build-gpu/tests/python/libgraft_python_test_ops.so"
-  python3 -m pytest -q tests/python > "$OUT/python_tests.log" 2>&1; note "python tests (torch $(python3 -c 'import torch;print(torch.__version__)')): rc=$? $(tail -1 "$OUT/python_tests.log")"
+  python3 -c 'import torch; print("torch", torch.__version__, "cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI)' | tee -a "$summary"
+  python3 -m pytest -q -x tests/python > "$OUT/python_tests.log" 2>&1; note "python tests (torch $(python3 -c 'import torch;print(torch.__version__)')): rc=$? $(tail -1 "$OUT/python_tests.log")"
   for exp in seed dynamo; do
     python3 examples/seed_walkthrough/walkthrough.py --device cuda --exporter $exp --out /tmp/seed_$exp > "$OUT/walkthrough_$exp.log" 2>&1
-    note "seed walkthrough cuda/$exp: rc=$? $(tail -2 "$OUT/walkthrough_$exp.log" | tr '\n' ' ')"
+    rc=$?
+    note "seed walkthrough cuda/$exp: rc=$rc $(tail -2 "$OUT/walkthrough_$exp.log" | tr '\n' ' ')"
+    if [ $rc -ge 128 ] && command -v cuda-gdb >/dev/null; then  # a crash: get the native stack
+      cuda-gdb -q -batch -ex run -ex bt --args python3 examples/seed_walkthrough/walkthrough.py --device cuda \
+        --exporter $exp --out /tmp/seed_$exp 2>&1 | grep -E '^#' | head -25 >> "$summary"
+    fi
   done
 fi
 
