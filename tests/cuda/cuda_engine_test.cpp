@@ -1,0 +1,345 @@
+// The CUDA runtime end to end: models run on the GPU (fp32 and fp16) against the CPU reference
+// with fresh random inputs and poisoned device outputs; memory-plan reuse; two contexts on two
+// threads; CUDA graph replay against eager; plan round trip and compute-capability mismatch;
+// per-layer profiling. Skips with the reason when there is no GPU or graft was built without CUDA.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "graft/cuda_engine.h"
+#include "graft/engine.h"
+#include "test_models.h"
+
+#ifdef GRAFT_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "build/plan.h"
+#endif
+
+namespace {
+
+using namespace graft_cuda_test;
+
+#ifndef GRAFT_WITH_CUDA
+
+TEST(CudaEngine, BuildWithoutCudaSaysSo) {
+  graft::BuilderConfig cfg;
+  cfg.device = graft::DeviceType::kCUDA;
+  std::mt19937 rng(1);
+  auto e = graft::Engine::build_from_onnx_bytes(mlp_model(rng).bytes(), cfg, "mlp.onnx");
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), graft::StatusCode::kUnsupported);
+  EXPECT_NE(e.status().message().find("without CUDA"), std::string::npos) << e.status().to_string();
+}
+
+TEST(CudaEngine, GpuTests) { GTEST_SKIP() << "graft was built without CUDA (GRAFT_ENABLE_CUDA=OFF): GPU tests skipped"; }
+
+#else
+
+std::string gpu_missing() {
+  int n = 0;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::string("no CUDA GPU (cudaGetDeviceCount: ") + cudaGetErrorString(e) + ")";
+  }
+  return n == 0 ? "no CUDA GPU (cudaGetDeviceCount returned 0)" : "";
+}
+
+#define REQUIRE_GPU()                                        \
+  do {                                                       \
+    std::string why_ = gpu_missing();                        \
+    if (!why_.empty()) GTEST_SKIP() << why_ << ": skipped";  \
+  } while (0)
+
+class CudaEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+  }
+  std::shared_ptr<graft::Engine> build(const OnnxModelBuilder& m, graft::DeviceType dev, bool fp16 = false,
+                                       std::map<std::string, graft::ProfileRange> profile = {},
+                                       std::vector<std::string>* warnings = nullptr) {
+    graft::BuilderConfig cfg;
+    cfg.device = dev;
+    cfg.fp16 = fp16;
+    cfg.profile = std::move(profile);
+    cfg.progress = [warnings](const std::string& stage, const std::string& detail) {
+      if (warnings && stage == "warning") warnings->push_back(detail);
+    };
+    auto e = graft::Engine::build_from_onnx_bytes(m.bytes(), cfg, "test.onnx");
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+    return e.is_ok() ? *e : nullptr;
+  }
+  static Tensor to_device(const Tensor& h) {
+    Tensor d = Tensor::empty(h.dtype(), h.dims(), graft::DeviceType::kCUDA);
+    EXPECT_EQ(cudaMemcpy(d.data(), h.data(), h.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+  }
+  static Tensor to_host(const Tensor& d) {
+    if (d.device() == graft::DeviceType::kCPU) return d;
+    Tensor h = Tensor::empty(d.dtype(), d.dims());
+    EXPECT_EQ(cudaMemcpy(h.data(), d.data(), d.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    return h;
+  }
+  static Tensor poisoned_device(DataType dt, std::vector<int64_t> dims) {
+    Tensor d = Tensor::empty(dt, std::move(dims), graft::DeviceType::kCUDA);
+    EXPECT_EQ(cudaMemset(d.data(), 0xFF, d.nbytes()), cudaSuccess);
+    return d;
+  }
+  static std::map<std::string, Tensor> run(graft::ExecutionContext& ctx, const std::map<std::string, Tensor>& in,
+                                           std::map<std::string, Tensor> out = {}) {
+    auto st = ctx.run(in, out);
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    return out;
+  }
+  // CPU reference vs CUDA (host inputs, then device inputs with poisoned device outputs).
+  void compare_with_cpu(const OnnxModelBuilder& m, const std::map<std::string, Tensor>& in, bool fp16,
+                        std::map<std::string, graft::ProfileRange> profile = {}) {
+    SCOPED_TRACE("random seed " + std::to_string(seed_) + (fp16 ? " fp16" : " fp32"));
+    auto cpu = build(m, graft::DeviceType::kCPU, false, profile);
+    std::vector<std::string> warnings;
+    auto gpu = build(m, graft::DeviceType::kCUDA, fp16, profile, &warnings);
+    ASSERT_TRUE(cpu && gpu);
+    for (const auto& w : warnings) std::printf("[ build    ] %s\n", w.c_str());
+    EXPECT_EQ(gpu->device(), graft::DeviceType::kCUDA);
+    auto cctx = cpu->create_context();
+    auto gctx = gpu->create_context();
+    ASSERT_TRUE(cctx.is_ok() && gctx.is_ok()) << gctx.status().to_string();
+    auto want = run(**cctx, in);
+    const double tol = fp16 ? 1e-2 : 1e-4;
+    // Host inputs -> host outputs.
+    auto got = run(**gctx, in);
+    for (const auto& [name, w] : want) {
+      ASSERT_TRUE(got.count(name)) << name;
+      EXPECT_EQ(got.at(name).device(), graft::DeviceType::kCPU);
+      double err = rel_err(to_host(got.at(name)), w);
+      std::printf("[ compare  ] %s host I/O: rel err %.3g (tol %.0e) %s\n", name.c_str(), err, tol,
+                  err < tol ? "PASS" : "FAIL");
+      EXPECT_LT(err, tol) << "output " << name;
+    }
+    // Device inputs -> poisoned device outputs written in place; twice (second run: planned/graph).
+    std::map<std::string, Tensor> din;
+    for (const auto& [k, v] : in) din[k] = to_device(v);
+    for (int rep = 0; rep < 2; ++rep) {
+      std::map<std::string, Tensor> dout;
+      for (const auto& [name, w] : want) dout[name] = poisoned_device(w.dtype(), w.dims());
+      auto st = (*gctx)->run(din, dout);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      for (const auto& [name, w] : want) {
+        EXPECT_EQ(dout.at(name).device(), graft::DeviceType::kCUDA);
+        double err = rel_err(to_host(dout.at(name)), w);
+        std::printf("[ compare  ] %s device I/O run %d: rel err %.3g %s\n", name.c_str(), rep, err,
+                    err < tol ? "PASS" : "FAIL");
+        EXPECT_LT(err, tol) << "output " << name << " run " << rep;
+      }
+    }
+    // Device inputs and no preallocated outputs: outputs come back on the device.
+    std::map<std::string, Tensor> fresh;
+    ASSERT_TRUE((*gctx)->run(din, fresh).is_ok());
+    for (const auto& [name, w] : want) EXPECT_EQ(fresh.at(name).device(), graft::DeviceType::kCUDA);
+  }
+
+  uint32_t seed_ = 0;
+  std::mt19937 rng_;
+};
+
+TEST_F(CudaEngineTest, MlpWithCustomLayer) {
+  REQUIRE_GPU();
+  auto m = mlp_model(rng_);
+  for (bool fp16 : {false, true}) compare_with_cpu(m, {{"x", rand_t({4, 16}, rng_, -3, 3)}}, fp16);
+}
+
+TEST_F(CudaEngineTest, SmallCnn) {
+  REQUIRE_GPU();
+  auto m = cnn_model(rng_);
+  for (bool fp16 : {false, true}) compare_with_cpu(m, {{"x", rand_t({2, 3, 16, 16}, rng_)}}, fp16);
+}
+
+TEST_F(CudaEngineTest, LayerNormSoftmaxBlock) {
+  REQUIRE_GPU();
+  auto m = attention_block_model(rng_);
+  for (bool fp16 : {false, true}) compare_with_cpu(m, {{"x", rand_t({2, 6, 16}, rng_)}}, fp16);
+}
+
+TEST_F(CudaEngineTest, ShapeSubgraphDynamicBatch) {
+  REQUIRE_GPU();
+  auto m = shape_subgraph_model();
+  std::map<std::string, graft::ProfileRange> profile = {{"x", {{1, 4, 6}, {3, 4, 6}, {8, 4, 6}}}};
+  for (int64_t batch : {3, 5, 3})
+    for (bool fp16 : {false, true}) compare_with_cpu(m, {{"x", rand_t({batch, 4, 6}, rng_)}}, fp16, profile);
+}
+
+TEST_F(CudaEngineTest, DescribeListsPlacementAndFallbacks) {
+  REQUIRE_GPU();
+  std::vector<std::string> warnings;
+  auto e = build(cnn_model(rng_), graft::DeviceType::kCUDA, false, {}, &warnings);
+  ASSERT_TRUE(e);
+  std::string d = e->describe();
+  std::printf("%s", d.c_str());
+  EXPECT_NE(d.find("sm_"), std::string::npos);
+  EXPECT_NE(d.find("placement:"), std::string::npos);
+  auto j = nlohmann::json::parse(e->describe_json());
+  ASSERT_TRUE(j.contains("cuda"));
+  size_t fallbacks = 0;
+  for (const auto& l : j["cuda"]["layers"])
+    if (l["device"] == "cpu (fallback)") {
+      ++fallbacks;
+      EXPECT_TRUE(l.contains("reason")) << l.dump();
+      EXPECT_NE(d.find(l["name"].get<std::string>() + " ["), std::string::npos) << "fallback not in describe()";
+    }
+  EXPECT_EQ(fallbacks, j["cuda"]["fallback_layers"].size());
+  EXPECT_EQ(fallbacks, warnings.size()) << "every fallback is a build warning";
+}
+
+TEST_F(CudaEngineTest, MemoryPlanReusesBuffersInAChain) {
+  REQUIRE_GPU();
+  auto e = build(custom_chain_model(8), graft::DeviceType::kCUDA);
+  ASSERT_TRUE(e);
+  auto j = nlohmann::json::parse(e->describe_json());
+  ASSERT_TRUE(j["cuda"]["memory_plan"].is_object()) << j["cuda"].dump();
+  const size_t peak = j["cuda"]["memory_plan"]["peak_bytes"], total = j["cuda"]["memory_plan"]["total_bytes"];
+  std::printf("[ memplan  ] peak %zu bytes, sum of activations %zu bytes\n", peak, total);
+  EXPECT_LT(peak, total);
+  EXPECT_LE(peak, 3 * 64 * 256 * sizeof(float) + 3 * 256) << "a chain needs about two live activations";
+  auto ctx = e->create_context();
+  ASSERT_TRUE(ctx.is_ok());
+  auto x = rand_t({64, 256}, rng_);
+  run(**ctx, {{"x", x}});
+  auto* cctx = dynamic_cast<graft::CudaExecutionContext*>(ctx->get());
+  ASSERT_NE(cctx, nullptr);
+  EXPECT_LT(cctx->memory_plan().peak_bytes, cctx->memory_plan().total_bytes);
+}
+
+TEST_F(CudaEngineTest, TwoContextsOnTwoThreads) {
+  REQUIRE_GPU();
+  auto m = mlp_model(rng_);
+  auto cpu = build(m, graft::DeviceType::kCPU);
+  auto gpu = build(m, graft::DeviceType::kCUDA);
+  ASSERT_TRUE(cpu && gpu);
+  std::vector<Tensor> xs, want;
+  for (int i = 0; i < 8; ++i) {
+    xs.push_back(rand_t({4, 16}, rng_, -3, 3));
+    auto c = cpu->create_context();
+    want.push_back(run(**c, {{"x", xs.back()}}).at("y"));
+  }
+  std::vector<double> worst(2, 0);
+  std::vector<std::string> errors(2);
+  auto worker = [&](int t) {
+    auto ctx = gpu->create_context();
+    if (!ctx.is_ok()) { errors[t] = ctx.status().to_string(); return; }
+    for (int rep = 0; rep < 20; ++rep) {
+      int i = (rep * 3 + t) % 8;
+      std::map<std::string, Tensor> out;
+      auto st = (*ctx)->run({{"x", xs[i]}}, out);
+      if (!st.is_ok()) { errors[t] = st.to_string(); return; }
+      worst[t] = std::max(worst[t], rel_err(out.at("y"), want[i]));
+    }
+  };
+  std::thread a(worker, 0), b(worker, 1);
+  a.join();
+  b.join();
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_TRUE(errors[t].empty()) << "thread " << t << ": " << errors[t];
+    std::printf("[ threads  ] thread %d worst rel err %.3g %s\n", t, worst[t], worst[t] < 1e-4 ? "PASS" : "FAIL");
+    EXPECT_LT(worst[t], 1e-4) << "seed " << seed_;
+  }
+}
+
+TEST_F(CudaEngineTest, CudaGraphReplayMatchesEager) {
+  REQUIRE_GPU();
+  auto e = build(custom_chain_model(6), graft::DeviceType::kCUDA);
+  ASSERT_TRUE(e);
+  auto cg = e->create_context();
+  auto ce = e->create_context();
+  ASSERT_TRUE(cg.is_ok() && ce.is_ok());
+  auto* g = dynamic_cast<graft::CudaExecutionContext*>(cg->get());
+  auto* eager = dynamic_cast<graft::CudaExecutionContext*>(ce->get());
+  ASSERT_TRUE(g && eager);
+  g->set_cuda_graphs(true);
+  eager->set_cuda_graphs(false);
+  bool used_graph = false;
+  for (int rep = 0; rep < 4; ++rep) {
+    auto x = rand_t({64, 256}, rng_);
+    auto yg = run(*g, {{"x", x}}).at("y");
+    used_graph |= g->last_run_used_cuda_graph();
+    auto ye = run(*eager, {{"x", x}}).at("y");
+    EXPECT_FALSE(eager->last_run_used_cuda_graph());
+    ASSERT_EQ(yg.nbytes(), ye.nbytes());
+    EXPECT_EQ(std::memcmp(yg.data(), ye.data(), yg.nbytes()), 0) << "graph replay differs from eager, run " << rep;
+  }
+  std::printf("[ graphs   ] CUDA graph used: %s\n", used_graph ? "yes" : "no (capture failed; see log)");
+  if (std::getenv("GRAFT_CUDA_GRAPHS") == nullptr) EXPECT_TRUE(used_graph) << "an all-GPU engine should replay a graph";
+}
+
+TEST_F(CudaEngineTest, PlanRoundTripAndArchitectureMismatch) {
+  REQUIRE_GPU();
+  auto m = mlp_model(rng_);
+  auto e = build(m, graft::DeviceType::kCUDA);
+  ASSERT_TRUE(e);
+  auto bytes = e->serialize();
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  auto loaded = graft::Engine::deserialize(*bytes, "mlp.plan");
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ((*loaded)->device(), graft::DeviceType::kCUDA);
+  auto x = rand_t({4, 16}, rng_, -3, 3);
+  auto c1 = e->create_context();
+  auto c2 = (*loaded)->create_context();
+  ASSERT_TRUE(c1.is_ok() && c2.is_ok());
+  EXPECT_LT(rel_err(run(**c2, {{"x", x}}).at("y"), run(**c1, {{"x", x}}).at("y")), 1e-6);
+
+  // The same plan stamped for another architecture is refused, naming both.
+  auto st = graft::read_plan_bytes(*bytes, "mlp.plan");
+  ASSERT_TRUE(st.is_ok()) << st.status().to_string();
+  st->cuda_compute_capability = 10;
+  st->cuda_device_name = "Imaginary GPU";
+  auto other = graft::write_plan_bytes(*st);
+  ASSERT_TRUE(other.is_ok());
+  auto refused = graft::Engine::deserialize(*other, "other.plan");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), graft::StatusCode::kUnsupported);
+  EXPECT_NE(refused.status().message().find("sm_10"), std::string::npos) << refused.status().to_string();
+  std::printf("[ plan     ] mismatch error: %s\n", refused.status().to_string().c_str());
+}
+
+TEST_F(CudaEngineTest, PerLayerProfile) {
+  REQUIRE_GPU();
+  auto e = build(mlp_model(rng_), graft::DeviceType::kCUDA);
+  ASSERT_TRUE(e);
+  auto ctx = e->create_context();
+  ASSERT_TRUE(ctx.is_ok());
+  auto* c = dynamic_cast<graft::CudaExecutionContext*>(ctx->get());
+  ASSERT_NE(c, nullptr);
+  c->set_profiling(true);
+  run(*c, {{"x", rand_t({4, 16}, rng_)}});
+  auto rows = c->layer_timings();
+  EXPECT_EQ(rows.size(), 4u);
+  double pct = 0;
+  for (const auto& r : rows) {
+    EXPECT_GE(r.ms, 0) << r.name;
+    pct += r.percent;
+  }
+  EXPECT_NEAR(pct, 100.0, 0.5);
+  std::string table = graft::format_layer_timings(rows);
+  std::printf("%s", table.c_str());
+  EXPECT_NE(table.find("fc1"), std::string::npos);
+}
+
+TEST_F(CudaEngineTest, BadInputIsAClearErrorAndContextStaysUsable) {
+  REQUIRE_GPU();
+  auto e = build(mlp_model(rng_), graft::DeviceType::kCUDA);
+  ASSERT_TRUE(e);
+  auto ctx = e->create_context();
+  ASSERT_TRUE(ctx.is_ok());
+  std::map<std::string, Tensor> out;
+  auto st = (*ctx)->run({{"x", rand_t({4, 15}, rng_)}}, out);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.message().find("'x'"), std::string::npos) << st.to_string();
+  run(**ctx, {{"x", rand_t({4, 16}, rng_)}});
+}
+
+#endif
+
+}  // namespace

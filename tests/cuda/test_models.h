@@ -1,0 +1,130 @@
+// Small ONNX models and comparison helpers shared by the CUDA runtime tests.
+#pragma once
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "graft/tensor.h"
+#include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/op_test_util.h"
+
+namespace graft_cuda_test {
+
+using graft::DataType;
+using graft::Tensor;
+using graft::testing::OnnxModelBuilder;
+
+inline Tensor rand_t(std::vector<int64_t> dims, std::mt19937& rng, double lo = -1, double hi = 1) {
+  return graft::testing::random_tensor(DataType::kFloat32, std::move(dims), rng, lo, hi);
+}
+
+// ||a - b|| / ||b|| over host float tensors (a NaN anywhere gives infinity).
+inline double rel_err(const Tensor& a, const Tensor& b) {
+  if (a.dims() != b.dims()) return INFINITY;
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    double x = a.get(i), y = b.get(i);
+    if (std::isnan(x) || std::isnan(y)) return INFINITY;
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+}
+
+// x[4,16] -> CustomLayer -> Gemm(16x32) -> Relu -> Gemm(32x8) -> y
+inline OnnxModelBuilder mlp_model(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  m.opset("ai.onnx.contrib", 1);
+  m.input("x", DataType::kFloat32, {4, 16});
+  m.initializer("w1", rand_t({16, 32}, rng, -0.5, 0.5));
+  m.initializer("b1", rand_t({32}, rng));
+  m.initializer("w2", rand_t({32, 8}, rng, -0.5, 0.5));
+  m.initializer("b2", rand_t({8}, rng));
+  auto& c = m.node("CustomLayer", {"x"}, {"h0"}, "swish", "ai.onnx.contrib");
+  OnnxModelBuilder::attr(c, "beta", 0.75f);
+  m.node("Gemm", {"h0", "w1", "b1"}, {"h1"}, "fc1");
+  m.node("Relu", {"h1"}, {"h2"}, "relu");
+  m.node("Gemm", {"h2", "w2", "b2"}, {"y"}, "fc2");
+  m.output("y", DataType::kFloat32, {4, 8});
+  return m;
+}
+
+// x[2,3,16,16] -> Conv -> BN -> Relu -> MaxPool -> GlobalAveragePool -> Reshape -> Gemm -> y[2,5]
+inline OnnxModelBuilder cnn_model(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3, 16, 16});
+  m.initializer("w", rand_t({8, 3, 3, 3}, rng, -0.5, 0.5));
+  m.initializer("b", rand_t({8}, rng));
+  m.initializer("scale", rand_t({8}, rng, 0.5, 1.5));
+  m.initializer("bias", rand_t({8}, rng));
+  m.initializer("mean", rand_t({8}, rng));
+  m.initializer("var", rand_t({8}, rng, 0.5, 2.0));
+  m.initializer("shape", Tensor::vector_int64({2, 8}));
+  m.initializer("fw", rand_t({8, 5}, rng));
+  m.initializer("fb", rand_t({5}, rng));
+  auto& conv = m.node("Conv", {"x", "w", "b"}, {"c"}, "conv");
+  OnnxModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"bn"}, "bn");
+  m.node("Relu", {"bn"}, {"r"}, "relu");
+  auto& mp = m.node("MaxPool", {"r"}, {"p"}, "pool");
+  OnnxModelBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{2, 2});
+  OnnxModelBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
+  m.node("GlobalAveragePool", {"p"}, {"g"}, "gap");
+  m.node("Reshape", {"g", "shape"}, {"f"}, "flatten");
+  m.node("Gemm", {"f", "fw", "fb"}, {"y"}, "fc");
+  m.output("y", DataType::kFloat32, {2, 5});
+  return m;
+}
+
+// x[2,6,16] -> LayerNorm -> MatMul -> Softmax -> Add(x) -> y
+inline OnnxModelBuilder attention_block_model(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 6, 16});
+  m.initializer("gamma", rand_t({16}, rng, 0.5, 1.5));
+  m.initializer("beta", rand_t({16}, rng));
+  m.initializer("w", rand_t({16, 16}, rng, -0.5, 0.5));
+  auto& ln = m.node("LayerNormalization", {"x", "gamma", "beta"}, {"n"}, "ln");
+  OnnxModelBuilder::attr(ln, "axis", int64_t{-1});
+  m.node("MatMul", {"n", "w"}, {"mm"}, "proj");
+  auto& sm = m.node("Softmax", {"mm"}, {"s"}, "softmax");
+  OnnxModelBuilder::attr(sm, "axis", int64_t{-1});
+  m.node("Add", {"s", "x"}, {"y"}, "residual");
+  m.output("y", DataType::kFloat32, {2, 6, 16});
+  return m;
+}
+
+// x[batch,4,6] -> Reshape(x, Concat(Unsqueeze(Gather(Shape(x), 0)), [24])) -> Relu -> y[batch,24]
+inline OnnxModelBuilder shape_subgraph_model() {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"batch", 4, 6});
+  m.initializer("zero", Tensor::scalar_int64(0));
+  m.initializer("axes", Tensor::vector_int64({0}));
+  m.initializer("rest", Tensor::vector_int64({24}));
+  m.node("Shape", {"x"}, {"shp"}, "shape");
+  auto& ga = m.node("Gather", {"shp", "zero"}, {"b"}, "gather");
+  OnnxModelBuilder::attr(ga, "axis", int64_t{0});
+  m.node("Unsqueeze", {"b", "axes"}, {"b1"}, "unsqueeze");
+  auto& cc = m.node("Concat", {"b1", "rest"}, {"target"}, "concat");
+  OnnxModelBuilder::attr(cc, "axis", int64_t{0});
+  m.node("Reshape", {"x", "target"}, {"r"}, "reshape");
+  m.node("Relu", {"r"}, {"y"}, "relu");
+  m.output("y", DataType::kFloat32);
+  return m;
+}
+
+// x[64,256] -> CustomLayer x `n` (every layer has a CUDA kernel).
+inline OnnxModelBuilder custom_chain_model(int n) {
+  OnnxModelBuilder m;
+  m.opset("ai.onnx.contrib", 1);
+  m.input("x", DataType::kFloat32, {64, 256});
+  for (int i = 0; i < n; ++i) {
+    std::string in = i ? "h" + std::to_string(i - 1) : "x", out = i + 1 == n ? "y" : "h" + std::to_string(i);
+    auto& c = m.node("CustomLayer", {in}, {out}, "swish" + std::to_string(i), "ai.onnx.contrib");
+    OnnxModelBuilder::attr(c, "beta", 0.5f + 0.1f * static_cast<float>(i));
+  }
+  m.output("y", DataType::kFloat32, {64, 256});
+  return m;
+}
+
+}  // namespace graft_cuda_test
