@@ -1,0 +1,209 @@
+// One harness for every CUDA kernel test: build a one-node graph, run the CPU reference kernel on
+// the (dtype-rounded) inputs, run the CUDA op on device copies with poisoned outputs, and compare
+// by relative error norm. Fresh random data each run; the seed is printed on failure.
+#pragma once
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#ifdef GRAFT_WITH_CUDNN
+#include <cudnn.h>
+#endif
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_ops.h"
+#include "op_test_util.h"
+
+namespace graft::testing {
+
+inline bool gpu_present() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+#define GRAFT_REQUIRE_GPU() \
+  if (!::graft::testing::gpu_present()) GTEST_SKIP() << "no CUDA GPU visible: CUDA kernel tests skipped"
+
+struct GpuHandles {
+  cublasLtHandle_t lt = nullptr;
+  void* dnn = nullptr;
+  GpuHandles() {
+    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) lt = nullptr;
+#ifdef GRAFT_WITH_CUDNN
+    cudnnHandle_t h = nullptr;
+    if (cudnnCreate(&h) == CUDNN_STATUS_SUCCESS) dnn = h;
+#endif
+  }
+  static GpuHandles& get() {
+    static GpuHandles h;
+    return h;
+  }
+};
+
+inline uint32_t fresh_seed() { return std::random_device{}(); }
+
+struct KernelCase {
+  std::string op;
+  std::vector<Tensor> inputs;  // host; float32 inputs are converted to the tested float dtype
+  AttributeMap attrs;
+  int opset = 17;
+  size_t num_outputs = 1;
+  double tol32 = 1e-5;
+  double tol16 = 1e-2;
+  std::string label;  // printed on failure
+};
+
+inline std::vector<double> to_doubles(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+// Runs `c` with float32 inputs turned into `dt`; reports failures with `seed`.
+inline void run_kernel_case(const KernelCase& c, DataType dt, uint32_t seed) {
+  SCOPED_TRACE("op " + c.op + " " + c.label + " dtype " + dtype_name(dt) + " seed " + std::to_string(seed));
+  const cuda::CudaOp* op = cuda::find_cuda_op(c.op);
+  ASSERT_NE(op, nullptr) << "no CUDA op " << c.op;
+  const std::set<int> host(op->host_inputs.begin(), op->host_inputs.end());
+
+  // Inputs in the tested dtype and their exact values back in float32 for the reference.
+  std::vector<Tensor> dev_in_host, ref_in;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const Tensor& t = c.inputs[i];
+    if (!t.defined()) {
+      dev_in_host.emplace_back();
+      ref_in.emplace_back();
+      continue;
+    }
+    if (t.dtype() == DataType::kFloat32 && dt != DataType::kFloat32 && !host.count(static_cast<int>(i))) {
+      auto low = t.cast(dt);
+      ASSERT_TRUE(low.is_ok()) << low.status().to_string();
+      auto back = low.value().cast(DataType::kFloat32);
+      ASSERT_TRUE(back.is_ok());
+      dev_in_host.push_back(low.value());
+      ref_in.push_back(back.value());
+    } else {
+      dev_in_host.push_back(t);
+      ref_in.push_back(t);
+    }
+  }
+  OneNode ref(c.op, ref_in, c.num_outputs);
+  ref.node->attrs = c.attrs;
+  auto ref_out = ref.run(c.opset);
+  ASSERT_TRUE(ref_out.is_ok()) << "CPU reference failed: " << ref_out.status().to_string();
+
+  // The node the CUDA op sees carries the tested dtypes.
+  OneNode gpu(c.op, dev_in_host, c.num_outputs);
+  gpu.node->attrs = c.attrs;
+  gpu.node->opset = c.opset;
+  std::vector<DataType> out_dt;
+  for (size_t i = 0; i < c.num_outputs; ++i) {
+    DataType d = ref_out.value()[i].dtype();
+    if (d == DataType::kFloat32 && dt != DataType::kFloat32) d = dt;
+    out_dt.push_back(d);
+    gpu.node->outputs[i]->desc = TensorDesc(d, shape_from_values(ref_out.value()[i].dims()));
+  }
+  std::string why;
+  ASSERT_TRUE(op->supports(*gpu.node, &why)) << "supports() rejected: " << why;
+
+  std::vector<void*> allocs;
+  auto dalloc = [&](size_t bytes) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, bytes ? bytes : 1), cudaSuccess);
+    allocs.push_back(p);
+    return p;
+  };
+  std::vector<Tensor> din;
+  for (size_t i = 0; i < dev_in_host.size(); ++i) {
+    const Tensor& t = dev_in_host[i];
+    if (!t.defined() || host.count(static_cast<int>(i))) {
+      din.push_back(t);
+      continue;
+    }
+    void* p = dalloc(t.nbytes());
+    EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    din.push_back(Tensor::wrap(p, t.dtype(), t.dims(), DeviceType::kCUDA));
+  }
+  std::vector<Tensor> dout;
+  for (size_t i = 0; i < c.num_outputs; ++i) {
+    const Tensor& r = ref_out.value()[i];
+    size_t bytes = static_cast<size_t>(r.numel()) * dtype_size(out_dt[i]);
+    void* p = dalloc(bytes);
+    EXPECT_EQ(cudaMemset(p, 0xFF, bytes ? bytes : 1), cudaSuccess);  // poison: NaN / -1 everywhere
+    dout.push_back(Tensor::wrap(p, out_dt[i], r.dims(), DeviceType::kCUDA));
+  }
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ExecContext ectx;
+  ectx.node = gpu.node;
+  ectx.attrs = &gpu.node->attrs;
+  ectx.opset = c.opset;
+  ectx.stream = stream;
+  for (auto& t : din) ectx.inputs.push_back(t.defined() ? &t : nullptr);
+  for (auto& t : dout) ectx.outputs.push_back(&t);
+  cuda::CudaExec ex;
+  ex.ctx = &ectx;
+  ex.cublaslt = GpuHandles::get().lt;
+  ex.cudnn = GpuHandles::get().dnn;
+  if (op->workspace_bytes) {
+    std::vector<const Tensor*> ins;
+    for (auto& t : din) ins.push_back(t.defined() ? &t : nullptr);
+    ex.workspace_size = op->workspace_bytes(*gpu.node, ins);
+    if (ex.workspace_size) ex.workspace = dalloc(ex.workspace_size);
+  }
+  Status st = op->run(ex);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+
+  for (size_t i = 0; i < c.num_outputs; ++i) {
+    const Tensor& r = ref_out.value()[i];
+    Tensor got = Tensor::empty(out_dt[i], r.dims());
+    ASSERT_EQ(cudaMemcpy(got.data(), dout[i].data(), got.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+    std::vector<double> g = to_doubles(got), e = to_doubles(r);
+    if (!dtype_is_float(r.dtype())) {
+      for (size_t j = 0; j < e.size(); ++j) ASSERT_EQ(g[j], e[j]) << "output " << i << " element " << j;
+      continue;
+    }
+    double num = 0, den = 0;
+    for (size_t j = 0; j < e.size(); ++j) {
+      ASSERT_FALSE(std::isnan(g[j]) && !std::isnan(e[j])) << "output " << i << " element " << j << " is NaN (unwritten?)";
+      if (std::isnan(e[j]) || std::isinf(e[j])) continue;
+      num += (g[j] - e[j]) * (g[j] - e[j]);
+      den += e[j] * e[j];
+    }
+    const double rel = std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+    const double tol = dt == DataType::kFloat32 ? c.tol32 : c.tol16;
+    EXPECT_LE(rel, tol) << "output " << i << " relative error norm " << rel << " (tolerance " << tol << ")";
+  }
+  for (void* p : allocs) cudaFree(p);
+}
+
+// Runs the case in float32 and float16 (and bfloat16 when asked).
+inline void run_float_dtypes(const KernelCase& c, uint32_t seed, bool bf16 = false) {
+  run_kernel_case(c, DataType::kFloat32, seed);
+  run_kernel_case(c, DataType::kFloat16, seed);
+  if (bf16) {
+    KernelCase b = c;
+    b.tol16 = std::max(c.tol16, 2e-2);
+    run_kernel_case(b, DataType::kBFloat16, seed);
+  }
+}
+
+inline Tensor rnd(std::mt19937& rng, std::vector<int64_t> dims, double lo = -1, double hi = 1,
+                  DataType dt = DataType::kFloat32) {
+  return random_tensor(dt, std::move(dims), rng, lo, hi);
+}
+
+inline Tensor rnd_bool(std::mt19937& rng, std::vector<int64_t> dims) {
+  Tensor t = Tensor::empty(DataType::kBool, std::move(dims));
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, (rng() & 1) ? 1.0 : 0.0);
+  return t;
+}
+
+}  // namespace graft::testing
