@@ -13,11 +13,17 @@ OUT=${OUT:-$PWD/gpu-out}
 mkdir -p "$OUT"
 STEPS=${*:-"build test python trt bench"}
 DEPS=/tmp/graft-deps
+# Outside the carried tree, so a second call on the still-warm machine reuses it.
+BUILDDIR=${GRAFT_GPU_BUILD:-/tmp/graft-build-gpu}
+# Logs go to one archive: only 8 files come back from that machine.
+LOGS=/tmp/graft-gpu-logs
+mkdir -p "$LOGS"
+trap 'tar -czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null' EXIT
 # Carried, git-ignored inputs (debs, TensorRT headers); a snapshot run points this at the checkout's.
 DEVDIR=${GRAFT_DEVICE_DIR:-.device}
 export PYTHONUNBUFFERED=1
 summary="$OUT/summary.txt"
-: > "$summary"
+[ -f "$summary" ] || : > "$summary"
 note() { echo "$*" | tee -a "$summary"; }
 
 has_step() { [[ " $STEPS " == *" $1 "* ]]; }
@@ -55,33 +61,33 @@ unpack_deps
 note "GPU suite on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || cat "$DEVDIR"/commit 2>/dev/null)"
 
 if has_step build; then
-  configure_build build-gpu > "$OUT/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$OUT/configure.log"; exit 1; }
-  cmake --build build-gpu -j 16 > "$OUT/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$OUT/build.log" | head -40; exit 1; }
+  configure_build $BUILDDIR > "$LOGS/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$LOGS/configure.log"; exit 1; }
+  cmake --build $BUILDDIR -j 16 > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -40; exit 1; }
   note "build ok"
 fi
 
 if has_step test; then
-  ./build-gpu/tests/ops/graft_op_tests > "$OUT/op_tests.log" 2>&1; note "op-test harness (CPU+CUDA): rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/op_tests.log" | tr '\n' ' ')"
-  ./build-gpu/tests/unit/graft_unit_tests --gtest_brief=1 > "$OUT/unit_tests.log" 2>&1; note "unit tests: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$OUT/unit_tests.log" | tr '\n' ' ')"
-  for t in build-gpu/tests/cuda/graft_cuda_tests build-gpu/tests/cuda_kernels/graft_cuda_kernel_tests; do
+  $BUILDDIR/tests/ops/graft_op_tests > "$LOGS/op_tests.log" 2>&1; note "op-test harness (CPU+CUDA): rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/op_tests.log" | tr '\n' ' ')"
+  $BUILDDIR/tests/unit/graft_unit_tests --gtest_brief=1 > "$LOGS/unit_tests.log" 2>&1; note "unit tests: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/unit_tests.log" | tr '\n' ' ')"
+  for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests; do
     [ -x "$t" ] || continue
     n=$(basename "$t")
-    "$t" > "$OUT/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$OUT/$n.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]' "$OUT/$n.log" | head -20 >> "$summary"
+    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/$n.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
   done
-  if [ -x build-gpu/tests/conformance/graft_conformance ]; then
-    ./build-gpu/tests/conformance/graft_conformance > "$OUT/conformance.log" 2>&1; note "conformance (CPU): rc=$? $(tail -1 "$OUT/conformance.log")"
+  if [ -x $BUILDDIR/tests/conformance/graft_conformance ]; then
+    $BUILDDIR/tests/conformance/graft_conformance > "$LOGS/conformance.log" 2>&1; note "conformance (CPU): rc=$? $(tail -1 "$LOGS/conformance.log")"
   fi
 fi
 
 if has_step python; then
-  export GRAFT_LIB_DIR="$PWD/build-gpu/python/graft" PYTHONPATH="$PWD/python:$PWD/build-gpu/python" GRAFT_TEST_PLUGIN="$PWD/build-gpu/tests/python/libgraft_python_test_ops.so"
+  export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python" GRAFT_TEST_PLUGIN="$BUILDDIR/tests/python/libgraft_python_test_ops.so"
   python3 -c 'import torch; print("torch", torch.__version__, "cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI)' | tee -a "$summary"
-  python3 -m pytest -q -x tests/python > "$OUT/python_tests.log" 2>&1; note "python tests (torch $(python3 -c 'import torch;print(torch.__version__)')): rc=$? $(tail -1 "$OUT/python_tests.log")"
+  python3 -m pytest -q -x tests/python > "$LOGS/python_tests.log" 2>&1; note "python tests (torch $(python3 -c 'import torch;print(torch.__version__)')): rc=$? $(tail -1 "$LOGS/python_tests.log")"
   for exp in seed dynamo; do
-    python3 examples/seed_walkthrough/walkthrough.py --device cuda --exporter $exp --out /tmp/seed_$exp > "$OUT/walkthrough_$exp.log" 2>&1
+    python3 examples/seed_walkthrough/walkthrough.py --device cuda --exporter $exp --out /tmp/seed_$exp > "$LOGS/walkthrough_$exp.log" 2>&1
     rc=$?
-    note "seed walkthrough cuda/$exp: rc=$rc $(tail -2 "$OUT/walkthrough_$exp.log" | tr '\n' ' ')"
+    note "seed walkthrough cuda/$exp: rc=$rc $(tail -2 "$LOGS/walkthrough_$exp.log" | tr '\n' ' ')"
     if [ $rc -ge 128 ] && command -v cuda-gdb >/dev/null; then  # a crash: get the native stack
       cuda-gdb -q -batch -ex run -ex bt --args python3 examples/seed_walkthrough/walkthrough.py --device cuda \
         --exporter $exp --out /tmp/seed_$exp 2>&1 | grep -E '^#' | head -25 >> "$summary"
@@ -93,16 +99,16 @@ if has_step trt; then
   for v in 10.16 11.1 8.6; do
     inc=$DEVDIR/trt/$v/include
     [ -d "$inc" ] || { note "TensorRT $v headers not carried: skipped"; continue; }
-    configure_build build-trt-$v -DGRAFT_TENSORRT_INCLUDE_DIR="$(cd "$inc" && pwd)" -DGRAFT_BUILD_TORCH=OFF -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TESTS=ON -DGRAFT_WERROR=ON > "$OUT/trt_$v.log" 2>&1
-    cmake --build build-trt-$v -j 16 --target graft_tensorrt graft_trt_harness >> "$OUT/trt_$v.log" 2>&1 || { note "TensorRT $v adapter build FAILED"; continue; }
-    ./build-trt-$v/adapters/tensorrt/graft_trt_harness ./build-trt-$v/adapters/tensorrt/libgraft_tensorrt.so >> "$OUT/trt_$v.log" 2>&1
-    note "TensorRT $v harness: rc=$? $(tail -1 "$OUT/trt_$v.log")"
+    configure_build build-trt-$v -DGRAFT_TENSORRT_INCLUDE_DIR="$(cd "$inc" && pwd)" -DGRAFT_BUILD_TORCH=OFF -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TESTS=ON -DGRAFT_WERROR=ON > "$LOGS/trt_$v.log" 2>&1
+    cmake --build build-trt-$v -j 16 --target graft_tensorrt graft_trt_harness >> "$LOGS/trt_$v.log" 2>&1 || { note "TensorRT $v adapter build FAILED"; continue; }
+    ./build-trt-$v/adapters/tensorrt/graft_trt_harness ./build-trt-$v/adapters/tensorrt/libgraft_tensorrt.so >> "$LOGS/trt_$v.log" 2>&1
+    note "TensorRT $v harness: rc=$? $(tail -1 "$LOGS/trt_$v.log")"
   done
 fi
 
 if has_step bench; then
   if [ -f bench/run_benchmarks.sh ]; then
-    bash bench/run_benchmarks.sh build-gpu "$OUT" > "$OUT/bench.log" 2>&1; note "benchmarks: rc=$? (see bench.log)"
+    bash bench/run_benchmarks.sh $BUILDDIR "$OUT" > "$LOGS/bench.log" 2>&1; note "benchmarks: rc=$? (see bench.log)"
   fi
 fi
 cat "$summary"
