@@ -1,0 +1,107 @@
+// Times graft's MultiScaleDeformableAttention CUDA kernels on the Deformable DETR encoder shapes
+// without PyTorch (for a GPU machine where the torch extension is not built):
+//   g++ -std=c++20 -O2 -I include -I . bench/ms_deform_attn_kernel_bench.cpp -L<build>/src -lgraft
+//       -I/usr/local/cuda/include -L/usr/local/cuda/lib64 -lcudart -o msda_kernel_bench
+// Median of 200 runs with realistic locations (each query samples a few pixels around its own).
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "graft/registry.h"
+
+using namespace graft;
+
+int main(int argc, char** argv) {
+  const bool uniform = argc > 1 && std::string(argv[1]) == "--uniform";
+  if (!register_graft_ops(OpRegistry::global()).is_ok()) return 1;
+  auto def = OpRegistry::global().find("ai.onnx.contrib", "MultiScaleDeformableAttention", "1", "");
+  if (!def.is_ok()) return 1;
+  const std::vector<std::pair<int64_t, int64_t>> levels = {{100, 150}, {50, 75}, {25, 38}, {13, 19}};
+  const int64_t n = 2, m = 8, d = 32, p = 4, l = 4;
+  std::vector<int64_t> shapes, starts;
+  int64_t s = 0;
+  std::vector<float> ref;  // (S, 2) own pixel centre per query
+  for (auto [h, w] : levels) {
+    shapes.push_back(h), shapes.push_back(w), starts.push_back(s);
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) ref.push_back((x + 0.5f) / w), ref.push_back((y + 0.5f) / h);
+    s += h * w;
+  }
+  for (int64_t lq : {s, int64_t{300}}) {
+    std::mt19937 rng(1);
+    std::normal_distribution<float> nd(0.f, 2.f);
+    std::uniform_real_distribution<float> u(0.f, 1.f);
+    const int64_t nv = n * s * m * d, nloc = n * lq * m * l * p * 2, nw = nloc / 2, no = n * lq * m * d;
+    std::vector<float> value(nv), loc(nloc), wts(nw);
+    for (auto& v : value) v = u(rng) * 2 - 1;
+    for (int64_t i = 0; i < nw; ++i) {
+      const int64_t q = (i / (m * l * p)) % lq, lv = (i / p) % l;
+      const float rx = lq == s ? ref[2 * q] : u(rng), ry = lq == s ? ref[2 * q + 1] : u(rng);
+      loc[2 * i] = uniform ? u(rng) : rx + nd(rng) / levels[lv].second;
+      loc[2 * i + 1] = uniform ? u(rng) : ry + nd(rng) / levels[lv].first;
+      wts[i] = u(rng) / 16;
+    }
+    for (int half_prec = 1; half_prec >= 0; --half_prec) {
+      const size_t es = half_prec ? 2 : 4;
+      auto up = [&](const std::vector<float>& h) {
+        void* ptr;
+        cudaMalloc(&ptr, h.size() * es);
+        if (half_prec) {
+          std::vector<__half> t(h.size());
+          for (size_t i = 0; i < h.size(); ++i) t[i] = __float2half(h[i]);
+          cudaMemcpy(ptr, t.data(), h.size() * 2, cudaMemcpyHostToDevice);
+        } else {
+          cudaMemcpy(ptr, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
+        }
+        return ptr;
+      };
+      void *dv = up(value), *dl = up(loc), *dw = up(wts), *dout, *dsh, *dst, *dg, *gv, *gl, *gw, *ws;
+      cudaMalloc(&dout, no * es);
+      cudaMalloc(&dg, no * es);
+      cudaMemset(dg, 0, no * es);
+      cudaMalloc(&gv, nv * es), cudaMalloc(&gl, nloc * es), cudaMalloc(&gw, nw * es), cudaMalloc(&ws, nv * 4);
+      cudaMalloc(&dsh, shapes.size() * 8), cudaMalloc(&dst, starts.size() * 8);
+      cudaMemcpy(dsh, shapes.data(), shapes.size() * 8, cudaMemcpyHostToDevice);
+      cudaMemcpy(dst, starts.data(), starts.size() * 8, cudaMemcpyHostToDevice);
+      const DataType ft = half_prec ? DataType::kFloat16 : DataType::kFloat32;
+      AttributeMap attrs;
+      KernelContext ctx;
+      ctx.attrs = &attrs;
+      auto tv = [&](void* ptr, DataType t, std::vector<int64_t> dims) { return TensorView{ptr, t, dims, DeviceType::kCUDA}; };
+      ctx.inputs = {tv(dv, ft, {n, s, m, d}), tv(dsh, DataType::kInt64, {l, 2}), tv(dst, DataType::kInt64, {l}),
+                    tv(dl, ft, {n, lq, m, l, p, 2}), tv(dw, ft, {n, lq, m, l, p})};
+      ctx.outputs = {tv(dout, ft, {n, lq, m * d})};
+      KernelContext bctx = ctx;
+      bctx.inputs.push_back(tv(dg, ft, {n, lq, m * d}));
+      bctx.outputs = {tv(gv, ft, {n, s, m, d}), tv(gl, ft, {n, lq, m, l, p, 2}), tv(gw, ft, {n, lq, m, l, p})};
+      bctx.workspace = ws, bctx.workspace_size = nv * 4;
+      for (int bwd = 0; bwd < 2; ++bwd) {
+        std::vector<float> ms;
+        cudaEvent_t a, b;
+        cudaEventCreate(&a), cudaEventCreate(&b);
+        for (int it = 0; it < 220; ++it) {
+          cudaEventRecord(a);
+          Status st = bwd ? (*def)->run_backward(Backend::kCUDA, bctx) : (*def)->run(Backend::kCUDA, ctx);
+          cudaEventRecord(b);
+          cudaEventSynchronize(b);
+          if (!st.is_ok()) { std::printf("%s\n", st.to_string().c_str()); return 1; }
+          float t;
+          cudaEventElapsedTime(&t, a, b);
+          if (it >= 20) ms.push_back(t);
+        }
+        std::sort(ms.begin(), ms.end());
+        const double bytes = (nv + nloc + nw + no) * es + 64.0 + (bwd ? (no + nv + nloc + nw) * es : 0);
+        std::printf("Lq=%6ld %s %s: median %.4f ms  (%.2f TB/s of inputs+outputs once)%s\n", (long)lq,
+                    half_prec ? "fp16" : "fp32", bwd ? "backward" : "forward ", ms[ms.size() / 2],
+                    bytes / (ms[ms.size() / 2] * 1e-3) / 1e12, uniform ? " [uniform locations]" : "");
+      }
+      for (void* ptr : {dv, dl, dw, dout, dsh, dst, dg, gv, gl, gw, ws}) cudaFree(ptr);
+    }
+  }
+  return cudaGetLastError() == cudaSuccess ? 0 : 1;
+}
