@@ -111,17 +111,7 @@ class Worker:
         return self.torch.float16 if dtype == "fp16" else self.torch.float32
 
     def rel_err(self, y, ref):
-        torch = self.torch
-        y = self._first_tensor(y)
-        if tuple(y.shape) != tuple(ref.shape):
-            return None, f"output shape {tuple(y.shape)} differs from the reference {tuple(ref.shape)}"
-        y64 = y.detach().to("cpu", torch.float64).reshape(-1)
-        r64 = ref.detach().to("cpu", torch.float64).reshape(-1)
-        denom = float(torch.linalg.norm(r64)) if hasattr(torch, "linalg") else float(r64.norm())
-        num = float(torch.linalg.norm(y64 - r64)) if hasattr(torch, "linalg") else float((y64 - r64).norm())
-        if denom == 0.0:
-            return None, "the reference output is all zeros: relative error undefined"
-        return num / denom, None
+        return relative_error(self._first_tensor(y), ref)
 
     def _first_tensor(self, y):
         torch, np = self.torch, __import__("numpy")
@@ -215,6 +205,8 @@ class Worker:
             for b, d in self.configs():
                 self.emit({"batch": b, "dtype": d, "status": "error", "error": msg})
             return 0
+        if os.environ.get("GRAFT_BENCH_TEST_CRASH") == self.args.contender:
+            os.kill(os.getpid(), signal.SIGSEGV)  # test hook: bench/test_bench.py checks a crash is recorded
         fn(refs)
         return 0
 
@@ -415,6 +407,20 @@ class Worker:
         return lambda: eng.run({in_name: xin})
 
 
+def relative_error(y, ref):
+    """(||y - ref||_2 / ||ref||_2 in float64, None) or (None, why it is undefined). Non-finite
+    outputs give inf/nan, which the table flags."""
+    import torch
+    if tuple(y.shape) != tuple(ref.shape):
+        return None, f"output shape {tuple(y.shape)} differs from the reference {tuple(ref.shape)}"
+    y64 = y.detach().to("cpu", torch.float64).reshape(-1)
+    r64 = ref.detach().to("cpu", torch.float64).reshape(-1)
+    denom = float(r64.norm())
+    if denom == 0.0:
+        return None, "the reference output is all zeros: relative error undefined"
+    return float((y64 - r64).norm()) / denom, None
+
+
 def _arena_bytes(eng, desc):
     dj = getattr(eng, "describe_json", None) or getattr(getattr(eng, "_impl", None), "describe_json", None)
     if callable(dj):
@@ -544,6 +550,10 @@ def _run_worker(args, model, contender, timeout_s, work_dir):
             except ProcessLookupError:
                 pass
             p.wait()
+    try:  # leftovers of this worker's own group (e.g. inductor compile workers) go with it
+        os.killpg(p.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
     elapsed = time.perf_counter() - t0
     with open(log_file, errors="replace") as f:
         log_text = f.read()
@@ -574,6 +584,17 @@ def _run_worker(args, model, contender, timeout_s, work_dir):
                             "error": err})
     print(f"[{model}/{contender}] worker {status} rc={rc} in {elapsed:.1f}s", flush=True)
     return records
+
+
+def _json_safe(v):
+    """Strict JSON: NaN/inf become the strings "nan"/"inf"/"-inf"."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, dict):
+        return {k: _json_safe(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_safe(x) for x in v]
+    return v
 
 
 def _fmt(v, spec=".3f", none="—"):
@@ -759,7 +780,7 @@ def parent(args):
            "results": results}
     jpath = os.path.join(args.out, "bench_models.json")
     with open(jpath, "w") as f:
-        json.dump(doc, f, indent=1, default=str)
+        json.dump(_json_safe(doc), f, indent=1, default=str)
     md = _markdown(env, [r for r in results if r["contender"] in CONTENDERS], args, notes)
     mpath = os.path.join(args.out, "bench_models.md")
     with open(mpath, "w") as f:

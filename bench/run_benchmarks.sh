@@ -35,7 +35,7 @@ start=$(date +%s)
 # shellcheck disable=SC2086
 $PY bench/bench_models.py --out "$OUT" --commit "$COMMIT" \
   ${BENCH_MODELS:+--models $BENCH_MODELS} \
-  --batches 1 32 --dtypes fp32 fp16 \
+  --batches 1 32 --dtypes fp16 fp32 \
   --iters "${BENCH_ITERS:-100}" --warmup "${BENCH_WARMUP:-20}" \
   --budget-s "${BENCH_BUDGET_S:-400}" \
   --eager-timeout 90 --graft-timeout 150 --compile-timeout 120 --max-seconds-per-config 8 \
