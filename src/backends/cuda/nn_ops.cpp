@@ -1,7 +1,486 @@
+// CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through cuDNN when it is
+// available and can express the node (else a direct kernel), pools and BatchNormalization through
+// the kernels in nn_kernels.cu.
+#include <cublasLt.h>
+#ifdef GRAFT_WITH_CUDNN
+#include <cudnn.h>
+#endif
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "backends/cpu/nn.h"
+#include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/elementwise_kernels.cuh"
+#include "backends/cuda/nn_kernels.cuh"
 
 namespace graft::cuda {
+namespace {
 
-void append_cuda_nn_ops(std::vector<CudaOp>& out) {}
+using namespace util;
+
+constexpr size_t kLtWorkspace = size_t(8) << 20;
+constexpr size_t kConvWorkspace = size_t(64) << 20;
+
+bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::string* why) {
+  for (size_t i : idx) {
+    if (!has_input(n, i)) continue;
+    if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
+  }
+  return true;
+}
+
+// ---- cuBLASLt ---------------------------------------------------------------------------------
+
+Status lt_status(cublasStatus_t s, const CudaExec& ex, const char* what) {
+  if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
+  return fail(ex, StatusCode::kRuntimeError, what, " failed: cuBLAS status ", static_cast<int>(s), " (",
+              cublasLtGetStatusName(s), ": ", cublasLtGetStatusString(s), ")");
+}
+
+cudaDataType_t lt_type(DataType t) {
+  return t == DataType::kFloat16 ? CUDA_R_16F : t == DataType::kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+struct LtGemm {
+  // Row-major problem: D[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * D (+ bias[N]).
+  int64_t M = 0, N = 0, K = 0;
+  bool trans_a = false, trans_b = false;
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;
+  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;
+  float alpha = 1.f, beta = 0.f;
+  const void* bias = nullptr;
+};
+
+// Row-major D = A.B is column-major D^T = B^T.A^T: cuBLASLt's first operand is B, its second A.
+Status lt_matmul(CudaExec& ex, DataType dt, const LtGemm& g) {
+  if (!ex.cublaslt) return fail(ex, StatusCode::kInternal, "no cuBLASLt handle in the execution context");
+  auto handle = static_cast<cublasLtHandle_t>(ex.cublaslt);
+  const cudaDataType_t ct = lt_type(dt);
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  struct Cleanup {
+    cublasLtMatmulDesc_t& op;
+    cublasLtMatrixLayout_t &la, &lb, &ld;
+    cublasLtMatmulPreference_t& pref;
+    ~Cleanup() {
+      if (pref) cublasLtMatmulPreferenceDestroy(pref);
+      if (la) cublasLtMatrixLayoutDestroy(la);
+      if (lb) cublasLtMatrixLayoutDestroy(lb);
+      if (ld) cublasLtMatrixLayoutDestroy(ld);
+      if (op) cublasLtMatmulDescDestroy(op);
+    }
+  } cleanup{op, la, lb, ld, pref};
+
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), ex, "cublasLtMatmulDescCreate"));
+  cublasOperation_t opa = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS operand "A" is our B
+  cublasOperation_t opb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)), ex, "set TRANSA"));
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)), ex, "set TRANSB"));
+  if (g.bias) {
+    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+    GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
+    GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)), ex, "set BIAS_POINTER"));
+  }
+  // Stored (column-major) shapes: B is N x K (ld N) or, transposed, K x N (ld K); A likewise.
+  const uint64_t b_rows = g.trans_b ? g.K : g.N, b_cols = g.trans_b ? g.N : g.K;
+  const uint64_t a_rows = g.trans_a ? g.M : g.K, a_cols = g.trans_a ? g.K : g.M;
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutCreate(&la, ct, b_rows, b_cols, static_cast<int64_t>(b_rows)), ex, "layout B"));
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutCreate(&lb, ct, a_rows, a_cols, static_cast<int64_t>(a_rows)), ex, "layout A"));
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutCreate(&ld, ct, g.N, g.M, g.N), ex, "layout D"));
+  if (g.batch > 1) {
+    const int32_t count = static_cast<int32_t>(g.batch);
+    struct { cublasLtMatrixLayout_t l; int64_t stride; } ls[] = {{la, g.stride_b}, {lb, g.stride_a}, {ld, g.stride_d}};
+    for (auto& x : ls) {
+      GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutSetAttribute(x.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), ex, "set BATCH_COUNT"));
+      GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutSetAttribute(x.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &x.stride, sizeof(x.stride)), ex, "set STRIDED_BATCH_OFFSET"));
+    }
+  }
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulPreferenceCreate(&pref), ex, "cublasLtMatmulPreferenceCreate"));
+  const uint64_t ws = ex.workspace ? ex.workspace_size : 0;
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), ex, "set MAX_WORKSPACE_BYTES"));
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulAlgoGetHeuristic(handle, op, la, lb, ld, ld, pref, 1, &heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+  if (found == 0) return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", g.M, " N=", g.N, " K=", g.K);
+  return lt_status(cublasLtMatmul(handle, op, &g.alpha, g.b, la, g.a, lb, &g.beta, g.d, ld, g.d, ld,
+                                  &heur.algo, ex.workspace, ws, stream_of(ex)),
+                   ex, "cublasLtMatmul");
+}
+
+size_t lt_workspace(const Node&, const std::vector<const Tensor*>&) { return kLtWorkspace; }
+
+bool matmul_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "MatMul needs two inputs");
+  return float_inputs(n, {0, 1}, why);
+}
+
+Status matmul_run(CudaExec& ex) {
+  const Tensor& A = *ex.ctx->inputs[0];
+  const Tensor& B = *ex.ctx->inputs[1];
+  Tensor& Y = *ex.ctx->outputs[0];
+  std::vector<int64_t> a = A.dims(), b = B.dims();
+  if (a.empty() || b.empty()) return fail(ex, StatusCode::kInvalidModel, "operands must have rank >= 1");
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  const int64_t M = a[a.size() - 2], K = a.back(), N = b.back();
+  if (b[b.size() - 2] != K) return fail(ex, StatusCode::kInvalidModel, "inner dimensions differ");
+  std::vector<int64_t> ba(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
+  const size_t r = std::max(ba.size(), bb.size());
+  while (ba.size() < r) ba.insert(ba.begin(), 1);
+  while (bb.size() < r) bb.insert(bb.begin(), 1);
+  std::vector<int64_t> batch(r);
+  for (size_t i = 0; i < r; ++i) {
+    if (ba[i] != bb[i] && ba[i] != 1 && bb[i] != 1) return fail(ex, StatusCode::kInvalidModel, "batch dimensions cannot be broadcast");
+    batch[i] = std::max(ba[i], bb[i]);
+  }
+  const int64_t nb = numel_of(batch);
+  if (Y.numel() != nb * M * N) return fail(ex, StatusCode::kInternal, "output shape inconsistent with inputs");
+  if (Y.numel() == 0) return Status::ok();
+  if (K == 0) return launch_status(cudaMemsetAsync(Y.data(), 0, Y.nbytes(), stream_of(ex)), ex, "cudaMemsetAsync");
+  // Matrix offset of each output batch in A and B (in matrices).
+  std::vector<int64_t> offa(nb), offb(nb);
+  for (int64_t i = 0; i < nb; ++i) {
+    int64_t rem = i, oa = 0, ob = 0, sa = 1, sb = 1;
+    for (size_t d = r; d-- > 0;) {
+      int64_t q = rem % batch[d];
+      rem /= batch[d];
+      oa += (ba[d] == 1 ? 0 : q) * sa;
+      ob += (bb[d] == 1 ? 0 : q) * sb;
+      sa *= ba[d];
+      sb *= bb[d];
+    }
+    offa[i] = oa;
+    offb[i] = ob;
+  }
+  auto pattern = [&](const std::vector<int64_t>& off) {  // 1: contiguous, 0: broadcast, -1: neither
+    bool all0 = true, iota = true;
+    for (int64_t i = 0; i < nb; ++i) {
+      all0 &= off[i] == 0;
+      iota &= off[i] == i;
+    }
+    return iota ? 1 : all0 ? 0 : -1;
+  };
+  const int pa = pattern(offa), pb = pattern(offb);
+  const size_t es = dtype_size(A.dtype());
+  LtGemm g;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  if (pa >= 0 && pb >= 0 && nb <= 0x7fffffff) {
+    g.a = A.data();
+    g.b = B.data();
+    g.d = Y.data();
+    g.batch = nb;
+    g.stride_a = pa * M * K;
+    g.stride_b = pb * K * N;
+    g.stride_d = M * N;
+    return lt_matmul(ex, A.dtype(), g);
+  }
+  // Mixed broadcast (e.g. [2,1,M,K] x [1,3,K,N]): one call per output matrix.
+  for (int64_t i = 0; i < nb; ++i) {
+    g.a = static_cast<const char*>(A.data()) + offa[i] * M * K * es;
+    g.b = static_cast<const char*>(B.data()) + offb[i] * K * N * es;
+    g.d = static_cast<char*>(Y.data()) + i * M * N * es;
+    GRAFT_RETURN_IF_ERROR(lt_matmul(ex, A.dtype(), g));
+  }
+  return Status::ok();
+}
+
+bool gemm_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "Gemm needs A and B");
+  return float_inputs(n, {0, 1, 2}, why);
+}
+
+Status gemm_run(CudaExec& ex) {
+  const Tensor& A = *ex.ctx->inputs[0];
+  const Tensor& B = *ex.ctx->inputs[1];
+  const Tensor* C = ex.ctx->inputs.size() > 2 ? ex.ctx->inputs[2] : nullptr;
+  Tensor& Y = *ex.ctx->outputs[0];
+  const AttributeMap& at = attrs_of(ex);
+  GRAFT_ASSIGN_OR_RETURN(float alpha, at.get_float("alpha", 1.0f));
+  GRAFT_ASSIGN_OR_RETURN(float beta, at.get_float("beta", 1.0f));
+  GRAFT_ASSIGN_OR_RETURN(int64_t ta, at.get_int("transA", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t tb, at.get_int("transB", 0));
+  if (A.rank() != 2 || B.rank() != 2) return fail(ex, StatusCode::kInvalidModel, "A and B must be 2-D");
+  LtGemm g;
+  g.trans_a = ta != 0;
+  g.trans_b = tb != 0;
+  g.M = g.trans_a ? A.dims()[1] : A.dims()[0];
+  g.K = g.trans_a ? A.dims()[0] : A.dims()[1];
+  g.N = g.trans_b ? B.dims()[0] : B.dims()[1];
+  const int64_t Kb = g.trans_b ? B.dims()[1] : B.dims()[0];
+  if (Kb != g.K) return fail(ex, StatusCode::kInvalidModel, "inner dimensions differ");
+  if (Y.numel() != g.M * g.N) return fail(ex, StatusCode::kInternal, "output shape inconsistent with inputs");
+  if (Y.numel() == 0) return Status::ok();
+  g.a = A.data();
+  g.b = B.data();
+  g.d = Y.data();
+  g.alpha = alpha;
+  if (C && beta != 0.f) {
+    const bool row_vector = C->numel() == g.N && (C->rank() == 1 || (C->rank() == 2 && C->dims()[0] == 1));
+    if (row_vector && beta == 1.f && g.K > 0) {
+      g.bias = C->data();  // fused: D = alpha*AB + C
+    } else {
+      // Y = broadcast(C), then D = alpha*AB + beta*Y in place.
+      k::Bcast p;
+      std::string why;
+      if (!make_bcast(Y.dims(), {C->dims()}, &p, &why)) return fail(ex, StatusCode::kInvalidModel, "C: ", why);
+      GRAFT_RETURN_IF_ERROR(launch_status(k::launch_broadcast_copy(C->data(), Y.data(), static_cast<int>(dtype_size(Y.dtype())), p,
+                                                                   Y.numel(), stream_of(ex)), ex));
+      g.beta = beta;
+      if (g.K == 0) {
+        if (beta == 1.f) return Status::ok();
+        return fail(ex, StatusCode::kUnsupported, "K = 0 with beta != 1 is not handled");
+      }
+    }
+  } else if (g.K == 0) {
+    return launch_status(cudaMemsetAsync(Y.data(), 0, Y.nbytes(), stream_of(ex)), ex, "cudaMemsetAsync");
+  }
+  return lt_matmul(ex, A.dtype(), g);
+}
+
+// ---- Conv -------------------------------------------------------------------------------------
+
+struct ConvPlan {
+  k::Window2d g;
+  int64_t M = 0, group = 1;
+  bool symmetric = true;
+};
+
+// Geometry of a 1-D or 2-D Conv/pool for the concrete input and output shapes.
+Status plan_window(const CudaExec& ex, const std::vector<int64_t>& x, const std::vector<int64_t>& y,
+                   const std::vector<int64_t>* kernel_from_weights, bool pool, ConvPlan* p) {
+  const size_t n = x.size() - 2;
+  if (n < 1 || n > 2) return fail(ex, StatusCode::kUnsupported, "only 1-D and 2-D windows are handled");
+  GRAFT_ASSIGN_OR_RETURN(cpu::WindowAttrs w, cpu::parse_window_attrs(attrs_of(ex), n, kernel_from_weights, pool));
+  std::vector<int64_t> in(x.begin() + 2, x.end()), begins, ends;
+  cpu::resolve_pads(w, in, &begins, &ends);
+  k::Window2d& g = p->g;
+  g.n = x[0];
+  g.c = x[1];
+  const size_t o = n == 2 ? 0 : 1;  // 1-D: the single axis is the width, height is 1
+  if (n == 2) {
+    g.h = x[2]; g.oh = y[2]; g.kh = w.kernel[0]; g.sh = w.strides[0]; g.dh = w.dilations[0]; g.ph = begins[0]; g.peh = ends[0];
+  }
+  const size_t wi = 1 - o;
+  g.w = x[2 + wi];
+  g.ow = y[2 + wi];
+  g.kw = w.kernel[wi];
+  g.sw = w.strides[wi];
+  g.dw = w.dilations[wi];
+  g.pw = begins[wi];
+  g.pew = ends[wi];
+  p->symmetric = g.ph == g.peh && g.pw == g.pew;
+  return Status::ok();
+}
+
+bool conv_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "Conv needs X and W");
+  if (!float_inputs(n, {0, 1, 2}, why)) return false;
+  const Value* x = n.input(0);
+  if (x->desc.rank() != 3 && x->desc.rank() != 4) return reject(why, "only 1-D and 2-D convolutions are handled (rank 3 or 4)");
+  return true;
+}
+
+size_t conv_workspace(const Node&, const std::vector<const Tensor*>&) {
+#ifdef GRAFT_WITH_CUDNN
+  return kConvWorkspace;
+#else
+  return 0;
+#endif
+}
+
+#ifdef GRAFT_WITH_CUDNN
+Status dnn_status(cudnnStatus_t s, const CudaExec& ex, const char* what) {
+  if (s == CUDNN_STATUS_SUCCESS) return Status::ok();
+  return fail(ex, StatusCode::kRuntimeError, what, " failed: ", cudnnGetErrorString(s));
+}
+
+cudnnDataType_t dnn_type(DataType t) {
+  return t == DataType::kFloat16 ? CUDNN_DATA_HALF : t == DataType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+// Returns OK with *done=false when cuDNN cannot take this problem (the caller uses the direct kernel).
+Status conv_cudnn(CudaExec& ex, const ConvPlan& p, const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y, bool* done) {
+  *done = false;
+  auto h = static_cast<cudnnHandle_t>(ex.cudnn);
+  const DataType dt = X.dtype();
+  const cudnnDataType_t t = dnn_type(dt);
+  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr, bd = nullptr;
+  cudnnFilterDescriptor_t wd = nullptr;
+  cudnnConvolutionDescriptor_t cd = nullptr;
+  struct Cleanup {
+    cudnnTensorDescriptor_t &xd, &yd, &bd;
+    cudnnFilterDescriptor_t& wd;
+    cudnnConvolutionDescriptor_t& cd;
+    ~Cleanup() {
+      if (xd) cudnnDestroyTensorDescriptor(xd);
+      if (yd) cudnnDestroyTensorDescriptor(yd);
+      if (bd) cudnnDestroyTensorDescriptor(bd);
+      if (wd) cudnnDestroyFilterDescriptor(wd);
+      if (cd) cudnnDestroyConvolutionDescriptor(cd);
+    }
+  } cleanup{xd, yd, bd, wd, cd};
+  const k::Window2d& g = p.g;
+  auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateTensorDescriptor(&xd), ex, "cudnnCreateTensorDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateTensorDescriptor(&yd), ex, "cudnnCreateTensorDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateFilterDescriptor(&wd), ex, "cudnnCreateFilterDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateConvolutionDescriptor(&cd), ex, "cudnnCreateConvolutionDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, t, i32(g.n), i32(g.c), i32(g.h), i32(g.w)), ex, "x descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, t, i32(g.n), i32(p.M), i32(g.oh), i32(g.ow)), ex, "y descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetFilter4dDescriptor(wd, t, CUDNN_TENSOR_NCHW, i32(p.M), i32(g.c / p.group), i32(g.kh), i32(g.kw)), ex, "w descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolution2dDescriptor(cd, i32(g.ph), i32(g.pw), i32(g.sh), i32(g.sw), i32(g.dh), i32(g.dw),
+                                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), ex, "conv descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionGroupCount(cd, i32(p.group)), ex, "cudnnSetConvolutionGroupCount"));
+  // FP32 stays FP32 (no TF32): FMA math only. Half types may use tensor cores.
+  const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(cd, math), ex, "cudnnSetConvolutionMathType"));
+  int on = 0, oc = 0, ohh = 0, oww = 0;
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnGetConvolution2dForwardOutputDim(cd, xd, wd, &on, &oc, &ohh, &oww), ex, "output dim"));
+  if (on != g.n || oc != p.M || ohh != g.oh || oww != g.ow) return Status::ok();  // let the direct kernel do it
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int count = 0;
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf), ex,
+                                   "cudnnGetConvolutionForwardAlgorithm_v7"));
+  const cudnnConvolutionFwdAlgoPerf_t* pick = nullptr;
+  for (int i = 0; i < count && !pick; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ex.workspace_size) continue;
+    if (dt == DataType::kFloat32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
+    pick = &perf[i];
+  }
+  if (!pick) return Status::ok();
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(cd, pick->mathType), ex, "cudnnSetConvolutionMathType"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetStream(h, stream_of(ex)), ex, "cudnnSetStream"));
+  const float one = 1.f, zero = 0.f;
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnConvolutionForward(h, &one, xd, X.data(), wd, W.data(), cd, pick->algo, ex.workspace,
+                                                           pick->memory, &zero, yd, Y.data()), ex, "cudnnConvolutionForward"));
+  if (B) {
+    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateTensorDescriptor(&bd), ex, "cudnnCreateTensorDescriptor"));
+    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, t, 1, i32(p.M), 1, 1), ex, "bias descriptor"));
+    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnAddTensor(h, &one, bd, B->data(), &one, yd, Y.data()), ex, "cudnnAddTensor (bias)"));
+  }
+  *done = true;
+  return Status::ok();
+}
+#endif
+
+Status conv_run(CudaExec& ex) {
+  const Tensor& X = *ex.ctx->inputs[0];
+  const Tensor& W = *ex.ctx->inputs[1];
+  const Tensor* B = ex.ctx->inputs.size() > 2 ? ex.ctx->inputs[2] : nullptr;
+  Tensor& Y = *ex.ctx->outputs[0];
+  if (X.rank() != W.rank() || X.rank() != Y.rank()) return fail(ex, StatusCode::kInvalidModel, "X, W and Y ranks differ");
+  std::vector<int64_t> wk(W.dims().begin() + 2, W.dims().end());
+  ConvPlan p;
+  GRAFT_RETURN_IF_ERROR(plan_window(ex, X.dims(), Y.dims(), &wk, false, &p));
+  GRAFT_ASSIGN_OR_RETURN(p.group, attrs_of(ex).get_int("group", 1));
+  p.M = W.dims()[0];
+  if (p.group < 1 || p.M % p.group != 0 || W.dims()[1] * p.group != X.dims()[1] || Y.dims()[1] != p.M)
+    return fail(ex, StatusCode::kInvalidModel, "channels of X, W and group disagree");
+  if (B && B->numel() != p.M) return fail(ex, StatusCode::kInvalidModel, "bias has the wrong length");
+  if (Y.numel() == 0) return Status::ok();
+#ifdef GRAFT_WITH_CUDNN
+  if (ex.cudnn && p.symmetric) {
+    bool done = false;
+    GRAFT_RETURN_IF_ERROR(conv_cudnn(ex, p, X, W, B, Y, &done));
+    if (done) return Status::ok();
+  }
+#endif
+  return launch_status(k::launch_conv2d_direct(ktype(X.dtype()), X.data(), W.data(), B ? B->data() : nullptr, Y.data(), p.g, p.M,
+                                               p.group, stream_of(ex)), ex);
+}
+
+// ---- pools ------------------------------------------------------------------------------------
+
+template <k::PoolKind kKind>
+bool pool_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input X is missing");
+  if (!float_inputs(n, {0}, why)) return false;
+  const int64_t r = n.input(0)->desc.rank();
+  if (r != 3 && r != 4) return reject(why, "only 1-D and 2-D pools are handled (rank 3 or 4)");
+  if (kKind == k::PoolKind::kMax) {
+    if (n.outputs.size() > 1 && n.outputs[1]) return reject(why, "the MaxPool Indices output is not handled on CUDA");
+  }
+  return true;
+}
+
+template <k::PoolKind kKind>
+Status pool_run(CudaExec& ex) {
+  const Tensor& X = *ex.ctx->inputs[0];
+  Tensor& Y = *ex.ctx->outputs[0];
+  if (X.rank() != Y.rank() || X.rank() < 3) return fail(ex, StatusCode::kInvalidModel, "X and Y ranks differ");
+  ConvPlan p;
+  GRAFT_RETURN_IF_ERROR(plan_window(ex, X.dims(), Y.dims(), nullptr, true, &p));
+  k::PoolKind kind = kKind;
+  if (kKind == k::PoolKind::kAverage) {
+    GRAFT_ASSIGN_OR_RETURN(int64_t include_pad, attrs_of(ex).get_int("count_include_pad", 0));
+    if (include_pad) kind = k::PoolKind::kAverageIncludePad;
+  }
+  return launch_status(k::launch_pool2d(ktype(X.dtype()), kind, X.data(), Y.data(), p.g, stream_of(ex)), ex);
+}
+
+bool global_pool_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input X is missing");
+  if (!float_inputs(n, {0}, why)) return false;
+  if (n.input(0)->desc.rank() >= 0 && n.input(0)->desc.rank() < 3) return reject(why, "X must have rank >= 3");
+  return true;
+}
+
+template <bool kMax>
+Status global_pool_run(CudaExec& ex) {
+  const Tensor& X = *ex.ctx->inputs[0];
+  Tensor& Y = *ex.ctx->outputs[0];
+  if (X.rank() < 3) return fail(ex, StatusCode::kInvalidModel, "X must have rank >= 3");
+  const int64_t rows = X.dims()[0] * X.dims()[1], area = X.numel() / std::max<int64_t>(rows, 1);
+  if (Y.numel() != rows) return fail(ex, StatusCode::kInternal, "output shape inconsistent with input");
+  return launch_status(k::launch_global_pool(ktype(X.dtype()), kMax, X.data(), Y.data(), rows, area, stream_of(ex)), ex);
+}
+
+bool bn_supports(const Node& n, std::string* why) {
+  for (size_t i = 0; i < 5; ++i)
+    if (!has_input(n, i)) return reject(why, "BatchNormalization needs 5 inputs");
+  if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
+  for (size_t i = 2; i < 5; ++i)
+    if (in_dtype(n, i) != in_dtype(n, 1)) return reject(why, "scale, B, mean and var must share one dtype");
+  if (!require_dtype(n, 1, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
+  auto tm = n.attrs.get_int("training_mode", 0);
+  if (!tm || tm.value() != 0) return reject(why, "training_mode is not handled (inference only)");
+  if (n.outputs.size() > 1) return reject(why, "training outputs (running mean/var) are not handled");
+  return true;
+}
+
+Status bn_run(CudaExec& ex) {
+  const auto& in = ex.ctx->inputs;
+  const Tensor& X = *in[0];
+  Tensor& Y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(float eps, attrs_of(ex).get_float("epsilon", 1e-5f));
+  if (X.rank() < 2) return fail(ex, StatusCode::kInvalidModel, "X must have rank >= 2");
+  const int64_t N = X.dims()[0], C = X.dims()[1], inner = X.numel() / std::max<int64_t>(N * C, 1);
+  for (size_t i = 1; i < 5; ++i)
+    if (in[i]->numel() != C) return fail(ex, StatusCode::kInvalidModel, "parameter ", static_cast<int64_t>(i), " must have C elements");
+  return launch_status(k::launch_batchnorm(ktype(X.dtype()), ktype(in[1]->dtype()), X.data(), in[1]->data(), in[2]->data(),
+                                           in[3]->data(), in[4]->data(), Y.data(), N, C, inner, eps, stream_of(ex)), ex);
+}
+
+}  // namespace
+
+void append_cuda_nn_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"MatMul", &matmul_supports, &matmul_run, {}, &lt_workspace});
+  out.push_back(CudaOp{"Gemm", &gemm_supports, &gemm_run, {}, &lt_workspace});
+  out.push_back(CudaOp{"Conv", &conv_supports, &conv_run, {}, &conv_workspace});
+  out.push_back(CudaOp{"MaxPool", &pool_supports<k::PoolKind::kMax>, &pool_run<k::PoolKind::kMax>, {}, nullptr});
+  out.push_back(CudaOp{"AveragePool", &pool_supports<k::PoolKind::kAverage>, &pool_run<k::PoolKind::kAverage>, {}, nullptr});
+  out.push_back(CudaOp{"GlobalAveragePool", &global_pool_supports, &global_pool_run<false>, {}, nullptr});
+  out.push_back(CudaOp{"GlobalMaxPool", &global_pool_supports, &global_pool_run<true>, {}, nullptr});
+  out.push_back(CudaOp{"BatchNormalization", &bn_supports, &bn_run, {}, nullptr});
+}
 
 }  // namespace graft::cuda

@@ -1,0 +1,167 @@
+#include "backends/cuda/nn_kernels.cuh"
+
+#include "backends/cuda/cuda_kernel_device.cuh"
+
+namespace graft::cuda::k {
+namespace {
+
+template <typename T>
+__global__ void conv2d_direct_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                                     T* __restrict__ y, Window2d g, int64_t M, int64_t group, int64_t total) {
+  const int64_t Cg = g.c / group, Mg = M / group;
+  GRAFT_GRID_STRIDE(i, total) {
+    int64_t ox = i % g.ow, t = i / g.ow;
+    int64_t oy = t % g.oh;
+    t /= g.oh;
+    int64_t m = t % M, n = t / M;
+    int64_t grp = m / Mg;
+    float acc = b ? Elem<T>::ld(b[m]) : 0.f;
+    for (int64_t c = 0; c < Cg; ++c) {
+      const T* xp = x + ((n * g.c + grp * Cg + c) * g.h) * g.w;
+      const T* wp = w + ((m * Cg + c) * g.kh) * g.kw;
+      for (int64_t ky = 0; ky < g.kh; ++ky) {
+        int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+        if (iy < 0 || iy >= g.h) continue;
+        for (int64_t kx = 0; kx < g.kw; ++kx) {
+          int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+          if (ix < 0 || ix >= g.w) continue;
+          acc += Elem<T>::ld(xp[iy * g.w + ix]) * Elem<T>::ld(wp[ky * g.kw + kx]);
+        }
+      }
+    }
+    y[i] = Elem<T>::st(acc);
+  }
+}
+
+template <typename T>
+__global__ void pool2d_kernel(PoolKind kind, const T* __restrict__ x, T* __restrict__ y, Window2d g, int64_t total) {
+  GRAFT_GRID_STRIDE(i, total) {
+    int64_t ox = i % g.ow, t = i / g.ow;
+    int64_t oy = t % g.oh;
+    int64_t nc = t / g.oh;
+    const T* xp = x + nc * g.h * g.w;
+    float best = -INFINITY, sum = 0.f;
+    bool any = false, nan = false;
+    int64_t taps = 0, padded = 0;
+    for (int64_t ky = 0; ky < g.kh; ++ky) {
+      int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+      bool row_in_pad = iy >= -g.ph && iy < g.h + g.peh;
+      for (int64_t kx = 0; kx < g.kw; ++kx) {
+        int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+        if (row_in_pad && ix >= -g.pw && ix < g.w + g.pew) ++padded;
+        if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+        float v = Elem<T>::ld(xp[iy * g.w + ix]);
+        ++taps;
+        sum += v;
+        if (isnan(v)) nan = true;
+        if (!any || v > best) best = v;
+        any = true;
+      }
+    }
+    float out;
+    if (kind == PoolKind::kMax) out = nan ? NAN : best;
+    else {
+      const int64_t count = kind == PoolKind::kAverageIncludePad ? padded : taps;
+      out = count > 0 ? sum / static_cast<float>(count) : NAN;
+    }
+    y[i] = Elem<T>::st(out);
+  }
+}
+
+template <typename T>
+__global__ void global_pool_kernel(bool max, const T* __restrict__ x, T* __restrict__ y, int64_t area) {
+  __shared__ float sh[32];
+  const T* xp = x + blockIdx.x * area;
+  float acc = max ? -INFINITY : 0.f;
+  bool nan = false;
+  for (int64_t i = threadIdx.x; i < area; i += blockDim.x) {
+    float v = Elem<T>::ld(xp[i]);
+    if (max) {
+      nan |= isnan(v);
+      acc = fmaxf(acc, v);
+    } else {
+      acc += v;
+    }
+  }
+  float r = max ? block_max(acc, sh) : block_sum(acc, sh);
+  int any_nan = __syncthreads_or(nan ? 1 : 0);
+  if (threadIdx.x == 0) y[blockIdx.x] = Elem<T>::st(max ? (any_nan ? NAN : r) : r / static_cast<float>(area));
+}
+
+template <typename T, typename P>
+__global__ void batchnorm_kernel(const T* __restrict__ x, const P* __restrict__ scale, const P* __restrict__ bias,
+                                 const P* __restrict__ mean, const P* __restrict__ var, T* __restrict__ y, int64_t c,
+                                 int64_t inner, float eps, int64_t total) {
+  GRAFT_GRID_STRIDE(i, total) {
+    int64_t ch = (i / inner) % c;
+    float inv = rsqrtf(Elem<P>::ld(var[ch]) + eps);
+    float v = (Elem<T>::ld(x[i]) - Elem<P>::ld(mean[ch])) * inv * Elem<P>::ld(scale[ch]) + Elem<P>::ld(bias[ch]);
+    y[i] = Elem<T>::st(v);
+  }
+}
+
+template <typename T>
+cudaError_t bn_t(KType pt, const void* x, const void* sc, const void* b, const void* m, const void* v, void* y,
+                 int64_t n, int64_t c, int64_t inner, float eps, cudaStream_t s) {
+  const int64_t total = n * c * inner;
+  const T* px = static_cast<const T*>(x);
+  T* py = static_cast<T*>(y);
+  switch (pt) {
+#define GRAFT_BN(P)                                                                                           \
+  batchnorm_kernel<T, P><<<grid_for(total), kThreads, 0, s>>>(px, static_cast<const P*>(sc), static_cast<const P*>(b), \
+                                                             static_cast<const P*>(m), static_cast<const P*>(v), py, c, \
+                                                             inner, eps, total);                              \
+  break;
+    case KType::kF32: GRAFT_BN(float)
+    case KType::kF16: GRAFT_BN(__half)
+    case KType::kBF16: GRAFT_BN(__nv_bfloat16)
+#undef GRAFT_BN
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+#define GRAFT_FLOAT_DISPATCH(t, CALL)                 \
+  switch (t) {                                        \
+    case KType::kF32: { using T = float; CALL; break; } \
+    case KType::kF16: { using T = __half; CALL; break; } \
+    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
+    default: return cudaErrorInvalidValue;            \
+  }
+
+cudaError_t launch_conv2d_direct(KType t, const void* x, const void* w, const void* b, void* y, const Window2d& g,
+                                 int64_t M, int64_t group, cudaStream_t s) {
+  const int64_t total = g.n * M * g.oh * g.ow;
+  if (total == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, (conv2d_direct_kernel<T><<<grid_for(total), kThreads, 0, s>>>(
+                              static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
+                              static_cast<T*>(y), g, M, group, total)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pool2d(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s) {
+  const int64_t total = g.n * g.c * g.oh * g.ow;
+  if (total == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, (pool2d_kernel<T><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const T*>(x),
+                                                                                 static_cast<T*>(y), g, total)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s) {
+  if (rows == 0) return cudaSuccess;
+  if (rows > 0x7fffffffLL) return cudaErrorInvalidValue;
+  GRAFT_FLOAT_DISPATCH(t, (global_pool_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
+                              max, static_cast<const T*>(x), static_cast<T*>(y), area)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_batchnorm(KType t, KType pt, const void* x, const void* scale, const void* bias, const void* mean,
+                             const void* var, void* y, int64_t n, int64_t c, int64_t inner, float eps, cudaStream_t s) {
+  if (n * c * inner == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, return bn_t<T>(pt, x, scale, bias, mean, var, y, n, c, inner, eps, s));
+  return cudaSuccess;
+}
+
+}  // namespace graft::cuda::k

@@ -1,0 +1,33 @@
+// Launchers for the nn CUDA kernels that do not go through cuBLASLt/cuDNN: a direct 2-D
+// convolution (the fallback when cuDNN is absent or cannot express the padding), 2-D max/average
+// pooling, global average/max pooling and inference BatchNormalization. FP32 accumulation.
+#pragma once
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+
+namespace graft::cuda::k {
+
+// 2-D window geometry (1-D problems use h = 1). Pads are the begin pads; the end pads only bound
+// the AveragePool count_include_pad region.
+struct Window2d {
+  int64_t n = 1, c = 1, h = 1, w = 1;        // input
+  int64_t oh = 1, ow = 1;                    // output spatial
+  int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
+  int64_t ph = 0, pw = 0, peh = 0, pew = 0;  // begin and end pads
+};
+
+// y[n, m, oh, ow] = b[m] + sum x * w over group(m); w is [m, c/group, kh, kw]; b may be null.
+cudaError_t launch_conv2d_direct(KType t, const void* x, const void* w, const void* b, void* y, const Window2d& g,
+                                 int64_t out_channels, int64_t group, cudaStream_t s);
+
+enum class PoolKind : int { kMax, kAverage, kAverageIncludePad };
+cudaError_t launch_pool2d(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);
+
+// y[r] = mean or max over x[r, 0:area] for r < rows.
+cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s);
+
+// y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c] over x [n, c, inner]; parameters in `pt`.
+cudaError_t launch_batchnorm(KType t, KType pt, const void* x, const void* scale, const void* bias, const void* mean,
+                             const void* var, void* y, int64_t n, int64_t c, int64_t inner, float eps, cudaStream_t s);
+
+}  // namespace graft::cuda::k
