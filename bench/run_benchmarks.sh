@@ -2,7 +2,7 @@
 # Runs graft's benchmark suite on the GPU machine; called by scripts/gpu/run_gpu_suite.sh as
 #     bash bench/run_benchmarks.sh build-gpu "$OUT"
 # Writes into OUT_DIR: bench_models.{json,md,png} and, when bench/ms_deform_attn_bench.py exists,
-# msda.{json,md} (its --out is OUT_DIR/msda). Worker logs, ONNX files and plans stay in a temp dir.
+# msda.{json,md} (its --out is OUT_DIR/msda; its results.* are moved up as msda.*). Worker logs, ONNX files and plans stay in a temp dir.
 #
 # Time: about 7.5 minutes at most on an H200 (bench_models has a 400 s budget; what does not fit,
 # typically the tail of the torch.compile phase, is recorded as skipped/timeout, never hung on).
@@ -25,6 +25,10 @@ export GRAFT_LIB_DIR="$BUILD/python/graft"
 [ -x "$BUILD/bin/graft" ] && export GRAFT_CLI="$BUILD/bin/graft"
 export PYTHONUNBUFFERED=1
 
+if ! $PY -c 'import torch' 2>/dev/null; then
+  echo "error: $PY cannot import torch (set PYTHON=/path/to/python with torch)" >&2
+  exit 1
+fi
 echo "run_benchmarks: build $BUILD, out $OUT, python $($PY -c 'import sys;print(sys.executable, sys.version.split()[0])')"
 ls "$GRAFT_LIB_DIR" 2>/dev/null | sed 's/^/  built: /' || echo "warning: $GRAFT_LIB_DIR is missing: graft entries will fail"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/  gpu: /'
@@ -50,7 +54,11 @@ if [ -f bench/ms_deform_attn_bench.py ]; then
   for f in "$OUT"/msda/*; do
     [ -f "$f" ] || continue
     base=$(basename "$f")
-    case "$base" in msda*) dest="$OUT/$base" ;; *) dest="$OUT/msda_$base" ;; esac
+    case "$base" in
+      results.*) dest="$OUT/msda.${base#results.}" ;;   # its results.{json,md} -> msda.{json,md}
+      msda*) dest="$OUT/$base" ;;
+      *) dest="$OUT/msda_$base" ;;
+    esac
     mv -f "$f" "$dest"
   done
   rmdir "$OUT/msda" 2>/dev/null
