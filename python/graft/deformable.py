@@ -44,9 +44,16 @@ def ms_deform_attn_pytorch(value, spatial_shapes, level_start_index, sampling_lo
     return out.view(n, m, d, lq).permute(0, 3, 1, 2).reshape(n, lq, m * d)
 
 
+_info = None
+
+
 def _op_info():
-    from . import _registry
-    return _registry.find(OP_NAME)
+    # Looked up once: _registry.find calls into the extension, which must not happen while tracing.
+    global _info
+    if _info is None:
+        from . import _registry
+        _info = _registry.find(OP_NAME)
+    return _info
 
 
 def graft_op_available():
