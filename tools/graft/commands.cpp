@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "graft/cuda_engine.h"
 #include "graft/registry.h"
 #include "ops/operator.h"
 #include "tools/graft/build_options.h"
@@ -45,7 +46,9 @@ Command add_run_command(CLI::App& app) {
   add_model_options(*sub, *model);
   add_shapes_option(*sub, *build);
   add_inference_options(*sub, *infer);
-  return [model, build, infer]() -> Status {
+  auto profile = std::make_shared<bool>(false);
+  sub->add_flag("--profile", *profile, "After the timed runs, time each layer once (CUDA events) and print a table");
+  return [model, build, infer, profile]() -> Status {
     std::map<std::string, std::vector<int64_t>> shapes;
     GRAFT_RETURN_IF_ERROR(parse_shape_list(build->shapes, "--shapes", &shapes));
     // For an ONNX model, --shapes also fixes the profile (min = opt = max) it is built with.
@@ -67,6 +70,16 @@ Command add_run_command(CLI::App& app) {
     for (const auto& [name, t] : outputs)
       std::printf("output %s: %s\n", name.c_str(), TensorDesc(t.dtype(), shape_from_values(t.dims())).to_string().c_str());
     std::printf("%s", format_performance_summary(summarize_latencies(ms, total)).c_str());
+    if (*profile) {
+      auto* cuda_ctx = dynamic_cast<CudaExecutionContext*>(ctx.get());
+      if (!cuda_ctx)
+        return Status(StatusCode::kUnsupported, "--profile times layers with CUDA events: use --device cuda");
+      cuda_ctx->set_profiling(true);
+      GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outputs));
+      cuda_ctx->set_profiling(false);
+      std::printf("per-layer profile (one run, CUDA graphs off):\n%s",
+                  format_layer_timings(cuda_ctx->layer_timings()).c_str());
+    }
     std::fflush(stdout);
     if (!infer->save_outputs.empty()) GRAFT_RETURN_IF_ERROR(save_outputs(infer->save_outputs, outputs));
     if (!infer->compare.empty())

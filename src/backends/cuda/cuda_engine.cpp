@@ -557,13 +557,21 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   const Layer& L = engine_->layers()[i];
   const Node& node = *L.node;
   std::vector<const Tensor*> ins(node.inputs.size(), nullptr);
+  std::vector<Tensor> meta(node.inputs.size());
   for (size_t k = 0; k < node.inputs.size(); ++k) {
     const Value* v = node.inputs[k];
     if (!v) continue;
     if (L.where == Where::kCpuMeta && !v->constant) {
       const int id = engine_->value_id(v);
       Slot& s = slots_[id];
-      ins[k] = s.host.defined() ? &s.host : &s.dev;  // Shape/Size read dims only
+      if (s.host.defined()) {
+        ins[k] = &s.host;
+      } else {
+        // Shape/Size read dims only: a host stand-in with the device tensor's dims, no copy.
+        static char dims_only = 0;
+        meta[k] = Tensor::wrap(&dims_only, s.dev.dtype(), s.dev.dims());
+        ins[k] = &meta[k];
+      }
       continue;
     }
     auto t = L.host_input[k] ? on_host(v, stream) : on_device(v, stream);
