@@ -1,7 +1,127 @@
+// CUDA reduce/normalization ops: Softmax/LogSoftmax (opset < 13 coerces to 2-D, 13+ is per-axis),
+// LayerNormalization, ReduceMean/Sum/Max/Min (axes from the attribute or a host input).
+#include <string>
+
+#include "backends/cpu/reduce.h"
+#include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/reduce_norm_kernels.cuh"
 
 namespace graft::cuda {
+namespace {
 
-void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out) {}
+using namespace util;
+
+bool float_x(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why);
+}
+
+template <bool kLog>
+Status softmax_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  if (x.numel() != y.numel()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
+  const bool legacy = ex.ctx->opset > 0 && ex.ctx->opset < 13;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", legacy ? 1 : -1));
+  if (x.rank() == 0) {  // a scalar: softmax is 1, log-softmax 0
+    return launch_status(k::launch_softmax(ktype(x.dtype()), kLog, x.data(), y.data(), 1, 1, 1, stream_of(ex)), ex);
+  }
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (d < axis) outer *= x.dims()[d];
+    else if (d == axis || legacy) n *= x.dims()[d];
+    else inner *= x.dims()[d];
+  }
+  return launch_status(k::launch_softmax(ktype(x.dtype()), kLog, x.data(), y.data(), outer, n, inner, stream_of(ex)), ex);
+}
+
+bool layernorm_supports(const Node& n, std::string* why) {
+  if (!float_x(n, why)) return false;
+  if (!has_input(n, 1)) return reject(why, "Scale is missing");
+  for (size_t i = 1; i < 3; ++i)
+    if (has_input(n, i) && in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "Scale/B dtype differs from X");
+  for (size_t i = 1; i < n.outputs.size(); ++i)
+    if (n.outputs[i] && n.outputs[i]->desc.dtype != DataType::kFloat32)
+      return reject(why, "Mean/InvStdDev outputs are handled only as float32");
+  return true;
+}
+
+Status layernorm_run(CudaExec& ex) {
+  const auto& in = ex.ctx->inputs;
+  const auto& out = ex.ctx->outputs;
+  const Tensor& x = *in[0];
+  const Tensor& scale = *in[1];
+  const Tensor* bias = in.size() > 2 ? in[2] : nullptr;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", -1));
+  GRAFT_ASSIGN_OR_RETURN(float eps, attrs_of(ex).get_float("epsilon", 1e-5f));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
+  int64_t inner = 1;
+  for (int64_t d = axis; d < x.rank(); ++d) inner *= x.dims()[d];
+  const int64_t outer = inner ? x.numel() / inner : 0;
+  for (const Tensor* p : {&scale, bias})
+    if (p && p->numel() != inner && p->numel() != 1)
+      return fail(ex, StatusCode::kUnsupported, "Scale/B must have the normalized block's size or one element");
+  float* mean = out.size() > 1 && out[1] ? static_cast<float*>(out[1]->data()) : nullptr;
+  float* inv = out.size() > 2 && out[2] ? static_cast<float*>(out[2]->data()) : nullptr;
+  return launch_status(k::launch_layernorm(ktype(x.dtype()), x.data(), scale.data(), scale.numel(), bias ? bias->data() : nullptr,
+                                           bias ? bias->numel() : 0, out[0]->data(), mean, inv, outer, inner, eps,
+                                           stream_of(ex)), ex);
+}
+
+bool reduce_supports(const Node& n, std::string* why) {
+  if (!float_x(n, why)) return false;
+  if (has_input(n, 1) && !require_dtype(n, 1, {DataType::kInt64, DataType::kInt32}, why)) return false;
+  return true;
+}
+
+template <k::ReduceKind kKind>
+Status reduce_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  const Tensor* axes_t = ex.ctx->inputs.size() > 1 ? ex.ctx->inputs[1] : nullptr;
+  std::optional<std::vector<int64_t>> axes_in;
+  if (axes_t) {
+    if (axes_t->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "axes must be a host input");
+    axes_in = axes_t->to_int64_vector();
+  }
+  GRAFT_ASSIGN_OR_RETURN(cpu::ReduceAxes ra, cpu::resolve_reduce_axes(attrs_of(ex), x.rank(), axes_t != nullptr, axes_in));
+  std::vector<bool> red(static_cast<size_t>(x.rank()), false);
+  if (ra.noop) {
+    // Copy the input (a reduction over nothing); Sum/Mean/Max/Min of one element is itself.
+  } else if (ra.axes.empty()) {
+    red.assign(red.size(), true);
+  } else {
+    for (int64_t a : ra.axes) red[static_cast<size_t>(a)] = true;
+  }
+  k::Strided kept, rs;
+  const auto st = contiguous_strides(x.dims());
+  int64_t red_n = 1;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (x.dims()[d] == 1) continue;
+    k::Strided& s = red[static_cast<size_t>(d)] ? rs : kept;
+    if (s.rank == k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes");
+    s.dims[s.rank] = x.dims()[d];
+    s.strides[s.rank] = st[static_cast<size_t>(d)];
+    ++s.rank;
+    if (red[static_cast<size_t>(d)]) red_n *= x.dims()[d];
+  }
+  if (y.numel() * red_n != x.numel()) return fail(ex, StatusCode::kInternal, "output shape inconsistent with the axes");
+  if (red_n == 0) return fail(ex, StatusCode::kUnsupported, "reduction over an empty axis");
+  return launch_status(k::launch_reduce(ktype(x.dtype()), kKind, x.data(), y.data(), kept, y.numel(), rs, red_n, stream_of(ex)), ex);
+}
+
+}  // namespace
+
+void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"Softmax", &float_x, &softmax_run<false>, {}, nullptr});
+  out.push_back(CudaOp{"LogSoftmax", &float_x, &softmax_run<true>, {}, nullptr});
+  out.push_back(CudaOp{"LayerNormalization", &layernorm_supports, &layernorm_run, {}, nullptr});
+  out.push_back(CudaOp{"ReduceMean", &reduce_supports, &reduce_run<k::ReduceKind::kMean>, {1}, nullptr});
+  out.push_back(CudaOp{"ReduceSum", &reduce_supports, &reduce_run<k::ReduceKind::kSum>, {1}, nullptr});
+  out.push_back(CudaOp{"ReduceMax", &reduce_supports, &reduce_run<k::ReduceKind::kMax>, {1}, nullptr});
+  out.push_back(CudaOp{"ReduceMin", &reduce_supports, &reduce_run<k::ReduceKind::kMin>, {1}, nullptr});
+}
 
 }  // namespace graft::cuda
