@@ -23,7 +23,7 @@ Status prepare_state_for_device(EngineState& state, const BuilderConfig& config)
   return cuda::prepare_cuda_state(state, config);
 #else
   (void)config;
-  return error(StatusCode::kUnsupported, "--device cuda needs a graft built with CUDA "
+  return error(StatusCode::kUnsupported, "--device cuda needs CUDA, but this graft was built without CUDA "
                "(configure with -DGRAFT_ENABLE_CUDA=ON); use --device cpu");
 #endif
 }
