@@ -1,0 +1,161 @@
+// CUDA nn and reduce/norm ops vs the CPU reference: MatMul/Gemm (cuBLASLt), Conv (cuDNN or direct),
+// pools, BatchNormalization, Softmax, LayerNormalization, Reduce*.
+#include "cuda_kernel_harness.h"
+
+namespace graft::testing {
+namespace {
+
+TEST(CudaNn, MatMul) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes = {
+      {{7, 13}, {13, 5}},          {{3, 7, 13}, {3, 13, 5}}, {{3, 7, 13}, {13, 5}},   {{13}, {2, 13, 5}},
+      {{2, 1, 4, 6}, {1, 3, 6, 5}}, {{4, 6}, {6}},           {{2, 2, 1, 3, 8}, {8, 9}}, {{64, 96}, {96, 33}},
+  };
+  for (const auto& [a, b] : shapes) {
+    KernelCase c{"MatMul", {rnd(rng, a), rnd(rng, b)}};
+    c.tol32 = 1e-4;
+    run_float_dtypes(c, seed, /*bf16=*/true);
+  }
+}
+
+TEST(CudaNn, Gemm) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const int64_t M = 9, K = 17, N = 11;
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb)
+      for (int cform = 0; cform < 5; ++cform) {
+        std::vector<int64_t> ad = ta ? std::vector<int64_t>{K, M} : std::vector<int64_t>{M, K};
+        std::vector<int64_t> bd = tb ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
+        KernelCase c{"Gemm", {rnd(rng, ad), rnd(rng, bd)}};
+        const std::vector<int64_t> cds[] = {{N}, {1, N}, {M, 1}, {M, N}, {}};
+        if (cform < 5) c.inputs.push_back(rnd(rng, cds[cform]));
+        c.attrs.set("transA", static_cast<int64_t>(ta));
+        c.attrs.set("transB", static_cast<int64_t>(tb));
+        if (cform % 2) {
+          c.attrs.set("alpha", 0.7f);
+          c.attrs.set("beta", 1.3f);
+        }
+        c.tol32 = 1e-4;
+        c.label = "transA " + std::to_string(ta) + " transB " + std::to_string(tb) + " C form " + std::to_string(cform);
+        run_float_dtypes(c, seed);
+      }
+  KernelCase c{"Gemm", {rnd(rng, {M, K}), rnd(rng, {K, N})}};
+  c.tol32 = 1e-4;
+  run_float_dtypes(c, seed);
+}
+
+struct ConvSpec {
+  std::vector<int64_t> x, w;
+  std::vector<int64_t> strides, pads, dilations;
+  int64_t group;
+  bool bias;
+};
+
+TEST(CudaNn, Conv) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const ConvSpec specs[] = {
+      {{2, 3, 11, 9}, {8, 3, 3, 3}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+      {{1, 4, 13, 13}, {6, 2, 3, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 2, false},   // grouped, strided
+      {{1, 4, 15, 12}, {4, 1, 3, 3}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 4, true},    // depthwise, dilated
+      {{1, 3, 10, 10}, {5, 3, 3, 2}, {1, 2}, {1, 0, 2, 1}, {1, 1}, 1, true},    // asymmetric pads
+      {{2, 3, 17}, {4, 3, 5}, {2}, {2, 2}, {1}, 1, true},                       // 1-D
+  };
+  for (const auto& s : specs) {
+    KernelCase c{"Conv", {rnd(rng, s.x), rnd(rng, s.w)}};
+    if (s.bias) c.inputs.push_back(rnd(rng, {s.w[0]}));
+    c.attrs.set("strides", s.strides);
+    c.attrs.set("pads", s.pads);
+    c.attrs.set("dilations", s.dilations);
+    c.attrs.set("group", s.group);
+    c.tol32 = 1e-4;
+    run_float_dtypes(c, seed);
+  }
+}
+
+TEST(CudaNn, Pools) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (const char* op : {"MaxPool", "AveragePool"})
+    for (int variant = 0; variant < 4; ++variant) {
+      KernelCase c{op, {rnd(rng, {2, 3, 11, 10})}};
+      c.attrs.set("kernel_shape", std::vector<int64_t>{3, 2});
+      c.attrs.set("strides", std::vector<int64_t>{2, 2});
+      if (variant >= 1) c.attrs.set("pads", std::vector<int64_t>{1, 0, 1, 1});
+      if (variant >= 2) c.attrs.set("ceil_mode", int64_t{1});
+      if (variant == 3 && std::string(op) == "AveragePool") c.attrs.set("count_include_pad", int64_t{1});
+      if (variant == 3 && std::string(op) == "MaxPool") c.attrs.set("dilations", std::vector<int64_t>{2, 1});
+      c.label = "variant " + std::to_string(variant);
+      run_float_dtypes(c, seed);
+    }
+  run_float_dtypes(KernelCase{"GlobalAveragePool", {rnd(rng, {2, 5, 7, 9})}}, seed);
+  run_float_dtypes(KernelCase{"GlobalMaxPool", {rnd(rng, {2, 5, 7, 9})}}, seed);
+  KernelCase bn{"BatchNormalization", {rnd(rng, {2, 5, 4, 3}), rnd(rng, {5}), rnd(rng, {5}), rnd(rng, {5}), rnd(rng, {5}, 0.5, 2)}};
+  bn.attrs.set("epsilon", 1e-3f);
+  run_float_dtypes(bn, seed);
+}
+
+TEST(CudaReduceNorm, Softmax) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    for (int opset : {11, 13})
+      for (int64_t axis : {-1, 0, 1, 2}) {
+        KernelCase c{op, {rnd(rng, {3, 4, 5, 6}, -4, 4)}, {}, opset};
+        c.attrs.set("axis", axis);
+        c.label = "opset " + std::to_string(opset) + " axis " + std::to_string(axis);
+        run_float_dtypes(c, seed);
+      }
+  run_float_dtypes(KernelCase{"Softmax", {rnd(rng, {1000}, -4, 4)}}, seed);
+}
+
+TEST(CudaReduceNorm, LayerNormalization) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  {
+    KernelCase c{"LayerNormalization", {rnd(rng, {3, 7, 33}), rnd(rng, {33}), rnd(rng, {33})}};
+    run_float_dtypes(c, seed);
+  }
+  {
+    KernelCase c{"LayerNormalization", {rnd(rng, {2, 3, 4, 5}), rnd(rng, {4, 5})}, {}, 17, 3};
+    c.attrs.set("axis", int64_t{2});
+    c.attrs.set("epsilon", 1e-3f);
+    run_kernel_case(c, DataType::kFloat32, seed);
+  }
+}
+
+TEST(CudaReduceNorm, Reduce) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<std::vector<int64_t>> axes_sets = {{1}, {0, 2}, {-1}, {}, {1, 3, 4}};
+  for (const char* op : {"ReduceMean", "ReduceSum", "ReduceMax", "ReduceMin"})
+    for (const auto& axes : axes_sets)
+      for (int64_t keep : {0, 1}) {
+        // opset 18: axes as an input (host); opset 13: attribute.
+        KernelCase c{op, {rnd(rng, {2, 3, 4, 5, 3})}, {}, 18};
+        if (!axes.empty()) c.inputs.push_back(Tensor::vector_int64(axes));
+        c.attrs.set("keepdims", keep);
+        c.label = "axes input, keepdims " + std::to_string(keep);
+        run_float_dtypes(c, seed);
+        if (std::string(op) == "ReduceSum") continue;  // ReduceSum takes axes as an input since 13
+        KernelCase a{op, {rnd(rng, {7, 5, 6})}, {}, 13};
+        std::vector<int64_t> ax;
+        for (int64_t v : axes) if (v < 3) ax.push_back(v);
+        if (!ax.empty()) a.attrs.set("axes", ax);
+        a.attrs.set("keepdims", keep);
+        a.label = "axes attribute";
+        run_float_dtypes(a, seed);
+      }
+}
+
+}  // namespace
+}  // namespace graft::testing
