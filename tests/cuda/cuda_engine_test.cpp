@@ -30,7 +30,7 @@ TEST(CudaEngine, BuildWithoutCudaSaysSo) {
   auto e = graft::Engine::build_from_onnx_bytes(mlp_model(rng).bytes(), cfg, "mlp.onnx");
   ASSERT_FALSE(e.is_ok());
   EXPECT_EQ(e.status().code(), graft::StatusCode::kUnsupported);
-  EXPECT_NE(e.status().message().find("without CUDA"), std::string::npos) << e.status().to_string();
+  EXPECT_NE(e.status().message().find("needs a graft built with CUDA"), std::string::npos) << e.status().to_string();
 }
 
 TEST(CudaEngine, GpuTests) { GTEST_SKIP() << "graft was built without CUDA (GRAFT_ENABLE_CUDA=OFF): GPU tests skipped"; }
