@@ -514,7 +514,8 @@ def _environment(args):
         from graft import _native
         env["graft"] = _native.engine_module().version()
     except Exception as e:  # noqa: BLE001
-        env["graft"] = f"unavailable ({_short(e, 200)})"
+        env["graft"] = "unavailable"
+        env["graft_error"] = _short(e, 400)
     return env
 
 
@@ -697,19 +698,24 @@ def _plot(results, args, path):
     by = {(r["model"], r["batch"], r["dtype"], r["contender"]): r for r in results}
     fig, ax = plt.subplots(figsize=(max(8, 0.9 * len(keys) + 2), 5))
     width = 0.27
+    colors = {"eager": "#4c72b0", "compile": "#dd8452", "graft": "#55a868"}
     for i, c in enumerate(CONTENDERS):
-        xs, ys = [], []
+        xs, ys, missing = [], [], []
         for j, k in enumerate(keys):
             r = by.get(k + (c,))
             if r is not None and r.get("status") == "ok":
                 xs.append(j + (i - 1) * width)
                 ys.append(r["median_ms"])
-        ax.bar(xs, ys, width, label=c)
+            elif r is not None:
+                missing.append(j + (i - 1) * width)
+        ax.bar(xs, ys, width, label=c, color=colors[c])
+        for x in missing:  # a failed/skipped entry gets an x on the axis in its colour
+            ax.plot([x], [0.02], marker="x", color=colors[c], transform=ax.get_xaxis_transform(), clip_on=False)
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels([f"{m}\nb{b} {d}" for m, b, d in keys], fontsize=7, rotation=45, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("median latency (ms, log scale)")
-    ax.set_title("graft vs PyTorch eager vs torch.compile (missing bar = failed/skipped)")
+    ax.set_title("graft vs PyTorch eager vs torch.compile (x: failed, timed out or skipped)")
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=110)
