@@ -205,13 +205,17 @@ class OpDef {
   OpDef& backward(Backend b, KernelFn fn, std::vector<std::vector<DataType>> combos = {});
   // A small valid call (input dims, absent optional inputs as nullopt, and attributes) that generic
   // tools use without per-op code: the TensorRT harness, PyTorch gradcheck, documentation.
-  OpDef& example(std::vector<std::optional<std::vector<int64_t>>> input_dims, AttributeMap attrs = {}) {
-    examples_.push_back(Example{std::move(input_dims), std::move(attrs)});
+  // `values` fixes the contents of inputs that must be consistent with the others (index tables,
+  // shapes): host tensors keyed by input index; tools draw the remaining inputs at random.
+  OpDef& example(std::vector<std::optional<std::vector<int64_t>>> input_dims, AttributeMap attrs = {},
+                 std::map<int, Tensor> values = {}) {
+    examples_.push_back(Example{std::move(input_dims), std::move(attrs), std::move(values)});
     return *this;
   }
   struct Example {
     std::vector<std::optional<std::vector<int64_t>>> input_dims;
     AttributeMap attrs;
+    std::map<int, Tensor> values;
   };
 
   // introspection

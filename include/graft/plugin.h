@@ -16,7 +16,7 @@
 #include "graft/registry.h"
 
 // Bump whenever OpDef, KernelContext, TensorView or the registry change layout.
-#define GRAFT_PLUGIN_ABI_VERSION 1u
+#define GRAFT_PLUGIN_ABI_VERSION 2u  // 2: OpDef::Example carries fixed input values
 
 extern "C" {
 struct GraftPluginInfo {

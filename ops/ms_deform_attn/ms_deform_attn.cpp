@@ -366,9 +366,16 @@ void define_common(OpDef& def, const char* op, const std::vector<DataType>& inde
       .kernel(Backend::kCPU, [op](const KernelContext& c) { return forward_cpu_impl(op, c); })
       .differentiable_inputs({kValue, kLocs, kWeights})
       .backward(Backend::kCPU, [op](const KernelContext& c) { return backward_cpu_impl(op, c); });
-  // Two levels (3x4, 2x2) and S = 16: a call whose index inputs are consistent.
-  def.example({std::vector<int64_t>{2, 16, 2, 4}, std::vector<int64_t>{2, 2}, std::vector<int64_t>{2},
-               std::vector<int64_t>{2, 5, 2, 2, 3, 2}, std::vector<int64_t>{2, 5, 2, 2, 3}});
+  // Two levels (3x4, 2x2) and S = 16, with index inputs consistent with S; N = 3 so that no other
+  // input's leading dim equals the batch (tools treat such dims as the batch).
+  {
+    DT it = index_types.front();
+    std::map<int, Tensor> values = {{1, Tensor::from_doubles(it, {2, 2}, {3, 4, 2, 2})},
+                                    {2, Tensor::from_doubles(it, {2}, {0, 12})}};
+    def.example({std::vector<int64_t>{3, 16, 2, 4}, std::vector<int64_t>{2, 2}, std::vector<int64_t>{2},
+                 std::vector<int64_t>{3, 5, 2, 2, 3, 2}, std::vector<int64_t>{3, 5, 2, 2, 3}},
+                {}, std::move(values));
+  }
 #ifdef GRAFT_WITH_CUDA
   std::vector<std::vector<DT>> cuda_combos;
   for (DT f : {DT::kFloat32, DT::kFloat16})

@@ -340,13 +340,19 @@ bool same_bits(const std::vector<graft::Tensor>& a, const std::vector<graft::Ten
   return true;
 }
 
-// Random inputs for an example, in the given float dtype for float inputs.
+// Inputs for an example: fixed values where the example gives them (index tables), random data
+// elsewhere, in the given float dtype for float inputs.
 std::vector<graft::Tensor> make_inputs(const graft::OpDef& def, const graft::OpDef::Example& ex,
                                        graft::DataType float_type, std::mt19937& rng) {
   std::vector<graft::Tensor> in;
   std::uniform_real_distribution<double> u(-2.0, 2.0);
   for (size_t i = 0; i < ex.input_dims.size(); ++i) {
     if (!ex.input_dims[i]) break;  // trailing optional inputs absent
+    auto fixed = ex.values.find(static_cast<int>(i));
+    if (fixed != ex.values.end()) {
+      in.push_back(fixed->second.clone());
+      continue;
+    }
     graft::DataType t = float_type;
     const auto& allowed = def.inputs()[i].dtypes;
     if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), float_type) == allowed.end()) t = allowed.front();
@@ -355,6 +361,18 @@ std::vector<graft::Tensor> make_inputs(const graft::OpDef& def, const graft::OpD
     in.push_back(x);
   }
   return in;
+}
+
+// Inputs whose leading dim is the batch: input 0, and every other non-fixed input whose leading dim
+// equals input 0's (the example is chosen so that no other dim collides with it).
+std::vector<bool> batch_inputs(const graft::OpDef::Example& ex) {
+  std::vector<bool> b(ex.input_dims.size(), false);
+  if (ex.input_dims.empty() || !ex.input_dims[0] || ex.input_dims[0]->empty()) return b;
+  int64_t n = (*ex.input_dims[0])[0];
+  for (size_t i = 0; i < ex.input_dims.size(); ++i)
+    b[i] = ex.input_dims[i] && !ex.input_dims[i]->empty() && (*ex.input_dims[i])[0] == n &&
+           !ex.values.count(static_cast<int>(i));
+  return b;
 }
 
 // Expected dtype combinations the CUDA kernels accept (inputs then outputs), from the definition.
@@ -405,22 +423,25 @@ void check_output_shapes(const graft::OpDef& def, const graft::OpDef::Example& e
                          const std::string& tag) {
   ExprBuilder builder;
   std::vector<nvinfer1::DimsExprs> in;
-  for (auto& d : ex.input_dims) {
+  const auto batch = batch_inputs(ex);
+  for (size_t i = 0; i < ex.input_dims.size(); ++i) {
+    const auto& d = ex.input_dims[i];
     if (!d) break;
     nvinfer1::DimsExprs e{};
     e.nbDims = static_cast<int32_t>(d->size());
     for (size_t k = 0; k < d->size(); ++k)
-      e.d[k] = builder.make(k == 0 && !in.empty() ? graft::Dim((*d)[k]) : (k == 0 ? graft::Dim::symbol("N") : graft::Dim((*d)[k])));
+      e.d[k] = builder.make(k == 0 && batch[i] ? graft::Dim::symbol("N") : graft::Dim((*d)[k]));
     in.push_back(e);
   }
-  // Only input 0's leading dim is symbolic ("N"); other inputs (weights, tables) stay static.
+  // The batch dim ("N") is symbolic; weights and tables stay static.
   std::vector<nvinfer1::DimsExprs> out(def.outputs().size());
   bool ok = shapes(in, out, builder);
   check(ok, tag + " getOutputShapes returns");
   if (!ok) return;
   for (int64_t n : {(*ex.input_dims[0])[0], (*ex.input_dims[0])[0] * 3 + 1}) {
     auto dims = ex.input_dims;
-    (*dims[0])[0] = n;
+    for (size_t i = 0; i < dims.size(); ++i)
+      if (batch[i]) (*dims[i])[0] = n;
     auto expect = graft::infer_concrete_shapes(def, dims, ex.attrs);
     bool match = expect.is_ok() && expect->size() == out.size();
     for (size_t o = 0; match && o < out.size(); ++o) {
