@@ -1,5 +1,6 @@
 """The op registry as the PyTorch extension sees it: loads libgraft_torch.so, defines the torch ops
 and describes them (names, inputs, attributes) for the generated Python API."""
+import contextlib
 import dataclasses
 import threading
 from typing import List, Optional
@@ -28,6 +29,7 @@ class OpInfo:
     has_backward: bool
     inputs: List[str] = dataclasses.field(default_factory=list)
     optional_inputs: List[bool] = dataclasses.field(default_factory=list)
+    input_dtypes: List[List[str]] = dataclasses.field(default_factory=list)  # allowed; [] = any
     outputs: List[str] = dataclasses.field(default_factory=list)
     differentiable: List[int] = dataclasses.field(default_factory=list)
     attrs: List[AttrInfo] = dataclasses.field(default_factory=list)
@@ -40,6 +42,11 @@ class OpInfo:
     @property
     def diff_inputs(self):
         return self.differentiable or list(range(len(self.inputs)))
+
+    def input_is_float(self, i):
+        """Whether input i takes floating-point tensors (False for index/integer-only inputs)."""
+        dts = self.input_dtypes[i] if i < len(self.input_dtypes) else []
+        return not dts or any(d.startswith(("float", "bfloat")) for d in dts)
 
     def attr(self, name):
         for a in self.attrs:
@@ -87,6 +94,7 @@ def _parse(text):
         elif kind == "in":
             cur.inputs.append(f[1])
             cur.optional_inputs.append(f[2] == "1")
+            cur.input_dtypes.append([d for d in f[3].split(",") if d] if len(f) > 3 else [])
         elif kind == "out":
             cur.outputs.append(f[1])
         elif kind == "diff":
@@ -102,13 +110,31 @@ def _parse(text):
     return ops
 
 
+@contextlib.contextmanager
+def _untraced():
+    # The registry calls (_define_ops, _op_metadata) are torch ops; a first lookup from inside
+    # torch.jit.trace / the TorchScript ONNX exporter would be recorded, and the tracer rejects
+    # their string-list argument ("unsupported input list type: str"). They are not model code.
+    import torch
+    get = getattr(torch._C, "_get_tracing_state", None)
+    state = get() if get is not None else None
+    if state is None:
+        yield
+        return
+    torch._C._set_tracing_state(None)
+    try:
+        yield
+    finally:
+        torch._C._set_tracing_state(state)
+
+
 def ensure_loaded(plugins=()):
     """Loads libgraft_torch.so once, loads `plugins` into graft's registry and defines every op
     not defined yet as torch.ops.graft.*. Returns {torch_name: OpInfo}."""
     global _loaded
     import torch
     from . import ops  # noqa: F401 - registers the listeners that generate graft.ops.*
-    with _lock:
+    with _lock, _untraced():
         if not _loaded:
             torch.ops.load_library(_native.torch_library_path())
             _loaded = True
@@ -138,9 +164,11 @@ def ops():
 
 def find(name):
     """OpInfo by torch name, ONNX name or python (snake_case) name."""
-    for info in ensure_loaded().values():
-        if name in (info.torch_name, info.name, info.python_name):
-            return info
+    # Known ops first (no extension call); then a reload, for ops registered since (plugins).
+    for table in (ops, ensure_loaded):
+        for info in table().values():
+            if name in (info.torch_name, info.name, info.python_name):
+                return info
     raise GraftError(f"graft: no op named '{name}' is registered (known: "
                      f"{', '.join(sorted(_ops)) or 'none'}); load its plugin with graft.load_plugin(path)")
 

@@ -71,8 +71,13 @@ def ms_deform_attn(value, spatial_shapes, level_start_index, sampling_locations,
     from . import _function
     info = _op_info()
     dt = value.dtype
-    return _function.call(info, [value, spatial_shapes.long(), level_start_index.long(),
-                                 sampling_locations.to(dt), attention_weights.to(dt)], {})
+
+    def as_type(t, want):
+        # Converting only when needed keeps exported graphs free of no-op Cast nodes.
+        return t if t.dtype == want else t.to(want)
+
+    return _function.call(info, [value, as_type(spatial_shapes, torch.int64), as_type(level_start_index, torch.int64),
+                                 as_type(sampling_locations, dt), as_type(attention_weights, dt)], {})
 
 
 class MultiScaleDeformableAttention(nn.Module):

@@ -154,14 +154,38 @@ def test_export_emits_one_custom_node(op, graft_mod, tmp_onnx, seed):
         export = graft_mod.export
     except AttributeError:
         pytest.skip("graft.export is not available")
+    from graft import _registry, deformable
+    info = _registry.find("MultiScaleDeformableAttention")
 
     class Wrap(torch.nn.Module):
         def forward(self, value, hw, starts, locs, weights):
             return ms_deform_attn(value, hw, starts, locs, weights)
 
     args = _inputs(1, 2, 4, 5, 2, [(3, 4), (2, 2)])
+    # The op's first lookup happening inside the exporter's tracer must work too (it once depended
+    # on an earlier test having cached it).
+    deformable._info = None
     export(Wrap(), args, tmp_onnx, dynamic_batch=False)
     model = onnx.load(tmp_onnx)
+    onnx.checker.check_model(model)
     nodes = [nd for nd in model.graph.node if nd.op_type == "MultiScaleDeformableAttention"]
     assert len(nodes) == 1, [nd.op_type for nd in model.graph.node]
-    assert nodes[0].domain == "ai.onnx.contrib"
+    node = nodes[0]
+    assert node.domain == "ai.onnx.contrib"
+    assert "ai.onnx.contrib" in {o.domain for o in model.opset_import}
+    attrs = {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+    assert set(attrs) <= {"im2col_step", "plugin_version", "plugin_namespace"}, attrs
+    assert attrs.get("plugin_version") == info.version.encode(), attrs
+    assert attrs.get("plugin_namespace") == info.plugin_namespace.encode(), attrs
+    # The node reads the graph inputs directly (no Cast in between): the index inputs as int64.
+    graph_inputs = {i.name: i.type.tensor_type.elem_type for i in model.graph.input}
+    want = [onnx.TensorProto.FLOAT, onnx.TensorProto.INT64, onnx.TensorProto.INT64,
+            onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT]
+    assert [graph_inputs.get(n) for n in node.input] == want, (list(node.input), graph_inputs)
+
+
+def test_public_names(graft_mod):
+    import graft.deformable as deformable_mod
+    assert graft_mod.nn.MultiScaleDeformableAttention is MultiScaleDeformableAttention
+    assert graft_mod.deformable is deformable_mod
+    assert graft_mod.deformable.ms_deform_attn_pytorch is ms_deform_attn_pytorch
