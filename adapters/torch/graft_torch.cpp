@@ -20,6 +20,7 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -485,7 +486,18 @@ std::string op_metadata() {
     if (!def) continue;
     os << "op" << US << d.torch_name << US << d.id.name << US << d.id.domain << US << d.id.version << US
        << d.id.plugin_namespace << US << (d.has_backward ? 1 : 0) << US << def->outputs().size() << RS;
-    for (const auto& i : def->inputs()) os << "in" << US << i.name << US << (i.optional ? 1 : 0) << RS;
+    // in: name, optional, allowed dtypes (comma-separated graft names; empty = any). Lets generic
+    // Python code tell index/integer inputs from float ones.
+    for (size_t k = 0; k < def->inputs().size(); ++k) {
+      const auto& i = def->inputs()[k];
+      std::vector<graft::DataType> dts = i.dtypes;
+      if (dts.empty())
+        for (const auto& combo : def->type_combinations())
+          if (k < combo.size() && std::find(dts.begin(), dts.end(), combo[k]) == dts.end()) dts.push_back(combo[k]);
+      os << "in" << US << i.name << US << (i.optional ? 1 : 0) << US;
+      for (size_t j = 0; j < dts.size(); ++j) os << (j ? "," : "") << graft::dtype_name(dts[j]);
+      os << RS;
+    }
     for (const auto& o : def->outputs()) os << "out" << US << o.name << RS;
     for (int i : def->differentiable_input_indices()) os << "diff" << US << i << RS;
     for (const auto& a : def->attrs()) {

@@ -1,7 +1,35 @@
-"""Per-op example calls for the generic tests: input shapes (None = absent optional input) and
-attributes. Ops missing here get one (2, 3, 4) tensor per required input and default attributes.
+"""Per-op example calls for the generic tests: one input spec per op input, and attributes.
+
+An input spec is None (absent optional input), a shape tuple (standard-normal floats of the tested
+dtype), ``Uniform(shape, lo, hi)`` (floats drawn in [lo, hi)) or ``Index(values)`` (a fixed integer
+tensor, for index inputs whose contents must agree with the other inputs' shapes; it never
+requires grad). Ops missing here get one (2, 3, 4) float tensor per required input and default
+attributes; an op with an integer-only input must have an entry (examples_for says so).
 Attribute names an op does not declare are dropped, so the table tolerates naming differences."""
+import dataclasses
+from typing import Optional, Sequence
+
 import torch
+
+
+@dataclasses.dataclass(frozen=True)
+class Uniform:
+    shape: tuple
+    lo: float = 0.0
+    hi: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Index:
+    values: Sequence
+    dtype: Optional[torch.dtype] = None  # None: the op's first allowed integer dtype (examples_for)
+
+
+# Multi-scale deformable attention: levels (3, 4) and (2, 2), so S = 16 rows of value; N = 3,
+# Lq = 5, M = 2 heads of D = 4, L = 2 levels, P = 3 points. Locations are uniform over [0, 1]
+# (float64 gradcheck's step never crosses a bilinear kink in practice: they are measure zero).
+_MS_DEFORM_ATTN = [dict(inputs=[(3, 16, 2, 4), Index([[3, 4], [2, 2]]), Index([0, 12]),
+                                Uniform((3, 5, 2, 2, 3, 2)), Uniform((3, 5, 2, 2, 3))], attrs={})]
 
 EXAMPLES = {
     "CustomLayer": [
@@ -16,27 +44,54 @@ EXAMPLES = {
         dict(inputs=[(3, 5), (5,)], attrs={"alpha": 1.5, "mode": "square"}),
         dict(inputs=[(2, 2, 4), None], attrs={"alpha": -0.5}),
     ],
+    "MultiScaleDeformableAttention": _MS_DEFORM_ATTN,
+    "MultiscaleDeformableAttnPlugin_TRT": _MS_DEFORM_ATTN,
 }
+
+_INT_DTYPES = {"int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
+               "uint8": torch.uint8}
+
+
+def _index_dtype(info, i):
+    for name in (info.input_dtypes[i] if i < len(getattr(info, "input_dtypes", [])) else []):
+        if name in _INT_DTYPES:
+            return _INT_DTYPES[name]
+    return torch.int64
 
 
 def examples_for(info):
+    """[(input specs, attrs)] for `info` (an OpInfo), index dtypes resolved from the op's metadata."""
     cases = EXAMPLES.get(info.name)
     if cases is None:
+        ints = [n for i, n in enumerate(info.inputs)
+                if not info.optional_inputs[i] and hasattr(info, "input_is_float") and not info.input_is_float(i)]
+        if ints:
+            raise AssertionError(f"op {info.name} has integer-only input(s) {', '.join(ints)}: add an entry with "
+                                 "consistent Index(...) values to tests/python/op_examples.py")
         cases = [dict(inputs=[None if opt else (2, 3, 4) for opt in info.optional_inputs], attrs={})]
     out = []
     for c in cases:
         attrs = {k: v for k, v in c["attrs"].items() if info.attr(k) is not None}
-        out.append((c["inputs"], attrs))
+        specs = [Index(s.values, _index_dtype(info, i)) if isinstance(s, Index) and s.dtype is None else s
+                 for i, s in enumerate(c["inputs"])]
+        out.append((specs, attrs))
     return out
 
 
-def make_inputs(shapes, dtype, requires_grad=False, device="cpu"):
+def make_inputs(specs, dtype, requires_grad=False, device="cpu"):
+    """Fresh random tensors for `specs` (floats in `dtype`); requires_grad applies to floats only."""
     ins = []
-    for s in shapes:
+    for s in specs:
         if s is None:
             ins.append(None)
             continue
-        t = torch.randn(s, dtype=dtype, device=device)
+        if isinstance(s, Index):
+            ins.append(torch.tensor(s.values, dtype=s.dtype or torch.int64, device=device))
+            continue
+        if isinstance(s, Uniform):
+            t = torch.rand(s.shape, dtype=dtype, device=device) * (s.hi - s.lo) + s.lo
+        else:
+            t = torch.randn(s, dtype=dtype, device=device)
         if requires_grad:
             t.requires_grad_(True)
         ins.append(t)

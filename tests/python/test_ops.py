@@ -21,7 +21,20 @@ def _ref_affine(x, bias=None, alpha=1.0, mode="plain", tags=()):
     return alpha * v + (bias if bias is not None else 0)
 
 
-REFERENCES = {"CustomLayer": _ref_custom_layer, "GroupNorm": _ref_group_norm, "PyTestAffine": _ref_affine}
+def _ref_ms_deform_attn(value, spatial_shapes, level_start_index, locations, weights, im2col_step=None):
+    from graft.deformable import ms_deform_attn_pytorch  # grid_sample formulation, not graft's kernel
+    return ms_deform_attn_pytorch(value, spatial_shapes, level_start_index, locations, weights)
+
+
+def _ref_ms_deform_attn_trt(value, *rest):
+    n, _, m, d = value.shape
+    out = _ref_ms_deform_attn(value, *rest)
+    return out.view(n, out.shape[1], m, d)
+
+
+REFERENCES = {"CustomLayer": _ref_custom_layer, "GroupNorm": _ref_group_norm, "PyTestAffine": _ref_affine,
+              "MultiScaleDeformableAttention": _ref_ms_deform_attn,
+              "MultiscaleDeformableAttnPlugin_TRT": _ref_ms_deform_attn_trt}
 
 
 def _all_ops(graft_mod):
@@ -75,8 +88,9 @@ def test_gradcheck_every_op(graft_mod, seed):
                 # The op has no float64 kernel: a looser float32 check still catches wrong gradients.
                 ins = make_inputs(shapes, torch.float32, requires_grad=True)
                 kw = dict(eps=1e-3, atol=2e-2, rtol=2e-2)
+            # Only differentiable float inputs are checked (index inputs never require grad).
             for i, t in enumerate(ins):
-                if t is not None and i not in info.diff_inputs:
+                if t is not None and t.is_floating_point() and i not in info.diff_inputs:
                     t.requires_grad_(False)
             assert torch.autograd.gradcheck(lambda *xs: fn(*xs, **attrs), tuple(ins), **kw), \
                 f"{info.name} {shapes} {attrs} seed {seed}"
@@ -116,10 +130,11 @@ def test_opcheck(graft_mod, seed):
 def test_meta_kernel_gives_shapes(graft_mod):
     for info in _all_ops(graft_mod):
         shapes, attrs = examples_for(info)[0]
-        metas = [None if s is None else torch.empty(s, device="meta") for s in shapes]
+        reals = make_inputs(shapes, torch.float32)
+        metas = [None if t is None else torch.empty_like(t, device="meta") for t in reals]
         out = info.torch_op()(*metas, **attrs)
         out = out if isinstance(out, (tuple, list)) else (out,)
-        real = info.torch_op()(*make_inputs(shapes, torch.float32), **attrs)
+        real = info.torch_op()(*reals, **attrs)
         real = real if isinstance(real, (tuple, list)) else (real,)
         assert [o.shape for o in out] == [r.shape for r in real]
         assert all(o.device.type == "meta" for o in out)
