@@ -4,6 +4,7 @@ graft's engine.
     import graft
     layer = graft.nn.CustomLayer(beta=0.5)          # torch.nn.Module over torch.ops.graft.CustomLayer
     y = graft.ops.custom_layer(x, beta=0.5)         # functional form, with autograd
+    attn = graft.nn.MultiScaleDeformableAttention(embed_dims=256)  # graft.deformable (mmcv-style)
     graft.export(model, x, "model.onnx")            # one ai.onnx.contrib::CustomLayer node
     eng = graft.Engine.build("model.onnx", profile={"input": ((1, 8), (4, 8), (16, 8))})
     out = eng.run({"input": x})
@@ -24,7 +25,7 @@ from .engine import Engine, load_plugin  # noqa: E402
 def __getattr__(name):
     # torch-dependent parts load on first use, so the engine works without torch installed.
     import importlib
-    if name in ("ops", "nn"):
+    if name in ("ops", "nn", "deformable"):
         return importlib.import_module(f"graft.{name}")
     if name == "export":
         return importlib.import_module("graft._export").export
@@ -34,4 +35,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'graft' has no attribute '{name}'")
 
 
-__all__ = ["GraftError", "Engine", "load_plugin", "ops", "nn", "export", "registered_ops"]
+__all__ = ["GraftError", "Engine", "load_plugin", "ops", "nn", "deformable", "export", "registered_ops"]

@@ -4,10 +4,12 @@
 Parameters when ``param_shapes`` gives their shapes); CustomLayer and GroupNorm are thin named
 forms of it. The layers hold their attributes as plain Python values and their tensors as
 Parameters, so nn.Sequential, state_dict, .cuda(), .half() and .to() all behave as for torch layers.
+MultiScaleDeformableAttention is graft.deformable's mmcv-style layer, re-exported here.
 """
 import torch
 
 from . import _function, _registry
+from .deformable import MultiScaleDeformableAttention  # noqa: F401
 
 
 class GraftLayer(torch.nn.Module):
