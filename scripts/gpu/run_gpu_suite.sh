@@ -75,6 +75,11 @@ if has_step test; then
     "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/$n.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
   done
+  # The deformable-attention kernels timed directly (no PyTorch needed), encoder shapes.
+  g++ -std=c++20 -O2 -Iinclude -I. bench/ms_deform_attn_kernel_bench.cpp -I/usr/local/cuda/include -L"$BUILDDIR/src" \
+    -lgraft -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,"$BUILDDIR/src" -o /tmp/msda_kernel_bench > "$LOGS/msda_kernel.log" 2>&1 &&
+    /tmp/msda_kernel_bench >> "$LOGS/msda_kernel.log" 2>&1
+  note "MSDA kernel bench: rc=$?"; tail -12 "$LOGS/msda_kernel.log" >> "$summary"
   if [ -x $BUILDDIR/tests/conformance/graft_conformance ]; then
     $BUILDDIR/tests/conformance/graft_conformance > "$LOGS/conformance.log" 2>&1; note "conformance (CPU): rc=$? $(tail -1 "$LOGS/conformance.log")"
   fi
