@@ -44,9 +44,14 @@ if [ -n "$CUDNN_DIR" ] && [ -f "$CUDNN_DIR/include/cudnn.h" ]; then
 fi
 ZLIB_SO=$(ls /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
 
+# The system compiler, whose libstdc++ is the one PyTorch runs with (a g++ earlier on PATH there
+# links libstdc++ statically).
+CXX_ARGS=()
+[ -x /usr/bin/g++ ] && CXX_ARGS=(-DCMAKE_CXX_COMPILER=/usr/bin/g++ -DCMAKE_C_COMPILER=/usr/bin/gcc -DCMAKE_CUDA_HOST_COMPILER=/usr/bin/g++)
+
 configure_build() {  # $1 build dir, rest: extra cmake args
   local dir=$1; shift
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "${CXX_ARGS[@]}" \
     -DCMAKE_PREFIX_PATH="$DEPS/usr;$DEPS/usr/lib/x86_64-linux-gnu/cmake;$DEPS/usr/share/cmake" \
     -DProtobuf_INCLUDE_DIR="$DEPS/usr/include" \
     -DProtobuf_LIBRARY="$DEPS/usr/lib/x86_64-linux-gnu/libprotobuf.so" \
@@ -76,7 +81,7 @@ if has_step test; then
     grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
   done
   # The deformable-attention kernels timed directly (no PyTorch needed), encoder shapes.
-  g++ -std=c++20 -O2 -Iinclude -I. bench/ms_deform_attn_kernel_bench.cpp -I/usr/local/cuda/include -L"$BUILDDIR/src" \
+  "${GXX:-g++}" -std=c++20 -O2 -Iinclude -I. bench/ms_deform_attn_kernel_bench.cpp -I/usr/local/cuda/include -L"$BUILDDIR/src" \
     -lgraft -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,"$BUILDDIR/src" -o /tmp/msda_kernel_bench > "$LOGS/msda_kernel.log" 2>&1 &&
     /tmp/msda_kernel_bench >> "$LOGS/msda_kernel.log" 2>&1
   note "MSDA kernel bench: rc=$?"; tail -12 "$LOGS/msda_kernel.log" >> "$summary"

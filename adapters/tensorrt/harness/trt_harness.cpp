@@ -350,7 +350,12 @@ std::vector<graft::Tensor> make_inputs(const graft::OpDef& def, const graft::OpD
     if (!ex.input_dims[i]) break;  // trailing optional inputs absent
     auto fixed = ex.values.find(static_cast<int>(i));
     if (fixed != ex.values.end()) {
-      in.push_back(fixed->second.clone());
+      graft::Tensor v = fixed->second.clone();
+#if NV_TENSORRT_MAJOR < 10
+      // TensorRT 8.x has no int64 tensors: give index tables as int32, as its parser would.
+      if (v.dtype() == graft::DataType::kInt64) v = v.cast(graft::DataType::kInt32).value();
+#endif
+      in.push_back(v);
       continue;
     }
     graft::DataType t = float_type;
