@@ -1,4 +1,5 @@
 // CPU reference kernels for Conv, pools, BatchNormalization, MatMul and Gemm. See nn.h.
+#include "backends/cpu/kernel_util.h"
 #include "backends/cpu/nn.h"
 
 #include <algorithm>
@@ -11,27 +12,6 @@ namespace graft::cpu {
 
 namespace {
 
-template <typename... Args>
-Status attr_error(const char* attr, Args&&... parts) {
-  Status st = error(StatusCode::kInvalidModel, std::forward<Args>(parts)...);
-  st.with_attribute(attr);
-  return st;
-}
-
-std::string ints_to_string(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-// Row-major multi-index of `flat` within `dims`.
-void unravel(int64_t flat, const std::vector<int64_t>& dims, std::vector<int64_t>& idx) {
-  idx.resize(dims.size());
-  for (size_t a = dims.size(); a-- > 0;) {
-    idx[a] = flat % dims[a];
-    flat /= dims[a];
-  }
-}
 
 std::vector<int64_t> tail(const std::vector<int64_t>& v, size_t from) {
   return std::vector<int64_t>(v.begin() + static_cast<std::ptrdiff_t>(std::min(from, v.size())), v.end());

@@ -4,6 +4,7 @@
 // transformation) to a few input taps with weights (1 for nearest, 2 for linear, 4 for cubic).
 // An output element is the sum over the product of its per-axis taps, so one loop serves every
 // mode and rank; "bilinear" is simply linear taps on H and W and one identity tap elsewhere.
+#include "backends/cpu/kernel_util.h"
 #include "backends/cpu/resize_pad.h"
 
 #include <algorithm>
@@ -17,26 +18,6 @@ namespace graft::cpu {
 
 namespace {
 
-template <typename... Args>
-Status attr_error(const char* attr, Args&&... parts) {
-  Status st = error(StatusCode::kInvalidModel, std::forward<Args>(parts)...);
-  st.with_attribute(attr);
-  return st;
-}
-
-std::string ints_to_string(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
-  return s + "]";
-}
-
-void unravel(int64_t flat, const std::vector<int64_t>& dims, std::vector<int64_t>& idx) {
-  idx.resize(dims.size());
-  for (size_t a = dims.size(); a-- > 0;) {
-    idx[a] = flat % dims[a];
-    flat /= dims[a];
-  }
-}
 
 bool tensor_given(const Tensor* t) { return t != nullptr && t->defined() && t->numel() > 0; }
 

@@ -1,0 +1,36 @@
+// Small helpers shared by the CPU reference kernels.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "graft/status.h"
+
+namespace graft::cpu {
+
+// An error about one attribute of the node being run (the caller adds the node).
+template <typename... Args>
+Status attr_error(const char* attr, Args&&... parts) {
+  Status st = error(StatusCode::kInvalidModel, std::forward<Args>(parts)...);
+  st.with_attribute(attr);
+  return st;
+}
+
+inline std::string ints_to_string(const std::vector<int64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Row-major multi-index of `flat` within `dims`.
+inline void unravel(int64_t flat, const std::vector<int64_t>& dims, std::vector<int64_t>& idx) {
+  idx.resize(dims.size());
+  for (size_t a = dims.size(); a-- > 0;) {
+    idx[a] = flat % dims[a];
+    flat /= dims[a];
+  }
+}
+
+}  // namespace graft::cpu
