@@ -57,17 +57,10 @@ void GraftPluginV2::configurePlugin(const nvinfer1::DynamicPluginTensorDesc*, in
 size_t GraftPluginV2::getWorkspaceSize(const nvinfer1::PluginTensorDesc* inputs, int32_t nb_inputs,
                                        const nvinfer1::PluginTensorDesc* outputs, int32_t nb_outputs) const noexcept {
   try {
-    auto conv = [](const nvinfer1::PluginTensorDesc& d) {
-      ConcreteDesc c;
-      c.dtype = from_trt(d.type).value_or(DataType::kUndefined);
-      for (int32_t i = 0; i < d.dims.nbDims; ++i) c.dims.push_back(d.dims.d[i]);
-      return c;
-    };
     std::vector<ConcreteDesc> in, out;
-    for (int32_t i = 0; i < nb_inputs; ++i) in.push_back(conv(inputs[i]));
-    in.resize(def_->inputs().size());
-    for (int32_t i = 0; i < nb_outputs; ++i) out.push_back(conv(outputs[i]));
-    return def_->workspace_size(in, out, attrs_);
+    for (int32_t i = 0; i < nb_inputs; ++i) in.push_back(concrete_desc(inputs[i].type, inputs[i].dims));
+    for (int32_t i = 0; i < nb_outputs; ++i) out.push_back(concrete_desc(outputs[i].type, outputs[i].dims));
+    return workspace_for(*def_, attrs_, std::move(in), out);
   } catch (...) {
     return 0;
   }

@@ -121,17 +121,10 @@ size_t GraftPluginV3::getWorkspaceSize(const nvinfer1::DynamicPluginTensorDesc* 
                                        int32_t nb_outputs) const noexcept {
   try {
     // Size for the largest shapes of the profile: one allocation serves every shape in it.
-    auto conv = [](const nvinfer1::DynamicPluginTensorDesc& d) {
-      ConcreteDesc c;
-      c.dtype = from_trt(d.desc.type).value_or(DataType::kUndefined);
-      for (int32_t i = 0; i < d.max.nbDims; ++i) c.dims.push_back(d.max.d[i]);
-      return c;
-    };
     std::vector<ConcreteDesc> in, out;
-    for (int32_t i = 0; i < nb_inputs; ++i) in.push_back(conv(inputs[i]));
-    in.resize(def_->inputs().size());
-    for (int32_t i = 0; i < nb_outputs; ++i) out.push_back(conv(outputs[i]));
-    return def_->workspace_size(in, out, attrs_);
+    for (int32_t i = 0; i < nb_inputs; ++i) in.push_back(concrete_desc(inputs[i].desc.type, inputs[i].max));
+    for (int32_t i = 0; i < nb_outputs; ++i) out.push_back(concrete_desc(outputs[i].desc.type, outputs[i].max));
+    return workspace_for(*def_, attrs_, std::move(in), out);
   } catch (...) {
     return 0;
   }

@@ -292,6 +292,19 @@ Result<KernelContext> kernel_context(const OpDef& def, const AttributeMap& attrs
   return ctx;
 }
 
+ConcreteDesc concrete_desc(nvinfer1::DataType type, const nvinfer1::Dims& dims) {
+  ConcreteDesc c;
+  c.dtype = from_trt(type).value_or(gd::DataType::kUndefined);
+  for (int32_t i = 0; i < dims.nbDims; ++i) c.dims.push_back(dims.d[i]);
+  return c;
+}
+
+size_t workspace_for(const OpDef& def, const AttributeMap& attrs, std::vector<ConcreteDesc> in,
+                     const std::vector<ConcreteDesc>& out) {
+  in.resize(def.inputs().size());
+  return def.workspace_size(in, out, attrs);
+}
+
 bool supports_combination(const OpDef& def, int32_t pos, const nvinfer1::PluginTensorDesc* const* descs,
                           int32_t nb_inputs, int32_t nb_outputs) {
   if (pos < 0 || pos >= nb_inputs + nb_outputs) return false;

@@ -78,6 +78,12 @@ Result<KernelContext> kernel_context(const OpDef& def, const AttributeMap& attrs
                                      const void* const* inputs, void* const* outputs, void* workspace,
                                      void* stream);
 
+// The op's workspace for these TensorRT descriptions (dims given separately: V3 sizes for the
+// profile's max, V2 for the dims it is called with). Missing trailing optional inputs are padded.
+ConcreteDesc concrete_desc(nvinfer1::DataType type, const nvinfer1::Dims& dims);
+size_t workspace_for(const OpDef& def, const AttributeMap& attrs, std::vector<ConcreteDesc> in,
+                     const std::vector<ConcreteDesc>& out);
+
 // Whether position `pos` of a format combination is supported: linear format and a CUDA kernel
 // declared for the dtypes at positions 0..pos. Only what kernels really support is accepted.
 bool supports_combination(const OpDef& def, int32_t pos, const nvinfer1::PluginTensorDesc* const* descs,
