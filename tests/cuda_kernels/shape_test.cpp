@@ -1,4 +1,7 @@
-// CUDA data-movement ops vs the CPU reference: Reshape-like copies, Transpose, Expand.
+// CUDA data-movement ops vs the CPU reference: Reshape-like copies, Transpose, Expand, Concat, Split,
+// Slice, Gather, Tile, Pad (constant) and Resize (nearest / linear).
+#include <limits>
+
 #include "cuda_kernel_harness.h"
 
 namespace graft::testing {
@@ -22,6 +25,262 @@ TEST(CudaShape, CopiesTransposeExpand) {
   run_kernel_case(KernelCase{"Transpose", {rnd(rng, {3, 4, 5}, -9, 9, DataType::kInt64)}}, DataType::kFloat32, seed);
   run_float_dtypes(KernelCase{"Expand", {rnd(rng, {3, 1}), Tensor::vector_int64({2, 3, 4})}}, seed);
   run_float_dtypes(KernelCase{"Expand", {rnd(rng, {1, 5, 1, 1, 2}), Tensor::vector_int64({5, 3, 4, 1})}}, seed);
+}
+
+Tensor ints(std::mt19937& rng, std::vector<int64_t> dims) { return rnd(rng, std::move(dims), -1000, 1000, DataType::kInt64); }
+
+TEST(CudaShape, Concat) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Spec {
+    std::vector<std::vector<int64_t>> in;
+    int64_t axis;
+  };
+  const std::vector<Spec> specs = {{{{2, 3, 4}, {2, 5, 4}}, 1},
+                                   {{{3, 4}, {1, 4}, {6, 4}}, 0},
+                                   {{{2, 3, 4}, {2, 3, 1}, {2, 3, 7}}, -1},
+                                   {{{2, 3, 4, 5}, {2, 3, 0, 5}, {2, 3, 2, 5}}, 2},
+                                   {{{7}, {9}}, 0}};
+  for (const Spec& sp : specs) {
+    KernelCase c{"Concat", {}};
+    for (const auto& d : sp.in) c.inputs.push_back(rnd(rng, d));
+    c.attrs.set("axis", sp.axis);
+    c.label = "axis " + std::to_string(sp.axis);
+    run_float_dtypes(c, seed, /*bf16=*/true);
+  }
+  KernelCase c{"Concat", {ints(rng, {2, 3}), ints(rng, {2, 2})}};
+  c.attrs.set("axis", int64_t{1});
+  run_kernel_case(c, DataType::kFloat32, seed);
+  KernelCase b{"Concat", {rnd_bool(rng, {2, 3}), rnd_bool(rng, {4, 3})}};
+  b.attrs.set("axis", int64_t{0});
+  run_kernel_case(b, DataType::kFloat32, seed);
+}
+
+TEST(CudaShape, Split) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  {  // opset 11: split attribute
+    KernelCase c{"Split", {rnd(rng, {4, 9, 3})}};
+    c.attrs.set("axis", int64_t{1});
+    c.attrs.set("split", std::vector<int64_t>{2, 0, 3, 4});
+    c.opset = 11;
+    c.num_outputs = 4;
+    c.label = "opset 11 attribute";
+    run_float_dtypes(c, seed);
+  }
+  {  // opset 13: split input (host)
+    KernelCase c{"Split", {rnd(rng, {5, 6, 7}), Tensor::vector_int64({1, 4})}};
+    c.attrs.set("axis", int64_t{0});
+    c.opset = 13;
+    c.num_outputs = 2;
+    c.label = "opset 13 input";
+    run_float_dtypes(c, seed);
+  }
+  {  // opset 13: equal parts, negative axis
+    KernelCase c{"Split", {rnd(rng, {3, 4, 6})}};
+    c.attrs.set("axis", int64_t{-1});
+    c.opset = 13;
+    c.num_outputs = 3;
+    c.label = "opset 13 equal";
+    run_float_dtypes(c, seed);
+  }
+  {  // opset 18: num_outputs with a shorter last chunk
+    KernelCase c{"Split", {rnd(rng, {2, 11, 3})}};
+    c.attrs.set("axis", int64_t{1});
+    c.attrs.set("num_outputs", int64_t{3});
+    c.opset = 18;
+    c.num_outputs = 3;
+    c.label = "opset 18 num_outputs";
+    run_float_dtypes(c, seed);
+  }
+  KernelCase c{"Split", {ints(rng, {6, 2}), Tensor::vector_int64({2, 4})}};
+  c.opset = 13;
+  c.num_outputs = 2;
+  run_kernel_case(c, DataType::kFloat32, seed);
+}
+
+TEST(CudaShape, Slice) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  struct Spec {
+    std::vector<int64_t> dims, starts, ends, axes, steps;
+  };
+  const std::vector<Spec> specs = {
+      {{5, 6, 7}, {1, 2}, {4, 6}, {}, {}},
+      {{5, 6, 7}, {0, -1}, {big, -big}, {2, 1}, {2, -1}},
+      {{5, 6, 7}, {-2, 4}, {-6, 0}, {0, -1}, {-1, -2}},
+      {{4, 10}, {3}, {big}, {1}, {4}},
+      {{4, 10}, {9}, {-big}, {-1}, {-3}},
+      {{4, 10}, {2}, {2}, {1}, {1}},  // empty
+      {{3, 1, 4, 1, 5, 2, 3, 2}, {1, 0, -1}, {3, 5, 0}, {0, 4, 7}, {1, 2, -1}},  // rank 8 with unit axes
+      {{6, 8}, {0, 7}, {6, 0}, {0, 1}, {100, -100}},  // |step| beyond the extent
+  };
+  for (const Spec& sp : specs) {
+    KernelCase c{"Slice", {rnd(rng, sp.dims), Tensor::vector_int64(sp.starts), Tensor::vector_int64(sp.ends)}};
+    if (!sp.axes.empty()) c.inputs.push_back(Tensor::vector_int64(sp.axes));
+    if (!sp.steps.empty()) c.inputs.push_back(Tensor::vector_int64(sp.steps));
+    run_float_dtypes(c, seed);
+  }
+  KernelCase c{"Slice", {ints(rng, {4, 5}), Tensor::vector_int64({3, 1}), Tensor::vector_int64({0, 5}),
+                         Tensor::vector_int64({0, 1}), Tensor::vector_int64({-1, 2})}};
+  run_kernel_case(c, DataType::kFloat32, seed);
+}
+
+TEST(CudaShape, Gather) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Spec {
+    std::vector<int64_t> data, idx;
+    int64_t axis;
+    DataType idx_dt;
+  };
+  const std::vector<Spec> specs = {{{7, 5}, {4}, 0, DataType::kInt64},
+                                   {{3, 6, 4}, {2, 5}, 1, DataType::kInt64},
+                                   {{3, 6, 4}, {9}, -1, DataType::kInt32},
+                                   {{2, 3, 4, 5}, {}, 2, DataType::kInt64},  // scalar index
+                                   {{10}, {3, 3}, 0, DataType::kInt32}};
+  for (const Spec& sp : specs) {
+    const int64_t a = sp.axis < 0 ? sp.axis + static_cast<int64_t>(sp.data.size()) : sp.axis;
+    const double n = static_cast<double>(sp.data[static_cast<size_t>(a)]);
+    KernelCase c{"Gather", {rnd(rng, sp.data), rnd(rng, sp.idx, -n, n, sp.idx_dt)}};  // negatives included
+    c.attrs.set("axis", sp.axis);
+    c.label = "axis " + std::to_string(sp.axis);
+    run_float_dtypes(c, seed);
+  }
+  KernelCase c{"Gather", {ints(rng, {5, 3}), rnd(rng, {6}, -5, 5, DataType::kInt64)}};
+  run_kernel_case(c, DataType::kFloat32, seed);
+}
+
+TEST(CudaShape, Tile) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> specs = {
+      {{3, 4}, {2, 3}}, {{2, 1, 3}, {1, 4, 2}}, {{5}, {3}}, {{2, 3}, {0, 2}}, {{2, 3, 2, 2}, {2, 1, 3, 1}}};
+  for (const auto& [d, r] : specs) run_float_dtypes(KernelCase{"Tile", {rnd(rng, d), Tensor::vector_int64(r)}}, seed);
+  run_kernel_case(KernelCase{"Tile", {ints(rng, {2, 3}), Tensor::vector_int64({3, 2})}}, DataType::kFloat32, seed);
+}
+
+TEST(CudaShape, PadConstant) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-3, 3);
+  {  // zero fill
+    KernelCase c{"Pad", {rnd(rng, {2, 3, 4}), Tensor::vector_int64({0, 1, 2, 1, 0, 3})}};
+    run_float_dtypes(c, seed);
+  }
+  {  // a constant value, negative pads crop
+    KernelCase c{"Pad", {rnd(rng, {3, 5, 4}), Tensor::vector_int64({1, -2, 0, 2, 1, -1}),
+                         Tensor::from_doubles(DataType::kFloat32, {}, {u(rng)})}};
+    c.attrs.set("mode", std::string("constant"));
+    run_float_dtypes(c, seed);
+  }
+  {  // opset 18 axes input
+    KernelCase c{"Pad", {rnd(rng, {2, 3, 4, 5}), Tensor::vector_int64({1, 2, 3, 0}),
+                         Tensor::from_doubles(DataType::kFloat32, {}, {u(rng)}), Tensor::vector_int64({-1, 1})}};
+    c.opset = 18;
+    run_float_dtypes(c, seed);
+  }
+  KernelCase c{"Pad", {ints(rng, {3, 2}), Tensor::vector_int64({2, 1, 1, 0}), Tensor::scalar_int64(77)}};
+  run_kernel_case(c, DataType::kFloat32, seed);
+}
+
+TEST(CudaShape, Resize) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  auto scales = [](std::vector<double> s) {
+    return Tensor::from_doubles(DataType::kFloat32, {static_cast<int64_t>(s.size())}, s);
+  };
+  const std::vector<std::string> coords = {"half_pixel",    "half_pixel_symmetric", "pytorch_half_pixel",
+                                           "align_corners", "asymmetric",           "tf_half_pixel_for_nn"};
+  const std::vector<std::string> nearest_modes = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+  const std::vector<std::vector<double>> scale_sets = {{1, 1, 2, 2}, {1, 1, 0.5, 0.5}, {1, 1, 1.7, 0.6},
+                                                       {1, 1, 3, 1}};
+  for (const std::string& mode : {std::string("nearest"), std::string("linear")})
+    for (const std::string& coord : coords)
+      for (size_t si = 0; si < scale_sets.size(); ++si)
+        for (size_t ni = 0; ni < (mode == "nearest" ? nearest_modes.size() : 1); ++ni) {
+          if (mode == "linear" && coord == "tf_half_pixel_for_nn") continue;
+          KernelCase c{"Resize", {rnd(rng, {2, 3, 7, 10}), Tensor(), scales(scale_sets[si])}};
+          c.keep_f32 = {2};
+          c.opset = 19;
+          c.attrs.set("mode", mode);
+          c.attrs.set("coordinate_transformation_mode", coord);
+          if (mode == "nearest") c.attrs.set("nearest_mode", nearest_modes[ni]);
+          c.label = mode + " " + coord + " scales #" + std::to_string(si) + " " + (mode == "nearest" ? nearest_modes[ni] : "");
+          run_float_dtypes(c, seed, /*bf16=*/mode == "linear");
+        }
+  // sizes (exact resized length) for both modes and every transform
+  for (const std::string& mode : {std::string("nearest"), std::string("linear")})
+    for (const std::string& coord : coords) {
+      if (mode == "linear" && coord == "tf_half_pixel_for_nn") continue;
+      KernelCase c{"Resize", {rnd(rng, {1, 2, 6, 9}), Tensor(), Tensor(), Tensor::vector_int64({1, 2, 13, 4})}};
+      c.opset = 19;
+      c.attrs.set("mode", mode);
+      c.attrs.set("coordinate_transformation_mode", coord);
+      c.label = mode + " " + coord + " sizes";
+      run_float_dtypes(c, seed);
+    }
+  {  // opset 18 axes and keep_aspect_ratio_policy
+    KernelCase c{"Resize", {rnd(rng, {1, 3, 8, 6}), Tensor(), Tensor(), Tensor::vector_int64({5, 9})}};
+    c.opset = 18;
+    c.attrs.set("mode", std::string("linear"));
+    c.attrs.set("axes", std::vector<int64_t>{2, 3});
+    c.attrs.set("keep_aspect_ratio_policy", std::string("not_larger"));
+    c.label = "axes + not_larger";
+    run_float_dtypes(c, seed);
+  }
+  {  // linear on every axis of a rank-3 tensor, align_corners
+    KernelCase c{"Resize", {rnd(rng, {3, 4, 5}), Tensor(), scales({2, 1.5, 0.8})}};
+    c.keep_f32 = {2};
+    c.attrs.set("mode", std::string("linear"));
+    c.attrs.set("coordinate_transformation_mode", std::string("align_corners"));
+    c.label = "rank 3 all axes";
+    run_float_dtypes(c, seed);
+  }
+  {  // nearest on int64 data is a byte copy
+    KernelCase c{"Resize", {ints(rng, {1, 2, 5, 4}), Tensor(), scales({1, 1, 1.5, 2.5})}};
+    c.attrs.set("mode", std::string("nearest"));
+    run_kernel_case(c, DataType::kFloat32, seed);
+  }
+}
+
+TEST(CudaShape, SupportsRejects) {
+  // No GPU needed: supports() runs on the host.
+  auto supported = [](const std::string& op, std::vector<Tensor> in, const AttributeMap& attrs) {
+    OneNode n(op, std::move(in));
+    n.node->attrs = attrs;
+    n.node->opset = 19;
+    n.node->outputs[0]->desc = TensorDesc(n.node->inputs[0]->desc.dtype, Shape{});
+    const cuda::CudaOp* o = cuda::find_cuda_op(op);
+    std::string why;
+    return o && o->supports(*n.node, &why);
+  };
+  std::mt19937 rng(1);
+  const Tensor x = rnd(rng, {1, 2, 3, 4});
+  AttributeMap a;
+  a.set("mode", std::string("reflect"));
+  EXPECT_FALSE(supported("Pad", {x, Tensor::vector_int64({0, 0, 1, 1, 0, 0, 1, 1})}, a));
+  AttributeMap cubic;
+  cubic.set("mode", std::string("cubic"));
+  EXPECT_FALSE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, cubic));
+  AttributeMap crop;
+  crop.set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
+  EXPECT_FALSE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, crop));
+  AttributeMap lin;
+  lin.set("mode", std::string("linear"));
+  EXPECT_FALSE(supported("Resize", {ints(rng, {1, 2, 3, 4}), Tensor(),
+                                     Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})},
+                         lin));
+  EXPECT_TRUE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, lin));
+  EXPECT_FALSE(supported("Gather", {x, rnd(rng, {2}, 0, 1)}, AttributeMap{}));  // float indices
 }
 
 }  // namespace

@@ -1,10 +1,15 @@
 // CUDA data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze as device-to-device copies (their shape
-// inputs are host inputs), Transpose through a strided gather, Expand through a broadcast copy.
-// Concat, Split, Slice, Gather, Tile, Pad and Resize are not on the GPU yet: the runtime runs them
-// on the CPU (they are absent from this table).
+// inputs are host inputs), Transpose and Slice through a strided gather, Expand through a broadcast
+// copy, Concat/Split as pitched row copies, Gather with device indices, Tile, constant Pad, and
+// Resize (nearest / linear). Parameters come from the CPU reference's own helpers (slice_axis,
+// pad_amounts, parse_resize_attrs, resize_output), so both backends read a node the same way.
+#include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <string>
 
+#include "backends/cpu/resize_pad.h"
+#include "backends/cpu/shape.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/elementwise_kernels.cuh"
@@ -66,6 +71,381 @@ Status expand_run(CudaExec& ex) {
                                                 stream_of(ex)), ex);
 }
 
+// ---- helpers shared by the ops below ----
+
+// A propagated error (from a shared CPU-side helper) gains the node's name.
+Status named(const CudaExec& ex, Status st) {
+  if (!st.is_ok() && ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
+  return st;
+}
+
+int esize(const Tensor& t) { return static_cast<int>(dtype_size(t.dtype())); }
+
+std::string dims_str(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
+  return s + "]";
+}
+
+// Input `i` has a known rank of at most kMaxRank (the per-axis parameter arrays' size).
+bool rank_fits(const Node& n, size_t i, std::string* why) {
+  const Value* v = n.input(i);
+  if (!v || !v->desc.shape) return reject(why, "input " + std::to_string(i) + " has an unknown rank");
+  if (v->desc.rank() > k::kMaxRank)
+    return reject(why, "input " + std::to_string(i) + " has rank " + std::to_string(v->desc.rank()) +
+                           "; the CUDA kernel handles up to " + std::to_string(k::kMaxRank));
+  return true;
+}
+
+bool output_dtype_matches(const Node& n, std::string* why) {
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if (n.outputs[i] && out_dtype(n, i) != in_dtype(n, 0))
+      return reject(why, "output " + std::to_string(i) + " dtype differs from input 0");
+  return true;
+}
+
+bool same_bytes_ok(const Node& n, std::string* why) { return elem_size_ok(n, why) && output_dtype_matches(n, why); }
+
+Status check_same_dtype(const CudaExec& ex, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype())
+    return fail(ex, StatusCode::kInternal, "dtype ", dtype_name(b.dtype()), " differs from ", dtype_name(a.dtype()));
+  return Status::ok();
+}
+
+// ---- Concat / Split: one pitched row copy per input / output ----
+
+bool concat_supports(const Node& n, std::string* why) {
+  if (!elem_size_ok(n, why)) return false;
+  for (size_t i = 1; i < n.inputs.size(); ++i)
+    if (n.inputs[i] && in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs differ in dtype");
+  return output_dtype_matches(n, why);
+}
+
+Status concat_run(CudaExec& ex) {
+  Tensor& y = *ex.ctx->outputs[0];
+  auto axis_attr = attrs_of(ex).require_int("axis");
+  if (!axis_attr.is_ok()) return named(ex, axis_attr.status());
+  auto axis_r = normalize_axis(axis_attr.value(), y.rank());
+  if (!axis_r.is_ok()) return named(ex, axis_r.status());
+  const int64_t axis = axis_r.value();
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= y.dims()[a];
+  for (int64_t a = axis + 1; a < y.rank(); ++a) inner *= y.dims()[a];
+  const int64_t out_row = y.dims()[axis] * inner;
+  int64_t col = 0;
+  for (const Tensor* x : ex.ctx->inputs) {
+    if (!x) continue;
+    GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *x, y));
+    if (x->rank() != y.rank()) return fail(ex, StatusCode::kInvalidModel, "inputs differ in rank");
+    const int64_t row = x->dims()[axis] * inner;
+    if (col + row > out_row || x->numel() != outer * row)
+      return fail(ex, StatusCode::kInternal, "input ", dims_str(x->dims()), " does not fit output ", dims_str(y.dims()));
+    GRAFT_RETURN_IF_ERROR(launch_status(
+        k::launch_pitched_copy(x->data(), static_cast<char*>(y.data()) + col * esize(y), esize(y), outer, row, row,
+                               out_row, stream_of(ex)),
+        ex));
+    col += row;
+  }
+  if (col != out_row) return fail(ex, StatusCode::kInternal, "inputs do not fill the output");
+  return Status::ok();
+}
+
+bool split_supports(const Node& n, std::string* why) {
+  if (!same_bytes_ok(n, why)) return false;
+  for (const Value* o : n.outputs)
+    if (!o) return reject(why, "an output is omitted");
+  return true;
+}
+
+// The split sizes are the allocated outputs' extents along the axis, as in the CPU reference
+// (inference computed them from the split attribute / input / num_outputs).
+Status split_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  auto axis_attr = attrs_of(ex).get_int("axis", 0);
+  if (!axis_attr.is_ok()) return named(ex, axis_attr.status());
+  auto axis_r = normalize_axis(axis_attr.value(), x.rank());
+  if (!axis_r.is_ok()) return named(ex, axis_r.status());
+  const int64_t axis = axis_r.value();
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= x.dims()[a];
+  for (int64_t a = axis + 1; a < x.rank(); ++a) inner *= x.dims()[a];
+  const int64_t in_row = x.dims()[axis] * inner;
+  int64_t col = 0;
+  for (Tensor* y : ex.ctx->outputs) {
+    if (!y) return fail(ex, StatusCode::kUnsupported, "an output is omitted");
+    GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, *y));
+    if (y->rank() != x.rank()) return fail(ex, StatusCode::kInternal, "output rank differs from the input rank");
+    const int64_t row = y->dims()[axis] * inner;
+    if (col + row > in_row || y->numel() != outer * row)
+      return fail(ex, StatusCode::kInternal, "output ", dims_str(y->dims()), " does not fit input ", dims_str(x.dims()));
+    GRAFT_RETURN_IF_ERROR(launch_status(
+        k::launch_pitched_copy(static_cast<const char*>(x.data()) + col * esize(x), y->data(), esize(x), outer, row,
+                               in_row, row, stream_of(ex)),
+        ex));
+    col += row;
+  }
+  if (col != in_row) return fail(ex, StatusCode::kInternal, "outputs do not cover the input");
+  return Status::ok();
+}
+
+// ---- Slice: a strided gather from the first selected element (negative steps: negative strides) ----
+
+bool slice_supports(const Node& n, std::string* why) { return same_bytes_ok(n, why) && rank_fits(n, 0, why); }
+
+Status slice_run(CudaExec& ex) {
+  const ExecContext& ctx = *ex.ctx;
+  if (ctx.inputs.size() < 3) return fail(ex, StatusCode::kInvalidModel, "needs data, starts and ends");
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, y));
+  const int64_t r = x.rank();
+  auto starts = cpu::int_input(ctx, 1, "starts");
+  if (!starts.is_ok()) return named(ex, starts.status());
+  auto ends = cpu::int_input(ctx, 2, "ends");
+  if (!ends.is_ok()) return named(ex, ends.status());
+  const size_t na = starts.value().size();
+  std::vector<int64_t> axes(na), steps(na, 1);
+  std::iota(axes.begin(), axes.end(), 0);
+  if (ctx.inputs.size() > 3 && ctx.inputs[3]) {
+    auto v = cpu::int_input(ctx, 3, "axes");
+    if (!v.is_ok()) return named(ex, v.status());
+    axes = v.value();
+  }
+  if (ctx.inputs.size() > 4 && ctx.inputs[4]) {
+    auto v = cpu::int_input(ctx, 4, "steps");
+    if (!v.is_ok()) return named(ex, v.status());
+    steps = v.value();
+  }
+  if (ends.value().size() != na || axes.size() != na || steps.size() != na)
+    return fail(ex, StatusCode::kInvalidModel, "starts, ends, axes and steps differ in length");
+  const auto is = contiguous_strides(x.dims());
+  std::vector<int64_t> strides(is), expect(x.dims());
+  int64_t offset = 0;
+  for (size_t q = 0; q < na; ++q) {
+    auto a = normalize_axis(axes[q], r);
+    if (!a.is_ok()) return named(ex, a.status());
+    if (steps[q] == 0) return fail(ex, StatusCode::kInvalidModel, "a step is 0");
+    const cpu::SliceAxis s = cpu::slice_axis(x.dims()[a.value()], starts.value()[q], ends.value()[q], steps[q]);
+    expect[a.value()] = s.length;
+    strides[a.value()] = s.length > 1 ? is[a.value()] * s.step : 0;
+    if (s.length > 0) offset += s.start * is[a.value()];
+  }
+  if (expect != y.dims())
+    return fail(ex, StatusCode::kInternal, "output allocated as ", dims_str(y.dims()), " but the slice is ",
+                dims_str(expect));
+  if (y.numel() == 0) return Status::ok();
+  k::Strided p;
+  for (int64_t a = 0; a < r; ++a) {
+    if (expect[a] == 1) continue;  // unit axes add nothing to the offset
+    if (p.rank == k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " non-unit axes");
+    p.dims[p.rank] = expect[a];
+    p.strides[p.rank] = strides[a];
+    ++p.rank;
+  }
+  return launch_status(k::launch_strided_gather(static_cast<const char*>(x.data()) + offset * esize(x), y.data(),
+                                                esize(x), p, y.numel(), stream_of(ex)),
+                       ex);
+}
+
+// ---- Gather: indices stay on the device ----
+
+bool gather_supports(const Node& n, std::string* why) {
+  if (!same_bytes_ok(n, why)) return false;
+  if (!has_input(n, 1)) return reject(why, "input 1 (indices) is missing");
+  return require_dtype(n, 1, {DataType::kInt64, DataType::kInt32}, why);
+}
+
+Status gather_run(CudaExec& ex) {
+  const ExecContext& ctx = *ex.ctx;
+  if (ctx.inputs.size() < 2 || !ctx.inputs[1]) return fail(ex, StatusCode::kInvalidModel, "input 1 (indices) is missing");
+  const Tensor& data = *ctx.inputs[0];
+  const Tensor& idx = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, data, y));
+  if (idx.dtype() != DataType::kInt64 && idx.dtype() != DataType::kInt32)
+    return fail(ex, StatusCode::kInvalidModel, "indices must be int32 or int64, got ", dtype_name(idx.dtype()));
+  auto axis_attr = attrs_of(ex).get_int("axis", 0);
+  if (!axis_attr.is_ok()) return named(ex, axis_attr.status());
+  auto axis_r = normalize_axis(axis_attr.value(), data.rank());
+  if (!axis_r.is_ok()) return named(ex, axis_r.status());
+  const int64_t axis = axis_r.value();
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= data.dims()[a];
+  for (int64_t a = axis + 1; a < data.rank(); ++a) inner *= data.dims()[a];
+  const int64_t m = idx.numel();
+  if (y.numel() != outer * m * inner)
+    return fail(ex, StatusCode::kInternal, "output ", dims_str(y.dims()), " has the wrong size");
+  return launch_status(k::launch_gather_axis(data.data(), idx.data(), idx.dtype() == DataType::kInt64, y.data(),
+                                             esize(data), outer, data.dims()[axis], m, inner, stream_of(ex)),
+                       ex);
+}
+
+// ---- Tile / Pad: per-axis index maps ----
+
+bool tile_supports(const Node& n, std::string* why) { return same_bytes_ok(n, why) && rank_fits(n, 0, why); }
+
+Status tile_run(CudaExec& ex) {
+  const ExecContext& ctx = *ex.ctx;
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, y));
+  auto reps = cpu::int_input(ctx, 1, "repeats");
+  if (!reps.is_ok()) return named(ex, reps.status());
+  const int64_t r = x.rank();
+  if (static_cast<int64_t>(reps.value().size()) != r || y.rank() != r)
+    return fail(ex, StatusCode::kInvalidModel, "repeats has ", static_cast<int64_t>(reps.value().size()),
+                " entries for a rank-", r, " input");
+  if (r > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank ", r, " exceeds ", k::kMaxRank);
+  const auto is = contiguous_strides(x.dims());
+  k::AxisMap p;
+  p.rank = static_cast<int>(r);
+  for (int64_t a = 0; a < r; ++a) {
+    if (y.dims()[a] != x.dims()[a] * reps.value()[a])
+      return fail(ex, StatusCode::kInternal, "output shape ", dims_str(y.dims()), " does not match");
+    p.out_dims[a] = y.dims()[a];
+    p.in_dims[a] = x.dims()[a];
+    p.in_strides[a] = is[a];
+  }
+  if (y.numel() == 0) return Status::ok();
+  return launch_status(k::launch_tile(x.data(), y.data(), esize(x), p, y.numel(), stream_of(ex)), ex);
+}
+
+bool pad_supports(const Node& n, std::string* why) {
+  if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
+  auto mode = cpu::parse_pad_mode(n.attrs);
+  if (!mode.is_ok()) return reject(why, mode.status().to_string());
+  if (mode.value() != cpu::PadMode::kConstant) return reject(why, "only mode 'constant' is handled");
+  if (!has_input(n, 1)) return reject(why, "input 1 (pads) is missing");
+  if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0))
+    return reject(why, "constant_value dtype differs from the data dtype");
+  return true;
+}
+
+Status pad_run(CudaExec& ex) {
+  const ExecContext& ctx = *ex.ctx;
+  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
+  const Tensor* P = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
+  if (!X || !P) return fail(ex, StatusCode::kInvalidModel, "inputs 'data' and 'pads' are required");
+  if (!dtype_is_integer(P->dtype()))
+    return fail(ex, StatusCode::kInvalidModel, "input 'pads' must be int64, got ", dtype_name(P->dtype()));
+  auto mode = cpu::parse_pad_mode(*ctx.attrs);
+  if (!mode.is_ok()) return named(ex, mode.status());
+  if (mode.value() != cpu::PadMode::kConstant) return fail(ex, StatusCode::kUnsupported, "only constant mode");
+  const Tensor* V = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  const Tensor* A = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+  std::vector<int64_t> axes_v;
+  if (A) axes_v = A->to_int64_vector();
+  std::vector<int64_t> pb, pe;
+  GRAFT_RETURN_IF_ERROR(named(ex, cpu::pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe)));
+  const int64_t r = X->rank();
+  if (r > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank ", r, " exceeds ", k::kMaxRank);
+  Tensor& Y = *ctx.outputs[0];
+  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
+  const auto is = contiguous_strides(X->dims());
+  k::AxisMap p;
+  p.rank = static_cast<int>(r);
+  for (int64_t a = 0; a < r; ++a) {
+    const int64_t od = X->dims()[a] + pb[a] + pe[a];
+    if (od < 0)
+      return fail(ex, StatusCode::kInvalidModel, "negative pads crop axis ", a, " below zero (extent ", X->dims()[a], ")");
+    if (Y.dims().size() != static_cast<size_t>(r) || Y.dims()[a] != od)
+      return fail(ex, StatusCode::kInternal, "output shape ", dims_str(Y.dims()), " does not match the pads");
+    p.out_dims[a] = od;
+    p.in_dims[a] = X->dims()[a];
+    p.in_strides[a] = is[a];
+    p.begin[a] = pb[a];
+  }
+  uint64_t fill = 0;  // zero bytes unless constant_value is given
+  if (V && V->defined() && V->numel() > 0) {
+    if (V->dtype() != X->dtype())
+      return fail(ex, StatusCode::kInvalidModel, "constant_value has dtype ", dtype_name(V->dtype()), " but data has ",
+                  dtype_name(X->dtype()));
+    if (V->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "constant_value is not on the host");
+    std::memcpy(&fill, V->data(), dtype_size(X->dtype()));
+  }
+  if (Y.numel() == 0) return Status::ok();
+  return launch_status(k::launch_pad_constant(X->data(), Y.data(), esize(*X), p, fill, Y.numel(), stream_of(ex)), ex);
+}
+
+// ---- Resize: nearest (any dtype, a byte copy) and linear (float types) ----
+
+// Everything the kernel repeats exactly; tf_crop_and_resize (roi, extrapolation), cubic and
+// antialiased linear stay on the CPU.
+bool resize_supports(const Node& n, std::string* why) {
+  if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
+  auto a = cpu::parse_resize_attrs(n.attrs, n.input(0)->desc.rank());
+  if (!a.is_ok()) return reject(why, a.status().to_string());
+  const cpu::ResizeAttrs& ra = a.value();
+  if (ra.mode == cpu::ResizeAttrs::Mode::kCubic) return reject(why, "cubic mode is not handled");
+  if (ra.coordinate_mode == "tf_crop_and_resize") return reject(why, "tf_crop_and_resize is not handled");
+  if (ra.mode == cpu::ResizeAttrs::Mode::kLinear) {
+    if (ra.antialias) return reject(why, "antialiased linear resize is not handled");
+    if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
+  }
+  if (n.opset != 0 && n.opset < 11) return reject(why, "Resize before opset 11 is not handled");
+  return true;
+}
+
+Status resize_run(CudaExec& ex) {
+  const ExecContext& ctx = *ex.ctx;
+  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
+  if (!X) return fail(ex, StatusCode::kInvalidModel, "input X is missing");
+  auto input_at = [&](size_t i) -> const Tensor* { return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr; };
+  auto pa = cpu::parse_resize_attrs(*ctx.attrs, X->rank());
+  if (!pa.is_ok()) return named(ex, pa.status());
+  const cpu::ResizeAttrs& a = pa.value();
+  const bool linear = a.mode == cpu::ResizeAttrs::Mode::kLinear;
+  if (a.mode == cpu::ResizeAttrs::Mode::kCubic || a.coordinate_mode == "tf_crop_and_resize" ||
+      (linear && a.antialias))
+    return fail(ex, StatusCode::kUnsupported, "mode/coordinate transform not handled by the CUDA kernel");
+  std::vector<int64_t> out_dims;
+  std::vector<double> scale;
+  GRAFT_RETURN_IF_ERROR(
+      named(ex, cpu::resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale)));
+  Tensor& Y = *ctx.outputs[0];
+  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
+  if (Y.dims() != out_dims)
+    return fail(ex, StatusCode::kInternal, "output shape ", dims_str(Y.dims()), " differs from ", dims_str(out_dims));
+  const size_t r = out_dims.size();
+  if (r > static_cast<size_t>(k::kMaxRank)) return fail(ex, StatusCode::kUnsupported, "rank exceeds ", k::kMaxRank);
+  k::ResizeParams p;
+  p.rank = static_cast<int>(r);
+  p.linear = linear;
+  const std::string& m = a.coordinate_mode;
+  p.coord = m == "half_pixel"             ? k::ResizeCoord::kHalfPixel
+            : m == "half_pixel_symmetric" ? k::ResizeCoord::kHalfPixelSymmetric
+            : m == "pytorch_half_pixel"   ? k::ResizeCoord::kPytorchHalfPixel
+            : m == "align_corners"        ? k::ResizeCoord::kAlignCorners
+            : m == "asymmetric"           ? k::ResizeCoord::kAsymmetric
+                                          : k::ResizeCoord::kTfHalfPixelForNn;
+  if (m != "half_pixel" && m != "half_pixel_symmetric" && m != "pytorch_half_pixel" && m != "align_corners" &&
+      m != "asymmetric" && m != "tf_half_pixel_for_nn")
+    return fail(ex, StatusCode::kUnsupported, "coordinate_transformation_mode '", m, "'");
+  const std::string& nm = a.nearest_mode;
+  p.nearest = nm == "round_prefer_floor"  ? k::ResizeNearest::kRoundPreferFloor
+              : nm == "round_prefer_ceil" ? k::ResizeNearest::kRoundPreferCeil
+              : nm == "floor"             ? k::ResizeNearest::kFloor
+                                          : k::ResizeNearest::kCeil;
+  const auto is = contiguous_strides(X->dims());
+  // As in the reference: sizes with "stretch" fix the resized length exactly; otherwise it is the
+  // input extent times the scale. Unlisted axes, and unchanged ones under a non-shifting
+  // transform, map each coordinate to itself.
+  const bool given_scales = input_at(2) && input_at(2)->defined() && input_at(2)->numel() > 0;
+  const bool exact = !given_scales && a.keep_aspect_ratio == "stretch";
+  for (size_t ax = 0; ax < r; ++ax) {
+    const bool listed = std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(ax)) != a.axes.end();
+    p.identity[ax] = !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] && m != "tf_half_pixel_for_nn");
+    p.in_dims[ax] = X->dims()[ax];
+    p.out_dims[ax] = out_dims[ax];
+    p.in_strides[ax] = is[ax];
+    p.scale[ax] = scale[ax];
+    p.resized[ax] = exact ? static_cast<double>(out_dims[ax]) : static_cast<double>(X->dims()[ax]) * scale[ax];
+  }
+  if (Y.numel() == 0) return Status::ok();
+  return launch_status(k::launch_resize(ktype(X->dtype()), esize(*X), X->data(), Y.data(), p, Y.numel(), stream_of(ex)),
+                       ex);
+}
+
 }  // namespace
 
 void append_cuda_shape_ops(std::vector<CudaOp>& out) {
@@ -75,6 +455,13 @@ void append_cuda_shape_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Unsqueeze", &elem_size_ok, &copy_run, {1}, nullptr});
   out.push_back(CudaOp{"Transpose", &elem_size_ok, &transpose_run, {}, nullptr});
   out.push_back(CudaOp{"Expand", &elem_size_ok, &expand_run, {1}, nullptr});
+  out.push_back(CudaOp{"Concat", &concat_supports, &concat_run, {}, nullptr});
+  out.push_back(CudaOp{"Split", &split_supports, &split_run, {1}, nullptr});
+  out.push_back(CudaOp{"Slice", &slice_supports, &slice_run, {1, 2, 3, 4}, nullptr});
+  out.push_back(CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr});
+  out.push_back(CudaOp{"Tile", &tile_supports, &tile_run, {1}, nullptr});
+  out.push_back(CudaOp{"Pad", &pad_supports, &pad_run, {1, 2, 3}, nullptr});
+  out.push_back(CudaOp{"Resize", &resize_supports, &resize_run, {1, 2, 3}, nullptr});
 }
 
 }  // namespace graft::cuda
