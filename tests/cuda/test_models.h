@@ -113,6 +113,19 @@ inline OnnxModelBuilder shape_subgraph_model() {
   return m;
 }
 
+// x[batch,16] -> Gemm(16x8) -> Relu -> y[batch,8]: every layer on the GPU, Gemm with a cuBLASLt
+// workspace, shapes known only at run time.
+inline OnnxModelBuilder dynamic_gemm_model(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"batch", 16});
+  m.initializer("w", rand_t({16, 8}, rng, -0.5, 0.5));
+  m.initializer("b", rand_t({8}, rng));
+  m.node("Gemm", {"x", "w", "b"}, {"h"}, "fc");
+  m.node("Relu", {"h"}, {"y"}, "relu");
+  m.output("y", DataType::kFloat32);
+  return m;
+}
+
 // x[64,256] -> CustomLayer x `n` (every layer has a CUDA kernel).
 inline OnnxModelBuilder custom_chain_model(int n) {
   OnnxModelBuilder m;

@@ -112,7 +112,11 @@ struct ShapePlan {
   bool dirty = false;            // a buffer outgrew its slot: plan again after this run
   std::vector<size_t> offset, size;  // per value id
   MemoryPlan plan;
+  // The most kernel workspace any layer asks for with these shapes. Known from the static shapes at
+  // context creation, else measured by an eager run; a graph is captured only once it is known and
+  // allocated, because cudaMalloc is not allowed inside a capture.
   size_t workspace = 0;
+  bool workspace_known = false;
   cudaGraphExec_t graph_exec = nullptr;
   bool graph_failed = false;
   struct OutDesc { int vid; DataType dtype; std::vector<int64_t> dims; };
@@ -144,8 +148,12 @@ class CudaContext final : public CudaExecutionContext {
   };
   Status execute(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
                  cudaStream_t stream, bool sync);
+  Status bind_inputs(const std::map<std::string, Tensor>& inputs, cudaStream_t stream, bool into_arena);
   Status run_layers(cudaStream_t stream, bool capturing);
   Status run_layer(size_t i, cudaStream_t stream);
+  Result<void*> workspace_for(size_t bytes);
+  Status replay_graph_failure(ShapePlan& plan, cudaError_t e, const std::map<std::string, Tensor>& inputs,
+                              std::map<std::string, Tensor>& outputs, cudaStream_t stream, bool sync);
   Result<Tensor> acquire(int vid, DataType dt, const std::vector<int64_t>& dims, const std::string& what);
   Result<const Tensor*> on_host(const Value* v, cudaStream_t stream);
   Result<const Tensor*> on_device(const Value* v, cudaStream_t stream);
@@ -163,7 +171,10 @@ class CudaContext final : public CudaExecutionContext {
   ShapePlan* cur_ = nullptr;
   std::vector<Slot> slots_;
   std::vector<size_t> recorded_;  // bytes asked per value id this run
+  size_t run_workspace_ = 0;      // most workspace bytes a layer asked for this run
   bool graphs_on_ = true, profiling_ = false, last_used_graph_ = false, sync_check_ = false;
+  bool capturing_ = false;     // inside cudaStreamBeginCapture/EndCapture: no allocation, no sync
+  bool check_layers_ = false;  // this run: synchronize after every layer (finding a failing layer)
   std::vector<cudaEvent_t> events_;
   std::vector<double> cpu_ms_;
   std::vector<LayerTiming> timings_;
@@ -204,6 +215,7 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
   const std::optional<MemoryPlan>& static_plan() const { return static_plan_; }
   const std::vector<size_t>& static_sizes() const { return static_sizes_; }
   std::string static_key() const { return static_key_; }
+  const std::optional<size_t>& static_workspace() const { return static_workspace_; }
   std::vector<const Value*> fallbacks() const {
     std::vector<const Value*> r;
     return r;
@@ -223,7 +235,59 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
   std::optional<MemoryPlan> static_plan_;
   std::vector<size_t> static_sizes_;
   std::string static_key_;
+  std::optional<size_t> static_workspace_;
 };
+
+// The most kernel workspace any GPU layer asks for when every shape it sees is static; nullopt when
+// some shape is known only at run time (then the first run of each shape set measures it).
+std::optional<size_t> static_workspace_bytes(const std::vector<Layer>& layers) {
+  static char stand_in = 0;  // workspace sizes read dims and dtypes only, never data
+  auto static_dims = [](const Value* v, std::vector<int64_t>* dims) {
+    if (!v->desc.shape || !shape_is_static(*v->desc.shape)) return false;
+    *dims = shape_values(*v->desc.shape);
+    return true;
+  };
+  size_t most = 0;
+  for (const Layer& L : layers) {
+    if (L.where != Where::kGpu) continue;
+    const Node& node = *L.node;
+    std::vector<Tensor> held(node.inputs.size());
+    std::vector<const Tensor*> ins(node.inputs.size(), nullptr);
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const Value* v = node.inputs[k];
+      if (!v) continue;
+      if (v->constant) {
+        ins[k] = &*v->constant;
+        continue;
+      }
+      std::vector<int64_t> dims;
+      if (!static_dims(v, &dims)) return std::nullopt;
+      held[k] = Tensor::wrap(&stand_in, v->desc.dtype, dims, DeviceType::kCUDA);
+      ins[k] = &held[k];
+    }
+    if (node.custom_op) {
+      const OpDef& def = *node.custom_op;
+      std::vector<ConcreteDesc> cin, cout;
+      for (size_t k = 0; k < std::max(ins.size(), def.inputs().size()); ++k) {
+        const Tensor* t = k < ins.size() ? ins[k] : nullptr;
+        cin.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
+      }
+      for (const Value* v : node.outputs) {
+        if (!v) {
+          cout.push_back(ConcreteDesc{});
+          continue;
+        }
+        std::vector<int64_t> dims;
+        if (!static_dims(v, &dims)) return std::nullopt;
+        cout.push_back(ConcreteDesc{v->desc.dtype, dims});
+      }
+      most = std::max(most, def.workspace_size(cin, cout, node.attrs));
+    } else if (L.op && L.op->workspace_bytes) {
+      most = std::max(most, L.op->workspace_bytes(node, ins));
+    }
+  }
+  return most;
+}
 
 std::string shape_key(const std::vector<std::vector<int64_t>>& dims) {
   std::string k;
@@ -382,6 +446,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     for (size_t id = 0; id < uses_.size(); ++id)
       rq.push_back({uses_[id].device_buffer ? static_sizes_[id] : 0, uses_[id].first_step, uses_[id].last_step});
     static_plan_ = plan_memory(rq);
+    static_workspace_ = static_workspace_bytes(layers_);
   }
 
   if (config && config->progress) {
@@ -495,15 +560,35 @@ Status CudaContext::init() {
     p.plan = mp;
     p.offset = mp.offsets;
     p.size = engine_->static_sizes();
+    if (engine_->static_workspace()) {
+      // One workspace for the context, sized for the hungriest layer, so the first run can be captured.
+      p.workspace = *engine_->static_workspace();
+      p.workspace_known = true;
+      if (p.workspace) GRAFT_RETURN_IF_ERROR(ensure_workspace(p.workspace));
+    }
   }
   return Status::ok();
+}
+
+Result<void*> CudaContext::workspace_for(size_t bytes) {
+  run_workspace_ = std::max(run_workspace_, bytes);
+  if (capturing_) {
+    const size_t have = workspace_.defined() ? workspace_.nbytes() : 0;
+    if (have < bytes)
+      return error(StatusCode::kInternal, "the layer needs ", static_cast<uint64_t>(bytes),
+                   " bytes of kernel workspace but only ", static_cast<uint64_t>(have),
+                   " were allocated before CUDA graph capture (GPU memory cannot be allocated while capturing)");
+    return workspace_.data();
+  }
+  GRAFT_RETURN_IF_ERROR(ensure_workspace(bytes));
+  return workspace_.data();
 }
 
 Status CudaContext::ensure_workspace(size_t bytes) {
   if (bytes <= workspace_.nbytes() && workspace_.defined()) return Status::ok();
   workspace_ = Tensor();
   drop_graphs();  // captured graphs hold the old address
-  auto w = device_bytes(bytes, "the kernel workspace");
+  auto w = device_bytes(bytes, "the kernel workspace (the most any layer asks for)");
   if (!w) return std::move(w).take_status();
   workspace_ = std::move(w).value();
   return Status::ok();
@@ -516,6 +601,9 @@ Result<Tensor> CudaContext::acquire(int vid, DataType dt, const std::vector<int6
       cur_->size[vid] > 0)
     return Tensor::wrap(static_cast<char*>(arena_.data()) + cur_->offset[vid], dt, dims, DeviceType::kCUDA);
   if (cur_ && cur_->planned) cur_->dirty = true;  // data-dependent size: plan again after this run
+  if (capturing_)
+    return error(StatusCode::kInternal, what, " needs ", static_cast<uint64_t>(bytes),
+                 " bytes, more than the memory plan gave it, and GPU memory cannot be allocated during CUDA graph capture");
   return device_empty(dt, dims, what);
 }
 
@@ -617,9 +705,9 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     }
     const size_t ws = def.workspace_size(cin, cout, node.attrs);
     if (ws) {
-      Status w = ensure_workspace(ws);
-      if (!w) return w.with_node(node.name, node.op_type);
-      kc.workspace = workspace_.data();
+      auto w = workspace_for(ws);
+      if (!w) return std::move(w).take_status().with_node(node.name, node.op_type);
+      kc.workspace = *w;
       kc.workspace_size = ws;
     }
     try {
@@ -641,9 +729,9 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     ex.cudnn = cudnn_;
     const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins) : 0;
     if (ws) {
-      Status w = ensure_workspace(ws);
-      if (!w) return w.with_node(node.name, node.op_type);
-      ex.workspace = workspace_.data();
+      auto w = workspace_for(ws);
+      if (!w) return std::move(w).take_status().with_node(node.name, node.op_type);
+      ex.workspace = *w;
       ex.workspace_size = ws;
     }
     try {
@@ -655,7 +743,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   if (!st) return st.with_node(node.name, node.op_type);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return cuda_status(e, "CUDA error launching the kernel").with_node(node.name, node.op_type);
-  if (sync_check_) {
+  if ((sync_check_ || check_layers_) && !capturing_) {
     e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return cuda_status(e, "CUDA error while running the kernel").with_node(node.name, node.op_type);
   }
@@ -735,6 +823,53 @@ Status CudaContext::replan(ShapePlan& p) {
   return Status::ok();
 }
 
+// Graph inputs: device tensors are read in place; host tensors are copied when a GPU layer reads
+// them. Under a CUDA graph every input is copied into its arena slot (the graph bakes addresses).
+Status CudaContext::bind_inputs(const std::map<std::string, Tensor>& inputs, cudaStream_t stream, bool into_arena) {
+  for (const Value* v : engine_->graph().inputs()) {
+    const int id = engine_->value_id(v);
+    const Tensor& t = inputs.at(v->name);
+    if (into_arena && engine_->uses()[id].device_buffer) {
+      auto d = acquire(id, t.dtype(), t.dims(), "input '" + v->name + "'");
+      if (!d) return std::move(d).take_status();
+      GRAFT_CUDA_RETURN(cudaMemcpyAsync(d->data(), t.data(), t.nbytes(),
+                                        t.device() == DeviceType::kCUDA ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
+                                        stream),
+                        "copying input '", v->name, "' to the GPU");
+      slots_[id].dev = std::move(d).value();
+      if (t.device() == DeviceType::kCPU) slots_[id].host = t;
+    } else if (t.device() == DeviceType::kCUDA) {
+      slots_[id].dev = t;
+    } else {
+      slots_[id].host = t;
+    }
+  }
+  return Status::ok();
+}
+
+// A replayed graph failed. A graph has no layer boundaries, so run the same inputs again eagerly,
+// synchronizing after every layer, to name the layer; the graph stays off for this shape set.
+Status CudaContext::replay_graph_failure(ShapePlan& plan, cudaError_t e, const std::map<std::string, Tensor>& inputs,
+                                         std::map<std::string, Tensor>& outputs, cudaStream_t stream, bool sync) {
+  (void)cudaGetLastError();
+  slots_.clear();
+  if (plan.graph_exec) (void)cudaGraphExecDestroy(plan.graph_exec);
+  plan.graph_exec = nullptr;
+  plan.graph_failed = true;
+  const cudaError_t after = cudaStreamSynchronize(stream);
+  (void)cudaGetLastError();
+  if (after != cudaSuccess)  // sticky: every later call fails the same way, so replaying names nothing
+    return cuda_status(e, "CUDA error while replaying the CUDA graph (the CUDA context cannot recover, so the layer "
+                          "cannot be found by an eager replay; run with GRAFT_CUDA_GRAPHS=0 GRAFT_CUDA_SYNC_CHECK=1 to "
+                          "find it)");
+  std::fprintf(stderr, "graft: CUDA error %s while replaying the CUDA graph; replaying eagerly layer by layer\n",
+               cudaGetErrorName(e));
+  check_layers_ = true;
+  Status st = execute(inputs, outputs, stream, sync);
+  check_layers_ = false;
+  return st;
+}
+
 Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
                             cudaStream_t stream, bool sync) {
   const Graph& g = engine_->graph();
@@ -795,36 +930,26 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   ShapePlan& plan = *cur_;
   slots_.assign(engine_->num_values(), Slot{});
   recorded_.assign(engine_->num_values(), 0);
+  run_workspace_ = 0;
   timings_.clear();
   last_used_graph_ = false;
-  const bool use_graph = graphs_on_ && engine_->graph_eligible() && !profiling_ && plan.planned && !plan.dirty &&
-                         !plan.graph_failed;
-
-  // Graph inputs: device tensors are read in place; host tensors are copied when a GPU layer reads
-  // them. Under a CUDA graph every input is copied into its arena slot (the graph bakes addresses).
-  for (const Value* v : g.inputs()) {
-    const int id = engine_->value_id(v);
-    const Tensor& t = inputs.at(v->name);
-    if (use_graph && engine_->uses()[id].device_buffer) {
-      auto d = acquire(id, t.dtype(), t.dims(), "input '" + v->name + "'");
-      if (!d) return std::move(d).take_status();
-      GRAFT_CUDA_RETURN(cudaMemcpyAsync(d->data(), t.data(), t.nbytes(),
-                                        t.device() == DeviceType::kCUDA ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
-                                        stream),
-                        "copying input '", v->name, "' to the GPU");
-      slots_[id].dev = std::move(d).value();
-      if (t.device() == DeviceType::kCPU) slots_[id].host = t;
-    } else if (t.device() == DeviceType::kCUDA) {
-      slots_[id].dev = t;
-    } else {
-      slots_[id].host = t;
-    }
+  // A graph needs a settled plan for this shape set (arena offsets and kernel workspace known);
+  // otherwise this run is the eager warm-up and the next one captures. Per-layer synchronization
+  // (GRAFT_CUDA_SYNC_CHECK, profiling) is impossible inside a capture, so those runs stay eager.
+  const bool use_graph = graphs_on_ && engine_->graph_eligible() && !profiling_ && !sync_check_ && !check_layers_ &&
+                         plan.planned && !plan.dirty && plan.workspace_known && !plan.graph_failed;
+  if (use_graph && !plan.graph_exec && plan.workspace) {
+    // Allocated here, before capture begins: cudaMalloc is not allowed inside a capture.
+    GRAFT_RETURN_IF_ERROR(ensure_workspace(plan.workspace));
   }
+  GRAFT_RETURN_IF_ERROR(bind_inputs(inputs, stream, use_graph));
 
   Status st;
   bool ran = false;
   if (use_graph && plan.graph_exec) {
-    GRAFT_CUDA_RETURN(cudaGraphLaunch(plan.graph_exec, stream), "launching the CUDA graph");
+    cudaError_t e = cudaGraphLaunch(plan.graph_exec, stream);
+    if (e == cudaSuccess && sync) e = cudaStreamSynchronize(stream);
+    if (e != cudaSuccess) return replay_graph_failure(plan, e, inputs, outputs, stream, sync);
     for (const auto& od : plan.graph_outputs)
       slots_[od.vid].dev = Tensor::wrap(static_cast<char*>(arena_.data()) + plan.offset[od.vid], od.dtype, od.dims,
                                         DeviceType::kCUDA);
@@ -837,7 +962,10 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     if (e != cudaSuccess) {
       fail = std::string("begin capture: ") + cudaGetErrorString(e);
     } else {
+      capturing_ = true;
       Status cs = run_layers(stream, true);
+      capturing_ = false;
+      // Always end the capture, even after a failure, so the stream leaves capture mode.
       e = cudaStreamEndCapture(stream, &graph);
       if (!cs) fail = cs.to_string();
       else if (e != cudaSuccess || !graph) fail = std::string("end capture: ") + cudaGetErrorString(e);
@@ -845,10 +973,13 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     }
     if (fail.empty()) {
       e = cudaGraphInstantiate(&plan.graph_exec, graph, 0);
-      if (e != cudaSuccess) fail = std::string("instantiate: ") + cudaGetErrorString(e);
+      if (e != cudaSuccess) {
+        fail = std::string("instantiate: ") + cudaGetErrorString(e);
+        plan.graph_exec = nullptr;
+      }
     }
     if (graph) (void)cudaGraphDestroy(graph);
-    (void)cudaGetLastError();
+    (void)cudaGetLastError();  // an invalidated capture leaves its error behind; the context is fine
     if (fail.empty()) {
       plan.graph_outputs.clear();
       for (const Value* v : g.outputs()) {
@@ -856,19 +987,18 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
         if (id >= 0 && slots_[id].dev.defined() && !slots_[id].host.defined())
           plan.graph_outputs.push_back({id, slots_[id].dev.dtype(), slots_[id].dev.dims()});
       }
-      GRAFT_CUDA_RETURN(cudaGraphLaunch(plan.graph_exec, stream), "launching the CUDA graph");
+      e = cudaGraphLaunch(plan.graph_exec, stream);
+      if (e == cudaSuccess && sync) e = cudaStreamSynchronize(stream);
+      if (e != cudaSuccess) return replay_graph_failure(plan, e, inputs, outputs, stream, sync);
       ran = last_used_graph_ = true;
     } else {
       std::fprintf(stderr, "graft: CUDA graph capture failed (%s); running this engine eagerly\n", fail.c_str());
-      plan.graph_exec = nullptr;
       plan.graph_failed = true;
       plan.dirty = false;
-      // Start over: inputs are still in their slots; values computed during capture are not.
-      for (size_t id = 0; id < slots_.size(); ++id) {
-        bool is_input = false;
-        for (const Value* v : g.inputs()) is_input |= engine_->value_id(v) == static_cast<int>(id);
-        if (!is_input) slots_[id] = Slot{};
-      }
+      // Start over from the caller's inputs: the capture consumed the slots (inputs included, once
+      // their last reader was recorded) and nothing it recorded has run.
+      slots_.assign(engine_->num_values(), Slot{});
+      GRAFT_RETURN_IF_ERROR(bind_inputs(inputs, stream, false));
     }
   }
   if (!ran) st = run_layers(stream, false);
@@ -937,6 +1067,8 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     for (auto& t : timings_) t.percent = total > 0 ? 100.0 * t.ms / total : 0;
   }
   slots_.clear();
+  plan.workspace = std::max(plan.workspace, run_workspace_);
+  plan.workspace_known = true;
   if (!plan.planned || plan.dirty) GRAFT_RETURN_IF_ERROR(replan(plan));
   last_plan_info_.peak_bytes = plan.plan.peak_bytes;
   last_plan_info_.total_bytes = plan.plan.total_bytes;

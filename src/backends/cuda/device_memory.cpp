@@ -15,9 +15,14 @@ extern void (*release)(void*);
 namespace cuda {
 
 namespace {
+// Why this thread's last cudaMalloc failed, so device_empty can tell a full GPU from an allocation
+// made where none is allowed (inside a CUDA graph capture).
+thread_local cudaError_t last_alloc_error = cudaSuccess;
+
 void* hook_allocate(size_t n) {
   void* p = nullptr;
-  if (cudaMalloc(&p, n) != cudaSuccess) {
+  last_alloc_error = cudaMalloc(&p, n);
+  if (last_alloc_error != cudaSuccess) {
     (void)cudaGetLastError();
     return nullptr;
   }
@@ -38,8 +43,17 @@ void init_cuda_backend() {
 
 Result<Tensor> device_empty(DataType dtype, std::vector<int64_t> dims, const std::string& what) {
   init_cuda_backend();
+  last_alloc_error = cudaSuccess;
   Tensor t = Tensor::empty(dtype, std::move(dims), DeviceType::kCUDA);
   if (!t.data()) {
+    const cudaError_t why = last_alloc_error;
+    if (why == cudaErrorStreamCaptureUnsupported || why == cudaErrorStreamCaptureImplicit ||
+        why == cudaErrorStreamCaptureInvalidated || why == cudaErrorStreamCaptureWrongThread)
+      return error(StatusCode::kInternal, "cannot allocate ", static_cast<uint64_t>(t.nbytes()), " bytes of GPU memory for ",
+                   what, " while a CUDA graph is being captured (cudaMalloc: ", cudaGetErrorName(why),
+                   "); device memory must be allocated before capture");
+    if (why != cudaSuccess && why != cudaErrorMemoryAllocation)
+      return cuda_status(why, "allocating ", static_cast<uint64_t>(t.nbytes()), " bytes of GPU memory for ", what);
     size_t free_b = 0, total_b = 0;
     (void)cudaMemGetInfo(&free_b, &total_b);
     (void)cudaGetLastError();
