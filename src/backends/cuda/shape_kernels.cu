@@ -56,7 +56,9 @@ __global__ void tile_kernel(const E* __restrict__ in, E* __restrict__ out, AxisM
 }
 
 template <typename E>
-__global__ void pad_constant_kernel(const E* __restrict__ in, E* __restrict__ out, AxisMap p, E fill, int64_t n) {
+__global__ void pad_constant_kernel(const E* __restrict__ in, E* __restrict__ out, AxisMap p,
+                                    const E* __restrict__ fill_ptr, int64_t n) {
+  const E fill = fill_ptr ? *fill_ptr : E(0);
   GRAFT_GRID_STRIDE(i, n) {
     int64_t rem = i, off = 0;
     bool inside = true;
@@ -219,13 +221,13 @@ cudaError_t launch_tile(const void* in, void* out, int elem_size, const AxisMap&
   return cudaGetLastError();
 }
 
-cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, uint64_t fill, int64_t n,
-                                cudaStream_t s) {
+cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, const void* fill,
+                                int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
-  // The fill element is the low elem_size bytes of `fill` (little-endian), i.e. its value cast down.
-#define L(E) \
-  pad_constant_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, static_cast<E>(fill), n)
+#define L(E)                                                                                               \
+  pad_constant_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, \
+                                                static_cast<const E*>(fill), n)
   GRAFT_BY_ELEM_SIZE(elem_size, L)
 #undef L
   return cudaGetLastError();

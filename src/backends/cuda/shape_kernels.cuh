@@ -31,10 +31,10 @@ struct AxisMap {
 // out[i] = in[sum((i_a % in_dims[a]) * in_strides[a])].
 cudaError_t launch_tile(const void* in, void* out, int elem_size, const AxisMap& p, int64_t n, cudaStream_t s);
 
-// out[i] = in[i - begin] where inside the input along every axis, else the `fill` element (its low
-// elem_size bytes).
-cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, uint64_t fill, int64_t n,
-                                cudaStream_t s);
+// out[i] = in[i - begin] where inside the input along every axis, else *fill (one element on the
+// device; nullptr: zero bytes).
+cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, const void* fill,
+                                int64_t n, cudaStream_t s);
 
 // Resize parameters per axis, computed on the host the way the CPU reference does; the device
 // repeats the reference's double-precision coordinate arithmetic operation by operation (no FMA

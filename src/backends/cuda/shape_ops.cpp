@@ -4,7 +4,6 @@
 // Resize (nearest / linear). Parameters come from the CPU reference's own helpers (slice_axis,
 // pad_amounts, parse_resize_attrs, resize_output), so both backends read a node the same way.
 #include <algorithm>
-#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -190,7 +189,10 @@ Status split_run(CudaExec& ex) {
 
 // ---- Slice: a strided gather from the first selected element (negative steps: negative strides) ----
 
-bool slice_supports(const Node& n, std::string* why) { return same_bytes_ok(n, why) && rank_fits(n, 0, why); }
+bool slice_supports(const Node& n, std::string* why) {
+  if (n.opset != 0 && n.opset < 10) return reject(why, "Slice before opset 10 (attribute form) is not handled");
+  return same_bytes_ok(n, why) && rank_fits(n, 0, why);
+}
 
 Status slice_run(CudaExec& ex) {
   const ExecContext& ctx = *ex.ctx;
@@ -311,6 +313,7 @@ Status tile_run(CudaExec& ex) {
 }
 
 bool pad_supports(const Node& n, std::string* why) {
+  if (n.opset != 0 && n.opset < 11) return reject(why, "Pad before opset 11 (attribute form) is not handled");
   if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
   auto mode = cpu::parse_pad_mode(n.attrs);
   if (!mode.is_ok()) return reject(why, mode.status().to_string());
@@ -355,13 +358,14 @@ Status pad_run(CudaExec& ex) {
     p.in_strides[a] = is[a];
     p.begin[a] = pb[a];
   }
-  uint64_t fill = 0;  // zero bytes unless constant_value is given
+  // constant_value stays on the device (so the fp16 pass converts it with the data); its first
+  // element is the fill, zero bytes when it is absent or empty.
+  const void* fill = nullptr;
   if (V && V->defined() && V->numel() > 0) {
     if (V->dtype() != X->dtype())
       return fail(ex, StatusCode::kInvalidModel, "constant_value has dtype ", dtype_name(V->dtype()), " but data has ",
                   dtype_name(X->dtype()));
-    if (V->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "constant_value is not on the host");
-    std::memcpy(&fill, V->data(), dtype_size(X->dtype()));
+    fill = V->data();
   }
   if (Y.numel() == 0) return Status::ok();
   return launch_status(k::launch_pad_constant(X->data(), Y.data(), esize(*X), p, fill, Y.numel(), stream_of(ex)), ex);
@@ -460,7 +464,7 @@ void append_cuda_shape_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Slice", &slice_supports, &slice_run, {1, 2, 3, 4}, nullptr});
   out.push_back(CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr});
   out.push_back(CudaOp{"Tile", &tile_supports, &tile_run, {1}, nullptr});
-  out.push_back(CudaOp{"Pad", &pad_supports, &pad_run, {1, 2, 3}, nullptr});
+  out.push_back(CudaOp{"Pad", &pad_supports, &pad_run, {1, 3}, nullptr});
   out.push_back(CudaOp{"Resize", &resize_supports, &resize_run, {1, 2, 3}, nullptr});
 }
 
