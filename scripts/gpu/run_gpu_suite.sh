@@ -19,6 +19,7 @@ BUILDDIR=${GRAFT_GPU_BUILD:-/tmp/graft-build-gpu}
 LOGS=/tmp/graft-gpu-logs
 mkdir -p "$LOGS"
 trap 'tar -czf "$OUT/logs.tgz" -C "$LOGS" . 2>/dev/null' EXIT
+trap 'exit 143' TERM  # so a time limit still leaves the logs archive behind
 # Carried, git-ignored inputs (debs, TensorRT headers); a snapshot run points this at the checkout's.
 DEVDIR=${GRAFT_DEVICE_DIR:-.device}
 export PYTHONUNBUFFERED=1
@@ -135,7 +136,9 @@ fi
 
 if has_step bench; then
   if [ -f bench/run_benchmarks.sh ]; then
-    bash bench/run_benchmarks.sh "$BUILDDIR" "$OUT" > "$LOGS/bench.log" 2>&1; note "benchmarks: rc=$? (see bench.log)"
+    timeout "${BENCH_TIMEOUT_S:-480}" bash bench/run_benchmarks.sh "$BUILDDIR" "$OUT" > "$LOGS/bench.log" 2>&1
+    note "benchmarks: rc=$? (see bench.log)"
+    tail -40 "$LOGS/bench.log" >> "$summary"
   fi
 fi
 cat "$summary"
