@@ -184,9 +184,10 @@ class PyEngine {
   }
 
  private:
-  static py::object to_numpy(const graft::Tensor& t) {
-    if (t.device() != graft::DeviceType::kCPU)
-      raise_invalid("output is on the device; host outputs are expected from ExecutionContext::run");
+  static py::object to_numpy(const graft::Tensor& output) {
+    // A CUDA engine returns outputs on its inputs' device; Python gets host arrays (graft.Engine
+    // moves them back to the caller's torch device).
+    graft::Tensor t = unwrap(output.to_host());
     std::string dn = numpy_dtype_name(t.dtype());
     if (dn.empty()) raise_invalid(std::string("output dtype ") + graft::dtype_name(t.dtype()) + " has no numpy equivalent");
     // The capsule owns a copy of the (shared-storage) Tensor, so the array keeps the buffer alive.

@@ -75,6 +75,7 @@ def main():
     # 3. Export exactly as the seed called torch.onnx.export (it now works: graft layers carry a
     #    symbolic). The seed's call predates the dynamo flag; on torch >= 2.9 say dynamo=False.
     out_dir = args.out or tempfile.mkdtemp(prefix="graft_seed_")
+    os.makedirs(out_dir, exist_ok=True)
     onnx_path = os.path.join(out_dir, "model.onnx")
     export_kwargs = dict(opset_version=11, do_constant_folding=True, input_names=["input"],
                          output_names=["output"],

@@ -79,6 +79,8 @@ class Tensor {
   std::vector<int64_t> to_int64_vector() const;  // host integer/bool tensors
 
   Tensor clone() const;                      // deep copy, same device (host only for now)
+  // A host copy (this tensor itself when already on the host); device tensors need the CUDA backend.
+  Result<Tensor> to_host() const;
   Tensor reshaped(std::vector<int64_t> dims) const;  // same storage, new dims (numel must match)
   Result<Tensor> cast(DataType to) const;    // host only
   // Fill every byte with a pattern (NaN for floats) so unwritten elements are detectable.

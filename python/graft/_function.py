@@ -59,7 +59,14 @@ def _dynamo_export_active():
                 and hasattr(torch.onnx, "ops") and hasattr(torch.onnx.ops, "symbolic"))
 
 
+# graft._engine.infer_shapes names operations as graft::dim_op_name does ("+", "*", "max", ...);
+# the TensorRT-style names are accepted too.
+_DIM_OP_ALIASES = {"+": "SUM", "*": "PROD", "-": "SUB", "max": "MAX", "min": "MIN", "floordiv": "FLOOR_DIV",
+                   "ceildiv": "CEIL_DIV", "==": "EQUAL", "<": "LESS"}
+
+
 def _sym_combine(op, a, b):
+    op = _DIM_OP_ALIASES.get(op, op)
     if op == "SUM":
         return a + b
     if op == "PROD":

@@ -72,6 +72,25 @@ if has_step build; then
   note "build ok"
 fi
 
+if has_step quickbuild; then  # only what the examples and benchmarks need
+  configure_build $BUILDDIR -DGRAFT_BUILD_TESTS=OFF > "$LOGS/configure.log" 2>&1 || { note "configure FAILED"; exit 1; }
+  cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch > "$LOGS/build.log" 2>&1 ||
+    { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
+  note "quick build ok"
+fi
+
+if has_step examples; then
+  export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python"
+  for exp in seed dynamo; do
+    python3 examples/seed_walkthrough/walkthrough.py --device cuda --exporter $exp --out /tmp/seed_$exp > "$LOGS/walkthrough_$exp.log" 2>&1
+    note "seed walkthrough cuda/$exp: rc=$? $(tail -1 "$LOGS/walkthrough_$exp.log")"
+  done
+  for prec in "" --fp16; do
+    timeout 120 python3 examples/deformable_detr_encoder/encoder.py --device cuda $prec > "$LOGS/encoder$prec.log" 2>&1
+    note "deformable encoder 800x1200 cuda $prec: rc=$? $(tail -2 "$LOGS/encoder$prec.log" | tr '\n' ' ')"
+  done
+fi
+
 if has_step test; then
   $BUILDDIR/tests/ops/graft_op_tests > "$LOGS/op_tests.log" 2>&1; note "op-test harness (CPU+CUDA): rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/op_tests.log" | tr '\n' ' ')"
   $BUILDDIR/tests/unit/graft_unit_tests --gtest_brief=1 > "$LOGS/unit_tests.log" 2>&1; note "unit tests: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/unit_tests.log" | tr '\n' ' ')"

@@ -29,6 +29,7 @@ std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& dims) {
 namespace cuda_alloc {
 void* (*allocate)(size_t) = nullptr;
 void (*release)(void*) = nullptr;
+bool (*copy_to_host)(void* dst, const void* src, size_t bytes) = nullptr;  // false on a CUDA error
 }  // namespace cuda_alloc
 
 Tensor Tensor::empty(DataType dtype, std::vector<int64_t> dims, DeviceType device) {
@@ -93,6 +94,17 @@ Tensor Tensor::clone() const {
   Tensor t = empty(dtype_, dims_, device_);
   if (nbytes()) std::memcpy(t.data(), data_, nbytes());
   return t;
+}
+
+Result<Tensor> Tensor::to_host() const {
+  if (device_ == DeviceType::kCPU) return *this;
+  if (!cuda_alloc::copy_to_host)
+    return error(StatusCode::kUnsupported, "a device tensor cannot be copied to the host: graft was built without CUDA");
+  Tensor h = empty(dtype_, dims_);
+  if (nbytes() && !cuda_alloc::copy_to_host(h.data(), data_, nbytes()))
+    return error(StatusCode::kRuntimeError, "copying a ", dtype_name(dtype_), " tensor of ",
+                 static_cast<unsigned long long>(nbytes()), " bytes from the GPU failed");
+  return h;
 }
 
 Tensor Tensor::reshaped(std::vector<int64_t> dims) const {

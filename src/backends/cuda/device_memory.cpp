@@ -10,6 +10,7 @@ namespace graft {
 namespace cuda_alloc {
 extern void* (*allocate)(size_t);
 extern void (*release)(void*);
+extern bool (*copy_to_host)(void* dst, const void* src, size_t bytes);
 }  // namespace cuda_alloc
 
 namespace cuda {
@@ -31,6 +32,11 @@ void* hook_allocate(size_t n) {
 void hook_release(void* p) {
   if (p) (void)cudaFree(p);
 }
+bool hook_copy_to_host(void* dst, const void* src, size_t n) {
+  if (cudaMemcpy(dst, src, n, cudaMemcpyDeviceToHost) == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
 }  // namespace
 
 void init_cuda_backend() {
@@ -38,6 +44,7 @@ void init_cuda_backend() {
   std::call_once(once, [] {
     cuda_alloc::allocate = &hook_allocate;
     cuda_alloc::release = &hook_release;
+    cuda_alloc::copy_to_host = &hook_copy_to_host;
   });
 }
 
