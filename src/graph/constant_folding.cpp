@@ -59,7 +59,7 @@ Result<int> fold_constants(Graph& graph) {
     if (too_big) continue;
     auto outs = run_node_cpu(n, ins);
     if (!outs) {
-      // A kernel that is not implemented yet is not a build error: the node simply stays.
+      // A kernel that reports kUnsupported for these inputs is not a build error: the node stays and runs later.
       if (outs.status().code() == StatusCode::kUnsupported) continue;
       return std::move(outs).take_status();
     }
