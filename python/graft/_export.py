@@ -57,6 +57,16 @@ def _names(prefix, n, given):
     return [prefix] if n == 1 else [f"{prefix}{i}" for i in range(n)]
 
 
+def _batch_flags(args):
+    """Which inputs carry the batch: tensors whose leading dim equals the first tensor's. Index tables
+    (e.g. deformable attention's spatial_shapes, whose axis 0 is the level count) stay static."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor) and a.dim() > 0]
+    if not tensors:
+        return [False] * len(args)
+    batch = tensors[0].shape[0]
+    return [isinstance(a, torch.Tensor) and a.dim() > 0 and a.shape[0] == batch for a in args]
+
+
 def _export_torchscript(model, args, path, dynamic_batch, input_names, output_names, opset_version, kwargs):
     n_in = len(_as_tuple(args))
     input_names = _names("input", n_in, input_names)
@@ -66,7 +76,9 @@ def _export_torchscript(model, args, path, dynamic_batch, input_names, output_na
     if opset_version is not None:
         opts["opset_version"] = opset_version
     if dynamic_batch and "dynamic_axes" not in kwargs:
-        opts["dynamic_axes"] = {n: {0: "batch"} for n in input_names + output_names}
+        flags = _batch_flags(_as_tuple(args))
+        opts["dynamic_axes"] = {n: {0: "batch"} for n, f in zip(input_names, flags) if f}
+        opts["dynamic_axes"].update({n: {0: "batch"} for n in output_names})
     if "dynamo" in inspect.signature(torch.onnx.export).parameters:
         opts["dynamo"] = False
     opts.update(kwargs)
@@ -144,7 +156,7 @@ def _export_dynamo(model, args, path, dynamic_batch, input_names, output_names, 
         opts["opset_version"] = opset_version
     if dynamic_batch and "dynamic_shapes" not in kwargs:
         dim = getattr(torch.export.Dim, "DYNAMIC", None) or torch.export.Dim("batch")
-        opts["dynamic_shapes"] = tuple({0: dim} if isinstance(a, torch.Tensor) else None for a in args)
+        opts["dynamic_shapes"] = tuple({0: dim} if f else None for a, f in zip(args, _batch_flags(args)))
     opts.update(kwargs)
     with _dynamo_mode():
         prog = torch.onnx.export(model, args, **opts)
@@ -160,7 +172,8 @@ def export(model, args, path, *, exporter="auto", dynamic_batch=True, input_name
     exporter: "torchscript" (torch.onnx.export with dynamo=False; default opset: torch's),
               "dynamo" (torch >= 2.8 + onnxscript; default opset 20 on torch 2.9+), or
               "auto" (dynamo when available, else torchscript).
-    dynamic_batch: axis 0 of every input and output is dynamic ("batch").
+    dynamic_batch: axis 0 is dynamic ("batch") for every output and for each input whose leading
+                   dim equals the first input's (index tables and weights passed as inputs stay static).
     Extra keyword arguments go to torch.onnx.export unchanged.
     Returns the exporter that was used.
     """
