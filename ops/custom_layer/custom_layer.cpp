@@ -1,4 +1,5 @@
 // CustomLayer definition and CPU reference kernels (README.md has the math).
+#include "graft/kernel_dtype.h"
 #include "ops/custom_layer/custom_layer.h"
 
 #include <cmath>
@@ -16,30 +17,13 @@ constexpr float kDefaultBeta = 1.0f;
 
 // How each dtype is stored and computed: float64 natively, float32 in float, float16 in float with
 // one rounding on store.
-struct F64 {
-  using C = double;
-  static C load(const void* p, int64_t i) { return static_cast<const double*>(p)[i]; }
-  static void store(void* p, int64_t i, C v) { static_cast<double*>(p)[i] = v; }
-};
-struct F32 {
-  using C = float;
-  static C load(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
-  static void store(void* p, int64_t i, C v) { static_cast<float*>(p)[i] = v; }
-};
-struct F16 {
-  using C = float;
-  static C load(const void* p, int64_t i) { return half_to_float(static_cast<const uint16_t*>(p)[i]); }
-  static void store(void* p, int64_t i, C v) { static_cast<uint16_t*>(p)[i] = float_to_half(v); }
-};
+using kernel::F16;
+using kernel::F32;
+using kernel::F64;
 
 template <typename Fn>
 Status visit_dtype(DataType t, Fn&& fn) {
-  switch (t) {
-    case DataType::kFloat64: return fn(F64{});
-    case DataType::kFloat32: return fn(F32{});
-    case DataType::kFloat16: return fn(F16{});
-    default: return error(StatusCode::kUnsupported, kOpName, ": no kernel for dtype ", dtype_name(t));
-  }
+  return kernel::visit_float_dtype(kOpName, t, std::forward<Fn>(fn));
 }
 
 // Every view must have x's dtype and dims, and memory when it has elements.

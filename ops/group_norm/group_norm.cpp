@@ -1,4 +1,5 @@
 // GroupNorm definition and CPU reference kernels (README.md has the math).
+#include "graft/kernel_dtype.h"
 #include "ops/group_norm/group_norm.h"
 
 #include <cmath>
@@ -18,30 +19,13 @@ constexpr float kDefaultEpsilon = 1e-5f;
 
 // Storage type per dtype. The CPU kernels are the reference: they compute in double for every dtype
 // and round each result once on store.
-struct F64 {
-  using C = double;
-  static C load(const void* p, int64_t i) { return static_cast<const double*>(p)[i]; }
-  static void store(void* p, int64_t i, C v) { static_cast<double*>(p)[i] = v; }
-};
-struct F32 {
-  using C = float;
-  static C load(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
-  static void store(void* p, int64_t i, C v) { static_cast<float*>(p)[i] = v; }
-};
-struct F16 {
-  using C = float;
-  static C load(const void* p, int64_t i) { return half_to_float(static_cast<const uint16_t*>(p)[i]); }
-  static void store(void* p, int64_t i, C v) { static_cast<uint16_t*>(p)[i] = float_to_half(v); }
-};
+using kernel::F16;
+using kernel::F32;
+using kernel::F64;
 
 template <typename Fn>
 Status visit_dtype(DataType t, Fn&& fn) {
-  switch (t) {
-    case DataType::kFloat64: return fn(F64{});
-    case DataType::kFloat32: return fn(F32{});
-    case DataType::kFloat16: return fn(F16{});
-    default: return error(StatusCode::kUnsupported, kOpName, ": no kernel for dtype ", dtype_name(t));
-  }
+  return kernel::visit_float_dtype(kOpName, t, std::forward<Fn>(fn));
 }
 
 Status attr_error(const std::string& attr, Status st) {

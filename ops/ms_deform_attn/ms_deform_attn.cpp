@@ -1,5 +1,6 @@
 // MultiScaleDeformableAttention definitions (graft layout and TensorRT OSS layout) and CPU reference
 // kernels (README.md has the math).
+#include "graft/kernel_dtype.h"
 #include "ops/ms_deform_attn/ms_deform_attn.h"
 
 #include <cmath>
@@ -22,29 +23,9 @@ const char* const kInputNames[] = {"value", "spatial_shapes", "level_start_index
                                    "attention_weights", "grad_output"};
 
 // Float storage per dtype; the reference computes and accumulates in double whatever the dtype.
-struct F64 {
-  static double load(const void* p, int64_t i) { return static_cast<const double*>(p)[i]; }
-  static void store(void* p, int64_t i, double v) { static_cast<double*>(p)[i] = v; }
-};
-struct F32 {
-  static double load(const void* p, int64_t i) { return static_cast<const float*>(p)[i]; }
-  static void store(void* p, int64_t i, double v) { static_cast<float*>(p)[i] = static_cast<float>(v); }
-};
-struct F16 {
-  static double load(const void* p, int64_t i) { return half_to_float(static_cast<const uint16_t*>(p)[i]); }
-  static void store(void* p, int64_t i, double v) {
-    static_cast<uint16_t*>(p)[i] = float_to_half(static_cast<float>(v));
-  }
-};
-
 template <typename Fn>
 Status visit_dtype(const char* op, DataType t, Fn&& fn) {
-  switch (t) {
-    case DataType::kFloat64: return fn(F64{});
-    case DataType::kFloat32: return fn(F32{});
-    case DataType::kFloat16: return fn(F16{});
-    default: return error(StatusCode::kUnsupported, op, ": no kernel for dtype ", dtype_name(t));
-  }
+  return kernel::visit_float_dtype(op, t, std::forward<Fn>(fn));
 }
 
 struct Sizes {
