@@ -27,6 +27,18 @@ const std::vector<CreatorBase*>& creators() {
   return list;
 }
 }  // namespace
+
+// The creators as TensorRT's entry points return them; never throws.
+CreatorBase* const* creator_list(int32_t& nb_creators) noexcept {
+  try {
+    const auto& list = creators();
+    nb_creators = static_cast<int32_t>(list.size());
+    return list.data();
+  } catch (...) {
+    nb_creators = 0;
+    return nullptr;
+  }
+}
 }  // namespace graft::trt
 
 extern "C" {
@@ -37,25 +49,11 @@ __attribute__((visibility("default"))) void setLoggerFinder(nvinfer1::ILoggerFin
 
 #if GRAFT_TRT_PLUGIN_V3
 __attribute__((visibility("default"))) nvinfer1::IPluginCreatorInterface* const* getCreators(int32_t& nb_creators) {
-  try {
-    const auto& list = graft::trt::creators();
-    nb_creators = static_cast<int32_t>(list.size());
-    return list.data();
-  } catch (...) {
-    nb_creators = 0;
-    return nullptr;
-  }
+  return graft::trt::creator_list(nb_creators);
 }
 #else
 __attribute__((visibility("default"))) nvinfer1::IPluginCreator* const* getPluginCreators(int32_t& nb_creators) {
-  try {
-    const auto& list = graft::trt::creators();
-    nb_creators = static_cast<int32_t>(list.size());
-    return list.data();
-  } catch (...) {
-    nb_creators = 0;
-    return nullptr;
-  }
+  return graft::trt::creator_list(nb_creators);
 }
 #endif
 
