@@ -97,6 +97,7 @@ void append_nn_ops(std::vector<BuiltinOp>& out);            // Conv, pools, BN, 
 void append_reduce_ops(std::vector<BuiltinOp>& out);        // ReduceMean/Sum/Max
 void append_shape_ops(std::vector<BuiltinOp>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
 void append_resize_pad_ops(std::vector<BuiltinOp>& out);    // Resize, Pad
+void append_extra_ops(std::vector<BuiltinOp>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
 
 // Helpers shared by inference functions.
 // Multidirectional (numpy) broadcasting of two symbolic shapes; error names both shapes.

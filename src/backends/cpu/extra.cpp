@@ -1,0 +1,415 @@
+#include "backends/cpu/extra.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/element_traits.h"
+#include "backends/cpu/elementwise.h"
+#include "backends/cpu/kernel_util.h"
+#include "backends/cpu/reduce.h"
+
+namespace graft::cpu {
+namespace {
+
+using detail::BroadcastWalker;
+
+const char* op_name(const ExecContext& ctx) { return ctx.node ? ctx.node->op_type.c_str() : "op"; }
+
+Status bad_dtype(const ExecContext& ctx, DataType t) {
+  return error(StatusCode::kUnsupported, "the CPU reference kernel of ", op_name(ctx), " does not support dtype ",
+               dtype_name(t));
+}
+
+Status check_io(const ExecContext& ctx, size_t min_inputs) {
+  if (ctx.inputs.size() < min_inputs || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, op_name(ctx), " kernel called with ", static_cast<int64_t>(ctx.inputs.size()),
+                 " inputs and ", static_cast<int64_t>(ctx.outputs.size()), " outputs");
+  for (size_t i = 0; i < min_inputs; ++i)
+    if (!ctx.inputs[i]) return error(StatusCode::kInvalidModel, "required input ", static_cast<int64_t>(i), " is missing");
+  return Status::ok();
+}
+
+const AttributeMap& attrs_of(const ExecContext& ctx) {
+  static const AttributeMap kEmpty;
+  return ctx.attrs ? *ctx.attrs : kEmpty;
+}
+
+template <typename Tr, typename OutTr, typename F>
+Status map_unary(ExecContext& ctx, F f) {
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_CHECK(x.numel() == y.numel());
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) OutTr::store(y.data(), i, f(Tr::load(x.data(), i)));
+  return Status::ok();
+}
+
+// f is generic over the compute type (float for half types and float32, double for float64).
+template <typename F>
+Status unary_float(ExecContext& ctx, F f) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  return visit_float(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    return map_unary<Tr, Tr>(ctx, f);
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+template <typename F>
+Status unary_numeric(ExecContext& ctx, F f) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  return visit_numeric(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    return map_unary<Tr, Tr>(ctx, f);
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+template <typename F>
+Status float_predicate(ExecContext& ctx, F f) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  return visit_float(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    return map_unary<Tr, BoolTr>(ctx, [&](auto v) { return static_cast<bool>(f(v)); });
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+// View of a tensor as [outer, n, inner] around one axis.
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisView axis_view(const std::vector<int64_t>& dims, int64_t axis, bool flatten_tail) {
+  AxisView v;
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+    if (d < axis) v.outer *= dims[d];
+    else if (d == axis || flatten_tail) v.n *= dims[d];
+    else v.inner *= dims[d];
+  }
+  return v;
+}
+
+Status arg_reduce(ExecContext& ctx, bool want_max) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t last, attrs.get_int("select_last_index", 0));
+  auto axis = normalize_axis(axis_attr, x.rank());
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  const AxisView v = axis_view(x.dims(), axis.value(), false);
+  if (v.n == 0 && v.outer * v.inner > 0)
+    return error(StatusCode::kInvalidModel, op_name(ctx), " over an empty axis ", axis.value());
+  if (y.dtype() != DataType::kInt64 || y.numel() != v.outer * v.inner)
+    return error(StatusCode::kInternal, op_name(ctx), " output is ", dtype_name(y.dtype()), " with ", y.numel(),
+                 " elements, expected int64 with ", v.outer * v.inner);
+  int64_t* out = y.data_as<int64_t>();
+  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        const int64_t base = o * v.n * v.inner + i;
+        auto best = Tr::load(x.data(), base);
+        int64_t best_k = 0;
+        for (int64_t k = 1; k < v.n; ++k) {
+          auto val = Tr::load(x.data(), base + k * v.inner);
+          const bool better = want_max ? (last ? val >= best : val > best) : (last ? val <= best : val < best);
+          if (better) {
+            best = val;
+            best_k = k;
+          }
+        }
+        out[o * v.inner + i] = best_k;
+      }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+enum class Reduction { kL1, kLogSum, kLogSumExp };
+
+Status reduce_more(ExecContext& ctx, Reduction kind) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  const bool axes_present = ctx.inputs.size() > 1 && ctx.inputs[1] != nullptr;
+  std::optional<std::vector<int64_t>> axes_in;
+  if (axes_present) axes_in = ctx.inputs[1]->to_int64_vector();
+  GRAFT_ASSIGN_OR_RETURN(ReduceAxes ra, resolve_reduce_axes(attrs_of(ctx), x.rank(), axes_present, axes_in));
+  GRAFT_CHECK(ra.known);
+  std::vector<int64_t> kept = x.dims();
+  if (!ra.noop)
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (ra.axes.empty() || std::find(ra.axes.begin(), ra.axes.end(), d) != ra.axes.end()) kept[d] = 1;
+  const int64_t n_out = numel_of(kept);
+  GRAFT_CHECK(n_out == y.numel(), "output has ", y.numel(), " elements, expected ", n_out);
+  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(x.dims(), {kept}));
+  std::vector<int64_t> dest(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i, w.next()) dest[i] = w.offset(0);
+  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    using C = decltype(Tr::load(nullptr, 0));
+    if constexpr (std::is_integral_v<C>) {
+      if (kind != Reduction::kL1) return bad_dtype(ctx, x.dtype());
+      std::vector<int64_t> acc(n_out, 0);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const int64_t v = static_cast<int64_t>(Tr::load(x.data(), i));
+        acc[dest[i]] += v < 0 ? -v : v;
+      }
+      for (int64_t o = 0; o < n_out; ++o) Tr::store(y.data(), o, static_cast<C>(acc[o]));
+    } else {
+      // Log-sum-exp subtracts the max first so large inputs do not overflow.
+      std::vector<double> mx(n_out, -INFINITY), acc(n_out, 0.0);
+      if (kind == Reduction::kLogSumExp)
+        for (int64_t i = 0; i < x.numel(); ++i) mx[dest[i]] = std::max(mx[dest[i]], double(Tr::load(x.data(), i)));
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const double v = Tr::load(x.data(), i);
+        double& a = acc[dest[i]];
+        if (kind == Reduction::kL1) a += std::fabs(v);
+        else if (kind == Reduction::kLogSum) a += v;
+        else a += std::isinf(mx[dest[i]]) ? std::exp(v) : std::exp(v - mx[dest[i]]);
+      }
+      for (int64_t o = 0; o < n_out; ++o) {
+        double r = acc[o];
+        if (kind == Reduction::kLogSum) r = std::log(r);
+        else if (kind == Reduction::kLogSumExp) r = std::log(r) + (std::isinf(mx[o]) ? 0.0 : mx[o]);
+        Tr::store(y.data(), o, static_cast<C>(r));
+      }
+    }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+}  // namespace
+
+Status arg_max(ExecContext& ctx) { return arg_reduce(ctx, true); }
+Status arg_min(ExecContext& ctx) { return arg_reduce(ctx, false); }
+
+Status hardmax(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_CHECK(x.numel() == y.numel());
+  const bool legacy = ctx.opset > 0 && ctx.opset < 13;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ctx).get_int("axis", legacy ? 1 : -1));
+  if (x.rank() == 0) {
+    y.set(0, 1.0);
+    return Status::ok();
+  }
+  auto axis = normalize_axis(axis_attr, x.rank());
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  // Before opset 13 every axis from `axis` on is flattened into one (the 2-D coercion).
+  const AxisView v = axis_view(x.dims(), axis.value(), legacy);
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t i = 0; i < v.inner; ++i) {
+      const int64_t base = o * v.n * v.inner + i;
+      int64_t best_k = 0;
+      for (int64_t k = 1; k < v.n; ++k)
+        if (x.get(base + k * v.inner) > x.get(base + best_k * v.inner)) best_k = k;
+      for (int64_t k = 0; k < v.n; ++k) y.set(base + k * v.inner, k == best_k ? 1.0 : 0.0);
+    }
+  return Status::ok();
+}
+
+Status reduce_l1(ExecContext& ctx) { return reduce_more(ctx, Reduction::kL1); }
+Status reduce_log_sum(ExecContext& ctx) { return reduce_more(ctx, Reduction::kLogSum); }
+Status reduce_log_sum_exp(ExecContext& ctx) { return reduce_more(ctx, Reduction::kLogSumExp); }
+
+Status gather_elements(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& data = *ctx.inputs[0];
+  const Tensor& ind = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ctx).get_int("axis", 0));
+  if (data.rank() != ind.rank())
+    return error(StatusCode::kInvalidModel, "GatherElements data rank ", data.rank(), " differs from indices rank ",
+                 ind.rank());
+  auto axis = normalize_axis(axis_attr, data.rank());
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  GRAFT_CHECK(y.numel() == ind.numel() && y.dtype() == data.dtype());
+  const std::vector<int64_t> idx = ind.to_int64_vector();
+  const int64_t a = axis.value();
+  const int64_t extent = data.dims()[a];
+  const size_t esize = dtype_size(data.dtype());
+  std::vector<int64_t> strides(data.rank(), 1);
+  for (int64_t d = data.rank() - 1; d > 0; --d) strides[d - 1] = strides[d] * data.dims()[d];
+  std::vector<int64_t> pos;
+  for (int64_t i = 0; i < ind.numel(); ++i) {
+    unravel(i, ind.dims(), pos);
+    int64_t k = idx[i] < 0 ? idx[i] + extent : idx[i];
+    if (k < 0 || k >= extent)
+      return error(StatusCode::kRuntimeError, "GatherElements index ", idx[i], " is out of range for axis ", a,
+                   " of size ", extent);
+    int64_t off = 0;
+    for (int64_t d = 0; d < data.rank(); ++d) {
+      const int64_t c = d == a ? k : pos[d];
+      if (c >= data.dims()[d])
+        return error(StatusCode::kRuntimeError, "GatherElements indices shape ", ints_to_string(ind.dims()),
+                     " exceeds data shape ", ints_to_string(data.dims()), " on axis ", d);
+      off += c * strides[d];
+    }
+    std::memcpy(static_cast<char*>(y.data()) + i * esize, static_cast<const char*>(data.data()) + off * esize, esize);
+  }
+  return Status::ok();
+}
+
+Status trilu(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t upper, attrs_of(ctx).get_int("upper", 1));
+  int64_t k = 0;
+  if (ctx.inputs.size() > 1 && ctx.inputs[1]) {
+    auto kv = ctx.inputs[1]->to_int64_vector();
+    if (kv.size() != 1)
+      return error(StatusCode::kInvalidModel, "Trilu input k must hold one value, got ", static_cast<int64_t>(kv.size()));
+    k = kv[0];
+  }
+  if (x.rank() < 2) return error(StatusCode::kInvalidModel, "Trilu input must have rank >= 2, got ", x.rank());
+  GRAFT_CHECK(x.nbytes() == y.nbytes() && x.dtype() == y.dtype());
+  const int64_t rows = x.dims()[x.rank() - 2], cols = x.dims()[x.rank() - 1];
+  const size_t esize = dtype_size(x.dtype());
+  if (y.nbytes()) std::memset(y.data(), 0, y.nbytes());  // zero is all-bits-zero for every graft dtype
+  for (int64_t m = 0, n = rows * cols != 0 ? x.numel() / (rows * cols) : 0; m < n; ++m)
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c) {
+        const bool keep = upper ? c - r >= k : c - r <= k;
+        if (!keep) continue;
+        const int64_t off = (m * rows + r) * cols + c;
+        std::memcpy(static_cast<char*>(y.data()) + off * esize, static_cast<const char*>(x.data()) + off * esize, esize);
+      }
+  return Status::ok();
+}
+
+Status size(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_CHECK(y.dtype() == DataType::kInt64 && y.numel() == 1);
+  y.data_as<int64_t>()[0] = ctx.inputs[0]->numel();
+  return Status::ok();
+}
+
+Status dropout(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  if (ctx.opset >= 12 && ctx.inputs.size() > 2 && ctx.inputs[2]) {
+    auto v = ctx.inputs[2]->to_int64_vector();
+    if (v.size() == 1 && v[0] != 0)
+      return error(StatusCode::kUnsupported, "Dropout input 2 (training_mode) is true; graft runs Dropout in "
+                   "inference mode only");
+  }
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_CHECK(x.nbytes() == y.nbytes() && x.dtype() == y.dtype());
+  if (x.nbytes()) std::memcpy(y.data(), x.data(), x.nbytes());
+  if (ctx.outputs.size() > 1 && ctx.outputs[1]) {
+    Tensor& mask = *ctx.outputs[1];
+    for (int64_t i = 0; i < mask.numel(); ++i) mask.set(i, 1.0);  // inference keeps every element
+  }
+  return Status::ok();
+}
+
+Status mod(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& a = *ctx.inputs[0];
+  const Tensor& b = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  if (a.dtype() != b.dtype())
+    return error(StatusCode::kInvalidModel, "Mod inputs have dtypes ", dtype_name(a.dtype()), " and ",
+                 dtype_name(b.dtype()));
+  GRAFT_ASSIGN_OR_RETURN(int64_t fmod, attrs_of(ctx).get_int("fmod", 0));
+  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
+  return visit_numeric(a.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    using C = decltype(Tr::load(nullptr, 0));
+    for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) {
+      const C x = Tr::load(a.data(), w.offset(0)), d = Tr::load(b.data(), w.offset(1));
+      C r;
+      if constexpr (std::is_integral_v<C>) {
+        if (d == 0) return error(StatusCode::kRuntimeError, "Mod: integer division by zero at output element ", i);
+        // 64-bit so that x % -1 cannot overflow for the type's minimum.
+        int64_t t = static_cast<int64_t>(x) % static_cast<int64_t>(d);
+        if (!fmod && t != 0 && ((t < 0) != (d < 0))) t += d;  // Python semantics: the divisor's sign
+        r = static_cast<C>(t);
+      } else {
+        if (!fmod) return attr_error("fmod", "Mod of floating-point inputs needs fmod=1");
+        r = std::fmod(x, d);
+      }
+      Tr::store(y.data(), i, r);
+    }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+Status logical_xor(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& a = *ctx.inputs[0];
+  const Tensor& b = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  if (a.dtype() != DataType::kBool || b.dtype() != DataType::kBool) return bad_dtype(ctx, a.dtype());
+  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
+  for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next())
+    BoolTr::store(y.data(), i, BoolTr::load(a.data(), w.offset(0)) != BoolTr::load(b.data(), w.offset(1)));
+  return Status::ok();
+}
+
+Status tan(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::tan(v); }); }
+Status asin(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::asin(v); }); }
+Status acos(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::acos(v); }); }
+Status atan(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::atan(v); }); }
+Status sinh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::sinh(v); }); }
+Status cosh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::cosh(v); }); }
+Status asinh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::asinh(v); }); }
+Status acosh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::acosh(v); }); }
+Status atanh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::atanh(v); }); }
+// nearbyint under the default rounding mode rounds halves to even, as ONNX Round requires.
+Status round(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::nearbyint(v); }); }
+Status softsign(ExecContext& ctx) {
+  return unary_float(ctx, [](auto v) { return v / (static_cast<decltype(v)>(1) + std::fabs(v)); });
+}
+
+Status sign(ExecContext& ctx) {
+  return unary_numeric(ctx, [](auto v) {
+    using C = decltype(v);
+    if (v != v) return v;  // NaN stays NaN
+    return static_cast<C>(v > C(0) ? 1 : v < C(0) ? -1 : 0);
+  });
+}
+
+Status selu(ExecContext& ctx) {
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 1.67326319217681884765625f));
+  GRAFT_ASSIGN_OR_RETURN(float gamma, attrs.get_float("gamma", 1.05070102214813232421875f));
+  return unary_float(ctx, [&](auto v) {
+    using C = decltype(v);
+    return static_cast<C>(v > C(0) ? gamma * v : gamma * (alpha * std::exp(v) - alpha));
+  });
+}
+
+Status shrink(ExecContext& ctx) {
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(float lambd, attrs.get_float("lambd", 0.5f));
+  GRAFT_ASSIGN_OR_RETURN(float bias, attrs.get_float("bias", 0.0f));
+  return unary_numeric(ctx, [&](auto v) {
+    using C = decltype(v);
+    const double x = static_cast<double>(v);
+    return static_cast<C>(x < -lambd ? x + bias : x > lambd ? x - bias : 0.0);
+  });
+}
+
+Status thresholded_relu(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(float alpha, attrs_of(ctx).get_float("alpha", 1.0f));
+  return unary_float(ctx, [&](auto v) {
+    using C = decltype(v);
+    return v > static_cast<C>(alpha) ? v : C(0);
+  });
+}
+
+Status is_nan(ExecContext& ctx) { return float_predicate(ctx, [](auto v) { return std::isnan(v); }); }
+
+Status is_inf(ExecContext& ctx) {
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(int64_t neg, attrs.get_int("detect_negative", 1));
+  GRAFT_ASSIGN_OR_RETURN(int64_t pos, attrs.get_int("detect_positive", 1));
+  return float_predicate(ctx, [&](auto v) { return std::isinf(v) && (v > 0 ? pos != 0 : neg != 0); });
+}
+
+}  // namespace graft::cpu

@@ -1,0 +1,43 @@
+// CPU reference kernels for the ops of src/ops/extra_ops.cpp: index reductions, more reductions,
+// GatherElements, Trilu, Size, Dropout (inference), Mod, Xor and more unary math.
+//
+// Same conventions as the other CPU kernels: plain loops; half types compute in float and round
+// once on store, float64 in double, integers natively.
+#pragma once
+
+#include "graft/status.h"
+#include "ops/operator.h"
+
+namespace graft::cpu {
+
+Status arg_max(ExecContext& ctx);
+Status arg_min(ExecContext& ctx);
+Status hardmax(ExecContext& ctx);
+Status reduce_l1(ExecContext& ctx);
+Status reduce_log_sum(ExecContext& ctx);
+Status reduce_log_sum_exp(ExecContext& ctx);
+Status gather_elements(ExecContext& ctx);
+Status trilu(ExecContext& ctx);
+Status size(ExecContext& ctx);
+Status dropout(ExecContext& ctx);
+Status mod(ExecContext& ctx);
+Status logical_xor(ExecContext& ctx);
+Status tan(ExecContext& ctx);
+Status asin(ExecContext& ctx);
+Status acos(ExecContext& ctx);
+Status atan(ExecContext& ctx);
+Status sinh(ExecContext& ctx);
+Status cosh(ExecContext& ctx);
+Status asinh(ExecContext& ctx);
+Status acosh(ExecContext& ctx);
+Status atanh(ExecContext& ctx);
+Status sign(ExecContext& ctx);     // also integers
+Status round(ExecContext& ctx);    // half to even
+Status selu(ExecContext& ctx);
+Status shrink(ExecContext& ctx);   // also integers
+Status thresholded_relu(ExecContext& ctx);
+Status softsign(ExecContext& ctx);
+Status is_nan(ExecContext& ctx);
+Status is_inf(ExecContext& ctx);
+
+}  // namespace graft::cpu

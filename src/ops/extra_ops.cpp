@@ -1,0 +1,317 @@
+// Schemas of the less common ONNX ops the backend test suite exercises: index reductions (ArgMax,
+// ArgMin, Hardmax), more reductions (ReduceL1, ReduceLogSum, ReduceLogSumExp), GatherElements,
+// Trilu, Size, Dropout (inference only), Mod, Xor, and more unary math (trig/hyperbolic, Sign,
+// Round, Selu, Shrink, ThresholdedRelu, Softsign, IsNaN, IsInf).
+//
+// Reduction axes go through cpu::resolve_reduce_axes, the same reader the ReduceXxx group uses:
+// an attribute before opset 18, an optional second input from 18 on.
+#include <algorithm>
+#include <string>
+
+#include "backends/cpu/extra.h"
+#include "backends/cpu/reduce.h"
+#include "ops/operator.h"
+
+namespace graft {
+namespace {
+
+constexpr DataType kF32 = DataType::kFloat32, kF16 = DataType::kFloat16, kF64 = DataType::kFloat64,
+                   kBF16 = DataType::kBFloat16, kI8 = DataType::kInt8, kU8 = DataType::kUInt8,
+                   kI32 = DataType::kInt32, kI64 = DataType::kInt64, kBool = DataType::kBool;
+
+const std::vector<DataType> kFloatTypes{kF32, kF16, kF64, kBF16};
+const std::vector<DataType> kSignedTypes{kF32, kF16, kF64, kBF16, kI8, kI32, kI64};
+const std::vector<DataType> kNumericTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI32, kI64};
+const std::vector<DataType> kAllTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI32, kI64, kBool};
+
+TensorDesc desc_of(DataType t, std::optional<Shape> s) {
+  TensorDesc d;
+  d.dtype = t;
+  d.shape = std::move(s);
+  return d;
+}
+
+Status check_dtype(const InferContext& ctx, size_t i, const std::vector<DataType>& allowed) {
+  if (!ctx.has_input(i)) return ctx.fail("required input ", static_cast<int64_t>(i), " is missing");
+  DataType t = ctx.input(i).dtype;
+  if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) {
+    std::string list;
+    for (DataType a : allowed) list += (list.empty() ? "" : ", ") + std::string(dtype_name(a));
+    return error(StatusCode::kUnsupported, "input ", static_cast<int64_t>(i), " ('", ctx.node().inputs[i]->name,
+                 "') has dtype ", dtype_name(t), "; ", ctx.node().op_type, " supports ", list);
+  }
+  return Status::ok();
+}
+
+Status check_float_attr(const InferContext& ctx, const char* name) {
+  auto r = ctx.attrs().get_float(name, 0.0f);
+  if (!r) return Status(r.status()).with_attribute(name);
+  return Status::ok();
+}
+
+// ---- unary ------------------------------------------------------------------------------------
+
+Status infer_unary(InferContext& ctx, const std::vector<DataType>& allowed) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+Status infer_unary_float(InferContext& ctx) { return infer_unary(ctx, kFloatTypes); }
+Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, kNumericTypes); }
+
+Status infer_selu(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "alpha"));
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "gamma"));
+  return infer_unary_float(ctx);
+}
+
+Status infer_thresholded_relu(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "alpha"));
+  return infer_unary_float(ctx);
+}
+
+Status infer_shrink(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "lambd"));
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "bias"));
+  return infer_unary_numeric(ctx);
+}
+
+Status infer_is_nan(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
+  ctx.set_output(0, desc_of(kBool, ctx.input(0).shape));
+  return Status::ok();
+}
+
+Status infer_is_inf(InferContext& ctx) {
+  for (const char* a : {"detect_negative", "detect_positive"}) {
+    auto r = ctx.attrs().get_int(a, 1);
+    if (!r) return Status(r.status()).with_attribute(a);
+  }
+  return infer_is_nan(ctx);
+}
+
+// ---- binary -----------------------------------------------------------------------------------
+
+Status infer_binary(InferContext& ctx, const std::vector<DataType>& allowed) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, allowed));
+  if (ctx.input(0).dtype != ctx.input(1).dtype)
+    return ctx.fail("inputs 0 and 1 must have the same dtype, got ", dtype_name(ctx.input(0).dtype), " and ",
+                    dtype_name(ctx.input(1).dtype));
+  std::optional<Shape> out;
+  if (ctx.input(0).shape && ctx.input(1).shape) {
+    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
+    out = std::move(s);
+  }
+  ctx.set_output(0, desc_of(ctx.input(0).dtype, out));
+  return Status::ok();
+}
+
+Status infer_xor(InferContext& ctx) { return infer_binary(ctx, {kBool}); }
+
+Status infer_mod(InferContext& ctx) {
+  auto fmod = ctx.attrs().get_int("fmod", 0);
+  if (!fmod) return Status(fmod.status()).with_attribute("fmod");
+  if (fmod.value() != 0 && fmod.value() != 1)
+    return Status(ctx.fail("must be 0 or 1, got ", fmod.value())).with_attribute("fmod");
+  GRAFT_RETURN_IF_ERROR(infer_binary(ctx, kNumericTypes));
+  if (dtype_is_float(ctx.input(0).dtype) && fmod.value() == 0)
+    return Status(ctx.fail("must be 1 for floating-point inputs (dtype ", dtype_name(ctx.input(0).dtype), ")"))
+        .with_attribute("fmod");
+  return Status::ok();
+}
+
+// ---- index reductions ---------------------------------------------------------------------------
+
+Status infer_arg_reduce(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
+  auto axis = ctx.attrs().get_int("axis", 0);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  auto keepdims = ctx.attrs().get_int("keepdims", 1);
+  if (!keepdims) return Status(keepdims.status()).with_attribute("keepdims");
+  auto last = ctx.attrs().get_int("select_last_index", 0);
+  if (!last) return Status(last.status()).with_attribute("select_last_index");
+  const TensorDesc& x = ctx.input(0);
+  if (!x.shape) {
+    ctx.set_output(0, desc_of(kI64, std::nullopt));
+    return Status::ok();
+  }
+  if (x.rank() == 0) return ctx.fail("input 0 must have rank >= 1, got a scalar");
+  auto a = normalize_axis(axis.value(), x.rank());
+  if (!a) return Status(a.status()).with_attribute("axis");
+  Shape s;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (d != a.value()) s.push_back((*x.shape)[d]);
+    else if (keepdims.value()) s.push_back(Dim(1));
+  }
+  ctx.set_output(0, desc_of(kI64, s));
+  return Status::ok();
+}
+
+Status infer_hardmax(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
+  auto axis = ctx.attrs().get_int("axis", ctx.opset() < 13 ? 1 : -1);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  if (ctx.input(0).shape && ctx.input(0).rank() > 0) {
+    auto a = normalize_axis(axis.value(), ctx.input(0).rank());
+    if (!a) return Status(a.status()).with_attribute("axis");
+  }
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+Status infer_reduce(InferContext& ctx, const std::vector<DataType>& allowed) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
+  const TensorDesc& x = ctx.input(0);
+  auto keepdims = ctx.attrs().get_int("keepdims", 1);
+  if (!keepdims) return Status(keepdims.status()).with_attribute("keepdims");
+  const bool axes_present = ctx.has_input(1);
+  if (axes_present && ctx.input(1).dtype != kI64)
+    return ctx.fail("the axes input must be int64, got ", dtype_name(ctx.input(1).dtype));
+  if (!x.shape) {
+    ctx.set_output(0, desc_of(x.dtype, std::nullopt));
+    return Status::ok();
+  }
+  const Shape& in = *x.shape;
+  std::optional<std::vector<int64_t>> axes_in;
+  if (axes_present)
+    if (const Tensor* t = ctx.input_value(1)) axes_in = t->to_int64_vector();
+  GRAFT_ASSIGN_OR_RETURN(cpu::ReduceAxes ra,
+                         cpu::resolve_reduce_axes(ctx.attrs(), static_cast<int64_t>(in.size()), axes_present, axes_in));
+  if (!ra.known) {
+    std::optional<Shape> s;
+    if (keepdims.value()) {
+      s.emplace();
+      for (const Dim& d : in) s->push_back(d == 1 ? Dim(1) : ctx.unknown_dim());
+    }
+    ctx.set_output(0, desc_of(x.dtype, s));
+    return Status::ok();
+  }
+  if (ra.noop) {
+    ctx.set_output(0, x);
+    return Status::ok();
+  }
+  Shape s;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const bool reduced = ra.axes.empty() ||
+                         std::find(ra.axes.begin(), ra.axes.end(), static_cast<int64_t>(d)) != ra.axes.end();
+    if (!reduced) s.push_back(in[d]);
+    else if (keepdims.value()) s.push_back(Dim(1));
+  }
+  ctx.set_output(0, desc_of(x.dtype, s));
+  return Status::ok();
+}
+Status infer_reduce_numeric(InferContext& ctx) { return infer_reduce(ctx, kNumericTypes); }
+Status infer_reduce_float(InferContext& ctx) { return infer_reduce(ctx, kFloatTypes); }
+
+// ---- data movement ----------------------------------------------------------------------------
+
+Status infer_gather_elements(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI32, kI64}));
+  auto axis = ctx.attrs().get_int("axis", 0);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  const TensorDesc& data = ctx.input(0);
+  const TensorDesc& idx = ctx.input(1);
+  if (data.shape && idx.shape) {
+    if (data.rank() != idx.rank())
+      return ctx.fail("data ", data.to_string(), " and indices ", idx.to_string(), " must have the same rank");
+    if (data.rank() == 0) return ctx.fail("data must have rank >= 1, got a scalar");
+    auto a = normalize_axis(axis.value(), data.rank());
+    if (!a) return Status(a.status()).with_attribute("axis");
+  }
+  ctx.set_output(0, desc_of(data.dtype, idx.shape));
+  return Status::ok();
+}
+
+Status infer_trilu(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  auto upper = ctx.attrs().get_int("upper", 1);
+  if (!upper) return Status(upper.status()).with_attribute("upper");
+  if (ctx.has_input(1)) {
+    if (ctx.input(1).dtype != kI64) return ctx.fail("input k must be int64, got ", dtype_name(ctx.input(1).dtype));
+    if (ctx.input(1).shape && ctx.input(1).rank() != 0)
+      return ctx.fail("input k must be a scalar, got ", ctx.input(1).to_string());
+  }
+  if (ctx.input(0).shape && ctx.input(0).rank() < 2)
+    return ctx.fail("input 0 must have rank >= 2, got ", ctx.input(0).to_string());
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+
+Status infer_size(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  ctx.set_output(0, desc_of(kI64, Shape{}));
+  // The element count is shape arithmetic: keep it symbolic so shape subgraphs resolve.
+  if (const auto& s = ctx.input(0).shape) {
+    Dim n(1);
+    for (const Dim& d : *s) n = n * d;
+    ctx.set_output_sym_value(0, {n});
+  }
+  return Status::ok();
+}
+
+Status infer_dropout(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
+  if (ctx.opset() < 12) {
+    auto ratio = ctx.attrs().get_float("ratio", 0.5f);
+    if (!ratio) return Status(ratio.status()).with_attribute("ratio");
+  } else {
+    if (ctx.has_input(1)) GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kFloatTypes));
+    if (ctx.has_input(2)) {
+      GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, {kBool}));
+      if (const Tensor* t = ctx.input_value(2); t && t->device() == DeviceType::kCPU) {
+        auto v = t->to_int64_vector();
+        if (v.size() != 1) return ctx.fail("input training_mode must be a scalar bool");
+        if (v[0] != 0)
+          return error(StatusCode::kUnsupported, "input 2 ('", ctx.node().inputs[2]->name,
+                       "', training_mode) is true; graft runs Dropout in inference mode only");
+      }
+    }
+  }
+  ctx.set_output(0, ctx.input(0));
+  // The mask is bool from opset 10; before it has the data's type.
+  if (ctx.num_outputs() > 1) ctx.set_output(1, desc_of(ctx.opset() < 10 ? ctx.input(0).dtype : kBool, ctx.input(0).shape));
+  return Status::ok();
+}
+
+}  // namespace
+
+void append_extra_ops(std::vector<BuiltinOp>& out) {
+  const std::vector<BuiltinOp> ops = {
+      {"ArgMax", 1, infer_arg_reduce, cpu::arg_max},
+      {"ArgMin", 1, infer_arg_reduce, cpu::arg_min},
+      {"Hardmax", 1, infer_hardmax, cpu::hardmax},
+      {"ReduceL1", 1, infer_reduce_numeric, cpu::reduce_l1},
+      {"ReduceLogSum", 1, infer_reduce_float, cpu::reduce_log_sum},
+      {"ReduceLogSumExp", 1, infer_reduce_float, cpu::reduce_log_sum_exp},
+      {"GatherElements", 11, infer_gather_elements, cpu::gather_elements},
+      {"Trilu", 14, infer_trilu, cpu::trilu},
+      {"Size", 1, infer_size, cpu::size},
+      {"Dropout", 7, infer_dropout, cpu::dropout},
+      {"Mod", 10, infer_mod, cpu::mod},
+      {"Xor", 7, infer_xor, cpu::logical_xor},
+      {"Tan", 7, infer_unary_float, cpu::tan},
+      {"Asin", 7, infer_unary_float, cpu::asin},
+      {"Acos", 7, infer_unary_float, cpu::acos},
+      {"Atan", 7, infer_unary_float, cpu::atan},
+      {"Sinh", 9, infer_unary_float, cpu::sinh},
+      {"Cosh", 9, infer_unary_float, cpu::cosh},
+      {"Asinh", 9, infer_unary_float, cpu::asinh},
+      {"Acosh", 9, infer_unary_float, cpu::acosh},
+      {"Atanh", 9, infer_unary_float, cpu::atanh},
+      {"Sign", 9, infer_unary_numeric, cpu::sign},
+      {"Round", 11, infer_unary_float, cpu::round},
+      {"Selu", 6, infer_selu, cpu::selu},
+      {"Shrink", 9, infer_shrink, cpu::shrink},
+      {"ThresholdedRelu", 10, infer_thresholded_relu, cpu::thresholded_relu},
+      {"Softsign", 1, infer_unary_float, cpu::softsign},
+      {"IsNaN", 9, infer_is_nan, cpu::is_nan},
+      {"IsInf", 10, infer_is_inf, cpu::is_inf},
+  };
+  out.insert(out.end(), ops.begin(), ops.end());
+}
+
+}  // namespace graft
