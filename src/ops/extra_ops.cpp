@@ -1,7 +1,7 @@
 // Schemas of the less common ONNX ops the backend test suite exercises: index reductions (ArgMax,
 // ArgMin, Hardmax), more reductions (ReduceL1, ReduceLogSum, ReduceLogSumExp), GatherElements,
-// Trilu, Size, Dropout (inference only), Mod, Xor, and more unary math (trig/hyperbolic, Sign,
-// Round, Selu, Shrink, ThresholdedRelu, Softsign, IsNaN, IsInf).
+// ScatterElements, OneHot, CumSum, Trilu, Size, Dropout (inference only), Mod, Xor, and more unary
+// math (trig/hyperbolic, Sign, Round, Selu, Shrink, ThresholdedRelu, Softsign, IsNaN, IsInf).
 //
 // Reduction axes go through cpu::resolve_reduce_axes, the same reader the ReduceXxx group uses:
 // an attribute before opset 18, an optional second input from 18 on.
@@ -277,6 +277,87 @@ Status infer_dropout(InferContext& ctx) {
   return Status::ok();
 }
 
+Status infer_cumsum(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI32, kI64}));
+  for (const char* a : {"exclusive", "reverse"}) {
+    auto r = ctx.attrs().get_int(a, 0);
+    if (!r) return Status(r.status()).with_attribute(a);
+  }
+  if (ctx.input(1).shape && ctx.input(1).rank() > 1)
+    return ctx.fail("input axis must be a scalar, got ", ctx.input(1).to_string());
+  if (const Tensor* t = ctx.input_value(1); t && ctx.input(0).shape) {
+    auto v = t->to_int64_vector();
+    if (v.size() != 1) return ctx.fail("input axis must hold one value");
+    auto a = normalize_axis(v[0], ctx.input(0).rank());
+    if (!a) return ctx.fail("input axis: ", a.status().message());
+  }
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+
+Status infer_scatter_elements(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI32, kI64}));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, kAllTypes));
+  if (ctx.input(2).dtype != ctx.input(0).dtype)
+    return ctx.fail("updates dtype ", dtype_name(ctx.input(2).dtype), " differs from data dtype ",
+                    dtype_name(ctx.input(0).dtype));
+  auto axis = ctx.attrs().get_int("axis", 0);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  auto red = ctx.attrs().get_string("reduction", "none");
+  if (!red) return Status(red.status()).with_attribute("reduction");
+  const std::string& r = red.value();
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return Status(ctx.fail("must be none, add, mul, max or min, got '", r, "'")).with_attribute("reduction");
+  if (r != "none" && ctx.input(0).dtype == kBool)
+    return Status(ctx.fail("'", r, "' is not defined for bool data")).with_attribute("reduction");
+  const TensorDesc& data = ctx.input(0);
+  const TensorDesc& idx = ctx.input(1);
+  if (data.shape && idx.shape) {
+    if (data.rank() != idx.rank())
+      return ctx.fail("data ", data.to_string(), " and indices ", idx.to_string(), " must have the same rank");
+    if (data.rank() == 0) return ctx.fail("data must have rank >= 1, got a scalar");
+    auto a = normalize_axis(axis.value(), data.rank());
+    if (!a) return Status(a.status()).with_attribute("axis");
+  }
+  if (idx.shape && ctx.input(2).shape && idx.rank() != ctx.input(2).rank())
+    return ctx.fail("indices ", idx.to_string(), " and updates ", ctx.input(2).to_string(), " must have the same shape");
+  ctx.set_output(0, data);
+  return Status::ok();
+}
+
+Status infer_one_hot(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kNumericTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, kAllTypes));
+  auto axis = ctx.attrs().get_int("axis", -1);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  if (ctx.input(2).shape && ctx.input(2).rank() >= 0 &&
+      !(ctx.input(2).rank() == 1 && (*ctx.input(2).shape)[0] == 2) && shape_is_static(*ctx.input(2).shape))
+    return ctx.fail("input values must have shape [2] (off, on), got ", ctx.input(2).to_string());
+  const TensorDesc& ind = ctx.input(0);
+  if (!ind.shape) {
+    ctx.set_output(0, desc_of(ctx.input(2).dtype, std::nullopt));
+    return Status::ok();
+  }
+  auto a = normalize_axis(axis.value(), ind.rank() + 1);
+  if (!a) return Status(a.status()).with_attribute("axis");
+  Dim depth = ctx.unknown_dim();
+  if (const Tensor* t = ctx.input_value(1)) {
+    if (t->numel() != 1) return ctx.fail("input depth must hold one value, got ", t->numel());
+    const double d = t->get(0);
+    if (!(d >= 1)) return ctx.fail("input depth must be positive, got ", d);
+    depth = Dim(static_cast<int64_t>(d));
+  } else if (auto dv = ctx.input_dims_value(1); dv && dv->size() == 1) {
+    depth = (*dv)[0];
+  }
+  Shape s = *ind.shape;
+  s.insert(s.begin() + a.value(), depth);
+  ctx.set_output(0, desc_of(ctx.input(2).dtype, s));
+  return Status::ok();
+}
+
 }  // namespace
 
 void append_extra_ops(std::vector<BuiltinOp>& out) {
@@ -310,6 +391,9 @@ void append_extra_ops(std::vector<BuiltinOp>& out) {
       {"Softsign", 1, infer_unary_float, cpu::softsign},
       {"IsNaN", 9, infer_is_nan, cpu::is_nan},
       {"IsInf", 10, infer_is_inf, cpu::is_inf},
+      {"CumSum", 11, infer_cumsum, cpu::cumsum},
+      {"ScatterElements", 11, infer_scatter_elements, cpu::scatter_elements},
+      {"OneHot", 11, infer_one_hot, cpu::one_hot},
   };
   out.insert(out.end(), ops.begin(), ops.end());
 }

@@ -392,3 +392,62 @@ TEST(ExtraKernels, XorHardmaxSizeDropout) {
   expect_close(r.value()[0], values(x), "Dropout output");
   for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(r.value()[1].get(i), 1.0) << "Dropout mask " << i;
 }
+
+TEST(ExtraKernels, CumSumScatterElementsOneHot) {
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  Tensor x = random_tensor(DataType::kFloat32, {3, 5}, rng);
+  for (int64_t excl : {0, 1})
+    for (int64_t rev : {0, 1}) {
+      auto r = run_op("CumSum", {x, Tensor::scalar_int64(-1)}, attrs_of({{"exclusive", excl}, {"reverse", rev}}), 14);
+      ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+      std::vector<double> want;
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 5; ++j) {
+          double s = 0;
+          for (int64_t t = 0; t < 5; ++t) {
+            const bool in = rev ? (excl ? t > j : t >= j) : (excl ? t < j : t <= j);
+            if (in) s += x.get(i * 5 + t);
+          }
+          want.push_back(s);
+        }
+      expect_close(r.value()[0], want, "CumSum exclusive " + std::to_string(excl) + " reverse " + std::to_string(rev));
+    }
+
+  // ScatterElements with add over possibly duplicated indices along axis 0.
+  Tensor data = random_tensor(DataType::kFloat64, {4, 3}, rng);
+  Tensor upd = random_tensor(DataType::kFloat64, {2, 3}, rng);
+  Tensor ind = Tensor::empty(DataType::kInt64, {2, 3});
+  std::uniform_int_distribution<int> id(-4, 3);
+  for (int64_t i = 0; i < ind.numel(); ++i) ind.set(i, id(rng));
+  for (const char* red : {"none", "add", "max"}) {
+    auto r = run_op("ScatterElements", {data, ind, upd}, attrs_of({{"reduction", std::string(red)}}), 18);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    std::vector<double> want = values(data);
+    for (int64_t i = 0; i < 2; ++i)
+      for (int64_t j = 0; j < 3; ++j) {
+        int64_t k = static_cast<int64_t>(ind.get(i * 3 + j));
+        if (k < 0) k += 4;
+        double& w = want[k * 3 + j];
+        const double u = upd.get(i * 3 + j);
+        w = std::string(red) == "add" ? w + u : std::string(red) == "max" ? std::max(w, u) : u;
+      }
+    expect_close(r.value()[0], want, std::string("ScatterElements ") + red);
+  }
+  EXPECT_FALSE(run_op("ScatterElements", {data, ind, upd}, attrs_of({{"reduction", std::string("avg")}}), 18).is_ok());
+
+  // OneHot on axis 0 with negative indices and custom off/on values.
+  Tensor oh_ind = Tensor::empty(DataType::kInt64, {4});
+  std::uniform_int_distribution<int> od(-5, 4);
+  for (int64_t i = 0; i < 4; ++i) oh_ind.set(i, od(rng));
+  Tensor vals = Tensor::from_doubles(DataType::kFloat32, {2}, {-2, 7});
+  auto r = run_op("OneHot", {oh_ind, Tensor::from_doubles(DataType::kFloat32, {}, {5}), vals},
+                  attrs_of({{"axis", int64_t{0}}}), 11);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r.value()[0].dims(), (std::vector<int64_t>{5, 4}));
+  std::vector<double> want;
+  for (int64_t d = 0; d < 5; ++d)
+    for (int64_t i = 0; i < 4; ++i) want.push_back((static_cast<int64_t>(oh_ind.get(i)) + 5) % 5 == d ? 7 : -2);
+  expect_close(r.value()[0], want, "OneHot");
+}

@@ -1,7 +1,9 @@
 #include "backends/cpu/extra.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -410,6 +412,129 @@ Status is_inf(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(int64_t neg, attrs.get_int("detect_negative", 1));
   GRAFT_ASSIGN_OR_RETURN(int64_t pos, attrs.get_int("detect_positive", 1));
   return float_predicate(ctx, [&](auto v) { return std::isinf(v) && (v > 0 ? pos != 0 : neg != 0); });
+}
+
+Status cumsum(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(int64_t exclusive, attrs.get_int("exclusive", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t reverse, attrs.get_int("reverse", 0));
+  const auto av = ctx.inputs[1]->to_int64_vector();
+  if (av.size() != 1)
+    return error(StatusCode::kInvalidModel, "CumSum input axis must hold one value, got ", static_cast<int64_t>(av.size()));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(av[0], x.rank()));
+  GRAFT_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
+  const AxisView v = axis_view(x.dims(), axis, false);
+  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    using C = decltype(Tr::load(nullptr, 0));
+    using Acc = std::conditional_t<std::is_integral_v<C>, int64_t, double>;
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        Acc acc = 0;
+        for (int64_t t = 0; t < v.n; ++t) {
+          const int64_t k = reverse ? v.n - 1 - t : t;
+          const int64_t off = (o * v.n + k) * v.inner + i;
+          const Acc val = static_cast<Acc>(Tr::load(x.data(), off));
+          if (!exclusive) acc += val;
+          Tr::store(y.data(), off, static_cast<C>(acc));
+          if (exclusive) acc += val;
+        }
+      }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+Status scatter_elements(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 3));
+  const Tensor& data = *ctx.inputs[0];
+  const Tensor& ind = *ctx.inputs[1];
+  const Tensor& upd = *ctx.inputs[2];
+  Tensor& y = *ctx.outputs[0];
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", 0));
+  GRAFT_ASSIGN_OR_RETURN(std::string red, attrs.get_string("reduction", "none"));
+  if (data.rank() != ind.rank() || ind.dims() != upd.dims() || upd.dtype() != data.dtype())
+    return error(StatusCode::kInvalidModel, "ScatterElements: data ", ints_to_string(data.dims()), ", indices ",
+                 ints_to_string(ind.dims()), " and updates ", ints_to_string(upd.dims()), " do not fit");
+  auto axis = normalize_axis(axis_attr, data.rank());
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  GRAFT_CHECK(y.nbytes() == data.nbytes() && y.dtype() == data.dtype());
+  if (data.nbytes()) std::memcpy(y.data(), data.data(), data.nbytes());
+  const std::vector<int64_t> idx = ind.to_int64_vector();
+  const int64_t a = axis.value(), extent = data.dims()[a];
+  std::vector<int64_t> strides(data.rank(), 1);
+  for (int64_t d = data.rank() - 1; d > 0; --d) strides[d - 1] = strides[d] * data.dims()[d];
+  // Output offsets first, so a bad index fails before anything is combined.
+  std::vector<int64_t> dest(static_cast<size_t>(ind.numel()));
+  std::vector<int64_t> pos;
+  for (int64_t i = 0; i < ind.numel(); ++i) {
+    unravel(i, ind.dims(), pos);
+    const int64_t k = idx[i] < 0 ? idx[i] + extent : idx[i];
+    if (k < 0 || k >= extent)
+      return error(StatusCode::kRuntimeError, "ScatterElements index ", idx[i], " is out of range for axis ", a,
+                   " of size ", extent);
+    int64_t off = 0;
+    for (int64_t d = 0; d < data.rank(); ++d) {
+      const int64_t c = d == a ? k : pos[d];
+      if (c >= data.dims()[d])
+        return error(StatusCode::kRuntimeError, "ScatterElements indices shape ", ints_to_string(ind.dims()),
+                     " exceeds data shape ", ints_to_string(data.dims()), " on axis ", d);
+      off += c * strides[d];
+    }
+    dest[i] = off;
+  }
+  if (red == "none") {
+    const size_t es = dtype_size(data.dtype());
+    for (int64_t i = 0; i < ind.numel(); ++i)
+      std::memcpy(static_cast<char*>(y.data()) + dest[i] * es, static_cast<const char*>(upd.data()) + i * es, es);
+    return Status::ok();
+  }
+  if (red != "add" && red != "mul" && red != "max" && red != "min")
+    return attr_error("reduction", "must be none, add, mul, max or min, got '", red, "'");
+  return visit_numeric(data.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    using C = decltype(Tr::load(nullptr, 0));
+    for (int64_t i = 0; i < ind.numel(); ++i) {
+      const C cur = Tr::load(y.data(), dest[i]), u = Tr::load(upd.data(), i);
+      const C r = red == "add" ? static_cast<C>(cur + u) : red == "mul" ? static_cast<C>(cur * u)
+                  : red == "max" ? std::max(cur, u) : std::min(cur, u);
+      Tr::store(y.data(), dest[i], r);
+    }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+Status one_hot(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 3));
+  const Tensor& ind = *ctx.inputs[0];
+  const Tensor& depth_t = *ctx.inputs[1];
+  const Tensor& vals = *ctx.inputs[2];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ctx).get_int("axis", -1));
+  if (depth_t.numel() != 1 || vals.numel() != 2)
+    return error(StatusCode::kInvalidModel, "OneHot needs a one-value depth and two values (off, on), got ",
+                 depth_t.numel(), " and ", vals.numel());
+  const int64_t depth = static_cast<int64_t>(depth_t.get(0));
+  auto axis = normalize_axis(axis_attr, ind.rank() + 1);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  // Output viewed as [outer, depth, inner] where outer*inner enumerates the indices.
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < ind.rank(); ++d) (d < axis.value() ? outer : inner) *= ind.dims()[d];
+  GRAFT_CHECK(y.numel() == outer * depth * inner && y.dtype() == vals.dtype());
+  const size_t es = dtype_size(vals.dtype());
+  const char* off_v = static_cast<const char*>(vals.data());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      // Indices may be float; they are truncated, and negative ones count from the end.
+      int64_t k = static_cast<int64_t>(ind.get(o * inner + i));
+      if (k < 0) k += depth;
+      for (int64_t d = 0; d < depth; ++d)
+        std::memcpy(static_cast<char*>(y.data()) + ((o * depth + d) * inner + i) * es, off_v + (d == k ? es : 0), es);
+    }
+  return Status::ok();
 }
 
 }  // namespace graft::cpu

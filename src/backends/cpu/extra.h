@@ -39,5 +39,8 @@ Status thresholded_relu(ExecContext& ctx);
 Status softsign(ExecContext& ctx);
 Status is_nan(ExecContext& ctx);
 Status is_inf(ExecContext& ctx);
+Status cumsum(ExecContext& ctx);
+Status scatter_elements(ExecContext& ctx);
+Status one_hot(ExecContext& ctx);
 
 }  // namespace graft::cpu
