@@ -1,7 +1,8 @@
 // Schemas of the less common ONNX ops the backend test suite exercises: index reductions (ArgMax,
 // ArgMin, Hardmax), more reductions (ReduceL1, ReduceLogSum, ReduceLogSumExp), GatherElements,
-// ScatterElements, OneHot, CumSum, Trilu, Size, Dropout (inference only), Mod, Xor, and more unary
-// math (trig/hyperbolic, Sign, Round, Selu, Shrink, ThresholdedRelu, Softsign, IsNaN, IsInf).
+// ScatterElements, GatherND, ScatterND, OneHot, CumSum, TopK, Compress, DepthToSpace, SpaceToDepth,
+// Trilu, Size, Mean, Dropout (inference only), Mod, Xor, and more unary math (trig/hyperbolic, Sign,
+// Round, Selu, Shrink, ThresholdedRelu, Softsign, IsNaN, IsInf).
 //
 // Reduction axes go through cpu::resolve_reduce_axes, the same reader the ReduceXxx group uses:
 // an attribute before opset 18, an optional second input from 18 on.
@@ -358,6 +359,191 @@ Status infer_one_hot(InferContext& ctx) {
   return Status::ok();
 }
 
+Status infer_gather_nd(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI64}));
+  auto bd = ctx.attrs().get_int("batch_dims", 0);
+  if (!bd) return Status(bd.status()).with_attribute("batch_dims");
+  const TensorDesc& data = ctx.input(0);
+  const TensorDesc& ind = ctx.input(1);
+  if (!data.shape || !ind.shape) {
+    ctx.set_output(0, desc_of(data.dtype, std::nullopt));
+    return Status::ok();
+  }
+  const int64_t b = bd.value(), r = data.rank(), q = ind.rank();
+  if (q < 1) return ctx.fail("indices must have rank >= 1, got a scalar");
+  if (b < 0 || b >= std::min(r, q)) return Status(ctx.fail("must be in [0, min(rank(data), rank(indices))), got ", b)).with_attribute("batch_dims");
+  const Dim& last = ind.shape->back();
+  if (!last.is_const()) return ctx.fail("the last dimension of indices must be static, got ", ind.to_string());
+  const int64_t m = last.value();
+  if (m < 1 || m > r - b)
+    return ctx.fail("indices ", ind.to_string(), " address ", m, " dims but data ", data.to_string(), " has ", r - b,
+                    " after batch_dims");
+  Shape s(ind.shape->begin(), ind.shape->end() - 1);
+  s.insert(s.end(), data.shape->begin() + b + m, data.shape->end());
+  ctx.set_output(0, desc_of(data.dtype, s));
+  return Status::ok();
+}
+
+Status check_scatter_reduction(const InferContext& ctx) {
+  auto red = ctx.attrs().get_string("reduction", "none");
+  if (!red) return Status(red.status()).with_attribute("reduction");
+  const std::string& r = red.value();
+  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
+    return Status(ctx.fail("must be none, add, mul, max or min, got '", r, "'")).with_attribute("reduction");
+  if (r != "none" && ctx.input(0).dtype == kBool)
+    return Status(ctx.fail("'", r, "' is not defined for bool data")).with_attribute("reduction");
+  return Status::ok();
+}
+
+Status infer_scatter_nd(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI64}));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, kAllTypes));
+  if (ctx.input(2).dtype != ctx.input(0).dtype)
+    return ctx.fail("updates dtype ", dtype_name(ctx.input(2).dtype), " differs from data dtype ",
+                    dtype_name(ctx.input(0).dtype));
+  GRAFT_RETURN_IF_ERROR(check_scatter_reduction(ctx));
+  const TensorDesc& data = ctx.input(0);
+  const TensorDesc& ind = ctx.input(1);
+  const TensorDesc& upd = ctx.input(2);
+  if (data.shape && ind.shape && upd.shape && ind.rank() >= 1 && ind.shape->back().is_const()) {
+    const int64_t m = ind.shape->back().value();
+    if (m > data.rank())
+      return ctx.fail("indices ", ind.to_string(), " address ", m, " dims but data has rank ", data.rank());
+    if (upd.rank() != ind.rank() - 1 + data.rank() - m)
+      return ctx.fail("updates ", upd.to_string(), " must have rank ", ind.rank() - 1 + data.rank() - m,
+                      " for data ", data.to_string(), " and indices ", ind.to_string());
+  }
+  ctx.set_output(0, data);
+  return Status::ok();
+}
+
+Status infer_top_k(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI64}));
+  for (const char* a : {"axis", "largest", "sorted"}) {
+    auto r = ctx.attrs().get_int(a, 0);
+    if (!r) return Status(r.status()).with_attribute(a);
+  }
+  const TensorDesc& x = ctx.input(0);
+  std::optional<Shape> s;
+  if (x.shape) {
+    if (x.rank() == 0) return ctx.fail("input 0 must have rank >= 1, got a scalar");
+    auto a = normalize_axis(ctx.attrs().get_int("axis", -1).value(), x.rank());
+    if (!a) return Status(a.status()).with_attribute("axis");
+    Dim k = ctx.unknown_dim();
+    if (auto kv = ctx.input_dims_value(1)) {
+      if (kv->size() != 1) return ctx.fail("input K must hold one value, got ", static_cast<int64_t>(kv->size()));
+      k = (*kv)[0];
+      if (k.is_const() && k.value() < 0) return ctx.fail("input K must be >= 0, got ", k.value());
+      const Dim& n = (*x.shape)[a.value()];
+      if (k.is_const() && n.is_const() && k.value() > n.value())
+        return ctx.fail("input K = ", k.value(), " exceeds axis ", a.value(), " of ", x.to_string());
+    }
+    s = *x.shape;
+    (*s)[a.value()] = k;
+  }
+  ctx.set_output(0, desc_of(x.dtype, s));
+  if (ctx.num_outputs() > 1) ctx.set_output(1, desc_of(kI64, s));
+  return Status::ok();
+}
+
+// DepthToSpace (to_space) and SpaceToDepth over NCHW.
+Status infer_depth_space(InferContext& ctx, bool to_space) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  auto bs = ctx.attrs().get_int("blocksize", 0);
+  if (!bs) return Status(bs.status()).with_attribute("blocksize");
+  if (!ctx.attrs().find("blocksize")) return Status(ctx.fail("is required")).with_attribute("blocksize");
+  if (bs.value() < 1) return Status(ctx.fail("must be >= 1, got ", bs.value())).with_attribute("blocksize");
+  if (to_space) {
+    auto mode = ctx.attrs().get_string("mode", "DCR");
+    if (!mode) return Status(mode.status()).with_attribute("mode");
+    if (mode.value() != "DCR" && mode.value() != "CRD")
+      return Status(ctx.fail("must be DCR or CRD, got '", mode.value(), "'")).with_attribute("mode");
+  }
+  const TensorDesc& x = ctx.input(0);
+  if (!x.shape) {
+    ctx.set_output(0, x);
+    return Status::ok();
+  }
+  if (x.rank() != 4) return ctx.fail("input must be 4-D NCHW, got ", x.to_string());
+  const Shape& in = *x.shape;
+  const Dim b(bs.value()), bb(bs.value() * bs.value());
+  auto divisible = [&](const Dim& d, const Dim& by, const char* what) -> Status {
+    if (d.is_const() && d.value() % by.value() != 0)
+      return ctx.fail(what, " ", d.value(), " of ", x.to_string(), " is not divisible by ", by.value());
+    return Status::ok();
+  };
+  Shape s;
+  if (to_space) {
+    GRAFT_RETURN_IF_ERROR(divisible(in[1], bb, "channels"));
+    s = {in[0], floor_div(in[1], bb), in[2] * b, in[3] * b};
+  } else {
+    GRAFT_RETURN_IF_ERROR(divisible(in[2], b, "height"));
+    GRAFT_RETURN_IF_ERROR(divisible(in[3], b, "width"));
+    s = {in[0], in[1] * bb, floor_div(in[2], b), floor_div(in[3], b)};
+  }
+  ctx.set_output(0, desc_of(x.dtype, s));
+  return Status::ok();
+}
+Status infer_depth_to_space(InferContext& ctx) { return infer_depth_space(ctx, true); }
+Status infer_space_to_depth(InferContext& ctx) { return infer_depth_space(ctx, false); }
+
+Status infer_compress(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kBool}));
+  const TensorDesc& x = ctx.input(0);
+  const TensorDesc& cond = ctx.input(1);
+  if (cond.shape && cond.rank() != 1) return ctx.fail("condition must be 1-D, got ", cond.to_string());
+  const AttrValue* axis_attr = ctx.attrs().find("axis");
+  if (!x.shape) {
+    ctx.set_output(0, desc_of(x.dtype, std::nullopt));
+    return Status::ok();
+  }
+  Dim n = ctx.unknown_dim();
+  if (const Tensor* c = ctx.input_value(1); c && c->device() == DeviceType::kCPU) {
+    const auto v = c->to_int64_vector();
+    n = Dim(static_cast<int64_t>(std::count_if(v.begin(), v.end(), [](int64_t e) { return e != 0; })));
+  }
+  if (!axis_attr) {  // no axis: the input is flattened first
+    ctx.set_output(0, desc_of(x.dtype, Shape{n}));
+    return Status::ok();
+  }
+  auto axis = ctx.attrs().get_int("axis", 0);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  auto a = normalize_axis(axis.value(), x.rank());
+  if (!a) return Status(a.status()).with_attribute("axis");
+  Shape s = *x.shape;
+  s[a.value()] = n;
+  ctx.set_output(0, desc_of(x.dtype, s));
+  return Status::ok();
+}
+
+Status infer_mean(InferContext& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.fail("needs at least one input");
+  std::optional<Shape> out;
+  bool known = true;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    GRAFT_RETURN_IF_ERROR(check_dtype(ctx, i, kFloatTypes));
+    if (ctx.input(i).dtype != ctx.input(0).dtype)
+      return ctx.fail("input ", static_cast<int64_t>(i), " has dtype ", dtype_name(ctx.input(i).dtype),
+                      " but input 0 has ", dtype_name(ctx.input(0).dtype));
+    if (!ctx.input(i).shape) {
+      known = false;
+      continue;
+    }
+    if (!out) {
+      out = *ctx.input(i).shape;
+      continue;
+    }
+    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*out, *ctx.input(i).shape));
+    out = std::move(s);
+  }
+  ctx.set_output(0, desc_of(ctx.input(0).dtype, known ? out : std::nullopt));
+  return Status::ok();
+}
+
 }  // namespace
 
 void append_extra_ops(std::vector<BuiltinOp>& out) {
@@ -394,6 +580,13 @@ void append_extra_ops(std::vector<BuiltinOp>& out) {
       {"CumSum", 11, infer_cumsum, cpu::cumsum},
       {"ScatterElements", 11, infer_scatter_elements, cpu::scatter_elements},
       {"OneHot", 11, infer_one_hot, cpu::one_hot},
+      {"GatherND", 12, infer_gather_nd, cpu::gather_nd},
+      {"ScatterND", 11, infer_scatter_nd, cpu::scatter_nd},
+      {"TopK", 11, infer_top_k, cpu::top_k},
+      {"DepthToSpace", 11, infer_depth_to_space, cpu::depth_to_space},
+      {"SpaceToDepth", 11, infer_space_to_depth, cpu::space_to_depth},
+      {"Compress", 11, infer_compress, cpu::compress},
+      {"Mean", 11, infer_mean, cpu::mean},
   };
   out.insert(out.end(), ops.begin(), ops.end());
 }

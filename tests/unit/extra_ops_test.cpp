@@ -451,3 +451,100 @@ TEST(ExtraKernels, CumSumScatterElementsOneHot) {
     for (int64_t i = 0; i < 4; ++i) want.push_back((static_cast<int64_t>(oh_ind.get(i)) + 5) % 5 == d ? 7 : -2);
   expect_close(r.value()[0], want, "OneHot");
 }
+
+TEST(ExtraKernels, TopKGatherNDCompressMean) {
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  // Narrow integer range so ties occur: equal values must come out in index order.
+  Tensor x = random_tensor(DataType::kInt32, {3, 6}, rng, -3, 3);
+  for (int64_t largest : {0, 1}) {
+    auto r = run_op("TopK", {x, Tensor::vector_int64({4})}, attrs_of({{"axis", int64_t{1}}, {"largest", largest}}), 11, 2);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    std::vector<double> want_v, want_i;
+    for (int64_t i = 0; i < 3; ++i) {
+      std::vector<bool> used(6, false);
+      for (int t = 0; t < 4; ++t) {  // selection: best unused value, lowest index on ties
+        int64_t best = -1;
+        for (int64_t j = 0; j < 6; ++j) {
+          if (used[j]) continue;
+          const double e = x.get(i * 6 + j);
+          if (best < 0 || (largest ? e > x.get(i * 6 + best) : e < x.get(i * 6 + best))) best = j;
+        }
+        used[best] = true;
+        want_v.push_back(x.get(i * 6 + best));
+        want_i.push_back(static_cast<double>(best));
+      }
+    }
+    expect_close(r.value()[0], want_v, "TopK values");
+    expect_close(r.value()[1], want_i, "TopK indices");
+  }
+
+  Tensor data = random_tensor(DataType::kFloat32, {2, 3, 4}, rng);
+  Tensor ind = Tensor::empty(DataType::kInt64, {2, 2});  // batch_dims=1: per batch one (row, col) tuple
+  std::uniform_int_distribution<int> ri(0, 2), ci(-4, 3);
+  for (int64_t t = 0; t < 2; ++t) {
+    ind.set(t * 2, ri(rng));
+    ind.set(t * 2 + 1, ci(rng));
+  }
+  auto r = run_op("GatherND", {data, ind}, attrs_of({{"batch_dims", int64_t{1}}}), 13);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  ASSERT_EQ(r.value()[0].dims(), (std::vector<int64_t>{2}));
+  std::vector<double> want;
+  for (int64_t bt = 0; bt < 2; ++bt) {
+    int64_t row = static_cast<int64_t>(ind.get(bt * 2)), col = static_cast<int64_t>(ind.get(bt * 2 + 1));
+    if (col < 0) col += 4;
+    want.push_back(data.get((bt * 3 + row) * 4 + col));
+  }
+  expect_close(r.value()[0], want, "GatherND batch_dims 1");
+
+  Tensor cond = Tensor::empty(DataType::kBool, {3});
+  std::bernoulli_distribution coin(0.5);
+  for (int64_t i = 0; i < 3; ++i) cond.set(i, coin(rng));
+  r = run_op("Compress", {data, cond}, attrs_of({{"axis", int64_t{1}}}), 11);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  want.clear();
+  for (int64_t a = 0; a < 2; ++a)
+    for (int64_t b = 0; b < 3; ++b)
+      for (int64_t c = 0; c < 4; ++c)
+        if (cond.get(b) != 0) want.push_back(data.get((a * 3 + b) * 4 + c));
+  expect_close(r.value()[0], want, "Compress axis 1");
+
+  Tensor m1 = random_tensor(DataType::kFloat64, {3, 1}, rng), m2 = random_tensor(DataType::kFloat64, {4}, rng);
+  r = run_op("Mean", {m1, m2, m1}, {}, 13);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  want.clear();
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 4; ++j) want.push_back((2 * m1.get(i) + m2.get(j)) / 3);
+  expect_close(r.value()[0], want, "Mean");
+}
+
+TEST(ExtraKernels, DepthToSpaceModes) {
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int64_t N = 2, C = 2, H = 3, W = 2, b = 2;
+  Tensor x = random_tensor(DataType::kFloat32, {N, C * b * b, H, W}, rng);
+  for (const char* mode : {"DCR", "CRD"}) {
+    auto r = run_op("DepthToSpace", {x}, attrs_of({{"blocksize", b}, {"mode", std::string(mode)}}), 13);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    ASSERT_EQ(r.value()[0].dims(), (std::vector<int64_t>{N, C, H * b, W * b}));
+    std::vector<double> want;
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t hh = 0; hh < H * b; ++hh)
+          for (int64_t ww = 0; ww < W * b; ++ww) {
+            const int64_t i = hh % b, j = ww % b;
+            const int64_t src_c = std::string(mode) == "DCR" ? (i * b + j) * C + c : (c * b + i) * b + j;
+            want.push_back(x.get(((n * C * b * b + src_c) * H + hh / b) * W + ww / b));
+          }
+    expect_close(r.value()[0], want, std::string("DepthToSpace ") + mode);
+    if (std::string(mode) == "DCR") {  // SpaceToDepth inverts DCR
+      auto back = run_op("SpaceToDepth", {r.value()[0]}, attrs_of({{"blocksize", b}}), 13);
+      ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+      expect_close(back.value()[0], values(x), "SpaceToDepth(DepthToSpace(x))");
+    }
+  }
+  EXPECT_FALSE(run_op("DepthToSpace", {x}, attrs_of({{"blocksize", int64_t{3}}}), 13).is_ok());
+  EXPECT_FALSE(run_op("DepthToSpace", {x}, attrs_of({{"blocksize", b}, {"mode", std::string("XYZ")}}), 13).is_ok());
+}

@@ -181,6 +181,37 @@ Status reduce_more(ExecContext& ctx, Reduction kind) {
   }, [&](DataType t) { return bad_dtype(ctx, t); });
 }
 
+// y[dest[i]] = combine(y[dest[i]], upd[i]) for every update element, in order (later duplicates win
+// for "none"). Shared by ScatterElements and ScatterND.
+Status apply_updates(const ExecContext& ctx, Tensor& y, const Tensor& upd, const std::vector<int64_t>& dest,
+                     const std::string& red) {
+  if (red == "none") {
+    const size_t es = dtype_size(y.dtype());
+    for (size_t i = 0; i < dest.size(); ++i)
+      std::memcpy(static_cast<char*>(y.data()) + dest[i] * es, static_cast<const char*>(upd.data()) + i * es, es);
+    return Status::ok();
+  }
+  if (red != "add" && red != "mul" && red != "max" && red != "min")
+    return attr_error("reduction", "must be none, add, mul, max or min, got '", red, "'");
+  return visit_numeric(y.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    using C = decltype(Tr::load(nullptr, 0));
+    for (size_t i = 0; i < dest.size(); ++i) {
+      const C cur = Tr::load(y.data(), dest[i]), u = Tr::load(upd.data(), static_cast<int64_t>(i));
+      const C r = red == "add" ? static_cast<C>(cur + u) : red == "mul" ? static_cast<C>(cur * u)
+                  : red == "max" ? std::max(cur, u) : std::min(cur, u);
+      Tr::store(y.data(), dest[i], r);
+    }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> st(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) st[d - 1] = st[d] * dims[d];
+  return st;
+}
+
 }  // namespace
 
 Status arg_max(ExecContext& ctx) { return arg_reduce(ctx, true); }
@@ -486,25 +517,7 @@ Status scatter_elements(ExecContext& ctx) {
     }
     dest[i] = off;
   }
-  if (red == "none") {
-    const size_t es = dtype_size(data.dtype());
-    for (int64_t i = 0; i < ind.numel(); ++i)
-      std::memcpy(static_cast<char*>(y.data()) + dest[i] * es, static_cast<const char*>(upd.data()) + i * es, es);
-    return Status::ok();
-  }
-  if (red != "add" && red != "mul" && red != "max" && red != "min")
-    return attr_error("reduction", "must be none, add, mul, max or min, got '", red, "'");
-  return visit_numeric(data.dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    using C = decltype(Tr::load(nullptr, 0));
-    for (int64_t i = 0; i < ind.numel(); ++i) {
-      const C cur = Tr::load(y.data(), dest[i]), u = Tr::load(upd.data(), i);
-      const C r = red == "add" ? static_cast<C>(cur + u) : red == "mul" ? static_cast<C>(cur * u)
-                  : red == "max" ? std::max(cur, u) : std::min(cur, u);
-      Tr::store(y.data(), dest[i], r);
-    }
-    return Status::ok();
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
+  return apply_updates(ctx, y, upd, dest, red);
 }
 
 Status one_hot(ExecContext& ctx) {
@@ -534,6 +547,215 @@ Status one_hot(ExecContext& ctx) {
       for (int64_t d = 0; d < depth; ++d)
         std::memcpy(static_cast<char*>(y.data()) + ((o * depth + d) * inner + i) * es, off_v + (d == k ? es : 0), es);
     }
+  return Status::ok();
+}
+
+Status gather_nd(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& data = *ctx.inputs[0];
+  const Tensor& ind = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t b, attrs_of(ctx).get_int("batch_dims", 0));
+  const int64_t r = data.rank(), q = ind.rank();
+  if (q < 1 || b < 0 || b >= std::min(r, q))
+    return attr_error("batch_dims", "GatherND batch_dims ", b, " does not fit data rank ", r, " and indices rank ", q);
+  const int64_t m = ind.dims().back();
+  if (m < 1 || m > r - b)
+    return error(StatusCode::kInvalidModel, "GatherND indices address ", m, " dims of data ", ints_to_string(data.dims()));
+  for (int64_t d = 0; d < b; ++d)
+    if (data.dims()[d] != ind.dims()[d])
+      return error(StatusCode::kInvalidModel, "GatherND batch dim ", d, " differs: data ", ints_to_string(data.dims()),
+                   ", indices ", ints_to_string(ind.dims()));
+  int64_t batches = 1, slice = 1;
+  for (int64_t d = 0; d < b; ++d) batches *= data.dims()[d];
+  for (int64_t d = b + m; d < r; ++d) slice *= data.dims()[d];
+  const int64_t tuples_per_batch = batches ? ind.numel() / m / batches : 0;
+  const int64_t batch_stride = batches ? data.numel() / batches : 0;
+  const auto st = row_major_strides(data.dims());
+  const auto idx = ind.to_int64_vector();
+  const size_t es = dtype_size(data.dtype());
+  GRAFT_CHECK(y.numel() == batches * tuples_per_batch * slice && y.dtype() == data.dtype());
+  for (int64_t bt = 0; bt < batches; ++bt)
+    for (int64_t t = 0; t < tuples_per_batch; ++t) {
+      const int64_t tuple = bt * tuples_per_batch + t;
+      int64_t off = bt * batch_stride;
+      for (int64_t j = 0; j < m; ++j) {
+        const int64_t extent = data.dims()[b + j];
+        int64_t k = idx[tuple * m + j];
+        if (k < 0) k += extent;
+        if (k < 0 || k >= extent)
+          return error(StatusCode::kRuntimeError, "GatherND index ", idx[tuple * m + j], " is out of range for data dim ",
+                       b + j, " of size ", extent);
+        off += k * st[b + j];
+      }
+      std::memcpy(static_cast<char*>(y.data()) + tuple * slice * es, static_cast<const char*>(data.data()) + off * es,
+                  slice * es);
+    }
+  return Status::ok();
+}
+
+Status scatter_nd(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 3));
+  const Tensor& data = *ctx.inputs[0];
+  const Tensor& ind = *ctx.inputs[1];
+  const Tensor& upd = *ctx.inputs[2];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(std::string red, attrs_of(ctx).get_string("reduction", "none"));
+  const int64_t m = ind.rank() ? ind.dims().back() : 0;
+  if (ind.rank() < 1 || m > data.rank() || upd.dtype() != data.dtype())
+    return error(StatusCode::kInvalidModel, "ScatterND indices ", ints_to_string(ind.dims()), " do not fit data ",
+                 ints_to_string(data.dims()));
+  std::vector<int64_t> want_upd(ind.dims().begin(), ind.dims().end() - 1);
+  want_upd.insert(want_upd.end(), data.dims().begin() + m, data.dims().end());
+  if (upd.dims() != want_upd)
+    return error(StatusCode::kInvalidModel, "ScatterND updates have shape ", ints_to_string(upd.dims()), ", expected ",
+                 ints_to_string(want_upd));
+  GRAFT_CHECK(y.nbytes() == data.nbytes() && y.dtype() == data.dtype());
+  if (data.nbytes()) std::memcpy(y.data(), data.data(), data.nbytes());
+  int64_t slice = 1;
+  for (int64_t d = m; d < data.rank(); ++d) slice *= data.dims()[d];
+  const auto st = row_major_strides(data.dims());
+  const auto idx = ind.to_int64_vector();
+  const int64_t tuples = m ? ind.numel() / m : 0;
+  std::vector<int64_t> dest;
+  dest.reserve(static_cast<size_t>(upd.numel()));
+  for (int64_t t = 0; t < tuples; ++t) {
+    int64_t off = 0;
+    for (int64_t j = 0; j < m; ++j) {
+      int64_t k = idx[t * m + j];
+      if (k < 0) k += data.dims()[j];
+      if (k < 0 || k >= data.dims()[j])
+        return error(StatusCode::kRuntimeError, "ScatterND index ", idx[t * m + j], " is out of range for data dim ", j,
+                     " of size ", data.dims()[j]);
+      off += k * st[j];
+    }
+    for (int64_t e = 0; e < slice; ++e) dest.push_back(off + e);
+  }
+  return apply_updates(ctx, y, upd, dest, red);
+}
+
+Status top_k(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& vals = *ctx.outputs[0];
+  Tensor* inds = ctx.outputs.size() > 1 ? ctx.outputs[1] : nullptr;
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", -1));
+  GRAFT_ASSIGN_OR_RETURN(int64_t largest, attrs.get_int("largest", 1));
+  const auto kv = ctx.inputs[1]->to_int64_vector();
+  if (kv.size() != 1) return error(StatusCode::kInvalidModel, "TopK input K must hold one value");
+  auto axis = normalize_axis(axis_attr, x.rank());
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  const AxisView v = axis_view(x.dims(), axis.value(), false);
+  const int64_t k = kv[0];
+  if (k < 0 || k > v.n)
+    return error(StatusCode::kRuntimeError, "TopK K = ", k, " is outside [0, ", v.n, "] for axis ", axis.value());
+  GRAFT_CHECK(vals.numel() == v.outer * k * v.inner);
+  if (inds) GRAFT_CHECK(inds->dtype() == DataType::kInt64 && inds->numel() == vals.numel());
+  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    std::vector<int64_t> order(static_cast<size_t>(v.n));
+    for (int64_t o = 0; o < v.outer; ++o)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        const int64_t base = o * v.n * v.inner + i;
+        auto at = [&](int64_t t) { return Tr::load(x.data(), base + t * v.inner); };
+        for (int64_t t = 0; t < v.n; ++t) order[t] = t;
+        // Always sorted (allowed for sorted=0 too); a stable sort keeps equal values in index order.
+        std::stable_sort(order.begin(), order.end(),
+                         [&](int64_t p, int64_t q) { return largest ? at(p) > at(q) : at(p) < at(q); });
+        for (int64_t t = 0; t < k; ++t) {
+          const int64_t out = (o * k + t) * v.inner + i;
+          Tr::store(vals.data(), out, at(order[t]));
+          if (inds) inds->data_as<int64_t>()[out] = order[t];
+        }
+      }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+namespace {
+
+Status depth_space(ExecContext& ctx, bool to_space) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t b, attrs_of(ctx).get_int("blocksize", 0));
+  GRAFT_ASSIGN_OR_RETURN(std::string mode, attrs_of(ctx).get_string("mode", "DCR"));
+  if (x.rank() != 4 || b < 1) return error(StatusCode::kInvalidModel, op_name(ctx), " needs 4-D input and blocksize >= 1");
+  GRAFT_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype() && y.rank() == 4);
+  // Walk the depth (fewer channels, larger space) side; `space` is the other tensor.
+  const Tensor& deep = to_space ? x : y;
+  const Tensor& space = to_space ? y : x;
+  const int64_t N = space.dims()[0], C = space.dims()[1], H = deep.dims()[2], W = deep.dims()[3];
+  const int64_t SH = space.dims()[2], SW = space.dims()[3];
+  const bool crd = to_space && mode == "CRD";
+  const size_t es = dtype_size(x.dtype());
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t h = 0; h < H; ++h)
+        for (int64_t w = 0; w < W; ++w)
+          for (int64_t i = 0; i < b; ++i)
+            for (int64_t j = 0; j < b; ++j) {
+              const int64_t dc = crd ? (c * b + i) * b + j : (i * b + j) * C + c;
+              const int64_t d_off = ((n * C * b * b + dc) * H + h) * W + w;
+              const int64_t s_off = ((n * C + c) * SH + h * b + i) * SW + w * b + j;
+              const int64_t src = to_space ? d_off : s_off, dst = to_space ? s_off : d_off;
+              std::memcpy(static_cast<char*>(y.data()) + dst * es, static_cast<const char*>(x.data()) + src * es, es);
+            }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status depth_to_space(ExecContext& ctx) { return depth_space(ctx, true); }
+Status space_to_depth(ExecContext& ctx) { return depth_space(ctx, false); }
+
+Status compress(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  const auto cond = ctx.inputs[1]->to_int64_vector();
+  const AttributeMap& attrs = attrs_of(ctx);
+  const bool has_axis = attrs.find("axis") != nullptr;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", 0));
+  std::vector<int64_t> dims = has_axis ? x.dims() : std::vector<int64_t>{x.numel()};
+  auto axis = normalize_axis(has_axis ? axis_attr : 0, static_cast<int64_t>(dims.size()));
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  const AxisView v = axis_view(dims, axis.value(), false);
+  if (static_cast<int64_t>(cond.size()) > v.n)
+    return error(StatusCode::kInvalidModel, "Compress condition has ", static_cast<int64_t>(cond.size()),
+                 " entries but the axis has ", v.n);
+  std::vector<int64_t> keep;
+  for (int64_t t = 0; t < static_cast<int64_t>(cond.size()); ++t)
+    if (cond[t]) keep.push_back(t);
+  const int64_t kn = static_cast<int64_t>(keep.size());
+  GRAFT_CHECK(y.numel() == v.outer * kn * v.inner && y.dtype() == x.dtype());
+  const size_t es = dtype_size(x.dtype());
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t t = 0; t < kn; ++t)
+      std::memcpy(static_cast<char*>(y.data()) + (o * kn + t) * v.inner * es,
+                  static_cast<const char*>(x.data()) + (o * v.n + keep[t]) * v.inner * es, v.inner * es);
+  return Status::ok();
+}
+
+Status mean(ExecContext& ctx) {
+  if (ctx.inputs.empty() || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, "Mean kernel called without inputs or output");
+  Tensor& y = *ctx.outputs[0];
+  std::vector<std::vector<int64_t>> operand_dims;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    if (!ctx.inputs[i] || ctx.inputs[i]->dtype() != y.dtype())
+      return error(StatusCode::kInvalidModel, "Mean input ", static_cast<int64_t>(i), " is missing or has another dtype");
+    operand_dims.push_back(ctx.inputs[i]->dims());
+  }
+  if (!dtype_is_float(y.dtype())) return bad_dtype(ctx, y.dtype());
+  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), operand_dims));
+  const double n = static_cast<double>(ctx.inputs.size());
+  for (int64_t e = 0; e < y.numel(); ++e, w.next()) {
+    double s = 0;
+    for (size_t i = 0; i < ctx.inputs.size(); ++i) s += ctx.inputs[i]->get(w.offset(i));
+    y.set(e, s / n);
+  }
   return Status::ok();
 }
 

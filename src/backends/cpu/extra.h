@@ -42,5 +42,12 @@ Status is_inf(ExecContext& ctx);
 Status cumsum(ExecContext& ctx);
 Status scatter_elements(ExecContext& ctx);
 Status one_hot(ExecContext& ctx);
+Status gather_nd(ExecContext& ctx);
+Status scatter_nd(ExecContext& ctx);
+Status top_k(ExecContext& ctx);  // ties keep the lower index first
+Status depth_to_space(ExecContext& ctx);
+Status space_to_depth(ExecContext& ctx);
+Status compress(ExecContext& ctx);
+Status mean(ExecContext& ctx);
 
 }  // namespace graft::cpu
