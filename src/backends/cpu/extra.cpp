@@ -302,7 +302,9 @@ Status trilu(ExecContext& ctx) {
   const int64_t rows = x.dims()[x.rank() - 2], cols = x.dims()[x.rank() - 1];
   const size_t esize = dtype_size(x.dtype());
   if (y.nbytes()) std::memset(y.data(), 0, y.nbytes());  // zero is all-bits-zero for every graft dtype
-  for (int64_t m = 0, n = rows * cols != 0 ? x.numel() / (rows * cols) : 0; m < n; ++m)
+  const int64_t plane = rows * cols;
+  const int64_t planes = plane != 0 ? x.numel() / plane : 0;
+  for (int64_t m = 0; m < planes; ++m)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < cols; ++c) {
         const bool keep = upper ? c - r >= k : c - r <= k;
