@@ -11,19 +11,14 @@
 
 #include "backends/cpu/extra.h"
 #include "backends/cpu/reduce.h"
+#include "ops/infer_util.h"
 #include "ops/operator.h"
 
 namespace graft {
 namespace {
 
-constexpr DataType kF32 = DataType::kFloat32, kF16 = DataType::kFloat16, kF64 = DataType::kFloat64,
-                   kBF16 = DataType::kBFloat16, kI8 = DataType::kInt8, kU8 = DataType::kUInt8,
-                   kI32 = DataType::kInt32, kI64 = DataType::kInt64, kBool = DataType::kBool;
+using namespace infer;
 
-const std::vector<DataType> kFloatTypes{kF32, kF16, kF64, kBF16};
-const std::vector<DataType> kSignedTypes{kF32, kF16, kF64, kBF16, kI8, kI32, kI64};
-const std::vector<DataType> kNumericTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI32, kI64};
-const std::vector<DataType> kAllTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI32, kI64, kBool};
 
 TensorDesc desc_of(DataType t, std::optional<Shape> s) {
   TensorDesc d;
@@ -32,33 +27,8 @@ TensorDesc desc_of(DataType t, std::optional<Shape> s) {
   return d;
 }
 
-Status check_dtype(const InferContext& ctx, size_t i, const std::vector<DataType>& allowed) {
-  if (!ctx.has_input(i)) return ctx.fail("required input ", static_cast<int64_t>(i), " is missing");
-  DataType t = ctx.input(i).dtype;
-  if (std::find(allowed.begin(), allowed.end(), t) == allowed.end()) {
-    std::string list;
-    for (DataType a : allowed) list += (list.empty() ? "" : ", ") + std::string(dtype_name(a));
-    return error(StatusCode::kUnsupported, "input ", static_cast<int64_t>(i), " ('", ctx.node().inputs[i]->name,
-                 "') has dtype ", dtype_name(t), "; ", ctx.node().op_type, " supports ", list);
-  }
-  return Status::ok();
-}
-
-Status check_float_attr(const InferContext& ctx, const char* name) {
-  auto r = ctx.attrs().get_float(name, 0.0f);
-  if (!r) return Status(r.status()).with_attribute(name);
-  return Status::ok();
-}
-
 // ---- unary ------------------------------------------------------------------------------------
 
-Status infer_unary(InferContext& ctx, const std::vector<DataType>& allowed) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
-  ctx.set_output(0, ctx.input(0));
-  return Status::ok();
-}
-Status infer_unary_float(InferContext& ctx) { return infer_unary(ctx, kFloatTypes); }
-Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, kNumericTypes); }
 
 Status infer_selu(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "alpha"));

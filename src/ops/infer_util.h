@@ -1,0 +1,59 @@
+// Helpers shared by the builtin ops' inference functions: dtype sets, input checks, unary rules.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "ops/operator.h"
+
+namespace graft::infer {
+
+inline constexpr DataType kF32 = DataType::kFloat32, kF16 = DataType::kFloat16, kF64 = DataType::kFloat64,
+                          kBF16 = DataType::kBFloat16, kI8 = DataType::kInt8, kU8 = DataType::kUInt8,
+                          kI32 = DataType::kInt32, kI64 = DataType::kInt64, kBool = DataType::kBool;
+
+inline const std::vector<DataType> kFloatTypes{kF32, kF16, kF64, kBF16};
+inline const std::vector<DataType> kSignedTypes{kF32, kF16, kF64, kBF16, kI8, kI32, kI64};
+inline const std::vector<DataType> kNumericTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI32, kI64};
+inline const std::vector<DataType> kAllTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI32, kI64, kBool};
+
+inline std::string dtype_list(const std::vector<DataType>& ts) {
+  std::string s;
+  for (DataType t : ts) s += (s.empty() ? "" : ", ") + std::string(dtype_name(t));
+  return s;
+}
+
+inline Status require_input(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return ctx.fail("required input ", static_cast<int64_t>(i), " is missing");
+  return Status::ok();
+}
+
+// kUnsupported naming the input, its dtype and what the op supports.
+inline Status check_dtype(const InferContext& ctx, size_t i, const std::vector<DataType>& allowed) {
+  GRAFT_RETURN_IF_ERROR(require_input(ctx, i));
+  DataType t = ctx.input(i).dtype;
+  if (std::find(allowed.begin(), allowed.end(), t) == allowed.end())
+    return error(StatusCode::kUnsupported, "input ", static_cast<int64_t>(i), " ('", ctx.node().inputs[i]->name,
+                 "') has dtype ", dtype_name(t), "; ", ctx.node().op_type, " supports ", dtype_list(allowed));
+  return Status::ok();
+}
+
+// A float attribute, when present, must be a float (the error names it).
+inline Status check_float_attr(const InferContext& ctx, const char* name) {
+  auto r = ctx.attrs().get_float(name, 0.0f);
+  if (!r) return Status(r.status()).with_attribute(name);
+  return Status::ok();
+}
+
+// Output 0 is input 0's dtype and shape.
+inline Status infer_unary(InferContext& ctx, const std::vector<DataType>& allowed) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+inline Status infer_unary_float(InferContext& ctx) { return infer_unary(ctx, kFloatTypes); }
+inline Status infer_unary_signed(InferContext& ctx) { return infer_unary(ctx, kSignedTypes); }
+inline Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, kNumericTypes); }
+
+}  // namespace graft::infer
