@@ -7,6 +7,7 @@
 #include <string>
 
 #include "backends/cpu/element_traits.h"
+#include "backends/cpu/unary_kernel.h"
 
 namespace graft::cpu {
 
@@ -58,39 +59,6 @@ void BroadcastWalker::next() {
 namespace {
 
 using detail::BroadcastWalker;
-
-Status bad_dtype(const ExecContext& ctx, DataType t) {
-  return error(StatusCode::kUnsupported, "the CPU reference kernel of ", ctx.node ? ctx.node->op_type : "op",
-               " does not support dtype ", dtype_name(t));
-}
-
-Status check_io(const ExecContext& ctx, size_t min_inputs) {
-  if (ctx.inputs.size() < min_inputs || ctx.outputs.empty() || !ctx.outputs[0])
-    return error(StatusCode::kInternal, "kernel called with ", static_cast<int64_t>(ctx.inputs.size()),
-                 " inputs and ", static_cast<int64_t>(ctx.outputs.size()), " outputs");
-  for (size_t i = 0; i < min_inputs; ++i)
-    if (!ctx.inputs[i]) return error(StatusCode::kInvalidModel, "required input ", static_cast<int64_t>(i), " is missing");
-  return Status::ok();
-}
-
-template <typename Tr, typename F>
-Status map_unary(ExecContext& ctx, F f) {
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  GRAFT_CHECK(x.numel() == y.numel());
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) Tr::store(y.data(), i, f(Tr::load(x.data(), i)));
-  return Status::ok();
-}
-
-// Unary float op: f is a generic callable over the compute type (float or double).
-template <typename F>
-Status unary_float(ExecContext& ctx, F f) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  return visit_float(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    return map_unary<Tr>(ctx, f);
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
-}
 
 // out = f(a, b) with broadcasting; TrA, TrB, TrOut give the storage types.
 template <typename TrA, typename TrB, typename TrOut, typename F>

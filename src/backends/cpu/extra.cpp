@@ -11,6 +11,7 @@
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/elementwise.h"
 #include "backends/cpu/kernel_util.h"
+#include "backends/cpu/unary_kernel.h"
 #include "backends/cpu/reduce.h"
 
 namespace graft::cpu {
@@ -18,44 +19,9 @@ namespace {
 
 using detail::BroadcastWalker;
 
-const char* op_name(const ExecContext& ctx) { return ctx.node ? ctx.node->op_type.c_str() : "op"; }
-
-Status bad_dtype(const ExecContext& ctx, DataType t) {
-  return error(StatusCode::kUnsupported, "the CPU reference kernel of ", op_name(ctx), " does not support dtype ",
-               dtype_name(t));
-}
-
-Status check_io(const ExecContext& ctx, size_t min_inputs) {
-  if (ctx.inputs.size() < min_inputs || ctx.outputs.empty() || !ctx.outputs[0])
-    return error(StatusCode::kInternal, op_name(ctx), " kernel called with ", static_cast<int64_t>(ctx.inputs.size()),
-                 " inputs and ", static_cast<int64_t>(ctx.outputs.size()), " outputs");
-  for (size_t i = 0; i < min_inputs; ++i)
-    if (!ctx.inputs[i]) return error(StatusCode::kInvalidModel, "required input ", static_cast<int64_t>(i), " is missing");
-  return Status::ok();
-}
-
 const AttributeMap& attrs_of(const ExecContext& ctx) {
   static const AttributeMap kEmpty;
   return ctx.attrs ? *ctx.attrs : kEmpty;
-}
-
-template <typename Tr, typename OutTr, typename F>
-Status map_unary(ExecContext& ctx, F f) {
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  GRAFT_CHECK(x.numel() == y.numel());
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) OutTr::store(y.data(), i, f(Tr::load(x.data(), i)));
-  return Status::ok();
-}
-
-// f is generic over the compute type (float for half types and float32, double for float64).
-template <typename F>
-Status unary_float(ExecContext& ctx, F f) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  return visit_float(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    return map_unary<Tr, Tr>(ctx, f);
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
 }
 
 template <typename F>
@@ -204,12 +170,6 @@ Status apply_updates(const ExecContext& ctx, Tensor& y, const Tensor& upd, const
     }
     return Status::ok();
   }, [&](DataType t) { return bad_dtype(ctx, t); });
-}
-
-std::vector<int64_t> row_major_strides(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> st(dims.size(), 1);
-  for (size_t d = dims.size(); d-- > 1;) st[d - 1] = st[d] * dims[d];
-  return st;
 }
 
 }  // namespace
@@ -573,7 +533,7 @@ Status gather_nd(ExecContext& ctx) {
   for (int64_t d = b + m; d < r; ++d) slice *= data.dims()[d];
   const int64_t tuples_per_batch = batches ? ind.numel() / m / batches : 0;
   const int64_t batch_stride = batches ? data.numel() / batches : 0;
-  const auto st = row_major_strides(data.dims());
+  const auto st = contiguous_strides(data.dims());
   const auto idx = ind.to_int64_vector();
   const size_t es = dtype_size(data.dtype());
   GRAFT_CHECK(y.numel() == batches * tuples_per_batch * slice && y.dtype() == data.dtype());
@@ -616,7 +576,7 @@ Status scatter_nd(ExecContext& ctx) {
   if (data.nbytes()) std::memcpy(y.data(), data.data(), data.nbytes());
   int64_t slice = 1;
   for (int64_t d = m; d < data.rank(); ++d) slice *= data.dims()[d];
-  const auto st = row_major_strides(data.dims());
+  const auto st = contiguous_strides(data.dims());
   const auto idx = ind.to_int64_vector();
   const int64_t tuples = m ? ind.numel() / m : 0;
   std::vector<int64_t> dest;
