@@ -135,44 +135,7 @@ Status infer_hardmax(InferContext& ctx) {
 
 Status infer_reduce(InferContext& ctx, const std::vector<DataType>& allowed) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
-  const TensorDesc& x = ctx.input(0);
-  auto keepdims = ctx.attrs().get_int("keepdims", 1);
-  if (!keepdims) return Status(keepdims.status()).with_attribute("keepdims");
-  const bool axes_present = ctx.has_input(1);
-  if (axes_present && ctx.input(1).dtype != kI64)
-    return ctx.fail("the axes input must be int64, got ", dtype_name(ctx.input(1).dtype));
-  if (!x.shape) {
-    ctx.set_output(0, desc_of(x.dtype, std::nullopt));
-    return Status::ok();
-  }
-  const Shape& in = *x.shape;
-  std::optional<std::vector<int64_t>> axes_in;
-  if (axes_present)
-    if (const Tensor* t = ctx.input_value(1)) axes_in = t->to_int64_vector();
-  GRAFT_ASSIGN_OR_RETURN(cpu::ReduceAxes ra,
-                         cpu::resolve_reduce_axes(ctx.attrs(), static_cast<int64_t>(in.size()), axes_present, axes_in));
-  if (!ra.known) {
-    std::optional<Shape> s;
-    if (keepdims.value()) {
-      s.emplace();
-      for (const Dim& d : in) s->push_back(d == 1 ? Dim(1) : ctx.unknown_dim());
-    }
-    ctx.set_output(0, desc_of(x.dtype, s));
-    return Status::ok();
-  }
-  if (ra.noop) {
-    ctx.set_output(0, x);
-    return Status::ok();
-  }
-  Shape s;
-  for (size_t d = 0; d < in.size(); ++d) {
-    const bool reduced = ra.axes.empty() ||
-                         std::find(ra.axes.begin(), ra.axes.end(), static_cast<int64_t>(d)) != ra.axes.end();
-    if (!reduced) s.push_back(in[d]);
-    else if (keepdims.value()) s.push_back(Dim(1));
-  }
-  ctx.set_output(0, desc_of(x.dtype, s));
-  return Status::ok();
+  return infer_reduce_shape(ctx, /*axes_int64_only=*/true);
 }
 Status infer_reduce_numeric(InferContext& ctx) { return infer_reduce(ctx, kNumericTypes); }
 Status infer_reduce_float(InferContext& ctx) { return infer_reduce(ctx, kFloatTypes); }

@@ -56,4 +56,9 @@ inline Status infer_unary_float(InferContext& ctx) { return infer_unary(ctx, kFl
 inline Status infer_unary_signed(InferContext& ctx) { return infer_unary(ctx, kSignedTypes); }
 inline Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, kNumericTypes); }
 
+// Output of a ReduceXxx-style node once input 0's dtype is checked: keepdims, axes from the
+// attribute or input 1 (its dtype must be int64, or any integer type when !axes_int64_only).
+// Defined in reduce_ops.cpp.
+Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only);
+
 }  // namespace graft::infer

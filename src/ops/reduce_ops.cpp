@@ -7,6 +7,7 @@
 // coerces its input to 2-D at `axis` (default 1); from 13 it normalizes one axis (default -1).
 #include <algorithm>
 
+#include "ops/infer_util.h"
 #include "backends/cpu/reduce.h"
 #include "ops/operator.h"
 
@@ -27,47 +28,7 @@ Status infer_reduce(InferContext& ctx, bool allow_int) {
   if (!dtype_is_float(x.dtype) && !(allow_int && dtype_is_integer(x.dtype)))
     return error(StatusCode::kUnsupported, "input 0 has dtype ", dtype_name(x.dtype), "; ", ctx.node().op_type,
                  " supports float", allow_int ? " and integer" : "", " types");
-  GRAFT_ASSIGN_OR_RETURN(int64_t keepdims, ctx.attrs().get_int("keepdims", 1));
-  const bool axes_present = ctx.has_input(1);
-  if (axes_present && !dtype_is_integer(ctx.input(1).dtype))
-    return ctx.fail("the axes input must be int64, got ", dtype_name(ctx.input(1).dtype));
-  if (!x.shape) {
-    ctx.set_output(0, [&] { TensorDesc d; d.dtype = x.dtype; return d; }());
-    return Status::ok();
-  }
-  const Shape& in = *x.shape;
-  std::optional<std::vector<int64_t>> axes_in;
-  if (axes_present) {
-    if (const Tensor* t = ctx.input_value(1)) axes_in = t->to_int64_vector();
-  }
-  GRAFT_ASSIGN_OR_RETURN(cpu::ReduceAxes ra,
-                         cpu::resolve_reduce_axes(ctx.attrs(), static_cast<int64_t>(in.size()), axes_present, axes_in));
-  TensorDesc out;
-  out.dtype = x.dtype;
-  if (!ra.known) {
-    // Axes only known at run time: with keepdims the rank survives, each dim is 1 or unchanged.
-    if (keepdims) {
-      Shape s;
-      for (size_t d = 0; d < in.size(); ++d) s.push_back(in[d] == 1 ? Dim(1) : ctx.unknown_dim());
-      out.shape = s;
-    }
-    ctx.set_output(0, out);
-    return Status::ok();
-  }
-  if (ra.noop) {
-    ctx.set_output(0, x);
-    return Status::ok();
-  }
-  Shape s;
-  for (size_t d = 0; d < in.size(); ++d) {
-    bool reduced = ra.axes.empty() ||
-                   std::find(ra.axes.begin(), ra.axes.end(), static_cast<int64_t>(d)) != ra.axes.end();
-    if (!reduced) s.push_back(in[d]);
-    else if (keepdims) s.push_back(Dim(1));
-  }
-  out.shape = s;
-  ctx.set_output(0, out);
-  return Status::ok();
+  return infer::infer_reduce_shape(ctx, /*axes_int64_only=*/false);
 }
 
 Status infer_reduce_float(InferContext& ctx) { return infer_reduce(ctx, /*allow_int=*/false); }
@@ -126,6 +87,55 @@ Status infer_layer_norm(InferContext& ctx) {
 }
 
 }  // namespace
+
+namespace infer {
+
+Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only) {
+  const TensorDesc& x = ctx.input(0);
+  auto keepdims = ctx.attrs().get_int("keepdims", 1);
+  if (!keepdims) return Status(keepdims.status()).with_attribute("keepdims");
+  const bool axes_present = ctx.has_input(1);
+  if (axes_present && (axes_int64_only ? ctx.input(1).dtype != DataType::kInt64 : !dtype_is_integer(ctx.input(1).dtype)))
+    return ctx.fail("the axes input must be int64, got ", dtype_name(ctx.input(1).dtype));
+  if (!x.shape) {
+    ctx.set_output(0, [&] { TensorDesc d; d.dtype = x.dtype; return d; }());
+    return Status::ok();
+  }
+  const Shape& in = *x.shape;
+  std::optional<std::vector<int64_t>> axes_in;
+  if (axes_present)
+    if (const Tensor* t = ctx.input_value(1)) axes_in = t->to_int64_vector();
+  GRAFT_ASSIGN_OR_RETURN(cpu::ReduceAxes ra,
+                         cpu::resolve_reduce_axes(ctx.attrs(), static_cast<int64_t>(in.size()), axes_present, axes_in));
+  TensorDesc out;
+  out.dtype = x.dtype;
+  if (!ra.known) {
+    // Axes only known at run time: with keepdims the rank survives, each dim is 1 or unchanged.
+    if (keepdims.value()) {
+      Shape s;
+      for (size_t d = 0; d < in.size(); ++d) s.push_back(in[d] == 1 ? Dim(1) : ctx.unknown_dim());
+      out.shape = s;
+    }
+    ctx.set_output(0, out);
+    return Status::ok();
+  }
+  if (ra.noop) {
+    ctx.set_output(0, x);
+    return Status::ok();
+  }
+  Shape s;
+  for (size_t d = 0; d < in.size(); ++d) {
+    bool reduced = ra.axes.empty() ||
+                   std::find(ra.axes.begin(), ra.axes.end(), static_cast<int64_t>(d)) != ra.axes.end();
+    if (!reduced) s.push_back(in[d]);
+    else if (keepdims.value()) s.push_back(Dim(1));
+  }
+  out.shape = s;
+  ctx.set_output(0, out);
+  return Status::ok();
+}
+
+}  // namespace infer
 
 void append_reduce_ops(std::vector<BuiltinOp>& out) {
   const std::vector<BuiltinOp> ops = {
