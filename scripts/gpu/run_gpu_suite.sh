@@ -6,7 +6,7 @@
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: all; steps: build test python trt bench)
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild examples profile)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -151,6 +151,11 @@ if has_step trt; then
     note "TensorRT $v harness: rc=$? $(tail -1 "$LOGS/trt_$v.log")"
     grep -E '^\[FAIL\]' "$LOGS/trt_$v.log" | head -10 >> "$summary"
   done
+fi
+
+if has_step profile; then  # per-layer tables of the benchmark models' engines
+  timeout "${PROFILE_TIMEOUT_S:-240}" bash bench/profile_models.sh "$BUILDDIR" "$LOGS/profile" ${PROFILE_MODELS:-} > "$LOGS/profile.log" 2>&1
+  note "profile: rc=$?"; grep '^==' "$LOGS/profile.log" >> "$summary"
 fi
 
 if has_step bench; then
