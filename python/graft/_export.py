@@ -6,6 +6,8 @@ Dynamo exporter (torch >= 2.8 with onnxscript): graft ops become torch.onnx.ops.
 The seed's ``sym_help._onnx_stable_opsets.add(...)`` registration never worked (see _function.py).
 """
 import contextlib
+import copy
+import itertools
 import inspect
 
 import torch
@@ -145,8 +147,24 @@ def _dynamo_mode():
         _function._dynamo_exporting[0] = False
 
 
+def _traced_on_cpu(model, args):
+    """The model and its example inputs as the dynamo exporter should trace them. The fake output
+    of torch.onnx.ops.symbolic lives on the CPU (an ONNX graph has no devices), so tracing a model
+    that sits on a GPU would meet CPU and CUDA tensors in one op ("Unhandled FakeTensor Device
+    Propagation"); such a model is traced as a CPU copy, leaving the caller's model where it is."""
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    on_gpu = any(t.device.type != "cpu" for t in tensors)
+    if isinstance(model, torch.nn.Module):
+        on_gpu = on_gpu or any(t.device.type != "cpu" for t in itertools.chain(model.parameters(), model.buffers()))
+    if not on_gpu:
+        return model, args
+    if isinstance(model, torch.nn.Module):
+        model = copy.deepcopy(model).cpu()
+    return model, tuple(a.cpu() if isinstance(a, torch.Tensor) else a for a in args)
+
+
 def _export_dynamo(model, args, path, dynamic_batch, input_names, output_names, opset_version, kwargs):
-    args = _as_tuple(args)
+    model, args = _traced_on_cpu(model, _as_tuple(args))
     opts = dict(dynamo=True)
     if input_names:
         opts["input_names"] = list(input_names)

@@ -108,3 +108,18 @@ def test_dynamo_export(graft_mod, tmp_onnx):
     assert _attrs(nodes[0])["plugin_version"] == b"1"
     out = _dims(m.graph.output[0])
     assert out[1] == 4 and isinstance(out[0], str), out
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_dynamo_export_of_a_cuda_model(graft_mod, tmp_onnx):
+    """A model on the GPU exports with the dynamo exporter (traced as a CPU copy) and stays put."""
+    from graft import _export
+    ok, why = _export.dynamo_exporter_available()
+    if not ok:
+        pytest.skip(f"dynamo exporter unavailable: {why} (needs torch >= 2.8 with onnxscript)")
+    model = _model(graft_mod).cuda()
+    graft_mod.export(model, torch.randn(3, 8, device="cuda"), tmp_onnx, exporter="dynamo",
+                     input_names=["input"], output_names=["output"])
+    assert all(p.device.type == "cuda" for p in model.parameters())
+    m = onnx.load(tmp_onnx)
+    assert len(_custom_nodes(m, "CustomLayer")) == 2
