@@ -34,6 +34,11 @@ struct BuilderConfig {
   // CUDA engines: capture each input shape set once as a CUDA graph and replay it (where every
   // layer runs on the GPU). The environment variable GRAFT_CUDA_GRAPHS=0 also turns it off.
   bool cuda_graphs = true;
+  // CUDA engines: fuse layers (Conv+bias+residual+Relu, GEMM epilogues, elementwise chains).
+  bool fusion = true;
+  // CUDA engines: tensor layout of convolutions: "auto" (NHWC for float16 convolutions, where
+  // cuDNN's tensor-core kernels want channels last; NCHW otherwise), "nchw" or "nhwc".
+  std::string layout = "auto";
   // Progress reports ("import", "shape inference", "fold constants", ...); may be empty.
   std::function<void(const std::string& stage, const std::string& detail)> progress;
 };

@@ -3,6 +3,7 @@
 // elimination, and shape inference again.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -35,5 +36,24 @@ int remove_identities(Graph& graph);
 
 // Removes nodes none of whose outputs reach a graph output; then prunes unused values.
 int eliminate_dead_nodes(Graph& graph);
+
+// ---- optimization passes of the CUDA builder (each also runs on the CPU, for tests) ----
+
+// Conv [+ Add(residual)] [+ Relu] becomes one GraftConv (bias, residual and activation in the
+// convolution's epilogue). Returns the number of Conv nodes rewritten.
+Result<int> fuse_conv_epilogues(Graph& graph);
+
+// Moves regions of 2-D GraftConv/pool/elementwise nodes to NHWC (channels last): weights are
+// reordered once, a Transpose is inserted where a region is entered or left. `wanted` picks the
+// convolutions to start a region from (e.g. float16 ones). Returns the number of nodes moved.
+Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(const Node&)>& wanted);
+
+// MatMul/Gemm with a constant weight, followed by a bias Add and an activation, becomes one
+// GEMM with a fused epilogue (src/graph/fuse_transformer.cpp).
+Result<int> fuse_gemm_epilogues(Graph& graph);
+
+// Chains of elementwise nodes on one shape become one fused elementwise node
+// (src/graph/fuse_transformer.cpp). `supported` says which nodes the target backend can fuse.
+Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const Node&)>& supported);
 
 }  // namespace graft

@@ -1090,6 +1090,19 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
   GRAFT_CUDA_RETURN(cudaGetDeviceProperties(&p, dev), "querying CUDA device ", dev);
   state.cuda_compute_capability = p.major * 10 + p.minor;
   state.cuda_device_name = p.name;
+  auto progress = [&](const std::string& stage, const std::string& detail) {
+    if (config.progress) config.progress(stage, detail);
+  };
+  if (config.layout != "auto" && config.layout != "nchw" && config.layout != "nhwc")
+    return error(StatusCode::kInvalidArgument, "layout must be auto, nchw or nhwc, got '", config.layout, "'");
+  Graph& g = *state.graph;
+  if (config.fusion) {
+    GRAFT_ASSIGN_OR_RETURN(int convs, fuse_conv_epilogues(g));
+    progress("fuse conv", std::to_string(convs) + " Conv layers with fused bias/residual/activation");
+    GRAFT_ASSIGN_OR_RETURN(int gemms, fuse_gemm_epilogues(g));
+    progress("fuse gemm", std::to_string(gemms) + " GEMM layers with fused epilogues");
+    GRAFT_RETURN_IF_ERROR(infer_shapes(g));
+  }
   if (config.fp16) {
     PrecisionPolicy policy;
     policy.supports_fp16 = [](const Node& n) {
@@ -1105,6 +1118,25 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
     if (!converted) return std::move(converted).take_status();
     if (config.progress) config.progress("fp16", std::to_string(*converted) + " layers in float16");
   }
+  if (config.layout != "nchw") {
+    const bool all = config.layout == "nhwc";
+    auto wanted = [all](const Node& n) {
+      const Value* x = n.input(0);
+      return all || (x && x->desc.dtype == DataType::kFloat16);
+    };
+    GRAFT_ASSIGN_OR_RETURN(int moved, convert_conv_regions_to_nhwc(g, wanted));
+    progress("layout", std::to_string(moved) + " layers in NHWC");
+  }
+  if (config.fusion) {
+    auto fusable = [](const Node& n) {
+      const CudaOp* op = nullptr;
+      std::string why;
+      return gpu_supports(n, &op, &why);
+    };
+    GRAFT_ASSIGN_OR_RETURN(int chains, fuse_elementwise_chains(g, fusable));
+    progress("fuse elementwise", std::to_string(chains) + " chains fused");
+  }
+  GRAFT_RETURN_IF_ERROR(infer_shapes(g));
   return Status::ok();
 }
 

@@ -11,6 +11,8 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_reduce_norm_ops(t);
     append_cuda_shape_ops(t);
     append_cuda_nn_ops(t);
+    append_cuda_conv_ops(t);
+    append_cuda_fused_transformer_ops(t);
     return t;
   }();
   return table;
