@@ -6,10 +6,11 @@
 // the chunk group (they hit L1). The gathered value rows are what bounds the time: they come from L2
 // (the encoder's value tensor is ~20 MB in fp16 and fits in the H200's L2).
 //
-// Backward: one warp per (n, q, m); lanes stride over D. Each lane accumulates its channels' share
-// of d(loss)/d(weight) and d(loss)/d(x, y); a warp reduction finishes them and lane 0 writes them,
-// so they need no atomics. grad_value is scattered with float atomicAdd (into grad_value itself for
-// float, into a float workspace that is converted afterwards for half).
+// Backward: one group of lanes per (n, q, m), each lane owning VEC-channel chunks (see
+// backward_kernel). The per-sample sums of d(loss)/d(weight) and d(loss)/d(x, y) are finished by a
+// shuffle reduction inside the group and written once, without atomics. grad_value is scattered
+// with float atomics, VEC-wide on sm_90 (into grad_value itself for float, into a float workspace
+// that is converted afterwards for half: __half atomics are slow and lose precision).
 #include "ops/ms_deform_attn/ms_deform_attn_kernels.cuh"
 
 #include <algorithm>
@@ -20,6 +21,7 @@ namespace {
 
 constexpr int kForwardThreads = 256;
 constexpr int kBackwardThreads = 256;  // 8 warps
+constexpr int kBackwardMinBlocks = 4;  // <= 64 registers: 32 resident warps per SM to hide the gather latency
 
 __device__ __forceinline__ float to_float(float v) { return v; }
 __device__ __forceinline__ float to_float(__half v) { return __half2float(v); }
@@ -110,29 +112,83 @@ forward_kernel(const T* __restrict__ value, const I* __restrict__ shapes, const 
   }
 }
 
-__device__ __forceinline__ float warp_sum(float v) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+// Sum of v over the `width` lanes of this thread's group (a power of two <= 32, aligned in the warp);
+// `mask` holds exactly those lanes, so groups of one warp reduce independently (xor offsets below
+// `width` never leave the group) and may sit at different points of their loops.
+__device__ __forceinline__ float group_sum(float v, unsigned mask, int width) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1)
+    if (o < width) v += __shfl_xor_sync(mask, v, o);
   return v;
 }
 
-template <typename T, typename I>
-__global__ void __launch_bounds__(kBackwardThreads)
+// grad_value[p .. p+VEC) += v. sm_90 has 8- and 16-byte float reductions (red.global.add.v2/v4.f32),
+// which cut the atomic instructions by up to 4x; `p` is a multiple of VEC floats into a row, so
+// min(VEC, 4) * 4 bytes aligned (the launcher checks the base pointer). `red` (no return value) is
+// written out so the compiler cannot pick a returning atomic; nothing in the kernel reads grad_value,
+// so no ordering with other memory accesses is needed.
+template <int VEC>
+__device__ __forceinline__ void atomic_add_vec(float* p, const float (&v)[VEC]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (VEC % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < VEC; i += 4)
+      asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(__cvta_generic_to_global(p + i)),
+                   "f"(v[i]), "f"(v[i + 1]), "f"(v[i + 2]), "f"(v[i + 3]));
+  } else if constexpr (VEC == 2) {
+    asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(__cvta_generic_to_global(p)), "f"(v[0]), "f"(v[1]));
+  } else {
+    atomicAdd(p, v[0]);
+  }
+#else
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) atomicAdd(p + i, v[i]);
+#endif
+}
+
+// One group of `width` lanes per (n, q, m); lane r of the group owns channel chunks r, r + width, ...
+// of VEC channels each (width = D / VEC rounded up to a power of two, at most 32). Per sample, each
+// lane gathers its chunks of the four taps with VEC-wide loads, scatters a * corner_weight * grad_out
+// into grad_value with VEC-wide atomics, and accumulates three partial sums that a group reduction
+// finishes; lane r == 0 writes grad_attention_weights and grad_sampling_locations once. For D = 32
+// (VEC = 4: 8 lanes) a warp works on 4 (n, q, m) at a time, so the per-sample index math, shuffles
+// and atomics take 4x fewer instructions than with one channel per lane. Any D works: D = 1 is one
+// lane per (n, q, m); odd D uses VEC = 1; D > 32 * VEC loops each lane over several chunks (e.g.
+// D = 257: VEC = 1, 32 lanes, 9 or 8 chunks per lane).
+//
+// With the tap values v_k (k = 0..3: (h0,w0), (h0,w0+1), (h0+1,w0), (h0+1,w0+1)) and the dot product
+// t_k = sum_c grad_out[c] * v_k[c] over the channels:
+//   d loss / d a      = sum_k cw_k  * t_k                  (cw_k the bilinear corner weights)
+//   d loss / d x_pix  = a * sum_k cdw_k * t_k, cdw = (-(1-lh), 1-lh, -lh, lh)
+//   d loss / d y_pix  = a * sum_k cdh_k * t_k, cdh = (-(1-lw), -lw, 1-lw, lw)
+// (the derivatives of the bilinear value in pixels), times W or H for the normalized location.
+template <typename T, typename I, int VEC>
+__global__ void __launch_bounds__(kBackwardThreads, kBackwardMinBlocks)
 backward_kernel(const T* __restrict__ value, const I* __restrict__ shapes, const I* __restrict__ starts,
                 const T* __restrict__ locs, const T* __restrict__ weights, const T* __restrict__ grad_out,
                 float* __restrict__ grad_value, T* __restrict__ grad_locs, T* __restrict__ grad_weights, int64_t s,
-                int m, int d, int64_t lq, int levels, int points, int64_t warps_total) {
-  const int lane = threadIdx.x & 31;
+                int m, int d, int64_t lq, int levels, int points, int width_log2, int64_t groups_total) {
+  const int width = 1 << width_log2;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int r = lane & (width - 1);  // lane within the group
+  const unsigned mask = width == 32 ? 0xffffffffu : ((1u << width) - 1u) << (lane - r);
+  const int chunks = d / VEC;
   const int64_t row_stride = static_cast<int64_t>(m) * d;
-  const int64_t warps_per_grid = static_cast<int64_t>(gridDim.x) * (blockDim.x / 32);
-  for (int64_t nqm = static_cast<int64_t>(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32; nqm < warps_total;
-       nqm += warps_per_grid) {
+  const int64_t groups_per_block = blockDim.x >> width_log2;
+  const int64_t groups_per_grid = static_cast<int64_t>(gridDim.x) * groups_per_block;
+  // Every lane of a group has the same nqm, so a group enters and leaves this loop together.
+  for (int64_t nqm = static_cast<int64_t>(blockIdx.x) * groups_per_block + (threadIdx.x >> width_log2);
+       nqm < groups_total; nqm += groups_per_grid) {
     const int head = static_cast<int>(nqm % m);
     const int64_t n = nqm / m / lq;
     const int64_t vofs = n * s * row_stride + static_cast<int64_t>(head) * d;
     const T* g = grad_out + nqm * d;
+    // grad_out of the lane's first chunk, kept for all samples (the only chunk when D <= 32 * VEC).
+    float go_first[VEC] = {};
+    if (r < chunks) load_vec<T, VEC>(g + r * VEC, go_first);
     const int64_t sample0 = nqm * levels * points;
     for (int l = 0; l < levels; ++l) {
-      const int height = static_cast<int>(shapes[2 * l]), width = static_cast<int>(shapes[2 * l + 1]);
+      const int height = static_cast<int>(shapes[2 * l]), width_l = static_cast<int>(shapes[2 * l + 1]);
       const int64_t start = static_cast<int64_t>(starts[l]);
       for (int p = 0; p < points; ++p) {
         const int64_t si = sample0 + static_cast<int64_t>(l) * points + p;
@@ -140,40 +196,53 @@ backward_kernel(const T* __restrict__ value, const I* __restrict__ shapes, const
         const float a = to_float(weights[si]);
         float s_w = 0.0f, s_x = 0.0f, s_y = 0.0f;
         Tap tp;
-        if (locate(x, y, height, width, tp)) {
-          int64_t rows[4];
-          float cw[4];
+        if (locate(x, y, height, width_l, tp)) {  // uniform within the group
+          const float hl = tp.lh, wl = tp.lw, hh = 1.0f - tp.lh, wh = 1.0f - tp.lw;
+          const float cw[4] = {hh * wh, hh * wl, hl * wh, hl * wl};
+          const float cdw[4] = {-hh, hh, -hl, hl};
+          const float cdh[4] = {-wh, -wl, wh, wl};
+          int64_t rows[4];  // element offset of the tap's (n, row, head) in value, or -1 outside
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            const int hh = tp.h0 + (k >> 1), ww = tp.w0 + (k & 1);
-            const int64_t row = start + static_cast<int64_t>(hh) * width + ww;
-            const bool inside = hh >= 0 && ww >= 0 && hh < height && ww < width && row >= 0 && row < s;
+            const int yy = tp.h0 + (k >> 1), xx = tp.w0 + (k & 1);
+            const int64_t row = start + static_cast<int64_t>(yy) * width_l + xx;
+            const bool inside = yy >= 0 && xx >= 0 && yy < height && xx < width_l && row >= 0 && row < s;
             rows[k] = inside ? vofs + row * row_stride : -1;
-            cw[k] = ((k >> 1) ? tp.lh : 1.0f - tp.lh) * ((k & 1) ? tp.lw : 1.0f - tp.lw);
           }
-          const float hl = tp.lh, wl = tp.lw, hh1 = 1.0f - tp.lh, ww1 = 1.0f - tp.lw;
-          for (int c = lane; c < d; c += 32) {
-            const float go = to_float(g[c]);
-            float v[4];
+          for (int c = r; c < chunks; c += width) {
+            float go[VEC];
+            if (c == r) {
+#pragma unroll
+              for (int i = 0; i < VEC; ++i) go[i] = go_first[i];
+            } else {
+              load_vec<T, VEC>(g + c * VEC, go);
+            }
 #pragma unroll
             for (int k = 0; k < 4; ++k) {
-              v[k] = rows[k] >= 0 ? to_float(value[rows[k] + c]) : 0.0f;
-              if (rows[k] >= 0) atomicAdd(grad_value + rows[k] + c, a * cw[k] * go);
+              if (rows[k] < 0) continue;
+              const int64_t ofs = rows[k] + static_cast<int64_t>(c) * VEC;
+              float v[VEC], gv[VEC];
+              load_vec<T, VEC>(value + ofs, v);
+              float t = 0.0f;
+              const float acw = a * cw[k];
+#pragma unroll
+              for (int i = 0; i < VEC; ++i) {
+                t = fmaf(go[i], v[i], t);
+                gv[i] = acw * go[i];
+              }
+              atomic_add_vec<VEC>(grad_value + ofs, gv);
+              s_w = fmaf(cw[k], t, s_w);
+              s_x = fmaf(cdw[k], t, s_x);
+              s_y = fmaf(cdh[k], t, s_y);
             }
-            const float val = cw[0] * v[0] + cw[1] * v[1] + cw[2] * v[2] + cw[3] * v[3];
-            const float dw = hh1 * (v[1] - v[0]) + hl * (v[3] - v[2]);  // d val / d w (pixels)
-            const float dh = ww1 * (v[2] - v[0]) + wl * (v[3] - v[1]);  // d val / d h (pixels)
-            s_w += go * val;
-            s_x += go * dw;
-            s_y += go * dh;
           }
         }
-        s_w = warp_sum(s_w);
-        s_x = warp_sum(s_x);
-        s_y = warp_sum(s_y);
-        if (lane == 0) {
+        s_w = group_sum(s_w, mask, width);
+        s_x = group_sum(s_x, mask, width);
+        s_y = group_sum(s_y, mask, width);
+        if (r == 0) {
           grad_weights[si] = from_float<T>(s_w);
-          grad_locs[2 * si] = from_float<T>(s_x * a * static_cast<float>(width));
+          grad_locs[2 * si] = from_float<T>(s_x * a * static_cast<float>(width_l));
           grad_locs[2 * si + 1] = from_float<T>(s_y * a * static_cast<float>(height));
         }
       }
@@ -208,6 +277,44 @@ cudaError_t launch_forward_vec(const T* value, const I* shapes, const I* starts,
       value, shapes, starts, locs, weights, out, z.s, static_cast<int>(z.m), static_cast<int>(z.d), z.lq,
       static_cast<int>(z.l), static_cast<int>(z.p), total);
   return cudaGetLastError();
+}
+
+template <typename T, typename I, int VEC>
+cudaError_t launch_backward_vec(const T* value, const I* shapes, const I* starts, const T* locs, const T* weights,
+                                const T* grad_out, float* acc, T* grad_locs, T* grad_weights, const MsdaSizes& z,
+                                cudaStream_t stream) {
+  // Lanes per (n, q, m): the chunk count rounded up to a power of two, at most a warp.
+  const int64_t chunks = z.d / VEC;
+  int width_log2 = 0;
+  while (width_log2 < 5 && (int64_t{1} << width_log2) < chunks) ++width_log2;
+  const int64_t groups = z.n * z.lq * z.m;
+  const int groups_per_block = kBackwardThreads >> width_log2;
+  backward_kernel<T, I, VEC><<<grid_for(groups, groups_per_block), kBackwardThreads, 0, stream>>>(
+      value, shapes, starts, locs, weights, grad_out, acc, grad_locs, grad_weights, z.s, static_cast<int>(z.m),
+      static_cast<int>(z.d), z.lq, static_cast<int>(z.l), static_cast<int>(z.p), width_log2, groups);
+  return cudaGetLastError();
+}
+
+// The widest chunk D and the pointers allow, at most 4 channels: value and grad_out are read VEC
+// elements at a time and the float accumulator is updated with one VEC-wide reduction. (8 halves per
+// lane would need more than the 64 registers kBackwardMinBlocks allows and spill.)
+template <typename T, typename I>
+cudaError_t launch_backward(const T* value, const I* shapes, const I* starts, const T* locs, const T* weights,
+                            const T* grad_out, float* acc, T* grad_locs, T* grad_weights, const MsdaSizes& z,
+                            cudaStream_t stream) {
+  auto fits = [&](int vec) {
+    const size_t bytes = sizeof(T) * vec;
+    return z.d % vec == 0 && aligned(value, bytes) && aligned(grad_out, bytes) &&
+           aligned(acc, sizeof(float) * std::min(vec, 4));
+  };
+  if (fits(4))
+    return launch_backward_vec<T, I, 4>(value, shapes, starts, locs, weights, grad_out, acc, grad_locs, grad_weights,
+                                        z, stream);
+  if (fits(2))
+    return launch_backward_vec<T, I, 2>(value, shapes, starts, locs, weights, grad_out, acc, grad_locs, grad_weights,
+                                        z, stream);
+  return launch_backward_vec<T, I, 1>(value, shapes, starts, locs, weights, grad_out, acc, grad_locs, grad_weights, z,
+                                      stream);
 }
 
 }  // namespace
@@ -271,15 +378,10 @@ cudaError_t ms_deform_attn_backward(const T* value, const I* spatial_shapes, con
   }
   cudaError_t err = cudaSuccess;
   if (value_count > 0) err = cudaMemsetAsync(acc, 0, static_cast<size_t>(value_count) * sizeof(float), stream);
-  const int64_t warps = z.n * z.lq * z.m;
-  if (err == cudaSuccess && warps > 0 && z.l > 0 && z.p > 0) {
-    const int warps_per_block = kBackwardThreads / 32;
-    backward_kernel<T, I><<<grid_for(warps, warps_per_block), kBackwardThreads, 0, stream>>>(
-        value, spatial_shapes, level_start_index, sampling_locations, attention_weights, grad_output, acc,
-        grad_sampling_locations, grad_attention_weights, z.s, static_cast<int>(z.m), static_cast<int>(z.d), z.lq,
-        static_cast<int>(z.l), static_cast<int>(z.p), warps);
-    err = cudaGetLastError();
-  }
+  const int64_t groups = z.n * z.lq * z.m;
+  if (err == cudaSuccess && groups > 0 && z.l > 0 && z.p > 0)
+    err = launch_backward(value, spatial_shapes, level_start_index, sampling_locations, attention_weights, grad_output,
+                          acc, grad_sampling_locations, grad_attention_weights, z, stream);
   if constexpr (!std::is_same_v<T, float>) {
     if (err == cudaSuccess && value_count > 0) {
       float_to_kernel<T><<<grid_for(value_count, 256), 256, 0, stream>>>(acc, grad_value, value_count);
