@@ -1,5 +1,241 @@
+// Convolution passes of the CUDA builder: epilogue fusion (Conv + residual Add + Relu into one
+// GraftConv) and the NHWC layout regions. The internal ops are defined in src/ops/fused_conv_ops.cpp.
+#include <map>
+#include <set>
+
 #include "graph/passes.h"
+#include "ops/layout.h"
+
 namespace graft {
-Result<int> fuse_conv_epilogues(Graph& graph) { (void)graph; return 0; }
-Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(const Node&)>& wanted) { (void)graph; (void)wanted; return 0; }
+
+namespace {
+
+bool is_op(const Node* n, const char* type) { return n && n->domain.empty() && n->op_type == type; }
+
+bool static_shape_of(const Value* v, std::vector<int64_t>* dims) {
+  if (!v || !v->desc.shape || !shape_is_static(*v->desc.shape)) return false;
+  *dims = shape_values(*v->desc.shape);
+  return true;
+}
+
+// The single node reading `v`, when exactly one node reads it once and it is not a graph output.
+Node* only_consumer(const std::map<const Value*, std::vector<Node*>>& consumers, const Value* v) {
+  if (!v || v->is_graph_output) return nullptr;
+  auto it = consumers.find(v);
+  if (it == consumers.end() || it->second.size() != 1) return nullptr;
+  Node* c = it->second[0];
+  int uses = 0;
+  for (const Value* in : c->inputs) uses += in == v;
+  return uses == 1 ? c : nullptr;
+}
+
+}  // namespace
+
+Result<int> fuse_conv_epilogues(Graph& g) {
+  auto consumers = g.consumers();
+  std::set<const Node*> dead;
+  int fused = 0;
+  for (auto& up : g.nodes()) {
+    Node* conv = up.get();
+    // 2-D convolutions with constant weights (cuDNN's fused kernels and the NHWC weight reorder
+    // need them); everything else stays a plain Conv.
+    if (!is_op(conv, "Conv") || conv->outputs.size() != 1 || !conv->input(1) || !conv->input(1)->constant ||
+        conv->input(0)->desc.rank() != 4 || !dtype_is_float(conv->input(0)->desc.dtype))
+      continue;
+    AttributeMap attrs = conv->attrs;
+    attrs.set("layout", std::string("NCHW"));
+    attrs.set("activation", std::string(""));
+    std::vector<Value*> inputs{conv->input(0), conv->input(1), conv->input(2)};
+    std::vector<Node*> absorbed{conv};  // the fused node takes the place of the last of these
+    Value* out = conv->outputs[0];
+    // Residual: Add(conv, Z) with Z of the output's shape and dtype (broadcast adds are not residuals).
+    if (Node* add = only_consumer(consumers, out); is_op(add, "Add") && add->inputs.size() == 2) {
+      Value* z = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
+      std::vector<int64_t> od, zd;
+      if (z && z != out && static_shape_of(out, &od) && static_shape_of(z, &zd) && zd == od &&
+          z->desc.dtype == out->desc.dtype) {
+        inputs.push_back(z);
+        out = add->outputs[0];
+        absorbed.push_back(add);
+      }
+    }
+    if (Node* relu = only_consumer(consumers, out); is_op(relu, "Relu")) {
+      attrs.set("activation", std::string("Relu"));
+      out = relu->outputs[0];
+      absorbed.push_back(relu);
+    }
+    while (!inputs.empty() && !inputs.back()) inputs.pop_back();  // no residual and no bias
+    // The last absorbed node comes after the residual's producer, so the fused node goes there.
+    Node* keep = absorbed.back();
+    for (Node* n : absorbed)
+      if (n != keep) dead.insert(n);
+    keep->name = conv->name;
+    keep->op_type = "GraftConv";
+    keep->opset = conv->opset;
+    keep->attrs = std::move(attrs);
+    keep->inputs = std::move(inputs);
+    keep->outputs = {out};
+    ++fused;
+  }
+  if (!dead.empty()) {
+    g.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
+    g.prune_values();
+  }
+  for (auto& n : g.nodes())  // a fused node produces the output of the last node it absorbed
+    for (Value* o : n->outputs)
+      if (o) o->producer = n.get();
+  GRAFT_RETURN_IF_ERROR(g.topological_sort());
+  return fused;
+}
+
+namespace {
+
+bool is_layout_free_unary(const Node* n) {
+  static const std::set<std::string> ops{"Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu",
+                                         "Clip", "Cast", "Neg", "Exp", "Erf", "Abs", "Sqrt", "Elu", "Selu",
+                                         "Softplus", "Identity"};
+  return n->domain.empty() && ops.count(n->op_type) && n->outputs.size() == 1;
+}
+
+bool is_layout_free_binary(const Node* n) {
+  static const std::set<std::string> ops{"Add", "Sub", "Mul", "Div", "Max", "Min"};
+  return n->domain.empty() && ops.count(n->op_type) && n->outputs.size() == 1;
+}
+
+bool is_pool(const Node* n) {
+  if (!n->domain.empty() || n->inputs.empty()) return false;
+  if (n->op_type == "MaxPool") return n->outputs.size() == 1 || !n->outputs[1];
+  return n->op_type == "AveragePool" || n->op_type == "GlobalAveragePool" || n->op_type == "GlobalMaxPool";
+}
+
+bool is_scalar(const Value* v) {
+  std::vector<int64_t> d;
+  return v && static_shape_of(v, &d) && numel_of(d) == 1;
+}
+
+}  // namespace
+
+Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(const Node&)>& wanted) {
+  std::set<const Value*> nhwc;            // values now stored channels-last
+  std::map<const Value*, Value*> to_nhwc;  // NCHW value -> its transposed copy
+  std::map<const Value*, Value*> to_nchw;  // NHWC value -> its NCHW copy
+  std::map<const Value*, Value*> weights;  // OIHW weight -> OHWI copy
+  std::set<std::string> names;
+  for (const auto& n : g.nodes()) names.insert(n->name);
+  auto unique_name = [&](const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
+    names.insert(name);
+    return name;
+  };
+  const int opset = g.opset_imports.count("") ? static_cast<int>(g.opset_imports.at("")) : 17;
+  std::vector<Node*> added;
+  auto transpose = [&](Value* from, const std::vector<int64_t>& perm, const std::string& suffix) {
+    Value* to = g.new_value(from->name + suffix);
+    Node* t = g.add_node(unique_name(from->name + suffix), "Transpose");
+    t->opset = opset;
+    t->attrs.set("perm", perm);
+    t->inputs = {from};
+    t->outputs = {to};
+    to->producer = t;
+    to->desc = TensorDesc(from->desc.dtype, Shape{});
+    to->desc.shape.reset();
+    return to;
+  };
+  auto nhwc_of = [&](Value* v) {
+    if (nhwc.count(v)) return v;
+    auto it = to_nhwc.find(v);
+    if (it != to_nhwc.end()) return it->second;
+    Value* t = transpose(v, kNchwToNhwc, "_nhwc");
+    to_nhwc[v] = t;
+    nhwc.insert(t);
+    return t;
+  };
+  auto nchw_of = [&](Value* v) {
+    auto it = to_nchw.find(v);
+    if (it != to_nchw.end()) return it->second;
+    Value* t = transpose(v, kNhwcToNchw, "_nchw");
+    to_nchw[v] = t;
+    return t;
+  };
+
+  std::vector<Node*> order;
+  for (auto& n : g.nodes()) order.push_back(n.get());
+  int moved = 0;
+  for (Node* n : order) {
+    bool in_region = false;
+    if (n->domain.empty() && n->op_type == "GraftConv" && n->input(1) && n->input(1)->constant &&
+        n->input(1)->constant->rank() == 4 && n->input(0)->desc.rank() == 4 && wanted(*n)) {
+      auto layout = n->attrs.get_string("layout", "NCHW");
+      if (layout && *layout == "NCHW") {
+        n->inputs[0] = nhwc_of(n->inputs[0]);
+        if (n->inputs.size() > 3 && n->inputs[3]) n->inputs[3] = nhwc_of(n->inputs[3]);
+        Value* w = n->inputs[1];
+        auto wit = weights.find(w);
+        if (wit == weights.end()) {
+          Value* wv = g.new_value(w->name + "_ohwi");
+          wv->constant = permute_rank4(*w->constant, kNchwToNhwc);
+          Shape ws;
+          for (int64_t d : wv->constant->dims()) ws.push_back(Dim(d));
+          wv->desc = TensorDesc(w->desc.dtype, ws);
+          wit = weights.emplace(w, wv).first;
+        }
+        n->inputs[1] = wit->second;
+        n->attrs.set("layout", std::string("NHWC"));
+        in_region = true;
+      }
+    } else if (is_pool(n) && nhwc.count(n->input(0)) && n->input(0)->desc.rank() == 4) {
+      n->attrs.set("pool", n->op_type);
+      n->attrs.set("layout", std::string("NHWC"));
+      n->op_type = "GraftPool";
+      n->outputs.resize(1);
+      in_region = true;
+    } else if (is_layout_free_unary(n) && nhwc.count(n->input(0))) {
+      // Extra inputs (Clip's bounds) are scalars; the rest of the op is per element.
+      in_region = true;
+      for (size_t i = 1; i < n->inputs.size(); ++i) in_region &= !n->inputs[i] || is_scalar(n->inputs[i]);
+    } else if (is_layout_free_binary(n)) {
+      // Broadcasting commutes with permuting both operands the same way, so rank-4 NHWC operands and
+      // scalars may meet; any other operand (a per-channel [C,1,1] constant...) ends the region.
+      bool any = false, ok = true;
+      for (Value* v : n->inputs) {
+        if (nhwc.count(v) && v->desc.rank() == 4) any = true;
+        else if (!is_scalar(v)) ok = false;
+      }
+      in_region = any && ok;
+    }
+    if (in_region) {
+      for (Value* o : n->outputs)
+        if (o) nhwc.insert(o);
+      ++moved;
+      continue;
+    }
+    for (Value*& v : n->inputs)
+      if (v && nhwc.count(v)) v = nchw_of(v);
+  }
+  // Graph outputs keep their names and NCHW layout: the producer writes a new NHWC value that a
+  // final Transpose turns back into the output.
+  for (Value* out : g.outputs()) {
+    if (!nhwc.count(out)) continue;
+    Value* inner = g.new_value(out->name + "_nhwc");
+    Node* p = out->producer;
+    for (Value*& o : p->outputs)
+      if (o == out) o = inner;
+    inner->producer = p;
+    inner->desc = out->desc;
+    for (auto& n : g.nodes())
+      for (Value*& v : n->inputs)
+        if (v == out) v = inner;
+    Node* t = g.add_node(unique_name(out->name + "_to_nchw"), "Transpose");
+    t->opset = opset;
+    t->attrs.set("perm", kNhwcToNchw);
+    t->inputs = {inner};
+    t->outputs = {out};
+    out->producer = t;
+  }
+  GRAFT_RETURN_IF_ERROR(g.topological_sort());
+  g.prune_values();
+  return moved;
+}
+
 }  // namespace graft

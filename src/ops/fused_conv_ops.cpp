@@ -1,4 +1,206 @@
+// Internal ops made by the CUDA builder's convolution passes (src/graph/fuse_conv.cpp):
+//
+//   GraftConv(X, W, B?, Z?)  Y = act(conv(X, W) + B + Z), 2-D, in NCHW or NHWC.
+//     Attributes: the Conv attributes (kernel_shape, strides, pads, dilations, group, auto_pad),
+//     activation ("" or "Relu"), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
+//     and W is [M, kH, kW, C/group] (cuDNN's KRSC filter layout). Z (the residual) has Y's shape.
+//   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
+//     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
+//
+// Both are defined by the builtin ops they replace: inference and the CPU reference permute to
+// NCHW, call the builtin Conv / pool, and permute back, so they cannot drift from ONNX semantics.
+// The CPU reference is what the fusion tests compare the CUDA kernels and the passes against.
+#include <cstring>
+#include <string>
+
+#include "backends/cpu/nn.h"
+#include "ops/layout.h"
 #include "ops/operator.h"
+
 namespace graft {
-void append_fused_conv_ops(std::vector<BuiltinOp>& out) { (void)out; }
+
+namespace {
+
+const std::vector<int64_t>& kToNchw = kNhwcToNchw;
+const std::vector<int64_t>& kToNhwc = kNchwToNhwc;
+
+template <typename T>
+std::vector<T> permuted(const std::vector<T>& v, const std::vector<int64_t>& perm) {
+  std::vector<T> out;
+  for (int64_t p : perm) out.push_back(v[static_cast<size_t>(p)]);
+  return out;
+}
+
+TensorDesc permuted_desc(const TensorDesc& d, const std::vector<int64_t>& perm) {
+  if (!d.shape || d.shape->size() != 4) return d;
+  return TensorDesc(d.dtype, permuted(*d.shape, perm));
+}
+
+// Reads `layout` (and, for GraftConv, `activation`); errors name the attribute.
+Status read_layout(const AttributeMap& attrs, bool* nhwc) {
+  auto layout = attrs.get_string("layout", "NCHW");
+  if (!layout) return std::move(layout).take_status();
+  *nhwc = *layout == "NHWC";
+  if (*nhwc || *layout == "NCHW") return Status::ok();
+  Status st = error(StatusCode::kInvalidModel, "layout must be NCHW or NHWC, got '", *layout, "'");
+  st.with_attribute("layout");
+  return st;
+}
+
+Status read_activation(const AttributeMap& attrs, bool* relu) {
+  auto act = attrs.get_string("activation", "");
+  if (!act) return std::move(act).take_status();
+  *relu = *act == "Relu";
+  if (*relu || act->empty()) return Status::ok();
+  Status st = error(StatusCode::kInvalidModel, "activation must be '' or 'Relu', got '", *act, "'");
+  st.with_attribute("activation");
+  return st;
+}
+
+const BuiltinOp& builtin(const char* op_type) {
+  const BuiltinOp* op = find_builtin_op(op_type);
+  return *op;  // the builtin table always holds Conv and the pools
+}
+
+// Runs a builtin op's inference over NCHW views of the first `n_inputs` inputs (when `nhwc`) and
+// returns its outputs in NHWC.
+Status infer_as(InferContext& ctx, const char* op_type, bool nhwc, size_t n_inputs) {
+  std::vector<TensorDesc> descs(n_inputs);
+  std::vector<InferContext::InputInfo> infos(n_inputs);
+  for (size_t i = 0; i < n_inputs; ++i) {
+    if (!ctx.has_input(i)) continue;
+    descs[i] = nhwc ? permuted_desc(ctx.input(i), kToNchw) : ctx.input(i);
+    infos[i].desc = &descs[i];
+  }
+  InferContext inner(ctx.node(), infos, ctx.opset());
+  GRAFT_RETURN_IF_ERROR(builtin(op_type).infer(inner));
+  for (size_t o = 0; o < inner.outputs().size() && o < ctx.num_outputs(); ++o)
+    ctx.set_output(o, nhwc ? permuted_desc(inner.outputs()[o], kToNhwc) : inner.outputs()[o]);
+  return Status::ok();
+}
+
+// ---- GraftConv ----
+
+Status infer_graft_conv(InferContext& ctx) {
+  bool nhwc = false, relu = false;
+  GRAFT_RETURN_IF_ERROR(read_layout(ctx.attrs(), &nhwc));
+  GRAFT_RETURN_IF_ERROR(read_activation(ctx.attrs(), &relu));
+  if (nhwc && (ctx.input(0).rank() != 4 || ctx.input(1).rank() != 4))
+    return ctx.fail("layout NHWC needs rank-4 X and W, got ", ctx.input(0).to_string(), " and ",
+                    ctx.input(1).to_string());
+  GRAFT_RETURN_IF_ERROR(infer_as(ctx, "Conv", nhwc, std::min<size_t>(ctx.num_inputs(), 3)));
+  if (ctx.has_input(3)) {
+    const TensorDesc& z = ctx.input(3);
+    const TensorDesc& y = ctx.outputs()[0];
+    if (z.dtype != y.dtype)
+      return ctx.fail("residual Z has dtype ", dtype_name(z.dtype), " but the output is ", dtype_name(y.dtype));
+    if (z.shape && y.shape && shape_is_static(*z.shape) && shape_is_static(*y.shape) &&
+        shape_values(*z.shape) != shape_values(*y.shape))
+      return ctx.fail("residual Z ", z.to_string(), " must have the output's shape ", y.to_string());
+  }
+  return Status::ok();
+}
+
+Status graft_conv_cpu(ExecContext& ctx) {
+  bool nhwc = false, relu = false;
+  GRAFT_RETURN_IF_ERROR(read_layout(*ctx.attrs, &nhwc));
+  GRAFT_RETURN_IF_ERROR(read_activation(*ctx.attrs, &relu));
+  const Tensor* x = ctx.inputs[0];
+  const Tensor* w = ctx.inputs[1];
+  const Tensor* b = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  const Tensor* z = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+  Tensor& y = *ctx.outputs[0];
+  Tensor xn, wn;
+  if (nhwc) {
+    if (x->rank() != 4 || w->rank() != 4 || y.rank() != 4)
+      return error(StatusCode::kInvalidModel, "layout NHWC needs rank-4 X, W and Y");
+    xn = permute_rank4(*x, kToNchw);
+    wn = permute_rank4(*w, kToNchw);
+    x = &xn;
+    w = &wn;
+  }
+  Tensor yn = Tensor::empty(y.dtype(), nhwc ? permuted(y.dims(), kToNchw) : y.dims());
+  ExecContext inner = ctx;
+  inner.inputs = {x, w, b};
+  inner.outputs = {&yn};
+  GRAFT_RETURN_IF_ERROR(cpu::conv(inner));
+  Tensor ynhwc = nhwc ? permute_rank4(yn, kToNhwc) : Tensor();
+  const Tensor& conv_out = nhwc ? ynhwc : yn;
+  if (z && z->dims() != y.dims())
+    return error(StatusCode::kInvalidModel, "residual Z must have the output's shape");
+  // Epilogue in double, like the builtin kernels' float64 reference path.
+  for (int64_t i = 0; i < y.numel(); ++i) {
+    double v = conv_out.get(i) + (z ? z->get(i) : 0.0);
+    if (relu && v < 0) v = 0;
+    y.set(i, v);
+  }
+  return Status::ok();
+}
+
+// ---- GraftPool ----
+
+Result<const char*> pool_kind(const AttributeMap& attrs) {
+  GRAFT_ASSIGN_OR_RETURN(std::string p, attrs.get_string("pool", ""));
+  for (const char* k : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"})
+    if (p == k) return k;
+  Status st = error(StatusCode::kInvalidModel, "pool must be MaxPool, AveragePool, GlobalAveragePool or GlobalMaxPool, got '",
+                    p, "'");
+  st.with_attribute("pool");
+  return st;
+}
+
+Status infer_graft_pool(InferContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(const char* kind, pool_kind(ctx.attrs()));
+  bool nhwc = false;
+  GRAFT_RETURN_IF_ERROR(read_layout(ctx.attrs(), &nhwc));
+  if (!nhwc) return ctx.fail("GraftPool exists for layout NHWC only");
+  if (ctx.input(0).rank() != 4) return ctx.fail("X must have rank 4, got ", ctx.input(0).to_string());
+  return infer_as(ctx, kind, true, 1);
+}
+
+Status graft_pool_cpu(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(const char* kind, pool_kind(*ctx.attrs));
+  if (ctx.inputs[0]->rank() != 4) return error(StatusCode::kInvalidModel, "X must have rank 4");
+  Tensor xn = permute_rank4(*ctx.inputs[0], kToNchw);
+  Tensor& y = *ctx.outputs[0];
+  Tensor yn = Tensor::empty(y.dtype(), permuted(y.dims(), kToNchw));
+  ExecContext inner = ctx;
+  inner.inputs = {&xn};
+  inner.outputs = {&yn};
+  GRAFT_RETURN_IF_ERROR(builtin(kind).cpu(inner));
+  Tensor back = permute_rank4(yn, kToNhwc);
+  std::memcpy(y.data(), back.data(), y.nbytes());
+  return Status::ok();
+}
+
+}  // namespace
+
+Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm) {
+  const std::vector<int64_t>& in = t.dims();
+  Tensor out = Tensor::empty(t.dtype(), permuted(in, perm));
+  const size_t es = dtype_size(t.dtype());
+  int64_t in_stride[4];
+  in_stride[3] = 1;
+  for (int i = 2; i >= 0; --i) in_stride[i] = in_stride[i + 1] * in[i + 1];
+  const std::vector<int64_t>& od = out.dims();
+  const auto* src = static_cast<const char*>(t.data());
+  auto* dst = static_cast<char*>(out.data());
+  int64_t o = 0;
+  for (int64_t a = 0; a < od[0]; ++a)
+    for (int64_t b = 0; b < od[1]; ++b)
+      for (int64_t c = 0; c < od[2]; ++c)
+        for (int64_t d = 0; d < od[3]; ++d, ++o) {
+          const int64_t idx[4] = {a, b, c, d};
+          int64_t off = 0;
+          for (int k = 0; k < 4; ++k) off += idx[k] * in_stride[perm[k]];
+          std::memcpy(dst + o * es, src + off * es, es);
+        }
+  return out;
+}
+
+void append_fused_conv_ops(std::vector<BuiltinOp>& out) {
+  out.push_back(BuiltinOp{"GraftConv", 11, infer_graft_conv, graft_conv_cpu});
+  out.push_back(BuiltinOp{"GraftPool", 11, infer_graft_pool, graft_pool_cpu});
+}
+
 }  // namespace graft

@@ -1,0 +1,18 @@
+// Rank-4 layout helpers shared by the NHWC pass (src/graph/fuse_conv.cpp) and the reference kernels
+// of graft's NHWC internal ops (src/ops/fused_conv_ops.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graft/tensor.h"
+
+namespace graft {
+
+inline const std::vector<int64_t> kNhwcToNchw{0, 3, 1, 2};  // NHWC axes in NCHW order
+inline const std::vector<int64_t> kNchwToNhwc{0, 2, 3, 1};  // NCHW axes in NHWC order
+
+// A host copy of a rank-4 host tensor with its axes permuted (output axis i = input axis perm[i]).
+Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm);
+
+}  // namespace graft
