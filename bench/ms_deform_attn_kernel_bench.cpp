@@ -29,7 +29,13 @@ template <typename T>
 double normalized_error(const void* device_got, const std::vector<T>& want) {
   std::vector<T> got(want.size());
   cudaMemcpy(got.data(), device_got, want.size() * sizeof(T), cudaMemcpyDeviceToHost);
-  auto f = [](T v) { if constexpr (std::is_same_v<T, __half>) return static_cast<double>(__half2float(v)); else return static_cast<double>(v); };
+  auto f = [](T v) {
+    if constexpr (std::is_same_v<T, __half>) {
+      return static_cast<double>(__half2float(v));
+    } else {
+      return static_cast<double>(v);
+    }
+  };
   double err = 0.0, scale = 0.0;
   for (size_t i = 0; i < want.size(); ++i) {
     const double e = std::fabs(f(got[i]) - f(want[i]));
@@ -157,7 +163,9 @@ int main(int argc, char** argv) {
         };
         auto hv = host(value), hl = host(loc), hw = host(wts), hg = host(gout);
         std::vector<unsigned char> hout(no * es), hgv(nv * es), hgl(nloc * es), hgw(nw * es);
-        auto hview = [&](void* ptr, DataType t, std::vector<int64_t> dims) { return TensorView{ptr, t, dims, DeviceType::kCPU}; };
+        auto hview = [&](void* ptr, DataType t, std::vector<int64_t> dims) {
+          return TensorView{ptr, t, dims, DeviceType::kCPU};
+        };
         KernelContext c;
         c.attrs = &attrs;
         c.inputs = {hview(hv.data(), ft, {n, s, m, d}), hview(shapes.data(), DataType::kInt64, {l, 2}),
