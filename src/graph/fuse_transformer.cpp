@@ -1,17 +1,479 @@
-// Transformer fusions: GEMM epilogues and elementwise chains.
+// Transformer fusions: GEMM epilogues and elementwise chains (ops: src/ops/fused_transformer_ops.h).
+//
+// fuse_gemm_epilogues runs before the float16 pass, on the model's float32 graph:
+//   MatMul(X, W const 2-D) | Gemm(A, B const, C const row? , transA = 0)
+//     [-> Add(bias const [N] or [1,..,N])]            (only when the GEMM has no bias yet)
+//     [-> Relu | Gelu(approximate = none) | erf-GELU subgraph]
+//   becomes one GraftGemm. Every intermediate value must have exactly one consumer (the next node
+//   of the pattern) and must not be a graph output, so no value the rest of the graph reads is
+//   lost. The erf-GELU subgraph is recognised in the forms the exporters emit:
+//     TorchScript (torch.onnx symbolic_opset9.gelu):  Mul(Mul(x, Add(Erf(Div(x, sqrt2)), 1)), 0.5)
+//     torchlib / HF style:                             Mul(Mul(x, 0.5), Add(Erf(Mul(x, 1/sqrt2)), 1))
+//   (each binary node with its operands in either order). The dynamo exporter at opset 20 emits
+//   ONNX Gelu, which is matched as a node.
+//
+// fuse_elementwise_chains runs last (after float16 and layout passes): connected groups of
+// elementwise nodes whose non-scalar operands all have the output's shape, linked through values
+// with a single consumer, become one GraftElementwise executing a small program per element.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <string>
+
 #include "graph/passes.h"
+#include "ops/fused_transformer_ops.h"
 
 namespace graft {
 
-Result<int> fuse_gemm_epilogues(Graph& graph) {
-  (void)graph;
-  return 0;
+namespace {
+
+using Consumers = std::map<const Value*, std::vector<Node*>>;
+
+bool float_io(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16; }
+
+// A one-element constant of a floating dtype (a scalar the exporter wrote as a tensor).
+bool scalar_const(const Value* v, double* out = nullptr) {
+  if (!v || !v->constant || v->constant->numel() != 1 || !dtype_is_float(v->constant->dtype())) return false;
+  if (out) *out = v->constant->get(0);
+  return true;
 }
 
+bool near(double a, double b) { return std::fabs(a - b) <= 1e-4 * std::fabs(b); }
+
+// The node that reads `v` (possibly more than once), when it is the only reader and `v` is not a
+// graph output; else nullptr.
+Node* only_consumer(const Consumers& cons, const Value* v) {
+  if (!v || v->is_graph_output) return nullptr;
+  auto it = cons.find(v);
+  if (it == cons.end() || it->second.empty()) return nullptr;
+  Node* n = it->second.front();
+  for (Node* c : it->second)
+    if (c != n) return nullptr;
+  return n;
+}
+
+// For a two-input node reading `v`, the other operand (nullptr unless exactly one side is `v`).
+Value* other_operand(const Node* n, const Value* v) {
+  if (n->inputs.size() != 2 || n->outputs.size() != 1) return nullptr;
+  if (n->inputs[0] == v && n->inputs[1] != v) return n->inputs[1];
+  if (n->inputs[1] == v && n->inputs[0] != v) return n->inputs[0];
+  return nullptr;
+}
+
+Node* consumer_of_type(const Consumers& cons, const Value* v, const char* op) {
+  Node* n = only_consumer(cons, v);
+  return n && n->op_type == op && n->outputs.size() == 1 && n->outputs[0] ? n : nullptr;
+}
+
+struct Gelu {
+  Value* out = nullptr;
+  std::vector<Node*> nodes;
+};
+
+// The exact (erf) GELU of `x`, as one Gelu node or as the exporters' subgraphs, reading x only
+// through its own nodes.
+std::optional<Gelu> match_gelu(const Consumers& cons, Value* x) {
+  if (!x || x->is_graph_output) return std::nullopt;
+  if (Node* g = consumer_of_type(cons, x, "Gelu")) {
+    auto approx = g->attrs.get_string("approximate", "none");
+    if (approx && approx.value() == "none" && g->inputs.size() == 1) return Gelu{g->outputs[0], {g}};
+    return std::nullopt;
+  }
+  auto it = cons.find(x);
+  if (it == cons.end() || it->second.size() != 2) return std::nullopt;
+  const std::vector<Node*>& readers = it->second;
+  const double kSqrt2 = 1.41421356237309504880;
+  for (Node* n1 : readers) {
+    double c = 0;
+    Value* o = n1->outputs.size() == 1 ? other_operand(n1, x) : nullptr;
+    const bool scale = (n1->op_type == "Div" && n1->inputs[0] == x && scalar_const(o, &c) && near(c, kSqrt2)) ||
+                       (n1->op_type == "Mul" && scalar_const(o, &c) && near(c, 1.0 / kSqrt2));
+    if (!scale) continue;
+    Node* n2 = consumer_of_type(cons, n1->outputs[0], "Erf");
+    if (!n2) continue;
+    Node* n3 = consumer_of_type(cons, n2->outputs[0], "Add");
+    if (!n3 || !scalar_const(other_operand(n3, n2->outputs[0]), &c) || !near(c, 1.0)) continue;
+    Node* n4 = consumer_of_type(cons, n3->outputs[0], "Mul");
+    if (!n4) continue;
+    Value* o4 = other_operand(n4, n3->outputs[0]);
+    if (!o4) continue;
+    Gelu g;
+    Node* x_reader = nullptr;  // the pattern's second reader of x
+    if (o4 == x) {  // Mul(Mul(x, erf1), 0.5)
+      Node* n5 = consumer_of_type(cons, n4->outputs[0], "Mul");
+      if (!n5 || !scalar_const(other_operand(n5, n4->outputs[0]), &c) || !near(c, 0.5)) continue;
+      g = Gelu{n5->outputs[0], {n1, n2, n3, n4, n5}};
+      x_reader = n4;
+    } else if (scalar_const(o4, &c) && near(c, 0.5)) {  // Mul(x, Mul(erf1, 0.5))
+      Node* n5 = consumer_of_type(cons, n4->outputs[0], "Mul");
+      if (!n5 || other_operand(n5, n4->outputs[0]) != x) continue;
+      g = Gelu{n5->outputs[0], {n1, n2, n3, n4, n5}};
+      x_reader = n5;
+    } else if (Node* h = o4->producer; h && h->op_type == "Mul" && only_consumer(cons, o4) == n4 &&
+                                        scalar_const(other_operand(h, x), &c) && near(c, 0.5)) {  // Mul(Mul(x, 0.5), erf1)
+      g = Gelu{n4->outputs[0], {n1, n2, n3, h, n4}};
+      x_reader = h;
+    } else {
+      continue;
+    }
+    const Node* other = readers[0] == n1 ? readers[1] : readers[0];
+    if (other != x_reader) continue;
+    return g;
+  }
+  return std::nullopt;
+}
+
+class NodeNamer {
+ public:
+  explicit NodeNamer(const Graph& g) {
+    for (const auto& n : g.nodes()) names_.insert(n->name);
+  }
+  std::string operator()(const std::string& base) {
+    std::string name = base;
+    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
+    names_.insert(name);
+    return name;
+  }
+
+ private:
+  std::set<std::string> names_;
+};
+
+bool is_removed(const std::set<const Node*>& dead, const Node* n) { return dead.count(n) != 0; }
+
+}  // namespace
+
+// ---- GEMM epilogues -----------------------------------------------------------------------------
+
+Result<int> fuse_gemm_epilogues(Graph& graph) {
+  Consumers cons = graph.consumers();
+  NodeNamer namer(graph);
+  std::set<const Node*> dead;
+  std::vector<Node*> nodes;
+  for (const auto& n : graph.nodes()) nodes.push_back(n.get());
+  int fused = 0;
+  for (Node* n : nodes) {
+    if (is_removed(dead, n) || n->is_custom() || !n->domain.empty()) continue;
+    if (n->op_type != "MatMul" && n->op_type != "Gemm") continue;
+    if (n->outputs.size() != 1 || !n->outputs[0] || n->inputs.size() < 2) continue;
+    Value* X = n->inputs[0];
+    Value* W = n->inputs[1];
+    Value* y = n->outputs[0];
+    if (!X || !W || !W->constant || W->constant->rank() != 2) continue;
+    if (!X->desc.shape || X->desc.shape->empty() || !float_io(X->desc.dtype) || W->desc.dtype != X->desc.dtype) continue;
+    if (!y->desc.shape || y->desc.dtype != X->desc.dtype) continue;
+    bool trans_b = false;
+    float alpha = 1.f;
+    Value* bias = nullptr;            // an existing bias value to reuse as is
+    std::optional<Tensor> new_bias;   // or a new constant (Gemm's C scaled by beta)
+    const int64_t K = X->desc.shape->back().is_const() ? X->desc.shape->back().value() : -1;
+    int64_t N = 0;
+    if (n->op_type == "Gemm") {
+      auto ta = n->attrs.get_int("transA", 0);
+      auto tb = n->attrs.get_int("transB", 0);
+      auto al = n->attrs.get_float("alpha", 1.f);
+      auto be = n->attrs.get_float("beta", 1.f);
+      if (!ta || !tb || !al || !be || ta.value() != 0 || X->desc.shape->size() != 2) continue;
+      trans_b = tb.value() != 0;
+      alpha = al.value();
+      N = W->constant->dims()[trans_b ? 0 : 1];
+      if (n->inputs.size() > 2 && n->inputs[2] && be.value() != 0.f) {
+        Value* C = n->inputs[2];
+        if (!C->constant || C->constant->numel() != N || C->desc.dtype != X->desc.dtype) continue;
+        if (C->constant->rank() == 2 && C->constant->dims()[0] != 1) continue;  // [M, N] or [M, 1]
+        if (C->constant->rank() > 2) continue;
+        if (be.value() == 1.f) {
+          bias = C;
+        } else {
+          Tensor t = Tensor::empty(C->constant->dtype(), {N});
+          for (int64_t j = 0; j < N; ++j) t.set(j, static_cast<double>(be.value()) * C->constant->get(j));
+          new_bias = t;
+        }
+      }
+    } else {
+      N = W->constant->dims()[1];
+    }
+    if (K >= 0 && W->constant->dims()[trans_b ? 1 : 0] != K) continue;
+    const bool had_bias = bias || new_bias;
+    std::vector<Node*> chain{n};
+    Value* out = y;
+    // Bias Add: the other operand is a constant of N elements broadcast along the last axis only,
+    // with a rank that does not grow the output.
+    bool added_bias = false;
+    if (!had_bias) {
+      if (Node* add = consumer_of_type(cons, out, "Add")) {
+        Value* b = other_operand(add, out);
+        const Tensor* bt = b && b->constant ? &*b->constant : nullptr;
+        bool ok = bt && b->desc.dtype == X->desc.dtype && bt->numel() == N && bt->rank() >= 1 &&
+                  bt->rank() <= static_cast<int64_t>(y->desc.shape->size()) && bt->dims().back() == N;
+        if (ok) {
+          bias = b;
+          added_bias = true;
+          chain.push_back(add);
+          out = add->outputs[0];
+        }
+      }
+    }
+    std::string activation;
+    if (Node* r = consumer_of_type(cons, out, "Relu")) {
+      activation = "Relu";
+      chain.push_back(r);
+      out = r->outputs[0];
+    } else if (auto g = match_gelu(cons, out)) {
+      activation = "Gelu";
+      chain.insert(chain.end(), g->nodes.begin(), g->nodes.end());
+      out = g->out;
+    }
+    if (!added_bias && activation.empty()) continue;  // nothing to gain over the plain GEMM
+    bool clash = false;
+    for (Node* c : chain) clash |= is_removed(dead, c);
+    if (clash) continue;
+
+    Node* gg = graph.add_node(namer(n->name + "_epilogue"), "GraftGemm");
+    gg->opset = n->opset;
+    gg->attrs.set("transB", static_cast<int64_t>(trans_b));
+    gg->attrs.set("alpha", alpha);
+    gg->attrs.set("activation", activation);
+    if (new_bias) {
+      bias = graph.new_value(n->name + "_bias");
+      bias->desc = TensorDesc(new_bias->dtype(), shape_from_values(new_bias->dims()));
+      bias->constant = *new_bias;
+    }
+    gg->inputs = {X, W};
+    if (bias) gg->inputs.push_back(bias);
+    gg->outputs = {out};
+    out->producer = gg;
+    for (Node* c : chain) dead.insert(c);
+    ++fused;
+  }
+  if (fused == 0) return 0;
+  graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
+  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
+  graph.prune_values();
+  return fused;
+}
+
+// ---- elementwise chains -------------------------------------------------------------------------
+
+namespace {
+
+// How one node becomes instructions: which inputs are full-shape tensors, which must be scalar
+// constants (immediates), and the opcode.
+struct EwNodeInfo {
+  EwOp op = EwOp::kCopy;
+  // Operand sources in input order; an extra immediate (alpha/beta, clip bounds) follows.
+  std::vector<int> tensor_inputs;   // indices of inputs that may be tensors (or scalars)
+  std::vector<float> extra_imm;     // immediates appended as further operands
+};
+
+const std::map<std::string, EwOp>& unary_ops() {
+  static const std::map<std::string, EwOp> m = {
+      {"Relu", EwOp::kRelu}, {"Sigmoid", EwOp::kSigmoid}, {"Tanh", EwOp::kTanh},     {"Erf", EwOp::kErf},
+      {"Sqrt", EwOp::kSqrt}, {"Neg", EwOp::kNeg},         {"Abs", EwOp::kAbs},       {"Exp", EwOp::kExp},
+      {"Log", EwOp::kLog},   {"Reciprocal", EwOp::kReciprocal}, {"HardSwish", EwOp::kHardSwish}};
+  return m;
+}
+
+const std::map<std::string, EwOp>& binary_ops() {
+  static const std::map<std::string, EwOp> m = {{"Add", EwOp::kAdd}, {"Sub", EwOp::kSub}, {"Mul", EwOp::kMul},
+                                                {"Div", EwOp::kDiv}, {"Pow", EwOp::kPow}, {"Max", EwOp::kMax},
+                                                {"Min", EwOp::kMin}};
+  return m;
+}
+
+// Whether operand `i` of a chain node becomes an immediate (the same test as ew_info's).
+bool is_scalar_operand(const Node& n, int i) {
+  const Value* v = n.inputs[static_cast<size_t>(i)];
+  return v->constant && v->constant->numel() == 1 &&
+         (dtype_is_float(v->constant->dtype()) || (n.op_type == "Pow" && i == 1));
+}
+
+// nullopt when the node cannot join a chain.
+std::optional<EwNodeInfo> ew_info(const Node& n) {
+  if (n.is_custom() || !n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0]) return std::nullopt;
+  const Value* y = n.outputs[0];
+  if (!float_io(y->desc.dtype) || !y->desc.shape) return std::nullopt;
+  EwNodeInfo info;
+  const std::string& t = n.op_type;
+  if (auto it = unary_ops().find(t); it != unary_ops().end()) {
+    if (n.inputs.size() != 1) return std::nullopt;
+    info.op = it->second;
+    info.tensor_inputs = {0};
+  } else if (auto jt = binary_ops().find(t); jt != binary_ops().end()) {
+    if (n.inputs.size() != 2) return std::nullopt;
+    info.op = jt->second;
+    info.tensor_inputs = {0, 1};
+    // Pow: only a constant exponent (a tensor exponent would need its own dtype rules).
+    if (t == "Pow") {
+      const Value* e = n.inputs[1];
+      if (!e || !e->constant || e->constant->numel() != 1) return std::nullopt;
+    }
+  } else if (t == "HardSigmoid") {
+    if (n.inputs.size() != 1) return std::nullopt;
+    auto a = n.attrs.get_float("alpha", 0.2f);
+    auto b = n.attrs.get_float("beta", 0.5f);
+    if (!a || !b) return std::nullopt;
+    info.op = EwOp::kHardSigmoid;
+    info.tensor_inputs = {0};
+    info.extra_imm = {a.value(), b.value()};
+  } else if (t == "Gelu") {
+    auto approx = n.attrs.get_string("approximate", "none");
+    if (!approx || n.inputs.size() != 1) return std::nullopt;
+    if (approx.value() == "none") info.op = EwOp::kGeluErf;
+    else if (approx.value() == "tanh") info.op = EwOp::kGeluTanh;
+    else return std::nullopt;
+    info.tensor_inputs = {0};
+  } else if (t == "Clip") {
+    if (n.inputs.empty() || n.inputs.size() > 3) return std::nullopt;
+    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+    if (n.opset < 11) {
+      auto a = n.attrs.get_float("min", lo);
+      auto b = n.attrs.get_float("max", hi);
+      if (!a || !b) return std::nullopt;
+      lo = a.value();
+      hi = b.value();
+    }
+    for (size_t i = 1; i < n.inputs.size(); ++i) {
+      double v = 0;
+      if (!n.inputs[i]) continue;
+      if (!scalar_const(n.inputs[i], &v)) return std::nullopt;
+      (i == 1 ? lo : hi) = static_cast<float>(v);
+    }
+    info.op = EwOp::kClip;
+    info.tensor_inputs = {0};
+    info.extra_imm = {lo, hi};
+  } else if (t == "Cast") {
+    if (n.inputs.size() != 1 || !n.inputs[0] || !float_io(n.inputs[0]->desc.dtype)) return std::nullopt;
+    const bool narrowing = n.inputs[0]->desc.dtype == DataType::kFloat32 && y->desc.dtype == DataType::kFloat16;
+    info.op = narrowing ? EwOp::kRoundHalf : EwOp::kCopy;
+    info.tensor_inputs = {0};
+  } else {
+    return std::nullopt;
+  }
+  // Every operand: a scalar constant (immediate; Pow's exponent may be integer), or a float
+  // tensor of exactly the output's shape. At least one must be a tensor.
+  bool any_tensor = false;
+  for (int i : info.tensor_inputs) {
+    const Value* v = n.inputs[static_cast<size_t>(i)];
+    if (!v) return std::nullopt;
+    if (is_scalar_operand(n, i)) {
+      // A scalar of higher rank than the output would broadcast the output up: not a chain node.
+      if (v->constant->rank() > static_cast<int64_t>(y->desc.shape->size())) return std::nullopt;
+      continue;
+    }
+    if (!float_io(v->desc.dtype) || !v->desc.shape || !shapes_same(*v->desc.shape, *y->desc.shape)) return std::nullopt;
+    any_tensor = true;
+  }
+  if (!any_tensor) return std::nullopt;
+  return info;
+}
+
+}  // namespace
+
 Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const Node&)>& supported) {
-  (void)graph;
-  (void)supported;
-  return 0;
+  Consumers cons = graph.consumers();
+  std::vector<Node*> order;
+  for (const auto& n : graph.nodes()) order.push_back(n.get());
+  std::map<const Node*, EwNodeInfo> infos;
+  for (Node* n : order) {
+    auto info = ew_info(*n);
+    if (info && (!supported || supported(*n))) infos.emplace(n, *info);
+  }
+  // Union-find over chain edges: producer -> its only consumer, both chain nodes. Each node has at
+  // most one outgoing edge, so every group is an in-tree with one sink (its output).
+  std::map<const Node*, const Node*> parent;
+  std::function<const Node*(const Node*)> root = [&](const Node* x) {
+    const Node* p = parent.count(x) ? parent[x] : x;
+    if (p == x) return x;
+    const Node* r = root(p);
+    parent[x] = r;
+    return r;
+  };
+  for (Node* n : order) {
+    if (!infos.count(n)) continue;
+    for (int i : infos[n].tensor_inputs) {
+      Value* v = n->inputs[static_cast<size_t>(i)];
+      Node* p = v->producer;
+      if (!p || !infos.count(p) || only_consumer(cons, v) != n) continue;
+      const Node* a = root(p);
+      const Node* b = root(n);
+      if (a != b) parent[a] = b;
+    }
+  }
+  std::map<const Node*, std::vector<Node*>> groups;  // root -> members in graph order
+  for (Node* n : order)
+    if (infos.count(n)) groups[root(n)].push_back(n);
+
+  NodeNamer namer(graph);
+  std::set<const Node*> dead;
+  int fused = 0;
+  for (auto& [r, members] : groups) {
+    (void)r;
+    if (members.size() < 2) continue;
+    std::set<const Node*> in_group(members.begin(), members.end());
+    // The sink: the member whose output no member reads.
+    Node* sink = nullptr;
+    for (Node* m : members) {
+      Node* c = only_consumer(cons, m->outputs[0]);
+      if (!c || !in_group.count(c)) sink = m;
+    }
+    if (!sink) continue;
+    std::vector<Value*> inputs;
+    std::map<const Value*, int64_t> reg;
+    std::vector<int64_t> code;
+    std::vector<float> imm;
+    // External tensor inputs first (registers 0..k-1), in order of first use.
+    for (Node* m : members)
+      for (int i : infos[m].tensor_inputs) {
+        Value* v = m->inputs[static_cast<size_t>(i)];
+        if (is_scalar_operand(*m, i) || (v->producer && in_group.count(v->producer)) || reg.count(v)) continue;
+        reg[v] = static_cast<int64_t>(inputs.size());
+        inputs.push_back(v);
+      }
+    if (inputs.empty() || inputs.size() > static_cast<size_t>(kEwMaxInputs) ||
+        members.size() > static_cast<size_t>(kEwMaxInstr))
+      continue;
+    bool ok = true;
+    auto immediate = [&](float f) -> int64_t {
+      imm.push_back(f);
+      return -static_cast<int64_t>(imm.size());
+    };
+    for (Node* m : members) {
+      const EwNodeInfo& info = infos[m];
+      int64_t f[kEwFields] = {static_cast<int64_t>(info.op), static_cast<int64_t>(inputs.size()) + static_cast<int64_t>(code.size()) / kEwFields, 0, 0, 0};
+      int k = 2;
+      for (int i : info.tensor_inputs) {
+        const Value* v = m->inputs[static_cast<size_t>(i)];
+        f[k++] = is_scalar_operand(*m, i) ? immediate(static_cast<float>(v->constant->get(0))) : reg.at(v);
+      }
+      for (float e : info.extra_imm) f[k++] = immediate(e);
+      code.insert(code.end(), f, f + kEwFields);
+      reg[m->outputs[0]] = f[1];
+    }
+    if (imm.size() > static_cast<size_t>(kEwMaxImm)) ok = false;
+    if (!ok) continue;
+    Value* out = sink->outputs[0];
+    Node* ew = graph.add_node(namer(sink->name + "_chain"), "GraftElementwise");
+    ew->opset = sink->opset;
+    ew->attrs.set("program", code);
+    ew->attrs.set("immediates", imm);
+    ew->attrs.set("output_register", reg.at(out));
+    ew->attrs.set("to", static_cast<int64_t>(out->desc.dtype));
+    ew->inputs = inputs;
+    ew->outputs = {out};
+    out->producer = ew;
+    for (Node* m : members) dead.insert(m);
+    ++fused;
+  }
+  if (fused == 0) return 0;
+  graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
+  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
+  graph.prune_values();
+  return fused;
 }
 
 }  // namespace graft

@@ -1,0 +1,72 @@
+// Internal ops of the transformer fusions (src/graph/fuse_transformer.cpp builds them, the CPU
+// references live in src/ops/fused_transformer_ops.cpp, the CUDA kernels in
+// src/backends/cuda/fused_transformer_*.{cpp,cu}). Shared here: the GraftElementwise instruction
+// set, so the pass, the reference and the kernel agree on one encoding.
+//
+// GraftGemm(X[..., K], W, bias?) -> Y[..., N]
+//   attrs: transB (0: W is [K, N]; 1: W is [N, K]), alpha (float, default 1),
+//          activation ("" | "Relu" | "Gelu"; Gelu is the exact erf form).
+//   Y = act(alpha * X.W + bias); leading dimensions of X are folded into M.
+//
+// GraftElementwise(x0, ..., xk) -> y, every input and the output of one shape.
+//   attrs: program (ints, kEwFields per instruction: opcode, dst, a, b, c),
+//          immediates (floats), output_register (int), to (int, the output's DataType).
+//   Registers 0..k hold the inputs (converted to float32); instruction i writes register dst.
+//   An operand r >= 0 names a register, r < 0 the immediate -r-1. Every instruction computes in
+//   float32 (the reference: in double, rounded to float32 after each instruction, so it equals
+//   the unfused float32 chain up to the last bit of each step); kRoundHalf stands for a Cast to
+//   float16 inside the chain and rounds to float16 precision.
+#pragma once
+
+#include <cstdint>
+
+namespace graft {
+
+enum class EwOp : int32_t {
+  kCopy = 0,        // a
+  kAdd = 1,         // a + b
+  kSub = 2,         // a - b
+  kMul = 3,         // a * b
+  kDiv = 4,         // a / b
+  kPow = 5,         // pow(a, b)
+  kRelu = 6,        // max(a, 0)
+  kSigmoid = 7,     // 1 / (1 + exp(-a))
+  kTanh = 8,
+  kErf = 9,
+  kSqrt = 10,
+  kNeg = 11,
+  kAbs = 12,
+  kExp = 13,
+  kLog = 14,
+  kReciprocal = 15,
+  kHardSigmoid = 16,  // max(0, min(1, b * a + c))   (b = alpha, c = beta)
+  kHardSwish = 17,    // a * max(0, min(1, a / 6 + 0.5))
+  kClip = 18,         // a < b ? b : (a > c ? c : a)  (NaN stays)
+  kGeluErf = 19,      // 0.5 a (1 + erf(a / sqrt 2))
+  kGeluTanh = 20,     // 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))
+  kRoundHalf = 21,    // float16(a) back to float32
+  kMax = 22,          // max(a, b)
+  kMin = 23,          // min(a, b)
+  kCount = 24,
+};
+
+// Number of operands (a, b, c) an opcode reads.
+inline constexpr int ew_arity(EwOp op) {
+  switch (op) {
+    case EwOp::kAdd: case EwOp::kSub: case EwOp::kMul: case EwOp::kDiv: case EwOp::kPow:
+    case EwOp::kMax: case EwOp::kMin:
+      return 2;
+    case EwOp::kHardSigmoid: case EwOp::kClip:
+      return 3;
+    default:
+      return 1;
+  }
+}
+
+inline constexpr int kEwFields = 5;        // opcode, dst, a, b, c
+inline constexpr int kEwMaxInputs = 8;     // limits of the CUDA kernel's parameter block
+inline constexpr int kEwMaxInstr = 32;
+inline constexpr int kEwMaxImm = 32;
+inline constexpr int kEwMaxRegs = kEwMaxInputs + kEwMaxInstr;
+
+}  // namespace graft

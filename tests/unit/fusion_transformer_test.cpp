@@ -1,0 +1,435 @@
+// Transformer fusions (src/graph/fuse_transformer.cpp): GEMM epilogues (bias, Relu, GELU in both
+// exporters' forms) and elementwise chains. Each test runs the graph on the CPU reference before
+// and after the pass, on fresh random inputs, and compares; negative tests check that patterns the
+// pass must not touch stay as they were.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "graph/passes.h"
+#include "onnx/importer.h"
+#include "ops/fused_transformer_ops.h"
+#include "runtime/cpu_executor.h"
+#include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/op_test_util.h"
+
+namespace graft {
+namespace {
+
+using testing::OnnxModelBuilder;
+using testing::random_tensor;
+
+constexpr DataType kF32 = DataType::kFloat32;
+
+std::unique_ptr<Graph> load(const OnnxModelBuilder& b) {
+  auto g = import_onnx_bytes(b.bytes(), "fusion_test.onnx");
+  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
+  if (!g.is_ok()) return nullptr;
+  std::unique_ptr<Graph> graph = std::move(g).value();
+  remove_identities(*graph);
+  EXPECT_TRUE(infer_shapes(*graph).is_ok());
+  auto folded = fold_constants(*graph);
+  EXPECT_TRUE(folded.is_ok()) << folded.status().to_string();
+  EXPECT_TRUE(infer_shapes(*graph).is_ok());
+  return graph;
+}
+
+// Runs the graph node by node on the CPU reference; returns its outputs by name.
+std::map<std::string, Tensor> run_graph(const Graph& g, const std::map<std::string, Tensor>& feeds) {
+  std::map<const Value*, Tensor> vals;
+  for (const Value* v : g.inputs()) vals[v] = feeds.at(v->name);
+  for (const auto& n : g.nodes()) {
+    std::vector<const Tensor*> ins;
+    for (const Value* v : n->inputs) ins.push_back(!v ? nullptr : v->constant ? &*v->constant : &vals.at(v));
+    auto outs = run_node_cpu(*n, ins);
+    EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
+    if (!outs.is_ok()) return {};
+    for (size_t i = 0; i < n->outputs.size(); ++i)
+      if (n->outputs[i]) vals[n->outputs[i]] = outs.value()[i];
+  }
+  std::map<std::string, Tensor> out;
+  for (const Value* v : g.outputs()) out[v->name] = v->constant ? *v->constant : vals.at(v);
+  return out;
+}
+
+int count_op(const Graph& g, const std::string& op) {
+  int k = 0;
+  for (const auto& n : g.nodes()) k += n->op_type == op;
+  return k;
+}
+
+const Node* find_op(const Graph& g, const std::string& op) {
+  for (const auto& n : g.nodes())
+    if (n->op_type == op) return n.get();
+  return nullptr;
+}
+
+void expect_close(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-6) {
+  ASSERT_EQ(a.dims(), b.dims());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_NEAR(a.get(i), b.get(i), atol + rtol * std::fabs(b.get(i))) << "element " << i;
+}
+
+// Fresh random feeds for every graph input (static shapes).
+std::map<std::string, Tensor> feeds_for(const Graph& g, std::mt19937& rng, double lo = -2, double hi = 2) {
+  std::map<std::string, Tensor> f;
+  for (const Value* v : g.inputs()) f[v->name] = random_tensor(v->desc.dtype, shape_values(*v->desc.shape), rng, lo, hi);
+  return f;
+}
+
+// Runs `pass` on `g`; checks it made `expect` fusions and that outputs agree with the original.
+void check_pass(Graph& g, const std::function<Result<int>(Graph&)>& pass, int expect, uint32_t seed,
+                double rtol = 1e-5) {
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  auto feeds = feeds_for(g, rng);
+  auto before = run_graph(g, feeds);
+  auto n = pass(g);
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  EXPECT_EQ(n.value(), expect);
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  auto after = run_graph(g, feeds);
+  ASSERT_EQ(before.size(), after.size());
+  for (auto& [name, t] : before) expect_close(after.at(name), t, rtol);
+}
+
+Result<int> gemm_pass(Graph& g) { return fuse_gemm_epilogues(g); }
+Result<int> chain_pass(Graph& g) { return fuse_elementwise_chains(g, [](const Node&) { return true; }); }
+
+Tensor scalar(float v) { return Tensor::from_doubles(kF32, {}, {v}); }
+
+// X[2,5,K] . W[K,N] (+ b) [-> act]; variants picked by the flags.
+struct LinearSpec {
+  bool bias_first = false;          // Add(b, y) instead of Add(y, b)
+  std::vector<int64_t> bias_dims;   // default {N}
+  std::string act;                  // "", "Relu", "GeluTorch", "GeluHf", "GeluNode"
+  bool extra_consumer = false;      // the MatMul output is also a graph output
+  bool bias_input = false;          // bias is a graph input, not a constant
+};
+
+OnnxModelBuilder linear_model(const LinearSpec& s, std::mt19937& rng, int64_t K = 16, int64_t N = 8) {
+  OnnxModelBuilder b(s.act == "GeluNode" ? 20 : 17);
+  b.input("x", kF32, {2, 5, K});
+  b.initializer("w", random_tensor(kF32, {K, N}, rng));
+  std::vector<int64_t> bd = s.bias_dims.empty() ? std::vector<int64_t>{N} : s.bias_dims;
+  if (s.bias_input) {
+    std::vector<testing::DimSpec> d(bd.begin(), bd.end());
+    b.input("b", kF32, d);
+  } else {
+    b.initializer("b", random_tensor(kF32, bd, rng));
+  }
+  b.node("MatMul", {"x", "w"}, {"mm"});
+  if (s.bias_first) b.node("Add", {"b", "mm"}, {"h"});
+  else b.node("Add", {"mm", "b"}, {"h"});
+  std::string out = "h";
+  if (s.act == "Relu") {
+    b.node("Relu", {"h"}, {"y"});
+    out = "y";
+  } else if (s.act == "GeluTorch") {  // torch.onnx symbolic_opset9.gelu
+    b.initializer("sqrt2", scalar(1.4142135623730951f));
+    b.initializer("one", scalar(1.f));
+    b.initializer("half", scalar(0.5f));
+    b.node("Div", {"h", "sqrt2"}, {"g1"});
+    b.node("Erf", {"g1"}, {"g2"});
+    b.node("Add", {"g2", "one"}, {"g3"});
+    b.node("Mul", {"h", "g3"}, {"g4"});
+    b.node("Mul", {"g4", "half"}, {"y"});
+    out = "y";
+  } else if (s.act == "GeluHf") {  // 0.5 x first, erf(x * 1/sqrt2), operands swapped
+    b.initializer("rsqrt2", scalar(0.7071067811865476f));
+    b.initializer("one", scalar(1.f));
+    b.initializer("half", scalar(0.5f));
+    b.node("Mul", {"half", "h"}, {"g0"});
+    b.node("Mul", {"rsqrt2", "h"}, {"g1"});
+    b.node("Erf", {"g1"}, {"g2"});
+    b.node("Add", {"one", "g2"}, {"g3"});
+    b.node("Mul", {"g0", "g3"}, {"y"});
+    out = "y";
+  } else if (s.act == "GeluNode") {
+    b.node("Gelu", {"h"}, {"y"});
+    out = "y";
+  }
+  b.output(out, kF32);
+  if (s.extra_consumer) b.output("mm", kF32);
+  return b;
+}
+
+TEST(FuseGemm, MatMulBiasActivationVariants) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  for (std::string act : {"", "Relu", "GeluTorch", "GeluHf", "GeluNode"})
+    for (bool first : {false, true})
+      for (std::vector<int64_t> bd : {std::vector<int64_t>{8}, std::vector<int64_t>{1, 8}, std::vector<int64_t>{1, 1, 8}}) {
+        SCOPED_TRACE("act '" + act + "' bias first " + std::to_string(first) + " bias rank " + std::to_string(bd.size()));
+        LinearSpec s;
+        s.act = act;
+        s.bias_first = first;
+        s.bias_dims = bd;
+        auto g = load(linear_model(s, rng));
+        ASSERT_TRUE(g);
+        check_pass(*g, gemm_pass, 1, seed);
+        ASSERT_EQ(g->nodes().size(), 1u) << "everything folds into one GraftGemm";
+        const Node* n = find_op(*g, "GraftGemm");
+        ASSERT_TRUE(n);
+        EXPECT_EQ(n->attrs.get_string("activation", "?").value(), act.rfind("Gelu", 0) == 0 ? "Gelu" : act);
+      }
+}
+
+TEST(FuseGemm, GemmWithBiasAndTransB) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  for (float beta : {1.f, 0.5f})
+    for (bool relu : {false, true}) {
+      OnnxModelBuilder b;
+      b.input("x", kF32, {6, 16});
+      b.initializer("w", random_tensor(kF32, {8, 16}, rng));
+      b.initializer("c", random_tensor(kF32, {8}, rng));
+      auto& n = b.node("Gemm", {"x", "w", "c"}, {"h"});
+      OnnxModelBuilder::attr(n, "transB", 1);
+      OnnxModelBuilder::attr(n, "alpha", 0.75f);
+      OnnxModelBuilder::attr(n, "beta", beta);
+      if (relu) b.node("Relu", {"h"}, {"y"});
+      b.output(relu ? "y" : "h", kF32);
+      auto g = load(b);
+      ASSERT_TRUE(g);
+      // A Gemm that already has its bias and no activation has nothing to gain: left alone.
+      check_pass(*g, gemm_pass, relu ? 1 : 0, seed);
+      EXPECT_EQ(count_op(*g, "GraftGemm"), relu ? 1 : 0);
+    }
+  // Gemm without C followed by a bias Add.
+  OnnxModelBuilder b;
+  b.input("x", kF32, {6, 16});
+  b.initializer("w", random_tensor(kF32, {16, 8}, rng));
+  b.initializer("c", random_tensor(kF32, {1, 8}, rng));
+  b.node("Gemm", {"x", "w"}, {"h"});
+  b.node("Add", {"h", "c"}, {"y"});
+  b.output("y", kF32);
+  auto g = load(b);
+  ASSERT_TRUE(g);
+  check_pass(*g, gemm_pass, 1, seed);
+  EXPECT_EQ(g->nodes().size(), 1u);
+}
+
+TEST(FuseGemm, PatternsThatMustNotFuse) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  {
+    SCOPED_TRACE("MatMul output has another consumer");
+    LinearSpec s;
+    s.act = "Relu";
+    s.extra_consumer = true;
+    auto g = load(linear_model(s, rng));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 0, seed);
+    EXPECT_EQ(count_op(*g, "MatMul"), 1);
+  }
+  {
+    SCOPED_TRACE("bias is not a constant");
+    LinearSpec s;
+    s.bias_input = true;
+    auto g = load(linear_model(s, rng));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 0, seed);
+    EXPECT_EQ(count_op(*g, "Add"), 1);
+  }
+  {
+    SCOPED_TRACE("bias broadcast along another axis ([5, 8])");
+    LinearSpec s;
+    s.bias_dims = {5, 8};
+    auto g = load(linear_model(s, rng));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 0, seed);
+  }
+  {
+    SCOPED_TRACE("bias of rank above the output's ([1, 1, 1, 8])");
+    LinearSpec s;
+    s.bias_dims = {1, 1, 1, 8};
+    auto g = load(linear_model(s, rng));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 0, seed);
+  }
+  {
+    SCOPED_TRACE("weight is not a constant");
+    OnnxModelBuilder b;
+    b.input("x", kF32, {4, 16});
+    b.input("w", kF32, {16, 8});
+    b.initializer("b", random_tensor(kF32, {8}, rng));
+    b.node("MatMul", {"x", "w"}, {"h"});
+    b.node("Add", {"h", "b"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 0, seed);
+  }
+  {
+    SCOPED_TRACE("GELU-like pattern with a wrong constant keeps the bias fusion only");
+    OnnxModelBuilder b;
+    b.input("x", kF32, {4, 16});
+    b.initializer("w", random_tensor(kF32, {16, 8}, rng));
+    b.initializer("b", random_tensor(kF32, {8}, rng));
+    b.initializer("sqrt2", scalar(1.5f));
+    b.initializer("one", scalar(1.f));
+    b.initializer("half", scalar(0.5f));
+    b.node("MatMul", {"x", "w"}, {"mm"});
+    b.node("Add", {"mm", "b"}, {"h"});
+    b.node("Div", {"h", "sqrt2"}, {"g1"});
+    b.node("Erf", {"g1"}, {"g2"});
+    b.node("Add", {"g2", "one"}, {"g3"});
+    b.node("Mul", {"h", "g3"}, {"g4"});
+    b.node("Mul", {"g4", "half"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    EXPECT_EQ(find_op(*g, "GraftGemm")->attrs.get_string("activation", "?").value(), "");
+    EXPECT_EQ(count_op(*g, "Erf"), 1);
+  }
+}
+
+TEST(FuseGemm, InferenceErrorsNameTheProblem) {
+  testing::OneNode one("GraftGemm", {Tensor::empty(kF32, {3, 4}), Tensor::empty(kF32, {5, 6})});
+  auto r = one.run();
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().to_string().find("inner dimensions"), std::string::npos) << r.status().to_string();
+  testing::OneNode bad("GraftGemm", {Tensor::empty(kF32, {3, 4}), Tensor::empty(kF32, {4, 6})});
+  bad.node->attrs.set("activation", std::string("Swish"));
+  auto r2 = bad.run();
+  ASSERT_FALSE(r2.is_ok());
+  EXPECT_NE(r2.status().to_string().find("activation"), std::string::npos) << r2.status().to_string();
+}
+
+// ---- elementwise chains ----
+
+TEST(FuseElementwise, LongChainWithImmediatesAndCasts) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  OnnxModelBuilder b;
+  b.input("x", kF32, {2, 3, 7});
+  b.input("z", kF32, {2, 3, 7});
+  b.initializer("c3", scalar(3.f));
+  b.initializer("c05", scalar(0.5f));
+  b.initializer("two", Tensor::from_doubles(kF32, {1}, {2.0}));
+  b.initializer("lo", scalar(-0.25f));
+  b.initializer("hi", scalar(4.f));
+  b.node("Add", {"x", "c3"}, {"a1"});             // x + 3
+  b.node("Mul", {"c05", "a1"}, {"a2"});           // 0.5 * .
+  b.node("Sigmoid", {"a2"}, {"a3"});
+  b.node("Mul", {"a3", "z"}, {"a4"});             // second tensor input
+  b.node("Sub", {"c3", "a4"}, {"a5"});            // immediate as first operand
+  b.node("Abs", {"a5"}, {"a6"});
+  b.node("Sqrt", {"a6"}, {"a7"});
+  b.node("Pow", {"a7", "two"}, {"a8"});
+  auto& hs = b.node("HardSigmoid", {"a8"}, {"a9"});
+  OnnxModelBuilder::attr(hs, "alpha", 0.3f);
+  b.node("Tanh", {"a9"}, {"a10"});
+  b.node("Clip", {"a10", "lo", "hi"}, {"a11"});
+  auto& c1 = b.node("Cast", {"a11"}, {"a12"});    // round to float16 and back: must be reproduced
+  OnnxModelBuilder::attr(c1, "to", static_cast<int64_t>(DataType::kFloat16));
+  auto& c2 = b.node("Cast", {"a12"}, {"a13"});
+  OnnxModelBuilder::attr(c2, "to", static_cast<int64_t>(kF32));
+  b.node("HardSwish", {"a13"}, {"a14"});
+  b.node("Div", {"a14", "x"}, {"a15"});
+  b.node("Erf", {"a15"}, {"a16"});
+  b.node("Relu", {"a16"}, {"y"});
+  b.output("y", kF32);
+  auto g = load(b);
+  ASSERT_TRUE(g);
+  check_pass(*g, chain_pass, 1, seed);
+  ASSERT_EQ(g->nodes().size(), 1u);
+  const Node* n = find_op(*g, "GraftElementwise");
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->inputs.size(), 2u);
+}
+
+TEST(FuseElementwise, GeluChainAndMixedDtypeOutput) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  for (const char* approx : {"none", "tanh"}) {
+    OnnxModelBuilder b(20);
+    b.input("x", kF32, {3, 33});
+    b.node("Neg", {"x"}, {"a"});
+    auto& ge = b.node("Gelu", {"a"}, {"g"});
+    OnnxModelBuilder::attr(ge, "approximate", approx);
+    auto& c = b.node("Cast", {"g"}, {"y"});
+    OnnxModelBuilder::attr(c, "to", static_cast<int64_t>(DataType::kFloat16));
+    b.output("y", DataType::kFloat16);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, chain_pass, 1, seed);
+    ASSERT_EQ(g->nodes().size(), 1u);
+    EXPECT_EQ(g->outputs()[0]->desc.dtype, DataType::kFloat16);
+  }
+}
+
+TEST(FuseElementwise, ChainsStopAtSharedValuesBroadcastsAndUnsupportedNodes) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  OnnxModelBuilder b;
+  b.input("x", kF32, {4, 6});
+  b.initializer("row", random_tensor(kF32, {6}, rng));
+  b.node("Relu", {"x"}, {"a"});
+  b.node("Sigmoid", {"a"}, {"s"});     // chain 1: Relu -> Sigmoid; s has two consumers
+  b.node("Tanh", {"s"}, {"t1"});
+  b.node("Exp", {"s"}, {"t2"});
+  b.node("Add", {"t1", "t2"}, {"u"});  // chain 2: Tanh, Exp, Add (s is its input)
+  b.node("Add", {"u", "row"}, {"v"});  // broadcast operand: not a chain node
+  b.node("Neg", {"v"}, {"w"});
+  b.node("Abs", {"w"}, {"y"});         // chain 3: Neg -> Abs
+  b.output("y", kF32);
+  b.output("s", kF32);
+  auto g = load(b);
+  ASSERT_TRUE(g);
+  check_pass(*g, chain_pass, 3, seed);
+  EXPECT_EQ(count_op(*g, "GraftElementwise"), 3);
+  EXPECT_EQ(count_op(*g, "Add"), 1);
+
+  // A node the backend says it cannot run stays out of every chain.
+  auto g2 = load(b);
+  ASSERT_TRUE(g2);
+  auto n = fuse_elementwise_chains(*g2, [](const Node& x) { return x.op_type != "Exp"; });
+  ASSERT_TRUE(n.is_ok());
+  EXPECT_EQ(n.value(), 3);  // Relu->Sigmoid, Tanh->Add (Exp's output is an input), Neg->Abs
+  EXPECT_EQ(count_op(*g2, "Exp"), 1);
+}
+
+TEST(FuseElementwise, ProgramErrorsNameTheAttribute) {
+  std::mt19937 rng(std::random_device{}());
+  testing::OneNode one("GraftElementwise", {random_tensor(kF32, {3}, rng)});
+  one.node->attrs.set("program", std::vector<int64_t>{99, 1, 0, 0, 0});
+  one.node->attrs.set("output_register", int64_t{1});
+  auto r = one.run();
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().to_string().find("program"), std::string::npos) << r.status().to_string();
+  one.node->attrs.set("program", std::vector<int64_t>{static_cast<int64_t>(EwOp::kAdd), 1, 0, 5, 0});
+  auto r2 = one.run();
+  ASSERT_FALSE(r2.is_ok());
+  EXPECT_NE(r2.status().to_string().find("not defined"), std::string::npos) << r2.status().to_string();
+}
+
+// The fused graph survives the plan format (ONNX export + import) and still computes the same.
+TEST(FuseTransformer, FusedGraphRoundTripsThroughOnnx) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  LinearSpec s;
+  s.act = "GeluTorch";
+  OnnxModelBuilder b = linear_model(s, rng);
+  auto g = load(b);
+  ASSERT_TRUE(g);
+  auto feeds = feeds_for(*g, rng);
+  auto before = run_graph(*g, feeds);
+  ASSERT_TRUE(fuse_gemm_epilogues(*g).is_ok());
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  onnx::ModelProto m;
+  ASSERT_TRUE(export_onnx_model(*g, &m).is_ok());
+  auto g2 = import_onnx_model(m, "roundtrip.onnx", "");
+  ASSERT_TRUE(g2.is_ok()) << g2.status().to_string();
+  ASSERT_TRUE(infer_shapes(*g2.value()).is_ok());
+  EXPECT_EQ(count_op(*g2.value(), "GraftGemm"), 1);
+  auto after = run_graph(*g2.value(), feeds);
+  for (auto& [name, t] : before) expect_close(after.at(name), t);
+}
+
+}  // namespace
+}  // namespace graft
