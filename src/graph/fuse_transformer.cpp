@@ -4,6 +4,7 @@
 //   MatMul(X, W const 2-D) | Gemm(A, B const, C const row? , transA = 0)
 //     [-> Add(bias const [N] or [1,..,N])]            (only when the GEMM has no bias yet)
 //     [-> Relu | Gelu(approximate = none) | erf-GELU subgraph]
+//     [-> Add(R) with R a tensor of the output's shape]   (only without activation)
 //   becomes one GraftGemm. Every intermediate value must have exactly one consumer (the next node
 //   of the pattern) and must not be a graph output, so no value the rest of the graph reads is
 //   lost. The erf-GELU subgraph is recognised in the forms the exporters emit:
@@ -228,7 +229,23 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
       chain.insert(chain.end(), g->nodes.begin(), g->nodes.end());
       out = g->out;
     }
-    if (!added_bias && activation.empty()) continue;  // nothing to gain over the plain GEMM
+    // Residual Add after a GEMM without activation (a transformer block's "x + Linear(h)"):
+    // cuBLASLt reads it as the C matrix (beta = 1), so D = alpha X.W + R + bias in one pass. After
+    // an activation the sum would be act(...) + R, which the epilogue cannot express.
+    Value* residual = nullptr;
+    if (activation.empty()) {
+      if (Node* add = consumer_of_type(cons, out, "Add")) {
+        Value* r = other_operand(add, out);
+        if (r && !r->constant && r->desc.dtype == X->desc.dtype && r->desc.shape && out->desc.shape &&
+            shapes_same(*r->desc.shape, *out->desc.shape) && add->outputs[0]->desc.shape &&
+            shapes_same(*add->outputs[0]->desc.shape, *out->desc.shape)) {
+          residual = r;
+          chain.push_back(add);
+          out = add->outputs[0];
+        }
+      }
+    }
+    if (!added_bias && activation.empty() && !residual) continue;  // nothing to gain over the plain GEMM
     bool clash = false;
     for (Node* c : chain) clash |= is_removed(dead, c);
     if (clash) continue;
@@ -244,7 +261,8 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
       bias->constant = *new_bias;
     }
     gg->inputs = {X, W};
-    if (bias) gg->inputs.push_back(bias);
+    if (bias || residual) gg->inputs.push_back(bias);  // nullptr: omitted optional input
+    if (residual) gg->inputs.push_back(residual);
     gg->outputs = {out};
     out->producer = gg;
     for (Node* c : chain) dead.insert(c);

@@ -69,6 +69,13 @@ Status infer_graft_gemm(InferContext& ctx) {
   }
   Shape out(x.begin(), x.end() - 1);
   out.push_back(n);
+  if (ctx.has_input(3)) {
+    GRAFT_ASSIGN_OR_RETURN(Shape r, ctx.input_shape(3));
+    if (ctx.input(3).dtype != dt) return ctx.fail("residual has dtype ", dtype_name(ctx.input(3).dtype), ", X has ", dtype_name(dt));
+    bool ok = r.size() == out.size();
+    for (size_t i = 0; ok && i < r.size(); ++i) ok = !r[i].is_const() || !out[i].is_const() || r[i].value() == out[i].value();
+    if (!ok) return ctx.fail("residual must have the output's shape ", shape_to_string(out), ", got ", shape_to_string(r));
+  }
   ctx.set_output(0, TensorDesc(dt, out));
   return Status::ok();
 }
@@ -81,7 +88,9 @@ Status cpu_graft_gemm(ExecContext& ctx) {
   const Tensor* X = ctx.inputs.size() > 0 ? ctx.inputs[0] : nullptr;
   const Tensor* W = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
   const Tensor* B = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  const Tensor* R = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
   GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(X, "X"));
+  if (R) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(R, "residual"));
   GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(W, "W"));
   if (B) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(B, "bias"));
   if (X->rank() < 1 || W->rank() != 2) return error(StatusCode::kInvalidModel, "GraftGemm: X must have rank >= 1 and W rank 2");
@@ -94,13 +103,16 @@ Status cpu_graft_gemm(ExecContext& ctx) {
   Tensor& Y = *ctx.outputs[0];
   if (Y.numel() != M * N) return error(StatusCode::kInternal, "GraftGemm: output size inconsistent with inputs");
   std::vector<double> x = cpu::load_doubles(*X), w = cpu::load_doubles(*W), y(static_cast<size_t>(M * N));
+  if (R && R->numel() != M * N) return error(StatusCode::kInvalidModel, "GraftGemm: residual has ", R->numel(), " elements, the output ", M * N);
   std::vector<double> b = B ? cpu::load_doubles(*B) : std::vector<double>(static_cast<size_t>(N), 0.0);
+  std::vector<double> res = R ? cpu::load_doubles(*R) : std::vector<double>();
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double acc = 0.0;
       for (int64_t k = 0; k < K; ++k)
         acc += x[static_cast<size_t>(i * K + k)] * w[static_cast<size_t>(a.trans_b ? j * K + k : k * N + j)];
       double v = static_cast<double>(a.alpha) * acc + b[static_cast<size_t>(j)];
+      if (R) v += res[static_cast<size_t>(i * N + j)];
       if (a.activation == "Relu") v = v > 0 ? v : 0.0;
       else if (a.activation == "Gelu") v = gelu_erf(v);
       y[static_cast<size_t>(i * N + j)] = v;

@@ -3,10 +3,11 @@
 // src/backends/cuda/fused_transformer_*.{cpp,cu}). Shared here: the GraftElementwise instruction
 // set, so the pass, the reference and the kernel agree on one encoding.
 //
-// GraftGemm(X[..., K], W, bias?) -> Y[..., N]
+// GraftGemm(X[..., K], W, bias?, R?) -> Y[..., N]
 //   attrs: transB (0: W is [K, N]; 1: W is [N, K]), alpha (float, default 1),
 //          activation ("" | "Relu" | "Gelu"; Gelu is the exact erf form).
-//   Y = act(alpha * X.W + bias); leading dimensions of X are folded into M.
+//   Y = act(alpha * X.W + bias + R); leading dimensions of X are folded into M. The residual R
+//   has Y's shape; the pass only adds it when there is no activation (Y = X.W + bias + R).
 //
 // GraftElementwise(x0, ..., xk) -> y, every input and the output of one shape.
 //   attrs: program (ints, kEwFields per instruction: opcode, dst, a, b, c),

@@ -107,6 +107,7 @@ struct LinearSpec {
   std::string act;                  // "", "Relu", "GeluTorch", "GeluHf", "GeluNode"
   bool extra_consumer = false;      // the MatMul output is also a graph output
   bool bias_input = false;          // bias is a graph input, not a constant
+  int residual = 0;                 // Add(r, out) after everything: 0 none, 1 r [2,5,N], 2 r [N] (broadcast)
 };
 
 OnnxModelBuilder linear_model(const LinearSpec& s, std::mt19937& rng, int64_t K = 16, int64_t N = 8) {
@@ -151,6 +152,12 @@ OnnxModelBuilder linear_model(const LinearSpec& s, std::mt19937& rng, int64_t K 
     b.node("Gelu", {"h"}, {"y"});
     out = "y";
   }
+  if (s.residual) {
+    if (s.residual == 1) b.input("r", kF32, {2, 5, N});
+    else b.input("r", kF32, {N});
+    b.node("Add", {"r", out}, {"z"});
+    out = "z";
+  }
   b.output(out, kF32);
   if (s.extra_consumer) b.output("mm", kF32);
   return b;
@@ -175,6 +182,56 @@ TEST(FuseGemm, MatMulBiasActivationVariants) {
         ASSERT_TRUE(n);
         EXPECT_EQ(n->attrs.get_string("activation", "?").value(), act.rfind("Gelu", 0) == 0 ? "Gelu" : act);
       }
+}
+
+TEST(FuseGemm, ResidualAddBecomesTheCMatrix) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  {
+    SCOPED_TRACE("MatMul + bias + residual");
+    LinearSpec s;
+    s.residual = 1;
+    auto g = load(linear_model(s, rng));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    ASSERT_EQ(g->nodes().size(), 1u);
+    EXPECT_EQ(g->nodes()[0]->inputs.size(), 4u);
+  }
+  {
+    SCOPED_TRACE("a broadcast residual stays an Add");
+    LinearSpec s;
+    s.residual = 2;
+    auto g = load(linear_model(s, rng));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    EXPECT_EQ(count_op(*g, "Add"), 1);
+    EXPECT_EQ(find_op(*g, "GraftGemm")->inputs.size(), 3u);
+  }
+  {
+    SCOPED_TRACE("after an activation the residual stays an Add");
+    LinearSpec s;
+    s.residual = 1;
+    s.act = "Relu";
+    auto g = load(linear_model(s, rng));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    EXPECT_EQ(count_op(*g, "Add"), 1);
+  }
+  {
+    SCOPED_TRACE("MatMul + residual without bias: the bias input is omitted");
+    OnnxModelBuilder b;
+    b.input("x", kF32, {4, 16});
+    b.initializer("w", random_tensor(kF32, {16, 8}, rng));
+    b.input("r", kF32, {4, 8});
+    b.node("MatMul", {"x", "w"}, {"h"});
+    b.node("Add", {"h", "r"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    ASSERT_EQ(g->nodes().size(), 1u);
+    EXPECT_EQ(g->nodes()[0]->inputs[2], nullptr);
+  }
 }
 
 TEST(FuseGemm, GemmWithBiasAndTransB) {
@@ -415,6 +472,10 @@ TEST(FuseTransformer, FusedGraphRoundTripsThroughOnnx) {
   LinearSpec s;
   s.act = "GeluTorch";
   OnnxModelBuilder b = linear_model(s, rng);
+  for (int residual = 0; residual < 2; ++residual) {
+  s.residual = residual;
+  s.act = residual ? "" : "GeluTorch";
+  b = linear_model(s, rng);
   auto g = load(b);
   ASSERT_TRUE(g);
   auto feeds = feeds_for(*g, rng);
@@ -429,6 +490,7 @@ TEST(FuseTransformer, FusedGraphRoundTripsThroughOnnx) {
   EXPECT_EQ(count_op(*g2.value(), "GraftGemm"), 1);
   auto after = run_graph(*g2.value(), feeds);
   for (auto& [name, t] : before) expect_close(after.at(name), t);
+  }
 }
 
 }  // namespace
