@@ -82,9 +82,13 @@ class PyEngine {
 
   static std::unique_ptr<PyEngine> build(const py::object& model, bool fp16, const std::string& device,
                                          const std::map<std::string, std::vector<std::vector<int64_t>>>& profile,
-                                         const std::vector<std::string>& plugins) {
+                                         const std::vector<std::string>& plugins, const std::string& timing_cache,
+                                         bool fusion, const std::string& layout) {
     graft::BuilderConfig cfg;
     cfg.fp16 = fp16;
+    cfg.timing_cache_path = timing_cache;
+    cfg.fusion = fusion;
+    cfg.layout = layout;
     if (device == "cpu") {
       cfg.device = graft::DeviceType::kCPU;
     } else if (device == "cuda" || device.rfind("cuda:", 0) == 0) {
@@ -333,7 +337,8 @@ PYBIND11_MODULE(_engine, m) {
   py::class_<PyEngine>(m, "Engine")
       .def_static("build", &PyEngine::build, py::arg("model"), py::arg("fp16") = false, py::arg("device") = "cpu",
                   py::arg("profile") = std::map<std::string, std::vector<std::vector<int64_t>>>{},
-                  py::arg("plugins") = std::vector<std::string>{})
+                  py::arg("plugins") = std::vector<std::string>{}, py::arg("timing_cache") = "",
+                  py::arg("fusion") = true, py::arg("layout") = "auto")
       .def_static("load", &PyEngine::load, py::arg("plan"))
       .def("save", &PyEngine::save, py::arg("path"))
       .def("serialize", &PyEngine::serialize)

@@ -24,8 +24,11 @@ class Engine:
         self._impl = impl
 
     @classmethod
-    def build(cls, model, fp16=False, device="cpu", profile=None, plugins=()):
-        """model: path to an .onnx file or its bytes. profile: {input: (min, opt, max) shapes}."""
+    def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
+              layout="auto"):
+        """model: path to an .onnx file or its bytes. profile: {input: (min, opt, max) shapes}.
+        CUDA only: timing_cache (a file of tactic timings, read and updated), fusion (conv/GEMM
+        epilogues, elementwise chains), layout ("auto": NHWC for float16 convolutions, "nchw", "nhwc")."""
         eng = _native.engine_module()
         prof = {name: [list(s) for s in rng] for name, rng in (profile or {}).items()}
         if not isinstance(model, (bytes, bytearray)):
@@ -33,7 +36,9 @@ class Engine:
         else:
             model = bytes(model)
         return cls(eng.Engine.build(model, fp16=fp16, device=str(device), profile=prof,
-                                    plugins=[os.fspath(p) for p in plugins]))
+                                    plugins=[os.fspath(p) for p in plugins],
+                                    timing_cache=os.fspath(timing_cache) if timing_cache else "",
+                                    fusion=bool(fusion), layout=str(layout)))
 
     @classmethod
     def load(cls, plan):

@@ -86,6 +86,7 @@ Result<std::string> write_plan_bytes(const EngineState& state) {
   }
   j["profiles"] = nlohmann::json::object();
   for (const auto& [name, r] : state.profile) j["profiles"][name] = range_json(r);
+  if (state.tactics && state.tactics->size()) j["tactics"] = nlohmann::json::parse(state.tactics->to_json());
   j["inputs"] = nlohmann::json::array();
   for (const Value* v : state.graph->inputs()) j["inputs"].push_back({{"name", v->name}, {"desc", v->desc.to_string()}});
   j["outputs"] = nlohmann::json::array();
@@ -196,6 +197,11 @@ Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string&
         pr.max = it.value().at("max").get<std::vector<int64_t>>();
         st.profile[it.key()] = pr;
       }
+    if (j.contains("tactics")) {
+      auto t = TacticTable::from_json(j["tactics"].dump(), "the plan's tactics");
+      if (!t) return fail(StatusCode::kCorruptPlan, t.status().message());
+      st.tactics = std::make_shared<TacticTable>(*t);
+    }
   } catch (const std::exception& e) {
     return fail(StatusCode::kCorruptPlan, "the plan's JSON section is malformed: ", e.what());
   }

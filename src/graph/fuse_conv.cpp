@@ -42,6 +42,12 @@ Result<int> fuse_conv_epilogues(Graph& g) {
     if (!is_op(conv, "Conv") || conv->outputs.size() != 1 || !conv->input(1) || !conv->input(1)->constant ||
         conv->input(0)->desc.rank() != 4 || !dtype_is_float(conv->input(0)->desc.dtype))
       continue;
+    // cuDNN pads symmetrically: asymmetric explicit pads and SAME_* stay a plain Conv.
+    auto pads = conv->attrs.get_ints("pads", {});
+    auto auto_pad = conv->attrs.get_string("auto_pad", "NOTSET");
+    if (!pads || !auto_pad || (auto_pad.value() != "NOTSET" && auto_pad.value() != "VALID") ||
+        (pads->size() == 4 && ((*pads)[0] != (*pads)[2] || (*pads)[1] != (*pads)[3])))
+      continue;
     AttributeMap attrs = conv->attrs;
     attrs.set("layout", std::string("NCHW"));
     attrs.set("activation", std::string(""));

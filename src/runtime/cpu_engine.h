@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "build/tactics.h"
 #include "graft/engine.h"
 #include "graph/graph.h"
 
@@ -22,6 +23,9 @@ struct EngineState {
   int cuda_compute_capability = 0;  // major * 10 + minor, e.g. 90 for sm_90
   std::string cuda_device_name;
   bool cuda_graphs = true;
+  // Tactics chosen by timing at build time (CUDA): stored in the plan. Shared, so the CUDA engine
+  // can fill it while it tunes; never null.
+  std::shared_ptr<TacticTable> tactics = std::make_shared<TacticTable>();
 };
 
 Result<std::shared_ptr<Engine>> make_cpu_engine(EngineState state);

@@ -67,6 +67,7 @@ class CudaEngineTest : public ::testing::Test {
     cfg.device = dev;
     cfg.fp16 = fp16;
     cfg.profile = std::move(profile);
+    cfg.layout = layout_;
     cfg.progress = [warnings](const std::string& stage, const std::string& detail) {
       if (warnings && stage == "warning") warnings->push_back(detail);
     };
@@ -145,6 +146,7 @@ class CudaEngineTest : public ::testing::Test {
 
   uint32_t seed_ = 0;
   std::mt19937 rng_;
+  std::string layout_ = "auto";
 };
 
 TEST_F(CudaEngineTest, MlpWithCustomLayer) {
@@ -157,6 +159,85 @@ TEST_F(CudaEngineTest, SmallCnn) {
   REQUIRE_GPU();
   auto m = cnn_model(rng_);
   for (bool fp16 : {false, true}) compare_with_cpu(m, {{"x", rand_t({2, 3, 16, 16}, rng_)}}, fp16);
+}
+
+// Conv+residual+Relu fusion (cuDNN fused call or conv + graft's epilogue, whichever tactic timing
+// picked), NHWC regions with GraftPool, SE broadcast, region exits: every layout, fp32 and fp16.
+TEST_F(CudaEngineTest, ResidualSeCnnInEveryLayout) {
+  REQUIRE_GPU();
+  auto m = residual_se_cnn_model(rng_);
+  for (const char* layout : {"nchw", "nhwc", "auto"}) {
+    layout_ = layout;
+    SCOPED_TRACE(std::string("layout ") + layout);
+    for (bool fp16 : {false, true}) compare_with_cpu(m, {{"x", rand_t({2, 3, 9, 8}, rng_)}}, fp16);
+  }
+}
+
+// Tactic timing fills the timing cache; a second build reads it and times nothing; the tactics
+// travel in the plan, and the loaded plan computes what the built engine computes.
+TEST_F(CudaEngineTest, TacticTimingCacheAndPlan) {
+  REQUIRE_GPU();
+  auto m = residual_se_cnn_model(rng_);
+  const std::string cache = ::testing::TempDir() + "graft_timing_cache_test.json";
+  std::remove(cache.c_str());
+  auto build_with_cache = [&](std::vector<std::string>* log) {
+    graft::BuilderConfig cfg;
+    cfg.device = graft::DeviceType::kCUDA;
+    cfg.fp16 = true;
+    cfg.timing_cache_path = cache;
+    cfg.progress = [log](const std::string& stage, const std::string& detail) {
+      if (stage == "tactics") log->push_back(detail);
+    };
+    auto e = graft::Engine::build_from_onnx_bytes(m.bytes(), cfg, "cnn.onnx");
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+    return e.is_ok() ? *e : nullptr;
+  };
+  auto find = [](const std::vector<std::string>& log, const std::string& what) {
+    for (const auto& l : log)
+      if (l.find(what) != std::string::npos) return true;
+    return false;
+  };
+  std::vector<std::string> first, second;
+  auto e1 = build_with_cache(&first);
+  ASSERT_TRUE(e1);
+  for (const auto& l : first) std::printf("[ tactics  ] first: %s\n", l.c_str());
+  EXPECT_TRUE(find(first, "5 layers timed, 0 from the timing cache")) << "five convolutions, none cached";
+  EXPECT_TRUE(find(first, "timing cache written"));
+  auto e2 = build_with_cache(&second);
+  ASSERT_TRUE(e2);
+  for (const auto& l : second) std::printf("[ tactics  ] second: %s\n", l.c_str());
+  EXPECT_TRUE(find(second, "0 layers timed, 5 from the timing cache"));
+  EXPECT_FALSE(find(second, "timing cache written")) << "nothing new to write";
+
+  auto bytes = e1->serialize();
+  ASSERT_TRUE(bytes.is_ok());
+  auto st = graft::read_plan_bytes(*bytes, "mem.plan");
+  ASSERT_TRUE(st.is_ok()) << st.status().to_string();
+  EXPECT_EQ(st->tactics->size(), 5u) << "the plan carries the chosen tactics";
+  auto loaded = graft::Engine::deserialize(*bytes, "mem.plan");
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  std::map<std::string, Tensor> in{{"x", rand_t({2, 3, 9, 8}, rng_)}};
+  auto c1 = e1->create_context();
+  auto c2 = (*loaded)->create_context();
+  ASSERT_TRUE(c1.is_ok() && c2.is_ok());
+  auto a = run(**c1, in);
+  auto b = run(**c2, in);
+  for (const auto& [name, t] : a) EXPECT_LT(rel_err(to_host(b.at(name)), to_host(t)), 1e-6) << name;
+
+  // A file that is not a timing cache is refused with its name, and left as it was.
+  {
+    std::FILE* f = std::fopen(cache.c_str(), "w");
+    std::fputs("{\"not\": \"a cache\"}", f);
+    std::fclose(f);
+  }
+  graft::BuilderConfig cfg;
+  cfg.device = graft::DeviceType::kCUDA;
+  cfg.timing_cache_path = cache;
+  auto bad = graft::Engine::build_from_onnx_bytes(m.bytes(), cfg, "cnn.onnx");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().to_string().find(cache), std::string::npos) << bad.status().to_string();
+  EXPECT_NE(bad.status().to_string().find("not a graft timing cache"), std::string::npos);
+  std::remove(cache.c_str());
 }
 
 TEST_F(CudaEngineTest, LayerNormSoftmaxBlock) {

@@ -77,6 +77,50 @@ inline OnnxModelBuilder cnn_model(std::mt19937& rng) {
   return m;
 }
 
+// A small ResNet/MobileNet mix: conv+relu, max pool, a bottleneck with a residual add, a
+// squeeze-excitation branch (global pool, 1x1 conv, HardSigmoid, broadcast Mul), a strided conv
+// followed by a per-channel constant add (which must end an NHWC region), and an intermediate
+// value that is also a graph output.
+inline OnnxModelBuilder residual_se_cnn_model(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3, 9, 8});
+  auto conv = [&](const std::string& x, const std::string& y, int64_t cin, int64_t cout, int64_t k, int64_t stride,
+                  bool bias) {
+    m.initializer(y + "_w", graft::testing::random_tensor(DataType::kFloat32, {cout, cin, k, k}, rng, -0.5, 0.5));
+    std::vector<std::string> ins{x, y + "_w"};
+    if (bias) {
+      m.initializer(y + "_b", graft::testing::random_tensor(DataType::kFloat32, {cout}, rng));
+      ins.push_back(y + "_b");
+    }
+    auto& n = m.node("Conv", ins, {y}, y + "_conv");
+    const int64_t p = k / 2;
+    OnnxModelBuilder::attr(n, "pads", std::vector<int64_t>{p, p, p, p});
+    OnnxModelBuilder::attr(n, "strides", std::vector<int64_t>{stride, stride});
+  };
+  conv("x", "c1", 3, 8, 3, 1, true);
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& mp = m.node("MaxPool", {"r1"}, {"p"}, "pool");
+  OnnxModelBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{3, 3});
+  OnnxModelBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
+  OnnxModelBuilder::attr(mp, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  conv("p", "c2", 8, 8, 3, 1, true);
+  m.node("Relu", {"c2"}, {"r2"}, "relu2");
+  conv("r2", "c3", 8, 8, 1, 1, false);
+  m.node("Add", {"c3", "p"}, {"a3"}, "residual");
+  m.node("Relu", {"a3"}, {"feat"}, "relu3");
+  m.node("GlobalAveragePool", {"feat"}, {"g"}, "gap");
+  conv("g", "c4", 8, 8, 1, 1, true);
+  m.node("HardSigmoid", {"c4"}, {"s"}, "gate");
+  m.node("Mul", {"feat", "s"}, {"scaled"}, "excite");
+  conv("scaled", "c5", 8, 4, 3, 2, true);
+  m.initializer("shift", graft::testing::random_tensor(DataType::kFloat32, {4, 1, 1}, rng));
+  m.node("Add", {"c5", "shift"}, {"y"}, "shift_add");
+  m.output("y", DataType::kFloat32);
+  m.output("feat", DataType::kFloat32);
+  return m;
+}
+
+
 // x[2,6,16] -> LayerNorm -> MatMul -> Softmax -> Add(x) -> y
 inline OnnxModelBuilder attention_block_model(std::mt19937& rng) {
   OnnxModelBuilder m;

@@ -11,6 +11,7 @@
 #include "onnx/importer.h"
 #include "ops/layout.h"
 #include "runtime/cpu_engine.h"
+#include "tests/cuda/test_models.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/op_test_util.h"
 
@@ -19,50 +20,6 @@ namespace {
 
 using testing::OnnxModelBuilder;
 using testing::random_tensor;
-
-// A small ResNet/MobileNet mix: conv+relu, max pool, a bottleneck with a residual add, a
-// squeeze-excitation branch (global pool, 1x1 conv, HardSigmoid, broadcast Mul), a strided conv
-// followed by a per-channel constant add (which must end an NHWC region), and an intermediate
-// value that is also a graph output.
-std::string mixed_cnn(std::mt19937& rng) {
-  OnnxModelBuilder m;
-  m.input("x", DataType::kFloat32, {2, 3, 9, 8});
-  auto conv = [&](const std::string& x, const std::string& y, int64_t cin, int64_t cout, int64_t k, int64_t stride,
-                  bool bias) {
-    m.initializer(y + "_w", random_tensor(DataType::kFloat32, {cout, cin, k, k}, rng, -0.5, 0.5));
-    std::vector<std::string> ins{x, y + "_w"};
-    if (bias) {
-      m.initializer(y + "_b", random_tensor(DataType::kFloat32, {cout}, rng));
-      ins.push_back(y + "_b");
-    }
-    auto& n = m.node("Conv", ins, {y}, y + "_conv");
-    const int64_t p = k / 2;
-    OnnxModelBuilder::attr(n, "pads", std::vector<int64_t>{p, p, p, p});
-    OnnxModelBuilder::attr(n, "strides", std::vector<int64_t>{stride, stride});
-  };
-  conv("x", "c1", 3, 8, 3, 1, true);
-  m.node("Relu", {"c1"}, {"r1"}, "relu1");
-  auto& mp = m.node("MaxPool", {"r1"}, {"p"}, "pool");
-  OnnxModelBuilder::attr(mp, "kernel_shape", std::vector<int64_t>{3, 3});
-  OnnxModelBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
-  OnnxModelBuilder::attr(mp, "pads", std::vector<int64_t>{1, 1, 1, 1});
-  conv("p", "c2", 8, 8, 3, 1, true);
-  m.node("Relu", {"c2"}, {"r2"}, "relu2");
-  conv("r2", "c3", 8, 8, 1, 1, false);
-  m.node("Add", {"c3", "p"}, {"a3"}, "residual");
-  m.node("Relu", {"a3"}, {"feat"}, "relu3");
-  m.node("GlobalAveragePool", {"feat"}, {"g"}, "gap");
-  conv("g", "c4", 8, 8, 1, 1, true);
-  m.node("HardSigmoid", {"c4"}, {"s"}, "gate");
-  m.node("Mul", {"feat", "s"}, {"scaled"}, "excite");
-  conv("scaled", "c5", 8, 4, 3, 2, true);
-  m.initializer("shift", random_tensor(DataType::kFloat32, {4, 1, 1}, rng));
-  m.node("Add", {"c5", "shift"}, {"y"}, "shift_add");
-  m.output("y", DataType::kFloat32);
-  m.output("feat", DataType::kFloat32);
-  return m.bytes();
-}
-
 
 std::unique_ptr<Graph> imported(const std::string& bytes) {
   auto g = import_onnx_bytes(bytes, "mixed.onnx");
@@ -105,7 +62,7 @@ TEST(FusionConv, EpilogueFusionAndNhwcKeepOutputs) {
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
-  const std::string model = mixed_cnn(rng);
+  const std::string model = graft_cuda_test::residual_se_cnn_model(rng).bytes();
   std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 3, 9, 8}, rng)}};
   auto want = run_on_cpu(imported(model), in);
 

@@ -17,6 +17,9 @@ void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output) {
   add_shapes_option(app, opts);
   app.add_flag("--fp16", opts.fp16, "Allow float16 kernels");
   app.add_option("--timing-cache", opts.timing_cache, "Tactic timing cache file (read and updated)");
+  app.add_flag("--no-fusion", opts.no_fusion, "CUDA: do not fuse layers (conv epilogues, GEMM epilogues, elementwise chains)");
+  app.add_option("--layout", opts.layout, "CUDA: convolution layout: auto (NHWC for float16), nchw or nhwc")
+      ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
 }
 
 namespace {
@@ -119,6 +122,8 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType d
   config.fp16 = opts.fp16;
   config.plugin_libraries = plugins;
   config.timing_cache_path = opts.timing_cache;
+  config.fusion = !opts.no_fusion;
+  config.layout = opts.layout;
   GRAFT_ASSIGN_OR_RETURN(config.profile, make_profile(opts));
   auto start = std::chrono::steady_clock::now();
   config.progress = [start](const std::string& stage, const std::string& detail) {

@@ -18,6 +18,8 @@ struct BuildOptions {
   std::vector<std::string> min_shapes, opt_shapes, max_shapes, shapes;
   bool fp16 = false;
   std::string timing_cache;
+  bool no_fusion = false;
+  std::string layout = "auto";
 };
 
 // --min-shapes/--opt-shapes/--max-shapes/--fp16/--timing-cache (and -o when with_output).

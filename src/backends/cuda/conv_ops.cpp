@@ -1,4 +1,361 @@
+// CUDA kernels of the convolution internal ops (src/ops/fused_conv_ops.cpp):
+//
+// GraftConv runs on cuDNN in NCHW or NHWC with its epilogue (bias, residual Z, Relu) either inside
+// cuDNN's fused cudnnConvolutionBiasActivationForward or as one elementwise kernel after
+// cudnnConvolutionForward. Which algorithm and which of the two is fastest depends on the shapes,
+// so the builder times them (tactic timing): the choice is looked up by a key naming the problem
+// in the engine's TacticTable (stored in the plan), else in the timing cache file, else measured
+// when the builder is tuning, else cuDNN's heuristic first choice is used.
+//
+// GraftPool (NHWC pools) runs graft's own channels-last window kernel.
 #include "backends/cuda/cuda_ops.h"
+
+#include <algorithm>
+#include <string>
+
+#include "backends/cpu/nn.h"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/nn_kernels.cuh"
+#include "build/tactics.h"
+
+#ifdef GRAFT_WITH_CUDNN
+#include <cudnn.h>
+#endif
+
 namespace graft::cuda {
-void append_cuda_conv_ops(std::vector<CudaOp>& out) { (void)out; }
+
+using namespace util;  // NOLINT(build/namespaces)
+
+namespace {
+
+// cuDNN may use up to this much scratch per convolution; algorithms that want more are skipped.
+constexpr size_t kGraftConvWorkspace = size_t(64) << 20;
+
+struct ConvGeometry {
+  bool nhwc = false, relu = false;
+  int64_t n = 0, c = 0, h = 0, w = 0;  // input
+  int64_t m = 0, oh = 0, ow = 0;       // output
+  int64_t kh = 1, kw = 1, group = 1;
+  int64_t ph = 0, pw = 0, sh = 1, sw = 1, dh = 1, dw = 1;
+};
+
+Status read_flags(const AttributeMap& a, bool* nhwc, bool* relu) {
+  GRAFT_ASSIGN_OR_RETURN(std::string layout, a.get_string("layout", "NCHW"));
+  GRAFT_ASSIGN_OR_RETURN(std::string act, a.get_string("activation", ""));
+  *nhwc = layout == "NHWC";
+  *relu = act == "Relu";
+  return Status::ok();
+}
+
+// Geometry from the concrete shapes; errors unless the padding is symmetric (what cuDNN takes).
+Status conv_geometry(const CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor& Y, ConvGeometry* g) {
+  const AttributeMap& a = *ex.ctx->attrs;
+  GRAFT_RETURN_IF_ERROR(read_flags(a, &g->nhwc, &g->relu));
+  if (X.rank() != 4 || W.rank() != 4 || Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "X, W and Y must have rank 4");
+  const auto& x = X.dims();
+  const auto& w = W.dims();
+  const auto& y = Y.dims();
+  g->n = x[0];
+  if (g->nhwc) {
+    g->h = x[1]; g->w = x[2]; g->c = x[3];
+    g->oh = y[1]; g->ow = y[2]; g->m = y[3];
+    g->kh = w[1]; g->kw = w[2];
+  } else {
+    g->c = x[1]; g->h = x[2]; g->w = x[3];
+    g->m = y[1]; g->oh = y[2]; g->ow = y[3];
+    g->kh = w[2]; g->kw = w[3];
+  }
+  GRAFT_ASSIGN_OR_RETURN(g->group, a.get_int("group", 1));
+  std::vector<int64_t> wk{g->kh, g->kw};
+  GRAFT_ASSIGN_OR_RETURN(cpu::WindowAttrs wa, cpu::parse_window_attrs(a, 2, &wk, false));
+  std::vector<int64_t> begins, ends;
+  cpu::resolve_pads(wa, {g->h, g->w}, &begins, &ends);
+  if (begins != ends)
+    return fail(ex, StatusCode::kUnsupported, "asymmetric padding is not handled by cuDNN (pads ", begins[0], ",",
+                begins[1], " / ", ends[0], ",", ends[1], ")");
+  g->ph = begins[0]; g->pw = begins[1];
+  g->sh = wa.strides[0]; g->sw = wa.strides[1];
+  g->dh = wa.dilations[0]; g->dw = wa.dilations[1];
+  return Status::ok();
+}
+
+bool graft_conv_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "GraftConv needs X and W");
+  if (!float_inputs(n, {0, 1, 2, 3}, why)) return false;
+  if (n.input(0)->desc.rank() != 4) return reject(why, "only 2-D convolutions are handled (rank 4)");
+#ifndef GRAFT_WITH_CUDNN
+  return reject(why, "graft was built without cuDNN");
+#else
+  const DataType t = in_dtype(n, 0);
+  if (t != DataType::kFloat32 && t != DataType::kFloat16) return reject(why, "cuDNN convolutions take float32 or float16");
+  auto pads = n.attrs.get_ints("pads", {});
+  if (pads && pads->size() == 4 && ((*pads)[0] != (*pads)[2] || (*pads)[1] != (*pads)[3]))
+    return reject(why, "asymmetric pads are not handled by cuDNN");
+  auto ap = n.attrs.get_string("auto_pad", "NOTSET");
+  if (ap && (*ap == "SAME_UPPER" || *ap == "SAME_LOWER")) return reject(why, "auto_pad SAME_* may pad asymmetrically");
+  return true;
+#endif
+}
+
+size_t graft_conv_workspace(const Node&, const std::vector<const Tensor*>&) { return kGraftConvWorkspace; }
+
+#ifdef GRAFT_WITH_CUDNN
+
+Status dnn(cudnnStatus_t s, const CudaExec& ex, const char* what) {
+  if (s == CUDNN_STATUS_SUCCESS) return Status::ok();
+  return fail(ex, StatusCode::kRuntimeError, what, " failed: ", cudnnGetErrorString(s));
+}
+
+int i32(int64_t v) { return static_cast<int>(v); }
+
+// Descriptors of one GraftConv call, destroyed with it.
+struct ConvDescs {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnActivationDescriptor_t act = nullptr;
+  ConvDescs() = default;
+  ConvDescs(const ConvDescs&) = delete;
+  ConvDescs& operator=(const ConvDescs&) = delete;
+  ~ConvDescs() {
+    if (x) cudnnDestroyTensorDescriptor(x);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (b) cudnnDestroyTensorDescriptor(b);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (act) cudnnDestroyActivationDescriptor(act);
+  }
+};
+
+Status make_descs(const CudaExec& ex, const ConvGeometry& g, DataType dt, ConvDescs* d) {
+  const cudnnDataType_t t = dt == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  const cudnnTensorFormat_t f = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&d->x), ex, "cudnnCreateTensorDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&d->y), ex, "cudnnCreateTensorDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&d->b), ex, "cudnnCreateTensorDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateFilterDescriptor(&d->w), ex, "cudnnCreateFilterDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateConvolutionDescriptor(&d->conv), ex, "cudnnCreateConvolutionDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateActivationDescriptor(&d->act), ex, "cudnnCreateActivationDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(d->x, f, t, i32(g.n), i32(g.c), i32(g.h), i32(g.w)), ex, "x descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(d->y, f, t, i32(g.n), i32(g.m), i32(g.oh), i32(g.ow)), ex, "y descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(d->b, f, t, 1, i32(g.m), 1, 1), ex, "bias descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetFilter4dDescriptor(d->w, t, f, i32(g.m), i32(g.c / g.group), i32(g.kh), i32(g.kw)), ex,
+                            "w descriptor"));
+  // float16 data accumulates in float32 (CUDNN_DATA_FLOAT compute), like every other graft kernel.
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolution2dDescriptor(d->conv, i32(g.ph), i32(g.pw), i32(g.sh), i32(g.sw), i32(g.dh),
+                                                            i32(g.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+                            ex, "convolution descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionGroupCount(d->conv, i32(g.group)), ex, "cudnnSetConvolutionGroupCount"));
+  // FP32 stays FP32 (no TF32: the engine promises 1e-4 against PyTorch); FP16 uses tensor cores.
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionMathType(d->conv, dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
+                            ex, "cudnnSetConvolutionMathType"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetActivationDescriptor(d->act, g.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                                         CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                            ex, "activation descriptor"));
+  return Status::ok();
+}
+
+std::string tactic_key(const ConvGeometry& g, DataType dt, bool bias, bool z) {
+  static const std::string device = [] {
+    int dev = 0, major = 0, minor = 0;
+    (void)cudaGetDevice(&dev);
+    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return "sm" + std::to_string(major * 10 + minor) + ";cudnn" + std::to_string(cudnnGetVersion());
+  }();
+  auto s = [](int64_t v) { return std::to_string(v); };
+  return "conv2d;" + device + ";" + dtype_name(dt) + ";" + (g.nhwc ? "nhwc" : "nchw") + ";x" + s(g.n) + "x" + s(g.c) +
+         "x" + s(g.h) + "x" + s(g.w) + ";w" + s(g.m) + "x" + s(g.kh) + "x" + s(g.kw) + ";g" + s(g.group) + ";p" +
+         s(g.ph) + "," + s(g.pw) + ";s" + s(g.sh) + "," + s(g.sw) + ";d" + s(g.dh) + "," + s(g.dw) +
+         (bias ? ";bias" : "") + (z ? ";res" : "") + (g.relu ? ";relu" : "");
+}
+
+struct ConvCall {
+  const CudaExec* ex;
+  const ConvGeometry* g;
+  const ConvDescs* d;
+  const Tensor *X, *W, *B, *Z;
+  Tensor* Y;
+};
+
+// One convolution with its epilogue. variant 1: cuDNN's fused call (needs a bias; IDENTITY
+// activation only with IMPLICIT_PRECOMP_GEMM); variant 0: cuDNN convolution + graft's epilogue.
+Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
+  const CudaExec& ex = *c.ex;
+  auto h = static_cast<cudnnHandle_t>(ex.cudnn);
+  const float one = 1.f, zero = 0.f;
+  const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
+  if (variant == 1) {
+    const float alpha2 = c.Z ? 1.f : 0.f;
+    return dnn(cudnnConvolutionBiasActivationForward(h, &one, c.d->x, c.X->data(), c.d->w, c.W->data(), c.d->conv, a,
+                                                     ex.workspace, ws_bytes, &alpha2, c.d->y,
+                                                     c.Z ? c.Z->data() : c.Y->data(), c.d->b, c.B->data(), c.d->act,
+                                                     c.d->y, c.Y->data()),
+               ex, "cudnnConvolutionBiasActivationForward");
+  }
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnConvolutionForward(h, &one, c.d->x, c.X->data(), c.d->w, c.W->data(), c.d->conv, a,
+                                                    ex.workspace, ws_bytes, &zero, c.d->y, c.Y->data()),
+                            ex, "cudnnConvolutionForward"));
+  if (!c.B && !c.Z && !c.g->relu) return Status::ok();
+  const int64_t inner = c.g->nhwc ? 1 : c.g->oh * c.g->ow;
+  return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
+                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, c.g->relu, c.Y->numel(),
+                                               stream_of(ex)),
+                       ex, "convolution epilogue");
+}
+
+bool fused_variant_allowed(const ConvCall& c, int algo) {
+  if (!c.B) return false;
+  return c.g->relu || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+}
+
+// Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest.
+Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf_t* perf, int count) {
+  const CudaExec& ex = *c.ex;
+  cudaStream_t s = stream_of(ex);
+  cudaEvent_t t0 = nullptr, t1 = nullptr;
+  GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t0), ex, "cudaEventCreate"));
+  GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t1), ex, "cudaEventCreate"));
+  Tactic best;
+  best.ms = 1e30;
+  Status failure;
+  for (int i = 0; i < count; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ex.workspace_size) continue;
+    for (int variant : {1, 0}) {
+      if (variant == 1 && !fused_variant_allowed(c, perf[i].algo)) continue;
+      // A warm-up call also tells whether this combination runs at all (some refuse NHWC or fp16).
+      if (!run_conv(c, perf[i].algo, variant, ex.workspace_size)) continue;
+      if (cudaStreamSynchronize(s) != cudaSuccess) {
+        failure = launch_status(cudaGetLastError(), ex, "tactic warm-up");
+        continue;
+      }
+      constexpr int kReps = 5;
+      (void)cudaEventRecord(t0, s);
+      for (int r = 0; r < kReps; ++r) (void)run_conv(c, perf[i].algo, variant, ex.workspace_size);
+      (void)cudaEventRecord(t1, s);
+      if (cudaEventSynchronize(t1) != cudaSuccess) continue;
+      float ms = 0;
+      (void)cudaEventElapsedTime(&ms, t0, t1);
+      if (ms / kReps < best.ms) best = Tactic{static_cast<int>(perf[i].algo), variant, ms / kReps};
+    }
+  }
+  (void)cudaEventDestroy(t0);
+  (void)cudaEventDestroy(t1);
+  if (best.algo < 0) {
+    if (!failure.is_ok()) return failure;
+    return fail(ex, StatusCode::kUnsupported, "no cuDNN algorithm runs this convolution");
+  }
+  return best;
+}
+
+#endif  // GRAFT_WITH_CUDNN
+
+Status graft_conv_run(CudaExec& ex) {
+#ifndef GRAFT_WITH_CUDNN
+  return fail(ex, StatusCode::kUnsupported, "graft was built without cuDNN");
+#else
+  const auto& in = ex.ctx->inputs;
+  const Tensor& X = *in[0];
+  const Tensor& W = *in[1];
+  const Tensor* B = in.size() > 2 ? in[2] : nullptr;
+  const Tensor* Z = in.size() > 3 ? in[3] : nullptr;
+  Tensor& Y = *ex.ctx->outputs[0];
+  if (!ex.cudnn) return fail(ex, StatusCode::kUnsupported, "no cuDNN handle");
+  ConvGeometry g;
+  GRAFT_RETURN_IF_ERROR(conv_geometry(ex, X, W, Y, &g));
+  if (B && B->numel() != g.m) return fail(ex, StatusCode::kInvalidModel, "bias has ", B->numel(), " elements, expected ", g.m);
+  if (Z && Z->dims() != Y.dims()) return fail(ex, StatusCode::kInvalidModel, "residual Z must have the output's shape");
+  if (Y.numel() == 0) return Status::ok();
+  ConvDescs d;
+  GRAFT_RETURN_IF_ERROR(make_descs(ex, g, X.dtype(), &d));
+  auto h = static_cast<cudnnHandle_t>(ex.cudnn);
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetStream(h, stream_of(ex)), ex, "cudnnSetStream"));
+  ConvCall call{&ex, &g, &d, &X, &W, B, Z, &Y};
+
+  const std::string key = tactic_key(g, X.dtype(), B != nullptr, Z != nullptr);
+  std::optional<Tactic> t = ex.tactics ? ex.tactics->find(key) : std::nullopt;
+  if (!t && ex.tuning) {
+    t = ex.tuning->cache ? ex.tuning->cache->find(key) : std::nullopt;
+    if (t) {
+      ++ex.tuning->stats.from_cache;
+    } else {
+      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      int count = 0;
+      GRAFT_RETURN_IF_ERROR(dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y,
+                                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
+                                ex, "cudnnGetConvolutionForwardAlgorithm_v7"));
+      GRAFT_ASSIGN_OR_RETURN(Tactic best, time_tactics(call, perf, count));
+      t = best;
+      ++ex.tuning->stats.timed;
+      if (ex.tuning->cache) ex.tuning->cache->put(key, best);
+    }
+    if (ex.tactics) ex.tactics->put(key, *t);
+  }
+  if (!t) {
+    // Not tuned for these shapes (a shape met only at run time): cuDNN's heuristic first choice.
+    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    int count = 0;
+    GRAFT_RETURN_IF_ERROR(dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y,
+                                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
+                              ex, "cudnnGetConvolutionForwardAlgorithm_v7"));
+    for (int i = 0; i < count && !t; ++i)
+      if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ex.workspace_size)
+        t = Tactic{static_cast<int>(perf[i].algo), 0, 0};
+    if (!t) return fail(ex, StatusCode::kUnsupported, "cuDNN offers no algorithm for this convolution within ",
+                        static_cast<uint64_t>(ex.workspace_size), " bytes of workspace");
+  }
+  return run_conv(call, t->algo, t->variant, ex.workspace_size);
+#endif
+}
+
+// ---- GraftPool (NHWC) ----
+
+bool graft_pool_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input X is missing");
+  if (!float_inputs(n, {0}, why)) return false;
+  if (n.input(0)->desc.rank() != 4) return reject(why, "X must have rank 4");
+  return true;
+}
+
+Status graft_pool_run(CudaExec& ex) {
+  const Tensor& X = *ex.ctx->inputs[0];
+  Tensor& Y = *ex.ctx->outputs[0];
+  const AttributeMap& a = *ex.ctx->attrs;
+  if (X.rank() != 4 || Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "X and Y must have rank 4");
+  GRAFT_ASSIGN_OR_RETURN(std::string pool, a.get_string("pool", ""));
+  k::Window2d g;
+  g.n = X.dims()[0]; g.h = X.dims()[1]; g.w = X.dims()[2]; g.c = X.dims()[3];
+  g.oh = Y.dims()[1]; g.ow = Y.dims()[2];
+  k::PoolKind kind = k::PoolKind::kAverage;
+  if (pool == "GlobalAveragePool" || pool == "GlobalMaxPool") {
+    g.kh = g.h;
+    g.kw = g.w;
+    if (pool == "GlobalMaxPool") kind = k::PoolKind::kMax;
+  } else if (pool == "MaxPool" || pool == "AveragePool") {
+    GRAFT_ASSIGN_OR_RETURN(cpu::WindowAttrs wa, cpu::parse_window_attrs(a, 2, nullptr, true));
+    std::vector<int64_t> begins, ends;
+    cpu::resolve_pads(wa, {g.h, g.w}, &begins, &ends);
+    g.kh = wa.kernel[0]; g.kw = wa.kernel[1];
+    g.sh = wa.strides[0]; g.sw = wa.strides[1];
+    g.dh = wa.dilations[0]; g.dw = wa.dilations[1];
+    g.ph = begins[0]; g.pw = begins[1]; g.peh = ends[0]; g.pew = ends[1];
+    if (pool == "MaxPool") {
+      kind = k::PoolKind::kMax;
+    } else {
+      GRAFT_ASSIGN_OR_RETURN(int64_t include_pad, a.get_int("count_include_pad", 0));
+      if (include_pad) kind = k::PoolKind::kAverageIncludePad;
+    }
+  } else {
+    return fail(ex, StatusCode::kInvalidModel, "unknown pool '", pool, "'");
+  }
+  return launch_status(k::launch_pool2d_nhwc(ktype(X.dtype()), kind, X.data(), Y.data(), g, stream_of(ex)), ex);
+}
+
+}  // namespace
+
+void append_cuda_conv_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"GraftConv", &graft_conv_supports, &graft_conv_run, {}, &graft_conv_workspace});
+  out.push_back(CudaOp{"GraftPool", &graft_pool_supports, &graft_pool_run, {}, nullptr});
+}
+
 }  // namespace graft::cuda

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/device_memory.h"
 #include "build/plan.h"
+#include "build/tactics.h"
 #include "graph/passes.h"
 #include "graph/precision.h"
 #include "runtime/cpu_executor.h"
@@ -141,6 +143,8 @@ class CudaContext final : public CudaExecutionContext {
   void set_cuda_graphs(bool on) override { graphs_on_ = on; }
   bool last_run_used_cuda_graph() const override { return last_used_graph_; }
   MemoryPlanInfo memory_plan() const override { return last_plan_info_; }
+  // While set, kernels may time their tactics (the builder's tuning run; eager, synchronizing).
+  void set_tuning(TacticTuning* t) { tuning_ = t; }
 
  private:
   struct Slot {
@@ -179,11 +183,16 @@ class CudaContext final : public CudaExecutionContext {
   std::vector<double> cpu_ms_;
   std::vector<LayerTiming> timings_;
   MemoryPlanInfo last_plan_info_;
+  TacticTuning* tuning_ = nullptr;
 };
 
 class CudaEngine final : public Engine, public std::enable_shared_from_this<CudaEngine> {
  public:
   Status init(EngineState state, const BuilderConfig* config);
+  // Build time: one eager run at the profile's opt shapes in which layers with several
+  // implementations time them and record the fastest in the engine's tactic table (and the timing
+  // cache file, when the config names one).
+  Status time_tactics(const BuilderConfig& config);
 
   Result<std::string> serialize() const override { return cpu_->serialize(); }
   Status save_plan(const std::string& path) const override { return cpu_->save_plan(path); }
@@ -461,6 +470,61 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
                                  std::to_string(n - fb) + " of " + std::to_string(n) + " layers on the GPU" +
                                  (static_plan_ ? ", activation arena " + std::to_string(static_plan_->peak_bytes) + " bytes" : ""));
   }
+  if (config) GRAFT_RETURN_IF_ERROR(time_tactics(*config));
+  return Status::ok();
+}
+
+Status CudaEngine::time_tactics(const BuilderConfig& config) {
+  int tunable = 0;
+  for (const Layer& L : layers_) tunable += L.where == Where::kGpu && L.node->op_type == "GraftConv";
+  if (!tunable) return Status::ok();
+  auto progress = [&](const std::string& detail) {
+    if (config.progress) config.progress("tactics", detail);
+  };
+  std::map<std::string, Tensor> inputs;
+  std::mt19937 rng(20261130);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  for (const Value* v : graph().inputs()) {
+    std::vector<int64_t> dims;
+    if (v->desc.shape && shape_is_static(*v->desc.shape)) {
+      dims = shape_values(*v->desc.shape);
+    } else if (auto it = state_->profile.find(v->name); it != state_->profile.end()) {
+      dims = it->second.opt;
+    } else {
+      progress("skipped: input '" + v->name + "' has no static shape or profile");
+      return Status::ok();
+    }
+    Tensor t = Tensor::empty(v->desc.dtype, dims);
+    std::memset(t.data(), 0, t.nbytes());  // index-like inputs stay 0, always in range
+    if (dtype_is_float(v->desc.dtype))
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, uni(rng));
+    inputs[v->name] = std::move(t);
+  }
+  auto cache = config.timing_cache_path.empty() ? Result<TacticTable>(TacticTable{})
+                                                : TacticTable::load_cache_file(config.timing_cache_path);
+  if (!cache) return std::move(cache).take_status();
+  TacticTuning tuning;
+  tuning.cache = &*cache;
+  progress("timing " + std::to_string(tunable) + " convolution layers at the profile's opt shapes" +
+           (config.timing_cache_path.empty() ? "" : " (timing cache " + config.timing_cache_path + ", " +
+                                                        std::to_string(cache->size()) + " entries)"));
+  auto ctx = create_context();
+  if (!ctx) return std::move(ctx).take_status();
+  auto* c = static_cast<CudaContext*>(ctx->get());
+  c->set_cuda_graphs(false);
+  c->set_tuning(&tuning);
+  const auto t0 = std::chrono::steady_clock::now();
+  std::map<std::string, Tensor> outs;
+  Status s = c->run(inputs, outs);
+  if (!s) return error(s.code(), "tactic timing run failed: ", s.message());
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  progress(std::to_string(tuning.stats.timed) + " layers timed, " + std::to_string(tuning.stats.from_cache) +
+           " from the timing cache, " + std::to_string(state_->tactics->size()) + " tactics in the engine (" +
+           std::to_string(static_cast<int>(ms)) + " ms)");
+  if (!config.timing_cache_path.empty() && tuning.stats.timed > 0) {
+    GRAFT_RETURN_IF_ERROR(cache->save_cache_file(config.timing_cache_path));
+    progress("timing cache written: " + config.timing_cache_path);
+  }
   return Status::ok();
 }
 
@@ -727,6 +791,8 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     ex.ctx = &ec;
     ex.cublaslt = cublaslt_;
     ex.cudnn = cudnn_;
+    ex.tactics = engine_->state().tactics.get();
+    ex.tuning = capturing_ ? nullptr : tuning_;
     const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins) : 0;
     if (ws) {
       auto w = workspace_for(ws);

@@ -65,6 +65,16 @@ inline bool reject(std::string* why, const std::string& reason) {
   return false;
 }
 
+// Every present input among `idx` is float32/float16/bfloat16, and all share input 0's dtype.
+inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::string* why) {
+  for (size_t i : idx) {
+    if (!has_input(n, i)) continue;
+    if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
+  }
+  return true;
+}
+
 inline const AttributeMap& attrs_of(const CudaExec& e) { return *e.ctx->attrs; }
 
 // Broadcast strides of up to three operands against `out`. Size-1 output axes are dropped and

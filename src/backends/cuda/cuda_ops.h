@@ -13,6 +13,11 @@
 
 #include "ops/operator.h"
 
+namespace graft {
+class TacticTable;
+struct TacticTuning;
+}  // namespace graft
+
 namespace graft::cuda {
 
 struct CudaExec {
@@ -21,6 +26,8 @@ struct CudaExec {
   size_t workspace_size = 0;
   void* cublaslt = nullptr;         // cublasLtHandle_t owned by the execution context
   void* cudnn = nullptr;            // cudnnHandle_t owned by the execution context (nullptr if none)
+  TacticTable* tactics = nullptr;   // the engine's chosen tactics (src/build/tactics.h)
+  TacticTuning* tuning = nullptr;   // set only while the builder times tactics (may synchronize)
 };
 
 struct CudaOp {

@@ -33,38 +33,67 @@ __global__ void conv2d_direct_kernel(const T* __restrict__ x, const T* __restric
   }
 }
 
+// One pool output over the window at (oy, ox) of a plane whose element (iy, ix) is at
+// xp[(iy * g.w + ix) * step] (step 1 for NCHW planes, C for NHWC).
+template <typename T>
+__device__ float pool_window(PoolKind kind, const T* __restrict__ xp, int64_t step, const Window2d& g, int64_t oy,
+                             int64_t ox) {
+  float best = -INFINITY, sum = 0.f;
+  bool any = false, nan = false;
+  int64_t taps = 0, padded = 0;
+  for (int64_t ky = 0; ky < g.kh; ++ky) {
+    int64_t iy = oy * g.sh - g.ph + ky * g.dh;
+    bool row_in_pad = iy >= -g.ph && iy < g.h + g.peh;
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      int64_t ix = ox * g.sw - g.pw + kx * g.dw;
+      if (row_in_pad && ix >= -g.pw && ix < g.w + g.pew) ++padded;
+      if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
+      float v = Elem<T>::ld(xp[(iy * g.w + ix) * step]);
+      ++taps;
+      sum += v;
+      if (isnan(v)) nan = true;
+      if (!any || v > best) best = v;
+      any = true;
+    }
+  }
+  if (kind == PoolKind::kMax) return nan ? NAN : best;
+  const int64_t count = kind == PoolKind::kAverageIncludePad ? padded : taps;
+  return count > 0 ? sum / static_cast<float>(count) : NAN;
+}
+
 template <typename T>
 __global__ void pool2d_kernel(PoolKind kind, const T* __restrict__ x, T* __restrict__ y, Window2d g, int64_t total) {
   GRAFT_GRID_STRIDE(i, total) {
     int64_t ox = i % g.ow, t = i / g.ow;
     int64_t oy = t % g.oh;
     int64_t nc = t / g.oh;
-    const T* xp = x + nc * g.h * g.w;
-    float best = -INFINITY, sum = 0.f;
-    bool any = false, nan = false;
-    int64_t taps = 0, padded = 0;
-    for (int64_t ky = 0; ky < g.kh; ++ky) {
-      int64_t iy = oy * g.sh - g.ph + ky * g.dh;
-      bool row_in_pad = iy >= -g.ph && iy < g.h + g.peh;
-      for (int64_t kx = 0; kx < g.kw; ++kx) {
-        int64_t ix = ox * g.sw - g.pw + kx * g.dw;
-        if (row_in_pad && ix >= -g.pw && ix < g.w + g.pew) ++padded;
-        if (iy < 0 || iy >= g.h || ix < 0 || ix >= g.w) continue;
-        float v = Elem<T>::ld(xp[iy * g.w + ix]);
-        ++taps;
-        sum += v;
-        if (isnan(v)) nan = true;
-        if (!any || v > best) best = v;
-        any = true;
-      }
-    }
-    float out;
-    if (kind == PoolKind::kMax) out = nan ? NAN : best;
-    else {
-      const int64_t count = kind == PoolKind::kAverageIncludePad ? padded : taps;
-      out = count > 0 ? sum / static_cast<float>(count) : NAN;
-    }
-    y[i] = Elem<T>::st(out);
+    y[i] = Elem<T>::st(pool_window(kind, x + nc * g.h * g.w, 1, g, oy, ox));
+  }
+}
+
+// NHWC: consecutive threads take consecutive channels, so every tap is a coalesced row read.
+template <typename T>
+__global__ void pool2d_nhwc_kernel(PoolKind kind, const T* __restrict__ x, T* __restrict__ y, Window2d g,
+                                   int64_t total) {
+  GRAFT_GRID_STRIDE(i, total) {
+    int64_t c = i % g.c, t = i / g.c;
+    int64_t ox = t % g.ow;
+    t /= g.ow;
+    int64_t oy = t % g.oh, n = t / g.oh;
+    y[i] = Elem<T>::st(pool_window(kind, x + n * g.h * g.w * g.c + c, g.c, g, oy, ox));
+  }
+}
+
+// y = act(y + bias[channel] + z), channel = (i / inner) % channels (inner: H*W for NCHW, 1 for NHWC).
+template <typename T>
+__global__ void conv_epilogue_kernel(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ z,
+                                     int64_t channels, int64_t inner, bool relu, int64_t total) {
+  GRAFT_GRID_STRIDE(i, total) {
+    float v = Elem<T>::ld(y[i]);
+    if (bias) v += Elem<T>::ld(bias[(i / inner) % channels]);
+    if (z) v += Elem<T>::ld(z[i]);
+    if (relu) v = v > 0.f ? v : 0.f;
+    y[i] = Elem<T>::st(v);
   }
 }
 
@@ -146,6 +175,23 @@ cudaError_t launch_pool2d(KType t, PoolKind kind, const void* x, void* y, const 
   if (total == 0) return cudaSuccess;
   GRAFT_FLOAT_DISPATCH(t, (pool2d_kernel<T><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const T*>(x),
                                                                                  static_cast<T*>(y), g, total)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s) {
+  const int64_t total = g.n * g.c * g.oh * g.ow;
+  if (total == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, (pool2d_nhwc_kernel<T><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const T*>(x),
+                                                                                      static_cast<T*>(y), g, total)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
+                                 bool relu, int64_t total, cudaStream_t s) {
+  if (total == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, (conv_epilogue_kernel<T><<<grid_for(total), kThreads, 0, s>>>(
+                              static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels,
+                              inner, relu, total)));
   return cudaGetLastError();
 }
 

@@ -22,6 +22,13 @@ cudaError_t launch_conv2d_direct(KType t, const void* x, const void* w, const vo
 
 enum class PoolKind : int { kMax, kAverage, kAverageIncludePad };
 cudaError_t launch_pool2d(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);
+// The same pools over NHWC tensors (x [n, h, w, c], y [n, oh, ow, c]).
+cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);
+
+// In place: y = act(y + bias[ch] + z) where ch = (i / inner) % channels (inner = H*W for NCHW, 1 for
+// NHWC); bias and z may be null. The epilogue of a convolution that cuDNN ran without it.
+cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
+                                 bool relu, int64_t total, cudaStream_t s);
 
 // y[r] = mean or max over x[r, 0:area] for r < rows.
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s);

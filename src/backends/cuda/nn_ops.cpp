@@ -24,15 +24,6 @@ using namespace util;
 constexpr size_t kLtWorkspace = size_t(8) << 20;
 constexpr size_t kConvWorkspace = size_t(64) << 20;
 
-bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::string* why) {
-  for (size_t i : idx) {
-    if (!has_input(n, i)) continue;
-    if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
-    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
-  }
-  return true;
-}
-
 // ---- cuBLASLt ---------------------------------------------------------------------------------
 
 Status lt_status(cublasStatus_t s, const CudaExec& ex, const char* what) {

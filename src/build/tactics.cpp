@@ -1,0 +1,101 @@
+#include "build/tactics.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "build/plan.h"
+
+namespace graft {
+
+std::optional<Tactic> TacticTable::find(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = map_.find(key);
+  if (it == map_.end()) return std::nullopt;
+  return it->second;
+}
+
+void TacticTable::put(const std::string& key, const Tactic& t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  map_[key] = t;
+}
+
+size_t TacticTable::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_.size();
+}
+
+std::map<std::string, Tactic> TacticTable::snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return map_;
+}
+
+namespace {
+
+nlohmann::json entries_json(const std::map<std::string, Tactic>& m) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [k, t] : m) j[k] = {{"algo", t.algo}, {"variant", t.variant}, {"ms", t.ms}};
+  return j;
+}
+
+Status read_entries(const nlohmann::json& j, const std::string& what, TacticTable* out) {
+  if (!j.is_object()) return error(StatusCode::kInvalidArgument, what, ": tactic entries must be a JSON object");
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const nlohmann::json& e = it.value();
+    if (!e.is_object() || !e.contains("algo") || !e["algo"].is_number_integer())
+      return error(StatusCode::kInvalidArgument, what, ": tactic entry '", it.key(), "' is malformed");
+    Tactic t;
+    t.algo = e["algo"].get<int>();
+    t.variant = e.value("variant", 0);
+    t.ms = e.value("ms", 0.0);
+    out->put(it.key(), t);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string TacticTable::to_json() const { return entries_json(snapshot()).dump(); }
+
+Result<TacticTable> TacticTable::from_json(const std::string& text, const std::string& what) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded()) return error(StatusCode::kInvalidArgument, what, ": tactics are not valid JSON");
+  TacticTable t;
+  GRAFT_RETURN_IF_ERROR(read_entries(j, what, &t));
+  return t;
+}
+
+Result<TacticTable> TacticTable::load_cache_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return TacticTable{};
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return error(StatusCode::kIoError, "cannot open the timing cache").with_file(path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", std::string()) != "graft-timing-cache")
+    return error(StatusCode::kInvalidArgument,
+                 "not a graft timing cache (expected JSON with \"format\": \"graft-timing-cache\"); delete it or "
+                 "pass another --timing-cache path")
+        .with_file(path);
+  if (j.value("version", 0) != 1)
+    return error(StatusCode::kInvalidArgument, "timing cache version ", j.value("version", 0),
+                 " is not readable by this graft (reads version 1); delete the file to rebuild it")
+        .with_file(path);
+  TacticTable t;
+  Status s = read_entries(j.contains("entries") ? j["entries"] : nlohmann::json::object(), "timing cache", &t);
+  if (!s) return s.with_file(path);
+  return t;
+}
+
+Status TacticTable::save_cache_file(const std::string& path) const {
+  nlohmann::json j;
+  j["format"] = "graft-timing-cache";
+  j["version"] = 1;
+  j["entries"] = entries_json(snapshot());
+  return write_file_atomic(path, j.dump(1) + "\n");
+}
+
+}  // namespace graft

@@ -1,0 +1,65 @@
+// Tactic choices of an engine and the timing cache file.
+//
+// Where a layer has several implementations (cuDNN convolution algorithms, with or without the
+// fused bias/residual/activation call), the builder times each on the real shapes and keeps the
+// fastest in a TacticTable: the engine's table travels in its plan, so a loaded plan runs the same
+// kernels it was built with. The timing cache file holds every measurement made on one GPU
+// (key -> choice), so a second build of the same model (or of another model with the same layer
+// shapes) reads them instead of timing again. Keys name the problem completely, including the GPU's
+// compute capability and the library versions, so a cache from another machine is never misread.
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "graft/status.h"
+
+namespace graft {
+
+struct Tactic {
+  int algo = -1;     // implementation index within the layer kind (e.g. cudnnConvolutionFwdAlgo_t)
+  int variant = 0;   // layer-kind specific (conv: 1 = cuDNN's fused conv+bias+activation call)
+  double ms = 0;     // measured time, for reports
+};
+
+class TacticTable {
+ public:
+  TacticTable() = default;
+  TacticTable(const TacticTable& other) : map_(other.snapshot()) {}
+
+  std::optional<Tactic> find(const std::string& key) const;
+  void put(const std::string& key, const Tactic& t);
+  size_t size() const;
+  std::map<std::string, Tactic> snapshot() const;
+
+  // JSON object {key: {"algo":..,"variant":..,"ms":..}}.
+  std::string to_json() const;
+  // Errors (naming `what`) when the text is not such an object.
+  static Result<TacticTable> from_json(const std::string& text, const std::string& what);
+
+  // The timing cache file: {"format": "graft-timing-cache", "version": 1, "entries": {...}}.
+  // A missing file is an empty cache; an unreadable or malformed one is an error naming the file.
+  static Result<TacticTable> load_cache_file(const std::string& path);
+  // Merges nothing: writes this table, atomically (temporary file + rename).
+  Status save_cache_file(const std::string& path) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Tactic> map_;
+};
+
+// What a build's tactic timing did: layers timed, found in the cache file, or already in the table.
+struct TacticStats {
+  int timed = 0, from_cache = 0;
+  double timing_ms = 0;
+};
+
+// Build-time tuning state handed to the kernels through their exec context (nullptr at run time).
+struct TacticTuning {
+  TacticTable* cache = nullptr;  // the timing cache file's contents (read and extended)
+  TacticStats stats;
+};
+
+}  // namespace graft
