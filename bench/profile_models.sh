@@ -19,9 +19,18 @@ for m in $MODELS; do
   python3 - "$m" "$WORK/$m.onnx" <<'PY' || { echo "export of $m failed"; rc=1; continue; }
 import sys, torch, graft, models
 spec = models.get(sys.argv[1])
-with torch.no_grad():
-    graft.export(spec.build(), spec.input(2), sys.argv[2], exporter="torchscript",
-                 input_names=["input"], output_names=["output"])
+errors = []
+for exporter in ("torchscript", "dynamo"):  # as bench_models.py: TorchScript first, then dynamo
+    try:
+        with torch.no_grad():
+            graft.export(spec.build(), spec.input(2), sys.argv[2], exporter=exporter,
+                         input_names=["input"], output_names=["output"])
+        print(f"exported {sys.argv[1]} with the {exporter} exporter")
+        break
+    except Exception as e:  # noqa: BLE001
+        errors.append(f"{exporter}: {type(e).__name__}: {str(e)[:300]}")
+else:
+    sys.exit("; ".join(errors))
 PY
   for b in ${PROFILE_BATCHES:-1 32}; do
     for p in ${PROFILE_PRECISIONS:-fp16}; do
