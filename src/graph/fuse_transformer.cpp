@@ -5,7 +5,8 @@
 //     [-> Add(bias const [N] or [1,..,N])]            (only when the GEMM has no bias yet)
 //     [-> Relu | Gelu(approximate = none) | erf-GELU subgraph]
 //     [-> Add(R) with R a tensor of the output's shape]   (only without activation)
-//   becomes one GraftGemm. Every intermediate value must have exactly one consumer (the next node
+//   becomes one GraftGemm. A Gemm between Reshapes that fold/unfold the leading dimensions of an
+//   N-D input (aten.linear through aten.addmm) is matched with the Reshapes. Every intermediate value must have exactly one consumer (the next node
 //   of the pattern) and must not be a graph output, so no value the rest of the graph reads is
 //   lost. The erf-GELU subgraph is recognised in the forms the exporters emit:
 //     TorchScript (torch.onnx symbolic_opset9.gelu):  Mul(Mul(x, Add(Erf(Div(x, sqrt2)), 1)), 0.5)
@@ -204,6 +205,28 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     const bool had_bias = bias || new_bias;
     std::vector<Node*> chain{n};
     Value* out = y;
+    // A 2-D Gemm between Reshapes that fold and unfold the leading dimensions (what F.linear on an
+    // N-D input becomes through aten.addmm): X0[..., K] -> [M, K] -> Gemm -> [M, N] -> [..., N].
+    // GraftGemm reads X0 directly and writes the unfolded shape, so both copies disappear.
+    Value* X0 = X;
+    bool unfolded = false;
+    if (Node* post = consumer_of_type(cons, y, "Reshape"); post && X->producer && X->producer->op_type == "Reshape" &&
+                                                          X->desc.shape->size() == 2) {
+      Value* xin = X->producer->inputs.empty() ? nullptr : X->producer->inputs[0];
+      const Value* z = post->outputs[0];
+      if (xin && xin->desc.shape && xin->desc.shape->size() >= 2 && xin->desc.dtype == X->desc.dtype && z->desc.shape &&
+          xin->desc.shape->back().same_as((*X->desc.shape)[1])) {
+        Shape want(xin->desc.shape->begin(), xin->desc.shape->end() - 1);
+        want.push_back(Dim(N));
+        if (shapes_same(*z->desc.shape, want)) {
+          X0 = xin;
+          unfolded = true;
+          chain.push_back(post);
+          out = post->outputs[0];
+          if (only_consumer(cons, X) == n) chain.push_back(X->producer);  // the fold has no other reader
+        }
+      }
+    }
     // Bias Add: the other operand is a constant of N elements broadcast along the last axis only,
     // with a rank that does not grow the output.
     bool added_bias = false;
@@ -212,7 +235,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
         Value* b = other_operand(add, out);
         const Tensor* bt = b && b->constant ? &*b->constant : nullptr;
         bool ok = bt && b->desc.dtype == X->desc.dtype && bt->numel() == N && bt->rank() >= 1 &&
-                  bt->rank() <= static_cast<int64_t>(y->desc.shape->size()) && bt->dims().back() == N;
+                  bt->rank() <= static_cast<int64_t>(out->desc.shape->size()) && bt->dims().back() == N;
         if (ok) {
           bias = b;
           added_bias = true;
@@ -247,7 +270,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
         }
       }
     }
-    if (!added_bias && activation.empty() && !residual) continue;  // nothing to gain over the plain GEMM
+    if (!added_bias && activation.empty() && !residual && !unfolded) continue;  // nothing to gain over the plain GEMM
     bool clash = false;
     for (Node* c : chain) clash |= is_removed(dead, c);
     if (clash) continue;
@@ -262,7 +285,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
       bias->desc = TensorDesc(new_bias->dtype(), shape_from_values(new_bias->dims()));
       bias->constant = *new_bias;
     }
-    gg->inputs = {X, W};
+    gg->inputs = {X0, W};
     if (bias || residual) gg->inputs.push_back(bias);  // nullptr: omitted optional input
     if (residual) gg->inputs.push_back(residual);
     gg->outputs = {out};

@@ -234,6 +234,55 @@ TEST(FuseGemm, ResidualAddBecomesTheCMatrix) {
   }
 }
 
+// aten.linear on a 3-D input through aten.addmm: Reshape -> Gemm(transB, C) -> Reshape.
+TEST(FuseGemm, GemmBetweenFoldingReshapes) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  for (int tail = 0; tail < 4; ++tail) {  // nothing, GELU node, residual, fold read elsewhere too
+    SCOPED_TRACE("tail " + std::to_string(tail));
+    OnnxModelBuilder b(20);
+    b.input("x", kF32, {2, 5, 16});
+    b.initializer("w", random_tensor(kF32, {8, 16}, rng));
+    b.initializer("c", random_tensor(kF32, {8}, rng));
+    b.initializer("s1", Tensor::vector_int64({-1, 16}));
+    b.initializer("s2", Tensor::vector_int64({2, 5, 8}));
+    b.node("Reshape", {"x", "s1"}, {"x2"});
+    auto& n = b.node("Gemm", {"x2", "w", "c"}, {"h2"});
+    OnnxModelBuilder::attr(n, "transB", 1);
+    b.node("Reshape", {"h2", "s2"}, {"h"});
+    std::string out = "h";
+    if (tail == 1) {
+      b.node("Gelu", {"h"}, {"y"});
+      out = "y";
+    } else if (tail == 2) {
+      b.input("r", kF32, {2, 5, 8});
+      b.node("Add", {"h", "r"}, {"y"});
+      out = "y";
+    }
+    b.output(out, kF32);
+    if (tail == 3) b.output("x2", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    EXPECT_EQ(count_op(*g, "Reshape"), tail == 3 ? 1 : 0);
+    EXPECT_EQ(count_op(*g, "GraftGemm"), 1);
+    EXPECT_EQ(g->nodes().size(), tail == 3 ? 2u : 1u);
+  }
+  // An unfold to another shape ([5, 2, 8]) is not the inverse of the fold: left alone.
+  OnnxModelBuilder b;
+  b.input("x", kF32, {2, 5, 16});
+  b.initializer("w", random_tensor(kF32, {16, 8}, rng));
+  b.initializer("s1", Tensor::vector_int64({-1, 16}));
+  b.initializer("s2", Tensor::vector_int64({5, 2, 8}));
+  b.node("Reshape", {"x", "s1"}, {"x2"});
+  b.node("Gemm", {"x2", "w"}, {"h2"});
+  b.node("Reshape", {"h2", "s2"}, {"y"});
+  b.output("y", kF32);
+  auto g = load(b);
+  ASSERT_TRUE(g);
+  check_pass(*g, gemm_pass, 0, seed);
+}
+
 TEST(FuseGemm, GemmWithBiasAndTransB) {
   const uint32_t seed = std::random_device{}();
   std::mt19937 rng(seed);
