@@ -9,6 +9,7 @@
 #include <random>
 
 #include "graph/passes.h"
+#include "graph/precision.h"
 #include "onnx/importer.h"
 #include "ops/fused_transformer_ops.h"
 #include "runtime/cpu_executor.h"
@@ -512,6 +513,61 @@ TEST(FuseElementwise, ProgramErrorsNameTheAttribute) {
   auto r2 = one.run();
   ASSERT_FALSE(r2.is_ok());
   EXPECT_NE(r2.status().to_string().find("not defined"), std::string::npos) << r2.status().to_string();
+}
+
+// The CUDA builder's order on a transformer MLP block: GEMM epilogues, float16 (every node the
+// policy accepts, so GraftGemm must infer and pass in float16), then chains across the Casts the
+// float16 pass inserted. Compared with the float32 original at float16 tolerance.
+TEST(FuseTransformer, BuilderOrderWithFloat16) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  OnnxModelBuilder b;
+  b.input("x", kF32, {3, 7, 32});
+  b.initializer("w1", random_tensor(kF32, {32, 64}, rng, -0.2, 0.2));
+  b.initializer("b1", random_tensor(kF32, {64}, rng));
+  b.initializer("w2", random_tensor(kF32, {64, 32}, rng, -0.2, 0.2));
+  b.initializer("b2", random_tensor(kF32, {32}, rng));
+  b.initializer("sqrt2", scalar(1.4142135623730951f));
+  b.initializer("one", scalar(1.f));
+  b.initializer("half", scalar(0.5f));
+  b.initializer("three", scalar(3.f));
+  b.node("MatMul", {"x", "w1"}, {"m1"});
+  b.node("Add", {"b1", "m1"}, {"h"});
+  b.node("Div", {"h", "sqrt2"}, {"g1"});
+  b.node("Erf", {"g1"}, {"g2"});
+  b.node("Add", {"g2", "one"}, {"g3"});
+  b.node("Mul", {"h", "g3"}, {"g4"});
+  b.node("Mul", {"g4", "half"}, {"g"});
+  b.node("MatMul", {"g", "w2"}, {"m2"});
+  b.node("Add", {"m2", "b2"}, {"a2"});
+  b.node("Add", {"x", "a2"}, {"r"});        // residual
+  b.node("Pow", {"r", "three"}, {"p"});     // kept float32 by the precision pass: Casts around it
+  b.node("Tanh", {"p"}, {"t"});
+  b.node("Mul", {"t", "half"}, {"y"});
+  b.output("y", kF32);
+  auto g = load(b);
+  ASSERT_TRUE(g);
+  auto feeds = feeds_for(*g, rng, -1, 1);
+  auto before = run_graph(*g, feeds);
+  auto gemms = fuse_gemm_epilogues(*g);
+  ASSERT_TRUE(gemms.is_ok());
+  EXPECT_EQ(gemms.value(), 2);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  PrecisionPolicy policy;
+  policy.supports_fp16 = [](const Node&) { return true; };
+  auto half = convert_to_fp16(*g, policy);
+  ASSERT_TRUE(half.is_ok()) << half.status().to_string();
+  for (const auto& n : g->nodes())
+    if (n->op_type == "GraftGemm") EXPECT_EQ(n->outputs[0]->desc.dtype, DataType::kFloat16) << n->name;
+  auto chains = chain_pass(*g);
+  ASSERT_TRUE(chains.is_ok());
+  EXPECT_EQ(chains.value(), 1);  // Cast -> Pow -> Cast -> Tanh -> Mul -> Cast
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  EXPECT_EQ(count_op(*g, "GraftGemm"), 2);
+  EXPECT_EQ(count_op(*g, "Cast"), 1);  // the input's
+  auto after = run_graph(*g, feeds);
+  expect_close(after.at("y"), before.at("y"), 2e-2, 2e-2);
 }
 
 // The fused graph survives the plan format (ONNX export + import) and still computes the same.
