@@ -6,7 +6,10 @@
 //     [-> Relu | Gelu(approximate = none) | erf-GELU subgraph]
 //     [-> Add(R) with R a tensor of the output's shape]   (only without activation)
 //   becomes one GraftGemm. A Gemm between Reshapes that fold/unfold the leading dimensions of an
-//   N-D input (aten.linear through aten.addmm) is matched with the Reshapes. Every intermediate value must have exactly one consumer (the next node
+//   N-D input (aten.linear through aten.addmm) is matched with the Reshapes.
+//   The same pass also fuses attention: MatMul(Q, Kt) -> [scalar scales] -> Softmax(last axis)
+//   -> MatMul(., V), the scales found on the scores, on Q, on Kt or on K before its Transpose,
+//   becomes GraftAttention(Q, Kt, V, scale) (counted in the returned number). Every intermediate value must have exactly one consumer (the next node
 //   of the pattern) and must not be a graph output, so no value the rest of the graph reads is
 //   lost. The erf-GELU subgraph is recognised in the forms the exporters emit:
 //     TorchScript (torch.onnx symbolic_opset9.gelu):  Mul(Mul(x, Add(Erf(Div(x, sqrt2)), 1)), 0.5)
@@ -148,6 +151,122 @@ class NodeNamer {
 };
 
 bool is_removed(const std::set<const Node*>& dead, const Node* n) { return dead.count(n) != 0; }
+
+// A node that scales one tensor by a scalar constant without changing its shape: Mul(t, c),
+// Mul(c, t) or Div(t, c). Returns t and sets *factor (1/c for Div); else nullptr.
+Value* scaled_input(const Node* n, double* factor) {
+  if (n->outputs.size() != 1 || !n->outputs[0] || n->inputs.size() != 2) return nullptr;
+  double c = 0;
+  Value* t = nullptr;
+  if (n->op_type == "Mul") {
+    if (scalar_const(n->inputs[1], &c) && !scalar_const(n->inputs[0])) t = n->inputs[0];
+    else if (scalar_const(n->inputs[0], &c) && !scalar_const(n->inputs[1])) t = n->inputs[1];
+  } else if (n->op_type == "Div" && scalar_const(n->inputs[1], &c) && c != 0.0 && !scalar_const(n->inputs[0])) {
+    t = n->inputs[0];
+    c = 1.0 / c;
+  }
+  const Value* y = n->outputs[0];
+  if (!t || !t->desc.shape || !y->desc.shape || !shapes_same(*t->desc.shape, *y->desc.shape) ||
+      t->desc.dtype != y->desc.dtype)
+    return nullptr;
+  *factor = c;
+  return t;
+}
+
+// Walks back from `v` (read by `reader`) through scalar scaling nodes that only feed the next one;
+// multiplies their factors into *scale, appends them to *parts and returns the unscaled tensor.
+Value* strip_scales(const Consumers& cons, Value* v, Node* reader, const std::set<const Node*>& dead, double* scale,
+                    std::vector<Node*>* parts) {
+  double c = 1;
+  while (v->producer && !dead.count(v->producer) && only_consumer(cons, v) == reader) {
+    Value* t = scaled_input(v->producer, &c);
+    if (!t) break;
+    *scale *= c;
+    parts->push_back(v->producer);
+    reader = v->producer;
+    v = t;
+  }
+  return v;
+}
+
+bool same_leading_dims(const Shape& a, const Shape& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i + 2 < a.size(); ++i)
+    if (!a[i].same_as(b[i])) return false;
+  return true;
+}
+
+// MatMul(Q, Kt) [-> scalar scales] -> Softmax(last axis) -> MatMul(., V), with scalar scales on Q,
+// on Kt, or on K before a Transpose (the exporters put sdpa's scale in each of these places),
+// becomes GraftAttention(Q, Kt, V) with the product of the scales. Returns the number fused.
+int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) {
+  // Consumers as the graph now stands (fused GEMM nodes included, their dead chains still present:
+  // a dead reader only makes the checks below more conservative).
+  Consumers cons = graph.consumers();
+  std::vector<Node*> nodes;
+  for (const auto& n : graph.nodes()) nodes.push_back(n.get());
+  int fused = 0;
+  for (Node* sm : nodes) {
+    if (dead.count(sm) || sm->op_type != "Softmax" || sm->inputs.size() != 1 || sm->outputs.size() != 1) continue;
+    Value* s = sm->inputs[0];
+    if (!s || !s->desc.shape || s->desc.shape->size() < 2) continue;
+    const int64_t rank = static_cast<int64_t>(s->desc.shape->size());
+    auto axis = sm->attrs.get_int("axis", sm->opset > 0 && sm->opset < 13 ? 1 : -1);
+    if (!axis || (axis.value() < 0 ? axis.value() + rank : axis.value()) != rank - 1) continue;
+    double scale = 1.0;
+    std::vector<Node*> parts{sm};
+    Value* scores = strip_scales(cons, s, sm, dead, &scale, &parts);
+    Node* mm1 = scores->producer;
+    Node* mm1_reader = parts.back();
+    if (!mm1 || dead.count(mm1) || mm1->op_type != "MatMul" || mm1->inputs.size() != 2 ||
+        only_consumer(cons, scores) != mm1_reader)
+      continue;
+    parts.push_back(mm1);
+    Value* q = strip_scales(cons, mm1->inputs[0], mm1, dead, &scale, &parts);
+    const size_t before_kt = parts.size();
+    Value* kt = strip_scales(cons, mm1->inputs[1], mm1, dead, &scale, &parts);
+    Node* kt_reader = parts.size() == before_kt ? mm1 : parts.back();
+    // Kt = Transpose(scaled K): the scale moves into GraftAttention and the Transpose reads K,
+    // which is only sound when nothing else reads the Transpose's output.
+    Node* transpose = nullptr;
+    Value* k_unscaled = nullptr;
+    if (Node* t = kt->producer; t && !dead.count(t) && t->op_type == "Transpose" && t->inputs.size() == 1 &&
+                                t->inputs[0] && only_consumer(cons, kt) == kt_reader) {
+      std::vector<Node*> kparts;
+      double kscale = 1.0;
+      Value* k = strip_scales(cons, t->inputs[0], t, dead, &kscale, &kparts);
+      if (!kparts.empty()) {
+        transpose = t;
+        k_unscaled = k;
+        scale *= kscale;
+        parts.insert(parts.end(), kparts.begin(), kparts.end());
+      }
+    }
+    Value* p = sm->outputs[0];
+    Node* mm2 = only_consumer(cons, p);
+    if (!mm2 || dead.count(mm2) || mm2->op_type != "MatMul" || mm2->inputs.size() != 2 || mm2->inputs[0] != p ||
+        mm2->inputs[1] == p || !mm2->outputs[0])
+      continue;
+    Value* v = mm2->inputs[1];
+    bool ok = q->desc.shape && kt->desc.shape && v->desc.shape && float_io(q->desc.dtype) &&
+              kt->desc.dtype == q->desc.dtype && v->desc.dtype == q->desc.dtype &&
+              mm2->outputs[0]->desc.dtype == q->desc.dtype && q->desc.shape->size() >= 2 &&
+              same_leading_dims(*q->desc.shape, *kt->desc.shape) && same_leading_dims(*q->desc.shape, *v->desc.shape);
+    for (const Node* x : parts) ok = ok && !dead.count(x);
+    if (!ok) continue;
+    parts.push_back(mm2);
+    Node* at = graph.add_node(namer(sm->name + "_attention"), "GraftAttention");
+    at->opset = sm->opset;
+    at->attrs.set("scale", static_cast<float>(scale));
+    at->inputs = {q, kt, v};
+    at->outputs = {mm2->outputs[0]};
+    mm2->outputs[0]->producer = at;
+    if (transpose) transpose->inputs[0] = k_unscaled;
+    for (Node* x : parts) dead.insert(x);
+    ++fused;
+  }
+  return fused;
+}
 
 }  // namespace
 
@@ -293,6 +412,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     for (Node* c : chain) dead.insert(c);
     ++fused;
   }
+  fused += fuse_attention(graph, namer, dead);
   if (fused == 0) return 0;
   graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
   GRAFT_RETURN_IF_ERROR(graph.topological_sort());

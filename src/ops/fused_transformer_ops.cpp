@@ -121,6 +121,73 @@ Status cpu_graft_gemm(ExecContext& ctx) {
   return Status::ok();
 }
 
+// ---- GraftAttention ----
+
+Status infer_graft_attention(InferContext& ctx) {
+  if (ctx.num_inputs() != 3 || !ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2))
+    return ctx.fail("GraftAttention needs Q, Kt and V");
+  GRAFT_ASSIGN_OR_RETURN(float scale, ctx.attrs().get_float("scale", 1.f));
+  (void)scale;
+  GRAFT_ASSIGN_OR_RETURN(Shape q, ctx.input_shape(0));
+  GRAFT_ASSIGN_OR_RETURN(Shape kt, ctx.input_shape(1));
+  GRAFT_ASSIGN_OR_RETURN(Shape v, ctx.input_shape(2));
+  const DataType dt = ctx.input(0).dtype;
+  if (!float16_or_32(dt)) return ctx.fail("Q has dtype ", dtype_name(dt), "; expected a floating type");
+  if (ctx.input(1).dtype != dt || ctx.input(2).dtype != dt) return ctx.fail("Q, Kt and V must have one dtype");
+  auto differ = [](const Dim& a, const Dim& b) { return a.is_const() && b.is_const() && a.value() != b.value(); };
+  const size_t r = q.size();
+  bool ok = r >= 2 && kt.size() == r && v.size() == r;
+  for (size_t i = 0; ok && i + 2 < r; ++i) ok = !differ(q[i], kt[i]) && !differ(q[i], v[i]);
+  ok = ok && !differ(q[r - 1], kt[r - 2]) && !differ(kt[r - 1], v[r - 2]);
+  if (!ok)
+    return ctx.fail("Q ", shape_to_string(q), ", Kt ", shape_to_string(kt), " and V ", shape_to_string(v),
+                    " must be [..., S, D], [..., D, S2], [..., S2, Dv] with equal leading dimensions");
+  Shape out(q.begin(), q.end() - 1);
+  out.push_back(v.back());
+  ctx.set_output(0, TensorDesc(dt, out));
+  return Status::ok();
+}
+
+// Reference: scores, softmax and the weighted sum in double, one rounding into Y's dtype.
+Status cpu_graft_attention(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(float scale, ctx.attrs->get_float("scale", 1.f));
+  if (ctx.inputs.size() != 3) return error(StatusCode::kInvalidModel, "GraftAttention: needs Q, Kt and V");
+  for (const Tensor* t : ctx.inputs) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(t, "input"));
+  const Tensor &Q = *ctx.inputs[0], &Kt = *ctx.inputs[1], &V = *ctx.inputs[2];
+  const size_t r = static_cast<size_t>(Q.rank());
+  if (r < 2 || Kt.rank() != Q.rank() || V.rank() != Q.rank())
+    return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V must have one rank >= 2");
+  const int64_t S = Q.dims()[r - 2], D = Q.dims()[r - 1], S2 = Kt.dims()[r - 1], Dv = V.dims()[r - 1];
+  if (Kt.dims()[r - 2] != D || V.dims()[r - 2] != S2 || Q.numel() / std::max<int64_t>(S * D, 1) * S2 * D != Kt.numel() ||
+      Q.numel() / std::max<int64_t>(S * D, 1) * S2 * Dv != V.numel())
+    return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V shapes do not match");
+  const int64_t B = numel_of(std::vector<int64_t>(Q.dims().begin(), Q.dims().end() - 2));
+  Tensor& Y = *ctx.outputs[0];
+  if (Y.numel() != B * S * Dv) return error(StatusCode::kInternal, "GraftAttention: output size inconsistent with inputs");
+  std::vector<double> q = cpu::load_doubles(Q), k = cpu::load_doubles(Kt), v = cpu::load_doubles(V);
+  std::vector<double> y(static_cast<size_t>(Y.numel())), p(static_cast<size_t>(S2));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < S; ++i) {
+      double m = -INFINITY;
+      for (int64_t j = 0; j < S2; ++j) {
+        double acc = 0.0;
+        for (int64_t d = 0; d < D; ++d)
+          acc += q[static_cast<size_t>((b * S + i) * D + d)] * k[static_cast<size_t>((b * D + d) * S2 + j)];
+        p[static_cast<size_t>(j)] = static_cast<double>(scale) * acc;
+        m = std::max(m, p[static_cast<size_t>(j)]);
+      }
+      double sum = 0.0;
+      for (double& e : p) sum += (e = std::exp(e - m));
+      for (int64_t d = 0; d < Dv; ++d) {
+        double acc = 0.0;
+        for (int64_t j = 0; j < S2; ++j) acc += p[static_cast<size_t>(j)] * v[static_cast<size_t>((b * S2 + j) * Dv + d)];
+        y[static_cast<size_t>((b * S + i) * Dv + d)] = acc / sum;
+      }
+    }
+  cpu::store_doubles(Y, y);
+  return Status::ok();
+}
+
 // ---- GraftElementwise ----
 
 struct EwProgram {
@@ -265,6 +332,7 @@ Status cpu_graft_elementwise(ExecContext& ctx) {
 void append_fused_transformer_ops(std::vector<BuiltinOp>& out) {
   out.push_back(BuiltinOp{"GraftGemm", 1, infer_graft_gemm, cpu_graft_gemm});
   out.push_back(BuiltinOp{"GraftElementwise", 1, infer_graft_elementwise, cpu_graft_elementwise});
+  out.push_back(BuiltinOp{"GraftAttention", 1, infer_graft_attention, cpu_graft_attention});
 }
 
 }  // namespace graft

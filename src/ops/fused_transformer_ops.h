@@ -9,6 +9,10 @@
 //   Y = act(alpha * X.W + bias + R); leading dimensions of X are folded into M. The residual R
 //   has Y's shape; the pass only adds it when there is no activation (Y = X.W + bias + R).
 //
+// GraftAttention(Q[..., S, D], Kt[..., D, S2], V[..., S2, Dv]) -> Y[..., S, Dv]
+//   attrs: scale (float). Y = softmax(scale * Q.Kt, last axis) . V; the leading dimensions of
+//   the three inputs are equal (no broadcasting).
+//
 // GraftElementwise(x0, ..., xk) -> y, every input and the output of one shape.
 //   attrs: program (ints, kEwFields per instruction: opcode, dst, a, b, c),
 //          immediates (floats), output_register (int), to (int, the output's DataType).

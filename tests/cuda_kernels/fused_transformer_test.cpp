@@ -1,5 +1,6 @@
 // CUDA kernels of the transformer fusions vs their CPU references: GraftGemm (cuBLASLt epilogues:
-// bias, Relu, GELU; transB; alpha; N-D X) and GraftElementwise (every opcode, a long program,
+// bias, Relu, GELU, residual; transB; alpha; N-D X), GraftAttention (batched cuBLASLt + softmax)
+// and GraftElementwise (every opcode, a long program,
 // mixed float16/float32 inputs). Float32 and float16, fresh random data, poisoned outputs.
 #include "cuda_kernel_harness.h"
 #include "ops/fused_transformer_ops.h"
@@ -24,6 +25,12 @@ TEST(CudaFusedTransformer, GraftGemmEpilogues) {
           c.attrs.set("transB", static_cast<int64_t>(tb));
           c.attrs.set("activation", std::string(act));
           if (xd.size() == 3) c.attrs.set("alpha", 0.8f);
+          if (xd.size() == 2 && tb == 1) {  // residual R (the C matrix), with or without a bias
+            std::vector<int64_t> yd = xd;
+            yd.back() = N;
+            if (bias == 0) c.inputs.emplace_back();  // omitted bias
+            c.inputs.push_back(rnd(rng, yd));
+          }
           c.tol32 = 1e-4;
           // float16 GELU uses cuBLASLt's tanh form: within float16 rounding of the erf reference.
           c.tol16 = 1e-2;
@@ -31,6 +38,28 @@ TEST(CudaFusedTransformer, GraftGemmEpilogues) {
                     "' bias form " + std::to_string(bias);
           run_float_dtypes(c, seed, /*bf16=*/true);
         }
+}
+
+TEST(CudaFusedTransformer, GraftAttention) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Shp { std::vector<int64_t> lead; int64_t S, D, S2, Dv; };
+  // ViT-B/16 heads (197 tokens, head dim 64), a rank-3 [B*H, S, D] layout, odd sizes, one matrix.
+  const std::vector<Shp> shapes = {{{2, 12}, 197, 64, 197, 64}, {{6}, 17, 16, 17, 16}, {{2, 3}, 7, 5, 9, 3}, {{}, 33, 8, 20, 8}};
+  for (const auto& sh : shapes) {
+    auto dims = [&](int64_t a, int64_t b) {
+      std::vector<int64_t> d = sh.lead;
+      d.push_back(a);
+      d.push_back(b);
+      return d;
+    };
+    KernelCase c{"GraftAttention", {rnd(rng, dims(sh.S, sh.D)), rnd(rng, dims(sh.D, sh.S2)), rnd(rng, dims(sh.S2, sh.Dv))}};
+    c.attrs.set("scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.D))));
+    c.tol32 = 1e-4;
+    c.label = "S " + std::to_string(sh.S) + " D " + std::to_string(sh.D) + " S2 " + std::to_string(sh.S2);
+    run_float_dtypes(c, seed, /*bf16=*/true);
+  }
 }
 
 // One instruction (opcode, dst, a, b, c) per field group.

@@ -515,6 +515,109 @@ TEST(FuseElementwise, ProgramErrorsNameTheAttribute) {
   EXPECT_NE(r2.status().to_string().find("not defined"), std::string::npos) << r2.status().to_string();
 }
 
+// ---- attention ----
+
+struct AttnSpec {
+  std::string scale_at = "q";  // "q" (Div(Q, sqrt d)), "qk" (Mul on Q and on K before Transpose), "scores", "none"
+  int64_t softmax_axis = -1;
+  int64_t opset = 17;
+  bool scores_output = false;  // the scores are also a graph output
+  bool transpose_shared = false;  // the Transpose's output is also a graph output
+};
+
+OnnxModelBuilder attention_model(const AttnSpec& a) {
+  OnnxModelBuilder b(a.opset);
+  b.input("q", kF32, {2, 3, 6, 8});
+  b.input("k", kF32, {2, 3, 5, 8});
+  b.input("v", kF32, {2, 3, 5, 4});
+  b.initializer("c", scalar(a.scale_at == "q" || a.scale_at == "scores" ? 2.8284271f : 0.5946036f));
+  std::string q = "q", k = "k";
+  if (a.scale_at == "q") {
+    b.node("Div", {"q", "c"}, {"qs"});
+    q = "qs";
+  } else if (a.scale_at == "qk") {
+    b.node("Mul", {"q", "c"}, {"qs"});
+    b.node("Mul", {"c", "k"}, {"ks"});
+    q = "qs";
+    k = "ks";
+  }
+  auto& t = b.node("Transpose", {k}, {"kt"});
+  OnnxModelBuilder::attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
+  b.node("MatMul", {q, "kt"}, {"s"});
+  std::string s = "s";
+  if (a.scale_at == "scores") {
+    b.node("Div", {"s", "c"}, {"ss"});
+    s = "ss";
+  }
+  auto& sm = b.node("Softmax", {s}, {"p"});
+  if (a.softmax_axis != -100) OnnxModelBuilder::attr(sm, "axis", a.softmax_axis);
+  b.node("MatMul", {"p", "v"}, {"y"});
+  b.output("y", kF32);
+  if (a.scores_output) b.output("s", kF32);
+  if (a.transpose_shared) b.output("kt", kF32);
+  return b;
+}
+
+TEST(FuseAttention, ScalesWhereverTheExportersPutThem) {
+  const uint32_t seed = std::random_device{}();
+  for (std::string at : {"q", "qk", "scores", "none"}) {
+    SCOPED_TRACE("scale at " + at);
+    AttnSpec a;
+    a.scale_at = at;
+    auto g = load(attention_model(a));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    EXPECT_EQ(count_op(*g, "GraftAttention"), 1);
+    EXPECT_EQ(count_op(*g, "Softmax") + count_op(*g, "MatMul") + count_op(*g, "Mul") + count_op(*g, "Div"), 0);
+    EXPECT_EQ(count_op(*g, "Transpose"), 1);
+    const float want = at == "none" ? 1.f : 1.f / 2.8284271f;
+    EXPECT_NEAR(find_op(*g, "GraftAttention")->attrs.get_float("scale", 0).value(), want, 1e-6);
+  }
+  {
+    SCOPED_TRACE("the Transpose's output is read elsewhere: K's scale stays in front of it");
+    AttnSpec a;
+    a.scale_at = "qk";
+    a.transpose_shared = true;
+    auto g = load(attention_model(a));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    EXPECT_EQ(count_op(*g, "Mul"), 1);
+  }
+  {
+    SCOPED_TRACE("opset 11 Softmax on rank-2 scores: the default axis 1 is the last");
+    OnnxModelBuilder b(11);
+    b.input("q", kF32, {6, 8});
+    b.input("kt", kF32, {8, 5});
+    b.input("v", kF32, {5, 4});
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    b.node("Softmax", {"s"}, {"p"});
+    b.node("MatMul", {"p", "v"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    EXPECT_EQ(g->nodes().size(), 1u);
+  }
+}
+
+TEST(FuseAttention, PatternsThatMustNotFuse) {
+  const uint32_t seed = std::random_device{}();
+  for (int c = 0; c < 3; ++c) {
+    SCOPED_TRACE("case " + std::to_string(c));
+    AttnSpec a;
+    if (c == 0) a.softmax_axis = 2;    // not the last axis
+    if (c == 1) a.scores_output = true;
+    if (c == 2) {                       // opset 11 default axis 1 on rank 4: not the last axis
+      a.opset = 11;
+      a.softmax_axis = -100;
+    }
+    auto g = load(attention_model(a));
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 0, seed);
+    EXPECT_EQ(count_op(*g, "Softmax"), 1);
+  }
+}
+
 // The CUDA builder's order on a transformer MLP block: GEMM epilogues, float16 (every node the
 // policy accepts, so GraftGemm must infer and pass in float16), then chains across the Casts the
 // float16 pass inserted. Compared with the float32 original at float16 tolerance.

@@ -13,6 +13,7 @@
 //             the approximation would be a visible error, so the matmul runs with the BIAS
 //             epilogue and the exact erf GELU follows in place (one elementwise pass).
 // A residual input R (same shape as Y) is cuBLASLt's C matrix with beta = 1.
+// GraftAttention: batched cuBLASLt (scale as alpha), softmax in place, batched cuBLASLt.
 // GraftElementwise: the program interpreter in fused_transformer_kernels.cu.
 #include <cublasLt.h>
 
@@ -22,6 +23,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/fused_transformer_kernels.cuh"
+#include "backends/cuda/reduce_norm_kernels.cuh"
 #include "ops/fused_transformer_ops.h"
 
 namespace graft::cuda {
@@ -39,6 +41,96 @@ Status lt_check(cublasStatus_t s, const CudaExec& ex, const char* what) {
 
 cudaDataType_t lt_dtype(DataType t) {
   return t == DataType::kFloat16 ? CUDA_R_16F : t == DataType::kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
+}
+
+// One row-major matmul through cuBLASLt: Y[M,N] = alpha X[M,K] W + R (+ bias[N], activation by
+// the epilogue), W [K,N] or, with trans_w, [N,K]; `batch` matrices at the given element strides.
+struct LtProblem {
+  DataType dt = DataType::kFloat32;
+  int64_t M = 0, N = 0, K = 0;
+  const void* x = nullptr;
+  const void* w = nullptr;
+  bool trans_w = false;
+  void* y = nullptr;
+  float alpha = 1.f;
+  const void* residual = nullptr;  // C with beta = 1 (Y's layout), or none
+  const void* bias = nullptr;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  int64_t batch = 1, stride_x = 0, stride_w = 0, stride_y = 0;
+  void* workspace = nullptr;
+  size_t workspace_size = 0;
+};
+
+// Should cuBLASLt have no kernel with the requested epilogue for the shape, the plain matmul runs
+// and *fused_epilogue is false: the caller applies bias and activation as separate passes.
+Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
+  if (!ex.cublaslt) return fail(ex, StatusCode::kInternal, "no cuBLASLt handle in the execution context");
+  auto handle = static_cast<cublasLtHandle_t>(ex.cublaslt);
+  const cudaDataType_t ct = lt_dtype(g.dt);
+  const int64_t M = g.M, N = g.N, K = g.K;
+  cublasLtEpilogue_t epi = g.epilogue;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t lw = nullptr, lx = nullptr, ly = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  struct Cleanup {
+    cublasLtMatmulDesc_t& op;
+    cublasLtMatrixLayout_t &lw, &lx, &ly;
+    cublasLtMatmulPreference_t& pref;
+    ~Cleanup() {
+      if (pref) cublasLtMatmulPreferenceDestroy(pref);
+      if (lw) cublasLtMatrixLayoutDestroy(lw);
+      if (lx) cublasLtMatrixLayoutDestroy(lx);
+      if (ly) cublasLtMatrixLayoutDestroy(ly);
+      if (op) cublasLtMatmulDescDestroy(op);
+    }
+  } cleanup{op, lw, lx, ly, pref};
+
+  // Row-major Y[M,N] = X[M,K] W is column-major Y^T[N,M] = W^T X^T: cuBLASLt's A is W, its B is X.
+  // W row-major [K,N] is column-major [N,K] (op N); W row-major [N,K] (transB) is column-major
+  // [K,N] (op T). The bias vector runs along cuBLASLt's rows, which are our N.
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), ex, "cublasLtMatmulDescCreate"));
+  const cublasOperation_t opw = g.trans_w ? CUBLAS_OP_T : CUBLAS_OP_N, opx = CUBLAS_OP_N;
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opw, sizeof(opw)), ex, "set TRANSA"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opx, sizeof(opx)), ex, "set TRANSB"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
+  if (g.bias) {
+    const void* bias = g.bias;
+    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), ex, "set BIAS_POINTER"));
+  }
+  const uint64_t w_rows = g.trans_w ? static_cast<uint64_t>(K) : static_cast<uint64_t>(N);
+  const uint64_t w_cols = g.trans_w ? static_cast<uint64_t>(N) : static_cast<uint64_t>(K);
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&lw, ct, w_rows, w_cols, static_cast<int64_t>(w_rows)), ex, "layout W"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&lx, ct, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K), ex, "layout X"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&ly, ct, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N), ex, "layout Y"));
+  if (g.batch > 1) {
+    const int32_t count = static_cast<int32_t>(g.batch);
+    struct { cublasLtMatrixLayout_t l; int64_t stride; } ls[] = {{lw, g.stride_w}, {lx, g.stride_x}, {ly, g.stride_y}};
+    for (auto& e : ls) {
+      GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutSetAttribute(e.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), ex, "set BATCH_COUNT"));
+      GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutSetAttribute(e.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &e.stride, sizeof(e.stride)), ex, "set STRIDED_BATCH_OFFSET"));
+    }
+  }
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceCreate(&pref), ex, "cublasLtMatmulPreferenceCreate"));
+  const uint64_t ws = g.workspace ? g.workspace_size : 0;
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), ex, "set MAX_WORKSPACE_BYTES"));
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, 1, &heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+  *fused_epilogue = true;
+  if (found == 0 && epi != CUBLASLT_EPILOGUE_DEFAULT) {
+    epi = CUBLASLT_EPILOGUE_DEFAULT;
+    *fused_epilogue = false;
+    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
+    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, 1, &heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+  }
+  if (found == 0)
+    return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", M, " N=", N, " K=", K);
+  // The residual is cuBLASLt's C (same layout as D, beta = 1): D = alpha W^T X^T + R (+ bias, act).
+  const float beta = g.residual ? 1.f : 0.f;
+  const void* c = g.residual ? g.residual : g.y;
+  return lt_check(cublasLtMatmul(handle, op, &g.alpha, g.w, lw, g.x, lx, &beta, c, ly, g.y, ly, &heur.algo,
+                                 g.workspace, ws, stream_of(ex)),
+                  ex, "cublasLtMatmul");
 }
 
 // ---- GraftGemm ----------------------------------------------------------------------------------
@@ -79,7 +171,6 @@ Status gemm_run(CudaExec& ex) {
   if (R && R->numel() != Y.numel()) return fail(ex, StatusCode::kInvalidModel, "residual has ", R->numel(), " elements, the output ", Y.numel());
   if (Y.numel() == 0) return Status::ok();
   if (K == 0) return fail(ex, StatusCode::kUnsupported, "K = 0 is not handled");
-  if (!ex.cublaslt) return fail(ex, StatusCode::kInternal, "no cuBLASLt handle in the execution context");
 
   const DataType dt = X.dtype();
   const bool gelu_in_epilogue = act == "Gelu" && dt != DataType::kFloat32;
@@ -88,69 +179,29 @@ Status gemm_run(CudaExec& ex) {
   else if (gelu_in_epilogue) epi = B ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
   else if (B) epi = CUBLASLT_EPILOGUE_BIAS;
 
-  auto handle = static_cast<cublasLtHandle_t>(ex.cublaslt);
-  const cudaDataType_t ct = lt_dtype(dt);
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t lw = nullptr, lx = nullptr, ly = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  struct Cleanup {
-    cublasLtMatmulDesc_t& op;
-    cublasLtMatrixLayout_t &lw, &lx, &ly;
-    cublasLtMatmulPreference_t& pref;
-    ~Cleanup() {
-      if (pref) cublasLtMatmulPreferenceDestroy(pref);
-      if (lw) cublasLtMatrixLayoutDestroy(lw);
-      if (lx) cublasLtMatrixLayoutDestroy(lx);
-      if (ly) cublasLtMatrixLayoutDestroy(ly);
-      if (op) cublasLtMatmulDescDestroy(op);
-    }
-  } cleanup{op, lw, lx, ly, pref};
-
-  // Row-major Y[M,N] = X[M,K] W is column-major Y^T[N,M] = W^T X^T: cuBLASLt's A is W, its B is X.
-  // W row-major [K,N] is column-major [N,K] (op N); W row-major [N,K] (transB) is column-major
-  // [K,N] (op T). The bias vector runs along cuBLASLt's rows, which are our N.
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), ex, "cublasLtMatmulDescCreate"));
-  const cublasOperation_t opw = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opx = CUBLAS_OP_N;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opw, sizeof(opw)), ex, "set TRANSA"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opx, sizeof(opx)), ex, "set TRANSB"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
-  if (B) {
-    const void* bias = B->data();
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), ex, "set BIAS_POINTER"));
-  }
-  const uint64_t w_rows = tb ? static_cast<uint64_t>(K) : static_cast<uint64_t>(N);
-  const uint64_t w_cols = tb ? static_cast<uint64_t>(N) : static_cast<uint64_t>(K);
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&lw, ct, w_rows, w_cols, static_cast<int64_t>(w_rows)), ex, "layout W"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&lx, ct, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K), ex, "layout X"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&ly, ct, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N), ex, "layout Y"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceCreate(&pref), ex, "cublasLtMatmulPreferenceCreate"));
-  const uint64_t ws = ex.workspace ? ex.workspace_size : 0;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), ex, "set MAX_WORKSPACE_BYTES"));
-  cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, 1, &heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
-  // Should cuBLASLt have no kernel with this epilogue for the shape, run the plain matmul and
-  // apply bias and activation as separate passes (same result, more memory traffic).
-  bool separate = false;
-  if (found == 0 && epi != CUBLASLT_EPILOGUE_DEFAULT) {
-    epi = CUBLASLT_EPILOGUE_DEFAULT;
-    separate = true;
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, 1, &heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
-  }
-  if (found == 0)
-    return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", M, " N=", N, " K=", K);
-  // The residual is cuBLASLt's C (same layout as D, beta = 1): D = alpha W^T X^T + R (+ bias, act).
-  const float beta = R ? 1.f : 0.f;
-  const void* c = R ? R->data() : Y.data();
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmul(handle, op, &alpha, W.data(), lw, X.data(), lx, &beta, c, ly,
-                                                Y.data(), ly, &heur.algo, ex.workspace, ws, stream_of(ex)),
-                                 ex, "cublasLtMatmul"));
+  LtProblem p;
+  p.dt = dt;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.x = X.data();
+  p.w = W.data();
+  p.trans_w = tb != 0;
+  p.y = Y.data();
+  p.alpha = alpha;
+  p.residual = R ? R->data() : nullptr;
+  p.bias = B ? B->data() : nullptr;
+  p.epilogue = epi;
+  p.workspace = ex.workspace;
+  p.workspace_size = ex.workspace ? ex.workspace_size : 0;
+  bool fused = false;
+  GRAFT_RETURN_IF_ERROR(lt_rowmajor(ex, p, &fused));
+  const bool separate = !fused && epi != CUBLASLT_EPILOGUE_DEFAULT;
   if (separate && B) {
-    k::Bcast p;
+    k::Bcast bc;
     std::string why;
-    if (!make_bcast(Y.dims(), {Y.dims(), {N}}, &p, &why)) return fail(ex, StatusCode::kInternal, "bias broadcast: ", why);
-    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_binary(k::BinaryOp::kAdd, ktype(dt), Y.data(), B->data(), Y.data(), p,
+    if (!make_bcast(Y.dims(), {Y.dims(), {N}}, &bc, &why)) return fail(ex, StatusCode::kInternal, "bias broadcast: ", why);
+    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_binary(k::BinaryOp::kAdd, ktype(dt), Y.data(), B->data(), Y.data(), bc,
                                                          Y.numel(), stream_of(ex)),
                                         ex, "bias add after the matmul"));
   }
@@ -163,6 +214,103 @@ Status gemm_run(CudaExec& ex) {
                                          stream_of(ex)),
                          ex, "erf GELU after the matmul");
   return Status::ok();
+}
+
+// ---- GraftAttention ------------------------------------------------------------------------------
+//
+// softmax(scale Q Kt) V for [..., S, D] x [..., D, S2] x [..., S2, Dv] as three launches: one batched
+// cuBLASLt matmul writing the scores into the workspace with the scale as alpha (the separate
+// scaling nodes disappear), the softmax kernel in place, one batched matmul into Y. The scores
+// keep the tensors' dtype, as the unfused graph stores them.
+
+struct AttnDims {
+  int64_t batch = 0, S = 0, D = 0, S2 = 0, Dv = 0;
+};
+
+bool attn_dims(const std::vector<int64_t>& q, const std::vector<int64_t>& kt, const std::vector<int64_t>& v, AttnDims* a) {
+  const size_t r = q.size();
+  if (r < 2 || kt.size() != r || v.size() != r) return false;
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (q[i] != kt[i] || q[i] != v[i]) return false;
+  a->S = q[r - 2];
+  a->D = q[r - 1];
+  a->S2 = kt[r - 1];
+  a->Dv = v[r - 1];
+  if (kt[r - 2] != a->D || v[r - 2] != a->S2) return false;
+  a->batch = 1;
+  for (size_t i = 0; i + 2 < r; ++i) a->batch *= q[i];
+  return true;
+}
+
+constexpr size_t kAlign = 256;
+size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+bool attn_supports(const Node& n, std::string* why) {
+  if (n.inputs.size() != 3 || !has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2))
+    return reject(why, "GraftAttention needs Q, Kt and V");
+  for (size_t i = 0; i < 3; ++i) {
+    if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
+  }
+  return true;
+}
+
+size_t attn_workspace(const Node&, const std::vector<const Tensor*>& in) {
+  AttnDims a;
+  if (in.size() != 3 || !in[0] || !in[1] || !in[2] || !attn_dims(in[0]->dims(), in[1]->dims(), in[2]->dims(), &a))
+    return kLtWorkspace;
+  return align_up(static_cast<size_t>(a.batch * a.S * a.S2) * dtype_size(in[0]->dtype())) + kLtWorkspace;
+}
+
+Status attn_run(CudaExec& ex) {
+  const Tensor& Q = *ex.ctx->inputs[0];
+  const Tensor& Kt = *ex.ctx->inputs[1];
+  const Tensor& V = *ex.ctx->inputs[2];
+  Tensor& Y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(float scale, attrs_of(ex).get_float("scale", 1.f));
+  AttnDims a;
+  if (!attn_dims(Q.dims(), Kt.dims(), V.dims(), &a))
+    return fail(ex, StatusCode::kInvalidModel, "Q ", shape_to_string(shape_from_values(Q.dims())), ", Kt ",
+                shape_to_string(shape_from_values(Kt.dims())), " and V ", shape_to_string(shape_from_values(V.dims())),
+                " do not form an attention");
+  if (Y.numel() != a.batch * a.S * a.Dv) return fail(ex, StatusCode::kInternal, "output shape inconsistent with inputs");
+  if (Y.numel() == 0) return Status::ok();
+  if (a.D == 0 || a.S2 == 0) return fail(ex, StatusCode::kUnsupported, "empty key or head dimension");
+  const size_t scores_bytes = align_up(static_cast<size_t>(a.batch * a.S * a.S2) * dtype_size(Q.dtype()));
+  if (!ex.workspace || ex.workspace_size < scores_bytes)
+    return fail(ex, StatusCode::kInternal, "workspace of ", ex.workspace_size, " bytes, the scores need ", scores_bytes);
+  void* scores = ex.workspace;
+  bool fused = false;
+  LtProblem p;
+  p.dt = Q.dtype();
+  p.M = a.S;
+  p.N = a.S2;
+  p.K = a.D;
+  p.x = Q.data();
+  p.w = Kt.data();
+  p.y = scores;
+  p.alpha = scale;
+  p.batch = a.batch;
+  p.stride_x = a.S * a.D;
+  p.stride_w = a.D * a.S2;
+  p.stride_y = a.S * a.S2;
+  p.workspace = static_cast<char*>(ex.workspace) + scores_bytes;
+  p.workspace_size = ex.workspace_size - scores_bytes;
+  GRAFT_RETURN_IF_ERROR(lt_rowmajor(ex, p, &fused));
+  GRAFT_RETURN_IF_ERROR(launch_status(k::launch_softmax(ktype(Q.dtype()), false, scores, scores, a.batch * a.S, a.S2, 1,
+                                                        stream_of(ex)),
+                                      ex, "softmax of the scores"));
+  p.M = a.S;
+  p.N = a.Dv;
+  p.K = a.S2;
+  p.x = scores;
+  p.w = V.data();
+  p.y = Y.data();
+  p.alpha = 1.f;
+  p.stride_x = a.S * a.S2;
+  p.stride_w = a.S2 * a.Dv;
+  p.stride_y = a.S * a.Dv;
+  return lt_rowmajor(ex, p, &fused);
 }
 
 // ---- GraftElementwise ---------------------------------------------------------------------------
@@ -242,6 +390,7 @@ Status ew_run(CudaExec& ex) {
 void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"GraftGemm", &gemm_supports, &gemm_run, {}, &gemm_workspace});
   out.push_back(CudaOp{"GraftElementwise", &ew_supports, &ew_run, {}, nullptr});
+  out.push_back(CudaOp{"GraftAttention", &attn_supports, &attn_run, {}, &attn_workspace});
 }
 
 }  // namespace graft::cuda
