@@ -14,9 +14,12 @@
 //             epilogue and the exact erf GELU follows in place (one elementwise pass).
 // A residual input R (same shape as Y) is cuBLASLt's C matrix with beta = 1.
 // GraftAttention: batched cuBLASLt (scale as alpha), softmax in place, batched cuBLASLt.
+// Every cuBLASLt call picks among the heuristic's first candidates by tactic timing at build time
+// (src/build/tactics.h), like the convolutions.
 // GraftElementwise: the program interpreter in fused_transformer_kernels.cu.
 #include <cublasLt.h>
 
+#include <optional>
 #include <string>
 
 #include "backends/cuda/cuda_op_util.h"
@@ -24,6 +27,7 @@
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/fused_transformer_kernels.cuh"
 #include "backends/cuda/reduce_norm_kernels.cuh"
+#include "build/tactics.h"
 #include "ops/fused_transformer_ops.h"
 
 namespace graft::cuda {
@@ -60,6 +64,55 @@ struct LtProblem {
   void* workspace = nullptr;
   size_t workspace_size = 0;
 };
+
+constexpr int kLtAlgos = 8;  // heuristic candidates considered when timing tactics
+
+// The timing-cache key of one matmul problem: GPU, library version and everything that can change
+// the candidates cuBLASLt offers.
+std::string lt_tactic_key(const LtProblem& g, cublasLtEpilogue_t epi) {
+  static const std::string device = [] {
+    int dev = 0, major = 0, minor = 0;
+    (void)cudaGetDevice(&dev);
+    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return "sm" + std::to_string(major * 10 + minor) + ";cublasLt" + std::to_string(cublasLtGetVersion());
+  }();
+  auto s = [](int64_t v) { return std::to_string(v); };
+  return "gemm;" + device + ";" + dtype_name(g.dt) + ";m" + s(g.M) + ";n" + s(g.N) + ";k" + s(g.K) +
+         (g.trans_w ? ";wT" : "") + ";b" + s(g.batch) + ";epi" + s(static_cast<int64_t>(epi)) +
+         (g.residual ? ";res" : "") + ";ws" + s(static_cast<int64_t>(g.workspace ? g.workspace_size : 0));
+}
+
+// Times each candidate (a warm-up call, then the mean of a few) and returns the fastest index.
+template <typename Run>
+Result<Tactic> time_lt_algos(CudaExec& ex, const cublasLtMatmulHeuristicResult_t* heur, int found, uint64_t ws,
+                             Run&& run) {
+  cudaStream_t s = stream_of(ex);
+  cudaEvent_t t0 = nullptr, t1 = nullptr;
+  GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t0), ex, "cudaEventCreate"));
+  GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t1), ex, "cudaEventCreate"));
+  Tactic best;
+  best.ms = 1e30;
+  for (int i = 0; i < found; ++i) {
+    if (heur[i].state != CUBLAS_STATUS_SUCCESS || heur[i].workspaceSize > ws) continue;
+    if (run(i) != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    constexpr int kReps = 5;
+    (void)cudaEventRecord(t0, s);
+    for (int r = 0; r < kReps; ++r) (void)run(i);
+    (void)cudaEventRecord(t1, s);
+    if (cudaEventSynchronize(t1) != cudaSuccess) continue;
+    float ms = 0;
+    (void)cudaEventElapsedTime(&ms, t0, t1);
+    if (ms / kReps < best.ms) best = Tactic{i, 0, ms / kReps};
+  }
+  (void)cudaEventDestroy(t0);
+  (void)cudaEventDestroy(t1);
+  if (best.algo < 0) return fail(ex, StatusCode::kUnsupported, "no cuBLASLt algorithm runs this matmul");
+  return best;
+}
 
 // Should cuBLASLt have no kernel with the requested epilogue for the shape, the plain matmul runs
 // and *fused_epilogue is false: the caller applies bias and activation as separate passes.
@@ -113,24 +166,47 @@ Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
   GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceCreate(&pref), ex, "cublasLtMatmulPreferenceCreate"));
   const uint64_t ws = g.workspace ? g.workspace_size : 0;
   GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), ex, "set MAX_WORKSPACE_BYTES"));
-  cublasLtMatmulHeuristicResult_t heur{};
+  cublasLtMatmulHeuristicResult_t heur[kLtAlgos] = {};
   int found = 0;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, 1, &heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, kLtAlgos, heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
   *fused_epilogue = true;
   if (found == 0 && epi != CUBLASLT_EPILOGUE_DEFAULT) {
     epi = CUBLASLT_EPILOGUE_DEFAULT;
     *fused_epilogue = false;
     GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, 1, &heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, kLtAlgos, heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
   }
   if (found == 0)
     return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", M, " N=", N, " K=", K);
   // The residual is cuBLASLt's C (same layout as D, beta = 1): D = alpha W^T X^T + R (+ bias, act).
   const float beta = g.residual ? 1.f : 0.f;
   const void* c = g.residual ? g.residual : g.y;
-  return lt_check(cublasLtMatmul(handle, op, &g.alpha, g.w, lw, g.x, lx, &beta, c, ly, g.y, ly, &heur.algo,
-                                 g.workspace, ws, stream_of(ex)),
-                  ex, "cublasLtMatmul");
+  auto run = [&](int i) {
+    return cublasLtMatmul(handle, op, &g.alpha, g.w, lw, g.x, lx, &beta, c, ly, g.y, ly, &heur[i].algo, g.workspace,
+                          ws, stream_of(ex));
+  };
+  // Tactic: which of the heuristic's candidates runs. Timed once per problem while the builder
+  // tunes (kept in the engine's table and the timing cache); else the table's choice, else the
+  // heuristic's first.
+  int choice = 0;
+  if (ex.tactics || ex.tuning) {
+    const std::string key = lt_tactic_key(g, epi);
+    std::optional<Tactic> t = ex.tactics ? ex.tactics->find(key) : std::nullopt;
+    if (!t && ex.tuning) {
+      t = ex.tuning->cache ? ex.tuning->cache->find(key) : std::nullopt;
+      if (t) {
+        ++ex.tuning->stats.from_cache;
+      } else {
+        GRAFT_ASSIGN_OR_RETURN(Tactic best, time_lt_algos(ex, heur, found, ws, run));
+        t = best;
+        ++ex.tuning->stats.timed;
+        if (ex.tuning->cache) ex.tuning->cache->put(key, best);
+      }
+      if (ex.tactics) ex.tactics->put(key, *t);
+    }
+    if (t && t->algo >= 0 && t->algo < found) choice = t->algo;
+  }
+  return lt_check(run(choice), ex, "cublasLtMatmul");
 }
 
 // ---- GraftGemm ----------------------------------------------------------------------------------
