@@ -7,6 +7,7 @@
 //     [-> Add(R) with R a tensor of the output's shape]   (only without activation)
 //   becomes one GraftGemm. A Gemm between Reshapes that fold/unfold the leading dimensions of an
 //   N-D input (aten.linear through aten.addmm) is matched with the Reshapes.
+//   Inference Dropouts (identities) between these nodes are absorbed.
 //   The same pass also fuses attention: MatMul(Q, Kt) -> [scalar scales] -> Softmax(last axis)
 //   -> MatMul(., V), the scales found on the scores, on Q, on Kt or on K before its Transpose,
 //   becomes GraftAttention(Q, Kt, V, scale) (counted in the returned number). Every intermediate value must have exactly one consumer (the next node
@@ -74,6 +75,32 @@ Value* other_operand(const Node* n, const Value* v) {
 Node* consumer_of_type(const Consumers& cons, const Value* v, const char* op) {
   Node* n = only_consumer(cons, v);
   return n && n->op_type == op && n->outputs.size() == 1 && n->outputs[0] ? n : nullptr;
+}
+
+// An inference-mode Dropout (training_mode absent or constant false, mask unread): an identity
+// that the fused nodes absorb (graft's CUDA backend has no Dropout kernel, so a Dropout left in
+// a chain would also cost a CPU round trip).
+bool inference_dropout(const Consumers& cons, const Node* n) {
+  if (n->op_type != "Dropout" || n->inputs.empty() || !n->inputs[0] || n->outputs.empty() || !n->outputs[0]) return false;
+  if (n->inputs.size() > 2 && n->inputs[2]) {
+    const Value* t = n->inputs[2];
+    if (!t->constant || t->constant->numel() != 1 || t->constant->get(0) != 0.0) return false;
+  }
+  for (size_t i = 1; i < n->outputs.size(); ++i) {
+    const Value* m = n->outputs[i];
+    if (m && (m->is_graph_output || cons.count(m))) return false;
+  }
+  return n->outputs[0]->desc.dtype == n->inputs[0]->desc.dtype;
+}
+
+// Follows `v` through inference Dropouts that are its only reader; appends them to *parts.
+Value* skip_dropouts(const Consumers& cons, Value* v, std::vector<Node*>* parts) {
+  while (Node* d = only_consumer(cons, v)) {
+    if (!inference_dropout(cons, d) || d->inputs[0] != v) break;
+    parts->push_back(d);
+    v = d->outputs[0];
+  }
+  return v;
 }
 
 struct Gelu {
@@ -242,7 +269,7 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
         parts.insert(parts.end(), kparts.begin(), kparts.end());
       }
     }
-    Value* p = sm->outputs[0];
+    Value* p = skip_dropouts(cons, sm->outputs[0], &parts);  // sdpa's Dropout(p = 0)
     Node* mm2 = only_consumer(cons, p);
     if (!mm2 || dead.count(mm2) || mm2->op_type != "MatMul" || mm2->inputs.size() != 2 || mm2->inputs[0] != p ||
         mm2->inputs[1] == p || !mm2->outputs[0])
@@ -346,6 +373,8 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
         }
       }
     }
+    const size_t before_dropouts = chain.size();
+    out = skip_dropouts(cons, out, &chain);
     // Bias Add: the other operand is a constant of N elements broadcast along the last axis only,
     // with a rank that does not grow the output.
     bool added_bias = false;
@@ -363,6 +392,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
         }
       }
     }
+    out = skip_dropouts(cons, out, &chain);
     std::string activation;
     if (Node* r = consumer_of_type(cons, out, "Relu")) {
       activation = "Relu";
@@ -376,6 +406,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     // Residual Add after a GEMM without activation (a transformer block's "x + Linear(h)"):
     // cuBLASLt reads it as the C matrix (beta = 1), so D = alpha X.W + R + bias in one pass. After
     // an activation the sum would be act(...) + R, which the epilogue cannot express.
+    out = skip_dropouts(cons, out, &chain);
     Value* residual = nullptr;
     if (activation.empty()) {
       if (Node* add = consumer_of_type(cons, out, "Add")) {
@@ -389,7 +420,10 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
         }
       }
     }
-    if (!added_bias && activation.empty() && !residual && !unfolded) continue;  // nothing to gain over the plain GEMM
+    out = skip_dropouts(cons, out, &chain);
+    bool dropped = false;  // inference Dropouts absorbed
+    for (size_t i = before_dropouts; i < chain.size(); ++i) dropped |= chain[i]->op_type == "Dropout";
+    if (!added_bias && activation.empty() && !residual && !unfolded && !dropped) continue;  // nothing to gain
     bool clash = false;
     for (Node* c : chain) clash |= is_removed(dead, c);
     if (clash) continue;

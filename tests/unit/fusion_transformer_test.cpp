@@ -284,6 +284,96 @@ TEST(FuseGemm, GemmBetweenFoldingReshapes) {
   check_pass(*g, gemm_pass, 0, seed);
 }
 
+// ---- attention ----
+
+struct AttnSpec {
+  std::string scale_at = "q";  // "q" (Div(Q, sqrt d)), "qk" (Mul on Q and on K before Transpose), "scores", "none"
+  int64_t softmax_axis = -1;
+  int64_t opset = 17;
+  bool scores_output = false;  // the scores are also a graph output
+  bool transpose_shared = false;  // the Transpose's output is also a graph output
+};
+
+OnnxModelBuilder attention_model(const AttnSpec& a) {
+  OnnxModelBuilder b(a.opset);
+  b.input("q", kF32, {2, 3, 6, 8});
+  b.input("k", kF32, {2, 3, 5, 8});
+  b.input("v", kF32, {2, 3, 5, 4});
+  b.initializer("c", scalar(a.scale_at == "q" || a.scale_at == "scores" ? 2.8284271f : 0.5946036f));
+  std::string q = "q", k = "k";
+  if (a.scale_at == "q") {
+    b.node("Div", {"q", "c"}, {"qs"});
+    q = "qs";
+  } else if (a.scale_at == "qk") {
+    b.node("Mul", {"q", "c"}, {"qs"});
+    b.node("Mul", {"c", "k"}, {"ks"});
+    q = "qs";
+    k = "ks";
+  }
+  auto& t = b.node("Transpose", {k}, {"kt"});
+  OnnxModelBuilder::attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
+  b.node("MatMul", {q, "kt"}, {"s"});
+  std::string s = "s";
+  if (a.scale_at == "scores") {
+    b.node("Div", {"s", "c"}, {"ss"});
+    s = "ss";
+  }
+  auto& sm = b.node("Softmax", {s}, {"p"});
+  if (a.softmax_axis != -100) OnnxModelBuilder::attr(sm, "axis", a.softmax_axis);
+  b.node("MatMul", {"p", "v"}, {"y"});
+  b.output("y", kF32);
+  if (a.scores_output) b.output("s", kF32);
+  if (a.transpose_shared) b.output("kt", kF32);
+  return b;
+}
+
+// Inference Dropouts (torchvision's MLP and encoder block, sdpa's Dropout(p = 0)) are absorbed.
+TEST(FuseGemm, InferenceDropoutsAreAbsorbed) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  for (int mask_read = 0; mask_read < 2; ++mask_read) {
+    SCOPED_TRACE("mask output read: " + std::to_string(mask_read));
+    OnnxModelBuilder b(20);
+    b.input("x", kF32, {2, 5, 16});
+    b.initializer("w1", random_tensor(kF32, {16, 32}, rng));
+    b.initializer("b1", random_tensor(kF32, {32}, rng));
+    b.initializer("w2", random_tensor(kF32, {32, 16}, rng));
+    b.initializer("b2", random_tensor(kF32, {16}, rng));
+    b.initializer("ratio", scalar(0.1f));
+    b.initializer("train", Tensor::from_doubles(DataType::kBool, {}, {0.0}));
+    b.node("MatMul", {"x", "w1"}, {"m1"});
+    b.node("Add", {"m1", "b1"}, {"h1"});
+    b.node("Gelu", {"h1"}, {"g"});
+    if (mask_read) b.node("Dropout", {"g", "ratio", "train"}, {"gd", "mask"});
+    else b.node("Dropout", {"g", "ratio", "train"}, {"gd"});
+    b.node("MatMul", {"gd", "w2"}, {"m2"});
+    b.node("Add", {"m2", "b2"}, {"h2"});
+    b.node("Dropout", {"h2"}, {"h2d"});
+    b.node("Add", {"h2d", "x"}, {"y"});
+    b.output("y", kF32);
+    if (mask_read) b.output("mask", DataType::kBool);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 2, seed);
+    EXPECT_EQ(count_op(*g, "Dropout"), mask_read ? 1 : 0);
+    EXPECT_EQ(count_op(*g, "Add"), 0) << "bias and residual in the epilogues";
+  }
+  // Attention with Dropout between Softmax and the second MatMul.
+  OnnxModelBuilder d(17);
+  d.input("q", kF32, {2, 3, 6, 8});
+  d.input("kt", kF32, {2, 3, 8, 5});
+  d.input("v", kF32, {2, 3, 5, 4});
+  d.node("MatMul", {"q", "kt"}, {"s"});
+  d.node("Softmax", {"s"}, {"p"});
+  d.node("Dropout", {"p"}, {"pd"});
+  d.node("MatMul", {"pd", "v"}, {"y"});
+  d.output("y", kF32);
+  auto g = load(d);
+  ASSERT_TRUE(g);
+  check_pass(*g, gemm_pass, 1, seed);
+  EXPECT_EQ(g->nodes().size(), 1u);
+}
+
 TEST(FuseGemm, GemmWithBiasAndTransB) {
   const uint32_t seed = std::random_device{}();
   std::mt19937 rng(seed);
@@ -513,49 +603,6 @@ TEST(FuseElementwise, ProgramErrorsNameTheAttribute) {
   auto r2 = one.run();
   ASSERT_FALSE(r2.is_ok());
   EXPECT_NE(r2.status().to_string().find("not defined"), std::string::npos) << r2.status().to_string();
-}
-
-// ---- attention ----
-
-struct AttnSpec {
-  std::string scale_at = "q";  // "q" (Div(Q, sqrt d)), "qk" (Mul on Q and on K before Transpose), "scores", "none"
-  int64_t softmax_axis = -1;
-  int64_t opset = 17;
-  bool scores_output = false;  // the scores are also a graph output
-  bool transpose_shared = false;  // the Transpose's output is also a graph output
-};
-
-OnnxModelBuilder attention_model(const AttnSpec& a) {
-  OnnxModelBuilder b(a.opset);
-  b.input("q", kF32, {2, 3, 6, 8});
-  b.input("k", kF32, {2, 3, 5, 8});
-  b.input("v", kF32, {2, 3, 5, 4});
-  b.initializer("c", scalar(a.scale_at == "q" || a.scale_at == "scores" ? 2.8284271f : 0.5946036f));
-  std::string q = "q", k = "k";
-  if (a.scale_at == "q") {
-    b.node("Div", {"q", "c"}, {"qs"});
-    q = "qs";
-  } else if (a.scale_at == "qk") {
-    b.node("Mul", {"q", "c"}, {"qs"});
-    b.node("Mul", {"c", "k"}, {"ks"});
-    q = "qs";
-    k = "ks";
-  }
-  auto& t = b.node("Transpose", {k}, {"kt"});
-  OnnxModelBuilder::attr(t, "perm", std::vector<int64_t>{0, 1, 3, 2});
-  b.node("MatMul", {q, "kt"}, {"s"});
-  std::string s = "s";
-  if (a.scale_at == "scores") {
-    b.node("Div", {"s", "c"}, {"ss"});
-    s = "ss";
-  }
-  auto& sm = b.node("Softmax", {s}, {"p"});
-  if (a.softmax_axis != -100) OnnxModelBuilder::attr(sm, "axis", a.softmax_axis);
-  b.node("MatMul", {"p", "v"}, {"y"});
-  b.output("y", kF32);
-  if (a.scores_output) b.output("s", kF32);
-  if (a.transpose_shared) b.output("kt", kF32);
-  return b;
 }
 
 TEST(FuseAttention, ScalesWhereverTheExportersPutThem) {
