@@ -724,27 +724,51 @@ TEST(FuseTransformer, BuilderOrderWithFloat16) {
 TEST(FuseTransformer, FusedGraphRoundTripsThroughOnnx) {
   const uint32_t seed = std::random_device{}();
   std::mt19937 rng(seed);
-  LinearSpec s;
-  s.act = "GeluTorch";
-  OnnxModelBuilder b = linear_model(s, rng);
-  for (int residual = 0; residual < 2; ++residual) {
-  s.residual = residual;
-  s.act = residual ? "" : "GeluTorch";
-  b = linear_model(s, rng);
-  auto g = load(b);
-  ASSERT_TRUE(g);
-  auto feeds = feeds_for(*g, rng);
-  auto before = run_graph(*g, feeds);
-  ASSERT_TRUE(fuse_gemm_epilogues(*g).is_ok());
-  ASSERT_TRUE(infer_shapes(*g).is_ok());
-  onnx::ModelProto m;
-  ASSERT_TRUE(export_onnx_model(*g, &m).is_ok());
-  auto g2 = import_onnx_model(m, "roundtrip.onnx", "");
-  ASSERT_TRUE(g2.is_ok()) << g2.status().to_string();
-  ASSERT_TRUE(infer_shapes(*g2.value()).is_ok());
-  EXPECT_EQ(count_op(*g2.value(), "GraftGemm"), 1);
-  auto after = run_graph(*g2.value(), feeds);
-  for (auto& [name, t] : before) expect_close(after.at(name), t);
+  // GraftGemm with GELU; with bias and residual; with an omitted bias before the residual;
+  // GraftAttention; GraftElementwise.
+  for (int c = 0; c < 5; ++c) {
+    SCOPED_TRACE("case " + std::to_string(c));
+    OnnxModelBuilder b;
+    if (c < 2) {
+      LinearSpec s;
+      s.act = c == 0 ? "GeluTorch" : "";
+      s.residual = c;
+      b = linear_model(s, rng);
+    } else if (c == 2) {
+      b.input("x", kF32, {4, 16});
+      b.initializer("w", random_tensor(kF32, {16, 8}, rng));
+      b.input("r", kF32, {4, 8});
+      b.node("MatMul", {"x", "w"}, {"h"});
+      b.node("Add", {"h", "r"}, {"y"});
+      b.output("y", kF32);
+    } else if (c == 3) {
+      AttnSpec a;
+      a.scale_at = "qk";
+      b = attention_model(a);
+    } else {
+      b.input("x", kF32, {4, 16});
+      b.initializer("half", scalar(0.5f));
+      b.node("Mul", {"x", "half"}, {"a"});
+      b.node("Tanh", {"a"}, {"y"});
+      b.output("y", kF32);
+    }
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    auto feeds = feeds_for(*g, rng);
+    auto before = run_graph(*g, feeds);
+    auto n = c < 4 ? fuse_gemm_epilogues(*g) : chain_pass(*g);
+    ASSERT_TRUE(n.is_ok());
+    EXPECT_EQ(n.value(), 1);
+    ASSERT_TRUE(infer_shapes(*g).is_ok());
+    onnx::ModelProto m;
+    ASSERT_TRUE(export_onnx_model(*g, &m).is_ok());
+    auto g2 = import_onnx_model(m, "roundtrip.onnx", "");
+    ASSERT_TRUE(g2.is_ok()) << g2.status().to_string();
+    ASSERT_TRUE(infer_shapes(*g2.value()).is_ok());
+    const char* op = c < 3 ? "GraftGemm" : c == 3 ? "GraftAttention" : "GraftElementwise";
+    EXPECT_EQ(count_op(*g2.value(), op), 1);
+    auto after = run_graph(*g2.value(), feeds);
+    for (auto& [name, t] : before) expect_close(after.at(name), t);
   }
 }
 
