@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/shape_kernels.cuh"
 
 namespace graft::cuda::k {
 namespace {
@@ -155,66 +156,164 @@ __device__ __forceinline__ bool cmp(BinaryOp op, C a, C b) {
   }
 }
 
-template <typename T, bool kFlat>
-__global__ void binary_kernel(BinaryOp op, const T* __restrict__ a, const T* __restrict__ b, T* __restrict__ out,
-                              Bcast p, int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) {
-    int64_t ia = i, ib = i;
-    if constexpr (!kFlat) {
-      ia = bcast_offset(p, 0, i);
-      ib = bcast_offset(p, 1, i);
+// out = op(a, b) as the output type O: T (arithmetic) or uint8_t (kCmp: comparisons and logic).
+template <typename T, typename O, bool kCmp>
+__device__ __forceinline__ O apply_binary(BinaryOp op, T a, T b) {
+  if constexpr (kCmp) return cmp(op, Elem<T>::ld(a), Elem<T>::ld(b)) ? O(1) : O(0);
+  else return Elem<T>::st(arith(op, Elem<T>::ld(a), Elem<T>::ld(b)));
+}
+
+// N elements moved by one aligned access (16 bytes for f32/f16 operands).
+template <typename T, int N>
+struct alignas(sizeof(T) * N) VecN {
+  T v[N];
+};
+template <typename T> constexpr int kVecN = sizeof(T) >= 8 ? 2 : 16 / static_cast<int>(sizeof(T));
+
+// Same-shape operands and scalar operands (kScalarA / kScalarB: that operand has one element):
+// no broadcast index math at all. The vector kernel covers n / N groups of N; the scalar kernel
+// covers the rest (or everything when a pointer is misaligned).
+template <typename T, typename O, bool kCmp, bool kScalarA, bool kScalarB>
+__global__ void binary_flat_kernel(BinaryOp op, const T* __restrict__ a, const T* __restrict__ b, O* __restrict__ out,
+                                   int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) out[i] = apply_binary<T, O, kCmp>(op, a[kScalarA ? 0 : i], b[kScalarB ? 0 : i]);
+}
+
+template <typename T, typename O, bool kCmp, bool kScalarA, bool kScalarB>
+__global__ void binary_flat_vec_kernel(BinaryOp op, const T* __restrict__ a, const T* __restrict__ b,
+                                       O* __restrict__ out, int64_t ngroups) {
+  constexpr int N = kVecN<T>;
+  const T sa = a[0], sb = b[0];  // the scalars (unused for full operands)
+  GRAFT_GRID_STRIDE(g, ngroups) {
+    VecN<T, N> va, vb;
+    if constexpr (!kScalarA) va = reinterpret_cast<const VecN<T, N>*>(a)[g];
+    if constexpr (!kScalarB) vb = reinterpret_cast<const VecN<T, N>*>(b)[g];
+    VecN<O, N> o;
+#pragma unroll
+    for (int j = 0; j < N; ++j) {
+      T x, y;
+      if constexpr (kScalarA) x = sa; else x = va.v[j];
+      if constexpr (kScalarB) y = sb; else y = vb.v[j];
+      o.v[j] = apply_binary<T, O, kCmp>(op, x, y);
     }
-    out[i] = Elem<T>::st(arith(op, Elem<T>::ld(a[ia]), Elem<T>::ld(b[ib])));
+    reinterpret_cast<VecN<O, N>*>(out)[g] = o;
   }
 }
 
-template <typename T, bool kFlat>
-__global__ void compare_kernel(BinaryOp op, const T* __restrict__ a, const T* __restrict__ b,
-                               uint8_t* __restrict__ out, Bcast p, int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) {
-    int64_t ia = i, ib = i;
-    if constexpr (!kFlat) {
-      ia = bcast_offset(p, 0, i);
-      ib = bcast_offset(p, 1, i);
-    }
-    out[i] = cmp(op, Elem<T>::ld(a[ia]), Elem<T>::ld(b[ib])) ? 1 : 0;
+// General broadcast with index type I (int32_t when n < 2^30: every operand offset is below n).
+template <typename I>
+struct BcastI {
+  int rank = 0;
+  I dims[kMaxRank] = {};
+  I strides[3][kMaxRank] = {};
+};
+template <typename I>
+BcastI<I> narrow_bcast(const Bcast& p) {
+  BcastI<I> q;
+  q.rank = p.rank;
+  for (int d = 0; d < p.rank; ++d) {
+    q.dims[d] = static_cast<I>(p.dims[d]);
+    for (int k = 0; k < 3; ++k) q.strides[k][d] = static_cast<I>(p.strides[k][d]);
+  }
+  return q;
+}
+
+#define GRAFT_GRID_STRIDE_I(I, i, n)                                                                         \
+  for (I i = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); i < (n); \
+       i += static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x))
+
+template <typename I, int K>
+__device__ __forceinline__ void bcast_offsets(const BcastI<I>& p, I i, I (&off)[K]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) off[k] = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    const I q = i % p.dims[d];
+    i /= p.dims[d];
+#pragma unroll
+    for (int k = 0; k < K; ++k) off[k] += q * p.strides[k][d];
   }
 }
 
-bool flat(const Bcast& p) {
-  if (p.rank == 0) return true;
-  return p.rank == 1 && p.strides[0][0] == 1 && p.strides[1][0] == 1;
+template <typename T, typename O, bool kCmp, typename I>
+__global__ void binary_bcast_kernel(BinaryOp op, const T* __restrict__ a, const T* __restrict__ b, O* __restrict__ out,
+                                    BcastI<I> p, I n) {
+  GRAFT_GRID_STRIDE_I(I, i, n) {
+    I off[2];
+    bcast_offsets<I, 2>(p, i, off);
+    out[i] = apply_binary<T, O, kCmp>(op, a[off[0]], b[off[1]]);
+  }
+}
+
+constexpr int64_t kIndex32Limit = int64_t(1) << 30;  // n plus one grid's width stays below 2^31
+
+template <typename T, typename O, bool kCmp, bool kScalarA, bool kScalarB>
+void binary_flat(BinaryOp op, const T* a, const T* b, O* out, int64_t n, cudaStream_t s) {
+  constexpr int N = kVecN<T>;
+  const auto al = [](const void* ptr, size_t v) { return reinterpret_cast<uintptr_t>(ptr) % v == 0; };
+  const bool aligned = (kScalarA || al(a, sizeof(VecN<T, N>))) && (kScalarB || al(b, sizeof(VecN<T, N>))) &&
+                       al(out, sizeof(VecN<O, N>));
+  int64_t done = 0;
+  if (aligned && n >= N) {
+    const int64_t ng = n / N;
+    binary_flat_vec_kernel<T, O, kCmp, kScalarA, kScalarB><<<grid_for(ng), kThreads, 0, s>>>(op, a, b, out, ng);
+    done = ng * N;
+  }
+  if (done < n)
+    binary_flat_kernel<T, O, kCmp, kScalarA, kScalarB><<<grid_for(n - done), kThreads, 0, s>>>(
+        op, kScalarA ? a : a + done, kScalarB ? b : b + done, out + done, n - done);
+}
+
+template <typename T, typename O, bool kCmp>
+cudaError_t binary_dispatch(BinaryOp op, const T* a, const T* b, O* out, const Bcast& p, int64_t n, cudaStream_t s) {
+  // make_bcast merged every axis it could: rank <= 1 with strides in {0, 1} is same-shape or scalar.
+  const int64_t sa = p.rank == 0 ? 1 : p.strides[0][0], sb = p.rank == 0 ? 1 : p.strides[1][0];
+  if (p.rank <= 1 && (sa == 0 || sa == 1) && (sb == 0 || sb == 1)) {
+    if (sa == 1 && sb == 1) binary_flat<T, O, kCmp, false, false>(op, a, b, out, n, s);
+    else if (sa == 1) binary_flat<T, O, kCmp, false, true>(op, a, b, out, n, s);
+    else if (sb == 1) binary_flat<T, O, kCmp, true, false>(op, a, b, out, n, s);
+    else binary_flat<T, O, kCmp, true, true>(op, a, b, out, n, s);
+  } else if (n < kIndex32Limit) {
+    binary_bcast_kernel<T, O, kCmp, int32_t><<<grid_for(n), kThreads, 0, s>>>(op, a, b, out, narrow_bcast<int32_t>(p),
+                                                                             static_cast<int32_t>(n));
+  } else {
+    binary_bcast_kernel<T, O, kCmp, int64_t><<<grid_for(n), kThreads, 0, s>>>(op, a, b, out, narrow_bcast<int64_t>(p), n);
+  }
+  return cudaGetLastError();
 }
 
 template <typename T>
 cudaError_t binary_t(BinaryOp op, const void* a, const void* b, void* out, const Bcast& p, int64_t n, cudaStream_t s) {
   const T* pa = static_cast<const T*>(a);
   const T* pb = static_cast<const T*>(b);
-  if (binary_writes_bool(op)) {
-    auto* po = static_cast<uint8_t*>(out);
-    if (flat(p)) compare_kernel<T, true><<<grid_for(n), kThreads, 0, s>>>(op, pa, pb, po, p, n);
-    else compare_kernel<T, false><<<grid_for(n), kThreads, 0, s>>>(op, pa, pb, po, p, n);
-  } else {
-    auto* po = static_cast<T*>(out);
-    if (flat(p)) binary_kernel<T, true><<<grid_for(n), kThreads, 0, s>>>(op, pa, pb, po, p, n);
-    else binary_kernel<T, false><<<grid_for(n), kThreads, 0, s>>>(op, pa, pb, po, p, n);
-  }
-  return cudaGetLastError();
+  if (binary_writes_bool(op)) return binary_dispatch<T, uint8_t, true>(op, pa, pb, static_cast<uint8_t*>(out), p, n, s);
+  // Bool operands only take the logic/comparison ops (launch_binary checks), so no arithmetic on them.
+  if constexpr (std::is_same_v<T, uint8_t>) return cudaErrorInvalidValue;
+  else return binary_dispatch<T, T, false>(op, pa, pb, static_cast<T*>(out), p, n, s);
 }
 
-// ---- where / broadcast copy -------------------------------------------------------------------
+// ---- where ------------------------------------------------------------------------------------
 
-template <typename E>
+template <typename E, typename I>
 __global__ void where_kernel(const uint8_t* __restrict__ c, const E* __restrict__ x, const E* __restrict__ y,
-                             E* __restrict__ out, Bcast p, int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) {
-    out[i] = c[bcast_offset(p, 0, i)] ? x[bcast_offset(p, 1, i)] : y[bcast_offset(p, 2, i)];
+                             E* __restrict__ out, BcastI<I> p, I n) {
+  GRAFT_GRID_STRIDE_I(I, i, n) {
+    I off[3];
+    bcast_offsets<I, 3>(p, i, off);
+    out[i] = c[off[0]] ? x[off[1]] : y[off[2]];
   }
 }
 
 template <typename E>
-__global__ void bcopy_kernel(const E* __restrict__ src, E* __restrict__ out, Bcast p, int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) out[i] = src[bcast_offset(p, 0, i)];
+void where_t(const void* cond, const void* x, const void* y, void* out, const Bcast& p, int64_t n, cudaStream_t s) {
+  const auto* c = static_cast<const uint8_t*>(cond);
+  const E* px = static_cast<const E*>(x);
+  const E* py = static_cast<const E*>(y);
+  E* po = static_cast<E*>(out);
+  if (n < kIndex32Limit)
+    where_kernel<E, int32_t><<<grid_for(n), kThreads, 0, s>>>(c, px, py, po, narrow_bcast<int32_t>(p),
+                                                             static_cast<int32_t>(n));
+  else
+    where_kernel<E, int64_t><<<grid_for(n), kThreads, 0, s>>>(c, px, py, po, narrow_bcast<int64_t>(p), n);
 }
 
 // ---- cast -------------------------------------------------------------------------------------
@@ -309,29 +408,27 @@ cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, vo
 cudaError_t launch_where(const void* cond, const void* x, const void* y, void* out, int elem_size, const Bcast& p,
                          int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  const auto* c = static_cast<const uint8_t*>(cond);
-  const unsigned g = grid_for(n);
   switch (elem_size) {
-    case 1: where_kernel<uint8_t><<<g, kThreads, 0, s>>>(c, static_cast<const uint8_t*>(x), static_cast<const uint8_t*>(y), static_cast<uint8_t*>(out), p, n); break;
-    case 2: where_kernel<uint16_t><<<g, kThreads, 0, s>>>(c, static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(y), static_cast<uint16_t*>(out), p, n); break;
-    case 4: where_kernel<uint32_t><<<g, kThreads, 0, s>>>(c, static_cast<const uint32_t*>(x), static_cast<const uint32_t*>(y), static_cast<uint32_t*>(out), p, n); break;
-    case 8: where_kernel<uint64_t><<<g, kThreads, 0, s>>>(c, static_cast<const uint64_t*>(x), static_cast<const uint64_t*>(y), static_cast<uint64_t*>(out), p, n); break;
+    case 1: where_t<uint8_t>(cond, x, y, out, p, n, s); break;
+    case 2: where_t<uint16_t>(cond, x, y, out, p, n, s); break;
+    case 4: where_t<uint32_t>(cond, x, y, out, p, n, s); break;
+    case 8: where_t<uint64_t>(cond, x, y, out, p, n, s); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
 }
 
+// A broadcast copy is a strided gather whose broadcast axes have stride 0: the shape launcher
+// coalesces axes, copies contiguous rows 16 bytes at a time and uses 32-bit index math.
 cudaError_t launch_broadcast_copy(const void* src, void* out, int elem_size, const Bcast& p, int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  const unsigned g = grid_for(n);
-  switch (elem_size) {
-    case 1: bcopy_kernel<uint8_t><<<g, kThreads, 0, s>>>(static_cast<const uint8_t*>(src), static_cast<uint8_t*>(out), p, n); break;
-    case 2: bcopy_kernel<uint16_t><<<g, kThreads, 0, s>>>(static_cast<const uint16_t*>(src), static_cast<uint16_t*>(out), p, n); break;
-    case 4: bcopy_kernel<uint32_t><<<g, kThreads, 0, s>>>(static_cast<const uint32_t*>(src), static_cast<uint32_t*>(out), p, n); break;
-    case 8: bcopy_kernel<uint64_t><<<g, kThreads, 0, s>>>(static_cast<const uint64_t*>(src), static_cast<uint64_t*>(out), p, n); break;
-    default: return cudaErrorInvalidValue;
+  Strided g;
+  g.rank = p.rank;
+  for (int d = 0; d < p.rank; ++d) {
+    g.dims[d] = p.dims[d];
+    g.strides[d] = p.strides[0][d];
   }
-  return cudaGetLastError();
+  return launch_strided_gather(src, out, elem_size, g, n, s);
 }
 
 cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n, cudaStream_t s) {

@@ -15,30 +15,120 @@ namespace {
     default: return cudaErrorInvalidValue;       \
   }
 
-template <typename E>
-__global__ void strided_gather_kernel(const E* __restrict__ in, E* __restrict__ out, Strided p, int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) out[i] = in[strided_offset(p, i)];
+// Same as GRAFT_BY_ELEM_SIZE plus 16 bytes (uint4): the byte movers below are widened on the host
+// (widest_access) to move up to 16 bytes per access.
+#define GRAFT_BY_ACCESS_SIZE(elem_size, LAUNCH) \
+  switch (elem_size) {                          \
+    case 1: LAUNCH(uint8_t); break;             \
+    case 2: LAUNCH(uint16_t); break;            \
+    case 4: LAUNCH(uint32_t); break;            \
+    case 8: LAUNCH(uint64_t); break;            \
+    case 16: LAUNCH(uint4); break;              \
+    default: return cudaErrorInvalidValue;      \
+  }
+
+// Grid-stride loop with index type I (int32_t when the host checked that n plus one grid's width
+// stays below 2^31).
+#define GRAFT_GRID_STRIDE_I(I, i, n)                                                                         \
+  for (I i = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); i < (n); \
+       i += static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x))
+
+// A Strided view with index type I: 32-bit div/mod is several times cheaper than 64-bit, and the
+// host picks it whenever every index and offset fits.
+template <typename I>
+struct StridedI {
+  int rank = 0;
+  I dims[kMaxRank] = {};
+  I strides[kMaxRank] = {};
+};
+template <typename I>
+StridedI<I> narrow(const Strided& p) {
+  StridedI<I> q;
+  q.rank = p.rank;
+  for (int d = 0; d < p.rank; ++d) {
+    q.dims[d] = static_cast<I>(p.dims[d]);
+    q.strides[d] = static_cast<I>(p.strides[d]);
+  }
+  return q;
 }
 
+template <typename E, typename I>
+__global__ void strided_gather_kernel(const E* __restrict__ in, E* __restrict__ out, StridedI<I> p, I n) {
+  GRAFT_GRID_STRIDE_I(I, i, n) {
+    I rem = i, off = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const I q = rem % p.dims[d];
+      rem /= p.dims[d];
+      off += q * p.strides[d];
+    }
+    out[i] = in[off];
+  }
+}
+
+// Tiled transpose: output axis `a` has input stride 1 and the output's last axis L has input
+// stride sL, so reading along a and writing along L are both contiguous. A 32x32 tile goes through
+// shared memory (33 columns: no bank conflicts on the transposed read); the other axes ("batch")
+// give per-block base offsets for input and output.
+struct TileParams {
+  int nb = 0;  // batch axes
+  int64_t bdims[kMaxRank] = {};
+  int64_t bin[kMaxRank] = {};   // input stride per batch axis
+  int64_t bout[kMaxRank] = {};  // output stride per batch axis
+  int64_t batches = 1;
+  int64_t A = 0, L = 0;  // extents of the tiled axes
+  int64_t sL = 0;        // input stride of the output's last axis
+  int64_t oA = 0;        // output stride of axis a
+};
+
+constexpr int kTile = 32, kTileRows = 8;
+
 template <typename E>
-__global__ void pitched_copy_kernel(const E* __restrict__ src, E* __restrict__ dst, int64_t row, int64_t src_pitch,
-                                    int64_t dst_pitch, int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) {
-    const int64_t r = i / row, j = i - r * row;
-    dst[r * dst_pitch + j] = src[r * src_pitch + j];
+__global__ void tile_transpose_kernel(const E* __restrict__ in, E* __restrict__ out, TileParams p) {
+  __shared__ E tile[kTile][kTile + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const int64_t l0 = int64_t(blockIdx.x) * kTile, a0 = int64_t(blockIdx.y) * kTile;
+  for (int64_t b = blockIdx.z; b < p.batches; b += gridDim.z) {
+    int64_t rem = b, ib = 0, ob = 0;
+    for (int d = p.nb - 1; d >= 0; --d) {
+      const int64_t q = rem % p.bdims[d];
+      rem /= p.bdims[d];
+      ib += q * p.bin[d];
+      ob += q * p.bout[d];
+    }
+    // Read: consecutive threads walk a (input-contiguous); tile[l][a].
+    for (int j = ty; j < kTile; j += kTileRows) {
+      const int64_t l = l0 + j, a = a0 + tx;
+      if (l < p.L && a < p.A) tile[j][tx] = in[ib + a + l * p.sL];
+    }
+    __syncthreads();
+    // Write: consecutive threads walk L (output-contiguous).
+    for (int j = ty; j < kTile; j += kTileRows) {
+      const int64_t a = a0 + j, l = l0 + tx;
+      if (a < p.A && l < p.L) out[ob + a * p.oA + l] = tile[tx][j];
+    }
+    __syncthreads();
   }
 }
 
 template <typename E, typename I>
-__global__ void gather_axis_kernel(const E* __restrict__ data, const I* __restrict__ idx, E* __restrict__ out,
-                                   int64_t n_axis, int64_t m, int64_t inner, int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) {
-    const int64_t k = i % inner;
-    const int64_t t = i / inner;
-    const int64_t j = t % m, o = t / m;
+__global__ void pitched_copy_kernel(const E* __restrict__ src, E* __restrict__ dst, I row, I src_pitch, I dst_pitch,
+                                    I n) {
+  GRAFT_GRID_STRIDE_I(I, i, n) {
+    const I r = i / row, j = i - r * row;
+    dst[r * dst_pitch + j] = src[r * src_pitch + j];
+  }
+}
+
+template <typename E, typename X, typename I>
+__global__ void gather_axis_kernel(const E* __restrict__ data, const X* __restrict__ idx, E* __restrict__ out,
+                                   I n_axis, I m, I inner, I n) {
+  GRAFT_GRID_STRIDE_I(I, i, n) {
+    const I k = i % inner;
+    const I t = i / inner;
+    const I j = t % m, o = t / m;
     int64_t q = static_cast<int64_t>(idx[j]);
     if (q < 0) q += n_axis;
-    out[i] = (q >= 0 && q < n_axis) ? data[(o * n_axis + q) * inner + k] : E(0);
+    out[i] = (q >= 0 && q < n_axis) ? data[(o * n_axis + static_cast<I>(q)) * inner + k] : E{};
   }
 }
 
@@ -171,44 +261,124 @@ __global__ void resize_linear_kernel(const T* __restrict__ in, T* __restrict__ o
 
 cudaError_t launch_strided_gather(const void* in, void* out, int elem_size, const Strided& p, int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  const unsigned g = grid_for(n);
-#define L(E) strided_gather_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, n)
-  GRAFT_BY_ELEM_SIZE(elem_size, L)
+  const GatherPlan g = plan_strided_gather(p, elem_size, reinterpret_cast<uintptr_t>(in), reinterpret_cast<uintptr_t>(out));
+  if (g.n * g.elem_size != n * elem_size) return cudaErrorInvalidValue;  // the view does not cover the output
+  switch (g.kind) {
+    case GatherKind::kCopy:
+      return cudaMemcpyAsync(out, in, static_cast<size_t>(n) * elem_size, cudaMemcpyDeviceToDevice, s);
+    case GatherKind::kTile: {
+      const Strided& q = g.p;
+      const int last = q.rank - 1, a = g.tile_axis;
+      // Output strides of the coalesced (contiguous, row-major) output.
+      int64_t ost[kMaxRank];
+      int64_t acc = 1;
+      for (int d = q.rank - 1; d >= 0; --d) {
+        ost[d] = acc;
+        acc *= q.dims[d];
+      }
+      TileParams t;
+      for (int d = 0; d < last; ++d) {
+        if (d == a) continue;
+        t.bdims[t.nb] = q.dims[d];
+        t.bin[t.nb] = q.strides[d];
+        t.bout[t.nb] = ost[d];
+        t.batches *= q.dims[d];
+        ++t.nb;
+      }
+      t.A = q.dims[a];
+      t.L = q.dims[last];
+      t.sL = q.strides[last];
+      t.oA = ost[a];
+      const int64_t gx = (t.L + kTile - 1) / kTile, gy = (t.A + kTile - 1) / kTile;
+      const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
+                      static_cast<unsigned>(t.batches < 65535 ? t.batches : 65535));
+      const dim3 block(kTile, kTileRows);
+#define L(E) tile_transpose_kernel<E><<<grid, block, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), t)
+      GRAFT_BY_ELEM_SIZE(g.elem_size, L)
 #undef L
-  return cudaGetLastError();
+      return cudaGetLastError();
+    }
+    case GatherKind::kGeneric: {
+      const unsigned grid = grid_for(g.n);
+      if (g.index32) {
+        const StridedI<int32_t> q = narrow<int32_t>(g.p);
+        const int32_t nn = static_cast<int32_t>(g.n);
+#define L(E) strided_gather_kernel<E, int32_t><<<grid, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), q, nn)
+        GRAFT_BY_ACCESS_SIZE(g.elem_size, L)
+#undef L
+      } else {
+        const StridedI<int64_t> q = narrow<int64_t>(g.p);
+#define L(E) strided_gather_kernel<E, int64_t><<<grid, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), q, g.n)
+        GRAFT_BY_ACCESS_SIZE(g.elem_size, L)
+#undef L
+      }
+      return cudaGetLastError();
+    }
+  }
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t launch_pitched_copy(const void* src, void* dst, int elem_size, int64_t rows, int64_t row,
                                 int64_t src_pitch, int64_t dst_pitch, cudaStream_t s) {
-  const int64_t n = rows * row;
-  if (n == 0) return cudaSuccess;
+  if (rows * row == 0) return cudaSuccess;
+  // Contiguous rows in both: one memcpy.
+  if (rows == 1 || (row == src_pitch && row == dst_pitch))
+    return cudaMemcpyAsync(dst, src, static_cast<size_t>(rows * row) * elem_size, cudaMemcpyDeviceToDevice, s);
+  const int64_t counts[3] = {row, src_pitch, dst_pitch};
+  const uintptr_t addrs[2] = {reinterpret_cast<uintptr_t>(src), reinterpret_cast<uintptr_t>(dst)};
+  const int v = widest_access(elem_size, counts, 3, addrs, 2);
+  const int64_t f = v / elem_size;
+  const int64_t wrow = row / f, wsp = src_pitch / f, wdp = dst_pitch / f, n = rows * wrow;
   const unsigned g = grid_for(n);
-#define L(E)                                                                                                  \
-  pitched_copy_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst), row, src_pitch, \
-                                                 dst_pitch, n)
-  GRAFT_BY_ELEM_SIZE(elem_size, L)
+  const int64_t reach = (rows - 1) * (wsp > wdp ? wsp : wdp) + wrow;
+  if (n < kIndex32Limit && reach < kIndex32Limit) {
+#define L(E)                                                                                                   \
+  pitched_copy_kernel<E, int32_t><<<g, kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst),     \
+                                                         static_cast<int32_t>(wrow), static_cast<int32_t>(wsp), \
+                                                         static_cast<int32_t>(wdp), static_cast<int32_t>(n))
+    GRAFT_BY_ACCESS_SIZE(v, L)
 #undef L
+  } else {
+#define L(E) \
+  pitched_copy_kernel<E, int64_t><<<g, kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst), wrow, wsp, wdp, n)
+    GRAFT_BY_ACCESS_SIZE(v, L)
+#undef L
+  }
   return cudaGetLastError();
 }
 
 cudaError_t launch_gather_axis(const void* data, const void* idx, bool idx_int64, void* out, int elem_size,
                                int64_t outer, int64_t n_axis, int64_t m, int64_t inner, cudaStream_t s) {
-  const int64_t n = outer * m * inner;
-  if (n == 0) return cudaSuccess;
+  if (outer * m * inner == 0) return cudaSuccess;
+  // Each index selects a run of `inner` contiguous elements: move it in up to 16-byte pieces.
+  const int64_t counts[1] = {inner};
+  const uintptr_t addrs[2] = {reinterpret_cast<uintptr_t>(data), reinterpret_cast<uintptr_t>(out)};
+  const int v = widest_access(elem_size, counts, 1, addrs, 2);
+  const int64_t win = inner / (v / elem_size), n = outer * m * win;
   const unsigned g = grid_for(n);
-  if (idx_int64) {
-#define L(E)                                                                                                  \
-  gather_axis_kernel<E, int64_t><<<g, kThreads, 0, s>>>(static_cast<const E*>(data), static_cast<const int64_t*>(idx), \
-                                                         static_cast<E*>(out), n_axis, m, inner, n)
-    GRAFT_BY_ELEM_SIZE(elem_size, L)
+  const bool i32 = n < kIndex32Limit && outer * n_axis * win < kIndex32Limit;
+#define G(E, X, I)                                                                                           \
+  gather_axis_kernel<E, X, I><<<g, kThreads, 0, s>>>(static_cast<const E*>(data), static_cast<const X*>(idx), \
+                                                     static_cast<E*>(out), static_cast<I>(n_axis),            \
+                                                     static_cast<I>(m), static_cast<I>(win), static_cast<I>(n))
+  if (idx_int64 && i32) {
+#define L(E) G(E, int64_t, int32_t)
+    GRAFT_BY_ACCESS_SIZE(v, L)
+#undef L
+  } else if (idx_int64) {
+#define L(E) G(E, int64_t, int64_t)
+    GRAFT_BY_ACCESS_SIZE(v, L)
+#undef L
+  } else if (i32) {
+#define L(E) G(E, int32_t, int32_t)
+    GRAFT_BY_ACCESS_SIZE(v, L)
 #undef L
   } else {
-#define L(E)                                                                                                  \
-  gather_axis_kernel<E, int32_t><<<g, kThreads, 0, s>>>(static_cast<const E*>(data), static_cast<const int32_t*>(idx), \
-                                                         static_cast<E*>(out), n_axis, m, inner, n)
-    GRAFT_BY_ELEM_SIZE(elem_size, L)
+#define L(E) G(E, int32_t, int64_t)
+    GRAFT_BY_ACCESS_SIZE(v, L)
 #undef L
   }
+#undef G
   return cudaGetLastError();
 }
 

@@ -3,9 +3,113 @@
 // Gather along an axis with device indices, Tile, constant Pad and Resize (nearest / linear).
 #pragma once
 
+#include <cstdlib>
+
 #include "backends/cuda/cuda_kernel_common.cuh"
 
 namespace graft::cuda::k {
+
+// ---- host-side planning of strided copies (pure functions, unit-tested on the CPU) ----
+
+// The same gather with unit axes dropped and adjacent output axes merged where the input walks
+// them as one axis (stride[d-1] == stride[d] * dims[d]); most permutes become rank 2 or 3. An
+// empty result (rank 0) means a single element.
+inline Strided coalesce_strided(const Strided& p) {
+  Strided c;
+  for (int d = 0; d < p.rank; ++d) {
+    if (p.dims[d] == 1) continue;
+    if (c.rank > 0 && c.strides[c.rank - 1] == p.strides[d] * p.dims[d]) {
+      c.dims[c.rank - 1] *= p.dims[d];
+      c.strides[c.rank - 1] = p.strides[d];
+    } else {
+      c.dims[c.rank] = p.dims[d];
+      c.strides[c.rank] = p.strides[d];
+      ++c.rank;
+    }
+  }
+  return c;
+}
+
+// The widest access (16, 8, 4, 2 or 1 bytes, at least elem_size) that divides every byte count
+// in `counts` (element counts times elem_size) and every address: moving that many bytes at a
+// time is then the same copy.
+inline int widest_access(int elem_size, const int64_t* counts, int ncounts, const uintptr_t* addrs, int naddrs) {
+  for (int v = 16; v > elem_size; v /= 2) {
+    bool ok = true;
+    for (int i = 0; i < ncounts && ok; ++i) ok = (counts[i] * elem_size) % v == 0;
+    for (int i = 0; i < naddrs && ok; ++i) ok = addrs[i] % static_cast<uintptr_t>(v) == 0;
+    if (ok) return v;
+  }
+  return elem_size;
+}
+
+inline int64_t strided_numel(const Strided& p) {
+  int64_t n = 1;
+  for (int d = 0; d < p.rank; ++d) n *= p.dims[d];
+  return n;
+}
+
+inline int64_t strided_max_abs_offset(const Strided& p) {
+  int64_t m = 0;
+  for (int d = 0; d < p.rank; ++d) m += (p.dims[d] - 1) * std::llabs(p.strides[d]);
+  return m;
+}
+
+// How launch_strided_gather moves the bytes: one memcpy (the view is contiguous), a 32x32 tiled
+// transpose through shared memory (the input's contiguous axis is not the output's last axis), or
+// the per-element gather (32-bit index math when it fits). `p` is the coalesced view in units of
+// `elem_size` bytes, widened to up to 16 bytes when the output's last axis is contiguous in the
+// input (a permute that keeps the innermost axis copies whole rows).
+enum class GatherKind : int { kCopy, kTile, kGeneric };
+struct GatherPlan {
+  GatherKind kind = GatherKind::kGeneric;
+  Strided p;
+  int elem_size = 1;
+  int64_t n = 0;        // elements of elem_size
+  int tile_axis = -1;   // kTile: the axis with input stride 1 (never the last)
+  bool index32 = false; // kGeneric: offsets and indices fit 32 bits (with headroom for the grid stride)
+};
+
+constexpr int64_t kIndex32Limit = int64_t(1) << 30;
+constexpr int kTileMinExtent = 8;  // below this a 32x32 tile is mostly idle threads
+
+inline GatherPlan plan_strided_gather(const Strided& in, int elem_size, uintptr_t src, uintptr_t dst) {
+  GatherPlan g;
+  g.p = coalesce_strided(in);
+  g.elem_size = elem_size;
+  Strided& p = g.p;
+  const int last = p.rank - 1;
+  if (p.rank > 0 && p.strides[last] == 1) {
+    int64_t counts[kMaxRank];
+    int nc = 0;
+    counts[nc++] = p.dims[last];
+    for (int d = 0; d < last; ++d) counts[nc++] = p.strides[d];
+    const uintptr_t addrs[2] = {src, dst};
+    const int v = widest_access(elem_size, counts, nc, addrs, 2);
+    const int f = v / elem_size;
+    p.dims[last] /= f;
+    for (int d = 0; d < last; ++d) p.strides[d] /= f;
+    g.elem_size = v;
+  }
+  g.n = strided_numel(p);
+  if (p.rank == 0 || (p.rank == 1 && p.strides[0] == 1)) {
+    g.kind = GatherKind::kCopy;
+    return g;
+  }
+  if (p.strides[last] != 1) {
+    for (int d = 0; d < last; ++d)
+      if (p.strides[d] == 1 && p.dims[d] >= kTileMinExtent && p.dims[last] >= kTileMinExtent &&
+          (p.dims[d] + 31) / 32 <= 65535)
+        g.tile_axis = d;
+    if (g.tile_axis >= 0) {
+      g.kind = GatherKind::kTile;
+      return g;
+    }
+  }
+  g.kind = GatherKind::kGeneric;
+  g.index32 = g.n < kIndex32Limit && strided_max_abs_offset(p) < kIndex32Limit;
+  return g;
+}
 
 cudaError_t launch_strided_gather(const void* in, void* out, int elem_size, const Strided& p, int64_t n, cudaStream_t s);
 
