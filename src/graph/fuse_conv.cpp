@@ -55,7 +55,10 @@ Result<int> fuse_conv_epilogues(Graph& g) {
     std::vector<Node*> absorbed{conv};  // the fused node takes the place of the last of these
     Value* out = conv->outputs[0];
     // Residual: Add(conv, Z) with Z of the output's shape and dtype (broadcast adds are not residuals).
-    if (Node* add = only_consumer(consumers, out); is_op(add, "Add") && add->inputs.size() == 2) {
+    // (Consumers are looked up in the map taken before the pass: a node an earlier fusion absorbed
+    // or rewrote is skipped.)
+    auto usable = [&](Node* c) { return c && !dead.count(c) && c->op_type != "GraftConv"; };
+    if (Node* add = only_consumer(consumers, out); usable(add) && is_op(add, "Add") && add->inputs.size() == 2) {
       Value* z = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
       std::vector<int64_t> od, zd;
       if (z && z != out && static_shape_of(out, &od) && static_shape_of(z, &zd) && zd == od &&
@@ -65,7 +68,7 @@ Result<int> fuse_conv_epilogues(Graph& g) {
         absorbed.push_back(add);
       }
     }
-    if (Node* relu = only_consumer(consumers, out); is_op(relu, "Relu")) {
+    if (Node* relu = only_consumer(consumers, out); usable(relu) && is_op(relu, "Relu")) {
       attrs.set("activation", std::string("Relu"));
       out = relu->outputs[0];
       absorbed.push_back(relu);

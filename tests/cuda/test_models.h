@@ -77,7 +77,7 @@ inline OnnxModelBuilder cnn_model(std::mt19937& rng) {
   return m;
 }
 
-// A small ResNet/MobileNet mix: conv+relu, max pool, a bottleneck with a residual add, a
+// A small ResNet/MobileNet mix: conv+relu, max pool, a bottleneck with a projected residual add, a
 // squeeze-excitation branch (global pool, 1x1 conv, HardSigmoid, broadcast Mul), a strided conv
 // followed by a per-channel constant add (which must end an NHWC region), and an intermediate
 // value that is also a graph output.
@@ -106,7 +106,10 @@ inline OnnxModelBuilder residual_se_cnn_model(std::mt19937& rng) {
   conv("p", "c2", 8, 8, 3, 1, true);
   m.node("Relu", {"c2"}, {"r2"}, "relu2");
   conv("r2", "c3", 8, 8, 1, 1, false);
-  m.node("Add", {"c3", "p"}, {"a3"}, "residual");
+  // A projection shortcut after c3 in node order, as PyTorch exports ResNet's downsample branch:
+  // either conv may absorb the residual Add, never both.
+  conv("p", "d3", 8, 8, 1, 1, true);
+  m.node("Add", {"c3", "d3"}, {"a3"}, "residual");
   m.node("Relu", {"a3"}, {"feat"}, "relu3");
   m.node("GlobalAveragePool", {"feat"}, {"g"}, "gap");
   conv("g", "c4", 8, 8, 1, 1, true);

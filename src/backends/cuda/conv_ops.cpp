@@ -328,9 +328,9 @@ Status graft_pool_run(CudaExec& ex) {
   g.oh = Y.dims()[1]; g.ow = Y.dims()[2];
   k::PoolKind kind = k::PoolKind::kAverage;
   if (pool == "GlobalAveragePool" || pool == "GlobalMaxPool") {
-    g.kh = g.h;
-    g.kw = g.w;
-    if (pool == "GlobalMaxPool") kind = k::PoolKind::kMax;
+    return launch_status(k::launch_global_pool_nhwc(ktype(X.dtype()), pool == "GlobalMaxPool", X.data(), Y.data(), g.n,
+                                                    g.h * g.w, g.c, stream_of(ex)),
+                         ex);
   } else if (pool == "MaxPool" || pool == "AveragePool") {
     GRAFT_ASSIGN_OR_RETURN(cpu::WindowAttrs wa, cpu::parse_window_attrs(a, 2, nullptr, true));
     std::vector<int64_t> begins, ends;

@@ -184,6 +184,7 @@ class CudaContext final : public CudaExecutionContext {
   std::vector<LayerTiming> timings_;
   MemoryPlanInfo last_plan_info_;
   TacticTuning* tuning_ = nullptr;
+  cudaEvent_t profile_start_ = nullptr;  // set by run_layers while profiling, recorded by run_layer
 };
 
 class CudaEngine final : public Engine, public std::enable_shared_from_this<CudaEngine> {
@@ -751,6 +752,12 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     if (!t) return std::move(t).take_status().with_node(node.name, node.op_type);
     outs[o] = std::move(t).value();
   }
+  // Profiling: the layer's start event goes here, after the host-side preparation above, so the
+  // table shows GPU time rather than the gap while the GPU waited for the host.
+  if (profile_start_) {
+    (void)cudaEventRecord(profile_start_, stream);
+    profile_start_ = nullptr;
+  }
   Status st;
   if (node.custom_op) {
     const OpDef& def = *node.custom_op;
@@ -840,10 +847,15 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
         GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "profiling layer '", layers[i].node->name, "'");
         t0 = std::chrono::steady_clock::now();
       } else {
-        GRAFT_CUDA_RETURN(cudaEventRecord(events_[2 * i], stream), "profiling layer '", layers[i].node->name, "'");
+        profile_start_ = events_[2 * i];  // recorded by run_layer just before the kernel
       }
     }
-    GRAFT_RETURN_IF_ERROR(run_layer(i, stream));
+    Status layer_status = run_layer(i, stream);
+    if (profile_start_) {  // the layer launched nothing (or failed before launching)
+      (void)cudaEventRecord(profile_start_, stream);
+      profile_start_ = nullptr;
+    }
+    GRAFT_RETURN_IF_ERROR(layer_status);
     if (timing) {
       if (cpu) {
         GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "profiling layer '", layers[i].node->name, "'");
@@ -1186,9 +1198,18 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
   }
   if (config.layout != "nchw") {
     const bool all = config.layout == "nhwc";
+    // "auto": float16 convolutions whose channel counts suit the tensor cores (multiples of 8);
+    // a stem conv over 3 channels is faster in NCHW, and its output is transposed once.
     auto wanted = [all](const Node& n) {
+      if (all) return true;
       const Value* x = n.input(0);
-      return all || (x && x->desc.dtype == DataType::kFloat16);
+      const Value* w = n.input(1);
+      if (!x || x->desc.dtype != DataType::kFloat16 || !w || !w->constant || w->constant->rank() != 4) return false;
+      const auto& wd = w->constant->dims();
+      auto g = n.attrs.get_int("group", 1);
+      const int64_t group = g ? *g : 1;
+      const int64_t cin = wd[1] * group, cout = wd[0];
+      return cin % 8 == 0 && cout % 8 == 0;
     };
     GRAFT_ASSIGN_OR_RETURN(int moved, convert_conv_regions_to_nhwc(g, wanted));
     progress("layout", std::to_string(moved) + " layers in NHWC");

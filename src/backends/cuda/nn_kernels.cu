@@ -84,6 +84,42 @@ __global__ void pool2d_nhwc_kernel(PoolKind kind, const T* __restrict__ x, T* __
   }
 }
 
+// Global pool over NHWC: block (32 channels) x (32 rows of the plane); lanes along channels keep
+// every load coalesced, the 32 rows split the plane so a batch-1 SE block still fills the GPU.
+template <typename T>
+__global__ void global_pool_nhwc_kernel(bool max, const T* __restrict__ x, T* __restrict__ y, int64_t area,
+                                        int64_t channels) {
+  __shared__ float part[32][33];
+  __shared__ int nan_any[32];
+  const int64_t c = blockIdx.x * 32 + threadIdx.x;
+  const int64_t n = blockIdx.y;
+  float acc = max ? -INFINITY : 0.f;
+  bool nan = false;
+  if (threadIdx.y == 0) nan_any[threadIdx.x] = 0;
+  __syncthreads();
+  if (c < channels) {
+    const T* xp = x + n * area * channels + c;
+    for (int64_t p = threadIdx.y; p < area; p += 32) {
+      float v = Elem<T>::ld(xp[p * channels]);
+      if (max) {
+        nan |= isnan(v);
+        acc = fmaxf(acc, v);
+      } else {
+        acc += v;
+      }
+    }
+  }
+  part[threadIdx.y][threadIdx.x] = acc;
+  if (nan) atomicOr(&nan_any[threadIdx.x], 1);
+  __syncthreads();
+  if (threadIdx.y == 0 && c < channels) {
+    float r = part[0][threadIdx.x];
+    for (int k = 1; k < 32; ++k) r = max ? fmaxf(r, part[k][threadIdx.x]) : r + part[k][threadIdx.x];
+    if (max && nan_any[threadIdx.x]) r = NAN;
+    y[n * channels + c] = Elem<T>::st(max ? r : r / static_cast<float>(area));
+  }
+}
+
 // y = act(y + bias[channel] + z), channel = (i / inner) % channels (inner: H*W for NCHW, 1 for NHWC).
 template <typename T>
 __global__ void conv_epilogue_kernel(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ z,
@@ -183,6 +219,17 @@ cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, c
   if (total == 0) return cudaSuccess;
   GRAFT_FLOAT_DISPATCH(t, (pool2d_nhwc_kernel<T><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const T*>(x),
                                                                                       static_cast<T*>(y), g, total)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, int64_t n, int64_t area,
+                                    int64_t channels, cudaStream_t s) {
+  if (n * channels == 0) return cudaSuccess;
+  if (n > 65535) return cudaErrorInvalidValue;
+  const dim3 grid(static_cast<unsigned>((channels + 31) / 32), static_cast<unsigned>(n));
+  const dim3 block(32, 32);
+  GRAFT_FLOAT_DISPATCH(t, (global_pool_nhwc_kernel<T><<<grid, block, 0, s>>>(max, static_cast<const T*>(x),
+                                                                             static_cast<T*>(y), area, channels)));
   return cudaGetLastError();
 }
 

@@ -25,6 +25,10 @@ cudaError_t launch_pool2d(KType t, PoolKind kind, const void* x, void* y, const 
 // The same pools over NHWC tensors (x [n, h, w, c], y [n, oh, ow, c]).
 cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);
 
+// Global average/max pool over NHWC x [n, area, channels] into y [n, channels] (n <= 65535).
+cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, int64_t n, int64_t area,
+                                    int64_t channels, cudaStream_t s);
+
 // In place: y = act(y + bias[ch] + z) where ch = (i / inner) % channels (inner = H*W for NCHW, 1 for
 // NHWC); bias and z may be null. The epilogue of a convolution that cuDNN ran without it.
 cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
