@@ -35,7 +35,14 @@ int remove_identities(Graph& graph) {
   std::set<const Node*> dead;
   for (auto& up : graph.nodes()) {
     Node& n = *up;
-    if (n.op_type != "Identity" || !n.domain.empty() || n.inputs.size() != 1 || n.outputs.size() != 1) continue;
+    // Identity, and Dropout in inference (no mask output, training_mode absent or a constant false),
+    // which is the identity too.
+    const bool identity = n.op_type == "Identity" && n.inputs.size() == 1;
+    const bool dropout = n.op_type == "Dropout" && !n.inputs.empty() &&
+                         (n.inputs.size() < 3 || !n.inputs[2] ||
+                          (n.inputs[2]->constant && n.inputs[2]->constant->numel() == 1 && n.inputs[2]->constant->get(0) == 0));
+    if (!(identity || dropout) || !n.domain.empty() || n.outputs.empty() || (n.outputs.size() > 1 && n.outputs[1]))
+      continue;
     Value* a = n.inputs[0];
     Value* b = n.outputs[0];
     if (!a || !b) continue;

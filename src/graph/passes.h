@@ -31,7 +31,7 @@ Result<int> fold_constants(Graph& graph);
 // Conv followed by BatchNormalization (constant weights and statistics) becomes one Conv.
 Result<int> fold_batchnorm(Graph& graph);
 
-// Identity nodes are bypassed (kept only when both sides are graph I/O).
+// Identity and inference Dropout nodes are bypassed (kept only when both sides are graph I/O).
 int remove_identities(Graph& graph);
 
 // Removes nodes none of whose outputs reach a graph output; then prunes unused values.

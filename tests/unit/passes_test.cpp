@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "graft/engine.h"
 #include "graph/dim_expr_builder.h"
@@ -148,6 +149,28 @@ TEST(Passes, IdentityChainRemoved) {
   EXPECT_EQ((*g)->nodes()[0]->inputs[0]->name, "x");
   EXPECT_EQ((*g)->nodes()[0]->outputs[0]->name, "y");
   EXPECT_EQ((*g)->outputs()[0]->producer, (*g)->nodes()[0].get());
+}
+
+TEST(Passes, InferenceDropoutRemovedTrainingDropoutKept) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2});
+  m.initializer("ratio", Tensor::from_doubles(DataType::kFloat32, {}, {0.3}));
+  m.initializer("train", Tensor::from_doubles(DataType::kBool, {}, {1}));
+  m.node("Dropout", {"x", "ratio"}, {"d1"}, "inference");
+  m.node("Relu", {"d1"}, {"r"});
+  m.node("Dropout", {"r", "ratio", "train"}, {"y"}, "training");  // training mode: not an identity
+  m.node("Dropout", {"r"}, {"z", "mask"}, "with_mask");             // mask requested: kept
+  m.output("y", DataType::kFloat32);
+  m.output("z", DataType::kFloat32);
+  m.output("mask", DataType::kBool);
+  auto g = import_onnx_bytes(m.bytes(), "dropout.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_EQ(remove_identities(**g), 1);
+  std::set<std::string> names;
+  for (const auto& n : (*g)->nodes()) names.insert(n->name);
+  EXPECT_EQ(names.count("inference"), 0u);
+  EXPECT_EQ(names.count("training"), 1u);
+  EXPECT_EQ(names.count("with_mask"), 1u);
 }
 
 TEST(Passes, DimExprBuilderFoldsAndKeepsSymbols) {

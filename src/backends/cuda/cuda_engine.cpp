@@ -52,6 +52,7 @@ struct Layer {
   const CudaOp* op = nullptr;     // builtin kernel on the GPU
   std::string why;                // why it is on the CPU
   std::vector<bool> host_input;   // per input: read on the host
+  bool alias = false;             // a view (Reshape-like): the output aliases input 0's device buffer
 };
 
 struct ValueUse {
@@ -419,6 +420,28 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       }
     }
   }
+  // Reshape-like layers move no data: their output aliases the input's device buffer, which then
+  // lives as long as the alias is read. They cost neither a kernel nor arena memory.
+  {
+    static const std::set<std::string> kViews{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
+    std::vector<int> root(uses_.size());
+    for (size_t id = 0; id < root.size(); ++id) root[id] = static_cast<int>(id);
+    for (int i = 0; i < n; ++i) {
+      Layer& L = layers_[i];
+      const Node& node = *L.node;
+      if (L.where != Where::kGpu || !node.domain.empty() || !kViews.count(node.op_type) || node.outputs.size() != 1)
+        continue;
+      const Value* in = node.input(0);
+      const Value* out = node.output(0);
+      if (!in || !out || in->constant || out->is_graph_output || L.host_input[0] || !vid_.count(in) || !vid_.count(out))
+        continue;
+      L.alias = true;
+      const int src = root[vid_[in]];
+      root[vid_[out]] = src;
+      uses_[vid_[out]].device_buffer = false;
+      uses_[src].last_step = std::max(uses_[src].last_step, uses_[vid_[out]].last_step);
+    }
+  }
   for (int i = 0; i < n; ++i) {
     const Layer& L = layers_[i];
     if (L.where == Where::kCpuFallback || L.where == Where::kCpuHost) {
@@ -742,6 +765,12 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   }
   auto descs = infer_node_concrete(node, ins);
   if (!descs) return std::move(descs).take_status();
+  if (L.alias) {
+    const TensorDesc& d = (*descs)[0];
+    slots_[engine_->value_id(node.outputs[0])].dev =
+        Tensor::wrap(ins[0]->data(), d.dtype, shape_values(*d.shape), DeviceType::kCUDA);
+    return Status::ok();
+  }
   std::vector<Tensor> outs(node.outputs.size());
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     const Value* v = node.outputs[o];
