@@ -33,7 +33,7 @@ echo "run_benchmarks: build $BUILD, out $OUT, python $($PY -c 'import sys;print(
 ls "$GRAFT_LIB_DIR" 2>/dev/null | sed 's/^/  built: /' || echo "warning: $GRAFT_LIB_DIR is missing: graft entries will fail"
 nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/  gpu: /'
 
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || cat .device/commit 2>/dev/null || echo unknown)
+COMMIT=${GRAFT_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || cat .device/commit 2>/dev/null || echo unknown)}
 rc_models=0
 start=$(date +%s)
 # shellcheck disable=SC2086

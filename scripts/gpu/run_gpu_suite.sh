@@ -64,7 +64,9 @@ configure_build() {  # $1 build dir, rest: extra cmake args
 }
 
 unpack_deps
-note "GPU suite on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), commit $(git rev-parse --short HEAD 2>/dev/null || cat "$DEVDIR"/commit 2>/dev/null)"
+# A snapshot run records the snapshot's commit (the checkout there may carry an older .git).
+export GRAFT_COMMIT=${GRAFT_COMMIT:-$(cat "$DEVDIR"/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
+note "GPU suite on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), commit $GRAFT_COMMIT"
 
 if has_step build; then
   configure_build $BUILDDIR > "$LOGS/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$LOGS/configure.log"; exit 1; }
