@@ -67,6 +67,8 @@ std::vector<std::pair<std::string, MsdaShape>> shared_shapes() {
       {"two_channels", {2, 3, 2, 4, 2, {{3, 3}, {2, 1}}}},
       {"many_levels_and_points", {1, 2, 3, 4, 8, {{6, 5}, {3, 3}, {2, 2}, {1, 2}, {1, 1}}}},
       {"large_d96", {1, 1, 96, 3, 2, {{4, 6}, {2, 3}}}},
+      // Odd D > 32 channels: the CUDA backward's one-channel chunks, each of 32 lanes looping over 9 or 8.
+      {"odd_d257", {1, 2, 257, 3, 2, {{4, 5}, {2, 2}}}},
       {"inside_unit_square_d8", {1, 2, 8, 16, 4, {{8, 8}, {4, 4}}, 0.0, 1.0}},
       {"far_outside", {1, 2, 4, 6, 3, {{4, 5}, {2, 2}}, -1.0, 2.0}},
       {"detr_like_small", {2, 8, 32, 50, 4, {{10, 15}, {5, 8}, {3, 4}, {2, 2}}}},
