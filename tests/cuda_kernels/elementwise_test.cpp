@@ -154,5 +154,40 @@ TEST(CudaElementwise, WhereCastIdentity) {
   }
 }
 
+
+// Fast paths of the binary kernels: same-shape and scalar operands (vectorized groups plus a scalar
+// tail: sizes not a multiple of the group), the scalar on either side, and the 32-bit broadcast
+// path (rows, columns, rank 3+), for arithmetic and comparisons.
+TEST(CudaElementwise, BinaryFastPaths) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<Shapes2> shapes = {
+      {{1003}, {1003}}, {{3}, {3}}, {{8, 16}, {8, 16}},          // same shape: tail only, groups + tail, groups only
+      {{37, 41}, {}}, {{}, {37, 41}}, {{5, 7}, {1}}, {{1}, {9}},  // scalar operand on either side
+      {{6, 33}, {33}}, {{6, 33}, {6, 1}}, {{4, 1, 5}, {1, 3, 5}}, // row, column, both broadcast
+      {{}, {}},
+  };
+  for (const char* op : {"Mul", "Add", "Div", "Sub"})
+    for (const auto& sh : shapes) {
+      KernelCase c{op, {rnd(rng, sh.a, 0.5, 2), rnd(rng, sh.b, 0.5, 2)}};
+      run_float_dtypes(c, seed, /*bf16=*/true);
+    }
+  for (const auto& sh : shapes)
+    for (const char* op : {"Less", "Equal"}) {
+      Tensor a = rnd(rng, sh.a, -3, 3), b = rnd(rng, sh.b, -3, 3);
+      for (Tensor* t : {&a, &b})
+        for (int64_t i = 0; i < t->numel(); ++i) t->set(i, std::floor(t->get(i)));
+      run_float_dtypes(KernelCase{op, {a, b}}, seed);
+    }
+  for (DataType t : {DataType::kInt32, DataType::kInt64}) {
+    run_kernel_case(KernelCase{"Mul", {rnd(rng, {1001}, -100, 100, t), rnd(rng, {}, -100, 100, t)}}, DataType::kFloat32, seed);
+    run_kernel_case(KernelCase{"Add", {rnd(rng, {1001}, -100, 100, t), rnd(rng, {1001}, -100, 100, t)}}, DataType::kFloat32, seed);
+  }
+  run_kernel_case(KernelCase{"And", {rnd_bool(rng, {1001}), rnd_bool(rng, {1001})}}, DataType::kFloat32, seed);
+  run_kernel_case(KernelCase{"Or", {rnd_bool(rng, {37}), rnd_bool(rng, {})}}, DataType::kFloat32, seed);
+  run_float_dtypes(KernelCase{"Where", {rnd_bool(rng, {1001}), rnd(rng, {1001}), rnd(rng, {1001})}}, seed);
+}
+
 }  // namespace
 }  // namespace graft::testing

@@ -157,5 +157,34 @@ TEST(CudaReduceNorm, Reduce) {
       }
 }
 
+
+// Warp-per-row Softmax / LayerNormalization: rows of odd length (per-element groups), a multiple
+// of the 16-byte group (vector loads), the 1024 limit, and just above it (the block kernel).
+TEST(CudaReduceNorm, RowKernels) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<std::vector<int64_t>> shapes = {{3, 5, 197}, {2, 3, 64}, {4, 1024}, {2, 1025}, {7, 1}, {5, 40}, {9, 33}};
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    for (const auto& d : shapes) {
+      KernelCase c{op, {rnd(rng, d, -6, 6)}};
+      c.attrs.set("axis", int64_t{-1});
+      run_float_dtypes(c, seed, /*bf16=*/true);
+    }
+  for (const auto& d : shapes) {
+    const int64_t inner = d.back();
+    KernelCase c{"LayerNormalization", {rnd(rng, d, -3, 5), rnd(rng, {inner}, 0.5, 2), rnd(rng, {inner})}};
+    run_float_dtypes(c, seed, /*bf16=*/true);
+    KernelCase nb{"LayerNormalization", {rnd(rng, d, -3, 5), rnd(rng, {inner}, 0.5, 2)}, {}, 17, 3};  // no bias, Mean/InvStdDev
+    nb.attrs.set("epsilon", 1e-3f);
+    run_kernel_case(nb, DataType::kFloat32, seed);
+  }
+  {  // normalized block of two axes (inner 8 * 24 = 192)
+    KernelCase c{"LayerNormalization", {rnd(rng, {3, 8, 24}), rnd(rng, {8, 24}), rnd(rng, {8, 24})}};
+    c.attrs.set("axis", int64_t{1});
+    run_float_dtypes(c, seed);
+  }
+}
+
 }  // namespace
 }  // namespace graft::testing

@@ -1,7 +1,11 @@
 // CUDA data-movement ops vs the CPU reference: Reshape-like copies, Transpose, Expand, Concat, Split,
 // Slice, Gather, Tile, Pad (constant) and Resize (nearest / linear).
+#include <algorithm>
+#include <cstring>
 #include <limits>
+#include <numeric>
 
+#include "backends/cuda/shape_kernels.cuh"
 #include "cuda_kernel_harness.h"
 
 namespace graft::testing {
@@ -281,6 +285,227 @@ TEST(CudaShape, SupportsRejects) {
                          lin));
   EXPECT_TRUE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, lin));
   EXPECT_FALSE(supported("Gather", {x, rnd(rng, {2}, 0, 1)}, AttributeMap{}));  // float indices
+}
+
+
+// ---- fast paths of the strided gather (Transpose / Slice / Expand), Concat/Split and Gather ----
+
+namespace k = ::graft::cuda::k;
+
+// Host-side plan checks (no GPU): a plan must move exactly the bytes of the plain per-element
+// gather. The kCopy / kGeneric plans are replayed with their (coalesced, widened) view; the kTile
+// plan is replayed through make_tile_params exactly as the tile kernel indexes.
+std::vector<uint8_t> replay_direct(const std::vector<uint8_t>& in, int64_t base, const k::Strided& p, int es) {
+  const int64_t n = k::strided_numel(p);
+  std::vector<uint8_t> out(static_cast<size_t>(n * es));
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t rem = i, off = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      off += (rem % p.dims[d]) * p.strides[d];
+      rem /= p.dims[d];
+    }
+    std::memcpy(&out[static_cast<size_t>(i * es)], &in[static_cast<size_t>(base + off * es)], static_cast<size_t>(es));
+  }
+  return out;
+}
+
+std::vector<uint8_t> replay_plan(const std::vector<uint8_t>& in, int64_t base, const k::GatherPlan& g, int64_t nbytes) {
+  if (g.kind == k::GatherKind::kCopy)
+    return std::vector<uint8_t>(in.begin() + base, in.begin() + base + nbytes);
+  if (g.kind == k::GatherKind::kGeneric) return replay_direct(in, base, g.p, g.elem_size);
+  const k::TileParams t = k::make_tile_params(g);
+  const int es = g.elem_size;
+  std::vector<uint8_t> out(static_cast<size_t>(nbytes), 0xAB);
+  for (int64_t b = 0; b < t.batches; ++b) {
+    int64_t rem = b, ib = 0, ob = 0;
+    for (int d = t.nb - 1; d >= 0; --d) {
+      const int64_t q = rem % t.bdims[d];
+      rem /= t.bdims[d];
+      ib += q * t.bin[d];
+      ob += q * t.bout[d];
+    }
+    for (int64_t a = 0; a < t.A; ++a)
+      for (int64_t l = 0; l < t.L; ++l)
+        std::memcpy(&out[static_cast<size_t>((ob + a * t.oA + l) * es)],
+                    &in[static_cast<size_t>(base + (ib + a + l * t.sL) * es)], static_cast<size_t>(es));
+  }
+  return out;
+}
+
+// Transpose view of a contiguous input, as transpose_run builds it.
+k::Strided transpose_view(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm) {
+  std::vector<int64_t> st(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) st[d - 1] = st[d] * dims[d];
+  k::Strided p;
+  for (int64_t a : perm) {
+    p.dims[p.rank] = dims[static_cast<size_t>(a)];
+    p.strides[p.rank] = st[static_cast<size_t>(a)];
+    ++p.rank;
+  }
+  return p;
+}
+
+k::GatherPlan check_plan(const k::Strided& p, int es, int64_t base_bytes, uintptr_t dst_addr, std::mt19937& rng) {
+  int64_t lo = 0, hi = 0;  // element offsets reached (negative strides walk backwards)
+  for (int d = 0; d < p.rank; ++d) (p.strides[d] < 0 ? lo : hi) += (p.dims[d] - 1) * p.strides[d];
+  const int64_t base = base_bytes + (-lo) * es;
+  std::vector<uint8_t> in(static_cast<size_t>(base + (hi + 1) * es + 16));
+  for (auto& b : in) b = static_cast<uint8_t>(rng());
+  const k::GatherPlan g = k::plan_strided_gather(p, es, static_cast<uintptr_t>(base), dst_addr);
+  const int64_t nbytes = k::strided_numel(p) * es;
+  EXPECT_EQ(g.n * g.elem_size, nbytes);
+  EXPECT_TRUE(replay_plan(in, base, g, nbytes) == replay_direct(in, base, p, es));
+  return g;
+}
+
+TEST(CudaShapePlan, CoalesceAndWiden) {  // CPU only: runs without a GPU
+  std::mt19937 rng(1234);
+  // ViT shapes: [B,197,768] -> [B,768,197] tiles; [B,197,3,12,64] -> [3,B,12,197,64] copies
+  // 128-byte rows as 16-byte elements; [B,197,768] -> [197,B,768] copies rows.
+  k::GatherPlan g = check_plan(transpose_view({2, 197, 768}, {0, 2, 1}), 2, 0, 0, rng);
+  EXPECT_EQ(g.kind, k::GatherKind::kTile);
+  EXPECT_EQ(g.p.rank, 3);
+  g = check_plan(transpose_view({2, 197, 3, 12, 64}, {2, 0, 3, 1, 4}), 2, 0, 0, rng);
+  EXPECT_EQ(g.kind, k::GatherKind::kGeneric);
+  EXPECT_EQ(g.elem_size, 16);
+  EXPECT_EQ(g.p.dims[g.p.rank - 1], 8);
+  EXPECT_TRUE(g.index32);
+  g = check_plan(transpose_view({2, 197, 768}, {1, 0, 2}), 2, 0, 0, rng);
+  EXPECT_EQ(g.kind, k::GatherKind::kGeneric);
+  EXPECT_EQ(g.elem_size, 16);
+  EXPECT_EQ(g.p.rank, 3);
+  // Merging: [2,4,4,5] perm (2,3,0,1) is a rank-2 transpose of [8,20]; an identity perm is a copy.
+  g = check_plan(transpose_view({2, 4, 4, 5}, {2, 3, 0, 1}), 4, 0, 0, rng);
+  EXPECT_EQ(g.kind, k::GatherKind::kTile);
+  EXPECT_EQ(g.p.rank, 2);
+  g = check_plan(transpose_view({2, 1, 3, 4}, {0, 1, 2, 3}), 4, 0, 0, rng);
+  EXPECT_EQ(g.kind, k::GatherKind::kCopy);
+  g = check_plan(transpose_view({1, 1}, {1, 0}), 4, 0, 0, rng);
+  EXPECT_EQ(g.kind, k::GatherKind::kCopy);
+  // Misaligned source: no widening; rows of 6 halves (12 bytes) widen to 4 bytes only.
+  g = check_plan(transpose_view({3, 5, 8}, {1, 0, 2}), 2, 2, 0, rng);
+  EXPECT_EQ(g.elem_size, 2);
+  g = check_plan(transpose_view({3, 5, 6}, {1, 0, 2}), 2, 0, 0, rng);
+  EXPECT_EQ(g.elem_size, 4);
+  // Small extents stay on the per-element path; broadcast (stride 0) and negative strides.
+  g = check_plan(transpose_view({3, 4}, {1, 0}), 4, 0, 0, rng);
+  EXPECT_EQ(g.kind, k::GatherKind::kGeneric);
+  k::Strided b;
+  b.rank = 3;
+  b.dims[0] = 4; b.dims[1] = 5; b.dims[2] = 16;
+  b.strides[0] = 16; b.strides[1] = 0; b.strides[2] = 1;  // Expand [4,1,16] -> [4,5,16]
+  g = check_plan(b, 2, 0, 0, rng);
+  EXPECT_EQ(g.elem_size, 16);
+  b.strides[0] = -16;  // reversed rows (Slice with step -1 on axis 0)
+  g = check_plan(b, 4, 0, 16, rng);
+  EXPECT_EQ(g.elem_size, 16);
+  b.strides[2] = -1;
+  check_plan(b, 4, 0, 0, rng);
+  // Random permutations of random shapes (unit axes included), every element size.
+  for (int trial = 0; trial < 300; ++trial) {
+    const int r = 1 + static_cast<int>(rng() % 5);
+    std::vector<int64_t> dims(static_cast<size_t>(r)), perm(static_cast<size_t>(r));
+    for (auto& d : dims) d = 1 + static_cast<int64_t>(rng() % 12);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const int es = 1 << (rng() % 4);
+    check_plan(transpose_view(dims, perm), es, (rng() % 3) * es, (rng() % 2) * 8, rng);
+  }
+}
+
+TEST(CudaShape, TransposeFastPaths) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> perms = {
+      {{5, 37, 24}, {0, 2, 1}},           // tiled, odd extent, partial tiles
+      {{33, 65}, {1, 0}},                 // rank-2 tile
+      {{1, 70, 1, 45}, {3, 2, 1, 0}},     // unit axes dropped, then a tile
+      {{2, 5, 40, 9}, {2, 3, 0, 1}},      // merges to a rank-2 [10, 360] transpose
+      {{3, 33, 40}, {1, 0, 2}},           // rows of 40: 16-byte copies
+      {{2, 7, 3, 4, 8}, {2, 0, 3, 1, 4}}, // ViT qkv permute, rows of 8
+      {{4, 9, 3, 5, 6}, {2, 0, 3, 1, 4}}, // rows of 6: narrower widening
+      {{3, 5, 7}, {1, 0, 2}},             // rows of 7: no widening
+      {{4, 6, 10}, {0, 1, 2}},            // identity: one memcpy
+  };
+  for (const auto& [d, p] : perms) {
+    KernelCase c{"Transpose", {rnd(rng, d)}};
+    c.attrs.set("perm", p);
+    run_float_dtypes(c, seed, /*bf16=*/true);
+  }
+  for (DataType t : {DataType::kInt64, DataType::kInt8}) {  // 8- and 1-byte tiles
+    KernelCase c{"Transpose", {rnd(rng, {3, 20, 17}, -9, 9, t)}};
+    c.attrs.set("perm", std::vector<int64_t>{0, 2, 1});
+    run_kernel_case(c, DataType::kFloat32, seed);
+  }
+  KernelCase b{"Transpose", {rnd_bool(rng, {16, 40})}};
+  run_kernel_case(b, DataType::kFloat32, seed);
+  // Expand: rows widen (stride-0 axes), a broadcast last axis stays per element, same shape copies.
+  run_float_dtypes(KernelCase{"Expand", {rnd(rng, {1, 64}), Tensor::vector_int64({6, 64})}}, seed);
+  run_float_dtypes(KernelCase{"Expand", {rnd(rng, {5, 1}), Tensor::vector_int64({5, 33})}}, seed);
+  run_float_dtypes(KernelCase{"Expand", {rnd(rng, {4, 8}), Tensor::vector_int64({4, 8})}}, seed);
+  run_float_dtypes(KernelCase{"Expand", {rnd(rng, {3, 1, 24}), Tensor::vector_int64({2, 3, 9, 24})}}, seed);
+}
+
+TEST(CudaShape, SliceConcatSplitGatherFastPaths) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  struct Spec {
+    std::vector<int64_t> dims, starts, ends, axes, steps;
+  };
+  const std::vector<Spec> specs = {
+      {{6, 16}, {2}, {5}, {0}, {}},             // whole rows: one memcpy
+      {{6, 4, 16}, {1}, {3}, {1}, {}},          // row pieces: 16-byte copies
+      {{6, 4, 16}, {1}, {9}, {2}, {}},          // base offset by one element: unaligned, per element
+      {{6, 4, 16}, {5}, {-big}, {0}, {-1}},     // rows reversed
+      {{40, 24}, {3, 0}, {37, big}, {0, 1}, {1, 2}},  // strided columns
+  };
+  for (const Spec& sp : specs) {
+    KernelCase c{"Slice", {rnd(rng, sp.dims), Tensor::vector_int64(sp.starts), Tensor::vector_int64(sp.ends),
+                           Tensor::vector_int64(sp.axes)}};
+    if (!sp.steps.empty()) c.inputs.push_back(Tensor::vector_int64(sp.steps));
+    run_float_dtypes(c, seed);
+  }
+  {  // Concat rows of 16 and 8 (16-byte pieces) and of 3 (per element)
+    KernelCase c{"Concat", {rnd(rng, {5, 2, 16}), rnd(rng, {5, 1, 16}), rnd(rng, {5, 3, 16})}};
+    c.attrs.set("axis", int64_t{1});
+    run_float_dtypes(c, seed, /*bf16=*/true);
+    KernelCase d{"Concat", {rnd(rng, {7, 8}), rnd(rng, {7, 3})}};
+    d.attrs.set("axis", int64_t{1});
+    run_float_dtypes(d, seed);
+  }
+  {  // Split: ViT-style thirds of 96 and uneven pieces
+    KernelCase c{"Split", {rnd(rng, {4, 96})}};
+    c.attrs.set("axis", int64_t{1});
+    c.attrs.set("split", std::vector<int64_t>{32, 32, 32});
+    c.opset = 11;
+    c.num_outputs = 3;
+    run_float_dtypes(c, seed);
+    KernelCase d{"Split", {rnd(rng, {3, 13})}};
+    d.attrs.set("axis", int64_t{1});
+    d.attrs.set("split", std::vector<int64_t>{5, 8});
+    d.opset = 11;
+    d.num_outputs = 2;
+    run_float_dtypes(d, seed);
+  }
+  struct GSpec {
+    std::vector<int64_t> data, idx;
+    int64_t axis;
+    DataType idx_dt;
+  };
+  const std::vector<GSpec> gspecs = {{{3, 2, 4, 5, 16}, {}, 0, DataType::kInt64},  // q/k/v select, 16-byte pieces
+                                     {{3, 2, 4, 5, 16}, {2, -3}, 0, DataType::kInt32},
+                                     {{4, 9, 24}, {8, 0, -1}, 1, DataType::kInt64},
+                                     {{4, 9, 7}, {1, -2}, 1, DataType::kInt32}};  // odd inner: per element
+  for (const GSpec& sp : gspecs) {
+    const double n = static_cast<double>(sp.data[static_cast<size_t>(sp.axis)]);
+    KernelCase c{"Gather", {rnd(rng, sp.data), rnd(rng, sp.idx, -n, n, sp.idx_dt)}};
+    c.attrs.set("axis", sp.axis);
+    c.label = "axis " + std::to_string(sp.axis);
+    run_float_dtypes(c, seed);
+  }
 }
 
 }  // namespace

@@ -50,6 +50,192 @@ __global__ void layernorm_kernel(const T* __restrict__ x, const T* __restrict__ 
   }
 }
 
+// ---- one warp per row (rows of at most kWarpRowMax elements, contiguous) ----
+// The row lives in registers: lane l holds the kVec-element groups l, l + 32, ... (kIters of them),
+// loaded with one aligned access each when kVec > 1. Max and sums are warp shuffles in fp32, so
+// the row is read from memory once and written once.
+
+constexpr int kWarpRowMax = 1024;
+constexpr int kRowsPerBlock = kThreads / 32;
+
+template <typename T, int N>
+struct alignas(sizeof(T) * N) Pack {
+  T v[N];
+};
+
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// Loads the groups of row `xr` (n elements, n % kVec == 0) that lane `lane` owns; missing ones get `fill`.
+template <typename T, int kVec, int kIters>
+__device__ __forceinline__ void load_row(const T* xr, int n, int lane, float fill, float (&v)[kIters][kVec]) {
+  const int ng = n / kVec;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int g = lane + 32 * it;
+    if (g < ng) {
+      const Pack<T, kVec> p = reinterpret_cast<const Pack<T, kVec>*>(xr)[g];
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) v[it][j] = Elem<T>::ld(p.v[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) v[it][j] = fill;
+    }
+  }
+}
+
+// Softmax / log-softmax of contiguous rows; x may equal y (in-place scores): every element is read
+// into registers before any is written, so no __restrict__.
+template <typename T, int kVec, int kIters>
+__global__ void softmax_warp_kernel(bool log, const T* x, T* y, int64_t rows, int n) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
+  if (row >= rows) return;  // whole warps leave together: the shuffles below see full warps
+  const T* xr = x + row * n;
+  T* yr = y + row * n;
+  float v[kIters][kVec];
+  load_row<T, kVec, kIters>(xr, n, lane, -INFINITY, v);
+  float m = -INFINITY;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it)
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) m = fmaxf(m, v[it][j]);
+  m = warp_max(m);
+  const int ng = n / kVec;
+  float sum = 0.f;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it)
+    if (lane + 32 * it < ng)
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) sum += expf(v[it][j] - m);
+  sum = warp_sum(sum);
+  const float log_sum = logf(sum), inv = 1.f / sum;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int g = lane + 32 * it;
+    if (g >= ng) continue;
+    Pack<T, kVec> o;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j)
+      o.v[j] = Elem<T>::st(log ? v[it][j] - m - log_sum : expf(v[it][j] - m) * inv);
+    reinterpret_cast<Pack<T, kVec>*>(yr)[g] = o;
+  }
+}
+
+// LayerNormalization of contiguous rows, two passes over the registers (mean, then the centred
+// variance) as the block kernel does. scale/bias: `inner` elements (kVec-aligned when kVec > 1)
+// or one.
+template <typename T, int kVec, int kIters>
+__global__ void layernorm_warp_kernel(const T* __restrict__ x, const T* __restrict__ scale, int64_t scale_n,
+                                      const T* __restrict__ bias, int64_t bias_n, T* __restrict__ y,
+                                      float* mean_out, float* inv_out, int64_t rows, int inner, float eps) {
+  const int lane = threadIdx.x & 31;
+  const int64_t row = int64_t(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  float v[kIters][kVec];
+  load_row<T, kVec, kIters>(x + row * inner, inner, lane, 0.f, v);
+  const int ng = inner / kVec;
+  float s = 0.f;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it)
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) s += v[it][j];
+  const float mean = warp_sum(s) / static_cast<float>(inner);
+  float q = 0.f;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it)
+    if (lane + 32 * it < ng)
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const float d = v[it][j] - mean;
+        q += d * d;
+      }
+  const float inv = rsqrtf(warp_sum(q) / static_cast<float>(inner) + eps);
+  T* yr = y + row * inner;
+  const float s0 = Elem<T>::ld(scale[0]), b0 = bias ? Elem<T>::ld(bias[0]) : 0.f;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int g = lane + 32 * it;
+    if (g >= ng) continue;
+    Pack<T, kVec> sc, bi, o;
+    if (scale_n != 1) sc = reinterpret_cast<const Pack<T, kVec>*>(scale)[g];
+    if (bias && bias_n != 1) bi = reinterpret_cast<const Pack<T, kVec>*>(bias)[g];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      float r = (v[it][j] - mean) * inv * (scale_n == 1 ? s0 : Elem<T>::ld(sc.v[j]));
+      if (bias) r += bias_n == 1 ? b0 : Elem<T>::ld(bi.v[j]);
+      o.v[j] = Elem<T>::st(r);
+    }
+    reinterpret_cast<Pack<T, kVec>*>(yr)[g] = o;
+  }
+  if (lane == 0) {
+    if (mean_out) mean_out[row] = mean;
+    if (inv_out) inv_out[row] = inv;
+  }
+}
+
+// Launches KERNEL<T, kVec, kIters> with the smallest kIters (a power of two) whose groups cover
+// `n`; instantiations stop at 32 values per lane (n <= kWarpRowMax keeps within that).
+template <typename T, int kVec, int kIters = 1>
+cudaError_t softmax_rows(bool log, const T* x, T* y, int64_t rows, int n, cudaStream_t s) {
+  if constexpr (kVec * kIters > 32) {
+    return cudaErrorInvalidValue;
+  } else {
+    if (n > kVec * kIters * 32) return softmax_rows<T, kVec, kIters * 2>(log, x, y, rows, n, s);
+    const unsigned grid = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+    softmax_warp_kernel<T, kVec, kIters><<<grid, kThreads, 0, s>>>(log, x, y, rows, n);
+    return cudaGetLastError();
+  }
+}
+
+template <typename T, int kVec, int kIters = 1>
+cudaError_t layernorm_rows(const T* x, const T* scale, int64_t scale_n, const T* bias, int64_t bias_n, T* y,
+                           float* mean, float* inv, int64_t rows, int inner, float eps, cudaStream_t s) {
+  if constexpr (kVec * kIters > 32) {
+    return cudaErrorInvalidValue;
+  } else {
+    if (inner > kVec * kIters * 32)
+      return layernorm_rows<T, kVec, kIters * 2>(x, scale, scale_n, bias, bias_n, y, mean, inv, rows, inner, eps, s);
+    const unsigned grid = static_cast<unsigned>((rows + kRowsPerBlock - 1) / kRowsPerBlock);
+    layernorm_warp_kernel<T, kVec, kIters><<<grid, kThreads, 0, s>>>(x, scale, scale_n, bias, bias_n, y, mean, inv,
+                                                                    rows, inner, eps);
+    return cudaGetLastError();
+  }
+}
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <typename T>
+cudaError_t softmax_last_axis(bool log, const void* x, void* y, int64_t rows, int64_t n, cudaStream_t s) {
+  constexpr int V = 16 / sizeof(T);
+  const T* px = static_cast<const T*>(x);
+  T* py = static_cast<T*>(y);
+  if (n % V == 0 && aligned16(x) && aligned16(y))
+    return softmax_rows<T, V>(log, px, py, rows, static_cast<int>(n), s);
+  return softmax_rows<T, 1>(log, px, py, rows, static_cast<int>(n), s);
+}
+
+template <typename T>
+cudaError_t layernorm_warp(const void* x, const void* scale, int64_t scale_n, const void* bias, int64_t bias_n,
+                           void* y, float* mean, float* inv, int64_t rows, int64_t inner, float eps, cudaStream_t s) {
+  constexpr int V = 16 / sizeof(T);
+  const T* px = static_cast<const T*>(x);
+  const T* ps = static_cast<const T*>(scale);
+  const T* pb = static_cast<const T*>(bias);
+  T* py = static_cast<T*>(y);
+  const int in = static_cast<int>(inner);
+  const bool vec = inner % V == 0 && aligned16(x) && aligned16(y) && (scale_n == 1 || aligned16(scale)) &&
+                   (!bias || bias_n == 1 || aligned16(bias));
+  if (vec) return layernorm_rows<T, V>(px, ps, scale_n, pb, bias_n, py, mean, inv, rows, in, eps, s);
+  return layernorm_rows<T, 1>(px, ps, scale_n, pb, bias_n, py, mean, inv, rows, in, eps, s);
+}
+
 template <typename T>
 __global__ void reduce_kernel(ReduceKind kind, const T* __restrict__ x, T* __restrict__ y, Strided kept,
                               Strided red, int64_t red_n) {
@@ -84,6 +270,14 @@ cudaError_t launch_softmax(KType t, bool log, const void* x, void* y, int64_t ou
   const int64_t rows = outer * inner;
   if (rows == 0 || n == 0) return cudaSuccess;
   if (rows > 0x7fffffffLL) return cudaErrorInvalidValue;
+  if (inner == 1 && n <= kWarpRowMax) {  // softmax over contiguous rows: one warp per row
+    switch (t) {
+      case KType::kF32: return softmax_last_axis<float>(log, x, y, rows, n, s);
+      case KType::kF16: return softmax_last_axis<__half>(log, x, y, rows, n, s);
+      case KType::kBF16: return softmax_last_axis<__nv_bfloat16>(log, x, y, rows, n, s);
+      default: return cudaErrorInvalidValue;
+    }
+  }
   GRAFT_FLOAT_DISPATCH(t, (softmax_kernel<T><<<static_cast<unsigned>(rows), kThreads, 0, s>>>(
                               log, static_cast<const T*>(x), static_cast<T*>(y), n, inner)));
   return cudaGetLastError();
@@ -94,6 +288,15 @@ cudaError_t launch_layernorm(KType t, const void* x, const void* scale, int64_t 
                              float eps, cudaStream_t s) {
   if (outer == 0 || inner == 0) return cudaSuccess;
   if (outer > 0x7fffffffLL) return cudaErrorInvalidValue;
+  if (inner <= kWarpRowMax) {  // one warp per row, the row in registers
+    switch (t) {
+      case KType::kF32: return layernorm_warp<float>(x, scale, scale_n, bias, bias_n, y, mean, inv_std, outer, inner, eps, s);
+      case KType::kF16: return layernorm_warp<__half>(x, scale, scale_n, bias, bias_n, y, mean, inv_std, outer, inner, eps, s);
+      case KType::kBF16:
+        return layernorm_warp<__nv_bfloat16>(x, scale, scale_n, bias, bias_n, y, mean, inv_std, outer, inner, eps, s);
+      default: return cudaErrorInvalidValue;
+    }
+  }
   GRAFT_FLOAT_DISPATCH(t, (layernorm_kernel<T><<<static_cast<unsigned>(outer), kThreads, 0, s>>>(
                               static_cast<const T*>(x), static_cast<const T*>(scale), scale_n,
                               static_cast<const T*>(bias), bias_n, static_cast<T*>(y), mean, inv_std, inner, eps)));

@@ -65,21 +65,10 @@ __global__ void strided_gather_kernel(const E* __restrict__ in, E* __restrict__ 
   }
 }
 
-// Tiled transpose: output axis `a` has input stride 1 and the output's last axis L has input
-// stride sL, so reading along a and writing along L are both contiguous. A 32x32 tile goes through
-// shared memory (33 columns: no bank conflicts on the transposed read); the other axes ("batch")
-// give per-block base offsets for input and output.
-struct TileParams {
-  int nb = 0;  // batch axes
-  int64_t bdims[kMaxRank] = {};
-  int64_t bin[kMaxRank] = {};   // input stride per batch axis
-  int64_t bout[kMaxRank] = {};  // output stride per batch axis
-  int64_t batches = 1;
-  int64_t A = 0, L = 0;  // extents of the tiled axes
-  int64_t sL = 0;        // input stride of the output's last axis
-  int64_t oA = 0;        // output stride of axis a
-};
-
+// Tiled transpose (TileParams, built on the host by make_tile_params): reading along axis a and
+// writing along the output's last axis L are both contiguous. A 32x32 tile goes through shared
+// memory (33 columns: no bank conflicts on the transposed read); the other axes ("batch") give
+// per-block base offsets for input and output.
 constexpr int kTile = 32, kTileRows = 8;
 
 template <typename E>
@@ -267,28 +256,7 @@ cudaError_t launch_strided_gather(const void* in, void* out, int elem_size, cons
     case GatherKind::kCopy:
       return cudaMemcpyAsync(out, in, static_cast<size_t>(n) * elem_size, cudaMemcpyDeviceToDevice, s);
     case GatherKind::kTile: {
-      const Strided& q = g.p;
-      const int last = q.rank - 1, a = g.tile_axis;
-      // Output strides of the coalesced (contiguous, row-major) output.
-      int64_t ost[kMaxRank];
-      int64_t acc = 1;
-      for (int d = q.rank - 1; d >= 0; --d) {
-        ost[d] = acc;
-        acc *= q.dims[d];
-      }
-      TileParams t;
-      for (int d = 0; d < last; ++d) {
-        if (d == a) continue;
-        t.bdims[t.nb] = q.dims[d];
-        t.bin[t.nb] = q.strides[d];
-        t.bout[t.nb] = ost[d];
-        t.batches *= q.dims[d];
-        ++t.nb;
-      }
-      t.A = q.dims[a];
-      t.L = q.dims[last];
-      t.sL = q.strides[last];
-      t.oA = ost[a];
+      const TileParams t = make_tile_params(g);
       const int64_t gx = (t.L + kTile - 1) / kTile, gy = (t.A + kTile - 1) / kTile;
       const dim3 grid(static_cast<unsigned>(gx), static_cast<unsigned>(gy),
                       static_cast<unsigned>(t.batches < 65535 ? t.batches : 65535));

@@ -111,6 +111,45 @@ inline GatherPlan plan_strided_gather(const Strided& in, int elem_size, uintptr_
   return g;
 }
 
+// The kTile launch: the tiled axes a (input stride 1) and L (the output's last axis, input stride
+// sL), and every other axis as a "batch" axis with its input and output strides.
+struct TileParams {
+  int nb = 0;  // batch axes
+  int64_t bdims[kMaxRank] = {};
+  int64_t bin[kMaxRank] = {};   // input stride per batch axis
+  int64_t bout[kMaxRank] = {};  // output stride per batch axis
+  int64_t batches = 1;
+  int64_t A = 0, L = 0;  // extents of the tiled axes
+  int64_t sL = 0;        // input stride of the output's last axis
+  int64_t oA = 0;        // output stride of axis a
+};
+
+// out[bout . b + a * oA + l] = in[bin . b + a + l * sL] for every batch index b, a < A, l < L.
+inline TileParams make_tile_params(const GatherPlan& g) {
+  const Strided& q = g.p;
+  const int last = q.rank - 1, a = g.tile_axis;
+  int64_t ost[kMaxRank];  // strides of the (contiguous, row-major) output
+  int64_t acc = 1;
+  for (int d = q.rank - 1; d >= 0; --d) {
+    ost[d] = acc;
+    acc *= q.dims[d];
+  }
+  TileParams t;
+  for (int d = 0; d < last; ++d) {
+    if (d == a) continue;
+    t.bdims[t.nb] = q.dims[d];
+    t.bin[t.nb] = q.strides[d];
+    t.bout[t.nb] = ost[d];
+    t.batches *= q.dims[d];
+    ++t.nb;
+  }
+  t.A = q.dims[a];
+  t.L = q.dims[last];
+  t.sL = q.strides[last];
+  t.oA = ost[a];
+  return t;
+}
+
 cudaError_t launch_strided_gather(const void* in, void* out, int elem_size, const Strided& p, int64_t n, cudaStream_t s);
 
 // dst[r * dst_pitch + j] = src[r * src_pitch + j] for r < rows, j < row (pitches and row in elements).
