@@ -427,6 +427,7 @@ TEST(CudaShape, TransposeFastPaths) {
       {{4, 9, 3, 5, 6}, {2, 0, 3, 1, 4}}, // rows of 6: narrower widening
       {{3, 5, 7}, {1, 0, 2}},             // rows of 7: no widening
       {{4, 6, 10}, {0, 1, 2}},            // identity: one memcpy
+      {{2, 3, 2, 2, 2, 2, 2, 2, 3}, {1, 0, 2, 3, 4, 5, 6, 7, 8}},  // rank 9, merged to 3 on the host
   };
   for (const auto& [d, p] : perms) {
     KernelCase c{"Transpose", {rnd(rng, d)}};

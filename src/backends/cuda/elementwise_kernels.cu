@@ -183,7 +183,10 @@ template <typename T, typename O, bool kCmp, bool kScalarA, bool kScalarB>
 __global__ void binary_flat_vec_kernel(BinaryOp op, const T* __restrict__ a, const T* __restrict__ b,
                                        O* __restrict__ out, int64_t ngroups) {
   constexpr int N = kVecN<T>;
-  const T sa = a[0], sb = b[0];  // the scalars (unused for full operands)
+  // The scalars, read only for scalar operands: a full operand may be the output (in-place bias add).
+  T sa{}, sb{};
+  if constexpr (kScalarA) sa = a[0];
+  if constexpr (kScalarB) sb = b[0];
   GRAFT_GRID_STRIDE(g, ngroups) {
     VecN<T, N> va, vb;
     if constexpr (!kScalarA) va = reinterpret_cast<const VecN<T, N>*>(a)[g];

@@ -254,6 +254,7 @@ cudaError_t launch_strided_gather(const void* in, void* out, int elem_size, cons
   if (g.n * g.elem_size != n * elem_size) return cudaErrorInvalidValue;  // the view does not cover the output
   switch (g.kind) {
     case GatherKind::kCopy:
+      if (in == out) return cudaSuccess;  // an identity view in place
       return cudaMemcpyAsync(out, in, static_cast<size_t>(n) * elem_size, cudaMemcpyDeviceToDevice, s);
     case GatherKind::kTile: {
       const TileParams t = make_tile_params(g);

@@ -35,6 +35,22 @@ Status copy_run(CudaExec& ex) {
                        "cudaMemcpyAsync");
 }
 
+// Appends an output axis to a gather view, merged into the previous one when the input walks both
+// as one (as coalesce_strided does), so views of more than kMaxRank axes still fit when they
+// merge. Returns true when the view is full.
+bool append_axis(k::Strided* p, int64_t dim, int64_t stride) {
+  if (p->rank > 0 && p->strides[p->rank - 1] == stride * dim) {
+    p->dims[p->rank - 1] *= dim;
+    p->strides[p->rank - 1] = stride;
+    return false;
+  }
+  if (p->rank == k::kMaxRank) return true;
+  p->dims[p->rank] = dim;
+  p->strides[p->rank] = stride;
+  ++p->rank;
+  return false;
+}
+
 Status transpose_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
   Tensor& y = *ex.ctx->outputs[0];
@@ -50,10 +66,8 @@ Status transpose_run(CudaExec& ex) {
     const int64_t a = perm[static_cast<size_t>(d)];
     if (a < 0 || a >= r) return fail(ex, StatusCode::kInvalidModel, "perm entry out of range");
     if (x.dims()[a] == 1) continue;
-    if (p.rank == k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " non-unit axes");
-    p.dims[p.rank] = x.dims()[a];
-    p.strides[p.rank] = st[static_cast<size_t>(a)];
-    ++p.rank;
+    if (append_axis(&p, x.dims()[a], st[static_cast<size_t>(a)]))
+      return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
   }
   if (y.numel() != x.numel()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
   return launch_status(k::launch_strided_gather(x.data(), y.data(), static_cast<int>(dtype_size(x.dtype())), p, y.numel(),
@@ -239,10 +253,8 @@ Status slice_run(CudaExec& ex) {
   k::Strided p;
   for (int64_t a = 0; a < r; ++a) {
     if (expect[a] == 1) continue;  // unit axes add nothing to the offset
-    if (p.rank == k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " non-unit axes");
-    p.dims[p.rank] = expect[a];
-    p.strides[p.rank] = strides[a];
-    ++p.rank;
+    if (append_axis(&p, expect[a], strides[a]))
+      return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
   }
   return launch_status(k::launch_strided_gather(static_cast<const char*>(x.data()) + offset * esize(x), y.data(),
                                                 esize(x), p, y.numel(), stream_of(ex)),
