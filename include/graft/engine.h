@@ -36,8 +36,9 @@ struct BuilderConfig {
   bool cuda_graphs = true;
   // CUDA engines: fuse layers (Conv+bias+residual+Relu, GEMM epilogues, elementwise chains).
   bool fusion = true;
-  // CUDA engines: tensor layout of convolutions: "auto" (NHWC for float16 convolutions, where
-  // cuDNN's tensor-core kernels want channels last; NCHW otherwise), "nchw" or "nhwc".
+  // CUDA engines: tensor layout of convolutions: "auto" (float16 models with convolutions: both an
+  // NCHW engine and one with NHWC regions, for convolutions whose channel counts suit the tensor
+  // cores, are built and timed, and the faster is kept; NCHW otherwise), "nchw" or "nhwc".
   std::string layout = "auto";
   // Progress reports ("import", "shape inference", "fold constants", ...); may be empty.
   std::function<void(const std::string& stage, const std::string& detail)> progress;

@@ -1,4 +1,9 @@
 // The builder: plugins -> import -> optimization profile -> passes -> Engine.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
 #include <set>
 
 #include "build/plan.h"
@@ -121,17 +126,86 @@ Status load_plugins(const BuilderConfig& config) {
   return Status::ok();
 }
 
+// Median wall time of one run of `engine` on random inputs at the profile's opt shapes (warm-up
+// first: the CUDA engine captures its graph on the second run).
+Result<double> time_engine(const Engine& engine, const BuilderConfig& config) {
+  std::map<std::string, Tensor> inputs;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  for (const IOInfo& in : engine.inputs()) {
+    std::vector<int64_t> dims = in.static_dims;
+    if (in.profile) dims = in.profile->opt;
+    else if (auto it = config.profile.find(in.name); it != config.profile.end()) dims = it->second.opt;
+    for (int64_t d : dims)
+      if (d < 0) return error(StatusCode::kInvalidArgument, "input '", in.name, "' has no shape to time with");
+    Tensor t = Tensor::empty(in.dtype, dims);
+    std::memset(t.data(), 0, t.nbytes());
+    if (dtype_is_float(in.dtype))
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, uni(rng));
+    inputs[in.name] = std::move(t);
+  }
+  GRAFT_ASSIGN_OR_RETURN(auto ctx, engine.create_context());
+  std::map<std::string, Tensor> outs;
+  for (int i = 0; i < 5; ++i) GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outs));
+  std::vector<double> ms;
+  for (int i = 0; i < 25; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outs));
+    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+// CUDA float16 with layout "auto": whether NHWC (cuDNN's tensor-core layout) beats NCHW depends on
+// the model and the batch (at batch 1 the transposes and small-spatial NHWC kernels can lose), so
+// both engines are built and timed, and the faster is kept; the layout is a tactic of the whole
+// engine. Models with few convolutions build once.
+template <typename Import>
+Result<std::shared_ptr<Engine>> build_timing_layouts(Import import, const BuilderConfig& config, const std::string& name) {
+  const bool choose = config.device == DeviceType::kCUDA && config.fp16 && config.layout == "auto";
+  if (choose) {
+    auto g = import();
+    if (!g) return std::move(g).take_status();
+    int convs = 0;
+    for (const auto& n : (*g)->nodes()) convs += n->domain.empty() && n->op_type == "Conv";
+    if (convs >= 4) {
+      report(config, "layout", "timing NCHW and NHWC engines (" + std::to_string(convs) + " convolutions)");
+      // The NHWC candidate is the CUDA backend's "auto" placement (tensor-core friendly channel
+      // counts in NHWC); the other keeps every convolution in NCHW.
+      BuilderConfig nchw = config, nhwc = config;
+      nchw.layout = "nchw";
+      auto a = build(import(), nchw, name);
+      if (!a) return a;
+      auto b = build(import(), nhwc, name);
+      if (!b) return b;
+      auto ta = time_engine(**a, config);
+      auto tb = time_engine(**b, config);
+      if (!ta || !tb) {
+        report(config, "layout", "could not time both engines; keeping NHWC");
+        return b;
+      }
+      const bool pick_nhwc = *tb < *ta;
+      char line[160];
+      std::snprintf(line, sizeof line, "NCHW %.3f ms, NHWC %.3f ms per run: %s", *ta, *tb, pick_nhwc ? "NHWC" : "NCHW");
+      report(config, "layout", line);
+      return pick_nhwc ? b : a;
+    }
+  }
+  return build(import(), config, name);
+}
+
 }  // namespace
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& path, const BuilderConfig& config) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
-  return build(import_onnx_file(path), config, path);
+  return build_timing_layouts([&] { return import_onnx_file(path); }, config, path);
 }
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_bytes(const std::string& bytes, const BuilderConfig& config,
                                                               const std::string& name_for_errors) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
-  return build(import_onnx_bytes(bytes, name_for_errors), config, name_for_errors);
+  return build_timing_layouts([&] { return import_onnx_bytes(bytes, name_for_errors); }, config, name_for_errors);
 }
 
 }  // namespace graft
