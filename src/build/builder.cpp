@@ -3,10 +3,14 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <optional>
 #include <random>
+#include <sstream>
 #include <set>
 
 #include "build/plan.h"
+#include "build/tactics.h"
 #include "graft/registry.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
@@ -161,14 +165,41 @@ Result<double> time_engine(const Engine& engine, const BuilderConfig& config) {
 // the model and the batch (at batch 1 the transposes and small-spatial NHWC kernels can lose), so
 // both engines are built and timed, and the faster is kept; the layout is a tactic of the whole
 // engine. Models with few convolutions build once.
+// The timing cache remembers the choice under a key naming the model (a hash of its bytes), the
+// profile and the GPU, so a second build with the cache builds one engine and times nothing.
+std::string layout_cache_key(const std::string& model_bytes, const BuilderConfig& config) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : model_bytes) h = (h ^ c) * 1099511628211ull;
+  std::string k = "layout;" + std::to_string(h);
+  for (const auto& [name, r] : config.profile) {
+    k += ";" + name + "=";
+    for (int64_t d : r.opt) k += std::to_string(d) + "x";
+  }
+  return k;
+}
+
 template <typename Import>
-Result<std::shared_ptr<Engine>> build_timing_layouts(Import import, const BuilderConfig& config, const std::string& name) {
+Result<std::shared_ptr<Engine>> build_timing_layouts(Import import, const BuilderConfig& config, const std::string& name,
+                                                     const std::string& model_bytes) {
   const bool choose = config.device == DeviceType::kCUDA && config.fp16 && config.layout == "auto";
   if (choose) {
     auto g = import();
     if (!g) return std::move(g).take_status();
     int convs = 0;
     for (const auto& n : (*g)->nodes()) convs += n->domain.empty() && n->op_type == "Conv";
+    const std::string key = layout_cache_key(model_bytes, config);
+    std::optional<TacticTable> cache;
+    if (convs >= 4 && !config.timing_cache_path.empty()) {
+      auto c = TacticTable::load_cache_file(config.timing_cache_path);
+      if (!c) return std::move(c).take_status();
+      cache.emplace(*c);
+      if (auto t = cache->find(key)) {
+        report(config, "layout", std::string("from the timing cache: ") + (t->algo == 1 ? "NHWC" : "NCHW"));
+        BuilderConfig chosen = config;
+        if (t->algo != 1) chosen.layout = "nchw";
+        return build(import(), chosen, name);
+      }
+    }
     if (convs >= 4) {
       report(config, "layout", "timing NCHW and NHWC engines (" + std::to_string(convs) + " convolutions)");
       // The NHWC candidate is the CUDA backend's "auto" placement (tensor-core friendly channel
@@ -189,6 +220,12 @@ Result<std::shared_ptr<Engine>> build_timing_layouts(Import import, const Builde
       char line[160];
       std::snprintf(line, sizeof line, "NCHW %.3f ms, NHWC %.3f ms per run: %s", *ta, *tb, pick_nhwc ? "NHWC" : "NCHW");
       report(config, "layout", line);
+      if (cache) {  // reread: the two builds above added their tactics to the file
+        auto c = TacticTable::load_cache_file(config.timing_cache_path);
+        if (!c) return std::move(c).take_status();
+        c->put(key, Tactic{pick_nhwc ? 1 : 0, 0, std::min(*ta, *tb)});
+        GRAFT_RETURN_IF_ERROR(c->save_cache_file(config.timing_cache_path));
+      }
       return pick_nhwc ? b : a;
     }
   }
@@ -199,13 +236,21 @@ Result<std::shared_ptr<Engine>> build_timing_layouts(Import import, const Builde
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& path, const BuilderConfig& config) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
-  return build_timing_layouts([&] { return import_onnx_file(path); }, config, path);
+  std::string bytes;
+  if (config.device == DeviceType::kCUDA && config.fp16 && !config.timing_cache_path.empty()) {
+    std::ifstream in(path, std::ios::binary);  // for the layout choice's cache key only
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    bytes = ss.str();
+  }
+  return build_timing_layouts([&] { return import_onnx_file(path); }, config, path, bytes);
 }
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_bytes(const std::string& bytes, const BuilderConfig& config,
                                                               const std::string& name_for_errors) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
-  return build_timing_layouts([&] { return import_onnx_bytes(bytes, name_for_errors); }, config, name_for_errors);
+  return build_timing_layouts([&] { return import_onnx_bytes(bytes, name_for_errors); }, config, name_for_errors,
+                              bytes);
 }
 
 }  // namespace graft
