@@ -105,8 +105,7 @@ if has_step test; then
   # The deformable-attention kernels timed directly (no PyTorch needed), encoder shapes.
   "${GXX:-g++}" -std=c++20 -O2 -Iinclude -I. bench/ms_deform_attn_kernel_bench.cpp -I/usr/local/cuda/include -L"$BUILDDIR/src" \
     -lgraft -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,"$BUILDDIR/src" -o /tmp/msda_kernel_bench > "$LOGS/msda_kernel.log" 2>&1 &&
-    /tmp/msda_kernel_bench --check --d 257 >> "$LOGS/msda_kernel.log" 2>&1 &&
-    /tmp/msda_kernel_bench --check >> "$LOGS/msda_kernel.log" 2>&1
+    { /tmp/msda_kernel_bench --check --d 257 >> "$LOGS/msda_kernel.log" 2>&1; /tmp/msda_kernel_bench --check >> "$LOGS/msda_kernel.log" 2>&1; }
   note "MSDA kernel check + bench: rc=$?"; tail -16 "$LOGS/msda_kernel.log" >> "$summary"
   if [ -x $BUILDDIR/tests/conformance/graft_conformance ]; then
     $BUILDDIR/tests/conformance/graft_conformance > "$LOGS/conformance.log" 2>&1; note "conformance (CPU): rc=$? $(tail -1 "$LOGS/conformance.log")"
