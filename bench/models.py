@@ -70,7 +70,12 @@ def _mobilenet_v3_large(smoke):
 
 def _vit_b_16(smoke):
     # ViT's position embedding fixes the image size; the smoke run uses 32x32 (2x2 patches).
-    return _torchvision().models.vit_b_16(weights=None, image_size=32 if smoke else 224)
+    model = _torchvision().models.vit_b_16(weights=None, image_size=32 if smoke else 224)
+    # torchvision zero-initializes the classification head, which makes every output 0 and every
+    # accuracy comparison meaningless: give it random weights like the rest of the network.
+    torch.nn.init.normal_(model.heads.head.weight, std=0.02)
+    torch.nn.init.normal_(model.heads.head.bias, std=0.02)
+    return model
 
 
 def _image_shape(smoke):
