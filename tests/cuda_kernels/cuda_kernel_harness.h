@@ -13,6 +13,7 @@
 #include <cmath>
 #include <random>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,10 @@ inline void run_float_dtypes(const KernelCase& c, uint32_t seed, bool bf16 = fal
 
 inline Tensor rnd(std::mt19937& rng, std::vector<int64_t> dims, double lo = -1, double hi = 1,
                   DataType dt = DataType::kFloat32) {
+  // `dims` are dims, never values: a negative one (index values passed by mistake) would make a
+  // tensor of negative numel that fails far away with an unnamed std::length_error.
+  for (int64_t d : dims)
+    if (d < 0) throw std::invalid_argument("rnd(): negative dim " + std::to_string(d) + " (values passed as dims?)");
   return random_tensor(dt, std::move(dims), rng, lo, hi);
 }
 

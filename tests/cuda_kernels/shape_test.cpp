@@ -413,6 +413,15 @@ TEST(CudaShapePlan, CoalesceAndWiden) {  // CPU only: runs without a GPU
   }
 }
 
+// CPU only: the harness refuses index values passed where dims are expected (the Gather cases of
+// SliceConcatSplitGatherFastPaths once did, and failed with an unnamed std::length_error).
+TEST(CudaKernelHarness, RndRejectsNegativeDims) {
+  std::mt19937 rng(fresh_seed());
+  EXPECT_THROW(rnd(rng, {2, -3}, -3, 3, DataType::kInt32), std::invalid_argument);
+  EXPECT_EQ(rnd(rng, {}, -3, 3, DataType::kInt64).numel(), 1);  // scalar index
+  EXPECT_EQ(rnd(rng, {8, 0}).numel(), 0);
+}
+
 TEST(CudaShape, TransposeFastPaths) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
@@ -491,6 +500,9 @@ TEST(CudaShape, SliceConcatSplitGatherFastPaths) {
     d.num_outputs = 2;
     run_float_dtypes(d, seed);
   }
+  // `idx` holds index VALUES (negatives wrap), not the index tensor's dims: an empty list means one
+  // random scalar index (dims {}). Taking these lists as dims made index tensors of dims {2, -3}
+  // (numel -6), on which the CPU reference's shape inference threw std::length_error.
   struct GSpec {
     std::vector<int64_t> data, idx;
     int64_t axis;
@@ -501,8 +513,19 @@ TEST(CudaShape, SliceConcatSplitGatherFastPaths) {
                                      {{4, 9, 24}, {8, 0, -1}, 1, DataType::kInt64},
                                      {{4, 9, 7}, {1, -2}, 1, DataType::kInt32}};  // odd inner: per element
   for (const GSpec& sp : gspecs) {
-    const double n = static_cast<double>(sp.data[static_cast<size_t>(sp.axis)]);
-    KernelCase c{"Gather", {rnd(rng, sp.data), rnd(rng, sp.idx, -n, n, sp.idx_dt)}};
+    const int64_t n = sp.data[static_cast<size_t>(sp.axis)];
+    Tensor idx;
+    if (sp.idx.empty()) {
+      idx = rnd(rng, {}, -static_cast<double>(n), static_cast<double>(n), sp.idx_dt);
+    } else {
+      std::vector<double> v;
+      for (int64_t i : sp.idx) {
+        ASSERT_TRUE(i >= -n && i < n) << "index " << i << " out of range for an axis of " << n;
+        v.push_back(static_cast<double>(i));
+      }
+      idx = Tensor::from_doubles(sp.idx_dt, {static_cast<int64_t>(v.size())}, v);
+    }
+    KernelCase c{"Gather", {rnd(rng, sp.data), idx}};
     c.attrs.set("axis", sp.axis);
     c.label = "axis " + std::to_string(sp.axis);
     run_float_dtypes(c, seed);
