@@ -36,9 +36,10 @@ struct BuilderConfig {
   bool cuda_graphs = true;
   // CUDA engines: fuse layers (Conv+bias+residual+Relu, GEMM epilogues, elementwise chains).
   bool fusion = true;
-  // CUDA engines: tensor layout of convolutions: "auto" (float16 models with convolutions: both an
-  // NCHW engine and one with NHWC regions, for convolutions whose channel counts suit the tensor
-  // cores, are built and timed, and the faster is kept; NCHW otherwise), "nchw" or "nhwc".
+  // CUDA engines: tensor layout of convolutions: "auto", "nchw" or "nhwc". With "auto" and fusion
+  // on, a model with convolutions is built as several engines (NCHW fused, NHWC regions for the
+  // convolutions whose channel counts suit the tensor cores (float16 only), NCHW unfused), each is
+  // timed at the profile's opt shapes and the fastest is kept (remembered in the timing cache).
   std::string layout = "auto";
   // Progress reports ("import", "shape inference", "fold constants", ...); may be empty.
   std::function<void(const std::string& stage, const std::string& detail)> progress;

@@ -161,16 +161,17 @@ Result<double> time_engine(const Engine& engine, const BuilderConfig& config) {
   return ms[ms.size() / 2];
 }
 
-// CUDA float16 with layout "auto": whether NHWC (cuDNN's tensor-core layout) beats NCHW depends on
-// the model and the batch (at batch 1 the transposes and small-spatial NHWC kernels can lose), so
-// both engines are built and timed, and the faster is kept; the layout is a tactic of the whole
-// engine. Models with few convolutions build once.
-// The timing cache remembers the choice under a key naming the model (a hash of its bytes), the
-// profile and the GPU, so a second build with the cache builds one engine and times nothing.
-std::string layout_cache_key(const std::string& model_bytes, const BuilderConfig& config) {
+// CUDA models with convolutions, default options (layout "auto", fusion on): which engine is fastest
+// depends on the model and the batch: NHWC (cuDNN's tensor-core layout) can lose to NCHW at batch 1
+// (transposes, small-spatial NHWC kernels), and cuDNN's fused conv path to the plain one. So the
+// candidates are built and timed, and the fastest is kept: the engine's layout and fusion are
+// tactics of the whole engine. The timing cache remembers the choice under a key naming the model
+// (a hash of its bytes), the profile, the precision and the GPU, so a second build with the cache
+// builds one engine and times nothing.
+std::string engine_choice_key(const std::string& model_bytes, const BuilderConfig& config) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a
   for (unsigned char c : model_bytes) h = (h ^ c) * 1099511628211ull;
-  std::string k = "layout;" + std::to_string(h);
+  std::string k = std::string("engine;") + (config.fp16 ? "fp16;" : "fp32;") + std::to_string(h);
   for (const auto& [name, r] : config.profile) {
     k += ";" + name + "=";
     for (int64_t d : r.opt) k += std::to_string(d) + "x";
@@ -178,58 +179,72 @@ std::string layout_cache_key(const std::string& model_bytes, const BuilderConfig
   return k;
 }
 
+struct Candidate {
+  const char* label;
+  const char* layout;
+  bool fusion;
+};
+
 template <typename Import>
-Result<std::shared_ptr<Engine>> build_timing_layouts(Import import, const BuilderConfig& config, const std::string& name,
-                                                     const std::string& model_bytes) {
-  const bool choose = config.device == DeviceType::kCUDA && config.fp16 && config.layout == "auto";
-  if (choose) {
-    auto g = import();
-    if (!g) return std::move(g).take_status();
-    int convs = 0;
-    for (const auto& n : (*g)->nodes()) convs += n->domain.empty() && n->op_type == "Conv";
-    const std::string key = layout_cache_key(model_bytes, config);
-    std::optional<TacticTable> cache;
-    if (convs >= 4 && !config.timing_cache_path.empty()) {
-      auto c = TacticTable::load_cache_file(config.timing_cache_path);
-      if (!c) return std::move(c).take_status();
-      cache.emplace(*c);
-      if (auto t = cache->find(key)) {
-        report(config, "layout", std::string("from the timing cache: ") + (t->algo == 1 ? "NHWC" : "NCHW"));
-        BuilderConfig chosen = config;
-        if (t->algo != 1) chosen.layout = "nchw";
-        return build(import(), chosen, name);
-      }
-    }
-    if (convs >= 4) {
-      report(config, "layout", "timing NCHW and NHWC engines (" + std::to_string(convs) + " convolutions)");
-      // The NHWC candidate is the CUDA backend's "auto" placement (tensor-core friendly channel
-      // counts in NHWC); the other keeps every convolution in NCHW.
-      BuilderConfig nchw = config, nhwc = config;
-      nchw.layout = "nchw";
-      auto a = build(import(), nchw, name);
-      if (!a) return a;
-      auto b = build(import(), nhwc, name);
-      if (!b) return b;
-      auto ta = time_engine(**a, config);
-      auto tb = time_engine(**b, config);
-      if (!ta || !tb) {
-        report(config, "layout", "could not time both engines; keeping NHWC");
-        return b;
-      }
-      const bool pick_nhwc = *tb < *ta;
-      char line[160];
-      std::snprintf(line, sizeof line, "NCHW %.3f ms, NHWC %.3f ms per run: %s", *ta, *tb, pick_nhwc ? "NHWC" : "NCHW");
-      report(config, "layout", line);
-      if (cache) {  // reread: the two builds above added their tactics to the file
-        auto c = TacticTable::load_cache_file(config.timing_cache_path);
-        if (!c) return std::move(c).take_status();
-        c->put(key, Tactic{pick_nhwc ? 1 : 0, 0, std::min(*ta, *tb)});
-        GRAFT_RETURN_IF_ERROR(c->save_cache_file(config.timing_cache_path));
-      }
-      return pick_nhwc ? b : a;
+Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const BuilderConfig& config, const std::string& name,
+                                                        const std::string& model_bytes) {
+  const bool choose = config.device == DeviceType::kCUDA && config.layout == "auto" && config.fusion;
+  if (!choose) return build(import(), config, name);
+  auto g = import();
+  if (!g) return std::move(g).take_status();
+  int convs = 0;
+  for (const auto& n : (*g)->nodes()) convs += n->domain.empty() && n->op_type == "Conv";
+  if (convs < 4) return build(import(), config, name);
+
+  std::vector<Candidate> candidates{{"NCHW fused", "nchw", true}, {"NCHW unfused", "nchw", false}};
+  if (config.fp16) candidates.insert(candidates.begin() + 1, Candidate{"NHWC fused", "auto", true});
+  auto config_for = [&](const Candidate& c) {
+    BuilderConfig b = config;
+    b.layout = c.layout;
+    b.fusion = c.fusion;
+    return b;
+  };
+  const std::string key = engine_choice_key(model_bytes, config);
+  if (!config.timing_cache_path.empty()) {
+    auto cache = TacticTable::load_cache_file(config.timing_cache_path);
+    if (!cache) return std::move(cache).take_status();
+    if (auto t = cache->find(key); t && t->algo >= 0 && static_cast<size_t>(t->algo) < candidates.size()) {
+      report(config, "engine", std::string("from the timing cache: ") + candidates[static_cast<size_t>(t->algo)].label);
+      return build(import(), config_for(candidates[static_cast<size_t>(t->algo)]), name);
     }
   }
-  return build(import(), config, name);
+  report(config, "engine", "timing " + std::to_string(candidates.size()) + " engine variants (" + std::to_string(convs) +
+                               " convolutions)");
+  std::shared_ptr<Engine> best;
+  double best_ms = 0;
+  size_t best_i = 0;
+  std::string line;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto e = build(import(), config_for(candidates[i]), name);
+    if (!e) return e;
+    auto ms = time_engine(**e, config);
+    if (!ms) {
+      report(config, "engine", std::string(candidates[i].label) + ": could not be timed: " + ms.status().message());
+      if (!best) best = *e;
+      continue;
+    }
+    char part[96];
+    std::snprintf(part, sizeof part, "%s%s %.3f ms", line.empty() ? "" : ", ", candidates[i].label, *ms);
+    line += part;
+    if (!best || *ms < best_ms) {
+      best = *e;
+      best_ms = *ms;
+      best_i = i;
+    }
+  }
+  report(config, "engine", line + " per run: " + candidates[best_i].label);
+  if (!config.timing_cache_path.empty()) {  // reread: the builds above added their tactics to the file
+    auto cache = TacticTable::load_cache_file(config.timing_cache_path);
+    if (!cache) return std::move(cache).take_status();
+    cache->put(key, Tactic{static_cast<int>(best_i), 0, best_ms});
+    GRAFT_RETURN_IF_ERROR(cache->save_cache_file(config.timing_cache_path));
+  }
+  return best;
 }
 
 }  // namespace
@@ -237,19 +252,19 @@ Result<std::shared_ptr<Engine>> build_timing_layouts(Import import, const Builde
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& path, const BuilderConfig& config) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
   std::string bytes;
-  if (config.device == DeviceType::kCUDA && config.fp16 && !config.timing_cache_path.empty()) {
-    std::ifstream in(path, std::ios::binary);  // for the layout choice's cache key only
+  if (config.device == DeviceType::kCUDA && !config.timing_cache_path.empty()) {
+    std::ifstream in(path, std::ios::binary);  // for the engine choice's cache key only
     std::ostringstream ss;
     ss << in.rdbuf();
     bytes = ss.str();
   }
-  return build_timing_layouts([&] { return import_onnx_file(path); }, config, path, bytes);
+  return build_timing_candidates([&] { return import_onnx_file(path); }, config, path, bytes);
 }
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_bytes(const std::string& bytes, const BuilderConfig& config,
                                                               const std::string& name_for_errors) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
-  return build_timing_layouts([&] { return import_onnx_bytes(bytes, name_for_errors); }, config, name_for_errors,
+  return build_timing_candidates([&] { return import_onnx_bytes(bytes, name_for_errors); }, config, name_for_errors,
                               bytes);
 }
 

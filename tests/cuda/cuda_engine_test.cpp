@@ -184,6 +184,7 @@ TEST_F(CudaEngineTest, TacticTimingCacheAndPlan) {
     graft::BuilderConfig cfg;
     cfg.device = graft::DeviceType::kCUDA;
     cfg.fp16 = true;
+    cfg.layout = "nhwc";  // one engine (no whole-engine candidates): the per-layer tactics are what is tested
     cfg.timing_cache_path = cache;
     cfg.progress = [log](const std::string& stage, const std::string& detail) {
       if (stage == "tactics") log->push_back(detail);
