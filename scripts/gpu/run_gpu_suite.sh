@@ -6,7 +6,7 @@
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild examples profile)
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild examples profile)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -79,6 +79,18 @@ if has_step quickbuild; then  # only what the examples and benchmarks need
   cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch > "$LOGS/build.log" 2>&1 ||
     { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "quick build ok"
+fi
+
+if has_step gpubuild; then  # the library, CLI, Python/torch modules and the GPU test binaries only
+  configure_build $BUILDDIR > "$LOGS/configure.log" 2>&1 || { note "configure FAILED"; exit 1; }
+  cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch graft_cuda_tests \
+    graft_cuda_kernel_tests > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
+  note "gpu build ok"
+  for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests; do
+    n=$(basename "$t")
+    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/$n.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
+  done
 fi
 
 if has_step examples; then
