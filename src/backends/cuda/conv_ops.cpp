@@ -156,13 +156,7 @@ Status make_descs(const CudaExec& ex, const ConvGeometry& g, DataType dt, ConvDe
 }
 
 std::string tactic_key(const ConvGeometry& g, DataType dt, bool bias, bool z) {
-  static const std::string device = [] {
-    int dev = 0, major = 0, minor = 0;
-    (void)cudaGetDevice(&dev);
-    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    return "sm" + std::to_string(major * 10 + minor) + ";cudnn" + std::to_string(cudnnGetVersion());
-  }();
+  static const std::string device = device_arch_tag() + ";cudnn" + std::to_string(cudnnGetVersion());
   auto s = [](int64_t v) { return std::to_string(v); };
   return "conv2d;" + device + ";" + dtype_name(dt) + ";" + (g.nhwc ? "nhwc" : "nchw") + ";x" + s(g.n) + "x" + s(g.c) +
          "x" + s(g.h) + "x" + s(g.w) + ";w" + s(g.m) + "x" + s(g.kh) + "x" + s(g.kw) + ";g" + s(g.group) + ";p" +

@@ -65,6 +65,18 @@ inline bool reject(std::string* why, const std::string& reason) {
   return false;
 }
 
+// "sm90": the current device's compute capability, for tactic keys (read once per process).
+inline const std::string& device_arch_tag() {
+  static const std::string tag = [] {
+    int dev = 0, major = 0, minor = 0;
+    (void)cudaGetDevice(&dev);
+    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+    return "sm" + std::to_string(major * 10 + minor);
+  }();
+  return tag;
+}
+
 // Every present input among `idx` is float32/float16/bfloat16, and all share input 0's dtype.
 inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::string* why) {
   for (size_t i : idx) {

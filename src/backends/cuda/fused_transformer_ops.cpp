@@ -70,13 +70,7 @@ constexpr int kLtAlgos = 8;  // heuristic candidates considered when timing tact
 // The timing-cache key of one matmul problem: GPU, library version and everything that can change
 // the candidates cuBLASLt offers.
 std::string lt_tactic_key(const LtProblem& g, cublasLtEpilogue_t epi) {
-  static const std::string device = [] {
-    int dev = 0, major = 0, minor = 0;
-    (void)cudaGetDevice(&dev);
-    (void)cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-    (void)cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-    return "sm" + std::to_string(major * 10 + minor) + ";cublasLt" + std::to_string(cublasLtGetVersion());
-  }();
+  static const std::string device = device_arch_tag() + ";cublasLt" + std::to_string(cublasLtGetVersion());
   auto s = [](int64_t v) { return std::to_string(v); };
   return "gemm;" + device + ";" + dtype_name(g.dt) + ";m" + s(g.M) + ";n" + s(g.N) + ";k" + s(g.K) +
          (g.trans_w ? ";wT" : "") + ";b" + s(g.batch) + ";epi" + s(static_cast<int64_t>(epi)) +
