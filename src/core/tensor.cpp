@@ -121,6 +121,15 @@ Result<Tensor> Tensor::cast(DataType to) const {
     if (nbytes()) std::memcpy(t.data(), data_, nbytes());
   } else if (to == DataType::kInt64 && dtype_ == DataType::kInt32) {
     for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = data_as<int32_t>()[i];
+  } else if (to == DataType::kFloat16 && dtype_ == DataType::kFloat32) {
+    // The FP16 pass converts every weight: a direct loop instead of the per-element dtype switch.
+    const float* src = data_as<float>();
+    uint16_t* dst = t.data_as<uint16_t>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
+  } else if (to == DataType::kFloat32 && dtype_ == DataType::kFloat16) {
+    const uint16_t* src = data_as<uint16_t>();
+    float* dst = t.data_as<float>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
   } else {
     for (int64_t i = 0; i < n; ++i) t.set(i, get(i));
   }
