@@ -1,9 +1,8 @@
 // Core types: Status context, dtypes and half conversion, symbolic dims, tensors, attributes.
 #include <gtest/gtest.h>
 
-#include <cstring>
-
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "graft/attribute.h"
