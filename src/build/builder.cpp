@@ -13,6 +13,7 @@
 #include "build/tactics.h"
 #include "graft/registry.h"
 #include "graph/passes.h"
+#include "io/tensor_io.h"
 #include "onnx/importer.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/device_engine.h"
@@ -253,10 +254,8 @@ Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& 
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
   std::string bytes;
   if (config.device == DeviceType::kCUDA && !config.timing_cache_path.empty()) {
-    std::ifstream in(path, std::ios::binary);  // for the engine choice's cache key only
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    bytes = ss.str();
+    auto read = io::read_file(path);  // for the engine choice's cache key only
+    if (read) bytes = std::move(read).value();
   }
   return build_timing_candidates([&] { return import_onnx_file(path); }, config, path, bytes);
 }

@@ -14,6 +14,7 @@
 
 #include "graft/registry.h"
 #include "graph/passes.h"
+#include "io/tensor_io.h"
 #include "onnx/importer.h"
 #include "runtime/device_engine.h"
 
@@ -246,11 +247,9 @@ Result<std::shared_ptr<Engine>> Engine::deserialize(const std::string& bytes, co
 Result<std::shared_ptr<Engine>> Engine::load_plan(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return error(StatusCode::kNotFound, "plan file not found").with_file(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error(StatusCode::kIoError, "cannot open plan file").with_file(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return deserialize(ss.str(), path);
+  auto bytes = io::read_file(path);
+  if (!bytes) return std::move(bytes).take_status();
+  return deserialize(*bytes, path);
 }
 
 }  // namespace graft

@@ -206,10 +206,15 @@ Result<std::string> read_file(const std::string& path) {
     return file_error(err == ENOENT ? StatusCode::kNotFound : StatusCode::kIoError, path,
                       std::string("cannot open file: ") + std::strerror(err));
   }
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return file_error(StatusCode::kIoError, path, "read failed");
-  return ss.str();
+  // One allocation of the file's size and one read: models and plans run to hundreds of MB, and a
+  // stringstream would copy them several times while growing.
+  in.seekg(0, std::ios::end);
+  const std::streamoff size = in.tellg();
+  if (size < 0) return file_error(StatusCode::kIoError, path, "cannot tell the file's size");
+  in.seekg(0, std::ios::beg);
+  std::string bytes(static_cast<size_t>(size), '\0');
+  if (size > 0 && !in.read(bytes.data(), size)) return file_error(StatusCode::kIoError, path, "read failed");
+  return bytes;
 }
 
 Status write_file_atomic(const std::string& path, const std::string& bytes) {

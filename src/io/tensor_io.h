@@ -39,6 +39,7 @@ Status write_tensor_pb(const std::string& path, const Tensor& tensor, const std:
 Result<NamedTensor> read_tensor_file(const std::string& path);
 
 // ---- files ----
+// The whole file, read with one allocation.
 Result<std::string> read_file(const std::string& path);
 // Writes to "<path>.tmp.<pid>.<n>" and renames it over `path`; the temporary is removed on failure.
 Status write_file_atomic(const std::string& path, const std::string& bytes);

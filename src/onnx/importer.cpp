@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "graft/registry.h"
+#include "io/tensor_io.h"
 #include "onnx/onnx_convert.h"
 #include "ops/operator.h"
 
@@ -25,12 +26,7 @@ Result<std::string> read_file(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     return error(StatusCode::kNotFound, "file not found").with_file(path);
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error(StatusCode::kIoError, "cannot open file for reading").with_file(path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return error(StatusCode::kIoError, "read error").with_file(path);
-  return ss.str();
+  return io::read_file(path);
 }
 
 // Reads the bytes of an initializer stored outside the model (external_data: location, offset,
