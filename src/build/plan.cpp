@@ -1,16 +1,13 @@
 #include "build/plan.h"
 
 #include <onnx/onnx_pb.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "graft/registry.h"
 #include "graph/passes.h"
@@ -213,29 +210,11 @@ Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string&
 
 Status write_file_atomic(const std::string& path, const std::string& bytes) {
   namespace fs = std::filesystem;
-  fs::path target(path);
-  fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
   std::error_code ec;
   if (!fs::is_directory(dir, ec))
     return error(StatusCode::kIoError, "directory '", dir.string(), "' does not exist").with_file(path);
-  fs::path tmp = dir / (target.filename().string() + ".tmp." + std::to_string(::getpid()));
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return error(StatusCode::kIoError, "cannot create '", tmp.string(), "'").with_file(path);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(tmp, ec);
-      return error(StatusCode::kIoError, "write failed (disk full?)").with_file(path);
-    }
-  }
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return error(StatusCode::kIoError, "cannot rename the temporary file over the plan: ", ec.message()).with_file(path);
-  }
-  return Status::ok();
+  return io::write_file_atomic(path, bytes);  // temporary file in the same directory, fsync, rename
 }
 
 Result<std::shared_ptr<Engine>> Engine::deserialize(const std::string& bytes, const std::string& name_for_errors) {
