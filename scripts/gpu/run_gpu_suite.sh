@@ -120,7 +120,11 @@ if has_step test; then
     { /tmp/msda_kernel_bench --check --d 257 >> "$LOGS/msda_kernel.log" 2>&1; /tmp/msda_kernel_bench --check >> "$LOGS/msda_kernel.log" 2>&1; }
   note "MSDA kernel check + bench: rc=$?"; tail -16 "$LOGS/msda_kernel.log" >> "$summary"
   if [ -x $BUILDDIR/tests/conformance/graft_conformance ]; then
-    $BUILDDIR/tests/conformance/graft_conformance > "$LOGS/conformance.log" 2>&1; note "conformance (CPU): rc=$? $(tail -1 "$LOGS/conformance.log")"
+    # The ONNX backend test data comes from the carried libonnx-testdata package (scripts/gpu/fetch_debs.sh).
+    data=$DEPS/usr/share/libonnx-testdata/data
+    [ -d "$data" ] || data=/usr/share/libonnx-testdata/data
+    $BUILDDIR/tests/conformance/graft_conformance --data-dir "$data" --device cuda > "$LOGS/conformance.log" 2>&1
+    note "conformance (CUDA engine): rc=$? $(tail -1 "$LOGS/conformance.log")"
   fi
 fi
 

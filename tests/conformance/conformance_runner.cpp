@@ -46,6 +46,7 @@ struct Options {
   bool list_unsupported = false;
   int64_t max_elements = 50'000'000;
   int timeout_s = 60;
+  std::string device = "cpu";  // cuda: the same cases through the CUDA engine (GPU kernels, CPU fallbacks)
 };
 
 enum class Outcome { kPass, kFail, kUnsupported, kSkipped };
@@ -246,7 +247,8 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
 
   // A profile that covers every data set's input shapes (fixed where all sets agree).
   graft::BuilderConfig config;
-  config.device = graft::DeviceType::kCPU;
+  // Each case runs in a forked child (run_isolated), so CUDA is initialized there, never in the parent.
+  config.device = opt.device == "cuda" ? graft::DeviceType::kCUDA : graft::DeviceType::kCPU;
   for (const DataSet& ds : sets)
     for (const auto& in : ds.inputs) {
       auto it = config.profile.find(in.name);
@@ -401,7 +403,8 @@ struct Counts {
 
 int main(int argc, char** argv) {
   Options opt;
-  CLI::App app{"Run the ONNX backend test suite (libonnx-testdata) through graft's CPU engine"};
+  CLI::App app{"Run the ONNX backend test suite (libonnx-testdata) through graft's CPU or CUDA engine"};
+  app.add_option("--device", opt.device, "Engine device: cpu (reference kernels) or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--data-dir", opt.data_dir, "Root of the ONNX test data");
   app.add_option("--suites", opt.suites, "Suites under the data dir")->expected(1, -1);
   app.add_option("--filter", opt.filter, "Only cases whose suite/name contains this substring");
