@@ -28,6 +28,14 @@ class TacticTable {
  public:
   TacticTable() = default;
   TacticTable(const TacticTable& other) : map_(other.snapshot()) {}
+  TacticTable& operator=(const TacticTable& other) {
+    if (this != &other) {
+      auto m = other.snapshot();
+      std::lock_guard<std::mutex> lock(mu_);
+      map_ = std::move(m);
+    }
+    return *this;
+  }
 
   std::optional<Tactic> find(const std::string& key) const;
   void put(const std::string& key, const Tactic& t);

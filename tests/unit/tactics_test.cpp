@@ -1,0 +1,96 @@
+// The tactic table and the timing cache file (CPU side of tactic timing): JSON round trip, the file
+// format and its errors, atomic writes, and tactics travelling in plan files.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "build/plan.h"
+#include "build/tactics.h"
+#include "onnx/importer.h"
+#include "tests/unit/onnx_model_builder.h"
+
+namespace graft {
+namespace {
+
+std::string temp_path(const std::string& name) {
+  return ::testing::TempDir() + name + "_" + std::to_string(std::random_device{}());
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+TEST(Tactics, JsonRoundTripKeepsEveryField) {
+  TacticTable t;
+  t.put("conv2d;sm90;float16;nhwc;x1x64x56x56", Tactic{1, 1, 0.0123});
+  t.put("gemm;sm90;float32;m197;n768;k768", Tactic{5, 0, 0.5});
+  auto back = TacticTable::from_json(t.to_json(), "test");
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  ASSERT_EQ(back->size(), 2u);
+  auto c = back->find("conv2d;sm90;float16;nhwc;x1x64x56x56");
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(c->algo, 1);
+  EXPECT_EQ(c->variant, 1);
+  EXPECT_DOUBLE_EQ(c->ms, 0.0123);
+  EXPECT_FALSE(back->find("missing").has_value());
+  EXPECT_FALSE(TacticTable::from_json("[1,2]", "test").is_ok());
+  EXPECT_FALSE(TacticTable::from_json("{\"k\": {\"variant\": 1}}", "test").is_ok()) << "algo is required";
+}
+
+TEST(Tactics, CacheFileSaveLoadAndErrorsNameTheFile) {
+  const std::string path = temp_path("graft_cache") + ".json";
+  auto empty = TacticTable::load_cache_file(path);
+  ASSERT_TRUE(empty.is_ok()) << "a missing cache file is an empty cache";
+  EXPECT_EQ(empty->size(), 0u);
+
+  TacticTable t;
+  t.put("k1", Tactic{3, 0, 1.5});
+  ASSERT_TRUE(t.save_cache_file(path).is_ok());
+  auto loaded = TacticTable::load_cache_file(path);
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+  EXPECT_EQ(loaded->find("k1")->algo, 3);
+
+  write_text(path, "{\"format\": \"something-else\"}");
+  auto bad = TacticTable::load_cache_file(path);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().to_string().find(path), std::string::npos) << bad.status().to_string();
+  EXPECT_NE(bad.status().to_string().find("not a graft timing cache"), std::string::npos);
+
+  write_text(path, "{\"format\": \"graft-timing-cache\", \"version\": 7, \"entries\": {}}");
+  bad = TacticTable::load_cache_file(path);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().to_string().find("version 7"), std::string::npos) << bad.status().to_string();
+
+  write_text(path, "{\"format\": \"graft-timing-cache\", \"version\": 1, \"entries\": {\"k\": 5}}");
+  bad = TacticTable::load_cache_file(path);
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().to_string().find("'k'"), std::string::npos) << bad.status().to_string();
+
+  // Saving into a missing directory fails and leaves nothing behind.
+  EXPECT_FALSE(t.save_cache_file(temp_path("no_such_dir") + "/cache.json").is_ok());
+  std::remove(path.c_str());
+}
+
+TEST(Tactics, PlanCarriesTheEngineTactics) {
+  testing::OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.node("Relu", {"x"}, {"y"}, "relu");
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "relu.onnx");
+  ASSERT_TRUE(g.is_ok());
+  EngineState st;
+  st.graph = std::move(g).value();
+  st.tactics->put("conv2d;sm90;x", Tactic{2, 1, 0.25});
+  auto bytes = write_plan_bytes(st);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  auto back = read_plan_bytes(*bytes, "relu.plan");
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  ASSERT_EQ(back->tactics->size(), 1u);
+  EXPECT_EQ(back->tactics->find("conv2d;sm90;x")->variant, 1);
+}
+
+}  // namespace
+}  // namespace graft
