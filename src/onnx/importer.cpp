@@ -1,6 +1,9 @@
 #include "onnx/importer.h"
 
+#include <fcntl.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
 #include <onnx/onnx_pb.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
@@ -530,9 +533,33 @@ Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const
 }
 
 Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
-  auto bytes = read_file(path);
-  if (!bytes) return std::move(bytes).take_status();
-  return import_onnx_bytes(bytes.value(), path, "");
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return error(StatusCode::kNotFound, "file not found").with_file(path);
+  const auto size = fs::file_size(path, ec);
+  if (ec || size == 0 || size > static_cast<uintmax_t>(std::numeric_limits<int>::max())) {
+    // Empty, oversized or unreadable: the byte path gives each case its message.
+    auto bytes = read_file(path);
+    if (!bytes) return std::move(bytes).take_status();
+    return import_onnx_bytes(bytes.value(), path, "");
+  }
+  // Parsed straight from the file: a model's weights are copied once (into the protobuf), not
+  // first into a buffer of the whole file.
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return error(StatusCode::kIoError, "cannot open file: ", std::strerror(errno)).with_file(path);
+  onnx::ModelProto model;
+  bool parsed = false;
+  {
+    google::protobuf::io::FileInputStream stream(fd);
+    parsed = model.ParseFromZeroCopyStream(&stream);
+  }
+  ::close(fd);
+  if (!parsed)
+    return error(StatusCode::kInvalidModel, "not a valid ONNX model: protobuf parsing failed (not protobuf, or truncated)")
+        .with_file(path);
+  if (!model.has_graph() && model.ir_version() == 0)
+    return error(StatusCode::kInvalidModel, "not an ONNX model (no ir_version and no graph)").with_file(path);
+  std::string dir = fs::path(path).parent_path().string();
+  return import_onnx_model(model, path, dir.empty() ? "." : dir);
 }
 
 }  // namespace graft
