@@ -189,6 +189,11 @@ struct Candidate {
 template <typename Import>
 Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const BuilderConfig& config, const std::string& name,
                                                         const std::string& model_bytes) {
+  if (!config.timing_cache_path.empty()) {
+    // A file that is not a timing cache is refused before any work, whatever the model holds.
+    auto cache = TacticTable::load_cache_file(config.timing_cache_path);
+    if (!cache) return std::move(cache).take_status();
+  }
   const bool choose = config.device == DeviceType::kCUDA && config.layout == "auto" && config.fusion;
   if (!choose) return build(import(), config, name);
   auto g = import();

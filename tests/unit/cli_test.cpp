@@ -231,6 +231,12 @@ TEST_F(CliTest, ErrorsAreOneLine) {
   expect_one_line_error("run relu.plan --shapes x:9x3", "profile");
   expect_one_line_error("build relu.onnx", "--output");
   expect_one_line_error("no-such-command", "");
+  expect_one_line_error("build relu.onnx -o bad.plan --layout sideways", "--layout");
+  ASSERT_TRUE(io::write_file_atomic(path("notcache.json"), "[1, 2, 3]").is_ok());
+  // A timing cache that is not one is refused with its name, before anything else is built.
+  expect_one_line_error("build relu.onnx -o bad.plan --shapes x:2x3 --device cuda --timing-cache notcache.json",
+                        "notcache.json");
+  EXPECT_EQ(slurp(dir_ / "notcache.json"), "[1, 2, 3]") << "the user's file is left as it was";
   EXPECT_FALSE(fs::exists(path("bad.plan")));
 }
 
