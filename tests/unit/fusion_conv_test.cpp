@@ -129,6 +129,36 @@ TEST(FusionConv, BadInternalAttributesAreNamed) {
   EXPECT_NE(msg.find("fused"), std::string::npos) << msg;
 }
 
+TEST(FusionConv, BadPoolAndLayoutAttributesAreNamed) {
+  std::mt19937 rng(5);
+  struct Case {
+    const char* op;
+    const char* attr;
+    const char* value;
+  };
+  for (const Case& c : {Case{"GraftPool", "pool", "MedianPool"}, Case{"GraftPool", "layout", "NCHW"},
+                        Case{"GraftConv", "layout", "CHWN"}}) {
+    OnnxModelBuilder m;
+    m.input("x", DataType::kFloat32, {1, 4, 4, 2});
+    std::vector<std::string> ins{"x"};
+    if (std::string(c.op) == "GraftConv") {
+      m.initializer("w", random_tensor(DataType::kFloat32, {2, 1, 1, 2}, rng));
+      ins.push_back("w");
+    }
+    auto& n = m.node(c.op, ins, {"y"}, "internal");
+    if (std::string(c.op) == "GraftPool" && std::string(c.attr) != "pool") OnnxModelBuilder::attr(n, "pool", "MaxPool");
+    OnnxModelBuilder::attr(n, c.attr, c.value);
+    m.output("y", DataType::kFloat32);
+    auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad.onnx");
+    ASSERT_FALSE(eng.is_ok()) << c.op << " " << c.attr << "=" << c.value;
+    const std::string msg = eng.status().to_string();
+    EXPECT_NE(msg.find("internal"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(std::string(c.attr) == "layout" && std::string(c.op) == "GraftPool" ? "NHWC" : c.attr),
+              std::string::npos)
+        << msg;
+  }
+}
+
 TEST(FusionConv, PermuteRank4RoundTrips) {
   std::mt19937 rng(11);
   Tensor t = random_tensor(DataType::kFloat32, {2, 3, 4, 5}, rng);
