@@ -129,16 +129,8 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
   std::map<const Value*, Value*> to_nhwc;  // NCHW value -> its transposed copy
   std::map<const Value*, Value*> to_nchw;  // NHWC value -> its NCHW copy
   std::map<const Value*, Value*> weights;  // OIHW weight -> OHWI copy
-  std::set<std::string> names;
-  for (const auto& n : g.nodes()) names.insert(n->name);
-  auto unique_name = [&](const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names.count(name); ++k) name = base + "_" + std::to_string(k);
-    names.insert(name);
-    return name;
-  };
-  const int opset = g.opset_imports.count("") ? static_cast<int>(g.opset_imports.at("")) : 17;
-  std::vector<Node*> added;
+  NodeNamer unique_name(g);
+  const int opset = default_domain_opset(g);
   auto transpose = [&](Value* from, const std::vector<int64_t>& perm, const std::string& suffix) {
     Value* to = g.new_value(from->name + suffix);
     Node* t = g.add_node(unique_name(from->name + suffix), "Transpose");

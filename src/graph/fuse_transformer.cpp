@@ -161,22 +161,6 @@ std::optional<Gelu> match_gelu(const Consumers& cons, Value* x) {
   return std::nullopt;
 }
 
-class NodeNamer {
- public:
-  explicit NodeNamer(const Graph& g) {
-    for (const auto& n : g.nodes()) names_.insert(n->name);
-  }
-  std::string operator()(const std::string& base) {
-    std::string name = base;
-    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
-    names_.insert(name);
-    return name;
-  }
-
- private:
-  std::set<std::string> names_;
-};
-
 bool is_removed(const std::set<const Node*>& dead, const Node* n) { return dead.count(n) != 0; }
 
 // A node that scales one tensor by a scalar constant without changing its shape: Mul(t, c),

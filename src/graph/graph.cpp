@@ -38,6 +38,22 @@ Node* Graph::add_node(std::string name, std::string op_type, std::string domain)
   return nodes_.back().get();
 }
 
+NodeNamer::NodeNamer(const Graph& g) {
+  for (const auto& n : g.nodes()) names_.insert(n->name);
+}
+
+std::string NodeNamer::operator()(const std::string& base) {
+  std::string name = base;
+  for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
+  names_.insert(name);
+  return name;
+}
+
+int default_domain_opset(const Graph& g) {
+  auto it = g.opset_imports.find("");
+  return it == g.opset_imports.end() ? 17 : static_cast<int>(it->second);
+}
+
 void Graph::remove_nodes_if(const std::function<bool(const Node*)>& dead) {
   std::vector<std::unique_ptr<Node>> keep;
   for (auto& n : nodes_) {

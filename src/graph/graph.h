@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,5 +91,19 @@ class Graph {
   std::vector<Value*> inputs_, outputs_;
   int64_t fresh_counter_ = 0;
 };
+
+// Unique names for the nodes a pass adds: `base`, else `base_1`, `base_2`, ... (names taken by the
+// graph's nodes when the namer was made, or handed out by it since, are skipped).
+class NodeNamer {
+ public:
+  explicit NodeNamer(const Graph& g);
+  std::string operator()(const std::string& base);
+
+ private:
+  std::set<std::string> names_;
+};
+
+// Opset of the default ONNX domain, for nodes a pass adds (17 when the graph imports none).
+int default_domain_opset(const Graph& g);
 
 }  // namespace graft

@@ -83,15 +83,8 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
     if (can_run_fp16(*n, policy)) fp16.insert(n.get());
   if (fp16.empty()) return 0;
 
-  std::set<std::string> node_names;
-  for (const auto& n : g.nodes()) node_names.insert(n->name);
-  auto unique_node_name = [&](const std::string& base) {
-    std::string name = base;
-    for (int k = 1; node_names.count(name); ++k) name = base + "_" + std::to_string(k);
-    node_names.insert(name);
-    return name;
-  };
-  const int opset = g.opset_imports.count("") ? static_cast<int>(g.opset_imports.at("")) : 17;
+  NodeNamer unique_node_name(g);
+  const int opset = default_domain_opset(g);
   auto add_cast = [&](Value* from, Value* to, DataType dt, const std::string& name) {
     Node* c = g.add_node(unique_node_name(name), "Cast");
     c->opset = opset;
