@@ -40,6 +40,16 @@ inline unsigned grid_for(int64_t n, int per_thread = 1) {
 #define GRAFT_GRID_STRIDE(i, n) \
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
+// Runs CALL with T bound to the device type of a floating KType (float, __half, __nv_bfloat16);
+// other types return cudaErrorInvalidValue from the enclosing launcher.
+#define GRAFT_FLOAT_DISPATCH(t, CALL)                            \
+  switch (t) {                                                   \
+    case KType::kF32: { using T = float; CALL; break; }          \
+    case KType::kF16: { using T = __half; CALL; break; }         \
+    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
+    default: return cudaErrorInvalidValue;                       \
+  }
+
 // Offset of output element `i` in operand `k` of a broadcast.
 __device__ __forceinline__ int64_t bcast_offset(const Bcast& p, int k, int64_t i) {
   int64_t off = 0;

@@ -188,14 +188,6 @@ cudaError_t bn_t(KType pt, const void* x, const void* sc, const void* b, const v
 
 }  // namespace
 
-#define GRAFT_FLOAT_DISPATCH(t, CALL)                 \
-  switch (t) {                                        \
-    case KType::kF32: { using T = float; CALL; break; } \
-    case KType::kF16: { using T = __half; CALL; break; } \
-    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
-    default: return cudaErrorInvalidValue;            \
-  }
-
 cudaError_t launch_conv2d_direct(KType t, const void* x, const void* w, const void* b, void* y, const Window2d& g,
                                  int64_t M, int64_t group, cudaStream_t s) {
   const int64_t total = g.n * M * g.oh * g.ow;

@@ -257,14 +257,6 @@ __global__ void reduce_kernel(ReduceKind kind, const T* __restrict__ x, T* __res
 
 }  // namespace
 
-#define GRAFT_FLOAT_DISPATCH(t, CALL)                              \
-  switch (t) {                                                     \
-    case KType::kF32: { using T = float; CALL; break; }            \
-    case KType::kF16: { using T = __half; CALL; break; }           \
-    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; }   \
-    default: return cudaErrorInvalidValue;                         \
-  }
-
 cudaError_t launch_softmax(KType t, bool log, const void* x, void* y, int64_t outer, int64_t n, int64_t inner,
                            cudaStream_t s) {
   const int64_t rows = outer * inner;
