@@ -198,15 +198,7 @@ Status check_input(const Value& v, const Tensor& t, const std::map<std::string, 
 Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs) {
   const EngineState& s = engine_.state();
   const Graph& g = *s.graph;
-  for (const auto& [name, t] : inputs) {
-    bool known = false;
-    for (const Value* v : g.inputs()) known |= v->name == name;
-    if (!known) {
-      std::string names;
-      for (const Value* v : g.inputs()) names += (names.empty() ? "" : ", ") + v->name;
-      return error(StatusCode::kInvalidArgument, "'", name, "' is not an input of this engine (inputs: ", names, ")");
-    }
-  }
+  GRAFT_RETURN_IF_ERROR(check_input_names(g, inputs));
   std::map<const Value*, Tensor> live;
   SymbolBindings bindings;
   for (const Value* v : g.inputs()) {

@@ -87,4 +87,17 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
   return outs;
 }
 
+Status check_input_names(const Graph& g, const std::map<std::string, Tensor>& inputs) {
+  for (const auto& [name, t] : inputs) {
+    bool known = false;
+    for (const Value* v : g.inputs()) known |= v->name == name;
+    if (!known) {
+      std::string names;
+      for (const Value* v : g.inputs()) names += (names.empty() ? "" : ", ") + v->name;
+      return error(StatusCode::kInvalidArgument, "'", name, "' is not an input of this engine (inputs: ", names, ")");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace graft

@@ -2,6 +2,8 @@
 // (and poison) outputs, call the kernel. Shared by the runtime and build-time constant folding.
 #pragma once
 
+#include <map>
+#include <string>
 #include <vector>
 
 #include "graph/graph.h"
@@ -11,6 +13,10 @@ namespace graft {
 // `inputs[i]` is nullptr for an omitted optional input. Output i is an undefined Tensor when the
 // node omits it. Errors carry the node's name and op type.
 Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<const Tensor*>& inputs);
+
+// Every name in `inputs` is an input of `g`; the error lists the graph's inputs. Shared by the CPU
+// and CUDA execution contexts.
+Status check_input_names(const Graph& g, const std::map<std::string, Tensor>& inputs);
 
 // Concrete dims of a node's outputs without running it (for size limits).
 Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std::vector<const Tensor*>& inputs);

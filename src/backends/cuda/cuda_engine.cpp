@@ -983,15 +983,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   const EngineState& es = engine_->state();
   GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
   // Inputs: known names, all given, dtypes and shapes inside the profile.
-  for (const auto& [name, t] : inputs) {
-    bool known = false;
-    for (const Value* v : g.inputs()) known |= v->name == name;
-    if (!known) {
-      std::string names;
-      for (const Value* v : g.inputs()) names += (names.empty() ? "" : ", ") + v->name;
-      return error(StatusCode::kInvalidArgument, "'", name, "' is not an input of this engine (inputs: ", names, ")");
-    }
-  }
+  GRAFT_RETURN_IF_ERROR(check_input_names(g, inputs));
   std::vector<std::vector<int64_t>> in_dims;
   bool all_device = !g.inputs().empty();
   SymbolBindings bindings;
