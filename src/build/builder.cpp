@@ -2,10 +2,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <optional>
-#include <random>
 #include <sstream>
 #include <set>
 
@@ -133,22 +131,8 @@ Status load_plugins(const BuilderConfig& config) {
 
 // Median wall time of one run of `engine` on random inputs at the profile's opt shapes (warm-up
 // first: the CUDA engine captures its graph on the second run).
-Result<double> time_engine(const Engine& engine, const BuilderConfig& config) {
-  std::map<std::string, Tensor> inputs;
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  for (const IOInfo& in : engine.inputs()) {
-    std::vector<int64_t> dims = in.static_dims;
-    if (in.profile) dims = in.profile->opt;
-    else if (auto it = config.profile.find(in.name); it != config.profile.end()) dims = it->second.opt;
-    for (int64_t d : dims)
-      if (d < 0) return error(StatusCode::kInvalidArgument, "input '", in.name, "' has no shape to time with");
-    Tensor t = Tensor::empty(in.dtype, dims);
-    std::memset(t.data(), 0, t.nbytes());
-    if (dtype_is_float(in.dtype))
-      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, uni(rng));
-    inputs[in.name] = std::move(t);
-  }
+Result<double> time_engine(const Engine& engine) {
+  GRAFT_ASSIGN_OR_RETURN(auto inputs, timing_inputs(engine));
   GRAFT_ASSIGN_OR_RETURN(auto ctx, engine.create_context());
   std::map<std::string, Tensor> outs;
   for (int i = 0; i < 5; ++i) GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outs));
@@ -189,18 +173,26 @@ struct Candidate {
 template <typename Import>
 Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const BuilderConfig& config, const std::string& name,
                                                         const std::string& model_bytes) {
+  // A file that is not a timing cache is refused before any work, whatever the model holds.
+  std::optional<TacticTable> cache;
   if (!config.timing_cache_path.empty()) {
-    // A file that is not a timing cache is refused before any work, whatever the model holds.
-    auto cache = TacticTable::load_cache_file(config.timing_cache_path);
-    if (!cache) return std::move(cache).take_status();
+    auto loaded = TacticTable::load_cache_file(config.timing_cache_path);
+    if (!loaded) return std::move(loaded).take_status();
+    cache.emplace(*loaded);
   }
-  const bool choose = config.device == DeviceType::kCUDA && config.layout == "auto" && config.fusion;
-  if (!choose) return build(import(), config, name);
   auto g = import();
-  if (!g) return std::move(g).take_status();
+  const bool choose = config.device == DeviceType::kCUDA && config.layout == "auto" && config.fusion;
+  if (!choose || !g) return build(std::move(g), config, name);
   int convs = 0;
   for (const auto& n : (*g)->nodes()) convs += n->domain.empty() && n->op_type == "Conv";
-  if (convs < 4) return build(import(), config, name);
+  if (convs < 4) return build(std::move(g), config, name);
+  // The graph imported above serves the first engine built below; each further one imports again.
+  bool first_used = false;
+  auto next_graph = [&]() -> Result<std::unique_ptr<Graph>> {
+    if (first_used) return import();
+    first_used = true;
+    return std::move(g);
+  };
 
   std::vector<Candidate> candidates{{"NCHW fused", "nchw", true}, {"NCHW unfused", "nchw", false}};
   if (config.fp16) candidates.insert(candidates.begin() + 1, Candidate{"NHWC fused", "auto", true});
@@ -211,12 +203,10 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
     return b;
   };
   const std::string key = engine_choice_key(model_bytes, config);
-  if (!config.timing_cache_path.empty()) {
-    auto cache = TacticTable::load_cache_file(config.timing_cache_path);
-    if (!cache) return std::move(cache).take_status();
+  if (cache) {
     if (auto t = cache->find(key); t && t->algo >= 0 && static_cast<size_t>(t->algo) < candidates.size()) {
       report(config, "engine", std::string("from the timing cache: ") + candidates[static_cast<size_t>(t->algo)].label);
-      return build(import(), config_for(candidates[static_cast<size_t>(t->algo)]), name);
+      return build(next_graph(), config_for(candidates[static_cast<size_t>(t->algo)]), name);
     }
   }
   report(config, "engine", "timing " + std::to_string(candidates.size()) + " engine variants (" + std::to_string(convs) +
@@ -226,9 +216,9 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
   size_t best_i = 0;
   std::string line;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    auto e = build(import(), config_for(candidates[i]), name);
+    auto e = build(next_graph(), config_for(candidates[i]), name);
     if (!e) return e;
-    auto ms = time_engine(**e, config);
+    auto ms = time_engine(**e);
     if (!ms) {
       report(config, "engine", std::string(candidates[i].label) + ": could not be timed: " + ms.status().message());
       if (!best) best = *e;
@@ -244,11 +234,11 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
     }
   }
   report(config, "engine", line + " per run: " + candidates[best_i].label);
-  if (!config.timing_cache_path.empty()) {  // reread: the builds above added their tactics to the file
-    auto cache = TacticTable::load_cache_file(config.timing_cache_path);
-    if (!cache) return std::move(cache).take_status();
-    cache->put(key, Tactic{static_cast<int>(best_i), 0, best_ms});
-    GRAFT_RETURN_IF_ERROR(cache->save_cache_file(config.timing_cache_path));
+  if (cache) {  // reread: the builds above added their tactics to the file
+    auto updated = TacticTable::load_cache_file(config.timing_cache_path);
+    if (!updated) return std::move(updated).take_status();
+    updated->put(key, Tactic{static_cast<int>(best_i), 0, best_ms});
+    GRAFT_RETURN_IF_ERROR(updated->save_cache_file(config.timing_cache_path));
   }
   return best;
 }

@@ -1,7 +1,9 @@
 #include "build/tactics.h"
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -96,6 +98,23 @@ Status TacticTable::save_cache_file(const std::string& path) const {
   j["version"] = 1;
   j["entries"] = entries_json(snapshot());
   return write_file_atomic(path, j.dump(1) + "\n");
+}
+
+Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine) {
+  std::map<std::string, Tensor> inputs;
+  std::mt19937 rng(20261130);
+  std::uniform_real_distribution<double> uni(-1.0, 1.0);
+  for (const IOInfo& in : engine.inputs()) {
+    const std::vector<int64_t> dims = in.profile ? in.profile->opt : in.static_dims;
+    for (int64_t d : dims)
+      if (d < 0) return error(StatusCode::kInvalidArgument, "input '", in.name, "' has no static shape or profile");
+    Tensor t = Tensor::empty(in.dtype, dims);
+    std::memset(t.data(), 0, t.nbytes());
+    if (dtype_is_float(in.dtype))
+      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, uni(rng));
+    inputs[in.name] = std::move(t);
+  }
+  return inputs;
 }
 
 }  // namespace graft

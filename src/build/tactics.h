@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "graft/engine.h"
 #include "graft/status.h"
 
 namespace graft {
@@ -63,6 +64,11 @@ struct TacticStats {
   int timed = 0, from_cache = 0;
   double timing_ms = 0;
 };
+
+// Inputs to time an engine with: every input at its static shape or its profile's opt shape,
+// floating inputs uniform in [-1, 1], others 0 (index-like inputs stay in range). Errors name an
+// input that has neither.
+Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine);
 
 // Build-time tuning state handed to the kernels through their exec context (nullptr at run time).
 struct TacticTuning {

@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -505,24 +504,10 @@ Status CudaEngine::time_tactics(const BuilderConfig& config) {
   auto progress = [&](const std::string& detail) {
     if (config.progress) config.progress("tactics", detail);
   };
-  std::map<std::string, Tensor> inputs;
-  std::mt19937 rng(20261130);
-  std::uniform_real_distribution<double> uni(-1.0, 1.0);
-  for (const Value* v : graph().inputs()) {
-    std::vector<int64_t> dims;
-    if (v->desc.shape && shape_is_static(*v->desc.shape)) {
-      dims = shape_values(*v->desc.shape);
-    } else if (auto it = state_->profile.find(v->name); it != state_->profile.end()) {
-      dims = it->second.opt;
-    } else {
-      progress("skipped: input '" + v->name + "' has no static shape or profile");
-      return Status::ok();
-    }
-    Tensor t = Tensor::empty(v->desc.dtype, dims);
-    std::memset(t.data(), 0, t.nbytes());  // index-like inputs stay 0, always in range
-    if (dtype_is_float(v->desc.dtype))
-      for (int64_t i = 0; i < t.numel(); ++i) t.set(i, uni(rng));
-    inputs[v->name] = std::move(t);
+  auto inputs = timing_inputs(*this);
+  if (!inputs) {
+    progress("skipped: " + inputs.status().message());
+    return Status::ok();
   }
   auto cache = config.timing_cache_path.empty() ? Result<TacticTable>(TacticTable{})
                                                 : TacticTable::load_cache_file(config.timing_cache_path);
@@ -539,7 +524,7 @@ Status CudaEngine::time_tactics(const BuilderConfig& config) {
   c->set_tuning(&tuning);
   const auto t0 = std::chrono::steady_clock::now();
   std::map<std::string, Tensor> outs;
-  Status s = c->run(inputs, outs);
+  Status s = c->run(*inputs, outs);
   if (!s) return error(s.code(), "tactic timing run failed: ", s.message());
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   progress(std::to_string(tuning.stats.timed) + " layers timed, " + std::to_string(tuning.stats.from_cache) +
