@@ -266,6 +266,14 @@ Status graft_conv_run(CudaExec& ex) {
   GRAFT_RETURN_IF_ERROR(dnn(cudnnSetStream(h, stream_of(ex)), ex, "cudnnSetStream"));
   ConvCall call{&ex, &g, &d, &X, &W, B, Z, &Y};
 
+  // cuDNN's candidates for this problem, best first by its heuristic.
+  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int count = 0;
+  auto candidates = [&] {
+    return dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+                                                      perf),
+               ex, "cudnnGetConvolutionForwardAlgorithm_v7");
+  };
   const std::string key = tactic_key(g, X.dtype(), B != nullptr, Z != nullptr);
   std::optional<Tactic> t = ex.tactics ? ex.tactics->find(key) : std::nullopt;
   if (!t && ex.tuning) {
@@ -273,11 +281,7 @@ Status graft_conv_run(CudaExec& ex) {
     if (t) {
       ++ex.tuning->stats.from_cache;
     } else {
-      cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      int count = 0;
-      GRAFT_RETURN_IF_ERROR(dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y,
-                                                                       CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
-                                ex, "cudnnGetConvolutionForwardAlgorithm_v7"));
+      GRAFT_RETURN_IF_ERROR(candidates());
       GRAFT_ASSIGN_OR_RETURN(Tactic best, time_tactics(call, perf, count));
       t = best;
       ++ex.tuning->stats.timed;
@@ -287,11 +291,7 @@ Status graft_conv_run(CudaExec& ex) {
   }
   if (!t) {
     // Not tuned for these shapes (a shape met only at run time): cuDNN's heuristic first choice.
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int count = 0;
-    GRAFT_RETURN_IF_ERROR(dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y,
-                                                                     CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
-                              ex, "cudnnGetConvolutionForwardAlgorithm_v7"));
+    GRAFT_RETURN_IF_ERROR(candidates());
     for (int i = 0; i < count && !t; ++i)
       if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].memory <= ex.workspace_size)
         t = Tactic{static_cast<int>(perf[i].algo), 0, 0};
