@@ -36,27 +36,6 @@ TensorDesc permuted_desc(const TensorDesc& d, const std::vector<int64_t>& perm) 
   return TensorDesc(d.dtype, permuted(*d.shape, perm));
 }
 
-// Reads `layout` (and, for GraftConv, `activation`); errors name the attribute.
-Status read_layout(const AttributeMap& attrs, bool* nhwc) {
-  auto layout = attrs.get_string("layout", "NCHW");
-  if (!layout) return std::move(layout).take_status();
-  *nhwc = *layout == "NHWC";
-  if (*nhwc || *layout == "NCHW") return Status::ok();
-  Status st = error(StatusCode::kInvalidModel, "layout must be NCHW or NHWC, got '", *layout, "'");
-  st.with_attribute("layout");
-  return st;
-}
-
-Status read_activation(const AttributeMap& attrs, bool* relu) {
-  auto act = attrs.get_string("activation", "");
-  if (!act) return std::move(act).take_status();
-  *relu = *act == "Relu";
-  if (*relu || act->empty()) return Status::ok();
-  Status st = error(StatusCode::kInvalidModel, "activation must be '' or 'Relu', got '", *act, "'");
-  st.with_attribute("activation");
-  return st;
-}
-
 const BuiltinOp& builtin(const char* op_type) {
   const BuiltinOp* op = find_builtin_op(op_type);
   return *op;  // the builtin table always holds Conv and the pools
@@ -174,6 +153,26 @@ Status graft_pool_cpu(ExecContext& ctx) {
 }
 
 }  // namespace
+
+Status read_layout(const AttributeMap& attrs, bool* nhwc) {
+  auto layout = attrs.get_string("layout", "NCHW");
+  if (!layout) return std::move(layout).take_status();
+  *nhwc = *layout == "NHWC";
+  if (*nhwc || *layout == "NCHW") return Status::ok();
+  Status st = error(StatusCode::kInvalidModel, "layout must be NCHW or NHWC, got '", *layout, "'");
+  st.with_attribute("layout");
+  return st;
+}
+
+Status read_activation(const AttributeMap& attrs, bool* relu) {
+  auto act = attrs.get_string("activation", "");
+  if (!act) return std::move(act).take_status();
+  *relu = *act == "Relu";
+  if (*relu || act->empty()) return Status::ok();
+  Status st = error(StatusCode::kInvalidModel, "activation must be '' or 'Relu', got '", *act, "'");
+  st.with_attribute("activation");
+  return st;
+}
 
 Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm) {
   const std::vector<int64_t>& in = t.dims();

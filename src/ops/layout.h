@@ -5,12 +5,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "graft/attribute.h"
 #include "graft/tensor.h"
 
 namespace graft {
 
 inline const std::vector<int64_t> kNhwcToNchw{0, 3, 1, 2};  // NHWC axes in NCHW order
 inline const std::vector<int64_t> kNchwToNhwc{0, 2, 3, 1};  // NCHW axes in NHWC order
+
+// The internal NHWC ops' attributes (src/ops/fused_conv_ops.cpp), read by their schemas, CPU
+// references and CUDA kernels alike: `layout` ("NCHW" or "NHWC") and GraftConv's `activation`
+// ("" or "Relu"). Errors name the attribute.
+Status read_layout(const AttributeMap& attrs, bool* nhwc);
+Status read_activation(const AttributeMap& attrs, bool* relu);
 
 // A host copy of a rank-4 host tensor with its axes permuted (output axis i = input axis perm[i]).
 Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm);

@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/nn_kernels.cuh"
 #include "build/tactics.h"
+#include "ops/layout.h"
 
 #ifdef GRAFT_WITH_CUDNN
 #include <cudnn.h>
@@ -39,18 +40,11 @@ struct ConvGeometry {
   int64_t ph = 0, pw = 0, sh = 1, sw = 1, dh = 1, dw = 1;
 };
 
-Status read_flags(const AttributeMap& a, bool* nhwc, bool* relu) {
-  GRAFT_ASSIGN_OR_RETURN(std::string layout, a.get_string("layout", "NCHW"));
-  GRAFT_ASSIGN_OR_RETURN(std::string act, a.get_string("activation", ""));
-  *nhwc = layout == "NHWC";
-  *relu = act == "Relu";
-  return Status::ok();
-}
-
 // Geometry from the concrete shapes; errors unless the padding is symmetric (what cuDNN takes).
 Status conv_geometry(const CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor& Y, ConvGeometry* g) {
   const AttributeMap& a = *ex.ctx->attrs;
-  GRAFT_RETURN_IF_ERROR(read_flags(a, &g->nhwc, &g->relu));
+  GRAFT_RETURN_IF_ERROR(read_layout(a, &g->nhwc));
+  GRAFT_RETURN_IF_ERROR(read_activation(a, &g->relu));
   if (X.rank() != 4 || W.rank() != 4 || Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "X, W and Y must have rank 4");
   const auto& x = X.dims();
   const auto& w = W.dims();
