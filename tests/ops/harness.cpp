@@ -424,6 +424,7 @@ std::vector<Tensor> make_inputs(const OpCase& c, const std::vector<DataType>& co
   std::vector<Tensor> ins;
   for (size_t i = 0; i < c.inputs.size(); ++i)
     ins.push_back(c.inputs[i].omitted ? Tensor() : random_tensor(combo[i], c.inputs[i], rng));
+  if (c.adjust_inputs) c.adjust_inputs(ins);
   return ins;
 }
 

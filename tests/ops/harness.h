@@ -41,6 +41,10 @@ struct OpCase {
   // smaller one so a step rarely straddles a kink.
   double fd_step = 1e-5;
   bool check_gradients = true;
+  // Optional: moves freshly drawn random inputs (already in the case's dtype) off places where the
+  // op is not differentiable, e.g. sampling locations that sit on a pixel-centre line, where a
+  // float32 kernel and the float64 reference legitimately pick different bilinear cells.
+  std::function<void(std::vector<Tensor>&)> adjust_inputs;
 };
 
 // Attributes (and optionally input shapes, for errors found by the shape function) that must be
