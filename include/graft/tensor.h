@@ -81,6 +81,9 @@ class Tensor {
   Tensor clone() const;                      // deep copy, same device (host only for now)
   // A host copy (this tensor itself when already on the host); device tensors need the CUDA backend.
   Result<Tensor> to_host() const;
+  // A copy in GPU memory (this tensor itself when already there); needs a graft built with CUDA and
+  // a CUDA engine created in this process (which installs the device allocator).
+  Result<Tensor> to_device() const;
   Tensor reshaped(std::vector<int64_t> dims) const;  // same storage, new dims (numel must match)
   Result<Tensor> cast(DataType to) const;    // host only
   // Fill every byte with a pattern (NaN for floats) so unwritten elements are detectable.

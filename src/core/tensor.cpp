@@ -30,6 +30,7 @@ namespace cuda_alloc {
 void* (*allocate)(size_t) = nullptr;
 void (*release)(void*) = nullptr;
 bool (*copy_to_host)(void* dst, const void* src, size_t bytes) = nullptr;  // false on a CUDA error
+bool (*copy_to_device)(void* dst, const void* src, size_t bytes) = nullptr;  // false on a CUDA error
 }  // namespace cuda_alloc
 
 Tensor Tensor::empty(DataType dtype, std::vector<int64_t> dims, DeviceType device) {
@@ -105,6 +106,20 @@ Result<Tensor> Tensor::to_host() const {
     return error(StatusCode::kRuntimeError, "copying a ", dtype_name(dtype_), " tensor of ",
                  static_cast<unsigned long long>(nbytes()), " bytes from the GPU failed");
   return h;
+}
+
+Result<Tensor> Tensor::to_device() const {
+  if (device_ == DeviceType::kCUDA) return *this;
+  if (!cuda_alloc::copy_to_device || !cuda_alloc::allocate)
+    return error(StatusCode::kUnsupported, "a tensor cannot be copied to the GPU: the CUDA backend is not initialised");
+  Tensor d = empty(dtype_, dims_, DeviceType::kCUDA);
+  if (!d.data())
+    return error(StatusCode::kOutOfMemory, "out of GPU memory copying a ", dtype_name(dtype_), " tensor of ",
+                 static_cast<unsigned long long>(nbytes()), " bytes to the GPU");
+  if (nbytes() && !cuda_alloc::copy_to_device(d.data(), data_, nbytes()))
+    return error(StatusCode::kRuntimeError, "copying a ", dtype_name(dtype_), " tensor of ",
+                 static_cast<unsigned long long>(nbytes()), " bytes to the GPU failed");
+  return d;
 }
 
 Tensor Tensor::reshaped(std::vector<int64_t> dims) const {

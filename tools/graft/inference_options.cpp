@@ -22,6 +22,9 @@ void add_inference_options(CLI::App& app, InferenceOptions& opts) {
   app.add_option("--atol", opts.atol, "Absolute tolerance for --compare")->check(CLI::NonNegativeNumber);
   app.add_option("--iterations", opts.iterations, "Timed iterations")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", opts.warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000));
+  app.add_flag("--host-io", opts.host_io,
+               "CUDA engines: include the host-to-GPU input and GPU-to-host output copies in every timed run "
+               "(default: inputs and outputs stay on the GPU)");
   app.add_option("--seed", opts.seed, "Seed for random inputs (default: random, printed)")
       ->each([&opts](const std::string&) { opts.seed_given = true; });
 }

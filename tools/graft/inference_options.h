@@ -22,6 +22,9 @@ struct InferenceOptions {
   int warmup = 2;
   uint64_t seed = 0;
   bool seed_given = false;
+  // CUDA engines are timed with inputs and outputs resident on the GPU (trtexec's "GPU compute
+  // time"); with host_io every timed run also copies them from and to the host.
+  bool host_io = false;
 };
 
 void add_inference_options(CLI::App& app, InferenceOptions& opts);

@@ -217,14 +217,9 @@ Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf
         failure = launch_status(cudaGetLastError(), ex, "tactic warm-up");
         continue;
       }
-      constexpr int kReps = 5;
-      (void)cudaEventRecord(t0, s);
-      for (int r = 0; r < kReps; ++r) (void)run_conv(c, perf[i].algo, variant, ex.workspace_size);
-      (void)cudaEventRecord(t1, s);
-      if (cudaEventSynchronize(t1) != cudaSuccess) continue;
-      float ms = 0;
-      (void)cudaEventElapsedTime(&ms, t0, t1);
-      if (ms / kReps < best.ms) best = Tactic{static_cast<int>(perf[i].algo), variant, ms / kReps};
+      const float ms = gpu_ms_per_call(
+          s, [&] { return run_conv(c, perf[i].algo, variant, ex.workspace_size).is_ok(); }, t0, t1);
+      if (ms >= 0 && ms < best.ms) best = Tactic{static_cast<int>(perf[i].algo), variant, ms};
     }
   }
   (void)cudaEventDestroy(t0);

@@ -17,6 +17,7 @@
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/device_memory.h"
+#include "backends/cuda/profiling_kernels.cuh"
 #include "build/plan.h"
 #include "build/tactics.h"
 #include "graph/passes.h"
@@ -180,6 +181,10 @@ class CudaContext final : public CudaExecutionContext {
   bool capturing_ = false;     // inside cudaStreamBeginCapture/EndCapture: no allocation, no sync
   bool check_layers_ = false;  // this run: synchronize after every layer (finding a failing layer)
   std::vector<cudaEvent_t> events_;
+  // The profiler's gate (profiling_kernels.cuh): a host word mapped into the device.
+  uint64_t* gate_host_ = nullptr;
+  const uint64_t* gate_dev_ = nullptr;
+  uint64_t gate_generation_ = 0;
   std::vector<double> cpu_ms_;
   std::vector<LayerTiming> timings_;
   MemoryPlanInfo last_plan_info_;
@@ -593,6 +598,7 @@ CudaContext::~CudaContext() {
   (void)cudaSetDevice(device_);
   drop_graphs();
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
+  if (gate_host_) (void)cudaFreeHost(gate_host_);
   if (cublaslt_) cublasLtDestroy(cublaslt_);
 #ifdef GRAFT_WITH_CUDNN
   if (cudnn_) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
@@ -852,6 +858,15 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
       events_.push_back(ev);
     }
     cpu_ms_.assign(layers.size(), -1.0);
+    if (!gate_host_) {
+      void* h = nullptr;
+      void* d = nullptr;
+      GRAFT_CUDA_RETURN(cudaHostAlloc(&h, sizeof(uint64_t), cudaHostAllocMapped), "allocating the profiler's gate");
+      gate_host_ = static_cast<uint64_t*>(h);
+      *gate_host_ = gate_generation_ = 0;
+      GRAFT_CUDA_RETURN(cudaHostGetDevicePointer(&d, h, 0), "mapping the profiler's gate");
+      gate_dev_ = static_cast<const uint64_t*>(d);
+    }
   }
   for (size_t i = 0; i < layers.size(); ++i) {
     const bool cpu = layers[i].where != Where::kGpu;
@@ -861,6 +876,9 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
         GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "profiling layer '", layers[i].node->name, "'");
         t0 = std::chrono::steady_clock::now();
       } else {
+        // Hold the stream until this layer is fully enqueued: its events then time the GPU only.
+        GRAFT_CUDA_RETURN(k::launch_profiling_gate(gate_dev_, ++gate_generation_, 200, stream), "profiling layer '",
+                          layers[i].node->name, "'");
         profile_start_ = events_[2 * i];  // recorded by run_layer just before the kernel
       }
     }
@@ -869,14 +887,15 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
       (void)cudaEventRecord(profile_start_, stream);
       profile_start_ = nullptr;
     }
+    if (timing && !cpu && layer_status) {
+      const cudaError_t e = cudaEventRecord(events_[2 * i + 1], stream);
+      if (e != cudaSuccess) layer_status = cuda_status(e, "profiling layer '", layers[i].node->name, "'");
+    }
+    if (timing && !cpu) *static_cast<volatile uint64_t*>(gate_host_) = gate_generation_;  // open the gate
     GRAFT_RETURN_IF_ERROR(layer_status);
-    if (timing) {
-      if (cpu) {
-        GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "profiling layer '", layers[i].node->name, "'");
-        cpu_ms_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      } else {
-        GRAFT_CUDA_RETURN(cudaEventRecord(events_[2 * i + 1], stream), "profiling layer '", layers[i].node->name, "'");
-      }
+    if (timing && cpu) {
+      GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "profiling layer '", layers[i].node->name, "'");
+      cpu_ms_[i] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     }
     // Release what no later layer reads (arena bytes are reused by the plan).
     for (const Value* v : layers[i].node->inputs) {

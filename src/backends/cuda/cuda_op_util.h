@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,42 @@ inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
   }
   return true;
+}
+
+// Tactic timing: the GPU time (ms) of one `call` (which enqueues work on `s` and returns false when
+// it refuses), or -1 when it cannot be timed. Several calls are captured into a CUDA graph and the
+// graph is timed: timed eagerly, the events would also enclose the host's work between the kernels
+// (cuDNN's legacy API spends up to a millisecond per call on descriptors and plans, far more than
+// most of its kernels take), so the fastest-looking tactic would be the one with the least host
+// overhead, which the engine's own CUDA graph never pays. A call that cannot be captured is timed
+// eagerly instead. `t0`/`t1` are the caller's events (created once per timing loop).
+inline float gpu_ms_per_call(cudaStream_t s, const std::function<bool()>& call, cudaEvent_t t0, cudaEvent_t t1) {
+  constexpr int kReps = 5;
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  bool captured = false;
+  if (cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+    bool ok = true;
+    for (int r = 0; r < kReps && ok; ++r) ok = call();
+    captured = cudaStreamEndCapture(s, &graph) == cudaSuccess && ok && graph &&
+               cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+  }
+  if (graph) (void)cudaGraphDestroy(graph);
+  (void)cudaGetLastError();  // a refused capture leaves its error behind
+  // The first launch uploads the graph; the second is timed.
+  const bool use_graph = captured && cudaGraphLaunch(exec, s) == cudaSuccess;
+  (void)cudaEventRecord(t0, s);
+  for (int r = 0; r < (use_graph ? 1 : kReps); ++r) {
+    if (use_graph) (void)cudaGraphLaunch(exec, s);
+    else (void)call();
+  }
+  (void)cudaEventRecord(t1, s);
+  float ms = -1;
+  if (cudaEventSynchronize(t1) != cudaSuccess || cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess) ms = -1;
+  else ms /= kReps;
+  if (exec) (void)cudaGraphExecDestroy(exec);
+  (void)cudaGetLastError();
+  return ms;
 }
 
 inline const AttributeMap& attrs_of(const CudaExec& e) { return *e.ctx->attrs; }

@@ -11,6 +11,7 @@ namespace cuda_alloc {
 extern void* (*allocate)(size_t);
 extern void (*release)(void*);
 extern bool (*copy_to_host)(void* dst, const void* src, size_t bytes);
+extern bool (*copy_to_device)(void* dst, const void* src, size_t bytes);
 }  // namespace cuda_alloc
 
 namespace cuda {
@@ -37,6 +38,11 @@ bool hook_copy_to_host(void* dst, const void* src, size_t n) {
   (void)cudaGetLastError();
   return false;
 }
+bool hook_copy_to_device(void* dst, const void* src, size_t n) {
+  if (cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice) == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return false;
+}
 }  // namespace
 
 void init_cuda_backend() {
@@ -45,6 +51,7 @@ void init_cuda_backend() {
     cuda_alloc::allocate = &hook_allocate;
     cuda_alloc::release = &hook_release;
     cuda_alloc::copy_to_host = &hook_copy_to_host;
+    cuda_alloc::copy_to_device = &hook_copy_to_device;
   });
 }
 

@@ -77,7 +77,7 @@ std::string lt_tactic_key(const LtProblem& g, cublasLtEpilogue_t epi) {
          (g.residual ? ";res" : "") + ";ws" + s(static_cast<int64_t>(g.workspace ? g.workspace_size : 0));
 }
 
-// Times each candidate (a warm-up call, then the mean of a few) and returns the fastest index.
+// Times each candidate (a warm-up call, then gpu_ms_per_call) and returns the fastest index.
 template <typename Run>
 Result<Tactic> time_lt_algos(CudaExec& ex, const cublasLtMatmulHeuristicResult_t* heur, int found, uint64_t ws,
                              Run&& run) {
@@ -93,14 +93,8 @@ Result<Tactic> time_lt_algos(CudaExec& ex, const cublasLtMatmulHeuristicResult_t
       (void)cudaGetLastError();
       continue;
     }
-    constexpr int kReps = 5;
-    (void)cudaEventRecord(t0, s);
-    for (int r = 0; r < kReps; ++r) (void)run(i);
-    (void)cudaEventRecord(t1, s);
-    if (cudaEventSynchronize(t1) != cudaSuccess) continue;
-    float ms = 0;
-    (void)cudaEventElapsedTime(&ms, t0, t1);
-    if (ms / kReps < best.ms) best = Tactic{i, 0, ms / kReps};
+    const float ms = gpu_ms_per_call(s, [&] { return run(i) == CUBLAS_STATUS_SUCCESS; }, t0, t1);
+    if (ms >= 0 && ms < best.ms) best = Tactic{i, 0, ms};
   }
   (void)cudaEventDestroy(t0);
   (void)cudaEventDestroy(t1);
