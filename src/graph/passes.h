@@ -56,4 +56,9 @@ Result<int> fuse_gemm_epilogues(Graph& graph);
 // (src/graph/fuse_transformer.cpp). `supported` says which nodes the target backend can fuse.
 Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const Node&)>& supported);
 
+// Chains of Transpose / single-index Gather / Reshape-like nodes with static shapes become one
+// GraftStridedCopy of the value they start from (src/graph/compose_views.cpp). Returns the number
+// of chains rewritten.
+Result<int> compose_view_chains(Graph& graph);
+
 }  // namespace graft

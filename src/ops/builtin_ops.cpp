@@ -18,6 +18,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_extra_ops(t);
     append_fused_conv_ops(t);
     append_fused_transformer_ops(t);
+    append_view_ops(t);
     std::sort(t.begin(), t.end(), [](const BuiltinOp& a, const BuiltinOp& b) {
       return std::string(a.op_type) < b.op_type;
     });

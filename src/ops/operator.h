@@ -102,6 +102,7 @@ void append_extra_ops(std::vector<BuiltinOp>& out);         // ArgMax/Min, Hardm
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
 void append_fused_conv_ops(std::vector<BuiltinOp>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC)
 void append_fused_transformer_ops(std::vector<BuiltinOp>& out);  // GEMM epilogues, elementwise chains, attention
+void append_view_ops(std::vector<BuiltinOp>& out);               // GraftStridedCopy (composed data-movement chains)
 
 // Helpers shared by inference functions.
 // Multidirectional (numpy) broadcasting of two symbolic shapes; error names both shapes.

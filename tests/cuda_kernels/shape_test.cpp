@@ -534,3 +534,37 @@ TEST(CudaShape, SliceConcatSplitGatherFastPaths) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// GraftStridedCopy (a composed chain of views): the vit q/k/v head split from the packed
+// projection (offset into the middle third, interleaved heads), a transposed K, an odd offset
+// (unaligned start: no vector path), and a stride-0 broadcast axis.
+TEST(CudaShape, StridedCopyMatchesReference) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Case {
+    std::vector<int64_t> in, shape, strides;
+    int64_t offset;
+  };
+  // Packed [S=7, B=3, 3E=48] with E=16, H=2, hd=8: k for (B*H, S, hd) starts at E.
+  const Case cases[] = {
+      {{7, 3, 48}, {3, 2, 7, 8}, {48, 8, 144, 1}, 16},
+      {{7, 3, 48}, {3, 2, 8, 7}, {48, 8, 1, 144}, 16},
+      {{5, 9}, {4, 8}, {9, 1}, 1},
+      {{6, 10}, {6, 3, 10}, {10, 0, 1}, 0},
+  };
+  for (const Case& c : cases) {
+    KernelCase k{"GraftStridedCopy", {rnd(rng, c.in)}};
+    k.attrs.set("shape", c.shape);
+    k.attrs.set("strides", c.strides);
+    k.attrs.set("offset", c.offset);
+    k.tol16 = 0;  // a copy
+    run_float_dtypes(k, seed, /*bf16=*/true);
+  }
+}
+
+}  // namespace
+}  // namespace graft::testing

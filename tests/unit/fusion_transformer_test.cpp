@@ -14,6 +14,7 @@
 #include "ops/fused_transformer_ops.h"
 #include "runtime/cpu_executor.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/graph_pass_test_util.h"
 #include "tests/unit/op_test_util.h"
 
 namespace graft {
@@ -21,80 +22,9 @@ namespace {
 
 using testing::OnnxModelBuilder;
 using testing::random_tensor;
+using namespace testing;  // NOLINT(build/namespaces): the graph-pass test helpers
 
 constexpr DataType kF32 = DataType::kFloat32;
-
-std::unique_ptr<Graph> load(const OnnxModelBuilder& b) {
-  auto g = import_onnx_bytes(b.bytes(), "fusion_test.onnx");
-  EXPECT_TRUE(g.is_ok()) << g.status().to_string();
-  if (!g.is_ok()) return nullptr;
-  std::unique_ptr<Graph> graph = std::move(g).value();
-  remove_identities(*graph);
-  EXPECT_TRUE(infer_shapes(*graph).is_ok());
-  auto folded = fold_constants(*graph);
-  EXPECT_TRUE(folded.is_ok()) << folded.status().to_string();
-  EXPECT_TRUE(infer_shapes(*graph).is_ok());
-  return graph;
-}
-
-// Runs the graph node by node on the CPU reference; returns its outputs by name.
-std::map<std::string, Tensor> run_graph(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  std::map<const Value*, Tensor> vals;
-  for (const Value* v : g.inputs()) vals[v] = feeds.at(v->name);
-  for (const auto& n : g.nodes()) {
-    std::vector<const Tensor*> ins;
-    for (const Value* v : n->inputs) ins.push_back(!v ? nullptr : v->constant ? &*v->constant : &vals.at(v));
-    auto outs = run_node_cpu(*n, ins);
-    EXPECT_TRUE(outs.is_ok()) << outs.status().to_string();
-    if (!outs.is_ok()) return {};
-    for (size_t i = 0; i < n->outputs.size(); ++i)
-      if (n->outputs[i]) vals[n->outputs[i]] = outs.value()[i];
-  }
-  std::map<std::string, Tensor> out;
-  for (const Value* v : g.outputs()) out[v->name] = v->constant ? *v->constant : vals.at(v);
-  return out;
-}
-
-int count_op(const Graph& g, const std::string& op) {
-  int k = 0;
-  for (const auto& n : g.nodes()) k += n->op_type == op;
-  return k;
-}
-
-const Node* find_op(const Graph& g, const std::string& op) {
-  for (const auto& n : g.nodes())
-    if (n->op_type == op) return n.get();
-  return nullptr;
-}
-
-void expect_close(const Tensor& a, const Tensor& b, double rtol = 1e-5, double atol = 1e-6) {
-  ASSERT_EQ(a.dims(), b.dims());
-  for (int64_t i = 0; i < a.numel(); ++i)
-    ASSERT_NEAR(a.get(i), b.get(i), atol + rtol * std::fabs(b.get(i))) << "element " << i;
-}
-
-// Fresh random feeds for every graph input (static shapes).
-std::map<std::string, Tensor> feeds_for(const Graph& g, std::mt19937& rng, double lo = -2, double hi = 2) {
-  std::map<std::string, Tensor> f;
-  for (const Value* v : g.inputs()) f[v->name] = random_tensor(v->desc.dtype, shape_values(*v->desc.shape), rng, lo, hi);
-  return f;
-}
-
-// Runs `pass` on `g`; checks it made `expect` fusions and that outputs agree with the original.
-void check_pass(Graph& g, const std::function<Result<int>(Graph&)>& pass, int expect, uint32_t seed,
-                double rtol = 1e-5) {
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937 rng(seed);
-  auto feeds = feeds_for(g, rng);
-  auto before = run_graph(g, feeds);
-  auto n = pass(g);
-  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
-  EXPECT_EQ(n.value(), expect);
-  ASSERT_TRUE(infer_shapes(g).is_ok());
-  auto after = run_graph(g, feeds);
-  ASSERT_EQ(before.size(), after.size());
-  for (auto& [name, t] : before) expect_close(after.at(name), t, rtol);
-}
 
 Result<int> gemm_pass(Graph& g) { return fuse_gemm_epilogues(g); }
 Result<int> chain_pass(Graph& g) { return fuse_elementwise_chains(g, [](const Node&) { return true; }); }
@@ -554,7 +484,9 @@ TEST(FuseElementwise, GeluChainAndMixedDtypeOutput) {
     b.output("y", DataType::kFloat16);
     auto g = load(b);
     ASSERT_TRUE(g);
-    check_pass(*g, chain_pass, 1, seed);
+    // A float16 output: the fused chain rounds its float32 result once, the unfused Cast rounds the
+    // Gelu node's output; the two may differ by one float16 ulp (2^-11 relative), as in ~1% of runs.
+    check_pass(*g, chain_pass, 1, seed, 1e-3);
     ASSERT_EQ(g->nodes().size(), 1u);
     EXPECT_EQ(g->outputs()[0]->desc.dtype, DataType::kFloat16);
   }

@@ -1247,6 +1247,9 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
     };
     GRAFT_ASSIGN_OR_RETURN(int chains, fuse_elementwise_chains(g, fusable));
     progress("fuse elementwise", std::to_string(chains) + " chains fused");
+    GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the chains' static shapes, after the passes above
+    GRAFT_ASSIGN_OR_RETURN(int views, compose_view_chains(g));
+    progress("compose views", std::to_string(views) + " data-movement chains as one strided copy");
   }
   GRAFT_RETURN_IF_ERROR(infer_shapes(g));
   return Status::ok();

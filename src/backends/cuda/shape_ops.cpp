@@ -74,6 +74,34 @@ Status transpose_run(CudaExec& ex) {
                                                 stream_of(ex)), ex);
 }
 
+// GraftStridedCopy (src/ops/view_ops.cpp): one strided gather for a composed chain of views.
+Status strided_copy_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  const AttributeMap& a = attrs_of(ex);
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> shape, a.get_ints("shape", {}));
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> strides, a.get_ints("strides", {}));
+  GRAFT_ASSIGN_OR_RETURN(int64_t offset, a.get_int("offset", 0));
+  if (shape != y.dims() || strides.size() != shape.size() || offset < 0)
+    return fail(ex, StatusCode::kInvalidModel, "shape/strides/offset attributes do not describe the output");
+  if (y.numel() == 0) return Status::ok();
+  int64_t last = offset;
+  k::Strided p;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (strides[d] < 0) return fail(ex, StatusCode::kInvalidModel, "negative stride ", strides[d]);
+    last += (shape[d] - 1) * strides[d];
+    if (shape[d] == 1) continue;
+    if (append_axis(&p, shape[d], strides[d]))
+      return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
+  }
+  if (last >= x.numel())
+    return fail(ex, StatusCode::kInvalidModel, "the view reads element ", last, " of an input with ", x.numel(), " elements");
+  const size_t es = dtype_size(x.dtype());
+  return launch_status(k::launch_strided_gather(static_cast<const char*>(x.data()) + offset * static_cast<int64_t>(es),
+                                                y.data(), static_cast<int>(es), p, y.numel(), stream_of(ex)),
+                       ex);
+}
+
 Status expand_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
   Tensor& y = *ex.ctx->outputs[0];
@@ -470,6 +498,7 @@ void append_cuda_shape_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Squeeze", &elem_size_ok, &copy_run, {1}, nullptr});
   out.push_back(CudaOp{"Unsqueeze", &elem_size_ok, &copy_run, {1}, nullptr});
   out.push_back(CudaOp{"Transpose", &elem_size_ok, &transpose_run, {}, nullptr});
+  out.push_back(CudaOp{"GraftStridedCopy", &elem_size_ok, &strided_copy_run, {}, nullptr});
   out.push_back(CudaOp{"Expand", &elem_size_ok, &expand_run, {1}, nullptr});
   out.push_back(CudaOp{"Concat", &concat_supports, &concat_run, {}, nullptr});
   out.push_back(CudaOp{"Split", &split_supports, &split_run, {1}, nullptr});

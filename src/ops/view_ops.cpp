@@ -1,0 +1,108 @@
+// GraftStridedCopy(X) -> Y: the internal op that replaces a chain of pure data-movement nodes
+// (Transpose, Gather of one constant index, Reshape/Squeeze/Unsqueeze/Flatten) with one strided
+// gather (src/graph/compose_views.cpp builds it).
+//
+//   attrs: shape (ints, Y's dims), strides (ints, one per Y axis, in elements of X, >= 0),
+//          offset (int, elements of X).
+//   Y[i0, .., ik] = X.flat[offset + sum_d i_d * strides[d]]
+//
+// Every element Y can address must lie inside X: inference checks it against X's static shape and
+// the kernels again against the concrete tensor, so a damaged plan cannot read out of bounds.
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "ops/operator.h"
+
+namespace graft {
+
+namespace {
+
+struct StridedView {
+  std::vector<int64_t> shape, strides;
+  int64_t offset = 0;
+};
+
+Result<StridedView> read_view(const AttributeMap& a) {
+  StridedView v;
+  GRAFT_ASSIGN_OR_RETURN(v.shape, a.get_ints("shape", {}));
+  GRAFT_ASSIGN_OR_RETURN(v.strides, a.get_ints("strides", {}));
+  GRAFT_ASSIGN_OR_RETURN(v.offset, a.get_int("offset", 0));
+  if (v.strides.size() != v.shape.size())
+    return Status(error(StatusCode::kInvalidModel, "strides has ", v.strides.size(), " entries but shape has ",
+                        v.shape.size()))
+        .with_attribute("strides");
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (v.shape[d] < 0)
+      return Status(error(StatusCode::kInvalidModel, "negative dimension ", v.shape[d])).with_attribute("shape");
+    if (v.strides[d] < 0)
+      return Status(error(StatusCode::kInvalidModel, "negative stride ", v.strides[d])).with_attribute("strides");
+  }
+  if (v.offset < 0) return Status(error(StatusCode::kInvalidModel, "negative offset ", v.offset)).with_attribute("offset");
+  return v;
+}
+
+// The largest flat index of X the view reads (-1 for an empty view).
+int64_t last_index(const StridedView& v) {
+  int64_t last = v.offset;
+  for (size_t d = 0; d < v.shape.size(); ++d) {
+    if (v.shape[d] == 0) return -1;
+    last += (v.shape[d] - 1) * v.strides[d];
+  }
+  return last;
+}
+
+Status infer_strided_copy(InferContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(StridedView v, read_view(ctx.attrs()));
+  const TensorDesc& x = ctx.input(0);
+  if (x.shape) {
+    int64_t numel = 1;
+    bool known = true;
+    for (const Dim& d : *x.shape) {
+      if (!d.is_const()) known = false;
+      else numel *= d.value();
+    }
+    if (known && last_index(v) >= numel)
+      return Status(ctx.fail("the view reads element ", last_index(v), " of X ", x.to_string(), " (", numel,
+                             " elements)"))
+          .with_attribute("strides");
+  }
+  Shape s;
+  for (int64_t d : v.shape) s.push_back(Dim(d));
+  ctx.set_output(0, TensorDesc(x.dtype, s));
+  return Status::ok();
+}
+
+Status strided_copy_cpu(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(StridedView v, read_view(*ctx.attrs));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  if (y.dims() != v.shape) return error(StatusCode::kInternal, "output dims differ from the shape attribute");
+  if (last_index(v) >= x.numel())
+    return Status(error(StatusCode::kInvalidModel, "the view reads element ", last_index(v), " of X with ", x.numel(),
+                        " elements"))
+        .with_attribute("strides");
+  const size_t es = dtype_size(x.dtype());
+  const auto* src = static_cast<const char*>(x.data());
+  auto* dst = static_cast<char*>(y.data());
+  const size_t rank = v.shape.size();
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t o = 0; o < y.numel(); ++o) {
+    int64_t off = v.offset;
+    for (size_t d = 0; d < rank; ++d) off += idx[d] * v.strides[d];
+    std::memcpy(dst + o * es, src + off * es, es);
+    for (size_t d = rank; d-- > 0;) {  // odometer increment, last axis fastest
+      if (++idx[d] < v.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void append_view_ops(std::vector<BuiltinOp>& out) {
+  out.push_back(BuiltinOp{"GraftStridedCopy", 11, infer_strided_copy, strided_copy_cpu});
+}
+
+}  // namespace graft

@@ -1,0 +1,125 @@
+// compose_view_chains (src/graph/compose_views.cpp) and GraftStridedCopy (src/ops/view_ops.cpp):
+// chains of Transpose / single-index Gather / Reshape-like nodes become one strided copy with the
+// same outputs (checked on the CPU reference, fresh random inputs); chains no strides can express
+// are left alone; bad GraftStridedCopy attributes are refused naming node and attribute.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "graft/engine.h"
+#include "tests/unit/graph_pass_test_util.h"
+
+namespace graft {
+namespace {
+
+using testing::OnnxModelBuilder;
+using namespace testing;  // NOLINT(build/namespaces): the graph-pass test helpers
+
+constexpr DataType kF32 = DataType::kFloat32;
+
+void ints_const(OnnxModelBuilder& m, const std::string& name, std::vector<int64_t> v) {
+  m.initializer(name, Tensor::vector_int64(v));
+}
+
+Result<int> view_pass(Graph& g) { return compose_view_chains(g); }
+
+// The dynamo export of nn.MultiheadAttention's packed projection split into heads, in small:
+// [B, S, 3E] -> q, k, v each [B, H, S, hd] (k also transposed), read by non-view nodes; v's chain
+// ends in a graph output.
+TEST(ComposeViews, MultiHeadSplitBecomesThreeStridedCopies) {
+  OnnxModelBuilder m;
+  m.input("x", kF32, {2, 5, 12});  // B=2, S=5, E=4, H=2, hd=2
+  ints_const(m, "s4", {2, 5, 3, 4});
+  ints_const(m, "ax0", {0});
+  ints_const(m, "ax3", {3});
+  ints_const(m, "heads", {2, 5, 2, 2});
+  m.node("Reshape", {"x", "s4"}, {"r"});
+  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
+  m.node("Squeeze", {"t", "ax3"}, {"sq"});
+  const char* names[] = {"q", "k", "v"};
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = names[i];
+    m.initializer("i" + n, Tensor::scalar_int64(i));
+    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
+    m.node("Reshape", {n + "0", "heads"}, {n + "1"});
+    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{0, 2, 1, 3});
+  }
+  OnnxModelBuilder::attr(m.node("Transpose", {"k2"}, {"k3"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.node("Relu", {"q2"}, {"yq"});
+  m.node("Sigmoid", {"k3"}, {"yk"});
+  m.output("yq", kF32).output("yk", kF32).output("v2", kF32);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  check_pass(*g, view_pass, 3, std::random_device{}(), 0.0);
+  EXPECT_EQ(count_op(*g, "GraftStridedCopy"), 3);
+  EXPECT_EQ(count_op(*g, "Transpose"), 0);
+  EXPECT_EQ(count_op(*g, "Gather"), 0);
+  EXPECT_EQ(count_op(*g, "Squeeze"), 0);
+}
+
+// Merging axes a Transpose interleaved cannot be a view: the chain stays (and stays correct).
+TEST(ComposeViews, ReshapeAcrossTransposedAxesIsLeftAlone) {
+  OnnxModelBuilder m;
+  m.input("x", kF32, {4, 6, 2});
+  ints_const(m, "flat", {24, 2});
+  m.initializer("one", Tensor::scalar_int64(1));
+  OnnxModelBuilder::attr(m.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Reshape", {"t", "flat"}, {"r"});
+  OnnxModelBuilder::attr(m.node("Gather", {"r", "one"}, {"gth"}), "axis", int64_t{1});
+  m.node("Relu", {"gth"}, {"y"});
+  m.output("y", kF32);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  check_pass(*g, view_pass, 0, std::random_device{}(), 0.0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 1);
+}
+
+// A rank-1 index keeps its axis as 1; negative indices count from the end; a single copy (one
+// Transpose) is not rewritten, two are.
+TEST(ComposeViews, GatherKeepsAxisAndNegativeIndex) {
+  OnnxModelBuilder m;
+  m.input("x", kF32, {3, 4, 5});
+  m.initializer("last", Tensor::vector_int64({-1}));
+  OnnxModelBuilder::attr(m.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{2, 0, 1});
+  OnnxModelBuilder::attr(m.node("Gather", {"t", "last"}, {"gth"}), "axis", int64_t{2});
+  m.node("Relu", {"gth"}, {"y"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"x"}, {"single"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Neg", {"single"}, {"z"});
+  m.output("y", kF32).output("z", kF32);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  check_pass(*g, view_pass, 1, std::random_device{}(), 0.0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 1);  // the single one
+}
+
+TEST(ComposeViews, BadStridedCopyAttributesAreNamed) {
+  struct Case {
+    std::vector<int64_t> shape, strides;
+    int64_t offset;
+    const char* attribute;
+  };
+  const Case cases[] = {
+      {{2, 3}, {3, 1}, 1, "strides"},   // reads element 6 of 6
+      {{2, 3}, {3, -1}, 0, "strides"},  // negative stride
+      {{2, 3}, {3}, 0, "strides"},      // one stride per axis
+      {{2, 3}, {3, 1}, -1, "offset"},
+  };
+  for (const Case& c : cases) {
+    OnnxModelBuilder m;
+    m.input("x", kF32, {2, 3});
+    auto& n = m.node("GraftStridedCopy", {"x"}, {"y"}, "composed_view");
+    OnnxModelBuilder::attr(n, "shape", c.shape);
+    OnnxModelBuilder::attr(n, "strides", c.strides);
+    OnnxModelBuilder::attr(n, "offset", c.offset);
+    m.output("y", kF32);
+    auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad_view.onnx");
+    ASSERT_FALSE(eng.is_ok()) << c.attribute;
+    const std::string msg = eng.status().to_string();
+    EXPECT_NE(msg.find(c.attribute), std::string::npos) << msg;
+    EXPECT_NE(msg.find("composed_view"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace graft
