@@ -8,7 +8,8 @@
 // tensor it starts from: Transpose permutes (dims, strides), a Gather of one constant index moves
 // the offset and drops (or keeps as 1) the axis, and a Reshape-like node (Reshape, Flatten,
 // Squeeze, Unsqueeze, Identity) re-splits the axes where the strides allow it (the test PyTorch's
-// view() applies). Where a chain's end value is read by a node that is not itself a view, the
+// view() applies, generalised: an axis may stay a mixed-radix product of several strides in the
+// middle of a chain, as long as the chain's end is a plain strided view). Where a chain's end value is read by a node that is not itself a view, the
 // chain becomes GraftStridedCopy(origin) (src/ops/view_ops.cpp): one gather instead of several.
 //
 // Only static shapes are handled (an engine built for a fixed profile has them); a chain with a
@@ -26,10 +27,29 @@ namespace graft {
 
 namespace {
 
+// One axis of a view is a mixed-radix number over "atoms" (size, stride), outermost first: after a
+// Reshape merges axes that are not adjacent in memory (vit's [S, B, H*hd] -> [S, B*H, hd]) the
+// merged axis has two atoms, and a later Transpose + Reshape may split it again into axes with one
+// stride each. Only the chain's end must be a plain strided view (one atom per axis).
+struct Atom {
+  int64_t size, stride;
+};
 struct View {
-  std::vector<int64_t> dims, strides;
+  std::vector<std::vector<Atom>> axes;  // an empty atom list is an axis of size 1
   int64_t offset = 0;
 };
+
+int64_t axis_size(const std::vector<Atom>& atoms) {
+  int64_t n = 1;
+  for (const Atom& a : atoms) n *= a.size;
+  return n;
+}
+
+std::vector<int64_t> view_dims(const View& v) {
+  std::vector<int64_t> d;
+  for (const auto& ax : v.axes) d.push_back(axis_size(ax));
+  return d;
+}
 
 bool static_dims(const Value* v, std::vector<int64_t>* out) {
   if (!v || !v->desc.shape) return false;
@@ -81,39 +101,40 @@ bool copies(const Node& n, const std::vector<int64_t>& in_dims) {
   return false;
 }
 
-// New strides for viewing `v` with dims `to` (same element count), or false when no strides can
-// (the axes being merged are not laid out contiguously relative to each other).
+// Regroups the view's atoms (row-major order over its axes) into the axes `to`, splitting an atom
+// where an axis boundary falls inside it; false when a boundary does not divide an atom.
 bool reshape_view(View& v, const std::vector<int64_t>& to) {
-  if (numel_of(v.dims) != numel_of(to) || numel_of(to) == 0) return false;
-  std::vector<int64_t> strides(to.size(), 1);
-  if (v.dims.empty()) {
-    v.dims = to;
-    v.strides = strides;
-    return true;
-  }
-  int64_t view_d = static_cast<int64_t>(to.size()) - 1;
-  int64_t chunk_stride = v.strides.back();
-  int64_t tensor_numel = 1, view_numel = 1;
-  for (int64_t d = static_cast<int64_t>(v.dims.size()) - 1; d >= 0; --d) {
-    tensor_numel *= v.dims[static_cast<size_t>(d)];
-    // A chunk ends where the next-outer axis does not continue this one's memory.
-    const bool chunk_ends = d == 0 || (v.dims[static_cast<size_t>(d - 1)] != 1 &&
-                                       v.strides[static_cast<size_t>(d - 1)] != tensor_numel * chunk_stride);
-    if (!chunk_ends) continue;
-    while (view_d >= 0 && (view_numel < tensor_numel || to[static_cast<size_t>(view_d)] == 1)) {
-      strides[static_cast<size_t>(view_d)] = view_numel * chunk_stride;
-      view_numel *= to[static_cast<size_t>(view_d)];
-      --view_d;
+  std::vector<Atom> atoms;
+  for (const auto& ax : v.axes)
+    for (const Atom& a : ax)
+      if (a.size != 1) atoms.push_back(a);
+  std::vector<std::vector<Atom>> axes;
+  size_t next = 0;
+  for (int64_t want : to) {
+    std::vector<Atom> ax;
+    int64_t have = 1;
+    while (have < want) {
+      if (next == atoms.size()) return false;
+      Atom& a = atoms[next];
+      const int64_t need = want / have;
+      if (want % have) return false;
+      if (a.size <= need) {
+        ax.push_back(a);
+        have *= a.size;
+        ++next;
+      } else {  // the boundary falls inside this atom: take its outer `need` part
+        if (a.size % need) return false;
+        const int64_t inner = a.size / need;
+        ax.push_back(Atom{need, a.stride * inner});
+        a.size = inner;
+        have *= need;
+      }
     }
-    if (view_numel != tensor_numel) return false;
-    if (d > 0) {
-      chunk_stride = v.strides[static_cast<size_t>(d - 1)];
-      tensor_numel = view_numel = 1;
-    }
+    if (have != want) return false;
+    axes.push_back(std::move(ax));
   }
-  if (view_d != -1) return false;
-  v.dims = to;
-  v.strides = strides;
+  if (next != atoms.size()) return false;
+  v.axes = std::move(axes);
   return true;
 }
 
@@ -122,42 +143,63 @@ bool apply(const Node& n, View& v) {
   std::vector<int64_t> out;
   if (!static_dims(n.outputs[0], &out)) return false;
   if (n.op_type == "Transpose") {
-    const size_t r = v.dims.size();
+    const size_t r = v.axes.size();
     std::vector<int64_t> rev(r);
     std::iota(rev.rbegin(), rev.rend(), 0);
     auto perm = n.attrs.get_ints("perm", rev);
     if (!perm || perm->size() != r) return false;
-    View t;
+    std::vector<std::vector<Atom>> axes;
     for (int64_t p : *perm) {
       if (p < 0 || p >= static_cast<int64_t>(r)) return false;
-      t.dims.push_back(v.dims[static_cast<size_t>(p)]);
-      t.strides.push_back(v.strides[static_cast<size_t>(p)]);
+      axes.push_back(v.axes[static_cast<size_t>(p)]);
     }
-    t.offset = v.offset;
-    v = t;
+    v.axes = std::move(axes);
   } else if (n.op_type == "Gather") {
     int64_t index = 0;
     bool keep = false;
     if (!gather_single_index(n, &index, &keep)) return false;
-    const int64_t r = static_cast<int64_t>(v.dims.size());
+    const int64_t r = static_cast<int64_t>(v.axes.size());
     auto axis_attr = n.attrs.get_int("axis", 0);
     if (!axis_attr) return false;
-    int64_t axis = *axis_attr < 0 ? *axis_attr + r : *axis_attr;
+    const int64_t axis = *axis_attr < 0 ? *axis_attr + r : *axis_attr;
     if (axis < 0 || axis >= r) return false;
-    const int64_t extent = v.dims[static_cast<size_t>(axis)];
+    auto& atoms = v.axes[static_cast<size_t>(axis)];
+    const int64_t extent = axis_size(atoms);
     if (index < 0) index += extent;
     if (index < 0 || index >= extent) return false;
-    v.offset += index * v.strides[static_cast<size_t>(axis)];
-    if (keep) {
-      v.dims[static_cast<size_t>(axis)] = 1;
-    } else {
-      v.dims.erase(v.dims.begin() + axis);
-      v.strides.erase(v.strides.begin() + axis);
+    for (size_t k = atoms.size(); k-- > 0;) {  // the index's mixed-radix digits, innermost first
+      v.offset += (index % atoms[k].size) * atoms[k].stride;
+      index /= atoms[k].size;
     }
+    if (keep) atoms.clear();
+    else v.axes.erase(v.axes.begin() + axis);
   } else if (!reshape_view(v, out)) {
     return false;
   }
-  return v.dims == out;
+  return view_dims(v) == out;
+}
+
+// The end of a chain as (dims, strides): every axis must be one stride (its atoms contiguous).
+bool plain_strides(const View& v, std::vector<int64_t>* dims, std::vector<int64_t>* strides) {
+  dims->clear();
+  strides->clear();
+  for (const auto& ax : v.axes) {
+    int64_t size = 1, stride = 1;
+    bool first = true;
+    for (size_t k = ax.size(); k-- > 0;) {  // innermost first
+      if (ax[k].size == 1) continue;
+      if (first) {
+        stride = ax[k].stride;
+        first = false;
+      } else if (ax[k].stride != stride * size) {
+        return false;
+      }
+      size *= ax[k].size;
+    }
+    dims->push_back(size);
+    strides->push_back(stride);
+  }
+  return true;
 }
 
 }  // namespace
@@ -184,21 +226,24 @@ Result<int> compose_view_chains(Graph& graph) {
     }
     if (origin->constant) continue;  // constant folding's job
     std::reverse(chain.begin(), chain.end());
+    std::vector<int64_t> origin_dims;
+    if (!static_dims(origin, &origin_dims)) continue;
     View v;
-    if (!static_dims(origin, &v.dims)) continue;
-    v.strides = contiguous_strides(v.dims);
+    const auto contiguous = contiguous_strides(origin_dims);
+    for (size_t d = 0; d < origin_dims.size(); ++d) v.axes.push_back({Atom{origin_dims[d], contiguous[d]}});
     int copying = 0;
     bool ok = true;
     for (const Node* c : chain) {
-      copying += copies(*c, v.dims) ? 1 : 0;
+      copying += copies(*c, view_dims(v)) ? 1 : 0;
       ok = ok && apply(*c, v);
       if (!ok) break;
     }
-    if (!ok || copying < 2) continue;
+    std::vector<int64_t> dims, strides;
+    if (!ok || copying < 2 || !plain_strides(v, &dims, &strides)) continue;
     Node* s = graph.add_node(namer(n->name + "_view"), "GraftStridedCopy");
     s->opset = n->opset;
-    s->attrs.set("shape", v.dims);
-    s->attrs.set("strides", v.strides);
+    s->attrs.set("shape", dims);
+    s->attrs.set("strides", strides);
     s->attrs.set("offset", v.offset);
     s->inputs = {origin};
     s->outputs = {out};

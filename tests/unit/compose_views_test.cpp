@@ -58,6 +58,38 @@ TEST(ComposeViews, MultiHeadSplitBecomesThreeStridedCopies) {
   EXPECT_EQ(count_op(*g, "Squeeze"), 0);
 }
 
+// nn.MultiheadAttention as torch.onnx's dynamo export writes it for batch > 1: the packed
+// projection is [S, B, 3E]; q.view(S, B*H, hd) merges B and H, which are not adjacent in memory (no
+// single stride), and only the later transpose + view(B, H, S, hd) makes it a strided view again.
+TEST(ComposeViews, HeadSplitThroughAMergedAxisOfTwoStrides) {
+  OnnxModelBuilder m;
+  m.input("x", kF32, {5, 3, 12});  // S=5, B=3, E=4, H=2, hd=2
+  ints_const(m, "s4", {5, 3, 3, 4});
+  ints_const(m, "ax0", {0});
+  ints_const(m, "ax3", {3});
+  ints_const(m, "sbh", {5, 6, 2});
+  ints_const(m, "bhsd", {3, 2, 5, 2});
+  m.node("Reshape", {"x", "s4"}, {"r"});
+  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
+  m.node("Squeeze", {"t", "ax3"}, {"sq"});
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::string(1, "qkv"[i]);
+    m.initializer("i" + n, Tensor::scalar_int64(i));
+    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
+    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
+    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
+    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
+    m.node("Relu", {n + "3"}, {"y" + n});
+    m.output("y" + n, kF32);
+  }
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  check_pass(*g, view_pass, 3, std::random_device{}(), 0.0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 0);
+  EXPECT_EQ(count_op(*g, "Gather"), 0);
+}
+
 // Merging axes a Transpose interleaved cannot be a view: the chain stays (and stays correct).
 TEST(ComposeViews, ReshapeAcrossTransposedAxesIsLeftAlone) {
   OnnxModelBuilder m;

@@ -11,6 +11,8 @@
 #include "backends/cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "backends/cpu/nn.h"
@@ -198,7 +200,13 @@ bool fused_variant_allowed(const ConvCall& c, int algo) {
 }
 
 // Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest.
-Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf_t* perf, int count) {
+// GRAFT_TACTIC_TRACE=1 prints every timed (problem, algorithm, variant) as it is timed.
+Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf_t* perf, int count,
+                            const std::string& key) {
+  static const bool trace = [] {
+    const char* e = std::getenv("GRAFT_TACTIC_TRACE");
+    return e && *e && std::string(e) != "0";
+  }();
   const CudaExec& ex = *c.ex;
   cudaStream_t s = stream_of(ex);
   cudaEvent_t t0 = nullptr, t1 = nullptr;
@@ -217,8 +225,10 @@ Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf
         failure = launch_status(cudaGetLastError(), ex, "tactic warm-up");
         continue;
       }
+      if (trace) std::fprintf(stderr, "graft: tactic %s algo %d variant %d ...", key.c_str(), perf[i].algo, variant);
       const float ms = gpu_ms_per_call(
           s, [&] { return run_conv(c, perf[i].algo, variant, ex.workspace_size).is_ok(); }, t0, t1);
+      if (trace) std::fprintf(stderr, " %.4f ms\n", ms);
       if (ms >= 0 && ms < best.ms) best = Tactic{static_cast<int>(perf[i].algo), variant, ms};
     }
   }
@@ -271,7 +281,7 @@ Status graft_conv_run(CudaExec& ex) {
       ++ex.tuning->stats.from_cache;
     } else {
       GRAFT_RETURN_IF_ERROR(candidates());
-      GRAFT_ASSIGN_OR_RETURN(Tactic best, time_tactics(call, perf, count));
+      GRAFT_ASSIGN_OR_RETURN(Tactic best, time_tactics(call, perf, count, key));
       t = best;
       ++ex.tuning->stats.timed;
       if (ex.tuning->cache) ex.tuning->cache->put(key, best);
