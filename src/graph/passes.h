@@ -56,6 +56,10 @@ Result<int> fuse_gemm_epilogues(Graph& graph);
 // (src/graph/fuse_transformer.cpp). `supported` says which nodes the target backend can fuse.
 Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const Node&)>& supported);
 
+// A patchify Conv (kernel == stride, no padding/dilation, one group, static input) becomes a
+// patch gather and a Gemm (src/graph/lower_patch_conv.cpp). Returns the number lowered.
+Result<int> lower_patchify_convs(Graph& graph);
+
 // Chains of Transpose / single-index Gather / Reshape-like nodes with static shapes become one
 // GraftStridedCopy of the value they start from (src/graph/compose_views.cpp). Returns the number
 // of chains rewritten.
