@@ -36,7 +36,7 @@ struct Problem {
   std::string label;
 };
 
-enum class Layout { kContiguous, kInterleaved, kPadded, kOddStrides };
+enum class Layout { kContiguous, kInterleaved, kPadded, kOddStrides, kPacked };
 const char* layout_name(Layout l) {
   switch (l) {
     case Layout::kContiguous:
@@ -47,11 +47,13 @@ const char* layout_name(Layout l) {
       return "padded";
     case Layout::kOddStrides:
       return "odd strides";
+    case Layout::kPacked:
+      return "packed two-level batch";
   }
   return "?";
 }
 constexpr Layout kLayouts[] = {Layout::kContiguous, Layout::kInterleaved, Layout::kPadded,
-                               Layout::kOddStrides};
+                               Layout::kOddStrides, Layout::kPacked};
 
 uint16_t to_bits(KType dt, float f) { return dt == KType::kF16 ? float_to_half(f) : float_to_bfloat16(f); }
 float from_bits(KType dt, uint16_t b) { return dt == KType::kF16 ? half_to_float(b) : bfloat16_to_float(b); }
@@ -99,12 +101,17 @@ Data make_data(const Problem& p, KType dt, std::mt19937& rng) {
 }
 
 // A strided [batch, rows, cols] view into a buffer of `elems` elements.
+// With inner > 0 the batch is two-level: b = outer * inner + h starts at outer * os + h * bs.
 struct View {
-  int64_t bs = 0, rs = 0, cs = 0, elems = 0;
-  int64_t at(int64_t b, int64_t r, int64_t c) const { return b * bs + r * rs + c * cs; }
+  int64_t bs = 0, rs = 0, cs = 0, elems = 0, os = 0, inner = 0;
+  int64_t at(int64_t b, int64_t r, int64_t c) const {
+    const int64_t base = inner > 0 ? (b / inner) * os + (b % inner) * bs : b * bs;
+    return base + r * rs + c * cs;
+  }
 };
 struct Views {
   View q, kt, v, y;
+  int64_t inner = 0;  // launch_flash_attention's batch_inner (0: one-level)
 };
 
 Views make_views(Layout l, const Problem& p) {
@@ -145,6 +152,20 @@ Views make_views(Layout l, const Problem& p) {
       w.kt = {kbs, 1, D + 3, B * kbs};
       w.v = odd(S2, Dv);
       w.y = odd(S, Dv);
+      break;
+    }
+    case Layout::kPacked: {
+      // nn.MultiheadAttention's packed projection [rows, Bo, 2, H, cols] (the 2 stands for the
+      // other projections between the heads), batch b = bo * H + h: no single batch stride.
+      const int64_t H = B % 3 == 0 ? 3 : B % 2 == 0 ? 2 : 1, Bo = B / H;
+      auto packed = [&](int64_t rows, int64_t cols) {
+        return View{cols, Bo * 2 * H * cols, 1, rows * Bo * 2 * H * cols, 2 * H * cols, H};
+      };
+      w.q = packed(S, D);
+      w.kt = View{D, 1, Bo * 2 * H * D, S2 * Bo * 2 * H * D, 2 * H * D, H};  // K [S2, Bo, 2, H, D]
+      w.v = packed(S2, Dv);
+      w.y = View{Dv, Bo * H * Dv, 1, S * Bo * H * Dv, H * Dv, H};  // Y into [S, Bo, H, Dv]
+      w.inner = H;
       break;
     }
   }
@@ -192,13 +213,13 @@ void run_layout(KType dt, const Problem& p, const Data& d, Layout l, int warps, 
   ASSERT_EQ(cudaMemcpy(dv.p, hv.data(), hv.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
   ASSERT_EQ(cudaMemset(dy.p, 0xFF, hy.size() * 2), cudaSuccess);  // poison: NaN everywhere
 
-  const AttnOperand q{dq.p, w.q.bs, w.q.rs, w.q.cs}, kt{dk.p, w.kt.bs, w.kt.rs, w.kt.cs},
-      v{dv.p, w.v.bs, w.v.rs, w.v.cs};
-  const AttnOutput y{dy.p, w.y.bs, w.y.rs, w.y.cs};
+  const AttnOperand q{dq.p, w.q.bs, w.q.rs, w.q.cs, w.q.os}, kt{dk.p, w.kt.bs, w.kt.rs, w.kt.cs, w.kt.os},
+      v{dv.p, w.v.bs, w.v.rs, w.v.cs, w.v.os};
+  const AttnOutput y{dy.p, w.y.bs, w.y.rs, w.y.cs, w.y.os};
   ASSERT_TRUE(cuda::k::flash_attention_supported(dt, p.D, p.Dv, q, kt, v, y));
-  ASSERT_EQ(
-      cuda::k::launch_flash_attention(dt, q, kt, v, y, p.B, p.S, p.D, p.S2, p.Dv, p.scale, nullptr, warps),
-      cudaSuccess);
+  ASSERT_EQ(cuda::k::launch_flash_attention(dt, q, kt, v, y, p.B, p.S, p.D, p.S2, p.Dv, p.scale, nullptr, warps,
+                                            w.inner),
+            cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(hy.data(), dy.p, hy.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
 

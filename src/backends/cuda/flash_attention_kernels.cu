@@ -42,6 +42,8 @@ struct FlashParams {
   int64_t k_js = 0;  // stride between keys
   int64_t v_bs = 0, v_rs = 0;
   int64_t y_bs = 0, y_rs = 0;
+  int64_t q_os = 0, k_os = 0, v_os = 0, y_os = 0;  // outer batch strides (two-level batch)
+  int64_t inner = 1;                               // batch entries per outer index
   int S = 0, S2 = 0, D = 0, Dv = 0;
   int q_tiles = 0;         // query tiles per batch entry
   float scale_log2 = 0.f;  // scale * log2(e): the softmax runs on exp2
@@ -174,6 +176,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32) flash_attention_kernel(const F
   const int warp = static_cast<int>(threadIdx.x) >> 5, lane = static_cast<int>(threadIdx.x) & 31;
   const int g = lane >> 2, tig = lane & 3;  // MMA fragment coordinates: row group, thread in group
   const int64_t b = blockIdx.x / p.q_tiles;
+  const int64_t b_out = b / p.inner, b_in = b % p.inner;
+  const uint16_t* const q_b = p.q + b_out * p.q_os + b_in * p.q_bs;
+  const uint16_t* const k_b = p.kt + b_out * p.k_os + b_in * p.k_bs;
+  const uint16_t* const v_b = p.v + b_out * p.v_os + b_in * p.v_bs;
   const int q0 = static_cast<int>(blockIdx.x % p.q_tiles) * nw * 16;
   const int qw = q0 + warp * 16;  // this warp's first query row
   // Warps whose rows are all past S still load tiles and hit every barrier, but compute nothing.
@@ -181,7 +187,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) flash_attention_kernel(const F
   const int S2 = p.S2;
 
   auto load_k = [&](int j0) {
-    const uint16_t* src = p.kt + b * p.k_bs + j0 * p.k_js;
+    const uint16_t* src = k_b + j0 * p.k_js;
     const int vk = min(kKeyTile, S2 - j0);
     if constexpr (kKeyMajor)
       load_tile<kHd, kS>(sK, src, p.k_rs, kKeyTile, vk, p.D, p.k_vec);
@@ -190,7 +196,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) flash_attention_kernel(const F
   };
 
   // Q tile (into the V buffer) and K tile 0.
-  load_tile<kHd, kS>(sV, p.q + b * p.q_bs + q0 * p.q_rs, p.q_rs, nw * 16, min(nw * 16, p.S - q0), p.D,
+  load_tile<kHd, kS>(sV, q_b + q0 * p.q_rs, p.q_rs, nw * 16, min(nw * 16, p.S - q0), p.D,
                      p.q_vec);
   load_k(0);
   cp_async_commit();
@@ -224,7 +230,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) flash_attention_kernel(const F
     const int nkey16 = min(kKeyTile / 16, (S2 - j0 + 15) >> 4);  // 16-key chunks holding keys
     cp_async_wait<0>();                                          // K(t) landed (this thread's copies)
     __syncthreads();  // ... everybody's; and every warp is done reading sV (Q fragments / last P.V)
-    load_tile<kHd, kS>(sV, p.v + b * p.v_bs + j0 * p.v_rs, p.v_rs, kKeyTile, min(kKeyTile, S2 - j0), p.Dv,
+    load_tile<kHd, kS>(sV, v_b + j0 * p.v_rs, p.v_rs, kKeyTile, min(kKeyTile, S2 - j0), p.Dv,
                        p.v_vec);
     cp_async_commit();
 
@@ -351,7 +357,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) flash_attention_kernel(const F
   __syncwarp();
   const int rows = min(16, p.S - qw);
   const int chunks = p.Dv >> 3;
-  uint16_t* const yw = p.y + b * p.y_bs + qw * p.y_rs;
+  uint16_t* const yw = p.y + b_out * p.y_os + b_in * p.y_bs + qw * p.y_rs;
   for (int ch = lane; ch < rows * chunks; ch += 32) {
     const int r = ch / chunks, c = (ch % chunks) * 8;
     const uint16_t* src = sy + r * kS + c;
@@ -388,17 +394,20 @@ bool flash_attention_supported(KType dt, int64_t D, int64_t Dv, const AttnOperan
   if (q.col_stride != 1 || v.col_stride != 1 || y.col_stride != 1) return false;
   if (kt.col_stride != 1 && kt.row_stride != 1) return false;
   for (int64_t st : {q.batch_stride, q.row_stride, kt.batch_stride, kt.row_stride, kt.col_stride,
-                     v.batch_stride, v.row_stride, y.batch_stride, y.row_stride})
+                     v.batch_stride, v.row_stride, y.batch_stride, y.row_stride, q.outer_stride, kt.outer_stride,
+                     v.outer_stride, y.outer_stride})
     if (st < 0) return false;
   return true;
 }
 
 cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, AttnOperand v, AttnOutput y,
                                    int64_t batch, int64_t S, int64_t D, int64_t S2, int64_t Dv, float scale,
-                                   cudaStream_t stream, int warps) {
+                                   cudaStream_t stream, int warps, int64_t batch_inner) {
   if (!flash_attention_supported(dt, D, Dv, q, kt, v, y)) return cudaErrorInvalidValue;
   if (batch < 0 || S < 0 || S2 < 1 || S > INT32_MAX - 64 || S2 > INT32_MAX - 64) return cudaErrorInvalidValue;
   if (warps != 0 && warps != 1 && warps != 2 && warps != 4) return cudaErrorInvalidValue;
+  if (batch_inner == 0) batch_inner = batch;
+  if (batch_inner < 0 || (batch > 0 && (batch_inner == 0 || batch % batch_inner != 0))) return cudaErrorInvalidValue;
   if (batch == 0 || S == 0) return cudaSuccess;
   if (warps == 0) {
     // 64 query rows per block, fewer only when the rows fit in fewer warps. Splitting the rows
@@ -427,6 +436,11 @@ cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, Attn
   p.v_rs = v.row_stride;
   p.y_bs = y.batch_stride;
   p.y_rs = y.row_stride;
+  p.q_os = q.outer_stride;
+  p.k_os = kt.outer_stride;
+  p.v_os = v.outer_stride;
+  p.y_os = y.outer_stride;
+  p.inner = batch_inner;
   p.S = static_cast<int>(S);
   p.S2 = static_cast<int>(S2);
   p.D = static_cast<int>(D);
@@ -435,10 +449,10 @@ cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, Attn
   p.scale_log2 = scale * 1.4426950408889634f;
   // 16-byte copies need 16-byte aligned rows: the base and every stride stepped over in the
   // non-contiguous directions a multiple of 8 elements (tile origins are multiples of 8 / 64).
-  p.q_vec = aligned16(q.data) && q.batch_stride % 8 == 0 && q.row_stride % 8 == 0;
-  p.k_vec = aligned16(kt.data) && kt.batch_stride % 8 == 0 && p.k_rs % 8 == 0;
-  p.v_vec = aligned16(v.data) && v.batch_stride % 8 == 0 && v.row_stride % 8 == 0;
-  p.y_vec = aligned16(y.data) && y.batch_stride % 8 == 0 && y.row_stride % 8 == 0;
+  p.q_vec = aligned16(q.data) && q.batch_stride % 8 == 0 && q.row_stride % 8 == 0 && q.outer_stride % 8 == 0;
+  p.k_vec = aligned16(kt.data) && kt.batch_stride % 8 == 0 && p.k_rs % 8 == 0 && kt.outer_stride % 8 == 0;
+  p.v_vec = aligned16(v.data) && v.batch_stride % 8 == 0 && v.row_stride % 8 == 0 && v.outer_stride % 8 == 0;
+  p.y_vec = aligned16(y.data) && y.batch_stride % 8 == 0 && y.row_stride % 8 == 0 && y.outer_stride % 8 == 0;
 
   const unsigned blocks = static_cast<unsigned>(batch * q_tiles);
   const bool wide = D > 64 || Dv > 64;

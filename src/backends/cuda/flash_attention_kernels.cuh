@@ -12,13 +12,19 @@
 namespace graft::cuda::k {
 
 // One operand of the attention as a strided 3-D view [batch, rows, cols]; strides in elements.
+// The batch index may be two-level, b = outer * batch_inner + inner (launch_flash_attention's
+// batch_inner): entry b then starts at outer * outer_stride + inner * batch_stride. That lets Q/K/V
+// be views of a packed [S, B, 3, H, hd] projection, whose (B, H) heads no single stride walks.
+// With batch_inner = batch (the default) outer is always 0 and outer_stride unused.
 struct AttnOperand {
   const void* data = nullptr;
   int64_t batch_stride = 0, row_stride = 0, col_stride = 0;
+  int64_t outer_stride = 0;
 };
 struct AttnOutput {
   void* data = nullptr;
   int64_t batch_stride = 0, row_stride = 0, col_stride = 0;
+  int64_t outer_stride = 0;
 };
 
 // Shapes: Q [batch, S, D], Kt [batch, D, S2] (K already transposed), V [batch, S2, Dv],
@@ -42,9 +48,9 @@ bool flash_attention_supported(KType dt, int64_t D, int64_t Dv, const AttnOperan
 // Returns cudaErrorInvalidValue for problems flash_attention_supported() rejects (or sizes past
 // 2^31 rows), else the launch's error. `warps` picks the query tile (16 rows per warp: 1, 2 or 4
 // warps per block); 0 lets the launcher choose (4, fewer when the grid would not fill the GPU).
-// Tests force each tile size through it.
+// Tests force each tile size through it. batch_inner (0: batch) must divide batch.
 cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, AttnOperand v, AttnOutput y,
                                    int64_t batch, int64_t S, int64_t D, int64_t S2, int64_t Dv, float scale,
-                                   cudaStream_t stream, int warps = 0);
+                                   cudaStream_t stream, int warps = 0, int64_t batch_inner = 0);
 
 }  // namespace graft::cuda::k
