@@ -16,12 +16,14 @@
 // dynamic dimension, a Reshape that no strides can express, or fewer than two copying nodes (one
 // copy is already as cheap as it gets) is left alone. Nodes the rewrite leaves unread are removed.
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "graph/passes.h"
+#include "ops/fused_transformer_ops.h"
 
 namespace graft {
 
@@ -268,6 +270,120 @@ Result<int> compose_view_chains(Graph& graph) {
   graph.prune_values();
   GRAFT_RETURN_IF_ERROR(graph.topological_sort());
   return rewritten;
+}
+
+// ---- fold_views_into_attention -------------------------------------------------------------------
+
+namespace {
+
+// [offset, outer, inner, row, col] strides of a rank-3 or rank-4 operand [lead.., rows, cols] read
+// through `strides` (rank 3: no outer level).
+std::array<int64_t, 5> five(int64_t offset, const std::vector<int64_t>& strides) {
+  if (strides.size() == 3) return {offset, 0, strides[0], strides[1], strides[2]};
+  return {offset, strides[0], strides[1], strides[2], strides[3]};
+}
+
+// The tensor an attention operand can be read from in place, with its view: the source of a
+// GraftStridedCopy, else the operand itself (contiguous).
+struct Source {
+  Value* value;
+  std::array<int64_t, 5> view;
+};
+
+bool operand_source(Value* x, const std::vector<int64_t>& dims, Source* out) {
+  const Node* p = x->producer;
+  if (p && p->op_type == "GraftStridedCopy" && p->domain.empty()) {
+    auto shape = p->attrs.get_ints("shape", {});
+    auto strides = p->attrs.get_ints("strides", {});
+    auto offset = p->attrs.get_int("offset", 0);
+    if (shape && strides && offset && *shape == dims && strides->size() == dims.size() && p->input(0)) {
+      *out = Source{p->inputs[0], five(*offset, *strides)};
+      return true;
+    }
+  }
+  *out = Source{x, five(0, contiguous_strides(dims))};
+  return true;
+}
+
+}  // namespace
+
+Result<int> fold_views_into_attention(Graph& graph) {
+  auto cons = graph.consumers();
+  std::vector<Node*> nodes;
+  for (const auto& n : graph.nodes()) nodes.push_back(n.get());
+  std::set<const Node*> absorbed;
+  int folded = 0;
+  for (Node* a : nodes) {
+    if (a->op_type != "GraftAttention" || !a->domain.empty() || a->attrs.has("dims") || a->inputs.size() != 3) continue;
+    std::vector<int64_t> qd, kd, vd, yd;
+    if (!static_dims(a->input(0), &qd) || !static_dims(a->input(1), &kd) || !static_dims(a->input(2), &vd) ||
+        !static_dims(a->output(0), &yd))
+      continue;
+    const DataType dt = a->input(0)->desc.dtype;
+    const size_t r = qd.size();
+    if ((dt != DataType::kFloat16 && dt != DataType::kBFloat16) || (r != 3 && r != 4) || kd.size() != r || vd.size() != r)
+      continue;
+    const int64_t S = qd[r - 2], D = qd[r - 1], S2 = kd[r - 1], Dv = vd[r - 1];
+    if (D % 8 || Dv % 8 || D > 128 || Dv > 128) continue;  // what the fused kernel takes
+    const int64_t outer = r == 4 ? qd[0] : 1, inner = qd[r - 3];
+    Source q, kt, v;
+    operand_source(a->inputs[0], qd, &q);
+    operand_source(a->inputs[1], kd, &kt);
+    operand_source(a->inputs[2], vd, &v);
+    // The kernel reads Q and V rows with unit column stride and Kt with a unit stride on one axis.
+    if (q.view[4] != 1) q = Source{a->inputs[0], five(0, contiguous_strides(qd))};
+    if (v.view[4] != 1) v = Source{a->inputs[2], five(0, contiguous_strides(vd))};
+    if (kt.view[3] != 1 && kt.view[4] != 1) kt = Source{a->inputs[1], five(0, contiguous_strides(kd))};
+    // Y: written straight into the result of a Transpose that is its only reader.
+    Value* y = a->outputs[0];
+    Value* out = y;
+    std::array<int64_t, 5> yv = five(0, contiguous_strides(yd));
+    std::vector<int64_t> y_shape = yd;
+    const auto& readers = cons[y];
+    if (!y->is_graph_output && readers.size() == 1 && readers[0]->op_type == "Transpose" && readers[0]->domain.empty()) {
+      Node* t = readers[0];
+      std::vector<int64_t> td;
+      auto perm = t->attrs.get_ints("perm", {});
+      if (perm && perm->size() == r && static_dims(t->output(0), &td)) {
+        const auto ts = contiguous_strides(td);
+        std::vector<int64_t> ystrides(r, 0);
+        for (size_t pos = 0; pos < r; ++pos) ystrides[static_cast<size_t>((*perm)[pos])] = ts[pos];
+        if (ystrides[r - 1] == 1) {
+          yv = five(0, ystrides);
+          y_shape = td;
+          out = t->outputs[0];
+          absorbed.insert(t);
+        }
+      }
+    }
+    if (out == y && q.value == a->inputs[0] && kt.value == a->inputs[1] && v.value == a->inputs[2]) continue;
+    a->attrs.set("dims", std::vector<int64_t>{outer, inner, S, D, S2, Dv});
+    a->attrs.set("q_view", std::vector<int64_t>(q.view.begin(), q.view.end()));
+    a->attrs.set("kt_view", std::vector<int64_t>(kt.view.begin(), kt.view.end()));
+    a->attrs.set("v_view", std::vector<int64_t>(v.view.begin(), v.view.end()));
+    a->attrs.set("y_view", std::vector<int64_t>(yv.begin(), yv.end()));
+    a->attrs.set("y_shape", y_shape);
+    a->inputs = {q.value, kt.value, v.value};
+    a->outputs = {out};
+    out->producer = a;
+    ++folded;
+  }
+  if (!folded) return 0;
+  graph.remove_nodes_if([&](const Node* x) { return absorbed.count(x) > 0; });
+  for (bool again = true; again;) {  // strided copies nothing reads any more
+    again = false;
+    auto readers = graph.consumers();
+    graph.remove_nodes_if([&](const Node* x) {
+      if (x->op_type != "GraftStridedCopy" || x->outputs[0]->is_graph_output) return false;
+      auto it = readers.find(x->outputs[0]);
+      const bool unread = it == readers.end() || it->second.empty();
+      again = again || unread;
+      return unread;
+    });
+  }
+  graph.prune_values();
+  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
+  return folded;
 }
 
 }  // namespace graft

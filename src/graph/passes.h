@@ -65,4 +65,10 @@ Result<int> lower_patchify_convs(Graph& graph);
 // of chains rewritten.
 Result<int> compose_view_chains(Graph& graph);
 
+// GraftAttention nodes (float16/bfloat16, head sizes the fused kernel takes, static shapes) read
+// operands made by GraftStridedCopy in place and write their result straight into a following
+// Transpose's output, through GraftAttention's view attributes (src/graph/compose_views.cpp).
+// Returns the number of attention nodes changed.
+Result<int> fold_views_into_attention(Graph& graph);
+
 }  // namespace graft

@@ -134,6 +134,25 @@ Status infer_graft_attention(InferContext& ctx) {
   const DataType dt = ctx.input(0).dtype;
   if (!float16_or_32(dt)) return ctx.fail("Q has dtype ", dtype_name(dt), "; expected a floating type");
   if (ctx.input(1).dtype != dt || ctx.input(2).dtype != dt) return ctx.fail("Q, Kt and V must have one dtype");
+  bool has_views = false;
+  AttentionViews w;
+  GRAFT_RETURN_IF_ERROR(read_attention_views(ctx.attrs(), &has_views, &w));
+  if (has_views) {
+    auto numel = [](const Shape& s) -> int64_t {  // -1 when a dimension is not static
+      int64_t n = 1;
+      for (const Dim& d : s) {
+        if (!d.is_const()) return -1;
+        n *= d.value();
+      }
+      return n;
+    };
+    const int64_t nq = numel(q), nk = numel(kt), nv = numel(v);
+    if (nq >= 0 && nk >= 0 && nv >= 0) GRAFT_RETURN_IF_ERROR(check_attention_views(w, nq, nk, nv, numel_of(w.y_shape)));
+    Shape out;
+    for (int64_t d : w.y_shape) out.push_back(Dim(d));
+    ctx.set_output(0, TensorDesc(dt, out));
+    return Status::ok();
+  }
   auto differ = [](const Dim& a, const Dim& b) { return a.is_const() && b.is_const() && a.value() != b.value(); };
   const size_t r = q.size();
   bool ok = r >= 2 && kt.size() == r && v.size() == r;
@@ -148,24 +167,11 @@ Status infer_graft_attention(InferContext& ctx) {
   return Status::ok();
 }
 
-// Reference: scores, softmax and the weighted sum in double, one rounding into Y's dtype.
-Status cpu_graft_attention(ExecContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(float scale, ctx.attrs->get_float("scale", 1.f));
-  if (ctx.inputs.size() != 3) return error(StatusCode::kInvalidModel, "GraftAttention: needs Q, Kt and V");
-  for (const Tensor* t : ctx.inputs) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(t, "input"));
-  const Tensor &Q = *ctx.inputs[0], &Kt = *ctx.inputs[1], &V = *ctx.inputs[2];
-  const size_t r = static_cast<size_t>(Q.rank());
-  if (r < 2 || Kt.rank() != Q.rank() || V.rank() != Q.rank())
-    return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V must have one rank >= 2");
-  const int64_t S = Q.dims()[r - 2], D = Q.dims()[r - 1], S2 = Kt.dims()[r - 1], Dv = V.dims()[r - 1];
-  if (Kt.dims()[r - 2] != D || V.dims()[r - 2] != S2 || Q.numel() / std::max<int64_t>(S * D, 1) * S2 * D != Kt.numel() ||
-      Q.numel() / std::max<int64_t>(S * D, 1) * S2 * Dv != V.numel())
-    return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V shapes do not match");
-  const int64_t B = numel_of(std::vector<int64_t>(Q.dims().begin(), Q.dims().end() - 2));
-  Tensor& Y = *ctx.outputs[0];
-  if (Y.numel() != B * S * Dv) return error(StatusCode::kInternal, "GraftAttention: output size inconsistent with inputs");
-  std::vector<double> q = cpu::load_doubles(Q), k = cpu::load_doubles(Kt), v = cpu::load_doubles(V);
-  std::vector<double> y(static_cast<size_t>(Y.numel())), p(static_cast<size_t>(S2));
+// softmax(scale q kt) v for contiguous [B, S, D] x [B, D, S2] x [B, S2, Dv] in double.
+std::vector<double> attention_core(const std::vector<double>& q, const std::vector<double>& k,
+                                   const std::vector<double>& v, int64_t B, int64_t S, int64_t D, int64_t S2,
+                                   int64_t Dv, float scale) {
+  std::vector<double> y(static_cast<size_t>(B * S * Dv)), p(static_cast<size_t>(S2));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i) {
       double m = -INFINITY;
@@ -184,6 +190,57 @@ Status cpu_graft_attention(ExecContext& ctx) {
         y[static_cast<size_t>((b * S + i) * Dv + d)] = acc / sum;
       }
     }
+  return y;
+}
+
+// Gathers a strided view [outer, inner, rows, cols] of `t` into a contiguous vector.
+std::vector<double> gather_view(const Tensor& t, const std::array<int64_t, 5>& w, int64_t outer, int64_t inner,
+                                int64_t rows, int64_t cols) {
+  std::vector<double> out;
+  out.reserve(static_cast<size_t>(outer * inner * rows * cols));
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) out.push_back(t.get(w[0] + o * w[1] + i * w[2] + r * w[3] + c * w[4]));
+  return out;
+}
+
+// Reference: scores, softmax and the weighted sum in double, one rounding into Y's dtype.
+Status cpu_graft_attention(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(float scale, ctx.attrs->get_float("scale", 1.f));
+  if (ctx.inputs.size() != 3) return error(StatusCode::kInvalidModel, "GraftAttention: needs Q, Kt and V");
+  for (const Tensor* t : ctx.inputs) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(t, "input"));
+  const Tensor &Q = *ctx.inputs[0], &Kt = *ctx.inputs[1], &V = *ctx.inputs[2];
+  bool has_views = false;
+  AttentionViews w;
+  GRAFT_RETURN_IF_ERROR(read_attention_views(*ctx.attrs, &has_views, &w));
+  if (has_views) {
+    Tensor& Y = *ctx.outputs[0];
+    GRAFT_RETURN_IF_ERROR(check_attention_views(w, Q.numel(), Kt.numel(), V.numel(), Y.numel()));
+    const int64_t B = w.outer * w.inner;
+    std::vector<double> y = attention_core(gather_view(Q, w.q, w.outer, w.inner, w.S, w.D),
+                                           gather_view(Kt, w.kt, w.outer, w.inner, w.D, w.S2),
+                                           gather_view(V, w.v, w.outer, w.inner, w.S2, w.Dv), B, w.S, w.D, w.S2, w.Dv,
+                                           scale);
+    size_t e = 0;
+    for (int64_t o = 0; o < w.outer; ++o)
+      for (int64_t i = 0; i < w.inner; ++i)
+        for (int64_t r = 0; r < w.S; ++r)
+          for (int64_t c = 0; c < w.Dv; ++c) Y.set(w.y[0] + o * w.y[1] + i * w.y[2] + r * w.y[3] + c * w.y[4], y[e++]);
+    return Status::ok();
+  }
+  const size_t r = static_cast<size_t>(Q.rank());
+  if (r < 2 || Kt.rank() != Q.rank() || V.rank() != Q.rank())
+    return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V must have one rank >= 2");
+  const int64_t S = Q.dims()[r - 2], D = Q.dims()[r - 1], S2 = Kt.dims()[r - 1], Dv = V.dims()[r - 1];
+  if (Kt.dims()[r - 2] != D || V.dims()[r - 2] != S2 || Q.numel() / std::max<int64_t>(S * D, 1) * S2 * D != Kt.numel() ||
+      Q.numel() / std::max<int64_t>(S * D, 1) * S2 * Dv != V.numel())
+    return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V shapes do not match");
+  const int64_t B = numel_of(std::vector<int64_t>(Q.dims().begin(), Q.dims().end() - 2));
+  Tensor& Y = *ctx.outputs[0];
+  if (Y.numel() != B * S * Dv) return error(StatusCode::kInternal, "GraftAttention: output size inconsistent with inputs");
+  std::vector<double> y = attention_core(cpu::load_doubles(Q), cpu::load_doubles(Kt), cpu::load_doubles(V), B, S, D,
+                                         S2, Dv, scale);
   cpu::store_doubles(Y, y);
   return Status::ok();
 }
@@ -328,6 +385,72 @@ Status cpu_graft_elementwise(ExecContext& ctx) {
 }
 
 }  // namespace
+
+Status read_attention_views(const AttributeMap& attrs, bool* present, AttentionViews* w) {
+  *present = attrs.has("dims");
+  if (!*present) return Status::ok();
+  auto bad = [](const char* attr, auto&&... parts) {
+    return Status(error(StatusCode::kInvalidModel, parts...)).with_attribute(attr);
+  };
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> dims, attrs.get_ints("dims", {}));
+  if (dims.size() != 6) return bad("dims", "dims must be [outer, inner, S, D, S2, Dv], got ", dims.size(), " values");
+  for (int64_t d : dims)
+    if (d < 1) return bad("dims", "dims must be positive, got ", d);
+  w->outer = dims[0], w->inner = dims[1], w->S = dims[2], w->D = dims[3], w->S2 = dims[4], w->Dv = dims[5];
+  const char* names[] = {"q_view", "kt_view", "v_view", "y_view"};
+  std::array<int64_t, 5>* views[] = {&w->q, &w->kt, &w->v, &w->y};
+  for (int k = 0; k < 4; ++k) {
+    if (!attrs.has(names[k])) return bad(names[k], names[k], " is missing (dims is set)");
+    GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> vw, attrs.get_ints(names[k], {}));
+    if (vw.size() != 5) return bad(names[k], names[k], " must be [offset, outer, inner, row, col], got ", vw.size(), " values");
+    for (int64_t x : vw)
+      if (x < 0) return bad(names[k], names[k], " has a negative entry ", x);
+    std::copy(vw.begin(), vw.end(), views[k]->begin());
+  }
+  if (!attrs.has("y_shape")) return bad("y_shape", "y_shape is missing (dims is set)");
+  GRAFT_ASSIGN_OR_RETURN(w->y_shape, attrs.get_ints("y_shape", {}));
+  for (int64_t d : w->y_shape)
+    if (d < 0) return bad("y_shape", "y_shape has a negative dimension ", d);
+  return Status::ok();
+}
+
+Status check_attention_views(const AttentionViews& w, int64_t q_numel, int64_t kt_numel, int64_t v_numel,
+                             int64_t y_numel) {
+  struct Check {
+    const char* attr;
+    const std::array<int64_t, 5>* view;
+    int64_t rows, cols, numel;
+  };
+  const Check checks[] = {{"q_view", &w.q, w.S, w.D, q_numel},
+                          {"kt_view", &w.kt, w.D, w.S2, kt_numel},
+                          {"v_view", &w.v, w.S2, w.Dv, v_numel},
+                          {"y_view", &w.y, w.S, w.Dv, y_numel}};
+  for (const Check& c : checks) {
+    const auto& x = *c.view;
+    const int64_t last = x[0] + (w.outer - 1) * x[1] + (w.inner - 1) * x[2] + (c.rows - 1) * x[3] + (c.cols - 1) * x[4];
+    if (last >= c.numel)
+      return Status(error(StatusCode::kInvalidModel, c.attr, " reads element ", last, " of a tensor with ", c.numel,
+                          " elements"))
+          .with_attribute(c.attr);
+  }
+  // Y's view is a permutation of the output's elements: offset 0, and its axes' (stride, size)
+  // pairs, sorted by stride, nest exactly (stride 1, then each stride the product of the sizes
+  // below it) up to the output's element count.
+  std::vector<std::pair<int64_t, int64_t>> axes = {{w.y[1], w.outer}, {w.y[2], w.inner}, {w.y[3], w.S}, {w.y[4], w.Dv}};
+  std::sort(axes.begin(), axes.end());
+  int64_t covered = 1;
+  bool dense = w.y[0] == 0;
+  for (const auto& [stride, size] : axes) {
+    if (size == 1) continue;
+    dense = dense && stride == covered;
+    covered *= size;
+  }
+  if (!dense || covered != y_numel)
+    return Status(error(StatusCode::kInvalidModel, "y_view does not cover the output (", y_numel,
+                        " elements) exactly once"))
+        .with_attribute("y_view");
+  return Status::ok();
+}
 
 void append_fused_transformer_ops(std::vector<BuiltinOp>& out) {
   out.push_back(BuiltinOp{"GraftGemm", 1, infer_graft_gemm, cpu_graft_gemm});

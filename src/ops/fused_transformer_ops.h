@@ -12,6 +12,12 @@
 // GraftAttention(Q[..., S, D], Kt[..., D, S2], V[..., S2, Dv]) -> Y[..., S, Dv]
 //   attrs: scale (float). Y = softmax(scale * Q.Kt, last axis) . V; the leading dimensions of
 //   the three inputs are equal (no broadcasting).
+//   Optional view attributes (fold_views_into_attention sets them; all or none): the operands are
+//   strided views of the input tensors and Y a strided view of the output tensor, batch two-level:
+//     dims = [outer, inner, S, D, S2, Dv];  y_shape = the output tensor's dims;
+//     q_view, kt_view, v_view, y_view = [offset, outer stride, inner stride, row stride, col stride]
+//   so that Q[o, i, r, c] = input0.flat[offset + o*outer + i*inner + r*row + c*col] (Q rows S,
+//   cols D; Kt D x S2; V S2 x Dv; Y S x Dv). Y's view must cover the output exactly once.
 //
 // GraftElementwise(x0, ..., xk) -> y, every input and the output of one shape.
 //   attrs: program (ints, kEwFields per instruction: opcode, dst, a, b, c),
@@ -23,7 +29,12 @@
 //   float16 inside the chain and rounds to float16 precision.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <vector>
+
+#include "graft/attribute.h"
+#include "graft/status.h"
 
 namespace graft {
 
@@ -73,5 +84,19 @@ inline constexpr int kEwMaxInputs = 8;     // limits of the CUDA kernel's parame
 inline constexpr int kEwMaxInstr = 32;
 inline constexpr int kEwMaxImm = 32;
 inline constexpr int kEwMaxRegs = kEwMaxInputs + kEwMaxInstr;
+
+// GraftAttention's optional view attributes, parsed and checked once for the shape function, the
+// CPU reference and the CUDA kernel.
+struct AttentionViews {
+  int64_t outer = 1, inner = 1, S = 0, D = 0, S2 = 0, Dv = 0;
+  std::array<int64_t, 5> q{}, kt{}, v{}, y{};  // offset, outer, inner, row, col strides (elements)
+  std::vector<int64_t> y_shape;
+};
+// *present = false (and OK) when the node has no view attributes; errors name the attribute.
+Status read_attention_views(const AttributeMap& attrs, bool* present, AttentionViews* views);
+// Every element a view addresses lies inside its tensor (numels of input 0..2 and the output), and
+// Y's view covers the output tensor exactly once (so no output element is left unwritten).
+Status check_attention_views(const AttentionViews& v, int64_t q_numel, int64_t kt_numel, int64_t v_numel,
+                             int64_t y_numel);
 
 }  // namespace graft

@@ -135,5 +135,26 @@ TEST(CudaFusedTransformer, GraftElementwiseLongProgramAndMixedDtypes) {
   }
 }
 
+// GraftAttention with view attributes (fold_views_into_attention): Q, K and V read in place from a
+// packed [S=5, B=3, 3E=48] projection (E=16, H=2, hd=8; the batch is two-level (B, H)), K through
+// its transpose view, Y written straight into [S, B, H*hd]; float16 and bfloat16 (the fused kernel).
+TEST(CudaFusedTransformer, AttentionWithPackedViews) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  Tensor packed = rnd(rng, {5, 3, 48});
+  KernelCase c{"GraftAttention", {packed, packed, packed}};
+  c.attrs.set("scale", 0.35f);
+  c.attrs.set("dims", std::vector<int64_t>{3, 2, 5, 8, 5, 8});
+  c.attrs.set("q_view", std::vector<int64_t>{0, 48, 8, 144, 1});
+  c.attrs.set("kt_view", std::vector<int64_t>{16, 48, 8, 1, 144});
+  c.attrs.set("v_view", std::vector<int64_t>{32, 48, 8, 144, 1});
+  c.attrs.set("y_view", std::vector<int64_t>{0, 16, 8, 48, 1});
+  c.attrs.set("y_shape", std::vector<int64_t>{5, 3, 16});
+  run_kernel_case(c, DataType::kFloat16, seed);
+  c.tol16 = 2e-2;
+  run_kernel_case(c, DataType::kBFloat16, seed);
+}
+
 }  // namespace
 }  // namespace graft::testing

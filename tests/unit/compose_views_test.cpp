@@ -155,3 +155,94 @@ TEST(ComposeViews, BadStridedCopyAttributesAreNamed) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+
+using testing::OnnxModelBuilder;
+using namespace testing;  // NOLINT(build/namespaces)
+
+// fold_views_into_attention: the head split of a packed float16 projection and the attention's
+// output permute disappear into GraftAttention's view attributes (the fused kernel reads and
+// writes in place); the CPU reference of the viewed node gives the unfused graph's outputs.
+TEST(FoldAttentionViews, PackedHeadsReadAndWrittenInPlace) {
+  constexpr DataType kF16 = DataType::kFloat16;
+  OnnxModelBuilder m(17);
+  m.input("x", kF16, {5, 3, 48});  // S=5, B=3, E=16, H=2, hd=8
+  ints_const(m, "s4", {5, 3, 3, 16});
+  ints_const(m, "ax0", {0});
+  ints_const(m, "ax3", {3});
+  ints_const(m, "sbh", {5, 6, 8});
+  ints_const(m, "bhsd", {3, 2, 5, 8});
+  m.node("Reshape", {"x", "s4"}, {"r"});
+  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
+  m.node("Squeeze", {"t", "ax3"}, {"sq"});
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::string(1, "qkv"[i]);
+    m.initializer("i" + n, Tensor::scalar_int64(i));
+    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
+    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
+    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
+    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
+  }
+  OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.node("MatMul", {"q3", "kt"}, {"scores"});
+  m.initializer("scale", Tensor::from_doubles(kF16, {}, {0.35}));
+  m.node("Mul", {"scores", "scale"}, {"scaled"});
+  OnnxModelBuilder::attr(m.node("Softmax", {"scaled"}, {"p"}), "axis", int64_t{-1});
+  m.node("MatMul", {"p", "v3"}, {"o"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"o"}, {"o_sbhd"}), "perm", std::vector<int64_t>{2, 0, 1, 3});
+  m.node("Relu", {"o_sbhd"}, {"y"});
+  m.output("y", kF16);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  auto passes = [](Graph& gr) -> Result<int> {
+    GRAFT_ASSIGN_OR_RETURN(int fused, fuse_gemm_epilogues(gr));
+    if (fused != 1) return error(StatusCode::kInternal, "expected one attention, fused ", fused);
+    GRAFT_RETURN_IF_ERROR(infer_shapes(gr));
+    GRAFT_ASSIGN_OR_RETURN(int chains, compose_view_chains(gr));
+    if (chains != 3) return error(StatusCode::kInternal, "expected three composed chains, got ", chains);
+    return fold_views_into_attention(gr);
+  };
+  // The unfused float16 graph rounds scores and probabilities to float16; the fused reference does
+  // not: differences of a few float16 ulps of the O(1) outputs.
+  check_pass(*g, passes, 1, std::random_device{}(), 2e-2, 1e-2);
+  EXPECT_EQ(count_op(*g, "GraftStridedCopy"), 0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 0);
+  const Node* at = find_op(*g, "GraftAttention");
+  ASSERT_NE(at, nullptr);
+  EXPECT_EQ(at->inputs[0], at->inputs[1]);  // Q and K read from the same packed tensor
+}
+
+TEST(FoldAttentionViews, BadViewAttributesAreNamed) {
+  constexpr DataType kF16 = DataType::kFloat16;
+  struct Case {
+    const char* attr;
+    std::vector<int64_t> value;
+  };
+  const Case cases[] = {
+      {"q_view", {0, 0, 64, 8, 1, 9}},  // six entries
+      {"q_view", {1, 0, 64, 8, 1}},     // reads past the end of Q
+      {"y_view", {0, 0, 64, 16, 1}},    // leaves output elements unwritten
+      {"dims", {1, 2, 8, 8, 8}},        // five entries
+  };
+  for (const Case& c : cases) {
+    OnnxModelBuilder m(17);
+    for (const char* in : {"q", "kt", "v"}) m.input(in, kF16, {2, 8, 8});
+    auto& n = m.node("GraftAttention", {"q", "kt", "v"}, {"y"}, "viewed_attention");
+    OnnxModelBuilder::attr(n, "dims", std::string(c.attr) == "dims" ? c.value : std::vector<int64_t>{1, 2, 8, 8, 8, 8});
+    for (const char* v : {"q_view", "kt_view", "v_view", "y_view"})
+      OnnxModelBuilder::attr(n, v, std::string(c.attr) == v ? c.value : std::vector<int64_t>{0, 0, 64, 8, 1});
+    OnnxModelBuilder::attr(n, "y_shape", std::vector<int64_t>{2, 8, 8});
+    m.output("y", kF16);
+    auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad_attention.onnx");
+    ASSERT_FALSE(eng.is_ok()) << c.attr;
+    const std::string msg = eng.status().to_string();
+    EXPECT_NE(msg.find(c.attr), std::string::npos) << msg;
+    EXPECT_NE(msg.find("viewed_attention"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace graft

@@ -78,7 +78,7 @@ inline std::map<std::string, Tensor> feeds_for(const Graph& g, std::mt19937& rng
 
 // Runs `pass` on `g`; checks it made `expect` fusions and that outputs agree with the original.
 inline void check_pass(Graph& g, const std::function<Result<int>(Graph&)>& pass, int expect, uint32_t seed,
-                double rtol = 1e-5) {
+                double rtol = 1e-5, double atol = 1e-6) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   auto feeds = feeds_for(g, rng);
@@ -89,7 +89,7 @@ inline void check_pass(Graph& g, const std::function<Result<int>(Graph&)>& pass,
   ASSERT_TRUE(infer_shapes(g).is_ok());
   auto after = run_graph(g, feeds);
   ASSERT_EQ(before.size(), after.size());
-  for (auto& [name, t] : before) expect_close(after.at(name), t, rtol);
+  for (auto& [name, t] : before) expect_close(after.at(name), t, rtol, atol);
 }
 
 }  // namespace graft::testing

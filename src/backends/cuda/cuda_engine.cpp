@@ -1252,6 +1252,8 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
     GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the chains' static shapes, after the passes above
     GRAFT_ASSIGN_OR_RETURN(int views, compose_view_chains(g));
     progress("compose views", std::to_string(views) + " data-movement chains as one strided copy");
+    GRAFT_ASSIGN_OR_RETURN(int attn_views, fold_views_into_attention(g));
+    if (attn_views) progress("attention views", std::to_string(attn_views) + " attention layers read and write in place");
   }
   GRAFT_RETURN_IF_ERROR(infer_shapes(g));
   return Status::ok();

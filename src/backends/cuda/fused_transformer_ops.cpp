@@ -317,6 +317,12 @@ bool attn_supports(const Node& n, std::string* why) {
     if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
   }
+  bool has_views = false;
+  AttentionViews w;
+  if (!read_attention_views(n.attrs, &has_views, &w).is_ok()) return reject(why, "bad view attributes");
+  // Strided operands are read by the fused kernel only: float16/bfloat16, head sizes it takes.
+  if (has_views && (in_dtype(n, 0) == DataType::kFloat32 || w.D % 8 || w.Dv % 8 || w.D > 128 || w.Dv > 128))
+    return reject(why, "strided attention operands need float16/bfloat16 and head sizes <= 128, multiples of 8");
   return true;
 }
 
@@ -336,6 +342,24 @@ Status attn_run(CudaExec& ex) {
   const Tensor& V = *ex.ctx->inputs[2];
   Tensor& Y = *ex.ctx->outputs[0];
   GRAFT_ASSIGN_OR_RETURN(float scale, attrs_of(ex).get_float("scale", 1.f));
+  bool has_views = false;
+  AttentionViews w;
+  GRAFT_RETURN_IF_ERROR(read_attention_views(attrs_of(ex), &has_views, &w));
+  if (has_views) {  // operands read in place (fold_views_into_attention): the fused kernel only
+    GRAFT_RETURN_IF_ERROR(check_attention_views(w, Q.numel(), Kt.numel(), V.numel(), Y.numel()));
+    const k::AttnOperand qo{static_cast<const char*>(Q.data()) + w.q[0] * int64_t(dtype_size(Q.dtype())), w.q[2], w.q[3],
+                            w.q[4], w.q[1]};
+    const k::AttnOperand kto{static_cast<const char*>(Kt.data()) + w.kt[0] * int64_t(dtype_size(Kt.dtype())), w.kt[2],
+                             w.kt[3], w.kt[4], w.kt[1]};
+    const k::AttnOperand vo{static_cast<const char*>(V.data()) + w.v[0] * int64_t(dtype_size(V.dtype())), w.v[2], w.v[3],
+                            w.v[4], w.v[1]};
+    const k::AttnOutput yo{Y.data(), w.y[2], w.y[3], w.y[4], w.y[1]};
+    if (!k::flash_attention_supported(ktype(Q.dtype()), w.D, w.Dv, qo, kto, vo, yo))
+      return fail(ex, StatusCode::kUnsupported, "the fused attention kernel does not take these strided operands");
+    return launch_status(k::launch_flash_attention(ktype(Q.dtype()), qo, kto, vo, yo, w.outer * w.inner, w.S, w.D, w.S2,
+                                                   w.Dv, scale, stream_of(ex), 0, w.inner),
+                         ex, "fused attention");
+  }
   AttnDims a;
   if (!attn_dims(Q.dims(), Kt.dims(), V.dims(), &a))
     return fail(ex, StatusCode::kInvalidModel, "Q ", shape_to_string(shape_from_values(Q.dims())), ", Kt ",
