@@ -181,12 +181,14 @@ bool apply(const Node& n, View& v) {
   return view_dims(v) == out;
 }
 
-// The end of a chain as (dims, strides): every axis must be one stride (its atoms contiguous).
+// The end of a chain as (dims, strides): every axis must be one stride (its atoms contiguous). An
+// axis of extent 1 gets stride 0: it is never stepped over, and a stride there must not make a
+// kernel think the view is misaligned.
 bool plain_strides(const View& v, std::vector<int64_t>* dims, std::vector<int64_t>* strides) {
   dims->clear();
   strides->clear();
   for (const auto& ax : v.axes) {
-    int64_t size = 1, stride = 1;
+    int64_t size = 1, stride = 0;
     bool first = true;
     for (size_t k = ax.size(); k-- > 0;) {  // innermost first
       if (ax[k].size == 1) continue;

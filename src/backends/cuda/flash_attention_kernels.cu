@@ -408,6 +408,10 @@ cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, Attn
   if (warps != 0 && warps != 1 && warps != 2 && warps != 4) return cudaErrorInvalidValue;
   if (batch_inner == 0) batch_inner = batch;
   if (batch_inner < 0 || (batch > 0 && (batch_inner == 0 || batch % batch_inner != 0))) return cudaErrorInvalidValue;
+  // A batch level of extent 1 is never stepped over: its stride must not decide the 16-byte paths
+  // (a view of a batch-1 tensor may carry any stride there, e.g. 1).
+  if (batch > 0 && batch / batch_inner == 1) q.outer_stride = kt.outer_stride = v.outer_stride = y.outer_stride = 0;
+  if (batch_inner == 1) q.batch_stride = kt.batch_stride = v.batch_stride = y.batch_stride = 0;
   if (batch == 0 || S == 0) return cudaSuccess;
   if (warps == 0) {
     // 64 query rows per block, fewer only when the rows fit in fewer warps. Splitting the rows

@@ -345,6 +345,8 @@ Status conv_cudnn(CudaExec& ex, const ConvPlan& p, const Tensor& X, const Tensor
   for (int i = 0; i < count && !pick; ++i) {
     if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ex.workspace_size) continue;
     if (dt == DataType::kFloat32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
+    // Not the FFT algorithms: FFT_TILING hung on a strided depthwise convolution (conv_ops.cpp).
+    if (perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING) continue;
     pick = &perf[i];
   }
   if (!pick) return Status::ok();
