@@ -9,6 +9,8 @@ fp16 accuracy number would then be an overflow artefact rather than a property o
 ``smoke=True`` shrinks shapes (small images, ViT on 32x32) so the whole pipeline runs on a CPU.
 """
 import dataclasses
+import importlib.util
+import os
 
 import torch
 
@@ -107,6 +109,36 @@ def _tiny_cnn(smoke):
         torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(2 * c, 10))
 
 
+def _deformable_encoder(smoke):
+    """The Deformable-DETR-style encoder of examples/deformable_detr_encoder (6 layers, d_model 256,
+    8 heads, 4 levels, 4 points; graft's MultiScaleDeformableAttention) behind a one-input front:
+    the input is the stride-8 feature map of an 800x1200 image (256 x 100 x 150) and the three
+    coarser levels (50x75, 25x38, 13x19, the example's level shapes) are its every-other-pixel
+    subsamplings, so the benchmark harness can feed one tensor."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "deformable_detr_encoder",
+                        "encoder.py")
+    spec = importlib.util.spec_from_file_location("graft_example_deformable_encoder", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    d = 32 if smoke else 256
+    enc = mod.DeformableEncoder(num_layers=2 if smoke else 6, d_model=d, d_ffn=2 * d if smoke else 1024,
+                                num_heads=4 if smoke else 8)
+    mod.randomize_(enc, _SEED)
+
+    class OneMapEncoder(torch.nn.Module):
+        def __init__(self, encoder):
+            super().__init__()
+            self.encoder = encoder
+
+        def forward(self, x):
+            levels = [x]
+            for _ in range(3):
+                levels.append(levels[-1][:, :, ::2, ::2])
+            return self.encoder(*levels)
+
+    return OneMapEncoder(enc)
+
+
 MODELS = {
     "resnet50": ModelSpec("resnet50", "torchvision", _resnet50, _image_shape),
     "mobilenet_v3_large": ModelSpec("mobilenet_v3_large", "torchvision", _mobilenet_v3_large, _image_shape),
@@ -114,6 +146,10 @@ MODELS = {
                           lambda smoke: (3, 32, 32) if smoke else (3, 224, 224)),
     "seed": ModelSpec("seed", "graft", _seed_model, lambda smoke: (16,),
                       note="seed walkthrough: CustomLayer(0.5), Linear(16,32), CustomLayer(1.0), Linear(32,8)"),
+    "deformable_encoder": ModelSpec(
+        "deformable_encoder", "graft", _deformable_encoder, lambda smoke: (32, 8, 12) if smoke else (256, 100, 150),
+        note="Deformable-DETR encoder (6 layers, d256, 8 heads, 4 levels x 4 points) on an 800x1200 image's "
+             "feature maps (S = 19947), graft's MultiScaleDeformableAttention"),
     "tiny_cnn": ModelSpec("tiny_cnn", "", _tiny_cnn, _image_shape,
                           note="plain-torch conv net (no torchvision), mainly for the CPU smoke run"),
 }

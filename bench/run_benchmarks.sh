@@ -6,7 +6,7 @@
 #
 # Time: about 7.5 minutes at most on an H200 (bench_models has a 400 s budget; what does not fit,
 # typically the tail of the torch.compile phase, is recorded as skipped/timeout, never hung on).
-# Environment overrides: PYTHON (default python3), BENCH_BUDGET_S, BENCH_ITERS, BENCH_WARMUP,
+# Environment overrides: PYTHON (default python3), BENCH_BUDGET_S, BENCH_ITERS, BENCH_WARMUP, BENCH_BATCHES,
 # BENCH_MODELS (space-separated), BENCH_EXTRA_ARGS (e.g. --max-autotune), MSDA_TIMEOUT_S.
 set -uo pipefail
 
@@ -39,7 +39,7 @@ start=$(date +%s)
 # shellcheck disable=SC2086
 $PY bench/bench_models.py --out "$OUT" --commit "$COMMIT" \
   ${BENCH_MODELS:+--models $BENCH_MODELS} \
-  --batches 1 32 --dtypes fp16 fp32 \
+  --batches ${BENCH_BATCHES:-1 32} --dtypes fp16 fp32 \
   --iters "${BENCH_ITERS:-100}" --warmup "${BENCH_WARMUP:-20}" \
   --budget-s "${BENCH_BUDGET_S:-400}" \
   --eager-timeout 90 --graft-timeout 150 --compile-timeout 120 --max-seconds-per-config 8 \
