@@ -6,7 +6,7 @@
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild examples profile)
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild examples profile bench_encoder)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -182,5 +182,12 @@ if has_step bench; then
     note "benchmarks: rc=$? (see bench.log)"
     tail -40 "$LOGS/bench.log" >> "$summary"
   fi
+fi
+if has_step bench_encoder; then  # the Deformable-DETR encoder (issue 7), batch 1, into $OUT/encoder
+  mkdir -p "$OUT/encoder"
+  BENCH_MODELS=deformable_encoder BENCH_BATCHES=1 MSDA_TIMEOUT_S=1 \
+    timeout "${ENCODER_TIMEOUT_S:-150}" bash bench/run_benchmarks.sh "$BUILDDIR" "$OUT/encoder" > "$LOGS/bench_encoder.log" 2>&1
+  note "encoder benchmark: rc=$? (see bench_encoder.log)"
+  grep -E '^\| deformable_encoder' "$OUT/encoder/bench_models.md" >> "$summary" 2>/dev/null
 fi
 cat "$summary"
