@@ -185,7 +185,7 @@ if has_step bench; then
 fi
 if has_step bench_encoder; then  # the Deformable-DETR encoder (issue 7), batch 1, into $OUT/encoder
   mkdir -p "$OUT/encoder"
-  BENCH_MODELS=deformable_encoder BENCH_BATCHES=1 MSDA_TIMEOUT_S=1 \
+  BENCH_MODELS=deformable_encoder BENCH_BATCHES=1 MSDA_TIMEOUT_S=1 BENCH_BUDGET_S=${ENCODER_BUDGET_S:-100} \
     timeout "${ENCODER_TIMEOUT_S:-150}" bash bench/run_benchmarks.sh "$BUILDDIR" "$OUT/encoder" > "$LOGS/bench_encoder.log" 2>&1
   note "encoder benchmark: rc=$? (see bench_encoder.log)"
   grep -E '^\| deformable_encoder' "$OUT/encoder/bench_models.md" >> "$summary" 2>/dev/null
