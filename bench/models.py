@@ -11,6 +11,7 @@ fp16 accuracy number would then be an overflow artefact rather than a property o
 import dataclasses
 import importlib.util
 import os
+import sys
 
 import torch
 
@@ -119,6 +120,8 @@ def _deformable_encoder(smoke):
                         "encoder.py")
     spec = importlib.util.spec_from_file_location("graft_example_deformable_encoder", path)
     mod = importlib.util.module_from_spec(spec)
+    # Registered like an imported module: torch.compile's tracer re-imports the modules it sees.
+    sys.modules[spec.name] = mod
     spec.loader.exec_module(mod)
     d = 32 if smoke else 256
     enc = mod.DeformableEncoder(num_layers=2 if smoke else 6, d_model=d, d_ffn=2 * d if smoke else 1024,
