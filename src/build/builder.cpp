@@ -11,7 +11,6 @@
 #include "build/tactics.h"
 #include "graft/registry.h"
 #include "graph/passes.h"
-#include "io/tensor_io.h"
 #include "onnx/importer.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/device_engine.h"
@@ -160,10 +159,30 @@ Result<double> time_engine(const Engine& engine) {
 // tactics of the whole engine. The timing cache remembers the choice under a key naming the model
 // (a hash of its bytes), the profile, the precision and the GPU, so a second build with the cache
 // builds one engine and times nothing.
-std::string engine_choice_key(const std::string& model_bytes, const BuilderConfig& config) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : model_bytes) h = (h ^ c) * 1099511628211ull;
-  std::string k = std::string("engine;") + (config.fp16 ? "fp16;" : "fp32;") + std::to_string(h);
+constexpr uint64_t kFnvOffset = 1469598103934665603ull, kFnvPrime = 1099511628211ull;  // FNV-1a
+
+uint64_t fnv1a(uint64_t h, const char* data, size_t n) {
+  for (size_t i = 0; i < n; ++i) h = (h ^ static_cast<unsigned char>(data[i])) * kFnvPrime;
+  return h;
+}
+
+// The model file's hash, read in 1 MiB pieces (a model may be hundreds of megabytes; the importer
+// has its own pass over it). nullopt when the file cannot be read: the choice is then not cached.
+std::optional<uint64_t> hash_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return std::nullopt;
+  std::vector<char> buf(size_t(1) << 20);
+  uint64_t h = kFnvOffset;
+  while (f) {
+    f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    h = fnv1a(h, buf.data(), static_cast<size_t>(f.gcount()));
+  }
+  if (f.bad()) return std::nullopt;
+  return h;
+}
+
+std::string engine_choice_key(uint64_t model_hash, const BuilderConfig& config) {
+  std::string k = std::string("engine;") + (config.fp16 ? "fp16;" : "fp32;") + std::to_string(model_hash);
   for (const auto& [name, r] : config.profile) {
     k += ";" + name + "=";
     for (int64_t d : r.opt) k += std::to_string(d) + "x";
@@ -179,7 +198,7 @@ struct Candidate {
 
 template <typename Import>
 Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const BuilderConfig& config, const std::string& name,
-                                                        const std::string& model_bytes) {
+                                                        std::optional<uint64_t> model_hash) {
   // A file that is not a timing cache is refused before any work, whatever the model holds.
   std::optional<TacticTable> cache;
   if (!config.timing_cache_path.empty()) {
@@ -209,8 +228,8 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
     b.fusion = c.fusion;
     return b;
   };
-  const std::string key = engine_choice_key(model_bytes, config);
-  if (cache) {
+  const std::string key = model_hash ? engine_choice_key(*model_hash, config) : std::string();
+  if (cache && model_hash) {
     if (auto t = cache->find(key); t && t->algo >= 0 && static_cast<size_t>(t->algo) < candidates.size()) {
       report(config, "engine", std::string("from the timing cache: ") + candidates[static_cast<size_t>(t->algo)].label);
       return build(next_graph(), config_for(candidates[static_cast<size_t>(t->algo)]), name);
@@ -218,7 +237,8 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
   }
   report(config, "engine", "timing " + std::to_string(candidates.size()) + " engine variants (" + std::to_string(convs) +
                                " convolutions)");
-  std::shared_ptr<Engine> best;
+  std::shared_ptr<Engine> best, untimed;
+  size_t untimed_i = 0;
   double best_ms = 0;
   size_t best_i = 0;
   std::string line;
@@ -227,8 +247,9 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
     if (!e) return e;
     auto ms = time_engine(**e);
     if (!ms) {
+      // Kept only if no candidate can be timed: a timed one is always preferred.
       report(config, "engine", std::string(candidates[i].label) + ": could not be timed: " + ms.status().message());
-      if (!best) best = *e;
+      if (!untimed) untimed = *e, untimed_i = i;
       continue;
     }
     char part[96];
@@ -240,8 +261,12 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
       best_i = i;
     }
   }
+  if (!best) {
+    report(config, "engine", std::string("no variant could be timed; keeping ") + candidates[untimed_i].label);
+    return untimed;  // nothing measured, nothing to remember
+  }
   report(config, "engine", line + " per run: " + candidates[best_i].label);
-  if (cache) {  // reread: the builds above added their tactics to the file
+  if (cache && model_hash) {  // reread: the builds above added their tactics to the file
     auto updated = TacticTable::load_cache_file(config.timing_cache_path);
     if (!updated) return std::move(updated).take_status();
     updated->put(key, Tactic{static_cast<int>(best_i), 0, best_ms});
@@ -254,19 +279,16 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& path, const BuilderConfig& config) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
-  std::string bytes;
-  if (config.device == DeviceType::kCUDA && !config.timing_cache_path.empty()) {
-    auto read = io::read_file(path);  // for the engine choice's cache key only
-    if (read) bytes = std::move(read).value();
-  }
-  return build_timing_candidates([&] { return import_onnx_file(path); }, config, path, bytes);
+  std::optional<uint64_t> hash;
+  if (config.device == DeviceType::kCUDA && !config.timing_cache_path.empty()) hash = hash_file(path);
+  return build_timing_candidates([&] { return import_onnx_file(path); }, config, path, hash);
 }
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_bytes(const std::string& bytes, const BuilderConfig& config,
                                                               const std::string& name_for_errors) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
   return build_timing_candidates([&] { return import_onnx_bytes(bytes, name_for_errors); }, config, name_for_errors,
-                              bytes);
+                                 fnv1a(kFnvOffset, bytes.data(), bytes.size()));
 }
 
 }  // namespace graft
