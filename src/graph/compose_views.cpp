@@ -17,6 +17,7 @@
 // copy is already as cheap as it gets) is left alone. Nodes the rewrite leaves unread are removed.
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <string>
@@ -206,6 +207,24 @@ bool plain_strides(const View& v, std::vector<int64_t>* dims, std::vector<int64_
   return true;
 }
 
+// Removes the nodes picked by `kind` whose output nothing reads (repeatedly: removing one may leave
+// its producer unread), then tidies the graph.
+Status drop_unread(Graph& graph, const std::function<bool(const Node&)>& kind) {
+  for (bool again = true; again;) {
+    again = false;
+    auto readers = graph.consumers();
+    graph.remove_nodes_if([&](const Node* x) {
+      if (!kind(*x) || x->outputs.empty() || !x->outputs[0] || x->outputs[0]->is_graph_output) return false;
+      auto it = readers.find(x->outputs[0]);
+      const bool unread = it == readers.end() || it->second.empty();
+      again = again || unread;
+      return unread;
+    });
+  }
+  graph.prune_values();
+  return graph.topological_sort();
+}
+
 }  // namespace
 
 Result<int> compose_view_chains(Graph& graph) {
@@ -257,20 +276,7 @@ Result<int> compose_view_chains(Graph& graph) {
   }
   if (!rewritten) return 0;
   graph.remove_nodes_if([&](const Node* x) { return replaced.count(x) > 0; });
-  // The chains' inner nodes that nothing reads any more.
-  for (bool again = true; again;) {
-    again = false;
-    auto readers = graph.consumers();
-    graph.remove_nodes_if([&](const Node* x) {
-      if (!is_view_node(*x) || x->outputs[0]->is_graph_output) return false;
-      auto it = readers.find(x->outputs[0]);
-      const bool unread = it == readers.end() || it->second.empty();
-      again = again || unread;
-      return unread;
-    });
-  }
-  graph.prune_values();
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
+  GRAFT_RETURN_IF_ERROR(drop_unread(graph, [](const Node& x) { return is_view_node(x); }));  // the chains' inner nodes
   return rewritten;
 }
 
@@ -372,19 +378,7 @@ Result<int> fold_views_into_attention(Graph& graph) {
   }
   if (!folded) return 0;
   graph.remove_nodes_if([&](const Node* x) { return absorbed.count(x) > 0; });
-  for (bool again = true; again;) {  // strided copies nothing reads any more
-    again = false;
-    auto readers = graph.consumers();
-    graph.remove_nodes_if([&](const Node* x) {
-      if (x->op_type != "GraftStridedCopy" || x->outputs[0]->is_graph_output) return false;
-      auto it = readers.find(x->outputs[0]);
-      const bool unread = it == readers.end() || it->second.empty();
-      again = again || unread;
-      return unread;
-    });
-  }
-  graph.prune_values();
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
+  GRAFT_RETURN_IF_ERROR(drop_unread(graph, [](const Node& x) { return x.op_type == "GraftStridedCopy"; }));
   return folded;
 }
 

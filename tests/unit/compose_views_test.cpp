@@ -23,6 +23,31 @@ void ints_const(OnnxModelBuilder& m, const std::string& name, std::vector<int64_
 
 Result<int> view_pass(Graph& g) { return compose_view_chains(g); }
 
+// nn.MultiheadAttention's head split as torch.onnx's dynamo export writes it: input "x" [S, B, 3E]
+// -> Reshape [S, B, 3, E] -> Unsqueeze -> Transpose -> Squeeze -> Gather(i) -> Reshape [S, B*H, hd]
+// -> Transpose -> Reshape [B, H, S, hd], for i = q, k, v; the results are "q3", "k3", "v3".
+void add_packed_head_split(OnnxModelBuilder& m, DataType dt, int64_t S, int64_t B, int64_t H, int64_t hd) {
+  const int64_t E = H * hd;
+  m.input("x", dt, {S, B, 3 * E});
+  ints_const(m, "s4", {S, B, 3, E});
+  ints_const(m, "ax0", {0});
+  ints_const(m, "ax3", {3});
+  ints_const(m, "sbh", {S, B * H, hd});
+  ints_const(m, "bhsd", {B, H, S, hd});
+  m.node("Reshape", {"x", "s4"}, {"r"});
+  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
+  m.node("Squeeze", {"t", "ax3"}, {"sq"});
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::string(1, "qkv"[i]);
+    m.initializer("i" + n, Tensor::scalar_int64(i));
+    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
+    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
+    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
+    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
+  }
+}
+
 // The dynamo export of nn.MultiheadAttention's packed projection split into heads, in small:
 // [B, S, 3E] -> q, k, v each [B, H, S, hd] (k also transposed), read by non-view nodes; v's chain
 // ends in a graph output.
@@ -63,25 +88,10 @@ TEST(ComposeViews, MultiHeadSplitBecomesThreeStridedCopies) {
 // single stride), and only the later transpose + view(B, H, S, hd) makes it a strided view again.
 TEST(ComposeViews, HeadSplitThroughAMergedAxisOfTwoStrides) {
   OnnxModelBuilder m;
-  m.input("x", kF32, {5, 3, 12});  // S=5, B=3, E=4, H=2, hd=2
-  ints_const(m, "s4", {5, 3, 3, 4});
-  ints_const(m, "ax0", {0});
-  ints_const(m, "ax3", {3});
-  ints_const(m, "sbh", {5, 6, 2});
-  ints_const(m, "bhsd", {3, 2, 5, 2});
-  m.node("Reshape", {"x", "s4"}, {"r"});
-  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
-  m.node("Squeeze", {"t", "ax3"}, {"sq"});
-  for (int i = 0; i < 3; ++i) {
-    const std::string n = std::string(1, "qkv"[i]);
-    m.initializer("i" + n, Tensor::scalar_int64(i));
-    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
-    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
-    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
-    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
-    m.node("Relu", {n + "3"}, {"y" + n});
-    m.output("y" + n, kF32);
+  add_packed_head_split(m, kF32, /*S=*/5, /*B=*/3, /*H=*/2, /*hd=*/2);
+  for (const char* n : {"q", "k", "v"}) {
+    m.node("Relu", {std::string(n) + "3"}, {std::string("y") + n});
+    m.output(std::string("y") + n, kF32);
   }
   auto g = load(m);
   ASSERT_TRUE(g);
@@ -168,24 +178,7 @@ using namespace testing;  // NOLINT(build/namespaces)
 TEST(FoldAttentionViews, PackedHeadsReadAndWrittenInPlace) {
   constexpr DataType kF16 = DataType::kFloat16;
   OnnxModelBuilder m(17);
-  m.input("x", kF16, {5, 3, 48});  // S=5, B=3, E=16, H=2, hd=8
-  ints_const(m, "s4", {5, 3, 3, 16});
-  ints_const(m, "ax0", {0});
-  ints_const(m, "ax3", {3});
-  ints_const(m, "sbh", {5, 6, 8});
-  ints_const(m, "bhsd", {3, 2, 5, 8});
-  m.node("Reshape", {"x", "s4"}, {"r"});
-  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
-  m.node("Squeeze", {"t", "ax3"}, {"sq"});
-  for (int i = 0; i < 3; ++i) {
-    const std::string n = std::string(1, "qkv"[i]);
-    m.initializer("i" + n, Tensor::scalar_int64(i));
-    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
-    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
-    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
-    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
-  }
+  add_packed_head_split(m, kF16, /*S=*/5, /*B=*/3, /*H=*/2, /*hd=*/8);
   OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
   m.node("MatMul", {"q3", "kt"}, {"scores"});
   m.initializer("scale", Tensor::from_doubles(kF16, {}, {0.35}));

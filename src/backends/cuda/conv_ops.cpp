@@ -283,20 +283,10 @@ Status graft_conv_run(CudaExec& ex) {
                ex, "cudnnGetConvolutionForwardAlgorithm_v7");
   };
   const std::string key = tactic_key(g, X.dtype(), B != nullptr, Z != nullptr);
-  std::optional<Tactic> t = ex.tactics ? ex.tactics->find(key) : std::nullopt;
-  if (!t && ex.tuning) {
-    t = ex.tuning->cache ? ex.tuning->cache->find(key) : std::nullopt;
-    if (t) {
-      ++ex.tuning->stats.from_cache;
-    } else {
-      GRAFT_RETURN_IF_ERROR(candidates());
-      GRAFT_ASSIGN_OR_RETURN(Tactic best, time_tactics(call, perf, count, key));
-      t = best;
-      ++ex.tuning->stats.timed;
-      if (ex.tuning->cache) ex.tuning->cache->put(key, best);
-    }
-    if (ex.tactics) ex.tactics->put(key, *t);
-  }
+  GRAFT_ASSIGN_OR_RETURN(std::optional<Tactic> t, find_or_time_tactic(ex, key, [&]() -> Result<Tactic> {
+                           GRAFT_RETURN_IF_ERROR(candidates());
+                           return time_tactics(call, perf, count, key);
+                         }));
   if (!t) {
     // Not tuned for these shapes (a shape met only at run time): cuDNN's heuristic first choice.
     GRAFT_RETURN_IF_ERROR(candidates());

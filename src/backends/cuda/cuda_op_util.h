@@ -10,6 +10,7 @@
 
 #include "backends/cuda/cuda_kernel_common.cuh"
 #include "backends/cuda/cuda_ops.h"
+#include "build/tactics.h"
 #include "graft/status.h"
 
 namespace graft::cuda::util {
@@ -86,6 +87,26 @@ inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
   }
   return true;
+}
+
+// The tactic for `key`: the engine's table; else, while the builder tunes, the timing cache or
+// `time()` (a Result<Tactic>), recorded in both. nullopt when the engine was not tuned for this
+// problem (a shape met only at run time): the caller falls back to its heuristic.
+template <typename TimeFn>
+Result<std::optional<Tactic>> find_or_time_tactic(const CudaExec& ex, const std::string& key, TimeFn&& time) {
+  std::optional<Tactic> t = ex.tactics ? ex.tactics->find(key) : std::nullopt;
+  if (t || !ex.tuning) return t;
+  t = ex.tuning->cache ? ex.tuning->cache->find(key) : std::nullopt;
+  if (t) {
+    ++ex.tuning->stats.from_cache;
+  } else {
+    GRAFT_ASSIGN_OR_RETURN(Tactic best, time());
+    t = best;
+    ++ex.tuning->stats.timed;
+    if (ex.tuning->cache) ex.tuning->cache->put(key, best);
+  }
+  if (ex.tactics) ex.tactics->put(key, *t);
+  return t;
 }
 
 // Tactic timing: the GPU time (ms) of one `call` (which enqueues work on `s` and returns false when

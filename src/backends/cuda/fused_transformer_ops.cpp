@@ -179,20 +179,9 @@ Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
   // heuristic's first.
   int choice = 0;
   if (ex.tactics || ex.tuning) {
-    const std::string key = lt_tactic_key(g, epi);
-    std::optional<Tactic> t = ex.tactics ? ex.tactics->find(key) : std::nullopt;
-    if (!t && ex.tuning) {
-      t = ex.tuning->cache ? ex.tuning->cache->find(key) : std::nullopt;
-      if (t) {
-        ++ex.tuning->stats.from_cache;
-      } else {
-        GRAFT_ASSIGN_OR_RETURN(Tactic best, time_lt_algos(ex, heur, found, ws, run));
-        t = best;
-        ++ex.tuning->stats.timed;
-        if (ex.tuning->cache) ex.tuning->cache->put(key, best);
-      }
-      if (ex.tactics) ex.tactics->put(key, *t);
-    }
+    GRAFT_ASSIGN_OR_RETURN(std::optional<Tactic> t, find_or_time_tactic(ex, lt_tactic_key(g, epi), [&] {
+                             return time_lt_algos(ex, heur, found, ws, run);
+                           }));
     if (t && t->algo >= 0 && t->algo < found) choice = t->algo;
   }
   return lt_check(run(choice), ex, "cublasLtMatmul");
@@ -383,31 +372,23 @@ Status attn_run(CudaExec& ex) {
     auto s = [](int64_t v) { return std::to_string(v); };
     const std::string key = "attention;" + device + ";" + dtype_name(Q.dtype()) + ";b" + s(a.batch) + ";s" + s(a.S) +
                             ";d" + s(a.D) + ";s2_" + s(a.S2) + ";dv" + s(a.Dv);
-    std::optional<Tactic> t = ex.tactics ? ex.tactics->find(key) : std::nullopt;
-    if (!t && ex.tuning) {
-      t = ex.tuning->cache ? ex.tuning->cache->find(key) : std::nullopt;
-      if (t) {
-        ++ex.tuning->stats.from_cache;
-      } else {
-        // One untimed run of the cuBLASLt path tunes its two GEMMs first, so that timing it below
-        // replays their chosen algorithms instead of timing inside a capture.
-        GRAFT_RETURN_IF_ERROR(attn_unfused(ex, Q, Kt, V, Y, a, scale));
-        GRAFT_RETURN_IF_ERROR(launch_status(cudaStreamSynchronize(stream_of(ex)), ex, "attention tuning"));
-        cudaEvent_t t0 = nullptr, t1 = nullptr;
-        GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t0), ex, "cudaEventCreate"));
-        GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t1), ex, "cudaEventCreate"));
-        const float fused_ms = gpu_ms_per_call(stream_of(ex), [&] { return run_fused() == cudaSuccess; }, t0, t1);
-        const float unfused_ms =
-            gpu_ms_per_call(stream_of(ex), [&] { return attn_unfused(ex, Q, Kt, V, Y, a, scale).is_ok(); }, t0, t1);
-        (void)cudaEventDestroy(t0);
-        (void)cudaEventDestroy(t1);
-        const bool fused_wins = fused_ms >= 0 && (unfused_ms < 0 || fused_ms <= unfused_ms);
-        t = Tactic{0, fused_wins ? 1 : 0, fused_wins ? fused_ms : unfused_ms};
-        ++ex.tuning->stats.timed;
-        if (ex.tuning->cache) ex.tuning->cache->put(key, *t);
-      }
-      if (ex.tactics) ex.tactics->put(key, *t);
-    }
+    auto time_both = [&]() -> Result<Tactic> {
+      // One untimed run of the cuBLASLt path tunes its two GEMMs first, so that timing it below
+      // replays their chosen algorithms instead of timing inside a capture.
+      GRAFT_RETURN_IF_ERROR(attn_unfused(ex, Q, Kt, V, Y, a, scale));
+      GRAFT_RETURN_IF_ERROR(launch_status(cudaStreamSynchronize(stream_of(ex)), ex, "attention tuning"));
+      cudaEvent_t t0 = nullptr, t1 = nullptr;
+      GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t0), ex, "cudaEventCreate"));
+      GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t1), ex, "cudaEventCreate"));
+      const float fused_ms = gpu_ms_per_call(stream_of(ex), [&] { return run_fused() == cudaSuccess; }, t0, t1);
+      const float unfused_ms =
+          gpu_ms_per_call(stream_of(ex), [&] { return attn_unfused(ex, Q, Kt, V, Y, a, scale).is_ok(); }, t0, t1);
+      (void)cudaEventDestroy(t0);
+      (void)cudaEventDestroy(t1);
+      const bool fused_wins = fused_ms >= 0 && (unfused_ms < 0 || fused_ms <= unfused_ms);
+      return Tactic{0, fused_wins ? 1 : 0, fused_wins ? fused_ms : unfused_ms};
+    };
+    GRAFT_ASSIGN_OR_RETURN(std::optional<Tactic> t, find_or_time_tactic(ex, key, time_both));
     if (!t || t->variant == 1) return launch_status(run_fused(), ex, "fused attention");
   }
   return attn_unfused(ex, Q, Kt, V, Y, a, scale);
