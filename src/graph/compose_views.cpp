@@ -382,4 +382,28 @@ Result<int> fold_views_into_attention(Graph& graph) {
   return folded;
 }
 
+// ---- unit_axis_transposes_to_reshapes ------------------------------------------------------------
+
+Result<int> unit_axis_transposes_to_reshapes(Graph& graph) {
+  int changed = 0;
+  for (const auto& up : graph.nodes()) {
+    Node* n = up.get();
+    if (n->op_type != "Transpose" || !n->domain.empty() || n->inputs.size() != 1 || !n->input(0) || n->outputs.size() != 1 ||
+        !n->outputs[0])
+      continue;
+    std::vector<int64_t> in, out;
+    if (!static_dims(n->input(0), &in) || !static_dims(n->outputs[0], &out) || copies(*n, in)) continue;
+    // Only unit axes move: the same bytes in the same order, i.e. a Reshape (an alias in the engine).
+    Value* shape = graph.new_value(n->outputs[0]->name + "_shape");
+    shape->constant = Tensor::vector_int64(out);
+    shape->desc = TensorDesc(DataType::kInt64, Shape{Dim(static_cast<int64_t>(out.size()))});
+    n->op_type = "Reshape";
+    n->attrs = AttributeMap();
+    n->inputs.push_back(shape);
+    if (n->opset < 5) n->opset = default_domain_opset(graph);
+    ++changed;
+  }
+  return changed;
+}
+
 }  // namespace graft

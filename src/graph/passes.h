@@ -65,6 +65,11 @@ Result<int> lower_patchify_convs(Graph& graph);
 // of chains rewritten.
 Result<int> compose_view_chains(Graph& graph);
 
+// A Transpose (static shapes) that only moves axes of extent 1 becomes a Reshape: same bytes, same
+// order, which the CUDA engine runs as an alias of its input (vit at batch 1: two per block).
+// Returns the number changed.
+Result<int> unit_axis_transposes_to_reshapes(Graph& graph);
+
 // GraftAttention nodes (float16/bfloat16, head sizes the fused kernel takes, static shapes) read
 // operands made by GraftStridedCopy in place and write their result straight into a following
 // Transpose's output, through GraftAttention's view attributes (src/graph/compose_views.cpp).

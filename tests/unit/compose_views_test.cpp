@@ -239,3 +239,28 @@ TEST(FoldAttentionViews, BadViewAttributesAreNamed) {
 
 }  // namespace
 }  // namespace graft
+
+namespace graft {
+namespace {
+
+using testing::OnnxModelBuilder;
+using namespace testing;  // NOLINT(build/namespaces)
+
+// A Transpose that only moves unit axes ([1, S, E] -> [S, 1, E], vit at batch 1) becomes a Reshape;
+// one that moves data stays.
+TEST(UnitAxisTransposes, BecomeReshapes) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {1, 5, 6});
+  OnnxModelBuilder::attr(m.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{1, 0, 2});
+  OnnxModelBuilder::attr(m.node("Transpose", {"t"}, {"moved"}), "perm", std::vector<int64_t>{2, 1, 0});
+  m.node("Relu", {"moved"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  check_pass(*g, [](Graph& gr) { return unit_axis_transposes_to_reshapes(gr); }, 1, std::random_device{}(), 0.0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 1);
+  EXPECT_EQ(count_op(*g, "Reshape"), 1);
+}
+
+}  // namespace
+}  // namespace graft
