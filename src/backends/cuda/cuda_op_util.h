@@ -132,13 +132,14 @@ inline float gpu_ms_per_call(cudaStream_t s, const std::function<bool()>& call, 
   // The first launch uploads the graph; the second is timed.
   const bool use_graph = captured && cudaGraphLaunch(exec, s) == cudaSuccess;
   (void)cudaEventRecord(t0, s);
+  bool ran = true;  // a call refused eagerly is not timed
   for (int r = 0; r < (use_graph ? 1 : kReps); ++r) {
-    if (use_graph) (void)cudaGraphLaunch(exec, s);
-    else (void)call();
+    if (use_graph) ran = cudaGraphLaunch(exec, s) == cudaSuccess && ran;
+    else ran = call() && ran;
   }
   (void)cudaEventRecord(t1, s);
   float ms = -1;
-  if (cudaEventSynchronize(t1) != cudaSuccess || cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess) ms = -1;
+  if (cudaEventSynchronize(t1) != cudaSuccess || cudaEventElapsedTime(&ms, t0, t1) != cudaSuccess || !ran) ms = -1;
   else ms /= kReps;
   if (exec) (void)cudaGraphExecDestroy(exec);
   (void)cudaGetLastError();
