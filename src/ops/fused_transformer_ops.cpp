@@ -10,6 +10,7 @@
 
 #include "backends/cpu/nn.h"
 #include "ops/operator.h"
+#include "ops/view_ops.h"
 
 namespace graft {
 
@@ -427,9 +428,10 @@ Status check_attention_views(const AttentionViews& w, int64_t q_numel, int64_t k
                           {"y_view", &w.y, w.S, w.Dv, y_numel}};
   for (const Check& c : checks) {
     const auto& x = *c.view;
-    const int64_t last = x[0] + (w.outer - 1) * x[1] + (w.inner - 1) * x[2] + (c.rows - 1) * x[3] + (c.cols - 1) * x[4];
-    if (last >= c.numel)
-      return Status(error(StatusCode::kInvalidModel, c.attr, " reads element ", last, " of a tensor with ", c.numel,
+    const std::optional<int64_t> last =
+        view_last_index(x[0], {w.outer, w.inner, c.rows, c.cols}, {x[1], x[2], x[3], x[4]});
+    if (!last || *last >= c.numel)
+      return Status(error(StatusCode::kInvalidModel, c.attr, " reads past the end of a tensor with ", c.numel,
                           " elements"))
           .with_attribute(c.attr);
   }
@@ -443,7 +445,7 @@ Status check_attention_views(const AttentionViews& w, int64_t q_numel, int64_t k
   for (const auto& [stride, size] : axes) {
     if (size == 1) continue;
     dense = dense && stride == covered;
-    covered *= size;
+    if (__builtin_mul_overflow(covered, size, &covered)) dense = false;
   }
   if (!dense || covered != y_numel)
     return Status(error(StatusCode::kInvalidModel, "y_view does not cover the output (", y_numel,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "ops/operator.h"
+#include "ops/view_ops.h"
 
 namespace graft {
 
@@ -42,14 +43,13 @@ Result<StridedView> read_view(const AttributeMap& a) {
   return v;
 }
 
-// The largest flat index of X the view reads (-1 for an empty view).
-int64_t last_index(const StridedView& v) {
-  int64_t last = v.offset;
-  for (size_t d = 0; d < v.shape.size(); ++d) {
-    if (v.shape[d] == 0) return -1;
-    last += (v.shape[d] - 1) * v.strides[d];
-  }
-  return last;
+// The largest flat index of X the view reads (-1 for an empty view); an error naming `strides`
+// when that index does not fit in 64 bits.
+Result<int64_t> last_index(const StridedView& v) {
+  auto last = view_last_index(v.offset, v.shape, v.strides);
+  if (!last)
+    return Status(error(StatusCode::kInvalidModel, "the view's extent overflows 64-bit indices")).with_attribute("strides");
+  return *last;
 }
 
 Status infer_strided_copy(InferContext& ctx) {
@@ -62,8 +62,9 @@ Status infer_strided_copy(InferContext& ctx) {
       if (!d.is_const()) known = false;
       else numel *= d.value();
     }
-    if (known && last_index(v) >= numel)
-      return Status(ctx.fail("the view reads element ", last_index(v), " of X ", x.to_string(), " (", numel,
+    GRAFT_ASSIGN_OR_RETURN(int64_t last, last_index(v));
+    if (known && last >= numel)
+      return Status(ctx.fail("the view reads element ", last, " of X ", x.to_string(), " (", numel,
                              " elements)"))
           .with_attribute("strides");
   }
@@ -78,8 +79,9 @@ Status strided_copy_cpu(ExecContext& ctx) {
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = *ctx.outputs[0];
   if (y.dims() != v.shape) return error(StatusCode::kInternal, "output dims differ from the shape attribute");
-  if (last_index(v) >= x.numel())
-    return Status(error(StatusCode::kInvalidModel, "the view reads element ", last_index(v), " of X with ", x.numel(),
+  GRAFT_ASSIGN_OR_RETURN(int64_t last, last_index(v));
+  if (last >= x.numel())
+    return Status(error(StatusCode::kInvalidModel, "the view reads element ", last, " of X with ", x.numel(),
                         " elements"))
         .with_attribute("strides");
   const size_t es = dtype_size(x.dtype());
@@ -100,6 +102,18 @@ Status strided_copy_cpu(ExecContext& ctx) {
 }
 
 }  // namespace
+
+std::optional<int64_t> view_last_index(int64_t offset, const std::vector<int64_t>& sizes,
+                                       const std::vector<int64_t>& strides) {
+  int64_t last = offset;
+  for (size_t d = 0; d < sizes.size() && d < strides.size(); ++d) {
+    if (sizes[d] == 0) return -1;
+    int64_t step = 0;
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &step) || __builtin_add_overflow(last, step, &last))
+      return std::nullopt;
+  }
+  return last;
+}
 
 void append_view_ops(std::vector<BuiltinOp>& out) {
   out.push_back(BuiltinOp{"GraftStridedCopy", 11, infer_strided_copy, strided_copy_cpu});

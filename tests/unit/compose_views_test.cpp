@@ -146,6 +146,7 @@ TEST(ComposeViews, BadStridedCopyAttributesAreNamed) {
       {{2, 3}, {3, -1}, 0, "strides"},  // negative stride
       {{2, 3}, {3}, 0, "strides"},      // one stride per axis
       {{2, 3}, {3, 1}, -1, "offset"},
+      {{3, 3}, {int64_t{1} << 62, 1}, 0, "strides"},  // the extent overflows int64 (a damaged plan)
   };
   for (const Case& c : cases) {
     OnnxModelBuilder m;
@@ -219,6 +220,7 @@ TEST(FoldAttentionViews, BadViewAttributesAreNamed) {
       {"q_view", {1, 0, 64, 8, 1}},     // reads past the end of Q
       {"y_view", {0, 0, 64, 16, 1}},    // leaves output elements unwritten
       {"dims", {1, 2, 8, 8, 8}},        // five entries
+      {"kt_view", {0, 0, int64_t{1} << 62, 8, 1}},  // the extent overflows int64 (a damaged plan)
   };
   for (const Case& c : cases) {
     OnnxModelBuilder m(17);

@@ -13,6 +13,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
+#include "ops/view_ops.h"
 
 namespace graft::cuda {
 namespace {
@@ -85,17 +86,16 @@ Status strided_copy_run(CudaExec& ex) {
   if (shape != y.dims() || strides.size() != shape.size() || offset < 0)
     return fail(ex, StatusCode::kInvalidModel, "shape/strides/offset attributes do not describe the output");
   if (y.numel() == 0) return Status::ok();
-  int64_t last = offset;
   k::Strided p;
   for (size_t d = 0; d < shape.size(); ++d) {
     if (strides[d] < 0) return fail(ex, StatusCode::kInvalidModel, "negative stride ", strides[d]);
-    last += (shape[d] - 1) * strides[d];
     if (shape[d] == 1) continue;
     if (append_axis(&p, shape[d], strides[d]))
       return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
   }
-  if (last >= x.numel())
-    return fail(ex, StatusCode::kInvalidModel, "the view reads element ", last, " of an input with ", x.numel(), " elements");
+  const std::optional<int64_t> last = view_last_index(offset, shape, strides);
+  if (!last || *last >= x.numel())
+    return fail(ex, StatusCode::kInvalidModel, "the view reads past the end of an input with ", x.numel(), " elements");
   const size_t es = dtype_size(x.dtype());
   return launch_status(k::launch_strided_gather(static_cast<const char*>(x.data()) + offset * static_cast<int64_t>(es),
                                                 y.data(), static_cast<int>(es), p, y.numel(), stream_of(ex)),
