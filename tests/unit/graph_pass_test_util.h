@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 
+#include "graft/engine.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
 #include "runtime/cpu_executor.h"
@@ -90,6 +91,15 @@ inline void check_pass(Graph& g, const std::function<Result<int>(Graph&)>& pass,
   auto after = run_graph(g, feeds);
   ASSERT_EQ(before.size(), after.size());
   for (auto& [name, t] : before) expect_close(after.at(name), t, rtol, atol);
+}
+
+// Building an engine from `m` must fail with one error naming `attribute` and the node `node`.
+inline void expect_refused(const OnnxModelBuilder& m, const std::string& attribute, const std::string& node) {
+  auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "refused.onnx");
+  ASSERT_FALSE(eng.is_ok()) << attribute;
+  const std::string msg = eng.status().to_string();
+  EXPECT_NE(msg.find(attribute), std::string::npos) << msg;
+  EXPECT_NE(msg.find(node), std::string::npos) << msg;
 }
 
 }  // namespace graft::testing
