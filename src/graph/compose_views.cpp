@@ -406,4 +406,32 @@ Result<int> unit_axis_transposes_to_reshapes(Graph& graph) {
   return changed;
 }
 
+// ---- merge_reshape_chains --------------------------------------------------------------------------
+
+Result<int> merge_reshape_chains(Graph& graph) {
+  auto cons = graph.consumers();
+  int merged = 0;
+  for (const auto& up : graph.nodes()) {
+    Node* n = up.get();
+    if (n->op_type != "Reshape" || !n->domain.empty() || !n->input(0) || n->outputs.size() != 1 || !n->outputs[0]) continue;
+    Node* p = n->inputs[0]->producer;
+    if (!p || p->op_type != "Reshape" || !p->domain.empty() || !p->input(0) || n->inputs[0]->is_graph_output ||
+        cons[n->inputs[0]].size() != 1)
+      continue;
+    std::vector<int64_t> out;
+    if (!static_dims(n->outputs[0], &out)) continue;
+    // The target as explicit dimensions: a 0 or -1 in the old shape input meant "from the input",
+    // which is now a different tensor.
+    Value* shape = graph.new_value(n->outputs[0]->name + "_merged_shape");
+    shape->constant = Tensor::vector_int64(out);
+    shape->desc = TensorDesc(DataType::kInt64, Shape{Dim(static_cast<int64_t>(out.size()))});
+    n->inputs = {p->inputs[0], shape};
+    n->attrs = AttributeMap();
+    ++merged;
+  }
+  if (!merged) return 0;
+  GRAFT_RETURN_IF_ERROR(drop_unread(graph, [](const Node& x) { return x.op_type == "Reshape"; }));
+  return merged;
+}
+
 }  // namespace graft

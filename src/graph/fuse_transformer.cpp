@@ -404,6 +404,43 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
         }
       }
     }
+    // The same residual Add behind a Reshape of the GEMM's output (vit's out_proj at batch 1:
+    // Gemm [S, E] -> Reshape [S, 1, E] -> Add(x)): R is read through a Reshape to the GEMM's shape
+    // (an alias in the engine) and the Reshape moves behind the fused GEMM. Static shapes only.
+    Node* reshape_after = nullptr;
+    Node* add_after = nullptr;
+    std::vector<int64_t> out_dims;
+    if (activation.empty() && !residual && out->desc.shape && shape_is_static(*out->desc.shape)) {
+      out_dims = shape_values(*out->desc.shape);
+      Node* p = consumer_of_type(cons, out, "Reshape");
+      Value* z = p ? p->outputs[0] : nullptr;
+      Node* add = z ? consumer_of_type(cons, z, "Add") : nullptr;
+      Value* r = add ? other_operand(add, z) : nullptr;
+      if (r && !r->constant && r->desc.dtype == X->desc.dtype && r->desc.shape && z->desc.shape &&
+          shapes_same(*r->desc.shape, *z->desc.shape) && add->outputs[0]->desc.shape &&
+          shapes_same(*add->outputs[0]->desc.shape, *z->desc.shape) && !is_removed(dead, p) && !is_removed(dead, add)) {
+        reshape_after = p;
+        add_after = add;
+      }
+    }
+    if (reshape_after) {
+      Value* shape = graph.new_value(n->name + "_residual_shape");
+      shape->constant = Tensor::vector_int64(out_dims);
+      shape->desc = TensorDesc(DataType::kInt64, Shape{Dim(static_cast<int64_t>(out_dims.size()))});
+      Value* r = other_operand(add_after, reshape_after->outputs[0]);
+      Value* r2 = graph.new_value(r->name + "_as_gemm_output");
+      r2->desc = out->desc;
+      Node* rr = graph.add_node(namer(n->name + "_residual_reshape"), "Reshape");
+      rr->opset = reshape_after->opset;
+      rr->inputs = {r, shape};
+      rr->outputs = {r2};
+      r2->producer = rr;
+      residual = r2;
+      // The Reshape now produces the Add's result from the fused GEMM's output.
+      reshape_after->outputs = {add_after->outputs[0]};
+      add_after->outputs[0]->producer = reshape_after;
+      chain.push_back(add_after);
+    }
     out = skip_dropouts(cons, out, &chain);
     bool dropped = false;  // inference Dropouts absorbed
     for (size_t i = before_dropouts; i < chain.size(); ++i) dropped |= chain[i]->op_type == "Dropout";

@@ -70,6 +70,10 @@ Result<int> compose_view_chains(Graph& graph);
 // Returns the number changed.
 Result<int> unit_axis_transposes_to_reshapes(Graph& graph);
 
+// Reshape(Reshape(x)) with static shapes becomes one Reshape of x (when the inner one has no other
+// reader), so the GEMM fusions see Gemm -> Reshape -> Add. Returns the number merged.
+Result<int> merge_reshape_chains(Graph& graph);
+
 // GraftAttention nodes (float16/bfloat16, head sizes the fused kernel takes, static shapes) read
 // operands made by GraftStridedCopy in place and write their result straight into a following
 // Transpose's output, through GraftAttention's view attributes (src/graph/compose_views.cpp).

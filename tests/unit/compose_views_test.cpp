@@ -240,5 +240,39 @@ TEST(UnitAxisTransposes, BecomeReshapes) {
   EXPECT_EQ(count_op(*g, "Reshape"), 1);
 }
 
+// vit's out_proj at batch 1: Gemm [S, E] -> Reshape [S, 1, E] -> Transpose to [1, S, E] (unit axes
+// only) -> Add(residual). The Transpose becomes a Reshape, the two Reshapes merge, and the residual
+// Add joins the GEMM's epilogue (read through a Reshape) with the Reshape moved behind the GEMM.
+TEST(UnitAxisTransposes, ResidualAddBehindReshapesJoinsTheGemm) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("x", kF32, {5, 8});
+  m.input("res", kF32, {1, 5, 6});
+  m.initializer("w", random_tensor(kF32, {6, 8}, rng));
+  m.initializer("b", random_tensor(kF32, {6}, rng));
+  ints_const(m, "s3", {5, 1, 6});
+  OnnxModelBuilder::attr(m.node("Gemm", {"x", "w", "b"}, {"y"}), "transB", int64_t{1});
+  m.node("Reshape", {"y", "s3"}, {"y3"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"y3"}, {"yt"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Add", {"yt", "res"}, {"out"});
+  m.output("out", kF32);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  auto passes = [](Graph& gr) -> Result<int> {
+    GRAFT_ASSIGN_OR_RETURN(int t, unit_axis_transposes_to_reshapes(gr));
+    GRAFT_ASSIGN_OR_RETURN(int r, merge_reshape_chains(gr));
+    if (t != 1 || r != 1) return error(StatusCode::kInternal, "transposes ", t, ", merged reshapes ", r);
+    GRAFT_RETURN_IF_ERROR(infer_shapes(gr));
+    return fuse_gemm_epilogues(gr);
+  };
+  check_pass(*g, passes, 1, seed);
+  EXPECT_EQ(count_op(*g, "Add"), 0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 0);
+  const Node* gg = find_op(*g, "GraftGemm");
+  ASSERT_NE(gg, nullptr);
+  EXPECT_EQ(gg->inputs.size(), 4u);  // X, W, bias, residual
+}
+
 }  // namespace
 }  // namespace graft

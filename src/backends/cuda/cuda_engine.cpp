@@ -1202,6 +1202,8 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
   if (config.fusion) {
     GRAFT_ASSIGN_OR_RETURN(int unit_transposes, unit_axis_transposes_to_reshapes(g));
     if (unit_transposes) progress("transposes", std::to_string(unit_transposes) + " that only move unit axes run as reshapes");
+    GRAFT_ASSIGN_OR_RETURN(int reshapes, merge_reshape_chains(g));
+    if (reshapes) progress("reshapes", std::to_string(reshapes) + " reshape pairs merged");
     GRAFT_ASSIGN_OR_RETURN(int patch_convs, lower_patchify_convs(g));
     if (patch_convs) progress("patchify", std::to_string(patch_convs) + " patch-embedding Conv layers as a GEMM");
     GRAFT_ASSIGN_OR_RETURN(int convs, fuse_conv_epilogues(g));
