@@ -68,10 +68,11 @@ Result<int> fuse_conv_epilogues(Graph& g) {
         absorbed.push_back(add);
       }
     }
-    if (Node* relu = only_consumer(consumers, out); usable(relu) && is_op(relu, "Relu")) {
-      attrs.set("activation", std::string("Relu"));
-      out = relu->outputs[0];
-      absorbed.push_back(relu);
+    if (Node* act = only_consumer(consumers, out);
+        usable(act) && (is_op(act, "Relu") || is_op(act, "HardSwish")) && act->outputs.size() == 1) {
+      attrs.set("activation", act->op_type);  // HardSwish: graft's epilogue kernel (MobileNetV3)
+      out = act->outputs[0];
+      absorbed.push_back(act);
     }
     while (!inputs.empty() && !inputs.back()) inputs.pop_back();  // no residual and no bias
     // The last absorbed node comes after the residual's producer, so the fused node goes there.

@@ -2,7 +2,7 @@
 //
 //   GraftConv(X, W, B?, Z?)  Y = act(conv(X, W) + B + Z), 2-D, in NCHW or NHWC.
 //     Attributes: the Conv attributes (kernel_shape, strides, pads, dilations, group, auto_pad),
-//     activation ("" or "Relu"), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
+//     activation ("", "Relu" or "HardSwish"), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
 //     and W is [M, kH, kW, C/group] (cuDNN's KRSC filter layout). Z (the residual) has Y's shape.
 //   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
 //     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
@@ -10,6 +10,7 @@
 // Both are defined by the builtin ops they replace: inference and the CPU reference permute to
 // NCHW, call the builtin Conv / pool, and permute back, so they cannot drift from ONNX semantics.
 // The CPU reference is what the fusion tests compare the CUDA kernels and the passes against.
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -61,9 +62,10 @@ Status infer_as(InferContext& ctx, const char* op_type, bool nhwc, size_t n_inpu
 // ---- GraftConv ----
 
 Status infer_graft_conv(InferContext& ctx) {
-  bool nhwc = false, relu = false;
+  bool nhwc = false;
+  ConvActivation act = ConvActivation::kNone;
   GRAFT_RETURN_IF_ERROR(read_layout(ctx.attrs(), &nhwc));
-  GRAFT_RETURN_IF_ERROR(read_activation(ctx.attrs(), &relu));
+  GRAFT_RETURN_IF_ERROR(read_activation(ctx.attrs(), &act));
   if (nhwc && (ctx.input(0).rank() != 4 || ctx.input(1).rank() != 4))
     return ctx.fail("layout NHWC needs rank-4 X and W, got ", ctx.input(0).to_string(), " and ",
                     ctx.input(1).to_string());
@@ -81,9 +83,10 @@ Status infer_graft_conv(InferContext& ctx) {
 }
 
 Status graft_conv_cpu(ExecContext& ctx) {
-  bool nhwc = false, relu = false;
+  bool nhwc = false;
+  ConvActivation act = ConvActivation::kNone;
   GRAFT_RETURN_IF_ERROR(read_layout(*ctx.attrs, &nhwc));
-  GRAFT_RETURN_IF_ERROR(read_activation(*ctx.attrs, &relu));
+  GRAFT_RETURN_IF_ERROR(read_activation(*ctx.attrs, &act));
   const Tensor* x = ctx.inputs[0];
   const Tensor* w = ctx.inputs[1];
   const Tensor* b = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
@@ -109,9 +112,7 @@ Status graft_conv_cpu(ExecContext& ctx) {
     return error(StatusCode::kInvalidModel, "residual Z must have the output's shape");
   // Epilogue in double, like the builtin kernels' float64 reference path.
   for (int64_t i = 0; i < y.numel(); ++i) {
-    double v = conv_out.get(i) + (z ? z->get(i) : 0.0);
-    if (relu && v < 0) v = 0;
-    y.set(i, v);
+    y.set(i, apply_activation(act, conv_out.get(i) + (z ? z->get(i) : 0.0)));
   }
   return Status::ok();
 }
@@ -164,14 +165,28 @@ Status read_layout(const AttributeMap& attrs, bool* nhwc) {
   return st;
 }
 
-Status read_activation(const AttributeMap& attrs, bool* relu) {
+Status read_activation(const AttributeMap& attrs, ConvActivation* out) {
   auto act = attrs.get_string("activation", "");
   if (!act) return std::move(act).take_status();
-  *relu = *act == "Relu";
-  if (*relu || act->empty()) return Status::ok();
-  Status st = error(StatusCode::kInvalidModel, "activation must be '' or 'Relu', got '", *act, "'");
+  if (act->empty() || *act == "Relu" || *act == "HardSwish") {
+    *out = act->empty() ? ConvActivation::kNone : *act == "Relu" ? ConvActivation::kRelu : ConvActivation::kHardSwish;
+    return Status::ok();
+  }
+  Status st = error(StatusCode::kInvalidModel, "activation must be '', 'Relu' or 'HardSwish', got '", *act, "'");
   st.with_attribute("activation");
   return st;
+}
+
+double apply_activation(ConvActivation act, double v) {
+  switch (act) {
+    case ConvActivation::kRelu:
+      return v < 0 ? 0 : v;
+    case ConvActivation::kHardSwish:
+      return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5));
+    case ConvActivation::kNone:
+      break;
+  }
+  return v;
 }
 
 Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm) {

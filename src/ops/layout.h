@@ -15,9 +15,12 @@ inline const std::vector<int64_t> kNchwToNhwc{0, 2, 3, 1};  // NCHW axes in NHWC
 
 // The internal NHWC ops' attributes (src/ops/fused_conv_ops.cpp), read by their schemas, CPU
 // references and CUDA kernels alike: `layout` ("NCHW" or "NHWC") and GraftConv's `activation`
-// ("" or "Relu"). Errors name the attribute.
+// ("", "Relu" or "HardSwish"). Errors name the attribute.
+enum class ConvActivation : int { kNone = 0, kRelu = 1, kHardSwish = 2 };  // the CUDA epilogue's codes
 Status read_layout(const AttributeMap& attrs, bool* nhwc);
-Status read_activation(const AttributeMap& attrs, bool* relu);
+Status read_activation(const AttributeMap& attrs, ConvActivation* act);
+// The activation in double (the CPU reference): ONNX Relu, HardSwish x * clamp(x / 6 + 1/2, 0, 1).
+double apply_activation(ConvActivation act, double v);
 
 // A host copy of a rank-4 host tensor with its axes permuted (output axis i = input axis perm[i]).
 Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm);

@@ -104,7 +104,7 @@ inline OnnxModelBuilder residual_se_cnn_model(std::mt19937& rng) {
   OnnxModelBuilder::attr(mp, "strides", std::vector<int64_t>{2, 2});
   OnnxModelBuilder::attr(mp, "pads", std::vector<int64_t>{1, 1, 1, 1});
   conv("p", "c2", 8, 8, 3, 1, true);
-  m.node("Relu", {"c2"}, {"r2"}, "relu2");
+  m.node("HardSwish", {"c2"}, {"r2"}, "hswish2");  // MobileNetV3's conv activation: graft's epilogue
   conv("r2", "c3", 8, 8, 1, 1, false);
   // A projection shortcut after c3 in node order, as PyTorch exports ResNet's downsample branch:
   // either conv may absorb the residual Add, never both.

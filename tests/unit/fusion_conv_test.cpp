@@ -73,6 +73,7 @@ TEST(FusionConv, EpilogueFusionAndNhwcKeepOutputs) {
   ASSERT_TRUE(infer_shapes(*fused).is_ok());
   EXPECT_EQ(count_ops(*fused, "Conv"), 0);
   EXPECT_EQ(count_ops(*fused, "Relu"), 0) << "every Relu follows a conv or a residual add";
+  EXPECT_EQ(count_ops(*fused, "HardSwish"), 0) << "the HardSwish after c2 joins its epilogue";
   EXPECT_EQ(count_ops(*fused, "Add"), 1) << "the residual add is fused, the per-channel shift is not";
   int with_residual = 0;
   for (const auto& node : fused->nodes())

@@ -35,7 +35,8 @@ namespace {
 constexpr size_t kGraftConvWorkspace = size_t(64) << 20;
 
 struct ConvGeometry {
-  bool nhwc = false, relu = false;
+  bool nhwc = false;
+  ConvActivation act = ConvActivation::kNone;
   int64_t n = 0, c = 0, h = 0, w = 0;  // input
   int64_t m = 0, oh = 0, ow = 0;       // output
   int64_t kh = 1, kw = 1, group = 1;
@@ -46,7 +47,7 @@ struct ConvGeometry {
 Status conv_geometry(const CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor& Y, ConvGeometry* g) {
   const AttributeMap& a = *ex.ctx->attrs;
   GRAFT_RETURN_IF_ERROR(read_layout(a, &g->nhwc));
-  GRAFT_RETURN_IF_ERROR(read_activation(a, &g->relu));
+  GRAFT_RETURN_IF_ERROR(read_activation(a, &g->act));
   if (X.rank() != 4 || W.rank() != 4 || Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "X, W and Y must have rank 4");
   const auto& x = X.dims();
   const auto& w = W.dims();
@@ -145,7 +146,7 @@ Status make_descs(const CudaExec& ex, const ConvGeometry& g, DataType dt, ConvDe
   // FP32 stays FP32 (no TF32: the engine promises 1e-4 against PyTorch); FP16 uses tensor cores.
   GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionMathType(d->conv, dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
                             ex, "cudnnSetConvolutionMathType"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetActivationDescriptor(d->act, g.relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetActivationDescriptor(d->act, g.act == ConvActivation::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
                                                          CUDNN_NOT_PROPAGATE_NAN, 0.0),
                             ex, "activation descriptor"));
   return Status::ok();
@@ -157,7 +158,7 @@ std::string tactic_key(const ConvGeometry& g, DataType dt, bool bias, bool z) {
   return "conv2d;" + device + ";" + dtype_name(dt) + ";" + (g.nhwc ? "nhwc" : "nchw") + ";x" + s(g.n) + "x" + s(g.c) +
          "x" + s(g.h) + "x" + s(g.w) + ";w" + s(g.m) + "x" + s(g.kh) + "x" + s(g.kw) + ";g" + s(g.group) + ";p" +
          s(g.ph) + "," + s(g.pw) + ";s" + s(g.sh) + "," + s(g.sw) + ";d" + s(g.dh) + "," + s(g.dw) +
-         (bias ? ";bias" : "") + (z ? ";res" : "") + (g.relu ? ";relu" : "");
+         (bias ? ";bias" : "") + (z ? ";res" : "") + (g.act == ConvActivation::kRelu ? ";relu" : g.act == ConvActivation::kHardSwish ? ";hardswish" : "");
 }
 
 struct ConvCall {
@@ -186,10 +187,10 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
   GRAFT_RETURN_IF_ERROR(dnn(cudnnConvolutionForward(h, &one, c.d->x, c.X->data(), c.d->w, c.W->data(), c.d->conv, a,
                                                     ex.workspace, ws_bytes, &zero, c.d->y, c.Y->data()),
                             ex, "cudnnConvolutionForward"));
-  if (!c.B && !c.Z && !c.g->relu) return Status::ok();
+  if (!c.B && !c.Z && c.g->act == ConvActivation::kNone) return Status::ok();
   const int64_t inner = c.g->nhwc ? 1 : c.g->oh * c.g->ow;
   return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
-                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, c.g->relu, c.Y->numel(),
+                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, static_cast<int>(c.g->act), c.Y->numel(),
                                                stream_of(ex)),
                        ex, "convolution epilogue");
 }
@@ -205,7 +206,9 @@ bool usable_algo(const cudnnConvolutionFwdAlgoPerf_t& p, size_t workspace) {
 
 bool fused_variant_allowed(const ConvCall& c, int algo) {
   if (!c.B) return false;
-  return c.g->relu || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  // cuDNN's fused call applies Relu or nothing; HardSwish needs graft's epilogue (variant 0).
+  if (c.g->act == ConvActivation::kHardSwish) return false;
+  return c.g->act == ConvActivation::kRelu || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 }
 
 // Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest.

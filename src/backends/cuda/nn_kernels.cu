@@ -125,15 +125,17 @@ __global__ void global_pool_nhwc_kernel(bool max, const T* __restrict__ x, T* __
   }
 }
 
-// y = act(y + bias[channel] + z), channel = (i / inner) % channels (inner: H*W for NCHW, 1 for NHWC).
+// y = act(y + bias[channel] + z), channel = (i / inner) % channels (inner: H*W for NCHW, 1 for NHWC);
+// act 1 Relu, 2 HardSwish.
 template <typename T>
 __global__ void conv_epilogue_kernel(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ z,
-                                     int64_t channels, int64_t inner, bool relu, int64_t total) {
+                                     int64_t channels, int64_t inner, int act, int64_t total) {
   GRAFT_GRID_STRIDE(i, total) {
     float v = Elem<T>::ld(y[i]);
     if (bias) v += Elem<T>::ld(bias[(i / inner) % channels]);
     if (z) v += Elem<T>::ld(z[i]);
-    if (relu) v = v > 0.f ? v : 0.f;
+    if (act == 1) v = v > 0.f ? v : 0.f;
+    else if (act == 2) v = v * fminf(fmaxf(v * (1.f / 6.f) + 0.5f, 0.f), 1.f);
     y[i] = Elem<T>::st(v);
   }
 }
@@ -253,11 +255,11 @@ cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, i
 }
 
 cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
-                                 bool relu, int64_t total, cudaStream_t s) {
+                                 int act, int64_t total, cudaStream_t s) {
   if (total == 0) return cudaSuccess;
   GRAFT_FLOAT_DISPATCH(t, (conv_epilogue_kernel<T><<<grid_for(total), kThreads, 0, s>>>(
                               static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels,
-                              inner, relu, total)));
+                              inner, act, total)));
   return cudaGetLastError();
 }
 

@@ -31,8 +31,9 @@ cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, i
 
 // In place: y = act(y + bias[ch] + z) where ch = (i / inner) % channels (inner = H*W for NCHW, 1 for
 // NHWC); bias and z may be null. The epilogue of a convolution that cuDNN ran without it.
+// act: 0 none, 1 Relu, 2 HardSwish (graft::ConvActivation's codes).
 cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
-                                 bool relu, int64_t total, cudaStream_t s);
+                                 int act, int64_t total, cudaStream_t s);
 
 // y[r] = mean or max over x[r, 0:area] for r < rows.
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s);
