@@ -54,16 +54,6 @@ std::vector<int64_t> view_dims(const View& v) {
   return d;
 }
 
-bool static_dims(const Value* v, std::vector<int64_t>* out) {
-  if (!v || !v->desc.shape) return false;
-  out->clear();
-  for (const Dim& d : *v->desc.shape) {
-    if (!d.is_const() || d.value() < 0) return false;
-    out->push_back(d.value());
-  }
-  return true;
-}
-
 bool reshape_like(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
 }
@@ -144,7 +134,7 @@ bool reshape_view(View& v, const std::vector<int64_t>& to) {
 // Applies one view node to `v` (the view of its input); false when it cannot be expressed.
 bool apply(const Node& n, View& v) {
   std::vector<int64_t> out;
-  if (!static_dims(n.outputs[0], &out)) return false;
+  if (!static_dims_of(n.outputs[0], &out)) return false;
   if (n.op_type == "Transpose") {
     const size_t r = v.axes.size();
     std::vector<int64_t> rev(r);
@@ -250,7 +240,7 @@ Result<int> compose_view_chains(Graph& graph) {
     if (origin->constant) continue;  // constant folding's job
     std::reverse(chain.begin(), chain.end());
     std::vector<int64_t> origin_dims;
-    if (!static_dims(origin, &origin_dims)) continue;
+    if (!static_dims_of(origin, &origin_dims)) continue;
     View v;
     const auto contiguous = contiguous_strides(origin_dims);
     for (size_t d = 0; d < origin_dims.size(); ++d) v.axes.push_back({Atom{origin_dims[d], contiguous[d]}});
@@ -324,8 +314,8 @@ Result<int> fold_views_into_attention(Graph& graph) {
   for (Node* a : nodes) {
     if (a->op_type != "GraftAttention" || !a->domain.empty() || a->attrs.has("dims") || a->inputs.size() != 3) continue;
     std::vector<int64_t> qd, kd, vd, yd;
-    if (!static_dims(a->input(0), &qd) || !static_dims(a->input(1), &kd) || !static_dims(a->input(2), &vd) ||
-        !static_dims(a->output(0), &yd))
+    if (!static_dims_of(a->input(0), &qd) || !static_dims_of(a->input(1), &kd) || !static_dims_of(a->input(2), &vd) ||
+        !static_dims_of(a->output(0), &yd))
       continue;
     const DataType dt = a->input(0)->desc.dtype;
     const size_t r = qd.size();
@@ -352,7 +342,7 @@ Result<int> fold_views_into_attention(Graph& graph) {
       Node* t = readers[0];
       std::vector<int64_t> td;
       auto perm = t->attrs.get_ints("perm", {});
-      if (perm && perm->size() == r && static_dims(t->output(0), &td)) {
+      if (perm && perm->size() == r && static_dims_of(t->output(0), &td)) {
         const auto ts = contiguous_strides(td);
         std::vector<int64_t> ystrides(r, 0);
         for (size_t pos = 0; pos < r; ++pos) ystrides[static_cast<size_t>((*perm)[pos])] = ts[pos];
@@ -392,11 +382,9 @@ Result<int> unit_axis_transposes_to_reshapes(Graph& graph) {
         !n->outputs[0])
       continue;
     std::vector<int64_t> in, out;
-    if (!static_dims(n->input(0), &in) || !static_dims(n->outputs[0], &out) || copies(*n, in)) continue;
+    if (!static_dims_of(n->input(0), &in) || !static_dims_of(n->outputs[0], &out) || copies(*n, in)) continue;
     // Only unit axes move: the same bytes in the same order, i.e. a Reshape (an alias in the engine).
-    Value* shape = graph.new_value(n->outputs[0]->name + "_shape");
-    shape->constant = Tensor::vector_int64(out);
-    shape->desc = TensorDesc(DataType::kInt64, Shape{Dim(static_cast<int64_t>(out.size()))});
+    Value* shape = graph.new_constant(n->outputs[0]->name + "_shape", Tensor::vector_int64(out));
     n->op_type = "Reshape";
     n->attrs = AttributeMap();
     n->inputs.push_back(shape);
@@ -419,12 +407,10 @@ Result<int> merge_reshape_chains(Graph& graph) {
         cons[n->inputs[0]].size() != 1)
       continue;
     std::vector<int64_t> out;
-    if (!static_dims(n->outputs[0], &out)) continue;
+    if (!static_dims_of(n->outputs[0], &out)) continue;
     // The target as explicit dimensions: a 0 or -1 in the old shape input meant "from the input",
     // which is now a different tensor.
-    Value* shape = graph.new_value(n->outputs[0]->name + "_merged_shape");
-    shape->constant = Tensor::vector_int64(out);
-    shape->desc = TensorDesc(DataType::kInt64, Shape{Dim(static_cast<int64_t>(out.size()))});
+    Value* shape = graph.new_constant(n->outputs[0]->name + "_merged_shape", Tensor::vector_int64(out));
     n->inputs = {p->inputs[0], shape};
     n->attrs = AttributeMap();
     ++merged;

@@ -54,12 +54,8 @@ Result<int> fold_batchnorm(Graph& graph) {
       double bias = b ? b->constant->get(c) : 0.0;
       new_b.set(c, (bias - mean.get(c)) * k + shift.get(c));
     }
-    Value* wv = graph.new_value(w->name + "_bnfold");
-    wv->constant = new_w;
-    wv->desc = TensorDesc(new_w.dtype(), shape_from_values(new_w.dims()));
-    Value* bv = graph.new_value(conv.name + "_bias_bnfold");
-    bv->constant = new_b;
-    bv->desc = TensorDesc(new_b.dtype(), shape_from_values(new_b.dims()));
+    Value* wv = graph.new_constant(w->name + "_bnfold", new_w);
+    Value* bv = graph.new_constant(conv.name + "_bias_bnfold", new_b);
     conv.inputs[1] = wv;
     if (conv.inputs.size() < 3) conv.inputs.resize(3, nullptr);
     conv.inputs[2] = bv;

@@ -12,12 +12,6 @@ namespace {
 
 bool is_op(const Node* n, const char* type) { return n && n->domain.empty() && n->op_type == type; }
 
-bool static_shape_of(const Value* v, std::vector<int64_t>* dims) {
-  if (!v || !v->desc.shape || !shape_is_static(*v->desc.shape)) return false;
-  *dims = shape_values(*v->desc.shape);
-  return true;
-}
-
 // The single node reading `v`, when exactly one node reads it once and it is not a graph output.
 Node* only_consumer(const std::map<const Value*, std::vector<Node*>>& consumers, const Value* v) {
   if (!v || v->is_graph_output) return nullptr;
@@ -61,7 +55,7 @@ Result<int> fuse_conv_epilogues(Graph& g) {
     if (Node* add = only_consumer(consumers, out); usable(add) && is_op(add, "Add") && add->inputs.size() == 2) {
       Value* z = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
       std::vector<int64_t> od, zd;
-      if (z && z != out && static_shape_of(out, &od) && static_shape_of(z, &zd) && zd == od &&
+      if (z && z != out && static_dims_of(out, &od) && static_dims_of(z, &zd) && zd == od &&
           z->desc.dtype == out->desc.dtype) {
         inputs.push_back(z);
         out = add->outputs[0];
@@ -120,7 +114,7 @@ bool is_pool(const Node* n) {
 
 bool is_scalar(const Value* v) {
   std::vector<int64_t> d;
-  return v && static_shape_of(v, &d) && numel_of(d) == 1;
+  return v && static_dims_of(v, &d) && numel_of(d) == 1;
 }
 
 }  // namespace
@@ -175,12 +169,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
         Value* w = n->inputs[1];
         auto wit = weights.find(w);
         if (wit == weights.end()) {
-          Value* wv = g.new_value(w->name + "_ohwi");
-          wv->constant = permute_rank4(*w->constant, kNchwToNhwc);
-          Shape ws;
-          for (int64_t d : wv->constant->dims()) ws.push_back(Dim(d));
-          wv->desc = TensorDesc(w->desc.dtype, ws);
-          wit = weights.emplace(w, wv).first;
+          wit = weights.emplace(w, g.new_constant(w->name + "_ohwi", permute_rank4(*w->constant, kNchwToNhwc))).first;
         }
         n->inputs[1] = wit->second;
         n->attrs.set("layout", std::string("NHWC"));

@@ -410,8 +410,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     Node* reshape_after = nullptr;
     Node* add_after = nullptr;
     std::vector<int64_t> out_dims;
-    if (activation.empty() && !residual && out->desc.shape && shape_is_static(*out->desc.shape)) {
-      out_dims = shape_values(*out->desc.shape);
+    if (activation.empty() && !residual && static_dims_of(out, &out_dims)) {
       Node* p = consumer_of_type(cons, out, "Reshape");
       Value* z = p ? p->outputs[0] : nullptr;
       Node* add = z ? consumer_of_type(cons, z, "Add") : nullptr;
@@ -424,9 +423,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
       }
     }
     if (reshape_after) {
-      Value* shape = graph.new_value(n->name + "_residual_shape");
-      shape->constant = Tensor::vector_int64(out_dims);
-      shape->desc = TensorDesc(DataType::kInt64, Shape{Dim(static_cast<int64_t>(out_dims.size()))});
+      Value* shape = graph.new_constant(n->name + "_residual_shape", Tensor::vector_int64(out_dims));
       Value* r = other_operand(add_after, reshape_after->outputs[0]);
       Value* r2 = graph.new_value(r->name + "_as_gemm_output");
       r2->desc = out->desc;
@@ -454,11 +451,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     gg->attrs.set("transB", static_cast<int64_t>(trans_b));
     gg->attrs.set("alpha", alpha);
     gg->attrs.set("activation", activation);
-    if (new_bias) {
-      bias = graph.new_value(n->name + "_bias");
-      bias->desc = TensorDesc(new_bias->dtype(), shape_from_values(new_bias->dims()));
-      bias->constant = *new_bias;
-    }
+    if (new_bias) bias = graph.new_constant(n->name + "_bias", *new_bias);
     gg->inputs = {X0, W};
     if (bias || residual) gg->inputs.push_back(bias);  // nullptr: omitted optional input
     if (residual) gg->inputs.push_back(residual);

@@ -29,6 +29,19 @@ Value* Graph::new_value(const std::string& hint) {
   return add_value(name);
 }
 
+Value* Graph::new_constant(const std::string& hint, Tensor t) {
+  Value* v = new_value(hint);
+  v->desc = TensorDesc(t.dtype(), shape_from_values(t.dims()));
+  v->constant = std::move(t);
+  return v;
+}
+
+bool static_dims_of(const Value* v, std::vector<int64_t>* dims) {
+  if (!v || !v->desc.shape || !shape_is_static(*v->desc.shape)) return false;
+  *dims = shape_values(*v->desc.shape);
+  return true;
+}
+
 Node* Graph::add_node(std::string name, std::string op_type, std::string domain) {
   auto n = std::make_unique<Node>();
   n->name = std::move(name);

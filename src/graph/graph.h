@@ -60,6 +60,8 @@ class Graph {
   Value* find_value(const std::string& name) const;
   // Creates a fresh value with a unique name derived from `hint`.
   Value* new_value(const std::string& hint);
+  // A fresh value holding the constant `t` (dtype and static shape from the tensor).
+  Value* new_constant(const std::string& hint, Tensor t);
   Node* add_node(std::string name, std::string op_type, std::string domain = "");
   // Removes nodes for which `dead` is true (caller must have rewired their consumers).
   void remove_nodes_if(const std::function<bool(const Node*)>& dead);
@@ -102,6 +104,10 @@ class NodeNamer {
  private:
   std::set<std::string> names_;
 };
+
+// The dims of `v`'s shape when every dimension is static; false when it has no shape or a
+// symbolic dimension.
+bool static_dims_of(const Value* v, std::vector<int64_t>* dims);
 
 // Opset of the default ONNX domain, for nodes a pass adds (17 when the graph imports none).
 int default_domain_opset(const Graph& g);

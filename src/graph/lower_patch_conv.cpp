@@ -29,13 +29,9 @@ bool patchify(const Node& n, std::vector<int64_t>* x_dims, int64_t* kh, int64_t*
   const Value* x = n.input(0);
   const Value* w = n.input(1);
   const Value* b = n.input(2);
-  if (!x || !w || !w->constant || w->constant->rank() != 4 || !x->desc.shape || x->desc.shape->size() != 4) return false;
+  if (!x || !w || !w->constant || w->constant->rank() != 4 || x->desc.rank() != 4) return false;
   if (b && (!b->constant || b->constant->numel() != w->constant->dims()[0])) return false;
-  x_dims->clear();
-  for (const Dim& d : *x->desc.shape) {
-    if (!d.is_const()) return false;
-    x_dims->push_back(d.value());
-  }
+  if (!static_dims_of(x, x_dims)) return false;
   const auto& wd = w->constant->dims();
   *kh = wd[2];
   *kw = wd[3];
@@ -80,11 +76,7 @@ Result<int> lower_patchify_convs(Graph& g) {
       v->desc = TensorDesc(t, shape_of(dims));
       return v;
     };
-    auto constant = [&](const std::string& suffix, Tensor t) {
-      Value* v = value(suffix, t.dtype(), t.dims());
-      v->constant = std::move(t);
-      return v;
-    };
+    auto constant = [&](const std::string& suffix, Tensor t) { return g.new_constant(out->name + suffix, std::move(t)); };
     auto add = [&](const char* op, const std::string& suffix, std::vector<Value*> ins, Value* result) {
       Node* k = g.add_node(unique_name(n->name + suffix), op);
       k->opset = opset;
