@@ -17,7 +17,6 @@
 // copy is already as cheap as it gets) is left alone. Nodes the rewrite leaves unread are removed.
 #include <algorithm>
 #include <array>
-#include <functional>
 #include <numeric>
 #include <set>
 #include <string>
@@ -197,24 +196,6 @@ bool plain_strides(const View& v, std::vector<int64_t>* dims, std::vector<int64_
   return true;
 }
 
-// Removes the nodes picked by `kind` whose output nothing reads (repeatedly: removing one may leave
-// its producer unread), then tidies the graph.
-Status drop_unread(Graph& graph, const std::function<bool(const Node&)>& kind) {
-  for (bool again = true; again;) {
-    again = false;
-    auto readers = graph.consumers();
-    graph.remove_nodes_if([&](const Node* x) {
-      if (!kind(*x) || x->outputs.empty() || !x->outputs[0] || x->outputs[0]->is_graph_output) return false;
-      auto it = readers.find(x->outputs[0]);
-      const bool unread = it == readers.end() || it->second.empty();
-      again = again || unread;
-      return unread;
-    });
-  }
-  graph.prune_values();
-  return graph.topological_sort();
-}
-
 }  // namespace
 
 Result<int> compose_view_chains(Graph& graph) {
@@ -266,7 +247,8 @@ Result<int> compose_view_chains(Graph& graph) {
   }
   if (!rewritten) return 0;
   graph.remove_nodes_if([&](const Node* x) { return replaced.count(x) > 0; });
-  GRAFT_RETURN_IF_ERROR(drop_unread(graph, [](const Node& x) { return is_view_node(x); }));  // the chains' inner nodes
+  eliminate_dead_nodes(graph);  // the chains' inner nodes nothing reads any more
+  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
   return rewritten;
 }
 
@@ -368,7 +350,8 @@ Result<int> fold_views_into_attention(Graph& graph) {
   }
   if (!folded) return 0;
   graph.remove_nodes_if([&](const Node* x) { return absorbed.count(x) > 0; });
-  GRAFT_RETURN_IF_ERROR(drop_unread(graph, [](const Node& x) { return x.op_type == "GraftStridedCopy"; }));
+  eliminate_dead_nodes(graph);  // strided copies nothing reads any more
+  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
   return folded;
 }
 
@@ -416,7 +399,8 @@ Result<int> merge_reshape_chains(Graph& graph) {
     ++merged;
   }
   if (!merged) return 0;
-  GRAFT_RETURN_IF_ERROR(drop_unread(graph, [](const Node& x) { return x.op_type == "Reshape"; }));
+  eliminate_dead_nodes(graph);  // the inner Reshapes
+  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
   return merged;
 }
 
