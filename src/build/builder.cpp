@@ -181,6 +181,12 @@ std::optional<uint64_t> hash_file(const std::string& path) {
   return h;
 }
 
+// Only a CUDA build with a timing cache remembers its engine choice, so only it hashes the model
+// (a pass over hundreds of megabytes the other builds need not pay).
+bool caches_engine_choice(const BuilderConfig& config) {
+  return config.device == DeviceType::kCUDA && !config.timing_cache_path.empty();
+}
+
 std::string engine_choice_key(uint64_t model_hash, const BuilderConfig& config) {
   std::string k = std::string("engine;") + (config.fp16 ? "fp16;" : "fp32;") + std::to_string(model_hash);
   for (const auto& [name, r] : config.profile) {
@@ -280,15 +286,17 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& path, const BuilderConfig& config) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
   std::optional<uint64_t> hash;
-  if (config.device == DeviceType::kCUDA && !config.timing_cache_path.empty()) hash = hash_file(path);
+  if (caches_engine_choice(config)) hash = hash_file(path);
   return build_timing_candidates([&] { return import_onnx_file(path); }, config, path, hash);
 }
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_bytes(const std::string& bytes, const BuilderConfig& config,
                                                               const std::string& name_for_errors) {
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
+  std::optional<uint64_t> hash;
+  if (caches_engine_choice(config)) hash = fnv1a(kFnvOffset, bytes.data(), bytes.size());
   return build_timing_candidates([&] { return import_onnx_bytes(bytes, name_for_errors); }, config, name_for_errors,
-                                 fnv1a(kFnvOffset, bytes.data(), bytes.size()));
+                                 hash);
 }
 
 }  // namespace graft
