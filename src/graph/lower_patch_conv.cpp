@@ -66,14 +66,9 @@ Result<int> lower_patchify_convs(Graph& g) {
     const Tensor& w = *n->input(1)->constant;
     const DataType dt = x->desc.dtype;
     const int64_t N = xd[0], C = xd[1], Hp = xd[2] / kh, Wp = xd[3] / kw, M = w.dims()[0];
-    auto shape_of = [](const std::vector<int64_t>& dims) {
-      Shape s;
-      for (int64_t d : dims) s.push_back(Dim(d));
-      return s;
-    };
     auto value = [&](const std::string& suffix, DataType t, const std::vector<int64_t>& dims) {
       Value* v = g.new_value(out->name + suffix);
-      v->desc = TensorDesc(t, shape_of(dims));
+      v->desc = TensorDesc(t, shape_from_values(dims));
       return v;
     };
     auto constant = [&](const std::string& suffix, Tensor t) { return g.new_constant(out->name + suffix, std::move(t)); };

@@ -139,19 +139,10 @@ Status infer_graft_attention(InferContext& ctx) {
   AttentionViews w;
   GRAFT_RETURN_IF_ERROR(read_attention_views(ctx.attrs(), &has_views, &w));
   if (has_views) {
-    auto numel = [](const Shape& s) -> int64_t {  // -1 when a dimension is not static
-      int64_t n = 1;
-      for (const Dim& d : s) {
-        if (!d.is_const()) return -1;
-        n *= d.value();
-      }
-      return n;
-    };
-    const int64_t nq = numel(q), nk = numel(kt), nv = numel(v);
-    if (nq >= 0 && nk >= 0 && nv >= 0) GRAFT_RETURN_IF_ERROR(check_attention_views(w, nq, nk, nv, numel_of(w.y_shape)));
-    Shape out;
-    for (int64_t d : w.y_shape) out.push_back(Dim(d));
-    ctx.set_output(0, TensorDesc(dt, out));
+    if (shape_is_static(q) && shape_is_static(kt) && shape_is_static(v))
+      GRAFT_RETURN_IF_ERROR(check_attention_views(w, numel_of(shape_values(q)), numel_of(shape_values(kt)),
+                                                  numel_of(shape_values(v)), numel_of(w.y_shape)));
+    ctx.set_output(0, TensorDesc(dt, shape_from_values(w.y_shape)));
     return Status::ok();
   }
   auto differ = [](const Dim& a, const Dim& b) { return a.is_const() && b.is_const() && a.value() != b.value(); };

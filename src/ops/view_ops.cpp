@@ -56,21 +56,14 @@ Status infer_strided_copy(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(StridedView v, read_view(ctx.attrs()));
   const TensorDesc& x = ctx.input(0);
   if (x.shape) {
-    int64_t numel = 1;
-    bool known = true;
-    for (const Dim& d : *x.shape) {
-      if (!d.is_const()) known = false;
-      else numel *= d.value();
-    }
     GRAFT_ASSIGN_OR_RETURN(int64_t last, last_index(v));
-    if (known && last >= numel)
+    const int64_t numel = shape_is_static(*x.shape) ? numel_of(shape_values(*x.shape)) : -1;
+    if (numel >= 0 && last >= numel)
       return Status(ctx.fail("the view reads element ", last, " of X ", x.to_string(), " (", numel,
                              " elements)"))
           .with_attribute("strides");
   }
-  Shape s;
-  for (int64_t d : v.shape) s.push_back(Dim(d));
-  ctx.set_output(0, TensorDesc(x.dtype, s));
+  ctx.set_output(0, TensorDesc(x.dtype, shape_from_values(v.shape)));
   return Status::ok();
 }
 
