@@ -19,6 +19,7 @@
 // GraftElementwise: the program interpreter in fused_transformer_kernels.cu.
 #include <cublasLt.h>
 
+#include <array>
 #include <optional>
 #include <string>
 
@@ -336,13 +337,13 @@ Status attn_run(CudaExec& ex) {
   GRAFT_RETURN_IF_ERROR(read_attention_views(attrs_of(ex), &has_views, &w));
   if (has_views) {  // operands read in place (fold_views_into_attention): the fused kernel only
     GRAFT_RETURN_IF_ERROR(check_attention_views(w, Q.numel(), Kt.numel(), V.numel(), Y.numel()));
-    const k::AttnOperand qo{static_cast<const char*>(Q.data()) + w.q[0] * int64_t(dtype_size(Q.dtype())), w.q[2], w.q[3],
-                            w.q[4], w.q[1]};
-    const k::AttnOperand kto{static_cast<const char*>(Kt.data()) + w.kt[0] * int64_t(dtype_size(Kt.dtype())), w.kt[2],
-                             w.kt[3], w.kt[4], w.kt[1]};
-    const k::AttnOperand vo{static_cast<const char*>(V.data()) + w.v[0] * int64_t(dtype_size(V.dtype())), w.v[2], w.v[3],
-                            w.v[4], w.v[1]};
-    const k::AttnOutput yo{Y.data(), w.y[2], w.y[3], w.y[4], w.y[1]};
+    // [offset, outer, inner, row, col] -> the kernel's operand (inner is its batch stride).
+    auto operand = [](const Tensor& t, const std::array<int64_t, 5>& v) {
+      return k::AttnOperand{static_cast<const char*>(t.data()) + v[0] * static_cast<int64_t>(dtype_size(t.dtype())), v[2],
+                            v[3], v[4], v[1]};
+    };
+    const k::AttnOperand qo = operand(Q, w.q), kto = operand(Kt, w.kt), vo = operand(V, w.v);
+    const k::AttnOutput yo{Y.data(), w.y[2], w.y[3], w.y[4], w.y[1]};  // y_view's offset is 0 (checked)
     if (!k::flash_attention_supported(ktype(Q.dtype()), w.D, w.Dv, qo, kto, vo, yo))
       return fail(ex, StatusCode::kUnsupported, "the fused attention kernel does not take these strided operands");
     return launch_status(k::launch_flash_attention(ktype(Q.dtype()), qo, kto, vo, yo, w.outer * w.inner, w.S, w.D, w.S2,
