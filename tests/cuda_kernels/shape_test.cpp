@@ -532,12 +532,6 @@ TEST(CudaShape, SliceConcatSplitGatherFastPaths) {
   }
 }
 
-}  // namespace
-}  // namespace graft::testing
-
-namespace graft::testing {
-namespace {
-
 // GraftStridedCopy (a composed chain of views): the vit q/k/v head split from the packed
 // projection (offset into the middle third, interleaved heads), a transposed K, an odd offset
 // (unaligned start: no vector path), and a stride-0 broadcast axis.
