@@ -19,6 +19,8 @@ for m in $MODELS; do
   python3 - "$m" "$WORK/$m.onnx" <<'PY' || { echo "export of $m failed"; rc=1; continue; }
 import sys, torch, graft, models
 spec = models.get(sys.argv[1])
+with open(sys.argv[2] + ".dims", "w") as f:  # the input's dims after the batch, as the CLI writes them
+    f.write("x".join(str(d) for d in spec.input(1).shape[1:]))
 errors = []
 for exporter in ("torchscript", "dynamo"):  # as bench_models.py: TorchScript first, then dynamo
     try:
@@ -34,7 +36,7 @@ else:
 PY
   for b in ${PROFILE_BATCHES:-1 32}; do
     for p in ${PROFILE_PRECISIONS:-fp16}; do
-      shape="input:${b}x3x224x224"
+      shape="input:${b}x$(cat "$WORK/$m.onnx.dims")"
       flag=(); [ "$p" = fp16 ] && flag=(--fp16)
       log="$OUT/profile_${m}_b${b}_${p}.txt"
       { "$BUILD/bin/graft" build "$WORK/$m.onnx" -o "$WORK/$m.plan" --device cuda --shapes "$shape" "${flag[@]}" &&

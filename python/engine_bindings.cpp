@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "graft/cuda_engine.h"
 #include "graft/engine.h"
 #include "graft/op.h"
 #include "graft/registry.h"
@@ -74,6 +75,29 @@ graft::DataType dtype_from_string(const std::string& s, const std::string& name_
   if (!graft::dtype_from_name(s, &t)) raise_invalid("input '" + name_for_errors + "': unknown dtype '" + s + "'");
   return t;
 }
+
+// ---- device outputs -----------------------------------------------------------------------------
+// A CUDA output the engine allocated, handed to Python without a copy: torch.as_tensor (and CuPy,
+// Numba) read it through __cuda_array_interface__ and keep this object, so the memory, alive.
+struct DeviceArray {
+  graft::Tensor tensor;
+
+  py::dict cuda_array_interface() const {
+    std::string typestr = numpy_dtype_name(tensor.dtype());
+    if (typestr.empty())
+      raise_invalid(std::string("output dtype ") + graft::dtype_name(tensor.dtype()) +
+                    " has no __cuda_array_interface__ type; pass a preallocated output instead");
+    py::dict d;
+    py::tuple shape(tensor.dims().size());
+    for (size_t i = 0; i < tensor.dims().size(); ++i) shape[i] = tensor.dims()[i];
+    d["shape"] = shape;
+    d["typestr"] = py::dtype(typestr).attr("str");
+    d["data"] = py::make_tuple(reinterpret_cast<uintptr_t>(tensor.data()), false);
+    d["strides"] = py::none();  // C-contiguous
+    d["version"] = 2;           // no stream key: the work that wrote it is already on the caller's stream
+    return d;
+  }
+};
 
 // ---- engine wrapper ------------------------------------------------------------------------------
 class PyEngine {
@@ -150,21 +174,20 @@ class PyEngine {
 
   // inputs: name -> numpy array, or ("ptr", address, dtype name, shape, "cpu"|"cuda") for memory the
   // caller keeps alive (torch tensors, wrapped by python/graft/engine.py without copying).
-  py::dict run(const py::dict& feeds) {
+  // outputs: name -> ("ptr", ...) descriptors the engine writes in place when shape and dtype fit.
+  // stream: a cudaStream_t as an integer (torch.cuda.current_stream().cuda_stream). With a stream,
+  // a CUDA engine enqueues on it and returns without waiting, so work the caller queued on that
+  // stream before (its inputs) runs first and work queued after sees the outputs; device outputs
+  // come back as DeviceArray (__cuda_array_interface__), or None for an output written in place.
+  // Without a stream the call is synchronous and every output comes back as a host numpy array.
+  py::dict run(const py::dict& feeds, const py::dict& given_outputs, uintptr_t stream) {
     std::map<std::string, graft::Tensor> in;
     std::vector<py::object> keep_alive;
     for (auto item : feeds) {
       std::string name = py::str(item.first);
       py::handle v = item.second;
       if (py::isinstance<py::tuple>(v)) {
-        auto t = v.cast<py::tuple>();
-        if (t.size() != 5 || std::string(py::str(t[0])) != "ptr") raise_invalid("input '" + name + "': bad pointer descriptor");
-        auto addr = t[1].cast<uintptr_t>();
-        graft::DataType dt = dtype_from_string(t[2].cast<std::string>(), name);
-        auto dims = t[3].cast<std::vector<int64_t>>();
-        std::string dev = t[4].cast<std::string>();
-        in[name] = graft::Tensor::wrap(reinterpret_cast<void*>(addr), dt, dims,
-                                       dev == "cuda" ? graft::DeviceType::kCUDA : graft::DeviceType::kCPU);
+        in[name] = from_pointer_descriptor(v, "input '" + name + "'");
         continue;
       }
       // C-contiguous numpy view (copies only when the caller's array is not contiguous already).
@@ -176,21 +199,49 @@ class PyEngine {
       keep_alive.push_back(arr);
     }
     std::map<std::string, graft::Tensor> out;
-    {
+    std::map<std::string, const void*> in_place;
+    for (auto item : given_outputs) {
+      std::string name = py::str(item.first);
+      out[name] = from_pointer_descriptor(item.second, "output '" + name + "'");
+      in_place[name] = out[name].data();
+    }
+    auto* cuda_context = [&]() -> graft::CudaExecutionContext* {
       std::lock_guard<std::mutex> lock(mu_);
       if (!context_) context_ = unwrap(engine_->create_context());
+      return stream ? dynamic_cast<graft::CudaExecutionContext*>(context_.get()) : nullptr;
+    }();
+    if (stream && !cuda_context) raise_invalid("run(stream=...) needs a CUDA engine; this engine runs on " + device());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
       py::gil_scoped_release release;
-      check(context_->run(in, out));
+      if (cuda_context) check(cuda_context->enqueue(in, out, reinterpret_cast<CUstream_st*>(stream)));
+      else check(context_->run(in, out));
     }
     py::dict result;
-    for (auto& [name, t] : out) result[py::str(name)] = to_numpy(t);
+    for (auto& [name, t] : out) {
+      auto given = in_place.find(name);
+      if (given != in_place.end() && given->second == t.data()) result[py::str(name)] = py::none();
+      else if (cuda_context && t.device() == graft::DeviceType::kCUDA) result[py::str(name)] = DeviceArray{t};
+      else result[py::str(name)] = to_numpy(t);
+    }
     return result;
   }
 
  private:
+  static graft::Tensor from_pointer_descriptor(py::handle v, const std::string& what) {
+    if (!py::isinstance<py::tuple>(v)) raise_invalid(what + ": expected a (\"ptr\", address, dtype, shape, device) tuple");
+    auto t = v.cast<py::tuple>();
+    if (t.size() != 5 || std::string(py::str(t[0])) != "ptr") raise_invalid(what + ": bad pointer descriptor");
+    auto addr = t[1].cast<uintptr_t>();
+    graft::DataType dt = dtype_from_string(t[2].cast<std::string>(), what);
+    auto dims = t[3].cast<std::vector<int64_t>>();
+    std::string dev = t[4].cast<std::string>();
+    return graft::Tensor::wrap(reinterpret_cast<void*>(addr), dt, dims,
+                               dev == "cuda" ? graft::DeviceType::kCUDA : graft::DeviceType::kCPU);
+  }
+
   static py::object to_numpy(const graft::Tensor& output) {
-    // A CUDA engine returns outputs on its inputs' device; Python gets host arrays (graft.Engine
-    // moves them back to the caller's torch device).
+    // Host arrays for synchronous calls (graft.Engine moves them to the caller's torch device).
     graft::Tensor t = unwrap(output.to_host());
     std::string dn = numpy_dtype_name(t.dtype());
     if (dn.empty()) raise_invalid(std::string("output dtype ") + graft::dtype_name(t.dtype()) + " has no numpy equivalent");
@@ -346,7 +397,12 @@ PYBIND11_MODULE(_engine, m) {
       .def_property_readonly("outputs", &PyEngine::outputs)
       .def_property_readonly("device", &PyEngine::device)
       .def("describe", &PyEngine::describe)
-      .def("run", &PyEngine::run, py::arg("feeds"));
+      .def("run", &PyEngine::run, py::arg("feeds"), py::arg("outputs") = py::dict(), py::arg("stream") = 0);
+
+  py::class_<DeviceArray>(m, "DeviceArray")
+      .def_property_readonly("__cuda_array_interface__", &DeviceArray::cuda_array_interface)
+      .def_property_readonly("shape", [](const DeviceArray& a) { return a.tensor.dims(); })
+      .def_property_readonly("dtype", [](const DeviceArray& a) { return std::string(graft::dtype_name(a.tensor.dtype())); });
 
   m.def("load_plugin", [](const std::string& path) { check(graft::load_plugin_library(path)); }, py::arg("path"));
   m.def("registered_ops", &registered_ops);

@@ -1,7 +1,7 @@
 """graft.Engine: build an engine from ONNX, save/load plans, run it from Python.
 
     eng = graft.Engine.build("model.onnx", profile={"input": ((1, 64), (4, 64), (16, 64))})
-    out = eng.run({"input": x})        # numpy in -> numpy out; torch in -> torch out
+    out = eng.run({"input": x})        # numpy in -> numpy out; torch in -> torch out (CUDA stays on the GPU)
     eng.save("model.plan"); eng2 = graft.Engine.load("model.plan")
 
 Numpy arrays and CPU torch tensors are passed without copying when already contiguous; CUDA torch
@@ -22,6 +22,7 @@ def _torch():
 class Engine:
     def __init__(self, impl):
         self._impl = impl
+        self._output_shapes = {}  # CUDA runs: {input shapes and dtypes: {output: (shape, torch dtype)}}
 
     @classmethod
     def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
@@ -67,18 +68,28 @@ class Engine:
     def describe(self):
         return self._impl.describe()
 
-    def run(self, feeds):
+    def run(self, feeds, outputs=None):
+        """feeds: {input name: numpy array or torch tensor}. Returns {output name: array}.
+
+        numpy in -> numpy out; CPU torch tensors in -> torch tensors out. CUDA torch tensors into a
+        CUDA engine are read in place and the engine runs on torch's current CUDA stream without a
+        host round trip: the call returns once the work is queued, and the outputs are CUDA tensors
+        whose values later work on that stream sees (as with any torch op). outputs: optional
+        {name: CUDA torch tensor} to write into (shape and dtype must match the output's)."""
         torch = _torch()
+        if torch is not None and self.device == "cuda" and feeds and all(
+                isinstance(v, torch.Tensor) and v.device.type == "cuda" for v in feeds.values()):
+            return self._run_on_torch_stream(torch, feeds, outputs or {})
+        if outputs:
+            raise GraftError("run(outputs=...) needs CUDA torch tensors as inputs and outputs of a CUDA engine",
+                             "kInvalidArgument")
         feed, keep, torch_device = {}, [], None
         for name, v in feeds.items():
             if torch is not None and isinstance(v, torch.Tensor):
                 torch_device = torch_device or v.device
                 t = v.detach().contiguous()
                 keep.append(t)
-                if t.device.type == "cuda" and self.device == "cuda":
-                    feed[name] = ("ptr", t.data_ptr(), str(t.dtype).replace("torch.", ""),
-                                  list(t.shape), "cuda")
-                elif t.device.type == "cpu" and t.dtype != torch.bfloat16:
+                if t.device.type == "cpu" and t.dtype != torch.bfloat16:
                     feed[name] = t.numpy()  # shares memory
                 else:
                     feed[name] = t.cpu().numpy()
@@ -88,6 +99,46 @@ class Engine:
         if torch_device is not None:
             out = {k: torch.from_numpy(v).to(torch_device) for k, v in out.items()}
         return out
+
+    @staticmethod
+    def _pointer(t):
+        return ("ptr", t.data_ptr(), str(t.dtype).replace("torch.", ""), list(t.shape), "cuda")
+
+    def _run_on_torch_stream(self, torch, feeds, outputs):
+        device = next(iter(feeds.values())).device
+        keep = {n: v.detach().contiguous() for n, v in feeds.items()}
+        # Outputs come from torch's allocator (stream-ordered, cached) once their shapes for these
+        # input shapes are known; the first call lets the engine allocate and learns them.
+        key = tuple((n, tuple(t.shape), t.dtype) for n, t in sorted(keep.items()))
+        shapes = self._output_shapes.get(key, {})
+        given = dict(outputs)
+        for name, (shape, dtype) in shapes.items():
+            if name not in given:
+                given[name] = torch.empty(shape, dtype=dtype, device=device)
+        for name, t in given.items():
+            if not isinstance(t, torch.Tensor) or t.device != device or not t.is_contiguous():
+                raise GraftError(f"output '{name}' must be a contiguous torch tensor on {device}", "kInvalidArgument")
+        stream = torch.cuda.current_stream(device).cuda_stream
+        with torch.cuda.device(device):
+            raw = self._impl.run({n: self._pointer(t) for n, t in keep.items()},
+                                 outputs={n: self._pointer(t) for n, t in given.items()}, stream=stream)
+        result = {}
+        for name, v in raw.items():
+            if name in outputs and v is not None:
+                raise GraftError(f"output '{name}': the given tensor is {tuple(outputs[name].shape)} "
+                                 f"{outputs[name].dtype}, but the engine produced {tuple(v.shape)} {v.dtype}",
+                                 "kInvalidArgument")
+            if v is None:
+                result[name] = given[name]
+            elif isinstance(v, _native.engine_module().DeviceArray):
+                result[name] = torch.as_tensor(v, device=device)
+            else:
+                result[name] = torch.from_numpy(v).to(device)
+        self._output_shapes[key] = {n: (tuple(t.shape), t.dtype) for n, t in result.items() if t.device == device}
+        # The inputs' memory must outlive the queued work: record them on the stream as torch does.
+        for t in keep.values():
+            t.record_stream(torch.cuda.current_stream(device))
+        return result
 
     def __repr__(self):
         names = lambda l: ", ".join(i["name"] + i["shape"] for i in l)  # noqa: E731

@@ -93,3 +93,43 @@ def test_engine_build_errors(graft_mod, tmp_path):
     with pytest.raises(graft_mod.GraftError) as e:
         graft_mod.load_plugin(str(tmp_path / "nope.so"))
     assert "nope.so" in str(e.value)
+
+
+def test_engine_outputs_argument_needs_cuda(graft_mod, engine):
+    x = torch.randn(2, 8)
+    with pytest.raises(graft_mod.GraftError, match="outputs="):
+        engine.run({"input": x}, outputs={"output": torch.empty(2, 4)})
+    with pytest.raises(graft_mod.GraftError, match="needs a CUDA engine"):
+        engine._impl.run({"input": x.numpy()}, stream=1)
+    assert engine.run({"input": x})["output"].shape == (2, 4)  # still usable
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_engine_runs_on_torch_stream(graft_mod, exported):
+    """CUDA tensors in, CUDA tensors out, ordered on torch's current stream: the input is produced
+    by a long kernel queued just before, on a side stream, and read back only through that stream."""
+    model, path = exported
+    eng = graft_mod.Engine.build(path, device="cuda", profile={"input": ((1, 8), (4, 8), (64, 8))})
+    model = model.cuda()
+    side = torch.cuda.Stream()
+    big = torch.randn(4096, 4096, device="cuda")
+    torch.cuda.synchronize()
+    for batch in (64, 64, 5):  # the second call uses the learned output shape; the third a new one
+        with torch.cuda.stream(side):
+            slow = big @ big  # keeps the stream busy, so an unordered engine would read stale memory
+            x = torch.randn(batch, 8, device="cuda") + 1e-30 * slow[:batch, :8]
+            out = eng.run({"input": x})["output"]
+            got = out.clone()
+        side.synchronize()
+        assert out.device.type == "cuda" and out.dtype == torch.float32 and out.shape == (batch, 4)
+        with torch.no_grad():
+            torch.testing.assert_close(got, model(x), rtol=1e-4, atol=1e-5)
+
+    x = torch.randn(6, 8, device="cuda")
+    given = torch.full((6, 4), float("nan"), device="cuda")  # poisoned: must be overwritten
+    out = eng.run({"input": x}, outputs={"output": given})["output"]
+    assert out is given
+    with torch.no_grad():
+        torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
+    with pytest.raises(graft_mod.GraftError, match="output 'output'"):
+        eng.run({"input": x}, outputs={"output": torch.empty(5, 4, device="cuda")})

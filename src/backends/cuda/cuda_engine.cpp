@@ -133,11 +133,11 @@ class CudaContext final : public CudaExecutionContext {
   Status init();
 
   Status run(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs) override {
-    return execute(inputs, outputs, stream_, true);
+    return execute_in_order(inputs, outputs, stream_, true);
   }
   Status enqueue(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
                  CUstream_st* stream) override {
-    return execute(inputs, outputs, stream ? stream : stream_, false);
+    return execute_in_order(inputs, outputs, stream ? stream : stream_, false);
   }
   void set_profiling(bool on) override { profiling_ = on; }
   std::vector<LayerTiming> layer_timings() const override { return timings_; }
@@ -151,6 +151,10 @@ class CudaContext final : public CudaExecutionContext {
   struct Slot {
     Tensor host, dev;
   };
+  // The context's arena and workspace are reused by every run: a run on another stream than the
+  // last one first waits for the last one's work (an enqueue returns before its kernels finish).
+  Status execute_in_order(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
+                          cudaStream_t stream, bool sync);
   Status execute(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
                  cudaStream_t stream, bool sync);
   Status bind_inputs(const std::map<std::string, Tensor>& inputs, cudaStream_t stream, bool into_arena);
@@ -169,6 +173,8 @@ class CudaContext final : public CudaExecutionContext {
   std::shared_ptr<const CudaEngine> engine_;
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
+  cudaStream_t last_stream_ = nullptr;   // the stream of the last run, whose end run_done_ marks
+  cudaEvent_t run_done_ = nullptr;
   cublasLtHandle_t cublaslt_ = nullptr;
   void* cudnn_ = nullptr;
   Tensor arena_, workspace_;
@@ -596,6 +602,10 @@ std::string CudaEngine::describe_json() const {
 
 CudaContext::~CudaContext() {
   (void)cudaSetDevice(device_);
+  if (run_done_) {
+    (void)cudaEventSynchronize(run_done_);  // an enqueued run may still be using the arena
+    (void)cudaEventDestroy(run_done_);
+  }
   drop_graphs();
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
   if (gate_host_) (void)cudaFreeHost(gate_host_);
@@ -617,6 +627,7 @@ void CudaContext::drop_graphs() {
 Status CudaContext::init() {
   GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
   GRAFT_CUDA_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the context's CUDA stream");
+  GRAFT_CUDA_RETURN(cudaEventCreateWithFlags(&run_done_, cudaEventDisableTiming), "creating the context's run event");
   cublasStatus_t bs = cublasLtCreate(&cublaslt_);
   if (bs != CUBLAS_STATUS_SUCCESS)
     return error(StatusCode::kRuntimeError, "cublasLtCreate failed with status ", static_cast<int>(bs));
@@ -978,6 +989,18 @@ Status CudaContext::replay_graph_failure(ShapePlan& plan, cudaError_t e, const s
   check_layers_ = true;
   Status st = execute(inputs, outputs, stream, sync);
   check_layers_ = false;
+  return st;
+}
+
+Status CudaContext::execute_in_order(const std::map<std::string, Tensor>& inputs,
+                                     std::map<std::string, Tensor>& outputs, cudaStream_t stream, bool sync) {
+  GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
+  if (last_stream_ && last_stream_ != stream)
+    GRAFT_CUDA_RETURN(cudaStreamWaitEvent(stream, run_done_, 0), "ordering this run after the previous one");
+  Status st = execute(inputs, outputs, stream, sync);
+  // Recorded after a failed run too: whatever it left queued is covered.
+  if (cudaEventRecord(run_done_, stream) == cudaSuccess) last_stream_ = stream;
+  else (void)cudaGetLastError();
   return st;
 }
 
