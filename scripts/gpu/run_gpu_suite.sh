@@ -83,7 +83,7 @@ fi
 
 if has_step gpubuild; then  # the library, CLI, Python/torch modules and the GPU test binaries only
   configure_build $BUILDDIR > "$LOGS/configure.log" 2>&1 || { note "configure FAILED"; exit 1; }
-  cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch graft_cuda_tests \
+  cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch graft_cuda_tests graft_python_test_ops \
     graft_cuda_kernel_tests > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "gpu build ok"
   for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests; do

@@ -112,6 +112,12 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   report(config, "dead-node elimination", std::to_string(dead) + " removed");
   s = infer_shapes(g);
   if (!s) return s.with_file(name);
+  // Again with every dtype known: Casts to the type their input already has.
+  if (int casts = remove_identities(g)) {
+    report(config, "remove identities", std::to_string(casts) + " same-type casts removed");
+    s = infer_shapes(g);
+    if (!s) return s.with_file(name);
+  }
   // Device passes (CUDA: FP16 precision, compute capability) and the device's runtime.
   s = prepare_state_for_device(st, config);
   if (!s) return s.with_file(name);

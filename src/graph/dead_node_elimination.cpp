@@ -38,10 +38,18 @@ int remove_identities(Graph& graph) {
     // Identity, and Dropout in inference (no mask output, training_mode absent or a constant false),
     // which is the identity too.
     const bool identity = n.op_type == "Identity" && n.inputs.size() == 1;
+    // A Cast to the dtype its input already has (PyTorch layers write `.float()` on float32
+    // tensors): in a float16 engine it would become a round trip through float32.
+    // (DataType values are the ONNX codes `to` holds.)
+    const bool same_type_cast = n.op_type == "Cast" && n.inputs.size() == 1 && n.inputs[0] &&
+                                n.inputs[0]->desc.dtype != DataType::kUndefined && [&] {
+                                  auto to = n.attrs.get_int("to", -1);
+                                  return to && *to == static_cast<int64_t>(n.inputs[0]->desc.dtype);
+                                }();
     const bool dropout = n.op_type == "Dropout" && !n.inputs.empty() &&
                          (n.inputs.size() < 3 || !n.inputs[2] ||
                           (n.inputs[2]->constant && n.inputs[2]->constant->numel() == 1 && n.inputs[2]->constant->get(0) == 0));
-    if (!(identity || dropout) || !n.domain.empty() || n.outputs.empty() || (n.outputs.size() > 1 && n.outputs[1]))
+    if (!(identity || dropout || same_type_cast) || !n.domain.empty() || n.outputs.empty() || (n.outputs.size() > 1 && n.outputs[1]))
       continue;
     Value* a = n.inputs[0];
     Value* b = n.outputs[0];

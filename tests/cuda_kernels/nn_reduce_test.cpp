@@ -165,6 +165,16 @@ TEST(CudaReduceNorm, RowKernels) {
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
   const std::vector<std::vector<int64_t>> shapes = {{3, 5, 197}, {2, 3, 64}, {4, 1024}, {2, 1025}, {7, 1}, {5, 40}, {9, 33}};
+  // Short rows (several rows per warp): vector groups of 1..16 lanes, per-element lanes, and row
+  // counts that leave a warp part-empty.
+  const std::vector<std::vector<int64_t>> short_rows = {{1001, 16}, {37, 8}, {13, 3}, {300, 32}, {333, 12}, {5, 2},
+                                                        {3, 7, 128}, {65, 5}};
+  for (const char* op : {"Softmax", "LogSoftmax"})
+    for (const auto& d : short_rows) {
+      KernelCase c{op, {rnd(rng, d, -6, 6)}};
+      c.attrs.set("axis", int64_t{-1});
+      run_float_dtypes(c, seed, /*bf16=*/true);
+    }
   for (const char* op : {"Softmax", "LogSoftmax"})
     for (const auto& d : shapes) {
       KernelCase c{op, {rnd(rng, d, -6, 6)}};

@@ -151,6 +151,23 @@ TEST(Passes, IdentityChainRemoved) {
   EXPECT_EQ((*g)->outputs()[0]->producer, (*g)->nodes()[0].get());
 }
 
+TEST(Passes, SameTypeCastRemovedOtherCastsKept) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2});
+  m.node("Relu", {"x"}, {"r"});
+  m.attr(m.node("Cast", {"r"}, {"same"}, "to_float"), "to", int64_t{1});
+  m.attr(m.node("Cast", {"same"}, {"y"}, "to_half"), "to", int64_t{10});
+  m.output("y", DataType::kFloat16);
+  auto g = import_onnx_bytes(m.bytes(), "cast.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  ASSERT_TRUE(infer_shapes(**g));
+  EXPECT_EQ(remove_identities(**g), 1);
+  ASSERT_EQ((*g)->nodes().size(), 2u);
+  EXPECT_EQ((*g)->nodes()[1]->name, "to_half");
+  EXPECT_EQ((*g)->nodes()[1]->inputs[0]->name, "r");
+  EXPECT_EQ(remove_identities(**g), 0);
+}
+
 TEST(Passes, InferenceDropoutRemovedTrainingDropoutKept) {
   OnnxModelBuilder m;
   m.input("x", DataType::kFloat32, {2});

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/fast_divide.h"
 #include "backends/cuda/shape_kernels.cuh"
 
 namespace graft::cuda::k {
@@ -209,6 +210,7 @@ struct BcastI {
   int rank = 0;
   I dims[kMaxRank] = {};
   I strides[3][kMaxRank] = {};
+  FastDivide fast_dims[kMaxRank];  // the dims as divisors (used with 32-bit indices)
 };
 template <typename I>
 BcastI<I> narrow_bcast(const Bcast& p) {
@@ -216,6 +218,7 @@ BcastI<I> narrow_bcast(const Bcast& p) {
   q.rank = p.rank;
   for (int d = 0; d < p.rank; ++d) {
     q.dims[d] = static_cast<I>(p.dims[d]);
+    if constexpr (std::is_same_v<I, int32_t>) q.fast_dims[d] = FastDivide(static_cast<uint32_t>(p.dims[d]));
     for (int k = 0; k < 3; ++k) q.strides[k][d] = static_cast<I>(p.strides[k][d]);
   }
   return q;
@@ -230,8 +233,16 @@ __device__ __forceinline__ void bcast_offsets(const BcastI<I>& p, I i, I (&off)[
 #pragma unroll
   for (int k = 0; k < K; ++k) off[k] = 0;
   for (int d = p.rank - 1; d >= 0; --d) {
-    const I q = i % p.dims[d];
-    i /= p.dims[d];
+    I q;
+    if constexpr (std::is_same_v<I, int32_t>) {  // below 2^30: multiply-high instead of a divide
+      uint32_t quot, rem;
+      p.fast_dims[d].divmod(static_cast<uint32_t>(i), &quot, &rem);
+      q = static_cast<I>(rem);
+      i = static_cast<I>(quot);
+    } else {
+      q = i % p.dims[d];
+      i /= p.dims[d];
+    }
 #pragma unroll
     for (int k = 0; k < K; ++k) off[k] += q * p.strides[k][d];
   }

@@ -128,6 +128,47 @@ __global__ void softmax_warp_kernel(bool log, const T* x, T* y, int64_t rows, in
   }
 }
 
+// Softmax / log-softmax of short contiguous rows (at most 16 groups of kVec): kLanes lanes per
+// row, 32 / kLanes rows per warp. One warp per row would leave most lanes idle on rows such as
+// deformable attention's 16 weights per head. Rows past the end still take part in the shuffles
+// (the xor offsets stay inside a row's lanes) and store nothing.
+template <typename T, int kVec, int kLanes>
+__global__ void softmax_subwarp_kernel(bool log, const T* x, T* y, int64_t rows, int n) {
+  constexpr int kRowsPerWarp = 32 / kLanes;
+  const int lane = threadIdx.x & 31, sub = lane % kLanes;
+  const int64_t first = (int64_t(blockIdx.x) * kRowsPerBlock + (threadIdx.x >> 5)) * kRowsPerWarp;
+  if (first >= rows) return;  // whole warps leave together
+  const int64_t row = first + lane / kLanes;
+  const bool mine = row < rows && sub < n / kVec;
+  float v[kVec];
+  if (mine) {
+    const Pack<T, kVec> p = reinterpret_cast<const Pack<T, kVec>*>(x + row * n)[sub];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v[j] = Elem<T>::ld(p.v[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) v[j] = -INFINITY;
+  }
+  float m = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) m = fmaxf(m, v[j]);
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+  float sum = 0.f;
+  if (mine) {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) sum += expf(v[j] - m);
+  }
+#pragma unroll
+  for (int o = kLanes / 2; o > 0; o >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, o);
+  if (!mine) return;
+  const float log_sum = logf(sum), inv = 1.f / sum;
+  Pack<T, kVec> out;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) out.v[j] = Elem<T>::st(log ? v[j] - m - log_sum : expf(v[j] - m) * inv);
+  reinterpret_cast<Pack<T, kVec>*>(y + row * n)[sub] = out;
+}
+
 // LayerNormalization of contiguous rows, two passes over the registers (mean, then the centred
 // variance) as the block kernel does. scale/bias: `inner` elements (kVec-aligned when kVec > 1)
 // or one.
@@ -211,14 +252,30 @@ cudaError_t layernorm_rows(const T* x, const T* scale, int64_t scale_n, const T*
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
+// Rows of at most 16 groups: the sub-warp kernel with the fewest lanes (a power of two) that
+// cover a row's groups.
+template <typename T, int kVec, int kLanes = 1>
+cudaError_t softmax_short_rows(bool log, const T* x, T* y, int64_t rows, int n, cudaStream_t s) {
+  if constexpr (kLanes > 16) {
+    return cudaErrorInvalidValue;
+  } else {
+    if (n > kVec * kLanes) return softmax_short_rows<T, kVec, kLanes * 2>(log, x, y, rows, n, s);
+    constexpr int64_t kRowsPerLaunchBlock = int64_t(kRowsPerBlock) * (32 / kLanes);
+    const unsigned grid = static_cast<unsigned>((rows + kRowsPerLaunchBlock - 1) / kRowsPerLaunchBlock);
+    softmax_subwarp_kernel<T, kVec, kLanes><<<grid, kThreads, 0, s>>>(log, x, y, rows, n);
+    return cudaGetLastError();
+  }
+}
+
 template <typename T>
 cudaError_t softmax_last_axis(bool log, const void* x, void* y, int64_t rows, int64_t n, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
   const T* px = static_cast<const T*>(x);
   T* py = static_cast<T*>(y);
+  const int ni = static_cast<int>(n);
   if (n % V == 0 && aligned16(x) && aligned16(y))
-    return softmax_rows<T, V>(log, px, py, rows, static_cast<int>(n), s);
-  return softmax_rows<T, 1>(log, px, py, rows, static_cast<int>(n), s);
+    return n <= 16 * V ? softmax_short_rows<T, V>(log, px, py, rows, ni, s) : softmax_rows<T, V>(log, px, py, rows, ni, s);
+  return n <= 16 ? softmax_short_rows<T, 1>(log, px, py, rows, ni, s) : softmax_rows<T, 1>(log, px, py, rows, ni, s);
 }
 
 template <typename T>
