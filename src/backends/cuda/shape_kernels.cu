@@ -1,6 +1,9 @@
 #include "backends/cuda/shape_kernels.cuh"
 
+#include <type_traits>
+
 #include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/fast_divide.h"
 
 namespace graft::cuda::k {
 namespace {
@@ -40,6 +43,7 @@ struct StridedI {
   int rank = 0;
   I dims[kMaxRank] = {};
   I strides[kMaxRank] = {};
+  FastDivide fast_dims[kMaxRank];  // the dims as divisors (used with 32-bit indices)
 };
 template <typename I>
 StridedI<I> narrow(const Strided& p) {
@@ -48,20 +52,52 @@ StridedI<I> narrow(const Strided& p) {
   for (int d = 0; d < p.rank; ++d) {
     q.dims[d] = static_cast<I>(p.dims[d]);
     q.strides[d] = static_cast<I>(p.strides[d]);
+    if constexpr (std::is_same_v<I, int32_t>) q.fast_dims[d] = FastDivide(static_cast<uint32_t>(p.dims[d]));
   }
   return q;
 }
 
+template <typename I>
+__device__ __forceinline__ I strided_offset(const StridedI<I>& p, I i) {
+  I off = 0;
+  for (int d = p.rank - 1; d >= 0; --d) {
+    I q;
+    if constexpr (std::is_same_v<I, int32_t>) {  // multiply-high instead of a divide
+      uint32_t quot, rem;
+      p.fast_dims[d].divmod(static_cast<uint32_t>(i), &quot, &rem);
+      q = static_cast<I>(rem);
+      i = static_cast<I>(quot);
+    } else {
+      q = i % p.dims[d];
+      i /= p.dims[d];
+    }
+    off += q * p.strides[d];
+  }
+  return off;
+}
+
+// kGatherUnroll elements per thread, every load issued before the first store (one element per
+// thread waited on memory latency).
+constexpr int kGatherUnroll = 4;
+
 template <typename E, typename I>
 __global__ void strided_gather_kernel(const E* __restrict__ in, E* __restrict__ out, StridedI<I> p, I n) {
-  GRAFT_GRID_STRIDE_I(I, i, n) {
-    I rem = i, off = 0;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const I q = rem % p.dims[d];
-      rem /= p.dims[d];
-      off += q * p.strides[d];
+  const I step = static_cast<I>(blockDim.x);
+  for (I base = static_cast<I>(blockIdx.x) * step * kGatherUnroll + static_cast<I>(threadIdx.x); base < n;
+       base += static_cast<I>(gridDim.x) * step * kGatherUnroll) {
+    E v[kGatherUnroll];
+#pragma unroll
+    for (int u = 0; u < kGatherUnroll; ++u) {
+      const I i = base + static_cast<I>(u) * step;
+      if (i >= n) break;
+      v[u] = in[strided_offset(p, i)];
     }
-    out[i] = in[off];
+#pragma unroll
+    for (int u = 0; u < kGatherUnroll; ++u) {
+      const I i = base + static_cast<I>(u) * step;
+      if (i >= n) break;
+      out[i] = v[u];
+    }
   }
 }
 
@@ -268,7 +304,7 @@ cudaError_t launch_strided_gather(const void* in, void* out, int elem_size, cons
       return cudaGetLastError();
     }
     case GatherKind::kGeneric: {
-      const unsigned grid = grid_for(g.n);
+      const unsigned grid = grid_for(g.n, kGatherUnroll);
       if (g.index32) {
         const StridedI<int32_t> q = narrow<int32_t>(g.p);
         const int32_t nn = static_cast<int32_t>(g.n);
