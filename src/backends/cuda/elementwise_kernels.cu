@@ -205,6 +205,7 @@ __global__ void binary_flat_vec_kernel(BinaryOp op, const T* __restrict__ a, con
 }
 
 // General broadcast with index type I (int32_t when n < 2^30: every operand offset is below n).
+// Axes innermost first (the reverse of Bcast), so the kernels' unrolled loops index them with constants.
 template <typename I>
 struct BcastI {
   int rank = 0;
@@ -217,9 +218,10 @@ BcastI<I> narrow_bcast(const Bcast& p) {
   BcastI<I> q;
   q.rank = p.rank;
   for (int d = 0; d < p.rank; ++d) {
-    q.dims[d] = static_cast<I>(p.dims[d]);
-    if constexpr (std::is_same_v<I, int32_t>) q.fast_dims[d] = FastDivide(static_cast<uint32_t>(p.dims[d]));
-    for (int k = 0; k < 3; ++k) q.strides[k][d] = static_cast<I>(p.strides[k][d]);
+    const int from = p.rank - 1 - d;
+    q.dims[d] = static_cast<I>(p.dims[from]);
+    if constexpr (std::is_same_v<I, int32_t>) q.fast_dims[d] = FastDivide(static_cast<uint32_t>(p.dims[from]));
+    for (int k = 0; k < 3; ++k) q.strides[k][d] = static_cast<I>(p.strides[k][from]);
   }
   return q;
 }
@@ -232,7 +234,11 @@ template <typename I, int K>
 __device__ __forceinline__ void bcast_offsets(const BcastI<I>& p, I i, I (&off)[K]) {
 #pragma unroll
   for (int k = 0; k < K; ++k) off[k] = 0;
-  for (int d = p.rank - 1; d >= 0; --d) {
+  // Unrolled over kMaxRank with constant indices (the axes are stored innermost first), so the
+  // parameters are read in place and nothing goes to local memory; the loop leaves at p.rank.
+#pragma unroll
+  for (int d = 0; d < kMaxRank; ++d) {
+    if (d >= p.rank) break;
     I q;
     if constexpr (std::is_same_v<I, int32_t>) {  // below 2^30: multiply-high instead of a divide
       uint32_t quot, rem;

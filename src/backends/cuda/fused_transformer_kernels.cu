@@ -39,13 +39,21 @@ __device__ __forceinline__ float ew_op(int op, float a, float b, float c) {
   }
 }
 
+// The input and instruction loops are unrolled to their limits with constant indices, so the
+// program is read in place from the parameters instead of being copied to local memory; they
+// leave at n_in / n_instr.
 __global__ void elementwise_program_kernel(const EwKernelProgram p, int64_t n) {
   float r[kEwMaxRegs];
   GRAFT_GRID_STRIDE(i, n) {
-    for (int k = 0; k < p.n_in; ++k)
+#pragma unroll
+    for (int k = 0; k < kEwMaxInputs; ++k) {
+      if (k >= p.n_in) break;
       r[k] = (p.in_half >> k) & 1u ? __half2float(static_cast<const __half*>(p.in[k])[i])
                                    : static_cast<const float*>(p.in[k])[i];
-    for (int j = 0; j < p.n_instr; ++j) {
+    }
+#pragma unroll
+    for (int j = 0; j < kEwMaxInstr; ++j) {
+      if (j >= p.n_instr) break;
       const int16_t* c = p.code[j];
       const float a = c[1] >= 0 ? r[c[1]] : p.imm[-c[1] - 1];
       const float b = c[2] >= 0 ? r[c[2]] : p.imm[-c[2] - 1];

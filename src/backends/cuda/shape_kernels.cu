@@ -38,6 +38,8 @@ namespace {
 
 // A Strided view with index type I: 32-bit div/mod is several times cheaper than 64-bit, and the
 // host picks it whenever every index and offset fits.
+// Axes innermost first (the reverse of Strided), so strided_offset's unrolled loop indexes them
+// with constants: the parameters are read in place, nothing goes to local memory.
 template <typename I>
 struct StridedI {
   int rank = 0;
@@ -50,9 +52,10 @@ StridedI<I> narrow(const Strided& p) {
   StridedI<I> q;
   q.rank = p.rank;
   for (int d = 0; d < p.rank; ++d) {
-    q.dims[d] = static_cast<I>(p.dims[d]);
-    q.strides[d] = static_cast<I>(p.strides[d]);
-    if constexpr (std::is_same_v<I, int32_t>) q.fast_dims[d] = FastDivide(static_cast<uint32_t>(p.dims[d]));
+    const int from = p.rank - 1 - d;
+    q.dims[d] = static_cast<I>(p.dims[from]);
+    q.strides[d] = static_cast<I>(p.strides[from]);
+    if constexpr (std::is_same_v<I, int32_t>) q.fast_dims[d] = FastDivide(static_cast<uint32_t>(p.dims[from]));
   }
   return q;
 }
@@ -60,7 +63,9 @@ StridedI<I> narrow(const Strided& p) {
 template <typename I>
 __device__ __forceinline__ I strided_offset(const StridedI<I>& p, I i) {
   I off = 0;
-  for (int d = p.rank - 1; d >= 0; --d) {
+#pragma unroll
+  for (int d = 0; d < kMaxRank; ++d) {
+    if (d >= p.rank) break;
     I q;
     if constexpr (std::is_same_v<I, int32_t>) {  // multiply-high instead of a divide
       uint32_t quot, rem;
