@@ -111,6 +111,11 @@ class Engine:
         # input shapes are known; the first call lets the engine allocate and learns them.
         key = tuple((n, tuple(t.shape), t.dtype) for n, t in sorted(keep.items()))
         shapes = self._output_shapes.get(key, {})
+        known = [o["name"] for o in self.outputs]
+        for name in outputs:
+            if name not in known:
+                raise GraftError(f"outputs: the engine has no output named '{name}' (outputs: {', '.join(known)})",
+                                 "kInvalidArgument")
         given = dict(outputs)
         for name, (shape, dtype) in shapes.items():
             if name not in given:

@@ -133,3 +133,5 @@ def test_cuda_engine_runs_on_torch_stream(graft_mod, exported):
         torch.testing.assert_close(out, model(x), rtol=1e-4, atol=1e-5)
     with pytest.raises(graft_mod.GraftError, match="output 'output'"):
         eng.run({"input": x}, outputs={"output": torch.empty(5, 4, device="cuda")})
+    with pytest.raises(graft_mod.GraftError, match="no output named 'logits'"):
+        eng.run({"input": x}, outputs={"logits": given})
