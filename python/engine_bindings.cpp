@@ -205,14 +205,14 @@ class PyEngine {
       out[name] = from_pointer_descriptor(item.second, "output '" + name + "'");
       in_place[name] = out[name].data();
     }
-    auto* cuda_context = [&]() -> graft::CudaExecutionContext* {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!context_) context_ = unwrap(engine_->create_context());
-      return stream ? dynamic_cast<graft::CudaExecutionContext*>(context_.get()) : nullptr;
-    }();
-    if (stream && !cuda_context) raise_invalid("run(stream=...) needs a CUDA engine; this engine runs on " + device());
+    graft::CudaExecutionContext* cuda_context = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (!context_) context_ = unwrap(engine_->create_context());
+      if (stream) {
+        cuda_context = dynamic_cast<graft::CudaExecutionContext*>(context_.get());
+        if (!cuda_context) raise_invalid("run(stream=...) needs a CUDA engine; this engine runs on " + device());
+      }
       py::gil_scoped_release release;
       if (cuda_context) check(cuda_context->enqueue(in, out, reinterpret_cast<CUstream_st*>(stream)));
       else check(context_->run(in, out));

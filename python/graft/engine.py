@@ -123,10 +123,10 @@ class Engine:
         for name, t in given.items():
             if not isinstance(t, torch.Tensor) or t.device != device or not t.is_contiguous():
                 raise GraftError(f"output '{name}' must be a contiguous torch tensor on {device}", "kInvalidArgument")
-        stream = torch.cuda.current_stream(device).cuda_stream
+        stream = torch.cuda.current_stream(device)
         with torch.cuda.device(device):
             raw = self._impl.run({n: self._pointer(t) for n, t in keep.items()},
-                                 outputs={n: self._pointer(t) for n, t in given.items()}, stream=stream)
+                                 outputs={n: self._pointer(t) for n, t in given.items()}, stream=stream.cuda_stream)
         result = {}
         for name, v in raw.items():
             if name in outputs and v is not None:
@@ -142,7 +142,7 @@ class Engine:
         self._output_shapes[key] = {n: (tuple(t.shape), t.dtype) for n, t in result.items() if t.device == device}
         # The inputs' memory must outlive the queued work: record them on the stream as torch does.
         for t in keep.values():
-            t.record_stream(torch.cuda.current_stream(device))
+            t.record_stream(stream)
         return result
 
     def __repr__(self):

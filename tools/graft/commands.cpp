@@ -78,10 +78,10 @@ Command add_run_command(CLI::App& app) {
     std::map<std::string, Tensor> outputs;
     if (resident) {
       GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outputs));
+      std::printf("timing: inputs and outputs resident on the GPU (--host-io to include copies)\n");
     } else {
       outputs = timed_outputs;
     }
-    if (resident) std::printf("timing: inputs and outputs resident on the GPU (--host-io to include copies)\n");
     for (const auto& [name, t] : outputs)
       std::printf("output %s: %s\n", name.c_str(), TensorDesc(t.dtype(), shape_from_values(t.dims())).to_string().c_str());
     std::printf("%s", format_performance_summary(summarize_latencies(ms, total)).c_str());
