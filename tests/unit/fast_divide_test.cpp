@@ -36,6 +36,31 @@ TEST(FastDivide, MatchesIntegerDivision) {
   }
 }
 
+// The kernels' index decomposition (pop_axis), 32-bit and 64-bit, against plain division.
+TEST(FastDivide, PopAxisDecomposesIndices) {
+  const std::vector<int64_t> dims = {2, 4, 4, 8, 19947};  // innermost first: the encoder's offsets
+  int64_t total = 1;
+  for (int64_t d : dims) total *= d;
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int64_t> any(0, total - 1);
+  for (int t = 0; t < 5000; ++t) {
+    const int64_t flat = t < 2 ? t * (total - 1) : any(rng);
+    int32_t i32 = static_cast<int32_t>(flat);
+    int64_t i64 = flat, rest = flat;
+    for (int64_t d : dims) {
+      const graft::cuda::FastDivide fd(static_cast<uint32_t>(d));
+      const int32_t c32 = graft::cuda::pop_axis<int32_t>(i32, static_cast<int32_t>(d), fd);
+      const int64_t c64 = graft::cuda::pop_axis<int64_t>(i64, d, fd);
+      ASSERT_EQ(c32, rest % d) << "index " << flat << " seed " << seed;
+      ASSERT_EQ(c64, rest % d) << "index " << flat << " seed " << seed;
+      rest /= d;
+      ASSERT_EQ(i32, rest);
+      ASSERT_EQ(i64, rest);
+    }
+  }
+}
+
 TEST(FastDivide, ZeroDivisorOfAnEmptyAxisIsHarmless) {
   const graft::cuda::FastDivide f(0);
   EXPECT_EQ(f.divisor, 1u);

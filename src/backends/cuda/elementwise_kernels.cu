@@ -239,16 +239,7 @@ __device__ __forceinline__ void bcast_offsets(const BcastI<I>& p, I i, I (&off)[
 #pragma unroll
   for (int d = 0; d < kMaxRank; ++d) {
     if (d >= p.rank) break;
-    I q;
-    if constexpr (std::is_same_v<I, int32_t>) {  // below 2^30: multiply-high instead of a divide
-      uint32_t quot, rem;
-      p.fast_dims[d].divmod(static_cast<uint32_t>(i), &quot, &rem);
-      q = static_cast<I>(rem);
-      i = static_cast<I>(quot);
-    } else {
-      q = i % p.dims[d];
-      i /= p.dims[d];
-    }
+    const I q = pop_axis(i, p.dims[d], p.fast_dims[d]);
 #pragma unroll
     for (int k = 0; k < K; ++k) off[k] += q * p.strides[k][d];
   }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define GRAFT_HOST_DEVICE __host__ __device__ __forceinline__
@@ -43,5 +44,22 @@ struct FastDivide {
     *r = n - *q * divisor;
   }
 };
+
+// One step of decomposing a flat index into axis coordinates, innermost axis first: returns
+// i % dim and leaves i / dim in i. 32-bit indices (below 2^31) divide by `fast` (dim as a
+// FastDivide); 64-bit ones with the hardware divide.
+template <typename I>
+GRAFT_HOST_DEVICE I pop_axis(I& i, I dim, const FastDivide& fast) {
+  if constexpr (std::is_same_v<I, int32_t>) {
+    uint32_t quot, rem;
+    fast.divmod(static_cast<uint32_t>(i), &quot, &rem);
+    i = static_cast<I>(quot);
+    return static_cast<I>(rem);
+  } else {
+    const I rem = i % dim;
+    i /= dim;
+    return rem;
+  }
+}
 
 }  // namespace graft::cuda

@@ -66,17 +66,7 @@ __device__ __forceinline__ I strided_offset(const StridedI<I>& p, I i) {
 #pragma unroll
   for (int d = 0; d < kMaxRank; ++d) {
     if (d >= p.rank) break;
-    I q;
-    if constexpr (std::is_same_v<I, int32_t>) {  // multiply-high instead of a divide
-      uint32_t quot, rem;
-      p.fast_dims[d].divmod(static_cast<uint32_t>(i), &quot, &rem);
-      q = static_cast<I>(rem);
-      i = static_cast<I>(quot);
-    } else {
-      q = i % p.dims[d];
-      i /= p.dims[d];
-    }
-    off += q * p.strides[d];
+    off += pop_axis(i, p.dims[d], p.fast_dims[d]) * p.strides[d];
   }
   return off;
 }
