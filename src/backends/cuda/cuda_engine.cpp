@@ -1008,7 +1008,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
                             cudaStream_t stream, bool sync) {
   const Graph& g = engine_->graph();
   const EngineState& es = engine_->state();
-  GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
+  // The device is selected by execute_in_order, the only way in.
   // Inputs: known names, all given, dtypes and shapes inside the profile.
   GRAFT_RETURN_IF_ERROR(check_input_names(g, inputs));
   std::vector<std::vector<int64_t>> in_dims;
