@@ -48,41 +48,20 @@ __device__ __forceinline__ float ew_load(const EwKernelProgram& p, int k, int64_
                                : static_cast<const float*>(p.in[k])[off];
 }
 
-// The register file: slot k < n_in holds input k, slot kEwMaxInputs + j instruction j's result
-// (the host renumbers the program's registers so). Every slot is written and read at a constant
-// index: an operand is picked by compare-and-select over the slots defined so far, so the file
-// stays in registers. Reading r[c] with the program's c would put it in local memory, a stack
-// round trip per operand.
-__device__ __forceinline__ float ew_operand(const EwKernelProgram& p, const float (&r)[kEwMaxRegs], int c, int n_res) {
-  if (c < 0) return p.imm[-c - 1];
-  float x = 0.f;
-#pragma unroll
-  for (int q = 0; q < kEwMaxInputs; ++q) {
-    if (q >= p.n_in) break;
-    x = c == q ? r[q] : x;
-  }
-#pragma unroll
-  for (int q = 0; q < kEwMaxInstr; ++q) {
-    if (q >= n_res) break;
-    x = c == kEwMaxInputs + q ? r[kEwMaxInputs + q] : x;
-  }
-  return x;
-}
-
-// Runs the program on the inputs in r[0..n_in) and returns the output register's value. The
-// instruction loop is unrolled to its limit with constant indices, so the program is read in place
-// from the parameters instead of being copied to local memory; it leaves at n_instr.
+// Runs the program on registers r[0..n_in) (the inputs) and returns the output register's value.
+// The instruction loop is unrolled to its limit with constant indices, so the program is read in
+// place from the parameters instead of being copied to local memory; it leaves at n_instr.
 __device__ __forceinline__ float ew_run_program(const EwKernelProgram& p, float (&r)[kEwMaxRegs]) {
 #pragma unroll
   for (int j = 0; j < kEwMaxInstr; ++j) {
     if (j >= p.n_instr) break;
     const int16_t* c = p.code[j];
-    const float a = ew_operand(p, r, c[1], j);
-    const float b = ew_operand(p, r, c[2], j);
-    const float d = ew_operand(p, r, c[3], j);
-    r[kEwMaxInputs + j] = ew_op(c[0], a, b, d);
+    const float a = c[1] >= 0 ? r[c[1]] : p.imm[-c[1] - 1];
+    const float b = c[2] >= 0 ? r[c[2]] : p.imm[-c[2] - 1];
+    const float d = c[3] >= 0 ? r[c[3]] : p.imm[-c[3] - 1];
+    r[p.n_in + j] = ew_op(c[0], a, b, d);
   }
-  return ew_operand(p, r, p.out_reg, p.n_instr);
+  return r[p.out_reg];
 }
 
 __device__ __forceinline__ void ew_store(const EwKernelProgram& p, int64_t i, float y) {

@@ -10,13 +10,12 @@
 namespace graft::cuda::k {
 
 // A GraftElementwise program as the host describes it to the launcher (passed to the kernel by
-// value, read from the constant bank). Registers are the kernel's slots: input k is slot k,
-// instruction j writes slot kEwMaxInputs + j (the launcher's caller renumbers the node's
-// registers); an operand r >= 0 is a slot, r < 0 the immediate -r-1 (src/ops/fused_transformer_ops.h).
+// value, read from the constant bank). Instruction j writes register n_in + j; an operand r >= 0
+// is a register, r < 0 the immediate -r-1 (src/ops/fused_transformer_ops.h).
 struct EwKernelProgram {
   int n_in = 0;
   int n_instr = 0;
-  int out_reg = 0;  // a slot
+  int out_reg = 0;
   unsigned in_half = 0;  // bit i: input i is float16 (else float32)
   int out_half = 0;      // output float16 (else float32)
   int16_t code[kEwMaxInstr][4] = {};  // opcode, a, b, c

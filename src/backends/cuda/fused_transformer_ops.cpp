@@ -456,9 +456,7 @@ Status ew_program(const Node& n, size_t num_inputs, k::EwKernelProgram* p) {
   p->n_instr = static_cast<int>(n_instr);
   if (out_reg.value() < 0 || out_reg.value() >= regs)
     return Status(error(StatusCode::kInvalidModel, "bad output_register")).with_attribute("output_register");
-  // The node's register n_in + j (instruction j's result) is the kernel's slot kEwMaxInputs + j.
-  const auto slot = [&](int64_t r) { return r < static_cast<int64_t>(num_inputs) ? r : r - static_cast<int64_t>(num_inputs) + kEwMaxInputs; };
-  p->out_reg = static_cast<int>(slot(out_reg.value()));
+  p->out_reg = static_cast<int>(out_reg.value());
   for (size_t j = 0; j < n_instr; ++j) {
     const int64_t* f = &c[j * kEwFields];
     if (f[0] < 0 || f[0] >= static_cast<int64_t>(EwOp::kCount))
@@ -470,7 +468,7 @@ Status ew_program(const Node& n, size_t num_inputs, k::EwKernelProgram* p) {
       const bool ok = r >= 0 ? r < static_cast<int64_t>(num_inputs + j) : -r - 1 < nimm;
       if (!ok && k < ew_arity(static_cast<EwOp>(f[0])))
         return Status(error(StatusCode::kInvalidModel, "instruction ", j, " reads an undefined operand")).with_attribute("program");
-      p->code[j][1 + k] = ok ? static_cast<int16_t>(r < 0 ? r : slot(r)) : int16_t{0};
+      p->code[j][1 + k] = ok ? static_cast<int16_t>(r) : int16_t{0};
     }
   }
   for (size_t i = 0; i < imm.value().size(); ++i) p->imm[i] = imm.value()[i];
