@@ -19,11 +19,8 @@
 //   ONNX Gelu, which is matched as a node.
 //
 // fuse_elementwise_chains runs last (after float16 and layout passes): connected groups of
-// elementwise nodes of one output shape, linked through values of that shape with a single
-// consumer, become one GraftElementwise executing a small program per element. Operands from
-// outside the group may broadcast to that shape (a bias, a per-level normalizer, reference points
-// shared by the heads): the kernel reads them at broadcast offsets instead of a separate pass
-// expanding them.
+// elementwise nodes whose non-scalar operands all have the output's shape, linked through values
+// with a single consumer, become one GraftElementwise executing a small program per element.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -506,17 +503,6 @@ bool is_scalar_operand(const Node& n, int i) {
          (dtype_is_float(v->constant->dtype()) || (n.op_type == "Pow" && i == 1));
 }
 
-// Whether `from` broadcasts to `to` without growing it: right-aligned, each axis equal or a
-// constant 1.
-bool broadcasts_to(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t k = 0; k < from.size(); ++k) {
-    const Dim& f = from[from.size() - 1 - k];
-    if (!(f.is_const() && f.value() == 1) && !f.same_as(to[to.size() - 1 - k])) return false;
-  }
-  return true;
-}
-
 // nullopt when the node cannot join a chain.
 std::optional<EwNodeInfo> ew_info(const Node& n) {
   if (n.is_custom() || !n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0]) return std::nullopt;
@@ -580,7 +566,7 @@ std::optional<EwNodeInfo> ew_info(const Node& n) {
     return std::nullopt;
   }
   // Every operand: a scalar constant (immediate; Pow's exponent may be integer), or a float
-  // tensor that broadcasts to the output's shape. At least one must be a tensor.
+  // tensor of exactly the output's shape. At least one must be a tensor.
   bool any_tensor = false;
   for (int i : info.tensor_inputs) {
     const Value* v = n.inputs[static_cast<size_t>(i)];
@@ -590,9 +576,7 @@ std::optional<EwNodeInfo> ew_info(const Node& n) {
       if (v->constant->rank() > static_cast<int64_t>(y->desc.shape->size())) return std::nullopt;
       continue;
     }
-    if (!float_io(v->desc.dtype) || !v->desc.shape || !broadcasts_to(*v->desc.shape, *y->desc.shape)) return std::nullopt;
-    if (!shapes_same(*v->desc.shape, *y->desc.shape) && y->desc.shape->size() > static_cast<size_t>(kEwMaxBroadcastRank))
-      return std::nullopt;
+    if (!float_io(v->desc.dtype) || !v->desc.shape || !shapes_same(*v->desc.shape, *y->desc.shape)) return std::nullopt;
     any_tensor = true;
   }
   if (!any_tensor) return std::nullopt;
@@ -610,10 +594,8 @@ Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const
     auto info = ew_info(*n);
     if (info && (!supported || supported(*n))) infos.emplace(n, *info);
   }
-  // Union-find over chain edges: producer -> its only consumer, both chain nodes, the value of the
-  // consumer's output shape (a value that broadcasts stays an input: computing it once per output
-  // element would repeat its work). Each node has at most one outgoing edge, so every group is an
-  // in-tree with one sink (its output), and every member has the sink's shape.
+  // Union-find over chain edges: producer -> its only consumer, both chain nodes. Each node has at
+  // most one outgoing edge, so every group is an in-tree with one sink (its output).
   std::map<const Node*, const Node*> parent;
   std::function<const Node*(const Node*)> root = [&](const Node* x) {
     const Node* p = parent.count(x) ? parent[x] : x;
@@ -628,7 +610,6 @@ Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const
       Value* v = n->inputs[static_cast<size_t>(i)];
       Node* p = v->producer;
       if (!p || !infos.count(p) || only_consumer(cons, v) != n) continue;
-      if (!v->desc.shape || !shapes_same(*v->desc.shape, *n->outputs[0]->desc.shape)) continue;
       const Node* a = root(p);
       const Node* b = root(n);
       if (a != b) parent[a] = b;

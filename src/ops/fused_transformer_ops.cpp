@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/kernel_util.h"
 #include "backends/cpu/nn.h"
 #include "ops/operator.h"
 #include "ops/view_ops.h"
@@ -298,16 +297,17 @@ Result<EwProgram> ew_program(const AttributeMap& at, size_t num_inputs) {
 
 Status infer_graft_elementwise(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(EwProgram p, ew_program(ctx.attrs(), ctx.num_inputs()));
-  Shape s;
+  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (!ctx.has_input(i)) return ctx.fail("input ", i, " is missing");
     const DataType t = ctx.input(i).dtype;
     if (t != DataType::kFloat32 && t != DataType::kFloat16)
       return ctx.fail("input ", i, " has dtype ", dtype_name(t), "; expected float32 or float16");
     GRAFT_ASSIGN_OR_RETURN(Shape si, ctx.input_shape(i));
-    auto b = broadcast_shapes(s, si);
-    if (!b.is_ok()) return ctx.fail("input ", i, ": ", b.status().message());
-    s = std::move(b).value();
+    if (si.size() != s.size()) return ctx.fail("input ", i, " has shape ", shape_to_string(si), ", input 0 ", shape_to_string(s));
+    for (size_t d = 0; d < s.size(); ++d)
+      if (si[d].is_const() && s[d].is_const() && si[d].value() != s[d].value())
+        return ctx.fail("input ", i, " has shape ", shape_to_string(si), ", input 0 ", shape_to_string(s));
   }
   ctx.set_output(0, TensorDesc(p.to, s));
   return Status::ok();
@@ -352,29 +352,19 @@ Status cpu_graft_elementwise(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(EwProgram p, ew_program(*ctx.attrs, ctx.inputs.size()));
   Tensor& Y = *ctx.outputs[0];
   const size_t n_in = ctx.inputs.size();
-  // Each input's element strides over the output's axes (0 where it broadcasts).
-  std::vector<std::vector<int64_t>> strides(n_in);
   for (size_t i = 0; i < n_in; ++i) {
     GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(ctx.inputs[i], "input"));
-    GRAFT_ASSIGN_OR_RETURN(strides[i], ew_broadcast_strides(ctx.inputs[i]->dims(), Y.dims()));
+    if (ctx.inputs[i]->numel() != Y.numel())
+      return error(StatusCode::kInvalidModel, "GraftElementwise: input ", i, " has ", ctx.inputs[i]->numel(),
+                   " elements, the output ", Y.numel());
   }
   const size_t n_instr = p.code.size() / kEwFields;
-  const size_t rank = Y.dims().size();
-  std::vector<int64_t> coord(rank, 0);
   std::vector<float> r(n_in + n_instr);
   auto operand = [&](int64_t k) -> double {
     return k >= 0 ? static_cast<double>(r[static_cast<size_t>(k)]) : static_cast<double>(p.imm[static_cast<size_t>(-k - 1)]);
   };
   for (int64_t e = 0; e < Y.numel(); ++e) {
-    for (size_t i = 0; i < n_in; ++i) {
-      int64_t off = 0;
-      for (size_t d = 0; d < rank; ++d) off += coord[d] * strides[i][d];
-      r[i] = static_cast<float>(ctx.inputs[i]->get(off));
-    }
-    for (size_t d = rank; d-- > 0;) {  // next output coordinate, innermost axis first
-      if (++coord[d] < Y.dims()[d]) break;
-      coord[d] = 0;
-    }
+    for (size_t i = 0; i < n_in; ++i) r[i] = static_cast<float>(ctx.inputs[i]->get(e));
     for (size_t i = 0; i < n_instr; ++i) {
       const int64_t* f = &p.code[i * kEwFields];
       const EwOp op = static_cast<EwOp>(f[0]);
@@ -387,24 +377,6 @@ Status cpu_graft_elementwise(ExecContext& ctx) {
 }
 
 }  // namespace
-
-Result<std::vector<int64_t>> ew_broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
-  auto mismatch = [&] {
-    return error(StatusCode::kInvalidModel, "GraftElementwise: an input of shape ", cpu::ints_to_string(in),
-                 " does not broadcast to the output's shape ", cpu::ints_to_string(out));
-  };
-  if (in.size() > out.size()) return mismatch();
-  std::vector<int64_t> strides(out.size(), 0);
-  int64_t step = 1;
-  for (size_t k = 0; k < in.size(); ++k) {  // right-aligned, innermost axis first
-    const size_t d = out.size() - 1 - k;
-    const int64_t n = in[in.size() - 1 - k];
-    if (n != out[d] && n != 1) return mismatch();
-    strides[d] = n == 1 ? 0 : step;
-    step *= n;
-  }
-  return strides;
-}
 
 Status read_attention_views(const AttributeMap& attrs, bool* present, AttentionViews* w) {
   *present = attrs.has("dims");

@@ -19,8 +19,7 @@
 //   so that Q[o, i, r, c] = input0.flat[offset + o*outer + i*inner + r*row + c*col] (Q rows S,
 //   cols D; Kt D x S2; V S2 x Dv; Y S x Dv). Y's view must cover the output exactly once.
 //
-// GraftElementwise(x0, ..., xk) -> y; the inputs broadcast to the output's shape (numpy rules),
-//   the output's shape is the broadcast of all inputs' shapes.
+// GraftElementwise(x0, ..., xk) -> y, every input and the output of one shape.
 //   attrs: program (ints, kEwFields per instruction: opcode, dst, a, b, c),
 //          immediates (floats), output_register (int), to (int, the output's DataType).
 //   Registers 0..k hold the inputs (converted to float32); instruction i writes register dst.
@@ -85,12 +84,6 @@ inline constexpr int kEwMaxInputs = 8;     // limits of the CUDA kernel's parame
 inline constexpr int kEwMaxInstr = 32;
 inline constexpr int kEwMaxImm = 32;
 inline constexpr int kEwMaxRegs = kEwMaxInputs + kEwMaxInstr;
-inline constexpr int kEwMaxBroadcastRank = 8;  // output rank up to which inputs may broadcast
-
-// Element strides of a GraftElementwise input of dims `in` over the output's axes `out`: 0 on the
-// axes it broadcasts along (numpy rules, right-aligned). An error names both shapes when `in`
-// does not broadcast to `out`. The CPU reference and the CUDA kernel index inputs with these.
-Result<std::vector<int64_t>> ew_broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
 
 // GraftAttention's optional view attributes, parsed and checked once for the shape function, the
 // CPU reference and the CUDA kernel.

@@ -135,40 +135,6 @@ TEST(CudaFusedTransformer, GraftElementwiseLongProgramAndMixedDtypes) {
   }
 }
 
-// Broadcast inputs, read at their own offsets: deformable attention's sampling locations
-// (reference points + offsets / per-level normalizer, the encoder's layout with odd sizes), an
-// outer product of a column and a row (no input has the output's shape), a lower-rank bias and
-// per-row scale, and an input of one element.
-TEST(CudaFusedTransformer, GraftElementwiseBroadcastInputs) {
-  GRAFT_REQUIRE_GPU();
-  const uint32_t seed = fresh_seed();
-  std::mt19937 rng(seed);
-  struct Shapes {
-    std::vector<std::vector<int64_t>> in;
-    const char* label;
-  };
-  const Shapes cases[] = {
-      {{{2, 37, 3, 4, 5, 2}, {1, 1, 1, 4, 1, 2}, {2, 37, 1, 4, 1, 2}}, "sampling locations"},
-      {{{33, 1}, {1, 1, 129}, {129}}, "column times row"},
-      {{{7, 3, 65}, {65}, {3, 1}}, "bias and per-row scale"},
-      {{{1, 1}, {5, 301}, {1, 301}}, "one-element input"},
-  };
-  // r3 = x0 / x1 (x1 kept away from zero), r4 = x2 + r3, r5 = r4 * 0.5 + tanh(r3)
-  std::vector<int64_t> p;
-  for (auto f : {instr(EwOp::kDiv, 3, 0, 1), instr(EwOp::kAdd, 4, 2, 3), instr(EwOp::kMul, 5, 4, -1),
-                 instr(EwOp::kTanh, 6, 3), instr(EwOp::kAdd, 7, 5, 6)})
-    p.insert(p.end(), f.begin(), f.end());
-  for (const Shapes& sh : cases) {
-    KernelCase c{"GraftElementwise", {rnd(rng, sh.in[0]), rnd(rng, sh.in[1], 0.5, 2.0), rnd(rng, sh.in[2])}};
-    c.attrs.set("program", p);
-    c.attrs.set("immediates", std::vector<float>{0.5f});
-    c.attrs.set("output_register", int64_t{7});
-    c.attrs.set("to", static_cast<int64_t>(DataType::kFloat32));
-    c.label = sh.label;
-    run_float_dtypes(c, seed);
-  }
-}
-
 // GraftAttention with view attributes (fold_views_into_attention): Q, K and V read in place from a
 // packed [S=5, B=3, 3E=48] projection (E=16, H=2, hd=8; the batch is two-level (B, H)), K through
 // its transpose view, Y written straight into [S, B, H*hd]; float16 and bfloat16 (the fused kernel).

@@ -9,9 +9,9 @@
 
 namespace graft::cuda::k {
 
-// A GraftElementwise program as the host describes it to the launcher (passed to the kernel by
-// value, read from the constant bank). Instruction j writes register n_in + j; an operand r >= 0
-// is a register, r < 0 the immediate -r-1 (src/ops/fused_transformer_ops.h).
+// A GraftElementwise program as the kernel reads it (passed by value: ~0.6 KB of kernel
+// parameters, read from the constant bank). Instruction j writes register n_in + j; an operand
+// r >= 0 is a register, r < 0 the immediate -r-1 (src/ops/fused_transformer_ops.h).
 struct EwKernelProgram {
   int n_in = 0;
   int n_instr = 0;
@@ -22,15 +22,9 @@ struct EwKernelProgram {
   float imm[kEwMaxImm] = {};
   const void* in[kEwMaxInputs] = {};
   void* out = nullptr;
-  // Broadcast inputs (rank > 0): the output's axes (outermost first, merged where every input
-  // allows) and each input's element stride along them, 0 where it broadcasts. rank == 0: every
-  // input has the output's n elements and is read at the output's index.
-  int rank = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t strides[kEwMaxInputs][kMaxRank] = {};
 };
 
-// Runs the program over the output's n elements.
+// Runs the program over n elements (every input and the output have n elements).
 cudaError_t launch_elementwise_program(const EwKernelProgram& p, int64_t n, cudaStream_t s);
 
 }  // namespace graft::cuda::k

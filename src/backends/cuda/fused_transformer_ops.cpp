@@ -475,36 +475,6 @@ Status ew_program(const Node& n, size_t num_inputs, k::EwKernelProgram* p) {
   return Status::ok();
 }
 
-// The broadcast index of the kernel: the output's axes with size-1 axes dropped and neighbours
-// merged where every input steps through them as one (the encoder's (1, 19947, 8, 4, 4, 2) output
-// with a (1, 1, 1, 4, 1, 2) divisor keeps five axes; a bias over the last axis leaves two).
-Status ew_index(const std::vector<int64_t>& out_dims, const std::vector<std::vector<int64_t>>& strides,
-                k::EwKernelProgram* p) {
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> st(strides.size());
-  for (size_t d = 0; d < out_dims.size(); ++d) {
-    if (out_dims[d] == 1) continue;
-    bool merge = !dims.empty();
-    for (size_t k = 0; k < strides.size() && merge; ++k) merge = st[k].back() == strides[k][d] * out_dims[d];
-    if (merge) {
-      dims.back() *= out_dims[d];
-      for (size_t k = 0; k < strides.size(); ++k) st[k].back() = strides[k][d];
-      continue;
-    }
-    dims.push_back(out_dims[d]);
-    for (size_t k = 0; k < strides.size(); ++k) st[k].push_back(strides[k][d]);
-  }
-  if (dims.size() > static_cast<size_t>(k::kMaxRank))
-    return error(StatusCode::kUnsupported, "GraftElementwise: the broadcast over ", dims.size(),
-                 " axes exceeds the kernel's ", k::kMaxRank);
-  p->rank = static_cast<int>(dims.size());
-  for (size_t d = 0; d < dims.size(); ++d) {
-    p->dims[d] = dims[d];
-    for (size_t k = 0; k < strides.size(); ++k) p->strides[k][d] = st[k][d];
-  }
-  return Status::ok();
-}
-
 bool ew_supports(const Node& n, std::string* why) {
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
@@ -523,20 +493,14 @@ Status ew_run(CudaExec& ex) {
   k::EwKernelProgram p;
   Status st = ew_program(n, ex.ctx->inputs.size(), &p);
   if (!st.is_ok()) return st.with_node(n.name, n.op_type);
-  const size_t n_in = ex.ctx->inputs.size();
-  std::vector<std::vector<int64_t>> strides(n_in);
-  bool broadcast = false;
-  for (size_t i = 0; i < n_in; ++i) {
+  for (size_t i = 0; i < ex.ctx->inputs.size(); ++i) {
     const Tensor* t = ex.ctx->inputs[i];
     if (!t || !ew_io_dtype(t->dtype())) return fail(ex, StatusCode::kInvalidModel, "input ", i, " must be float32/float16");
-    auto st_i = ew_broadcast_strides(t->dims(), Y.dims());
-    if (!st_i.is_ok()) return fail(ex, StatusCode::kInvalidModel, "input ", i, ": ", st_i.status().message());
-    strides[i] = std::move(st_i).value();
-    broadcast = broadcast || t->numel() != Y.numel();
+    if (t->numel() != Y.numel())
+      return fail(ex, StatusCode::kInvalidModel, "input ", i, " has ", t->numel(), " elements, the output ", Y.numel());
     if (t->dtype() == DataType::kFloat16) p.in_half |= 1u << i;
     p.in[i] = t->data();
   }
-  if (broadcast) GRAFT_RETURN_IF_ERROR(ew_index(Y.dims(), strides, &p).with_node(n.name, n.op_type));
   if (!ew_io_dtype(Y.dtype())) return fail(ex, StatusCode::kInvalidModel, "output must be float32/float16");
   p.out_half = Y.dtype() == DataType::kFloat16;
   p.out = Y.data();
