@@ -220,7 +220,11 @@ Status write_file_atomic(const std::string& path, const std::string& bytes) {
 Result<std::shared_ptr<Engine>> Engine::deserialize(const std::string& bytes, const std::string& name_for_errors) {
   auto st = read_plan_bytes(bytes, name_for_errors);
   if (!st) return std::move(st).take_status();
-  return make_engine_for_device(std::move(st).value(), nullptr);
+  // A plan that cannot run here (built for CUDA, loaded without CUDA or a GPU, or for another GPU)
+  // names the plan.
+  auto engine = make_engine_for_device(std::move(st).value(), nullptr);
+  if (!engine) return std::move(engine).take_status().with_file(name_for_errors);
+  return engine;
 }
 
 Result<std::shared_ptr<Engine>> Engine::load_plan(const std::string& path) {

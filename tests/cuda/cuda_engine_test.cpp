@@ -12,17 +12,49 @@
 #include "graft/engine.h"
 #include "test_models.h"
 
+#include "build/plan.h"
+
 #ifdef GRAFT_WITH_CUDA
 #include <cuda_runtime.h>
-
-#include "build/plan.h"
 #endif
 
 namespace {
 
 using namespace graft_cuda_test;
 
+// A CPU engine's plan restamped as one built for CUDA on an sm_90 GPU (no GPU needed to make it).
+std::string cuda_stamped_plan(std::mt19937& rng) {
+  graft::BuilderConfig cfg;
+  cfg.device = graft::DeviceType::kCPU;
+  auto e = graft::Engine::build_from_onnx_bytes(mlp_model(rng).bytes(), cfg, "mlp.onnx");
+  EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  if (!e.is_ok()) return {};
+  auto bytes = (*e)->serialize();
+  EXPECT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  if (!bytes.is_ok()) return {};
+  auto st = graft::read_plan_bytes(*bytes, "mlp.plan");
+  EXPECT_TRUE(st.is_ok()) << st.status().to_string();
+  if (!st.is_ok()) return {};
+  st->device = graft::DeviceType::kCUDA;
+  st->cuda_compute_capability = 90;
+  st->cuda_device_name = "NVIDIA H200";
+  auto out = graft::write_plan_bytes(*st);
+  EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+  return out.is_ok() ? *out : std::string();
+}
+
 #ifndef GRAFT_WITH_CUDA
+
+TEST(CudaEngine, CudaPlanWithoutCudaNamesThePlan) {
+  std::mt19937 rng(std::random_device{}());
+  const std::string plan = cuda_stamped_plan(rng);
+  ASSERT_FALSE(plan.empty());
+  auto e = graft::Engine::deserialize(plan, "gpu.plan");
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), graft::StatusCode::kUnsupported);
+  EXPECT_NE(e.status().message().find("built without CUDA"), std::string::npos) << e.status().to_string();
+  EXPECT_EQ(e.status().file(), "gpu.plan") << e.status().to_string();
+}
 
 TEST(CudaEngine, BuildWithoutCudaSaysSo) {
   graft::BuilderConfig cfg;
@@ -464,6 +496,37 @@ TEST_F(CudaEngineTest, PlanRoundTripAndArchitectureMismatch) {
   EXPECT_EQ(refused.status().code(), graft::StatusCode::kUnsupported);
   EXPECT_NE(refused.status().message().find("sm_10"), std::string::npos) << refused.status().to_string();
   std::printf("[ plan     ] mismatch error: %s\n", refused.status().to_string().c_str());
+}
+
+// A CUDA build on a machine without a usable GPU (CI): building for CUDA and loading a CUDA plan
+// are clear errors (the plan's error names the plan), and the CPU engine still works. On a GPU
+// machine the tests above cover these paths with a GPU.
+TEST_F(CudaEngineTest, NoGpuIsAClearError) {
+  const std::string why = gpu_missing();
+  if (why.empty()) GTEST_SKIP() << "a GPU is visible: this test is for machines without one";
+  auto m = mlp_model(rng_);
+  graft::BuilderConfig cfg;
+  cfg.device = graft::DeviceType::kCUDA;
+  auto b = graft::Engine::build_from_onnx_bytes(m.bytes(), cfg, "mlp.onnx");
+  ASSERT_FALSE(b.is_ok());
+  EXPECT_EQ(b.status().code(), graft::StatusCode::kUnsupported) << b.status().to_string();
+  EXPECT_NE(b.status().message().find("GPU"), std::string::npos) << b.status().to_string();
+  const std::string plan = cuda_stamped_plan(rng_);
+  ASSERT_FALSE(plan.empty());
+  auto e = graft::Engine::deserialize(plan, "gpu.plan");
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_EQ(e.status().code(), graft::StatusCode::kUnsupported) << e.status().to_string();
+  EXPECT_NE(e.status().message().find("GPU"), std::string::npos) << e.status().to_string();
+  EXPECT_EQ(e.status().file(), "gpu.plan") << e.status().to_string();
+  std::printf("[ no GPU   ] build: %s\n[ no GPU   ] plan:  %s\n", b.status().to_string().c_str(),
+              e.status().to_string().c_str());
+  // The process stays usable: a CPU engine of the same model builds and runs.
+  auto cpu = build(m, graft::DeviceType::kCPU);
+  ASSERT_TRUE(cpu);
+  auto ctx = cpu->create_context();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  auto y = run(**ctx, {{"x", rand_t({4, 16}, rng_, -3, 3)}}).at("y");
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{4, 8}));
 }
 
 TEST_F(CudaEngineTest, PerLayerProfile) {
