@@ -160,7 +160,6 @@ TEST(ComposeViews, BadStridedCopyAttributesAreNamed) {
   }
 }
 
-
 // fold_views_into_attention: the head split of a packed float16 projection and the attention's
 // output permute disappear into GraftAttention's view attributes (the fused kernel reads and
 // writes in place); the CPU reference of the viewed node gives the unfused graph's outputs.
@@ -222,7 +221,6 @@ TEST(FoldAttentionViews, BadViewAttributesAreNamed) {
     expect_refused(m, c.attr, "viewed_attention");
   }
 }
-
 
 // A Transpose that only moves unit axes ([1, S, E] -> [S, 1, E], vit at batch 1) becomes a Reshape;
 // one that moves data stays.
