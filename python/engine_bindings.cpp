@@ -7,6 +7,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cstdio>
 #include <deque>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 
 #include "graft/cuda_engine.h"
 #include "graft/engine.h"
+#include "graft/log.h"
 #include "graft/op.h"
 #include "graft/registry.h"
 
@@ -107,9 +109,16 @@ class PyEngine {
   static std::unique_ptr<PyEngine> build(const py::object& model, bool fp16, const std::string& device,
                                          const std::map<std::string, std::vector<std::vector<int64_t>>>& profile,
                                          const std::vector<std::string>& plugins, const std::string& timing_cache,
-                                         bool fusion, const std::string& layout) {
+                                         bool fusion, const std::string& layout, bool strict) {
     graft::BuilderConfig cfg;
     cfg.fp16 = fp16;
+    cfg.strict_device = strict;
+    // Warnings (each once) and the build's summary lines on stderr; all stages at log level
+    // verbose, nothing at quiet (graft.set_log_level). Called without the GIL: stdio only.
+    cfg.progress = [](const std::string& stage, const std::string& detail) {
+      if (graft::log_shows_stage(stage, false))
+        std::fprintf(stderr, "graft: %s%s%s\n", stage.c_str(), detail.empty() ? "" : ": ", detail.c_str());
+    };
     cfg.timing_cache_path = timing_cache;
     cfg.fusion = fusion;
     cfg.layout = layout;
@@ -207,13 +216,20 @@ class PyEngine {
     }
     graft::CudaExecutionContext* cuda_context = nullptr;
     {
+      // Lock order: the GIL is released BEFORE the engine mutex is taken, and the mutex is released
+      // (end of the inner scope) before the GIL is taken back. Taking the mutex with the GIL held,
+      // or re-taking the GIL with the mutex held, deadlocks two Python threads on one engine: each
+      // holds one lock and waits for the other. Nothing in this block touches Python objects; an
+      // error thrown here unwinds the lock first, then re-takes the GIL in ~gil_scoped_release.
+      py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mu_);
       if (!context_) context_ = unwrap(engine_->create_context());
       if (stream) {
         cuda_context = dynamic_cast<graft::CudaExecutionContext*>(context_.get());
-        if (!cuda_context) raise_invalid("run(stream=...) needs a CUDA engine; this engine runs on " + device());
+        if (!cuda_context)
+          raise_invalid(std::string("run(stream=...) needs a CUDA engine; this engine runs on ") +
+                        graft::device_name(engine_->device()));
       }
-      py::gil_scoped_release release;
       if (cuda_context) check(cuda_context->enqueue(in, out, reinterpret_cast<CUstream_st*>(stream)));
       else check(context_->run(in, out));
     }
@@ -222,7 +238,7 @@ class PyEngine {
       auto given = in_place.find(name);
       if (given != in_place.end() && given->second == t.data()) result[py::str(name)] = py::none();
       else if (cuda_context && t.device() == graft::DeviceType::kCUDA) result[py::str(name)] = DeviceArray{t};
-      else result[py::str(name)] = to_numpy(t);
+      else result[py::str(name)] = to_numpy(t, in);
     }
     return result;
   }
@@ -240,9 +256,20 @@ class PyEngine {
                                dev == "cuda" ? graft::DeviceType::kCUDA : graft::DeviceType::kCPU);
   }
 
-  static py::object to_numpy(const graft::Tensor& output) {
+  static py::object to_numpy(const graft::Tensor& output, const std::map<std::string, graft::Tensor>& inputs) {
     // Host arrays for synchronous calls (graft.Engine moves them to the caller's torch device).
     graft::Tensor t = unwrap(output.to_host());
+    // The array must own what it points at: an output that still shares memory with an input (the
+    // engines copy those, this guards any engine that does not) would dangle once the caller drops
+    // its input array.
+    for (const auto& [name, in] : inputs) {
+      const char* lo = static_cast<const char*>(t.data());
+      const char* ilo = static_cast<const char*>(in.data());
+      if (t.nbytes() && in.nbytes() && ilo && lo < ilo + in.nbytes() && ilo < lo + t.nbytes()) {
+        t = t.clone();
+        break;
+      }
+    }
     std::string dn = numpy_dtype_name(t.dtype());
     if (dn.empty()) raise_invalid(std::string("output dtype ") + graft::dtype_name(t.dtype()) + " has no numpy equivalent");
     // The capsule owns a copy of the (shared-storage) Tensor, so the array keeps the buffer alive.
@@ -385,11 +412,15 @@ PYBIND11_MODULE(_engine, m) {
     }
   });
 
+  m.def("set_log_level", [](const std::string& level) { graft::set_log_level(unwrap(graft::parse_log_level(level))); },
+        py::arg("level"), "quiet, default or verbose: what graft prints on its own (warnings, build progress)");
+  m.def("log_level", [] { return std::string(graft::log_level_name(graft::log_level())); });
+
   py::class_<PyEngine>(m, "Engine")
       .def_static("build", &PyEngine::build, py::arg("model"), py::arg("fp16") = false, py::arg("device") = "cpu",
                   py::arg("profile") = std::map<std::string, std::vector<std::vector<int64_t>>>{},
                   py::arg("plugins") = std::vector<std::string>{}, py::arg("timing_cache") = "",
-                  py::arg("fusion") = true, py::arg("layout") = "auto")
+                  py::arg("fusion") = true, py::arg("layout") = "auto", py::arg("strict") = false)
       .def_static("load", &PyEngine::load, py::arg("plan"))
       .def("save", &PyEngine::save, py::arg("path"))
       .def("serialize", &PyEngine::serialize)

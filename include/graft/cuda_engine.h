@@ -53,6 +53,12 @@ class CudaExecutionContext : public ExecutionContext {
   // runs on the GPU; GRAFT_CUDA_GRAPHS=0 or BuilderConfig::cuda_graphs = false turn them off).
   virtual void set_cuda_graphs(bool on) = 0;
   virtual bool last_run_used_cuda_graph() const = 0;
+  // How many input shape sets keep a captured CUDA graph (and their memory plan); the least
+  // recently used one is dropped past this. Default 16, or GRAFT_CUDA_GRAPH_CACHE. At least 1.
+  virtual void set_graph_cache_size(size_t n) = 0;
+  virtual size_t graph_cache_size() const = 0;
+  // Shape sets that hold a captured graph now (for tests and `graft run` reports).
+  virtual size_t captured_graphs() const = 0;
   virtual MemoryPlanInfo memory_plan() const = 0;
 };
 

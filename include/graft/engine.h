@@ -41,6 +41,10 @@ struct BuilderConfig {
   // convolutions whose channel counts suit the tensor cores (float16 only), NCHW unfused), each is
   // timed at the profile's opt shapes and the fastest is kept (remembered in the timing cache).
   std::string layout = "auto";
+  // CUDA engines: refuse to build (an error naming each such layer and why) when a layer would run
+  // on the CPU reference over tensor data. Shape arithmetic on the host (Shape, Gather of a shape,
+  // Concat of dims) is not counted: it reads dims, never tensor data.
+  bool strict_device = false;
   // Progress reports ("import", "shape inference", "fold constants", ...); may be empty.
   std::function<void(const std::string& stage, const std::string& detail)> progress;
 };

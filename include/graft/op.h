@@ -230,6 +230,8 @@ class OpDef {
   const std::vector<int>& differentiable_input_indices() const { return diff_inputs_; }
   const std::vector<Example>& examples() const { return examples_; }
   bool has_backward(Backend b) const;
+  // The forward kernels: each one's backend and the dtype combinations it handles.
+  const std::vector<KernelEntry>& kernels() const { return kernels_; }
 
   // Fills defaults, checks types, ranges, allowed values, required and unknown attributes.
   // Errors name the attribute. The reserved TensorRT attributes plugin_version/plugin_namespace

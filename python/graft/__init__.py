@@ -22,6 +22,13 @@ from ._errors import GraftError  # noqa: E402
 from .engine import Engine, load_plugin  # noqa: E402
 
 
+def set_log_level(level):
+    """"quiet" (nothing), "default" (warnings, once each, and build summaries) or "verbose"
+    (every build stage): what graft prints on stderr besides the errors it raises."""
+    from . import _native
+    _native.engine_module().set_log_level(str(level))
+
+
 def __getattr__(name):
     # torch-dependent parts load on first use, so the engine works without torch installed.
     import importlib
@@ -35,4 +42,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'graft' has no attribute '{name}'")
 
 
-__all__ = ["GraftError", "Engine", "load_plugin", "ops", "nn", "deformable", "export", "registered_ops"]
+__all__ = ["GraftError", "Engine", "load_plugin", "set_log_level", "ops", "nn", "deformable", "export", "registered_ops"]

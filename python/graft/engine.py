@@ -26,10 +26,12 @@ class Engine:
 
     @classmethod
     def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
-              layout="auto"):
+              layout="auto", strict=False):
         """model: path to an .onnx file or its bytes. profile: {input: (min, opt, max) shapes}.
         CUDA only: timing_cache (a file of tactic timings, read and updated), fusion (conv/GEMM
-        epilogues, elementwise chains), layout ("auto": NHWC for float16 convolutions, "nchw", "nhwc")."""
+        epilogues, elementwise chains), layout ("auto": NHWC for float16 convolutions, "nchw", "nhwc"),
+        strict (refuse to build when a layer would run on the CPU reference; the error names them).
+        Warnings and the placement summary go to stderr; graft.set_log_level("quiet"|"default"|"verbose")."""
         eng = _native.engine_module()
         prof = {name: [list(s) for s in rng] for name, rng in (profile or {}).items()}
         if not isinstance(model, (bytes, bytearray)):
@@ -39,7 +41,7 @@ class Engine:
         return cls(eng.Engine.build(model, fp16=fp16, device=str(device), profile=prof,
                                     plugins=[os.fspath(p) for p in plugins],
                                     timing_cache=os.fspath(timing_cache) if timing_cache else "",
-                                    fusion=bool(fusion), layout=str(layout)))
+                                    fusion=bool(fusion), layout=str(layout), strict=bool(strict)))
 
     @classmethod
     def load(cls, plan):
@@ -124,9 +126,13 @@ class Engine:
             if not isinstance(t, torch.Tensor) or t.device != device or not t.is_contiguous():
                 raise GraftError(f"output '{name}' must be a contiguous torch tensor on {device}", "kInvalidArgument")
         stream = torch.cuda.current_stream(device)
+        # torch's default stream reads as handle 0, which the engine would take for "no stream" (a
+        # synchronous run on its own stream, unordered with torch's work): name it cudaStreamLegacy,
+        # which the engine orders against with events while it runs (and captures) on its own stream.
+        handle = stream.cuda_stream or _CUDA_STREAM_LEGACY
         with torch.cuda.device(device):
             raw = self._impl.run({n: self._pointer(t) for n, t in keep.items()},
-                                 outputs={n: self._pointer(t) for n, t in given.items()}, stream=stream.cuda_stream)
+                                 outputs={n: self._pointer(t) for n, t in given.items()}, stream=handle)
         result = {}
         for name, v in raw.items():
             if name in outputs and v is not None:
@@ -148,6 +154,9 @@ class Engine:
     def __repr__(self):
         names = lambda l: ", ".join(i["name"] + i["shape"] for i in l)  # noqa: E731
         return f"graft.Engine(device={self.device}, inputs=[{names(self.inputs)}], outputs=[{names(self.outputs)}])"
+
+
+_CUDA_STREAM_LEGACY = 1  # cudaStreamLegacy in cuda_runtime_api.h
 
 
 def load_plugin(path):

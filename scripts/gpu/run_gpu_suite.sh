@@ -6,7 +6,7 @@
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild examples profile bench_encoder)
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples profile bench_encoder)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -103,6 +103,15 @@ if has_step examples; then
     timeout 120 python3 examples/deformable_detr_encoder/encoder.py --device cuda $prec > "$LOGS/encoder$prec.log" 2>&1
     note "deformable encoder 800x1200 cuda $prec: rc=$? $(tail -2 "$LOGS/encoder$prec.log" | tr '\n' ' ')"
   done
+fi
+
+if has_step probe; then  # which cuDNN calls a CUDA graph capture refuses (scripts/gpu/cudnn_capture_probe.cpp)
+  cudnn_so=$(ls "${CUDNN_DIR:-/nonexistent}"/lib/libcudnn.so* /usr/lib/x86_64-linux-gnu/libcudnn.so* 2>/dev/null | head -1)
+  cudnn_inc=${CUDNN_DIR:-/usr}/include
+  "${GXX:-g++}" -std=c++17 -O1 scripts/gpu/cudnn_capture_probe.cpp -I/usr/local/cuda/include -I"$cudnn_inc" "$cudnn_so" \
+    -Wl,-rpath,"$(dirname "$cudnn_so")" -L/usr/local/cuda/lib64 -lcudart -o /tmp/cudnn_probe > "$LOGS/cudnn_probe.log" 2>&1 &&
+    /tmp/cudnn_probe >> "$LOGS/cudnn_probe.log" 2>&1
+  note "cuDNN capture probe: rc=$?"; tail -6 "$LOGS/cudnn_probe.log" >> "$summary"
 fi
 
 if has_step test; then

@@ -3,9 +3,11 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <memory>
 #include <optional>
-#include <sstream>
 #include <set>
+#include <sstream>
+#include <string>
 
 #include "build/plan.h"
 #include "build/tactics.h"
@@ -71,7 +73,7 @@ Status apply_profile(Graph& g, const std::map<std::string, ProfileRange>& given,
     if (it == given.end())
       return error(StatusCode::kInvalidArgument, "input '", v->name, "' has dynamic shape ",
                    shape_to_string(s),
-                   ": give it an optimization profile (--minShapes/--optShapes/--maxShapes) or a fixed shape (--shapes)");
+                   ": give it an optimization profile (min, opt and max shapes) or a fixed shape");
     (*out)[v->name] = it->second;
   }
   return Status::ok();
@@ -208,9 +210,23 @@ struct Candidate {
   bool fusion;
 };
 
+// Several engine variants may be built from one model: each distinct warning (a layer on the CPU,
+// say) is reported once per build, not once per variant.
+BuilderConfig with_warnings_once(const BuilderConfig& config) {
+  BuilderConfig c = config;
+  if (!config.progress) return c;
+  auto seen = std::make_shared<std::set<std::string>>();
+  c.progress = [seen, inner = config.progress](const std::string& stage, const std::string& detail) {
+    if (stage == "warning" && !seen->insert(detail).second) return;
+    inner(stage, detail);
+  };
+  return c;
+}
+
 template <typename Import>
-Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const BuilderConfig& config, const std::string& name,
-                                                        std::optional<uint64_t> model_hash) {
+Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const BuilderConfig& user_config,
+                                                        const std::string& name, std::optional<uint64_t> model_hash) {
+  const BuilderConfig config = with_warnings_once(user_config);
   // A file that is not a timing cache is refused before any work, whatever the model holds.
   std::optional<TacticTable> cache;
   if (!config.timing_cache_path.empty()) {

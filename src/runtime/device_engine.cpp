@@ -2,6 +2,7 @@
 
 #ifdef GRAFT_WITH_CUDA
 #include "backends/cuda/cuda_engine.h"
+#include "backends/cuda/cuda_ops.h"
 #endif
 
 namespace graft {
@@ -25,6 +26,15 @@ Status prepare_state_for_device(EngineState& state, const BuilderConfig& config)
   (void)config;
   return error(StatusCode::kUnsupported, "--device cuda needs CUDA, but this graft was built without CUDA "
                "(configure with -DGRAFT_ENABLE_CUDA=ON); use --device cpu");
+#endif
+}
+
+bool builtin_has_cuda_kernel(const std::string& op_type) {
+#ifdef GRAFT_WITH_CUDA
+  return cuda::find_cuda_op(op_type) != nullptr;
+#else
+  (void)op_type;
+  return false;
 #endif
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "graft/engine.h"
 #include "runtime/cpu_engine.h"
@@ -16,5 +17,9 @@ Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const 
 // The builder's device-specific passes before the engine is made (FP16 precision, compute
 // capability). No-op for the CPU.
 Status prepare_state_for_device(EngineState& state, const BuilderConfig& config);
+
+// Whether this build of graft has a CUDA kernel for the builtin (default-domain) op `op_type`.
+// False in a build without CUDA.
+bool builtin_has_cuda_kernel(const std::string& op_type);
 
 }  // namespace graft

@@ -468,6 +468,143 @@ TEST_F(CudaEngineTest, GraphsRecapturedWhenShapesChange) {
   }
 }
 
+// A dynamic profile with cuDNN convolutions and a host shape subgraph (Shape -> Gather -> Concat ->
+// Reshape, as exporters write a dynamic flatten): every shape set is captured on its second run and
+// replayed after, in FP32 and FP16, and the cache of captured shape sets stays within its bound.
+// This is the engine a user builds from a dynamic-batch export; it used to fall back to eager
+// execution for good (cudnnSetStream refused inside the capture, and the host subgraph was taken
+// for tensor data).
+TEST_F(CudaEngineTest, DynamicCnnCapturesEveryShapeSet) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAFT_CUDA_GRAPHS") || std::getenv("GRAFT_CUDA_SYNC_CHECK"))
+    GTEST_SKIP() << "CUDA graphs are switched by the environment";
+  SCOPED_TRACE("random seed " + std::to_string(seed_));
+  std::map<std::string, graft::ProfileRange> profile = {{"x", {{1, 3, 12, 12}, {4, 3, 12, 12}, {16, 3, 12, 12}}}};
+  auto m = dynamic_cnn_model(rng_);
+  auto cpu = build(m, graft::DeviceType::kCPU, false, profile);
+  ASSERT_TRUE(cpu);
+  auto cctx = cpu->create_context();
+  ASSERT_TRUE(cctx.is_ok());
+  for (bool fp16 : {false, true}) {
+    auto gpu = build(m, graft::DeviceType::kCUDA, fp16, profile);
+    ASSERT_TRUE(gpu);
+    EXPECT_EQ(gpu->describe().find("CUDA graphs off"), std::string::npos) << gpu->describe();
+    auto gctx = gpu->create_context();
+    ASSERT_TRUE(gctx.is_ok());
+    auto* g = dynamic_cast<graft::CudaExecutionContext*>(gctx->get());
+    ASSERT_NE(g, nullptr);
+    g->set_graph_cache_size(2);
+    std::set<int64_t> seen;
+    for (int64_t batch : {2, 2, 2, 9, 9, 2, 16, 16, 1, 1, 9}) {
+      auto x = rand_t({batch, 3, 12, 12}, rng_);
+      auto want = run(**cctx, {{"x", x}}).at("y");
+      std::map<std::string, Tensor> out = {{"y", poisoned_device(DataType::kFloat32, {batch, 5})}};
+      auto st = g->run({{"x", to_device(x)}}, out);
+      ASSERT_TRUE(st.is_ok()) << "batch " << batch << ": " << st.to_string();
+      const double err = rel_err(to_host(out.at("y")), want);
+      std::printf("[ dynamic  ] %s batch %lld: graph %s, captured shape sets %zu, rel err %.3g\n", fp16 ? "fp16" : "fp32",
+                  static_cast<long long>(batch), g->last_run_used_cuda_graph() ? "yes" : "no", g->captured_graphs(), err);
+      EXPECT_LT(err, fp16 ? 1e-2 : 1e-4) << "batch " << batch;
+      EXPECT_LE(g->captured_graphs(), 2u);
+      const bool first = seen.insert(batch).second;
+      if (!first) EXPECT_TRUE(g->last_run_used_cuda_graph()) << "batch " << batch << " seen before but not replayed";
+    }
+  }
+}
+
+// torch's default stream is the legacy default stream, which cannot be captured: a run enqueued
+// on it goes to the context's own stream, ordered with events after the inputs the caller wrote on
+// the legacy stream and before what it queues next, and still replays a CUDA graph.
+TEST_F(CudaEngineTest, EnqueueOnTheLegacyDefaultStream) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAFT_CUDA_GRAPHS") || std::getenv("GRAFT_CUDA_SYNC_CHECK"))
+    GTEST_SKIP() << "CUDA graphs are switched by the environment";
+  SCOPED_TRACE("random seed " + std::to_string(seed_));
+  std::map<std::string, graft::ProfileRange> profile = {{"x", {{1, 3, 12, 12}, {4, 3, 12, 12}, {16, 3, 12, 12}}}};
+  auto m = dynamic_cnn_model(rng_);
+  auto cpu = build(m, graft::DeviceType::kCPU, false, profile);
+  auto gpu = build(m, graft::DeviceType::kCUDA, false, profile);
+  ASSERT_TRUE(cpu && gpu);
+  auto cctx = cpu->create_context();
+  auto gctx = gpu->create_context();
+  ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+  auto* g = dynamic_cast<graft::CudaExecutionContext*>(gctx->get());
+  ASSERT_NE(g, nullptr);
+  Tensor dx = Tensor::empty(DataType::kFloat32, {6, 3, 12, 12}, graft::DeviceType::kCUDA);
+  for (int rep = 0; rep < 4; ++rep) {
+    auto x = rand_t({6, 3, 12, 12}, rng_);
+    auto want = run(**cctx, {{"x", x}}).at("y");
+    // The input is written asynchronously on the legacy stream, right before the enqueue.
+    ASSERT_EQ(cudaMemcpyAsync(dx.data(), x.data(), x.nbytes(), cudaMemcpyHostToDevice, cudaStreamLegacy), cudaSuccess);
+    std::map<std::string, Tensor> out = {{"y", poisoned_device(DataType::kFloat32, {6, 5})}};
+    auto st = g->enqueue({{"x", dx}}, out, cudaStreamLegacy);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    Tensor host = Tensor::empty(DataType::kFloat32, {6, 5});
+    // Read back on the legacy stream: ordered after the engine's run by the engine's event.
+    ASSERT_EQ(cudaMemcpyAsync(host.data(), out.at("y").data(), host.nbytes(), cudaMemcpyDeviceToHost, cudaStreamLegacy),
+              cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(cudaStreamLegacy), cudaSuccess);
+    const double err = rel_err(host, want);
+    std::printf("[ legacy   ] run %d: graph %s, rel err %.3g\n", rep, g->last_run_used_cuda_graph() ? "yes" : "no", err);
+    EXPECT_LT(err, 1e-4) << "run " << rep;
+    if (rep >= 1) EXPECT_TRUE(g->last_run_used_cuda_graph()) << "run " << rep;
+  }
+}
+
+// A caller capturing its own CUDA graph (torch.cuda.graph around graft) records the engine's run
+// into that graph; replaying the caller's graph recomputes the outputs from new input values.
+TEST_F(CudaEngineTest, RunCapturedIntoTheCallersGraph) {
+  REQUIRE_GPU();
+  SCOPED_TRACE("random seed " + std::to_string(seed_));
+  std::map<std::string, graft::ProfileRange> profile = {{"x", {{1, 3, 12, 12}, {4, 3, 12, 12}, {16, 3, 12, 12}}}};
+  auto m = dynamic_cnn_model(rng_);
+  auto cpu = build(m, graft::DeviceType::kCPU, false, profile);
+  auto gpu = build(m, graft::DeviceType::kCUDA, false, profile);
+  ASSERT_TRUE(cpu && gpu);
+  auto cctx = cpu->create_context();
+  auto gctx = gpu->create_context();
+  ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+  auto* g = dynamic_cast<graft::CudaExecutionContext*>(gctx->get());
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  Tensor dx = Tensor::empty(DataType::kFloat32, {3, 3, 12, 12}, graft::DeviceType::kCUDA);
+  std::map<std::string, Tensor> out = {{"y", poisoned_device(DataType::kFloat32, {3, 5})}};
+  auto x0 = rand_t({3, 3, 12, 12}, rng_);
+  ASSERT_EQ(cudaMemcpy(dx.data(), x0.data(), x0.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  // Not yet run at this shape: the engine refuses to be captured (it would have to allocate).
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  auto refused = g->enqueue({{"x", dx}}, out, s);
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  if (graph) cudaGraphDestroy(graph);
+  graph = nullptr;
+  EXPECT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.message().find("run it once before capturing"), std::string::npos) << refused.to_string();
+  // Warm up once, then capture into the caller's graph.
+  ASSERT_TRUE(g->enqueue({{"x", dx}}, out, s).is_ok());
+  ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  auto st = g->enqueue({{"x", dx}}, out, s);
+  ASSERT_EQ(cudaStreamEndCapture(s, &graph), cudaSuccess);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+  for (int rep = 0; rep < 3; ++rep) {
+    auto x = rand_t({3, 3, 12, 12}, rng_);
+    auto want = run(**cctx, {{"x", x}}).at("y");
+    ASSERT_EQ(cudaMemcpy(dx.data(), x.data(), x.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemset(out.at("y").data(), 0xFF, out.at("y").nbytes()), cudaSuccess);
+    ASSERT_EQ(cudaGraphLaunch(exec, s), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    const double err = rel_err(to_host(out.at("y")), want);
+    std::printf("[ caller   ] replay %d: rel err %.3g\n", rep, err);
+    EXPECT_LT(err, 1e-4) << "replay " << rep;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(s);
+}
+
 TEST_F(CudaEngineTest, PlanRoundTripAndArchitectureMismatch) {
   REQUIRE_GPU();
   auto m = mlp_model(rng_);

@@ -173,6 +173,38 @@ inline OnnxModelBuilder dynamic_gemm_model(std::mt19937& rng) {
   return m;
 }
 
+// A dynamic-batch CNN as exporters write it: x[batch,3,12,12] -> Conv(3x3, pad 1) -> Relu ->
+// Conv(3x3, stride 2) -> GlobalAveragePool -> Reshape to [Gather(Shape(x), 0), -1] -> Gemm -> y[batch,5].
+// cuDNN convolutions and a host shape subgraph whose values depend on the batch alone.
+inline OnnxModelBuilder dynamic_cnn_model(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"batch", 3, 12, 12});
+  m.initializer("w1", rand_t({8, 3, 3, 3}, rng, -0.5, 0.5));
+  m.initializer("b1", rand_t({8}, rng));
+  m.initializer("w2", rand_t({6, 8, 3, 3}, rng, -0.5, 0.5));
+  m.initializer("zero", Tensor::scalar_int64(0));
+  m.initializer("axes", Tensor::vector_int64({0}));
+  m.initializer("rest", Tensor::vector_int64({-1}));
+  m.initializer("fw", rand_t({6, 5}, rng));
+  m.initializer("fb", rand_t({5}, rng));
+  auto& c1 = m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "conv1");
+  OnnxModelBuilder::attr(c1, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c1"}, {"r1"}, "relu1");
+  auto& c2 = m.node("Conv", {"r1", "w2"}, {"c2"}, "conv2");
+  OnnxModelBuilder::attr(c2, "strides", std::vector<int64_t>{2, 2});
+  m.node("GlobalAveragePool", {"c2"}, {"g"}, "gap");
+  m.node("Shape", {"x"}, {"shp"}, "shape");
+  auto& ga = m.node("Gather", {"shp", "zero"}, {"n"}, "gather");
+  OnnxModelBuilder::attr(ga, "axis", int64_t{0});
+  m.node("Unsqueeze", {"n", "axes"}, {"n1"}, "unsqueeze");
+  auto& cc = m.node("Concat", {"n1", "rest"}, {"target"}, "concat");
+  OnnxModelBuilder::attr(cc, "axis", int64_t{0});
+  m.node("Reshape", {"g", "target"}, {"f"}, "flatten");
+  m.node("Gemm", {"f", "fw", "fb"}, {"y"}, "fc");
+  m.output("y", DataType::kFloat32);
+  return m;
+}
+
 // x[64,256] -> CustomLayer x `n` (every layer has a CUDA kernel).
 inline OnnxModelBuilder custom_chain_model(int n) {
   OnnxModelBuilder m;

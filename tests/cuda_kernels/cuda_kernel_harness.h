@@ -152,6 +152,11 @@ inline void run_kernel_case(const KernelCase& c, DataType dt, uint32_t seed) {
   ex.ctx = &ectx;
   ex.cublaslt = GpuHandles::get().lt;
   ex.cudnn = GpuHandles::get().dnn;
+  // As the execution context does once per run: kernels never set the cuDNN handle's stream
+  // themselves (that is not allowed inside a CUDA graph capture).
+#ifdef GRAFT_WITH_CUDNN
+  if (ex.cudnn) ASSERT_EQ(cudnnSetStream(static_cast<cudnnHandle_t>(ex.cudnn), stream), CUDNN_STATUS_SUCCESS);
+#endif
   if (op->workspace_bytes) {
     std::vector<const Tensor*> ins;
     for (auto& t : din) ins.push_back(t.defined() ? &t : nullptr);

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 
+#include "graft/log.h"
+
 namespace graft::cli {
 
 void add_shapes_option(CLI::App& app, BuildOptions& opts) {
@@ -20,6 +22,8 @@ void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output) {
   app.add_flag("--no-fusion", opts.no_fusion, "CUDA: do not fuse layers (conv epilogues, GEMM epilogues, elementwise chains)");
   app.add_option("--layout", opts.layout, "CUDA: convolution layout: auto (NHWC for float16), nchw or nhwc")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
+  app.add_flag("--strict", opts.strict_device,
+               "CUDA: refuse to build when a layer would run on the CPU reference (the error names each one)");
 }
 
 namespace {
@@ -124,9 +128,11 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType d
   config.timing_cache_path = opts.timing_cache;
   config.fusion = !opts.no_fusion;
   config.layout = opts.layout;
+  config.strict_device = opts.strict_device;
   GRAFT_ASSIGN_OR_RETURN(config.profile, make_profile(opts));
   auto start = std::chrono::steady_clock::now();
   config.progress = [start](const std::string& stage, const std::string& detail) {
+    if (!log_shows_stage(stage, true)) return;
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     std::fprintf(stderr, "[graft %7.3fs] %s%s%s\n", s, stage.c_str(), detail.empty() ? "" : ": ", detail.c_str());
   };

@@ -20,6 +20,7 @@ struct BuildOptions {
   std::string timing_cache;
   bool no_fusion = false;
   std::string layout = "auto";
+  bool strict_device = false;
 };
 
 // --min-shapes/--opt-shapes/--max-shapes/--fp16/--timing-cache (and -o when with_output).

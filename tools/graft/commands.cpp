@@ -1,5 +1,6 @@
 #include "tools/graft/commands.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "graft/cuda_engine.h"
 #include "graft/registry.h"
 #include "ops/operator.h"
+#include "runtime/device_engine.h"
 #include "tools/graft/build_options.h"
 #include "tools/graft/inference_options.h"
 #include "tools/graft/model_options.h"
@@ -159,7 +161,30 @@ nlohmann::json op_json(const RegisteredOp& op) {
   j["inputs"] = io(d.inputs());
   j["outputs"] = io(d.outputs());
   j["backward"] = d.has_backward(Backend::kCPU) || d.has_backward(Backend::kCUDA);
+  // Per backend, the dtype combinations (inputs then outputs) its kernels handle; "any" where a
+  // kernel takes every combination the op declares.
+  nlohmann::json backends = nlohmann::json::array(), kernels = nlohmann::json::object();
+  for (const KernelEntry& k : d.kernels()) {
+    const std::string b = k.backend == Backend::kCUDA ? "cuda" : "cpu";
+#ifndef GRAFT_WITH_CUDA
+    if (k.backend == Backend::kCUDA) continue;  // compiled out of this build
+#endif
+    if (std::find(backends.begin(), backends.end(), b) == backends.end()) backends.push_back(b);
+    nlohmann::json& combos = kernels[b];
+    if (combos.is_null()) combos = nlohmann::json::array();
+    if (k.combinations.empty()) combos.push_back("any");
+    for (const auto& c : k.combinations) combos.push_back(dtypes_json(c));
+  }
+  j["backends"] = backends;
+  j["kernel_dtypes"] = kernels;
   return j;
+}
+
+// A builtin op's backends in this build: the CPU reference always, CUDA where a kernel exists.
+nlohmann::json builtin_backends(const std::string& op_type) {
+  nlohmann::json b = nlohmann::json::array({"cpu"});
+  if (builtin_has_cuda_kernel(op_type)) b.push_back("cuda");
+  return b;
 }
 
 std::string join_dtypes(const std::vector<DataType>& ts) {
@@ -186,7 +211,8 @@ Command add_ops_command(CLI::App& app) {
       nlohmann::json j;
       j["builtin"] = nlohmann::json::array();
       for (const BuiltinOp& op : builtins)
-        j["builtin"].push_back({{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset}});
+        j["builtin"].push_back({{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
+                                {"backends", builtin_backends(op.op_type)}});
       j["custom"] = nlohmann::json::array();
       for (const RegisteredOp& op : custom) j["custom"].push_back(op_json(op));
       j["aliases"] = nlohmann::json::array();
@@ -196,11 +222,15 @@ Command add_ops_command(CLI::App& app) {
       return Status::ok();
     }
     std::printf("Builtin ONNX ops (domain ai.onnx), %zu:\n", builtins.size());
-    for (const BuiltinOp& op : builtins) std::printf("  %-24s opset >= %d\n", op.op_type, op.min_opset);
+    for (const BuiltinOp& op : builtins)
+      std::printf("  %-24s opset >= %-3d %s\n", op.op_type, op.min_opset,
+                  builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
     std::printf("\nCustom ops, %zu:\n", custom.size());
     for (const RegisteredOp& op : custom) {
       const OpDef& d = *op.def;
-      std::printf("  %s  (from %s)\n", d.identity().to_string().c_str(), op.source.c_str());
+      std::string backends;
+      for (const auto& b : op_json(op)["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
+      std::printf("  %s  (from %s; %s)\n", d.identity().to_string().c_str(), op.source.c_str(), backends.c_str());
       for (const IOSpec& s : d.inputs())
         std::printf("    input  %-20s %s%s\n", s.name.c_str(), join_dtypes(s.dtypes).c_str(), s.optional ? " (optional)" : "");
       for (const IOSpec& s : d.outputs())

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "graft/engine.h"
+#include "graft/log.h"
 #include "tools/graft/commands.h"
 
 namespace {
@@ -19,6 +20,12 @@ int run_main(int argc, char** argv) {
   CLI::App app{std::string("graft ") + graft::version_string() + ": build and run inference engines"};
   app.set_version_flag("--version", graft::version_string());
   app.require_subcommand(1);
+  // How much graft prints besides results and errors (build stages, warnings): see graft/log.h.
+  std::string log_level;
+  app.add_option("--log-level", log_level, "quiet (errors only), default (warnings and summaries) or verbose (every stage)")
+      ->check(CLI::IsMember({"quiet", "default", "verbose"}));
+  app.add_flag_callback("-q,--quiet", [&] { log_level = "quiet"; }, "Same as --log-level quiet");
+  app.add_flag_callback("-v,--verbose", [&] { log_level = "verbose"; }, "Same as --log-level verbose");
   std::vector<std::pair<CLI::App*, graft::cli::Command>> commands;
   for (auto add : {graft::cli::add_build_command, graft::cli::add_run_command, graft::cli::add_inspect_command,
                    graft::cli::add_ops_command}) {
@@ -39,6 +46,7 @@ int run_main(int argc, char** argv) {
     std::string what = e.what();
     return fail(what + " (run graft --help)");
   }
+  if (!log_level.empty()) graft::set_log_level(*graft::parse_log_level(log_level));
   for (auto& [sub, cmd] : commands) {
     if (!sub->parsed()) continue;
     graft::Status st = cmd();

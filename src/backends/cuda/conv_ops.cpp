@@ -255,34 +255,29 @@ Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf
 
 #endif  // GRAFT_WITH_CUDNN
 
-Status graft_conv_run(CudaExec& ex) {
-#ifndef GRAFT_WITH_CUDNN
-  return fail(ex, StatusCode::kUnsupported, "graft was built without cuDNN");
-#else
-  const auto& in = ex.ctx->inputs;
-  const Tensor& X = *in[0];
-  const Tensor& W = *in[1];
-  const Tensor* B = in.size() > 2 ? in[2] : nullptr;
-  const Tensor* Z = in.size() > 3 ? in[3] : nullptr;
-  Tensor& Y = *ex.ctx->outputs[0];
-  if (!ex.cudnn) return fail(ex, StatusCode::kUnsupported, "no cuDNN handle");
+#ifdef GRAFT_WITH_CUDNN
+// One convolution problem made ready to run: its geometry, descriptors and chosen algorithm.
+struct PreparedConv {
   ConvGeometry g;
+  ConvDescs d;
+  Tactic tactic;
+};
+
+Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B,
+                                                   const Tensor* Z, Tensor& Y) {
+  auto p = std::make_shared<PreparedConv>();
+  ConvGeometry& g = p->g;
   GRAFT_RETURN_IF_ERROR(conv_geometry(ex, X, W, Y, &g));
   if (B && B->numel() != g.m) return fail(ex, StatusCode::kInvalidModel, "bias has ", B->numel(), " elements, expected ", g.m);
-  if (Z && Z->dims() != Y.dims()) return fail(ex, StatusCode::kInvalidModel, "residual Z must have the output's shape");
-  if (Y.numel() == 0) return Status::ok();
-  ConvDescs d;
-  GRAFT_RETURN_IF_ERROR(make_descs(ex, g, X.dtype(), &d));
+  GRAFT_RETURN_IF_ERROR(make_descs(ex, g, X.dtype(), &p->d));
   auto h = static_cast<cudnnHandle_t>(ex.cudnn);
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetStream(h, stream_of(ex)), ex, "cudnnSetStream"));
-  ConvCall call{&ex, &g, &d, &X, &W, B, Z, &Y};
-
+  ConvCall call{&ex, &g, &p->d, &X, &W, B, Z, &Y};
   // cuDNN's candidates for this problem, best first by its heuristic.
   cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
   int count = 0;
   auto candidates = [&] {
-    return dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
-                                                      perf),
+    return dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, p->d.x, p->d.w, p->d.conv, p->d.y,
+                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
                ex, "cudnnGetConvolutionForwardAlgorithm_v7");
   };
   const std::string key = tactic_key(g, X.dtype(), B != nullptr, Z != nullptr);
@@ -298,7 +293,40 @@ Status graft_conv_run(CudaExec& ex) {
     if (!t) return fail(ex, StatusCode::kUnsupported, "cuDNN offers no algorithm for this convolution within ",
                         static_cast<uint64_t>(ex.workspace_size), " bytes of workspace");
   }
-  return run_conv(call, t->algo, t->variant, ex.workspace_size);
+  p->tactic = *t;
+  return p;
+}
+#endif  // GRAFT_WITH_CUDNN
+
+Status graft_conv_run(CudaExec& ex) {
+#ifndef GRAFT_WITH_CUDNN
+  return fail(ex, StatusCode::kUnsupported, "graft was built without cuDNN");
+#else
+  const auto& in = ex.ctx->inputs;
+  const Tensor& X = *in[0];
+  const Tensor& W = *in[1];
+  const Tensor* B = in.size() > 2 ? in[2] : nullptr;
+  const Tensor* Z = in.size() > 3 ? in[3] : nullptr;
+  Tensor& Y = *ex.ctx->outputs[0];
+  if (!ex.cudnn) return fail(ex, StatusCode::kUnsupported, "no cuDNN handle");
+  if (Z && Z->dims() != Y.dims()) return fail(ex, StatusCode::kInvalidModel, "residual Z must have the output's shape");
+  if (Y.numel() == 0) return Status::ok();
+  // The stream is the handle's already: the execution context sets it once per run, outside any
+  // capture (cuda_engine.cpp, execute_in_order).
+  // Prepared once per (node, input shape, dtype): the node fixes the attributes and W's shape.
+  std::string key = PreparedCache::key_of("GraftConv", {reinterpret_cast<intptr_t>(ex.ctx->node),
+                                                        static_cast<int64_t>(X.dtype()), B != nullptr, Z != nullptr,
+                                                        static_cast<int64_t>(ex.workspace_size)});
+  PreparedCache::append_dims(&key, X.dims());
+  PreparedConv* p = ex.prepared ? ex.prepared->find<PreparedConv>(key) : nullptr;
+  std::shared_ptr<PreparedConv> owned;
+  if (!p || ex.tuning) {
+    GRAFT_ASSIGN_OR_RETURN(owned, prepare_conv(ex, X, W, B, Z, Y));
+    p = ex.prepared ? ex.prepared->put(key, owned) : owned.get();
+  }
+  if (Y.dims()[0] != p->g.n) return fail(ex, StatusCode::kInternal, "prepared convolution does not match the output");
+  ConvCall call{&ex, &p->g, &p->d, &X, &W, B, Z, &Y};
+  return run_conv(call, p->tactic.algo, p->tactic.variant, ex.workspace_size);
 #endif
 }
 

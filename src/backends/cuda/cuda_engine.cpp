@@ -11,8 +11,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <list>
+#include <map>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "backends/cuda/cuda_check.h"
 #include "backends/cuda/cuda_ops.h"
@@ -20,6 +23,7 @@
 #include "backends/cuda/profiling_kernels.cuh"
 #include "build/plan.h"
 #include "build/tactics.h"
+#include "graft/log.h"
 #include "graph/passes.h"
 #include "graph/precision.h"
 #include "runtime/cpu_executor.h"
@@ -53,6 +57,10 @@ struct Layer {
   std::string why;                // why it is on the CPU
   std::vector<bool> host_input;   // per input: read on the host
   bool alias = false;             // a view (Reshape-like): the output aliases input 0's device buffer
+  // The output shapes are a function of the engine's input shapes alone (no data-dependent shape
+  // upstream, every host input a constant or shape arithmetic): a shape set's first run records
+  // them and later runs of that shape set skip shape inference.
+  bool dims_from_shapes = false;
 };
 
 struct ValueUse {
@@ -124,6 +132,12 @@ struct ShapePlan {
   bool graph_failed = false;
   struct OutDesc { int vid; DataType dtype; std::vector<int64_t> dims; };
   std::vector<OutDesc> graph_outputs;  // where a replay leaves the graph outputs
+  std::vector<std::pair<int, Tensor>> graph_host_outputs;  // outputs that are shape arithmetic on the host
+  // Per layer, the output (dtype, dims) this shape set gives, once a run recorded them (the eager
+  // path's shape inference done once per shape set, not once per run).
+  struct LayerOut { DataType dtype; std::vector<int64_t> dims; };
+  std::vector<std::vector<LayerOut>> layer_outs;
+  std::vector<char> layer_outs_known;
 };
 
 class CudaContext final : public CudaExecutionContext {
@@ -143,6 +157,13 @@ class CudaContext final : public CudaExecutionContext {
   std::vector<LayerTiming> layer_timings() const override { return timings_; }
   void set_cuda_graphs(bool on) override { graphs_on_ = on; }
   bool last_run_used_cuda_graph() const override { return last_used_graph_; }
+  void set_graph_cache_size(size_t n) override;
+  size_t graph_cache_size() const override { return graph_cache_size_; }
+  size_t captured_graphs() const override {
+    size_t n = 0;
+    for (const auto& [k, e] : plans_) n += e.plan.graph_exec != nullptr;
+    return n;
+  }
   MemoryPlanInfo memory_plan() const override { return last_plan_info_; }
   // While set, kernels may time their tactics (the builder's tuning run; eager, synchronizing).
   void set_tuning(TacticTuning* t) { tuning_ = t; }
@@ -163,12 +184,19 @@ class CudaContext final : public CudaExecutionContext {
   Result<void*> workspace_for(size_t bytes);
   Status replay_graph_failure(ShapePlan& plan, cudaError_t e, const std::map<std::string, Tensor>& inputs,
                               std::map<std::string, Tensor>& outputs, cudaStream_t stream, bool sync);
-  Result<Tensor> acquire(int vid, DataType dt, const std::vector<int64_t>& dims, const std::string& what);
+  // A device buffer for value `vid`: its arena slot when the plan has one that fits, else (outside a
+  // capture) a fresh allocation. `v` and `layer` name it in errors (layer nullptr: a graph input or
+  // an upload).
+  Result<Tensor> acquire(int vid, DataType dt, const std::vector<int64_t>& dims, const Value* v, const Node* layer);
   Result<const Tensor*> on_host(const Value* v, cudaStream_t stream);
   Result<const Tensor*> on_device(const Value* v, cudaStream_t stream);
   Status ensure_workspace(size_t bytes);
   Status replan(ShapePlan& p);
   void drop_graphs();
+  // The plan of one input shape set, most recently used first; past graph_cache_size_ the least
+  // recently used one (never `keep`) is dropped with its captured graph.
+  ShapePlan& plan_for(const std::string& key);
+  void evict_plans(const ShapePlan* keep);
 
   std::shared_ptr<const CudaEngine> engine_;
   int device_ = 0;
@@ -178,8 +206,18 @@ class CudaContext final : public CudaExecutionContext {
   cublasLtHandle_t cublaslt_ = nullptr;
   void* cudnn_ = nullptr;
   Tensor arena_, workspace_;
-  std::map<std::string, ShapePlan> plans_;
+  struct PlanEntry {
+    ShapePlan plan;
+    std::list<std::string>::iterator recency;
+  };
+  std::unordered_map<std::string, PlanEntry> plans_;
+  std::list<std::string> recency_;  // shape keys, most recently used first
+  size_t graph_cache_size_ = 16;
   ShapePlan* cur_ = nullptr;
+  cudaEvent_t caller_ready_ = nullptr;  // the caller's stream reached this run (legacy-stream detour)
+  cudaStream_t cudnn_stream_ = nullptr;  // the stream the cuDNN handle is on
+  bool cudnn_stream_set_ = false;
+  bool external_capture_ = false;       // this run is being captured into the caller's own CUDA graph
   std::vector<Slot> slots_;
   std::vector<size_t> recorded_;  // bytes asked per value id this run
   size_t run_workspace_ = 0;      // most workspace bytes a layer asked for this run
@@ -196,6 +234,8 @@ class CudaContext final : public CudaExecutionContext {
   MemoryPlanInfo last_plan_info_;
   TacticTuning* tuning_ = nullptr;
   cudaEvent_t profile_start_ = nullptr;  // set by run_layers while profiling, recorded by run_layer
+  std::vector<ShapePlan::LayerOut> scratch_outs_;  // a layer's output shapes when they are not memoized
+  PreparedCache prepared_;  // kernels' descriptors and algorithm choices per problem (cuda_ops.h)
 };
 
 class CudaEngine final : public Engine, public std::enable_shared_from_this<CudaEngine> {
@@ -233,6 +273,7 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
     return it == dconst_.end() ? nullptr : &it->second;
   }
   bool graph_eligible() const { return graph_eligible_; }
+  const std::string& graph_reason() const { return graph_reason_; }
   const std::optional<MemoryPlan>& static_plan() const { return static_plan_; }
   const std::vector<size_t>& static_sizes() const { return static_sizes_; }
   std::string static_key() const { return static_key_; }
@@ -452,18 +493,46 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       uses_[src].last_step = std::max(uses_[src].last_step, uses_[vid_[out]].last_step);
     }
   }
+  // Host values that depend only on the input shapes (Shape, Size and host arithmetic over them and
+  // constants, as exporters emit for a dynamic batch) are the same for every run of one shape set,
+  // and a captured graph is kept per shape set: they do not stop capture. A host value computed
+  // from tensor data does (it needs a copy to the host and a synchronization), as does a layer on
+  // the CPU reference. `shaped` marks values whose shape is a function of the input shapes.
+  std::set<const Value*> shape_only, shaped;
+  for (const Value* v : g.inputs()) shaped.insert(v);
+  auto known = [](const std::set<const Value*>& set, const Value* v) { return !v || v->constant || set.count(v); };
   for (int i = 0; i < n; ++i) {
-    const Layer& L = layers_[i];
-    if (L.where == Where::kCpuFallback || L.where == Where::kCpuHost) {
+    Layer& L = layers_[i];
+    const Node& node = *L.node;
+    bool values_from_shapes = L.where == Where::kCpuMeta;  // Shape/Size read dims, never data
+    if (L.where == Where::kCpuHost) {
+      values_from_shapes = true;
+      for (const Value* v : node.inputs) values_from_shapes &= known(shape_only, v);
+    }
+    bool inputs_shaped = true;
+    for (size_t k = 0; k < node.inputs.size(); ++k) {
+      const Value* v = node.inputs[k];
+      inputs_shaped &= known(shaped, v);
+      if (L.where == Where::kGpu && L.host_input[k]) inputs_shaped &= known(shape_only, v);
+    }
+    L.dims_from_shapes = L.where == Where::kGpu && inputs_shaped;
+    for (const Value* o : node.outputs) {
+      if (!o) continue;
+      if (values_from_shapes) shape_only.insert(o);
+      if (values_from_shapes || L.dims_from_shapes) shaped.insert(o);
+    }
+    if (L.where == Where::kCpuFallback || (L.where == Where::kCpuHost && !values_from_shapes)) {
       graph_eligible_ = false;
-      if (graph_reason_.empty()) graph_reason_ = "layer '" + L.node->name + "' runs on the CPU";
+      if (graph_reason_.empty())
+        graph_reason_ = "layer '" + node.name + "' runs on the CPU" +
+                        (L.where == Where::kCpuHost ? " over tensor data" : " reference (" + L.why + ")");
     }
     if (L.where == Where::kGpu)
-      for (size_t k = 0; k < L.node->inputs.size(); ++k)
-        if (L.host_input[k] && L.node->inputs[k] && !L.node->inputs[k]->constant) {
+      for (size_t k = 0; k < node.inputs.size(); ++k)
+        if (L.host_input[k] && !known(shape_only, node.inputs[k])) {
           graph_eligible_ = false;
           if (graph_reason_.empty())
-            graph_reason_ = "layer '" + L.node->name + "' reads '" + L.node->inputs[k]->name + "' on the host";
+            graph_reason_ = "layer '" + node.name + "' reads '" + node.inputs[k]->name + "' (tensor data) on the host";
         }
   }
   if (!state_->cuda_graphs) {
@@ -492,16 +561,42 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     static_workspace_ = static_workspace_bytes(layers_);
   }
 
+  // Where the layers run, and why a layer is not on the GPU: the build's summary, and with
+  // strict_device an error when tensor data would leave the GPU.
+  int on_gpu = 0, host_shape = 0, fallback = 0;
+  std::map<std::string, int> fallback_ops;
+  std::string fallback_list;
+  for (const Layer& L : layers_) {
+    if (L.where == Where::kGpu) ++on_gpu;
+    else if (L.where == Where::kCpuFallback) {
+      ++fallback;
+      ++fallback_ops[L.node->op_type];
+      if (fallback <= 8) fallback_list += "\n  layer '" + L.node->name + "' (" + L.node->op_type + "): " + L.why;
+    } else {
+      ++host_shape;
+    }
+  }
+  if (config && config->strict_device && fallback)
+    return error(StatusCode::kUnsupported, fallback, " of ", n, " layers would run on the CPU reference (strict device "
+                 "placement refuses them)", fallback_list, fallback > 8 ? "\n  ..." : "");
   if (config && config->progress) {
-    int fb = 0;
     for (const Layer& L : layers_)
-      if (L.where == Where::kCpuFallback) {
-        ++fb;
+      if (L.where == Where::kCpuFallback)
         config->progress("warning", "layer '" + L.node->name + "' (" + L.node->op_type +
                                         ") runs on the CPU reference with host<->device copies: " + L.why);
+    std::string where = std::to_string(on_gpu) + " of " + std::to_string(n) + " layers on the GPU";
+    if (host_shape) where += ", " + std::to_string(host_shape) + " host shape layers (dims arithmetic, no tensor data)";
+    if (fallback) {
+      where += ", " + std::to_string(fallback) + " on the CPU reference (";
+      bool first = true;
+      for (const auto& [op, count] : fallback_ops) {
+        where += (first ? "" : ", ") + op + " x" + std::to_string(count);
+        first = false;
       }
-    config->progress("cuda", std::string(props_.name) + " sm_" + std::to_string(cc) + ", " +
-                                 std::to_string(n - fb) + " of " + std::to_string(n) + " layers on the GPU" +
+      where += ": no CUDA kernel for these nodes)";
+    }
+    where += graph_eligible_ ? "; CUDA graphs on" : "; CUDA graphs off (" + graph_reason_ + ")";
+    config->progress("cuda", std::string(props_.name) + " sm_" + std::to_string(cc) + ", " + where +
                                  (static_plan_ ? ", activation arena " + std::to_string(static_plan_->peak_bytes) + " bytes" : ""));
   }
   if (config) GRAFT_RETURN_IF_ERROR(time_tactics(*config));
@@ -606,6 +701,7 @@ CudaContext::~CudaContext() {
     (void)cudaEventSynchronize(run_done_);  // an enqueued run may still be using the arena
     (void)cudaEventDestroy(run_done_);
   }
+  if (caller_ready_) (void)cudaEventDestroy(caller_ready_);
   drop_graphs();
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
   if (gate_host_) (void)cudaFreeHost(gate_host_);
@@ -617,17 +713,51 @@ CudaContext::~CudaContext() {
 }
 
 void CudaContext::drop_graphs() {
-  for (auto& [k, p] : plans_)
-    if (p.graph_exec) {
-      (void)cudaGraphExecDestroy(p.graph_exec);
-      p.graph_exec = nullptr;
+  for (auto& [k, e] : plans_)
+    if (e.plan.graph_exec) {
+      (void)cudaGraphExecDestroy(e.plan.graph_exec);
+      e.plan.graph_exec = nullptr;
     }
+}
+
+ShapePlan& CudaContext::plan_for(const std::string& key) {
+  auto it = plans_.find(key);
+  if (it != plans_.end()) {
+    recency_.splice(recency_.begin(), recency_, it->second.recency);
+    return it->second.plan;
+  }
+  recency_.push_front(key);
+  PlanEntry& e = plans_[key];
+  e.recency = recency_.begin();
+  evict_plans(&e.plan);
+  return e.plan;
+}
+
+void CudaContext::evict_plans(const ShapePlan* keep) {
+  while (plans_.size() > graph_cache_size_ && !recency_.empty()) {
+    auto victim = std::prev(recency_.end());
+    auto it = plans_.find(*victim);
+    if (&it->second.plan == keep) {
+      if (victim == recency_.begin()) break;
+      recency_.splice(recency_.begin(), recency_, victim);  // the plan in use stays
+      continue;
+    }
+    if (it->second.plan.graph_exec) (void)cudaGraphExecDestroy(it->second.plan.graph_exec);
+    plans_.erase(it);
+    recency_.erase(victim);
+  }
+}
+
+void CudaContext::set_graph_cache_size(size_t n) {
+  graph_cache_size_ = std::max<size_t>(n, 1);
+  evict_plans(cur_);
 }
 
 Status CudaContext::init() {
   GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
   GRAFT_CUDA_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the context's CUDA stream");
   GRAFT_CUDA_RETURN(cudaEventCreateWithFlags(&run_done_, cudaEventDisableTiming), "creating the context's run event");
+  GRAFT_CUDA_RETURN(cudaEventCreateWithFlags(&caller_ready_, cudaEventDisableTiming), "creating the context's input event");
   cublasStatus_t bs = cublasLtCreate(&cublaslt_);
   if (bs != CUBLAS_STATUS_SUCCESS)
     return error(StatusCode::kRuntimeError, "cublasLtCreate failed with status ", static_cast<int>(bs));
@@ -640,12 +770,20 @@ Status CudaContext::init() {
 #endif
   graphs_on_ = !env_off("GRAFT_CUDA_GRAPHS");
   sync_check_ = env_on("GRAFT_CUDA_SYNC_CHECK");
+  if (const char* c = std::getenv("GRAFT_CUDA_GRAPH_CACHE")) {
+    char* end = nullptr;
+    const unsigned long long n = std::strtoull(c, &end, 10);
+    if (end == c || *end || n == 0)
+      return error(StatusCode::kInvalidArgument, "GRAFT_CUDA_GRAPH_CACHE must be a positive count of shape sets, not '",
+                   c, "'");
+    graph_cache_size_ = static_cast<size_t>(n);
+  }
   if (engine_->static_plan()) {
     const MemoryPlan& mp = *engine_->static_plan();
     auto a = device_bytes(mp.peak_bytes, "the activation arena (" + std::to_string(mp.peak_bytes) + " bytes)");
     if (!a) return std::move(a).take_status();
     arena_ = std::move(a).value();
-    ShapePlan& p = plans_[engine_->static_key()];
+    ShapePlan& p = plan_for(engine_->static_key());
     p.planned = true;
     p.plan = mp;
     p.offset = mp.offsets;
@@ -684,13 +822,15 @@ Status CudaContext::ensure_workspace(size_t bytes) {
   return Status::ok();
 }
 
-Result<Tensor> CudaContext::acquire(int vid, DataType dt, const std::vector<int64_t>& dims, const std::string& what) {
+Result<Tensor> CudaContext::acquire(int vid, DataType dt, const std::vector<int64_t>& dims, const Value* v,
+                                    const Node* layer) {
   const size_t bytes = static_cast<size_t>(numel_of(dims)) * dtype_size(dt);
   if (vid >= 0) recorded_[vid] = std::max(recorded_[vid], bytes);
   if (cur_ && cur_->planned && vid >= 0 && static_cast<size_t>(vid) < cur_->size.size() && bytes <= cur_->size[vid] &&
       cur_->size[vid] > 0)
     return Tensor::wrap(static_cast<char*>(arena_.data()) + cur_->offset[vid], dt, dims, DeviceType::kCUDA);
   if (cur_ && cur_->planned) cur_->dirty = true;  // data-dependent size: plan again after this run
+  const std::string what = layer ? "output '" + v->name + "' of layer '" + layer->name + "'" : "'" + v->name + "'";
   if (capturing_)
     return error(StatusCode::kInternal, what, " needs ", static_cast<uint64_t>(bytes),
                  " bytes, more than the memory plan gave it, and GPU memory cannot be allocated during CUDA graph capture");
@@ -724,7 +864,7 @@ Result<const Tensor*> CudaContext::on_device(const Value* v, cudaStream_t stream
   Slot& s = slots_[id];
   if (s.dev.defined()) return &s.dev;
   if (!s.host.defined()) return error(StatusCode::kInternal, "value '", v->name, "' was not computed before use");
-  GRAFT_ASSIGN_OR_RETURN(Tensor d, acquire(id, s.host.dtype(), s.host.dims(), "the GPU copy of '" + v->name + "'"));
+  GRAFT_ASSIGN_OR_RETURN(Tensor d, acquire(id, s.host.dtype(), s.host.dims(), v, nullptr));
   GRAFT_CUDA_RETURN(cudaMemcpyAsync(d.data(), s.host.data(), s.host.nbytes(), cudaMemcpyHostToDevice, stream),
                     "copying '", v->name, "' to the GPU");
   s.dev = std::move(d);
@@ -765,21 +905,38 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     }
     return Status::ok();
   }
-  auto descs = infer_node_concrete(node, ins);
-  if (!descs) return std::move(descs).take_status();
+  // Output shapes: inferred once per shape set where they depend on the input shapes alone.
+  const bool memo = L.dims_from_shapes && cur_;
+  if (memo && cur_->layer_outs.size() != engine_->layers().size()) {
+    cur_->layer_outs.assign(engine_->layers().size(), {});
+    cur_->layer_outs_known.assign(engine_->layers().size(), 0);
+  }
+  if (!memo || !cur_->layer_outs_known[i]) {
+    auto descs = infer_node_concrete(node, ins);
+    if (!descs) return std::move(descs).take_status();
+    std::vector<ShapePlan::LayerOut> shapes;
+    for (size_t o = 0; o < node.outputs.size(); ++o)
+      shapes.push_back(o < descs->size() && (*descs)[o].shape
+                           ? ShapePlan::LayerOut{(*descs)[o].dtype, shape_values(*(*descs)[o].shape)}
+                           : ShapePlan::LayerOut{DataType::kUndefined, {}});
+    if (!memo) {
+      scratch_outs_ = std::move(shapes);
+    } else {
+      cur_->layer_outs[i] = std::move(shapes);
+      cur_->layer_outs_known[i] = 1;
+    }
+  }
+  const std::vector<ShapePlan::LayerOut>& shapes = memo ? cur_->layer_outs[i] : scratch_outs_;
   if (L.alias) {
-    const TensorDesc& d = (*descs)[0];
     slots_[engine_->value_id(node.outputs[0])].dev =
-        Tensor::wrap(ins[0]->data(), d.dtype, shape_values(*d.shape), DeviceType::kCUDA);
+        Tensor::wrap(ins[0]->data(), shapes[0].dtype, shapes[0].dims, DeviceType::kCUDA);
     return Status::ok();
   }
   std::vector<Tensor> outs(node.outputs.size());
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     const Value* v = node.outputs[o];
     if (!v) continue;
-    const TensorDesc& d = (*descs)[o];
-    auto t = acquire(engine_->value_id(v), d.dtype, shape_values(*d.shape),
-                     "output '" + v->name + "' of layer '" + node.name + "'");
+    auto t = acquire(engine_->value_id(v), shapes[o].dtype, shapes[o].dims, v, &node);
     if (!t) return std::move(t).take_status().with_node(node.name, node.op_type);
     outs[o] = std::move(t).value();
   }
@@ -831,6 +988,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     ex.cudnn = cudnn_;
     ex.tactics = engine_->state().tactics.get();
     ex.tuning = capturing_ ? nullptr : tuning_;
+    ex.prepared = &prepared_;
     const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins) : 0;
     if (ws) {
       auto w = workspace_for(ws);
@@ -936,7 +1094,7 @@ Status CudaContext::replan(ShapePlan& p) {
     auto a = device_bytes(std::max<size_t>(p.plan.peak_bytes, 1),
                           "the activation arena (" + std::to_string(p.plan.peak_bytes) + " bytes)");
     if (!a) {
-      for (auto& [k, other] : plans_) other.planned = false;
+      for (auto& [k, other] : plans_) other.plan.planned = false;
       return std::move(a).take_status();
     }
     arena_ = std::move(a).value();
@@ -952,7 +1110,7 @@ Status CudaContext::bind_inputs(const std::map<std::string, Tensor>& inputs, cud
     const int id = engine_->value_id(v);
     const Tensor& t = inputs.at(v->name);
     if (into_arena && engine_->uses()[id].device_buffer) {
-      auto d = acquire(id, t.dtype(), t.dims(), "input '" + v->name + "'");
+      auto d = acquire(id, t.dtype(), t.dims(), v, nullptr);
       if (!d) return std::move(d).take_status();
       GRAFT_CUDA_RETURN(cudaMemcpyAsync(d->data(), t.data(), t.nbytes(),
                                         t.device() == DeviceType::kCUDA ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
@@ -984,8 +1142,8 @@ Status CudaContext::replay_graph_failure(ShapePlan& plan, cudaError_t e, const s
     return cuda_status(e, "CUDA error while replaying the CUDA graph (the CUDA context cannot recover, so the layer "
                           "cannot be found by an eager replay; run with GRAFT_CUDA_GRAPHS=0 GRAFT_CUDA_SYNC_CHECK=1 to "
                           "find it)");
-  std::fprintf(stderr, "graft: CUDA error %s while replaying the CUDA graph; replaying eagerly layer by layer\n",
-               cudaGetErrorName(e));
+  log_warning_once(std::string("CUDA error ") + cudaGetErrorName(e) +
+                   " while replaying the CUDA graph; replaying eagerly layer by layer");
   check_layers_ = true;
   Status st = execute(inputs, outputs, stream, sync);
   check_layers_ = false;
@@ -993,14 +1151,53 @@ Status CudaContext::replay_graph_failure(ShapePlan& plan, cudaError_t e, const s
 }
 
 Status CudaContext::execute_in_order(const std::map<std::string, Tensor>& inputs,
-                                     std::map<std::string, Tensor>& outputs, cudaStream_t stream, bool sync) {
+                                     std::map<std::string, Tensor>& outputs, cudaStream_t caller, bool sync) {
   GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
-  if (last_stream_ && last_stream_ != stream)
+  // The legacy default stream (what torch runs on unless told otherwise) and the per-thread default
+  // stream cannot be captured into a CUDA graph. Such a caller's run goes to the context's own
+  // stream, after everything the caller queued before (its inputs) and before everything it queues
+  // after (reading the outputs), through two events.
+  const bool detour = caller == cudaStreamLegacy || caller == cudaStreamPerThread;
+  cudaStream_t stream = caller;
+  if (detour) {
+    GRAFT_CUDA_RETURN(cudaEventRecord(caller_ready_, caller), "marking the caller's stream before this run");
+    GRAFT_CUDA_RETURN(cudaStreamWaitEvent(stream_, caller_ready_, 0), "ordering this run after the caller's work");
+    stream = stream_;
+  }
+  // A caller capturing its own CUDA graph (torch.cuda.graph around graft) gets this run recorded
+  // into it: no graph of graft's own, no allocation, no synchronization.
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  GRAFT_CUDA_RETURN(cudaStreamIsCapturing(stream, &capture), "querying the stream's capture state");
+  external_capture_ = capture == cudaStreamCaptureStatusActive;
+  if (external_capture_ && sync)
+    return error(StatusCode::kInvalidArgument,
+                 "the stream is being captured into a CUDA graph: use enqueue (a synchronous run cannot be captured)");
+  if (last_stream_ && last_stream_ != stream && !external_capture_)
     GRAFT_CUDA_RETURN(cudaStreamWaitEvent(stream, run_done_, 0), "ordering this run after the previous one");
+#ifdef GRAFT_WITH_CUDNN
+  // Here, when the stream changes, and never inside graft's own capture: cuDNN 9 refuses
+  // cudnnSetStream on a capturing stream once the handle has run work (CUDNN_STATUS_INTERNAL_ERROR),
+  // which made every dynamic-shape engine (eager first run, capture second) run eagerly for good.
+  if (cudnn_ && (!cudnn_stream_set_ || cudnn_stream_ != stream)) {
+    const cudnnStatus_t ds = cudnnSetStream(static_cast<cudnnHandle_t>(cudnn_), stream);
+    if (ds != CUDNN_STATUS_SUCCESS)
+      return error(StatusCode::kRuntimeError, "cudnnSetStream failed: ", cudnnGetErrorString(ds),
+                   external_capture_ ? " (the stream is being captured into a CUDA graph: run once on this stream "
+                                       "before capturing)"
+                                     : "");
+    cudnn_stream_ = stream;
+    cudnn_stream_set_ = true;
+  }
+#endif
   Status st = execute(inputs, outputs, stream, sync);
+  if (external_capture_) {
+    external_capture_ = false;
+    return st;
+  }
   // Recorded after a failed run too: whatever it left queued is covered.
   if (cudaEventRecord(run_done_, stream) == cudaSuccess) last_stream_ = stream;
   else (void)cudaGetLastError();
+  if (detour) GRAFT_CUDA_RETURN(cudaStreamWaitEvent(caller, run_done_, 0), "ordering the caller's later work after this run");
   return st;
 }
 
@@ -1049,11 +1246,14 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     in_dims.push_back(t.dims());
   }
 
-#ifdef GRAFT_WITH_CUDNN
-  if (cudnn_) cudnnSetStream(static_cast<cudnnHandle_t>(cudnn_), stream);
-#endif
-  cur_ = &plans_[shape_key(in_dims)];
+  cur_ = &plan_for(shape_key(in_dims));
   ShapePlan& plan = *cur_;
+  if (external_capture_ && !engine_->graph_eligible())
+    return error(StatusCode::kUnsupported, "this engine cannot be captured into a CUDA graph: ", engine_->graph_reason());
+  if (external_capture_ && !(plan.planned && !plan.dirty && plan.workspace_known))
+    return error(StatusCode::kInvalidArgument, "this input shape set has not run on this context yet, so its memory is "
+                 "not planned and it cannot be captured into the caller's CUDA graph: run it once before capturing");
+  if (external_capture_ && plan.workspace) GRAFT_RETURN_IF_ERROR(ensure_workspace(plan.workspace));
   slots_.assign(engine_->num_values(), Slot{});
   recorded_.assign(engine_->num_values(), 0);
   run_workspace_ = 0;
@@ -1063,7 +1263,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   // otherwise this run is the eager warm-up and the next one captures. Per-layer synchronization
   // (GRAFT_CUDA_SYNC_CHECK, profiling) is impossible inside a capture, so those runs stay eager.
   const bool use_graph = graphs_on_ && engine_->graph_eligible() && !profiling_ && !sync_check_ && !check_layers_ &&
-                         plan.planned && !plan.dirty && plan.workspace_known && !plan.graph_failed;
+                         !external_capture_ && plan.planned && !plan.dirty && plan.workspace_known && !plan.graph_failed;
   if (use_graph && !plan.graph_exec && plan.workspace) {
     // Allocated here, before capture begins: cudaMalloc is not allowed inside a capture.
     GRAFT_RETURN_IF_ERROR(ensure_workspace(plan.workspace));
@@ -1079,6 +1279,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     for (const auto& od : plan.graph_outputs)
       slots_[od.vid].dev = Tensor::wrap(static_cast<char*>(arena_.data()) + plan.offset[od.vid], od.dtype, od.dims,
                                         DeviceType::kCUDA);
+    for (const auto& [vid, t] : plan.graph_host_outputs) slots_[vid].host = t;
     ran = last_used_graph_ = true;
   } else if (use_graph) {
     // Capture once for this shape set; any failure falls back to eager execution for good.
@@ -1108,17 +1309,20 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     (void)cudaGetLastError();  // an invalidated capture leaves its error behind; the context is fine
     if (fail.empty()) {
       plan.graph_outputs.clear();
+      plan.graph_host_outputs.clear();
       for (const Value* v : g.outputs()) {
         const int id = engine_->value_id(v);
         if (id >= 0 && slots_[id].dev.defined() && !slots_[id].host.defined())
           plan.graph_outputs.push_back({id, slots_[id].dev.dtype(), slots_[id].dev.dims()});
+        else if (id >= 0 && slots_[id].host.defined())
+          plan.graph_host_outputs.emplace_back(id, slots_[id].host.clone());
       }
       e = cudaGraphLaunch(plan.graph_exec, stream);
       if (e == cudaSuccess && sync) e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess) return replay_graph_failure(plan, e, inputs, outputs, stream, sync);
       ran = last_used_graph_ = true;
     } else {
-      std::fprintf(stderr, "graft: CUDA graph capture failed (%s); running this engine eagerly\n", fail.c_str());
+      log_warning_once("CUDA graph capture failed (" + fail + "); this input shape set runs eagerly");
       plan.graph_failed = true;
       plan.dirty = false;
       // Start over from the caller's inputs: the capture consumed the slots (inputs included, once
@@ -1127,7 +1331,11 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
       GRAFT_RETURN_IF_ERROR(bind_inputs(inputs, stream, false));
     }
   }
-  if (!ran) st = run_layers(stream, false);
+  if (!ran) {
+    capturing_ = external_capture_;
+    st = run_layers(stream, external_capture_);
+    capturing_ = false;
+  }
   if (!st) {
     slots_.clear();
     (void)cudaStreamSynchronize(stream);

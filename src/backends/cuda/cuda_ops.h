@@ -8,7 +8,10 @@
 // comes from `workspace` (sized by `workspace_bytes` at build time) and never synchronize.
 #pragma once
 
+#include <initializer_list>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "ops/operator.h"
@@ -20,6 +23,46 @@ struct TacticTuning;
 
 namespace graft::cuda {
 
+// What kernels prepare for one problem (cuDNN descriptors, cuBLASLt layouts, the chosen algorithm),
+// kept by the execution context: made on the first run of a shape and reused by every later run,
+// so the eager path creates no descriptor and queries no heuristic per layer per run, and a CUDA
+// graph capture calls none of those APIs. A context runs on one thread at a time, so no lock.
+class PreparedCache {
+ public:
+  // `key` is the problem's identity as bytes (see key_of); T is the op's own prepared state.
+  template <typename T>
+  T* find(const std::string& key) const {
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : static_cast<T*>(it->second.get());
+  }
+  template <typename T>
+  T* put(const std::string& key, std::shared_ptr<T> value) {
+    // A bound against a stream of ever-new shapes: start over rather than grow without limit.
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    T* raw = value.get();
+    entries_[key] = std::move(value);
+    return raw;
+  }
+  size_t size() const { return entries_.size(); }
+  // The bytes of `tag` and each number, as a key (no formatting, so a lookup costs one hash).
+  static std::string key_of(const char* tag, std::initializer_list<int64_t> fields) {
+    std::string k(tag);
+    k.push_back('\0');
+    k.append(reinterpret_cast<const char*>(fields.begin()), fields.size() * sizeof(int64_t));
+    return k;
+  }
+  template <typename Dims>
+  static void append_dims(std::string* key, const Dims& dims) {
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    key->append(reinterpret_cast<const char*>(&rank), sizeof rank);
+    key->append(reinterpret_cast<const char*>(dims.data()), dims.size() * sizeof(int64_t));
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 1 << 16;
+  std::unordered_map<std::string, std::shared_ptr<void>> entries_;
+};
+
 struct CudaExec {
   ExecContext* ctx = nullptr;       // node, attrs, opset, inputs, outputs, stream
   void* workspace = nullptr;        // device scratch of workspace_bytes(...) bytes
@@ -28,6 +71,7 @@ struct CudaExec {
   void* cudnn = nullptr;            // cudnnHandle_t owned by the execution context (nullptr if none)
   TacticTable* tactics = nullptr;   // the engine's chosen tactics (src/build/tactics.h)
   TacticTuning* tuning = nullptr;   // set only while the builder times tactics (may synchronize)
+  PreparedCache* prepared = nullptr;  // the context's; nullptr: prepare on every call
 };
 
 struct CudaOp {

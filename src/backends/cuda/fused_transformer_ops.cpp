@@ -104,50 +104,60 @@ Result<Tactic> time_lt_algos(CudaExec& ex, const cublasLtMatmulHeuristicResult_t
   return best;
 }
 
+// One matmul problem made ready to run: its cuBLASLt descriptors and the chosen algorithm.
+struct PreparedLt {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t lw = nullptr, lx = nullptr, ly = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool fused_epilogue = true;
+  const void* bias = nullptr;  // the bias pointer the descriptor holds now
+  PreparedLt() = default;
+  PreparedLt(const PreparedLt&) = delete;
+  PreparedLt& operator=(const PreparedLt&) = delete;
+  ~PreparedLt() {
+    if (lw) cublasLtMatrixLayoutDestroy(lw);
+    if (lx) cublasLtMatrixLayoutDestroy(lx);
+    if (ly) cublasLtMatrixLayoutDestroy(ly);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
 // Should cuBLASLt have no kernel with the requested epilogue for the shape, the plain matmul runs
-// and *fused_epilogue is false: the caller applies bias and activation as separate passes.
-Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
-  if (!ex.cublaslt) return fail(ex, StatusCode::kInternal, "no cuBLASLt handle in the execution context");
+// and fused_epilogue is false: the caller applies bias and activation as separate passes.
+Result<std::shared_ptr<PreparedLt>> prepare_lt(CudaExec& ex, const LtProblem& g) {
   auto handle = static_cast<cublasLtHandle_t>(ex.cublaslt);
   const cudaDataType_t ct = lt_dtype(g.dt);
   const int64_t M = g.M, N = g.N, K = g.K;
   cublasLtEpilogue_t epi = g.epilogue;
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t lw = nullptr, lx = nullptr, ly = nullptr;
+  auto p = std::make_shared<PreparedLt>();
   cublasLtMatmulPreference_t pref = nullptr;
   struct Cleanup {
-    cublasLtMatmulDesc_t& op;
-    cublasLtMatrixLayout_t &lw, &lx, &ly;
     cublasLtMatmulPreference_t& pref;
     ~Cleanup() {
       if (pref) cublasLtMatmulPreferenceDestroy(pref);
-      if (lw) cublasLtMatrixLayoutDestroy(lw);
-      if (lx) cublasLtMatrixLayoutDestroy(lx);
-      if (ly) cublasLtMatrixLayoutDestroy(ly);
-      if (op) cublasLtMatmulDescDestroy(op);
     }
-  } cleanup{op, lw, lx, ly, pref};
+  } cleanup{pref};
 
   // Row-major Y[M,N] = X[M,K] W is column-major Y^T[N,M] = W^T X^T: cuBLASLt's A is W, its B is X.
   // W row-major [K,N] is column-major [N,K] (op N); W row-major [N,K] (transB) is column-major
   // [K,N] (op T). The bias vector runs along cuBLASLt's rows, which are our N.
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), ex, "cublasLtMatmulDescCreate"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), ex, "cublasLtMatmulDescCreate"));
   const cublasOperation_t opw = g.trans_w ? CUBLAS_OP_T : CUBLAS_OP_N, opx = CUBLAS_OP_N;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opw, sizeof(opw)), ex, "set TRANSA"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opx, sizeof(opx)), ex, "set TRANSB"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opw, sizeof(opw)), ex, "set TRANSA"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opx, sizeof(opx)), ex, "set TRANSB"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
   if (g.bias) {
-    const void* bias = g.bias;
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)), ex, "set BIAS_POINTER"));
+    p->bias = g.bias;
+    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias, sizeof(p->bias)), ex, "set BIAS_POINTER"));
   }
   const uint64_t w_rows = g.trans_w ? static_cast<uint64_t>(K) : static_cast<uint64_t>(N);
   const uint64_t w_cols = g.trans_w ? static_cast<uint64_t>(N) : static_cast<uint64_t>(K);
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&lw, ct, w_rows, w_cols, static_cast<int64_t>(w_rows)), ex, "layout W"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&lx, ct, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K), ex, "layout X"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&ly, ct, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N), ex, "layout Y"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&p->lw, ct, w_rows, w_cols, static_cast<int64_t>(w_rows)), ex, "layout W"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&p->lx, ct, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K), ex, "layout X"));
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&p->ly, ct, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N), ex, "layout Y"));
   if (g.batch > 1) {
     const int32_t count = static_cast<int32_t>(g.batch);
-    struct { cublasLtMatrixLayout_t l; int64_t stride; } ls[] = {{lw, g.stride_w}, {lx, g.stride_x}, {ly, g.stride_y}};
+    struct { cublasLtMatrixLayout_t l; int64_t stride; } ls[] = {{p->lw, g.stride_w}, {p->lx, g.stride_x}, {p->ly, g.stride_y}};
     for (auto& e : ls) {
       GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutSetAttribute(e.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), ex, "set BATCH_COUNT"));
       GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutSetAttribute(e.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &e.stride, sizeof(e.stride)), ex, "set STRIDED_BATCH_OFFSET"));
@@ -158,13 +168,12 @@ Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
   GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), ex, "set MAX_WORKSPACE_BYTES"));
   cublasLtMatmulHeuristicResult_t heur[kLtAlgos] = {};
   int found = 0;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, kLtAlgos, heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
-  *fused_epilogue = true;
+  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->lw, p->lx, p->ly, p->ly, pref, kLtAlgos, heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
   if (found == 0 && epi != CUBLASLT_EPILOGUE_DEFAULT) {
     epi = CUBLASLT_EPILOGUE_DEFAULT;
-    *fused_epilogue = false;
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, op, lw, lx, ly, ly, pref, kLtAlgos, heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+    p->fused_epilogue = false;
+    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
+    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->lw, p->lx, p->ly, p->ly, pref, kLtAlgos, heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
   }
   if (found == 0)
     return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", M, " N=", N, " K=", K);
@@ -172,8 +181,8 @@ Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
   const float beta = g.residual ? 1.f : 0.f;
   const void* c = g.residual ? g.residual : g.y;
   auto run = [&](int i) {
-    return cublasLtMatmul(handle, op, &g.alpha, g.w, lw, g.x, lx, &beta, c, ly, g.y, ly, &heur[i].algo, g.workspace,
-                          ws, stream_of(ex));
+    return cublasLtMatmul(handle, p->op, &g.alpha, g.w, p->lw, g.x, p->lx, &beta, c, p->ly, g.y, p->ly, &heur[i].algo,
+                          g.workspace, ws, stream_of(ex));
   };
   // Tactic: which of the heuristic's candidates runs. Timed once per problem while the builder
   // tunes (kept in the engine's table and the timing cache); else the table's choice, else the
@@ -185,7 +194,36 @@ Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
                            }));
     if (t && t->algo >= 0 && t->algo < found) choice = t->algo;
   }
-  return lt_check(run(choice), ex, "cublasLtMatmul");
+  p->algo = heur[choice].algo;
+  return p;
+}
+
+Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
+  if (!ex.cublaslt) return fail(ex, StatusCode::kInternal, "no cuBLASLt handle in the execution context");
+  // Prepared once per problem (everything but the data pointers and alpha).
+  const std::string key = PreparedCache::key_of(
+      "lt", {static_cast<int64_t>(g.dt), g.M, g.N, g.K, g.trans_w, g.batch, g.stride_x, g.stride_w, g.stride_y,
+             static_cast<int64_t>(g.epilogue), g.bias != nullptr, g.residual != nullptr,
+             static_cast<int64_t>(g.workspace ? g.workspace_size : 0)});
+  PreparedLt* p = ex.prepared ? ex.prepared->find<PreparedLt>(key) : nullptr;
+  std::shared_ptr<PreparedLt> owned;
+  if (!p || ex.tuning) {
+    GRAFT_ASSIGN_OR_RETURN(owned, prepare_lt(ex, g));
+    p = ex.prepared ? ex.prepared->put(key, owned) : owned.get();
+  }
+  if (g.bias && g.bias != p->bias) {  // another layer with the same problem: its own bias
+    p->bias = g.bias;
+    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias,
+                                                                  sizeof(p->bias)),
+                                   ex, "set BIAS_POINTER"));
+  }
+  *fused_epilogue = p->fused_epilogue;
+  const float beta = g.residual ? 1.f : 0.f;
+  const void* c = g.residual ? g.residual : g.y;
+  const uint64_t ws = g.workspace ? g.workspace_size : 0;
+  return lt_check(cublasLtMatmul(static_cast<cublasLtHandle_t>(ex.cublaslt), p->op, &g.alpha, g.w, p->lw, g.x, p->lx,
+                                 &beta, c, p->ly, g.y, p->ly, &p->algo, g.workspace, ws, stream_of(ex)),
+                  ex, "cublasLtMatmul");
 }
 
 // ---- GraftGemm ----------------------------------------------------------------------------------

@@ -351,7 +351,7 @@ Status conv_cudnn(CudaExec& ex, const ConvPlan& p, const Tensor& X, const Tensor
   }
   if (!pick) return Status::ok();
   GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(cd, pick->mathType), ex, "cudnnSetConvolutionMathType"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetStream(h, stream_of(ex)), ex, "cudnnSetStream"));
+  // The handle is on the run's stream already (set once per run by the execution context).
   const float one = 1.f, zero = 0.f;
   GRAFT_RETURN_IF_ERROR(dnn_status(cudnnConvolutionForward(h, &one, xd, X.data(), wd, W.data(), cd, pick->algo, ex.workspace,
                                                            pick->memory, &zero, yd, Y.data()), ex, "cudnnConvolutionForward"));
