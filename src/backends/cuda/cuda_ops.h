@@ -94,5 +94,6 @@ void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Conca
 void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuBLASLt), Conv/pools (cuDNN), BatchNormalization
 void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues)
 void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
+void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, Gather/ScatterND/Elements...
 
 }  // namespace graft::cuda

@@ -40,6 +40,21 @@ __device__ __forceinline__ float unary_f(UnaryOp op, float x, float a, float b) 
     case UnaryOp::kCos: return cosf(x);
     case UnaryOp::kSoftplus: return x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x));
     case UnaryOp::kElu: return x < 0.f ? a * expm1f(x) : x;
+    case UnaryOp::kTan: return tanf(x);
+    case UnaryOp::kAsin: return asinf(x);
+    case UnaryOp::kAcos: return acosf(x);
+    case UnaryOp::kAtan: return atanf(x);
+    case UnaryOp::kSinh: return sinhf(x);
+    case UnaryOp::kCosh: return coshf(x);
+    case UnaryOp::kAsinh: return asinhf(x);
+    case UnaryOp::kAcosh: return acoshf(x);
+    case UnaryOp::kAtanh: return atanhf(x);
+    case UnaryOp::kRound: return rintf(x);  // halves to even, as std::nearbyint in the CPU reference
+    case UnaryOp::kSoftsign: return x / (1.f + fabsf(x));
+    case UnaryOp::kSign: return isnan(x) ? x : (x > 0.f ? 1.f : (x < 0.f ? -1.f : 0.f));
+    case UnaryOp::kSelu: return x > 0.f ? b * x : b * (a * expf(x) - a);
+    case UnaryOp::kShrink: return x < -a ? x + b : (x > a ? x - b : 0.f);
+    case UnaryOp::kThresholdedRelu: return x > a ? x : 0.f;
     default: return x;
   }
 }
@@ -66,7 +81,8 @@ __global__ void unary_float_vec_kernel(UnaryOp op, const Vec4<T>* __restrict__ x
 }
 
 template <typename T>
-__global__ void unary_int_kernel(UnaryOp op, const T* __restrict__ x, T* __restrict__ y, int64_t n) {
+__global__ void unary_int_kernel(UnaryOp op, const T* __restrict__ x, T* __restrict__ y, int64_t n, float a,
+                                 float b) {
   using U = std::make_unsigned_t<T>;
   GRAFT_GRID_STRIDE(i, n) {
     T v = x[i];
@@ -74,6 +90,13 @@ __global__ void unary_int_kernel(UnaryOp op, const T* __restrict__ x, T* __restr
     switch (op) {
       case UnaryOp::kRelu: y[i] = v < 0 ? T(0) : v; break;
       case UnaryOp::kNeg: y[i] = neg; break;
+      case UnaryOp::kSign: y[i] = v > 0 ? T(1) : (v < 0 ? T(-1) : T(0)); break;
+      case UnaryOp::kShrink: {
+        // In double, then truncated toward zero, as the CPU reference does.
+        const double d = static_cast<double>(v), l = a;
+        y[i] = static_cast<T>(d < -l ? d + b : (d > l ? d - b : 0.0));
+        break;
+      }
       default: y[i] = v < 0 ? neg : v; break;  // kAbs
     }
   }
@@ -101,9 +124,11 @@ cudaError_t unary_float(UnaryOp op, const void* x, void* y, int64_t n, float a, 
 }
 
 template <typename T>
-cudaError_t unary_int(UnaryOp op, const void* x, void* y, int64_t n, cudaStream_t s) {
-  if (op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs) return cudaErrorInvalidValue;
-  unary_int_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, static_cast<const T*>(x), static_cast<T*>(y), n);
+cudaError_t unary_int(UnaryOp op, const void* x, void* y, int64_t n, float a, float b, cudaStream_t s) {
+  if (op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs && op != UnaryOp::kSign &&
+      op != UnaryOp::kShrink)
+    return cudaErrorInvalidValue;
+  unary_int_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, static_cast<const T*>(x), static_cast<T*>(y), n, a, b);
   return cudaGetLastError();
 }
 
@@ -126,6 +151,15 @@ __device__ __forceinline__ C arith(BinaryOp op, C a, C b) {
       case BinaryOp::kMax: return a < b ? b : a;
       case BinaryOp::kMin: return b < a ? b : a;
       case BinaryOp::kPRelu: return a < 0 ? static_cast<C>(static_cast<U>(a) * static_cast<U>(b)) : a;
+      case BinaryOp::kMod:
+      case BinaryOp::kFmod: {
+        // The CPU reference fails on a zero divisor; a kernel cannot, so it writes 0. In 64 bits,
+        // and x % -1 is 0 for every x (INT64_MIN % -1 would trap).
+        if (b == 0 || b == C(-1)) return 0;
+        int64_t t = static_cast<int64_t>(a) % static_cast<int64_t>(b);
+        if (op == BinaryOp::kMod && t != 0 && ((t < 0) != (b < 0))) t += b;  // the divisor's sign
+        return static_cast<C>(t);
+      }
       default: return 0;  // Div/Pow on integers are rejected by supports()
     }
   } else {
@@ -138,6 +172,7 @@ __device__ __forceinline__ C arith(BinaryOp op, C a, C b) {
       case BinaryOp::kMax: return (isnan_c(a) || isnan_c(b)) ? (isnan_c(a) ? a : b) : (a < b ? b : a);
       case BinaryOp::kMin: return (isnan_c(a) || isnan_c(b)) ? (isnan_c(a) ? a : b) : (b < a ? b : a);
       case BinaryOp::kPRelu: return a < 0 ? b * a : a;
+      case BinaryOp::kFmod: return fmodf(a, b);  // floating kMod (fmod=0) is rejected by supports()
       default: return 0;
     }
   }
@@ -153,6 +188,7 @@ __device__ __forceinline__ bool cmp(BinaryOp op, C a, C b) {
     case BinaryOp::kGreaterEq: return a >= b;
     case BinaryOp::kAnd: return a && b;
     case BinaryOp::kOr: return a || b;
+    case BinaryOp::kXor: return static_cast<bool>(a) != static_cast<bool>(b);
     default: return false;
   }
 }
@@ -423,9 +459,9 @@ cudaError_t launch_unary(UnaryOp op, KType t, const void* x, void* y, int64_t n,
     case KType::kF32: return unary_float<float>(op, x, y, n, a, b, s);
     case KType::kF16: return unary_float<__half>(op, x, y, n, a, b, s);
     case KType::kBF16: return unary_float<__nv_bfloat16>(op, x, y, n, a, b, s);
-    case KType::kI8: return unary_int<int8_t>(op, x, y, n, s);
-    case KType::kI32: return unary_int<int32_t>(op, x, y, n, s);
-    case KType::kI64: return unary_int<int64_t>(op, x, y, n, s);
+    case KType::kI8: return unary_int<int8_t>(op, x, y, n, a, b, s);
+    case KType::kI32: return unary_int<int32_t>(op, x, y, n, a, b, s);
+    case KType::kI64: return unary_int<int64_t>(op, x, y, n, a, b, s);
     default: return cudaErrorInvalidValue;
   }
 }

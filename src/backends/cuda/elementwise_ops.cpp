@@ -19,7 +19,8 @@ using namespace util;
 constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
 
 bool is_float_unary(UnaryOp op) {
-  return op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs && op != UnaryOp::kNot;
+  return op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs && op != UnaryOp::kNot &&
+         op != UnaryOp::kSign && op != UnaryOp::kShrink;
 }
 
 template <UnaryOp kOp>
@@ -56,6 +57,17 @@ Status unary_run(CudaExec& ex) {
   switch (kOp) {
     case UnaryOp::kLeakyRelu: { GRAFT_ASSIGN_OR_RETURN(a, attrs.get_float("alpha", 0.01f)); break; }
     case UnaryOp::kElu: { GRAFT_ASSIGN_OR_RETURN(a, attrs.get_float("alpha", 1.0f)); break; }
+    case UnaryOp::kThresholdedRelu: { GRAFT_ASSIGN_OR_RETURN(a, attrs.get_float("alpha", 1.0f)); break; }
+    case UnaryOp::kSelu: {
+      GRAFT_ASSIGN_OR_RETURN(a, attrs.get_float("alpha", 1.67326319217681884765625f));
+      GRAFT_ASSIGN_OR_RETURN(b, attrs.get_float("gamma", 1.05070102214813232421875f));
+      break;
+    }
+    case UnaryOp::kShrink: {
+      GRAFT_ASSIGN_OR_RETURN(a, attrs.get_float("lambd", 0.5f));
+      GRAFT_ASSIGN_OR_RETURN(b, attrs.get_float("bias", 0.0f));
+      break;
+    }
     case UnaryOp::kHardSigmoid: {
       GRAFT_ASSIGN_OR_RETURN(a, attrs.get_float("alpha", 0.2f));
       GRAFT_ASSIGN_OR_RETURN(b, attrs.get_float("beta", 0.5f));
@@ -98,7 +110,20 @@ bool binary_supports(const Node& n, std::string* why) {
       return require_dtype(n, 0, kFloats, why);  // integer division by zero must fail: CPU does that
     case BinaryOp::kAnd:
     case BinaryOp::kOr:
+    case BinaryOp::kXor:
       return require_dtype(n, 0, {DataType::kBool}, why);
+    case BinaryOp::kMod: {
+      // fmod=0 (the default) on floats is an error in the CPU reference; integer fmod=0 is Python's %.
+      auto fmod = n.attrs.get_int("fmod", 0);
+      if (!fmod) return reject(why, "attribute 'fmod' is not an int");
+      if (fmod.value() != 0 && fmod.value() != 1) return reject(why, "attribute 'fmod' must be 0 or 1");
+      if (fmod.value() == 0)
+        return require_dtype(n, 0, {DataType::kInt32, DataType::kInt64}, why) ||
+               reject(why, "Mod with fmod=0 needs int32/int64 inputs (floating inputs need fmod=1), got " +
+                               std::string(dtype_name(in_dtype(n, 0))));
+      return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
+                                  DataType::kInt64}, why);
+    }
     case BinaryOp::kEqual:
       return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
                                   DataType::kInt64, DataType::kBool}, why);
@@ -121,6 +146,11 @@ Status binary_run(CudaExec& ex) {
   Tensor& out = *ctx.outputs[0];
   const DataType want = k::binary_writes_bool(kOp) ? DataType::kBool : ctx.inputs[0]->dtype();
   if (out.dtype() != want) return fail(ex, StatusCode::kInternal, "output dtype ", dtype_name(out.dtype()));
+  if constexpr (kOp == BinaryOp::kMod) {
+    GRAFT_ASSIGN_OR_RETURN(int64_t fmod, attrs_of(ex).get_int("fmod", 0));
+    if (ctx.inputs.size() != 2) return fail(ex, StatusCode::kInvalidModel, "Mod needs two inputs");
+    return binary_once(ex, fmod ? BinaryOp::kFmod : BinaryOp::kMod, *ctx.inputs[0], *ctx.inputs[1], out);
+  }
   if (ctx.inputs.size() == 1) {  // variadic Max/Min of one input: a broadcast copy
     k::Bcast p;
     std::string why;
@@ -228,6 +258,21 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
   out.push_back(unary<UnaryOp::kSoftplus>("Softplus"));
   out.push_back(unary<UnaryOp::kElu>("Elu"));
   out.push_back(unary<UnaryOp::kNot>("Not"));
+  out.push_back(unary<UnaryOp::kTan>("Tan"));
+  out.push_back(unary<UnaryOp::kAsin>("Asin"));
+  out.push_back(unary<UnaryOp::kAcos>("Acos"));
+  out.push_back(unary<UnaryOp::kAtan>("Atan"));
+  out.push_back(unary<UnaryOp::kSinh>("Sinh"));
+  out.push_back(unary<UnaryOp::kCosh>("Cosh"));
+  out.push_back(unary<UnaryOp::kAsinh>("Asinh"));
+  out.push_back(unary<UnaryOp::kAcosh>("Acosh"));
+  out.push_back(unary<UnaryOp::kAtanh>("Atanh"));
+  out.push_back(unary<UnaryOp::kRound>("Round"));
+  out.push_back(unary<UnaryOp::kSoftsign>("Softsign"));
+  out.push_back(unary<UnaryOp::kSign>("Sign"));
+  out.push_back(unary<UnaryOp::kSelu>("Selu"));
+  out.push_back(unary<UnaryOp::kShrink>("Shrink"));
+  out.push_back(unary<UnaryOp::kThresholdedRelu>("ThresholdedRelu"));
   out.push_back(binary<BinaryOp::kAdd>("Add"));
   out.push_back(binary<BinaryOp::kSub>("Sub"));
   out.push_back(binary<BinaryOp::kMul>("Mul"));
@@ -243,6 +288,8 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
   out.push_back(binary<BinaryOp::kGreaterEq>("GreaterOrEqual"));
   out.push_back(binary<BinaryOp::kAnd>("And"));
   out.push_back(binary<BinaryOp::kOr>("Or"));
+  out.push_back(binary<BinaryOp::kXor>("Xor"));
+  out.push_back(binary<BinaryOp::kMod>("Mod"));
   out.push_back(CudaOp{"Where", &where_supports, &where_run, {}, nullptr});
   out.push_back(CudaOp{"Cast", &cast_supports, &cast_run, {}, nullptr});
   out.push_back(CudaOp{"CastLike", &cast_supports, &cast_run, {}, nullptr});

@@ -1,5 +1,7 @@
 #include "backends/cuda/reduce_norm_kernels.cuh"
 
+#include <climits>
+
 #include "backends/cuda/cuda_kernel_device.cuh"
 
 namespace graft::cuda::k {
@@ -293,23 +295,108 @@ cudaError_t layernorm_warp(const void* x, const void* scale, int64_t scale_n, co
   return layernorm_rows<T, 1>(px, ps, scale_n, pb, bias_n, py, mean, inv, rows, in, eps, s);
 }
 
+// Block-wide reduction of `v` under `op` with identity `id` (every thread gets the result); `sh`
+// holds 32 values.
+template <typename A, typename Op>
+__device__ __forceinline__ A block_reduce(A v, A* sh, A id, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : id;
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// NaN sticks, as in the CPU reference (nothing compares greater than it).
+__device__ __forceinline__ float max_nan(float a, float b) { return (isnan(a) || a > b) ? a : b; }
+__device__ __forceinline__ float min_nan(float a, float b) { return (isnan(a) || a < b) ? a : b; }
+
 template <typename T>
 __global__ void reduce_kernel(ReduceKind kind, const T* __restrict__ x, T* __restrict__ y, Strided kept,
                               Strided red, int64_t red_n) {
   __shared__ float sh[32];
   const int64_t base = strided_offset(kept, blockIdx.x);
-  const bool is_max = kind == ReduceKind::kMax, is_min = kind == ReduceKind::kMin;
-  float acc = is_max ? -INFINITY : is_min ? INFINITY : 0.f;
-  for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
-    float v = Elem<T>::ld(x[base + strided_offset(red, r)]);
-    acc = is_max ? fmaxf(acc, v) : is_min ? fminf(acc, v) : acc + v;
-  }
+  auto add = [](float a, float b) { return a + b; };
   float out;
-  if (is_max) out = block_max(acc, sh);
-  else if (is_min) out = -block_max(-acc, sh);
-  else out = block_sum(acc, sh);
-  if (kind == ReduceKind::kMean) out /= static_cast<float>(red_n);
+  switch (kind) {
+    case ReduceKind::kMax:
+    case ReduceKind::kMin: {
+      const bool mx = kind == ReduceKind::kMax;
+      float acc = mx ? -INFINITY : INFINITY;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
+        const float v = Elem<T>::ld(x[base + strided_offset(red, r)]);
+        acc = mx ? max_nan(v, acc) : min_nan(v, acc);
+      }
+      out = mx ? block_reduce(acc, sh, -INFINITY, [](float a, float b) { return max_nan(a, b); })
+               : block_reduce(acc, sh, INFINITY, [](float a, float b) { return min_nan(a, b); });
+      break;
+    }
+    case ReduceKind::kProd: {
+      float acc = 1.f;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) acc *= Elem<T>::ld(x[base + strided_offset(red, r)]);
+      out = block_reduce(acc, sh, 1.f, [](float a, float b) { return a * b; });
+      break;
+    }
+    case ReduceKind::kLogSumExp: {
+      // The max first, so large inputs do not overflow; an infinite max is not subtracted.
+      float m = -INFINITY;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x)
+        m = fmaxf(m, Elem<T>::ld(x[base + strided_offset(red, r)]));
+      m = block_reduce(m, sh, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
+      const float sub = isinf(m) ? 0.f : m;
+      float acc = 0.f;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x)
+        acc += expf(Elem<T>::ld(x[base + strided_offset(red, r)]) - sub);
+      out = logf(block_reduce(acc, sh, 0.f, add)) + sub;
+      break;
+    }
+    default: {
+      float acc = 0.f;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
+        const float v = Elem<T>::ld(x[base + strided_offset(red, r)]);
+        acc += kind == ReduceKind::kSumSquare || kind == ReduceKind::kL2 ? v * v
+               : kind == ReduceKind::kL1                                ? fabsf(v)
+                                                                        : v;
+      }
+      out = block_reduce(acc, sh, 0.f, add);
+      if (kind == ReduceKind::kMean) out /= static_cast<float>(red_n);
+      else if (kind == ReduceKind::kL2) out = sqrtf(out);
+      else if (kind == ReduceKind::kLogSum) out = logf(out);
+      break;
+    }
+  }
   if (threadIdx.x == 0) y[blockIdx.x] = Elem<T>::st(out);
+}
+
+// Integers: int64 accumulation, unsigned so that overflow wraps like the CPU reference.
+template <typename T>
+__global__ void reduce_int_kernel(ReduceKind kind, const T* __restrict__ x, T* __restrict__ y, Strided kept,
+                                  Strided red, int64_t red_n) {
+  using U = unsigned long long;
+  __shared__ long long sh[32];
+  const int64_t base = strided_offset(kept, blockIdx.x);
+  const bool mx = kind == ReduceKind::kMax, mn = kind == ReduceKind::kMin, prod = kind == ReduceKind::kProd;
+  long long acc = mx ? LLONG_MIN : mn ? LLONG_MAX : prod ? 1 : 0;
+  for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
+    const long long v = static_cast<long long>(x[base + strided_offset(red, r)]);
+    switch (kind) {
+      case ReduceKind::kMax: acc = v > acc ? v : acc; break;
+      case ReduceKind::kMin: acc = v < acc ? v : acc; break;
+      case ReduceKind::kProd: acc = static_cast<long long>(U(acc) * U(v)); break;
+      case ReduceKind::kSumSquare: acc = static_cast<long long>(U(acc) + U(v) * U(v)); break;
+      case ReduceKind::kL1: acc = static_cast<long long>(U(acc) + U(v < 0 ? -v : v)); break;
+      default: acc = static_cast<long long>(U(acc) + U(v)); break;
+    }
+  }
+  long long out;
+  if (mx) out = block_reduce(acc, sh, LLONG_MIN, [](long long a, long long b) { return a > b ? a : b; });
+  else if (mn) out = block_reduce(acc, sh, LLONG_MAX, [](long long a, long long b) { return a < b ? a : b; });
+  else if (prod) out = block_reduce(acc, sh, 1LL, [](long long a, long long b) { return static_cast<long long>(U(a) * U(b)); });
+  else out = block_reduce(acc, sh, 0LL, [](long long a, long long b) { return static_cast<long long>(U(a) + U(b)); });
+  if (kind == ReduceKind::kMean) out /= red_n;
+  if (threadIdx.x == 0) y[blockIdx.x] = static_cast<T>(out);
 }
 
 }  // namespace
@@ -356,8 +443,20 @@ cudaError_t launch_reduce(KType t, ReduceKind kind, const void* x, void* y, cons
                           const Strided& reduced, int64_t red_n, cudaStream_t s) {
   if (out_n == 0) return cudaSuccess;
   if (out_n > 0x7fffffffLL) return cudaErrorInvalidValue;
-  GRAFT_FLOAT_DISPATCH(t, (reduce_kernel<T><<<static_cast<unsigned>(out_n), kThreads, 0, s>>>(
-                              kind, static_cast<const T*>(x), static_cast<T*>(y), kept, reduced, red_n)));
+  const unsigned blocks = static_cast<unsigned>(out_n);
+  if (t == KType::kI32 || t == KType::kI64) {
+    if (kind == ReduceKind::kL2 || kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp)
+      return cudaErrorInvalidValue;
+    if (t == KType::kI32)
+      reduce_int_kernel<int32_t><<<blocks, kThreads, 0, s>>>(kind, static_cast<const int32_t*>(x),
+                                                             static_cast<int32_t*>(y), kept, reduced, red_n);
+    else
+      reduce_int_kernel<int64_t><<<blocks, kThreads, 0, s>>>(kind, static_cast<const int64_t*>(x),
+                                                             static_cast<int64_t*>(y), kept, reduced, red_n);
+    return cudaGetLastError();
+  }
+  GRAFT_FLOAT_DISPATCH(t, (reduce_kernel<T><<<blocks, kThreads, 0, s>>>(kind, static_cast<const T*>(x), static_cast<T*>(y),
+                                                                        kept, reduced, red_n)));
   return cudaGetLastError();
 }
 

@@ -1,5 +1,6 @@
 // CUDA reduce/normalization ops: Softmax/LogSoftmax (opset < 13 coerces to 2-D, 13+ is per-axis),
-// LayerNormalization, ReduceMean/Sum/Max/Min (axes from the attribute or a host input).
+// LayerNormalization, ReduceMean/Sum/Max/Min/Prod/SumSquare/L1/L2/LogSum/LogSumExp (axes from the
+// attribute or a host input).
 #include <string>
 
 #include "backends/cpu/reduce.h"
@@ -70,10 +71,28 @@ Status layernorm_run(CudaExec& ex) {
                                            stream_of(ex)), ex);
 }
 
+// Integer inputs for every kind the CPU reference takes them for (not L2/LogSum/LogSumExp).
+template <k::ReduceKind kKind>
 bool reduce_supports(const Node& n, std::string* why) {
-  if (!float_x(n, why)) return false;
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  constexpr bool kInts = kKind != k::ReduceKind::kL2 && kKind != k::ReduceKind::kLogSum &&
+                         kKind != k::ReduceKind::kLogSumExp;
+  if (kInts) {
+    if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
+                              DataType::kInt64}, why))
+      return false;
+  } else if (!float_x(n, why)) {
+    return false;
+  }
   if (has_input(n, 1) && !require_dtype(n, 1, {DataType::kInt64, DataType::kInt32}, why)) return false;
   return true;
+}
+
+// With noop_with_empty_axes and no axes, the CPU reference copies the input for the kinds of its
+// `reduce` (Sum/Mean/Max/Min/Prod/SumSquare/L2) but applies the per-element function for
+// L1/LogSum/LogSumExp (a one-element reduction): |x|, log(x), x.
+constexpr bool noop_copies(k::ReduceKind kind) {
+  return kind != k::ReduceKind::kL1 && kind != k::ReduceKind::kLogSum && kind != k::ReduceKind::kLogSumExp;
 }
 
 template <k::ReduceKind kKind>
@@ -88,6 +107,12 @@ Status reduce_run(CudaExec& ex) {
   }
   GRAFT_ASSIGN_OR_RETURN(cpu::ReduceAxes ra, cpu::resolve_reduce_axes(attrs_of(ex), x.rank(), axes_t != nullptr, axes_in));
   std::vector<bool> red(static_cast<size_t>(x.rank()), false);
+  if (ra.noop && noop_copies(kKind)) {
+    if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
+    if (x.nbytes() == 0) return Status::ok();
+    return launch_status(cudaMemcpyAsync(y.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice, stream_of(ex)), ex,
+                         "cudaMemcpyAsync");
+  }
   if (ra.noop) {
     // Copy the input (a reduction over nothing); Sum/Mean/Max/Min of one element is itself.
   } else if (ra.axes.empty()) {
@@ -112,16 +137,27 @@ Status reduce_run(CudaExec& ex) {
   return launch_status(k::launch_reduce(ktype(x.dtype()), kKind, x.data(), y.data(), kept, y.numel(), rs, red_n, stream_of(ex)), ex);
 }
 
+template <k::ReduceKind kKind>
+CudaOp reduce_op(const char* name) {
+  return CudaOp{name, &reduce_supports<kKind>, &reduce_run<kKind>, {1}, nullptr};
+}
+
 }  // namespace
 
 void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Softmax", &float_x, &softmax_run<false>, {}, nullptr});
   out.push_back(CudaOp{"LogSoftmax", &float_x, &softmax_run<true>, {}, nullptr});
   out.push_back(CudaOp{"LayerNormalization", &layernorm_supports, &layernorm_run, {}, nullptr});
-  out.push_back(CudaOp{"ReduceMean", &reduce_supports, &reduce_run<k::ReduceKind::kMean>, {1}, nullptr});
-  out.push_back(CudaOp{"ReduceSum", &reduce_supports, &reduce_run<k::ReduceKind::kSum>, {1}, nullptr});
-  out.push_back(CudaOp{"ReduceMax", &reduce_supports, &reduce_run<k::ReduceKind::kMax>, {1}, nullptr});
-  out.push_back(CudaOp{"ReduceMin", &reduce_supports, &reduce_run<k::ReduceKind::kMin>, {1}, nullptr});
+  out.push_back(reduce_op<k::ReduceKind::kMean>("ReduceMean"));
+  out.push_back(reduce_op<k::ReduceKind::kSum>("ReduceSum"));
+  out.push_back(reduce_op<k::ReduceKind::kMax>("ReduceMax"));
+  out.push_back(reduce_op<k::ReduceKind::kMin>("ReduceMin"));
+  out.push_back(reduce_op<k::ReduceKind::kProd>("ReduceProd"));
+  out.push_back(reduce_op<k::ReduceKind::kSumSquare>("ReduceSumSquare"));
+  out.push_back(reduce_op<k::ReduceKind::kL1>("ReduceL1"));
+  out.push_back(reduce_op<k::ReduceKind::kL2>("ReduceL2"));
+  out.push_back(reduce_op<k::ReduceKind::kLogSum>("ReduceLogSum"));
+  out.push_back(reduce_op<k::ReduceKind::kLogSumExp>("ReduceLogSumExp"));
 }
 
 }  // namespace graft::cuda

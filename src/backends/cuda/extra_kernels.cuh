@@ -1,0 +1,139 @@
+// Launchers for the CUDA kernels of the less common builtin ops (src/ops/extra_ops.cpp and Sum):
+// variadic Sum/Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, GatherElements,
+// ScatterElements, GatherND, ScatterND, OneHot, TopK, Compress. Plain device pointers, no
+// framework types; each returns the launch's cudaError_t (cudaErrorInvalidValue for a type the
+// launcher does not handle).
+//
+// Indices read on the device (Gather*/Scatter*/OneHot) cannot fail per element the way the CPU
+// reference does: an out-of-range index makes a gather write zero bytes for that element, a
+// scatter skip that update, and OneHot write the off value in every position (as the CPU does).
+#pragma once
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+
+namespace graft::cuda::k {
+
+// ---- Sum / Mean -------------------------------------------------------------------------------
+
+constexpr int kMaxVariadic = 8;
+// Up to kMaxVariadic operands broadcast to one row-major output (per operand, per axis stride).
+struct VarBcast {
+  int rank = 0;
+  int count = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[kMaxVariadic][kMaxRank] = {};
+  const void* in[kMaxVariadic] = {};
+};
+// out = scale * sum of the operands (float types accumulate in float; i32/i64 wrap and ignore
+// `scale`). An operand may be `out` itself when its strides are the identity (chained launches).
+cudaError_t launch_variadic_sum(KType t, const VarBcast& p, void* out, int64_t n, float scale, cudaStream_t s);
+
+// ---- IsNaN / IsInf ----------------------------------------------------------------------------
+
+// y (bool) = isnan(x) when !inf, else isinf(x) && (x > 0 ? pos : neg). Float types.
+cudaError_t launch_float_class(KType t, bool inf, bool neg, bool pos, const void* x, void* y, int64_t n,
+                               cudaStream_t s);
+
+// ---- ArgMax / ArgMin / Hardmax over an [outer, n, inner] view ----------------------------------
+
+// y[o * inner + i] = the index along n of the max (min) of x; ties pick the first index, or the
+// last with `last`; NaN never wins, except that a NaN first element is kept (as the CPU's
+// sequential scan does). f32/f16/bf16/i8/u8/i32/i64.
+cudaError_t launch_arg_reduce(KType t, bool want_max, bool last, const void* x, int64_t* y, int64_t outer,
+                              int64_t n, int64_t inner, cudaStream_t s);
+// y = 1 at the first max along n, 0 elsewhere. Float types.
+cudaError_t launch_hardmax(KType t, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t s);
+
+// ---- CumSum over [outer, n, inner] --------------------------------------------------------------
+
+// Float types accumulate in float, i32/i64 in int64.
+cudaError_t launch_cumsum(KType t, bool exclusive, bool reverse, const void* x, void* y, int64_t outer, int64_t n,
+                          int64_t inner, cudaStream_t s);
+
+// ---- Trilu ------------------------------------------------------------------------------------
+
+// y = x where (upper ? c - r >= k : c - r <= k), else 0; planes of rows x cols; element size 1/2/4/8.
+cudaError_t launch_trilu(int elem_size, bool upper, int64_t k, const void* x, void* y, int64_t planes, int64_t rows,
+                         int64_t cols, cudaStream_t s);
+
+// ---- GatherElements / ScatterElements ---------------------------------------------------------
+
+// Index tensor dims, data dims and data strides (rank <= kMaxRank) and the indexed axis.
+struct ElemIndexing {
+  int rank = 0;
+  int axis = 0;
+  int64_t idx_dims[kMaxRank] = {};
+  int64_t data_dims[kMaxRank] = {};
+  int64_t data_strides[kMaxRank] = {};
+};
+// out[i] = data[position i of indices with the axis coordinate replaced by indices[i]]; indices
+// i32/i64; element size 1/2/4/8; n = indices' element count.
+cudaError_t launch_gather_elements(int elem_size, KType idx_t, const void* data, const void* idx, void* out,
+                                   const ElemIndexing& p, int64_t n, cudaStream_t s);
+
+enum class ScatterRed : int { kNone, kAdd, kMul, kMax, kMin };
+// out (already holding data) at the position of update i combined with upd[i]. kNone with
+// duplicate positions leaves one of the updates (unspecified which; the CPU keeps the last).
+// Reductions are atomic (f32/f16/bf16/i32/i64); kNone takes any element size via `t`.
+cudaError_t launch_scatter_elements(KType t, ScatterRed red, KType idx_t, const void* idx, const void* upd,
+                                    void* out, const ElemIndexing& p, int64_t n, cudaStream_t s);
+
+// ---- GatherND / ScatterND ---------------------------------------------------------------------
+
+// Each index tuple has m entries addressing data dims dims[0..m) (strides in elements) after the
+// batch offset; it selects a contiguous slice of `slice` elements.
+struct NDIndexing {
+  int m = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[kMaxRank] = {};
+  int64_t slice = 1;
+  int64_t tuples_per_batch = 1;  // GatherND batch_dims: tuple t belongs to batch t / tuples_per_batch
+  int64_t batch_stride = 0;      // elements of data per batch (0: no batch dims)
+};
+// out[t * slice + e] = data[batch(t) * batch_stride + offset(tuple t) + e].
+cudaError_t launch_gather_nd(int elem_size, KType idx_t, const void* data, const void* idx, void* out,
+                             const NDIndexing& p, int64_t tuples, cudaStream_t s);
+// out (already holding data) at offset(tuple t) + e combined with upd[t * slice + e].
+cudaError_t launch_scatter_nd(KType t, ScatterRed red, KType idx_t, const void* idx, const void* upd, void* out,
+                              const NDIndexing& p, int64_t tuples, cudaStream_t s);
+
+// ---- OneHot -----------------------------------------------------------------------------------
+
+// out[(o * depth + d) * inner + i] = vals[d == index ? 1 : 0], index = indices[o * inner + i]
+// truncated toward zero, + depth when negative. Indices i32/i64/f32/f16/bf16; values element
+// size 1/2/4/8 (vals is the device tensor [off, on]).
+cudaError_t launch_one_hot(KType idx_t, int elem_size, const void* idx, const void* vals, void* out, int64_t outer,
+                           int64_t depth, int64_t inner, cudaStream_t s);
+
+// ---- TopK over [outer, n, inner] --------------------------------------------------------------
+
+// Device scratch launch_topk needs for this problem (0 when a line fits in shared memory).
+size_t topk_workspace_bytes(KType t, int64_t lines, int64_t n);
+// The k largest (smallest) of each line, sorted, ties in index order (a stable sort, as the CPU
+// reference); vals [outer, k, inner] of type t, inds (may be null) int64. One block per line,
+// bitonic sort in shared memory or in `workspace`. f32/f16/bf16/i32/i64.
+cudaError_t launch_topk(KType t, bool largest, const void* x, void* vals, int64_t* inds, int64_t outer, int64_t n,
+                        int64_t inner, int64_t k, void* workspace, size_t workspace_size, cudaStream_t s);
+
+// ---- Compress ---------------------------------------------------------------------------------
+
+constexpr int kCompressChunk = 480;
+// Source positions along the axis of up to kCompressChunk consecutive kept slots, passed by value.
+struct CompressChunk {
+  int count = 0;
+  int32_t src[kCompressChunk] = {};
+};
+// y[(o * kn + t0 + j) * inner + i] = x[(o * n + c.src[j]) * inner + i] for j < c.count.
+cudaError_t launch_compress_chunk(int elem_size, const void* x, void* y, int64_t outer, int64_t n, int64_t inner,
+                                  int64_t kn, int64_t t0, const CompressChunk& c, cudaStream_t s);
+
+// ---- ConstantOfShape, Range ---------------------------------------------------------------------
+
+// out[i] = the element whose bytes are the low elem_size bytes of `bits` (little-endian).
+cudaError_t launch_fill(int elem_size, uint64_t bits, void* out, int64_t n, cudaStream_t s);
+// out[i] = start + i * delta: floats in double, rounded once (as the CPU reference); i32/i64 in
+// wrapping 64-bit integer arithmetic from istart/idelta.
+cudaError_t launch_range(KType t, double start, double delta, int64_t istart, int64_t idelta, void* out, int64_t n,
+                         cudaStream_t s);
+
+}  // namespace graft::cuda::k

@@ -1,0 +1,698 @@
+// CUDA kernels for the less common builtin ops (src/ops/extra_ops.cpp, and Sum): variadic Sum and
+// Mean, IsNaN/IsInf, Dropout (inference), ArgMax/ArgMin/Hardmax, CumSum, Trilu, GatherElements,
+// ScatterElements, GatherND, ScatterND, OneHot, DepthToSpace/SpaceToDepth, TopK, Compress,
+// ConstantOfShape and Range (when the engine places them on the GPU rather than on the host). The
+// unary math ops of that file (trig/hyperbolic, Sign, Round, Selu, ...), Mod and Xor are
+// elementwise (elementwise_ops.cpp); ReduceL1/L2/LogSum/LogSumExp/Prod/SumSquare are in
+// reduce_norm_ops.cpp. Kernels live in extra_kernels.cu.
+//
+// Where the CPU reference fails on a bad index value read on the device (Gather*/Scatter*), the
+// kernel cannot: see extra_kernels.cuh for what it does instead.
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel_util.h"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/extra_kernels.cuh"
+#include "backends/cuda/shape_kernels.cuh"
+
+namespace graft::cuda {
+namespace {
+
+using namespace util;
+std::string dims_str(const std::vector<int64_t>& d) { return cpu::ints_to_string(d); }
+
+constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
+constexpr std::initializer_list<DataType> kFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                         DataType::kInt32, DataType::kInt64};
+
+bool elem_size_fits(DataType t) {
+  const size_t es = dtype_size(t);
+  return es == 1 || es == 2 || es == 4 || es == 8;
+}
+
+// A dtype the kernels' KType numbering has (so its element size is known on the device side).
+bool has_ktype(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFloat64:
+    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt32: case DataType::kInt64: case DataType::kBool:
+      return true;
+    default: return false;
+  }
+}
+
+bool input0_any_size(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  if (!elem_size_fits(in_dtype(n, 0))) return reject(why, "unsupported element size");
+  return true;
+}
+
+// The single value of a host input (an axis, K, depth, k).
+Result<int64_t> host_scalar(const CudaExec& ex, size_t i, const char* what) {
+  const Tensor* t = ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;
+  if (!t) return fail(ex, StatusCode::kInvalidModel, what, " is missing");
+  if (t->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, what, " must be a host input");
+  const auto v = t->to_int64_vector();
+  if (v.size() != 1) return fail(ex, StatusCode::kInvalidModel, what, " must hold one value, got ", static_cast<int64_t>(v.size()));
+  return v[0];
+}
+
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisView axis_view(const std::vector<int64_t>& dims, int64_t axis, bool flatten_tail) {
+  AxisView v;
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+    if (d < axis) v.outer *= dims[d];
+    else if (d == axis || flatten_tail) v.n *= dims[d];
+    else v.inner *= dims[d];
+  }
+  return v;
+}
+
+// ---- Sum / Mean -------------------------------------------------------------------------------
+
+template <bool kMean>
+bool variadic_supports(const Node& n, std::string* why) {
+  if (n.inputs.empty()) return reject(why, "needs at least one input");
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
+  }
+  return require_dtype(n, 0, kMean ? kFloats : kFloatsInts, why);
+}
+
+// Strides of every operand against `out`, unit axes dropped and axes merged where every operand
+// walks them as one (make_bcast for more than three operands).
+bool make_var_bcast(const std::vector<int64_t>& out, const std::vector<const std::vector<int64_t>*>& ins,
+                    k::VarBcast* p, std::string* why) {
+  const size_t rank = out.size(), nops = ins.size();
+  std::vector<std::vector<int64_t>> st(nops, std::vector<int64_t>(rank, 0));
+  for (size_t k = 0; k < nops; ++k) {
+    const auto& in = *ins[k];
+    if (in.size() > rank) return reject(why, "operand rank exceeds output rank");
+    int64_t stride = 1;
+    for (size_t j = 0; j < in.size(); ++j) {
+      const size_t ia = in.size() - 1 - j, oa = rank - 1 - j;
+      if (in[ia] == out[oa]) st[k][oa] = in[ia] == 1 ? 0 : stride;
+      else if (in[ia] == 1) st[k][oa] = 0;
+      else return reject(why, "operand shape cannot be broadcast to the output shape");
+      stride *= in[ia];
+    }
+  }
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> ks(nops);
+  for (size_t d = 0; d < rank; ++d) {
+    if (out[d] == 1) continue;
+    bool merge = !dims.empty();
+    for (size_t k = 0; k < nops && merge; ++k) merge = ks[k].back() == st[k][d] * out[d];
+    if (merge) {
+      dims.back() *= out[d];
+      for (size_t k = 0; k < nops; ++k) ks[k].back() = st[k][d];
+    } else {
+      dims.push_back(out[d]);
+      for (size_t k = 0; k < nops; ++k) ks[k].push_back(st[k][d]);
+    }
+  }
+  if (dims.size() > static_cast<size_t>(k::kMaxRank))
+    return reject(why, "broadcast needs " + std::to_string(dims.size()) + " axes; the CUDA kernel handles " +
+                           std::to_string(k::kMaxRank));
+  *p = k::VarBcast{};
+  p->rank = static_cast<int>(dims.size());
+  p->count = static_cast<int>(nops);
+  for (size_t d = 0; d < dims.size(); ++d) {
+    p->dims[d] = dims[d];
+    for (size_t k = 0; k < nops; ++k) p->strides[k][d] = ks[k][d];
+  }
+  return true;
+}
+
+// Up to kMaxVariadic operands per launch; later launches take the output itself as operand 0.
+// Mean scales once, in the last launch.
+template <bool kMean>
+Status variadic_run(CudaExec& ex) {
+  const auto& in = ex.ctx->inputs;
+  Tensor& y = *ex.ctx->outputs[0];
+  if (in.empty()) return fail(ex, StatusCode::kInvalidModel, "needs at least one input");
+  for (const Tensor* t : in)
+    if (!t || t->dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "an input is missing or has another dtype");
+  const size_t total = in.size();
+  size_t next = 0;
+  bool first = true;
+  while (next < total) {
+    std::vector<const std::vector<int64_t>*> dims;
+    std::vector<const void*> ptrs;
+    if (!first) {
+      dims.push_back(&y.dims());
+      ptrs.push_back(y.data());
+    }
+    while (next < total && dims.size() < static_cast<size_t>(k::kMaxVariadic)) {
+      dims.push_back(&in[next]->dims());
+      ptrs.push_back(in[next]->data());
+      ++next;
+    }
+    k::VarBcast p;
+    std::string why;
+    if (!make_var_bcast(y.dims(), dims, &p, &why)) return fail(ex, StatusCode::kRuntimeError, why);
+    for (size_t k = 0; k < ptrs.size(); ++k) p.in[k] = ptrs[k];
+    const float scale = kMean && next == total ? 1.0f / static_cast<float>(total) : 1.0f;
+    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_variadic_sum(ktype(y.dtype()), p, y.data(), y.numel(), scale,
+                                                               stream_of(ex)), ex));
+    first = false;
+  }
+  return Status::ok();
+}
+
+// ---- IsNaN / IsInf ----------------------------------------------------------------------------
+
+bool float_input0(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  return require_dtype(n, 0, kFloats, why);
+}
+
+template <bool kInf>
+Status float_class_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  if (y.dtype() != DataType::kBool || y.numel() != x.numel())
+    return fail(ex, StatusCode::kInternal, "output must be bool with the input's size");
+  int64_t neg = 1, pos = 1;
+  if (kInf) {
+    GRAFT_ASSIGN_OR_RETURN(neg, attrs_of(ex).get_int("detect_negative", 1));
+    GRAFT_ASSIGN_OR_RETURN(pos, attrs_of(ex).get_int("detect_positive", 1));
+  }
+  return launch_status(k::launch_float_class(ktype(x.dtype()), kInf, neg != 0, pos != 0, x.data(), y.data(), x.numel(),
+                                             stream_of(ex)), ex);
+}
+
+// ---- Dropout ----------------------------------------------------------------------------------
+
+bool dropout_supports(const Node& n, std::string* why) {
+  if (!input0_any_size(n, why)) return false;
+  if (n.outputs.size() > 1 && n.outputs[1] && n.outputs[1]->desc.dtype != DataType::kBool)
+    return reject(why, "the mask output must be bool");
+  return true;
+}
+
+// Inference: y = x, mask (if asked for) all true. training_mode=true is refused, as on the CPU.
+Status dropout_run(CudaExec& ex) {
+  const auto& in = ex.ctx->inputs;
+  if (ex.ctx->opset >= 12 && in.size() > 2 && in[2]) {
+    if (in[2]->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "training_mode must be a host input");
+    const auto v = in[2]->to_int64_vector();
+    if (v.size() == 1 && v[0] != 0)
+      return fail(ex, StatusCode::kUnsupported, "input 2 (training_mode) is true; graft runs Dropout in inference mode only");
+  }
+  const Tensor& x = *in[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
+  if (x.nbytes() && x.data() != y.data())
+    GRAFT_RETURN_IF_ERROR(launch_status(cudaMemcpyAsync(y.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice,
+                                                        stream_of(ex)), ex, "cudaMemcpyAsync"));
+  Tensor* mask = ex.ctx->outputs.size() > 1 ? ex.ctx->outputs[1] : nullptr;
+  if (mask && mask->nbytes())
+    GRAFT_RETURN_IF_ERROR(launch_status(cudaMemsetAsync(mask->data(), 1, mask->nbytes(), stream_of(ex)), ex,
+                                        "cudaMemsetAsync"));
+  return Status::ok();
+}
+
+// ---- ArgMax / ArgMin / Hardmax ----------------------------------------------------------------
+
+bool arg_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
+                              DataType::kUInt8, DataType::kInt32, DataType::kInt64}, why);
+}
+
+template <bool kMax>
+Status arg_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t last, attrs_of(ex).get_int("select_last_index", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
+  const AxisView v = axis_view(x.dims(), axis, false);
+  if (v.n == 0 && v.outer * v.inner > 0) return fail(ex, StatusCode::kInvalidModel, "reduction over an empty axis ", axis);
+  if (y.dtype() != DataType::kInt64 || y.numel() != v.outer * v.inner)
+    return fail(ex, StatusCode::kInternal, "output must be int64 with ", v.outer * v.inner, " elements");
+  return launch_status(k::launch_arg_reduce(ktype(x.dtype()), kMax, last != 0, x.data(), static_cast<int64_t*>(y.data()),
+                                            v.outer, v.n, v.inner, stream_of(ex)), ex);
+}
+
+Status hardmax_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  if (x.numel() != y.numel() || x.dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "output differs from input");
+  const bool legacy = ex.ctx->opset > 0 && ex.ctx->opset < 13;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", legacy ? 1 : -1));
+  if (x.rank() == 0)  // a scalar: 1
+    return launch_status(k::launch_hardmax(ktype(x.dtype()), x.data(), y.data(), 1, 1, 1, stream_of(ex)), ex);
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
+  const AxisView v = axis_view(x.dims(), axis, legacy);  // before opset 13: the 2-D coercion
+  return launch_status(k::launch_hardmax(ktype(x.dtype()), x.data(), y.data(), v.outer, v.n, v.inner, stream_of(ex)), ex);
+}
+
+// ---- CumSum -----------------------------------------------------------------------------------
+
+bool cumsum_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs x and axis");
+  return require_dtype(n, 0, kFloatsInts, why);
+}
+
+Status cumsum_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t exclusive, attrs_of(ex).get_int("exclusive", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t reverse, attrs_of(ex).get_int("reverse", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_v, host_scalar(ex, 1, "axis"));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_v, x.rank()));
+  if (x.numel() != y.numel() || x.dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "output differs from input");
+  const AxisView v = axis_view(x.dims(), axis, false);
+  return launch_status(k::launch_cumsum(ktype(x.dtype()), exclusive != 0, reverse != 0, x.data(), y.data(), v.outer, v.n,
+                                        v.inner, stream_of(ex)), ex);
+}
+
+// ---- Trilu ------------------------------------------------------------------------------------
+
+Status trilu_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t upper, attrs_of(ex).get_int("upper", 1));
+  int64_t k = 0;
+  if (ex.ctx->inputs.size() > 1 && ex.ctx->inputs[1]) { GRAFT_ASSIGN_OR_RETURN(k, host_scalar(ex, 1, "k")); }
+  if (x.rank() < 2) return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2, got ", x.rank());
+  if (x.nbytes() != y.nbytes() || x.dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "output differs from input");
+  const int64_t rows = x.dims()[x.rank() - 2], cols = x.dims()[x.rank() - 1];
+  const int64_t plane = rows * cols;
+  const int64_t planes = plane != 0 ? x.numel() / plane : 0;
+  return launch_status(k::launch_trilu(static_cast<int>(dtype_size(x.dtype())), upper != 0, k, x.data(), y.data(), planes,
+                                       rows, cols, stream_of(ex)), ex);
+}
+
+// ---- GatherElements / ScatterElements ---------------------------------------------------------
+
+bool index_dtype(const Node& n, size_t i, std::string* why) {
+  return require_dtype(n, i, {DataType::kInt32, DataType::kInt64}, why);
+}
+
+Result<k::ElemIndexing> elem_indexing(const CudaExec& ex, const Tensor& data, const Tensor& ind) {
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", 0));
+  if (data.rank() != ind.rank())
+    return fail(ex, StatusCode::kInvalidModel, "data rank ", data.rank(), " differs from indices rank ", ind.rank());
+  if (data.rank() > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank above ", k::kMaxRank);
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, data.rank()));
+  for (int64_t d = 0; d < data.rank(); ++d)
+    if (d != axis && ind.dims()[d] > data.dims()[d])
+      return fail(ex, StatusCode::kRuntimeError, "indices shape ", dims_str(ind.dims()), " exceeds data shape ",
+                  dims_str(data.dims()), " on axis ", d);
+  k::ElemIndexing p;
+  p.rank = static_cast<int>(data.rank());
+  p.axis = static_cast<int>(axis);
+  const auto st = contiguous_strides(data.dims());
+  for (int d = 0; d < p.rank; ++d) {
+    p.idx_dims[d] = ind.dims()[d];
+    p.data_dims[d] = data.dims()[d];
+    p.data_strides[d] = st[static_cast<size_t>(d)];
+  }
+  return p;
+}
+
+bool gather_elements_supports(const Node& n, std::string* why) {
+  if (!input0_any_size(n, why)) return false;
+  if (!has_input(n, 1)) return reject(why, "indices are missing");
+  return index_dtype(n, 1, why);
+}
+
+Status gather_elements_run(CudaExec& ex) {
+  const Tensor& data = *ex.ctx->inputs[0];
+  const Tensor& ind = *ex.ctx->inputs[1];
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(k::ElemIndexing p, elem_indexing(ex, data, ind));
+  if (y.numel() != ind.numel() || y.dtype() != data.dtype())
+    return fail(ex, StatusCode::kInternal, "output must have the indices' shape and the data's dtype");
+  return launch_status(k::launch_gather_elements(static_cast<int>(dtype_size(data.dtype())), ktype(ind.dtype()), data.data(),
+                                                 ind.data(), y.data(), p, ind.numel(), stream_of(ex)), ex);
+}
+
+Result<k::ScatterRed> scatter_reduction(const CudaExec& ex) {
+  GRAFT_ASSIGN_OR_RETURN(std::string red, attrs_of(ex).get_string("reduction", "none"));
+  if (red == "none") return k::ScatterRed::kNone;
+  if (red == "add") return k::ScatterRed::kAdd;
+  if (red == "mul") return k::ScatterRed::kMul;
+  if (red == "max") return k::ScatterRed::kMax;
+  if (red == "min") return k::ScatterRed::kMin;
+  return fail(ex, StatusCode::kInvalidModel, "attribute 'reduction' must be none, add, mul, max or min, got '", red, "'");
+}
+
+bool scatter_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs data, indices and updates");
+  if (!index_dtype(n, 1, why)) return false;
+  if (in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "updates dtype differs from data");
+  auto red = n.attrs.get_string("reduction", "none");
+  if (!red) return reject(why, "attribute 'reduction' is not a string");
+  if (red.value() == "none") {
+    if (!has_ktype(in_dtype(n, 0))) return reject(why, std::string("data dtype ") + dtype_name(in_dtype(n, 0)) + " is not handled");
+    return true;
+  }
+  if (red.value() != "add" && red.value() != "mul" && red.value() != "max" && red.value() != "min")
+    return reject(why, "attribute 'reduction' must be none, add, mul, max or min");
+  return require_dtype(n, 0, kFloatsInts, why);
+}
+
+Status copy_data(CudaExec& ex, const Tensor& data, Tensor& y) {
+  if (y.nbytes() != data.nbytes() || y.dtype() != data.dtype()) return fail(ex, StatusCode::kInternal, "output differs from data");
+  if (!data.nbytes() || data.data() == y.data()) return Status::ok();
+  return launch_status(cudaMemcpyAsync(y.data(), data.data(), data.nbytes(), cudaMemcpyDeviceToDevice, stream_of(ex)), ex,
+                       "cudaMemcpyAsync");
+}
+
+Status scatter_elements_run(CudaExec& ex) {
+  const Tensor& data = *ex.ctx->inputs[0];
+  const Tensor& ind = *ex.ctx->inputs[1];
+  const Tensor& upd = *ex.ctx->inputs[2];
+  Tensor& y = *ex.ctx->outputs[0];
+  if (ind.dims() != upd.dims()) return fail(ex, StatusCode::kInvalidModel, "indices and updates differ in shape");
+  GRAFT_ASSIGN_OR_RETURN(k::ScatterRed red, scatter_reduction(ex));
+  GRAFT_ASSIGN_OR_RETURN(k::ElemIndexing p, elem_indexing(ex, data, ind));
+  GRAFT_RETURN_IF_ERROR(copy_data(ex, data, y));
+  return launch_status(k::launch_scatter_elements(ktype(data.dtype()), red, ktype(ind.dtype()), ind.data(), upd.data(),
+                                                  y.data(), p, ind.numel(), stream_of(ex)), ex);
+}
+
+// ---- GatherND / ScatterND ---------------------------------------------------------------------
+
+bool gather_nd_supports(const Node& n, std::string* why) {
+  if (!input0_any_size(n, why)) return false;
+  if (!has_input(n, 1)) return reject(why, "indices are missing");
+  return index_dtype(n, 1, why);
+}
+
+Status gather_nd_run(CudaExec& ex) {
+  const Tensor& data = *ex.ctx->inputs[0];
+  const Tensor& ind = *ex.ctx->inputs[1];
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t b, attrs_of(ex).get_int("batch_dims", 0));
+  const int64_t r = data.rank(), q = ind.rank();
+  if (q < 1 || b < 0 || b >= std::min(r, q))
+    return fail(ex, StatusCode::kInvalidModel, "batch_dims ", b, " does not fit data rank ", r, " and indices rank ", q);
+  const int64_t m = ind.dims().back();
+  if (m < 1 || m > r - b) return fail(ex, StatusCode::kInvalidModel, "indices address ", m, " dims of data ", dims_str(data.dims()));
+  if (m > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "index tuples longer than ", k::kMaxRank);
+  for (int64_t d = 0; d < b; ++d)
+    if (data.dims()[d] != ind.dims()[d]) return fail(ex, StatusCode::kInvalidModel, "batch dim ", d, " differs");
+  int64_t batches = 1;
+  k::NDIndexing p;
+  for (int64_t d = 0; d < b; ++d) batches *= data.dims()[d];
+  for (int64_t d = b + m; d < r; ++d) p.slice *= data.dims()[d];
+  const auto st = contiguous_strides(data.dims());
+  p.m = static_cast<int>(m);
+  for (int64_t j = 0; j < m; ++j) {
+    p.dims[j] = data.dims()[b + j];
+    p.strides[j] = st[static_cast<size_t>(b + j)];
+  }
+  const int64_t tuples = ind.numel() / m;
+  p.tuples_per_batch = batches ? std::max<int64_t>(tuples / batches, 1) : 1;
+  p.batch_stride = b > 0 && batches ? data.numel() / batches : 0;
+  if (y.numel() != tuples * p.slice || y.dtype() != data.dtype())
+    return fail(ex, StatusCode::kInternal, "output has ", y.numel(), " elements, expected ", tuples * p.slice);
+  return launch_status(k::launch_gather_nd(static_cast<int>(dtype_size(data.dtype())), ktype(ind.dtype()), data.data(),
+                                           ind.data(), y.data(), p, tuples, stream_of(ex)), ex);
+}
+
+Status scatter_nd_run(CudaExec& ex) {
+  const Tensor& data = *ex.ctx->inputs[0];
+  const Tensor& ind = *ex.ctx->inputs[1];
+  const Tensor& upd = *ex.ctx->inputs[2];
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(k::ScatterRed red, scatter_reduction(ex));
+  const int64_t m = ind.rank() ? ind.dims().back() : 0;
+  if (ind.rank() < 1 || m > data.rank())
+    return fail(ex, StatusCode::kInvalidModel, "indices ", dims_str(ind.dims()), " do not fit data ", dims_str(data.dims()));
+  if (m > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "index tuples longer than ", k::kMaxRank);
+  std::vector<int64_t> want(ind.dims().begin(), ind.dims().end() - 1);
+  want.insert(want.end(), data.dims().begin() + m, data.dims().end());
+  if (upd.dims() != want)
+    return fail(ex, StatusCode::kInvalidModel, "updates have shape ", dims_str(upd.dims()), ", expected ", dims_str(want));
+  k::NDIndexing p;
+  const auto st = contiguous_strides(data.dims());
+  p.m = static_cast<int>(m);
+  for (int64_t j = 0; j < m; ++j) {
+    p.dims[j] = data.dims()[j];
+    p.strides[j] = st[static_cast<size_t>(j)];
+  }
+  for (int64_t d = m; d < data.rank(); ++d) p.slice *= data.dims()[d];
+  const int64_t tuples = m ? ind.numel() / m : 0;  // m = 0: no tuples, as the CPU reference
+  GRAFT_RETURN_IF_ERROR(copy_data(ex, data, y));
+  if (tuples == 0) return Status::ok();
+  return launch_status(k::launch_scatter_nd(ktype(data.dtype()), red, ktype(ind.dtype()), ind.data(), upd.data(), y.data(),
+                                            p, tuples, stream_of(ex)), ex);
+}
+
+// ---- OneHot -----------------------------------------------------------------------------------
+
+bool one_hot_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs indices, depth and values");
+  if (!require_dtype(n, 0, {DataType::kInt32, DataType::kInt64, DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16},
+                     why))
+    return false;
+  if (!elem_size_fits(in_dtype(n, 2))) return reject(why, "values have an unsupported element size");
+  return true;
+}
+
+Status one_hot_run(CudaExec& ex) {
+  const Tensor& ind = *ex.ctx->inputs[0];
+  const Tensor& depth_t = *ex.ctx->inputs[1];
+  const Tensor& vals = *ex.ctx->inputs[2];
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", -1));
+  if (depth_t.device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "depth must be a host input");
+  if (depth_t.numel() != 1 || vals.numel() != 2)
+    return fail(ex, StatusCode::kInvalidModel, "needs a one-value depth and two values (off, on)");
+  const int64_t depth = static_cast<int64_t>(depth_t.get(0));  // as the CPU reference: truncated
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, ind.rank() + 1));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < ind.rank(); ++d) (d < axis ? outer : inner) *= ind.dims()[d];
+  if (y.numel() != outer * depth * inner || y.dtype() != vals.dtype())
+    return fail(ex, StatusCode::kInternal, "output has ", y.numel(), " elements, expected ", outer * depth * inner);
+  return launch_status(k::launch_one_hot(ktype(ind.dtype()), static_cast<int>(dtype_size(vals.dtype())), ind.data(),
+                                         vals.data(), y.data(), outer, depth, inner, stream_of(ex)), ex);
+}
+
+// ---- DepthToSpace / SpaceToDepth --------------------------------------------------------------
+
+template <bool kToSpace>
+bool depth_space_supports(const Node& n, std::string* why) {
+  if (!input0_any_size(n, why)) return false;
+  auto mode = n.attrs.get_string("mode", "DCR");
+  if (!mode || (mode.value() != "DCR" && mode.value() != "CRD")) return reject(why, "attribute 'mode' must be DCR or CRD");
+  return true;
+}
+
+// A gather over the output viewed as 6 axes with the input's strides along each.
+template <bool kToSpace>
+Status depth_space_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t b, attrs_of(ex).get_int("blocksize", 0));
+  GRAFT_ASSIGN_OR_RETURN(std::string mode, attrs_of(ex).get_string("mode", "DCR"));
+  if (x.rank() != 4 || b < 1) return fail(ex, StatusCode::kInvalidModel, "needs 4-D input and blocksize >= 1");
+  if (x.numel() != y.numel() || x.dtype() != y.dtype() || y.rank() != 4)
+    return fail(ex, StatusCode::kInternal, "output differs from input");
+  const auto& xd = x.dims();
+  k::Strided p;
+  p.rank = 6;
+  auto set = [&](int d, int64_t dim, int64_t stride) {
+    p.dims[d] = dim;
+    p.strides[d] = stride;
+  };
+  if (kToSpace) {
+    // y[n, c, h*b+i, w*b+j] = x[n, ch(c, i, j), h, w]; output axes (n, c, h, i, w, j).
+    const int64_t N = xd[0], C = xd[1] / (b * b), H = xd[2], W = xd[3], HW = H * W;
+    if (C * b * b != xd[1]) return fail(ex, StatusCode::kInvalidModel, "channels not divisible by blocksize^2");
+    const bool crd = mode == "CRD";
+    set(0, N, xd[1] * HW);
+    set(1, C, crd ? b * b * HW : HW);
+    set(2, H, W);
+    set(3, b, crd ? b * HW : b * C * HW);
+    set(4, W, 1);
+    set(5, b, crd ? HW : C * HW);
+  } else {
+    // y[n, (i*b+j)*C + c, h, w] = x[n, c, h*b+i, w*b+j]; output axes (n, i, j, c, h, w).
+    const int64_t N = xd[0], C = xd[1], H = xd[2] / b, W = xd[3] / b, SH = xd[2], SW = xd[3];
+    if (H * b != SH || W * b != SW) return fail(ex, StatusCode::kInvalidModel, "spatial dims not divisible by blocksize");
+    set(0, N, C * SH * SW);
+    set(1, b, SW);
+    set(2, b, 1);
+    set(3, C, SH * SW);
+    set(4, H, b * SW);
+    set(5, W, b);
+  }
+  return launch_status(k::launch_strided_gather(x.data(), y.data(), static_cast<int>(dtype_size(x.dtype())), p, y.numel(),
+                                                stream_of(ex)), ex);
+}
+
+// ---- TopK -------------------------------------------------------------------------------------
+
+bool topk_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and K");
+  if (!require_dtype(n, 0, kFloatsInts, why)) return false;
+  if (n.outputs.size() > 1 && n.outputs[1] && n.outputs[1]->desc.dtype != DataType::kInt64)
+    return reject(why, "indices output must be int64");
+  return true;
+}
+
+Result<AxisView> topk_view(const Node& node, const std::vector<int64_t>& dims) {
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, node.attrs.get_int("axis", -1));
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, static_cast<int64_t>(dims.size())));
+  return axis_view(dims, axis, false);
+}
+
+size_t topk_workspace(const Node& node, const std::vector<const Tensor*>& inputs) {
+  if (inputs.empty() || !inputs[0]) return 0;
+  auto v = topk_view(node, inputs[0]->dims());
+  if (!v) return 0;
+  return k::topk_workspace_bytes(ktype(inputs[0]->dtype()), v.value().outer * v.value().inner, v.value().n);
+}
+
+Status topk_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& vals = *ex.ctx->outputs[0];
+  Tensor* inds = ex.ctx->outputs.size() > 1 ? ex.ctx->outputs[1] : nullptr;
+  GRAFT_ASSIGN_OR_RETURN(int64_t largest, attrs_of(ex).get_int("largest", 1));
+  GRAFT_ASSIGN_OR_RETURN(int64_t kv, host_scalar(ex, 1, "K"));
+  GRAFT_ASSIGN_OR_RETURN(AxisView v, topk_view(*ex.ctx->node, x.dims()));
+  if (kv < 0 || kv > v.n) return fail(ex, StatusCode::kRuntimeError, "K = ", kv, " is outside [0, ", v.n, "]");
+  if (vals.numel() != v.outer * kv * v.inner || vals.dtype() != x.dtype())
+    return fail(ex, StatusCode::kInternal, "values output has the wrong size or dtype");
+  if (inds && (inds->dtype() != DataType::kInt64 || inds->numel() != vals.numel()))
+    return fail(ex, StatusCode::kInternal, "indices output must be int64 of the values' size");
+  const size_t need = k::topk_workspace_bytes(ktype(x.dtype()), v.outer * v.inner, v.n);
+  if (need > ex.workspace_size)
+    return fail(ex, StatusCode::kInternal, "workspace of ", static_cast<int64_t>(ex.workspace_size), " bytes, need ",
+                static_cast<int64_t>(need));
+  return launch_status(k::launch_topk(ktype(x.dtype()), largest != 0, x.data(), vals.data(),
+                                      inds ? static_cast<int64_t*>(inds->data()) : nullptr, v.outer, v.n, v.inner, kv,
+                                      ex.workspace, ex.workspace_size, stream_of(ex)), ex);
+}
+
+// ---- Compress ---------------------------------------------------------------------------------
+
+bool compress_supports(const Node& n, std::string* why) {
+  if (!input0_any_size(n, why)) return false;
+  if (!has_input(n, 1)) return reject(why, "condition is missing");
+  return true;
+}
+
+// The condition is a host input (it sizes the output); the kept positions travel to the kernel by
+// value, kCompressChunk per launch.
+Status compress_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  const Tensor& cond_t = *ex.ctx->inputs[1];
+  Tensor& y = *ex.ctx->outputs[0];
+  if (cond_t.device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "condition must be a host input");
+  const auto cond = cond_t.to_int64_vector();
+  const bool has_axis = attrs_of(ex).find("axis") != nullptr;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", 0));
+  const std::vector<int64_t> dims = has_axis ? x.dims() : std::vector<int64_t>{x.numel()};
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(has_axis ? axis_attr : 0, static_cast<int64_t>(dims.size())));
+  const AxisView v = axis_view(dims, axis, false);
+  if (static_cast<int64_t>(cond.size()) > v.n)
+    return fail(ex, StatusCode::kInvalidModel, "condition has ", static_cast<int64_t>(cond.size()), " entries but the axis has ", v.n);
+  if (v.n > 0x7fffffffLL) return fail(ex, StatusCode::kUnsupported, "axis longer than 2^31");
+  std::vector<int32_t> keep;
+  for (size_t t = 0; t < cond.size(); ++t)
+    if (cond[t]) keep.push_back(static_cast<int32_t>(t));
+  const int64_t kn = static_cast<int64_t>(keep.size());
+  if (y.numel() != v.outer * kn * v.inner || y.dtype() != x.dtype())
+    return fail(ex, StatusCode::kInternal, "output has ", y.numel(), " elements, expected ", v.outer * kn * v.inner);
+  for (int64_t t0 = 0; t0 < kn; t0 += k::kCompressChunk) {
+    k::CompressChunk c;
+    c.count = static_cast<int>(std::min<int64_t>(k::kCompressChunk, kn - t0));
+    std::copy(keep.begin() + t0, keep.begin() + t0 + c.count, c.src);
+    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_compress_chunk(static_cast<int>(dtype_size(x.dtype())), x.data(), y.data(),
+                                                                 v.outer, v.n, v.inner, kn, t0, c, stream_of(ex)), ex));
+  }
+  return Status::ok();
+}
+
+// ---- ConstantOfShape, Range ---------------------------------------------------------------------
+
+bool constant_of_shape_supports(const Node& n, std::string* why) {
+  const DataType t = out_dtype(n, 0);
+  if (t != DataType::kUndefined && !elem_size_fits(t)) return reject(why, "unsupported element size");
+  return true;
+}
+
+// The shape is a host input; the value (an attribute, float 0 when absent) travels by value.
+Status constant_of_shape_run(CudaExec& ex) {
+  Tensor& y = *ex.ctx->outputs[0];
+  Tensor fill;
+  if (attrs_of(ex).has("value")) {
+    GRAFT_ASSIGN_OR_RETURN(fill, attrs_of(ex).get_tensor("value"));
+    if (fill.numel() != 1) return fail(ex, StatusCode::kInvalidModel, "attribute 'value' must hold one element");
+  } else {
+    fill = Tensor::from_doubles(DataType::kFloat32, {1}, {0.0});
+  }
+  if (fill.dtype() != y.dtype())
+    return fail(ex, StatusCode::kInvalidModel, "value dtype ", dtype_name(fill.dtype()), " differs from the output's ",
+                dtype_name(y.dtype()));
+  const size_t es = dtype_size(y.dtype());
+  uint64_t bits = 0;
+  std::memcpy(&bits, fill.data(), es);
+  return launch_status(k::launch_fill(static_cast<int>(es), bits, y.data(), y.numel(), stream_of(ex)), ex);
+}
+
+bool range_supports(const Node& n, std::string* why) {
+  for (size_t i = 0; i < 3; ++i)
+    if (!has_input(n, i)) return reject(why, "needs start, limit and delta");
+  return require_dtype(n, 0, kFloatsInts, why);
+}
+
+Status range_run(CudaExec& ex) {
+  Tensor& y = *ex.ctx->outputs[0];
+  for (size_t i = 0; i < 3; ++i) {
+    const Tensor* t = ex.ctx->inputs[i];
+    if (!t || t->numel() != 1 || t->device() != DeviceType::kCPU || t->dtype() != y.dtype())
+      return fail(ex, StatusCode::kInvalidModel, "input ", static_cast<int64_t>(i), " must be a host scalar of the output's dtype");
+  }
+  const Tensor& start = *ex.ctx->inputs[0];
+  const Tensor& delta = *ex.ctx->inputs[2];
+  int64_t istart = 0, idelta = 0;
+  if (dtype_is_integer(y.dtype())) {
+    istart = start.to_int64_vector()[0];
+    idelta = delta.to_int64_vector()[0];
+  }
+  return launch_status(k::launch_range(ktype(y.dtype()), start.get(0), delta.get(0), istart, idelta, y.data(), y.numel(),
+                                       stream_of(ex)), ex);
+}
+
+}  // namespace
+
+void append_cuda_extra_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"Sum", &variadic_supports<false>, &variadic_run<false>, {}, nullptr});
+  out.push_back(CudaOp{"Mean", &variadic_supports<true>, &variadic_run<true>, {}, nullptr});
+  out.push_back(CudaOp{"IsNaN", &float_input0, &float_class_run<false>, {}, nullptr});
+  out.push_back(CudaOp{"IsInf", &float_input0, &float_class_run<true>, {}, nullptr});
+  out.push_back(CudaOp{"Dropout", &dropout_supports, &dropout_run, {1, 2}, nullptr});
+  out.push_back(CudaOp{"ArgMax", &arg_supports, &arg_run<true>, {}, nullptr});
+  out.push_back(CudaOp{"ArgMin", &arg_supports, &arg_run<false>, {}, nullptr});
+  out.push_back(CudaOp{"Hardmax", &float_input0, &hardmax_run, {}, nullptr});
+  out.push_back(CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr});
+  out.push_back(CudaOp{"Trilu", &input0_any_size, &trilu_run, {1}, nullptr});
+  out.push_back(CudaOp{"GatherElements", &gather_elements_supports, &gather_elements_run, {}, nullptr});
+  out.push_back(CudaOp{"ScatterElements", &scatter_supports, &scatter_elements_run, {}, nullptr});
+  out.push_back(CudaOp{"GatherND", &gather_nd_supports, &gather_nd_run, {}, nullptr});
+  out.push_back(CudaOp{"ScatterND", &scatter_supports, &scatter_nd_run, {}, nullptr});
+  out.push_back(CudaOp{"OneHot", &one_hot_supports, &one_hot_run, {1}, nullptr});
+  out.push_back(CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr});
+  out.push_back(CudaOp{"SpaceToDepth", &depth_space_supports<false>, &depth_space_run<false>, {}, nullptr});
+  out.push_back(CudaOp{"TopK", &topk_supports, &topk_run, {1}, &topk_workspace});
+  out.push_back(CudaOp{"Compress", &compress_supports, &compress_run, {1}, nullptr});
+  out.push_back(CudaOp{"ConstantOfShape", &constant_of_shape_supports, &constant_of_shape_run, {0}, nullptr});
+  out.push_back(CudaOp{"Range", &range_supports, &range_run, {0, 1, 2}, nullptr});
+}
+
+}  // namespace graft::cuda
