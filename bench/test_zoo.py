@@ -23,21 +23,23 @@ REQUIRED = ("model", "batch", "profile", "graft_ms", "eager_ms", "compile_ms", "
             "commit", "date", "gpu", "torch", "status", "stage", "reason")
 
 
+# The workers import graft the way this process does: the source tree's python/ first.
+_PYTHONPATH = os.pathsep.join(p for p in [os.path.join(os.path.dirname(HERE), "python"),
+                                          os.environ.get("PYTHONPATH", "")] if p)
+
+
 def _graft_available():
-    try:
-        sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python"))
-        from graft import _native
-        _native.engine_module()
-        return True
-    except Exception:  # noqa: BLE001
-        return False
+    p = subprocess.run([sys.executable, "-c", "from graft import _native; _native.engine_module()"],
+                       capture_output=True, env={**os.environ, "PYTHONPATH": _PYTHONPATH}, timeout=120)
+    return p.returncode == 0
 
 
 def _zoo(tmp_path, *extra, env=None, timeout=240):
     out = tmp_path / "out"
     cmd = [sys.executable, os.path.join(HERE, "zoo.py"), "--smoke", "--out", str(out),
            "--cache", str(tmp_path / "cache"), "--work-dir", str(tmp_path / "work"), "--commit", "test", *extra]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, "PYTHONPATH": _PYTHONPATH, **(env or {})})
     recs = json.loads((out / "zoo.json").read_text()) if (out / "zoo.json").exists() else None
     return p, recs
 
