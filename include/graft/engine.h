@@ -4,6 +4,24 @@
 // input, precision, device, plugin libraries) turns an ONNX model into an Engine; an Engine is
 // serialized to a plan file and loaded back; an ExecutionContext runs it for input shapes inside
 // the profile.
+//
+// Threading contract (what may be shared across threads):
+// - Engine: immutable once built or loaded. Every const method (inputs, outputs, describe,
+//   describe_json, serialize, save_plan, create_context) may be called from any number of threads
+//   at once; share one Engine (std::shared_ptr) between threads rather than building one per thread.
+// - ExecutionContext: create one per thread. A context may be passed between threads, but its
+//   run() must not be called from two threads at once unless the backend says otherwise: a CUDA
+//   context owns a stream, activation buffers and captured CUDA graphs. The CPU context keeps no
+//   state between runs, so concurrent run() calls on one CPU context are safe (tested), but code
+//   that may also run on CUDA should keep one context per thread.
+// - Tensors: inputs are only read during run(), so one input tensor may feed concurrent runs; an
+//   output tensor given to run() to write in place must not be used by another concurrent run.
+//   Outputs run() allocates own their memory (never an alias of an input), so they outlive inputs.
+// - Plugins and the op registry: load_plugin_library and the registry are internally locked, but
+//   load plugins before building engines that use their ops.
+// - Python (graft.Engine): one Engine may be shared by any number of Python threads; run() releases
+//   the GIL for the run and serializes runs on that engine's shared context. For parallel runs,
+//   give each thread its own graft.Engine (loading the same plan is cheap).
 #pragma once
 
 #include <cstdint>

@@ -52,7 +52,13 @@ struct TensorView {
 class Tensor {
  public:
   Tensor() = default;
-  // Allocates uninitialised host memory.
+  // Allocates uninitialised memory. Fails with kInvalidArgument for a negative dim, a rank above
+  // 64, or an element/byte count that overflows int64; with kOutOfMemory when the allocation fails
+  // or a host tensor would be larger than the machine's physical memory. Use this for any size that
+  // comes from a file, a user or a computed shape.
+  static Result<Tensor> allocate(DataType dtype, std::vector<int64_t> dims, DeviceType device = DeviceType::kCPU);
+  // allocate() for sizes the caller already validated (or knows to be small): throws std::bad_alloc
+  // where allocate() returns an error, so a failed allocation is never written through as NULL.
   static Tensor empty(DataType dtype, std::vector<int64_t> dims, DeviceType device = DeviceType::kCPU);
   // Wraps external memory without owning it (caller keeps it alive).
   static Tensor wrap(void* data, DataType dtype, std::vector<int64_t> dims,
@@ -78,7 +84,8 @@ class Tensor {
   void set(int64_t flat_index, double v) { store_from_double(dtype_, data_, flat_index, v); }
   std::vector<int64_t> to_int64_vector() const;  // host integer/bool tensors
 
-  Tensor clone() const;                      // deep copy, same device (host only for now)
+  Tensor clone() const;                      // deep copy, same device (host only for now); throws like empty()
+  Result<Tensor> try_clone() const;          // clone() reporting a failed allocation as an error
   // A host copy (this tensor itself when already on the host); device tensors need the CUDA backend.
   Result<Tensor> to_host() const;
   // A copy in GPU memory (this tensor itself when already there); needs a graft built with CUDA and

@@ -7,6 +7,13 @@
 Numpy arrays and CPU torch tensors are passed without copying when already contiguous; CUDA torch
 tensors are passed by device pointer to a CUDA engine. Errors raise graft.GraftError with the
 engine's message, and the engine stays usable afterwards.
+
+Threads: one Engine may be shared by any number of Python threads. run() releases the GIL while the
+engine computes (other Python threads keep running) and runs on that engine's one execution context,
+so concurrent run() calls on one Engine are serialized, never deadlocked; for runs in parallel give
+each thread its own Engine (Engine.load of the same plan). Returned arrays own their memory, even for
+an output that is also a graph input, so they stay valid after the inputs are gone. See the threading
+contract in include/graft/engine.h.
 """
 import os
 

@@ -1,7 +1,13 @@
 #include "graft/tensor.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <limits>
+#include <new>
+
+#include "core/checked_math.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -37,23 +43,69 @@ bool (*copy_to_host)(void* dst, const void* src, size_t bytes) = nullptr;  // fa
 bool (*copy_to_device)(void* dst, const void* src, size_t bytes) = nullptr;  // false on a CUDA error
 }  // namespace cuda_alloc
 
-Tensor Tensor::empty(DataType dtype, std::vector<int64_t> dims, DeviceType device) {
+Status check_concrete_shape(const std::vector<int64_t>& dims, DataType dtype, const std::string& what) {
+  if (static_cast<int64_t>(dims.size()) > kMaxRank)
+    return error(StatusCode::kInvalidArgument, what, " has rank ", static_cast<uint64_t>(dims.size()),
+                 ", more than graft's limit of ", kMaxRank);
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] < 0)
+      return error(StatusCode::kInvalidArgument, what, " has a negative dimension ", dims[i], " (dimension ",
+                   static_cast<uint64_t>(i), " of ", shape_to_string(shape_from_values(dims)), ")");
+  if (!checked_nbytes(dims, dtype_size(dtype) ? dtype_size(dtype) : 1))
+    return error(StatusCode::kInvalidArgument, what, " ", dtype_name(dtype), shape_to_string(shape_from_values(dims)),
+                 " has more elements or bytes than fit in a 64-bit integer");
+  return Status::ok();
+}
+
+int64_t max_host_allocation_bytes() {
+  // One tensor larger than the machine's physical memory can never be used: refuse it up front with
+  // a message, instead of letting an overcommitted allocation succeed and the OOM killer end the
+  // process when the tensor is written.
+  static const int64_t limit = [] {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+    int64_t bytes = 0;
+    if (pages <= 0 || page <= 0 || !checked_mul(pages, page, &bytes)) return std::numeric_limits<int64_t>::max();
+    return bytes;
+  }();
+  return limit;
+}
+
+Result<Tensor> Tensor::allocate(DataType dtype, std::vector<int64_t> dims, DeviceType device) {
+  GRAFT_RETURN_IF_ERROR(check_concrete_shape(dims, dtype, "a tensor"));
+  const int64_t bytes = *checked_nbytes(dims, dtype_size(dtype));
+  auto describe = [&] { return std::string(dtype_name(dtype)) + shape_to_string(shape_from_values(dims)); };
+  if (device == DeviceType::kCPU && bytes > max_host_allocation_bytes())
+    return error(StatusCode::kOutOfMemory, "a ", describe(), " tensor needs ", bytes,
+                 " bytes, more than this machine's memory (", max_host_allocation_bytes(), " bytes)");
   Tensor t;
   t.dtype_ = dtype;
   t.dims_ = std::move(dims);
   t.device_ = device;
   // Never allocate zero bytes (keeps data() non-null for empty tensors); 64-byte alignment for SIMD.
-  size_t bytes = t.nbytes();
-  size_t alloc = ((bytes + 63) / 64) * 64 + 64;
+  // `bytes` is at most the physical memory (host) or below 2^63 (device), so this cannot wrap.
+  const size_t alloc = ((static_cast<size_t>(bytes) + 63) / 64) * 64 + 64;
+  void* p = nullptr;
   if (device == DeviceType::kCUDA && cuda_alloc::allocate) {
-    void* p = cuda_alloc::allocate(alloc);
-    t.storage_ = std::shared_ptr<void>(p, [](void* q) { cuda_alloc::release(q); });
+    p = cuda_alloc::allocate(alloc);
+    if (p) t.storage_ = std::shared_ptr<void>(p, [](void* q) { cuda_alloc::release(q); });
   } else {
-    void* p = std::aligned_alloc(64, alloc);
-    t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    p = std::aligned_alloc(64, alloc);
+    if (p) t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   }
-  t.data_ = t.storage_.get();
+  if (!p)
+    return error(StatusCode::kOutOfMemory, "out of ", device == DeviceType::kCUDA ? "GPU" : "host",
+                 " memory allocating a ", describe(), " tensor (", bytes, " bytes)");
+  t.data_ = p;
   return t;
+}
+
+Tensor Tensor::empty(DataType dtype, std::vector<int64_t> dims, DeviceType device) {
+  auto t = allocate(dtype, std::move(dims), device);
+  // Callers of empty() pass sizes that are already validated (or small); a failure here must still
+  // never hand out a NULL buffer that the caller then writes. Kernels run inside try/catch, which
+  // turns this into an error naming the node.
+  if (!t) throw std::bad_alloc();
+  return std::move(t).value();
 }
 
 Tensor Tensor::wrap(void* data, DataType dtype, std::vector<int64_t> dims, DeviceType device) {
@@ -95,6 +147,12 @@ std::vector<int64_t> Tensor::to_int64_vector() const {
   return out;
 }
 
+Result<Tensor> Tensor::try_clone() const {
+  GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate(dtype_, dims_, device_));
+  if (nbytes()) std::memcpy(t.data(), data_, nbytes());
+  return t;
+}
+
 Tensor Tensor::clone() const {
   Tensor t = empty(dtype_, dims_, device_);
   if (nbytes()) std::memcpy(t.data(), data_, nbytes());
@@ -105,7 +163,7 @@ Result<Tensor> Tensor::to_host() const {
   if (device_ == DeviceType::kCPU) return *this;
   if (!cuda_alloc::copy_to_host)
     return error(StatusCode::kUnsupported, "a device tensor cannot be copied to the host: graft was built without CUDA");
-  Tensor h = empty(dtype_, dims_);
+  GRAFT_ASSIGN_OR_RETURN(Tensor h, allocate(dtype_, dims_));
   if (nbytes() && !cuda_alloc::copy_to_host(h.data(), data_, nbytes()))
     return error(StatusCode::kRuntimeError, "copying a ", dtype_name(dtype_), " tensor of ",
                  static_cast<unsigned long long>(nbytes()), " bytes from the GPU failed");
@@ -116,10 +174,11 @@ Result<Tensor> Tensor::to_device() const {
   if (device_ == DeviceType::kCUDA) return *this;
   if (!cuda_alloc::copy_to_device || !cuda_alloc::allocate)
     return error(StatusCode::kUnsupported, "a tensor cannot be copied to the GPU: the CUDA backend is not initialised");
-  Tensor d = empty(dtype_, dims_, DeviceType::kCUDA);
-  if (!d.data())
+  auto allocated = allocate(dtype_, dims_, DeviceType::kCUDA);
+  if (!allocated)
     return error(StatusCode::kOutOfMemory, "out of GPU memory copying a ", dtype_name(dtype_), " tensor of ",
                  static_cast<unsigned long long>(nbytes()), " bytes to the GPU");
+  Tensor d = std::move(allocated).value();
   if (nbytes() && !cuda_alloc::copy_to_device(d.data(), data_, nbytes()))
     return error(StatusCode::kRuntimeError, "copying a ", dtype_name(dtype_), " tensor of ",
                  static_cast<unsigned long long>(nbytes()), " bytes to the GPU failed");
@@ -178,7 +237,7 @@ void halves_to_floats(const uint16_t* src, float* dst, int64_t n) {
 
 Result<Tensor> Tensor::cast(DataType to) const {
   if (device_ != DeviceType::kCPU) return error(StatusCode::kInternal, "Tensor::cast on a device tensor");
-  Tensor t = empty(to, dims_);
+  GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate(to, dims_));
   int64_t n = numel();
   if (to == dtype_) {
     if (nbytes()) std::memcpy(t.data(), data_, nbytes());

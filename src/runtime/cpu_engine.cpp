@@ -140,7 +140,9 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
       }
       j["layers"].push_back(l);
     }
-    return j.dump(2);
+    // Names are valid UTF-8 (the importer checks them), but attribute values and the source path
+    // may hold any bytes: replace invalid sequences instead of throwing json's type_error 316.
+    return j.dump(2, ' ', false, json::error_handler_t::replace);
   }
 
   Result<std::unique_ptr<ExecutionContext>> create_context() const override {
@@ -193,6 +195,20 @@ Status check_input(const Value& v, const Tensor& t, const std::map<std::string, 
     }
   }
   return Status::ok();
+}
+
+// True when t's bytes overlap the buffer of any of the caller's input tensors.
+bool aliases_any_input(const Tensor& t, const std::map<std::string, Tensor>& inputs) {
+  if (!t.data() || t.nbytes() == 0) return false;
+  const auto* lo = static_cast<const char*>(t.data());
+  const auto* hi = lo + t.nbytes();
+  for (const auto& [name, in] : inputs) {
+    if (!in.data()) continue;
+    const auto* ilo = static_cast<const char*>(in.data());
+    const auto* ihi = ilo + in.nbytes();
+    if (lo < ihi && ilo < hi) return true;
+  }
+  return false;
 }
 
 Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs) {
@@ -250,8 +266,17 @@ Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std
         oit->second.dims() == result.dims() && oit->second.device() == DeviceType::kCPU) {
       if (oit->second.data() != result.data()) std::memcpy(oit->second.data(), result.data(), result.nbytes());
     } else {
-      // Constant outputs are shared with the engine: hand out a copy the caller may modify.
-      outputs[v->name] = v->constant ? result.clone() : result;
+      // Constant outputs are shared with the engine: hand out a copy the caller may modify. An
+      // output that is a graph input, or a view of one (Identity, Reshape, Squeeze...), would alias
+      // memory the caller owns and may free as soon as run() returns (the Python binding wraps numpy
+      // buffers without owning them): copy it too, so every returned output owns its memory.
+      if (v->constant || aliases_any_input(result, inputs)) {
+        auto copy = result.try_clone();
+        if (!copy) return std::move(copy).take_status();
+        outputs[v->name] = std::move(copy).value();
+      } else {
+        outputs[v->name] = result;
+      }
     }
   }
   return Status::ok();

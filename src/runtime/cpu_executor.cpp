@@ -1,5 +1,8 @@
 #include "runtime/cpu_executor.h"
 
+#include <limits>
+#include <new>
+#include <string>
 #include <vector>
 
 #include "graph/passes.h"
@@ -37,7 +40,15 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     if (!node.outputs[o]) continue;
     const TensorDesc& d = (*descs)[o];
-    outs[o] = Tensor::empty(d.dtype, shape_values(*d.shape));
+    // Output sizes come from the model and the inputs: a failed allocation is an error naming the
+    // node and the output, never a NULL buffer handed to the kernel.
+    auto t = Tensor::allocate(d.dtype, shape_values(*d.shape));
+    if (!t) {
+      Status st = std::move(t).take_status();
+      return Status(st.code(), "output " + std::to_string(o) + " ('" + node.outputs[o]->name + "'): " + st.message())
+          .with_node(node.name, node.op_type);
+    }
+    outs[o] = std::move(t).value();
     outs[o].poison();
   }
   Status st;
@@ -58,12 +69,19 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
     size_t ws = def.workspace_size(cin, cout, node.attrs);
     Tensor workspace;
     if (ws) {
-      workspace = Tensor::empty(DataType::kUInt8, {static_cast<int64_t>(ws)});
+      if (ws > static_cast<size_t>(std::numeric_limits<int64_t>::max()))
+        return error(StatusCode::kOutOfMemory, "the kernel asks for a workspace of ", static_cast<uint64_t>(ws),
+                     " bytes").with_node(node.name, node.op_type);
+      auto w = Tensor::allocate(DataType::kUInt8, {static_cast<int64_t>(ws)});
+      if (!w) return std::move(w).take_status().with_node(node.name, node.op_type);
+      workspace = std::move(w).value();
       kc.workspace = workspace.data();
       kc.workspace_size = ws;
     }
     try {
       st = def.run(Backend::kCPU, kc);
+    } catch (const std::bad_alloc&) {
+      st = error(StatusCode::kOutOfMemory, "out of memory in the kernel");
     } catch (const std::exception& e) {
       st = error(StatusCode::kRuntimeError, "kernel threw an exception: ", e.what());
     }
@@ -79,6 +97,9 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
     for (auto& t : outs) ec.outputs.push_back(t.defined() ? &t : nullptr);
     try {
       st = op->cpu(ec);
+    } catch (const std::bad_alloc&) {
+      // Kernels allocate scratch tensors with Tensor::empty, which throws rather than return NULL.
+      st = error(StatusCode::kOutOfMemory, "out of memory in the kernel");
     } catch (const std::exception& e) {
       st = error(StatusCode::kRuntimeError, "kernel threw an exception: ", e.what());
     }
