@@ -34,6 +34,9 @@ class Dim {
   bool is_const() const;
   int64_t value() const;  // only valid when is_const()
   bool is_symbol() const;
+  // True when constant arithmetic inside this expression overflowed int64 or divided by zero
+  // (e.g. a product of huge extents): such a Dim is not a constant and evaluates to nullopt.
+  bool is_invalid() const;
   const std::string& symbol_name() const;  // only valid when is_symbol()
 
   // Substitute symbols; nullopt when a symbol is unbound or arithmetic is invalid (div by 0).

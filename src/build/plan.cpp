@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/checked_math.h"
 #include "graft/registry.h"
 #include "graph/passes.h"
 #include "io/tensor_io.h"
@@ -64,9 +65,54 @@ uint32_t crc_of(const std::string& payload) {
 
 nlohmann::json range_json(const ProfileRange& r) { return {{"min", r.min}, {"opt", r.opt}, {"max", r.max}}; }
 
+// A plan's profiles are data from a file: each must name a graph input, match its rank, satisfy
+// 0 <= min <= opt <= max, agree with the input's fixed dims, and have a max shape whose byte count
+// fits in int64 (inputs are allocated at opt or max shapes by callers).
+Status check_plan_profiles(const EngineState& st, const std::string& name) {
+  for (const auto& [input, r] : st.profile) {
+    const Value* v = nullptr;
+    for (const Value* in : st.graph->inputs())
+      if (in->name == input) v = in;
+    auto fail = [&](auto&&... parts) {
+      return error(StatusCode::kCorruptPlan, "the plan's profile for input '", input, "' ", parts...).with_file(name);
+    };
+    if (!v) return fail("names no input of the graph");
+    const Shape& s = *v->desc.shape;
+    if (r.min.size() != s.size() || r.opt.size() != s.size() || r.max.size() != s.size())
+      return fail("has ranks ", static_cast<uint64_t>(r.min.size()), "/", static_cast<uint64_t>(r.opt.size()), "/",
+                  static_cast<uint64_t>(r.max.size()), " but the input has shape ", shape_to_string(s));
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!(0 <= r.min[i] && r.min[i] <= r.opt[i] && r.opt[i] <= r.max[i]))
+        return fail("dimension ", static_cast<uint64_t>(i), " needs 0 <= min <= opt <= max, got min ", r.min[i],
+                    " opt ", r.opt[i], " max ", r.max[i]);
+      if (s[i].is_const() && (r.min[i] != s[i].value() || r.max[i] != s[i].value()))
+        return fail("dimension ", static_cast<uint64_t>(i), " does not match the fixed extent ", s[i].value());
+    }
+    Status shape_ok = check_concrete_shape(r.max, v->desc.dtype, "max shape");
+    if (!shape_ok) return fail(shape_ok.message());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+namespace {
+Result<std::string> write_plan_bytes_impl(const EngineState& state);
 }  // namespace
 
 Result<std::string> write_plan_bytes(const EngineState& state) {
+  // No exception may leave this Status API: JSON and protobuf work can throw (bad_alloc, json errors).
+  try {
+    return write_plan_bytes_impl(state);
+  } catch (const std::bad_alloc&) {
+    return error(StatusCode::kOutOfMemory, "out of memory serializing the plan");
+  } catch (const std::exception& e) {
+    return error(StatusCode::kInternal, "could not serialize the plan: ", e.what());
+  }
+}
+
+namespace {
+Result<std::string> write_plan_bytes_impl(const EngineState& state) {
   onnx::ModelProto model;
   GRAFT_RETURN_IF_ERROR(export_onnx_model(*state.graph, &model));
   std::string model_bytes;
@@ -89,7 +135,15 @@ Result<std::string> write_plan_bytes(const EngineState& state) {
   for (const Value* v : state.graph->inputs()) j["inputs"].push_back({{"name", v->name}, {"desc", v->desc.to_string()}});
   j["outputs"] = nlohmann::json::array();
   for (const Value* v : state.graph->outputs()) j["outputs"].push_back({{"name", v->name}, {"desc", v->desc.to_string()}});
-  std::string json_text = j.dump();
+  // Names are valid UTF-8 (the importer checks them); the source path is the user's file name,
+  // which on Linux may be any bytes: replace invalid sequences rather than throw out of this Status
+  // API (nlohmann-json's type_error 316). The source is informational only.
+  std::string json_text;
+  try {
+    json_text = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (const std::exception& e) {
+    return error(StatusCode::kInternal, "could not write the plan's JSON section: ", e.what());
+  }
 
   std::string payload;
   put<uint64_t>(payload, model_bytes.size());
@@ -107,8 +161,26 @@ Result<std::string> write_plan_bytes(const EngineState& state) {
   out += payload;
   return out;
 }
+}  // namespace
+
+namespace {
+Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::string& name);
+}  // namespace
 
 Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string& name) {
+  // A plan is untrusted input: nothing thrown while reading it (bad_alloc, a library's exception)
+  // may leave this Status API.
+  try {
+    return read_plan_bytes_impl(bytes, name);
+  } catch (const std::bad_alloc&) {
+    return error(StatusCode::kOutOfMemory, "out of memory loading the plan").with_file(name);
+  } catch (const std::exception& e) {
+    return error(StatusCode::kCorruptPlan, "the plan cannot be read: ", e.what()).with_file(name);
+  }
+}
+
+namespace {
+Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::string& name) {
   auto fail = [&](StatusCode c, auto&&... parts) { return error(c, parts...).with_file(name); };
   const size_t magic_n = sizeof kPlanMagic;
   if (bytes.size() < magic_n) {
@@ -174,14 +246,23 @@ Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string&
           .with_node(np.name(), np.op_type());
   }
 
-  auto g = import_onnx_model(model, name, ".");
+  // No base directory: a plan embeds every weight, so an external-data reference in a plan is refused
+  // rather than resolved against the current directory.
+  auto g = import_onnx_model(model, name, "");
   if (!g) return std::move(g).take_status();
   EngineState st;
   st.graph = std::move(g).value();
   try {
     st.fp16 = j.value("fp16", false);
     st.source = j.value("source", std::string());
-    st.device = j.value("device", std::string("cpu")) == "cuda" ? DeviceType::kCUDA : DeviceType::kCPU;
+    // An unknown device ("tpu", a typo, a corrupted byte) is refused: loading it as CPU would run a
+    // plan built for something else.
+    const std::string device = j.value("device", std::string("cpu"));
+    if (device == "cpu") st.device = DeviceType::kCPU;
+    else if (device == "cuda") st.device = DeviceType::kCUDA;
+    else
+      return fail(StatusCode::kCorruptPlan, "the plan is for device '", device,
+                  "', which graft does not know (expected 'cpu' or 'cuda')");
     if (j.contains("cuda") && j["cuda"].is_object()) {
       st.cuda_compute_capability = j["cuda"].value("compute_capability", 0);
       st.cuda_device_name = j["cuda"].value("device_name", std::string());
@@ -203,10 +284,12 @@ Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string&
   } catch (const std::exception& e) {
     return fail(StatusCode::kCorruptPlan, "the plan's JSON section is malformed: ", e.what());
   }
+  GRAFT_RETURN_IF_ERROR(check_plan_profiles(st, name));
   Status s = infer_shapes(*st.graph);
   if (!s) return s.with_file(name);
   return st;
 }
+}  // namespace
 
 Status write_file_atomic(const std::string& path, const std::string& bytes) {
   namespace fs = std::filesystem;

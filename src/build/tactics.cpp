@@ -59,7 +59,10 @@ Status read_entries(const nlohmann::json& j, const std::string& what, TacticTabl
 
 }  // namespace
 
-std::string TacticTable::to_json() const { return entries_json(snapshot()).dump(); }
+// Keys hold node names (UTF-8, checked at import); `replace` keeps any other byte from throwing.
+std::string TacticTable::to_json() const {
+  return entries_json(snapshot()).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
 
 Result<TacticTable> TacticTable::from_json(const std::string& text, const std::string& what) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
@@ -97,7 +100,7 @@ Status TacticTable::save_cache_file(const std::string& path) const {
   j["format"] = "graft-timing-cache";
   j["version"] = 1;
   j["entries"] = entries_json(snapshot());
-  return write_file_atomic(path, j.dump(1) + "\n");
+  return write_file_atomic(path, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine) {
@@ -108,7 +111,10 @@ Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine) {
     const std::vector<int64_t> dims = in.profile ? in.profile->opt : in.static_dims;
     for (int64_t d : dims)
       if (d < 0) return error(StatusCode::kInvalidArgument, "input '", in.name, "' has no static shape or profile");
-    Tensor t = Tensor::empty(in.dtype, dims);
+    auto allocated = Tensor::allocate(in.dtype, dims);
+    if (!allocated)
+      return error(allocated.status().code(), "timing input '", in.name, "': ", allocated.status().message());
+    Tensor t = std::move(allocated).value();
     std::memset(t.data(), 0, t.nbytes());
     if (dtype_is_float(in.dtype))
       for (int64_t i = 0; i < t.numel(); ++i) t.set(i, uni(rng));

@@ -1,7 +1,10 @@
 #include "graft/dim.h"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
+
+#include "core/checked_math.h"
 
 namespace graft {
 
@@ -13,6 +16,9 @@ struct DimNode {
   // Operands of a binary node. optional<> so that building a leaf never builds a Dim (which would
   // recurse through Dim's default constructor).
   std::optional<Dim> a, b;
+  // Constant arithmetic in this expression overflowed int64 (or divided by zero): the Dim cannot be
+  // folded to a number and must be reported, never wrapped into a small "valid" extent.
+  bool invalid = false;
 };
 
 const char* dim_op_name(DimOp op) {
@@ -39,24 +45,33 @@ std::shared_ptr<const DimNode> make_const(int64_t v) {
   return n;
 }
 
+// b != 0 and not (a == INT64_MIN && b == -1): the callers check.
 int64_t floordiv(int64_t a, int64_t b) {
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
 }
-int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
+int64_t ceildiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) == (b < 0))) ++q;
+  return q;
+}
 
+// nullopt when the result is not an int64: overflow, or division by zero.
 std::optional<int64_t> apply(DimOp op, int64_t a, int64_t b) {
+  int64_t r = 0;
   switch (op) {
-    case DimOp::kSum: return a + b;
-    case DimOp::kProd: return a * b;
+    case DimOp::kSum: if (!checked_add(a, b, &r)) return std::nullopt; return r;
+    case DimOp::kProd: if (!checked_mul(a, b, &r)) return std::nullopt; return r;
     case DimOp::kMax: return std::max(a, b);
     case DimOp::kMin: return std::min(a, b);
-    case DimOp::kSub: return a - b;
+    case DimOp::kSub: if (!checked_sub(a, b, &r)) return std::nullopt; return r;
     case DimOp::kEqual: return a == b ? 1 : 0;
     case DimOp::kLess: return a < b ? 1 : 0;
-    case DimOp::kFloorDiv: if (b == 0) return std::nullopt; return floordiv(a, b);
-    case DimOp::kCeilDiv: if (b == 0) return std::nullopt; return ceildiv(a, b);
+    case DimOp::kFloorDiv:
+    case DimOp::kCeilDiv:
+      if (b == 0 || (a == std::numeric_limits<int64_t>::min() && b == -1)) return std::nullopt;
+      return op == DimOp::kFloorDiv ? floordiv(a, b) : ceildiv(a, b);
   }
   return std::nullopt;
 }
@@ -104,6 +119,9 @@ Dim Dim::binary(DimOp op, const Dim& a, const Dim& b) {
   auto n = std::make_shared<DimNode>();
   n->kind = DimNode::kBinary;
   n->op = op;
+  // Two constants that did not fold above overflowed (or divided by zero); invalidity spreads to
+  // every expression built on top.
+  n->invalid = (a.is_const() && b.is_const()) || a.is_invalid() || b.is_invalid();
   // Canonical order for commutative ops: constants last, then by printed form.
   if (commutative(op) && ((a.is_const() && !b.is_const()) ||
                           (!a.is_const() && !b.is_const() && a.to_string() > b.to_string()))) {
@@ -116,8 +134,9 @@ Dim Dim::binary(DimOp op, const Dim& a, const Dim& b) {
   // Fold constant chains: (x + c1) + c2 -> x + (c1+c2), same for *.
   if ((op == DimOp::kSum || op == DimOp::kProd) && n->b->is_const() &&
       n->a->node()->kind == DimNode::kBinary && n->a->node()->op == op && n->a->node()->b->is_const()) {
-    auto folded = apply(op, n->a->node()->b->value(), n->b->value());
-    return Dim::binary(op, *n->a->node()->a, Dim(*folded));
+    // Only when the two constants combine without overflow; otherwise the expression stays as is.
+    if (auto folded = apply(op, n->a->node()->b->value(), n->b->value()))
+      return Dim::binary(op, *n->a->node()->a, Dim(*folded));
   }
   return Dim(std::shared_ptr<const DimNode>(std::move(n)));
 }
@@ -125,6 +144,7 @@ Dim Dim::binary(DimOp op, const Dim& a, const Dim& b) {
 bool Dim::is_const() const { return node_->kind == DimNode::kConst; }
 int64_t Dim::value() const { return node_->value; }
 bool Dim::is_symbol() const { return node_->kind == DimNode::kSymbol; }
+bool Dim::is_invalid() const { return node_->invalid; }
 const std::string& Dim::symbol_name() const { return node_->name; }
 
 std::optional<int64_t> Dim::evaluate(const SymbolBindings& bindings) const {

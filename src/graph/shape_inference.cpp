@@ -1,4 +1,7 @@
 // Shape inference over symbolic dimensions.
+#include <algorithm>
+
+#include "core/checked_math.h"
 #include "graph/dim_expr_builder.h"
 #include "graph/passes.h"
 
@@ -54,6 +57,39 @@ Status infer_custom(const Node& node, const std::vector<InferContext::InputInfo>
   return Status::ok();
 }
 
+// Every shape an op infers is bounded here, in one place for builtin and custom ops alike: rank at
+// most kMaxRank, no negative or overflowed dimension, and a constant part whose element and byte
+// counts fit in int64. A shape that breaks one of these would wrap in later size computations.
+Status check_output_shapes(const Node& node, const std::vector<TensorDesc>& descs) {
+  for (size_t o = 0; o < node.outputs.size() && o < descs.size(); ++o) {
+    if (!node.outputs[o] || !descs[o].shape) continue;
+    const Shape& s = *descs[o].shape;
+    auto fail = [&](auto&&... parts) {
+      return error(StatusCode::kInvalidModel, "output ", static_cast<uint64_t>(o), " ('", node.outputs[o]->name,
+                   "') ", parts...)
+          .with_node(node.name, node.op_type);
+    };
+    if (static_cast<int64_t>(s.size()) > kMaxRank)
+      return fail("would have rank ", static_cast<uint64_t>(s.size()), ", more than graft's limit of ", kMaxRank);
+    int64_t numel = 1;
+    bool overflow = false;
+    for (size_t i = 0; i < s.size(); ++i) {
+      const Dim& d = s[i];
+      if (d.is_invalid())
+        return fail("has dimension ", static_cast<uint64_t>(i), " = ", d.to_string(),
+                    ", whose arithmetic overflows a 64-bit integer");
+      if (!d.is_const()) continue;
+      if (d.value() < 0)
+        return fail("has a negative dimension ", d.value(), " (shape ", shape_to_string(s), ")");
+      overflow = overflow || !checked_mul(numel, d.value(), &numel);
+    }
+    int64_t bytes = 0;
+    if (overflow || !checked_mul(numel, static_cast<int64_t>(std::max<size_t>(dtype_size(descs[o].dtype), 1)), &bytes))
+      return fail("shape ", shape_to_string(s), " has more elements or bytes than fit in a 64-bit integer");
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& inputs,
@@ -62,7 +98,8 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
   out_sym_values->assign(node.outputs.size(), std::nullopt);
   if (node.custom_op) {
     Status st = infer_custom(node, inputs, out_descs);
-    return st.is_ok() ? st : st.with_node(node.name, node.op_type);
+    if (!st.is_ok()) return st.with_node(node.name, node.op_type);
+    return check_output_shapes(node, *out_descs);
   }
   const BuiltinOp* op = find_builtin_op(node.op_type);
   if (!op)
@@ -78,7 +115,7 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
                    node.outputs[o]->name, "') without a dtype")
           .with_node(node.name, node.op_type);
   }
-  return Status::ok();
+  return check_output_shapes(node, *out_descs);
 }
 
 namespace {

@@ -1,17 +1,23 @@
 #include "io/tensor_io.h"
 
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
+
+#include "core/checked_math.h"
 
 namespace graft::io {
 namespace {
@@ -25,16 +31,18 @@ Status file_error(StatusCode code, const std::string& file, const std::string& m
   return st;
 }
 
-// Checked product of dims; false on a negative dim or overflow past int64.
-bool checked_numel(const std::vector<int64_t>& dims, int64_t* out) {
-  int64_t n = 1;
-  for (int64_t d : dims) {
-    if (d < 0) return false;
-    if (d != 0 && n > std::numeric_limits<int64_t>::max() / d) return false;
-    n *= d;
-  }
-  *out = n;
-  return true;
+// Shape of a tensor read from a file: rank, signs and element/byte counts checked (core helper),
+// the error naming the file.
+Status check_file_shape(const std::vector<int64_t>& dims, DataType dtype, const std::string& what) {
+  Status st = check_concrete_shape(dims, dtype, what);
+  return st.is_ok() ? st : Status(StatusCode::kInvalidArgument, st.message());
+}
+
+// Allocation for a tensor whose size was already checked against the bytes present.
+Result<Tensor> allocate_for(DataType dtype, const std::vector<int64_t>& dims, const std::string& what) {
+  auto t = Tensor::allocate(dtype, dims);
+  if (!t) return error(t.status().code(), what, ": ", t.status().message());
+  return t;
 }
 
 std::string dims_to_string(const std::vector<int64_t>& dims) {
@@ -200,6 +208,11 @@ uint32_t read_le(const char* p, size_t n) {
 
 // ------------------------------------------------------------------------------------------------
 Result<std::string> read_file(const std::string& path) {
+  // A directory opens as an ifstream on Linux and reports a nonsense size (std::bad_alloc followed):
+  // refused by name first.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return file_error(StatusCode::kInvalidArgument, path, "is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     int err = errno;
@@ -217,7 +230,51 @@ Result<std::string> read_file(const std::string& path) {
   return bytes;
 }
 
+namespace {
+
+// Removes "<name>.tmp.<pid>.<n>" files beside `path` left by writers that were killed (their pid no
+// longer exists): a killed `graft build` cannot clean up after itself, and each leftover is a whole
+// plan (gigabytes). Files of live processes, this one included, are left alone: they may be
+// mid-write. Best effort: a failure here never fails the write.
+void remove_stale_temporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target(path);
+  const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+  const std::string prefix = target.filename().string() + ".tmp.";
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
+    // The rest must be exactly "<pid>.<counter>", both decimal.
+    const std::string rest = name.substr(prefix.size());
+    const size_t dot = rest.find('.');
+    if (dot == std::string::npos || dot == 0 || dot + 1 >= rest.size() || dot > 9) continue;
+    const std::string pid_text = rest.substr(0, dot), counter_text = rest.substr(dot + 1);
+    auto all_digits = [](const std::string& t) {
+      return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    };
+    if (!all_digits(pid_text) || !all_digits(counter_text)) continue;
+    const long pid = std::strtol(pid_text.c_str(), nullptr, 10);
+    if (pid <= 0 || pid == static_cast<long>(::getpid())) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code rm_ec;
+    if (fs::is_regular_file(it->symlink_status(rm_ec)) && !rm_ec) fs::remove(it->path(), rm_ec);
+  }
+}
+
+}  // namespace
+
 Status write_file_atomic(const std::string& path, const std::string& bytes) {
+  // rename() would replace a device node (or a pipe) with a regular file: only a regular file, or
+  // nothing, may be replaced.
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+    return file_error(StatusCode::kInvalidArgument, path,
+                      std::filesystem::is_directory(st) ? "is a directory; cannot write a file there"
+                                                        : "exists and is not a regular file (a device, pipe or "
+                                                          "socket); refusing to replace it");
+  remove_stale_temporaries(path);
   static std::atomic<int> counter{0};
   std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter++);
   FILE* f = std::fopen(tmp.c_str(), "wb");
@@ -273,9 +330,9 @@ Result<Tensor> parse_npy(const std::string& bytes, const std::string& file) {
   DataType dtype = DataType::kUndefined;
   st = dtype_from_descr(descr, &dtype);
   if (!st.is_ok()) return st.with_file(file);
-  int64_t numel;
-  if (!checked_numel(dims, &numel))
-    return file_error(StatusCode::kInvalidArgument, file, "shape " + dims_to_string(dims) + " is too large");
+  st = check_file_shape(dims, dtype, "shape " + dims_to_string(dims));
+  if (!st.is_ok()) return st.with_file(file);
+  const int64_t numel = *checked_numel(dims);
   // A Fortran-ordered array with at most one dimension larger than 1 is laid out as in C order.
   int big_dims = 0;
   for (int64_t d : dims) big_dims += d > 1;
@@ -294,8 +351,9 @@ Result<Tensor> parse_npy(const std::string& bytes, const std::string& file) {
                           descr + dims_to_string(dims) + " needs " + need + " bytes, file has " +
                           std::to_string(have));
   }
-  Tensor t = Tensor::empty(dtype, dims);
-  if (have) std::memcpy(t.data(), bytes.data() + data_off, have);
+  auto t = allocate_for(dtype, dims, descr + dims_to_string(dims));
+  if (!t) return Status(t.status()).with_file(file);
+  if (have) std::memcpy(t->data(), bytes.data() + data_off, have);
   return t;
 }
 
@@ -382,22 +440,35 @@ Result<NamedTensor> tensor_from_proto(const onnx::TensorProto& p) {
     return error(StatusCode::kUnsupported, "tensor '", p.name(), "' has ONNX data type ",
                  static_cast<int>(p.data_type()), ", which graft does not support");
   std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
-  int64_t numel;
-  if (!checked_numel(dims, &numel))
-    return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "' has invalid dims ", dims_to_string(dims));
-  Tensor t = Tensor::empty(dtype, dims);
-  size_t want = static_cast<size_t>(numel) * dtype_size(dtype);
+  const std::string what = "tensor '" + p.name() + "'";
+  GRAFT_RETURN_IF_ERROR(check_file_shape(dims, dtype, what + " with dims " + dims_to_string(dims)));
+  const int64_t numel = *checked_numel(dims);
+  const size_t want = static_cast<size_t>(*checked_nbytes(dims, dtype_size(dtype)));
+  // The declared size is compared with the values present before anything is allocated.
   if (p.has_raw_data()) {
     if (p.raw_data().size() != want)
       return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "' ", dtype_name(dtype), dims_to_string(dims),
-                   ": raw_data has ", static_cast<int64_t>(p.raw_data().size()), " bytes, expected ",
-                   static_cast<int64_t>(want), p.raw_data().size() < want ? " (truncated)" : "");
+                   ": raw_data has ", static_cast<uint64_t>(p.raw_data().size()), " bytes, expected ",
+                   static_cast<uint64_t>(want), p.raw_data().size() < want ? " (truncated)" : "");
+    GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate_for(dtype, dims, what));
     if (want) std::memcpy(t.data(), p.raw_data().data(), want);
     if (dtype == DataType::kBool)
       for (int64_t i = 0; i < numel; ++i) t.data_as<uint8_t>()[i] = t.data_as<uint8_t>()[i] != 0;
     out.tensor = t;
     return out;
   }
+  int64_t have = 0;
+  const char* field = "int32_data";
+  switch (dtype) {
+    case DataType::kFloat32: have = p.float_data_size(); field = "float_data"; break;
+    case DataType::kFloat64: have = p.double_data_size(); field = "double_data"; break;
+    case DataType::kInt64: have = p.int64_data_size(); field = "int64_data"; break;
+    default: have = p.int32_data_size(); break;
+  }
+  if (have != numel)
+    return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "': ", field, " holds ", have,
+                 " values but the dims ", dims_to_string(dims), " need ", numel);
+  GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate_for(dtype, dims, what));
   Status st;
   switch (dtype) {
     case DataType::kFloat32: st = copy_typed<float>(p.float_data(), numel, t, "float_data"); break;

@@ -5,6 +5,8 @@
 #include <onnx/onnx_pb.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/checked_math.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
 #include "onnx/onnx_convert.h"
@@ -32,34 +35,86 @@ Result<std::string> read_file(const std::string& path) {
   return io::read_file(path);
 }
 
-// Reads the bytes of an initializer stored outside the model (external_data: location, offset,
-// length), relative to the model's directory.
-Status load_external(const onnx::TensorProto& tp, const std::string& base_dir, std::string* out) {
+// Parses a non-negative decimal external_data value (offset, length); the whole string must be a number.
+Result<int64_t> external_int(const onnx::TensorProto& tp, const std::string& key, const std::string& value) {
+  int64_t v = 0;
+  const char* end = value.data() + value.size();
+  auto [p, ec] = std::from_chars(value.data(), end, v);
+  if (ec != std::errc() || p != end || v < 0)
+    return error(StatusCode::kInvalidModel, "initializer '", tp.name(), "': external data ", key, " '", value,
+                 "' is not a non-negative integer");
+  return v;
+}
+
+// Resolves an external-data location against the model's directory. ONNX requires the location to
+// be a relative path under that directory; anything else would let a downloaded model read any
+// file the user can read (/etc/passwd, ~/.ssh/...) into its weights, its plan and its outputs. So:
+// no absolute path, no '..' component, and a path that, with symbolic links resolved, still lies
+// inside the directory.
+Result<fs::path> confined_external_path(const onnx::TensorProto& tp, const std::string& location,
+                                        const std::string& base_dir) {
+  auto fail = [&](StatusCode code, auto&&... why) {
+    return error(code, "initializer '", tp.name(), "': external data location '", location, "' ", why...);
+  };
+  if (base_dir.empty())
+    return fail(StatusCode::kInvalidModel, "cannot be read: this model has no directory (plans embed every weight)");
+  if (location.find('\0') != std::string::npos) return fail(StatusCode::kInvalidModel, "contains a NUL character");
+  const fs::path loc(location);
+  if (loc.is_absolute() || loc.has_root_name() || loc.has_root_directory())
+    return fail(StatusCode::kInvalidModel,
+                "is an absolute path; ONNX requires a path relative to the model's directory");
+  for (const fs::path& part : loc)
+    if (part == "..")
+      return fail(StatusCode::kInvalidModel, "contains '..'; ONNX requires a path inside the model's directory");
+  std::error_code ec;
+  const fs::path dir = fs::weakly_canonical(fs::absolute(base_dir, ec), ec);
+  if (ec) return fail(StatusCode::kIoError, "cannot be resolved: the model directory '", base_dir, "': ", ec.message());
+  const fs::path full = fs::weakly_canonical(dir / loc, ec);
+  if (ec) return fail(StatusCode::kIoError, "cannot be resolved: ", ec.message());
+  // Symbolic links are resolved by weakly_canonical: the result must still be below `dir`.
+  const fs::path rel = full.lexically_relative(dir);
+  if (rel.empty() || rel == "." || *rel.begin() == "..")
+    return fail(StatusCode::kInvalidModel, "resolves to '", full.string(),
+                "', outside the model's directory '", dir.string(), "' (through a symbolic link)");
+  if (!fs::exists(full, ec))
+    return fail(StatusCode::kNotFound, "does not exist (looked for '", full.string(), "')");
+  if (!fs::is_regular_file(full, ec))
+    return fail(StatusCode::kInvalidModel, "is not a regular file ('", full.string(), "')");
+  return full;
+}
+
+// Reads the `expected` bytes of an initializer stored outside the model (external_data: location,
+// offset, length), relative to the model's directory. Sizes are checked against the file before
+// anything is allocated.
+Status load_external(const onnx::TensorProto& tp, const std::string& base_dir, uint64_t expected, std::string* out) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : tp.external_data()) {
-    if (kv.key() == "location") location = kv.value();
-    else if (kv.key() == "offset") offset = std::strtoll(kv.value().c_str(), nullptr, 10);
-    else if (kv.key() == "length") length = std::strtoll(kv.value().c_str(), nullptr, 10);
+    if (kv.key() == "location") {
+      location = kv.value();
+    } else if (kv.key() == "offset") {
+      GRAFT_ASSIGN_OR_RETURN(offset, external_int(tp, "offset", kv.value()));
+    } else if (kv.key() == "length") {
+      GRAFT_ASSIGN_OR_RETURN(length, external_int(tp, "length", kv.value()));
+    }
   }
   if (location.empty())
     return error(StatusCode::kInvalidModel, "initializer '", tp.name(),
                  "' uses external data but gives no location");
-  fs::path p = fs::path(location).is_absolute() ? fs::path(location) : fs::path(base_dir) / location;
+  GRAFT_ASSIGN_OR_RETURN(fs::path p, confined_external_path(tp, location, base_dir));
   std::error_code ec;
-  if (!fs::exists(p, ec))
-    return error(StatusCode::kNotFound, "external data file '", p.string(), "' of initializer '",
-                 tp.name(), "' does not exist");
-  auto size = fs::file_size(p, ec);
-  if (ec) return error(StatusCode::kIoError, "cannot stat external data file '", p.string(), "'");
-  if (offset < 0 || static_cast<uint64_t>(offset) > size)
+  const uint64_t size = fs::file_size(p, ec);
+  if (ec) return error(StatusCode::kIoError, "cannot stat external data file '", p.string(), "' of initializer '", tp.name(), "'");
+  if (static_cast<uint64_t>(offset) > size)
     return error(StatusCode::kInvalidModel, "external data of initializer '", tp.name(), "': offset ",
-                 offset, " is beyond the end of '", p.string(), "' (", static_cast<int64_t>(size), " bytes)");
-  if (length < 0) length = static_cast<int64_t>(size) - offset;
-  if (static_cast<uint64_t>(offset + length) > size)
+                 offset, " is beyond the end of '", p.string(), "' (", size, " bytes)");
+  if (length < 0) length = static_cast<int64_t>(size - static_cast<uint64_t>(offset));
+  if (static_cast<uint64_t>(length) > size - static_cast<uint64_t>(offset))
     return error(StatusCode::kInvalidModel, "external data of initializer '", tp.name(), "': offset ",
-                 offset, " + length ", length, " is beyond the end of '", p.string(), "' (",
-                 static_cast<int64_t>(size), " bytes)");
+                 offset, " + length ", length, " is beyond the end of '", p.string(), "' (", size, " bytes)");
+  if (static_cast<uint64_t>(length) != expected)
+    return error(StatusCode::kInvalidModel, "initializer '", tp.name(), "' needs ", expected,
+                 " bytes but its external data in '", location, "' has ", length);
   std::ifstream in(p, std::ios::binary);
   if (!in) return error(StatusCode::kIoError, "cannot open external data file '", p.string(), "'");
   in.seekg(offset);
@@ -83,65 +138,78 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
     return error(StatusCode::kUnsupported, "tensor '", tp.name(), "' has ONNX data type ",
                  static_cast<int64_t>(tp.data_type()), ", which graft does not support");
   std::vector<int64_t> dims(tp.dims().begin(), tp.dims().end());
-  for (int64_t d : dims)
-    if (d < 0) return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' has a negative dimension");
-  Tensor t = Tensor::empty(dt, dims);
-  const size_t nbytes = t.nbytes();
-  const int64_t n = t.numel();
-
-  auto from_bytes = [&](const std::string& bytes, const char* what) -> Status {
-    if (bytes.size() != nbytes)
-      return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' (", dtype_name(dt),
-                   shape_to_string(shape_from_values(dims)), ") needs ", static_cast<uint64_t>(nbytes),
-                   " bytes but its ", what, " has ", static_cast<uint64_t>(bytes.size()));
-    if (nbytes) std::memcpy(t.data(), bytes.data(), nbytes);
-    return Status::ok();
+  // Rank, signs and the element/byte counts are checked (no int64 wrap) before anything else, and
+  // the bytes present are compared with the declared size BEFORE allocating: a 60-byte file must
+  // not be able to ask for terabytes.
+  {
+    Status st = check_concrete_shape(dims, dt, "tensor '" + tp.name() + "'");
+    if (!st) return Status(StatusCode::kInvalidModel, st.message());
+  }
+  const int64_t n = *checked_numel(dims);
+  const uint64_t nbytes = static_cast<uint64_t>(*checked_nbytes(dims, dtype_size(dt)));
+  auto size_error = [&](uint64_t have, const char* what) {
+    return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' (", dtype_name(dt),
+                 shape_to_string(shape_from_values(dims)), ") needs ", nbytes, " bytes but its ", what, " has ", have);
   };
-
-  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string bytes;
-    GRAFT_RETURN_IF_ERROR(load_external(tp, base_dir, &bytes));
-    GRAFT_RETURN_IF_ERROR(from_bytes(bytes, "external data"));
-    return t;
-  }
-  if (tp.has_raw_data()) {
-    GRAFT_RETURN_IF_ERROR(from_bytes(tp.raw_data(), "raw_data"));
-    return t;
-  }
   auto count_error = [&](int64_t have, const char* field) {
     return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' has ", n, " elements but ",
                  field, " holds ", have);
   };
+  auto allocate = [&]() -> Result<Tensor> {
+    auto t = Tensor::allocate(dt, dims);
+    if (!t) return error(t.status().code(), "tensor '", tp.name(), "': ", t.status().message());
+    return t;
+  };
+
+  if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string bytes;
+    GRAFT_RETURN_IF_ERROR(load_external(tp, base_dir, nbytes, &bytes));
+    GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate());
+    if (nbytes) std::memcpy(t.data(), bytes.data(), nbytes);
+    return t;
+  }
+  if (tp.has_raw_data()) {
+    if (tp.raw_data().size() != nbytes) return size_error(tp.raw_data().size(), "raw_data");
+    GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate());
+    if (nbytes) std::memcpy(t.data(), tp.raw_data().data(), nbytes);
+    return t;
+  }
+  int64_t have = 0;
+  const char* field = "";
+  switch (dt) {
+    case DataType::kFloat32: have = tp.float_data_size(); field = "float_data"; break;
+    case DataType::kFloat64: have = tp.double_data_size(); field = "double_data"; break;
+    case DataType::kInt64: have = tp.int64_data_size(); field = "int64_data"; break;
+    case DataType::kFloat16:
+    case DataType::kBFloat16:  // 16-bit floats travel as their bit patterns in int32_data
+    case DataType::kInt32:
+    case DataType::kInt8:
+    case DataType::kUInt8:
+    case DataType::kBool: have = tp.int32_data_size(); field = "int32_data"; break;
+    default:
+      return error(StatusCode::kUnsupported, "tensor '", tp.name(), "': unsupported data type");
+  }
+  if (have != n) return count_error(have, field);
+  GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate());
   switch (dt) {
     case DataType::kFloat32:
-      if (tp.float_data_size() != n) return count_error(tp.float_data_size(), "float_data");
       if (n) std::memcpy(t.data(), tp.float_data().data(), nbytes);
       break;
     case DataType::kFloat64:
-      if (tp.double_data_size() != n) return count_error(tp.double_data_size(), "double_data");
       if (n) std::memcpy(t.data(), tp.double_data().data(), nbytes);
       break;
     case DataType::kInt64:
-      if (tp.int64_data_size() != n) return count_error(tp.int64_data_size(), "int64_data");
       if (n) std::memcpy(t.data(), tp.int64_data().data(), nbytes);
       break;
     case DataType::kFloat16:
     case DataType::kBFloat16: {
-      // 16-bit floats travel as their bit patterns in int32_data.
-      if (tp.int32_data_size() != n) return count_error(tp.int32_data_size(), "int32_data");
       auto* p = t.data_as<uint16_t>();
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint16_t>(tp.int32_data(static_cast<int>(i)));
       break;
     }
-    case DataType::kInt32:
-    case DataType::kInt8:
-    case DataType::kUInt8:
-    case DataType::kBool:
-      if (tp.int32_data_size() != n) return count_error(tp.int32_data_size(), "int32_data");
+    default:
       copy_converted(tp.int32_data(), t);
       break;
-    default:
-      return error(StatusCode::kUnsupported, "tensor '", tp.name(), "': unsupported data type");
   }
   return t;
 }
@@ -207,6 +275,9 @@ Result<TensorDesc> desc_from_type(const onnx::TypeProto& tp, const std::string& 
     return error(StatusCode::kUnsupported, "value '", value_name, "' has ONNX element type ",
                  static_cast<int64_t>(tt.elem_type()), ", which graft does not support");
   if (tt.has_shape()) {
+    if (tt.shape().dim_size() > kMaxRank)
+      return error(StatusCode::kInvalidModel, "value '", value_name, "' is declared with rank ",
+                   static_cast<int64_t>(tt.shape().dim_size()), ", more than graft's limit of ", kMaxRank);
     Shape s;
     int i = 0;
     for (const auto& dim : tt.shape().dim()) {
@@ -304,6 +375,75 @@ Result<AttributeMap> attrs_from_json_codes(const Tensor& codes, const OpDef& def
   return out;
 }
 
+// Strict UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF), as JSON requires.
+bool is_valid_utf8(const std::string& s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char c = p[i];
+    if (c < 0x80) { ++i; continue; }
+    size_t len = 0;
+    uint32_t cp = 0;
+    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
+    else return false;
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+// Names end up in JSON (graft inspect --json, the plan's profiles and tactics) and must survive a
+// plan round trip unchanged, so they must be valid UTF-8 (ONNX's own checker requires it too).
+// Checked once here, with an error naming where the name is, instead of a JSON exception later.
+Status check_names_utf8(const onnx::GraphProto& gp) {
+  auto bad = [](const std::string& what, const std::string& name) {
+    std::string shown;  // printable ASCII kept, every other byte as \xHH, so the message is one clean line
+    for (unsigned char c : name) {
+      if (c >= 0x20 && c < 0x7F) {
+        shown += static_cast<char>(c);
+      } else {
+        static const char* hex = "0123456789abcdef";
+        shown += "\\x";
+        shown += hex[c >> 4];
+        shown += hex[c & 15];
+      }
+    }
+    return error(StatusCode::kInvalidModel, what, " '", shown, "' is not valid UTF-8 (ONNX names must be UTF-8)");
+  };
+  for (const auto& t : gp.initializer())
+    if (!is_valid_utf8(t.name())) return bad("initializer name", t.name());
+  for (const auto& v : gp.input())
+    if (!is_valid_utf8(v.name())) return bad("graph input name", v.name());
+  for (const auto& v : gp.output())
+    if (!is_valid_utf8(v.name())) return bad("graph output name", v.name());
+  int index = 0;
+  for (const auto& np : gp.node()) {
+    const std::string node = "node " + std::to_string(index++);
+    if (!is_valid_utf8(np.name())) return bad(node + ": node name", np.name());
+    auto named = [&](const std::string& what) {
+      return node + (np.name().empty() ? std::string() : " ('" + np.name() + "')") + ": " + what;
+    };
+    if (!is_valid_utf8(np.op_type())) return bad(named("op_type"), np.op_type());
+    if (!is_valid_utf8(np.domain())) return bad(named("domain"), np.domain());
+    for (const auto& in : np.input())
+      if (!is_valid_utf8(in)) return bad(named("input name"), in);
+    for (const auto& out : np.output())
+      if (!is_valid_utf8(out)) return bad(named("output name"), out);
+    for (const auto& a : np.attribute())
+      if (!is_valid_utf8(a.name())) return bad(named("attribute name"), a.name());
+  }
+  return Status::ok();
+}
+
 std::string string_attr_or(const AttributeMap& a, const std::string& name, const std::string& def) {
   if (const AttrValue* v = a.find(name))
     if (attr_type_of(*v) == AttrType::kString) return std::get<std::string>(*v);
@@ -341,6 +481,7 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
 
   GRAFT_RETURN_IF_ERROR(register_graft_ops(OpRegistry::global()));
   const onnx::GraphProto& gp = model.graph();
+  if (Status st = check_names_utf8(gp); !st) return fail(st);
 
   // Initializers first: they are constants, even when also listed as graph inputs.
   for (const auto& init : gp.initializer()) {
@@ -364,6 +505,17 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
       return fail(error(StatusCode::kInvalidModel, "graph input '", in.name(), "' has no element type"));
     if (!d->shape)
       return fail(error(StatusCode::kUnsupported, "graph input '", in.name(), "' has no shape (unknown rank)"));
+    {
+      // The fixed part of an input's shape must have an element and byte count that fit in int64,
+      // or every size computed from it later would wrap.
+      int64_t numel = 1, bytes = 0;
+      bool overflow = false;
+      for (const Dim& dim : *d->shape)
+        if (dim.is_const()) overflow = overflow || !checked_mul(numel, dim.value(), &numel);
+      if (overflow || !checked_mul(numel, static_cast<int64_t>(std::max<size_t>(dtype_size(d->dtype), 1)), &bytes))
+        return fail(error(StatusCode::kInvalidModel, "graph input '", in.name(), "' has shape ",
+                          shape_to_string(*d->shape), ", more elements or bytes than fit in a 64-bit integer"));
+    }
     Value* v = g->add_value(in.name());
     v->desc = std::move(d).value();
     v->is_graph_input = true;

@@ -1,5 +1,7 @@
 #include "ops/operator.h"
 
+#include <atomic>
+
 namespace graft {
 
 InferContext::InferContext(const Node& node, std::vector<InputInfo> inputs, int opset)
@@ -35,8 +37,10 @@ void InferContext::set_output_sym_value(size_t i, std::vector<Dim> v) {
 }
 
 Dim InferContext::unknown_dim() {
-  static int64_t counter = 0;  // names only need to be unique within a process
-  return Dim::symbol("unk__" + std::to_string(counter++));
+  // Names only need to be unique within a process. Atomic: run-time inference runs on every thread
+  // that calls ExecutionContext::run, concurrently.
+  static std::atomic<int64_t> counter{0};
+  return Dim::symbol("unk__" + std::to_string(counter.fetch_add(1, std::memory_order_relaxed)));
 }
 
 Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
@@ -61,8 +65,14 @@ Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
 }
 
 Result<int64_t> normalize_axis(int64_t axis, int64_t rank) {
-  if (axis < -rank || axis >= std::max<int64_t>(rank, 1))
-    return error(StatusCode::kInvalidModel, "axis ", axis, " is out of range for rank ", rank);
+  // Valid axes are [-rank, rank-1]. A scalar (rank 0) has none: accepting axis 0 there made Split,
+  // Squeeze, Slice, Compress and Concat index an empty shape. Ops whose axis may equal the rank
+  // (Unsqueeze, Flatten) normalize against their own range.
+  if (rank <= 0)
+    return error(StatusCode::kInvalidModel, "axis ", axis, " is invalid: the input is a scalar (rank 0), which has no axes");
+  if (axis < -rank || axis >= rank)
+    return error(StatusCode::kInvalidModel, "axis ", axis, " is out of range for rank ", rank, " (valid: ", -rank,
+                 " to ", rank - 1, ")");
   return axis < 0 ? axis + rank : axis;
 }
 

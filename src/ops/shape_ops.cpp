@@ -11,6 +11,7 @@
 #include <numeric>
 
 #include "backends/cpu/shape.h"
+#include "core/checked_math.h"
 #include "ops/operator.h"
 
 namespace graft {
@@ -56,7 +57,13 @@ std::optional<int64_t> vector_length(const InferContext& ctx, size_t i) {
   return std::nullopt;
 }
 
-Shape unknown_shape(InferContext& ctx, int64_t rank) {
+// A shape of `rank` fresh symbols. The rank often comes from the declared length of a shape tensor
+// (Reshape, Expand, ConstantOfShape, Unsqueeze): a file can declare int64[1e12], so it is bounded
+// before any Dim is made.
+Result<Shape> unknown_shape(InferContext& ctx, int64_t rank) {
+  if (rank < 0 || rank > kMaxRank)
+    return ctx.fail("the output would have rank ", rank, " (from the declared length of a shape input), more than "
+                    "graft's limit of ", kMaxRank);
   Shape s;
   for (int64_t i = 0; i < rank; ++i) s.push_back(ctx.unknown_dim());
   return s;
@@ -76,16 +83,18 @@ void forward_sym(InferContext& ctx) {
 // numel(in) / prod(known): cancels structurally equal symbolic factors first so that
 // [batch,3,4] reshaped to [batch,-1] gives 12, not floor_div(batch*12, batch).
 Dim divide_shape(const Shape& in, const std::vector<Dim>& known) {
+  // Constant factors multiply as Dims: an overflowing product becomes an invalid Dim, which shape
+  // inference reports, instead of a wrapped int64.
   std::vector<Dim> num;
-  int64_t num_c = 1, den_c = 1;
+  Dim num_c(int64_t{1}), den_c(int64_t{1});
   for (const Dim& d : in) {
-    if (d.is_const()) num_c *= d.value();
+    if (d.is_const()) num_c = num_c * d;
     else num.push_back(d);
   }
   std::vector<Dim> den_left;
   for (const Dim& d : known) {
     if (d.is_const()) {
-      den_c *= d.value();
+      den_c = den_c * d;
       continue;
     }
     auto it = std::find_if(num.begin(), num.end(), [&](const Dim& n) { return n.same_as(d); });
@@ -96,8 +105,9 @@ Dim divide_shape(const Shape& in, const std::vector<Dim>& known) {
   for (const Dim& d : num) n = n * d;
   Dim den(int64_t{1});
   for (const Dim& d : den_left) den = den * d;
-  if (den_c != 0 && num_c % den_c == 0) return floor_div(n * Dim(num_c / den_c), den);
-  return floor_div(n * Dim(num_c), den * Dim(den_c));
+  if (num_c.is_const() && den_c.is_const() && den_c.value() > 0 && num_c.value() % den_c.value() == 0)
+    return floor_div(n * Dim(num_c.value() / den_c.value()), den);
+  return floor_div(n * num_c, den * den_c);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -114,9 +124,12 @@ Status infer_reshape(InferContext& ctx) {
       ctx.set_output(0, d);
       return Status::ok();
     }
-    ctx.set_output(0, TensorDesc(in.dtype, unknown_shape(ctx, *n)));
+    GRAFT_ASSIGN_OR_RETURN(Shape unknown, unknown_shape(ctx, *n));
+    ctx.set_output(0, TensorDesc(in.dtype, std::move(unknown)));
     return Status::ok();
   }
+  if (as_i64(target->size()) > kMaxRank)
+    return ctx.fail("shape has ", as_i64(target->size()), " entries, more than graft's rank limit of ", kMaxRank);
   Shape out(target->size());
   int64_t infer_at = -1;
   bool has_zero = false;
@@ -380,7 +393,8 @@ Status infer_slice(InferContext& ctx) {
     steps.emplace(static_cast<size_t>(*n), 1);
   }
   if (!axes) {  // which axes change is unknown: only the rank survives
-    ctx.set_output(0, TensorDesc(dt, unknown_shape(ctx, r)));
+    GRAFT_ASSIGN_OR_RETURN(Shape unknown, unknown_shape(ctx, r));
+    ctx.set_output(0, TensorDesc(dt, std::move(unknown)));
     return Status::ok();
   }
   const size_t k = axes->size();
@@ -470,12 +484,16 @@ Status squeeze_axes(const InferContext& ctx, bool required, std::optional<std::v
 }
 
 // Build-time result when the axes are a runtime input: only the rank may be known.
-void set_unknown_axes_output(InferContext& ctx, int64_t rank_delta) {
+Status set_unknown_axes_output(InferContext& ctx, int64_t rank_delta) {
   TensorDesc d;
   d.dtype = ctx.input(0).dtype;
   auto n = vector_length(ctx, 1);
-  if (n && ctx.input(0).shape) d.shape = unknown_shape(ctx, ctx.input(0).rank() + rank_delta * *n);
+  if (n && ctx.input(0).shape) {
+    if (*n > kMaxRank) return ctx.fail("axes has ", *n, " entries, more than graft's rank limit of ", kMaxRank);
+    GRAFT_ASSIGN_OR_RETURN(d.shape, unknown_shape(ctx, ctx.input(0).rank() + rank_delta * *n));
+  }
   ctx.set_output(0, d);
+  return Status::ok();
 }
 
 Status infer_squeeze(InferContext& ctx) {
@@ -484,8 +502,7 @@ Status infer_squeeze(InferContext& ctx) {
   std::optional<std::vector<int64_t>> axes;
   GRAFT_RETURN_IF_ERROR(squeeze_axes(ctx, false, &axes));
   if (!axes && ctx.has_input(1)) {
-    set_unknown_axes_output(ctx, -1);
-    return Status::ok();
+    return set_unknown_axes_output(ctx, -1);
   }
   const int64_t r = as_i64(s.size());
   std::vector<bool> drop(s.size(), false);
@@ -514,8 +531,7 @@ Status infer_unsqueeze(InferContext& ctx) {
   std::optional<std::vector<int64_t>> axes;
   GRAFT_RETURN_IF_ERROR(squeeze_axes(ctx, true, &axes));
   if (!axes) {
-    set_unknown_axes_output(ctx, 1);
-    return Status::ok();
+    return set_unknown_axes_output(ctx, 1);
   }
   const int64_t r = as_i64(s.size()) + as_i64(axes->size());
   std::vector<bool> ins(static_cast<size_t>(r), false);
@@ -542,7 +558,9 @@ Status infer_expand(InferContext& ctx) {
     auto n = vector_length(ctx, 1);
     TensorDesc d;
     d.dtype = dt;
-    if (n) d.shape = unknown_shape(ctx, std::max(*n, as_i64(s.size())));
+    if (n) {
+      GRAFT_ASSIGN_OR_RETURN(d.shape, unknown_shape(ctx, std::max(*n, as_i64(s.size()))));
+    }
     ctx.set_output(0, d);
     return Status::ok();
   }
@@ -608,7 +626,7 @@ Status infer_constant_of_shape(InferContext& ctx) {
       if (x.is_const() && x.value() < 0) return ctx.fail("shape ", shape_to_string(*target), " has a negative entry");
     d.shape = *target;
   } else if (auto n = vector_length(ctx, 0)) {
-    d.shape = unknown_shape(ctx, *n);
+    GRAFT_ASSIGN_OR_RETURN(d.shape, unknown_shape(ctx, *n));
   }
   ctx.set_output(0, d);
   if (fill && d.shape && d.shape->size() <= 1 && shape_is_static(*d.shape)) {
@@ -616,6 +634,25 @@ Status infer_constant_of_shape(InferContext& ctx) {
     if (n <= kMaxSymElements) maybe_set_sym(ctx, 0, dt, std::vector<Dim>(static_cast<size_t>(n), Dim(*fill)));
   }
   return Status::ok();
+}
+
+// Range outputs above 2^53 elements could not be indexed through double (the CPU kernel's
+// float path) and would need exabytes anyway; the allocation check bounds the rest.
+constexpr int64_t kMaxRangeLength = int64_t{1} << 53;
+
+// Number of elements of Range(start, limit, delta) for integers, max(ceil((limit-start)/delta), 0),
+// computed without overflow: limit - start may not fit in int64 (e.g. INT64_MAX - INT64_MIN).
+Result<int64_t> range_length_int(int64_t start, int64_t limit, int64_t delta) {
+  if ((delta > 0 && limit <= start) || (delta < 0 && limit >= start)) return int64_t{0};
+  // |limit - start| as unsigned never overflows; delta's magnitude likewise.
+  const uint64_t span = delta > 0 ? static_cast<uint64_t>(limit) - static_cast<uint64_t>(start)
+                                  : static_cast<uint64_t>(start) - static_cast<uint64_t>(limit);
+  const uint64_t step = delta > 0 ? static_cast<uint64_t>(delta) : uint64_t{0} - static_cast<uint64_t>(delta);
+  const uint64_t n = span / step + (span % step != 0 ? 1 : 0);
+  if (n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    return error(StatusCode::kInvalidModel, "Range from ", start, " to ", limit, " by ", delta,
+                 " has more elements than fit in a 64-bit integer");
+  return static_cast<int64_t>(n);
 }
 
 Status infer_range(InferContext& ctx) {
@@ -634,20 +671,31 @@ Status infer_range(InferContext& ctx) {
       const int64_t st = vs[0]->to_int64_vector()[0], li = vs[1]->to_int64_vector()[0],
                     de = vs[2]->to_int64_vector()[0];
       if (de == 0) return ctx.fail("delta is 0");
-      n = std::max<int64_t>(Dim(ceil_div(Dim(li - st), Dim(de))).value(), 0);
+      GRAFT_ASSIGN_OR_RETURN(n, range_length_int(st, li, de));
+      if (n > kMaxRangeLength)
+        return ctx.fail("Range from ", st, " to ", li, " by ", de, " has ", n, " elements, more than the limit of ",
+                        kMaxRangeLength);
       ctx.set_output(0, TensorDesc(dt, {Dim(n)}));
       if (n <= kMaxSymElements) {
         std::vector<Dim> v;
-        for (int64_t i = 0; i < n; ++i) v.push_back(Dim(st + i * de));
+        // In uint64: i * de alone may exceed int64 although st + i * de lies between start and limit.
+        for (int64_t i = 0; i < n; ++i)
+          v.push_back(Dim(static_cast<int64_t>(static_cast<uint64_t>(st) + static_cast<uint64_t>(i) * static_cast<uint64_t>(de))));
         maybe_set_sym(ctx, 0, dt, std::move(v));
       }
       return Status::ok();
     }
     const double st = vs[0]->get(0), li = vs[1]->get(0), de = vs[2]->get(0);
     if (de == 0) return ctx.fail("delta is 0");
+    if (!std::isfinite(st) || !std::isfinite(li) || !std::isfinite(de))
+      return ctx.fail("Range start ", st, ", limit ", li, " and delta ", de, " must be finite");
+    // In double, checked before the conversion to int64 (a NaN, infinite or out-of-range double
+    // converted to int64 is undefined behaviour).
     const double len = std::ceil((li - st) / de);
-    if (!(len < 1e15)) return ctx.fail("Range length ", len, " is not finite or too large");
-    n = std::max<int64_t>(static_cast<int64_t>(len), 0);
+    if (std::isnan(len) || len > static_cast<double>(kMaxRangeLength))
+      return ctx.fail("Range from ", st, " to ", li, " by ", de, " has ", len, " elements, more than the limit of ",
+                      kMaxRangeLength);
+    n = len > 0 ? static_cast<int64_t>(len) : 0;
     ctx.set_output(0, TensorDesc(dt, {Dim(n)}));
     return Status::ok();
   }
@@ -667,7 +715,8 @@ Status infer_tile(InferContext& ctx) {
   const DataType dt = ctx.input(0).dtype;
   auto reps = ctx.input_dims_value(1);
   if (!reps) {
-    ctx.set_output(0, TensorDesc(dt, unknown_shape(ctx, as_i64(s.size()))));
+    GRAFT_ASSIGN_OR_RETURN(Shape unknown, unknown_shape(ctx, as_i64(s.size())));
+    ctx.set_output(0, TensorDesc(dt, std::move(unknown)));
     return Status::ok();
   }
   if (reps->size() != s.size())

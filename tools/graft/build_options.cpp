@@ -2,10 +2,30 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 
 #include "graft/log.h"
 
 namespace graft::cli {
+
+Status check_output_path(const std::string& output, const std::string& input_model) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(output, ec);
+  if (ec || !fs::exists(st)) return Status::ok();  // a new file (its directory is checked when written)
+  if (!fs::is_regular_file(st)) {
+    Status s(StatusCode::kInvalidArgument, std::string("-o: the output exists and is not a regular file (") +
+                                               (fs::is_directory(st) ? "a directory" : "a device, pipe or socket") +
+                                               "); give a plan file path");
+    return s.with_file(output);
+  }
+  if (fs::equivalent(output, input_model, ec) && !ec) {
+    Status s(StatusCode::kInvalidArgument, "-o: the output is the input model '" + input_model +
+                                               "'; writing the plan would overwrite the model");
+    return s.with_file(output);
+  }
+  return Status::ok();
+}
 
 void add_shapes_option(CLI::App& app, BuildOptions& opts) {
   app.add_option("--shapes", opts.shapes, "Fixed input shapes: NAME:1x3x224x224[,NAME2:...]")->expected(1, -1);

@@ -37,6 +37,11 @@ Status parse_shape_list(const std::vector<std::string>& entries, const std::stri
 // missing opt is the max (or the min), a missing min or max is the opt.
 Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opts);
 
+// `graft build -o`: the output must not be the input model itself (same file, by any path) and,
+// when it exists, must be a regular file (never a device node, directory or pipe). Checked before
+// the build, so a mistake costs no build time and never replaces the model or a device.
+Status check_output_path(const std::string& output, const std::string& input_model);
+
 Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType device,
                                           const std::vector<std::string>& plugins);
 

@@ -27,6 +27,7 @@ Command add_build_command(CLI::App& app) {
   add_model_options(*sub, *model);
   add_build_options(*sub, *build, /*with_output=*/true);
   return [model, build]() -> Status {
+    GRAFT_RETURN_IF_ERROR(check_output_path(build->output, model->path));
     GRAFT_ASSIGN_OR_RETURN(bool plan, is_plan_file(model->path));
     if (plan) {
       Status st(StatusCode::kInvalidArgument, "this is already a plan; graft build takes an ONNX model");

@@ -353,9 +353,14 @@ Status range(ExecContext& ctx) {
   if (dtype_is_integer(out.dtype())) {
     const int64_t start = ctx.inputs[0]->to_int64_vector()[0];
     const int64_t delta = ctx.inputs[2]->to_int64_vector()[0];
-    for (int64_t i = 0; i < out.numel(); ++i) out.set(i, static_cast<double>(start + i * delta));
+    // start + i * delta lies between start and limit, but i * delta alone may not fit in int64:
+    // computed in uint64 (defined wrap-around), whose result converts back exactly.
+    auto value = [&](int64_t i) {
+      return static_cast<int64_t>(static_cast<uint64_t>(start) + static_cast<uint64_t>(i) * static_cast<uint64_t>(delta));
+    };
+    for (int64_t i = 0; i < out.numel(); ++i) out.set(i, static_cast<double>(value(i)));
     if (out.dtype() == DataType::kInt64)  // exact for values beyond double's 53-bit mantissa
-      for (int64_t i = 0; i < out.numel(); ++i) out.data_as<int64_t>()[i] = start + i * delta;
+      for (int64_t i = 0; i < out.numel(); ++i) out.data_as<int64_t>()[i] = value(i);
   } else {
     const double start = ctx.inputs[0]->get(0), delta = ctx.inputs[2]->get(0);
     for (int64_t i = 0; i < out.numel(); ++i) out.set(i, start + static_cast<double>(i) * delta);
