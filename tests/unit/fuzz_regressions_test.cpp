@@ -1,0 +1,148 @@
+// Replays every reproducer in tests/data/fuzz_regressions (see its README.md): each model is
+// imported and built for the CPU, described as JSON, serialized and loaded back, and run; each plan
+// is loaded and run; each tensor file is read. Every file must end in the outcome listed below:
+// success, or one clean error naming what is wrong. A crash, a sanitizer report (scripts/test.sh
+// runs this binary under ASan + UBSan), an exception or a hang fails the test.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "graft/engine.h"
+#include "io/tensor_io.h"
+
+namespace graft {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kDir = fs::path(GRAFT_SOURCE_DIR) / "tests" / "data" / "fuzz_regressions";
+
+// File -> the outcome: "ok", or words the (first) error must contain. A new reproducer needs a line.
+const std::map<std::string, std::string>& expected_outcomes() {
+  static const std::map<std::string, std::string> m = {
+      {"C1_maxpool_slow_11s.onnx", "ok"},
+      {"C6_range_float_to_int64_ub.onnx", "ok"},
+      {"C7_range_int64_sub_overflow.onnx", "ok"},
+      {"F1_json_type_error_describe_json.onnx", "attribute name '\\xafzis' is not valid UTF-8"},
+      {"F2_json_type_error_serialize.onnx", "graph input name 'd\\x0b\\x01\\x9f\\xa0\\xcf' is not valid UTF-8"},
+      {"F3_reshape_rank_bomb_fuzzer_artifact.onnx", "more than graft's limit of 64"},
+      {"F3_reshape_rank_bomb_min.onnx", "rank 1000000000000 (from the declared length of a shape input)"},
+      {"F4_split_scalar_axis.onnx", "is not valid UTF-8"},
+      {"F5_dim_mul_overflow_crc_fixed.plan", "has more elements or bytes than fit in a 64-bit integer"},
+      {"F5_dim_mul_overflow_fuzzer_artifact.plan", "checksum mismatch"},
+      {"H1_scalar_axis_compress.onnx", "the input is a scalar (rank 0), which has no axes"},
+      {"H1_scalar_axis_concat.onnx", "the input is a scalar (rank 0), which has no axes"},
+      {"H1_scalar_axis_slice.onnx", "the input is a scalar (rank 0), which has no axes"},
+      {"H1_scalar_axis_split.onnx", "the input is a scalar (rank 0), which has no axes"},
+      {"H1_scalar_axis_squeeze.onnx", "the input is a scalar (rank 0), which has no axes"},
+      {"H2_constantofshape_overflow.onnx", "has more elements or bytes than fit in a 64-bit integer"},
+      {"H2_init_dims_overflow_gather_heap_leak.onnx", "tensor 'W' float32[4611686018427387904,4,1] has more"},
+      {"H2_reshape_wrap_gather_oob.onnx", "shape [4611686018427387907,4] has more elements"},
+      {"H3_init_huge_dims_alloc_before_check.onnx", "needs 4000000000000 bytes but its raw_data has 16"},
+      {"H3_input_pb_huge_dims.pb", "expected 4000000000000"},
+      {"H4_plan_profile_huge_opt.plan", "more than this machine's memory"},
+      {"H4_run_expand_huge.onnx", "node 'Expand_0' (Expand): output 0 ('z'): a float32[1000000,1000000] tensor"},
+      {"H4_run_huge_input_dims.onnx", "graph input 'x' has shape [1000000000000,1000000000000]"},
+      {"H4_run_pad_huge.onnx", "node 'Pad_0' (Pad): output 0 ('z')"},
+      {"H4_run_range_huge.onnx", "node 'Range_0' (Range): output 0 ('z')"},
+      {"H4_run_resize_scale_huge.onnx", "shape [1,1,4000000000,4000000000] has more elements"},
+      {"H5_external_data_abs_path.onnx", "external data location '/etc/passwd' is an absolute path"},
+      {"H5_external_data_dotdot.onnx", "external data location '../../../../etc/passwd' contains '..'"},
+      {"P2_passthrough.onnx", "ok"},
+      {"convnet.onnx", "ok"},
+      {"good_add.onnx", "ok"},
+      {"good_add.plan", "ok"},
+      {"good_dyn.plan", "ok"},
+  };
+  return m;
+}
+
+// Inputs at the static dims, or at the profile's opt shape (as `graft run` generates them), filled
+// with a small deterministic pattern. Allocation goes through Tensor::allocate: a huge opt shape is
+// an error, not a crash.
+Status run_engine(const Engine& e) {
+  std::map<std::string, Tensor> inputs;
+  for (const IOInfo& in : e.inputs()) {
+    std::vector<int64_t> dims = in.profile ? in.profile->opt : in.static_dims;
+    for (int64_t d : dims)
+      if (d < 0) return Status::ok();  // dynamic without a profile: nothing to run
+    GRAFT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(in.dtype, dims));
+    for (int64_t i = 0; i < t.numel(); ++i) t.set(i, static_cast<double>(i % 7) - 3.0);
+    inputs[in.name] = t;
+  }
+  GRAFT_ASSIGN_OR_RETURN(auto ctx, e.create_context());
+  std::map<std::string, Tensor> outputs;
+  GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outputs));
+  for (const IOInfo& out : e.outputs())
+    if (!outputs.count(out.name) || !outputs[out.name].defined())
+      return error(StatusCode::kInternal, "output '", out.name, "' missing after a successful run");
+  return Status::ok();
+}
+
+// Everything a user can do with an engine from a model or plan: describe, save, load back, run.
+Status exercise(const Engine& e) {
+  const std::string json = e.describe_json();
+  if (nlohmann::json::parse(json, nullptr, false).is_discarded())
+    return error(StatusCode::kInternal, "describe_json() is not valid JSON");
+  (void)e.describe();
+  GRAFT_ASSIGN_OR_RETURN(std::string plan, e.serialize());
+  GRAFT_ASSIGN_OR_RETURN(auto again, Engine::deserialize(plan, "roundtrip.plan"));
+  GRAFT_RETURN_IF_ERROR(run_engine(e));
+  return run_engine(*again);
+}
+
+Status replay(const fs::path& file) {
+  const std::string ext = file.extension().string();
+  if (ext == ".onnx") {
+    GRAFT_ASSIGN_OR_RETURN(auto e, Engine::build_from_onnx_file(file.string(), BuilderConfig{}));
+    return exercise(*e);
+  }
+  if (ext == ".plan") {
+    GRAFT_ASSIGN_OR_RETURN(auto e, Engine::load_plan(file.string()));
+    return exercise(*e);
+  }
+  if (ext == ".pb") return io::read_tensor_file(file.string()).status();
+  return error(StatusCode::kInternal, "unknown reproducer kind '", ext, "'");
+}
+
+TEST(FuzzRegressions, EveryReproducerEndsInItsCleanOutcome) {
+  ASSERT_TRUE(fs::is_directory(kDir)) << kDir;
+  int replayed = 0;
+  for (const auto& entry : fs::directory_iterator(kDir)) {
+    const fs::path file = entry.path();
+    const std::string name = file.filename().string();
+    if (name == "README.md") continue;
+    SCOPED_TRACE(name);
+    auto it = expected_outcomes().find(name);
+    ASSERT_NE(it, expected_outcomes().end()) << "no expected outcome listed for " << name;
+    const auto t0 = std::chrono::steady_clock::now();
+    Status st;
+    try {
+      st = replay(file);
+    } catch (const std::exception& ex) {
+      FAIL() << "an exception crossed a Status API: " << ex.what();
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // Generous for sanitizer builds; the slowest (C1's MaxPool, once 11 s) takes milliseconds in Release.
+    EXPECT_LT(seconds, 20.0);
+    ++replayed;
+    if (it->second == "ok") {
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      continue;
+    }
+    ASSERT_FALSE(st.is_ok()) << "expected an error containing: " << it->second;
+    const std::string msg = st.to_string();
+    EXPECT_NE(msg.find(it->second), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << "errors are one line: " << msg;
+    if (file.extension() != ".pb" && name.rfind("H4_", 0) != 0)
+      EXPECT_NE(msg.find(name), std::string::npos) << "a load/build error names the file: " << msg;
+  }
+  EXPECT_EQ(replayed, static_cast<int>(expected_outcomes().size())) << "a listed reproducer is missing";
+}
+
+}  // namespace
+}  // namespace graft
