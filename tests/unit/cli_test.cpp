@@ -240,5 +240,27 @@ TEST_F(CliTest, ErrorsAreOneLine) {
   EXPECT_FALSE(fs::exists(path("bad.plan")));
 }
 
+// -o never replaces the input model or a non-regular file; a directory is never read as a model or
+// an input file (it used to report std::bad_alloc).
+TEST_F(CliTest, OutputAndInputPathsAreChecked) {
+  const std::string model = slurp(dir_ / "relu.onnx");
+  fs::create_directory(dir_ / "adir");
+  expect_one_line_error("build relu.onnx -o relu.onnx --shapes x:2x3", "overwrite the model");
+  expect_one_line_error("build relu.onnx -o ./adir/../relu.onnx --shapes x:2x3", "overwrite the model");
+  EXPECT_EQ(slurp(dir_ / "relu.onnx"), model) << "the model is left as it was";
+  expect_one_line_error("build relu.onnx -o adir --shapes x:2x3", "not a regular file");
+  EXPECT_TRUE(fs::is_directory(dir_ / "adir"));
+  if (fs::is_character_file("/dev/null")) {
+    expect_one_line_error("build relu.onnx -o /dev/null --shapes x:2x3", "not a regular file");
+    EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  }
+  expect_one_line_error("build adir -o d.plan", "is a directory");
+  expect_one_line_error("run adir", "is a directory");
+  build_plan();
+  expect_one_line_error("run relu.plan --inputs x:adir", "is a directory");
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
 }  // namespace
 }  // namespace graft
