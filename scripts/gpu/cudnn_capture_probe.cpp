@@ -65,6 +65,60 @@ void trial(const char* label, bool warm, bool set_stream_in_capture, bool query_
   cudnnDestroy(h);
 }
 
+// Every forward algorithm on a resnet50-like first convolution (1x3x224x224, 64 7x7 filters, stride
+// 2, pad 3): run once eagerly with a workspace, then once inside a capture.
+void algos_in_capture(cudnnDataType_t t, cudnnTensorFormat_t f, const char* label) {
+  cudnnHandle_t h = nullptr;
+  cudnnCreate(&h);
+  cudaStream_t s = nullptr;
+  cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  cudnnSetStream(h, s);
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t c;
+  cudnnCreateTensorDescriptor(&x);
+  cudnnCreateTensorDescriptor(&y);
+  cudnnCreateFilterDescriptor(&w);
+  cudnnCreateConvolutionDescriptor(&c);
+  cudnnSetTensor4dDescriptor(x, f, t, 1, 3, 224, 224);
+  cudnnSetTensor4dDescriptor(y, f, t, 1, 64, 112, 112);
+  cudnnSetFilter4dDescriptor(w, t, f, 64, 3, 7, 7);
+  cudnnSetConvolution2dDescriptor(c, 3, 3, 2, 2, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT);
+  if (t == CUDNN_DATA_HALF) cudnnSetConvolutionMathType(c, CUDNN_TENSOR_OP_MATH);
+  void *dx, *dy, *dw, *ws;
+  const size_t ws_bytes = size_t(64) << 20;
+  cudaMalloc(&dx, 3 * 224 * 224 * 4);
+  cudaMalloc(&dy, 64 * 112 * 112 * 4);
+  cudaMalloc(&dw, 64 * 3 * 49 * 4);
+  cudaMalloc(&ws, ws_bytes);
+  const float one = 1, zero = 0;
+  for (int a = 0; a < CUDNN_CONVOLUTION_FWD_ALGO_COUNT; ++a) {
+    const auto algo = static_cast<cudnnConvolutionFwdAlgo_t>(a);
+    size_t need = 0;
+    if (cudnnGetConvolutionForwardWorkspaceSize(h, x, w, c, y, algo, &need) != CUDNN_STATUS_SUCCESS || need > ws_bytes)
+      continue;
+    cudnnStatus_t eager = cudnnConvolutionForward(h, &one, x, dx, w, dw, c, algo, ws, ws_bytes, &zero, y, dy);
+    cudaStreamSynchronize(s);
+    (void)cudaGetLastError();
+    if (eager != CUDNN_STATUS_SUCCESS) continue;
+    cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal);
+    cudnnStatus_t cap = cudnnConvolutionForward(h, &one, x, dx, w, dw, c, algo, ws, ws_bytes, &zero, y, dy);
+    const cudaError_t last = cudaPeekAtLastError();
+    cudaGraph_t g = nullptr;
+    cudaError_t end = cudaStreamEndCapture(s, &g);
+    (void)cudaGetLastError();
+    std::printf("%s algo %d: in capture %s (CUDA last error %s), end capture %s\n", label, a, cudnnGetErrorString(cap),
+                cudaGetErrorName(last), cudaGetErrorName(end));
+    if (g) cudaGraphDestroy(g);
+  }
+  cudaFree(dx);
+  cudaFree(dy);
+  cudaFree(dw);
+  cudaFree(ws);
+  cudaStreamDestroy(s);
+  cudnnDestroy(h);
+}
+
 }  // namespace
 
 int main() {
@@ -73,5 +127,7 @@ int main() {
   trial("warm handle (ran a conv), cudnnSetStream inside capture", true, true, false);
   trial("warm handle, heuristic query inside capture", true, false, true);
   trial("warm handle, stream set before capture (graft's rule)", true, false, false);
+  algos_in_capture(CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, "fp32 NCHW");
+  algos_in_capture(CUDNN_DATA_HALF, CUDNN_TENSOR_NHWC, "fp16 NHWC");
   return 0;
 }

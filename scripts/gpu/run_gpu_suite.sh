@@ -111,7 +111,7 @@ if has_step probe; then  # which cuDNN calls a CUDA graph capture refuses (scrip
   "${GXX:-g++}" -std=c++17 -O1 scripts/gpu/cudnn_capture_probe.cpp -I/usr/local/cuda/include -I"$cudnn_inc" "$cudnn_so" \
     -Wl,-rpath,"$(dirname "$cudnn_so")" -L/usr/local/cuda/lib64 -lcudart -o /tmp/cudnn_probe > "$LOGS/cudnn_probe.log" 2>&1 &&
     /tmp/cudnn_probe >> "$LOGS/cudnn_probe.log" 2>&1
-  note "cuDNN capture probe: rc=$?"; tail -6 "$LOGS/cudnn_probe.log" >> "$summary"
+  note "cuDNN capture probe: rc=$?"; tail -30 "$LOGS/cudnn_probe.log" >> "$summary"
 fi
 
 if has_step test; then

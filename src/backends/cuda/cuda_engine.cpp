@@ -218,6 +218,7 @@ class CudaContext final : public CudaExecutionContext {
   cudaStream_t cudnn_stream_ = nullptr;  // the stream the cuDNN handle is on
   bool cudnn_stream_set_ = false;
   bool external_capture_ = false;       // this run is being captured into the caller's own CUDA graph
+  cudaStreamCaptureMode capture_mode_ = cudaStreamCaptureModeThreadLocal;
   std::vector<Slot> slots_;
   std::vector<size_t> recorded_;  // bytes asked per value id this run
   size_t run_workspace_ = 0;      // most workspace bytes a layer asked for this run
@@ -743,6 +744,7 @@ void CudaContext::evict_plans(const ShapePlan* keep) {
       continue;
     }
     if (it->second.plan.graph_exec) (void)cudaGraphExecDestroy(it->second.plan.graph_exec);
+    if (cur_ == &it->second.plan) cur_ = nullptr;
     plans_.erase(it);
     recency_.erase(victim);
   }
@@ -769,6 +771,16 @@ Status CudaContext::init() {
   cudnn_ = h;
 #endif
   graphs_on_ = !env_off("GRAFT_CUDA_GRAPHS");
+  // How strictly the capture refuses unsafe CUDA calls from other code while graft captures:
+  // thread_local (default: only this thread's), global, or relaxed (none refused).
+  if (const char* m = std::getenv("GRAFT_CUDA_CAPTURE_MODE")) {
+    const std::string mode = m;
+    if (mode == "global") capture_mode_ = cudaStreamCaptureModeGlobal;
+    else if (mode == "relaxed") capture_mode_ = cudaStreamCaptureModeRelaxed;
+    else if (mode == "thread_local" || mode.empty()) capture_mode_ = cudaStreamCaptureModeThreadLocal;
+    else return error(StatusCode::kInvalidArgument, "GRAFT_CUDA_CAPTURE_MODE must be thread_local, global or relaxed, not '",
+                      mode, "'");
+  }
   sync_check_ = env_on("GRAFT_CUDA_SYNC_CHECK");
   if (const char* c = std::getenv("GRAFT_CUDA_GRAPH_CACHE")) {
     char* end = nullptr;
@@ -1285,16 +1297,23 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     // Capture once for this shape set; any failure falls back to eager execution for good.
     cudaGraph_t graph = nullptr;
     std::string fail;
-    cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    cudaError_t e = cudaStreamBeginCapture(stream, capture_mode_);
     if (e != cudaSuccess) {
       fail = std::string("begin capture: ") + cudaGetErrorString(e);
     } else {
       capturing_ = true;
       Status cs = run_layers(stream, true);
       capturing_ = false;
+      // What the CUDA runtime last refused, and whether the capture was still valid: a library
+      // call that failed inside the capture often hides the runtime error that caused it.
+      const cudaError_t last = cudaPeekAtLastError();
+      cudaStreamCaptureStatus cst = cudaStreamCaptureStatusNone;
+      (void)cudaStreamIsCapturing(stream, &cst);
       // Always end the capture, even after a failure, so the stream leaves capture mode.
       e = cudaStreamEndCapture(stream, &graph);
-      if (!cs) fail = cs.to_string();
+      if (!cs)
+        fail = cs.to_string() + " [CUDA last error " + cudaGetErrorName(last) + ", capture " +
+               (cst == cudaStreamCaptureStatusActive ? "active" : cst == cudaStreamCaptureStatusInvalidated ? "invalidated" : "none") + "]";
       else if (e != cudaSuccess || !graph) fail = std::string("end capture: ") + cudaGetErrorString(e);
       else if (plan.dirty) fail = "a buffer outgrew the memory plan during capture";
     }
