@@ -57,8 +57,10 @@ class Tensor {
   // or a host tensor would be larger than the machine's physical memory. Use this for any size that
   // comes from a file, a user or a computed shape.
   static Result<Tensor> allocate(DataType dtype, std::vector<int64_t> dims, DeviceType device = DeviceType::kCPU);
-  // allocate() for sizes the caller already validated (or knows to be small): throws std::bad_alloc
-  // where allocate() returns an error, so a failed allocation is never written through as NULL.
+  // allocate() for sizes the caller already validated (or knows to be small): for host tensors it
+  // throws std::bad_alloc where allocate() returns an error, so a failed allocation is never written
+  // through as NULL; a failed device allocation returns a tensor whose data() is null (the CUDA
+  // backend checks it and reports the CUDA error).
   static Tensor empty(DataType dtype, std::vector<int64_t> dims, DeviceType device = DeviceType::kCPU);
   // Wraps external memory without owning it (caller keeps it alive).
   static Tensor wrap(void* data, DataType dtype, std::vector<int64_t> dims,

@@ -100,6 +100,18 @@ Result<Tensor> Tensor::allocate(DataType dtype, std::vector<int64_t> dims, Devic
 }
 
 Tensor Tensor::empty(DataType dtype, std::vector<int64_t> dims, DeviceType device) {
+  if (device == DeviceType::kCUDA) {
+    // Device callers (the CUDA backend's device_empty) check data() and turn a null into an error
+    // with the CUDA reason (out of memory, allocation during graph capture): keep that contract
+    // (host code never writes through a device pointer). New code should use allocate().
+    auto t = allocate(dtype, dims, device);
+    if (t) return std::move(t).value();
+    Tensor failed;
+    failed.dtype_ = dtype;
+    failed.dims_ = std::move(dims);
+    failed.device_ = device;
+    return failed;
+  }
   auto t = allocate(dtype, std::move(dims), device);
   // Callers of empty() pass sizes that are already validated (or small); a failure here must still
   // never hand out a NULL buffer that the caller then writes. Kernels run inside try/catch, which

@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/checked_math.h"
+#include "core/utf8.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
 #include "onnx/onnx_convert.h"
@@ -373,32 +374,6 @@ Result<AttributeMap> attrs_from_json_codes(const Tensor& codes, const OpDef& def
     }
   }
   return out;
-}
-
-// Strict UTF-8 (no overlongs, no surrogates, nothing above U+10FFFF), as JSON requires.
-bool is_valid_utf8(const std::string& s) {
-  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
-  const size_t n = s.size();
-  for (size_t i = 0; i < n;) {
-    const unsigned char c = p[i];
-    if (c < 0x80) { ++i; continue; }
-    size_t len = 0;
-    uint32_t cp = 0;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
-    else return false;
-    if (i + len > n) return false;
-    for (size_t k = 1; k < len; ++k) {
-      if ((p[i + k] & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (p[i + k] & 0x3F);
-    }
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-      return false;
-    i += len;
-  }
-  return true;
 }
 
 // Names end up in JSON (graft inspect --json, the plan's profiles and tactics) and must survive a

@@ -3,6 +3,7 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 
+#include "core/utf8.h"
 #include "graft/op.h"
 
 namespace graft {
@@ -24,7 +25,18 @@ std::string serialize_attributes(const AttributeMap& attrs) {
         break;
       }
       case AttrType::kInt: e["value"] = std::get<int64_t>(v); break;
-      case AttrType::kString: e["value"] = std::get<std::string>(v); break;
+      case AttrType::kString: {
+        // A string attribute may hold any bytes; JSON strings must be UTF-8. Other bytes are kept
+        // losslessly in "bytes" (read back first), with a readable "value" beside them.
+        const std::string& str = std::get<std::string>(v);
+        if (is_valid_utf8(str)) {
+          e["value"] = str;
+        } else {
+          e["value"] = std::string();
+          e["bytes"] = std::vector<uint8_t>(str.begin(), str.end());
+        }
+        break;
+      }
       case AttrType::kFloats: {
         nlohmann::json bits = nlohmann::json::array();
         for (float f : std::get<std::vector<float>>(v)) {
@@ -37,7 +49,20 @@ std::string serialize_attributes(const AttributeMap& attrs) {
         break;
       }
       case AttrType::kInts: e["value"] = std::get<std::vector<int64_t>>(v); break;
-      case AttrType::kStrings: e["value"] = std::get<std::vector<std::string>>(v); break;
+      case AttrType::kStrings: {
+        const auto& strs = std::get<std::vector<std::string>>(v);
+        bool all_utf8 = true;
+        for (const auto& str : strs) all_utf8 = all_utf8 && is_valid_utf8(str);
+        if (all_utf8) {
+          e["value"] = strs;
+        } else {
+          e["value"] = nlohmann::json::array();
+          nlohmann::json bytes = nlohmann::json::array();
+          for (const auto& str : strs) bytes.push_back(std::vector<uint8_t>(str.begin(), str.end()));
+          e["bytes"] = bytes;
+        }
+        break;
+      }
       case AttrType::kTensor: {
         const Tensor& t = std::get<Tensor>(v);
         e["dtype"] = static_cast<int>(t.dtype());
@@ -50,7 +75,9 @@ std::string serialize_attributes(const AttributeMap& attrs) {
     }
     j[name] = e;
   }
-  return j.dump();
+  // Names are UTF-8 (checked at import) and string values are stored above: `replace` only guards
+  // this std::string API against throwing if a name ever is not.
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 Result<AttributeMap> deserialize_attributes(const std::string& text) {
@@ -72,7 +99,12 @@ Result<AttributeMap> deserialize_attributes(const std::string& text) {
       } else if (type == "int") {
         m.set(it.key(), e["value"].get<int64_t>());
       } else if (type == "string") {
-        m.set(it.key(), e["value"].get<std::string>());
+        if (e.contains("bytes")) {
+          auto b = e["bytes"].get<std::vector<uint8_t>>();
+          m.set(it.key(), std::string(b.begin(), b.end()));
+        } else {
+          m.set(it.key(), e["value"].get<std::string>());
+        }
       } else if (type == "floats") {
         std::vector<float> v;
         for (auto& b : e.at("bits")) {
@@ -85,7 +117,16 @@ Result<AttributeMap> deserialize_attributes(const std::string& text) {
       } else if (type == "ints") {
         m.set(it.key(), e["value"].get<std::vector<int64_t>>());
       } else if (type == "strings") {
-        m.set(it.key(), e["value"].get<std::vector<std::string>>());
+        if (e.contains("bytes")) {
+          std::vector<std::string> strs;
+          for (const auto& b : e["bytes"]) {
+            auto v = b.get<std::vector<uint8_t>>();
+            strs.emplace_back(v.begin(), v.end());
+          }
+          m.set(it.key(), strs);
+        } else {
+          m.set(it.key(), e["value"].get<std::vector<std::string>>());
+        }
       } else if (type == "tensor") {
         DataType dt = static_cast<DataType>(e.at("dtype").get<int>());
         auto dims = e.at("dims").get<std::vector<int64_t>>();
@@ -115,7 +156,7 @@ class ConcreteExprBuilder final : public ShapeExprBuilder {
   }
   const void* operation(DimOp op, const void* a, const void* b) override {
     Dim r = Dim::binary(op, Dim(*static_cast<const int64_t*>(a)), Dim(*static_cast<const int64_t*>(b)));
-    if (!r.is_const()) {  // division by zero: remember and report after the shape function returns
+    if (!r.is_const()) {  // division by zero or int64 overflow: remember and report after the shape function returns
       failed_ = true;
       return constant(0);
     }
@@ -146,7 +187,9 @@ Result<std::vector<std::vector<int64_t>>> infer_concrete_shapes(
   }
   ShapeContext ctx(&b, &attrs, std::move(ins), static_cast<int>(def.outputs().size()));
   GRAFT_RETURN_IF_ERROR(def.infer_shapes(ctx));
-  if (b.failed()) return error(StatusCode::kInvalidArgument, "op ", def.name(), ": shape function divided by zero");
+  if (b.failed())
+    return error(StatusCode::kInvalidArgument, "op ", def.name(),
+                 ": shape function divided by zero or overflowed a 64-bit integer");
   std::vector<std::vector<int64_t>> out;
   for (auto& o : ctx.outputs()) {
     std::vector<int64_t> dims;

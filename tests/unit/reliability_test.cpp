@@ -20,6 +20,7 @@
 #include "build/plan.h"
 #include "core/checked_math.h"
 #include "graft/engine.h"
+#include "graft/op.h"
 #include "io/tensor_io.h"
 #include "onnx/importer.h"
 #include "ops/operator.h"
@@ -438,6 +439,25 @@ TEST(Utf8, ValidUnicodeNamesRoundTripAndJsonNeverThrows) {
   std::map<std::string, Tensor> outs;
   ASSERT_TRUE(run_once(**again, {{in, Tensor::from_doubles(DataType::kFloat32, {1, 3}, {-1, 0, 2})}}, &outs).is_ok());
   EXPECT_EQ(outs.at(out).get(2), 2.0);
+}
+
+TEST(Utf8, AttributeSerializationKeepsAnyBytes) {
+  const std::string binary("\xff\x00z\xc3", 4), unicode = "\xc3\x9f\xe5\xb1\x82";
+  const std::vector<std::string> mixed = {"ok", std::string("\xfe\xfd", 2), unicode};
+  AttributeMap a;
+  a.set("binary", binary);
+  a.set("unicode", unicode);
+  a.set("mixed", mixed);
+  a.set("plain", std::vector<std::string>{"a", "b"});
+  std::string text;
+  ASSERT_NO_THROW(text = serialize_attributes(a));
+  ASSERT_FALSE(nlohmann::json::parse(text, nullptr, false).is_discarded());
+  auto back = deserialize_attributes(text);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back->get_string("binary", "").value(), binary);
+  EXPECT_EQ(back->get_string("unicode", "").value(), unicode);
+  EXPECT_EQ(back->get_strings("mixed", {}).value(), mixed);
+  EXPECT_EQ(back->get_strings("plain", {}).value(), (std::vector<std::string>{"a", "b"}));
 }
 
 // ---- plans: unknown device (and the CRC helper the test needs) ----------------------------------
