@@ -193,6 +193,8 @@ class CudaContext final : public CudaExecutionContext {
   Status ensure_workspace(size_t bytes);
   Status replan(ShapePlan& p);
   void drop_graphs();
+  // New cuBLASLt and cuDNN handles (after a failed capture), and an empty PreparedCache.
+  Status reset_library_handles();
   // The plan of one input shape set, most recently used first; past graph_cache_size_ the least
   // recently used one (never `keep`) is dropped with its captured graph.
   ShapePlan& plan_for(const std::string& key);
@@ -236,6 +238,7 @@ class CudaContext final : public CudaExecutionContext {
   TacticTuning* tuning_ = nullptr;
   cudaEvent_t profile_start_ = nullptr;  // set by run_layers while profiling, recorded by run_layer
   std::vector<ShapePlan::LayerOut> scratch_outs_;  // a layer's output shapes when they are not memoized
+  std::vector<Slot> released_in_capture_;  // buffers whose last reader ran inside a capture
   PreparedCache prepared_;  // kernels' descriptors and algorithm choices per problem (cuda_ops.h)
 };
 
@@ -721,6 +724,25 @@ void CudaContext::drop_graphs() {
     }
 }
 
+Status CudaContext::reset_library_handles() {
+  prepared_ = PreparedCache{};
+  if (cublaslt_) cublasLtDestroy(cublaslt_);
+  cublaslt_ = nullptr;
+  const cublasStatus_t bs = cublasLtCreate(&cublaslt_);
+  if (bs != CUBLAS_STATUS_SUCCESS)
+    return error(StatusCode::kRuntimeError, "cublasLtCreate failed with status ", static_cast<int>(bs));
+#ifdef GRAFT_WITH_CUDNN
+  if (cudnn_) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
+  cudnn_ = nullptr;
+  cudnn_stream_set_ = false;
+  cudnnHandle_t h = nullptr;
+  const cudnnStatus_t ds = cudnnCreate(&h);
+  if (ds != CUDNN_STATUS_SUCCESS) return error(StatusCode::kRuntimeError, "cudnnCreate failed: ", cudnnGetErrorString(ds));
+  cudnn_ = h;
+#endif
+  return Status::ok();
+}
+
 ShapePlan& CudaContext::plan_for(const std::string& key) {
   auto it = plans_.find(key);
   if (it != plans_.end()) {
@@ -1081,7 +1103,11 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
     // Release what no later layer reads (arena bytes are reused by the plan).
     for (const Value* v : layers[i].node->inputs) {
       const int id = v ? engine_->value_id(v) : -1;
-      if (id >= 0 && !uses[id].graph_output && uses[id].last_step == static_cast<int>(i)) slots_[id] = Slot{};
+      if (id < 0 || uses[id].graph_output || uses[id].last_step != static_cast<int>(i)) continue;
+      // Inside a capture a buffer allocated outside the arena must not be freed (cudaFree is not
+      // allowed while capturing): it is kept until the capture ends.
+      if (capturing) released_in_capture_.push_back(std::move(slots_[id]));
+      slots_[id] = Slot{};
     }
   }
   return Status::ok();
@@ -1132,6 +1158,12 @@ Status CudaContext::bind_inputs(const std::map<std::string, Tensor>& inputs, cud
       if (t.device() == DeviceType::kCPU) slots_[id].host = t;
     } else if (t.device() == DeviceType::kCUDA) {
       slots_[id].dev = t;
+      // Read in place this run, but a captured run copies it into the arena (a graph bakes
+      // addresses): the plan made from this run must give it a slot. Without one, the capturing
+      // run allocated the copy outside the plan and freed it inside the capture, which the CUDA
+      // runtime refuses (cudaErrorStreamCaptureUnsupported): the capture was invalidated and the
+      // next library call (cuDNN) failed, so every dynamic-shape engine ran eagerly for good.
+      if (engine_->uses()[id].device_buffer) recorded_[id] = std::max(recorded_[id], t.nbytes());
     } else {
       slots_[id].host = t;
     }
@@ -1187,9 +1219,8 @@ Status CudaContext::execute_in_order(const std::map<std::string, Tensor>& inputs
   if (last_stream_ && last_stream_ != stream && !external_capture_)
     GRAFT_CUDA_RETURN(cudaStreamWaitEvent(stream, run_done_, 0), "ordering this run after the previous one");
 #ifdef GRAFT_WITH_CUDNN
-  // Here, when the stream changes, and never inside graft's own capture: cuDNN 9 refuses
-  // cudnnSetStream on a capturing stream once the handle has run work (CUDNN_STATUS_INTERNAL_ERROR),
-  // which made every dynamic-shape engine (eager first run, capture second) run eagerly for good.
+  // The handle follows the run's stream here, once per change, not in every convolution call:
+  // kernels never touch handle state, and nothing but kernel launches happens inside a capture.
   if (cudnn_ && (!cudnn_stream_set_ || cudnn_stream_ != stream)) {
     const cudnnStatus_t ds = cudnnSetStream(static_cast<cudnnHandle_t>(cudnn_), stream);
     if (ds != CUDNN_STATUS_SUCCESS)
@@ -1274,13 +1305,20 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   // A graph needs a settled plan for this shape set (arena offsets and kernel workspace known);
   // otherwise this run is the eager warm-up and the next one captures. Per-layer synchronization
   // (GRAFT_CUDA_SYNC_CHECK, profiling) is impossible inside a capture, so those runs stay eager.
-  const bool use_graph = graphs_on_ && engine_->graph_eligible() && !profiling_ && !sync_check_ && !check_layers_ &&
+  bool use_graph = graphs_on_ && engine_->graph_eligible() && !profiling_ && !sync_check_ && !check_layers_ &&
                          !external_capture_ && plan.planned && !plan.dirty && plan.workspace_known && !plan.graph_failed;
   if (use_graph && !plan.graph_exec && plan.workspace) {
     // Allocated here, before capture begins: cudaMalloc is not allowed inside a capture.
     GRAFT_RETURN_IF_ERROR(ensure_workspace(plan.workspace));
   }
   GRAFT_RETURN_IF_ERROR(bind_inputs(inputs, stream, use_graph));
+  if (use_graph && plan.dirty) {
+    // An input outgrew its arena slot (a plan made before inputs were recorded): run eagerly this
+    // time, plan again after it, and capture on the next run.
+    use_graph = false;
+    slots_.assign(engine_->num_values(), Slot{});
+    GRAFT_RETURN_IF_ERROR(bind_inputs(inputs, stream, false));
+  }
 
   Status st;
   bool ran = false;
@@ -1311,6 +1349,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
       (void)cudaStreamIsCapturing(stream, &cst);
       // Always end the capture, even after a failure, so the stream leaves capture mode.
       e = cudaStreamEndCapture(stream, &graph);
+      released_in_capture_.clear();
       if (!cs)
         fail = cs.to_string() + " [CUDA last error " + cudaGetErrorName(last) + ", capture " +
                (cst == cudaStreamCaptureStatusActive ? "active" : cst == cudaStreamCaptureStatusInvalidated ? "invalidated" : "none") + "]";
@@ -1344,16 +1383,29 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
       log_warning_once("CUDA graph capture failed (" + fail + "); this input shape set runs eagerly");
       plan.graph_failed = true;
       plan.dirty = false;
+      // A library call that failed inside the capture may leave its handle unusable: start the
+      // eager run with fresh handles and nothing prepared on the old ones.
+      GRAFT_RETURN_IF_ERROR(reset_library_handles());
       // Start over from the caller's inputs: the capture consumed the slots (inputs included, once
       // their last reader was recorded) and nothing it recorded has run.
       slots_.assign(engine_->num_values(), Slot{});
       GRAFT_RETURN_IF_ERROR(bind_inputs(inputs, stream, false));
+#ifdef GRAFT_WITH_CUDNN
+      if (cudnn_) {
+        const cudnnStatus_t ds = cudnnSetStream(static_cast<cudnnHandle_t>(cudnn_), stream);
+        if (ds != CUDNN_STATUS_SUCCESS)
+          return error(StatusCode::kRuntimeError, "cudnnSetStream failed: ", cudnnGetErrorString(ds));
+        cudnn_stream_ = stream;
+        cudnn_stream_set_ = true;
+      }
+#endif
     }
   }
   if (!ran) {
     capturing_ = external_capture_;
     st = run_layers(stream, external_capture_);
     capturing_ = false;
+    released_in_capture_.clear();
   }
   if (!st) {
     slots_.clear();
