@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "build/plan.h"
+#include "core/checked_math.h"
 #include "runtime/cpu_executor.h"
 
 namespace graft {
@@ -164,6 +165,11 @@ Status check_input(const Value& v, const Tensor& t, const std::map<std::string, 
     return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects dtype ", dtype_name(d.dtype),
                  " but was given ", dtype_name(t.dtype()));
   const Shape& s = *d.shape;
+  // A caller's tensor (Tensor::wrap) may claim any dims: one whose element or byte count overflows
+  // int64 would make every size computed from it wrap.
+  if (!checked_nbytes(t.dims(), dtype_size(t.dtype())))
+    return error(StatusCode::kInvalidArgument, "input '", v.name, "' has shape ", dims_to_string(t.dims()),
+                 ", with a negative dimension or more elements or bytes than fit in a 64-bit integer");
   if (static_cast<size_t>(t.rank()) != s.size())
     return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects rank ",
                  static_cast<uint64_t>(s.size()), " (shape ", shape_to_string(s), ") but was given shape ",

@@ -269,6 +269,15 @@ TEST(Sizes, HugeRunTimeOutputIsAnOutOfMemoryErrorNamingTheNode) {
     ASSERT_FALSE(st.is_ok());
     EXPECT_EQ(st.node_name(), "big_expand") << st.to_string();
   }
+  // A caller's tensor whose byte count overflows is refused before anything is computed from it.
+  {
+    std::map<std::string, Tensor> out;
+    float one = 1.f;
+    Status st = run_once(**e, {{"x", Tensor::wrap(&one, DataType::kFloat32, {k2to62 + 1})},
+                               {"shape", Tensor::vector_int64({1})}}, &out);
+    ASSERT_FALSE(st.is_ok());
+    EXPECT_TRUE(contains(st.message(), "input 'x'")) << st.to_string();
+  }
   // Still usable afterwards.
   std::map<std::string, Tensor> out;
   ASSERT_TRUE(run_once(**e, {{"x", x}, {"shape", Tensor::vector_int64({2, 3})}}, &out).is_ok());
