@@ -4,6 +4,8 @@
 // per-layer profiling. Skips with the reason when there is no GPU or graft was built without CUDA.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -494,7 +496,9 @@ TEST_F(CudaEngineTest, DynamicCnnCapturesEveryShapeSet) {
     auto* g = dynamic_cast<graft::CudaExecutionContext*>(gctx->get());
     ASSERT_NE(g, nullptr);
     g->set_graph_cache_size(2);
-    std::set<int64_t> seen;
+    // The shape sets the context should still hold, most recently used first (an LRU of 2): a
+    // batch among them replays its graph, any other plans (eager) again.
+    std::vector<int64_t> cached;
     for (int64_t batch : {2, 2, 2, 9, 9, 2, 16, 16, 1, 1, 9}) {
       auto x = rand_t({batch, 3, 12, 12}, rng_);
       auto want = run(**cctx, {{"x", x}}).at("y");
@@ -506,8 +510,13 @@ TEST_F(CudaEngineTest, DynamicCnnCapturesEveryShapeSet) {
                   static_cast<long long>(batch), g->last_run_used_cuda_graph() ? "yes" : "no", g->captured_graphs(), err);
       EXPECT_LT(err, fp16 ? 1e-2 : 1e-4) << "batch " << batch;
       EXPECT_LE(g->captured_graphs(), 2u);
-      const bool first = seen.insert(batch).second;
-      if (!first) EXPECT_TRUE(g->last_run_used_cuda_graph()) << "batch " << batch << " seen before but not replayed";
+      auto it = std::find(cached.begin(), cached.end(), batch);
+      const bool held = it != cached.end();
+      if (held) cached.erase(it);
+      cached.insert(cached.begin(), batch);
+      if (cached.size() > 2) cached.pop_back();
+      if (held) EXPECT_TRUE(g->last_run_used_cuda_graph()) << "batch " << batch << " is cached but was not replayed";
+      else EXPECT_FALSE(g->last_run_used_cuda_graph()) << "batch " << batch << " was evicted but replayed a graph";
     }
   }
 }

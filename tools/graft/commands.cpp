@@ -230,7 +230,8 @@ Command add_ops_command(CLI::App& app) {
     for (const RegisteredOp& op : custom) {
       const OpDef& d = *op.def;
       std::string backends;
-      for (const auto& b : op_json(op)["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
+      const nlohmann::json described = op_json(op);  // named: the loop below must not outlive it
+      for (const auto& b : described["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
       std::printf("  %s  (from %s; %s)\n", d.identity().to_string().c_str(), op.source.c_str(), backends.c_str());
       for (const IOSpec& s : d.inputs())
         std::printf("    input  %-20s %s%s\n", s.name.c_str(), join_dtypes(s.dtypes).c_str(), s.optional ? " (optional)" : "");
