@@ -1,5 +1,6 @@
 // The builder: plugins -> import -> optimization profile -> passes -> Engine.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -21,19 +22,102 @@ namespace graft {
 
 namespace {
 
+std::string input_names(const Graph& g) {
+  std::string names;
+  for (const Value* in : g.inputs()) names += (names.empty() ? "" : ", ") + in->name;
+  return names;
+}
+
+std::string dims_string(const std::vector<int64_t>& d) { return shape_to_string(shape_from_values(d)); }
+
+// The profile the build uses: the given one, then a fixed shape (min = opt = max) for each dynamic
+// input it does not name, from the input's sample (config.sample_shapes), else from
+// config.unspecified_shape. Inputs that end up static through another input's fixed symbol (two
+// inputs sharing "batch") are left alone.
+Result<std::map<std::string, ProfileRange>> complete_profile(const Graph& g, const BuilderConfig& config) {
+  std::map<std::string, ProfileRange> given = config.profile;
+  for (const auto& [name, dims] : config.sample_shapes) {
+    const Value* v = g.find_value(name);
+    if (!v || !v->is_graph_input)
+      return error(StatusCode::kInvalidArgument, "the sample input '", name,
+                   "' is not an input of the model (inputs: ", input_names(g), ")");
+    const Shape& s = *v->desc.shape;
+    if (given.count(name) || shape_is_static(s)) continue;
+    if (dims.size() != s.size())
+      return error(StatusCode::kInvalidArgument, "input '", name, "' has shape ", shape_to_string(s),
+                   " (rank ", static_cast<uint64_t>(s.size()), ") but its sample has shape ", dims_string(dims),
+                   " (rank ", static_cast<uint64_t>(dims.size()), ")");
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i].is_const() && s[i].value() != dims[i])
+        return error(StatusCode::kInvalidArgument, "input '", name, "' has shape ", shape_to_string(s),
+                     " but its sample has shape ", dims_string(dims), " (dimension ", static_cast<uint64_t>(i),
+                     " must be ", s[i].value(), ")");
+    given[name] = ProfileRange{dims, dims, dims};
+  }
+  // The ranges the given shapes set for each symbol, so an input that shares a symbol ("batch")
+  // with a given input follows it rather than needing a shape of its own.
+  std::map<std::string, std::array<int64_t, 3>> symbols;
+  for (const Value* v : g.inputs()) {
+    auto it = given.find(v->name);
+    if (it == given.end()) continue;
+    const Shape& s = *v->desc.shape;
+    const ProfileRange& r = it->second;
+    for (size_t i = 0; i < s.size() && i < r.min.size() && i < r.opt.size() && i < r.max.size(); ++i)
+      if (s[i].is_symbol()) symbols.emplace(s[i].symbol_name(), std::array<int64_t, 3>{r.min[i], r.opt[i], r.max[i]});
+  }
+  for (const Value* v : g.inputs()) {
+    if (given.count(v->name)) continue;
+    const Shape& s = *v->desc.shape;
+    if (shape_is_static(s)) continue;
+    ProfileRange derived;
+    IOInfo info;
+    info.name = v->name;
+    info.dtype = v->desc.dtype;
+    info.shape = shape_to_string(s);
+    bool unknown = false;
+    for (const Dim& d : s) {
+      std::array<int64_t, 3> r{-1, -1, -1};
+      if (d.is_const()) r = {d.value(), d.value(), d.value()};
+      else if (d.is_symbol() && symbols.count(d.symbol_name())) r = symbols.at(d.symbol_name());
+      unknown |= r[0] < 0;
+      derived.min.push_back(r[0]);
+      derived.opt.push_back(r[1]);
+      derived.max.push_back(r[2]);
+      info.static_dims.push_back(r[0] == r[2] ? r[0] : -1);
+    }
+    if (unknown) {
+      if (!config.unspecified_shape)
+        return error(StatusCode::kInvalidArgument, "input '", v->name, "' has dynamic shape ", shape_to_string(s),
+                     ": give it an optimization profile (min, opt and max shapes), a fixed shape or a sample input");
+      auto dims = config.unspecified_shape(info);
+      if (!dims) return std::move(dims).take_status();
+      if (dims->size() != s.size())
+        return error(StatusCode::kInvalidArgument, "input '", v->name, "' has shape ", shape_to_string(s),
+                     " but was given the shape ", dims_string(*dims));
+      // Dimensions that follow another input's range keep it; the rest take the returned values.
+      for (size_t i = 0; i < s.size(); ++i)
+        if (derived.min[i] < 0) derived.min[i] = derived.opt[i] = derived.max[i] = (*dims)[i];
+      // Symbols fixed here hold for the inputs after this one too.
+      for (size_t i = 0; i < s.size(); ++i)
+        if (s[i].is_symbol()) symbols.emplace(s[i].symbol_name(), std::array<int64_t, 3>{derived.min[i], derived.opt[i], derived.max[i]});
+    }
+    given[v->name] = derived;
+  }
+  return given;
+}
+
 // Checks the profile against the graph inputs, substitutes fixed shapes (min == max) and records a
 // profile for every input that stays dynamic.
-Status apply_profile(Graph& g, const std::map<std::string, ProfileRange>& given,
-                     std::map<std::string, ProfileRange>* out) {
-  for (const auto& [name, r] : given) {
+Status apply_profile(Graph& g, const BuilderConfig& config, std::map<std::string, ProfileRange>* out) {
+  for (const auto& [name, r] : config.profile) {
     const Value* v = g.find_value(name);
-    if (!v || !v->is_graph_input) {
-      std::string names;
-      for (const Value* in : g.inputs()) names += (names.empty() ? "" : ", ") + in->name;
+    if (!v || !v->is_graph_input)
       return error(StatusCode::kInvalidArgument, "the profile names '", name,
-                   "', which is not an input of the model (inputs: ", names, ")");
-    }
+                   "', which is not an input of the model (inputs: ", input_names(g), ")");
   }
+  auto completed = complete_profile(g, config);
+  if (!completed) return std::move(completed).take_status();
+  const std::map<std::string, ProfileRange>& given = *completed;
   SymbolBindings fixed;
   for (Value* v : g.inputs()) {
     auto it = given.find(v->name);
@@ -89,13 +173,13 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   EngineState st;
   st.graph = std::move(imported).value();
   st.device = config.device;
-  st.fp16 = config.fp16;
+  st.fp16 = config.fp16 && config.device == DeviceType::kCUDA;  // the CPU engine has no float16 kernels
   st.source = name;
   st.cuda_graphs = config.cuda_graphs;
   Graph& g = *st.graph;
   report(config, "import", std::to_string(g.nodes().size()) + " nodes, " + std::to_string(g.inputs().size()) +
                                " inputs, " + std::to_string(g.outputs().size()) + " outputs");
-  Status s = apply_profile(g, config.profile, &st.profile);
+  Status s = apply_profile(g, config, &st.profile);
   if (!s) return s.with_file(name);
   report(config, "profile", std::to_string(st.profile.size()) + " dynamic inputs");
 
@@ -140,24 +224,30 @@ Status load_plugins(const BuilderConfig& config) {
 // first: the CUDA engine captures its graph on the second run). A CUDA engine is timed with its
 // inputs and outputs resident on the GPU, as a deployed engine is fed: host copies would make a
 // batch-32 image model's timing mostly PCIe traffic, the same for every candidate.
+// The median run time at each distinct profile point (opt, min, max), summed: a variant is kept
+// for the whole range a dynamic profile serves, not for the opt shape alone.
 Result<double> time_engine(const Engine& engine) {
-  GRAFT_ASSIGN_OR_RETURN(auto inputs, timing_inputs(engine));
-  if (engine.device() == DeviceType::kCUDA) {
-    for (auto& [name, t] : inputs) {
-      GRAFT_ASSIGN_OR_RETURN(t, t.to_device());
-    }
-  }
   GRAFT_ASSIGN_OR_RETURN(auto ctx, engine.create_context());
-  std::map<std::string, Tensor> outs;
-  for (int i = 0; i < 5; ++i) GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outs));
-  std::vector<double> ms;
-  for (int i = 0; i < 25; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outs));
-    ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  double total = 0;
+  for (ProfilePoint point : distinct_profile_points(engine)) {
+    GRAFT_ASSIGN_OR_RETURN(auto inputs, timing_inputs(engine, point));
+    if (engine.device() == DeviceType::kCUDA) {
+      for (auto& [name, t] : inputs) {
+        GRAFT_ASSIGN_OR_RETURN(t, t.to_device());
+      }
+    }
+    std::map<std::string, Tensor> outs;
+    for (int i = 0; i < 5; ++i) GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outs));
+    std::vector<double> ms;
+    for (int i = 0; i < 25; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outs));
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    total += ms[ms.size() / 2];
   }
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return total;
 }
 
 // CUDA models with convolutions, default options (layout "auto", fusion on): which engine is fastest
@@ -306,6 +396,7 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
 }  // namespace
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& path, const BuilderConfig& config) {
+  GRAFT_RETURN_IF_ERROR(check_device_compiled(config.device));  // before any import work
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
   std::optional<uint64_t> hash;
   if (caches_engine_choice(config)) hash = hash_file(path);
@@ -314,6 +405,7 @@ Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& 
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_bytes(const std::string& bytes, const BuilderConfig& config,
                                                               const std::string& name_for_errors) {
+  GRAFT_RETURN_IF_ERROR(check_device_compiled(config.device));  // before any import work
   GRAFT_RETURN_IF_ERROR(load_plugins(config));
   std::optional<uint64_t> hash;
   if (caches_engine_choice(config)) hash = fnv1a(kFnvOffset, bytes.data(), bytes.size());

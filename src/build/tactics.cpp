@@ -1,5 +1,6 @@
 #include "build/tactics.h"
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -83,7 +84,7 @@ Result<TacticTable> TacticTable::load_cache_file(const std::string& path) {
   if (j.is_discarded() || !j.is_object() || j.value("format", std::string()) != "graft-timing-cache")
     return error(StatusCode::kInvalidArgument,
                  "not a graft timing cache (expected JSON with \"format\": \"graft-timing-cache\"); delete it or "
-                 "pass another --timing-cache path")
+                 "give another timing cache path")
         .with_file(path);
   if (j.value("version", 0) != 1)
     return error(StatusCode::kInvalidArgument, "timing cache version ", j.value("version", 0),
@@ -103,12 +104,36 @@ Status TacticTable::save_cache_file(const std::string& path) const {
   return write_file_atomic(path, j.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
-Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine) {
+namespace {
+const std::vector<int64_t>& profile_dims(const ProfileRange& r, ProfilePoint point) {
+  return point == ProfilePoint::kMin ? r.min : point == ProfilePoint::kMax ? r.max : r.opt;
+}
+}  // namespace
+
+std::vector<ProfilePoint> distinct_profile_points(const Engine& engine) {
+  const std::vector<IOInfo> ins = engine.inputs();
+  auto shapes_at = [&](ProfilePoint p) {
+    std::vector<std::vector<int64_t>> all;
+    for (const IOInfo& in : ins) all.push_back(in.profile ? profile_dims(*in.profile, p) : in.static_dims);
+    return all;
+  };
+  std::vector<ProfilePoint> points;
+  std::vector<std::vector<std::vector<int64_t>>> seen;
+  for (ProfilePoint p : {ProfilePoint::kOpt, ProfilePoint::kMin, ProfilePoint::kMax}) {
+    auto shapes = shapes_at(p);
+    if (std::find(seen.begin(), seen.end(), shapes) != seen.end()) continue;
+    seen.push_back(std::move(shapes));
+    points.push_back(p);
+  }
+  return points;
+}
+
+Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine, ProfilePoint point) {
   std::map<std::string, Tensor> inputs;
   std::mt19937 rng(20261130);
   std::uniform_real_distribution<double> uni(-1.0, 1.0);
   for (const IOInfo& in : engine.inputs()) {
-    const std::vector<int64_t> dims = in.profile ? in.profile->opt : in.static_dims;
+    const std::vector<int64_t> dims = in.profile ? profile_dims(*in.profile, point) : in.static_dims;
     for (int64_t d : dims)
       if (d < 0) return error(StatusCode::kInvalidArgument, "input '", in.name, "' has no static shape or profile");
     auto allocated = Tensor::allocate(in.dtype, dims);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "graft/engine.h"
 #include "graft/status.h"
@@ -65,10 +66,17 @@ struct TacticStats {
   double timing_ms = 0;
 };
 
-// Inputs to time an engine with: every input at its static shape or its profile's opt shape,
-// floating inputs uniform in [-1, 1], others 0 (index-like inputs stay in range). Errors name an
-// input that has neither.
-Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine);
+// Which shapes of the optimization profile to time at.
+enum class ProfilePoint { kMin, kOpt, kMax };
+
+// Inputs to time an engine with: every input at its static shape or its profile's `point` shape
+// (opt by default), floating inputs uniform in [-1, 1], others 0 (index-like inputs stay in range).
+// Errors name an input that has neither.
+Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine, ProfilePoint point = ProfilePoint::kOpt);
+
+// The profile points whose shapes differ from each other (opt first): an engine with static
+// shapes has only opt; a dynamic batch 1..8..32 has opt, min and max.
+std::vector<ProfilePoint> distinct_profile_points(const Engine& engine);
 
 // Build-time tuning state handed to the kernels through their exec context (nullptr at run time).
 struct TacticTuning {

@@ -92,5 +92,35 @@ TEST(Tactics, PlanCarriesTheEngineTactics) {
   EXPECT_EQ(back->tactics->find("conv2d;sm90;x")->variant, 1);
 }
 
+// Tactics are timed at every profile point whose shapes differ (a dynamic batch runs at all of
+// them): opt first, then min and max, each once; a static engine has opt only.
+TEST(Tactics, TimedAtEveryDistinctProfilePoint) {
+  testing::OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"batch", 3});
+  m.node("Relu", {"x"}, {"y"}, "relu");
+  m.output("y", DataType::kFloat32);
+  auto points_for = [&](ProfileRange r) {
+    BuilderConfig cfg;
+    cfg.profile["x"] = std::move(r);
+    auto e = Engine::build_from_onnx_bytes(m.bytes(), cfg, "relu.onnx");
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+    return e.is_ok() ? distinct_profile_points(**e) : std::vector<ProfilePoint>{};
+  };
+  using P = ProfilePoint;
+  EXPECT_EQ(points_for({{1, 3}, {8, 3}, {32, 3}}), (std::vector<P>{P::kOpt, P::kMin, P::kMax}));
+  EXPECT_EQ(points_for({{1, 3}, {1, 3}, {32, 3}}), (std::vector<P>{P::kOpt, P::kMax}));
+  EXPECT_EQ(points_for({{4, 3}, {4, 3}, {4, 3}}), (std::vector<P>{P::kOpt}));
+  // The inputs follow the point asked for.
+  BuilderConfig cfg;
+  cfg.profile["x"] = ProfileRange{{1, 3}, {8, 3}, {32, 3}};
+  auto e = Engine::build_from_onnx_bytes(m.bytes(), cfg, "relu.onnx");
+  ASSERT_TRUE(e.is_ok());
+  for (auto [point, batch] : {std::pair{P::kMin, 1}, std::pair{P::kOpt, 8}, std::pair{P::kMax, 32}}) {
+    auto in = timing_inputs(**e, point);
+    ASSERT_TRUE(in.is_ok()) << in.status().to_string();
+    EXPECT_EQ(in->at("x").dims(), (std::vector<int64_t>{batch, 3}));
+  }
+}
+
 }  // namespace
 }  // namespace graft
