@@ -178,6 +178,29 @@ class CudaEngineTest : public ::testing::Test {
     for (const auto& [name, w] : want) EXPECT_EQ(fresh.at(name).device(), graft::DeviceType::kCUDA);
   }
 
+  // dynamic_cnn_model (batch 1..4..16) built for the CPU reference and for CUDA, one context each.
+  struct DynamicCnnPair {
+    std::shared_ptr<graft::Engine> cpu, gpu;
+    std::unique_ptr<graft::ExecutionContext> cpu_owned, gpu_owned;
+    graft::ExecutionContext* cpu_context = nullptr;
+    graft::CudaExecutionContext* gpu_context = nullptr;
+  };
+  void make_dynamic_cnn_pair(DynamicCnnPair* p) {
+    std::map<std::string, graft::ProfileRange> profile = {{"x", {{1, 3, 12, 12}, {4, 3, 12, 12}, {16, 3, 12, 12}}}};
+    auto m = dynamic_cnn_model(rng_);
+    p->cpu = build(m, graft::DeviceType::kCPU, false, profile);
+    p->gpu = build(m, graft::DeviceType::kCUDA, false, profile);
+    ASSERT_TRUE(p->cpu && p->gpu);
+    auto cctx = p->cpu->create_context();
+    auto gctx = p->gpu->create_context();
+    ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+    p->cpu_owned = std::move(cctx).value();
+    p->gpu_owned = std::move(gctx).value();
+    p->cpu_context = p->cpu_owned.get();
+    p->gpu_context = dynamic_cast<graft::CudaExecutionContext*>(p->gpu_owned.get());
+    ASSERT_NE(p->gpu_context, nullptr);
+  }
+
   uint32_t seed_ = 0;
   std::mt19937 rng_;
   std::string layout_ = "auto";
@@ -529,16 +552,10 @@ TEST_F(CudaEngineTest, EnqueueOnTheLegacyDefaultStream) {
   if (std::getenv("GRAFT_CUDA_GRAPHS") || std::getenv("GRAFT_CUDA_SYNC_CHECK"))
     GTEST_SKIP() << "CUDA graphs are switched by the environment";
   SCOPED_TRACE("random seed " + std::to_string(seed_));
-  std::map<std::string, graft::ProfileRange> profile = {{"x", {{1, 3, 12, 12}, {4, 3, 12, 12}, {16, 3, 12, 12}}}};
-  auto m = dynamic_cnn_model(rng_);
-  auto cpu = build(m, graft::DeviceType::kCPU, false, profile);
-  auto gpu = build(m, graft::DeviceType::kCUDA, false, profile);
-  ASSERT_TRUE(cpu && gpu);
-  auto cctx = cpu->create_context();
-  auto gctx = gpu->create_context();
-  ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
-  auto* g = dynamic_cast<graft::CudaExecutionContext*>(gctx->get());
-  ASSERT_NE(g, nullptr);
+  DynamicCnnPair pair;
+  ASSERT_NO_FATAL_FAILURE(make_dynamic_cnn_pair(&pair));
+  graft::ExecutionContext** cctx = &pair.cpu_context;
+  graft::CudaExecutionContext* g = pair.gpu_context;
   Tensor dx = Tensor::empty(DataType::kFloat32, {6, 3, 12, 12}, graft::DeviceType::kCUDA);
   for (int rep = 0; rep < 4; ++rep) {
     auto x = rand_t({6, 3, 12, 12}, rng_);
@@ -565,15 +582,10 @@ TEST_F(CudaEngineTest, EnqueueOnTheLegacyDefaultStream) {
 TEST_F(CudaEngineTest, RunCapturedIntoTheCallersGraph) {
   REQUIRE_GPU();
   SCOPED_TRACE("random seed " + std::to_string(seed_));
-  std::map<std::string, graft::ProfileRange> profile = {{"x", {{1, 3, 12, 12}, {4, 3, 12, 12}, {16, 3, 12, 12}}}};
-  auto m = dynamic_cnn_model(rng_);
-  auto cpu = build(m, graft::DeviceType::kCPU, false, profile);
-  auto gpu = build(m, graft::DeviceType::kCUDA, false, profile);
-  ASSERT_TRUE(cpu && gpu);
-  auto cctx = cpu->create_context();
-  auto gctx = gpu->create_context();
-  ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
-  auto* g = dynamic_cast<graft::CudaExecutionContext*>(gctx->get());
+  DynamicCnnPair pair;
+  ASSERT_NO_FATAL_FAILURE(make_dynamic_cnn_pair(&pair));
+  graft::ExecutionContext** cctx = &pair.cpu_context;
+  graft::CudaExecutionContext* g = pair.gpu_context;
   cudaStream_t s = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
   Tensor dx = Tensor::empty(DataType::kFloat32, {3, 3, 12, 12}, graft::DeviceType::kCUDA);

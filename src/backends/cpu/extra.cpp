@@ -42,19 +42,6 @@ Status float_predicate(ExecContext& ctx, F f) {
   }, [&](DataType t) { return bad_dtype(ctx, t); });
 }
 
-// View of a tensor as [outer, n, inner] around one axis.
-struct AxisView {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-AxisView axis_view(const std::vector<int64_t>& dims, int64_t axis, bool flatten_tail) {
-  AxisView v;
-  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
-    if (d < axis) v.outer *= dims[d];
-    else if (d == axis || flatten_tail) v.n *= dims[d];
-    else v.inner *= dims[d];
-  }
-  return v;
-}
 
 Status arg_reduce(ExecContext& ctx, bool want_max) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));

@@ -33,4 +33,19 @@ inline void unravel(int64_t flat, const std::vector<int64_t>& dims, std::vector<
   }
 }
 
+// View of a tensor as [outer, n, inner] around one axis (`flatten_tail`: n covers the axis and
+// every axis after it), as the axis-wise kernels walk it on the CPU and the GPU.
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline AxisView axis_view(const std::vector<int64_t>& dims, int64_t axis, bool flatten_tail) {
+  AxisView v;
+  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
+    if (d < axis) v.outer *= dims[d];
+    else if (d == axis || flatten_tail) v.n *= dims[d];
+    else v.inner *= dims[d];
+  }
+  return v;
+}
+
 }  // namespace graft::cpu

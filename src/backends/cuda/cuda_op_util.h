@@ -148,20 +148,22 @@ inline float gpu_ms_per_call(cudaStream_t s, const std::function<bool()>& call, 
 
 inline const AttributeMap& attrs_of(const CudaExec& e) { return *e.ctx->attrs; }
 
-// Broadcast strides of up to three operands against `out`. Size-1 output axes are dropped and
-// adjacent axes merged when every operand is contiguous across them, so most real shapes fit in
-// kMaxRank. Returns false on a non-broadcastable operand or a rank that still exceeds kMaxRank.
-inline bool make_bcast(const std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& ins, k::Bcast* p,
-                       std::string* why) {
+// Broadcast strides of every operand (`ins`, each at most out's rank) against `out`. Size-1 output
+// axes are dropped and adjacent axes merged where every operand walks them as one (stride[prev] ==
+// stride[d] * dims[d]; both broadcast, 0 == 0, also merges), so most real shapes fit in kMaxRank.
+// Fills the merged dims and, per operand, its strides; false (with `why`) on a non-broadcastable
+// operand or a rank that still exceeds kMaxRank.
+inline bool merge_broadcast(const std::vector<int64_t>& out, const std::vector<const std::vector<int64_t>*>& ins,
+                            std::vector<int64_t>* dims, std::vector<std::vector<int64_t>>* strides, std::string* why) {
   const size_t rank = out.size();
   const size_t nops = ins.size();
   std::vector<std::vector<int64_t>> st(nops, std::vector<int64_t>(rank, 0));
   for (size_t k = 0; k < nops; ++k) {
-    const auto& in = ins[k];
+    const auto& in = *ins[k];
     if (in.size() > rank) return reject(why, "operand rank exceeds output rank");
     int64_t stride = 1;
     for (size_t j = 0; j < in.size(); ++j) {
-      size_t ia = in.size() - 1 - j, oa = rank - 1 - j;
+      const size_t ia = in.size() - 1 - j, oa = rank - 1 - j;
       if (in[ia] == out[oa]) {
         st[k][oa] = in[ia] == 1 ? 0 : stride;
       } else if (in[ia] == 1) {
@@ -172,30 +174,40 @@ inline bool make_bcast(const std::vector<int64_t>& out, const std::vector<std::v
       stride *= in[ia];
     }
   }
-  // Keep non-unit axes; merge axis d into the previous kept one when, for every operand,
-  // stride[prev] == stride[d] * dims[d] (both broadcast: 0 == 0 also merges).
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> ks(nops);
+  dims->clear();
+  strides->assign(nops, {});
+  auto& ks = *strides;
   for (size_t d = 0; d < rank; ++d) {
     if (out[d] == 1) continue;
-    bool merge = !dims.empty();
+    bool merge = !dims->empty();
     for (size_t k = 0; k < nops && merge; ++k) merge = ks[k].back() == st[k][d] * out[d];
     if (merge) {
-      dims.back() *= out[d];
+      dims->back() *= out[d];
       for (size_t k = 0; k < nops; ++k) ks[k].back() = st[k][d];
     } else {
-      dims.push_back(out[d]);
+      dims->push_back(out[d]);
       for (size_t k = 0; k < nops; ++k) ks[k].push_back(st[k][d]);
     }
   }
-  if (dims.size() > static_cast<size_t>(k::kMaxRank))
-    return reject(why, "broadcast needs " + std::to_string(dims.size()) + " axes; the CUDA kernel handles " +
+  if (dims->size() > static_cast<size_t>(k::kMaxRank))
+    return reject(why, "broadcast needs " + std::to_string(dims->size()) + " axes; the CUDA kernel handles " +
                            std::to_string(k::kMaxRank));
+  return true;
+}
+
+// merge_broadcast for up to three operands, as the fixed-arity kernels take it.
+inline bool make_bcast(const std::vector<int64_t>& out, const std::vector<std::vector<int64_t>>& ins, k::Bcast* p,
+                       std::string* why) {
+  std::vector<const std::vector<int64_t>*> ptrs;
+  for (const auto& in : ins) ptrs.push_back(&in);
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> ks;
+  if (!merge_broadcast(out, ptrs, &dims, &ks, why)) return false;
   *p = k::Bcast{};
   p->rank = static_cast<int>(dims.size());
   for (size_t d = 0; d < dims.size(); ++d) {
     p->dims[d] = dims[d];
-    for (size_t k = 0; k < nops; ++k) p->strides[k][d] = ks[k][d];
+    for (size_t k = 0; k < ins.size(); ++k) p->strides[k][d] = ks[k][d];
   }
   return true;
 }

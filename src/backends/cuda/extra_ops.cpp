@@ -60,18 +60,8 @@ Result<int64_t> host_scalar(const CudaExec& ex, size_t i, const char* what) {
   return v[0];
 }
 
-struct AxisView {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-AxisView axis_view(const std::vector<int64_t>& dims, int64_t axis, bool flatten_tail) {
-  AxisView v;
-  for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d) {
-    if (d < axis) v.outer *= dims[d];
-    else if (d == axis || flatten_tail) v.n *= dims[d];
-    else v.inner *= dims[d];
-  }
-  return v;
-}
+using cpu::AxisView;
+using cpu::axis_view;
 
 // ---- Sum / Mean -------------------------------------------------------------------------------
 
@@ -85,47 +75,18 @@ bool variadic_supports(const Node& n, std::string* why) {
   return require_dtype(n, 0, kMean ? kFloats : kFloatsInts, why);
 }
 
-// Strides of every operand against `out`, unit axes dropped and axes merged where every operand
-// walks them as one (make_bcast for more than three operands).
+// merge_broadcast (cuda_op_util.h) for the variadic kernels' operand count.
 bool make_var_bcast(const std::vector<int64_t>& out, const std::vector<const std::vector<int64_t>*>& ins,
                     k::VarBcast* p, std::string* why) {
-  const size_t rank = out.size(), nops = ins.size();
-  std::vector<std::vector<int64_t>> st(nops, std::vector<int64_t>(rank, 0));
-  for (size_t k = 0; k < nops; ++k) {
-    const auto& in = *ins[k];
-    if (in.size() > rank) return reject(why, "operand rank exceeds output rank");
-    int64_t stride = 1;
-    for (size_t j = 0; j < in.size(); ++j) {
-      const size_t ia = in.size() - 1 - j, oa = rank - 1 - j;
-      if (in[ia] == out[oa]) st[k][oa] = in[ia] == 1 ? 0 : stride;
-      else if (in[ia] == 1) st[k][oa] = 0;
-      else return reject(why, "operand shape cannot be broadcast to the output shape");
-      stride *= in[ia];
-    }
-  }
   std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> ks(nops);
-  for (size_t d = 0; d < rank; ++d) {
-    if (out[d] == 1) continue;
-    bool merge = !dims.empty();
-    for (size_t k = 0; k < nops && merge; ++k) merge = ks[k].back() == st[k][d] * out[d];
-    if (merge) {
-      dims.back() *= out[d];
-      for (size_t k = 0; k < nops; ++k) ks[k].back() = st[k][d];
-    } else {
-      dims.push_back(out[d]);
-      for (size_t k = 0; k < nops; ++k) ks[k].push_back(st[k][d]);
-    }
-  }
-  if (dims.size() > static_cast<size_t>(k::kMaxRank))
-    return reject(why, "broadcast needs " + std::to_string(dims.size()) + " axes; the CUDA kernel handles " +
-                           std::to_string(k::kMaxRank));
+  std::vector<std::vector<int64_t>> ks;
+  if (!merge_broadcast(out, ins, &dims, &ks, why)) return false;
   *p = k::VarBcast{};
   p->rank = static_cast<int>(dims.size());
-  p->count = static_cast<int>(nops);
+  p->count = static_cast<int>(ins.size());
   for (size_t d = 0; d < dims.size(); ++d) {
     p->dims[d] = dims[d];
-    for (size_t k = 0; k < nops; ++k) p->strides[k][d] = ks[k][d];
+    for (size_t k = 0; k < ins.size(); ++k) p->strides[k][d] = ks[k][d];
   }
   return true;
 }
