@@ -10,4 +10,5 @@ $SUDO apt-get install -y -q --no-install-recommends \
   protobuf-compiler libprotobuf-dev libonnx-dev libonnx-testdata \
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-onnx python3-torch libtorch-dev
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-onnx python3-torch libtorch-dev \
+  python3-venv python3-pip python3-setuptools python3-wheel

@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh build
 (cd build && ctest --output-on-failure -j "$(nproc)" --timeout 900)
+# `pip install .` offline into a venv over Debian's torch, reusing the build above.
+bash scripts/test_pip_install.sh build
 
 # Sanitizer build of the C++ tests (libtorch is not built with ASan, so no PyTorch/Python pieces).
 LAUNCHER=()

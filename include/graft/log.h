@@ -27,8 +27,8 @@ void log_warning_once(const std::string& text);
 
 // Whether a build progress report of `stage` is printed at the current level. Quiet: none.
 // Verbose: all. Default: all when `all_stages_by_default` (the command line, which shows progress
-// as trtexec does), else only warnings and the summary stages (placement, engine choice, tactics,
-// done), which is what a library user (Python) sees.
+// as trtexec does), else only warnings and the CUDA placement summary, which is what a library
+// user (Python) sees.
 bool log_shows_stage(const std::string& stage, bool all_stages_by_default);
 
 }  // namespace graft

@@ -63,7 +63,7 @@ bool log_shows_stage(const std::string& stage, bool all_stages_by_default) {
   const LogLevel level = log_level();
   if (level == LogLevel::kQuiet) return false;
   if (level == LogLevel::kVerbose || all_stages_by_default) return true;
-  static const std::set<std::string> summary{"warning", "cuda", "engine", "tactics", "done"};
+  static const std::set<std::string> summary{"warning", "cuda"};
   return summary.count(stage) > 0;
 }
 

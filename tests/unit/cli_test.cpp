@@ -1,6 +1,8 @@
 // The `graft` command line, run as a user would: build a plan, run it, inspect, list ops, and every
 // error path ends with exit code 1 and one "graft: error: ..." line (never a crash or a trace).
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -201,10 +203,22 @@ TEST_F(CliTest, OpsJsonListsRelu) {
       EXPECT_GE(op["min_opset"].get<int>(), 1);
     }
   EXPECT_TRUE(relu);
+  // Every op says which backends this build has for it: the CPU reference always; CUDA only in a
+  // CUDA build (and then for Relu, which has a kernel).
+  for (const auto& op : j["builtin"]) {
+    ASSERT_TRUE(op["backends"].is_array()) << op.dump();
+    EXPECT_EQ(op["backends"][0], "cpu") << op.dump();
+#ifndef GRAFT_WITH_CUDA
+    EXPECT_EQ(op["backends"].size(), 1u) << op.dump();
+#endif
+  }
   ASSERT_TRUE(j["custom"].is_array());
   for (const auto& op : j["custom"]) {
     EXPECT_TRUE(op.contains("name") && op.contains("domain") && op.contains("version") && op.contains("source"));
     EXPECT_TRUE(op["attributes"].is_array() && op["inputs"].is_array() && op["outputs"].is_array());
+    ASSERT_TRUE(op["backends"].is_array()) << op.dump();
+    EXPECT_NE(std::find(op["backends"].begin(), op["backends"].end(), "cpu"), op["backends"].end()) << op.dump();
+    EXPECT_TRUE(op["kernel_dtypes"].contains("cpu")) << op.dump();
   }
   EXPECT_TRUE(j["aliases"].is_array());
   CmdResult text = graft("ops");
