@@ -21,6 +21,7 @@
 #include "graft/registry.h"
 #include "io/tensor_io.h"
 #include "onnx/onnx_convert.h"
+#include "onnx/opset_conversion.h"
 #include "ops/operator.h"
 
 namespace graft {
@@ -437,6 +438,11 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
     return fail(error(StatusCode::kUnsupported, "ONNX IR version ", static_cast<int64_t>(model.ir_version()),
                       " is not supported (graft supports IR versions ", kMinIrVersion, " to ",
                       kMaxIrVersion, ")"));
+  if (needs_opset_conversion(model)) {  // opsets 1..kMinOpset-1: converted, then read as usual
+    onnx::ModelProto converted;
+    if (Status st = convert_to_supported_opset(model, &converted); !st) return fail(st);
+    return import_onnx_model(converted, name_for_errors, base_dir);
+  }
   auto g = std::make_unique<Graph>();
   g->source_path = name_for_errors;
   g->ir_version = model.ir_version();
@@ -452,7 +458,8 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
   const int64_t opset = it->second;
   if (opset < kMinOpset || opset > kMaxOpset)
     return fail(error(StatusCode::kUnsupported, "default-domain opset ", opset,
-                      " is not supported (graft supports opsets ", kMinOpset, " to ", kMaxOpset, ")"));
+                      " is not supported (graft supports opsets 1 to ", kMaxOpset, "; those before ", kMinOpset,
+                      " are converted to ", kMinOpset, " on import)"));
 
   GRAFT_RETURN_IF_ERROR(register_graft_ops(OpRegistry::global()));
   const onnx::GraphProto& gp = model.graph();

@@ -1,9 +1,10 @@
 // ONNX importer: ModelProto (protobuf, from libonnx-dev) -> graft Graph IR.
 //
-// What it accepts: IR versions 3..10, default-domain opset 11..20, initializers (raw or typed
-// fields, external data), value_info, symbolic dims, the attribute kinds graft supports, builtin
-// ops from the BuiltinOp table and custom ops from the OpRegistry (looked up as TensorRT's ONNX
-// parser does: op_type + plugin_version + plugin_namespace).
+// What it accepts: IR versions 3..10, default-domain opset 1..21 (1..10 converted to 11 first,
+// opset_conversion.h), initializers (raw or typed fields, external data), value_info, symbolic
+// dims, the attribute kinds graft supports, builtin ops from the BuiltinOp table and custom ops
+// from the OpRegistry (looked up as TensorRT's ONNX parser does: op_type + plugin_version +
+// plugin_namespace).
 //
 // Conventions worth knowing:
 // - Constant nodes become constant Values (no node remains for them).
@@ -31,8 +32,14 @@ namespace graft {
 
 inline constexpr int64_t kMinIrVersion = 3;
 inline constexpr int64_t kMaxIrVersion = 10;
+// Opsets kMinOpset..kMaxOpset are read directly; older ones are converted first
+// (opset_conversion.h). The op schemas take the semantics of 18..20 from the node's opset (Reduce*
+// and Pad axes as inputs, Split num_outputs, Resize antialias/axes/keep_aspect_ratio_policy and
+// half_pixel_symmetric, ScatterElements/ND max/min, pooling dilations) and refuse what their
+// kernels lack. Opset 21 changed graft's ops only in the types they accept (int4/uint4, float8),
+// which graft refuses as types; GroupNormalization, whose meaning changed at 21, is not a graft op.
 inline constexpr int64_t kMinOpset = 11;
-inline constexpr int64_t kMaxOpset = 20;
+inline constexpr int64_t kMaxOpset = 21;
 
 Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path);
 // `base_dir` resolves external-data locations; empty means the directory of name_for_errors.

@@ -32,6 +32,7 @@
 #include "graft/registry.h"
 #include "io/tensor_io.h"
 #include "onnx/importer.h"
+#include "onnx/opset_conversion.h"
 #include "ops/operator.h"
 
 namespace fs = std::filesystem;
@@ -173,6 +174,15 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
     r.reason = std::move(why);
     return r;
   };
+  // An older opset is converted on import; the scan looks at the model the importer will read.
+  if (graft::needs_opset_conversion(model)) {
+    onnx::ModelProto converted;
+    graft::Status st = graft::convert_to_supported_opset(model, &converted);
+    if (!st.is_ok())
+      return unsupported({st.op_type().empty() ? std::string("(opset conversion)") : st.op_type()}, first_line(st.to_string()));
+    model = std::move(converted);
+    opset = graft::default_domain_opset_of(model);
+  }
   auto bad = unsupported_ops(model, opset);
   if (!bad.empty()) {
     std::vector<std::string> blamed;

@@ -1,0 +1,620 @@
+#include "onnx/opset_conversion.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+#include <onnx/version_converter/convert.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graft/dtype.h"
+#include "onnx/importer.h"
+
+namespace graft {
+
+namespace {
+
+namespace vc = onnx::version_conversion;
+using onnx::Graph;
+using onnx::Node;
+using onnx::OpSetID;
+using onnx::Symbol;
+using onnx::Tensor;
+using onnx::Value;
+
+// ---- failures ----------------------------------------------------------------------------------
+// Thrown inside the conversion (adapters run under ONNX's converter, which only knows exceptions);
+// caught at the boundary in convert_to_supported_opset and turned into a Status there.
+struct ConversionFailure : std::runtime_error {
+  ConversionFailure(std::string op_, std::string node_, int64_t from_, int64_t to_, const std::string& why)
+      : std::runtime_error(why), op(std::move(op_)), node(std::move(node_)), from(from_), to(to_) {}
+  std::string op, node;
+  int64_t from, to;
+};
+
+std::string node_label(const Node* n) { return n->has_name() ? n->name() : std::string(); }
+
+[[noreturn]] void refuse(const std::string& why) { throw std::runtime_error(why); }
+
+// ---- helpers on ONNX's IR ------------------------------------------------------------------------
+// A Constant node before `before` holding `t`; returns its output, typed and shaped like `t`.
+Value* add_constant(const std::shared_ptr<Graph>& graph, Node* before, const Tensor& t) {
+  Node* c = graph->create(onnx::kConstant);
+  c->t_(onnx::kvalue, t);
+  c->insertBefore(before);
+  c->output()->setElemType(t.elem_type());
+  std::vector<onnx::Dimension> dims;
+  for (int64_t d : t.sizes()) dims.emplace_back(d);
+  c->output()->setSizes(dims);
+  return c->output();
+}
+
+Tensor int64_vector(const std::vector<int64_t>& v) {
+  Tensor t;
+  t.elem_type() = onnx::TensorProto_DataType_INT64;
+  t.sizes() = {static_cast<int64_t>(v.size())};
+  t.int64s() = v;
+  return t;
+}
+
+// A scalar of `elem_type` (the data type of the tensor it will be combined with) holding `v`.
+// Float types graft reads: float, double, float16, bfloat16; integers of every width.
+Tensor typed_scalar(int32_t elem_type, double v) {
+  Tensor t;
+  t.sizes() = {};
+  switch (elem_type) {
+    case onnx::TensorProto_DataType_UNDEFINED:
+    case onnx::TensorProto_DataType_FLOAT:
+      t.elem_type() = onnx::TensorProto_DataType_FLOAT;
+      t.floats().push_back(static_cast<float>(v));
+      break;
+    case onnx::TensorProto_DataType_DOUBLE:
+      t.elem_type() = elem_type;
+      t.doubles().push_back(v);
+      break;
+    case onnx::TensorProto_DataType_FLOAT16:
+      t.elem_type() = elem_type;
+      t.int32s().push_back(float_to_half(static_cast<float>(v)));
+      break;
+    case onnx::TensorProto_DataType_INT64:
+      t.elem_type() = elem_type;
+      t.int64s().push_back(std::isinf(v) ? (v < 0 ? std::numeric_limits<int64_t>::min()
+                                                 : std::numeric_limits<int64_t>::max())
+                                         : static_cast<int64_t>(v));
+      break;
+    case onnx::TensorProto_DataType_INT32:
+    case onnx::TensorProto_DataType_INT16:
+    case onnx::TensorProto_DataType_INT8:
+    case onnx::TensorProto_DataType_UINT16:
+    case onnx::TensorProto_DataType_UINT8:
+    case onnx::TensorProto_DataType_BOOL:
+      t.elem_type() = elem_type;
+      t.int32s().push_back(std::isinf(v) ? (v < 0 ? std::numeric_limits<int32_t>::min()
+                                                 : std::numeric_limits<int32_t>::max())
+                                         : static_cast<int32_t>(v));
+      break;
+    default:
+      refuse("the data type " + std::to_string(elem_type) + " has no scalar form here");
+  }
+  return t;
+}
+
+// ---- graft's adapters ----------------------------------------------------------------------------
+// Each adapts one node across one opset step, in place (ONNX's Adapter interface).
+class FnAdapter final : public vc::Adapter {
+ public:
+  using Fn = std::function<void(const std::shared_ptr<Graph>&, Node*)>;
+  FnAdapter(const std::string& op, int64_t from, int64_t to, Fn fn)
+      : Adapter(op, OpSetID(from), OpSetID(to)), fn_(std::move(fn)) {}
+  Node* adapt(std::shared_ptr<Graph> graph, Node* node) const override {
+    fn_(graph, node);
+    return node;
+  }
+
+ private:
+  Fn fn_;
+};
+
+void remove_attr(Node* n, const Symbol& s) {
+  if (n->hasAttribute(s)) n->removeAttribute(s);
+}
+
+// Binary ops before opset 7: `broadcast` (default 0: same shapes) and `axis` (where B's dims start
+// in A's; default: B's dims are A's trailing dims). From 7 on, numpy broadcasting. Equal shapes and
+// trailing alignment mean the same under both; another axis needs B padded with trailing 1s.
+void legacy_broadcast(const std::shared_ptr<Graph>& graph, Node* node) {
+  const bool broadcast = node->hasAttribute(onnx::kbroadcast) && node->i(onnx::kbroadcast) != 0;
+  if (broadcast && node->hasAttribute(onnx::kaxis) && node->inputs().size() == 2) {
+    Value* a = node->inputs()[0];
+    Value* b = node->inputs()[1];
+    if (!a->has_sizes() || !b->has_sizes())
+      refuse("broadcast=1 with an axis needs the ranks of both inputs, and shape inference did not find them");
+    const int64_t ra = static_cast<int64_t>(a->sizes().size());
+    const int64_t rb = static_cast<int64_t>(b->sizes().size());
+    int64_t axis = node->i(onnx::kaxis);
+    if (axis < 0) axis += ra;
+    if (axis < 0 || axis + rb > ra)
+      refuse("axis " + std::to_string(node->i(onnx::kaxis)) + " does not place a rank-" + std::to_string(rb) +
+             " B inside a rank-" + std::to_string(ra) + " A");
+    const int64_t trailing = ra - axis - rb;
+    if (trailing > 0) {
+      std::vector<int64_t> axes;
+      std::vector<onnx::Dimension> dims = b->sizes();
+      for (int64_t i = 0; i < trailing; ++i) {
+        axes.push_back(rb + i);
+        dims.emplace_back(int64_t{1});
+      }
+      Node* u = graph->create(onnx::kUnsqueeze);
+      u->addInput(b);
+      u->is_(onnx::kaxes, std::move(axes));  // Unsqueeze before opset 13: axes is an attribute
+      u->insertBefore(node);
+      u->output()->setElemType(b->elemType());
+      u->output()->setSizes(dims);
+      node->replaceInput(1, u->output());
+    }
+  }
+  remove_attr(node, onnx::kbroadcast);
+  remove_attr(node, onnx::kaxis);
+}
+
+// Reshape-1..4: the target shape is an attribute (and consumed_inputs); from 5 an int64 input.
+void reshape_4_5(const std::shared_ptr<Graph>& graph, Node* node) {
+  remove_attr(node, onnx::kconsumed_inputs);
+  if (!node->hasAttribute(onnx::kshape)) refuse("Reshape before opset 5 needs its shape attribute");
+  std::vector<int64_t> shape = node->is(onnx::kshape);
+  node->removeAttribute(onnx::kshape);
+  node->addInput(add_constant(graph, node, int64_vector(shape)));
+}
+
+// Pad-1 names its pads `paddings`.
+void pad_1_2(const std::shared_ptr<Graph>&, Node* node) {
+  const Symbol paddings("paddings");
+  if (node->hasAttribute(paddings)) {
+    std::vector<int64_t> p = node->is(paddings);
+    node->removeAttribute(paddings);
+    node->is_(onnx::kpads, std::move(p));
+  }
+}
+
+// Pad-2..10: pads and value are attributes; from 11 inputs (pads int64, constant_value a scalar of
+// the data's type, default 0).
+void pad_10_11(const std::shared_ptr<Graph>& graph, Node* node) {
+  if (!node->hasAttribute(onnx::kpads)) refuse("Pad needs its pads attribute");
+  std::vector<int64_t> pads = node->is(onnx::kpads);
+  node->removeAttribute(onnx::kpads);
+  node->addInput(add_constant(graph, node, int64_vector(pads)));
+  const std::string mode = node->hasAttribute(onnx::kmode) ? node->s(onnx::kmode) : "constant";
+  double value = 0;
+  if (node->hasAttribute(onnx::kvalue)) {
+    value = node->f(onnx::kvalue);
+    node->removeAttribute(onnx::kvalue);
+  }
+  if (mode == "constant") node->addInput(add_constant(graph, node, typed_scalar(node->inputs()[0]->elemType(), value)));
+}
+
+// Clip-6..10: min and max are attributes (defaults: the float range); from 11 optional scalar inputs
+// of the data's type.
+void clip_10_11(const std::shared_ptr<Graph>& graph, Node* node) {
+  const bool has_min = node->hasAttribute(onnx::kmin), has_max = node->hasAttribute(onnx::kmax);
+  const int32_t et = node->inputs()[0]->elemType();
+  if (has_min || has_max) {
+    const double lo = has_min ? node->f(onnx::kmin) : -INFINITY;
+    node->addInput(add_constant(graph, node, typed_scalar(et, lo)));
+  }
+  if (has_max) node->addInput(add_constant(graph, node, typed_scalar(et, node->f(onnx::kmax))));
+  remove_attr(node, onnx::kmin);
+  remove_attr(node, onnx::kmax);
+}
+
+// Cast-1: `to` is the type's name ("FLOAT"); from 6 its TensorProto number.
+void cast_5_6(const std::shared_ptr<Graph>&, Node* node) {
+  remove_attr(node, onnx::kconsumed_inputs);
+  if (!node->hasAttribute(onnx::kto) || node->kindOf(onnx::kto) != onnx::AttributeKind::s) return;
+  const std::string name = node->s(onnx::kto);
+  onnx::TensorProto_DataType dt{};
+  if (!onnx::TensorProto_DataType_Parse(name, &dt)) refuse("'" + name + "' is not an ONNX data type name");
+  node->removeAttribute(onnx::kto);
+  node->i_(onnx::kto, static_cast<int64_t>(dt));
+}
+
+// Split-1 may take the split sizes as a second input; Split-2 only as an attribute.
+void split_1_2(const std::shared_ptr<Graph>&, Node* node) {
+  if (node->inputs().size() > 1)
+    refuse("Split-1 with the split sizes as a second input is not converted (Split-2 takes them as an attribute)");
+}
+
+// Upsample-1 (experimental): height_scale/width_scale of a 4-D input, mode nearest or bilinear.
+void upsample_6_7(const std::shared_ptr<Graph>&, Node* node) {
+  const Symbol hs("height_scale"), ws("width_scale");
+  if (!node->hasAttribute(hs) || !node->hasAttribute(ws))
+    refuse("Upsample-1 needs its height_scale and width_scale attributes");
+  std::vector<double> scales = {1.0, 1.0, node->f(hs), node->f(ws)};
+  node->removeAttribute(hs);
+  node->removeAttribute(ws);
+  node->fs_(onnx::kscales, std::move(scales));
+  if (node->hasAttribute(onnx::kmode) && node->s(onnx::kmode) == "bilinear") node->s_(onnx::kmode, "linear");
+}
+
+// Resize-10 (and Upsample, which becomes it): inputs (X, scales); output coordinate x maps to
+// x / scale (asymmetric), nearest takes floor. Resize-11: inputs (X, roi, scales[, sizes]) and
+// half_pixel/round_prefer_floor by default, so both are said explicitly.
+void resize_10_11(const std::shared_ptr<Graph>& graph, Node* node) {
+  if (node->inputs().size() != 2) refuse("Resize-10 takes 2 inputs (X, scales)");
+  Tensor roi;
+  roi.elem_type() = onnx::TensorProto_DataType_FLOAT;
+  roi.sizes() = {0};
+  Value* scales = node->inputs()[1];
+  node->replaceInput(1, add_constant(graph, node, roi));
+  node->addInput(scales);
+  node->s_(Symbol("coordinate_transformation_mode"), "asymmetric");
+  const std::string mode = node->hasAttribute(onnx::kmode) ? node->s(onnx::kmode) : "nearest";
+  if (mode == "nearest") node->s_(Symbol("nearest_mode"), "floor");
+}
+
+// PRelu before 7: a slope of C values (1-D) applies per channel, along axis 1 of the data (what
+// PyTorch's exporter meant and the suite's multiparam cases expect); from 7 the slope broadcasts
+// numpy-style, so it is given trailing 1s to stay on axis 1.
+void prelu_6_7(const std::shared_ptr<Graph>& graph, Node* node) {
+  if (node->inputs().size() != 2) return;
+  Value* x = node->inputs()[0];
+  Value* slope = node->inputs()[1];
+  if (!slope->has_sizes()) refuse("the shape of the slope is unknown; before opset 7 it decides the broadcast axis");
+  if (slope->sizes().size() != 1) return;
+  const onnx::Dimension& c = slope->sizes()[0];
+  if (c.is_int && c.dim == 1) return;  // one slope for every element
+  if (!x->has_sizes()) refuse("the rank of the data is unknown; a per-channel slope needs it");
+  const int64_t rank = static_cast<int64_t>(x->sizes().size());
+  if (rank < 3) return;  // [N, C]: the slope already lines up with C
+  std::vector<int64_t> axes;
+  std::vector<onnx::Dimension> dims = slope->sizes();
+  for (int64_t i = 1; i <= rank - 2; ++i) {
+    axes.push_back(i);
+    dims.emplace_back(int64_t{1});
+  }
+  Node* u = graph->create(onnx::kUnsqueeze);
+  u->addInput(slope);
+  u->is_(onnx::kaxes, std::move(axes));
+  u->insertBefore(node);
+  u->output()->setElemType(slope->elemType());
+  u->output()->setSizes(dims);
+  node->replaceInput(1, u->output());
+}
+
+// Gemm before 7: `broadcast` says whether C broadcasts; from 7 C always broadcasts
+// (unidirectionally), which covers both.
+void gemm_6_7(const std::shared_ptr<Graph>&, Node* node) { remove_attr(node, onnx::kbroadcast); }
+
+// Dropout before 10: the mask output has the data's type; from 10 it is bool. Inference never
+// drops, so the output passes through either way; a model that reads the mask is refused.
+void dropout_9_10(const std::shared_ptr<Graph>&, Node* node) {
+  if (node->outputs().size() > 1 && !node->outputs()[1]->uses().empty())
+    refuse("the mask output is used, and its type changes from the data's to bool at opset 10");
+}
+
+// ---- the converter -------------------------------------------------------------------------------
+// Wraps an adapter so that a failure inside it names the op, the node and the step.
+class NamedAdapter final : public vc::Adapter {
+ public:
+  explicit NamedAdapter(std::unique_ptr<vc::Adapter> inner)
+      : Adapter(inner->name(), inner->initial_version(), inner->target_version()), inner_(std::move(inner)) {}
+  Node* adapt(std::shared_ptr<Graph> graph, Node* node) const override {
+    try {
+      return inner_->adapt(std::move(graph), node);
+    } catch (const ConversionFailure&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw ConversionFailure(name(), node_label(node), initial_version().version(), target_version().version(),
+                              e.what());
+    }
+  }
+
+ private:
+  std::unique_ptr<vc::Adapter> inner_;
+};
+
+class GraftConverter final : public vc::DefaultVersionConverter {
+ public:
+  GraftConverter() {
+    for (const char* op : {"Add", "Sub", "Mul", "Div", "Pow", "And", "Or", "Xor", "Equal", "Greater", "Less"})
+      own(op, 6, 7, legacy_broadcast);
+    own("Gemm", 6, 7, gemm_6_7);
+    own("PRelu", 6, 7, prelu_6_7);
+    own("Dropout", 9, 10, dropout_9_10);
+    own("Reshape", 4, 5, reshape_4_5);
+    own("Pad", 1, 2, pad_1_2);
+    own("Pad", 10, 11, pad_10_11);
+    own("Clip", 10, 11, clip_10_11);
+    own("Cast", 5, 6, cast_5_6);
+    own("Split", 1, 2, split_1_2);
+    own("Upsample", 6, 7, upsample_6_7);
+    own("Resize", 10, 11, resize_10_11);
+    for (auto& [op, from_map] : adapters)
+      for (auto& [from, to_map] : from_map)
+        for (auto& [to, adapter] : to_map) adapter = std::make_unique<NamedAdapter>(std::move(adapter));
+  }
+
+  // The first step in [from, to) at which `op` changes and no adapter exists, or 0.
+  int64_t missing_step(const std::string& op, int64_t from, int64_t to) const {
+    auto s = all_schemas.find(op);
+    if (s == all_schemas.end()) return 0;
+    auto d = s->second.find("");
+    if (d == s->second.end()) return 0;
+    auto a = adapters.find(op);
+    for (int64_t v = from; v < to; ++v) {
+      if (!d->second.count(v + 1)) continue;
+      if (a == adapters.end()) return v;
+      auto f = a->second.find(OpSetID(v).toString());
+      if (f == a->second.end() || !f->second.count(OpSetID(v + 1).toString())) return v;
+    }
+    return 0;
+  }
+  // Whether ONNX's schemas know `op` in the default domain at all (the converter looks every node
+  // of the default domain up and fails on names it does not know).
+  bool knows(const std::string& op) const {
+    auto s = all_schemas.find(op);
+    return s != all_schemas.end() && s->second.count("");
+  }
+
+ private:
+  void own(const char* op, int64_t from, int64_t to, FnAdapter::Fn fn) {
+    registerAdapter(std::make_unique<FnAdapter>(op, from, to, std::move(fn)));
+  }
+};
+
+// ---- model walks ---------------------------------------------------------------------------------
+void for_each_graph(onnx::GraphProto* g, const std::function<void(onnx::GraphProto*)>& fn) {
+  fn(g);
+  for (auto& n : *g->mutable_node())
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) for_each_graph(a.mutable_g(), fn);
+      for (auto& sg : *a.mutable_graphs()) for_each_graph(&sg, fn);
+    }
+}
+
+// Renames every value (graph inputs/outputs, initializers, value_info, node inputs/outputs, in
+// every subgraph) through `fn`; empty names (omitted optional inputs) stay empty.
+void rename_values(onnx::ModelProto* m, const std::function<std::string(const std::string&)>& fn) {
+  for_each_graph(m->mutable_graph(), [&](onnx::GraphProto* g) {
+    auto r = [&](std::string* s) {
+      if (!s->empty()) *s = fn(*s);
+    };
+    for (auto& v : *g->mutable_input()) r(v.mutable_name());
+    for (auto& v : *g->mutable_output()) r(v.mutable_name());
+    for (auto& v : *g->mutable_value_info()) r(v.mutable_name());
+    for (auto& t : *g->mutable_initializer()) r(t.mutable_name());
+    for (auto& n : *g->mutable_node()) {
+      for (auto& s : *n.mutable_input()) r(&s);
+      for (auto& s : *n.mutable_output()) r(&s);
+    }
+  });
+}
+
+bool is_default_domain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
+
+// A copy of `in` for the converter without the weights: no forward adapter reads them, ONNX's IR
+// drops external data, and the converter copies a model twice. Main-graph initializers that are
+// large, or stored outside the model, keep their name, type and dims only; the small ones keep
+// their data, which shape inference reads (Reshape's shape, Upsample's scales).
+onnx::ModelProto copy_without_weights(const onnx::ModelProto& in) {
+  onnx::ModelProto work;
+  work.set_ir_version(in.ir_version());
+  *work.mutable_opset_import() = in.opset_import();
+  work.set_producer_name(in.producer_name());
+  work.set_producer_version(in.producer_version());
+  work.set_domain(in.domain());
+  work.set_model_version(in.model_version());
+  work.set_doc_string(in.doc_string());
+  *work.mutable_metadata_props() = in.metadata_props();
+  const onnx::GraphProto& g = in.graph();
+  onnx::GraphProto* w = work.mutable_graph();
+  w->set_name(g.name());
+  w->set_doc_string(g.doc_string());
+  *w->mutable_node() = g.node();
+  *w->mutable_input() = g.input();
+  *w->mutable_output() = g.output();
+  *w->mutable_value_info() = g.value_info();
+  for (const auto& t : g.initializer()) {
+    constexpr int64_t kSmall = 4096;
+    int64_t numel = 1;
+    for (int64_t d : t.dims()) {
+      if (d < 0 || (d > 0 && numel > kSmall / d)) {
+        numel = kSmall + 1;
+        break;
+      }
+      numel *= d;
+    }
+    if (t.data_location() != onnx::TensorProto::EXTERNAL && numel <= kSmall) {
+      *w->add_initializer() = t;
+      continue;
+    }
+    onnx::TensorProto* stub = w->add_initializer();
+    stub->set_name(t.name());
+    stub->set_data_type(t.data_type());
+    *stub->mutable_dims() = t.dims();
+  }
+  return work;
+}
+
+constexpr const char* kHiddenPrefix = "graft.opset_conversion.hidden.";
+
+}  // namespace
+
+int64_t default_domain_opset_of(const onnx::ModelProto& model) {
+  for (const auto& os : model.opset_import())
+    if (is_default_domain(os.domain())) return os.version();
+  return -1;
+}
+
+bool needs_opset_conversion(const onnx::ModelProto& model) {
+  const int64_t v = default_domain_opset_of(model);
+  return v >= 0 && v < kMinOpset;
+}
+
+Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* out) {
+  const int64_t from = default_domain_opset_of(in);
+  const int64_t to = kMinOpset;
+  auto refused = [&](const std::string& why) {
+    return error(StatusCode::kUnsupported, "default-domain opset ", from, " cannot be converted to opset ", to,
+                 " (graft converts opsets 1 to ", to - 1, " on import): ", why);
+  };
+  auto refused_op = [&](const std::string& node, const std::string& op, int64_t step_from, int64_t step_to,
+                        const std::string& why) {
+    Status st = refused(op + " from opset " + std::to_string(step_from) + " to " + std::to_string(step_to) + ": " + why);
+    return st.with_node(node.empty() ? "(unnamed)" : node, op);
+  };
+  if (from < 1 || from >= to) return refused("opset " + std::to_string(from) + " is not an older ONNX opset");
+  try {
+    GraftConverter converter;
+
+    onnx::ModelProto work = copy_without_weights(in);
+    // ONNX's IR names the values an adapter adds by number ("12"), which can be the name of an
+    // existing value (PyTorch's exporter numbers its values). So every value is renamed to a name no
+    // adapter makes, and back afterwards; added values get fresh names.
+    std::unordered_map<std::string, std::string> to_work, from_work;
+    rename_values(&work, [&](const std::string& s) {
+      auto it = to_work.find(s);
+      if (it != to_work.end()) return it->second;
+      std::string w = "graft.v" + std::to_string(to_work.size());
+      to_work.emplace(s, w);
+      from_work.emplace(w, s);
+      return w;
+    });
+    std::set<std::string> declared;  // value_info the model carried (work names), in any graph
+    for_each_graph(work.mutable_graph(), [&](onnx::GraphProto* g) {
+      for (const auto& vi : g->value_info()) declared.insert(vi.name());
+    });
+
+    // Shapes: the broadcast and PRelu adapters need ranks. Inference problems are not fatal here;
+    // an adapter that needs a rank it does not get says so.
+    try {
+      onnx::shape_inference::InferShapes(work);
+    } catch (...) {
+    }
+    // ONNX's IR wants IR 3's initializers listed as graph inputs too (graft does not); from IR 4
+    // it does not either. The model keeps its own IR version.
+    if (work.ir_version() < 4) work.set_ir_version(4);
+    // Every main-graph initializer gets its original contents back afterwards (the weights were
+    // left out of `work`).
+    std::unordered_map<std::string, const onnx::TensorProto*> weights;  // by original name
+    for (const auto& t : in.graph().initializer()) weights.emplace(t.name(), &t);
+
+    std::string external_attr;
+    for_each_graph(work.mutable_graph(), [&](onnx::GraphProto* g) {
+      for (const auto& n : g->node())
+        for (const auto& a : n.attribute())
+          if (a.has_t() && a.t().data_location() == onnx::TensorProto::EXTERNAL && external_attr.empty())
+            external_attr = n.op_type() + " node '" + n.name() + "' keeps its attribute '" + a.name() +
+                            "' in external data, which ONNX's converter would drop";
+    });
+    if (!external_attr.empty()) return refused(external_attr);
+
+    // Nodes ONNX's converter cannot look up (other domains, names it does not know) are hidden
+    // behind an op that no step touches (Identity changes first at 13) and restored afterwards.
+    struct Hidden {
+      std::string op_type, domain, name;
+      bool had_name;
+    };
+    std::vector<Hidden> hidden;
+    struct Missing {
+      std::string node, op;
+      int64_t step = 0;
+    } missing;
+    for_each_graph(work.mutable_graph(), [&](onnx::GraphProto* g) {
+      for (auto& n : *g->mutable_node()) {
+        if (is_default_domain(n.domain()) && converter.knows(n.op_type())) {
+          if (missing.step == 0)
+            if (int64_t v = converter.missing_step(n.op_type(), from, to)) missing = {n.name(), n.op_type(), v};
+          continue;
+        }
+        hidden.push_back({n.op_type(), n.domain(), n.name(), !n.name().empty()});
+        n.set_op_type("Identity");
+        n.set_domain("");
+        n.set_name(kHiddenPrefix + std::to_string(hidden.size() - 1));
+      }
+    });
+    if (missing.step)
+      return refused_op(missing.node, missing.op, missing.step, missing.step + 1,
+                        "the operator changed there and neither ONNX's converter nor graft has an adapter for it");
+
+    onnx::ModelProto res = converter.convert_version(work, OpSetID(from), OpSetID(to));
+    res.set_ir_version(in.ir_version());
+
+    // Restore hidden nodes, names and the value_info the model had.
+    std::set<std::string> taken;
+    for (const auto& [orig, w] : to_work) taken.insert(orig);
+    int64_t fresh = 0;
+    std::unordered_map<std::string, std::string> added;
+    rename_values(&res, [&](const std::string& s) {
+      auto it = from_work.find(s);
+      if (it != from_work.end()) return it->second;
+      auto a = added.find(s);
+      if (a != added.end()) return a->second;
+      std::string name;
+      do name = "opset_conversion_" + std::to_string(fresh++);
+      while (taken.count(name));
+      taken.insert(name);
+      added.emplace(s, name);
+      return name;
+    });
+    for (auto& t : *res.mutable_graph()->mutable_initializer()) {
+      auto w = weights.find(t.name());
+      if (w != weights.end()) t = *w->second;  // its original type, dims and data
+    }
+    std::string restore_error;
+    for_each_graph(res.mutable_graph(), [&](onnx::GraphProto* g) {
+      google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
+      for (auto& vi : *g->mutable_value_info()) {
+        auto w = to_work.find(vi.name());
+        if (w != to_work.end() && declared.count(w->second)) *kept.Add() = std::move(vi);
+      }
+      g->mutable_value_info()->Swap(&kept);
+      for (auto& n : *g->mutable_node()) {
+        if (n.name().rfind(kHiddenPrefix, 0) != 0) continue;
+        const size_t i = std::stoul(n.name().substr(std::string(kHiddenPrefix).size()));
+        if (i >= hidden.size()) {
+          restore_error = "a node hidden from the converter came back unrecognized";
+          continue;
+        }
+        n.set_op_type(hidden[i].op_type);
+        n.set_domain(hidden[i].domain);
+        if (hidden[i].had_name) n.set_name(hidden[i].name);
+        else n.clear_name();
+      }
+    });
+    if (!restore_error.empty()) return refused(restore_error);
+    // One default-domain import, at the target opset (the converter writes its own).
+    bool seen = false;
+    google::protobuf::RepeatedPtrField<onnx::OperatorSetIdProto> imports;
+    for (const auto& os : res.opset_import()) {
+      if (is_default_domain(os.domain())) {
+        if (seen) continue;
+        seen = true;
+        auto* o = imports.Add();
+        o->set_domain(os.domain());
+        o->set_version(to);
+        continue;
+      }
+      *imports.Add() = os;
+    }
+    res.mutable_opset_import()->Swap(&imports);
+    *out = std::move(res);
+    return Status::ok();
+  } catch (const ConversionFailure& f) {
+    return refused_op(f.node, f.op, f.from, f.to, f.what());
+  } catch (const std::exception& e) {
+    return refused(e.what());
+  } catch (...) {
+    return refused("ONNX's version converter failed with an unknown exception");
+  }
+}
+
+}  // namespace graft
