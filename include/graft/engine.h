@@ -38,9 +38,18 @@ namespace graft {
 
 class Graph;
 
-// Shapes for one dynamic input, as in trtexec --minShapes/--optShapes/--maxShapes.
+// Shapes for one dynamic input: the optimization profile's minimum, optimum and maximum (TensorRT's
+// optimization profile; `graft build --min-shapes/--opt-shapes/--max-shapes`).
 struct ProfileRange {
   std::vector<int64_t> min, opt, max;
+};
+
+struct IOInfo {
+  std::string name;
+  DataType dtype = DataType::kUndefined;
+  std::string shape;  // symbolic, e.g. "[batch,3,224,224]"
+  std::vector<int64_t> static_dims;  // -1 for dynamic dims
+  std::optional<ProfileRange> profile;
 };
 
 struct BuilderConfig {
@@ -63,16 +72,20 @@ struct BuilderConfig {
   // on the CPU reference over tensor data. Shape arithmetic on the host (Shape, Gather of a shape,
   // Concat of dims) is not counted: it reads dims, never tensor data.
   bool strict_device = false;
+  // Shapes of sample inputs (`graft run --inputs`, graft.Engine.build(inputs=...)): a dynamic input
+  // that `profile` does not name is built for exactly its sample's shape (min = opt = max), the way
+  // ONNX Runtime and Polygraphy take shapes from the data. Static inputs are not affected (a sample
+  // of the wrong shape is refused when the engine runs). A sample whose rank or fixed dimensions
+  // disagree with the model's input is an error naming the input.
+  std::map<std::string, std::vector<int64_t>> sample_shapes;
+  // Called for each input that would stay dynamic with no shape from `profile` or `sample_shapes`
+  // (its IOInfo: name, dtype, symbolic shape, static_dims with -1 where dynamic). It returns the
+  // fixed shape to build that input for, or an error that stops the build. Unset, the build fails
+  // naming the input. The command line sets every dynamic dimension to 1 with a warning (trtexec's
+  // rule); Python names the profile= argument.
+  std::function<Result<std::vector<int64_t>>(const IOInfo& input)> unspecified_shape;
   // Progress reports ("import", "shape inference", "fold constants", ...); may be empty.
   std::function<void(const std::string& stage, const std::string& detail)> progress;
-};
-
-struct IOInfo {
-  std::string name;
-  DataType dtype = DataType::kUndefined;
-  std::string shape;  // symbolic, e.g. "[batch,3,224,224]"
-  std::vector<int64_t> static_dims;  // -1 for dynamic dims
-  std::optional<ProfileRange> profile;
 };
 
 class Engine;

@@ -242,7 +242,7 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
     }
     if (!OpRegistry::global().find(np.domain(), np.op_type(), version, ns))
       return fail(StatusCode::kNotFound, "op ", np.op_type(), " (domain ", np.domain(), ", version ", version,
-                  ", namespace '", ns, "') is not registered: load its plugin library with --plugins")
+                  ", namespace '", ns, "') is not registered: load the plugin library that defines it before the plan")
           .with_node(np.name(), np.op_type());
   }
 

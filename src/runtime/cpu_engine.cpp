@@ -1,5 +1,6 @@
 #include "runtime/cpu_engine.h"
 
+#include <cmath>
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -27,6 +28,45 @@ IOInfo io_info(const Value& v, const std::map<std::string, ProfileRange>& profil
   auto it = profile.find(v.name);
   if (it != profile.end()) info.profile = it->second;
   return info;
+}
+
+// A float as JSON: a number, or "nan", "inf" or "-inf" (which JSON numbers cannot hold).
+nlohmann::json float_json(double f) {
+  if (std::isfinite(f)) return f;
+  return std::isnan(f) ? "nan" : f > 0 ? "inf" : "-inf";
+}
+
+// An attribute value as typed JSON (describe_json): ints and floats as numbers, strings as strings,
+// lists as arrays, a tensor as {"dtype", "shape"} with its "values" when it has at most 64 elements.
+nlohmann::json attr_value_json(const AttrValue& v) {
+  using nlohmann::json;
+  switch (attr_type_of(v)) {
+    case AttrType::kFloat: return float_json(std::get<float>(v));
+    case AttrType::kInt: return std::get<int64_t>(v);
+    case AttrType::kString: return std::get<std::string>(v);
+    case AttrType::kFloats: {
+      json a = json::array();
+      for (float f : std::get<std::vector<float>>(v)) a.push_back(float_json(f));
+      return a;
+    }
+    case AttrType::kInts: return std::get<std::vector<int64_t>>(v);
+    case AttrType::kStrings: return std::get<std::vector<std::string>>(v);
+    case AttrType::kTensor: {
+      const Tensor& t = std::get<Tensor>(v);
+      json j = {{"dtype", dtype_name(t.dtype())}, {"shape", t.dims()}};
+      if (t.numel() <= 64 && t.device() == DeviceType::kCPU && t.data()) {
+        json values = json::array();
+        const bool is_float = dtype_is_float(t.dtype());
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          if (is_float) values.push_back(float_json(t.get(i)));
+          else values.push_back(static_cast<int64_t>(t.get(i)));
+        }
+        j["values"] = values;
+      }
+      return j;
+    }
+  }
+  return attr_value_to_string(v);
 }
 
 class CpuEngine;
@@ -132,7 +172,7 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
                                 {"shape", v->desc.shape ? shape_to_string(*v->desc.shape) : "[?]"}});
       }
       json attrs = json::object();
-      for (const auto& [k, v] : n->attrs.all()) attrs[k] = attr_value_to_string(v);
+      for (const auto& [k, v] : n->attrs.all()) attrs[k] = attr_value_json(v);
       l["attributes"] = attrs;
       if (n->custom_op) {
         const OpIdentity& id = n->custom_op->identity();
@@ -190,7 +230,7 @@ Status check_input(const Value& v, const Tensor& t, const std::map<std::string, 
         return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
                      " is ", given, ", outside the optimization profile [min ", r.min[i], ", max ", r.max[i],
                      "] (profile min ", dims_to_string(r.min), " max ", dims_to_string(r.max),
-                     "; rebuild with a wider --minShapes/--maxShapes)");
+                     "; rebuild with a profile whose min and max cover it)");
     }
     if (s[i].is_symbol()) {
       auto [it, inserted] = bindings.emplace(s[i].symbol_name(), given);

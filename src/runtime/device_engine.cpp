@@ -14,7 +14,8 @@ Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const 
 #else
   (void)config;
   return error(StatusCode::kUnsupported, "this engine is for device cuda, but this graft was built without CUDA "
-               "(configure with -DGRAFT_ENABLE_CUDA=ON); use --device cpu");
+               "(configure with -DGRAFT_ENABLE_CUDA=ON): run it with a graft built with CUDA, or build a CPU "
+               "engine from the ONNX model");
 #endif
 }
 
@@ -24,9 +25,18 @@ Status prepare_state_for_device(EngineState& state, const BuilderConfig& config)
   return cuda::prepare_cuda_state(state, config);
 #else
   (void)config;
-  return error(StatusCode::kUnsupported, "--device cuda needs CUDA, but this graft was built without CUDA "
-               "(configure with -DGRAFT_ENABLE_CUDA=ON); use --device cpu");
+  return check_device_compiled(state.device);
 #endif
+}
+
+Status check_device_compiled(DeviceType device) {
+#ifndef GRAFT_WITH_CUDA
+  if (device == DeviceType::kCUDA)
+    return error(StatusCode::kUnsupported, "a CUDA engine needs CUDA, but this graft was built without CUDA "
+                 "(configure with -DGRAFT_ENABLE_CUDA=ON); build a CPU engine instead");
+#endif
+  (void)device;
+  return Status::ok();
 }
 
 bool builtin_has_cuda_kernel(const std::string& op_type) {

@@ -18,6 +18,10 @@ Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const 
 // capability). No-op for the CPU.
 Status prepare_state_for_device(EngineState& state, const BuilderConfig& config);
 
+// An error when this build of graft has no runtime for `device` (CUDA in a build without CUDA);
+// checked before a build imports anything.
+Status check_device_compiled(DeviceType device);
+
 // Whether this build of graft has a CUDA kernel for the builtin (default-domain) op `op_type`.
 // False in a build without CUDA.
 bool builtin_has_cuda_kernel(const std::string& op_type);

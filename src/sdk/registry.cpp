@@ -80,7 +80,7 @@ Result<std::shared_ptr<const OpDef>> OpRegistry::find(const std::string& domain,
   std::string msg = "no registered op matches op_type '" + op_type + "' (domain '" + domain +
                     "', plugin_version '" + version + "', plugin_namespace '" + plugin_namespace + "')";
   if (by_name.empty()) {
-    msg += "; no op named '" + op_type + "' is registered at all (is its plugin library loaded? use --plugins LIB.so)";
+    msg += "; no op named '" + op_type + "' is registered at all (is the plugin library that defines it loaded?)";
   } else {
     msg += "; registered ops with that name:";
     for (auto& c : by_name)

@@ -103,7 +103,8 @@ TEST(Registry, NotFoundNamesWhatWasLookedForAndWhatIsRegistered) {
 
   auto none = r.find("ai.example", "Nonexistent", "1", "");
   expect_error(none.status(), StatusCode::kNotFound,
-               {"op_type 'Nonexistent'", "domain 'ai.example'", "no op named 'Nonexistent'", "--plugins"});
+               {"op_type 'Nonexistent'", "domain 'ai.example'", "no op named 'Nonexistent'",
+                "plugin library that defines it"});
 }
 
 TEST(Registry, DuplicateNamesBothSources) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
+#include "build/plan.h"
 #include "io/tensor_io.h"
 
 namespace graft {
@@ -247,9 +248,15 @@ TEST_F(CliTest, ErrorsAreOneLine) {
   expect_one_line_error("no-such-command", "");
   expect_one_line_error("build relu.onnx -o bad.plan --layout sideways", "--layout");
   ASSERT_TRUE(io::write_file_atomic(path("notcache.json"), "[1, 2, 3]").is_ok());
-  // A timing cache that is not one is refused with its name, before anything else is built.
+  // A timing cache that is not one is refused with its name, before anything else is built. Without
+  // CUDA in this graft, --device cuda is refused first, naming the flag.
+#ifdef GRAFT_WITH_CUDA
   expect_one_line_error("build relu.onnx -o bad.plan --shapes x:2x3 --device cuda --timing-cache notcache.json",
                         "notcache.json");
+#else
+  expect_one_line_error("build relu.onnx -o bad.plan --shapes x:2x3 --device cuda --timing-cache notcache.json",
+                        "--device cuda: this graft was built without CUDA");
+#endif
   EXPECT_EQ(slurp(dir_ / "notcache.json"), "[1, 2, 3]") << "the user's file is left as it was";
   EXPECT_FALSE(fs::exists(path("bad.plan")));
 }
@@ -274,6 +281,319 @@ TEST_F(CliTest, OutputAndInputPathsAreChecked) {
   expect_one_line_error("run relu.plan --inputs x:adir", "is a directory");
   for (const auto& e : fs::directory_iterator(dir_))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+}
+
+// x: float32[N,3] -> LeakyRelu(alpha 0.25) -> Transpose(perm [1,0]) -> y: float32[3,N]; attributes of
+// three JSON types (a float, a list of ints, and the Transpose's name string via the node name).
+std::string attrs_model_bytes() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(13);
+  auto* g = m.mutable_graph();
+  g->set_name("attrs");
+  auto* n = g->add_node();
+  n->set_op_type("LeakyRelu");
+  n->set_name("leaky");
+  n->add_input("x");
+  n->add_output("h");
+  auto* a = n->add_attribute();
+  a->set_name("alpha");
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(0.25f);
+  n = g->add_node();
+  n->set_op_type("Transpose");
+  n->set_name("transpose");
+  n->add_input("h");
+  n->add_output("y");
+  a = n->add_attribute();
+  a->set_name("perm");
+  a->set_type(onnx::AttributeProto::INTS);
+  a->add_ints(1);
+  a->add_ints(0);
+  auto dims = [](onnx::ValueInfoProto* vi, const char* name, bool transposed) {
+    vi->set_name(name);
+    auto* tt = vi->mutable_type()->mutable_tensor_type();
+    tt->set_elem_type(onnx::TensorProto::FLOAT);
+    if (transposed) tt->mutable_shape()->add_dim()->set_dim_value(3);
+    tt->mutable_shape()->add_dim()->set_dim_param("N");
+    if (!transposed) tt->mutable_shape()->add_dim()->set_dim_value(3);
+  };
+  dims(g->add_input(), "x", false);
+  dims(g->add_output(), "y", true);
+  return m.SerializeAsString();
+}
+
+// A progress line of a build ("[graft   0.001s] import: ...") means the model was imported.
+bool imported(const CmdResult& r) { return r.err.find("] import:") != std::string::npos; }
+
+int count_of(const std::string& text, const std::string& word) {
+  int n = 0;
+  for (size_t p = text.find(word); p != std::string::npos; p = text.find(word, p + 1)) ++n;
+  return n;
+}
+
+// graft run takes a dynamic input's shape from its --inputs file (as ONNX Runtime and Polygraphy do);
+// with no file and no shapes every dynamic dimension is 1, with one warning line (trtexec's rule).
+TEST_F(CliTest, DynamicShapesComeFromTheInputFiles) {
+  CmdResult r = graft("run relu.onnx --inputs x:x.npy --save-outputs out --iterations 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("float32[2,3]"), std::string::npos) << r.out;
+  expect_relu_of_x(path("out/y_0.npy"));
+
+  CmdResult d = graft("run relu.onnx --iterations 1");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(count_of(d.err, "warning"), 1) << d.err;
+  EXPECT_NE(d.err.find("graft: warning: input 'x' has dynamic shape [N,3] and no shape was given: built for 1x3"),
+            std::string::npos) << d.err;
+  EXPECT_NE(d.out.find("float32[1,3]"), std::string::npos) << d.out;
+  // graft build the same way: a plan for [1,3].
+  CmdResult b = graft("build relu.onnx -o one.plan");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(count_of(b.err, "warning"), 1) << b.err;
+  CmdResult i = graft("inspect one.plan --json");
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  auto j = nlohmann::json::parse(i.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << i.out;
+  EXPECT_EQ(j["inputs"][0]["static_dims"], nlohmann::json::array({1, 3})) << i.out;
+  // --shapes or a profile still decide when given; -q silences the warning.
+  CmdResult q = graft("-q run relu.onnx --iterations 1");
+  EXPECT_EQ(q.exit_code, 0) << q.err;
+  EXPECT_EQ(q.err.find("warning"), std::string::npos) << q.err;
+  // A file whose rank or fixed dimension disagrees with the model is refused naming the input, before
+  // the build gets past the import.
+  ASSERT_TRUE(io::write_npy(path("bad.npy"), Tensor::empty(DataType::kFloat32, {2, 4})).is_ok());
+  expect_one_line_error("run relu.onnx --inputs x:bad.npy", "input 'x' has shape [N,3] but its sample has shape [2,4]");
+  ASSERT_TRUE(io::write_npy(path("flat.npy"), Tensor::empty(DataType::kFloat32, {6})).is_ok());
+  expect_one_line_error("run relu.onnx --inputs x:flat.npy", "input 'x'");
+}
+
+// A CPU engine's plan restamped as one built for CUDA (no GPU needed to make it).
+std::string cuda_stamped(const std::string& cpu_plan) {
+  auto st = read_plan_bytes(cpu_plan, "relu.plan");
+  EXPECT_TRUE(st.is_ok()) << st.status().to_string();
+  if (!st.is_ok()) return {};
+  st->device = DeviceType::kCUDA;
+  st->fp16 = true;
+  st->cuda_compute_capability = 90;
+  st->cuda_device_name = "NVIDIA H200";
+  auto out = write_plan_bytes(*st);
+  EXPECT_TRUE(out.is_ok()) << out.status().to_string();
+  return out.is_ok() ? *out : std::string();
+}
+
+// A plan decides its device: run and inspect need no --device, --device is a check with correct
+// advice, and a graft that cannot run a CUDA plan still describes it.
+TEST_F(CliTest, ThePlanDecidesTheDevice) {
+  build_plan();
+  CmdResult r = graft("run relu.plan --inputs x:x.npy --iterations 1");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  expect_one_line_error("run relu.plan --device cuda --inputs x:x.npy",
+                        "--device cuda, but the plan was built for cpu: leave --device out");
+  expect_one_line_error("inspect relu.plan --device cuda", "leave --device out to use the plan on cpu");
+  CmdResult ok = graft("inspect relu.plan --device cpu");
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+
+  const std::string gpu = cuda_stamped(slurp(dir_ / "relu.plan"));
+  ASSERT_FALSE(gpu.empty());
+  ASSERT_TRUE(io::write_file_atomic(path("gpu.plan"), gpu).is_ok());
+  CmdResult text = graft("inspect gpu.plan");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("device cuda, fp16"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("relu0 [Relu]"), std::string::npos) << text.out;
+  CmdResult json = graft("inspect gpu.plan --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto j = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << json.out;
+  EXPECT_EQ(j["device"], "cuda");
+  EXPECT_EQ(j["inputs"][0]["name"], "x");
+  expect_one_line_error("inspect gpu.plan --device cpu", "leave --device out to use the plan on cuda");
+#ifndef GRAFT_WITH_CUDA
+  // Without CUDA: described from the plan, with a note; running it names the plan and gives advice
+  // that works (never "--device cpu", which a plan cannot change).
+  EXPECT_EQ(j["engine_created"], false) << json.out;
+  EXPECT_NE(text.err.find("graft: note: described from the plan alone"), std::string::npos) << text.err;
+  expect_one_line_error("run gpu.plan", "gpu.plan: this engine is for device cuda, but this graft was built without CUDA");
+  CmdResult run = graft("run gpu.plan");
+  EXPECT_EQ(run.err.find("--device"), std::string::npos) << run.err;
+#endif
+}
+
+// Options that do nothing here say so in one line; --device cuda in a graft without CUDA and an
+// output that cannot be written fail before the import.
+TEST_F(CliTest, UselessOptionsWarnAndChecksComeFirst) {
+  CmdResult b = graft("build relu.onnx -o f.plan --shapes x:2x3 --fp16 --timing-cache tc.json --layout nhwc "
+                      "--no-fusion --strict");
+#ifndef GRAFT_WITH_CUDA
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(count_of(b.err, "warning"), 1) << b.err;
+  EXPECT_NE(b.err.find("graft: warning: --fp16, --timing-cache, --layout, --no-fusion and --strict apply to CUDA "
+                       "engines only; ignored for this CPU engine"),
+            std::string::npos) << b.err;
+  EXPECT_FALSE(fs::exists(path("tc.json"))) << "a CPU build must not write a timing cache";
+  CmdResult i = graft("inspect f.plan --json");
+  auto j = nlohmann::json::parse(i.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << i.out;
+  EXPECT_EQ(j["fp16"], false) << "a CPU plan must not claim fp16";
+  CmdResult text = graft("inspect f.plan");
+  EXPECT_EQ(text.out.find("fp16"), std::string::npos) << text.out;
+  CmdResult c = graft("build relu.onnx -o c.plan --device cuda");
+  EXPECT_EQ(c.exit_code, 1);
+  EXPECT_NE(c.err.find("--device cuda: this graft was built without CUDA"), std::string::npos) << c.err;
+  EXPECT_FALSE(imported(c)) << "refused after the import: " << c.err;
+  expect_one_line_error("run relu.onnx --device cuda", "use --device cpu");
+#endif
+  // Build options given for a plan: one warning.
+  build_plan();
+  CmdResult p = graft("run relu.plan --inputs x:x.npy --fp16 --min-shapes x:1x3 --iterations 1");
+  EXPECT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_NE(p.err.find("--min-shapes and --fp16 apply when building from ONNX; ignored for the plan relu.plan"),
+            std::string::npos) << p.err;
+  // Unwritable outputs are found before the import.
+  for (const std::string& args :
+       {std::string("build relu.onnx -o nodir/m.plan --shapes x:2x3"),
+        std::string("run relu.onnx --shapes x:2x3 --export-times nodir/t.json"),
+        std::string("run relu.onnx --shapes x:2x3 --export-output nodir/o.json")}) {
+    SCOPED_TRACE(args);
+    CmdResult e = graft(args);
+    EXPECT_EQ(e.exit_code, 1);
+    EXPECT_NE(e.err.find("the directory 'nodir' does not exist"), std::string::npos) << e.err;
+    EXPECT_FALSE(imported(e)) << e.err;
+  }
+  // A directory graft may not write into: /proc/self refuses new files even to root.
+  CmdResult w = graft("build relu.onnx -o /proc/self/m.plan --shapes x:2x3");
+  EXPECT_EQ(w.exit_code, 1);
+  EXPECT_NE(w.err.find("-o: cannot write into the directory '/proc/self'"), std::string::npos) << w.err;
+  EXPECT_FALSE(imported(w)) << w.err;
+  if (::geteuid() != 0) {
+    fs::create_directory(dir_ / "ro");
+    fs::permissions(dir_ / "ro", fs::perms::owner_read | fs::perms::owner_exec);
+    CmdResult ro = graft("build relu.onnx -o ro/m.plan --shapes x:2x3");
+    fs::permissions(dir_ / "ro", fs::perms::owner_all);
+    EXPECT_EQ(ro.exit_code, 1);
+    EXPECT_NE(ro.err.find("cannot write into the directory 'ro'"), std::string::npos) << ro.err;
+    EXPECT_FALSE(imported(ro)) << ro.err;
+  }
+}
+
+// Error messages name only flags graft has (never trtexec's camelCase ones), and library code, whose
+// messages Python shows too, names no command-line flag at all.
+TEST_F(CliTest, MessagesNameOnlyFlagsThatExist) {
+  build_plan();
+  CmdResult r = graft("run relu.plan --shapes x:9x3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("outside the optimization profile"), std::string::npos) << r.err;
+  for (const char* bad : {"minShapes", "maxShapes", "optShapes", "--device cpu"})
+    EXPECT_EQ(r.err.find(bad), std::string::npos) << bad << " in: " << r.err;
+  const fs::path root = GRAFT_SOURCE_DIR;
+  for (const char* dir : {"src", "include", "python", "ops"}) {
+    for (const auto& e : fs::recursive_directory_iterator(root / dir)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".cpp" && ext != ".h" && ext != ".cu" && ext != ".cuh" && ext != ".py"))
+        continue;
+      std::istringstream in(slurp(e.path()));
+      int line_no = 0;
+      for (std::string line; std::getline(in, line);) {
+        ++line_no;
+        const size_t code_end = std::min(line.find("//"), line.find(" # "));
+        const std::string code = line.substr(0, code_end);
+        for (const char* flag : {"minShapes", "optShapes", "maxShapes", "\"--", " --plugins", " --device",
+                                 " --shapes", " --fp16", " --timing-cache", " --min-shapes", " --max-shapes"})
+          EXPECT_EQ(code.find(flag), std::string::npos)
+              << e.path().string() << ":" << line_no << " names a command-line flag in library code: " << line;
+      }
+    }
+  }
+}
+
+// graft run --json, --export-times, --export-output, --duration: what scripts read.
+TEST_F(CliTest, MachineReadableRun) {
+  build_plan();
+  CmdResult r = graft("run relu.plan --inputs x:x.npy --iterations 5 --warmup 1 --json --export-times t.json "
+                      "--export-output o.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << "stdout is not one JSON document:\n" << r.out;
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(j["plan"], true);
+  EXPECT_EQ(j["inputs"][0]["source"], "x.npy");
+  EXPECT_EQ(j["inputs"][0]["shape"], nlohmann::json::array({2, 3}));
+  EXPECT_EQ(j["outputs"][0]["name"], "y:0");
+  EXPECT_EQ(j["outputs"][0]["shape"], nlohmann::json::array({2, 3}));
+  const auto& t = j["timing"];
+  EXPECT_EQ(t["mode"], "host");
+  EXPECT_EQ(t["iterations"], 5);
+  EXPECT_EQ(t["warmup"], 1);
+  for (const char* k : {"min", "max", "mean", "median", "p90", "p99"}) {
+    ASSERT_TRUE(t["latency_ms"][k].is_number()) << k;
+    EXPECT_GE(t["latency_ms"][k].get<double>(), 0) << k;
+  }
+  EXPECT_LE(t["latency_ms"]["min"].get<double>(), t["latency_ms"]["median"].get<double>());
+  EXPECT_LE(t["latency_ms"]["median"].get<double>(), t["latency_ms"]["max"].get<double>());
+  EXPECT_GT(t["throughput_qps"].get<double>(), 0);
+  EXPECT_FALSE(t.contains("h2d_ms")) << "the CPU engine has no copies to split";
+
+  auto times = nlohmann::json::parse(slurp(dir_ / "t.json"), nullptr, false);
+  ASSERT_FALSE(times.is_discarded());
+  EXPECT_EQ(times["format"], "graft-run-times");
+  ASSERT_EQ(times["iterations"].size(), 5u);
+  double prev = -1;
+  for (const auto& it : times["iterations"]) {
+    EXPECT_GT(it["start_ms"].get<double>(), prev);
+    prev = it["start_ms"].get<double>();
+    EXPECT_GE(it["latency_ms"].get<double>(), 0);
+  }
+  auto outs = nlohmann::json::parse(slurp(dir_ / "o.json"), nullptr, false);
+  ASSERT_FALSE(outs.is_discarded());
+  ASSERT_EQ(outs.size(), 1u);
+  EXPECT_EQ(outs[0]["name"], "y:0");
+  EXPECT_EQ(outs[0]["dimensions"], "2x3");
+  ASSERT_EQ(outs[0]["values"].size(), 6u);
+  for (int64_t i = 0; i < x_.numel(); ++i)
+    EXPECT_EQ(outs[0]["values"][i].get<float>(), std::max(0.0f, x_.data_as<float>()[i])) << i;
+
+  // --duration: at least that long, and at least --iterations times.
+  CmdResult d = graft("run relu.plan --inputs x:x.npy --iterations 1 --duration 0.3 --json");
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  auto dj = nlohmann::json::parse(d.out, nullptr, false);
+  ASSERT_FALSE(dj.is_discarded()) << d.out;
+  EXPECT_GE(dj["timing"]["wall_s"].get<double>(), 0.3);
+  EXPECT_GT(dj["timing"]["iterations"].get<int>(), 1);
+  // --compare goes into the JSON; the per-layer profile needs a CUDA engine.
+  ASSERT_TRUE(graft("run relu.plan --inputs x:x.npy --save-outputs ref --iterations 1").exit_code == 0);
+  CmdResult c = graft("run relu.plan --inputs x:x.npy --compare ref --iterations 1 --json");
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  auto cj = nlohmann::json::parse(c.out, nullptr, false);
+  ASSERT_FALSE(cj.is_discarded()) << c.out;
+  EXPECT_EQ(cj["compare"][0]["beyond_tolerance"], 0);
+#ifndef GRAFT_WITH_CUDA
+  expect_one_line_error("run relu.plan --export-profile p.json", "needs a CUDA engine");
+  expect_one_line_error("run relu.plan --profile", "needs a CUDA engine");
+#endif
+}
+
+// inspect --json gives attribute values as typed JSON, not their text.
+TEST_F(CliTest, InspectJsonTypedAttributes) {
+  ASSERT_TRUE(io::write_file_atomic(path("attrs.onnx"), attrs_model_bytes()).is_ok());
+  CmdResult r = graft("inspect attrs.onnx --shapes x:2x3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  bool leaky = false, transpose = false;
+  for (const auto& l : j["layers"]) {
+    if (l["op_type"] == "LeakyRelu") {
+      leaky = true;
+      ASSERT_TRUE(l["attributes"]["alpha"].is_number_float()) << l.dump();
+      EXPECT_EQ(l["attributes"]["alpha"].get<double>(), 0.25);
+    }
+    if (l["op_type"] == "Transpose") {
+      transpose = true;
+      EXPECT_EQ(l["attributes"]["perm"], nlohmann::json::array({1, 0})) << l.dump();
+    }
+  }
+  EXPECT_TRUE(leaky && transpose) << r.out;
 }
 
 }  // namespace

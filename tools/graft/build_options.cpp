@@ -2,29 +2,97 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+
+#include <unistd.h>
 
 #include "graft/log.h"
 
 namespace graft::cli {
 
+Status check_writable_file(const std::string& path, const std::string& option) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (!ec && fs::exists(st) && !fs::is_regular_file(st)) {
+    Status s(StatusCode::kInvalidArgument, option + ": the output exists and is not a regular file (" +
+                                               (fs::is_directory(st) ? "a directory" : "a device, pipe or socket") +
+                                               "); give a file path");
+    return s.with_file(path);
+  }
+  // Files are written to a temporary file in the same directory and renamed over the path, so the
+  // directory must exist and be writable: found now rather than after the work.
+  const fs::path parent = fs::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  const fs::file_status dst = fs::status(dir, ec);
+  if (ec || !fs::exists(dst)) {
+    Status s(StatusCode::kNotFound, option + ": the directory '" + dir + "' does not exist");
+    return s.with_file(path);
+  }
+  if (!fs::is_directory(dst)) {
+    Status s(StatusCode::kInvalidArgument, option + ": '" + dir + "' is not a directory");
+    return s.with_file(path);
+  }
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) {
+    Status s(StatusCode::kIoError, option + ": cannot write into the directory '" + dir + "': " + std::strerror(errno));
+    return s.with_file(path);
+  }
+  return Status::ok();
+}
+
 Status check_output_path(const std::string& output, const std::string& input_model) {
   namespace fs = std::filesystem;
   std::error_code ec;
   const fs::file_status st = fs::status(output, ec);
-  if (ec || !fs::exists(st)) return Status::ok();  // a new file (its directory is checked when written)
-  if (!fs::is_regular_file(st)) {
-    Status s(StatusCode::kInvalidArgument, std::string("-o: the output exists and is not a regular file (") +
-                                               (fs::is_directory(st) ? "a directory" : "a device, pipe or socket") +
-                                               "); give a plan file path");
-    return s.with_file(output);
-  }
-  if (fs::equivalent(output, input_model, ec) && !ec) {
+  if (!ec && fs::exists(st) && fs::is_regular_file(st) && fs::equivalent(output, input_model, ec) && !ec) {
     Status s(StatusCode::kInvalidArgument, "-o: the output is the input model '" + input_model +
                                                "'; writing the plan would overwrite the model");
     return s.with_file(output);
   }
-  return Status::ok();
+  return check_writable_file(output, "-o");
+}
+
+namespace {
+// Options that only a CUDA build uses, and the ones that only matter when building from ONNX.
+constexpr const char* kCudaOnlyFlags[] = {"--fp16", "--timing-cache", "--layout", "--no-fusion", "--strict"};
+constexpr const char* kBuildOnlyFlags[] = {"--min-shapes", "--opt-shapes", "--max-shapes", "--fp16",
+                                           "--timing-cache", "--layout", "--no-fusion", "--strict"};
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i];
+  return s;
+}
+}  // namespace
+
+void record_given_build_flags(const CLI::App& app, BuildOptions& opts) {
+  opts.given.clear();
+  for (const char* f : kBuildOnlyFlags) {
+    const CLI::Option* o = app.get_option_no_throw(f);
+    if (o && o->count() > 0) opts.given.push_back(f);
+  }
+}
+
+void warn_ignored_build_flags(const BuildOptions& opts, bool is_plan, DeviceType device, const std::string& model) {
+  std::vector<std::string> ignored;
+  if (is_plan) {
+    ignored = opts.given;
+    if (!ignored.empty())
+      log_warning_once(join(ignored) + (ignored.size() == 1 ? " applies" : " apply") +
+                       " when building from ONNX; ignored for the plan " + model +
+                       ", which keeps the options it was built with");
+    return;
+  }
+  if (device == DeviceType::kCUDA) return;
+  for (const std::string& f : opts.given)
+    for (const char* c : kCudaOnlyFlags)
+      if (f == c) ignored.push_back(f);
+  if (!ignored.empty())
+    log_warning_once(join(ignored) + (ignored.size() == 1 ? " applies" : " apply") +
+                     " to CUDA engines only; ignored for this CPU engine (--device cuda to use " +
+                     (ignored.size() == 1 ? "it" : "them") + ")");
 }
 
 void add_shapes_option(CLI::App& app, BuildOptions& opts) {
@@ -122,7 +190,8 @@ Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opt
   std::map<std::string, bool> names;
   for (const auto* m : {&mins, &opts_, &maxs})
     for (const auto& [name, _] : *m) names[name] = true;
-  for (const auto& [name, _] : names) {
+  for (const auto& entry : names) {
+    const std::string& name = entry.first;  // not a structured binding: the lambda captures it (clang < 16)
     ProfileRange r;
     auto get = [&](const std::map<std::string, std::vector<int64_t>>& m) -> const std::vector<int64_t>* {
       auto it = m.find(name);
@@ -143,13 +212,29 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType d
                                           const std::vector<std::string>& plugins) {
   BuilderConfig config;
   config.device = device;
-  config.fp16 = opts.fp16;
   config.plugin_libraries = plugins;
-  config.timing_cache_path = opts.timing_cache;
-  config.fusion = !opts.no_fusion;
-  config.layout = opts.layout;
-  config.strict_device = opts.strict_device;
+  if (device == DeviceType::kCUDA) {  // a CPU build ignores these (warn_ignored_build_flags says so)
+    config.fp16 = opts.fp16;
+    config.timing_cache_path = opts.timing_cache;
+    config.fusion = !opts.no_fusion;
+    config.layout = opts.layout;
+    config.strict_device = opts.strict_device;
+  }
   GRAFT_ASSIGN_OR_RETURN(config.profile, make_profile(opts));
+  // trtexec's rule: a dynamic input with no shape from a profile, --shapes or an --inputs file is
+  // built with every dynamic dimension set to 1, and a one-line warning says so.
+  config.unspecified_shape = [](const IOInfo& in) -> Result<std::vector<int64_t>> {
+    std::vector<int64_t> dims = in.static_dims;
+    std::string text;
+    for (int64_t& d : dims) {
+      if (d < 0) d = 1;
+      text += (text.empty() ? "" : "x") + std::to_string(d);
+    }
+    log_warning_once("input '" + in.name + "' has dynamic shape " + in.shape + " and no shape was given: built for " +
+                     (text.empty() ? std::string("a scalar") : text) +
+                     " (dynamic dimensions set to 1; give --shapes, --min/--opt/--max-shapes or --inputs to choose)");
+    return dims;
+  };
   auto start = std::chrono::steady_clock::now();
   config.progress = [start](const std::string& stage, const std::string& detail) {
     if (!log_shows_stage(stage, true)) return;

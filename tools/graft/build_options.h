@@ -21,6 +21,9 @@ struct BuildOptions {
   bool no_fusion = false;
   std::string layout = "auto";
   bool strict_device = false;
+  // The build-only options given on the command line (record_given_build_flags), to warn about the
+  // ones that do nothing for this model and device.
+  std::vector<std::string> given;
 };
 
 // --min-shapes/--opt-shapes/--max-shapes/--fp16/--timing-cache (and -o when with_output).
@@ -37,10 +40,20 @@ Status parse_shape_list(const std::vector<std::string>& entries, const std::stri
 // missing opt is the max (or the min), a missing min or max is the opt.
 Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opts);
 
+// Records which of the build options were given (after parsing).
+void record_given_build_flags(const CLI::App& app, BuildOptions& opts);
+// One warning line for given options that do nothing: CUDA-only options (--fp16, --timing-cache,
+// --layout, --no-fusion, --strict) for a CPU engine, and every build option for a plan.
+void warn_ignored_build_flags(const BuildOptions& opts, bool is_plan, DeviceType device, const std::string& model);
+
 // `graft build -o`: the output must not be the input model itself (same file, by any path) and,
-// when it exists, must be a regular file (never a device node, directory or pipe). Checked before
-// the build, so a mistake costs no build time and never replaces the model or a device.
+// when it exists, must be a regular file (never a device node, directory or pipe), and its directory
+// must exist and be writable. Checked before the build, so a mistake costs no build time and never
+// replaces the model or a device.
 Status check_output_path(const std::string& output, const std::string& input_model);
+// A file the command will write (-o, --export-*): not an existing directory, device or pipe, and in
+// an existing, writable directory. Errors name the option and the path.
+Status check_writable_file(const std::string& path, const std::string& option);
 
 Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType device,
                                           const std::vector<std::string>& plugins);

@@ -26,83 +26,189 @@ Command add_build_command(CLI::App& app) {
   auto build = std::make_shared<BuildOptions>();
   add_model_options(*sub, *model);
   add_build_options(*sub, *build, /*with_output=*/true);
-  return [model, build]() -> Status {
-    GRAFT_RETURN_IF_ERROR(check_output_path(build->output, model->path));
+  return [sub, model, build]() -> Status {
+    record_given_build_flags(*sub, *build);
+    // Everything that can be checked is checked before the import: the model is a model, the device
+    // is in this graft, the output can be written.
     GRAFT_ASSIGN_OR_RETURN(bool plan, is_plan_file(model->path));
     if (plan) {
       Status st(StatusCode::kInvalidArgument, "this is already a plan; graft build takes an ONNX model");
       return st.with_file(model->path);
     }
-    GRAFT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, load_or_build(*model, *build));
-    GRAFT_RETURN_IF_ERROR(engine->save_plan(build->output));
+    GRAFT_RETURN_IF_ERROR(build_device(*model).status());
+    GRAFT_RETURN_IF_ERROR(check_output_path(build->output, model->path));
+    GRAFT_ASSIGN_OR_RETURN(LoadedModel loaded, load_or_build(*model, *build));
+    GRAFT_RETURN_IF_ERROR(loaded.engine->save_plan(build->output));
     std::fprintf(stderr, "graft: wrote plan %s\n", build->output.c_str());
     return Status::ok();
   };
 }
 
 // ---- graft run --------------------------------------------------------------------------------
+namespace {
+
+std::vector<double> column(const std::vector<IterationTimes>& its, double IterationTimes::*field) {
+  std::vector<double> v;
+  for (const IterationTimes& it : its) v.push_back(it.*field);
+  return v;
+}
+
+nlohmann::json layer_timings_json(const std::vector<LayerTiming>& rows) {
+  nlohmann::json layers = nlohmann::json::array();
+  double total = 0;
+  for (const LayerTiming& r : rows) {
+    layers.push_back({{"name", r.name}, {"op_type", r.op_type}, {"device", r.device}, {"time_ms", r.ms},
+                      {"percent", r.percent}});
+    total += r.ms;
+  }
+  return {{"runs", 1}, {"total_ms", total}, {"layers", layers}};
+}
+
+nlohmann::json times_json(const TimedRuns& t) {
+  nlohmann::json its = nlohmann::json::array();
+  for (size_t i = 0; i < t.iterations.size(); ++i) {
+    const IterationTimes& it = t.iterations[i];
+    nlohmann::json j = {{"iteration", i}, {"start_ms", it.start_ms}, {"latency_ms", it.latency_ms}};
+    if (t.split) {
+      j["h2d_ms"] = it.h2d_ms;
+      j["compute_ms"] = it.compute_ms;
+      j["d2h_ms"] = it.d2h_ms;
+    }
+    its.push_back(std::move(j));
+  }
+  return {{"format", "graft-run-times"}, {"version", 1}, {"mode", t.mode}, {"unit", "ms"}, {"iterations", its}};
+}
+
+}  // namespace
+
 Command add_run_command(CLI::App& app) {
   auto* sub = app.add_subcommand("run", "Run a model or plan and report its performance");
   auto model = std::make_shared<ModelOptions>();
   auto build = std::make_shared<BuildOptions>();
   auto infer = std::make_shared<InferenceOptions>();
+  auto report = std::make_shared<ReportingOptions>();
   add_model_options(*sub, *model);
-  add_shapes_option(*sub, *build);
+  add_build_options(*sub, *build, /*with_output=*/false);
   add_inference_options(*sub, *infer);
+  add_reporting_options(*sub, *report);
   auto profile = std::make_shared<bool>(false);
-  sub->add_flag("--profile", *profile, "After the timed runs, time each layer once (CUDA events) and print a table");
-  return [model, build, infer, profile]() -> Status {
+  sub->add_flag("--profile", *profile,
+                "CUDA engines: after the timed runs, time each layer once (CUDA events) and print a table");
+  return [sub, model, build, infer, report, profile]() -> Status {
+    record_given_build_flags(*sub, *build);
     std::map<std::string, std::vector<int64_t>> shapes;
     GRAFT_RETURN_IF_ERROR(parse_shape_list(build->shapes, "--shapes", &shapes));
-    // For an ONNX model, --shapes also fixes the profile (min = opt = max) it is built with.
-    BuildOptions effective = *build;
-    GRAFT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, load_or_build(*model, effective));
-    GRAFT_ASSIGN_OR_RETURN(auto inputs, prepare_inputs(*engine, *infer, shapes));
+    // Checked before anything is imported or built: the model, the device, the files to write, the
+    // input files (whose shapes a dynamic ONNX model is built for).
+    GRAFT_ASSIGN_OR_RETURN(bool plan, is_plan_file(model->path));
+    if (!plan) GRAFT_RETURN_IF_ERROR(build_device(*model).status());
+    for (const auto& [path, option] : {std::pair{infer->export_times, "--export-times"},
+                                       std::pair{infer->export_output, "--export-output"},
+                                       std::pair{infer->export_profile, "--export-profile"}})
+      if (!path.empty()) GRAFT_RETURN_IF_ERROR(check_writable_file(path, option));
+    GRAFT_ASSIGN_OR_RETURN(std::vector<InputFile> files, read_input_files(*infer));
+    LoadOptions load;
+    load.sample_shapes = shapes_of(files);
+    GRAFT_ASSIGN_OR_RETURN(LoadedModel loaded, load_or_build(*model, *build, load));
+    const std::shared_ptr<Engine>& engine = loaded.engine;
+    const bool layer_profile = *profile || !infer->export_profile.empty();
+    if (layer_profile && engine->device() != DeviceType::kCUDA)
+      return Status(StatusCode::kUnsupported,
+                    std::string(*profile ? "--profile" : "--export-profile") +
+                        " times layers with CUDA events, so it needs a CUDA engine; this engine runs on the cpu");
+    uint64_t seed = 0;
+    GRAFT_ASSIGN_OR_RETURN(auto inputs, prepare_inputs(*engine, *infer, shapes, files, &seed));
     GRAFT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> ctx, engine->create_context());
-    // Timed runs: a CUDA engine's inputs and outputs stay on the GPU unless --host-io.
-    const bool resident = engine->device() == DeviceType::kCUDA && !infer->host_io;
-    std::map<std::string, Tensor> timed_inputs = inputs, timed_outputs;
-    if (resident) {
-      for (auto& [name, t] : timed_inputs) {
-        GRAFT_ASSIGN_OR_RETURN(t, t.to_device());
-      }
-    }
-    for (int i = 0; i < infer->warmup; ++i) GRAFT_RETURN_IF_ERROR(ctx->run(timed_inputs, timed_outputs));
-    std::vector<double> ms;
-    using clock = std::chrono::steady_clock;
-    auto t0 = clock::now();
-    for (int i = 0; i < infer->iterations; ++i) {
-      auto s = clock::now();
-      GRAFT_RETURN_IF_ERROR(ctx->run(timed_inputs, timed_outputs));
-      ms.push_back(std::chrono::duration<double, std::milli>(clock::now() - s).count());
-    }
-    double total = std::chrono::duration<double>(clock::now() - t0).count();
-    // The outputs the user sees, saves and compares: one more run with host tensors.
-    std::map<std::string, Tensor> outputs;
-    if (resident) {
-      GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outputs));
-      std::printf("timing: inputs and outputs resident on the GPU (--host-io to include copies)\n");
-    } else {
-      outputs = timed_outputs;
-    }
-    for (const auto& [name, t] : outputs)
-      std::printf("output %s: %s\n", name.c_str(), TensorDesc(t.dtype(), shape_from_values(t.dims())).to_string().c_str());
-    std::printf("%s", format_performance_summary(summarize_latencies(ms, total)).c_str());
-    if (*profile) {
+    GRAFT_ASSIGN_OR_RETURN(TimedRuns timed, time_runs(*engine, *ctx, inputs, *infer));
+    const std::map<std::string, Tensor>& outputs = timed.outputs;
+    std::vector<double> latency = column(timed.iterations, &IterationTimes::latency_ms);
+    double timed_s = 0;
+    for (double ms : latency) timed_s += ms / 1000.0;
+    LatencyStats stats = summarize_latencies(latency, timed.wall_s);
+    // Throughput over the timed quantity: for a GPU-resident CUDA run the copies, timed apart, are
+    // not in it.
+    stats.qps = timed_s > 0 ? static_cast<double>(latency.size()) / timed_s : 0;
+    std::vector<LayerTiming> layers;
+    if (layer_profile) {
       auto* cuda_ctx = dynamic_cast<CudaExecutionContext*>(ctx.get());
-      if (!cuda_ctx)
-        return Status(StatusCode::kUnsupported, "--profile times layers with CUDA events: use --device cuda");
+      if (!cuda_ctx) return Status(StatusCode::kInternal, "a CUDA engine without a CUDA execution context");
+      std::map<std::string, Tensor> profiled;
       cuda_ctx->set_profiling(true);
-      GRAFT_RETURN_IF_ERROR(ctx->run(inputs, outputs));
+      GRAFT_RETURN_IF_ERROR(ctx->run(inputs, profiled));
       cuda_ctx->set_profiling(false);
-      std::printf("per-layer profile (one run, CUDA graphs off):\n%s",
-                  format_layer_timings(cuda_ctx->layer_timings()).c_str());
+      layers = cuda_ctx->layer_timings();
+    }
+
+    nlohmann::json compare_report = nlohmann::json::array();
+    Status compared;
+    if (report->json) {
+      if (!infer->compare.empty())
+        compared = compare_outputs(infer->compare, *engine, outputs, infer->rtol, infer->atol, &compare_report);
+      nlohmann::json j;
+      j["graft_version"] = version_string();
+      j["model"] = model->path;
+      j["plan"] = loaded.is_plan;
+      j["device"] = device_name(engine->device());
+      j["inputs"] = nlohmann::json::array();
+      for (const auto& [name, t] : inputs) {
+        nlohmann::json in = {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.dims()}};
+        in["source"] = "random";
+        for (const InputFile& f : files)
+          if (f.name == name) in["source"] = f.file;
+        j["inputs"].push_back(std::move(in));
+      }
+      if (std::any_of(j["inputs"].begin(), j["inputs"].end(), [](const nlohmann::json& in) { return in["source"] == "random"; }))
+        j["seed"] = seed;
+      j["outputs"] = outputs_json(outputs, /*with_values=*/false);
+      nlohmann::json t = {{"mode", timed.mode},
+                          {"warmup", infer->warmup},
+                          {"iterations", timed.iterations.size()},
+                          {"duration_s", infer->duration_s},
+                          {"wall_s", timed.wall_s},
+                          {"latency_ms", latency_json(stats)},
+                          {"throughput_qps", stats.qps}};
+      if (timed.split) {
+        t["h2d_ms"] = latency_json(summarize_latencies(column(timed.iterations, &IterationTimes::h2d_ms), 0));
+        t["compute_ms"] = latency_json(summarize_latencies(column(timed.iterations, &IterationTimes::compute_ms), 0));
+        t["d2h_ms"] = latency_json(summarize_latencies(column(timed.iterations, &IterationTimes::d2h_ms), 0));
+      }
+      j["timing"] = std::move(t);
+      if (*profile) j["profile"] = layer_timings_json(layers);
+      if (!infer->compare.empty()) j["compare"] = compare_report;
+      std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else {
+      for (const auto& [name, t] : outputs)
+        std::printf("output %s: %s\n", name.c_str(),
+                    TensorDesc(t.dtype(), shape_from_values(t.dims())).to_string().c_str());
+      if (timed.mode == "gpu_resident")
+        std::printf("timing: latency is the compute time with inputs and outputs resident on the GPU "
+                    "(--host-io to add the copies)\n");
+      std::printf("%s", format_performance_summary(stats).c_str());
+      if (timed.split) {
+        std::printf("%s", format_latency_line("H2D Latency", summarize_latencies(column(timed.iterations, &IterationTimes::h2d_ms), 0)).c_str());
+        std::printf("%s", format_latency_line("GPU Compute Time", summarize_latencies(column(timed.iterations, &IterationTimes::compute_ms), 0)).c_str());
+        std::printf("%s", format_latency_line("D2H Latency", summarize_latencies(column(timed.iterations, &IterationTimes::d2h_ms), 0)).c_str());
+      }
+      if (*profile)
+        std::printf("per-layer profile (one run, CUDA graphs off):\n%s", format_layer_timings(layers).c_str());
+      std::fflush(stdout);
+      if (!infer->compare.empty())
+        compared = compare_outputs(infer->compare, *engine, outputs, infer->rtol, infer->atol);
     }
     std::fflush(stdout);
+    if (!infer->export_times.empty())
+      GRAFT_RETURN_IF_ERROR(write_export_file(infer->export_times, "--export-times", times_json(timed).dump(1) + "\n"));
+    if (!infer->export_output.empty())
+      GRAFT_RETURN_IF_ERROR(write_export_file(
+          infer->export_output, "--export-output",
+          outputs_json(outputs, true).dump(1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"));
+    if (!infer->export_profile.empty())
+      GRAFT_RETURN_IF_ERROR(write_export_file(infer->export_profile, "--export-profile",
+                                              layer_timings_json(layers).dump(1, ' ', false,
+                                                                              nlohmann::json::error_handler_t::replace) +
+                                                  "\n"));
     if (!infer->save_outputs.empty()) GRAFT_RETURN_IF_ERROR(save_outputs(infer->save_outputs, outputs));
-    if (!infer->compare.empty())
-      GRAFT_RETURN_IF_ERROR(compare_outputs(infer->compare, *engine, outputs, infer->rtol, infer->atol));
-    return Status::ok();
+    return compared;
   };
 }
 
@@ -115,9 +221,29 @@ Command add_inspect_command(CLI::App& app) {
   add_model_options(*sub, *model);
   add_build_options(*sub, *build, /*with_output=*/false);
   add_reporting_options(*sub, *report);
-  return [model, build, report]() -> Status {
-    GRAFT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, load_or_build(*model, *build));
-    std::string text = report->json ? engine->describe_json() : engine->describe();
+  return [sub, model, build, report]() -> Status {
+    record_given_build_flags(*sub, *build);
+    LoadOptions load;
+    load.describe_only = true;  // a plan this graft cannot run is still described
+    GRAFT_ASSIGN_OR_RETURN(LoadedModel loaded, load_or_build(*model, *build, load));
+    const std::string& why = loaded.described_only_because;
+    if (!why.empty())
+      std::fprintf(stderr,
+                   "graft: note: described from the plan alone, without creating its %s engine (%s); the placement, "
+                   "kernels and memory plan show where the plan can run\n",
+                   device_name(loaded.engine->device()), why.c_str());
+    std::string text;
+    if (report->json) {
+      nlohmann::json j = nlohmann::json::parse(loaded.engine->describe_json(), nullptr, false);
+      if (!why.empty() && j.is_object()) {
+        j["engine_created"] = false;
+        j["engine_not_created_because"] = why;
+      }
+      text = j.is_discarded() ? loaded.engine->describe_json()
+                              : j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+      text = loaded.engine->describe();
+    }
     std::printf("%s%s", text.c_str(), !text.empty() && text.back() == '\n' ? "" : "\n");
     return Status::ok();
   };

@@ -1,7 +1,9 @@
 #include "tools/graft/inference_options.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -9,24 +11,42 @@
 
 #include "io/tensor_io.h"
 
+namespace graft {
+// The CUDA backend's copy hooks (src/core/tensor.cpp), set when graft is built with CUDA.
+namespace cuda_alloc {
+extern bool (*copy_to_host)(void* dst, const void* src, size_t bytes);
+extern bool (*copy_to_device)(void* dst, const void* src, size_t bytes);
+}  // namespace cuda_alloc
+}  // namespace graft
+
 namespace graft::cli {
 
 namespace fs = std::filesystem;
 
 void add_inference_options(CLI::App& app, InferenceOptions& opts) {
-  app.add_option("--inputs", opts.inputs, "Input files NAME:FILE (.npy or .pb); others get random data")
+  app.add_option("--inputs", opts.inputs,
+                 "Input files NAME:FILE (.npy or .pb); others get random data. Building from ONNX, a dynamic "
+                 "input without --shapes or a profile is built for its file's shape")
       ->expected(1, -1);
   app.add_option("--save-outputs", opts.save_outputs, "Directory to write <output>.npy into");
   app.add_option("--compare", opts.compare, "Directory of reference outputs (output_*.pb or <output>.npy)");
   app.add_option("--rtol", opts.rtol, "Relative tolerance for --compare")->check(CLI::NonNegativeNumber);
   app.add_option("--atol", opts.atol, "Absolute tolerance for --compare")->check(CLI::NonNegativeNumber);
-  app.add_option("--iterations", opts.iterations, "Timed iterations")->check(CLI::Range(1, 1000000));
+  app.add_option("--iterations", opts.iterations, "Timed iterations (at least)")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", opts.warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000));
+  app.add_option("--duration", opts.duration_s,
+                 "Run the timed iterations for at least this many seconds (and at least --iterations times)")
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_flag("--host-io", opts.host_io,
-               "CUDA engines: include the host-to-GPU input and GPU-to-host output copies in every timed run "
-               "(default: inputs and outputs stay on the GPU)");
+               "CUDA engines: report latency as host-to-GPU copy + compute + GPU-to-host copy "
+               "(default: the compute time with inputs and outputs resident on the GPU; the copies are "
+               "timed and reported separately either way)");
   app.add_option("--seed", opts.seed, "Seed for random inputs (default: random, printed)")
       ->each([&opts](const std::string&) { opts.seed_given = true; });
+  app.add_option("--export-times", opts.export_times, "Write per-iteration times to this JSON file");
+  app.add_option("--export-output", opts.export_output, "Write the output values to this JSON file");
+  app.add_option("--export-profile", opts.export_profile,
+                 "CUDA engines: time each layer once after the timed runs and write the table to this JSON file");
 }
 
 namespace {
@@ -64,28 +84,47 @@ Tensor random_tensor(DataType dt, const std::vector<int64_t>& dims, std::mt19937
 
 }  // namespace
 
-Result<std::map<std::string, Tensor>> prepare_inputs(const Engine& engine, const InferenceOptions& opts,
-                                                     const std::map<std::string, std::vector<int64_t>>& shapes) {
-  std::vector<IOInfo> infos = engine.inputs();
-  for (const auto& [name, _] : shapes)
-    if (!find_input(infos, name)) return unknown_input(name, infos, "--shapes");
-  std::map<std::string, Tensor> inputs;
+Result<std::vector<InputFile>> read_input_files(const InferenceOptions& opts) {
+  std::vector<InputFile> files;
   for (const std::string& spec : opts.inputs) {
     // Files rarely contain ':' but names do ("input:0"), so the last ':' separates them.
     size_t colon = spec.rfind(':');
     if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size())
       return error(StatusCode::kInvalidArgument, "bad --inputs entry '", spec, "' (expected NAME:FILE)");
-    std::string name = spec.substr(0, colon), file = spec.substr(colon + 1);
-    const IOInfo* info = find_input(infos, name);
-    if (!info) return unknown_input(name, infos, "--inputs");
-    GRAFT_ASSIGN_OR_RETURN(io::NamedTensor nt, io::read_tensor_file(file));
-    if (nt.tensor.dtype() != info->dtype) {
-      Status st = error(StatusCode::kInvalidArgument, "input '", name, "' expects ", dtype_name(info->dtype),
-                        " but the file holds ", dtype_name(nt.tensor.dtype()));
-      return st.with_file(file);
+    InputFile f;
+    f.name = spec.substr(0, colon);
+    f.file = spec.substr(colon + 1);
+    for (const InputFile& g : files)
+      if (g.name == f.name) return error(StatusCode::kInvalidArgument, "--inputs gives '", f.name, "' twice");
+    GRAFT_ASSIGN_OR_RETURN(io::NamedTensor nt, io::read_tensor_file(f.file));
+    f.tensor = nt.tensor;
+    files.push_back(std::move(f));
+  }
+  return files;
+}
+
+std::map<std::string, std::vector<int64_t>> shapes_of(const std::vector<InputFile>& files) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const InputFile& f : files) shapes[f.name] = f.tensor.dims();
+  return shapes;
+}
+
+Result<std::map<std::string, Tensor>> prepare_inputs(const Engine& engine, const InferenceOptions& opts,
+                                                     const std::map<std::string, std::vector<int64_t>>& shapes,
+                                                     const std::vector<InputFile>& files, uint64_t* seed_used) {
+  std::vector<IOInfo> infos = engine.inputs();
+  for (const auto& [name, _] : shapes)
+    if (!find_input(infos, name)) return unknown_input(name, infos, "--shapes");
+  std::map<std::string, Tensor> inputs;
+  for (const InputFile& f : files) {
+    const IOInfo* info = find_input(infos, f.name);
+    if (!info) return unknown_input(f.name, infos, "--inputs");
+    if (f.tensor.dtype() != info->dtype) {
+      Status st = error(StatusCode::kInvalidArgument, "input '", f.name, "' expects ", dtype_name(info->dtype),
+                        " but the file holds ", dtype_name(f.tensor.dtype()));
+      return st.with_file(f.file);
     }
-    if (!inputs.emplace(name, nt.tensor).second)
-      return error(StatusCode::kInvalidArgument, "--inputs gives '", name, "' twice");
+    inputs.emplace(f.name, f.tensor);
   }
   uint64_t seed = opts.seed_given ? opts.seed : std::random_device{}();
   std::mt19937_64 rng(seed);
@@ -110,10 +149,114 @@ Result<std::map<std::string, Tensor>> prepare_inputs(const Engine& engine, const
     generated += fmt::format("{}{} {}", generated.empty() ? "" : ", ", info.name,
                              TensorDesc(info.dtype, shape_from_values(dims)).to_string());
   }
-  if (!generated.empty())
+  if (!generated.empty()) {
     std::fprintf(stderr, "graft: random inputs (seed %llu): %s\n", static_cast<unsigned long long>(seed),
                  generated.c_str());
+    if (seed_used) *seed_used = seed;
+  }
   return inputs;
+}
+
+namespace {
+
+// Copies src into dst (same dtype and dims), between host and GPU memory in either direction.
+Status copy_into(const Tensor& src, Tensor& dst) {
+  const size_t n = src.nbytes();
+  if (n == 0) return Status::ok();
+  const bool from_host = src.device() == DeviceType::kCPU, to_host = dst.device() == DeviceType::kCPU;
+  if (from_host && to_host) {
+    std::memcpy(dst.data(), src.data(), n);
+    return Status::ok();
+  }
+  bool ok = false;
+  if (from_host && cuda_alloc::copy_to_device) ok = cuda_alloc::copy_to_device(dst.data(), src.data(), n);
+  else if (to_host && cuda_alloc::copy_to_host) ok = cuda_alloc::copy_to_host(dst.data(), src.data(), n);
+  if (!ok) return error(StatusCode::kRuntimeError, "copying ", static_cast<uint64_t>(n), " bytes between host and GPU failed");
+  return Status::ok();
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+Result<TimedRuns> time_runs(const Engine& engine, ExecutionContext& ctx, const std::map<std::string, Tensor>& inputs,
+                            const InferenceOptions& opts) {
+  using clock = std::chrono::steady_clock;
+  TimedRuns r;
+  const bool cuda = engine.device() == DeviceType::kCUDA;
+  r.split = cuda;
+  r.mode = !cuda ? "host" : opts.host_io ? "host_io" : "gpu_resident";
+  // CUDA: inputs and outputs live in GPU buffers allocated once; each iteration copies the inputs in,
+  // runs, and copies the outputs out, and the three are timed apart.
+  std::map<std::string, Tensor> run_inputs = inputs, run_outputs, host_outputs;
+  if (cuda) {
+    for (auto& [name, t] : run_inputs) {
+      GRAFT_ASSIGN_OR_RETURN(t, t.to_device());
+    }
+  }
+  for (int i = 0; i < opts.warmup; ++i) GRAFT_RETURN_IF_ERROR(ctx.run(run_inputs, run_outputs));
+  const auto t0 = clock::now();
+  for (int i = 0; i < opts.iterations || (opts.duration_s > 0 && ms_since(t0) < opts.duration_s * 1000.0); ++i) {
+    IterationTimes it;
+    it.start_ms = ms_since(t0);
+    if (cuda) {
+      auto s = clock::now();
+      for (auto& [name, t] : run_inputs) GRAFT_RETURN_IF_ERROR(copy_into(inputs.at(name), t));
+      it.h2d_ms = ms_since(s);
+      s = clock::now();
+      GRAFT_RETURN_IF_ERROR(ctx.run(run_inputs, run_outputs));
+      it.compute_ms = ms_since(s);
+      for (const auto& [name, t] : run_outputs) {
+        auto h = host_outputs.find(name);
+        if (h == host_outputs.end() || h->second.dims() != t.dims() || h->second.dtype() != t.dtype()) {
+          GRAFT_ASSIGN_OR_RETURN(Tensor fresh, Tensor::allocate(t.dtype(), t.dims()));
+          host_outputs[name] = fresh;
+        }
+      }
+      s = clock::now();
+      for (const auto& [name, t] : run_outputs) GRAFT_RETURN_IF_ERROR(copy_into(t, host_outputs.at(name)));
+      it.d2h_ms = ms_since(s);
+      it.latency_ms = opts.host_io ? it.h2d_ms + it.compute_ms + it.d2h_ms : it.compute_ms;
+    } else {
+      auto s = clock::now();
+      GRAFT_RETURN_IF_ERROR(ctx.run(run_inputs, run_outputs));
+      it.latency_ms = ms_since(s);
+    }
+    r.iterations.push_back(it);
+  }
+  r.wall_s = ms_since(t0) / 1000.0;
+  r.outputs = cuda ? host_outputs : run_outputs;
+  return r;
+}
+
+nlohmann::json outputs_json(const std::map<std::string, Tensor>& outputs, bool with_values) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [name, t] : outputs) {
+    std::string dims;
+    for (int64_t d : t.dims()) dims += (dims.empty() ? "" : "x") + std::to_string(d);
+    nlohmann::json o = {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.dims()}, {"dimensions", dims}};
+    if (with_values) {
+      nlohmann::json v = nlohmann::json::array();
+      const bool is_int = !dtype_is_float(t.dtype());
+      for (int64_t i = 0; i < t.numel(); ++i) {
+        const double x = t.get(i);
+        if (is_int) v.push_back(static_cast<int64_t>(x));
+        else if (std::isfinite(x)) v.push_back(x);
+        else v.push_back(std::isnan(x) ? "nan" : x > 0 ? "inf" : "-inf");
+      }
+      o["values"] = std::move(v);
+    }
+    a.push_back(std::move(o));
+  }
+  return a;
+}
+
+Status write_export_file(const std::string& path, const std::string& option, const std::string& text) {
+  Status st = io::write_file_atomic(path, text);
+  if (!st) return error(st.code(), option, ": ", st.message()).with_file(path);
+  return Status::ok();
 }
 
 Status save_outputs(const std::string& dir, const std::map<std::string, Tensor>& outputs) {
@@ -140,7 +283,7 @@ Status save_outputs(const std::string& dir, const std::map<std::string, Tensor>&
 }
 
 Status compare_outputs(const std::string& dir, const Engine& engine, const std::map<std::string, Tensor>& outputs,
-                       double rtol, double atol) {
+                       double rtol, double atol, nlohmann::json* report) {
   if (!fs::is_directory(dir)) {
     Status st(StatusCode::kNotFound, "reference directory not found");
     return st.with_file(dir);
@@ -196,8 +339,12 @@ Status compare_outputs(const std::string& dir, const Engine& engine, const std::
         ++bad;
       }
     }
-    std::printf("compare %s: max abs error %.6g, max rel error %.6g, %lld/%lld elements beyond tolerance\n",
-                name.c_str(), max_abs, max_rel, static_cast<long long>(bad), static_cast<long long>(got.numel()));
+    if (report)
+      report->push_back({{"output", name}, {"reference", ref.second}, {"max_abs_error", max_abs},
+                         {"max_rel_error", max_rel}, {"beyond_tolerance", bad}, {"elements", got.numel()}});
+    else
+      std::printf("compare %s: max abs error %.6g, max rel error %.6g, %lld/%lld elements beyond tolerance\n",
+                  name.c_str(), max_abs, max_rel, static_cast<long long>(bad), static_cast<long long>(got.numel()));
     if (bad)
       failures += fmt::format("{}{}: {} of {} elements differ (first at flat index {}: got {} want {}; max abs {:.6g})",
                               failures.empty() ? "" : "; ", name, bad, got.numel(), first_bad, got.get(first_bad),

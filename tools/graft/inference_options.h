@@ -1,4 +1,4 @@
-// `graft run` options about inference: inputs, iterations, saving and comparing outputs.
+// `graft run` options about inference: inputs, iterations, saving and comparing outputs, timing.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "graft/engine.h"
 #include "graft/status.h"
@@ -20,28 +21,71 @@ struct InferenceOptions {
   double rtol = 1e-3, atol = 1e-5;
   int iterations = 10;
   int warmup = 2;
+  double duration_s = 0;  // run at least this long (and at least `iterations` times)
   uint64_t seed = 0;
   bool seed_given = false;
-  // CUDA engines are timed with inputs and outputs resident on the GPU (trtexec's "GPU compute
-  // time"); with host_io every timed run also copies them from and to the host.
+  // CUDA engines: each timed iteration copies the inputs to the GPU (H2D), runs with inputs and
+  // outputs resident on the GPU (compute), and copies the outputs back (D2H), each timed on its own.
+  // The latency reported is the compute time (trtexec's "GPU compute time"); with host_io it is the
+  // sum of the three.
   bool host_io = false;
+  std::string export_times;    // JSON: per-iteration times
+  std::string export_output;   // JSON: output values
+  std::string export_profile;  // JSON: per-layer times (CUDA)
 };
 
 void add_inference_options(CLI::App& app, InferenceOptions& opts);
 
-// Loads the given input files and fills every other engine input with seeded random data (floats
-// in [-1, 1], integers in [0, 4), bools 0/1). Shapes: --shapes, else the static shape, else the
-// profile's opt shape. The seed is reported on stderr.
+// One --inputs entry, read before anything is built.
+struct InputFile {
+  std::string name, file;
+  Tensor tensor;
+};
+// Reads every --inputs file: NAME:FILE entries (the last ':' separates them), .npy or .pb. Errors
+// name the entry or the file; a name given twice is an error.
+Result<std::vector<InputFile>> read_input_files(const InferenceOptions& opts);
+std::map<std::string, std::vector<int64_t>> shapes_of(const std::vector<InputFile>& files);
+
+// Checks the input files against the engine (names, dtypes) and fills every other engine input with
+// seeded random data (floats in [-1, 1], integers in [0, 4), bools 0/1). Shapes: --shapes, else the
+// static shape, else the profile's opt shape. The seed is reported on stderr (and in *seed_used).
 Result<std::map<std::string, Tensor>> prepare_inputs(const Engine& engine, const InferenceOptions& opts,
-                                                     const std::map<std::string, std::vector<int64_t>>& shapes);
+                                                     const std::map<std::string, std::vector<int64_t>>& shapes,
+                                                     const std::vector<InputFile>& files, uint64_t* seed_used = nullptr);
+
+// Times of one timed iteration, in milliseconds from the start of the timed loop. The split (h2d,
+// compute, d2h) is measured for CUDA engines only (negative otherwise).
+struct IterationTimes {
+  double start_ms = 0, latency_ms = 0;
+  double h2d_ms = -1, compute_ms = -1, d2h_ms = -1;
+};
+
+struct TimedRuns {
+  std::string mode;  // "host" (CPU engine), "gpu_resident" (CUDA: latency = compute) or "host_io"
+  bool split = false;
+  std::vector<IterationTimes> iterations;
+  double wall_s = 0;                          // the whole timed loop
+  std::map<std::string, Tensor> outputs;      // host outputs of the last iteration
+};
+
+// Warm-up runs, then at least opts.iterations timed runs lasting at least opts.duration_s.
+Result<TimedRuns> time_runs(const Engine& engine, ExecutionContext& ctx, const std::map<std::string, Tensor>& inputs,
+                            const InferenceOptions& opts);
 
 // Writes <sanitized output name>.npy per output into opts.save_outputs (created if missing).
 Status save_outputs(const std::string& dir, const std::map<std::string, Tensor>& outputs);
 
 // Compares outputs with references in `dir`: <name>.npy (sanitized) or output_<i>.pb (by the name
-// stored in it, else by output position). Prints max abs/rel error per output on stdout; an error
-// when any element exceeds atol + rtol * |ref| or a shape/dtype differs.
+// stored in it, else by output position). Reports max abs/rel error per output on stdout, or into
+// *report (one object per output) when it is given; an error when any element exceeds
+// atol + rtol * |ref| or a shape/dtype differs.
 Status compare_outputs(const std::string& dir, const Engine& engine, const std::map<std::string, Tensor>& outputs,
-                       double rtol, double atol);
+                       double rtol, double atol, nlohmann::json* report = nullptr);
+
+// Output values as JSON (--export-output): [{"name", "dtype", "shape", "dimensions", "values"}].
+nlohmann::json outputs_json(const std::map<std::string, Tensor>& outputs, bool with_values);
+
+// Writes text to a file (atomically), the error naming the option and the file.
+Status write_export_file(const std::string& path, const std::string& option, const std::string& text);
 
 }  // namespace graft::cli

@@ -16,6 +16,14 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// Library messages name no command-line flags (Python shows the same messages); the command line
+// adds the flag that helps.
+std::string with_flag_hint(const graft::Status& st) {
+  std::string text = st.to_string();
+  if (st.message().find("plugin library that defines it") != std::string::npos) text += " (--plugins LIB.so)";
+  return text;
+}
+
 int run_main(int argc, char** argv) {
   CLI::App app{std::string("graft ") + graft::version_string() + ": build and run inference engines"};
   app.set_version_flag("--version", graft::version_string());
@@ -50,7 +58,7 @@ int run_main(int argc, char** argv) {
   for (auto& [sub, cmd] : commands) {
     if (!sub->parsed()) continue;
     graft::Status st = cmd();
-    if (!st.is_ok()) return fail(st.to_string());
+    if (!st.is_ok()) return fail(with_flag_hint(st));
     return 0;
   }
   return fail("no command given (build, run, inspect, ops)");

@@ -4,7 +4,11 @@
 #include <cstring>
 #include <fstream>
 
+#include "build/plan.h"
 #include "graft/registry.h"
+#include "io/tensor_io.h"
+#include "runtime/cpu_engine.h"
+#include "runtime/device_engine.h"
 #include "tools/graft/build_options.h"
 
 namespace graft::cli {
@@ -12,7 +16,10 @@ namespace graft::cli {
 void add_model_options(CLI::App& app, ModelOptions& opts, bool with_device) {
   app.add_option("model", opts.path, "MODEL.onnx or MODEL.plan (told apart by content)")->required();
   if (with_device)
-    app.add_option("--device", opts.device, "Where to run: cpu or cuda")->check(CLI::IsMember({"cpu", "cuda"}));
+    app.add_option("--device", opts.device,
+                   "cpu or cuda. ONNX: the device to build for (default cpu). Plan: it runs on the device it was "
+                   "built for; --device only checks that")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
   app.add_option("--plugins", opts.plugins, "Plugin libraries (.so) with custom ops, loaded first")
       ->expected(1, -1);
 }
@@ -21,6 +28,14 @@ Result<DeviceType> parse_device(const std::string& name) {
   if (name == "cpu") return DeviceType::kCPU;
   if (name == "cuda") return DeviceType::kCUDA;
   return error(StatusCode::kInvalidArgument, "unknown device '", name, "' (cpu or cuda)");
+}
+
+Result<DeviceType> build_device(const ModelOptions& opts) {
+  GRAFT_ASSIGN_OR_RETURN(DeviceType device, parse_device(opts.device.empty() ? "cpu" : opts.device));
+  if (!check_device_compiled(device))
+    return error(StatusCode::kUnsupported, "--device ", device_name(device), ": this graft was built without CUDA ",
+                 "(configure with -DGRAFT_ENABLE_CUDA=ON); use --device cpu");
+  return device;
 }
 
 Status load_plugins(const ModelOptions& opts) {
@@ -40,20 +55,59 @@ Result<bool> is_plan_file(const std::string& path) {
   return in.gcount() == sizeof magic && std::memcmp(magic, "GRAFTPLN", sizeof magic) == 0;
 }
 
-Result<std::shared_ptr<Engine>> load_or_build(const ModelOptions& model, const BuildOptions& build) {
-  GRAFT_ASSIGN_OR_RETURN(DeviceType device, parse_device(model.device));
-  GRAFT_RETURN_IF_ERROR(load_plugins(model));
-  GRAFT_ASSIGN_OR_RETURN(bool plan, is_plan_file(model.path));
-  if (plan) {
-    GRAFT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine, Engine::load_plan(model.path));
-    if (engine->device() != device)
-      return error(StatusCode::kInvalidArgument, "the plan was built for ", device_name(engine->device()),
-                   " but --device is ", device_name(device), "; rebuild it with graft build --device ",
-                   device_name(device));
-    return engine;
+namespace {
+
+// A plan for a device this graft cannot run, as an engine that only describes it: the plan's graph,
+// profiles and build options, without creating the device's runtime.
+Result<std::shared_ptr<Engine>> plan_description(const std::string& path) {
+  GRAFT_ASSIGN_OR_RETURN(std::string bytes, io::read_file(path));
+  GRAFT_ASSIGN_OR_RETURN(EngineState state, read_plan_bytes(bytes, path));
+  return make_cpu_engine(std::move(state));
+}
+
+}  // namespace
+
+Result<LoadedModel> load_or_build(const ModelOptions& model, const BuildOptions& build, const LoadOptions& load) {
+  LoadedModel out;
+  GRAFT_ASSIGN_OR_RETURN(out.is_plan, is_plan_file(model.path));
+  if (!out.is_plan) {
+    GRAFT_ASSIGN_OR_RETURN(DeviceType device, build_device(model));
+    warn_ignored_build_flags(build, false, device, model.path);
+    GRAFT_RETURN_IF_ERROR(load_plugins(model));
+    GRAFT_ASSIGN_OR_RETURN(BuilderConfig config, make_builder_config(build, device, {}));
+    config.sample_shapes = load.sample_shapes;
+    GRAFT_ASSIGN_OR_RETURN(out.engine, Engine::build_from_onnx_file(model.path, config));
+    return out;
   }
-  GRAFT_ASSIGN_OR_RETURN(BuilderConfig config, make_builder_config(build, device, {}));
-  return Engine::build_from_onnx_file(model.path, config);
+  if (!model.device.empty()) GRAFT_RETURN_IF_ERROR(parse_device(model.device).status());
+  warn_ignored_build_flags(build, true, DeviceType::kCPU, model.path);
+  GRAFT_RETURN_IF_ERROR(load_plugins(model));
+  auto engine = Engine::load_plan(model.path);
+  if (engine) {
+    out.engine = std::move(engine).value();
+  } else {
+    // A plan that cannot run here (kUnsupported: no CUDA in this graft; kRuntimeError: no usable
+    // GPU) can still be described; anything else (damaged plan, missing plugin) is the error.
+    const Status st = engine.status();
+    if (!load.describe_only || (st.code() != StatusCode::kUnsupported && st.code() != StatusCode::kRuntimeError))
+      return st;
+    auto described = plan_description(model.path);
+    if (!described || (*described)->device() == DeviceType::kCPU) return st;
+    out.engine = std::move(described).value();
+    out.described_only_because = st.message();
+  }
+  if (!model.device.empty()) {
+    const DeviceType want = *parse_device(model.device);
+    if (out.engine->device() != want) {
+      const char* built = device_name(out.engine->device());
+      Status st = error(StatusCode::kInvalidArgument, "--device ", device_name(want), ", but the plan was built for ",
+                        built, ": leave --device out to use the plan on ", built, ", or build a ", device_name(want),
+                        " plan from the ONNX model (graft build MODEL.onnx --device ", device_name(want),
+                        " -o PLAN)");
+      return st.with_file(model.path);
+    }
+  }
+  return out;
 }
 
 }  // namespace graft::cli

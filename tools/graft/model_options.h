@@ -1,6 +1,7 @@
 // `graft` options about the model: which file, which device, which plugin libraries.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -16,7 +17,9 @@ struct BuildOptions;
 
 struct ModelOptions {
   std::string path;                  // MODEL.onnx or MODEL.plan (told apart by content)
-  std::string device = "cpu";        // cpu | cuda
+  // cpu | cuda, or empty: an ONNX model is built for the CPU, a plan runs on the device it was built
+  // for. Given with a plan, it is only a check.
+  std::string device;
   std::vector<std::string> plugins;  // plugin libraries loaded before import / plan loading
 };
 
@@ -24,11 +27,32 @@ struct ModelOptions {
 void add_model_options(CLI::App& app, ModelOptions& opts, bool with_device = true);
 
 Result<DeviceType> parse_device(const std::string& name);
+// The device an ONNX model is built for: --device, else the CPU. An error naming --device when this
+// graft cannot build for it (CUDA in a build without CUDA), so nothing is imported in vain.
+Result<DeviceType> build_device(const ModelOptions& opts);
 // Registers graft's own custom ops, then loads each plugin library.
 Status load_plugins(const ModelOptions& opts);
 // True when the file starts with the plan magic "GRAFTPLN"; errors when it cannot be read.
 Result<bool> is_plan_file(const std::string& path);
-// Loads a plan, or builds an engine from ONNX with the build options; progress goes to stderr.
-Result<std::shared_ptr<Engine>> load_or_build(const ModelOptions& model, const BuildOptions& build);
+
+struct LoadOptions {
+  // Shapes of the --inputs files: dynamic inputs without a profile or --shapes are built for them.
+  std::map<std::string, std::vector<int64_t>> sample_shapes;
+  // graft inspect: a plan this graft cannot run (built for CUDA, read without CUDA or without a
+  // GPU) is described from the plan itself instead of failing.
+  bool describe_only = false;
+};
+
+struct LoadedModel {
+  std::shared_ptr<Engine> engine;
+  bool is_plan = false;
+  // Set when the engine only describes a plan this graft cannot run (LoadOptions::describe_only):
+  // why, in a few words. Such an engine must not be run.
+  std::string described_only_because;
+};
+
+// Loads a plan (on the plan's device; --device is a check), or builds an engine from ONNX with the
+// build options; progress goes to stderr.
+Result<LoadedModel> load_or_build(const ModelOptions& model, const BuildOptions& build, const LoadOptions& load = {});
 
 }  // namespace graft::cli

@@ -39,13 +39,22 @@ LatencyStats summarize_latencies(std::vector<double> ms, double total_wall_s) {
   return s;
 }
 
+std::string format_latency_line(const std::string& label, const LatencyStats& s) {
+  return fmt::format(
+      "{}: min = {:.5f} ms, max = {:.5f} ms, mean = {:.5f} ms, median = {:.5f} ms, percentile(90%) = {:.5f} ms, "
+      "percentile(99%) = {:.5f} ms\n",
+      label, s.min_ms, s.max_ms, s.mean_ms, s.median_ms, s.p90_ms, s.p99_ms);
+}
+
+nlohmann::json latency_json(const LatencyStats& s) {
+  return {{"min", s.min_ms}, {"max", s.max_ms}, {"mean", s.mean_ms}, {"median", s.median_ms}, {"p90", s.p90_ms},
+          {"p99", s.p99_ms}};
+}
+
 std::string format_performance_summary(const LatencyStats& s) {
   std::string out = "=== Performance summary ===\n";
   out += fmt::format("Throughput: {:.3f} qps\n", s.qps);
-  out += fmt::format(
-      "Latency: min = {:.5f} ms, max = {:.5f} ms, mean = {:.5f} ms, median = {:.5f} ms, "
-      "percentile(90%) = {:.5f} ms, percentile(99%) = {:.5f} ms\n",
-      s.min_ms, s.max_ms, s.mean_ms, s.median_ms, s.p90_ms, s.p99_ms);
+  out += format_latency_line("Latency", s);
   out += fmt::format("Total Host Walltime: {:.5f} s\n", s.total_s);
   out += fmt::format("Iterations: {}\n", s.iterations);
   return out;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 namespace graft::cli {
 
@@ -22,5 +23,9 @@ struct LatencyStats {
 };
 LatencyStats summarize_latencies(std::vector<double> ms, double total_wall_s);
 std::string format_performance_summary(const LatencyStats& s);
+// One line of trtexec's summary for a part of each iteration: "<label>: min = ... ms, max = ...".
+std::string format_latency_line(const std::string& label, const LatencyStats& s);
+// {"min", "max", "mean", "median", "p90", "p99"} in milliseconds.
+nlohmann::json latency_json(const LatencyStats& s);
 
 }  // namespace graft::cli
