@@ -109,7 +109,8 @@ class PyEngine {
   static std::unique_ptr<PyEngine> build(const py::object& model, bool fp16, const std::string& device,
                                          const std::map<std::string, std::vector<std::vector<int64_t>>>& profile,
                                          const std::vector<std::string>& plugins, const std::string& timing_cache,
-                                         bool fusion, const std::string& layout, bool strict) {
+                                         bool fusion, const std::string& layout, bool strict,
+                                         const std::map<std::string, std::vector<int64_t>>& sample_shapes) {
     graft::BuilderConfig cfg;
     cfg.fp16 = fp16;
     cfg.strict_device = strict;
@@ -135,6 +136,17 @@ class PyEngine {
                       std::to_string(ranges.size()) + " shapes");
       cfg.profile[name] = graft::ProfileRange{ranges[0], ranges[1], ranges[2]};
     }
+    cfg.sample_shapes = sample_shapes;
+    // A dynamic input with no shape: the error names the Python arguments that give one.
+    cfg.unspecified_shape = [](const graft::IOInfo& in) -> graft::Result<std::vector<int64_t>> {
+      std::string example;
+      for (int64_t d : in.static_dims) example += (example.empty() ? "" : ", ") + (d < 0 ? std::string("N") : std::to_string(d));
+      if (in.static_dims.size() == 1) example += ",";
+      return graft::error(graft::StatusCode::kInvalidArgument, "input '", in.name, "' has dynamic shape ", in.shape,
+                          ": give Engine.build profile={'", in.name, "': (min, opt, max)} with three shapes like (",
+                          example, "), shapes={'", in.name, "': (", example, ")} for one fixed shape, or inputs={'",
+                          in.name, "': sample} to build for a sample's shape");
+    };
     cfg.plugin_libraries = plugins;
     std::shared_ptr<graft::Engine> e;
     if (py::isinstance<py::bytes>(model)) {
@@ -420,7 +432,8 @@ PYBIND11_MODULE(_engine, m) {
       .def_static("build", &PyEngine::build, py::arg("model"), py::arg("fp16") = false, py::arg("device") = "cpu",
                   py::arg("profile") = std::map<std::string, std::vector<std::vector<int64_t>>>{},
                   py::arg("plugins") = std::vector<std::string>{}, py::arg("timing_cache") = "",
-                  py::arg("fusion") = true, py::arg("layout") = "auto", py::arg("strict") = false)
+                  py::arg("fusion") = true, py::arg("layout") = "auto", py::arg("strict") = false,
+                  py::arg("sample_shapes") = std::map<std::string, std::vector<int64_t>>{})
       .def_static("load", &PyEngine::load, py::arg("plan"))
       .def("save", &PyEngine::save, py::arg("path"))
       .def("serialize", &PyEngine::serialize)

@@ -3,13 +3,17 @@
 in graft's engine, compared with PyTorch.
 
     PYTHONPATH=python:build/python /usr/bin/python3 examples/seed_walkthrough/walkthrough.py --device cpu
+        (step 5 runs build/bin/graft on the exported model: `graft run model.onnx --inputs input:x.npy`)
     python3 examples/seed_walkthrough/walkthrough.py --device cuda     # torch with CUDA + graft CUDA build
 
 Exits non-zero when graft's engine disagrees with PyTorch.
 """
 import argparse
+import glob
 import inspect
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 
@@ -35,6 +39,21 @@ The right registration:
   * Dynamo exporter (torch >= 2.8, dynamo=True): torch.onnx.ops.symbolic(...) while exporting,
     or a custom_translation_table. graft.export(..., exporter="dynamo") does this.
   Attributes are typed ONNX attributes (beta: FLOAT), which TensorRT's parser and graft read."""
+
+
+def _find_graft_binary():
+    """The `graft` command: $GRAFT_BIN, else the build tree that $GRAFT_LIB_DIR names
+    (<build>/python/graft -> <build>/bin/graft), else a build*/bin/graft beside this checkout, else PATH."""
+    cands = [os.environ.get("GRAFT_BIN")]
+    lib = os.environ.get("GRAFT_LIB_DIR")
+    if lib:
+        cands.append(os.path.join(lib, "..", "..", "bin", "graft"))
+    cands += sorted(glob.glob(os.path.join(_HERE, "..", "..", "build*", "bin", "graft")))
+    cands.append(shutil.which("graft"))
+    for c in cands:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return os.path.abspath(c)
+    return None
 
 
 def main():
@@ -117,6 +136,36 @@ def main():
         print(f"batch {batch}: output {tuple(got.shape)}, max abs err vs PyTorch {err:.3e}")
         if got.shape != want.shape or not err <= args.tol:
             print(f"MISMATCH at batch {batch} (tolerance {args.tol})", file=sys.stderr)
+            return 1
+
+    # 5. The same model from the command line, as a user would run it: `graft run model.onnx --inputs
+    #    input:x.npy` builds the dynamic batch for the file's shape (no profile to write out), and
+    #    its saved output must match PyTorch too.
+    graft_bin = _find_graft_binary()
+    if graft_bin is None:
+        print("graft run: skipped (no graft binary found; set GRAFT_BIN)")
+    else:
+        xb = torch.randn(5, 16)
+        x_path, out_dir = os.path.join(out_dir, "x.npy"), os.path.join(out_dir, "cli_outputs")
+        np.save(x_path, xb.numpy())
+        cmd = [graft_bin, "run", onnx_path, "--inputs", f"input:{x_path}", "--save-outputs", out_dir,
+               "--iterations", "2"]
+        if args.device == "cuda":
+            cmd += ["--device", "cuda"]
+        print("$ " + " ".join(cmd))
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        print(r.stdout, end="")
+        if r.returncode != 0:
+            print(r.stderr, file=sys.stderr)
+            return 1
+        got = np.load(os.path.join(out_dir, "output.npy"))
+        with torch.no_grad():
+            want = model(xb.to(dev)).cpu().numpy()
+        err = float(np.max(np.abs(got - want)))
+        worst = max(worst, err)
+        print(f"graft run, batch 5 from x.npy: output {tuple(got.shape)}, max abs err vs PyTorch {err:.3e}")
+        if got.shape != want.shape or not err <= args.tol:
+            print(f"MISMATCH in graft run (tolerance {args.tol})", file=sys.stderr)
             return 1
 
     print()

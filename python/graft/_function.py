@@ -11,6 +11,9 @@ an ONNX node. The real mechanisms are:
   * dynamo exporter (torch >= 2.8, dynamo=True): torch.onnx.ops.symbolic(...) called while
     exporting (used here), or a custom_translation_table.
 """
+import re
+import warnings
+
 import torch
 
 from . import _registry
@@ -180,22 +183,53 @@ class GraftFunction(torch.autograd.Function):
 
     @staticmethod
     def symbolic(g, torch_name, attr_items, out_meta, *inputs):
-        # TorchScript exporter: one node in the op's domain with typed attributes.
+        # TorchScript exporter: one node in the op's domain with typed attributes and output types.
         info = _registry.ops()[torch_name]
         attrs = dict(attr_items)
-        args = [g.op("prim::Constant").setType(torch._C.OptionalType.ofTensor())
-                if t is None else t for t in inputs]
-        n_out = len(info.outputs)
-        res = g.op(f"{info.domain}::{info.name}", *args, outputs=n_out, **_onnx_attr_kwargs(info, attrs))
+        _quiet_shape_inference_warning(info)
+        with warnings.catch_warnings():
+            # torch 1.13 hands an autograd.Function's symbolic a torch._C.Graph whose g.op warns that
+            # it is deprecated (FutureWarning); it is the documented way to emit a node there.
+            warnings.filterwarnings("ignore", message=r".*_graph_op.* is deprecated", category=FutureWarning)
+            args = [g.op("prim::Constant").setType(torch._C.OptionalType.ofTensor())
+                    if t is None else t for t in inputs]
+            n_out = len(info.outputs)
+            res = g.op(f"{info.domain}::{info.name}", *args, outputs=n_out, **_onnx_attr_kwargs(info, attrs))
         outs = res if n_out > 1 else [res]
         _set_output_types(inputs, out_meta, outs)
         return res if n_out > 1 else outs[0]
 
 
+_quieted = set()
+
+
+def _quiet_shape_inference_warning(info):
+    """torch's TorchScript exporter warns "The shape inference of <domain>::<op> type is missing" for
+    every node outside the ONNX domain, even when the symbolic set the output's type and shape (as
+    symbolic() does through setType; torch 1.13 keeps the warning regardless, and graft.export writes
+    the shapes back into value_info). For graft's own ops the warning is wrong, so it is filtered,
+    for exactly these ops, from the first export of each on: torch raises it again in passes that
+    run after the symbolic, outside any scope graft controls."""
+    key = (info.domain, info.name)
+    if key in _quieted:
+        return
+    _quieted.add(key)
+    warnings.filterwarnings(
+        "ignore", message=re.escape(f"The shape inference of {info.domain}::{info.name} type is missing"),
+        category=UserWarning)
+
+
 def _traced_out_meta(info, inputs, attrs):
     """Output shapes/dtypes of this call while the TorchScript exporter traces (inputs are real
     tensors then); symbolic() gets them as a plain argument because torch 1.13 hands symbolic
-    values whose types carry no sizes."""
+    values whose types carry no sizes. Reading the traced sizes as Python ints is what this is for:
+    the tracer's TracerWarnings about it are not the user's concern and are not shown."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", torch.jit.TracerWarning)
+        return _traced_out_meta_impl(info, inputs, attrs)
+
+
+def _traced_out_meta_impl(info, inputs, attrs):
     metas = [None if t is None else torch.empty(list(t.shape), dtype=t.dtype, device="meta") for t in inputs]
     res = info.torch_op()(*metas, **attrs)
     res = res if isinstance(res, (tuple, list)) else (res,)

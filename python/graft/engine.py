@@ -15,10 +15,25 @@ each thread its own Engine (Engine.load of the same plan). Returned arrays own t
 an output that is also a graph input, so they stay valid after the inputs are gone. See the threading
 contract in include/graft/engine.h.
 """
+import contextlib
 import os
 
 from . import _native
 from ._errors import GraftError
+
+
+@contextlib.contextmanager
+def _python_hints():
+    """The engine's messages name no command-line flags or Python arguments; from Python, the
+    argument that helps is added."""
+    try:
+        yield
+    except GraftError as e:
+        msg = str(e)
+        if "plugin library that defines it" in msg:
+            raise GraftError(msg + " (graft.load_plugin(path), or Engine.build(..., plugins=[path]))",
+                             e.code) from None
+        raise
 
 
 def _torch():
@@ -33,28 +48,60 @@ class Engine:
 
     @classmethod
     def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
-              layout="auto", strict=False):
-        """model: path to an .onnx file or its bytes. profile: {input: (min, opt, max) shapes}.
-        CUDA only: timing_cache (a file of tactic timings, read and updated), fusion (conv/GEMM
-        epilogues, elementwise chains), layout ("auto": NHWC for float16 convolutions, "nchw", "nhwc"),
-        strict (refuse to build when a layer would run on the CPU reference; the error names them).
+              layout="auto", strict=False, shapes=None, inputs=None):
+        """model: path to an .onnx file or its bytes.
+
+        Shapes of dynamic inputs, one of (per input):
+          profile: {input: (min, opt, max)} shapes: the engine runs any shape in between.
+          shapes: {input: shape}: built for that one shape (min = opt = max).
+          inputs: {input: sample array or tensor}: built for the sample's shape, as ONNX Runtime takes
+                  shapes from the data. Only dynamic inputs that profile and shapes do not name use it.
+        A dynamic input none of them names is an error naming the input.
+        CUDA only (ignored with a warning for device="cpu"): fp16, timing_cache (a file of tactic
+        timings, read and updated), fusion=False (no conv/GEMM epilogues or elementwise chains), layout
+        ("auto": NHWC for float16 convolutions, "nchw", "nhwc"), strict (refuse to build when a layer
+        would run on the CPU reference; the error names them).
         Warnings and the placement summary go to stderr; graft.set_log_level("quiet"|"default"|"verbose")."""
         eng = _native.engine_module()
         prof = {name: [list(s) for s in rng] for name, rng in (profile or {}).items()}
+        for name, shape in (shapes or {}).items():
+            if name in prof:
+                raise GraftError(f"input '{name}' is in both profile= and shapes=; give one", "kInvalidArgument")
+            prof[name] = [list(shape)] * 3
+        samples = {}
+        for name, v in (inputs or {}).items():
+            shape = getattr(v, "shape", None)
+            if shape is None:
+                raise GraftError(f"inputs['{name}'] must be an array or tensor with a shape, got {type(v).__name__}",
+                                 "kInvalidArgument")
+            samples[name] = [int(d) for d in shape]
+        if str(device) == "cpu":
+            unused = [arg for arg, on in (("fp16=True", fp16), ("timing_cache", timing_cache),
+                                          ("fusion=False", not fusion), (f"layout={layout!r}", layout != "auto"),
+                                          ("strict=True", strict)) if on]
+            if unused:
+                import warnings
+                verb = "applies" if len(unused) == 1 else "apply"
+                warnings.warn(f"graft.Engine.build: {', '.join(unused)} {verb} to CUDA engines only; "
+                              "ignored for device='cpu'", stacklevel=2)
+                fp16, timing_cache, fusion, layout, strict = False, None, True, "auto", False
         if not isinstance(model, (bytes, bytearray)):
             model = os.fspath(model)
         else:
             model = bytes(model)
-        return cls(eng.Engine.build(model, fp16=fp16, device=str(device), profile=prof,
-                                    plugins=[os.fspath(p) for p in plugins],
-                                    timing_cache=os.fspath(timing_cache) if timing_cache else "",
-                                    fusion=bool(fusion), layout=str(layout), strict=bool(strict)))
+        with _python_hints():
+            return cls(eng.Engine.build(model, fp16=fp16, device=str(device), profile=prof,
+                                        plugins=[os.fspath(p) for p in plugins],
+                                        timing_cache=os.fspath(timing_cache) if timing_cache else "",
+                                        fusion=bool(fusion), layout=str(layout), strict=bool(strict),
+                                        sample_shapes=samples))
 
     @classmethod
     def load(cls, plan):
         """plan: path to a plan file or its bytes."""
         eng = _native.engine_module()
-        return cls(eng.Engine.load(bytes(plan) if isinstance(plan, (bytes, bytearray)) else os.fspath(plan)))
+        with _python_hints():
+            return cls(eng.Engine.load(bytes(plan) if isinstance(plan, (bytes, bytearray)) else os.fspath(plan)))
 
     def save(self, path):
         self._impl.save(os.fspath(path))

@@ -95,6 +95,38 @@ def test_engine_build_errors(graft_mod, tmp_path):
     assert "nope.so" in str(e.value)
 
 
+def test_engine_dynamic_input_shapes(graft_mod, exported):
+    model, path = exported
+    # No profile for a dynamic input: the error names the input and the Python arguments, no CLI flag.
+    with pytest.raises(graft_mod.GraftError) as e:
+        graft_mod.Engine.build(path)
+    msg = str(e.value)
+    assert "'input'" in msg and "profile={'input': (min, opt, max)}" in msg and "shapes=" in msg, msg
+    assert "--" not in msg, msg
+    # shapes=: one fixed shape; inputs=: the sample's shape (as ONNX Runtime takes it from the data).
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        want = model(x).numpy()
+    for eng in (graft_mod.Engine.build(path, shapes={"input": (3, 8)}),
+                graft_mod.Engine.build(path, inputs={"input": x.numpy()})):
+        assert eng.inputs[0]["static_dims"] == [3, 8]
+        np.testing.assert_allclose(eng.run({"input": x.numpy()})["output"], want, rtol=1e-4, atol=1e-5)
+    # A sample of the wrong rank or fixed dimension is refused naming the input.
+    with pytest.raises(graft_mod.GraftError, match="'input'"):
+        graft_mod.Engine.build(path, inputs={"input": np.zeros((3, 9), np.float32)})
+    with pytest.raises(graft_mod.GraftError, match="both profile= and shapes="):
+        graft_mod.Engine.build(path, shapes={"input": (3, 8)}, profile={"input": ((1, 8), (2, 8), (4, 8))})
+
+
+def test_engine_cuda_only_arguments_warn_on_cpu(graft_mod, exported, tmp_path):
+    _, path = exported
+    cache = tmp_path / "cache.json"
+    with pytest.warns(UserWarning, match="fp16=True, timing_cache apply to CUDA engines only"):
+        eng = graft_mod.Engine.build(path, shapes={"input": (2, 8)}, fp16=True, timing_cache=cache)
+    assert not cache.exists()
+    assert "fp16" not in eng.describe().splitlines()[0]
+
+
 def test_engine_outputs_argument_needs_cuda(graft_mod, engine):
     x = torch.randn(2, 8)
     with pytest.raises(graft_mod.GraftError, match="outputs="):

@@ -123,3 +123,65 @@ def test_dynamo_export_of_a_cuda_model(graft_mod, tmp_onnx):
     assert all(p.device.type == "cuda" for p in model.parameters())
     m = onnx.load(tmp_onnx)
     assert len(_custom_nodes(m, "CustomLayer")) == 2
+
+
+_QUIET_EXPORT_SCRIPT = r"""
+import inspect, sys, torch, graft
+from graft import _export
+out = sys.argv[1]
+m = torch.nn.Sequential(graft.nn.CustomLayer(beta=0.5), torch.nn.Linear(8, 4), graft.nn.CustomLayer(beta=2.0)).eval()
+for opset in (11, 17):
+    graft.export(m, torch.randn(2, 8), out, exporter="torchscript", opset_version=opset,
+                 input_names=["input"], output_names=["output"])
+# The seed's own call: torch.onnx.export on a model with graft layers.
+kw = dict(opset_version=11, input_names=["input"], output_names=["output"],
+          dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, custom_opsets={"ai.onnx.contrib": 1})
+if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+    kw["dynamo"] = False
+with torch.no_grad():
+    torch.onnx.export(m, torch.randn(2, 8), out + ".seed.onnx", **kw)
+from graft.deformable import ms_deform_attn
+class Wrap(torch.nn.Module):
+    def forward(self, value, hw, starts, locs, weights):
+        return ms_deform_attn(value, hw, starts, locs, weights)
+hw = torch.tensor([[3, 4], [2, 2]])
+starts = torch.tensor([0, 12])
+args = (torch.randn(1, 16, 2, 4), hw, starts, torch.rand(1, 5, 2, 2, 2, 2), torch.rand(1, 5, 2, 2, 2))
+graft.export(Wrap(), args, out + ".msda.onnx", exporter="torchscript")
+if _export.dynamo_exporter_available()[0]:
+    graft.export(m, torch.randn(3, 8), out + ".dynamo.onnx", exporter="dynamo", input_names=["input"],
+                 output_names=["output"])
+print("exported")
+"""
+
+
+def test_export_is_quiet_and_typed(graft_mod, tmp_path):
+    """Exporting graft layers prints no warning of graft's making (TracerWarnings from graft's code,
+    torch 1.13's g.op deprecation, "shape inference of ai.onnx.contrib::... is missing"), even with
+    every warning shown (-W always), and the custom node's output carries its type and shape."""
+    import os
+    import subprocess
+    import sys
+    out = str(tmp_path / "quiet.onnx")
+    r = subprocess.run([sys.executable, "-W", "always", "-c", _QUIET_EXPORT_SCRIPT, out], capture_output=True,
+                       text=True, env=dict(os.environ), timeout=600)
+    assert r.returncode == 0 and "exported" in r.stdout, r.stderr[-4000:]
+    lines = r.stderr.splitlines()
+    graft_made = [ln for ln in lines if "Warning" in ln and any(
+        k in ln for k in ("TracerWarning", "ai.onnx.contrib", "_graph_op", os.sep + "graft" + os.sep))]
+    assert not graft_made, "\n".join(graft_made)
+    # graft.export: the custom node's output has its dtype and shape (batch symbolic, features 8).
+    m = onnx.load(out)
+    node = _custom_nodes(m, "CustomLayer")[0]
+    vi = {v.name: v for v in list(m.graph.value_info) + list(m.graph.output)}
+    assert node.output[0] in vi, "the custom node's output has no type"
+    assert vi[node.output[0]].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    dims = _dims(vi[node.output[0]])
+    assert len(dims) == 2 and isinstance(dims[0], str) and dims[1] == 8, dims
+    # The seed's direct torch.onnx.export: dtype and rank (torch 1.13 replaces the dims that
+    # symbolic() sets with its own names; graft.export writes them back).
+    m = onnx.load(out + ".seed.onnx")
+    node = _custom_nodes(m, "CustomLayer")[0]
+    vi = {v.name: v for v in list(m.graph.value_info) + list(m.graph.output)}
+    assert node.output[0] in vi and vi[node.output[0]].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
+    assert len(_dims(vi[node.output[0]])) == 2

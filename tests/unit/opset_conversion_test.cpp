@@ -371,6 +371,27 @@ TEST(OpsetConversion, RefusalsNameTheOpsetAndTheOp) {
   }
 }
 
+TEST(OpsetConversion, Opset21ReadDirectly) {
+  // The ops that changed at 21 changed in the types they accept; their meaning is opset 18..20's.
+  OnnxModelBuilder m(21, 10);
+  m.input("x", DataType::kFloat32, {2, 2});
+  m.initializer("axes", Tensor::vector_int64({0}));
+  m.initializer("pads", Tensor::vector_int64({0, 0, 0, 0, 0, 1}));
+  m.initializer("value", Tensor::from_doubles(DataType::kFloat32, {}, {9}));
+  m.initializer("shape", Tensor::vector_int64({-1}));
+  m.node("Unsqueeze", {"x", "axes"}, {"u"}, "unsqueeze");
+  m.node("Pad", {"u", "pads", "value"}, {"p"}, "pad");
+  auto& t = m.node("Transpose", {"p"}, {"t"}, "transpose");
+  OnnxModelBuilder::attr(t, "perm", std::vector<int64_t>{0, 2, 1});
+  m.node("Reshape", {"t", "shape"}, {"r"}, "reshape");
+  OnnxModelBuilder::attr(m.node("Cast", {"r"}, {"y"}, "cast"), "to", int64_t{onnx::TensorProto::INT64});
+  m.output("y", DataType::kInt64);
+  auto out = run_model(m, {{"x", f32({2, 2}, {1, 2, 3, 4})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(out->at("y").dtype(), DataType::kInt64);
+  expect_values(out->at("y"), {6}, {1, 3, 2, 4, 9, 9});
+}
+
 TEST(OpsetConversion, OpsetRange) {
   auto relu = [](int64_t opset) {
     OnnxModelBuilder m(opset, opset >= 21 ? 10 : 8);
