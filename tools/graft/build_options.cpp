@@ -105,8 +105,8 @@ void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output) {
   app.add_option("--opt-shapes", opts.opt_shapes, "Profile optimum shapes: NAME:1x3x224x224[,...]")->expected(1, -1);
   app.add_option("--max-shapes", opts.max_shapes, "Profile maximum shapes: NAME:1x3x224x224[,...]")->expected(1, -1);
   add_shapes_option(app, opts);
-  app.add_flag("--fp16", opts.fp16, "Allow float16 kernels");
-  app.add_option("--timing-cache", opts.timing_cache, "Tactic timing cache file (read and updated)");
+  app.add_flag("--fp16", opts.fp16, "CUDA: allow float16 kernels");
+  app.add_option("--timing-cache", opts.timing_cache, "CUDA: tactic timing cache file (read and updated)");
   app.add_flag("--no-fusion", opts.no_fusion, "CUDA: do not fuse layers (conv epilogues, GEMM epilogues, elementwise chains)");
   app.add_option("--layout", opts.layout, "CUDA: convolution layout: auto (NHWC for float16), nchw or nhwc")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
