@@ -108,6 +108,47 @@ Tensor typed_scalar(int32_t elem_type, double v) {
   return t;
 }
 
+// What shape inference found for every value of the model, by (work) name, in any graph. ONNX's IR
+// gives a subgraph's reference to an outer value no type or shape; adapters fall back on this.
+struct KnownValue {
+  int32_t elem_type = onnx::TensorProto_DataType_UNDEFINED;
+  bool has_shape = false;
+  std::vector<onnx::Dimension> dims;
+};
+using KnownValues = std::unordered_map<std::string, KnownValue>;
+thread_local const KnownValues* t_known = nullptr;  // set for the duration of one conversion
+
+const KnownValue* known(const Value* v) {
+  if (!t_known || !v->has_unique_name()) return nullptr;
+  auto it = t_known->find(v->uniqueName());
+  return it == t_known->end() ? nullptr : &it->second;
+}
+// The value's dims, or nullptr when its rank is unknown.
+const std::vector<onnx::Dimension>* dims_of(const Value* v) {
+  if (v->has_sizes()) return &v->sizes();
+  const KnownValue* k = known(v);
+  return k && k->has_shape ? &k->dims : nullptr;
+}
+int32_t elem_type_of(const Value* v) {
+  if (v->elemType() != onnx::TensorProto_DataType_UNDEFINED) return v->elemType();
+  const KnownValue* k = known(v);
+  return k ? k->elem_type : onnx::TensorProto_DataType_UNDEFINED;
+}
+
+void add_known(const onnx::ValueInfoProto& vi, KnownValues* out) {
+  if (!vi.type().has_tensor_type()) return;
+  const auto& tt = vi.type().tensor_type();
+  KnownValue k;
+  k.elem_type = tt.elem_type();
+  k.has_shape = tt.has_shape();
+  for (const auto& d : tt.shape().dim())
+    k.dims.push_back(d.has_dim_value() ? onnx::Dimension(d.dim_value())
+                     : d.has_dim_param() ? onnx::Dimension(d.dim_param())
+                                         : onnx::Dimension());
+  auto [it, inserted] = out->emplace(vi.name(), k);
+  if (!inserted && !it->second.has_shape && k.has_shape) it->second = k;
+}
+
 // ---- graft's adapters ----------------------------------------------------------------------------
 // Each adapts one node across one opset step, in place (ONNX's Adapter interface).
 class FnAdapter final : public vc::Adapter {
@@ -136,10 +177,12 @@ void legacy_broadcast(const std::shared_ptr<Graph>& graph, Node* node) {
   if (broadcast && node->hasAttribute(onnx::kaxis) && node->inputs().size() == 2) {
     Value* a = node->inputs()[0];
     Value* b = node->inputs()[1];
-    if (!a->has_sizes() || !b->has_sizes())
+    const std::vector<onnx::Dimension>* da = dims_of(a);
+    const std::vector<onnx::Dimension>* db = dims_of(b);
+    if (!da || !db)
       refuse("broadcast=1 with an axis needs the ranks of both inputs, and shape inference did not find them");
-    const int64_t ra = static_cast<int64_t>(a->sizes().size());
-    const int64_t rb = static_cast<int64_t>(b->sizes().size());
+    const int64_t ra = static_cast<int64_t>(da->size());
+    const int64_t rb = static_cast<int64_t>(db->size());
     int64_t axis = node->i(onnx::kaxis);
     if (axis < 0) axis += ra;
     if (axis < 0 || axis + rb > ra)
@@ -148,7 +191,7 @@ void legacy_broadcast(const std::shared_ptr<Graph>& graph, Node* node) {
     const int64_t trailing = ra - axis - rb;
     if (trailing > 0) {
       std::vector<int64_t> axes;
-      std::vector<onnx::Dimension> dims = b->sizes();
+      std::vector<onnx::Dimension> dims = *db;
       for (int64_t i = 0; i < trailing; ++i) {
         axes.push_back(rb + i);
         dims.emplace_back(int64_t{1});
@@ -157,7 +200,7 @@ void legacy_broadcast(const std::shared_ptr<Graph>& graph, Node* node) {
       u->addInput(b);
       u->is_(onnx::kaxes, std::move(axes));  // Unsqueeze before opset 13: axes is an attribute
       u->insertBefore(node);
-      u->output()->setElemType(b->elemType());
+      u->output()->setElemType(elem_type_of(b));
       u->output()->setSizes(dims);
       node->replaceInput(1, u->output());
     }
@@ -198,14 +241,14 @@ void pad_10_11(const std::shared_ptr<Graph>& graph, Node* node) {
     value = node->f(onnx::kvalue);
     node->removeAttribute(onnx::kvalue);
   }
-  if (mode == "constant") node->addInput(add_constant(graph, node, typed_scalar(node->inputs()[0]->elemType(), value)));
+  if (mode == "constant") node->addInput(add_constant(graph, node, typed_scalar(elem_type_of(node->inputs()[0]), value)));
 }
 
 // Clip-6..10: min and max are attributes (defaults: the float range); from 11 optional scalar inputs
 // of the data's type.
 void clip_10_11(const std::shared_ptr<Graph>& graph, Node* node) {
   const bool has_min = node->hasAttribute(onnx::kmin), has_max = node->hasAttribute(onnx::kmax);
-  const int32_t et = node->inputs()[0]->elemType();
+  const int32_t et = elem_type_of(node->inputs()[0]);
   if (has_min || has_max) {
     const double lo = has_min ? node->f(onnx::kmin) : -INFINITY;
     node->addInput(add_constant(graph, node, typed_scalar(et, lo)));
@@ -267,15 +310,17 @@ void prelu_6_7(const std::shared_ptr<Graph>& graph, Node* node) {
   if (node->inputs().size() != 2) return;
   Value* x = node->inputs()[0];
   Value* slope = node->inputs()[1];
-  if (!slope->has_sizes()) refuse("the shape of the slope is unknown; before opset 7 it decides the broadcast axis");
-  if (slope->sizes().size() != 1) return;
-  const onnx::Dimension& c = slope->sizes()[0];
-  if (c.is_int && c.dim == 1) return;  // one slope for every element
-  if (!x->has_sizes()) refuse("the rank of the data is unknown; a per-channel slope needs it");
-  const int64_t rank = static_cast<int64_t>(x->sizes().size());
+  const std::vector<onnx::Dimension>* ds = dims_of(slope);
+  if (!ds) refuse("the shape of the slope is unknown; before opset 7 it decides the broadcast axis");
+  if (ds->size() != 1) return;
+  const onnx::Dimension& c = (*ds)[0];
+  if (!c.is_unknown && c.is_int && c.dim == 1) return;  // one slope for every element
+  const std::vector<onnx::Dimension>* dx = dims_of(x);
+  if (!dx) refuse("the rank of the data is unknown; a per-channel slope needs it");
+  const int64_t rank = static_cast<int64_t>(dx->size());
   if (rank < 3) return;  // [N, C]: the slope already lines up with C
   std::vector<int64_t> axes;
-  std::vector<onnx::Dimension> dims = slope->sizes();
+  std::vector<onnx::Dimension> dims = *ds;
   for (int64_t i = 1; i <= rank - 2; ++i) {
     axes.push_back(i);
     dims.emplace_back(int64_t{1});
@@ -284,7 +329,7 @@ void prelu_6_7(const std::shared_ptr<Graph>& graph, Node* node) {
   u->addInput(slope);
   u->is_(onnx::kaxes, std::move(axes));
   u->insertBefore(node);
-  u->output()->setElemType(slope->elemType());
+  u->output()->setElemType(elem_type_of(slope));
   u->output()->setSizes(dims);
   node->replaceInput(1, u->output());
 }
@@ -499,6 +544,23 @@ Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* 
       onnx::shape_inference::InferShapes(work);
     } catch (...) {
     }
+    KnownValues known_values;
+    for_each_graph(work.mutable_graph(), [&](onnx::GraphProto* g) {
+      for (const auto& vi : g->input()) add_known(vi, &known_values);
+      for (const auto& vi : g->output()) add_known(vi, &known_values);
+      for (const auto& vi : g->value_info()) add_known(vi, &known_values);
+      for (const auto& t : g->initializer()) {
+        KnownValue k;
+        k.elem_type = t.data_type();
+        k.has_shape = true;
+        for (int64_t d : t.dims()) k.dims.emplace_back(d);
+        known_values[t.name()] = k;
+      }
+    });
+    struct KnownScope {
+      explicit KnownScope(const KnownValues* k) { t_known = k; }
+      ~KnownScope() { t_known = nullptr; }
+    } known_scope(&known_values);
     // ONNX's IR wants IR 3's initializers listed as graph inputs too (graft does not); from IR 4
     // it does not either. The model keeps its own IR version.
     if (work.ir_version() < 4) work.set_ir_version(4);

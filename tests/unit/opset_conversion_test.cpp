@@ -257,6 +257,50 @@ TEST(OpsetConversion, UnknownAndCustomNodesPassThrough) {
   EXPECT_FALSE(contains(g.status().message(), "cannot be converted")) << g.status().to_string();
 }
 
+TEST(OpsetConversion, SubgraphsAreConvertedAndKeepOuterNames) {
+  // If's branches (read by the control-flow work later) are converted too, outer-scope names intact.
+  OnnxModelBuilder m(6, 3);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.input("b", DataType::kFloat32, {2});
+  auto& n = m.node("If", {"c"}, {"y"}, "if");
+  for (const char* branch : {"then_branch", "else_branch"}) {
+    auto* g = OnnxModelBuilder::new_attr(n, branch, onnx::AttributeProto::GRAPH)->mutable_g();
+    g->set_name(branch);
+    auto* add = g->add_node();
+    add->set_op_type(std::string(branch) == "then_branch" ? "Add" : "Mul");
+    add->add_input("x");
+    add->add_input("b");
+    add->add_output(std::string(branch) + "_out");
+    OnnxModelBuilder::attr(*add, "broadcast", 1);
+    OnnxModelBuilder::attr(*add, "axis", 0);
+    auto* out = g->add_output();
+    out->set_name(std::string(branch) + "_out");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  m.output("y", DataType::kFloat32);
+  onnx::ModelProto converted;
+  Status st = convert_to_supported_opset(m.model(), &converted);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(converted.graph().node_size(), 1);
+  const onnx::NodeProto& cif = converted.graph().node(0);
+  ASSERT_EQ(cif.attribute_size(), 2);
+  for (const auto& a : cif.attribute()) {
+    SCOPED_TRACE(a.name());
+    const onnx::NodeProto* op = nullptr;
+    for (const auto& sn : a.g().node())
+      if (sn.op_type() == "Add" || sn.op_type() == "Mul") op = &sn;
+    ASSERT_NE(op, nullptr);
+    EXPECT_EQ(op->attribute_size(), 0);  // broadcast/axis gone
+    EXPECT_EQ(op->input(0), "x");
+    EXPECT_EQ(op->output(0), a.name() + "_out");
+    ASSERT_EQ(a.g().node_size(), 2);  // b unsqueezed to [2, 1]: axis 0 of the outer, rank-2 x
+    EXPECT_EQ(a.g().node(0).op_type(), "Unsqueeze");
+    EXPECT_EQ(a.g().node(0).input(0), "b");
+    EXPECT_EQ(op->input(1), a.g().node(0).output(0));
+  }
+}
+
 TEST(OpsetConversion, KeepsDeclaredValueInfoOnly) {
   OnnxModelBuilder m(8, 3);
   m.input("x", DataType::kFloat32, {2, 3});
