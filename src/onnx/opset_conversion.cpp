@@ -402,11 +402,13 @@ class GraftConverter final : public vc::DefaultVersionConverter {
     }
     return 0;
   }
-  // Whether ONNX's schemas know `op` in the default domain at all (the converter looks every node
-  // of the default domain up and fails on names it does not know).
-  bool knows(const std::string& op) const {
+  // Whether ONNX's schemas define `op` in the default domain at `opset` (the converter looks every
+  // default-domain node up, fails on names it does not know and on ops newer than the model).
+  bool knows(const std::string& op, int64_t opset) const {
     auto s = all_schemas.find(op);
-    return s != all_schemas.end() && s->second.count("");
+    if (s == all_schemas.end()) return false;
+    auto d = s->second.find("");
+    return d != s->second.end() && !d->second.empty() && d->second.begin()->first <= opset;
   }
 
  private:
@@ -579,8 +581,9 @@ Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* 
     });
     if (!external_attr.empty()) return refused(external_attr);
 
-    // Nodes ONNX's converter cannot look up (other domains, names it does not know) are hidden
-    // behind an op that no step touches (Identity changes first at 13) and restored afterwards.
+    // Nodes ONNX's converter cannot look up (other domains, names it does not know, ops newer than
+    // the model's opset, which graft then reads as it would at opset 11) are hidden behind an op
+    // that no step touches (Identity changes first at 13) and restored afterwards.
     struct Hidden {
       std::string op_type, domain, name;
       bool had_name;
@@ -592,7 +595,7 @@ Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* 
     } missing;
     for_each_graph(work.mutable_graph(), [&](onnx::GraphProto* g) {
       for (auto& n : *g->mutable_node()) {
-        if (is_default_domain(n.domain()) && converter.knows(n.op_type())) {
+        if (is_default_domain(n.domain()) && converter.knows(n.op_type(), from)) {
           if (missing.step == 0)
             if (int64_t v = converter.missing_step(n.op_type(), from, to)) missing = {n.name(), n.op_type(), v};
           continue;

@@ -247,6 +247,17 @@ TEST(OpsetConversion, UnknownAndCustomNodesPassThrough) {
   auto e = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "custom9.onnx");
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();
 
+  // An op newer than the model's opset (Range is opset 11's) is read as at opset 11.
+  OnnxModelBuilder r(9, 4);
+  r.input("n", DataType::kInt64, {});
+  r.initializer("zero", Tensor::from_doubles(DataType::kInt64, {}, {0}));
+  r.initializer("one", Tensor::from_doubles(DataType::kInt64, {}, {1}));
+  r.node("Range", {"zero", "n", "one"}, {"y"}, "range");
+  r.output("y", DataType::kInt64);
+  auto ro = run_model(r, {{"n", Tensor::from_doubles(DataType::kInt64, {}, {3})}});
+  ASSERT_TRUE(ro.is_ok()) << ro.status().to_string();
+  expect_values(ro->at("y"), {3}, {0, 1, 2});
+
   OnnxModelBuilder u(9, 4);
   u.input("x", DataType::kFloat32, {2});
   u.node("FrobnicateV9", {"x"}, {"y"}, "frob");
