@@ -31,7 +31,10 @@ const char* status_code_name(StatusCode code);
 class [[nodiscard]] Status {
  public:
   Status() = default;  // OK
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // Messages and context are one line: control characters (newline, carriage return, tab, other C0
+  // and DEL), which names and keys from untrusted files may hold, are stored escaped ("\n",
+  // "\x1b"), so a printed error can never span lines or carry terminal escapes.
+  Status(StatusCode code, std::string message) : code_(code), message_(one_line(std::move(message))) {}
 
   static Status ok() { return Status(); }
 
@@ -53,6 +56,9 @@ class [[nodiscard]] Status {
 
   // One line: "<file>: node '<name>' (<op>): attribute '<a>': <message>".
   std::string to_string() const;
+
+  // `text` with control characters escaped (see the constructor).
+  static std::string one_line(std::string text);
 
  private:
   StatusCode code_ = StatusCode::kOk;

@@ -47,6 +47,30 @@ struct TensorView {
   template <typename T> T* as() const { return static_cast<T*>(data); }
 };
 
+// A limit on the host memory that graft's tensors may hold (`graft build/run --max-memory`, Python
+// `max_memory=`, the fuzz targets). While a MemoryLimit is alive on a thread, every host tensor that
+// thread allocates is counted against it until the tensor is freed (on whichever thread frees it),
+// and an allocation that would take the bytes held above the limit fails: Tensor::allocate returns
+// kOutOfMemory naming the limit, Tensor::empty throws std::bad_alloc (which the engine turns into an
+// error naming the node). The innermost limit of a thread applies; 0 or less means no limit. The
+// engine's kernels run on the calling thread, so a limit around a build or a run covers the weights,
+// folded constants, activations and outputs it allocates. Device (CUDA) memory is not counted.
+class MemoryLimit {
+ public:
+  explicit MemoryLimit(int64_t max_bytes);
+  ~MemoryLimit();
+  MemoryLimit(const MemoryLimit&) = delete;
+  MemoryLimit& operator=(const MemoryLimit&) = delete;
+  int64_t limit() const;
+  int64_t in_use() const;  // bytes held now by tensors counted against this limit
+  int64_t peak() const;    // the most held at once
+  struct Budget;
+
+ private:
+  std::shared_ptr<Budget> budget_;
+  std::shared_ptr<Budget> previous_;
+};
+
 // An owning, dense, row-major tensor. Copies share storage (like a shared_ptr); use clone() for a
 // deep copy. Device memory is allocated through the CUDA backend when it is built.
 class Tensor {

@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <set>
 
 #include "core/checked_math.h"
+#include "core/json_checked.h"
 #include "graft/registry.h"
 #include "graph/passes.h"
 #include "io/tensor_io.h"
@@ -51,17 +53,20 @@ struct Reader {
   }
 };
 
-uint32_t crc_of(const std::string& payload) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+// CRC32 (zlib) of `bytes`, continuing from `crc` (that of the bytes before them).
+uint32_t crc_of(uint32_t crc, const char* data, size_t size) {
+  uLong c = crc;
   // zlib takes uInt lengths: feed large payloads in chunks.
   size_t pos = 0;
-  while (pos < payload.size()) {
-    size_t n = std::min<size_t>(payload.size() - pos, 1u << 30);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(payload.data() + pos), static_cast<uInt>(n));
+  while (pos < size) {
+    size_t n = std::min<size_t>(size - pos, 1u << 30);
+    c = crc32(c, reinterpret_cast<const Bytef*>(data + pos), static_cast<uInt>(n));
     pos += n;
   }
-  return static_cast<uint32_t>(crc);
+  return static_cast<uint32_t>(c);
 }
+uint32_t crc_of(uint32_t crc, const std::string& bytes) { return crc_of(crc, bytes.data(), bytes.size()); }
+uint32_t crc_of(const std::string& bytes) { return crc_of(static_cast<uint32_t>(crc32(0L, Z_NULL, 0)), bytes); }
 
 nlohmann::json range_json(const ProfileRange& r) { return {{"min", r.min}, {"opt", r.opt}, {"max", r.max}}; }
 
@@ -69,7 +74,11 @@ nlohmann::json range_json(const ProfileRange& r) { return {{"min", r.min}, {"opt
 // 0 <= min <= opt <= max, agree with the input's fixed dims, and have a max shape whose byte count
 // fits in int64 (inputs are allocated at opt or max shapes by callers).
 Status check_plan_profiles(const EngineState& st, const std::string& name) {
-  for (const auto& [input, r] : st.profile) {
+  for (const auto& entry : st.profile) {
+    // Named references, not a structured binding: lambdas may not capture bindings before C++20's
+    // P1091, which clang implements only from version 16.
+    const std::string& input = entry.first;
+    const ProfileRange& r = entry.second;
     const Value* v = nullptr;
     for (const Value* in : st.graph->inputs())
       if (in->name == input) v = in;
@@ -157,7 +166,9 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
   put<uint32_t>(out, static_cast<uint32_t>(ver.size()));
   out += ver;
   put<uint64_t>(out, payload.size());
-  put<uint32_t>(out, crc_of(payload));
+  // Format 2: the checksum covers every byte of the file but its own four (format 1 left the header,
+  // and so the writer's version string, outside it).
+  put<uint32_t>(out, crc_of(crc_of(out), payload));
   out += payload;
   return out;
 }
@@ -165,6 +176,7 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
 
 namespace {
 Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::string& name);
+Result<EngineState> read_plan_payload_impl(const std::string& payload, const std::string& name);
 }  // namespace
 
 Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string& name) {
@@ -195,17 +207,22 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
   uint64_t payload_len = 0;
   std::string writer_version;
   if (!r.get(&format)) return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
-  if (format != kPlanFormatVersion) {
+  if (format != kPlanFormatVersion && format != kPlanFormatVersionPayloadCrc) {
+    // The writer's version is outside any checksum here: only printable ASCII is shown.
     std::string by;
-    if (r.get(&ver_len) && ver_len < 256 && r.bytes(ver_len, &writer_version)) by = " by graft " + writer_version;
+    if (r.get(&ver_len) && ver_len < 256 && r.bytes(ver_len, &writer_version) &&
+        std::all_of(writer_version.begin(), writer_version.end(), [](char c) { return c >= 0x20 && c < 0x7f; }))
+      by = " by graft " + writer_version;
     return fail(StatusCode::kCorruptPlan, "plan format version ", static_cast<uint64_t>(format), " (written",
                 by.empty() ? std::string(" by another graft") : by, ") cannot be read: this graft (",
                 version_string(), ") reads plan format version ", static_cast<uint64_t>(kPlanFormatVersion),
-                "; rebuild the plan from the ONNX model");
+                " (and the older ", static_cast<uint64_t>(kPlanFormatVersionPayloadCrc),
+                "); rebuild the plan from the ONNX model");
   }
-  if (!r.get(&ver_len) || ver_len > 256 || !r.bytes(ver_len, &writer_version) || !r.get(&payload_len) ||
-      !r.get(&crc))
+  if (!r.get(&ver_len) || ver_len > 256 || !r.bytes(ver_len, &writer_version) || !r.get(&payload_len))
     return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
+  const size_t crc_pos = r.pos;
+  if (!r.get(&crc)) return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
   const size_t remaining = bytes.size() - r.pos;
   if (payload_len > remaining)
     return fail(StatusCode::kCorruptPlan, "the plan is truncated: its payload should be ", payload_len,
@@ -214,9 +231,27 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
     return fail(StatusCode::kCorruptPlan, "the plan has ", static_cast<uint64_t>(remaining - payload_len),
                 " unexpected trailing bytes (corrupted)");
   std::string payload = bytes.substr(r.pos);
-  if (crc_of(payload) != crc)
-    return fail(StatusCode::kCorruptPlan, "the plan is corrupted: checksum mismatch");
+  // Format 2 checks every byte but the checksum's own; format 1 (still read) checked the payload only.
+  const uint32_t expected = format == kPlanFormatVersion ? crc_of(crc_of(bytes.substr(0, crc_pos)), payload)
+                                                         : crc_of(payload);
+  if (expected != crc) return fail(StatusCode::kCorruptPlan, "the plan is corrupted: checksum mismatch");
+  return read_plan_payload(payload, name);
+}
+}  // namespace
 
+Result<EngineState> read_plan_payload(const std::string& payload, const std::string& name) {
+  try {
+    return read_plan_payload_impl(payload, name);
+  } catch (const std::bad_alloc&) {
+    return error(StatusCode::kOutOfMemory, "out of memory loading the plan").with_file(name);
+  } catch (const std::exception& e) {
+    return error(StatusCode::kCorruptPlan, "the plan cannot be read: ", e.what()).with_file(name);
+  }
+}
+
+namespace {
+Result<EngineState> read_plan_payload_impl(const std::string& payload, const std::string& name) {
+  auto fail = [&](StatusCode c, auto&&... parts) { return error(c, parts...).with_file(name); };
   Reader p{payload};
   uint64_t model_len = 0, json_len = 0;
   std::string model_bytes, json_text;
@@ -264,18 +299,26 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
       return fail(StatusCode::kCorruptPlan, "the plan is for device '", device,
                   "', which graft does not know (expected 'cpu' or 'cuda')");
     if (j.contains("cuda") && j["cuda"].is_object()) {
-      st.cuda_compute_capability = j["cuda"].value("compute_capability", 0);
-      st.cuda_device_name = j["cuda"].value("device_name", std::string());
-      st.cuda_graphs = j["cuda"].value("cuda_graphs", true);
+      const nlohmann::json& cuda = j["cuda"];
+      if (cuda.contains("compute_capability") &&
+          !json_checked::get_int(cuda["compute_capability"], &st.cuda_compute_capability))
+        return fail(StatusCode::kCorruptPlan, "the plan's CUDA compute capability is malformed");
+      st.cuda_device_name = cuda.value("device_name", std::string());
+      st.cuda_graphs = cuda.value("cuda_graphs", true);
     }
-    if (j.contains("profiles"))
+    if (j.contains("profiles")) {
+      if (!j["profiles"].is_object()) return fail(StatusCode::kCorruptPlan, "the plan's profiles are malformed");
       for (auto it = j["profiles"].begin(); it != j["profiles"].end(); ++it) {
+        // Numbers from the file: integers in int64's range only (a float's conversion could be UB).
         ProfileRange pr;
-        pr.min = it.value().at("min").get<std::vector<int64_t>>();
-        pr.opt = it.value().at("opt").get<std::vector<int64_t>>();
-        pr.max = it.value().at("max").get<std::vector<int64_t>>();
+        const nlohmann::json& r = it.value();
+        if (!r.is_object() || !r.contains("min") || !r.contains("opt") || !r.contains("max") ||
+            !json_checked::get_int_vector(r["min"], &pr.min) || !json_checked::get_int_vector(r["opt"], &pr.opt) ||
+            !json_checked::get_int_vector(r["max"], &pr.max))
+          return fail(StatusCode::kCorruptPlan, "the plan's profile for input '", it.key(), "' is malformed");
         st.profile[it.key()] = pr;
       }
+    }
     if (j.contains("tactics")) {
       auto t = TacticTable::from_json(j["tactics"].dump(), "the plan's tactics");
       if (!t) return fail(StatusCode::kCorruptPlan, t.status().message());

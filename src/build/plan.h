@@ -5,9 +5,12 @@
 //   uint32 format version         kPlanFormatVersion
 //   uint32 n, n bytes             graft version string that wrote the plan
 //   uint64 payload length
-//   uint32 CRC32 (zlib) of the payload
+//   uint32 CRC32 (zlib) of every other byte of the file: the header before it, then the payload
 //   payload: uint64 m, m bytes    the optimized graph as an ONNX ModelProto (protobuf)
 //            uint64 k, k bytes    JSON: profiles, build options, device, IO info
+// Format 1 (read, no longer written) had the same layout with a CRC of the payload only, so a
+// changed byte in the header's version string went unnoticed. In format 2 any change of one byte
+// (indeed any burst of up to 32 bits) fails to load: tests/unit/plan_test.cpp flips every byte.
 // Every way a plan can be wrong has its own error: not a plan, other format version, truncated,
 // corrupted (checksum), custom op not registered.
 #pragma once
@@ -19,10 +22,14 @@
 namespace graft {
 
 inline constexpr char kPlanMagic[8] = {'G', 'R', 'A', 'F', 'T', 'P', 'L', 'N'};
-inline constexpr uint32_t kPlanFormatVersion = 1;
+inline constexpr uint32_t kPlanFormatVersion = 2;            // written
+inline constexpr uint32_t kPlanFormatVersionPayloadCrc = 1;   // still read
 
 Result<std::string> write_plan_bytes(const EngineState& state);
 Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string& name_for_errors);
+// The part of read_plan_bytes behind the checksum: the payload alone (graph and JSON sections).
+// Exposed for the fuzz target that reaches the parser without having to forge a checksum.
+Result<EngineState> read_plan_payload(const std::string& payload, const std::string& name_for_errors);
 
 // Writes a temporary file in the same directory, then renames it over `path`.
 Status write_file_atomic(const std::string& path, const std::string& bytes);

@@ -52,6 +52,8 @@ class TacticTable {
   // The timing cache file: {"format": "graft-timing-cache", "version": 1, "entries": {...}}.
   // A missing file is an empty cache; an unreadable or malformed one is an error naming the file.
   static Result<TacticTable> load_cache_file(const std::string& path);
+  // The same for a cache file's bytes (`name` names it in errors); the timing-cache fuzz target.
+  static Result<TacticTable> parse_cache(const std::string& text, const std::string& name);
   // Merges nothing: writes this table, atomically (temporary file + rename).
   Status save_cache_file(const std::string& path) const;
 

@@ -1,6 +1,8 @@
 #include "graft/dtype.h"
 
 #include <cmath>
+#include <cstdint>
+#include <limits>
 
 namespace graft {
 
@@ -140,17 +142,30 @@ double load_as_double(DataType t, const void* base, int64_t i) {
   return 0.0;
 }
 
+namespace {
+// double -> int64 with every input defined (a C++ cast of NaN or of a value out of range is
+// undefined behaviour, and tensor data comes from files): truncation toward zero, NaN -> 0, and
+// saturation at the int64 range. Narrower integer types then keep the low bits, as NumPy's astype
+// does on x86 (-3.0 -> uint8 253).
+int64_t double_to_int64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
+  if (v < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(v);
+}
+}  // namespace
+
 void store_from_double(DataType t, void* base, int64_t i, double v) {
   switch (t) {
     case DataType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
     case DataType::kFloat64: static_cast<double*>(base)[i] = v; break;
     case DataType::kFloat16: static_cast<uint16_t*>(base)[i] = float_to_half(static_cast<float>(v)); break;
     case DataType::kBFloat16: static_cast<uint16_t*>(base)[i] = float_to_bfloat16(static_cast<float>(v)); break;
-    // Integer stores truncate toward zero as ONNX Cast does; out-of-range is the caller's concern.
-    case DataType::kInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
-    case DataType::kUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
-    case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
-    case DataType::kInt64: static_cast<int64_t*>(base)[i] = static_cast<int64_t>(v); break;
+    // Integer stores truncate toward zero as ONNX Cast does; out of range, see double_to_int64.
+    case DataType::kInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(double_to_int64(v)); break;
+    case DataType::kUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(double_to_int64(v)); break;
+    case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(double_to_int64(v)); break;
+    case DataType::kInt64: static_cast<int64_t*>(base)[i] = double_to_int64(v); break;
     case DataType::kBool: static_cast<uint8_t*>(base)[i] = v != 0.0 ? 1 : 0; break;
     case DataType::kUndefined: break;
   }

@@ -21,19 +21,45 @@ const char* status_code_name(StatusCode code) {
   return "unknown";
 }
 
+std::string Status::one_line(std::string text) {
+  auto is_control = [](unsigned char c) { return c < 0x20 || c == 0x7f; };
+  bool any = false;
+  for (char c : text) any = any || is_control(static_cast<unsigned char>(c));
+  if (!any) return text;
+  std::string out;
+  out.reserve(text.size() + 8);
+  for (char ch : text) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (!is_control(c)) {
+      out += ch;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  return out;
+}
+
 Status& Status::with_file(const std::string& file) {
-  if (!is_ok() && file_.empty()) file_ = file;
+  if (!is_ok() && file_.empty()) file_ = one_line(file);
   return *this;
 }
 Status& Status::with_node(const std::string& node_name, const std::string& op_type) {
   if (!is_ok() && node_name_.empty() && op_type_.empty()) {
-    node_name_ = node_name;
-    op_type_ = op_type;
+    node_name_ = one_line(node_name);
+    op_type_ = one_line(op_type);
   }
   return *this;
 }
 Status& Status::with_attribute(const std::string& attribute) {
-  if (!is_ok() && attribute_.empty()) attribute_ = attribute;
+  if (!is_ok() && attribute_.empty()) attribute_ = one_line(attribute);
   return *this;
 }
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -10,6 +11,7 @@
 #include "core/checked_math.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -70,6 +72,24 @@ int64_t max_host_allocation_bytes() {
   return limit;
 }
 
+struct MemoryLimit::Budget {
+  int64_t limit = 0;
+  std::atomic<int64_t> in_use{0}, peak{0};
+};
+
+namespace {
+thread_local std::shared_ptr<MemoryLimit::Budget> t_memory_budget;
+}  // namespace
+
+MemoryLimit::MemoryLimit(int64_t max_bytes) : budget_(std::make_shared<Budget>()), previous_(t_memory_budget) {
+  budget_->limit = max_bytes;
+  t_memory_budget = max_bytes > 0 ? budget_ : nullptr;
+}
+MemoryLimit::~MemoryLimit() { t_memory_budget = previous_; }
+int64_t MemoryLimit::limit() const { return budget_->limit; }
+int64_t MemoryLimit::in_use() const { return budget_->in_use.load(); }
+int64_t MemoryLimit::peak() const { return budget_->peak.load(); }
+
 Result<Tensor> Tensor::allocate(DataType dtype, std::vector<int64_t> dims, DeviceType device) {
   GRAFT_RETURN_IF_ERROR(check_concrete_shape(dims, dtype, "a tensor"));
   const int64_t bytes = *checked_nbytes(dims, dtype_size(dtype));
@@ -77,20 +97,43 @@ Result<Tensor> Tensor::allocate(DataType dtype, std::vector<int64_t> dims, Devic
   if (device == DeviceType::kCPU && bytes > max_host_allocation_bytes())
     return error(StatusCode::kOutOfMemory, "a ", describe(), " tensor needs ", bytes,
                  " bytes, more than this machine's memory (", max_host_allocation_bytes(), " bytes)");
+  // Never allocate zero bytes (keeps data() non-null for empty tensors); 64-byte alignment for SIMD.
+  // `bytes` is at most the physical memory (host) or below 2^63 (device), so this cannot wrap.
+  const size_t alloc = ((static_cast<size_t>(bytes) + 63) / 64) * 64 + 64;
+  std::shared_ptr<MemoryLimit::Budget> budget = device == DeviceType::kCPU ? t_memory_budget : nullptr;
+  if (budget) {
+    const int64_t n = static_cast<int64_t>(alloc);
+    const int64_t held = budget->in_use.fetch_add(n) + n;
+    if (held > budget->limit) {
+      budget->in_use.fetch_sub(n);
+      return error(StatusCode::kOutOfMemory, "a ", describe(), " tensor needs ", bytes,
+                   " bytes, over the memory limit of ", budget->limit, " bytes (", held - n,
+                   " bytes already held; raise --max-memory / max_memory=)");
+    }
+    for (int64_t peak = budget->peak.load(); held > peak && !budget->peak.compare_exchange_weak(peak, held);) {
+    }
+  }
   Tensor t;
   t.dtype_ = dtype;
   t.dims_ = std::move(dims);
   t.device_ = device;
-  // Never allocate zero bytes (keeps data() non-null for empty tensors); 64-byte alignment for SIMD.
-  // `bytes` is at most the physical memory (host) or below 2^63 (device), so this cannot wrap.
-  const size_t alloc = ((static_cast<size_t>(bytes) + 63) / 64) * 64 + 64;
   void* p = nullptr;
   if (device == DeviceType::kCUDA && cuda_alloc::allocate) {
     p = cuda_alloc::allocate(alloc);
     if (p) t.storage_ = std::shared_ptr<void>(p, [](void* q) { cuda_alloc::release(q); });
   } else {
     p = std::aligned_alloc(64, alloc);
-    if (p) t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    if (p) {
+      if (budget)
+        t.storage_ = std::shared_ptr<void>(p, [budget, alloc](void* q) {
+          std::free(q);
+          budget->in_use.fetch_sub(static_cast<int64_t>(alloc));
+        });
+      else
+        t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+    } else if (budget) {
+      budget->in_use.fetch_sub(static_cast<int64_t>(alloc));
+    }
   }
   if (!p)
     return error(StatusCode::kOutOfMemory, "out of ", device == DeviceType::kCUDA ? "GPU" : "host",
@@ -225,8 +268,19 @@ __attribute__((target("avx,f16c"))) void halves_to_floats_f16c(const uint16_t* s
   for (; i < n; ++i) dst[i] = half_to_float(src[i]);
 }
 
+// CPUID leaf 1 (ECX bit 29 F16C, bit 28 AVX, bit 27 OSXSAVE) and XGETBV (the OS saves the YMM
+// state): portable across GCC and clang, whose __builtin_cpu_supports does not know "f16c" before
+// clang 16.
 bool cpu_has_f16c() {
-  static const bool yes = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+  static const bool yes = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+    const bool f16c = ecx & (1u << 29), avx = ecx & (1u << 28), osxsave = ecx & (1u << 27);
+    if (!(f16c && avx && osxsave)) return false;
+    unsigned xcr0_lo = 0, xcr0_hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    return (xcr0_lo & 0x6u) == 0x6u;  // XMM and YMM state enabled
+  }();
   return yes;
 }
 #endif

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graft/dtype.h"
+#include "onnx/graph_references.h"
 #include "onnx/importer.h"
 
 namespace graft {
@@ -519,6 +520,8 @@ Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* 
     return st.with_node(node.empty() ? "(unnamed)" : node, op);
   };
   if (from < 1 || from >= to) return refused("opset " + std::to_string(from) + " is not an older ONNX opset");
+  // libonnx's converter dereferences a null for a name nothing defines: check the references first.
+  GRAFT_RETURN_IF_ERROR(check_graph_references(in));
   try {
     GraftConverter converter;
 

@@ -3,6 +3,8 @@
 #include <deque>
 #include <nlohmann/json.hpp>
 
+#include "core/checked_math.h"
+#include "core/json_checked.h"
 #include "core/utf8.h"
 #include "graft/op.h"
 
@@ -81,59 +83,92 @@ std::string serialize_attributes(const AttributeMap& attrs) {
 }
 
 Result<AttributeMap> deserialize_attributes(const std::string& text) {
+  // Untrusted text (a plan, a TensorRT engine's serialized fields): every value is read with its
+  // kind and range checked (core/json_checked.h), never with a bare get<T>() whose conversion of
+  // an out-of-range number is undefined behaviour.
+  namespace jc = json_checked;
   AttributeMap m;
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object())
     return error(StatusCode::kCorruptPlan, "serialized attributes are not a JSON object");
   for (auto it = j.begin(); it != j.end(); ++it) {
     const auto& e = it.value();
-    if (!e.is_object() || !e.contains("type") || !e.contains("value") || !e["type"].is_string())
-      return error(StatusCode::kCorruptPlan, "serialized attribute '", it.key(), "' is malformed");
-    std::string type = e["type"];
+    auto malformed = [&] { return error(StatusCode::kCorruptPlan, "serialized attribute '", it.key(), "' is malformed"); };
+    if (!e.is_object() || !e.contains("type") || !e.contains("value") || !e["type"].is_string()) return malformed();
+    const std::string& type = e["type"].get_ref<const std::string&>();
+    const nlohmann::json& value = e["value"];
+    auto bytes_of = [&](const nlohmann::json& arr, std::string* out) {
+      std::vector<uint8_t> b;
+      if (!jc::get_int_vector(arr, &b)) return false;
+      out->assign(b.begin(), b.end());
+      return true;
+    };
+    auto float_of_bits = [](uint32_t bits) {
+      float f;
+      std::memcpy(&f, &bits, 4);
+      return f;
+    };
     try {
       if (type == "float") {
-        float f;
-        uint32_t bits = e.at("bits").get<uint32_t>();
-        std::memcpy(&f, &bits, 4);
-        m.set(it.key(), f);
+        uint32_t bits;
+        if (!e.contains("bits") || !jc::get_int(e["bits"], &bits)) return malformed();
+        m.set(it.key(), float_of_bits(bits));
       } else if (type == "int") {
-        m.set(it.key(), e["value"].get<int64_t>());
+        int64_t v;
+        if (!jc::get_int(value, &v)) return malformed();
+        m.set(it.key(), v);
       } else if (type == "string") {
+        std::string str;
         if (e.contains("bytes")) {
-          auto b = e["bytes"].get<std::vector<uint8_t>>();
-          m.set(it.key(), std::string(b.begin(), b.end()));
+          if (!bytes_of(e["bytes"], &str)) return malformed();
         } else {
-          m.set(it.key(), e["value"].get<std::string>());
+          if (!value.is_string()) return malformed();
+          str = value.get<std::string>();
         }
+        m.set(it.key(), str);
       } else if (type == "floats") {
+        std::vector<uint32_t> bits;
+        if (!e.contains("bits") || !jc::get_int_vector(e["bits"], &bits)) return malformed();
         std::vector<float> v;
-        for (auto& b : e.at("bits")) {
-          uint32_t bits = b.get<uint32_t>();
-          float f;
-          std::memcpy(&f, &bits, 4);
-          v.push_back(f);
-        }
+        for (uint32_t b : bits) v.push_back(float_of_bits(b));
         m.set(it.key(), v);
       } else if (type == "ints") {
-        m.set(it.key(), e["value"].get<std::vector<int64_t>>());
+        std::vector<int64_t> v;
+        if (!jc::get_int_vector(value, &v)) return malformed();
+        m.set(it.key(), v);
       } else if (type == "strings") {
+        std::vector<std::string> strs;
         if (e.contains("bytes")) {
-          std::vector<std::string> strs;
+          if (!e["bytes"].is_array()) return malformed();
           for (const auto& b : e["bytes"]) {
-            auto v = b.get<std::vector<uint8_t>>();
-            strs.emplace_back(v.begin(), v.end());
+            std::string str;
+            if (!bytes_of(b, &str)) return malformed();
+            strs.push_back(std::move(str));
           }
-          m.set(it.key(), strs);
         } else {
-          m.set(it.key(), e["value"].get<std::vector<std::string>>());
+          if (!value.is_array()) return malformed();
+          for (const auto& v : value) {
+            if (!v.is_string()) return malformed();
+            strs.push_back(v.get<std::string>());
+          }
         }
+        m.set(it.key(), strs);
       } else if (type == "tensor") {
-        DataType dt = static_cast<DataType>(e.at("dtype").get<int>());
-        auto dims = e.at("dims").get<std::vector<int64_t>>();
-        auto bytes = e["value"].get<std::vector<uint8_t>>();
-        if (dtype_size(dt) == 0 || bytes.size() != static_cast<size_t>(numel_of(dims)) * dtype_size(dt))
-          return error(StatusCode::kCorruptPlan, "serialized tensor attribute '", it.key(), "' is malformed");
-        Tensor t = Tensor::empty(dt, dims);
+        int32_t dtype_code;
+        std::vector<int64_t> dims;
+        std::string bytes;
+        if (!e.contains("dtype") || !jc::get_int(e["dtype"], &dtype_code) || !e.contains("dims") ||
+            !jc::get_int_vector(e["dims"], &dims) || !bytes_of(value, &bytes))
+          return malformed();
+        const DataType dt = static_cast<DataType>(dtype_code);
+        if (dtype_size(dt) == 0) return malformed();
+        Status shape_ok = check_concrete_shape(dims, dt, "serialized tensor attribute '" + it.key() + "'");
+        if (!shape_ok) return Status(StatusCode::kCorruptPlan, shape_ok.message());
+        if (static_cast<int64_t>(bytes.size()) != *checked_nbytes(dims, dtype_size(dt)))
+          return error(StatusCode::kCorruptPlan, "serialized tensor attribute '", it.key(), "' holds ",
+                       static_cast<uint64_t>(bytes.size()), " bytes for its ", dtype_name(dt),
+                       shape_to_string(shape_from_values(dims)), " shape");
+        GRAFT_ASSIGN_OR_RETURN(Tensor t, Tensor::allocate(dt, dims));
         if (!bytes.empty()) std::memcpy(t.data(), bytes.data(), bytes.size());
         m.set(it.key(), t);
       } else {

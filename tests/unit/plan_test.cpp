@@ -1,5 +1,6 @@
 // Plan files: round trip, and each way a plan can be damaged gets its own error.
 #include <gtest/gtest.h>
+#include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -104,6 +105,62 @@ TEST(Plan, FlippedByteIsCorruption) {
   ASSERT_FALSE(e.is_ok());
   EXPECT_EQ(e.status().code(), StatusCode::kCorruptPlan);
   EXPECT_NE(e.status().message().find("checksum"), std::string::npos) << e.status().to_string();
+}
+
+// Format 2's checksum covers every byte but its own, so no change of one byte may load: the header
+// (magic, format, the writer's version string, lengths), the checksum and the payload. Format 1 let
+// 10 of 760 single-bit flips in the version string load (issue 19).
+TEST(Plan, EveryChangedByteFailsToLoad) {
+  std::mt19937 rng(7);
+  const std::string b = plan_bytes(rng);
+  ASSERT_GT(b.size(), 100u);
+  ASSERT_TRUE(Engine::deserialize(b, "good.plan").is_ok());
+  int loaded = 0;
+  for (size_t pos = 0; pos < b.size(); ++pos) {
+    for (unsigned mask : {0x01u, 0x02u, 0x04u, 0x08u, 0x10u, 0x20u, 0x40u, 0x80u, 0xffu, 0x5au}) {
+      std::string c = b;
+      c[pos] = static_cast<char>(static_cast<unsigned char>(c[pos]) ^ mask);
+      auto e = Engine::deserialize(c, "flipped.plan");
+      if (e.is_ok()) {
+        ++loaded;
+        ADD_FAILURE() << "byte " << pos << " ^ 0x" << std::hex << mask << " still loads";
+        continue;
+      }
+      EXPECT_EQ(e.status().message().find('\n'), std::string::npos) << e.status().to_string();
+    }
+  }
+  EXPECT_EQ(loaded, 0);
+}
+
+// Plans of format 1 (checksum over the payload only) are still read.
+TEST(Plan, ReadsFormatVersion1) {
+  std::mt19937 rng(11);
+  std::string b = plan_bytes(rng);
+  ASSERT_GT(b.size(), 100u);
+  uint32_t ver_len = 0;
+  std::memcpy(&ver_len, b.data() + 12, 4);
+  const size_t crc_pos = 16 + ver_len + 8, payload_pos = crc_pos + 4;
+  ASSERT_LT(payload_pos, b.size());
+  const uint32_t v1 = kPlanFormatVersionPayloadCrc;
+  std::memcpy(b.data() + 8, &v1, 4);
+  const std::string payload = b.substr(payload_pos);
+  const uint32_t crc = static_cast<uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size())));
+  std::memcpy(b.data() + crc_pos, &crc, 4);
+  auto e = Engine::deserialize(b, "v1.plan");
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  // Written back, it is format 2.
+  auto again = (*e)->serialize();
+  ASSERT_TRUE(again.is_ok());
+  uint32_t format = 0;
+  std::memcpy(&format, again->data() + 8, 4);
+  EXPECT_EQ(format, kPlanFormatVersion);
+  // The same file with its format field saying 2 fails: the checksum is not the one format 2 has.
+  const uint32_t v2 = kPlanFormatVersion;
+  std::memcpy(b.data() + 8, &v2, 4);
+  auto bad = Engine::deserialize(b, "v1-as-v2.plan");
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().message().find("checksum"), std::string::npos) << bad.status().to_string();
 }
 
 TEST(Plan, Truncated) {

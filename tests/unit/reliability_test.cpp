@@ -409,6 +409,20 @@ TEST(ExternalData, FuzzReproducersAreRefused) {
 }
 
 // ---- names and JSON (F1, F2) ---------------------------------------------------------------------
+// Names and keys from files may hold newlines or terminal escapes; an error quoting them stays one
+// line (found by fuzz_tensor_file_read and fuzz_timing_cache_parse: FZ2, FZ3).
+TEST(OneLineErrors, ControlCharactersAreEscapedInEveryPart) {
+  Status s = error(StatusCode::kInvalidModel, "key 'a\nb\rc\td\x1b[31m\x7f' is bad");
+  s.with_file("dir/x\ny.onnx").with_node("n\n1", "Op\n").with_attribute("at\ntr");
+  EXPECT_EQ(s.message(), "key 'a\\nb\\rc\\td\\x1b[31m\\x7f' is bad");
+  EXPECT_EQ(s.to_string().find('\n'), std::string::npos) << s.to_string();
+  EXPECT_EQ(s.to_string().find('\x1b'), std::string::npos) << s.to_string();
+  EXPECT_NE(s.to_string().find("dir/x\\ny.onnx: node 'n\\n1' (Op\\n): attribute 'at\\ntr'"), std::string::npos)
+      << s.to_string();
+  // UTF-8 text is kept as it is.
+  EXPECT_EQ(error(StatusCode::kInvalidModel, "caf\xc3\xa9 \xe2\x9c\x93").message(), "caf\xc3\xa9 \xe2\x9c\x93");
+}
+
 TEST(Utf8, InvalidNamesAreRefusedAtImportNamingWhere) {
   OnnxModelBuilder m(13);
   m.input("x", DataType::kFloat32, {2});
@@ -489,7 +503,8 @@ std::string patch_plan(std::string plan, const std::string& from, const std::str
   EXPECT_NE(pos, std::string::npos) << from;
   if (pos == std::string::npos) return plan;
   plan.replace(pos, from.size(), to);
-  const uint32_t crc = crc32_of(plan.substr(payload_at));
+  // Format 2: the checksum covers every byte but its own (the header before it, then the payload).
+  const uint32_t crc = crc32_of(plan.substr(0, crc_at) + plan.substr(payload_at));
   std::memcpy(plan.data() + crc_at, &crc, 4);
   return plan;
 }

@@ -41,6 +41,15 @@ int run_main(int argc, char** argv) {
     auto subs = app.get_subcommands({});
     commands.emplace_back(subs.back(), std::move(cmd));
   }
+  // --max-memory (build, run): a limit on the bytes graft's host tensors hold at once during the
+  // command (graft::MemoryLimit in graft/tensor.h); an allocation above it is an error naming it.
+  int64_t max_memory = 0;
+  for (auto& [sub, cmd] : commands)
+    if (sub->get_name() == "build" || sub->get_name() == "run")
+      sub->add_option("--max-memory", max_memory,
+                      "Most bytes of host memory graft's tensors may hold at once (e.g. 4GiB, 512MB, 1000000)")
+          ->transform(CLI::AsSizeValue(true))
+          ->check(CLI::PositiveNumber);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -57,6 +66,7 @@ int run_main(int argc, char** argv) {
   if (!log_level.empty()) graft::set_log_level(*graft::parse_log_level(log_level));
   for (auto& [sub, cmd] : commands) {
     if (!sub->parsed()) continue;
+    graft::MemoryLimit memory_limit(max_memory);
     graft::Status st = cmd();
     if (!st.is_ok()) return fail(with_flag_hint(st));
     return 0;

@@ -1,0 +1,52 @@
+#include "onnx/graph_references.h"
+
+#include <onnx/onnx_pb.h>
+
+#include <unordered_set>
+#include <vector>
+
+namespace graft {
+namespace {
+
+Status check_graph(const onnx::GraphProto& g, const std::vector<const std::unordered_set<std::string>*>& outer,
+                   int depth) {
+  // A chain of nested subgraphs this deep is not a model anyone exported: refuse it rather than
+  // recurse without bound.
+  if (depth > 64)
+    return error(StatusCode::kInvalidModel, "graph '", g.name(), "' nests subgraphs more than 64 levels deep");
+  std::unordered_set<std::string> defined;
+  for (const auto& vi : g.input()) defined.insert(vi.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output())
+      if (!o.empty()) defined.insert(o);
+  auto visible = [&](const std::string& name) {
+    if (defined.count(name)) return true;
+    for (const auto* scope : outer)
+      if (scope->count(name)) return true;
+    return false;
+  };
+  for (const auto& vi : g.output())
+    if (!defined.count(vi.name()))
+      return error(StatusCode::kInvalidModel, "graph '", g.name(), "': output '", vi.name(),
+                   "' is not a graph input, an initializer or the output of any node");
+  for (const auto& n : g.node())
+    for (const auto& in : n.input())
+      if (!in.empty() && !visible(in))
+        return error(StatusCode::kInvalidModel, "input '", in, "' is not defined in graph '", g.name(), "'")
+            .with_node(n.name(), n.op_type());
+  std::vector<const std::unordered_set<std::string>*> inner = outer;
+  inner.push_back(&defined);
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) GRAFT_RETURN_IF_ERROR(check_graph(a.g(), inner, depth + 1));
+      for (const auto& sg : a.graphs()) GRAFT_RETURN_IF_ERROR(check_graph(sg, inner, depth + 1));
+    }
+  return Status::ok();
+}
+
+}  // namespace
+
+Status check_graph_references(const onnx::ModelProto& model) { return check_graph(model.graph(), {}, 0); }
+
+}  // namespace graft

@@ -1,0 +1,385 @@
+// Writes the seed corpus of every fuzz target from graft's own writers, so the seeds are always in
+// the current formats and nobody has to keep binary blobs:
+//   onnx/          small models over many builtin ops and every registered custom op
+//                  (tests/unit/onnx_model_builder.h); make_corpus.sh adds the ONNX backend tests'
+//                  models and the fuzz regression inputs
+//   plan/          the plans graft writes for those models (and for the ONNX tests' models)
+//   plan_payload/  the same plans without their header: the bytes behind the checksum
+//   timing_cache/  timing cache files (TacticTable::save_cache_file) and near misses
+//   tensor/        .npy (format versions 1.0, 2.0, 3.0) and .pb files of every dtype and rank 0..4
+//   attributes/    serialized attributes of every registered op's examples, and of every type
+//
+// Usage: graft_fuzz_corpus OUT_DIR [MODEL.onnx...]   (extra models also become plans)
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "build/tactics.h"
+#include "graft/engine.h"
+#include "graft/log.h"
+#include "graft/op.h"
+#include "graft/registry.h"
+#include "io/tensor_io.h"
+#include "tests/unit/onnx_model_builder.h"
+
+namespace fs = std::filesystem;
+using graft::DataType;
+using graft::Tensor;
+using graft::testing::OnnxModelBuilder;
+
+namespace {
+
+int g_written = 0;
+
+void write(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  fs::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ++g_written;
+}
+
+Tensor filled(DataType dt, std::vector<int64_t> dims, std::mt19937& rng) {
+  Tensor t = Tensor::empty(dt, std::move(dims));
+  std::uniform_int_distribution<int> v(-3, 3);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, dt == DataType::kUInt8 ? v(rng) + 3 : v(rng));
+  return t;
+}
+
+// ---- models ------------------------------------------------------------------------------------
+std::map<std::string, std::string> builtin_models(std::mt19937& rng) {
+  std::map<std::string, std::string> m;
+  const DataType f = DataType::kFloat32;
+  {
+    OnnxModelBuilder b;
+    b.input("x", f, {"batch", 5});
+    b.initializer("b", filled(f, {5}, rng));
+    b.node("Add", {"x", "b"}, {"s"});
+    b.node("Relu", {"s"}, {"y"});
+    b.output("y", f);
+    m["add_relu_dynamic"] = b.bytes();
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("x", f, {2, 3, 8, 8});
+    b.initializer("w", filled(f, {4, 3, 3, 3}, rng));
+    b.initializer("bias", filled(f, {4}, rng));
+    auto& c = b.node("Conv", {"x", "w", "bias"}, {"c"});
+    OnnxModelBuilder::attr(c, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    OnnxModelBuilder::attr(c, "strides", std::vector<int64_t>{2, 2});
+    for (const char* n : {"scale", "B", "mean", "var"}) b.initializer(n, filled(f, {4}, rng));
+    b.node("BatchNormalization", {"c", "scale", "B", "mean", "var"}, {"bn"});
+    b.node("Relu", {"bn"}, {"r"});
+    auto& p = b.node("MaxPool", {"r"}, {"p"});
+    OnnxModelBuilder::attr(p, "kernel_shape", std::vector<int64_t>{2, 2});
+    b.node("GlobalAveragePool", {"p"}, {"g"});
+    b.node("Flatten", {"g"}, {"fl"});
+    b.initializer("fc", filled(f, {4, 3}, rng));
+    b.node("MatMul", {"fl", "fc"}, {"mm"});
+    auto& s = b.node("Softmax", {"mm"}, {"y"});
+    OnnxModelBuilder::attr(s, "axis", int64_t{-1});
+    b.output("y", f);
+    m["convnet"] = b.bytes();
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("x", f, {"n", 4, 6});
+    b.node("Shape", {"x"}, {"shp"});
+    b.initializer("idx", Tensor::vector_int64({0}));
+    auto& g = b.node("Gather", {"shp", "idx"}, {"n0"});
+    OnnxModelBuilder::attr(g, "axis", int64_t{0});
+    b.initializer("rest", Tensor::vector_int64({24}));
+    auto& c = b.node("Concat", {"n0", "rest"}, {"newshape"});
+    OnnxModelBuilder::attr(c, "axis", int64_t{0});
+    b.node("Reshape", {"x", "newshape"}, {"r"});
+    b.initializer("starts", Tensor::vector_int64({2}));
+    b.initializer("ends", Tensor::vector_int64({20}));
+    b.initializer("axes", Tensor::vector_int64({1}));
+    b.node("Slice", {"r", "starts", "ends", "axes"}, {"sl"});
+    b.initializer("split", Tensor::vector_int64({8, 10}));
+    auto& sp = b.node("Split", {"sl", "split"}, {"a", "bb"});
+    OnnxModelBuilder::attr(sp, "axis", int64_t{1});
+    auto& t = b.node("Transpose", {"a"}, {"at"});
+    OnnxModelBuilder::attr(t, "perm", std::vector<int64_t>{1, 0});
+    b.initializer("uaxes", Tensor::vector_int64({0}));
+    b.node("Unsqueeze", {"at", "uaxes"}, {"u"});
+    b.initializer("raxes", Tensor::vector_int64({2}));
+    b.node("ReduceSum", {"u", "raxes"}, {"rs"});
+    b.output("rs", f);
+    b.output("bb", f);
+    m["shape_ops"] = b.bytes();
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("x", f, {3, 4});
+    b.initializer("pads", Tensor::vector_int64({1, 0, 1, 2}));
+    b.node("Pad", {"x", "pads"}, {"p"});
+    b.initializer("shape", Tensor::vector_int64({2, 5, 6}));
+    b.node("Expand", {"p", "shape"}, {"e"});
+    b.initializer("start", Tensor::scalar_int64(0));
+    b.initializer("limit", Tensor::scalar_int64(6));
+    b.initializer("delta", Tensor::scalar_int64(1));
+    b.node("Range", {"start", "limit", "delta"}, {"rg"});
+    auto& cast = b.node("Cast", {"rg"}, {"rgf"});
+    OnnxModelBuilder::attr(cast, "to", int64_t{1});
+    b.node("Mul", {"e", "rgf"}, {"m"});
+    b.node("Sigmoid", {"m"}, {"sg"});
+    b.initializer("cshape", Tensor::vector_int64({2, 5, 6}));
+    b.node("ConstantOfShape", {"cshape"}, {"zeros"});
+    b.node("Greater", {"sg", "zeros"}, {"gt"});
+    b.node("Where", {"gt", "sg", "m"}, {"y"});
+    b.output("y", f);
+    m["pad_expand_range_where"] = b.bytes();
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("x", f, {1, 2, 4, 4});
+    b.initializer("roi", Tensor::empty(f, {0}));
+    Tensor scales = Tensor::empty(f, {4});
+    for (int i = 0; i < 4; ++i) scales.set(i, i < 2 ? 1.0 : 2.0);
+    b.initializer("scales", scales);
+    auto& r = b.node("Resize", {"x", "roi", "scales"}, {"r"});
+    OnnxModelBuilder::attr(r, "mode", "linear");
+    auto& ap = b.node("AveragePool", {"r"}, {"y"});
+    OnnxModelBuilder::attr(ap, "kernel_shape", std::vector<int64_t>{3, 3});
+    OnnxModelBuilder::attr(ap, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    b.output("y", f);
+    m["resize_pool"] = b.bytes();
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("q", f, {"b", 8, 16});
+    b.initializer("wq", filled(f, {16, 16}, rng));
+    b.node("MatMul", {"q", "wq"}, {"qw"});
+    auto& t = b.node("Transpose", {"qw"}, {"kt"});
+    OnnxModelBuilder::attr(t, "perm", std::vector<int64_t>{0, 2, 1});
+    b.node("MatMul", {"qw", "kt"}, {"s"});
+    b.initializer("scale", Tensor::from_doubles(f, {}, {0.25}));
+    b.node("Mul", {"s", "scale"}, {"ss"});
+    auto& sm = b.node("Softmax", {"ss"}, {"p"});
+    OnnxModelBuilder::attr(sm, "axis", int64_t{-1});
+    b.node("MatMul", {"p", "qw"}, {"o"});
+    b.initializer("g", filled(f, {16}, rng));
+    b.initializer("beta", filled(f, {16}, rng));
+    auto& ln = b.node("LayerNormalization", {"o", "g", "beta"}, {"y"});
+    OnnxModelBuilder::attr(ln, "axis", int64_t{-1});
+    b.output("y", f);
+    m["attention"] = b.bytes();
+  }
+  {
+    OnnxModelBuilder b;
+    b.input("x", DataType::kInt64, {6});
+    b.initializer("k", Tensor::vector_int64({3}));
+    b.node("TopK", {"x", "k"}, {"v", "i"});
+    b.initializer("ax", Tensor::scalar_int64(0));
+    b.node("CumSum", {"v", "ax"}, {"c"});
+    b.node("ArgMax", {"x"}, {"am"});
+    b.output("c", DataType::kInt64);
+    b.output("i", DataType::kInt64);
+    b.output("am", DataType::kInt64);
+    m["int_ops"] = b.bytes();
+  }
+  return m;
+}
+
+// One model per registered custom op, from its first example (inputs of the example's dims, the
+// values it fixes as initializers, its attributes).
+std::map<std::string, std::string> custom_op_models(std::mt19937& rng) {
+  std::map<std::string, std::string> m;
+  for (const graft::RegisteredOp& op : graft::OpRegistry::global().all()) {
+    const graft::OpDef& def = *op.def;
+    if (def.examples().empty()) continue;
+    const auto& ex = def.examples().front();
+    OnnxModelBuilder b;
+    b.opset(def.identity().domain, 1);
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < ex.input_dims.size(); ++i) {
+      if (!ex.input_dims[i]) {
+        ins.push_back("");
+        continue;
+      }
+      const std::string name = "in" + std::to_string(i);
+      DataType dt = DataType::kFloat32;
+      if (i < def.inputs().size() && !def.inputs()[i].dtypes.empty()) dt = def.inputs()[i].dtypes.front();
+      auto v = ex.values.find(static_cast<int>(i));
+      if (v != ex.values.end()) b.initializer(name, v->second);
+      else b.input(name, dt, std::vector<graft::testing::DimSpec>(ex.input_dims[i]->begin(), ex.input_dims[i]->end()));
+      ins.push_back(name);
+    }
+    std::vector<std::string> outs;
+    for (size_t o = 0; o < def.outputs().size(); ++o) outs.push_back("out" + std::to_string(o));
+    auto& n = b.node(def.name(), ins, outs, "", def.identity().domain);
+    for (const auto& [name, value] : ex.attrs.all()) {
+      if (auto* x = std::get_if<int64_t>(&value)) OnnxModelBuilder::attr(n, name, *x);
+      else if (auto* x = std::get_if<float>(&value)) OnnxModelBuilder::attr(n, name, *x);
+      else if (auto* x = std::get_if<std::string>(&value)) OnnxModelBuilder::attr(n, name, *x);
+      else if (auto* x = std::get_if<std::vector<int64_t>>(&value)) OnnxModelBuilder::attr(n, name, *x);
+      else if (auto* x = std::get_if<std::vector<float>>(&value)) OnnxModelBuilder::attr(n, name, *x);
+      else if (auto* x = std::get_if<Tensor>(&value)) OnnxModelBuilder::attr(n, name, *x);
+    }
+    for (const auto& o : outs) b.output(o, DataType::kFloat32);
+    (void)rng;
+    m["custom_" + def.name()] = b.bytes();
+  }
+  return m;
+}
+
+// ---- plans ---------------------------------------------------------------------------------------
+// The plan of a model, and its payload (after the header: magic, format, version, length, CRC).
+bool write_plan(const fs::path& out, const std::string& name, const std::string& model) {
+  graft::BuilderConfig config;
+  config.unspecified_shape = [](const graft::IOInfo& in) -> graft::Result<std::vector<int64_t>> {
+    std::vector<int64_t> dims = in.static_dims;
+    for (int64_t& d : dims)
+      if (d < 0) d = 2;
+    return dims;
+  };
+  auto e = graft::Engine::build_from_onnx_bytes(model, config, name + ".onnx");
+  if (!e) return false;
+  auto plan = (*e)->serialize();
+  if (!plan || plan->size() < 16) return false;
+  write(out / "plan", name + ".plan", *plan);
+  uint32_t ver_len = 0;
+  std::memcpy(&ver_len, plan->data() + 12, 4);
+  const size_t payload_at = 16 + static_cast<size_t>(ver_len) + 8 + 4;
+  if (payload_at <= plan->size()) write(out / "plan_payload", name + ".payload", plan->substr(payload_at));
+  return true;
+}
+
+// ---- timing caches ---------------------------------------------------------------------------------
+void timing_caches(const fs::path& out) {
+  const fs::path dir = out / "timing_cache";
+  fs::create_directories(dir);
+  graft::TacticTable t;
+  t.put("conv|sm90|cudnn9|n1c64h56w56|k64r3s3|fp16", graft::Tactic{1, 0, 0.042});
+  t.put("conv|sm90|cudnn9|n8c3h224w224|k64r7s7|fp32", graft::Tactic{6, 1, 1.5});
+  t.put("layout|model|b1", graft::Tactic{2, 0, 12.0});
+  if (t.save_cache_file((dir / "three_entries.json").string()).is_ok()) ++g_written;
+  graft::TacticTable empty;
+  if (empty.save_cache_file((dir / "empty.json").string()).is_ok()) ++g_written;
+  write(dir, "version2.json", R"({"format":"graft-timing-cache","version":2,"entries":{}})");
+  write(dir, "bad_entry.json", R"({"format":"graft-timing-cache","version":1,"entries":{"k":{"algo":"x"}}})");
+  write(dir, "big_numbers.json",
+        R"({"format":"graft-timing-cache","version":1,"entries":{"k":{"algo":4294967296,"variant":-1,"ms":1e308}}})");
+}
+
+// ---- tensor files --------------------------------------------------------------------------------------
+void tensor_files(const fs::path& out, std::mt19937& rng) {
+  const fs::path dir = out / "tensor";
+  const std::vector<std::vector<int64_t>> shapes = {{}, {5}, {2, 3}, {1, 2, 3}, {2, 1, 2, 2}, {0, 3}};
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16, DataType::kFloat64, DataType::kInt8, DataType::kUInt8,
+                      DataType::kInt32, DataType::kInt64, DataType::kBool, DataType::kBFloat16}) {
+    for (size_t s = 0; s < shapes.size(); ++s) {
+      Tensor t = filled(dt, shapes[s], rng);
+      const std::string stem = std::string(graft::dtype_name(dt)) + "_r" + std::to_string(shapes[s].size()) + "_" +
+                               std::to_string(s);
+      if (auto npy = graft::io::encode_npy(t); npy.is_ok()) {
+        write(dir, stem + ".npy", *npy);
+        // The same header in format versions 2.0 and 3.0 (a 4-byte header length).
+        const std::string& v1 = *npy;
+        const uint16_t hlen = static_cast<uint16_t>(static_cast<unsigned char>(v1[8]) | (static_cast<unsigned char>(v1[9]) << 8));
+        for (char major : {'\x02', '\x03'}) {
+          std::string v = v1.substr(0, 6);
+          v += major;
+          v += '\x00';
+          const uint32_t len = hlen;
+          v.append(reinterpret_cast<const char*>(&len), 4);
+          v += v1.substr(10);
+          write(dir, stem + "_v" + std::to_string(static_cast<int>(major)) + ".npy", v);
+        }
+      }
+      if (auto pb = graft::io::encode_tensor_pb(t, "t_" + stem); pb.is_ok()) write(dir, stem + ".pb", *pb);
+    }
+  }
+  // Typed-field TensorProtos (float_data, int64_data, ...), as the ONNX tests' .pb files have.
+  {
+    onnx::TensorProto tp;
+    tp.set_name("typed_float");
+    tp.set_data_type(onnx::TensorProto::FLOAT);
+    tp.add_dims(3);
+    for (float v : {1.0f, -2.5f, 3.25f}) tp.add_float_data(v);
+    write(dir, "typed_float.pb", tp.SerializeAsString());
+    onnx::TensorProto ti;
+    ti.set_name("typed_int64");
+    ti.set_data_type(onnx::TensorProto::INT64);
+    ti.add_dims(2);
+    ti.add_dims(2);
+    for (int64_t v : {int64_t{1}, int64_t{-2}, int64_t{3}, int64_t{1} << 40}) ti.add_int64_data(v);
+    write(dir, "typed_int64.pb", ti.SerializeAsString());
+    onnx::TensorProto td;
+    td.set_name("typed_double");
+    td.set_data_type(onnx::TensorProto::DOUBLE);
+    td.add_dims(2);
+    for (double v : {0.5, -1e300}) td.add_double_data(v);
+    write(dir, "typed_double.pb", td.SerializeAsString());
+  }
+}
+
+// ---- attributes -----------------------------------------------------------------------------------------
+void attributes(const fs::path& out, std::mt19937& rng) {
+  const fs::path dir = out / "attributes";
+  int i = 0;
+  for (const graft::RegisteredOp& op : graft::OpRegistry::global().all()) {
+    for (const auto& ex : op.def->examples()) {
+      graft::AttributeMap a = ex.attrs;
+      (void)op.def->validate_attributes(a);  // with the defaults filled in
+      write(dir, op.def->name() + "_" + std::to_string(i++) + ".json", graft::serialize_attributes(a));
+      write(dir, op.def->name() + "_" + std::to_string(i++) + "_given.json", graft::serialize_attributes(ex.attrs));
+    }
+  }
+  graft::AttributeMap all;
+  all.set("f", 0.5f);
+  all.set("i", int64_t{-7});
+  all.set("s", std::string("linear"));
+  all.set("bytes", std::string("\xff\xfe\x00z", 4));
+  all.set("fs", std::vector<float>{1.0f, -0.0f, 1e30f});
+  all.set("is", std::vector<int64_t>{0, 1, -1, 1LL << 62});
+  all.set("ss", std::vector<std::string>{"a", "bc"});
+  all.set("ss_bytes", std::vector<std::string>{"a", std::string("\x80", 1)});
+  all.set("t", filled(DataType::kFloat32, {2, 2}, rng));
+  all.set("t_i64", filled(DataType::kInt64, {3}, rng));
+  write(dir, "every_type.json", graft::serialize_attributes(all));
+  write(dir, "empty.json", graft::serialize_attributes(graft::AttributeMap{}));
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: %s OUT_DIR [MODEL.onnx...]\n", argv[0]);
+    return 2;
+  }
+  graft::set_log_level(graft::LogLevel::kQuiet);
+  const fs::path out = argv[1];
+  std::mt19937 rng(20261201);
+  int models = 0, plans = 0;
+  auto add_model = [&](const std::string& name, const std::string& bytes, bool write_model) {
+    if (write_model) write(out / "onnx", name + ".onnx", bytes);
+    ++models;
+    plans += write_plan(out, name, bytes) ? 1 : 0;
+  };
+  for (const auto& [name, bytes] : builtin_models(rng)) add_model(name, bytes, true);
+  for (const auto& [name, bytes] : custom_op_models(rng)) add_model(name, bytes, true);
+  // Extra models (the ONNX backend tests', copied into onnx/ by make_corpus.sh): their plans.
+  for (int i = 2; i < argc; ++i) {
+    const fs::path p = argv[i];
+    std::string name = p.parent_path().filename().string();
+    if (name.empty()) name = p.stem().string();
+    add_model(name + "_" + std::to_string(i), read_file(p), false);
+  }
+  timing_caches(out);
+  tensor_files(out, rng);
+  attributes(out, rng);
+  std::printf("graft_fuzz_corpus: %d files in %s (%d models, %d plans)\n", g_written, out.string().c_str(), models,
+              plans);
+  return 0;
+}
