@@ -18,6 +18,10 @@ import pkgutil
 # Lets graft/ folders elsewhere on sys.path (the build tree's build/python/graft) add modules.
 __path__ = pkgutil.extend_path(__path__, __name__)  # noqa: F821
 
+# The package's version; CMakeLists.txt's project(VERSION) and pyproject.toml carry the same number
+# (scripts/test_pip_install.sh checks that the installed package and the graft command agree).
+__version__ = "0.1.0"
+
 from ._errors import GraftError  # noqa: E402
 from .engine import Engine, load_plugin  # noqa: E402
 
@@ -42,4 +46,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'graft' has no attribute '{name}'")
 
 
-__all__ = ["GraftError", "Engine", "load_plugin", "set_log_level", "ops", "nn", "deformable", "export", "registered_ops"]
+__all__ = ["__version__", "GraftError", "Engine", "load_plugin", "set_log_level", "ops", "nn", "deformable", "export", "registered_ops"]
