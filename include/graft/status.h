@@ -33,7 +33,9 @@ class [[nodiscard]] Status {
   Status() = default;  // OK
   // Messages and context are one line: control characters (newline, carriage return, tab, other C0
   // and DEL), which names and keys from untrusted files may hold, are stored escaped ("\n",
-  // "\x1b"), so a printed error can never span lines or carry terminal escapes.
+  // "\x1b"), so a printed error cannot break lines or carry terminal escapes. The one exception is
+  // graft's own list format, a newline followed by two spaces ("...:\n  item\n  item"): a line
+  // can only be continued, indented, never started anew.
   Status(StatusCode code, std::string message) : code_(code), message_(one_line(std::move(message))) {}
 
   static Status ok() { return Status(); }

@@ -23,14 +23,18 @@ const char* status_code_name(StatusCode code) {
 
 std::string Status::one_line(std::string text) {
   auto is_control = [](unsigned char c) { return c < 0x20 || c == 0x7f; };
+  // graft's own lists continue on indented lines ("\n  item"); that newline is kept.
+  auto is_list_break = [&](size_t i) { return text.compare(i, 3, "\n  ") == 0; };
   bool any = false;
-  for (char c : text) any = any || is_control(static_cast<unsigned char>(c));
+  for (size_t i = 0; i < text.size(); ++i)
+    any = any || (is_control(static_cast<unsigned char>(text[i])) && !is_list_break(i));
   if (!any) return text;
   std::string out;
   out.reserve(text.size() + 8);
-  for (char ch : text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
     const unsigned char c = static_cast<unsigned char>(ch);
-    if (!is_control(c)) {
+    if (!is_control(c) || is_list_break(i)) {
       out += ch;
     } else if (c == '\n') {
       out += "\\n";

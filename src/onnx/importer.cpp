@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "core/checked_math.h"
+#include "core/json_checked.h"
 #include "core/utf8.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
@@ -314,7 +315,8 @@ Result<AttributeMap> attrs_from_json_codes(const Tensor& codes, const OpDef& def
   std::string text;
   for (int64_t i = 0; i < codes.numel(); ++i) {
     double c = codes.get(i);
-    if (c < 0 || c > 255) return error(StatusCode::kInvalidModel, "parameter tensor holds a non-character code");
+    if (!(c >= 0 && c <= 255))  // NaN fails too (its int conversion would be undefined)
+      return error(StatusCode::kInvalidModel, "parameter tensor holds a non-character code");
     text.push_back(static_cast<char>(static_cast<int>(c)));
   }
   nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
@@ -333,14 +335,17 @@ Result<AttributeMap> attrs_from_json_codes(const Tensor& codes, const OpDef& def
                    def.name()).with_attribute(key);
     const nlohmann::json& v = it.value();
     auto bad = [&]() {
-      return error(StatusCode::kInvalidArgument, "JSON parameter '", key, "' = ", v.dump(),
+      return error(StatusCode::kInvalidArgument, "JSON parameter '", key, "' = ",
+                   v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
                    " does not fit attribute type ", attr_type_name(spec->type)).with_attribute(spec->name);
     };
     switch (spec->type) {
-      case AttrType::kFloat:
-        if (!v.is_number()) return bad();
-        out.set(spec->name, v.get<float>());
+      case AttrType::kFloat: {
+        float f;  // range-checked: a double beyond float's range converts with undefined behaviour
+        if (!json_checked::get_float(v, &f)) return bad();
+        out.set(spec->name, f);
         break;
+      }
       case AttrType::kInt:
         if (!v.is_number_integer() && !v.is_boolean()) return bad();
         out.set(spec->name, v.is_boolean() ? int64_t(v.get<bool>()) : v.get<int64_t>());
@@ -352,7 +357,11 @@ Result<AttributeMap> attrs_from_json_codes(const Tensor& codes, const OpDef& def
       case AttrType::kFloats: {
         if (!v.is_array()) return bad();
         std::vector<float> fs;
-        for (auto& e : v) { if (!e.is_number()) return bad(); fs.push_back(e.get<float>()); }
+        for (auto& e : v) {
+          float f;
+          if (!json_checked::get_float(e, &f)) return bad();
+          fs.push_back(f);
+        }
         out.set(spec->name, fs);
         break;
       }

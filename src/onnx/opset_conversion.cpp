@@ -520,8 +520,8 @@ Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* 
     return st.with_node(node.empty() ? "(unnamed)" : node, op);
   };
   if (from < 1 || from >= to) return refused("opset " + std::to_string(from) + " is not an older ONNX opset");
-  // libonnx's converter dereferences a null for a name nothing defines: check the references first.
-  GRAFT_RETURN_IF_ERROR(check_graph_references(in));
+  // libonnx's converter trusts the graph (names defined, nodes as their schemas say): check first.
+  GRAFT_RETURN_IF_ERROR(check_model_for_libonnx(in, from));
   try {
     GraftConverter converter;
 

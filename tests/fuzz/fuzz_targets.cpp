@@ -22,6 +22,16 @@
 namespace graft::fuzz {
 namespace {
 
+// Whether an error's text keeps Status's rule: one line, except graft's own indented list lines
+// ("\n  item"); no other control character (graft/status.h).
+bool is_one_line(const std::string& text) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 || c == 0x7f) && text.compare(i, 3, "\n  ") != 0) return false;
+  }
+  return true;
+}
+
 // Runs `body` (which fills the outcome) with the memory limit in place, and turns an exception
 // that escaped graft (every API used here returns a Status) into a violation.
 template <typename F>
@@ -35,7 +45,7 @@ Outcome guarded(F&& body) {
   } catch (...) {
     out.violation = "a non-standard exception crossed a Status API";
   }
-  if (out.violation.empty() && !out.status.is_ok() && out.status.to_string().find('\n') != std::string::npos)
+  if (out.violation.empty() && !out.status.is_ok() && !is_one_line(out.status.to_string()))
     out.violation = "an error spans several lines: " + out.status.to_string();
   return out;
 }
@@ -43,7 +53,7 @@ Outcome guarded(F&& body) {
 // Sets `out->violation` and returns false when `s` is an error spanning several lines (every
 // error graft returns is one line; callers print it as is).
 bool one_line(const Status& s, const char* what, Outcome* out) {
-  if (s.is_ok() || s.to_string().find('\n') == std::string::npos) return true;
+  if (s.is_ok() || is_one_line(s.to_string())) return true;
   out->violation = std::string(what) + ": an error spans several lines: " + s.to_string();
   return false;
 }

@@ -6,6 +6,8 @@
 # bug, and add it to tests/data/fuzz_regressions (README there) so the unit tests replay it.
 # Usage: tests/fuzz/run_fuzzers.sh BUILD_DIR [SECONDS_PER_TARGET=60] [WORK_DIR=BUILD_DIR/fuzz-run] [TARGET...]
 #   BUILD_DIR is a -DGRAFT_FUZZ=ON build with the graft_fuzzers target built.
+#   GRAFT_FUZZ_EXTRA_ARGS: more libFuzzer flags, e.g. "-runs=10000000" to stop at a number of
+#   executions (whichever of that and SECONDS_PER_TARGET comes first).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BUILD=$(cd "${1:?usage: run_fuzzers.sh BUILD_DIR [SECONDS] [WORK_DIR] [TARGET...]}" && pwd)
@@ -40,7 +42,7 @@ for t in "${TARGETS[@]}"; do
   # graft's tensors are capped at 256 MiB by the targets themselves (graft::MemoryLimit).
   set +e
   "$exe" -max_total_time="$SECS" -timeout=30 -rss_limit_mb=3072 -print_final_stats=1 \
-    -artifact_prefix="$artifacts" "${dict[@]}" "$corpus" "$WORK/seeds/${SEEDS[$t]}" > "$log" 2>&1
+    -artifact_prefix="$artifacts" "${dict[@]}" ${GRAFT_FUZZ_EXTRA_ARGS:-} "$corpus" "$WORK/seeds/${SEEDS[$t]}" > "$log" 2>&1
   rc=$?
   set -e
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
@@ -52,7 +54,7 @@ for t in "${TARGETS[@]}"; do
     grep -E "ERROR:|runtime error|violation|Test unit written|SUMMARY" "$log" | head -20 || true
     tail -40 "$log"
   else
-    echo "fuzz_$t: $runs executions in ${SECS}s ($speed/s), $cov, no finding"
+    echo "fuzz_$t: $runs executions (at most ${SECS}s, $speed/s), $cov, no finding"
   fi
 done
 if [ ${#failed[@]} -ne 0 ]; then

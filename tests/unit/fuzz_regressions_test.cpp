@@ -64,6 +64,7 @@ const std::map<std::string, std::string>& expected_outcomes() {
       {"FZ3_tcache_newline_in_key.tcache", "tactic entry 'conv|sm90|cudnn9\\n8c3h224w224|k64r7s7|fp[2' is malformed"},
       {"FZ4_opset7_output_not_computed.onnx",
        "output 'y' is not a graph input, an initializer or the output of any node"},
+      {"FZ5_opset10_scatter_two_inputs.onnx", "the node does not match the Scatter of opset 10"},
   };
   return m;
 }

@@ -419,6 +419,8 @@ TEST(OneLineErrors, ControlCharactersAreEscapedInEveryPart) {
   EXPECT_EQ(s.to_string().find('\x1b'), std::string::npos) << s.to_string();
   EXPECT_NE(s.to_string().find("dir/x\\ny.onnx: node 'n\\n1' (Op\\n): attribute 'at\\ntr'"), std::string::npos)
       << s.to_string();
+  // graft's indented list lines stay (the importer's unsupported-op list); a bare newline does not.
+  EXPECT_EQ(error(StatusCode::kUnsupported, "ops:\n  A\n  B\nC\n").message(), "ops:\n  A\n  B\\nC\\n");
   // UTF-8 text is kept as it is.
   EXPECT_EQ(error(StatusCode::kInvalidModel, "caf\xc3\xa9 \xe2\x9c\x93").message(), "caf\xc3\xa9 \xe2\x9c\x93");
 }
