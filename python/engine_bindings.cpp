@@ -104,13 +104,15 @@ struct DeviceArray {
 // ---- engine wrapper ------------------------------------------------------------------------------
 class PyEngine {
  public:
-  explicit PyEngine(std::shared_ptr<graft::Engine> e) : engine_(std::move(e)) {}
+  explicit PyEngine(std::shared_ptr<graft::Engine> e, int64_t max_memory = 0)
+      : engine_(std::move(e)), max_memory_(max_memory) {}
 
   static std::unique_ptr<PyEngine> build(const py::object& model, bool fp16, const std::string& device,
                                          const std::map<std::string, std::vector<std::vector<int64_t>>>& profile,
                                          const std::vector<std::string>& plugins, const std::string& timing_cache,
                                          bool fusion, const std::string& layout, bool strict,
-                                         const std::map<std::string, std::vector<int64_t>>& sample_shapes) {
+                                         const std::map<std::string, std::vector<int64_t>>& sample_shapes,
+                                         int64_t max_memory) {
     graft::BuilderConfig cfg;
     cfg.fp16 = fp16;
     cfg.strict_device = strict;
@@ -152,24 +154,27 @@ class PyEngine {
     if (py::isinstance<py::bytes>(model)) {
       std::string bytes = model.cast<std::string>();
       py::gil_scoped_release release;
+      graft::MemoryLimit limit(max_memory);  // on this thread, for the build (weights, folded constants)
       e = unwrap(graft::Engine::build_from_onnx_bytes(bytes, cfg, "<bytes>"));
     } else {
       std::string path = py::str(model);  // str or os.PathLike
       py::gil_scoped_release release;
+      graft::MemoryLimit limit(max_memory);
       e = unwrap(graft::Engine::build_from_onnx_file(path, cfg));
     }
-    return std::make_unique<PyEngine>(std::move(e));
+    return std::make_unique<PyEngine>(std::move(e), max_memory);
   }
 
-  static std::unique_ptr<PyEngine> load(const py::object& plan) {
+  static std::unique_ptr<PyEngine> load(const py::object& plan, int64_t max_memory) {
     std::shared_ptr<graft::Engine> e;
+    graft::MemoryLimit limit(max_memory);
     if (py::isinstance<py::bytes>(plan)) {
       std::string bytes = plan.cast<std::string>();
       e = unwrap(graft::Engine::deserialize(bytes, "<bytes>"));
     } else {
       e = unwrap(graft::Engine::load_plan(std::string(py::str(plan))));
     }
-    return std::make_unique<PyEngine>(std::move(e));
+    return std::make_unique<PyEngine>(std::move(e), max_memory);
   }
 
   void save(const std::string& path) const { check(engine_->save_plan(path)); }
@@ -235,6 +240,8 @@ class PyEngine {
       // error thrown here unwinds the lock first, then re-takes the GIL in ~gil_scoped_release.
       py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mu_);
+      // max_memory=: the host tensors this run allocates (activations, outputs) stay under it.
+      graft::MemoryLimit limit(max_memory_);
       if (!context_) context_ = unwrap(engine_->create_context());
       if (stream) {
         cuda_context = dynamic_cast<graft::CudaExecutionContext*>(context_.get());
@@ -292,6 +299,7 @@ class PyEngine {
   }
 
   std::shared_ptr<graft::Engine> engine_;
+  int64_t max_memory_ = 0;  // bytes of host tensors one run may hold (0: no limit)
   std::unique_ptr<graft::ExecutionContext> context_;  // reused; an error leaves it usable
   std::mutex mu_;
 };
@@ -433,8 +441,9 @@ PYBIND11_MODULE(_engine, m) {
                   py::arg("profile") = std::map<std::string, std::vector<std::vector<int64_t>>>{},
                   py::arg("plugins") = std::vector<std::string>{}, py::arg("timing_cache") = "",
                   py::arg("fusion") = true, py::arg("layout") = "auto", py::arg("strict") = false,
-                  py::arg("sample_shapes") = std::map<std::string, std::vector<int64_t>>{})
-      .def_static("load", &PyEngine::load, py::arg("plan"))
+                  py::arg("sample_shapes") = std::map<std::string, std::vector<int64_t>>{},
+                  py::arg("max_memory") = 0)
+      .def_static("load", &PyEngine::load, py::arg("plan"), py::arg("max_memory") = 0)
       .def("save", &PyEngine::save, py::arg("path"))
       .def("serialize", &PyEngine::serialize)
       .def_property_readonly("inputs", &PyEngine::inputs)

@@ -16,10 +16,25 @@ an output that is also a graph input, so they stay valid after the inputs are go
 contract in include/graft/engine.h.
 """
 import contextlib
+import operator
 import os
 
 from . import _native
 from ._errors import GraftError
+
+
+def _max_memory(value):
+    """None -> 0 (no limit); a positive integer of bytes (int, numpy integer); anything else is an
+    error naming it."""
+    if value is None:
+        return 0
+    try:
+        n = operator.index(value)
+    except TypeError:
+        n = None
+    if isinstance(value, bool) or n is None or n <= 0:
+        raise GraftError(f"max_memory must be a positive number of bytes or None, got {value!r}", "kInvalidArgument")
+    return n
 
 
 @contextlib.contextmanager
@@ -48,7 +63,7 @@ class Engine:
 
     @classmethod
     def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
-              layout="auto", strict=False, shapes=None, inputs=None):
+              layout="auto", strict=False, shapes=None, inputs=None, max_memory=None):
         """model: path to an .onnx file or its bytes.
 
         Shapes of dynamic inputs, one of (per input):
@@ -61,6 +76,9 @@ class Engine:
         timings, read and updated), fusion=False (no conv/GEMM epilogues or elementwise chains), layout
         ("auto": NHWC for float16 convolutions, "nchw", "nhwc"), strict (refuse to build when a layer
         would run on the CPU reference; the error names them).
+        max_memory: bytes that graft's host tensors may hold at once, during the build (weights, folded
+          constants) and then during each run (activations, outputs); an allocation above it raises
+          GraftError (code "out of memory") naming the limit. None: no limit (device memory is not counted).
         Warnings and the placement summary go to stderr; graft.set_log_level("quiet"|"default"|"verbose")."""
         eng = _native.engine_module()
         prof = {name: [list(s) for s in rng] for name, rng in (profile or {}).items()}
@@ -94,14 +112,15 @@ class Engine:
                                         plugins=[os.fspath(p) for p in plugins],
                                         timing_cache=os.fspath(timing_cache) if timing_cache else "",
                                         fusion=bool(fusion), layout=str(layout), strict=bool(strict),
-                                        sample_shapes=samples))
+                                        sample_shapes=samples, max_memory=_max_memory(max_memory)))
 
     @classmethod
-    def load(cls, plan):
-        """plan: path to a plan file or its bytes."""
+    def load(cls, plan, max_memory=None):
+        """plan: path to a plan file or its bytes. max_memory: as for build (the load, then each run)."""
         eng = _native.engine_module()
         with _python_hints():
-            return cls(eng.Engine.load(bytes(plan) if isinstance(plan, (bytes, bytearray)) else os.fspath(plan)))
+            return cls(eng.Engine.load(bytes(plan) if isinstance(plan, (bytes, bytearray)) else os.fspath(plan),
+                                       max_memory=_max_memory(max_memory)))
 
     def save(self, path):
         self._impl.save(os.fspath(path))
