@@ -7,6 +7,7 @@ export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
   build-essential cmake ninja-build pkg-config ccache git \
+  clang libclang-rt-14-dev llvm \
   protobuf-compiler libprotobuf-dev libonnx-dev libonnx-testdata \
   libcli11-dev nlohmann-json3-dev libfmt-dev zlib1g-dev \
   libgtest-dev libgmock-dev libbenchmark-dev \

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: the CPU build's CTest suite (unit tests, op-test harness, ONNX conformance runner,
-# plugin and Python tests), then the C++ unit and op tests again under AddressSanitizer + UBSan.
+# plugin and Python tests), then the C++ unit and op tests again under AddressSanitizer + UBSan, the
+# fuzz targets for a bounded time (clang, libFuzzer, ASan + UBSan), and the threading tests under
+# ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh build
@@ -18,6 +20,25 @@ export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktra
 ./build-asan/tests/unit/graft_unit_tests --gtest_brief=1
 ./build-asan/tests/ops/graft_op_tests --gtest_brief=1
 echo "sanitizer run: all C++ unit and op tests passed"
+
+# Fuzzing (tests/fuzz/README.md): every libFuzzer target, built with clang, ASan and UBSan, runs for
+# GRAFT_FUZZ_SECONDS (45 s) from a freshly generated seed corpus; any finding (crash, sanitizer
+# report, timeout, a broken rule) fails here, its input saved under build-fuzz/fuzz-run/artifacts/.
+# -O1 and line tables only: half the compile time of -O2 -g on CI's two cores, same findings.
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+  -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only -DNDEBUG" \
+  -DGRAFT_FUZZ=ON -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_TORCH=OFF -DGRAFT_BUILD_PYTHON=OFF "${LAUNCHER[@]}"
+cmake --build build-fuzz -j "$(nproc)" --target graft_fuzzers
+bash tests/fuzz/run_fuzzers.sh build-fuzz "${GRAFT_FUZZ_SECONDS:-45}"
+
+# ThreadSanitizer: the unit-test files that start threads (8 threads on one engine, shared and
+# per-thread contexts; the memory limit across threads), in their own binary.
+cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRAFT_SANITIZE=thread \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DGRAFT_BUILD_TORCH=OFF -DGRAFT_BUILD_PYTHON=OFF \
+  "${LAUNCHER[@]}"
+cmake --build build-tsan -j "$(nproc)" --target graft_thread_tests
+TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 ./build-tsan/tests/unit/graft_thread_tests --gtest_brief=1
+echo "ThreadSanitizer run: the threading tests passed"
 
 # The CUDA backend compiles wherever nvcc is installed (CI has it, without a GPU): build the library
 # and the GPU test binaries with -Werror; the GPU tests then skip, each with its reason. The GPU
