@@ -44,6 +44,21 @@ inline bool checked_sub(int64_t a, int64_t b, int64_t* out) {
   return true;
 }
 
+// double -> int64 for values that come from a file or from arithmetic on one (scales, roi, float
+// indices): a C++ cast of NaN or of a value outside int64's range is undefined behaviour.
+// checked_int64 says nullopt for those (after truncation toward zero, as the cast does);
+// saturating_int64 gives 0 for NaN and the nearest end of the range beyond it.
+inline std::optional<int64_t> checked_int64(double v) {
+  if (!(v >= -9223372036854775808.0 && v < 9223372036854775808.0)) return std::nullopt;
+  return static_cast<int64_t>(v);
+}
+inline int64_t saturating_int64(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
 // Product of dims (1 for rank 0); nullopt when a dim is negative or the product overflows int64.
 inline std::optional<int64_t> checked_numel(const std::vector<int64_t>& dims) {
   int64_t n = 1;

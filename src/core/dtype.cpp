@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "core/checked_math.h"
+
 namespace graft {
 
 size_t dtype_size(DataType t) {
@@ -147,12 +149,7 @@ namespace {
 // undefined behaviour, and tensor data comes from files): truncation toward zero, NaN -> 0, and
 // saturation at the int64 range. Narrower integer types then keep the low bits, as NumPy's astype
 // does on x86 (-3.0 -> uint8 253).
-int64_t double_to_int64(double v) {
-  if (std::isnan(v)) return 0;
-  if (v >= 9223372036854775808.0) return std::numeric_limits<int64_t>::max();
-  if (v < -9223372036854775808.0) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
-}
+int64_t double_to_int64(double v) { return saturating_int64(v); }
 }  // namespace
 
 void store_from_double(DataType t, void* base, int64_t i, double v) {

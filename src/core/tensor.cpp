@@ -196,7 +196,7 @@ std::vector<int64_t> Tensor::to_int64_vector() const {
     switch (dtype_) {
       case DataType::kInt64: out[i] = data_as<int64_t>()[i]; break;
       case DataType::kInt32: out[i] = data_as<int32_t>()[i]; break;
-      default: out[i] = static_cast<int64_t>(get(i)); break;
+      default: out[i] = saturating_int64(get(i)); break;  // float data: NaN or huge must not be UB
     }
   }
   return out;

@@ -18,6 +18,7 @@
 
 #include "graft/dtype.h"
 #include "onnx/graph_references.h"
+#include "onnx/guarded_shape_inference.h"
 #include "onnx/importer.h"
 
 namespace graft {
@@ -543,11 +544,27 @@ Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* 
       for (const auto& vi : g->value_info()) declared.insert(vi.name());
     });
 
-    // Shapes: the broadcast and PRelu adapters need ranks. Inference problems are not fatal here;
+    // Shapes: only the 6->7 broadcast (broadcast=1 with an axis) and PRelu adapters need ranks, and
+    // libonnx 1.12's inference of old opsets indexes malformed nodes unchecked (fuzz findings FZ7,
+    // FZ8), so it runs only for a model that has such a node. Inference problems are not fatal here;
     // an adapter that needs a rank it does not get says so.
-    try {
-      onnx::shape_inference::InferShapes(work);
-    } catch (...) {
+    bool needs_ranks = false;
+    if (from < 7)
+      for_each_graph(work.mutable_graph(), [&](onnx::GraphProto* g) {
+        for (const auto& n : g->node()) {
+          bool broadcast = false, axis = false;
+          for (const auto& a : n.attribute()) {
+            if (a.name() == "broadcast" && a.i() != 0) broadcast = true;
+            if (a.name() == "axis") axis = true;
+          }
+          if ((broadcast && axis) || n.op_type() == "PRelu") needs_ranks = true;
+        }
+      });
+    if (needs_ranks) {
+      try {
+        infer_shapes_guarded(work);  // libonnx's, with its unchecked Conv/pool inference guarded
+      } catch (...) {
+      }
     }
     KnownValues known_values;
     for_each_graph(work.mutable_graph(), [&](onnx::GraphProto* g) {

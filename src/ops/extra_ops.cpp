@@ -11,6 +11,7 @@
 
 #include "backends/cpu/extra.h"
 #include "backends/cpu/reduce.h"
+#include "core/checked_math.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
 
@@ -281,8 +282,9 @@ Status infer_one_hot(InferContext& ctx) {
   if (const Tensor* t = ctx.input_value(1)) {
     if (t->numel() != 1) return ctx.fail("input depth must hold one value, got ", t->numel());
     const double d = t->get(0);
-    if (!(d >= 1)) return ctx.fail("input depth must be positive, got ", d);
-    depth = Dim(static_cast<int64_t>(d));
+    const auto dv = checked_int64(d);  // a float depth may be beyond int64's range: its cast would be UB
+    if (!(d >= 1) || !dv) return ctx.fail("input depth must be a positive integer, got ", d);
+    depth = Dim(*dv);
   } else if (auto dv = ctx.input_dims_value(1); dv && dv->size() == 1) {
     depth = (*dv)[0];
   }

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "backends/cpu/resize_pad.h"
+#include "core/checked_math.h"
 #include "ops/operator.h"
 
 namespace graft {
@@ -22,9 +23,19 @@ bool input_given(const InferContext& ctx, size_t i) {
 }
 
 // floor(in * s) over a symbolic extent, when expressible exactly in the Dim algebra.
+// Scales come from the model: an extent out of int64's range is left unknown here (the kernel's
+// concrete rule refuses it) rather than converted with undefined behaviour.
 std::optional<Dim> scaled_dim(const Dim& in, double s) {
-  if (in.is_const()) return Dim(static_cast<int64_t>(std::floor(static_cast<double>(in.value()) * s)));
-  if (s >= 1.0 && s == std::floor(s)) return in * Dim(static_cast<int64_t>(s));
+  if (in.is_const()) {
+    const auto v = checked_int64(std::floor(static_cast<double>(in.value()) * s));
+    if (!v || *v < 0) return std::nullopt;
+    return Dim(*v);
+  }
+  if (s >= 1.0 && s == std::floor(s)) {
+    const auto k = checked_int64(s);
+    if (!k) return std::nullopt;
+    return in * Dim(*k);
+  }
   // Reciprocals of powers of two are exact in binary, so floor(in * s) == in floor-div 1/s.
   double inv = 1.0 / s;
   if (inv == std::floor(inv) && inv <= 1024 && (static_cast<int64_t>(inv) & (static_cast<int64_t>(inv) - 1)) == 0)

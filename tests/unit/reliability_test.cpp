@@ -409,6 +409,71 @@ TEST(ExternalData, FuzzReproducersAreRefused) {
 }
 
 // ---- names and JSON (F1, F2) ---------------------------------------------------------------------
+// ---- float -> integer conversions of values from files (UBSan; FZ6) ------------------------------
+// Values that come from a model or its inputs (Resize scales and roi, float indices and depths,
+// Cast of out-of-range floats) are converted without undefined behaviour: checked where they
+// become shapes, saturated where they become data.
+TEST(FloatToInt, HugeOrNaNValuesAreErrorsOrSaturatedNeverUB) {
+  EXPECT_EQ(checked_int64(1e30), std::nullopt);
+  EXPECT_EQ(checked_int64(std::nan("")), std::nullopt);
+  EXPECT_EQ(checked_int64(-9223372036854775808.0), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(checked_int64(-2.9), -2);
+  EXPECT_EQ(saturating_int64(1e30), std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(saturating_int64(-1e30), std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(saturating_int64(std::nan("")), 0);
+  // Cast: NaN -> 0, beyond the range -> saturated, then the low bits for narrower types.
+  Tensor f = Tensor::from_doubles(DataType::kFloat32, {4}, {std::nan(""), 1e30, -1e30, -3.0});
+  EXPECT_EQ(f.cast(DataType::kInt64)->to_int64_vector(),
+            (std::vector<int64_t>{0, std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::min(), -3}));
+  EXPECT_EQ(f.cast(DataType::kUInt8)->to_int64_vector(), (std::vector<int64_t>{0, 255, 0, 253}));
+  EXPECT_EQ(f.to_int64_vector()[1], std::numeric_limits<int64_t>::max());
+}
+
+TEST(FloatToInt, ResizeToAnExtentBeyondInt64IsAnError) {
+  OnnxModelBuilder m(13);
+  m.input("x", DataType::kFloat32, {1, 1, 2, 2});
+  m.initializer("roi", Tensor::empty(DataType::kFloat32, {0}));
+  m.initializer("scales", Tensor::from_doubles(DataType::kFloat32, {4}, {1.0, 1.0, 1e30, 1.0}));
+  m.node("Resize", {"x", "roi", "scales"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  auto e = build(m);
+  ASSERT_FALSE(e.is_ok());
+  EXPECT_TRUE(contains(e.status().to_string(), "would resize to an extent of")) << e.status().to_string();
+}
+
+TEST(FloatToInt, OneHotDepthMustBeAPositiveIntegerInRange) {
+  for (double depth : {std::nan(""), 1e30, 0.5}) {
+    OnnxModelBuilder m(13);
+    m.input("i", DataType::kInt64, {3});
+    m.input("depth", DataType::kFloat32, {});
+    m.initializer("values", Tensor::from_doubles(DataType::kFloat32, {2}, {0.0, 1.0}));
+    m.node("OneHot", {"i", "depth", "values"}, {"y"});
+    m.output("y", DataType::kFloat32);
+    auto e = build(m);
+    if (!e.is_ok()) continue;  // refused at build: fine too
+    std::map<std::string, Tensor> out;
+    Status st = run_once(**e, {{"i", Tensor::vector_int64({0, 1, std::numeric_limits<int64_t>::max()})},
+                               {"depth", Tensor::from_doubles(DataType::kFloat32, {}, {depth})}}, &out);
+    ASSERT_FALSE(st.is_ok()) << depth;
+    EXPECT_TRUE(contains(st.to_string(), "depth")) << st.to_string();
+  }
+}
+
+TEST(FloatToInt, IntegerModOfTheMinimumByMinusOneIsZero) {
+  OnnxModelBuilder m(13);
+  m.input("a", DataType::kInt64, {2});
+  m.input("b", DataType::kInt64, {2});
+  m.node("Mod", {"a", "b"}, {"y"});
+  m.output("y", DataType::kInt64);
+  auto e = build(m);
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  std::map<std::string, Tensor> out;
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  ASSERT_TRUE(run_once(**e, {{"a", Tensor::vector_int64({lo, -7})}, {"b", Tensor::vector_int64({-1, 3})}}, &out)
+                  .is_ok());
+  EXPECT_EQ(out["y"].to_int64_vector(), (std::vector<int64_t>{0, 2}));  // Python semantics: -7 mod 3 = 2
+}
+
 // Names and keys from files may hold newlines or terminal escapes; an error quoting them stays one
 // line (found by fuzz_tensor_file_read and fuzz_timing_cache_parse: FZ2, FZ3).
 TEST(OneLineErrors, ControlCharactersAreEscapedInEveryPart) {

@@ -13,6 +13,7 @@
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/unary_kernel.h"
 #include "backends/cpu/reduce.h"
+#include "core/checked_math.h"
 
 namespace graft::cpu {
 namespace {
@@ -307,8 +308,9 @@ Status mod(ExecContext& ctx) {
       C r;
       if constexpr (std::is_integral_v<C>) {
         if (d == 0) return error(StatusCode::kRuntimeError, "Mod: integer division by zero at output element ", i);
-        // 64-bit so that x % -1 cannot overflow for the type's minimum.
-        int64_t t = static_cast<int64_t>(x) % static_cast<int64_t>(d);
+        // 64-bit so that x % -1 cannot overflow for a narrower type's minimum; for int64's minimum
+        // it would (undefined, SIGFPE on x86), and x % -1 is 0 for every x.
+        int64_t t = std::is_signed_v<C> && d == C(-1) ? 0 : static_cast<int64_t>(x) % static_cast<int64_t>(d);
         if (!fmod && t != 0 && ((t < 0) != (d < 0))) t += d;  // Python semantics: the divisor's sign
         r = static_cast<C>(t);
       } else {
@@ -479,7 +481,10 @@ Status one_hot(ExecContext& ctx) {
   if (depth_t.numel() != 1 || vals.numel() != 2)
     return error(StatusCode::kInvalidModel, "OneHot needs a one-value depth and two values (off, on), got ",
                  depth_t.numel(), " and ", vals.numel());
-  const int64_t depth = static_cast<int64_t>(depth_t.get(0));
+  const auto depth_v = checked_int64(depth_t.get(0));  // may be a float (NaN, 1e30): checked
+  if (!depth_v || *depth_v < 1)
+    return error(StatusCode::kInvalidModel, "OneHot depth must be a positive integer, got ", depth_t.get(0));
+  const int64_t depth = *depth_v;
   auto axis = normalize_axis(axis_attr, ind.rank() + 1);
   if (!axis) return Status(axis.status()).with_attribute("axis");
   // Output viewed as [outer, depth, inner] where outer*inner enumerates the indices.
@@ -490,9 +495,11 @@ Status one_hot(ExecContext& ctx) {
   const char* off_v = static_cast<const char*>(vals.data());
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {
-      // Indices may be float; they are truncated, and negative ones count from the end.
-      int64_t k = static_cast<int64_t>(ind.get(o * inner + i));
-      if (k < 0) k += depth;
+      // Indices may be float; they are truncated (saturating: NaN or huge floats, and int64 indices
+      // near its limits, whose double is 2^63, must not convert with UB), negative ones count from
+      // the end.
+      int64_t k = saturating_int64(ind.get(o * inner + i));
+      if (k < 0 && k >= -depth) k += depth;
       for (int64_t d = 0; d < depth; ++d)
         std::memcpy(static_cast<char*>(y.data()) + ((o * depth + d) * inner + i) * es, off_v + (d == k ? es : 0), es);
     }

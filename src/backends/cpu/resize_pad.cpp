@@ -13,6 +13,7 @@
 #include <string>
 
 #include "backends/cpu/nn.h"
+#include "core/checked_math.h"
 
 namespace graft::cpu {
 
@@ -114,7 +115,13 @@ Status resize_output(const ResizeAttrs& a, const std::vector<int64_t>& in, const
       // tf_crop_and_resize samples only the roi window, so the output covers that fraction.
       if (a.coordinate_mode == "tf_crop_and_resize" && roi_v.size() == 2 * na)
         extent *= roi_v[na + k] - roi_v[k];
-      (*out)[ax] = static_cast<int64_t>(std::floor(extent * s[k]));
+      // From the file's scales and roi: may be huge, negative or NaN (its cast would be UB).
+      const double v = std::floor(extent * s[k]);
+      const auto dim = checked_int64(v);
+      if (!dim || *dim < 0)
+        return error(StatusCode::kInvalidModel, "axis ", static_cast<int64_t>(ax), " would resize to an extent of ", v,
+                     " (scales and roi out of range)");
+      (*out)[ax] = *dim;
       (*scale)[ax] = s[k];
     }
     return Status::ok();
@@ -143,7 +150,11 @@ Status resize_output(const ResizeAttrs& a, const std::vector<int64_t>& in, const
   }
   for (size_t k = 0; k < na; ++k) {
     size_t ax = static_cast<size_t>(a.axes[k]);
-    (*out)[ax] = static_cast<int64_t>(std::round(common * static_cast<double>(in[ax])));
+    const double v = std::round(common * static_cast<double>(in[ax]));  // 0/0 for empty axes: NaN
+    const auto dim = checked_int64(v);
+    if (!dim || *dim < 0)
+      return error(StatusCode::kInvalidModel, "axis ", static_cast<int64_t>(ax), " would resize to an extent of ", v);
+    (*out)[ax] = *dim;
     (*scale)[ax] = common;
   }
   return Status::ok();
@@ -173,11 +184,13 @@ double source_coordinate(const ResizeAttrs& a, double x, int64_t in, int64_t out
                  : 0.5 * (roi_start + roi_end) * (din - 1.0);
 }
 
+// Saturating: the caller clamps the index into the input, and a coordinate from extreme scales or a
+// NaN roi must not be converted with undefined behaviour on the way.
 int64_t nearest_index(const std::string& mode, double x) {
-  if (mode == "round_prefer_floor") return static_cast<int64_t>(std::ceil(x - 0.5));
-  if (mode == "round_prefer_ceil") return static_cast<int64_t>(std::floor(x + 0.5));
-  if (mode == "floor") return static_cast<int64_t>(std::floor(x));
-  return static_cast<int64_t>(std::ceil(x));
+  if (mode == "round_prefer_floor") return saturating_int64(std::ceil(x - 0.5));
+  if (mode == "round_prefer_ceil") return saturating_int64(std::floor(x + 0.5));
+  if (mode == "floor") return saturating_int64(std::floor(x));
+  return saturating_int64(std::ceil(x));
 }
 
 AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double resized, double scale, double rs,
@@ -202,14 +215,15 @@ AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, doub
     case ResizeAttrs::Mode::kLinear: {
       // Neighbours beyond the edge repeat the edge value.
       double f = std::floor(x), frac = x - f;
-      int64_t i0 = static_cast<int64_t>(f);
+      // Clamped first: x from extreme scales may be huge or NaN (every tap clamps to an edge anyway).
+      int64_t i0 = std::clamp<int64_t>(saturating_int64(f), -4, in + 4);
       t.index = {clamp(i0), clamp(i0 + 1)};
       t.weight = {1.0 - frac, frac};
       break;
     }
     case ResizeAttrs::Mode::kCubic: {
       double f = std::floor(x), frac = x - f;
-      int64_t i0 = static_cast<int64_t>(f);
+      int64_t i0 = std::clamp<int64_t>(saturating_int64(f), -4, in + 4);
       double total = 0.0;
       for (int64_t k = -1; k <= 2; ++k) {
         int64_t i = i0 + k;

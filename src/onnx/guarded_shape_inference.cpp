@@ -1,0 +1,96 @@
+#include "onnx/guarded_shape_inference.h"
+
+#include <onnx/defs/schema.h>
+#include <onnx/defs/shape_inference.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+
+namespace graft {
+namespace {
+
+// The ops whose libonnx inference assumes the kernel's rank matches the data's: the input that
+// holds the weight (-1: none, kernel_shape is an attribute).
+int weight_input(const std::string& op) {
+  if (op == "Conv" || op == "ConvInteger" || op == "ConvTranspose") return 1;
+  if (op == "QLinearConv") return 3;
+  return -1;
+}
+bool guarded_op(const std::string& op) {
+  static const std::set<std::string> ops = {"Conv",    "ConvInteger", "QLinearConv", "ConvTranspose",
+                                            "MaxPool", "AveragePool", "LpPool",      "MaxUnpool"};
+  return ops.count(op) != 0;
+}
+
+const onnx::TensorShapeProto* input_shape(onnx::InferenceContext& ctx, size_t i) {
+  if (i >= ctx.getNumInputs()) return nullptr;
+  const onnx::TypeProto* t = ctx.getInputType(i);
+  if (!t || !t->has_tensor_type() || !t->tensor_type().has_shape()) return nullptr;
+  return &t->tensor_type().shape();
+}
+
+void check_ints_size(onnx::InferenceContext& ctx, const char* name, int64_t expected, const std::string& op) {
+  const onnx::AttributeProto* a = ctx.getAttribute(name);
+  if (a && a->ints_size() != expected)
+    fail_shape_inference(op, ": attribute ", name, " has ", a->ints_size(), " values; the input's rank needs ",
+                         expected);
+}
+
+// What convPoolShapeInference and convTransposeShapeInference index without checking.
+void check_conv_pool(onnx::InferenceContext& ctx, const std::string& op) {
+  const onnx::TensorShapeProto* x = input_shape(ctx, 0);
+  if (!x) return;  // the original needs it too, and returns
+  const int64_t rank = x->dim_size();
+  if (rank < 2) fail_shape_inference(op, ": the input has rank ", rank, "; at least 2 is needed");
+  const int64_t spatial = rank - 2;
+  const int w = weight_input(op);
+  if (w >= 0)
+    if (const onnx::TensorShapeProto* ws = input_shape(ctx, static_cast<size_t>(w)); ws && ws->dim_size() != rank)
+      fail_shape_inference(op, ": the weight has rank ", ws->dim_size(), " but the input has rank ", rank);
+  check_ints_size(ctx, "kernel_shape", spatial, op);
+  check_ints_size(ctx, "strides", spatial, op);
+  check_ints_size(ctx, "dilations", spatial, op);
+  check_ints_size(ctx, "pads", 2 * spatial, op);
+  check_ints_size(ctx, "output_padding", spatial, op);
+  if (const onnx::AttributeProto* g = ctx.getAttribute("group"); g && g->i() <= 0)
+    fail_shape_inference(op, ": group must be positive, got ", g->i());
+}
+
+class GuardedRegistry final : public onnx::ISchemaRegistry {
+ public:
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
+    if (!s || !(domain.empty() || domain == "ai.onnx") || !guarded_op(key)) return s;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& slot = guarded_[std::make_tuple(key, s->since_version(), domain)];
+    if (!slot) {
+      slot = std::make_unique<onnx::OpSchema>(*s);
+      onnx::InferenceFunction inner = s->GetTypeAndShapeInferenceFunction();
+      slot->TypeAndShapeInferenceFunction([inner, key](onnx::InferenceContext& ctx) {
+        check_conv_pool(ctx, key);
+        if (inner) inner(ctx);
+      });
+    }
+    return slot.get();
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::map<std::tuple<std::string, int, std::string>, std::unique_ptr<onnx::OpSchema>> guarded_;
+};
+
+}  // namespace
+
+void infer_shapes_guarded(onnx::ModelProto& model) {
+  static const GuardedRegistry registry;
+  onnx::shape_inference::InferShapes(model, &registry);
+}
+
+}  // namespace graft

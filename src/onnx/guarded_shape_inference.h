@@ -1,0 +1,19 @@
+// libonnx's shape inference, with the inference functions it gets wrong on malformed nodes guarded.
+//
+// libonnx 1.12 (Debian 12) indexes attribute vectors by the weight's rank in its Conv/pooling
+// inference (convPoolShapeInference): a QLinearConv whose input has rank 3 and weight rank 4 read
+// past the strides vector, SIGSEGV (fuzz_onnx_build, FZ7). The opset converter runs this inference
+// on models from files, so those schemas are served through a registry whose inference first checks
+// the ranks and attribute lengths the original assumes, and fails inference cleanly otherwise.
+#pragma once
+
+namespace onnx {
+class ModelProto;
+}
+
+namespace graft {
+
+// onnx::shape_inference::InferShapes(model) with the guarded schemas; throws what it throws.
+void infer_shapes_guarded(onnx::ModelProto& model);
+
+}  // namespace graft
