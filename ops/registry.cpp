@@ -4,6 +4,7 @@
 #include "graft/registry.h"
 #include "ops/custom_layer/custom_layer.h"
 #include "ops/group_norm/group_norm.h"
+#include "ops/modulated_deform_conv2d/modulated_deform_conv2d.h"
 #include "ops/ms_deform_attn/ms_deform_attn.h"
 
 namespace graft {
@@ -13,6 +14,7 @@ Status register_graft_ops(OpRegistry& registry) {
   static constexpr DefineFn kOps[] = {
       &define_custom_layer,
       &define_group_norm,
+      &define_modulated_deform_conv2d,
       &define_ms_deform_attn,
       &define_ms_deform_attn_trt,
   };
@@ -35,6 +37,8 @@ Status register_graft_ops(OpRegistry& registry) {
   };
   const AliasEntry kAliases[] = {
       {kMsDeformAttnMmdeployDomain, kMsDeformAttnMmdeployName, define_ms_deform_attn().identity()},
+      {kModulatedDeformConvMmdeployDomain, kModulatedDeformConvMmdeployName,
+       define_modulated_deform_conv2d().identity()},
   };
   for (const AliasEntry& a : kAliases) {
     bool present = false;

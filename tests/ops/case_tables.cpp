@@ -8,6 +8,7 @@ std::vector<OpCaseTable> all_case_tables() {
   return {
       custom_layer_cases(),
       group_norm_cases(),
+      modulated_deform_conv2d_cases(),
       ms_deform_attn_cases(),
       ms_deform_attn_trt_cases(),
   };
