@@ -4,11 +4,13 @@
 Parameters when ``param_shapes`` gives their shapes); CustomLayer and GroupNorm are thin named
 forms of it. The layers hold their attributes as plain Python values and their tensors as
 Parameters, so nn.Sequential, state_dict, .cuda(), .half() and .to() all behave as for torch layers.
-MultiScaleDeformableAttention is graft.deformable's mmcv-style layer, re-exported here.
+MultiScaleDeformableAttention is graft.deformable's mmcv-style layer, re-exported here, and
+ModulatedDeformConv2d / ModulatedDeformConv2dPack (DCNv2) are graft.deform_conv's.
 """
 import torch
 
 from . import _function, _registry
+from .deform_conv import ModulatedDeformConv2d, ModulatedDeformConv2dPack  # noqa: F401
 from .deformable import MultiScaleDeformableAttention  # noqa: F401
 
 

@@ -31,6 +31,18 @@ class Index:
 _MS_DEFORM_ATTN = [dict(inputs=[(3, 16, 2, 4), Index([[3, 4], [2, 2]]), Index([0, 12]),
                                 Uniform((3, 5, 2, 2, 3, 2)), Uniform((3, 5, 2, 2, 3))], attrs={})]
 
+# Modulated deformable convolution. Offsets are kept 0.1 px or more away from integers, where the
+# bilinear sampling has kinks (gradcheck's step then never crosses one): the first example moves
+# samples a fraction of a pixel down-right (partly over the border with padding 1), the second
+# by 1.1 to 1.9 px up-left, so that taps near the top-left leave the image entirely.
+_MODULATED_DEFORM_CONV2D = [
+    dict(inputs=[(2, 4, 3, 4), Uniform((2, 36, 3, 4), 0.1, 0.9), Uniform((2, 18, 3, 4)), (6, 2, 3, 3), (6,)],
+         attrs={"stride": [1, 1], "padding": [1, 1], "dilation": [1, 1], "groups": 2, "deform_groups": 2}),
+    # 2x3 kernel, stride (2, 1), padding (0, 1), dilation (1, 2): Ho = 3, Wo = 4; no bias.
+    dict(inputs=[(1, 3, 7, 6), Uniform((1, 12, 3, 4), -1.9, -1.1), Uniform((1, 6, 3, 4)), (2, 3, 2, 3), None],
+         attrs={"stride": [2, 1], "padding": [0, 1], "dilation": [1, 2], "groups": 1, "deform_groups": 1}),
+]
+
 EXAMPLES = {
     "CustomLayer": [
         dict(inputs=[(2, 3, 4)], attrs={"beta": 0.7}),
@@ -46,6 +58,7 @@ EXAMPLES = {
     ],
     "MultiScaleDeformableAttention": _MS_DEFORM_ATTN,
     "MultiscaleDeformableAttnPlugin_TRT": _MS_DEFORM_ATTN,
+    "ModulatedDeformConv2d": _MODULATED_DEFORM_CONV2D,
 }
 
 _INT_DTYPES = {"int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
