@@ -473,7 +473,8 @@ size_t workspace_bytes(const std::vector<ConcreteDesc>& in, const std::vector<Co
   const int64_t cols = x[1] * w[2] * w[3] * off[2] * off[3];
   int64_t floats = 2 * cols;
   if (in[kX].dtype == DataType::kFloat16) floats += x[1] * x[2] * x[3] + w[0] * w[1] * w[2] * w[3];
-  return static_cast<size_t>(floats) * sizeof(float) + 256;  // + alignment slack between the regions
+  // + the CUDA launcher's 256-byte alignment of each of its (up to four) regions.
+  return static_cast<size_t>(floats) * sizeof(float) + 4 * 256;
 }
 
 }  // namespace
