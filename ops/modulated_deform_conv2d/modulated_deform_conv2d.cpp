@@ -32,8 +32,7 @@ Result<Conv> conv_of(const AttributeMap& attrs) {
   auto pair = [&](const char* name, int64_t def, int64_t& h, int64_t& w) -> Status {
     GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> v, attrs.get_ints(name, {def, def}));
     if (v.size() != 2) {
-      Status st = error(StatusCode::kInvalidArgument, kOpName, ": attribute '", name,
-                        "' must have 2 values (h, w), got ", v.size());
+      Status st = error(StatusCode::kInvalidArgument, kOpName, ": must have 2 values (h, w), got ", v.size());
       return st.with_attribute(name);
     }
     h = v[0], w = v[1];
@@ -47,8 +46,7 @@ Result<Conv> conv_of(const AttributeMap& attrs) {
   // validate_attributes has range-checked them already; kernels may be called with an unvalidated map.
   auto positive = [&](const char* name, int64_t v, int64_t lo) -> Status {
     if (v >= lo && v <= std::numeric_limits<int32_t>::max()) return Status::ok();
-    Status st = error(StatusCode::kInvalidArgument, kOpName, ": attribute '", name, "' has value ", v,
-                      ", outside [", lo, ", 2^31-1]");
+    Status st = error(StatusCode::kInvalidArgument, kOpName, ": value ", v, " is outside [", lo, ", 2^31-1]");
     return st.with_attribute(name);
   };
   GRAFT_RETURN_IF_ERROR(positive("stride", std::min(c.sh, c.sw), 1));
@@ -399,7 +397,7 @@ Status shape_fn(ShapeContext& ctx) {
     return error(StatusCode::kInvalidModel, kOpName, ": input '", kInputNames[i], "' ", parts...);
   };
   auto bad_attr = [&](const char* attr, auto&&... parts) {
-    Status st = error(StatusCode::kInvalidModel, kOpName, ": attribute '", attr, "': ", parts...);
+    Status st = error(StatusCode::kInvalidModel, kOpName, ": ", parts...);  // to_string() names the attribute
     return st.with_attribute(attr);
   };
   Result<Conv> cvr = conv_of(ctx.attrs());

@@ -246,3 +246,48 @@ def test_torchvision_deform_conv2d_agrees(op, seed):
             theirs = torch.autograd.grad(want, ts, g)
             for i, (u, v) in enumerate(zip(mine, theirs)):
                 torch.testing.assert_close(u, v, rtol=1e-7, atol=1e-7, msg=lambda m: f"{name} {device} grad {i}: {m}")
+
+
+def test_mmdeploy_node_runs_in_the_engine(graft_mod, tmp_onnx, seed):
+    # An ONNX file as mmdeploy writes it: mmdeploy::MMCVModulatedDeformConv2d, inputs (input, offset,
+    # mask, weight, bias), attributes stride/padding/dilation/groups/deform_groups.
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+    ts, attrs = _inputs(n=1, c=4, h=6, w=5, co=6, kh=3, kw=3, stride=(2, 1), padding=(1, 1), dilation=(1, 1),
+                        groups=2, dg=2)
+    x, off, mask, weight, bias = ts
+    want = modulated_deform_conv2d_pytorch(*ts, **attrs)
+    names = ["input", "offset", "mask"]
+    node = helper.make_node("MMCVModulatedDeformConv2d", names + ["weight", "bias"], ["output"], domain="mmdeploy",
+                            stride=[2, 1], padding=[1, 1], dilation=[1, 1], groups=2, deform_groups=2)
+    graph = helper.make_graph(
+        [node], "mdcn",
+        [helper.make_tensor_value_info(nm, TensorProto.FLOAT, list(t.shape)) for nm, t in zip(names, ts[:3])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, list(want.shape))],
+        initializer=[numpy_helper.from_array(weight.numpy(), "weight"), numpy_helper.from_array(bias.numpy(), "bias")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("mmdeploy", 1)])
+    onnx.save(model, tmp_onnx)
+    eng = graft_mod.Engine.build(tmp_onnx, device="cpu")
+    out = eng.run(dict(zip(names, ts[:3])))["output"]
+    torch.testing.assert_close(torch.as_tensor(out), want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad, attribute", [(dict(groups=3), "groups"), (dict(stride=[1, 0]), "stride"),
+                                            (dict(stride=[1, 1, 1]), "stride"), (dict(deform_groups=0), "deform_groups")])
+def test_engine_error_names_node_and_attribute(graft_mod, tmp_onnx, bad, attribute):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    attrs = dict(stride=[1, 1], padding=[1, 1], dilation=[1, 1], groups=2, deform_groups=2)
+    attrs.update(bad)
+    shapes = {"input": [1, 4, 6, 5], "offset": [1, 36, 6, 5], "mask": [1, 18, 6, 5], "weight": [6, 2, 3, 3]}
+    node = helper.make_node("MMCVModulatedDeformConv2d", list(shapes), ["output"], domain="mmdeploy", name="dcn0",
+                            **attrs)
+    graph = helper.make_graph([node], "m", [helper.make_tensor_value_info(k, TensorProto.FLOAT, v)
+                                            for k, v in shapes.items()],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, None)])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("mmdeploy", 1)]),
+              tmp_onnx)
+    with pytest.raises(Exception) as e:
+        graft_mod.Engine.build(tmp_onnx, device="cpu")
+    msg = str(e.value)
+    assert "node 'dcn0'" in msg and f"attribute '{attribute}'" in msg, msg
