@@ -48,4 +48,13 @@ bool builtin_has_cuda_kernel(const std::string& op_type) {
 #endif
 }
 
+Status select_cuda_device(int ordinal) {
+#ifdef GRAFT_WITH_CUDA
+  return cuda::select_device(ordinal);
+#else
+  (void)ordinal;
+  return check_device_compiled(DeviceType::kCUDA);
+#endif
+}
+
 }  // namespace graft

@@ -26,4 +26,9 @@ Status check_device_compiled(DeviceType device);
 // False in a build without CUDA.
 bool builtin_has_cuda_kernel(const std::string& op_type);
 
+// Makes CUDA device `ordinal` the calling thread's current device, so that engines built or loaded
+// afterwards on this thread run there (`--device cuda:N`). An error naming the devices that exist,
+// or that this graft has no CUDA.
+Status select_cuda_device(int ordinal);
+
 }  // namespace graft

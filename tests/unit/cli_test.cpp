@@ -596,5 +596,48 @@ TEST_F(CliTest, InspectJsonTypedAttributes) {
   EXPECT_TRUE(leaky && transpose) << r.out;
 }
 
+// trtexec's spellings work with trtexec's meaning: --onnx/--loadEngine for the model, --saveEngine,
+// --minShapes/--optShapes/--maxShapes, --loadInputs (comma-separated), --warmUp (milliseconds),
+// --exportTimes; -q/--verbose after the subcommand. trtexec flags graft has no same-named equivalent
+// for fail with a hint saying what graft does instead.
+TEST_F(CliTest, TrtexecSpellings) {
+  CmdResult b = graft("build --onnx=relu.onnx --saveEngine=relu.plan --minShapes=x:1x3 --optShapes=x:2x3 "
+                      "--maxShapes=x:4x3 -q");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(b.err.find("import"), std::string::npos) << "-q after the subcommand did not quiet the build: " << b.err;
+  ASSERT_EQ(slurp(dir_ / "relu.plan").substr(0, 8), "GRAFTPLN");
+  CmdResult r = graft("run --loadEngine=relu.plan --loadInputs=x:x.npy --warmUp=20 --iterations=3 "
+                      "--exportTimes=times.json --save-outputs out");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  expect_relu_of_x(path("out/y_0.npy"));
+  auto times = nlohmann::json::parse(slurp(dir_ / "times.json"));
+  EXPECT_GE(times["iterations"].size(), 3u);
+  // Comma-separated --loadInputs entries are split: the second names a non-input and is refused.
+  expect_one_line_error("run relu.plan --loadInputs=x:x.npy,nope:x.npy", "'nope', which is not an input");
+  expect_one_line_error("run relu.plan --int8", "trtexec's --int8: graft has no INT8 engines yet");
+  expect_one_line_error("run relu.plan --workspace=4096", "trtexec's --workspace:");
+  expect_one_line_error("run relu.plan --useCudaGraph", "graft captures CUDA graphs by default");
+  expect_one_line_error("run relu.plan --warmUp=-1", "--warmUp");
+}
+
+TEST_F(CliTest, VersionNamesBackendsOpsetsAndPlanFormat) {
+  CmdResult r = graft("--version");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("graft ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find("backends: cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("opsets 11 to 21"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("plan format: " + std::to_string(kPlanFormatVersion)), std::string::npos) << r.out;
+}
+
+// --device takes cuda:N; a malformed one is refused naming the spellings.
+TEST_F(CliTest, DeviceOrdinal) {
+  expect_one_line_error("build relu.onnx -o a.plan --device cuda:x", "unknown device 'cuda:x' (cpu, cuda or cuda:N)");
+  expect_one_line_error("build relu.onnx -o a.plan --device cuda:", "unknown device");
+  expect_one_line_error("build relu.onnx -o a.plan --device gpu", "unknown device");
+#ifndef GRAFT_WITH_CUDA
+  expect_one_line_error("build relu.onnx -o a.plan --device cuda:0", "built without CUDA");
+#endif
+}
+
 }  // namespace
 }  // namespace graft

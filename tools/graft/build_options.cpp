@@ -97,16 +97,21 @@ void warn_ignored_build_flags(const BuildOptions& opts, bool is_plan, DeviceType
 
 void add_shapes_option(CLI::App& app, BuildOptions& opts) {
   app.add_option("--shapes", opts.shapes, "Fixed input shapes: NAME:1x3x224x224[,NAME2:...]")->expected(1, -1);
+  // trtexec spells these in camelCase (--minShapes=...); graft takes both spellings, same meaning.
 }
 
 void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output) {
-  if (with_output) app.add_option("-o,--output", opts.output, "The plan file to write")->required();
-  app.add_option("--min-shapes", opts.min_shapes, "Profile minimum shapes: NAME:1x3x224x224[,...]")->expected(1, -1);
-  app.add_option("--opt-shapes", opts.opt_shapes, "Profile optimum shapes: NAME:1x3x224x224[,...]")->expected(1, -1);
-  app.add_option("--max-shapes", opts.max_shapes, "Profile maximum shapes: NAME:1x3x224x224[,...]")->expected(1, -1);
+  // The camelCase names are trtexec's, accepted with the same meaning (docs/cli.md lists them).
+  if (with_output) app.add_option("-o,--output,--saveEngine", opts.output, "The plan file to write")->required();
+  app.add_option("--min-shapes,--minShapes", opts.min_shapes, "Profile minimum shapes: NAME:1x3x224x224[,...]")
+      ->expected(1, -1);
+  app.add_option("--opt-shapes,--optShapes", opts.opt_shapes, "Profile optimum shapes: NAME:1x3x224x224[,...]")
+      ->expected(1, -1);
+  app.add_option("--max-shapes,--maxShapes", opts.max_shapes, "Profile maximum shapes: NAME:1x3x224x224[,...]")
+      ->expected(1, -1);
   add_shapes_option(app, opts);
   app.add_flag("--fp16", opts.fp16, "CUDA: allow float16 kernels");
-  app.add_option("--timing-cache", opts.timing_cache, "CUDA: tactic timing cache file (read and updated)");
+  app.add_option("--timing-cache,--timingCacheFile", opts.timing_cache, "CUDA: tactic timing cache file (read and updated)");
   app.add_flag("--no-fusion", opts.no_fusion, "CUDA: do not fuse layers (conv epilogues, GEMM epilogues, elementwise chains)");
   app.add_option("--layout", opts.layout, "CUDA: convolution layout: auto (NHWC for float16), nchw or nhwc")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));

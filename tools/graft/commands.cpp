@@ -10,6 +10,8 @@
 
 #include "graft/cuda_engine.h"
 #include "graft/registry.h"
+#include "build/plan.h"
+#include "onnx/importer.h"
 #include "ops/operator.h"
 #include "runtime/device_engine.h"
 #include "tools/graft/build_options.h"
@@ -18,6 +20,19 @@
 #include "tools/graft/reporting_options.h"
 
 namespace graft::cli {
+
+// ---- graft --version ---------------------------------------------------------------------------
+std::string version_text() {
+#ifdef GRAFT_WITH_CUDA
+  const char* backends = "cpu, cuda";
+#else
+  const char* backends = "cpu (built without CUDA)";
+#endif
+  return fmt::format("graft {}\nbackends: {}\nONNX: default-domain opsets {} to {} (opsets 1 to {} converted on import)\n"
+                     "plan format: {} (reads {} and {})\n",
+                     version_string(), backends, kMinOpset, kMaxOpset, kMinOpset - 1, kPlanFormatVersion,
+                     kPlanFormatVersionPayloadCrc, kPlanFormatVersion);
+}
 
 // ---- graft build ------------------------------------------------------------------------------
 Command add_build_command(CLI::App& app) {

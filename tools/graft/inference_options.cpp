@@ -24,16 +24,21 @@ namespace graft::cli {
 namespace fs = std::filesystem;
 
 void add_inference_options(CLI::App& app, InferenceOptions& opts) {
-  app.add_option("--inputs", opts.inputs,
-                 "Input files NAME:FILE (.npy or .pb); others get random data. Building from ONNX, a dynamic "
-                 "input without --shapes or a profile is built for its file's shape")
-      ->expected(1, -1);
+  // The camelCase names are trtexec's, accepted with the same meaning (docs/cli.md lists them).
+  app.add_option("--inputs,--loadInputs", opts.inputs,
+                 "Input files NAME:FILE (.npy or .pb), separated by spaces or commas; others get random data. "
+                 "Building from ONNX, a dynamic input without --shapes or a profile is built for its file's shape")
+      ->expected(1, -1)
+      ->delimiter(',');
   app.add_option("--save-outputs", opts.save_outputs, "Directory to write <output>.npy into");
   app.add_option("--compare", opts.compare, "Directory of reference outputs (output_*.pb or <output>.npy)");
   app.add_option("--rtol", opts.rtol, "Relative tolerance for --compare")->check(CLI::NonNegativeNumber);
   app.add_option("--atol", opts.atol, "Absolute tolerance for --compare")->check(CLI::NonNegativeNumber);
   app.add_option("--iterations", opts.iterations, "Timed iterations (at least)")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", opts.warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000));
+  // trtexec's --warmUp is a time, not a count: warm up for at least this long (and --warmup times).
+  app.add_option("--warmUp", opts.warmup_ms, "Warm up for at least this many milliseconds (trtexec's meaning)")
+      ->check(CLI::Range(0.0, 3600000.0));
   app.add_option("--duration", opts.duration_s,
                  "Run the timed iterations for at least this many seconds (and at least --iterations times)")
       ->check(CLI::Range(0.0, 86400.0));
@@ -43,9 +48,9 @@ void add_inference_options(CLI::App& app, InferenceOptions& opts) {
                "timed and reported separately either way)");
   app.add_option("--seed", opts.seed, "Seed for random inputs (default: random, printed)")
       ->each([&opts](const std::string&) { opts.seed_given = true; });
-  app.add_option("--export-times", opts.export_times, "Write per-iteration times to this JSON file");
-  app.add_option("--export-output", opts.export_output, "Write the output values to this JSON file");
-  app.add_option("--export-profile", opts.export_profile,
+  app.add_option("--export-times,--exportTimes", opts.export_times, "Write per-iteration times to this JSON file");
+  app.add_option("--export-output,--exportOutput", opts.export_output, "Write the output values to this JSON file");
+  app.add_option("--export-profile,--exportProfile", opts.export_profile,
                  "CUDA engines: time each layer once after the timed runs and write the table to this JSON file");
 }
 
@@ -196,7 +201,9 @@ Result<TimedRuns> time_runs(const Engine& engine, ExecutionContext& ctx, const s
       GRAFT_ASSIGN_OR_RETURN(t, t.to_device());
     }
   }
-  for (int i = 0; i < opts.warmup; ++i) GRAFT_RETURN_IF_ERROR(ctx.run(run_inputs, run_outputs));
+  const auto w0 = clock::now();
+  for (int i = 0; i < opts.warmup || (opts.warmup_ms > 0 && ms_since(w0) < opts.warmup_ms); ++i)
+    GRAFT_RETURN_IF_ERROR(ctx.run(run_inputs, run_outputs));
   const auto t0 = clock::now();
   for (int i = 0; i < opts.iterations || (opts.duration_s > 0 && ms_since(t0) < opts.duration_s * 1000.0); ++i) {
     IterationTimes it;

@@ -21,6 +21,7 @@ struct InferenceOptions {
   double rtol = 1e-3, atol = 1e-5;
   int iterations = 10;
   int warmup = 2;
+  double warmup_ms = 0;   // and warm up for at least this long (trtexec's --warmUp)
   double duration_s = 0;  // run at least this long (and at least `iterations` times)
   uint64_t seed = 0;
   bool seed_given = false;

@@ -28,6 +28,9 @@ int run_main(int argc, char** argv) {
   CLI::App app{std::string("graft ") + graft::version_string() + ": build and run inference engines"};
   app.set_version_flag("--version", graft::version_string());
   app.require_subcommand(1);
+  // --log-level, -q and -v also work after the subcommand (trtexec users put --verbose anywhere);
+  // subcommands inherit this when they are created below.
+  app.fallthrough();
   // How much graft prints besides results and errors (build stages, warnings): see graft/log.h.
   std::string log_level;
   app.add_option("--log-level", log_level, "quiet (errors only), default (warnings and summaries) or verbose (every stage)")
@@ -57,11 +60,13 @@ int run_main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForVersion&) {
-    std::printf("graft %s\n", graft::version_string());
+    std::printf("%s", graft::cli::version_text().c_str());
     return 0;
   } catch (const CLI::ParseError& e) {
     std::string what = e.what();
-    return fail(what + " (run graft --help)");
+    // A trtexec flag graft has no direct equivalent for: say what graft does instead.
+    const std::string hint = graft::cli::trtexec_flag_hint(what);
+    return fail(what + (hint.empty() ? " (run graft --help)" : " (" + hint + ")"));
   }
   if (!log_level.empty()) graft::set_log_level(*graft::parse_log_level(log_level));
   for (auto& [sub, cmd] : commands) {

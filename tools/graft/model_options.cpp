@@ -14,21 +14,41 @@
 namespace graft::cli {
 
 void add_model_options(CLI::App& app, ModelOptions& opts, bool with_device) {
-  app.add_option("model", opts.path, "MODEL.onnx or MODEL.plan (told apart by content)")->required();
+  // trtexec names the model with --onnx=FILE or --loadEngine=FILE; either works as the positional.
+  app.add_option("model,--onnx,--loadEngine", opts.path, "MODEL.onnx or MODEL.plan (told apart by content)")
+      ->required();
   if (with_device)
     app.add_option("--device", opts.device,
-                   "cpu or cuda. ONNX: the device to build for (default cpu). Plan: it runs on the device it was "
-                   "built for; --device only checks that")
-        ->check(CLI::IsMember({"cpu", "cuda"}));
+                   "cpu, cuda or cuda:N (GPU N; default: the current GPU). ONNX: the device to build for (default "
+                   "cpu). Plan: it runs on the device it was built for; --device only checks that (and picks the GPU)")
+        ->check([](const std::string& s) { return parse_device(s) ? std::string() : parse_device(s).status().message(); });
   app.add_option("--plugins", opts.plugins, "Plugin libraries (.so) with custom ops, loaded first")
       ->expected(1, -1);
 }
 
 Result<DeviceType> parse_device(const std::string& name) {
   if (name == "cpu") return DeviceType::kCPU;
-  if (name == "cuda") return DeviceType::kCUDA;
-  return error(StatusCode::kInvalidArgument, "unknown device '", name, "' (cpu or cuda)");
+  if (name == "cuda" || device_ordinal(name) >= 0) return DeviceType::kCUDA;
+  return error(StatusCode::kInvalidArgument, "unknown device '", name, "' (cpu, cuda or cuda:N)");
 }
+
+int device_ordinal(const std::string& name) {
+  if (name.rfind("cuda:", 0) != 0 || name.size() == 5 || name.size() > 9) return -1;
+  int n = 0;
+  for (char c : name.substr(5)) {
+    if (c < '0' || c > '9') return -1;
+    n = n * 10 + (c - '0');
+  }
+  return n;
+}
+
+namespace {
+// --device cuda:N: GPU N becomes the current device before the engine is built or loaded.
+Status select_requested_gpu(const ModelOptions& opts) {
+  const int ordinal = device_ordinal(opts.device);
+  return ordinal < 0 ? Status::ok() : select_cuda_device(ordinal);
+}
+}  // namespace
 
 Result<DeviceType> build_device(const ModelOptions& opts) {
   GRAFT_ASSIGN_OR_RETURN(DeviceType device, parse_device(opts.device.empty() ? "cpu" : opts.device));
@@ -72,6 +92,7 @@ Result<LoadedModel> load_or_build(const ModelOptions& model, const BuildOptions&
   GRAFT_ASSIGN_OR_RETURN(out.is_plan, is_plan_file(model.path));
   if (!out.is_plan) {
     GRAFT_ASSIGN_OR_RETURN(DeviceType device, build_device(model));
+    GRAFT_RETURN_IF_ERROR(select_requested_gpu(model));
     warn_ignored_build_flags(build, false, device, model.path);
     GRAFT_RETURN_IF_ERROR(load_plugins(model));
     GRAFT_ASSIGN_OR_RETURN(BuilderConfig config, make_builder_config(build, device, {}));
@@ -80,6 +101,10 @@ Result<LoadedModel> load_or_build(const ModelOptions& model, const BuildOptions&
     return out;
   }
   if (!model.device.empty()) GRAFT_RETURN_IF_ERROR(parse_device(model.device).status());
+  if (device_ordinal(model.device) >= 0) {
+    GRAFT_RETURN_IF_ERROR(check_device_compiled(DeviceType::kCUDA));
+    GRAFT_RETURN_IF_ERROR(select_requested_gpu(model));
+  }
   warn_ignored_build_flags(build, true, DeviceType::kCPU, model.path);
   GRAFT_RETURN_IF_ERROR(load_plugins(model));
   auto engine = Engine::load_plan(model.path);

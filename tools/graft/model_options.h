@@ -17,7 +17,7 @@ struct BuildOptions;
 
 struct ModelOptions {
   std::string path;                  // MODEL.onnx or MODEL.plan (told apart by content)
-  // cpu | cuda, or empty: an ONNX model is built for the CPU, a plan runs on the device it was built
+  // cpu | cuda | cuda:N, or empty: an ONNX model is built for the CPU, a plan runs on the device it was built
   // for. Given with a plan, it is only a check.
   std::string device;
   std::vector<std::string> plugins;  // plugin libraries loaded before import / plan loading
@@ -26,7 +26,9 @@ struct ModelOptions {
 // Adds MODEL (positional, required), --device and --plugins.
 void add_model_options(CLI::App& app, ModelOptions& opts, bool with_device = true);
 
-Result<DeviceType> parse_device(const std::string& name);
+Result<DeviceType> parse_device(const std::string& name);  // "cpu", "cuda" or "cuda:N"
+// N for "cuda:N", else -1.
+int device_ordinal(const std::string& name);
 // The device an ONNX model is built for: --device, else the CPU. An error naming --device when this
 // graft cannot build for it (CUDA in a build without CUDA), so nothing is imported in vain.
 Result<DeviceType> build_device(const ModelOptions& opts);

@@ -1572,6 +1572,16 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
   return Status::ok();
 }
 
+Status select_device(int ordinal) {
+  int count = 0;
+  GRAFT_CUDA_RETURN(cudaGetDeviceCount(&count), "counting CUDA devices");
+  if (ordinal < 0 || ordinal >= count)
+    return error(StatusCode::kInvalidArgument, "CUDA device ", ordinal, " does not exist: this machine has ", count,
+                 count == 1 ? " device (0)" : " devices (0 to " + std::to_string(count - 1) + ")");
+  GRAFT_CUDA_RETURN(cudaSetDevice(ordinal), "selecting CUDA device ", ordinal);
+  return Status::ok();
+}
+
 Result<std::shared_ptr<Engine>> make_cuda_engine(EngineState state, const BuilderConfig* config) {
   auto e = std::make_shared<CudaEngine>();
   GRAFT_RETURN_IF_ERROR(e->init(std::move(state), config));

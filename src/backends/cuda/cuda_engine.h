@@ -19,4 +19,7 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config);
 // built for another compute capability.
 Result<std::shared_ptr<Engine>> make_cuda_engine(EngineState state, const BuilderConfig* config);
 
+// Makes GPU `ordinal` the calling thread's current device (engines built or loaded afterwards use it).
+Status select_device(int ordinal);
+
 }  // namespace graft::cuda
