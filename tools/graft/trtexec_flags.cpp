@@ -14,12 +14,11 @@ struct FlagHint {
   const char* hint;
 };
 
-// Ordered longest first where one flag is a prefix of another (--dumpProfile before --dump...).
+// Matched as whole flags (--dumpProfile does not match --dump).
 constexpr FlagHint kHints[] = {
     {"--int8", "graft has no INT8 engines yet; --fp16 is its reduced precision"},
     {"--best", "use --fp16 (float16 kernels allowed where the layer supports them)"},
     {"--noTF32", "not needed: graft's float32 GEMMs and convolutions never use TF32"},
-    
     {"--useCudaGraph", "graft captures CUDA graphs by default (GRAFT_CUDA_GRAPHS=0 turns them off)"},
     {"--noDataTransfers", "graft run reports the GPU compute time by default; --host-io adds the copies"},
     {"--separateProfileRun", "graft run --profile always profiles in a separate run after the timed runs"},
