@@ -16,6 +16,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_shape_ops(t);
     append_resize_pad_ops(t);
     append_extra_ops(t);
+    append_sampling_ops(t);
     append_loss_ops(t);
     append_fused_conv_ops(t);
     append_fused_transformer_ops(t);

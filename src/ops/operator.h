@@ -98,6 +98,7 @@ void append_reduce_ops(std::vector<BuiltinOp>& out);        // ReduceMean/Sum/Ma
 void append_shape_ops(std::vector<BuiltinOp>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
 void append_resize_pad_ops(std::vector<BuiltinOp>& out);    // Resize, Pad
 void append_extra_ops(std::vector<BuiltinOp>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
+void append_sampling_ops(std::vector<BuiltinOp>& out);      // RoiAlign, GridSample
 void append_loss_ops(std::vector<BuiltinOp>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.

@@ -1,0 +1,489 @@
+// CPU reference kernels for RoiAlign and GridSample (see sampling.h). Naive on purpose: each output
+// element is computed on its own, in double, from the definition.
+#include "backends/cpu/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel_util.h"
+
+namespace graft::cpu {
+namespace {
+
+bool is_float(DataType t) {
+  return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kFloat64;
+}
+
+// Common checks of a view: data present when it has elements, host memory.
+Status check_view(const char* op, const char* what, const TensorView& t) {
+  if (t.numel() > 0 && t.data == nullptr)
+    return error(StatusCode::kInvalidArgument, op, ": ", what, " has no data");
+  if (t.device != DeviceType::kCPU)
+    return error(StatusCode::kInvalidArgument, op, ": ", what, " is in ", device_name(t.device),
+                 " memory; the reference kernel needs host memory");
+  return Status::ok();
+}
+
+std::string dims_text(const std::vector<int64_t>& d) { return ints_to_string(d); }
+
+}  // namespace
+
+// ================================================================================================
+// RoiAlign
+// ================================================================================================
+
+Result<RoiAlignParams> parse_roi_align_attrs(const AttributeMap& attrs, int opset) {
+  RoiAlignParams p;
+  GRAFT_ASSIGN_OR_RETURN(std::string mode, attrs.get_string("mode", "avg"));
+  if (mode == "avg") p.pool = RoiAlignParams::Pool::kAvg;
+  else if (mode == "max") p.pool = RoiAlignParams::Pool::kMax;
+  else return attr_error("mode", "unknown value '", mode, "' (expected avg or max)");
+  p.max_of_weighted_corners = true;
+
+  GRAFT_ASSIGN_OR_RETURN(p.output_height, attrs.get_int("output_height", 1));
+  if (p.output_height < 1 || p.output_height > std::numeric_limits<int32_t>::max())
+    return attr_error("output_height", "must be in [1, 2^31-1], got ", p.output_height);
+  GRAFT_ASSIGN_OR_RETURN(p.output_width, attrs.get_int("output_width", 1));
+  if (p.output_width < 1 || p.output_width > std::numeric_limits<int32_t>::max())
+    return attr_error("output_width", "must be in [1, 2^31-1], got ", p.output_width);
+  GRAFT_ASSIGN_OR_RETURN(p.sampling_ratio, attrs.get_int("sampling_ratio", 0));
+  if (p.sampling_ratio < 0 || p.sampling_ratio > std::numeric_limits<int32_t>::max())
+    return attr_error("sampling_ratio", "must be in [0, 2^31-1] (0: adaptive), got ", p.sampling_ratio);
+  GRAFT_ASSIGN_OR_RETURN(float scale, attrs.get_float("spatial_scale", 1.0f));
+  if (!std::isfinite(scale) || !(scale > 0.0f))
+    return attr_error("spatial_scale", "must be a finite positive number, got ", scale);
+  p.spatial_scale = scale;
+
+  // Opset 10 has no such attribute and behaves as output_half_pixel; opset 16 added it with the
+  // default half_pixel.
+  const char* def = opset >= 16 ? "half_pixel" : "output_half_pixel";
+  GRAFT_ASSIGN_OR_RETURN(std::string ctm, attrs.get_string("coordinate_transformation_mode", def));
+  if (ctm == "half_pixel") p.half_pixel = true;
+  else if (ctm == "output_half_pixel") p.half_pixel = false;
+  else
+    return attr_error("coordinate_transformation_mode", "unknown value '", ctm,
+                      "' (expected half_pixel or output_half_pixel)");
+  return p;
+}
+
+namespace {
+
+// One bilinear sample: the four corner offsets (within a H*W plane) and weights, or none when the
+// point lies farther than one pixel outside the map (all weights 0, as in the ONNX definition).
+struct Sample {
+  int64_t pos[4] = {0, 0, 0, 0};
+  double w[4] = {0, 0, 0, 0};
+  bool inside = false;
+};
+
+Sample bilinear_sample(double y, double x, int64_t height, int64_t width) {
+  Sample s;
+  const double h = static_cast<double>(height), w = static_cast<double>(width);
+  // The negated test also rejects NaN.
+  if (!(y >= -1.0 && y <= h && x >= -1.0 && x <= w) || height <= 0 || width <= 0) return s;
+  y = std::max(y, 0.0);
+  x = std::max(x, 0.0);
+  int64_t y0 = static_cast<int64_t>(y), x0 = static_cast<int64_t>(x), y1, x1;
+  if (y0 >= height - 1) {
+    y0 = y1 = height - 1;
+    y = static_cast<double>(y0);
+  } else {
+    y1 = y0 + 1;
+  }
+  if (x0 >= width - 1) {
+    x0 = x1 = width - 1;
+    x = static_cast<double>(x0);
+  } else {
+    x1 = x0 + 1;
+  }
+  const double ly = y - static_cast<double>(y0), lx = x - static_cast<double>(x0);
+  const double hy = 1.0 - ly, hx = 1.0 - lx;
+  s.pos[0] = y0 * width + x0;
+  s.pos[1] = y0 * width + x1;
+  s.pos[2] = y1 * width + x0;
+  s.pos[3] = y1 * width + x1;
+  s.w[0] = hy * hx;
+  s.w[1] = hy * lx;
+  s.w[2] = ly * hx;
+  s.w[3] = ly * lx;
+  s.inside = true;
+  return s;
+}
+
+constexpr double kMaxSamplesPerBin = 16777216.0;  // 2^24
+
+}  // namespace
+
+Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& x, const TensorView& rois,
+                     const TensorView* batch_indices, const TensorView& y) {
+  const bool packed = batch_indices == nullptr;  // mmcv: (K, 5) with the batch index first
+  const int64_t cols = packed ? 5 : 4;
+  auto bad = [&](const char* what, auto&&... parts) {
+    return error(StatusCode::kInvalidArgument, op, ": input '", what, "' ", parts...);
+  };
+  if (x.rank() != 4) return bad("X", "must have rank 4 (N, C, H, W), got ", dims_text(x.dims));
+  if (!is_float(x.dtype)) return bad("X", "must be float16, float32 or float64, got ", dtype_name(x.dtype));
+  if (rois.rank() != 2 || rois.dims[1] != cols)
+    return bad("rois", "must have shape (num_rois, ", cols, "), got ", dims_text(rois.dims));
+  if (rois.dtype != x.dtype)
+    return bad("rois", "must have the dtype of X (", dtype_name(x.dtype), "), got ", dtype_name(rois.dtype));
+  const int64_t k_rois = rois.dims[0];
+  if (!packed) {
+    const TensorView& bi = *batch_indices;
+    if (bi.rank() != 1 || bi.dims[0] != k_rois)
+      return bad("batch_indices", "must have shape (num_rois) = (", k_rois, "), got ", dims_text(bi.dims));
+    if (bi.dtype != DataType::kInt64 && bi.dtype != DataType::kInt32)
+      return bad("batch_indices", "must be int64 or int32, got ", dtype_name(bi.dtype));
+    GRAFT_RETURN_IF_ERROR(check_view(op, "input 'batch_indices'", bi));
+  }
+  const int64_t n = x.dims[0], c = x.dims[1], height = x.dims[2], width = x.dims[3];
+  const int64_t oh = p.output_height, ow = p.output_width;
+  const std::vector<int64_t> want = {k_rois, c, oh, ow};
+  if (y.dims != want || y.dtype != x.dtype)
+    return error(StatusCode::kInvalidArgument, op, ": the output must be ", dtype_name(x.dtype), " ",
+                 dims_text(want), ", got ", dtype_name(y.dtype), " ", dims_text(y.dims));
+  GRAFT_RETURN_IF_ERROR(check_view(op, "input 'X'", x));
+  GRAFT_RETURN_IF_ERROR(check_view(op, "input 'rois'", rois));
+  GRAFT_RETURN_IF_ERROR(check_view(op, "the output", y));
+  if (y.numel() == 0) return Status::ok();
+
+  const double offset = p.half_pixel ? 0.5 : 0.0;
+  const int64_t plane = height * width;
+  std::vector<Sample> samples;
+  for (int64_t k = 0; k < k_rois; ++k) {
+    // Batch index.
+    int64_t b = 0;
+    if (packed) {
+      const double bv = load_as_double(rois.dtype, rois.data, k * cols);
+      if (!(bv > -1.0 && bv < static_cast<double>(n)))
+        return error(StatusCode::kInvalidArgument, op, ": roi ", k, " has batch index ", bv,
+                     " (column 0 of 'rois'), outside [0, ", n, ")");
+      b = static_cast<int64_t>(bv);
+    } else {
+      const TensorView& bi = *batch_indices;
+      b = bi.dtype == DataType::kInt64 ? bi.as<int64_t>()[k] : static_cast<int64_t>(bi.as<int32_t>()[k]);
+      if (b < 0 || b >= n)
+        return error(StatusCode::kInvalidArgument, op, ": roi ", k, " has batch index ", b,
+                     " (input 'batch_indices'), outside [0, ", n, ")");
+    }
+    double box[4];
+    for (int j = 0; j < 4; ++j) {
+      box[j] = load_as_double(rois.dtype, rois.data, k * cols + (packed ? 1 : 0) + j);
+      if (!std::isfinite(box[j]))
+        return error(StatusCode::kInvalidArgument, op, ": roi ", k, " has a non-finite coordinate (", box[j], ")");
+    }
+    const double x1 = box[0] * p.spatial_scale - offset, y1 = box[1] * p.spatial_scale - offset;
+    const double x2 = box[2] * p.spatial_scale - offset, y2 = box[3] * p.spatial_scale - offset;
+    double roi_w = x2 - x1, roi_h = y2 - y1;
+    if (!p.half_pixel) {  // legacy: a malformed roi becomes 1x1
+      roi_w = std::max(roi_w, 1.0);
+      roi_h = std::max(roi_h, 1.0);
+    }
+    const double bin_h = roi_h / static_cast<double>(oh), bin_w = roi_w / static_cast<double>(ow);
+    // Samples per bin and axis; a roi of negative extent (half_pixel, x2 < x1) has none.
+    const double gh = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(bin_h);
+    const double gw = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(bin_w);
+    if (!std::isfinite(gh) || !std::isfinite(gw) || std::max(gh, 0.0) * std::max(gw, 0.0) > kMaxSamplesPerBin)
+      return error(StatusCode::kInvalidArgument, op, ": roi ", k, " (", box[0], ", ", box[1], ", ", box[2], ", ",
+                   box[3], ") needs ", gh, " x ", gw, " samples per output bin, more than 2^24 (lower "
+                   "'sampling_ratio' or check the roi coordinates and 'spatial_scale')");
+    const int64_t grid_h = gh > 0.0 ? static_cast<int64_t>(gh) : 0;
+    const int64_t grid_w = gw > 0.0 ? static_cast<int64_t>(gw) : 0;
+    const double count = static_cast<double>(std::max<int64_t>(grid_h * grid_w, 1));
+
+    // The sampling points do not depend on the channel: compute them once per roi and bin.
+    samples.assign(static_cast<size_t>(grid_h * grid_w), Sample{});
+    for (int64_t ph = 0; ph < oh; ++ph)
+      for (int64_t pw = 0; pw < ow; ++pw) {
+        for (int64_t iy = 0; iy < grid_h; ++iy) {
+          const double sy = y1 + static_cast<double>(ph) * bin_h +
+                            (static_cast<double>(iy) + 0.5) * bin_h / static_cast<double>(grid_h);
+          for (int64_t ix = 0; ix < grid_w; ++ix) {
+            const double sx = x1 + static_cast<double>(pw) * bin_w +
+                              (static_cast<double>(ix) + 0.5) * bin_w / static_cast<double>(grid_w);
+            samples[static_cast<size_t>(iy * grid_w + ix)] = bilinear_sample(sy, sx, height, width);
+          }
+        }
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const int64_t base = (b * c + ch) * plane;
+          double acc = 0.0;
+          bool first = true;
+          for (const Sample& s : samples) {
+            double v[4] = {0, 0, 0, 0};
+            if (s.inside)
+              for (int t = 0; t < 4; ++t) v[t] = load_as_double(x.dtype, x.data, base + s.pos[t]);
+            if (p.pool == RoiAlignParams::Pool::kAvg) {
+              acc += s.w[0] * v[0] + s.w[1] * v[1] + s.w[2] * v[2] + s.w[3] * v[3];
+            } else {
+              double val;
+              if (p.max_of_weighted_corners)
+                val = std::max(std::max(s.w[0] * v[0], s.w[1] * v[1]), std::max(s.w[2] * v[2], s.w[3] * v[3]));
+              else
+                val = s.w[0] * v[0] + s.w[1] * v[1] + s.w[2] * v[2] + s.w[3] * v[3];
+              acc = first ? val : std::max(acc, val);
+              first = false;
+            }
+          }
+          if (p.pool == RoiAlignParams::Pool::kAvg) acc /= count;
+          store_from_double(y.dtype, y.data, ((k * c + ch) * oh + ph) * ow + pw, acc);
+        }
+      }
+  }
+  return Status::ok();
+}
+
+Status roi_align(ExecContext& ctx) {
+  if (ctx.inputs.size() != 3 || !ctx.inputs[0] || !ctx.inputs[1] || !ctx.inputs[2])
+    return error(StatusCode::kInvalidModel, "RoiAlign takes 3 inputs (X, rois, batch_indices)");
+  if (ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInvalidModel, "RoiAlign: output Y is missing");
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, parse_roi_align_attrs(*ctx.attrs, ctx.opset));
+  const TensorView bi = ctx.inputs[2]->view();
+  return roi_align_run("RoiAlign", p, ctx.inputs[0]->view(), ctx.inputs[1]->view(), &bi, ctx.outputs[0]->view());
+}
+
+// ================================================================================================
+// GridSample
+// ================================================================================================
+
+Result<GridSampleParams> parse_grid_sample_attrs(const AttributeMap& attrs, int opset) {
+  GridSampleParams p;
+  const bool v20 = opset >= 20;
+  GRAFT_ASSIGN_OR_RETURN(std::string mode, attrs.get_string("mode", v20 ? "linear" : "bilinear"));
+  if (mode == (v20 ? "linear" : "bilinear")) p.mode = GridSampleParams::Mode::kLinear;
+  else if (mode == "nearest") p.mode = GridSampleParams::Mode::kNearest;
+  else if (mode == (v20 ? "cubic" : "bicubic")) p.mode = GridSampleParams::Mode::kCubic;
+  else
+    return attr_error("mode", "unknown value '", mode, "' at opset ", opset, " (expected ",
+                      v20 ? "linear, nearest or cubic" : "bilinear, nearest or bicubic; opset 20 renamed them linear and cubic", ")");
+  GRAFT_ASSIGN_OR_RETURN(std::string pad, attrs.get_string("padding_mode", "zeros"));
+  if (pad == "zeros") p.padding = GridSampleParams::Padding::kZeros;
+  else if (pad == "border") p.padding = GridSampleParams::Padding::kBorder;
+  else if (pad == "reflection") p.padding = GridSampleParams::Padding::kReflection;
+  else return attr_error("padding_mode", "unknown value '", pad, "' (expected zeros, border or reflection)");
+  GRAFT_ASSIGN_OR_RETURN(int64_t ac, attrs.get_int("align_corners", 0));
+  if (ac != 0 && ac != 1) return attr_error("align_corners", "must be 0 or 1, got ", ac);
+  p.align_corners = ac != 0;
+  return p;
+}
+
+namespace {
+
+// Keys' cubic convolution kernel with a = -0.75 (as PyTorch and ONNX use), at distance d >= 0.
+double keys_cubic(double d) {
+  constexpr double a = -0.75;
+  d = std::fabs(d);
+  if (d <= 1.0) return ((a + 2.0) * d - (a + 3.0)) * d * d + 1.0;
+  if (d < 2.0) return ((a * d - 5.0 * a) * d + 8.0 * a) * d - 4.0 * a;
+  return 0.0;
+}
+
+// Reflects v into [lo, hi] (a mirror at each end, repeatedly). lo == hi gives lo.
+double reflect(double v, double lo, double hi) {
+  const double span = hi - lo;
+  if (!(span > 0.0)) return lo;
+  if (v >= lo && v <= hi) return v;
+  const double d = v < lo ? lo - v : v - hi;
+  const double q = std::floor(d / span);
+  const double r = d - q * span;
+  const bool even = std::fmod(q, 2.0) == 0.0;
+  if (v < lo) return even ? lo + r : hi - r;
+  return even ? hi - r : lo + r;
+}
+
+// Per spatial axis: the taps (index into the axis, or -1 for a zero) and their weights.
+struct AxisTaps {
+  int n = 0;
+  int64_t idx[4] = {-1, -1, -1, -1};
+  double w[4] = {0, 0, 0, 0};
+};
+
+struct AxisGeom {
+  int64_t size = 1;
+  double lo = 0, hi = 0;  // the coordinate range the padding keeps values in
+};
+
+// Index of a tap at (integer-valued) coordinate t after the padding, or -1 for a zero.
+int64_t tap_index(double t, const AxisGeom& g, GridSampleParams::Padding pad) {
+  const double last = static_cast<double>(g.size - 1);
+  switch (pad) {
+    case GridSampleParams::Padding::kZeros:
+      return (t >= 0.0 && t <= last) ? static_cast<int64_t>(t) : -1;
+    case GridSampleParams::Padding::kBorder:
+      return static_cast<int64_t>(std::clamp(t, 0.0, last));
+    case GridSampleParams::Padding::kReflection:
+      // Truncation toward zero as the ONNX definition does; the clamp only guards rounding.
+      return static_cast<int64_t>(std::clamp(std::trunc(reflect(t, g.lo, g.hi)), 0.0, last));
+  }
+  return -1;
+}
+
+// The taps of one axis for normalized coordinate `gv`. False when the coordinate is not finite.
+bool axis_taps(double gv, const AxisGeom& g, const GridSampleParams& p, bool round_half_even, AxisTaps& out) {
+  const double size = static_cast<double>(g.size);
+  double v = p.align_corners ? (gv + 1.0) / 2.0 * (size - 1.0) : ((gv + 1.0) * size - 1.0) / 2.0;
+  if (!std::isfinite(v)) return false;
+  using Mode = GridSampleParams::Mode;
+  using Pad = GridSampleParams::Padding;
+  auto pad_coordinate = [&](double u) {
+    if (p.padding == Pad::kBorder) return std::clamp(u, 0.0, size - 1.0);
+    if (p.padding == Pad::kReflection) {
+      u = reflect(u, g.lo, g.hi);
+      // PyTorch clips the reflected coordinate to the pixel range; ONNX keeps it (its taps pad again).
+      return p.torch_order ? std::clamp(u, 0.0, size - 1.0) : u;
+    }
+    return u;
+  };
+  auto round_nearest = [&](double u) { return round_half_even ? std::nearbyint(u) : std::round(u); };
+  // Far outside with zero padding: every tap would read zero (and the casts below stay in range).
+  const double margin = 4.0;
+  switch (p.mode) {
+    case Mode::kNearest: {
+      double u;
+      if (p.torch_order) {
+        u = round_nearest(pad_coordinate(v));
+      } else {
+        u = round_nearest(v);
+        if (u < g.lo || u > g.hi) u = pad_coordinate(u);
+      }
+      out.n = 1;
+      out.w[0] = 1.0;
+      out.idx[0] = (u < -margin || u > size + margin) && p.padding == Pad::kZeros ? -1 : tap_index(u, g, p.padding);
+      return true;
+    }
+    case Mode::kLinear: {
+      if (v < g.lo || v > g.hi) v = pad_coordinate(v);
+      if (p.padding == Pad::kZeros && (v < -margin || v > size + margin)) {
+        out.n = 0;
+        return true;
+      }
+      const double f = std::floor(v), t = v - f;
+      out.n = 2;
+      out.idx[0] = tap_index(f, g, p.padding);
+      out.idx[1] = tap_index(f + 1.0, g, p.padding);
+      out.w[0] = 1.0 - t;
+      out.w[1] = t;
+      return true;
+    }
+    case Mode::kCubic: {
+      if (!p.torch_order && (v < g.lo || v > g.hi)) v = pad_coordinate(v);
+      if (p.padding == Pad::kZeros && (v < -margin || v > size + margin)) {
+        out.n = 0;
+        return true;
+      }
+      // Without coordinate padding (PyTorch) v may be far outside: border/reflection taps are
+      // computed in double before any cast, so that stays defined.
+      const double f = std::floor(v), t = v - f;
+      out.n = 4;
+      for (int k = 0; k < 4; ++k) {
+        out.idx[k] = tap_index(f - 1.0 + k, g, p.padding);
+        out.w[k] = keys_cubic(t - (k - 1.0));
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Status grid_sample_run(const char* op, const GridSampleParams& p, const TensorView& x, const TensorView& grid,
+                       const TensorView& y) {
+  auto bad = [&](const char* what, auto&&... parts) {
+    return error(StatusCode::kInvalidArgument, op, ": input '", what, "' ", parts...);
+  };
+  const int64_t r = x.rank();
+  if (r != 4 && r != 5) return bad("X", "must have rank 4 (N, C, H, W) or 5 (N, C, D, H, W), got ", dims_text(x.dims));
+  if (!is_float(x.dtype)) return bad("X", "must be float16, float32 or float64, got ", dtype_name(x.dtype));
+  const int64_t k = r - 2;
+  if (grid.rank() != r || grid.dims[0] != x.dims[0] || grid.dims[static_cast<size_t>(r - 1)] != k)
+    return bad("grid", "must have shape (N, ", k == 2 ? "H_out, W_out" : "D_out, H_out, W_out", ", ", k,
+               ") with N = ", x.dims[0], ", got ", dims_text(grid.dims));
+  if (!is_float(grid.dtype)) return bad("grid", "must be float16, float32 or float64, got ", dtype_name(grid.dtype));
+  std::vector<int64_t> want = {x.dims[0], x.dims[1]};
+  for (int64_t a = 1; a <= k; ++a) want.push_back(grid.dims[static_cast<size_t>(a)]);
+  if (y.dims != want || y.dtype != x.dtype)
+    return error(StatusCode::kInvalidArgument, op, ": the output must be ", dtype_name(x.dtype), " ",
+                 dims_text(want), ", got ", dtype_name(y.dtype), " ", dims_text(y.dims));
+  GRAFT_RETURN_IF_ERROR(check_view(op, "input 'X'", x));
+  GRAFT_RETURN_IF_ERROR(check_view(op, "input 'grid'", grid));
+  GRAFT_RETURN_IF_ERROR(check_view(op, "the output", y));
+  if (y.numel() == 0) return Status::ok();
+
+  const int64_t n = x.dims[0], c = x.dims[1];
+  std::vector<AxisGeom> geom(static_cast<size_t>(k));
+  int64_t in_plane = 1;
+  for (int64_t a = 0; a < k; ++a) {
+    AxisGeom& g = geom[static_cast<size_t>(a)];
+    g.size = x.dims[static_cast<size_t>(2 + a)];
+    g.lo = p.align_corners ? 0.0 : -0.5;
+    g.hi = p.align_corners ? static_cast<double>(g.size) - 1.0 : static_cast<double>(g.size) - 0.5;
+    in_plane *= g.size;
+  }
+  int64_t out_plane = 1;
+  for (int64_t a = 1; a <= k; ++a) out_plane *= grid.dims[static_cast<size_t>(a)];
+  // An empty input map: every sample reads padding, i.e. zero.
+  const bool empty_map = in_plane == 0;
+  // PyTorch rounds with nearbyint in 2-D and std::round in 3-D; ONNX's definition follows it.
+  const bool half_even = k == 2;
+
+  std::vector<AxisTaps> taps(static_cast<size_t>(k));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < out_plane; ++o) {
+      bool valid = !empty_map;
+      // grid's last axis lists (x, y[, z]): component j addresses spatial axis k-1-j.
+      for (int64_t j = 0; j < k && valid; ++j) {
+        const double gv = load_as_double(grid.dtype, grid.data, (b * out_plane + o) * k + j);
+        valid = axis_taps(gv, geom[static_cast<size_t>(k - 1 - j)], p, half_even, taps[static_cast<size_t>(k - 1 - j)]);
+      }
+      for (int64_t ch = 0; ch < c; ++ch) {
+        double acc = 0.0;
+        if (valid) {
+          const int64_t base = (b * c + ch) * in_plane;
+          if (k == 2) {
+            const AxisTaps &ty = taps[0], &tx = taps[1];
+            for (int i = 0; i < ty.n; ++i) {
+              if (ty.idx[i] < 0) continue;
+              for (int j = 0; j < tx.n; ++j) {
+                if (tx.idx[j] < 0) continue;
+                acc += ty.w[i] * tx.w[j] *
+                       load_as_double(x.dtype, x.data, base + ty.idx[i] * geom[1].size + tx.idx[j]);
+              }
+            }
+          } else {
+            const AxisTaps &tz = taps[0], &ty = taps[1], &tx = taps[2];
+            for (int h = 0; h < tz.n; ++h) {
+              if (tz.idx[h] < 0) continue;
+              for (int i = 0; i < ty.n; ++i) {
+                if (ty.idx[i] < 0) continue;
+                for (int j = 0; j < tx.n; ++j) {
+                  if (tx.idx[j] < 0) continue;
+                  const int64_t at = (tz.idx[h] * geom[1].size + ty.idx[i]) * geom[2].size + tx.idx[j];
+                  acc += tz.w[h] * ty.w[i] * tx.w[j] * load_as_double(x.dtype, x.data, base + at);
+                }
+              }
+            }
+          }
+        }
+        store_from_double(y.dtype, y.data, (b * c + ch) * out_plane + o, acc);
+      }
+    }
+  return Status::ok();
+}
+
+Status grid_sample(ExecContext& ctx) {
+  if (ctx.inputs.size() != 2 || !ctx.inputs[0] || !ctx.inputs[1])
+    return error(StatusCode::kInvalidModel, "GridSample takes 2 inputs (X, grid)");
+  if (ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInvalidModel, "GridSample: output Y is missing");
+  GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, parse_grid_sample_attrs(*ctx.attrs, ctx.opset));
+  if (ctx.inputs[0]->rank() == 5 && ctx.opset < 20)
+    return error(StatusCode::kInvalidModel, "GridSample: 5-D input (volumetric sampling) needs opset 20, the model has ",
+                 ctx.opset);
+  return grid_sample_run("GridSample", p, ctx.inputs[0]->view(), ctx.inputs[1]->view(), ctx.outputs[0]->view());
+}
+
+}  // namespace graft::cpu
