@@ -3,9 +3,11 @@
 // cannot drop an op without the linker complaining.
 #include "graft/registry.h"
 #include "ops/custom_layer/custom_layer.h"
+#include "ops/grid_sample/grid_sample.h"
 #include "ops/group_norm/group_norm.h"
 #include "ops/modulated_deform_conv2d/modulated_deform_conv2d.h"
 #include "ops/ms_deform_attn/ms_deform_attn.h"
+#include "ops/roi_align/roi_align.h"
 
 namespace graft {
 
@@ -17,6 +19,8 @@ Status register_graft_ops(OpRegistry& registry) {
       &define_modulated_deform_conv2d,
       &define_ms_deform_attn,
       &define_ms_deform_attn_trt,
+      &define_mmcv_roi_align,
+      &define_grid_sampler,
   };
   for (DefineFn define : kOps) {
     OpDef def = define();

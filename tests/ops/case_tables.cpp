@@ -11,6 +11,8 @@ std::vector<OpCaseTable> all_case_tables() {
       modulated_deform_conv2d_cases(),
       ms_deform_attn_cases(),
       ms_deform_attn_trt_cases(),
+      mmcv_roi_align_cases(),
+      grid_sampler_cases(),
   };
 }
 

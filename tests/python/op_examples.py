@@ -58,6 +58,11 @@ EXAMPLES = {
     ],
     "MultiScaleDeformableAttention": _MS_DEFORM_ATTN,
     "MultiscaleDeformableAttnPlugin_TRT": _MS_DEFORM_ATTN,
+    # mmdeploy's roi_align: rois (K, 5) drawn in [0, 0.99), so column 0 truncates to batch index 0.
+    "MMCVRoiAlign": [dict(inputs=[(2, 3, 8, 9), Uniform((3, 5), 0.0, 0.99)],
+                          attrs={"output_height": 2, "output_width": 3, "sampling_ratio": 2, "aligned": 1})],
+    "grid_sampler": [dict(inputs=[(2, 3, 5, 6), Uniform((2, 4, 3, 2), -1.2, 1.2)],
+                          attrs={"interpolation_mode": 0, "padding_mode": 0, "align_corners": 0})],
     "ModulatedDeformConv2d": _MODULATED_DEFORM_CONV2D,
 }
 

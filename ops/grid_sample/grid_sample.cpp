@@ -1,0 +1,73 @@
+// grid_sampler definition (README.md has the math). The kernel is the one ONNX's GridSample runs
+// (src/backends/cpu/sampling.cpp), in PyTorch's order of padding and rounding.
+#include "ops/grid_sample/grid_sample.h"
+
+#include "backends/cpu/sampling.h"
+
+namespace graft {
+namespace {
+
+constexpr const char* kName = "grid_sampler";
+
+Result<cpu::GridSampleParams> params_of(const AttributeMap& a) {
+  using P = cpu::GridSampleParams;
+  P p;
+  GRAFT_ASSIGN_OR_RETURN(int64_t mode, a.get_int("interpolation_mode", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t pad, a.get_int("padding_mode", 0));
+  GRAFT_ASSIGN_OR_RETURN(int64_t ac, a.get_int("align_corners", 0));
+  p.mode = mode == 1 ? P::Mode::kNearest : mode == 2 ? P::Mode::kCubic : P::Mode::kLinear;
+  p.padding = pad == 1 ? P::Padding::kBorder : pad == 2 ? P::Padding::kReflection : P::Padding::kZeros;
+  p.align_corners = ac != 0;
+  p.torch_order = true;
+  return p;
+}
+
+Status forward_cpu(const KernelContext& ctx) {
+  if (ctx.inputs.size() != 2 || ctx.outputs.size() != 1)
+    return error(StatusCode::kInvalidArgument, kName, ": kernel expects 2 inputs and 1 output");
+  if (ctx.inputs[0].rank() != 4)
+    return error(StatusCode::kInvalidArgument, kName, ": input 'input' must have rank 4 (N, C, H, W)");
+  GRAFT_ASSIGN_OR_RETURN(cpu::GridSampleParams p, params_of(*ctx.attrs));
+  return cpu::grid_sample_run(kName, p, ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]);
+}
+
+Status shape_fn(ShapeContext& c) {
+  if (c.input_rank(0) != 4)
+    return error(StatusCode::kInvalidModel, kName, ": input 'input' must have rank 4 (N, C, H, W), got rank ",
+                 c.input_rank(0));
+  if (c.input_rank(1) != 4)
+    return error(StatusCode::kInvalidModel, kName, ": input 'grid' must have rank 4 (N, H_out, W_out, 2), got rank ",
+                 c.input_rank(1));
+  if (auto two = c.input_dim(1, 3).constant_value(); two && *two != 2)
+    return error(StatusCode::kInvalidModel, kName, ": input 'grid' must end in a dimension of 2 (x, y), got ", *two);
+  const auto n = c.input_dim(0, 0).constant_value(), gn = c.input_dim(1, 0).constant_value();
+  if (n && gn && *n != *gn)
+    return error(StatusCode::kInvalidModel, kName, ": input 'grid' has batch ", *gn, " but 'input' has ", *n);
+  c.set_output(0, {c.input_dim(0, 0), c.input_dim(0, 1), c.input_dim(1, 1), c.input_dim(1, 2)});
+  return Status::ok();
+}
+
+}  // namespace
+
+OpDef define_grid_sampler() {
+  using DT = DataType;
+  OpDef def(kName);
+  def.domain("mmdeploy")
+      .version("1")
+      .doc("PyTorch's grid_sample (Spatial Transformer Networks, arXiv 1506.02025) as mmdeploy exports it: samples "
+           "the input at the normalized (x, y) locations of grid by bilinear, nearest or bicubic interpolation, "
+           "with zeros, border or reflection padding.")
+      .attr_int("interpolation_mode", int64_t{0}, "0 bilinear, 1 nearest, 2 bicubic").allowed(std::vector<int64_t>{0, 1, 2})
+      .attr_int("padding_mode", int64_t{0}, "0 zeros, 1 border, 2 reflection").allowed(std::vector<int64_t>{0, 1, 2})
+      .attr_int("align_corners", int64_t{0}, "1: -1 and 1 are the centres of the corner pixels; 0: their outer edges")
+      .allowed(std::vector<int64_t>{0, 1})
+      .input("input", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(N, C, H, W)")
+      .input("grid", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(N, H_out, W_out, 2): (x, y) in [-1, 1]")
+      .output("output", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(N, C, H_out, W_out)");
+  for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64}) def.type_combination({t, t, t});
+  def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu);
+  def.example({std::vector<int64_t>{2, 3, 5, 6}, std::vector<int64_t>{2, 4, 3, 2}});
+  return def;
+}
+
+}  // namespace graft
