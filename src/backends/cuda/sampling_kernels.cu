@@ -1,0 +1,267 @@
+// RoiAlign and GridSample on the GPU: one thread per output element, the CPU reference's steps in
+// float (sample coordinates in double where they are formed from roi corners, so a roi far from the
+// origin keeps its sub-pixel position).
+#include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/sampling_kernels.cuh"
+
+namespace graft::cuda::k {
+namespace {
+
+// ---- RoiAlign -------------------------------------------------------------------------------------
+template <typename T>
+__global__ void roi_align_kernel(const T* __restrict__ x, const T* __restrict__ rois, const void* batch_idx,
+                                 bool idx64, T* __restrict__ y, RoiAlignArgs a, int64_t total) {
+  using E = Elem<T>;
+  GRAFT_GRID_STRIDE(i, total) {
+    const int64_t pw = i % a.ow, ph = (i / a.ow) % a.oh, ch = (i / (a.ow * a.oh)) % a.c, k = i / (a.ow * a.oh * a.c);
+    const int cols = a.packed_rois ? 5 : 4;
+    const T* r = rois + k * cols;
+    int64_t b;
+    bool ok = true;
+    if (a.packed_rois) {
+      const float bv = float(E::ld(r[0]));
+      ok = bv > -1.f && bv < float(a.n);
+      b = ok ? int64_t(bv) : 0;
+      r += 1;
+    } else {
+      b = idx64 ? static_cast<const int64_t*>(batch_idx)[k] : int64_t(static_cast<const int32_t*>(batch_idx)[k]);
+      ok = b >= 0 && b < a.n;
+    }
+    double box[4];
+    for (int j = 0; j < 4; ++j) {
+      box[j] = double(float(E::ld(r[j])));
+      ok = ok && isfinite(box[j]);
+    }
+    float result = 0.f;
+    if (ok) {
+      const double off = a.half_pixel ? 0.5 : 0.0, s = a.spatial_scale;
+      const double x1 = box[0] * s - off, y1 = box[1] * s - off;
+      double rw = box[2] * s - off - x1, rh = box[3] * s - off - y1;
+      if (!a.half_pixel) {
+        rw = fmax(rw, 1.0);
+        rh = fmax(rh, 1.0);
+      }
+      const double bh = rh / double(a.oh), bw = rw / double(a.ow);
+      const double gh_d = a.sampling_ratio > 0 ? double(a.sampling_ratio) : ceil(bh);
+      const double gw_d = a.sampling_ratio > 0 ? double(a.sampling_ratio) : ceil(bw);
+      const int64_t gh = gh_d > 0.0 ? int64_t(fmin(gh_d, 4096.0)) : 0;
+      const int64_t gw = gw_d > 0.0 ? int64_t(fmin(gw_d, 4096.0)) : 0;
+      const T* plane = x + (b * a.c + ch) * a.h * a.w;
+      const float hf = float(a.h), wf = float(a.w);
+      float acc = 0.f;
+      bool first = true;
+      for (int64_t iy = 0; iy < gh; ++iy) {
+        float yy = float(y1 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh));
+        for (int64_t ix = 0; ix < gw; ++ix) {
+          float xx = float(x1 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw));
+          float w4[4] = {0.f, 0.f, 0.f, 0.f}, v4[4] = {0.f, 0.f, 0.f, 0.f};
+          float sy = yy;
+          if (sy >= -1.f && sy <= hf && xx >= -1.f && xx <= wf) {
+            sy = fmaxf(sy, 0.f);
+            float sx = fmaxf(xx, 0.f);
+            int64_t y0 = int64_t(sy), x0 = int64_t(sx), y1i, x1i;
+            if (y0 >= a.h - 1) { y0 = y1i = a.h - 1; sy = float(y0); } else { y1i = y0 + 1; }
+            if (x0 >= a.w - 1) { x0 = x1i = a.w - 1; sx = float(x0); } else { x1i = x0 + 1; }
+            const float ly = sy - float(y0), lx = sx - float(x0), hy = 1.f - ly, hx = 1.f - lx;
+            w4[0] = hy * hx; w4[1] = hy * lx; w4[2] = ly * hx; w4[3] = ly * lx;
+            v4[0] = float(E::ld(plane[y0 * a.w + x0]));
+            v4[1] = float(E::ld(plane[y0 * a.w + x1i]));
+            v4[2] = float(E::ld(plane[y1i * a.w + x0]));
+            v4[3] = float(E::ld(plane[y1i * a.w + x1i]));
+          }
+          const float interp = w4[0] * v4[0] + w4[1] * v4[1] + w4[2] * v4[2] + w4[3] * v4[3];
+          if (!a.max_mode) {
+            acc += interp;
+          } else {
+            const float val = a.max_of_weighted_corners
+                                  ? fmaxf(fmaxf(w4[0] * v4[0], w4[1] * v4[1]), fmaxf(w4[2] * v4[2], w4[3] * v4[3]))
+                                  : interp;
+            acc = first ? val : fmaxf(acc, val);
+            first = false;
+          }
+        }
+      }
+      result = a.max_mode ? acc : acc / float(gh * gw > 1 ? gh * gw : 1);
+    }
+    y[i] = E::st(typename E::C(result));
+  }
+}
+
+// ---- GridSample -----------------------------------------------------------------------------------
+__device__ __forceinline__ float keys_cubic(float d) {
+  const float A = -0.75f;
+  d = fabsf(d);
+  if (d <= 1.f) return ((A + 2.f) * d - (A + 3.f)) * d * d + 1.f;
+  if (d < 2.f) return ((A * d - 5.f * A) * d + 8.f * A) * d - 4.f * A;
+  return 0.f;
+}
+
+__device__ __forceinline__ float reflect(float v, float lo, float hi) {
+  const float span = hi - lo;
+  if (!(span > 0.f)) return lo;
+  if (v >= lo && v <= hi) return v;
+  const float d = v < lo ? lo - v : v - hi;
+  const float q = floorf(d / span);
+  const float r = d - q * span;
+  const bool even = fmodf(q, 2.f) == 0.f;
+  if (v < lo) return even ? lo + r : hi - r;
+  return even ? hi - r : lo + r;
+}
+
+struct Taps {
+  int n;
+  int64_t idx[4];
+  float w[4];
+};
+
+__device__ __forceinline__ int64_t tap_index(float t, int64_t size, float lo, float hi, int pad) {
+  const float last = float(size - 1);
+  if (pad == 0) return (t >= 0.f && t <= last) ? int64_t(t) : -1;
+  if (pad == 1) return int64_t(fminf(fmaxf(t, 0.f), last));
+  return int64_t(fminf(fmaxf(truncf(reflect(t, lo, hi)), 0.f), last));
+}
+
+// One axis: the taps for normalized coordinate g (false when g is not finite).
+__device__ bool axis_taps(float g, int64_t size, const GridSampleArgs& a, bool half_even, Taps& t) {
+  const float s = float(size);
+  const float lo = a.align_corners ? 0.f : -0.5f, hi = a.align_corners ? s - 1.f : s - 0.5f;
+  float v = a.align_corners ? (g + 1.f) * 0.5f * (s - 1.f) : ((g + 1.f) * s - 1.f) * 0.5f;
+  if (!isfinite(v)) return false;
+  auto pad_coord = [&](float u) {
+    if (a.padding == 1) return fminf(fmaxf(u, 0.f), s - 1.f);
+    if (a.padding == 2) {
+      u = reflect(u, lo, hi);
+      return a.torch_order ? fminf(fmaxf(u, 0.f), s - 1.f) : u;
+    }
+    return u;
+  };
+  const float margin = 4.f;
+  if (a.mode == 1) {  // nearest
+    float u;
+    if (a.torch_order) {
+      u = pad_coord(v);
+      u = half_even ? nearbyintf(u) : roundf(u);
+    } else {
+      u = half_even ? nearbyintf(v) : roundf(v);
+      if (u < lo || u > hi) u = pad_coord(u);
+    }
+    t.n = 1;
+    t.w[0] = 1.f;
+    t.idx[0] = tap_index(u, size, lo, hi, a.padding);
+    return true;
+  }
+  if ((a.mode == 0 || !a.torch_order) && (v < lo || v > hi)) v = pad_coord(v);
+  if (a.padding == 0 && (v < -margin || v > s + margin)) {
+    t.n = 0;
+    return true;
+  }
+  const float f = floorf(v), fr = v - f;
+  if (a.mode == 0) {
+    t.n = 2;
+    t.idx[0] = tap_index(f, size, lo, hi, a.padding);
+    t.idx[1] = tap_index(f + 1.f, size, lo, hi, a.padding);
+    t.w[0] = 1.f - fr;
+    t.w[1] = fr;
+  } else {
+    t.n = 4;
+    for (int q = 0; q < 4; ++q) {
+      t.idx[q] = tap_index(f - 1.f + float(q), size, lo, hi, a.padding);
+      t.w[q] = keys_cubic(fr - float(q - 1));
+    }
+  }
+  return true;
+}
+
+template <typename T>
+__global__ void grid_sample_kernel(const T* __restrict__ x, const T* __restrict__ grid, T* __restrict__ y,
+                                   GridSampleArgs a, int64_t total) {
+  using E = Elem<T>;
+  const int nd = a.nd;
+  int64_t out_plane = 1, in_plane = 1;
+  for (int d = 0; d < nd; ++d) {
+    out_plane *= a.out[d];
+    in_plane *= a.in[d];
+  }
+  GRAFT_GRID_STRIDE(i, total) {
+    const int64_t o = i % out_plane, ch = (i / out_plane) % a.c, b = i / (out_plane * a.c);
+    Taps taps[3];
+    bool valid = in_plane > 0;
+    for (int j = 0; j < nd && valid; ++j) {
+      const int axis = nd - 1 - j;
+      const float g = float(E::ld(grid[(b * out_plane + o) * nd + j]));
+      valid = axis_taps(g, a.in[axis], a, nd == 2, taps[axis]);
+    }
+    float acc = 0.f;
+    if (valid) {
+      const T* plane = x + (b * a.c + ch) * in_plane;
+      if (nd == 2) {
+        for (int p = 0; p < taps[0].n; ++p) {
+          if (taps[0].idx[p] < 0) continue;
+          for (int q = 0; q < taps[1].n; ++q) {
+            if (taps[1].idx[q] < 0) continue;
+            acc += taps[0].w[p] * taps[1].w[q] * float(E::ld(plane[taps[0].idx[p] * a.in[1] + taps[1].idx[q]]));
+          }
+        }
+      } else {
+        for (int r = 0; r < taps[0].n; ++r) {
+          if (taps[0].idx[r] < 0) continue;
+          for (int p = 0; p < taps[1].n; ++p) {
+            if (taps[1].idx[p] < 0) continue;
+            for (int q = 0; q < taps[2].n; ++q) {
+              if (taps[2].idx[q] < 0) continue;
+              const int64_t at = (taps[0].idx[r] * a.in[1] + taps[1].idx[p]) * a.in[2] + taps[2].idx[q];
+              acc += taps[0].w[r] * taps[1].w[p] * taps[2].w[q] * float(E::ld(plane[at]));
+            }
+          }
+        }
+      }
+    }
+    y[i] = E::st(typename E::C(acc));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_roi_align(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64, void* y,
+                             const RoiAlignArgs& a, cudaStream_t s) {
+  const int64_t total = a.k * a.c * a.oh * a.ow;
+  if (total == 0) return cudaSuccess;
+  switch (t) {
+    case KType::kF32:
+      roi_align_kernel<float><<<grid_for(total), kThreads, 0, s>>>(
+          static_cast<const float*>(x), static_cast<const float*>(rois), batch_idx, idx64, static_cast<float*>(y), a,
+          total);
+      break;
+    case KType::kF16:
+      roi_align_kernel<__half><<<grid_for(total), kThreads, 0, s>>>(
+          static_cast<const __half*>(x), static_cast<const __half*>(rois), batch_idx, idx64, static_cast<__half*>(y),
+          a, total);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_grid_sample(KType t, const void* x, const void* grid, void* y, const GridSampleArgs& a,
+                               cudaStream_t s) {
+  if (a.nd != 2 && a.nd != 3) return cudaErrorInvalidValue;
+  int64_t total = a.n * a.c;
+  for (int d = 0; d < a.nd; ++d) total *= a.out[d];
+  if (total == 0) return cudaSuccess;
+  switch (t) {
+    case KType::kF32:
+      grid_sample_kernel<float><<<grid_for(total), kThreads, 0, s>>>(
+          static_cast<const float*>(x), static_cast<const float*>(grid), static_cast<float*>(y), a, total);
+      break;
+    case KType::kF16:
+      grid_sample_kernel<__half><<<grid_for(total), kThreads, 0, s>>>(
+          static_cast<const __half*>(x), static_cast<const __half*>(grid), static_cast<__half*>(y), a, total);
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace graft::cuda::k
