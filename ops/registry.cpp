@@ -3,6 +3,7 @@
 // cannot drop an op without the linker complaining.
 #include "graft/registry.h"
 #include "ops/custom_layer/custom_layer.h"
+#include "ops/efficient_nms/efficient_nms.h"
 #include "ops/grid_sample/grid_sample.h"
 #include "ops/group_norm/group_norm.h"
 #include "ops/modulated_deform_conv2d/modulated_deform_conv2d.h"
@@ -15,6 +16,7 @@ Status register_graft_ops(OpRegistry& registry) {
   using DefineFn = OpDef (*)();
   static constexpr DefineFn kOps[] = {
       &define_custom_layer,
+      &define_efficient_nms,
       &define_group_norm,
       &define_modulated_deform_conv2d,
       &define_ms_deform_attn,

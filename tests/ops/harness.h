@@ -80,6 +80,7 @@ std::vector<OpCaseTable> all_case_tables();
 
 // One function per op, defined in its cases_<op>.cpp.
 OpCaseTable custom_layer_cases();
+OpCaseTable efficient_nms_cases();
 OpCaseTable group_norm_cases();
 OpCaseTable modulated_deform_conv2d_cases();
 OpCaseTable ms_deform_attn_cases();
