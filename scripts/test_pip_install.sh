@@ -41,7 +41,8 @@ if torch is not None:
     assert torch.allclose(got, t * torch.sigmoid(0.5 * t), atol=1e-6), (got, t)
 print("pip-installed graft: engine and torch extension OK")
 PY
-cli_version=$(env -u PYTHONPATH -u GRAFT_LIB_DIR "$VENV/bin/graft" --version)
+# The first line of `graft --version` is "graft X.Y.Z" (the backends, opsets and plan formats follow).
+cli_version=$(env -u PYTHONPATH -u GRAFT_LIB_DIR "$VENV/bin/graft" --version | head -n 1)
 py_version=$(env -u PYTHONPATH -u GRAFT_LIB_DIR "$VENV/bin/python" -c 'import graft; print(graft.__version__)')
 echo "$cli_version; graft.__version__ $py_version"
 [ "$cli_version" = "graft $py_version" ] || { echo "graft --version and graft.__version__ differ" >&2; exit 1; }
