@@ -18,6 +18,8 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_extra_ops(t);
     append_sampling_ops(t);
     append_loss_ops(t);
+    append_quantize_ops(t);
+    append_misc_ops(t);
     append_fused_conv_ops(t);
     append_fused_transformer_ops(t);
     append_view_ops(t);

@@ -100,6 +100,8 @@ void append_resize_pad_ops(std::vector<BuiltinOp>& out);    // Resize, Pad
 void append_extra_ops(std::vector<BuiltinOp>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
 void append_sampling_ops(std::vector<BuiltinOp>& out);      // RoiAlign, GridSample
 void append_loss_ops(std::vector<BuiltinOp>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void append_quantize_ops(std::vector<BuiltinOp>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void append_misc_ops(std::vector<BuiltinOp>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
 void append_fused_conv_ops(std::vector<BuiltinOp>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC)

@@ -1,0 +1,365 @@
+#include "backends/cpu/misc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/element_traits.h"
+#include "backends/cpu/elementwise.h"
+#include "backends/cpu/kernel_util.h"
+#include "backends/cpu/nn.h"
+#include "backends/cpu/unary_kernel.h"
+
+namespace graft::cpu {
+namespace {
+
+const AttributeMap& attrs_of(const ExecContext& ctx) {
+  static const AttributeMap kEmpty;
+  return ctx.attrs ? *ctx.attrs : kEmpty;
+}
+
+constexpr double kPi = 3.14159265358979323846;
+
+Result<float> float_attr(const AttributeMap& attrs, const char* name, float def) {
+  auto r = attrs.get_float(name, def);
+  if (!r) return Status(r.status()).with_attribute(name);
+  if (!std::isfinite(r.value())) return attr_error(name, "must be finite, got ", static_cast<double>(r.value()));
+  return r.value();
+}
+
+// Output 0 allocated and of the input's element count.
+Status same_size_output(const ExecContext& ctx) {
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& y = *ctx.outputs[0];
+  GRAFT_CHECK(y.numel() == x.numel() && y.dtype() == x.dtype());
+  return Status::ok();
+}
+
+Status window(ExecContext& ctx, WindowKind kind) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& size_t_ = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  if (size_t_.numel() != 1 || !dtype_is_integer(size_t_.dtype()))
+    return error(StatusCode::kInvalidModel, op_name(ctx), ": input size must be one integer, got ",
+                 dtype_name(size_t_.dtype()), " ", ints_to_string(size_t_.dims()));
+  const int64_t n = size_t_.to_int64_vector()[0];
+  if (n < 0 || n > kMaxWindowLength)
+    return error(StatusCode::kInvalidModel, op_name(ctx), ": size ", n, " is outside [0, ", kMaxWindowLength, "]");
+  GRAFT_CHECK(y.numel() == n);
+  GRAFT_ASSIGN_OR_RETURN(int64_t periodic, attrs_of(ctx).get_int("periodic", 1));
+  // Periodic windows divide by N (the first N of an N+1 symmetric window), symmetric ones by N - 1.
+  // A symmetric window of one sample (0/0 in the formula) is [1], as in numpy and scipy.
+  const double den = periodic ? static_cast<double>(n) : static_cast<double>(n - 1);
+  for (int64_t i = 0; i < n; ++i) {
+    if (den == 0) {
+      y.set(i, 1.0);
+      continue;
+    }
+    const double a = 2 * kPi * static_cast<double>(i) / den;
+    double v = 0;
+    switch (kind) {
+      case WindowKind::kHann: v = 0.5 - 0.5 * std::cos(a); break;
+      case WindowKind::kHamming: v = 25.0 / 46.0 - 21.0 / 46.0 * std::cos(a); break;
+      case WindowKind::kBlackman: v = 0.42 - 0.5 * std::cos(a) + 0.08 * std::cos(2 * a); break;
+    }
+    y.set(i, v);
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+// ---- attribute readers ------------------------------------------------------------------------
+
+Result<float> instance_norm_epsilon(const AttributeMap& attrs) {
+  GRAFT_ASSIGN_OR_RETURN(float eps, float_attr(attrs, "epsilon", 1e-5f));
+  if (!(eps >= 0.0f)) return attr_error("epsilon", "must be >= 0, got ", static_cast<double>(eps));
+  return eps;
+}
+
+Result<LrnAttrs> lrn_attrs(const AttributeMap& attrs) {
+  LrnAttrs a;
+  auto size = attrs.require_int("size");
+  if (!size) return Status(size.status()).with_attribute("size");
+  if (size.value() < 1) return attr_error("size", "must be >= 1, got ", size.value());
+  a.size = size.value();
+  GRAFT_ASSIGN_OR_RETURN(a.alpha, float_attr(attrs, "alpha", 1e-4f));
+  GRAFT_ASSIGN_OR_RETURN(a.beta, float_attr(attrs, "beta", 0.75f));
+  GRAFT_ASSIGN_OR_RETURN(a.bias, float_attr(attrs, "bias", 1.0f));
+  return a;
+}
+
+Result<std::vector<int64_t>> mvn_axes(const AttributeMap& attrs, int64_t rank) {
+  auto r = attrs.get_ints("axes", {0, 2, 3});
+  if (!r) return Status(r.status()).with_attribute("axes");
+  std::vector<int64_t> axes;
+  for (int64_t a : r.value()) {
+    auto n = normalize_axis(a, rank);
+    if (!n) return Status(n.status()).with_attribute("axes");
+    if (std::find(axes.begin(), axes.end(), n.value()) != axes.end())
+      return attr_error("axes", "lists axis ", a, " twice: ", ints_to_string(r.value()));
+    axes.push_back(n.value());
+  }
+  std::sort(axes.begin(), axes.end());
+  return axes;
+}
+
+Result<bool> bit_shift_left(const AttributeMap& attrs) {
+  if (!attrs.has("direction")) return attr_error("direction", "is required (LEFT or RIGHT)");
+  auto d = attrs.get_string("direction", "");
+  if (!d) return Status(d.status()).with_attribute("direction");
+  if (d.value() != "LEFT" && d.value() != "RIGHT")
+    return attr_error("direction", "must be LEFT or RIGHT, got '", d.value(), "'");
+  return d.value() == "LEFT";
+}
+
+Result<std::pair<int64_t, int64_t>> reverse_sequence_axes(const AttributeMap& attrs) {
+  auto b = attrs.get_int("batch_axis", 1);
+  if (!b) return Status(b.status()).with_attribute("batch_axis");
+  auto t = attrs.get_int("time_axis", 0);
+  if (!t) return Status(t.status()).with_attribute("time_axis");
+  if (b.value() != 0 && b.value() != 1) return attr_error("batch_axis", "must be 0 or 1, got ", b.value());
+  if (t.value() != 0 && t.value() != 1) return attr_error("time_axis", "must be 0 or 1, got ", t.value());
+  if (b.value() == t.value())
+    return attr_error("time_axis", "must differ from batch_axis (both are ", b.value(), ")");
+  return std::make_pair(b.value(), t.value());
+}
+
+// ---- normalizations ---------------------------------------------------------------------------
+
+Status instance_normalization(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 3));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "input"));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[1], "scale"));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[2], "B"));
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& scale = *ctx.inputs[1];
+  const Tensor& bias = *ctx.inputs[2];
+  GRAFT_RETURN_IF_ERROR(same_size_output(ctx));
+  GRAFT_ASSIGN_OR_RETURN(float eps, instance_norm_epsilon(attrs_of(ctx)));
+  if (x.rank() < 2)
+    return error(StatusCode::kInvalidModel, "InstanceNormalization: input must have rank >= 2 (N, C, ...), got ",
+                 ints_to_string(x.dims()));
+  const int64_t n = x.dims()[0], c = x.dims()[1];
+  if (scale.dims() != std::vector<int64_t>{c} || bias.dims() != std::vector<int64_t>{c})
+    return error(StatusCode::kInvalidModel, "InstanceNormalization: scale ", ints_to_string(scale.dims()), " and B ",
+                 ints_to_string(bias.dims()), " must be [", c, "] for input ", ints_to_string(x.dims()));
+  const AxisView v = axis_view(x.dims(), 1, false);  // [n, c, spatial]
+  Tensor& y = *ctx.outputs[0];
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch) {
+      const int64_t base = (b * c + ch) * v.inner;
+      double mean = 0, var = 0;
+      for (int64_t i = 0; i < v.inner; ++i) mean += x.get(base + i);
+      mean /= static_cast<double>(v.inner);
+      for (int64_t i = 0; i < v.inner; ++i) {
+        const double d = x.get(base + i) - mean;
+        var += d * d;
+      }
+      var /= static_cast<double>(v.inner);
+      const double k = scale.get(ch) / std::sqrt(var + static_cast<double>(eps)), sh = bias.get(ch);
+      for (int64_t i = 0; i < v.inner; ++i) y.set(base + i, (x.get(base + i) - mean) * k + sh);
+    }
+  return Status::ok();
+}
+
+Status lrn(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "X"));
+  const Tensor& x = *ctx.inputs[0];
+  GRAFT_RETURN_IF_ERROR(same_size_output(ctx));
+  GRAFT_ASSIGN_OR_RETURN(LrnAttrs a, lrn_attrs(attrs_of(ctx)));
+  if (x.rank() < 2)
+    return error(StatusCode::kInvalidModel, "LRN: input must have rank >= 2 (N, C, ...), got ", ints_to_string(x.dims()));
+  const AxisView v = axis_view(x.dims(), 1, false);
+  // The window over channels: floor((size - 1) / 2) before, ceil((size - 1) / 2) after.
+  const int64_t before = (a.size - 1) / 2, after = a.size - 1 - before;
+  Tensor& y = *ctx.outputs[0];
+  for (int64_t o = 0; o < v.outer; ++o)
+    for (int64_t ch = 0; ch < v.n; ++ch)
+      for (int64_t i = 0; i < v.inner; ++i) {
+        double sq = 0;
+        const int64_t lo = std::max<int64_t>(0, ch - before), hi = std::min<int64_t>(v.n - 1, ch + std::min(after, v.n));
+        for (int64_t k = lo; k <= hi; ++k) {
+          const double e = x.get((o * v.n + k) * v.inner + i);
+          sq += e * e;
+        }
+        const int64_t at = (o * v.n + ch) * v.inner + i;
+        const double den = std::pow(static_cast<double>(a.bias) + static_cast<double>(a.alpha) / static_cast<double>(a.size) * sq,
+                                    static_cast<double>(a.beta));
+        y.set(at, x.get(at) / den);
+      }
+  return Status::ok();
+}
+
+Status mean_variance_normalization(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "X"));
+  const Tensor& x = *ctx.inputs[0];
+  GRAFT_RETURN_IF_ERROR(same_size_output(ctx));
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> axes, mvn_axes(attrs_of(ctx), x.rank()));
+  const int64_t rank = x.rank();
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) reduced[static_cast<size_t>(a)] = true;
+  // Group id of each element: its index with the reduced axes dropped.
+  std::vector<int64_t> kept_dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (!reduced[static_cast<size_t>(d)]) kept_dims.push_back(x.dims()[d]);
+  int64_t groups = 1;
+  for (int64_t d : kept_dims) groups *= d;
+  const int64_t total = x.numel();
+  std::vector<int64_t> group_of(static_cast<size_t>(total));
+  std::vector<int64_t> idx;
+  for (int64_t e = 0; e < total; ++e) {
+    unravel(e, x.dims(), idx);
+    int64_t g = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      if (!reduced[static_cast<size_t>(d)]) g = g * x.dims()[d] + idx[static_cast<size_t>(d)];
+    group_of[static_cast<size_t>(e)] = g;
+  }
+  std::vector<double> mean(static_cast<size_t>(groups), 0.0), var(static_cast<size_t>(groups), 0.0),
+      count(static_cast<size_t>(groups), 0.0);
+  for (int64_t e = 0; e < total; ++e) {
+    const size_t g = static_cast<size_t>(group_of[static_cast<size_t>(e)]);
+    mean[g] += x.get(e);
+    count[g] += 1;
+  }
+  for (size_t g = 0; g < mean.size(); ++g) mean[g] /= count[g];
+  for (int64_t e = 0; e < total; ++e) {
+    const size_t g = static_cast<size_t>(group_of[static_cast<size_t>(e)]);
+    const double d = x.get(e) - mean[g];
+    var[g] += d * d;
+  }
+  Tensor& y = *ctx.outputs[0];
+  // (x - mean) / (sqrt(variance) + 1e-9), the epsilon of the ONNX function body.
+  for (int64_t e = 0; e < total; ++e) {
+    const size_t g = static_cast<size_t>(group_of[static_cast<size_t>(e)]);
+    y.set(e, (x.get(e) - mean[g]) / (std::sqrt(var[g] / count[g]) + 1e-9));
+  }
+  return Status::ok();
+}
+
+// ---- data ---------------------------------------------------------------------------------------
+
+Status eye_like(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t k, attrs_of(ctx).get_int("k", 0));
+  if (x.rank() != 2)
+    return error(StatusCode::kInvalidModel, "EyeLike: input must be 2-D, got ", ints_to_string(x.dims()));
+  GRAFT_CHECK(y.dims() == x.dims());
+  const int64_t rows = x.dims()[0], cols = x.dims()[1];
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) y.set(i * cols + j, j - i == k ? 1.0 : 0.0);  // j - i: both dims, no overflow
+  return Status::ok();
+}
+
+Status bit_shift(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& s = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(bool left, bit_shift_left(attrs_of(ctx)));
+  if (x.dtype() != s.dtype() || y.dtype() != x.dtype())
+    return error(StatusCode::kInvalidModel, "BitShift: X and Y must share a dtype, got ", dtype_name(x.dtype()), " and ",
+                 dtype_name(s.dtype()));
+  if (x.dtype() != DataType::kUInt8) return bad_dtype(ctx, x.dtype());
+  GRAFT_ASSIGN_OR_RETURN(detail::BroadcastWalker w, detail::BroadcastWalker::make(y.dims(), {x.dims(), s.dims()}));
+  const uint8_t* xp = static_cast<const uint8_t*>(x.data());
+  const uint8_t* sp = static_cast<const uint8_t*>(s.data());
+  uint8_t* yp = static_cast<uint8_t*>(y.data());
+  for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) {
+    const unsigned v = xp[w.offset(0)], by = sp[w.offset(1)];
+    // Shifting by the width or more is undefined in C++; the bits are all shifted out.
+    yp[i] = by >= 8 ? uint8_t{0} : static_cast<uint8_t>(left ? (v << by) : (v >> by));
+  }
+  return Status::ok();
+}
+
+Status reverse_sequence(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& lens_t = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(auto axes, reverse_sequence_axes(attrs_of(ctx)));
+  const auto [batch_axis, time_axis] = axes;
+  if (x.rank() < 2)
+    return error(StatusCode::kInvalidModel, "ReverseSequence: input must have rank >= 2, got ", ints_to_string(x.dims()));
+  GRAFT_CHECK(y.dims() == x.dims() && y.dtype() == x.dtype());
+  const int64_t batch = x.dims()[batch_axis], steps = x.dims()[time_axis];
+  if (lens_t.dtype() != DataType::kInt64 || lens_t.dims() != std::vector<int64_t>{batch})
+    return error(StatusCode::kInvalidModel, "ReverseSequence: sequence_lens must be int64 [", batch, "], got ",
+                 dtype_name(lens_t.dtype()), " ", ints_to_string(lens_t.dims()));
+  const std::vector<int64_t> lens = lens_t.to_int64_vector();
+  for (int64_t b = 0; b < batch; ++b)
+    if (lens[static_cast<size_t>(b)] < 0 || lens[static_cast<size_t>(b)] > steps)
+      return error(StatusCode::kRuntimeError, "ReverseSequence: sequence_lens[", b, "] = ", lens[static_cast<size_t>(b)],
+                   " is outside [0, ", steps, "] (the time axis)");
+  // Elements after the two leading axes are one contiguous block per (axis 0, axis 1) pair.
+  int64_t block = 1;
+  for (int64_t d = 2; d < x.rank(); ++d) block *= x.dims()[d];
+  const size_t es = dtype_size(x.dtype());
+  const size_t block_bytes = static_cast<size_t>(block) * es;
+  const int64_t d1 = x.dims()[1];
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t t = 0; t < steps; ++t) {
+      const int64_t len = lens[static_cast<size_t>(b)];
+      const int64_t src_t = t < len ? len - 1 - t : t;
+      const int64_t dst = batch_axis == 0 ? b * d1 + t : t * d1 + b;
+      const int64_t src = batch_axis == 0 ? b * d1 + src_t : src_t * d1 + b;
+      if (block_bytes)
+        std::memcpy(static_cast<char*>(y.data()) + static_cast<size_t>(dst) * block_bytes,
+                    static_cast<const char*>(x.data()) + static_cast<size_t>(src) * block_bytes, block_bytes);
+    }
+  return Status::ok();
+}
+
+Status hann_window(ExecContext& ctx) { return window(ctx, WindowKind::kHann); }
+Status hamming_window(ExecContext& ctx) { return window(ctx, WindowKind::kHamming); }
+Status blackman_window(ExecContext& ctx) { return window(ctx, WindowKind::kBlackman); }
+
+// ---- Det ----------------------------------------------------------------------------------------
+
+Status det(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "X"));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  if (x.rank() < 2 || x.dims()[x.rank() - 1] != x.dims()[x.rank() - 2])
+    return error(StatusCode::kInvalidModel, "Det: input must be [..., M, M], got ", ints_to_string(x.dims()));
+  const int64_t m = x.dims()[x.rank() - 1];
+  const int64_t mm = m * m;
+  const int64_t batches = mm == 0 ? y.numel() : x.numel() / mm;
+  GRAFT_CHECK(y.numel() == batches && y.dtype() == x.dtype());
+  std::vector<double> a(static_cast<size_t>(mm));
+  for (int64_t b = 0; b < batches; ++b) {
+    for (int64_t i = 0; i < mm; ++i) a[static_cast<size_t>(i)] = x.get(b * mm + i);
+    auto at = [&](int64_t r, int64_t c) -> double& { return a[static_cast<size_t>(r * m + c)]; };
+    double d = 1;
+    for (int64_t col = 0; col < m && d != 0; ++col) {
+      int64_t piv = col;
+      for (int64_t r = col + 1; r < m; ++r)
+        if (std::fabs(at(r, col)) > std::fabs(at(piv, col))) piv = r;
+      if (at(piv, col) == 0) {
+        d = 0;
+        break;
+      }
+      if (piv != col) {
+        for (int64_t c = 0; c < m; ++c) std::swap(at(piv, c), at(col, c));
+        d = -d;
+      }
+      d *= at(col, col);
+      for (int64_t r = col + 1; r < m; ++r) {
+        const double f = at(r, col) / at(col, col);
+        for (int64_t c = col; c < m; ++c) at(r, c) -= f * at(col, c);
+      }
+    }
+    y.set(b, d);
+  }
+  return Status::ok();
+}
+
+}  // namespace graft::cpu
