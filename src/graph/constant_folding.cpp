@@ -55,7 +55,9 @@ Result<int> fold_constants(Graph& graph) {
     if (!descs) return std::move(descs).take_status();
     bool too_big = false;
     for (size_t o = 0; o < n.outputs.size(); ++o)
-      if (n.outputs[o] && numel_of(shape_values(*(*descs)[o].shape)) > kMaxFoldElements) too_big = true;
+      if (n.outputs[o] && shape_is_static(*(*descs)[o].shape) &&
+          numel_of(shape_values(*(*descs)[o].shape)) > kMaxFoldElements)
+        too_big = true;
     if (too_big) continue;
     auto outs = run_node_cpu(n, ins);
     if (!outs) {
@@ -63,6 +65,10 @@ Result<int> fold_constants(Graph& graph) {
       if (outs.status().code() == StatusCode::kUnsupported) continue;
       return std::move(outs).take_status();
     }
+    // A data-dependent output (NonZero of a constant) is sized only now; the same limit applies.
+    for (size_t o = 0; o < n.outputs.size(); ++o)
+      if (n.outputs[o] && (*outs)[o].numel() > kMaxFoldElements) too_big = true;
+    if (too_big) continue;
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       Value* v = n.outputs[o];
       if (!v) continue;

@@ -17,6 +17,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_resize_pad_ops(t);
     append_extra_ops(t);
     append_sampling_ops(t);
+    append_detection_ops(t);
     append_loss_ops(t);
     append_quantize_ops(t);
     append_misc_ops(t);
@@ -35,6 +36,12 @@ const BuiltinOp* find_builtin_op(const std::string& op_type) {
   for (const auto& op : builtin_ops())
     if (op_type == op.op_type) return &op;
   return nullptr;
+}
+
+bool output_shape_from_kernel(const Node& node) {
+  if (node.custom_op) return false;
+  const BuiltinOp* op = find_builtin_op(node.op_type);
+  return op && op->output_shape_from_kernel;
 }
 
 }  // namespace graft

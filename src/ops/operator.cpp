@@ -43,6 +43,32 @@ Dim InferContext::unknown_dim() {
   return Dim::symbol("unk__" + std::to_string(counter.fetch_add(1, std::memory_order_relaxed)));
 }
 
+Result<Tensor*> allocate_output(ExecContext& ctx, size_t i, DataType dtype, std::vector<int64_t> dims) {
+  const std::string name = ctx.node && i < ctx.node->outputs.size() && ctx.node->outputs[i]
+                               ? ctx.node->outputs[i]->name
+                               : std::string();
+  auto describe = [&](DataType t, const std::vector<int64_t>& d) {
+    return TensorDesc(t, shape_from_values(d)).to_string();
+  };
+  if (i >= ctx.outputs.size() || !ctx.outputs[i])
+    return error(StatusCode::kInternal, "output ", static_cast<uint64_t>(i), " is omitted but the kernel writes it");
+  Tensor& out = *ctx.outputs[i];
+  if (out.defined()) {
+    if (out.dtype() != dtype || out.dims() != dims)
+      return error(StatusCode::kInternal, "output ", static_cast<uint64_t>(i), " ('", name, "') was allocated as ",
+                   describe(out.dtype(), out.dims()), " but the kernel computed ", describe(dtype, dims));
+    return &out;
+  }
+  auto t = Tensor::allocate(dtype, std::move(dims));
+  if (!t) {
+    Status st = std::move(t).take_status();
+    return Status(st.code(), "output " + std::to_string(i) + " ('" + name + "'): " + st.message());
+  }
+  out = std::move(t).value();
+  out.poison();
+  return &out;
+}
+
 Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {
   size_t n = std::max(a.size(), b.size());
   Shape out(n);

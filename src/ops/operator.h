@@ -66,7 +66,9 @@ class InferContext {
 };
 
 // Kernel context for builtin ops on a backend. Outputs are allocated by the runtime to the shapes
-// inference produced (for the concrete input shapes).
+// inference produced (for the concrete input shapes), except the outputs of an op whose shape comes
+// from its kernel (BuiltinOp::output_shape_from_kernel): the runtime leaves an output whose inferred
+// shape is not static undefined, and the kernel allocates it with allocate_output.
 struct ExecContext {
   const Node* node = nullptr;
   const AttributeMap* attrs = nullptr;
@@ -79,13 +81,28 @@ struct ExecContext {
 using InferFn = Status (*)(InferContext&);
 using CpuKernelFn = Status (*)(ExecContext&);
 
+// Output i of a kernel whose output shape is data-dependent, allocated (and poisoned) now that the
+// kernel knows its dims. An output the runtime already allocated (its shape was static after
+// inference) is returned as it is when dtype and dims agree; otherwise kInternal naming the output.
+// A failed allocation is kOutOfMemory naming the output.
+Result<Tensor*> allocate_output(ExecContext& ctx, size_t i, DataType dtype, std::vector<int64_t> dims);
+
 // One builtin ONNX op: schema (inference) plus its CPU reference kernel.
 struct BuiltinOp {
   const char* op_type;
   int min_opset;  // first opset version graft supports for it (11 for most)
   InferFn infer;
   CpuKernelFn cpu;
+  // Data-dependent output shape (NonZero, NonMaxSuppression): some output dimension is known only
+  // after the kernel has run. Inference leaves it a fresh symbol (InferContext::unknown_dim) even
+  // over concrete inputs; the executor (run_node_cpu) does not pre-allocate such an output, and the
+  // kernel allocates it (allocate_output) once it has counted. Downstream nodes see the real shape,
+  // since run-time inference reads the shapes of the tensors actually produced.
+  bool output_shape_from_kernel = false;
 };
+
+// True for a builtin node whose op sets output_shape_from_kernel (never for custom ops).
+bool output_shape_from_kernel(const Node& node);
 
 // The explicit table of builtin ops (src/ops/builtin_ops.cpp). No static initializers.
 const std::vector<BuiltinOp>& builtin_ops();
@@ -99,6 +116,7 @@ void append_shape_ops(std::vector<BuiltinOp>& out);         // Reshape, Transpos
 void append_resize_pad_ops(std::vector<BuiltinOp>& out);    // Resize, Pad
 void append_extra_ops(std::vector<BuiltinOp>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
 void append_sampling_ops(std::vector<BuiltinOp>& out);      // RoiAlign, GridSample
+void append_detection_ops(std::vector<BuiltinOp>& out);     // NonZero, NonMaxSuppression (data-dependent output shapes)
 void append_loss_ops(std::vector<BuiltinOp>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void append_quantize_ops(std::vector<BuiltinOp>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void append_misc_ops(std::vector<BuiltinOp>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det

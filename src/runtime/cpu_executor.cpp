@@ -23,8 +23,12 @@ Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std:
   std::vector<TensorDesc> out;
   std::vector<std::optional<std::vector<Dim>>> syms;
   GRAFT_RETURN_IF_ERROR(infer_node(node, infos, &out, &syms));
+  // An op whose kernel sizes its outputs (NonZero, NonMaxSuppression) keeps symbolic dimensions here:
+  // its known rank and constant dims are checked against what the kernel allocates.
+  const bool from_kernel = output_shape_from_kernel(node);
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     if (!node.outputs[o]) continue;
+    if (from_kernel && o < out.size() && out[o].shape) continue;
     if (o >= out.size() || !out[o].shape || !shape_is_static(*out[o].shape))
       return error(StatusCode::kInternal, "output ", static_cast<uint64_t>(o), " has no concrete shape (",
                    o < out.size() ? out[o].to_string() : std::string("missing"), ") for concrete inputs")
@@ -40,6 +44,9 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     if (!node.outputs[o]) continue;
     const TensorDesc& d = (*descs)[o];
+    // Data-dependent shape: the kernel allocates this output once it knows the size ("allocation
+    // after the fact"); it reaches the kernel as an undefined tensor.
+    if (!shape_is_static(*d.shape)) continue;
     // Output sizes come from the model and the inputs: a failed allocation is an error naming the
     // node and the output, never a NULL buffer handed to the kernel.
     auto t = Tensor::allocate(d.dtype, shape_values(*d.shape));
@@ -94,7 +101,8 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
     ec.attrs = &node.attrs;
     ec.opset = node.opset;
     ec.inputs = inputs;
-    for (auto& t : outs) ec.outputs.push_back(t.defined() ? &t : nullptr);
+    // nullptr only for an output the node omits; a data-dependent one arrives undefined.
+    for (size_t o = 0; o < outs.size(); ++o) ec.outputs.push_back(node.outputs[o] ? &outs[o] : nullptr);
     try {
       st = op->cpu(ec);
     } catch (const std::bad_alloc&) {
@@ -105,6 +113,22 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
     }
   }
   if (!st) return st.with_node(node.name, node.op_type);
+  // Every output the node has must now exist, with the inferred dtype, rank and constant dims.
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (!node.outputs[o]) continue;
+    const TensorDesc& d = (*descs)[o];
+    const Tensor& t = outs[o];
+    bool ok = t.defined() && t.dtype() == d.dtype && t.rank() == static_cast<int64_t>(d.shape->size());
+    for (size_t k = 0; ok && k < d.shape->size(); ++k)
+      ok = !(*d.shape)[k].is_const() || (*d.shape)[k].value() == t.dims()[k];
+    if (!ok)
+      return error(StatusCode::kInternal, "the kernel left output ", static_cast<uint64_t>(o), " ('",
+                   node.outputs[o]->name, "') ",
+                   t.defined() ? "as " + TensorDesc(t.dtype(), shape_from_values(t.dims())).to_string()
+                               : std::string("unallocated"),
+                   ", but inference says ", d.to_string())
+          .with_node(node.name, node.op_type);
+  }
   return outs;
 }
 

@@ -102,6 +102,14 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
     *why = "custom op " + def.name() + " has no CUDA kernel for dtypes (" + c + ")";
     return false;
   }
+  // An op whose output size is known only after its kernel has run (NonZero, NonMaxSuppression) runs
+  // on the CPU reference, which allocates that output after the fact; the layers after it read the
+  // real shape (their shapes are not memoized per input-shape set, and a CPU layer turns CUDA graphs
+  // off), and a buffer larger than the shape set's plan is allocated and the plan redone.
+  if (output_shape_from_kernel(n)) {
+    *why = "its output shape depends on the data (known only after the kernel runs), which the CPU reference handles";
+    return false;
+  }
   const CudaOp* op = find_cuda_op(n.op_type);
   if (!op) {
     *why = "no CUDA kernel for op " + n.op_type;
