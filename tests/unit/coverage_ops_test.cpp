@@ -301,6 +301,28 @@ TEST(MiscKernels, InstanceNormLrnMvnAgainstLoops) {
   }
 }
 
+// A window wider than 256 channels takes the kernel's prefix-sum path: the same sums.
+TEST(MiscKernels, LrnWideWindow) {
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int64_t C = 300, S = 2;
+  Tensor x = random_tensor(DataType::kFloat64, {1, C, S}, rng, -2, 2);
+  for (int64_t size : {int64_t{257}, int64_t{600}, int64_t{1} << 62}) {
+    auto r = run_op("LRN", {x}, attrs_of({{"size", size}, {"alpha", 0.5f}}), 13);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    std::vector<double> want;
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s) {
+        double sq = 0;
+        for (int64_t k = 0; k < C; ++k)
+          if (k >= c - (size - 1) / 2 && k - c <= size / 2) sq += x.get(k * S + s) * x.get(k * S + s);
+        want.push_back(x.get(c * S + s) / std::pow(1.0 + double{0.5f} / static_cast<double>(size) * sq, double{0.75f}));
+      }
+    expect_close(r.value()[0], want, "LRN size " + std::to_string(size), 1e-12);
+  }
+}
+
 TEST(MiscInfer, NormalizationAttributeErrors) {
   TensorDesc x(DataType::kFloat32, Shape{2, 3, 4, 5});
   TensorDesc c3(DataType::kFloat32, Shape{3});

@@ -176,21 +176,35 @@ Status lrn(ExecContext& ctx) {
   const AxisView v = axis_view(x.dims(), 1, false);
   // The window over channels: floor((size - 1) / 2) before, ceil((size - 1) / 2) after.
   const int64_t before = (a.size - 1) / 2, after = a.size - 1 - before;
+  // Windows of realistic sizes are summed directly; one wider than kDirect channels (only a
+  // pathological size over many channels) from prefix sums, so the cost stays linear in the input.
+  constexpr int64_t kDirect = 256;
+  const bool direct = std::min(a.size, v.n) <= kDirect;
+  std::vector<double> prefix(direct ? 0 : static_cast<size_t>(v.n) + 1);
   Tensor& y = *ctx.outputs[0];
   for (int64_t o = 0; o < v.outer; ++o)
-    for (int64_t ch = 0; ch < v.n; ++ch)
-      for (int64_t i = 0; i < v.inner; ++i) {
-        double sq = 0;
+    for (int64_t i = 0; i < v.inner; ++i) {
+      auto sq_at = [&](int64_t k) {
+        const double e = x.get((o * v.n + k) * v.inner + i);
+        return e * e;
+      };
+      if (!direct)
+        for (int64_t k = 0; k < v.n; ++k) prefix[static_cast<size_t>(k) + 1] = prefix[static_cast<size_t>(k)] + sq_at(k);
+      for (int64_t ch = 0; ch < v.n; ++ch) {
+        // ch + after may exceed int64 for a huge size: clamp `after` to the channel count first.
         const int64_t lo = std::max<int64_t>(0, ch - before), hi = std::min<int64_t>(v.n - 1, ch + std::min(after, v.n));
-        for (int64_t k = lo; k <= hi; ++k) {
-          const double e = x.get((o * v.n + k) * v.inner + i);
-          sq += e * e;
+        double sq = 0;
+        if (direct) {
+          for (int64_t k = lo; k <= hi; ++k) sq += sq_at(k);
+        } else {
+          sq = prefix[static_cast<size_t>(hi) + 1] - prefix[static_cast<size_t>(lo)];
         }
         const int64_t at = (o * v.n + ch) * v.inner + i;
         const double den = std::pow(static_cast<double>(a.bias) + static_cast<double>(a.alpha) / static_cast<double>(a.size) * sq,
                                     static_cast<double>(a.beta));
         y.set(at, x.get(at) / den);
       }
+    }
   return Status::ok();
 }
 
