@@ -173,6 +173,27 @@ def find(name):
                      f"{', '.join(sorted(_ops)) or 'none'}); load its plugin with graft.load_plugin(path)")
 
 
+_found = {}  # name -> OpInfo, for find_once
+
+
+def find_once(name):
+    """find(name) on the first call, the same OpInfo afterwards without calling into the extension
+    (which must not happen while torch traces a module that uses the op)."""
+    info = _found.get(name)
+    if info is None:
+        info = _found[name] = find(name)
+    return info
+
+
+def available(name):
+    """Whether graft's torch extension loads and has the op `name`."""
+    try:
+        find_once(name)
+        return True
+    except Exception:  # noqa: BLE001 - any load failure means "not available"
+        return False
+
+
 def on_new_ops(fn):
     with _lock:
         _listeners.append(fn)

@@ -56,25 +56,15 @@ def modulated_deform_conv2d_pytorch(x, offset, mask, weight, bias=None, stride=1
     return out
 
 
-_info = None
-
-
 def _op_info():
-    # Looked up once: _registry.find calls into the extension, which must not happen while tracing.
-    global _info
-    if _info is None:
-        from . import _registry
-        _info = _registry.find(OP_NAME)
-    return _info
+    from . import _registry  # on first use: importing this module does not load the extension
+    return _registry.find_once(OP_NAME)
 
 
 def graft_op_available():
     """Whether graft's torch extension (with this op) can be loaded."""
-    try:
-        _op_info()
-        return True
-    except Exception:  # noqa: BLE001 - any load failure means "not available"
-        return False
+    from . import _registry
+    return _registry.available(OP_NAME)
 
 
 def modulated_deform_conv2d(x, offset, mask, weight, bias=None, stride=1, padding=0, dilation=1, groups=1,

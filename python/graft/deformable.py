@@ -44,25 +44,15 @@ def ms_deform_attn_pytorch(value, spatial_shapes, level_start_index, sampling_lo
     return out.view(n, m, d, lq).permute(0, 3, 1, 2).reshape(n, lq, m * d)
 
 
-_info = None
-
-
 def _op_info():
-    # Looked up once: _registry.find calls into the extension, which must not happen while tracing.
-    global _info
-    if _info is None:
-        from . import _registry
-        _info = _registry.find(OP_NAME)
-    return _info
+    from . import _registry  # on first use: importing this module does not load the extension
+    return _registry.find_once(OP_NAME)
 
 
 def graft_op_available():
     """Whether graft's torch extension (with this op) can be loaded."""
-    try:
-        _op_info()
-        return True
-    except Exception:  # noqa: BLE001 - any load failure means "not available"
-        return False
+    from . import _registry
+    return _registry.available(OP_NAME)
 
 
 def ms_deform_attn(value, spatial_shapes, level_start_index, sampling_locations, attention_weights):

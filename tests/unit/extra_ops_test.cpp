@@ -13,6 +13,8 @@
 using namespace graft;
 using graft::testing::OneNode;
 using graft::testing::random_tensor;
+using graft::testing::attrs_of;
+using graft::testing::infer;
 
 namespace {
 
@@ -49,32 +51,6 @@ Result<std::vector<Tensor>> run_op(const std::string& op, std::vector<Tensor> in
   OneNode n(op, std::move(in), num_outputs);
   n.node->attrs = std::move(attrs);
   return n.run(opset);
-}
-
-AttributeMap attrs_of(std::vector<std::pair<std::string, AttrValue>> kv) {
-  AttributeMap m;
-  for (auto& [k, v] : kv) m.set(k, v);
-  return m;
-}
-
-Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<TensorDesc> descs, const AttributeMap& attrs,
-                                      int opset, size_t num_outputs = 1) {
-  Graph g;
-  Node* n = g.add_node("n", op);
-  n->attrs = attrs;
-  std::vector<InferContext::InputInfo> infos;
-  for (size_t i = 0; i < descs.size(); ++i) {
-    Value* v = g.add_value("in" + std::to_string(i));
-    v->desc = descs[i];
-    n->inputs.push_back(v);
-    InferContext::InputInfo info;
-    info.desc = &descs[i];
-    infos.push_back(info);
-  }
-  for (size_t o = 0; o < num_outputs; ++o) n->outputs.push_back(g.add_value("out" + std::to_string(o)));
-  InferContext ctx(*n, infos, opset);
-  GRAFT_RETURN_IF_ERROR(find_builtin_op(op)->infer(ctx));
-  return ctx.outputs();
 }
 
 }  // namespace

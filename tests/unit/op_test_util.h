@@ -82,4 +82,33 @@ inline Tensor random_tensor(DataType dt, std::vector<int64_t> dims, std::mt19937
   return t;
 }
 
+// Type and shape inference of the builtin op `op` alone, its inputs described by `descs`.
+inline Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<TensorDesc> descs,
+                                             const AttributeMap& attrs, int opset, size_t num_outputs = 1) {
+  Graph g;
+  Node* n = g.add_node("n", op);
+  n->attrs = attrs;
+  std::vector<InferContext::InputInfo> infos;
+  for (size_t i = 0; i < descs.size(); ++i) {
+    Value* v = g.add_value("in" + std::to_string(i));
+    v->desc = descs[i];
+    n->inputs.push_back(v);
+    InferContext::InputInfo info;
+    info.desc = &descs[i];
+    infos.push_back(info);
+  }
+  for (size_t o = 0; o < num_outputs; ++o) n->outputs.push_back(g.add_value("out" + std::to_string(o)));
+  InferContext ctx(*n, infos, opset);
+  const BuiltinOp* op_def = find_builtin_op(op);
+  if (!op_def) return error(StatusCode::kUnsupported, "no builtin op ", op);
+  GRAFT_RETURN_IF_ERROR(op_def->infer(ctx));
+  return ctx.outputs();
+}
+
+inline AttributeMap attrs_of(std::vector<std::pair<std::string, AttrValue>> kv) {
+  AttributeMap m;
+  for (auto& [k, v] : kv) m.set(k, v);
+  return m;
+}
+
 }  // namespace graft::testing

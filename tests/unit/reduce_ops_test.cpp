@@ -12,6 +12,7 @@
 using namespace graft;
 using graft::testing::OneNode;
 using graft::testing::random_tensor;
+using graft::testing::attrs_of;
 
 namespace {
 
@@ -54,12 +55,6 @@ Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<TensorD
   InferContext ctx(*n, infos, opset);
   GRAFT_RETURN_IF_ERROR(find_builtin_op(op)->infer(ctx));
   return ctx.outputs();
-}
-
-AttributeMap attrs_of(std::vector<std::pair<std::string, AttrValue>> kv) {
-  AttributeMap m;
-  for (auto& [k, v] : kv) m.set(k, v);
-  return m;
 }
 
 // Reference reduction of a [A,B,C] tensor over a subset of axes with keepdims=1 layout.
