@@ -367,8 +367,15 @@ std::vector<std::shared_ptr<const OpDef>> adapted_ops() {
     }
   });
   std::vector<std::shared_ptr<const OpDef>> out;
-  for (auto& r : OpRegistry::global().all()) out.push_back(r.def);
+  for (auto& r : OpRegistry::global().all())
+    if (has_cuda_kernel(*r.def)) out.push_back(r.def);
   return out;
+}
+
+bool has_cuda_kernel(const OpDef& def) {
+  for (const KernelEntry& k : def.kernels())
+    if (k.backend == Backend::kCUDA) return true;
+  return false;
 }
 
 }  // namespace graft::trt
