@@ -20,14 +20,6 @@ namespace {
 
 using namespace infer;
 
-
-TensorDesc desc_of(DataType t, std::optional<Shape> s) {
-  TensorDesc d;
-  d.dtype = t;
-  d.shape = std::move(s);
-  return d;
-}
-
 // ---- unary ------------------------------------------------------------------------------------
 
 

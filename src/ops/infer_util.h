@@ -2,7 +2,9 @@
 #pragma once
 
 #include <algorithm>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ops/operator.h"
@@ -12,6 +14,14 @@ namespace graft::infer {
 inline constexpr DataType kF32 = DataType::kFloat32, kF16 = DataType::kFloat16, kF64 = DataType::kFloat64,
                           kBF16 = DataType::kBFloat16, kI8 = DataType::kInt8, kU8 = DataType::kUInt8,
                           kI32 = DataType::kInt32, kI64 = DataType::kInt64, kBool = DataType::kBool;
+
+// A description with dtype `t` and shape `s` (nullopt: the rank is unknown).
+inline TensorDesc desc_of(DataType t, std::optional<Shape> s) {
+  TensorDesc d;
+  d.dtype = t;
+  d.shape = std::move(s);
+  return d;
+}
 
 inline const std::vector<DataType> kFloatTypes{kF32, kF16, kF64, kBF16};
 inline const std::vector<DataType> kSignedTypes{kF32, kF16, kF64, kBF16, kI8, kI32, kI64};

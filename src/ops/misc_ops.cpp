@@ -13,13 +13,6 @@ namespace {
 
 using namespace infer;
 
-TensorDesc desc_of(DataType t, std::optional<Shape> s) {
-  TensorDesc d;
-  d.dtype = t;
-  d.shape = std::move(s);
-  return d;
-}
-
 Status require_rank_at_least(const InferContext& ctx, size_t i, int64_t r, const char* what) {
   const TensorDesc& d = ctx.input(i);
   if (d.shape && d.rank() < r) return ctx.fail("input ", what, " must have rank >= ", r, ", got ", d.to_string());

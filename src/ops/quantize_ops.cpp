@@ -15,13 +15,6 @@ namespace {
 
 using namespace infer;
 
-TensorDesc desc_of(DataType t, std::optional<Shape> s) {
-  TensorDesc d;
-  d.dtype = t;
-  d.shape = std::move(s);
-  return d;
-}
-
 // The scale (input 1) and optional zero point (input 2) against x (input 0), where shapes are
 // static; axis and shape errors as the kernel gives them.
 Status check_scale_layout(const InferContext& ctx) {

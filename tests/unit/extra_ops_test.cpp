@@ -15,6 +15,8 @@ using graft::testing::OneNode;
 using graft::testing::random_tensor;
 using graft::testing::attrs_of;
 using graft::testing::infer;
+using graft::testing::run_op;
+using graft::testing::values;
 
 namespace {
 
@@ -26,31 +28,7 @@ double tol_of(DataType t) {
 
 // Compares got against want; NaN matches NaN.
 void expect_close(const Tensor& got, const std::vector<double>& want, const std::string& what) {
-  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
-  const double tol = tol_of(got.dtype());
-  int bad = 0;
-  for (int64_t i = 0; i < got.numel() && bad < 5; ++i) {
-    const double g = got.get(i);
-    if (std::isnan(want[i]) && std::isnan(g)) continue;
-    if (!(std::fabs(g - want[i]) <= tol * (1 + std::fabs(want[i])))) {
-      ADD_FAILURE() << what << " [" << i << "]: got " << g << ", want " << want[i];
-      ++bad;
-    }
-  }
-}
-
-// The input as stored (after rounding to its dtype), in double.
-std::vector<double> values(const Tensor& t) {
-  std::vector<double> v(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) v[i] = t.get(i);
-  return v;
-}
-
-Result<std::vector<Tensor>> run_op(const std::string& op, std::vector<Tensor> in, AttributeMap attrs = {},
-                                   int opset = 17, size_t num_outputs = 1) {
-  OneNode n(op, std::move(in), num_outputs);
-  n.node->attrs = std::move(attrs);
-  return n.run(opset);
+  graft::testing::expect_values_close(got, want, tol_of(got.dtype()), what);
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <memory>
 #include <random>
 #include <string>
@@ -103,6 +104,36 @@ inline Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<
   if (!op_def) return error(StatusCode::kUnsupported, "no builtin op ", op);
   GRAFT_RETURN_IF_ERROR(op_def->infer(ctx));
   return ctx.outputs();
+}
+
+// Runs builtin `op` alone on `in` with `attrs`.
+inline Result<std::vector<Tensor>> run_op(const std::string& op, std::vector<Tensor> in, AttributeMap attrs = {},
+                                          int opset = 17, size_t num_outputs = 1) {
+  OneNode n(op, std::move(in), num_outputs);
+  n.node->attrs = std::move(attrs);
+  return n.run(opset);
+}
+
+// The tensor's elements as stored (after rounding to its dtype), in double.
+inline std::vector<double> values(const Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.numel()));
+  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
+  return v;
+}
+
+// |got - want| <= tol * (1 + |want|) elementwise; NaN matches NaN. Reports the first five misses.
+inline void expect_values_close(const Tensor& got, const std::vector<double>& want, double tol,
+                                const std::string& what) {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
+  int bad = 0;
+  for (int64_t i = 0; i < got.numel() && bad < 5; ++i) {
+    const double g = got.get(i);
+    if (std::isnan(want[static_cast<size_t>(i)]) && std::isnan(g)) continue;
+    if (!(std::fabs(g - want[static_cast<size_t>(i)]) <= tol * (1 + std::fabs(want[static_cast<size_t>(i)])))) {
+      ADD_FAILURE() << what << " [" << i << "]: got " << g << ", want " << want[static_cast<size_t>(i)];
+      ++bad;
+    }
+  }
 }
 
 inline AttributeMap attrs_of(std::vector<std::pair<std::string, AttrValue>> kv) {
