@@ -21,7 +21,10 @@ void add_model_options(CLI::App& app, ModelOptions& opts, bool with_device) {
     app.add_option("--device", opts.device,
                    "cpu, cuda or cuda:N (GPU N; default: the current GPU). ONNX: the device to build for (default "
                    "cpu). Plan: it runs on the device it was built for; --device only checks that (and picks the GPU)")
-        ->check([](const std::string& s) { return parse_device(s) ? std::string() : parse_device(s).status().message(); });
+        ->check([](const std::string& s) {
+          auto d = parse_device(s);
+          return d ? std::string() : d.status().message();
+        });
   app.add_option("--plugins", opts.plugins, "Plugin libraries (.so) with custom ops, loaded first")
       ->expected(1, -1);
 }
