@@ -185,12 +185,22 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
 
   int removed = remove_identities(g);
   report(config, "remove identities", std::to_string(removed) + " removed");
-  s = infer_shapes(g);
-  if (!s) return s.with_file(name);
+  // Inference and folding alternate until nothing more folds: a folded value can make a later
+  // shape static (Pad by a window remainder, then Shape of the padded tensor), and that shape's
+  // arithmetic folds only in the next round.
+  constexpr int kMaxFoldRounds = 8;
+  int folded_total = 0, rounds = 0;
+  for (; rounds < kMaxFoldRounds; ++rounds) {
+    s = infer_shapes(g);
+    if (!s) return s.with_file(name);
+    auto folded = fold_constants(g);
+    if (!folded) return std::move(folded).take_status().with_file(name);
+    folded_total += *folded;
+    if (*folded == 0) break;
+  }
   report(config, "shape inference", "done");
-  auto folded = fold_constants(g);
-  if (!folded) return std::move(folded).take_status().with_file(name);
-  report(config, "fold constants", std::to_string(*folded) + " nodes folded");
+  report(config, "fold constants", std::to_string(folded_total) + " nodes folded in " +
+                                       std::to_string(std::min(rounds + 1, kMaxFoldRounds)) + " rounds");
   auto bn = fold_batchnorm(g);
   if (!bn) return std::move(bn).take_status().with_file(name);
   report(config, "fold batchnorm", std::to_string(*bn) + " folded");

@@ -14,6 +14,51 @@
 #include "ops/operator.h"
 
 namespace graft {
+namespace infer {
+
+// Integer contents as Dims: constants (including bool) or symbolic values.
+std::optional<std::vector<Dim>> dims_value_of(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return std::nullopt;
+  if (const Tensor* t = ctx.input_value(i); t && t->dtype() == kBool && t->device() == DeviceType::kCPU) {
+    auto v = t->to_int64_vector();
+    return std::vector<Dim>(v.begin(), v.end());
+  }
+  return ctx.input_dims_value(i);
+}
+
+
+// Elementwise op on the contents of rank <= 1 integer inputs, with size-1 broadcasting.
+// Sets output 0's symbolic value when every input's contents are known.
+void propagate_sym(InferContext& ctx, const std::vector<size_t>& idx,
+                   const std::function<std::optional<Dim>(const std::vector<Dim>&)>& f) {
+  std::vector<std::vector<Dim>> vals;
+  size_t n = 1;
+  for (size_t i : idx) {
+    if (!ctx.has_input(i) || ctx.input(i).rank() > 1 || ctx.input(i).rank() < 0) return;
+    auto v = dims_value_of(ctx, i);
+    if (!v || static_cast<int64_t>(v->size()) > kMaxSymElements) return;
+    if (v->size() != 1) {
+      if (n != 1 && n != v->size()) return;
+      n = v->size();
+    }
+    vals.push_back(std::move(*v));
+  }
+  std::vector<Dim> out;
+  for (size_t k = 0; k < n; ++k) {
+    std::vector<Dim> args;
+    for (const auto& v : vals) {
+      if (v.empty()) return;
+      args.push_back(v.size() == 1 ? v[0] : v[k]);
+    }
+    auto r = f(args);
+    if (!r) return;
+    out.push_back(*r);
+  }
+  ctx.set_output_sym_value(0, std::move(out));
+}
+
+}  // namespace infer
+
 namespace {
 
 using namespace infer;
@@ -40,49 +85,6 @@ Result<std::optional<Shape>> broadcast_inputs(const InferContext& ctx, const std
     out = std::move(s);
   }
   return out;
-}
-
-// Integer contents as Dims: constants (including bool) or symbolic values.
-std::optional<std::vector<Dim>> dims_value_of(const InferContext& ctx, size_t i) {
-  if (!ctx.has_input(i)) return std::nullopt;
-  if (const Tensor* t = ctx.input_value(i); t && t->dtype() == kBool && t->device() == DeviceType::kCPU) {
-    auto v = t->to_int64_vector();
-    return std::vector<Dim>(v.begin(), v.end());
-  }
-  return ctx.input_dims_value(i);
-}
-
-// Values this small are shape arithmetic; bigger constants are left to constant folding.
-constexpr size_t kMaxSymElements = 64;
-
-// Elementwise op on the contents of rank <= 1 integer inputs, with size-1 broadcasting.
-// Sets output 0's symbolic value when every input's contents are known.
-void propagate_sym(InferContext& ctx, const std::vector<size_t>& idx,
-                   const std::function<std::optional<Dim>(const std::vector<Dim>&)>& f) {
-  std::vector<std::vector<Dim>> vals;
-  size_t n = 1;
-  for (size_t i : idx) {
-    if (!ctx.has_input(i) || ctx.input(i).rank() > 1 || ctx.input(i).rank() < 0) return;
-    auto v = dims_value_of(ctx, i);
-    if (!v || v->size() > kMaxSymElements) return;
-    if (v->size() != 1) {
-      if (n != 1 && n != v->size()) return;
-      n = v->size();
-    }
-    vals.push_back(std::move(*v));
-  }
-  std::vector<Dim> out;
-  for (size_t k = 0; k < n; ++k) {
-    std::vector<Dim> args;
-    for (const auto& v : vals) {
-      if (v.empty()) return;
-      args.push_back(v.size() == 1 ? v[0] : v[k]);
-    }
-    auto r = f(args);
-    if (!r) return;
-    out.push_back(*r);
-  }
-  ctx.set_output_sym_value(0, std::move(out));
 }
 
 // ---- unary ------------------------------------------------------------------------------------

@@ -82,6 +82,23 @@ Status infer_mod(InferContext& ctx) {
   if (dtype_is_float(ctx.input(0).dtype) && fmod.value() == 0)
     return Status(ctx.fail("must be 1 for floating-point inputs (dtype ", dtype_name(ctx.input(0).dtype), ")"))
         .with_attribute("fmod");
+  // Exporters pad to a window multiple with (w - W % w) % w: resolving it here lets the padding,
+  // and whatever is computed from the padded shape (a shifted-window mask), fold at build time.
+  const bool c_style = fmod.value() == 1;
+  if (dtype_is_integer(ctx.input(0).dtype))
+    propagate_sym(ctx, {0, 1}, [c_style](const std::vector<Dim>& a) -> std::optional<Dim> {
+      if (a[0].is_const() && a[1].is_const()) {
+        const int64_t x = a[0].value(), y = a[1].value();
+        if (y == 0) return std::nullopt;
+        if (y == -1) return Dim(0);  // x % -1 is 0, and INT64_MIN % -1 would trap
+        const int64_t r = x % y;  // C: the sign of x
+        return Dim(c_style || r == 0 || (r < 0) == (y < 0) ? r : r + y);  // else the sign of y
+      }
+      // a - b * floor(a / b) is Python's remainder for any a; C's agrees where a >= 0, which symbolic
+      // shape values are (Div assumes the same).
+      if (!a[1].is_const() || a[1].value() <= 0) return std::nullopt;
+      return a[0] - a[1] * floor_div(a[0], a[1]);
+    });
   return Status::ok();
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -70,5 +71,19 @@ inline Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, k
 // attribute or input 1 (its dtype must be int64, or any integer type when !axes_int64_only).
 // Defined in reduce_ops.cpp.
 Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only);
+
+// Only shape-sized integer tensors carry symbolic contents (shape arithmetic); larger ones are data,
+// left to constant folding.
+inline constexpr int64_t kMaxSymElements = 64;
+
+// Input i's integer contents as Dims (a constant, bool included, or a symbolic value); nullopt when unknown.
+// Defined in elementwise_ops.cpp.
+std::optional<std::vector<Dim>> dims_value_of(const InferContext& ctx, size_t i);
+
+// Shape arithmetic: when every input in `idx` is a rank <= 1 integer tensor of known contents, sets
+// output 0's symbolic value to f applied elementwise (size-1 inputs broadcast); f returns nullopt
+// when the result is not known. Defined in elementwise_ops.cpp.
+void propagate_sym(InferContext& ctx, const std::vector<size_t>& idx,
+                   const std::function<std::optional<Dim>(const std::vector<Dim>&)>& f);
 
 }  // namespace graft::infer

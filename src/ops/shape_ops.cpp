@@ -12,13 +12,14 @@
 
 #include "backends/cpu/shape.h"
 #include "core/checked_math.h"
+#include "ops/infer_util.h"
 #include "ops/operator.h"
 
 namespace graft {
 namespace {
 
-// Only shape-sized tensors carry symbolic contents; larger integer tensors are data.
-constexpr int64_t kMaxSymElements = 64;
+using infer::kMaxSymElements;
+
 // Slice bounds at or beyond this magnitude mean "to the end" (exporters use INT_MAX or INT64_MAX).
 constexpr int64_t kHugeBound = std::numeric_limits<int32_t>::max();
 

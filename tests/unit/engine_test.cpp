@@ -186,6 +186,72 @@ TEST(Engine, ShapeGatherUnsqueezeConcatReshapeWithSymbolicBatch) {
   }
 }
 
+// Exporters pad to a window multiple with (w - H % w) % w and then read the padded shape back with
+// Shape (Swin's shifted windows). With H static and only the batch dynamic, all of it folds at build
+// time, across rounds: Mod resolves the padding, the Pad's output shape becomes static, and only then
+// does the Shape -> Gather -> Div -> ConstantOfShape chain over it fold. The engine must keep no
+// shape arithmetic (on a CUDA engine it would stop graph capture) and compute the same result.
+TEST(Engine, WindowPaddingShapeArithmeticFoldsAcrossRounds) {
+  uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  constexpr int64_t kH = 5, kW = 6, kWin = 4;
+  OnnxModelBuilder m(17);
+  m.input("x", DataType::kFloat32, {"N", kH, kW});
+  m.initializer("i1", Tensor::scalar_int64(1));
+  m.initializer("win", Tensor::scalar_int64(kWin));
+  m.initializer("ax0", Tensor::vector_int64({0}));
+  m.initializer("zeros2", Tensor::vector_int64({0, 0}));
+  m.node("Shape", {"x"}, {"s"});
+  m.node("Gather", {"s", "i1"}, {"h"});
+  OnnxModelBuilder::attr(m.node("Mod", {"h", "win"}, {"hm"}), "fmod", int64_t{0});
+  m.node("Sub", {"win", "hm"}, {"d"});
+  OnnxModelBuilder::attr(m.node("Mod", {"d", "win"}, {"pad_b"}), "fmod", int64_t{0});
+  m.node("Unsqueeze", {"pad_b", "ax0"}, {"pad_b1"});
+  // pads [0, 0, 0, 0, pad_b, 0] (the rows padded at the end), built as PyTorch's exporter does: (begin,
+  // end) pairs per axis, transposed. Transpose carries no symbolic contents, so the pads become known
+  // only when the Transpose folds, after the first round of inference.
+  m.initializer("zeros3", Tensor::vector_int64({0, 0, 0}));
+  m.initializer("pairs_shape", Tensor::vector_int64({3, 2}));
+  m.initializer("flat_shape", Tensor::vector_int64({6}));
+  OnnxModelBuilder::attr(m.node("Concat", {"zeros3", "pad_b1", "zeros2"}, {"pairs_flat"}), "axis", int64_t{0});
+  m.node("Reshape", {"pairs_flat", "pairs_shape"}, {"pairs"});
+  m.node("Transpose", {"pairs"}, {"pairs_t"});
+  m.node("Reshape", {"pairs_t", "flat_shape"}, {"pads"});
+  m.node("Pad", {"x", "pads"}, {"xp"});
+  m.node("Shape", {"xp"}, {"sp"});
+  m.node("Gather", {"sp", "i1"}, {"ph"});
+  m.node("Div", {"ph", "win"}, {"rows"});  // windows per column: 2
+  m.node("Unsqueeze", {"rows", "ax0"}, {"rows1"});
+  m.initializer("one1", Tensor::vector_int64({1}));
+  OnnxModelBuilder::attr(m.node("Concat", {"rows1", "one1"}, {"mshape"}), "axis", int64_t{0});
+  m.node("ConstantOfShape", {"mshape"}, {"mask"});  // float 0 [2, 1]
+  m.initializer("r0", Tensor::vector_int64({0}));
+  m.node("Slice", {"xp", "r0", "rows1", "one1"}, {"head"});  // xp[:, 0:2]
+  m.node("Add", {"head", "mask"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  BuilderConfig cfg;
+  cfg.profile["x"] = ProfileRange{{1, kH, kW}, {2, kH, kW}, {8, kH, kW}};
+  auto eng = Engine::build_from_onnx_bytes(m.bytes(), cfg, "window_pad.onnx");
+  ASSERT_TRUE(eng.is_ok()) << eng.status().to_string();
+  const std::string layers = (*eng)->describe();
+  for (const char* op : {"[Mod]", "[Shape]", "[Div]", "[ConstantOfShape]", "[Concat]"})
+    EXPECT_EQ(layers.find(op), std::string::npos) << op << " left in the engine:\n" << layers;
+  EXPECT_EQ((*eng)->outputs()[0].shape, "[N,2,6]");
+  auto ctx = (*eng)->create_context();
+  for (int64_t n : {1, 3}) {
+    Tensor x = random_tensor(DataType::kFloat32, {n, kH, kW}, rng);
+    std::map<std::string, Tensor> outs;
+    Status st = (*ctx)->run({{"x", x}}, outs);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    ASSERT_EQ(outs.at("y").dims(), (std::vector<int64_t>{n, 2, kW}));
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t r = 0; r < 2; ++r)
+        for (int64_t c = 0; c < kW; ++c)
+          ASSERT_EQ(outs.at("y").get((b * 2 + r) * kW + c), x.get((b * kH + r) * kW + c));
+  }
+}
+
 TEST(Engine, ConstantOutputAndIdentity) {
   std::mt19937 rng(fresh_seed());
   Tensor a = random_tensor(DataType::kFloat32, {2, 3}, rng);
