@@ -22,7 +22,7 @@ namespace graft {
 
 struct Tactic {
   int algo = -1;     // implementation index within the layer kind (e.g. cudnnConvolutionFwdAlgo_t)
-  int variant = 0;   // layer-kind specific (conv: 1 = cuDNN's fused conv+bias+activation call)
+  int variant = 0;   // layer-kind specific (conv: 1 = cuDNN's fused conv+bias+activation call, 2 = graft's depthwise kernel)
   double ms = 0;     // measured time, for reports
 };
 

@@ -78,6 +78,46 @@ TEST(CudaNn, Conv) {
   }
 }
 
+// GraftConv in NHWC with one filter per channel runs graft's depthwise kernel (the untuned choice
+// for that problem; the builder times it against cuDNN). Channel counts pick every vector width
+// (16-byte lanes: 8/4/2/1 halves, 4/1 floats); the epilogue's bias, residual and activations are inside.
+TEST(CudaNn, GraftConvDepthwiseNhwc) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Spec {
+    int64_t n, h, w, c, k, stride, pad, dilation;
+    bool bias, residual;
+    const char* act;
+  };
+  const Spec specs[] = {
+      {2, 10, 9, 24, 3, 1, 1, 1, true, false, "Relu"},       // mobilenet block, 8 halves per thread
+      {3, 9, 11, 20, 5, 2, 2, 1, true, true, "HardSwish"},   // strided 5x5 with a residual, 4 lanes
+      {1, 12, 12, 6, 3, 1, 2, 2, false, false, ""},          // dilated, no bias, 2 lanes
+      {2, 8, 7, 7, 7, 1, 3, 1, true, false, ""},             // convnext 7x7, odd channels: 1 lane
+      {1, 5, 5, 16, 3, 2, 0, 1, true, true, "Relu"},         // no padding, stride 2
+  };
+  for (const Spec& s : specs) {
+    const int64_t oh = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
+    const int64_t ow = (s.w + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
+    KernelCase c{"GraftConv", {rnd(rng, {s.n, s.h, s.w, s.c}), rnd(rng, {s.c, s.k, s.k, 1})}};
+    c.inputs.push_back(s.bias ? rnd(rng, {s.c}) : Tensor());
+    if (s.residual) c.inputs.push_back(rnd(rng, {s.n, oh, ow, s.c}));
+    c.attrs.set("layout", std::string("NHWC"));
+    c.attrs.set("activation", std::string(s.act));
+    c.attrs.set("group", s.c);
+    c.attrs.set("kernel_shape", std::vector<int64_t>{s.k, s.k});
+    c.attrs.set("strides", std::vector<int64_t>{s.stride, s.stride});
+    c.attrs.set("pads", std::vector<int64_t>{s.pad, s.pad, s.pad, s.pad});
+    c.attrs.set("dilations", std::vector<int64_t>{s.dilation, s.dilation});
+    c.tol32 = 1e-5;
+    c.label = "c " + std::to_string(s.c) + " k " + std::to_string(s.k) + " stride " + std::to_string(s.stride) +
+              " act '" + s.act + "'";
+    run_kernel_case(c, DataType::kFloat32, seed);
+    run_kernel_case(c, DataType::kFloat16, seed);
+  }
+}
+
 TEST(CudaNn, Pools) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();

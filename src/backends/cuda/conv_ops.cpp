@@ -169,10 +169,35 @@ struct ConvCall {
   Tensor* Y;
 };
 
+// Variant 2: graft's own depthwise kernel, for NHWC convolutions with one filter per channel.
+// cuDNN's legacy depthwise kernels are slow in NHWC float16 (mobilenet and efficientnet at batch 32
+// ran at half torch.compile's speed on an H200); a depthwise convolution is memory-bound, and a
+// direct kernel that reads each input once per filter tap from cache reaches bandwidth. Timed
+// against cuDNN like any other tactic.
+constexpr int kDepthwiseVariant = 2;
+
+bool depthwise_eligible(const ConvGeometry& g) { return g.nhwc && g.group == g.c && g.m == g.c && g.group > 1; }
+
+k::Window2d window_of(const ConvGeometry& g) {
+  k::Window2d w;
+  w.n = g.n; w.c = g.c; w.h = g.h; w.w = g.w;
+  w.oh = g.oh; w.ow = g.ow;
+  w.kh = g.kh; w.kw = g.kw; w.sh = g.sh; w.sw = g.sw; w.dh = g.dh; w.dw = g.dw;
+  w.ph = g.ph; w.pw = g.pw; w.peh = g.ph; w.pew = g.pw;
+  return w;
+}
+
 // One convolution with its epilogue. variant 1: cuDNN's fused call (needs a bias; IDENTITY
-// activation only with IMPLICIT_PRECOMP_GEMM); variant 0: cuDNN convolution + graft's epilogue.
+// activation only with IMPLICIT_PRECOMP_GEMM); variant 0: cuDNN convolution + graft's epilogue;
+// variant 2: graft's depthwise kernel with the epilogue inside (algo unused).
 Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
   const CudaExec& ex = *c.ex;
+  if (variant == kDepthwiseVariant)
+    return launch_status(k::launch_depthwise_conv_nhwc(ktype(c.Y->dtype()), c.X->data(), c.W->data(),
+                                                       c.B ? c.B->data() : nullptr, c.Z ? c.Z->data() : nullptr,
+                                                       c.Y->data(), window_of(*c.g), static_cast<int>(c.g->act),
+                                                       stream_of(ex)),
+                         ex, "depthwise convolution");
   auto h = static_cast<cudnnHandle_t>(ex.cudnn);
   const float one = 1.f, zero = 0.f;
   const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
@@ -244,6 +269,11 @@ Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf
       if (ms >= 0 && ms < best.ms) best = Tactic{static_cast<int>(perf[i].algo), variant, ms};
     }
   }
+  if (depthwise_eligible(*c.g) && run_conv(c, 0, kDepthwiseVariant, 0) && cudaStreamSynchronize(s) == cudaSuccess) {
+    const float ms = gpu_ms_per_call(s, [&] { return run_conv(c, 0, kDepthwiseVariant, 0).is_ok(); }, t0, t1);
+    if (trace) std::fprintf(stderr, "graft: tactic %s depthwise kernel %.4f ms\n", key.c_str(), ms);
+    if (ms >= 0 && ms < best.ms) best = Tactic{0, kDepthwiseVariant, ms};
+  }
   (void)cudaEventDestroy(t0);
   (void)cudaEventDestroy(t1);
   if (best.algo < 0) {
@@ -285,6 +315,14 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
                            GRAFT_RETURN_IF_ERROR(candidates());
                            return time_tactics(call, perf, count, key);
                          }));
+  // Not tuned for these shapes (met only at run time): a depthwise problem takes graft's direct
+  // kernel, which needs no cuDNN query and no workspace; other problems cuDNN's heuristic choice.
+  if (!t && depthwise_eligible(g)) t = Tactic{0, kDepthwiseVariant, 0};
+  // A tactic read from a plan or a timing cache file is input like any other: the depthwise kernel
+  // indexes by the depthwise geometry, so it never runs on any other problem.
+  if (t && t->variant == kDepthwiseVariant && !depthwise_eligible(g))
+    return fail(ex, StatusCode::kInvalidModel, "tactic '", key, "' names the depthwise kernel (variant 2) for a ",
+                "convolution that is not depthwise NHWC");
   if (!t) {
     // Not tuned for these shapes (a shape met only at run time): cuDNN's heuristic first choice.
     GRAFT_RETURN_IF_ERROR(candidates());

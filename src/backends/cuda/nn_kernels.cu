@@ -140,6 +140,88 @@ __global__ void conv_epilogue_kernel(T* __restrict__ y, const T* __restrict__ bi
   }
 }
 
+// V channels of one NHWC output pixel per thread; V * sizeof(T) <= 16 and c % V == 0, so every x, z
+// and y access is one aligned vector access.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Lanes {
+  T v[V];
+};
+
+template <typename T, int V, typename I>
+__global__ void depthwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                                           const T* __restrict__ z, T* __restrict__ y, Window2d g, int act, I total) {
+  const I cv = static_cast<I>(g.c / V), ow = static_cast<I>(g.ow), oh = static_cast<I>(g.oh);
+  const I c = static_cast<I>(g.c), wi = static_cast<I>(g.w), hi = static_cast<I>(g.h);
+  const int kh = static_cast<int>(g.kh), kw = static_cast<int>(g.kw);
+  for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
+    const I c0 = (i % cv) * V;
+    I t = i / cv;
+    const I ox = t % ow;
+    t /= ow;
+    const I oy = t % oh, n = t / oh;
+    float acc[V];
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[v] = 0.f;
+    const I iy0 = oy * static_cast<I>(g.sh) - static_cast<I>(g.ph), ix0 = ox * static_cast<I>(g.sw) - static_cast<I>(g.pw);
+    for (int ky = 0; ky < kh; ++ky) {
+      const I iy = iy0 + ky * static_cast<I>(g.dh);
+      if (iy < 0 || iy >= hi) continue;
+      const T* row = x + ((n * hi + iy) * wi) * c + c0;
+      for (int kx = 0; kx < kw; ++kx) {
+        const I ix = ix0 + kx * static_cast<I>(g.dw);
+        if (ix < 0 || ix >= wi) continue;
+        const Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(row + ix * c);
+        const T* wp = w + c0 * (kh * kw) + ky * kw + kx;
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[v] += Elem<T>::ld(xv.v[v]) * Elem<T>::ld(wp[v * kh * kw]);
+      }
+    }
+    const I out = ((n * oh + oy) * ow + ox) * c + c0;
+    Lanes<T, V> zv;
+    if (z) zv = *reinterpret_cast<const Lanes<T, V>*>(z + out);
+    Lanes<T, V> yv;
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      float r = acc[v];
+      if (bias) r += Elem<T>::ld(bias[c0 + v]);
+      if (z) r += Elem<T>::ld(zv.v[v]);
+      if (act == 1) r = r > 0.f ? r : 0.f;
+      else if (act == 2) r = r * fminf(fmaxf(r * (1.f / 6.f) + 0.5f, 0.f), 1.f);
+      yv.v[v] = Elem<T>::st(r);
+    }
+    *reinterpret_cast<Lanes<T, V>*>(y + out) = yv;
+  }
+}
+
+template <typename T, int V>
+cudaError_t depthwise_nhwc_t(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
+                             int act, cudaStream_t s, bool int32) {
+  const int64_t total = g.n * g.oh * g.ow * (g.c / V);
+  if (int32)
+    depthwise_conv_nhwc_kernel<T, V, int32_t><<<grid_for(total), kThreads, 0, s>>>(
+        static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
+        static_cast<T*>(y), g, act, static_cast<int32_t>(total));
+  else
+    depthwise_conv_nhwc_kernel<T, V, int64_t><<<grid_for(total), kThreads, 0, s>>>(
+        static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
+        static_cast<T*>(y), g, act, total);
+  return cudaGetLastError();
+}
+
+// Widest lane count (16 bytes at most) that divides the channels and whose vector width every
+// vector-accessed pointer (x, z, y; a view may start mid-buffer) is aligned to.
+template <typename T>
+cudaError_t depthwise_nhwc_dispatch(const void* x, const void* w, const void* bias, const void* z, void* y,
+                                    const Window2d& g, int act, cudaStream_t s, bool int32) {
+  const auto addr = reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(z);
+  auto fits = [&](int v) { return g.c % v == 0 && addr % (sizeof(T) * static_cast<size_t>(v)) == 0; };
+  constexpr int kMax = 16 / static_cast<int>(sizeof(T));
+  if (fits(kMax)) return depthwise_nhwc_t<T, kMax>(x, w, bias, z, y, g, act, s, int32);
+  if (kMax > 4 && fits(4)) return depthwise_nhwc_t<T, (kMax > 4 ? 4 : 1)>(x, w, bias, z, y, g, act, s, int32);
+  if (fits(2)) return depthwise_nhwc_t<T, 2>(x, w, bias, z, y, g, act, s, int32);
+  return depthwise_nhwc_t<T, 1>(x, w, bias, z, y, g, act, s, int32);
+}
+
 template <typename T>
 __global__ void global_pool_kernel(bool max, const T* __restrict__ x, T* __restrict__ y, int64_t area) {
   __shared__ float sh[32];
@@ -261,6 +343,15 @@ cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void*
                               static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels,
                               inner, act, total)));
   return cudaGetLastError();
+}
+
+cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
+                                       const Window2d& g, int act, cudaStream_t s) {
+  const int64_t total = g.n * g.oh * g.ow * g.c;
+  if (total == 0) return cudaSuccess;
+  const bool int32 = fits_int32(g, total);
+  GRAFT_FLOAT_DISPATCH(t, return depthwise_nhwc_dispatch<T>(x, w, bias, z, y, g, act, s, int32));
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s) {

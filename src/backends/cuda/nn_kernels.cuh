@@ -35,6 +35,14 @@ cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, i
 cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
                                  int act, int64_t total, cudaStream_t s);
 
+// Depthwise 2-D convolution over NHWC (group == channels, one filter per channel): x [n, h, w, c],
+// w [c, kh, kw, 1] (graft's NHWC filter layout), y [n, oh, ow, c], with the GraftConv epilogue
+// y = act(conv + bias[ch] + z) fused (bias and z may be null; act codes as launch_conv_epilogue).
+// Memory-bound, so each thread owns up to 16 bytes of channels of one output pixel (vector loads
+// along the contiguous channel axis) and accumulates in float32.
+cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
+                                       const Window2d& g, int act, cudaStream_t s);
+
 // y[r] = mean or max over x[r, 0:area] for r < rows.
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s);
 
