@@ -618,6 +618,13 @@ TEST_F(CliTest, TrtexecSpellings) {
   expect_one_line_error("run relu.plan --workspace=4096", "trtexec's --workspace:");
   expect_one_line_error("run relu.plan --useCudaGraph", "graft captures CUDA graphs by default");
   expect_one_line_error("run relu.plan --warmUp=-1", "--warmUp");
+  // --shapes beside a profile is the shape to run at, inside that profile (trtexec's meaning).
+  CmdResult s = graft("run relu.onnx --minShapes=x:1x3 --optShapes=x:2x3 --maxShapes=x:4x3 --shapes=x:3x3 "
+                      "--iterations=1 --seed 7");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.err.find("random inputs (seed 7): x float32[3,3]"), std::string::npos) << s.err;
+  expect_one_line_error("run relu.onnx --minShapes=x:1x3 --maxShapes=x:4x3 --shapes=x:5x3 --iterations=1",
+                        "outside the optimization profile");
 }
 
 TEST_F(CliTest, VersionNamesBackendsOpsetsAndPlanFormat) {

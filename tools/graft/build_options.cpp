@@ -96,7 +96,7 @@ void warn_ignored_build_flags(const BuildOptions& opts, bool is_plan, DeviceType
 }
 
 void add_shapes_option(CLI::App& app, BuildOptions& opts) {
-  app.add_option("--shapes", opts.shapes, "Fixed input shapes: NAME:1x3x224x224[,NAME2:...]")->expected(1, -1);
+  app.add_option("--shapes", opts.shapes, "Fixed input shapes: NAME:1x3x224x224[,NAME2:...]; with --min/opt/max-shapes, the shape `graft run` runs at")->expected(1, -1);
   // trtexec spells these in camelCase (--minShapes=...); graft takes both spellings, same meaning.
 }
 
@@ -187,9 +187,9 @@ Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opt
   GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.shapes, "--shapes", &fixed));
   std::map<std::string, ProfileRange> profile;
   for (const auto& [name, dims] : fixed) {
-    if (mins.count(name) || opts_.count(name) || maxs.count(name))
-      return error(StatusCode::kInvalidArgument, "input '", name,
-                   "' has both --shapes and --min/opt/max-shapes; give one or the other");
+    // With --min/opt/max-shapes as well, those make the profile and --shapes is only the shape
+    // `graft run` runs at, as in trtexec (the engine checks that it lies inside the profile).
+    if (mins.count(name) || opts_.count(name) || maxs.count(name)) continue;
     profile[name] = ProfileRange{dims, dims, dims};
   }
   std::map<std::string, bool> names;
