@@ -1,5 +1,7 @@
 // Convolution passes of the CUDA builder: epilogue fusion (Conv + residual Add + Relu into one
 // GraftConv) and the NHWC layout regions. The internal ops are defined in src/ops/fused_conv_ops.cpp.
+#include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -21,6 +23,45 @@ Node* only_consumer(const std::map<const Value*, std::vector<Node*>>& consumers,
   int uses = 0;
   for (const Value* in : c->inputs) uses += in == v;
   return uses == 1 ? c : nullptr;
+}
+
+// Clip with constant scalar bounds (attributes before opset 11, inputs since); an absent bound is
+// infinite. False when a bound is not a known number.
+bool clip_bounds(const Node& clip, float* lo, float* hi) {
+  *lo = -std::numeric_limits<float>::infinity();
+  *hi = std::numeric_limits<float>::infinity();
+  if (clip.opset < 11) {
+    auto a = clip.attrs.get_float("min", *lo);
+    auto b = clip.attrs.get_float("max", *hi);
+    if (!a || !b) return false;
+    *lo = *a;
+    *hi = *b;
+  }
+  for (size_t i = 1; i < clip.inputs.size() && i < 3; ++i) {
+    const Value* v = clip.inputs[i];
+    if (!v) continue;
+    if (!v->constant || v->constant->numel() != 1 || !dtype_is_float(v->constant->dtype())) return false;
+    (i == 1 ? *lo : *hi) = static_cast<float>(v->constant->get(0));
+  }
+  return !std::isnan(*lo) && !std::isnan(*hi) && *lo <= *hi;
+}
+
+// The Mul of y * Sigmoid(y) when y's only readers are that Sigmoid and that Mul, and the Sigmoid's
+// only reader is the Mul; nullptr otherwise.
+Node* silu_of(const std::map<const Value*, std::vector<Node*>>& consumers, const Value* y) {
+  if (!y || y->is_graph_output) return nullptr;
+  auto it = consumers.find(y);
+  if (it == consumers.end() || it->second.size() != 2) return nullptr;
+  Node* sig = nullptr;
+  Node* mul = nullptr;
+  for (Node* c : it->second) {
+    if (is_op(c, "Sigmoid") && c->inputs.size() == 1 && c->outputs.size() == 1) sig = c;
+    else if (is_op(c, "Mul") && c->inputs.size() == 2 && c->outputs.size() == 1) mul = c;
+  }
+  if (!sig || !mul || only_consumer(consumers, sig->outputs[0]) != mul) return nullptr;
+  const Value* s = sig->outputs[0];
+  const bool operands = (mul->inputs[0] == y && mul->inputs[1] == s) || (mul->inputs[0] == s && mul->inputs[1] == y);
+  return operands ? mul : nullptr;
 }
 
 }  // namespace
@@ -62,11 +103,26 @@ Result<int> fuse_conv_epilogues(Graph& g) {
         absorbed.push_back(add);
       }
     }
+    float lo = 0, hi = 0;
     if (Node* act = only_consumer(consumers, out);
         usable(act) && (is_op(act, "Relu") || is_op(act, "HardSwish")) && act->outputs.size() == 1) {
       attrs.set("activation", act->op_type);  // HardSwish: graft's epilogue kernel (MobileNetV3)
       out = act->outputs[0];
       absorbed.push_back(act);
+    } else if (usable(act) && is_op(act, "Clip") && act->outputs.size() == 1 && clip_bounds(*act, &lo, &hi)) {
+      // ReLU6 (MobileNetV2, MnasNet): a separate elementwise pass over the whole activation cost
+      // more than the convolution at batch 32.
+      attrs.set("activation", std::string("Clip"));
+      attrs.set("clip_min", lo);
+      attrs.set("clip_max", hi);
+      out = act->outputs[0];
+      absorbed.push_back(act);
+    } else if (Node* mul = silu_of(consumers, out); usable(mul)) {
+      // SiLU as PyTorch exports it (EfficientNet, RegNetY): y * Sigmoid(y), y read twice.
+      attrs.set("activation", std::string("Silu"));
+      absorbed.push_back((mul->input(0) == out ? mul->input(1) : mul->input(0))->producer);  // the Sigmoid
+      out = mul->outputs[0];
+      absorbed.push_back(mul);
     }
     while (!inputs.empty() && !inputs.back()) inputs.pop_back();  // no residual and no bias
     // The last absorbed node comes after the residual's producer, so the fused node goes there.

@@ -2,7 +2,7 @@
 //
 //   GraftConv(X, W, B?, Z?)  Y = act(conv(X, W) + B + Z), 2-D, in NCHW or NHWC.
 //     Attributes: the Conv attributes (kernel_shape, strides, pads, dilations, group, auto_pad),
-//     activation ("", "Relu" or "HardSwish"), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
+//     activation ("", "Relu", "HardSwish", "Clip" with clip_min/clip_max, or "Silu"), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
 //     and W is [M, kH, kW, C/group] (cuDNN's KRSC filter layout). Z (the residual) has Y's shape.
 //   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
 //     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
@@ -11,8 +11,11 @@
 // NCHW, call the builtin Conv / pool, and permute back, so they cannot drift from ONNX semantics.
 // The CPU reference is what the fusion tests compare the CUDA kernels and the passes against.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
+#include <utility>
 
 #include "backends/cpu/nn.h"
 #include "ops/layout.h"
@@ -63,7 +66,7 @@ Status infer_as(InferContext& ctx, const char* op_type, bool nhwc, size_t n_inpu
 
 Status infer_graft_conv(InferContext& ctx) {
   bool nhwc = false;
-  ConvActivation act = ConvActivation::kNone;
+  ConvEpilogueActivation act;
   GRAFT_RETURN_IF_ERROR(read_layout(ctx.attrs(), &nhwc));
   GRAFT_RETURN_IF_ERROR(read_activation(ctx.attrs(), &act));
   if (nhwc && (ctx.input(0).rank() != 4 || ctx.input(1).rank() != 4))
@@ -84,7 +87,7 @@ Status infer_graft_conv(InferContext& ctx) {
 
 Status graft_conv_cpu(ExecContext& ctx) {
   bool nhwc = false;
-  ConvActivation act = ConvActivation::kNone;
+  ConvEpilogueActivation act;
   GRAFT_RETURN_IF_ERROR(read_layout(*ctx.attrs, &nhwc));
   GRAFT_RETURN_IF_ERROR(read_activation(*ctx.attrs, &act));
   const Tensor* x = ctx.inputs[0];
@@ -165,24 +168,46 @@ Status read_layout(const AttributeMap& attrs, bool* nhwc) {
   return st;
 }
 
-Status read_activation(const AttributeMap& attrs, ConvActivation* out) {
+Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
   auto act = attrs.get_string("activation", "");
   if (!act) return std::move(act).take_status();
-  if (act->empty() || *act == "Relu" || *act == "HardSwish") {
-    *out = act->empty() ? ConvActivation::kNone : *act == "Relu" ? ConvActivation::kRelu : ConvActivation::kHardSwish;
+  static const std::pair<const char*, ConvActivation> kNames[] = {
+      {"", ConvActivation::kNone}, {"Relu", ConvActivation::kRelu}, {"HardSwish", ConvActivation::kHardSwish},
+      {"Clip", ConvActivation::kClip}, {"Silu", ConvActivation::kSilu}};
+  for (const auto& [name, kind] : kNames) {
+    if (*act != name) continue;
+    *out = ConvEpilogueActivation{kind, 0.f, 0.f};
+    if (kind == ConvActivation::kClip) {
+      for (auto [bound, dst] : {std::pair{"clip_min", &out->lo}, std::pair{"clip_max", &out->hi}}) {
+        auto v = attrs.get_float(bound, std::numeric_limits<float>::quiet_NaN());
+        if (!v) return Status(v.status()).with_attribute(bound);
+        if (std::isnan(*v))
+          return error(StatusCode::kInvalidModel, "activation 'Clip' needs a number, got none or NaN")
+              .with_attribute(bound);
+        *dst = *v;
+      }
+      if (out->lo > out->hi)
+        return error(StatusCode::kInvalidModel, "clip_min ", out->lo, " exceeds clip_max ", out->hi)
+            .with_attribute("clip_min");
+    }
     return Status::ok();
   }
-  Status st = error(StatusCode::kInvalidModel, "activation must be '', 'Relu' or 'HardSwish', got '", *act, "'");
+  Status st = error(StatusCode::kInvalidModel, "activation must be '', 'Relu', 'HardSwish', 'Clip' or 'Silu', got '",
+                    *act, "'");
   st.with_attribute("activation");
   return st;
 }
 
-double apply_activation(ConvActivation act, double v) {
-  switch (act) {
+double apply_activation(const ConvEpilogueActivation& act, double v) {
+  switch (act.kind) {
     case ConvActivation::kRelu:
       return v < 0 ? 0 : v;
     case ConvActivation::kHardSwish:
       return v * std::min(1.0, std::max(0.0, v / 6.0 + 0.5));
+    case ConvActivation::kClip:
+      return v < act.lo ? act.lo : v > act.hi ? act.hi : v;
+    case ConvActivation::kSilu:
+      return v / (1.0 + std::exp(-v));
     case ConvActivation::kNone:
       break;
   }

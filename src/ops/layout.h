@@ -15,12 +15,18 @@ inline const std::vector<int64_t> kNchwToNhwc{0, 2, 3, 1};  // NCHW axes in NHWC
 
 // The internal NHWC ops' attributes (src/ops/fused_conv_ops.cpp), read by their schemas, CPU
 // references and CUDA kernels alike: `layout` ("NCHW" or "NHWC") and GraftConv's `activation`
-// ("", "Relu" or "HardSwish"). Errors name the attribute.
-enum class ConvActivation : int { kNone = 0, kRelu = 1, kHardSwish = 2 };  // the CUDA epilogue's codes
+// ("", "Relu", "HardSwish", "Clip" with float `clip_min`/`clip_max`, or "Silu", x * sigmoid(x) as
+// PyTorch exports SiLU). Errors name the attribute.
+enum class ConvActivation : int { kNone = 0, kRelu = 1, kHardSwish = 2, kClip = 3, kSilu = 4 };  // the CUDA epilogue's codes
+struct ConvEpilogueActivation {
+  ConvActivation kind = ConvActivation::kNone;
+  float lo = 0, hi = 0;  // kClip's bounds
+};
 Status read_layout(const AttributeMap& attrs, bool* nhwc);
-Status read_activation(const AttributeMap& attrs, ConvActivation* act);
-// The activation in double (the CPU reference): ONNX Relu, HardSwish x * clamp(x / 6 + 1/2, 0, 1).
-double apply_activation(ConvActivation act, double v);
+Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* act);
+// The activation in double (the CPU reference): ONNX Relu, HardSwish x * clamp(x / 6 + 1/2, 0, 1),
+// Clip (NaN stays NaN), x / (1 + exp(-x)).
+double apply_activation(const ConvEpilogueActivation& act, double v);
 
 // A host copy of a rank-4 host tensor with its axes permuted (output axis i = input axis perm[i]).
 Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm);

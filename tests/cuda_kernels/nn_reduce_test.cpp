@@ -96,6 +96,8 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {1, 12, 12, 6, 3, 1, 2, 2, false, false, ""},          // dilated, no bias, 2 lanes
       {2, 8, 7, 7, 7, 1, 3, 1, true, false, ""},             // convnext 7x7, odd channels: 1 lane
       {1, 5, 5, 16, 3, 2, 0, 1, true, true, "Relu"},         // no padding, stride 2
+      {2, 9, 9, 32, 3, 1, 1, 1, true, false, "Clip"},        // ReLU6-style clamp (bounds below)
+      {2, 8, 8, 12, 3, 2, 1, 1, true, true, "Silu"},         // EfficientNet's SiLU
   };
   for (const Spec& s : specs) {
     const int64_t oh = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
@@ -105,6 +107,10 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
     if (s.residual) c.inputs.push_back(rnd(rng, {s.n, oh, ow, s.c}));
     c.attrs.set("layout", std::string("NHWC"));
     c.attrs.set("activation", std::string(s.act));
+    if (std::string(s.act) == "Clip") {  // tight bounds, so both clamps bind on random data
+      c.attrs.set("clip_min", -0.25f);
+      c.attrs.set("clip_max", 0.5f);
+    }
     c.attrs.set("group", s.c);
     c.attrs.set("kernel_shape", std::vector<int64_t>{s.k, s.k});
     c.attrs.set("strides", std::vector<int64_t>{s.stride, s.stride});
@@ -116,6 +122,30 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
     run_kernel_case(c, DataType::kFloat32, seed);
     run_kernel_case(c, DataType::kFloat16, seed);
   }
+}
+
+// The cuDNN path (not depthwise) with graft's epilogue kernel applying Clip and Silu, both layouts.
+TEST(CudaNn, GraftConvClipAndSiluEpilogues) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (const char* layout : {"NCHW", "NHWC"})
+    for (const char* act : {"Clip", "Silu"}) {
+      const bool nhwc = std::string(layout) == "NHWC";
+      const std::vector<int64_t> x = nhwc ? std::vector<int64_t>{2, 7, 6, 8} : std::vector<int64_t>{2, 8, 7, 6};
+      const std::vector<int64_t> w = nhwc ? std::vector<int64_t>{16, 3, 3, 8} : std::vector<int64_t>{16, 8, 3, 3};
+      KernelCase c{"GraftConv", {rnd(rng, x), rnd(rng, w), rnd(rng, {16})}};
+      c.attrs.set("layout", std::string(layout));
+      c.attrs.set("activation", std::string(act));
+      c.attrs.set("clip_min", -0.3f);
+      c.attrs.set("clip_max", 0.4f);
+      c.attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
+      c.attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+      c.tol32 = 1e-4;
+      c.label = std::string(layout) + " " + act;
+      run_kernel_case(c, DataType::kFloat32, seed);
+      run_kernel_case(c, DataType::kFloat16, seed);
+    }
 }
 
 TEST(CudaNn, Pools) {

@@ -116,6 +116,84 @@ TEST(FusionConv, SharedConvOutputIsNotFused) {
   EXPECT_EQ(count_ops(*g, "Add"), 1);
 }
 
+// ReLU6 (Clip 0..6, MobileNetV2) and SiLU as PyTorch exports it (x * Sigmoid(x), EfficientNet) join
+// the convolution's epilogue, also behind a residual add; the fused graph computes the same values.
+// A Clip with a bound computed at run time and a Sigmoid read by anything else stay separate.
+TEST(FusionConv, ClipAndSiluJoinTheEpilogue) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3, 7, 6});
+  m.input("hi", DataType::kFloat32, {});
+  m.initializer("w1", random_tensor(DataType::kFloat32, {4, 3, 3, 3}, rng));
+  m.initializer("w2", random_tensor(DataType::kFloat32, {4, 1, 3, 3}, rng));  // depthwise
+  m.initializer("w3", random_tensor(DataType::kFloat32, {4, 4, 1, 1}, rng));
+  m.initializer("w4", random_tensor(DataType::kFloat32, {4, 4, 1, 1}, rng));
+  m.initializer("b1", random_tensor(DataType::kFloat32, {4}, rng));
+  m.initializer("lo", Tensor::from_doubles(DataType::kFloat32, {}, {0.}));
+  m.initializer("top", Tensor::from_doubles(DataType::kFloat32, {}, {0.5}));  // small, so the clamp binds on random data
+  OnnxModelBuilder::attr(m.node("Conv", {"x", "w1", "b1"}, {"c1"}, "c1"), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Clip", {"c1", "lo", "top"}, {"r1"}, "relu6");
+  auto& c2 = m.node("Conv", {"r1", "w2"}, {"c2"}, "c2");
+  OnnxModelBuilder::attr(c2, "group", int64_t{4});
+  OnnxModelBuilder::attr(c2, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Add", {"c2", "r1"}, {"a2"}, "residual");
+  m.node("Sigmoid", {"a2"}, {"s2"}, "sig");
+  m.node("Mul", {"s2", "a2"}, {"y2"}, "silu");
+  m.node("Conv", {"y2", "w3"}, {"c3"}, "c3");
+  m.node("Clip", {"c3", "lo", "hi"}, {"y3"}, "clip_runtime_bound");  // hi is an input: not fused
+  m.node("Conv", {"y3", "w4"}, {"c4"}, "c4");
+  m.node("Sigmoid", {"c4"}, {"s4"}, "sig4");
+  m.node("Mul", {"c4", "s4"}, {"y4"}, "silu4");
+  m.node("Add", {"y4", "s4"}, {"y"}, "reads_sigmoid");  // s4 has a second reader: not fused
+  m.output("y", DataType::kFloat32);
+  Tensor hi = Tensor::from_doubles(DataType::kFloat32, {}, {0.7});
+  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 3, 7, 6}, rng)}, {"hi", hi}};
+  auto want = run_on_cpu(imported(m.bytes()), in);
+
+  auto fused = imported(m.bytes());
+  auto n = fuse_conv_epilogues(*fused);
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  EXPECT_EQ(*n, 4);
+  ASSERT_TRUE(infer_shapes(*fused).is_ok());
+  std::map<std::string, std::string> act;
+  for (const auto& node : fused->nodes())
+    if (node->op_type == "GraftConv") act[node->name] = *node->attrs.get_string("activation", "");
+  EXPECT_EQ(act["c1"], "Clip");
+  EXPECT_EQ(act["c2"], "Silu") << "residual add, then SiLU";
+  EXPECT_EQ(act["c3"], "");
+  EXPECT_EQ(act["c4"], "");
+  EXPECT_EQ(count_ops(*fused, "Clip"), 1);
+  EXPECT_EQ(count_ops(*fused, "Sigmoid"), 1);
+  for (const auto& node : fused->nodes())
+    if (node->name == "c1") {
+      EXPECT_EQ(*node->attrs.get_float("clip_min", -1.f), 0.f);
+      EXPECT_EQ(*node->attrs.get_float("clip_max", -1.f), 0.5f);
+    }
+  auto got = run_on_cpu(std::move(fused), in);
+  expect_close(got.at("y"), want.at("y"), "fused y");
+}
+
+TEST(FusionConv, ClipActivationNeedsOrderedBounds) {
+  std::mt19937 rng(5);
+  for (int missing = 0; missing < 2; ++missing) {
+    OnnxModelBuilder m;
+    m.input("x", DataType::kFloat32, {1, 2, 5, 5});
+    m.initializer("w", random_tensor(DataType::kFloat32, {2, 2, 1, 1}, rng));
+    auto& n = m.node("GraftConv", {"x", "w"}, {"y"}, "fused");
+    OnnxModelBuilder::attr(n, "activation", "Clip");
+    OnnxModelBuilder::attr(n, "clip_min", 1.0f);
+    if (!missing) OnnxModelBuilder::attr(n, "clip_max", 0.5f);
+    m.output("y", DataType::kFloat32);
+    auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad.onnx");
+    ASSERT_FALSE(eng.is_ok());
+    const std::string msg = eng.status().to_string();
+    EXPECT_NE(msg.find(missing ? "clip_max" : "exceeds clip_max"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("fused"), std::string::npos) << msg;
+  }
+}
+
 TEST(FusionConv, BadInternalAttributesAreNamed) {
   std::mt19937 rng(3);
   OnnxModelBuilder m;

@@ -36,7 +36,7 @@ constexpr size_t kGraftConvWorkspace = size_t(64) << 20;
 
 struct ConvGeometry {
   bool nhwc = false;
-  ConvActivation act = ConvActivation::kNone;
+  ConvEpilogueActivation act;
   int64_t n = 0, c = 0, h = 0, w = 0;  // input
   int64_t m = 0, oh = 0, ow = 0;       // output
   int64_t kh = 1, kw = 1, group = 1;
@@ -146,10 +146,23 @@ Status make_descs(const CudaExec& ex, const ConvGeometry& g, DataType dt, ConvDe
   // FP32 stays FP32 (no TF32: the engine promises 1e-4 against PyTorch); FP16 uses tensor cores.
   GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionMathType(d->conv, dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
                             ex, "cudnnSetConvolutionMathType"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetActivationDescriptor(d->act, g.act == ConvActivation::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetActivationDescriptor(d->act, g.act.kind == ConvActivation::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
                                                          CUDNN_NOT_PROPAGATE_NAN, 0.0),
                             ex, "activation descriptor"));
   return Status::ok();
+}
+
+// The activation's part of a tactic key; Clip's bounds are part of the problem (they change nothing
+// about speed, but keys name problems exactly).
+std::string activation_key(const ConvEpilogueActivation& a) {
+  switch (a.kind) {
+    case ConvActivation::kRelu: return ";relu";
+    case ConvActivation::kHardSwish: return ";hardswish";
+    case ConvActivation::kClip: return ";clip" + std::to_string(a.lo) + "," + std::to_string(a.hi);
+    case ConvActivation::kSilu: return ";silu";
+    case ConvActivation::kNone: break;
+  }
+  return "";
 }
 
 std::string tactic_key(const ConvGeometry& g, DataType dt, bool bias, bool z) {
@@ -158,7 +171,7 @@ std::string tactic_key(const ConvGeometry& g, DataType dt, bool bias, bool z) {
   return "conv2d;" + device + ";" + dtype_name(dt) + ";" + (g.nhwc ? "nhwc" : "nchw") + ";x" + s(g.n) + "x" + s(g.c) +
          "x" + s(g.h) + "x" + s(g.w) + ";w" + s(g.m) + "x" + s(g.kh) + "x" + s(g.kw) + ";g" + s(g.group) + ";p" +
          s(g.ph) + "," + s(g.pw) + ";s" + s(g.sh) + "," + s(g.sw) + ";d" + s(g.dh) + "," + s(g.dw) +
-         (bias ? ";bias" : "") + (z ? ";res" : "") + (g.act == ConvActivation::kRelu ? ";relu" : g.act == ConvActivation::kHardSwish ? ";hardswish" : "");
+         (bias ? ";bias" : "") + (z ? ";res" : "") + activation_key(g.act);
 }
 
 struct ConvCall {
@@ -178,6 +191,10 @@ constexpr int kDepthwiseVariant = 2;
 
 bool depthwise_eligible(const ConvGeometry& g) { return g.nhwc && g.group == g.c && g.m == g.c && g.group > 1; }
 
+k::Epilogue epilogue_of(const ConvEpilogueActivation& a) {
+  return k::Epilogue{static_cast<int>(a.kind), a.lo, a.hi};
+}
+
 k::Window2d window_of(const ConvGeometry& g) {
   k::Window2d w;
   w.n = g.n; w.c = g.c; w.h = g.h; w.w = g.w;
@@ -195,7 +212,7 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
   if (variant == kDepthwiseVariant)
     return launch_status(k::launch_depthwise_conv_nhwc(ktype(c.Y->dtype()), c.X->data(), c.W->data(),
                                                        c.B ? c.B->data() : nullptr, c.Z ? c.Z->data() : nullptr,
-                                                       c.Y->data(), window_of(*c.g), static_cast<int>(c.g->act),
+                                                       c.Y->data(), window_of(*c.g), epilogue_of(c.g->act),
                                                        stream_of(ex)),
                          ex, "depthwise convolution");
   auto h = static_cast<cudnnHandle_t>(ex.cudnn);
@@ -212,11 +229,11 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
   GRAFT_RETURN_IF_ERROR(dnn(cudnnConvolutionForward(h, &one, c.d->x, c.X->data(), c.d->w, c.W->data(), c.d->conv, a,
                                                     ex.workspace, ws_bytes, &zero, c.d->y, c.Y->data()),
                             ex, "cudnnConvolutionForward"));
-  if (!c.B && !c.Z && c.g->act == ConvActivation::kNone) return Status::ok();
+  if (!c.B && !c.Z && c.g->act.kind == ConvActivation::kNone) return Status::ok();
   const int64_t inner = c.g->nhwc ? 1 : c.g->oh * c.g->ow;
   return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
-                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, static_cast<int>(c.g->act), c.Y->numel(),
-                                               stream_of(ex)),
+                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, epilogue_of(c.g->act),
+                                               c.Y->numel(), stream_of(ex)),
                        ex, "convolution epilogue");
 }
 
@@ -231,9 +248,9 @@ bool usable_algo(const cudnnConvolutionFwdAlgoPerf_t& p, size_t workspace) {
 
 bool fused_variant_allowed(const ConvCall& c, int algo) {
   if (!c.B) return false;
-  // cuDNN's fused call applies Relu or nothing; HardSwish needs graft's epilogue (variant 0).
-  if (c.g->act == ConvActivation::kHardSwish) return false;
-  return c.g->act == ConvActivation::kRelu || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  // cuDNN's fused call applies Relu or nothing; HardSwish, Clip and Silu need graft's epilogue.
+  if (c.g->act.kind != ConvActivation::kNone && c.g->act.kind != ConvActivation::kRelu) return false;
+  return c.g->act.kind == ConvActivation::kRelu || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 }
 
 // Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest.

@@ -125,18 +125,26 @@ __global__ void global_pool_nhwc_kernel(bool max, const T* __restrict__ x, T* __
   }
 }
 
-// y = act(y + bias[channel] + z), channel = (i / inner) % channels (inner: H*W for NCHW, 1 for NHWC);
-// act 1 Relu, 2 HardSwish.
+// A convolution's activation in float32, as the CPU reference's apply_activation does it in double.
+__device__ __forceinline__ float apply_epilogue(const Epilogue& e, float v) {
+  switch (e.act) {
+    case 1: return v > 0.f ? v : 0.f;
+    case 2: return v * fminf(fmaxf(v * (1.f / 6.f) + 0.5f, 0.f), 1.f);
+    case 3: return v < e.lo ? e.lo : (v > e.hi ? e.hi : v);  // comparisons with NaN are false: NaN stays
+    case 4: return v / (1.f + expf(-v));
+    default: return v;
+  }
+}
+
+// y = act(y + bias[channel] + z), channel = (i / inner) % channels (inner: H*W for NCHW, 1 for NHWC).
 template <typename T>
 __global__ void conv_epilogue_kernel(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ z,
-                                     int64_t channels, int64_t inner, int act, int64_t total) {
+                                     int64_t channels, int64_t inner, Epilogue e, int64_t total) {
   GRAFT_GRID_STRIDE(i, total) {
     float v = Elem<T>::ld(y[i]);
     if (bias) v += Elem<T>::ld(bias[(i / inner) % channels]);
     if (z) v += Elem<T>::ld(z[i]);
-    if (act == 1) v = v > 0.f ? v : 0.f;
-    else if (act == 2) v = v * fminf(fmaxf(v * (1.f / 6.f) + 0.5f, 0.f), 1.f);
-    y[i] = Elem<T>::st(v);
+    y[i] = Elem<T>::st(apply_epilogue(e, v));
   }
 }
 
@@ -149,7 +157,7 @@ struct alignas(sizeof(T) * V) Lanes {
 
 template <typename T, int V, typename I>
 __global__ void depthwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
-                                           const T* __restrict__ z, T* __restrict__ y, Window2d g, int act, I total) {
+                                           const T* __restrict__ z, T* __restrict__ y, Window2d g, Epilogue e, I total) {
   const I cv = static_cast<I>(g.c / V), ow = static_cast<I>(g.ow), oh = static_cast<I>(g.oh);
   const I c = static_cast<I>(g.c), wi = static_cast<I>(g.w), hi = static_cast<I>(g.h);
   const int kh = static_cast<int>(g.kh), kw = static_cast<int>(g.kw);
@@ -185,9 +193,7 @@ __global__ void depthwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __r
       float r = acc[v];
       if (bias) r += Elem<T>::ld(bias[c0 + v]);
       if (z) r += Elem<T>::ld(zv.v[v]);
-      if (act == 1) r = r > 0.f ? r : 0.f;
-      else if (act == 2) r = r * fminf(fmaxf(r * (1.f / 6.f) + 0.5f, 0.f), 1.f);
-      yv.v[v] = Elem<T>::st(r);
+      yv.v[v] = Elem<T>::st(apply_epilogue(e, r));
     }
     *reinterpret_cast<Lanes<T, V>*>(y + out) = yv;
   }
@@ -195,16 +201,16 @@ __global__ void depthwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __r
 
 template <typename T, int V>
 cudaError_t depthwise_nhwc_t(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
-                             int act, cudaStream_t s, bool int32) {
+                             Epilogue e, cudaStream_t s, bool int32) {
   const int64_t total = g.n * g.oh * g.ow * (g.c / V);
   if (int32)
     depthwise_conv_nhwc_kernel<T, V, int32_t><<<grid_for(total), kThreads, 0, s>>>(
         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
-        static_cast<T*>(y), g, act, static_cast<int32_t>(total));
+        static_cast<T*>(y), g, e, static_cast<int32_t>(total));
   else
     depthwise_conv_nhwc_kernel<T, V, int64_t><<<grid_for(total), kThreads, 0, s>>>(
         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
-        static_cast<T*>(y), g, act, total);
+        static_cast<T*>(y), g, e, total);
   return cudaGetLastError();
 }
 
@@ -212,14 +218,14 @@ cudaError_t depthwise_nhwc_t(const void* x, const void* w, const void* bias, con
 // vector-accessed pointer (x, z, y; a view may start mid-buffer) is aligned to.
 template <typename T>
 cudaError_t depthwise_nhwc_dispatch(const void* x, const void* w, const void* bias, const void* z, void* y,
-                                    const Window2d& g, int act, cudaStream_t s, bool int32) {
+                                    const Window2d& g, Epilogue e, cudaStream_t s, bool int32) {
   const auto addr = reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(z);
   auto fits = [&](int v) { return g.c % v == 0 && addr % (sizeof(T) * static_cast<size_t>(v)) == 0; };
   constexpr int kMax = 16 / static_cast<int>(sizeof(T));
-  if (fits(kMax)) return depthwise_nhwc_t<T, kMax>(x, w, bias, z, y, g, act, s, int32);
-  if (kMax > 4 && fits(4)) return depthwise_nhwc_t<T, (kMax > 4 ? 4 : 1)>(x, w, bias, z, y, g, act, s, int32);
-  if (fits(2)) return depthwise_nhwc_t<T, 2>(x, w, bias, z, y, g, act, s, int32);
-  return depthwise_nhwc_t<T, 1>(x, w, bias, z, y, g, act, s, int32);
+  if (fits(kMax)) return depthwise_nhwc_t<T, kMax>(x, w, bias, z, y, g, e, s, int32);
+  if (kMax > 4 && fits(4)) return depthwise_nhwc_t<T, (kMax > 4 ? 4 : 1)>(x, w, bias, z, y, g, e, s, int32);
+  if (fits(2)) return depthwise_nhwc_t<T, 2>(x, w, bias, z, y, g, e, s, int32);
+  return depthwise_nhwc_t<T, 1>(x, w, bias, z, y, g, e, s, int32);
 }
 
 template <typename T>
@@ -337,20 +343,20 @@ cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, i
 }
 
 cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
-                                 int act, int64_t total, cudaStream_t s) {
+                                 Epilogue e, int64_t total, cudaStream_t s) {
   if (total == 0) return cudaSuccess;
   GRAFT_FLOAT_DISPATCH(t, (conv_epilogue_kernel<T><<<grid_for(total), kThreads, 0, s>>>(
                               static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels,
-                              inner, act, total)));
+                              inner, e, total)));
   return cudaGetLastError();
 }
 
 cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
-                                       const Window2d& g, int act, cudaStream_t s) {
+                                       const Window2d& g, Epilogue e, cudaStream_t s) {
   const int64_t total = g.n * g.oh * g.ow * g.c;
   if (total == 0) return cudaSuccess;
   const bool int32 = fits_int32(g, total);
-  GRAFT_FLOAT_DISPATCH(t, return depthwise_nhwc_dispatch<T>(x, w, bias, z, y, g, act, s, int32));
+  GRAFT_FLOAT_DISPATCH(t, return depthwise_nhwc_dispatch<T>(x, w, bias, z, y, g, e, s, int32));
   return cudaErrorInvalidValue;
 }
 

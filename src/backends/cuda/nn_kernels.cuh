@@ -29,19 +29,25 @@ cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, c
 cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, int64_t n, int64_t area,
                                     int64_t channels, cudaStream_t s);
 
+// A convolution's activation: act 0 none, 1 Relu, 2 HardSwish, 3 Clip to [lo, hi] (NaN stays NaN),
+// 4 Silu x * sigmoid(x) (graft::ConvActivation's codes).
+struct Epilogue {
+  int act = 0;
+  float lo = 0, hi = 0;
+};
+
 // In place: y = act(y + bias[ch] + z) where ch = (i / inner) % channels (inner = H*W for NCHW, 1 for
 // NHWC); bias and z may be null. The epilogue of a convolution that cuDNN ran without it.
-// act: 0 none, 1 Relu, 2 HardSwish (graft::ConvActivation's codes).
 cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
-                                 int act, int64_t total, cudaStream_t s);
+                                 Epilogue e, int64_t total, cudaStream_t s);
 
 // Depthwise 2-D convolution over NHWC (group == channels, one filter per channel): x [n, h, w, c],
 // w [c, kh, kw, 1] (graft's NHWC filter layout), y [n, oh, ow, c], with the GraftConv epilogue
-// y = act(conv + bias[ch] + z) fused (bias and z may be null; act codes as launch_conv_epilogue).
+// y = act(conv + bias[ch] + z) fused (bias and z may be null).
 // Memory-bound, so each thread owns up to 16 bytes of channels of one output pixel (vector loads
 // along the contiguous channel axis) and accumulates in float32.
 cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
-                                       const Window2d& g, int act, cudaStream_t s);
+                                       const Window2d& g, Epilogue e, cudaStream_t s);
 
 // y[r] = mean or max over x[r, 0:area] for r < rows.
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s);
