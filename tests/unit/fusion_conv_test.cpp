@@ -175,6 +175,34 @@ TEST(FusionConv, ClipAndSiluJoinTheEpilogue) {
   expect_close(got.at("y"), want.at("y"), "fused y");
 }
 
+// Under a dynamic batch the residual's shape and the convolution's are the same expression
+// ([N, 4, 5, 5]) rather than numbers: the residual add still joins the epilogue.
+TEST(FusionConv, ResidualFusesUnderDynamicBatch) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"N", 4, 5, 5});
+  m.initializer("w", random_tensor(DataType::kFloat32, {4, 4, 3, 3}, rng));
+  m.initializer("b", random_tensor(DataType::kFloat32, {4}, rng));
+  OnnxModelBuilder::attr(m.node("Conv", {"x", "w", "b"}, {"c"}, "conv"), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Add", {"c", "x"}, {"a"}, "residual");
+  m.node("Relu", {"a"}, {"y"}, "relu");
+  m.output("y", DataType::kFloat32);
+  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {3, 4, 5, 5}, rng)}};
+  auto want = run_on_cpu(imported(m.bytes()), in);
+  auto fused = imported(m.bytes());
+  auto n = fuse_conv_epilogues(*fused);
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  ASSERT_TRUE(infer_shapes(*fused).is_ok());
+  EXPECT_EQ(count_ops(*fused, "Add"), 0);
+  EXPECT_EQ(count_ops(*fused, "Relu"), 0);
+  ASSERT_EQ(fused->nodes().size(), 1u);
+  EXPECT_EQ(fused->nodes()[0]->inputs.size(), 4u) << "X, W, B and the residual";
+  auto got = run_on_cpu(std::move(fused), in);
+  expect_close(got.at("y"), want.at("y"), "fused y");
+}
+
 TEST(FusionConv, ClipActivationNeedsOrderedBounds) {
   std::mt19937 rng(5);
   for (int missing = 0; missing < 2; ++missing) {
