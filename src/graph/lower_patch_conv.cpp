@@ -6,7 +6,8 @@
 //   -> Gemm with the weight read as [M, C*kh*kw] (transB) + bias
 //   -> Reshape [N, H/kh, W/kw, M] -> Transpose to NCHW
 // is one gather and one tensor-core GEMM (the output Transpose usually merges with the model's
-// own flatten/permute in compose_view_chains). Static input shapes only.
+// own flatten/permute in compose_view_chains). C, H and W must be static; the batch may be dynamic
+// (the reshape targets say -1 for it), so an engine with a batch profile lowers it too.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -23,7 +24,8 @@ bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   return true;
 }
 
-// The kernel size when `n` is a patchify Conv over a static 4-D input, else false.
+// The kernel size when `n` is a patchify Conv over a 4-D input whose C, H and W are static, else
+// false. x_dims[0] is -1 when the batch is dynamic.
 bool patchify(const Node& n, std::vector<int64_t>* x_dims, int64_t* kh, int64_t* kw) {
   if (n.op_type != "Conv" || !n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0]) return false;
   const Value* x = n.input(0);
@@ -31,7 +33,10 @@ bool patchify(const Node& n, std::vector<int64_t>* x_dims, int64_t* kh, int64_t*
   const Value* b = n.input(2);
   if (!x || !w || !w->constant || w->constant->rank() != 4 || x->desc.rank() != 4) return false;
   if (b && (!b->constant || b->constant->numel() != w->constant->dims()[0])) return false;
-  if (!static_dims_of(x, x_dims)) return false;
+  if (!x->desc.shape) return false;
+  *x_dims = shape_values(*x->desc.shape);
+  for (size_t i = 1; i < 4; ++i)
+    if ((*x_dims)[i] < 0) return false;
   const auto& wd = w->constant->dims();
   *kh = wd[2];
   *kw = wd[3];
@@ -65,10 +70,15 @@ Result<int> lower_patchify_convs(Graph& g) {
     Value* out = n->outputs[0];
     const Tensor& w = *n->input(1)->constant;
     const DataType dt = x->desc.dtype;
-    const int64_t N = xd[0], C = xd[1], Hp = xd[2] / kh, Wp = xd[3] / kw, M = w.dims()[0];
-    auto value = [&](const std::string& suffix, DataType t, const std::vector<int64_t>& dims) {
+    const int64_t C = xd[1], Hp = xd[2] / kh, Wp = xd[3] / kw, M = w.dims()[0];
+    const Dim N = (*x->desc.shape)[0];
+    const int64_t n_target = N.is_const() ? N.value() : -1;  // a dynamic batch: Reshape infers it
+    // Descriptions carry the batch as x has it (a number or a symbol); shape inference redoes them.
+    auto value = [&](const std::string& suffix, DataType t, const Dim& lead, const std::vector<int64_t>& rest) {
       Value* v = g.new_value(out->name + suffix);
-      v->desc = TensorDesc(t, shape_from_values(dims));
+      Shape shape{lead};
+      for (int64_t d : rest) shape.push_back(Dim(d));
+      v->desc = TensorDesc(t, shape);
       return v;
     };
     auto constant = [&](const std::string& suffix, Tensor t) { return g.new_constant(out->name + suffix, std::move(t)); };
@@ -80,19 +90,22 @@ Result<int> lower_patchify_convs(Graph& g) {
       result->producer = k;
       return k;
     };
-    Value* x6 = value("_patches6d", dt, {N, C, Hp, kh, Wp, kw});
-    add("Reshape", "_patch_split", {x, constant("_patch_split_shape", Tensor::vector_int64({N, C, Hp, kh, Wp, kw}))}, x6);
-    Value* xt = value("_patches_t", dt, {N, Hp, Wp, C, kh, kw});
+    Value* x6 = value("_patches6d", dt, N, {C, Hp, kh, Wp, kw});
+    add("Reshape", "_patch_split",
+        {x, constant("_patch_split_shape", Tensor::vector_int64({n_target, C, Hp, kh, Wp, kw}))}, x6);
+    Value* xt = value("_patches_t", dt, N, {Hp, Wp, C, kh, kw});
     add("Transpose", "_patch_gather", {x6}, xt)->attrs.set("perm", std::vector<int64_t>{0, 2, 4, 1, 3, 5});
-    Value* a = value("_patch_rows", dt, {N * Hp * Wp, C * kh * kw});
-    add("Reshape", "_patch_rows", {xt, constant("_patch_rows_shape", Tensor::vector_int64({N * Hp * Wp, C * kh * kw}))}, a);
+    Value* a = value("_patch_rows", dt, N * Dim(Hp * Wp), {C * kh * kw});
+    add("Reshape", "_patch_rows",
+        {xt, constant("_patch_rows_shape", Tensor::vector_int64({N.is_const() ? n_target * Hp * Wp : -1, C * kh * kw}))},
+        a);
     Value* wm = constant("_patch_weight", w.reshaped({M, C * kh * kw}));
     std::vector<Value*> gemm_in{a, wm};
     if (n->input(2)) gemm_in.push_back(n->inputs[2]);
-    Value* y2 = value("_patch_gemm", dt, {N * Hp * Wp, M});
+    Value* y2 = value("_patch_gemm", dt, N * Dim(Hp * Wp), {M});
     add("Gemm", "_patch_gemm", gemm_in, y2)->attrs.set("transB", int64_t{1});
-    Value* y4 = value("_patch_nhwc", dt, {N, Hp, Wp, M});
-    add("Reshape", "_patch_unrows", {y2, constant("_patch_unrows_shape", Tensor::vector_int64({N, Hp, Wp, M}))}, y4);
+    Value* y4 = value("_patch_nhwc", dt, N, {Hp, Wp, M});
+    add("Reshape", "_patch_unrows", {y2, constant("_patch_unrows_shape", Tensor::vector_int64({n_target, Hp, Wp, M}))}, y4);
     add("Transpose", "_patch_to_nchw", {y4}, out)->attrs.set("perm", std::vector<int64_t>{0, 3, 1, 2});
     lowered.push_back(n);
   }

@@ -35,5 +35,39 @@ TEST(LowerPatchify, PatchConvBecomesGemm) {
   EXPECT_EQ(count_op(*g, "Gemm"), 1);
 }
 
+// Under a dynamic batch (an engine with a batch profile) the lowering still applies: the reshape
+// targets leave the batch to -1, the output keeps the symbolic batch, and any batch computes the
+// same values as the convolution.
+TEST(LowerPatchify, DynamicBatch) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"N", 3, 8, 12});
+  m.initializer("w", random_tensor(DataType::kFloat32, {5, 3, 4, 4}, rng));
+  m.initializer("b", random_tensor(DataType::kFloat32, {5}, rng));
+  auto& c = m.node("Conv", {"x", "w", "b"}, {"y"}, "patch_embed");
+  OnnxModelBuilder::attr(c, "strides", std::vector<int64_t>{4, 4});
+  OnnxModelBuilder::attr(c, "kernel_shape", std::vector<int64_t>{4, 4});
+  m.output("y", DataType::kFloat32);
+  auto before = load(m);
+  auto g = load(m);
+  ASSERT_TRUE(g && before);
+  auto n = lower_patchify_convs(*g);
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  EXPECT_EQ(*n, 1);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  EXPECT_EQ(count_op(*g, "Conv"), 0);
+  EXPECT_EQ(count_op(*g, "Gemm"), 1);
+  EXPECT_EQ(shape_to_string(*g->outputs()[0]->desc.shape), "[N,5,2,3]");
+  for (int64_t batch : {1, 3}) {
+    std::map<std::string, Tensor> feeds{{"x", random_tensor(DataType::kFloat32, {batch, 3, 8, 12}, rng)}};
+    auto want = run_graph(*before, feeds);
+    auto got = run_graph(*g, feeds);
+    ASSERT_EQ(got.at("y").dims(), (std::vector<int64_t>{batch, 5, 2, 3}));
+    expect_close(got.at("y"), want.at("y"), 1e-5, 1e-6);
+  }
+}
+
 }  // namespace
 }  // namespace graft
