@@ -1,8 +1,15 @@
 // CUDA kernels of the transformer fusions vs their CPU references: GraftGemm (cuBLASLt epilogues:
 // bias, Relu, GELU, residual; transB; alpha; N-D X), GraftAttention (batched cuBLASLt + softmax)
-// and GraftElementwise (every opcode, a long program,
-// mixed float16/float32 inputs). Float32 and float16, fresh random data, poisoned outputs.
+// and GraftElementwise (every opcode, a long program, mixed float16/float32 inputs and outputs,
+// element counts around the kernel's 8-element groups, misaligned pointers straight through the
+// launcher). Float32 and float16, fresh random data, poisoned outputs.
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "backends/cuda/fused_transformer_kernels.cuh"
 #include "cuda_kernel_harness.h"
+#include "graft/dtype.h"
 #include "ops/fused_transformer_ops.h"
 
 namespace graft::testing {
@@ -133,6 +140,188 @@ TEST(CudaFusedTransformer, GraftElementwiseLongProgramAndMixedDtypes) {
     c.label = keep ? "input 1 float32" : "uniform dtype";
     run_float_dtypes(c, seed);
   }
+}
+
+// Values reused out of order (read from the kernel's saved slots, not only the previous result),
+// element counts below, at and around a multiple of the 8-element group, and float32 inputs with
+// a float16 output (the float32 run with to = float16) as well as mixed inputs.
+TEST(CudaFusedTransformer, GraftElementwiseTailsAndReuse) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  // Registers 0..2: inputs. Immediates: -1: 1.5, -2: -0.75, -3: 0.8
+  const std::vector<int64_t> prog = [] {
+    std::vector<int64_t> p;
+    for (const auto& f : {instr(EwOp::kAdd, 3, 0, 1), instr(EwOp::kMul, 4, 3, -1), instr(EwOp::kMax, 5, 4, 2),
+                          instr(EwOp::kClip, 6, 5, -2, -3), instr(EwOp::kRoundHalf, 7, 3), instr(EwOp::kSub, 8, 6, 7),
+                          instr(EwOp::kMin, 9, 8, 1), instr(EwOp::kMul, 10, 9, 4), instr(EwOp::kAdd, 11, 10, 5),
+                          instr(EwOp::kSub, 12, 11, 2), instr(EwOp::kTanh, 13, 12)})
+      p.insert(p.end(), f.begin(), f.end());
+    return p;
+  }();
+  const std::vector<std::vector<int64_t>> shapes = {{1}, {5}, {8}, {9}, {2, 15}, {3, 1031}, {64, 67}};
+  for (const auto& dims : shapes)
+    for (int64_t out_reg : {int64_t{13}, int64_t{8}, int64_t{0}})  // last result, a saved one, input 0
+      for (DataType to : {DataType::kFloat32, DataType::kFloat16})
+        for (int keep = 0; keep < 2; ++keep) {
+          KernelCase c{"GraftElementwise", {rnd(rng, dims), rnd(rng, dims), rnd(rng, dims)}};
+          c.attrs.set("program", prog);
+          c.attrs.set("immediates", std::vector<float>{1.5f, -0.75f, 0.8f});
+          c.attrs.set("output_register", out_reg);
+          c.attrs.set("to", static_cast<int64_t>(to));
+          if (keep) c.keep_f32 = {1};
+          c.label = "numel " + std::to_string(c.inputs[0].numel()) + " output register " + std::to_string(out_reg) +
+                    " to " + dtype_name(to) + (keep ? " input 1 float32" : "");
+          run_float_dtypes(c, seed);
+        }
+}
+
+// The launcher directly, on buffers the op harness cannot make: inputs and the output starting
+// one element into their allocations (no 16-byte accesses possible) as well as aligned ones,
+// mixed float16/float32 inputs and outputs, NaNs among the inputs. The program uses only
+// operations that are exact in float32 (and the float16 rounding), so the result must match a
+// host float32 evaluation bit for bit, NaN for NaN.
+struct DirectBuf {
+  void* p = nullptr;
+  explicit DirectBuf(size_t bytes) {
+    if (cudaMalloc(&p, bytes) != cudaSuccess) p = nullptr;
+  }
+  ~DirectBuf() {
+    if (p) cudaFree(p);
+  }
+  DirectBuf(const DirectBuf&) = delete;
+  DirectBuf& operator=(const DirectBuf&) = delete;
+};
+
+TEST(CudaFusedTransformer, GraftElementwiseLauncherMisalignedAndExact) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-2.f, 2.f);
+  const float qnan = std::numeric_limits<float>::quiet_NaN();
+  const float imm[3] = {1.5f, -0.75f, 0.8f};
+  auto round_half = [](float x) { return half_to_float(float_to_half(x)); };
+  auto max_nan = [&](float a, float b) { return std::isnan(a) || std::isnan(b) ? qnan : std::max(a, b); };
+  auto min_nan = [&](float a, float b) { return std::isnan(a) || std::isnan(b) ? qnan : std::min(a, b); };
+
+  // (op, a, b, c) with registers 0..2 the inputs; `extra` adds instructions that read two more
+  // results out of order (more saved values than the kernel's small register file holds).
+  struct I { EwOp op; int16_t a, b, c; };
+  const std::vector<I> base_prog = {{EwOp::kAdd, 0, 1, 0},    {EwOp::kMul, 3, -1, 0},  {EwOp::kMax, 4, 2, 0},
+                                    {EwOp::kClip, 5, -2, -3}, {EwOp::kRoundHalf, 3, 0, 0}, {EwOp::kSub, 7, 3, 0},
+                                    {EwOp::kMin, 8, 1, 0},    {EwOp::kDiv, 9, 4, 0},   {EwOp::kAbs, 10, 0, 0}};
+  const std::vector<I> extra = {{EwOp::kMul, 11, 5, 0}, {EwOp::kAdd, 12, 6, 0}, {EwOp::kSqrt, 13, 0, 0}};
+  auto host_run = [&](const std::vector<I>& prog, const float* x, int out_reg) {
+    std::vector<float> r(x, x + 3);
+    auto get = [&](int16_t k) { return k >= 0 ? r[static_cast<size_t>(k)] : imm[-k - 1]; };
+    for (const I& in : prog) {
+      const float a = get(in.a), b = get(in.b), c = get(in.c);
+      float y = 0.f;
+      switch (in.op) {
+        case EwOp::kAdd: y = a + b; break;
+        case EwOp::kSub: y = a - b; break;
+        case EwOp::kMul: y = a * b; break;
+        case EwOp::kDiv: y = a / b; break;
+        case EwOp::kMax: y = max_nan(a, b); break;
+        case EwOp::kMin: y = min_nan(a, b); break;
+        case EwOp::kClip: y = a < b ? b : (a > c ? c : a); break;
+        case EwOp::kRoundHalf: y = round_half(a); break;
+        case EwOp::kAbs: y = std::fabs(a); break;
+        case EwOp::kSqrt: y = std::sqrt(a); break;
+        default: ADD_FAILURE() << "opcode " << static_cast<int>(in.op) << " has no host model"; break;
+      }
+      r.push_back(y);
+    }
+    return r[static_cast<size_t>(out_reg)];
+  };
+
+  for (int64_t n : {int64_t{1}, int64_t{7}, int64_t{8}, int64_t{13}, int64_t{4099}, int64_t{100003}})
+    for (unsigned in_half : {0u, 5u, 7u})  // float32 inputs; inputs 0 and 2 float16; all float16
+      for (int out_half = 0; out_half < 2; ++out_half)
+        for (int misalign : {0, 1, 2})  // none; input 2 one element in; the output one element in
+          for (int long_prog = 0; long_prog < 2; ++long_prog) {
+            std::vector<I> prog = base_prog;
+            if (long_prog) prog.insert(prog.end(), extra.begin(), extra.end());
+            const int n_instr = static_cast<int>(prog.size());
+            const int out_reg = 3 + n_instr - 1;
+            SCOPED_TRACE("n " + std::to_string(n) + " in_half " + std::to_string(in_half) + " out_half " +
+                         std::to_string(out_half) + " misalign " + std::to_string(misalign) + " long " +
+                         std::to_string(long_prog) + " seed " + std::to_string(seed));
+            // Host values, already rounded to each input's dtype; about 1 in 50 is NaN.
+            std::vector<float> x(static_cast<size_t>(3 * n));
+            for (int k = 0; k < 3; ++k)
+              for (int64_t i = 0; i < n; ++i) {
+                float v = rng() % 50 == 0 ? qnan : u(rng);
+                if ((in_half >> k) & 1u) v = round_half(v);
+                x[static_cast<size_t>(i * 3 + k)] = v;
+              }
+            const int64_t off[4] = {0, 0, misalign == 1 ? 1 : 0, misalign == 2 ? 1 : 0};  // in0..2, out
+            std::vector<std::unique_ptr<DirectBuf>> bufs;
+            cuda::k::EwKernelProgram p;
+            p.n_in = 3;
+            p.n_instr = n_instr;
+            p.out_reg = out_reg;
+            p.in_half = in_half;
+            p.out_half = out_half;
+            for (int j = 0; j < n_instr; ++j) {
+              p.code[j][0] = static_cast<int16_t>(prog[static_cast<size_t>(j)].op);
+              p.code[j][1] = prog[static_cast<size_t>(j)].a;
+              p.code[j][2] = prog[static_cast<size_t>(j)].b;
+              p.code[j][3] = prog[static_cast<size_t>(j)].c;
+            }
+            for (int k = 0; k < 3; ++k) p.imm[k] = imm[k];
+            for (int k = 0; k < 3; ++k) {
+              const bool h = (in_half >> k) & 1u;
+              const size_t es = h ? 2 : 4, total = static_cast<size_t>(n + off[k]);
+              std::vector<unsigned char> host(total * es);
+              for (int64_t i = 0; i < n; ++i) {
+                const float v = x[static_cast<size_t>(i * 3 + k)];
+                unsigned char* at = host.data() + static_cast<size_t>(i + off[k]) * es;
+                if (h) {
+                  const uint16_t b = float_to_half(v);
+                  std::memcpy(at, &b, 2);
+                } else {
+                  std::memcpy(at, &v, 4);
+                }
+              }
+              bufs.push_back(std::make_unique<DirectBuf>(host.size()));
+              ASSERT_NE(bufs.back()->p, nullptr);
+              ASSERT_EQ(cudaMemcpy(bufs.back()->p, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+              p.in[k] = static_cast<const unsigned char*>(bufs.back()->p) + off[k] * static_cast<int64_t>(es);
+            }
+            const size_t oes = out_half ? 2 : 4, obytes = static_cast<size_t>(n + off[3] + 1) * oes;
+            bufs.push_back(std::make_unique<DirectBuf>(obytes));
+            ASSERT_NE(bufs.back()->p, nullptr);
+            ASSERT_EQ(cudaMemset(bufs.back()->p, 0x7B, obytes), cudaSuccess);  // poison, also past the end
+            p.out = static_cast<unsigned char*>(bufs.back()->p) + off[3] * static_cast<int64_t>(oes);
+            ASSERT_EQ(cuda::k::launch_elementwise_program(p, n, nullptr), cudaSuccess);
+            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+            std::vector<unsigned char> got(obytes);
+            ASSERT_EQ(cudaMemcpy(got.data(), bufs.back()->p, obytes, cudaMemcpyDeviceToHost), cudaSuccess);
+            for (size_t b = 0; b < static_cast<size_t>(off[3]) * oes; ++b) ASSERT_EQ(got[b], 0x7B) << "byte before the output";
+            for (size_t b = static_cast<size_t>(n + off[3]) * oes; b < obytes; ++b)
+              ASSERT_EQ(got[b], 0x7B) << "byte past the output";
+            for (int64_t i = 0; i < n; ++i) {
+              float want = host_run(prog, &x[static_cast<size_t>(i * 3)], out_reg), g = 0.f;
+              const unsigned char* at = got.data() + static_cast<size_t>(i + off[3]) * oes;
+              if (out_half) {
+                uint16_t b = 0;
+                std::memcpy(&b, at, 2);
+                g = half_to_float(b);
+                want = round_half(want);
+              } else {
+                std::memcpy(&g, at, 4);
+              }
+              if (std::isnan(want)) {
+                ASSERT_TRUE(std::isnan(g)) << "element " << i << ": " << g << ", want NaN";
+              } else {
+                uint32_t gb = 0, wb = 0;
+                std::memcpy(&gb, &g, 4);
+                std::memcpy(&wb, &want, 4);
+                ASSERT_EQ(gb, wb) << "element " << i << ": " << g << ", want " << want;
+              }
+            }
+          }
 }
 
 // GraftAttention with view attributes (fold_views_into_attention): Q, K and V read in place from a
