@@ -15,6 +15,7 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_fused_transformer_ops(t);
     append_cuda_extra_ops(t);
     append_cuda_sampling_ops(t);
+    append_cuda_misc_ops(t);
     return t;
   }();
   return table;

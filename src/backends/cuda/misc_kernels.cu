@@ -1,0 +1,422 @@
+#include "backends/cuda/misc_kernels.cuh"
+
+#include <cstdint>
+#include <type_traits>
+
+#include "backends/cuda/cuda_kernel_device.cuh"
+
+namespace graft::cuda::k {
+namespace {
+
+// The float types these ops take, float64 included (the CPU references accept it).
+#define GRAFT_MISC_FLOAT_DISPATCH(t, CALL)                       \
+  switch (t) {                                                   \
+    case KType::kF32: { using T = float; CALL; break; }          \
+    case KType::kF16: { using T = __half; CALL; break; }         \
+    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
+    case KType::kF64: { using T = double; CALL; break; }         \
+    default: return cudaErrorInvalidValue;                       \
+  }
+
+#define GRAFT_MISC_NUMERIC_DISPATCH(t, CALL)                     \
+  switch (t) {                                                   \
+    case KType::kF32: { using T = float; CALL; break; }          \
+    case KType::kF16: { using T = __half; CALL; break; }         \
+    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
+    case KType::kF64: { using T = double; CALL; break; }         \
+    case KType::kI8: { using T = int8_t; CALL; break; }          \
+    case KType::kU8: { using T = uint8_t; CALL; break; }         \
+    case KType::kI32: { using T = int32_t; CALL; break; }        \
+    case KType::kI64: { using T = int64_t; CALL; break; }        \
+    default: return cudaErrorInvalidValue;                       \
+  }
+
+#define GRAFT_MISC_SIZE_DISPATCH(es, CALL)                 \
+  switch (es) {                                            \
+    case 1: { using E = uint8_t; CALL; break; }            \
+    case 2: { using E = uint16_t; CALL; break; }           \
+    case 4: { using E = uint32_t; CALL; break; }           \
+    case 8: { using E = uint64_t; CALL; break; }           \
+    default: return cudaErrorInvalidValue;                 \
+  }
+
+// Any element as double, exactly (as graft's load_as_double).
+template <typename T>
+__device__ __forceinline__ double ld_d(T v) {
+  if constexpr (std::is_same_v<T, __half>) return static_cast<double>(__half2float(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return static_cast<double>(__bfloat162float(v));
+  else return static_cast<double>(v);
+}
+
+// graft's double -> int64 (NaN 0, saturating at the ends), so integer stores match the CPU's.
+__device__ __forceinline__ int64_t saturating_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+// store_from_double on the device: half types round through float (as the CPU does, so the
+// double rounding matches), integers truncate and keep the low bits.
+template <typename T>
+__device__ __forceinline__ T st_d(double v) {
+  if constexpr (std::is_same_v<T, double>) return v;
+  else if constexpr (std::is_same_v<T, float>) return __double2float_rn(v);
+  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(__double2float_rn(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(__double2float_rn(v));
+  else return static_cast<T>(saturating_i64(v));
+}
+
+// The scale's entry c in double (its KType chosen per launch, one branch uniform over the grid).
+__device__ __forceinline__ double scale_at(const void* p, KType t, int64_t c) {
+  switch (t) {
+    case KType::kF16: return ld_d(static_cast<const __half*>(p)[c]);
+    case KType::kBF16: return ld_d(static_cast<const __nv_bfloat16*>(p)[c]);
+    case KType::kF64: return static_cast<const double*>(p)[c];
+    default: return static_cast<const float*>(p)[c];
+  }
+}
+
+__device__ __forceinline__ int64_t channel_of(const QuantArgs& q, int64_t i) {
+  return q.channels == 1 ? 0 : (i / q.inner) % q.channels;
+}
+
+// The CPU's quantize_one: round half to even, add the zero point, clamp, all in float; NaN gives
+// the zero point. Explicit _rn intrinsics keep the steps from being fused or approximated.
+__device__ __forceinline__ float quantize_one(float v, float zp, float lo, float hi) {
+  const float q = isnan(v) ? zp : __fadd_rn(rintf(v), zp);
+  return fminf(fmaxf(q, lo), hi);
+}
+
+template <typename X, typename Y>
+__global__ void quantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n, float lo, float hi) {
+  const Y* zp = static_cast<const Y*>(q.zp);
+  GRAFT_GRID_STRIDE(i, n) {
+    const int64_t c = channel_of(q, i);
+    const float s = __double2float_rn(scale_at(q.scale, q.scale_t, c));
+    const float z = zp ? static_cast<float>(zp[c]) : 0.0f;
+    // float(x) through double as the CPU reads it: exact for the half types, int32 rounds once.
+    const float xv = __double2float_rn(ld_d(x[i]));
+    y[i] = static_cast<Y>(quantize_one(__fdiv_rn(xv, s), z, lo, hi));
+  }
+}
+
+template <typename X, typename Y>
+__global__ void dequantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n) {
+  const X* zp = static_cast<const X*>(q.zp);
+  GRAFT_GRID_STRIDE(i, n) {
+    const int64_t c = channel_of(q, i);
+    const double d = static_cast<double>(x[i]) - (zp ? static_cast<double>(zp[c]) : 0.0);
+    y[i] = st_d<Y>(__dmul_rn(d, scale_at(q.scale, q.scale_t, c)));
+  }
+}
+
+// ---- DynamicQuantizeLinear ----------------------------------------------------------------------
+
+constexpr int kDqBlocks = 256;
+
+// Min and max of x with 0 (the CPU starts its scan at 0); fminf/fmaxf skip NaN as std::fmin does,
+// and min/max do not depend on the order, so the result is exactly the CPU's.
+__global__ void dq_minmax_kernel(const float* x, int64_t n, float* partials) {
+  __shared__ float sh[32];
+  float lo = 0.0f, hi = 0.0f;
+  GRAFT_GRID_STRIDE(i, n) {
+    lo = fminf(lo, x[i]);
+    hi = fmaxf(hi, x[i]);
+  }
+  lo = -block_max(-lo, sh);
+  hi = block_max(hi, sh);
+  if (threadIdx.x == 0) {
+    partials[blockIdx.x] = lo;
+    partials[kDqBlocks + blockIdx.x] = hi;
+  }
+}
+
+__global__ void dq_params_kernel(const float* partials, int blocks, float* y_scale, uint8_t* y_zp) {
+  __shared__ float sh[32];
+  float lo = 0.0f, hi = 0.0f;
+  for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
+    lo = fminf(lo, partials[b]);
+    hi = fmaxf(hi, partials[kDqBlocks + b]);
+  }
+  lo = -block_max(-lo, sh);
+  hi = block_max(hi, sh);
+  if (threadIdx.x == 0) {
+    const float scale = __fdiv_rn(__fsub_rn(hi, lo), 255.0f);
+    // Scale 0 (an all-zero input): zero point 0, as the CPU gives, rather than 0 / 0.
+    const float zp = scale == 0.0f ? 0.0f : quantize_one(__fdiv_rn(__fsub_rn(0.0f, lo), scale), 0.0f, 0.0f, 255.0f);
+    *y_scale = scale;
+    *y_zp = static_cast<uint8_t>(zp);
+  }
+}
+
+__global__ void dq_apply_kernel(const float* x, int64_t n, const float* y_scale, const uint8_t* y_zp, uint8_t* y) {
+  const float scale = *y_scale;
+  const float zp = static_cast<float>(*y_zp);
+  GRAFT_GRID_STRIDE(i, n) {
+    y[i] = scale == 0.0f ? uint8_t{0}
+                         : static_cast<uint8_t>(quantize_one(__fdiv_rn(x[i], scale), zp, 0.0f, 255.0f));
+  }
+}
+
+// ---- Normalizations -----------------------------------------------------------------------------
+
+// Block-wide sum of a double (every thread gets it); `sh` holds 32 doubles. Synchronizes first, so
+// consecutive calls may share `sh`.
+__device__ __forceinline__ double block_sum_d(double v, double* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// One block per plane (grid-striding over planes); two passes in double as the CPU reference.
+template <typename T>
+__global__ void instance_norm_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t planes,
+                                     int64_t channels, int64_t spatial, double eps) {
+  __shared__ double sh[32];
+  for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+    const T* xp = x + p * spatial;
+    T* yp = y + p * spatial;
+    double acc = 0;
+    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) acc += ld_d(xp[i]);
+    const double mean = block_sum_d(acc, sh) / static_cast<double>(spatial);
+    acc = 0;
+    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) {
+      const double d = ld_d(xp[i]) - mean;
+      acc = __dadd_rn(acc, __dmul_rn(d, d));
+    }
+    const double var = block_sum_d(acc, sh) / static_cast<double>(spatial);
+    const int64_t ch = p % channels;
+    const double k = ld_d(scale[ch]) / sqrt(var + eps), b = ld_d(bias[ch]);
+    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x)
+      yp[i] = st_d<T>(__dadd_rn(__dmul_rn(ld_d(xp[i]) - mean, k), b));
+  }
+}
+
+template <typename T>
+__global__ void mvn_kernel(const T* x, T* y, Strided kept, Strided red, int64_t groups, int64_t count) {
+  __shared__ double sh[32];
+  for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
+    const int64_t base = strided_offset(kept, g);
+    double acc = 0;
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) acc += ld_d(x[base + strided_offset(red, r)]);
+    const double mean = block_sum_d(acc, sh) / static_cast<double>(count);
+    acc = 0;
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
+      const double d = ld_d(x[base + strided_offset(red, r)]) - mean;
+      acc = __dadd_rn(acc, __dmul_rn(d, d));
+    }
+    // The epsilon of the ONNX function body, added to the standard deviation.
+    const double den = sqrt(block_sum_d(acc, sh) / static_cast<double>(count)) + 1e-9;
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
+      const int64_t at = base + strided_offset(red, r);
+      y[at] = st_d<T>((ld_d(x[at]) - mean) / den);
+    }
+  }
+}
+
+template <typename T>
+__global__ void lrn_kernel(const T* x, T* y, int64_t channels, int64_t inner, int64_t n, int64_t before,
+                           int64_t after, double alpha_over_size, double bias, double beta) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const int64_t in = i % inner, ch = (i / inner) % channels, o = i / (inner * channels);
+    const int64_t lo = ch - before < 0 ? 0 : ch - before;
+    const int64_t hi = channels - 1 < ch + after ? channels - 1 : ch + after;
+    double sq = 0;
+    for (int64_t c = lo; c <= hi; ++c) {
+      const double e = ld_d(x[(o * channels + c) * inner + in]);
+      sq = __dadd_rn(sq, __dmul_rn(e, e));
+    }
+    const double den = pow(__dadd_rn(bias, __dmul_rn(alpha_over_size, sq)), beta);
+    y[i] = st_d<T>(ld_d(x[i]) / den);
+  }
+}
+
+// ---- Data ---------------------------------------------------------------------------------------
+
+__global__ void bit_shift_kernel(bool left, const uint8_t* x, const uint8_t* sh, Bcast p, uint8_t* y, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const unsigned v = x[bcast_offset(p, 0, i)], by = sh[bcast_offset(p, 1, i)];
+    // Shifting by the width or more shifts every bit out (and is undefined in C++).
+    y[i] = by >= 8 ? uint8_t{0} : static_cast<uint8_t>(left ? (v << by) : (v >> by));
+  }
+}
+
+template <typename E>
+__global__ void eye_like_kernel(E one, int64_t cols, int64_t k, E* y, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const int64_t r = i / cols, c = i % cols;
+    y[i] = c - r == k ? one : E{0};
+  }
+}
+
+template <typename T>
+__global__ void window_kernel(int kind, bool periodic, T* y, int64_t n) {
+  constexpr double kPi = 3.14159265358979323846;
+  const double den = periodic ? static_cast<double>(n) : static_cast<double>(n - 1);
+  GRAFT_GRID_STRIDE(i, n) {
+    if (den == 0) {
+      y[i] = st_d<T>(1.0);
+      continue;
+    }
+    // 2 * pi * i / den, evaluated left to right like the CPU reference.
+    const double a = __ddiv_rn(__dmul_rn(2 * kPi, static_cast<double>(i)), den);
+    double v;
+    if (kind == 0) v = __dsub_rn(0.5, __dmul_rn(0.5, cos(a)));
+    else if (kind == 1) v = __dsub_rn(25.0 / 46.0, __dmul_rn(21.0 / 46.0, cos(a)));
+    else v = __dadd_rn(__dsub_rn(0.42, __dmul_rn(0.5, cos(a))), __dmul_rn(0.08, cos(2 * a)));
+    y[i] = st_d<T>(v);
+  }
+}
+
+template <typename E>
+__global__ void reverse_sequence_kernel(const E* x, const int64_t* lens, E* y, bool batch0, int64_t d0, int64_t d1,
+                                        int64_t block, int64_t n) {
+  const int64_t steps = batch0 ? d1 : d0;
+  GRAFT_GRID_STRIDE(i, n) {
+    const int64_t e = i % block, pair = i / block;
+    const int64_t r0 = pair / d1, r1 = pair % d1;
+    const int64_t b = batch0 ? r0 : r1, t = batch0 ? r1 : r0;
+    const int64_t len = lens[b];
+    const int64_t src_t = len >= 0 && len <= steps && t < len ? len - 1 - t : t;
+    const int64_t src = batch0 ? b * d1 + src_t : src_t * d1 + b;
+    y[i] = x[src * block + e];
+  }
+}
+
+}  // namespace
+
+// ---- launchers ----------------------------------------------------------------------------------
+
+cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
+                                   cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  const unsigned g = grid_for(n);
+#define GRAFT_QUANT_Y(X)                                                                                      \
+  switch (yt) {                                                                                               \
+    case KType::kU8:                                                                                          \
+      quantize_kernel<X, uint8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<uint8_t*>(y), n, \
+                                                         0.0f, 255.0f);                                       \
+      break;                                                                                                  \
+    case KType::kI8:                                                                                          \
+      quantize_kernel<X, int8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<int8_t*>(y), n, \
+                                                        -128.0f, 127.0f);                                     \
+      break;                                                                                                  \
+    default: return cudaErrorInvalidValue;                                                                    \
+  }
+  switch (xt) {
+    case KType::kF32: GRAFT_QUANT_Y(float); break;
+    case KType::kF16: GRAFT_QUANT_Y(__half); break;
+    case KType::kBF16: GRAFT_QUANT_Y(__nv_bfloat16); break;
+    case KType::kF64: GRAFT_QUANT_Y(double); break;
+    case KType::kI32: GRAFT_QUANT_Y(int32_t); break;
+    default: return cudaErrorInvalidValue;
+  }
+#undef GRAFT_QUANT_Y
+  return cudaGetLastError();
+}
+
+cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
+                                     cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  const unsigned g = grid_for(n);
+#define GRAFT_DEQUANT_X(X)                                                                                   \
+  GRAFT_MISC_FLOAT_DISPATCH(yt, (dequantize_kernel<X, T><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, \
+                                                                                 static_cast<T*>(y), n)))
+  switch (xt) {
+    case KType::kU8: GRAFT_DEQUANT_X(uint8_t); break;
+    case KType::kI8: GRAFT_DEQUANT_X(int8_t); break;
+    case KType::kI32: GRAFT_DEQUANT_X(int32_t); break;
+    default: return cudaErrorInvalidValue;
+  }
+#undef GRAFT_DEQUANT_X
+  return cudaGetLastError();
+}
+
+size_t dynamic_quantize_workspace_bytes() { return 2 * kDqBlocks * sizeof(float); }
+
+cudaError_t launch_dynamic_quantize_linear(const float* x, int64_t n, uint8_t* y, float* y_scale, uint8_t* y_zp,
+                                           void* partials, cudaStream_t s) {
+  if (!partials) return cudaErrorInvalidValue;
+  float* part = static_cast<float*>(partials);
+  unsigned blocks = grid_for(n);
+  if (blocks > static_cast<unsigned>(kDqBlocks)) blocks = kDqBlocks;
+  // Even an empty x gets its scale (0) and zero point (0) written.
+  dq_minmax_kernel<<<blocks, kThreads, 0, s>>>(x, n, part);
+  dq_params_kernel<<<1, kThreads, 0, s>>>(part, static_cast<int>(blocks), y_scale, y_zp);
+  if (n > 0) dq_apply_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, y_scale, y_zp, y);
+  return cudaGetLastError();
+}
+
+static unsigned plane_grid(int64_t planes) {
+  return static_cast<unsigned>(planes < 65535LL * 16 ? planes : 65535LL * 16);
+}
+
+cudaError_t launch_instance_norm(KType t, const void* x, const void* scale, const void* bias, void* y, int64_t planes,
+                                 int64_t channels, int64_t spatial, double eps, cudaStream_t s) {
+  if (planes == 0 || spatial == 0) return cudaSuccess;
+  if (channels <= 0) return cudaErrorInvalidValue;
+  GRAFT_MISC_FLOAT_DISPATCH(t, (instance_norm_kernel<T><<<plane_grid(planes), kThreads, 0, s>>>(
+                                   static_cast<const T*>(x), static_cast<const T*>(scale),
+                                   static_cast<const T*>(bias), static_cast<T*>(y), planes, channels, spatial, eps)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_mvn(KType t, const void* x, void* y, const Strided& kept, const Strided& reduced, int64_t groups,
+                       int64_t count, cudaStream_t s) {
+  if (groups == 0 || count == 0) return cudaSuccess;
+  GRAFT_MISC_FLOAT_DISPATCH(t, (mvn_kernel<T><<<plane_grid(groups), kThreads, 0, s>>>(
+                                   static_cast<const T*>(x), static_cast<T*>(y), kept, reduced, groups, count)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_lrn(KType t, const void* x, void* y, int64_t outer, int64_t channels, int64_t inner, int64_t before,
+                       int64_t after, double alpha_over_size, double bias, double beta, cudaStream_t s) {
+  const int64_t n = outer * channels * inner;
+  if (n == 0) return cudaSuccess;
+  GRAFT_MISC_FLOAT_DISPATCH(t, (lrn_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
+                                   static_cast<const T*>(x), static_cast<T*>(y), channels, inner, n, before, after,
+                                   alpha_over_size, bias, beta)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_bit_shift(bool left, const uint8_t* x, const uint8_t* sh, const Bcast& p, uint8_t* y, int64_t n,
+                             cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  bit_shift_kernel<<<grid_for(n), kThreads, 0, s>>>(left, x, sh, p, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_eye_like(int elem_size, uint64_t one_bits, int64_t rows, int64_t cols, int64_t k, void* y,
+                            cudaStream_t s) {
+  const int64_t n = rows * cols;
+  if (n == 0) return cudaSuccess;
+  GRAFT_MISC_SIZE_DISPATCH(elem_size, (eye_like_kernel<E><<<grid_for(n), kThreads, 0, s>>>(
+                                          static_cast<E>(one_bits), cols, k, static_cast<E*>(y), n)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_window(KType t, int kind, bool periodic, void* y, int64_t n, cudaStream_t s) {
+  if (kind < 0 || kind > 2) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  GRAFT_MISC_NUMERIC_DISPATCH(t, (window_kernel<T><<<grid_for(n), kThreads, 0, s>>>(kind, periodic,
+                                                                                     static_cast<T*>(y), n)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_reverse_sequence(int elem_size, const void* x, const int64_t* lens, void* y, bool batch_axis_0,
+                                    int64_t d0, int64_t d1, int64_t block, cudaStream_t s) {
+  const int64_t n = d0 * d1 * block;
+  if (n == 0) return cudaSuccess;
+  GRAFT_MISC_SIZE_DISPATCH(elem_size, (reverse_sequence_kernel<E><<<grid_for(n), kThreads, 0, s>>>(
+                                          static_cast<const E*>(x), lens, static_cast<E*>(y), batch_axis_0, d0, d1,
+                                          block, n)));
+  return cudaGetLastError();
+}
+
+}  // namespace graft::cuda::k

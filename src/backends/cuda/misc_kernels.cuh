@@ -1,0 +1,81 @@
+// Launchers for the CUDA kernels of builtin ops that had only a CPU reference: QuantizeLinear,
+// DequantizeLinear, DynamicQuantizeLinear (src/backends/cpu/quantize.cpp) and InstanceNormalization,
+// MeanVarianceNormalization, LRN, BitShift, EyeLike, the Hann/Hamming/Blackman windows and
+// ReverseSequence (src/backends/cpu/misc.cpp). Plain device pointers, no framework types; each
+// returns the launch's cudaError_t (cudaErrorInvalidValue for a type the launcher does not handle).
+//
+// The arithmetic follows the CPU reference step by step (float32 division and round-half-even for
+// quantization, double for dequantization, the normalizations and the windows; results stored as
+// graft's store_from_double does) so that integer outputs match it exactly.
+#pragma once
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+
+namespace graft::cuda::k {
+
+// ---- (De)QuantizeLinear ---------------------------------------------------------------------------
+
+// Per-tensor when channels == 1, else per-axis: the scale/zero-point entry of flat index i is
+// (i / inner) % channels. `scale` has any float KType; `zp` (may be null) has y's type (quantize)
+// or x's type (dequantize).
+struct QuantArgs {
+  const void* scale = nullptr;
+  KType scale_t = KType::kF32;
+  const void* zp = nullptr;
+  int64_t channels = 1;
+  int64_t inner = 1;
+};
+// y (u8/i8) = saturate(round_half_even(float(x) / float(scale)) + zp); NaN gives the zero point.
+// x: f32/f16/bf16/f64/i32.
+cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
+                                   cudaStream_t s);
+// y (any float type) = (x - zp) * scale in double, rounded once to y's type. x: u8/i8/i32.
+cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
+                                     cudaStream_t s);
+
+// DynamicQuantizeLinear (float32 -> uint8): min/max over x (with 0, NaN skipped) in per-block
+// partials, then scale/zero point, then y. `partials` is device scratch of
+// dynamic_quantize_workspace_bytes().
+size_t dynamic_quantize_workspace_bytes();
+cudaError_t launch_dynamic_quantize_linear(const float* x, int64_t n, uint8_t* y, float* y_scale, uint8_t* y_zp,
+                                           void* partials, cudaStream_t s);
+
+// ---- Normalizations -------------------------------------------------------------------------------
+
+// x viewed as [n * c planes, spatial]; per plane, mean and (biased) variance in double, then
+// y = (x - mean) * scale[ch] / sqrt(var + eps) + bias[ch]. Float types (scale, bias share x's type).
+cudaError_t launch_instance_norm(KType t, const void* x, const void* scale, const void* bias, void* y, int64_t planes,
+                                 int64_t channels, int64_t spatial, double eps, cudaStream_t s);
+
+// One group per combination of the kept axes (`kept`: their extents and x strides), `count`
+// elements each (`reduced`: the reduced axes' extents and x strides). y = (x - mean) /
+// (sqrt(var) + 1e-9), statistics in double. Float types.
+cudaError_t launch_mvn(KType t, const void* x, void* y, const Strided& kept, const Strided& reduced, int64_t groups,
+                       int64_t count, cudaStream_t s);
+
+// x viewed as [outer, channels, inner]; y = x / (bias + alpha / size * sum of x^2 over the channel
+// window [ch - before, ch + after] clipped to the channels) ^ beta, in double. Float types.
+cudaError_t launch_lrn(KType t, const void* x, void* y, int64_t outer, int64_t channels, int64_t inner, int64_t before,
+                       int64_t after, double alpha_over_size, double bias, double beta, cudaStream_t s);
+
+// ---- Data ---------------------------------------------------------------------------------------
+
+// uint8 y = x << s (left) or x >> s, broadcast (operands 0 and 1 of `p`); shifts of 8 or more give 0.
+cudaError_t launch_bit_shift(bool left, const uint8_t* x, const uint8_t* sh, const Bcast& p, uint8_t* y, int64_t n,
+                             cudaStream_t s);
+
+// y[r, c] = (c - r == k) ? one : 0, where `one` is the low elem_size bytes of `one_bits`.
+cudaError_t launch_eye_like(int elem_size, uint64_t one_bits, int64_t rows, int64_t cols, int64_t k, void* y,
+                            cudaStream_t s);
+
+// 0: Hann, 1: Hamming, 2: Blackman. n samples over a period of n (periodic) or n - 1; a window of
+// period 0 is all ones. Any numeric y type (integers truncate, as graft's Cast does).
+cudaError_t launch_window(KType t, int kind, bool periodic, void* y, int64_t n, cudaStream_t s);
+
+// x viewed as [d0, d1, block] with the batch on axis 0 (batch_axis_0) or 1 and time on the other;
+// the first lens[b] steps of batch b are reversed. A length outside [0, steps] (which the CPU
+// reference refuses, and a kernel cannot report) leaves that batch's steps in order.
+cudaError_t launch_reverse_sequence(int elem_size, const void* x, const int64_t* lens, void* y, bool batch_axis_0,
+                                    int64_t d0, int64_t d1, int64_t block, cudaStream_t s);
+
+}  // namespace graft::cuda::k

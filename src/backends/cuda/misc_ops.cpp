@@ -1,0 +1,406 @@
+// CUDA ops for builtin ops that ran only on the CPU reference (with host<->device copies around
+// them in a CUDA engine): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+// (src/backends/cpu/quantize.cpp) and InstanceNormalization, MeanVarianceNormalization, LRN,
+// BitShift, EyeLike, HannWindow/HammingWindow/BlackmanWindow, ReverseSequence
+// (src/backends/cpu/misc.cpp). Attributes and layouts are validated with the CPU reference's own
+// readers (quant_layout, mvn_axes, lrn_attrs, ...), so errors read the same on both backends.
+// Kernels live in misc_kernels.cu.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel_util.h"
+#include "backends/cpu/misc.h"
+#include "backends/cpu/quantize.h"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/misc_kernels.cuh"
+
+namespace graft::cuda {
+namespace {
+
+using namespace util;
+
+constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                     DataType::kFloat64};
+constexpr std::initializer_list<DataType> kQuantTypes = {DataType::kUInt8, DataType::kInt8};
+
+std::string dims_str(const std::vector<int64_t>& d) { return cpu::ints_to_string(d); }
+
+const Tensor* input_or_null(const CudaExec& ex, size_t i) {
+  return ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;
+}
+
+bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allowed, std::string* why) {
+  const DataType t = out_dtype(n, i);
+  for (DataType a : allowed)
+    if (t == a) return true;
+  return reject(why, "output " + std::to_string(i) + " has dtype " + dtype_name(t) +
+                         ", which the CUDA kernel does not handle");
+}
+
+// A Result's error carried over with the node named (the CPU reference's message unchanged).
+Status with_node(const CudaExec& ex, Status st) {
+  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
+  return st;
+}
+
+// ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------
+
+bool block_size_unset(const Node& n, std::string* why) {
+  auto bs = n.attrs.get_int("block_size", 0);
+  if (!bs || bs.value() != 0) return reject(why, "blocked quantization (block_size) is not supported");
+  return true;
+}
+
+bool quantize_supports(const Node& n, std::string* why) {
+  // x as the CPU reference takes it (any float type or int32).
+  if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
+                            DataType::kInt32}, why))
+    return false;
+  if (!has_input(n, 1)) return reject(why, "needs a scale");
+  if (!require_dtype(n, 1, kFloats, why)) return false;
+  if (has_input(n, 2) && !require_dtype(n, 2, kQuantTypes, why)) return false;
+  if (!out_dtype_in(n, 0, kQuantTypes, why)) return false;
+  return block_size_unset(n, why);
+}
+
+bool dequantize_supports(const Node& n, std::string* why) {
+  if (!require_dtype(n, 0, {DataType::kUInt8, DataType::kInt8, DataType::kInt32}, why)) return false;
+  if (!has_input(n, 1)) return reject(why, "needs a scale");
+  if (!require_dtype(n, 1, kFloats, why)) return false;
+  if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "the zero point's dtype differs from x's");
+  if (!out_dtype_in(n, 0, kFloats, why)) return false;
+  return block_size_unset(n, why);
+}
+
+// The layout checks of the CPU reference, then the kernel's arguments.
+Result<k::QuantArgs> quant_args(const CudaExec& ex, const Tensor& x, const Tensor& scale, const Tensor* zp) {
+  if (!dtype_is_float(scale.dtype())) return fail(ex, StatusCode::kInvalidModel, "the scale must be a float tensor");
+  Status bs = cpu::check_no_block_size(attrs_of(ex));
+  if (!bs.is_ok()) return with_node(ex, bs);
+  auto l = cpu::quant_layout(attrs_of(ex), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr);
+  if (!l) return with_node(ex, l.status());
+  k::QuantArgs q;
+  q.scale = scale.data();
+  q.scale_t = ktype(scale.dtype());
+  q.zp = zp ? zp->data() : nullptr;
+  q.channels = l.value().channels;
+  q.inner = l.value().inner;
+  return q;
+}
+
+Status quantize_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* scale = input_or_null(ex, 1);
+  const Tensor* zp = input_or_null(ex, 2);
+  if (!x || !scale) return fail(ex, StatusCode::kInvalidModel, "needs x and a scale");
+  Tensor& y = *ex.ctx->outputs[0];
+  if (zp && zp->dtype() != y.dtype())
+    return fail(ex, StatusCode::kInvalidModel, "zero point dtype ", dtype_name(zp->dtype()), " differs from the output's ",
+                dtype_name(y.dtype()));
+  if (y.numel() != x->numel()) return fail(ex, StatusCode::kInternal, "output size differs from the input's");
+  GRAFT_ASSIGN_OR_RETURN(k::QuantArgs q, quant_args(ex, *x, *scale, zp));
+  return launch_status(k::launch_quantize_linear(ktype(x->dtype()), ktype(y.dtype()), x->data(), q, y.data(), y.numel(),
+                                                 stream_of(ex)), ex);
+}
+
+Status dequantize_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* scale = input_or_null(ex, 1);
+  const Tensor* zp = input_or_null(ex, 2);
+  if (!x || !scale) return fail(ex, StatusCode::kInvalidModel, "needs x and a scale");
+  Tensor& y = *ex.ctx->outputs[0];
+  if (zp && zp->dtype() != x->dtype())
+    return fail(ex, StatusCode::kInvalidModel, "zero point dtype ", dtype_name(zp->dtype()), " differs from x's ",
+                dtype_name(x->dtype()));
+  if (y.numel() != x->numel() || !dtype_is_float(y.dtype()))
+    return fail(ex, StatusCode::kInternal, "output must be a float tensor of the input's size");
+  GRAFT_ASSIGN_OR_RETURN(k::QuantArgs q, quant_args(ex, *x, *scale, zp));
+  return launch_status(k::launch_dequantize_linear(ktype(x->dtype()), ktype(y.dtype()), x->data(), q, y.data(),
+                                                   y.numel(), stream_of(ex)), ex);
+}
+
+// ---- DynamicQuantizeLinear ------------------------------------------------------------------------
+
+bool dynamic_quantize_supports(const Node& n, std::string* why) {
+  if (!require_dtype(n, 0, {DataType::kFloat32}, why)) return false;
+  if (n.outputs.size() != 3 || !n.output(0) || !n.output(1) || !n.output(2))
+    return reject(why, "needs its three outputs (y, y_scale, y_zero_point)");
+  if (out_dtype(n, 0) != DataType::kUInt8 || out_dtype(n, 1) != DataType::kFloat32 || out_dtype(n, 2) != DataType::kUInt8)
+    return reject(why, "outputs must be uint8, float32 and uint8");
+  return true;
+}
+
+size_t dynamic_quantize_workspace(const Node&, const std::vector<const Tensor*>&) {
+  return k::dynamic_quantize_workspace_bytes();
+}
+
+Status dynamic_quantize_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const auto& outs = ex.ctx->outputs;
+  if (!x || x->dtype() != DataType::kFloat32) return fail(ex, StatusCode::kInvalidModel, "x must be float32");
+  if (outs.size() < 3 || !outs[0] || !outs[1] || !outs[2])
+    return fail(ex, StatusCode::kInternal, "needs its three outputs (y, y_scale, y_zero_point)");
+  Tensor& y = *outs[0];
+  Tensor& ys = *outs[1];
+  Tensor& yz = *outs[2];
+  if (y.numel() != x->numel() || y.dtype() != DataType::kUInt8 || ys.numel() != 1 || ys.dtype() != DataType::kFloat32 ||
+      yz.numel() != 1 || yz.dtype() != DataType::kUInt8)
+    return fail(ex, StatusCode::kInternal, "outputs must be uint8 [x's shape], float32 [] and uint8 []");
+  if (!ex.workspace || ex.workspace_size < k::dynamic_quantize_workspace_bytes())
+    return fail(ex, StatusCode::kInternal, "workspace too small");
+  return launch_status(k::launch_dynamic_quantize_linear(static_cast<const float*>(x->data()), x->numel(),
+                                                         static_cast<uint8_t*>(y.data()), static_cast<float*>(ys.data()),
+                                                         static_cast<uint8_t*>(yz.data()), ex.workspace, stream_of(ex)),
+                       ex);
+}
+
+// ---- Normalizations -------------------------------------------------------------------------------
+
+bool float_x(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  return require_dtype(n, 0, kFloats, why);
+}
+
+bool instance_norm_supports(const Node& n, std::string* why) {
+  if (!float_x(n, why)) return false;
+  for (size_t i = 1; i < 3; ++i) {
+    if (!has_input(n, i)) return reject(why, "needs scale and B");
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "scale and B must have the input's dtype");
+  }
+  return true;
+}
+
+Status same_shape_output(const CudaExec& ex, const Tensor& x, const Tensor& y) {
+  if (y.numel() != x.numel() || y.dtype() != x.dtype())
+    return fail(ex, StatusCode::kInternal, "output must have the input's size and dtype");
+  return Status::ok();
+}
+
+Status instance_norm_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* scale = input_or_null(ex, 1);
+  const Tensor* bias = input_or_null(ex, 2);
+  if (!x || !scale || !bias) return fail(ex, StatusCode::kInvalidModel, "needs input, scale and B");
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
+  if (scale->dtype() != x->dtype() || bias->dtype() != x->dtype())
+    return fail(ex, StatusCode::kInvalidModel, "scale and B must have the input's dtype");
+  auto eps = cpu::instance_norm_epsilon(attrs_of(ex));
+  if (!eps) return with_node(ex, eps.status());
+  if (x->rank() < 2)
+    return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2 (N, C, ...), got ", dims_str(x->dims()));
+  const int64_t c = x->dims()[1];
+  if (scale->dims() != std::vector<int64_t>{c} || bias->dims() != std::vector<int64_t>{c})
+    return fail(ex, StatusCode::kInvalidModel, "scale ", dims_str(scale->dims()), " and B ", dims_str(bias->dims()),
+                " must be [", c, "] for input ", dims_str(x->dims()));
+  const cpu::AxisView v = cpu::axis_view(x->dims(), 1, false);
+  return launch_status(k::launch_instance_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(),
+                                               v.outer * v.n, c, v.inner, static_cast<double>(eps.value()),
+                                               stream_of(ex)), ex);
+}
+
+bool mvn_supports(const Node& n, std::string* why) {
+  if (!float_x(n, why)) return false;
+  const Value* x = n.input(0);
+  if (x->desc.shape && x->desc.shape->size() > static_cast<size_t>(k::kMaxRank))
+    return reject(why, "input rank exceeds the CUDA kernel's " + std::to_string(k::kMaxRank));
+  return true;
+}
+
+Status mvn_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
+  auto axes = cpu::mvn_axes(attrs_of(ex), x->rank());
+  if (!axes) return with_node(ex, axes.status());
+  const int64_t rank = x->rank();
+  if (rank > k::kMaxRank)
+    return fail(ex, StatusCode::kUnsupported, "input rank ", rank, " exceeds the CUDA kernel's ", k::kMaxRank);
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : axes.value()) reduced[static_cast<size_t>(a)] = true;
+  // Kept and reduced axes, each with its row-major stride in x: a group's elements are its base
+  // offset plus every combination of the reduced axes.
+  k::Strided kept, red;
+  int64_t stride = 1, groups = 1, count = 1;
+  std::vector<int64_t> strides(static_cast<size_t>(rank));
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] = stride;
+    stride *= x->dims()[static_cast<size_t>(d)];
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t extent = x->dims()[static_cast<size_t>(d)];
+    k::Strided& s = reduced[static_cast<size_t>(d)] ? red : kept;
+    s.dims[s.rank] = extent;
+    s.strides[s.rank] = strides[static_cast<size_t>(d)];
+    ++s.rank;
+    (reduced[static_cast<size_t>(d)] ? count : groups) *= extent;
+  }
+  return launch_status(k::launch_mvn(ktype(x->dtype()), x->data(), y.data(), kept, red, groups, count, stream_of(ex)),
+                       ex);
+}
+
+Status lrn_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
+  auto a = cpu::lrn_attrs(attrs_of(ex));
+  if (!a) return with_node(ex, a.status());
+  if (x->rank() < 2)
+    return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2 (N, C, ...), got ", dims_str(x->dims()));
+  const cpu::AxisView v = cpu::axis_view(x->dims(), 1, false);
+  const int64_t size = a.value().size;
+  // floor((size - 1) / 2) channels before, ceil after; `after` clamped to the channel count so
+  // ch + after cannot overflow for a huge size.
+  const int64_t before = (size - 1) / 2;
+  const int64_t after = std::min(size - 1 - before, v.n);
+  const double alpha_over_size = static_cast<double>(a.value().alpha) / static_cast<double>(size);
+  return launch_status(k::launch_lrn(ktype(x->dtype()), x->data(), y.data(), v.outer, v.n, v.inner, before, after,
+                                     alpha_over_size, static_cast<double>(a.value().bias),
+                                     static_cast<double>(a.value().beta), stream_of(ex)), ex);
+}
+
+// ---- BitShift -----------------------------------------------------------------------------------
+
+bool bit_shift_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and Y");
+  // uint8 is the one integer type of BitShift graft has (its schema takes nothing else).
+  return require_dtype(n, 0, {DataType::kUInt8}, why) && require_dtype(n, 1, {DataType::kUInt8}, why);
+}
+
+Status bit_shift_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* s = input_or_null(ex, 1);
+  if (!x || !s) return fail(ex, StatusCode::kInvalidModel, "needs X and Y");
+  Tensor& y = *ex.ctx->outputs[0];
+  auto left = cpu::bit_shift_left(attrs_of(ex));
+  if (!left) return with_node(ex, left.status());
+  if (x->dtype() != s->dtype() || y.dtype() != x->dtype())
+    return fail(ex, StatusCode::kInvalidModel, "X and Y must share a dtype, got ", dtype_name(x->dtype()), " and ",
+                dtype_name(s->dtype()));
+  if (x->dtype() != DataType::kUInt8) return fail(ex, StatusCode::kUnsupported, "dtype ", dtype_name(x->dtype()));
+  k::Bcast p;
+  std::string why;
+  if (!make_bcast(y.dims(), {x->dims(), s->dims()}, &p, &why)) return fail(ex, StatusCode::kInvalidModel, why);
+  return launch_status(k::launch_bit_shift(left.value(), static_cast<const uint8_t*>(x->data()),
+                                           static_cast<const uint8_t*>(s->data()), p, static_cast<uint8_t*>(y.data()),
+                                           y.numel(), stream_of(ex)), ex);
+}
+
+// ---- EyeLike ------------------------------------------------------------------------------------
+
+bool is_kernel_type(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFloat64:
+    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt32: case DataType::kInt64: case DataType::kBool:
+      return true;
+    default: return false;
+  }
+}
+
+bool eye_like_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  if (!is_kernel_type(out_dtype(n, 0)))
+    return reject(why, std::string("output dtype ") + dtype_name(out_dtype(n, 0)) + " is not handled");
+  return true;
+}
+
+// Only x's shape is used: its values are never read.
+Status eye_like_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(int64_t kdiag, attrs_of(ex).get_int("k", 0));
+  if (x->rank() != 2) return fail(ex, StatusCode::kInvalidModel, "input must be 2-D, got ", dims_str(x->dims()));
+  if (y.dims() != x->dims()) return fail(ex, StatusCode::kInternal, "output shape differs from the input's");
+  // The bytes of 1 in y's dtype, made by the same store the CPU reference uses.
+  uint64_t one = 0;
+  store_from_double(y.dtype(), &one, 0, 1.0);
+  return launch_status(k::launch_eye_like(static_cast<int>(dtype_size(y.dtype())), one, x->dims()[0], x->dims()[1],
+                                          kdiag, y.data(), stream_of(ex)), ex);
+}
+
+// ---- Windows ------------------------------------------------------------------------------------
+
+bool window_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input size is missing");
+  if (!require_dtype(n, 0, {DataType::kInt32, DataType::kInt64}, why)) return false;
+  const DataType t = out_dtype(n, 0);
+  if (t == DataType::kBool || !is_kernel_type(t))
+    return reject(why, std::string("output dtype ") + dtype_name(t) + " is not handled");
+  return true;
+}
+
+// The size is a host input: the output's length is that value, which the engine needs on the host
+// anyway to shape the output; the samples are computed on the device.
+template <int kKind>
+Status window_run(CudaExec& ex) {
+  const Tensor* size = input_or_null(ex, 0);
+  Tensor& y = *ex.ctx->outputs[0];
+  if (!size || size->numel() != 1 || !dtype_is_integer(size->dtype()))
+    return fail(ex, StatusCode::kInvalidModel, "input size must be one integer, got ",
+                size ? dtype_name(size->dtype()) : "nothing", " ", size ? dims_str(size->dims()) : "");
+  if (size->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "size must be a host input");
+  const int64_t n = size->to_int64_vector()[0];
+  if (n < 0 || n > cpu::kMaxWindowLength)
+    return fail(ex, StatusCode::kInvalidModel, "size ", n, " is outside [0, ", cpu::kMaxWindowLength, "]");
+  if (y.numel() != n) return fail(ex, StatusCode::kInternal, "output has ", y.numel(), " elements, size is ", n);
+  GRAFT_ASSIGN_OR_RETURN(int64_t periodic, attrs_of(ex).get_int("periodic", 1));
+  return launch_status(k::launch_window(ktype(y.dtype()), kKind, periodic != 0, y.data(), n, stream_of(ex)), ex);
+}
+
+// ---- ReverseSequence ----------------------------------------------------------------------------
+
+bool reverse_sequence_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs input and sequence_lens");
+  if (!is_kernel_type(in_dtype(n, 0)))
+    return reject(why, std::string("input dtype ") + dtype_name(in_dtype(n, 0)) + " is not handled");
+  return require_dtype(n, 1, {DataType::kInt64}, why);
+}
+
+// sequence_lens stays on the device (the kernel reads it), so a length out of range cannot fail
+// the run as on the CPU: see launch_reverse_sequence.
+Status reverse_sequence_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* lens = input_or_null(ex, 1);
+  if (!x || !lens) return fail(ex, StatusCode::kInvalidModel, "needs input and sequence_lens");
+  Tensor& y = *ex.ctx->outputs[0];
+  auto axes = cpu::reverse_sequence_axes(attrs_of(ex));
+  if (!axes) return with_node(ex, axes.status());
+  if (x->rank() < 2) return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2, got ", dims_str(x->dims()));
+  if (y.dims() != x->dims() || y.dtype() != x->dtype())
+    return fail(ex, StatusCode::kInternal, "output must have the input's shape and dtype");
+  const bool batch0 = axes.value().first == 0;
+  const int64_t batch = x->dims()[batch0 ? 0 : 1];
+  if (lens->dtype() != DataType::kInt64 || lens->dims() != std::vector<int64_t>{batch})
+    return fail(ex, StatusCode::kInvalidModel, "sequence_lens must be int64 [", batch, "], got ",
+                dtype_name(lens->dtype()), " ", dims_str(lens->dims()));
+  int64_t block = 1;
+  for (int64_t d = 2; d < x->rank(); ++d) block *= x->dims()[static_cast<size_t>(d)];
+  return launch_status(k::launch_reverse_sequence(static_cast<int>(dtype_size(x->dtype())), x->data(),
+                                                  static_cast<const int64_t*>(lens->data()), y.data(), batch0,
+                                                  x->dims()[0], x->dims()[1], block, stream_of(ex)), ex);
+}
+
+}  // namespace
+
+void append_cuda_misc_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"QuantizeLinear", &quantize_supports, &quantize_run, {}, nullptr});
+  out.push_back(CudaOp{"DequantizeLinear", &dequantize_supports, &dequantize_run, {}, nullptr});
+  out.push_back(CudaOp{"DynamicQuantizeLinear", &dynamic_quantize_supports, &dynamic_quantize_run, {},
+                       &dynamic_quantize_workspace});
+  out.push_back(CudaOp{"InstanceNormalization", &instance_norm_supports, &instance_norm_run, {}, nullptr});
+  out.push_back(CudaOp{"MeanVarianceNormalization", &mvn_supports, &mvn_run, {}, nullptr});
+  out.push_back(CudaOp{"LRN", &float_x, &lrn_run, {}, nullptr});
+  out.push_back(CudaOp{"BitShift", &bit_shift_supports, &bit_shift_run, {}, nullptr});
+  out.push_back(CudaOp{"EyeLike", &eye_like_supports, &eye_like_run, {}, nullptr});
+  out.push_back(CudaOp{"HannWindow", &window_supports, &window_run<0>, {0}, nullptr});
+  out.push_back(CudaOp{"HammingWindow", &window_supports, &window_run<1>, {0}, nullptr});
+  out.push_back(CudaOp{"BlackmanWindow", &window_supports, &window_run<2>, {0}, nullptr});
+  out.push_back(CudaOp{"ReverseSequence", &reverse_sequence_supports, &reverse_sequence_run, {}, nullptr});
+}
+
+}  // namespace graft::cuda
