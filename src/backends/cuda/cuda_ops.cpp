@@ -12,6 +12,7 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_shape_ops(t);
     append_cuda_nn_ops(t);
     append_cuda_conv_ops(t);
+    append_cuda_conv_transpose_ops(t);
     append_cuda_fused_transformer_ops(t);
     append_cuda_extra_ops(t);
     append_cuda_sampling_ops(t);

@@ -1,0 +1,313 @@
+// CUDA kernel of the ONNX builtin ConvTranspose (2-D, NCHW), through cuDNN.
+//
+// A transposed convolution is the data gradient of the convolution whose filter is W: that
+// convolution maps an [N, M, OH, OW] tensor to [N, C, H, W] with the filter [C, M/group, kH, kW]
+// (W's own ONNX layout), so cudnnConvolutionBackwardData with dy = X and dx = Y computes
+// ConvTranspose's Y. The bias is added afterwards by graft's per-channel epilogue kernel.
+//
+// Which pads cuDNN can express: y[i] gathers x[o] * w[k] over i = o*s - pb + k*d, 0 <= i < OH
+// (pb the effective begin pad, however the attributes resolve it). cuDNN's backward data computes
+// exactly that sum for a convolution with the symmetric pad pb over an input OH long, as long as
+// that convolution's output is H long: floor((OH + 2 pb - eff) / s) + 1 == H (eff = d (k-1) + 1).
+// With pe = s (H-1) + eff - pb - OH, the pad the output leaves off at the end (negative where
+// output_padding or output_shape lengthen it), the condition reads 0 <= pb - pe < s. So symmetric
+// pads are handled, and so is output_padding below the stride on top of them (the extra rows and
+// columns are ones no forward window reaches); SAME_LOWER, SAME_UPPER and output_shape are handled
+// when the pads they imply satisfy it. Every other form (asymmetric pads, output_padding >= the
+// stride, a negative begin pad) is rejected by supports() with the pads named, and stays on the
+// CPU reference.
+#include <climits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel_util.h"
+#include "backends/cpu/nn.h"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/nn_kernels.cuh"
+
+#ifdef GRAFT_WITH_CUDNN
+#include <cudnn.h>
+#endif
+
+namespace graft::cuda {
+
+using namespace util;  // NOLINT(build/namespaces)
+
+namespace {
+
+#ifdef GRAFT_WITH_CUDNN
+
+// cuDNN may use up to this much scratch per call; algorithms that want more are skipped.
+constexpr size_t kConvTransposeWorkspace = size_t(64) << 20;
+
+const char* const kAxisName[2] = {"H", "W"};
+
+// The symmetric cuDNN pad of each spatial axis for input extents `in` and output extents `out`,
+// or false with `why` naming the axis and its pads (see the file comment for the rule).
+bool cudnn_pads(const cpu::ConvTransposeAttrs& a, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                int64_t pads[2], std::string* why) {
+  const std::vector<int64_t> begins = cpu::conv_transpose_pad_begins(a, in, out);
+  for (size_t i = 0; i < 2; ++i) {
+    const int64_t s = a.window.strides[i];
+    const int64_t eff = a.window.dilations[i] * (a.window.kernel[i] - 1) + 1;
+    const int64_t pb = begins[i];
+    const int64_t pe = s * (in[i] - 1) + eff - pb - out[i];
+    if (pb < 0 || pb - pe < 0 || pb - pe >= s)
+      return reject(why, std::string("axis ") + kAxisName[i] + " resolves to begin pad " + std::to_string(pb) +
+                             " and end pad " + std::to_string(pe) + " (output_padding counted as a negative end pad)" +
+                             "; cuDNN pads symmetrically, so the end pad must be at most the begin pad and short of it " +
+                             "by less than the stride " + std::to_string(s) + " (asymmetric pads, output_padding >= " +
+                             "stride or an unbalanced auto_pad/output_shape stay on the CPU reference)");
+    pads[i] = pb;
+  }
+  return true;
+}
+
+#endif  // GRAFT_WITH_CUDNN
+
+bool conv_transpose_supports(const Node& n, std::string* why) {
+#ifndef GRAFT_WITH_CUDNN
+  (void)n;
+  return reject(why, "graft was built without cuDNN");
+#else
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "ConvTranspose needs X and W");
+  if (!float_inputs(n, {0, 1, 2}, why)) return false;
+  const DataType t = in_dtype(n, 0);
+  if (t != DataType::kFloat32 && t != DataType::kFloat16)
+    return reject(why, std::string("the cuDNN transposed convolution takes float32 or float16, not ") + dtype_name(t));
+  const TensorDesc& xd = n.input(0)->desc;
+  const TensorDesc& wd = n.input(1)->desc;
+  if (xd.rank() != 4) return reject(why, "only 2-D transposed convolutions (X of rank 4) are handled; X is " + xd.to_string());
+  if (wd.rank() >= 0 && wd.rank() != 4) return reject(why, "W must have rank 4; W is " + wd.to_string());
+  // The kernel extent comes from kernel_shape, else from W's shape when the graph knows it.
+  std::vector<int64_t> wk;
+  if (wd.rank() == 4 && (*wd.shape)[2].is_const() && (*wd.shape)[3].is_const())
+    wk = {(*wd.shape)[2].value(), (*wd.shape)[3].value()};
+  auto parsed = cpu::parse_conv_transpose_attrs(n.attrs, 2, wk.empty() ? nullptr : &wk);
+  if (!parsed.is_ok()) return reject(why, parsed.status().message());
+  const cpu::ConvTransposeAttrs& a = parsed.value();
+  // Without output_shape the rule does not depend on the input extent (explicit pads fix pb and
+  // pe; SAME_* sets OH = H * s, which leaves pe - pb constant), so any extent decides a symbolic one.
+  std::vector<int64_t> in(2, 1), out(2, 1);
+  for (size_t i = 0; i < 2; ++i) {
+    const Dim& h = (*xd.shape)[2 + i];
+    if (h.is_const()) {
+      in[i] = h.value();
+    } else if (!a.output_shape.empty()) {
+      return reject(why, "output_shape with a symbolic input extent: whether the pads it implies are symmetric "
+                         "is known only at run time");
+    }
+    const Dim o = cpu::conv_transpose_output_dim(a, i, Dim(in[i]));
+    if (!o.is_const()) return reject(why, "the output extent is not a constant for a constant input extent");
+    out[i] = o.value();
+  }
+  int64_t pads[2];
+  return cudnn_pads(a, in, out, pads, why);
+#endif
+}
+
+size_t conv_transpose_workspace(const Node&, const std::vector<const Tensor*>&) {
+#ifdef GRAFT_WITH_CUDNN
+  return kConvTransposeWorkspace;
+#else
+  return 0;
+#endif
+}
+
+#ifdef GRAFT_WITH_CUDNN
+
+Status dnn(cudnnStatus_t s, const CudaExec& ex, const char* what) {
+  if (s == CUDNN_STATUS_SUCCESS) return Status::ok();
+  return fail(ex, StatusCode::kRuntimeError, what, " failed: ", cudnnGetErrorString(s));
+}
+
+int i32(int64_t v) { return static_cast<int>(v); }
+
+// A Status from the shared CPU helpers (attribute errors), given the node's name.
+Status named(const CudaExec& ex, Status st) {
+  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
+  return st;
+}
+
+// One ConvTranspose problem made ready to run: descriptors, algorithm and bias geometry.
+struct PreparedConvTranspose {
+  cudnnTensorDescriptor_t dy = nullptr, dx = nullptr;  // X and Y
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  int64_t m = 0, inner = 0;  // Y's channels and OH * OW, for the bias
+  PreparedConvTranspose() = default;
+  PreparedConvTranspose(const PreparedConvTranspose&) = delete;
+  PreparedConvTranspose& operator=(const PreparedConvTranspose&) = delete;
+  ~PreparedConvTranspose() {
+    if (dy) cudnnDestroyTensorDescriptor(dy);
+    if (dx) cudnnDestroyTensorDescriptor(dx);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+  }
+};
+
+// Checks the shapes against the attributes (errors name the node) and builds the descriptors.
+Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B,
+                                                       const Tensor& Y) {
+  if (X.rank() != 4 || W.rank() != 4 || Y.rank() != 4)
+    return fail(ex, StatusCode::kInvalidModel, "X ", cpu::ints_to_string(X.dims()), ", W ", cpu::ints_to_string(W.dims()),
+                " and Y ", cpu::ints_to_string(Y.dims()), " must have rank 4");
+  const auto& x = X.dims();
+  const auto& w = W.dims();
+  const auto& y = Y.dims();
+  const std::vector<int64_t> wk{w[2], w[3]};
+  auto parsed = cpu::parse_conv_transpose_attrs(*ex.ctx->attrs, 2, &wk);
+  if (!parsed.is_ok()) return named(ex, parsed.status());
+  const cpu::ConvTransposeAttrs& a = parsed.value();
+  const int64_t n = x[0], c = x[1], mg = w[1], m = mg * a.group;
+  if (w[0] != c || c % a.group != 0)
+    return fail(ex, StatusCode::kInvalidModel, "X ", cpu::ints_to_string(x), " has ", c, " channels but W ",
+                cpu::ints_to_string(w), " with group ", a.group, " expects ", w[0], " (a multiple of the group)");
+  if (B && B->numel() != m) return fail(ex, StatusCode::kInvalidModel, "bias B has ", B->numel(), " elements; expected ", m);
+  const std::vector<int64_t> in{x[2], x[3]}, out{y[2], y[3]};
+  for (size_t i = 0; i < 2; ++i) {
+    const Dim o = cpu::conv_transpose_output_dim(a, i, Dim(in[i]));
+    if (!o.is_const() || o.value() != out[i])
+      return fail(ex, StatusCode::kInternal, "output ", cpu::ints_to_string(y), " does not match the extent ",
+                  o.to_string(), " the attributes give on axis ", kAxisName[i]);
+  }
+  if (y[0] != n || y[1] != m)
+    return fail(ex, StatusCode::kInternal, "output ", cpu::ints_to_string(y), " inconsistent with X ", cpu::ints_to_string(x),
+                " and W ", cpu::ints_to_string(w));
+  int64_t pads[2];
+  std::string why;
+  if (!cudnn_pads(a, in, out, pads, &why)) return fail(ex, StatusCode::kUnsupported, why);
+  // cuDNN's 4-D descriptors take int extents and int strides.
+  for (const Tensor* t : {&X, &W, &Y})
+    if (t->numel() > INT_MAX)
+      return fail(ex, StatusCode::kUnsupported, "tensor ", cpu::ints_to_string(t->dims()),
+                  " has more elements than cuDNN's 4-D descriptors index");
+
+  auto p = std::make_shared<PreparedConvTranspose>();
+  p->m = m;
+  p->inner = out[0] * out[1];
+  const DataType dt = X.dtype();
+  const cudnnDataType_t t = dt == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&p->dy), ex, "cudnnCreateTensorDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&p->dx), ex, "cudnnCreateTensorDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateFilterDescriptor(&p->w), ex, "cudnnCreateFilterDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateConvolutionDescriptor(&p->conv), ex, "cudnnCreateConvolutionDescriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(p->dy, CUDNN_TENSOR_NCHW, t, i32(n), i32(c), i32(x[2]), i32(x[3])),
+                            ex, "X (dy) descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(p->dx, CUDNN_TENSOR_NCHW, t, i32(n), i32(m), i32(y[2]), i32(y[3])),
+                            ex, "Y (dx) descriptor"));
+  // The forward convolution's filter is [out = C, in per group = M/group, kH, kW]: W as stored.
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetFilter4dDescriptor(p->w, t, CUDNN_TENSOR_NCHW, i32(c), i32(mg), i32(w[2]), i32(w[3])),
+                            ex, "W descriptor"));
+  // float16 data accumulates in float32 (CUDNN_DATA_FLOAT compute), like every other graft kernel.
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolution2dDescriptor(p->conv, i32(pads[0]), i32(pads[1]), i32(a.window.strides[0]),
+                                                            i32(a.window.strides[1]), i32(a.window.dilations[0]),
+                                                            i32(a.window.dilations[1]), CUDNN_CROSS_CORRELATION,
+                                                            CUDNN_DATA_FLOAT),
+                            ex, "convolution descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionGroupCount(p->conv, i32(a.group)), ex, "cudnnSetConvolutionGroupCount"));
+  // FP32 stays FP32 (no TF32: the engine promises 1e-4 against PyTorch); FP16 may use tensor cores.
+  const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionMathType(p->conv, math), ex, "cudnnSetConvolutionMathType"));
+  // cuDNN checks that the forward convolution of Y's shape gives X's shape; say so by name here
+  // rather than let the call fail with a bare CUDNN_STATUS_BAD_PARAM.
+  int fn = 0, fc = 0, fh = 0, fw = 0;
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnGetConvolution2dForwardOutputDim(p->conv, p->dx, p->w, &fn, &fc, &fh, &fw), ex,
+                            "cudnnGetConvolution2dForwardOutputDim"));
+  if (fn != n || fc != c || fh != x[2] || fw != x[3])
+    return fail(ex, StatusCode::kInternal, "cuDNN maps Y ", cpu::ints_to_string(y), " to [", fn, ",", fc, ",", fh, ",", fw,
+                "], not to X ", cpu::ints_to_string(x), " (pads ", pads[0], ",", pads[1], ")");
+
+  // cuDNN's heuristic candidates, best first: the first that runs within the workspace (and, for
+  // float32, without tensor-op math, which would mean TF32).
+  auto h = static_cast<cudnnHandle_t>(ex.cudnn);
+  cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int count = 0;
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->dy, p->conv, p->dx,
+                                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
+                            ex, "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+  const cudnnConvolutionBwdDataAlgoPerf_t* pick = nullptr;
+  for (int i = 0; i < count && !pick; ++i) {
+    const auto& q = perf[i];
+    if (q.status != CUDNN_STATUS_SUCCESS || q.memory > ex.workspace_size) continue;
+    if (dt == DataType::kFloat32 && (q.mathType == CUDNN_TENSOR_OP_MATH || q.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+      continue;
+    pick = &q;
+  }
+  if (!pick)
+    return fail(ex, StatusCode::kUnsupported, "cuDNN offers no backward-data algorithm for this transposed convolution ",
+                "within ", static_cast<uint64_t>(ex.workspace_size), " bytes of workspace (", count, " candidates)");
+  p->algo = pick->algo;
+  // float16: the math type the heuristic ranked this algorithm with (float32 keeps FMA math).
+  if (dt == DataType::kFloat16) {
+    GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionMathType(p->conv, pick->mathType), ex, "cudnnSetConvolutionMathType"));
+  }
+  return p;
+}
+
+#endif  // GRAFT_WITH_CUDNN
+
+Status conv_transpose_run(CudaExec& ex) {
+#ifndef GRAFT_WITH_CUDNN
+  return fail(ex, StatusCode::kUnsupported, "graft was built without cuDNN");
+#else
+  const auto& in = ex.ctx->inputs;
+  if (in.size() < 2 || !in[0] || !in[1]) return fail(ex, StatusCode::kInvalidModel, "ConvTranspose needs X and W");
+  const Tensor& X = *in[0];
+  const Tensor& W = *in[1];
+  const Tensor* B = in.size() > 2 ? in[2] : nullptr;
+  Tensor& Y = *ex.ctx->outputs[0];
+  if (!ex.cudnn) return fail(ex, StatusCode::kUnsupported, "no cuDNN handle");
+  if (W.dtype() != X.dtype() || Y.dtype() != X.dtype() || (B && B->dtype() != X.dtype()))
+    return fail(ex, StatusCode::kInvalidModel, "X, W, B and Y must share one dtype");
+  if (Y.numel() == 0) return Status::ok();
+  const cudaStream_t s = stream_of(ex);
+  if (X.numel() == 0) {
+    // An empty spatial input reaches no output element, so Y is the bias alone (cuDNN takes no
+    // zero extents, so it is not asked).
+    if (Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "Y ", cpu::ints_to_string(Y.dims()), " must have rank 4");
+    if (B && B->numel() != Y.dims()[1])
+      return fail(ex, StatusCode::kInvalidModel, "bias B has ", B->numel(), " elements; expected ", Y.dims()[1]);
+    GRAFT_RETURN_IF_ERROR(launch_status(cudaMemsetAsync(Y.data(), 0, Y.nbytes(), s), ex, "cudaMemsetAsync"));
+    if (!B) return Status::ok();
+    return launch_status(k::launch_conv_epilogue(ktype(Y.dtype()), Y.data(), B->data(), nullptr, Y.dims()[1],
+                                                 Y.dims()[2] * Y.dims()[3], k::Epilogue{}, Y.numel(), s),
+                         ex, "bias");
+  }
+  // Prepared once per (node, shapes, dtype, workspace): the node fixes the attributes.
+  std::string key = PreparedCache::key_of("ConvTranspose", {reinterpret_cast<intptr_t>(ex.ctx->node),
+                                                            static_cast<int64_t>(X.dtype()), B != nullptr,
+                                                            static_cast<int64_t>(ex.workspace_size)});
+  PreparedCache::append_dims(&key, X.dims());
+  PreparedCache::append_dims(&key, W.dims());
+  PreparedCache::append_dims(&key, Y.dims());
+  PreparedConvTranspose* p = ex.prepared ? ex.prepared->find<PreparedConvTranspose>(key) : nullptr;
+  std::shared_ptr<PreparedConvTranspose> owned;
+  if (!p) {
+    GRAFT_ASSIGN_OR_RETURN(owned, prepare(ex, X, W, B, Y));
+    p = ex.prepared ? ex.prepared->put(key, owned) : owned.get();
+  }
+  // The handle is on the run's stream already: the execution context sets it once per run,
+  // outside any capture (cuda_engine.cpp), so this call is capturable into the run's graph.
+  const float one = 1.f, zero = 0.f;
+  GRAFT_RETURN_IF_ERROR(dnn(cudnnConvolutionBackwardData(static_cast<cudnnHandle_t>(ex.cudnn), &one, p->w, W.data(), p->dy,
+                                                         X.data(), p->conv, p->algo, ex.workspace, ex.workspace_size,
+                                                         &zero, p->dx, Y.data()),
+                            ex, "cudnnConvolutionBackwardData"));
+  if (!B) return Status::ok();
+  return launch_status(k::launch_conv_epilogue(ktype(Y.dtype()), Y.data(), B->data(), nullptr, p->m, p->inner,
+                                               k::Epilogue{}, Y.numel(), s),
+                       ex, "bias");
+#endif
+}
+
+}  // namespace
+
+void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"ConvTranspose", &conv_transpose_supports, &conv_transpose_run, {}, &conv_transpose_workspace});
+}
+
+}  // namespace graft::cuda

@@ -1,0 +1,163 @@
+// CUDA ConvTranspose (cuDNN backward data + bias kernel) vs the CPU reference, float32 and float16,
+// and the forms its supports() keeps on the CPU (pads cuDNN cannot express symmetrically).
+#include "cuda_kernel_harness.h"
+
+namespace graft::testing {
+namespace {
+
+struct ConvTransposeSpec {
+  const char* label;
+  std::vector<int64_t> x, w;  // X [N, C, H, W], W [C, M/group, kH, kW]
+  int64_t group;
+  bool bias;
+  AttributeMap attrs;
+};
+
+AttributeMap window(std::vector<int64_t> strides, std::vector<int64_t> pads, std::vector<int64_t> dilations) {
+  AttributeMap a;
+  a.set("strides", strides);
+  a.set("pads", pads);
+  a.set("dilations", dilations);
+  return a;
+}
+
+AttributeMap with(AttributeMap a, const char* name, std::vector<int64_t> v) {
+  a.set(name, v);
+  return a;
+}
+
+AttributeMap with(AttributeMap a, const char* name, const char* v) {
+  a.set(name, std::string(v));
+  return a;
+}
+
+TEST(CudaConvTranspose, Registered) {
+  const cuda::CudaOp* op = cuda::find_cuda_op("ConvTranspose");
+  ASSERT_NE(op, nullptr);
+  EXPECT_NE(op->supports, nullptr);
+  EXPECT_NE(op->run, nullptr);
+  EXPECT_NE(op->workspace_bytes, nullptr);  // cuDNN's backward-data algorithms take scratch
+}
+
+TEST(CudaConvTranspose, MatchesCpuReference) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const ConvTransposeSpec specs[] = {
+      {"stride 1, pads 1, bias", {2, 4, 7, 6}, {4, 3, 3, 3}, 1, true, window({1, 1}, {1, 1, 1, 1}, {1, 1})},
+      {"stride 2, pads 1", {1, 3, 5, 6}, {3, 5, 3, 3}, 1, false, window({2, 2}, {1, 1, 1, 1}, {1, 1})},
+      {"stride 2, no pads, 4x4 kernel, bias", {2, 5, 4, 3}, {5, 6, 4, 4}, 1, true, window({2, 2}, {0, 0, 0, 0}, {1, 1})},
+      {"strides 2x1, kernel 4x3", {1, 3, 5, 6}, {3, 2, 4, 3}, 1, true, window({2, 1}, {1, 1, 1, 1}, {1, 1})},
+      {"dilation 2, pads 2, bias", {1, 4, 6, 7}, {4, 2, 3, 3}, 1, true, window({1, 1}, {2, 2, 2, 2}, {2, 2})},
+      {"dilation 2, stride 2", {2, 3, 5, 5}, {3, 4, 3, 3}, 1, false, window({2, 2}, {1, 1, 1, 1}, {2, 2})},
+      {"group 2, stride 2, bias", {2, 4, 5, 5}, {4, 3, 3, 3}, 2, true, window({2, 2}, {0, 0, 0, 0}, {1, 1})},
+      {"group 2, pads 1", {1, 6, 6, 4}, {6, 2, 3, 3}, 2, false, window({1, 1}, {1, 1, 1, 1}, {1, 1})},
+      {"depthwise (group = C), stride 2", {1, 4, 5, 6}, {4, 1, 3, 3}, 4, true, window({2, 2}, {1, 1, 1, 1}, {1, 1})},
+      // output_padding below the stride adds trailing rows/cols that cuDNN computes as part of dx.
+      {"stride 2, pads 1, output_padding 1, bias", {2, 3, 5, 4}, {3, 4, 3, 3}, 1, true,
+       with(window({2, 2}, {1, 1, 1, 1}, {1, 1}), "output_padding", {1, 1})},
+      // SAME_LOWER with stride 2 and a 3x3 kernel pads 1 at the begin and 0 at the end: in range.
+      {"auto_pad SAME_LOWER, stride 2", {1, 3, 4, 5}, {3, 2, 3, 3}, 1, true,
+       with(with(AttributeMap{}, "strides", {2, 2}), "auto_pad", "SAME_LOWER")},
+      // SAME_UPPER with an even kernel pads evenly.
+      {"auto_pad SAME_UPPER, stride 2, kernel 4", {1, 2, 4, 4}, {2, 3, 4, 4}, 1, false,
+       with(with(AttributeMap{}, "strides", {2, 2}), "auto_pad", "SAME_UPPER")},
+      // output_shape one short of the natural extent: begin pad 1, end pad 0.
+      {"output_shape", {1, 2, 4, 4}, {2, 3, 3, 3}, 1, true, with(window({2, 2}, {0, 0, 0, 0}, {1, 1}), "output_shape", {8, 8})},
+  };
+  for (const auto& s : specs) {
+    const int64_t m = s.w[1] * s.group;
+    KernelCase c{"ConvTranspose", {rnd(rng, s.x), rnd(rng, s.w)}};
+    if (s.bias) c.inputs.push_back(rnd(rng, {m}));
+    c.attrs = s.attrs;
+    c.attrs.set("group", s.group);
+    c.tol32 = 1e-4;
+    c.label = s.label;
+    run_float_dtypes(c, seed);
+  }
+}
+
+// A larger problem, so cuDNN's heuristic picks its tiled algorithms rather than the small-problem ones.
+TEST(CudaConvTranspose, LargerUpsampling) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  KernelCase c{"ConvTranspose", {rnd(rng, {2, 32, 16, 16}), rnd(rng, {32, 16, 4, 4}), rnd(rng, {16})}};
+  c.attrs = window({2, 2}, {1, 1, 1, 1}, {1, 1});
+  c.tol32 = 1e-4;
+  c.label = "32->16 channels, 16x16 -> 32x32";
+  run_float_dtypes(c, seed);
+}
+
+// The node as the CUDA op sees it at build time: float inputs of these shapes.
+bool supports(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const AttributeMap& attrs,
+              std::string* why, DataType dt = DataType::kFloat32) {
+  std::mt19937 rng(1);
+  OneNode n("ConvTranspose", {rnd(rng, x, -1, 1, dt), rnd(rng, w, -1, 1, dt)});
+  n.node->attrs = attrs;
+  return cuda::find_cuda_op("ConvTranspose")->supports(*n.node, why);
+}
+
+TEST(CudaConvTranspose, SupportsRejectsWhatCudnnCannotPad) {
+#ifndef GRAFT_WITH_CUDNN
+  GTEST_SKIP() << "built without cuDNN: every ConvTranspose stays on the CPU";
+#else
+  ASSERT_NE(cuda::find_cuda_op("ConvTranspose"), nullptr);
+  const std::vector<int64_t> x{1, 3, 6, 6}, w{3, 2, 3, 3};
+  struct Reject {
+    const char* label;
+    AttributeMap attrs;
+    const char* reason_has;
+  };
+  const Reject rejects[] = {
+      {"asymmetric pads (begin > end)", window({1, 1}, {1, 1, 0, 0}, {1, 1}), "pad"},
+      {"asymmetric pads (end > begin)", window({1, 1}, {0, 1, 1, 1}, {1, 1}), "pad"},
+      // Allowed by ONNX (below the dilation) but not below the stride: cuDNN's shapes disagree.
+      {"output_padding >= stride", with(window({1, 1}, {1, 1, 1, 1}, {2, 2}), "output_padding", {1, 0}), "stride"},
+      // SAME_UPPER with stride 2 and a 3x3 kernel pads 0 at the begin and 1 at the end.
+      {"auto_pad SAME_UPPER, odd total", with(window({2, 2}, {0, 0, 0, 0}, {1, 1}), "auto_pad", "SAME_UPPER"), "pad"},
+      // An output_shape beyond the natural extent implies a negative begin pad.
+      {"output_shape beyond the natural extent", with(window({1, 1}, {0, 0, 0, 0}, {1, 1}), "output_shape", {10, 10}),
+       "pad"},
+  };
+  for (const auto& r : rejects) {
+    std::string why;
+    EXPECT_FALSE(supports(x, w, r.attrs, &why)) << r.label;
+    EXPECT_NE(why.find(r.reason_has), std::string::npos) << r.label << ": reason '" << why << "'";
+  }
+  std::string why;
+  EXPECT_FALSE(supports({1, 3, 6}, {3, 2, 3}, AttributeMap{}, &why)) << "1-D";
+  EXPECT_NE(why.find("2-D"), std::string::npos) << why;
+  why.clear();
+  EXPECT_FALSE(supports(x, w, AttributeMap{}, &why, DataType::kBFloat16)) << "bfloat16";
+  EXPECT_FALSE(why.empty());
+  why.clear();
+  EXPECT_TRUE(supports(x, w, window({1, 1}, {1, 1, 1, 1}, {1, 1}), &why)) << why;
+  EXPECT_TRUE(supports(x, w, with(window({2, 2}, {1, 1, 1, 1}, {1, 1}), "output_padding", {1, 1}), &why)) << why;
+#endif
+}
+
+// A symbolic input extent: explicit pads decide alone, output_shape needs the extent.
+TEST(CudaConvTranspose, SupportsWithSymbolicExtents) {
+#ifndef GRAFT_WITH_CUDNN
+  GTEST_SKIP() << "built without cuDNN";
+#else
+  std::mt19937 rng(1);
+  OneNode n("ConvTranspose", {rnd(rng, {1, 3, 6, 6}), rnd(rng, {3, 2, 3, 3})});
+  n.node->inputs[0]->desc = TensorDesc(DataType::kFloat32, {Dim::symbol("n"), Dim(3), Dim::symbol("h"), Dim::symbol("w")});
+  const cuda::CudaOp* op = cuda::find_cuda_op("ConvTranspose");
+  ASSERT_NE(op, nullptr);
+  std::string why;
+  n.node->attrs = window({2, 2}, {1, 1, 1, 1}, {1, 1});
+  EXPECT_TRUE(op->supports(*n.node, &why)) << why;
+  n.node->attrs = window({1, 1}, {1, 0, 0, 0}, {1, 1});
+  EXPECT_FALSE(op->supports(*n.node, &why));
+  n.node->attrs = with(window({2, 2}, {0, 0, 0, 0}, {1, 1}), "output_shape", {12, 12});
+  why.clear();
+  EXPECT_FALSE(op->supports(*n.node, &why));
+  EXPECT_NE(why.find("output_shape"), std::string::npos) << why;
+#endif
+}
+
+}  // namespace
+}  // namespace graft::testing
