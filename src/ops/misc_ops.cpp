@@ -1,10 +1,13 @@
 // Schemas of more ONNX ops the backend test suite exercises: InstanceNormalization, LRN,
 // MeanVarianceNormalization, EyeLike, BitShift, ReverseSequence, HannWindow, HammingWindow,
-// BlackmanWindow and Det. Kernels: src/backends/cpu/misc.cpp, which also holds the attribute
+// BlackmanWindow, Det and Einsum (its equation parser: src/ops/einsum.h). Kernels: src/backends/cpu/misc.cpp, which also holds the attribute
 // readers both sides share (errors name the attribute).
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "backends/cpu/misc.h"
+#include "ops/einsum.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
 
@@ -154,6 +157,52 @@ Status infer_det(InferContext& ctx) {
   return Status::ok();
 }
 
+// Output dims: each output label's extent, taken from an input axis with that label (a broadcast
+// ellipsis position prefers an extent other than 1). Extents are checked against each other when
+// they are numbers; the kernels check the concrete ones again.
+Status infer_einsum(InferContext& ctx) {
+  auto eq = ctx.attrs().get_string("equation", "");
+  if (!eq) return Status(eq.status()).with_attribute("equation");
+  if (eq->empty()) return Status(ctx.fail("is required")).with_attribute("equation");
+  if (ctx.num_inputs() == 0) return ctx.fail("needs at least one input");
+  std::vector<int64_t> ranks;
+  bool ranks_known = true;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    GRAFT_RETURN_IF_ERROR(require_input(ctx, i));
+    GRAFT_RETURN_IF_ERROR(check_dtype(ctx, i, kNumericTypes));
+    if (ctx.input(i).dtype != ctx.input(0).dtype)
+      return ctx.fail("input ", static_cast<int64_t>(i), " has dtype ", dtype_name(ctx.input(i).dtype), ", input 0 ",
+                      dtype_name(ctx.input(0).dtype), ": Einsum takes one dtype");
+    ranks_known &= ctx.input(i).shape.has_value();
+    ranks.push_back(ctx.input(i).rank());
+  }
+  const DataType dt = ctx.input(0).dtype;
+  if (!ranks_known) {
+    ctx.set_output(0, desc_of(dt, std::nullopt));
+    return Status::ok();
+  }
+  auto spec = parse_einsum(*eq, ranks);
+  if (!spec) return Status(ctx.fail(spec.status().message())).with_attribute("equation");
+  std::vector<std::optional<Dim>> ext(static_cast<size_t>(spec->num_labels));
+  for (size_t k = 0; k < ranks.size(); ++k)
+    for (size_t a = 0; a < spec->in_labels[k].size(); ++a) {
+      const Dim& d = (*ctx.input(k).shape)[a];
+      auto& e = ext[static_cast<size_t>(spec->in_labels[k][a])];
+      const bool ell = spec->ellipsis_label[static_cast<size_t>(spec->in_labels[k][a])];
+      if (!e || (ell && *e == 1)) {
+        e = d;
+      } else if (e->is_const() && d.is_const() && e->value() != d.value() && !(ell && d.value() == 1)) {
+        return Status(ctx.fail("input ", static_cast<int64_t>(k), " axis ", static_cast<int64_t>(a), " has extent ",
+                               d.value(), " where another axis with the same label has ", e->value()))
+            .with_attribute("equation");
+      }
+    }
+  Shape out;
+  for (int label : spec->out_labels) out.push_back(ext[static_cast<size_t>(label)].value_or(Dim(1)));
+  ctx.set_output(0, desc_of(dt, out));
+  return Status::ok();
+}
+
 }  // namespace
 
 void append_misc_ops(std::vector<BuiltinOp>& out) {
@@ -168,6 +217,7 @@ void append_misc_ops(std::vector<BuiltinOp>& out) {
       {"HammingWindow", 17, infer_window, cpu::hamming_window},
       {"BlackmanWindow", 17, infer_window, cpu::blackman_window},
       {"Det", 11, infer_det, cpu::det},
+      {"Einsum", 12, infer_einsum, cpu::einsum},
   };
   out.insert(out.end(), ops.begin(), ops.end());
 }

@@ -1,7 +1,7 @@
 // CUDA kernels of src/backends/cuda/misc_ops.cpp vs the CPU reference: QuantizeLinear,
 // DequantizeLinear, DynamicQuantizeLinear (integer outputs compared exactly: saturation, .5 ties
 // and NaN included), InstanceNormalization, MeanVarianceNormalization, LRN, BitShift, EyeLike, the
-// Hann/Hamming/Blackman windows and ReverseSequence. Fresh random data every run.
+// Hann/Hamming/Blackman windows, ReverseSequence and Einsum. Fresh random data every run.
 #include <cmath>
 #include <limits>
 
@@ -340,6 +340,45 @@ TEST(CudaMisc, ReverseSequence) {
       run_kernel_case(i, kF32, seed);
     }
   }
+}
+
+// Einsum: contractions, a diagonal, a transpose, a full sum, broadcasting ellipses and three
+// operands, in float32/float16 and exactly in int64 (wrapping products beyond 2^53 included).
+TEST(CudaMisc, Einsum) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Case {
+    const char* eq;
+    std::vector<std::vector<int64_t>> dims;
+  };
+  const Case cases[] = {
+      {"bij,bjk->bik", {{2, 3, 7}, {2, 7, 5}}},
+      {"bij,bjk", {{2, 3, 7}, {2, 7, 5}}},  // implicit: b summed too
+      {"bii->bi", {{3, 4, 4}}},
+      {"ij->ji", {{5, 9}}},
+      {"ij->", {{33, 17}}},
+      {"...ij,...jk->...ik", {{2, 1, 3, 4}, {3, 4, 2}}},
+      {"i,j,ij->", {{3}, {4}, {3, 4}}},
+  };
+  for (const Case& c : cases) {
+    KernelCase k{"Einsum", {}};
+    for (const auto& d : c.dims) k.inputs.push_back(rnd(rng, d));
+    k.attrs.set("equation", std::string(c.eq));
+    k.opset = 12;
+    k.tol32 = 1e-5;
+    k.label = c.eq;
+    run_float_dtypes(k, seed);
+    KernelCase ki = k;
+    ki.inputs.clear();
+    for (const auto& d : c.dims) ki.inputs.push_back(ints(rng, d, -50, 50, kI64));
+    run_kernel_case(ki, kI64, seed);
+  }
+  KernelCase big{"Einsum", {ints(rng, {3}, 3000000000LL, 3000000001LL, kI64), ints(rng, {3}, 3000000000LL, 3000000001LL, kI64)}};
+  big.attrs.set("equation", std::string("i,i->"));
+  big.opset = 12;
+  big.label = "wrapping int64 products";
+  run_kernel_case(big, kI64, seed);
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include "backends/cpu/elementwise.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/nn.h"
+#include "core/checked_math.h"
+#include "ops/einsum.h"
 #include "backends/cpu/unary_kernel.h"
 
 namespace graft::cpu {
@@ -372,6 +374,89 @@ Status det(ExecContext& ctx) {
       }
     }
     y.set(b, d);
+  }
+  return Status::ok();
+}
+
+namespace {
+
+// Exact integer element access (double would round int64 beyond 2^53).
+int64_t load_integer(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DataType::kInt8: return static_cast<const int8_t*>(t.data())[i];
+    case DataType::kUInt8: return static_cast<const uint8_t*>(t.data())[i];
+    case DataType::kInt32: return static_cast<const int32_t*>(t.data())[i];
+    default: return static_cast<const int64_t*>(t.data())[i];
+  }
+}
+// Wraps to the output's width, as integer arithmetic in that type would.
+void store_integer(Tensor& t, int64_t i, int64_t v) {
+  switch (t.dtype()) {
+    case DataType::kInt8: static_cast<int8_t*>(t.data())[i] = static_cast<int8_t>(v); break;
+    case DataType::kUInt8: static_cast<uint8_t*>(t.data())[i] = static_cast<uint8_t>(v); break;
+    case DataType::kInt32: static_cast<int32_t*>(t.data())[i] = static_cast<int32_t>(v); break;
+    default: static_cast<int64_t*>(t.data())[i] = v;
+  }
+}
+
+}  // namespace
+
+Status einsum(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(std::string eq, ctx.attrs->get_string("equation", ""));
+  const size_t n = ctx.inputs.size();
+  if (n == 0 || ctx.outputs.size() != 1) return error(StatusCode::kInvalidModel, "Einsum takes inputs and one output");
+  std::vector<int64_t> ranks;
+  std::vector<std::vector<int64_t>> dims;
+  for (const Tensor* t : ctx.inputs) {
+    if (!t) return error(StatusCode::kInvalidModel, "Einsum inputs are all required");
+    ranks.push_back(t->rank());
+    dims.push_back(t->dims());
+  }
+  auto spec = parse_einsum(eq, ranks);
+  if (!spec) return Status(spec.status()).with_attribute("equation");
+  GRAFT_ASSIGN_OR_RETURN(EinsumLayout lay, einsum_layout(*spec, dims));
+  Tensor& y = *ctx.outputs[0];
+  if (y.dims() != std::vector<int64_t>(lay.ext.begin(), lay.ext.begin() + static_cast<int64_t>(lay.n_out)))
+    return error(StatusCode::kInternal, "Einsum output has dims that do not match the equation");
+  const size_t L = lay.order.size(), out_rank = lay.n_out;
+  const auto& ext = lay.ext;
+  const auto& stride = lay.stride;
+  const int64_t outer = y.numel(), inner = lay.inner;
+  int64_t terms = 0;
+  if (!checked_mul(outer, inner, &terms) || terms > kMaxEinsumTerms)
+    return error(StatusCode::kUnsupported, "Einsum '", eq, "' needs more than ", kMaxEinsumTerms,
+                 " products, more than graft's reference computes");
+  const bool integer = dtype_is_integer(y.dtype());
+  std::vector<int64_t> idx(L, 0);
+  for (int64_t o = 0; o < outer; ++o) {
+    // idx[0..out_rank) is output element o (row-major); the summed labels run from 0 each time.
+    int64_t rem = o;
+    for (size_t p = out_rank; p-- > 0;) {
+      const int64_t e = ext[p];
+      idx[p] = rem % e;
+      rem /= e;
+    }
+    for (size_t p = out_rank; p < L; ++p) idx[p] = 0;
+    double acc = 0;
+    uint64_t iacc = 0;
+    for (int64_t t = 0; t < inner; ++t) {
+      double prod = 1;
+      uint64_t iprod = 1;
+      for (size_t k = 0; k < n; ++k) {
+        int64_t off = 0;
+        for (size_t p = 0; p < L; ++p) off += idx[p] * stride[k][p];
+        if (integer) iprod *= static_cast<uint64_t>(load_integer(*ctx.inputs[k], off));
+        else prod *= ctx.inputs[k]->get(off);
+      }
+      acc += prod;
+      iacc += iprod;
+      for (size_t p = L; p-- > out_rank;) {  // next combination of the summed labels
+        if (++idx[p] < ext[p]) break;
+        idx[p] = 0;
+      }
+    }
+    if (integer) store_integer(y, o, static_cast<int64_t>(iacc));
+    else y.set(o, acc);
   }
   return Status::ok();
 }

@@ -1,6 +1,6 @@
 // CPU reference kernels for the ops of src/ops/misc_ops.cpp: InstanceNormalization, LRN,
-// MeanVarianceNormalization, EyeLike, BitShift, ReverseSequence, the Hann/Hamming/Blackman windows
-// and Det.
+// MeanVarianceNormalization, EyeLike, BitShift, ReverseSequence, the Hann/Hamming/Blackman windows,
+// Det and Einsum.
 //
 // Same conventions as the other CPU references: values are loaded as double, statistics and sums
 // accumulate in double, and each result is rounded once into the output dtype.
@@ -43,5 +43,9 @@ Status hann_window(ExecContext& ctx);
 Status hamming_window(ExecContext& ctx);
 Status blackman_window(ExecContext& ctx);
 Status det(ExecContext& ctx);  // LU with partial pivoting in double
+// Einsum: every output element sums the products over the labels the output lacks (double for
+// floats, wrapping int64 for integers). Refuses (kUnsupported) more than kMaxEinsumTerms products.
+inline constexpr int64_t kMaxEinsumTerms = int64_t{1} << 32;
+Status einsum(ExecContext& ctx);
 
 }  // namespace graft::cpu

@@ -419,4 +419,51 @@ cudaError_t launch_reverse_sequence(int elem_size, const void* x, const int64_t*
   return cudaGetLastError();
 }
 
+namespace {
+
+template <typename T>
+__global__ void einsum_kernel(EinsumArgs a, T* y, int64_t n) {
+  constexpr bool kInt = std::is_integral_v<T>;
+  GRAFT_GRID_STRIDE(o, n) {
+    int64_t idx[kEinsumMaxLabels];
+    int64_t rem = o;
+    for (int p = a.n_out - 1; p >= 0; --p) {
+      idx[p] = rem % a.ext[p];
+      rem /= a.ext[p];
+    }
+    for (int p = a.n_out; p < a.n_labels; ++p) idx[p] = 0;
+    double acc = 0;
+    uint64_t iacc = 0;
+    for (int64_t t = 0; t < a.inner; ++t) {
+      double prod = 1;
+      uint64_t iprod = 1;
+      for (int k = 0; k < a.n_in; ++k) {
+        int64_t off = 0;
+        for (int p = 0; p < a.n_labels; ++p) off += idx[p] * a.stride[k][p];
+        const T v = static_cast<const T*>(a.in[k])[off];
+        if constexpr (kInt) iprod *= static_cast<uint64_t>(static_cast<int64_t>(v));
+        else prod *= ld_d(v);
+      }
+      acc += prod;
+      iacc += iprod;
+      for (int p = a.n_labels - 1; p >= a.n_out; --p) {
+        if (++idx[p] < a.ext[p]) break;
+        idx[p] = 0;
+      }
+    }
+    if constexpr (kInt) y[o] = static_cast<T>(static_cast<int64_t>(iacc));
+    else y[o] = st_d<T>(acc);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_einsum(KType t, const EinsumArgs& a, void* y, int64_t n, cudaStream_t s) {
+  if (a.n_in < 1 || a.n_in > kEinsumMaxInputs || a.n_labels > kEinsumMaxLabels || a.n_out > a.n_labels)
+    return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  GRAFT_MISC_NUMERIC_DISPATCH(t, (einsum_kernel<T><<<grid_for(n), kThreads, 0, s>>>(a, static_cast<T*>(y), n)));
+  return cudaGetLastError();
+}
+
 }  // namespace graft::cuda::k

@@ -78,4 +78,21 @@ cudaError_t launch_window(KType t, int kind, bool periodic, void* y, int64_t n, 
 cudaError_t launch_reverse_sequence(int elem_size, const void* x, const int64_t* lens, void* y, bool batch_axis_0,
                                     int64_t d0, int64_t d1, int64_t block, cudaStream_t s);
 
+// ---- Einsum ----------------------------------------------------------------------------------------
+
+inline constexpr int kEinsumMaxInputs = 3;
+inline constexpr int kEinsumMaxLabels = 12;
+// Labels in output-first order: the first n_out index y's axes, the rest are summed. stride[k][l] is
+// input k's stride for label l (0 where it lacks the label or broadcasts it; a diagonal adds).
+struct EinsumArgs {
+  int n_in = 0, n_labels = 0, n_out = 0;
+  const void* in[kEinsumMaxInputs] = {};
+  int64_t stride[kEinsumMaxInputs][kEinsumMaxLabels] = {};
+  int64_t ext[kEinsumMaxLabels] = {};
+  int64_t inner = 1;  // product of the summed labels' extents
+};
+// One thread per output element, summing in double (floats) or wrapping int64 (integers), in the
+// CPU reference's order. All inputs and y have type t.
+cudaError_t launch_einsum(KType t, const EinsumArgs& a, void* y, int64_t n, cudaStream_t s);
+
 }  // namespace graft::cuda::k

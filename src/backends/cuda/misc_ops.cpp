@@ -1,7 +1,7 @@
 // CUDA ops for builtin ops that ran only on the CPU reference (with host<->device copies around
 // them in a CUDA engine): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 // (src/backends/cpu/quantize.cpp) and InstanceNormalization, MeanVarianceNormalization, LRN,
-// BitShift, EyeLike, HannWindow/HammingWindow/BlackmanWindow, ReverseSequence
+// BitShift, EyeLike, HannWindow/HammingWindow/BlackmanWindow, ReverseSequence and Einsum
 // (src/backends/cpu/misc.cpp). Attributes and layouts are validated with the CPU reference's own
 // readers (quant_layout, mvn_axes, lrn_attrs, ...), so errors read the same on both backends.
 // Kernels live in misc_kernels.cu.
@@ -15,6 +15,7 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/misc_kernels.cuh"
+#include "ops/einsum.h"
 
 namespace graft::cuda {
 namespace {
@@ -385,6 +386,68 @@ Status reverse_sequence_run(CudaExec& ex) {
                                                   x->dims()[0], x->dims()[1], block, stream_of(ex)), ex);
 }
 
+// ---- Einsum ---------------------------------------------------------------------------------------
+// A direct kernel (one thread per output element), so no Einsum leaves the GPU; a contraction big
+// enough for its speed to matter wants a MatMul lowering instead (not done yet).
+
+Result<EinsumSpec> einsum_spec_of(const AttributeMap& attrs, const std::vector<int64_t>& ranks) {
+  GRAFT_ASSIGN_OR_RETURN(std::string eq, attrs.get_string("equation", ""));
+  auto spec = parse_einsum(eq, ranks);
+  if (!spec) return Status(spec.status()).with_attribute("equation");
+  return spec;
+}
+
+bool einsum_supports(const Node& n, std::string* why) {
+  if (n.inputs.empty() || n.inputs.size() > static_cast<size_t>(k::kEinsumMaxInputs))
+    return reject(why, "the CUDA kernel takes 1 to " + std::to_string(k::kEinsumMaxInputs) + " operands");
+  std::vector<int64_t> ranks;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
+    if (!is_kernel_type(in_dtype(n, i)) || in_dtype(n, i) == DataType::kBool)
+      return reject(why, std::string("dtype ") + dtype_name(in_dtype(n, i)) + " is not handled");
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
+    if (n.input(i)->desc.rank() < 0) return reject(why, "an input's rank is unknown at build time");
+    ranks.push_back(n.input(i)->desc.rank());
+  }
+  auto spec = einsum_spec_of(n.attrs, ranks);
+  if (!spec) return reject(why, spec.status().message());
+  if (spec->num_labels > k::kEinsumMaxLabels)
+    return reject(why, "the equation has " + std::to_string(spec->num_labels) + " labels, the kernel at most " +
+                           std::to_string(k::kEinsumMaxLabels));
+  return true;
+}
+
+Status einsum_run(CudaExec& ex) {
+  const auto& in = ex.ctx->inputs;
+  std::vector<int64_t> ranks;
+  std::vector<std::vector<int64_t>> dims;
+  for (const Tensor* t : in) {
+    if (!t) return fail(ex, StatusCode::kInvalidModel, "Einsum inputs are all required");
+    ranks.push_back(t->rank());
+    dims.push_back(t->dims());
+  }
+  auto spec = einsum_spec_of(attrs_of(ex), ranks);
+  if (!spec) return with_node(ex, spec.status());
+  auto lay = einsum_layout(*spec, dims);
+  if (!lay) return with_node(ex, lay.status());
+  Tensor& y = *ex.ctx->outputs[0];
+  if (y.dims() != std::vector<int64_t>(lay->ext.begin(), lay->ext.begin() + static_cast<int64_t>(lay->n_out)))
+    return fail(ex, StatusCode::kInternal, "output dims do not match the equation");
+  if (in.size() > static_cast<size_t>(k::kEinsumMaxInputs) || lay->order.size() > static_cast<size_t>(k::kEinsumMaxLabels))
+    return fail(ex, StatusCode::kUnsupported, "more operands or labels than the CUDA kernel takes");
+  k::EinsumArgs a;
+  a.n_in = static_cast<int>(in.size());
+  a.n_labels = static_cast<int>(lay->order.size());
+  a.n_out = static_cast<int>(lay->n_out);
+  a.inner = lay->inner;
+  for (size_t p = 0; p < lay->order.size(); ++p) a.ext[p] = lay->ext[p];
+  for (size_t k = 0; k < in.size(); ++k) {
+    a.in[k] = in[k]->data();
+    for (size_t p = 0; p < lay->order.size(); ++p) a.stride[k][p] = lay->stride[k][p];
+  }
+  return launch_status(k::launch_einsum(ktype(y.dtype()), a, y.data(), y.numel(), stream_of(ex)), ex);
+}
+
 }  // namespace
 
 void append_cuda_misc_ops(std::vector<CudaOp>& out) {
@@ -401,6 +464,7 @@ void append_cuda_misc_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"HammingWindow", &window_supports, &window_run<1>, {0}, nullptr});
   out.push_back(CudaOp{"BlackmanWindow", &window_supports, &window_run<2>, {0}, nullptr});
   out.push_back(CudaOp{"ReverseSequence", &reverse_sequence_supports, &reverse_sequence_run, {}, nullptr});
+  out.push_back(CudaOp{"Einsum", &einsum_supports, &einsum_run, {}, nullptr});
 }
 
 }  // namespace graft::cuda
