@@ -6,7 +6,7 @@
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples profile bench_encoder)
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples profile bench_encoder zoo)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -198,5 +198,18 @@ if has_step bench_encoder; then  # the Deformable-DETR encoder (issue 7), batch 
     timeout "${ENCODER_TIMEOUT_S:-150}" bash bench/run_benchmarks.sh "$BUILDDIR" "$OUT/encoder" > "$LOGS/bench_encoder.log" 2>&1
   note "encoder benchmark: rc=$? (see bench_encoder.log)"
   grep -E '^\| deformable_encoder' "$OUT/encoder/bench_models.md" >> "$summary" 2>/dev/null
+fi
+if has_step zoo; then  # the model zoo (issue 14) into $OUT/zoo: ZOO_MODELS (default: the core group), ZOO_BUDGET_S
+  # Records already in docs/results/zoo.json are kept and skipped (--skip-done); exports run on the
+  # CPU cores first, all at once; the worker time limits keep a call inside the machine's.
+  mkdir -p "$OUT/zoo"
+  ZC=${ZOO_CACHE:-/tmp/graft_zoo_cache}
+  python3 bench/zoo.py --export-only --jobs 8 --cache "$ZC" --models ${ZOO_MODELS:-core} > "$LOGS/zoo_export.log" 2>&1
+  note "zoo exports: rc=$? $(tail -1 "$LOGS/zoo_export.log")"
+  ZOO_CACHE=$ZC timeout "${ZOO_BUDGET_S:-480}" bash bench/run_zoo.sh "$BUILDDIR" "$OUT/zoo" --models ${ZOO_MODELS:-core} \
+    --skip-done --previous docs/results/zoo.json --compile-budget "${ZOO_COMPILE_BUDGET_S:-50}" \
+    --time-budget $(( ${ZOO_BUDGET_S:-480} - 15 )) > "$LOGS/zoo.log" 2>&1
+  note "zoo: rc=$? (see zoo.log; $OUT/zoo/zoo.json, zoo.md)"
+  sed -n '/^zoo:/,/^targets/p' "$OUT/zoo/zoo.md" >> "$summary" 2>/dev/null
 fi
 cat "$summary"
