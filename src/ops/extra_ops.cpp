@@ -29,6 +29,13 @@ Status infer_selu(InferContext& ctx) {
   return infer_unary_float(ctx);
 }
 
+// Celu (opset 12): float32 only, as the specification constrains it; alpha must be a nonzero
+// finite float (the kernel divides by it).
+Status infer_celu(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(cpu::celu_alpha(ctx.attrs()).status());
+  return infer_unary(ctx, {kF32});
+}
+
 Status infer_thresholded_relu(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "alpha"));
   return infer_unary_float(ctx);
@@ -516,6 +523,7 @@ void append_extra_ops(std::vector<BuiltinOp>& out) {
       {"Sign", 9, infer_unary_numeric, cpu::sign},
       {"Round", 11, infer_unary_float, cpu::round},
       {"Selu", 6, infer_selu, cpu::selu},
+      {"Celu", 12, infer_celu, cpu::celu},
       {"Shrink", 9, infer_shrink, cpu::shrink},
       {"ThresholdedRelu", 10, infer_thresholded_relu, cpu::thresholded_relu},
       {"Softsign", 1, infer_unary_float, cpu::softsign},

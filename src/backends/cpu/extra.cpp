@@ -368,6 +368,24 @@ Status selu(ExecContext& ctx) {
   });
 }
 
+Result<float> celu_alpha(const AttributeMap& attrs) {
+  auto a = attrs.get_float("alpha", 1.0f);
+  if (!a) return Status(a.status()).with_attribute("alpha");
+  if (!std::isfinite(a.value()) || a.value() == 0.0f)
+    return attr_error("alpha", "must be finite and nonzero (Celu divides by it), got ", static_cast<double>(a.value()));
+  return a.value();
+}
+
+Status celu(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(float alpha, celu_alpha(attrs_of(ctx)));
+  return unary_float(ctx, [&](auto v) {
+    using C = decltype(v);
+    const C a = static_cast<C>(alpha);
+    // expm1 keeps the small negative inputs accurate, where exp(x / alpha) - 1 cancels.
+    return v > C(0) ? v : static_cast<C>(a * std::expm1(v / a));
+  });
+}
+
 Status shrink(ExecContext& ctx) {
   const AttributeMap& attrs = attrs_of(ctx);
   GRAFT_ASSIGN_OR_RETURN(float lambd, attrs.get_float("lambd", 0.5f));
