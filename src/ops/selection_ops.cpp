@@ -25,7 +25,8 @@ using namespace infer;
 // [rank]) -> Y of X's dtype.
 Status infer_max_unpool(InferContext& ctx) {
   if (ctx.num_inputs() < 2 || ctx.num_inputs() > 3)
-    return ctx.fail("takes 2 or 3 inputs (X, I, output_shape), got ", static_cast<uint64_t>(ctx.num_inputs()));
+    return ctx.fail("takes 2 or 3 inputs (X, I, output_shape), got ",
+                    static_cast<uint64_t>(ctx.num_inputs()));
   // bfloat16 joined the type list in opset 22.
   std::vector<DataType> types = {kF16, kF32, kF64};
   if (ctx.opset() >= 22) types.push_back(kBF16);
@@ -60,7 +61,8 @@ Status infer_max_unpool(InferContext& ctx) {
   if (ctx.has_input(2)) {
     const TensorDesc& os = ctx.input(2);
     if (os.shape && (os.rank() != 1 || ((*os.shape)[0].is_const() && (*os.shape)[0].value() != rank)))
-      return ctx.fail("input 2 (output_shape) must be a 1-D tensor of ", rank, " entries, got ", os.to_string());
+      return ctx.fail("input 2 (output_shape) must be a 1-D tensor of ", rank, " entries, got ",
+                      os.to_string());
     if (auto v = ctx.input_dims_value(2)) {
       // Fully known: the shared reader checks it against X (rank, N, C, no negative entry).
       bool all_const = x.shape && shape_is_static(*x.shape);
@@ -72,7 +74,8 @@ Status infer_max_unpool(InferContext& ctx) {
         if (!dims) return dims.status();
       }
       if (static_cast<int64_t>(v->size()) != rank)
-        return ctx.fail("input 2 (output_shape) has ", static_cast<uint64_t>(v->size()), " entries, X has rank ", rank);
+        return ctx.fail("input 2 (output_shape) has ", static_cast<uint64_t>(v->size()),
+                        " entries, X has rank ", rank);
       out = *v;
     } else {
       for (int64_t d = 0; d < rank; ++d) out.push_back(ctx.unknown_dim());

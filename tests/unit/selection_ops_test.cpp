@@ -28,8 +28,8 @@ constexpr DataType kI64 = DataType::kInt64;
 struct SelNode {
   Graph graph;
   Node* node = nullptr;
-  SelNode(const std::string& op, const std::vector<Tensor>& in, const std::vector<bool>& outs, AttributeMap attrs,
-          int opset) {
+  SelNode(const std::string& op, const std::vector<Tensor>& in, const std::vector<bool>& outs,
+          AttributeMap attrs, int opset) {
     node = graph.add_node("sel_" + op, op);
     node->opset = opset;
     node->attrs = std::move(attrs);
@@ -184,7 +184,8 @@ std::vector<double> y_from_items(const std::vector<std::vector<double>>& y, cons
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t p = 0; p < u; ++p)
       for (int64_t i = 0; i < inner; ++i)
-        out[static_cast<size_t>((o * u + p) * inner + i)] = y[static_cast<size_t>(p)][static_cast<size_t>(o * inner + i)];
+        out[static_cast<size_t>((o * u + p) * inner + i)] =
+            y[static_cast<size_t>(p)][static_cast<size_t>(o * inner + i)];
   return out;
 }
 
@@ -196,10 +197,11 @@ TEST(SelectionUnique, EveryAttributeCombinationMatchesNaive) {
   for (const auto& dims : shapes)
     for (int sorted = -1; sorted <= 1; ++sorted) {  // -1: attribute absent (default 1)
       std::vector<std::optional<int64_t>> axes = {std::nullopt};
-      for (int64_t a = -static_cast<int64_t>(dims.size()); a < static_cast<int64_t>(dims.size()); ++a) axes.push_back(a);
+      for (int64_t a = -static_cast<int64_t>(dims.size()); a < static_cast<int64_t>(dims.size()); ++a)
+        axes.push_back(a);
       for (const auto& axis : axes) {
-        SCOPED_TRACE("dims " + std::to_string(dims.size()) + "-D sorted " + std::to_string(sorted) + " axis " +
-                     (axis ? std::to_string(*axis) : std::string("none")));
+        SCOPED_TRACE("dims " + std::to_string(dims.size()) + "-D sorted " + std::to_string(sorted) +
+                     " axis " + (axis ? std::to_string(*axis) : std::string("none")));
         // Few distinct values, so elements repeat; along an axis, rows are copied so slices repeat.
         Tensor x = Tensor::empty(kF32, dims);
         std::uniform_int_distribution<int> val(-3, 3);
@@ -310,7 +312,7 @@ TEST(SelectionUnique, BadAttributesNameThem) {
 struct Unpool2dCase {
   int64_t n, c, ph, pw;  // pooled (X) dims
   int64_t kh, kw, sh, sw;
-  int64_t pt, pl, pb, pr;  // pads: top, left, bottom, right
+  int64_t pt, pl, pb, pr;    // pads: top, left, bottom, right
   int64_t extra_h, extra_w;  // output_shape beyond the unpooled extent (-1: no output_shape)
 };
 
@@ -324,9 +326,10 @@ void check_unpool2d(const Unpool2dCase& k, std::mt19937& rng) {
   Tensor ind = Tensor::empty(kI64, {k.n, k.c, k.ph, k.pw});
   std::vector<std::vector<std::vector<std::vector<double>>>> plane(
       static_cast<size_t>(k.n),
-      std::vector<std::vector<std::vector<double>>>(static_cast<size_t>(k.c),
-                                                    std::vector<std::vector<double>>(static_cast<size_t>(uh),
-                                                                                     std::vector<double>(static_cast<size_t>(uw), 0.0))));
+      std::vector<std::vector<std::vector<double>>>(
+          static_cast<size_t>(k.c),
+          std::vector<std::vector<double>>(static_cast<size_t>(uh),
+                                           std::vector<double>(static_cast<size_t>(uw), 0.0))));
   int64_t e = 0;
   for (int64_t n = 0; n < k.n; ++n)
     for (int64_t c = 0; c < k.c; ++c)
@@ -387,7 +390,8 @@ TEST(SelectionMaxUnpool, OneAndThreeSpatialAxes) {
   Tensor x = random_tensor(kF32, {2, 1, 4}, rng, 0.5, 2.0);
   Tensor ind = Tensor::vector_int64({0, 3, 4, 7, 8, 9, 12, 15}).reshaped({2, 1, 4});
   auto r = run_sel("MaxUnpool", {x, ind},
-                   attrs_of({{"kernel_shape", std::vector<int64_t>{3}}, {"strides", std::vector<int64_t>{2}},
+                   attrs_of({{"kernel_shape", std::vector<int64_t>{3}},
+                             {"strides", std::vector<int64_t>{2}},
                              {"pads", std::vector<int64_t>{1, 0}}}));
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   std::vector<double> want(16, 0.0);
@@ -399,7 +403,8 @@ TEST(SelectionMaxUnpool, OneAndThreeSpatialAxes) {
   Tensor x3 = random_tensor(kF32, {1, 1, 1, 1, 1}, rng, 0.5, 2.0);
   Tensor i3 = Tensor::vector_int64({7}).reshaped({1, 1, 1, 1, 1});
   auto r3 = run_sel("MaxUnpool", {x3, i3, Tensor::vector_int64({1, 1, 2, 2, 3})},
-                    attrs_of({{"kernel_shape", std::vector<int64_t>{2, 2, 2}}, {"strides", std::vector<int64_t>{2, 2, 2}}}));
+                    attrs_of({{"kernel_shape", std::vector<int64_t>{2, 2, 2}},
+                              {"strides", std::vector<int64_t>{2, 2, 2}}}));
   ASSERT_TRUE(r3.is_ok()) << r3.status().to_string();
   std::vector<double> w3(12, 0.0);
   w3[10] = x3.get(0);
@@ -411,10 +416,12 @@ TEST(SelectionMaxUnpool, BadIndicesAndAttributesAreErrors) {
   std::mt19937 rng(seed);
   SCOPED_TRACE("seed " + std::to_string(seed));
   Tensor x = random_tensor(kF32, {1, 1, 2, 2}, rng, 0.5, 2.0);
-  const AttributeMap good = attrs_of({{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
+  const AttributeMap good =
+      attrs_of({{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}});
   for (int64_t bad : {int64_t{16}, int64_t{-1}, std::numeric_limits<int64_t>::max()}) {
     Tensor ind = Tensor::vector_int64({0, 5, bad, 15}).reshaped({1, 1, 2, 2});
-    expect_error_mentions(run_sel("MaxUnpool", {x, ind}, good).status(), {"sel_MaxUnpool", "element 2", "(I)"});
+    expect_error_mentions(run_sel("MaxUnpool", {x, ind}, good).status(),
+                          {"sel_MaxUnpool", "element 2", "(I)"});
     // With a larger output_shape the bound is still the unpooled tensor's 16 elements.
     expect_error_mentions(run_sel("MaxUnpool", {x, ind, Tensor::vector_int64({1, 1, 5, 5})}, good).status(),
                           {"sel_MaxUnpool", "element 2"});
@@ -427,7 +434,8 @@ TEST(SelectionMaxUnpool, BadIndicesAndAttributesAreErrors) {
     if (!p.empty()) m.set("pads", p);
     return m;
   };
-  expect_error_mentions(run_sel("MaxUnpool", {x, ind}, attrs({}, {2, 2}, {})).status(), {"sel_MaxUnpool", "kernel_shape"});
+  expect_error_mentions(run_sel("MaxUnpool", {x, ind}, attrs({}, {2, 2}, {})).status(),
+                        {"sel_MaxUnpool", "kernel_shape"});
   expect_error_mentions(run_sel("MaxUnpool", {x, ind}, attrs({2}, {}, {})).status(), {"kernel_shape"});
   expect_error_mentions(run_sel("MaxUnpool", {x, ind}, attrs({2, 0}, {}, {})).status(), {"kernel_shape"});
   expect_error_mentions(run_sel("MaxUnpool", {x, ind}, attrs({2, 2}, {2, 0}, {})).status(), {"strides"});
@@ -440,11 +448,13 @@ TEST(SelectionMaxUnpool, BadIndicesAndAttributesAreErrors) {
       run_sel("MaxUnpool", {x, ind}, attrs({2, 2}, {std::numeric_limits<int64_t>::max(), 1}, {})).status(),
       {"sel_MaxUnpool", "strides"});
   // output_shape smaller than the unpooled extent, or with another N/C or rank.
-  for (auto os : {std::vector<int64_t>{1, 1, 3, 4}, std::vector<int64_t>{1, 2, 4, 4}, std::vector<int64_t>{1, 1, 16}})
+  for (auto os :
+       {std::vector<int64_t>{1, 1, 3, 4}, std::vector<int64_t>{1, 2, 4, 4}, std::vector<int64_t>{1, 1, 16}})
     expect_error_mentions(run_sel("MaxUnpool", {x, ind, Tensor::vector_int64(os)}, good).status(),
                           {"sel_MaxUnpool", "output_shape"});
   // I must match X's shape.
-  expect_error_mentions(run_sel("MaxUnpool", {x, Tensor::vector_int64({0, 2, 8})}, good).status(), {"sel_MaxUnpool"});
+  expect_error_mentions(run_sel("MaxUnpool", {x, Tensor::vector_int64({0, 2, 8})}, good).status(),
+                        {"sel_MaxUnpool"});
 }
 
 // ---- Celu ----------------------------------------------------------------------------------------
@@ -481,7 +491,8 @@ TEST(SelectionCelu, MatchesFormulaIncludingNegativeInputs) {
 
 TEST(SelectionCelu, BadAlphaAndDtypeAreErrors) {
   Tensor x = Tensor::from_doubles(kF32, {2}, {-1.0, 1.0});
-  expect_error_mentions(run_sel("Celu", {x}, attrs_of({{"alpha", 0.0f}}), 1, 12).status(), {"sel_Celu", "alpha"});
+  expect_error_mentions(run_sel("Celu", {x}, attrs_of({{"alpha", 0.0f}}), 1, 12).status(),
+                        {"sel_Celu", "alpha"});
   expect_error_mentions(
       run_sel("Celu", {x}, attrs_of({{"alpha", std::numeric_limits<float>::infinity()}}), 1, 12).status(),
       {"alpha"});

@@ -83,14 +83,14 @@ Result<int64_t> max_unpool_extent(const MaxUnpoolAttrs& a, size_t d, int64_t in)
   if (in <= 0) return int64_t{0};  // nothing to unpool along an empty axis
   const size_t spatial = a.kernel.size();
   int64_t v = 0;
-  if (!checked_mul(in - 1, a.strides[d], &v) || !checked_add(v, a.kernel[d], &v) || !checked_sub(v, a.pads[d], &v) ||
-      !checked_sub(v, a.pads[d + spatial], &v))
-    return attr_error("strides", "the unpooled extent of spatial axis ", static_cast<uint64_t>(d), " (input ", in,
-                      ", stride ", a.strides[d], ") overflows int64");
+  if (!checked_mul(in - 1, a.strides[d], &v) || !checked_add(v, a.kernel[d], &v) ||
+      !checked_sub(v, a.pads[d], &v) || !checked_sub(v, a.pads[d + spatial], &v))
+    return attr_error("strides", "the unpooled extent of spatial axis ", static_cast<uint64_t>(d), " (input ",
+                      in, ", stride ", a.strides[d], ") overflows int64");
   if (v < 0)
     return attr_error("pads", "pads ", ints_to_string(a.pads), " exceed the unpooled extent of spatial axis ",
-                      static_cast<uint64_t>(d), " (input ", in, ", kernel ", a.kernel[d], ", stride ", a.strides[d],
-                      ")");
+                      static_cast<uint64_t>(d), " (input ", in, ", kernel ", a.kernel[d], ", stride ",
+                      a.strides[d], ")");
   return v;
 }
 
@@ -98,8 +98,9 @@ Result<MaxUnpoolShape> max_unpool_shape(const MaxUnpoolAttrs& a, const std::vect
                                         const std::optional<std::vector<int64_t>>& output_shape) {
   const size_t spatial = a.kernel.size();
   if (x.size() != spatial + 2)
-    return error(StatusCode::kInvalidModel, "X must be (N, C, spatial...) with ", static_cast<uint64_t>(spatial),
-                 " spatial axes for this kernel_shape, got dims ", ints_to_string(x));
+    return error(StatusCode::kInvalidModel, "X must be (N, C, spatial...) with ",
+                 static_cast<uint64_t>(spatial), " spatial axes for this kernel_shape, got dims ",
+                 ints_to_string(x));
   MaxUnpoolShape r;
   r.unpooled = {x[0], x[1]};
   for (size_t d = 0; d < spatial; ++d) {
@@ -107,7 +108,8 @@ Result<MaxUnpoolShape> max_unpool_shape(const MaxUnpoolAttrs& a, const std::vect
     r.unpooled.push_back(v);
   }
   if (!checked_numel(r.unpooled))
-    return error(StatusCode::kInvalidModel, "the unpooled dims ", ints_to_string(r.unpooled), " have too many elements");
+    return error(StatusCode::kInvalidModel, "the unpooled dims ", ints_to_string(r.unpooled),
+                 " have too many elements");
   if (!output_shape) {
     r.out = r.unpooled;
     return r;
@@ -120,7 +122,8 @@ Result<MaxUnpoolShape> max_unpool_shape(const MaxUnpoolAttrs& a, const std::vect
                  " must have X's rank, N and C and at least the unpooled extent along every spatial axis ",
                  ints_to_string(r.unpooled), " (X dims ", ints_to_string(x), ")");
   if (!checked_numel(o))
-    return error(StatusCode::kInvalidModel, "input 2 (output_shape) ", ints_to_string(o), " has too many elements");
+    return error(StatusCode::kInvalidModel, "input 2 (output_shape) ", ints_to_string(o),
+                 " has too many elements");
   r.out = o;
   return r;
 }
@@ -148,8 +151,9 @@ Status max_unpool(ExecContext& ctx) {
   }
   GRAFT_ASSIGN_OR_RETURN(MaxUnpoolShape sh, max_unpool_shape(a, x->dims(), os));
   if (y->dims() != sh.out || y->dtype() != x->dtype())
-    return error(StatusCode::kInternal, "MaxUnpool output was allocated as ", dims_text(y->dtype(), y->dims()),
-                 " but the kernel computed ", dims_text(x->dtype(), sh.out));
+    return error(StatusCode::kInternal, "MaxUnpool output was allocated as ",
+                 dims_text(y->dtype(), y->dims()), " but the kernel computed ",
+                 dims_text(x->dtype(), sh.out));
   const int64_t n = x->numel(), total = numel_of(sh.unpooled);
   const int64_t* idx = ind->data_as<const int64_t>();
   // Every index is checked before anything is written: a bad one leaves no half-scattered output.
@@ -207,29 +211,33 @@ Status unique(ExecContext& ctx) {
   std::vector<int64_t> group_of(static_cast<size_t>(n));  // slice -> its group in sorted order
   std::vector<int64_t> first;                             // per group (sorted order): first slice
   std::vector<int64_t> count;                             // per group: how many slices
-  Status st = visit_all(x->dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    const void* data = x->data();
-    auto cmp = [&](int64_t a, int64_t b) {
-      for (int64_t k = 0; k < slice; ++k) {
-        const int64_t o = k / inner, i = k % inner;
-        const int c = compare_values(Tr::load(data, (o * n + a) * inner + i), Tr::load(data, (o * n + b) * inner + i));
-        if (c != 0) return c;
-      }
-      return 0;
-    };
-    // Stable, so within a group of equal slices the first occurrence comes first.
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
-    for (size_t r = 0; r < order.size(); ++r) {
-      if (r == 0 || cmp(order[r - 1], order[r]) != 0) {
-        first.push_back(order[r]);
-        count.push_back(0);
-      }
-      group_of[static_cast<size_t>(order[r])] = static_cast<int64_t>(first.size()) - 1;
-      ++count.back();
-    }
-    return Status::ok();
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
+  Status st = visit_all(
+      x->dtype(),
+      [&](auto tr) -> Status {
+        using Tr = decltype(tr);
+        const void* data = x->data();
+        auto cmp = [&](int64_t a, int64_t b) {
+          for (int64_t k = 0; k < slice; ++k) {
+            const int64_t o = k / inner, i = k % inner;
+            const int c = compare_values(Tr::load(data, (o * n + a) * inner + i),
+                                         Tr::load(data, (o * n + b) * inner + i));
+            if (c != 0) return c;
+          }
+          return 0;
+        };
+        // Stable, so within a group of equal slices the first occurrence comes first.
+        std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return cmp(a, b) < 0; });
+        for (size_t r = 0; r < order.size(); ++r) {
+          if (r == 0 || cmp(order[r - 1], order[r]) != 0) {
+            first.push_back(order[r]);
+            count.push_back(0);
+          }
+          group_of[static_cast<size_t>(order[r])] = static_cast<int64_t>(first.size()) - 1;
+          ++count.back();
+        }
+        return Status::ok();
+      },
+      [&](DataType t) { return bad_dtype(ctx, t); });
   GRAFT_RETURN_IF_ERROR(st);
 
   // Output position of each group: sorted order as it is, or by first occurrence.
@@ -238,8 +246,9 @@ Status unique(ExecContext& ctx) {
   std::vector<int64_t> group_at(static_cast<size_t>(u));  // output position -> group
   std::iota(group_at.begin(), group_at.end(), 0);
   if (!sorted)
-    std::sort(group_at.begin(), group_at.end(),
-              [&](int64_t a, int64_t b) { return first[static_cast<size_t>(a)] < first[static_cast<size_t>(b)]; });
+    std::sort(group_at.begin(), group_at.end(), [&](int64_t a, int64_t b) {
+      return first[static_cast<size_t>(a)] < first[static_cast<size_t>(b)];
+    });
   for (int64_t p = 0; p < u; ++p) pos_of_group[static_cast<size_t>(group_at[static_cast<size_t>(p)])] = p;
 
   // Y: X's dims with the axis (or the flattened length) replaced by u; slices copied bytewise so
@@ -255,7 +264,8 @@ Status unique(ExecContext& ctx) {
     for (int64_t p = 0; p < u; ++p) {
       const int64_t s = first[static_cast<size_t>(group_at[static_cast<size_t>(p)])];
       if (block)
-        std::memcpy(dst + static_cast<size_t>(o * u + p) * block, src + static_cast<size_t>(o * n + s) * block, block);
+        std::memcpy(dst + static_cast<size_t>(o * u + p) * block,
+                    src + static_cast<size_t>(o * n + s) * block, block);
     }
 
   auto write_i64 = [&](size_t i, int64_t len, auto value_at) -> Status {
@@ -265,11 +275,12 @@ Status unique(ExecContext& ctx) {
     for (int64_t k = 0; k < len; ++k) out[k] = value_at(k);
     return Status::ok();
   };
-  GRAFT_RETURN_IF_ERROR(write_i64(1, u, [&](int64_t p) { return first[static_cast<size_t>(group_at[static_cast<size_t>(p)])]; }));
-  GRAFT_RETURN_IF_ERROR(write_i64(2, n, [&](int64_t s) {
-    return pos_of_group[static_cast<size_t>(group_of[static_cast<size_t>(s)])];
-  }));
-  GRAFT_RETURN_IF_ERROR(write_i64(3, u, [&](int64_t p) { return count[static_cast<size_t>(group_at[static_cast<size_t>(p)])]; }));
+  GRAFT_RETURN_IF_ERROR(write_i64(
+      1, u, [&](int64_t p) { return first[static_cast<size_t>(group_at[static_cast<size_t>(p)])]; }));
+  GRAFT_RETURN_IF_ERROR(write_i64(
+      2, n, [&](int64_t s) { return pos_of_group[static_cast<size_t>(group_of[static_cast<size_t>(s)])]; }));
+  GRAFT_RETURN_IF_ERROR(write_i64(
+      3, u, [&](int64_t p) { return count[static_cast<size_t>(group_at[static_cast<size_t>(p)])]; }));
   return Status::ok();
 }
 
