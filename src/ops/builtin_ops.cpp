@@ -21,6 +21,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_loss_ops(t);
     append_quantize_ops(t);
     append_misc_ops(t);
+    append_spectral_ops(t);
     append_selection_ops(t);
     append_fused_conv_ops(t);
     append_fused_transformer_ops(t);

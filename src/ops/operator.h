@@ -120,6 +120,7 @@ void append_detection_ops(std::vector<BuiltinOp>& out);     // NonZero, NonMaxSu
 void append_loss_ops(std::vector<BuiltinOp>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void append_quantize_ops(std::vector<BuiltinOp>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void append_misc_ops(std::vector<BuiltinOp>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
+void append_spectral_ops(std::vector<BuiltinOp>& out);      // DFT, STFT
 void append_selection_ops(std::vector<BuiltinOp>& out);     // Unique (data-dependent output shapes), MaxUnpool
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
