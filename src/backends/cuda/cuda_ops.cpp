@@ -17,6 +17,7 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_extra_ops(t);
     append_cuda_sampling_ops(t);
     append_cuda_misc_ops(t);
+    append_cuda_spectral_ops(t);
     append_cuda_selection_ops(t);
     return t;
   }();
