@@ -5,17 +5,10 @@
 #include <string>
 #include <vector>
 
+#include "backends/cpu/kernel_util.h"
+
 namespace graft::cpu {
 namespace {
-
-const AttributeMap& attrs_of(const ExecContext& ctx) {
-  static const AttributeMap kEmpty;
-  return ctx.attrs ? *ctx.attrs : kEmpty;
-}
-
-const Tensor* input_or_null(const ExecContext& ctx, size_t i) {
-  return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr;
-}
 
 std::string input_name(const ExecContext& ctx, size_t i, const char* fallback) {
   if (ctx.node && i < ctx.node->inputs.size() && ctx.node->inputs[i]) return ctx.node->inputs[i]->name;

@@ -20,11 +20,6 @@ namespace {
 
 using detail::BroadcastWalker;
 
-const AttributeMap& attrs_of(const ExecContext& ctx) {
-  static const AttributeMap kEmpty;
-  return ctx.attrs ? *ctx.attrs : kEmpty;
-}
-
 template <typename F>
 Status unary_numeric(ExecContext& ctx, F f) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));

@@ -7,8 +7,20 @@
 #include <vector>
 
 #include "graft/status.h"
+#include "ops/operator.h"
 
 namespace graft::cpu {
+
+// The node's attributes (an empty map when the kernel runs without any).
+inline const AttributeMap& attrs_of(const ExecContext& ctx) {
+  static const AttributeMap kEmpty;
+  return ctx.attrs ? *ctx.attrs : kEmpty;
+}
+
+// Input i, or nullptr when it is omitted (an optional input past the end or left empty).
+inline const Tensor* input_or_null(const ExecContext& ctx, size_t i) {
+  return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr;
+}
 
 // An error about one attribute of the node being run (the caller adds the node).
 template <typename... Args>

@@ -10,11 +10,6 @@
 namespace graft::cpu {
 namespace {
 
-const AttributeMap& attrs_of(const ExecContext& ctx) {
-  static const AttributeMap kEmpty;
-  return ctx.attrs ? *ctx.attrs : kEmpty;
-}
-
 struct LossGeometry {
   int64_t n = 0, c = 0, inner = 1;  // input viewed as [n, c, inner]; target as [n, inner]
 };

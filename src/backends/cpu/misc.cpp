@@ -17,11 +17,6 @@
 namespace graft::cpu {
 namespace {
 
-const AttributeMap& attrs_of(const ExecContext& ctx) {
-  static const AttributeMap kEmpty;
-  return ctx.attrs ? *ctx.attrs : kEmpty;
-}
-
 constexpr double kPi = 3.14159265358979323846;
 
 Result<float> float_attr(const AttributeMap& attrs, const char* name, float def) {

@@ -11,11 +11,6 @@
 namespace graft::cpu {
 namespace {
 
-const AttributeMap& attrs_of(const ExecContext& ctx) {
-  static const AttributeMap kEmpty;
-  return ctx.attrs ? *ctx.attrs : kEmpty;
-}
-
 struct QRange {
   float lo, hi;
 };

@@ -16,15 +16,6 @@
 namespace graft::cpu {
 namespace {
 
-const AttributeMap& attrs_of(const ExecContext& ctx) {
-  static const AttributeMap kEmpty;
-  return ctx.attrs ? *ctx.attrs : kEmpty;
-}
-
-const Tensor* input_or_null(const ExecContext& ctx, size_t i) {
-  return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr;
-}
-
 Tensor* output_or_null(const ExecContext& ctx, size_t i) {
   return i < ctx.outputs.size() ? ctx.outputs[i] : nullptr;
 }

@@ -17,11 +17,6 @@ constexpr double kPi = 3.14159265358979323846;
 // bound keeps sparse, evaluate them per term instead of allocating a table as large as the output.
 constexpr int64_t kMaxTwiddleTable = int64_t{1} << 20;
 
-const AttributeMap& attrs_of(const ExecContext& ctx) {
-  static const AttributeMap kEmpty;
-  return ctx.attrs ? *ctx.attrs : kEmpty;
-}
-
 Result<bool> flag_attr(const AttributeMap& attrs, const char* name, int64_t def) {
   auto r = attrs.get_int(name, def);
   if (!r) return Status(r.status()).with_attribute(name);
