@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -524,7 +525,12 @@ Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* 
   // libonnx's converter trusts the graph (names defined, nodes as their schemas say): check first.
   GRAFT_RETURN_IF_ERROR(check_model_for_libonnx(in, from));
   try {
-    GraftConverter converter;
+    // Building a converter copies every schema libonnx knows (about 20 ms under sanitizers, most of
+    // an old model's import), so one serves the process. libonnx does not say its converter may be
+    // used by two threads at once: conversions take turns.
+    static std::mutex converter_mutex;
+    std::lock_guard<std::mutex> hold(converter_mutex);
+    static const GraftConverter converter;
 
     onnx::ModelProto work = copy_without_weights(in);
     // ONNX's IR names the values an adapter adds by number ("12"), which can be the name of an
