@@ -125,11 +125,6 @@ Status dnn(cudnnStatus_t s, const CudaExec& ex, const char* what) {
 
 int i32(int64_t v) { return static_cast<int>(v); }
 
-// A Status from the shared CPU helpers (attribute errors), given the node's name.
-Status named(const CudaExec& ex, Status st) {
-  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
-  return st;
-}
 
 // One ConvTranspose problem made ready to run: descriptors, algorithm and bias geometry.
 struct PreparedConvTranspose {
@@ -160,7 +155,7 @@ Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tenso
   const auto& y = Y.dims();
   const std::vector<int64_t> wk{w[2], w[3]};
   auto parsed = cpu::parse_conv_transpose_attrs(*ex.ctx->attrs, 2, &wk);
-  if (!parsed.is_ok()) return named(ex, parsed.status());
+  if (!parsed.is_ok()) return with_node(ex, parsed.status());
   const cpu::ConvTransposeAttrs& a = parsed.value();
   const int64_t n = x[0], c = x[1], mg = w[1], m = mg * a.group;
   if (w[0] != c || c % a.group != 0)

@@ -50,6 +50,16 @@ inline unsigned grid_for(int64_t n, int per_thread = 1) {
     default: return cudaErrorInvalidValue;                       \
   }
 
+// Kernels that only move elements take an unsigned word E of the element's size.
+#define GRAFT_SIZE_DISPATCH(es, CALL)                      \
+  switch (es) {                                            \
+    case 1: { using E = uint8_t; CALL; break; }            \
+    case 2: { using E = uint16_t; CALL; break; }           \
+    case 4: { using E = uint32_t; CALL; break; }           \
+    case 8: { using E = uint64_t; CALL; break; }           \
+    default: return cudaErrorInvalidValue;                 \
+  }
+
 // Offset of output element `i` in operand `k` of a broadcast.
 __device__ __forceinline__ int64_t bcast_offset(const Bcast& p, int k, int64_t i) {
   int64_t off = 0;

@@ -21,21 +21,29 @@ inline cudaStream_t stream_of(const CudaExec& e) { return static_cast<cudaStream
 
 inline const char* op_name(const CudaExec& e) { return e.ctx && e.ctx->node ? e.ctx->node->op_type.c_str() : "op"; }
 
+// An error with the running node named (e.g. one from the CPU reference's attribute readers, whose
+// message stays as it is); an OK status passes through.
+inline Status with_node(const CudaExec& ex, Status st) {
+  if (!st.is_ok() && ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
+  return st;
+}
+
+// Input i, or nullptr when the node omits it (an optional input past the end or left empty).
+inline const Tensor* input_or_null(const CudaExec& ex, size_t i) {
+  return ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;
+}
+
 // A failed launch becomes kRuntimeError naming the op and the node, with the CUDA error text.
 inline Status launch_status(cudaError_t e, const CudaExec& ex, const char* what = "kernel launch") {
   if (e == cudaSuccess) return Status::ok();
   (void)cudaGetLastError();
-  Status st = error(StatusCode::kRuntimeError, "CUDA ", op_name(ex), ": ", what, " failed: ", cudaGetErrorName(e),
-                    " (", cudaGetErrorString(e), ")");
-  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
-  return st;
+  return with_node(ex, error(StatusCode::kRuntimeError, "CUDA ", op_name(ex), ": ", what, " failed: ",
+                             cudaGetErrorName(e), " (", cudaGetErrorString(e), ")"));
 }
 
 template <typename... Args>
 Status fail(const CudaExec& ex, StatusCode code, Args&&... parts) {
-  Status st = error(code, "CUDA ", op_name(ex), ": ", std::forward<Args>(parts)...);
-  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
-  return st;
+  return with_node(ex, error(code, "CUDA ", op_name(ex), ": ", std::forward<Args>(parts)...));
 }
 
 // dtype of input/output `i` as known at build time (kUndefined when absent).

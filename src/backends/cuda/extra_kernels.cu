@@ -11,16 +11,6 @@ namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 
-// Kernels that only move elements take an unsigned word E of the element's size.
-#define GRAFT_SIZE_DISPATCH(es, CALL)                      \
-  switch (es) {                                            \
-    case 1: { using E = uint8_t; CALL; break; }            \
-    case 2: { using E = uint16_t; CALL; break; }           \
-    case 4: { using E = uint32_t; CALL; break; }           \
-    case 8: { using E = uint64_t; CALL; break; }           \
-    default: return cudaErrorInvalidValue;                 \
-  }
-
 #define GRAFT_INDEX_DISPATCH(it, CALL)                     \
   switch (it) {                                            \
     case KType::kI32: { using I = int32_t; CALL; break; }  \

@@ -31,15 +31,6 @@ namespace {
     default: return cudaErrorInvalidValue;                       \
   }
 
-#define GRAFT_MISC_SIZE_DISPATCH(es, CALL)                 \
-  switch (es) {                                            \
-    case 1: { using E = uint8_t; CALL; break; }            \
-    case 2: { using E = uint16_t; CALL; break; }           \
-    case 4: { using E = uint32_t; CALL; break; }           \
-    case 8: { using E = uint64_t; CALL; break; }           \
-    default: return cudaErrorInvalidValue;                 \
-  }
-
 // Any element as double, exactly (as graft's load_as_double).
 template <typename T>
 __device__ __forceinline__ double ld_d(T v) {
@@ -396,7 +387,7 @@ cudaError_t launch_eye_like(int elem_size, uint64_t one_bits, int64_t rows, int6
                             cudaStream_t s) {
   const int64_t n = rows * cols;
   if (n == 0) return cudaSuccess;
-  GRAFT_MISC_SIZE_DISPATCH(elem_size, (eye_like_kernel<E><<<grid_for(n), kThreads, 0, s>>>(
+  GRAFT_SIZE_DISPATCH(elem_size, (eye_like_kernel<E><<<grid_for(n), kThreads, 0, s>>>(
                                           static_cast<E>(one_bits), cols, k, static_cast<E*>(y), n)));
   return cudaGetLastError();
 }
@@ -413,7 +404,7 @@ cudaError_t launch_reverse_sequence(int elem_size, const void* x, const int64_t*
                                     int64_t d0, int64_t d1, int64_t block, cudaStream_t s) {
   const int64_t n = d0 * d1 * block;
   if (n == 0) return cudaSuccess;
-  GRAFT_MISC_SIZE_DISPATCH(elem_size, (reverse_sequence_kernel<E><<<grid_for(n), kThreads, 0, s>>>(
+  GRAFT_SIZE_DISPATCH(elem_size, (reverse_sequence_kernel<E><<<grid_for(n), kThreads, 0, s>>>(
                                           static_cast<const E*>(x), lens, static_cast<E*>(y), batch_axis_0, d0, d1,
                                           block, n)));
   return cudaGetLastError();

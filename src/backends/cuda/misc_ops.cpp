@@ -28,9 +28,6 @@ constexpr std::initializer_list<DataType> kQuantTypes = {DataType::kUInt8, DataT
 
 std::string dims_str(const std::vector<int64_t>& d) { return cpu::ints_to_string(d); }
 
-const Tensor* input_or_null(const CudaExec& ex, size_t i) {
-  return ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;
-}
 
 bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allowed, std::string* why) {
   const DataType t = out_dtype(n, i);
@@ -40,11 +37,6 @@ bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allow
                          ", which the CUDA kernel does not handle");
 }
 
-// A Result's error carried over with the node named (the CPU reference's message unchanged).
-Status with_node(const CudaExec& ex, Status st) {
-  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
-  return st;
-}
 
 // ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------
 

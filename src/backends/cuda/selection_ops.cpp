@@ -17,15 +17,7 @@ namespace {
 
 using namespace util;
 
-const Tensor* input_or_null(const CudaExec& ex, size_t i) {
-  return ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;
-}
 
-// A CPU reader's error carried over with the node named.
-Status with_node(const CudaExec& ex, Status st) {
-  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
-  return st;
-}
 
 // ---- MaxUnpool ----------------------------------------------------------------------------------
 

@@ -114,12 +114,6 @@ Status expand_run(CudaExec& ex) {
 
 // ---- helpers shared by the ops below ----
 
-// A propagated error (from a shared CPU-side helper) gains the node's name.
-Status named(const CudaExec& ex, Status st) {
-  if (!st.is_ok() && ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
-  return st;
-}
-
 int esize(const Tensor& t) { return static_cast<int>(dtype_size(t.dtype())); }
 
 std::string dims_str(const std::vector<int64_t>& d) {
@@ -165,9 +159,9 @@ bool concat_supports(const Node& n, std::string* why) {
 Status concat_run(CudaExec& ex) {
   Tensor& y = *ex.ctx->outputs[0];
   auto axis_attr = attrs_of(ex).require_int("axis");
-  if (!axis_attr.is_ok()) return named(ex, axis_attr.status());
+  if (!axis_attr.is_ok()) return with_node(ex, axis_attr.status());
   auto axis_r = normalize_axis(axis_attr.value(), y.rank());
-  if (!axis_r.is_ok()) return named(ex, axis_r.status());
+  if (!axis_r.is_ok()) return with_node(ex, axis_r.status());
   const int64_t axis = axis_r.value();
   int64_t outer = 1, inner = 1;
   for (int64_t a = 0; a < axis; ++a) outer *= y.dims()[a];
@@ -203,9 +197,9 @@ bool split_supports(const Node& n, std::string* why) {
 Status split_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
   auto axis_attr = attrs_of(ex).get_int("axis", 0);
-  if (!axis_attr.is_ok()) return named(ex, axis_attr.status());
+  if (!axis_attr.is_ok()) return with_node(ex, axis_attr.status());
   auto axis_r = normalize_axis(axis_attr.value(), x.rank());
-  if (!axis_r.is_ok()) return named(ex, axis_r.status());
+  if (!axis_r.is_ok()) return with_node(ex, axis_r.status());
   const int64_t axis = axis_r.value();
   int64_t outer = 1, inner = 1;
   for (int64_t a = 0; a < axis; ++a) outer *= x.dims()[a];
@@ -244,20 +238,20 @@ Status slice_run(CudaExec& ex) {
   GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, y));
   const int64_t r = x.rank();
   auto starts = cpu::int_input(ctx, 1, "starts");
-  if (!starts.is_ok()) return named(ex, starts.status());
+  if (!starts.is_ok()) return with_node(ex, starts.status());
   auto ends = cpu::int_input(ctx, 2, "ends");
-  if (!ends.is_ok()) return named(ex, ends.status());
+  if (!ends.is_ok()) return with_node(ex, ends.status());
   const size_t na = starts.value().size();
   std::vector<int64_t> axes(na), steps(na, 1);
   std::iota(axes.begin(), axes.end(), 0);
   if (ctx.inputs.size() > 3 && ctx.inputs[3]) {
     auto v = cpu::int_input(ctx, 3, "axes");
-    if (!v.is_ok()) return named(ex, v.status());
+    if (!v.is_ok()) return with_node(ex, v.status());
     axes = v.value();
   }
   if (ctx.inputs.size() > 4 && ctx.inputs[4]) {
     auto v = cpu::int_input(ctx, 4, "steps");
-    if (!v.is_ok()) return named(ex, v.status());
+    if (!v.is_ok()) return with_node(ex, v.status());
     steps = v.value();
   }
   if (ends.value().size() != na || axes.size() != na || steps.size() != na)
@@ -267,7 +261,7 @@ Status slice_run(CudaExec& ex) {
   int64_t offset = 0;
   for (size_t q = 0; q < na; ++q) {
     auto a = normalize_axis(axes[q], r);
-    if (!a.is_ok()) return named(ex, a.status());
+    if (!a.is_ok()) return with_node(ex, a.status());
     if (steps[q] == 0) return fail(ex, StatusCode::kInvalidModel, "a step is 0");
     const cpu::SliceAxis s = cpu::slice_axis(x.dims()[a.value()], starts.value()[q], ends.value()[q], steps[q]);
     expect[a.value()] = s.length;
@@ -307,9 +301,9 @@ Status gather_run(CudaExec& ex) {
   if (idx.dtype() != DataType::kInt64 && idx.dtype() != DataType::kInt32)
     return fail(ex, StatusCode::kInvalidModel, "indices must be int32 or int64, got ", dtype_name(idx.dtype()));
   auto axis_attr = attrs_of(ex).get_int("axis", 0);
-  if (!axis_attr.is_ok()) return named(ex, axis_attr.status());
+  if (!axis_attr.is_ok()) return with_node(ex, axis_attr.status());
   auto axis_r = normalize_axis(axis_attr.value(), data.rank());
-  if (!axis_r.is_ok()) return named(ex, axis_r.status());
+  if (!axis_r.is_ok()) return with_node(ex, axis_r.status());
   const int64_t axis = axis_r.value();
   int64_t outer = 1, inner = 1;
   for (int64_t a = 0; a < axis; ++a) outer *= data.dims()[a];
@@ -332,7 +326,7 @@ Status tile_run(CudaExec& ex) {
   Tensor& y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, y));
   auto reps = cpu::int_input(ctx, 1, "repeats");
-  if (!reps.is_ok()) return named(ex, reps.status());
+  if (!reps.is_ok()) return with_node(ex, reps.status());
   const int64_t r = x.rank();
   if (static_cast<int64_t>(reps.value().size()) != r || y.rank() != r)
     return fail(ex, StatusCode::kInvalidModel, "repeats has ", static_cast<int64_t>(reps.value().size()),
@@ -372,14 +366,14 @@ Status pad_run(CudaExec& ex) {
   if (!dtype_is_integer(P->dtype()))
     return fail(ex, StatusCode::kInvalidModel, "input 'pads' must be int64, got ", dtype_name(P->dtype()));
   auto mode = cpu::parse_pad_mode(*ctx.attrs);
-  if (!mode.is_ok()) return named(ex, mode.status());
+  if (!mode.is_ok()) return with_node(ex, mode.status());
   if (mode.value() != cpu::PadMode::kConstant) return fail(ex, StatusCode::kUnsupported, "only constant mode");
   const Tensor* V = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
   const Tensor* A = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
   std::vector<int64_t> axes_v;
   if (A) axes_v = A->to_int64_vector();
   std::vector<int64_t> pb, pe;
-  GRAFT_RETURN_IF_ERROR(named(ex, cpu::pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe)));
+  GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe)));
   const int64_t r = X->rank();
   if (r > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank ", r, " exceeds ", k::kMaxRank);
   Tensor& Y = *ctx.outputs[0];
@@ -436,7 +430,7 @@ Status resize_run(CudaExec& ex) {
   if (!X) return fail(ex, StatusCode::kInvalidModel, "input X is missing");
   auto input_at = [&](size_t i) -> const Tensor* { return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr; };
   auto pa = cpu::parse_resize_attrs(*ctx.attrs, X->rank());
-  if (!pa.is_ok()) return named(ex, pa.status());
+  if (!pa.is_ok()) return with_node(ex, pa.status());
   const cpu::ResizeAttrs& a = pa.value();
   const bool linear = a.mode == cpu::ResizeAttrs::Mode::kLinear;
   if (a.mode == cpu::ResizeAttrs::Mode::kCubic || a.coordinate_mode == "tf_crop_and_resize" ||
@@ -445,7 +439,7 @@ Status resize_run(CudaExec& ex) {
   std::vector<int64_t> out_dims;
   std::vector<double> scale;
   GRAFT_RETURN_IF_ERROR(
-      named(ex, cpu::resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale)));
+      with_node(ex, cpu::resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale)));
   Tensor& Y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
   if (Y.dims() != out_dims)

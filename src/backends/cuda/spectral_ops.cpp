@@ -22,14 +22,7 @@ constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataTyp
                                                      DataType::kBFloat16, DataType::kFloat64};
 constexpr std::initializer_list<DataType> kInts = {DataType::kInt32, DataType::kInt64};
 
-const Tensor* input_or_null(const CudaExec& ex, size_t i) {
-  return ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;
-}
 
-Status with_node(const CudaExec& ex, Status st) {
-  if (ex.ctx && ex.ctx->node) st.with_node(ex.ctx->node->name, ex.ctx->node->op_type);
-  return st;
-}
 
 int opset_of(const CudaExec& ex) {
   if (ex.ctx->opset > 0) return ex.ctx->opset;
