@@ -1,7 +1,6 @@
 // Convolution passes of the CUDA builder: epilogue fusion (Conv + residual Add + Relu into one
 // GraftConv) and the NHWC layout regions. The internal ops are defined in src/ops/fused_conv_ops.cpp.
 #include <cmath>
-#include <limits>
 #include <map>
 #include <set>
 
@@ -25,25 +24,9 @@ Node* only_consumer(const std::map<const Value*, std::vector<Node*>>& consumers,
   return uses == 1 ? c : nullptr;
 }
 
-// Clip with constant scalar bounds (attributes before opset 11, inputs since); an absent bound is
-// infinite. False when a bound is not a known number.
-bool clip_bounds(const Node& clip, float* lo, float* hi) {
-  *lo = -std::numeric_limits<float>::infinity();
-  *hi = std::numeric_limits<float>::infinity();
-  if (clip.opset < 11) {
-    auto a = clip.attrs.get_float("min", *lo);
-    auto b = clip.attrs.get_float("max", *hi);
-    if (!a || !b) return false;
-    *lo = *a;
-    *hi = *b;
-  }
-  for (size_t i = 1; i < clip.inputs.size() && i < 3; ++i) {
-    const Value* v = clip.inputs[i];
-    if (!v) continue;
-    if (!v->constant || v->constant->numel() != 1 || !dtype_is_float(v->constant->dtype())) return false;
-    (i == 1 ? *lo : *hi) = static_cast<float>(v->constant->get(0));
-  }
-  return !std::isnan(*lo) && !std::isnan(*hi) && *lo <= *hi;
+// Clip bounds graft's epilogue can apply: known at build time, not NaN, not crossed.
+bool epilogue_clip_bounds(const Node& clip, float* lo, float* hi) {
+  return clip_bounds(clip, lo, hi) && !std::isnan(*lo) && !std::isnan(*hi) && *lo <= *hi;
 }
 
 // The Mul of y * Sigmoid(y) when y's only readers are that Sigmoid and that Mul, and the Sigmoid's
@@ -111,7 +94,7 @@ Result<int> fuse_conv_epilogues(Graph& g) {
       attrs.set("activation", act->op_type);  // HardSwish: graft's epilogue kernel (MobileNetV3)
       out = act->outputs[0];
       absorbed.push_back(act);
-    } else if (usable(act) && is_op(act, "Clip") && act->outputs.size() == 1 && clip_bounds(*act, &lo, &hi)) {
+    } else if (usable(act) && is_op(act, "Clip") && act->outputs.size() == 1 && epilogue_clip_bounds(*act, &lo, &hi)) {
       // ReLU6 (MobileNetV2, MnasNet): a separate elementwise pass over the whole activation cost
       // more than the convolution at batch 32.
       attrs.set("activation", std::string("Clip"));

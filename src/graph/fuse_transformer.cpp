@@ -539,21 +539,8 @@ std::optional<EwNodeInfo> ew_info(const Node& n) {
     else return std::nullopt;
     info.tensor_inputs = {0};
   } else if (t == "Clip") {
-    if (n.inputs.empty() || n.inputs.size() > 3) return std::nullopt;
-    float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
-    if (n.opset < 11) {
-      auto a = n.attrs.get_float("min", lo);
-      auto b = n.attrs.get_float("max", hi);
-      if (!a || !b) return std::nullopt;
-      lo = a.value();
-      hi = b.value();
-    }
-    for (size_t i = 1; i < n.inputs.size(); ++i) {
-      double v = 0;
-      if (!n.inputs[i]) continue;
-      if (!scalar_const(n.inputs[i], &v)) return std::nullopt;
-      (i == 1 ? lo : hi) = static_cast<float>(v);
-    }
+    float lo = 0, hi = 0;
+    if (n.inputs.empty() || n.inputs.size() > 3 || !clip_bounds(n, &lo, &hi)) return std::nullopt;
     info.op = EwOp::kClip;
     info.tensor_inputs = {0};
     info.extra_imm = {lo, hi};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <set>
 
 namespace graft {
@@ -156,6 +157,25 @@ Status Graph::topological_sort() {
                      return pos[a.get()] < pos[b.get()];
                    });
   return Status::ok();
+}
+
+bool clip_bounds(const Node& clip, float* lo, float* hi) {
+  *lo = -std::numeric_limits<float>::infinity();
+  *hi = std::numeric_limits<float>::infinity();
+  if (clip.opset < 11) {
+    auto a = clip.attrs.get_float("min", *lo);
+    auto b = clip.attrs.get_float("max", *hi);
+    if (!a || !b) return false;
+    *lo = *a;
+    *hi = *b;
+  }
+  for (size_t i = 1; i < clip.inputs.size() && i < 3; ++i) {
+    const Value* v = clip.inputs[i];
+    if (!v) continue;
+    if (!v->constant || v->constant->numel() != 1 || !dtype_is_float(v->constant->dtype())) return false;
+    (i == 1 ? *lo : *hi) = static_cast<float>(v->constant->get(0));
+  }
+  return true;
 }
 
 }  // namespace graft

@@ -109,6 +109,11 @@ class NodeNamer {
 // symbolic dimension.
 bool static_dims_of(const Value* v, std::vector<int64_t>* dims);
 
+// A Clip node's bounds when both are known at build time: attributes before opset 11, scalar float
+// constant inputs since; an absent bound is infinite. False when a bound is computed at run time
+// or not a float scalar. (NaN and crossed bounds are returned as they are.)
+bool clip_bounds(const Node& clip, float* lo, float* hi);
+
 // Opset of the default ONNX domain, for nodes a pass adds (17 when the graph imports none).
 int default_domain_opset(const Graph& g);
 
