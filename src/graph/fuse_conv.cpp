@@ -196,17 +196,80 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
     return t;
   };
 
+  // A constant operand of a binary op in a region, as NHWC: numpy broadcasting pads its shape on the
+  // left to rank 4, and the same permutation as the other operand's keeps the broadcast meaning.
+  std::map<const Value*, Value*> constants;
+  auto nhwc_constant = [&](Value* v) {
+    auto it = constants.find(v);
+    if (it != constants.end()) return it->second;
+    std::vector<int64_t> dims = v->constant->dims();
+    dims.insert(dims.begin(), 4 - dims.size(), 1);
+    Value* c = g.new_constant(v->name + "_nhwc", permute_rank4(v->constant->reshaped(dims), kNchwToNhwc));
+    constants[v] = c;
+    return c;
+  };
+  // Explicit layout changes in the model (ConvNeXt permutes to channels-last around its LayerNorm
+  // and MLP, and back) cost nothing next to a region: a Transpose to NHWC of a region value *is* the
+  // region value's storage, and a Transpose to NCHW of a plain [N,H,W,C] value has that value as its
+  // NHWC storage. `same_as` maps such a Transpose's output to the value it becomes; `stored_as`
+  // maps an NCHW value to its free NHWC storage.
+  std::map<Value*, Value*> same_as;
+  std::map<const Value*, Value*> stored_as;
+  auto consumers = g.consumers();
+  auto sole_reader = [&](const Value* v, const Node* n) {
+    auto it = consumers.find(v);
+    return !v->is_graph_output && it != consumers.end() && it->second.size() == 1 && it->second[0] == n;
+  };
+  // The NHWC storage of v that costs no copy, or nullptr.
+  auto free_nhwc = [&](Value* v) -> Value* {
+    if (!v) return nullptr;
+    if (nhwc.count(v)) return v;
+    auto it = stored_as.find(v);
+    return it == stored_as.end() ? nullptr : it->second;
+  };
+  auto is_transpose = [](const Node* n, const std::vector<int64_t>& perm) {
+    if (!n->domain.empty() || n->op_type != "Transpose" || n->inputs.size() != 1 || n->outputs.size() != 1 ||
+        !n->inputs[0] || n->inputs[0]->desc.rank() != 4)
+      return false;
+    auto p = n->attrs.get_ints("perm", {});
+    return p && *p == perm;
+  };
+  auto spatial_1x1 = [](const Value* v) {
+    if (!v || v->desc.rank() != 4) return false;
+    const Shape& s = *v->desc.shape;
+    return s[2].is_const() && s[3].is_const() && s[2].value() == 1 && s[3].value() == 1;
+  };
+
   std::vector<Node*> order;
   for (auto& n : g.nodes()) order.push_back(n.get());
   int moved = 0;
+  std::set<const Node*> absorbed;  // Transposes whose output became another value
   for (Node* n : order) {
     bool in_region = false;
+    if (is_transpose(n, kNchwToNhwc) && free_nhwc(n->inputs[0]) && !n->outputs[0]->is_graph_output) {
+      same_as[n->outputs[0]] = free_nhwc(n->inputs[0]);
+      absorbed.insert(n);
+      continue;
+    }
+    if (is_transpose(n, kNhwcToNchw) && !nhwc.count(n->inputs[0]) && sole_reader(n->inputs[0], n) &&
+        !n->outputs[0]->is_graph_output) {
+      // Kept for readers that want NCHW; region readers take the input itself (then this is dead).
+      stored_as[n->outputs[0]] = n->inputs[0];
+      nhwc.insert(n->inputs[0]);
+      continue;
+    }
+    // A 1x1 convolution over a 1x1 image (a squeeze-excitation gate's) is the same in both
+    // layouts, so it stays in the region whatever its channel counts.
+    const bool gate_conv = n->op_type == "GraftConv" && free_nhwc(n->input(0)) && spatial_1x1(n->input(0)) &&
+                           n->input(1) && n->input(1)->constant && n->input(1)->constant->rank() == 4 &&
+                           n->input(1)->constant->dims()[2] == 1 && n->input(1)->constant->dims()[3] == 1;
     if (n->domain.empty() && n->op_type == "GraftConv" && n->input(1) && n->input(1)->constant &&
-        n->input(1)->constant->rank() == 4 && n->input(0)->desc.rank() == 4 && wanted(*n)) {
+        n->input(1)->constant->rank() == 4 && n->input(0)->desc.rank() == 4 && (gate_conv || wanted(*n))) {
       auto layout = n->attrs.get_string("layout", "NCHW");
       if (layout && *layout == "NCHW") {
-        n->inputs[0] = nhwc_of(n->inputs[0]);
-        if (n->inputs.size() > 3 && n->inputs[3]) n->inputs[3] = nhwc_of(n->inputs[3]);
+        n->inputs[0] = free_nhwc(n->inputs[0]) ? free_nhwc(n->inputs[0]) : nhwc_of(n->inputs[0]);
+        if (n->inputs.size() > 3 && n->inputs[3])
+          n->inputs[3] = free_nhwc(n->inputs[3]) ? free_nhwc(n->inputs[3]) : nhwc_of(n->inputs[3]);
         Value* w = n->inputs[1];
         auto wit = weights.find(w);
         if (wit == weights.end()) {
@@ -216,25 +279,33 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
         n->attrs.set("layout", std::string("NHWC"));
         in_region = true;
       }
-    } else if (is_pool(n) && nhwc.count(n->input(0)) && n->input(0)->desc.rank() == 4) {
+    } else if (is_pool(n) && free_nhwc(n->input(0)) && n->input(0)->desc.rank() == 4) {
+      n->inputs[0] = free_nhwc(n->inputs[0]);
       n->attrs.set("pool", n->op_type);
       n->attrs.set("layout", std::string("NHWC"));
       n->op_type = "GraftPool";
       n->outputs.resize(1);
       in_region = true;
-    } else if (is_layout_free_unary(n) && nhwc.count(n->input(0))) {
+    } else if (is_layout_free_unary(n) && free_nhwc(n->input(0))) {
       // Extra inputs (Clip's bounds) are scalars; the rest of the op is per element.
       in_region = true;
       for (size_t i = 1; i < n->inputs.size(); ++i) in_region &= !n->inputs[i] || is_scalar(n->inputs[i]);
+      if (in_region) n->inputs[0] = free_nhwc(n->inputs[0]);
     } else if (is_layout_free_binary(n)) {
-      // Broadcasting commutes with permuting both operands the same way, so rank-4 NHWC operands and
-      // scalars may meet; any other operand (a per-channel [C,1,1] constant...) ends the region.
+      // Broadcasting commutes with permuting both operands the same way, so rank-4 NHWC operands,
+      // scalars and constants of rank <= 4 (a per-channel [C,1,1] scale, permuted once) may meet;
+      // any other operand ends the region.
       bool any = false, ok = true;
       for (Value* v : n->inputs) {
-        if (nhwc.count(v) && v->desc.rank() == 4) any = true;
-        else if (!is_scalar(v)) ok = false;
+        if (free_nhwc(v) && v->desc.rank() == 4) any = true;
+        else if (!is_scalar(v) && !(v && v->constant && v->constant->rank() <= 4)) ok = false;
       }
       in_region = any && ok;
+      if (in_region)
+        for (Value*& v : n->inputs) {
+          if (free_nhwc(v) && v->desc.rank() == 4) v = free_nhwc(v);
+          else if (!is_scalar(v)) v = nhwc_constant(v);
+        }
     }
     if (in_region) {
       for (Value* o : n->outputs)
@@ -245,6 +316,20 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
     for (Value*& v : n->inputs)
       if (v && nhwc.count(v)) v = nchw_of(v);
   }
+  // Readers of an absorbed Transpose read the value it became (chains of them included); then the
+  // absorbed Transposes, and the kept NCHW ones no reader is left for, go.
+  auto resolved = [&](Value* v) {
+    for (auto it = same_as.find(v); it != same_as.end(); it = same_as.find(v)) v = it->second;
+    return v;
+  };
+  for (auto& n : g.nodes())
+    for (Value*& v : n->inputs) v = resolved(v);
+  consumers = g.consumers();
+  g.remove_nodes_if([&](const Node* n) {
+    if (absorbed.count(n)) return true;
+    const Value* o = n->outputs.size() == 1 ? n->outputs[0] : nullptr;
+    return o && stored_as.count(o) && !o->is_graph_output && !consumers.count(o);
+  });
   // Graph outputs keep their names and NCHW layout: the producer writes a new NHWC value that a
   // final Transpose turns back into the output.
   for (Value* out : g.outputs()) {

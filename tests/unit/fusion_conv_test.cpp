@@ -100,6 +100,131 @@ TEST(FusionConv, EpilogueFusionAndNhwcKeepOutputs) {
   for (const char* o : {"y", "feat"}) expect_close(got.at(o), want.at(o), std::string("nhwc ") + o);
 }
 
+// A ConvNeXt block as PyTorch exports it: depthwise 7x7 conv, permute to channels-last, LayerNorm,
+// two Linear layers, permute back, a per-channel layer scale [C,1,1] and the residual add. The
+// model's own permutes are the region's storage, so the whole block runs channels-last with no
+// Transpose inside it: only the model input's and the output's remain.
+TEST(FusionConv, ModelPermutesAndChannelScalesJoinTheRegion) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int64_t c = 8;
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"N", 3, 9, 7});
+  m.initializer("w0", random_tensor(DataType::kFloat32, {c, 3, 3, 3}, rng));
+  m.initializer("b0", random_tensor(DataType::kFloat32, {c}, rng));
+  m.initializer("wd", random_tensor(DataType::kFloat32, {c, 1, 7, 7}, rng, -0.3, 0.3));
+  m.initializer("bd", random_tensor(DataType::kFloat32, {c}, rng));
+  m.initializer("gamma", random_tensor(DataType::kFloat32, {c}, rng, 0.5, 1.5));
+  m.initializer("beta", random_tensor(DataType::kFloat32, {c}, rng));
+  m.initializer("w1", random_tensor(DataType::kFloat32, {c, 4 * c}, rng, -0.5, 0.5));
+  m.initializer("b1", random_tensor(DataType::kFloat32, {4 * c}, rng));
+  m.initializer("w2", random_tensor(DataType::kFloat32, {4 * c, c}, rng, -0.5, 0.5));
+  m.initializer("scale", random_tensor(DataType::kFloat32, {c, 1, 1}, rng, 0.5, 1.5));
+  OnnxModelBuilder::attr(m.node("Conv", {"x", "w0", "b0"}, {"stem"}, "stem"), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  auto& dw = m.node("Conv", {"stem", "wd", "bd"}, {"d"}, "dwconv");
+  OnnxModelBuilder::attr(dw, "group", c);
+  OnnxModelBuilder::attr(dw, "pads", std::vector<int64_t>{3, 3, 3, 3});
+  OnnxModelBuilder::attr(m.node("Transpose", {"d"}, {"d_nhwc"}, "to_last"), "perm", std::vector<int64_t>{0, 2, 3, 1});
+  OnnxModelBuilder::attr(m.node("LayerNormalization", {"d_nhwc", "gamma", "beta"}, {"n"}, "ln"), "axis", int64_t{-1});
+  m.node("MatMul", {"n", "w1"}, {"h0"}, "fc1");
+  m.node("Add", {"h0", "b1"}, {"h1"}, "fc1_bias");
+  m.node("Relu", {"h1"}, {"h2"}, "act");
+  m.node("MatMul", {"h2", "w2"}, {"h3"}, "fc2");
+  OnnxModelBuilder::attr(m.node("Transpose", {"h3"}, {"h"}, "to_first"), "perm", std::vector<int64_t>{0, 3, 1, 2});
+  m.node("Mul", {"h", "scale"}, {"scaled"}, "layer_scale");
+  m.node("Add", {"scaled", "stem"}, {"y"}, "residual");
+  m.output("y", DataType::kFloat32);
+  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 3, 9, 7}, rng)}};
+  auto want = run_on_cpu(imported(m.bytes()), in);
+
+  auto g = imported(m.bytes());
+  ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
+  auto moved = convert_conv_regions_to_nhwc(*g, [](const Node&) { return true; });
+  ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
+  Status inferred = infer_shapes(*g);
+  ASSERT_TRUE(inferred.is_ok()) << inferred.to_string();
+  EXPECT_EQ(count_ops(*g, "Transpose"), 2) << "the model's two permutes are absorbed: only x's and y's remain";
+  for (const auto& node : g->nodes())
+    if (node->op_type == "Mul") {
+      ASSERT_TRUE(node->input(1)->constant.has_value());
+      EXPECT_EQ(node->input(1)->constant->dims(), (std::vector<int64_t>{1, 1, 1, c})) << "the scale, channels-last";
+    }
+  auto got = run_on_cpu(std::move(g), in);
+  expect_close(got.at("y"), want.at("y"), "y");
+}
+
+// A permute whose output is also read elsewhere, or is a graph output, keeps its Transpose; the
+// region's other readers still compute the same values.
+TEST(FusionConv, SharedModelPermutesStay) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 4, 5, 6});
+  m.initializer("w", random_tensor(DataType::kFloat32, {8, 4, 3, 3}, rng));
+  m.initializer("shift", random_tensor(DataType::kFloat32, {1, 8, 1, 6}, rng));  // varies along W too
+  OnnxModelBuilder::attr(m.node("Conv", {"x", "w"}, {"c"}, "conv"), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxModelBuilder::attr(m.node("Transpose", {"c"}, {"last"}, "to_last"), "perm", std::vector<int64_t>{0, 2, 3, 1});
+  m.node("Relu", {"last"}, {"r"}, "relu");  // a plain [N,H,W,C] reader of the absorbed permute
+  OnnxModelBuilder::attr(m.node("Transpose", {"r"}, {"back"}, "to_first"), "perm", std::vector<int64_t>{0, 3, 1, 2});
+  m.node("Add", {"back", "shift"}, {"y"}, "shift_add");
+  m.node("Sigmoid", {"back"}, {"z"}, "gate");  // a second reader of `back`
+  m.output("y", DataType::kFloat32);
+  m.output("z", DataType::kFloat32);
+  m.output("last", DataType::kFloat32);  // a graph output: this permute stays
+  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 4, 5, 6}, rng)}};
+  auto want = run_on_cpu(imported(m.bytes()), in);
+  auto g = imported(m.bytes());
+  ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
+  ASSERT_TRUE(convert_conv_regions_to_nhwc(*g, [](const Node&) { return true; }).is_ok());
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  auto got = run_on_cpu(std::move(g), in);
+  for (const char* o : {"y", "z", "last"}) expect_close(got.at(o), want.at(o), o);
+}
+
+// A squeeze-excitation gate whose squeeze width is not a multiple of 8 (EfficientNet-B0: 96 -> 4):
+// its 1x1 convolutions over a 1x1 image are the same in both layouts, so they stay in the region
+// even where `wanted` refuses them, and the gate's Mul needs no Transpose around it.
+TEST(FusionConv, GateConvolutionsStayInTheRegion) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {"N", 8, 6, 5});
+  m.initializer("w1", random_tensor(DataType::kFloat32, {16, 8, 3, 3}, rng));
+  m.initializer("ws", random_tensor(DataType::kFloat32, {2, 16, 1, 1}, rng));
+  m.initializer("bs", random_tensor(DataType::kFloat32, {2}, rng));
+  m.initializer("we", random_tensor(DataType::kFloat32, {16, 2, 1, 1}, rng));
+  m.initializer("be", random_tensor(DataType::kFloat32, {16}, rng));
+  m.initializer("w2", random_tensor(DataType::kFloat32, {8, 16, 1, 1}, rng));
+  OnnxModelBuilder::attr(m.node("Conv", {"x", "w1"}, {"c1"}, "conv1"), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("GlobalAveragePool", {"c1"}, {"p"}, "squeeze_pool");
+  m.node("Conv", {"p", "ws", "bs"}, {"s1"}, "squeeze");
+  m.node("Relu", {"s1"}, {"s2"}, "squeeze_act");
+  m.node("Conv", {"s2", "we", "be"}, {"s3"}, "excite");
+  m.node("Sigmoid", {"s3"}, {"s4"}, "gate");
+  m.node("Mul", {"c1", "s4"}, {"scaled"}, "apply_gate");
+  m.node("Conv", {"scaled", "w2"}, {"y"}, "project");
+  m.output("y", DataType::kFloat32);
+  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {3, 8, 6, 5}, rng)}};
+  auto want = run_on_cpu(imported(m.bytes()), in);
+  auto g = imported(m.bytes());
+  ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
+  // As the CUDA builder's "auto" layout: channel counts that are multiples of 8 only.
+  auto wanted = [](const Node& n) {
+    const auto& d = n.input(1)->constant->dims();
+    return d[0] % 8 == 0 && d[1] % 8 == 0;
+  };
+  ASSERT_TRUE(convert_conv_regions_to_nhwc(*g, wanted).is_ok());
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  EXPECT_EQ(count_ops(*g, "Transpose"), 2) << "only x's and y's";
+  for (const auto& node : g->nodes())
+    if (node->op_type == "GraftConv") EXPECT_EQ(*node->attrs.get_string("layout", ""), "NHWC") << node->name;
+  auto got = run_on_cpu(std::move(g), in);
+  expect_close(got.at("y"), want.at("y"), "y");
+}
+
 TEST(FusionConv, SharedConvOutputIsNotFused) {
   std::mt19937 rng(7);
   OnnxModelBuilder m;
