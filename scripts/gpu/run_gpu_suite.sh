@@ -6,7 +6,7 @@
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples profile bench_encoder zoo)
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples profile zprofile bench_encoder zoo)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -183,6 +183,26 @@ fi
 if has_step profile; then  # per-layer tables of the benchmark models' engines
   timeout "${PROFILE_TIMEOUT_S:-240}" bash bench/profile_models.sh "$BUILDDIR" "$LOGS/profile" ${PROFILE_MODELS:-} > "$LOGS/profile.log" 2>&1
   note "profile: rc=$?"; grep '^==' "$LOGS/profile.log" >> "$summary"
+fi
+
+if has_step zprofile; then  # per-layer tables of zoo models' dynamic engines (1..8..32) at one batch, into $OUT/zprofile
+  # ZPROFILE_MODELS (zoo names), ZPROFILE_BATCH (default 32); GRAFT_TACTIC_TRACE=1 keeps every timed tactic in the log.
+  mkdir -p "$OUT/zprofile"
+  ZC=${ZOO_CACHE:-/tmp/graft_zoo_cache}
+  zm=${ZPROFILE_MODELS:-convnext_tiny efficientnet_b0 mobilenet_v2}
+  zb=${ZPROFILE_BATCH:-32}
+  python3 bench/zoo.py --export-only --jobs 8 --cache "$ZC" --models $zm > "$LOGS/zprofile_export.log" 2>&1
+  for m in $zm; do
+    f=$ZC/${m}_224x224.onnx
+    [ -f "$f" ] || { note "zprofile $m: no export (see zprofile_export.log)"; continue; }
+    in=$(python3 -c "import onnx,sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.input[0].name)" "$f")
+    log="$OUT/zprofile/profile_${m}_b${zb}_fp16_dynamic.txt"
+    timeout 150 "$BUILDDIR/bin/graft" build "$f" -o "/tmp/$m.plan" --device cuda --fp16 --min-shapes "$in:1x3x224x224" \
+      --opt-shapes "$in:8x3x224x224" --max-shapes "$in:32x3x224x224" > "$log" 2>&1 &&
+      timeout 60 "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --shapes "$in:${zb}x3x224x224" --iterations 100 \
+        --warmup 20 --profile >> "$log" 2>&1
+    note "zprofile $m b$zb: rc=$? $(grep -m1 -o 'median = [0-9.]* ms' "$log")"
+  done
 fi
 
 if has_step bench; then
