@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "graft/engine.h"
@@ -57,6 +58,20 @@ void expect_close(const Tensor& got, const Tensor& want, const std::string& name
   for (int64_t i = 0; i < want.numel(); ++i)
     ASSERT_NEAR(got.get(i), want.get(i), 1e-5 * (1 + scale)) << name << " element " << i;
 }
+
+// The model through the conv epilogue fusion and the NHWC pass (`wanted` picks the region seeds).
+std::unique_ptr<Graph> through_nhwc_pass(const std::string& bytes, const std::function<bool(const Node&)>& wanted) {
+  auto g = imported(bytes);
+  auto fused = fuse_conv_epilogues(*g);
+  EXPECT_TRUE(fused.is_ok()) << fused.status().to_string();
+  auto moved = convert_conv_regions_to_nhwc(*g, wanted);
+  EXPECT_TRUE(moved.is_ok()) << moved.status().to_string();
+  Status inferred = infer_shapes(*g);
+  EXPECT_TRUE(inferred.is_ok()) << inferred.to_string();
+  return g;
+}
+
+bool every_conv(const Node&) { return true; }
 
 TEST(FusionConv, EpilogueFusionAndNhwcKeepOutputs) {
   const uint32_t seed = std::random_device{}();
@@ -138,12 +153,7 @@ TEST(FusionConv, ModelPermutesAndChannelScalesJoinTheRegion) {
   std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 3, 9, 7}, rng)}};
   auto want = run_on_cpu(imported(m.bytes()), in);
 
-  auto g = imported(m.bytes());
-  ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
-  auto moved = convert_conv_regions_to_nhwc(*g, [](const Node&) { return true; });
-  ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
-  Status inferred = infer_shapes(*g);
-  ASSERT_TRUE(inferred.is_ok()) << inferred.to_string();
+  auto g = through_nhwc_pass(m.bytes(), every_conv);
   EXPECT_EQ(count_ops(*g, "Transpose"), 2) << "the model's two permutes are absorbed: only x's and y's remain";
   for (const auto& node : g->nodes())
     if (node->op_type == "Mul") {
@@ -175,10 +185,7 @@ TEST(FusionConv, SharedModelPermutesStay) {
   m.output("last", DataType::kFloat32);  // a graph output: this permute stays
   std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 4, 5, 6}, rng)}};
   auto want = run_on_cpu(imported(m.bytes()), in);
-  auto g = imported(m.bytes());
-  ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
-  ASSERT_TRUE(convert_conv_regions_to_nhwc(*g, [](const Node&) { return true; }).is_ok());
-  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  auto g = through_nhwc_pass(m.bytes(), every_conv);
   auto got = run_on_cpu(std::move(g), in);
   for (const char* o : {"y", "z", "last"}) expect_close(got.at(o), want.at(o), o);
 }
@@ -209,15 +216,11 @@ TEST(FusionConv, GateConvolutionsStayInTheRegion) {
   m.output("y", DataType::kFloat32);
   std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {3, 8, 6, 5}, rng)}};
   auto want = run_on_cpu(imported(m.bytes()), in);
-  auto g = imported(m.bytes());
-  ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
   // As the CUDA builder's "auto" layout: channel counts that are multiples of 8 only.
-  auto wanted = [](const Node& n) {
+  auto g = through_nhwc_pass(m.bytes(), [](const Node& n) {
     const auto& d = n.input(1)->constant->dims();
     return d[0] % 8 == 0 && d[1] % 8 == 0;
-  };
-  ASSERT_TRUE(convert_conv_regions_to_nhwc(*g, wanted).is_ok());
-  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  });
   EXPECT_EQ(count_ops(*g, "Transpose"), 2) << "only x's and y's";
   for (const auto& node : g->nodes())
     if (node->op_type == "GraftConv") EXPECT_EQ(*node->attrs.get_string("layout", ""), "NHWC") << node->name;
