@@ -197,11 +197,30 @@ if has_step zprofile; then  # per-layer tables of zoo models' dynamic engines (1
     [ -f "$f" ] || { note "zprofile $m: no export (see zprofile_export.log)"; continue; }
     in=$(python3 -c "import onnx,sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.input[0].name)" "$f")
     log="$OUT/zprofile/profile_${m}_b${zb}_fp16_dynamic.txt"
+    # A correctness check of the same engine first: batch 3 (inside the profile, not a profile point)
+    # against ONNX Runtime's CPU provider in float32, at FP16 tolerances.
+    ref=/tmp/zref_$m; rm -rf "$ref"; mkdir -p "$ref"
+    python3 - "$f" "$ref" "$in" > "$LOGS/zref_$m.log" 2>&1 <<'PY'
+import sys, numpy as np, onnxruntime as ort
+model, ref, name = sys.argv[1:4]
+x = np.random.default_rng().standard_normal((3, 3, 224, 224), dtype=np.float32)
+np.save(f"{ref}/x.npy", x)
+sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+for o, y in zip(sess.get_outputs(), sess.run(None, {name: x})):
+    np.save(f"{ref}/{o.name}.npy", y)
+PY
     timeout 150 "$BUILDDIR/bin/graft" build "$f" -o "/tmp/$m.plan" --device cuda --fp16 --min-shapes "$in:1x3x224x224" \
       --opt-shapes "$in:8x3x224x224" --max-shapes "$in:32x3x224x224" > "$log" 2>&1 &&
       timeout 60 "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --shapes "$in:${zb}x3x224x224" --iterations 100 \
         --warmup 20 --profile >> "$log" 2>&1
     note "zprofile $m b$zb: rc=$? $(grep -m1 -o 'median = [0-9.]* ms' "$log")"
+    if [ -f "$ref/x.npy" ] && [ -f "/tmp/$m.plan" ]; then
+      timeout 60 "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --inputs "$in:$ref/x.npy" --iterations 1 \
+        --warmup 0 --compare "$ref" --rtol 0.05 --atol 0.05 > "$LOGS/zcompare_$m.log" 2>&1
+      note "  vs ONNX Runtime CPU (batch 3): rc=$? $(grep -m1 '^compare' "$LOGS/zcompare_$m.log")"
+    else
+      note "  vs ONNX Runtime CPU: not run (see zref_$m.log)"
+    fi
   done
 fi
 
