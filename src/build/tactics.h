@@ -22,7 +22,10 @@ namespace graft {
 
 struct Tactic {
   int algo = -1;     // implementation index within the layer kind (e.g. cudnnConvolutionFwdAlgo_t)
-  int variant = 0;   // layer-kind specific (conv: 1 = cuDNN's fused conv+bias+activation call, 2 = graft's depthwise kernel)
+  // Layer-kind specific. conv: 0 = cuDNN convolution + graft's epilogue, 1 = cuDNN's fused
+  // conv+bias+activation call, 2 = graft's NHWC depthwise kernel, 3 = graft's NCHW depthwise kernel,
+  // 4 = graft's NHWC pointwise (1x1) kernel (2-4 ignore algo).
+  int variant = 0;
   double ms = 0;     // measured time, for reports
 };
 

@@ -2,10 +2,12 @@
 //
 // GraftConv runs on cuDNN in NCHW or NHWC with its epilogue (bias, residual Z, Relu) either inside
 // cuDNN's fused cudnnConvolutionBiasActivationForward or as one elementwise kernel after
-// cudnnConvolutionForward. Which algorithm and which of the two is fastest depends on the shapes,
-// so the builder times them (tactic timing): the choice is looked up by a key naming the problem
-// in the engine's TacticTable (stored in the plan), else in the timing cache file, else measured
-// when the builder is tuning, else cuDNN's heuristic first choice is used.
+// cudnnConvolutionForward, or, for depthwise (NHWC and NCHW) and NHWC pointwise problems, on
+// graft's own kernels with the epilogue inside. Which algorithm and which of these is fastest
+// depends on the shapes, so the builder times them (tactic timing): the choice is looked up by a
+// key naming the problem in the engine's TacticTable (stored in the plan), else in the timing cache
+// file, else measured when the builder is tuning, else cuDNN's heuristic first choice is used (graft's
+// depthwise kernels for depthwise problems).
 //
 // GraftPool (NHWC pools) runs graft's own channels-last window kernel.
 #include "backends/cuda/cuda_ops.h"
@@ -204,17 +206,62 @@ k::Window2d window_of(const ConvGeometry& g) {
   return w;
 }
 
+// Variant 3: graft's depthwise kernel over NCHW (input tile and halo staged in shared memory).
+// cuDNN's legacy NCHW depthwise path ran ConvNeXt's 7x7 (96 channels, 56x56, batch 32, float16)
+// at ~96 GB/s on an H200. Eligibility includes the kernel's own limits (shared memory, grid), so
+// a plan can never name a problem the kernel would refuse.
+constexpr int kDepthwiseNchwVariant = 3;
+
+bool depthwise_nchw_eligible(const ConvGeometry& g) {
+  return !g.nhwc && g.group == g.c && g.m == g.c && g.group > 1 && k::depthwise_conv_nchw_supported(window_of(g));
+}
+
+// Variant 4: graft's pointwise kernel over NHWC (1x1, stride 1, unpadded, one group), whose whole
+// weight matrix sits in shared memory. cuDNN wrote MobileNetV2's 16 -> 96 expansion (112x112,
+// batch 32, float16) at ~390 GB/s; the problem is a GEMM with a tiny K that only has to stream x
+// in and y out. Never an untuned default: cuDNN is the better choice once c * m grows, so it only
+// runs where timing picked it.
+constexpr int kPointwiseVariant = 4;
+
+bool pointwise_eligible(const ConvGeometry& g) {
+  return g.nhwc && g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0 && g.group == 1 &&
+         g.oh == g.h && g.ow == g.w && k::pointwise_conv_nhwc_supported(g.c, g.m);
+}
+
+// Whether a graft-kernel variant may run this problem (cuDNN's variants 0 and 1 always may: cuDNN
+// itself refuses what it cannot run).
+bool variant_eligible(const ConvGeometry& g, int variant) {
+  switch (variant) {
+    case kDepthwiseVariant: return depthwise_eligible(g);
+    case kDepthwiseNchwVariant: return depthwise_nchw_eligible(g);
+    case kPointwiseVariant: return pointwise_eligible(g);
+    default: return true;
+  }
+}
+
 // One convolution with its epilogue. variant 1: cuDNN's fused call (needs a bias; IDENTITY
 // activation only with IMPLICIT_PRECOMP_GEMM); variant 0: cuDNN convolution + graft's epilogue;
-// variant 2: graft's depthwise kernel with the epilogue inside (algo unused).
+// variants 2, 3, 4: graft's NHWC depthwise, NCHW depthwise and NHWC pointwise kernels with the
+// epilogue inside (algo unused).
 Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
   const CudaExec& ex = *c.ex;
+  const void* bias = c.B ? c.B->data() : nullptr;
+  const void* z = c.Z ? c.Z->data() : nullptr;
   if (variant == kDepthwiseVariant)
-    return launch_status(k::launch_depthwise_conv_nhwc(ktype(c.Y->dtype()), c.X->data(), c.W->data(),
-                                                       c.B ? c.B->data() : nullptr, c.Z ? c.Z->data() : nullptr,
+    return launch_status(k::launch_depthwise_conv_nhwc(ktype(c.Y->dtype()), c.X->data(), c.W->data(), bias, z,
                                                        c.Y->data(), window_of(*c.g), epilogue_of(c.g->act),
                                                        stream_of(ex)),
                          ex, "depthwise convolution");
+  if (variant == kDepthwiseNchwVariant)
+    return launch_status(k::launch_depthwise_conv_nchw(ktype(c.Y->dtype()), c.X->data(), c.W->data(), bias, z,
+                                                       c.Y->data(), window_of(*c.g), epilogue_of(c.g->act),
+                                                       stream_of(ex)),
+                         ex, "NCHW depthwise convolution");
+  if (variant == kPointwiseVariant)
+    return launch_status(k::launch_pointwise_conv_nhwc(ktype(c.Y->dtype()), c.X->data(), c.W->data(), bias, z,
+                                                       c.Y->data(), c.g->n * c.g->h * c.g->w, c.g->c, c.g->m,
+                                                       epilogue_of(c.g->act), stream_of(ex)),
+                         ex, "pointwise convolution");
   auto h = static_cast<cudnnHandle_t>(ex.cudnn);
   const float one = 1.f, zero = 0.f;
   const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
@@ -286,10 +333,13 @@ Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf
       if (ms >= 0 && ms < best.ms) best = Tactic{static_cast<int>(perf[i].algo), variant, ms};
     }
   }
-  if (depthwise_eligible(*c.g) && run_conv(c, 0, kDepthwiseVariant, 0) && cudaStreamSynchronize(s) == cudaSuccess) {
-    const float ms = gpu_ms_per_call(s, [&] { return run_conv(c, 0, kDepthwiseVariant, 0).is_ok(); }, t0, t1);
-    if (trace) std::fprintf(stderr, "graft: tactic %s depthwise kernel %.4f ms\n", key.c_str(), ms);
-    if (ms >= 0 && ms < best.ms) best = Tactic{0, kDepthwiseVariant, ms};
+  // graft's own kernels, where the problem is theirs.
+  for (int variant : {kDepthwiseVariant, kDepthwiseNchwVariant, kPointwiseVariant}) {
+    if (!variant_eligible(*c.g, variant) || !run_conv(c, 0, variant, 0) || cudaStreamSynchronize(s) != cudaSuccess)
+      continue;
+    const float ms = gpu_ms_per_call(s, [&] { return run_conv(c, 0, variant, 0).is_ok(); }, t0, t1);
+    if (trace) std::fprintf(stderr, "graft: tactic %s graft kernel (variant %d) %.4f ms\n", key.c_str(), variant, ms);
+    if (ms >= 0 && ms < best.ms) best = Tactic{0, variant, ms};
   }
   (void)cudaEventDestroy(t0);
   (void)cudaEventDestroy(t1);
@@ -335,11 +385,15 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
   // Not tuned for these shapes (met only at run time): a depthwise problem takes graft's direct
   // kernel, which needs no cuDNN query and no workspace; other problems cuDNN's heuristic choice.
   if (!t && depthwise_eligible(g)) t = Tactic{0, kDepthwiseVariant, 0};
-  // A tactic read from a plan or a timing cache file is input like any other: the depthwise kernel
-  // indexes by the depthwise geometry, so it never runs on any other problem.
-  if (t && t->variant == kDepthwiseVariant && !depthwise_eligible(g))
-    return fail(ex, StatusCode::kInvalidModel, "tactic '", key, "' names the depthwise kernel (variant 2) for a ",
-                "convolution that is not depthwise NHWC");
+  if (!t && depthwise_nchw_eligible(g)) t = Tactic{0, kDepthwiseNchwVariant, 0};
+  // A tactic read from a plan or a timing cache file is input like any other: graft's kernels index
+  // by their own geometry (and have limits), so they never run on any other problem.
+  if (t && !variant_eligible(g, t->variant))
+    return fail(ex, StatusCode::kInvalidModel, "tactic '", key, "' names graft's ",
+                t->variant == kDepthwiseVariant       ? "NHWC depthwise"
+                : t->variant == kDepthwiseNchwVariant ? "NCHW depthwise"
+                                                      : "NHWC pointwise",
+                " kernel (variant ", t->variant, ") for a convolution it does not take");
   if (!t) {
     // Not tuned for these shapes (a shape met only at run time): cuDNN's heuristic first choice.
     GRAFT_RETURN_IF_ERROR(candidates());

@@ -228,6 +228,307 @@ cudaError_t depthwise_nhwc_dispatch(const void* x, const void* w, const void* bi
   return depthwise_nhwc_t<T, 1>(x, w, bias, z, y, g, e, s, int32);
 }
 
+// ---- Depthwise convolution over NCHW ----
+//
+// One block computes one output tile of one (n, c) plane. The input tile with its halo and the
+// plane's kh*kw weights are staged once in shared memory as float (zeros where the window reaches
+// into the padding, so the inner loop has no bounds checks); every tap then reads shared memory
+// instead of re-reading global memory through the cache, which is what makes cuDNN's legacy NCHW
+// depthwise path slow (ConvNeXt's 7x7 at batch 32 ran at ~96 GB/s on an H200).
+//
+// Threads are (TW, 8): threadIdx.x is the output column, so a warp's shared reads of one tap are
+// consecutive words (conflict-free at stride 1) and its stores are coalesced; each thread owns R
+// consecutive output rows, so the tile is TW x 8R.
+constexpr int kDwRowsOfThreads = 8;
+constexpr size_t kMaxDynamicShared = 48 * 1024;  // the default dynamic shared-memory limit, no opt-in needed
+
+template <typename T, int K, int R>
+__global__ void __launch_bounds__(256, 1)
+    depthwise_conv_nchw_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                               const T* __restrict__ z, T* __restrict__ y, Window2d g, Epilogue e, int tiles_w,
+                               int in_rows, int in_cols) {
+  extern __shared__ float dw_smem[];
+  const int kh = K > 0 ? K : static_cast<int>(g.kh), kw = K > 0 ? K : static_cast<int>(g.kw);
+  float* w_s = dw_smem;
+  float* x_s = dw_smem + kh * kw;
+  const int64_t plane = blockIdx.x;
+  const int64_t ch = plane % g.c;
+  const int tile_y = static_cast<int>(blockIdx.y) / tiles_w, tile_x = static_cast<int>(blockIdx.y) - tile_y * tiles_w;
+  const int64_t oy0 = static_cast<int64_t>(tile_y) * (blockDim.y * R), ox0 = static_cast<int64_t>(tile_x) * blockDim.x;
+  const int64_t iy0 = oy0 * g.sh - g.ph, ix0 = ox0 * g.sw - g.pw;
+  const T* xp = x + plane * g.h * g.w;
+  const int tid = threadIdx.y * blockDim.x + threadIdx.x, nthreads = blockDim.x * blockDim.y;
+  for (int i = tid; i < kh * kw; i += nthreads) w_s[i] = Elem<T>::ld(w[ch * kh * kw + i]);
+  // Rows by threadIdx.y and columns by threadIdx.x: consecutive threads read consecutive input
+  // columns (coalesced), and no index division is needed.
+  for (int r = threadIdx.y; r < in_rows; r += blockDim.y) {
+    const int64_t iy = iy0 + r;
+    const bool row_in = iy >= 0 && iy < g.h;
+    const T* xrow = xp + iy * g.w;
+    for (int col = threadIdx.x; col < in_cols; col += blockDim.x) {
+      const int64_t ix = ix0 + col;
+      x_s[r * in_cols + col] = row_in && ix >= 0 && ix < g.w ? Elem<T>::ld(xrow[ix]) : 0.f;
+    }
+  }
+  __syncthreads();
+
+  const int r0 = threadIdx.y * R;  // this thread's first tile row
+  const int sw = static_cast<int>(g.sw), dw = static_cast<int>(g.dw);
+  const float* xs = x_s + threadIdx.x * sw;
+  float acc[R];
+#pragma unroll
+  for (int r = 0; r < R; ++r) acc[r] = 0.f;
+  if constexpr (K > 0) {
+    // Square K x K filter with row stride and dilation 1: input row r0 + i feeds output row r0 + r
+    // through tap ky = i - r, so each staged value is read once for all R rows it contributes to
+    // (R + K - 1 rows read instead of R * K) and the weights sit in registers.
+    float wr[K * K];
+#pragma unroll
+    for (int i = 0; i < K * K; ++i) wr[i] = w_s[i];
+#pragma unroll
+    for (int i = 0; i < R + K - 1; ++i) {
+      const float* row = xs + (r0 + i) * in_cols;
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
+        const float xv = row[kx * dw];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const int ky = i - r;
+          if (ky >= 0 && ky < K) acc[r] += xv * wr[ky * K + kx];
+        }
+      }
+    }
+  } else {
+    const int sh = static_cast<int>(g.sh), dh = static_cast<int>(g.dh);
+    for (int ky = 0; ky < kh; ++ky)
+      for (int kx = 0; kx < kw; ++kx) {
+        const float wv = w_s[ky * kw + kx];
+        const float* col = xs + ky * dh * in_cols + kx * dw;
+#pragma unroll
+        for (int r = 0; r < R; ++r) acc[r] += col[(r0 + r) * sh * in_cols] * wv;
+      }
+  }
+
+  const int64_t ox = ox0 + threadIdx.x;
+  if (ox >= g.ow) return;
+  const float b = bias ? Elem<T>::ld(bias[ch]) : 0.f;
+#pragma unroll
+  for (int r = 0; r < R; ++r) {
+    const int64_t oy = oy0 + r0 + r;
+    if (oy >= g.oh) break;
+    const int64_t o = (plane * g.oh + oy) * g.ow + ox;
+    float v = acc[r] + b;
+    if (z) v += Elem<T>::ld(z[o]);
+    y[o] = Elem<T>::st(apply_epilogue(e, v));
+  }
+}
+
+// The tile of one NCHW depthwise launch: TW output columns (threads along x), R rows per thread.
+struct DwNchwTile {
+  int tw = 32, r = 4;
+  int in_rows = 0, in_cols = 0;
+  int64_t tiles_w = 0, tiles = 0;
+  size_t smem = 0;
+};
+
+// Fills `t` for a TW x 8R tile; false when it needs more than kMaxDynamicShared bytes or more than
+// 65535 tiles (grid.y) per plane.
+bool dw_nchw_tile(const Window2d& g, int tw, int r, DwNchwTile* t) {
+  const int64_t th = int64_t{kDwRowsOfThreads} * r;
+  const int64_t rows = (th - 1) * g.sh + (g.kh - 1) * g.dh + 1, cols = (tw - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+  const int64_t floats = rows * cols + g.kh * g.kw;
+  // Each factor is checked before the product, so a huge stride or kernel cannot overflow it.
+  if (rows > int64_t{kMaxDynamicShared} || cols > int64_t{kMaxDynamicShared} || g.kh * g.kw > int64_t{kMaxDynamicShared} ||
+      floats * 4 > static_cast<int64_t>(kMaxDynamicShared))
+    return false;
+  const int64_t tiles_w = (g.ow + tw - 1) / tw, tiles = tiles_w * ((g.oh + th - 1) / th);
+  if (tiles > 65535) return false;
+  *t = DwNchwTile{tw, r, static_cast<int>(rows), static_cast<int>(cols), tiles_w, tiles, static_cast<size_t>(floats) * 4};
+  return true;
+}
+
+// The tile shape follows the output plane, so a 7x7 or 14x14 plane (ConvNeXt's later stages) does
+// not leave most of a 32x32 tile's threads idle; a problem whose preferred tile does not fit
+// shared memory retries with the smallest tile before it is refused.
+bool dw_nchw_plan(const Window2d& g, DwNchwTile* t) {
+  if (g.n * g.c > 0x7fffffffLL || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.kh < 1 || g.kw < 1) return false;
+  int tw = 32, r = 4;
+  if (g.ow <= 8 && g.oh <= 8) {
+    tw = 8; r = 1;
+  } else if (g.ow <= 16 && g.oh <= 16) {
+    tw = 16; r = 2;
+  }
+  return dw_nchw_tile(g, tw, r, t) || dw_nchw_tile(g, 8, 1, t);
+}
+
+template <typename T, int K, int R>
+cudaError_t dw_nchw_t(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
+                      Epilogue e, const DwNchwTile& t, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>(g.n * g.c), static_cast<unsigned>(t.tiles));
+  const dim3 block(static_cast<unsigned>(t.tw), kDwRowsOfThreads);
+  depthwise_conv_nchw_kernel<T, K, R><<<grid, block, t.smem, s>>>(
+      static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
+      static_cast<T*>(y), g, e, static_cast<int>(t.tiles_w), t.in_rows, t.in_cols);
+  return cudaGetLastError();
+}
+
+template <typename T, int K>
+cudaError_t dw_nchw_rows(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
+                         Epilogue e, const DwNchwTile& t, cudaStream_t s) {
+  switch (t.r) {
+    case 1: return dw_nchw_t<T, K, 1>(x, w, bias, z, y, g, e, t, s);
+    case 2: return dw_nchw_t<T, K, 2>(x, w, bias, z, y, g, e, t, s);
+    default: return dw_nchw_t<T, K, 4>(x, w, bias, z, y, g, e, t, s);
+  }
+}
+
+// The common square filters with row stride and dilation 1 (ConvNeXt's 7x7, MobileNet's 3x3 and
+// 5x5) get the register-blocked path; everything else the generic one.
+template <typename T>
+cudaError_t dw_nchw_dispatch(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
+                             Epilogue e, const DwNchwTile& t, cudaStream_t s) {
+  const bool rows_unit = g.sh == 1 && g.dh == 1 && g.kh == g.kw;
+  if (rows_unit && g.kh == 3) return dw_nchw_rows<T, 3>(x, w, bias, z, y, g, e, t, s);
+  if (rows_unit && g.kh == 5) return dw_nchw_rows<T, 5>(x, w, bias, z, y, g, e, t, s);
+  if (rows_unit && g.kh == 7) return dw_nchw_rows<T, 7>(x, w, bias, z, y, g, e, t, s);
+  return dw_nchw_rows<T, 0>(x, w, bias, z, y, g, e, t, s);
+}
+
+// ---- Pointwise (1x1, stride 1, no padding, one group) convolution over NHWC ----
+//
+// A GEMM y[P, m] = x[P, c] * w[m, c]^T with a small c (MobileNetV2/EfficientNet expansions: 16 or
+// 24 input channels into 96 or 144): memory-bound on the output, which cuDNN's legacy NHWC path
+// writes at well under the bandwidth. A block stages the whole weight matrix once, transposed to
+// [c][m] so the threads of one pixel read consecutive words, then walks pixel tiles of kPwPixels:
+// each tile is staged as float, and a thread computes V consecutive output channels (one 16-byte
+// store in the vector case) of kPwRows pixels, so each weight read from shared memory serves
+// kPwRows pixels and each x read V channels.
+constexpr int kPwPixels = 64;
+constexpr int kPwRows = 4;
+constexpr int kPwQuads = kPwPixels / kPwRows;  // pixel groups of a tile: pixels q, q + 16, q + 32, q + 48
+
+// x tile row stride: odd, so the pixels a warp reads at once fall in different banks.
+__host__ __device__ constexpr int pw_x_stride(int c) { return c % 2 ? c : c + 1; }
+
+int64_t pw_shared_floats(int64_t c, int64_t m) { return c * m + int64_t{kPwPixels} * pw_x_stride(static_cast<int>(c)); }
+
+// __launch_bounds__(256, 1) on both kernels: with the default occupancy target ptxas kept the
+// float16 8-lane pointwise variant (and the 3x3 depthwise one) at 64 registers and spilled.
+template <typename T, int V>
+__global__ void __launch_bounds__(256, 1)
+    pointwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
+                               const T* __restrict__ z, T* __restrict__ y, int64_t pixels, int c, int m, Epilogue e,
+                               int64_t tiles) {
+  // float4 so the dynamic shared memory is 16-byte aligned for the vector weight reads.
+  extern __shared__ float4 pw_smem4[];
+  float* w_s = reinterpret_cast<float*>(pw_smem4);  // [c][m]
+  const int xs = pw_x_stride(c);
+  float* x_s = w_s + c * m;  // [kPwPixels][xs]
+  for (int i = threadIdx.x; i < c * m; i += blockDim.x) {
+    const int co = i / c, ci = i - co * c;
+    w_s[ci * m + co] = Elem<T>::ld(w[i]);
+  }
+  const int groups = m / V, items = kPwQuads * groups;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t p0 = tile * kPwPixels;
+    const int np = static_cast<int>(pixels - p0 < kPwPixels ? pixels - p0 : kPwPixels);
+    __syncthreads();  // the previous tile's reads of x_s are done (and, first time, w_s is staged)
+    // The tile is np * c consecutive elements of x: coalesced whatever c is. Pixels past the end
+    // are zeros (computed, never stored).
+    const T* xt = x + p0 * c;
+    for (int i = threadIdx.x; i < kPwPixels * c; i += blockDim.x) {
+      const int p = i / c;
+      x_s[p * xs + (i - p * c)] = p < np ? Elem<T>::ld(xt[i]) : 0.f;
+    }
+    __syncthreads();
+    for (int it = threadIdx.x; it < items; it += blockDim.x) {
+      const int q = it / groups, co = (it - q * groups) * V;
+      float acc[kPwRows][V];
+#pragma unroll
+      for (int r = 0; r < kPwRows; ++r)
+#pragma unroll
+        for (int v = 0; v < V; ++v) acc[r][v] = 0.f;
+      const float* xq = x_s + q * xs;
+      for (int ci = 0; ci < c; ++ci) {
+        float wv[V];
+        const float* wp = w_s + ci * m + co;
+        if constexpr (V % 4 == 0) {
+#pragma unroll
+          for (int v = 0; v < V; v += 4) {
+            const float4 f = *reinterpret_cast<const float4*>(wp + v);
+            wv[v] = f.x; wv[v + 1] = f.y; wv[v + 2] = f.z; wv[v + 3] = f.w;
+          }
+        } else {
+#pragma unroll
+          for (int v = 0; v < V; ++v) wv[v] = wp[v];
+        }
+#pragma unroll
+        for (int r = 0; r < kPwRows; ++r) {
+          const float xv = xq[r * kPwQuads * xs + ci];
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[r][v] += xv * wv[v];
+        }
+      }
+      float bv[V];
+#pragma unroll
+      for (int v = 0; v < V; ++v) bv[v] = bias ? Elem<T>::ld(bias[co + v]) : 0.f;
+#pragma unroll
+      for (int r = 0; r < kPwRows; ++r) {
+        const int p = q + r * kPwQuads;
+        if (p >= np) break;
+        const int64_t o = (p0 + p) * m + co;
+        Lanes<T, V> zv;
+        if (z) zv = *reinterpret_cast<const Lanes<T, V>*>(z + o);
+        Lanes<T, V> yv;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          float s = acc[r][v] + bv[v];
+          if (z) s += Elem<T>::ld(zv.v[v]);
+          yv.v[v] = Elem<T>::st(apply_epilogue(e, s));
+        }
+        *reinterpret_cast<Lanes<T, V>*>(y + o) = yv;
+      }
+    }
+  }
+}
+
+template <typename T, int V>
+cudaError_t pointwise_nhwc_t(const void* x, const void* w, const void* bias, const void* z, void* y, int64_t pixels,
+                             int c, int m, Epilogue e, cudaStream_t s) {
+  const int items = kPwQuads * (m / V);
+  const int threads = items >= 256 ? 256 : (items + 31) / 32 * 32;
+  const size_t smem = static_cast<size_t>(pw_shared_floats(c, m)) * sizeof(float);
+  const int64_t tiles = (pixels + kPwPixels - 1) / kPwPixels;
+  // One resident wave of blocks walking the pixel tiles: each block stages the weights once and
+  // reuses them for every tile it takes.
+  int dev = 0, sms = 0, per_sm = 0;
+  cudaError_t err = cudaGetDevice(&dev);
+  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (err == cudaSuccess)
+    err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pointwise_conv_nhwc_kernel<T, V>, threads, smem);
+  if (err != cudaSuccess) return err;
+  const int64_t wave = static_cast<int64_t>(sms > 0 ? sms : 1) * (per_sm > 0 ? per_sm : 1);
+  const unsigned grid = static_cast<unsigned>(tiles < wave ? tiles : wave);
+  pointwise_conv_nhwc_kernel<T, V><<<grid, threads, smem, s>>>(
+      static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
+      static_cast<T*>(y), pixels, c, m, e, tiles);
+  return cudaGetLastError();
+}
+
+// Widest lane count (16 bytes at most) that divides m and that the vector-accessed y and z are
+// aligned to; x and w are read element by element into shared memory, so they need no alignment.
+template <typename T>
+cudaError_t pointwise_nhwc_dispatch(const void* x, const void* w, const void* bias, const void* z, void* y,
+                                    int64_t pixels, int c, int m, Epilogue e, cudaStream_t s) {
+  const auto addr = reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(z);
+  auto fits = [&](int v) { return m % v == 0 && addr % (sizeof(T) * static_cast<size_t>(v)) == 0; };
+  constexpr int kMax = 16 / static_cast<int>(sizeof(T));
+  if (fits(kMax)) return pointwise_nhwc_t<T, kMax>(x, w, bias, z, y, pixels, c, m, e, s);
+  if (kMax > 4 && fits(4)) return pointwise_nhwc_t<T, (kMax > 4 ? 4 : 1)>(x, w, bias, z, y, pixels, c, m, e, s);
+  if (fits(2)) return pointwise_nhwc_t<T, 2>(x, w, bias, z, y, pixels, c, m, e, s);
+  return pointwise_nhwc_t<T, 1>(x, w, bias, z, y, pixels, c, m, e, s);
+}
+
 template <typename T>
 __global__ void global_pool_kernel(bool max, const T* __restrict__ x, T* __restrict__ y, int64_t area) {
   __shared__ float sh[32];
@@ -357,6 +658,34 @@ cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, co
   if (total == 0) return cudaSuccess;
   const bool int32 = fits_int32(g, total);
   GRAFT_FLOAT_DISPATCH(t, return depthwise_nhwc_dispatch<T>(x, w, bias, z, y, g, e, s, int32));
+  return cudaErrorInvalidValue;
+}
+
+bool depthwise_conv_nchw_supported(const Window2d& g) {
+  DwNchwTile t;
+  return dw_nchw_plan(g, &t);
+}
+
+cudaError_t launch_depthwise_conv_nchw(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
+                                       const Window2d& g, Epilogue e, cudaStream_t s) {
+  if (g.n * g.c * g.oh * g.ow == 0) return cudaSuccess;
+  DwNchwTile tile;
+  if (!dw_nchw_plan(g, &tile)) return cudaErrorInvalidValue;
+  GRAFT_FLOAT_DISPATCH(t, return dw_nchw_dispatch<T>(x, w, bias, z, y, g, e, tile, s));
+  return cudaErrorInvalidValue;
+}
+
+bool pointwise_conv_nhwc_supported(int64_t c, int64_t m) {
+  return c >= 1 && m >= 1 && c <= int64_t{kMaxDynamicShared} && m <= int64_t{kMaxDynamicShared} &&
+         pw_shared_floats(c, m) * static_cast<int64_t>(sizeof(float)) <= static_cast<int64_t>(kMaxDynamicShared);
+}
+
+cudaError_t launch_pointwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
+                                       int64_t pixels, int64_t c, int64_t m, Epilogue e, cudaStream_t s) {
+  if (!pointwise_conv_nhwc_supported(c, m) || pixels < 0) return cudaErrorInvalidValue;
+  if (pixels == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, return pointwise_nhwc_dispatch<T>(x, w, bias, z, y, pixels, static_cast<int>(c),
+                                                            static_cast<int>(m), e, s));
   return cudaErrorInvalidValue;
 }
 

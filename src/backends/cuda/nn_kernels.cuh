@@ -1,6 +1,8 @@
 // Launchers for the nn CUDA kernels that do not go through cuBLASLt/cuDNN: a direct 2-D
-// convolution (the fallback when cuDNN is absent or cannot express the padding), 2-D max/average
-// pooling, global average/max pooling and inference BatchNormalization. FP32 accumulation.
+// convolution (the fallback when cuDNN is absent or cannot express the padding), graft's own
+// depthwise (NHWC and NCHW) and pointwise (NHWC) convolutions that GraftConv times against cuDNN,
+// 2-D max/average pooling, global average/max pooling and inference BatchNormalization. FP32
+// accumulation.
 #pragma once
 
 #include "backends/cuda/cuda_kernel_common.cuh"
@@ -48,6 +50,26 @@ cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void*
 // along the contiguous channel axis) and accumulates in float32.
 cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
                                        const Window2d& g, Epilogue e, cudaStream_t s);
+
+// Depthwise 2-D convolution over NCHW (group == channels): x [n, c, h, w], w [c, 1, kh, kw] (ONNX
+// layout), y [n, c, oh, ow], the same fused epilogue. One block per output tile of one (n, c) plane,
+// the input tile with its halo staged in shared memory. Its limits: the staged tile and weights fit
+// 48 KB of shared memory (so very large kernels, strides or dilations are refused), at most 65535
+// tiles per plane and 2^31 - 1 planes. `supported` says whether a problem is within them; the
+// launcher returns cudaErrorInvalidValue (launching nothing) when it is not.
+bool depthwise_conv_nchw_supported(const Window2d& g);
+cudaError_t launch_depthwise_conv_nchw(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
+                                       const Window2d& g, Epilogue e, cudaStream_t s);
+
+// Pointwise convolution over NHWC (1x1 kernel, stride 1, no padding, one group), i.e. the GEMM
+// y[p, :] = act(w x[p, :] + bias + z[p, :]) over `pixels` rows: x [pixels, c], w [m, c] (graft's
+// NHWC filter layout [m, 1, 1, c]), y and z [pixels, m]; bias and z may be null. Whole weight
+// matrix in shared memory, so it takes only small problems: `supported` is c * m plus a 64-pixel
+// tile of x fitting 48 KB as float; the launcher returns cudaErrorInvalidValue (launching nothing)
+// otherwise. Any m (a scalar path where 16-byte vectors do not divide it) and any alignment.
+bool pointwise_conv_nhwc_supported(int64_t c, int64_t m);
+cudaError_t launch_pointwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
+                                       int64_t pixels, int64_t c, int64_t m, Epilogue e, cudaStream_t s);
 
 // y[r] = mean or max over x[r, 0:area] for r < rows.
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s);

@@ -1,0 +1,275 @@
+// graft's own convolution kernels that GraftConv times against cuDNN (conv_ops.cpp variants 3 and 4):
+//   - the NCHW depthwise kernel, the untuned choice for NCHW depthwise problems, so it is tested
+//     through the op against the CPU reference like the NHWC one (nn_reduce_test.cpp);
+//   - the NHWC pointwise (1x1) kernel, which runs only where timing picked it, so its launcher is
+//     tested directly against a double-precision computation here.
+// Both also have limits (shared memory); problems past them must be refused, never half-run.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <deque>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/nn_kernels.cuh"
+#include "cuda_kernel_harness.h"
+
+namespace graft::testing {
+namespace {
+
+using cuda::k::Epilogue;
+using cuda::k::KType;
+
+// Every activation of the fused epilogue; Clip with bounds tight enough that both bind on random data.
+const char* const kActivations[] = {"", "Relu", "HardSwish", "Clip", "Silu"};
+
+// GraftConv over NCHW with one filter per channel runs graft's NCHW depthwise kernel. The shapes
+// reach every path: the register-blocked square 3/5/7 filters (row stride and dilation 1) with each
+// tile shape (8x8, 16x16, 32x32 by the output plane), the generic path (row stride or dilation > 1,
+// non-square filters), planes spanning several tiles in both directions, and sizes that are not
+// multiples of the tile.
+TEST(CudaNn, GraftConvDepthwiseNchw) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Spec {
+    int64_t n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw;
+    bool bias, residual;
+    const char* act;
+  };
+  const Spec specs[] = {
+      {2, 8, 56, 56, 7, 7, 1, 1, 3, 3, 1, 1, true, false, ""},            // convnext 7x7: 2x2 tiles of 32x32
+      {3, 3, 7, 7, 7, 7, 1, 1, 3, 3, 1, 1, true, true, "Silu"},           // convnext's last stage: one 8x8 tile
+      {2, 6, 17, 19, 3, 3, 2, 2, 1, 1, 1, 1, true, false, "Relu"},        // 3x3 stride 2 (generic path)
+      {1, 5, 13, 11, 5, 5, 1, 1, 2, 2, 1, 1, true, true, "HardSwish"},    // 5x5 with a residual, 16x16 tile
+      {2, 4, 15, 12, 3, 3, 1, 1, 2, 2, 2, 2, false, false, ""},           // dilated, no bias
+      {2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, true, false, "Clip"},         // ReLU6-style clamp
+      {1, 4, 40, 37, 3, 3, 1, 1, 1, 1, 1, 1, true, true, "Relu"},         // odd sizes over several tiles
+      {1, 3, 70, 45, 5, 5, 2, 2, 2, 2, 1, 1, false, true, "Clip"},        // strided, 2x1 tiles, no bias
+      {2, 5, 21, 23, 3, 5, 1, 1, 1, 2, 1, 1, true, false, "Silu"},        // non-square filter (generic)
+      {1, 6, 19, 41, 3, 3, 1, 2, 0, 1, 1, 1, true, true, "HardSwish"},    // column stride only: fast path
+      {1, 2, 12, 12, 5, 5, 1, 1, 0, 0, 1, 1, true, false, "Relu"},        // unpadded
+      {2, 3, 33, 8, 3, 3, 1, 1, 1, 1, 1, 3, false, true, ""},             // column dilation only, tall plane
+  };
+  for (const Spec& s : specs) {
+    const int64_t oh = (s.h + 2 * s.ph - s.dh * (s.kh - 1) - 1) / s.sh + 1;
+    const int64_t ow = (s.w + 2 * s.pw - s.dw * (s.kw - 1) - 1) / s.sw + 1;
+    KernelCase c{"GraftConv", {rnd(rng, {s.n, s.c, s.h, s.w}), rnd(rng, {s.c, 1, s.kh, s.kw})}};
+    c.inputs.push_back(s.bias ? rnd(rng, {s.c}) : Tensor());
+    if (s.residual) c.inputs.push_back(rnd(rng, {s.n, s.c, oh, ow}));
+    c.attrs.set("activation", std::string(s.act));
+    if (std::string(s.act) == "Clip") {
+      c.attrs.set("clip_min", -0.25f);
+      c.attrs.set("clip_max", 0.5f);
+    }
+    c.attrs.set("group", s.c);
+    c.attrs.set("kernel_shape", std::vector<int64_t>{s.kh, s.kw});
+    c.attrs.set("strides", std::vector<int64_t>{s.sh, s.sw});
+    c.attrs.set("pads", std::vector<int64_t>{s.ph, s.pw, s.ph, s.pw});
+    c.attrs.set("dilations", std::vector<int64_t>{s.dh, s.dw});
+    c.tol32 = 1e-5;
+    c.label = "x " + std::to_string(s.h) + "x" + std::to_string(s.w) + " k " + std::to_string(s.kh) + "x" +
+              std::to_string(s.kw) + " stride " + std::to_string(s.sh) + "," + std::to_string(s.sw) + " act '" +
+              s.act + "'";
+    run_kernel_case(c, DataType::kFloat32, seed);
+    run_kernel_case(c, DataType::kFloat16, seed);
+  }
+}
+
+// A filter too large for the kernel's shared-memory tile: the launcher refuses it (launching
+// nothing), and GraftConv, whose eligibility mirrors the launcher's limits, runs it on cuDNN instead.
+TEST(CudaNn, GraftConvDepthwiseNchwBeyondSharedMemory) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  // 80x80 filter, 8x8 output: even the smallest tile stages 87x87 input floats and 80x80 weights
+  // (55 KB).
+  const int64_t n = 1, ch = 2, k = 80, h = 87, w = 87, o = h - k + 1;
+  cuda::k::Window2d g;
+  g.n = n; g.c = ch; g.h = h; g.w = w; g.oh = o; g.ow = o; g.kh = k; g.kw = k;
+  EXPECT_FALSE(cuda::k::depthwise_conv_nchw_supported(g));
+  {
+    cuda::k::Window2d small = g;  // a 60x60 filter over 67x67 (8x8 output): 67x67 + 60x60 floats fit
+    small.h = small.w = 67;
+    small.kh = small.kw = 60;
+    small.oh = small.ow = 8;
+    EXPECT_TRUE(cuda::k::depthwise_conv_nchw_supported(small));
+  }
+  const size_t ybytes = static_cast<size_t>(n * ch * o * o) * sizeof(float);
+  void *dx = nullptr, *dw = nullptr, *dy = nullptr;
+  ASSERT_EQ(cudaMalloc(&dx, static_cast<size_t>(n * ch * h * w) * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dw, static_cast<size_t>(ch * k * k) * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dy, ybytes), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dx, 0, static_cast<size_t>(n * ch * h * w) * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dw, 0, static_cast<size_t>(ch * k * k) * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dy, 0xFF, ybytes), cudaSuccess);
+  EXPECT_EQ(cuda::k::launch_depthwise_conv_nchw(KType::kF32, dx, dw, nullptr, nullptr, dy, g, Epilogue{}, nullptr),
+            cudaErrorInvalidValue);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<unsigned char> back(ybytes);
+  ASSERT_EQ(cudaMemcpy(back.data(), dy, ybytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  for (size_t i = 0; i < ybytes; ++i) ASSERT_EQ(back[i], 0xFF) << "byte " << i << " written by a refused launch";
+  cudaFree(dx);
+  cudaFree(dw);
+  cudaFree(dy);
+
+  KernelCase c{"GraftConv", {rnd(rng, {n, ch, h, w}), rnd(rng, {ch, 1, k, k}), rnd(rng, {ch})}};
+  c.attrs.set("activation", std::string("Relu"));
+  c.attrs.set("group", ch);
+  c.attrs.set("kernel_shape", std::vector<int64_t>{k, k});
+  c.tol32 = 1e-4;
+  c.label = "80x80 depthwise filter (cuDNN)";
+  run_kernel_case(c, DataType::kFloat32, seed);
+  run_kernel_case(c, DataType::kFloat16, seed);
+}
+
+// ---- the NHWC pointwise kernel, through its launcher ----
+
+struct DevBuf {
+  void* p = nullptr;
+  explicit DevBuf(size_t bytes) {
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) p = nullptr;
+  }
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
+double activation_ref(const char* act, double v, double lo, double hi) {
+  const std::string a(act);
+  if (a == "Relu") return v > 0 ? v : 0;
+  if (a == "HardSwish") return v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0);
+  if (a == "Clip") return v < lo ? lo : (v > hi ? hi : v);
+  if (a == "Silu") return v / (1 + std::exp(-v));
+  return v;
+}
+
+int activation_code(const char* act) {
+  for (int i = 0; i < 5; ++i)
+    if (std::string(act) == kActivations[i]) return i;
+  return -1;
+}
+
+struct PointwiseCase {
+  int64_t pixels, c, m;
+  bool bias, residual;
+  const char* act;
+  int64_t offset;  // elements by which y and z start past an aligned address (0: vector path)
+};
+
+// Uploads `t` (float32 on the host) as `dt`; `ref` gets the values the device sees, in double.
+void* upload(const Tensor& t, DataType dt, int64_t offset, std::deque<DevBuf>& bufs, std::vector<double>* ref) {
+  Tensor low = dt == DataType::kFloat32 ? t : t.cast(dt).value();
+  if (ref) *ref = to_doubles(low);
+  const size_t es = dtype_size(dt);
+  bufs.emplace_back(static_cast<size_t>(low.numel() + offset) * es);
+  char* p = static_cast<char*>(bufs.back().p);
+  if (!p) return nullptr;
+  if (cudaMemcpy(p + offset * es, low.data(), low.nbytes(), cudaMemcpyHostToDevice) != cudaSuccess) return nullptr;
+  return p + offset * es;
+}
+
+void run_pointwise(const PointwiseCase& pc, DataType dt, std::mt19937& rng, uint32_t seed) {
+  SCOPED_TRACE("pointwise pixels " + std::to_string(pc.pixels) + " c " + std::to_string(pc.c) + " m " +
+               std::to_string(pc.m) + (pc.bias ? " bias" : "") + (pc.residual ? " residual" : "") + " act '" + pc.act +
+               "' offset " + std::to_string(pc.offset) + " dtype " + dtype_name(dt) + " seed " + std::to_string(seed));
+  ASSERT_TRUE(cuda::k::pointwise_conv_nhwc_supported(pc.c, pc.m));
+  const float lo = -0.25f, hi = 0.5f;
+  std::deque<DevBuf> bufs;  // deque: DevBufs never move
+  std::vector<double> x, w, b, z;
+  void* dx = upload(rnd(rng, {pc.pixels, pc.c}), dt, 0, bufs, &x);
+  void* dw = upload(rnd(rng, {pc.m, pc.c}), dt, 0, bufs, &w);
+  void* db = pc.bias ? upload(rnd(rng, {pc.m}), dt, 0, bufs, &b) : nullptr;
+  void* dz = pc.residual ? upload(rnd(rng, {pc.pixels, pc.m}), dt, pc.offset, bufs, &z) : nullptr;
+  ASSERT_TRUE(dx && dw && (!pc.bias || db) && (!pc.residual || dz)) << "device allocation or copy failed";
+  const size_t es = dtype_size(dt), ybytes = static_cast<size_t>(pc.pixels * pc.m) * es;
+  bufs.emplace_back(ybytes + static_cast<size_t>(pc.offset) * es);
+  ASSERT_NE(bufs.back().p, nullptr);
+  void* dy = static_cast<char*>(bufs.back().p) + pc.offset * es;
+  ASSERT_EQ(cudaMemset(dy, 0xFF, ybytes), cudaSuccess);  // poison: NaN everywhere
+
+  const Epilogue e{activation_code(pc.act), lo, hi};
+  ASSERT_EQ(cuda::k::launch_pointwise_conv_nhwc(static_cast<KType>(dt), dx, dw, db, dz, dy, pc.pixels, pc.c, pc.m, e,
+                                                nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  Tensor got = Tensor::empty(dt, {pc.pixels, pc.m});
+  ASSERT_EQ(cudaMemcpy(got.data(), dy, ybytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  const std::vector<double> g = to_doubles(got);
+
+  double num = 0, den = 0;
+  for (int64_t p = 0; p < pc.pixels; ++p)
+    for (int64_t co = 0; co < pc.m; ++co) {
+      double acc = pc.bias ? b[static_cast<size_t>(co)] : 0.0;
+      for (int64_t ci = 0; ci < pc.c; ++ci)
+        acc += x[static_cast<size_t>(p * pc.c + ci)] * w[static_cast<size_t>(co * pc.c + ci)];
+      const size_t at = static_cast<size_t>(p * pc.m + co);
+      if (pc.residual) acc += z[at];
+      const double want = activation_ref(pc.act, acc, lo, hi);
+      ASSERT_FALSE(std::isnan(g[at])) << "y[" << p << ", " << co << "] is NaN (unwritten?)";
+      num += (g[at] - want) * (g[at] - want);
+      den += want * want;
+    }
+  const double rel = std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+  const double tol = dt == DataType::kFloat32 ? 1e-5 : 1e-2;
+  EXPECT_LE(rel, tol) << "relative error norm " << rel;
+}
+
+// Input channels of MobileNet/EfficientNet expansions and an RGB-like 3; output channels that are a
+// multiple of every vector width (8, 96, 144) and one that is only a multiple of 4 (20); pixel
+// counts that leave the last 64-pixel tile partial, and one large enough that blocks walk several
+// tiles; y and z one element past alignment (the scalar path).
+TEST(CudaConvKernels, PointwiseNhwc) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  std::vector<PointwiseCase> cases;
+  int i = 0;
+  for (int64_t c : {3, 16, 24, 40})
+    for (int64_t m : {8, 96, 144, 20}) {
+      const int64_t pixels = i % 3 == 0 ? 2 * 7 * 9 : (i % 3 == 1 ? 64 : 3 * 11 * 13);
+      cases.push_back({pixels, c, m, i % 2 == 0, i % 3 != 1, kActivations[i % 5], 0});
+      ++i;
+    }
+  for (const char* act : kActivations) cases.push_back({5 * 17, 16, 96, true, true, act, 0});
+  cases.push_back({40000, 16, 96, true, false, "Relu", 0});  // far more tiles than resident blocks
+  cases.push_back({129, 24, 144, true, true, "HardSwish", 1});
+  cases.push_back({77, 3, 20, false, true, "Silu", 1});
+  cases.push_back({1, 40, 8, true, true, "Clip", 0});  // a single pixel
+  for (const PointwiseCase& pc : cases) {
+    run_pointwise(pc, DataType::kFloat32, rng, seed);
+    run_pointwise(pc, DataType::kFloat16, rng, seed);
+  }
+}
+
+// Past the shared-memory limit (the whole weight matrix plus a 64-pixel tile of x, as float, in
+// 48 KB): refused with cudaErrorInvalidValue and nothing written.
+TEST(CudaConvKernels, PointwiseNhwcRefusesBeyondSharedMemory) {
+  GRAFT_REQUIRE_GPU();
+  EXPECT_TRUE(cuda::k::pointwise_conv_nhwc_supported(40, 144));
+  EXPECT_TRUE(cuda::k::pointwise_conv_nhwc_supported(96, 24));
+  EXPECT_FALSE(cuda::k::pointwise_conv_nhwc_supported(64, 384));
+  EXPECT_FALSE(cuda::k::pointwise_conv_nhwc_supported(1, 20000));
+  EXPECT_FALSE(cuda::k::pointwise_conv_nhwc_supported(0, 8));
+  const int64_t pixels = 100, c = 64, m = 384;
+  DevBuf x(static_cast<size_t>(pixels * c) * 2), w(static_cast<size_t>(m * c) * 2), y(static_cast<size_t>(pixels * m) * 2);
+  ASSERT_TRUE(x.p && w.p && y.p);
+  ASSERT_EQ(cudaMemset(x.p, 0, static_cast<size_t>(pixels * c) * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(w.p, 0, static_cast<size_t>(m * c) * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(y.p, 0xFF, static_cast<size_t>(pixels * m) * 2), cudaSuccess);
+  EXPECT_EQ(cuda::k::launch_pointwise_conv_nhwc(KType::kF16, x.p, w.p, nullptr, nullptr, y.p, pixels, c, m, Epilogue{},
+                                                nullptr),
+            cudaErrorInvalidValue);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<unsigned char> back(static_cast<size_t>(pixels * m) * 2);
+  ASSERT_EQ(cudaMemcpy(back.data(), y.p, back.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], 0xFF) << "byte " << i << " written by a refused launch";
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace graft::testing
