@@ -80,6 +80,25 @@ TEST(CudaNn, GraftConvDepthwiseNchw) {
 
 // A filter too large for the kernel's shared-memory tile: the launcher refuses it (launching
 // nothing), and GraftConv, whose eligibility mirrors the launcher's limits, runs it on cuDNN instead.
+// A squeeze-excitation gate's 1x1 convolution over a 1x1 image in NHWC with channel counts that
+// are not multiples of 8 (EfficientNet-B0: 96 -> 4): conv_ops.cpp runs it as NCHW (the same bytes).
+TEST(CudaNn, GraftConvGateOverOnePixelNhwc) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (const auto& [cin, cout] : {std::pair<int64_t, int64_t>{12, 4}, {4, 12}, {96, 4}}) {
+    KernelCase c{"GraftConv", {rnd(rng, {3, 1, 1, cin}), rnd(rng, {cout, 1, 1, cin}), rnd(rng, {cout}),
+                               rnd(rng, {3, 1, 1, cout})}};
+    c.attrs.set("layout", std::string("NHWC"));
+    c.attrs.set("activation", std::string("Silu"));
+    c.attrs.set("kernel_shape", std::vector<int64_t>{1, 1});
+    c.tol32 = 1e-5;
+    c.label = "gate " + std::to_string(cin) + " -> " + std::to_string(cout);
+    run_kernel_case(c, DataType::kFloat32, seed);
+    run_kernel_case(c, DataType::kFloat16, seed);
+  }
+}
+
 TEST(CudaNn, GraftConvDepthwiseNchwBeyondSharedMemory) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();

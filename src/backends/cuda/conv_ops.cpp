@@ -75,6 +75,10 @@ Status conv_geometry(const CudaExec& ex, const Tensor& X, const Tensor& W, const
   g->ph = begins[0]; g->pw = begins[1];
   g->sh = wa.strides[0]; g->sw = wa.strides[1];
   g->dh = wa.dilations[0]; g->dw = wa.dilations[1];
+  // A 1x1 convolution over a 1x1 image (a squeeze-excitation gate the NHWC pass keeps in its region
+  // whatever its channel counts) has the same bytes in both layouts, filter included: run it as
+  // NCHW, where cuDNN takes any channel count.
+  if (g->nhwc && g->h == 1 && g->w == 1 && g->oh == 1 && g->ow == 1 && g->kh == 1 && g->kw == 1) g->nhwc = false;
   return Status::ok();
 }
 
