@@ -351,18 +351,8 @@ std::unique_ptr<GraftOrtOp> make_op(std::shared_ptr<const OpDef> def, const std:
 void load_env_plugins() {
   const char* libs = std::getenv("GRAFT_PLUGIN_LIBRARIES");
   if (!libs) return;
-  std::string all = libs;
-  size_t start = 0;
-  while (start <= all.size()) {
-    size_t end = all.find(':', start);
-    std::string path = all.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!path.empty()) {
-      Status st = load_plugin_library(path);
-      if (!st.is_ok()) std::fprintf(stderr, "[graft_onnxruntime] %s\n", st.to_string().c_str());
-    }
-    if (end == std::string::npos) break;
-    start = end + 1;
-  }
+  for (const Status& st : load_plugin_libraries(libs))
+    std::fprintf(stderr, "[graft_onnxruntime] %s\n", st.to_string().c_str());
 }
 
 // Ops and domains are built once and live as long as the process: ONNX Runtime keeps pointers to both

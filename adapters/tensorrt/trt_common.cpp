@@ -351,20 +351,8 @@ void log_info(const std::string& message) noexcept { log_at(nvinfer1::ILogger::S
 std::vector<std::shared_ptr<const OpDef>> adapted_ops() {
   static std::once_flag once;
   std::call_once(once, [] {
-    if (const char* libs = std::getenv("GRAFT_PLUGIN_LIBRARIES")) {
-      std::string all = libs;
-      size_t start = 0;
-      while (start <= all.size()) {
-        size_t end = all.find(':', start);
-        std::string path = all.substr(start, end == std::string::npos ? std::string::npos : end - start);
-        if (!path.empty()) {
-          Status st = load_plugin_library(path);
-          if (!st.is_ok()) log_error("(library)", st.to_string());
-        }
-        if (end == std::string::npos) break;
-        start = end + 1;
-      }
-    }
+    if (const char* libs = std::getenv("GRAFT_PLUGIN_LIBRARIES"))
+      for (const Status& st : load_plugin_libraries(libs)) log_error("(library)", st.to_string());
   });
   std::vector<std::shared_ptr<const OpDef>> out;
   for (auto& r : OpRegistry::global().all())

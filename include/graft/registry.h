@@ -66,4 +66,9 @@ Status register_graft_ops(OpRegistry& registry);
 // duplicate op. Loading the same path twice is a no-op.
 Status load_plugin_library(const std::string& path);
 
+// Loads every library of a colon-separated list (the adapters' GRAFT_PLUGIN_LIBRARIES); empty
+// entries are skipped. One library failing does not stop the others: the statuses of those that
+// failed are returned, in list order.
+std::vector<Status> load_plugin_libraries(const std::string& colon_separated);
+
 }  // namespace graft

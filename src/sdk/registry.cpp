@@ -154,4 +154,20 @@ Status load_plugin_library(const std::string& path) {
   return Status::ok();
 }
 
+std::vector<Status> load_plugin_libraries(const std::string& colon_separated) {
+  std::vector<Status> failed;
+  size_t start = 0;
+  while (start <= colon_separated.size()) {
+    const size_t end = colon_separated.find(':', start);
+    const std::string path = colon_separated.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!path.empty()) {
+      Status st = load_plugin_library(path);
+      if (!st.is_ok()) failed.push_back(std::move(st));
+    }
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return failed;
+}
+
 }  // namespace graft

@@ -146,18 +146,6 @@ TEST(CudaNn, GraftConvDepthwiseNchwBeyondSharedMemory) {
 
 // ---- the NHWC pointwise kernel, through its launcher ----
 
-struct DevBuf {
-  void* p = nullptr;
-  explicit DevBuf(size_t bytes) {
-    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) p = nullptr;
-  }
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-};
-
 double activation_ref(const char* act, double v, double lo, double hi) {
   const std::string a(act);
   if (a == "Relu") return v > 0 ? v : 0;

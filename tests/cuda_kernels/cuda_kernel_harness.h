@@ -49,6 +49,19 @@ struct GpuHandles {
 
 inline uint32_t fresh_seed() { return std::random_device{}(); }
 
+// A device buffer freed with its scope (p is null when cudaMalloc failed).
+struct DevBuf {
+  void* p = nullptr;
+  explicit DevBuf(size_t bytes) {
+    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) p = nullptr;
+  }
+  ~DevBuf() {
+    if (p) cudaFree(p);
+  }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+};
+
 struct KernelCase {
   std::string op;
   std::vector<Tensor> inputs;  // host; float32 inputs are converted to the tested float dtype

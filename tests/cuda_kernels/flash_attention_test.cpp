@@ -172,18 +172,6 @@ Views make_views(Layout l, const Problem& p) {
   return w;
 }
 
-struct DevBuf {
-  void* p = nullptr;
-  explicit DevBuf(size_t bytes) {
-    if (cudaMalloc(&p, bytes ? bytes : 1) != cudaSuccess) p = nullptr;
-  }
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-};
-
 // Runs one (dtype, problem, layout, tile size) combination and compares with d.ref.
 void run_layout(KType dt, const Problem& p, const Data& d, Layout l, int warps, uint32_t seed) {
   SCOPED_TRACE(std::string(dt_name(dt)) + " " + p.label + " layout " + layout_name(l) + " warps " +

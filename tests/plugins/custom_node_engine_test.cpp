@@ -188,6 +188,18 @@ std::pair<int, std::string> run_command(const std::string& cmd) {
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
 }
 
+// The adapters' GRAFT_PLUGIN_LIBRARIES form: empty entries skipped, a missing library reported by
+// path without stopping the others.
+TEST_F(CustomNodeEngine, PluginLibraryListLoadsEveryEntry) {
+  const std::string missing = (std::filesystem::path(::testing::TempDir()) / "no_such_plugin.so").string();
+  auto failed = graft::load_plugin_libraries(":" + missing + "::" + GRAFT_TEST_PLUGIN_CLAMPED_SWISH + ":");
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_NE(failed[0].to_string().find(missing), std::string::npos) << failed[0].to_string();
+  bool found = false;
+  for (const auto& r : graft::OpRegistry::global().all()) found |= r.def->identity().name == "ClampedSwish";
+  EXPECT_TRUE(found) << "the library after the missing one was loaded";
+}
+
 TEST_F(CustomNodeEngine, PlanWithUnregisteredPluginOpSaysToLoadThePlugin) {
   // Save a plan that uses the example plugin's op, then load it in fresh processes.
   ASSERT_TRUE(graft::load_plugin_library(GRAFT_TEST_PLUGIN_CLAMPED_SWISH).is_ok());
