@@ -23,9 +23,7 @@
 #include "build/tactics.h"
 #include "ops/layout.h"
 
-#ifdef GRAFT_WITH_CUDNN
-#include <cudnn.h>
-#endif
+#include "backends/cuda/cudnn_wrap.h"
 
 namespace graft::cuda {
 
@@ -104,57 +102,32 @@ size_t graft_conv_workspace(const Node&, const std::vector<const Tensor*>&) { re
 
 #ifdef GRAFT_WITH_CUDNN
 
-Status dnn(cudnnStatus_t s, const CudaExec& ex, const char* what) {
-  if (s == CUDNN_STATUS_SUCCESS) return Status::ok();
-  return fail(ex, StatusCode::kRuntimeError, what, " failed: ", cudnnGetErrorString(s));
-}
-
-int i32(int64_t v) { return static_cast<int>(v); }
-
 // Descriptors of one GraftConv call, destroyed with it.
 struct ConvDescs {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr, b = nullptr;
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  cudnnActivationDescriptor_t act = nullptr;
-  ConvDescs() = default;
-  ConvDescs(const ConvDescs&) = delete;
-  ConvDescs& operator=(const ConvDescs&) = delete;
-  ~ConvDescs() {
-    if (x) cudnnDestroyTensorDescriptor(x);
-    if (y) cudnnDestroyTensorDescriptor(y);
-    if (b) cudnnDestroyTensorDescriptor(b);
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
-    if (act) cudnnDestroyActivationDescriptor(act);
-  }
+  DnnTensor x, y, b;
+  DnnFilter w;
+  DnnConvolution conv;
+  DnnActivation act;
 };
 
 Status make_descs(const CudaExec& ex, const ConvGeometry& g, DataType dt, ConvDescs* d) {
-  const cudnnDataType_t t = dt == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
+  const cudnnDataType_t t = dnn_data_type(dt);
   const cudnnTensorFormat_t f = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&d->x), ex, "cudnnCreateTensorDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&d->y), ex, "cudnnCreateTensorDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&d->b), ex, "cudnnCreateTensorDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateFilterDescriptor(&d->w), ex, "cudnnCreateFilterDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateConvolutionDescriptor(&d->conv), ex, "cudnnCreateConvolutionDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateActivationDescriptor(&d->act), ex, "cudnnCreateActivationDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(d->x, f, t, i32(g.n), i32(g.c), i32(g.h), i32(g.w)), ex, "x descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(d->y, f, t, i32(g.n), i32(g.m), i32(g.oh), i32(g.ow)), ex, "y descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(d->b, f, t, 1, i32(g.m), 1, 1), ex, "bias descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetFilter4dDescriptor(d->w, t, f, i32(g.m), i32(g.c / g.group), i32(g.kh), i32(g.kw)), ex,
-                            "w descriptor"));
-  // float16 data accumulates in float32 (CUDNN_DATA_FLOAT compute), like every other graft kernel.
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolution2dDescriptor(d->conv, i32(g.ph), i32(g.pw), i32(g.sh), i32(g.sw), i32(g.dh),
-                                                            i32(g.dw), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-                            ex, "convolution descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionGroupCount(d->conv, i32(g.group)), ex, "cudnnSetConvolutionGroupCount"));
-  // FP32 stays FP32 (no TF32: the engine promises 1e-4 against PyTorch); FP16 uses tensor cores.
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionMathType(d->conv, dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
-                            ex, "cudnnSetConvolutionMathType"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetActivationDescriptor(d->act, g.act.kind == ConvActivation::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
-                                                         CUDNN_NOT_PROPAGATE_NAN, 0.0),
-                            ex, "activation descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&d->x, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&d->y, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&d->b, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&d->w, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&d->conv, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&d->act, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(d->x, f, t, g.n, g.c, g.h, g.w, ex, "x descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(d->y, f, t, g.n, g.m, g.oh, g.ow, ex, "y descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(d->b, f, t, 1, g.m, 1, 1, ex, "bias descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_filter_4d(d->w, t, f, g.m, g.c / g.group, g.kh, g.kw, ex, "w descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_convolution_2d(d->conv, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, g.group, dt, ex,
+                                               "convolution descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetActivationDescriptor(d->act.get(), g.act.kind == ConvActivation::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                                                CUDNN_NOT_PROPAGATE_NAN, 0.0),
+                                   ex, "activation descriptor"));
   return Status::ok();
 }
 
@@ -266,35 +239,27 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
                                                        c.Y->data(), c.g->n * c.g->h * c.g->w, c.g->c, c.g->m,
                                                        epilogue_of(c.g->act), stream_of(ex)),
                          ex, "pointwise convolution");
-  auto h = static_cast<cudnnHandle_t>(ex.cudnn);
+  auto h = dnn_handle(ex);
   const float one = 1.f, zero = 0.f;
   const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
   if (variant == 1) {
     const float alpha2 = c.Z ? 1.f : 0.f;
-    return dnn(cudnnConvolutionBiasActivationForward(h, &one, c.d->x, c.X->data(), c.d->w, c.W->data(), c.d->conv, a,
-                                                     ex.workspace, ws_bytes, &alpha2, c.d->y,
-                                                     c.Z ? c.Z->data() : c.Y->data(), c.d->b, c.B->data(), c.d->act,
-                                                     c.d->y, c.Y->data()),
-               ex, "cudnnConvolutionBiasActivationForward");
+    return dnn_status(cudnnConvolutionBiasActivationForward(h, &one, c.d->x.get(), c.X->data(), c.d->w.get(), c.W->data(),
+                                                            c.d->conv.get(), a, ex.workspace, ws_bytes, &alpha2,
+                                                            c.d->y.get(), c.Z ? c.Z->data() : c.Y->data(), c.d->b.get(),
+                                                            c.B->data(), c.d->act.get(), c.d->y.get(), c.Y->data()),
+                      ex, "cudnnConvolutionBiasActivationForward");
   }
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnConvolutionForward(h, &one, c.d->x, c.X->data(), c.d->w, c.W->data(), c.d->conv, a,
-                                                    ex.workspace, ws_bytes, &zero, c.d->y, c.Y->data()),
-                            ex, "cudnnConvolutionForward"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnConvolutionForward(h, &one, c.d->x.get(), c.X->data(), c.d->w.get(), c.W->data(),
+                                                           c.d->conv.get(), a, ex.workspace, ws_bytes, &zero, c.d->y.get(),
+                                                           c.Y->data()),
+                                   ex, "cudnnConvolutionForward"));
   if (!c.B && !c.Z && c.g->act.kind == ConvActivation::kNone) return Status::ok();
   const int64_t inner = c.g->nhwc ? 1 : c.g->oh * c.g->ow;
   return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
                                                c.Z ? c.Z->data() : nullptr, c.g->m, inner, epilogue_of(c.g->act),
                                                c.Y->numel(), stream_of(ex)),
                        ex, "convolution epilogue");
-}
-
-// An algorithm cuDNN offers that graft runs: it fits the workspace and is not one of the FFT
-// algorithms. Those are never the fast choice for float16 on tensor-core GPUs, and FFT_TILING on a
-// strided depthwise convolution (mobilenet_v3_large, 240 channels, stride 2, cuDNN 9.19, H200)
-// never returned while being timed, hanging the build.
-bool usable_algo(const cudnnConvolutionFwdAlgoPerf_t& p, size_t workspace) {
-  return p.status == CUDNN_STATUS_SUCCESS && p.memory <= workspace && p.algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT &&
-         p.algo != CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING;
 }
 
 bool fused_variant_allowed(const ConvCall& c, int algo) {
@@ -306,8 +271,8 @@ bool fused_variant_allowed(const ConvCall& c, int algo) {
 
 // Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest.
 // GRAFT_TACTIC_TRACE=1 prints every timed (problem, algorithm, variant) as it is timed.
-Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf_t* perf, int count,
-                            const std::string& key) {
+// Only algorithms dnn_usable_forward_algo accepts are timed.
+Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, const std::string& key) {
   static const bool trace = [] {
     const char* e = std::getenv("GRAFT_TACTIC_TRACE");
     return e && *e && std::string(e) != "0";
@@ -320,8 +285,9 @@ Result<Tactic> time_tactics(const ConvCall& c, const cudnnConvolutionFwdAlgoPerf
   Tactic best;
   best.ms = 1e30;
   Status failure;
-  for (int i = 0; i < count; ++i) {
-    if (!usable_algo(perf[i], ex.workspace_size)) continue;
+  const cudnnConvolutionFwdAlgoPerf_t* perf = algos.perf;
+  for (int i = 0; i < algos.count; ++i) {
+    if (!dnn_usable_forward_algo(perf[i], ex.workspace_size)) continue;
     for (int variant : {1, 0}) {
       if (variant == 1 && !fused_variant_allowed(c, perf[i].algo)) continue;
       // A warm-up call also tells whether this combination runs at all (some refuse NHWC or fp16).
@@ -371,20 +337,14 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
   GRAFT_RETURN_IF_ERROR(conv_geometry(ex, X, W, Y, &g));
   if (B && B->numel() != g.m) return fail(ex, StatusCode::kInvalidModel, "bias has ", B->numel(), " elements, expected ", g.m);
   GRAFT_RETURN_IF_ERROR(make_descs(ex, g, X.dtype(), &p->d));
-  auto h = static_cast<cudnnHandle_t>(ex.cudnn);
   ConvCall call{&ex, &g, &p->d, &X, &W, B, Z, &Y};
   // cuDNN's candidates for this problem, best first by its heuristic.
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int count = 0;
-  auto candidates = [&] {
-    return dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, p->d.x, p->d.w, p->d.conv, p->d.y,
-                                                      CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf),
-               ex, "cudnnGetConvolutionForwardAlgorithm_v7");
-  };
+  DnnForwardAlgos algos;
+  auto candidates = [&] { return dnn_forward_algos(ex, p->d.x, p->d.w, p->d.conv, p->d.y, &algos); };
   const std::string key = tactic_key(g, X.dtype(), B != nullptr, Z != nullptr);
   GRAFT_ASSIGN_OR_RETURN(std::optional<Tactic> t, find_or_time_tactic(ex, key, [&]() -> Result<Tactic> {
                            GRAFT_RETURN_IF_ERROR(candidates());
-                           return time_tactics(call, perf, count, key);
+                           return time_tactics(call, algos, key);
                          }));
   // Not tuned for these shapes (met only at run time): a depthwise problem takes graft's direct
   // kernel, which needs no cuDNN query and no workspace; other problems cuDNN's heuristic choice.
@@ -401,8 +361,8 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
   if (!t) {
     // Not tuned for these shapes (a shape met only at run time): cuDNN's heuristic first choice.
     GRAFT_RETURN_IF_ERROR(candidates());
-    for (int i = 0; i < count && !t; ++i)
-      if (usable_algo(perf[i], ex.workspace_size)) t = Tactic{static_cast<int>(perf[i].algo), 0, 0};
+    for (int i = 0; i < algos.count && !t; ++i)
+      if (dnn_usable_forward_algo(algos.perf[i], ex.workspace_size)) t = Tactic{static_cast<int>(algos.perf[i].algo), 0, 0};
     if (!t) return fail(ex, StatusCode::kUnsupported, "cuDNN offers no algorithm for this convolution within ",
                         static_cast<uint64_t>(ex.workspace_size), " bytes of workspace");
   }

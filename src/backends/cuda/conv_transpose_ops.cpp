@@ -25,11 +25,8 @@
 #include "backends/cpu/nn.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/cudnn_wrap.h"
 #include "backends/cuda/nn_kernels.cuh"
-
-#ifdef GRAFT_WITH_CUDNN
-#include <cudnn.h>
-#endif
 
 namespace graft::cuda {
 
@@ -118,30 +115,13 @@ size_t conv_transpose_workspace(const Node&, const std::vector<const Tensor*>&) 
 
 #ifdef GRAFT_WITH_CUDNN
 
-Status dnn(cudnnStatus_t s, const CudaExec& ex, const char* what) {
-  if (s == CUDNN_STATUS_SUCCESS) return Status::ok();
-  return fail(ex, StatusCode::kRuntimeError, what, " failed: ", cudnnGetErrorString(s));
-}
-
-int i32(int64_t v) { return static_cast<int>(v); }
-
-
 // One ConvTranspose problem made ready to run: descriptors, algorithm and bias geometry.
 struct PreparedConvTranspose {
-  cudnnTensorDescriptor_t dy = nullptr, dx = nullptr;  // X and Y
-  cudnnFilterDescriptor_t w = nullptr;
-  cudnnConvolutionDescriptor_t conv = nullptr;
+  DnnTensor dy, dx;  // X and Y
+  DnnFilter w;
+  DnnConvolution conv;
   cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
   int64_t m = 0, inner = 0;  // Y's channels and OH * OW, for the bias
-  PreparedConvTranspose() = default;
-  PreparedConvTranspose(const PreparedConvTranspose&) = delete;
-  PreparedConvTranspose& operator=(const PreparedConvTranspose&) = delete;
-  ~PreparedConvTranspose() {
-    if (dy) cudnnDestroyTensorDescriptor(dy);
-    if (dx) cudnnDestroyTensorDescriptor(dx);
-    if (w) cudnnDestroyFilterDescriptor(w);
-    if (conv) cudnnDestroyConvolutionDescriptor(conv);
-  }
 };
 
 // Checks the shapes against the attributes (errors name the node) and builds the descriptors.
@@ -185,45 +165,37 @@ Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tenso
   p->m = m;
   p->inner = out[0] * out[1];
   const DataType dt = X.dtype();
-  const cudnnDataType_t t = dt == DataType::kFloat16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT;
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&p->dy), ex, "cudnnCreateTensorDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateTensorDescriptor(&p->dx), ex, "cudnnCreateTensorDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateFilterDescriptor(&p->w), ex, "cudnnCreateFilterDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnCreateConvolutionDescriptor(&p->conv), ex, "cudnnCreateConvolutionDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(p->dy, CUDNN_TENSOR_NCHW, t, i32(n), i32(c), i32(x[2]), i32(x[3])),
-                            ex, "X (dy) descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetTensor4dDescriptor(p->dx, CUDNN_TENSOR_NCHW, t, i32(n), i32(m), i32(y[2]), i32(y[3])),
-                            ex, "Y (dx) descriptor"));
+  const cudnnDataType_t t = dnn_data_type(dt);
+  GRAFT_RETURN_IF_ERROR(dnn_create(&p->dy, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&p->dx, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&p->w, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&p->conv, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(p->dy, CUDNN_TENSOR_NCHW, t, n, c, x[2], x[3], ex, "X (dy) descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(p->dx, CUDNN_TENSOR_NCHW, t, n, m, y[2], y[3], ex, "Y (dx) descriptor"));
   // The forward convolution's filter is [out = C, in per group = M/group, kH, kW]: W as stored.
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetFilter4dDescriptor(p->w, t, CUDNN_TENSOR_NCHW, i32(c), i32(mg), i32(w[2]), i32(w[3])),
-                            ex, "W descriptor"));
-  // float16 data accumulates in float32 (CUDNN_DATA_FLOAT compute), like every other graft kernel.
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolution2dDescriptor(p->conv, i32(pads[0]), i32(pads[1]), i32(a.window.strides[0]),
-                                                            i32(a.window.strides[1]), i32(a.window.dilations[0]),
-                                                            i32(a.window.dilations[1]), CUDNN_CROSS_CORRELATION,
-                                                            CUDNN_DATA_FLOAT),
-                            ex, "convolution descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionGroupCount(p->conv, i32(a.group)), ex, "cudnnSetConvolutionGroupCount"));
-  // FP32 stays FP32 (no TF32: the engine promises 1e-4 against PyTorch); FP16 may use tensor cores.
-  const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionMathType(p->conv, math), ex, "cudnnSetConvolutionMathType"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_filter_4d(p->w, t, CUDNN_TENSOR_NCHW, c, mg, w[2], w[3], ex, "W descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_convolution_2d(p->conv, pads[0], pads[1], a.window.strides[0], a.window.strides[1],
+                                               a.window.dilations[0], a.window.dilations[1], a.group, dt, ex,
+                                               "convolution descriptor"));
   // cuDNN checks that the forward convolution of Y's shape gives X's shape; say so by name here
   // rather than let the call fail with a bare CUDNN_STATUS_BAD_PARAM.
   int fn = 0, fc = 0, fh = 0, fw = 0;
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnGetConvolution2dForwardOutputDim(p->conv, p->dx, p->w, &fn, &fc, &fh, &fw), ex,
-                            "cudnnGetConvolution2dForwardOutputDim"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnGetConvolution2dForwardOutputDim(p->conv.get(), p->dx.get(), p->w.get(), &fn, &fc,
+                                                                         &fh, &fw),
+                                   ex, "cudnnGetConvolution2dForwardOutputDim"));
   if (fn != n || fc != c || fh != x[2] || fw != x[3])
     return fail(ex, StatusCode::kInternal, "cuDNN maps Y ", cpu::ints_to_string(y), " to [", fn, ",", fc, ",", fh, ",", fw,
                 "], not to X ", cpu::ints_to_string(x), " (pads ", pads[0], ",", pads[1], ")");
 
   // cuDNN's heuristic candidates, best first: the first that runs within the workspace (and, for
   // float32, without tensor-op math, which would mean TF32).
-  auto h = static_cast<cudnnHandle_t>(ex.cudnn);
   cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
   int count = 0;
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->dy, p->conv, p->dx,
-                                                                        CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, perf),
-                            ex, "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnGetConvolutionBackwardDataAlgorithm_v7(dnn_handle(ex), p->w.get(), p->dy.get(),
+                                                                               p->conv.get(), p->dx.get(),
+                                                                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count,
+                                                                               perf),
+                                   ex, "cudnnGetConvolutionBackwardDataAlgorithm_v7"));
   const cudnnConvolutionBwdDataAlgoPerf_t* pick = nullptr;
   for (int i = 0; i < count && !pick; ++i) {
     const auto& q = perf[i];
@@ -238,7 +210,7 @@ Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tenso
   p->algo = pick->algo;
   // float16: the math type the heuristic ranked this algorithm with (float32 keeps FMA math).
   if (dt == DataType::kFloat16) {
-    GRAFT_RETURN_IF_ERROR(dnn(cudnnSetConvolutionMathType(p->conv, pick->mathType), ex, "cudnnSetConvolutionMathType"));
+    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(p->conv.get(), pick->mathType), ex, "cudnnSetConvolutionMathType"));
   }
   return p;
 }
@@ -288,10 +260,10 @@ Status conv_transpose_run(CudaExec& ex) {
   // The handle is on the run's stream already: the execution context sets it once per run,
   // outside any capture (cuda_engine.cpp), so this call is capturable into the run's graph.
   const float one = 1.f, zero = 0.f;
-  GRAFT_RETURN_IF_ERROR(dnn(cudnnConvolutionBackwardData(static_cast<cudnnHandle_t>(ex.cudnn), &one, p->w, W.data(), p->dy,
-                                                         X.data(), p->conv, p->algo, ex.workspace, ex.workspace_size,
-                                                         &zero, p->dx, Y.data()),
-                            ex, "cudnnConvolutionBackwardData"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnConvolutionBackwardData(dnn_handle(ex), &one, p->w.get(), W.data(), p->dy.get(),
+                                                                X.data(), p->conv.get(), p->algo, ex.workspace,
+                                                                ex.workspace_size, &zero, p->dx.get(), Y.data()),
+                                   ex, "cudnnConvolutionBackwardData"));
   if (!B) return Status::ok();
   return launch_status(k::launch_conv_epilogue(ktype(Y.dtype()), Y.data(), B->data(), nullptr, p->m, p->inner,
                                                k::Epilogue{}, Y.numel(), s),

@@ -201,7 +201,7 @@ class CudaContext final : public CudaExecutionContext {
   Status ensure_workspace(size_t bytes);
   Status replan(ShapePlan& p);
   void drop_graphs();
-  // New cuBLASLt and cuDNN handles (after a failed capture), and an empty PreparedCache.
+  // New cuBLASLt and cuDNN handles (at init, and after a failed capture), and an empty PreparedCache.
   Status reset_library_handles();
   // The plan of one input shape set, most recently used first; past graph_cache_size_ the least
   // recently used one (never `keep`) is dropped with its captured graph.
@@ -797,16 +797,9 @@ Status CudaContext::init() {
   GRAFT_CUDA_RETURN(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating the context's CUDA stream");
   GRAFT_CUDA_RETURN(cudaEventCreateWithFlags(&run_done_, cudaEventDisableTiming), "creating the context's run event");
   GRAFT_CUDA_RETURN(cudaEventCreateWithFlags(&caller_ready_, cudaEventDisableTiming), "creating the context's input event");
-  cublasStatus_t bs = cublasLtCreate(&cublaslt_);
-  if (bs != CUBLAS_STATUS_SUCCESS)
-    return error(StatusCode::kRuntimeError, "cublasLtCreate failed with status ", static_cast<int>(bs));
-#ifdef GRAFT_WITH_CUDNN
-  cudnnHandle_t h = nullptr;
-  cudnnStatus_t ds = cudnnCreate(&h);
-  if (ds != CUDNN_STATUS_SUCCESS)
-    return error(StatusCode::kRuntimeError, "cudnnCreate failed: ", cudnnGetErrorString(ds));
-  cudnn_ = h;
-#endif
+  // The cuBLASLt and cuDNN handles: created where a failed capture recreates them, so both paths
+  // make them alike.
+  GRAFT_RETURN_IF_ERROR(reset_library_handles());
   graphs_on_ = !env_off("GRAFT_CUDA_GRAPHS");
   // How strictly the capture refuses unsafe CUDA calls from other code while graft captures:
   // thread_local (default: only this thread's), global, or relaxed (none refused).

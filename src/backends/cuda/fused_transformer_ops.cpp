@@ -17,12 +17,11 @@
 // Every cuBLASLt call picks among the heuristic's first candidates by tactic timing at build time
 // (src/build/tactics.h), like the convolutions.
 // GraftElementwise: the program interpreter in fused_transformer_kernels.cu.
-#include <cublasLt.h>
-
 #include <array>
 #include <optional>
 #include <string>
 
+#include "backends/cuda/cublaslt_wrap.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/elementwise_kernels.cuh"
@@ -38,16 +37,6 @@ namespace {
 using namespace util;
 
 constexpr size_t kLtWorkspace = size_t(8) << 20;
-
-Status lt_check(cublasStatus_t s, const CudaExec& ex, const char* what) {
-  if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  return fail(ex, StatusCode::kRuntimeError, what, " failed: cuBLAS status ", static_cast<int>(s), " (",
-              cublasLtGetStatusName(s), ": ", cublasLtGetStatusString(s), ")");
-}
-
-cudaDataType_t lt_dtype(DataType t) {
-  return t == DataType::kFloat16 ? CUDA_R_16F : t == DataType::kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
-}
 
 // One row-major matmul through cuBLASLt: Y[M,N] = alpha X[M,K] W + R (+ bias[N], activation by
 // the epilogue), W [K,N] or, with trans_w, [N,K]; `batch` matrices at the given element strides.
@@ -106,74 +95,50 @@ Result<Tactic> time_lt_algos(CudaExec& ex, const cublasLtMatmulHeuristicResult_t
 
 // One matmul problem made ready to run: its cuBLASLt descriptors and the chosen algorithm.
 struct PreparedLt {
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t lw = nullptr, lx = nullptr, ly = nullptr;
+  LtMatmulDesc op;
+  LtLayout lw, lx, ly;
   cublasLtMatmulAlgo_t algo{};
   bool fused_epilogue = true;
   const void* bias = nullptr;  // the bias pointer the descriptor holds now
-  PreparedLt() = default;
-  PreparedLt(const PreparedLt&) = delete;
-  PreparedLt& operator=(const PreparedLt&) = delete;
-  ~PreparedLt() {
-    if (lw) cublasLtMatrixLayoutDestroy(lw);
-    if (lx) cublasLtMatrixLayoutDestroy(lx);
-    if (ly) cublasLtMatrixLayoutDestroy(ly);
-    if (op) cublasLtMatmulDescDestroy(op);
-  }
 };
 
 // Should cuBLASLt have no kernel with the requested epilogue for the shape, the plain matmul runs
 // and fused_epilogue is false: the caller applies bias and activation as separate passes.
 Result<std::shared_ptr<PreparedLt>> prepare_lt(CudaExec& ex, const LtProblem& g) {
-  auto handle = static_cast<cublasLtHandle_t>(ex.cublaslt);
-  const cudaDataType_t ct = lt_dtype(g.dt);
+  const cudaDataType_t ct = lt_data_type(g.dt);
   const int64_t M = g.M, N = g.N, K = g.K;
   cublasLtEpilogue_t epi = g.epilogue;
   auto p = std::make_shared<PreparedLt>();
-  cublasLtMatmulPreference_t pref = nullptr;
-  struct Cleanup {
-    cublasLtMatmulPreference_t& pref;
-    ~Cleanup() {
-      if (pref) cublasLtMatmulPreferenceDestroy(pref);
-    }
-  } cleanup{pref};
+  LtPreference pref;
 
   // Row-major Y[M,N] = X[M,K] W is column-major Y^T[N,M] = W^T X^T: cuBLASLt's A is W, its B is X.
   // W row-major [K,N] is column-major [N,K] (op N); W row-major [N,K] (transB) is column-major
   // [K,N] (op T). The bias vector runs along cuBLASLt's rows, which are our N.
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescCreate(&p->op, CUBLAS_COMPUTE_32F, CUDA_R_32F), ex, "cublasLtMatmulDescCreate"));
+  GRAFT_RETURN_IF_ERROR(lt_create_matmul_desc(&p->op, ex));
   const cublasOperation_t opw = g.trans_w ? CUBLAS_OP_T : CUBLAS_OP_N, opx = CUBLAS_OP_N;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSA, &opw, sizeof(opw)), ex, "set TRANSA"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_TRANSB, &opx, sizeof(opx)), ex, "set TRANSB"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
+  GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, opw, ex, "set TRANSA"));
+  GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, opx, ex, "set TRANSB"));
+  GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, epi, ex, "set EPILOGUE"));
   if (g.bias) {
     p->bias = g.bias;
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias, sizeof(p->bias)), ex, "set BIAS_POINTER"));
+    GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p->bias, ex, "set BIAS_POINTER"));
   }
   const uint64_t w_rows = g.trans_w ? static_cast<uint64_t>(K) : static_cast<uint64_t>(N);
   const uint64_t w_cols = g.trans_w ? static_cast<uint64_t>(N) : static_cast<uint64_t>(K);
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&p->lw, ct, w_rows, w_cols, static_cast<int64_t>(w_rows)), ex, "layout W"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&p->lx, ct, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K), ex, "layout X"));
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutCreate(&p->ly, ct, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N), ex, "layout Y"));
-  if (g.batch > 1) {
-    const int32_t count = static_cast<int32_t>(g.batch);
-    struct { cublasLtMatrixLayout_t l; int64_t stride; } ls[] = {{p->lw, g.stride_w}, {p->lx, g.stride_x}, {p->ly, g.stride_y}};
-    for (auto& e : ls) {
-      GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutSetAttribute(e.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), ex, "set BATCH_COUNT"));
-      GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatrixLayoutSetAttribute(e.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &e.stride, sizeof(e.stride)), ex, "set STRIDED_BATCH_OFFSET"));
-    }
-  }
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceCreate(&pref), ex, "cublasLtMatmulPreferenceCreate"));
+  GRAFT_RETURN_IF_ERROR(lt_create_layout(&p->lw, ct, w_rows, w_cols, static_cast<int64_t>(w_rows), ex, "layout W"));
+  GRAFT_RETURN_IF_ERROR(lt_create_layout(&p->lx, ct, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K, ex, "layout X"));
+  GRAFT_RETURN_IF_ERROR(lt_create_layout(&p->ly, ct, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N, ex, "layout Y"));
+  GRAFT_RETURN_IF_ERROR(lt_set_strided_batch(g.batch, p->lw, g.stride_w, p->lx, g.stride_x, p->ly, g.stride_y, ex));
   const uint64_t ws = g.workspace ? g.workspace_size : 0;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), ex, "set MAX_WORKSPACE_BYTES"));
+  GRAFT_RETURN_IF_ERROR(lt_create_preference(&pref, ws, ex));
   cublasLtMatmulHeuristicResult_t heur[kLtAlgos] = {};
   int found = 0;
-  GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->lw, p->lx, p->ly, p->ly, pref, kLtAlgos, heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+  GRAFT_RETURN_IF_ERROR(lt_heuristics(ex, p->op, p->lw, p->lx, p->ly, pref, kLtAlgos, heur, &found));
   if (found == 0 && epi != CUBLASLT_EPILOGUE_DEFAULT) {
     epi = CUBLASLT_EPILOGUE_DEFAULT;
     p->fused_epilogue = false;
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulAlgoGetHeuristic(handle, p->op, p->lw, p->lx, p->ly, p->ly, pref, kLtAlgos, heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+    GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, epi, ex, "set EPILOGUE"));
+    GRAFT_RETURN_IF_ERROR(lt_heuristics(ex, p->op, p->lw, p->lx, p->ly, pref, kLtAlgos, heur, &found));
   }
   if (found == 0)
     return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", M, " N=", N, " K=", K);
@@ -181,8 +146,8 @@ Result<std::shared_ptr<PreparedLt>> prepare_lt(CudaExec& ex, const LtProblem& g)
   const float beta = g.residual ? 1.f : 0.f;
   const void* c = g.residual ? g.residual : g.y;
   auto run = [&](int i) {
-    return cublasLtMatmul(handle, p->op, &g.alpha, g.w, p->lw, g.x, p->lx, &beta, c, p->ly, g.y, p->ly, &heur[i].algo,
-                          g.workspace, ws, stream_of(ex));
+    return cublasLtMatmul(lt_handle(ex), p->op.get(), &g.alpha, g.w, p->lw.get(), g.x, p->lx.get(), &beta, c,
+                          p->ly.get(), g.y, p->ly.get(), &heur[i].algo, g.workspace, ws, stream_of(ex));
   };
   // Tactic: which of the heuristic's candidates runs. Timed once per problem while the builder
   // tunes (kept in the engine's table and the timing cache); else the table's choice, else the
@@ -213,17 +178,15 @@ Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
   }
   if (g.bias && g.bias != p->bias) {  // another layer with the same problem: its own bias
     p->bias = g.bias;
-    GRAFT_RETURN_IF_ERROR(lt_check(cublasLtMatmulDescSetAttribute(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p->bias,
-                                                                  sizeof(p->bias)),
-                                   ex, "set BIAS_POINTER"));
+    GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p->bias, ex, "set BIAS_POINTER"));
   }
   *fused_epilogue = p->fused_epilogue;
   const float beta = g.residual ? 1.f : 0.f;
   const void* c = g.residual ? g.residual : g.y;
   const uint64_t ws = g.workspace ? g.workspace_size : 0;
-  return lt_check(cublasLtMatmul(static_cast<cublasLtHandle_t>(ex.cublaslt), p->op, &g.alpha, g.w, p->lw, g.x, p->lx,
-                                 &beta, c, p->ly, g.y, p->ly, &p->algo, g.workspace, ws, stream_of(ex)),
-                  ex, "cublasLtMatmul");
+  return lt_status(cublasLtMatmul(lt_handle(ex), p->op.get(), &g.alpha, g.w, p->lw.get(), g.x, p->lx.get(), &beta, c,
+                                  p->ly.get(), g.y, p->ly.get(), &p->algo, g.workspace, ws, stream_of(ex)),
+                   ex, "cublasLtMatmul");
 }
 
 // ---- GraftGemm ----------------------------------------------------------------------------------

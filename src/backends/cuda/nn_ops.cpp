@@ -1,18 +1,15 @@
 // CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through cuDNN when it is
 // available and can express the node (else a direct kernel), pools and BatchNormalization through
 // the kernels in nn_kernels.cu.
-#include <cublasLt.h>
-#ifdef GRAFT_WITH_CUDNN
-#include <cudnn.h>
-#endif
-
 #include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "backends/cpu/nn.h"
+#include "backends/cuda/cublaslt_wrap.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/cudnn_wrap.h"
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/nn_kernels.cuh"
 
@@ -25,16 +22,6 @@ constexpr size_t kLtWorkspace = size_t(8) << 20;
 constexpr size_t kConvWorkspace = size_t(64) << 20;
 
 // ---- cuBLASLt ---------------------------------------------------------------------------------
-
-Status lt_status(cublasStatus_t s, const CudaExec& ex, const char* what) {
-  if (s == CUBLAS_STATUS_SUCCESS) return Status::ok();
-  return fail(ex, StatusCode::kRuntimeError, what, " failed: cuBLAS status ", static_cast<int>(s), " (",
-              cublasLtGetStatusName(s), ": ", cublasLtGetStatusString(s), ")");
-}
-
-cudaDataType_t lt_type(DataType t) {
-  return t == DataType::kFloat16 ? CUDA_R_16F : t == DataType::kBFloat16 ? CUDA_R_16BF : CUDA_R_32F;
-}
 
 struct LtGemm {
   // Row-major problem: D[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * D (+ bias[N]).
@@ -51,57 +38,34 @@ struct LtGemm {
 // Row-major D = A.B is column-major D^T = B^T.A^T: cuBLASLt's first operand is B, its second A.
 Status lt_matmul(CudaExec& ex, DataType dt, const LtGemm& g) {
   if (!ex.cublaslt) return fail(ex, StatusCode::kInternal, "no cuBLASLt handle in the execution context");
-  auto handle = static_cast<cublasLtHandle_t>(ex.cublaslt);
-  const cudaDataType_t ct = lt_type(dt);
-  cublasLtMatmulDesc_t op = nullptr;
-  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, ld = nullptr;
-  cublasLtMatmulPreference_t pref = nullptr;
-  struct Cleanup {
-    cublasLtMatmulDesc_t& op;
-    cublasLtMatrixLayout_t &la, &lb, &ld;
-    cublasLtMatmulPreference_t& pref;
-    ~Cleanup() {
-      if (pref) cublasLtMatmulPreferenceDestroy(pref);
-      if (la) cublasLtMatrixLayoutDestroy(la);
-      if (lb) cublasLtMatrixLayoutDestroy(lb);
-      if (ld) cublasLtMatrixLayoutDestroy(ld);
-      if (op) cublasLtMatmulDescDestroy(op);
-    }
-  } cleanup{op, la, lb, ld, pref};
-
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), ex, "cublasLtMatmulDescCreate"));
-  cublasOperation_t opa = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS operand "A" is our B
-  cublasOperation_t opb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof(opa)), ex, "set TRANSA"));
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof(opb)), ex, "set TRANSB"));
+  const cudaDataType_t ct = lt_data_type(dt);
+  LtMatmulDesc op;
+  LtLayout la, lb, ld;
+  LtPreference pref;
+  GRAFT_RETURN_IF_ERROR(lt_create_matmul_desc(&op, ex));
+  const cublasOperation_t opa = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS operand "A" is our B
+  const cublasOperation_t opb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  GRAFT_RETURN_IF_ERROR(lt_set(op, CUBLASLT_MATMUL_DESC_TRANSA, opa, ex, "set TRANSA"));
+  GRAFT_RETURN_IF_ERROR(lt_set(op, CUBLASLT_MATMUL_DESC_TRANSB, opb, ex, "set TRANSB"));
   if (g.bias) {
-    cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-    GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)), ex, "set EPILOGUE"));
-    GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &g.bias, sizeof(g.bias)), ex, "set BIAS_POINTER"));
+    GRAFT_RETURN_IF_ERROR(lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS, ex, "set EPILOGUE"));
+    GRAFT_RETURN_IF_ERROR(lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias, ex, "set BIAS_POINTER"));
   }
   // Stored (column-major) shapes: B is N x K (ld N) or, transposed, K x N (ld K); A likewise.
   const uint64_t b_rows = g.trans_b ? g.K : g.N, b_cols = g.trans_b ? g.N : g.K;
   const uint64_t a_rows = g.trans_a ? g.M : g.K, a_cols = g.trans_a ? g.K : g.M;
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutCreate(&la, ct, b_rows, b_cols, static_cast<int64_t>(b_rows)), ex, "layout B"));
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutCreate(&lb, ct, a_rows, a_cols, static_cast<int64_t>(a_rows)), ex, "layout A"));
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutCreate(&ld, ct, g.N, g.M, g.N), ex, "layout D"));
-  if (g.batch > 1) {
-    const int32_t count = static_cast<int32_t>(g.batch);
-    struct { cublasLtMatrixLayout_t l; int64_t stride; } ls[] = {{la, g.stride_b}, {lb, g.stride_a}, {ld, g.stride_d}};
-    for (auto& x : ls) {
-      GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutSetAttribute(x.l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)), ex, "set BATCH_COUNT"));
-      GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatrixLayoutSetAttribute(x.l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &x.stride, sizeof(x.stride)), ex, "set STRIDED_BATCH_OFFSET"));
-    }
-  }
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulPreferenceCreate(&pref), ex, "cublasLtMatmulPreferenceCreate"));
+  GRAFT_RETURN_IF_ERROR(lt_create_layout(&la, ct, b_rows, b_cols, static_cast<int64_t>(b_rows), ex, "layout B"));
+  GRAFT_RETURN_IF_ERROR(lt_create_layout(&lb, ct, a_rows, a_cols, static_cast<int64_t>(a_rows), ex, "layout A"));
+  GRAFT_RETURN_IF_ERROR(lt_create_layout(&ld, ct, g.N, g.M, g.N, ex, "layout D"));
+  GRAFT_RETURN_IF_ERROR(lt_set_strided_batch(g.batch, la, g.stride_b, lb, g.stride_a, ld, g.stride_d, ex));
   const uint64_t ws = ex.workspace ? ex.workspace_size : 0;
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws)), ex, "set MAX_WORKSPACE_BYTES"));
+  GRAFT_RETURN_IF_ERROR(lt_create_preference(&pref, ws, ex));
   cublasLtMatmulHeuristicResult_t heur{};
   int found = 0;
-  GRAFT_RETURN_IF_ERROR(lt_status(cublasLtMatmulAlgoGetHeuristic(handle, op, la, lb, ld, ld, pref, 1, &heur, &found), ex, "cublasLtMatmulAlgoGetHeuristic"));
+  GRAFT_RETURN_IF_ERROR(lt_heuristics(ex, op, la, lb, ld, pref, 1, &heur, &found));
   if (found == 0) return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", g.M, " N=", g.N, " K=", g.K);
-  return lt_status(cublasLtMatmul(handle, op, &g.alpha, g.b, la, g.a, lb, &g.beta, g.d, ld, g.d, ld,
-                                  &heur.algo, ex.workspace, ws, stream_of(ex)),
+  return lt_status(cublasLtMatmul(lt_handle(ex), op.get(), &g.alpha, g.b, la.get(), g.a, lb.get(), &g.beta, g.d, ld.get(),
+                                  g.d, ld.get(), &heur.algo, ex.workspace, ws, stream_of(ex)),
                    ex, "cublasLtMatmul");
 }
 
@@ -289,76 +253,47 @@ size_t conv_workspace(const Node&, const std::vector<const Tensor*>&) {
 }
 
 #ifdef GRAFT_WITH_CUDNN
-Status dnn_status(cudnnStatus_t s, const CudaExec& ex, const char* what) {
-  if (s == CUDNN_STATUS_SUCCESS) return Status::ok();
-  return fail(ex, StatusCode::kRuntimeError, what, " failed: ", cudnnGetErrorString(s));
-}
-
-cudnnDataType_t dnn_type(DataType t) {
-  return t == DataType::kFloat16 ? CUDNN_DATA_HALF : t == DataType::kBFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
-}
-
 // Returns OK with *done=false when cuDNN cannot take this problem (the caller uses the direct kernel).
 Status conv_cudnn(CudaExec& ex, const ConvPlan& p, const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y, bool* done) {
   *done = false;
-  auto h = static_cast<cudnnHandle_t>(ex.cudnn);
+  auto h = dnn_handle(ex);
   const DataType dt = X.dtype();
-  const cudnnDataType_t t = dnn_type(dt);
-  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr, bd = nullptr;
-  cudnnFilterDescriptor_t wd = nullptr;
-  cudnnConvolutionDescriptor_t cd = nullptr;
-  struct Cleanup {
-    cudnnTensorDescriptor_t &xd, &yd, &bd;
-    cudnnFilterDescriptor_t& wd;
-    cudnnConvolutionDescriptor_t& cd;
-    ~Cleanup() {
-      if (xd) cudnnDestroyTensorDescriptor(xd);
-      if (yd) cudnnDestroyTensorDescriptor(yd);
-      if (bd) cudnnDestroyTensorDescriptor(bd);
-      if (wd) cudnnDestroyFilterDescriptor(wd);
-      if (cd) cudnnDestroyConvolutionDescriptor(cd);
-    }
-  } cleanup{xd, yd, bd, wd, cd};
+  const cudnnDataType_t t = dnn_data_type(dt);
+  DnnTensor xd, yd, bd;
+  DnnFilter wd;
+  DnnConvolution cd;
   const k::Window2d& g = p.g;
-  auto i32 = [](int64_t v) { return static_cast<int>(v); };
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateTensorDescriptor(&xd), ex, "cudnnCreateTensorDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateTensorDescriptor(&yd), ex, "cudnnCreateTensorDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateFilterDescriptor(&wd), ex, "cudnnCreateFilterDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateConvolutionDescriptor(&cd), ex, "cudnnCreateConvolutionDescriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, t, i32(g.n), i32(g.c), i32(g.h), i32(g.w)), ex, "x descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, t, i32(g.n), i32(p.M), i32(g.oh), i32(g.ow)), ex, "y descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetFilter4dDescriptor(wd, t, CUDNN_TENSOR_NCHW, i32(p.M), i32(g.c / p.group), i32(g.kh), i32(g.kw)), ex, "w descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolution2dDescriptor(cd, i32(g.ph), i32(g.pw), i32(g.sh), i32(g.sw), i32(g.dh), i32(g.dw),
-                                                                   CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT), ex, "conv descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionGroupCount(cd, i32(p.group)), ex, "cudnnSetConvolutionGroupCount"));
-  // FP32 stays FP32 (no TF32): FMA math only. Half types may use tensor cores.
-  const cudnnMathType_t math = dt == DataType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(cd, math), ex, "cudnnSetConvolutionMathType"));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&xd, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&yd, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&wd, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_create(&cd, ex));
+  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(xd, CUDNN_TENSOR_NCHW, t, g.n, g.c, g.h, g.w, ex, "x descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(yd, CUDNN_TENSOR_NCHW, t, g.n, p.M, g.oh, g.ow, ex, "y descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_filter_4d(wd, t, CUDNN_TENSOR_NCHW, p.M, g.c / p.group, g.kh, g.kw, ex, "w descriptor"));
+  GRAFT_RETURN_IF_ERROR(dnn_set_convolution_2d(cd, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, p.group, dt, ex, "conv descriptor"));
   int on = 0, oc = 0, ohh = 0, oww = 0;
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnGetConvolution2dForwardOutputDim(cd, xd, wd, &on, &oc, &ohh, &oww), ex, "output dim"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnGetConvolution2dForwardOutputDim(cd.get(), xd.get(), wd.get(), &on, &oc, &ohh, &oww), ex, "output dim"));
   if (on != g.n || oc != p.M || ohh != g.oh || oww != g.ow) return Status::ok();  // let the direct kernel do it
-  cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int count = 0;
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnGetConvolutionForwardAlgorithm_v7(h, xd, wd, cd, yd, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count, perf), ex,
-                                   "cudnnGetConvolutionForwardAlgorithm_v7"));
+  DnnForwardAlgos algos;
+  GRAFT_RETURN_IF_ERROR(dnn_forward_algos(ex, xd, wd, cd, yd, &algos));
   const cudnnConvolutionFwdAlgoPerf_t* pick = nullptr;
-  for (int i = 0; i < count && !pick; ++i) {
-    if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ex.workspace_size) continue;
-    if (dt == DataType::kFloat32 && perf[i].mathType != CUDNN_FMA_MATH) continue;
-    // Not the FFT algorithms: FFT_TILING hung on a strided depthwise convolution (conv_ops.cpp).
-    if (perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT || perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING) continue;
-    pick = &perf[i];
+  for (int i = 0; i < algos.count && !pick; ++i) {
+    const cudnnConvolutionFwdAlgoPerf_t& q = algos.perf[i];
+    // FP32 stays FP32 (no TF32): FMA math only.
+    if (!dnn_usable_forward_algo(q, ex.workspace_size) || (dt == DataType::kFloat32 && q.mathType != CUDNN_FMA_MATH)) continue;
+    pick = &q;
   }
   if (!pick) return Status::ok();
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(cd, pick->mathType), ex, "cudnnSetConvolutionMathType"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(cd.get(), pick->mathType), ex, "cudnnSetConvolutionMathType"));
   // The handle is on the run's stream already (set once per run by the execution context).
   const float one = 1.f, zero = 0.f;
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnConvolutionForward(h, &one, xd, X.data(), wd, W.data(), cd, pick->algo, ex.workspace,
-                                                           pick->memory, &zero, yd, Y.data()), ex, "cudnnConvolutionForward"));
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnConvolutionForward(h, &one, xd.get(), X.data(), wd.get(), W.data(), cd.get(), pick->algo,
+                                                           ex.workspace, pick->memory, &zero, yd.get(), Y.data()),
+                                   ex, "cudnnConvolutionForward"));
   if (B) {
-    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnCreateTensorDescriptor(&bd), ex, "cudnnCreateTensorDescriptor"));
-    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetTensor4dDescriptor(bd, CUDNN_TENSOR_NCHW, t, 1, i32(p.M), 1, 1), ex, "bias descriptor"));
-    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnAddTensor(h, &one, bd, B->data(), &one, yd, Y.data()), ex, "cudnnAddTensor (bias)"));
+    GRAFT_RETURN_IF_ERROR(dnn_create(&bd, ex));
+    GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(bd, CUDNN_TENSOR_NCHW, t, 1, p.M, 1, 1, ex, "bias descriptor"));
+    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnAddTensor(h, &one, bd.get(), B->data(), &one, yd.get(), Y.data()), ex, "cudnnAddTensor (bias)"));
   }
   *done = true;
   return Status::ok();

@@ -1,0 +1,72 @@
+// The one thin layer over cuBLASLt that every GEMM uses (MatMul/Gemm in nn_ops.cpp, GraftGemm and
+// GraftAttention in fused_transformer_ops.cpp): owning matmul descriptor, layout and preference
+// handles, the status-to-Status conversion (one error text for every caller), and the creation,
+// batching and heuristic calls both callers make the same way. Operand order, epilogues, alpha and
+// beta stay with each caller.
+#pragma once
+
+#include <cublasLt.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "backends/cuda/cuda_ops.h"
+#include "graft/status.h"
+
+namespace graft::cuda {
+
+// OK for CUBLAS_STATUS_SUCCESS, else kRuntimeError "CUDA <op>: <what> failed: cuBLAS status <n>
+// (<name>: <text>)" naming the node.
+Status lt_status(cublasStatus_t s, const CudaExec& ex, const char* what);
+
+inline cublasLtHandle_t lt_handle(const CudaExec& ex) { return static_cast<cublasLtHandle_t>(ex.cublaslt); }
+
+// float16 -> CUDA_R_16F, bfloat16 -> CUDA_R_16BF, anything else -> CUDA_R_32F.
+cudaDataType_t lt_data_type(DataType t);
+
+// Destroys a cuBLASLt object when its owner goes (the destroy status is not looked at: nothing
+// could be done about it in a destructor).
+template <auto kDestroy>
+struct LtDestroy {
+  template <typename P>
+  void operator()(P* p) const {
+    (void)kDestroy(p);
+  }
+};
+
+// Move-only owners of one cuBLASLt object each; empty until created.
+using LtMatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDestroy<&cublasLtMatmulDescDestroy>>;
+using LtLayout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDestroy<&cublasLtMatrixLayoutDestroy>>;
+using LtPreference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDestroy<&cublasLtMatmulPreferenceDestroy>>;
+
+// A matmul descriptor computing and scaling in float32 (CUBLAS_COMPUTE_32F: TF32 off, as the
+// engine promises 1e-4 against PyTorch).
+Status lt_create_matmul_desc(LtMatmulDesc* d, const CudaExec& ex);
+
+// One attribute of a matmul descriptor, passed by value as cuBLASLt reads it; `what` names it in
+// errors.
+template <typename T>
+Status lt_set(const LtMatmulDesc& d, cublasLtMatmulDescAttributes_t attr, const T& value, const CudaExec& ex,
+              const char* what) {
+  return lt_status(cublasLtMatmulDescSetAttribute(d.get(), attr, &value, sizeof(value)), ex, what);
+}
+
+// A column-major rows x cols layout with leading dimension ld; `what` names it in errors.
+Status lt_create_layout(LtLayout* l, cudaDataType_t type, uint64_t rows, uint64_t cols, int64_t ld, const CudaExec& ex,
+                        const char* what);
+
+// For batch > 1: the batch count and each operand's stride between matrices (in elements), set on
+// the three layouts in turn (count, then stride); nothing for a single matrix.
+Status lt_set_strided_batch(int64_t batch, const LtLayout& a, int64_t stride_a, const LtLayout& b, int64_t stride_b,
+                            const LtLayout& d, int64_t stride_d, const CudaExec& ex);
+
+// A preference allowing at most max_workspace bytes of workspace.
+Status lt_create_preference(LtPreference* p, uint64_t max_workspace, const CudaExec& ex);
+
+// Up to `requested` algorithms by cuBLASLt's heuristic into heur[0, *found); C has D's layout in
+// every graft matmul.
+Status lt_heuristics(const CudaExec& ex, const LtMatmulDesc& op, const LtLayout& a, const LtLayout& b,
+                     const LtLayout& cd, const LtPreference& pref, int requested, cublasLtMatmulHeuristicResult_t* heur,
+                     int* found);
+
+}  // namespace graft::cuda
