@@ -22,7 +22,10 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_quantize_ops(t);
     append_misc_ops(t);
     append_spectral_ops(t);
+    append_integer_ops(t);
+    append_mel_ops(t);
     append_selection_ops(t);
+    append_recurrent_ops(t);
     append_fused_conv_ops(t);
     append_fused_transformer_ops(t);
     append_view_ops(t);

@@ -121,7 +121,10 @@ void append_loss_ops(std::vector<BuiltinOp>& out);          // NegativeLogLikeli
 void append_quantize_ops(std::vector<BuiltinOp>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void append_misc_ops(std::vector<BuiltinOp>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
 void append_spectral_ops(std::vector<BuiltinOp>& out);      // DFT, STFT
+void append_integer_ops(std::vector<BuiltinOp>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void append_mel_ops(std::vector<BuiltinOp>& out);           // MelWeightMatrix
 void append_selection_ops(std::vector<BuiltinOp>& out);     // Unique (data-dependent output shapes), MaxUnpool
+void append_recurrent_ops(std::vector<BuiltinOp>& out);     // RNN, LSTM, GRU
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
 void append_fused_conv_ops(std::vector<BuiltinOp>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC)
