@@ -8,9 +8,9 @@
 #include <cublasLt.h>
 
 #include <cstdint>
-#include <memory>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/owned_handle.h"
 #include "graft/status.h"
 
 namespace graft::cuda {
@@ -24,20 +24,10 @@ inline cublasLtHandle_t lt_handle(const CudaExec& ex) { return static_cast<cubla
 // float16 -> CUDA_R_16F, bfloat16 -> CUDA_R_16BF, anything else -> CUDA_R_32F.
 cudaDataType_t lt_data_type(DataType t);
 
-// Destroys a cuBLASLt object when its owner goes (the destroy status is not looked at: nothing
-// could be done about it in a destructor).
-template <auto kDestroy>
-struct LtDestroy {
-  template <typename P>
-  void operator()(P* p) const {
-    (void)kDestroy(p);
-  }
-};
-
 // Move-only owners of one cuBLASLt object each; empty until created.
-using LtMatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, LtDestroy<&cublasLtMatmulDescDestroy>>;
-using LtLayout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LtDestroy<&cublasLtMatrixLayoutDestroy>>;
-using LtPreference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, LtDestroy<&cublasLtMatmulPreferenceDestroy>>;
+using LtMatmulDesc = OwnedHandle<cublasLtMatmulDesc_t, &cublasLtMatmulDescDestroy>;
+using LtLayout = OwnedHandle<cublasLtMatrixLayout_t, &cublasLtMatrixLayoutDestroy>;
+using LtPreference = OwnedHandle<cublasLtMatmulPreference_t, &cublasLtMatmulPreferenceDestroy>;
 
 // A matmul descriptor computing and scaling in float32 (CUBLAS_COMPUTE_32F: TF32 off, as the
 // engine promises 1e-4 against PyTorch).

@@ -11,9 +11,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/owned_handle.h"
 #include "graft/status.h"
 
 namespace graft::cuda {
@@ -31,21 +31,11 @@ cudnnDataType_t dnn_data_type(DataType t);
 // types may use tensor cores.
 cudnnMathType_t dnn_math_type(DataType t);
 
-// Destroys a descriptor when its owner goes (the destroy status is not looked at: nothing could
-// be done about it in a destructor).
-template <auto kDestroy>
-struct DnnDestroy {
-  template <typename P>
-  void operator()(P* p) const {
-    (void)kDestroy(p);
-  }
-};
-
 // Move-only owners of one descriptor each; empty until dnn_create.
-using DnnTensor = std::unique_ptr<cudnnTensorStruct, DnnDestroy<&cudnnDestroyTensorDescriptor>>;
-using DnnFilter = std::unique_ptr<cudnnFilterStruct, DnnDestroy<&cudnnDestroyFilterDescriptor>>;
-using DnnConvolution = std::unique_ptr<cudnnConvolutionStruct, DnnDestroy<&cudnnDestroyConvolutionDescriptor>>;
-using DnnActivation = std::unique_ptr<cudnnActivationStruct, DnnDestroy<&cudnnDestroyActivationDescriptor>>;
+using DnnTensor = OwnedHandle<cudnnTensorDescriptor_t, &cudnnDestroyTensorDescriptor>;
+using DnnFilter = OwnedHandle<cudnnFilterDescriptor_t, &cudnnDestroyFilterDescriptor>;
+using DnnConvolution = OwnedHandle<cudnnConvolutionDescriptor_t, &cudnnDestroyConvolutionDescriptor>;
+using DnnActivation = OwnedHandle<cudnnActivationDescriptor_t, &cudnnDestroyActivationDescriptor>;
 
 // A new descriptor into *d (the one it held is destroyed); errors name the cuDNN create call.
 Status dnn_create(DnnTensor* d, const CudaExec& ex);
