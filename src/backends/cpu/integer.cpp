@@ -12,25 +12,13 @@
 namespace graft::cpu {
 namespace {
 
-int64_t count_of(const std::vector<int64_t>& dims) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  return n;
-}
-
-std::vector<int64_t> strides_of(const std::vector<int64_t>& dims) {
-  std::vector<int64_t> s(dims.size(), 1);
-  for (size_t a = dims.size(); a-- > 1;) s[a - 1] = s[a] * dims[a];
-  return s;
-}
-
 // For every flat index of the broadcast batch `out`, the flat index into `operand`'s own batch
 // (right-aligned; size-1 axes repeat).
 std::vector<int64_t> batch_index(const std::vector<int64_t>& out, const std::vector<int64_t>& operand) {
-  const std::vector<int64_t> st = strides_of(operand);
+  const std::vector<int64_t> st = contiguous_strides(operand);
   const size_t lead = out.size() - operand.size();
-  std::vector<int64_t> idx, result(static_cast<size_t>(count_of(out)));
-  for (int64_t f = 0; f < count_of(out); ++f) {
+  std::vector<int64_t> idx, result(static_cast<size_t>(numel_of(out)));
+  for (int64_t f = 0; f < numel_of(out); ++f) {
     unravel(f, out, idx);
     int64_t off = 0;
     for (size_t a = 0; a < operand.size(); ++a)
@@ -129,7 +117,7 @@ Result<IntMatMul> int_matmul(const Tensor& A, const Tensor* azp, const char* azp
     if (!zp) return std::vector<int64_t>();
     GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> rows, matmul_param_index(p, a_side, zp->dims(), name));
     const int64_t inner = a_side ? p.K : p.N;  // elements per (batch, row) of A or (batch, k) of B
-    const int64_t elems = count_of(a_side ? p.a_dims : p.b_dims);
+    const int64_t elems = numel_of(a_side ? p.a_dims : p.b_dims);
     std::vector<int64_t> per(static_cast<size_t>(elems));
     for (int64_t e = 0; e < elems; ++e) {
       // A element (batch, m, k) -> row entry (batch, m); B element (batch, k, n) -> column entry (batch, n).
@@ -176,7 +164,7 @@ Result<IntConv> int_conv(const AttributeMap& attrs, const Tensor& X, const Tenso
   if (wzp) GRAFT_RETURN_IF_ERROR(check_per_channel(wzp->dims(), p.M, wzp_name));
   const std::vector<int64_t> in_sp(X.dims().begin() + 2, X.dims().end());
   const std::vector<int64_t> out_sp(p.out_dims.begin() + 2, p.out_dims.end());
-  const int64_t in_area = count_of(in_sp), out_area = count_of(out_sp), k_area = count_of(p.window.kernel);
+  const int64_t in_area = numel_of(in_sp), out_area = numel_of(out_sp), k_area = numel_of(p.window.kernel);
   std::vector<int64_t> w_zp_index;
   if (wzp && wzp->numel() > 1) {
     w_zp_index.resize(static_cast<size_t>(W.numel()));
@@ -186,10 +174,10 @@ Result<IntConv> int_conv(const AttributeMap& attrs, const Tensor& X, const Tenso
                              w = shifted(W, wzp, w_zp_index.empty() ? nullptr : &w_zp_index);
   std::vector<int64_t> pb, pe;
   resolve_pads(p.window, in_sp, &pb, &pe);
-  const std::vector<int64_t> in_st = strides_of(in_sp);
+  const std::vector<int64_t> in_st = contiguous_strides(in_sp);
   const size_t nsp = in_sp.size();
   const int64_t Mg = p.M / p.group;
-  r.sums.assign(static_cast<size_t>(count_of(p.out_dims)), 0);
+  r.sums.assign(static_cast<size_t>(numel_of(p.out_dims)), 0);
   std::vector<int64_t> op, kp;
   std::vector<std::pair<int64_t, int64_t>> taps;  // (kernel offset, input offset) inside x
   for (int64_t o = 0; o < out_area; ++o) {
@@ -273,9 +261,9 @@ Result<std::vector<int64_t>> matmul_param_index(const IntMatMulPlan& plan, bool 
   const size_t r = od.size();
   const size_t vary = a_side ? r - 2 : r - 1, reduced = a_side ? r - 1 : r - 2;
   const std::vector<int64_t> batch(od.begin(), od.end() - 2);
-  const int64_t nb = count_of(batch), extent = od[vary];
+  const int64_t nb = numel_of(batch), extent = od[vary];
   std::vector<int64_t> result(static_cast<size_t>(nb * extent), 0);
-  if (count_of(param_dims) == 1) return result;  // per tensor, whatever its rank
+  if (numel_of(param_dims) == 1) return result;  // per tensor, whatever its rank
   // The parameter's shape aligned to the operand's: a 1-D one runs along the rows (A) or columns (B);
   // a longer one broadcasts against the operand, right-aligned, with extent 1 on the K axis.
   std::vector<int64_t> pd(r, 1);
@@ -299,7 +287,7 @@ Result<std::vector<int64_t>> matmul_param_index(const IntMatMulPlan& plan, bool 
                  ": expected one element (per tensor), [", extent, "] (per ", a_side ? "row" : "column",
                  ") or a shape that broadcasts to ", ints_to_string(want));
   }
-  const std::vector<int64_t> ps = strides_of(pd);
+  const std::vector<int64_t> ps = contiguous_strides(pd);
   std::vector<int64_t> idx;
   for (int64_t b = 0; b < nb; ++b) {
     unravel(b, batch, idx);
@@ -351,14 +339,14 @@ Result<IntConvPlan> int_conv_plan(const AttributeMap& attrs, const std::vector<i
 }
 
 Status check_per_tensor(const std::vector<int64_t>& dims, const char* what) {
-  if (count_of(dims) != 1)
+  if (numel_of(dims) != 1)
     return error(StatusCode::kInvalidModel, "input ", what, " must be one element (per tensor), got ",
                  ints_to_string(dims));
   return Status::ok();
 }
 
 Status check_per_channel(const std::vector<int64_t>& dims, int64_t M, const char* what) {
-  if (count_of(dims) == 1 || (dims.size() == 1 && dims[0] == M)) return Status::ok();
+  if (numel_of(dims) == 1 || (dims.size() == 1 && dims[0] == M)) return Status::ok();
   return error(StatusCode::kInvalidModel, "input ", what, " ", ints_to_string(dims),
                " must be one element (per tensor) or 1-D with one entry per output channel (", M, ")");
 }
@@ -468,7 +456,7 @@ Status qlinear_conv(ExecContext& ctx) {
   const float x_scale = static_cast<float>(xs->get(0)), y_scale = static_cast<float>(ys->get(0));
   const float zp = static_cast<float>(yzp->get(0));
   const QRange range = range_of(Y.dtype());
-  const int64_t area = count_of(p.out_dims) / std::max<int64_t>(1, p.N * p.M);
+  const int64_t area = numel_of(p.out_dims) / std::max<int64_t>(1, p.N * p.M);
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t m = 0; m < p.M; ++m) {
       const float sw = static_cast<float>(ws->get(ws->numel() == 1 ? 0 : m));
