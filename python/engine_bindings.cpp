@@ -57,6 +57,10 @@ std::string numpy_dtype_name(graft::DataType t) {
     case DataType::kInt8: return "int8";
     case DataType::kInt32: return "int32";
     case DataType::kInt64: return "int64";
+    case DataType::kInt16: return "int16";
+    case DataType::kUInt16: return "uint16";
+    case DataType::kUInt32: return "uint32";
+    case DataType::kUInt64: return "uint64";
     case DataType::kBool: return "bool";
     default: return "";
   }
@@ -65,7 +69,8 @@ std::string numpy_dtype_name(graft::DataType t) {
 graft::DataType dtype_from_numpy(const py::dtype& dt, const std::string& name_for_errors) {
   using graft::DataType;
   const DataType candidates[] = {DataType::kFloat32, DataType::kFloat16, DataType::kFloat64, DataType::kUInt8,
-                                 DataType::kInt8,    DataType::kInt32,   DataType::kInt64,   DataType::kBool};
+                                 DataType::kInt8,    DataType::kInt32,   DataType::kInt64,   DataType::kBool,
+                                 DataType::kInt16,   DataType::kUInt16,  DataType::kUInt32,  DataType::kUInt64};
   for (DataType c : candidates)
     if (dt.is(py::dtype(numpy_dtype_name(c)))) return c;
   raise_invalid("input '" + name_for_errors + "': numpy dtype " + std::string(py::str(py::handle(dt))) +

@@ -14,11 +14,15 @@ enum class DataType : int32_t {
   kFloat32 = 1,
   kUInt8 = 2,
   kInt8 = 3,
+  kUInt16 = 4,
+  kInt16 = 5,
   kInt32 = 6,
   kInt64 = 7,
   kBool = 9,
   kFloat16 = 10,
   kFloat64 = 11,
+  kUInt32 = 12,
+  kUInt64 = 13,
   kBFloat16 = 16,
 };
 
@@ -27,7 +31,7 @@ const char* dtype_name(DataType t);       // "float32", "float16", ...
 bool dtype_from_name(const std::string& name, DataType* out);  // accepts "float32"/"fp32"/"float"...
 bool dtype_from_onnx(int32_t onnx_type, DataType* out);       // false if graft lacks the type
 bool dtype_is_float(DataType t);          // float16/bfloat16/float32/float64
-bool dtype_is_integer(DataType t);        // int8/uint8/int32/int64
+bool dtype_is_integer(DataType t);        // int8/uint8/int16/uint16/int32/uint32/int64/uint64 (not bool)
 
 // IEEE binary16 and bfloat16 stored as raw bits, converted through float on the host.
 struct half {
@@ -55,12 +59,23 @@ template <> struct dtype_of<half> { static constexpr DataType value = DataType::
 template <> struct dtype_of<bfloat16> { static constexpr DataType value = DataType::kBFloat16; };
 template <> struct dtype_of<int8_t> { static constexpr DataType value = DataType::kInt8; };
 template <> struct dtype_of<uint8_t> { static constexpr DataType value = DataType::kUInt8; };
+template <> struct dtype_of<int16_t> { static constexpr DataType value = DataType::kInt16; };
+template <> struct dtype_of<uint16_t> { static constexpr DataType value = DataType::kUInt16; };
 template <> struct dtype_of<int32_t> { static constexpr DataType value = DataType::kInt32; };
+template <> struct dtype_of<uint32_t> { static constexpr DataType value = DataType::kUInt32; };
+template <> struct dtype_of<uint64_t> { static constexpr DataType value = DataType::kUInt64; };
 template <> struct dtype_of<int64_t> { static constexpr DataType value = DataType::kInt64; };
 template <> struct dtype_of<bool> { static constexpr DataType value = DataType::kBool; };
 
-// Load/store any element as double: the CPU reference's lingua franca for mixed dtypes.
+// Load/store any element as double: the CPU reference's lingua franca for mixed dtypes. int64 and
+// uint64 values beyond 2^53 round; code that must be exact uses the integer accessors below.
 double load_as_double(DataType t, const void* base, int64_t index);
 void store_from_double(DataType t, void* base, int64_t index, double v);
+
+// Exact access to integer (and bool) elements through 64 bits: a uint64 travels as its bit pattern
+// in int64_t (2^64 - 1 reads as -1), and a store keeps the low bits of `v`, as a C++ conversion to
+// the narrower type does. Float dtypes go through double.
+int64_t load_as_int64(DataType t, const void* base, int64_t index);
+void store_from_int64(DataType t, void* base, int64_t index, int64_t v);
 
 }  // namespace graft

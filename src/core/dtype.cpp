@@ -16,8 +16,12 @@ size_t dtype_size(DataType t) {
     case DataType::kBFloat16: return 2;
     case DataType::kInt8: return 1;
     case DataType::kUInt8: return 1;
+    case DataType::kInt16: return 2;
+    case DataType::kUInt16: return 2;
     case DataType::kInt32: return 4;
+    case DataType::kUInt32: return 4;
     case DataType::kInt64: return 8;
+    case DataType::kUInt64: return 8;
     case DataType::kBool: return 1;
     case DataType::kUndefined: return 0;
   }
@@ -32,8 +36,12 @@ const char* dtype_name(DataType t) {
     case DataType::kBFloat16: return "bfloat16";
     case DataType::kInt8: return "int8";
     case DataType::kUInt8: return "uint8";
+    case DataType::kInt16: return "int16";
+    case DataType::kUInt16: return "uint16";
     case DataType::kInt32: return "int32";
+    case DataType::kUInt32: return "uint32";
     case DataType::kInt64: return "int64";
+    case DataType::kUInt64: return "uint64";
     case DataType::kBool: return "bool";
     case DataType::kUndefined: return "undefined";
   }
@@ -47,7 +55,8 @@ bool dtype_from_name(const std::string& n, DataType* out) {
       {"float16", DataType::kFloat16}, {"half", DataType::kFloat16}, {"fp16", DataType::kFloat16},
       {"bfloat16", DataType::kBFloat16}, {"bf16", DataType::kBFloat16},
       {"int8", DataType::kInt8}, {"uint8", DataType::kUInt8}, {"int32", DataType::kInt32},
-      {"int64", DataType::kInt64}, {"bool", DataType::kBool}};
+      {"int64", DataType::kInt64}, {"int16", DataType::kInt16}, {"uint16", DataType::kUInt16},
+      {"uint32", DataType::kUInt32}, {"uint64", DataType::kUInt64}, {"bool", DataType::kBool}};
   for (auto& e : table)
     if (n == e.name) { *out = e.t; return true; }
   return false;
@@ -55,7 +64,7 @@ bool dtype_from_name(const std::string& n, DataType* out) {
 
 bool dtype_from_onnx(int32_t v, DataType* out) {
   switch (v) {
-    case 1: case 2: case 3: case 6: case 7: case 9: case 10: case 11: case 16:
+    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12: case 13: case 16:
       *out = static_cast<DataType>(v);
       return true;
     default:
@@ -68,7 +77,13 @@ bool dtype_is_float(DataType t) {
          t == DataType::kFloat64;
 }
 bool dtype_is_integer(DataType t) {
-  return t == DataType::kInt8 || t == DataType::kUInt8 || t == DataType::kInt32 || t == DataType::kInt64;
+  switch (t) {
+    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt16: case DataType::kUInt16:
+    case DataType::kInt32: case DataType::kUInt32: case DataType::kInt64: case DataType::kUInt64:
+      return true;
+    default:
+      return false;
+  }
 }
 
 float half_to_float(uint16_t h) {
@@ -136,8 +151,12 @@ double load_as_double(DataType t, const void* base, int64_t i) {
     case DataType::kBFloat16: return bfloat16_to_float(static_cast<const uint16_t*>(base)[i]);
     case DataType::kInt8: return static_cast<const int8_t*>(base)[i];
     case DataType::kUInt8: return static_cast<const uint8_t*>(base)[i];
+    case DataType::kInt16: return static_cast<const int16_t*>(base)[i];
+    case DataType::kUInt16: return static_cast<const uint16_t*>(base)[i];
     case DataType::kInt32: return static_cast<const int32_t*>(base)[i];
+    case DataType::kUInt32: return static_cast<const uint32_t*>(base)[i];
     case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
+    case DataType::kUInt64: return static_cast<double>(static_cast<const uint64_t*>(base)[i]);
     case DataType::kBool: return static_cast<const uint8_t*>(base)[i] ? 1.0 : 0.0;
     case DataType::kUndefined: return 0.0;
   }
@@ -150,6 +169,16 @@ namespace {
 // saturation at the int64 range. Narrower integer types then keep the low bits, as NumPy's astype
 // does on x86 (-3.0 -> uint8 253).
 int64_t double_to_int64(double v) { return saturating_int64(v); }
+
+// uint64 has values above int64's range: NaN -> 0, truncation toward zero, saturation at
+// [0, 2^64 - 1] for non-negative inputs; a negative value wraps through int64 as for the other
+// integer types (-1.0 -> 2^64 - 1).
+uint64_t double_to_uint64(double v) {
+  if (std::isnan(v)) return 0;
+  if (v < 0) return static_cast<uint64_t>(double_to_int64(v));
+  if (v >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
+  return static_cast<uint64_t>(v);
+}
 }  // namespace
 
 void store_from_double(DataType t, void* base, int64_t i, double v) {
@@ -161,10 +190,44 @@ void store_from_double(DataType t, void* base, int64_t i, double v) {
     // Integer stores truncate toward zero as ONNX Cast does; out of range, see double_to_int64.
     case DataType::kInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(double_to_int64(v)); break;
     case DataType::kUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(double_to_int64(v)); break;
+    case DataType::kInt16: static_cast<int16_t*>(base)[i] = static_cast<int16_t>(double_to_int64(v)); break;
+    case DataType::kUInt16: static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(double_to_int64(v)); break;
     case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(double_to_int64(v)); break;
+    case DataType::kUInt32: static_cast<uint32_t*>(base)[i] = static_cast<uint32_t>(double_to_int64(v)); break;
     case DataType::kInt64: static_cast<int64_t*>(base)[i] = double_to_int64(v); break;
+    case DataType::kUInt64: static_cast<uint64_t*>(base)[i] = double_to_uint64(v); break;
     case DataType::kBool: static_cast<uint8_t*>(base)[i] = v != 0.0 ? 1 : 0; break;
     case DataType::kUndefined: break;
+  }
+}
+
+int64_t load_as_int64(DataType t, const void* base, int64_t i) {
+  switch (t) {
+    case DataType::kInt8: return static_cast<const int8_t*>(base)[i];
+    case DataType::kUInt8: return static_cast<const uint8_t*>(base)[i];
+    case DataType::kInt16: return static_cast<const int16_t*>(base)[i];
+    case DataType::kUInt16: return static_cast<const uint16_t*>(base)[i];
+    case DataType::kInt32: return static_cast<const int32_t*>(base)[i];
+    case DataType::kUInt32: return static_cast<const uint32_t*>(base)[i];
+    case DataType::kInt64: return static_cast<const int64_t*>(base)[i];
+    case DataType::kUInt64: return static_cast<int64_t>(static_cast<const uint64_t*>(base)[i]);
+    case DataType::kBool: return static_cast<const uint8_t*>(base)[i] ? 1 : 0;
+    default: return double_to_int64(load_as_double(t, base, i));
+  }
+}
+
+void store_from_int64(DataType t, void* base, int64_t i, int64_t v) {
+  switch (t) {
+    case DataType::kInt8: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(v); break;
+    case DataType::kUInt8: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v); break;
+    case DataType::kInt16: static_cast<int16_t*>(base)[i] = static_cast<int16_t>(v); break;
+    case DataType::kUInt16: static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v); break;
+    case DataType::kInt32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
+    case DataType::kUInt32: static_cast<uint32_t*>(base)[i] = static_cast<uint32_t>(v); break;
+    case DataType::kInt64: static_cast<int64_t*>(base)[i] = v; break;
+    case DataType::kUInt64: static_cast<uint64_t*>(base)[i] = static_cast<uint64_t>(v); break;
+    case DataType::kBool: static_cast<uint8_t*>(base)[i] = v != 0 ? 1 : 0; break;
+    default: store_from_double(t, base, i, static_cast<double>(v)); break;
   }
 }
 

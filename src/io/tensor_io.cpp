@@ -166,7 +166,8 @@ Status dtype_from_descr(const std::string& descr, DataType* out) {
   static const Entry kTable[] = {
       {"f2", DataType::kFloat16}, {"f4", DataType::kFloat32}, {"f8", DataType::kFloat64},
       {"i1", DataType::kInt8},    {"u1", DataType::kUInt8},   {"i4", DataType::kInt32},
-      {"i8", DataType::kInt64},   {"b1", DataType::kBool},
+      {"i8", DataType::kInt64},   {"b1", DataType::kBool},    {"i2", DataType::kInt16},
+      {"u2", DataType::kUInt16},  {"u4", DataType::kUInt32},  {"u8", DataType::kUInt64},
   };
   const Entry* hit = nullptr;
   for (const Entry& e : kTable)
@@ -175,7 +176,7 @@ Status dtype_from_descr(const std::string& descr, DataType* out) {
     return error(StatusCode::kUnsupported, "unsupported dtype '", descr, "'");
   if (!hit)
     return error(StatusCode::kUnsupported, "unsupported dtype '", descr,
-                 "' (graft reads f2 f4 f8 i1 u1 i4 i8 b1)");
+                 "' (graft reads f2 f4 f8 i1 u1 i2 u2 i4 u4 i8 u8 b1)");
   // Byte order matters only for multi-byte types; '=' is native, which is little-endian here.
   if (order == '>' && dtype_size(hit->dtype) > 1)
     return error(StatusCode::kUnsupported, "big-endian data ('", descr,
@@ -193,6 +194,10 @@ const char* descr_for(DataType t) {
     case DataType::kUInt8: return "|u1";
     case DataType::kInt32: return "<i4";
     case DataType::kInt64: return "<i8";
+    case DataType::kInt16: return "<i2";
+    case DataType::kUInt16: return "<u2";
+    case DataType::kUInt32: return "<u4";
+    case DataType::kUInt64: return "<u8";
     case DataType::kBool: return "|b1";
     default: return nullptr;
   }
@@ -418,6 +423,10 @@ Status copy_typed(const Field& field, int64_t numel, Tensor& t, const std::strin
         break;
       case DataType::kInt8: t.data_as<int8_t>()[i] = static_cast<int8_t>(v); break;
       case DataType::kUInt8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+      case DataType::kInt16: t.data_as<int16_t>()[i] = static_cast<int16_t>(v); break;
+      case DataType::kUInt16: t.data_as<uint16_t>()[i] = static_cast<uint16_t>(v); break;
+      case DataType::kUInt32: t.data_as<uint32_t>()[i] = static_cast<uint32_t>(v); break;
+      case DataType::kUInt64: t.data_as<uint64_t>()[i] = static_cast<uint64_t>(v); break;
       case DataType::kBool: t.data_as<uint8_t>()[i] = v != 0; break;
       case DataType::kInt32: t.data_as<int32_t>()[i] = static_cast<int32_t>(v); break;
       case DataType::kInt64: t.data_as<int64_t>()[i] = static_cast<int64_t>(v); break;
@@ -463,6 +472,10 @@ Result<NamedTensor> tensor_from_proto(const onnx::TensorProto& p) {
     case DataType::kFloat32: have = p.float_data_size(); field = "float_data"; break;
     case DataType::kFloat64: have = p.double_data_size(); field = "double_data"; break;
     case DataType::kInt64: have = p.int64_data_size(); field = "int64_data"; break;
+    // onnx.proto: uint32 and uint64 travel in uint64_data; int16/uint16, like the other narrow
+    // types, in int32_data.
+    case DataType::kUInt32:
+    case DataType::kUInt64: have = p.uint64_data_size(); field = "uint64_data"; break;
     default: have = p.int32_data_size(); break;
   }
   if (have != numel)
@@ -474,6 +487,8 @@ Result<NamedTensor> tensor_from_proto(const onnx::TensorProto& p) {
     case DataType::kFloat32: st = copy_typed<float>(p.float_data(), numel, t, "float_data"); break;
     case DataType::kFloat64: st = copy_typed<double>(p.double_data(), numel, t, "double_data"); break;
     case DataType::kInt64: st = copy_typed<int64_t>(p.int64_data(), numel, t, "int64_data"); break;
+    case DataType::kUInt32:
+    case DataType::kUInt64: st = copy_typed<uint64_t>(p.uint64_data(), numel, t, "uint64_data"); break;
     default: st = copy_typed<int32_t>(p.int32_data(), numel, t, "int32_data"); break;
   }
   if (!st.is_ok()) return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "': ", st.message());

@@ -188,7 +188,11 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
     case DataType::kInt32:
     case DataType::kInt8:
     case DataType::kUInt8:
+    case DataType::kInt16:
+    case DataType::kUInt16:
     case DataType::kBool: have = tp.int32_data_size(); field = "int32_data"; break;
+    case DataType::kUInt32:  // onnx.proto keeps uint32 and uint64 in uint64_data
+    case DataType::kUInt64: have = tp.uint64_data_size(); field = "uint64_data"; break;
     default:
       return error(StatusCode::kUnsupported, "tensor '", tp.name(), "': unsupported data type");
   }
@@ -204,6 +208,14 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
     case DataType::kInt64:
       if (n) std::memcpy(t.data(), tp.int64_data().data(), nbytes);
       break;
+    case DataType::kUInt64:
+      if (n) std::memcpy(t.data(), tp.uint64_data().data(), nbytes);
+      break;
+    case DataType::kUInt32: {
+      auto* p = t.data_as<uint32_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint32_t>(tp.uint64_data(static_cast<int>(i)));
+      break;
+    }
     case DataType::kFloat16:
     case DataType::kBFloat16: {
       auto* p = t.data_as<uint16_t>();

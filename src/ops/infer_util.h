@@ -14,7 +14,9 @@ namespace graft::infer {
 
 inline constexpr DataType kF32 = DataType::kFloat32, kF16 = DataType::kFloat16, kF64 = DataType::kFloat64,
                           kBF16 = DataType::kBFloat16, kI8 = DataType::kInt8, kU8 = DataType::kUInt8,
-                          kI32 = DataType::kInt32, kI64 = DataType::kInt64, kBool = DataType::kBool;
+                          kI32 = DataType::kInt32, kI64 = DataType::kInt64, kBool = DataType::kBool,
+                          kI16 = DataType::kInt16, kU16 = DataType::kUInt16, kU32 = DataType::kUInt32,
+                          kU64 = DataType::kUInt64;
 
 // A description with dtype `t` and shape `s` (nullopt: the rank is unknown).
 inline TensorDesc desc_of(DataType t, std::optional<Shape> s) {
@@ -25,9 +27,10 @@ inline TensorDesc desc_of(DataType t, std::optional<Shape> s) {
 }
 
 inline const std::vector<DataType> kFloatTypes{kF32, kF16, kF64, kBF16};
-inline const std::vector<DataType> kSignedTypes{kF32, kF16, kF64, kBF16, kI8, kI32, kI64};
-inline const std::vector<DataType> kNumericTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI32, kI64};
-inline const std::vector<DataType> kAllTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI32, kI64, kBool};
+inline const std::vector<DataType> kSignedTypes{kF32, kF16, kF64, kBF16, kI8, kI16, kI32, kI64};
+inline const std::vector<DataType> kNumericTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64};
+inline const std::vector<DataType> kAllTypes{kF32, kF16, kF64, kBF16, kI8, kU8, kI16, kU16, kI32, kU32, kI64, kU64, kBool};
+inline const std::vector<DataType> kUnsignedIntTypes{kU8, kU16, kU32, kU64};
 
 inline std::string dtype_list(const std::vector<DataType>& ts) {
   std::string s;

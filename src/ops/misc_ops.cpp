@@ -82,8 +82,8 @@ Status infer_eye_like(InferContext& ctx) {
 }
 
 Status infer_bit_shift(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kU8}));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kU8}));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kUnsignedIntTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kUnsignedIntTypes));
   GRAFT_RETURN_IF_ERROR(cpu::bit_shift_left(ctx.attrs()).status());
   std::optional<Shape> out;
   if (ctx.input(0).shape && ctx.input(1).shape) {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -25,6 +26,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
@@ -245,6 +247,42 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
           if (i >= names.size())
             return make_result(Outcome::kFail, fmt::format("{} has no matching graph {}", p.string(), kind));
           nt.name = names[i];
+        }
+        // The value's declared tensor type, for the two ways old suites' data disagrees with it.
+        const onnx::ValueInfoProto* declared = nullptr;
+        for (const auto& v : std::string(kind) == "input" ? model.graph().input() : model.graph().output())
+          if (v.name() == nt.name) declared = &v;
+        if (declared) {
+          const auto& tt = declared->type().tensor_type();
+          // ONNX's generator wrote bfloat16 data as its uint16 bit patterns while NumPy had no
+          // bfloat16 (test_cast*_BFLOAT16*): the same bytes, read as the declared type.
+          // Its float-to-bfloat16 references truncated instead of rounding to nearest even as Cast
+          // does now, so such an expected output is no reference (inputs are exact bits).
+          if (tt.elem_type() == onnx::TensorProto::BFLOAT16 && nt.tensor.dtype() == graft::DataType::kUInt16 &&
+              std::string(kind) == "output")
+            return make_result(Outcome::kSkipped,
+                               fmt::format("{}: output '{}' is a bfloat16 reference stored as uint16 by an old ONNX "
+                                           "generator that truncated instead of rounding",
+                                           p.filename().string(), nt.name));
+          if (tt.elem_type() == onnx::TensorProto::BFLOAT16 && nt.tensor.dtype() == graft::DataType::kUInt16) {
+            graft::Tensor bf = graft::Tensor::empty(graft::DataType::kBFloat16, nt.tensor.dims());
+            if (bf.nbytes()) std::memcpy(bf.data(), nt.tensor.data(), bf.nbytes());
+            nt.tensor = bf;
+          }
+          // Data whose static shape contradicts the model's fixed dims cannot be run by any
+          // engine that checks inputs; the case itself is broken, not the engine.
+          if (std::string(kind) == "input" && tt.has_shape()) {
+            const auto& dims = tt.shape().dim();
+            bool contradicts = dims.size() != static_cast<int>(nt.tensor.dims().size());
+            for (int k = 0; !contradicts && k < dims.size(); ++k)
+              contradicts = dims[k].has_dim_value() && dims[k].dim_value() != nt.tensor.dims()[k];
+            if (contradicts)
+              return make_result(Outcome::kSkipped,
+                                 fmt::format("{}: input '{}' has shape [{}] but the model declares rank {} with fixed dims "
+                                             "that differ (a defect of the case's data)",
+                                             p.filename().string(), nt.name, fmt::join(nt.tensor.dims(), ","),
+                                             dims.size()));
+          }
         }
         if (std::string(kind) == "input" && nt.tensor.numel() > opt.max_elements)
           return make_result(Outcome::kSkipped, fmt::format("input '{}' has {} elements (> {})", nt.name, nt.tensor.numel(),

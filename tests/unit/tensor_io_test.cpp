@@ -148,7 +148,7 @@ TEST_F(TensorIoTest, NpyErrors) {
       {"complex.npy", npy_bytes("{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }", payload), "unsupported dtype '<c8'"},
       {"struct.npy", npy_bytes("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (6,), }", payload), "structured"},
       {"trunc.npy", npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 3), }", payload), "truncated data"},
-      {"extra.npy", npy_bytes("{'descr': '<i2', 'fortran_order': False, 'shape': (2, 3), }", payload), "unsupported dtype"},
+      {"extra.npy", npy_bytes("{'descr': '<f16', 'fortran_order': False, 'shape': (2, 3), }", payload), "unsupported dtype"},
       {"trailing.npy", npy_bytes("{'descr': '|u1', 'fortran_order': False, 'shape': (2, 3), }", payload), "trailing bytes"},
       {"badhdr.npy", npy_bytes("{'descr': '<f4', 'shape': (2, 3), }", payload), "header lacks"},
       {"negative.npy", npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (-2, 3), }", payload), "malformed"},

@@ -126,6 +126,19 @@ Status variadic_numeric(ExecContext& ctx, F f) {
   }, [&](DataType t) { return bad_dtype(ctx, t); });
 }
 
+// ONNX gives Relu, Neg and PRelu only signed types; unsigned inputs are refused before dispatch.
+bool is_unsigned_integer(DataType t) {
+  return t == DataType::kUInt8 || t == DataType::kUInt16 || t == DataType::kUInt32 || t == DataType::kUInt64;
+}
+
+// `x < 0` for any element type, without the always-false comparison on unsigned types that
+// -Wtype-limits rejects.
+template <typename T>
+bool is_negative(T v) {
+  if constexpr (std::is_unsigned_v<T>) return false;
+  else return v < 0;
+}
+
 template <typename T>
 bool is_nan(T v) {
   if constexpr (std::is_floating_point_v<T>) return std::isnan(v);
@@ -155,11 +168,11 @@ Result<float> float_attr(const ExecContext& ctx, const char* name, float def) {
 Status relu(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
   DataType t = ctx.inputs[0]->dtype();
-  if (t == DataType::kBool || t == DataType::kUInt8) return bad_dtype(ctx, t);
+  if (t == DataType::kBool || is_unsigned_integer(t)) return bad_dtype(ctx, t);
   return visit_numeric(t, [&](auto tr) -> Status {
     using Tr = decltype(tr);
     // `x < 0 ? 0 : x` keeps NaN, like numpy's clip/maximum.
-    return map_unary<Tr>(ctx, [](auto x) { return x < 0 ? decltype(x)(0) : x; });
+    return map_unary<Tr>(ctx, [](auto x) { return is_negative(x) ? decltype(x)(0) : x; });
   }, [&](DataType d) { return bad_dtype(ctx, d); });
 }
 
@@ -267,7 +280,7 @@ Status elu(ExecContext& ctx) {
 Status neg(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
   DataType t = ctx.inputs[0]->dtype();
-  if (t == DataType::kBool || t == DataType::kUInt8) return bad_dtype(ctx, t);
+  if (t == DataType::kBool || is_unsigned_integer(t)) return bad_dtype(ctx, t);
   return visit_numeric(t, [&](auto tr) -> Status {
     return map_unary<decltype(tr)>(ctx, [](auto x) { return wrap_neg(x); });
   }, [&](DataType d) { return bad_dtype(ctx, d); });
@@ -278,7 +291,7 @@ Status abs(ExecContext& ctx) {
   DataType t = ctx.inputs[0]->dtype();
   if (t == DataType::kBool) return bad_dtype(ctx, t);
   return visit_numeric(t, [&](auto tr) -> Status {
-    return map_unary<decltype(tr)>(ctx, [](auto x) { return x < 0 ? wrap_neg(x) : x; });
+    return map_unary<decltype(tr)>(ctx, [](auto x) { return is_negative(x) ? wrap_neg(x) : x; });
   }, [&](DataType d) { return bad_dtype(ctx, d); });
 }
 
@@ -341,11 +354,15 @@ Status cast(ExecContext& ctx) {
           TrT::store(y.data(), i, v != 0);
         } else if constexpr (std::is_integral_v<CT> && std::is_floating_point_v<decltype(v)>) {
           // Float to int truncates toward zero; NaN/out-of-range saturate instead of hitting UB.
+          // The upper bound is tested as >= 2^digits because max() of a 64-bit type rounds up to
+          // exactly that power of two in double, and converting it back would overflow.
           double d = static_cast<double>(v);
-          if (std::isnan(d)) d = 0;
-          d = std::clamp(d, static_cast<double>(std::numeric_limits<CT>::lowest()),
-                         static_cast<double>(std::numeric_limits<CT>::max()));
-          TrT::store(y.data(), i, static_cast<CT>(d));
+          CT r;
+          if (std::isnan(d)) r = 0;
+          else if (d <= static_cast<double>(std::numeric_limits<CT>::lowest())) r = std::numeric_limits<CT>::lowest();
+          else if (d >= std::ldexp(1.0, std::numeric_limits<CT>::digits)) r = std::numeric_limits<CT>::max();
+          else r = static_cast<CT>(d);
+          TrT::store(y.data(), i, r);
         } else {
           TrT::store(y.data(), i, static_cast<CT>(v));
         }
@@ -370,7 +387,7 @@ Status add(ExecContext& ctx) {
   return binary_numeric(ctx, [](auto a, auto b) {
     using C = decltype(a);
     if constexpr (std::is_integral_v<C>) {
-      using U = std::make_unsigned_t<C>;  // integer overflow wraps (two's complement), no UB
+      using U = wrap_t<C>;  // integer overflow wraps (two's complement), no UB
       return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
     } else {
       return a + b;
@@ -382,7 +399,7 @@ Status sub(ExecContext& ctx) {
   return binary_numeric(ctx, [](auto a, auto b) {
     using C = decltype(a);
     if constexpr (std::is_integral_v<C>) {
-      using U = std::make_unsigned_t<C>;
+      using U = wrap_t<C>;
       return static_cast<C>(static_cast<U>(a) - static_cast<U>(b));
     } else {
       return a - b;
@@ -394,7 +411,7 @@ Status mul(ExecContext& ctx) {
   return binary_numeric(ctx, [](auto a, auto b) {
     using C = decltype(a);
     if constexpr (std::is_integral_v<C>) {
-      using U = std::make_unsigned_t<C>;
+      using U = wrap_t<C>;
       return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
     } else {
       return a * b;
@@ -452,11 +469,11 @@ Status prelu(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
   GRAFT_RETURN_IF_ERROR(same_dtypes(ctx, 0, 2));
   DataType t = ctx.inputs[0]->dtype();
-  if (t == DataType::kBool || t == DataType::kUInt8) return bad_dtype(ctx, t);
+  if (t == DataType::kBool || is_unsigned_integer(t)) return bad_dtype(ctx, t);
   return visit_numeric(t, [&](auto tr) -> Status {
     using Tr = decltype(tr);
     return map_binary<Tr, Tr, Tr>(*ctx.inputs[0], *ctx.inputs[1], *ctx.outputs[0],
-                                  [](auto x, auto s) { return x < 0 ? static_cast<decltype(x)>(s * x) : x; });
+                                  [](auto x, auto s) { return is_negative(x) ? static_cast<decltype(x)>(s * x) : x; });
   }, [&](DataType d) { return bad_dtype(ctx, d); });
 }
 
@@ -515,7 +532,7 @@ Status sum(ExecContext& ctx) {
     return variadic_numeric(ctx, [](auto a, auto b) {
       using C = decltype(a);
       if constexpr (std::is_integral_v<C>) {
-        using U = std::make_unsigned_t<C>;
+        using U = wrap_t<C>;
         return static_cast<C>(static_cast<U>(a) + static_cast<U>(b));
       } else {
         return a + b;  // not reached: floats take the double path below

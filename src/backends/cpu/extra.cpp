@@ -147,7 +147,11 @@ Status apply_updates(const ExecContext& ctx, Tensor& y, const Tensor& upd, const
     using C = decltype(Tr::load(nullptr, 0));
     for (size_t i = 0; i < dest.size(); ++i) {
       const C cur = Tr::load(y.data(), dest[i]), u = Tr::load(upd.data(), static_cast<int64_t>(i));
-      const C r = red == "add" ? static_cast<C>(cur + u) : red == "mul" ? static_cast<C>(cur * u)
+      // Integer add/mul wrap in an unsigned type of at least int's width (uint16 * uint16 would
+      // otherwise promote to int and could overflow it).
+      using W = wrap_t<C>;
+      const C r = red == "add" ? static_cast<C>(static_cast<W>(cur) + static_cast<W>(u))
+                  : red == "mul" ? static_cast<C>(static_cast<W>(cur) * static_cast<W>(u))
                   : red == "max" ? std::max(cur, u) : std::min(cur, u);
       Tr::store(y.data(), dest[i], r);
     }
@@ -301,7 +305,11 @@ Status mod(ExecContext& ctx) {
     for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) {
       const C x = Tr::load(a.data(), w.offset(0)), d = Tr::load(b.data(), w.offset(1));
       C r;
-      if constexpr (std::is_integral_v<C>) {
+      if constexpr (std::is_integral_v<C> && std::is_unsigned_v<C>) {
+        // No signs to reconcile: both conventions agree, and uint64 must not go through int64.
+        if (d == 0) return error(StatusCode::kRuntimeError, "Mod: integer division by zero at output element ", i);
+        r = static_cast<C>(x % d);
+      } else if constexpr (std::is_integral_v<C>) {
         if (d == 0) return error(StatusCode::kRuntimeError, "Mod: integer division by zero at output element ", i);
         // 64-bit so that x % -1 cannot overflow for a narrower type's minimum; for int64's minimum
         // it would (undefined, SIGFPE on x86), and x % -1 is 0 for every x.

@@ -277,17 +277,28 @@ Status bit_shift(ExecContext& ctx) {
   if (x.dtype() != s.dtype() || y.dtype() != x.dtype())
     return error(StatusCode::kInvalidModel, "BitShift: X and Y must share a dtype, got ", dtype_name(x.dtype()), " and ",
                  dtype_name(s.dtype()));
-  if (x.dtype() != DataType::kUInt8) return bad_dtype(ctx, x.dtype());
   GRAFT_ASSIGN_OR_RETURN(detail::BroadcastWalker w, detail::BroadcastWalker::make(y.dims(), {x.dims(), s.dims()}));
-  const uint8_t* xp = static_cast<const uint8_t*>(x.data());
-  const uint8_t* sp = static_cast<const uint8_t*>(s.data());
-  uint8_t* yp = static_cast<uint8_t*>(y.data());
-  for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) {
-    const unsigned v = xp[w.offset(0)], by = sp[w.offset(1)];
-    // Shifting by the width or more is undefined in C++; the bits are all shifted out.
-    yp[i] = by >= 8 ? uint8_t{0} : static_cast<uint8_t>(left ? (v << by) : (v >> by));
+  auto shift = [&](auto zero) -> Status {
+    using T = decltype(zero);
+    constexpr uint64_t kBits = sizeof(T) * 8;
+    const T* xp = static_cast<const T*>(x.data());
+    const T* sp = static_cast<const T*>(s.data());
+    T* yp = static_cast<T*>(y.data());
+    for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) {
+      // Widened to 64 bits so that narrow types do not promote to signed int; shifting by the
+      // width or more is undefined in C++, and ONNX's answer is that every bit is shifted out.
+      const uint64_t v = xp[w.offset(0)], by = sp[w.offset(1)];
+      yp[i] = by >= kBits ? T{0} : static_cast<T>(left ? (v << by) : (v >> by));
+    }
+    return Status::ok();
+  };
+  switch (x.dtype()) {
+    case DataType::kUInt8: return shift(uint8_t{0});
+    case DataType::kUInt16: return shift(uint16_t{0});
+    case DataType::kUInt32: return shift(uint32_t{0});
+    case DataType::kUInt64: return shift(uint64_t{0});
+    default: return bad_dtype(ctx, x.dtype());
   }
-  return Status::ok();
 }
 
 Status reverse_sequence(ExecContext& ctx) {
@@ -375,24 +386,11 @@ Status det(ExecContext& ctx) {
 
 namespace {
 
-// Exact integer element access (double would round int64 beyond 2^53).
-int64_t load_integer(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DataType::kInt8: return static_cast<const int8_t*>(t.data())[i];
-    case DataType::kUInt8: return static_cast<const uint8_t*>(t.data())[i];
-    case DataType::kInt32: return static_cast<const int32_t*>(t.data())[i];
-    default: return static_cast<const int64_t*>(t.data())[i];
-  }
-}
+// Exact integer element access (double would round int64 beyond 2^53); a uint64 travels as its
+// bit pattern, and two's-complement products and sums of those bits are the uint64 results.
+int64_t load_integer(const Tensor& t, int64_t i) { return load_as_int64(t.dtype(), t.data(), i); }
 // Wraps to the output's width, as integer arithmetic in that type would.
-void store_integer(Tensor& t, int64_t i, int64_t v) {
-  switch (t.dtype()) {
-    case DataType::kInt8: static_cast<int8_t*>(t.data())[i] = static_cast<int8_t>(v); break;
-    case DataType::kUInt8: static_cast<uint8_t*>(t.data())[i] = static_cast<uint8_t>(v); break;
-    case DataType::kInt32: static_cast<int32_t*>(t.data())[i] = static_cast<int32_t>(v); break;
-    default: static_cast<int64_t*>(t.data())[i] = v;
-  }
-}
+void store_integer(Tensor& t, int64_t i, int64_t v) { store_from_int64(t.dtype(), t.data(), i, v); }
 
 }  // namespace
 

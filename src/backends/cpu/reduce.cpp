@@ -78,18 +78,24 @@ Status reduce(ExecContext& ctx, ReduceKind kind) {
   if (dtype_is_integer(x.dtype())) {
     if (kind == ReduceKind::kL2)
       return error(StatusCode::kUnsupported, "ReduceL2 of integer dtype ", dtype_name(x.dtype()), " is not supported");
-    const int64_t init = kind == ReduceKind::kMax   ? std::numeric_limits<int64_t>::lowest()
-                         : kind == ReduceKind::kMin ? std::numeric_limits<int64_t>::max()
+    // uint64 elements are held as their bit patterns (load_as_int64), so its order and its
+    // division (Mean) are the unsigned ones; sums and products wrap identically either way.
+    const bool u64 = x.dtype() == DataType::kUInt64;
+    const int64_t init = kind == ReduceKind::kMax   ? (u64 ? 0 : std::numeric_limits<int64_t>::lowest())
+                         : kind == ReduceKind::kMin ? (u64 ? -1 : std::numeric_limits<int64_t>::max())
                          : kind == ReduceKind::kProd ? 1 : 0;
+    auto less = [u64](int64_t p, int64_t q) {
+      return u64 ? static_cast<uint64_t>(p) < static_cast<uint64_t>(q) : p < q;
+    };
     std::vector<int64_t> acc(n_out, init);
-    const auto xs = x.to_int64_vector();
     for (int64_t i = 0; i < x.numel(); ++i, w.next()) {
+      const int64_t xi = load_as_int64(x.dtype(), x.data(), i);
       // Unsigned arithmetic: overflow wraps instead of being UB.
-      const auto u = static_cast<uint64_t>(xs[i]);
+      const auto u = static_cast<uint64_t>(xi);
       int64_t& a = acc[w.offset(0)];
       switch (kind) {
-        case ReduceKind::kMax: a = std::max(a, xs[i]); break;
-        case ReduceKind::kMin: a = std::min(a, xs[i]); break;
+        case ReduceKind::kMax: if (less(a, xi)) a = xi; break;
+        case ReduceKind::kMin: if (less(xi, a)) a = xi; break;
         case ReduceKind::kProd: a = static_cast<int64_t>(static_cast<uint64_t>(a) * u); break;
         case ReduceKind::kSumSquare: a = static_cast<int64_t>(static_cast<uint64_t>(a) + u * u); break;
         default: a = static_cast<int64_t>(static_cast<uint64_t>(a) + u); break;
@@ -97,10 +103,9 @@ Status reduce(ExecContext& ctx, ReduceKind kind) {
     }
     for (int64_t o = 0; o < n_out; ++o) {
       int64_t v = acc[o];
-      if (kind == ReduceKind::kMean) v = count ? v / count : 0;
-      if (x.dtype() == DataType::kInt64) y.data_as<int64_t>()[o] = v;
-      else if (x.dtype() == DataType::kInt32) y.data_as<int32_t>()[o] = static_cast<int32_t>(v);
-      else y.set(o, static_cast<double>(v));
+      if (kind == ReduceKind::kMean)
+        v = !count ? 0 : u64 ? static_cast<int64_t>(static_cast<uint64_t>(v) / static_cast<uint64_t>(count)) : v / count;
+      store_from_int64(y.dtype(), y.data(), o, v);
     }
     return Status::ok();
   }

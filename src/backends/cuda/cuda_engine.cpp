@@ -110,6 +110,27 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
     *why = "its output shape depends on the data (known only after the kernel runs), which the CPU reference handles";
     return false;
   }
+  // int16, uint16, uint32 and uint64 exist on the CPU reference only: no CUDA kernel's dtype
+  // switch has them, so such a node is placed on the CPU before any kernel is asked.
+  auto cpu_only = [](DataType t) {
+    return t == DataType::kInt16 || t == DataType::kUInt16 || t == DataType::kUInt32 || t == DataType::kUInt64;
+  };
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (v && cpu_only(v->desc.dtype)) {
+      *why = "input " + std::to_string(i) + " ('" + v->name + "') has dtype " + dtype_name(v->desc.dtype) +
+             ", which the CUDA backend does not support";
+      return false;
+    }
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const Value* v = n.outputs[i];
+    if (v && cpu_only(v->desc.dtype)) {
+      *why = "output " + std::to_string(i) + " ('" + v->name + "') has dtype " + dtype_name(v->desc.dtype) +
+             ", which the CUDA backend does not support";
+      return false;
+    }
+  }
   const CudaOp* op = find_cuda_op(n.op_type);
   if (!op) {
     *why = "no CUDA kernel for op " + n.op_type;
