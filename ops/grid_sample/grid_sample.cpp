@@ -9,8 +9,8 @@ namespace {
 
 constexpr const char* kName = "grid_sampler";
 
-Result<cpu::GridSampleParams> params_of(const AttributeMap& a) {
-  using P = cpu::GridSampleParams;
+Result<GridSampleParams> params_of(const AttributeMap& a) {
+  using P = GridSampleParams;
   P p;
   GRAFT_ASSIGN_OR_RETURN(int64_t mode, a.get_int("interpolation_mode", 0));
   GRAFT_ASSIGN_OR_RETURN(int64_t pad, a.get_int("padding_mode", 0));
@@ -27,7 +27,7 @@ Status forward_cpu(const KernelContext& ctx) {
     return error(StatusCode::kInvalidArgument, kName, ": kernel expects 2 inputs and 1 output");
   if (ctx.inputs[0].rank() != 4)
     return error(StatusCode::kInvalidArgument, kName, ": input 'input' must have rank 4 (N, C, H, W)");
-  GRAFT_ASSIGN_OR_RETURN(cpu::GridSampleParams p, params_of(*ctx.attrs));
+  GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, params_of(*ctx.attrs));
   return cpu::grid_sample_run(kName, p, ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]);
 }
 

@@ -12,8 +12,8 @@ namespace {
 constexpr const char* kName = "MMCVRoiAlign";
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
-Result<cpu::RoiAlignParams> params_of(const AttributeMap& a) {
-  cpu::RoiAlignParams p;
+Result<RoiAlignParams> params_of(const AttributeMap& a) {
+  RoiAlignParams p;
   GRAFT_ASSIGN_OR_RETURN(p.output_height, a.get_int("output_height", 1));
   GRAFT_ASSIGN_OR_RETURN(p.output_width, a.get_int("output_width", 1));
   GRAFT_ASSIGN_OR_RETURN(p.sampling_ratio, a.get_int("sampling_ratio", 0));
@@ -21,7 +21,7 @@ Result<cpu::RoiAlignParams> params_of(const AttributeMap& a) {
   GRAFT_ASSIGN_OR_RETURN(std::string mode, a.get_string("mode", "avg"));
   GRAFT_ASSIGN_OR_RETURN(int64_t aligned, a.get_int("aligned", 1));
   p.spatial_scale = scale;
-  p.pool = mode == "max" ? cpu::RoiAlignParams::Pool::kMax : cpu::RoiAlignParams::Pool::kAvg;
+  p.pool = mode == "max" ? RoiAlignParams::Pool::kMax : RoiAlignParams::Pool::kAvg;
   p.max_of_weighted_corners = false;  // mmcv: the largest interpolated sample
   p.half_pixel = aligned != 0;
   return p;
@@ -30,7 +30,7 @@ Result<cpu::RoiAlignParams> params_of(const AttributeMap& a) {
 Status forward_cpu(const KernelContext& ctx) {
   if (ctx.inputs.size() != 2 || ctx.outputs.size() != 1)
     return error(StatusCode::kInvalidArgument, kName, ": kernel expects 2 inputs and 1 output");
-  GRAFT_ASSIGN_OR_RETURN(cpu::RoiAlignParams p, params_of(*ctx.attrs));
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, params_of(*ctx.attrs));
   return cpu::roi_align_run(kName, p, ctx.inputs[0], ctx.inputs[1], nullptr, ctx.outputs[0]);
 }
 

@@ -4,7 +4,7 @@
 // Trilu, Size, Mean, Dropout (inference only), Mod, Xor, and more unary math (trig/hyperbolic, Sign,
 // Round, Selu, Shrink, ThresholdedRelu, Softsign, IsNaN, IsInf).
 //
-// Reduction axes go through cpu::resolve_reduce_axes, the same reader the ReduceXxx group uses:
+// Reduction axes go through resolve_reduce_axes, the same reader the ReduceXxx group uses:
 // an attribute before opset 18, an optional second input from 18 on.
 #include <algorithm>
 #include <string>
@@ -32,7 +32,7 @@ Status infer_selu(InferContext& ctx) {
 // Celu (opset 12): float32 only, as the specification constrains it; alpha must be a nonzero
 // finite float (the kernel divides by it).
 Status infer_celu(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(cpu::celu_alpha(ctx.attrs()).status());
+  GRAFT_RETURN_IF_ERROR(celu_alpha(ctx.attrs()).status());
   return infer_unary(ctx, {kF32});
 }
 

@@ -143,11 +143,11 @@ Result<std::optional<Shape>> conv_shape(const InferContext& ctx, size_t xi, size
   if (!kernel_known && !ctx.attrs().has("kernel_shape"))
     return error(StatusCode::kUnsupported, "the kernel shape is unknown: weight w ", w.to_string(),
                  " has symbolic spatial dims and kernel_shape is absent");
-  GRAFT_ASSIGN_OR_RETURN(cpu::WindowAttrs wa, cpu::parse_window_attrs(ctx.attrs(), xs.size() - 2,
+  GRAFT_ASSIGN_OR_RETURN(WindowAttrs wa, parse_window_attrs(ctx.attrs(), xs.size() - 2,
                                                                       kernel_known ? &wk : nullptr, false));
   Shape out{xs[0], ws[0]};
   for (size_t i = 0; i + 2 < xs.size(); ++i) {
-    Dim d = cpu::window_output_dim(wa, i, xs[i + 2]);
+    Dim d = window_output_dim(wa, i, xs[i + 2]);
     if (d.is_const() && d.value() < 1)
       return ctx.fail("input x ", x.to_string(), " is too small for the window on spatial axis ",
                       static_cast<int64_t>(i), " (output extent ", d.value(), ")");

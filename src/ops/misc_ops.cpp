@@ -24,7 +24,7 @@ Status require_rank_at_least(const InferContext& ctx, size_t i, int64_t r, const
 
 Status infer_instance_norm(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
-  GRAFT_RETURN_IF_ERROR(cpu::instance_norm_epsilon(ctx.attrs()).status());
+  GRAFT_RETURN_IF_ERROR(instance_norm_epsilon(ctx.attrs()).status());
   GRAFT_RETURN_IF_ERROR(require_rank_at_least(ctx, 0, 2, "input (N, C, ...)"));
   const TensorDesc& x = ctx.input(0);
   const char* names[3] = {"input", "scale", "B"};
@@ -44,7 +44,7 @@ Status infer_instance_norm(InferContext& ctx) {
 
 Status infer_lrn(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
-  GRAFT_RETURN_IF_ERROR(cpu::lrn_attrs(ctx.attrs()).status());
+  GRAFT_RETURN_IF_ERROR(lrn_attrs(ctx.attrs()).status());
   GRAFT_RETURN_IF_ERROR(require_rank_at_least(ctx, 0, 2, "X (N, C, ...)"));
   ctx.set_output(0, ctx.input(0));
   return Status::ok();
@@ -53,7 +53,7 @@ Status infer_lrn(InferContext& ctx) {
 Status infer_mvn(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
   if (ctx.input(0).shape) {
-    GRAFT_RETURN_IF_ERROR(cpu::mvn_axes(ctx.attrs(), ctx.input(0).rank()).status());
+    GRAFT_RETURN_IF_ERROR(mvn_axes(ctx.attrs(), ctx.input(0).rank()).status());
   } else {
     auto r = ctx.attrs().get_ints("axes", {});
     if (!r) return Status(r.status()).with_attribute("axes");
@@ -84,7 +84,7 @@ Status infer_eye_like(InferContext& ctx) {
 Status infer_bit_shift(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kUnsignedIntTypes));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kUnsignedIntTypes));
-  GRAFT_RETURN_IF_ERROR(cpu::bit_shift_left(ctx.attrs()).status());
+  GRAFT_RETURN_IF_ERROR(bit_shift_left(ctx.attrs()).status());
   std::optional<Shape> out;
   if (ctx.input(0).shape && ctx.input(1).shape) {
     GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
@@ -97,7 +97,7 @@ Status infer_bit_shift(InferContext& ctx) {
 Status infer_reverse_sequence(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI64}));
-  GRAFT_ASSIGN_OR_RETURN(auto axes, cpu::reverse_sequence_axes(ctx.attrs()));
+  GRAFT_ASSIGN_OR_RETURN(auto axes, reverse_sequence_axes(ctx.attrs()));
   GRAFT_RETURN_IF_ERROR(require_rank_at_least(ctx, 0, 2, "input"));
   const TensorDesc& x = ctx.input(0);
   const TensorDesc& lens = ctx.input(1);
@@ -134,8 +134,8 @@ Status infer_window(InferContext& ctx) {
   if (auto v = ctx.input_dims_value(0)) {
     if (v->size() != 1) return ctx.fail("input size must hold one value, got ", static_cast<int64_t>(v->size()));
     n = (*v)[0];
-    if (n.is_const() && (n.value() < 0 || n.value() > cpu::kMaxWindowLength))
-      return ctx.fail("input size ", n.value(), " is outside [0, ", cpu::kMaxWindowLength, "]");
+    if (n.is_const() && (n.value() < 0 || n.value() > kMaxWindowLength))
+      return ctx.fail("input size ", n.value(), " is outside [0, ", kMaxWindowLength, "]");
   }
   ctx.set_output(0, desc_of(out, Shape{n}));
   return Status::ok();

@@ -1,22 +1,16 @@
 // Schemas (type and symbolic shape inference) for Conv, BatchNormalization, MatMul, Gemm and the
-// pools. Kernels: src/backends/cpu/nn.cpp, which shares the window-attribute parsing below.
+// pools. Kernels: src/backends/cpu/nn.cpp; both read the window attributes with
+// src/ops/window_attrs.h.
 #include <string>
 
 #include "backends/cpu/nn.h"
+#include "ops/attr_util.h"
 #include "ops/operator.h"
+#include "ops/window_attrs.h"
 
 namespace graft {
 
 namespace {
-
-using cpu::WindowAttrs;
-
-template <typename... Args>
-Status attr_error(const char* attr, Args&&... parts) {
-  Status st = error(StatusCode::kInvalidModel, std::forward<Args>(parts)...);
-  st.with_attribute(attr);
-  return st;
-}
 
 Status require_float_input(const InferContext& ctx, size_t i, const char* name) {
   DataType t = ctx.input(i).dtype;
@@ -47,7 +41,7 @@ bool output_requested(const InferContext& ctx, size_t i) {
 Result<Shape> window_output_shape(const Shape& x, const Dim& channels, const WindowAttrs& w) {
   Shape out{x[0], channels};
   for (size_t i = 0; i + 2 < x.size(); ++i) {
-    Dim d = cpu::window_output_dim(w, i, x[i + 2]);
+    Dim d = window_output_dim(w, i, x[i + 2]);
     if (d.is_const() && d.value() < 1)
       return error(StatusCode::kInvalidModel, "input ", shape_to_string(x), " is too small for the window on spatial axis ",
                    static_cast<int64_t>(i), " (output extent ", d.value(), ")");
@@ -78,7 +72,7 @@ Status infer_conv(InferContext& ctx) {
     return error(StatusCode::kUnsupported, "the kernel shape is unknown: weight W ", shape_to_string(w),
                  " has symbolic spatial dims and kernel_shape is absent");
   GRAFT_ASSIGN_OR_RETURN(WindowAttrs wa,
-                         cpu::parse_window_attrs(ctx.attrs(), n, weight_kernel_known ? &wk : nullptr, false));
+                         parse_window_attrs(ctx.attrs(), n, weight_kernel_known ? &wk : nullptr, false));
   GRAFT_ASSIGN_OR_RETURN(int64_t group, ctx.attrs().get_int("group", 1));
   if (group < 1) return attr_error("group", "must be >= 1, got ", group);
   const Dim& C = x[1];
@@ -118,7 +112,7 @@ Status infer_conv_transpose(InferContext& ctx) {
       return error(StatusCode::kUnsupported, "weight W ", shape_to_string(w), " has symbolic spatial dims");
     wk.push_back(w[i].value());
   }
-  GRAFT_ASSIGN_OR_RETURN(cpu::ConvTransposeAttrs a, cpu::parse_conv_transpose_attrs(ctx.attrs(), n, &wk));
+  GRAFT_ASSIGN_OR_RETURN(ConvTransposeAttrs a, parse_conv_transpose_attrs(ctx.attrs(), n, &wk));
   if (x[1].is_const() && w[0].is_const() && x[1].value() != w[0].value())
     return ctx.fail("channel mismatch: X ", shape_to_string(x), " has ", x[1].value(), " channels but W ",
                     shape_to_string(w), " expects ", w[0].value());
@@ -134,7 +128,7 @@ Status infer_conv_transpose(InferContext& ctx) {
   }
   Shape out{x[0], M};
   for (size_t i = 0; i < n; ++i) {
-    Dim d = cpu::conv_transpose_output_dim(a, i, x[i + 2]);
+    Dim d = conv_transpose_output_dim(a, i, x[i + 2]);
     if (d.is_const() && d.value() < 1)
       return ctx.fail("output extent ", d.value(), " on spatial axis ", static_cast<int64_t>(i), " is < 1");
     out.push_back(d);
@@ -151,7 +145,7 @@ Status infer_pool_common(InferContext& ctx, bool is_max) {
   else GRAFT_RETURN_IF_ERROR(require_float_input(ctx, 0, "X"));
   if (x.size() < 3)
     return ctx.fail("input X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x));
-  GRAFT_ASSIGN_OR_RETURN(WindowAttrs wa, cpu::parse_window_attrs(ctx.attrs(), x.size() - 2, nullptr, true));
+  GRAFT_ASSIGN_OR_RETURN(WindowAttrs wa, parse_window_attrs(ctx.attrs(), x.size() - 2, nullptr, true));
   if (is_max) {
     GRAFT_ASSIGN_OR_RETURN(int64_t so, ctx.attrs().get_int("storage_order", 0));
     if (so != 0 && so != 1) return attr_error("storage_order", "must be 0 or 1, got ", so);

@@ -23,13 +23,13 @@ Status check_scale_layout(const InferContext& ctx) {
   if (s.shape && s.rank() > 1) return ctx.fail("the scale must be a scalar or 1-D, got ", s.to_string());
   auto axis = ctx.attrs().get_int("axis", 1);
   if (!axis) return Status(axis.status()).with_attribute("axis");
-  GRAFT_RETURN_IF_ERROR(cpu::check_no_block_size(ctx.attrs()));
+  GRAFT_RETURN_IF_ERROR(check_no_block_size(ctx.attrs()));
   const TensorDesc* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (!x.shape || !s.shape || !shape_is_static(*x.shape) || !shape_is_static(*s.shape)) return Status::ok();
   if (zp && (!zp->shape || !shape_is_static(*zp->shape))) return Status::ok();
   std::vector<int64_t> zp_dims;
   if (zp) zp_dims = shape_values(*zp->shape);
-  auto l = cpu::quant_layout(ctx.attrs(), shape_values(*x.shape), shape_values(*s.shape), zp ? &zp_dims : nullptr);
+  auto l = quant_layout(ctx.attrs(), shape_values(*x.shape), shape_values(*s.shape), zp ? &zp_dims : nullptr);
   if (!l) return l.status().attribute().empty() ? ctx.fail(l.status().message()) : l.status();
   return Status::ok();
 }

@@ -105,8 +105,8 @@ Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only) {
   std::optional<std::vector<int64_t>> axes_in;
   if (axes_present)
     if (const Tensor* t = ctx.input_value(1)) axes_in = t->to_int64_vector();
-  GRAFT_ASSIGN_OR_RETURN(cpu::ReduceAxes ra,
-                         cpu::resolve_reduce_axes(ctx.attrs(), static_cast<int64_t>(in.size()), axes_present, axes_in));
+  GRAFT_ASSIGN_OR_RETURN(ReduceAxes ra,
+                         resolve_reduce_axes(ctx.attrs(), static_cast<int64_t>(in.size()), axes_present, axes_in));
   TensorDesc out;
   out.dtype = x.dtype;
   if (!ra.known) {

@@ -46,8 +46,8 @@ std::optional<Dim> scaled_dim(const Dim& in, double s) {
 Status infer_resize(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
   const int64_t rank = static_cast<int64_t>(x.size());
-  GRAFT_ASSIGN_OR_RETURN(cpu::ResizeAttrs a, cpu::parse_resize_attrs(ctx.attrs(), rank));
-  if (a.mode != cpu::ResizeAttrs::Mode::kNearest && !dtype_is_float(ctx.input(0).dtype))
+  GRAFT_ASSIGN_OR_RETURN(ResizeAttrs a, parse_resize_attrs(ctx.attrs(), rank));
+  if (a.mode != ResizeAttrs::Mode::kNearest && !dtype_is_float(ctx.input(0).dtype))
     return error(StatusCode::kUnsupported, "linear/cubic Resize needs a floating input, got ",
                  dtype_name(ctx.input(0).dtype));
   const bool has_scales = input_given(ctx, 2), has_sizes = input_given(ctx, 3);
@@ -61,7 +61,7 @@ Status infer_resize(InferContext& ctx) {
   if (shape_is_static(x) && (scales_v || sizes_v)) {
     std::vector<int64_t> out;
     std::vector<double> scale;
-    GRAFT_RETURN_IF_ERROR(cpu::resize_output(a, shape_values(x), ctx.has_input(1) ? ctx.input_value(1) : nullptr,
+    GRAFT_RETURN_IF_ERROR(resize_output(a, shape_values(x), ctx.has_input(1) ? ctx.input_value(1) : nullptr,
                                              scales_v, sizes_v, &out, &scale));
     ctx.set_output(0, TensorDesc(ctx.input(0).dtype, shape_from_values(out)));
     return Status::ok();
@@ -94,7 +94,7 @@ Status infer_resize(InferContext& ctx) {
 
 Status infer_pad(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
-  GRAFT_ASSIGN_OR_RETURN(cpu::PadMode mode, cpu::parse_pad_mode(ctx.attrs()));
+  GRAFT_ASSIGN_OR_RETURN(PadMode mode, parse_pad_mode(ctx.attrs()));
   (void)mode;
   if (!ctx.has_input(1)) return ctx.fail("input 'pads' is required");
   if (!dtype_is_integer(ctx.input(1).dtype))
@@ -119,7 +119,7 @@ Status infer_pad(InferContext& ctx) {
       pv.push_back(d.is_const() ? d.value() : 0);
     }
     std::vector<int64_t> pb, pe;
-    GRAFT_RETURN_IF_ERROR(cpu::pad_amounts(pv, &axes, rank, &pb, &pe));
+    GRAFT_RETURN_IF_ERROR(pad_amounts(pv, &axes, rank, &pb, &pe));
     for (size_t k = 0; k < axes.size(); ++k) {
       size_t a = static_cast<size_t>(axes[k] < 0 ? axes[k] + rank : axes[k]);
       out[a] = x[a] + (*pads)[k] + (*pads)[axes.size() + k];

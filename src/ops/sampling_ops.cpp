@@ -28,7 +28,7 @@ Status infer_roi_align(InferContext& ctx) {
   if (ctx.input(1).dtype != t)
     return ctx.fail("input 'rois' ('", ctx.node().inputs[1]->name, "') has dtype ", dtype_name(ctx.input(1).dtype),
                     " but X has ", dtype_name(t), "; they must match");
-  GRAFT_ASSIGN_OR_RETURN(cpu::RoiAlignParams p, cpu::parse_roi_align_attrs(ctx.attrs(), ctx.opset()));
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, parse_roi_align_attrs(ctx.attrs(), ctx.opset()));
   GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
   GRAFT_ASSIGN_OR_RETURN(Shape rois, ctx.input_shape(1));
   GRAFT_ASSIGN_OR_RETURN(Shape bi, ctx.input_shape(2));
@@ -52,7 +52,7 @@ Status infer_grid_sample(InferContext& ctx) {
     return ctx.fail("takes 2 inputs (X, grid), got ", static_cast<uint64_t>(ctx.num_inputs()));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kSampleFloats));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kSampleFloats));
-  GRAFT_ASSIGN_OR_RETURN(cpu::GridSampleParams p, cpu::parse_grid_sample_attrs(ctx.attrs(), ctx.opset()));
+  GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, parse_grid_sample_attrs(ctx.attrs(), ctx.opset()));
   (void)p;
   GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
   GRAFT_ASSIGN_OR_RETURN(Shape grid, ctx.input_shape(1));

@@ -46,7 +46,7 @@ Status infer_max_unpool(InferContext& ctx) {
     if (!k) return Status(k.status()).with_attribute("kernel_shape");
     spatial = static_cast<int64_t>(k.value().size());
   }
-  GRAFT_ASSIGN_OR_RETURN(cpu::MaxUnpoolAttrs a, cpu::max_unpool_attrs(ctx.attrs(), spatial));
+  GRAFT_ASSIGN_OR_RETURN(MaxUnpoolAttrs a, max_unpool_attrs(ctx.attrs(), spatial));
   if (x.shape && ind.shape) {
     bool same = ind.rank() == x.rank();
     for (size_t d = 0; same && d < x.shape->size(); ++d) {
@@ -70,7 +70,7 @@ Status infer_max_unpool(InferContext& ctx) {
       if (all_const) {
         std::vector<int64_t> o;
         for (const Dim& d : *v) o.push_back(d.value());
-        auto dims = cpu::max_unpool_shape(a, shape_values(*x.shape), o);
+        auto dims = max_unpool_shape(a, shape_values(*x.shape), o);
         if (!dims) return dims.status();
       }
       if (static_cast<int64_t>(v->size()) != rank)
@@ -88,7 +88,7 @@ Status infer_max_unpool(InferContext& ctx) {
         out.push_back(ctx.unknown_dim());
         continue;
       }
-      GRAFT_ASSIGN_OR_RETURN(int64_t e, cpu::max_unpool_extent(a, static_cast<size_t>(d), in.value()));
+      GRAFT_ASSIGN_OR_RETURN(int64_t e, max_unpool_extent(a, static_cast<size_t>(d), in.value()));
       out.push_back(Dim(e));
     }
   } else {

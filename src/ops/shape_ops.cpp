@@ -356,9 +356,9 @@ Status infer_split(InferContext& ctx) {
   return Status::ok();
 }
 
-// Output extent of one sliced axis over a possibly symbolic extent; see cpu::slice_axis.
+// Output extent of one sliced axis over a possibly symbolic extent; see slice_axis.
 Dim slice_dim(const Dim& d, int64_t s, int64_t e, int64_t step) {
-  if (d.is_const()) return Dim(cpu::slice_axis(d.value(), s, e, step).length);
+  if (d.is_const()) return Dim(slice_axis(d.value(), s, e, step).length);
   if (step > 0) {
     Dim st = s >= 0 ? (s == 0 ? Dim(0) : dim_min(Dim(s), d)) : (s <= -kHugeBound ? Dim(0) : dim_max(d + Dim(s), 0));
     Dim en = e >= kHugeBound ? d : e >= 0 ? dim_min(Dim(e), d) : (e <= -kHugeBound ? Dim(0) : dim_max(d + Dim(e), 0));
@@ -404,7 +404,7 @@ Status infer_slice(InferContext& ctx) {
   Shape out = s;
   std::vector<bool> seen(s.size(), false);
   bool exact = starts && ends && steps && all_const(*starts) && all_const(*ends);
-  std::vector<cpu::SliceAxis> resolved(s.size());
+  std::vector<SliceAxis> resolved(s.size());
   for (size_t i = 0; i < k; ++i) {
     GRAFT_ASSIGN_OR_RETURN(int64_t a, normalize_axis((*axes)[i], r));
     if (seen[a]) return ctx.fail("axis ", a, " is sliced twice");
@@ -419,12 +419,12 @@ Status infer_slice(InferContext& ctx) {
     }
     const int64_t st = (*starts)[i].value(), en = (*ends)[i].value(), sp = (*steps)[i];
     out[a] = slice_dim(s[a], st, en, sp);
-    if (s[a].is_const()) resolved[a] = cpu::slice_axis(s[a].value(), st, en, sp);
+    if (s[a].is_const()) resolved[a] = slice_axis(s[a].value(), st, en, sp);
   }
   ctx.set_output(0, TensorDesc(dt, out));
   auto sym = ctx.input_dims_value(0);
   if (exact && sym && r == 1 && s[0].is_const() && as_i64(sym->size()) == s[0].value()) {
-    cpu::SliceAxis sa = seen[0] ? resolved[0] : cpu::SliceAxis{0, 1, s[0].value()};
+    SliceAxis sa = seen[0] ? resolved[0] : SliceAxis{0, 1, s[0].value()};
     std::vector<Dim> v;
     for (int64_t j = 0; j < sa.length; ++j) v.push_back((*sym)[sa.start + j * sa.step]);
     maybe_set_sym(ctx, 0, dt, std::move(v));

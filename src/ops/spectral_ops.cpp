@@ -40,9 +40,9 @@ Result<std::optional<Dim>> scalar_value(const InferContext& ctx, size_t i, const
 Status check_length_dim(const InferContext& ctx, const Dim& d, const char* what) {
   if (!d.is_const()) return Status::ok();
   if (d.value() < 1) return ctx.fail(what, " must be >= 1, got ", d.value());
-  if (d.value() > cpu::kMaxDftLength)
+  if (d.value() > kMaxDftLength)
     return error(StatusCode::kUnsupported, what, " ", d.value(),
-                 " exceeds the longest transform graft computes (", cpu::kMaxDftLength, ")");
+                 " exceeds the longest transform graft computes (", kMaxDftLength, ")");
   return Status::ok();
 }
 
@@ -60,7 +60,7 @@ Status check_complex_dim(const InferContext& ctx, const Dim& c, bool onesided, c
 
 Status infer_dft(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
-  GRAFT_ASSIGN_OR_RETURN(cpu::DftAttrs a, cpu::dft_attrs(ctx.attrs(), ctx.opset()));
+  GRAFT_ASSIGN_OR_RETURN(DftAttrs a, dft_attrs(ctx.attrs(), ctx.opset()));
   const DataType dt = ctx.input(0).dtype;
   std::optional<Dim> n;  // the transform length, when dft_length is given and known
   bool n_unknown = false;
@@ -99,7 +99,7 @@ Status infer_dft(InferContext& ctx) {
     ctx.set_output(0, desc_of(dt, out));
     return Status::ok();
   }
-  auto ax = cpu::normalize_dft_axis(axis, rank);
+  auto ax = normalize_dft_axis(axis, rank);
   if (!ax) {
     Status st = ctx.fail(ax.status().message());
     if (a.axis_is_attribute) st.with_attribute("axis");
@@ -122,7 +122,7 @@ Status infer_dft(InferContext& ctx) {
   out[static_cast<size_t>(*ax)] = bins;
   // With every number known, the kernel's own checks (work bound included) run here already.
   if (shape_is_static(*x.shape) && !n_unknown && (!n || n->is_const())) {
-    auto l = cpu::dft_layout(shape_values(*x.shape), *ax,
+    auto l = dft_layout(shape_values(*x.shape), *ax,
                              n ? std::optional<int64_t>(n->value()) : std::nullopt, a);
     if (!l) return l.status();
   }
@@ -132,7 +132,7 @@ Status infer_dft(InferContext& ctx) {
 
 Status infer_stft(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
-  GRAFT_ASSIGN_OR_RETURN(bool onesided, cpu::stft_onesided(ctx.attrs()));
+  GRAFT_ASSIGN_OR_RETURN(bool onesided, stft_onesided(ctx.attrs()));
   const DataType dt = ctx.input(0).dtype;
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI32, kI64}));
   GRAFT_RETURN_IF_ERROR(require_scalar_shape(ctx, 1, "frame_step"));
@@ -176,7 +176,7 @@ Status infer_stft(InferContext& ctx) {
   Dim bins = !fl ? ctx.unknown_dim() : onesided ? floor_div(*fl, Dim(2)) + Dim(1) : *fl;
   if (shape_is_static(*x.shape) && step && step->is_const() && fl && fl->is_const() &&
       (!wlen || wlen->is_const())) {
-    auto l = cpu::stft_layout(shape_values(*x.shape), step->value(),
+    auto l = stft_layout(shape_values(*x.shape), step->value(),
                               wlen ? std::optional<int64_t>(wlen->value()) : std::nullopt,
                               flen ? std::optional<int64_t>(flen->value()) : std::nullopt, onesided);
     if (!l) return l.status();

@@ -461,7 +461,7 @@ TEST(SpectralErrors, AbsurdSizesAreRefusedBeforeAnyWork) {
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), StatusCode::kUnsupported) << r.status().to_string();
   // Quadratic work beyond the bound on a modest tensor: 70000 bins of 70000 samples.
-  auto work = cpu::dft_layout({1, 70000, 1}, 1, std::nullopt, cpu::DftAttrs{});
+  auto work = dft_layout({1, 70000, 1}, 1, std::nullopt, DftAttrs{});
   ASSERT_FALSE(work.is_ok());
   EXPECT_EQ(work.status().code(), StatusCode::kUnsupported);
   EXPECT_TRUE(contains(work.status().to_string(), "multiply-adds")) << work.status().to_string();
@@ -469,15 +469,15 @@ TEST(SpectralErrors, AbsurdSizesAreRefusedBeforeAnyWork) {
   auto inf = testing::infer("DFT", {big}, attrs_of({{"axis", int64_t{1}}}), 17);
   ASSERT_FALSE(inf.is_ok());
   EXPECT_EQ(inf.status().code(), StatusCode::kUnsupported);
-  auto st = cpu::stft_layout({64, 100000, 1}, 1, std::nullopt, int64_t{4096}, false);
+  auto st = stft_layout({64, 100000, 1}, 1, std::nullopt, int64_t{4096}, false);
   ASSERT_FALSE(st.is_ok());
   EXPECT_EQ(st.status().code(), StatusCode::kUnsupported);
   // A huge step is one frame; a step whose scalar offset (step * 2 for complex) overflows int64 is
   // refused, not wrapped.
-  auto one = cpu::stft_layout({1, 8, 1}, INT64_MAX, std::nullopt, int64_t{4}, false);
+  auto one = stft_layout({1, 8, 1}, INT64_MAX, std::nullopt, int64_t{4}, false);
   ASSERT_TRUE(one.is_ok()) << one.status().to_string();
   EXPECT_EQ(one.value().frames, 1);
-  auto ov = cpu::stft_layout({1, 8, 2}, INT64_MAX, std::nullopt, int64_t{4}, false);
+  auto ov = stft_layout({1, 8, 2}, INT64_MAX, std::nullopt, int64_t{4}, false);
   ASSERT_FALSE(ov.is_ok());
 }
 

@@ -371,14 +371,6 @@ Status selu(ExecContext& ctx) {
   });
 }
 
-Result<float> celu_alpha(const AttributeMap& attrs) {
-  auto a = attrs.get_float("alpha", 1.0f);
-  if (!a) return Status(a.status()).with_attribute("alpha");
-  if (!std::isfinite(a.value()) || a.value() == 0.0f)
-    return attr_error("alpha", "must be finite and nonzero (Celu divides by it), got ", static_cast<double>(a.value()));
-  return a.value();
-}
-
 Status celu(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(float alpha, celu_alpha(attrs_of(ctx)));
   return unary_float(ctx, [&](auto v) {

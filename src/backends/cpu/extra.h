@@ -6,6 +6,7 @@
 #pragma once
 
 #include "graft/status.h"
+#include "ops/extra_attrs.h"
 #include "ops/operator.h"
 
 namespace graft::cpu {
@@ -34,9 +35,8 @@ Status atanh(ExecContext& ctx);
 Status sign(ExecContext& ctx);     // also integers
 Status round(ExecContext& ctx);    // half to even
 Status selu(ExecContext& ctx);
-// Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)). celu_alpha reads alpha (default 1),
-// which must be finite and nonzero; the error names the attribute.
-Result<float> celu_alpha(const AttributeMap& attrs);
+// Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha is read by celu_alpha
+// (src/ops/extra_attrs.h).
 Status celu(ExecContext& ctx);
 Status shrink(ExecContext& ctx);   // also integers
 Status thresholded_relu(ExecContext& ctx);

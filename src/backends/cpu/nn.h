@@ -1,5 +1,5 @@
 // CPU reference kernels for the "nn" builtin ops (Conv, pools, BatchNormalization, MatMul, Gemm),
-// plus the attribute parsing their schemas (src/ops/nn_ops.cpp) share with them.
+// whose window attributes are parsed by src/ops/window_attrs.h.
 //
 // These kernels are the executable specification: every value is loaded as double, accumulated in
 // double and rounded once into the output dtype (so float16 results are the correctly rounded
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ops/operator.h"
+#include "ops/window_attrs.h"
 
 namespace graft::cpu {
 
@@ -21,44 +22,6 @@ void store_doubles(Tensor& t, const std::vector<double>& v);
 Status require_float_tensor(const Tensor* t, const char* what);
 // Error unless `t` is a host tensor of a floating or integer dtype.
 Status require_float_or_int(const Tensor* t, const char* what);
-
-// ---- sliding-window attributes (Conv, MaxPool, AveragePool) ----
-enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
-
-struct WindowAttrs {
-  AutoPad auto_pad = AutoPad::kNotSet;
-  std::vector<int64_t> kernel, strides, dilations;
-  std::vector<int64_t> pads;  // explicit pads: n begins then n ends (ONNX order)
-  bool ceil_mode = false;
-};
-
-// Parses auto_pad, kernel_shape, strides, dilations, pads (and ceil_mode when `pool`) for
-// `spatial` spatial axes. `kernel_from_weights` (Conv) is used when kernel_shape is absent and
-// must agree with it when present. Errors name the attribute.
-Result<WindowAttrs> parse_window_attrs(const AttributeMap& attrs, size_t spatial,
-                                       const std::vector<int64_t>* kernel_from_weights, bool pool);
-
-// Output extent of spatial axis `axis` for an input extent `in` (symbolic where `in` is).
-Dim window_output_dim(const WindowAttrs& w, size_t axis, const Dim& in);
-
-// Concrete begin/end pads for a run: explicit pads, or SAME_* resolved from the input extents.
-void resolve_pads(const WindowAttrs& w, const std::vector<int64_t>& in_spatial,
-                  std::vector<int64_t>* begins, std::vector<int64_t>* ends);
-
-// ---- ConvTranspose geometry ----
-struct ConvTransposeAttrs {
-  WindowAttrs window;                   // kernel, strides, dilations, pads, auto_pad
-  std::vector<int64_t> output_padding;  // n entries
-  std::vector<int64_t> output_shape;    // n entries, or empty
-  int64_t group = 1;
-};
-Result<ConvTransposeAttrs> parse_conv_transpose_attrs(const AttributeMap& attrs, size_t spatial,
-                                                      const std::vector<int64_t>* kernel_from_weights);
-// Output extent of spatial axis `axis` (symbolic where `in` is).
-Dim conv_transpose_output_dim(const ConvTransposeAttrs& a, size_t axis, const Dim& in);
-// Concrete begin pads for a run (output_shape / SAME_* resolved from the extents).
-std::vector<int64_t> conv_transpose_pad_begins(const ConvTransposeAttrs& a, const std::vector<int64_t>& in,
-                                               const std::vector<int64_t>& out);
 
 // ---- kernels ----
 Status conv(ExecContext& ctx);

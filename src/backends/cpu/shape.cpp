@@ -54,25 +54,6 @@ std::string dims_str(const std::vector<int64_t>& d) { return shape_to_string(sha
 
 }  // namespace
 
-SliceAxis slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step) {
-  SliceAxis r;
-  r.step = step;
-  if (step > 0) {
-    start = start < 0 ? std::max<int64_t>(start < -dim ? 0 : start + dim, 0) : std::min(start, dim);
-    end = end < 0 ? std::max<int64_t>(end < -dim ? 0 : end + dim, 0) : std::min(end, dim);
-    r.start = start;
-    r.length = end > start ? 1 + (end - start - 1) / step : 0;
-  } else {
-    start = start < 0 ? (start < -dim ? 0 : start + dim) : std::min(start, dim - 1);
-    end = end < 0 ? (end < -dim ? -1 : end + dim) : std::min(end, dim - 1);
-    r.start = start;
-    const int64_t s = step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
-    r.length = start > end ? 1 + (start - end - 1) / s : 0;
-  }
-  if (dim == 0) r.length = 0;
-  return r;
-}
-
 Result<Tensor> constant_node_value(const AttributeMap& attrs) {
   int count = 0;
   for (const char* name : {"value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
@@ -102,15 +83,6 @@ Result<Tensor> constant_node_value(const AttributeMap& attrs) {
   }
   GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> v, attrs.get_ints("value_ints", {}));
   return Tensor::vector_int64(v);
-}
-
-Result<std::vector<int64_t>> int_input(const ExecContext& ctx, size_t i, const char* what) {
-  const Tensor* t = i < ctx.inputs.size() ? ctx.inputs[i] : nullptr;
-  if (!t) return error(StatusCode::kInvalidModel, "input ", static_cast<int64_t>(i), " (", what, ") is missing");
-  if (!dtype_is_integer(t->dtype()))
-    return error(StatusCode::kInvalidModel, "input ", static_cast<int64_t>(i), " (", what,
-                 ") must be an integer tensor, got ", dtype_name(t->dtype()));
-  return t->to_int64_vector();
 }
 
 Status reshape_like(ExecContext& ctx) {

@@ -10,25 +10,14 @@
 #include "graft/attribute.h"
 #include "graft/status.h"
 #include "graft/tensor.h"
+#include "ops/attr_util.h"  // int_input
 #include "ops/operator.h"
+#include "ops/slice_axis.h"
 
 namespace graft::cpu {
 
-// One sliced axis after ONNX clamping: output element k reads input index start + k*step.
-struct SliceAxis {
-  int64_t start = 0;
-  int64_t step = 1;
-  int64_t length = 0;
-};
-// ONNX Slice semantics (opset 10+) for one axis of extent `dim`: negative indices count from the
-// end, starts/ends clamp to [0,dim] (step > 0) or [0,dim-1] / [-1,dim-1] (step < 0). step != 0.
-SliceAxis slice_axis(int64_t dim, int64_t start, int64_t end, int64_t step);
-
 // The tensor a Constant node produces, from whichever value attribute it carries.
 Result<Tensor> constant_node_value(const AttributeMap& attrs);
-
-// Contents of a (host) integer tensor input as int64; error names the input.
-Result<std::vector<int64_t>> int_input(const ExecContext& ctx, size_t i, const char* what);
 
 Status reshape_like(ExecContext& ctx);  // Reshape, Flatten, Squeeze, Unsqueeze: a plain byte copy
 Status transpose(ExecContext& ctx);

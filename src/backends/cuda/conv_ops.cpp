@@ -17,11 +17,11 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/cpu/nn.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/nn_kernels.cuh"
 #include "build/tactics.h"
 #include "ops/layout.h"
+#include "ops/window_attrs.h"
 
 #include "backends/cuda/cudnn_wrap.h"
 
@@ -64,9 +64,9 @@ Status conv_geometry(const CudaExec& ex, const Tensor& X, const Tensor& W, const
   }
   GRAFT_ASSIGN_OR_RETURN(g->group, a.get_int("group", 1));
   std::vector<int64_t> wk{g->kh, g->kw};
-  GRAFT_ASSIGN_OR_RETURN(cpu::WindowAttrs wa, cpu::parse_window_attrs(a, 2, &wk, false));
+  GRAFT_ASSIGN_OR_RETURN(graft::WindowAttrs wa, graft::parse_window_attrs(a, 2, &wk, false));
   std::vector<int64_t> begins, ends;
-  cpu::resolve_pads(wa, {g->h, g->w}, &begins, &ends);
+  graft::resolve_pads(wa, {g->h, g->w}, &begins, &ends);
   if (begins != ends)
     return fail(ex, StatusCode::kUnsupported, "asymmetric padding is not handled by cuDNN (pads ", begins[0], ",",
                 begins[1], " / ", ends[0], ",", ends[1], ")");
@@ -427,9 +427,9 @@ Status graft_pool_run(CudaExec& ex) {
                                                     g.h * g.w, g.c, stream_of(ex)),
                          ex);
   } else if (pool == "MaxPool" || pool == "AveragePool") {
-    GRAFT_ASSIGN_OR_RETURN(cpu::WindowAttrs wa, cpu::parse_window_attrs(a, 2, nullptr, true));
+    GRAFT_ASSIGN_OR_RETURN(graft::WindowAttrs wa, graft::parse_window_attrs(a, 2, nullptr, true));
     std::vector<int64_t> begins, ends;
-    cpu::resolve_pads(wa, {g.h, g.w}, &begins, &ends);
+    graft::resolve_pads(wa, {g.h, g.w}, &begins, &ends);
     g.kh = wa.kernel[0]; g.kw = wa.kernel[1];
     g.sh = wa.strides[0]; g.sw = wa.strides[1];
     g.dh = wa.dilations[0]; g.dw = wa.dilations[1];

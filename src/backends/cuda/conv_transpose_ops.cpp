@@ -21,12 +21,12 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/kernel_util.h"
-#include "backends/cpu/nn.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cudnn_wrap.h"
 #include "backends/cuda/nn_kernels.cuh"
+#include "ops/attr_util.h"
+#include "ops/window_attrs.h"
 
 namespace graft::cuda {
 
@@ -43,9 +43,9 @@ const char* const kAxisName[2] = {"H", "W"};
 
 // The symmetric cuDNN pad of each spatial axis for input extents `in` and output extents `out`,
 // or false with `why` naming the axis and its pads (see the file comment for the rule).
-bool cudnn_pads(const cpu::ConvTransposeAttrs& a, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+bool cudnn_pads(const graft::ConvTransposeAttrs& a, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
                 int64_t pads[2], std::string* why) {
-  const std::vector<int64_t> begins = cpu::conv_transpose_pad_begins(a, in, out);
+  const std::vector<int64_t> begins = graft::conv_transpose_pad_begins(a, in, out);
   for (size_t i = 0; i < 2; ++i) {
     const int64_t s = a.window.strides[i];
     const int64_t eff = a.window.dilations[i] * (a.window.kernel[i] - 1) + 1;
@@ -82,9 +82,9 @@ bool conv_transpose_supports(const Node& n, std::string* why) {
   std::vector<int64_t> wk;
   if (wd.rank() == 4 && (*wd.shape)[2].is_const() && (*wd.shape)[3].is_const())
     wk = {(*wd.shape)[2].value(), (*wd.shape)[3].value()};
-  auto parsed = cpu::parse_conv_transpose_attrs(n.attrs, 2, wk.empty() ? nullptr : &wk);
+  auto parsed = graft::parse_conv_transpose_attrs(n.attrs, 2, wk.empty() ? nullptr : &wk);
   if (!parsed.is_ok()) return reject(why, parsed.status().message());
-  const cpu::ConvTransposeAttrs& a = parsed.value();
+  const graft::ConvTransposeAttrs& a = parsed.value();
   // Without output_shape the rule does not depend on the input extent (explicit pads fix pb and
   // pe; SAME_* sets OH = H * s, which leaves pe - pb constant), so any extent decides a symbolic one.
   std::vector<int64_t> in(2, 1), out(2, 1);
@@ -96,7 +96,7 @@ bool conv_transpose_supports(const Node& n, std::string* why) {
       return reject(why, "output_shape with a symbolic input extent: whether the pads it implies are symmetric "
                          "is known only at run time");
     }
-    const Dim o = cpu::conv_transpose_output_dim(a, i, Dim(in[i]));
+    const Dim o = graft::conv_transpose_output_dim(a, i, Dim(in[i]));
     if (!o.is_const()) return reject(why, "the output extent is not a constant for a constant input extent");
     out[i] = o.value();
   }
@@ -128,37 +128,37 @@ struct PreparedConvTranspose {
 Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B,
                                                        const Tensor& Y) {
   if (X.rank() != 4 || W.rank() != 4 || Y.rank() != 4)
-    return fail(ex, StatusCode::kInvalidModel, "X ", cpu::ints_to_string(X.dims()), ", W ", cpu::ints_to_string(W.dims()),
-                " and Y ", cpu::ints_to_string(Y.dims()), " must have rank 4");
+    return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(X.dims()), ", W ", graft::ints_to_string(W.dims()),
+                " and Y ", graft::ints_to_string(Y.dims()), " must have rank 4");
   const auto& x = X.dims();
   const auto& w = W.dims();
   const auto& y = Y.dims();
   const std::vector<int64_t> wk{w[2], w[3]};
-  auto parsed = cpu::parse_conv_transpose_attrs(*ex.ctx->attrs, 2, &wk);
+  auto parsed = graft::parse_conv_transpose_attrs(*ex.ctx->attrs, 2, &wk);
   if (!parsed.is_ok()) return with_node(ex, parsed.status());
-  const cpu::ConvTransposeAttrs& a = parsed.value();
+  const graft::ConvTransposeAttrs& a = parsed.value();
   const int64_t n = x[0], c = x[1], mg = w[1], m = mg * a.group;
   if (w[0] != c || c % a.group != 0)
-    return fail(ex, StatusCode::kInvalidModel, "X ", cpu::ints_to_string(x), " has ", c, " channels but W ",
-                cpu::ints_to_string(w), " with group ", a.group, " expects ", w[0], " (a multiple of the group)");
+    return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(x), " has ", c, " channels but W ",
+                graft::ints_to_string(w), " with group ", a.group, " expects ", w[0], " (a multiple of the group)");
   if (B && B->numel() != m) return fail(ex, StatusCode::kInvalidModel, "bias B has ", B->numel(), " elements; expected ", m);
   const std::vector<int64_t> in{x[2], x[3]}, out{y[2], y[3]};
   for (size_t i = 0; i < 2; ++i) {
-    const Dim o = cpu::conv_transpose_output_dim(a, i, Dim(in[i]));
+    const Dim o = graft::conv_transpose_output_dim(a, i, Dim(in[i]));
     if (!o.is_const() || o.value() != out[i])
-      return fail(ex, StatusCode::kInternal, "output ", cpu::ints_to_string(y), " does not match the extent ",
+      return fail(ex, StatusCode::kInternal, "output ", graft::ints_to_string(y), " does not match the extent ",
                   o.to_string(), " the attributes give on axis ", kAxisName[i]);
   }
   if (y[0] != n || y[1] != m)
-    return fail(ex, StatusCode::kInternal, "output ", cpu::ints_to_string(y), " inconsistent with X ", cpu::ints_to_string(x),
-                " and W ", cpu::ints_to_string(w));
+    return fail(ex, StatusCode::kInternal, "output ", graft::ints_to_string(y), " inconsistent with X ", graft::ints_to_string(x),
+                " and W ", graft::ints_to_string(w));
   int64_t pads[2];
   std::string why;
   if (!cudnn_pads(a, in, out, pads, &why)) return fail(ex, StatusCode::kUnsupported, why);
   // cuDNN's 4-D descriptors take int extents and int strides.
   for (const Tensor* t : {&X, &W, &Y})
     if (t->numel() > INT_MAX)
-      return fail(ex, StatusCode::kUnsupported, "tensor ", cpu::ints_to_string(t->dims()),
+      return fail(ex, StatusCode::kUnsupported, "tensor ", graft::ints_to_string(t->dims()),
                   " has more elements than cuDNN's 4-D descriptors index");
 
   auto p = std::make_shared<PreparedConvTranspose>();
@@ -184,8 +184,8 @@ Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tenso
                                                                          &fh, &fw),
                                    ex, "cudnnGetConvolution2dForwardOutputDim"));
   if (fn != n || fc != c || fh != x[2] || fw != x[3])
-    return fail(ex, StatusCode::kInternal, "cuDNN maps Y ", cpu::ints_to_string(y), " to [", fn, ",", fc, ",", fh, ",", fw,
-                "], not to X ", cpu::ints_to_string(x), " (pads ", pads[0], ",", pads[1], ")");
+    return fail(ex, StatusCode::kInternal, "cuDNN maps Y ", graft::ints_to_string(y), " to [", fn, ",", fc, ",", fh, ",", fw,
+                "], not to X ", graft::ints_to_string(x), " (pads ", pads[0], ",", pads[1], ")");
 
   // cuDNN's heuristic candidates, best first: the first that runs within the workspace (and, for
   // float32, without tensor-op math, which would mean TF32).
@@ -235,7 +235,7 @@ Status conv_transpose_run(CudaExec& ex) {
   if (X.numel() == 0) {
     // An empty spatial input reaches no output element, so Y is the bias alone (cuDNN takes no
     // zero extents, so it is not asked).
-    if (Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "Y ", cpu::ints_to_string(Y.dims()), " must have rank 4");
+    if (Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "Y ", graft::ints_to_string(Y.dims()), " must have rank 4");
     if (B && B->numel() != Y.dims()[1])
       return fail(ex, StatusCode::kInvalidModel, "bias B has ", B->numel(), " elements; expected ", Y.dims()[1]);
     GRAFT_RETURN_IF_ERROR(launch_status(cudaMemsetAsync(Y.data(), 0, Y.nbytes(), s), ex, "cudaMemsetAsync"));

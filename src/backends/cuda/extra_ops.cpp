@@ -13,17 +13,17 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/kernel_util.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/extra_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
+#include "ops/attr_util.h"
 
 namespace graft::cuda {
 namespace {
 
 using namespace util;
-std::string dims_str(const std::vector<int64_t>& d) { return cpu::ints_to_string(d); }
+std::string dims_str(const std::vector<int64_t>& d) { return graft::ints_to_string(d); }
 
 constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
 constexpr std::initializer_list<DataType> kFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
@@ -59,9 +59,6 @@ Result<int64_t> host_scalar(const CudaExec& ex, size_t i, const char* what) {
   if (v.size() != 1) return fail(ex, StatusCode::kInvalidModel, what, " must hold one value, got ", static_cast<int64_t>(v.size()));
   return v[0];
 }
-
-using cpu::AxisView;
-using cpu::axis_view;
 
 // ---- Sum / Mean -------------------------------------------------------------------------------
 

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/kernel_util.h"
-#include "backends/cpu/misc.h"
-#include "backends/cpu/quantize.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/misc_kernels.cuh"
+#include "ops/attr_util.h"
 #include "ops/einsum.h"
+#include "ops/misc_attrs.h"
+#include "ops/quantize_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -26,7 +26,7 @@ constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataTyp
                                                      DataType::kFloat64};
 constexpr std::initializer_list<DataType> kQuantTypes = {DataType::kUInt8, DataType::kInt8};
 
-std::string dims_str(const std::vector<int64_t>& d) { return cpu::ints_to_string(d); }
+std::string dims_str(const std::vector<int64_t>& d) { return graft::ints_to_string(d); }
 
 
 bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allowed, std::string* why) {
@@ -70,9 +70,9 @@ bool dequantize_supports(const Node& n, std::string* why) {
 // The layout checks of the CPU reference, then the kernel's arguments.
 Result<k::QuantArgs> quant_args(const CudaExec& ex, const Tensor& x, const Tensor& scale, const Tensor* zp) {
   if (!dtype_is_float(scale.dtype())) return fail(ex, StatusCode::kInvalidModel, "the scale must be a float tensor");
-  Status bs = cpu::check_no_block_size(attrs_of(ex));
+  Status bs = graft::check_no_block_size(attrs_of(ex));
   if (!bs.is_ok()) return with_node(ex, bs);
-  auto l = cpu::quant_layout(attrs_of(ex), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr);
+  auto l = graft::quant_layout(attrs_of(ex), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr);
   if (!l) return with_node(ex, l.status());
   k::QuantArgs q;
   q.scale = scale.data();
@@ -180,7 +180,7 @@ Status instance_norm_run(CudaExec& ex) {
   GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
   if (scale->dtype() != x->dtype() || bias->dtype() != x->dtype())
     return fail(ex, StatusCode::kInvalidModel, "scale and B must have the input's dtype");
-  auto eps = cpu::instance_norm_epsilon(attrs_of(ex));
+  auto eps = graft::instance_norm_epsilon(attrs_of(ex));
   if (!eps) return with_node(ex, eps.status());
   if (x->rank() < 2)
     return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2 (N, C, ...), got ", dims_str(x->dims()));
@@ -188,7 +188,7 @@ Status instance_norm_run(CudaExec& ex) {
   if (scale->dims() != std::vector<int64_t>{c} || bias->dims() != std::vector<int64_t>{c})
     return fail(ex, StatusCode::kInvalidModel, "scale ", dims_str(scale->dims()), " and B ", dims_str(bias->dims()),
                 " must be [", c, "] for input ", dims_str(x->dims()));
-  const cpu::AxisView v = cpu::axis_view(x->dims(), 1, false);
+  const graft::AxisView v = graft::axis_view(x->dims(), 1, false);
   return launch_status(k::launch_instance_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(),
                                                v.outer * v.n, c, v.inner, static_cast<double>(eps.value()),
                                                stream_of(ex)), ex);
@@ -207,7 +207,7 @@ Status mvn_run(CudaExec& ex) {
   if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
   Tensor& y = *ex.ctx->outputs[0];
   GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
-  auto axes = cpu::mvn_axes(attrs_of(ex), x->rank());
+  auto axes = graft::mvn_axes(attrs_of(ex), x->rank());
   if (!axes) return with_node(ex, axes.status());
   const int64_t rank = x->rank();
   if (rank > k::kMaxRank)
@@ -240,11 +240,11 @@ Status lrn_run(CudaExec& ex) {
   if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
   Tensor& y = *ex.ctx->outputs[0];
   GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
-  auto a = cpu::lrn_attrs(attrs_of(ex));
+  auto a = graft::lrn_attrs(attrs_of(ex));
   if (!a) return with_node(ex, a.status());
   if (x->rank() < 2)
     return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2 (N, C, ...), got ", dims_str(x->dims()));
-  const cpu::AxisView v = cpu::axis_view(x->dims(), 1, false);
+  const graft::AxisView v = graft::axis_view(x->dims(), 1, false);
   const int64_t size = a.value().size;
   // floor((size - 1) / 2) channels before, ceil after; `after` clamped to the channel count so
   // ch + after cannot overflow for a huge size.
@@ -269,7 +269,7 @@ Status bit_shift_run(CudaExec& ex) {
   const Tensor* s = input_or_null(ex, 1);
   if (!x || !s) return fail(ex, StatusCode::kInvalidModel, "needs X and Y");
   Tensor& y = *ex.ctx->outputs[0];
-  auto left = cpu::bit_shift_left(attrs_of(ex));
+  auto left = graft::bit_shift_left(attrs_of(ex));
   if (!left) return with_node(ex, left.status());
   if (x->dtype() != s->dtype() || y.dtype() != x->dtype())
     return fail(ex, StatusCode::kInvalidModel, "X and Y must share a dtype, got ", dtype_name(x->dtype()), " and ",
@@ -338,8 +338,8 @@ Status window_run(CudaExec& ex) {
                 size ? dtype_name(size->dtype()) : "nothing", " ", size ? dims_str(size->dims()) : "");
   if (size->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "size must be a host input");
   const int64_t n = size->to_int64_vector()[0];
-  if (n < 0 || n > cpu::kMaxWindowLength)
-    return fail(ex, StatusCode::kInvalidModel, "size ", n, " is outside [0, ", cpu::kMaxWindowLength, "]");
+  if (n < 0 || n > graft::kMaxWindowLength)
+    return fail(ex, StatusCode::kInvalidModel, "size ", n, " is outside [0, ", graft::kMaxWindowLength, "]");
   if (y.numel() != n) return fail(ex, StatusCode::kInternal, "output has ", y.numel(), " elements, size is ", n);
   GRAFT_ASSIGN_OR_RETURN(int64_t periodic, attrs_of(ex).get_int("periodic", 1));
   return launch_status(k::launch_window(ktype(y.dtype()), kKind, periodic != 0, y.data(), n, stream_of(ex)), ex);
@@ -361,7 +361,7 @@ Status reverse_sequence_run(CudaExec& ex) {
   const Tensor* lens = input_or_null(ex, 1);
   if (!x || !lens) return fail(ex, StatusCode::kInvalidModel, "needs input and sequence_lens");
   Tensor& y = *ex.ctx->outputs[0];
-  auto axes = cpu::reverse_sequence_axes(attrs_of(ex));
+  auto axes = graft::reverse_sequence_axes(attrs_of(ex));
   if (!axes) return with_node(ex, axes.status());
   if (x->rank() < 2) return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2, got ", dims_str(x->dims()));
   if (y.dims() != x->dims() || y.dtype() != x->dtype())

@@ -5,13 +5,13 @@
 #include <cmath>
 #include <string>
 
-#include "backends/cpu/nn.h"
 #include "backends/cuda/cublaslt_wrap.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cudnn_wrap.h"
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/nn_kernels.cuh"
+#include "ops/window_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -214,9 +214,9 @@ Status plan_window(const CudaExec& ex, const std::vector<int64_t>& x, const std:
                    const std::vector<int64_t>* kernel_from_weights, bool pool, ConvPlan* p) {
   const size_t n = x.size() - 2;
   if (n < 1 || n > 2) return fail(ex, StatusCode::kUnsupported, "only 1-D and 2-D windows are handled");
-  GRAFT_ASSIGN_OR_RETURN(cpu::WindowAttrs w, cpu::parse_window_attrs(attrs_of(ex), n, kernel_from_weights, pool));
+  GRAFT_ASSIGN_OR_RETURN(graft::WindowAttrs w, graft::parse_window_attrs(attrs_of(ex), n, kernel_from_weights, pool));
   std::vector<int64_t> in(x.begin() + 2, x.end()), begins, ends;
-  cpu::resolve_pads(w, in, &begins, &ends);
+  graft::resolve_pads(w, in, &begins, &ends);
   k::Window2d& g = p->g;
   g.n = x[0];
   g.c = x[1];

@@ -3,10 +3,10 @@
 // attribute or a host input).
 #include <string>
 
-#include "backends/cpu/reduce.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/reduce_norm_kernels.cuh"
+#include "ops/reduce_axes.h"
 
 namespace graft::cuda {
 namespace {
@@ -105,7 +105,7 @@ Status reduce_run(CudaExec& ex) {
     if (axes_t->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "axes must be a host input");
     axes_in = axes_t->to_int64_vector();
   }
-  GRAFT_ASSIGN_OR_RETURN(cpu::ReduceAxes ra, cpu::resolve_reduce_axes(attrs_of(ex), x.rank(), axes_t != nullptr, axes_in));
+  GRAFT_ASSIGN_OR_RETURN(graft::ReduceAxes ra, graft::resolve_reduce_axes(attrs_of(ex), x.rank(), axes_t != nullptr, axes_in));
   std::vector<bool> red(static_cast<size_t>(x.rank()), false);
   if (ra.noop && noop_copies(kKind)) {
     if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");

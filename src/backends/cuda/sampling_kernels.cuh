@@ -36,7 +36,7 @@ struct GridSampleArgs {
   int mode = 0;                  // 0 linear, 1 nearest, 2 cubic
   int padding = 0;               // 0 zeros, 1 border, 2 reflection
   bool align_corners = false;
-  bool torch_order = false;      // see cpu::GridSampleParams
+  bool torch_order = false;      // see graft::GridSampleParams
 };
 
 // x (N, C, in...) and grid (N, out..., nd) of KType t (float32/float16); y (N, C, out...).

@@ -1,8 +1,8 @@
 // CUDA RoiAlign and GridSample (kernels: sampling_kernels.cu). Attributes are read by the CPU
 // reference's own parsers (src/backends/cpu/sampling.h), so both backends interpret a node alike.
-#include "backends/cpu/sampling.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/sampling_kernels.cuh"
+#include "ops/sampling_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -15,7 +15,7 @@ bool roi_align_supports(const Node& n, std::string* why) {
   if (!require_dtype(n, 0, {DataType::kFloat32}, why)) return false;
   if (in_dtype(n, 1) != in_dtype(n, 0)) return reject(why, "rois must have X's dtype");
   if (!require_dtype(n, 2, {DataType::kInt64, DataType::kInt32}, why)) return false;
-  auto p = cpu::parse_roi_align_attrs(n.attrs, n.opset);
+  auto p = graft::parse_roi_align_attrs(n.attrs, n.opset);
   if (!p) return reject(why, p.status().message());
   return true;
 }
@@ -24,7 +24,7 @@ Status roi_align_run(CudaExec& ex) {
   const ExecContext& ctx = *ex.ctx;
   const Tensor &x = *ctx.inputs[0], &rois = *ctx.inputs[1], &bi = *ctx.inputs[2];
   Tensor& y = *ctx.outputs[0];
-  auto p = cpu::parse_roi_align_attrs(*ctx.attrs, ctx.opset);
+  auto p = graft::parse_roi_align_attrs(*ctx.attrs, ctx.opset);
   if (!p) return fail(ex, StatusCode::kInvalidModel, p.status().message());
   if (x.rank() != 4 || rois.rank() != 2 || rois.dims()[1] != 4 || bi.rank() != 1 || bi.dims()[0] != rois.dims()[0])
     return fail(ex, StatusCode::kInvalidArgument, "X must be (N, C, H, W), rois (K, 4) and batch_indices (K)");
@@ -33,7 +33,7 @@ Status roi_align_run(CudaExec& ex) {
   a.oh = p->output_height, a.ow = p->output_width, a.sampling_ratio = p->sampling_ratio;
   a.spatial_scale = static_cast<float>(p->spatial_scale);
   a.half_pixel = p->half_pixel;
-  a.max_mode = p->pool == cpu::RoiAlignParams::Pool::kMax;
+  a.max_mode = p->pool == graft::RoiAlignParams::Pool::kMax;
   a.max_of_weighted_corners = p->max_of_weighted_corners;
   if (y.dims() != std::vector<int64_t>{a.k, a.c, a.oh, a.ow})
     return fail(ex, StatusCode::kInternal, "output shape differs from (K, C, output_height, output_width)");
@@ -45,7 +45,7 @@ Status roi_align_run(CudaExec& ex) {
 bool grid_sample_supports(const Node& n, std::string* why) {
   if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16}, why)) return false;
   if (in_dtype(n, 1) != in_dtype(n, 0)) return reject(why, "grid must have X's dtype");
-  auto p = cpu::parse_grid_sample_attrs(n.attrs, n.opset);
+  auto p = graft::parse_grid_sample_attrs(n.attrs, n.opset);
   if (!p) return reject(why, p.status().message());
   return true;
 }
@@ -54,7 +54,7 @@ Status grid_sample_run(CudaExec& ex) {
   const ExecContext& ctx = *ex.ctx;
   const Tensor &x = *ctx.inputs[0], &grid = *ctx.inputs[1];
   Tensor& y = *ctx.outputs[0];
-  auto p = cpu::parse_grid_sample_attrs(*ctx.attrs, ctx.opset);
+  auto p = graft::parse_grid_sample_attrs(*ctx.attrs, ctx.opset);
   if (!p) return fail(ex, StatusCode::kInvalidModel, p.status().message());
   const int64_t r = x.rank();
   if ((r != 4 && r != 5) || grid.rank() != r || grid.dims()[0] != x.dims()[0] || grid.dims()[r - 1] != r - 2)
@@ -66,9 +66,9 @@ Status grid_sample_run(CudaExec& ex) {
     a.in[d] = x.dims()[2 + d];
     a.out[d] = grid.dims()[1 + d];
   }
-  a.mode = p->mode == cpu::GridSampleParams::Mode::kLinear ? 0 : p->mode == cpu::GridSampleParams::Mode::kNearest ? 1 : 2;
-  a.padding = p->padding == cpu::GridSampleParams::Padding::kZeros    ? 0
-              : p->padding == cpu::GridSampleParams::Padding::kBorder ? 1
+  a.mode = p->mode == graft::GridSampleParams::Mode::kLinear ? 0 : p->mode == graft::GridSampleParams::Mode::kNearest ? 1 : 2;
+  a.padding = p->padding == graft::GridSampleParams::Padding::kZeros    ? 0
+              : p->padding == graft::GridSampleParams::Padding::kBorder ? 1
                                                                        : 2;
   a.align_corners = p->align_corners;
   a.torch_order = p->torch_order;

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/extra.h"
-#include "backends/cpu/selection.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/selection_kernels.cuh"
+#include "ops/extra_attrs.h"
+#include "ops/selection_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -46,7 +46,7 @@ Status max_unpool_run(CudaExec& ex) {
   if (x->rank() < 3 || x->rank() > k::kMaxRank)
     return fail(ex, StatusCode::kInvalidModel, "X must be (N, C, spatial...) of rank 3 to ",
                 static_cast<int64_t>(k::kMaxRank), ", got rank ", x->rank());
-  auto a = cpu::max_unpool_attrs(attrs_of(ex), x->rank() - 2);
+  auto a = graft::max_unpool_attrs(attrs_of(ex), x->rank() - 2);
   if (!a) return with_node(ex, a.status());
   std::optional<std::vector<int64_t>> os;
   if (shape) {
@@ -54,7 +54,7 @@ Status max_unpool_run(CudaExec& ex) {
       return fail(ex, StatusCode::kInvalidModel, "input 2 (output_shape) must be a 1-D int64 host tensor");
     os = shape->to_int64_vector();
   }
-  auto sh = cpu::max_unpool_shape(a.value(), x->dims(), os);
+  auto sh = graft::max_unpool_shape(a.value(), x->dims(), os);
   if (!sh) return with_node(ex, sh.status());
   const std::vector<int64_t>& up = sh.value().unpooled;
   const std::vector<int64_t>& out = sh.value().out;
@@ -94,7 +94,7 @@ Status celu_run(CudaExec& ex) {
   const Tensor* x = input_or_null(ex, 0);
   if (!x) return fail(ex, StatusCode::kInvalidModel, "needs X");
   Tensor& y = *ex.ctx->outputs[0];
-  auto alpha = cpu::celu_alpha(attrs_of(ex));
+  auto alpha = graft::celu_alpha(attrs_of(ex));
   if (!alpha) return with_node(ex, alpha.status());
   if (x->dtype() != DataType::kFloat32 || y.dtype() != DataType::kFloat32 || y.numel() != x->numel())
     return fail(ex, StatusCode::kInvalidModel, "X and Y must be float32 of one size");

@@ -7,12 +7,13 @@
 #include <numeric>
 #include <string>
 
-#include "backends/cpu/resize_pad.h"
-#include "backends/cpu/shape.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
+#include "ops/attr_util.h"
+#include "ops/resize_pad_attrs.h"
+#include "ops/slice_axis.h"
 #include "ops/view_ops.h"
 
 namespace graft::cuda {
@@ -237,20 +238,20 @@ Status slice_run(CudaExec& ex) {
   Tensor& y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, y));
   const int64_t r = x.rank();
-  auto starts = cpu::int_input(ctx, 1, "starts");
+  auto starts = graft::int_input(ctx, 1, "starts");
   if (!starts.is_ok()) return with_node(ex, starts.status());
-  auto ends = cpu::int_input(ctx, 2, "ends");
+  auto ends = graft::int_input(ctx, 2, "ends");
   if (!ends.is_ok()) return with_node(ex, ends.status());
   const size_t na = starts.value().size();
   std::vector<int64_t> axes(na), steps(na, 1);
   std::iota(axes.begin(), axes.end(), 0);
   if (ctx.inputs.size() > 3 && ctx.inputs[3]) {
-    auto v = cpu::int_input(ctx, 3, "axes");
+    auto v = graft::int_input(ctx, 3, "axes");
     if (!v.is_ok()) return with_node(ex, v.status());
     axes = v.value();
   }
   if (ctx.inputs.size() > 4 && ctx.inputs[4]) {
-    auto v = cpu::int_input(ctx, 4, "steps");
+    auto v = graft::int_input(ctx, 4, "steps");
     if (!v.is_ok()) return with_node(ex, v.status());
     steps = v.value();
   }
@@ -263,7 +264,7 @@ Status slice_run(CudaExec& ex) {
     auto a = normalize_axis(axes[q], r);
     if (!a.is_ok()) return with_node(ex, a.status());
     if (steps[q] == 0) return fail(ex, StatusCode::kInvalidModel, "a step is 0");
-    const cpu::SliceAxis s = cpu::slice_axis(x.dims()[a.value()], starts.value()[q], ends.value()[q], steps[q]);
+    const graft::SliceAxis s = graft::slice_axis(x.dims()[a.value()], starts.value()[q], ends.value()[q], steps[q]);
     expect[a.value()] = s.length;
     strides[a.value()] = s.length > 1 ? is[a.value()] * s.step : 0;
     if (s.length > 0) offset += s.start * is[a.value()];
@@ -325,7 +326,7 @@ Status tile_run(CudaExec& ex) {
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, y));
-  auto reps = cpu::int_input(ctx, 1, "repeats");
+  auto reps = graft::int_input(ctx, 1, "repeats");
   if (!reps.is_ok()) return with_node(ex, reps.status());
   const int64_t r = x.rank();
   if (static_cast<int64_t>(reps.value().size()) != r || y.rank() != r)
@@ -349,9 +350,9 @@ Status tile_run(CudaExec& ex) {
 bool pad_supports(const Node& n, std::string* why) {
   if (n.opset != 0 && n.opset < 11) return reject(why, "Pad before opset 11 (attribute form) is not handled");
   if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
-  auto mode = cpu::parse_pad_mode(n.attrs);
+  auto mode = graft::parse_pad_mode(n.attrs);
   if (!mode.is_ok()) return reject(why, mode.status().to_string());
-  if (mode.value() != cpu::PadMode::kConstant) return reject(why, "only mode 'constant' is handled");
+  if (mode.value() != graft::PadMode::kConstant) return reject(why, "only mode 'constant' is handled");
   if (!has_input(n, 1)) return reject(why, "input 1 (pads) is missing");
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0))
     return reject(why, "constant_value dtype differs from the data dtype");
@@ -365,15 +366,15 @@ Status pad_run(CudaExec& ex) {
   if (!X || !P) return fail(ex, StatusCode::kInvalidModel, "inputs 'data' and 'pads' are required");
   if (!dtype_is_integer(P->dtype()))
     return fail(ex, StatusCode::kInvalidModel, "input 'pads' must be int64, got ", dtype_name(P->dtype()));
-  auto mode = cpu::parse_pad_mode(*ctx.attrs);
+  auto mode = graft::parse_pad_mode(*ctx.attrs);
   if (!mode.is_ok()) return with_node(ex, mode.status());
-  if (mode.value() != cpu::PadMode::kConstant) return fail(ex, StatusCode::kUnsupported, "only constant mode");
+  if (mode.value() != graft::PadMode::kConstant) return fail(ex, StatusCode::kUnsupported, "only constant mode");
   const Tensor* V = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
   const Tensor* A = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
   std::vector<int64_t> axes_v;
   if (A) axes_v = A->to_int64_vector();
   std::vector<int64_t> pb, pe;
-  GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe)));
+  GRAFT_RETURN_IF_ERROR(with_node(ex, graft::pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe)));
   const int64_t r = X->rank();
   if (r > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank ", r, " exceeds ", k::kMaxRank);
   Tensor& Y = *ctx.outputs[0];
@@ -411,12 +412,12 @@ Status pad_run(CudaExec& ex) {
 // antialiased linear stay on the CPU.
 bool resize_supports(const Node& n, std::string* why) {
   if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
-  auto a = cpu::parse_resize_attrs(n.attrs, n.input(0)->desc.rank());
+  auto a = graft::parse_resize_attrs(n.attrs, n.input(0)->desc.rank());
   if (!a.is_ok()) return reject(why, a.status().to_string());
-  const cpu::ResizeAttrs& ra = a.value();
-  if (ra.mode == cpu::ResizeAttrs::Mode::kCubic) return reject(why, "cubic mode is not handled");
+  const graft::ResizeAttrs& ra = a.value();
+  if (ra.mode == graft::ResizeAttrs::Mode::kCubic) return reject(why, "cubic mode is not handled");
   if (ra.coordinate_mode == "tf_crop_and_resize") return reject(why, "tf_crop_and_resize is not handled");
-  if (ra.mode == cpu::ResizeAttrs::Mode::kLinear) {
+  if (ra.mode == graft::ResizeAttrs::Mode::kLinear) {
     if (ra.antialias) return reject(why, "antialiased linear resize is not handled");
     if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
   }
@@ -429,17 +430,17 @@ Status resize_run(CudaExec& ex) {
   const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
   if (!X) return fail(ex, StatusCode::kInvalidModel, "input X is missing");
   auto input_at = [&](size_t i) -> const Tensor* { return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr; };
-  auto pa = cpu::parse_resize_attrs(*ctx.attrs, X->rank());
+  auto pa = graft::parse_resize_attrs(*ctx.attrs, X->rank());
   if (!pa.is_ok()) return with_node(ex, pa.status());
-  const cpu::ResizeAttrs& a = pa.value();
-  const bool linear = a.mode == cpu::ResizeAttrs::Mode::kLinear;
-  if (a.mode == cpu::ResizeAttrs::Mode::kCubic || a.coordinate_mode == "tf_crop_and_resize" ||
+  const graft::ResizeAttrs& a = pa.value();
+  const bool linear = a.mode == graft::ResizeAttrs::Mode::kLinear;
+  if (a.mode == graft::ResizeAttrs::Mode::kCubic || a.coordinate_mode == "tf_crop_and_resize" ||
       (linear && a.antialias))
     return fail(ex, StatusCode::kUnsupported, "mode/coordinate transform not handled by the CUDA kernel");
   std::vector<int64_t> out_dims;
   std::vector<double> scale;
   GRAFT_RETURN_IF_ERROR(
-      with_node(ex, cpu::resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale)));
+      with_node(ex, graft::resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale)));
   Tensor& Y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
   if (Y.dims() != out_dims)

@@ -11,7 +11,7 @@
 
 namespace graft::cuda::k {
 
-// Mirrors cpu::SpectralLayout: y is [batch, frames, bins, inner, 2] and
+// Mirrors graft::SpectralLayout: y is [batch, frames, bins, inner, 2] and
 //   y[a, f, k, i] = scale * sum_{m < terms} w[m] * x(a, f, i, m) * exp(sign * 2*pi*j * (k*m mod n) / n),
 // x(a, f, i, m) at scalar offset a*batch_stride + f*frame_stride + i*inner_stride + m*term_stride
 // (imaginary part next to it when complex_input); sign -1 and scale 1, or +1 and 1/n (inverse).

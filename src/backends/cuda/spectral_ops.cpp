@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/kernel_util.h"
-#include "backends/cpu/spectral.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/spectral_kernels.cuh"
+#include "ops/attr_util.h"
+#include "ops/spectral_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -37,7 +37,7 @@ bool float_io(const Node& n, std::string* why) {
   return true;
 }
 
-k::SpectralArgs args_of(const cpu::SpectralLayout& l) {
+k::SpectralArgs args_of(const graft::SpectralLayout& l) {
   k::SpectralArgs a;
   a.batch = l.batch;
   a.frames = l.frames;
@@ -54,11 +54,11 @@ k::SpectralArgs args_of(const cpu::SpectralLayout& l) {
   return a;
 }
 
-Status launch(CudaExec& ex, const cpu::SpectralLayout& l, const Tensor& x, const Tensor* window) {
+Status launch(CudaExec& ex, const graft::SpectralLayout& l, const Tensor& x, const Tensor* window) {
   Tensor& y = *ex.ctx->outputs[0];
   if (y.numel() != l.out_numel() || y.dtype() != x.dtype())
     return fail(ex, StatusCode::kInternal, "output has ", dtype_name(y.dtype()), " ",
-                cpu::ints_to_string(y.dims()), ", the transform makes ", l.out_numel(), " values of ",
+                graft::ints_to_string(y.dims()), ", the transform makes ", l.out_numel(), " values of ",
                 dtype_name(x.dtype()));
   if (x.device() != DeviceType::kCUDA || (window && window->device() != DeviceType::kCUDA))
     return fail(ex, StatusCode::kInternal, "the signal and the window must be device tensors");
@@ -79,22 +79,22 @@ bool dft_supports(const Node& n, std::string* why) {
 Status dft_run(CudaExec& ex) {
   const Tensor* x = input_or_null(ex, 0);
   if (!x) return fail(ex, StatusCode::kInvalidModel, "input is missing");
-  auto a = cpu::dft_attrs(attrs_of(ex), opset_of(ex));
+  auto a = graft::dft_attrs(attrs_of(ex), opset_of(ex));
   if (!a) return with_node(ex, a.status());
   std::optional<int64_t> n;
   if (const Tensor* t = input_or_null(ex, 1)) {
-    auto v = cpu::integer_scalar(*t, "dft_length");
+    auto v = graft::integer_scalar(*t, "dft_length");
     if (!v) return with_node(ex, v.status());
     n = v.value();
   }
   if (const Tensor* t = input_or_null(ex, 2)) {
     if (opset_of(ex) < 20)
       return fail(ex, StatusCode::kInvalidModel, "takes the axis as input 2 only from opset 20 on");
-    auto v = cpu::integer_scalar(*t, "axis");
+    auto v = graft::integer_scalar(*t, "axis");
     if (!v) return with_node(ex, v.status());
     a.value().axis = v.value();
   }
-  auto l = cpu::dft_layout(x->dims(), a.value().axis, n, a.value());
+  auto l = graft::dft_layout(x->dims(), a.value().axis, n, a.value());
   if (!l) return with_node(ex, l.status());
   return launch(ex, l.value(), *x, nullptr);
 }
@@ -115,9 +115,9 @@ Status stft_run(CudaExec& ex) {
   const Tensor* x = input_or_null(ex, 0);
   const Tensor* step = input_or_null(ex, 1);
   if (!x || !step) return fail(ex, StatusCode::kInvalidModel, "needs signal and frame_step");
-  auto onesided = cpu::stft_onesided(attrs_of(ex));
+  auto onesided = graft::stft_onesided(attrs_of(ex));
   if (!onesided) return with_node(ex, onesided.status());
-  auto s = cpu::integer_scalar(*step, "frame_step");
+  auto s = graft::integer_scalar(*step, "frame_step");
   if (!s) return with_node(ex, s.status());
   const Tensor* window = input_or_null(ex, 2);
   std::optional<int64_t> wlen, flen;
@@ -125,15 +125,15 @@ Status stft_run(CudaExec& ex) {
     if (window->dtype() != x->dtype() || window->rank() != 1)
       return fail(ex, StatusCode::kInvalidModel, "window must be 1-D of the signal's dtype ",
                   dtype_name(x->dtype()), ", got ", dtype_name(window->dtype()), " ",
-                  cpu::ints_to_string(window->dims()));
+                  graft::ints_to_string(window->dims()));
     wlen = window->dims()[0];
   }
   if (const Tensor* t = input_or_null(ex, 3)) {
-    auto v = cpu::integer_scalar(*t, "frame_length");
+    auto v = graft::integer_scalar(*t, "frame_length");
     if (!v) return with_node(ex, v.status());
     flen = v.value();
   }
-  auto l = cpu::stft_layout(x->dims(), s.value(), wlen, flen, onesided.value());
+  auto l = graft::stft_layout(x->dims(), s.value(), wlen, flen, onesided.value());
   if (!l) return with_node(ex, l.status());
   return launch(ex, l.value(), *x, window);
 }

@@ -1,0 +1,48 @@
+// Resize's and Pad's attributes and the interpretation of their scales/sizes/pads inputs, shared by
+// the schemas (src/ops/resize_pad_ops.cpp), the CPU references and the CUDA ops so that every side
+// computes the same output extents and words its errors the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graft/attribute.h"
+#include "graft/status.h"
+#include "graft/tensor.h"
+
+namespace graft {
+
+// ---- Resize (opset 11+: X, roi, scales, sizes) ----
+struct ResizeAttrs {
+  enum class Mode { kNearest, kLinear, kCubic };
+  Mode mode = Mode::kNearest;
+  std::string coordinate_mode = "half_pixel";
+  std::string nearest_mode = "round_prefer_floor";
+  double cubic_coeff_a = -0.75;
+  bool exclude_outside = false;
+  double extrapolation_value = 0.0;
+  bool antialias = false;                   // opset 18
+  std::string keep_aspect_ratio = "stretch";  // opset 18
+  std::vector<int64_t> axes;                // opset 18; normalized; empty = every axis
+};
+
+// Parses and validates the attributes for an input of rank `rank`; errors name the attribute.
+Result<ResizeAttrs> parse_resize_attrs(const AttributeMap& attrs, int64_t rank);
+
+// Output extents and the per-axis scale the coordinate transform uses, from the concrete input
+// extents and the scales or sizes tensor (exactly one non-empty). `roi` (may be null or empty)
+// matters only for tf_crop_and_resize.
+Status resize_output(const ResizeAttrs& a, const std::vector<int64_t>& in, const Tensor* roi,
+                     const Tensor* scales, const Tensor* sizes, std::vector<int64_t>* out,
+                     std::vector<double>* scale);
+
+// ---- Pad (opset 11+: data, pads, constant_value, axes(18)) ----
+enum class PadMode { kConstant, kReflect, kEdge, kWrap };
+Result<PadMode> parse_pad_mode(const AttributeMap& attrs);
+
+// Per-axis begin/end pads (length rank each) from the pads tensor contents and optional axes.
+Status pad_amounts(const std::vector<int64_t>& pads, const std::vector<int64_t>* axes, int64_t rank,
+                   std::vector<int64_t>* begins, std::vector<int64_t>* ends);
+
+}  // namespace graft
