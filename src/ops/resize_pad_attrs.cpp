@@ -11,8 +11,6 @@
 
 namespace graft {
 
-namespace {
-
 bool tensor_given(const Tensor* t) { return t != nullptr && t->defined() && t->numel() > 0; }
 
 std::vector<double> tensor_doubles(const Tensor& t) {
@@ -20,8 +18,6 @@ std::vector<double> tensor_doubles(const Tensor& t) {
   for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
   return v;
 }
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Resize

@@ -27,6 +27,11 @@ struct ResizeAttrs {
   std::vector<int64_t> axes;                // opset 18; normalized; empty = every axis
 };
 
+// Whether an optional tensor input (Resize's roi, scales, sizes) was given: present and not empty.
+bool tensor_given(const Tensor* t);
+// The tensor's values as doubles (roi and scales, read whatever their float type).
+std::vector<double> tensor_doubles(const Tensor& t);
+
 // Parses and validates the attributes for an input of rank `rank`; errors name the attribute.
 Result<ResizeAttrs> parse_resize_attrs(const AttributeMap& attrs, int64_t rank);
 

@@ -20,14 +20,6 @@ namespace graft::cpu {
 namespace {
 
 
-bool tensor_given(const Tensor* t) { return t != nullptr && t->defined() && t->numel() > 0; }
-
-std::vector<double> tensor_doubles(const Tensor& t) {
-  std::vector<double> v(static_cast<size_t>(t.numel()));
-  for (int64_t i = 0; i < t.numel(); ++i) v[static_cast<size_t>(i)] = t.get(i);
-  return v;
-}
-
 // Keys' cubic convolution weight at distance x with parameter a.
 double cubic_weight(double x, double a) {
   x = std::fabs(x);
