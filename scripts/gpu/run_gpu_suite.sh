@@ -6,7 +6,9 @@
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples profile zprofile bench_encoder zoo)
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples
+#   profile zprofile bench_encoder zoo sanitize; sanitize wants a call of its own after a build: it uses the
+#   whole 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -134,6 +136,89 @@ if has_step test; then
     [ -d "$data" ] || data=/usr/share/libonnx-testdata/data
     $BUILDDIR/tests/conformance/graft_conformance --data-dir "$data" --device cuda > "$LOGS/conformance.log" 2>&1
     note "conformance (CUDA engine): rc=$? $(tail -1 "$LOGS/conformance.log")"
+  fi
+fi
+
+# One gtest binary under one compute-sanitizer tool, in the background; sanitize_report reads it.
+# The sanitizer's own report goes to its own file (--log-file), the tests' output to another.
+sanitize_start() {  # $1 tool, $2 label, $3 binary, $4 gtest filter, $5 seconds
+  local tool=$1 label=$2 exe=$3 filter=$4 secs=$5 extra=()
+  [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
+  (
+    timeout -k 20 "$secs" "$SANITIZER" --tool "$tool" --error-exitcode 86 --print-limit 200 "${extra[@]}" \
+      --log-file "$LOGS/sanitize_${tool}_$label.san" "$exe" --gtest_filter="$filter" > "$LOGS/sanitize_${tool}_$label.log" 2>&1
+    echo $? > "$LOGS/sanitize_${tool}_$label.rc"
+  ) &
+}
+sanitize_report() {  # $1 tool, $2 label, $3 filter; sets SAN_CLAUSE and worsens SAN_VERDICT
+  local tool=$1 label=$2 filter=$3 rc san_sum passed failed
+  rc=$(cat "$LOGS/sanitize_${tool}_$label.rc" 2>/dev/null || echo none)
+  san_sum=$(grep -hE '(ERROR|RACECHECK) SUMMARY' "$LOGS/sanitize_${tool}_$label.san" 2>/dev/null | tail -1 | sed 's/^========= //')
+  passed=$(grep -c '^\[       OK \]' "$LOGS/sanitize_${tool}_$label.log" 2>/dev/null)
+  failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$LOGS/sanitize_${tool}_$label.log" 2>/dev/null)
+  case $rc in
+    0) ;;
+    86) SAN_VERDICT="ERRORS FOUND" ;;
+    124|137) [ "$SAN_VERDICT" = "ERRORS FOUND" ] || SAN_VERDICT="incomplete (time ran out)" ;;
+    *) [ "$SAN_VERDICT" = clean ] && SAN_VERDICT="not clean (rc=$rc, see the logs)" ;;
+  esac
+  # A 0-error summary with tests failing is still worth a look: say so.
+  [ "$rc" = 1 ] && [ "${failed:-0}" -gt 0 ] && [ "$SAN_VERDICT" != "ERRORS FOUND" ] && SAN_VERDICT="tests failed under the sanitizer"
+  SAN_CLAUSE="$label [$filter] rc=$rc, ${passed:-0} tests passed, ${failed:-0} failed, ${san_sum:-no summary}"
+}
+# The distinct reports (headline and kernel, addresses stripped) of one run, most frequent first.
+sanitize_headlines() {
+  awk '/COMPUTE-SANITIZER|SUMMARY/ { if (h != "") print h; h = ""; next }
+       /^========= [A-Za-z]/ { if (h != "") print h; h = substr($0, 11); next }
+       h != "" && /^=========[ ]+at / { fn = $0; sub(/^=========[ ]+at /, "", fn); sub(/\(.*/, "", fn); print h " in " fn; h = ""; next }
+       END { if (h != "") print h }' "$@" 2>/dev/null | sed -E 's/0x[0-9a-fA-F]+/0x_/g' | sort | uniq -c | sort -rn | head -8
+}
+
+if has_step sanitize; then
+  # Issue 19: the CUDA kernel tests and the op-test harness's CUDA cases under compute-sanitizer's
+  # four tools. The machine gives one call 600 s, build included, so all eight runs (4 tools x 2
+  # binaries) go at once (separate processes on the one GPU; the instrumentation is mostly host
+  # work, and there are 16 cores), each cut off at the call's deadline (SANITIZE_DEADLINE_S from the
+  # script's start, default 560). memcheck and synccheck run every test; racecheck and initcheck,
+  # about 10-100x slower, run the tests of the kernels that use shared memory or warp shuffles
+  # (reductions, normalizations, softmax/attention, pooling, the depthwise/pointwise conv kernels,
+  # TopK/CumSum/scans, and the custom ops GroupNorm, ModulatedDeformConv2d, MS deformable attention).
+  # Override with SANITIZE_TOOLS, SANITIZE_{KERNEL,OP}_FILTER_<tool>. Leak checking is off: graft
+  # keeps process-lifetime caches (cuDNN/cuBLASLt handles) that would read as leaks at exit.
+  SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda/compute-sanitizer/compute-sanitizer "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")"/compute-sanitizer 2>/dev/null | head -1)
+  if [ -z "$SANITIZER" ]; then
+    note "compute-sanitizer: not found (not on PATH, not in /usr/local/cuda/bin or /usr/local/cuda/compute-sanitizer): sanitize step skipped"
+  elif ! { [ -f "$BUILDDIR/build.ninja" ] || configure_build $BUILDDIR > "$LOGS/configure.log" 2>&1; } ||
+       ! cmake --build $BUILDDIR -j 16 --target graft_cuda_kernel_tests graft_op_tests > "$LOGS/sanitize_build.log" 2>&1; then
+    note "compute-sanitizer: building the test binaries FAILED: $(grep -m3 error "$LOGS/sanitize_build.log" "$LOGS/configure.log" 2>/dev/null | tr '\n' ' ')"
+  else
+    secs=$(( ${SANITIZE_DEADLINE_S:-560} - SECONDS - 25 ))
+    if [ $secs -lt 60 ]; then
+      note "compute-sanitizer: only ${secs}s left after the build: run the sanitize step alone on the warm machine"
+    else
+      shared_kernels='CudaReduceNorm.*:CudaFlashAttention.*:CudaNn.*:CudaConvKernels.*:CudaMisc.*:CudaShape.*:CudaExtra.*Reduction*:CudaExtra.ArgMax*:CudaExtra.Hardmax:CudaExtra.CumSum:CudaExtra.TopK:CudaExtra.Compress'
+      shared_ops='*GroupNorm*_cuda:*ModulatedDeformConv2d*_cuda:*MultiScaleDeformableAttention*_cuda'
+      declare -A KF=([memcheck]='*' [synccheck]='*' [racecheck]=$shared_kernels [initcheck]=$shared_kernels)
+      declare -A OF=([memcheck]='*_cuda' [synccheck]='*_cuda' [racecheck]=$shared_ops [initcheck]=$shared_ops)
+      tools=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
+      note "compute-sanitizer: $("$SANITIZER" --version 2>/dev/null | grep -m1 -i version), tools: $tools, ${secs}s each, all at once"
+      for tool in $tools; do
+        kf_var=SANITIZE_KERNEL_FILTER_$tool of_var=SANITIZE_OP_FILTER_$tool
+        KF[$tool]=${!kf_var:-${KF[$tool]:-*}} OF[$tool]=${!of_var:-${OF[$tool]:-*_cuda}}
+        sanitize_start "$tool" kernels "$BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests" "${KF[$tool]}" "$secs"
+        sanitize_start "$tool" ops "$BUILDDIR/tests/ops/graft_op_tests" "${OF[$tool]}" "$secs"
+      done
+      wait
+      for tool in $tools; do
+        SAN_VERDICT=clean
+        sanitize_report "$tool" kernels "${KF[$tool]}"
+        k=$SAN_CLAUSE
+        sanitize_report "$tool" ops "${OF[$tool]}"
+        note "compute-sanitizer $tool: $SAN_VERDICT; $k; $SAN_CLAUSE"
+        sanitize_headlines "$LOGS/sanitize_${tool}_kernels.san" "$LOGS/sanitize_${tool}_ops.san" | sed 's/^/    /' >> "$summary"
+      done
+    fi
   fi
 fi
 
