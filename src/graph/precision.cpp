@@ -13,7 +13,9 @@ bool op_needs_fp32(const std::string& op_type) {
       "Exp", "Log", "Pow", "Softplus", "CumSum", "Range", "ReduceSum", "ReduceSumSquare", "ReduceL1",
       "ReduceL2", "ReduceProd", "ReduceLogSum", "ReduceLogSumExp", "LogSoftmax", "Shape", "Size",
       "Constant", "ConstantOfShape", "Cast", "CastLike", "RandomNormal", "RandomUniform",
-      "RandomNormalLike", "RandomUniformLike", "EyeLike"};
+      "RandomNormalLike", "RandomUniformLike", "EyeLike",
+      // A zero test in float16 would read float32 values below 2^-24 as zeros.
+      "NonZero"};
   return kKeep.count(op_type) != 0;
 }
 

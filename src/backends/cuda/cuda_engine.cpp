@@ -57,6 +57,9 @@ struct Layer {
   std::string why;                // why it is on the CPU
   std::vector<bool> host_input;   // per input: read on the host
   bool alias = false;             // a view (Reshape-like): the output aliases input 0's device buffer
+  // Output 0's size is known only after the kernel ran (op->counted, cuda_ops.h): the kernel writes
+  // into a buffer of the bound's size and the context reads back the count (read_count).
+  bool counted = false;
   // The output shapes are a function of the engine's input shapes alone (no data-dependent shape
   // upstream, every host input a constant or shape arithmetic): a shape set's first run records
   // them and later runs of that shape set skip shape inference.
@@ -102,13 +105,19 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
     *why = "custom op " + def.name() + " has no CUDA kernel for dtypes (" + c + ")";
     return false;
   }
-  // An op whose output size is known only after its kernel has run (NonZero, NonMaxSuppression) runs
-  // on the CPU reference, which allocates that output after the fact; the layers after it read the
-  // real shape (their shapes are not memoized per input-shape set, and a CPU layer turns CUDA graphs
-  // off), and a buffer larger than the shape set's plan is allocated and the plan redone.
+  // An op whose output size is known only after its kernel has run (NonZero, NonMaxSuppression,
+  // Unique) runs on the GPU only when its CUDA op reports that size through a device count
+  // (CountedOutput, cuda_ops.h; how the engine runs such a layer: see CudaEngine::init). Otherwise
+  // the CPU reference runs it and allocates that output after the fact. Either way the layers after
+  // it read the real shape: their shapes are not memoized per input-shape set, and a buffer larger
+  // than the shape set's plan is allocated and the plan redone.
   if (output_shape_from_kernel(n)) {
-    *why = "its output shape depends on the data (known only after the kernel runs), which the CPU reference handles";
-    return false;
+    const CudaOp* counted = find_cuda_op(n.op_type);
+    if (!counted || !counted->counted.bound) {
+      *why = "its output shape depends on the data (known only after the kernel runs) and no CUDA kernel reports "
+             "it, so the CPU reference runs it";
+      return false;
+    }
   }
   // int16, uint16, uint32 and uint64 exist on the CPU reference only: no CUDA kernel's dtype
   // switch has them, so such a node is placed on the CPU before any kernel is asked.
@@ -200,6 +209,7 @@ class CudaContext final : public CudaExecutionContext {
  private:
   struct Slot {
     Tensor host, dev;
+    Tensor counted_buffer;  // a counted output's bound-sized buffer, of which `dev` is a prefix
   };
   // The context's arena and workspace are reused by every run: a run on another stream than the
   // last one first waits for the last one's work (an enqueue returns before its kernels finish).
@@ -210,6 +220,8 @@ class CudaContext final : public CudaExecutionContext {
   Status bind_inputs(const std::map<std::string, Tensor>& inputs, cudaStream_t stream, bool into_arena);
   Status run_layers(cudaStream_t stream, bool capturing);
   Status run_layer(size_t i, cudaStream_t stream);
+  // After a counted layer's kernel: copy its count to the host and give `out` its real dims.
+  Status read_count(const Layer& L, Slot& slot, Tensor out, cudaStream_t stream);
   Result<void*> workspace_for(size_t bytes);
   Status replay_graph_failure(ShapePlan& plan, cudaError_t e, const std::map<std::string, Tensor>& inputs,
                               std::map<std::string, Tensor>& outputs, cudaStream_t stream, bool sync);
@@ -269,6 +281,10 @@ class CudaContext final : public CudaExecutionContext {
   std::vector<ShapePlan::LayerOut> scratch_outs_;  // a layer's output shapes when they are not memoized
   std::vector<Slot> released_in_capture_;  // buffers whose last reader ran inside a capture
   PreparedCache prepared_;  // kernels' descriptors and algorithm choices per problem (cuda_ops.h)
+  // A counted layer's output count (CudaExec::output_count) and its pinned host copy; allocated at
+  // init only when the engine has such a layer. One suffices: each is read before the next layer.
+  Tensor count_dev_;
+  int64_t* count_host_ = nullptr;
 };
 
 class CudaEngine final : public Engine, public std::enable_shared_from_this<CudaEngine> {
@@ -476,6 +492,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       }
     }
     L.host_input.assign(node.inputs.size(), L.where != Where::kGpu);
+    L.counted = L.where == Where::kGpu && L.op && L.op->counted.bound && output_shape_from_kernel(node);
     if (L.where == Where::kGpu && L.op)
       for (int k : L.op->host_inputs)
         if (k >= 0 && static_cast<size_t>(k) < L.host_input.size()) L.host_input[k] = true;
@@ -548,7 +565,9 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       inputs_shaped &= known(shaped, v);
       if (L.where == Where::kGpu && L.host_input[k]) inputs_shaped &= known(shape_only, v);
     }
-    L.dims_from_shapes = L.where == Where::kGpu && inputs_shaped;
+    // A counted layer's output shape depends on the data, so it is never memoized and does not make
+    // its consumers' shapes a function of the input shapes.
+    L.dims_from_shapes = L.where == Where::kGpu && inputs_shaped && !L.counted;
     for (const Value* o : node.outputs) {
       if (!o) continue;
       if (values_from_shapes) shape_only.insert(o);
@@ -559,6 +578,17 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       if (graph_reason_.empty())
         graph_reason_ = "layer '" + node.name + "' runs on the CPU" +
                         (L.where == Where::kCpuHost ? " over tensor data" : " reference (" + L.why + ")");
+    }
+    // A layer with a counted output (NonZero, NonMaxSuppression on the GPU) turns CUDA graphs off
+    // for the engine: its count must reach the host (a copy and a stream synchronization, which a
+    // capture cannot contain) before the layers after it can be sized, and those sizes change from
+    // run to run within one input-shape set, while a captured graph bakes every launch's size. The
+    // count is the only tensor data this copies to the host: the output stays on the GPU.
+    if (L.counted) {
+      graph_eligible_ = false;
+      if (graph_reason_.empty())
+        graph_reason_ = "layer '" + node.name + "' (" + node.op_type +
+                        ") has an output size known only after its kernel runs; the engine reads that count back";
     }
     if (L.where == Where::kGpu)
       for (size_t k = 0; k < node.inputs.size(); ++k)
@@ -745,6 +775,7 @@ CudaContext::~CudaContext() {
   drop_graphs();
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
   if (gate_host_) (void)cudaFreeHost(gate_host_);
+  if (count_host_) (void)cudaFreeHost(count_host_);
   if (cublaslt_) cublasLtDestroy(cublaslt_);
 #ifdef GRAFT_WITH_CUDNN
   if (cudnn_) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
@@ -821,6 +852,15 @@ Status CudaContext::init() {
   // The cuBLASLt and cuDNN handles: created where a failed capture recreates them, so both paths
   // make them alike.
   GRAFT_RETURN_IF_ERROR(reset_library_handles());
+  for (const Layer& L : engine_->layers()) {
+    if (!L.counted || count_host_) continue;
+    auto c = device_bytes(sizeof(int64_t), "the output count of layer '" + L.node->name + "'");
+    if (!c) return std::move(c).take_status();
+    count_dev_ = std::move(c).value();
+    void* h = nullptr;
+    GRAFT_CUDA_RETURN(cudaHostAlloc(&h, sizeof(int64_t), cudaHostAllocDefault), "allocating the host output count");
+    count_host_ = static_cast<int64_t*>(h);
+  }
   graphs_on_ = !env_off("GRAFT_CUDA_GRAPHS");
   // How strictly the capture refuses unsafe CUDA calls from other code while graft captures:
   // thread_local (default: only this thread's), global, or relaxed (none refused).
@@ -975,13 +1015,20 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     cur_->layer_outs_known.assign(engine_->layers().size(), 0);
   }
   if (!memo || !cur_->layer_outs_known[i]) {
-    auto descs = infer_node_concrete(node, ins);
-    if (!descs) return std::move(descs).take_status();
     std::vector<ShapePlan::LayerOut> shapes;
-    for (size_t o = 0; o < node.outputs.size(); ++o)
-      shapes.push_back(o < descs->size() && (*descs)[o].shape
-                           ? ShapePlan::LayerOut{(*descs)[o].dtype, shape_values(*(*descs)[o].shape)}
-                           : ShapePlan::LayerOut{DataType::kUndefined, {}});
+    if (L.counted) {
+      // Inference cannot size it (its count is a fresh symbol): the op's bound sizes the buffer.
+      auto bound = L.op->counted.bound(node, ins);
+      if (!bound) return std::move(bound).take_status().with_node(node.name, node.op_type);
+      shapes.push_back({node.outputs[0]->desc.dtype, std::move(bound).value()});
+    } else {
+      auto descs = infer_node_concrete(node, ins);
+      if (!descs) return std::move(descs).take_status();
+      for (size_t o = 0; o < node.outputs.size(); ++o)
+        shapes.push_back(o < descs->size() && (*descs)[o].shape
+                             ? ShapePlan::LayerOut{(*descs)[o].dtype, shape_values(*(*descs)[o].shape)}
+                             : ShapePlan::LayerOut{DataType::kUndefined, {}});
+    }
     if (!memo) {
       scratch_outs_ = std::move(shapes);
     } else {
@@ -1052,6 +1099,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     ex.tactics = engine_->state().tactics.get();
     ex.tuning = capturing_ ? nullptr : tuning_;
     ex.prepared = &prepared_;
+    if (L.counted) ex.output_count = count_dev_.data_as<int64_t>();
     const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins) : 0;
     if (ws) {
       auto w = workspace_for(ws);
@@ -1072,10 +1120,40 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return cuda_status(e, "CUDA error while running the kernel").with_node(node.name, node.op_type);
   }
+  if (L.counted) {
+    const int id = engine_->value_id(node.outputs[0]);
+    if (id < 0) return error(StatusCode::kInternal, "counted output has no slot").with_node(node.name, node.op_type);
+    return read_count(L, slots_[id], std::move(outs[0]), stream).with_node(node.name, node.op_type);
+  }
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     const int id = node.outputs[o] ? engine_->value_id(node.outputs[o]) : -1;
     if (id >= 0) slots_[id].dev = std::move(outs[o]);
   }
+  return Status::ok();
+}
+
+// The count is the one piece of tensor data a counted layer sends to the host: 8 bytes and a
+// synchronization, after which the output is a prefix view of its bound-sized buffer (arena slot,
+// planned for the bound, so it never outgrows the plan) with the real dims. The layers after it
+// are inferred from those dims, per run.
+Status CudaContext::read_count(const Layer& L, Slot& slot, Tensor out, cudaStream_t stream) {
+  GRAFT_CUDA_RETURN(cudaMemcpyAsync(count_host_, count_dev_.data(), sizeof(int64_t), cudaMemcpyDeviceToHost, stream),
+                    "copying the output count to the host");
+  GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream),
+                    "waiting for the output count (this layer or an earlier one failed; set GRAFT_CUDA_SYNC_CHECK=1 "
+                    "to find which)");
+  const int64_t count = *count_host_;
+  const CountedOutput& c = L.op->counted;
+  std::vector<int64_t> dims = out.dims();
+  const size_t axis = static_cast<size_t>(c.count_axis);
+  if (count < 0)
+    return error(StatusCode::kInvalidArgument, c.invalid_data ? c.invalid_data : "the kernel found its input data invalid");
+  if (axis >= dims.size() || count > dims[axis])
+    return error(StatusCode::kInternal, "the kernel counted ", count, " elements along axis ", c.count_axis,
+                 " of an output allocated as ", dims_text(dims));
+  dims[axis] = count;
+  slot.dev = Tensor::wrap(out.data(), out.dtype(), std::move(dims), DeviceType::kCUDA);
+  slot.counted_buffer = std::move(out);  // owns the buffer when it was allocated outside the arena
   return Status::ok();
 }
 
@@ -1101,7 +1179,9 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
     }
   }
   for (size_t i = 0; i < layers.size(); ++i) {
-    const bool cpu = layers[i].where != Where::kGpu;
+    // Timed on the host: CPU layers, and counted layers, which synchronize inside run_layer and so
+    // cannot sit behind the profiler's gate (the gate waits for the host, the host for the stream).
+    const bool cpu = layers[i].where != Where::kGpu || layers[i].counted;
     std::chrono::steady_clock::time_point t0;
     if (timing) {
       if (cpu) {
@@ -1489,7 +1569,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     double total = 0;
     for (size_t i = 0; i < layers.size(); ++i) {
       double ms = cpu_ms_[i];
-      if (layers[i].where == Where::kGpu) {
+      if (layers[i].where == Where::kGpu && !layers[i].counted) {
         float f = 0;
         GRAFT_CUDA_RETURN(cudaEventElapsedTime(&f, events_[2 * i], events_[2 * i + 1]), "reading profiling events");
         ms = f;

@@ -72,6 +72,21 @@ struct CudaExec {
   TacticTable* tactics = nullptr;   // the engine's chosen tactics (src/build/tactics.h)
   TacticTuning* tuning = nullptr;   // set only while the builder times tactics (may synchronize)
   PreparedCache* prepared = nullptr;  // the context's; nullptr: prepare on every call
+  int64_t* output_count = nullptr;    // device int64 for an op with a CountedOutput (below), else null
+};
+
+// An op whose output 0 has a size known only once its kernel has run (NonZero, NonMaxSuppression).
+// The runtime allocates output 0 with the dims `bound` returns, the most the concrete input shapes
+// and the node's constant inputs allow (device data cannot be read here). The kernel writes the
+// real output as the contiguous tensor whose dims are the bound's with `count_axis` replaced by the
+// count, i.e. a prefix of the buffer, and writes that count to CudaExec::output_count; the runtime
+// reads back the count alone and gives the output its real dims (cuda_engine.cpp). A negative count
+// means the kernel found the input data invalid where the CPU reference fails; `invalid_data` says
+// how.
+struct CountedOutput {
+  Result<std::vector<int64_t>> (*bound)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
+  int count_axis = 0;
+  const char* invalid_data = nullptr;
 };
 
 struct CudaOp {
@@ -83,6 +98,7 @@ struct CudaOp {
   std::vector<int> host_inputs;  // input indices read on the host
   // Device scratch needed for these concrete input shapes (nullptr: none).
   size_t (*workspace_bytes)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
+  CountedOutput counted{};  // set (bound != nullptr) only for ops with a data-dependent output size
 };
 
 // The explicit table (src/backends/cuda/cuda_ops.cpp) and its per-group parts.
@@ -100,5 +116,6 @@ void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float3
 void append_cuda_misc_ops(std::vector<CudaOp>& out);        // (De)QuantizeLinear, InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum
 void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT
 void append_cuda_selection_ops(std::vector<CudaOp>& out);    // MaxUnpool, Celu
+void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero (counted outputs)
 
 }  // namespace graft::cuda

@@ -1,0 +1,381 @@
+// CUDA kernels of src/backends/cuda/data_dependent_ops.cpp (NonMaxSuppression, NonZero) against the
+// CPU reference (run_node_cpu), exactly: the same count and the same int64 elements. These ops
+// write a prefix of a buffer sized by CountedOutput::bound and report the count on the device, so
+// the runner here plays the engine's part: it allocates the bound, poisons the output, the count
+// and the scratch (a kernel must not rely on zeroed memory), runs, reads back the count, compares
+// the prefix and checks that everything after it still holds the poison. Fresh random data each
+// run; the seed is printed on failure.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+
+#include "cuda_kernel_harness.h"
+#include "runtime/cpu_executor.h"
+
+namespace graft::testing {
+namespace {
+
+constexpr DataType kF32 = DataType::kFloat32;
+constexpr DataType kF16 = DataType::kFloat16;
+constexpr DataType kI64 = DataType::kInt64;
+
+struct CountedCase {
+  std::string op;
+  std::vector<Tensor> inputs;  // host; for NMS, boxes and scores are converted to the tested dtype
+  AttributeMap attrs;
+  int opset = 11;
+  std::string label;
+  // Inputs the CUDA op sees as computed tensors rather than constants: the host cannot read them,
+  // so the op sizes for the worst case and the kernel reads the value on the device.
+  std::set<int> computed;
+  // Expect the kernel to refuse the data (count -1) where the CPU reference fails.
+  bool expect_invalid = false;
+};
+
+// Runs `c` with the inputs listed in `lowered` turned into `dt` (the reference reads their exact
+// values back in float32).
+void run_counted_case(const CountedCase& c, DataType dt, const std::set<int>& lowered, uint32_t seed) {
+  SCOPED_TRACE("op " + c.op + " " + c.label + " dtype " + dtype_name(dt) + " seed " + std::to_string(seed));
+  const cuda::CudaOp* op = cuda::find_cuda_op(c.op);
+  ASSERT_NE(op, nullptr);
+  ASSERT_NE(op->counted.bound, nullptr) << c.op << " has no counted output";
+
+  std::vector<Tensor> dev_in_host, ref_in;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const Tensor& t = c.inputs[i];
+    if (t.defined() && lowered.count(static_cast<int>(i)) && t.dtype() == kF32 && dt != kF32) {
+      auto low = t.cast(dt);
+      ASSERT_TRUE(low.is_ok());
+      auto back = low.value().cast(kF32);
+      ASSERT_TRUE(back.is_ok());
+      dev_in_host.push_back(low.value());
+      ref_in.push_back(back.value());
+    } else {
+      dev_in_host.push_back(t);
+      ref_in.push_back(t);
+    }
+  }
+  OneNode ref(c.op, ref_in);
+  ref.node->attrs = c.attrs;
+  ref.node->opset = c.opset;
+  std::vector<const Tensor*> ref_ptrs;
+  for (const Tensor& t : ref.inputs) ref_ptrs.push_back(t.defined() ? &t : nullptr);
+  auto want = run_node_cpu(*ref.node, ref_ptrs);
+  if (c.expect_invalid) {
+    ASSERT_FALSE(want.is_ok()) << "the CPU reference accepted data the case calls invalid";
+  } else {
+    ASSERT_TRUE(want.is_ok()) << "CPU reference failed: " << want.status().to_string();
+  }
+
+  OneNode gpu(c.op, dev_in_host);
+  gpu.node->attrs = c.attrs;
+  gpu.node->opset = c.opset;
+  gpu.node->outputs[0]->desc = TensorDesc(kI64, Shape{Dim(1), Dim(1)});  // rank and dtype: what supports() reads
+  for (int i : c.computed) gpu.node->inputs[static_cast<size_t>(i)]->constant.reset();
+  std::string why;
+  ASSERT_TRUE(op->supports(*gpu.node, &why)) << "supports() rejected: " << why;
+
+  std::vector<std::unique_ptr<DevBuf>> owned;
+  auto dalloc = [&](size_t bytes, int fill) {
+    owned.push_back(std::make_unique<DevBuf>(bytes));
+    EXPECT_NE(owned.back()->p, nullptr);
+    EXPECT_EQ(cudaMemset(owned.back()->p, fill, bytes ? bytes : 1), cudaSuccess);
+    return owned.back()->p;
+  };
+  std::vector<Tensor> din;
+  for (const Tensor& t : dev_in_host) {
+    if (!t.defined()) {
+      din.emplace_back();
+      continue;
+    }
+    void* p = dalloc(t.nbytes(), 0);
+    EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    din.push_back(Tensor::wrap(p, t.dtype(), t.dims(), DeviceType::kCUDA));
+  }
+  std::vector<const Tensor*> ins;
+  for (auto& t : din) ins.push_back(t.defined() ? &t : nullptr);
+  auto bound = op->counted.bound(*gpu.node, ins);
+  ASSERT_TRUE(bound.is_ok()) << bound.status().to_string();
+  const size_t out_bytes = static_cast<size_t>(numel_of(*bound)) * sizeof(int64_t);
+  Tensor dout = Tensor::wrap(dalloc(out_bytes, 0xA5), kI64, *bound, DeviceType::kCUDA);
+  auto* count_dev = static_cast<int64_t*>(dalloc(sizeof(int64_t), 0x5A));
+
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ExecContext ectx;
+  ectx.node = gpu.node;
+  ectx.attrs = &gpu.node->attrs;
+  ectx.opset = c.opset;
+  ectx.stream = stream;
+  ectx.inputs = ins;
+  ectx.outputs.push_back(&dout);
+  cuda::CudaExec ex;
+  ex.ctx = &ectx;
+  ex.output_count = count_dev;
+  if (op->workspace_bytes) {
+    ex.workspace_size = op->workspace_bytes(*gpu.node, ins);
+    if (ex.workspace_size) ex.workspace = dalloc(ex.workspace_size, 0xFF);
+  }
+  Status st = op->run(ex);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+  int64_t count = 0;
+  ASSERT_EQ(cudaMemcpy(&count, count_dev, sizeof count, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<unsigned char> got(out_bytes);
+  if (out_bytes) {
+    ASSERT_EQ(cudaMemcpy(got.data(), dout.data(), out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+  owned.clear();
+
+  if (c.expect_invalid) {
+    EXPECT_EQ(count, -1) << "the kernel should report invalid data with a count of -1";
+    return;
+  }
+  const Tensor& w = (*want)[0];
+  const int axis = op->counted.count_axis;
+  ASSERT_EQ(w.rank(), static_cast<int64_t>(bound->size()));
+  ASSERT_EQ(count, w.dims()[static_cast<size_t>(axis)]) << "count";
+  for (size_t a = 0; a < bound->size(); ++a) {
+    if (static_cast<int>(a) != axis) {
+      ASSERT_EQ(w.dims()[a], (*bound)[a]) << "axis " << a;
+    }
+  }
+  const int64_t n = w.numel();
+  const int64_t* g = reinterpret_cast<const int64_t*>(got.data());
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(g[i], w.data_as<int64_t>()[i]) << "element " << i << " of " << n << " (dims "
+                                               << TensorDesc(kI64, shape_from_values(w.dims())).to_string() << ")";
+  }
+  for (size_t b = static_cast<size_t>(n) * sizeof(int64_t); b < out_bytes; ++b)
+    ASSERT_EQ(got[b], 0xA5) << "byte " << b << " past the real output was written";
+}
+
+// ---- NonMaxSuppression ---------------------------------------------------------------------------
+
+struct NmsSpec {
+  int64_t batches = 1, classes = 1, boxes = 16;
+  int center = 0;
+  int64_t max_output = 10;
+  bool omit_max_output = false;
+  float iou = 0.5f;         // NaN: input omitted
+  float score = 0.0f;       // NaN: input omitted
+  int score_levels = 0;     // > 0: scores quantized to this many values (many ties)
+  double extent = 1.0;      // boxes lie in [0, extent]^2; smaller boxes overlap less
+  bool nan_and_degenerate = false;  // some NaN scores, zero-area boxes, signed zeros
+  bool clustered = false;           // boxes jittered around a few centres (heavy suppression)
+  std::set<int> computed;
+  std::string label;
+};
+
+CountedCase nms_case(std::mt19937& rng, const NmsSpec& s) {
+  CountedCase c;
+  c.op = "NonMaxSuppression";
+  c.opset = 11;
+  c.label = s.label;
+  c.computed = s.computed;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Tensor boxes = Tensor::empty(kF32, {s.batches, s.boxes, 4});
+  float* b = boxes.data_as<float>();
+  std::vector<std::pair<double, double>> centres;
+  for (int k = 0; k < 6; ++k) centres.push_back({u(rng), u(rng)});
+  for (int64_t i = 0; i < s.batches * s.boxes; ++i) {
+    double y = u(rng), x = u(rng);
+    if (s.clustered) {
+      const auto& ct = centres[rng() % centres.size()];
+      y = ct.first + 0.03 * (u(rng) - 0.5);
+      x = ct.second + 0.03 * (u(rng) - 0.5);
+    }
+    const double h = 0.02 + 0.2 * u(rng), w = 0.02 + 0.2 * u(rng);
+    float* r = b + i * 4;
+    if (s.center == 1) {
+      r[0] = static_cast<float>(x * s.extent);
+      r[1] = static_cast<float>(y * s.extent);
+      r[2] = static_cast<float>(w);
+      r[3] = static_cast<float>(h);
+    } else {
+      // Either diagonal pair of corners: the reference takes min/max per axis.
+      const bool flip = rng() & 1;
+      r[0] = static_cast<float>(y * s.extent + (flip ? h : 0));
+      r[1] = static_cast<float>(x * s.extent);
+      r[2] = static_cast<float>(y * s.extent + (flip ? 0 : h));
+      r[3] = static_cast<float>(x * s.extent + w);
+    }
+    if (s.nan_and_degenerate && rng() % 13 == 0) r[2] = r[0];  // zero area: never suppresses
+  }
+  Tensor scores = Tensor::empty(kF32, {s.batches, s.classes, s.boxes});
+  float* sc = scores.data_as<float>();
+  for (int64_t i = 0; i < scores.numel(); ++i) {
+    sc[i] = s.score_levels > 0 ? static_cast<float>(rng() % s.score_levels) / s.score_levels
+                               : static_cast<float>(u(rng));
+    if (s.nan_and_degenerate) {
+      const unsigned k = rng() % 17;
+      if (k == 0) sc[i] = std::numeric_limits<float>::quiet_NaN();
+      if (k == 1) sc[i] = -0.0f;  // ties with +0.0 by box index
+      if (k == 2) sc[i] = 0.0f;
+    }
+  }
+  c.inputs = {boxes, scores};
+  c.inputs.push_back(s.omit_max_output ? Tensor() : Tensor::vector_int64({s.max_output}));
+  auto scalar = [](float v) {
+    Tensor t = Tensor::empty(kF32, {1});
+    t.data_as<float>()[0] = v;
+    return t;
+  };
+  c.inputs.push_back(std::isnan(s.iou) ? Tensor() : scalar(s.iou));
+  c.inputs.push_back(std::isnan(s.score) ? Tensor() : scalar(s.score));
+  while (!c.inputs.empty() && !c.inputs.back().defined()) c.inputs.pop_back();
+  c.attrs = attrs_of({{"center_point_box", int64_t{s.center}}});
+  return c;
+}
+
+void run_nms_dtypes(const CountedCase& c, uint32_t seed) {
+  run_counted_case(c, kF32, {0, 1}, seed);
+  run_counted_case(c, kF16, {0, 1}, seed);
+}
+
+TEST(CudaDataDependent, NonMaxSuppressionMatchesReference) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<NmsSpec> specs;
+  auto add = [&](NmsSpec s, const std::string& label) {
+    s.label = label;
+    specs.push_back(s);
+  };
+  NmsSpec base;
+  add(base, "one class, 16 boxes");
+  {
+    NmsSpec s;
+    s.batches = 2, s.classes = 3, s.boxes = 50, s.max_output = 10, s.iou = 0.5f, s.score = 0.3f;
+    add(s, "2 batches x 3 classes, corners");
+    s.center = 1;
+    add(s, "2 batches x 3 classes, centre boxes");
+  }
+  {
+    NmsSpec s;
+    s.boxes = 2000, s.classes = 2, s.score_levels = 8, s.max_output = 1000000, s.iou = 0.3f, s.clustered = true;
+    add(s, "many boxes, 8 score levels (ties), clustered");
+    s.center = 1;
+    add(s, "many boxes, ties, centre boxes");
+  }
+  {
+    NmsSpec s;
+    s.boxes = 300, s.classes = 4, s.score_levels = 3, s.max_output = 300, s.iou = 0.0f, s.extent = 3.0;
+    add(s, "iou 0: any overlap suppresses, 3 score levels");
+    s.iou = 1.0f;
+    add(s, "iou 1: nothing suppresses");
+  }
+  {
+    NmsSpec s;
+    s.boxes = 200, s.classes = 3, s.score = 2.0f;
+    add(s, "score threshold above every score: none selected");
+    s.score = 0.5f, s.max_output = 0;
+    add(s, "max_output 0");
+    s.max_output = -3;
+    add(s, "max_output negative");
+    s.omit_max_output = true;
+    add(s, "max_output omitted");
+  }
+  {
+    NmsSpec s;
+    s.boxes = 120, s.classes = 2, s.batches = 3, s.max_output = 50, s.iou = nan, s.score = nan;
+    add(s, "iou and score threshold omitted");
+  }
+  {
+    NmsSpec s;
+    s.boxes = 257, s.classes = 5, s.max_output = 40, s.iou = 0.45f, s.score = 0.0f, s.nan_and_degenerate = true;
+    s.score_levels = 16;
+    add(s, "NaN scores, signed zeros, zero-area boxes");
+  }
+  {
+    NmsSpec s;
+    s.boxes = 5000, s.max_output = 300, s.iou = 0.5f, s.score = 0.05f, s.extent = 4.0;
+    add(s, "5000 boxes, one class (torchvision's batched form)");
+  }
+  {
+    NmsSpec s;
+    s.boxes = 300, s.classes = 80, s.batches = 2, s.max_output = 100, s.iou = 0.6f, s.score = 0.2f;
+    add(s, "80 classes");
+  }
+  {
+    NmsSpec s;  // 8192 boxes: 8 MiB of bit matrix per class, 32 classes per chunk: two chunks
+    s.boxes = 8192, s.classes = 40, s.max_output = 100, s.iou = 0.5f, s.score = 0.5f, s.extent = 6.0;
+    add(s, "chunks of classes");
+  }
+  {
+    NmsSpec s;
+    s.batches = 2, s.classes = 3, s.boxes = 400, s.max_output = 25, s.iou = 0.4f, s.score = 0.1f;
+    s.score_levels = 5, s.clustered = true, s.computed = {2, 3, 4};
+    add(s, "computed max_output and thresholds (read on the device)");
+  }
+  for (const NmsSpec& s : specs) run_nms_dtypes(nms_case(rng, s), seed);
+}
+
+// A computed iou_threshold outside [0, 1] cannot be refused on the host: the kernel reports -1.
+TEST(CudaDataDependent, NonMaxSuppressionReportsInvalidComputedThreshold) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (float iou : {1.5f, -0.25f, std::numeric_limits<float>::quiet_NaN()}) {
+    NmsSpec s;
+    s.boxes = 40, s.classes = 2, s.computed = {3}, s.label = "iou " + std::to_string(iou);
+    CountedCase c = nms_case(rng, s);
+    c.inputs[3].data_as<float>()[0] = iou;  // nms_case omits a NaN threshold: set it afterwards
+    c.expect_invalid = true;
+    run_counted_case(c, kF32, {0, 1}, seed);
+  }
+}
+
+// ---- NonZero -------------------------------------------------------------------------------------
+
+// Elements that are zero, "sign bit only" (-0.0 for floats, the most negative value for signed
+// integers: zero and nonzero respectively), or random, in proportions set by `density`.
+Tensor sparse_tensor(std::mt19937& rng, DataType dt, const std::vector<int64_t>& dims, double density) {
+  Tensor t = Tensor::empty(dt, dims);
+  const size_t es = dtype_size(dt);
+  std::memset(t.data(), 0, t.nbytes());
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const double r = u(rng);
+    if (r >= density) continue;
+    unsigned char* p = static_cast<unsigned char*>(t.data()) + static_cast<size_t>(i) * es;
+    if (r < density * 0.2 && dt != DataType::kBool) {
+      p[es - 1] = 0x80;  // little-endian: the top bit alone
+    } else if (dt == DataType::kBool) {
+      p[0] = 1;
+    } else if (dtype_is_float(dt) && r < density * 0.3) {
+      t.set(i, r < density * 0.25 ? std::numeric_limits<double>::quiet_NaN() : 1e-30);  // NaN, tiny
+    } else {
+      for (size_t k = 0; k < es; ++k) p[k] = static_cast<unsigned char>(rng());
+    }
+  }
+  return t;
+}
+
+TEST(CudaDataDependent, NonZeroMatchesReferenceForEveryDtype) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<DataType> dtypes = {
+      DataType::kFloat32, DataType::kFloat16, DataType::kFloat64, DataType::kBFloat16, DataType::kInt8,
+      DataType::kUInt8,   DataType::kInt16,   DataType::kUInt16,  DataType::kInt32,    DataType::kUInt32,
+      DataType::kInt64,   DataType::kUInt64,  DataType::kBool};
+  const std::vector<std::vector<int64_t>> shapes = {
+      {}, {0}, {7}, {3, 0, 2}, {5, 17}, {2, 3, 4, 5}, {1, 2, 1, 3, 1, 2, 1, 8}, {4096 * 3 + 5}, {300, 700}};
+  for (DataType dt : dtypes)
+    for (const auto& dims : shapes)
+      for (double density : {0.0, 0.1, 0.6, 1.0}) {
+        CountedCase c;
+        c.op = "NonZero";
+        c.opset = 13;
+        c.inputs = {sparse_tensor(rng, dt, dims, density)};
+        c.label = TensorDesc(dt, shape_from_values(dims)).to_string() + " density " + std::to_string(density);
+        run_counted_case(c, dt, {}, seed);
+      }
+}
+
+}  // namespace
+}  // namespace graft::testing
