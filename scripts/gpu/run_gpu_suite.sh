@@ -182,7 +182,8 @@ if has_step sanitize; then
   # script's start, default 560). memcheck and synccheck run every test; racecheck and initcheck,
   # about 10-100x slower, run the tests of the kernels that use shared memory or warp shuffles
   # (reductions, normalizations, softmax/attention, pooling, the depthwise/pointwise conv kernels,
-  # TopK/CumSum/scans, and the custom ops GroupNorm, ModulatedDeformConv2d, MS deformable attention).
+  # TopK/CumSum/scans, NMS/NonZero, and the custom ops GroupNorm, ModulatedDeformConv2d, MS deformable
+  # attention).
   # Override with SANITIZE_TOOLS, SANITIZE_{KERNEL,OP}_FILTER_<tool>. Leak checking is off: graft
   # keeps process-lifetime caches (cuDNN/cuBLASLt handles) that would read as leaks at exit.
   SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
@@ -197,7 +198,7 @@ if has_step sanitize; then
     if [ $secs -lt 60 ]; then
       note "compute-sanitizer: only ${secs}s left after the build: run the sanitize step alone on the warm machine"
     else
-      shared_kernels='CudaReduceNorm.*:CudaFlashAttention.*:CudaNn.*:CudaConvKernels.*:CudaMisc.*:CudaShape.*:CudaExtra.*Reduction*:CudaExtra.ArgMax*:CudaExtra.Hardmax:CudaExtra.CumSum:CudaExtra.TopK:CudaExtra.Compress'
+      shared_kernels='CudaReduceNorm.*:CudaDataDependent.*:CudaFlashAttention.*:CudaNn.*:CudaConvKernels.*:CudaMisc.*:CudaShape.*:CudaExtra.*Reduction*:CudaExtra.ArgMax*:CudaExtra.Hardmax:CudaExtra.CumSum:CudaExtra.TopK:CudaExtra.Compress'
       shared_ops='*GroupNorm*_cuda:*ModulatedDeformConv2d*_cuda:*MultiScaleDeformableAttention*_cuda'
       declare -A KF=([memcheck]='*' [synccheck]='*' [racecheck]=$shared_kernels [initcheck]=$shared_kernels)
       declare -A OF=([memcheck]='*_cuda' [synccheck]='*_cuda' [racecheck]=$shared_ops [initcheck]=$shared_ops)

@@ -47,8 +47,12 @@ TEST(Fp16Pass, CastsAtBoundariesAndSameFunction) {
   int casts = 0;
   for (const auto& n : g->nodes()) {
     if (n->op_type == "Cast") ++casts;
-    if (n->op_type == "Softmax") EXPECT_EQ(n->outputs[0]->desc.dtype, DataType::kFloat32);
-    if (n->op_type == "CustomLayer") EXPECT_EQ(n->outputs[0]->desc.dtype, DataType::kFloat16) << n->name;
+    if (n->op_type == "Softmax") {
+      EXPECT_EQ(n->outputs[0]->desc.dtype, DataType::kFloat32);
+    }
+    if (n->op_type == "CustomLayer") {
+      EXPECT_EQ(n->outputs[0]->desc.dtype, DataType::kFloat16) << n->name;
+    }
   }
   EXPECT_EQ(casts, 4) << "x->fp16, first->fp32, softmax->fp16, second->fp32";
   EXPECT_EQ(g->inputs()[0]->desc.dtype, DataType::kFloat32);

@@ -1,0 +1,323 @@
+// Issue 19 on CUDA. Faults: a kernel that fails to launch makes the run fail with an error naming
+// its layer, and the next run (on the same context and on a fresh one) is correct. Concurrency: one
+// engine run from 8 threads at once, each with its own context and its own stream, thousands of
+// runs, every output bit-exact against the same engine run on one thread. GPU only; CUDA builds.
+#ifdef GRAFT_WITH_CUDA
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <latch>
+#include <mutex>
+#include <thread>
+
+#include "cuda_engine_fixture.h"
+#include "fault_kernel.h"
+#include "graft/registry.h"
+
+namespace {
+
+using namespace graft_cuda_test;
+using graft::Status;
+using graft::StatusCode;
+
+// ---- the fault switch ---------------------------------------------------------------------------
+// While set, FaultyScale's CUDA kernel launches with an invalid configuration. kReportsError: the
+// kernel returns the launch's error as its Status (a careful plugin); kSilent: it returns ok, as a
+// plugin that never checks its launches would, so only the engine's own check after the layer can
+// see it. Either way the error is left pending in the CUDA runtime for the engine to clear.
+enum class Fault : int { kNone = 0, kReportsError = 1, kSilent = 2 };
+std::atomic<int> g_fault{0};
+std::atomic<int> g_failed_launches{0};
+
+void set_fault(Fault f) { g_fault.store(static_cast<int>(f)); }
+
+Status faulty_scale_cpu(const graft::KernelContext& c) {
+  const float alpha = std::get<float>(*c.attrs->find("alpha"));
+  const float* x = c.inputs[0].as<float>();
+  float* y = c.outputs[0].as<float>();
+  for (int64_t i = 0, n = c.inputs[0].numel(); i < n; ++i) y[i] = alpha * x[i];
+  return Status::ok();
+}
+
+Status faulty_scale_cuda(const graft::KernelContext& c) {
+  const float alpha = std::get<float>(*c.attrs->find("alpha"));
+  const Fault f = static_cast<Fault>(g_fault.load());
+  const cudaError_t e = launch_scale(c.inputs[0].as<float>(), c.outputs[0].as<float>(), c.inputs[0].numel(), alpha,
+                                     f != Fault::kNone, static_cast<cudaStream_t>(c.stream));
+  if (e != cudaSuccess) g_failed_launches.fetch_add(1);
+  if (e != cudaSuccess && f == Fault::kReportsError)
+    return graft::error(StatusCode::kRuntimeError, "FaultyScale: kernel launch failed: ", cudaGetErrorName(e));
+  return Status::ok();
+}
+
+// FaultyScale (domain graft.test): y = alpha * x in float32, registered into the global registry
+// once per process, beside graft's own ops, as a plugin library would.
+void register_faulty_scale() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    graft::OpDef def("FaultyScale");
+    def.domain("graft.test").version("1")
+        .doc("y = alpha * x; the CUDA kernel fails to launch while the test's fault switch is on")
+        .attr_float("alpha", 2.0f)
+        .input("x", {graft::DataType::kFloat32})
+        .output("y")
+        .shape_fn([](graft::ShapeContext& c) {
+          c.set_output(0, c.input_shape(0));
+          return Status::ok();
+        })
+        .kernel(graft::Backend::kCPU, faulty_scale_cpu)
+        .kernel(graft::Backend::kCUDA, faulty_scale_cuda);
+    Status st = graft::OpRegistry::global().add(std::move(def), "graft_cuda_tests");
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+  });
+}
+
+// x[4,16] -> Gemm "fc1" -> FaultyScale "faulty" -> Relu -> Gemm "fc2" -> y[4,8]: the failing layer
+// sits between cuBLASLt layers, so a failed run has already queued work before it.
+OnnxModelBuilder faulty_model(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  m.opset("graft.test", 1);
+  m.input("x", DataType::kFloat32, {4, 16});
+  m.initializer("w1", rand_t({16, 32}, rng, -0.5, 0.5));
+  m.initializer("b1", rand_t({32}, rng));
+  m.initializer("w2", rand_t({32, 8}, rng, -0.5, 0.5));
+  m.initializer("b2", rand_t({8}, rng));
+  m.node("Gemm", {"x", "w1", "b1"}, {"h1"}, "fc1");
+  auto& f = m.node("FaultyScale", {"h1"}, {"h2"}, "faulty", "graft.test");
+  OnnxModelBuilder::attr(f, "alpha", 0.5f);
+  m.node("Relu", {"h2"}, {"h3"}, "relu");
+  m.node("Gemm", {"h3", "w2", "b2"}, {"y"}, "fc2");
+  m.output("y", DataType::kFloat32, {4, 8});
+  return m;
+}
+
+class CudaReliabilityTest : public CudaEngineTest {
+ protected:
+  void TearDown() override { set_fault(Fault::kNone); }
+
+  // A run with the fault switch on must fail, name the layer and leave no CUDA error behind.
+  void expect_injected_failure(graft::ExecutionContext& ctx, const Tensor& x, Fault f) {
+    const int before = g_failed_launches.load();
+    set_fault(f);
+    std::map<std::string, Tensor> out;
+    const Status st = ctx.run({{"x", x}}, out);
+    set_fault(Fault::kNone);
+    EXPECT_GT(g_failed_launches.load(), before) << "the faulty kernel was never launched";
+    ASSERT_FALSE(st.is_ok()) << "a run whose kernel failed to launch reported success";
+    std::printf("[ fault    ] %s\n", st.to_string().c_str());
+    EXPECT_EQ(st.code(), StatusCode::kRuntimeError) << st.to_string();
+    EXPECT_EQ(st.node_name(), "faulty") << st.to_string();
+    EXPECT_EQ(st.op_type(), "FaultyScale") << st.to_string();
+    EXPECT_NE(st.message().find("cudaErrorInvalidConfiguration"), std::string::npos) << st.to_string();
+    // The engine cleared the launch error: nothing pending, nothing sticky.
+    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+
+  // A run with host I/O and one with device I/O into poisoned device outputs, both against the CPU.
+  void expect_correct(graft::ExecutionContext& ctx, const Tensor& x, const Tensor& want, const char* what) {
+    auto host = run(ctx, {{"x", x}});
+    ASSERT_TRUE(host.count("y")) << what;
+    EXPECT_LT(rel_err(to_host(host.at("y")), want), 1e-4) << what << ", host I/O, seed " << seed_;
+    std::map<std::string, Tensor> dout{{"y", poisoned_device(DataType::kFloat32, want.dims())}};
+    const Status st = ctx.run({{"x", to_device(x)}}, dout);
+    ASSERT_TRUE(st.is_ok()) << what << ": " << st.to_string();
+    EXPECT_LT(rel_err(to_host(dout.at("y")), want), 1e-4) << what << ", device I/O, seed " << seed_;
+  }
+};
+
+// Eager runs (no CUDA graph): the failing run is reported whether the kernel reports its error or
+// not, on the first run of a context and on a later one; afterwards the same context and a fresh
+// one run correctly.
+TEST_F(CudaReliabilityTest, InjectedKernelFailureIsReportedAndContextsRecover) {
+  REQUIRE_GPU();
+  register_faulty_scale();
+  const auto m = faulty_model(rng_);
+  auto cpu = build(m, graft::DeviceType::kCPU);
+  auto gpu = build(m, graft::DeviceType::kCUDA);
+  ASSERT_TRUE(cpu && gpu);
+  auto cctx = cpu->create_context();
+  ASSERT_TRUE(cctx.is_ok());
+  const Tensor x = rand_t({4, 16}, rng_, -2, 2);
+  const Tensor want = run(**cctx, {{"x", x}}).at("y");
+
+  for (Fault f : {Fault::kReportsError, Fault::kSilent}) {
+    SCOPED_TRACE(f == Fault::kSilent ? "kernel returns ok" : "kernel returns the error");
+    auto made = gpu->create_context();
+    ASSERT_TRUE(made.is_ok()) << made.status().to_string();
+    auto& ctx = **made;
+    dynamic_cast<graft::CudaExecutionContext&>(ctx).set_cuda_graphs(false);
+    expect_injected_failure(ctx, x, f);  // the context's very first run
+    expect_correct(ctx, x, want, "same context after a failed first run");
+    expect_correct(ctx, x, want, "same context, second run");
+    expect_injected_failure(ctx, x, f);  // a planned run, after successful ones
+    expect_correct(ctx, x, want, "same context after a failed later run");
+    auto fresh = gpu->create_context();
+    ASSERT_TRUE(fresh.is_ok()) << fresh.status().to_string();
+    expect_correct(**fresh, x, want, "fresh context");
+  }
+}
+
+// With CUDA graphs on, the failure strikes on a context's first run, which launches every kernel
+// whether it is captured (a static-shape engine plans its memory when the context is made) or runs
+// eagerly: a failed capture is given up, the eager retry fails as well, and the run reports the
+// layer. That context then runs correctly (eagerly for good if its capture failed); a fresh context
+// captures and replays a graph again.
+TEST_F(CudaReliabilityTest, InjectedFailureWithCudaGraphsOn) {
+  REQUIRE_GPU();
+  if (std::getenv("GRAFT_CUDA_GRAPHS") != nullptr) GTEST_SKIP() << "CUDA graphs are switched by the environment";
+  register_faulty_scale();
+  const auto m = faulty_model(rng_);
+  auto cpu = build(m, graft::DeviceType::kCPU);
+  auto gpu = build(m, graft::DeviceType::kCUDA);
+  ASSERT_TRUE(cpu && gpu);
+  auto cctx = cpu->create_context();
+  ASSERT_TRUE(cctx.is_ok());
+  const Tensor x = rand_t({4, 16}, rng_, -2, 2);
+  const Tensor want = run(**cctx, {{"x", x}}).at("y");
+
+  for (Fault f : {Fault::kReportsError, Fault::kSilent}) {
+    SCOPED_TRACE(f == Fault::kSilent ? "kernel returns ok" : "kernel returns the error");
+    auto made = gpu->create_context();
+    ASSERT_TRUE(made.is_ok());
+    auto& ctx = dynamic_cast<graft::CudaExecutionContext&>(**made);
+    ctx.set_cuda_graphs(true);
+    expect_injected_failure(ctx, x, f);
+    EXPECT_FALSE(ctx.last_run_used_cuda_graph());
+    for (int rep = 0; rep < 3; ++rep) expect_correct(ctx, x, want, "same context after the failed run");
+  }
+  auto fresh = gpu->create_context();
+  ASSERT_TRUE(fresh.is_ok());
+  auto& f = dynamic_cast<graft::CudaExecutionContext&>(**fresh);
+  f.set_cuda_graphs(true);
+  for (int rep = 0; rep < 3; ++rep) expect_correct(f, x, want, "fresh context");
+  EXPECT_TRUE(f.last_run_used_cuda_graph()) << "a fresh context should capture and replay again";
+}
+
+// ---- concurrency ----------------------------------------------------------------------------------
+struct ConcurrencyCase {
+  std::string name;
+  OnnxModelBuilder model;
+  bool fp16 = false;
+  std::map<std::string, graft::ProfileRange> profile;
+  std::vector<std::vector<int64_t>> shapes;  // of input x, one per distinct input (cycled)
+};
+
+std::vector<uint8_t> bytes_of(const Tensor& host) {
+  const auto* p = static_cast<const uint8_t*>(host.data());
+  return std::vector<uint8_t>(p, p + host.nbytes());
+}
+
+// One engine, 8 threads started together, each with its own context and its own non-blocking
+// stream: 7 of 8 runs enqueue device inputs into preallocated device outputs on the thread's stream,
+// every 8th runs host I/O on the context's own stream (so each context also switches streams).
+// Every output is compared byte for byte with the same engine's single-threaded result.
+TEST_F(CudaReliabilityTest, EightContextsOnEightStreamsAreBitExact) {
+  REQUIRE_GPU();
+  constexpr int kThreads = 8, kRunsPerThread = 256, kInputs = 12;
+  std::vector<ConcurrencyCase> cases;
+  cases.push_back({"mlp with CustomLayer, fp32", mlp_model(rng_), false, {}, {{4, 16}}});
+  cases.push_back({"cnn, fp16", cnn_model(rng_), true, {}, {{2, 3, 16, 16}}});
+  cases.push_back({"dynamic-batch cnn, fp32", dynamic_cnn_model(rng_), false,
+                   {{"x", {{1, 3, 12, 12}, {4, 3, 12, 12}, {16, 3, 12, 12}}}},
+                   {{1, 3, 12, 12}, {3, 3, 12, 12}, {8, 3, 12, 12}, {16, 3, 12, 12}}});
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name + ", seed " + std::to_string(seed_));
+    auto gpu = build(c.model, graft::DeviceType::kCUDA, c.fp16, c.profile);
+    ASSERT_TRUE(gpu);
+    // The inputs (host and device copies) and the single-threaded reference, per output name.
+    std::vector<Tensor> xs, dxs;
+    std::vector<std::map<std::string, std::vector<uint8_t>>> want(kInputs);
+    std::vector<std::map<std::string, Tensor>> out_shapes(kInputs);
+    {
+      auto ref = gpu->create_context();
+      ASSERT_TRUE(ref.is_ok()) << ref.status().to_string();
+      for (int i = 0; i < kInputs; ++i) {
+        xs.push_back(rand_t(c.shapes[i % c.shapes.size()], rng_, -2, 2));
+        dxs.push_back(to_device(xs.back()));
+        for (const auto& [name, t] : run(**ref, {{"x", xs.back()}})) {
+          const Tensor h = to_host(t);
+          want[i][name] = bytes_of(h);
+          out_shapes[i][name] = h;
+        }
+      }
+    }
+    std::vector<std::string> errors(kThreads);
+    std::vector<int> mismatches(kThreads, 0), runs(kThreads, 0);
+    std::latch start(kThreads);
+    auto worker = [&](int t) {
+      // Context, stream and this thread's output buffers (one set per input: shapes differ with the
+      // batch) are made before the threads start together, so the runs overlap.
+      auto made = gpu->create_context();
+      cudaStream_t stream = nullptr;
+      std::vector<std::map<std::string, Tensor>> douts(kInputs);
+      if (!made.is_ok()) {
+        errors[t] = made.status().to_string();
+      } else if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+        errors[t] = "cudaStreamCreateWithFlags failed";
+      } else {
+        for (int i = 0; i < kInputs; ++i)
+          for (const auto& [name, h] : out_shapes[i])
+            douts[i][name] = Tensor::empty(h.dtype(), h.dims(), graft::DeviceType::kCUDA);
+      }
+      start.arrive_and_wait();
+      if (!errors[t].empty()) return;
+      auto& ctx = dynamic_cast<graft::CudaExecutionContext&>(**made);
+      for (int rep = 0; rep < kRunsPerThread && errors[t].empty(); ++rep) {
+        const int i = (rep * 5 + t * 7) % kInputs;
+        std::map<std::string, Tensor> got;
+        Status st;
+        if (rep % 8 == 7) {
+          st = ctx.run({{"x", xs[i]}}, got);
+        } else {
+          got = douts[i];
+          st = ctx.enqueue({{"x", dxs[i]}}, got, stream);
+          std::map<std::string, Tensor> host;
+          for (const auto& [name, d] : got) {
+            Tensor h = Tensor::empty(d.dtype(), d.dims());
+            if (st.is_ok() && cudaMemcpyAsync(h.data(), d.data(), d.nbytes(), cudaMemcpyDeviceToHost, stream) != cudaSuccess)
+              st = graft::error(StatusCode::kRuntimeError, "copying output '", name, "' back");
+            host[name] = h;
+          }
+          if (st.is_ok() && cudaStreamSynchronize(stream) != cudaSuccess)
+            st = graft::error(StatusCode::kRuntimeError, "cudaStreamSynchronize failed");
+          got = std::move(host);
+        }
+        if (!st.is_ok()) {
+          errors[t] = "run " + std::to_string(rep) + ": " + st.to_string();
+          break;
+        }
+        ++runs[t];
+        for (const auto& [name, bytes] : want[i]) {
+          auto it = got.find(name);
+          if (it == got.end() || bytes_of(to_host(it->second)) != bytes) ++mismatches[t];
+        }
+      }
+      if (stream) (void)cudaStreamDestroy(stream);
+    };
+    const auto t0 = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < kThreads; ++t) pool.emplace_back(worker, t);
+    for (auto& th : pool) th.join();
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    int total = 0, bad = 0;
+    for (int t = 0; t < kThreads; ++t) {
+      EXPECT_TRUE(errors[t].empty()) << "thread " << t << ": " << errors[t];
+      total += runs[t];
+      bad += mismatches[t];
+    }
+    std::printf("[ threads  ] %s: %d threads x %d runs, %d runs done in %.2f s, %d outputs not bit-exact %s\n",
+                c.name.c_str(), kThreads, kRunsPerThread, total, secs, bad, bad == 0 ? "PASS" : "FAIL");
+    EXPECT_EQ(total, kThreads * kRunsPerThread);
+    EXPECT_EQ(bad, 0) << "outputs that differ from the single-threaded run";
+  }
+}
+
+}  // namespace
+
+#endif  // GRAFT_WITH_CUDA
