@@ -100,6 +100,21 @@ class CudaReliabilityTest : public CudaEngineTest {
  protected:
   void TearDown() override { set_fault(Fault::kNone); }
 
+  // The FaultyScale model built for CUDA, one input and its CPU reference output.
+  void make_faulty_engine() {
+    register_faulty_scale();
+    const auto m = faulty_model(rng_);
+    auto cpu = build(m, graft::DeviceType::kCPU);
+    gpu_ = build(m, graft::DeviceType::kCUDA);
+    ASSERT_TRUE(cpu && gpu_);
+    auto cctx = cpu->create_context();
+    ASSERT_TRUE(cctx.is_ok());
+    x_ = rand_t({4, 16}, rng_, -2, 2);
+    want_ = run(**cctx, {{"x", x_}}).at("y");
+  }
+  std::shared_ptr<graft::Engine> gpu_;
+  Tensor x_, want_;
+
   // A run with the fault switch on must fail, name the layer and leave no CUDA error behind.
   void expect_injected_failure(graft::ExecutionContext& ctx, const Tensor& x, Fault f) {
     const int before = g_failed_launches.load();
@@ -136,30 +151,23 @@ class CudaReliabilityTest : public CudaEngineTest {
 // one run correctly.
 TEST_F(CudaReliabilityTest, InjectedKernelFailureIsReportedAndContextsRecover) {
   REQUIRE_GPU();
-  register_faulty_scale();
-  const auto m = faulty_model(rng_);
-  auto cpu = build(m, graft::DeviceType::kCPU);
-  auto gpu = build(m, graft::DeviceType::kCUDA);
-  ASSERT_TRUE(cpu && gpu);
-  auto cctx = cpu->create_context();
-  ASSERT_TRUE(cctx.is_ok());
-  const Tensor x = rand_t({4, 16}, rng_, -2, 2);
-  const Tensor want = run(**cctx, {{"x", x}}).at("y");
+  make_faulty_engine();
+  if (HasFatalFailure()) return;
 
   for (Fault f : {Fault::kReportsError, Fault::kSilent}) {
     SCOPED_TRACE(f == Fault::kSilent ? "kernel returns ok" : "kernel returns the error");
-    auto made = gpu->create_context();
+    auto made = gpu_->create_context();
     ASSERT_TRUE(made.is_ok()) << made.status().to_string();
     auto& ctx = **made;
     dynamic_cast<graft::CudaExecutionContext&>(ctx).set_cuda_graphs(false);
-    expect_injected_failure(ctx, x, f);  // the context's very first run
-    expect_correct(ctx, x, want, "same context after a failed first run");
-    expect_correct(ctx, x, want, "same context, second run");
-    expect_injected_failure(ctx, x, f);  // a planned run, after successful ones
-    expect_correct(ctx, x, want, "same context after a failed later run");
-    auto fresh = gpu->create_context();
+    expect_injected_failure(ctx, x_, f);  // the context's very first run
+    expect_correct(ctx, x_, want_, "same context after a failed first run");
+    expect_correct(ctx, x_, want_, "same context, second run");
+    expect_injected_failure(ctx, x_, f);  // a planned run, after successful ones
+    expect_correct(ctx, x_, want_, "same context after a failed later run");
+    auto fresh = gpu_->create_context();
     ASSERT_TRUE(fresh.is_ok()) << fresh.status().to_string();
-    expect_correct(**fresh, x, want, "fresh context");
+    expect_correct(**fresh, x_, want_, "fresh context");
   }
 }
 
@@ -171,31 +179,24 @@ TEST_F(CudaReliabilityTest, InjectedKernelFailureIsReportedAndContextsRecover) {
 TEST_F(CudaReliabilityTest, InjectedFailureWithCudaGraphsOn) {
   REQUIRE_GPU();
   if (std::getenv("GRAFT_CUDA_GRAPHS") != nullptr) GTEST_SKIP() << "CUDA graphs are switched by the environment";
-  register_faulty_scale();
-  const auto m = faulty_model(rng_);
-  auto cpu = build(m, graft::DeviceType::kCPU);
-  auto gpu = build(m, graft::DeviceType::kCUDA);
-  ASSERT_TRUE(cpu && gpu);
-  auto cctx = cpu->create_context();
-  ASSERT_TRUE(cctx.is_ok());
-  const Tensor x = rand_t({4, 16}, rng_, -2, 2);
-  const Tensor want = run(**cctx, {{"x", x}}).at("y");
+  make_faulty_engine();
+  if (HasFatalFailure()) return;
 
   for (Fault f : {Fault::kReportsError, Fault::kSilent}) {
     SCOPED_TRACE(f == Fault::kSilent ? "kernel returns ok" : "kernel returns the error");
-    auto made = gpu->create_context();
+    auto made = gpu_->create_context();
     ASSERT_TRUE(made.is_ok());
     auto& ctx = dynamic_cast<graft::CudaExecutionContext&>(**made);
     ctx.set_cuda_graphs(true);
-    expect_injected_failure(ctx, x, f);
+    expect_injected_failure(ctx, x_, f);
     EXPECT_FALSE(ctx.last_run_used_cuda_graph());
-    for (int rep = 0; rep < 3; ++rep) expect_correct(ctx, x, want, "same context after the failed run");
+    for (int rep = 0; rep < 3; ++rep) expect_correct(ctx, x_, want_, "same context after the failed run");
   }
-  auto fresh = gpu->create_context();
+  auto fresh = gpu_->create_context();
   ASSERT_TRUE(fresh.is_ok());
   auto& f = dynamic_cast<graft::CudaExecutionContext&>(**fresh);
   f.set_cuda_graphs(true);
-  for (int rep = 0; rep < 3; ++rep) expect_correct(f, x, want, "fresh context");
+  for (int rep = 0; rep < 3; ++rep) expect_correct(f, x_, want_, "fresh context");
   EXPECT_TRUE(f.last_run_used_cuda_graph()) << "a fresh context should capture and replay again";
 }
 
