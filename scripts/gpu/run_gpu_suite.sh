@@ -142,10 +142,9 @@ fi
 # One gtest binary under one compute-sanitizer tool, in the background; sanitize_report reads it.
 # The sanitizer's own report goes to its own file (--log-file), the tests' output to another.
 sanitize_start() {  # $1 tool, $2 label, $3 binary, $4 gtest filter, $5 seconds
-  local tool=$1 label=$2 exe=$3 filter=$4 secs=$5 extra=()
-  [ "$tool" = racecheck ] && extra=(--racecheck-report hazard)
+  local tool=$1 label=$2 exe=$3 filter=$4 secs=$5
   (
-    timeout -k 20 "$secs" "$SANITIZER" --tool "$tool" --error-exitcode 86 --print-limit 200 "${extra[@]}" \
+    timeout -k 20 "$secs" "$SANITIZER" --tool "$tool" --error-exitcode 86 --print-limit 200 \
       --log-file "$LOGS/sanitize_${tool}_$label.san" "$exe" --gtest_filter="$filter" > "$LOGS/sanitize_${tool}_$label.log" 2>&1
     echo $? > "$LOGS/sanitize_${tool}_$label.rc"
   ) &
