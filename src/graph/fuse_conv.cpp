@@ -1,6 +1,7 @@
 // Convolution passes of the CUDA builder: epilogue fusion (Conv + residual Add + Relu into one
 // GraftConv) and the NHWC layout regions. The internal ops are defined in src/ops/fused_conv_ops.cpp.
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -158,9 +159,25 @@ bool is_scalar(const Value* v) {
   return v && static_dims_of(v, &d) && numel_of(d) == 1;
 }
 
+// A copy of `t` with its last axis zero-padded to `size` elements.
+Tensor pad_last_axis(const Tensor& t, int64_t size) {
+  std::vector<int64_t> dims = t.dims();
+  const int64_t inner = dims.back();
+  dims.back() = size;
+  Tensor out = Tensor::empty(t.dtype(), dims);
+  std::memset(out.data(), 0, out.nbytes());
+  const size_t es = dtype_size(t.dtype());
+  const int64_t rows = inner ? t.numel() / inner : 0;
+  for (int64_t r = 0; r < rows; ++r)
+    std::memcpy(static_cast<char*>(out.data()) + static_cast<size_t>(r * size) * es,
+                static_cast<const char*>(t.data()) + static_cast<size_t>(r * inner) * es, static_cast<size_t>(inner) * es);
+  return out;
+}
+
 }  // namespace
 
-Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(const Node&)>& wanted) {
+Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(const Node&)>& wanted,
+                                         const std::function<int64_t(const Node&)>& stem_channels) {
   std::set<const Value*> nhwc;            // values now stored channels-last
   std::map<const Value*, Value*> to_nhwc;  // NCHW value -> its transposed copy
   std::map<const Value*, Value*> to_nchw;  // NHWC value -> its NCHW copy
@@ -234,6 +251,10 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
     auto p = n->attrs.get_ints("perm", {});
     return p && *p == perm;
   };
+  auto is_nchw = [](const Node& n) {
+    auto layout = n.attrs.get_string("layout", "NCHW");
+    return layout && *layout == "NCHW";
+  };
   auto spatial_1x1 = [](const Value* v) {
     if (!v || v->desc.rank() != 4) return false;
     const Shape& s = *v->desc.shape;
@@ -279,6 +300,37 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
         n->attrs.set("layout", std::string("NHWC"));
         in_region = true;
       }
+    } else if (stem_channels && n->domain.empty() && n->op_type == "GraftConv" && !free_nhwc(n->input(0)) &&
+               n->input(0)->desc.rank() == 4 && n->input(1) && n->input(1)->constant &&
+               n->input(1)->constant->rank() == 4 && is_nchw(*n) &&
+               stem_channels(*n) > n->input(1)->constant->dims()[1]) {
+      // A stem: its NCHW input is laid out channels-last and padded once, by GraftChannelsLast,
+      // which reads the model's float32 input itself when a Cast to float16 fed only this conv.
+      const int64_t channels = stem_channels(*n);
+      Value* x = n->inputs[0];
+      Value* source = x;
+      Node* cast = x->producer;
+      if (is_op(cast, "Cast") && sole_reader(x, n) && cast->input(0) &&
+          cast->input(0)->desc.dtype == DataType::kFloat32 && x->desc.dtype == DataType::kFloat16) {
+        source = cast->inputs[0];
+        absorbed.insert(cast);
+      }
+      Value* xp = g.new_value(x->name + "_channels_last");
+      Node* pad = g.add_node(unique_name(x->name + "_channels_last"), "GraftChannelsLast");
+      pad->opset = opset;
+      pad->attrs.set("channels", channels);
+      pad->attrs.set("to", static_cast<int64_t>(x->desc.dtype));
+      pad->inputs = {source};
+      pad->outputs = {xp};
+      xp->producer = pad;
+      xp->desc = TensorDesc(x->desc.dtype, Shape{});
+      xp->desc.shape.reset();
+      nhwc.insert(xp);
+      n->inputs[0] = xp;
+      n->inputs[1] = g.new_constant(n->inputs[1]->name + "_ohwi_padded",
+                                    pad_last_axis(permute_rank4(*n->inputs[1]->constant, kNchwToNhwc), channels));
+      n->attrs.set("layout", std::string("NHWC"));
+      in_region = true;
     } else if (is_pool(n) && free_nhwc(n->input(0)) && n->input(0)->desc.rank() == 4) {
       n->inputs[0] = free_nhwc(n->inputs[0]);
       n->attrs.set("pool", n->op_type);

@@ -45,8 +45,13 @@ Result<int> fuse_conv_epilogues(Graph& graph);
 
 // Moves regions of 2-D GraftConv/pool/elementwise nodes to NHWC (channels last): weights are
 // reordered once, a Transpose is inserted where a region is entered or left. `wanted` picks the
-// convolutions to start a region from (e.g. float16 ones). Returns the number of nodes moved.
-Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(const Node&)>& wanted);
+// convolutions to start a region from (e.g. float16 ones). `stem_channels`, when given, may bring
+// in a convolution over too few input channels for `wanted` (an image's 3): it returns the channel
+// count to zero-pad that convolution's input and filter to (0: leave it out). Such a stem reads its
+// NCHW input through one GraftChannelsLast, which also takes over a float32 -> float16 Cast that
+// only the stem read. Returns the number of nodes moved.
+Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(const Node&)>& wanted,
+                                         const std::function<int64_t(const Node&)>& stem_channels = nullptr);
 
 // MatMul/Gemm with a constant weight, followed by a bias Add and an activation, becomes one
 // GEMM with a fused epilogue (src/graph/fuse_transformer.cpp).

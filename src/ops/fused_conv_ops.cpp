@@ -6,6 +6,12 @@
 //     and W is [M, kH, kW, C/group] (cuDNN's KRSC filter layout). Z (the residual) has Y's shape.
 //   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
 //     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
+//   GraftChannelsLast(X)  X [N, C, H, W] as Y [N, H, W, channels]: channels-last, channels C and up
+//     zero (attribute `channels` >= C), converted to float type `to` (a graft DataType code,
+//     float32 or float16; default X's type). The NHWC pass puts it in front of a stem convolution
+//     over few channels (an image's 3), whose filter it pads the same way: cuDNN's channels-last
+//     tensor-core kernels want channel counts that are multiples of 8, and one pass over the input
+//     replaces the model's input Cast, the NCHW stem and the transpose of the stem's wide output.
 //
 // Both are defined by the builtin ops they replace: inference and the CPU reference permute to
 // NCHW, call the builtin Conv / pool, and permute back, so they cannot drift from ONNX semantics.
@@ -156,6 +162,58 @@ Status graft_pool_cpu(ExecContext& ctx) {
   return Status::ok();
 }
 
+// ---- GraftChannelsLast ----
+
+struct ChannelsLastAttrs {
+  int64_t channels = 0;
+  DataType to = DataType::kUndefined;  // kUndefined: X's type
+};
+
+Result<ChannelsLastAttrs> channels_last_attrs(const AttributeMap& a) {
+  ChannelsLastAttrs r;
+  auto ch = a.require_int("channels");
+  if (!ch) return Status(ch.status()).with_attribute("channels");
+  r.channels = *ch;
+  if (r.channels < 1 || r.channels > (int64_t{1} << 20))
+    return error(StatusCode::kInvalidModel, "channels must lie in 1..2^20, got ", r.channels).with_attribute("channels");
+  auto to = a.get_int("to", -1);
+  if (!to) return Status(to.status()).with_attribute("to");
+  if (*to != -1) {
+    r.to = static_cast<DataType>(*to);
+    if (r.to != DataType::kFloat32 && r.to != DataType::kFloat16)
+      return error(StatusCode::kInvalidModel, "'to' must be float32 or float16, got ", *to).with_attribute("to");
+  }
+  return r;
+}
+
+Status infer_graft_channels_last(InferContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(ChannelsLastAttrs a, channels_last_attrs(ctx.attrs()));
+  const TensorDesc& x = ctx.input(0);
+  if (x.dtype != DataType::kFloat32 && x.dtype != DataType::kFloat16)
+    return ctx.fail("X must be float32 or float16, got ", dtype_name(x.dtype));
+  if (x.rank() != 4) return ctx.fail("X must have rank 4 [N, C, H, W], got ", x.to_string());
+  const Shape& s = *x.shape;
+  if (s[1].is_const() && s[1].value() > a.channels)
+    return ctx.fail("channels ", a.channels, " is fewer than X's ", s[1].value());
+  ctx.set_output(0, TensorDesc(a.to == DataType::kUndefined ? x.dtype : a.to, Shape{s[0], s[2], s[3], Dim(a.channels)}));
+  return Status::ok();
+}
+
+Status graft_channels_last_cpu(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(ChannelsLastAttrs a, channels_last_attrs(*ctx.attrs));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  if (x.rank() != 4 || x.dims()[1] > a.channels)
+    return error(StatusCode::kInvalidModel, "X must be [N, C, H, W] with C <= channels (", a.channels, ")");
+  const auto& d = x.dims();
+  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t p = 0; p < hw; ++p)
+      for (int64_t k = 0; k < a.channels; ++k)
+        y.set((b * hw + p) * a.channels + k, k < c ? x.get((b * c + k) * hw + p) : 0.0);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status read_layout(const AttributeMap& attrs, bool* nhwc) {
@@ -240,6 +298,7 @@ Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm) {
 void append_fused_conv_ops(std::vector<BuiltinOp>& out) {
   out.push_back(BuiltinOp{"GraftConv", 11, infer_graft_conv, graft_conv_cpu});
   out.push_back(BuiltinOp{"GraftPool", 11, infer_graft_pool, graft_pool_cpu});
+  out.push_back(BuiltinOp{"GraftChannelsLast", 11, infer_graft_channels_last, graft_channels_last_cpu});
 }
 
 }  // namespace graft

@@ -127,7 +127,7 @@ void append_selection_ops(std::vector<BuiltinOp>& out);     // Unique (data-depe
 void append_recurrent_ops(std::vector<BuiltinOp>& out);     // RNN, LSTM, GRU
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
-void append_fused_conv_ops(std::vector<BuiltinOp>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC)
+void append_fused_conv_ops(std::vector<BuiltinOp>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast
 void append_fused_transformer_ops(std::vector<BuiltinOp>& out);  // GEMM epilogues, elementwise chains, attention
 void append_view_ops(std::vector<BuiltinOp>& out);               // GraftStridedCopy (composed data-movement chains)
 

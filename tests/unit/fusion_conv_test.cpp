@@ -394,6 +394,104 @@ TEST(FusionConv, BadPoolAndLayoutAttributesAreNamed) {
   }
 }
 
+// A float16 stem over 3 channels behind the model's input Cast (what the fp16 pass makes of an
+// image model) joins the NHWC region: one GraftChannelsLast reads the float32 image, pads it to 8
+// channels and takes the Cast's place; the filter is padded the same way, so the MaxPool after the
+// stem is in the region too and only the graph output is transposed. A Cast that something else
+// also reads stays. Outputs match the model's own on fresh random data.
+TEST(FusionConv, StemJoinsTheRegionThroughPaddedChannelsLast) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (bool shared_cast : {false, true}) {
+    SCOPED_TRACE(shared_cast ? "the Cast is also a graph output" : "the Cast feeds only the stem");
+    OnnxModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, 3, 11, 10});
+    m.initializer("w", random_tensor(DataType::kFloat16, {16, 3, 3, 3}, rng));
+    m.initializer("b", random_tensor(DataType::kFloat16, {16}, rng));
+    m.initializer("w2", random_tensor(DataType::kFloat16, {8, 16, 1, 1}, rng));
+    OnnxModelBuilder::attr(m.node("Cast", {"x"}, {"xh"}, "input_to_fp16"), "to", int64_t{10});
+    auto& stem = m.node("Conv", {"xh", "w", "b"}, {"c"}, "stem");
+    OnnxModelBuilder::attr(stem, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    OnnxModelBuilder::attr(stem, "strides", std::vector<int64_t>{2, 2});
+    m.node("Relu", {"c"}, {"r"}, "relu");
+    auto& pool = m.node("MaxPool", {"r"}, {"p"}, "pool");
+    OnnxModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{2, 2});
+    m.node("Conv", {"p", "w2"}, {"y"}, "head");
+    m.output("y", DataType::kFloat16);
+    if (shared_cast) m.output("xh", DataType::kFloat16);
+    std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 3, 11, 10}, rng)}};
+    auto want = run_on_cpu(imported(m.bytes()), in);
+
+    auto g = imported(m.bytes());
+    ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
+    auto wide = [](const Node& n) { return n.input(1)->constant->dims()[1] % 8 == 0; };
+    auto stem8 = [](const Node& n) -> int64_t { return n.input(1)->constant->dims()[1] < 8 ? 8 : 0; };
+    auto moved = convert_conv_regions_to_nhwc(*g, wide, stem8);
+    ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
+    Status inferred = infer_shapes(*g);
+    ASSERT_TRUE(inferred.is_ok()) << inferred.to_string();
+    EXPECT_EQ(count_ops(*g, "GraftChannelsLast"), 1);
+    EXPECT_EQ(count_ops(*g, "Cast"), shared_cast ? 1 : 0);
+    EXPECT_EQ(count_ops(*g, "GraftPool"), 1) << "the pool after the stem is in the region";
+    EXPECT_EQ(count_ops(*g, "Transpose"), 1) << "only the graph output goes back to NCHW";
+    for (const auto& node : g->nodes()) {
+      if (node->op_type == "GraftChannelsLast")
+        EXPECT_EQ(node->input(0)->desc.dtype, shared_cast ? DataType::kFloat16 : DataType::kFloat32);
+      if (node->name == "stem") {
+        EXPECT_EQ(*node->attrs.get_string("layout", ""), "NHWC");
+        EXPECT_EQ(node->input(1)->constant->dims(), (std::vector<int64_t>{16, 3, 3, 8})) << "OHWI, padded to 8";
+      }
+    }
+    auto got = run_on_cpu(std::move(g), in);
+    const Tensor& y = got.at("y");
+    const Tensor& yw = want.at("y");
+    ASSERT_EQ(y.dims(), yw.dims());
+    double scale = 0;
+    for (int64_t i = 0; i < yw.numel(); ++i) scale = std::max(scale, std::fabs(yw.get(i)));
+    ASSERT_GT(scale, 0.0);
+    // float16 rounding of the same float64 sums, in another order of the channels: within 2 ulp.
+    for (int64_t i = 0; i < yw.numel(); ++i) ASSERT_NEAR(y.get(i), yw.get(i), 2e-3 * (1 + scale)) << "y element " << i;
+    if (shared_cast) expect_close(got.at("xh"), want.at("xh"), "xh");
+  }
+}
+
+// GraftChannelsLast's reference against a hand loop, float32 -> float16 with padding; and its
+// attribute errors name the node and the attribute.
+TEST(FusionConv, ChannelsLastReferenceAndErrors) {
+  std::mt19937 rng(std::random_device{}());
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3, 4, 5});
+  auto& n = m.node("GraftChannelsLast", {"x"}, {"y"}, "to_last");
+  OnnxModelBuilder::attr(n, "channels", int64_t{8});
+  OnnxModelBuilder::attr(n, "to", static_cast<int64_t>(DataType::kFloat16));
+  m.output("y", DataType::kFloat16);
+  Tensor x = random_tensor(DataType::kFloat32, {2, 3, 4, 5}, rng);
+  auto got = run_on_cpu(imported(m.bytes()), {{"x", x}});
+  const Tensor& y = got.at("y");
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{2, 4, 5, 8}));
+  ASSERT_EQ(y.dtype(), DataType::kFloat16);
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t p = 0; p < 20; ++p)
+      for (int64_t c = 0; c < 8; ++c) {
+        const double want = c < 3 ? x.get((b * 3 + c) * 20 + p) : 0.0;
+        ASSERT_NEAR(y.get((b * 20 + p) * 8 + c), want, 1e-3 * (1 + std::fabs(want))) << b << " " << p << " " << c;
+      }
+  for (auto [attr, value] : {std::pair<const char*, int64_t>{"channels", 2}, {"channels", 0}, {"to", 7}}) {
+    OnnxModelBuilder bad;
+    bad.input("x", DataType::kFloat32, {1, 3, 2, 2});
+    auto& b = bad.node("GraftChannelsLast", {"x"}, {"y"}, "to_last");
+    OnnxModelBuilder::attr(b, "channels", std::string(attr) == "channels" ? value : int64_t{8});
+    if (std::string(attr) == "to") OnnxModelBuilder::attr(b, "to", value);
+    bad.output("y", DataType::kFloat32);
+    auto eng = Engine::build_from_onnx_bytes(bad.bytes(), BuilderConfig{}, "bad.onnx");
+    ASSERT_FALSE(eng.is_ok()) << attr << "=" << value;
+    const std::string msg = eng.status().to_string();
+    EXPECT_NE(msg.find("to_last"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(attr), std::string::npos) << msg;
+  }
+}
+
 TEST(FusionConv, PermuteRank4RoundTrips) {
   std::mt19937 rng(11);
   Tensor t = random_tensor(DataType::kFloat32, {2, 3, 4, 5}, rng);

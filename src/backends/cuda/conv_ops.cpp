@@ -9,7 +9,8 @@
 // file, else measured when the builder is tuning, else cuDNN's heuristic first choice is used (graft's
 // depthwise kernels for depthwise problems).
 //
-// GraftPool (NHWC pools) runs graft's own channels-last window kernel.
+// GraftPool (NHWC pools) runs graft's own channels-last window kernel, GraftChannelsLast (a stem's
+// padded channels-last input) a copy kernel.
 #include "backends/cuda/cuda_ops.h"
 
 #include <algorithm>
@@ -446,11 +447,32 @@ Status graft_pool_run(CudaExec& ex) {
   return launch_status(k::launch_pool2d_nhwc(ktype(X.dtype()), kind, X.data(), Y.data(), g, stream_of(ex)), ex);
 }
 
+// ---- GraftChannelsLast ----
+
+bool graft_channels_last_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input X is missing");
+  if (!float_inputs(n, {0}, why)) return false;
+  if (n.input(0)->desc.rank() != 4) return reject(why, "X must have rank 4");
+  return true;
+}
+
+Status graft_channels_last_run(CudaExec& ex) {
+  const Tensor& X = *ex.ctx->inputs[0];
+  Tensor& Y = *ex.ctx->outputs[0];
+  if (X.rank() != 4 || Y.rank() != 4 || X.dims()[0] != Y.dims()[0] || X.dims()[1] > Y.dims()[3])
+    return fail(ex, StatusCode::kInvalidModel, "X [N, C, H, W] and Y [N, H, W, channels >= C] do not match");
+  const auto& d = X.dims();
+  return launch_status(k::launch_channels_last_padded(ktype(X.dtype()), ktype(Y.dtype()), X.data(), Y.data(), d[0], d[1],
+                                                      d[2] * d[3], Y.dims()[3], stream_of(ex)),
+                       ex, "channels-last copy");
+}
+
 }  // namespace
 
 void append_cuda_conv_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"GraftConv", &graft_conv_supports, &graft_conv_run, {}, &graft_conv_workspace});
   out.push_back(CudaOp{"GraftPool", &graft_pool_supports, &graft_pool_run, {}, nullptr});
+  out.push_back(CudaOp{"GraftChannelsLast", &graft_channels_last_supports, &graft_channels_last_run, {}, nullptr});
 }
 
 }  // namespace graft::cuda

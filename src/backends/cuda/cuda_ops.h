@@ -108,7 +108,7 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out);  // unary, binary br
 void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out);  // Softmax, LayerNormalization, Reduce*
 void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Concat, Slice, Gather, Expand, Tile, Pad, Resize, Reshape-like copies
 void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuBLASLt), Conv/pools (cuDNN), BatchNormalization
-void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues)
+void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast
 void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose 2-D (cuDNN backward data + bias)
 void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
 void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, Gather/ScatterND/Elements...

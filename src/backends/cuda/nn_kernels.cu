@@ -689,6 +689,51 @@ cudaError_t launch_pointwise_conv_nhwc(KType t, const void* x, const void* w, co
   return cudaErrorInvalidValue;
 }
 
+namespace {
+
+// One thread per pixel: the c strided reads of a pixel are coalesced across the warp's neighbouring
+// pixels, and its cp outputs are contiguous (one 16-byte store for 8 half-size channels when `vec8`:
+// cp is 8 and y is 16-byte aligned, as the engine's arena buffers are).
+template <typename TI, typename TO>
+__global__ void channels_last_padded_kernel(const TI* __restrict__ x, TO* __restrict__ y, int64_t c, int64_t hw,
+                                            int64_t cp, int64_t pixels, bool vec8) {
+  GRAFT_GRID_STRIDE(p, pixels) {
+    const int64_t b = p / hw, s = p - b * hw;
+    const TI* xs = x + b * c * hw + s;
+    TO* yp = y + p * cp;
+    if constexpr (sizeof(TO) == 2) {
+      if (vec8) {
+        alignas(16) TO v[8];
+#pragma unroll
+        for (int k = 0; k < 8; ++k) v[k] = Elem<TO>::st(k < c ? Elem<TI>::ld(xs[k * hw]) : 0.f);
+        *reinterpret_cast<uint4*>(yp) = *reinterpret_cast<const uint4*>(v);
+        continue;
+      }
+    }
+    for (int64_t k = 0; k < cp; ++k) yp[k] = Elem<TO>::st(k < c ? Elem<TI>::ld(xs[k * hw]) : 0.f);
+  }
+}
+
+template <typename TO>
+cudaError_t channels_last_padded_to(KType in, const void* x, void* y, int64_t n, int64_t c, int64_t hw, int64_t cp,
+                                    cudaStream_t s) {
+  const int64_t pixels = n * hw;
+  GRAFT_FLOAT_DISPATCH(in, (channels_last_padded_kernel<T, TO><<<grid_for(pixels), kThreads, 0, s>>>(
+                               static_cast<const T*>(x), static_cast<TO*>(y), c, hw, cp, pixels,
+                               cp == 8 && reinterpret_cast<uintptr_t>(y) % 16 == 0)));
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_channels_last_padded(KType in, KType out, const void* x, void* y, int64_t n, int64_t c, int64_t hw,
+                                        int64_t cp, cudaStream_t s) {
+  if (c > cp || c < 0) return cudaErrorInvalidValue;
+  if (n * hw == 0 || cp == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(out, return channels_last_padded_to<T>(in, x, y, n, c, hw, cp, s));
+  return cudaErrorInvalidValue;
+}
+
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s) {
   if (rows == 0) return cudaSuccess;
   if (rows > 0x7fffffffLL) return cudaErrorInvalidValue;

@@ -71,6 +71,12 @@ bool pointwise_conv_nhwc_supported(int64_t c, int64_t m);
 cudaError_t launch_pointwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
                                        int64_t pixels, int64_t c, int64_t m, Epilogue e, cudaStream_t s);
 
+// x [n, c, hw] (NCHW) as y [n, hw, cp] (NHWC) with channels c..cp-1 zero (cp >= c), converted from
+// `in` to `out` on the way (GraftChannelsLast: a model's float32 image straight to the float16,
+// 8-channel input of a stem convolution that cuDNN's NHWC tensor-core kernels take).
+cudaError_t launch_channels_last_padded(KType in, KType out, const void* x, void* y, int64_t n, int64_t c, int64_t hw,
+                                        int64_t cp, cudaStream_t s);
+
 // y[r] = mean or max over x[r, 0:area] for r < rows.
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s);
 
