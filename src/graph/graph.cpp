@@ -89,6 +89,7 @@ void Graph::prune_values() {
   }
   for (Value* v : inputs_) used.insert(v);
   for (Value* v : outputs_) used.insert(v);
+  for (Value* v : captures) used.insert(v);
   for (auto it = values_.begin(); it != values_.end();) {
     if (!used.count(it->second.get()))
       it = values_.erase(it);
@@ -117,7 +118,7 @@ Status Graph::topological_sort() {
       if (v->producer) {
         ++deps;
         users[v].push_back(n.get());
-      } else if (!v->constant && !v->is_graph_input) {
+      } else if (!v->constant && !v->is_graph_input && !v->is_captured) {
         return error(StatusCode::kInvalidModel, "input '", v->name,
                      "' is not produced by any node, is not a graph input and has no initializer")
             .with_node(n->name, n->op_type);

@@ -5,6 +5,7 @@
 // and the plan format serializes it.
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -31,7 +32,11 @@ struct Value {
   std::optional<std::vector<Dim>> sym_value;
   bool is_graph_input = false;
   bool is_graph_output = false;
+  // In a subgraph (If/Loop/Scan body): a value of an enclosing graph, read by name (Graph::captures).
+  bool is_captured = false;
 };
+
+class Graph;
 
 struct Node {
   std::string name;    // unique within the graph (the importer invents one if the model has none)
@@ -43,8 +48,15 @@ struct Node {
   std::vector<Value*> outputs;  // nullptr for an omitted optional output
   // Set for custom (registered SDK) ops during import.
   std::shared_ptr<const OpDef> custom_op;
+  // Control flow (If, Loop, Scan): graph-valued attributes by attribute name. The last
+  // `implicit_inputs` entries of `inputs` are the enclosing-scope values the subgraphs read; every
+  // subgraph's `captures` lists its stand-ins for them in the same order, so binding is positional
+  // and survives passes that rewire or rename the outer values.
+  std::map<std::string, std::shared_ptr<Graph>> subgraphs;
+  size_t implicit_inputs = 0;
 
   bool is_custom() const { return custom_op != nullptr; }
+  size_t explicit_inputs() const { return inputs.size() - std::min(implicit_inputs, inputs.size()); }
   Value* input(size_t i) const { return i < inputs.size() ? inputs[i] : nullptr; }
   Value* output(size_t i) const { return i < outputs.size() ? outputs[i] : nullptr; }
 };
@@ -86,6 +98,8 @@ class Graph {
   std::string source_path;  // file the graph came from, for error messages
   int64_t ir_version = 0;
   std::string producer_name;
+  // For a subgraph: its stand-ins (is_captured) for the owning node's implicit inputs, in order.
+  std::vector<Value*> captures;
 
  private:
   std::map<std::string, std::unique_ptr<Value>> values_;

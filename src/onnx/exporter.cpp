@@ -2,6 +2,8 @@
 // (protobuf) serves both models and plans.
 #include <onnx/onnx_pb.h>
 
+#include <map>
+
 #include "onnx/importer.h"
 #include "onnx/onnx_convert.h"
 
@@ -48,17 +50,15 @@ void attr_to_proto(const std::string& name, const AttrValue& v, onnx::AttributeP
   }
 }
 
-}  // namespace
-
-Status export_onnx_model(const Graph& graph, onnx::ModelProto* model) {
-  model->set_ir_version(graph.ir_version ? graph.ir_version : 8);
-  model->set_producer_name("graft");
-  for (const auto& [domain, version] : graph.opset_imports) {
-    auto* os = model->add_opset_import();
-    os->set_domain(domain);
-    os->set_version(version);
-  }
-  auto* gp = model->mutable_graph();
+// One graph's inputs, initializers, nodes and outputs. `outer_names` renames the graph's captured
+// values to the names their outer values have now (passes may have rewired a node's implicit input
+// to a differently named value); the importer binds them by name again.
+Status export_graph(const Graph& graph, const std::map<const Value*, std::string>& outer_names, onnx::GraphProto* gp) {
+  auto name_of = [&](const Value* v) -> std::string {
+    if (!v) return "";
+    auto it = outer_names.find(v);
+    return it == outer_names.end() ? v->name : it->second;
+  };
   gp->set_name(graph.name);
   for (const Value* v : graph.inputs()) {
     auto* vi = gp->add_input();
@@ -74,9 +74,23 @@ Status export_onnx_model(const Graph& graph, onnx::ModelProto* model) {
     np->set_name(n->name);
     np->set_op_type(n->op_type);
     np->set_domain(n->domain);
-    for (const Value* v : n->inputs) np->add_input(v ? v->name : "");
+    // Implicit inputs are not ONNX inputs: the subgraphs name them.
+    for (size_t i = 0; i < n->explicit_inputs(); ++i) np->add_input(name_of(n->inputs[i]));
     for (const Value* v : n->outputs) np->add_output(v ? v->name : "");
     for (const auto& [name, value] : n->attrs.all()) attr_to_proto(name, value, np->add_attribute());
+    for (const auto& [name, sub] : n->subgraphs) {
+      if (sub->captures.size() != n->implicit_inputs)
+        return error(StatusCode::kInternal, "subgraph '", name, "' binds ", static_cast<uint64_t>(sub->captures.size()),
+                     " outer values but the node has ", static_cast<uint64_t>(n->implicit_inputs))
+            .with_node(n->name, n->op_type);
+      std::map<const Value*, std::string> renames;
+      for (size_t k = 0; k < sub->captures.size(); ++k)
+        renames[sub->captures[k]] = name_of(n->inputs[n->explicit_inputs() + k]);
+      auto* ap = np->add_attribute();
+      ap->set_name(name);
+      ap->set_type(onnx::AttributeProto::GRAPH);
+      GRAFT_RETURN_IF_ERROR(export_graph(*sub, renames, ap->mutable_g()));
+    }
     if (n->custom_op) {
       // validate_attributes removed these; the loader needs them to find the same op again.
       const OpIdentity& id = n->custom_op->identity();
@@ -86,10 +100,23 @@ Status export_onnx_model(const Graph& graph, onnx::ModelProto* model) {
   }
   for (const Value* v : graph.outputs()) {
     auto* vi = gp->add_output();
-    vi->set_name(v->name);
+    vi->set_name(name_of(v));
     set_type(v->desc, vi->mutable_type());
   }
   return Status::ok();
+}
+
+}  // namespace
+
+Status export_onnx_model(const Graph& graph, onnx::ModelProto* model) {
+  model->set_ir_version(graph.ir_version ? graph.ir_version : 8);
+  model->set_producer_name("graft");
+  for (const auto& [domain, version] : graph.opset_imports) {
+    auto* os = model->add_opset_import();
+    os->set_domain(domain);
+    os->set_version(version);
+  }
+  return export_graph(graph, {}, model->mutable_graph());
 }
 
 }  // namespace graft

@@ -264,9 +264,9 @@ Result<AttrValue> attribute_from_proto(const onnx::AttributeProto& ap, const std
     case A::FLOATS: return AttrValue(std::vector<float>(ap.floats().begin(), ap.floats().end()));
     case A::INTS: return AttrValue(std::vector<int64_t>(ap.ints().begin(), ap.ints().end()));
     case A::STRINGS: return AttrValue(std::vector<std::string>(ap.strings().begin(), ap.strings().end()));
-    case A::GRAPH:
+    case A::GRAPH:  // imported as Node::subgraphs, never as an AttrValue
     case A::GRAPHS:
-      return error(StatusCode::kUnsupported, "graph-valued attributes (control flow: If, Loop, Scan) are not supported");
+      return error(StatusCode::kUnsupported, "graph-list attributes are not supported (single graphs are)");
     case A::SPARSE_TENSOR:
     case A::SPARSE_TENSORS:
       return error(StatusCode::kUnsupported, "sparse tensor attributes are not supported");
@@ -447,6 +447,244 @@ std::string string_attr_or(const AttributeMap& a, const std::string& name, const
   return def;
 }
 
+// Initializers are constants, even when also listed as graph inputs.
+Status import_initializers(const onnx::GraphProto& gp, Graph* g, const std::string& base_dir) {
+  for (const auto& init : gp.initializer()) {
+    if (init.name().empty()) return error(StatusCode::kInvalidModel, "an initializer has no name");
+    if (g->find_value(init.name()))
+      return error(StatusCode::kInvalidModel, "initializer '", init.name(), "' is defined twice");
+    auto t = tensor_from_proto(init, base_dir);
+    if (!t) return std::move(t).take_status();
+    Value* v = g->add_value(init.name());
+    v->desc = TensorDesc(t->dtype(), shape_from_values(t->dims()));
+    v->constant = std::move(t).value();
+  }
+  return Status::ok();
+}
+
+// The names a graph defines (initializers, inputs, node outputs): what its subgraphs may read.
+std::set<std::string> defined_names(const onnx::GraphProto& gp) {
+  std::set<std::string> names;
+  for (const auto& t : gp.initializer()) names.insert(t.name());
+  for (const auto& v : gp.input()) names.insert(v.name());
+  for (const auto& n : gp.node())
+    for (const auto& o : n.output())
+      if (!o.empty()) names.insert(o);
+  return names;
+}
+
+// The graphs around a subgraph, innermost first; ONNX lets a subgraph read any name they define.
+struct OuterScope {
+  const std::set<std::string>* names = nullptr;
+  const OuterScope* parent = nullptr;
+  bool defines(const std::string& name) const {
+    for (const OuterScope* s = this; s; s = s->parent)
+      if (s->names->count(name)) return true;
+    return false;
+  }
+};
+
+Status import_nodes(const onnx::GraphProto& gp, Graph* g, const std::string& base_dir, const OuterScope* outer,
+                    std::vector<std::string>* unsupported);
+
+// A graph-valued attribute (If's branches, Loop's and Scan's body) as a graft Graph. A name the
+// subgraph reads but does not define must be defined by an enclosing graph: it becomes a captured
+// value (Graph::captures), bound at run time to the owning node's implicit input of that name.
+Result<std::shared_ptr<Graph>> import_subgraph(const onnx::GraphProto& gp, const Graph& parent,
+                                               const std::string& base_dir, const OuterScope& outer,
+                                               std::vector<std::string>* unsupported) {
+  GRAFT_RETURN_IF_ERROR(check_names_utf8(gp));
+  auto g = std::make_shared<Graph>();
+  g->name = gp.name();
+  g->source_path = parent.source_path;
+  g->ir_version = parent.ir_version;
+  g->opset_imports = parent.opset_imports;
+  GRAFT_RETURN_IF_ERROR(import_initializers(gp, g.get(), base_dir));
+  for (const auto& in : gp.input()) {
+    Value* existing = g->find_value(in.name());
+    if (existing && existing->constant) continue;
+    if (existing) return error(StatusCode::kInvalidModel, "subgraph input '", in.name(), "' is listed twice");
+    Value* v = g->add_value(in.name());
+    // A body's input types may be left out (the node's inputs give them); a declared one is kept
+    // so that inference can check it against what the node passes in.
+    if (in.has_type()) {
+      auto d = desc_from_type(in.type(), in.name());
+      if (!d) return std::move(d).take_status();
+      v->desc = std::move(d).value();
+    }
+    v->is_graph_input = true;
+    g->inputs().push_back(v);
+  }
+  GRAFT_RETURN_IF_ERROR(import_nodes(gp, g.get(), base_dir, &outer, unsupported));
+  for (const auto& out : gp.output()) {
+    Value* v = g->add_value(out.name());
+    if (v->is_graph_output)
+      return error(StatusCode::kInvalidModel, "subgraph output '", out.name(), "' is listed twice");
+    v->is_graph_output = true;
+    g->outputs().push_back(v);
+  }
+  // What nothing here defines is read from outside (in name order, so the binding is deterministic).
+  for (const auto& [name, v] : g->values()) {
+    if (v->producer || v->constant || v->is_graph_input) continue;
+    if (!outer.defines(name))
+      return error(StatusCode::kInvalidModel, "subgraph '", gp.name(), "' reads '", name,
+                   "', which neither it nor an enclosing graph defines");
+    v->is_captured = true;
+    g->captures.push_back(v.get());
+  }
+  GRAFT_RETURN_IF_ERROR(g->topological_sort());
+  g->prune_values();
+  return g;
+}
+
+// A node's graph-valued attributes become Node::subgraphs; the union of what they capture becomes
+// the node's implicit inputs (so topological order, liveness and dead-node elimination see them),
+// and every subgraph gets a stand-in for each, in the same order.
+Status import_subgraph_attributes(const onnx::NodeProto& np, Node* n, Graph* g, const std::string& base_dir,
+                                  const OuterScope& scope, std::vector<std::string>* unsupported) {
+  using A = onnx::AttributeProto;
+  for (const auto& ap : np.attribute()) {
+    const bool graph_typed = ap.type() == A::GRAPH || (ap.type() == A::UNDEFINED && ap.has_g());
+    if (!graph_typed) continue;
+    // Only control flow runs subgraphs; one on any other node would be silently ignored.
+    const bool known = np.domain().empty() &&
+                       ((np.op_type() == "If" && (ap.name() == "then_branch" || ap.name() == "else_branch")) ||
+                        ((np.op_type() == "Loop" || np.op_type() == "Scan") && ap.name() == "body"));
+    if (!known)
+      return error(StatusCode::kUnsupported, "graph attribute '", ap.name(), "' is not one graft runs (If: ",
+                   "then_branch, else_branch; Loop and Scan: body)")
+          .with_attribute(ap.name());
+    auto sub = import_subgraph(ap.g(), *g, base_dir, scope, unsupported);
+    if (!sub) return std::move(sub).take_status().with_attribute(ap.name());
+    n->subgraphs[ap.name()] = std::move(sub).value();
+  }
+  if (n->subgraphs.empty()) return Status::ok();
+  std::set<std::string> outer_names;
+  for (const auto& [attr, sub] : n->subgraphs)
+    for (const Value* c : sub->captures) outer_names.insert(c->name);
+  for (const auto& [attr, sub] : n->subgraphs) {
+    std::vector<Value*> captures;
+    for (const std::string& name : outer_names) {
+      Value* c = sub->add_value(name);  // one it does not read is a stand-in nothing uses
+      c->is_captured = true;
+      captures.push_back(c);
+    }
+    sub->captures = std::move(captures);
+  }
+  for (const std::string& name : outer_names) n->inputs.push_back(g->add_value(name));
+  n->implicit_inputs = outer_names.size();
+  return Status::ok();
+}
+
+// Seed-style JSON parameter input, then attribute validation, for the custom nodes of `g`.
+Status finish_custom_nodes(Graph* g) {
+  for (auto& up : g->nodes()) {
+    Node* n = up.get();
+    if (!n->custom_op) continue;
+    const OpDef& def = *n->custom_op;
+    if (n->inputs.size() == def.inputs().size() + 1 && n->inputs.back() && n->inputs.back()->constant &&
+        dtype_is_integer(n->inputs.back()->constant->dtype())) {
+      auto json_attrs = attrs_from_json_codes(*n->inputs.back()->constant, def);
+      if (!json_attrs) return std::move(json_attrs).take_status().with_node(n->name, n->op_type);
+      for (const auto& [k, v] : json_attrs->all()) {
+        if (!n->attrs.has(k)) n->attrs.set(k, v);
+      }
+      n->inputs.pop_back();
+    }
+    if (n->inputs.size() > def.inputs().size())
+      return error(StatusCode::kInvalidModel, def.name(), " takes at most ",
+                   static_cast<uint64_t>(def.inputs().size()), " inputs, the node has ",
+                   static_cast<uint64_t>(n->inputs.size()))
+          .with_node(n->name, n->op_type);
+    Status st = def.validate_attributes(n->attrs);
+    if (!st) return st.with_node(n->name, n->op_type);
+  }
+  return Status::ok();
+}
+
+// The nodes of `gp` (and, recursively, their subgraphs) into `g`. `outer` is the scope around `g`
+// (nullptr for the model's main graph). Nodes no op implements are added to `unsupported`.
+Status import_nodes(const onnx::GraphProto& gp, Graph* g, const std::string& base_dir, const OuterScope* outer,
+                    std::vector<std::string>* unsupported_out) {
+  const std::set<std::string> here = defined_names(gp);
+  const OuterScope scope{&here, outer};
+  const int64_t opset = g->opset_imports.at("");
+  std::set<std::string> node_names;
+  std::vector<std::string>& unsupported = *unsupported_out;
+  int index = 0;
+  for (const auto& np : gp.node()) {
+    std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name();
+    while (node_names.count(name)) name += "_" + std::to_string(index);
+    node_names.insert(name);
+    ++index;
+    std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
+
+    // Output names must be unique across the graph.
+    for (const auto& out : np.output()) {
+      if (out.empty()) continue;
+      Value* v = g->find_value(out);
+      if (v && (v->producer || v->constant || v->is_graph_input))
+        return error(StatusCode::kInvalidModel, "output name '", out,
+                          "' is produced more than once (or is also a graph input or initializer)")
+                        .with_node(name, np.op_type());
+    }
+
+    if (domain.empty() && np.op_type() == "Constant") {
+      if (np.output_size() != 1)
+        return error(StatusCode::kInvalidModel, "Constant must have one output").with_node(name, np.op_type());
+      auto t = constant_node_value(np, base_dir);
+      if (!t) return std::move(t).take_status().with_node(name, np.op_type());
+      Value* v = g->add_value(np.output(0));
+      v->desc = TensorDesc(t->dtype(), shape_from_values(t->dims()));
+      v->constant = std::move(t).value();
+      continue;
+    }
+
+    Node* n = g->add_node(name, np.op_type(), domain);
+    auto git = g->opset_imports.find(domain);
+    n->opset = static_cast<int>(git == g->opset_imports.end() ? 1 : git->second);
+    for (const auto& ap : np.attribute()) {
+      if (ap.type() == onnx::AttributeProto::GRAPH || (ap.type() == onnx::AttributeProto::UNDEFINED && ap.has_g()))
+        continue;  // import_subgraph_attributes, once the explicit inputs are in place
+      auto v = attribute_from_proto(ap, base_dir);
+      if (!v) return std::move(v).take_status().with_attribute(ap.name()).with_node(name, np.op_type());
+      n->attrs.set(ap.name(), std::move(v).value());
+    }
+    for (const auto& in : np.input()) {
+      if (in.empty()) { n->inputs.push_back(nullptr); continue; }
+      n->inputs.push_back(g->add_value(in));
+    }
+    for (const auto& out : np.output()) {
+      if (out.empty()) { n->outputs.push_back(nullptr); continue; }
+      Value* v = g->add_value(out);
+      v->producer = n;
+      n->outputs.push_back(v);
+    }
+    if (Status st = import_subgraph_attributes(np, n, g, base_dir, scope, unsupported_out); !st)
+      return st.with_node(name, np.op_type());
+
+    // Resolve the op: builtin table first for the default domain, then the custom-op registry.
+    const BuiltinOp* builtin = domain.empty() ? find_builtin_op(np.op_type()) : nullptr;
+    if (builtin && builtin->min_opset <= opset) continue;
+    std::string version = string_attr_or(n->attrs, "plugin_version", "1");
+    std::string ns = string_attr_or(n->attrs, "plugin_namespace", "");
+    auto found = OpRegistry::global().find(domain, np.op_type(), version, ns);
+    if (!found) {
+      std::string why;
+      if (builtin)
+        why = "needs opset >= " + std::to_string(builtin->min_opset) + ", model has " + std::to_string(opset);
+      else if (domain.empty())
+        why = "no builtin op of that name";
+      else
+        why = found.status().message();
+      unsupported.push_back("'" + name + "' (" + (domain.empty() ? "" : domain + "::") + np.op_type() + "): " + why);
+      continue;
+    }
+    n->custom_op = found.value();
+  }
+  return finish_custom_nodes(g);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
@@ -486,17 +724,7 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
   const onnx::GraphProto& gp = model.graph();
   if (Status st = check_names_utf8(gp); !st) return fail(st);
 
-  // Initializers first: they are constants, even when also listed as graph inputs.
-  for (const auto& init : gp.initializer()) {
-    if (init.name().empty()) return fail(error(StatusCode::kInvalidModel, "an initializer has no name"));
-    if (g->find_value(init.name()))
-      return fail(error(StatusCode::kInvalidModel, "initializer '", init.name(), "' is defined twice"));
-    auto t = tensor_from_proto(init, base_dir);
-    if (!t) return fail(std::move(t).take_status());
-    Value* v = g->add_value(init.name());
-    v->desc = TensorDesc(t->dtype(), shape_from_values(t->dims()));
-    v->constant = std::move(t).value();
-  }
+  if (Status st = import_initializers(gp, g.get(), base_dir); !st) return fail(st);
   for (const auto& in : gp.input()) {
     Value* existing = g->find_value(in.name());
     if (existing && existing->constant) continue;  // initializer: a constant with a default
@@ -525,104 +753,13 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
     g->inputs().push_back(v);
   }
 
-  // Nodes.
-  std::set<std::string> node_names;
   std::vector<std::string> unsupported;
-  int index = 0;
-  for (const auto& np : gp.node()) {
-    std::string name = np.name().empty() ? np.op_type() + "_" + std::to_string(index) : np.name();
-    while (node_names.count(name)) name += "_" + std::to_string(index);
-    node_names.insert(name);
-    ++index;
-    std::string domain = np.domain() == "ai.onnx" ? "" : np.domain();
-
-    // Output names must be unique across the graph.
-    for (const auto& out : np.output()) {
-      if (out.empty()) continue;
-      Value* v = g->find_value(out);
-      if (v && (v->producer || v->constant || v->is_graph_input))
-        return fail(error(StatusCode::kInvalidModel, "output name '", out,
-                          "' is produced more than once (or is also a graph input or initializer)")
-                        .with_node(name, np.op_type()));
-    }
-
-    if (domain.empty() && np.op_type() == "Constant") {
-      if (np.output_size() != 1)
-        return fail(error(StatusCode::kInvalidModel, "Constant must have one output").with_node(name, np.op_type()));
-      auto t = constant_node_value(np, base_dir);
-      if (!t) return fail(std::move(t).take_status().with_node(name, np.op_type()));
-      Value* v = g->add_value(np.output(0));
-      v->desc = TensorDesc(t->dtype(), shape_from_values(t->dims()));
-      v->constant = std::move(t).value();
-      continue;
-    }
-
-    Node* n = g->add_node(name, np.op_type(), domain);
-    auto git = g->opset_imports.find(domain);
-    n->opset = static_cast<int>(git == g->opset_imports.end() ? 1 : git->second);
-    for (const auto& ap : np.attribute()) {
-      auto v = attribute_from_proto(ap, base_dir);
-      if (!v) return fail(std::move(v).take_status().with_attribute(ap.name()).with_node(name, np.op_type()));
-      n->attrs.set(ap.name(), std::move(v).value());
-    }
-    for (const auto& in : np.input()) {
-      if (in.empty()) { n->inputs.push_back(nullptr); continue; }
-      n->inputs.push_back(g->add_value(in));
-    }
-    for (const auto& out : np.output()) {
-      if (out.empty()) { n->outputs.push_back(nullptr); continue; }
-      Value* v = g->add_value(out);
-      v->producer = n;
-      n->outputs.push_back(v);
-    }
-
-    // Resolve the op: builtin table first for the default domain, then the custom-op registry.
-    const BuiltinOp* builtin = domain.empty() ? find_builtin_op(np.op_type()) : nullptr;
-    if (builtin && builtin->min_opset <= opset) continue;
-    std::string version = string_attr_or(n->attrs, "plugin_version", "1");
-    std::string ns = string_attr_or(n->attrs, "plugin_namespace", "");
-    auto found = OpRegistry::global().find(domain, np.op_type(), version, ns);
-    if (!found) {
-      std::string why;
-      if (builtin)
-        why = "needs opset >= " + std::to_string(builtin->min_opset) + ", model has " + std::to_string(opset);
-      else if (domain.empty())
-        why = "no builtin op of that name";
-      else
-        why = found.status().message();
-      unsupported.push_back("'" + name + "' (" + (domain.empty() ? "" : domain + "::") + np.op_type() + "): " + why);
-      continue;
-    }
-    n->custom_op = found.value();
-  }
+  if (Status st = import_nodes(gp, g.get(), base_dir, nullptr, &unsupported); !st) return fail(st);
   if (!unsupported.empty()) {
     std::string msg = std::to_string(unsupported.size()) + " unsupported node" +
                       (unsupported.size() > 1 ? "s" : "") + ":";
     for (const auto& u : unsupported) msg += "\n  " + u;
     return fail(Status(StatusCode::kUnsupported, msg));
-  }
-
-  // Custom nodes: seed-style JSON parameter input, then attribute validation.
-  for (auto& up : g->nodes()) {
-    Node* n = up.get();
-    if (!n->custom_op) continue;
-    const OpDef& def = *n->custom_op;
-    if (n->inputs.size() == def.inputs().size() + 1 && n->inputs.back() && n->inputs.back()->constant &&
-        dtype_is_integer(n->inputs.back()->constant->dtype())) {
-      auto json_attrs = attrs_from_json_codes(*n->inputs.back()->constant, def);
-      if (!json_attrs) return fail(std::move(json_attrs).take_status().with_node(n->name, n->op_type));
-      for (const auto& [k, v] : json_attrs->all()) {
-        if (!n->attrs.has(k)) n->attrs.set(k, v);
-      }
-      n->inputs.pop_back();
-    }
-    if (n->inputs.size() > def.inputs().size())
-      return fail(error(StatusCode::kInvalidModel, def.name(), " takes at most ",
-                        static_cast<uint64_t>(def.inputs().size()), " inputs, the node has ",
-                        static_cast<uint64_t>(n->inputs.size()))
-                      .with_node(n->name, n->op_type));
-    Status st = def.validate_attributes(n->attrs);
-    if (!st) return fail(st.with_node(n->name, n->op_type));
   }
 
   // value_info: what the exporter knew about intermediates (shape inference refines it).

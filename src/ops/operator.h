@@ -125,6 +125,7 @@ void append_integer_ops(std::vector<BuiltinOp>& out);       // MatMulInteger, Co
 void append_mel_ops(std::vector<BuiltinOp>& out);           // MelWeightMatrix
 void append_selection_ops(std::vector<BuiltinOp>& out);     // Unique (data-dependent output shapes), MaxUnpool
 void append_recurrent_ops(std::vector<BuiltinOp>& out);     // RNN, LSTM, GRU
+void append_control_flow_ops(std::vector<BuiltinOp>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
 void append_fused_conv_ops(std::vector<BuiltinOp>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast

@@ -1,0 +1,502 @@
+// If, Loop and Scan (schemas: src/ops/control_flow_ops.cpp; CPU kernels:
+// src/backends/cpu/control_flow.cpp; subgraphs imported as Node::subgraphs by src/onnx/importer.cpp).
+// Models are written here with their subgraphs, run on fresh random data and compared with the
+// computation written out in plain C++: branches and bodies that read outer-scope values (nested
+// two levels deep too), every Loop form (M and cond, M only, cond only, zero iterations, early exit),
+// Scan with axes and directions, inference at build time, plan round trips, then bad models, whose
+// errors name the node and the attribute.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "graft/engine.h"
+#include "onnx/importer.h"
+#include "onnx_model_builder.h"
+#include "op_test_util.h"
+
+namespace graft {
+namespace {
+
+using testing::OnnxModelBuilder;
+using testing::random_tensor;
+using testing::values;
+
+uint32_t seed() {
+  static const uint32_t s = std::random_device{}();
+  return s;
+}
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// ---- writing subgraphs ------------------------------------------------------------------------
+
+// A subgraph under construction: nodes, inputs and outputs, each with an optional type.
+struct Sub {
+  onnx::GraphProto* g;
+  Sub& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
+            std::vector<std::pair<std::string, int64_t>> int_attrs = {}) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(g->name() + "_" + op + "_" + std::to_string(g->node_size()));
+    for (const auto& i : in) n->add_input(i);
+    for (const auto& o : out) n->add_output(o);
+    for (const auto& [k, v] : int_attrs) OnnxModelBuilder::attr(*n, k, v);
+    return *this;
+  }
+  Sub& input(const std::string& name, DataType dt = DataType::kUndefined) {
+    auto* vi = g->add_input();
+    vi->set_name(name);
+    if (dt != DataType::kUndefined) vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(dt));
+    return *this;
+  }
+  Sub& output(const std::string& name) {
+    g->add_output()->set_name(name);
+    return *this;
+  }
+  Sub& constant(const std::string& name, const Tensor& t) {
+    OnnxModelBuilder::to_proto(t, name, g->add_initializer());
+    return *this;
+  }
+};
+
+Sub graph_attr(onnx::NodeProto& n, const std::string& attr) {
+  auto* g = OnnxModelBuilder::new_attr(n, attr, onnx::AttributeProto::GRAPH)->mutable_g();
+  g->set_name(attr);
+  return Sub{g};
+}
+
+Tensor scalar_bool(bool b) { return Tensor::from_doubles(DataType::kBool, {}, {b ? 1.0 : 0.0}); }
+
+Result<std::map<std::string, Tensor>> run_model(const OnnxModelBuilder& m, const std::map<std::string, Tensor>& in,
+                                                bool round_trip = false, const BuilderConfig& cfg = {}) {
+  GRAFT_ASSIGN_OR_RETURN(auto engine, Engine::build_from_onnx_bytes(m.bytes(), cfg, "cf.onnx"));
+  if (round_trip) {
+    GRAFT_ASSIGN_OR_RETURN(std::string plan, engine->serialize());
+    GRAFT_ASSIGN_OR_RETURN(engine, Engine::deserialize(plan, "cf.plan"));
+  }
+  GRAFT_ASSIGN_OR_RETURN(auto ctx, engine->create_context());
+  std::map<std::string, Tensor> out;
+  GRAFT_RETURN_IF_ERROR(ctx->run(in, out));
+  return out;
+}
+
+// ---- If ----------------------------------------------------------------------------------------
+
+// then: x + y; else: x * y (both read x and y from the main graph).
+OnnxModelBuilder if_model() {
+  OnnxModelBuilder m(17);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.input("y", DataType::kFloat32, {3});
+  auto& n = m.node("If", {"c"}, {"r"}, "choose");
+  graph_attr(n, "then_branch").node("Add", {"x", "y"}, {"sum"}).output("sum");
+  graph_attr(n, "else_branch").node("Mul", {"x", "y"}, {"prod"}).output("prod");
+  m.output("r", DataType::kFloat32);
+  return m;
+}
+
+TEST(ControlFlow, IfRunsTheBranchTheConditionPicksWithOuterValues) {
+  std::mt19937 rng(seed());
+  SCOPED_TRACE("seed " + std::to_string(seed()));
+  for (bool round_trip : {false, true}) {
+    for (bool c : {true, false}) {
+      Tensor x = random_tensor(DataType::kFloat32, {2, 3}, rng), y = random_tensor(DataType::kFloat32, {3}, rng);
+      auto out = run_model(if_model(), {{"c", scalar_bool(c)}, {"x", x}, {"y", y}}, round_trip);
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      std::vector<double> want;
+      for (int64_t i = 0; i < 6; ++i) want.push_back(c ? x.get(i) + y.get(i % 3) : x.get(i) * y.get(i % 3));
+      ASSERT_EQ(out->at("r").dims(), (std::vector<int64_t>{2, 3}));
+      testing::expect_values_close(out->at("r"), want, 1e-6, c ? "then" : "else");
+    }
+  }
+}
+
+// then: x as it is (an outer value returned directly); else: x[1:3].
+OnnxModelBuilder slice_if_model() {
+  OnnxModelBuilder m(17);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {4});
+  auto& n = m.node("If", {"c"}, {"r"}, "pick");
+  graph_attr(n, "then_branch").output("x");
+  graph_attr(n, "else_branch")
+      .constant("starts", Tensor::vector_int64({1}))
+      .constant("ends", Tensor::vector_int64({3}))
+      .node("Slice", {"x", "starts", "ends"}, {"part"})
+      .output("part");
+  m.output("r", DataType::kFloat32);
+  return m;
+}
+
+TEST(ControlFlow, IfBranchesOfDifferentShapesGiveADynamicDimension) {
+  OnnxModelBuilder m = slice_if_model();
+  auto engine = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "if.onnx");
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  auto outs = (*engine)->outputs();
+  ASSERT_EQ(outs.size(), 1u);
+  ASSERT_EQ(outs[0].static_dims.size(), 1u) << outs[0].shape;
+  EXPECT_EQ(outs[0].static_dims[0], -1) << outs[0].shape;
+  Tensor x = Tensor::from_doubles(DataType::kFloat32, {4}, {1, 2, 3, 4});
+  for (bool c : {true, false}) {
+    auto out = run_model(m, {{"c", scalar_bool(c)}, {"x", x}});
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ(values(out->at("r")), c ? std::vector<double>({1, 2, 3, 4}) : std::vector<double>({2, 3}));
+  }
+}
+
+TEST(ControlFlow, IfWithAConstantConditionHasTheChosenBranchsShape) {
+  // Only the choice is known at build time (x is an input): inference follows the chosen branch.
+  OnnxModelBuilder m = slice_if_model();
+  m.model().mutable_graph()->mutable_input()->erase(m.model().mutable_graph()->mutable_input()->begin());
+  m.initializer("c", scalar_bool(false));
+  auto engine = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "if.onnx");
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  EXPECT_EQ((*engine)->outputs()[0].static_dims, (std::vector<int64_t>{2})) << (*engine)->outputs()[0].shape;
+}
+
+// ---- Loop --------------------------------------------------------------------------------------
+
+// Loop(M, cond, acc): body reads `x` from the main graph; acc += x * i; scan output acc; cond_out =
+// i < limit (limit from the main graph), so with a cond input the loop stops early.
+OnnxModelBuilder loop_model(bool with_m, bool with_cond) {
+  OnnxModelBuilder m(17);
+  if (with_m) m.input("M", DataType::kInt64, {});
+  if (with_cond) m.input("cond", DataType::kBool, {});
+  m.input("acc0", DataType::kFloat32, {3});
+  m.input("x", DataType::kFloat32, {3});
+  m.input("limit", DataType::kInt64, {});
+  auto& n = m.node("Loop", {with_m ? "M" : "", with_cond ? "cond" : "", "acc0"}, {"acc", "trace"}, "loop");
+  graph_attr(n, "body")
+      .input("i", DataType::kInt64)
+      .input("c_in", DataType::kBool)
+      .input("acc_in")  // untyped: the node's input gives it
+      .node("Cast", {"i"}, {"fi"}, {{"to", 1}})
+      .node("Mul", {"x", "fi"}, {"step"})
+      .node("Add", {"acc_in", "step"}, {"acc_out"})
+      .node("Less", {"i", "limit"}, {"c_out"})
+      .node("Identity", {"acc_out"}, {"scan"})
+      .output("c_out")
+      .output("acc_out")
+      .output("scan");
+  m.output("acc", DataType::kFloat32);
+  m.output("trace", DataType::kFloat32);
+  return m;
+}
+
+TEST(ControlFlow, LoopFormsAgainstAPlainLoop) {
+  std::mt19937 rng(seed());
+  SCOPED_TRACE("seed " + std::to_string(seed()));
+  struct Case { bool with_m, with_cond; int64_t m; bool cond; int64_t limit; };
+  const std::vector<Case> cases = {
+      {true, true, 5, true, 10},   // M ends it
+      {true, true, 5, true, 2},    // the body's condition ends it (after i = 2)
+      {true, true, 5, false, 10},  // never starts
+      {true, true, 0, true, 10},   // zero iterations
+      {true, false, 4, true, 0},   // for loop: the body's condition (false at once) is ignored
+      {false, true, 0, true, 3},   // while loop
+  };
+  for (const Case& k : cases) {
+    for (bool round_trip : {false, true}) {
+      SCOPED_TRACE("M " + std::to_string(k.with_m ? k.m : -1) + " cond " + std::to_string(k.with_cond ? k.cond : -1) +
+                   " limit " + std::to_string(k.limit) + (round_trip ? " (plan)" : ""));
+      Tensor acc0 = random_tensor(DataType::kFloat32, {3}, rng), x = random_tensor(DataType::kFloat32, {3}, rng);
+      std::map<std::string, Tensor> in{{"acc0", acc0}, {"x", x}, {"limit", Tensor::scalar_int64(k.limit)}};
+      if (k.with_m) in["M"] = Tensor::scalar_int64(k.m);
+      if (k.with_cond) in["cond"] = scalar_bool(k.cond);
+      auto out = run_model(loop_model(k.with_m, k.with_cond), in, round_trip);
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      // The loop as ONNX defines it, written plainly.
+      std::vector<double> acc = values(acc0), trace;
+      bool go = k.with_cond ? k.cond : true;
+      int64_t iters = 0;
+      for (int64_t i = 0; (!k.with_m || i < k.m) && go; ++i, ++iters) {
+        for (int j = 0; j < 3; ++j) acc[j] = static_cast<float>(acc[j] + static_cast<float>(x.get(j) * i));
+        trace.insert(trace.end(), acc.begin(), acc.end());
+        if (k.with_cond) go = i < k.limit;
+      }
+      testing::expect_values_close(out->at("acc"), acc, 1e-6, "acc");
+      ASSERT_EQ(out->at("trace").dims(), (std::vector<int64_t>{iters, 3}));
+      testing::expect_values_close(out->at("trace"), trace, 1e-6, "trace");
+    }
+  }
+}
+
+TEST(ControlFlow, LoopWithAKnownTripCountHasAStaticScanOutput) {
+  OnnxModelBuilder m = loop_model(true, false);
+  m.model().mutable_graph()->mutable_input()->erase(m.model().mutable_graph()->mutable_input()->begin());
+  m.initializer("M", Tensor::scalar_int64(6));
+  auto engine = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "loop.onnx");
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  for (const auto& o : (*engine)->outputs())
+    EXPECT_EQ(o.shape, o.name == "trace" ? "[6,3]" : "[3]") << o.name;
+}
+
+TEST(ControlFlow, NestedSubgraphsReadTheMainGraphThroughTwoScopes) {
+  // Loop body holds an If whose branches read `bias` from the main graph: the If captures it from
+  // the body, which captures it from the main graph. acc += (i even ? bias : -bias).
+  OnnxModelBuilder m(17);
+  m.input("M", DataType::kInt64, {});
+  m.input("acc0", DataType::kFloat32, {2});
+  m.input("bias", DataType::kFloat32, {2});
+  auto& loop = m.node("Loop", {"M", "", "acc0"}, {"acc"}, "outer");
+  Sub body = graph_attr(loop, "body");
+  body.input("i", DataType::kInt64).input("c", DataType::kBool).input("a", DataType::kFloat32)
+      .constant("two", Tensor::scalar_int64(2))
+      .constant("zero", Tensor::scalar_int64(0))
+      .node("Mod", {"i", "two"}, {"r"})
+      .node("Equal", {"r", "zero"}, {"even"});
+  auto* inner = body.g->add_node();
+  inner->set_op_type("If");
+  inner->set_name("inner_if");
+  inner->add_input("even");
+  inner->add_output("delta");
+  graph_attr(*inner, "then_branch").node("Identity", {"bias"}, {"pos"}).output("pos");
+  graph_attr(*inner, "else_branch").node("Neg", {"bias"}, {"neg"}).output("neg");
+  body.node("Add", {"a", "delta"}, {"a_out"}).node("Identity", {"c"}, {"c_out"}).output("c_out").output("a_out");
+  m.output("acc", DataType::kFloat32);
+
+  std::mt19937 rng(seed());
+  SCOPED_TRACE("seed " + std::to_string(seed()));
+  Tensor acc0 = random_tensor(DataType::kFloat32, {2}, rng), bias = random_tensor(DataType::kFloat32, {2}, rng);
+  for (bool round_trip : {false, true}) {
+    auto out = run_model(m, {{"M", Tensor::scalar_int64(5)}, {"acc0", acc0}, {"bias", bias}}, round_trip);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    std::vector<double> want = values(acc0);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 2; ++j) want[j] = static_cast<float>(want[j] + (i % 2 == 0 ? bias.get(j) : -bias.get(j)));
+    testing::expect_values_close(out->at("acc"), want, 1e-6, round_trip ? "acc (plan)" : "acc");
+  }
+}
+
+// ---- Scan --------------------------------------------------------------------------------------
+
+TEST(ControlFlow, ScanWithAxesAndDirectionsAgainstAPlainLoop) {
+  // State s [2]; scan inputs a [2, L] along axis 1 (forward) and b [L, 2] along axis 0 (reversed);
+  // s' = s + a_t * b_t * w (w from the main graph); outputs: s' stacked along axis 1, reversed, and
+  // a_t - b_t stacked along axis 0.
+  std::mt19937 rng(seed());
+  SCOPED_TRACE("seed " + std::to_string(seed()));
+  const int64_t len = 4;
+  OnnxModelBuilder m(17);
+  m.input("s0", DataType::kFloat32, {2});
+  m.input("a", DataType::kFloat32, {2, len});
+  m.input("b", DataType::kFloat32, {len, 2});
+  m.input("w", DataType::kFloat32, {2});
+  auto& n = m.node("Scan", {"s0", "a", "b"}, {"s", "ys", "ds"}, "scan");
+  OnnxModelBuilder::attr(n, "num_scan_inputs", int64_t{2});
+  OnnxModelBuilder::attr(n, "scan_input_axes", std::vector<int64_t>{1, 0});
+  OnnxModelBuilder::attr(n, "scan_input_directions", std::vector<int64_t>{0, 1});
+  OnnxModelBuilder::attr(n, "scan_output_axes", std::vector<int64_t>{-1, 0});
+  OnnxModelBuilder::attr(n, "scan_output_directions", std::vector<int64_t>{1, 0});
+  graph_attr(n, "body")
+      .input("s_in").input("at").input("bt")
+      .node("Mul", {"at", "bt"}, {"ab"})
+      .node("Mul", {"ab", "w"}, {"abw"})
+      .node("Add", {"s_in", "abw"}, {"s_out"})
+      .node("Sub", {"at", "bt"}, {"d"})
+      .node("Identity", {"s_out"}, {"y"})
+      .output("s_out").output("y").output("d");
+  m.output("s", DataType::kFloat32);
+  m.output("ys", DataType::kFloat32);
+  m.output("ds", DataType::kFloat32);
+  Tensor s0 = random_tensor(DataType::kFloat32, {2}, rng), a = random_tensor(DataType::kFloat32, {2, len}, rng),
+         b = random_tensor(DataType::kFloat32, {len, 2}, rng), w = random_tensor(DataType::kFloat32, {2}, rng);
+  for (bool round_trip : {false, true}) {
+    auto out = run_model(m, {{"s0", s0}, {"a", a}, {"b", b}, {"w", w}}, round_trip);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    std::vector<double> s = values(s0), ys(2 * len), ds(len * 2);
+    for (int64_t t = 0; t < len; ++t) {
+      const int64_t tb = len - 1 - t;  // b is scanned backwards
+      for (int64_t j = 0; j < 2; ++j) {
+        const float at = static_cast<float>(a.get(j * len + t)), bt = static_cast<float>(b.get(tb * 2 + j));
+        s[j] = static_cast<float>(s[j] + static_cast<float>(at * bt) * static_cast<float>(w.get(j)));
+        ys[j * len + (len - 1 - t)] = s[j];  // axis 1, written backwards
+        ds[t * 2 + j] = at - bt;
+      }
+    }
+    testing::expect_values_close(out->at("s"), s, 1e-5, "state");
+    ASSERT_EQ(out->at("ys").dims(), (std::vector<int64_t>{2, len}));
+    testing::expect_values_close(out->at("ys"), ys, 1e-5, "ys");
+    ASSERT_EQ(out->at("ds").dims(), (std::vector<int64_t>{len, 2}));
+    testing::expect_values_close(out->at("ds"), ds, 1e-5, "ds");
+  }
+}
+
+TEST(ControlFlow, ScanInfersItsOutputsAtBuildTime) {
+  OnnxModelBuilder m(17);
+  m.input("s0", DataType::kFloat32, {3});
+  m.input("x", DataType::kFloat32, {"n", 3});
+  auto& n = m.node("Scan", {"s0", "x"}, {"s", "ys"}, "scan");
+  OnnxModelBuilder::attr(n, "num_scan_inputs", int64_t{1});
+  OnnxModelBuilder::attr(n, "scan_output_axes", std::vector<int64_t>{1});
+  graph_attr(n, "body").input("s_in").input("xt").node("Add", {"s_in", "xt"}, {"s_out"})
+      .node("Identity", {"s_out"}, {"y"}).output("s_out").output("y");
+  m.output("s", DataType::kFloat32);
+  m.output("ys", DataType::kFloat32);
+  BuilderConfig cfg;
+  cfg.profile["x"] = ProfileRange{{0, 3}, {4, 3}, {8, 3}};
+  auto engine = Engine::build_from_onnx_bytes(m.bytes(), cfg, "scan.onnx");
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  for (const auto& o : (*engine)->outputs())
+    EXPECT_EQ(o.shape, o.name == "ys" ? "[3,n]" : "[3]") << o.name;
+  // Zero scan steps: the state passes through, the scan output is empty.
+  auto out = run_model(m, {{"s0", Tensor::from_doubles(DataType::kFloat32, {3}, {1, 2, 3})},
+                           {"x", Tensor::empty(DataType::kFloat32, {0, 3})}},
+                      false, cfg);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(values(out->at("s")), (std::vector<double>{1, 2, 3}));
+  EXPECT_EQ(out->at("ys").dims(), (std::vector<int64_t>{3, 0}));
+}
+
+// ---- bad models ----------------------------------------------------------------------------------
+
+Status build_status(const OnnxModelBuilder& m) {
+  auto e = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad.onnx");
+  return e.is_ok() ? Status::ok() : e.status();
+}
+
+TEST(ControlFlow, MissingBranchIsNamed) {
+  OnnxModelBuilder m(17);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {2});
+  auto& n = m.node("If", {"c"}, {"r"}, "half_if");
+  graph_attr(n, "then_branch").node("Relu", {"x"}, {"y"}).output("y");
+  m.output("r", DataType::kFloat32);
+  Status st = build_status(m);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.node_name(), "half_if");
+  EXPECT_EQ(st.attribute(), "else_branch");
+  EXPECT_TRUE(contains(st.message(), "missing")) << st.to_string();
+}
+
+TEST(ControlFlow, BranchWithTheWrongOutputCountIsNamed) {
+  OnnxModelBuilder m(17);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {2});
+  auto& n = m.node("If", {"c"}, {"r"}, "if2");
+  graph_attr(n, "then_branch").node("Relu", {"x"}, {"y"}).output("y").output("x");
+  graph_attr(n, "else_branch").output("x");
+  m.output("r", DataType::kFloat32);
+  Status st = build_status(m);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.node_name(), "if2");
+  EXPECT_EQ(st.attribute(), "then_branch");
+  EXPECT_TRUE(contains(st.message(), "then_branch has 2 outputs but the node has 1")) << st.to_string();
+}
+
+TEST(ControlFlow, NonBoolConditionIsNamed) {
+  OnnxModelBuilder m = if_model();
+  m.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  Status st = build_status(m);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.node_name(), "choose");
+  EXPECT_TRUE(contains(st.message(), "cond ('c') must be bool, not float32")) << st.to_string();
+}
+
+TEST(ControlFlow, BranchesOfDifferentDtypesAreNamed) {
+  OnnxModelBuilder m(17);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {2});
+  auto& n = m.node("If", {"c"}, {"r"}, "mixed");
+  graph_attr(n, "then_branch").output("x");
+  graph_attr(n, "else_branch").node("Cast", {"x"}, {"xi"}, {{"to", 7}}).output("xi");
+  m.output("r", DataType::kFloat32);
+  Status st = build_status(m);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.node_name(), "mixed");
+  EXPECT_TRUE(contains(st.message(), "float32 in then_branch but int64 in else_branch")) << st.to_string();
+}
+
+TEST(ControlFlow, LoopCarriedDtypeMismatchIsNamed) {
+  OnnxModelBuilder m(17);
+  m.input("M", DataType::kInt64, {});
+  m.input("v", DataType::kFloat32, {2});
+  auto& n = m.node("Loop", {"M", "", "v"}, {"r"}, "bad_loop");
+  graph_attr(n, "body").input("i").input("c").input("v_in")
+      .node("Cast", {"v_in"}, {"v_out"}, {{"to", 7}}).output("c").output("v_out");
+  m.output("r", DataType::kFloat32);
+  Status st = build_status(m);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.node_name(), "bad_loop");
+  EXPECT_EQ(st.attribute(), "body");
+  EXPECT_TRUE(contains(st.message(), "enters the body as float32 but the body returns int64")) << st.to_string();
+}
+
+TEST(ControlFlow, LoopBodyDeclaringAnotherDtypeIsNamed) {
+  OnnxModelBuilder m(17);
+  m.input("M", DataType::kInt64, {});
+  m.input("v", DataType::kFloat32, {2});
+  auto& n = m.node("Loop", {"M", "", "v"}, {"r"}, "decl_loop");
+  graph_attr(n, "body").input("i").input("c").input("v_in", DataType::kInt32)
+      .node("Identity", {"v_in"}, {"v_out"}).output("c").output("v_out");
+  m.output("r", DataType::kFloat32);
+  Status st = build_status(m);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.node_name(), "decl_loop");
+  EXPECT_TRUE(contains(st.message(), "('v_in') is declared int32 but receives float32")) << st.to_string();
+}
+
+TEST(ControlFlow, LoopWithoutTripCountOrConditionIsRefusedWhenRun) {
+  OnnxModelBuilder m(17);
+  m.input("v", DataType::kFloat32, {2});
+  auto& n = m.node("Loop", {"", "", "v"}, {"r"}, "forever");
+  graph_attr(n, "body").input("i").input("c").input("v_in").node("Identity", {"v_in"}, {"v_out"})
+      .output("c").output("v_out");
+  m.output("r", DataType::kFloat32);
+  auto out = run_model(m, {{"v", Tensor::from_doubles(DataType::kFloat32, {2}, {1, 2})}});
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_EQ(out.status().node_name(), "forever");
+  EXPECT_TRUE(contains(out.status().message(), "would never end")) << out.status().to_string();
+}
+
+TEST(ControlFlow, SubgraphReadingAnUndefinedNameIsNamed) {
+  OnnxModelBuilder m(17);
+  m.input("c", DataType::kBool, {});
+  auto& n = m.node("If", {"c"}, {"r"}, "lost");
+  graph_attr(n, "then_branch").node("Relu", {"nowhere"}, {"y"}).output("y");
+  graph_attr(n, "else_branch").node("Relu", {"nowhere"}, {"z"}).output("z");
+  m.output("r", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "lost.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().node_name(), "lost");
+  EXPECT_TRUE(contains(g.status().message(), "reads 'nowhere'")) << g.status().to_string();
+}
+
+TEST(ControlFlow, ErrorInsideABodyNamesBothNodes) {
+  // The body's MatMul gets shapes that do not agree: the error names the Loop, its attribute and the
+  // MatMul inside.
+  OnnxModelBuilder m(17);
+  m.input("M", DataType::kInt64, {});
+  m.input("v", DataType::kFloat32, {2, 3});
+  auto& n = m.node("Loop", {"M", "", "v"}, {"r"}, "outer_loop");
+  graph_attr(n, "body").input("i").input("c").input("v_in").node("MatMul", {"v_in", "v_in"}, {"v_out"})
+      .output("c").output("v_out");
+  m.output("r", DataType::kFloat32);
+  Status st = build_status(m);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.node_name(), "outer_loop");
+  EXPECT_TRUE(contains(st.message(), "subgraph 'body'")) << st.to_string();
+  EXPECT_TRUE(contains(st.message(), "MatMul")) << st.to_string();
+}
+
+TEST(ControlFlow, ScanAttributeOfTheWrongLengthIsNamed) {
+  OnnxModelBuilder m(17);
+  m.input("s0", DataType::kFloat32, {3});
+  m.input("x", DataType::kFloat32, {2, 3});
+  auto& n = m.node("Scan", {"s0", "x"}, {"s"}, "scan_bad");
+  OnnxModelBuilder::attr(n, "num_scan_inputs", int64_t{1});
+  OnnxModelBuilder::attr(n, "scan_input_axes", std::vector<int64_t>{0, 1});
+  graph_attr(n, "body").input("s_in").input("xt").node("Add", {"s_in", "xt"}, {"s_out"}).output("s_out");
+  m.output("s", DataType::kFloat32);
+  Status st = build_status(m);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_EQ(st.node_name(), "scan_bad");
+  EXPECT_EQ(st.attribute(), "scan_input_axes");
+}
+
+}  // namespace
+}  // namespace graft
