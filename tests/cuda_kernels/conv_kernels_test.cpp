@@ -82,6 +82,32 @@ TEST(CudaNn, GraftConvDepthwiseNchw) {
 // nothing), and GraftConv, whose eligibility mirrors the launcher's limits, runs it on cuDNN instead.
 // A squeeze-excitation gate's 1x1 convolution over a 1x1 image in NHWC with channel counts that
 // are not multiples of 8 (EfficientNet-B0: 96 -> 4): conv_ops.cpp runs it as NCHW (the same bytes).
+// GraftChannelsLast, the padded channels-last input of an NHWC stem: float32 and float16 in the
+// input's own type, float32 -> float16 (the model's image straight to the stem), the 16-byte store
+// path (8 half channels) and the scalar one (5 channels), and a channel count already at the
+// padded width.
+TEST(CudaNn, GraftChannelsLastPadsAndConverts) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Shape4 {
+    int64_t n, c, h, w, channels;
+  };
+  for (const Shape4& s : {Shape4{2, 3, 17, 13, 8}, Shape4{3, 3, 9, 10, 5}, Shape4{1, 8, 7, 6, 8}, Shape4{2, 1, 33, 31, 8}}) {
+    KernelCase c{"GraftChannelsLast", {rnd(rng, {s.n, s.c, s.h, s.w})}};
+    c.attrs.set("channels", s.channels);
+    c.tol32 = 0;  // a copy: exact
+    c.tol16 = 0;
+    c.label = std::to_string(s.c) + " -> " + std::to_string(s.channels) + " channels";
+    run_kernel_case(c, DataType::kFloat32, seed);
+    run_kernel_case(c, DataType::kFloat16, seed);
+    KernelCase to16 = c;
+    to16.attrs.set("to", static_cast<int64_t>(DataType::kFloat16));
+    to16.label += ", float32 -> float16";
+    run_kernel_case(to16, DataType::kFloat32, seed);  // float32 input, float16 output: one rounding, as the CPU's
+  }
+}
+
 TEST(CudaNn, GraftConvGateOverOnePixelNhwc) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
