@@ -282,15 +282,17 @@ NmsLayout nms_layout(const NmsProblem& p) {
   chunk = chunk < L.segments ? chunk : L.segments;
   chunk = chunk < 65535 ? chunk : 65535;  // gridDim.y / gridDim.z
   L.chunk = chunk < 1 ? 1 : chunk;
-  const size_t c = static_cast<size_t>(L.chunk), n = static_cast<size_t>(p.boxes), w = static_cast<size_t>(L.words);
-  const size_t s = static_cast<size_t>(L.segments);
+  // Nothing can be kept (no pairs, no boxes, or max_output 0): the walk is skipped, and so is its scratch.
+  const bool walk = L.segments && p.boxes && p.per_class_bound;
+  const size_t c = walk ? static_cast<size_t>(L.chunk) : 0, n = static_cast<size_t>(p.boxes);
+  const size_t w = static_cast<size_t>(L.words), s = static_cast<size_t>(L.segments);
   size_t at = 0;
   auto take = [&at](size_t bytes) {
     const size_t o = at;
     at += align_up(bytes);
     return o;
   };
-  L.extents = take(sizeof(Extent) * static_cast<size_t>(p.batches) * n);
+  L.extents = take(walk ? sizeof(Extent) * static_cast<size_t>(p.batches) * n : 0);
   L.cand = take(sizeof(int32_t) * c * n);
   L.order = take(sizeof(int32_t) * c * n);
   L.cand_count = take(sizeof(int32_t) * c);
