@@ -80,7 +80,9 @@ TEST(CudaNn, Conv) {
 
 // GraftConv in NHWC with one filter per channel runs graft's depthwise kernel (the untuned choice
 // for that problem; the builder times it against cuDNN). Channel counts pick every vector width
-// (16-byte lanes: 8/4/2/1 halves, 4/1 floats); the epilogue's bias, residual and activations are inside.
+// (16-byte lanes: 8/4/2/1 halves, 4/1 floats) and every chunking of the channels whose filter taps
+// the kernel stages in shared memory, up to a filter too large for it; the epilogue's bias,
+// residual and activations are inside.
 TEST(CudaNn, GraftConvDepthwiseNhwc) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
@@ -98,6 +100,11 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {1, 5, 5, 16, 3, 2, 0, 1, true, true, "Relu"},         // no padding, stride 2
       {2, 9, 9, 32, 3, 1, 1, 1, true, false, "Clip"},        // ReLU6-style clamp (bounds below)
       {2, 8, 8, 12, 3, 2, 1, 1, true, true, "Silu"},         // EfficientNet's SiLU
+      {2, 9, 8, 96, 7, 1, 3, 1, true, false, ""},            // convnext: 12 vectors of 8 -> 2 chunks of 6
+      {1, 7, 7, 768, 7, 1, 3, 1, true, true, ""},            // convnext's last stage: 12 chunks of 8 vectors
+      {2, 11, 10, 40, 5, 2, 2, 1, true, false, "Silu"},      // 5 vectors: one chunk of 5
+      {2, 210, 210, 96, 3, 1, 1, 1, true, false, "Relu"},    // enough pixels that each thread loops over several
+      {1, 45, 44, 8, 41, 1, 20, 1, true, false, ""},         // 41x41 taps beyond shared memory: the per-tap path
   };
   for (const Spec& s : specs) {
     const int64_t oh = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
