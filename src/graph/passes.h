@@ -57,6 +57,13 @@ Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(
 // GEMM with a fused epilogue (src/graph/fuse_transformer.cpp).
 Result<int> fuse_gemm_epilogues(Graph& graph);
 
+// A GraftGemm without activation or residual, followed by a Mul with a constant of N elements along
+// the last axis and/or an Add of a tensor of its output's shape, absorbs them: the scale into W's
+// columns and the bias, the Add as its residual (ConvNeXt's layer scale and block residual, which
+// meet the GEMM only once the layout pass has removed the block's permute). Returns the number of
+// GEMMs that absorbed something.
+Result<int> fold_gemm_scales_and_residuals(Graph& graph);
+
 // Chains of elementwise nodes on one shape become one fused elementwise node
 // (src/graph/fuse_transformer.cpp). `supported` says which nodes the target backend can fuse.
 Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const Node&)>& supported);

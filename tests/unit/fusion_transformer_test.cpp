@@ -165,6 +165,72 @@ TEST(FuseGemm, ResidualAddBecomesTheCMatrix) {
   }
 }
 
+// ConvNeXt's block tail once the layout pass has removed its permute: GraftGemm -> Mul by a
+// per-channel layer scale -> Add(block input). The scale moves into W's columns and the bias, the
+// Add becomes the GEMM's residual; a scale that is not per-column, and a GEMM with an activation,
+// are left alone.
+TEST(FuseGemm, ChannelScaleAndResidualFoldIntoTheGemm) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  auto pass = [](Graph& g) -> Result<int> {
+    GRAFT_ASSIGN_OR_RETURN(int fused, fuse_gemm_epilogues(g));
+    GRAFT_RETURN_IF_ERROR(infer_shapes(g));
+    GRAFT_ASSIGN_OR_RETURN(int folded, fold_gemm_scales_and_residuals(g));
+    return fused + folded;
+  };
+  for (bool trans_b : {false, true}) {
+    for (bool with_add : {true, false}) {
+      SCOPED_TRACE(std::string(trans_b ? "Gemm transB" : "MatMul") + (with_add ? " + scale + residual" : " + scale"));
+      OnnxModelBuilder b;
+      b.input("x", kF32, {2, 3, 4, 16});
+      b.initializer("w", random_tensor(kF32, trans_b ? std::vector<int64_t>{8, 16} : std::vector<int64_t>{16, 8}, rng));
+      b.initializer("bias", random_tensor(kF32, {8}, rng));
+      b.initializer("gamma", random_tensor(kF32, {1, 1, 1, 8}, rng));
+      b.input("r", kF32, {2, 3, 4, 8});
+      if (trans_b) {
+        std::vector<int64_t> flat{24, 16}, unflat{2, 3, 4, 8};
+        b.initializer("flat", Tensor::vector_int64(flat));
+        b.initializer("unflat", Tensor::vector_int64(unflat));
+        b.node("Reshape", {"x", "flat"}, {"x2"});
+        OnnxModelBuilder::attr(b.node("Gemm", {"x2", "w", "bias"}, {"h2"}), "transB", int64_t{1});
+        b.node("Reshape", {"h2", "unflat"}, {"h"});
+      } else {
+        b.node("MatMul", {"x", "w"}, {"hm"});
+        b.node("Add", {"hm", "bias"}, {"h"});
+      }
+      b.node("Mul", {"gamma", "h"}, {"s"});
+      if (with_add) b.node("Add", {"s", "r"}, {"y"});
+      else b.node("Identity", {"s"}, {"y"});
+      b.output("y", kF32);
+      auto g = load(b);
+      ASSERT_TRUE(g);
+      check_pass(*g, pass, 2, seed);
+      EXPECT_EQ(count_op(*g, "Mul"), 0);
+      EXPECT_EQ(count_op(*g, "Add"), 0);
+      EXPECT_EQ(find_op(*g, "GraftGemm")->inputs.size(), with_add ? 4u : 3u);
+    }
+  }
+  {
+    SCOPED_TRACE("a scale along another axis, and a GEMM with an activation, stay");
+    OnnxModelBuilder b;
+    b.input("x", kF32, {2, 8, 16});
+    b.initializer("w", random_tensor(kF32, {16, 8}, rng));
+    b.initializer("w2", random_tensor(kF32, {8, 8}, rng));
+    b.initializer("rowscale", random_tensor(kF32, {8, 1}, rng));
+    b.initializer("colscale", random_tensor(kF32, {8}, rng));
+    b.node("MatMul", {"x", "w"}, {"h"});
+    b.node("Mul", {"h", "rowscale"}, {"s"});
+    b.node("MatMul", {"s", "w2"}, {"h2"});
+    b.node("Relu", {"h2"}, {"a"});
+    b.node("Mul", {"a", "colscale"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, pass, 1, seed);  // only the Relu joins its GEMM
+    EXPECT_EQ(count_op(*g, "Mul"), 2);
+  }
+}
+
 // aten.linear on a 3-D input through aten.addmm: Reshape -> Gemm(transB, C) -> Reshape.
 TEST(FuseGemm, GemmBetweenFoldingReshapes) {
   const uint32_t seed = std::random_device{}();

@@ -1676,6 +1676,9 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
       std::string why;
       return gpu_supports(n, &op, &why);
     };
+    GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the layout pass's new values, before matching shapes
+    GRAFT_ASSIGN_OR_RETURN(int gemm_folds, fold_gemm_scales_and_residuals(g));
+    if (gemm_folds) progress("fold gemm", std::to_string(gemm_folds) + " GEMMs absorbed a channel scale or residual");
     GRAFT_ASSIGN_OR_RETURN(int chains, fuse_elementwise_chains(g, fusable));
     progress("fuse elementwise", std::to_string(chains) + " chains fused");
     GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the chains' static shapes, after the passes above
