@@ -278,6 +278,14 @@ void split_1_2(const std::shared_ptr<Graph>&, Node* node) {
     refuse("Split-1 with the split sizes as a second input is not converted (Split-2 takes them as an attribute)");
 }
 
+// Scan-8 scans [batch, sequence, ...] tensors (with optional per-batch lengths); Scan-9 has no batch
+// axis. ONNX's own 8->9 adapter only rewrites the declarations, so the converted model would read
+// data of another shape: refused with the reason instead.
+void scan_8_9(const std::shared_ptr<Graph>&, Node*) {
+  refuse("Scan before opset 9 scans a batch axis that Scan-9 does not have; graft does not convert it "
+         "(re-export the model with opset 9 or later)");
+}
+
 // Upsample-1 (experimental): height_scale/width_scale of a 4-D input, mode nearest or bilinear.
 void upsample_6_7(const std::shared_ptr<Graph>&, Node* node) {
   const Symbol hs("height_scale"), ws("width_scale");
@@ -383,6 +391,7 @@ class GraftConverter final : public vc::DefaultVersionConverter {
     own("Clip", 10, 11, clip_10_11);
     own("Cast", 5, 6, cast_5_6);
     own("Split", 1, 2, split_1_2);
+    own("Scan", 8, 9, scan_8_9);
     own("Upsample", 6, 7, upsample_6_7);
     own("Resize", 10, 11, resize_10_11);
     for (auto& [op, from_map] : adapters)

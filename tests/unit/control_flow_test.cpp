@@ -157,6 +157,41 @@ TEST(ControlFlow, IfWithAConstantConditionHasTheChosenBranchsShape) {
   EXPECT_EQ((*engine)->outputs()[0].static_dims, (std::vector<int64_t>{2})) << (*engine)->outputs()[0].shape;
 }
 
+TEST(ControlFlow, PlanKeepsCapturesWhosOuterValueAPassRenamed) {
+  // The branches read `xi`, an Identity of x that identity removal bypasses: the If's implicit input
+  // becomes x, and the plan must write the branches' reads of `xi` as reads of `x`.
+  OnnxModelBuilder m(17);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {3});
+  m.node("Identity", {"x"}, {"xi"}, "alias");
+  auto& n = m.node("If", {"c"}, {"r"}, "choose");
+  graph_attr(n, "then_branch").node("Relu", {"xi"}, {"pos"}).output("pos");
+  graph_attr(n, "else_branch").node("Neg", {"xi"}, {"neg"}).output("neg");
+  m.output("r", DataType::kFloat32);
+  Tensor x = Tensor::from_doubles(DataType::kFloat32, {3}, {-1, 0.5, 2});
+  for (bool c : {true, false}) {
+    auto out = run_model(m, {{"c", scalar_bool(c)}, {"x", x}}, /*round_trip=*/true);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    EXPECT_EQ(values(out->at("r")), c ? std::vector<double>({0, 0.5, 2}) : std::vector<double>({1, -0.5, -2}));
+  }
+}
+
+TEST(ControlFlow, OpsetEightScanIsRefusedWithTheReason) {
+  // Scan-8 scans a batch axis that Scan-9 lacks; converting only the declarations would misread data.
+  OnnxModelBuilder m(8, 3);
+  m.input("s0", DataType::kFloat32, {1, 2});
+  m.input("x", DataType::kFloat32, {1, 3, 2});
+  auto& n = m.node("Scan", {"", "s0", "x"}, {"s", "ys"}, "scan8");
+  OnnxModelBuilder::attr(n, "num_scan_inputs", int64_t{1});
+  graph_attr(n, "body").input("a", DataType::kFloat32).input("b", DataType::kFloat32)
+      .node("Add", {"a", "b"}, {"a_out"}).node("Identity", {"a_out"}, {"y"}).output("a_out").output("y");
+  m.output("s", DataType::kFloat32);
+  m.output("ys", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "scan8.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_TRUE(contains(g.status().message(), "Scan before opset 9 scans a batch axis")) << g.status().to_string();
+}
+
 // ---- Loop --------------------------------------------------------------------------------------
 
 // Loop(M, cond, acc): body reads `x` from the main graph; acc += x * i; scan output acc; cond_out =
