@@ -83,6 +83,19 @@ inline std::vector<double> to_doubles(const Tensor& t) {
   return v;
 }
 
+// What the engine hands a CUDA op: the node's attributes and opset, device tensors, the stream.
+inline ExecContext op_exec_context(const Node* node, int opset, cudaStream_t stream, std::vector<Tensor>& inputs,
+                                   std::vector<Tensor>& outputs) {
+  ExecContext ectx;
+  ectx.node = node;
+  ectx.attrs = &node->attrs;
+  ectx.opset = opset;
+  ectx.stream = stream;
+  for (auto& t : inputs) ectx.inputs.push_back(t.defined() ? &t : nullptr);
+  for (auto& t : outputs) ectx.outputs.push_back(&t);
+  return ectx;
+}
+
 // Runs `c` with float32 inputs turned into `dt`; reports failures with `seed`.
 inline void run_kernel_case(const KernelCase& c, DataType dt, uint32_t seed) {
   SCOPED_TRACE("op " + c.op + " " + c.label + " dtype " + dtype_name(dt) + " seed " + std::to_string(seed));
@@ -158,13 +171,7 @@ inline void run_kernel_case(const KernelCase& c, DataType dt, uint32_t seed) {
   }
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  ExecContext ectx;
-  ectx.node = gpu.node;
-  ectx.attrs = &gpu.node->attrs;
-  ectx.opset = c.opset;
-  ectx.stream = stream;
-  for (auto& t : din) ectx.inputs.push_back(t.defined() ? &t : nullptr);
-  for (auto& t : dout) ectx.outputs.push_back(&t);
+  ExecContext ectx = op_exec_context(gpu.node, c.opset, stream, din, dout);
   cuda::CudaExec ex;
   ex.ctx = &ectx;
   ex.cublaslt = GpuHandles::get().lt;

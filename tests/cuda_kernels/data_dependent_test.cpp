@@ -98,18 +98,12 @@ void run_counted_case(const CountedCase& c, DataType dt, const std::set<int>& lo
   auto bound = op->counted.bound(*gpu.node, ins);
   ASSERT_TRUE(bound.is_ok()) << bound.status().to_string();
   const size_t out_bytes = static_cast<size_t>(numel_of(*bound)) * sizeof(int64_t);
-  Tensor dout = Tensor::wrap(dalloc(out_bytes, 0xA5), kI64, *bound, DeviceType::kCUDA);
+  std::vector<Tensor> dout = {Tensor::wrap(dalloc(out_bytes, 0xA5), kI64, *bound, DeviceType::kCUDA)};
   auto* count_dev = static_cast<int64_t*>(dalloc(sizeof(int64_t), 0x5A));
 
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  ExecContext ectx;
-  ectx.node = gpu.node;
-  ectx.attrs = &gpu.node->attrs;
-  ectx.opset = c.opset;
-  ectx.stream = stream;
-  ectx.inputs = ins;
-  ectx.outputs.push_back(&dout);
+  ExecContext ectx = op_exec_context(gpu.node, c.opset, stream, din, dout);
   cuda::CudaExec ex;
   ex.ctx = &ectx;
   ex.output_count = count_dev;
@@ -125,7 +119,7 @@ void run_counted_case(const CountedCase& c, DataType dt, const std::set<int>& lo
   ASSERT_EQ(cudaMemcpy(&count, count_dev, sizeof count, cudaMemcpyDeviceToHost), cudaSuccess);
   std::vector<unsigned char> got(out_bytes);
   if (out_bytes) {
-    ASSERT_EQ(cudaMemcpy(got.data(), dout.data(), out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(got.data(), dout[0].data(), out_bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   }
   owned.clear();
 
@@ -240,77 +234,34 @@ TEST(CudaDataDependent, NonMaxSuppressionMatchesReference) {
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  std::vector<NmsSpec> specs;
-  auto add = [&](NmsSpec s, const std::string& label) {
-    s.label = label;
-    specs.push_back(s);
+  const std::vector<NmsSpec> specs = {
+      {.label = "one class, 16 boxes"},
+      {.batches = 2, .classes = 3, .boxes = 50, .score = 0.3f, .label = "2 batches x 3 classes, corners"},
+      {.batches = 2, .classes = 3, .boxes = 50, .center = 1, .score = 0.3f, .label = "2 x 3, centre boxes"},
+      {.classes = 2, .boxes = 2000, .max_output = 1000000, .iou = 0.3f, .score_levels = 8, .clustered = true,
+       .label = "many boxes, 8 score levels (ties), clustered"},
+      {.classes = 2, .boxes = 2000, .center = 1, .max_output = 1000000, .iou = 0.3f, .score_levels = 8,
+       .clustered = true, .label = "many boxes, ties, centre boxes"},
+      {.classes = 4, .boxes = 300, .max_output = 300, .iou = 0.0f, .score_levels = 3, .extent = 3.0,
+       .label = "iou 0: any overlap suppresses, 3 score levels"},
+      {.classes = 4, .boxes = 300, .max_output = 300, .iou = 1.0f, .score_levels = 3, .extent = 3.0,
+       .label = "iou 1: nothing suppresses"},
+      {.classes = 3, .boxes = 200, .score = 2.0f, .label = "score threshold above every score: none selected"},
+      {.classes = 3, .boxes = 200, .max_output = 0, .score = 0.5f, .label = "max_output 0"},
+      {.classes = 3, .boxes = 200, .max_output = -3, .score = 0.5f, .label = "max_output negative"},
+      {.classes = 3, .boxes = 200, .omit_max_output = true, .score = 0.5f, .label = "max_output omitted"},
+      {.batches = 3, .classes = 2, .boxes = 120, .max_output = 50, .iou = nan, .score = nan,
+       .label = "iou and score threshold omitted"},
+      {.classes = 5, .boxes = 257, .max_output = 40, .iou = 0.45f, .score_levels = 16, .nan_and_degenerate = true,
+       .label = "NaN scores, signed zeros, zero-area boxes"},
+      {.boxes = 5000, .max_output = 300, .score = 0.05f, .extent = 4.0,
+       .label = "5000 boxes, one class (torchvision's batched form)"},
+      {.batches = 2, .classes = 80, .boxes = 300, .max_output = 100, .iou = 0.6f, .score = 0.2f, .label = "80 classes"},
+      // 8192 boxes: 8 MiB of bit matrix per class, so 32 classes per chunk: two chunks.
+      {.classes = 40, .boxes = 8192, .max_output = 100, .score = 0.5f, .extent = 6.0, .label = "chunks of classes"},
+      {.batches = 2, .classes = 3, .boxes = 400, .max_output = 25, .iou = 0.4f, .score = 0.1f, .score_levels = 5,
+       .clustered = true, .computed = {2, 3, 4}, .label = "computed max_output and thresholds (read on the device)"},
   };
-  NmsSpec base;
-  add(base, "one class, 16 boxes");
-  {
-    NmsSpec s;
-    s.batches = 2, s.classes = 3, s.boxes = 50, s.max_output = 10, s.iou = 0.5f, s.score = 0.3f;
-    add(s, "2 batches x 3 classes, corners");
-    s.center = 1;
-    add(s, "2 batches x 3 classes, centre boxes");
-  }
-  {
-    NmsSpec s;
-    s.boxes = 2000, s.classes = 2, s.score_levels = 8, s.max_output = 1000000, s.iou = 0.3f, s.clustered = true;
-    add(s, "many boxes, 8 score levels (ties), clustered");
-    s.center = 1;
-    add(s, "many boxes, ties, centre boxes");
-  }
-  {
-    NmsSpec s;
-    s.boxes = 300, s.classes = 4, s.score_levels = 3, s.max_output = 300, s.iou = 0.0f, s.extent = 3.0;
-    add(s, "iou 0: any overlap suppresses, 3 score levels");
-    s.iou = 1.0f;
-    add(s, "iou 1: nothing suppresses");
-  }
-  {
-    NmsSpec s;
-    s.boxes = 200, s.classes = 3, s.score = 2.0f;
-    add(s, "score threshold above every score: none selected");
-    s.score = 0.5f, s.max_output = 0;
-    add(s, "max_output 0");
-    s.max_output = -3;
-    add(s, "max_output negative");
-    s.omit_max_output = true;
-    add(s, "max_output omitted");
-  }
-  {
-    NmsSpec s;
-    s.boxes = 120, s.classes = 2, s.batches = 3, s.max_output = 50, s.iou = nan, s.score = nan;
-    add(s, "iou and score threshold omitted");
-  }
-  {
-    NmsSpec s;
-    s.boxes = 257, s.classes = 5, s.max_output = 40, s.iou = 0.45f, s.score = 0.0f, s.nan_and_degenerate = true;
-    s.score_levels = 16;
-    add(s, "NaN scores, signed zeros, zero-area boxes");
-  }
-  {
-    NmsSpec s;
-    s.boxes = 5000, s.max_output = 300, s.iou = 0.5f, s.score = 0.05f, s.extent = 4.0;
-    add(s, "5000 boxes, one class (torchvision's batched form)");
-  }
-  {
-    NmsSpec s;
-    s.boxes = 300, s.classes = 80, s.batches = 2, s.max_output = 100, s.iou = 0.6f, s.score = 0.2f;
-    add(s, "80 classes");
-  }
-  {
-    NmsSpec s;  // 8192 boxes: 8 MiB of bit matrix per class, 32 classes per chunk: two chunks
-    s.boxes = 8192, s.classes = 40, s.max_output = 100, s.iou = 0.5f, s.score = 0.5f, s.extent = 6.0;
-    add(s, "chunks of classes");
-  }
-  {
-    NmsSpec s;
-    s.batches = 2, s.classes = 3, s.boxes = 400, s.max_output = 25, s.iou = 0.4f, s.score = 0.1f;
-    s.score_levels = 5, s.clustered = true, s.computed = {2, 3, 4};
-    add(s, "computed max_output and thresholds (read on the device)");
-  }
   for (const NmsSpec& s : specs) run_nms_dtypes(nms_case(rng, s), seed);
 }
 

@@ -6,14 +6,10 @@
 #include <vector>
 
 #include "backends/cpu/kernel_util.h"
+#include "ops/detection_attrs.h"
 
 namespace graft::cpu {
 namespace {
-
-std::string input_name(const ExecContext& ctx, size_t i, const char* fallback) {
-  if (ctx.node && i < ctx.node->inputs.size() && ctx.node->inputs[i]) return ctx.node->inputs[i]->name;
-  return fallback;
-}
 
 // A box as the extents NonMaxSuppression compares: min/max along each axis, and its area.
 struct Extent {
@@ -92,41 +88,21 @@ Status non_max_suppression(ExecContext& ctx) {
   if (boxes->dtype() != DataType::kFloat32 || scores->dtype() != DataType::kFloat32)
     return error(StatusCode::kUnsupported, "NonMaxSuppression takes float32 boxes and scores, got ",
                  dtype_name(boxes->dtype()), " and ", dtype_name(scores->dtype()));
-  const auto& bd = boxes->dims();
-  const auto& sd = scores->dims();
-  if (bd.size() != 3 || bd[2] != 4 || sd.size() != 3 || sd[0] != bd[0] || sd[2] != bd[1])
-    return error(StatusCode::kInvalidArgument,
-                 "NonMaxSuppression needs boxes [batch, boxes, 4] and scores [batch, "
-                 "classes, boxes] that agree, got boxes ",
-                 TensorDesc(boxes->dtype(), shape_from_values(bd)).to_string(), " and scores ",
-                 TensorDesc(scores->dtype(), shape_from_values(sd)).to_string());
-  const int64_t batches = bd[0], num_boxes = bd[1], classes = sd[1];
-
+  GRAFT_ASSIGN_OR_RETURN(NmsDims dims, nms_dims(*boxes, *scores));
+  const int64_t batches = dims.batches, num_boxes = dims.boxes, classes = dims.classes;
   // Optional scalar inputs: each must hold exactly one value when given.
-  auto one_value = [&](size_t i, const char* what) -> Result<const Tensor*> {
-    const Tensor* t = input_or_null(ctx, i);
-    if (t && t->numel() != 1)
-      return error(StatusCode::kInvalidArgument, "input ", static_cast<uint64_t>(i), " (", what, ", '",
-                   input_name(ctx, i, what), "') must hold one value, got ", t->numel());
-    return t;
-  };
-  GRAFT_ASSIGN_OR_RETURN(const Tensor* max_t, one_value(2, "max_output_boxes_per_class"));
-  GRAFT_ASSIGN_OR_RETURN(const Tensor* iou_t, one_value(3, "iou_threshold"));
-  GRAFT_ASSIGN_OR_RETURN(const Tensor* score_t, one_value(4, "score_threshold"));
+  GRAFT_RETURN_IF_ERROR(nms_check_scalar_inputs(ctx.node, ctx.inputs));
+  const Tensor* max_t = input_or_null(ctx, 2);
+  const Tensor* iou_t = input_or_null(ctx, 3);
+  const Tensor* score_t = input_or_null(ctx, 4);
   // Absent or <= 0: nothing is selected. A huge value is bounded by the number of boxes.
   const int64_t max_per_class = max_t ? std::max<int64_t>(max_t->data_as<int64_t>()[0], 0) : 0;
   const int64_t per_class = std::min(max_per_class, num_boxes);
   const float iou_threshold = iou_t ? iou_t->data_as<float>()[0] : 0.0f;
-  if (!(iou_threshold >= 0.0f && iou_threshold <= 1.0f))
-    return error(StatusCode::kInvalidArgument, "input 3 (iou_threshold, '",
-                 input_name(ctx, 3, "iou_threshold"), "') must lie in [0, 1], got ",
-                 static_cast<double>(iou_threshold));
+  GRAFT_RETURN_IF_ERROR(nms_check_iou_threshold(ctx.node, iou_threshold));
   const bool has_score_threshold = score_t != nullptr;
   const float score_threshold = score_t ? score_t->data_as<float>()[0] : 0.0f;
-  GRAFT_ASSIGN_OR_RETURN(int64_t center, attrs_of(ctx).get_int("center_point_box", 0));
-  if (center != 0 && center != 1)
-    return Status(error(StatusCode::kInvalidModel, "center_point_box must be 0 or 1, got ", center))
-        .with_attribute("center_point_box");
+  GRAFT_ASSIGN_OR_RETURN(bool center, nms_center_point_box(attrs_of(ctx)));
 
   const float* box_data = boxes->data_as<const float>();
   const float* score_data = scores->data_as<const float>();
@@ -135,7 +111,7 @@ Status non_max_suppression(ExecContext& ctx) {
   std::vector<int64_t> order, kept;
   for (int64_t b = 0; b < batches && per_class > 0; ++b) {
     for (int64_t i = 0; i < num_boxes; ++i)
-      extents[static_cast<size_t>(i)] = extent_of(box_data + (b * num_boxes + i) * 4, center == 1);
+      extents[static_cast<size_t>(i)] = extent_of(box_data + (b * num_boxes + i) * 4, center);
     for (int64_t c = 0; c < classes; ++c) {
       const float* s = score_data + (b * classes + c) * num_boxes;
       // Candidates: scores above the threshold (strictly); a NaN score is never a candidate.

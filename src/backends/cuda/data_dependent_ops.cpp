@@ -12,6 +12,7 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/data_dependent_kernels.cuh"
+#include "ops/detection_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -36,11 +37,6 @@ Status check_counted_output(const CudaExec& ex, const std::vector<int64_t>& boun
 
 // ---- NonMaxSuppression ---------------------------------------------------------------------------
 
-std::string input_name(const Node& n, size_t i, const char* fallback) {
-  const Value* v = n.input(i);
-  return v ? v->name : fallback;
-}
-
 bool nms_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs boxes and scores");
   if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16}, why)) return false;
@@ -48,8 +44,7 @@ bool nms_supports(const Node& n, std::string* why) {
   if (has_input(n, 2) && !require_dtype(n, 2, {DataType::kInt64}, why)) return false;
   if (has_input(n, 3) && !require_dtype(n, 3, {DataType::kFloat32}, why)) return false;
   if (has_input(n, 4) && !require_dtype(n, 4, {DataType::kFloat32}, why)) return false;
-  auto cpb = n.attrs.get_int("center_point_box", 0);
-  if (!cpb || (*cpb != 0 && *cpb != 1)) return reject(why, "center_point_box must be 0 or 1");
+  if (auto cpb = nms_center_point_box(n.attrs); !cpb) return reject(why, cpb.status().message());
   return counted_output_supported(n, why);
 }
 
@@ -60,32 +55,22 @@ Result<k::NmsProblem> nms_problem(const Node& n, const std::vector<const Tensor*
   const Tensor* boxes = ins.size() > 0 ? ins[0] : nullptr;
   const Tensor* scores = ins.size() > 1 ? ins[1] : nullptr;
   if (!boxes || !scores) return error(StatusCode::kInvalidModel, "NonMaxSuppression needs boxes and scores");
-  const auto& bd = boxes->dims();
-  const auto& sd = scores->dims();
-  if (bd.size() != 3 || bd[2] != 4 || sd.size() != 3 || sd[0] != bd[0] || sd[2] != bd[1])
-    return error(StatusCode::kInvalidArgument,
-                 "NonMaxSuppression needs boxes [batch, boxes, 4] and scores [batch, "
-                 "classes, boxes] that agree, got boxes ",
-                 TensorDesc(boxes->dtype(), shape_from_values(bd)).to_string(), " and scores ",
-                 TensorDesc(scores->dtype(), shape_from_values(sd)).to_string());
-  for (size_t i : {size_t(2), size_t(3), size_t(4)}) {
-    static const char* const kWhat[] = {"", "", "max_output_boxes_per_class", "iou_threshold", "score_threshold"};
-    const Tensor* t = ins.size() > i ? ins[i] : nullptr;
-    if (t && t->numel() != 1)
-      return error(StatusCode::kInvalidArgument, "input ", static_cast<uint64_t>(i), " (", kWhat[i], ", '",
-                   input_name(n, i, kWhat[i]), "') must hold one value, got ", t->numel());
-  }
+  GRAFT_ASSIGN_OR_RETURN(NmsDims dims, nms_dims(*boxes, *scores));
+  GRAFT_RETURN_IF_ERROR(nms_check_scalar_inputs(&n, ins));
   k::NmsProblem p;
-  p.batches = bd[0];
-  p.boxes = bd[1];
-  p.classes = sd[1];
-  GRAFT_ASSIGN_OR_RETURN(int64_t center, n.attrs.get_int("center_point_box", 0));
-  p.center_point_box = center == 1;
+  p.batches = dims.batches;
+  p.boxes = dims.boxes;
+  p.classes = dims.classes;
+  GRAFT_ASSIGN_OR_RETURN(p.center_point_box, nms_center_point_box(n.attrs));
   const bool has_max = ins.size() > 2 && ins[2];
   const Value* mv = n.input(2);
-  if (!has_max) p.per_class_bound = 0;  // absent: nothing is selected
-  else if (mv && mv->constant) p.per_class_bound = std::clamp<int64_t>(mv->constant->data_as<int64_t>()[0], 0, p.boxes);
-  else p.per_class_bound = p.boxes;
+  if (!has_max) {
+    p.per_class_bound = 0;  // absent: nothing is selected
+  } else if (mv && mv->constant) {
+    p.per_class_bound = std::clamp<int64_t>(mv->constant->data_as<int64_t>()[0], 0, p.boxes);
+  } else {
+    p.per_class_bound = p.boxes;
+  }
   return p;
 }
 
@@ -113,10 +98,7 @@ Status nms_run(CudaExec& ex) {
   // checked by the kernel, which then reports a count of -1.
   const Value* iv = n.input(3);
   if (iv && iv->constant) {
-    const float iou = iv->constant->data_as<float>()[0];
-    if (!(iou >= 0.0f && iou <= 1.0f))
-      return with_node(ex, error(StatusCode::kInvalidArgument, "input 3 (iou_threshold, '", iv->name,
-                                 "') must lie in [0, 1], got ", static_cast<double>(iou)));
+    GRAFT_RETURN_IF_ERROR(with_node(ex, nms_check_iou_threshold(&n, iv->constant->data_as<float>()[0])));
   }
   auto dev = [&](size_t i) -> const void* {
     const Tensor* t = input_or_null(ex, i);
