@@ -338,6 +338,22 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
       n->op_type = "GraftPool";
       n->outputs.resize(1);
       in_region = true;
+    } else if (is_op(n, "Concat") && n->outputs.size() == 1 && !n->inputs.empty()) {
+      // Inception and Fire modules and DenseNet's blocks concatenate branches along the channels:
+      // in NHWC that is the last axis, so a region flows through instead of leaving (one
+      // transpose per branch) and coming back after. Every input rank 4, at least one already NHWC.
+      auto axis = n->attrs.get_int("axis", 1);
+      bool any = false, ok = axis.is_ok() && *axis >= -4 && *axis <= 3;
+      for (Value* v : n->inputs) {
+        if (!v || v->desc.rank() != 4 || (v->constant && !free_nhwc(v))) ok = false;
+        else if (free_nhwc(v)) any = true;
+      }
+      in_region = ok && any;
+      if (in_region) {
+        static const int64_t kNhwcAxisOf[4] = {0, 3, 1, 2};  // NCHW axis -> its position in NHWC
+        n->attrs.set("axis", kNhwcAxisOf[*axis < 0 ? *axis + 4 : *axis]);
+        for (Value*& v : n->inputs) v = free_nhwc(v) ? free_nhwc(v) : nhwc_of(v);
+      }
     } else if (is_layout_free_unary(n) && free_nhwc(n->input(0))) {
       // Extra inputs (Clip's bounds) are scalars; the rest of the op is per element.
       in_region = true;

@@ -456,6 +456,39 @@ TEST(FusionConv, StemJoinsTheRegionThroughPaddedChannelsLast) {
   }
 }
 
+// An Inception-style Concat of conv branches along the channels stays in the region (axis 3 in
+// NHWC), including a branch that was NCHW (it is transposed in) and a negative axis; a Concat along
+// another axis maps that axis. Outputs match the model's own on fresh random data.
+TEST(FusionConv, ConcatOfBranchesStaysInTheRegion) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (int64_t axis : {1, -3, 2}) {
+    SCOPED_TRACE("axis " + std::to_string(axis));
+    OnnxModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, 8, 6, 6});
+    m.input("side", DataType::kFloat32, {2, 8, 6, 6});  // an NCHW branch from outside the region
+    m.initializer("w1", random_tensor(DataType::kFloat32, {8, 8, 1, 1}, rng));
+    m.initializer("w3", random_tensor(DataType::kFloat32, {8, 8, 3, 3}, rng));
+    m.initializer("wo", random_tensor(DataType::kFloat32, {8, axis == 2 ? 8 : 24, 1, 1}, rng));
+    m.node("Conv", {"x", "w1"}, {"b1"}, "branch1");
+    OnnxModelBuilder::attr(m.node("Conv", {"x", "w3"}, {"b3"}, "branch3"), "pads", std::vector<int64_t>{1, 1, 1, 1});
+    OnnxModelBuilder::attr(m.node("Concat", {"b1", "b3", "side"}, {"cat"}, "concat"), "axis", axis);
+    m.node("Relu", {"cat"}, {"r"}, "relu");
+    m.node("Conv", {"r", "wo"}, {"y"}, "head");
+    m.output("y", DataType::kFloat32);
+    std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 8, 6, 6}, rng)},
+                                     {"side", random_tensor(DataType::kFloat32, {2, 8, 6, 6}, rng)}};
+    auto want = run_on_cpu(imported(m.bytes()), in);
+    auto g = through_nhwc_pass(m.bytes(), every_conv);
+    EXPECT_EQ(count_ops(*g, "Transpose"), 3) << "x and side in, y out: none around the Concat";
+    for (const auto& node : g->nodes())
+      if (node->op_type == "Concat") EXPECT_EQ(*node->attrs.get_int("axis", -1), axis == 2 ? 1 : 3);
+    auto got = run_on_cpu(std::move(g), in);
+    expect_close(got.at("y"), want.at("y"), "y");
+  }
+}
+
 // GraftChannelsLast's reference against a hand loop, float32 -> float16 with padding; and its
 // attribute errors name the node and the attribute.
 TEST(FusionConv, ChannelsLastReferenceAndErrors) {
