@@ -91,8 +91,11 @@ Result<int> fuse_conv_epilogues(Graph& g) {
     }
     float lo = 0, hi = 0;
     if (Node* act = only_consumer(consumers, out);
-        usable(act) && (is_op(act, "Relu") || is_op(act, "HardSwish")) && act->outputs.size() == 1) {
-      attrs.set("activation", act->op_type);  // HardSwish: graft's epilogue kernel (MobileNetV3)
+        usable(act) && (is_op(act, "Relu") || is_op(act, "HardSwish") || is_op(act, "Sigmoid")) &&
+        act->outputs.size() == 1) {
+      // HardSwish (MobileNetV3) and Sigmoid (a squeeze-excitation gate: EfficientNet, RegNetY, 16
+      // tiny launches in EfficientNet-B0) run in graft's epilogue kernel.
+      attrs.set("activation", act->op_type);
       out = act->outputs[0];
       absorbed.push_back(act);
     } else if (usable(act) && is_op(act, "Clip") && act->outputs.size() == 1 && epilogue_clip_bounds(*act, &lo, &hi)) {

@@ -2,7 +2,7 @@
 //
 //   GraftConv(X, W, B?, Z?)  Y = act(conv(X, W) + B + Z), 2-D, in NCHW or NHWC.
 //     Attributes: the Conv attributes (kernel_shape, strides, pads, dilations, group, auto_pad),
-//     activation ("", "Relu", "HardSwish", "Clip" with clip_min/clip_max, or "Silu"), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
+//     activation ("", "Relu", "HardSwish", "Clip" with clip_min/clip_max, "Silu" or "Sigmoid"), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
 //     and W is [M, kH, kW, C/group] (cuDNN's KRSC filter layout). Z (the residual) has Y's shape.
 //   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
 //     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
@@ -231,7 +231,7 @@ Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
   if (!act) return std::move(act).take_status();
   static const std::pair<const char*, ConvActivation> kNames[] = {
       {"", ConvActivation::kNone}, {"Relu", ConvActivation::kRelu}, {"HardSwish", ConvActivation::kHardSwish},
-      {"Clip", ConvActivation::kClip}, {"Silu", ConvActivation::kSilu}};
+      {"Clip", ConvActivation::kClip}, {"Silu", ConvActivation::kSilu}, {"Sigmoid", ConvActivation::kSigmoid}};
   for (const auto& [name, kind] : kNames) {
     if (*act != name) continue;
     *out = ConvEpilogueActivation{kind, 0.f, 0.f};
@@ -250,7 +250,7 @@ Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
     }
     return Status::ok();
   }
-  Status st = error(StatusCode::kInvalidModel, "activation must be '', 'Relu', 'HardSwish', 'Clip' or 'Silu', got '",
+  Status st = error(StatusCode::kInvalidModel, "activation must be '', 'Relu', 'HardSwish', 'Clip', 'Silu' or 'Sigmoid', got '",
                     *act, "'");
   st.with_attribute("activation");
   return st;
@@ -266,6 +266,8 @@ double apply_activation(const ConvEpilogueActivation& act, double v) {
       return v < act.lo ? act.lo : v > act.hi ? act.hi : v;
     case ConvActivation::kSilu:
       return v / (1.0 + std::exp(-v));
+    case ConvActivation::kSigmoid:
+      return 1.0 / (1.0 + std::exp(-v));
     case ConvActivation::kNone:
       break;
   }

@@ -15,9 +15,9 @@ inline const std::vector<int64_t> kNchwToNhwc{0, 2, 3, 1};  // NCHW axes in NHWC
 
 // The internal NHWC ops' attributes (src/ops/fused_conv_ops.cpp), read by their schemas, CPU
 // references and CUDA kernels alike: `layout` ("NCHW" or "NHWC") and GraftConv's `activation`
-// ("", "Relu", "HardSwish", "Clip" with float `clip_min`/`clip_max`, or "Silu", x * sigmoid(x) as
-// PyTorch exports SiLU). Errors name the attribute.
-enum class ConvActivation : int { kNone = 0, kRelu = 1, kHardSwish = 2, kClip = 3, kSilu = 4 };  // the CUDA epilogue's codes
+// ("", "Relu", "HardSwish", "Clip" with float `clip_min`/`clip_max`, "Silu", x * sigmoid(x) as
+// PyTorch exports SiLU, or "Sigmoid", a squeeze-excitation gate's). Errors name the attribute.
+enum class ConvActivation : int { kNone = 0, kRelu = 1, kHardSwish = 2, kClip = 3, kSilu = 4, kSigmoid = 5 };  // the CUDA epilogue's codes
 struct ConvEpilogueActivation {
   ConvActivation kind = ConvActivation::kNone;
   float lo = 0, hi = 0;  // kClip's bounds

@@ -23,7 +23,7 @@ using cuda::k::Epilogue;
 using cuda::k::KType;
 
 // Every activation of the fused epilogue; Clip with bounds tight enough that both bind on random data.
-const char* const kActivations[] = {"", "Relu", "HardSwish", "Clip", "Silu"};
+const char* const kActivations[] = {"", "Relu", "HardSwish", "Clip", "Silu", "Sigmoid"};
 
 // GraftConv over NCHW with one filter per channel runs graft's NCHW depthwise kernel. The shapes
 // reach every path: the register-blocked square 3/5/7 filters (row stride and dilation 1) with each
@@ -178,11 +178,12 @@ double activation_ref(const char* act, double v, double lo, double hi) {
   if (a == "HardSwish") return v * std::min(std::max(v / 6 + 0.5, 0.0), 1.0);
   if (a == "Clip") return v < lo ? lo : (v > hi ? hi : v);
   if (a == "Silu") return v / (1 + std::exp(-v));
+  if (a == "Sigmoid") return 1 / (1 + std::exp(-v));
   return v;
 }
 
 int activation_code(const char* act) {
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < 6; ++i)
     if (std::string(act) == kActivations[i]) return i;
   return -1;
 }

@@ -131,13 +131,13 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
   }
 }
 
-// The cuDNN path (not depthwise) with graft's epilogue kernel applying Clip and Silu, both layouts.
+// The cuDNN path (not depthwise) with graft's epilogue kernel applying Clip, Silu and Sigmoid, both layouts.
 TEST(CudaNn, GraftConvClipAndSiluEpilogues) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
   for (const char* layout : {"NCHW", "NHWC"})
-    for (const char* act : {"Clip", "Silu"}) {
+    for (const char* act : {"Clip", "Silu", "Sigmoid"}) {
       const bool nhwc = std::string(layout) == "NHWC";
       const std::vector<int64_t> x = nhwc ? std::vector<int64_t>{2, 7, 6, 8} : std::vector<int64_t>{2, 8, 7, 6};
       const std::vector<int64_t> w = nhwc ? std::vector<int64_t>{16, 3, 3, 8} : std::vector<int64_t>{16, 8, 3, 3};

@@ -134,6 +134,7 @@ __device__ __forceinline__ float apply_epilogue(const Epilogue& e, float v) {
     case 2: return v * fminf(fmaxf(v * (1.f / 6.f) + 0.5f, 0.f), 1.f);
     case 3: return v < e.lo ? e.lo : (v > e.hi ? e.hi : v);  // comparisons with NaN are false: NaN stays
     case 4: return v / (1.f + expf(-v));
+    case 5: return 1.f / (1.f + expf(-v));
     default: return v;
   }
 }
