@@ -83,6 +83,31 @@ inline std::vector<double> to_doubles(const Tensor& t) {
   return v;
 }
 
+// Inputs for a CUDA op tested in `dt`: each float32 input that `lower(i)` accepts becomes `dt` on
+// the device side, and the reference reads its exact values back in float32; others stay as given.
+struct LoweredInputs {
+  std::vector<Tensor> device, reference;
+};
+template <typename Lower>
+LoweredInputs lower_float_inputs(const std::vector<Tensor>& in, DataType dt, Lower&& lower) {
+  LoweredInputs r;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& t = in[i];
+    if (t.defined() && t.dtype() == DataType::kFloat32 && dt != DataType::kFloat32 && lower(i)) {
+      auto low = t.cast(dt);
+      auto back = low.is_ok() ? low.value().cast(DataType::kFloat32) : low;
+      EXPECT_TRUE(low.is_ok() && back.is_ok()) << "casting input " << i << " to " << dtype_name(dt);
+      if (!low.is_ok() || !back.is_ok()) return {};
+      r.device.push_back(low.value());
+      r.reference.push_back(back.value());
+    } else {
+      r.device.push_back(t);
+      r.reference.push_back(t);
+    }
+  }
+  return r;
+}
+
 // What the engine hands a CUDA op: the node's attributes and opset, device tensors, the stream.
 inline ExecContext op_exec_context(const Node* node, int opset, cudaStream_t stream, std::vector<Tensor>& inputs,
                                    std::vector<Tensor>& outputs) {
@@ -104,26 +129,11 @@ inline void run_kernel_case(const KernelCase& c, DataType dt, uint32_t seed) {
   const std::set<int> host(op->host_inputs.begin(), op->host_inputs.end());
 
   // Inputs in the tested dtype and their exact values back in float32 for the reference.
-  std::vector<Tensor> dev_in_host, ref_in;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const Tensor& t = c.inputs[i];
-    if (!t.defined()) {
-      dev_in_host.emplace_back();
-      ref_in.emplace_back();
-      continue;
-    }
-    if (t.dtype() == DataType::kFloat32 && dt != DataType::kFloat32 && !c.keep_f32.count(static_cast<int>(i))) {
-      auto low = t.cast(dt);
-      ASSERT_TRUE(low.is_ok()) << low.status().to_string();
-      auto back = low.value().cast(DataType::kFloat32);
-      ASSERT_TRUE(back.is_ok());
-      dev_in_host.push_back(low.value());
-      ref_in.push_back(back.value());
-    } else {
-      dev_in_host.push_back(t);
-      ref_in.push_back(t);
-    }
-  }
+  LoweredInputs lowered =
+      lower_float_inputs(c.inputs, dt, [&](size_t i) { return !c.keep_f32.count(static_cast<int>(i)); });
+  ASSERT_EQ(lowered.device.size(), c.inputs.size());
+  std::vector<Tensor>& dev_in_host = lowered.device;
+  std::vector<Tensor>& ref_in = lowered.reference;
   OneNode ref(c.op, ref_in, c.num_outputs);
   ref.node->attrs = c.attrs;
   auto ref_out = ref.run(c.opset);

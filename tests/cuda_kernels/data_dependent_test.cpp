@@ -41,21 +41,10 @@ void run_counted_case(const CountedCase& c, DataType dt, const std::set<int>& lo
   ASSERT_NE(op, nullptr);
   ASSERT_NE(op->counted.bound, nullptr) << c.op << " has no counted output";
 
-  std::vector<Tensor> dev_in_host, ref_in;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    const Tensor& t = c.inputs[i];
-    if (t.defined() && lowered.count(static_cast<int>(i)) && t.dtype() == kF32 && dt != kF32) {
-      auto low = t.cast(dt);
-      ASSERT_TRUE(low.is_ok());
-      auto back = low.value().cast(kF32);
-      ASSERT_TRUE(back.is_ok());
-      dev_in_host.push_back(low.value());
-      ref_in.push_back(back.value());
-    } else {
-      dev_in_host.push_back(t);
-      ref_in.push_back(t);
-    }
-  }
+  LoweredInputs in = lower_float_inputs(c.inputs, dt, [&](size_t i) { return lowered.count(static_cast<int>(i)) > 0; });
+  ASSERT_EQ(in.device.size(), c.inputs.size());
+  const std::vector<Tensor>& dev_in_host = in.device;
+  const std::vector<Tensor>& ref_in = in.reference;
   OneNode ref(c.op, ref_in);
   ref.node->attrs = c.attrs;
   ref.node->opset = c.opset;
