@@ -8,6 +8,17 @@
 #include <vector>
 
 namespace graft {
+
+std::unordered_set<std::string> names_defined_in(const onnx::GraphProto& g) {
+  std::unordered_set<std::string> defined;
+  for (const auto& vi : g.input()) defined.insert(vi.name());
+  for (const auto& t : g.initializer()) defined.insert(t.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output())
+      if (!o.empty()) defined.insert(o);
+  return defined;
+}
+
 namespace {
 
 Status check_graph(const onnx::GraphProto& g, const std::vector<const std::unordered_set<std::string>*>& outer,
@@ -16,12 +27,7 @@ Status check_graph(const onnx::GraphProto& g, const std::vector<const std::unord
   // recurse without bound.
   if (depth > 64)
     return error(StatusCode::kInvalidModel, "graph '", g.name(), "' nests subgraphs more than 64 levels deep");
-  std::unordered_set<std::string> defined;
-  for (const auto& vi : g.input()) defined.insert(vi.name());
-  for (const auto& t : g.initializer()) defined.insert(t.name());
-  for (const auto& n : g.node())
-    for (const auto& o : n.output())
-      if (!o.empty()) defined.insert(o);
+  const std::unordered_set<std::string> defined = names_defined_in(g);
   auto visible = [&](const std::string& name) {
     if (defined.count(name)) return true;
     for (const auto* scope : outer)

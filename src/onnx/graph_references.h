@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_set>
 
 #include "graft/status.h"
 
 namespace onnx {
+class GraphProto;
 class ModelProto;
 }
 
@@ -22,5 +24,8 @@ namespace graft {
 // subgraphs too) passes its ONNX schema's check at `default_opset` (input and output counts,
 // attribute types, required attributes). The error names the value or the node.
 Status check_model_for_libonnx(const onnx::ModelProto& model, int64_t default_opset);
+
+// The names `g` itself defines (inputs, initializers, node outputs): what its subgraphs may read.
+std::unordered_set<std::string> names_defined_in(const onnx::GraphProto& g);
 
 }  // namespace graft

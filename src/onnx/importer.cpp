@@ -21,6 +21,7 @@
 #include "core/utf8.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
+#include "onnx/graph_references.h"
 #include "onnx/onnx_convert.h"
 #include "onnx/opset_conversion.h"
 #include "ops/operator.h"
@@ -462,20 +463,9 @@ Status import_initializers(const onnx::GraphProto& gp, Graph* g, const std::stri
   return Status::ok();
 }
 
-// The names a graph defines (initializers, inputs, node outputs): what its subgraphs may read.
-std::set<std::string> defined_names(const onnx::GraphProto& gp) {
-  std::set<std::string> names;
-  for (const auto& t : gp.initializer()) names.insert(t.name());
-  for (const auto& v : gp.input()) names.insert(v.name());
-  for (const auto& n : gp.node())
-    for (const auto& o : n.output())
-      if (!o.empty()) names.insert(o);
-  return names;
-}
-
 // The graphs around a subgraph, innermost first; ONNX lets a subgraph read any name they define.
 struct OuterScope {
-  const std::set<std::string>* names = nullptr;
+  const std::unordered_set<std::string>* names = nullptr;
   const OuterScope* parent = nullptr;
   bool defines(const std::string& name) const {
     for (const OuterScope* s = this; s; s = s->parent)
@@ -606,7 +596,7 @@ Status finish_custom_nodes(Graph* g) {
 // (nullptr for the model's main graph). Nodes no op implements are added to `unsupported`.
 Status import_nodes(const onnx::GraphProto& gp, Graph* g, const std::string& base_dir, const OuterScope* outer,
                     std::vector<std::string>* unsupported_out) {
-  const std::set<std::string> here = defined_names(gp);
+  const std::unordered_set<std::string> here = names_defined_in(gp);
   const OuterScope scope{&here, outer};
   const int64_t opset = g->opset_imports.at("");
   std::set<std::string> node_names;

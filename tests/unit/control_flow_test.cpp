@@ -388,9 +388,15 @@ TEST(ControlFlow, ScanInfersItsOutputsAtBuildTime) {
 
 // ---- bad models ----------------------------------------------------------------------------------
 
-Status build_status(const OnnxModelBuilder& m) {
+// Building `m` fails naming `node`, and `attr` and `text` in the message when they are not empty.
+void expect_build_error(const OnnxModelBuilder& m, const std::string& node, const std::string& attr,
+                        const std::string& text) {
   auto e = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad.onnx");
-  return e.is_ok() ? Status::ok() : e.status();
+  ASSERT_FALSE(e.is_ok());
+  const Status& st = e.status();
+  EXPECT_EQ(st.node_name(), node) << st.to_string();
+  if (!attr.empty()) EXPECT_EQ(st.attribute(), attr) << st.to_string();
+  if (!text.empty()) EXPECT_TRUE(contains(st.message(), text)) << st.to_string();
 }
 
 TEST(ControlFlow, MissingBranchIsNamed) {
@@ -400,11 +406,7 @@ TEST(ControlFlow, MissingBranchIsNamed) {
   auto& n = m.node("If", {"c"}, {"r"}, "half_if");
   graph_attr(n, "then_branch").node("Relu", {"x"}, {"y"}).output("y");
   m.output("r", DataType::kFloat32);
-  Status st = build_status(m);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.node_name(), "half_if");
-  EXPECT_EQ(st.attribute(), "else_branch");
-  EXPECT_TRUE(contains(st.message(), "missing")) << st.to_string();
+  expect_build_error(m, "half_if", "else_branch", "missing");
 }
 
 TEST(ControlFlow, BranchWithTheWrongOutputCountIsNamed) {
@@ -415,21 +417,14 @@ TEST(ControlFlow, BranchWithTheWrongOutputCountIsNamed) {
   graph_attr(n, "then_branch").node("Relu", {"x"}, {"y"}).output("y").output("x");
   graph_attr(n, "else_branch").output("x");
   m.output("r", DataType::kFloat32);
-  Status st = build_status(m);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.node_name(), "if2");
-  EXPECT_EQ(st.attribute(), "then_branch");
-  EXPECT_TRUE(contains(st.message(), "then_branch has 2 outputs but the node has 1")) << st.to_string();
+  expect_build_error(m, "if2", "then_branch", "then_branch has 2 outputs but the node has 1");
 }
 
 TEST(ControlFlow, NonBoolConditionIsNamed) {
   OnnxModelBuilder m = if_model();
   m.model().mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(
       onnx::TensorProto::FLOAT);
-  Status st = build_status(m);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.node_name(), "choose");
-  EXPECT_TRUE(contains(st.message(), "cond ('c') must be bool, not float32")) << st.to_string();
+  expect_build_error(m, "choose", "", "cond ('c') must be bool, not float32");
 }
 
 TEST(ControlFlow, BranchesOfDifferentDtypesAreNamed) {
@@ -440,48 +435,39 @@ TEST(ControlFlow, BranchesOfDifferentDtypesAreNamed) {
   graph_attr(n, "then_branch").output("x");
   graph_attr(n, "else_branch").node("Cast", {"x"}, {"xi"}, {{"to", 7}}).output("xi");
   m.output("r", DataType::kFloat32);
-  Status st = build_status(m);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.node_name(), "mixed");
-  EXPECT_TRUE(contains(st.message(), "float32 in then_branch but int64 in else_branch")) << st.to_string();
+  expect_build_error(m, "mixed", "", "float32 in then_branch but int64 in else_branch");
+}
+
+// Loop `name` over (M, "", v: float32 `dims`) -> r, its body taking (i, c, v_in) and returning
+// (c, v_out) through the node `op` applied to v_in (its int attributes `attrs`). Without `with_m`
+// the trip count is left out too.
+OnnxModelBuilder one_value_loop(const std::string& name, const std::vector<testing::DimSpec>& dims,
+                                const std::string& op, std::vector<std::pair<std::string, int64_t>> attrs = {},
+                                DataType declared = DataType::kUndefined, bool with_m = true) {
+  OnnxModelBuilder m(17);
+  if (with_m) m.input("M", DataType::kInt64, {});
+  m.input("v", DataType::kFloat32, dims);
+  auto& n = m.node("Loop", {with_m ? "M" : "", "", "v"}, {"r"}, name);
+  const std::vector<std::string> in = op == "MatMul" ? std::vector<std::string>{"v_in", "v_in"}
+                                                     : std::vector<std::string>{"v_in"};
+  graph_attr(n, "body").input("i").input("c").input("v_in", declared).node(op, in, {"v_out"}, std::move(attrs))
+      .output("c").output("v_out");
+  m.output("r", DataType::kFloat32);
+  return m;
 }
 
 TEST(ControlFlow, LoopCarriedDtypeMismatchIsNamed) {
-  OnnxModelBuilder m(17);
-  m.input("M", DataType::kInt64, {});
-  m.input("v", DataType::kFloat32, {2});
-  auto& n = m.node("Loop", {"M", "", "v"}, {"r"}, "bad_loop");
-  graph_attr(n, "body").input("i").input("c").input("v_in")
-      .node("Cast", {"v_in"}, {"v_out"}, {{"to", 7}}).output("c").output("v_out");
-  m.output("r", DataType::kFloat32);
-  Status st = build_status(m);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.node_name(), "bad_loop");
-  EXPECT_EQ(st.attribute(), "body");
-  EXPECT_TRUE(contains(st.message(), "enters the body as float32 but the body returns int64")) << st.to_string();
+  expect_build_error(one_value_loop("bad_loop", {2}, "Cast", {{"to", 7}}), "bad_loop", "body",
+                     "enters the body as float32 but the body returns int64");
 }
 
 TEST(ControlFlow, LoopBodyDeclaringAnotherDtypeIsNamed) {
-  OnnxModelBuilder m(17);
-  m.input("M", DataType::kInt64, {});
-  m.input("v", DataType::kFloat32, {2});
-  auto& n = m.node("Loop", {"M", "", "v"}, {"r"}, "decl_loop");
-  graph_attr(n, "body").input("i").input("c").input("v_in", DataType::kInt32)
-      .node("Identity", {"v_in"}, {"v_out"}).output("c").output("v_out");
-  m.output("r", DataType::kFloat32);
-  Status st = build_status(m);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.node_name(), "decl_loop");
-  EXPECT_TRUE(contains(st.message(), "('v_in') is declared int32 but receives float32")) << st.to_string();
+  expect_build_error(one_value_loop("decl_loop", {2}, "Identity", {}, DataType::kInt32), "decl_loop", "",
+                     "('v_in') is declared int32 but receives float32");
 }
 
 TEST(ControlFlow, LoopWithoutTripCountOrConditionIsRefusedWhenRun) {
-  OnnxModelBuilder m(17);
-  m.input("v", DataType::kFloat32, {2});
-  auto& n = m.node("Loop", {"", "", "v"}, {"r"}, "forever");
-  graph_attr(n, "body").input("i").input("c").input("v_in").node("Identity", {"v_in"}, {"v_out"})
-      .output("c").output("v_out");
-  m.output("r", DataType::kFloat32);
+  OnnxModelBuilder m = one_value_loop("forever", {2}, "Identity", {}, DataType::kUndefined, /*with_m=*/false);
   auto out = run_model(m, {{"v", Tensor::from_doubles(DataType::kFloat32, {2}, {1, 2})}});
   ASSERT_FALSE(out.is_ok());
   EXPECT_EQ(out.status().node_name(), "forever");
@@ -504,18 +490,9 @@ TEST(ControlFlow, SubgraphReadingAnUndefinedNameIsNamed) {
 TEST(ControlFlow, ErrorInsideABodyNamesBothNodes) {
   // The body's MatMul gets shapes that do not agree: the error names the Loop, its attribute and the
   // MatMul inside.
-  OnnxModelBuilder m(17);
-  m.input("M", DataType::kInt64, {});
-  m.input("v", DataType::kFloat32, {2, 3});
-  auto& n = m.node("Loop", {"M", "", "v"}, {"r"}, "outer_loop");
-  graph_attr(n, "body").input("i").input("c").input("v_in").node("MatMul", {"v_in", "v_in"}, {"v_out"})
-      .output("c").output("v_out");
-  m.output("r", DataType::kFloat32);
-  Status st = build_status(m);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.node_name(), "outer_loop");
-  EXPECT_TRUE(contains(st.message(), "subgraph 'body'")) << st.to_string();
-  EXPECT_TRUE(contains(st.message(), "MatMul")) << st.to_string();
+  OnnxModelBuilder m = one_value_loop("outer_loop", {2, 3}, "MatMul");
+  expect_build_error(m, "outer_loop", "", "subgraph 'body'");
+  expect_build_error(m, "outer_loop", "", "(MatMul)");
 }
 
 TEST(ControlFlow, ScanAttributeOfTheWrongLengthIsNamed) {
@@ -527,10 +504,7 @@ TEST(ControlFlow, ScanAttributeOfTheWrongLengthIsNamed) {
   OnnxModelBuilder::attr(n, "scan_input_axes", std::vector<int64_t>{0, 1});
   graph_attr(n, "body").input("s_in").input("xt").node("Add", {"s_in", "xt"}, {"s_out"}).output("s_out");
   m.output("s", DataType::kFloat32);
-  Status st = build_status(m);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.node_name(), "scan_bad");
-  EXPECT_EQ(st.attribute(), "scan_input_axes");
+  expect_build_error(m, "scan_bad", "scan_input_axes", "");
 }
 
 }  // namespace
