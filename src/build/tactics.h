@@ -24,7 +24,8 @@ struct Tactic {
   int algo = -1;     // implementation index within the layer kind (e.g. cudnnConvolutionFwdAlgo_t)
   // Layer-kind specific. conv: 0 = cuDNN convolution + graft's epilogue, 1 = cuDNN's fused
   // conv+bias+activation call, 2 = graft's NHWC depthwise kernel, 3 = graft's NCHW depthwise kernel,
-  // 4 = graft's NHWC pointwise (1x1) kernel (2-4 ignore algo).
+  // 4 = graft's NHWC pointwise (1x1) kernel (2-4 ignore algo), 5 = a grouped NHWC convolution run
+  // by cuDNN in NCHW between transposes (algo: the NCHW algorithm).
   int variant = 0;
   double ms = 0;     // measured time, for reports
 };

@@ -108,6 +108,49 @@ TEST(CudaNn, GraftChannelsLastPadsAndConverts) {
   }
 }
 
+// A grouped NHWC convolution (RegNetX: 3 groups of 24 channels, stride 2) may run on cuDNN in NCHW
+// between transposes into the workspace (variant 5). First timed with every tactic (whichever wins
+// must be right), then forced to variant 5 through the tactic table, with each epilogue part.
+TEST(CudaNn, GraftConvGroupedNhwcViaNchw) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Spec {
+    int64_t n, h, w, c, m, group, k, stride;
+    bool residual;
+    const char* act;
+  };
+  for (const Spec& s : {Spec{2, 12, 11, 72, 72, 3, 3, 2, false, "Relu"}, Spec{3, 7, 8, 32, 48, 4, 3, 1, true, "Silu"},
+                        Spec{1, 9, 9, 16, 16, 2, 1, 1, false, ""}}) {
+    const int64_t pad = s.k / 2;
+    const int64_t oh = (s.h + 2 * pad - s.k) / s.stride + 1, ow = (s.w + 2 * pad - s.k) / s.stride + 1;
+    KernelCase c{"GraftConv", {rnd(rng, {s.n, s.h, s.w, s.c}), rnd(rng, {s.m, s.k, s.k, s.c / s.group}), rnd(rng, {s.m})}};
+    if (s.residual) c.inputs.push_back(rnd(rng, {s.n, oh, ow, s.m}));
+    c.attrs.set("layout", std::string("NHWC"));
+    c.attrs.set("activation", std::string(s.act));
+    c.attrs.set("group", s.group);
+    c.attrs.set("kernel_shape", std::vector<int64_t>{s.k, s.k});
+    c.attrs.set("strides", std::vector<int64_t>{s.stride, s.stride});
+    c.attrs.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+    c.label = std::to_string(s.group) + " groups of " + std::to_string(s.c / s.group);
+    for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
+      TacticTable table;
+      TacticTuning tuning;
+      KernelCase timed = c;
+      timed.tactics = &table;
+      timed.tuning = &tuning;
+      run_kernel_case(timed, dt, seed);
+      auto chosen = table.snapshot();
+      ASSERT_EQ(chosen.size(), 1u) << "one problem, one tactic";
+      table.put(chosen.begin()->first, Tactic{0, 5, 0});  // IMPLICIT_GEMM (no scratch) via NCHW
+      KernelCase forced = c;
+      forced.tactics = &table;
+      forced.label += " (variant 5)";
+      run_kernel_case(forced, dt, seed);
+    }
+  }
+}
+
 TEST(CudaNn, GraftConvGateOverOnePixelNhwc) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();

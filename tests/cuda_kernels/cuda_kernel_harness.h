@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_ops.h"
+#include "build/tactics.h"
 #include "op_test_util.h"
 
 namespace graft::testing {
@@ -75,6 +76,11 @@ struct KernelCase {
   double atol = 0;
   std::string label;  // printed on failure
   std::set<int> keep_f32;  // float32 inputs that stay float32 (e.g. Resize scales)
+  // The engine's tactic table and the builder's tuning state as the op sees them: with `tuning` the
+  // op times its tactics and records its choice in `tactics`; with `tactics` alone it runs what the
+  // table names (a test can name a tactic the timing would not pick).
+  TacticTable* tactics = nullptr;
+  TacticTuning* tuning = nullptr;
 };
 
 inline std::vector<double> to_doubles(const Tensor& t) {
@@ -186,6 +192,8 @@ inline void run_kernel_case(const KernelCase& c, DataType dt, uint32_t seed) {
   ex.ctx = &ectx;
   ex.cublaslt = GpuHandles::get().lt;
   ex.cudnn = GpuHandles::get().dnn;
+  ex.tactics = c.tactics;
+  ex.tuning = c.tuning;
   // As the execution context does once per run: kernels never set the cuDNN handle's stream
   // themselves (that is not allowed inside a CUDA graph capture).
 #ifdef GRAFT_WITH_CUDNN
