@@ -98,6 +98,17 @@ Result<int> fuse_conv_epilogues(Graph& g) {
       attrs.set("activation", act->op_type);
       out = act->outputs[0];
       absorbed.push_back(act);
+    } else if (usable(act) && is_op(act, "HardSigmoid") && act->outputs.size() == 1) {
+      // MobileNetV3's squeeze-excitation gate (alpha 1/6, beta 1/2 as PyTorch exports it).
+      auto alpha = act->attrs.get_float("alpha", 0.2f);
+      auto beta = act->attrs.get_float("beta", 0.5f);
+      if (alpha && beta && std::isfinite(*alpha) && std::isfinite(*beta)) {
+        attrs.set("activation", std::string("HardSigmoid"));
+        attrs.set("hardsigmoid_alpha", *alpha);
+        attrs.set("hardsigmoid_beta", *beta);
+        out = act->outputs[0];
+        absorbed.push_back(act);
+      }
     } else if (usable(act) && is_op(act, "Clip") && act->outputs.size() == 1 && epilogue_clip_bounds(*act, &lo, &hi)) {
       // ReLU6 (MobileNetV2, MnasNet): a separate elementwise pass over the whole activation cost
       // more than the convolution at batch 32.

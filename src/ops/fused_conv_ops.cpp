@@ -2,7 +2,7 @@
 //
 //   GraftConv(X, W, B?, Z?)  Y = act(conv(X, W) + B + Z), 2-D, in NCHW or NHWC.
 //     Attributes: the Conv attributes (kernel_shape, strides, pads, dilations, group, auto_pad),
-//     activation ("", "Relu", "HardSwish", "Clip" with clip_min/clip_max, "Silu" or "Sigmoid"), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
+//     activation ("", "Relu", "HardSwish", "Clip" with clip_min/clip_max, "Silu", "Sigmoid" or "HardSigmoid" with hardsigmoid_alpha/beta), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
 //     and W is [M, kH, kW, C/group] (cuDNN's KRSC filter layout). Z (the residual) has Y's shape.
 //   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
 //     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
@@ -231,10 +231,20 @@ Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
   if (!act) return std::move(act).take_status();
   static const std::pair<const char*, ConvActivation> kNames[] = {
       {"", ConvActivation::kNone}, {"Relu", ConvActivation::kRelu}, {"HardSwish", ConvActivation::kHardSwish},
-      {"Clip", ConvActivation::kClip}, {"Silu", ConvActivation::kSilu}, {"Sigmoid", ConvActivation::kSigmoid}};
+      {"Clip", ConvActivation::kClip}, {"Silu", ConvActivation::kSilu}, {"Sigmoid", ConvActivation::kSigmoid},
+      {"HardSigmoid", ConvActivation::kHardSigmoid}};
   for (const auto& [name, kind] : kNames) {
     if (*act != name) continue;
     *out = ConvEpilogueActivation{kind, 0.f, 0.f};
+    if (kind == ConvActivation::kHardSigmoid) {
+      for (auto [name, dst] : {std::pair{"hardsigmoid_alpha", &out->lo}, std::pair{"hardsigmoid_beta", &out->hi}}) {
+        auto v = attrs.get_float(name, std::numeric_limits<float>::quiet_NaN());
+        if (!v) return Status(v.status()).with_attribute(name);
+        if (!std::isfinite(*v))
+          return error(StatusCode::kInvalidModel, "activation 'HardSigmoid' needs a finite number").with_attribute(name);
+        *dst = *v;
+      }
+    }
     if (kind == ConvActivation::kClip) {
       for (auto [bound, dst] : {std::pair{"clip_min", &out->lo}, std::pair{"clip_max", &out->hi}}) {
         auto v = attrs.get_float(bound, std::numeric_limits<float>::quiet_NaN());
@@ -250,7 +260,7 @@ Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
     }
     return Status::ok();
   }
-  Status st = error(StatusCode::kInvalidModel, "activation must be '', 'Relu', 'HardSwish', 'Clip', 'Silu' or 'Sigmoid', got '",
+  Status st = error(StatusCode::kInvalidModel, "activation must be '', 'Relu', 'HardSwish', 'Clip', 'Silu', 'Sigmoid' or 'HardSigmoid', got '",
                     *act, "'");
   st.with_attribute("activation");
   return st;
@@ -268,6 +278,8 @@ double apply_activation(const ConvEpilogueActivation& act, double v) {
       return v / (1.0 + std::exp(-v));
     case ConvActivation::kSigmoid:
       return 1.0 / (1.0 + std::exp(-v));
+    case ConvActivation::kHardSigmoid:
+      return std::min(1.0, std::max(0.0, static_cast<double>(act.lo) * v + act.hi));
     case ConvActivation::kNone:
       break;
   }

@@ -16,11 +16,12 @@ inline const std::vector<int64_t> kNchwToNhwc{0, 2, 3, 1};  // NCHW axes in NHWC
 // The internal NHWC ops' attributes (src/ops/fused_conv_ops.cpp), read by their schemas, CPU
 // references and CUDA kernels alike: `layout` ("NCHW" or "NHWC") and GraftConv's `activation`
 // ("", "Relu", "HardSwish", "Clip" with float `clip_min`/`clip_max`, "Silu", x * sigmoid(x) as
-// PyTorch exports SiLU, or "Sigmoid", a squeeze-excitation gate's). Errors name the attribute.
-enum class ConvActivation : int { kNone = 0, kRelu = 1, kHardSwish = 2, kClip = 3, kSilu = 4, kSigmoid = 5 };  // the CUDA epilogue's codes
+// PyTorch exports SiLU, "Sigmoid", a squeeze-excitation gate's, or "HardSigmoid" with float
+// `hardsigmoid_alpha`/`hardsigmoid_beta`, MobileNetV3's gate). Errors name the attribute.
+enum class ConvActivation : int { kNone = 0, kRelu = 1, kHardSwish = 2, kClip = 3, kSilu = 4, kSigmoid = 5, kHardSigmoid = 6 };  // the CUDA epilogue's codes
 struct ConvEpilogueActivation {
   ConvActivation kind = ConvActivation::kNone;
-  float lo = 0, hi = 0;  // kClip's bounds
+  float lo = 0, hi = 0;  // kClip's bounds; kHardSigmoid's alpha and beta
 };
 Status read_layout(const AttributeMap& attrs, bool* nhwc);
 Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* act);

@@ -23,7 +23,7 @@ using cuda::k::Epilogue;
 using cuda::k::KType;
 
 // Every activation of the fused epilogue; Clip with bounds tight enough that both bind on random data.
-const char* const kActivations[] = {"", "Relu", "HardSwish", "Clip", "Silu", "Sigmoid"};
+const char* const kActivations[] = {"", "Relu", "HardSwish", "Clip", "Silu", "Sigmoid", "HardSigmoid"};
 
 // GraftConv over NCHW with one filter per channel runs graft's NCHW depthwise kernel. The shapes
 // reach every path: the register-blocked square 3/5/7 filters (row stride and dilation 1) with each
@@ -222,11 +222,12 @@ double activation_ref(const char* act, double v, double lo, double hi) {
   if (a == "Clip") return v < lo ? lo : (v > hi ? hi : v);
   if (a == "Silu") return v / (1 + std::exp(-v));
   if (a == "Sigmoid") return 1 / (1 + std::exp(-v));
+  if (a == "HardSigmoid") return std::min(1.0, std::max(0.0, lo * v + hi));  // lo, hi: alpha, beta
   return v;
 }
 
 int activation_code(const char* act) {
-  for (int i = 0; i < 6; ++i)
+  for (int i = 0; i < 7; ++i)
     if (std::string(act) == kActivations[i]) return i;
   return -1;
 }

@@ -131,13 +131,13 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
   }
 }
 
-// The cuDNN path (not depthwise) with graft's epilogue kernel applying Clip, Silu and Sigmoid, both layouts.
+// The cuDNN path (not depthwise) with graft's epilogue kernel applying Clip, Silu, Sigmoid and HardSigmoid, both layouts.
 TEST(CudaNn, GraftConvClipAndSiluEpilogues) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
   for (const char* layout : {"NCHW", "NHWC"})
-    for (const char* act : {"Clip", "Silu", "Sigmoid"}) {
+    for (const char* act : {"Clip", "Silu", "Sigmoid", "HardSigmoid"}) {
       const bool nhwc = std::string(layout) == "NHWC";
       const std::vector<int64_t> x = nhwc ? std::vector<int64_t>{2, 7, 6, 8} : std::vector<int64_t>{2, 8, 7, 6};
       const std::vector<int64_t> w = nhwc ? std::vector<int64_t>{16, 3, 3, 8} : std::vector<int64_t>{16, 8, 3, 3};
@@ -146,6 +146,8 @@ TEST(CudaNn, GraftConvClipAndSiluEpilogues) {
       c.attrs.set("activation", std::string(act));
       c.attrs.set("clip_min", -0.3f);
       c.attrs.set("clip_max", 0.4f);
+      c.attrs.set("hardsigmoid_alpha", 1.f / 6.f);
+      c.attrs.set("hardsigmoid_beta", 0.5f);
       c.attrs.set("kernel_shape", std::vector<int64_t>{3, 3});
       c.attrs.set("pads", std::vector<int64_t>{1, 1, 1, 1});
       c.tol32 = 1e-4;

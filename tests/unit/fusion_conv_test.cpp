@@ -304,11 +304,14 @@ TEST(FusionConv, ClipAndSiluJoinTheEpilogue) {
 }
 
 // A squeeze-excitation gate (EfficientNet): GlobalAveragePool -> Conv -> Silu -> Conv -> Sigmoid ->
-// Mul(x, gate). The Sigmoid joins the second conv's epilogue; outputs unchanged.
+// Mul(x, gate), and MobileNetV3's with HardSigmoid. The gate joins the second conv's epilogue;
+// outputs unchanged.
 TEST(FusionConv, SigmoidGateJoinsTheEpilogue) {
   const uint32_t seed = std::random_device{}();
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
+  for (const char* gate_op : {"Sigmoid", "HardSigmoid"}) {
+  SCOPED_TRACE(gate_op);
   OnnxModelBuilder m;
   m.input("x", DataType::kFloat32, {2, 8, 5, 4});
   m.initializer("w1", random_tensor(DataType::kFloat32, {2, 8, 1, 1}, rng));
@@ -320,7 +323,8 @@ TEST(FusionConv, SigmoidGateJoinsTheEpilogue) {
   m.node("Sigmoid", {"c1"}, {"s1"}, "sig1");
   m.node("Mul", {"c1", "s1"}, {"a1"}, "silu");
   m.node("Conv", {"a1", "w2", "b2"}, {"c2"}, "expand");
-  m.node("Sigmoid", {"c2"}, {"gate"}, "gate");
+  auto& gate = m.node(gate_op, {"c2"}, {"gate"}, "gate");
+  if (std::string(gate_op) == "HardSigmoid") OnnxModelBuilder::attr(gate, "alpha", 1.f / 6.f);  // PyTorch's
   m.node("Mul", {"x", "gate"}, {"y"}, "excite");
   m.output("y", DataType::kFloat32);
   std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 8, 5, 4}, rng)}};
@@ -330,11 +334,12 @@ TEST(FusionConv, SigmoidGateJoinsTheEpilogue) {
   ASSERT_TRUE(n.is_ok()) << n.status().to_string();
   EXPECT_EQ(*n, 2);
   ASSERT_TRUE(infer_shapes(*fused).is_ok());
-  EXPECT_EQ(count_ops(*fused, "Sigmoid"), 0);
+  EXPECT_EQ(count_ops(*fused, gate_op), 0);
   for (const auto& node : fused->nodes())
-    if (node->name == "expand") EXPECT_EQ(*node->attrs.get_string("activation", ""), "Sigmoid");
+    if (node->name == "expand") EXPECT_EQ(*node->attrs.get_string("activation", ""), gate_op);
   auto got = run_on_cpu(std::move(fused), in);
   expect_close(got.at("y"), want.at("y"), "y");
+  }
 }
 
 // Under a dynamic batch the residual's shape and the convolution's are the same expression

@@ -175,6 +175,7 @@ std::string activation_key(const ConvEpilogueActivation& a) {
     case ConvActivation::kClip: return ";clip" + std::to_string(a.lo) + "," + std::to_string(a.hi);
     case ConvActivation::kSilu: return ";silu";
     case ConvActivation::kSigmoid: return ";sigmoid";
+    case ConvActivation::kHardSigmoid: return ";hardsigmoid" + std::to_string(a.lo) + "," + std::to_string(a.hi);
     case ConvActivation::kNone: break;
   }
   return "";
@@ -368,7 +369,7 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
 
 bool fused_variant_allowed(const ConvCall& c, int algo) {
   if (!c.B) return false;
-  // cuDNN's fused call applies Relu or nothing; HardSwish, Clip, Silu and Sigmoid need graft's epilogue.
+  // cuDNN's fused call applies Relu or nothing; the other activations need graft's epilogue.
   if (c.g->act.kind != ConvActivation::kNone && c.g->act.kind != ConvActivation::kRelu) return false;
   return c.g->act.kind == ConvActivation::kRelu || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 }

@@ -135,6 +135,7 @@ __device__ __forceinline__ float apply_epilogue(const Epilogue& e, float v) {
     case 3: return v < e.lo ? e.lo : (v > e.hi ? e.hi : v);  // comparisons with NaN are false: NaN stays
     case 4: return v / (1.f + expf(-v));
     case 5: return 1.f / (1.f + expf(-v));
+    case 6: return fminf(fmaxf(e.lo * v + e.hi, 0.f), 1.f);  // HardSigmoid: lo, hi are alpha, beta
     default: return v;
   }
 }

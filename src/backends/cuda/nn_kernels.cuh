@@ -32,7 +32,7 @@ cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, i
                                     int64_t channels, cudaStream_t s);
 
 // A convolution's activation: act 0 none, 1 Relu, 2 HardSwish, 3 Clip to [lo, hi] (NaN stays NaN),
-// 4 Silu x * sigmoid(x), 5 Sigmoid (graft::ConvActivation's codes).
+// 4 Silu x * sigmoid(x), 5 Sigmoid, 6 HardSigmoid clamp(lo * x + hi, 0, 1) (graft::ConvActivation's codes).
 struct Epilogue {
   int act = 0;
   float lo = 0, hi = 0;
