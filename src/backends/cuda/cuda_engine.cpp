@@ -263,6 +263,7 @@ class CudaContext final : public CudaExecutionContext {
   bool external_capture_ = false;       // this run is being captured into the caller's own CUDA graph
   cudaStreamCaptureMode capture_mode_ = cudaStreamCaptureModeThreadLocal;
   std::vector<Slot> slots_;
+  bool slots_clean_ = false;  // slots_ is num_values empty slots (left so by a graph replay)
   std::vector<size_t> recorded_;  // bytes asked per value id this run
   size_t run_workspace_ = 0;      // most workspace bytes a layer asked for this run
   bool graphs_on_ = true, profiling_ = false, last_used_graph_ = false, sync_check_ = false;
@@ -1406,7 +1407,11 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     return error(StatusCode::kInvalidArgument, "this input shape set has not run on this context yet, so its memory is "
                  "not planned and it cannot be captured into the caller's CUDA graph: run it once before capturing");
   if (external_capture_ && plan.workspace) GRAFT_RETURN_IF_ERROR(ensure_workspace(plan.workspace));
-  slots_.assign(engine_->num_values(), Slot{});
+  // Empty slots for every value. A graph replay fills only the inputs' and outputs' slots and
+  // empties them again at its end, so the next run reuses the vector as it is: constructing every
+  // value's slot again is host time before the launch, which small batches see as latency.
+  if (!slots_clean_ || slots_.size() != engine_->num_values()) slots_.assign(engine_->num_values(), Slot{});
+  slots_clean_ = false;
   recorded_.assign(engine_->num_values(), 0);
   run_workspace_ = 0;
   timings_.clear();
@@ -1580,7 +1585,14 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     }
     for (auto& t : timings_) t.percent = total > 0 ? 100.0 * t.ms / total : 0;
   }
-  slots_.clear();
+  if (last_used_graph_) {  // only these slots were filled (see above)
+    for (const Value* v : g.inputs()) slots_[static_cast<size_t>(engine_->value_id(v))] = Slot{};
+    for (const auto& od : plan.graph_outputs) slots_[static_cast<size_t>(od.vid)] = Slot{};
+    for (const auto& [vid, t] : plan.graph_host_outputs) slots_[static_cast<size_t>(vid)] = Slot{};
+    slots_clean_ = true;
+  } else {
+    slots_.clear();
+  }
   plan.workspace = std::max(plan.workspace, run_workspace_);
   plan.workspace_known = true;
   if (!plan.planned || plan.dirty) GRAFT_RETURN_IF_ERROR(replan(plan));
