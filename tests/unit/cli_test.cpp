@@ -18,6 +18,7 @@
 
 #include "build/plan.h"
 #include "io/tensor_io.h"
+#include "tests/unit/onnx_model_builder.h"
 
 namespace graft {
 namespace {
@@ -135,6 +136,50 @@ class CliTest : public ::testing::Test {
   fs::path dir_;
   Tensor x_;
 };
+
+// Several optimization profiles: each occurrence of --min/--opt/--max-shapes is one profile (trtexec's
+// habit), `run --profile-index N` selects one, and `inspect` shows them all.
+TEST_F(CliTest, SeveralOptimizationProfiles) {
+  CmdResult b = graft("build relu.onnx -o two.plan --min-shapes x:1x3 --opt-shapes x:2x3 --max-shapes x:4x3 "
+                      "--min-shapes x:8x3 --opt-shapes x:12x3 --max-shapes x:16x3");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  std::string plan = slurp(dir_ / "two.plan");
+  ASSERT_GT(plan.size(), 12u);
+  EXPECT_EQ(static_cast<uint32_t>(static_cast<unsigned char>(plan[8])), kPlanFormatVersion);  // little-endian, < 256
+  CmdResult i = graft("inspect two.plan");
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_NE(i.out.find("profile 0: min [1,3] opt [2,3] max [4,3]"), std::string::npos) << i.out;
+  EXPECT_NE(i.out.find("profile 1: min [8,3] opt [12,3] max [16,3]"), std::string::npos) << i.out;
+  CmdResult ij = graft("inspect two.plan --json");
+  ASSERT_EQ(ij.exit_code, 0) << ij.err;
+  auto j = nlohmann::json::parse(ij.out);
+  ASSERT_EQ(j["profiles"].size(), 2u);
+  // Random inputs take the selected profile's opt shape.
+  CmdResult r = graft("run two.plan --profile-index 1 --iterations 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto rj = nlohmann::json::parse(r.out);
+  EXPECT_EQ(rj["profile_index"], 1);
+  EXPECT_EQ(rj["inputs"][0]["shape"], (std::vector<int64_t>{12, 3}));
+  CmdResult r0 = graft("run two.plan --iterations 1 --json");
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  EXPECT_EQ(nlohmann::json::parse(r0.out)["inputs"][0]["shape"], (std::vector<int64_t>{2, 3}));
+  // A shape of profile 1 on profile 0, a profile that does not exist, flags given unevenly.
+  expect_one_line_error("run two.plan --shapes x:12x3 --iterations 1", "outside optimization profile 0 [min 1, max 4]");
+  expect_one_line_error("run two.plan --profile-index 2 --iterations 1",
+                        "--profile-index: optimization profile 2 does not exist: this engine has 2 profiles");
+  expect_one_line_error("run relu.onnx --min-shapes x:1x3 --max-shapes x:4x3 --profile-index 1 --iterations 1",
+                        "--profile-index 1: the shape flags give 1 optimization profile(s)");
+  expect_one_line_error("build relu.onnx -o bad.plan --min-shapes x:1x3 --min-shapes x:8x3 --max-shapes x:16x3",
+                        "--max-shapes is given 1 time(s) but another shape flag 2 times");
+  expect_one_line_error("build relu.onnx -o bad.plan --max-shapes x:4x3 --max-shapes x:2x3 --min-shapes x:1x3 "
+                        "--min-shapes x:3x3",
+                        "profile 1 for input 'x' dimension 0 needs 0 <= min <= opt <= max");
+  // Building from ONNX with two profiles and running on the second.
+  CmdResult o = graft("run relu.onnx --min-shapes x:1x3 --max-shapes x:4x3 --min-shapes x:5x3 --max-shapes x:9x3 "
+                      "--profile-index 1 --shapes x:7x3 --iterations 1 --json");
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_EQ(nlohmann::json::parse(o.out)["inputs"][0]["shape"], (std::vector<int64_t>{7, 3}));
+}
 
 TEST_F(CliTest, BuildThenRunPlan) {
   build_plan();
@@ -644,6 +689,198 @@ TEST_F(CliTest, DeviceOrdinal) {
 #ifndef GRAFT_WITH_CUDA
   expect_one_line_error("build relu.onnx -o a.plan --device cuda:0", "built without CUDA");
 #endif
+}
+
+// ---- comparisons: --compare-backend, --compare-model, --layerwise ------------------------------
+
+// A two-layer MLP, y = Sigmoid(Relu(x W1 + b1) W2 + b2), written with its nodes out of topological
+// order (Sigmoid first) so the report's order has to come from the graph, not the file. `b1_shift`
+// changes one element of b1: the model's 'fc1_bias' layer is then the first to differ from the
+// unshifted model, and every layer after it differs too. `r1_name` renames the Relu's output (a
+// tensor only one model has); `x_name` renames the input.
+std::string mlp_model_bytes(float b1_shift, const std::string& r1_name = "r1", const std::string& x_name = "x") {
+  testing::OnnxModelBuilder b(13);
+  b.input(x_name, DataType::kFloat32, {2, 4});
+  std::vector<double> w1(4 * 8), w2(8 * 3), b1(8), b2 = {0.1, -0.2, 0.3};
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = std::sin(0.7 * static_cast<double>(i) + 0.3);
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = std::cos(0.9 * static_cast<double>(i));
+  for (size_t i = 0; i < b1.size(); ++i) b1[i] = 0.05 * static_cast<double>(i) + 1.0;  // keeps Relu open
+  b1[3] += b1_shift;
+  b.initializer("W1", Tensor::from_doubles(DataType::kFloat32, {4, 8}, w1));
+  b.initializer("b1", Tensor::from_doubles(DataType::kFloat32, {8}, b1));
+  b.initializer("W2", Tensor::from_doubles(DataType::kFloat32, {8, 3}, w2));
+  b.initializer("b2", Tensor::from_doubles(DataType::kFloat32, {3}, b2));
+  b.node("Sigmoid", {"h2b"}, {"y"}, "sigmoid");
+  b.node("MatMul", {x_name, "W1"}, {"h1"}, "fc1");
+  b.node("Add", {"h1", "b1"}, {"h1b"}, "fc1_bias");
+  b.node("Relu", {"h1b"}, {r1_name}, "relu1");
+  b.node("MatMul", {r1_name, "W2"}, {"h2"}, "fc2");
+  b.node("Add", {"h2", "b2"}, {"h2b"}, "fc2_bias");
+  b.output("y", DataType::kFloat32);
+  return b.bytes();
+}
+
+class CliCompareTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    ASSERT_TRUE(io::write_file_atomic(path("mlp.onnx"), mlp_model_bytes(0)).is_ok());
+    ASSERT_TRUE(io::write_file_atomic(path("mlp_shifted.onnx"), mlp_model_bytes(0.25f)).is_ok());
+    ASSERT_TRUE(io::write_file_atomic(path("mlp_renamed.onnx"), mlp_model_bytes(0, "relu_out")).is_ok());
+    ASSERT_TRUE(io::write_file_atomic(path("mlp_other_input.onnx"), mlp_model_bytes(0, "r1", "image")).is_ok());
+  }
+  nlohmann::json comparison_of(const CmdResult& r) {
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out;
+    EXPECT_TRUE(j.contains("comparison")) << r.out;
+    return j.is_discarded() ? nlohmann::json() : j["comparison"];
+  }
+};
+
+// The honest failing case: two models that differ in one constant of one known layer. The report
+// names that layer first, although the file lists Sigmoid first and every later layer differs too.
+TEST_F(CliCompareTest, LayerwiseNamesTheChangedLayerFirst) {
+  CmdResult r = graft("run mlp.onnx --compare-model mlp_shifted.onnx --layerwise --iterations 1 --seed 3 --json");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto lines = lines_of(r.err);
+  ASSERT_FALSE(lines.empty());
+  EXPECT_NE(lines.back().find("layer 'fc1_bias' (Add), output 'h1b'"), std::string::npos) << r.err;
+  nlohmann::json c = comparison_of(r);
+  ASSERT_TRUE(c.is_object());
+  EXPECT_EQ(c["passed"], false);
+  EXPECT_EQ(c["first_divergence"]["layer"], "fc1_bias") << c.dump(1);
+  EXPECT_EQ(c["first_divergence"]["op_type"], "Add");
+  EXPECT_EQ(c["first_divergence"]["tensor"], "h1b");
+  EXPECT_EQ(c["first_divergence"]["worst_at"], nlohmann::json::array({0, 3}));
+  EXPECT_NEAR(c["first_divergence"]["max_abs_error"].get<double>(), 0.25, 1e-6);
+  // Topological order: fc1 (equal), fc1_bias, relu1, fc2, fc2_bias, sigmoid.
+  std::vector<std::string> order, status;
+  for (const auto& t : c["tensors"]) {
+    order.push_back(t["layer"]);
+    status.push_back(t["status"]);
+  }
+  EXPECT_EQ(order, (std::vector<std::string>{"fc1", "fc1_bias", "relu1", "fc2", "fc2_bias", "sigmoid"}));
+  EXPECT_EQ(status, (std::vector<std::string>{"match", "mismatch", "mismatch", "mismatch", "mismatch", "mismatch"}));
+  EXPECT_EQ(c["summary"]["matched"], 1);
+  EXPECT_EQ(c["summary"]["mismatched"], 5);
+
+  CmdResult text = graft("run mlp.onnx --compare-model mlp_shifted.onnx --mark-all --iterations 1 --seed 3");
+  EXPECT_EQ(text.exit_code, 1) << text.err;
+  EXPECT_NE(text.out.find("first divergence: layer 'fc1_bias' (Add), output 'h1b'"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("MISMATCH"), std::string::npos) << text.out;
+}
+
+// Every field of the report, with its type: scripts read this (docs/cli.md, "Comparison report").
+TEST_F(CliCompareTest, JsonReportSchema) {
+  CmdResult r = graft("run mlp.onnx --compare-backend cpu --layerwise --iterations 1 --seed 5 --json "
+                      "--rtol 1e-4 --atol y:1e-6 --rtol h2:0.5");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json c = comparison_of(r);
+  ASSERT_TRUE(c.is_object());
+  EXPECT_EQ(c["format"], "graft-compare");
+  EXPECT_EQ(c["version"], 1);
+  EXPECT_TRUE(c["candidate"].is_string() && c["reference"].is_string()) << c.dump(1);
+  EXPECT_NE(c["reference"].get<std::string>().find("mlp.onnx on cpu"), std::string::npos);
+  EXPECT_EQ(c["layerwise"], true);
+  EXPECT_EQ(c["passed"], true);
+  EXPECT_TRUE(c["first_divergence"].is_null());
+  EXPECT_EQ(c["tolerance"]["rtol"], 1e-4);
+  EXPECT_EQ(c["tolerance"]["atol"], 1e-5);
+  EXPECT_EQ(c["tolerance"]["per_tensor"]["y"]["atol"], 1e-6);
+  EXPECT_EQ(c["tolerance"]["per_tensor"]["h2"]["rtol"], 0.5);
+  for (const char* k : {"tensors", "matched", "mismatched", "not_compared"})
+    EXPECT_TRUE(c["summary"][k].is_number_integer()) << k;
+  EXPECT_EQ(c["summary"]["tensors"], 6);
+  ASSERT_EQ(c["tensors"].size(), 6u);
+  int index = 0;
+  for (const auto& t : c["tensors"]) {
+    SCOPED_TRACE(t.dump());
+    EXPECT_TRUE(t["tensor"].is_string());
+    EXPECT_EQ(t["status"], "match");
+    EXPECT_TRUE(t["layer"].is_string());
+    EXPECT_TRUE(t["op_type"].is_string());
+    EXPECT_EQ(t["layer_index"], index++);
+    EXPECT_EQ(t["candidate_type"], t["reference_type"]);
+    for (const char* k : {"rtol", "atol", "max_abs_error", "max_rel_error", "candidate_value", "reference_value"})
+      EXPECT_TRUE(t[k].is_number()) << k;
+    for (const char* k : {"elements", "beyond_tolerance"}) EXPECT_TRUE(t[k].is_number_integer()) << k;
+    EXPECT_TRUE(t["worst_at"].is_array());
+    if (t["tensor"] == "h2") EXPECT_EQ(t["rtol"], 0.5);
+    if (t["tensor"] == "y") EXPECT_EQ(t["atol"], 1e-6);
+  }
+  // The run's own report is still there beside the comparison.
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j.contains("timing"));
+  EXPECT_EQ(j["outputs"].size(), 6u);
+}
+
+// Per-output tolerances decide: the shifted model's output differs by about 0.04.
+TEST_F(CliCompareTest, PerOutputTolerance) {
+  CmdResult strict = graft("run mlp.onnx --compare-model mlp_shifted.onnx --iterations 1 --seed 4");
+  EXPECT_EQ(strict.exit_code, 1) << strict.err;
+  EXPECT_NE(strict.err.find("output 'y'"), std::string::npos) << strict.err;
+  CmdResult loose = graft("run mlp.onnx --compare-model mlp_shifted.onnx --iterations 1 --seed 4 --atol y:0.5");
+  EXPECT_EQ(loose.exit_code, 0) << loose.err << loose.out;
+  EXPECT_NE(loose.out.find("every compared tensor is within tolerance"), std::string::npos) << loose.out;
+}
+
+// A tensor only one side has is listed as not compared, saying which side has it, never skipped.
+TEST_F(CliCompareTest, TensorsOnlyOneSideHasAreListed) {
+  CmdResult r = graft("run mlp.onnx --compare-model mlp_renamed.onnx --layerwise --iterations 1 --seed 6 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json c = comparison_of(r);
+  ASSERT_TRUE(c.is_object());
+  EXPECT_EQ(c["summary"]["not_compared"], 2);
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& t : c["tensors"]) by_name[t["tensor"]] = t;
+  EXPECT_EQ(by_name["r1"]["status"], "not_compared");
+  EXPECT_EQ(by_name["r1"]["reason"], "only the candidate has it");
+  EXPECT_EQ(by_name["r1"]["layer"], "relu1");
+  EXPECT_TRUE(by_name["r1"]["reference_type"].is_null());
+  EXPECT_EQ(by_name["relu_out"]["status"], "not_compared");
+  EXPECT_EQ(by_name["relu_out"]["reason"], "only the reference has it");
+  EXPECT_EQ(by_name["h2"]["status"], "match");
+  CmdResult text = graft("run mlp.onnx --compare-model mlp_renamed.onnx --layerwise --iterations 1 --seed 6");
+  EXPECT_NE(text.out.find("not compared: only the candidate has it"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("2 not compared"), std::string::npos) << text.out;
+}
+
+TEST_F(CliCompareTest, BadInputGivesOneLineErrors) {
+  expect_one_line_error("run mlp.onnx --compare-backend cpu --rtol nosuch:1e-3 --iterations 1",
+                        "--rtol names 'nosuch', which is not an output of the model (y)");
+  expect_one_line_error("run mlp.onnx --compare-backend cpu --layerwise --atol nosuch:1e-3 --iterations 1",
+                        "--atol names 'nosuch', which is not a tensor of the model");
+  expect_one_line_error("run mlp.onnx --compare-backend cpu --rtol abc --iterations 1",
+                        "--rtol entry 'abc' is not a non-negative number or NAME:NUMBER");
+  expect_one_line_error("run mlp.onnx --compare-backend cpu --atol=-1 --iterations 1", "--atol entry '-1'");
+  expect_one_line_error("run mlp.onnx --compare-backend cpu --rtol 1e-3 --rtol 1e-2 --iterations 1",
+                        "--rtol gives the default tolerance twice");
+  expect_one_line_error("run mlp.onnx --layerwise --iterations 1", "give --compare-backend BACKEND or --compare-model");
+  expect_one_line_error("run mlp.onnx --rtol 1e-2 --iterations 1", "tolerances of a comparison");
+  expect_one_line_error("run mlp.onnx --compare-model mlp_other_input.onnx --iterations 1",
+                        "the models take different inputs: mlp.onnx (x float32) and mlp_other_input.onnx (image float32)");
+  expect_one_line_error("run mlp.onnx --compare-model relu.onnx --shapes x:2x4 --iterations 1",
+                        "building the reference failed: relu.onnx");
+  expect_one_line_error("run mlp.onnx --compare-model missing.onnx --iterations 1", "missing.onnx");
+  ASSERT_EQ(graft("build mlp.onnx -o mlp.plan").exit_code, 0);
+  expect_one_line_error("run mlp.plan --compare-backend cpu --iterations 1", "needs the ONNX model, not a plan");
+  expect_one_line_error("run mlp.onnx --compare-model mlp.plan --iterations 1",
+                        "--compare-model takes an ONNX model, not a plan");
+#ifndef GRAFT_WITH_CUDA
+  expect_one_line_error("run mlp.onnx --compare-backend cuda --iterations 1", "built without CUDA");
+#endif
+}
+
+// Nothing in common: the reference's output has another name.
+TEST_F(CliCompareTest, ModelsWithNoOutputInCommon) {
+  testing::OnnxModelBuilder b(13);
+  b.input("x", DataType::kFloat32, {2, 4});
+  b.node("Relu", {"x"}, {"z"}, "relu");
+  b.output("z", DataType::kFloat32);
+  ASSERT_TRUE(io::write_file_atomic(path("relu_z.onnx"), b.bytes()).is_ok());
+  expect_one_line_error("run mlp.onnx --compare-model relu_z.onnx --iterations 1",
+                        "the models have no output name in common, so nothing can be compared: mlp.onnx (y) and "
+                        "relu_z.onnx (z)");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 #include "ops/operator.h"
 #include "runtime/device_engine.h"
 #include "tools/graft/build_options.h"
+#include "tools/graft/compare_options.h"
 #include "tools/graft/inference_options.h"
 #include "tools/graft/model_options.h"
 #include "tools/graft/reporting_options.h"
@@ -79,6 +81,11 @@ nlohmann::json layer_timings_json(const std::vector<LayerTiming>& rows) {
   return {{"runs", 1}, {"total_ms", total}, {"layers", layers}};
 }
 
+// Keeps the first failure of several checks that all report before the command fails.
+void first_failure(Status& kept, Status next) {
+  if (kept.is_ok()) kept = std::move(next);
+}
+
 nlohmann::json times_json(const TimedRuns& t) {
   nlohmann::json its = nlohmann::json::array();
   for (size_t i = 0; i < t.iterations.size(); ++i) {
@@ -102,14 +109,16 @@ Command add_run_command(CLI::App& app) {
   auto build = std::make_shared<BuildOptions>();
   auto infer = std::make_shared<InferenceOptions>();
   auto report = std::make_shared<ReportingOptions>();
+  auto cmp = std::make_shared<CompareOptions>();
   add_model_options(*sub, *model);
   add_build_options(*sub, *build, /*with_output=*/false);
   add_inference_options(*sub, *infer);
+  add_compare_options(*sub, *cmp);
   add_reporting_options(*sub, *report);
   auto profile = std::make_shared<bool>(false);
   sub->add_flag("--profile", *profile,
                 "CUDA engines: after the timed runs, time each layer once (CUDA events) and print a table");
-  return [sub, model, build, infer, report, profile]() -> Status {
+  return [sub, model, build, infer, report, profile, cmp]() -> Status {
     record_given_build_flags(*sub, *build);
     std::map<std::string, std::vector<int64_t>> shapes;
     GRAFT_RETURN_IF_ERROR(parse_shape_list(build->shapes, "--shapes", &shapes));
@@ -117,6 +126,8 @@ Command add_run_command(CLI::App& app) {
     // input files (whose shapes a dynamic ONNX model is built for).
     GRAFT_ASSIGN_OR_RETURN(bool plan, is_plan_file(model->path));
     if (!plan) GRAFT_RETURN_IF_ERROR(build_device(*model).status());
+    GRAFT_RETURN_IF_ERROR(check_compare_options(*cmp, *model, plan, !infer->compare.empty()));
+    GRAFT_ASSIGN_OR_RETURN(Tolerances tolerances, parse_tolerances(*cmp));
     for (const auto& [path, option] : {std::pair{infer->export_times, "--export-times"},
                                        std::pair{infer->export_output, "--export-output"},
                                        std::pair{infer->export_profile, "--export-profile"}})
@@ -124,8 +135,15 @@ Command add_run_command(CLI::App& app) {
     GRAFT_ASSIGN_OR_RETURN(std::vector<InputFile> files, read_input_files(*infer));
     LoadOptions load;
     load.sample_shapes = shapes_of(files);
+    load.mark_all_outputs = cmp->layerwise;
     GRAFT_ASSIGN_OR_RETURN(LoadedModel loaded, load_or_build(*model, *build, load));
     const std::shared_ptr<Engine>& engine = loaded.engine;
+    {  // a tolerance for a tensor the engine does not output is a typo: say so before running
+      std::vector<std::string> names;
+      for (const IOInfo& o : engine->outputs()) names.push_back(o.name);
+      GRAFT_RETURN_IF_ERROR(check_tolerance_names(
+          tolerances, names, cmp->layerwise ? "a tensor of the model" : "an output of the model"));
+    }
     const bool layer_profile = *profile || !infer->export_profile.empty();
     if (layer_profile && engine->device() != DeviceType::kCUDA)
       return Status(StatusCode::kUnsupported,
@@ -154,11 +172,21 @@ Command add_run_command(CLI::App& app) {
       layers = cuda_ctx->layer_timings();
     }
 
-    nlohmann::json compare_report = nlohmann::json::array();
+    // The reference run (--compare-backend/--compare-model) fails the command when a tensor differs;
+    // the report is printed either way.
+    std::optional<ComparisonReport> versus;
     Status compared;
+    if (wants_reference_run(*cmp)) {
+      GRAFT_ASSIGN_OR_RETURN(versus, run_reference_and_compare(*cmp, tolerances, *model, *build, load, loaded, inputs,
+                                                               outputs));
+      if (!versus->passed())
+        compared = error(StatusCode::kRuntimeError, "the outputs differ from the reference beyond tolerance; first: ",
+                         describe_first_divergence(*versus));
+    }
+    nlohmann::json compare_report = nlohmann::json::array();
     if (report->json) {
       if (!infer->compare.empty())
-        compared = compare_outputs(infer->compare, *engine, outputs, infer->rtol, infer->atol, &compare_report);
+        first_failure(compared, compare_outputs(infer->compare, *engine, outputs, tolerances, &compare_report));
       nlohmann::json j;
       j["graft_version"] = version_string();
       j["model"] = model->path;
@@ -190,9 +218,13 @@ Command add_run_command(CLI::App& app) {
       j["timing"] = std::move(t);
       if (*profile) j["profile"] = layer_timings_json(layers);
       if (!infer->compare.empty()) j["compare"] = compare_report;
+      if (versus) j["comparison"] = nlohmann::json::parse(comparison_json(*versus));
       std::printf("%s\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
-    } else {
-      for (const auto& [name, t] : outputs)
+    } else if (cmp->layerwise) {  // the comparison table below lists every tensor
+      std::printf("outputs: %zu (every tensor of the model marked)\n", outputs.size());
+    }
+    if (!report->json) {
+      for (const auto& [name, t] : cmp->layerwise ? std::map<std::string, Tensor>{} : outputs)
         std::printf("output %s: %s\n", name.c_str(),
                     TensorDesc(t.dtype(), shape_from_values(t.dims())).to_string().c_str());
       if (timed.mode == "gpu_resident")
@@ -206,9 +238,10 @@ Command add_run_command(CLI::App& app) {
       }
       if (*profile)
         std::printf("per-layer profile (one run, CUDA graphs off):\n%s", format_layer_timings(layers).c_str());
+      if (versus) std::printf("%s", format_comparison(*versus).c_str());
       std::fflush(stdout);
       if (!infer->compare.empty())
-        compared = compare_outputs(infer->compare, *engine, outputs, infer->rtol, infer->atol);
+        first_failure(compared, compare_outputs(infer->compare, *engine, outputs, tolerances));
     }
     std::fflush(stdout);
     if (!infer->export_times.empty())

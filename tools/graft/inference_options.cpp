@@ -8,6 +8,7 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "io/tensor_io.h"
 
@@ -32,8 +33,6 @@ void add_inference_options(CLI::App& app, InferenceOptions& opts) {
       ->delimiter(',');
   app.add_option("--save-outputs", opts.save_outputs, "Directory to write <output>.npy into");
   app.add_option("--compare", opts.compare, "Directory of reference outputs (output_*.pb or <output>.npy)");
-  app.add_option("--rtol", opts.rtol, "Relative tolerance for --compare")->check(CLI::NonNegativeNumber);
-  app.add_option("--atol", opts.atol, "Absolute tolerance for --compare")->check(CLI::NonNegativeNumber);
   app.add_option("--iterations", opts.iterations, "Timed iterations (at least)")->check(CLI::Range(1, 1000000));
   app.add_option("--warmup", opts.warmup, "Untimed warm-up iterations")->check(CLI::Range(0, 1000000));
   // trtexec's --warmUp is a time, not a count: warm up for at least this long (and --warmup times).
@@ -290,7 +289,7 @@ Status save_outputs(const std::string& dir, const std::map<std::string, Tensor>&
 }
 
 Status compare_outputs(const std::string& dir, const Engine& engine, const std::map<std::string, Tensor>& outputs,
-                       double rtol, double atol, nlohmann::json* report) {
+                       const Tolerances& tolerances, nlohmann::json* report) {
   if (!fs::is_directory(dir)) {
     Status st(StatusCode::kNotFound, "reference directory not found");
     return st.with_file(dir);
@@ -331,35 +330,25 @@ Status compare_outputs(const std::string& dir, const Engine& engine, const std::
                               TensorDesc(want.dtype(), shape_from_values(want.dims())).to_string());
       continue;
     }
-    double max_abs = 0, max_rel = 0;
-    int64_t bad = 0, first_bad = -1;
-    for (int64_t i = 0; i < got.numel(); ++i) {
-      double g = got.get(i), w = want.get(i);
-      if (std::isnan(g) && std::isnan(w)) continue;
-      if (std::isinf(w) && g == w) continue;
-      double diff = std::fabs(g - w);
-      if (std::isnan(diff)) diff = INFINITY;
-      max_abs = std::max(max_abs, diff);
-      if (w != 0) max_rel = std::max(max_rel, diff / std::fabs(w));
-      if (!(diff <= atol + rtol * std::fabs(w))) {
-        if (first_bad < 0) first_bad = i;
-        ++bad;
-      }
-    }
+    TensorComparison c;
+    c.tolerance = tolerances.of(name);
+    compare_values(got, want, &c);
     if (report)
-      report->push_back({{"output", name}, {"reference", ref.second}, {"max_abs_error", max_abs},
-                         {"max_rel_error", max_rel}, {"beyond_tolerance", bad}, {"elements", got.numel()}});
+      report->push_back({{"output", name}, {"reference", ref.second}, {"max_abs_error", c.max_abs},
+                         {"max_rel_error", c.max_rel}, {"beyond_tolerance", c.beyond}, {"elements", got.numel()}});
     else
       std::printf("compare %s: max abs error %.6g, max rel error %.6g, %lld/%lld elements beyond tolerance\n",
-                  name.c_str(), max_abs, max_rel, static_cast<long long>(bad), static_cast<long long>(got.numel()));
-    if (bad)
-      failures += fmt::format("{}{}: {} of {} elements differ (first at flat index {}: got {} want {}; max abs {:.6g})",
-                              failures.empty() ? "" : "; ", name, bad, got.numel(), first_bad, got.get(first_bad),
-                              want.get(first_bad), max_abs);
+                  name.c_str(), c.max_abs, c.max_rel, static_cast<long long>(c.beyond),
+                  static_cast<long long>(got.numel()));
+    if (c.beyond)
+      failures += fmt::format("{}{}: {} of {} elements differ beyond rtol {:g}, atol {:g} (largest at {}: got {} want "
+                              "{}; max abs {:.6g})",
+                              failures.empty() ? "" : "; ", name, c.beyond, got.numel(), c.tolerance.rtol,
+                              c.tolerance.atol, fmt::join(c.worst_at, ","), c.candidate_value, c.reference_value,
+                              c.max_abs);
   }
   if (!failures.empty())
-    return error(StatusCode::kRuntimeError, "outputs differ from the references (rtol ", rtol, ", atol ", atol,
-                 "): ", failures);
+    return error(StatusCode::kRuntimeError, "outputs differ from the references: ", failures);
   return Status::ok();
 }
 

@@ -11,6 +11,7 @@
 
 #include "graft/engine.h"
 #include "graft/status.h"
+#include "runtime/compare.h"
 
 namespace graft::cli {
 
@@ -18,7 +19,6 @@ struct InferenceOptions {
   std::vector<std::string> inputs;  // NAME:FILE (.npy or .pb)
   std::string save_outputs;         // directory for <output>.npy
   std::string compare;              // directory with output_*.pb or <output>.npy references
-  double rtol = 1e-3, atol = 1e-5;
   int iterations = 10;
   int warmup = 2;
   double warmup_ms = 0;   // and warm up for at least this long (trtexec's --warmUp)
@@ -79,9 +79,9 @@ Status save_outputs(const std::string& dir, const std::map<std::string, Tensor>&
 // Compares outputs with references in `dir`: <name>.npy (sanitized) or output_<i>.pb (by the name
 // stored in it, else by output position). Reports max abs/rel error per output on stdout, or into
 // *report (one object per output) when it is given; an error when any element exceeds
-// atol + rtol * |ref| or a shape/dtype differs.
+// atol + rtol * |ref| (per output: Tolerances) or a shape/dtype differs.
 Status compare_outputs(const std::string& dir, const Engine& engine, const std::map<std::string, Tensor>& outputs,
-                       double rtol, double atol, nlohmann::json* report = nullptr);
+                       const Tolerances& tolerances, nlohmann::json* report = nullptr);
 
 // Output values as JSON (--export-output): [{"name", "dtype", "shape", "dimensions", "values"}].
 nlohmann::json outputs_json(const std::map<std::string, Tensor>& outputs, bool with_values);

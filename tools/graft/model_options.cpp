@@ -100,6 +100,13 @@ Result<LoadedModel> load_or_build(const ModelOptions& model, const BuildOptions&
     GRAFT_RETURN_IF_ERROR(load_plugins(model));
     GRAFT_ASSIGN_OR_RETURN(BuilderConfig config, make_builder_config(build, device, {}));
     config.sample_shapes = load.sample_shapes;
+    if (load.mark_all_outputs) {
+      GRAFT_ASSIGN_OR_RETURN(std::string bytes, io::read_file(model.path));
+      GRAFT_ASSIGN_OR_RETURN(MarkedModel marked, mark_all_outputs(bytes, model.path));
+      out.layers = std::move(marked.layers);
+      GRAFT_ASSIGN_OR_RETURN(out.engine, Engine::build_from_onnx_bytes(marked.bytes, config, model.path));
+      return out;
+    }
     GRAFT_ASSIGN_OR_RETURN(out.engine, Engine::build_from_onnx_file(model.path, config));
     return out;
   }

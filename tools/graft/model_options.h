@@ -10,6 +10,7 @@
 
 #include "graft/engine.h"
 #include "graft/status.h"
+#include "onnx/mark_outputs.h"
 
 namespace graft::cli {
 
@@ -43,6 +44,8 @@ struct LoadOptions {
   // graft inspect: a plan this graft cannot run (built for CUDA, read without CUDA or without a
   // GPU) is described from the plan itself instead of failing.
   bool describe_only = false;
+  // --layerwise: every tensor a node of the ONNX model computes becomes an output (onnx/mark_outputs.h).
+  bool mark_all_outputs = false;
 };
 
 struct LoadedModel {
@@ -51,6 +54,8 @@ struct LoadedModel {
   // Set when the engine only describes a plan this graft cannot run (LoadOptions::describe_only):
   // why, in a few words. Such an engine must not be run.
   std::string described_only_because;
+  // With LoadOptions::mark_all_outputs: the model's layers in topological order.
+  std::vector<MarkedLayer> layers;
 };
 
 // Loads a plan (on the plan's device; --device is a check), or builds an engine from ONNX with the
