@@ -22,6 +22,8 @@
 #include "graft/log.h"
 #include "graft/op.h"
 #include "graft/registry.h"
+#include "onnx/mark_outputs.h"
+#include "runtime/compare.h"
 
 namespace py = pybind11;
 
@@ -421,6 +423,51 @@ py::list registered_ops() {
   return l;
 }
 
+// ---- comparisons (graft.compare; runtime/compare.h) ----------------------------------------------
+// mark_all_outputs(model bytes, name) -> (marked bytes, [(layer, op_type, [outputs])])
+py::tuple mark_all_outputs(const py::bytes& model, const std::string& name) {
+  graft::MarkedModel marked = unwrap(graft::mark_all_outputs(std::string(model), name));
+  py::list layers;
+  for (const graft::MarkedLayer& l : marked.layers) layers.append(py::make_tuple(l.name, l.op_type, l.outputs));
+  return py::make_tuple(py::bytes(marked.bytes), layers);
+}
+
+std::map<std::string, graft::Tensor> host_tensors(const py::dict& arrays, std::vector<py::object>& keep_alive) {
+  std::map<std::string, graft::Tensor> out;
+  for (auto item : arrays) {
+    const std::string name = py::str(item.first);
+    py::array arr = py::array::ensure(item.second, py::array::c_style);
+    if (!arr) raise_invalid("tensor '" + name + "' is not an array");
+    std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
+    out[name] = graft::Tensor::wrap(const_cast<void*>(arr.data()), dtype_from_numpy(arr.dtype(), name), dims);
+    keep_alive.push_back(arr);
+  }
+  return out;
+}
+
+// compare_tensors(candidate {name: array}, reference {name: array}, layers, order, rtol, atol,
+// {name: rtol}, {name: atol}, candidate label, reference label) -> (report JSON, text table)
+py::tuple compare_tensors(const py::dict& candidate, const py::dict& reference, const py::list& layers,
+                          const std::vector<std::string>& order, double rtol, double atol,
+                          const std::map<std::string, double>& rtols, const std::map<std::string, double>& atols,
+                          const std::string& candidate_label, const std::string& reference_label) {
+  std::vector<py::object> keep_alive;
+  std::vector<graft::MarkedLayer> marked;
+  for (auto l : layers) {
+    auto t = l.cast<py::tuple>();
+    marked.push_back({t[0].cast<std::string>(), t[1].cast<std::string>(), t[2].cast<std::vector<std::string>>()});
+  }
+  graft::Tolerances tol;
+  tol.fallback = {rtol, atol};
+  tol.rtol = rtols;
+  tol.atol = atols;
+  graft::ComparisonReport r = graft::compare_tensor_sets(host_tensors(candidate, keep_alive),
+                                                         host_tensors(reference, keep_alive), marked, order, tol);
+  r.candidate = candidate_label;
+  r.reference = reference_label;
+  return py::make_tuple(graft::comparison_json(r), graft::format_comparison(r));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_engine, m) {
@@ -468,4 +515,8 @@ PYBIND11_MODULE(_engine, m) {
         py::arg("plugin_namespace"), py::arg("input_shapes"), py::arg("input_dtypes"), py::arg("attrs"),
         py::arg("combine"));
   m.def("version", []() { return std::string(graft::version_string()); });
+  m.def("mark_all_outputs", &mark_all_outputs, py::arg("model"), py::arg("name"));
+  m.def("compare_tensors", &compare_tensors, py::arg("candidate"), py::arg("reference"), py::arg("layers"),
+        py::arg("order"), py::arg("rtol"), py::arg("atol"), py::arg("rtols"), py::arg("atols"),
+        py::arg("candidate_label"), py::arg("reference_label"));
 }

@@ -8,6 +8,7 @@ graft's engine.
     graft.export(model, x, "model.onnx")            # one ai.onnx.contrib::CustomLayer node
     eng = graft.Engine.build("model.onnx", profile={"input": ((1, 8), (4, 8), (16, 8))})
     out = eng.run({"input": x})
+    print(graft.compare("model.onnx", reference_device="onnxruntime", layerwise=True))
 
 Native pieces: libgraft_torch.so (torch ops) and _engine*.so (engine bindings). From a source tree,
 ``PYTHONPATH=python:build/python`` finds both (the build writes them to build/python/graft);
@@ -24,6 +25,7 @@ __version__ = "0.1.0"
 
 from ._errors import GraftError  # noqa: E402
 from .engine import Engine, load_plugin  # noqa: E402
+from ._compare import Comparison, compare  # noqa: E402
 
 
 def set_log_level(level):
@@ -46,4 +48,4 @@ def __getattr__(name):
     raise AttributeError(f"module 'graft' has no attribute '{name}'")
 
 
-__all__ = ["__version__", "GraftError", "Engine", "load_plugin", "set_log_level", "ops", "nn", "deformable", "export", "registered_ops"]
+__all__ = ["__version__", "GraftError", "Engine", "load_plugin", "compare", "Comparison", "set_log_level", "ops", "nn", "deformable", "export", "registered_ops"]
