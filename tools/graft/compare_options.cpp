@@ -16,10 +16,7 @@ void add_compare_options(CLI::App& app, CompareOptions& opts) {
   app.add_option("--compare-backend", opts.backend,
                  "Also run the model on this backend (cpu, cuda or cuda:N) and compare the outputs with it; the "
                  "reference is built with the shape options only (float32, default fusion)")
-      ->check([](const std::string& s) {
-        auto d = parse_device(s);
-        return d ? std::string() : d.status().message();
-      });
+      ->check(device_name_error);
   app.add_option("--compare-model", opts.model,
                  "Compare with this ONNX model run on the same inputs (on --compare-backend, default cpu); "
                  "tensors are matched by name");

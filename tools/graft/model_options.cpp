@@ -21,10 +21,7 @@ void add_model_options(CLI::App& app, ModelOptions& opts, bool with_device) {
     app.add_option("--device", opts.device,
                    "cpu, cuda or cuda:N (GPU N; default: the current GPU). ONNX: the device to build for (default "
                    "cpu). Plan: it runs on the device it was built for; --device only checks that (and picks the GPU)")
-        ->check([](const std::string& s) {
-          auto d = parse_device(s);
-          return d ? std::string() : d.status().message();
-        });
+        ->check(device_name_error);
   app.add_option("--plugins", opts.plugins, "Plugin libraries (.so) with custom ops, loaded first")
       ->expected(1, -1);
 }
@@ -33,6 +30,11 @@ Result<DeviceType> parse_device(const std::string& name) {
   if (name == "cpu") return DeviceType::kCPU;
   if (name == "cuda" || device_ordinal(name) >= 0) return DeviceType::kCUDA;
   return error(StatusCode::kInvalidArgument, "unknown device '", name, "' (cpu, cuda or cuda:N)");
+}
+
+std::string device_name_error(const std::string& name) {
+  auto d = parse_device(name);
+  return d ? std::string() : d.status().message();
 }
 
 int device_ordinal(const std::string& name) {

@@ -28,6 +28,8 @@ struct ModelOptions {
 void add_model_options(CLI::App& app, ModelOptions& opts, bool with_device = true);
 
 Result<DeviceType> parse_device(const std::string& name);  // "cpu", "cuda" or "cuda:N"
+// A CLI11 check of a device flag: "" when parse_device accepts the name, else why not.
+std::string device_name_error(const std::string& name);
 // N for "cuda:N", else -1.
 int device_ordinal(const std::string& name);
 // The device an ONNX model is built for: --device, else the CPU. An error naming --device when this
