@@ -109,13 +109,27 @@ struct DeviceArray {
 };
 
 // ---- engine wrapper ------------------------------------------------------------------------------
+using PyProfile = std::map<std::string, std::vector<std::vector<int64_t>>>;  // input -> [min, opt, max]
+
+// One profile from Python's {input: (min, opt, max)}; `where` names the argument in errors.
+graft::OptimizationProfile to_profile(const PyProfile& given, const std::string& where) {
+  graft::OptimizationProfile profile;
+  for (const auto& [name, ranges] : given) {
+    if (ranges.size() != 3)
+      raise_invalid(where + " for input '" + name + "' must be (min, opt, max) shapes, got " +
+                    std::to_string(ranges.size()) + " shapes");
+    profile[name] = graft::ProfileRange{ranges[0], ranges[1], ranges[2]};
+  }
+  return profile;
+}
+
 class PyEngine {
  public:
   explicit PyEngine(std::shared_ptr<graft::Engine> e, int64_t max_memory = 0)
       : engine_(std::move(e)), max_memory_(max_memory) {}
 
   static std::unique_ptr<PyEngine> build(const py::object& model, bool fp16, const std::string& device,
-                                         const std::map<std::string, std::vector<std::vector<int64_t>>>& profile,
+                                         const PyProfile& profile, const std::vector<PyProfile>& profiles,
                                          const std::vector<std::string>& plugins, const std::string& timing_cache,
                                          bool fusion, const std::string& layout, bool strict,
                                          const std::map<std::string, std::vector<int64_t>>& sample_shapes,
@@ -139,12 +153,9 @@ class PyEngine {
     } else {
       raise_invalid("device must be 'cpu' or 'cuda', got '" + device + "'");
     }
-    for (const auto& [name, ranges] : profile) {
-      if (ranges.size() != 3)
-        raise_invalid("profile for input '" + name + "' must be (min, opt, max) shapes, got " +
-                      std::to_string(ranges.size()) + " shapes");
-      cfg.profile[name] = graft::ProfileRange{ranges[0], ranges[1], ranges[2]};
-    }
+    cfg.profile = to_profile(profile, "profile");
+    for (size_t k = 0; k < profiles.size(); ++k)
+      cfg.profiles.push_back(to_profile(profiles[k], "profiles[" + std::to_string(k) + "]"));
     cfg.sample_shapes = sample_shapes;
     // A dynamic input with no shape: the error names the Python arguments that give one.
     cfg.unspecified_shape = [](const graft::IOInfo& in) -> graft::Result<std::vector<int64_t>> {
@@ -201,6 +212,17 @@ class PyEngine {
     return l;
   }
   py::list inputs() const { return io_list(engine_->inputs()); }
+  int num_profiles() const { return engine_->num_profiles(); }
+  // Every profile as {input: (min, opt, max)}, profile k at index k.
+  py::list profiles() const {
+    py::list all;
+    for (int k = 0; k < engine_->num_profiles(); ++k) {
+      py::dict d;
+      for (const auto& [name, r] : unwrap(engine_->profile(k))) d[py::str(name)] = py::make_tuple(r.min, r.opt, r.max);
+      all.append(d);
+    }
+    return all;
+  }
   py::list outputs() const { return io_list(engine_->outputs()); }
   std::string device() const { return graft::device_name(engine_->device()); }
   std::string describe() const { return engine_->describe(); }
@@ -213,7 +235,9 @@ class PyEngine {
   // stream before (its inputs) runs first and work queued after sees the outputs; device outputs
   // come back as DeviceArray (__cuda_array_interface__), or None for an output written in place.
   // Without a stream the call is synchronous and every output comes back as a host numpy array.
-  py::dict run(const py::dict& feeds, const py::dict& given_outputs, uintptr_t stream) {
+  // profile: the optimization profile this run checks its inputs against (the shared context is
+  // switched to it under the engine's lock, so concurrent runs may each name their own).
+  py::dict run(const py::dict& feeds, const py::dict& given_outputs, uintptr_t stream, int profile) {
     std::map<std::string, graft::Tensor> in;
     std::vector<py::object> keep_alive;
     for (auto item : feeds) {
@@ -250,6 +274,8 @@ class PyEngine {
       // max_memory=: the host tensors this run allocates (activations, outputs) stay under it.
       graft::MemoryLimit limit(max_memory_);
       if (!context_) context_ = unwrap(engine_->create_context());
+      graft::Status selected = context_->set_profile(profile);
+      if (!selected) check(graft::Status(selected.code(), "run(profile=...): " + selected.message()));
       if (stream) {
         cuda_context = dynamic_cast<graft::CudaExecutionContext*>(context_.get());
         if (!cuda_context)
@@ -490,7 +516,7 @@ PYBIND11_MODULE(_engine, m) {
 
   py::class_<PyEngine>(m, "Engine")
       .def_static("build", &PyEngine::build, py::arg("model"), py::arg("fp16") = false, py::arg("device") = "cpu",
-                  py::arg("profile") = std::map<std::string, std::vector<std::vector<int64_t>>>{},
+                  py::arg("profile") = PyProfile{}, py::arg("profiles") = std::vector<PyProfile>{},
                   py::arg("plugins") = std::vector<std::string>{}, py::arg("timing_cache") = "",
                   py::arg("fusion") = true, py::arg("layout") = "auto", py::arg("strict") = false,
                   py::arg("sample_shapes") = std::map<std::string, std::vector<int64_t>>{},
@@ -501,8 +527,11 @@ PYBIND11_MODULE(_engine, m) {
       .def_property_readonly("inputs", &PyEngine::inputs)
       .def_property_readonly("outputs", &PyEngine::outputs)
       .def_property_readonly("device", &PyEngine::device)
+      .def_property_readonly("num_profiles", &PyEngine::num_profiles)
+      .def_property_readonly("profiles", &PyEngine::profiles)
       .def("describe", &PyEngine::describe)
-      .def("run", &PyEngine::run, py::arg("feeds"), py::arg("outputs") = py::dict(), py::arg("stream") = 0);
+      .def("run", &PyEngine::run, py::arg("feeds"), py::arg("outputs") = py::dict(), py::arg("stream") = 0,
+           py::arg("profile") = 0);
 
   py::class_<DeviceArray>(m, "DeviceArray")
       .def_property_readonly("__cuda_array_interface__", &DeviceArray::cuda_array_interface)

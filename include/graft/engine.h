@@ -1,9 +1,9 @@
 // graft/engine.h — build an engine from ONNX, save/load plans, run it.
 //
-// The TensorRT workflow: a BuilderConfig (optimization profile with min/opt/max shapes per dynamic
+// The TensorRT workflow: a BuilderConfig (optimization profiles with min/opt/max shapes per dynamic
 // input, precision, device, plugin libraries) turns an ONNX model into an Engine; an Engine is
 // serialized to a plan file and loaded back; an ExecutionContext runs it for input shapes inside
-// the profile.
+// the profile it has selected (profile 0 unless set_profile chose another).
 //
 // Threading contract (what may be shared across threads):
 // - Engine: immutable once built or loaded. Every const method (inputs, outputs, describe,
@@ -44,18 +44,28 @@ struct ProfileRange {
   std::vector<int64_t> min, opt, max;
 };
 
+// One optimization profile: a range per dynamic input, by input name.
+using OptimizationProfile = std::map<std::string, ProfileRange>;
+
 struct IOInfo {
   std::string name;
   DataType dtype = DataType::kUndefined;
   std::string shape;  // symbolic, e.g. "[batch,3,224,224]"
   std::vector<int64_t> static_dims;  // -1 for dynamic dims
-  std::optional<ProfileRange> profile;
+  std::optional<ProfileRange> profile;  // the input's range in profile 0 (Engine::profile for the others)
 };
 
 struct BuilderConfig {
   DeviceType device = DeviceType::kCPU;
   bool fp16 = false;
   std::map<std::string, ProfileRange> profile;     // per input name; static inputs need none
+  // Several optimization profiles, as TensorRT's IBuilderConfig::addOptimizationProfile: profile k
+  // is profiles[k], and a context selects one at run time (ExecutionContext::set_profile). When this
+  // is empty, `profile` alone is profile 0 (the single-profile form); setting both is an error.
+  // Every profile must give a range to the same dynamic inputs (ranges may overlap); an input none
+  // of them names gets its fixed shape from `sample_shapes` or `unspecified_shape` in every profile.
+  // A dimension stays dynamic in the engine unless every profile fixes it to the same value.
+  std::vector<OptimizationProfile> profiles;
   std::vector<std::string> plugin_libraries;        // loaded before import
   std::string timing_cache_path;                    // CUDA tactic timing cache ("" = none)
   // CUDA engines: capture each input shape set once as a CUDA graph and replay it (where every
@@ -97,6 +107,17 @@ class ExecutionContext {
   // shape/dtype for a name, which is then written in place. Errors name the input and the profile.
   virtual Status run(const std::map<std::string, Tensor>& inputs,
                      std::map<std::string, Tensor>& outputs) = 0;
+
+  // Selects the optimization profile that later runs check their input shapes against (TensorRT's
+  // setOptimizationProfileAsync); a new context is on profile 0. An index outside
+  // [0, Engine::num_profiles()) is an error naming the index and the count, and leaves the
+  // selection unchanged. A switch on the context rather than one context per profile: what a
+  // context holds (a CUDA stream, library handles, activation memory, per-shape-set plans and
+  // CUDA graphs) does not depend on the profile, since plans and tactics are keyed by concrete
+  // shapes, so one context serves every profile (a prefill and a decode regime, say) without a
+  // second copy of that state. Not to be called while a run() on this context is in progress.
+  virtual Status set_profile(int index) = 0;
+  virtual int profile() const = 0;
 };
 
 class Engine {
@@ -118,6 +139,11 @@ class Engine {
 
   virtual std::vector<IOInfo> inputs() const = 0;
   virtual std::vector<IOInfo> outputs() const = 0;
+  // Optimization profiles: at least one (an engine without dynamic inputs has one, empty).
+  virtual int num_profiles() const = 0;
+  // The ranges of profile `index` by dynamic input; an error naming the index and the count when
+  // there is no such profile.
+  virtual Result<OptimizationProfile> profile(int index) const = 0;
   virtual DeviceType device() const = 0;
   // Human-readable and JSON descriptions (graft inspect).
   virtual std::string describe() const = 0;

@@ -63,11 +63,13 @@ class Engine:
 
     @classmethod
     def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
-              layout="auto", strict=False, shapes=None, inputs=None, max_memory=None):
+              layout="auto", strict=False, shapes=None, inputs=None, max_memory=None, profiles=None):
         """model: path to an .onnx file or its bytes.
 
         Shapes of dynamic inputs, one of (per input):
           profile: {input: (min, opt, max)} shapes: the engine runs any shape in between.
+          profiles: [{input: (min, opt, max)}, ...]: several optimization profiles (TensorRT's), each
+                  naming the same inputs; run(..., profile=k) selects profile k. Instead of profile=.
           shapes: {input: shape}: built for that one shape (min = opt = max).
           inputs: {input: sample array or tensor}: built for the sample's shape, as ONNX Runtime takes
                   shapes from the data. Only dynamic inputs that profile and shapes do not name use it.
@@ -81,11 +83,19 @@ class Engine:
           GraftError (code "out of memory") naming the limit. None: no limit (device memory is not counted).
         Warnings and the placement summary go to stderr; graft.set_log_level("quiet"|"default"|"verbose")."""
         eng = _native.engine_module()
-        prof = {name: [list(s) for s in rng] for name, rng in (profile or {}).items()}
+        if profile and profiles:
+            raise GraftError("give profile= (one optimization profile) or profiles= (several), not both",
+                             "kInvalidArgument")
+        as_lists = lambda p: {name: [list(s) for s in rng] for name, rng in p.items()}  # noqa: E731
+        prof = as_lists(profile or {})
+        profs = [as_lists(p) for p in (profiles or [])]
         for name, shape in (shapes or {}).items():
-            if name in prof:
-                raise GraftError(f"input '{name}' is in both profile= and shapes=; give one", "kInvalidArgument")
-            prof[name] = [list(shape)] * 3
+            if name in prof or any(name in p for p in profs):
+                arg = "profile=" if name in prof else "profiles="
+                raise GraftError(f"input '{name}' is in both {arg} and shapes=; give one", "kInvalidArgument")
+            # A fixed shape holds in every profile.
+            for p in profs or [prof]:
+                p[name] = [list(shape)] * 3
         samples = {}
         for name, v in (inputs or {}).items():
             shape = getattr(v, "shape", None)
@@ -108,7 +118,7 @@ class Engine:
         else:
             model = bytes(model)
         with _python_hints():
-            return cls(eng.Engine.build(model, fp16=fp16, device=str(device), profile=prof,
+            return cls(eng.Engine.build(model, fp16=fp16, device=str(device), profile=prof, profiles=profs,
                                         plugins=[os.fspath(p) for p in plugins],
                                         timing_cache=os.fspath(timing_cache) if timing_cache else "",
                                         fusion=bool(fusion), layout=str(layout), strict=bool(strict),
@@ -140,11 +150,23 @@ class Engine:
     def device(self):
         return self._impl.device
 
+    @property
+    def num_profiles(self):
+        """How many optimization profiles the engine has (at least 1)."""
+        return self._impl.num_profiles
+
+    @property
+    def profiles(self):
+        """Every optimization profile, profile k at index k: {input: (min, opt, max)}."""
+        return self._impl.profiles
+
     def describe(self):
         return self._impl.describe()
 
-    def run(self, feeds, outputs=None):
+    def run(self, feeds, outputs=None, profile=0):
         """feeds: {input name: numpy array or torch tensor}. Returns {output name: array}.
+
+        profile: the optimization profile whose ranges the input shapes must lie in (see profiles).
 
         numpy in -> numpy out; CPU torch tensors in -> torch tensors out. CUDA torch tensors into a
         CUDA engine are read in place and the engine runs on torch's current CUDA stream without a
@@ -154,7 +176,7 @@ class Engine:
         torch = _torch()
         if torch is not None and self.device == "cuda" and feeds and all(
                 isinstance(v, torch.Tensor) and v.device.type == "cuda" for v in feeds.values()):
-            return self._run_on_torch_stream(torch, feeds, outputs or {})
+            return self._run_on_torch_stream(torch, feeds, outputs or {}, profile)
         if outputs:
             raise GraftError("run(outputs=...) needs CUDA torch tensors as inputs and outputs of a CUDA engine",
                              "kInvalidArgument")
@@ -170,16 +192,19 @@ class Engine:
                     feed[name] = t.cpu().numpy()
             else:
                 feed[name] = v
-        out = self._impl.run(feed)
+        out = self._impl.run(feed, profile=int(profile))
         if torch_device is not None:
             out = {k: torch.from_numpy(v).to(torch_device) for k, v in out.items()}
         return out
 
     @staticmethod
     def _pointer(t):
-        return ("ptr", t.data_ptr(), str(t.dtype).replace("torch.", ""), list(t.shape), "cuda")
+        name = _TORCH_DTYPE_NAMES.get(t.dtype)
+        if name is None:
+            name = _TORCH_DTYPE_NAMES[t.dtype] = str(t.dtype).replace("torch.", "")
+        return ("ptr", t.data_ptr(), name, list(t.shape), "cuda")
 
-    def _run_on_torch_stream(self, torch, feeds, outputs):
+    def _run_on_torch_stream(self, torch, feeds, outputs, profile):
         device = next(iter(feeds.values())).device
         keep = {n: v.detach().contiguous() for n, v in feeds.items()}
         # Outputs come from torch's allocator (stream-ordered, cached) once their shapes for these
@@ -203,9 +228,15 @@ class Engine:
         # synchronous run on its own stream, unordered with torch's work): name it cudaStreamLegacy,
         # which the engine orders against with events while it runs (and captures) on its own stream.
         handle = stream.cuda_stream or _CUDA_STREAM_LEGACY
-        with torch.cuda.device(device):
-            raw = self._impl.run({n: self._pointer(t) for n, t in keep.items()},
-                                 outputs={n: self._pointer(t) for n, t in given.items()}, stream=handle)
+        feed_ptrs = {n: self._pointer(t) for n, t in keep.items()}
+        out_ptrs = {n: self._pointer(t) for n, t in given.items()}
+        # The host time before the engine's launch is latency the caller sees at small batches:
+        # switch the current device only when the tensors live on another one.
+        if device.index is None or device.index == torch.cuda.current_device():
+            raw = self._impl.run(feed_ptrs, outputs=out_ptrs, stream=handle, profile=int(profile))
+        else:
+            with torch.cuda.device(device):
+                raw = self._impl.run(feed_ptrs, outputs=out_ptrs, stream=handle, profile=int(profile))
         result = {}
         for name, v in raw.items():
             if name in outputs and v is not None:
@@ -218,7 +249,8 @@ class Engine:
                 result[name] = torch.as_tensor(v, device=device)
             else:
                 result[name] = torch.from_numpy(v).to(device)
-        self._output_shapes[key] = {n: (tuple(t.shape), t.dtype) for n, t in result.items() if t.device == device}
+        if key not in self._output_shapes:
+            self._output_shapes[key] = {n: (tuple(t.shape), t.dtype) for n, t in result.items() if t.device == device}
         # The inputs' memory must outlive the queued work: record them on the stream as torch does.
         for t in keep.values():
             t.record_stream(stream)
@@ -230,6 +262,7 @@ class Engine:
 
 
 _CUDA_STREAM_LEGACY = 1  # cudaStreamLegacy in cuda_runtime_api.h
+_TORCH_DTYPE_NAMES = {}  # torch dtype -> graft's name for it ("float16"), filled as met
 
 
 def load_plugin(path):

@@ -34,8 +34,7 @@ std::string dims_string(const std::vector<int64_t>& d) { return shape_to_string(
 // input it does not name, from the input's sample (config.sample_shapes), else from
 // config.unspecified_shape. Inputs that end up static through another input's fixed symbol (two
 // inputs sharing "batch") are left alone.
-Result<std::map<std::string, ProfileRange>> complete_profile(const Graph& g, const BuilderConfig& config) {
-  std::map<std::string, ProfileRange> given = config.profile;
+Result<OptimizationProfile> complete_profile(const Graph& g, const BuilderConfig& config, OptimizationProfile given) {
   for (const auto& [name, dims] : config.sample_shapes) {
     const Value* v = g.find_value(name);
     if (!v || !v->is_graph_input)
@@ -106,59 +105,118 @@ Result<std::map<std::string, ProfileRange>> complete_profile(const Graph& g, con
   return given;
 }
 
-// Checks the profile against the graph inputs, substitutes fixed shapes (min == max) and records a
-// profile for every input that stays dynamic.
-Status apply_profile(Graph& g, const BuilderConfig& config, std::map<std::string, ProfileRange>* out) {
-  for (const auto& [name, r] : config.profile) {
-    const Value* v = g.find_value(name);
-    if (!v || !v->is_graph_input)
-      return error(StatusCode::kInvalidArgument, "the profile names '", name,
-                   "', which is not an input of the model (inputs: ", input_names(g), ")");
-  }
-  auto completed = complete_profile(g, config);
-  if (!completed) return std::move(completed).take_status();
-  const std::map<std::string, ProfileRange>& given = *completed;
-  SymbolBindings fixed;
-  for (Value* v : g.inputs()) {
+// The profiles a config asks for: `profiles`, else `profile` alone as profile 0.
+Result<std::vector<OptimizationProfile>> requested_profiles(const BuilderConfig& config) {
+  if (config.profiles.empty()) return std::vector<OptimizationProfile>{config.profile};
+  if (!config.profile.empty())
+    return error(StatusCode::kInvalidArgument, "the builder config sets both profile (",
+                 static_cast<uint64_t>(config.profile.size()), " inputs) and profiles (",
+                 static_cast<uint64_t>(config.profiles.size()),
+                 " profiles): give profile 0 as the first entry of profiles and leave profile empty");
+  return config.profiles;
+}
+
+// "the profile" for an engine with one, "profile k" when there are several: errors name the index.
+std::string profile_label(size_t k, size_t count) {
+  return count == 1 ? std::string("the profile") : "profile " + std::to_string(k);
+}
+
+// Every profile gives a range to the same inputs (TensorRT's rule): one an input is missing from is
+// refused, naming the profile, the input and a profile that gives it.
+Status check_same_inputs(const std::vector<OptimizationProfile>& profiles) {
+  for (size_t k = 0; k < profiles.size(); ++k)
+    for (size_t other = 0; other < profiles.size(); ++other)
+      for (const auto& entry : profiles[other])
+        if (!profiles[k].count(entry.first))
+          return error(StatusCode::kInvalidArgument, "profile ", static_cast<uint64_t>(k),
+                       " gives no shapes for input '", entry.first, "', which profile ", static_cast<uint64_t>(other),
+                       " gives: every optimization profile needs min, opt and max shapes for the same inputs");
+  return Status::ok();
+}
+
+// Checks one completed profile against the graph inputs (ranks, 0 <= min <= opt <= max, the model's
+// fixed dims) and collects the symbols it fixes (min == max) into *fixed.
+Status check_profile(const Graph& g, const OptimizationProfile& given, const std::string& label,
+                     SymbolBindings* fixed) {
+  for (const Value* v : g.inputs()) {
     auto it = given.find(v->name);
     if (it == given.end()) continue;
     const ProfileRange& r = it->second;
     const Shape& s = *v->desc.shape;
     if (r.min.size() != s.size() || r.opt.size() != s.size() || r.max.size() != s.size())
-      return error(StatusCode::kInvalidArgument, "profile for input '", v->name, "' has rank min ",
+      return error(StatusCode::kInvalidArgument, label, " for input '", v->name, "' has rank min ",
                    static_cast<uint64_t>(r.min.size()), "/opt ", static_cast<uint64_t>(r.opt.size()), "/max ",
                    static_cast<uint64_t>(r.max.size()), " but the input has shape ", shape_to_string(s));
     for (size_t i = 0; i < s.size(); ++i) {
       if (!(r.min[i] <= r.opt[i] && r.opt[i] <= r.max[i]) || r.min[i] < 0)
-        return error(StatusCode::kInvalidArgument, "profile for input '", v->name, "' dimension ",
+        return error(StatusCode::kInvalidArgument, label, " for input '", v->name, "' dimension ",
                      static_cast<uint64_t>(i), " needs 0 <= min <= opt <= max, got min ", r.min[i], " opt ",
                      r.opt[i], " max ", r.max[i]);
       if (s[i].is_const() && (r.min[i] != s[i].value() || r.max[i] != s[i].value()))
-        return error(StatusCode::kInvalidArgument, "profile for input '", v->name, "' dimension ",
+        return error(StatusCode::kInvalidArgument, label, " for input '", v->name, "' dimension ",
                      static_cast<uint64_t>(i), " is fixed at ", s[i].value(), " in the model (shape ",
-                     shape_to_string(s), ") but the profile gives min ", r.min[i], " max ", r.max[i]);
+                     shape_to_string(s), ") but ", label, " gives min ", r.min[i], " max ", r.max[i]);
       if (s[i].is_symbol() && r.min[i] == r.max[i]) {
-        auto [fit, inserted] = fixed.emplace(s[i].symbol_name(), r.min[i]);
+        auto [fit, inserted] = fixed->emplace(s[i].symbol_name(), r.min[i]);
         if (!inserted && fit->second != r.min[i])
           return error(StatusCode::kInvalidArgument, "dimension '", s[i].symbol_name(), "' is fixed to ",
-                       fit->second, " by one input and to ", r.min[i], " by input '", v->name, "'");
+                       fit->second, " by one input and to ", r.min[i], " by input '", v->name, "'",
+                       label == "the profile" ? std::string() : " in " + label);
       }
     }
+  }
+  return Status::ok();
+}
+
+// Checks the profiles against the graph inputs, substitutes the dimensions every profile fixes to
+// the same value (min == max), and records each profile's range for every input that stays dynamic.
+Status apply_profiles(Graph& g, const BuilderConfig& config, std::vector<OptimizationProfile>* out) {
+  GRAFT_ASSIGN_OR_RETURN(std::vector<OptimizationProfile> requested, requested_profiles(config));
+  const size_t n = requested.size();
+  for (size_t k = 0; k < n; ++k)
+    for (const auto& [name, r] : requested[k]) {
+      const Value* v = g.find_value(name);
+      if (!v || !v->is_graph_input)
+        return error(StatusCode::kInvalidArgument, profile_label(k, n), " names '", name,
+                     "', which is not an input of the model (inputs: ", input_names(g), ")");
+    }
+  if (n > 1) GRAFT_RETURN_IF_ERROR(check_same_inputs(requested));
+  std::vector<OptimizationProfile> given;
+  std::optional<SymbolBindings> fixed;  // the symbols every profile fixes, to the same value
+  for (size_t k = 0; k < n; ++k) {
+    auto completed = complete_profile(g, config, requested[k]);
+    if (!completed) return std::move(completed).take_status();
+    SymbolBindings fixed_here;
+    GRAFT_RETURN_IF_ERROR(check_profile(g, *completed, profile_label(k, n), &fixed_here));
+    if (!fixed) {
+      fixed = std::move(fixed_here);
+    } else {
+      for (auto it = fixed->begin(); it != fixed->end();) {
+        auto here = fixed_here.find(it->first);
+        it = here != fixed_here.end() && here->second == it->second ? std::next(it) : fixed->erase(it);
+      }
+    }
+    given.push_back(std::move(completed).value());
   }
   for (Value* v : g.inputs()) {
     Shape& s = *v->desc.shape;
     for (Dim& d : s)
       if (d.is_symbol()) {
-        auto f = fixed.find(d.symbol_name());
-        if (f != fixed.end()) d = Dim(f->second);
+        auto f = fixed->find(d.symbol_name());
+        if (f != fixed->end()) d = Dim(f->second);
       }
-    if (shape_is_static(s)) continue;
-    auto it = given.find(v->name);
-    if (it == given.end())
-      return error(StatusCode::kInvalidArgument, "input '", v->name, "' has dynamic shape ",
-                   shape_to_string(s),
-                   ": give it an optimization profile (min, opt and max shapes) or a fixed shape");
-    (*out)[v->name] = it->second;
+  }
+  out->assign(n, OptimizationProfile{});
+  for (Value* v : g.inputs()) {
+    if (shape_is_static(*v->desc.shape)) continue;
+    for (size_t k = 0; k < n; ++k) {
+      auto it = given[k].find(v->name);
+      if (it == given[k].end())
+        return error(StatusCode::kInvalidArgument, "input '", v->name, "' has dynamic shape ",
+                     shape_to_string(*v->desc.shape),
+                     ": give it an optimization profile (min, opt and max shapes) or a fixed shape");
+      (*out)[k][v->name] = it->second;
+    }
   }
   return Status::ok();
 }
@@ -179,9 +237,10 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   Graph& g = *st.graph;
   report(config, "import", std::to_string(g.nodes().size()) + " nodes, " + std::to_string(g.inputs().size()) +
                                " inputs, " + std::to_string(g.outputs().size()) + " outputs");
-  Status s = apply_profile(g, config, &st.profile);
+  Status s = apply_profiles(g, config, &st.profiles);
   if (!s) return s.with_file(name);
-  report(config, "profile", std::to_string(st.profile.size()) + " dynamic inputs");
+  report(config, "profile", std::to_string(st.profiles[0].size()) + " dynamic inputs" +
+                                (st.profiles.size() > 1 ? ", " + std::to_string(st.profiles.size()) + " profiles" : ""));
 
   int removed = remove_identities(g);
   report(config, "remove identities", std::to_string(removed) + " removed");
@@ -234,12 +293,13 @@ Status load_plugins(const BuilderConfig& config) {
 // first: the CUDA engine captures its graph on the second run). A CUDA engine is timed with its
 // inputs and outputs resident on the GPU, as a deployed engine is fed: host copies would make a
 // batch-32 image model's timing mostly PCIe traffic, the same for every candidate.
-// The median run time at each distinct profile point (opt, min, max), summed: a variant is kept
-// for the whole range a dynamic profile serves, not for the opt shape alone.
+// The median run time at each distinct profile point (opt, min, max of every profile), summed: a
+// variant is kept for the whole range the profiles serve, not for one opt shape alone.
 Result<double> time_engine(const Engine& engine) {
   GRAFT_ASSIGN_OR_RETURN(auto ctx, engine.create_context());
   double total = 0;
-  for (ProfilePoint point : distinct_profile_points(engine)) {
+  for (TimingPoint point : distinct_profile_points(engine)) {
+    GRAFT_RETURN_IF_ERROR(ctx->set_profile(point.profile));  // a later profile's shapes lie outside profile 0
     GRAFT_ASSIGN_OR_RETURN(auto inputs, timing_inputs(engine, point));
     if (engine.device() == DeviceType::kCUDA) {
       for (auto& [name, t] : inputs) {
@@ -297,9 +357,17 @@ bool caches_engine_choice(const BuilderConfig& config) {
 
 std::string engine_choice_key(uint64_t model_hash, const BuilderConfig& config) {
   std::string k = std::string("engine;") + (config.fp16 ? "fp16;" : "fp32;") + std::to_string(model_hash);
-  for (const auto& [name, r] : config.profile) {
-    k += ";" + name + "=";
-    for (int64_t d : r.opt) k += std::to_string(d) + "x";
+  // One profile keeps the key it had before there were several (caches stay valid); each further
+  // profile's opt shapes follow after a '|'.
+  // (A config whose profiles are refused fails its build; the key is then never used.)
+  auto requested = requested_profiles(config);
+  const std::vector<OptimizationProfile> profiles = requested ? *requested : std::vector<OptimizationProfile>{};
+  for (size_t p = 0; p < profiles.size(); ++p) {
+    if (p > 0) k += "|";
+    for (const auto& [name, r] : profiles[p]) {
+      k += ";" + name + "=";
+      for (int64_t d : r.opt) k += std::to_string(d) + "x";
+    }
   }
   return k;
 }

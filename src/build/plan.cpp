@@ -70,36 +70,43 @@ uint32_t crc_of(const std::string& bytes) { return crc_of(static_cast<uint32_t>(
 
 nlohmann::json range_json(const ProfileRange& r) { return {{"min", r.min}, {"opt", r.opt}, {"max", r.max}}; }
 
-// A plan's profiles are data from a file: each must name a graph input, match its rank, satisfy
-// 0 <= min <= opt <= max, agree with the input's fixed dims, and have a max shape whose byte count
-// fits in int64 (inputs are allocated at opt or max shapes by callers).
-Status check_plan_profiles(const EngineState& st, const std::string& name) {
-  for (const auto& entry : st.profile) {
-    // Named references, not a structured binding: lambdas may not capture bindings before C++20's
-    // P1091, which clang implements only from version 16.
-    const std::string& input = entry.first;
-    const ProfileRange& r = entry.second;
-    const Value* v = nullptr;
-    for (const Value* in : st.graph->inputs())
-      if (in->name == input) v = in;
-    auto fail = [&](auto&&... parts) {
-      return error(StatusCode::kCorruptPlan, "the plan's profile for input '", input, "' ", parts...).with_file(name);
-    };
-    if (!v) return fail("names no input of the graph");
-    const Shape& s = *v->desc.shape;
-    if (r.min.size() != s.size() || r.opt.size() != s.size() || r.max.size() != s.size())
-      return fail("has ranks ", static_cast<uint64_t>(r.min.size()), "/", static_cast<uint64_t>(r.opt.size()), "/",
-                  static_cast<uint64_t>(r.max.size()), " but the input has shape ", shape_to_string(s));
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (!(0 <= r.min[i] && r.min[i] <= r.opt[i] && r.opt[i] <= r.max[i]))
-        return fail("dimension ", static_cast<uint64_t>(i), " needs 0 <= min <= opt <= max, got min ", r.min[i],
-                    " opt ", r.opt[i], " max ", r.max[i]);
-      if (s[i].is_const() && (r.min[i] != s[i].value() || r.max[i] != s[i].value()))
-        return fail("dimension ", static_cast<uint64_t>(i), " does not match the fixed extent ", s[i].value());
-    }
-    Status shape_ok = check_concrete_shape(r.max, v->desc.dtype, "max shape");
-    if (!shape_ok) return fail(shape_ok.message());
+// A plan's profiles are data from a file: each range must name a graph input, match its rank,
+// satisfy 0 <= min <= opt <= max, agree with the input's fixed dims, and have a max shape whose byte
+// count fits in int64 (inputs are allocated at opt or max shapes by callers); every profile names
+// the inputs profile 0 names (the builder writes them so).
+Status check_plan_range(const EngineState& st, size_t k, const std::string& input, const ProfileRange& r,
+                        const std::string& name) {
+  const Value* v = nullptr;
+  for (const Value* in : st.graph->inputs())
+    if (in->name == input) v = in;
+  const std::string which = st.profiles.size() == 1 ? std::string("profile") : "profile " + std::to_string(k);
+  auto fail = [&](auto&&... parts) {
+    return error(StatusCode::kCorruptPlan, "the plan's ", which, " for input '", input, "' ", parts...).with_file(name);
+  };
+  // Equal sizes and each of profile k's inputs in profile 0: the same inputs.
+  if (k > 0 && (!st.profiles[0].count(input) || st.profiles[0].size() != st.profiles[k].size()))
+    return fail("does not match profile 0's inputs: every profile must name the same inputs");
+  if (!v) return fail("names no input of the graph");
+  const Shape& s = *v->desc.shape;
+  if (r.min.size() != s.size() || r.opt.size() != s.size() || r.max.size() != s.size())
+    return fail("has ranks ", static_cast<uint64_t>(r.min.size()), "/", static_cast<uint64_t>(r.opt.size()), "/",
+                static_cast<uint64_t>(r.max.size()), " but the input has shape ", shape_to_string(s));
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (!(0 <= r.min[i] && r.min[i] <= r.opt[i] && r.opt[i] <= r.max[i]))
+      return fail("dimension ", static_cast<uint64_t>(i), " needs 0 <= min <= opt <= max, got min ", r.min[i],
+                  " opt ", r.opt[i], " max ", r.max[i]);
+    if (s[i].is_const() && (r.min[i] != s[i].value() || r.max[i] != s[i].value()))
+      return fail("dimension ", static_cast<uint64_t>(i), " does not match the fixed extent ", s[i].value());
   }
+  Status shape_ok = check_concrete_shape(r.max, v->desc.dtype, "max shape");
+  if (!shape_ok) return fail(shape_ok.message());
+  return Status::ok();
+}
+
+Status check_plan_profiles(const EngineState& st, const std::string& name) {
+  if (st.profiles.empty()) return error(StatusCode::kCorruptPlan, "the plan has no optimization profile").with_file(name);
+  for (size_t k = 0; k < st.profiles.size(); ++k)
+    for (const auto& [input, r] : st.profiles[k]) GRAFT_RETURN_IF_ERROR(check_plan_range(st, k, input, r, name));
   return Status::ok();
 }
 
@@ -137,8 +144,19 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
                  {"device_name", state.cuda_device_name},
                  {"cuda_graphs", state.cuda_graphs}};
   }
-  j["profiles"] = nlohmann::json::object();
-  for (const auto& [name, r] : state.profile) j["profiles"][name] = range_json(r);
+  // One profile: format 2's object, so older graft still reads the plan. Several: format 3's array.
+  const bool several = state.profiles.size() > 1;
+  auto profile_json = [](const OptimizationProfile& p) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [name, r] : p) o[name] = range_json(r);
+    return o;
+  };
+  if (several) {
+    j["profiles"] = nlohmann::json::array();
+    for (const OptimizationProfile& p : state.profiles) j["profiles"].push_back(profile_json(p));
+  } else {
+    j["profiles"] = state.profiles.empty() ? nlohmann::json::object() : profile_json(state.profiles[0]);
+  }
   if (state.tactics && state.tactics->size()) j["tactics"] = nlohmann::json::parse(state.tactics->to_json());
   j["inputs"] = nlohmann::json::array();
   for (const Value* v : state.graph->inputs()) j["inputs"].push_back({{"name", v->name}, {"desc", v->desc.to_string()}});
@@ -161,12 +179,12 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
   payload += json_text;
 
   std::string out(kPlanMagic, sizeof kPlanMagic);
-  put<uint32_t>(out, kPlanFormatVersion);
+  put<uint32_t>(out, several ? kPlanFormatVersion : kPlanFormatVersionOneProfile);
   std::string ver = version_string();
   put<uint32_t>(out, static_cast<uint32_t>(ver.size()));
   out += ver;
   put<uint64_t>(out, payload.size());
-  // Format 2: the checksum covers every byte of the file but its own four (format 1 left the header,
+  // Formats 2 and 3: the checksum covers every byte of the file but its own four (format 1 left the header,
   // and so the writer's version string, outside it).
   put<uint32_t>(out, crc_of(crc_of(out), payload));
   out += payload;
@@ -207,7 +225,7 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
   uint64_t payload_len = 0;
   std::string writer_version;
   if (!r.get(&format)) return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
-  if (format != kPlanFormatVersion && format != kPlanFormatVersionPayloadCrc) {
+  if (format != kPlanFormatVersion && format != kPlanFormatVersionOneProfile && format != kPlanFormatVersionPayloadCrc) {
     // The writer's version is outside any checksum here: only printable ASCII is shown.
     std::string by;
     if (r.get(&ver_len) && ver_len < 256 && r.bytes(ver_len, &writer_version) &&
@@ -216,8 +234,8 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
     return fail(StatusCode::kCorruptPlan, "plan format version ", static_cast<uint64_t>(format), " (written",
                 by.empty() ? std::string(" by another graft") : by, ") cannot be read: this graft (",
                 version_string(), ") reads plan format version ", static_cast<uint64_t>(kPlanFormatVersion),
-                " (and the older ", static_cast<uint64_t>(kPlanFormatVersionPayloadCrc),
-                "); rebuild the plan from the ONNX model");
+                " (and the older ", static_cast<uint64_t>(kPlanFormatVersionOneProfile), " and ",
+                static_cast<uint64_t>(kPlanFormatVersionPayloadCrc), "); rebuild the plan from the ONNX model");
   }
   if (!r.get(&ver_len) || ver_len > 256 || !r.bytes(ver_len, &writer_version) || !r.get(&payload_len))
     return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
@@ -231,11 +249,18 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
     return fail(StatusCode::kCorruptPlan, "the plan has ", static_cast<uint64_t>(remaining - payload_len),
                 " unexpected trailing bytes (corrupted)");
   std::string payload = bytes.substr(r.pos);
-  // Format 2 checks every byte but the checksum's own; format 1 (still read) checked the payload only.
-  const uint32_t expected = format == kPlanFormatVersion ? crc_of(crc_of(bytes.substr(0, crc_pos)), payload)
-                                                         : crc_of(payload);
+  // Formats 2 and 3 check every byte but the checksum's own; format 1 (still read) checked the payload only.
+  const uint32_t expected = format != kPlanFormatVersionPayloadCrc
+                                ? crc_of(crc_of(bytes.substr(0, crc_pos)), payload)
+                                : crc_of(payload);
   if (expected != crc) return fail(StatusCode::kCorruptPlan, "the plan is corrupted: checksum mismatch");
-  return read_plan_payload(payload, name);
+  auto st = read_plan_payload(payload, name);
+  // Several profiles are format 3's: an older format claiming them is not what graft writes.
+  if (st && format != kPlanFormatVersion && st->profiles.size() > 1)
+    return fail(StatusCode::kCorruptPlan, "the plan is format ", static_cast<uint64_t>(format), " but has ",
+                static_cast<uint64_t>(st->profiles.size()), " optimization profiles, which need format ",
+                static_cast<uint64_t>(kPlanFormatVersion));
+  return st;
 }
 }  // namespace
 
@@ -307,16 +332,27 @@ Result<EngineState> read_plan_payload_impl(const std::string& payload, const std
       st.cuda_graphs = cuda.value("cuda_graphs", true);
     }
     if (j.contains("profiles")) {
-      if (!j["profiles"].is_object()) return fail(StatusCode::kCorruptPlan, "the plan's profiles are malformed");
-      for (auto it = j["profiles"].begin(); it != j["profiles"].end(); ++it) {
-        // Numbers from the file: integers in int64's range only (a float's conversion could be UB).
-        ProfileRange pr;
-        const nlohmann::json& r = it.value();
-        if (!r.is_object() || !r.contains("min") || !r.contains("opt") || !r.contains("max") ||
-            !json_checked::get_int_vector(r["min"], &pr.min) || !json_checked::get_int_vector(r["opt"], &pr.opt) ||
-            !json_checked::get_int_vector(r["max"], &pr.max))
-          return fail(StatusCode::kCorruptPlan, "the plan's profile for input '", it.key(), "' is malformed");
-        st.profile[it.key()] = pr;
+      // Format 3: an array of profiles; formats 1 and 2: one profile as an object.
+      const nlohmann::json& all = j["profiles"];
+      if (!all.is_object() && !(all.is_array() && !all.empty()))
+        return fail(StatusCode::kCorruptPlan, "the plan's profiles are malformed");
+      const bool several = all.is_array();
+      st.profiles.assign(several ? all.size() : 1, OptimizationProfile{});
+      for (size_t k = 0; k < st.profiles.size(); ++k) {
+        const nlohmann::json& one = several ? all[k] : all;
+        if (!one.is_object())
+          return fail(StatusCode::kCorruptPlan, "the plan's profile ", static_cast<uint64_t>(k), " is malformed");
+        for (auto it = one.begin(); it != one.end(); ++it) {
+          // Numbers from the file: integers in int64's range only (a float's conversion could be UB).
+          ProfileRange pr;
+          const nlohmann::json& r = it.value();
+          if (!r.is_object() || !r.contains("min") || !r.contains("opt") || !r.contains("max") ||
+              !json_checked::get_int_vector(r["min"], &pr.min) || !json_checked::get_int_vector(r["opt"], &pr.opt) ||
+              !json_checked::get_int_vector(r["max"], &pr.max))
+            return fail(StatusCode::kCorruptPlan, "the plan's profile ", several ? std::to_string(k) + " " : "",
+                        "for input '", it.key(), "' is malformed");
+          st.profiles[k][it.key()] = pr;
+        }
       }
     }
     if (j.contains("tactics")) {

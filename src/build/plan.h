@@ -2,12 +2,17 @@
 //
 // Layout (little-endian):
 //   "GRAFTPLN"                    8 bytes magic
-//   uint32 format version         kPlanFormatVersion
+//   uint32 format version         kPlanFormatVersion, or kPlanFormatVersionOneProfile (below)
 //   uint32 n, n bytes             graft version string that wrote the plan
 //   uint64 payload length
 //   uint32 CRC32 (zlib) of every other byte of the file: the header before it, then the payload
 //   payload: uint64 m, m bytes    the optimized graph as an ONNX ModelProto (protobuf)
 //            uint64 k, k bytes    JSON: profiles, build options, device, IO info
+// Format 3 adds several optimization profiles: its JSON "profiles" is an array of objects (profile
+// k at index k, each {input: {min, opt, max}}), where formats 1 and 2 have one such object. A plan
+// with one profile is still written as format 2, which older graft reads; one with several is
+// format 3, which older graft refuses with its format-version error instead of silently running
+// profile 0 alone.
 // Format 1 (read, no longer written) had the same layout with a CRC of the payload only, so a
 // changed byte in the header's version string went unnoticed. In format 2 any change of one byte
 // (indeed any burst of up to 32 bits) fails to load: tests/unit/plan_test.cpp flips every byte.
@@ -22,7 +27,8 @@
 namespace graft {
 
 inline constexpr char kPlanMagic[8] = {'G', 'R', 'A', 'F', 'T', 'P', 'L', 'N'};
-inline constexpr uint32_t kPlanFormatVersion = 2;            // written
+inline constexpr uint32_t kPlanFormatVersion = 3;            // newest: written for several profiles
+inline constexpr uint32_t kPlanFormatVersionOneProfile = 2;   // written for one profile
 inline constexpr uint32_t kPlanFormatVersionPayloadCrc = 1;   // still read
 
 Result<std::string> write_plan_bytes(const EngineState& state);

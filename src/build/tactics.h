@@ -72,17 +72,27 @@ struct TacticStats {
   double timing_ms = 0;
 };
 
-// Which shapes of the optimization profile to time at.
+// Which shapes of an optimization profile to time at.
 enum class ProfilePoint { kMin, kOpt, kMax };
 
-// Inputs to time an engine with: every input at its static shape or its profile's `point` shape
-// (opt by default), floating inputs uniform in [-1, 1], others 0 (index-like inputs stay in range).
-// Errors name an input that has neither.
-Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine, ProfilePoint point = ProfilePoint::kOpt);
+// A point of one of the engine's optimization profiles (profile 0's by default).
+struct TimingPoint {
+  TimingPoint(ProfilePoint p = ProfilePoint::kOpt, int profile_index = 0) : profile(profile_index), point(p) {}
+  int profile;
+  ProfilePoint point;
+  bool operator==(const TimingPoint&) const = default;
+};
 
-// The profile points whose shapes differ from each other (opt first): an engine with static
-// shapes has only opt; a dynamic batch 1..8..32 has opt, min and max.
-std::vector<ProfilePoint> distinct_profile_points(const Engine& engine);
+// Inputs to time an engine with: every input at its static shape or its profile's `point` shape
+// (profile 0's opt by default), floating inputs uniform in [-1, 1], others 0 (index-like inputs stay
+// in range). Errors name an input that has neither. Run them on a context set to point.profile.
+Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine, TimingPoint point = {});
+
+// The points of every profile whose shapes differ from each other, profile by profile (opt, then
+// min and max): an engine with static shapes has only profile 0's opt; a dynamic batch 1..8..32 has
+// opt, min and max; a second profile adds those of its points no earlier point has. Tactics are
+// keyed by concrete shapes, so timing at each of these covers every profile's choices.
+std::vector<TimingPoint> distinct_profile_points(const Engine& engine);
 
 // Build-time tuning state handed to the kernels through their exec context (nullptr at run time).
 struct TacticTuning {

@@ -1,7 +1,9 @@
 #include "runtime/cpu_engine.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
@@ -18,7 +20,7 @@ std::string dims_to_string(const std::vector<int64_t>& d) {
   return shape_to_string(shape_from_values(d));
 }
 
-IOInfo io_info(const Value& v, const std::map<std::string, ProfileRange>& profile) {
+IOInfo io_info(const Value& v, const OptimizationProfile& profile) {
   IOInfo info;
   info.name = v.name;
   info.dtype = v.desc.dtype;
@@ -75,10 +77,18 @@ class CpuContext final : public ExecutionContext {
  public:
   explicit CpuContext(const CpuEngine& e) : engine_(e) {}
   Status run(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs) override;
+  Status set_profile(int index) override;
+  int profile() const override { return profile_.load(); }
 
  private:
   const CpuEngine& engine_;
+  // Atomic: concurrent runs on one CPU context are allowed, and each reads the selection once.
+  std::atomic<int> profile_{0};
 };
+
+std::string range_text(const ProfileRange& r) {
+  return "min " + dims_to_string(r.min) + " opt " + dims_to_string(r.opt) + " max " + dims_to_string(r.max);
+}
 
 class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEngine> {
  public:
@@ -98,15 +108,20 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
   }
   std::vector<IOInfo> inputs() const override {
     std::vector<IOInfo> r;
-    for (const Value* v : s_.graph->inputs()) r.push_back(io_info(*v, s_.profile));
+    for (const Value* v : s_.graph->inputs()) r.push_back(io_info(*v, s_.profiles.at(0)));
     return r;
   }
   std::vector<IOInfo> outputs() const override {
     std::vector<IOInfo> r;
-    for (const Value* v : s_.graph->outputs()) r.push_back(io_info(*v, s_.profile));
+    for (const Value* v : s_.graph->outputs()) r.push_back(io_info(*v, s_.profiles.at(0)));
     return r;
   }
   DeviceType device() const override { return s_.device; }
+  int num_profiles() const override { return static_cast<int>(s_.profiles.size()); }
+  Result<OptimizationProfile> profile(int index) const override {
+    GRAFT_RETURN_IF_ERROR(check_profile_index(index, s_.profiles.size()));
+    return s_.profiles[static_cast<size_t>(index)];
+  }
 
   std::string describe() const override {
     std::ostringstream os;
@@ -116,11 +131,20 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
     os << "inputs:\n";
     for (const auto& io : inputs()) {
       os << "  " << io.name << ": " << dtype_name(io.dtype) << io.shape;
-      if (io.profile)
-        os << "  profile min " << dims_to_string(io.profile->min) << " opt " << dims_to_string(io.profile->opt)
-           << " max " << dims_to_string(io.profile->max);
+      if (s_.profiles.size() == 1) {
+        if (io.profile) os << "  profile " << range_text(*io.profile);
+        os << "\n";
+        continue;
+      }
       os << "\n";
+      for (size_t k = 0; k < s_.profiles.size(); ++k) {
+        auto it = s_.profiles[k].find(io.name);
+        if (it != s_.profiles[k].end()) os << "    profile " << k << ": " << range_text(it->second) << "\n";
+      }
     }
+    if (s_.profiles.size() > 1)
+      os << "optimization profiles: " << s_.profiles.size() << " (a context selects one: set_profile, "
+         << "graft run --profile-index)\n";
     os << "outputs:\n";
     for (const auto& io : outputs()) os << "  " << io.name << ": " << dtype_name(io.dtype) << io.shape << "\n";
     os << "layers (" << s_.graph->nodes().size() << "):\n";
@@ -157,6 +181,13 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
     j["source"] = s_.source;
     j["inputs"] = json::array();
     for (const auto& io : inputs()) j["inputs"].push_back(io_json(io));
+    // Every profile, index = position; each input's "profile" above is its range in profile 0.
+    j["profiles"] = json::array();
+    for (const OptimizationProfile& p : s_.profiles) {
+      json pj = json::object();
+      for (const auto& [name, r] : p) pj[name] = {{"min", r.min}, {"opt", r.opt}, {"max", r.max}};
+      j["profiles"].push_back(std::move(pj));
+    }
     j["outputs"] = json::array();
     for (const auto& io : outputs()) j["outputs"].push_back(io_json(io));
     j["layers"] = json::array();
@@ -198,8 +229,7 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
   std::map<const Value*, size_t> last_use_;
 };
 
-Status check_input(const Value& v, const Tensor& t, const std::map<std::string, ProfileRange>& profile,
-                   SymbolBindings& bindings) {
+Status check_input(const Value& v, const Tensor& t, const EngineState& st, int profile, SymbolBindings& bindings) {
   const TensorDesc& d = v.desc;
   if (t.dtype() != d.dtype)
     return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects dtype ", dtype_name(d.dtype),
@@ -214,7 +244,6 @@ Status check_input(const Value& v, const Tensor& t, const std::map<std::string, 
     return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects rank ",
                  static_cast<uint64_t>(s.size()), " (shape ", shape_to_string(s), ") but was given shape ",
                  dims_to_string(t.dims()));
-  auto pit = profile.find(v.name);
   for (size_t i = 0; i < s.size(); ++i) {
     int64_t given = t.dims()[i];
     if (s[i].is_const()) {
@@ -224,14 +253,6 @@ Status check_input(const Value& v, const Tensor& t, const std::map<std::string, 
                      " (shape ", dims_to_string(t.dims()), ")");
       continue;
     }
-    if (pit != profile.end()) {
-      const ProfileRange& r = pit->second;
-      if (i < r.min.size() && (given < r.min[i] || given > r.max[i]))
-        return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
-                     " is ", given, ", outside the optimization profile [min ", r.min[i], ", max ", r.max[i],
-                     "] (profile min ", dims_to_string(r.min), " max ", dims_to_string(r.max),
-                     "; rebuild with a profile whose min and max cover it)");
-    }
     if (s[i].is_symbol()) {
       auto [it, inserted] = bindings.emplace(s[i].symbol_name(), given);
       if (!inserted && it->second != given)
@@ -240,7 +261,7 @@ Status check_input(const Value& v, const Tensor& t, const std::map<std::string, 
                      s[i].symbol_name(), "' to ", it->second);
     }
   }
-  return Status::ok();
+  return check_input_in_profile(st, profile, v, t.dims());
 }
 
 // True when t's bytes overlap the buffer of any of the caller's input tensors.
@@ -263,13 +284,14 @@ Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std
   GRAFT_RETURN_IF_ERROR(check_input_names(g, inputs));
   std::map<const Value*, Tensor> live;
   SymbolBindings bindings;
+  const int profile = profile_.load();
   for (const Value* v : g.inputs()) {
     auto it = inputs.find(v->name);
     if (it == inputs.end())
       return error(StatusCode::kInvalidArgument, "input '", v->name, "' (", v->desc.to_string(), ") was not given");
     if (!it->second.defined())
       return error(StatusCode::kInvalidArgument, "input '", v->name, "' is an empty tensor handle");
-    GRAFT_RETURN_IF_ERROR(check_input(*v, it->second, s.profile, bindings));
+    GRAFT_RETURN_IF_ERROR(check_input(*v, it->second, s, profile, bindings));
     if (it->second.device() != DeviceType::kCPU)
       return error(StatusCode::kUnsupported, "input '", v->name, "' is on ", device_name(it->second.device()),
                    "; the CPU engine takes host tensors");
@@ -328,7 +350,55 @@ Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std
   return Status::ok();
 }
 
+Status CpuContext::set_profile(int index) {
+  GRAFT_RETURN_IF_ERROR(check_profile_index(index, engine_.state().profiles.size()));
+  profile_.store(index);
+  return Status::ok();
+}
+
 }  // namespace
+
+Status check_profile_index(int index, size_t count) {
+  if (index >= 0 && static_cast<size_t>(index) < count) return Status::ok();
+  const std::string has = count == 1 ? std::string("1 profile (index 0)")
+                                     : std::to_string(count) + " profiles (indices 0 to " + std::to_string(count - 1) + ")";
+  return error(StatusCode::kInvalidArgument, "optimization profile ", index, " does not exist: this engine has ", has);
+}
+
+Status check_input_in_profile(const EngineState& st, int index, const Value& v, const std::vector<int64_t>& dims) {
+  GRAFT_RETURN_IF_ERROR(check_profile_index(index, st.profiles.size()));
+  const Shape& s = *v.desc.shape;
+  // The dimensions of `dims` outside range `r` (only those the graph leaves dynamic: a fixed one was
+  // checked against the model's shape already).
+  auto outside = [&](const ProfileRange& r) -> std::optional<size_t> {
+    for (size_t i = 0; i < s.size() && i < dims.size(); ++i)
+      if (!s[i].is_const() && i < r.min.size() && i < r.max.size() && (dims[i] < r.min[i] || dims[i] > r.max[i]))
+        return i;
+    return std::nullopt;
+  };
+  const OptimizationProfile& selected = st.profiles[static_cast<size_t>(index)];
+  auto it = selected.find(v.name);
+  if (it == selected.end()) return Status::ok();
+  const ProfileRange& r = it->second;
+  const std::optional<size_t> bad = outside(r);
+  if (!bad) return Status::ok();
+  const bool several = st.profiles.size() > 1;
+  std::string advice = "; rebuild with a profile whose min and max cover it";
+  for (size_t k = 0; several && k < st.profiles.size(); ++k) {
+    auto other = st.profiles[k].find(v.name);
+    if (k != static_cast<size_t>(index) && other != st.profiles[k].end() && !outside(other->second)) {
+      advice = "; profile " + std::to_string(k) + " covers it: select profile " + std::to_string(k);
+      break;
+    }
+  }
+  const size_t i = *bad;
+  // One profile keeps the wording engines had before there were several.
+  const std::string which = several ? "optimization profile " + std::to_string(index) : "the optimization profile";
+  const std::string gives = several ? "profile " + std::to_string(index) + " gives '" + v.name + "' " : "profile ";
+  return error(StatusCode::kInvalidArgument, "input '", v.name, "' has shape ", dims_to_string(dims), ": dimension ",
+               static_cast<uint64_t>(i), " is ", dims[i], ", outside ", which, " [min ", r.min[i], ", max ", r.max[i],
+               "] (", gives, range_text(r), ")", advice);
+}
 
 const EngineState* cpu_engine_state(const Engine& engine) {
   auto* e = dynamic_cast<const CpuEngine*>(&engine);

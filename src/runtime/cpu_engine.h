@@ -15,7 +15,9 @@ namespace graft {
 // Everything an engine is made of; also exactly what a plan stores.
 struct EngineState {
   std::unique_ptr<Graph> graph;
-  std::map<std::string, ProfileRange> profile;  // dynamic inputs only
+  // The optimization profiles, profile 0 first; always at least one (empty without dynamic
+  // inputs). Each names the same inputs: those that stay dynamic in the graph.
+  std::vector<OptimizationProfile> profiles = std::vector<OptimizationProfile>(1);
   DeviceType device = DeviceType::kCPU;
   bool fp16 = false;
   std::string source;  // model path the engine was built from
@@ -29,6 +31,15 @@ struct EngineState {
 };
 
 Result<std::shared_ptr<Engine>> make_cpu_engine(EngineState state);
+
+// An error naming `index` and how many profiles there are, unless 0 <= index < count.
+Status check_profile_index(int index, size_t count);
+
+// Checks a run's input `v` (its dims of the right rank) against profile `index` of `st`: each
+// dimension the graph leaves dynamic must lie in that profile's [min, max]. The error names the
+// input, the shape given, the profile and its range, and a profile that covers the shape if one does.
+// Shared by the CPU and CUDA contexts, so both word it the same.
+Status check_input_in_profile(const EngineState& st, int index, const Value& v, const std::vector<int64_t>& dims);
 
 // The state of an engine made by make_cpu_engine (nullptr for other engines). Lets the CUDA engine
 // reuse the CPU engine's descriptions and plan writer.

@@ -149,14 +149,14 @@ TEST(Plan, ReadsFormatVersion1) {
   std::memcpy(b.data() + crc_pos, &crc, 4);
   auto e = Engine::deserialize(b, "v1.plan");
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
-  // Written back, it is format 2.
+  // Written back, it is format 2 (one profile).
   auto again = (*e)->serialize();
   ASSERT_TRUE(again.is_ok());
   uint32_t format = 0;
   std::memcpy(&format, again->data() + 8, 4);
-  EXPECT_EQ(format, kPlanFormatVersion);
+  EXPECT_EQ(format, kPlanFormatVersionOneProfile);
   // The same file with its format field saying 2 fails: the checksum is not the one format 2 has.
-  const uint32_t v2 = kPlanFormatVersion;
+  const uint32_t v2 = kPlanFormatVersionOneProfile;
   std::memcpy(b.data() + 8, &v2, 4);
   auto bad = Engine::deserialize(b, "v1-as-v2.plan");
   ASSERT_FALSE(bad.is_ok());

@@ -104,12 +104,13 @@ TEST(Tactics, TimedAtEveryDistinctProfilePoint) {
     cfg.profile["x"] = std::move(r);
     auto e = Engine::build_from_onnx_bytes(m.bytes(), cfg, "relu.onnx");
     EXPECT_TRUE(e.is_ok()) << e.status().to_string();
-    return e.is_ok() ? distinct_profile_points(**e) : std::vector<ProfilePoint>{};
+    return e.is_ok() ? distinct_profile_points(**e) : std::vector<TimingPoint>{};
   };
   using P = ProfilePoint;
-  EXPECT_EQ(points_for({{1, 3}, {8, 3}, {32, 3}}), (std::vector<P>{P::kOpt, P::kMin, P::kMax}));
-  EXPECT_EQ(points_for({{1, 3}, {1, 3}, {32, 3}}), (std::vector<P>{P::kOpt, P::kMax}));
-  EXPECT_EQ(points_for({{4, 3}, {4, 3}, {4, 3}}), (std::vector<P>{P::kOpt}));
+  using T = std::vector<TimingPoint>;  // profile 0's points
+  EXPECT_EQ(points_for({{1, 3}, {8, 3}, {32, 3}}), (T{P::kOpt, P::kMin, P::kMax}));
+  EXPECT_EQ(points_for({{1, 3}, {1, 3}, {32, 3}}), (T{P::kOpt, P::kMax}));
+  EXPECT_EQ(points_for({{4, 3}, {4, 3}, {4, 3}}), (T{P::kOpt}));
   // The inputs follow the point asked for.
   BuilderConfig cfg;
   cfg.profile["x"] = ProfileRange{{1, 3}, {8, 3}, {32, 3}};

@@ -1,5 +1,6 @@
 #include "tools/graft/build_options.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cerrno>
@@ -103,11 +104,15 @@ void add_shapes_option(CLI::App& app, BuildOptions& opts) {
 void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output) {
   // The camelCase names are trtexec's, accepted with the same meaning (docs/cli.md lists them).
   if (with_output) app.add_option("-o,--output,--saveEngine", opts.output, "The plan file to write")->required();
-  app.add_option("--min-shapes,--minShapes", opts.min_shapes, "Profile minimum shapes: NAME:1x3x224x224[,...]")
+  // Each occurrence of these three is one optimization profile, in order (trtexec's habit).
+  app.add_option("--min-shapes,--minShapes", opts.min_shapes,
+                 "Profile minimum shapes: NAME:1x3x224x224[,...]; repeat the flag for each further optimization profile")
       ->expected(1, -1);
-  app.add_option("--opt-shapes,--optShapes", opts.opt_shapes, "Profile optimum shapes: NAME:1x3x224x224[,...]")
+  app.add_option("--opt-shapes,--optShapes", opts.opt_shapes,
+                 "Profile optimum shapes: NAME:1x3x224x224[,...]; repeat the flag for each further optimization profile")
       ->expected(1, -1);
-  app.add_option("--max-shapes,--maxShapes", opts.max_shapes, "Profile maximum shapes: NAME:1x3x224x224[,...]")
+  app.add_option("--max-shapes,--maxShapes", opts.max_shapes,
+                 "Profile maximum shapes: NAME:1x3x224x224[,...]; repeat the flag for each further optimization profile")
       ->expected(1, -1);
   add_shapes_option(app, opts);
   app.add_flag("--fp16", opts.fp16, "CUDA: allow float16 kernels");
@@ -179,19 +184,17 @@ Status parse_shape_list(const std::vector<std::string>& entries, const std::stri
   return Status::ok();
 }
 
-Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opts) {
-  std::map<std::string, std::vector<int64_t>> mins, opts_, maxs, fixed;
-  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.min_shapes, "--min-shapes", &mins));
-  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.opt_shapes, "--opt-shapes", &opts_));
-  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.max_shapes, "--max-shapes", &maxs));
-  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.shapes, "--shapes", &fixed));
-  std::map<std::string, ProfileRange> profile;
-  for (const auto& [name, dims] : fixed) {
-    // With --min/opt/max-shapes as well, those make the profile and --shapes is only the shape
-    // `graft run` runs at, as in trtexec (the engine checks that it lies inside the profile).
-    if (mins.count(name) || opts_.count(name) || maxs.count(name)) continue;
-    profile[name] = ProfileRange{dims, dims, dims};
-  }
+namespace {
+
+// The ranges of one profile from its --min/--opt/--max-shapes groups (nullptr: that flag not given).
+Result<OptimizationProfile> make_one_profile(const std::vector<std::string>* min_group,
+                                             const std::vector<std::string>* opt_group,
+                                             const std::vector<std::string>* max_group, const std::string& label) {
+  std::map<std::string, std::vector<int64_t>> mins, opts_, maxs;
+  if (min_group) GRAFT_RETURN_IF_ERROR(parse_shape_list(*min_group, "--min-shapes", &mins));
+  if (opt_group) GRAFT_RETURN_IF_ERROR(parse_shape_list(*opt_group, "--opt-shapes", &opts_));
+  if (max_group) GRAFT_RETURN_IF_ERROR(parse_shape_list(*max_group, "--max-shapes", &maxs));
+  OptimizationProfile profile;
   std::map<std::string, bool> names;
   for (const auto* m : {&mins, &opts_, &maxs})
     for (const auto& [name, _] : *m) names[name] = true;
@@ -207,10 +210,41 @@ Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opt
     r.min = mn ? *mn : r.opt;
     r.max = mx ? *mx : r.opt;
     if (r.min.size() != r.opt.size() || r.max.size() != r.opt.size())
-      return error(StatusCode::kInvalidArgument, "input '", name, "': min/opt/max shapes have different ranks");
+      return error(StatusCode::kInvalidArgument, "input '", name, "': min/opt/max shapes have different ranks", label);
     profile[name] = r;
   }
   return profile;
+}
+
+}  // namespace
+
+Result<std::vector<OptimizationProfile>> make_profiles(const BuildOptions& opts) {
+  std::map<std::string, std::vector<int64_t>> fixed;
+  GRAFT_RETURN_IF_ERROR(parse_shape_list(opts.shapes, "--shapes", &fixed));
+  const size_t n = std::max({opts.min_shapes.size(), opts.opt_shapes.size(), opts.max_shapes.size(), size_t{1}});
+  for (const auto& [flag, groups] : {std::pair{"--min-shapes", &opts.min_shapes},
+                                     std::pair{"--opt-shapes", &opts.opt_shapes},
+                                     std::pair{"--max-shapes", &opts.max_shapes}})
+    if (!groups->empty() && groups->size() != n)
+      return error(StatusCode::kInvalidArgument, flag, " is given ", static_cast<uint64_t>(groups->size()),
+                   " time(s) but another shape flag ", static_cast<uint64_t>(n),
+                   " times: each occurrence of --min-shapes, --opt-shapes and --max-shapes is one optimization "
+                   "profile, so give each of them once per profile (or leave one out everywhere)");
+  std::vector<OptimizationProfile> profiles;
+  for (size_t k = 0; k < n; ++k) {
+    auto group = [k](const std::vector<std::vector<std::string>>& g) { return g.empty() ? nullptr : &g[k]; };
+    GRAFT_ASSIGN_OR_RETURN(OptimizationProfile p,
+                           make_one_profile(group(opts.min_shapes), group(opts.opt_shapes), group(opts.max_shapes),
+                                            n == 1 ? std::string() : " (profile " + std::to_string(k) + ")"));
+    profiles.push_back(std::move(p));
+  }
+  for (const auto& [name, dims] : fixed) {
+    // An input the profiles name: --shapes is only the shape `graft run` runs at, as in trtexec (the
+    // engine checks that it lies inside the selected profile). Any other: fixed in every profile.
+    if (profiles[0].count(name)) continue;
+    for (OptimizationProfile& p : profiles) p[name] = ProfileRange{dims, dims, dims};
+  }
+  return profiles;
 }
 
 Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType device,
@@ -225,7 +259,10 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType d
     config.layout = opts.layout;
     config.strict_device = opts.strict_device;
   }
-  GRAFT_ASSIGN_OR_RETURN(config.profile, make_profile(opts));
+  GRAFT_ASSIGN_OR_RETURN(std::vector<OptimizationProfile> profiles, make_profiles(opts));
+  // One profile keeps the single-profile form; several go to the list (profile k = k-th group).
+  if (profiles.size() == 1) config.profile = std::move(profiles[0]);
+  else config.profiles = std::move(profiles);
   // trtexec's rule: a dynamic input with no shape from a profile, --shapes or an --inputs file is
   // built with every dynamic dimension set to 1, and a one-line warning says so.
   config.unspecified_shape = [](const IOInfo& in) -> Result<std::vector<int64_t>> {

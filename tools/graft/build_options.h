@@ -14,8 +14,11 @@ namespace graft::cli {
 
 struct BuildOptions {
   std::string output;  // build: the plan file to write
-  // Each entry is "NAME:1x3x224x224[,NAME2:...]"; the option may repeat.
-  std::vector<std::string> min_shapes, opt_shapes, max_shapes, shapes;
+  // Each entry is "NAME:1x3x224x224[,NAME2:...]". --min/--opt/--max-shapes: one group per
+  // occurrence of the flag, and occurrence k is optimization profile k (trtexec's habit of
+  // repeating the three flags once per profile). --shapes may repeat; its entries all add up.
+  std::vector<std::vector<std::string>> min_shapes, opt_shapes, max_shapes;
+  std::vector<std::string> shapes;
   bool fp16 = false;
   std::string timing_cache;
   bool no_fusion = false;
@@ -36,9 +39,12 @@ void add_shapes_option(CLI::App& app, BuildOptions& opts);
 Status parse_shape_list(const std::vector<std::string>& entries, const std::string& option,
                         std::map<std::string, std::vector<int64_t>>* out);
 
-// The optimization profile from the shape options: --shapes fixes min = opt = max; otherwise a
-// missing opt is the max (or the min), a missing min or max is the opt.
-Result<std::map<std::string, ProfileRange>> make_profile(const BuildOptions& opts);
+// The optimization profiles from the shape options, profile k from the k-th --min-shapes,
+// --opt-shapes and --max-shapes: a missing opt is the max (or the min), a missing min or max is the
+// opt. Each of the three flags given must be given once per profile (an error names the counts).
+// --shapes fixes min = opt = max, in every profile, for an input no profile names. Always at
+// least one profile (empty when no shapes are given).
+Result<std::vector<OptimizationProfile>> make_profiles(const BuildOptions& opts);
 
 // Records which of the build options were given (after parsing).
 void record_given_build_flags(const CLI::App& app, BuildOptions& opts);

@@ -31,9 +31,9 @@ std::string version_text() {
   const char* backends = "cpu (built without CUDA)";
 #endif
   return fmt::format("graft {}\nbackends: {}\nONNX: default-domain opsets {} to {} (opsets 1 to {} converted on import)\n"
-                     "plan format: {} (reads {} and {})\n",
+                     "plan format: {} (written for several optimization profiles, {} for one; reads {} to {})\n",
                      version_string(), backends, kMinOpset, kMaxOpset, kMinOpset - 1, kPlanFormatVersion,
-                     kPlanFormatVersionPayloadCrc, kPlanFormatVersion);
+                     kPlanFormatVersionOneProfile, kPlanFormatVersionPayloadCrc, kPlanFormatVersion);
 }
 
 // ---- graft build ------------------------------------------------------------------------------
@@ -128,6 +128,14 @@ Command add_run_command(CLI::App& app) {
     if (!plan) GRAFT_RETURN_IF_ERROR(build_device(*model).status());
     GRAFT_RETURN_IF_ERROR(check_compare_options(*cmp, *model, plan, !infer->compare.empty()));
     GRAFT_ASSIGN_OR_RETURN(Tolerances tolerances, parse_tolerances(*cmp));
+    if (!plan) {  // a plan's profile count is known once it is loaded (set_profile checks it then)
+      GRAFT_ASSIGN_OR_RETURN(std::vector<OptimizationProfile> profiles, make_profiles(*build));
+      if (static_cast<size_t>(infer->profile_index) >= profiles.size())
+        return error(StatusCode::kInvalidArgument, "--profile-index ", infer->profile_index, ": the shape flags give ",
+                     static_cast<uint64_t>(profiles.size()), " optimization profile(s) (indices 0 to ",
+                     static_cast<uint64_t>(profiles.size() - 1),
+                     "); repeat --min-shapes/--opt-shapes/--max-shapes once per profile");
+    }
     for (const auto& [path, option] : {std::pair{infer->export_times, "--export-times"},
                                        std::pair{infer->export_output, "--export-output"},
                                        std::pair{infer->export_profile, "--export-profile"}})
@@ -152,6 +160,8 @@ Command add_run_command(CLI::App& app) {
     uint64_t seed = 0;
     GRAFT_ASSIGN_OR_RETURN(auto inputs, prepare_inputs(*engine, *infer, shapes, files, &seed));
     GRAFT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> ctx, engine->create_context());
+    if (Status selected = ctx->set_profile(infer->profile_index); !selected)
+      return error(selected.code(), "--profile-index: ", selected.message());
     GRAFT_ASSIGN_OR_RETURN(TimedRuns timed, time_runs(*engine, *ctx, inputs, *infer));
     const std::map<std::string, Tensor>& outputs = timed.outputs;
     std::vector<double> latency = column(timed.iterations, &IterationTimes::latency_ms);
@@ -192,6 +202,7 @@ Command add_run_command(CLI::App& app) {
       j["model"] = model->path;
       j["plan"] = loaded.is_plan;
       j["device"] = device_name(engine->device());
+      j["profile_index"] = infer->profile_index;
       j["inputs"] = nlohmann::json::array();
       for (const auto& [name, t] : inputs) {
         nlohmann::json in = {{"name", name}, {"dtype", dtype_name(t.dtype())}, {"shape", t.dims()}};

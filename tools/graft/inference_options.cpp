@@ -49,6 +49,10 @@ void add_inference_options(CLI::App& app, InferenceOptions& opts) {
       ->each([&opts](const std::string&) { opts.seed_given = true; });
   app.add_option("--export-times,--exportTimes", opts.export_times, "Write per-iteration times to this JSON file");
   app.add_option("--export-output,--exportOutput", opts.export_output, "Write the output values to this JSON file");
+  // trtexec selects a profile with --profile=N, but graft's --profile is the per-layer timing flag.
+  app.add_option("--profile-index", opts.profile_index,
+                 "The optimization profile to run with (0 by default); random dynamic inputs take its opt shapes")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--export-profile,--exportProfile", opts.export_profile,
                  "CUDA engines: time each layer once after the timed runs and write the table to this JSON file");
 }
@@ -130,6 +134,9 @@ Result<std::map<std::string, Tensor>> prepare_inputs(const Engine& engine, const
     }
     inputs.emplace(f.name, f.tensor);
   }
+  auto profile = engine.profile(opts.profile_index);
+  if (!profile) return error(profile.status().code(), "--profile-index: ", profile.status().message());
+  const OptimizationProfile& selected = *profile;
   uint64_t seed = opts.seed_given ? opts.seed : std::random_device{}();
   std::mt19937_64 rng(seed);
   std::string generated;
@@ -143,10 +150,11 @@ Result<std::map<std::string, Tensor>> prepare_inputs(const Engine& engine, const
       bool dynamic = false;
       for (int64_t d : dims) dynamic |= d < 0;
       if (dynamic) {
-        if (!info.profile)
+        auto range = selected.find(info.name);
+        if (range == selected.end())
           return error(StatusCode::kInvalidArgument, "input '", info.name, "' has dynamic shape ", info.shape,
                        " and no profile: give --shapes ", info.name, ":DxD... or --inputs ", info.name, ":FILE");
-        dims = info.profile->opt;
+        dims = range->second.opt;
       }
     }
     inputs[info.name] = random_tensor(info.dtype, dims, rng);

@@ -33,6 +33,9 @@ struct InferenceOptions {
   std::string export_times;    // JSON: per-iteration times
   std::string export_output;   // JSON: output values
   std::string export_profile;  // JSON: per-layer times (CUDA)
+  // The optimization profile the run's context selects (ExecutionContext::set_profile); random
+  // inputs of dynamic shape take its opt shapes.
+  int profile_index = 0;
 };
 
 void add_inference_options(CLI::App& app, InferenceOptions& opts);
@@ -49,7 +52,7 @@ std::map<std::string, std::vector<int64_t>> shapes_of(const std::vector<InputFil
 
 // Checks the input files against the engine (names, dtypes) and fills every other engine input with
 // seeded random data (floats in [-1, 1], integers in [0, 4), bools 0/1). Shapes: --shapes, else the
-// static shape, else the profile's opt shape. The seed is reported on stderr (and in *seed_used).
+// static shape, else the opt shape of profile opts.profile_index. The seed is reported on stderr (and in *seed_used).
 Result<std::map<std::string, Tensor>> prepare_inputs(const Engine& engine, const InferenceOptions& opts,
                                                      const std::map<std::string, std::vector<int64_t>>& shapes,
                                                      const std::vector<InputFile>& files, uint64_t* seed_used = nullptr);

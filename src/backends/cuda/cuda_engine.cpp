@@ -192,6 +192,10 @@ class CudaContext final : public CudaExecutionContext {
     return execute_in_order(inputs, outputs, stream ? stream : stream_, false);
   }
   void set_profiling(bool on) override { profiling_ = on; }
+  // Only the input check reads the selection: plans, arena and captured graphs are keyed by the
+  // input shapes, which two profiles may share, so switching keeps every cached plan.
+  Status set_profile(int index) override;
+  int profile() const override { return profile_; }
   std::vector<LayerTiming> layer_timings() const override { return timings_; }
   void set_cuda_graphs(bool on) override { graphs_on_ = on; }
   bool last_run_used_cuda_graph() const override { return last_used_graph_; }
@@ -243,6 +247,7 @@ class CudaContext final : public CudaExecutionContext {
 
   std::shared_ptr<const CudaEngine> engine_;
   int device_ = 0;
+  int profile_ = 0;  // the optimization profile inputs are checked against (set_profile)
   cudaStream_t stream_ = nullptr;
   cudaStream_t last_stream_ = nullptr;   // the stream of the last run, whose end run_done_ marks
   cudaEvent_t run_done_ = nullptr;
@@ -300,6 +305,8 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
   Status save_plan(const std::string& path) const override { return cpu_->save_plan(path); }
   std::vector<IOInfo> inputs() const override { return cpu_->inputs(); }
   std::vector<IOInfo> outputs() const override { return cpu_->outputs(); }
+  int num_profiles() const override { return cpu_->num_profiles(); }
+  Result<OptimizationProfile> profile(int index) const override { return cpu_->profile(index); }
   DeviceType device() const override { return DeviceType::kCUDA; }
   std::string describe() const override;
   std::string describe_json() const override;
@@ -667,6 +674,12 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
   return Status::ok();
 }
 
+Status CudaContext::set_profile(int index) {
+  GRAFT_RETURN_IF_ERROR(check_profile_index(index, engine_->state().profiles.size()));
+  profile_ = index;
+  return Status::ok();
+}
+
 Status CudaEngine::time_tactics(const BuilderConfig& config) {
   int tunable = 0;
   for (const Layer& L : layers_) tunable += L.where == Where::kGpu && L.node->op_type == "GraftConv";
@@ -674,10 +687,11 @@ Status CudaEngine::time_tactics(const BuilderConfig& config) {
   auto progress = [&](const std::string& detail) {
     if (config.progress) config.progress("tactics", detail);
   };
-  // Every distinct point of the profile (opt, min, max): a dynamic batch runs at all of them, and
+  // Every distinct point of every profile (opt, min, max): a dynamic batch runs at all of them, and
   // a convolution tuned at the opt batch alone runs cuDNN's heuristic choice at the others (at
-  // batch 32 of a 1..8..32 profile that made resnet50 2.2 times slower than torch.compile).
-  const std::vector<ProfilePoint> points = distinct_profile_points(*this);
+  // batch 32 of a 1..8..32 profile that made resnet50 2.2 times slower than torch.compile). Tactics
+  // are keyed by concrete shapes, so each profile's points get their own choices.
+  const std::vector<TimingPoint> points = distinct_profile_points(*this);
   auto cache = config.timing_cache_path.empty() ? Result<TacticTable>(TacticTable{})
                                                 : TacticTable::load_cache_file(config.timing_cache_path);
   if (!cache) return std::move(cache).take_status();
@@ -685,6 +699,7 @@ Status CudaEngine::time_tactics(const BuilderConfig& config) {
   tuning.cache = &*cache;
   progress("timing " + std::to_string(tunable) + " convolution layers at " + std::to_string(points.size()) +
            " profile point(s)" +
+           (num_profiles() > 1 ? " of " + std::to_string(num_profiles()) + " profiles" : std::string()) +
            (config.timing_cache_path.empty() ? "" : " (timing cache " + config.timing_cache_path + ", " +
                                                         std::to_string(cache->size()) + " entries)"));
   auto ctx = create_context();
@@ -693,7 +708,9 @@ Status CudaEngine::time_tactics(const BuilderConfig& config) {
   c->set_cuda_graphs(false);
   c->set_tuning(&tuning);
   const auto t0 = std::chrono::steady_clock::now();
-  for (ProfilePoint point : points) {
+  for (TimingPoint point : points) {
+    // A later profile's points lie outside profile 0: the run checks them against their own profile.
+    GRAFT_RETURN_IF_ERROR(c->set_profile(point.profile));
     auto inputs = timing_inputs(*this, point);
     if (!inputs) {
       progress("skipped: " + inputs.status().message());
@@ -1377,17 +1394,11 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     if (static_cast<size_t>(t.rank()) != s.size())
       return error(StatusCode::kInvalidArgument, "input '", v->name, "' expects shape ", shape_to_string(s),
                    " but was given ", dims_text(t.dims()));
-    auto pit = es.profile.find(v->name);
     for (size_t i = 0; i < s.size(); ++i) {
       const int64_t given = t.dims()[i];
       if (s[i].is_const() && given != s[i].value())
         return error(StatusCode::kInvalidArgument, "input '", v->name, "' dimension ", static_cast<uint64_t>(i),
                      " must be ", s[i].value(), " (shape ", shape_to_string(s), ") but was given ", given);
-      if (pit != es.profile.end() && i < pit->second.min.size() &&
-          (given < pit->second.min[i] || given > pit->second.max[i]))
-        return error(StatusCode::kInvalidArgument, "input '", v->name, "' dimension ", static_cast<uint64_t>(i), " is ",
-                     given, ", outside the optimization profile [min ", pit->second.min[i], ", max ",
-                     pit->second.max[i], "]");
       if (s[i].is_symbol()) {
         auto [bit, inserted] = bindings.emplace(s[i].symbol_name(), given);
         if (!inserted && bit->second != given)
@@ -1395,6 +1406,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
                        given, " but another input set it to ", bit->second);
       }
     }
+    GRAFT_RETURN_IF_ERROR(check_input_in_profile(es, profile_, *v, t.dims()));  // the selected profile's range
     all_device &= t.device() == DeviceType::kCUDA;
     in_dims.push_back(t.dims());
   }
