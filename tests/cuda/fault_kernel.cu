@@ -1,6 +1,6 @@
 // The CUDA kernel of the test op FaultyScale (reliability_test.cpp): y = a * x, or, when asked, a
 // launch that the runtime refuses. The refusal is a block of 2048 threads, beyond every GPU's limit
-// of 1024: cudaErrorInvalidConfiguration, a launch error that is reported to the caller and cleared
+// of 1024: cudaErrorInvalidConfiguration (cudaErrorInvalidValue under CUDA 13), a launch error that is reported to the caller and cleared
 // by cudaGetLastError. It never reaches the GPU, so unlike a fault inside a kernel (an illegal
 // address, which is sticky and ends every CUDA call of the process) it leaves the context usable:
 // exactly the failure an engine must report and then recover from.
