@@ -159,11 +159,48 @@ struct alignas(sizeof(T) * V) Lanes {
   T v[V];
 };
 
+// One output pixel's V channels of an NHWC depthwise convolution (the channels c0.., the output
+// element `out`): the window sum over x and the epilogue, written as one vector. `tap_weight(ky, kx,
+// v)` is channel c0 + v's weight at tap (ky, kx), wherever the kernel keeps its filter.
+template <typename T, int V, typename I, typename W>
+__device__ __forceinline__ void depthwise_nhwc_pixel(const T* __restrict__ x, const T* __restrict__ bias,
+                                                     const T* __restrict__ z, T* __restrict__ y, const Window2d& g,
+                                                     const Epilogue& e, I n, I oy, I ox, I c0, I out, W tap_weight) {
+  const I c = static_cast<I>(g.c), wi = static_cast<I>(g.w), hi = static_cast<I>(g.h);
+  const int kh = static_cast<int>(g.kh), kw = static_cast<int>(g.kw);
+  float acc[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = 0.f;
+  const I iy0 = oy * static_cast<I>(g.sh) - static_cast<I>(g.ph), ix0 = ox * static_cast<I>(g.sw) - static_cast<I>(g.pw);
+  for (int ky = 0; ky < kh; ++ky) {
+    const I iy = iy0 + ky * static_cast<I>(g.dh);
+    if (iy < 0 || iy >= hi) continue;
+    const T* row = x + ((n * hi + iy) * wi) * c + c0;
+    for (int kx = 0; kx < kw; ++kx) {
+      const I ix = ix0 + kx * static_cast<I>(g.dw);
+      if (ix < 0 || ix >= wi) continue;
+      const Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(row + ix * c);
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[v] += Elem<T>::ld(xv.v[v]) * tap_weight(ky, kx, v);
+    }
+  }
+  Lanes<T, V> zv;
+  if (z) zv = *reinterpret_cast<const Lanes<T, V>*>(z + out);
+  Lanes<T, V> yv;
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    float r = acc[v];
+    if (bias) r += Elem<T>::ld(bias[c0 + v]);
+    if (z) r += Elem<T>::ld(zv.v[v]);
+    yv.v[v] = Elem<T>::st(apply_epilogue(e, r));
+  }
+  *reinterpret_cast<Lanes<T, V>*>(y + out) = yv;
+}
+
 template <typename T, int V, typename I>
 __global__ void depthwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ bias,
                                            const T* __restrict__ z, T* __restrict__ y, Window2d g, Epilogue e, I total) {
   const I cv = static_cast<I>(g.c / V), ow = static_cast<I>(g.ow), oh = static_cast<I>(g.oh);
-  const I c = static_cast<I>(g.c), wi = static_cast<I>(g.w), hi = static_cast<I>(g.h);
   const int kh = static_cast<int>(g.kh), kw = static_cast<int>(g.kw);
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
     const I c0 = (i % cv) * V;
@@ -171,35 +208,9 @@ __global__ void depthwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __r
     const I ox = t % ow;
     t /= ow;
     const I oy = t % oh, n = t / oh;
-    float acc[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) acc[v] = 0.f;
-    const I iy0 = oy * static_cast<I>(g.sh) - static_cast<I>(g.ph), ix0 = ox * static_cast<I>(g.sw) - static_cast<I>(g.pw);
-    for (int ky = 0; ky < kh; ++ky) {
-      const I iy = iy0 + ky * static_cast<I>(g.dh);
-      if (iy < 0 || iy >= hi) continue;
-      const T* row = x + ((n * hi + iy) * wi) * c + c0;
-      for (int kx = 0; kx < kw; ++kx) {
-        const I ix = ix0 + kx * static_cast<I>(g.dw);
-        if (ix < 0 || ix >= wi) continue;
-        const Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(row + ix * c);
-        const T* wp = w + c0 * (kh * kw) + ky * kw + kx;
-#pragma unroll
-        for (int v = 0; v < V; ++v) acc[v] += Elem<T>::ld(xv.v[v]) * Elem<T>::ld(wp[v * kh * kw]);
-      }
-    }
-    const I out = ((n * oh + oy) * ow + ox) * c + c0;
-    Lanes<T, V> zv;
-    if (z) zv = *reinterpret_cast<const Lanes<T, V>*>(z + out);
-    Lanes<T, V> yv;
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      float r = acc[v];
-      if (bias) r += Elem<T>::ld(bias[c0 + v]);
-      if (z) r += Elem<T>::ld(zv.v[v]);
-      yv.v[v] = Elem<T>::st(apply_epilogue(e, r));
-    }
-    *reinterpret_cast<Lanes<T, V>*>(y + out) = yv;
+    const T* wc = w + c0 * (kh * kw);
+    depthwise_nhwc_pixel<T, V, I>(x, bias, z, y, g, e, n, oy, ox, c0, ((n * oh + oy) * ow + ox) * static_cast<I>(g.c) + c0,
+                                  [&](int ky, int kx, int v) { return Elem<T>::ld(wc[v * kh * kw + ky * kw + kx]); });
   }
 }
 
@@ -219,8 +230,7 @@ __global__ void depthwise_conv_nhwc_smem_kernel(const T* __restrict__ x, const T
   extern __shared__ float dw_taps[];
   const int d = static_cast<int>(blockDim.x), kh = static_cast<int>(g.kh), kw = static_cast<int>(g.kw);
   const int taps = kh * kw, cw = d * V;
-  const I c = static_cast<I>(g.c), wi = static_cast<I>(g.w), hi = static_cast<I>(g.h);
-  const I ow = static_cast<I>(g.ow), oh = static_cast<I>(g.oh);
+  const I c = static_cast<I>(g.c), ow = static_cast<I>(g.ow), oh = static_cast<I>(g.oh);
   const I cbase = static_cast<I>(blockIdx.y) * cw;
   // Consecutive threads read consecutive filter elements (the chunk is one contiguous run of w).
   const int tid = static_cast<int>(threadIdx.y) * d + static_cast<int>(threadIdx.x), nthreads = d * static_cast<int>(blockDim.y);
@@ -234,37 +244,8 @@ __global__ void depthwise_conv_nhwc_smem_kernel(const T* __restrict__ x, const T
   for (I p = static_cast<I>(blockIdx.x) * blockDim.y + threadIdx.y; p < pixels; p += static_cast<I>(gridDim.x) * blockDim.y) {
     const I ox = p % ow;
     const I t = p / ow;
-    const I oy = t % oh, n = t / oh;
-    float acc[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) acc[v] = 0.f;
-    const I iy0 = oy * static_cast<I>(g.sh) - static_cast<I>(g.ph), ix0 = ox * static_cast<I>(g.sw) - static_cast<I>(g.pw);
-    for (int ky = 0; ky < kh; ++ky) {
-      const I iy = iy0 + ky * static_cast<I>(g.dh);
-      if (iy < 0 || iy >= hi) continue;
-      const T* row = x + ((n * hi + iy) * wi) * c + c0;
-      const float* wrow = wv + ky * kw * cw;
-      for (int kx = 0; kx < kw; ++kx) {
-        const I ix = ix0 + kx * static_cast<I>(g.dw);
-        if (ix < 0 || ix >= wi) continue;
-        const Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(row + ix * c);
-        const float* wt = wrow + kx * cw;
-#pragma unroll
-        for (int v = 0; v < V; ++v) acc[v] += Elem<T>::ld(xv.v[v]) * wt[v];
-      }
-    }
-    const I out = p * c + c0;
-    Lanes<T, V> zv;
-    if (z) zv = *reinterpret_cast<const Lanes<T, V>*>(z + out);
-    Lanes<T, V> yv;
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      float r = acc[v];
-      if (bias) r += Elem<T>::ld(bias[c0 + v]);
-      if (z) r += Elem<T>::ld(zv.v[v]);
-      yv.v[v] = Elem<T>::st(apply_epilogue(e, r));
-    }
-    *reinterpret_cast<Lanes<T, V>*>(y + out) = yv;
+    depthwise_nhwc_pixel<T, V, I>(x, bias, z, y, g, e, t / oh, t % oh, ox, c0, p * c + c0,
+                                  [&](int ky, int kx, int v) { return wv[(ky * kw + kx) * cw + v]; });
   }
 }
 
