@@ -311,34 +311,34 @@ TEST(FusionConv, SigmoidGateJoinsTheEpilogue) {
   SCOPED_TRACE("seed " + std::to_string(seed));
   std::mt19937 rng(seed);
   for (const char* gate_op : {"Sigmoid", "HardSigmoid"}) {
-  SCOPED_TRACE(gate_op);
-  OnnxModelBuilder m;
-  m.input("x", DataType::kFloat32, {2, 8, 5, 4});
-  m.initializer("w1", random_tensor(DataType::kFloat32, {2, 8, 1, 1}, rng));
-  m.initializer("b1", random_tensor(DataType::kFloat32, {2}, rng));
-  m.initializer("w2", random_tensor(DataType::kFloat32, {8, 2, 1, 1}, rng));
-  m.initializer("b2", random_tensor(DataType::kFloat32, {8}, rng));
-  m.node("GlobalAveragePool", {"x"}, {"g"}, "squeeze");
-  m.node("Conv", {"g", "w1", "b1"}, {"c1"}, "reduce");
-  m.node("Sigmoid", {"c1"}, {"s1"}, "sig1");
-  m.node("Mul", {"c1", "s1"}, {"a1"}, "silu");
-  m.node("Conv", {"a1", "w2", "b2"}, {"c2"}, "expand");
-  auto& gate = m.node(gate_op, {"c2"}, {"gate"}, "gate");
-  if (std::string(gate_op) == "HardSigmoid") OnnxModelBuilder::attr(gate, "alpha", 1.f / 6.f);  // PyTorch's
-  m.node("Mul", {"x", "gate"}, {"y"}, "excite");
-  m.output("y", DataType::kFloat32);
-  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 8, 5, 4}, rng)}};
-  auto want = run_on_cpu(imported(m.bytes()), in);
-  auto fused = imported(m.bytes());
-  auto n = fuse_conv_epilogues(*fused);
-  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
-  EXPECT_EQ(*n, 2);
-  ASSERT_TRUE(infer_shapes(*fused).is_ok());
-  EXPECT_EQ(count_ops(*fused, gate_op), 0);
-  for (const auto& node : fused->nodes())
-    if (node->name == "expand") EXPECT_EQ(*node->attrs.get_string("activation", ""), gate_op);
-  auto got = run_on_cpu(std::move(fused), in);
-  expect_close(got.at("y"), want.at("y"), "y");
+    SCOPED_TRACE(gate_op);
+    OnnxModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, 8, 5, 4});
+    m.initializer("w1", random_tensor(DataType::kFloat32, {2, 8, 1, 1}, rng));
+    m.initializer("b1", random_tensor(DataType::kFloat32, {2}, rng));
+    m.initializer("w2", random_tensor(DataType::kFloat32, {8, 2, 1, 1}, rng));
+    m.initializer("b2", random_tensor(DataType::kFloat32, {8}, rng));
+    m.node("GlobalAveragePool", {"x"}, {"g"}, "squeeze");
+    m.node("Conv", {"g", "w1", "b1"}, {"c1"}, "reduce");
+    m.node("Sigmoid", {"c1"}, {"s1"}, "sig1");
+    m.node("Mul", {"c1", "s1"}, {"a1"}, "silu");
+    m.node("Conv", {"a1", "w2", "b2"}, {"c2"}, "expand");
+    auto& gate = m.node(gate_op, {"c2"}, {"gate"}, "gate");
+    if (std::string(gate_op) == "HardSigmoid") OnnxModelBuilder::attr(gate, "alpha", 1.f / 6.f);  // PyTorch's
+    m.node("Mul", {"x", "gate"}, {"y"}, "excite");
+    m.output("y", DataType::kFloat32);
+    std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 8, 5, 4}, rng)}};
+    auto want = run_on_cpu(imported(m.bytes()), in);
+    auto fused = imported(m.bytes());
+    auto n = fuse_conv_epilogues(*fused);
+    ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+    EXPECT_EQ(*n, 2);
+    ASSERT_TRUE(infer_shapes(*fused).is_ok());
+    EXPECT_EQ(count_ops(*fused, gate_op), 0);
+    for (const auto& node : fused->nodes())
+      if (node->name == "expand") EXPECT_EQ(*node->attrs.get_string("activation", ""), gate_op);
+    auto got = run_on_cpu(std::move(fused), in);
+    expect_close(got.at("y"), want.at("y"), "y");
   }
 }
 
