@@ -106,7 +106,7 @@ def test_skip_done_shard_and_budget(tmp_path):
     assert recs and {r["model"] for r in recs} == {names[0]}
     p, recs = _zoo(tmp_path, "--skip-done", "--shard", "0/2")  # shard 0/2: names[0] and names[2]
     assert {r["model"] for r in recs} == {names[0], names[2]}, p.stderr
-    assert "1 models to run (1 already have records)" in p.stderr
+    assert "1 models to run (1 already have records of this commit)" in p.stderr
     # a budget too small for one model starts nothing and says which models are left
     p, recs = _zoo(tmp_path, "--skip-done", "--time-budget", "1", "--min-model-s", "30")
     assert "not started: " + names[1] in p.stderr and names[1] not in {r["model"] for r in recs}

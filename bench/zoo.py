@@ -17,7 +17,7 @@ stream at batch 1 and 32. Records go to <out>/zoo.json (appended across calls), 
     /usr/bin/python3 bench/zoo.py --smoke --out /tmp/zoo_smoke            # CPU, tiny models
 
 A run can be split over calls: --shard i/n takes every n-th model, --skip-done skips models that
-already have records in <out>/zoo.json, and --time-budget stops starting new models when the call's
+already have records of the current commit in <out>/zoo.json, and --time-budget stops starting new models when the call's
 time is nearly spent. Each model's worker has a time limit (--model-timeout); torch.compile has its
 own budget inside it (--compile-budget). A model that fails anywhere (export, reference, eager,
 graft build, graft run, compile, accuracy) is a record whose status/stage/reason say where and why.
@@ -1024,15 +1024,17 @@ def parent(args):
                     _log(f"zoo: starting from {f} ({len(results)} records)")
                 else:
                     _log(f"zoo: --previous {f} does not exist; starting without it")
-    done = {r["model"] for r in results if not r.get("retry")}
+    commit = commit_id(args.commit)
+    # Done means measured at this commit: records of an earlier commit (kept from --previous) are
+    # what a rerun is meant to replace, not a reason to skip the model.
+    done = {r["model"] for r in results if not r.get("retry") and r.get("commit") == commit}
     if args.retry_failed:
         done -= {r["model"] for r in results if r.get("status") not in ("ok",)}
     todo = [m for m in names if not (args.skip_done and m in done)]
     skipped = [m for m in names if m not in todo]
-    commit = commit_id(args.commit)
     os.makedirs(args.cache, exist_ok=True)
     args.work_dir = args.work_dir or tempfile.mkdtemp(prefix="graft_zoo_")
-    _log(f"zoo: {len(todo)} models to run ({len(skipped)} already have records), commit {commit}, "
+    _log(f"zoo: {len(todo)} models to run ({len(skipped)} already have records of this commit), commit {commit}, "
          f"cache {args.cache}, out {args.out}, budget {args.time_budget or 'none'} s")
     t_call = time.perf_counter()
     durations, not_started = [], []
@@ -1067,7 +1069,7 @@ def parent(args):
     if not_started or skipped:
         print(f"\nnot run in this call: {len(not_started)} model(s) left by the time budget"
               + (f" ({' '.join(not_started)})" if not_started else "")
-              + f"; {len(skipped)} skipped because zoo.json already has them (--skip-done)", flush=True)
+              + f"; {len(skipped)} skipped because zoo.json already has them at this commit (--skip-done)", flush=True)
     mine = [r for r in results if r.get("model") in todo]
     return 0 if all(r.get("status") == "ok" for r in mine) else 3
 
@@ -1079,7 +1081,7 @@ def main(argv=None):
                     help="model names or groups (all, core, classification, segmentation); default: all, "
                          "core models first")
     ap.add_argument("--shard", type=parse_shard, default=None, help="i/n: every n-th model from the i-th")
-    ap.add_argument("--skip-done", action="store_true", help="skip models that have records in <out>/zoo.json")
+    ap.add_argument("--skip-done", action="store_true", help="skip models that have records of this commit in <out>/zoo.json")
     ap.add_argument("--retry-failed", action="store_true",
                     help="rerun models whose records are not ok and retry cached export failures")
     ap.add_argument("--fresh", action="store_true", help="start a new zoo.json instead of adding to it")

@@ -324,7 +324,7 @@ if has_step bench_encoder; then  # the Deformable-DETR encoder (issue 7), batch 
   grep -E '^\| deformable_encoder' "$OUT/encoder/bench_models.md" >> "$summary" 2>/dev/null
 fi
 if has_step zoo; then  # the model zoo (issue 14) into $OUT/zoo: ZOO_MODELS (default: the core group), ZOO_BUDGET_S
-  # Records already in docs/results/zoo.json are kept and skipped (--skip-done); exports run on the
+  # Records in docs/results/zoo.json are kept; models measured at this commit are skipped (--skip-done); exports run on the
   # CPU cores first, all at once; the worker time limits keep a call inside the machine's.
   mkdir -p "$OUT/zoo"
   ZC=${ZOO_CACHE:-/tmp/graft_zoo_cache}
