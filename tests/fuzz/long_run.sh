@@ -77,6 +77,6 @@ if [ "${GRAFT_FUZZ_NO_RECORD:-0}" != 1 ]; then
     END { if (!done) flush() }' "$RESULTS" > "$tmp"
   mv "$tmp" "$RESULTS"
   rm -f "$tmp.rows"
-  echo "long_run.sh: ${#rows[@]} rows added to $RESULTS"
+  echo "long_run.sh: ${#rows[@]} row(s) added to $RESULTS"
 fi
 exit $rc
