@@ -154,7 +154,8 @@ sanitize_report() {  # $1 tool, $2 label, $3 filter; sets SAN_CLAUSE and worsens
   rc=$(cat "$LOGS/sanitize_${tool}_$label.rc" 2>/dev/null || echo none)
   san_sum=$(grep -hE '(ERROR|RACECHECK) SUMMARY' "$LOGS/sanitize_${tool}_$label.san" 2>/dev/null | tail -1 | sed 's/^========= //')
   passed=$(grep -c '^\[       OK \]' "$LOGS/sanitize_${tool}_$label.log" 2>/dev/null)
-  failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$LOGS/sanitize_${tool}_$label.log" 2>/dev/null)
+  # Each failure once: the line with its time, not gtest's closing list.
+  failed=$(grep -cE '^\[  FAILED  \] [A-Za-z].* \([0-9]+ ms\)$' "$LOGS/sanitize_${tool}_$label.log" 2>/dev/null)
   case $rc in
     0) ;;
     86) SAN_VERDICT="ERRORS FOUND" ;;
