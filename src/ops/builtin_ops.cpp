@@ -24,6 +24,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_spectral_ops(t);
     append_integer_ops(t);
     append_mel_ops(t);
+    append_tfidf_ops(t);
     append_selection_ops(t);
     append_recurrent_ops(t);
     append_control_flow_ops(t);

@@ -12,6 +12,7 @@
 #include "backends/cpu/extra.h"
 #include "backends/cpu/reduce.h"
 #include "core/checked_math.h"
+#include "ops/extra_attrs.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
 
@@ -216,9 +217,20 @@ Status infer_dropout(InferContext& ctx) {
       if (const Tensor* t = ctx.input_value(2); t && t->device() == DeviceType::kCPU) {
         auto v = t->to_int64_vector();
         if (v.size() != 1) return ctx.fail("input training_mode must be a scalar bool");
-        if (v[0] != 0)
-          return error(StatusCode::kUnsupported, "input 2 ('", ctx.node().inputs[2]->name,
-                       "', training_mode) is true; graft runs Dropout in inference mode only");
+        // Training mode is deterministic only at ratio 0 (default 0.5); a ratio known only at run
+        // time is checked by the kernel.
+        if (v[0] != 0) {
+          const Tensor* r = ctx.has_input(1) ? ctx.input_value(1) : nullptr;
+          if (!ctx.has_input(1) || (r && r->device() == DeviceType::kCPU)) {
+            if (r && r->numel() != 1) return ctx.fail("input ratio must be a scalar");
+            Status st = check_dropout_training(ctx.attrs(), r ? r->get(0) : 0.5);
+            if (!st.is_ok()) {
+              Status named = error(st.code(), "input 2 ('", ctx.node().inputs[2]->name, "'): ", st.message());
+              if (!st.attribute().empty()) named.with_attribute(st.attribute());
+              return named;
+            }
+          }
+        }
       }
     }
   }

@@ -173,19 +173,28 @@ Status infer_global_pool(InferContext& ctx) {
   return Status::ok();
 }
 
-// ---- BatchNormalization (inference only) ----
+// ---- BatchNormalization (inference; training mode from opset 14) ----
 
 Status infer_batch_norm(InferContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(int64_t training, ctx.attrs().get_int("training_mode", 0));
-  if (training != 0) {
-    Status st = error(StatusCode::kUnsupported, "training mode (1) is not supported; graft runs inference only");
-    st.with_attribute("training_mode");
-    return st;
-  }
-  for (size_t i = 1; i < ctx.node().outputs.size(); ++i)
-    if (output_requested(ctx, i))
-      return error(StatusCode::kUnsupported, "output ", static_cast<int64_t>(i),
-                   " (running/saved mean or variance) exists only in training mode, which graft does not support");
+  auto training_attr = ctx.attrs().get_int("training_mode", 0);
+  if (!training_attr) return Status(training_attr.status()).with_attribute("training_mode");
+  const int64_t training = training_attr.value();
+  if (training != 0 && training != 1) return attr_error("training_mode", "must be 0 or 1, got ", training);
+  // training_mode exists from opset 14, with outputs Y, running_mean, running_var; before it the
+  // extra outputs (mean, var, saved_mean, saved_var) meant training, which graft does not run.
+  if (training == 1 && ctx.opset() < 14)
+    return attr_error("training_mode", "exists from opset 14; the model is opset ", static_cast<int64_t>(ctx.opset()));
+  if (training == 0)
+    for (size_t i = 1; i < ctx.node().outputs.size(); ++i)
+      if (output_requested(ctx, i))
+        return error(StatusCode::kUnsupported, "output ", static_cast<int64_t>(i),
+                     " (running/saved mean or variance) exists only in training mode (training_mode = 1, "
+                     "opset >= 14)");
+  if (training == 1 && ctx.node().outputs.size() > 3)
+    return ctx.fail("training mode has at most 3 outputs (Y, running_mean, running_var), got ",
+                    static_cast<int64_t>(ctx.node().outputs.size()));
+  auto momentum = ctx.attrs().get_float("momentum", 0.9f);
+  if (!momentum) return Status(momentum.status()).with_attribute("momentum");
   GRAFT_ASSIGN_OR_RETURN(float eps, ctx.attrs().get_float("epsilon", 1e-5f));
   if (!(eps >= 0.0f)) return attr_error("epsilon", "must be >= 0, got ", static_cast<double>(eps));
   GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
@@ -200,6 +209,8 @@ Status infer_batch_norm(InferContext& ctx) {
                       " elements (X ", shape_to_string(x), ")");
   }
   ctx.set_output(0, TensorDesc(ctx.input(0).dtype, x));
+  for (size_t i = 1; training == 1 && i < ctx.num_outputs(); ++i)
+    ctx.set_output(i, TensorDesc(ctx.input(2 + i).dtype, Shape{x[1]}));
   return Status::ok();
 }
 

@@ -274,9 +274,16 @@ Status dropout(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
   if (ctx.opset >= 12 && ctx.inputs.size() > 2 && ctx.inputs[2]) {
     auto v = ctx.inputs[2]->to_int64_vector();
-    if (v.size() == 1 && v[0] != 0)
-      return error(StatusCode::kUnsupported, "Dropout input 2 (training_mode) is true; graft runs Dropout in "
-                   "inference mode only");
+    if (v.size() != 1)
+      return error(StatusCode::kInvalidModel, "Dropout input 2 (training_mode) must be a scalar bool");
+    if (v[0] != 0) {
+      double ratio = 0.5;  // the input's default
+      if (const Tensor* r = input_or_null(ctx, 1)) {
+        if (r->numel() != 1) return error(StatusCode::kInvalidModel, "Dropout input 1 (ratio) must be a scalar");
+        ratio = r->get(0);
+      }
+      GRAFT_RETURN_IF_ERROR(check_dropout_training(attrs_of(ctx), ratio));
+    }
   }
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = *ctx.outputs[0];

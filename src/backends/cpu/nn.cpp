@@ -253,16 +253,20 @@ Status conv_transpose(ExecContext& ctx) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// BatchNormalization (inference): Y = (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]
+// BatchNormalization: Y = (X - mean[c]) / sqrt(var[c] + epsilon) * scale[c] + B[c]. Inference takes
+// mean and var from the inputs. Training mode (opset 14) takes them from the batch (over every axis
+// but 1; the variance is the population one, divided by the count, as ONNX's reference computes it)
+// and also returns running_mean = input_mean * momentum + mean * (1 - momentum), and running_var
+// alike.
 
 Status batch_normalization(ExecContext& ctx) {
   const char* names[5] = {"X", "scale", "B", "input_mean", "input_var"};
   for (size_t i = 0; i < 5; ++i)
     GRAFT_RETURN_IF_ERROR(require_float_tensor(i < ctx.inputs.size() ? ctx.inputs[i] : nullptr, names[i]));
   GRAFT_ASSIGN_OR_RETURN(int64_t training, ctx.attrs->get_int("training_mode", 0));
-  if (training != 0)
-    return attr_error("training_mode", "training mode (1) is not supported; graft runs inference only");
+  if (training != 0 && training != 1) return attr_error("training_mode", "must be 0 or 1, got ", training);
   GRAFT_ASSIGN_OR_RETURN(float eps, ctx.attrs->get_float("epsilon", 1e-5f));
+  GRAFT_ASSIGN_OR_RETURN(float momentum, ctx.attrs->get_float("momentum", 0.9f));
   const Tensor& X = *ctx.inputs[0];
   if (X.rank() < 2)
     return error(StatusCode::kInvalidModel, "BatchNormalization: X must have rank >= 2, got ", ints_to_string(X.dims()));
@@ -273,6 +277,34 @@ Status batch_normalization(ExecContext& ctx) {
                    ctx.inputs[i]->numel(), " elements; expected C = ", C);
   std::vector<double> x = load_doubles(X), scale = load_doubles(*ctx.inputs[1]), bias = load_doubles(*ctx.inputs[2]),
                       mean = load_doubles(*ctx.inputs[3]), var = load_doubles(*ctx.inputs[4]);
+  if (training == 1) {
+    const double count = static_cast<double>(N * inner);
+    std::vector<double> bmean(static_cast<size_t>(C), 0.0), bvar(static_cast<size_t>(C), 0.0);
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t i = 0; i < inner; ++i) bmean[static_cast<size_t>(c)] += x[static_cast<size_t>((b * C + c) * inner + i)];
+    for (double& m : bmean) m = count > 0 ? m / count : 0.0;
+    // Two passes (mean, then squared deviations) keep the variance exact for data far from 0.
+    for (int64_t b = 0; b < N; ++b)
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t i = 0; i < inner; ++i) {
+          const double d = x[static_cast<size_t>((b * C + c) * inner + i)] - bmean[static_cast<size_t>(c)];
+          bvar[static_cast<size_t>(c)] += d * d;
+        }
+    for (double& v : bvar) v = count > 0 ? v / count : 0.0;
+    const double m = static_cast<double>(momentum);
+    for (size_t o = 1; o < 3; ++o) {
+      Tensor* out = o < ctx.outputs.size() ? ctx.outputs[o] : nullptr;
+      if (!out) continue;
+      const std::vector<double>& running = o == 1 ? mean : var;
+      const std::vector<double>& batch = o == 1 ? bmean : bvar;
+      std::vector<double> r(static_cast<size_t>(C));
+      for (size_t c = 0; c < r.size(); ++c) r[c] = running[c] * m + batch[c] * (1.0 - m);
+      store_doubles(*out, r);
+    }
+    mean = std::move(bmean);
+    var = std::move(bvar);
+  }
   std::vector<double> y(x.size());
   for (int64_t b = 0; b < N; ++b)
     for (int64_t c = 0; c < C; ++c) {

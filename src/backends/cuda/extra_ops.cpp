@@ -18,6 +18,7 @@
 #include "backends/cuda/extra_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
 #include "ops/attr_util.h"
+#include "ops/extra_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -155,14 +156,23 @@ bool dropout_supports(const Node& n, std::string* why) {
   return true;
 }
 
-// Inference: y = x, mask (if asked for) all true. training_mode=true is refused, as on the CPU.
+// Inference: y = x, mask (if asked for) all true. training_mode=true is deterministic only at
+// ratio 0 (the same identity); any other ratio is refused with the CPU kernel's words.
 Status dropout_run(CudaExec& ex) {
   const auto& in = ex.ctx->inputs;
   if (ex.ctx->opset >= 12 && in.size() > 2 && in[2]) {
     if (in[2]->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "training_mode must be a host input");
     const auto v = in[2]->to_int64_vector();
-    if (v.size() == 1 && v[0] != 0)
-      return fail(ex, StatusCode::kUnsupported, "input 2 (training_mode) is true; graft runs Dropout in inference mode only");
+    if (v.size() == 1 && v[0] != 0) {
+      double ratio = 0.5;  // the input's default
+      if (in.size() > 1 && in[1]) {
+        if (in[1]->device() != DeviceType::kCPU || in[1]->numel() != 1)
+          return fail(ex, StatusCode::kInvalidModel, "ratio must be a scalar host input");
+        ratio = in[1]->get(0);
+      }
+      Status st = check_dropout_training(attrs_of(ex), ratio);
+      if (!st.is_ok()) return with_node(ex, std::move(st));
+    }
   }
   const Tensor& x = *in[0];
   Tensor& y = *ex.ctx->outputs[0];
