@@ -6,6 +6,9 @@ bin/graft. Settings, through the environment:
   GRAFT_CMAKE_BUILD_DIR  an existing build to reuse (configured with scripts/build.sh, say), else
                          build-pip/cmake in the source tree
   GRAFT_CUDA=1           build the CUDA backend (needs nvcc, cuDNN, cuBLASLt)
+  GRAFT_CUDA_ARCHS       the GPUs that build runs on, as CMAKE_CUDA_ARCHITECTURES (default for a package:
+                         machine code for sm_80, sm_86, sm_89 and sm_90 plus sm_90 PTX, which newer GPUs
+                         compile when they load it; a development build of the tree alone defaults to 90)
   GRAFT_CMAKE_ARGS       more arguments for the configure step
   GRAFT_BUILD_JOBS       parallel build jobs (default: the machine's CPU count)
 """
@@ -38,7 +41,9 @@ class BuildWithCMake(build_py):
             if shutil.which("ninja"):
                 args += ["-G", "Ninja"]
             if os.environ.get("GRAFT_CUDA") == "1":
-                args.append("-DGRAFT_ENABLE_CUDA=ON")
+                # A package may be installed on any recent GPU, not only the one it was built on.
+                archs = os.environ.get("GRAFT_CUDA_ARCHS") or "80-real;86-real;89-real;90-real;90-virtual"
+                args += ["-DGRAFT_ENABLE_CUDA=ON", f"-DCMAKE_CUDA_ARCHITECTURES={archs}"]
             try:  # the PyTorch extension builds against the torch this Python imports
                 import torch.utils
                 args.append(f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}")
