@@ -82,6 +82,18 @@ def test_smoke_end_to_end(tmp_path):
     assert len(recs2) == 4  # the rerun replaced its model's records, the other model's stay
 
 
+def test_fixed_shape_engines(tmp_path):
+    """--fixed-shape also times a fixed-shape engine per batch, beside the dynamic one."""
+    if not _graft_available():
+        pytest.skip("graft's bindings are not importable here")
+    names = _smoke_names()
+    p, recs = _zoo(tmp_path, "--models", names[0], "--fixed-shape")
+    assert recs, p.stdout + p.stderr
+    for r in recs:
+        assert r["graft_fixed_ms"] > 0 and "graft_fixed_error" not in r, r
+        assert r["dynamic_over_fixed"] == pytest.approx(r["graft_ms"] / r["graft_fixed_ms"])
+
+
 def test_crash_and_hang_become_records(tmp_path):
     name = _smoke_names()[0]
     p, recs = _zoo(tmp_path, "--models", name, env={"GRAFT_ZOO_TEST_CRASH": "eager"})
@@ -140,6 +152,10 @@ def test_summary_arithmetic(tmp_path):
     assert facts["slower"][1] == ["b"] and facts["slower"][32] == []
     assert facts["graft_measured"] == 2 and facts["models"] == 3
     assert "MISSED" in text and "c b1,32: failed at graft_build" in text
+    assert "fixed-shape" not in text  # no call measured fixed-shape engines
+    text, _, _ = zoo_plot.summarize([_rec("a", 1, 1.0, 4.0, 2.0, 1e-3, 1e-3, dynamic_over_fixed=1.02),
+                                     _rec("a", 32, 2.2, 8.0, 2.0, 1e-3, 1e-3, dynamic_over_fixed=1.10)])
+    assert "dynamic engine within 5% of a fixed-shape one: MISSED (2 rows, 1 over: a b32 1.10x)" in text
     # a missing peer makes a partial row; NaN errors survive the JSON round trip as strings
     r = zoo_plot.finalize(_rec("d", 1, 1.0, 1.0, None, float("nan"), 1e-3, compile_status="timeout",
                                compile_reason="budget"))

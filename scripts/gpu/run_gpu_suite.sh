@@ -326,7 +326,7 @@ if has_step bench_encoder; then  # the Deformable-DETR encoder (issue 7), batch 
 fi
 if has_step zoo; then  # the model zoo (issue 14) into $OUT/zoo: ZOO_MODELS (default: the core group), ZOO_BUDGET_S,
   # ZOO_MIN_MODEL_S (the least time a model is assumed to need: at 120 s, zoo.py's default, a 390 s call
-  # stopped after four models that took about 45 s each)
+  # stopped after four models that took about 45 s each), ZOO_ARGS (more zoo.py options, e.g. --fixed-shape)
   # Records in docs/results/zoo.json are kept; models measured at this commit are skipped (--skip-done); exports run on the
   # CPU cores first, all at once; the worker time limits keep a call inside the machine's.
   mkdir -p "$OUT/zoo"
@@ -335,7 +335,7 @@ if has_step zoo; then  # the model zoo (issue 14) into $OUT/zoo: ZOO_MODELS (def
   note "zoo exports: rc=$? $(tail -1 "$LOGS/zoo_export.log")"
   ZOO_CACHE=$ZC timeout "${ZOO_BUDGET_S:-480}" bash bench/run_zoo.sh "$BUILDDIR" "$OUT/zoo" --models ${ZOO_MODELS:-core} \
     --skip-done --previous docs/results/zoo.json --compile-budget "${ZOO_COMPILE_BUDGET_S:-50}" \
-    --min-model-s "${ZOO_MIN_MODEL_S:-75}" \
+    --min-model-s "${ZOO_MIN_MODEL_S:-75}" ${ZOO_ARGS:-} \
     --time-budget $(( ${ZOO_BUDGET_S:-480} - 15 )) > "$LOGS/zoo.log" 2>&1
   note "zoo: rc=$? (see zoo.log; $OUT/zoo/zoo.json, zoo.md)"
   sed -n '/^zoo:/,/^targets/p' "$OUT/zoo/zoo.md" >> "$summary" 2>/dev/null
