@@ -69,6 +69,7 @@ const std::map<std::string, std::string>& expected_outcomes() {
       {"FZ7_opset10_qlinearconv_rank_mismatch.onnx",
        "'QLinearConv_0' (QLinearConv): weight w [1,1,1,1] must have the rank of x"},
       {"FZ8_opset6_convtranspose_weight_rank1.onnx", "PRelu from opset 6 to 7: the rank of the data is unknown"},
+      {"FZ9_roialign_samples_past_int64.payload", "ok"},  // the UB was in the fuzz target's own run (replayed below)
   };
   return m;
 }

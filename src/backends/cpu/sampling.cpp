@@ -152,7 +152,11 @@ Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& 
     // Samples per bin and axis; a roi of negative extent (half_pixel, x2 < x1) has none.
     const double gh = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(bin_h);
     const double gw = p.sampling_ratio > 0 ? static_cast<double>(p.sampling_ratio) : std::ceil(bin_w);
-    if (!std::isfinite(gh) || !std::isfinite(gw) || std::max(gh, 0.0) * std::max(gw, 0.0) > kMaxSamplesPerBin)
+    // Each factor is bounded on its own too: with the other axis empty (a negative extent) the product
+    // is 0 however large this one is, and converting a count past int64's range is undefined (a fuzzed
+    // plan had 1.08e19 samples along one axis).
+    if (!std::isfinite(gh) || !std::isfinite(gw) || gh > kMaxSamplesPerBin || gw > kMaxSamplesPerBin ||
+        std::max(gh, 0.0) * std::max(gw, 0.0) > kMaxSamplesPerBin)
       return error(StatusCode::kInvalidArgument, op, ": roi ", k, " (", box[0], ", ", box[1], ", ", box[2], ", ",
                    box[3], ") needs ", gh, " x ", gw, " samples per output bin, more than 2^24 (lower "
                    "'sampling_ratio' or check the roi coordinates and 'spatial_scale')");
