@@ -126,28 +126,10 @@ TEST(CudaNn, GraftConvGroupedNhwcViaNchw) {
     const int64_t oh = (s.h + 2 * pad - s.k) / s.stride + 1, ow = (s.w + 2 * pad - s.k) / s.stride + 1;
     KernelCase c{"GraftConv", {rnd(rng, {s.n, s.h, s.w, s.c}), rnd(rng, {s.m, s.k, s.k, s.c / s.group}), rnd(rng, {s.m})}};
     if (s.residual) c.inputs.push_back(rnd(rng, {s.n, oh, ow, s.m}));
-    c.attrs.set("layout", std::string("NHWC"));
-    c.attrs.set("activation", std::string(s.act));
-    c.attrs.set("group", s.group);
-    c.attrs.set("kernel_shape", std::vector<int64_t>{s.k, s.k});
-    c.attrs.set("strides", std::vector<int64_t>{s.stride, s.stride});
-    c.attrs.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+    set_graft_conv_attrs(c, "NHWC", s.act, s.group, s.k, s.stride, pad);
     c.label = std::to_string(s.group) + " groups of " + std::to_string(s.c / s.group);
-    for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
-      TacticTable table;
-      TacticTuning tuning;
-      KernelCase timed = c;
-      timed.tactics = &table;
-      timed.tuning = &tuning;
-      run_kernel_case(timed, dt, seed);
-      auto chosen = table.snapshot();
-      ASSERT_EQ(chosen.size(), 1u) << "one problem, one tactic";
-      table.put(chosen.begin()->first, Tactic{0, 5, 0});  // IMPLICIT_GEMM (no scratch) via NCHW
-      KernelCase forced = c;
-      forced.tactics = &table;
-      forced.label += " (variant 5)";
-      run_kernel_case(forced, dt, seed);
-    }
+    for (DataType dt : {DataType::kFloat32, DataType::kFloat16})
+      run_timed_then_forced(c, dt, seed, 0, 5);  // IMPLICIT_GEMM (no scratch) via NCHW
   }
 }
 

@@ -245,6 +245,36 @@ inline void run_float_dtypes(const KernelCase& c, uint32_t seed, bool bf16 = fal
   }
 }
 
+// GraftConv's attributes for a k x k filter with one stride, pad (every side) and dilation.
+inline void set_graft_conv_attrs(KernelCase& c, const char* layout, const char* act, int64_t group, int64_t k,
+                                 int64_t stride, int64_t pad, int64_t dilation = 1) {
+  c.attrs.set("layout", std::string(layout));
+  c.attrs.set("activation", std::string(act));
+  c.attrs.set("group", group);
+  c.attrs.set("kernel_shape", std::vector<int64_t>{k, k});
+  c.attrs.set("strides", std::vector<int64_t>{stride, stride});
+  c.attrs.set("pads", std::vector<int64_t>{pad, pad, pad, pad});
+  c.attrs.set("dilations", std::vector<int64_t>{dilation, dilation});
+}
+
+// Runs a one-problem case (GraftConv) in `dt` twice: first timed, so whichever tactic wins must be
+// right, then with the tactic table forced to (algo, variant), one the timing might not pick.
+inline void run_timed_then_forced(const KernelCase& c, DataType dt, uint32_t seed, int algo, int variant) {
+  TacticTable table;
+  TacticTuning tuning;
+  KernelCase timed = c;
+  timed.tactics = &table;
+  timed.tuning = &tuning;
+  run_kernel_case(timed, dt, seed);
+  auto chosen = table.snapshot();
+  ASSERT_EQ(chosen.size(), 1u) << "one problem, one tactic";
+  table.put(chosen.begin()->first, Tactic{algo, variant, 0});
+  KernelCase forced = c;
+  forced.tactics = &table;
+  forced.label += " (algo " + std::to_string(algo) + ", variant " + std::to_string(variant) + ")";
+  run_kernel_case(forced, dt, seed);
+}
+
 inline Tensor rnd(std::mt19937& rng, std::vector<int64_t> dims, double lo = -1, double hi = 1,
                   DataType dt = DataType::kFloat32) {
   // `dims` are dims, never values: a negative one (index values passed by mistake) would make a

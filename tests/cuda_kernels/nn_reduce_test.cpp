@@ -112,17 +112,11 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
     KernelCase c{"GraftConv", {rnd(rng, {s.n, s.h, s.w, s.c}), rnd(rng, {s.c, s.k, s.k, 1})}};
     c.inputs.push_back(s.bias ? rnd(rng, {s.c}) : Tensor());
     if (s.residual) c.inputs.push_back(rnd(rng, {s.n, oh, ow, s.c}));
-    c.attrs.set("layout", std::string("NHWC"));
-    c.attrs.set("activation", std::string(s.act));
+    set_graft_conv_attrs(c, "NHWC", s.act, s.c, s.k, s.stride, s.pad, s.dilation);
     if (std::string(s.act) == "Clip") {  // tight bounds, so both clamps bind on random data
       c.attrs.set("clip_min", -0.25f);
       c.attrs.set("clip_max", 0.5f);
     }
-    c.attrs.set("group", s.c);
-    c.attrs.set("kernel_shape", std::vector<int64_t>{s.k, s.k});
-    c.attrs.set("strides", std::vector<int64_t>{s.stride, s.stride});
-    c.attrs.set("pads", std::vector<int64_t>{s.pad, s.pad, s.pad, s.pad});
-    c.attrs.set("dilations", std::vector<int64_t>{s.dilation, s.dilation});
     c.tol32 = 1e-5;
     c.label = "c " + std::to_string(s.c) + " k " + std::to_string(s.k) + " stride " + std::to_string(s.stride) +
               " act '" + s.act + "'";
@@ -155,6 +149,30 @@ TEST(CudaNn, GraftConvClipAndSiluEpilogues) {
       run_kernel_case(c, DataType::kFloat32, seed);
       run_kernel_case(c, DataType::kFloat16, seed);
     }
+}
+
+// GraftPool over NHWC: 16 and 24 channels take the 16-byte-lane kernel in both float types (8
+// halves, 4 floats), 12 channels only in float32, 5 channels the scalar kernel; each with the
+// padding, ceil-mode end pads, dilation and count_include_pad variants of the NCHW pools.
+TEST(CudaNn, GraftPoolNhwc) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (int64_t channels : {16, 24, 12, 5})
+    for (const char* pool : {"MaxPool", "AveragePool"})
+      for (int variant = 0; variant < 4; ++variant) {
+        KernelCase c{"GraftPool", {rnd(rng, {2, 11, 10, channels})}};
+        c.attrs.set("layout", std::string("NHWC"));
+        c.attrs.set("pool", std::string(pool));
+        c.attrs.set("kernel_shape", std::vector<int64_t>{3, 2});
+        c.attrs.set("strides", std::vector<int64_t>{2, 2});
+        if (variant >= 1) c.attrs.set("pads", std::vector<int64_t>{1, 0, 1, 1});
+        if (variant >= 2) c.attrs.set("ceil_mode", int64_t{1});
+        if (variant == 3 && std::string(pool) == "AveragePool") c.attrs.set("count_include_pad", int64_t{1});
+        if (variant == 3 && std::string(pool) == "MaxPool") c.attrs.set("dilations", std::vector<int64_t>{2, 1});
+        c.label = std::string(pool) + " c " + std::to_string(channels) + " variant " + std::to_string(variant);
+        run_float_dtypes(c, seed);
+      }
 }
 
 TEST(CudaNn, Pools) {
