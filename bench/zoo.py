@@ -399,6 +399,8 @@ class _Budget(Exception):
 
 
 class Worker:
+    stages = STAGES  # a subclass with other stages (bench/detection.py) names its own
+
     def __init__(self, args):
         import torch
         self.torch = torch
@@ -520,8 +522,8 @@ class Worker:
             self.done(stage, "error", f"harness error in stage {stage}: {_short(e)}")
         # Stages left out because an earlier one failed say so (no silent gaps in a record).
         for r in self.recs.values():
-            failed = next((s for s in STAGES if r.get(f"{s}_status") not in (None, "ok", "skipped")), None)
-            for s in STAGES:
+            failed = next((s for s in self.stages if r.get(f"{s}_status") not in (None, "ok", "skipped")), None)
+            for s in self.stages:
                 if r.get(f"{s}_status") is None:
                     r[f"{s}_status"] = "not run"
                     r[f"{s}_reason"] = f"stage {failed} failed" if failed else "not reached"
@@ -841,6 +843,24 @@ def _worker_env(args):
     return env
 
 
+def read_worker_events(rfile):
+    """A worker's result file (JSON lines of stage and record events) -> ({batch: last record},
+    the last stage started, or None)."""
+    records, stage = {}, None
+    with open(rfile) as f:
+        for line in f:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("kind") == "stage":
+                stage = ev["stage"]
+            elif ev.get("kind") == "record":
+                ev.pop("kind")
+                records[ev["batch"]] = ev
+    return records, stage
+
+
 def run_model(args, name, task, index, limit_s, commit, budget_cut):
     """Runs one model's worker; returns its records (one per batch), complete even when the worker
     crashed or ran out of time."""
@@ -874,18 +894,7 @@ def run_model(args, name, task, index, limit_s, commit, budget_cut):
     _kill_group(p)  # inductor's compile workers live in the worker's process group
     th.join(timeout=5)
     elapsed = time.perf_counter() - t0
-    records, stage = {}, None
-    with open(rfile) as f:
-        for line in f:
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if ev.get("kind") == "stage":
-                stage = ev["stage"]
-            elif ev.get("kind") == "record":
-                ev.pop("kind")
-                records[ev["batch"]] = ev
+    records, stage = read_worker_events(rfile)
     if not records:
         records = {b: {"model": name, "task": task, "batch": b, "profile": "dynamic", "commit": commit,
                        "date": _now(), "device": args.device, "smoke": bool(args.smoke)} for b in args.batches}

@@ -7,7 +7,7 @@
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples
-#   profile zprofile bench_encoder zoo sanitize; sanitize wants a call of its own after a build: it uses the
+#   profile zprofile bench_encoder zoo detection sanitize; sanitize wants a call of its own after a build: it uses the
 #   whole 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -339,5 +339,19 @@ if has_step zoo; then  # the model zoo (issue 14) into $OUT/zoo: ZOO_MODELS (def
     --time-budget $(( ${ZOO_BUDGET_S:-480} - 15 )) > "$LOGS/zoo.log" 2>&1
   note "zoo: rc=$? (see zoo.log; $OUT/zoo/zoo.json, zoo.md)"
   sed -n '/^zoo:/,/^targets/p' "$OUT/zoo/zoo.md" >> "$summary" 2>/dev/null
+fi
+if has_step detection; then  # issue 17 item 5 into $OUT/detection: the DCNv2 ResNet-50 trunk and torchvision's Faster R-CNN
+  # (bench/detection.py: export, graft CPU + CUDA FP32/FP16 engines with a dynamic batch, detections vs PyTorch, timed vs
+  # eager and torch.compile). DET_MODELS (default both, the DCN trunk first), DET_TIMEOUT_S (the step's limit, default 540),
+  # DET_ARGS (more detection.py options; default --dynamo-check: also try the dynamo exporter on the DCN trunk).
+  # Records of docs/results/detection/detection.json are kept for the models not run in this call.
+  mkdir -p "$OUT/detection"
+  export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python"
+  ls "$GRAFT_LIB_DIR"/_engine*.so >/dev/null 2>&1 || note "detection: no _engine*.so in $GRAFT_LIB_DIR (run quickbuild first)"
+  timeout -k 15 "${DET_TIMEOUT_S:-540}" python3 bench/detection.py --out "$OUT/detection" --work-dir /tmp/graft_detection \
+    --previous docs/results/detection/detection.json ${DET_MODELS:+--models $DET_MODELS} ${DET_ARGS:---dynamo-check} \
+    > "$LOGS/detection.log" 2>&1
+  note "detection: rc=$? (see detection.log; $OUT/detection/detection.json, detection.md)"
+  sed -n '/^| model/,$p' "$OUT/detection/detection.md" >> "$summary" 2>/dev/null
 fi
 cat "$summary"
