@@ -300,6 +300,9 @@ TEST(CudaConvKernels, PointwiseNhwc) {
   cases.push_back({129, 24, 144, true, true, "HardSwish", 1});
   cases.push_back({77, 3, 20, false, true, "Silu", 1});
   cases.push_back({1, 40, 8, true, true, "Clip", 0});  // a single pixel
+  // Near the shared-memory limit (c * m + a 64-pixel tile of x as float in 48 KB), partial tiles.
+  cases.push_back({300, 40, 240, true, true, "Silu", 0});
+  cases.push_back({257, 8, 256, true, false, "Relu", 0});
   for (const PointwiseCase& pc : cases) {
     run_pointwise(pc, DataType::kFloat32, rng, seed);
     run_pointwise(pc, DataType::kFloat16, rng, seed);

@@ -105,6 +105,8 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {2, 11, 10, 40, 5, 2, 2, 1, true, false, "Silu"},      // 5 vectors: one chunk of 5
       {2, 210, 210, 96, 3, 1, 1, 1, true, false, "Relu"},    // enough pixels that each thread loops over several
       {1, 45, 44, 8, 41, 1, 20, 1, true, false, ""},         // 41x41 taps beyond shared memory: the per-tap path
+      {3, 13, 17, 40, 3, 2, 1, 1, true, true, "HardSwish"},  // 3x3 stride 2: odd output width, 5 vectors
+      {2, 7, 6, 72, 3, 1, 0, 1, false, true, "Relu"},        // 3x3 unpadded: 4-wide tiles, one partial
   };
   for (const Spec& s : specs) {
     const int64_t oh = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
