@@ -129,11 +129,40 @@ def _iou(a, b):
     return np.where(uni > 0, inter / np.where(uni > 0, uni, 1), 0.0)
 
 
+def tie_swaps(ref, got, r, g, miss, extra):
+    """Kept indices of one image that differ only by a tie: a candidate the reference kept and graft
+    did not, matched to one graft kept instead that is the same detection (label, IoU >= 0.99, score
+    within the FP32 tolerance). Two candidates that decode to the same box with scores a rounding
+    apart may each suppress the other; which survives is not a property of the model. Returns
+    (swaps, the missing indices with no such twin)."""
+    import numpy as np
+    rk, gk = ref["keep"][r], got["keep"][g]
+    used, unmatched, swaps = set(), [], 0
+    for m in miss:
+        i = r[rk == m][0]
+        twin = None
+        for e in extra:
+            j = g[gk == e][0]
+            if e in used or ref["labels"][i] != got["labels"][j]:
+                continue
+            if abs(float(ref["scores"][i] - got["scores"][j])) > FP32_SCORE_ABS:
+                continue
+            if _iou(ref["boxes"][i][None], got["boxes"][j][None])[0, 0] >= 0.99:
+                twin = e
+                break
+        if twin is None:
+            unmatched.append(m)
+        else:
+            used.add(twin)
+            swaps += 1
+    return swaps, unmatched
+
+
 def compare_exact(ref, got, batch):
     """The FP32 rule: same kept indices per image, labels, boxes within 1e-3 relative, scores 1e-4."""
     import numpy as np
-    res = {"rule": f"fp32: same kept indices per image, boxes |d| <= {FP32_BOX_REL:g}*max(|ref|,1), "
-                   f"scores |d| <= {FP32_SCORE_ABS:g}",
+    res = {"rule": f"fp32: same kept indices per image (up to ties: the same detection from another candidate), "
+                   f"boxes |d| <= {FP32_BOX_REL:g}*max(|ref|,1), scores |d| <= {FP32_SCORE_ABS:g}",
            "n_ref": int(len(ref["scores"])), "n_got": int(len(got["scores"])), "max_box_rel": 0.0,
            "max_score_abs": 0.0, "order_differs": False}
     problems = []
@@ -144,11 +173,18 @@ def compare_exact(ref, got, batch):
         if set(rk.tolist()) != set(gk.tolist()):
             miss = sorted(set(rk.tolist()) - set(gk.tolist()))
             extra = sorted(set(gk.tolist()) - set(rk.tolist()))
-            msc = [float(ref["scores"][r][rk == m][0]) for m in miss[:3]]
-            esc = [float(got["scores"][g][gk == e][0]) for e in extra[:3]]
-            problems.append(f"image {b}: kept {len(rk)} vs {len(gk)}; missing {miss[:5]} (scores "
-                            f"{[round(s, 6) for s in msc]}), extra {extra[:5]} (scores {[round(s, 6) for s in esc]})")
-            continue
+            swaps, unmatched = tie_swaps(ref, got, r, g, miss, extra)
+            res["tie_swaps"] = res.get("tie_swaps", 0) + swaps
+            if unmatched:
+                msc = [float(ref["scores"][r][rk == m][0]) for m in unmatched[:3]]
+                problems.append(f"image {b}: kept {len(rk)} vs {len(gk)}; missing {unmatched[:5]} (scores "
+                                f"{[round(s, 6) for s in msc]}) with no same detection among the extra "
+                                f"{extra[:5]}")
+                continue
+            both = sorted(set(rk.tolist()) & set(gk.tolist()))  # compare the kept indices the two share
+            r = r[np.isin(rk, both)]
+            g = g[np.isin(gk, both)]
+            rk, gk = ref["keep"][r], got["keep"][g]
         if not np.array_equal(rk, gk):
             res["order_differs"] = True
         pos = {int(k): i for i, k in enumerate(gk)}
@@ -207,13 +243,16 @@ def compare_matched(ref, got, batch, iou_min=FP16_IOU):
 def judge_fp16(check, torch_check):
     """graft's FP16 check against the FP16 rule, with PyTorch's own FP16 match rate as context."""
     floor = min(FP16_MATCH_RATE, torch_check.get("match_rate", FP16_MATCH_RATE)) if torch_check else FP16_MATCH_RATE
+    # As the zoo's rule: within twice PyTorch's own FP16 deviation where that is larger than the floor
+    # (a random-weight detector moves PyTorch's own FP16 scores by ~0.1).
+    score_lim = max(FP16_SCORE_ABS, 2 * torch_check.get("max_score_abs", 0.0)) if torch_check else FP16_SCORE_ABS
     check["rule"] = (f"fp16: match rate (label, IoU >= {FP16_IOU:g}) >= min({FP16_MATCH_RATE:g}, PyTorch FP16's), "
-                     f"matched scores |d| <= {FP16_SCORE_ABS:g}")
+                     f"matched scores |d| <= max({FP16_SCORE_ABS:g}, 2 x PyTorch FP16's)")
     bad = []
     if check["match_rate"] < floor - 1e-9:
         bad.append(f"match rate {check['match_rate']:.3f} < {floor:.3f}")
-    if check["max_score_abs"] > FP16_SCORE_ABS:
-        bad.append(f"matched score difference {check['max_score_abs']:.3g} > {FP16_SCORE_ABS:g}")
+    if check["max_score_abs"] > score_lim:
+        bad.append(f"matched score difference {check['max_score_abs']:.3g} > {score_lim:.3g}")
     check["status"] = "mismatch" if bad else "ok"
     if bad:
         check["reason"] = "; ".join(bad)

@@ -113,14 +113,26 @@ def test_rules():
     off = {**same, "boxes": same["boxes"] + np.array([0, 0, 0, 0.05])}
     r = detection.compare_exact(ref, off, 1)
     assert r["status"] == "mismatch" and "box error" in r["reason"]
-    other = {**same, "keep": np.array([7, 4])}
-    r = detection.compare_exact(ref, other, 1)
-    assert r["status"] == "mismatch" and "missing [3]" in r["reason"] and "extra [4]" in r["reason"]
+    # Another candidate kept for the same detection (a tie): accepted and counted.
+    twin = {**same, "keep": np.array([7, 4]), "scores": same["scores"] + np.array([0, 3e-5])}
+    r = detection.compare_exact(ref, twin, 1)
+    assert r["status"] == "ok" and r["tie_swaps"] == 1
+    # Another candidate kept for a different box, or with a score beyond the tolerance: a mismatch.
+    for other in ({**twin, "boxes": same["boxes"] + np.array([0, 0, 0, 9.0])},
+                  {**twin, "scores": same["scores"] + np.array([0, 3e-4])}):
+        r = detection.compare_exact(ref, other, 1)
+        assert r["status"] == "mismatch" and "missing [3]" in r["reason"] and "extra [4]" in r["reason"]
     m = detection.compare_matched(ref, {**same, "boxes": same["boxes"] + 0.2}, 1)
     assert m["match_rate"] == 1.0
     m = detection.judge_fp16(detection.compare_matched(ref, {k: v[:1] for k, v in same.items()}, 1),
                              {"match_rate": 1.0})
     assert m["match_rate"] == 0.5 and m["status"] == "mismatch"
+    # FP16 scores: within max(0.02, twice PyTorch FP16's own difference).
+    moved = {**same, "scores": same["scores"] + np.array([0.1, 0.0])}
+    m = detection.judge_fp16(detection.compare_matched(ref, moved, 1), {"match_rate": 1.0, "max_score_abs": 0.06})
+    assert m["status"] == "ok", m
+    m = detection.judge_fp16(detection.compare_matched(ref, moved, 1), {"match_rate": 1.0, "max_score_abs": 0.04})
+    assert m["status"] == "mismatch" and "0.08" in m["reason"], m
     rec = {"model": "m", "batch": 1, "graft_ms": 1.0, "eager_ms": 2.0, "compile_ms": 4.0,
            **{f"{s}_status": "ok" for s in detection.STAGES}, "check_graft_cpu": {"status": "ok"},
            "check_graft_fp16": {"status": "mismatch", "reason": "match rate 0.5 < 0.9"}}
