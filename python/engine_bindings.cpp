@@ -309,6 +309,14 @@ class PyEngine {
   }
 
   static py::object to_numpy(const graft::Tensor& output, const std::map<std::string, graft::Tensor>& inputs) {
+    // A sequence is a list of arrays; an optional is None or what it holds.
+    if (output.kind() == graft::ValueKind::kSequence) {
+      py::list items;
+      for (const graft::Tensor& item : output.items()) items.append(to_numpy(item, inputs));
+      return items;
+    }
+    if (graft::is_optional_kind(output.kind()))
+      return output.has_element() ? to_numpy(output.items()[0], inputs) : py::object(py::none());
     // Host arrays for synchronous calls (graft.Engine moves them to the caller's torch device).
     graft::Tensor t = unwrap(output.to_host());
     // The array must own what it points at: an output that still shares memory with an input (the

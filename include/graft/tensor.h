@@ -16,17 +16,32 @@ namespace graft {
 enum class DeviceType : int { kCPU = 0, kCUDA = 1 };
 const char* device_name(DeviceType d);
 
+// What a value is: a tensor, or one of ONNX's containers: a sequence of tensors of one dtype
+// (SequenceProto), an optional that holds a tensor or nothing, an optional that holds a sequence
+// or nothing (OptionalProto). Containers run on the CPU engine only.
+enum class ValueKind : uint8_t { kTensor = 0, kSequence = 1, kOptionalTensor = 2, kOptionalSequence = 3 };
+const char* value_kind_name(ValueKind k);  // "tensor", "sequence", "optional tensor", "optional sequence"
+inline bool is_optional_kind(ValueKind k) { return k == ValueKind::kOptionalTensor || k == ValueKind::kOptionalSequence; }
+// What an optional of kind `k` holds (kTensor or kSequence); `k` itself for a non-optional kind.
+inline ValueKind optional_content(ValueKind k) {
+  return k == ValueKind::kOptionalTensor ? ValueKind::kTensor : k == ValueKind::kOptionalSequence ? ValueKind::kSequence : k;
+}
+
 // What the graph knows about a value at build time: dtype and (possibly symbolic) shape.
-// `shape == nullopt` means even the rank is unknown.
+// `shape == nullopt` means even the rank is unknown. For a container (kind != kTensor), dtype and
+// shape describe the tensors it holds: every element of a sequence (shape nullopt when they may
+// differ), or what an optional holds.
 struct TensorDesc {
   DataType dtype = DataType::kUndefined;
   std::optional<Shape> shape;
+  ValueKind kind = ValueKind::kTensor;
 
   TensorDesc() = default;
   TensorDesc(DataType t, Shape s) : dtype(t), shape(std::move(s)) {}
   bool has_shape() const { return shape.has_value(); }
+  bool is_tensor() const { return kind == ValueKind::kTensor; }
   int64_t rank() const { return shape ? static_cast<int64_t>(shape->size()) : -1; }
-  std::string to_string() const;  // "float32[batch,3,224,224]"
+  std::string to_string() const;  // "float32[batch,3,224,224]", "seq(float32[?])", "optional(seq(int64[2]))"
 };
 
 int64_t numel_of(const std::vector<int64_t>& dims);  // 1 for rank 0
@@ -93,12 +108,24 @@ class Tensor {
   static Tensor from_doubles(DataType dtype, std::vector<int64_t> dims, const std::vector<double>& v);
   static Tensor scalar_int64(int64_t v);
   static Tensor vector_int64(const std::vector<int64_t>& v);
+  // ONNX containers (host only; see ValueKind). They own no buffer: data() is null, dims() empty,
+  // numel() 0; dtype() is the dtype of the tensors they hold. A sequence's items all have `dtype`
+  // (kInvalidArgument naming the first that does not). An optional holds `content` (a tensor, or
+  // a sequence for kOptionalSequence), or nothing when `content` is undefined or left out.
+  static Result<Tensor> sequence(DataType dtype, std::vector<Tensor> items);
+  static Result<Tensor> optional(ValueKind kind, DataType dtype, Tensor content);
+  static Result<Tensor> optional(ValueKind kind, DataType dtype);
 
-  bool defined() const { return static_cast<bool>(storage_) || data_ != nullptr; }
+  bool defined() const { return static_cast<bool>(storage_) || data_ != nullptr || kind_ != ValueKind::kTensor; }
+  ValueKind kind() const { return kind_; }
+  bool is_tensor() const { return kind_ == ValueKind::kTensor; }
+  // A sequence's tensors, or what an optional holds (none or one); empty for a tensor.
+  const std::vector<Tensor>& items() const;
+  bool has_element() const { return is_optional_kind(kind_) && !items().empty(); }  // an optional that holds a value
   DataType dtype() const { return dtype_; }
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t rank() const { return static_cast<int64_t>(dims_.size()); }
-  int64_t numel() const { return numel_of(dims_); }
+  int64_t numel() const { return kind_ == ValueKind::kTensor ? numel_of(dims_) : 0; }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
   DeviceType device() const { return device_; }
   void* data() const { return data_; }
@@ -128,6 +155,13 @@ class Tensor {
   DataType dtype_ = DataType::kUndefined;
   std::vector<int64_t> dims_;
   DeviceType device_ = DeviceType::kCPU;
+  ValueKind kind_ = ValueKind::kTensor;
+  std::shared_ptr<const std::vector<Tensor>> items_;  // containers only
 };
+
+// The description of a concrete value: a tensor's dtype and dims; for a sequence, its dtype and the
+// dims its items share (rank unknown when they differ or there is none); for an optional, what it
+// holds (shape unknown when it holds nothing).
+TensorDesc desc_of_value(const Tensor& t);
 
 }  // namespace graft

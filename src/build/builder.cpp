@@ -40,6 +40,7 @@ Result<OptimizationProfile> complete_profile(const Graph& g, const BuilderConfig
     if (!v || !v->is_graph_input)
       return error(StatusCode::kInvalidArgument, "the sample input '", name,
                    "' is not an input of the model (inputs: ", input_names(g), ")");
+    if (!v->desc.is_tensor()) continue;  // sequences and optionals take any shapes: no profile
     const Shape& s = *v->desc.shape;
     if (given.count(name) || shape_is_static(s)) continue;
     if (dims.size() != s.size())
@@ -58,14 +59,14 @@ Result<OptimizationProfile> complete_profile(const Graph& g, const BuilderConfig
   std::map<std::string, std::array<int64_t, 3>> symbols;
   for (const Value* v : g.inputs()) {
     auto it = given.find(v->name);
-    if (it == given.end()) continue;
+    if (it == given.end() || !v->desc.is_tensor()) continue;
     const Shape& s = *v->desc.shape;
     const ProfileRange& r = it->second;
     for (size_t i = 0; i < s.size() && i < r.min.size() && i < r.opt.size() && i < r.max.size(); ++i)
       if (s[i].is_symbol()) symbols.emplace(s[i].symbol_name(), std::array<int64_t, 3>{r.min[i], r.opt[i], r.max[i]});
   }
   for (const Value* v : g.inputs()) {
-    if (given.count(v->name)) continue;
+    if (given.count(v->name) || !v->desc.is_tensor()) continue;
     const Shape& s = *v->desc.shape;
     if (shape_is_static(s)) continue;
     ProfileRange derived;
@@ -141,6 +142,9 @@ Status check_profile(const Graph& g, const OptimizationProfile& given, const std
   for (const Value* v : g.inputs()) {
     auto it = given.find(v->name);
     if (it == given.end()) continue;
+    if (!v->desc.is_tensor())
+      return error(StatusCode::kInvalidArgument, label, " gives shapes for input '", v->name, "', a ",
+                   value_kind_name(v->desc.kind), ": profiles cover tensor inputs only");
     const ProfileRange& r = it->second;
     const Shape& s = *v->desc.shape;
     if (r.min.size() != s.size() || r.opt.size() != s.size() || r.max.size() != s.size())
@@ -199,6 +203,7 @@ Status apply_profiles(Graph& g, const BuilderConfig& config, std::vector<Optimiz
     given.push_back(std::move(completed).value());
   }
   for (Value* v : g.inputs()) {
+    if (!v->desc.is_tensor()) continue;
     Shape& s = *v->desc.shape;
     for (Dim& d : s)
       if (d.is_symbol()) {
@@ -208,7 +213,7 @@ Status apply_profiles(Graph& g, const BuilderConfig& config, std::vector<Optimiz
   }
   out->assign(n, OptimizationProfile{});
   for (Value* v : g.inputs()) {
-    if (shape_is_static(*v->desc.shape)) continue;
+    if (!v->desc.is_tensor() || shape_is_static(*v->desc.shape)) continue;
     for (size_t k = 0; k < n; ++k) {
       auto it = given[k].find(v->name);
       if (it == given[k].end())

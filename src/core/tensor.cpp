@@ -22,7 +22,23 @@ const char* device_name(DeviceType d) { return d == DeviceType::kCUDA ? "cuda" :
 std::string TensorDesc::to_string() const {
   std::string s = dtype_name(dtype);
   s += shape ? shape_to_string(*shape) : "[?]";
+  switch (kind) {
+    case ValueKind::kTensor: return s;
+    case ValueKind::kSequence: return "seq(" + s + ")";
+    case ValueKind::kOptionalTensor: return "optional(" + s + ")";
+    case ValueKind::kOptionalSequence: return "optional(seq(" + s + "))";
+  }
   return s;
+}
+
+const char* value_kind_name(ValueKind k) {
+  switch (k) {
+    case ValueKind::kTensor: return "tensor";
+    case ValueKind::kSequence: return "sequence";
+    case ValueKind::kOptionalTensor: return "optional tensor";
+    case ValueKind::kOptionalSequence: return "optional sequence";
+  }
+  return "?";
 }
 
 int64_t numel_of(const std::vector<int64_t>& dims) {
@@ -202,13 +218,92 @@ std::vector<int64_t> Tensor::to_int64_vector() const {
   return out;
 }
 
+Result<Tensor> Tensor::sequence(DataType dtype, std::vector<Tensor> items) {
+  for (size_t i = 0; i < items.size(); ++i) {
+    const Tensor& t = items[i];
+    if (!t.is_tensor() || t.dtype() != dtype || t.device() != DeviceType::kCPU)
+      return error(StatusCode::kInvalidArgument, "sequence item ", static_cast<uint64_t>(i), " is ",
+                   t.is_tensor() ? std::string(dtype_name(t.dtype())) : std::string(value_kind_name(t.kind())),
+                   t.device() != DeviceType::kCPU ? " on the GPU" : "", "; the sequence holds host ",
+                   dtype_name(dtype), " tensors");
+  }
+  Tensor s;
+  s.dtype_ = dtype;
+  s.kind_ = ValueKind::kSequence;
+  s.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return s;
+}
+
+Result<Tensor> Tensor::optional(ValueKind kind, DataType dtype, Tensor content) {
+  if (!is_optional_kind(kind))
+    return error(StatusCode::kInvalidArgument, "Tensor::optional takes an optional kind, not ", value_kind_name(kind));
+  std::vector<Tensor> items;
+  if (content.defined()) {
+    if (content.kind() != optional_content(kind) || content.dtype() != dtype)
+      return error(StatusCode::kInvalidArgument, "an ", value_kind_name(kind), " of ", dtype_name(dtype),
+                   " cannot hold a ", value_kind_name(content.kind()), " of ", dtype_name(content.dtype()));
+    items.push_back(std::move(content));
+  }
+  Tensor o;
+  o.dtype_ = dtype;
+  o.kind_ = kind;
+  o.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+  return o;
+}
+
+Result<Tensor> Tensor::optional(ValueKind kind, DataType dtype) { return optional(kind, dtype, Tensor()); }
+
+const std::vector<Tensor>& Tensor::items() const {
+  static const std::vector<Tensor> kNone;
+  return items_ ? *items_ : kNone;
+}
+
+TensorDesc desc_of_value(const Tensor& t) {
+  TensorDesc d;
+  d.dtype = t.dtype();
+  d.kind = t.kind();
+  if (t.is_tensor()) {
+    d.shape = shape_from_values(t.dims());
+    return d;
+  }
+  // What the container holds, flattened to its tensors (an optional's sequence: the sequence's).
+  const std::vector<Tensor>* tensors = &t.items();
+  if (t.kind() == ValueKind::kOptionalSequence && !tensors->empty()) tensors = &(*tensors)[0].items();
+  for (size_t i = 0; i < tensors->size(); ++i) {
+    const std::vector<int64_t>& dims = (*tensors)[i].dims();
+    if (i == 0) d.shape = shape_from_values(dims);
+    else if (shape_values(*d.shape) != dims) {
+      d.shape.reset();
+      break;
+    }
+  }
+  return d;
+}
+
 Result<Tensor> Tensor::try_clone() const {
+  if (!is_tensor()) {
+    std::vector<Tensor> items;
+    for (const Tensor& t : this->items()) {
+      GRAFT_ASSIGN_OR_RETURN(Tensor c, t.try_clone());
+      items.push_back(std::move(c));
+    }
+    Tensor c = *this;
+    c.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+    return c;
+  }
   GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate(dtype_, dims_, device_));
   if (nbytes()) std::memcpy(t.data(), data_, nbytes());
   return t;
 }
 
 Tensor Tensor::clone() const {
+  if (!is_tensor()) {
+    std::vector<Tensor> items;
+    for (const Tensor& t : this->items()) items.push_back(t.clone());
+    Tensor c = *this;
+    c.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
+    return c;
+  }
   Tensor t = empty(dtype_, dims_, device_);
   if (nbytes()) std::memcpy(t.data(), data_, nbytes());
   return t;
@@ -227,6 +322,9 @@ Result<Tensor> Tensor::to_host() const {
 
 Result<Tensor> Tensor::to_device() const {
   if (device_ == DeviceType::kCUDA) return *this;
+  if (!is_tensor())
+    return error(StatusCode::kUnsupported, "a ", value_kind_name(kind_), " cannot be copied to the GPU: ",
+                 "sequence and optional values run on the CPU engine only");
   if (!cuda_alloc::copy_to_device || !cuda_alloc::allocate)
     return error(StatusCode::kUnsupported, "a tensor cannot be copied to the GPU: the CUDA backend is not initialised");
   auto allocated = allocate(dtype_, dims_, DeviceType::kCUDA);
@@ -303,6 +401,7 @@ void halves_to_floats(const uint16_t* src, float* dst, int64_t n) {
 
 Result<Tensor> Tensor::cast(DataType to) const {
   if (device_ != DeviceType::kCPU) return error(StatusCode::kInternal, "Tensor::cast on a device tensor");
+  if (!is_tensor()) return error(StatusCode::kInternal, "Tensor::cast on a ", value_kind_name(kind_));
   GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate(to, dims_));
   int64_t n = numel();
   if (to == dtype_) {

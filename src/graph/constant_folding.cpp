@@ -49,6 +49,10 @@ Result<int> fold_constants(Graph& graph) {
       if (!v->constant) all_const = false;
     }
     if (!has_input || !all_const || !any_output) continue;
+    // Sequences and optionals stay values of the run: plans and the CUDA engine store constants as tensors.
+    bool container_out = false;
+    for (Value* o : n.outputs) container_out = container_out || (o && !o->desc.is_tensor());
+    if (container_out) continue;
     std::vector<const Tensor*> ins;
     for (Value* v : n.inputs) ins.push_back(v ? &*v->constant : nullptr);
     auto descs = infer_node_concrete(n, ins);

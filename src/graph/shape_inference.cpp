@@ -90,6 +90,18 @@ Status check_output_shapes(const Node& node, const std::vector<TensorDesc>& desc
   return Status::ok();
 }
 
+// A sequence or optional reaches only the ops that take containers (BuiltinOp::takes_containers).
+Status check_tensor_inputs(const Node& node, const std::vector<InferContext::InputInfo>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].desc && !inputs[i].desc->is_tensor())
+      return error(StatusCode::kInvalidModel, "input ", static_cast<uint64_t>(i), " ('",
+                   i < node.inputs.size() && node.inputs[i] ? node.inputs[i]->name : std::string(), "') is a ",
+                   value_kind_name(inputs[i].desc->kind), " (", inputs[i].desc->to_string(), "); ",
+                   node.op_type, " takes tensors")
+          .with_node(node.name, node.op_type);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& inputs,
@@ -97,6 +109,7 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
                   std::vector<std::optional<std::vector<Dim>>>* out_sym_values) {
   out_sym_values->assign(node.outputs.size(), std::nullopt);
   if (node.custom_op) {
+    GRAFT_RETURN_IF_ERROR(check_tensor_inputs(node, inputs));
     Status st = infer_custom(node, inputs, out_descs);
     if (!st.is_ok()) return st.with_node(node.name, node.op_type);
     return check_output_shapes(node, *out_descs);
@@ -104,6 +117,7 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
   const BuiltinOp* op = find_builtin_op(node.op_type);
   if (!op)
     return error(StatusCode::kUnsupported, "no builtin op '", node.op_type, "'").with_node(node.name, node.op_type);
+  if (!op->takes_containers) GRAFT_RETURN_IF_ERROR(check_tensor_inputs(node, inputs));
   InferContext ctx(node, inputs, node.opset);
   Status st = op->infer(ctx);
   if (!st) return st.with_node(node.name, node.op_type);
@@ -122,6 +136,12 @@ namespace {
 
 // Declared graph output desc vs inferred: dtypes must match, ranks must match, constant dims equal.
 Status check_declared(const Value& v, const TensorDesc& declared, const TensorDesc& inferred, const Node& n) {
+  // An output declared without a type has the default desc (an undefined tensor): nothing to compare.
+  const bool typed = declared.dtype != DataType::kUndefined || !declared.is_tensor();
+  if (typed && declared.kind != inferred.kind)
+    return error(StatusCode::kInvalidModel, "graph output '", v.name, "' is declared a ", value_kind_name(declared.kind),
+                 " but the graph computes a ", value_kind_name(inferred.kind), " (", inferred.to_string(), ")")
+        .with_node(n.name, n.op_type);
   if (declared.dtype != DataType::kUndefined && declared.dtype != inferred.dtype)
     return error(StatusCode::kInvalidModel, "graph output '", v.name, "' is declared ",
                  dtype_name(declared.dtype), " but the graph computes ", dtype_name(inferred.dtype))

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include <onnx/onnx_pb.h>
+#include <onnx/onnx-data_pb.h>
 
 #include "core/checked_math.h"
 
@@ -513,6 +514,63 @@ Result<NamedTensor> parse_tensor_pb(const std::string& bytes, const std::string&
 Result<NamedTensor> read_tensor_pb(const std::string& path) {
   GRAFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   return parse_tensor_pb(bytes, path);
+}
+
+namespace {
+
+// The tensors of a SequenceProto, each checked against the sequence's dtype.
+Result<Tensor> sequence_from_proto(const onnx::SequenceProto& p, DataType dtype) {
+  if (p.elem_type() != onnx::SequenceProto::TENSOR && p.elem_type() != onnx::SequenceProto::UNDEFINED)
+    return error(StatusCode::kUnsupported, "sequence '", p.name(), "' holds element type ",
+                 static_cast<int64_t>(p.elem_type()), "; graft's sequences hold tensors");
+  std::vector<Tensor> items;
+  for (const auto& tp : p.tensor_values()) {
+    GRAFT_ASSIGN_OR_RETURN(NamedTensor t, tensor_from_proto(tp));
+    items.push_back(std::move(t.tensor));
+  }
+  return Tensor::sequence(dtype, std::move(items));
+}
+
+}  // namespace
+
+Result<NamedTensor> parse_value_pb(const std::string& bytes, const TensorDesc& declared, const std::string& file) {
+  if (declared.is_tensor()) return parse_tensor_pb(bytes, file);
+  std::string name;
+  auto parse = [&]() -> Result<Tensor> {
+    if (declared.kind == ValueKind::kSequence) {
+      onnx::SequenceProto proto;
+      if (!proto.ParseFromString(bytes))
+        return error(StatusCode::kInvalidArgument, "not a valid ONNX SequenceProto (parse failed)");
+      name = proto.name();
+      return sequence_from_proto(proto, declared.dtype);
+    }
+    onnx::OptionalProto proto;
+    if (!proto.ParseFromString(bytes))
+      return error(StatusCode::kInvalidArgument, "not a valid ONNX OptionalProto (parse failed)");
+    name = proto.name();
+    const bool want_seq = declared.kind == ValueKind::kOptionalSequence;
+    if (proto.has_tensor_value() && !want_seq) {
+      GRAFT_ASSIGN_OR_RETURN(NamedTensor t, tensor_from_proto(proto.tensor_value()));
+      return Tensor::optional(declared.kind, declared.dtype, std::move(t.tensor));
+    }
+    if (proto.has_sequence_value() && want_seq) {
+      GRAFT_ASSIGN_OR_RETURN(Tensor seq, sequence_from_proto(proto.sequence_value(), declared.dtype));
+      return Tensor::optional(declared.kind, declared.dtype, std::move(seq));
+    }
+    if (!proto.has_tensor_value() && !proto.has_sequence_value() && !proto.has_map_value() &&
+        !proto.has_optional_value() && !proto.has_sparse_tensor_value())
+      return Tensor::optional(declared.kind, declared.dtype);
+    return error(StatusCode::kUnsupported, "optional '", proto.name(), "' holds element type ",
+                 static_cast<int64_t>(proto.elem_type()), " but the model declares ", declared.to_string());
+  };
+  auto value = parse();
+  if (!value) return std::move(value).take_status().with_file(file);
+  return NamedTensor{name, std::move(value).value()};
+}
+
+Result<NamedTensor> read_value_pb(const std::string& path, const TensorDesc& declared) {
+  GRAFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
+  return parse_value_pb(bytes, declared, path);
 }
 
 Result<std::string> encode_tensor_pb(const Tensor& t, const std::string& name) {

@@ -35,6 +35,15 @@ Result<NamedTensor> parse_tensor_pb(const std::string& bytes, const std::string&
 Result<std::string> encode_tensor_pb(const Tensor& tensor, const std::string& name);
 Status write_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name);
 
+// ---- ONNX SequenceProto / OptionalProto (.pb): the backend suite's non-tensor values ----
+// The file does not say which proto it holds; `declared` (the graph value's type) does: a tensor
+// (read_tensor_pb), a sequence of tensors, an optional tensor or an optional sequence of tensors.
+// An empty sequence or optional takes its dtype from `declared`; a tensor of another dtype is an
+// error. Maps, sparse tensors and nested sequences are kUnsupported.
+Result<NamedTensor> parse_value_pb(const std::string& bytes, const TensorDesc& declared,
+                                   const std::string& name_for_errors);
+Result<NamedTensor> read_value_pb(const std::string& path, const TensorDesc& declared);
+
 // Either format, recognised by content (the .npy magic) rather than by extension.
 Result<NamedTensor> read_tensor_file(const std::string& path);
 

@@ -12,6 +12,10 @@ namespace graft {
 namespace {
 
 void set_type(const TensorDesc& d, onnx::TypeProto* tp) {
+  // Containers wrap the tensor type of what they hold, as the importer reads them back.
+  if (is_optional_kind(d.kind)) tp = tp->mutable_optional_type()->mutable_elem_type();
+  if (d.kind == ValueKind::kSequence || d.kind == ValueKind::kOptionalSequence)
+    tp = tp->mutable_sequence_type()->mutable_elem_type();
   auto* tt = tp->mutable_tensor_type();
   tt->set_elem_type(static_cast<int32_t>(d.dtype));
   if (!d.shape) return;

@@ -25,6 +25,7 @@
 #include "onnx/onnx_convert.h"
 #include "onnx/opset_conversion.h"
 #include "ops/operator.h"
+#include "ops/sequence_attrs.h"
 
 namespace graft {
 
@@ -271,40 +272,32 @@ Result<AttrValue> attribute_from_proto(const onnx::AttributeProto& ap, const std
     case A::SPARSE_TENSOR:
     case A::SPARSE_TENSORS:
       return error(StatusCode::kUnsupported, "sparse tensor attributes are not supported");
-    case A::TYPE_PROTO:
+    case A::TYPE_PROTO: {
+      // Optional's `type`: a tensor or a sequence of tensors, kept as INTS (ops/sequence_attrs.h).
+      const onnx::TypeProto* tp = &ap.tp();
+      int64_t kind = kOptionalTypeTensor;
+      if (tp->has_sequence_type() && tp->sequence_type().has_elem_type()) {
+        kind = kOptionalTypeSequence;
+        tp = &tp->sequence_type().elem_type();
+      }
+      if (!tp->has_tensor_type())
+        return error(StatusCode::kUnsupported, "a type attribute names a tensor or a sequence of tensors; "
+                     "maps, optionals and nested sequences are not supported");
+      std::vector<int64_t> enc{kind, static_cast<int64_t>(tp->tensor_type().elem_type()), -1};
+      if (tp->tensor_type().has_shape()) {
+        enc[2] = tp->tensor_type().shape().dim_size();
+        for (const auto& d : tp->tensor_type().shape().dim())
+          enc.push_back(d.has_dim_value() ? static_cast<int64_t>(d.dim_value()) : -1);
+      }
+      return AttrValue(std::move(enc));
+    }
     case A::TYPE_PROTOS:
-      return error(StatusCode::kUnsupported, "type-proto attributes are not supported");
+      return error(StatusCode::kUnsupported, "type-proto-list attributes are not supported");
     case A::TENSORS:
       return error(StatusCode::kUnsupported, "tensor-list attributes are not supported");
     default:
       return error(StatusCode::kInvalidModel, "attribute has an unknown type ", static_cast<int64_t>(type));
   }
-}
-
-Result<TensorDesc> desc_from_type(const onnx::TypeProto& tp, const std::string& value_name) {
-  TensorDesc d;
-  if (!tp.has_tensor_type())
-    return error(StatusCode::kUnsupported, "value '", value_name,
-                 "' is not a tensor (sequences, maps and optionals are not supported)");
-  const auto& tt = tp.tensor_type();
-  if (tt.elem_type() != 0 && !dtype_from_onnx(tt.elem_type(), &d.dtype))
-    return error(StatusCode::kUnsupported, "value '", value_name, "' has ONNX element type ",
-                 static_cast<int64_t>(tt.elem_type()), ", which graft does not support");
-  if (tt.has_shape()) {
-    if (tt.shape().dim_size() > kMaxRank)
-      return error(StatusCode::kInvalidModel, "value '", value_name, "' is declared with rank ",
-                   static_cast<int64_t>(tt.shape().dim_size()), ", more than graft's limit of ", kMaxRank);
-    Shape s;
-    int i = 0;
-    for (const auto& dim : tt.shape().dim()) {
-      if (dim.has_dim_value() && dim.dim_value() >= 0) s.push_back(Dim(static_cast<int64_t>(dim.dim_value())));
-      else if (dim.has_dim_param() && !dim.dim_param().empty()) s.push_back(Dim::symbol(dim.dim_param()));
-      else s.push_back(Dim::symbol(value_name + "__dim" + std::to_string(i)));
-      ++i;
-    }
-    d.shape = std::move(s);
-  }
-  return d;
 }
 
 Result<Tensor> constant_node_value(const onnx::NodeProto& np, const std::string& base_dir) {
@@ -539,10 +532,11 @@ Status import_subgraph_attributes(const onnx::NodeProto& np, Node* n, Graph* g, 
     // Only control flow runs subgraphs; one on any other node would be silently ignored.
     const bool known = np.domain().empty() &&
                        ((np.op_type() == "If" && (ap.name() == "then_branch" || ap.name() == "else_branch")) ||
-                        ((np.op_type() == "Loop" || np.op_type() == "Scan") && ap.name() == "body"));
+                        ((np.op_type() == "Loop" || np.op_type() == "Scan" || np.op_type() == "SequenceMap") &&
+                         ap.name() == "body"));
     if (!known)
       return error(StatusCode::kUnsupported, "graph attribute '", ap.name(), "' is not one graft runs (If: ",
-                   "then_branch, else_branch; Loop and Scan: body)")
+                   "then_branch, else_branch; Loop, Scan and SequenceMap: body)")
           .with_attribute(ap.name());
     auto sub = import_subgraph(ap.g(), *g, base_dir, scope, unsupported);
     if (!sub) return std::move(sub).take_status().with_attribute(ap.name());
@@ -677,6 +671,49 @@ Status import_nodes(const onnx::GraphProto& gp, Graph* g, const std::string& bas
 
 }  // namespace
 
+Result<TensorDesc> desc_from_type(const onnx::TypeProto& tp, const std::string& value_name) {
+  TensorDesc d;
+  // Containers: sequence(tensor), optional(tensor), optional(sequence(tensor)). The desc keeps the
+  // kind and describes the tensors inside.
+  const onnx::TypeProto* inner = &tp;
+  ValueKind kind = ValueKind::kTensor;
+  if (inner->has_optional_type()) {
+    if (!inner->optional_type().has_elem_type())
+      return error(StatusCode::kInvalidModel, "value '", value_name, "' is an optional with no element type");
+    inner = &inner->optional_type().elem_type();
+    kind = inner->has_sequence_type() ? ValueKind::kOptionalSequence : ValueKind::kOptionalTensor;
+  }
+  if (inner->has_sequence_type()) {
+    if (!inner->sequence_type().has_elem_type())
+      return error(StatusCode::kInvalidModel, "value '", value_name, "' is a sequence with no element type");
+    inner = &inner->sequence_type().elem_type();
+    if (kind == ValueKind::kTensor) kind = ValueKind::kSequence;
+  }
+  if (!inner->has_tensor_type())
+    return error(StatusCode::kUnsupported, "value '", value_name, "' is not a tensor, a sequence of tensors or an ",
+                 "optional of either (maps, sparse tensors and nested sequences are not supported)");
+  d.kind = kind;
+  const auto& tt = inner->tensor_type();
+  if (tt.elem_type() != 0 && !dtype_from_onnx(tt.elem_type(), &d.dtype))
+    return error(StatusCode::kUnsupported, "value '", value_name, "' has ONNX element type ",
+                 static_cast<int64_t>(tt.elem_type()), ", which graft does not support");
+  if (tt.has_shape()) {
+    if (tt.shape().dim_size() > kMaxRank)
+      return error(StatusCode::kInvalidModel, "value '", value_name, "' is declared with rank ",
+                   static_cast<int64_t>(tt.shape().dim_size()), ", more than graft's limit of ", kMaxRank);
+    Shape s;
+    int i = 0;
+    for (const auto& dim : tt.shape().dim()) {
+      if (dim.has_dim_value() && dim.dim_value() >= 0) s.push_back(Dim(static_cast<int64_t>(dim.dim_value())));
+      else if (dim.has_dim_param() && !dim.dim_param().empty()) s.push_back(Dim::symbol(dim.dim_param()));
+      else s.push_back(Dim::symbol(value_name + "__dim" + std::to_string(i)));
+      ++i;
+    }
+    d.shape = std::move(s);
+  }
+  return d;
+}
+
 Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
                                                  const std::string& name_for_errors,
                                                  const std::string& base_dir) {
@@ -724,6 +761,13 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
     if (!d) return fail(std::move(d).take_status());
     if (d->dtype == DataType::kUndefined)
       return fail(error(StatusCode::kInvalidModel, "graph input '", in.name(), "' has no element type"));
+    if (!d->is_tensor()) {  // a sequence's or optional's tensors may have any shape: no profile
+      Value* v = g->add_value(in.name());
+      v->desc = std::move(d).value();
+      v->is_graph_input = true;
+      g->inputs().push_back(v);
+      continue;
+    }
     if (!d->shape)
       return fail(error(StatusCode::kUnsupported, "graph input '", in.name(), "' has no shape (unknown rank)"));
     {

@@ -26,6 +26,7 @@
 
 namespace onnx {
 class ModelProto;
+class TypeProto;
 }
 
 namespace graft {
@@ -50,6 +51,11 @@ Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes,
 Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
                                                  const std::string& name_for_errors,
                                                  const std::string& base_dir);
+
+// An ONNX value type as a graft desc: a tensor, a sequence of tensors, or an optional of either
+// (TensorDesc::kind). Other types (maps, sparse tensors, nested sequences, unknown element types)
+// are kUnsupported naming `value_name`. Also read by the conformance runner for its data files.
+Result<TensorDesc> desc_from_type(const onnx::TypeProto& tp, const std::string& value_name);
 
 // Graph -> ModelProto (used by the plan format). Constants become initializers; custom nodes keep
 // domain, op_type, attributes and their plugin_version/plugin_namespace.

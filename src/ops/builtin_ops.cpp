@@ -28,6 +28,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_selection_ops(t);
     append_recurrent_ops(t);
     append_control_flow_ops(t);
+    append_sequence_ops(t);
     append_fused_conv_ops(t);
     append_fused_transformer_ops(t);
     append_view_ops(t);

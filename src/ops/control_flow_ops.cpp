@@ -38,6 +38,8 @@ std::vector<InferContext::InputInfo> capture_infos(const InferContext& ctx) {
 Status check_control_input(const InferContext& ctx, size_t i, const char* what, DataType want) {
   if (!ctx.has_input(i)) return Status::ok();
   const TensorDesc& d = ctx.input(i);
+  if (!d.is_tensor())
+    return ctx.fail(what, " ('", ctx.node().inputs[i]->name, "') must be a tensor, not a ", value_kind_name(d.kind));
   if (d.dtype != want)
     return ctx.fail(what, " ('", ctx.node().inputs[i]->name, "') must be ", dtype_name(want), ", not ",
                     dtype_name(d.dtype));
@@ -77,10 +79,14 @@ Status infer_if(InferContext& ctx) {
     if (else_out.empty()) { ctx.set_output(o, then_out[o].desc); continue; }
     const TensorDesc& a = then_out[o].desc;
     const TensorDesc& b = else_out[o].desc;
-    if (a.dtype != b.dtype)
-      return ctx.fail("output ", static_cast<uint64_t>(o), " is ", dtype_name(a.dtype), " in then_branch but ",
-                      dtype_name(b.dtype), " in else_branch");
-    ctx.set_output(o, desc_of(a.dtype, merge_shapes(a.shape, b.shape, [&] { return ctx.unknown_dim(); })));
+    // Named by dtype, or by the whole type when one branch returns a sequence or optional and the other not.
+    auto what = [&](const TensorDesc& d) { return a.kind == b.kind ? std::string(dtype_name(d.dtype)) : d.to_string(); };
+    if (a.dtype != b.dtype || a.kind != b.kind)
+      return ctx.fail("output ", static_cast<uint64_t>(o), " is ", what(a), " in then_branch but ", what(b),
+                      " in else_branch");
+    TensorDesc merged = desc_of(a.dtype, merge_shapes(a.shape, b.shape, [&] { return ctx.unknown_dim(); }));
+    merged.kind = a.kind;
+    ctx.set_output(o, merged);
   }
   return Status::ok();
 }
@@ -137,11 +143,16 @@ Status infer_loop(InferContext& ctx) {
   for (size_t j = 0; j < n; ++j) {
     const TensorDesc& in = ctx.input(j + 2);
     const TensorDesc& out = outs[1 + j].desc;
-    if (in.dtype != out.dtype)
+    // An optional may enter and what it holds come back (ONNX's test_loop16_seq_none does).
+    if (in.dtype != out.dtype || (in.kind != out.kind && optional_content(in.kind) != out.kind)) {
+      auto what = [&](const TensorDesc& d) { return in.kind == out.kind ? std::string(dtype_name(d.dtype)) : d.to_string(); };
       return ctx.fail("loop-carried value ", static_cast<uint64_t>(j), " ('", node.inputs[j + 2]->name,
-                      "') enters the body as ", dtype_name(in.dtype), " but the body returns ", dtype_name(out.dtype))
+                      "') enters the body as ", what(in), " but the body returns ", what(out))
           .with_attribute("body");
-    ctx.set_output(j, desc_of(in.dtype, loop_shape(ctx, in.shape, out.shape)));
+    }
+    TensorDesc carried = desc_of(in.dtype, loop_shape(ctx, in.shape, out.shape));
+    carried.kind = out.kind;
+    ctx.set_output(j, carried);
   }
   // Iterations: M itself when it is known and no condition can stop the loop early.
   Dim trips = ctx.unknown_dim();
@@ -149,6 +160,10 @@ Status infer_loop(InferContext& ctx) {
     trips = Dim(std::max<int64_t>(static_cast<int64_t>(m->get(0)), 0));
   for (size_t s = 0; s < k; ++s) {
     const TensorDesc& d = outs[1 + n + s].desc;
+    if (!d.is_tensor())
+      return ctx.fail("scan output ", static_cast<uint64_t>(s), " of the body is a ", value_kind_name(d.kind),
+                      "; scan outputs are stacked tensors")
+          .with_attribute("body");
     std::optional<Shape> shape;
     if (d.shape) {
       shape = Shape{trips};
@@ -213,13 +228,65 @@ Status infer_scan(InferContext& ctx) {
   return Status::ok();
 }
 
+// SequenceMap (opset 17): the body runs once per tensor of the input sequence; each additional
+// input is a sequence of the same length (its i-th tensor is passed) or a tensor (passed whole).
+// Each body output is collected into an output sequence.
+Status infer_sequence_map(InferContext& ctx) {
+  const Node& node = ctx.node();
+  GRAFT_ASSIGN_OR_RETURN(const Graph* body, node_subgraph(node, "body"));
+  const size_t m = node.explicit_inputs();
+  if (m < 1) return ctx.fail("takes an input sequence");
+  if (body->inputs().size() != m)
+    return ctx.fail("body has ", static_cast<uint64_t>(body->inputs().size()), " inputs but the node passes it ",
+                    static_cast<uint64_t>(m))
+        .with_attribute("body");
+  if (body->outputs().size() != node.outputs.size())
+    return ctx.fail("body returns ", static_cast<uint64_t>(body->outputs().size()), " values but the node has ",
+                    static_cast<uint64_t>(node.outputs.size()), " outputs")
+        .with_attribute("body");
+  std::vector<TensorDesc> items(m);
+  std::vector<InferContext::InputInfo> ins(m);
+  for (size_t j = 0; j < m; ++j) {
+    GRAFT_RETURN_IF_ERROR(require_input(ctx, j));
+    const TensorDesc& d = ctx.input(j);
+    if (j == 0 && d.kind != ValueKind::kSequence)
+      return ctx.fail("input 0 ('", node.inputs[0]->name, "') must be a sequence, not ", d.to_string());
+    if (d.kind == ValueKind::kSequence) {
+      // One tensor of the sequence: at run time the first one (every iteration is inferred again).
+      const Tensor* seq = ctx.input_value(j);
+      items[j] = seq && !seq->items().empty() ? desc_of_value(seq->items()[0]) : desc_of(d.dtype, d.shape);
+      ins[j].desc = &items[j];
+    } else if (d.is_tensor()) {
+      ins[j] = input_info(ctx, j);
+    } else {
+      return ctx.fail("input ", static_cast<uint64_t>(j), " ('", node.inputs[j]->name, "') is a ",
+                      value_kind_name(d.kind), "; SequenceMap takes sequences and tensors");
+    }
+  }
+  std::vector<SubgraphInfo> outs;
+  GRAFT_RETURN_IF_ERROR(infer_subgraph(node, "body", *body, ins, capture_infos(ctx), &outs));
+  for (size_t o = 0; o < outs.size(); ++o) {
+    const TensorDesc& d = outs[o].desc;
+    if (!d.is_tensor())
+      return ctx.fail("body output ", static_cast<uint64_t>(o), " is a ", value_kind_name(d.kind),
+                      "; SequenceMap collects tensors")
+          .with_attribute("body");
+    TensorDesc seq = desc_of(d.dtype, ctx.input_value(0) ? std::nullopt : d.shape);  // shapes may vary per tensor
+    seq.kind = ValueKind::kSequence;
+    ctx.set_output(o, seq);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 void append_control_flow_ops(std::vector<BuiltinOp>& out) {
   const std::vector<BuiltinOp> ops = {
-      {"If", 1, infer_if, cpu::if_op, /*output_shape_from_kernel=*/true},
-      {"Loop", 1, infer_loop, cpu::loop_op, /*output_shape_from_kernel=*/true},
+      {"If", 1, infer_if, cpu::if_op, /*output_shape_from_kernel=*/true, /*takes_containers=*/true},
+      {"Loop", 1, infer_loop, cpu::loop_op, /*output_shape_from_kernel=*/true, /*takes_containers=*/true},
       {"Scan", 9, infer_scan, cpu::scan_op, /*output_shape_from_kernel=*/true},
+      {"SequenceMap", 17, infer_sequence_map, cpu::sequence_map_op, /*output_shape_from_kernel=*/true,
+       /*takes_containers=*/true},
   };
   out.insert(out.end(), ops.begin(), ops.end());
 }

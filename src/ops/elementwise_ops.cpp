@@ -133,8 +133,8 @@ Status infer_clip(InferContext& ctx) {
 
 Status infer_identity(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(require_input(ctx, 0));
-  ctx.set_output(0, ctx.input(0));
-  if (dtype_is_integer(ctx.input(0).dtype))
+  ctx.set_output(0, ctx.input(0));  // a sequence or optional passes through whole
+  if (ctx.input(0).is_tensor() && dtype_is_integer(ctx.input(0).dtype))
     propagate_sym(ctx, {0}, [](const std::vector<Dim>& a) { return a[0]; });
   return Status::ok();
 }
@@ -336,7 +336,7 @@ void append_elementwise_ops(std::vector<BuiltinOp>& out) {
       {"Where", 11, infer_where, cpu::where},
       {"Not", 11, infer_not, cpu::logical_not},
       {"Cast", 11, infer_cast, cpu::cast},
-      {"Identity", 11, infer_identity, cpu::identity},
+      {"Identity", 11, infer_identity, cpu::identity, /*output_shape_from_kernel=*/false, /*takes_containers=*/true},
       // Beyond the core list: common in exported models and cheap on the same machinery.
       {"CastLike", 15, infer_cast_like, cpu::cast},
       {"LessOrEqual", 12, infer_less_or_equal, cpu::less_or_equal},

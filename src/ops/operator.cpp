@@ -1,6 +1,7 @@
 #include "ops/operator.h"
 
 #include <atomic>
+#include <cstring>
 
 namespace graft {
 
@@ -67,6 +68,18 @@ Result<Tensor*> allocate_output(ExecContext& ctx, size_t i, DataType dtype, std:
   out = std::move(t).value();
   out.poison();
   return &out;
+}
+
+Status set_output_value(ExecContext& ctx, size_t i, Tensor value) {
+  if (i >= ctx.outputs.size() || !ctx.outputs[i]) return Status::ok();
+  if (!value.is_tensor()) {
+    *ctx.outputs[i] = std::move(value);
+    return Status::ok();
+  }
+  // A tensor is copied: it may be a constant of a subgraph, which must not leave as an output.
+  GRAFT_ASSIGN_OR_RETURN(Tensor * dst, allocate_output(ctx, i, value.dtype(), value.dims()));
+  if (value.nbytes()) std::memcpy(dst->data(), value.data(), value.nbytes());
+  return Status::ok();
 }
 
 Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {

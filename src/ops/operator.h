@@ -87,6 +87,13 @@ using CpuKernelFn = Status (*)(ExecContext&);
 // A failed allocation is kOutOfMemory naming the output.
 Result<Tensor*> allocate_output(ExecContext& ctx, size_t i, DataType dtype, std::vector<int64_t> dims);
 
+// Output i of a kernel that returns a sequence or optional value (built with Tensor::sequence or
+// Tensor::optional), stored as it is; or a tensor it already holds whole (a sequence item, a
+// subgraph's result), copied into the output (allocated as allocate_output does, with its checks).
+// Nothing happens for an output the node omits; the executor checks kind and dtype against
+// inference afterwards.
+Status set_output_value(ExecContext& ctx, size_t i, Tensor value);
+
 // One builtin ONNX op: schema (inference) plus its CPU reference kernel.
 struct BuiltinOp {
   const char* op_type;
@@ -99,6 +106,9 @@ struct BuiltinOp {
   // kernel allocates it (allocate_output) once it has counted. Downstream nodes see the real shape,
   // since run-time inference reads the shapes of the tensors actually produced.
   bool output_shape_from_kernel = false;
+  // Takes or returns sequence/optional values (ValueKind). Inference refuses a container input of
+  // any other op, naming the input, so no other kernel ever sees one.
+  bool takes_containers = false;
 };
 
 // True for a builtin node whose op sets output_shape_from_kernel (never for custom ops).
@@ -127,6 +137,7 @@ void append_tfidf_ops(std::vector<BuiltinOp>& out);         // TfIdfVectorizer
 void append_selection_ops(std::vector<BuiltinOp>& out);     // Unique (data-dependent output shapes), MaxUnpool
 void append_recurrent_ops(std::vector<BuiltinOp>& out);     // RNN, LSTM, GRU
 void append_control_flow_ops(std::vector<BuiltinOp>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)
+void append_sequence_ops(std::vector<BuiltinOp>& out);      // Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap, Optional*
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
 void append_fused_conv_ops(std::vector<BuiltinOp>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast

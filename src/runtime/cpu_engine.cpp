@@ -231,6 +231,27 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
 
 Status check_input(const Value& v, const Tensor& t, const EngineState& st, int profile, SymbolBindings& bindings) {
   const TensorDesc& d = v.desc;
+  if (t.kind() != d.kind)
+    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects a ", value_kind_name(d.kind), " (",
+                 d.to_string(), ") but was given a ", value_kind_name(t.kind()));
+  if (!d.is_tensor()) {
+    // A container's tensors may have any shape (profiles cover tensors); dtype and rank as declared.
+    if (d.dtype != DataType::kUndefined && t.dtype() != d.dtype)
+      return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects a ", value_kind_name(d.kind), " of ",
+                   dtype_name(d.dtype), " but was given one of ", dtype_name(t.dtype()));
+    // Inference took the declared shape for every tensor inside: each must have its rank and fixed dims.
+    const std::vector<Tensor>* held = &t.items();
+    if (t.kind() == ValueKind::kOptionalSequence && !held->empty()) held = &(*held)[0].items();
+    for (size_t k = 0; d.shape && k < held->size(); ++k) {
+      const std::vector<int64_t>& dims = (*held)[k].dims();
+      bool ok = dims.size() == d.shape->size();
+      for (size_t i = 0; ok && i < dims.size(); ++i) ok = !(*d.shape)[i].is_const() || (*d.shape)[i].value() == dims[i];
+      if (!ok)
+        return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects ", d.to_string(), " but tensor ",
+                     static_cast<uint64_t>(k), " it holds has shape ", dims_to_string(dims));
+    }
+    return Status::ok();
+  }
   if (t.dtype() != d.dtype)
     return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects dtype ", dtype_name(d.dtype),
                  " but was given ", dtype_name(t.dtype()));
@@ -330,7 +351,14 @@ Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std
       result = it->second;
     }
     auto oit = outputs.find(v->name);
-    if (oit != outputs.end() && oit->second.defined() && oit->second.dtype() == result.dtype() &&
+    if (!result.is_tensor()) {
+      // A sequence's tensors may be the caller's own or the engine's constants: the caller gets copies.
+      auto copy = result.try_clone();
+      if (!copy) return std::move(copy).take_status();
+      outputs[v->name] = std::move(copy).value();
+      continue;
+    }
+    if (oit != outputs.end() && oit->second.defined() && oit->second.is_tensor() && oit->second.dtype() == result.dtype() &&
         oit->second.dims() == result.dims() && oit->second.device() == DeviceType::kCPU) {
       if (oit->second.data() != result.data()) std::memcpy(oit->second.data(), result.data(), result.nbytes());
     } else {

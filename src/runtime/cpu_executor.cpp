@@ -15,7 +15,7 @@ Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std:
   std::vector<InferContext::InputInfo> infos(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i]) continue;
-    in_descs[i] = TensorDesc(inputs[i]->dtype(), shape_from_values(inputs[i]->dims()));
+    in_descs[i] = desc_of_value(*inputs[i]);
     infos[i].desc = &in_descs[i];
     // Kernels read host values for data-dependent shapes (Reshape, Range...): device tensors have none.
     if (inputs[i]->device() == DeviceType::kCPU) infos[i].value = inputs[i];
@@ -29,6 +29,8 @@ Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std:
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     if (!node.outputs[o]) continue;
     if (from_kernel && o < out.size() && out[o].shape) continue;
+    // A sequence or optional is made whole by its kernel; the shapes it holds may differ.
+    if (o < out.size() && !out[o].is_tensor()) continue;
     if (o >= out.size() || !out[o].shape || !shape_is_static(*out[o].shape))
       return error(StatusCode::kInternal, "output ", static_cast<uint64_t>(o), " has no concrete shape (",
                    o < out.size() ? out[o].to_string() : std::string("missing"), ") for concrete inputs")
@@ -45,8 +47,8 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
     if (!node.outputs[o]) continue;
     const TensorDesc& d = (*descs)[o];
     // Data-dependent shape: the kernel allocates this output once it knows the size ("allocation
-    // after the fact"); it reaches the kernel as an undefined tensor.
-    if (!shape_is_static(*d.shape)) continue;
+    // after the fact"); it reaches the kernel as an undefined tensor. So does a sequence or optional.
+    if (!d.is_tensor() || !d.shape || !shape_is_static(*d.shape)) continue;
     // Output sizes come from the model and the inputs: a failed allocation is an error naming the
     // node and the output, never a NULL buffer handed to the kernel.
     auto t = Tensor::allocate(d.dtype, shape_values(*d.shape));
@@ -118,14 +120,14 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
     if (!node.outputs[o]) continue;
     const TensorDesc& d = (*descs)[o];
     const Tensor& t = outs[o];
-    bool ok = t.defined() && t.dtype() == d.dtype && t.rank() == static_cast<int64_t>(d.shape->size());
-    for (size_t k = 0; ok && k < d.shape->size(); ++k)
+    bool ok = t.defined() && t.kind() == d.kind && t.dtype() == d.dtype &&
+              (!d.is_tensor() || !d.shape || t.rank() == static_cast<int64_t>(d.shape->size()));
+    for (size_t k = 0; ok && d.is_tensor() && d.shape && k < d.shape->size(); ++k)
       ok = !(*d.shape)[k].is_const() || (*d.shape)[k].value() == t.dims()[k];
     if (!ok)
       return error(StatusCode::kInternal, "the kernel left output ", static_cast<uint64_t>(o), " ('",
                    node.outputs[o]->name, "') ",
-                   t.defined() ? "as " + TensorDesc(t.dtype(), shape_from_values(t.dims())).to_string()
-                               : std::string("unallocated"),
+                   t.defined() ? "as " + desc_of_value(t).to_string() : std::string("unallocated"),
                    ", but inference says ", d.to_string())
           .with_node(node.name, node.op_type);
   }

@@ -1,5 +1,7 @@
 #include "runtime/device_engine.h"
 
+#include "ops/operator.h"
+
 #ifdef GRAFT_WITH_CUDA
 #include "backends/cuda/cuda_engine.h"
 #include "backends/cuda/cuda_ops.h"
@@ -7,8 +9,37 @@
 
 namespace graft {
 
+Status check_values_run_on(const Graph& g, DeviceType device) {
+  if (device == DeviceType::kCPU) return Status::ok();
+  auto refuse = [&](const Value* v) {
+    return error(StatusCode::kUnsupported, "value '", v->name, "' is a ", value_kind_name(v->desc.kind), " (",
+                 v->desc.to_string(), "): sequence and optional values run on the CPU engine only, not on ",
+                 device_name(device), "; build a CPU engine for this model");
+  };
+  for (const Value* v : g.inputs())
+    if (!v->desc.is_tensor()) return refuse(v);
+  for (const auto& n : g.nodes()) {
+    for (const Value* v : n->outputs)
+      if (v && !v->desc.is_tensor()) return refuse(v).with_node(n->name, n->op_type);
+    // A subgraph's values keep their imported descs (inference never writes into a subgraph), so
+    // an op that makes or reads containers is what tells there; the ones that only pass them on
+    // (Identity, control flow) get them from such an op or from the main graph.
+    const BuiltinOp* op = n->custom_op ? nullptr : find_builtin_op(n->op_type);
+    const bool passes_on = n->op_type == "Identity" || n->op_type == "If" || n->op_type == "Loop" || n->op_type == "Scan";
+    if (op && op->takes_containers && !passes_on)
+      return error(StatusCode::kUnsupported, n->op_type, " makes or reads sequence or optional values, which run on ",
+                   "the CPU engine only, not on ", device_name(device), "; build a CPU engine for this model")
+          .with_node(n->name, n->op_type);
+    for (const auto& [attr, sub] : n->subgraphs)
+      if (Status st = check_values_run_on(*sub, device); !st)
+        return Status(st.code(), "subgraph '" + attr + "': " + st.to_string()).with_node(n->name, n->op_type);
+  }
+  return Status::ok();
+}
+
 Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const BuilderConfig* config) {
   if (state.device == DeviceType::kCPU) return make_cpu_engine(std::move(state));
+  GRAFT_RETURN_IF_ERROR(check_values_run_on(*state.graph, state.device));
 #ifdef GRAFT_WITH_CUDA
   return cuda::make_cuda_engine(std::move(state), config);
 #else
@@ -21,6 +52,7 @@ Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const 
 
 Status prepare_state_for_device(EngineState& state, const BuilderConfig& config) {
   if (state.device == DeviceType::kCPU) return Status::ok();
+  GRAFT_RETURN_IF_ERROR(check_values_run_on(*state.graph, state.device));
 #ifdef GRAFT_WITH_CUDA
   return cuda::prepare_cuda_state(state, config);
 #else

@@ -22,6 +22,11 @@ Status prepare_state_for_device(EngineState& state, const BuilderConfig& config)
 // checked before a build imports anything.
 Status check_device_compiled(DeviceType device);
 
+// Sequences and optionals (ValueKind) have no device form: kUnsupported for any device but the CPU
+// when `g` (or a subgraph of it) has one, naming the value and its node. Checked when a CUDA engine
+// is built and when a plan is loaded onto one.
+Status check_values_run_on(const Graph& g, DeviceType device);
+
 // Whether this build of graft has a CUDA kernel for the builtin (default-domain) op `op_type`.
 // False in a build without CUDA.
 bool builtin_has_cuda_kernel(const std::string& op_type);

@@ -75,6 +75,14 @@ struct OneNode {
   }
 };
 
+// One random seed per test process (print it with SCOPED_TRACE so a failure can be replayed).
+inline uint32_t process_seed() {
+  static const uint32_t s = std::random_device{}();
+  return s;
+}
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
 inline Tensor random_tensor(DataType dt, std::vector<int64_t> dims, std::mt19937& rng, double lo = -1.0,
                             double hi = 1.0) {
   Tensor t = Tensor::empty(dt, std::move(dims));

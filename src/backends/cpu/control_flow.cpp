@@ -57,12 +57,6 @@ std::vector<const Tensor*> captures_of(const ExecContext& ctx) {
                                     ctx.inputs.end());
 }
 
-Status copy_to_output(ExecContext& ctx, size_t o, const Tensor& t) {
-  if (o >= ctx.outputs.size() || !ctx.outputs[o]) return Status::ok();  // the node omits it
-  GRAFT_ASSIGN_OR_RETURN(Tensor * out, allocate_output(ctx, o, t.dtype(), t.dims()));
-  if (t.nbytes()) std::memcpy(out->data(), t.data(), t.nbytes());
-  return Status::ok();
-}
 
 // Rows and row bytes around `axis`: a tensor is [outer, dims[axis], inner] in bytes.
 void split_at(const std::vector<int64_t>& dims, size_t axis, size_t elem, int64_t* outer, size_t* inner_bytes) {
@@ -148,7 +142,7 @@ Status if_op(ExecContext& ctx) {
     return error(StatusCode::kInvalidModel, attr, " returns ", static_cast<uint64_t>(outs.size()),
                  " values but the node has ", static_cast<uint64_t>(ctx.outputs.size()), " outputs")
         .with_attribute(attr);
-  for (size_t o = 0; o < outs.size(); ++o) GRAFT_RETURN_IF_ERROR(copy_to_output(ctx, o, outs[o]));
+  for (size_t o = 0; o < outs.size(); ++o) GRAFT_RETURN_IF_ERROR(set_output_value(ctx, o, outs[o]));
   return Status::ok();
 }
 
@@ -183,9 +177,10 @@ Status loop_op(ExecContext& ctx) {
     // Without a cond input the loop is a for loop: the body's condition is ignored (ONNX Loop).
     if (c) go = truthy(outs[0]);
     for (size_t j = 0; j < n; ++j) {
-      if (outs[1 + j].dtype() != state[j + 2].dtype())
+      if (outs[1 + j].dtype() != state[j + 2].dtype() ||
+          (outs[1 + j].kind() != state[j + 2].kind() && optional_content(state[j + 2].kind()) != outs[1 + j].kind()))
         return error(StatusCode::kInvalidModel, "iteration ", i, ": loop-carried value ", static_cast<uint64_t>(j),
-                     " changes dtype from ", dtype_name(state[j + 2].dtype()), " to ", dtype_name(outs[1 + j].dtype()))
+                     " changes from ", desc_of_value(state[j + 2]).to_string(), " to ", desc_of_value(outs[1 + j]).to_string())
             .with_attribute("body");
       state[j + 2] = std::move(outs[1 + j]);
     }
@@ -200,7 +195,7 @@ Status loop_op(ExecContext& ctx) {
       scans[s].push_back(std::move(t));
     }
   }
-  for (size_t j = 0; j < n; ++j) GRAFT_RETURN_IF_ERROR(copy_to_output(ctx, j, state[j + 2]));
+  for (size_t j = 0; j < n; ++j) GRAFT_RETURN_IF_ERROR(set_output_value(ctx, j, state[j + 2]));
   for (size_t s = 0; s < k; ++s) {
     if (!ctx.outputs[n + s]) continue;
     std::vector<int64_t> item;
@@ -270,7 +265,7 @@ Status scan_op(ExecContext& ctx) {
       put_slice(*outs_k[s], out_axis[s], lay.out_reverse[s] ? length - 1 - t : t, y);
     }
   }
-  for (size_t j = 0; j < lay.n; ++j) GRAFT_RETURN_IF_ERROR(copy_to_output(ctx, j, args[j]));
+  for (size_t j = 0; j < lay.n; ++j) GRAFT_RETURN_IF_ERROR(set_output_value(ctx, j, args[j]));
   if (length == 0) {
     // No iteration ran: each scan output is empty, with the dims one iteration would have given.
     for (size_t j = 0; j < lay.m; ++j) {
@@ -286,6 +281,43 @@ Status scan_op(ExecContext& ctx) {
       GRAFT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(lay.out_axes[s], static_cast<int64_t>(item.size()) + 1));
       GRAFT_RETURN_IF_ERROR(allocate_output(ctx, lay.n + s, dt, with_axis(item, static_cast<size_t>(a), 0)).status());
     }
+  }
+  return Status::ok();
+}
+
+Status sequence_map_op(ExecContext& ctx) {
+  const Node& node = *ctx.node;
+  GRAFT_ASSIGN_OR_RETURN(const Graph* body, node_subgraph(node, "body"));
+  const size_t m = node.explicit_inputs();
+  const Tensor* seq = m ? ctx.inputs[0] : nullptr;
+  if (!seq || seq->kind() != ValueKind::kSequence)
+    return error(StatusCode::kInvalidArgument, "input 0 must be a sequence");
+  const size_t length = seq->items().size();
+  for (size_t j = 1; j < m; ++j) {
+    const Tensor* in = ctx.inputs[j];
+    if (!in) return error(StatusCode::kInvalidModel, "input ", static_cast<uint64_t>(j), " is missing");
+    if (in->kind() == ValueKind::kSequence && in->items().size() != length)
+      return error(StatusCode::kInvalidArgument, "input ", static_cast<uint64_t>(j), " is a sequence of ",
+                   static_cast<uint64_t>(in->items().size()), " tensors but input 0 has ", static_cast<uint64_t>(length),
+                   "; SequenceMap's sequences must have the same length");
+  }
+  const auto caps = captures_of(ctx);
+  std::vector<std::vector<Tensor>> collected(node.outputs.size());
+  std::vector<Tensor> args(m);
+  for (size_t i = 0; i < length; ++i) {
+    for (size_t j = 0; j < m; ++j) {
+      const Tensor& in = *ctx.inputs[j];
+      args[j] = in.kind() == ValueKind::kSequence ? in.items()[i] : in;
+    }
+    GRAFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, run_subgraph(node, "body", *body, args, caps));
+    for (size_t o = 0; o < outs.size() && o < collected.size(); ++o) collected[o].push_back(std::move(outs[o]));
+  }
+  for (size_t o = 0; o < collected.size(); ++o) {
+    if (!ctx.outputs[o]) continue;
+    // The dtype of what the body returns; with no tensor to map, inference's (the node's output desc).
+    DataType dt = collected[o].empty() ? node.outputs[o]->desc.dtype : collected[o][0].dtype();
+    GRAFT_ASSIGN_OR_RETURN(Tensor out, Tensor::sequence(dt, std::move(collected[o])));
+    GRAFT_RETURN_IF_ERROR(set_output_value(ctx, o, std::move(out)));
   }
   return Status::ok();
 }

@@ -1,4 +1,4 @@
-// CPU reference kernels of If, Loop and Scan (schemas: src/ops/control_flow_ops.cpp). Each runs its
+// CPU reference kernels of If, Loop, Scan and SequenceMap (schemas: src/ops/control_flow_ops.cpp). Each runs its
 // subgraph node by node through the same run_node_cpu as the engine, and allocates its outputs once
 // it knows them (allocate_output).
 #pragma once
@@ -10,5 +10,6 @@ namespace graft::cpu {
 Status if_op(ExecContext& ctx);
 Status loop_op(ExecContext& ctx);
 Status scan_op(ExecContext& ctx);
+Status sequence_map_op(ExecContext& ctx);
 
 }  // namespace graft::cpu

@@ -374,6 +374,7 @@ Status cast(ExecContext& ctx) {
 
 Status identity(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  if (!ctx.inputs[0]->is_tensor()) return set_output_value(ctx, 0, *ctx.inputs[0]);
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = *ctx.outputs[0];
   GRAFT_CHECK(x.nbytes() == y.nbytes() && x.dtype() == y.dtype());
