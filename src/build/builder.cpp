@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "build/device_passes.h"
 #include "build/plan.h"
 #include "build/tactics.h"
 #include "graft/registry.h"
@@ -278,8 +279,8 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
     s = infer_shapes(g);
     if (!s) return s.with_file(name);
   }
-  // Device passes (CUDA: FP16 precision, compute capability) and the device's runtime.
-  s = prepare_state_for_device(st, config);
+  // The device's passes (src/build/device_passes.cpp: fusion, FP16 precision, layout) and its runtime.
+  s = run_device_passes(st, config);
   if (!s) return s.with_file(name);
   report(config, "done", std::to_string(g.nodes().size()) + " layers");
   return make_engine_for_device(std::move(st), &config);

@@ -50,14 +50,15 @@ Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const 
 #endif
 }
 
-Status prepare_state_for_device(EngineState& state, const BuilderConfig& config) {
-  if (state.device == DeviceType::kCPU) return Status::ok();
+Result<DeviceQueries> query_device(EngineState& state) {
+  if (state.device == DeviceType::kCPU)
+    return error(StatusCode::kInternal, "the CPU engine has no device passes to answer queries for");
   GRAFT_RETURN_IF_ERROR(check_values_run_on(*state.graph, state.device));
 #ifdef GRAFT_WITH_CUDA
-  return cuda::prepare_cuda_state(state, config);
+  return cuda::query_cuda_device(state);
 #else
-  (void)config;
-  return check_device_compiled(state.device);
+  GRAFT_RETURN_IF_ERROR(check_device_compiled(state.device));
+  return error(StatusCode::kUnsupported, "no runtime for device ", static_cast<int>(state.device));
 #endif
 }
 

@@ -2,8 +2,10 @@
 // CUDA engine. Used by the builder and by plan loading.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "graft/engine.h"
 #include "runtime/cpu_engine.h"
@@ -14,9 +16,19 @@ namespace graft {
 // (CPU-fallback layers) are reported through it.
 Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const BuilderConfig* config);
 
-// The builder's device-specific passes before the engine is made (FP16 precision, compute
-// capability). No-op for the CPU.
-Status prepare_state_for_device(EngineState& state, const BuilderConfig& config);
+// What a device backend tells the builder's passes (src/build/device_passes.cpp) about itself.
+struct DeviceQueries {
+  // Whether the device runs `node` with its current dtypes (a pass asks before it rewrites a node
+  // into a form, float16 or a fused chain, that only the device would run).
+  std::function<bool(const Node&)> runs;
+  // The inputs of `node` the device reads on the host (shape tensors): they keep their dtype.
+  std::function<std::vector<int>(const Node&)> host_inputs;
+};
+
+// Sets up `state.device` for a build and answers its queries (CUDA: selects the backend and
+// records the compute capability and device name in the state). An error for the CPU (it has no
+// device passes) and for a device this graft was built without.
+Result<DeviceQueries> query_device(EngineState& state);
 
 // An error when this build of graft has no runtime for `device` (CUDA in a build without CUDA);
 // checked before a build imports anything.

@@ -1618,7 +1618,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
 
 }  // namespace
 
-Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
+Result<DeviceQueries> query_cuda_device(EngineState& state) {
   init_cuda_backend();
   GRAFT_ASSIGN_OR_RETURN(int ngpu, visible_gpus());
   (void)ngpu;
@@ -1628,91 +1628,17 @@ Status prepare_cuda_state(EngineState& state, const BuilderConfig& config) {
   GRAFT_CUDA_RETURN(cudaGetDeviceProperties(&p, dev), "querying CUDA device ", dev);
   state.cuda_compute_capability = p.major * 10 + p.minor;
   state.cuda_device_name = p.name;
-  auto progress = [&](const std::string& stage, const std::string& detail) {
-    if (config.progress) config.progress(stage, detail);
+  DeviceQueries q;
+  q.runs = [](const Node& n) {
+    const CudaOp* op = nullptr;
+    std::string why;
+    return gpu_supports(n, &op, &why);
   };
-  if (config.layout != "auto" && config.layout != "nchw" && config.layout != "nhwc")
-    return error(StatusCode::kInvalidArgument, "layout must be auto, nchw or nhwc, got '", config.layout, "'");
-  Graph& g = *state.graph;
-  if (config.fusion) {
-    GRAFT_ASSIGN_OR_RETURN(int unit_transposes, unit_axis_transposes_to_reshapes(g));
-    if (unit_transposes) progress("transposes", std::to_string(unit_transposes) + " that only move unit axes run as reshapes");
-    GRAFT_ASSIGN_OR_RETURN(int reshapes, merge_reshape_chains(g));
-    if (reshapes) progress("reshapes", std::to_string(reshapes) + " reshape pairs merged");
-    GRAFT_ASSIGN_OR_RETURN(int patch_convs, lower_patchify_convs(g));
-    if (patch_convs) progress("patchify", std::to_string(patch_convs) + " patch-embedding Conv layers as a GEMM");
-    GRAFT_ASSIGN_OR_RETURN(int convs, fuse_conv_epilogues(g));
-    progress("fuse conv", std::to_string(convs) + " Conv layers with fused bias/residual/activation");
-    GRAFT_ASSIGN_OR_RETURN(int gemms, fuse_gemm_epilogues(g));
-    progress("fuse gemm", std::to_string(gemms) + " GEMM layers with fused epilogues");
-    GRAFT_RETURN_IF_ERROR(infer_shapes(g));
-  }
-  if (config.fp16) {
-    PrecisionPolicy policy;
-    policy.supports_fp16 = [](const Node& n) {
-      const CudaOp* op = nullptr;
-      std::string why;
-      return gpu_supports(n, &op, &why);
-    };
-    policy.keep_inputs = [](const Node& n) {
-      const CudaOp* op = n.custom_op ? nullptr : find_cuda_op(n.op_type);
-      return op ? op->host_inputs : std::vector<int>{};
-    };
-    auto converted = convert_to_fp16(*state.graph, policy);
-    if (!converted) return std::move(converted).take_status();
-    if (config.progress) config.progress("fp16", std::to_string(*converted) + " layers in float16");
-  }
-  if (config.layout != "nchw") {
-    const bool all = config.layout == "nhwc";
-    // "auto": float16 convolutions whose channel counts suit the tensor cores (multiples of 8);
-    // a stem conv over 3 channels is faster in NCHW, and its output is transposed once.
-    auto wanted = [all](const Node& n) {
-      if (all) return true;
-      const Value* x = n.input(0);
-      const Value* w = n.input(1);
-      if (!x || x->desc.dtype != DataType::kFloat16 || !w || !w->constant || w->constant->rank() != 4) return false;
-      const auto& wd = w->constant->dims();
-      auto g = n.attrs.get_int("group", 1);
-      const int64_t group = g ? *g : 1;
-      const int64_t cin = wd[1] * group, cout = wd[0];
-      return cin % 8 == 0 && cout % 8 == 0;
-    };
-    // A float16 stem over fewer than 8 channels (an image's 3) joins the region with its input and
-    // filter zero-padded to 8 channels: cuDNN's NHWC tensor-core kernels then take it, and one
-    // GraftChannelsLast pass over the image replaces the input Cast, the NCHW stem and the
-    // transpose of its (much wider) output. At batch 32 those cost ResNet-50 0.34 ms of 2.9.
-    auto stem_channels = [all](const Node& n) -> int64_t {
-      if (all) return 0;
-      const Value* x = n.input(0);
-      const Value* w = n.input(1);
-      if (!x || x->desc.dtype != DataType::kFloat16 || !w || !w->constant || w->constant->rank() != 4) return 0;
-      auto g = n.attrs.get_int("group", 1);
-      if (!g || *g != 1) return 0;
-      const auto& wd = w->constant->dims();
-      return wd[1] < 8 && wd[0] % 8 == 0 ? 8 : 0;
-    };
-    GRAFT_ASSIGN_OR_RETURN(int moved, convert_conv_regions_to_nhwc(g, wanted, stem_channels));
-    progress("layout", std::to_string(moved) + " layers in NHWC");
-  }
-  if (config.fusion) {
-    auto fusable = [](const Node& n) {
-      const CudaOp* op = nullptr;
-      std::string why;
-      return gpu_supports(n, &op, &why);
-    };
-    GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the layout pass's new values, before matching shapes
-    GRAFT_ASSIGN_OR_RETURN(int gemm_folds, fold_gemm_scales_and_residuals(g));
-    if (gemm_folds) progress("fold gemm", std::to_string(gemm_folds) + " GEMMs absorbed a channel scale or residual");
-    GRAFT_ASSIGN_OR_RETURN(int chains, fuse_elementwise_chains(g, fusable));
-    progress("fuse elementwise", std::to_string(chains) + " chains fused");
-    GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the chains' static shapes, after the passes above
-    GRAFT_ASSIGN_OR_RETURN(int views, compose_view_chains(g));
-    progress("compose views", std::to_string(views) + " data-movement chains as one strided copy");
-    GRAFT_ASSIGN_OR_RETURN(int attn_views, fold_views_into_attention(g));
-    if (attn_views) progress("attention views", std::to_string(attn_views) + " attention layers read and write in place");
-  }
-  GRAFT_RETURN_IF_ERROR(infer_shapes(g));
-  return Status::ok();
+  q.host_inputs = [](const Node& n) {
+    const CudaOp* op = n.custom_op ? nullptr : find_cuda_op(n.op_type);
+    return op ? op->host_inputs : std::vector<int>{};
+  };
+  return q;
 }
 
 Status select_device(int ordinal) {

@@ -8,12 +8,15 @@
 
 #include "graft/cuda_engine.h"
 #include "runtime/cpu_engine.h"
+#include "runtime/device_engine.h"
 
 namespace graft::cuda {
 
-// Builder step for device == kCUDA: checks a GPU is present, records its compute capability, and
-// runs the FP16 precision pass when config.fp16.
-Status prepare_cuda_state(EngineState& state, const BuilderConfig& config);
+// The builder's questions to the CUDA backend (runtime/device_engine.h): checks a GPU is present,
+// records its compute capability and name in `state`, and answers which nodes the GPU runs and
+// which of their inputs it reads on the host. The passes themselves are the builder's
+// (src/build/device_passes.cpp).
+Result<DeviceQueries> query_cuda_device(EngineState& state);
 
 // `config` may be nullptr (plan load). Fails with kUnsupported when there is no GPU or the plan was
 // built for another compute capability.
