@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "ops/internal_ops.h"
 #include "ops/operator.h"
 
 namespace graft {
@@ -25,6 +26,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_integer_ops(t);
     append_mel_ops(t);
     append_tfidf_ops(t);
+    append_random_ops(t);
     append_selection_ops(t);
     append_recurrent_ops(t);
     append_control_flow_ops(t);
@@ -44,6 +46,19 @@ const BuiltinOp* find_builtin_op(const std::string& op_type) {
   for (const auto& op : builtin_ops())
     if (op_type == op.op_type) return &op;
   return nullptr;
+}
+
+bool is_internal_op(const std::string& op_type) {
+  static const std::vector<std::string> names = [] {
+    std::vector<BuiltinOp> t;
+    append_fused_conv_ops(t);
+    append_fused_transformer_ops(t);
+    append_view_ops(t);
+    std::vector<std::string> n;
+    for (const BuiltinOp& op : t) n.push_back(op.op_type);
+    return n;
+  }();
+  return std::find(names.begin(), names.end(), op_type) != names.end();
 }
 
 bool output_shape_from_kernel(const Node& node) {

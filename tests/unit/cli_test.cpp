@@ -267,9 +267,16 @@ TEST_F(CliTest, OpsJsonListsRelu) {
     EXPECT_TRUE(op["kernel_dtypes"].contains("cpu")) << op.dump();
   }
   EXPECT_TRUE(j["aliases"].is_array());
+  // graft's internal ops are listed apart from the ONNX ops, never as ONNX ops.
+  bool graft_conv = false;
+  for (const auto& op : j["builtin"]) EXPECT_NE(op["op_type"].get<std::string>().rfind("Graft", 0), 0u) << op.dump();
+  for (const auto& op : j["internal"]) graft_conv |= op["op_type"] == "GraftConv";
+  EXPECT_TRUE(graft_conv);
   CmdResult text = graft("ops");
   EXPECT_EQ(text.exit_code, 0);
   EXPECT_NE(text.out.find("Relu"), std::string::npos);
+  EXPECT_LT(text.out.find("Relu"), text.out.find("Internal ops"));
+  EXPECT_LT(text.out.find("Internal ops"), text.out.find("GraftConv"));
 }
 
 TEST_F(CliTest, ErrorsAreOneLine) {

@@ -13,6 +13,7 @@
 #include "graft/registry.h"
 #include "build/plan.h"
 #include "onnx/importer.h"
+#include "ops/internal_ops.h"
 #include "ops/operator.h"
 #include "runtime/device_engine.h"
 #include "tools/graft/build_options.h"
@@ -396,9 +397,15 @@ Command add_ops_command(CLI::App& app) {
     if (report->json) {
       nlohmann::json j;
       j["builtin"] = nlohmann::json::array();
-      for (const BuiltinOp& op : builtins)
+      j["internal"] = nlohmann::json::array();  // graft's passes make these; not ONNX ops
+      for (const BuiltinOp& op : builtins) {
+        if (is_internal_op(op.op_type)) {
+          j["internal"].push_back({{"op_type", op.op_type}, {"backends", builtin_backends(op.op_type)}});
+          continue;
+        }
         j["builtin"].push_back({{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
                                 {"backends", builtin_backends(op.op_type)}});
+      }
       j["custom"] = nlohmann::json::array();
       for (const RegisteredOp& op : custom) j["custom"].push_back(op_json(op));
       j["aliases"] = nlohmann::json::array();
@@ -407,10 +414,17 @@ Command add_ops_command(CLI::App& app) {
       std::printf("%s\n", j.dump(2).c_str());
       return Status::ok();
     }
-    std::printf("Builtin ONNX ops (domain ai.onnx), %zu:\n", builtins.size());
+    size_t internal = 0;
+    for (const BuiltinOp& op : builtins) internal += is_internal_op(op.op_type);
+    std::printf("Builtin ONNX ops (domain ai.onnx), %zu:\n", builtins.size() - internal);
     for (const BuiltinOp& op : builtins)
-      std::printf("  %-24s opset >= %-3d %s\n", op.op_type, op.min_opset,
-                  builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
+      if (!is_internal_op(op.op_type))
+        std::printf("  %-24s opset >= %-3d %s\n", op.op_type, op.min_opset,
+                    builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
+    std::printf("\nInternal ops (made by graft's optimization passes, kept in plans; not ONNX ops), %zu:\n", internal);
+    for (const BuiltinOp& op : builtins)
+      if (is_internal_op(op.op_type))
+        std::printf("  %-24s %s\n", op.op_type, builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
     std::printf("\nCustom ops, %zu:\n", custom.size());
     for (const RegisteredOp& op : custom) {
       const OpDef& d = *op.def;
