@@ -410,6 +410,14 @@ TEST(CudaShapePlan, CoalesceAndWiden) {  // CPU only: runs without a GPU
     std::shuffle(perm.begin(), perm.end(), rng);
     const int es = 1 << (rng() % 4);
     check_plan(transpose_view(dims, perm), es, (rng() % 3) * es, (rng() % 2) * 8, rng);
+    // permute_view (Transpose's and GraftConv's view: unit axes dropped, axes merged) moves the
+    // same bytes as the plain per-axis view, in at most as many axes.
+    k::Strided merged;
+    ASSERT_TRUE(k::permute_view(dims, perm, &merged));
+    EXPECT_LE(merged.rank, r);
+    std::vector<uint8_t> in(static_cast<size_t>(k::strided_numel(transpose_view(dims, perm)) * es));
+    for (auto& b : in) b = static_cast<uint8_t>(rng());
+    EXPECT_TRUE(replay_direct(in, 0, merged, es) == replay_direct(in, 0, transpose_view(dims, perm), es));
   }
 }
 

@@ -118,13 +118,11 @@ size_t grouped_nhwc_stage_bytes(const Node& n, const Tensor* X, const Tensor* W)
   std::vector<int64_t> wk{w[1], w[2]};
   auto wa = graft::parse_window_attrs(n.attrs, 2, &wk, false);
   if (!wa) return 0;
-  std::vector<int64_t> begins, ends;
-  graft::resolve_pads(*wa, {x[1], x[2]}, &begins, &ends);
   int64_t out_hw = 1;
-  for (int i = 0; i < 2; ++i) {
-    const int64_t span = x[1 + i] + begins[i] + ends[i] - wa->dilations[i] * (wk[i] - 1) - 1;
-    if (span < 0) return 0;
-    out_hw *= span / wa->strides[i] + 1;
+  for (size_t i = 0; i < 2; ++i) {  // the output extents as Conv's shape inference gives them
+    const Dim d = graft::window_output_dim(*wa, i, Dim(x[1 + i]));
+    if (!d.is_const() || d.value() < 1) return 0;
+    out_hw *= d.value();
   }
   return stage_bytes(X->numel(), X->dtype()) + stage_bytes(x[0] * w[0] * out_hw, X->dtype()) +
          stage_bytes(W->numel(), W->dtype());
@@ -280,20 +278,13 @@ bool nchw_stage(const ConvCall& c, size_t ws_bytes, NchwStage* s) {
   return true;
 }
 
-// dst = src with rank-4 axes permuted: dst axis i is src axis perm[i].
+// dst = src with rank-4 axes permuted: dst axis i is src axis perm[i] (Transpose's gather view).
 cudaError_t permute4(const void* src, void* dst, const std::vector<int64_t>& src_dims, const std::vector<int64_t>& perm,
                      int elem_size, cudaStream_t s) {
-  int64_t stride[4];
-  stride[3] = 1;
-  for (int i = 2; i >= 0; --i) stride[i] = stride[i + 1] * src_dims[static_cast<size_t>(i) + 1];
   k::Strided p;
-  p.rank = 4;
+  if (!k::permute_view(src_dims, perm, &p)) return cudaErrorInvalidValue;
   int64_t n = 1;
-  for (int i = 0; i < 4; ++i) {
-    p.dims[i] = src_dims[static_cast<size_t>(perm[static_cast<size_t>(i)])];
-    p.strides[i] = stride[perm[static_cast<size_t>(i)]];
-    n *= p.dims[i];
-  }
+  for (int64_t d : src_dims) n *= d;
   return k::launch_strided_gather(src, dst, elem_size, p, n, s);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdlib>
+#include <vector>
 
 #include "backends/cuda/cuda_kernel_common.cuh"
 
@@ -28,6 +29,37 @@ inline Strided coalesce_strided(const Strided& p) {
     }
   }
   return c;
+}
+
+// Appends an output axis to a gather view, merged into the previous one when the input walks both
+// as one (as coalesce_strided does), so views of more than kMaxRank axes still fit when they
+// merge. Returns true when the view is full.
+inline bool append_axis(Strided* p, int64_t dim, int64_t stride) {
+  if (p->rank > 0 && p->strides[p->rank - 1] == stride * dim) {
+    p->dims[p->rank - 1] *= dim;
+    p->strides[p->rank - 1] = stride;
+    return false;
+  }
+  if (p->rank == kMaxRank) return true;
+  p->dims[p->rank] = dim;
+  p->strides[p->rank] = stride;
+  ++p->rank;
+  return false;
+}
+
+// The gather view of a permute of a contiguous tensor of `dims`: output axis d walks input axis
+// perm[d] (Transpose; perm entries must be in range). Unit axes are dropped and axes the input
+// walks as one merged, so ranks up to kMaxRank after merging fit; false when they do not.
+inline bool permute_view(const std::vector<int64_t>& dims, const std::vector<int64_t>& perm, Strided* p) {
+  std::vector<int64_t> stride(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) stride[i - 1] = stride[i] * dims[i];
+  *p = Strided{};
+  for (int64_t a : perm) {
+    const size_t ax = static_cast<size_t>(a);
+    if (dims[ax] == 1) continue;
+    if (append_axis(p, dims[ax], stride[ax])) return false;
+  }
+  return true;
 }
 
 // The widest access (16, 8, 4, 2 or 1 bytes, at least elem_size) that divides every byte count

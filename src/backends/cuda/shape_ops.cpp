@@ -37,22 +37,6 @@ Status copy_run(CudaExec& ex) {
                        "cudaMemcpyAsync");
 }
 
-// Appends an output axis to a gather view, merged into the previous one when the input walks both
-// as one (as coalesce_strided does), so views of more than kMaxRank axes still fit when they
-// merge. Returns true when the view is full.
-bool append_axis(k::Strided* p, int64_t dim, int64_t stride) {
-  if (p->rank > 0 && p->strides[p->rank - 1] == stride * dim) {
-    p->dims[p->rank - 1] *= dim;
-    p->strides[p->rank - 1] = stride;
-    return false;
-  }
-  if (p->rank == k::kMaxRank) return true;
-  p->dims[p->rank] = dim;
-  p->strides[p->rank] = stride;
-  ++p->rank;
-  return false;
-}
-
 Status transpose_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
   Tensor& y = *ex.ctx->outputs[0];
@@ -61,16 +45,11 @@ Status transpose_run(CudaExec& ex) {
   std::iota(rev.rbegin(), rev.rend(), 0);
   GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> perm, attrs_of(ex).get_ints("perm", rev));
   if (static_cast<int64_t>(perm.size()) != r) return fail(ex, StatusCode::kInvalidModel, "perm has the wrong length");
-  const auto st = contiguous_strides(x.dims());
-  // Output axis d walks input axis perm[d]; unit axes dropped so rank <= kMaxRank covers more cases.
-  k::Strided p;
-  for (int64_t d = 0; d < r; ++d) {
-    const int64_t a = perm[static_cast<size_t>(d)];
+  for (int64_t a : perm)
     if (a < 0 || a >= r) return fail(ex, StatusCode::kInvalidModel, "perm entry out of range");
-    if (x.dims()[a] == 1) continue;
-    if (append_axis(&p, x.dims()[a], st[static_cast<size_t>(a)]))
-      return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
-  }
+  k::Strided p;
+  if (!k::permute_view(x.dims(), perm, &p))
+    return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
   if (y.numel() != x.numel()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
   return launch_status(k::launch_strided_gather(x.data(), y.data(), static_cast<int>(dtype_size(x.dtype())), p, y.numel(),
                                                 stream_of(ex)), ex);
@@ -91,7 +70,7 @@ Status strided_copy_run(CudaExec& ex) {
   for (size_t d = 0; d < shape.size(); ++d) {
     if (strides[d] < 0) return fail(ex, StatusCode::kInvalidModel, "negative stride ", strides[d]);
     if (shape[d] == 1) continue;
-    if (append_axis(&p, shape[d], strides[d]))
+    if (k::append_axis(&p, shape[d], strides[d]))
       return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
   }
   const std::optional<int64_t> last = view_last_index(offset, shape, strides);
@@ -276,7 +255,7 @@ Status slice_run(CudaExec& ex) {
   k::Strided p;
   for (int64_t a = 0; a < r; ++a) {
     if (expect[a] == 1) continue;  // unit axes add nothing to the offset
-    if (append_axis(&p, expect[a], strides[a]))
+    if (k::append_axis(&p, expect[a], strides[a]))
       return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
   }
   return launch_status(k::launch_strided_gather(static_cast<const char*>(x.data()) + offset * esize(x), y.data(),
