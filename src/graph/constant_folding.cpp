@@ -2,6 +2,7 @@
 #include <set>
 
 #include "graph/passes.h"
+#include "ops/random_attrs.h"
 #include "runtime/cpu_executor.h"
 
 namespace graft {
@@ -49,6 +50,9 @@ Result<int> fold_constants(Graph& graph) {
       if (!v->constant) all_const = false;
     }
     if (!has_input || !all_const || !any_output) continue;
+    // Random ops (RandomUniformLike, Bernoulli, training Dropout...) over constants still draw
+    // fresh values every run.
+    if (node_is_random(n)) continue;
     // Sequences and optionals stay values of the run: plans and the CUDA engine store constants as tensors.
     bool container_out = false;
     for (Value* o : n.outputs) container_out = container_out || (o && !o->desc.is_tensor());

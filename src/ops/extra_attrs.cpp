@@ -15,15 +15,4 @@ Result<float> celu_alpha(const AttributeMap& attrs) {
   return a.value();
 }
 
-Status check_dropout_training(const AttributeMap& attrs, double ratio) {
-  if (ratio == 0.0) return Status::ok();
-  if (attrs.has("seed"))
-    return Status(error(StatusCode::kUnsupported, "training_mode is true with ratio ", ratio,
-                        ": the mask is a random draw, and even with a seed ONNX does not define the generator, so "
-                        "graft cannot reproduce it (only ratio 0 runs in training mode)"))
-        .with_attribute("seed");
-  return error(StatusCode::kUnsupported, "training_mode is true with ratio ", ratio,
-               ": the mask is a random draw graft cannot reproduce (only ratio 0 runs in training mode)");
-}
-
 }  // namespace graft

@@ -13,6 +13,7 @@
 #include "backends/cpu/reduce.h"
 #include "core/checked_math.h"
 #include "ops/extra_attrs.h"
+#include "ops/random_attrs.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
 
@@ -211,24 +212,19 @@ Status infer_dropout(InferContext& ctx) {
     auto ratio = ctx.attrs().get_float("ratio", 0.5f);
     if (!ratio) return Status(ratio.status()).with_attribute("ratio");
   } else {
+    GRAFT_RETURN_IF_ERROR(seed_attr(ctx.attrs()).status());
     if (ctx.has_input(1)) GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kFloatTypes));
     if (ctx.has_input(2)) {
       GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, {kBool}));
       if (const Tensor* t = ctx.input_value(2); t && t->device() == DeviceType::kCPU) {
         auto v = t->to_int64_vector();
         if (v.size() != 1) return ctx.fail("input training_mode must be a scalar bool");
-        // Training mode is deterministic only at ratio 0 (default 0.5); a ratio known only at run
-        // time is checked by the kernel.
-        if (v[0] != 0) {
-          const Tensor* r = ctx.has_input(1) ? ctx.input_value(1) : nullptr;
-          if (!ctx.has_input(1) || (r && r->device() == DeviceType::kCPU)) {
-            if (r && r->numel() != 1) return ctx.fail("input ratio must be a scalar");
-            Status st = check_dropout_training(ctx.attrs(), r ? r->get(0) : 0.5);
-            if (!st.is_ok()) {
-              Status named = error(st.code(), "input 2 ('", ctx.node().inputs[2]->name, "'): ", st.message());
-              if (!st.attribute().empty()) named.with_attribute(st.attribute());
-              return named;
-            }
+        // Training mode draws a random mask unless the ratio is 0 (default 0.5); a ratio known
+        // now is checked now, one known only at run time by the kernel.
+        if (v[0] != 0 && ctx.has_input(1)) {
+          if (const Tensor* r = ctx.input_value(1); r && r->device() == DeviceType::kCPU) {
+            if (r->numel() != 1) return ctx.fail("input ratio must be a scalar");
+            GRAFT_RETURN_IF_ERROR(check_dropout_ratio(r->get(0)));
           }
         }
       }

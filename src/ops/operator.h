@@ -134,6 +134,7 @@ void append_spectral_ops(std::vector<BuiltinOp>& out);      // DFT, STFT
 void append_integer_ops(std::vector<BuiltinOp>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void append_mel_ops(std::vector<BuiltinOp>& out);           // MelWeightMatrix
 void append_tfidf_ops(std::vector<BuiltinOp>& out);         // TfIdfVectorizer
+void append_random_ops(std::vector<BuiltinOp>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
 void append_selection_ops(std::vector<BuiltinOp>& out);     // Unique (data-dependent output shapes), MaxUnpool
 void append_recurrent_ops(std::vector<BuiltinOp>& out);     // RNN, LSTM, GRU
 void append_control_flow_ops(std::vector<BuiltinOp>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)

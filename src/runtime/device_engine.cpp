@@ -1,6 +1,7 @@
 #include "runtime/device_engine.h"
 
 #include "ops/operator.h"
+#include "ops/random_attrs.h"
 
 #ifdef GRAFT_WITH_CUDA
 #include "backends/cuda/cuda_engine.h"
@@ -29,6 +30,10 @@ Status check_values_run_on(const Graph& g, DeviceType device) {
     if (op && op->takes_containers && !passes_on)
       return error(StatusCode::kUnsupported, n->op_type, " makes or reads sequence or optional values, which run on ",
                    "the CPU engine only, not on ", device_name(device), "; build a CPU engine for this model")
+          .with_node(n->name, n->op_type);
+    if (node_is_random(*n))
+      return error(StatusCode::kUnsupported, n->op_type == "Dropout" ? "Dropout in training mode with a nonzero "
+                   "ratio draws a random mask: " : "", kRandomOpsCpuOnly, " (not ", device_name(device), ")")
           .with_node(n->name, n->op_type);
     for (const auto& [attr, sub] : n->subgraphs)
       if (Status st = check_values_run_on(*sub, device); !st)

@@ -4,6 +4,8 @@
 // graft supports the model (a scan of op types against the builtin table and the custom-op
 // registry, then the importer's own verdict), builds an engine, runs every data set and compares
 // with the reference outputs (rtol 1e-3, atol 1e-7 unless the case's data.json says otherwise).
+// Outputs that random ops draw are checked on dtype, shape and the op's support instead
+// (random_outputs.h says which, and why); the summary lists the cases that used that rule.
 // Each case runs in a forked child so a crashing or hanging kernel is reported as that case's
 // failure instead of ending the run. Exit status: 0 when no supported case fails, 1 otherwise, 77
 // when the test data is not installed (CTest's skip code).
@@ -33,6 +35,7 @@
 #include "graft/engine.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
+#include "tests/conformance/random_outputs.h"
 #include "onnx/importer.h"
 #include "onnx/opset_conversion.h"
 #include "ops/operator.h"
@@ -70,6 +73,7 @@ struct CaseResult {
   std::vector<std::string> blamed;     // for unsupported: the op types (or pseudo-ops) at fault
   double max_abs = 0, max_rel = 0;
   int data_sets = 0;
+  std::vector<std::string> random_outputs;  // outputs checked by the random-output rule, not by value
 };
 
 CaseResult make_result(Outcome o, std::string reason) {
@@ -346,6 +350,13 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
   auto ctx = engine.value()->create_context();
   if (!ctx.is_ok()) return make_result(Outcome::kFail, "create_context failed: " + first_line(ctx.status().to_string()));
 
+  // The initializers, for the random-output rule (a Dropout's ratio or training_mode may be one).
+  std::map<std::string, graft::Tensor> initializer_values;
+  for (const auto& t : model.graph().initializer()) {
+    auto v = graft::io::parse_tensor_pb(t.SerializeAsString(), t.name());
+    if (v.is_ok()) initializer_values[t.name()] = std::move(v).value().tensor;
+  }
+
   for (size_t s = 0; s < sets.size(); ++s) {
     std::map<std::string, graft::Tensor> inputs, outputs;
     for (const auto& in : sets[s].inputs) inputs[in.name] = in.tensor;
@@ -363,11 +374,22 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
         return unsupported({st.op_type().empty() ? std::string("(run)") : st.op_type()}, where + ": " + first_line(st.to_string()));
       return make_result(Outcome::kFail, where + ": run failed: " + first_line(st.to_string()));
     }
+    std::map<std::string, graft::Tensor> values = initializer_values;
+    for (const auto& [n, t] : inputs) values[n] = t;
+    for (const auto& [n, t] : outputs) values[n] = t;
     for (const auto& ref : sets[s].outputs) {
       auto it = outputs.find(ref.name);
       if (it == outputs.end()) return make_result(Outcome::kFail, where + ": engine produced no output '" + ref.name + "'");
       const double ref_rtol = truncated_bf16.count(ref.name) ? std::max(rtol, 1.0 / 128) : rtol;
-      std::string diff = compare(ref.name, it->second, ref.tensor, ref_rtol, atol, &r.max_abs, &r.max_rel);
+      std::string diff;
+      if (auto random = graft::conformance::check_random_output(model.graph(), ref.name, it->second, ref.tensor,
+                                                                values, ref_rtol, atol)) {
+        diff = *random;
+        if (std::find(r.random_outputs.begin(), r.random_outputs.end(), ref.name) == r.random_outputs.end())
+          r.random_outputs.push_back(ref.name);
+      } else {
+        diff = compare(ref.name, it->second, ref.tensor, ref_rtol, atol, &r.max_abs, &r.max_rel);
+      }
       if (!diff.empty()) {
         r.outcome = Outcome::kFail;
         r.reason = where + ": " + diff;
@@ -383,7 +405,7 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
 // ---- isolation: fork, run, report through a pipe as JSON ------------------------------------
 nlohmann::json to_json(const CaseResult& r) {
   return {{"outcome", static_cast<int>(r.outcome)}, {"reason", r.reason}, {"ops", r.ops}, {"blamed", r.blamed},
-          {"max_abs", r.max_abs}, {"max_rel", r.max_rel}, {"data_sets", r.data_sets}};
+          {"max_abs", r.max_abs}, {"max_rel", r.max_rel}, {"data_sets", r.data_sets}, {"random_outputs", r.random_outputs}};
 }
 
 CaseResult run_isolated(const fs::path& dir, const Options& opt) {
@@ -451,6 +473,7 @@ CaseResult run_isolated(const fs::path& dir, const Options& opt) {
   r.max_abs = j["max_abs"];
   r.max_rel = j["max_rel"];
   r.data_sets = j["data_sets"];
+  r.random_outputs = j["random_outputs"].get<std::vector<std::string>>();
   return r;
 }
 
@@ -521,7 +544,7 @@ int main(int argc, char** argv) {
 
   std::map<std::string, Counts> per_op;
   Counts total;
-  std::vector<std::pair<std::string, CaseResult>> failures, unsupported_cases, skipped_cases;
+  std::vector<std::pair<std::string, CaseResult>> failures, unsupported_cases, skipped_cases, random_cases;
   auto t0 = std::chrono::steady_clock::now();
   for (const auto& [id, dir] : cases) {
     auto c0 = std::chrono::steady_clock::now();
@@ -536,6 +559,7 @@ int main(int argc, char** argv) {
       for (const std::string& op : r.ops) per_op[op].add(r.outcome);
       if (r.outcome == Outcome::kFail) failures.push_back({id, r});
       if (r.outcome == Outcome::kSkipped) skipped_cases.push_back({id, r});
+      if (!r.random_outputs.empty()) random_cases.push_back({id, r});
     }
     if (opt.verbose || r.outcome == Outcome::kFail) {
       std::string ops;
@@ -557,6 +581,15 @@ int main(int argc, char** argv) {
   if (!skipped_cases.empty()) {
     std::printf("\nSkipped cases (%zu):\n", skipped_cases.size());
     for (const auto& [id, r] : skipped_cases) std::printf("  %-60s %s\n", id.c_str(), r.reason.c_str());
+  }
+  if (!random_cases.empty()) {
+    std::printf("\nChecked by the random-output rule, not by value (%zu; tests/conformance/random_outputs.h):\n",
+                random_cases.size());
+    for (const auto& [id, r] : random_cases) {
+      std::string outs;
+      for (const auto& o : r.random_outputs) outs += (outs.empty() ? "" : ", ") + o;
+      std::printf("  %-60s %-11s %s\n", id.c_str(), outcome_name(r.outcome), outs.c_str());
+    }
   }
   if (!failures.empty()) {
     std::printf("\nFailures (%zu):\n", failures.size());

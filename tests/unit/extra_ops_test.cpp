@@ -79,12 +79,12 @@ TEST(ExtraInfer, ErrorsNameTheCulprit) {
   EXPECT_FALSE(r.is_ok());
   r = infer("Xor", {x, x}, {}, 13);
   EXPECT_FALSE(r.is_ok());
-  // training_mode = true: refused, naming the input.
+  // training_mode = true with a ratio outside [0, 1): refused, naming the input.
   Tensor x_t = Tensor::from_doubles(DataType::kFloat32, {2}, {0.5, 1.5});
   Tensor train = Tensor::from_doubles(DataType::kBool, {}, {1});
-  auto run = run_op("Dropout", {x_t, Tensor::from_doubles(DataType::kFloat32, {}, {0.5}), train}, {}, 13);
+  auto run = run_op("Dropout", {x_t, Tensor::from_doubles(DataType::kFloat32, {}, {1.5}), train}, {}, 13);
   ASSERT_FALSE(run.is_ok());
-  EXPECT_NE(run.status().message().find("training_mode"), std::string::npos) << run.status().to_string();
+  EXPECT_NE(run.status().message().find("input 1 (ratio)"), std::string::npos) << run.status().to_string();
 }
 
 TEST(ExtraKernels, ArgMaxArgMinAgainstLoops) {

@@ -18,7 +18,7 @@
 #include "backends/cuda/extra_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
 #include "ops/attr_util.h"
-#include "ops/extra_attrs.h"
+#include "ops/random_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -156,8 +156,10 @@ bool dropout_supports(const Node& n, std::string* why) {
   return true;
 }
 
-// Inference: y = x, mask (if asked for) all true. training_mode=true is deterministic only at
-// ratio 0 (the same identity); any other ratio is refused with the CPU kernel's words.
+// Inference: y = x, mask (if asked for) all true. training_mode=true is the same identity at ratio
+// 0; any other ratio draws a random mask, which only the CPU engine does (a constant true
+// training_mode is refused when the engine is built, device_engine.cpp; this is one computed at
+// run time).
 Status dropout_run(CudaExec& ex) {
   const auto& in = ex.ctx->inputs;
   if (ex.ctx->opset >= 12 && in.size() > 2 && in[2]) {
@@ -170,8 +172,9 @@ Status dropout_run(CudaExec& ex) {
           return fail(ex, StatusCode::kInvalidModel, "ratio must be a scalar host input");
         ratio = in[1]->get(0);
       }
-      Status st = check_dropout_training(attrs_of(ex), ratio);
-      if (!st.is_ok()) return with_node(ex, std::move(st));
+      if (ratio != 0.0)
+        return fail(ex, StatusCode::kUnsupported, "training_mode is true with ratio ", ratio,
+                    ": the mask is a random draw, and ", kRandomOpsCpuOnly);
     }
   }
   const Tensor& x = *in[0];
