@@ -24,6 +24,7 @@
 #include "onnx/graph_references.h"
 #include "onnx/onnx_convert.h"
 #include "onnx/opset_conversion.h"
+#include "ops/internal_ops.h"
 #include "ops/operator.h"
 #include "ops/sequence_attrs.h"
 
@@ -836,6 +837,29 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
   return g;
 }
 
+namespace {
+
+// graft's internal ops (GraftConv, GraftGemm, ...; ops/internal_ops.h) are made only by its passes
+// and kept in plans, whose graphs come back through import_onnx_model. A user's model that names
+// one in the ONNX domain is not asking for an ONNX op: refused here, at the entry points for
+// models, so no model reaches graft's fused forms with attributes the passes did not set.
+Status refuse_internal_ops(const onnx::GraphProto& gp, int depth = 0) {
+  if (depth > 64) return Status::ok();  // deeper nesting is the importer's own error
+  for (const auto& np : gp.node()) {
+    if ((np.domain().empty() || np.domain() == "ai.onnx") && is_internal_op(np.op_type()))
+      return error(StatusCode::kUnsupported, "'", np.op_type(), "' is one of graft's internal ops (made by its ",
+                   "optimization passes, kept in plans), not an ONNX op: a model cannot use it")
+          .with_node(np.name(), np.op_type());
+    for (const auto& a : np.attribute()) {
+      if (a.has_g()) GRAFT_RETURN_IF_ERROR(refuse_internal_ops(a.g(), depth + 1));
+      for (const auto& sub : a.graphs()) GRAFT_RETURN_IF_ERROR(refuse_internal_ops(sub, depth + 1));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const std::string& name_for_errors,
                                                  const std::string& base_dir) {
   onnx::ModelProto model;
@@ -855,6 +879,7 @@ Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const
   }
   if (!model.has_graph() && model.ir_version() == 0)
     return error(StatusCode::kInvalidModel, "not an ONNX model (no ir_version and no graph)").with_file(name_for_errors);
+  if (Status st = refuse_internal_ops(model.graph()); !st) return st.with_file(name_for_errors);
   return import_onnx_model(model, name_for_errors, dir);
 }
 
@@ -884,6 +909,7 @@ Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
         .with_file(path);
   if (!model.has_graph() && model.ir_version() == 0)
     return error(StatusCode::kInvalidModel, "not an ONNX model (no ir_version and no graph)").with_file(path);
+  if (Status st = refuse_internal_ops(model.graph()); !st) return st.with_file(path);
   std::string dir = fs::path(path).parent_path().string();
   return import_onnx_model(model, path, dir.empty() ? "." : dir);
 }

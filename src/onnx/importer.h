@@ -42,6 +42,9 @@ inline constexpr int64_t kMaxIrVersion = 10;
 inline constexpr int64_t kMinOpset = 11;
 inline constexpr int64_t kMaxOpset = 21;
 
+// import_onnx_file and import_onnx_bytes take a user's model: one that names graft's internal ops
+// (ops/internal_ops.h) is refused, naming the node. import_onnx_model takes what graft itself
+// wrote (plans).
 Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path);
 // `base_dir` resolves external-data locations; empty means the directory of name_for_errors.
 Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes,

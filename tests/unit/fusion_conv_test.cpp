@@ -13,6 +13,7 @@
 #include "ops/layout.h"
 #include "runtime/cpu_engine.h"
 #include "tests/cuda/test_models.h"
+#include "tests/unit/graph_pass_test_util.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/op_test_util.h"
 
@@ -22,8 +23,10 @@ namespace {
 using testing::OnnxModelBuilder;
 using testing::random_tensor;
 
+// Imported as a plan's graph is, so the internal ops of the reference tests (GraftChannelsLast)
+// come in too (import_onnx_bytes refuses them in a user's model).
 std::unique_ptr<Graph> imported(const std::string& bytes) {
-  auto g = import_onnx_bytes(bytes, "mixed.onnx");
+  auto g = testing::import_plan_graph(bytes);
   EXPECT_TRUE(g.is_ok()) << g.status().to_string();
   std::unique_ptr<Graph> out = std::move(g).value();
   Status s = infer_shapes(*out);
@@ -381,9 +384,9 @@ TEST(FusionConv, ClipActivationNeedsOrderedBounds) {
     OnnxModelBuilder::attr(n, "clip_min", 1.0f);
     if (!missing) OnnxModelBuilder::attr(n, "clip_max", 0.5f);
     m.output("y", DataType::kFloat32);
-    auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad.onnx");
+    Status eng = testing::load_plan_graph(m.bytes());
     ASSERT_FALSE(eng.is_ok());
-    const std::string msg = eng.status().to_string();
+    const std::string msg = eng.to_string();
     EXPECT_NE(msg.find(missing ? "clip_max" : "exceeds clip_max"), std::string::npos) << msg;
     EXPECT_NE(msg.find("fused"), std::string::npos) << msg;
   }
@@ -396,9 +399,9 @@ TEST(FusionConv, BadInternalAttributesAreNamed) {
   m.initializer("w", random_tensor(DataType::kFloat32, {2, 2, 1, 1}, rng));
   OnnxModelBuilder::attr(m.node("GraftConv", {"x", "w"}, {"y"}, "fused"), "activation", "Gelu");
   m.output("y", DataType::kFloat32);
-  auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad.onnx");
+  Status eng = testing::load_plan_graph(m.bytes());
   ASSERT_FALSE(eng.is_ok());
-  const std::string msg = eng.status().to_string();
+  const std::string msg = eng.to_string();
   EXPECT_NE(msg.find("activation"), std::string::npos) << msg;
   EXPECT_NE(msg.find("fused"), std::string::npos) << msg;
 }
@@ -423,9 +426,9 @@ TEST(FusionConv, BadPoolAndLayoutAttributesAreNamed) {
     if (std::string(c.op) == "GraftPool" && std::string(c.attr) != "pool") OnnxModelBuilder::attr(n, "pool", "MaxPool");
     OnnxModelBuilder::attr(n, c.attr, c.value);
     m.output("y", DataType::kFloat32);
-    auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "bad.onnx");
+    Status eng = testing::load_plan_graph(m.bytes());
     ASSERT_FALSE(eng.is_ok()) << c.op << " " << c.attr << "=" << c.value;
-    const std::string msg = eng.status().to_string();
+    const std::string msg = eng.to_string();
     EXPECT_NE(msg.find("internal"), std::string::npos) << msg;
     EXPECT_NE(msg.find(std::string(c.attr) == "layout" && std::string(c.op) == "GraftPool" ? "NHWC" : c.attr),
               std::string::npos)
@@ -556,9 +559,9 @@ TEST(FusionConv, ChannelsLastReferenceAndErrors) {
     OnnxModelBuilder::attr(b, "channels", std::string(attr) == "channels" ? value : int64_t{8});
     if (std::string(attr) == "to") OnnxModelBuilder::attr(b, "to", value);
     bad.output("y", DataType::kFloat32);
-    auto eng = Engine::build_from_onnx_bytes(bad.bytes(), BuilderConfig{}, "bad.onnx");
+    Status eng = testing::load_plan_graph(bad.bytes());
     ASSERT_FALSE(eng.is_ok()) << attr << "=" << value;
-    const std::string msg = eng.status().to_string();
+    const std::string msg = eng.to_string();
     EXPECT_NE(msg.find("to_last"), std::string::npos) << msg;
     EXPECT_NE(msg.find(attr), std::string::npos) << msg;
   }

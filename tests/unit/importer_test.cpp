@@ -87,6 +87,58 @@ TEST(Importer, DanglingInputNamesNodeAndValue) {
   EXPECT_TRUE(contains(g.status().message(), "'ghost'")) << g.status().to_string();
 }
 
+// graft's internal ops are not ONNX ops: a model naming one (GraftConv in the default domain, at
+// the top or inside an If branch) is refused naming the node, not imported as graft's fused form.
+// A plan's graph, which graft wrote, still imports them (import_onnx_model).
+TEST(Importer, InternalOpsAreRefusedInModels) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {1, 2, 3, 3});
+  m.initializer("w", Tensor::from_doubles(DataType::kFloat32, {2, 2, 1, 1}, {0.5, -1, 2, 0.25}));
+  m.node("GraftConv", {"x", "w"}, {"y"}, "sneaky");
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "internal.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().node_name(), "sneaky");
+  EXPECT_TRUE(contains(g.status().message(), "internal ops")) << g.status().to_string();
+  auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "internal.onnx");
+  ASSERT_FALSE(eng.is_ok());
+  EXPECT_TRUE(contains(eng.status().to_string(), "sneaky")) << eng.status().to_string();
+
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(m.bytes()));
+  auto plan_graph = import_onnx_model(model, "plan.onnx", ".");
+  EXPECT_TRUE(plan_graph.is_ok()) << plan_graph.status().to_string();
+
+  // Inside an If branch.
+  OnnxModelBuilder outer;
+  outer.input("c", DataType::kBool, {});
+  outer.input("x", DataType::kFloat32, {2});
+  outer.node("If", {"c"}, {"y"}, "branch");
+  outer.output("y", DataType::kFloat32);
+  onnx::ModelProto nested;
+  ASSERT_TRUE(nested.ParseFromString(outer.bytes()));
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = nested.mutable_graph()->mutable_node(0)->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* body = a->mutable_g();
+    body->set_name(name);
+    auto* n = body->add_node();
+    n->set_op_type(std::string(name) == "then_branch" ? "Relu" : "GraftStridedCopy");
+    n->set_name(std::string(name) == "then_branch" ? "fine" : "hidden");
+    n->add_input("x");
+    n->add_output("out");
+    auto* o = body->add_output();
+    o->set_name("out");
+    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  std::string bytes;
+  ASSERT_TRUE(nested.SerializeToString(&bytes));
+  auto h = import_onnx_bytes(bytes, "nested.onnx");
+  ASSERT_FALSE(h.is_ok());
+  EXPECT_EQ(h.status().node_name(), "hidden") << h.status().to_string();
+}
+
 TEST(Importer, MissingInitializer) {
   // "W" is meant to be a weight, but the model carries no initializer for it.
   OnnxModelBuilder m;
