@@ -42,16 +42,20 @@ struct alignas(sizeof(T) * V) Lanes {
   T v[V];
 };
 
-// One pool output over the window at (oy, ox) of a plane whose element (iy, ix) is at
-// xp[(iy * g.w + ix) * step] (step 1 for NCHW planes, C for NHWC). I is the index type: 32-bit
-// when every index of the tensors fits (64-bit division and multiplication cost several times
-// more; resnet50's stem MaxPool at batch 32 spent most of its 0.18 ms in index math).
-template <typename T, typename I>
-__device__ float pool_window(PoolKind kind, const T* __restrict__ xp, I step, const Window2d& g, I oy, I ox) {
+// V pool outputs (V consecutive channels, one output position) over the window at (oy, ox) of a
+// plane whose element (iy, ix) is at xp[(iy * g.w + ix) * step] (step 1 for NCHW planes, C for
+// NHWC): V = 1 for the scalar kernels, 16 bytes of channels for the NHWC vector kernel, whose
+// lanes share the window's bounds and average counts. I is the index type: 32-bit when every index
+// of the tensors fits (64-bit division and multiplication cost several times more; resnet50's stem
+// MaxPool at batch 32 spent most of its 0.18 ms in index math).
+template <typename T, int V, typename I>
+__device__ Lanes<T, V> pool_window(PoolKind kind, const T* __restrict__ xp, I step, const Window2d& g, I oy, I ox) {
   const I h = static_cast<I>(g.h), w = static_cast<I>(g.w), ph = static_cast<I>(g.ph), pw = static_cast<I>(g.pw);
   const I kh = static_cast<I>(g.kh), kw = static_cast<I>(g.kw);
-  float best = -INFINITY, sum = 0.f;
-  bool any = false, nan = false;
+  float best[V], sum[V];
+  bool nan[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) best[v] = -INFINITY, sum[v] = 0.f, nan[v] = false;
   I taps = 0, padded = 0;
   for (I ky = 0; ky < kh; ++ky) {
     const I iy = oy * static_cast<I>(g.sh) - ph + ky * static_cast<I>(g.dh);
@@ -60,17 +64,27 @@ __device__ float pool_window(PoolKind kind, const T* __restrict__ xp, I step, co
       const I ix = ox * static_cast<I>(g.sw) - pw + kx * static_cast<I>(g.dw);
       if (row_in_pad && ix >= -pw && ix < w + static_cast<I>(g.pew)) ++padded;
       if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-      float v = Elem<T>::ld(xp[(iy * w + ix) * step]);
+      const Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(xp + (iy * w + ix) * step);
       ++taps;
-      sum += v;
-      if (isnan(v)) nan = true;
-      if (!any || v > best) best = v;
-      any = true;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const float a = Elem<T>::ld(xv.v[v]);
+        sum[v] += a;
+        nan[v] |= isnan(a);
+        best[v] = fmaxf(best[v], a);  // NaN is ignored here and restored from nan[] below
+      }
     }
   }
-  if (kind == PoolKind::kMax) return nan ? NAN : best;
   const I count = kind == PoolKind::kAverageIncludePad ? padded : taps;
-  return count > 0 ? sum / static_cast<float>(count) : NAN;
+  Lanes<T, V> out;
+#pragma unroll
+  for (int v = 0; v < V; ++v) {
+    float r;
+    if (kind == PoolKind::kMax) r = nan[v] ? NAN : best[v];  // -inf where the window saw nothing
+    else r = count > 0 ? sum[v] / static_cast<float>(count) : NAN;
+    out.v[v] = Elem<T>::st(r);
+  }
+  return out;
 }
 
 template <typename T, typename I>
@@ -79,7 +93,7 @@ __global__ void pool2d_kernel(PoolKind kind, const T* __restrict__ x, T* __restr
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
     const I ox = i % ow, t = i / ow;
     const I oy = t % oh, nc = t / oh;
-    y[i] = Elem<T>::st(pool_window<T, I>(kind, x + nc * plane, I(1), g, oy, ox));
+    y[i] = pool_window<T, 1, I>(kind, x + nc * plane, I(1), g, oy, ox).v[0];
   }
 }
 
@@ -94,59 +108,24 @@ __global__ void pool2d_nhwc_kernel(PoolKind kind, const T* __restrict__ x, T* __
     const I ox = t % ow;
     t /= ow;
     const I oy = t % oh, n = t / oh;
-    y[i] = Elem<T>::st(pool_window<T, I>(kind, x + n * image + c, c_, g, oy, ox));
+    y[i] = pool_window<T, 1, I>(kind, x + n * image + c, c_, g, oy, ox).v[0];
   }
 }
 
 // NHWC with V channels per thread (16-byte vectors of a float16 tensor whose channels are a
 // multiple of 8): the scalar kernel above spent its time on index math and 2-byte loads, not on
 // memory (VGG-16's first MaxPool, 64 channels at 224x224 and batch 32, took 0.42 ms on an H200
-// for 256 MB of traffic). The window bounds are the scalar kernel's; avg counts are the same for
-// every lane of a pixel.
+// for 256 MB of traffic). The same window walk (pool_window) with V lanes.
 template <typename T, int V, typename I>
 __global__ void pool2d_nhwc_vec_kernel(PoolKind kind, const T* __restrict__ x, T* __restrict__ y, Window2d g, I total) {
   const I cv = static_cast<I>(g.c / V), c_ = static_cast<I>(g.c), ow = static_cast<I>(g.ow), oh = static_cast<I>(g.oh);
-  const I h = static_cast<I>(g.h), w = static_cast<I>(g.w), ph = static_cast<I>(g.ph), pw = static_cast<I>(g.pw);
-  const I kh = static_cast<I>(g.kh), kw = static_cast<I>(g.kw);
+  const I image = static_cast<I>(g.h * g.w * g.c);
   for (I i = static_cast<I>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += static_cast<I>(gridDim.x) * blockDim.x) {
     const I c0 = (i % cv) * V;
     const I p = i / cv;  // output pixel (n, oy, ox)
     const I ox = p % ow, t = p / ow;
     const I oy = t % oh, n = t / oh;
-    const T* xp = x + n * h * w * c_ + c0;
-    float best[V], sum[V];
-    bool nan[V];
-#pragma unroll
-    for (int v = 0; v < V; ++v) best[v] = -INFINITY, sum[v] = 0.f, nan[v] = false;
-    I taps = 0, padded = 0;
-    for (I ky = 0; ky < kh; ++ky) {
-      const I iy = oy * static_cast<I>(g.sh) - ph + ky * static_cast<I>(g.dh);
-      const bool row_in_pad = iy >= -ph && iy < h + static_cast<I>(g.peh);
-      for (I kx = 0; kx < kw; ++kx) {
-        const I ix = ox * static_cast<I>(g.sw) - pw + kx * static_cast<I>(g.dw);
-        if (row_in_pad && ix >= -pw && ix < w + static_cast<I>(g.pew)) ++padded;
-        if (iy < 0 || iy >= h || ix < 0 || ix >= w) continue;
-        const Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(xp + (iy * w + ix) * c_);
-        ++taps;
-#pragma unroll
-        for (int v = 0; v < V; ++v) {
-          const float a = Elem<T>::ld(xv.v[v]);
-          sum[v] += a;
-          nan[v] |= isnan(a);
-          best[v] = fmaxf(best[v], a);
-        }
-      }
-    }
-    const I count = kind == PoolKind::kAverageIncludePad ? padded : taps;
-    Lanes<T, V> out;
-#pragma unroll
-    for (int v = 0; v < V; ++v) {
-      float r;
-      if (kind == PoolKind::kMax) r = nan[v] ? NAN : (taps > 0 ? best[v] : -INFINITY);
-      else r = count > 0 ? sum[v] / static_cast<float>(count) : NAN;
-      out.v[v] = Elem<T>::st(r);
-    }
-    *reinterpret_cast<Lanes<T, V>*>(y + p * c_ + c0) = out;
+    *reinterpret_cast<Lanes<T, V>*>(y + p * c_ + c0) = pool_window<T, V, I>(kind, x + n * image + c0, c_, g, oy, ox);
   }
 }
 
