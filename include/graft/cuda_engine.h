@@ -49,10 +49,15 @@ class CudaExecutionContext : public ExecutionContext {
   // Per-layer timing with CUDA events (disables CUDA graphs while on).
   virtual void set_profiling(bool on) = 0;
   virtual std::vector<LayerTiming> layer_timings() const = 0;
-  // CUDA graphs: captured once per input shape set and replayed (on by default when every layer
-  // runs on the GPU; GRAFT_CUDA_GRAPHS=0 or BuilderConfig::cuda_graphs = false turn them off).
+  // CUDA graphs: captured once per input shape set and replayed (on by default; GRAFT_CUDA_GRAPHS=0
+  // or BuilderConfig::cuda_graphs = false turn them off). When a layer stops capture (a counted
+  // output such as NonMaxSuppression's, a host read of tensor data, the CPU reference), the graph
+  // holds the layers before it and the rest run eagerly after each replay.
   virtual void set_cuda_graphs(bool on) = 0;
   virtual bool last_run_used_cuda_graph() const = 0;
+  // How many of the engine's layers the last run replayed from a CUDA graph: all, the leading
+  // part described above, or 0.
+  virtual size_t last_run_graph_layers() const = 0;
   // How many input shape sets keep a captured CUDA graph (and their memory plan); the least
   // recently used one is dropped past this. Default 16, or GRAFT_CUDA_GRAPH_CACHE. At least 1.
   virtual void set_graph_cache_size(size_t n) = 0;

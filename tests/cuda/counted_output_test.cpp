@@ -2,8 +2,8 @@
 // NonMaxSuppression: a "counted" layer on the GPU, CountedOutput in src/backends/cuda/cuda_ops.h).
 // Against the CPU engine, exactly: the layers after the counted one see the real shape (Gather,
 // Squeeze, Shape), the count changes from run to run within one input-shape set, limits given as
-// graph inputs are read on the device, the build summary says why CUDA graphs are off, and
-// profiling does not wait on itself. The FP16 pass test needs no GPU.
+// graph inputs are read on the device, the build summary says why CUDA graphs are off (or hold only
+// the layers before the counted one, replayed per shape set), and profiling does not wait on itself. The FP16 pass test needs no GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -44,6 +44,35 @@ OnnxModelBuilder nonzero_gather_model(int64_t n) {
   m.node("Shape", {"y"}, {"count"}, "shape");
   m.output("y", DataType::kFloat32);
   m.output("count", DataType::kInt64);
+  return m;
+}
+
+// A leading part before the counted layer: x[n] -> ReduceMax -> Mul 0.5 -> Sub(x, .) -> Relu -> r;
+// Shape(x) -> sx (a host shape value, a graph output). Then NonZero(r) -> Squeeze -> idx[k], and
+// Gather(x, idx) + Gather(r, idx) -> y[k] read the input and a device value of the leading part.
+// Every step is exact in float32 (a max, a halving, one rounded subtraction), so CPU and GPU agree
+// bit for bit.
+OnnxModelBuilder leading_part_model(int64_t n) {
+  OnnxModelBuilder m(13);
+  m.input("x", DataType::kFloat32, {n});
+  m.initializer("axis0", Tensor::vector_int64({0}));
+  Tensor half = Tensor::empty(DataType::kFloat32, {});
+  half.data_as<float>()[0] = 0.5f;
+  m.initializer("half", half);
+  auto& rm = m.node("ReduceMax", {"x"}, {"mx"}, "max");
+  OnnxModelBuilder::attr(rm, "axes", std::vector<int64_t>{0});
+  OnnxModelBuilder::attr(rm, "keepdims", int64_t{1});
+  m.node("Mul", {"mx", "half"}, {"t"}, "halve");
+  m.node("Sub", {"x", "t"}, {"d"}, "sub");
+  m.node("Relu", {"d"}, {"r"}, "relu");
+  m.node("Shape", {"x"}, {"sx"}, "shape_x");
+  m.node("NonZero", {"r"}, {"nz"}, "nonzero");
+  m.node("Squeeze", {"nz", "axis0"}, {"idx"}, "squeeze");
+  m.node("Gather", {"x", "idx"}, {"px"}, "gather_x");
+  m.node("Gather", {"r", "idx"}, {"pr"}, "gather_r");
+  m.node("Add", {"px", "pr"}, {"y"}, "add");
+  m.output("y", DataType::kFloat32);
+  m.output("sx", DataType::kInt64);
   return m;
 }
 
@@ -231,6 +260,58 @@ TEST_F(CountedOutputTest, NonZeroThenGatherUsesTheRealShape) {
   ASSERT_NE(cuda_ctx, nullptr);
   EXPECT_FALSE(cuda_ctx->last_run_used_cuda_graph());
   EXPECT_EQ(cuda_ctx->captured_graphs(), 0u);
+}
+
+// The layers before the first counted one are replayed from a CUDA graph per shape set (a
+// detector's backbone before its NonMaxSuppression); the rest run eagerly after the replay, on the
+// values the graph left (device buffers, host shape values, the input). Counts that grow make the
+// later layers outgrow the plan: the plan is made again and the leading part captured again.
+TEST_F(CountedOutputTest, LeadingLayersReplayFromACudaGraph) {
+  SKIP_WITHOUT_GPU();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int64_t n = 4096;
+  auto model = leading_part_model(n);
+  std::string summary;
+  auto cpu = build(model, DeviceType::kCPU);
+  auto gpu = build(model, DeviceType::kCUDA, false, &summary);
+  ASSERT_TRUE(cpu && gpu);
+  EXPECT_NE(summary.find("CUDA graphs for the first"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("'nonzero' (NonZero)"), std::string::npos) << summary;
+  auto j = nlohmann::json::parse(gpu->describe_json());
+  const size_t graph_layers = j["cuda"]["cuda_graph_layers"].get<size_t>();
+  const size_t n_layers = j["cuda"]["layers"].size();
+  EXPECT_GT(graph_layers, 0u);
+  EXPECT_LT(graph_layers, n_layers);
+  auto cctx = cpu->create_context();
+  auto gctx = gpu->create_context();
+  ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+  auto* cuda_ctx = dynamic_cast<graft::CudaExecutionContext*>(gctx->get());
+  ASSERT_NE(cuda_ctx, nullptr);
+  int replays = 0;
+  for (double zeros : {0.5, 0.9, 0.2, 0.0, 0.95, 0.5, 0.7, 0.1}) {
+    compare_run(**cctx, **gctx, {{"x", sparse_vector(rng_, n, zeros)}}, "zeros " + std::to_string(zeros));
+    const size_t replayed = cuda_ctx->last_run_graph_layers();
+    EXPECT_TRUE(replayed == 0 || replayed == graph_layers) << replayed;
+    replays += replayed == graph_layers;
+  }
+  // The first run plans; a grown count plans again; the rest replay.
+  EXPECT_GE(replays, 4) << "the leading part was replayed in too few runs";
+  EXPECT_EQ(cuda_ctx->captured_graphs(), 1u);
+  // Device input, outputs allocated by the engine.
+  const Tensor x = sparse_vector(rng_, n, 0.3);
+  auto dx = x.to_device();
+  ASSERT_TRUE(dx.is_ok()) << dx.status().to_string();
+  std::map<std::string, Tensor> want, got;
+  ASSERT_TRUE((*cctx)->run({{"x", x}}, want).is_ok());
+  auto st = (*gctx)->run({{"x", *dx}}, got);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  expect_same(got.at("y"), want.at("y"), "device input, y");
+  expect_same(got.at("sx"), want.at("sx"), "device input, sx");
+  EXPECT_EQ(cuda_ctx->last_run_graph_layers(), graph_layers);
+  // Graphs off: the same results, eagerly.
+  cuda_ctx->set_cuda_graphs(false);
+  compare_run(**cctx, **gctx, {{"x", sparse_vector(rng_, n, 0.4)}}, "graphs off");
+  EXPECT_EQ(cuda_ctx->last_run_graph_layers(), 0u);
 }
 
 TEST_F(CountedOutputTest, NonMaxSuppressionThenGatherMatchesCpu) {

@@ -651,9 +651,13 @@ TEST(CudaExtra, TopK) {
     std::vector<int64_t> dims;
     int64_t axis, k;
   };
-  // Shared-memory lines, k = n, k = 0, a strided axis, and lines too long for shared memory.
-  const Case cases[] = {{{3, 50}, -1, 5}, {{4, 7, 3}, 1, 7}, {{4, 7, 3}, 1, 0}, {{5, 33}, 1, 1},
-                        {{2, 6, 9}, 0, 2}, {{2, 20000}, 1, 10}, {{1}, 0, 1},     {{3, 1000}, 1, 1000}};
+  // Shared-memory lines, k = n, k = 0, a strided axis, and lines too long for shared memory: the
+  // tournament with one, three (90000 -> 22000 -> 6000 -> 2000 pairs) and strided rounds, and the
+  // global-memory sort for a k too large for the tournament (2k > its 4096-entry chunk).
+  const Case cases[] = {{{3, 50}, -1, 5},      {{4, 7, 3}, 1, 7},     {{4, 7, 3}, 1, 0},
+                        {{5, 33}, 1, 1},       {{2, 6, 9}, 0, 2},     {{2, 20000}, 1, 10},
+                        {{1}, 0, 1},           {{3, 1000}, 1, 1000},  {{2, 90000}, 1, 1000},
+                        {{2, 9000, 3}, 1, 300}, {{1, 10000}, -1, 3000}, {{2, 4097}, 1, 2048}};
   for (const auto& cs : cases)
     for (int64_t largest : {0, 1})
       for (int64_t sorted : {0, 1}) {

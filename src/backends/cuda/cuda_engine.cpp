@@ -171,6 +171,9 @@ struct ShapePlan {
   struct OutDesc { int vid; DataType dtype; std::vector<int64_t> dims; };
   std::vector<OutDesc> graph_outputs;  // where a replay leaves the graph outputs
   std::vector<std::pair<int, Tensor>> graph_host_outputs;  // outputs that are shape arithmetic on the host
+  // A graph of the leading layers only (CudaEngine::graph_layers): every value it leaves for the
+  // layers after it (device buffers in the arena, host shape values), restored after each replay.
+  std::vector<std::pair<int, Tensor>> graph_live_dev, graph_live_host;
   // Per layer, the output (dtype, dims) this shape set gives, once a run recorded them (the eager
   // path's shape inference done once per shape set, not once per run).
   struct LayerOut { DataType dtype; std::vector<int64_t> dims; };
@@ -198,7 +201,8 @@ class CudaContext final : public CudaExecutionContext {
   int profile() const override { return profile_; }
   std::vector<LayerTiming> layer_timings() const override { return timings_; }
   void set_cuda_graphs(bool on) override { graphs_on_ = on; }
-  bool last_run_used_cuda_graph() const override { return last_used_graph_; }
+  bool last_run_used_cuda_graph() const override { return last_graph_layers_ > 0; }
+  size_t last_run_graph_layers() const override { return last_graph_layers_; }
   void set_graph_cache_size(size_t n) override;
   size_t graph_cache_size() const override { return graph_cache_size_; }
   size_t captured_graphs() const override {
@@ -222,7 +226,8 @@ class CudaContext final : public CudaExecutionContext {
   Status execute(const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>& outputs,
                  cudaStream_t stream, bool sync);
   Status bind_inputs(const std::map<std::string, Tensor>& inputs, cudaStream_t stream, bool into_arena);
-  Status run_layers(cudaStream_t stream, bool capturing);
+  // Layers [begin, end) in order; `capturing`: inside a CUDA graph capture.
+  Status run_layers(cudaStream_t stream, bool capturing, size_t begin, size_t end);
   Status run_layer(size_t i, cudaStream_t stream);
   // After a counted layer's kernel: copy its count to the host and give `out` its real dims.
   Status read_count(const Layer& L, Slot& slot, Tensor out, cudaStream_t stream);
@@ -271,7 +276,8 @@ class CudaContext final : public CudaExecutionContext {
   bool slots_clean_ = false;  // slots_ is num_values empty slots (left so by a graph replay)
   std::vector<size_t> recorded_;  // bytes asked per value id this run
   size_t run_workspace_ = 0;      // most workspace bytes a layer asked for this run
-  bool graphs_on_ = true, profiling_ = false, last_used_graph_ = false, sync_check_ = false;
+  bool graphs_on_ = true, profiling_ = false, sync_check_ = false;
+  size_t last_graph_layers_ = 0;  // layers the last run replayed from a CUDA graph
   bool capturing_ = false;     // inside cudaStreamBeginCapture/EndCapture: no allocation, no sync
   bool check_layers_ = false;  // this run: synchronize after every layer (finding a failing layer)
   std::vector<cudaEvent_t> events_;
@@ -310,6 +316,14 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
   DeviceType device() const override { return DeviceType::kCUDA; }
   std::string describe() const override;
   std::string describe_json() const override;
+  // "CUDA graphs on", "CUDA graphs for the first N of M layers (then: reason)" or "CUDA graphs off (reason)".
+  std::string graphs_text() const {
+    if (graph_eligible_) return "CUDA graphs on";
+    if (graph_layers_ > 0)
+      return "CUDA graphs for the first " + std::to_string(graph_layers_) + " of " + std::to_string(layers_.size()) +
+             " layers (then: " + graph_reason_ + ")";
+    return "CUDA graphs off (" + graph_reason_ + ")";
+  }
   Result<std::unique_ptr<ExecutionContext>> create_context() const override {
     auto ctx = std::make_unique<CudaContext>(shared_from_this(), device_);
     GRAFT_RETURN_IF_ERROR(ctx->init());
@@ -331,6 +345,10 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
   }
   bool graph_eligible() const { return graph_eligible_; }
   const std::string& graph_reason() const { return graph_reason_; }
+  // How many leading layers one CUDA graph per shape set can hold: every layer when the engine is
+  // graph-eligible; else the layers before the first one that stops capture (a counted layer, a
+  // host read of tensor data, the CPU reference), when they include at least two GPU layers; else 0.
+  size_t graph_layers() const { return graph_layers_; }
   const std::optional<MemoryPlan>& static_plan() const { return static_plan_; }
   const std::vector<size_t>& static_sizes() const { return static_sizes_; }
   std::string static_key() const { return static_key_; }
@@ -351,6 +369,7 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
   std::map<const Value*, Tensor> dconst_;  // weights on the GPU, shared by all contexts
   bool graph_eligible_ = true;
   std::string graph_reason_;
+  size_t graph_layers_ = 0;
   std::optional<MemoryPlan> static_plan_;
   std::vector<size_t> static_sizes_;
   std::string static_key_;
@@ -581,6 +600,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       if (values_from_shapes) shape_only.insert(o);
       if (values_from_shapes || L.dims_from_shapes) shaped.insert(o);
     }
+    const bool eligible_before = graph_eligible_;
     if (L.where == Where::kCpuFallback || (L.where == Where::kCpuHost && !values_from_shapes)) {
       graph_eligible_ = false;
       if (graph_reason_.empty())
@@ -605,10 +625,17 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
           if (graph_reason_.empty())
             graph_reason_ = "layer '" + node.name + "' reads '" + node.inputs[k]->name + "' (tensor data) on the host";
         }
+    if (eligible_before && !graph_eligible_) graph_layers_ = static_cast<size_t>(i);
   }
+  if (graph_eligible_) graph_layers_ = static_cast<size_t>(n);
+  // A leading part with fewer than two GPU layers is not worth a graph launch of its own.
+  int leading_gpu = 0;
+  for (size_t i = 0; i < graph_layers_; ++i) leading_gpu += layers_[i].where == Where::kGpu;
+  if (!graph_eligible_ && leading_gpu < 2) graph_layers_ = 0;
   if (!state_->cuda_graphs) {
     graph_eligible_ = false;
     graph_reason_ = "disabled when the engine was built";
+    graph_layers_ = 0;
   }
 
   // A memory plan at build time when every buffer has a static shape.
@@ -666,7 +693,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       }
       where += ": no CUDA kernel for these nodes)";
     }
-    where += graph_eligible_ ? "; CUDA graphs on" : "; CUDA graphs off (" + graph_reason_ + ")";
+    where += "; " + graphs_text();
     config->progress("cuda", std::string(props_.name) + " sm_" + std::to_string(cc) + ", " + where +
                                  (static_plan_ ? ", activation arena " + std::to_string(static_plan_->peak_bytes) + " bytes" : ""));
   }
@@ -735,8 +762,7 @@ std::string CudaEngine::describe() const {
   std::ostringstream os;
   os << cpu_->describe();
   const int cc = state_->cuda_compute_capability;
-  os << "cuda: " << state_->cuda_device_name << " (sm_" << cc << "), CUDA graphs "
-     << (graph_eligible_ ? "on" : "off (" + graph_reason_ + ")") << "\n";
+  os << "cuda: " << state_->cuda_device_name << " (sm_" << cc << "), " << graphs_text() << "\n";
   std::vector<const Layer*> fb, host;
   for (const Layer& L : layers_) {
     if (L.where == Where::kCpuFallback) fb.push_back(&L);
@@ -763,6 +789,7 @@ std::string CudaEngine::describe_json() const {
   c["device_name"] = state_->cuda_device_name;
   c["compute_capability"] = state_->cuda_compute_capability;
   c["cuda_graphs"] = graph_eligible_;
+  c["cuda_graph_layers"] = graph_layers_;
   if (!graph_eligible_) c["cuda_graphs_off_reason"] = graph_reason_;
   c["layers"] = nlohmann::json::array();
   c["fallback_layers"] = nlohmann::json::array();
@@ -1175,7 +1202,7 @@ Status CudaContext::read_count(const Layer& L, Slot& slot, Tensor out, cudaStrea
   return Status::ok();
 }
 
-Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
+Status CudaContext::run_layers(cudaStream_t stream, bool capturing, size_t begin, size_t end) {
   const auto& layers = engine_->layers();
   const auto& uses = engine_->uses();
   const bool timing = profiling_ && !capturing;
@@ -1196,7 +1223,7 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
       gate_dev_ = static_cast<const uint64_t*>(d);
     }
   }
-  for (size_t i = 0; i < layers.size(); ++i) {
+  for (size_t i = begin; i < end; ++i) {
     // Timed on the host: CPU layers, and counted layers, which synchronize inside run_layer and so
     // cannot sit behind the profiler's gate (the gate waits for the host, the host for the stream).
     const bool cpu = layers[i].where != Where::kGpu || layers[i].counted;
@@ -1242,12 +1269,18 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing) {
 
 Status CudaContext::replan(ShapePlan& p) {
   const auto& uses = engine_->uses();
+  // Sizes only grow within a shape set: a value the last plan sized keeps at least that size. The
+  // sizes after a counted layer change from run to run, and a run that replays a leading-part graph
+  // records nothing for the replayed layers' values.
   std::vector<BufferRequest> rq;
-  for (size_t id = 0; id < uses.size(); ++id)
-    rq.push_back({recorded_[id], uses[id].first_step, uses[id].last_step});
+  std::vector<size_t> sizes(uses.size(), 0);
+  for (size_t id = 0; id < uses.size(); ++id) {
+    sizes[id] = std::max(recorded_[id], id < p.size.size() ? p.size[id] : size_t{0});
+    rq.push_back({sizes[id], uses[id].first_step, uses[id].last_step});
+  }
   p.plan = plan_memory(rq);
   p.offset = p.plan.offsets;
-  p.size = recorded_;
+  p.size = std::move(sizes);
   p.dirty = false;
   if (p.graph_exec) {
     (void)cudaGraphExecDestroy(p.graph_exec);
@@ -1427,12 +1460,17 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   recorded_.assign(engine_->num_values(), 0);
   run_workspace_ = 0;
   timings_.clear();
-  last_used_graph_ = false;
+  last_graph_layers_ = 0;
+  // The graph holds every layer, or only the leading ones (an engine with a counted layer, such as
+  // a detector's NonMaxSuppression: the backbone before it is the same launches every run of a
+  // shape set; the layers from the counted one on run eagerly after the replay, sized per run).
+  const size_t n_layers = engine_->layers().size(), graph_layers = engine_->graph_layers();
+  const bool partial = graph_layers < n_layers;
   // A graph needs a settled plan for this shape set (arena offsets and kernel workspace known);
   // otherwise this run is the eager warm-up and the next one captures. Per-layer synchronization
   // (GRAFT_CUDA_SYNC_CHECK, profiling) is impossible inside a capture, so those runs stay eager.
-  bool use_graph = graphs_on_ && engine_->graph_eligible() && !profiling_ && !sync_check_ && !check_layers_ &&
-                         !external_capture_ && plan.planned && !plan.dirty && plan.workspace_known && !plan.graph_failed;
+  bool use_graph = graphs_on_ && graph_layers > 0 && !profiling_ && !sync_check_ && !check_layers_ &&
+                   !external_capture_ && plan.planned && !plan.dirty && plan.workspace_known && !plan.graph_failed;
   if (use_graph && !plan.graph_exec && plan.workspace) {
     // Allocated here, before capture begins: cudaMalloc is not allowed inside a capture.
     GRAFT_RETURN_IF_ERROR(ensure_workspace(plan.workspace));
@@ -1450,13 +1488,20 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   bool ran = false;
   if (use_graph && plan.graph_exec) {
     cudaError_t e = cudaGraphLaunch(plan.graph_exec, stream);
-    if (e == cudaSuccess && sync) e = cudaStreamSynchronize(stream);
+    if (e == cudaSuccess && sync && !partial) e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return replay_graph_failure(plan, e, inputs, outputs, stream, sync);
-    for (const auto& od : plan.graph_outputs)
-      slots_[od.vid].dev = Tensor::wrap(static_cast<char*>(arena_.data()) + plan.offset[od.vid], od.dtype, od.dims,
-                                        DeviceType::kCUDA);
-    for (const auto& [vid, t] : plan.graph_host_outputs) slots_[vid].host = t;
-    ran = last_used_graph_ = true;
+    last_graph_layers_ = graph_layers;
+    if (partial) {
+      for (const auto& [vid, t] : plan.graph_live_dev) slots_[vid].dev = t;
+      for (const auto& [vid, t] : plan.graph_live_host) slots_[vid].host = t;
+      st = run_layers(stream, false, graph_layers, n_layers);
+    } else {
+      for (const auto& od : plan.graph_outputs)
+        slots_[od.vid].dev = Tensor::wrap(static_cast<char*>(arena_.data()) + plan.offset[od.vid], od.dtype, od.dims,
+                                          DeviceType::kCUDA);
+      for (const auto& [vid, t] : plan.graph_host_outputs) slots_[vid].host = t;
+    }
+    ran = true;
   } else if (use_graph) {
     // Capture once for this shape set; any failure falls back to eager execution for good.
     cudaGraph_t graph = nullptr;
@@ -1466,7 +1511,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
       fail = std::string("begin capture: ") + cudaGetErrorString(e);
     } else {
       capturing_ = true;
-      Status cs = run_layers(stream, true);
+      Status cs = run_layers(stream, true, 0, graph_layers);
       capturing_ = false;
       // What the CUDA runtime last refused, and whether the capture was still valid: a library
       // call that failed inside the capture often hides the runtime error that caused it.
@@ -1494,17 +1539,34 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     if (fail.empty()) {
       plan.graph_outputs.clear();
       plan.graph_host_outputs.clear();
-      for (const Value* v : g.outputs()) {
-        const int id = engine_->value_id(v);
-        if (id >= 0 && slots_[id].dev.defined() && !slots_[id].host.defined())
-          plan.graph_outputs.push_back({id, slots_[id].dev.dtype(), slots_[id].dev.dims()});
-        else if (id >= 0 && slots_[id].host.defined())
-          plan.graph_host_outputs.emplace_back(id, slots_[id].host.clone());
+      plan.graph_live_dev.clear();
+      plan.graph_live_host.clear();
+      if (partial) {
+        // What the captured layers leave for the rest: arena views (the graph writes them at these
+        // addresses every replay) and host shape values (functions of the shape set, the plan's
+        // key). Graph inputs are bound by every run itself.
+        std::vector<char> is_input(slots_.size(), 0);
+        for (const Value* v : g.inputs()) is_input[static_cast<size_t>(engine_->value_id(v))] = 1;
+        for (size_t id = 0; id < slots_.size(); ++id) {
+          if (is_input[id]) continue;
+          if (slots_[id].dev.defined()) plan.graph_live_dev.emplace_back(static_cast<int>(id), slots_[id].dev);
+          if (slots_[id].host.defined()) plan.graph_live_host.emplace_back(static_cast<int>(id), slots_[id].host.clone());
+        }
+      } else {
+        for (const Value* v : g.outputs()) {
+          const int id = engine_->value_id(v);
+          if (id >= 0 && slots_[id].dev.defined() && !slots_[id].host.defined())
+            plan.graph_outputs.push_back({id, slots_[id].dev.dtype(), slots_[id].dev.dims()});
+          else if (id >= 0 && slots_[id].host.defined())
+            plan.graph_host_outputs.emplace_back(id, slots_[id].host.clone());
+        }
       }
       e = cudaGraphLaunch(plan.graph_exec, stream);
-      if (e == cudaSuccess && sync) e = cudaStreamSynchronize(stream);
+      if (e == cudaSuccess && sync && !partial) e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess) return replay_graph_failure(plan, e, inputs, outputs, stream, sync);
-      ran = last_used_graph_ = true;
+      last_graph_layers_ = graph_layers;
+      if (partial) st = run_layers(stream, false, graph_layers, n_layers);
+      ran = true;
     } else {
       log_warning_once("CUDA graph capture failed (" + fail + "); this input shape set runs eagerly");
       plan.graph_failed = true;
@@ -1529,7 +1591,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   }
   if (!ran) {
     capturing_ = external_capture_;
-    st = run_layers(stream, external_capture_);
+    st = run_layers(stream, external_capture_, 0, n_layers);
     capturing_ = false;
     released_in_capture_.clear();
   }
@@ -1597,7 +1659,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     }
     for (auto& t : timings_) t.percent = total > 0 ? 100.0 * t.ms / total : 0;
   }
-  if (last_used_graph_) {  // only these slots were filled (see above)
+  if (last_graph_layers_ == n_layers && n_layers > 0) {  // only these slots were filled (see above)
     for (const Value* v : g.inputs()) slots_[static_cast<size_t>(engine_->value_id(v))] = Slot{};
     for (const auto& od : plan.graph_outputs) slots_[static_cast<size_t>(od.vid)] = Slot{};
     for (const auto& [vid, t] : plan.graph_host_outputs) slots_[static_cast<size_t>(vid)] = Slot{};

@@ -464,6 +464,46 @@ __device__ __forceinline__ bool topk_before(bool largest, K ka, int ia, K kb, in
   return ia < ib;
 }
 
+// Bitonic sort of P (a power of two) entries in place, best first in topk_before's order; every
+// thread of the block takes part.
+template <typename K>
+__device__ void topk_bitonic_sort(bool largest, K* keys, int* idx, int P, int n) {
+  for (int size = 2; size <= P; size <<= 1)
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int t = threadIdx.x; t < P; t += blockDim.x) {
+        const int j = t ^ stride;
+        if (j <= t) continue;
+        const bool t_first = (t & size) == 0;
+        const bool swap = t_first ? topk_before(largest, keys[j], idx[j], keys[t], idx[t], n)
+                                  : topk_before(largest, keys[t], idx[t], keys[j], idx[j], n);
+        if (swap) {
+          const K kt = keys[t];
+          keys[t] = keys[j];
+          keys[j] = kt;
+          const int it = idx[t];
+          idx[t] = idx[j];
+          idx[j] = it;
+        }
+      }
+      __syncthreads();
+    }
+}
+
+// The output of a line's best k entries (sorted): the element itself (not the key) so the value is
+// bit-exact, and its index.
+template <typename T>
+__device__ __forceinline__ void topk_emit(const T* __restrict__ x, T* __restrict__ vals, int64_t* __restrict__ inds,
+                                          const int* idx, int64_t o, int64_t i, int64_t n, int64_t inner, int64_t k) {
+  const int64_t base = o * n * inner + i;
+  for (int64_t t = threadIdx.x; t < k; t += blockDim.x) {
+    const int64_t out = (o * k + t) * inner + i;
+    vals[out] = x[base + int64_t(idx[t]) * inner];
+    if (inds) inds[out] = idx[t];
+  }
+}
+
+// One block per line: the whole line sorted in shared memory, or in the workspace (gkeys, gidx)
+// when it is too long for shared memory and k too large for the tournament below.
 template <typename T>
 __global__ void topk_kernel(bool largest, const T* __restrict__ x, T* __restrict__ vals, int64_t* __restrict__ inds,
                             int n, int64_t inner, int64_t k, int P, KeyOf<T>* gkeys, int* gidx) {
@@ -485,31 +525,58 @@ __global__ void topk_kernel(bool largest, const T* __restrict__ x, T* __restrict
     idx[t] = t < n ? t : INT_MAX;
   }
   __syncthreads();
-  // Bitonic sort, best first.
-  for (int size = 2; size <= P; size <<= 1)
-    for (int stride = size >> 1; stride > 0; stride >>= 1) {
-      for (int t = threadIdx.x; t < P; t += blockDim.x) {
-        const int j = t ^ stride;
-        if (j <= t) continue;
-        const bool t_first = (t & size) == 0;
-        const bool swap = t_first ? topk_before(largest, keys[j], idx[j], keys[t], idx[t], n)
-                                  : topk_before(largest, keys[t], idx[t], keys[j], idx[j], n);
-        if (swap) {
-          const K kt = keys[t];
-          keys[t] = keys[j];
-          keys[j] = kt;
-          const int it = idx[t];
-          idx[t] = idx[j];
-          idx[j] = it;
-        }
+  topk_bitonic_sort(largest, keys, idx, P, n);
+  topk_emit(x, vals, inds, idx, o, i, n, inner, k);
+}
+
+// Lines too long for shared memory (e.g. a detector's top 1000 of 90,000 scores): a tournament.
+// Each round cuts every line into chunks of kTopkChunk entries; one block per (line, chunk) sorts
+// its chunk in shared memory and keeps the chunk's best k (key, index) pairs as the next round's
+// entries. The order (value, then index) is total, so the line's best k survive every round, and
+// the last round (one chunk per line) emits them. Round 0 reads the input (line stride `inner`),
+// later rounds the previous round's pairs; padding pairs carry index INT_MAX (>= n: last).
+// With 2k <= kTopkChunk each round at least halves the entries, and every round runs
+// lines x chunks blocks, where the one-block-per-line sort above leaves most of the GPU idle.
+constexpr int kTopkChunk = 4096;
+constexpr int kTopkChunkThreads = 512;
+
+template <typename T>
+__global__ void __launch_bounds__(kTopkChunkThreads)
+    topk_round_kernel(bool largest, const T* __restrict__ x, const KeyOf<T>* __restrict__ in_keys,
+                      const int* __restrict__ in_idx, int64_t m, int n, int64_t inner, int64_t k, int64_t chunks,
+                      int P, KeyOf<T>* __restrict__ out_keys, int* __restrict__ out_idx, T* __restrict__ vals,
+                      int64_t* __restrict__ inds) {
+  using K = KeyOf<T>;
+  __shared__ K keys[kTopkChunk];
+  __shared__ int idx[kTopkChunk];
+  const int64_t line = blockIdx.x / chunks, chunk = blockIdx.x % chunks;
+  const int64_t o = line / inner, i = line % inner, first = chunk * kTopkChunk;
+  for (int t = threadIdx.x; t < P; t += blockDim.x) {
+    const int64_t j = first + t;
+    K key = K(0);
+    int id = INT_MAX;
+    if (j < m) {
+      if (in_keys) {
+        key = in_keys[line * m + j];
+        id = in_idx[line * m + j];
+      } else {
+        key = key_of(x[(o * n + j) * inner + i]);
+        id = static_cast<int>(j);
       }
-      __syncthreads();
     }
+    keys[t] = key;
+    idx[t] = id;
+  }
+  __syncthreads();
+  topk_bitonic_sort(largest, keys, idx, P, n);
+  if (vals) {  // the last round: one chunk per line
+    topk_emit(x, vals, inds, idx, o, i, n, inner, k);
+    return;
+  }
+  const int64_t dst = line * chunks * k + chunk * k;
   for (int64_t t = threadIdx.x; t < k; t += blockDim.x) {
-    const int64_t out = (o * k + t) * inner + i;
-    // The element itself (not the key) so the value is bit-exact.
-    vals[out] = x[base + int64_t(idx[t]) * inner];
-    if (inds) inds[out] = idx[t];
+    out_keys[dst + t] = keys[t];
+    out_idx[dst + t] = idx[t];
   }
 }
 
@@ -738,18 +805,32 @@ cudaError_t launch_one_hot(KType idx_t, int elem_size, const void* idx, const vo
   }
 }
 
+// Whether a line of n entries takes the tournament (too long for shared memory, k small enough
+// for each round to shrink the line).
+template <typename T>
+bool topk_uses_tournament(int64_t n, int64_t k) {
+  return static_cast<size_t>(pow2_at_least(n)) * topk_slot_bytes<T>() > kTopkSharedMax && 2 * k <= kTopkChunk;
+}
+
+// Workspace of a line too long for shared memory: the global-memory sort's P entries per line. It
+// also covers the tournament for every k it takes: two buffers of ceil(n / C) * k pairs per line
+// with 2k <= C is at most ceil(n / C) * C <= P pairs (P and C are powers of two, P > C). So the size
+// does not depend on K, which is known only at run time.
+template <typename T>
+size_t topk_workspace_bytes_of(int64_t lines, int64_t n) {
+  const size_t line_bytes = static_cast<size_t>(pow2_at_least(n)) * topk_slot_bytes<T>();
+  return line_bytes <= kTopkSharedMax ? 0 : line_bytes * static_cast<size_t>(lines);
+}
+
 size_t topk_workspace_bytes(KType t, int64_t lines, int64_t n) {
-  size_t slot = 0;
   switch (t) {
-    case KType::kF32: slot = topk_slot_bytes<float>(); break;
-    case KType::kF16: slot = topk_slot_bytes<__half>(); break;
-    case KType::kBF16: slot = topk_slot_bytes<__nv_bfloat16>(); break;
-    case KType::kI32: slot = topk_slot_bytes<int32_t>(); break;
-    case KType::kI64: slot = topk_slot_bytes<int64_t>(); break;
+    case KType::kF32: return topk_workspace_bytes_of<float>(lines, n);
+    case KType::kF16: return topk_workspace_bytes_of<__half>(lines, n);
+    case KType::kBF16: return topk_workspace_bytes_of<__nv_bfloat16>(lines, n);
+    case KType::kI32: return topk_workspace_bytes_of<int32_t>(lines, n);
+    case KType::kI64: return topk_workspace_bytes_of<int64_t>(lines, n);
     default: return 0;
   }
-  const size_t line_bytes = static_cast<size_t>(pow2_at_least(n)) * slot;
-  return line_bytes <= kTopkSharedMax ? 0 : line_bytes * static_cast<size_t>(lines);
 }
 
 cudaError_t launch_topk(KType t, bool largest, const void* x, void* vals, int64_t* inds, int64_t outer, int64_t n,
@@ -762,19 +843,43 @@ cudaError_t launch_topk(KType t, bool largest, const void* x, void* vals, int64_
   auto run = [&](auto tag) -> cudaError_t {
     using T = decltype(tag);
     using K = KeyOf<T>;
+    const T* xt = static_cast<const T*>(x);
+    T* vt = static_cast<T*>(vals);
+    const size_t need = topk_workspace_bytes_of<T>(lines, n);
+    if (need > 0 && (!workspace || workspace_size < need)) return cudaErrorInvalidValue;
+    if (topk_uses_tournament<T>(n, k)) {
+      const int64_t cap = (n + kTopkChunk - 1) / kTopkChunk * k * lines;  // pairs per buffer
+      K* keys[2] = {static_cast<K*>(workspace), static_cast<K*>(workspace) + cap};
+      int* idx[2] = {reinterpret_cast<int*>(keys[1] + cap), reinterpret_cast<int*>(keys[1] + cap) + cap};
+      int64_t m = n;
+      int from = -1;  // -1: the input itself
+      while (true) {
+        const int64_t chunks = (m + kTopkChunk - 1) / kTopkChunk;
+        const bool last = chunks == 1;
+        if (lines * chunks > 0x7fffffffLL) return cudaErrorInvalidValue;
+        const int to = from == 0 ? 1 : 0;
+        const int P_round = last ? static_cast<int>(pow2_at_least(m)) : kTopkChunk;
+        topk_round_kernel<T><<<static_cast<unsigned>(lines * chunks), kTopkChunkThreads, 0, s>>>(
+            largest, xt, from < 0 ? nullptr : keys[from], from < 0 ? nullptr : idx[from], m, static_cast<int>(n),
+            inner, k, chunks, P_round, last ? nullptr : keys[to], last ? nullptr : idx[to], last ? vt : nullptr,
+            last ? inds : nullptr);
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess || last) return e;
+        m = chunks * k;
+        from = to;
+      }
+    }
     const size_t line_bytes = static_cast<size_t>(P) * topk_slot_bytes<T>();
     K* gkeys = nullptr;
     int* gidx = nullptr;
     size_t smem = line_bytes;
     if (line_bytes > kTopkSharedMax) {
-      if (!workspace || workspace_size < line_bytes * static_cast<size_t>(lines)) return cudaErrorInvalidValue;
       gkeys = static_cast<K*>(workspace);
       gidx = reinterpret_cast<int*>(gkeys + P * lines);
       smem = 0;
     }
-    topk_kernel<T><<<static_cast<unsigned>(lines), threads, smem, s>>>(
-        largest, static_cast<const T*>(x), static_cast<T*>(vals), inds, static_cast<int>(n), inner, k,
-        static_cast<int>(P), gkeys, gidx);
+    topk_kernel<T><<<static_cast<unsigned>(lines), threads, smem, s>>>(largest, xt, vt, inds, static_cast<int>(n), inner,
+                                                                       k, static_cast<int>(P), gkeys, gidx);
     return cudaGetLastError();
   };
   switch (t) {
