@@ -449,6 +449,11 @@ class DetWorker(zoo.Worker):
         self.done("export", **info)
 
         xs = {b: make_images(self.kind, b, self.hw, self.dev) for b in self.batches}
+        # Beside the ONNX file, so the same engine can be profiled on the same images afterwards:
+        # graft run <plan> --inputs images:<model>_<hw>_b<batch>.npy --profile
+        import numpy as np
+        for b, x in xs.items():
+            np.save(os.path.join(a.work_dir, f"{a.model}_{self.hw}_b{b}.npy"), x.cpu().numpy())
         self.stage("reference")
         refs = {}
         try:
@@ -909,7 +914,7 @@ def main(argv=None):
     ap.add_argument("--fresh", action="store_true", help="start a new detection.json")
     ap.add_argument("--previous", nargs="+", default=None, metavar="JSON",
                     help="records to start from when <out>/detection.json does not exist (other models' rows are kept)")
-    ap.add_argument("--work-dir", default=None, help="ONNX files, worker records, timing caches (default: a temp dir)")
+    ap.add_argument("--work-dir", default=None, help="ONNX files, input images (.npy), worker records, timing caches (default: a temp dir)")
     ap.add_argument("--device", default=None, help="cuda (default when present) or cpu (--smoke default)")
     ap.add_argument("--batches", nargs="+", type=int, default=None, help="default 1 8 (--smoke: 1 3)")
     ap.add_argument("--profile", nargs=3, type=int, default=None, metavar=("MIN", "OPT", "MAX"),
