@@ -38,6 +38,7 @@ NMS and RoIAlign are autograd.Functions whose ``symbolic`` writes the ONNX built
 exporter) and whose forward is torchvision.ops.nms / roi_align when torchvision is importable, else a
 plain-torch reference of the same semantics.
 """
+import contextlib
 import math
 from collections import OrderedDict
 
@@ -83,6 +84,65 @@ def nms_reference(boxes, scores, iou_threshold):
     return order[torch.tensor(keep, dtype=torch.long, device=boxes.device)]
 
 
+# While set (onnx_exact_reference), the wrapper's NMS and top-k follow ONNX's reference semantics
+# operation for operation instead of torchvision's CUDA NMS and torch.topk: IoUs in float32 rounded
+# step by step, and equal scores in index order.
+_ONNX_EXACT = [False]
+
+
+@contextlib.contextmanager
+def onnx_exact_reference():
+    """The wrapper as an exact ONNX reference: torchvision's CUDA NMS contracts its area products into
+    FMAs (an IoU within an ulp of the threshold can go either way) and sorts scores unstably, and
+    torch.topk orders equal values arbitrarily; ONNX's NonMaxSuppression and TopK (and graft) round
+    every step in float32 and keep equal scores in index order. Those are discrete decisions: one
+    flipped suppression changes which boxes survive."""
+    _ONNX_EXACT[0] = True
+    try:
+        yield
+    finally:
+        _ONNX_EXACT[0] = False
+
+
+def _topk(x, k):
+    """x.topk(k, dim=1), or under onnx_exact_reference a stable descending sort's first k."""
+    if not _ONNX_EXACT[0]:
+        return x.topk(k, dim=1)
+    s, i = torch.sort(x, dim=1, descending=True, stable=True)
+    return s[:, :k], i[:, :k]
+
+
+def nms_float32(boxes, scores, iou_threshold):
+    """ONNX NonMaxSuppression's greedy walk for one (batch, class), as the ONNX reference and graft
+    compute it: boxes by descending score (equal scores: lower index first), each step of the IoU
+    rounded in float32 (torch's elementwise kernels round each op; nothing is fused), a candidate
+    dropped when inter / (area_kept + area_cand - inter) > iou_threshold. Returns kept indices."""
+    import numpy as np
+    n = boxes.shape[0]
+    if n == 0:
+        return torch.zeros(0, dtype=torch.long, device=boxes.device)
+    order = torch.sort(scores, descending=True, stable=True)[1]
+    b = boxes[order].float()
+    lo0, hi0 = torch.minimum(b[:, 0], b[:, 2]), torch.maximum(b[:, 0], b[:, 2])
+    lo1, hi1 = torch.minimum(b[:, 1], b[:, 3]), torch.maximum(b[:, 1], b[:, 3])
+    area = (hi0 - lo0) * (hi1 - lo1)
+    ilo0, ihi0 = torch.maximum(lo0[:, None], lo0[None, :]), torch.minimum(hi0[:, None], hi0[None, :])
+    ilo1, ihi1 = torch.maximum(lo1[:, None], lo1[None, :]), torch.minimum(hi1[:, None], hi1[None, :])
+    inter = (ihi0 - ilo0) * (ihi1 - ilo1)
+    union = (area[:, None] + area[None, :]) - inter
+    sup = (ihi0 > ilo0) & (ihi1 > ilo1) & (area[:, None] > 0) & (area[None, :] > 0) & (union > 0)
+    sup &= (inter / union) > iou_threshold
+    sup = sup.cpu().numpy()
+    removed = np.zeros(n, dtype=bool)
+    keep = []
+    for i in range(n):
+        if removed[i]:
+            continue
+        keep.append(i)
+        removed |= sup[i]
+    return order[torch.tensor(keep, dtype=torch.long, device=boxes.device)]
+
+
 class _NMS(torch.autograd.Function):
     """ONNX NonMaxSuppression (center_point_box 0): boxes (N, M, 4), scores (N, C, M) ->
     selected (K, 3) int64 [batch, class, box], by batch, then class, then descending score."""
@@ -96,8 +156,11 @@ class _NMS(torch.autograd.Function):
                 s = scores[b, c].float()
                 cand = torch.nonzero(s > score_threshold).reshape(-1)
                 bx, sc = boxes[b, cand].float(), s[cand]
-                keep = (tv.ops.nms(bx, sc, iou_threshold) if tv is not None else
-                        nms_reference(bx, sc, iou_threshold))[:max_output]
+                if _ONNX_EXACT[0]:
+                    keep = nms_float32(bx, sc, iou_threshold)[:max_output]
+                else:
+                    keep = (tv.ops.nms(bx, sc, iou_threshold) if tv is not None else
+                            nms_reference(bx, sc, iou_threshold))[:max_output]
                 idx = cand[keep]
                 col = lambda v: torch.full_like(idx, v)  # noqa: E731
                 out.append(torch.stack([col(b), col(c), idx], 1))
@@ -283,7 +346,7 @@ class BatchedTwoStageDetector(nn.Module):
         # RPN filtering: top-n per level, then per image clip / small boxes / score threshold / NMS per level.
         idx, offset = [], 0
         for ob, k in zip(obj.split(self.num_anchors_per_level, 1), self.pre_nms):
-            idx.append(ob.topk(k, dim=1)[1] + offset)
+            idx.append(_topk(ob, k)[1] + offset)
             offset += ob.shape[1]
         idx = torch.cat(idx, 1)
         prob = torch.sigmoid(torch.gather(obj, 1, idx))
@@ -299,7 +362,7 @@ class BatchedTwoStageDetector(nn.Module):
         rpn_sel = batched_nms_onnx(boxes, level_scores, self.post_nms, self.rpn_nms_thresh, -0.5)  # [b, level, i]
         # torchvision's keep[:post_nms_top_n]: the kept boxes of every level, by descending score.
         p = min(self.post_nms, r)
-        top_s, top_i = _scatter_kept(rpn_sel[:, 0], rpn_sel[:, 2], prob.reshape(-1), n, r).topk(p, dim=1)
+        top_s, top_i = _topk(_scatter_kept(rpn_sel[:, 0], rpn_sel[:, 2], prob.reshape(-1), n, r), p)
         rois = torch.gather(boxes, 1, top_i[..., None].expand(-1, -1, 4)).reshape(-1, 4)  # (N*P, 4)
         rvalid = (top_s > -0.5).reshape(-1)  # fewer than P kept: the rest are empty slots
 
@@ -322,7 +385,7 @@ class BatchedTwoStageDetector(nn.Module):
         cand = sel[:, 2] * c + group_class[g]  # the candidate index within the image: proposal * C' + class'
         # torchvision's keep[:detections_per_img]: the image's kept candidates by descending score.
         k = min(self.detections_per_img, p * c)
-        top_s, top_j = _scatter_kept(group_image[g], cand, scores.reshape(-1), n, p * c).topk(k, dim=1)
+        top_s, top_j = _topk(_scatter_kept(group_image[g], cand, scores.reshape(-1), n, p * c), k)
         found = torch.nonzero((top_s > -0.5).reshape(-1)).reshape(-1)
         b = torch.arange(n, device=images.device)[:, None].expand(n, k).reshape(-1)[found]
         j = top_j.reshape(-1)[found]
