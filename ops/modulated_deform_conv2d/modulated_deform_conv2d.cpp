@@ -2,6 +2,7 @@
 // kernels (README.md has the math).
 #include "ops/modulated_deform_conv2d/modulated_deform_conv2d.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -331,9 +332,11 @@ Status backward_cpu(const KernelContext& ctx) {
 }
 
 #ifdef GRAFT_WITH_CUDA
-Status cuda_status(cudaError_t e, const char* what) {
+Status cuda_status(cudaError_t e, const char* what, const cuda::MdcnFailure& f = {}) {
   if (e == cudaSuccess) return Status::ok();
-  return error(StatusCode::kRuntimeError, kOpName, ": ", what, " failed: ", cudaGetErrorString(e));
+  if (f.call == nullptr) return error(StatusCode::kRuntimeError, kOpName, ": ", what, " failed: ", cudaGetErrorString(e));
+  return error(StatusCode::kRuntimeError, kOpName, ": ", what, " failed in ", f.call, ": ",
+               f.detail != nullptr ? f.detail : cudaGetErrorString(e));
 }
 
 cuda::MdcnSizes cuda_sizes(const Sizes& z, const Conv& cv) {
@@ -345,13 +348,13 @@ cuda::MdcnSizes cuda_sizes(const Sizes& z, const Conv& cv) {
 }
 
 template <typename T>
-cudaError_t forward_cuda_typed(const KernelContext& ctx, const cuda::MdcnSizes& s) {
+cudaError_t forward_cuda_typed(const KernelContext& ctx, const cuda::MdcnSizes& s, cuda::MdcnFailure* f) {
   const auto& in = ctx.inputs;
   const T* bias = in[kBias].data ? in[kBias].as<T>() : nullptr;
   return cuda::modulated_deform_conv2d_forward<T>(in[kX].as<T>(), in[kOffset].as<T>(), in[kMask].as<T>(),
                                                   in[kWeight].as<T>(), bias, ctx.outputs[0].as<T>(), s,
                                                   ctx.workspace, ctx.workspace_size,
-                                                  static_cast<cudaStream_t>(ctx.stream));
+                                                  static_cast<cudaStream_t>(ctx.stream), f);
 }
 
 template <typename T>
@@ -369,9 +372,10 @@ Status forward_cuda(const KernelContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Conv cv, conv_of(*ctx.attrs));
   GRAFT_ASSIGN_OR_RETURN(Sizes z, sizes_of(ctx, cv, false, DeviceType::kCUDA));
   const cuda::MdcnSizes s = cuda_sizes(z, cv);
+  cuda::MdcnFailure f;
   switch (ctx.inputs[kX].dtype) {
-    case DataType::kFloat32: return cuda_status(forward_cuda_typed<float>(ctx, s), "forward kernel launch");
-    case DataType::kFloat16: return cuda_status(forward_cuda_typed<__half>(ctx, s), "forward kernel launch");
+    case DataType::kFloat32: return cuda_status(forward_cuda_typed<float>(ctx, s, &f), "CUDA forward", f);
+    case DataType::kFloat16: return cuda_status(forward_cuda_typed<__half>(ctx, s, &f), "CUDA forward", f);
     default:
       return error(StatusCode::kUnsupported, kOpName, ": no CUDA kernel for dtype ", dtype_name(ctx.inputs[kX].dtype));
   }
@@ -454,11 +458,13 @@ Status shape_fn(ShapeContext& ctx) {
   return Status::ok();
 }
 
-// Floats of CUDA scratch: the forward's columns (C*kh*kw*Ho*Wo); the backward also needs the column
-// gradient and, for half, float accumulators of grad_x (one image) and grad_weight. A workspace
-// function cannot tell forward from backward, so it reports the backward's size.
+// Bytes of CUDA scratch (modulated_deform_conv2d_kernels.cuh): the forward's columns of a chunk of
+// images plus cuBLASLt's workspace, or the backward's per-image float columns, their gradient and
+// accumulators. A workspace function cannot tell forward from backward, so it reports the larger.
+// The CPU kernels use none.
 size_t workspace_bytes(const std::vector<ConcreteDesc>& in, const std::vector<ConcreteDesc>&,
                        const AttributeMap& attrs) {
+#ifdef GRAFT_WITH_CUDA
   if (in.size() < 4 || in[kX].dims.size() != 4 || in[kOffset].dims.size() != 4 || in[kWeight].dims.size() != 4)
     return 0;
   Result<Conv> cv = conv_of(attrs);
@@ -468,11 +474,23 @@ size_t workspace_bytes(const std::vector<ConcreteDesc>& in, const std::vector<Co
   const auto& off = in[kOffset].dims;
   for (int64_t d : {x[0], x[1], x[2], x[3], w[0], w[1], w[2], w[3], off[2], off[3]})
     if (d < 0) return 0;
-  const int64_t cols = x[1] * w[2] * w[3] * off[2] * off[3];
-  int64_t floats = 2 * cols;
-  if (in[kX].dtype == DataType::kFloat16) floats += x[1] * x[2] * x[3] + w[0] * w[1] * w[2] * w[3];
-  // + the CUDA launcher's 256-byte alignment of each of its (up to four) regions.
-  return static_cast<size_t>(floats) * sizeof(float) + 4 * 256;
+  Sizes z;
+  z.n = x[0], z.c = x[1], z.h = x[2], z.w = x[3], z.co = w[0], z.kh = w[2], z.kw = w[3], z.ho = off[2], z.wo = off[3];
+  const cuda::MdcnSizes s = cuda_sizes(z, *cv);
+  auto larger = [&](auto type_tag) {
+    using T = decltype(type_tag);
+    return std::max(cuda::modulated_deform_conv2d_workspace_bytes<T>(s, false),
+                    cuda::modulated_deform_conv2d_workspace_bytes<T>(s, true));
+  };
+  switch (in[kX].dtype) {
+    case DataType::kFloat32: return larger(float{});
+    case DataType::kFloat16: return larger(__half{});
+    default: return 0;  // float64 runs on the CPU only
+  }
+#else
+  (void)in, (void)attrs;
+  return 0;
+#endif
 }
 
 }  // namespace

@@ -1,22 +1,35 @@
-// CUDA kernels of modulated deformable convolution (im2col + GEMM, one image at a time).
+// CUDA kernels of modulated deformable convolution (im2col + GEMM).
 //
-// Forward, per image: `columns_kernel` writes the modulated bilinear samples as a float matrix of
-// C*kh*kw rows by Ho*Wo columns (row c*K + k: channel c, kernel tap k), and `gemm_kernel` multiplies
-// each conv group's weights (Co/groups x C/groups*K) by its rows of that matrix, adding the bias.
+// Forward, a chunk of images at a time (as many as the workspace holds; the declared workspace
+// bounds a chunk's columns to kColumnsCapBytes): `columns_kernel` writes the modulated bilinear
+// samples of every image of the chunk in the input dtype, image after image, each a C*kh*kw by Ho*Wo
+// matrix (row c*K + k: channel c, kernel tap k). Then cuBLASLt multiplies each conv group's weights
+// (Co/groups x C/groups*K) by its rows of every image's matrix in one strided-batched matmul (the
+// weights broadcast with batch stride 0), writing straight into the (N, Co, Ho, Wo) output; with a
+// bias the output is filled with it first and the matmul adds onto it (beta = 1). FP16 runs half
+// operands with float accumulation (CUBLAS_COMPUTE_32F), FP32 runs float without TF32, so both stay
+// within the op-test tolerances of the float64 CPU reference.
 //
 // Backward, per image: the column gradient is W^T * grad_out (one GEMM per group); grad_weight
 // accumulates grad_out * columns^T over the images; `col2im_kernel` scatters the column gradient
 // times mask times the bilinear corner weights into grad_x (float atomics: for __half into a float
 // buffer converted afterwards); `offset_mask_kernel` gives each (deform group, tap, position) its
 // offset and mask gradients by summing over the group's channels, so those are written once,
-// without atomics. grad_bias is a per-channel reduction of grad_out.
-//
-// The GEMM is a plain 16x16 shared-memory tiled kernel over strided operands (no cuBLAS): it keeps
-// the op free of a library handle; a tensor-core GEMM is the obvious next step for speed.
+// without atomics. grad_bias is a per-channel reduction of grad_out. The backward's GEMMs are a plain
+// 16x16 shared-memory tiled kernel over strided operands and its columns are float.
 #include "ops/modulated_deform_conv2d/modulated_deform_conv2d_kernels.cuh"
 
+#include <cublasLt.h>
+
 #include <algorithm>
+#include <array>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <type_traits>
+#include <vector>
+
+#include "backends/cuda/owned_handle.h"
 
 namespace graft::cuda {
 namespace {
@@ -31,29 +44,32 @@ template <> __device__ __forceinline__ float from_float<float>(float v) { return
 template <> __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 
 // Where one kernel tap samples: grid position plus offset, mmcv's validity rule (-1 < y < H and
-// -1 < x < W, which also rejects NaN) and the bilinear cell.
+// -1 < x < W, which also rejects NaN) and the bilinear cell. I is the index type: int64_t, or int
+// where every index within one image fits (32-bit division takes far fewer instructions and registers).
+template <typename I>
 struct Tap {
-  int64_t y0, x0;
+  I y0, x0;
   float ly, lx, m;
   bool inside;
 };
 
 // Tap of (channel group g, kernel tap kk, output position pos) of one image; `off` and `mask` point at
 // the image's offset and mask.
-template <typename T>
-__device__ __forceinline__ Tap locate(const T* __restrict__ off, const T* __restrict__ mask, const MdcnSizes& z,
-                                      int64_t g, int64_t kk, int64_t pos) {
-  const int64_t k = z.kh * z.kw, p = z.ho * z.wo;
-  const int64_t oy = pos / z.wo, ox = pos % z.wo, i = kk / z.kw, j = kk % z.kw;
-  const int64_t oi = (g * 2 * k + 2 * kk) * p + pos;
+template <typename I, typename T>
+__device__ __forceinline__ Tap<I> locate(const T* __restrict__ off, const T* __restrict__ mask, const MdcnSizes& z, I g,
+                                         I kk, I pos) {
+  const I k = static_cast<I>(z.kh * z.kw), p = static_cast<I>(z.ho * z.wo), wo = static_cast<I>(z.wo),
+          kw = static_cast<I>(z.kw);
+  const I oy = pos / wo, ox = pos - oy * wo, i = kk / kw, j = kk - i * kw;
+  const I oi = (g * 2 * k + 2 * kk) * p + pos;
   const float y = static_cast<float>(oy * z.sh - z.ph + i * z.dh) + to_float(off[oi]);
   const float x = static_cast<float>(ox * z.sw - z.pw + j * z.dw) + to_float(off[oi + p]);
-  Tap t;
+  Tap<I> t;
   t.m = to_float(mask[(g * k + kk) * p + pos]);
   t.inside = y > -1.0f && x > -1.0f && y < static_cast<float>(z.h) && x < static_cast<float>(z.w);
   const float yf = t.inside ? floorf(y) : 0.0f, xf = t.inside ? floorf(x) : 0.0f;
-  t.y0 = static_cast<int64_t>(yf);
-  t.x0 = static_cast<int64_t>(xf);
+  t.y0 = static_cast<I>(yf);
+  t.x0 = static_cast<I>(xf);
   t.ly = t.inside ? y - yf : 0.0f;
   t.lx = t.inside ? x - xf : 0.0f;
   return t;
@@ -61,7 +77,8 @@ __device__ __forceinline__ Tap locate(const T* __restrict__ off, const T* __rest
 
 // The four corners (y0,x0), (y0,x0+1), (y0+1,x0), (y0+1,x0+1) of a tap in one plane; zero outside.
 template <typename T>
-__device__ __forceinline__ void corners(const T* __restrict__ plane, const Tap& t, int64_t h, int64_t w, float (&v)[4]) {
+__device__ __forceinline__ void corners(const T* __restrict__ plane, const Tap<int64_t>& t, int64_t h, int64_t w,
+                                        float (&v)[4]) {
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     const int64_t yy = t.y0 + (q >> 1), xx = t.x0 + (q & 1);
@@ -69,28 +86,78 @@ __device__ __forceinline__ void corners(const T* __restrict__ plane, const Tap& 
   }
 }
 
-// col[(c*K + kk)*P + pos] = mask * bilinear(x[c]) for one image.
-template <typename T>
-__global__ void __launch_bounds__(kThreads)
-columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __restrict__ mask, float* __restrict__ col,
-               MdcnSizes z, int64_t total) {
-  const int64_t k = z.kh * z.kw, p = z.ho * z.wo, cpd = z.c / z.deform_groups, hw = z.h * z.w;
-  for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
-       idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t pos = idx % p, kk = (idx / p) % k, c = idx / p / k;
-    const Tap t = locate(off, mask, z, c / cpd, kk, pos);
-    float val = 0.0f;
-    if (t.inside) {
-      float v[4];
-      corners(x + c * hw, t, z.h, z.w, v);
-      const float hy = 1.0f - t.ly, hx = 1.0f - t.lx;
-      val = hy * hx * v[0] + hy * t.lx * v[1] + t.ly * hx * v[2] + t.ly * t.lx * v[3];
-    }
-    col[idx] = t.m * val;
+// The bilinear weights of a tap's four corners, in corners()'s order, and each corner's index in
+// a plane, or -1 where it reads zero (outside the image, or no sample at all).
+template <typename I>
+__device__ __forceinline__ void corner_taps(const Tap<I>& t, I h, I w, I (&at)[4], float (&cw)[4]) {
+  const float hy = 1.0f - t.ly, hx = 1.0f - t.lx;
+  cw[0] = hy * hx, cw[1] = hy * t.lx, cw[2] = t.ly * hx, cw[3] = t.ly * t.lx;
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const I yy = t.y0 + (q >> 1), xx = t.x0 + (q & 1);
+    at[q] = (t.inside && yy >= 0 && xx >= 0 && yy < h && xx < w) ? yy * w + xx : I{-1};
   }
 }
 
-// C[b](m, n) (+)= sum_k A[b](m, k) * B[b](k, n) (+ bias[b][m]) over strided operands; b = blockIdx.z.
+// col[n][(c*K + kk)*P + pos] = mask * bilinear(x[n, c]) for `images` images, image after image.
+// A thread takes one (tap, output position) and `cpt` consecutive channels of one deform group:
+// they share the offsets and mask, so the sample position, its corners and their weights are
+// computed once and reused for each channel. Grid: x over positions (consecutive threads write
+// consecutive columns), y over (channel block, tap), z over images; each loops past the grid's
+// limits. TC is T for the forward (half columns for FP16) and float for the backward; I indexes
+// within one image (see Tap).
+template <typename I, typename T, typename TC>
+__global__ void __launch_bounds__(kThreads)
+columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __restrict__ mask, TC* __restrict__ col,
+               MdcnSizes z, int64_t images, int64_t cpt) {
+  const I k = static_cast<I>(z.kh * z.kw), p = static_cast<I>(z.ho * z.wo), hw = static_cast<I>(z.h * z.w);
+  const I cpd = static_cast<I>(z.c / z.deform_groups), h = static_cast<I>(z.h), w = static_cast<I>(z.w);
+  const I channels = static_cast<I>(cpt);
+  const int64_t rows = z.c / cpt * z.kh * z.kw;
+  for (int64_t n = blockIdx.z; n < images; n += gridDim.z) {
+    const T* x_n = x + n * z.c * z.h * z.w;
+    const T* off_n = off + n * 2 * z.deform_groups * k * p;
+    const T* mask_n = mask + n * z.deform_groups * k * p;
+    TC* col_n = col + n * z.c * k * p;
+    for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+      const I kk = static_cast<I>(r) % k, c0 = static_cast<I>(r) / k * channels;
+      for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < p;
+           q += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+        const I pos = static_cast<I>(q);
+        const Tap<I> t = locate<I>(off_n, mask_n, z, c0 / cpd, kk, pos);
+        I at[4];
+        float cw[4];
+        corner_taps(t, h, w, at, cw);
+        const T* plane = x_n + c0 * hw;
+        TC* dst = col_n + (c0 * k + kk) * p + pos;
+        for (I c = 0; c < channels; ++c, plane += hw, dst += k * p) {
+          float v = 0.0f;
+#pragma unroll
+          for (int e = 0; e < 4; ++e)
+            if (at[e] >= 0) v = fmaf(cw[e], to_float(plane[at[e]]), v);
+          // The mask multiplies the sum, as in the CPU reference (a NaN mask stays NaN).
+          *dst = from_float<TC>(t.m * v);
+        }
+      }
+    }
+  }
+}
+
+// out[n, co, :] = bias[co] (0 without bias) over rows = N*Co rows of p values: the forward's
+// matmuls then add onto it (beta = 1), or it is the whole result when the reduction is empty.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+fill_rows_kernel(T* __restrict__ out, const T* __restrict__ bias, int64_t co, int64_t p, int64_t rows) {
+  for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
+    const T v = bias != nullptr ? bias[r % co] : from_float<T>(0.0f);
+    T* row = out + r * p;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+      row[i] = v;
+  }
+}
+
+// C[b](m, n) (+)= sum_k A[b](m, k) * B[b](k, n) over strided operands; b = blockIdx.z (the backward's GEMMs).
 template <typename TA, typename TB, typename TC>
 struct GemmArgs {
   int64_t m = 0, n = 0, k = 0;
@@ -100,8 +167,6 @@ struct GemmArgs {
   int64_t b_sk = 0, b_sn = 0, b_sb = 0;
   TC* c = nullptr;
   int64_t c_sm = 0, c_sn = 0, c_sb = 0;
-  const TA* bias = nullptr;  // per row m of batch b: bias[b * bias_sb + m]
-  int64_t bias_sb = 0;
   bool accumulate = false;
 };
 
@@ -127,7 +192,6 @@ __global__ void __launch_bounds__(kTile * kTile) gemm_kernel(GemmArgs<TA, TB, TC
   }
   if (row < g.m && col < g.n) {
     TC* out = g.c + batch * g.c_sb + row * g.c_sm + col * g.c_sn;
-    if (g.bias) acc += to_float(g.bias[batch * g.bias_sb + row]);
     if (g.accumulate) acc += to_float(*out);
     *out = from_float<TC>(acc);
   }
@@ -142,16 +206,15 @@ col2im_kernel(const T* __restrict__ off, const T* __restrict__ mask, const float
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t pos = idx % p, kk = (idx / p) % k, c = idx / p / k;
-    const Tap t = locate(off, mask, z, c / cpd, kk, pos);
+    const Tap<int64_t> t = locate(off, mask, z, c / cpd, kk, pos);
     if (!t.inside) continue;
     const float g = gcol[idx] * t.m;
-    const float hy = 1.0f - t.ly, hx = 1.0f - t.lx;
-    const float cw[4] = {hy * hx, hy * t.lx, t.ly * hx, t.ly * t.lx};
+    int64_t at[4];
+    float cw[4];
+    corner_taps(t, z.h, z.w, at, cw);
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      const int64_t yy = t.y0 + (q >> 1), xx = t.x0 + (q & 1);
-      if (yy >= 0 && xx >= 0 && yy < z.h && xx < z.w) atomicAdd(gx + c * hw + yy * z.w + xx, g * cw[q]);
-    }
+    for (int q = 0; q < 4; ++q)
+      if (at[q] >= 0) atomicAdd(gx + c * hw + at[q], g * cw[q]);
   }
 }
 
@@ -166,7 +229,7 @@ offset_mask_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* 
   for (int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; idx < total;
        idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int64_t pos = idx % p, kk = (idx / p) % k, g = idx / p / k;
-    const Tap t = locate(off, mask, z, g, kk, pos);
+    const Tap<int64_t> t = locate(off, mask, z, g, kk, pos);
     float s_m = 0.0f, s_y = 0.0f, s_x = 0.0f;
     if (t.inside) {
       const float hy = 1.0f - t.ly, hx = 1.0f - t.lx;
@@ -212,10 +275,28 @@ __global__ void float_to_kernel(const float* __restrict__ in, T* __restrict__ ou
 }
 
 // ---- launch helpers -----------------------------------------------------------------------------
+// Every region of scratch starts on a 256-byte boundary (cuBLASLt's workspace needs it, and its
+// fastest kernels want operands aligned that far).
+constexpr size_t kAlign = 256;
+// The forward's declared workspace holds the columns of as many images as fit in this many bytes
+// (at least one image, at most N): all of a DCN-ResNet-50 batch of 8 at 512x512 even in FP32,
+// six images of its stage 2 at 800x1333 in FP16.
+constexpr size_t kColumnsCapBytes = size_t{256} << 20;
+// cuBLASLt's workspace (split-K partial sums): room for four float partials per output element of
+// one image, within [1, 32] MiB (32 MiB is NVIDIA's suggestion for cuBLAS on Hopper).
+constexpr size_t kLtWorkspaceMin = size_t{1} << 20, kLtWorkspaceMax = size_t{32} << 20;
+// Most images per column pass: a matmul's batch count is an int32, a grid's z at most 65535 (the
+// column kernel loops past it).
+constexpr int64_t kMaxChunk = int64_t{1} << 20;
+
+size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
 unsigned grid_for(int64_t work, int threads) {
   const int64_t blocks = (work + threads - 1) / threads;
   return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(blocks, 1), 1 << 30));
 }
+
+unsigned grid_dim_yz(int64_t work) { return static_cast<unsigned>(std::clamp<int64_t>(work, 1, 65535)); }
 
 bool bad_sizes(const MdcnSizes& z) {
   const int64_t all[] = {z.n, z.c, z.h, z.w, z.co, z.kh, z.kw, z.ho, z.wo, z.ph, z.pw};
@@ -238,33 +319,63 @@ cudaError_t launch_gemm(const GemmArgs<TA, TB, TC>& g, int64_t batches, cudaStre
   return cudaGetLastError();
 }
 
-size_t region_bytes(int64_t floats) { return (static_cast<size_t>(floats) * sizeof(float) + 255) / 256 * 256; }
+// The columns of `images` consecutive images (their x, offset and mask start at the pointers given).
+template <typename T, typename TC>
+cudaError_t launch_columns(const T* x, const T* off, const T* mask, TC* col, const MdcnSizes& z, int64_t images,
+                           cudaStream_t stream) {
+  const int64_t k = z.kh * z.kw, p = z.ho * z.wo, cpd = z.c / z.deform_groups;
+  if (images == 0 || z.c * k * p == 0) return cudaSuccess;
+  // Channels per thread: up to 8 of one deform group, fewer while the grid would have fewer than
+  // 2^18 threads (an H200 holds about 270k resident), so small batches still fill the GPU.
+  int64_t cpt = 8;
+  while (cpt > 1 && (cpd % cpt != 0 || images * (z.c / cpt) * k * p < (int64_t{1} << 18))) cpt /= 2;
+  const dim3 grid(grid_for(p, kThreads), grid_dim_yz(z.c / cpt * k), grid_dim_yz(images));
+  // 32-bit indexing within an image when its x, offsets and columns all have fewer than 2^31 elements.
+  constexpr int64_t kInt = int64_t{1} << 31;
+  if (z.c * z.h * z.w < kInt && 2 * z.deform_groups * k * p < kInt && z.c * k * p < kInt)
+    columns_kernel<int, T, TC><<<grid, kThreads, 0, stream>>>(x, off, mask, col, z, images, cpt);
+  else
+    columns_kernel<int64_t, T, TC><<<grid, kThreads, 0, stream>>>(x, off, mask, col, z, images, cpt);
+  return cudaGetLastError();
+}
 
-// Scratch given by the caller, or taken stream-ordered when it is too small.
+size_t region_bytes(int64_t floats) { return align_up(static_cast<size_t>(floats) * sizeof(float)); }
+
+// Scratch given by the caller (used from its first 256-byte boundary), or taken stream-ordered
+// when it is too small.
 class Scratch {
  public:
   Scratch(void* ws, size_t have, size_t need, cudaStream_t stream) : stream_(stream) {
     if (need == 0) return;
-    if (ws != nullptr && have >= need) {
-      base_ = static_cast<char*>(ws);
-    } else {
-      err_ = cudaMallocAsync(reinterpret_cast<void**>(&base_), need, stream);
-      owned_ = err_ == cudaSuccess;
+    if (ws != nullptr) {
+      const size_t at = static_cast<size_t>(reinterpret_cast<uintptr_t>(ws));
+      const size_t skip = align_up(at) - at;
+      if (have >= skip + need) base_ = static_cast<char*>(ws) + skip;
+    }
+    if (base_ == nullptr) {
+      err_ = cudaMallocAsync(reinterpret_cast<void**>(&owned_), need + kAlign, stream);
+      if (err_ != cudaSuccess) {
+        owned_ = nullptr;
+      } else {
+        const size_t at = static_cast<size_t>(reinterpret_cast<uintptr_t>(owned_));
+        base_ = owned_ + (align_up(at) - at);
+      }
     }
   }
   Scratch(const Scratch&) = delete;
   Scratch& operator=(const Scratch&) = delete;
   cudaError_t error() const { return err_; }
-  // Takes the next region of `floats` floats (256-byte aligned).
-  float* take(int64_t floats) {
-    float* p = reinterpret_cast<float*>(base_ + used_);
-    used_ += region_bytes(floats);
+  // The next region of `bytes` bytes (256-byte aligned).
+  void* take_bytes(size_t bytes) {
+    char* p = base_ + used_;
+    used_ += align_up(bytes);
     return p;
   }
+  float* take(int64_t floats) { return static_cast<float*>(take_bytes(static_cast<size_t>(floats) * sizeof(float))); }
   cudaError_t release() {
     cudaError_t e = cudaSuccess;
-    if (owned_) e = cudaFreeAsync(base_, stream_);
-    owned_ = false;
+    if (owned_ != nullptr) e = cudaFreeAsync(owned_, stream_);
+    owned_ = nullptr;
     return e;
   }
   ~Scratch() { (void)release(); }
@@ -272,56 +383,296 @@ class Scratch {
  private:
   cudaStream_t stream_;
   char* base_ = nullptr;
+  char* owned_ = nullptr;  // what cudaMallocAsync returned, when the caller's scratch was too small
   size_t used_ = 0;
-  bool owned_ = false;
   cudaError_t err_ = cudaSuccess;
 };
+
+// ---- cuBLASLt -----------------------------------------------------------------------------------
+using LtDescOwner = OwnedHandle<cublasLtMatmulDesc_t, &cublasLtMatmulDescDestroy>;
+using LtLayoutOwner = OwnedHandle<cublasLtMatrixLayout_t, &cublasLtMatrixLayoutDestroy>;
+using LtPrefOwner = OwnedHandle<cublasLtMatmulPreference_t, &cublasLtMatmulPreferenceDestroy>;
+
+// A failed cuBLASLt call as a cudaError_t; `f` gets the call and cuBLAS's status name.
+cudaError_t lt_error(cublasStatus_t s, const char* call, MdcnFailure* f) {
+  f->call = call;
+  f->detail = cublasLtGetStatusName(s);
+  if (s == CUBLAS_STATUS_ALLOC_FAILED) return cudaErrorMemoryAllocation;
+  if (s == CUBLAS_STATUS_NOT_SUPPORTED || s == CUBLAS_STATUS_ARCH_MISMATCH) return cudaErrorNotSupported;
+  return cudaErrorUnknown;
+}
+
+// The current device's cuBLASLt handle, created on first use and kept for the process's life (a
+// static destructor could run after the CUDA runtime has shut down). A handle holds no per-call
+// state (the stream is an argument of each matmul), so all threads share it. graft's engine and
+// PyTorch run an op eagerly before they capture it into a CUDA graph, so the handle exists by then;
+// should a first call come inside a capture anyway, this thread's capture mode is relaxed around
+// the creation, which may allocate.
+cudaError_t lt_handle(cublasLtHandle_t* out, MdcnFailure* f) {
+  int dev = 0;
+  if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) {
+    f->call = "cudaGetDevice";
+    return e;
+  }
+  static std::mutex mu;
+  static auto* const handles = new std::vector<cublasLtHandle_t>();
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<size_t>(dev) >= handles->size()) handles->resize(static_cast<size_t>(dev) + 1, nullptr);
+  cublasLtHandle_t& h = (*handles)[static_cast<size_t>(dev)];
+  if (h == nullptr) {
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    const cublasStatus_t s = cublasLtCreate(&h);
+    (void)cudaThreadExchangeStreamCaptureMode(&mode);
+    if (s != CUBLAS_STATUS_SUCCESS) {
+      h = nullptr;
+      return lt_error(s, "cublasLtCreate", f);
+    }
+  }
+  *out = h;
+  return cudaSuccess;
+}
+
+// Column-major D (m x n, ld m) = A (m x k, ld m) * B (k x n, ld k), plus D itself when
+// `accumulate`; `batch` times, with element strides between the matrices (stride_b 0: one B for all).
+struct LtMatmul {
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  const void* a = nullptr;
+  int64_t stride_a = 0;
+  const void* b = nullptr;
+  int64_t stride_b = 0;
+  void* d = nullptr;
+  int64_t stride_d = 0;
+  bool accumulate = false;
+};
+
+// The largest power of two up to 256 dividing the address of every matrix of a batch. cuBLASLt
+// assumes 256 unless told otherwise; telling it lets it refuse kernels whose wide loads would fault.
+uint32_t alignment_of(const void* p, int64_t stride, size_t elem, int64_t batch) {
+  uint64_t v = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+  if (batch > 1) v |= static_cast<uint64_t>(stride) * elem;
+  uint32_t a = kAlign;
+  while (a > 1 && v % a != 0) a >>= 1;
+  return a;
+}
+
+// A matmul's descriptors and the algorithm cuBLASLt's heuristic chose for it. These are host
+// objects that cublasLtMatmul only reads, so one plan serves every thread; plans are cached by
+// handle (device), dtype, shape, strides, alignments and workspace so that a call costs a map
+// lookup rather than descriptor creation and a heuristic query.
+struct LtPlan {
+  LtDescOwner op;
+  LtLayoutOwner a, b, d;
+  cublasLtMatmulAlgo_t algo{};
+};
+using LtKey = std::array<int64_t, 14>;
+constexpr size_t kMaxPlans = 256;  // dynamic shapes could otherwise grow the cache without bound
+
+cudaError_t lt_layout(LtLayoutOwner* owner, cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch,
+                      int64_t stride, MdcnFailure* f) {
+  cublasLtMatrixLayout_t l = nullptr;
+  cublasStatus_t s = cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows);
+  if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatrixLayoutCreate", f);
+  owner->reset(l);
+  if (batch <= 1) return cudaSuccess;
+  const int32_t count = static_cast<int32_t>(batch);
+  s = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count));
+  if (s == CUBLAS_STATUS_SUCCESS)
+    s = cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride));
+  return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : lt_error(s, "cublasLtMatrixLayoutSetAttribute (batch)", f);
+}
+
+cudaError_t lt_make_plan(cublasLtHandle_t h, cudaDataType_t type, const LtMatmul& g, const uint32_t (&align)[3],
+                         size_t ws_bytes, LtPlan* plan, MdcnFailure* f) {
+  cublasLtMatmulDesc_t op = nullptr;
+  // Float accumulation and scaling for both dtypes; CUBLAS_COMPUTE_32F also keeps FP32 off TF32.
+  cublasStatus_t s = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatmulDescCreate", f);
+  plan->op.reset(op);  // operands as stored: the descriptor's default CUBLAS_OP_N for A and B
+  cudaError_t e = lt_layout(&plan->a, type, g.m, g.k, g.batch, g.stride_a, f);
+  if (e == cudaSuccess) e = lt_layout(&plan->b, type, g.k, g.n, g.batch, g.stride_b, f);
+  if (e == cudaSuccess) e = lt_layout(&plan->d, type, g.m, g.n, g.batch, g.stride_d, f);
+  if (e != cudaSuccess) return e;
+  cublasLtMatmulPreference_t pref_raw = nullptr;
+  s = cublasLtMatmulPreferenceCreate(&pref_raw);
+  if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatmulPreferenceCreate", f);
+  const LtPrefOwner pref(pref_raw);
+  const uint64_t ws = ws_bytes;
+  s = cublasLtMatmulPreferenceSetAttribute(pref_raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  const struct {
+    cublasLtMatmulPreferenceAttributes_t attr;
+    uint32_t bytes;
+  } aligns[] = {{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align[0]},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align[1]},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align[2]},
+                {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align[2]}};
+  for (const auto& al : aligns)
+    if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref_raw, al.attr, &al.bytes, sizeof(al.bytes));
+  if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatmulPreferenceSetAttribute", f);
+  cublasLtMatmulHeuristicResult_t heur{};
+  int found = 0;
+  // C is D (accumulating in place).
+  s = cublasLtMatmulAlgoGetHeuristic(h, op, plan->a.get(), plan->b.get(), plan->d.get(), plan->d.get(), pref_raw, 1,
+                                     &heur, &found);
+  if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatmulAlgoGetHeuristic", f);
+  if (found == 0 || heur.state != CUBLAS_STATUS_SUCCESS) {
+    f->call = "cublasLtMatmulAlgoGetHeuristic";
+    f->detail = "no algorithm for this matmul";
+    return cudaErrorNotSupported;
+  }
+  plan->algo = heur.algo;
+  return cudaSuccess;
+}
+
+template <typename T>
+cudaError_t lt_matmul(const LtMatmul& g, void* ws, size_t ws_bytes, cudaStream_t stream, MdcnFailure* f) {
+  cublasLtHandle_t h = nullptr;
+  if (const cudaError_t e = lt_handle(&h, f); e != cudaSuccess) return e;
+  constexpr cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16F;
+  const uint32_t align[3] = {alignment_of(g.a, g.stride_a, sizeof(T), g.batch),
+                             alignment_of(g.b, g.stride_b, sizeof(T), g.batch),
+                             alignment_of(g.d, g.stride_d, sizeof(T), g.batch)};
+  const bool batched = g.batch > 1;
+  const LtKey key = {static_cast<int64_t>(reinterpret_cast<uintptr_t>(h)), static_cast<int64_t>(type), g.m, g.n, g.k,
+                     g.batch, batched ? g.stride_a : 0, batched ? g.stride_b : 0, batched ? g.stride_d : 0,
+                     align[0], align[1], align[2], static_cast<int64_t>(ws_bytes), 0};
+  static std::mutex mu;
+  static auto* const plans = new std::map<LtKey, std::shared_ptr<const LtPlan>>();  // kept, like the handles
+  std::shared_ptr<const LtPlan> plan;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (auto it = plans->find(key); it != plans->end()) plan = it->second;
+  }
+  if (!plan) {
+    auto made = std::make_shared<LtPlan>();
+    if (const cudaError_t e = lt_make_plan(h, type, g, align, ws_bytes, made.get(), f); e != cudaSuccess) return e;
+    plan = made;
+    std::lock_guard<std::mutex> lock(mu);
+    if (plans->size() >= kMaxPlans) plans->clear();  // plans in use stay alive through their shared_ptr
+    plans->emplace(key, plan);
+  }
+  const float alpha = 1.0f, beta = g.accumulate ? 1.0f : 0.0f;
+  const cublasStatus_t s =
+      cublasLtMatmul(h, plan->op.get(), &alpha, g.a, plan->a.get(), g.b, plan->b.get(), &beta, g.d, plan->d.get(), g.d,
+                     plan->d.get(), &plan->algo, ws, ws_bytes, stream);
+  return s == CUBLAS_STATUS_SUCCESS ? cudaSuccess : lt_error(s, "cublasLtMatmul", f);
+}
+
+// ---- workspace ----------------------------------------------------------------------------------
+template <typename T>
+size_t image_column_bytes(const MdcnSizes& z) {
+  return static_cast<size_t>(z.c * z.kh * z.kw * z.ho * z.wo) * sizeof(T);
+}
+
+size_t lt_workspace_bytes(const MdcnSizes& z) {
+  return std::clamp(align_up(static_cast<size_t>(z.co * z.ho * z.wo) * 4 * sizeof(float)), kLtWorkspaceMin,
+                    kLtWorkspaceMax);
+}
+
+// Images per column pass that the declared workspace holds.
+template <typename T>
+int64_t declared_chunk(const MdcnSizes& z) {
+  const int64_t most = std::clamp<int64_t>(z.n, 1, kMaxChunk);
+  const size_t per = image_column_bytes<T>(z);
+  return per == 0 ? most : std::clamp<int64_t>(static_cast<int64_t>(kColumnsCapBytes / per), 1, most);
+}
+
+// Nothing to multiply: an empty output, or an empty reduction (the output is the bias, or zero).
+bool forward_has_no_matmul(const MdcnSizes& z) {
+  return z.n == 0 || z.co == 0 || z.ho * z.wo == 0 || z.c * z.kh * z.kw == 0;
+}
 
 }  // namespace
 
 template <typename T>
+size_t modulated_deform_conv2d_forward_workspace_bytes(const MdcnSizes& z, int64_t images) {
+  if (bad_sizes(z) || forward_has_no_matmul(z)) return 0;
+  // kAlign: room to start on a 256-byte boundary inside a caller's unaligned workspace. The chunk's
+  // columns follow cuBLASLt's workspace (a multiple of 256 bytes), image after image.
+  return kAlign + lt_workspace_bytes(z) +
+         static_cast<size_t>(std::clamp<int64_t>(images, 1, kMaxChunk)) * image_column_bytes<T>(z);
+}
+
+template <typename T>
 size_t modulated_deform_conv2d_workspace_bytes(const MdcnSizes& z, bool backward) {
+  if (!backward) return modulated_deform_conv2d_forward_workspace_bytes<T>(z, declared_chunk<T>(z));
   const int64_t cols = z.c * z.kh * z.kw * z.ho * z.wo;
-  size_t bytes = region_bytes(cols);
-  if (backward) {
-    bytes += region_bytes(cols);
-    if constexpr (!std::is_same_v<T, float>)
-      bytes += region_bytes(z.c * z.h * z.w) + region_bytes(z.co * (z.c / std::max<int64_t>(z.groups, 1)) * z.kh * z.kw);
-  }
+  size_t bytes = kAlign + 2 * region_bytes(cols);
+  if constexpr (!std::is_same_v<T, float>)
+    bytes += region_bytes(z.c * z.h * z.w) + region_bytes(z.co * (z.c / std::max<int64_t>(z.groups, 1)) * z.kh * z.kw);
   return bytes;
 }
 
 template <typename T>
 cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T* mask, const T* weight, const T* bias,
                                             T* output, const MdcnSizes& z, void* workspace, size_t workspace_bytes,
-                                            cudaStream_t stream) {
-  if (bad_sizes(z)) return cudaErrorInvalidValue;
-  const int64_t k = z.kh * z.kw, p = z.ho * z.wo, cg = z.c / z.groups, cog = z.co / z.groups;
-  const int64_t cols = z.c * k * p;
+                                            cudaStream_t stream, MdcnFailure* failure) {
+  MdcnFailure unused;
+  MdcnFailure* f = failure != nullptr ? failure : &unused;
+  auto failed = [f](cudaError_t e, const char* call) {
+    f->call = call;
+    return e;
+  };
+  if (bad_sizes(z)) return failed(cudaErrorInvalidValue, "size check");
+  const int64_t k = z.kh * z.kw, p = z.ho * z.wo, cg = z.c / z.groups, cog = z.co / z.groups, hw = z.h * z.w;
+  const int64_t dg = z.deform_groups;
   if (z.n == 0 || z.co == 0 || p == 0) return cudaSuccess;
-  Scratch scratch(workspace, workspace_bytes, modulated_deform_conv2d_workspace_bytes<T>(z, false), stream);
-  if (scratch.error() != cudaSuccess) return scratch.error();
-  float* col = scratch.take(cols);
-  cudaError_t err = cudaSuccess;
-  for (int64_t n = 0; n < z.n && err == cudaSuccess; ++n) {
-    if (cols > 0) {
-      columns_kernel<T><<<grid_for(cols, kThreads), kThreads, 0, stream>>>(
-          x + n * z.c * z.h * z.w, offset + n * 2 * z.deform_groups * k * p, mask + n * z.deform_groups * k * p, col, z,
-          cols);
-      err = cudaGetLastError();
-      if (err != cudaSuccess) break;
-    }
-    // out[n, g*cog + m, pos] = bias + sum_r weight[g*cog + m, r] * col[g*cg*K + r, pos]
-    GemmArgs<T, float, T> g;
-    g.m = cog, g.n = p, g.k = cg * k;
-    g.a = weight, g.a_sm = cg * k, g.a_sk = 1, g.a_sb = cog * cg * k;
-    g.b = col, g.b_sk = p, g.b_sn = 1, g.b_sb = cg * k * p;
-    g.c = output + n * z.co * p, g.c_sm = p, g.c_sn = 1, g.c_sb = cog * p;
-    g.bias = bias, g.bias_sb = cog;
-    err = launch_gemm(g, z.groups, stream);
+  // The bias first (the matmuls add onto it), or zeros when the reduction is empty (C = 0).
+  const bool no_matmul = forward_has_no_matmul(z);
+  if (bias != nullptr || no_matmul) {
+    const int64_t rows = z.n * z.co;
+    fill_rows_kernel<T><<<dim3(grid_for(p, kThreads), grid_dim_yz(rows)), kThreads, 0, stream>>>(output, bias, z.co, p,
+                                                                                                   rows);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return failed(e, "bias kernel launch");
+    if (no_matmul) return cudaSuccess;
   }
-  const cudaError_t f = scratch.release();
-  return err != cudaSuccess ? err : f;
+  // As many images per pass as the caller's workspace holds; when it holds none, the declared
+  // number, in stream-ordered memory.
+  const size_t per = image_column_bytes<T>(z), lt_ws = lt_workspace_bytes(z);
+  int64_t chunk = 0;
+  if (workspace != nullptr && workspace_bytes > kAlign + lt_ws)
+    chunk = std::min<int64_t>({z.n, kMaxChunk, static_cast<int64_t>((workspace_bytes - kAlign - lt_ws) / per)});
+  if (chunk < 1) chunk = declared_chunk<T>(z);
+  Scratch scratch(workspace, workspace_bytes, lt_ws + static_cast<size_t>(chunk) * per, stream);
+  if (scratch.error() != cudaSuccess) return failed(scratch.error(), "cudaMallocAsync (workspace)");
+  void* lt_space = scratch.take_bytes(lt_ws);
+  T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk) * per));
+  cudaError_t err = cudaSuccess;
+  for (int64_t n0 = 0; n0 < z.n && err == cudaSuccess; n0 += chunk) {
+    const int64_t nc = std::min(chunk, z.n - n0);
+    err = launch_columns<T, T>(x + n0 * z.c * hw, offset + n0 * 2 * dg * k * p, mask + n0 * dg * k * p, cols, z, nc,
+                               stream);
+    if (err != cudaSuccess) {
+      failed(err, "columns kernel launch");
+      break;
+    }
+    // out[n0 + i, g*cog + m, pos] (+)= sum_r weight[g*cog + m, r] * cols[i][g*cg*K + r, pos]; column-major that is
+    // D (P x cog, ld P) = A (P x cg*K, ld P: image i's rows of group g) * B (cg*K x cog, ld cg*K: group g's
+    // weights). One matmul per group batched over the chunk's images (weights broadcast), or, with more groups
+    // than images, one per image batched over the groups.
+    T* out = output + n0 * z.co * p;
+    LtMatmul g;
+    g.m = p, g.n = cog, g.k = cg * k, g.accumulate = bias != nullptr;
+    const bool per_group = z.groups <= nc;
+    const int64_t calls = per_group ? z.groups : nc;
+    for (int64_t i = 0; i < calls && err == cudaSuccess; ++i) {
+      if (per_group) {
+        g.batch = nc;
+        g.a = cols + i * cg * k * p, g.stride_a = z.c * k * p;
+        g.b = weight + i * cog * cg * k, g.stride_b = 0;
+        g.d = out + i * cog * p, g.stride_d = z.co * p;
+      } else {
+        g.batch = z.groups;
+        g.a = cols + i * z.c * k * p, g.stride_a = cg * k * p;
+        g.b = weight, g.stride_b = cog * cg * k;
+        g.d = out + i * z.co * p, g.stride_d = cog * p;
+      }
+      err = lt_matmul<T>(g, lt_space, lt_ws, stream, f);
+    }
+  }
+  const cudaError_t freed = scratch.release();
+  if (err == cudaSuccess && freed != cudaSuccess) return failed(freed, "cudaFreeAsync (workspace)");
+  return err;
 }
 
 template <typename T>
@@ -368,8 +719,7 @@ cudaError_t modulated_deform_conv2d_backward(const T* x, const T* offset, const 
       if (err != cudaSuccess) break;
     }
     if (cols > 0) {
-      columns_kernel<T><<<grid_for(cols, kThreads), kThreads, 0, stream>>>(x_n, off_n, mask_n, col, z, cols);
-      if (!check()) break;
+      if ((err = launch_columns<T, float>(x_n, off_n, mask_n, col, z, 1, stream)) != cudaSuccess) break;
       // gcol[g*cg*K + r, pos] = sum_m weight[g*cog + m, r] * grad_out[n, g*cog + m, pos]
       GemmArgs<T, T, float> gc;
       gc.m = cg * k, gc.n = p, gc.k = cog;
@@ -421,9 +771,11 @@ cudaError_t modulated_deform_conv2d_backward(const T* x, const T* offset, const 
 }
 
 #define GRAFT_MDCN_INSTANTIATE(T)                                                                                  \
+  template size_t modulated_deform_conv2d_forward_workspace_bytes<T>(const MdcnSizes&, int64_t);                   \
   template size_t modulated_deform_conv2d_workspace_bytes<T>(const MdcnSizes&, bool);                              \
   template cudaError_t modulated_deform_conv2d_forward<T>(const T*, const T*, const T*, const T*, const T*, T*,    \
-                                                          const MdcnSizes&, void*, size_t, cudaStream_t);          \
+                                                          const MdcnSizes&, void*, size_t, cudaStream_t,           \
+                                                          MdcnFailure*);                                           \
   template cudaError_t modulated_deform_conv2d_backward<T>(const T*, const T*, const T*, const T*, const T*, T*,   \
                                                            T*, T*, T*, T*, const MdcnSizes&, void*, size_t,        \
                                                            cudaStream_t);

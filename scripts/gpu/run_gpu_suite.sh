@@ -7,8 +7,8 @@
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples
-#   profile zprofile bench_encoder zoo detection sanitize; sanitize wants a call of its own after a build: it uses the
-#   whole 600 s)
+#   profile zprofile bench_encoder zoo detection dcnbench sanitize; sanitize wants a call of its own after a build: it
+#   uses the whole 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-$PWD/gpu-out}
@@ -353,5 +353,16 @@ if has_step detection; then  # issue 17 item 5 into $OUT/detection: the DCNv2 Re
     > "$LOGS/detection.log" 2>&1
   note "detection: rc=$? (see detection.log; $OUT/detection/detection.json, detection.md)"
   sed -n '/^| model/,$p' "$OUT/detection/detection.md" >> "$summary" 2>/dev/null
+fi
+if has_step dcnbench; then  # issue 17: the DCNv2 CUDA forward vs torchvision.ops.deform_conv2d at DCN-ResNet-50 stage
+  # shapes, op level (bench/dcn_op_bench.py: both inputs, stages 2-4, stride 1 and 2, batch 1 and 8, FP32 and FP16, with
+  # a correctness check of each) into $OUT/dcnbench. Needs the torch extension (quickbuild or build first). DCN_ARGS
+  # (more dcn_op_bench.py options, e.g. --inputs 512 --no-graph), DCN_TIMEOUT_S (the step's limit, default 300).
+  mkdir -p "$OUT/dcnbench"
+  export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python"
+  timeout -k 10 "${DCN_TIMEOUT_S:-300}" python3 bench/dcn_op_bench.py --out "$OUT/dcnbench" ${DCN_ARGS:-} \
+    > "$LOGS/dcnbench.log" 2>&1
+  note "dcnbench: rc=$? (see dcnbench.log; $OUT/dcnbench/dcn_op_bench.json, dcn_op_bench.md)"
+  sed -n '/^graft faster/p;/^| input/,$p' "$OUT/dcnbench/dcn_op_bench.md" >> "$summary" 2>/dev/null
 fi
 cat "$summary"

@@ -17,6 +17,12 @@
 #include "graft/registry.h"
 #include "harness.h"
 
+#ifdef GRAFT_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "ops/modulated_deform_conv2d/modulated_deform_conv2d_kernels.cuh"
+#endif
+
 namespace graft::optest {
 
 namespace {
@@ -163,6 +169,9 @@ OpCaseTable modulated_deform_conv2d_cases() {
                               })));
   t.cases.push_back(mdcn_case("no_bias_forward", with(basic, [](MdcnShape& z) { z.bias = false; })));
   t.cases.push_back(mdcn_case("wider_c8_co16_g2_dg4", {2, 8, 7, 9, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 4}));
+  // A batch of 5 with groups, deform groups and stride 2 (ForwardInImageChunks below runs the CUDA
+  // forward in chunks of fewer images than that).
+  t.cases.push_back(mdcn_case("batch5_g2_dg2_stride2", {5, 4, 7, 6, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2}));
 
   // Values validate_attributes refuses by the declared ranges.
   auto bad = [&](std::string label, const MdcnShape& z, std::string attr) {
@@ -321,5 +330,114 @@ TEST(ModulatedDeformConv2d, CpuKernelRefusesInconsistentShapes) {
     EXPECT_NE(s.to_string().find(names), std::string::npos) << s.to_string();
   }
 }
+
+#ifdef GRAFT_WITH_CUDA
+// The CUDA forward runs a batch in chunks of as many images as its workspace holds: with room for 1,
+// 2 or all images, none (it allocates), and a workspace that starts off a 256-byte boundary, it must
+// match the float64 CPU reference. Chunks of 2 over 5 images end with a chunk of 1, so with 2 or 3
+// conv groups both matmul arrangements run (per group over images, per image over groups).
+TEST(ModulatedDeformConv2dCuda, ForwardInImageChunks) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    (void)cudaGetLastError();
+    GTEST_SKIP() << "no CUDA device";
+  }
+  const OpDef& def = the_op();
+  const std::vector<MdcnShape> shapes = {
+      {5, 8, 9, 7, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1, -1.5, 1.5, false},
+      {5, 8, 9, 7, 6, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2},
+      {3, 6, 6, 5, 9, 3, 3, {1, 1}, {2, 2}, {2, 2}, 3, 3},
+  };
+  std::mt19937_64 rng(23);
+  for (const MdcnShape& z : shapes) {
+    const AttributeMap attrs = attrs_of(z);
+    const auto d = dims_of(z);
+    const int n_in = z.bias ? 5 : 4;
+    for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
+      // Inputs in the tested dtype, and their exact values in float64 for the reference.
+      std::vector<Tensor> in, ref_in;
+      const double lo[] = {-2, -1.5, 0, -1, -1}, hi[] = {2, 1.5, 1, 1, 1};
+      for (int i = 0; i < n_in; ++i) {
+        Tensor t = random(DataType::kFloat64, d[i], rng, lo[i], hi[i]);
+        auto low = t.cast(dt);
+        ASSERT_TRUE(low.is_ok());
+        auto back = low->cast(DataType::kFloat64);
+        ASSERT_TRUE(back.is_ok());
+        in.push_back(*low);
+        ref_in.push_back(*back);
+      }
+      Tensor ref = Tensor::empty(DataType::kFloat64, d[5]);
+      {
+        KernelContext ctx;
+        ctx.attrs = &attrs;
+        for (int i = 0; i < 5; ++i) ctx.inputs.push_back(i < n_in ? ref_in[i].view() : TensorView{});
+        ctx.outputs = {ref.view()};
+        ASSERT_TRUE(def.run(Backend::kCPU, ctx).is_ok());
+      }
+      // Device copies of the inputs and the output.
+      std::vector<void*> owned;
+      auto device_copy = [&](const Tensor& t) {
+        void* p = nullptr;
+        EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(t.nbytes(), 1)), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+        owned.push_back(p);
+        return TensorView{p, t.dtype(), t.dims(), DeviceType::kCUDA};
+      };
+      std::vector<TensorView> dev_in;
+      for (int i = 0; i < 5; ++i) dev_in.push_back(i < n_in ? device_copy(in[i]) : TensorView{});
+      Tensor out_host = Tensor::empty(dt, d[5]);
+      const TensorView out = device_copy(out_host);
+
+      cuda::MdcnSizes s;
+      s.n = z.n, s.c = z.c, s.h = z.h, s.w = z.w, s.co = z.co, s.kh = z.kh, s.kw = z.kw;
+      s.ho = d[5][2], s.wo = d[5][3], s.sh = z.stride[0], s.sw = z.stride[1], s.ph = z.padding[0], s.pw = z.padding[1];
+      s.dh = z.dilation[0], s.dw = z.dilation[1], s.groups = z.groups, s.deform_groups = z.deform_groups;
+      auto ws_for = [&](int64_t images) {
+        return dt == DataType::kFloat32 ? cuda::modulated_deform_conv2d_forward_workspace_bytes<float>(s, images)
+                                        : cuda::modulated_deform_conv2d_forward_workspace_bytes<__half>(s, images);
+      };
+      struct Workspace {
+        std::string label;
+        size_t bytes;
+        size_t misalign;
+      };
+      const std::vector<Workspace> spaces = {{"1 image per chunk", ws_for(1), 0},
+                                             {"2 images per chunk", ws_for(2), 0},
+                                             {"2 images per chunk, unaligned", ws_for(2), 16},
+                                             {"all images", ws_for(z.n), 0},
+                                             {"no workspace", 0, 0}};
+      for (const Workspace& w : spaces) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + ", groups " + std::to_string(z.groups) + ", " + w.label);
+        void* ws = nullptr;
+        if (w.bytes > 0) {
+          ASSERT_EQ(cudaMalloc(&ws, w.bytes + w.misalign), cudaSuccess);
+        }
+        ASSERT_EQ(cudaMemset(out.data, 0xFF, out.nbytes()), cudaSuccess);  // poison: NaN everywhere
+        KernelContext ctx;
+        ctx.attrs = &attrs;
+        ctx.inputs = dev_in;
+        ctx.outputs = {out};
+        ctx.workspace = ws != nullptr ? static_cast<char*>(ws) + w.misalign : nullptr;
+        ctx.workspace_size = w.bytes;
+        Status st = def.run(Backend::kCUDA, ctx);
+        const cudaError_t sync = cudaDeviceSynchronize();
+        if (ws != nullptr) (void)cudaFree(ws);
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        ASSERT_EQ(sync, cudaSuccess) << cudaGetErrorString(sync);
+        ASSERT_EQ(cudaMemcpy(out_host.data(), out.data, out.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+        double num = 0.0, den = 0.0;
+        for (int64_t i = 0; i < ref.numel(); ++i) {
+          const double e = out_host.get(i) - ref.get(i);
+          num += e * e;
+          den += ref.get(i) * ref.get(i);
+        }
+        const double rel = std::sqrt(num / std::max(den, 1e-300));
+        EXPECT_LT(rel, dt == DataType::kFloat32 ? 1e-5 : 5e-3);  // NaN (an unwritten element) fails too
+      }
+      for (void* p : owned) (void)cudaFree(p);
+    }
+  }
+}
+#endif  // GRAFT_WITH_CUDA
 
 }  // namespace graft::optest
