@@ -31,8 +31,13 @@ class TypeProto;
 
 namespace graft {
 
+// IR versions after 10 add data types (11: float4e2m1, 12: float8e8m0, later ones more) and
+// metadata (11: multi-device configuration, a placement hint graft ignores); none changes what an
+// operator means, and a tensor of a data type graft does not know is refused by name. onnx 1.23's
+// helper.make_model writes IR 14 by default, so refusing those models would refuse most that
+// people assemble by hand.
 inline constexpr int64_t kMinIrVersion = 3;
-inline constexpr int64_t kMaxIrVersion = 10;
+inline constexpr int64_t kMaxIrVersion = 14;
 // Opsets kMinOpset..kMaxOpset are read directly; older ones are converted first
 // (opset_conversion.h). The op schemas take the semantics of 18..20 from the node's opset (Reduce*
 // and Pad axes as inputs, Split num_outputs, Resize antialias/axes/keep_aspect_ratio_policy and
