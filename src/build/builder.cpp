@@ -11,13 +11,13 @@
 #include <string>
 
 #include "build/device_passes.h"
-#include "build/plan.h"
-#include "build/tactics.h"
 #include "graft/registry.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
-#include "runtime/cpu_engine.h"
+#include "plan/engine_state.h"
+#include "plan/tactics.h"
 #include "runtime/device_engine.h"
+#include "runtime/tactic_timing.h"
 
 namespace graft {
 

@@ -8,8 +8,8 @@
 #include <set>
 #include <sstream>
 
-#include "build/plan.h"
 #include "core/checked_math.h"
+#include "plan/plan.h"
 #include "runtime/cpu_executor.h"
 
 namespace graft {

@@ -1,7 +1,12 @@
 #include "runtime/device_engine.h"
 
+#include <filesystem>
+
+#include "io/tensor_io.h"
 #include "ops/operator.h"
 #include "ops/random_attrs.h"
+#include "plan/plan.h"
+#include "runtime/cpu_engine.h"
 
 #ifdef GRAFT_WITH_CUDA
 #include "backends/cuda/cuda_engine.h"
@@ -53,6 +58,25 @@ Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const 
                "(configure with -DGRAFT_ENABLE_CUDA=ON): run it with a graft built with CUDA, or build a CPU "
                "engine from the ONNX model");
 #endif
+}
+
+// Plan loading: the plan layer reads the state, the device's runtime makes the engine.
+Result<std::shared_ptr<Engine>> Engine::deserialize(const std::string& bytes, const std::string& name_for_errors) {
+  auto st = read_plan_bytes(bytes, name_for_errors);
+  if (!st) return std::move(st).take_status();
+  // A plan that cannot run here (built for CUDA, loaded without CUDA or a GPU, or for another GPU)
+  // names the plan.
+  auto engine = make_engine_for_device(std::move(st).value(), nullptr);
+  if (!engine) return std::move(engine).take_status().with_file(name_for_errors);
+  return engine;
+}
+
+Result<std::shared_ptr<Engine>> Engine::load_plan(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return error(StatusCode::kNotFound, "plan file not found").with_file(path);
+  auto bytes = io::read_file(path);
+  if (!bytes) return std::move(bytes).take_status();
+  return deserialize(*bytes, path);
 }
 
 Result<DeviceQueries> query_device(EngineState& state) {

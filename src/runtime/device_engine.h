@@ -1,5 +1,6 @@
 // Picks the runtime for an engine state's device: the CPU engine, or (graft built with CUDA) the
-// CUDA engine. Used by the builder and by plan loading.
+// CUDA engine. Used by the builder and by plan loading (Engine::deserialize and Engine::load_plan,
+// defined in device_engine.cpp over plan/plan.h's reader).
 #pragma once
 
 #include <functional>
@@ -8,7 +9,7 @@
 #include <vector>
 
 #include "graft/engine.h"
-#include "runtime/cpu_engine.h"
+#include "plan/engine_state.h"
 
 namespace graft {
 

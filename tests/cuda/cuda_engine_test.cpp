@@ -14,7 +14,7 @@
 #include "graft/engine.h"
 #include "test_models.h"
 
-#include "build/plan.h"
+#include "plan/plan.h"
 
 #ifdef GRAFT_WITH_CUDA
 #include <cuda_runtime.h>

@@ -19,8 +19,9 @@
 #include <vector>
 
 #include "backends/cuda/cuda_ops.h"
-#include "build/tactics.h"
 #include "op_test_util.h"
+#include "plan/tactics.h"
+#include "runtime/tactic_timing.h"
 
 namespace graft::testing {
 

@@ -9,14 +9,14 @@
 #include <string>
 #include <vector>
 
-#include "build/plan.h"
-#include "build/tactics.h"
 #include "core/checked_math.h"
 #include "graft/engine.h"
 #include "graft/log.h"
 #include "graft/op.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
+#include "plan/plan.h"
+#include "plan/tactics.h"
 #include "runtime/device_engine.h"
 
 namespace graft::fuzz {

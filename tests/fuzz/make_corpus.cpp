@@ -19,12 +19,12 @@
 #include <string>
 #include <vector>
 
-#include "build/tactics.h"
 #include "graft/engine.h"
 #include "graft/log.h"
 #include "graft/op.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
+#include "plan/tactics.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace fs = std::filesystem;

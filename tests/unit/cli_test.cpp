@@ -16,8 +16,8 @@
 #include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
 
-#include "build/plan.h"
 #include "io/tensor_io.h"
+#include "plan/plan.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace graft {

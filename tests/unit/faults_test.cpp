@@ -13,9 +13,9 @@
 #include <random>
 #include <string>
 
-#include "build/tactics.h"
 #include "graft/engine.h"
 #include "io/tensor_io.h"
+#include "plan/tactics.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace graft {

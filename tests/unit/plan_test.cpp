@@ -6,8 +6,8 @@
 #include <filesystem>
 #include <random>
 
-#include "build/plan.h"
 #include "graft/engine.h"
+#include "plan/plan.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/op_test_util.h"
 

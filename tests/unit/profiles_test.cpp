@@ -5,9 +5,9 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
-#include "build/plan.h"
-#include "build/tactics.h"
 #include "graft/engine.h"
+#include "plan/plan.h"
+#include "runtime/tactic_timing.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace graft {

@@ -17,13 +17,13 @@
 #include <thread>
 #include <tuple>
 
-#include "build/plan.h"
 #include "core/checked_math.h"
 #include "graft/engine.h"
 #include "graft/op.h"
 #include "io/tensor_io.h"
 #include "onnx/importer.h"
 #include "ops/operator.h"
+#include "plan/plan.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/op_test_util.h"
 

@@ -6,9 +6,10 @@
 #include <fstream>
 #include <random>
 
-#include "build/plan.h"
-#include "build/tactics.h"
 #include "onnx/importer.h"
+#include "plan/plan.h"
+#include "plan/tactics.h"
+#include "runtime/tactic_timing.h"
 #include "tests/unit/onnx_model_builder.h"
 
 namespace graft {

@@ -11,10 +11,10 @@
 
 #include "graft/cuda_engine.h"
 #include "graft/registry.h"
-#include "build/plan.h"
 #include "onnx/importer.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
+#include "plan/plan.h"
 #include "runtime/device_engine.h"
 #include "tools/graft/build_options.h"
 #include "tools/graft/compare_options.h"

@@ -4,9 +4,9 @@
 #include <cstring>
 #include <fstream>
 
-#include "build/plan.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
+#include "plan/plan.h"
 #include "runtime/cpu_engine.h"
 #include "runtime/device_engine.h"
 #include "tools/graft/build_options.h"

@@ -21,9 +21,9 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/nn_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
-#include "build/tactics.h"
 #include "ops/layout.h"
 #include "ops/window_attrs.h"
+#include "plan/tactics.h"
 
 #include "backends/cuda/cudnn_wrap.h"
 

@@ -21,13 +21,13 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/device_memory.h"
 #include "backends/cuda/profiling_kernels.cuh"
-#include "build/plan.h"
-#include "build/tactics.h"
 #include "graft/log.h"
 #include "graph/passes.h"
 #include "graph/precision.h"
+#include "plan/tactics.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/memory_plan.h"
+#include "runtime/tactic_timing.h"
 
 namespace graft::cuda {
 

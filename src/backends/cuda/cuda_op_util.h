@@ -10,8 +10,9 @@
 
 #include "backends/cuda/cuda_kernel_common.cuh"
 #include "backends/cuda/cuda_ops.h"
-#include "build/tactics.h"
 #include "graft/status.h"
+#include "plan/tactics.h"
+#include "runtime/tactic_timing.h"
 
 namespace graft::cuda::util {
 

@@ -69,8 +69,8 @@ struct CudaExec {
   size_t workspace_size = 0;
   void* cublaslt = nullptr;         // cublasLtHandle_t owned by the execution context
   void* cudnn = nullptr;            // cudnnHandle_t owned by the execution context (nullptr if none)
-  TacticTable* tactics = nullptr;   // the engine's chosen tactics (src/build/tactics.h)
-  TacticTuning* tuning = nullptr;   // set only while the builder times tactics (may synchronize)
+  TacticTable* tactics = nullptr;   // the engine's chosen tactics (src/plan/tactics.h)
+  TacticTuning* tuning = nullptr;   // set only while tactics are timed (may synchronize)
   PreparedCache* prepared = nullptr;  // the context's; nullptr: prepare on every call
   int64_t* output_count = nullptr;    // device int64 for an op with a CountedOutput (below), else null
 };

@@ -15,7 +15,7 @@
 // A residual input R (same shape as Y) is cuBLASLt's C matrix with beta = 1.
 // GraftAttention: batched cuBLASLt (scale as alpha), softmax in place, batched cuBLASLt.
 // Every cuBLASLt call picks among the heuristic's first candidates by tactic timing at build time
-// (src/build/tactics.h), like the convolutions.
+// (src/plan/tactics.h), like the convolutions.
 // GraftElementwise: the program interpreter in fused_transformer_kernels.cu.
 #include <array>
 #include <optional>
@@ -28,8 +28,8 @@
 #include "backends/cuda/flash_attention_kernels.cuh"
 #include "backends/cuda/fused_transformer_kernels.cuh"
 #include "backends/cuda/reduce_norm_kernels.cuh"
-#include "build/tactics.h"
 #include "ops/fused_transformer_ops.h"
+#include "plan/tactics.h"
 
 namespace graft::cuda {
 namespace {

@@ -7,15 +7,15 @@
 // (key -> choice), so a second build of the same model (or of another model with the same layer
 // shapes) reads them instead of timing again. Keys name the problem completely, including the GPU's
 // compute capability and the library versions, so a cache from another machine is never misread.
+// The table and the cache file are data (plan layer); a tuning run's points, inputs and the state
+// handed to the kernels are in runtime/tactic_timing.h.
 #pragma once
 
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <vector>
 
-#include "graft/engine.h"
 #include "graft/status.h"
 
 namespace graft {
@@ -64,40 +64,6 @@ class TacticTable {
  private:
   mutable std::mutex mu_;
   std::map<std::string, Tactic> map_;
-};
-
-// What a build's tactic timing did: layers timed, found in the cache file, or already in the table.
-struct TacticStats {
-  int timed = 0, from_cache = 0;
-  double timing_ms = 0;
-};
-
-// Which shapes of an optimization profile to time at.
-enum class ProfilePoint { kMin, kOpt, kMax };
-
-// A point of one of the engine's optimization profiles (profile 0's by default).
-struct TimingPoint {
-  TimingPoint(ProfilePoint p = ProfilePoint::kOpt, int profile_index = 0) : profile(profile_index), point(p) {}
-  int profile;
-  ProfilePoint point;
-  bool operator==(const TimingPoint&) const = default;
-};
-
-// Inputs to time an engine with: every input at its static shape or its profile's `point` shape
-// (profile 0's opt by default), floating inputs uniform in [-1, 1], others 0 (index-like inputs stay
-// in range). Errors name an input that has neither. Run them on a context set to point.profile.
-Result<std::map<std::string, Tensor>> timing_inputs(const Engine& engine, TimingPoint point = {});
-
-// The points of every profile whose shapes differ from each other, profile by profile (opt, then
-// min and max): an engine with static shapes has only profile 0's opt; a dynamic batch 1..8..32 has
-// opt, min and max; a second profile adds those of its points no earlier point has. Tactics are
-// keyed by concrete shapes, so timing at each of these covers every profile's choices.
-std::vector<TimingPoint> distinct_profile_points(const Engine& engine);
-
-// Build-time tuning state handed to the kernels through their exec context (nullptr at run time).
-struct TacticTuning {
-  TacticTable* cache = nullptr;  // the timing cache file's contents (read and extended)
-  TacticStats stats;
 };
 
 }  // namespace graft

@@ -1,4 +1,4 @@
-#include "build/plan.h"
+#include "plan/plan.h"
 
 #include <onnx/onnx_pb.h>
 #include <zlib.h>
@@ -16,7 +16,6 @@
 #include "graph/passes.h"
 #include "io/tensor_io.h"
 #include "onnx/importer.h"
-#include "runtime/device_engine.h"
 
 #ifndef GRAFT_VERSION
 #define GRAFT_VERSION "0.0.0"
@@ -377,24 +376,6 @@ Status write_file_atomic(const std::string& path, const std::string& bytes) {
   if (!fs::is_directory(dir, ec))
     return error(StatusCode::kIoError, "directory '", dir.string(), "' does not exist").with_file(path);
   return io::write_file_atomic(path, bytes);  // temporary file in the same directory, fsync, rename
-}
-
-Result<std::shared_ptr<Engine>> Engine::deserialize(const std::string& bytes, const std::string& name_for_errors) {
-  auto st = read_plan_bytes(bytes, name_for_errors);
-  if (!st) return std::move(st).take_status();
-  // A plan that cannot run here (built for CUDA, loaded without CUDA or a GPU, or for another GPU)
-  // names the plan.
-  auto engine = make_engine_for_device(std::move(st).value(), nullptr);
-  if (!engine) return std::move(engine).take_status().with_file(name_for_errors);
-  return engine;
-}
-
-Result<std::shared_ptr<Engine>> Engine::load_plan(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return error(StatusCode::kNotFound, "plan file not found").with_file(path);
-  auto bytes = io::read_file(path);
-  if (!bytes) return std::move(bytes).take_status();
-  return deserialize(*bytes, path);
 }
 
 }  // namespace graft

@@ -22,7 +22,7 @@
 
 #include <string>
 
-#include "runtime/cpu_engine.h"
+#include "plan/engine_state.h"
 
 namespace graft {
 
