@@ -277,6 +277,11 @@ class CudaContext final : public CudaExecutionContext {
   std::vector<size_t> recorded_;  // bytes asked per value id this run
   size_t run_workspace_ = 0;      // most workspace bytes a layer asked for this run
   bool graphs_on_ = true, profiling_ = false, sync_check_ = false;
+  // GRAFT_CUDA_GRAPH_TRACE=1: one line per run on stderr (graph replayed, captured or why not;
+  // host time of the call) and a line whenever a plan, the arena or the workspace is made again,
+  // naming the values that outgrew the plan: why a shape set keeps running eagerly.
+  bool trace_ = false;
+  std::vector<std::string> trace_outgrown_;
   size_t last_graph_layers_ = 0;  // layers the last run replayed from a CUDA graph
   bool capturing_ = false;     // inside cudaStreamBeginCapture/EndCapture: no allocation, no sync
   bool check_layers_ = false;  // this run: synchronize after every layer (finding a failing layer)
@@ -918,6 +923,7 @@ Status CudaContext::init() {
                       mode, "'");
   }
   sync_check_ = env_on("GRAFT_CUDA_SYNC_CHECK");
+  trace_ = env_on("GRAFT_CUDA_GRAPH_TRACE");
   if (const char* c = std::getenv("GRAFT_CUDA_GRAPH_CACHE")) {
     char* end = nullptr;
     const unsigned long long n = std::strtoull(c, &end, 10);
@@ -962,6 +968,8 @@ Result<void*> CudaContext::workspace_for(size_t bytes) {
 
 Status CudaContext::ensure_workspace(size_t bytes) {
   if (bytes <= workspace_.nbytes() && workspace_.defined()) return Status::ok();
+  if (trace_)
+    std::fprintf(stderr, "graft: cuda trace: kernel workspace grows to %zu bytes (captured graphs dropped)\n", bytes);
   workspace_ = Tensor();
   drop_graphs();  // captured graphs hold the old address
   auto w = device_bytes(bytes, "the kernel workspace (the most any layer asks for)");
@@ -978,6 +986,11 @@ Result<Tensor> CudaContext::acquire(int vid, DataType dt, const std::vector<int6
       cur_->size[vid] > 0)
     return Tensor::wrap(static_cast<char*>(arena_.data()) + cur_->offset[vid], dt, dims, DeviceType::kCUDA);
   if (cur_ && cur_->planned) cur_->dirty = true;  // data-dependent size: plan again after this run
+  if (trace_ && trace_outgrown_.size() < 4)
+    trace_outgrown_.push_back("'" + v->name + "' " + std::to_string(bytes) + " bytes > " +
+                              std::to_string(cur_ && vid >= 0 && static_cast<size_t>(vid) < cur_->size.size()
+                                                 ? cur_->size[vid]
+                                                 : size_t{0}));
   const std::string what = layer ? "output '" + v->name + "' of layer '" + layer->name + "'" : "'" + v->name + "'";
   if (capturing_)
     return error(StatusCode::kInternal, what, " needs ", static_cast<uint64_t>(bytes),
@@ -1286,6 +1299,12 @@ Status CudaContext::replan(ShapePlan& p) {
     (void)cudaGraphExecDestroy(p.graph_exec);
     p.graph_exec = nullptr;
   }
+  if (trace_) {
+    std::string why;
+    for (const auto& o : trace_outgrown_) why += (why.empty() ? "" : ", ") + o;
+    std::fprintf(stderr, "graft: cuda trace: memory plan made again (%s)%s\n", why.empty() ? "first run" : why.c_str(),
+                 !arena_.defined() || arena_.nbytes() < p.plan.peak_bytes ? "; the arena grows: captured graphs dropped" : "");
+  }
   if (!arena_.defined() || arena_.nbytes() < p.plan.peak_bytes) {
     drop_graphs();
     arena_ = Tensor();
@@ -1411,6 +1430,8 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   // The device is selected by execute_in_order, the only way in.
   // Inputs: known names, all given, dtypes and shapes inside the profile.
   GRAFT_RETURN_IF_ERROR(check_input_names(g, inputs));
+  const auto trace_t0 = std::chrono::steady_clock::now();
+  trace_outgrown_.clear();
   std::vector<std::vector<int64_t>> in_dims;
   bool all_device = !g.inputs().empty();
   SymbolBindings bindings;
@@ -1471,6 +1492,19 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   // (GRAFT_CUDA_SYNC_CHECK, profiling) is impossible inside a capture, so those runs stay eager.
   bool use_graph = graphs_on_ && graph_layers > 0 && !profiling_ && !sync_check_ && !check_layers_ &&
                    !external_capture_ && plan.planned && !plan.dirty && plan.workspace_known && !plan.graph_failed;
+  std::string trace_what;
+  if (trace_ && !use_graph)
+    trace_what = std::string("eager: ") +
+                 (!graphs_on_                        ? "CUDA graphs off"
+                  : graph_layers == 0                ? "no layers a graph can hold"
+                  : profiling_                       ? "profiling"
+                  : sync_check_ || check_layers_     ? "synchronizing after every layer"
+                  : external_capture_                ? "recorded into the caller's capture"
+                  : !plan.planned                    ? "first run of this shape set (planning it)"
+                  : plan.dirty                       ? "the plan is being made again"
+                  : !plan.workspace_known            ? "kernel workspace not known yet"
+                  : plan.graph_failed                ? "capture failed before for this shape set"
+                                                     : "?");
   if (use_graph && !plan.graph_exec && plan.workspace) {
     // Allocated here, before capture begins: cudaMalloc is not allowed inside a capture.
     GRAFT_RETURN_IF_ERROR(ensure_workspace(plan.workspace));
@@ -1480,6 +1514,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     // An input outgrew its arena slot (a plan made before inputs were recorded): run eagerly this
     // time, plan again after it, and capture on the next run.
     use_graph = false;
+    trace_what = "eager: an input outgrew its arena slot";
     slots_.assign(engine_->num_values(), Slot{});
     GRAFT_RETURN_IF_ERROR(bind_inputs(inputs, stream, false));
   }
@@ -1491,6 +1526,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     if (e == cudaSuccess && sync && !partial) e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return replay_graph_failure(plan, e, inputs, outputs, stream, sync);
     last_graph_layers_ = graph_layers;
+    trace_what = "replayed";
     if (partial) {
       for (const auto& [vid, t] : plan.graph_live_dev) slots_[vid].dev = t;
       for (const auto& [vid, t] : plan.graph_live_host) slots_[vid].host = t;
@@ -1565,10 +1601,12 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
       if (e == cudaSuccess && sync && !partial) e = cudaStreamSynchronize(stream);
       if (e != cudaSuccess) return replay_graph_failure(plan, e, inputs, outputs, stream, sync);
       last_graph_layers_ = graph_layers;
+      trace_what = "captured";
       if (partial) st = run_layers(stream, false, graph_layers, n_layers);
       ran = true;
     } else {
       log_warning_once("CUDA graph capture failed (" + fail + "); this input shape set runs eagerly");
+      trace_what = "eager: capture failed (" + fail + ")";
       plan.graph_failed = true;
       plan.dirty = false;
       // A library call that failed inside the capture may leave its handle unusable: start the
@@ -1670,6 +1708,10 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   plan.workspace = std::max(plan.workspace, run_workspace_);
   plan.workspace_known = true;
   if (!plan.planned || plan.dirty) GRAFT_RETURN_IF_ERROR(replan(plan));
+  if (trace_)
+    std::fprintf(stderr, "graft: cuda trace: run %s, %zu of %zu layers from a graph, %.3f ms on the host\n",
+                 trace_what.c_str(), last_graph_layers_, n_layers,
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - trace_t0).count());
   last_plan_info_.peak_bytes = plan.plan.peak_bytes;
   last_plan_info_.total_bytes = plan.plan.total_bytes;
   last_plan_info_.num_buffers = 0;
