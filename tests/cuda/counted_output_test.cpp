@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -312,6 +313,36 @@ TEST_F(CountedOutputTest, LeadingLayersReplayFromACudaGraph) {
   cuda_ctx->set_cuda_graphs(false);
   compare_run(**cctx, **gctx, {{"x", sparse_vector(rng_, n, 0.4)}}, "graphs off");
   EXPECT_EQ(cuda_ctx->last_run_graph_layers(), 0u);
+}
+
+// An empty result (nothing passes, NonZero counts 0) must not make the plan dirty: the same input
+// replays the graph run after run instead of planning and capturing again, as Faster R-CNN did when
+// an FPN level got no boxes (GRAFT_CUDA_GRAPH_TRACE says which happened).
+TEST_F(CountedOutputTest, EmptyCountReplaysWithoutPlanningAgain) {
+  SKIP_WITHOUT_GPU();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  const int64_t n = 1024;
+  auto model = leading_part_model(n);
+  auto cpu = build(model, DeviceType::kCPU);
+  auto gpu = build(model, DeviceType::kCUDA);
+  ASSERT_TRUE(cpu && gpu);
+  setenv("GRAFT_CUDA_GRAPH_TRACE", "1", 1);  // read when the context is made
+  auto gctx = gpu->create_context();
+  unsetenv("GRAFT_CUDA_GRAPH_TRACE");
+  auto cctx = cpu->create_context();
+  ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+  // Every element negative: Relu(x - max / 2) is all zero, so y is empty.
+  Tensor x = Tensor::empty(DataType::kFloat32, {n});
+  std::uniform_real_distribution<float> u(-3.0f, -1.0f);
+  for (int64_t i = 0; i < n; ++i) x.data_as<float>()[i] = u(rng_);
+  testing::internal::CaptureStderr();
+  for (int rep = 0; rep < 3; ++rep) compare_run(**cctx, **gctx, {{"x", x}}, "warm-up " + std::to_string(rep));
+  (void)testing::internal::GetCapturedStderr();
+  testing::internal::CaptureStderr();
+  for (int rep = 0; rep < 3; ++rep) compare_run(**cctx, **gctx, {{"x", x}}, "run " + std::to_string(rep));
+  const std::string trace = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(trace.find("memory plan made again"), std::string::npos) << trace;
+  EXPECT_NE(trace.find("run replayed"), std::string::npos) << trace;
 }
 
 TEST_F(CountedOutputTest, NonMaxSuppressionThenGatherMatchesCpu) {
