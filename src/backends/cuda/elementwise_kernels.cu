@@ -16,11 +16,13 @@ __device__ __forceinline__ float unary_f(UnaryOp op, float x, float a, float b) 
   switch (op) {
     case UnaryOp::kRelu: return x < 0.f ? 0.f : x;
     case UnaryOp::kLeakyRelu: return x < 0.f ? a * x : x;
-    case UnaryOp::kSigmoid: {
-      if (x >= 0.f) return 1.f / (1.f + expf(-x));
-      float e = expf(x);
-      return e / (1.f + e);
-    }
+    // ONNX's definition, 1 / (1 + exp(-x)), as its reference implementation and PyTorch's CUDA
+    // kernel write it, so a float32 engine gives PyTorch's values bit for bit (expf(-x) overflows
+    // to inf below -88 and the result is 0, as there). The split by sign it replaces (e / (1 + e)
+    // for x < 0) rounds differently by an ulp: in Faster R-CNN, objectness probabilities an ulp
+    // apart reordered near-equal proposals, changed which box the RPN's NMS kept, and so a few of
+    // each image's detections. The fused kernels (GraftElementwise, conv epilogues) already did this.
+    case UnaryOp::kSigmoid: return 1.f / (1.f + expf(-x));
     case UnaryOp::kTanh: return tanhf(x);
     case UnaryOp::kErf: return erff(x);
     case UnaryOp::kGeluErf: return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
