@@ -210,6 +210,18 @@ void compare_run(graft::ExecutionContext& cpu, graft::ExecutionContext& gpu, con
   }
 }
 
+// Runs host input `x` on the CPU context and its device copy on the GPU context (outputs allocated
+// by the engines).
+void run_device_input(graft::ExecutionContext& cpu, graft::ExecutionContext& gpu, const Tensor& x,
+                      std::map<std::string, Tensor>* want, std::map<std::string, Tensor>* got) {
+  auto dx = x.to_device();
+  ASSERT_TRUE(dx.is_ok()) << dx.status().to_string();
+  auto cs = cpu.run({{"x", x}}, *want);
+  ASSERT_TRUE(cs.is_ok()) << cs.to_string();
+  auto gs = gpu.run({{"x", *dx}}, *got);
+  ASSERT_TRUE(gs.is_ok()) << gs.to_string();
+}
+
 class CountedOutputTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -248,13 +260,8 @@ TEST_F(CountedOutputTest, NonZeroThenGatherUsesTheRealShape) {
     compare_run(**cctx, **gctx, {{"x", sparse_vector(rng_, n, zeros)}}, "zeros " + std::to_string(zeros));
 
   // Device input, no preallocated outputs: the outputs come back on the GPU with the real dims.
-  const Tensor x = sparse_vector(rng_, n, 0.3);
-  auto dx = x.to_device();
-  ASSERT_TRUE(dx.is_ok()) << dx.status().to_string();
   std::map<std::string, Tensor> want, got;
-  ASSERT_TRUE((*cctx)->run({{"x", x}}, want).is_ok());
-  auto st = (*gctx)->run({{"x", *dx}}, got);
-  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_NO_FATAL_FAILURE(run_device_input(**cctx, **gctx, sparse_vector(rng_, n, 0.3), &want, &got));
   EXPECT_EQ(got.at("y").device(), DeviceType::kCUDA);
   expect_same(got.at("y"), want.at("y"), "device input, y");
   auto* cuda_ctx = dynamic_cast<graft::CudaExecutionContext*>(gctx->get());
@@ -299,13 +306,8 @@ TEST_F(CountedOutputTest, LeadingLayersReplayFromACudaGraph) {
   EXPECT_GE(replays, 4) << "the leading part was replayed in too few runs";
   EXPECT_EQ(cuda_ctx->captured_graphs(), 1u);
   // Device input, outputs allocated by the engine.
-  const Tensor x = sparse_vector(rng_, n, 0.3);
-  auto dx = x.to_device();
-  ASSERT_TRUE(dx.is_ok()) << dx.status().to_string();
   std::map<std::string, Tensor> want, got;
-  ASSERT_TRUE((*cctx)->run({{"x", x}}, want).is_ok());
-  auto st = (*gctx)->run({{"x", *dx}}, got);
-  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_NO_FATAL_FAILURE(run_device_input(**cctx, **gctx, sparse_vector(rng_, n, 0.3), &want, &got));
   expect_same(got.at("y"), want.at("y"), "device input, y");
   expect_same(got.at("sx"), want.at("sx"), "device input, sx");
   EXPECT_EQ(cuda_ctx->last_run_graph_layers(), graph_layers);
