@@ -855,10 +855,63 @@ def run_model(args, name, commit):
     return out
 
 
+# The plot's contenders: record field, label, colour.
+PLOT_SERIES = (("graft_ms", "graft FP16", "#4c72b0"), ("graft_fp32_ms", "graft FP32", "#8fb0d9"),
+               ("eager_ms", "PyTorch eager FP16", "#dd8452"), ("compile_ms", "torch.compile FP16", "#55a868"))
+
+
+def plot(records, path):
+    """Milliseconds per run of every contender, per (model, batch), log scale; an x marks a contender
+    without a number. Returns the path, or None without matplotlib."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("detection: matplotlib is not importable: no plot written", file=sys.stderr, flush=True)
+        return None
+    rows = sorted(records, key=lambda r: (r.get("model", ""), r.get("batch", 0)))
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6, 1.6 * len(rows) + 2), 4.5))
+    width = 0.8 / len(PLOT_SERIES)
+    values = []
+    for i, (field, label, color) in enumerate(PLOT_SERIES):
+        xs, ys = [], []
+        for j, r in enumerate(rows):
+            x = j + (i - (len(PLOT_SERIES) - 1) / 2) * width
+            v = zoo_plot.num(r.get(field))
+            if v is not None and v > 0 and math.isfinite(v):
+                xs.append(x)
+                ys.append(v)
+            else:
+                ax.plot([x], [0.03], marker="x", color=color, transform=ax.get_xaxis_transform(), clip_on=False)
+        ax.bar(xs, ys, width, color=color, label=label)
+        values += ys
+    ax.set_yscale("log")
+    if values:
+        ax.set_ylim(min(values) / 1.5, max(values) * 1.5)
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{r.get('model')}\nbatch {r.get('batch')}" for r in rows], fontsize=8)
+    ax.set_ylabel("ms per run (log; lower is better)")
+    commits = ", ".join(sorted({str(r.get("commit")) for r in rows}))
+    gpus = ", ".join(sorted({str(r.get("gpu") or r.get("device")) for r in rows}))
+    ax.set_title(f"detection models, dynamic batch, in one process ({gpus}, commit {commits}; x: no number)",
+                 fontsize=9)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def save(out_dir, records):
     os.makedirs(out_dir, exist_ok=True)
     zoo._write_json_atomic(os.path.join(out_dir, "detection.json"), zoo_plot.json_safe(records))
     text = summary(records)
+    if plot(records, os.path.join(out_dir, "detection.png")):
+        text += "\n![graft, PyTorch eager and torch.compile per model and batch](detection.png)\n"
     with open(os.path.join(out_dir, "detection.md"), "w") as f:
         f.write(text)
     return text
