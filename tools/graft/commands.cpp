@@ -172,6 +172,14 @@ Command add_run_command(CLI::App& app) {
     // Throughput over the timed quantity: for a GPU-resident CUDA run the copies, timed apart, are
     // not in it.
     stats.qps = timed_s > 0 ? static_cast<double>(latency.size()) / timed_s : 0;
+    // How much of the last timed run a CUDA graph replayed (all, the layers before a data-dependent
+    // one, or none): a dynamic engine that keeps running eagerly shows here first.
+    std::optional<std::pair<size_t, size_t>> graph_layers;
+    if (auto* cuda_ctx = dynamic_cast<CudaExecutionContext*>(ctx.get())) {
+      const nlohmann::json d = nlohmann::json::parse(engine->describe_json(), nullptr, false);
+      if (!d.is_discarded() && d.contains("cuda") && d["cuda"].contains("layers"))
+        graph_layers = std::make_pair(cuda_ctx->last_run_graph_layers(), d["cuda"]["layers"].size());
+    }
     std::vector<LayerTiming> layers;
     if (layer_profile) {
       auto* cuda_ctx = dynamic_cast<CudaExecutionContext*>(ctx.get());
@@ -227,6 +235,10 @@ Command add_run_command(CLI::App& app) {
         t["compute_ms"] = latency_json(summarize_latencies(column(timed.iterations, &IterationTimes::compute_ms), 0));
         t["d2h_ms"] = latency_json(summarize_latencies(column(timed.iterations, &IterationTimes::d2h_ms), 0));
       }
+      if (graph_layers) {
+        t["cuda_graph_layers"] = graph_layers->first;
+        t["layers"] = graph_layers->second;
+      }
       j["timing"] = std::move(t);
       if (*profile) j["profile"] = layer_timings_json(layers);
       if (!infer->compare.empty()) j["compare"] = compare_report;
@@ -248,6 +260,12 @@ Command add_run_command(CLI::App& app) {
         std::printf("%s", format_latency_line("GPU Compute Time", summarize_latencies(column(timed.iterations, &IterationTimes::compute_ms), 0)).c_str());
         std::printf("%s", format_latency_line("D2H Latency", summarize_latencies(column(timed.iterations, &IterationTimes::d2h_ms), 0)).c_str());
       }
+      if (graph_layers)
+        std::printf("CUDA graphs: the last timed run replayed %zu of %zu layers from a CUDA graph%s\n",
+                    graph_layers->first, graph_layers->second,
+                    graph_layers->first == graph_layers->second ? ""
+                    : graph_layers->first ? " (the rest ran eagerly; GRAFT_CUDA_GRAPH_TRACE=1 says why)"
+                                          : " (GRAFT_CUDA_GRAPH_TRACE=1 says why)");
       if (*profile)
         std::printf("per-layer profile (one run, CUDA graphs off):\n%s", format_layer_timings(layers).c_str());
       if (versus) std::printf("%s", format_comparison(*versus).c_str());
