@@ -16,6 +16,7 @@
 #include "onnx/importer.h"
 #include "plan/engine_state.h"
 #include "plan/tactics.h"
+#include "runtime/cpu_executor.h"
 #include "runtime/device_engine.h"
 #include "runtime/tactic_timing.h"
 
@@ -258,7 +259,7 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   for (; rounds < kMaxFoldRounds; ++rounds) {
     s = infer_shapes(g);
     if (!s) return s.with_file(name);
-    auto folded = fold_constants(g);
+    auto folded = fold_constants(g, run_node_cpu);  // folding runs the CPU reference kernels
     if (!folded) return std::move(folded).take_status().with_file(name);
     folded_total += *folded;
     if (*folded == 0) break;

@@ -23,10 +23,22 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
 // sym_value, and checks that declared graph-output dtypes and (constant) dims agree.
 Status infer_shapes(Graph& graph);
 
-// Nodes whose inputs are all constant are run on the CPU at build time; values whose sym_value is
-// fully constant become constants. Outputs above kMaxFoldElements elements are left alone.
+// Concrete dims of a node's outputs over concrete inputs, without running it (size limits before
+// a kernel allocates). An output whose size its kernel decides (output_shape_from_kernel) may stay
+// symbolic. Errors carry the node's name and op type.
+Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std::vector<const Tensor*>& inputs);
+
+// Runs one node over constant inputs and returns its outputs (an undefined Tensor for an omitted
+// one), as the runtime's CPU executor does (run_node_cpu, runtime/cpu_executor.h). Folding takes it
+// as a parameter because the graph layer includes no runtime: the builder passes it in.
+using NodeEvaluator =
+    std::function<Result<std::vector<Tensor>>(const Node& node, const std::vector<const Tensor*>& inputs)>;
+
+// Nodes whose inputs are all constant are run through `evaluate` at build time; values whose
+// sym_value is fully constant become constants. Outputs above kMaxFoldElements elements are left
+// alone. A node `evaluate` answers kUnsupported for stays in the graph.
 inline constexpr int64_t kMaxFoldElements = int64_t{16} << 20;
-Result<int> fold_constants(Graph& graph);
+Result<int> fold_constants(Graph& graph, const NodeEvaluator& evaluate);
 
 // Conv followed by BatchNormalization (constant weights and statistics) becomes one Conv.
 Result<int> fold_batchnorm(Graph& graph);

@@ -10,35 +10,6 @@
 
 namespace graft {
 
-Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std::vector<const Tensor*>& inputs) {
-  std::vector<TensorDesc> in_descs(inputs.size());
-  std::vector<InferContext::InputInfo> infos(inputs.size());
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!inputs[i]) continue;
-    in_descs[i] = desc_of_value(*inputs[i]);
-    infos[i].desc = &in_descs[i];
-    // Kernels read host values for data-dependent shapes (Reshape, Range...): device tensors have none.
-    if (inputs[i]->device() == DeviceType::kCPU) infos[i].value = inputs[i];
-  }
-  std::vector<TensorDesc> out;
-  std::vector<std::optional<std::vector<Dim>>> syms;
-  GRAFT_RETURN_IF_ERROR(infer_node(node, infos, &out, &syms));
-  // An op whose kernel sizes its outputs (NonZero, NonMaxSuppression) keeps symbolic dimensions here:
-  // its known rank and constant dims are checked against what the kernel allocates.
-  const bool from_kernel = output_shape_from_kernel(node);
-  for (size_t o = 0; o < node.outputs.size(); ++o) {
-    if (!node.outputs[o]) continue;
-    if (from_kernel && o < out.size() && out[o].shape) continue;
-    // A sequence or optional is made whole by its kernel; the shapes it holds may differ.
-    if (o < out.size() && !out[o].is_tensor()) continue;
-    if (o >= out.size() || !out[o].shape || !shape_is_static(*out[o].shape))
-      return error(StatusCode::kInternal, "output ", static_cast<uint64_t>(o), " has no concrete shape (",
-                   o < out.size() ? out[o].to_string() : std::string("missing"), ") for concrete inputs")
-          .with_node(node.name, node.op_type);
-  }
-  return out;
-}
-
 Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<const Tensor*>& inputs) {
   auto descs = infer_node_concrete(node, inputs);
   if (!descs) return std::move(descs).take_status();

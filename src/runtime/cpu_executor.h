@@ -1,5 +1,6 @@
 // Runs one node on the CPU reference backend: infer with concrete shapes and host values, allocate
-// (and poison) outputs, call the kernel. Shared by the runtime and build-time constant folding.
+// (and poison) outputs, call the kernel. Shared by the runtime and build-time constant folding (the
+// builder hands it to fold_constants as its NodeEvaluator, graph/passes.h).
 #pragma once
 
 #include <map>
@@ -17,8 +18,5 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
 // Every name in `inputs` is an input of `g`; the error lists the graph's inputs. Shared by the CPU
 // and CUDA execution contexts.
 Status check_input_names(const Graph& g, const std::map<std::string, Tensor>& inputs);
-
-// Concrete dims of a node's outputs without running it (for size limits).
-Result<std::vector<TensorDesc>> infer_node_concrete(const Node& node, const std::vector<const Tensor*>& inputs);
 
 }  // namespace graft

@@ -8,12 +8,32 @@
 #include "plan/plan.h"
 #include "runtime/cpu_engine.h"
 
-#ifdef GRAFT_WITH_CUDA
-#include "backends/cuda/cuda_engine.h"
-#include "backends/cuda/cuda_ops.h"
-#endif
-
 namespace graft {
+
+void DeviceBackendRegistry::add(DeviceType device, DeviceBackend backend) {
+  for (auto& [d, b] : backends_)
+    if (d == device) {
+      b = backend;
+      return;
+    }
+  backends_.emplace_back(device, backend);
+}
+
+const DeviceBackend* DeviceBackendRegistry::find(DeviceType device) const {
+  for (const auto& [d, b] : backends_)
+    if (d == device) return &b;
+  return nullptr;
+}
+
+const DeviceBackend* find_device_backend(DeviceType device) {
+  // Filled once, thread-safely, then only read.
+  static const DeviceBackendRegistry registry = [] {
+    DeviceBackendRegistry r;
+    register_builtin_backends(r);
+    return r;
+  }();
+  return registry.find(device);
+}
 
 Status check_values_run_on(const Graph& g, DeviceType device) {
   if (device == DeviceType::kCPU) return Status::ok();
@@ -50,14 +70,12 @@ Status check_values_run_on(const Graph& g, DeviceType device) {
 Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const BuilderConfig* config) {
   if (state.device == DeviceType::kCPU) return make_cpu_engine(std::move(state));
   GRAFT_RETURN_IF_ERROR(check_values_run_on(*state.graph, state.device));
-#ifdef GRAFT_WITH_CUDA
-  return cuda::make_cuda_engine(std::move(state), config);
-#else
-  (void)config;
+  if (const DeviceBackend* backend = find_device_backend(state.device))
+    return backend->make_engine(std::move(state), config);
+  // CUDA is the only device besides the CPU, so a missing backend means a graft built without it.
   return error(StatusCode::kUnsupported, "this engine is for device cuda, but this graft was built without CUDA "
                "(configure with -DGRAFT_ENABLE_CUDA=ON): run it with a graft built with CUDA, or build a CPU "
                "engine from the ONNX model");
-#endif
 }
 
 // Plan loading: the plan layer reads the state, the device's runtime makes the engine.
@@ -83,40 +101,26 @@ Result<DeviceQueries> query_device(EngineState& state) {
   if (state.device == DeviceType::kCPU)
     return error(StatusCode::kInternal, "the CPU engine has no device passes to answer queries for");
   GRAFT_RETURN_IF_ERROR(check_values_run_on(*state.graph, state.device));
-#ifdef GRAFT_WITH_CUDA
-  return cuda::query_cuda_device(state);
-#else
+  if (const DeviceBackend* backend = find_device_backend(state.device)) return backend->query_device(state);
   GRAFT_RETURN_IF_ERROR(check_device_compiled(state.device));
   return error(StatusCode::kUnsupported, "no runtime for device ", static_cast<int>(state.device));
-#endif
 }
 
 Status check_device_compiled(DeviceType device) {
-#ifndef GRAFT_WITH_CUDA
-  if (device == DeviceType::kCUDA)
+  if (device == DeviceType::kCUDA && !find_device_backend(device))
     return error(StatusCode::kUnsupported, "a CUDA engine needs CUDA, but this graft was built without CUDA "
                  "(configure with -DGRAFT_ENABLE_CUDA=ON); build a CPU engine instead");
-#endif
-  (void)device;
   return Status::ok();
 }
 
 bool builtin_has_cuda_kernel(const std::string& op_type) {
-#ifdef GRAFT_WITH_CUDA
-  return cuda::find_cuda_op(op_type) != nullptr;
-#else
-  (void)op_type;
-  return false;
-#endif
+  const DeviceBackend* cuda = find_device_backend(DeviceType::kCUDA);
+  return cuda && cuda->has_builtin_kernel(op_type);
 }
 
 Status select_cuda_device(int ordinal) {
-#ifdef GRAFT_WITH_CUDA
-  return cuda::select_device(ordinal);
-#else
-  (void)ordinal;
+  if (const DeviceBackend* cuda = find_device_backend(DeviceType::kCUDA)) return cuda->select_device(ordinal);
   return check_device_compiled(DeviceType::kCUDA);
-#endif
 }
 
 }  // namespace graft

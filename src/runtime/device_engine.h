@@ -1,11 +1,13 @@
-// Picks the runtime for an engine state's device: the CPU engine, or (graft built with CUDA) the
-// CUDA engine. Used by the builder and by plan loading (Engine::deserialize and Engine::load_plan,
-// defined in device_engine.cpp over plan/plan.h's reader).
+// Picks the runtime for an engine state's device: the CPU engine, or the device backend registered
+// for it (the CUDA engine, in a graft built with CUDA). Used by the builder and by plan loading
+// (Engine::deserialize and Engine::load_plan, defined in device_engine.cpp over plan/plan.h's reader).
+// The runtime includes no backend: a backend reaches it through DeviceBackend below.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graft/engine.h"
@@ -25,6 +27,36 @@ struct DeviceQueries {
   // The inputs of `node` the device reads on the host (shape tensors): they keep their dtype.
   std::function<std::vector<int>(const Node&)> host_inputs;
 };
+
+// What the runtime needs of a device backend (src/backends/<device>). Every entry is set.
+struct DeviceBackend {
+  // Makes the engine for a state of this device. `config` may be nullptr (plan load).
+  Result<std::shared_ptr<Engine>> (*make_engine)(EngineState state, const BuilderConfig* config) = nullptr;
+  // What query_device answers for this device.
+  Result<DeviceQueries> (*query_device)(EngineState& state) = nullptr;
+  // Makes device `ordinal` the calling thread's current one (select_cuda_device).
+  Status (*select_device)(int ordinal) = nullptr;
+  // Whether the backend has a kernel for the builtin (default-domain) op `op_type`.
+  bool (*has_builtin_kernel)(const std::string& op_type) = nullptr;
+};
+
+// The backends compiled into this libgraft add themselves here. Defined in src/backends (the one
+// place that knows which backends were built) and called once, on the runtime's first lookup, the
+// way OpRegistry::global() calls register_graft_ops: an explicit call, not static initializers,
+// which the linker may drop and which run in no set order.
+class DeviceBackendRegistry {
+ public:
+  void add(DeviceType device, DeviceBackend backend);
+  const DeviceBackend* find(DeviceType device) const;
+
+ private:
+  std::vector<std::pair<DeviceType, DeviceBackend>> backends_;
+};
+void register_builtin_backends(DeviceBackendRegistry& registry);
+
+// The backend registered for `device`; nullptr for the CPU (the runtime's own engine) and for a
+// device this graft was built without.
+const DeviceBackend* find_device_backend(DeviceType device);
 
 // Sets up `state.device` for a build and answers its queries (CUDA: selects the backend and
 // records the compute capability and device name in the state). An error for the CPU (it has no

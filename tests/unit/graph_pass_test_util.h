@@ -30,7 +30,7 @@ inline std::unique_ptr<Graph> load(const OnnxModelBuilder& b) {
   std::unique_ptr<Graph> graph = std::move(g).value();
   remove_identities(*graph);
   EXPECT_TRUE(infer_shapes(*graph).is_ok());
-  auto folded = fold_constants(*graph);
+  auto folded = fold_constants(*graph, run_node_cpu);
   EXPECT_TRUE(folded.is_ok()) << folded.status().to_string();
   EXPECT_TRUE(infer_shapes(*graph).is_ok());
   return graph;

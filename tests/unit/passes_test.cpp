@@ -99,7 +99,7 @@ TEST(Passes, ConstantFoldingAndDeadNodes) {
   // Folding prunes the now unused initializers: keep them for the check.
   const Tensor a = *(*g)->find_value("a")->constant;
   const Tensor b = *(*g)->find_value("b")->constant;
-  auto folded = fold_constants(**g);
+  auto folded = fold_constants(**g, run_node_cpu);
   ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
   EXPECT_EQ(*folded, 2);
   const Value* r = (*g)->find_value("r");
@@ -125,7 +125,7 @@ TEST(Passes, ShapeOfStaticTensorFoldsToConstant) {
   auto g = import_onnx_bytes(m.bytes(), "shape.onnx");
   ASSERT_TRUE(g.is_ok()) << g.status().to_string();
   ASSERT_TRUE(infer_shapes(**g).is_ok());
-  auto folded = fold_constants(**g);
+  auto folded = fold_constants(**g, run_node_cpu);
   ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
   eliminate_dead_nodes(**g);
   const Value* tail = (*g)->find_value("tail");
