@@ -320,40 +320,26 @@ __device__ __forceinline__ T combine(ScatterRed red, T cur, T u) {
   return Elem<T>::st(r);
 }
 
-// *addr = combine(*addr, u) atomically, by compare-and-swap on the (enclosing 4-byte) word.
+// *addr = combine(*addr, u) atomically, by compare-and-swap on the element's own bytes. 2-byte
+// elements use the 16-bit atomicCAS (sm_70 and later): a CAS on the enclosing 4-byte word would
+// read past the end of a buffer whose last element starts a word (compute-sanitizer memcheck
+// caught it on a 105-element float16 output).
 template <typename T>
 __device__ void atomic_combine(T* addr, T u, ScatterRed red) {
-  if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
-    using W = std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>;
-    W* a = reinterpret_cast<W*>(addr);
-    W old = *a, assumed;
-    do {
-      assumed = old;
-      T cur;
-      memcpy(&cur, &assumed, sizeof(T));
-      const T nv = combine(red, cur, u);
-      W bits;
-      memcpy(&bits, &nv, sizeof(T));
-      old = atomicCAS(a, assumed, bits);
-    } while (assumed != old);
-  } else {
-    static_assert(sizeof(T) == 2, "2-, 4- or 8-byte elements");
-    const uintptr_t p = reinterpret_cast<uintptr_t>(addr);
-    unsigned int* a = reinterpret_cast<unsigned int*>(p & ~uintptr_t(3));
-    const int shift = (p & 2) ? 16 : 0;
-    unsigned int old = *a, assumed;
-    do {
-      assumed = old;
-      const uint16_t cur_bits = static_cast<uint16_t>((assumed >> shift) & 0xffffu);
-      T cur;
-      memcpy(&cur, &cur_bits, 2);
-      const T nv = combine(red, cur, u);
-      uint16_t nb;
-      memcpy(&nb, &nv, 2);
-      const unsigned int word = (assumed & ~(0xffffu << shift)) | (static_cast<unsigned int>(nb) << shift);
-      old = atomicCAS(a, assumed, word);
-    } while (assumed != old);
-  }
+  static_assert(sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "2-, 4- or 8-byte elements");
+  using W = std::conditional_t<sizeof(T) == 2, unsigned short int,
+                               std::conditional_t<sizeof(T) == 4, unsigned int, unsigned long long>>;
+  W* a = reinterpret_cast<W*>(addr);
+  W old = *a, assumed;
+  do {
+    assumed = old;
+    T cur;
+    memcpy(&cur, &assumed, sizeof(T));
+    const T nv = combine(red, cur, u);
+    W bits;
+    memcpy(&bits, &nv, sizeof(T));
+    old = atomicCAS(a, assumed, bits);
+  } while (assumed != old);
 }
 
 template <typename E, typename I>
