@@ -229,62 +229,6 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
   std::map<const Value*, size_t> last_use_;
 };
 
-Status check_input(const Value& v, const Tensor& t, const EngineState& st, int profile, SymbolBindings& bindings) {
-  const TensorDesc& d = v.desc;
-  if (t.kind() != d.kind)
-    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects a ", value_kind_name(d.kind), " (",
-                 d.to_string(), ") but was given a ", value_kind_name(t.kind()));
-  if (!d.is_tensor()) {
-    // A container's tensors may have any shape (profiles cover tensors); dtype and rank as declared.
-    if (d.dtype != DataType::kUndefined && t.dtype() != d.dtype)
-      return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects a ", value_kind_name(d.kind), " of ",
-                   dtype_name(d.dtype), " but was given one of ", dtype_name(t.dtype()));
-    // Inference took the declared shape for every tensor inside: each must have its rank and fixed dims.
-    const std::vector<Tensor>* held = &t.items();
-    if (t.kind() == ValueKind::kOptionalSequence && !held->empty()) held = &(*held)[0].items();
-    for (size_t k = 0; d.shape && k < held->size(); ++k) {
-      const std::vector<int64_t>& dims = (*held)[k].dims();
-      bool ok = dims.size() == d.shape->size();
-      for (size_t i = 0; ok && i < dims.size(); ++i) ok = !(*d.shape)[i].is_const() || (*d.shape)[i].value() == dims[i];
-      if (!ok)
-        return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects ", d.to_string(), " but tensor ",
-                     static_cast<uint64_t>(k), " it holds has shape ", dims_to_string(dims));
-    }
-    return Status::ok();
-  }
-  if (t.dtype() != d.dtype)
-    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects dtype ", dtype_name(d.dtype),
-                 " but was given ", dtype_name(t.dtype()));
-  const Shape& s = *d.shape;
-  // A caller's tensor (Tensor::wrap) may claim any dims: one whose element or byte count overflows
-  // int64 would make every size computed from it wrap.
-  if (!checked_nbytes(t.dims(), dtype_size(t.dtype())))
-    return error(StatusCode::kInvalidArgument, "input '", v.name, "' has shape ", dims_to_string(t.dims()),
-                 ", with a negative dimension or more elements or bytes than fit in a 64-bit integer");
-  if (static_cast<size_t>(t.rank()) != s.size())
-    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects rank ",
-                 static_cast<uint64_t>(s.size()), " (shape ", shape_to_string(s), ") but was given shape ",
-                 dims_to_string(t.dims()));
-  for (size_t i = 0; i < s.size(); ++i) {
-    int64_t given = t.dims()[i];
-    if (s[i].is_const()) {
-      if (given != s[i].value())
-        return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
-                     " must be ", s[i].value(), " (shape ", shape_to_string(s), ") but was given ", given,
-                     " (shape ", dims_to_string(t.dims()), ")");
-      continue;
-    }
-    if (s[i].is_symbol()) {
-      auto [it, inserted] = bindings.emplace(s[i].symbol_name(), given);
-      if (!inserted && it->second != given)
-        return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
-                     " ('", s[i].symbol_name(), "') is ", given, " but another input set '",
-                     s[i].symbol_name(), "' to ", it->second);
-    }
-  }
-  return check_input_in_profile(st, profile, v, t.dims());
-}
-
 // True when t's bytes overlap the buffer of any of the caller's input tensors.
 bool aliases_any_input(const Tensor& t, const std::map<std::string, Tensor>& inputs) {
   if (!t.data() || t.nbytes() == 0) return false;
@@ -436,6 +380,62 @@ const EngineState* cpu_engine_state(const Engine& engine) {
 Result<std::shared_ptr<Engine>> make_cpu_engine(EngineState state) {
   if (!state.graph) return error(StatusCode::kInternal, "engine without a graph");
   return std::shared_ptr<Engine>(std::make_shared<CpuEngine>(std::move(state)));
+}
+
+Status check_input(const Value& v, const Tensor& t, const EngineState& st, int profile, SymbolBindings& bindings) {
+  const TensorDesc& d = v.desc;
+  if (t.kind() != d.kind)
+    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects a ", value_kind_name(d.kind), " (",
+                 d.to_string(), ") but was given a ", value_kind_name(t.kind()));
+  if (!d.is_tensor()) {
+    // A container's tensors may have any shape (profiles cover tensors); dtype and rank as declared.
+    if (d.dtype != DataType::kUndefined && t.dtype() != d.dtype)
+      return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects a ", value_kind_name(d.kind), " of ",
+                   dtype_name(d.dtype), " but was given one of ", dtype_name(t.dtype()));
+    // Inference took the declared shape for every tensor inside: each must have its rank and fixed dims.
+    const std::vector<Tensor>* held = &t.items();
+    if (t.kind() == ValueKind::kOptionalSequence && !held->empty()) held = &(*held)[0].items();
+    for (size_t k = 0; d.shape && k < held->size(); ++k) {
+      const std::vector<int64_t>& dims = (*held)[k].dims();
+      bool ok = dims.size() == d.shape->size();
+      for (size_t i = 0; ok && i < dims.size(); ++i) ok = !(*d.shape)[i].is_const() || (*d.shape)[i].value() == dims[i];
+      if (!ok)
+        return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects ", d.to_string(), " but tensor ",
+                     static_cast<uint64_t>(k), " it holds has shape ", dims_to_string(dims));
+    }
+    return Status::ok();
+  }
+  if (t.dtype() != d.dtype)
+    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects dtype ", dtype_name(d.dtype),
+                 " but was given ", dtype_name(t.dtype()));
+  const Shape& s = *d.shape;
+  // A caller's tensor (Tensor::wrap) may claim any dims: one whose element or byte count overflows
+  // int64 would make every size computed from it wrap.
+  if (!checked_nbytes(t.dims(), dtype_size(t.dtype())))
+    return error(StatusCode::kInvalidArgument, "input '", v.name, "' has shape ", dims_to_string(t.dims()),
+                 ", with a negative dimension or more elements or bytes than fit in a 64-bit integer");
+  if (static_cast<size_t>(t.rank()) != s.size())
+    return error(StatusCode::kInvalidArgument, "input '", v.name, "' expects rank ",
+                 static_cast<uint64_t>(s.size()), " (shape ", shape_to_string(s), ") but was given shape ",
+                 dims_to_string(t.dims()));
+  for (size_t i = 0; i < s.size(); ++i) {
+    int64_t given = t.dims()[i];
+    if (s[i].is_const()) {
+      if (given != s[i].value())
+        return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
+                     " must be ", s[i].value(), " (shape ", shape_to_string(s), ") but was given ", given,
+                     " (shape ", dims_to_string(t.dims()), ")");
+      continue;
+    }
+    if (s[i].is_symbol()) {
+      auto [it, inserted] = bindings.emplace(s[i].symbol_name(), given);
+      if (!inserted && it->second != given)
+        return error(StatusCode::kInvalidArgument, "input '", v.name, "' dimension ", static_cast<uint64_t>(i),
+                     " ('", s[i].symbol_name(), "') is ", given, " but another input set '",
+                     s[i].symbol_name(), "' to ", it->second);
+    }
+  }
+  return check_input_in_profile(st, profile, v, t.dims());
 }
 
 }  // namespace graft

@@ -37,25 +37,9 @@ const DeviceBackend* find_device_backend(DeviceType device) {
 
 Status check_values_run_on(const Graph& g, DeviceType device) {
   if (device == DeviceType::kCPU) return Status::ok();
-  auto refuse = [&](const Value* v) {
-    return error(StatusCode::kUnsupported, "value '", v->name, "' is a ", value_kind_name(v->desc.kind), " (",
-                 v->desc.to_string(), "): sequence and optional values run on the CPU engine only, not on ",
-                 device_name(device), "; build a CPU engine for this model");
-  };
-  for (const Value* v : g.inputs())
-    if (!v->desc.is_tensor()) return refuse(v);
+  // Sequences and optionals run on a device engine too: its CPU reference keeps them on the host
+  // (CudaEngine::init places every layer that makes or reads one there).
   for (const auto& n : g.nodes()) {
-    for (const Value* v : n->outputs)
-      if (v && !v->desc.is_tensor()) return refuse(v).with_node(n->name, n->op_type);
-    // A subgraph's values keep their imported descs (inference never writes into a subgraph), so
-    // an op that makes or reads containers is what tells there; the ones that only pass them on
-    // (Identity, control flow) get them from such an op or from the main graph.
-    const BuiltinOp* op = n->custom_op ? nullptr : find_builtin_op(n->op_type);
-    const bool passes_on = n->op_type == "Identity" || n->op_type == "If" || n->op_type == "Loop" || n->op_type == "Scan";
-    if (op && op->takes_containers && !passes_on)
-      return error(StatusCode::kUnsupported, n->op_type, " makes or reads sequence or optional values, which run on ",
-                   "the CPU engine only, not on ", device_name(device), "; build a CPU engine for this model")
-          .with_node(n->name, n->op_type);
     if (node_is_random(*n))
       return error(StatusCode::kUnsupported, n->op_type == "Dropout" ? "Dropout in training mode with a nonzero "
                    "ratio draws a random mask: " : "", kRandomOpsCpuOnly, " (not ", device_name(device), ")")

@@ -88,6 +88,16 @@ bool env_on(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
+// Whether the node makes or reads a sequence or optional value (in its own inputs and outputs; a
+// control-flow node's subgraphs run on the CPU reference with it anyway).
+bool touches_containers(const Node& n) {
+  for (const Value* v : n.inputs)
+    if (v && !v->desc.is_tensor()) return true;
+  for (const Value* v : n.outputs)
+    if (v && !v->desc.is_tensor()) return true;
+  return false;
+}
+
 // Whether the GPU runs this node with its current dtypes; `why` says what is missing otherwise.
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   *op_out = nullptr;
@@ -489,6 +499,11 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     L.node = &node;
     if (!node.custom_op && (node.op_type == "Shape" || node.op_type == "Size")) {
       L.where = Where::kCpuMeta;
+    } else if (touches_containers(node)) {
+      // Sequences and optionals are host objects holding tensors: the CPU reference builds and
+      // reads them, with copies of the tensors it takes from or gives to GPU layers.
+      L.where = Where::kCpuFallback;
+      L.why = "it makes or reads sequence or optional values, which the CUDA engine keeps on the host";
     } else {
       // Read only on the host by its consumers (and not a graph output): keep it on the host.
       bool host_only = true, any_use = false;
@@ -655,7 +670,8 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
   }
   if (all_static) {
     std::vector<std::vector<int64_t>> in_dims;
-    for (const Value* v : g.inputs()) in_dims.push_back(shape_values(*v->desc.shape));
+    for (const Value* v : g.inputs())
+      in_dims.push_back(v->desc.is_tensor() ? shape_values(*v->desc.shape) : std::vector<int64_t>{});
     static_key_ = shape_key(in_dims);
     std::vector<BufferRequest> rq;
     for (size_t id = 0; id < uses_.size(); ++id)
@@ -1445,26 +1461,16 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
       return error(StatusCode::kInvalidArgument, "input '", v->name, "' (", v->desc.to_string(), ") was not given");
     const Tensor& t = it->second;
     if (!t.defined()) return error(StatusCode::kInvalidArgument, "input '", v->name, "' is an empty tensor handle");
-    if (t.dtype() != v->desc.dtype)
-      return error(StatusCode::kInvalidArgument, "input '", v->name, "' expects dtype ", dtype_name(v->desc.dtype),
-                   " but was given ", dtype_name(t.dtype()));
-    const Shape& s = *v->desc.shape;
-    if (static_cast<size_t>(t.rank()) != s.size())
-      return error(StatusCode::kInvalidArgument, "input '", v->name, "' expects shape ", shape_to_string(s),
-                   " but was given ", dims_text(t.dims()));
-    for (size_t i = 0; i < s.size(); ++i) {
-      const int64_t given = t.dims()[i];
-      if (s[i].is_const() && given != s[i].value())
-        return error(StatusCode::kInvalidArgument, "input '", v->name, "' dimension ", static_cast<uint64_t>(i),
-                     " must be ", s[i].value(), " (shape ", shape_to_string(s), ") but was given ", given);
-      if (s[i].is_symbol()) {
-        auto [bit, inserted] = bindings.emplace(s[i].symbol_name(), given);
-        if (!inserted && bit->second != given)
-          return error(StatusCode::kInvalidArgument, "input '", v->name, "' dimension '", s[i].symbol_name(), "' is ",
-                       given, " but another input set it to ", bit->second);
-      }
+    // The CPU context's checks (kind, dtype, shape, symbols, the selected profile's range), so both
+    // refuse the same inputs with the same words.
+    GRAFT_RETURN_IF_ERROR(check_input(*v, t, es, profile_, bindings));
+    if (!t.is_tensor()) {
+      // A sequence or optional stays on the host for the layers that read it (the CPU reference:
+      // see CudaEngine::init); its tensors' shapes do not key the plan, which sizes device buffers.
+      all_device = false;
+      in_dims.emplace_back();
+      continue;
     }
-    GRAFT_RETURN_IF_ERROR(check_input_in_profile(es, profile_, *v, t.dims()));  // the selected profile's range
     all_device &= t.device() == DeviceType::kCUDA;
     in_dims.push_back(t.dims());
   }
@@ -1654,6 +1660,10 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
       if (id < 0 || (!slots_[id].dev.defined() && !slots_[id].host.defined()))
         return error(StatusCode::kInternal, "graph output '", v->name, "' was not computed");
       src = slots_[id].dev.defined() ? &slots_[id].dev : &slots_[id].host;
+    }
+    if (!src->is_tensor()) {  // a sequence or optional, built on the host: handed back whole
+      outputs[v->name] = *src;
+      continue;
     }
     auto oit = outputs.find(v->name);
     Tensor dst;

@@ -1,0 +1,163 @@
+// Sequences and optionals in a CUDA engine. They are host objects holding tensors, so the layers
+// that make or read them run on the CPU reference (CudaEngine::init) while the tensor layers around
+// them run on the GPU, with copies between the two. Each model is checked against the CPU engine on
+// fresh random data, with host and with device inputs, several runs in a row (the later ones replay
+// the leading GPU layers from a CUDA graph).
+#ifdef GRAFT_WITH_CUDA
+
+#include <gtest/gtest.h>
+
+#include "cuda_engine_fixture.h"
+
+namespace graft_cuda_test {
+namespace {
+
+// A graph value of a container type: seq(float32) or optional(float32[dims]).
+void container_value(onnx::ValueInfoProto* vi, const std::string& name, graft::ValueKind kind, DataType dt,
+                     const std::vector<int64_t>& dims = {}) {
+  vi->set_name(name);
+  onnx::TypeProto* tp = vi->mutable_type();
+  if (graft::is_optional_kind(kind)) tp = tp->mutable_optional_type()->mutable_elem_type();
+  if (kind == graft::ValueKind::kSequence || kind == graft::ValueKind::kOptionalSequence)
+    tp = tp->mutable_sequence_type()->mutable_elem_type();
+  auto* tt = tp->mutable_tensor_type();
+  tt->set_elem_type(static_cast<int>(dt));
+  for (int64_t d : dims) tt->mutable_shape()->add_dim()->set_dim_value(d);
+}
+
+// x [batch, 8]: three GPU layers, then a sequence of two of their results on the host, one item
+// taken back out and added on the GPU; the sequence and its length are outputs too.
+OnnxModelBuilder sequence_model() {
+  OnnxModelBuilder m(17);
+  m.input("x", DataType::kFloat32, {"batch", 8});
+  m.node("Relu", {"x"}, {"r"});
+  m.node("Neg", {"r"}, {"nr"});
+  m.node("Mul", {"nr", "x"}, {"m"});
+  m.node("SequenceConstruct", {"m", "x"}, {"s"});
+  m.constant("one", graft::Tensor::scalar_int64(1));
+  m.node("SequenceAt", {"s", "one"}, {"back"});
+  m.node("Add", {"back", "m"}, {"y"});
+  m.node("SequenceLength", {"s"}, {"n"});
+  m.output("y", DataType::kFloat32, {"batch", 8});
+  m.output("n", DataType::kInt64, {});
+  container_value(m.model().mutable_graph()->add_output(), "s", graft::ValueKind::kSequence, DataType::kFloat32);
+  return m;
+}
+
+// A sequence given as an input: its item 0 squared on the GPU.
+OnnxModelBuilder sequence_input_model() {
+  OnnxModelBuilder m(17);
+  container_value(m.model().mutable_graph()->add_input(), "xs", graft::ValueKind::kSequence, DataType::kFloat32);
+  m.constant("zero", graft::Tensor::scalar_int64(0));
+  m.node("SequenceAt", {"xs", "zero"}, {"t"});
+  m.node("Mul", {"t", "t"}, {"sq"});
+  m.node("Relu", {"sq"}, {"y"});
+  m.output("y", DataType::kFloat32);
+  return m;
+}
+
+// An optional wrapping a GPU result, unwrapped and used again on the GPU.
+OnnxModelBuilder optional_model() {
+  OnnxModelBuilder m(18);
+  m.input("x", DataType::kFloat32, {4, 5});
+  m.node("Sigmoid", {"x"}, {"sg"});
+  m.node("Optional", {"sg"}, {"o"});
+  m.node("OptionalHasElement", {"o"}, {"has"});
+  m.node("OptionalGetElement", {"o"}, {"g"});
+  m.node("Mul", {"g", "x"}, {"y"});
+  m.output("y", DataType::kFloat32, {4, 5});
+  m.output("has", DataType::kBool, {});
+  return m;
+}
+
+class CudaContainersTest : public CudaEngineTest {
+ protected:
+  // Runs `m` on the CPU engine and on a CUDA engine (host inputs, then device tensors where the
+  // input is a tensor), `runs` times each, and checks every output against the CPU engine's.
+  void check(const OnnxModelBuilder& m, const std::map<std::string, Tensor>& in, int runs = 3) {
+    SCOPED_TRACE("random seed " + std::to_string(seed_));
+    auto cpu = build(m, graft::DeviceType::kCPU);
+    std::vector<std::string> warnings;
+    auto gpu = build(m, graft::DeviceType::kCUDA, false, {}, &warnings);
+    ASSERT_TRUE(cpu && gpu);
+    EXPECT_EQ(gpu->device(), graft::DeviceType::kCUDA);
+    auto cctx = cpu->create_context();
+    auto gctx = gpu->create_context();
+    ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+    const auto want = run(**cctx, in);
+    std::map<std::string, Tensor> din;
+    for (const auto& [k, v] : in) din[k] = v.is_tensor() ? to_device(v) : v;
+    for (int r = 0; r < 2 * runs; ++r) {
+      const bool device_inputs = r >= runs;
+      std::map<std::string, Tensor> got;
+      auto st = (*gctx)->run(device_inputs ? din : in, got);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      for (const auto& [name, w] : want) {
+        ASSERT_TRUE(got.count(name)) << name;
+        const Tensor& g = got.at(name);
+        ASSERT_EQ(g.kind(), w.kind()) << name;
+        const std::vector<Tensor> gi = g.is_tensor() ? std::vector<Tensor>{g} : g.items();
+        const std::vector<Tensor> wi = w.is_tensor() ? std::vector<Tensor>{w} : w.items();
+        ASSERT_EQ(gi.size(), wi.size()) << name;
+        for (size_t k = 0; k < wi.size(); ++k) {
+          const Tensor h = to_host(gi[k]);
+          ASSERT_EQ(h.dtype(), wi[k].dtype()) << name << " item " << k;
+          ASSERT_EQ(h.dims(), wi[k].dims()) << name << " item " << k;
+          EXPECT_LT(rel_err(h, wi[k]), 1e-6) << name << " item " << k << " run " << r;
+        }
+      }
+    }
+  }
+};
+
+TEST_F(CudaContainersTest, SequenceBetweenGpuLayers) {
+  REQUIRE_GPU();
+  for (int64_t batch : {3, 5}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    check(sequence_model(), {{"x", rand_t({batch, 8}, rng_)}});
+  }
+}
+
+TEST_F(CudaContainersTest, SequenceInput) {
+  REQUIRE_GPU();
+  auto xs = graft::Tensor::sequence(DataType::kFloat32, {rand_t({2, 7}, rng_),
+                                                         rand_t({3}, rng_)});
+  ASSERT_TRUE(xs.is_ok()) << xs.status().to_string();
+  check(sequence_input_model(), {{"xs", *xs}});
+  // A tensor where the sequence belongs: refused naming the input, as by the CPU engine.
+  auto gpu = build(sequence_input_model(), graft::DeviceType::kCUDA);
+  ASSERT_TRUE(gpu);
+  auto ctx = gpu->create_context();
+  ASSERT_TRUE(ctx.is_ok());
+  std::map<std::string, Tensor> out;
+  auto st = (*ctx)->run({{"xs", rand_t({2}, rng_)}}, out);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("input 'xs' expects a sequence"), std::string::npos) << st.to_string();
+}
+
+TEST_F(CudaContainersTest, OptionalAroundAGpuResult) {
+  REQUIRE_GPU();
+  check(optional_model(), {{"x", rand_t({4, 5}, rng_)}});
+}
+
+// The build says where the container layers run, and a strict build refuses them.
+TEST_F(CudaContainersTest, ContainerLayersAreNamedAsHostLayers) {
+  REQUIRE_GPU();
+  std::vector<std::string> warnings;
+  auto gpu = build(sequence_model(), graft::DeviceType::kCUDA, false, {}, &warnings);
+  ASSERT_TRUE(gpu);
+  bool named = false;
+  for (const auto& w : warnings) named |= w.find("sequence or optional values") != std::string::npos;
+  EXPECT_TRUE(named) << "no build warning says why the sequence layers run on the CPU reference";
+  graft::BuilderConfig strict;
+  strict.device = graft::DeviceType::kCUDA;
+  strict.strict_device = true;
+  auto refused = graft::Engine::build_from_onnx_bytes(sequence_model().bytes(), strict, "seq.onnx");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_EQ(refused.status().code(), graft::StatusCode::kUnsupported);
+}
+
+}  // namespace
+}  // namespace graft_cuda_test
+
+#endif  // GRAFT_WITH_CUDA
