@@ -124,6 +124,21 @@ TEST_F(CudaContainersTest, SequenceInput) {
                                                          rand_t({3}, rng_)});
   ASSERT_TRUE(xs.is_ok()) << xs.status().to_string();
   check(sequence_input_model(), {{"xs", *xs}});
+  // The same sequence holding GPU tensors: copied to the host for the layers that read it.
+  auto dxs = graft::Tensor::sequence(DataType::kFloat32, {to_device(xs->items()[0]), to_device(xs->items()[1])});
+  ASSERT_TRUE(dxs.is_ok()) << dxs.status().to_string();
+  {
+    auto cpu = build(sequence_input_model(), graft::DeviceType::kCPU);
+    auto gpu = build(sequence_input_model(), graft::DeviceType::kCUDA);
+    ASSERT_TRUE(cpu && gpu);
+    auto cctx = cpu->create_context();
+    auto gctx = gpu->create_context();
+    ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+    const auto want = run(**cctx, {{"xs", *xs}});
+    const auto got = run(**gctx, {{"xs", *dxs}});
+    ASSERT_TRUE(got.count("y"));
+    EXPECT_LT(rel_err(to_host(got.at("y")), want.at("y")), 1e-6);
+  }
   // A tensor where the sequence belongs: refused naming the input, as by the CPU engine.
   auto gpu = build(sequence_input_model(), graft::DeviceType::kCUDA);
   ASSERT_TRUE(gpu);

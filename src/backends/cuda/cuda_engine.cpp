@@ -1342,10 +1342,30 @@ Status CudaContext::replan(ShapePlan& p) {
 
 // Graph inputs: device tensors are read in place; host tensors are copied when a GPU layer reads
 // them. Under a CUDA graph every input is copied into its arena slot (the graph bakes addresses).
+// A sequence or optional with every tensor it holds on the host (the CPU reference reads them
+// there): tensors the caller put on the GPU are copied.
+static Result<Tensor> host_container(const Tensor& c) {
+  if (c.is_tensor()) return c.to_host();
+  std::vector<Tensor> items;
+  for (const Tensor& t : c.items()) {
+    GRAFT_ASSIGN_OR_RETURN(Tensor h, host_container(t));
+    items.push_back(std::move(h));
+  }
+  if (c.kind() == ValueKind::kSequence) return Tensor::sequence(c.dtype(), std::move(items));
+  if (items.empty()) return Tensor::optional(c.kind(), c.dtype());
+  return Tensor::optional(c.kind(), c.dtype(), std::move(items[0]));
+}
+
 Status CudaContext::bind_inputs(const std::map<std::string, Tensor>& inputs, cudaStream_t stream, bool into_arena) {
   for (const Value* v : engine_->graph().inputs()) {
     const int id = engine_->value_id(v);
     const Tensor& t = inputs.at(v->name);
+    if (!t.is_tensor()) {
+      auto h = host_container(t);
+      if (!h) return std::move(h).take_status();
+      slots_[id].host = std::move(h).value();
+      continue;
+    }
     if (into_arena && engine_->uses()[id].device_buffer) {
       auto d = acquire(id, t.dtype(), t.dims(), v, nullptr);
       if (!d) return std::move(d).take_status();
@@ -1661,8 +1681,8 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
         return error(StatusCode::kInternal, "graph output '", v->name, "' was not computed");
       src = slots_[id].dev.defined() ? &slots_[id].dev : &slots_[id].host;
     }
-    if (!src->is_tensor()) {  // a sequence or optional, built on the host: handed back whole
-      outputs[v->name] = *src;
+    if (!src->is_tensor()) {  // a sequence or optional, built on the host: a copy the caller owns
+      outputs[v->name] = src->clone();
       continue;
     }
     auto oit = outputs.find(v->name);
