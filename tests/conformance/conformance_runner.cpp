@@ -21,7 +21,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <cerrno>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -52,6 +54,7 @@ struct Options {
   bool list_unsupported = false;
   int64_t max_elements = 50'000'000;
   int timeout_s = 60;
+  int jobs = 1;  // cases run at once, each in its own child process
   std::string device = "cpu";  // cuda: the same cases through the CUDA engine (GPU kernels, CPU fallbacks)
 };
 
@@ -408,16 +411,30 @@ nlohmann::json to_json(const CaseResult& r) {
           {"max_abs", r.max_abs}, {"max_rel", r.max_rel}, {"data_sets", r.data_sets}, {"random_outputs", r.random_outputs}};
 }
 
-CaseResult run_isolated(const fs::path& dir, const Options& opt) {
+// One case running in a forked child, which reports its CaseResult as JSON through a pipe. The
+// parent starts and watches every child from one thread (no fork from a threaded process), so
+// `--jobs` cases run at once with each still isolated: a crash or a hang fails only its own case.
+struct Child {
+  pid_t pid = -1;
+  int fd = -1;
+  std::string msg;
+  std::chrono::steady_clock::time_point deadline;
+};
+
+std::optional<Child> start_child(const fs::path& dir, const Options& opt, CaseResult* failed) {
   int fds[2];
-  if (pipe(fds) != 0) return make_result(Outcome::kFail, "pipe() failed");
+  if (pipe(fds) != 0) {
+    *failed = make_result(Outcome::kFail, "pipe() failed");
+    return std::nullopt;
+  }
   std::fflush(stdout);
   std::fflush(stderr);
   pid_t pid = fork();
   if (pid < 0) {
     close(fds[0]);
     close(fds[1]);
-    return make_result(Outcome::kFail, "fork() failed");
+    *failed = make_result(Outcome::kFail, "fork() failed");
+    return std::nullopt;
   }
   if (pid == 0) {
     close(fds[0]);
@@ -438,32 +455,23 @@ CaseResult run_isolated(const fs::path& dir, const Options& opt) {
     _exit(0);
   }
   close(fds[1]);
-  std::string msg;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.timeout_s);
-  bool timed_out = false;
-  char buf[4096];
-  while (true) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    int rc = poll(&p, 1, static_cast<int>(std::min<int64_t>(left, 1000)));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc <= 0) continue;
-    ssize_t n = read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    msg.append(buf, static_cast<size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
+  Child c;
+  c.pid = pid;
+  c.fd = fds[0];
+  c.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.timeout_s);
+  return c;
+}
+
+// The result of a child whose pipe closed (or whose time ran out: `timed_out`, then it is killed).
+CaseResult finish_child(Child& c, bool timed_out, const Options& opt) {
+  close(c.fd);
+  if (timed_out) kill(c.pid, SIGKILL);
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(c.pid, &status, 0);
   if (timed_out) return make_result(Outcome::kFail, fmt::format("timed out after {} s", opt.timeout_s));
   if (WIFSIGNALED(status))
     return make_result(Outcome::kFail, fmt::format("crashed with signal {} ({})", WTERMSIG(status), strsignal(WTERMSIG(status))));
-  auto j = nlohmann::json::parse(msg, nullptr, false);
+  auto j = nlohmann::json::parse(c.msg, nullptr, false);
   if (!j.is_object()) return make_result(Outcome::kFail, fmt::format("child exited ({}) without a result", WEXITSTATUS(status)));
   CaseResult r;
   r.outcome = static_cast<Outcome>(j["outcome"].get<int>());
@@ -475,6 +483,53 @@ CaseResult run_isolated(const fs::path& dir, const Options& opt) {
   r.data_sets = j["data_sets"];
   r.random_outputs = j["random_outputs"].get<std::vector<std::string>>();
   return r;
+}
+
+// Runs every case, up to opt.jobs at once, and calls done(index, result, seconds) as each ends.
+template <typename Done>
+void run_all_isolated(const std::vector<std::pair<std::string, fs::path>>& cases, const Options& opt, Done done) {
+  std::map<size_t, Child> running;
+  std::map<size_t, std::chrono::steady_clock::time_point> started;
+  size_t next = 0;
+  char buf[4096];
+  while (next < cases.size() || !running.empty()) {
+    while (next < cases.size() && running.size() < static_cast<size_t>(std::max(1, opt.jobs))) {
+      const size_t i = next++;
+      started[i] = std::chrono::steady_clock::now();
+      CaseResult failed;
+      auto c = start_child(cases[i].second, opt, &failed);
+      if (c) {
+        running.emplace(i, std::move(*c));
+      } else {
+        done(i, std::move(failed), 0.0);
+      }
+    }
+    std::vector<pollfd> fds;
+    std::vector<size_t> which;
+    for (const auto& [i, c] : running) {
+      fds.push_back(pollfd{c.fd, POLLIN, 0});
+      which.push_back(i);
+    }
+    if (fds.empty()) continue;
+    const int rc = poll(fds.data(), fds.size(), 200);
+    if (rc < 0 && errno != EINTR) break;
+    const auto now = std::chrono::steady_clock::now();
+    for (size_t k = 0; k < fds.size(); ++k) {
+      Child& c = running.at(which[k]);
+      bool ended = false, timed_out = false;
+      if (rc > 0 && (fds[k].revents & (POLLIN | POLLHUP | POLLERR))) {
+        const ssize_t n = read(c.fd, buf, sizeof buf);
+        if (n > 0) c.msg.append(buf, static_cast<size_t>(n));
+        else ended = true;
+      }
+      if (!ended && now >= c.deadline) ended = timed_out = true;
+      if (!ended) continue;
+      CaseResult r = finish_child(c, timed_out, opt);
+      const double secs = std::chrono::duration<double>(now - started[which[k]]).count();
+      running.erase(which[k]);
+      done(which[k], std::move(r), secs);
+    }
+  }
 }
 
 // The op types of a case, for attribution when the child died before reporting them.
@@ -509,6 +564,8 @@ int main(int argc, char** argv) {
   app.add_flag("--list-unsupported", opt.list_unsupported, "List every unsupported case with its reason");
   app.add_option("--max-elements", opt.max_elements, "Skip cases whose inputs exceed this many elements");
   app.add_option("--timeout", opt.timeout_s, "Seconds allowed per case")->check(CLI::PositiveNumber);
+  app.add_option("-j,--jobs", opt.jobs, "Cases run at once, each in its own process (default 1)")
+      ->check(CLI::Range(1, 256));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -546,11 +603,22 @@ int main(int argc, char** argv) {
   Counts total;
   std::vector<std::pair<std::string, CaseResult>> failures, unsupported_cases, skipped_cases, random_cases;
   auto t0 = std::chrono::steady_clock::now();
-  for (const auto& [id, dir] : cases) {
-    auto c0 = std::chrono::steady_clock::now();
-    CaseResult r = run_isolated(dir, opt);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - c0).count();
-    if (r.ops.empty()) r.ops = scan_ops(dir);
+  // Results are tallied in case order once all have run; each is printed as it ends (with -v).
+  std::vector<CaseResult> results(cases.size());
+  run_all_isolated(cases, opt, [&](size_t i, CaseResult r, double secs) {
+    if (r.ops.empty()) r.ops = scan_ops(cases[i].second);
+    if (opt.verbose || r.outcome == Outcome::kFail) {
+      std::string ops;
+      for (const auto& o : r.ops) ops += (ops.empty() ? "" : ",") + o;
+      std::printf("%-11s %-60s [%s] %.2fs%s%s\n", outcome_name(r.outcome), cases[i].first.c_str(), ops.c_str(), secs,
+                  r.reason.empty() ? "" : "  ", r.reason.c_str());
+      std::fflush(stdout);
+    }
+    results[i] = std::move(r);
+  });
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string& id = cases[i].first;
+    const CaseResult& r = results[i];
     total.add(r.outcome);
     if (r.outcome == Outcome::kUnsupported) {
       for (const std::string& op : r.blamed) per_op[op].add(r.outcome);
@@ -560,13 +628,6 @@ int main(int argc, char** argv) {
       if (r.outcome == Outcome::kFail) failures.push_back({id, r});
       if (r.outcome == Outcome::kSkipped) skipped_cases.push_back({id, r});
       if (!r.random_outputs.empty()) random_cases.push_back({id, r});
-    }
-    if (opt.verbose || r.outcome == Outcome::kFail) {
-      std::string ops;
-      for (const auto& o : r.ops) ops += (ops.empty() ? "" : ",") + o;
-      std::printf("%-11s %-60s [%s] %.2fs%s%s\n", outcome_name(r.outcome), id.c_str(), ops.c_str(), secs,
-                  r.reason.empty() ? "" : "  ", r.reason.c_str());
-      std::fflush(stdout);
     }
   }
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
