@@ -4,7 +4,6 @@
 
 #include "io/tensor_io.h"
 #include "ops/operator.h"
-#include "ops/random_attrs.h"
 #include "plan/plan.h"
 #include "runtime/cpu_engine.h"
 
@@ -55,10 +54,6 @@ Status check_values_run_on(const Graph& g, DeviceType device) {
     if (op && op->takes_containers && !passes_on)
       return error(StatusCode::kUnsupported, n->op_type, " makes or reads sequence or optional values, which run on ",
                    "the CPU engine only, not on ", device_name(device), "; build a CPU engine for this model")
-          .with_node(n->name, n->op_type);
-    if (node_is_random(*n))
-      return error(StatusCode::kUnsupported, n->op_type == "Dropout" ? "Dropout in training mode with a nonzero "
-                   "ratio draws a random mask: " : "", kRandomOpsCpuOnly, " (not ", device_name(device), ")")
           .with_node(n->name, n->op_type);
     for (const auto& [attr, sub] : n->subgraphs)
       if (Status st = check_values_run_on(*sub, device); !st)

@@ -67,9 +67,8 @@ Result<DeviceQueries> query_device(EngineState& state);
 // checked before a build imports anything.
 Status check_device_compiled(DeviceType device);
 
-// Sequences and optionals (ValueKind) have no device form, and random ops (node_is_random,
-// ops/random_attrs.h) no device generator: kUnsupported for any device but the CPU when `g` (or a
-// subgraph of it) has one, naming the value or the node. Checked when a CUDA engine is built and
+// Sequences and optionals (ValueKind) have no device form: kUnsupported for any device but the CPU
+// when `g` (or a subgraph of it) has one, naming the value or the node. Checked when a CUDA engine is built and
 // when a plan is loaded onto one.
 Status check_values_run_on(const Graph& g, DeviceType device);
 
