@@ -14,8 +14,7 @@
 #include "test_models.h"
 
 #ifdef GRAFT_WITH_CUDA
-#include <cuda_runtime.h>
-
+#include "cuda_engine_fixture.h"
 #include "graft/cuda_engine.h"
 #endif
 
@@ -25,15 +24,6 @@ using namespace graft_cuda_test;
 using graft::DeviceType;
 
 #ifdef GRAFT_WITH_CUDA
-
-bool have_gpu() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  return n > 0;
-}
 
 // x[n] -> RandomUniformLike(low, high, seed?) -> r; y = r + x. Outputs r and y.
 OnnxModelBuilder uniform_like_model(int64_t n, float low, float high, const float* seed) {
@@ -98,7 +88,7 @@ class CudaRandomEngine : public ::testing::Test {
 };
 
 TEST_F(CudaRandomEngine, UnseededDrawsFreshValuesOnEveryGraphReplay) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible: skipped";
+  REQUIRE_GPU();
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const float low = -1.5f, high = 2.5f;
   std::vector<Tensor> rs;
@@ -107,15 +97,17 @@ TEST_F(CudaRandomEngine, UnseededDrawsFreshValuesOnEveryGraphReplay) {
   int graph_runs = 0;
   for (size_t i = 0; i < rs.size(); ++i) {
     graph_runs += graphed[i];
-    if (i) EXPECT_FALSE(same(rs[i], rs[i - 1])) << "run " << i << (graphed[i] ? " (CUDA graph)" : " (eager)")
-                                                << " repeated the previous run's draw";
+    if (i) {
+      EXPECT_FALSE(same(rs[i], rs[i - 1])) << "run " << i << (graphed[i] ? " (CUDA graph)" : " (eager)")
+                                           << " repeated the previous run's draw";
+    }
   }
   // Runs after the first replay the captured graph; at least two of them, or the test proves nothing.
   EXPECT_GE(graph_runs, 2) << "the engine should replay its CUDA graph";
 }
 
 TEST_F(CudaRandomEngine, SeededDrawsTheSameValuesOnEveryRun) {
-  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU visible: skipped";
+  REQUIRE_GPU();
   SCOPED_TRACE("seed " + std::to_string(seed_));
   const float low = 0.25f, high = 0.75f, seed = static_cast<float>(seed_ % 100000);
   std::vector<Tensor> rs;
