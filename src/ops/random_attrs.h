@@ -1,13 +1,15 @@
 // The random ops (RandomUniform, RandomNormal, RandomUniformLike, RandomNormalLike, Bernoulli,
 // Multinomial, and Dropout in training mode): their attributes, read once here for the schema
 // (src/ops/random_ops.cpp) and the CPU kernels (src/backends/cpu/random.cpp), so both refuse a bad
-// node with the same words, naming the attribute; and which nodes draw random numbers, which
-// constant folding must leave alone and a device engine refuses.
+// node with the same words, naming the attribute; the CUDA ops (src/backends/cuda/random_ops.cpp)
+// read them here too. And which nodes draw random numbers, which constant folding must leave alone.
 //
-// Seeds: ONNX leaves the generator to the runtime, so graft's streams are its own (a 64-bit
-// Mersenne Twister, std::mt19937_64, seeded through SplitMix64) and differ from ONNX Runtime's or
-// NumPy's for the same seed. A node with a seed draws the same values on every run, as ONNX's
-// reference implementation does; a node without one draws fresh values each run.
+// Seeds: ONNX leaves the generator to the runtime, so graft's streams are its own and differ from
+// ONNX Runtime's or NumPy's for the same seed: the CPU engine draws from a 64-bit Mersenne Twister
+// (std::mt19937_64) seeded through SplitMix64, the CUDA engine from cuRAND's Philox4x32-10, one
+// stream per element; the two engines give different values for the same seed. A node with a seed
+// draws the same values on every run, as ONNX's reference implementation does; a node without one
+// draws fresh values each run (on CUDA, replays of a captured CUDA graph included).
 #pragma once
 
 #include <cstdint>
@@ -49,10 +51,5 @@ bool node_is_random(const Node& n);
 
 // Dropout's ratio in training mode: in [0, 1); the error names input 1 (ratio).
 Status check_dropout_ratio(double ratio);
-
-// Why a device engine refuses a random node (device_engine.cpp, the CUDA Dropout op).
-inline constexpr const char* kRandomOpsCpuOnly =
-    "random ops run on the CPU engine only for now (graft has no device generator); build a CPU engine for "
-    "this model";
 
 }  // namespace graft

@@ -3,8 +3,8 @@
 // unless the dtype attribute is given), Bernoulli (opset 15; input 0 holds probabilities, output
 // its shape) and Multinomial (opset 7; [batch, classes] log probabilities to [batch, sample_size]
 // class indices). Attributes are checked here, so a bad node fails at build time naming the
-// attribute (src/ops/random_attrs.h). Kernels: src/backends/cpu/random.cpp. Constant folding never
-// runs these nodes (node_is_random), and a device engine refuses them.
+// attribute (src/ops/random_attrs.h). Kernels: src/backends/cpu/random.cpp and
+// src/backends/cuda/random_ops.cpp. Constant folding never runs these nodes (node_is_random).
 #include <vector>
 
 #include "backends/cpu/random.h"

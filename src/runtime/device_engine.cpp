@@ -4,7 +4,6 @@
 
 #include "io/tensor_io.h"
 #include "ops/operator.h"
-#include "ops/random_attrs.h"
 #include "plan/plan.h"
 #include "runtime/cpu_engine.h"
 
@@ -35,25 +34,8 @@ const DeviceBackend* find_device_backend(DeviceType device) {
   return registry.find(device);
 }
 
-Status check_values_run_on(const Graph& g, DeviceType device) {
-  if (device == DeviceType::kCPU) return Status::ok();
-  // Sequences and optionals run on a device engine too: its CPU reference keeps them on the host
-  // (CudaEngine::init places every layer that makes or reads one there).
-  for (const auto& n : g.nodes()) {
-    if (node_is_random(*n))
-      return error(StatusCode::kUnsupported, n->op_type == "Dropout" ? "Dropout in training mode with a nonzero "
-                   "ratio draws a random mask: " : "", kRandomOpsCpuOnly, " (not ", device_name(device), ")")
-          .with_node(n->name, n->op_type);
-    for (const auto& [attr, sub] : n->subgraphs)
-      if (Status st = check_values_run_on(*sub, device); !st)
-        return Status(st.code(), "subgraph '" + attr + "': " + st.to_string()).with_node(n->name, n->op_type);
-  }
-  return Status::ok();
-}
-
 Result<std::shared_ptr<Engine>> make_engine_for_device(EngineState state, const BuilderConfig* config) {
   if (state.device == DeviceType::kCPU) return make_cpu_engine(std::move(state));
-  GRAFT_RETURN_IF_ERROR(check_values_run_on(*state.graph, state.device));
   if (const DeviceBackend* backend = find_device_backend(state.device))
     return backend->make_engine(std::move(state), config);
   // CUDA is the only device besides the CPU, so a missing backend means a graft built without it.
@@ -84,7 +66,6 @@ Result<std::shared_ptr<Engine>> Engine::load_plan(const std::string& path) {
 Result<DeviceQueries> query_device(EngineState& state) {
   if (state.device == DeviceType::kCPU)
     return error(StatusCode::kInternal, "the CPU engine has no device passes to answer queries for");
-  GRAFT_RETURN_IF_ERROR(check_values_run_on(*state.graph, state.device));
   if (const DeviceBackend* backend = find_device_backend(state.device)) return backend->query_device(state);
   GRAFT_RETURN_IF_ERROR(check_device_compiled(state.device));
   return error(StatusCode::kUnsupported, "no runtime for device ", static_cast<int>(state.device));

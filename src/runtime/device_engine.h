@@ -67,12 +67,6 @@ Result<DeviceQueries> query_device(EngineState& state);
 // checked before a build imports anything.
 Status check_device_compiled(DeviceType device);
 
-// Random ops (node_is_random, ops/random_attrs.h) have no device generator: kUnsupported for any
-// device but the CPU when `g` (or a subgraph of it) has one, naming the node. (Sequences and
-// optionals are allowed: a device engine keeps them on the host.) Checked when a CUDA engine is
-// built and when a plan is loaded onto one.
-Status check_values_run_on(const Graph& g, DeviceType device);
-
 // Whether this build of graft has a CUDA kernel for the builtin (default-domain) op `op_type`.
 // False in a build without CUDA.
 bool builtin_has_cuda_kernel(const std::string& op_type);

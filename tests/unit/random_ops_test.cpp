@@ -401,21 +401,18 @@ TEST(RandomGraph, ConstantFoldingLeavesRandomNodes) {
   EXPECT_EQ(testing::count_op(*inference, "Dropout"), 0);
 }
 
-TEST(RandomGraph, DeviceEnginesRefuseNamingTheNode) {
-  auto g = testing::load(random_over_constants());
-  ASSERT_TRUE(g);
-  EXPECT_TRUE(check_values_run_on(*g, DeviceType::kCPU).is_ok());
-  Status st = check_values_run_on(*g, DeviceType::kCUDA);
-  ASSERT_FALSE(st.is_ok());
-  EXPECT_EQ(st.code(), StatusCode::kUnsupported);
-  EXPECT_EQ(st.node_name(), "draw");
-  EXPECT_TRUE(contains(st.message(), "CPU engine only")) << st.to_string();
-  // Through the builder: an error, never a crash, with or without CUDA in this build.
+// The CUDA engine has a generator of its own (src/backends/cuda/random_ops.cpp): random nodes do
+// not stop a device engine (tests/cuda/random_engine_test.cpp runs them).
+TEST(RandomGraph, DeviceEnginesAcceptRandomNodes) {
+  // Through the builder: an engine, or an error about this build or machine (no CUDA compiled, no
+  // GPU), never a refusal of the random nodes; and never a crash.
   BuilderConfig cfg;
   cfg.device = DeviceType::kCUDA;
-  auto eng = Engine::build_from_onnx_bytes(random_over_constants().bytes(), cfg, "random.onnx");
-  ASSERT_FALSE(eng.is_ok());
-  EXPECT_EQ(eng.status().code(), StatusCode::kUnsupported);
+  auto eng = Engine::build_from_onnx_bytes(random_over_constants().bytes(), cfg, "draws.onnx");
+  if (!eng.is_ok()) {
+    EXPECT_FALSE(contains(eng.status().to_string(), "CPU engine only")) << eng.status().to_string();
+    EXPECT_FALSE(contains(eng.status().to_string(), "random")) << eng.status().to_string();
+  }
 }
 
 TEST(RandomGraph, EngineRunsSeededTheSameAndUnseededFresh) {

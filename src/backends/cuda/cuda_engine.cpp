@@ -24,6 +24,7 @@
 #include "graft/log.h"
 #include "graph/passes.h"
 #include "graph/precision.h"
+#include "ops/random_attrs.h"
 #include "plan/tactics.h"
 #include "runtime/cpu_executor.h"
 #include "runtime/memory_plan.h"
@@ -529,7 +530,10 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       for (const Value* o : node.outputs)
         if (o && (dtype_is_float(o->desc.dtype) || !o->desc.shape || o->desc.shape->size() > 1)) small_int = false;
       std::string why;
-      if (host_only && any_use && small_int) {
+      // A random node stays a layer of its own (GPU or CPU reference) even when only the host reads
+      // it: a host layer over constants counts as shape arithmetic, memoized per shape set and
+      // left out of graph replays, which would freeze its draw.
+      if (host_only && any_use && small_int && !node_is_random(node)) {
         L.where = Where::kCpuHost;
       } else if (gpu_supports(node, &L.op, &why)) {
         L.where = Where::kGpu;
@@ -858,6 +862,9 @@ void CudaContext::drop_graphs() {
 }
 
 Status CudaContext::reset_library_handles() {
+  // Captured graphs may hold the addresses of device memory that prepared entries own (the random
+  // ops' run counters, random_ops.cpp): they go with the entries.
+  drop_graphs();
   prepared_ = PreparedCache{};
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   cublaslt_ = nullptr;

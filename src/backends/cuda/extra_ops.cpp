@@ -1,5 +1,5 @@
 // CUDA kernels for the less common builtin ops (src/ops/extra_ops.cpp, and Sum): variadic Sum and
-// Mean, IsNaN/IsInf, Dropout (inference), ArgMax/ArgMin/Hardmax, CumSum, Trilu, GatherElements,
+// Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, GatherElements,
 // ScatterElements, GatherND, ScatterND, OneHot, DepthToSpace/SpaceToDepth, TopK, Compress,
 // ConstantOfShape and Range (when the engine places them on the GPU rather than on the host). The
 // unary math ops of that file (trig/hyperbolic, Sign, Round, Selu, ...), Mod and Xor are
@@ -18,7 +18,6 @@
 #include "backends/cuda/extra_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
 #include "ops/attr_util.h"
-#include "ops/random_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -145,49 +144,6 @@ Status float_class_run(CudaExec& ex) {
   }
   return launch_status(k::launch_float_class(ktype(x.dtype()), kInf, neg != 0, pos != 0, x.data(), y.data(), x.numel(),
                                              stream_of(ex)), ex);
-}
-
-// ---- Dropout ----------------------------------------------------------------------------------
-
-bool dropout_supports(const Node& n, std::string* why) {
-  if (!input0_any_size(n, why)) return false;
-  if (n.outputs.size() > 1 && n.outputs[1] && n.outputs[1]->desc.dtype != DataType::kBool)
-    return reject(why, "the mask output must be bool");
-  return true;
-}
-
-// Inference: y = x, mask (if asked for) all true. training_mode=true is the same identity at ratio
-// 0; any other ratio draws a random mask, which only the CPU engine does (a constant true
-// training_mode is refused when the engine is built, device_engine.cpp; this is one computed at
-// run time).
-Status dropout_run(CudaExec& ex) {
-  const auto& in = ex.ctx->inputs;
-  if (ex.ctx->opset >= 12 && in.size() > 2 && in[2]) {
-    if (in[2]->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "training_mode must be a host input");
-    const auto v = in[2]->to_int64_vector();
-    if (v.size() == 1 && v[0] != 0) {
-      double ratio = 0.5;  // the input's default
-      if (in.size() > 1 && in[1]) {
-        if (in[1]->device() != DeviceType::kCPU || in[1]->numel() != 1)
-          return fail(ex, StatusCode::kInvalidModel, "ratio must be a scalar host input");
-        ratio = in[1]->get(0);
-      }
-      if (ratio != 0.0)
-        return fail(ex, StatusCode::kUnsupported, "training_mode is true with ratio ", ratio,
-                    ": the mask is a random draw, and ", kRandomOpsCpuOnly);
-    }
-  }
-  const Tensor& x = *in[0];
-  Tensor& y = *ex.ctx->outputs[0];
-  if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
-  if (x.nbytes() && x.data() != y.data())
-    GRAFT_RETURN_IF_ERROR(launch_status(cudaMemcpyAsync(y.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice,
-                                                        stream_of(ex)), ex, "cudaMemcpyAsync"));
-  Tensor* mask = ex.ctx->outputs.size() > 1 ? ex.ctx->outputs[1] : nullptr;
-  if (mask && mask->nbytes())
-    GRAFT_RETURN_IF_ERROR(launch_status(cudaMemsetAsync(mask->data(), 1, mask->nbytes(), stream_of(ex)), ex,
-                                        "cudaMemsetAsync"));
-  return Status::ok();
 }
 
 // ---- ArgMax / ArgMin / Hardmax ----------------------------------------------------------------
@@ -647,7 +603,6 @@ void append_cuda_extra_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Mean", &variadic_supports<true>, &variadic_run<true>, {}, nullptr});
   out.push_back(CudaOp{"IsNaN", &float_input0, &float_class_run<false>, {}, nullptr});
   out.push_back(CudaOp{"IsInf", &float_input0, &float_class_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"Dropout", &dropout_supports, &dropout_run, {1, 2}, nullptr});
   out.push_back(CudaOp{"ArgMax", &arg_supports, &arg_run<true>, {}, nullptr});
   out.push_back(CudaOp{"ArgMin", &arg_supports, &arg_run<false>, {}, nullptr});
   out.push_back(CudaOp{"Hardmax", &float_input0, &hardmax_run, {}, nullptr});
