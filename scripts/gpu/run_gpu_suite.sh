@@ -6,7 +6,8 @@
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild probe examples
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
+#   conformance probe examples
 #   profile zprofile bench_encoder zoo detection dcnbench sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
@@ -95,6 +96,19 @@ if has_step gpubuild; then  # the library, CLI, Python/torch modules and the GPU
   done
 fi
 
+if has_step testbuild; then  # the library, CLI and every C++ test binary (no Python/torch modules), then the GPU tests
+  configure_build $BUILDDIR -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TORCH=OFF > "$LOGS/configure.log" 2>&1 ||
+    { note "configure FAILED"; exit 1; }
+  cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_cuda_tests graft_cuda_kernel_tests graft_op_tests \
+    graft_conformance > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
+  note "test build ok"
+  for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests $BUILDDIR/tests/ops/graft_op_tests; do
+    n=$(basename "$t")
+    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/$n.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
+  done
+fi
+
 if has_step examples; then
   export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python"
   for exp in seed dynamo; do
@@ -134,9 +148,19 @@ if has_step test; then
     # The ONNX backend test data comes from the carried libonnx-testdata package (scripts/gpu/fetch_debs.sh).
     data=$DEPS/usr/share/libonnx-testdata/data
     [ -d "$data" ] || data=/usr/share/libonnx-testdata/data
-    $BUILDDIR/tests/conformance/graft_conformance --data-dir "$data" --device cuda > "$LOGS/conformance.log" 2>&1
+    $BUILDDIR/tests/conformance/graft_conformance --data-dir "$data" --device cuda --jobs 8 > "$LOGS/conformance.log" 2>&1
     note "conformance (CUDA engine): rc=$? $(tail -1 "$LOGS/conformance.log")"
   fi
+fi
+
+if has_step conformance; then  # the ONNX backend suite through the CUDA engine, CONF_JOBS cases at once (default 8)
+  data=$DEPS/usr/share/libonnx-testdata/data
+  [ -d "$data" ] || data=/usr/share/libonnx-testdata/data
+  $BUILDDIR/tests/conformance/graft_conformance --data-dir "$data" --device cuda --jobs "${CONF_JOBS:-8}" \
+    --list-unsupported > "$LOGS/conformance.log" 2>&1
+  note "conformance (CUDA engine, --jobs ${CONF_JOBS:-8}): rc=$? $(tail -1 "$LOGS/conformance.log")"
+  sed -n '/^Unsupported cases/,/^$/p' "$LOGS/conformance.log" | head -40 >> "$summary"
+  grep -A30 '^Failures' "$LOGS/conformance.log" | head -30 >> "$summary"
 fi
 
 # One gtest binary under one compute-sanitizer tool, in the background; sanitize_report reads it.
