@@ -313,6 +313,11 @@ class CudaContext final : public CudaExecutionContext {
   // init only when the engine has such a layer. One suffices: each is read before the next layer.
   Tensor count_dev_;
   int64_t* count_host_ = nullptr;
+  // Unseeded random layers' run counters (CudaExec::random_counter), one uint64 each, zeroed, and
+  // their base seeds; made with the context so a first run that captures finds them.
+  Tensor random_counters_;
+  std::vector<int> random_slot_;  // per layer: its counter's index, or -1
+  std::vector<uint64_t> random_base_;
 };
 
 class CudaEngine final : public Engine, public std::enable_shared_from_this<CudaEngine> {
@@ -934,6 +939,19 @@ Status CudaContext::init() {
     GRAFT_CUDA_RETURN(cudaHostAlloc(&h, sizeof(int64_t), cudaHostAllocDefault), "allocating the host output count");
     count_host_ = static_cast<int64_t*>(h);
   }
+  random_slot_.assign(engine_->layers().size(), -1);
+  for (size_t i = 0; i < engine_->layers().size(); ++i) {
+    const Layer& L = engine_->layers()[i];
+    if (L.where != Where::kGpu || !node_is_random(*L.node)) continue;
+    random_slot_[i] = static_cast<int>(random_base_.size());
+    random_base_.push_back(fresh_random_base_seed());
+  }
+  if (!random_base_.empty()) {
+    auto c = device_bytes(random_base_.size() * sizeof(uint64_t), "the random layers' run counters");
+    if (!c) return std::move(c).take_status();
+    random_counters_ = std::move(c).value();
+    GRAFT_CUDA_RETURN(cudaMemset(random_counters_.data(), 0, random_counters_.nbytes()), "zeroing the run counters");
+  }
   graphs_on_ = !env_off("GRAFT_CUDA_GRAPHS");
   // How strictly the capture refuses unsafe CUDA calls from other code while graft captures:
   // thread_local (default: only this thread's), global, or relaxed (none refused).
@@ -1185,6 +1203,10 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     ex.tuning = capturing_ ? nullptr : tuning_;
     ex.prepared = &prepared_;
     if (L.counted) ex.output_count = count_dev_.data_as<int64_t>();
+    if (const int r = random_slot_[i]; r >= 0) {
+      ex.random_counter = static_cast<uint64_t*>(random_counters_.data()) + r;
+      ex.random_base = random_base_[static_cast<size_t>(r)];
+    }
     const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins) : 0;
     if (ws) {
       auto w = workspace_for(ws);
@@ -1349,28 +1371,12 @@ Status CudaContext::replan(ShapePlan& p) {
 
 // Graph inputs: device tensors are read in place; host tensors are copied when a GPU layer reads
 // them. Under a CUDA graph every input is copied into its arena slot (the graph bakes addresses).
-// A sequence or optional with every tensor it holds on the host (the CPU reference reads them
-// there): tensors the caller put on the GPU are copied.
-static Result<Tensor> host_container(const Tensor& c) {
-  if (c.is_tensor()) return c.to_host();
-  std::vector<Tensor> items;
-  for (const Tensor& t : c.items()) {
-    GRAFT_ASSIGN_OR_RETURN(Tensor h, host_container(t));
-    items.push_back(std::move(h));
-  }
-  if (c.kind() == ValueKind::kSequence) return Tensor::sequence(c.dtype(), std::move(items));
-  if (items.empty()) return Tensor::optional(c.kind(), c.dtype());
-  return Tensor::optional(c.kind(), c.dtype(), std::move(items[0]));
-}
-
 Status CudaContext::bind_inputs(const std::map<std::string, Tensor>& inputs, cudaStream_t stream, bool into_arena) {
   for (const Value* v : engine_->graph().inputs()) {
     const int id = engine_->value_id(v);
     const Tensor& t = inputs.at(v->name);
-    if (!t.is_tensor()) {
-      auto h = host_container(t);
-      if (!h) return std::move(h).take_status();
-      slots_[id].host = std::move(h).value();
+    if (!t.is_tensor()) {  // a sequence's or optional's tensors are host tensors (Tensor::sequence)
+      slots_[id].host = t;
       continue;
     }
     if (into_arena && engine_->uses()[id].device_buffer) {

@@ -73,6 +73,11 @@ struct CudaExec {
   TacticTuning* tuning = nullptr;   // set only while tactics are timed (may synchronize)
   PreparedCache* prepared = nullptr;  // the context's; nullptr: prepare on every call
   int64_t* output_count = nullptr;    // device int64 for an op with a CountedOutput (below), else null
+  // An unseeded random layer's run counter (device uint64, zeroed when the context was made) and
+  // base seed, owned by the engine's context so that they exist before any capture; null outside
+  // an engine (random_ops.cpp then keeps a counter in `prepared`).
+  uint64_t* random_counter = nullptr;
+  uint64_t random_base = 0;
 };
 
 // An op whose output 0 has a size known only once its kernel has run (NonZero, NonMaxSuppression).
@@ -100,6 +105,9 @@ struct CudaOp {
   size_t (*workspace_bytes)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
   CountedOutput counted{};  // set (bound != nullptr) only for ops with a data-dependent output size
 };
+
+// A fresh base seed for an unseeded random layer's stream (random_ops.cpp).
+uint64_t fresh_random_base_seed();
 
 // The explicit table (src/backends/cuda/cuda_ops.cpp) and its per-group parts.
 const std::vector<CudaOp>& cuda_ops();

@@ -37,20 +37,22 @@ bool is_random_float(DataType t) {
   return false;
 }
 
-// A fresh 64-bit base seed per call: a process-wide random value drawn once, plus a counter, so two
-// nodes (or two contexts of one engine) never share a stream.
-uint64_t fresh_base_seed() {
+}  // namespace
+
+// A process-wide random value drawn once, plus a counter, so two nodes (or two contexts of one
+// engine) never share a stream.
+uint64_t fresh_random_base_seed() {
   static const uint64_t base = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
   static std::atomic<uint64_t> calls{0};
   return k::splitmix64(base + 0x9e3779b97f4a7c15ULL * calls.fetch_add(1, std::memory_order_relaxed));
 }
 
-// An unseeded node's run counter in device memory (zeroed when made) and its host-drawn base seed.
-// Freed with the PreparedCache entry. A context empties its cache when it resets its library
-// handles, and then drops its captured graphs, which hold the counter's address. Known limit: the
-// cache also empties itself past 65536 entries (cuda_ops.h, a stream of ever-new shapes), without
-// the context dropping its graphs; a replay of an older shape set's graph would then read a freed
-// counter.
+namespace {
+
+// Outside an engine (a caller running the op directly with a PreparedCache, as the kernel tests
+// do): an unseeded node's run counter in device memory (zeroed when made) and its host-drawn base
+// seed, freed with the PreparedCache entry. An engine's context owns its layers' counters instead
+// (CudaExec::random_counter), made with the context, so a first run that captures finds them.
 struct RunCounter {
   uint64_t* device = nullptr;
   uint64_t base = 0;
@@ -79,10 +81,17 @@ Result<Draw> draw_for(const CudaExec& ex, const std::optional<uint64_t>& seed) {
     d.seed.seed = k::splitmix64(*seed);
     return d;
   }
+  // In an engine the context owns the counter, made with the context (before any capture).
+  if (ex.random_counter) {
+    d.seed.seed = ex.random_base;
+    d.seed.counter = ex.random_counter;
+    d.counter = ex.random_counter;
+    return d;
+  }
   // Without a PreparedCache (a caller that prepares on every call) there is nowhere to keep a
   // counter: a fresh host seed per call is fresh values per call.
   if (!ex.prepared) {
-    d.seed.seed = fresh_base_seed();
+    d.seed.seed = fresh_random_base_seed();
     return d;
   }
   const std::string key = PreparedCache::key_of("random_run_counter", {reinterpret_cast<intptr_t>(ex.ctx->node)});
@@ -99,7 +108,7 @@ Result<Draw> draw_for(const CudaExec& ex, const std::optional<uint64_t>& seed) {
                                         "cudaMalloc of the run counter"));
     GRAFT_RETURN_IF_ERROR(launch_status(cudaMemsetAsync(owned->device, 0, sizeof(uint64_t), stream_of(ex)), ex,
                                         "cudaMemsetAsync of the run counter"));
-    owned->base = fresh_base_seed();
+    owned->base = fresh_random_base_seed();
     c = ex.prepared->put(key, std::move(owned));
   }
   d.seed.seed = c->base;
