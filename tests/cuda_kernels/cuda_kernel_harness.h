@@ -204,7 +204,14 @@ inline void run_kernel_case(const KernelCase& c, DataType dt, uint32_t seed) {
     std::vector<const Tensor*> ins;
     for (auto& t : din) ins.push_back(t.defined() ? &t : nullptr);
     ex.workspace_size = op->workspace_bytes(*gpu.node, ins);
-    if (ex.workspace_size) ex.workspace = dalloc(ex.workspace_size);
+    if (ex.workspace_size) {
+      // Poisoned like the outputs: a kernel that reads scratch it never wrote and uses the value
+      // gets NaNs, which the comparison catches. (compute-sanitizer initcheck reported such a read
+      // inside cuDNN, in a tensor transform of IMPLICIT_PRECOMP_GEMM on a grouped float16 NHWC
+      // convolution, with every output right; on poisoned scratch, a read that mattered fails.)
+      ex.workspace = dalloc(ex.workspace_size);
+      EXPECT_EQ(cudaMemset(ex.workspace, 0xFF, ex.workspace_size), cudaSuccess);
+    }
   }
   Status st = op->run(ex);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
