@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/cpu/loss.h"
+#include "ops/loss_attrs.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
 
@@ -19,11 +20,7 @@ using namespace infer;
 Status infer_loss(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI32, kI64}));
-  GRAFT_ASSIGN_OR_RETURN(std::string reduction, cpu::loss_reduction(ctx.attrs()));
-  if (ctx.attrs().has("ignore_index")) {
-    auto ii = ctx.attrs().get_int("ignore_index", 0);
-    if (!ii) return Status(ii.status()).with_attribute("ignore_index");
-  }
+  GRAFT_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(ctx.attrs()));
   const TensorDesc& x = ctx.input(0);
   const TensorDesc& t = ctx.input(1);
   if (x.shape && x.rank() < 2) return ctx.fail("input 0 must have rank >= 2 (N, C, ...), got ", x.to_string());
@@ -52,7 +49,7 @@ Status infer_loss(InferContext& ctx) {
     }
   }
   std::optional<Shape> out;
-  if (reduction != "none") {
+  if (a.reduction != LossReduction::kNone) {
     out = Shape{};
   } else if (t.shape) {
     out = *t.shape;

@@ -6,56 +6,30 @@
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/nn.h"
 #include "backends/cpu/unary_kernel.h"
+#include "ops/loss_attrs.h"
 
 namespace graft::cpu {
 namespace {
 
-struct LossGeometry {
-  int64_t n = 0, c = 0, inner = 1;  // input viewed as [n, c, inner]; target as [n, inner]
-};
-
-// Checks input/target/weight against each other; errors name the op and the shapes.
-Result<LossGeometry> loss_geometry(const ExecContext& ctx, const Tensor& x, const Tensor& target, const Tensor* weight) {
-  if (x.rank() < 2)
-    return error(StatusCode::kInvalidModel, op_name(ctx), ": input must have rank >= 2 (N, C, ...), got ",
-                 ints_to_string(x.dims()));
-  if (target.dtype() != DataType::kInt32 && target.dtype() != DataType::kInt64)
-    return error(StatusCode::kUnsupported, op_name(ctx), ": target has dtype ", dtype_name(target.dtype()),
-                 "; expected int32 or int64");
-  std::vector<int64_t> want{x.dims()[0]};
-  for (int64_t d = 2; d < x.rank(); ++d) want.push_back(x.dims()[d]);
-  if (target.dims() != want)
-    return error(StatusCode::kInvalidModel, op_name(ctx), ": target ", ints_to_string(target.dims()),
-                 " does not match input ", ints_to_string(x.dims()), " (expected ", ints_to_string(want), ")");
-  LossGeometry g;
-  g.n = x.dims()[0];
-  g.c = x.dims()[1];
-  for (int64_t d = 2; d < x.rank(); ++d) g.inner *= x.dims()[d];
-  if (weight) {
-    if (weight->dtype() != x.dtype() || weight->rank() != 1 || weight->dims()[0] != g.c)
-      return error(StatusCode::kInvalidModel, op_name(ctx), ": weight ", dtype_name(weight->dtype()), " ",
-                   ints_to_string(weight->dims()), " must be ", dtype_name(x.dtype()), " [", g.c, "]");
-  }
-  return g;
+// Checks input/target/weight against each other (loss_attrs.h); errors name the op and the shapes.
+Result<LossGeometry> geometry_of(const ExecContext& ctx, const Tensor& x, const Tensor& target, const Tensor* weight) {
+  const std::vector<int64_t> wd = weight ? weight->dims() : std::vector<int64_t>{};
+  return loss_geometry(op_name(ctx), x.dims(), x.dtype(), target.dtype(), target.dims(), weight ? &wd : nullptr,
+                       weight ? weight->dtype() : DataType::kUndefined);
 }
 
 // The shared NLL over log-probabilities `logp` ([n, c, inner] in double): writes output 0.
 Status nll_from(ExecContext& ctx, const LossGeometry& g, const std::vector<double>& logp, const Tensor& target,
                 const Tensor* weight) {
-  const AttributeMap& attrs = attrs_of(ctx);
-  GRAFT_ASSIGN_OR_RETURN(std::string reduction, loss_reduction(attrs));
-  const bool has_ii = attrs.has("ignore_index");
-  int64_t ii = 0;
-  if (has_ii) {
-    auto r = attrs.get_int("ignore_index", 0);
-    if (!r) return Status(r.status()).with_attribute("ignore_index");
-    ii = r.value();
-  }
+  GRAFT_ASSIGN_OR_RETURN(LossAttrs a, loss_attrs(attrs_of(ctx)));
+  const bool has_ii = a.ignore_index.has_value();
+  const int64_t ii = a.ignore_index.value_or(0);
+  const LossReduction reduction = a.reduction;
   const std::vector<int64_t> t = target.to_int64_vector();
   const std::vector<double> w = weight ? load_doubles(*weight) : std::vector<double>{};
   Tensor& y = *ctx.outputs[0];
   const int64_t count = g.n * g.inner;
-  if (reduction == "none") {
+  if (reduction == LossReduction::kNone) {
     GRAFT_CHECK(y.numel() == count);
   } else {
     GRAFT_CHECK(y.numel() == 1);
@@ -73,14 +47,14 @@ Status nll_from(ExecContext& ctx, const LossGeometry& g, const std::vector<doubl
         wt = weight ? w[static_cast<size_t>(cls)] : 1.0;
         loss = -logp[static_cast<size_t>((b * g.c + cls) * g.inner + i)] * wt;
       }
-      if (reduction == "none") y.set(k, loss);
+      if (reduction == LossReduction::kNone) y.set(k, loss);
       sum += loss;
       wsum += wt;
     }
-  if (reduction == "sum") y.set(0, sum);
+  if (reduction == LossReduction::kSum) y.set(0, sum);
   // mean: weighted by the weights of the counted targets; 0/0 (every target ignored) is NaN, as in
   // the ONNX reference.
-  if (reduction == "mean") y.set(0, sum / wsum);
+  if (reduction == LossReduction::kMean) y.set(0, sum / wsum);
   return Status::ok();
 }
 
@@ -93,19 +67,11 @@ Status loss_inputs(const ExecContext& ctx, const char* x_name) {
 
 }  // namespace
 
-Result<std::string> loss_reduction(const AttributeMap& attrs) {
-  auto r = attrs.get_string("reduction", "mean");
-  if (!r) return Status(r.status()).with_attribute("reduction");
-  if (r.value() != "none" && r.value() != "sum" && r.value() != "mean")
-    return attr_error("reduction", "must be none, sum or mean, got '", r.value(), "'");
-  return r.value();
-}
-
 Status negative_log_likelihood_loss(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(loss_inputs(ctx, "input"));
   const Tensor& x = *ctx.inputs[0];
   const Tensor* weight = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
-  GRAFT_ASSIGN_OR_RETURN(LossGeometry g, loss_geometry(ctx, x, *ctx.inputs[1], weight));
+  GRAFT_ASSIGN_OR_RETURN(LossGeometry g, geometry_of(ctx, x, *ctx.inputs[1], weight));
   return nll_from(ctx, g, load_doubles(x), *ctx.inputs[1], weight);
 }
 
@@ -113,7 +79,7 @@ Status softmax_cross_entropy_loss(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(loss_inputs(ctx, "scores"));
   const Tensor& x = *ctx.inputs[0];
   const Tensor* weight = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
-  GRAFT_ASSIGN_OR_RETURN(LossGeometry g, loss_geometry(ctx, x, *ctx.inputs[1], weight));
+  GRAFT_ASSIGN_OR_RETURN(LossGeometry g, geometry_of(ctx, x, *ctx.inputs[1], weight));
   // log_softmax over the class axis: x - max - log(sum(exp(x - max))).
   std::vector<double> logp = load_doubles(x);
   for (int64_t b = 0; b < g.n; ++b)

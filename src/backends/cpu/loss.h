@@ -1,5 +1,5 @@
 // CPU reference kernels for the loss ops of src/ops/loss_ops.cpp: NegativeLogLikelihoodLoss and
-// SoftmaxCrossEntropyLoss.
+// SoftmaxCrossEntropyLoss (attributes and shape checks: src/ops/loss_attrs.h).
 //
 // Shapes: input/scores [N, C, d1..dk], target/labels [N, d1..dk] (int32 or int64), optional class
 // weights [C]. Every value is loaded as double, losses accumulate in double and are rounded once
@@ -13,9 +13,6 @@
 #include "ops/operator.h"
 
 namespace graft::cpu {
-
-// The reduction attribute ("none", "sum", "mean"; default "mean"); the error names the attribute.
-Result<std::string> loss_reduction(const AttributeMap& attrs);
 
 Status negative_log_likelihood_loss(ExecContext& ctx);
 Status softmax_cross_entropy_loss(ExecContext& ctx);  // output 1 (optional): log_softmax over axis 1

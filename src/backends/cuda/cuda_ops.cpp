@@ -21,6 +21,7 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_selection_ops(t);
     append_cuda_data_dependent_ops(t);
     append_cuda_random_ops(t);
+    append_cuda_loss_ops(t);
     return t;
   }();
   return table;

@@ -126,5 +126,6 @@ void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT
 void append_cuda_selection_ops(std::vector<CudaOp>& out);    // MaxUnpool, Celu
 void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero (counted outputs)
 void append_cuda_random_ops(std::vector<CudaOp>& out);  // RandomUniform/Normal(Like), Bernoulli, Multinomial, Dropout
+void append_cuda_loss_ops(std::vector<CudaOp>& out);    // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 
 }  // namespace graft::cuda
