@@ -50,6 +50,24 @@ inline unsigned grid_for(int64_t n, int per_thread = 1) {
     default: return cudaErrorInvalidValue;                       \
   }
 
+// As GRAFT_FLOAT_DISPATCH, float64 included (for ops whose CPU references take it).
+#define GRAFT_FLOAT64_DISPATCH(t, CALL)                          \
+  switch (t) {                                                   \
+    case KType::kF32: { using T = float; CALL; break; }          \
+    case KType::kF16: { using T = __half; CALL; break; }         \
+    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
+    case KType::kF64: { using T = double; CALL; break; }         \
+    default: return cudaErrorInvalidValue;                       \
+  }
+
+// Runs CALL with I bound to an index dtype (int32 or int64).
+#define GRAFT_INDEX_DISPATCH(it, CALL)                     \
+  switch (it) {                                            \
+    case KType::kI32: { using I = int32_t; CALL; break; }  \
+    case KType::kI64: { using I = int64_t; CALL; break; }  \
+    default: return cudaErrorInvalidValue;                 \
+  }
+
 // Kernels that only move elements take an unsigned word E of the element's size.
 #define GRAFT_SIZE_DISPATCH(es, CALL)                      \
   switch (es) {                                            \

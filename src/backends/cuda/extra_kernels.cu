@@ -11,13 +11,6 @@ namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 
-#define GRAFT_INDEX_DISPATCH(it, CALL)                     \
-  switch (it) {                                            \
-    case KType::kI32: { using I = int32_t; CALL; break; }  \
-    case KType::kI64: { using I = int64_t; CALL; break; }  \
-    default: return cudaErrorInvalidValue;                 \
-  }
-
 // Floats, then i32/i64 (T bound to the device type).
 #define GRAFT_NUMERIC_DISPATCH(t, CALL)                          \
   switch (t) {                                                   \

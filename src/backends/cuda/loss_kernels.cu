@@ -82,30 +82,15 @@ __global__ void loss_reduce_kernel(const double* scratch, int64_t count, int red
 }
 
 template <typename T, typename I>
-cudaError_t run(const void* x, const void* target, const void* weight, int64_t n, int64_t c, int64_t inner,
-                bool log_softmax, bool has_ii, int64_t ii, int reduction, void* y, void* logp_out, double* scratch,
-                cudaStream_t s) {
+void launch_typed(const void* x, const void* target, const void* weight, int64_t n, int64_t c, int64_t inner,
+                  bool log_softmax, bool has_ii, int64_t ii, int reduction, void* y, void* logp_out, double* scratch,
+                  cudaStream_t s) {
   const int64_t count = n * inner;
-  if (reduction != 0 && !scratch) return cudaErrorInvalidValue;
   if (count > 0)
     loss_elem_kernel<T, I><<<grid_for(count), kThreads, 0, s>>>(
         static_cast<const T*>(x), static_cast<const I*>(target), static_cast<const T*>(weight), n, c, inner,
         log_softmax, has_ii, ii, reduction, static_cast<T*>(y), static_cast<T*>(logp_out), scratch);
   if (reduction != 0) loss_reduce_kernel<T><<<1, kReduceThreads, 0, s>>>(scratch, count, reduction, static_cast<T*>(y));
-  return cudaGetLastError();
-}
-
-template <typename T>
-cudaError_t run_index(KType target_t, const void* x, const void* target, const void* weight, int64_t n, int64_t c,
-                      int64_t inner, bool log_softmax, bool has_ii, int64_t ii, int reduction, void* y, void* logp_out,
-                      double* scratch, cudaStream_t s) {
-  switch (target_t) {
-    case KType::kI32:
-      return run<T, int32_t>(x, target, weight, n, c, inner, log_softmax, has_ii, ii, reduction, y, logp_out, scratch, s);
-    case KType::kI64:
-      return run<T, int64_t>(x, target, weight, n, c, inner, log_softmax, has_ii, ii, reduction, y, logp_out, scratch, s);
-    default: return cudaErrorInvalidValue;
-  }
 }
 
 }  // namespace
@@ -113,16 +98,11 @@ cudaError_t run_index(KType target_t, const void* x, const void* target, const v
 cudaError_t launch_loss(KType t, KType target_t, const void* x, const void* target, const void* weight, int64_t n,
                         int64_t c, int64_t inner, bool log_softmax, bool has_ii, int64_t ignore_index, int reduction,
                         void* y, void* logp_out, double* scratch, cudaStream_t s) {
-#define GRAFT_LOSS_RUN(T) \
-  run_index<T>(target_t, x, target, weight, n, c, inner, log_softmax, has_ii, ignore_index, reduction, y, logp_out, scratch, s)
-  switch (t) {
-    case KType::kF32: return GRAFT_LOSS_RUN(float);
-    case KType::kF16: return GRAFT_LOSS_RUN(__half);
-    case KType::kBF16: return GRAFT_LOSS_RUN(__nv_bfloat16);
-    case KType::kF64: return GRAFT_LOSS_RUN(double);
-    default: return cudaErrorInvalidValue;
-  }
-#undef GRAFT_LOSS_RUN
+  if (reduction != 0 && !scratch) return cudaErrorInvalidValue;
+  GRAFT_FLOAT64_DISPATCH(t, GRAFT_INDEX_DISPATCH(target_t, (launch_typed<T, I>(x, target, weight, n, c, inner,
+                                                                                 log_softmax, has_ii, ignore_index,
+                                                                                 reduction, y, logp_out, scratch, s))));
+  return cudaGetLastError();
 }
 
 }  // namespace graft::cuda::k

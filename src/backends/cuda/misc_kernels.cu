@@ -8,16 +8,6 @@
 namespace graft::cuda::k {
 namespace {
 
-// The float types these ops take, float64 included (the CPU references accept it).
-#define GRAFT_MISC_FLOAT_DISPATCH(t, CALL)                       \
-  switch (t) {                                                   \
-    case KType::kF32: { using T = float; CALL; break; }          \
-    case KType::kF16: { using T = __half; CALL; break; }         \
-    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
-    case KType::kF64: { using T = double; CALL; break; }         \
-    default: return cudaErrorInvalidValue;                       \
-  }
-
 #define GRAFT_MISC_NUMERIC_DISPATCH(t, CALL)                     \
   switch (t) {                                                   \
     case KType::kF32: { using T = float; CALL; break; }          \
@@ -317,7 +307,7 @@ cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const Qu
   if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
 #define GRAFT_DEQUANT_X(X)                                                                                   \
-  GRAFT_MISC_FLOAT_DISPATCH(yt, (dequantize_kernel<X, T><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, \
+  GRAFT_FLOAT64_DISPATCH(yt, (dequantize_kernel<X, T><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, \
                                                                                  static_cast<T*>(y), n)))
   switch (xt) {
     case KType::kU8: GRAFT_DEQUANT_X(uint8_t); break;
@@ -352,7 +342,7 @@ cudaError_t launch_instance_norm(KType t, const void* x, const void* scale, cons
                                  int64_t channels, int64_t spatial, double eps, cudaStream_t s) {
   if (planes == 0 || spatial == 0) return cudaSuccess;
   if (channels <= 0) return cudaErrorInvalidValue;
-  GRAFT_MISC_FLOAT_DISPATCH(t, (instance_norm_kernel<T><<<plane_grid(planes), kThreads, 0, s>>>(
+  GRAFT_FLOAT64_DISPATCH(t, (instance_norm_kernel<T><<<plane_grid(planes), kThreads, 0, s>>>(
                                    static_cast<const T*>(x), static_cast<const T*>(scale),
                                    static_cast<const T*>(bias), static_cast<T*>(y), planes, channels, spatial, eps)));
   return cudaGetLastError();
@@ -361,7 +351,7 @@ cudaError_t launch_instance_norm(KType t, const void* x, const void* scale, cons
 cudaError_t launch_mvn(KType t, const void* x, void* y, const Strided& kept, const Strided& reduced, int64_t groups,
                        int64_t count, cudaStream_t s) {
   if (groups == 0 || count == 0) return cudaSuccess;
-  GRAFT_MISC_FLOAT_DISPATCH(t, (mvn_kernel<T><<<plane_grid(groups), kThreads, 0, s>>>(
+  GRAFT_FLOAT64_DISPATCH(t, (mvn_kernel<T><<<plane_grid(groups), kThreads, 0, s>>>(
                                    static_cast<const T*>(x), static_cast<T*>(y), kept, reduced, groups, count)));
   return cudaGetLastError();
 }
@@ -370,7 +360,7 @@ cudaError_t launch_lrn(KType t, const void* x, void* y, int64_t outer, int64_t c
                        int64_t after, double alpha_over_size, double bias, double beta, cudaStream_t s) {
   const int64_t n = outer * channels * inner;
   if (n == 0) return cudaSuccess;
-  GRAFT_MISC_FLOAT_DISPATCH(t, (lrn_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
+  GRAFT_FLOAT64_DISPATCH(t, (lrn_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
                                    static_cast<const T*>(x), static_cast<T*>(y), channels, inner, n, before, after,
                                    alpha_over_size, bias, beta)));
   return cudaGetLastError();

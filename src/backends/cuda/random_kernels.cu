@@ -7,16 +7,6 @@
 namespace graft::cuda::k {
 namespace {
 
-// Runs CALL with T bound to the device type of a floating KType, float64 included.
-#define GRAFT_RANDOM_FLOAT_DISPATCH(t, CALL)                     \
-  switch (t) {                                                   \
-    case KType::kF32: { using T = float; CALL; break; }          \
-    case KType::kF64: { using T = double; CALL; break; }         \
-    case KType::kF16: { using T = __half; CALL; break; }         \
-    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
-    default: return cudaErrorInvalidValue;                       \
-  }
-
 // Conversions through double, rounded once to the narrow type (no double rounding via float).
 template <typename T> __device__ __forceinline__ T from_double(double v) { return static_cast<T>(v); }
 template <> __device__ __forceinline__ __half from_double<__half>(double v) { return __double2half(v); }
@@ -161,7 +151,7 @@ cudaError_t launch_advance_counter(uint64_t* counter, cudaStream_t s) {
 cudaError_t launch_random_uniform(KType t, RandSeed seed, double low, double high, void* y, int64_t n,
                                   cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  GRAFT_RANDOM_FLOAT_DISPATCH(t, (uniform_kernel<T><<<grid_for(n), kThreads, 0, s>>>(seed, low, high,
+  GRAFT_FLOAT64_DISPATCH(t, (uniform_kernel<T><<<grid_for(n), kThreads, 0, s>>>(seed, low, high,
                                                                                      static_cast<T*>(y), n)));
   return cudaGetLastError();
 }
@@ -169,7 +159,7 @@ cudaError_t launch_random_uniform(KType t, RandSeed seed, double low, double hig
 cudaError_t launch_random_normal(KType t, RandSeed seed, double mean, double scale, void* y, int64_t n,
                                  cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  GRAFT_RANDOM_FLOAT_DISPATCH(t, (normal_kernel<T><<<grid_for(n), kThreads, 0, s>>>(seed, mean, scale,
+  GRAFT_FLOAT64_DISPATCH(t, (normal_kernel<T><<<grid_for(n), kThreads, 0, s>>>(seed, mean, scale,
                                                                                     static_cast<T*>(y), n)));
   return cudaGetLastError();
 }
@@ -177,7 +167,7 @@ cudaError_t launch_random_normal(KType t, RandSeed seed, double mean, double sca
 cudaError_t launch_bernoulli(KType pt, RandSeed seed, const void* p, int out_size, uint64_t one_bits, void* y,
                              int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  GRAFT_RANDOM_FLOAT_DISPATCH(pt, GRAFT_SIZE_DISPATCH(out_size, (bernoulli_kernel<T, E><<<grid_for(n), kThreads, 0, s>>>(
+  GRAFT_FLOAT64_DISPATCH(pt, GRAFT_SIZE_DISPATCH(out_size, (bernoulli_kernel<T, E><<<grid_for(n), kThreads, 0, s>>>(
                                                                     seed, static_cast<const T*>(p),
                                                                     static_cast<E>(one_bits), static_cast<E*>(y), n))));
   return cudaGetLastError();
@@ -188,10 +178,10 @@ cudaError_t launch_multinomial(KType xt, RandSeed seed, const void* x, int64_t b
   const int64_t n = batch * samples;
   if (n == 0) return cudaSuccess;
   if (out64) {
-    GRAFT_RANDOM_FLOAT_DISPATCH(xt, (multinomial_kernel<T, int64_t><<<grid_for(n), kThreads, 0, s>>>(
+    GRAFT_FLOAT64_DISPATCH(xt, (multinomial_kernel<T, int64_t><<<grid_for(n), kThreads, 0, s>>>(
                                         seed, static_cast<const T*>(x), batch, classes, samples, static_cast<int64_t*>(y))));
   } else {
-    GRAFT_RANDOM_FLOAT_DISPATCH(xt, (multinomial_kernel<T, int32_t><<<grid_for(n), kThreads, 0, s>>>(
+    GRAFT_FLOAT64_DISPATCH(xt, (multinomial_kernel<T, int32_t><<<grid_for(n), kThreads, 0, s>>>(
                                         seed, static_cast<const T*>(x), batch, classes, samples, static_cast<int32_t*>(y))));
   }
   return cudaGetLastError();
@@ -201,7 +191,7 @@ cudaError_t launch_dropout_train(KType t, RandSeed seed, double ratio, const voi
                                  int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   const double scale = 1.0 / (1.0 - ratio);
-  GRAFT_RANDOM_FLOAT_DISPATCH(t, (dropout_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
+  GRAFT_FLOAT64_DISPATCH(t, (dropout_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
                                      seed, ratio, scale, static_cast<const T*>(x), static_cast<T*>(y), mask, n)));
   return cudaGetLastError();
 }
