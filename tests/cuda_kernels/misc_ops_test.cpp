@@ -384,5 +384,29 @@ TEST(CudaMisc, Einsum) {
   run_kernel_case(big, kI64, seed);
 }
 
+// Det against the CPU reference: batches of random matrices (well away from singular at these sizes),
+// one batch axis and two, 1x1 and larger, a singular matrix (two equal rows: exactly 0 in both),
+// float32 and float16 (a determinant's relative error grows with m, so float16 gets room).
+TEST(CudaMisc, DetMatchesTheReference) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (const std::vector<int64_t>& dims : std::vector<std::vector<int64_t>>{{3, 3}, {5, 4, 4}, {2, 3, 1, 1}, {7, 6, 6}}) {
+    KernelCase k{"Det", {rnd(rng, dims, -1, 1)}};
+    k.opset = 11;
+    k.tol32 = 1e-5;
+    k.tol16 = 3e-2;
+    k.label = "Det " + std::to_string(dims.back()) + "x" + std::to_string(dims.back()) + ", seed " + std::to_string(seed);
+    run_float_dtypes(k, seed);
+  }
+  Tensor singular = rnd(rng, {4, 4}, -1, 1);
+  for (int64_t c = 0; c < 4; ++c) singular.set(4 + c, singular.get(c));  // row 1 = row 0
+  KernelCase k{"Det", {singular}};
+  k.opset = 11;
+  k.label = "singular, seed " + std::to_string(seed);
+  k.atol = 1e-6;
+  run_kernel_case(k, DataType::kFloat32, seed);
+}
+
 }  // namespace
 }  // namespace graft::testing

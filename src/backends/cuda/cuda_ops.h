@@ -121,7 +121,7 @@ void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose
 void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
 void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, Gather/ScatterND/Elements...
 void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float32), GridSample
-void append_cuda_misc_ops(std::vector<CudaOp>& out);        // (De)QuantizeLinear, InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum
+void append_cuda_misc_ops(std::vector<CudaOp>& out);        // (De)QuantizeLinear, InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum, Det
 void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT
 void append_cuda_selection_ops(std::vector<CudaOp>& out);    // MaxUnpool, Celu
 void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero (counted outputs)

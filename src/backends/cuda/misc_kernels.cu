@@ -447,4 +447,48 @@ cudaError_t launch_einsum(KType t, const EinsumArgs& a, void* y, int64_t n, cuda
   return cudaGetLastError();
 }
 
+namespace {
+
+template <typename T>
+__global__ void det_kernel(const T* x, int64_t batches, int64_t m, double* scratch, T* y) {
+  GRAFT_GRID_STRIDE(b, batches) {
+    const int64_t mm = m * m;
+    double* a = scratch + b * mm;
+    for (int64_t i = 0; i < mm; ++i) a[i] = static_cast<double>(Elem<T>::ld(x[b * mm + i]));
+    double d = 1.0;
+    for (int64_t col = 0; col < m && d != 0.0; ++col) {
+      int64_t piv = col;
+      for (int64_t r = col + 1; r < m; ++r)
+        if (fabs(a[r * m + col]) > fabs(a[piv * m + col])) piv = r;
+      if (a[piv * m + col] == 0.0) {
+        d = 0.0;
+        break;
+      }
+      if (piv != col) {
+        for (int64_t c = 0; c < m; ++c) {
+          const double t = a[piv * m + c];
+          a[piv * m + c] = a[col * m + c];
+          a[col * m + c] = t;
+        }
+        d = -d;
+      }
+      d *= a[col * m + col];
+      for (int64_t r = col + 1; r < m; ++r) {
+        const double f = a[r * m + col] / a[col * m + col];
+        for (int64_t c = col; c < m; ++c) a[r * m + c] -= f * a[col * m + c];
+      }
+    }
+    y[b] = Elem<T>::st(static_cast<typename Elem<T>::C>(d));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_det(KType t, const void* x, int64_t batches, int64_t m, double* scratch, void* y, cudaStream_t s) {
+  if (batches == 0) return cudaSuccess;
+  GRAFT_FLOAT64_DISPATCH(t, (det_kernel<T><<<grid_for(batches), kThreads, 0, s>>>(static_cast<const T*>(x), batches, m,
+                                                                                   scratch, static_cast<T*>(y))));
+  return cudaGetLastError();
+}
+
 }  // namespace graft::cuda::k

@@ -78,6 +78,11 @@ cudaError_t launch_window(KType t, int kind, bool periodic, void* y, int64_t n, 
 cudaError_t launch_reverse_sequence(int elem_size, const void* x, const int64_t* lens, void* y, bool batch_axis_0,
                                     int64_t d0, int64_t d1, int64_t block, cudaStream_t s);
 
+// y[b] = det(x[b]) for `batches` matrices [m, m] of float dtype t (float32, float16, bfloat16,
+// float64): one thread per matrix, Gaussian elimination with partial pivoting in double, as the CPU
+// reference does it, on the matrix copied to `scratch` (batches * m * m doubles).
+cudaError_t launch_det(KType t, const void* x, int64_t batches, int64_t m, double* scratch, void* y, cudaStream_t s);
+
 // ---- Einsum ----------------------------------------------------------------------------------------
 
 inline constexpr int kEinsumMaxInputs = 3;

@@ -1,7 +1,7 @@
 // CUDA ops for builtin ops that ran only on the CPU reference (with host<->device copies around
 // them in a CUDA engine): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 // (src/backends/cpu/quantize.cpp) and InstanceNormalization, MeanVarianceNormalization, LRN,
-// BitShift, EyeLike, HannWindow/HammingWindow/BlackmanWindow, ReverseSequence and Einsum
+// BitShift, EyeLike, HannWindow/HammingWindow/BlackmanWindow, ReverseSequence, Einsum and Det
 // (src/backends/cpu/misc.cpp). Attributes and layouts are validated with the CPU reference's own
 // readers (quant_layout, mvn_axes, lrn_attrs, ...), so errors read the same on both backends.
 // Kernels live in misc_kernels.cu.
@@ -345,6 +345,36 @@ Status window_run(CudaExec& ex) {
   return launch_status(k::launch_window(ktype(y.dtype()), kKind, periodic != 0, y.data(), n, stream_of(ex)), ex);
 }
 
+// ---- Det ----------------------------------------------------------------------------------------
+
+bool det_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "needs X");
+  return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64}, why);
+}
+
+// Each matrix is eliminated in a double copy of its own in the workspace.
+size_t det_workspace(const Node&, const std::vector<const Tensor*>& inputs) {
+  if (inputs.empty() || !inputs[0] || inputs[0]->rank() < 2) return 0;
+  return static_cast<size_t>(inputs[0]->numel()) * sizeof(double);
+}
+
+Status det_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "needs X");
+  Tensor& y = *ex.ctx->outputs[0];
+  if (x->rank() < 2 || x->dims()[x->rank() - 1] != x->dims()[x->rank() - 2])
+    return fail(ex, StatusCode::kInvalidModel, "input must be [..., M, M], got ", dims_str(x->dims()));
+  const int64_t m = x->dims()[x->rank() - 1];
+  // An empty matrix (m = 0) has determinant 1: the kernel's elimination then does nothing.
+  const int64_t batches = m == 0 ? y.numel() : x->numel() / (m * m);
+  if (y.numel() != batches || y.dtype() != x->dtype())
+    return fail(ex, StatusCode::kInternal, "output must hold one determinant per matrix, in the input's dtype");
+  if (ex.workspace_size < static_cast<size_t>(x->numel()) * sizeof(double))
+    return fail(ex, StatusCode::kInternal, "Det workspace missing");
+  return launch_status(k::launch_det(ktype(x->dtype()), x->data(), batches, m, static_cast<double*>(ex.workspace),
+                                     y.data(), stream_of(ex)), ex);
+}
+
 // ---- ReverseSequence ----------------------------------------------------------------------------
 
 bool reverse_sequence_supports(const Node& n, std::string* why) {
@@ -457,6 +487,7 @@ void append_cuda_misc_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"BlackmanWindow", &window_supports, &window_run<2>, {0}, nullptr});
   out.push_back(CudaOp{"ReverseSequence", &reverse_sequence_supports, &reverse_sequence_run, {}, nullptr});
   out.push_back(CudaOp{"Einsum", &einsum_supports, &einsum_run, {}, nullptr});
+  out.push_back(CudaOp{"Det", &det_supports, &det_run, {}, &det_workspace});
 }
 
 }  // namespace graft::cuda
