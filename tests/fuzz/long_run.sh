@@ -42,10 +42,11 @@ rows=()
 for t in "${TARGETS[@]}"; do
   log="$WORK/$t.log"
   line=$(grep "^fuzz_$t:" "$WORK/long_run.log" | tail -1)
-  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" 2>/dev/null | grep -o '[0-9]*$' || echo 0)
+  # A run that ends in a finding may print its statistics twice: the last of each counts.
+  runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" 2>/dev/null | grep -o '[0-9]*$' | tail -1 || echo 0)
   # libFuzzer's last line: "Done N runs in S second(s)"; a finding ends before it.
   secs=$(grep -o 'Done [0-9]* runs in [0-9]* second' "$log" 2>/dev/null | grep -o 'in [0-9]*' | grep -o '[0-9]*' || true)
-  speed=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" 2>/dev/null | grep -o '[0-9]*$' || echo 0)
+  speed=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" 2>/dev/null | grep -o '[0-9]*$' | tail -1 || echo 0)
   if [[ "$line" == *FINDING* ]]; then
     result="**finding**: $(grep -m1 -E 'ERROR:|runtime error|violation' "$log" | cut -c1-160 | tr '|' '/'), input in artifacts/$t/"
   elif [ -z "$line" ]; then
