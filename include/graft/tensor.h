@@ -18,7 +18,8 @@ const char* device_name(DeviceType d);
 
 // What a value is: a tensor, or one of ONNX's containers: a sequence of tensors of one dtype
 // (SequenceProto), an optional that holds a tensor or nothing, an optional that holds a sequence
-// or nothing (OptionalProto). Containers run on the CPU engine only.
+// or nothing (OptionalProto). Containers live on the host (a CUDA engine runs the layers that make
+// or read them on its CPU reference).
 enum class ValueKind : uint8_t { kTensor = 0, kSequence = 1, kOptionalTensor = 2, kOptionalSequence = 3 };
 const char* value_kind_name(ValueKind k);  // "tensor", "sequence", "optional tensor", "optional sequence"
 inline bool is_optional_kind(ValueKind k) { return k == ValueKind::kOptionalTensor || k == ValueKind::kOptionalSequence; }
