@@ -942,7 +942,10 @@ Status CudaContext::init() {
   random_slot_.assign(engine_->layers().size(), -1);
   for (size_t i = 0; i < engine_->layers().size(); ++i) {
     const Layer& L = engine_->layers()[i];
-    if (L.where != Where::kGpu || !node_is_random(*L.node)) continue;
+    // Dropout too when its training_mode is computed at run time (node_is_random cannot tell): it
+    // draws only when that flag is true, and its counter must exist before a first run captures.
+    const bool draws = node_is_random(*L.node) || (!L.node->custom_op && L.node->op_type == "Dropout");
+    if (L.where != Where::kGpu || !draws) continue;
     random_slot_[i] = static_cast<int>(random_base_.size());
     random_base_.push_back(fresh_random_base_seed());
   }
