@@ -165,9 +165,11 @@ fi
 
 # One gtest binary under one compute-sanitizer tool, in the background; sanitize_report reads it.
 # The sanitizer's own report goes to its own file (--log-file), the tests' output to another.
-sanitize_start() {  # $1 tool, $2 label, $3 binary, $4 gtest filter, $5 seconds
-  local tool=$1 label=$2 exe=$3 filter=$4 secs=$5
+# $6/$7 (optional): gtest shard index and count, so one slow tool can spread over several processes.
+sanitize_start() {  # $1 tool, $2 label, $3 binary, $4 gtest filter, $5 seconds[, $6 shard, $7 shards]
+  local tool=$1 label=$2 exe=$3 filter=$4 secs=$5 shard=${6:-0} shards=${7:-1}
   (
+    GTEST_SHARD_INDEX=$shard GTEST_TOTAL_SHARDS=$shards \
     timeout -k 20 "$secs" "$SANITIZER" --tool "$tool" --error-exitcode 86 --print-limit 200 \
       --log-file "$LOGS/sanitize_${tool}_$label.san" "$exe" --gtest_filter="$filter" > "$LOGS/sanitize_${tool}_$label.log" 2>&1
     echo $? > "$LOGS/sanitize_${tool}_$label.rc"
@@ -208,7 +210,8 @@ if has_step sanitize; then
   # (reductions, normalizations, softmax/attention, pooling, the depthwise/pointwise conv kernels,
   # TopK/CumSum/scans, NMS/NonZero, and the custom ops GroupNorm, ModulatedDeformConv2d, MS deformable
   # attention).
-  # Override with SANITIZE_TOOLS, SANITIZE_{KERNEL,OP}_FILTER_<tool>. Leak checking is off: graft
+  # Override with SANITIZE_TOOLS, SANITIZE_{KERNEL,OP}_FILTER_<tool>, SANITIZE_SHARDS (racecheck alone:
+  # SANITIZE_TOOLS=racecheck SANITIZE_SHARDS=8). Leak checking is off: graft
   # keeps process-lifetime caches (cuDNN/cuBLASLt handles) that would read as leaks at exit.
   SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
     /usr/local/cuda/compute-sanitizer/compute-sanitizer "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")"/compute-sanitizer 2>/dev/null | head -1)
@@ -231,17 +234,24 @@ if has_step sanitize; then
       for tool in $tools; do
         kf_var=SANITIZE_KERNEL_FILTER_$tool of_var=SANITIZE_OP_FILTER_$tool
         KF[$tool]=${!kf_var:-${KF[$tool]:-*}} OF[$tool]=${!of_var:-${OF[$tool]:-*_cuda}}
-        sanitize_start "$tool" kernels "$BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests" "${KF[$tool]}" "$secs"
+        # SANITIZE_SHARDS (default 1): the kernel tests as that many gtest shards, one process each.
+        for ((sh = 0; sh < ${SANITIZE_SHARDS:-1}; ++sh)); do
+          sanitize_start "$tool" "kernels$sh" "$BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests" "${KF[$tool]}" "$secs" \
+            "$sh" "${SANITIZE_SHARDS:-1}"
+        done
         sanitize_start "$tool" ops "$BUILDDIR/tests/ops/graft_op_tests" "${OF[$tool]}" "$secs"
       done
       wait
       for tool in $tools; do
         SAN_VERDICT=clean
-        sanitize_report "$tool" kernels "${KF[$tool]}"
-        k=$SAN_CLAUSE
+        k=""
+        for ((sh = 0; sh < ${SANITIZE_SHARDS:-1}; ++sh)); do
+          sanitize_report "$tool" "kernels$sh" "${KF[$tool]}"
+          k="$k$SAN_CLAUSE; "
+        done
         sanitize_report "$tool" ops "${OF[$tool]}"
-        note "compute-sanitizer $tool: $SAN_VERDICT; $k; $SAN_CLAUSE"
-        sanitize_headlines "$LOGS/sanitize_${tool}_kernels.san" "$LOGS/sanitize_${tool}_ops.san" | sed 's/^/    /' >> "$summary"
+        note "compute-sanitizer $tool: $SAN_VERDICT; $k$SAN_CLAUSE"
+        sanitize_headlines "$LOGS/sanitize_${tool}_kernels"*.san "$LOGS/sanitize_${tool}_ops.san" | sed 's/^/    /' >> "$summary"
       done
     fi
   fi
