@@ -53,7 +53,7 @@ OnnxModelBuilder nonzero_gather_model(int64_t n) {
 // Gather(x, idx) + Gather(r, idx) -> y[k] read the input and a device value of the leading part.
 // Every step is exact in float32 (a max, a halving, one rounded subtraction), so CPU and GPU agree
 // bit for bit.
-OnnxModelBuilder leading_part_model(int64_t n) {
+[[maybe_unused]] OnnxModelBuilder leading_part_model(int64_t n) {  // used by the GPU-only tests
   OnnxModelBuilder m(13);
   m.input("x", DataType::kFloat32, {n});
   m.initializer("axis0", Tensor::vector_int64({0}));
