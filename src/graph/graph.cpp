@@ -43,6 +43,14 @@ bool static_dims_of(const Value* v, std::vector<int64_t>* dims) {
   return true;
 }
 
+bool touches_containers(const Node& n) {
+  for (const Value* v : n.inputs)
+    if (v && !v->desc.is_tensor()) return true;
+  for (const Value* v : n.outputs)
+    if (v && !v->desc.is_tensor()) return true;
+  return false;
+}
+
 Node* Graph::add_node(std::string name, std::string op_type, std::string domain) {
   auto n = std::make_unique<Node>();
   n->name = std::move(name);

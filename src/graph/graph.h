@@ -123,6 +123,11 @@ class NodeNamer {
 // symbolic dimension.
 bool static_dims_of(const Value* v, std::vector<int64_t>* dims);
 
+// Whether the node makes or reads a sequence or optional value in its own inputs and outputs
+// (subgraphs not looked into). Such a node keeps its declared element types (the FP16 pass) and
+// runs on the CPU reference in a CUDA engine, which keeps containers on the host.
+bool touches_containers(const Node& n);
+
 // A Clip node's bounds when both are known at build time: attributes before opset 11, scalar float
 // constant inputs since; an absent bound is infinite. False when a bound is computed at run time
 // or not a float scalar. (NaN and crossed bounds are returned as they are.)

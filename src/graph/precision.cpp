@@ -27,10 +27,7 @@ bool can_run_fp16(const Node& n, const PrecisionPolicy& policy) {
   if (op_needs_fp32(n.op_type)) return false;
   // Sequences and optionals keep their declared element type: they run on the CPU reference (in a
   // CUDA engine too), and a float16 sequence would need a Cast that ONNX has no container form of.
-  for (const Value* v : n.inputs)
-    if (v && !v->desc.is_tensor()) return false;
-  for (const Value* v : n.outputs)
-    if (v && !v->desc.is_tensor()) return false;
+  if (touches_containers(n)) return false;
   std::vector<int> keep = policy.keep_inputs ? policy.keep_inputs(n) : std::vector<int>{};
   bool any_float = false;
   std::vector<Value> tmp_in(n.inputs.size()), tmp_out(n.outputs.size());

@@ -89,16 +89,6 @@ bool env_on(const char* name) {
   return v && *v && std::strcmp(v, "0") != 0;
 }
 
-// Whether the node makes or reads a sequence or optional value (in its own inputs and outputs; a
-// control-flow node's subgraphs run on the CPU reference with it anyway).
-bool touches_containers(const Node& n) {
-  for (const Value* v : n.inputs)
-    if (v && !v->desc.is_tensor()) return true;
-  for (const Value* v : n.outputs)
-    if (v && !v->desc.is_tensor()) return true;
-  return false;
-}
-
 // Whether the GPU runs this node with its current dtypes; `why` says what is missing otherwise.
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   *op_out = nullptr;
