@@ -27,9 +27,10 @@ namespace graft::cuda::k {
 // Where an element's stream is seeded from: `seed` itself when `counter` is null (a seeded node,
 // the host already mixed the seed), else splitmix64(seed + golden * *counter), the counter read on
 // the device so a replayed CUDA graph sees the value the previous replay left (an unseeded node).
+// The draw kernels only read the counter; launch_advance_counter, launched after them, moves it on.
 struct RandSeed {
   uint64_t seed = 0;
-  const uint64_t* counter = nullptr;
+  uint64_t* counter = nullptr;
 };
 
 // SplitMix64's finalizer: the host and device mix seeds the same way.

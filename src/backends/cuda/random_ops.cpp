@@ -7,9 +7,9 @@
 // node without one draws fresh values on every run, CUDA graph replays included. A captured graph
 // bakes kernel arguments, so an unseeded node's kernel reads a per-node run counter from device
 // memory and a one-thread kernel right after it increments the counter: both are captured, and
-// each replay draws from the next seed. The counter lives in the context's PreparedCache (made by
-// the eager run the engine does before it captures a shape set; cudaMalloc is not allowed while
-// capturing).
+// each replay draws from the next seed. In an engine the context makes its random layers' counters
+// when it is created (CudaExec::random_counter); a caller running the op directly keeps one in its
+// PreparedCache, made on the first (eager) run, as cudaMalloc is not allowed while capturing.
 #include <atomic>
 #include <cstring>
 #include <memory>
@@ -69,9 +69,8 @@ struct RunCounter {
 // followed by advance() on the same stream.
 struct Draw {
   k::RandSeed seed;
-  uint64_t* counter = nullptr;
   Status advance(const CudaExec& ex) const {
-    return counter ? launch_status(k::launch_advance_counter(counter, stream_of(ex)), ex) : Status::ok();
+    return seed.counter ? launch_status(k::launch_advance_counter(seed.counter, stream_of(ex)), ex) : Status::ok();
   }
 };
 
@@ -85,7 +84,6 @@ Result<Draw> draw_for(const CudaExec& ex, const std::optional<uint64_t>& seed) {
   if (ex.random_counter) {
     d.seed.seed = ex.random_base;
     d.seed.counter = ex.random_counter;
-    d.counter = ex.random_counter;
     return d;
   }
   // Without a PreparedCache (a caller that prepares on every call) there is nowhere to keep a
@@ -113,7 +111,6 @@ Result<Draw> draw_for(const CudaExec& ex, const std::optional<uint64_t>& seed) {
   }
   d.seed.seed = c->base;
   d.seed.counter = c->device;
-  d.counter = c->device;
   return d;
 }
 
