@@ -857,9 +857,6 @@ void CudaContext::drop_graphs() {
 }
 
 Status CudaContext::reset_library_handles() {
-  // Captured graphs may hold the addresses of device memory that prepared entries own (the random
-  // ops' run counters, random_ops.cpp): they go with the entries.
-  drop_graphs();
   prepared_ = PreparedCache{};
   if (cublaslt_) cublasLtDestroy(cublaslt_);
   cublaslt_ = nullptr;
