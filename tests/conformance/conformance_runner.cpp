@@ -418,7 +418,7 @@ struct Child {
   pid_t pid = -1;
   int fd = -1;
   std::string msg;
-  std::chrono::steady_clock::time_point deadline;
+  std::chrono::steady_clock::time_point start, deadline;
 };
 
 std::optional<Child> start_child(const fs::path& dir, const Options& opt, CaseResult* failed) {
@@ -458,7 +458,8 @@ std::optional<Child> start_child(const fs::path& dir, const Options& opt, CaseRe
   Child c;
   c.pid = pid;
   c.fd = fds[0];
-  c.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(opt.timeout_s);
+  c.start = std::chrono::steady_clock::now();
+  c.deadline = c.start + std::chrono::seconds(opt.timeout_s);
   return c;
 }
 
@@ -489,13 +490,11 @@ CaseResult finish_child(Child& c, bool timed_out, const Options& opt) {
 template <typename Done>
 void run_all_isolated(const std::vector<std::pair<std::string, fs::path>>& cases, const Options& opt, Done done) {
   std::map<size_t, Child> running;
-  std::map<size_t, std::chrono::steady_clock::time_point> started;
   size_t next = 0;
   char buf[4096];
   while (next < cases.size() || !running.empty()) {
     while (next < cases.size() && running.size() < static_cast<size_t>(std::max(1, opt.jobs))) {
       const size_t i = next++;
-      started[i] = std::chrono::steady_clock::now();
       CaseResult failed;
       auto c = start_child(cases[i].second, opt, &failed);
       if (c) {
@@ -525,7 +524,7 @@ void run_all_isolated(const std::vector<std::pair<std::string, fs::path>>& cases
       if (!ended && now >= c.deadline) ended = timed_out = true;
       if (!ended) continue;
       CaseResult r = finish_child(c, timed_out, opt);
-      const double secs = std::chrono::duration<double>(now - started[which[k]]).count();
+      const double secs = std::chrono::duration<double>(now - c.start).count();
       running.erase(which[k]);
       done(which[k], std::move(r), secs);
     }
