@@ -15,7 +15,9 @@ bool op_needs_fp32(const std::string& op_type) {
       "Constant", "ConstantOfShape", "Cast", "CastLike", "RandomNormal", "RandomUniform",
       "RandomNormalLike", "RandomUniformLike", "EyeLike",
       // A zero test in float16 would read float32 values below 2^-24 as zeros.
-      "NonZero"};
+      "NonZero",
+      // Distinct float32 values can round to one float16 value, which changes the output's size.
+      "Unique"};
   return kKeep.count(op_type) != 0;
 }
 

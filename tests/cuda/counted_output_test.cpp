@@ -1,5 +1,5 @@
 // Engines with a layer whose output size is known only after its kernel runs (NonZero,
-// NonMaxSuppression: a "counted" layer on the GPU, CountedOutput in src/backends/cuda/cuda_ops.h).
+// NonMaxSuppression, Unique: a "counted" layer on the GPU, CountedOutput in src/backends/cuda/cuda_ops.h).
 // Against the CPU engine, exactly: the layers after the counted one see the real shape (Gather,
 // Squeeze, Shape), the count changes from run to run within one input-shape set, limits given as
 // graph inputs are read on the device, the build summary says why CUDA graphs are off (or hold only
@@ -462,6 +462,77 @@ TEST_F(CountedOutputTest, Fp16EngineCountsInFloat32) {
     auto y = got.at("y").to_host();
     ASSERT_TRUE(y.is_ok());
     EXPECT_LT(rel_err(*y, want.at("y")), 1e-2);
+  }
+}
+
+// Unique sizes three of its four outputs by its count (CountedOutput::outputs) and one
+// (inverse_indices) by the input: x[n] -> Unique -> y, idx, inv, cnt; Gather(y, inv) rebuilds x;
+// Shape(cnt) is the count. Along an axis, with indices omitted: x[n, 3] -> Unique(axis 0,
+// first-occurrence order) -> y, inv; Gather(y, inv, axis 0) rebuilds x.
+OnnxModelBuilder unique_model(int64_t n, bool along_axis) {
+  OnnxModelBuilder m(13);
+  if (along_axis) {
+    m.input("x", DataType::kFloat32, {n, 3});
+    auto& u = m.node("Unique", {"x"}, {"y", "", "inv"}, "unique");
+    OnnxModelBuilder::attr(u, "axis", int64_t{0});
+    OnnxModelBuilder::attr(u, "sorted", int64_t{0});
+    auto& g = m.node("Gather", {"y", "inv"}, {"recon"}, "rebuild");
+    OnnxModelBuilder::attr(g, "axis", int64_t{0});
+    m.output("y", DataType::kFloat32);
+    m.output("inv", DataType::kInt64);
+    m.output("recon", DataType::kFloat32);
+    return m;
+  }
+  m.input("x", DataType::kFloat32, {n});
+  m.node("Unique", {"x"}, {"y", "idx", "inv", "cnt"}, "unique");
+  m.node("Gather", {"y", "inv"}, {"recon"}, "rebuild");
+  m.node("Shape", {"cnt"}, {"u"}, "count");
+  m.output("y", DataType::kFloat32);
+  m.output("idx", DataType::kInt64);
+  m.output("inv", DataType::kInt64);
+  m.output("cnt", DataType::kInt64);
+  m.output("recon", DataType::kFloat32);
+  m.output("u", DataType::kInt64);
+  return m;
+}
+
+// Values from `levels` choices (integers, so every level is exact), as many rows of 3 as `rows`.
+Tensor few_levels(std::mt19937& rng, const std::vector<int64_t>& dims, int levels) {
+  Tensor t = Tensor::empty(DataType::kFloat32, dims);
+  const int64_t row = dims.size() > 1 ? dims[1] : 1;
+  std::vector<float> protos(static_cast<size_t>(levels * row));
+  for (auto& p : protos) p = static_cast<float>(static_cast<int>(rng() % 7) - 3);
+  for (int64_t r = 0; r < t.numel() / row; ++r) {
+    const int64_t p = static_cast<int64_t>(rng() % static_cast<unsigned>(levels));
+    for (int64_t k = 0; k < row; ++k)
+      t.data_as<float>()[r * row + k] = row > 1 ? protos[static_cast<size_t>(p * row + k)] : static_cast<float>(p) - 5.0f;
+  }
+  return t;
+}
+
+TEST_F(CountedOutputTest, UniqueSizesEveryOutputFromItsCount) {
+  SKIP_WITHOUT_GPU();
+  SCOPED_TRACE("seed " + std::to_string(seed_));
+  for (bool along_axis : {false, true}) {
+    SCOPED_TRACE(along_axis ? "along axis 0" : "flattened");
+    const int64_t n = 3000;
+    auto model = unique_model(n, along_axis);
+    auto cpu = build(model, DeviceType::kCPU);
+    auto gpu = build(model, DeviceType::kCUDA);
+    ASSERT_TRUE(cpu && gpu);
+    auto j = nlohmann::json::parse(gpu->describe_json());
+    for (const auto& l : j["cuda"]["layers"])
+      if (l["op_type"] == "Unique") {
+        EXPECT_EQ(l["device"], "cuda") << l.dump();
+      }
+    auto cctx = cpu->create_context();
+    auto gctx = gpu->create_context();
+    ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+    // One input-shape set, counts that shrink and grow from run to run.
+    for (int levels : {4, 60, 1, 2000, 9}) {
+      const std::vector<int64_t> dims = along_axis ? std::vector<int64_t>{n, 3} : std::vector<int64_t>{n};
+      compare_run(**cctx, **gctx, {{"x", few_levels(rng_, dims, levels)}}, std::to_string(levels) + " levels");
+    }
   }
 }
 

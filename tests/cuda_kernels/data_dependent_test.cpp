@@ -1,4 +1,4 @@
-// CUDA kernels of src/backends/cuda/data_dependent_ops.cpp (NonMaxSuppression, NonZero) against the
+// CUDA kernels of src/backends/cuda/data_dependent_ops.cpp (NonMaxSuppression, NonZero, Unique) against the
 // CPU reference (run_node_cpu), exactly: the same count and the same int64 elements. These ops
 // write a prefix of a buffer sized by CountedOutput::bound and report the count on the device, so
 // the runner here plays the engine's part: it allocates the bound, poisons the output, the count
@@ -9,8 +9,10 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "cuda_kernel_harness.h"
+#include "ops/attr_util.h"
 #include "runtime/cpu_executor.h"
 
 namespace graft::testing {
@@ -315,6 +317,279 @@ TEST(CudaDataDependent, NonZeroMatchesReferenceForEveryDtype) {
         c.label = TensorDesc(dt, shape_from_values(dims)).to_string() + " density " + std::to_string(density);
         run_counted_case(c, dt, {}, seed);
       }
+}
+
+// ---- Unique --------------------------------------------------------------------------------------
+//
+// Unique has four outputs, three of them sized by the count (CountedOutput::outputs): the runner
+// sizes each from the op's bounds, poisons all of them, and checks each real output (the bound
+// with its count axis replaced by the count) byte for byte against the CPU reference, Y's bits
+// included (a group keeps its first occurrence's -0 or NaN payload), and the bytes past it.
+
+struct UniqueCase {
+  Tensor x;
+  int64_t sorted = 1;
+  std::optional<int64_t> axis;
+  size_t outputs = 4;
+  int omit = -1;  // an optional output left out (empty name)
+  std::string label;
+};
+
+void run_unique_case(const UniqueCase& c, uint32_t seed) {
+  SCOPED_TRACE("Unique " + c.label + " " + TensorDesc(c.x.dtype(), shape_from_values(c.x.dims())).to_string() +
+               " sorted " + std::to_string(c.sorted) + (c.axis ? " axis " + std::to_string(*c.axis) : " flattened") +
+               " outputs " + std::to_string(c.outputs) + " omit " + std::to_string(c.omit) + " seed " +
+               std::to_string(seed));
+  const cuda::CudaOp* op = cuda::find_cuda_op("Unique");
+  ASSERT_NE(op, nullptr);
+  ASSERT_NE(op->counted.outputs, nullptr) << "Unique sizes every output";
+  auto setup = [&](OneNode& n) {
+    n.node->attrs.set("sorted", c.sorted);
+    if (c.axis) n.node->attrs.set("axis", *c.axis);
+    n.node->opset = 11;
+    if (c.omit >= 0) n.node->outputs[static_cast<size_t>(c.omit)] = nullptr;
+  };
+  OneNode ref("Unique", {c.x}, c.outputs);
+  setup(ref);
+  auto want = run_node_cpu(*ref.node, {&ref.inputs[0]});
+  ASSERT_TRUE(want.is_ok()) << "CPU reference failed: " << want.status().to_string();
+
+  OneNode gpu("Unique", {c.x}, c.outputs);
+  setup(gpu);
+  for (size_t o = 0; o < c.outputs; ++o)
+    if (gpu.node->outputs[o])
+      gpu.node->outputs[o]->desc = TensorDesc(o == 0 ? c.x.dtype() : kI64, Shape{Dim(1)});  // dtypes: what supports() reads
+  std::string why;
+  ASSERT_TRUE(op->supports(*gpu.node, &why)) << "supports() rejected: " << why;
+
+  std::vector<std::unique_ptr<DevBuf>> owned;
+  auto dalloc = [&](size_t bytes, int fill) {
+    owned.push_back(std::make_unique<DevBuf>(bytes));
+    EXPECT_NE(owned.back()->p, nullptr);
+    EXPECT_EQ(cudaMemset(owned.back()->p, fill, bytes ? bytes : 1), cudaSuccess);
+    return owned.back()->p;
+  };
+  void* xp = dalloc(c.x.nbytes(), 0);
+  ASSERT_EQ(cudaMemcpy(xp, c.x.data(), c.x.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  std::vector<Tensor> din = {Tensor::wrap(xp, c.x.dtype(), c.x.dims(), DeviceType::kCUDA)};
+  std::vector<const Tensor*> ins = {&din[0]};
+  auto bounds = op->counted.outputs(*gpu.node, ins);
+  ASSERT_TRUE(bounds.is_ok()) << bounds.status().to_string();
+  ASSERT_EQ(bounds->size(), c.outputs);
+  auto bound0 = op->counted.bound(*gpu.node, ins);
+  ASSERT_TRUE(bound0.is_ok()) << bound0.status().to_string();
+  EXPECT_EQ(*bound0, (*bounds)[0].dims) << "bound and outputs disagree on Y";
+
+  std::vector<Tensor> dout(c.outputs);
+  std::vector<size_t> out_bytes(c.outputs, 0);
+  for (size_t o = 0; o < c.outputs; ++o) {
+    if (!gpu.node->outputs[o]) continue;
+    const DataType dt = o == 0 ? c.x.dtype() : kI64;
+    out_bytes[o] = static_cast<size_t>(numel_of((*bounds)[o].dims)) * dtype_size(dt);
+    dout[o] = Tensor::wrap(dalloc(out_bytes[o], 0xA5), dt, (*bounds)[o].dims, DeviceType::kCUDA);
+  }
+  auto* count_dev = static_cast<int64_t*>(dalloc(sizeof(int64_t), 0x5A));
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ExecContext ectx = op_exec_context(gpu.node, 11, stream, din, dout);
+  for (size_t o = 0; o < c.outputs; ++o)
+    if (!gpu.node->outputs[o]) ectx.outputs[o] = nullptr;
+  cuda::CudaExec ex;
+  ex.ctx = &ectx;
+  ex.output_count = count_dev;
+  ASSERT_NE(op->workspace_bytes, nullptr);
+  ex.workspace_size = op->workspace_bytes(*gpu.node, ins);
+  if (ex.workspace_size) ex.workspace = dalloc(ex.workspace_size, 0xFF);
+  Status st = op->run(ex);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaStreamDestroy(stream);
+  int64_t count = 0;
+  ASSERT_EQ(cudaMemcpy(&count, count_dev, sizeof count, cudaMemcpyDeviceToHost), cudaSuccess);
+  std::vector<std::vector<unsigned char>> got(c.outputs);
+  for (size_t o = 0; o < c.outputs; ++o) {
+    got[o].resize(out_bytes[o]);
+    if (out_bytes[o]) {
+      ASSERT_EQ(cudaMemcpy(got[o].data(), dout[o].data(), out_bytes[o], cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+  }
+  owned.clear();
+
+  for (size_t o = 0; o < c.outputs; ++o) {
+    if (!gpu.node->outputs[o]) continue;
+    SCOPED_TRACE("output " + std::to_string(o));
+    const Tensor& w = (*want)[o];
+    std::vector<int64_t> dims = (*bounds)[o].dims;
+    if ((*bounds)[o].count_axis >= 0) dims[static_cast<size_t>((*bounds)[o].count_axis)] = count;
+    ASSERT_EQ(dims, w.dims()) << "count " << count;
+    const size_t n = w.nbytes();
+    ASSERT_LE(n, out_bytes[o]);
+    for (size_t b = 0; b < n; ++b) {
+      ASSERT_EQ(got[o][b], static_cast<const unsigned char*>(w.data())[b])
+          << "byte " << b << " (element " << b / dtype_size(w.dtype()) << ")";
+    }
+    for (size_t b = n; b < out_bytes[o]; ++b) ASSERT_EQ(got[o][b], 0xA5) << "byte " << b << " past the real output was written";
+  }
+}
+
+// Values from a small set, so that groups form: for floats both zeros and NaNs of several bit
+// patterns (one group each), infinities; for integers a few small values and the extremes.
+void fill_few_values(std::mt19937& rng, Tensor& t, int64_t i, unsigned pick) {
+  const DataType dt = t.dtype();
+  if (dt == DataType::kBool) {
+    static_cast<uint8_t*>(t.data())[i] = static_cast<uint8_t>(pick & 1);
+    return;
+  }
+  if (dtype_is_float(dt)) {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+    const double vals[] = {-2.5, -1.0, 0.0, 0.5, 1.0, 3.0, nan, inf, -inf, 0.25};
+    const double v = vals[pick % 10];
+    t.set(i, v == 0.0 && (rng() & 1) ? -0.0 : v);
+    if (std::isnan(v) && dt == DataType::kFloat32) {
+      // Another NaN payload and sign: equal to every NaN, its own bits kept when first.
+      static_cast<uint32_t*>(t.data())[i] = (rng() & 1 ? 0xFFC00000u : 0x7FC00000u) | (rng() & 0xFFu);
+    }
+    return;
+  }
+  if (dt == DataType::kInt64 && pick % 10 >= 8) {  // the extremes, beyond double's exact range
+    t.data_as<int64_t>()[i] = pick % 10 == 8 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+    return;
+  }
+  const int64_t ivals[] = {-3, -1, 0, 1, 2, 7, 100, -100};
+  int64_t v = ivals[pick % 8];
+  if (dt == DataType::kUInt8 && v < 0) v = -v;
+  t.set(i, static_cast<double>(v));
+}
+
+// Flattened: `vals` distinct candidates per element (duplicates for small `vals`).
+Tensor few_values(std::mt19937& rng, DataType dt, const std::vector<int64_t>& dims, unsigned vals) {
+  Tensor t = Tensor::empty(dt, dims);
+  for (int64_t i = 0; i < t.numel(); ++i) fill_few_values(rng, t, i, static_cast<unsigned>(rng() % vals));
+  return t;
+}
+
+// Along `axis`: each slice copies one of `protos` random slices (zeros with a random sign, so
+// slices that differ only in -0 and +0 still group), so equal slices recur.
+Tensor repeated_slices(std::mt19937& rng, DataType dt, const std::vector<int64_t>& dims, int64_t axis, int protos) {
+  Tensor t = Tensor::empty(dt, dims);
+  const AxisView v = axis_view(dims, axis, false);
+  std::vector<unsigned> picks(static_cast<size_t>(protos * v.outer * v.inner));
+  for (auto& p : picks) p = static_cast<unsigned>(rng() % 10);
+  std::vector<int> proto_of(static_cast<size_t>(v.n));
+  for (auto& p : proto_of) p = static_cast<int>(rng() % protos);
+  for (int64_t e = 0; e < t.numel(); ++e) {
+    const int64_t in = e % v.inner, s = (e / v.inner) % v.n, o = e / (v.inner * v.n);
+    fill_few_values(rng, t, e, picks[static_cast<size_t>((proto_of[static_cast<size_t>(s)] * v.outer + o) * v.inner + in)]);
+  }
+  return t;
+}
+
+TEST(CudaDataDependent, UniqueFlattenedMatchesReference) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<std::vector<int64_t>> shapes = {{}, {0}, {1}, {7}, {50}, {3, 4, 5}, {2000}};
+  for (DataType dt : {kF32, kF16, kI64})
+    for (const auto& dims : shapes)
+      for (int64_t sorted : {1, 0})
+        for (unsigned vals : {3u, 10u}) {
+          UniqueCase c;
+          c.x = few_values(rng, dt, dims, vals);
+          c.sorted = sorted;
+          c.label = std::to_string(vals) + " values";
+          run_unique_case(c, seed);
+        }
+}
+
+TEST(CudaDataDependent, UniqueAlongAnAxisMatchesReference) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct AxisShape {
+    std::vector<int64_t> dims;
+    int64_t axis;
+  };
+  const std::vector<AxisShape> shapes = {{{6, 3}, 0},    {{6, 3}, 1},    {{4, 5, 2}, 1}, {{4, 5, 2}, -1},
+                                         {{2, 9, 3}, 0}, {{3, 0, 2}, 0}, {{0, 4}, 0},    {{40, 2}, 0}};
+  for (DataType dt : {kF32, kF16, kI64})
+    for (const AxisShape& sh : shapes)
+      for (int64_t sorted : {1, 0}) {
+        UniqueCase c;
+        const int64_t axis = sh.axis < 0 ? sh.axis + static_cast<int64_t>(sh.dims.size()) : sh.axis;
+        c.x = repeated_slices(rng, dt, sh.dims, axis, 3);
+        c.sorted = sorted;
+        c.axis = sh.axis;
+        c.label = "3 prototype slices";
+        run_unique_case(c, seed);
+      }
+}
+
+TEST(CudaDataDependent, UniqueOptionalOutputsAndOtherDtypes) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  // Fewer outputs, and one left out in the middle.
+  for (size_t outputs : {1, 2, 3}) {
+    UniqueCase c;
+    c.x = few_values(rng, kF32, {30}, 6);
+    c.outputs = outputs;
+    c.label = "fewer outputs";
+    run_unique_case(c, seed);
+  }
+  for (int omit : {1, 2, 3}) {
+    UniqueCase c;
+    c.x = repeated_slices(rng, kI64, {5, 7}, 1, 3);
+    c.axis = 1;
+    c.omit = omit;
+    c.label = "one output omitted";
+    run_unique_case(c, seed);
+  }
+  for (DataType dt : {DataType::kFloat64, DataType::kBFloat16, DataType::kInt32, DataType::kInt8, DataType::kUInt8,
+                      DataType::kBool})
+    for (int64_t sorted : {1, 0}) {
+      UniqueCase c;
+      c.x = few_values(rng, dt, {3, 11}, 6);
+      c.sorted = sorted;
+      c.label = "other dtypes";
+      run_unique_case(c, seed);
+      UniqueCase a = c;
+      a.x = repeated_slices(rng, dt, {3, 11}, 0, 2);
+      a.axis = 0;
+      run_unique_case(a, seed);
+    }
+}
+
+// Many elements over few values (large groups) and many distinct ones (few duplicates).
+TEST(CudaDataDependent, UniqueLargeInputs) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (DataType dt : {kF32, kI64})
+    for (int64_t sorted : {1, 0}) {
+      UniqueCase c;
+      c.x = few_values(rng, dt, {30000}, 10);
+      c.sorted = sorted;
+      c.label = "30000 elements, 10 values";
+      run_unique_case(c, seed);
+      UniqueCase d;
+      d.x = Tensor::empty(dt, {20000});
+      for (int64_t i = 0; i < d.x.numel(); ++i) d.x.set(i, static_cast<double>(rng() % 15000) - 7000.0);
+      d.sorted = sorted;
+      d.label = "20000 elements over 15000 values";
+      run_unique_case(d, seed);
+    }
+}
+
+// A static input past the pairwise bound stays on the CPU reference, and supports() says why.
+TEST(CudaDataDependent, UniqueRefusesInputsPastItsBound) {
+  const cuda::CudaOp* op = cuda::find_cuda_op("Unique");
+  ASSERT_NE(op, nullptr);
+  OneNode n("Unique", {Tensor::empty(kF32, {300000})}, 4);
+  n.node->outputs[0]->desc = TensorDesc(kF32, Shape{Dim(1)});
+  for (size_t o = 1; o < 4; ++o) n.node->outputs[o]->desc = TensorDesc(kI64, Shape{Dim(1)});
+  std::string why;
+  EXPECT_FALSE(op->supports(*n.node, &why));
+  EXPECT_NE(why.find("the CPU reference runs larger inputs"), std::string::npos) << why;
 }
 
 }  // namespace

@@ -248,6 +248,7 @@ Result<IntMatMulPlan> int_matmul_plan(const std::vector<int64_t>& a, const std::
     batch[i] = da == 1 ? db : da;
   }
   p.out_dims = batch;
+  p.batch = batch;
   if (a.size() > 1) p.out_dims.push_back(p.M);
   if (b.size() > 1) p.out_dims.push_back(p.N);
   p.a_batch = batch_index(batch, ba);
@@ -255,22 +256,21 @@ Result<IntMatMulPlan> int_matmul_plan(const std::vector<int64_t>& a, const std::
   return p;
 }
 
-Result<std::vector<int64_t>> matmul_param_index(const IntMatMulPlan& plan, bool a_side,
+Result<MatMulParamStrides> matmul_param_strides(const IntMatMulPlan& plan, bool a_side,
                                                 const std::vector<int64_t>& param_dims, const char* what) {
   const std::vector<int64_t>& od = a_side ? plan.a_dims : plan.b_dims;
   const size_t r = od.size();
   const size_t vary = a_side ? r - 2 : r - 1, reduced = a_side ? r - 1 : r - 2;
-  const std::vector<int64_t> batch(od.begin(), od.end() - 2);
-  const int64_t nb = numel_of(batch), extent = od[vary];
-  std::vector<int64_t> result(static_cast<size_t>(nb * extent), 0);
-  if (numel_of(param_dims) == 1) return result;  // per tensor, whatever its rank
+  MatMulParamStrides st;
+  st.batch.assign(r - 2, 0);
+  if (numel_of(param_dims) == 1) return st;  // per tensor, whatever its rank
   // The parameter's shape aligned to the operand's: a 1-D one runs along the rows (A) or columns (B);
   // a longer one broadcasts against the operand, right-aligned, with extent 1 on the K axis.
   std::vector<int64_t> pd(r, 1);
   bool fits = true;
   if (param_dims.size() == 1) {
     pd[vary] = param_dims[0];
-    fits = param_dims[0] == extent;
+    fits = param_dims[0] == od[vary];
   } else if (param_dims.size() >= 2 && param_dims.size() <= r) {
     std::copy(param_dims.begin(), param_dims.end(),
               pd.begin() + static_cast<std::ptrdiff_t>(r - param_dims.size()));
@@ -284,18 +284,28 @@ Result<std::vector<int64_t>> matmul_param_index(const IntMatMulPlan& plan, bool 
     want[reduced] = 1;
     return error(StatusCode::kInvalidModel, "input ", what, " ", ints_to_string(param_dims), " does not fit ",
                  a_side ? "A " : "B ", ints_to_string(a_side ? plan.a_dims : plan.b_dims),
-                 ": expected one element (per tensor), [", extent, "] (per ", a_side ? "row" : "column",
+                 ": expected one element (per tensor), [", od[vary], "] (per ", a_side ? "row" : "column",
                  ") or a shape that broadcasts to ", ints_to_string(want));
   }
   const std::vector<int64_t> ps = contiguous_strides(pd);
+  for (size_t a = 0; a + 2 < r; ++a) st.batch[a] = pd[a] != 1 ? ps[a] : 0;
+  st.vary = pd[vary] != 1 ? ps[vary] : 0;
+  return st;
+}
+
+Result<std::vector<int64_t>> matmul_param_index(const IntMatMulPlan& plan, bool a_side,
+                                                const std::vector<int64_t>& param_dims, const char* what) {
+  GRAFT_ASSIGN_OR_RETURN(MatMulParamStrides st, matmul_param_strides(plan, a_side, param_dims, what));
+  const std::vector<int64_t>& od = a_side ? plan.a_dims : plan.b_dims;
+  const std::vector<int64_t> batch(od.begin(), od.end() - 2);
+  const int64_t nb = numel_of(batch), extent = od[a_side ? od.size() - 2 : od.size() - 1];
+  std::vector<int64_t> result(static_cast<size_t>(nb * extent), 0);
   std::vector<int64_t> idx;
   for (int64_t b = 0; b < nb; ++b) {
     unravel(b, batch, idx);
     int64_t base = 0;
-    for (size_t a = 0; a < batch.size(); ++a)
-      if (pd[a] != 1) base += idx[a] * ps[a];
-    for (int64_t v = 0; v < extent; ++v)
-      result[static_cast<size_t>(b * extent + v)] = base + (pd[vary] != 1 ? v * ps[vary] : 0);
+    for (size_t a = 0; a < batch.size(); ++a) base += idx[a] * st.batch[a];
+    for (int64_t v = 0; v < extent; ++v) result[static_cast<size_t>(b * extent + v)] = base + v * st.vary;
   }
   return result;
 }
@@ -349,6 +359,15 @@ Status check_per_channel(const std::vector<int64_t>& dims, int64_t M, const char
   if (numel_of(dims) == 1 || (dims.size() == 1 && dims[0] == M)) return Status::ok();
   return error(StatusCode::kInvalidModel, "input ", what, " ", ints_to_string(dims),
                " must be one element (per tensor) or 1-D with one entry per output channel (", M, ")");
+}
+
+Status check_conv_bias(DataType dtype, const std::vector<int64_t>& dims, int64_t M) {
+  if (dtype != DataType::kInt32)
+    return error(StatusCode::kUnsupported, "input B has dtype ", dtype_name(dtype), "; expected int32");
+  if (dims.size() != 1 || numel_of(dims) != M)
+    return error(StatusCode::kInvalidModel, "input B ", ints_to_string(dims),
+                 " must be 1-D with one entry per output channel (", M, ")");
+  return Status::ok();
 }
 
 // ---- kernels -------------------------------------------------------------------------------------
@@ -443,14 +462,7 @@ Status qlinear_conv(ExecContext& ctx) {
                          int_conv(attrs_of(ctx), *X, xzp, "x_zero_point", *W, wzp, "w_zero_point"));
   const IntConvPlan& p = r.plan;
   GRAFT_RETURN_IF_ERROR(check_per_channel(ws->dims(), p.M, "w_scale"));
-  if (bias) {
-    if (bias->dtype() != DataType::kInt32)
-      return error(StatusCode::kUnsupported, "input B has dtype ", dtype_name(bias->dtype()),
-                   "; expected int32");
-    if (bias->rank() != 1 || bias->numel() != p.M)
-      return error(StatusCode::kInvalidModel, "input B ", ints_to_string(bias->dims()),
-                   " must be 1-D with one entry per output channel (", p.M, ")");
-  }
+  if (bias) GRAFT_RETURN_IF_ERROR(check_conv_bias(bias->dtype(), bias->dims(), p.M));
   Tensor& Y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(check_output(ctx, Y, p.out_dims, yzp->dtype()));
   const float x_scale = static_cast<float>(xs->get(0)), y_scale = static_cast<float>(ys->get(0));

@@ -30,6 +30,7 @@ struct IntMatMulPlan {
   std::vector<int64_t> a_dims, b_dims;  // promoted, rank >= 2
   int64_t M = 1, K = 1, N = 1;
   std::vector<int64_t> out_dims;          // the ONNX output shape (promoted axes dropped again)
+  std::vector<int64_t> batch;             // the broadcast batch dims (out_dims without M and N)
   std::vector<int64_t> a_batch, b_batch;  // per flat output batch: A's and B's own batch index
 };
 Result<IntMatMulPlan> int_matmul_plan(const std::vector<int64_t>& a_dims, const std::vector<int64_t>& b_dims);
@@ -40,6 +41,17 @@ Result<IntMatMulPlan> int_matmul_plan(const std::vector<int64_t>& a_dims, const 
 // operand's (batch, row) pairs (A) or (batch, column) pairs (B), row-major, the parameter's flat
 // index. `what` names the input in errors ("a_zero_point").
 Result<std::vector<int64_t>> matmul_param_index(const IntMatMulPlan& plan, bool a_side,
+                                                const std::vector<int64_t>& param_dims, const char* what);
+
+// The strided view behind matmul_param_index, for kernels that index on the fly (the CUDA ops): the
+// parameter's flat index for the operand's batch multi-index b (over its own batch dims) and row or
+// column v is sum_a b[a] * batch[a] + v * vary, a stride being 0 along an axis the parameter
+// broadcasts over (all 0 per tensor). Same checks and errors as matmul_param_index.
+struct MatMulParamStrides {
+  std::vector<int64_t> batch;  // one per batch axis of the promoted operand
+  int64_t vary = 0;            // along A's rows or B's columns
+};
+Result<MatMulParamStrides> matmul_param_strides(const IntMatMulPlan& plan, bool a_side,
                                                 const std::vector<int64_t>& param_dims, const char* what);
 
 // ---- conv geometry -----------------------------------------------------------------------------
@@ -59,6 +71,8 @@ Result<IntConvPlan> int_conv_plan(const AttributeMap& attrs, const std::vector<i
 Status check_per_tensor(const std::vector<int64_t>& dims, const char* what);
 // A weight parameter of a conv: one element, or a 1-D tensor of M (output channel) entries.
 Status check_per_channel(const std::vector<int64_t>& dims, int64_t M, const char* what);
+// QLinearConv's optional bias B: int32, 1-D with one entry per output channel (M).
+Status check_conv_bias(DataType dtype, const std::vector<int64_t>& dims, int64_t M);
 
 // ---- kernels -------------------------------------------------------------------------------------
 

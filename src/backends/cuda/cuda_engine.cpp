@@ -58,8 +58,9 @@ struct Layer {
   std::string why;                // why it is on the CPU
   std::vector<bool> host_input;   // per input: read on the host
   bool alias = false;             // a view (Reshape-like): the output aliases input 0's device buffer
-  // Output 0's size is known only after the kernel ran (op->counted, cuda_ops.h): the kernel writes
-  // into a buffer of the bound's size and the context reads back the count (read_count).
+  // Output 0's size (Unique: several outputs' sizes) is known only after the kernel ran (op->counted,
+  // cuda_ops.h): the kernel writes into buffers of the bound's size and the context reads back the
+  // count (read_count).
   bool counted = false;
   // The output shapes are a function of the engine's input shapes alone (no data-dependent shape
   // upstream, every host input a constant or shape arithmetic): a shape set's first run records
@@ -230,8 +231,9 @@ class CudaContext final : public CudaExecutionContext {
   // Layers [begin, end) in order; `capturing`: inside a CUDA graph capture.
   Status run_layers(cudaStream_t stream, bool capturing, size_t begin, size_t end);
   Status run_layer(size_t i, cudaStream_t stream);
-  // After a counted layer's kernel: copy its count to the host and give `out` its real dims.
-  Status read_count(const Layer& L, Slot& slot, Tensor out, cudaStream_t stream);
+  // After a counted layer's kernel: copy its count to the host and give each output its real dims
+  // (`count_axes[o]`: the axis of output o that takes the count, -1 for none).
+  Status read_count(const Layer& L, const std::vector<int>& count_axes, std::vector<Tensor>& outs, cudaStream_t stream);
   Result<void*> workspace_for(size_t bytes);
   Status replay_graph_failure(ShapePlan& plan, cudaError_t e, const std::map<std::string, Tensor>& inputs,
                               std::map<std::string, Tensor>& outputs, cudaStream_t stream, bool sync);
@@ -1107,13 +1109,28 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     cur_->layer_outs.assign(engine_->layers().size(), {});
     cur_->layer_outs_known.assign(engine_->layers().size(), 0);
   }
+  std::vector<int> count_axes;  // a counted layer's, per output (never memoized: always set here)
   if (!memo || !cur_->layer_outs_known[i]) {
     std::vector<ShapePlan::LayerOut> shapes;
-    if (L.counted) {
+    if (L.counted && L.op->counted.outputs) {
+      // Several outputs (Unique): the op sizes each one and names the axis its count replaces.
+      auto all = L.op->counted.outputs(node, ins);
+      if (!all) return std::move(all).take_status().with_node(node.name, node.op_type);
+      if (all->size() != node.outputs.size())
+        return error(StatusCode::kInternal, "the op sized ", static_cast<uint64_t>(all->size()), " of its ",
+                     static_cast<uint64_t>(node.outputs.size()), " outputs")
+            .with_node(node.name, node.op_type);
+      for (size_t o = 0; o < node.outputs.size(); ++o) {
+        const Value* v = node.outputs[o];
+        shapes.push_back({v ? v->desc.dtype : DataType::kUndefined, std::move((*all)[o].dims)});
+        count_axes.push_back((*all)[o].count_axis);
+      }
+    } else if (L.counted) {
       // Inference cannot size it (its count is a fresh symbol): the op's bound sizes the buffer.
       auto bound = L.op->counted.bound(node, ins);
       if (!bound) return std::move(bound).take_status().with_node(node.name, node.op_type);
       shapes.push_back({node.outputs[0]->desc.dtype, std::move(bound).value()});
+      count_axes.push_back(L.op->counted.count_axis);
     } else {
       auto descs = infer_node_concrete(node, ins);
       if (!descs) return std::move(descs).take_status();
@@ -1217,11 +1234,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return cuda_status(e, "CUDA error while running the kernel").with_node(node.name, node.op_type);
   }
-  if (L.counted) {
-    const int id = engine_->value_id(node.outputs[0]);
-    if (id < 0) return error(StatusCode::kInternal, "counted output has no slot").with_node(node.name, node.op_type);
-    return read_count(L, slots_[id], std::move(outs[0]), stream).with_node(node.name, node.op_type);
-  }
+  if (L.counted) return read_count(L, count_axes, outs, stream).with_node(node.name, node.op_type);
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     const int id = node.outputs[o] ? engine_->value_id(node.outputs[o]) : -1;
     if (id >= 0) slots_[id].dev = std::move(outs[o]);
@@ -1233,7 +1246,8 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
 // synchronization, after which the output is a prefix view of its bound-sized buffer (arena slot,
 // planned for the bound, so it never outgrows the plan) with the real dims. The layers after it
 // are inferred from those dims, per run.
-Status CudaContext::read_count(const Layer& L, Slot& slot, Tensor out, cudaStream_t stream) {
+Status CudaContext::read_count(const Layer& L, const std::vector<int>& count_axes, std::vector<Tensor>& outs,
+                               cudaStream_t stream) {
   GRAFT_CUDA_RETURN(cudaMemcpyAsync(count_host_, count_dev_.data(), sizeof(int64_t), cudaMemcpyDeviceToHost, stream),
                     "copying the output count to the host");
   GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream),
@@ -1241,16 +1255,35 @@ Status CudaContext::read_count(const Layer& L, Slot& slot, Tensor out, cudaStrea
                     "to find which)");
   const int64_t count = *count_host_;
   const CountedOutput& c = L.op->counted;
-  std::vector<int64_t> dims = out.dims();
-  const size_t axis = static_cast<size_t>(c.count_axis);
   if (count < 0)
     return error(StatusCode::kInvalidArgument, c.invalid_data ? c.invalid_data : "the kernel found its input data invalid");
-  if (axis >= dims.size() || count > dims[axis])
-    return error(StatusCode::kInternal, "the kernel counted ", count, " elements along axis ", c.count_axis,
-                 " of an output allocated as ", dims_text(dims));
-  dims[axis] = count;
-  slot.dev = Tensor::wrap(out.data(), out.dtype(), std::move(dims), DeviceType::kCUDA);
-  slot.counted_buffer = std::move(out);  // owns the buffer when it was allocated outside the arena
+  // Every output's real dims are checked before any slot changes.
+  const Node& node = *L.node;
+  std::vector<std::vector<int64_t>> dims(outs.size());
+  auto present = [&](size_t o) { return o < node.outputs.size() && node.outputs[o]; };
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (!present(o)) continue;
+    if (engine_->value_id(node.outputs[o]) < 0) return error(StatusCode::kInternal, "counted output has no slot");
+    dims[o] = outs[o].dims();
+    const int axis = o < count_axes.size() ? count_axes[o] : -1;
+    if (axis < 0) continue;
+    const size_t a = static_cast<size_t>(axis);
+    if (a >= dims[o].size() || count > dims[o][a])
+      return error(StatusCode::kInternal, "the kernel counted ", count, " elements along axis ", axis, " of output ",
+                   static_cast<uint64_t>(o), ", allocated as ", dims_text(dims[o]));
+    dims[o][a] = count;
+  }
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (!present(o)) continue;
+    Slot& slot = slots_[engine_->value_id(node.outputs[o])];
+    if ((o < count_axes.size() ? count_axes[o] : -1) < 0) {  // dims final: the buffer is the output
+      slot.dev = std::move(outs[o]);
+      slot.counted_buffer = Tensor();
+      continue;
+    }
+    slot.dev = Tensor::wrap(outs[o].data(), outs[o].dtype(), std::move(dims[o]), DeviceType::kCUDA);
+    slot.counted_buffer = std::move(outs[o]);  // owns the buffer when it was allocated outside the arena
+  }
   return Status::ok();
 }
 

@@ -22,6 +22,9 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_data_dependent_ops(t);
     append_cuda_random_ops(t);
     append_cuda_loss_ops(t);
+    append_cuda_recurrent_ops(t);
+    append_cuda_integer_ops(t);
+    append_cuda_tfidf_ops(t);
     return t;
   }();
   return table;

@@ -80,7 +80,8 @@ struct CudaExec {
   uint64_t random_base = 0;
 };
 
-// An op whose output 0 has a size known only once its kernel has run (NonZero, NonMaxSuppression).
+// An op whose output 0 has a size known only once its kernel has run (NonZero, NonMaxSuppression;
+// Unique, whose other outputs too: see `outputs` below).
 // The runtime allocates output 0 with the dims `bound` returns, the most the concrete input shapes
 // and the node's constant inputs allow (device data cannot be read here). The kernel writes the
 // real output as the contiguous tensor whose dims are the bound's with `count_axis` replaced by the
@@ -88,10 +89,21 @@ struct CudaExec {
 // reads back the count alone and gives the output its real dims (cuda_engine.cpp). A negative count
 // means the kernel found the input data invalid where the CPU reference fails; `invalid_data` says
 // how.
+//
+// An op with several outputs, or whose count axis depends on the node (Unique: Y, indices and
+// counts have the count, inverse_indices the input's size), also sets `outputs`: one CountedDims
+// per node output (an omitted optional output's entry is ignored), which the runtime then uses for
+// every output instead of `bound` and `count_axis`. `bound` stays set (it marks the op as counted);
+// each output's real dims are its bound's with its count_axis (if any) replaced by the one count.
+struct CountedDims {
+  std::vector<int64_t> dims;
+  int count_axis = -1;  // -1: the dims are final
+};
 struct CountedOutput {
   Result<std::vector<int64_t>> (*bound)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
   int count_axis = 0;
   const char* invalid_data = nullptr;
+  Result<std::vector<CountedDims>> (*outputs)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
 };
 
 struct CudaOp {
@@ -122,10 +134,13 @@ void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilo
 void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, Gather/ScatterND/Elements...
 void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float32), GridSample
 void append_cuda_misc_ops(std::vector<CudaOp>& out);        // (De)QuantizeLinear, InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum, Det
-void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT
+void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT, MelWeightMatrix
 void append_cuda_selection_ops(std::vector<CudaOp>& out);    // MaxUnpool, Celu
-void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero (counted outputs)
+void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero, Unique (counted outputs)
 void append_cuda_random_ops(std::vector<CudaOp>& out);  // RandomUniform/Normal(Like), Bernoulli, Multinomial, Dropout
 void append_cuda_loss_ops(std::vector<CudaOp>& out);    // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void append_cuda_recurrent_ops(std::vector<CudaOp>& out);  // RNN, LSTM, GRU
+void append_cuda_integer_ops(std::vector<CudaOp>& out);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void append_cuda_tfidf_ops(std::vector<CudaOp>& out);    // TfIdfVectorizer (int32/int64 n-grams)
 
 }  // namespace graft::cuda

@@ -1,5 +1,6 @@
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/cuda_kernel_device.cuh"
 #include "backends/cuda/data_dependent_kernels.cuh"
@@ -429,6 +430,118 @@ cudaError_t non_zero_typed(const void* x, int64_t n, int64_t blocks, bool is_flo
   return cudaGetLastError();
 }
 
+// ---- Unique --------------------------------------------------------------------------------------
+//
+// Without a sort: each slice finds its group's first occurrence and size by comparing itself with
+// every slice, each first occurrence its output position by counting the groups before it (smaller
+// ones when sorted, earlier ones otherwise), and every slice then knows where its group landed. The
+// comparisons are the CPU reference's compare_values, so groups and order are its own.
+
+// bool compares by truth, as the reference loads it.
+struct BoolByte {
+  uint8_t b;
+};
+
+__device__ __forceinline__ float ukey(__half v) { return __half2float(v); }
+__device__ __forceinline__ float ukey(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float ukey(float v) { return v; }
+__device__ __forceinline__ double ukey(double v) { return v; }
+__device__ __forceinline__ int64_t ukey(int8_t v) { return v; }
+__device__ __forceinline__ int64_t ukey(uint8_t v) { return v; }
+__device__ __forceinline__ int64_t ukey(int32_t v) { return v; }
+__device__ __forceinline__ int64_t ukey(int64_t v) { return v; }
+__device__ __forceinline__ int64_t ukey(BoolByte v) { return v.b != 0; }
+
+template <typename C>
+__device__ __forceinline__ int unique_cmp3(C a, C b) {
+  if constexpr (std::is_floating_point_v<C>) {
+    const bool na = isnan(a), nb = isnan(b);
+    if (na || nb) return na == nb ? 0 : (na ? 1 : -1);
+  }
+  return a < b ? -1 : (b < a ? 1 : 0);
+}
+
+// Slices a and b, lexicographically over [outer, inner] in row-major order.
+template <typename T>
+__device__ __forceinline__ int unique_slice_cmp(const T* x, const UniqueProblem& p, int64_t a, int64_t b) {
+  if (a == b) return 0;
+  for (int64_t o = 0; o < p.outer; ++o) {
+    const T* ra = x + (o * p.n + a) * p.inner;
+    const T* rb = x + (o * p.n + b) * p.inner;
+    for (int64_t i = 0; i < p.inner; ++i) {
+      const int c = unique_cmp3(ukey(ra[i]), ukey(rb[i]));
+      if (c != 0) return c;
+    }
+  }
+  return 0;
+}
+
+template <typename T>
+__global__ void unique_group_kernel(const T* x, UniqueProblem p, int64_t* first, int64_t* size) {
+  GRAFT_GRID_STRIDE(i, p.n) {
+    int64_t f = -1, c = 0;
+    for (int64_t j = 0; j < p.n; ++j)
+      if (unique_slice_cmp(x, p, j, i) == 0) {
+        if (f < 0) f = j;
+        ++c;
+      }
+    first[i] = f;
+    size[i] = c;
+  }
+}
+
+template <typename T>
+__global__ void unique_position_kernel(const T* x, UniqueProblem p, const int64_t* first, int64_t* pos,
+                                       int64_t* count) {
+  GRAFT_GRID_STRIDE(i, p.n) {
+    if (first[i] != i) continue;
+    int64_t r = 0;
+    if (p.sorted) {
+      for (int64_t j = 0; j < p.n; ++j) r += first[j] == j && unique_slice_cmp(x, p, j, i) < 0;
+    } else {
+      for (int64_t j = 0; j < i; ++j) r += first[j] == j;
+    }
+    pos[i] = r;
+    atomicAdd(reinterpret_cast<unsigned long long*>(count), 1ull);
+  }
+}
+
+__global__ void unique_index_kernel(int64_t n, const int64_t* first, const int64_t* size, const int64_t* pos,
+                                    int64_t* indices, int64_t* inverse, int64_t* counts) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const int64_t g = first[i], at = pos[g];
+    if (inverse) inverse[i] = at;
+    if (g == i) {
+      if (indices) indices[at] = i;
+      if (counts) counts[at] = size[i];
+    }
+  }
+}
+
+// Element e of X (slice s) goes to y[o, pos[s], :] when s is its group's first occurrence; y is
+// [outer, u, inner] with u read on the device (the position kernel counted it).
+template <typename E>
+__global__ void unique_y_kernel(const E* x, UniqueProblem p, const int64_t* first, const int64_t* pos,
+                                const int64_t* count, E* y, int64_t total) {
+  const int64_t u = *count;
+  GRAFT_GRID_STRIDE(e, total) {
+    const int64_t in = e % p.inner, r = e / p.inner;
+    const int64_t s = r % p.n, o = r / p.n;
+    if (first[s] != s) continue;
+    y[(o * u + pos[s]) * p.inner + in] = x[e];
+  }
+}
+
+template <typename T>
+cudaError_t unique_typed(const void* xv, const UniqueProblem& p, int64_t* first, int64_t* size, int64_t* pos,
+                         int64_t* count, cudaStream_t s) {
+  const T* x = static_cast<const T*>(xv);
+  unique_group_kernel<T><<<grid_for(p.n), kThreads, 0, s>>>(x, p, first, size);
+  GRAFT_LAUNCH_CHECK();
+  unique_position_kernel<T><<<grid_for(p.n), kThreads, 0, s>>>(x, p, first, pos, count);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 size_t nms_workspace_bytes(const NmsProblem& p) { return nms_layout(p).total; }
@@ -478,6 +591,62 @@ cudaError_t launch_non_zero(int elem_size, bool is_float, const void* x, int64_t
     case 8: return non_zero_typed<uint64_t>(x, n, blocks, is_float, rd, rank, block_counts, block_offsets, out, count, s);
     default: return cudaErrorInvalidValue;
   }
+}
+
+bool unique_within_bounds(const UniqueProblem& p) {
+  if (p.outer < 0 || p.n < 0 || p.inner < 0) return false;
+  const int64_t slice = p.outer * p.inner;
+  const int64_t per_thread = p.n * (slice > 1 ? slice : 1);  // at most numel(X), or n
+  return per_thread <= kUniqueMaxThreadWork && p.n * per_thread <= kUniqueMaxWork;
+}
+
+size_t unique_workspace_bytes(const UniqueProblem& p) {
+  return p.n > 0 ? 3 * align_up(static_cast<size_t>(p.n) * sizeof(int64_t)) : 0;
+}
+
+cudaError_t launch_unique(KType t, const void* x, const UniqueProblem& p, void* workspace, size_t workspace_bytes,
+                          void* y, int64_t* indices, int64_t* inverse, int64_t* counts, int64_t* count,
+                          cudaStream_t s) {
+  if (!count || !unique_within_bounds(p)) return cudaErrorInvalidValue;
+  const size_t need = unique_workspace_bytes(p);
+  if (workspace_bytes < need || (need && !workspace)) return cudaErrorInvalidValue;
+  int elem = 0;
+  switch (t) {
+    case KType::kI8: case KType::kU8: case KType::kBool: elem = 1; break;
+    case KType::kF16: case KType::kBF16: elem = 2; break;
+    case KType::kF32: case KType::kI32: elem = 4; break;
+    case KType::kF64: case KType::kI64: elem = 8; break;
+    default: return cudaErrorInvalidValue;
+  }
+  cudaError_t e = cudaMemsetAsync(count, 0, sizeof(int64_t), s);
+  if (e != cudaSuccess || p.n == 0) return e;
+  const size_t stride = align_up(static_cast<size_t>(p.n) * sizeof(int64_t));
+  auto* first = static_cast<int64_t*>(workspace);
+  auto* size = reinterpret_cast<int64_t*>(static_cast<char*>(workspace) + stride);
+  auto* pos = reinterpret_cast<int64_t*>(static_cast<char*>(workspace) + 2 * stride);
+  switch (t) {
+    case KType::kF32: e = unique_typed<float>(x, p, first, size, pos, count, s); break;
+    case KType::kF16: e = unique_typed<__half>(x, p, first, size, pos, count, s); break;
+    case KType::kBF16: e = unique_typed<__nv_bfloat16>(x, p, first, size, pos, count, s); break;
+    case KType::kF64: e = unique_typed<double>(x, p, first, size, pos, count, s); break;
+    case KType::kI8: e = unique_typed<int8_t>(x, p, first, size, pos, count, s); break;
+    case KType::kU8: e = unique_typed<uint8_t>(x, p, first, size, pos, count, s); break;
+    case KType::kI32: e = unique_typed<int32_t>(x, p, first, size, pos, count, s); break;
+    case KType::kI64: e = unique_typed<int64_t>(x, p, first, size, pos, count, s); break;
+    case KType::kBool: e = unique_typed<BoolByte>(x, p, first, size, pos, count, s); break;
+    default: return cudaErrorInvalidValue;
+  }
+  if (e != cudaSuccess) return e;
+  if (indices || inverse || counts) {
+    unique_index_kernel<<<grid_for(p.n), kThreads, 0, s>>>(p.n, first, size, pos, indices, inverse, counts);
+    GRAFT_LAUNCH_CHECK();
+  }
+  const int64_t total = p.outer * p.n * p.inner;
+  if (total == 0) return cudaSuccess;
+  if (!y) return cudaErrorInvalidValue;
+  GRAFT_SIZE_DISPATCH(elem, (unique_y_kernel<E><<<grid_for(total), kThreads, 0, s>>>(
+                                static_cast<const E*>(x), p, first, pos, count, static_cast<E*>(y), total)));
+  return cudaGetLastError();
 }
 
 }  // namespace graft::cuda::k

@@ -1,5 +1,5 @@
 // Launchers for the ops whose output size depends on the data: NonMaxSuppression and NonZero (CPU
-// references: src/backends/cpu/detection.cpp). Each writes its output into a buffer sized for the
+// references: src/backends/cpu/detection.cpp) and Unique (src/backends/cpu/selection.cpp). Each writes its output into a buffer sized for the
 // most the input shapes allow, laid out as the real (smaller) output would be, and writes the real
 // count to a device int64, which is all the engine reads back (cuda_engine.cpp). Plain device
 // pointers; each returns the first launch's cudaError_t (cudaErrorInvalidValue for a problem the
@@ -52,5 +52,35 @@ size_t non_zero_workspace_bytes(int64_t n);
 // int64, the coordinates of the nonzero elements in row-major order, and *count.
 cudaError_t launch_non_zero(int elem_size, bool is_float, const void* x, int64_t n, const int64_t* dims, int rank,
                             void* workspace, size_t workspace_bytes, int64_t* out, int64_t* count, cudaStream_t s);
+
+// ---- Unique --------------------------------------------------------------------------------------
+
+// X viewed as [outer, n, inner]: n slices of outer * inner elements each (axis given), or n
+// elements (flattened: outer = inner = 1), compared as the CPU reference compares them: numbers by
+// value (-0 == 0), every NaN equal to every other and after every number, slices
+// lexicographically in row-major order of the other axes; bool by truth.
+struct UniqueProblem {
+  int64_t outer = 1, n = 0, inner = 1;
+  bool sorted = true;  // false: in order of first occurrence
+};
+
+// Each slice is compared with every other (no sort), so the work is bounded: at most
+// kUniqueMaxWork element comparisons in all (n * n * slice) and kUniqueMaxThreadWork per thread
+// (n * slice). Larger problems are the CPU reference's.
+constexpr int64_t kUniqueMaxWork = int64_t{1} << 33;
+constexpr int64_t kUniqueMaxThreadWork = int64_t{1} << 27;
+bool unique_within_bounds(const UniqueProblem& p);
+
+// Bytes of scratch launch_unique needs (three int64 per slice).
+size_t unique_workspace_bytes(const UniqueProblem& p);
+
+// x of type t (kF32, kF16, kBF16, kF64, kI8, kU8, kI32, kI64, kBool). Writes *count = u, the
+// number of distinct slices, and: y [outer, u, inner] (each distinct slice's first occurrence,
+// bit for bit), indices [u] (that first occurrence), counts [u] (how many slices equal it) and
+// inverse [n] (each slice's position in y), positions in ascending order (sorted) or in order of
+// first occurrence. indices, inverse and counts may each be null (an omitted output).
+cudaError_t launch_unique(KType t, const void* x, const UniqueProblem& p, void* workspace, size_t workspace_bytes,
+                          void* y, int64_t* indices, int64_t* inverse, int64_t* counts, int64_t* count,
+                          cudaStream_t s);
 
 }  // namespace graft::cuda::k

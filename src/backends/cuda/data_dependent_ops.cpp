@@ -1,8 +1,9 @@
-// CUDA ops whose output size depends on the data: NonMaxSuppression and NonZero (kernels:
-// data_dependent_kernels.cu; CPU references: src/backends/cpu/detection.cpp). Both declare a
-// CountedOutput (cuda_ops.h): the engine gives output 0 the most elements the input shapes allow,
-// the kernel writes the real output as a prefix of it and its count to CudaExec::output_count, and
-// the engine reads back that count alone. Errors the CPU reference raises from shapes or constant
+// CUDA ops whose output size depends on the data: NonMaxSuppression, NonZero and Unique (kernels:
+// data_dependent_kernels.cu; CPU references: src/backends/cpu/detection.cpp, selection.cpp). Each
+// declares a CountedOutput (cuda_ops.h): the engine gives the output the most elements the input
+// shapes allow, the kernel writes the real output as a prefix of it and its count to
+// CudaExec::output_count, and the engine reads back that count alone (Unique sizes all four of its
+// outputs that way, one of them final). Errors the CPU reference raises from shapes or constant
 // inputs are raised here with the same words; an invalid value the host cannot see (a computed
 // iou_threshold) comes back as a negative count.
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/data_dependent_kernels.cuh"
+#include "ops/attr_util.h"
 #include "ops/detection_attrs.h"
 
 namespace graft::cuda {
@@ -148,6 +150,123 @@ Status non_zero_run(CudaExec& ex) {
       ex);
 }
 
+// ---- Unique --------------------------------------------------------------------------------------
+
+constexpr std::initializer_list<DataType> kUniqueTypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
+    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
+
+// The CPU reference's reading of `sorted` and `axis` (its words), and the [outer, n, inner] view.
+struct UniqueSetup {
+  k::UniqueProblem p;
+  bool has_axis = false;
+  int64_t axis = 0;
+};
+
+Result<UniqueSetup> unique_setup(const AttributeMap& attrs, const std::vector<int64_t>& dims) {
+  UniqueSetup u;
+  GRAFT_ASSIGN_OR_RETURN(int64_t sorted, attrs.get_int("sorted", 1));
+  if (sorted != 0 && sorted != 1) return attr_error("sorted", "must be 0 or 1, got ", sorted);
+  u.p.sorted = sorted == 1;
+  u.has_axis = attrs.has("axis");
+  if (u.has_axis) {
+    GRAFT_ASSIGN_OR_RETURN(int64_t a, attrs.get_int("axis", 0));
+    auto na = normalize_axis(a, static_cast<int64_t>(dims.size()));
+    if (!na) return Status(na.status()).with_attribute("axis");
+    u.axis = na.value();
+    const AxisView v = axis_view(dims, u.axis, false);
+    u.p.outer = v.outer;
+    u.p.n = v.n;
+    u.p.inner = v.inner;
+  } else {
+    u.p.n = numel_of(dims);
+  }
+  return u;
+}
+
+std::string unique_too_big(const k::UniqueProblem& p) {
+  return "Unique on the GPU compares every slice with every other: " + std::to_string(p.n) + " slices of " +
+         std::to_string(p.outer * p.inner) + " elements exceed its bound (n * n * slice <= 2^33, n * slice <= 2^27); "
+         "the CPU reference runs larger inputs";
+}
+
+bool unique_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "needs an input");
+  if (!require_dtype(n, 0, kUniqueTypes, why)) return false;
+  if (n.outputs.empty() || n.outputs.size() > 4 || !n.output(0))
+    return reject(why, "needs output Y and at most 3 more outputs");
+  if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "output Y's dtype differs from X's");
+  for (size_t o = 1; o < n.outputs.size(); ++o)
+    if (n.output(o) && out_dtype(n, o) != DataType::kInt64)
+      return reject(why, "output " + std::to_string(o) + " must be int64");
+  const TensorDesc& x = n.input(0)->desc;
+  if (!x.shape) return true;  // the attributes and the bound are checked per run
+  std::vector<int64_t> dims;
+  bool known = true;
+  for (const Dim& d : *x.shape) {
+    known = known && d.is_const();
+    dims.push_back(d.is_const() ? d.value() : 1);
+  }
+  auto u = unique_setup(n.attrs, dims);
+  if (!u) return reject(why, u.status().message());
+  if (known && !k::unique_within_bounds(u->p)) return reject(why, unique_too_big(u->p));
+  return true;
+}
+
+Result<std::vector<CountedDims>> unique_outputs(const Node& n, const std::vector<const Tensor*>& ins) {
+  const Tensor* x = ins.empty() ? nullptr : ins[0];
+  if (!x) return error(StatusCode::kInvalidModel, "Unique needs an input");
+  GRAFT_ASSIGN_OR_RETURN(UniqueSetup u, unique_setup(n.attrs, x->dims()));
+  std::vector<CountedDims> out(n.outputs.size());
+  if (out.empty()) return out;
+  out[0].dims = u.has_axis ? x->dims() : std::vector<int64_t>{u.p.n};
+  out[0].count_axis = static_cast<int>(u.has_axis ? u.axis : 0);
+  for (size_t o = 1; o < out.size(); ++o) {
+    out[o].dims = {u.p.n};
+    out[o].count_axis = o == 2 ? -1 : 0;  // inverse_indices has one entry per slice of X
+  }
+  return out;
+}
+
+Result<std::vector<int64_t>> unique_bound(const Node& n, const std::vector<const Tensor*>& ins) {
+  GRAFT_ASSIGN_OR_RETURN(std::vector<CountedDims> all, unique_outputs(n, ins));
+  if (all.empty()) return error(StatusCode::kInvalidModel, "Unique needs output Y");
+  return std::move(all[0].dims);
+}
+
+size_t unique_workspace(const Node& n, const std::vector<const Tensor*>& ins) {
+  if (ins.empty() || !ins[0]) return 0;
+  auto u = unique_setup(n.attrs, ins[0]->dims());
+  return u ? k::unique_workspace_bytes(u->p) : 0;  // run() reports the error
+}
+
+Status unique_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x || ex.ctx->outputs.empty() || !ex.ctx->outputs[0])
+    return fail(ex, StatusCode::kInternal, "called without X or its output Y");
+  if (!ex.output_count) return fail(ex, StatusCode::kInternal, "called without its device count");
+  auto u = unique_setup(attrs_of(ex), x->dims());
+  if (!u) return with_node(ex, u.status());
+  if (!k::unique_within_bounds(u->p)) return fail(ex, StatusCode::kUnsupported, unique_too_big(u->p));
+  auto want = unique_outputs(*ex.ctx->node, ex.ctx->inputs);
+  if (!want) return with_node(ex, want.status());
+  Tensor* outs[4] = {};
+  for (size_t o = 0; o < ex.ctx->outputs.size() && o < 4; ++o) {
+    Tensor* t = ex.ctx->outputs[o];
+    if (!t || !t->defined()) continue;
+    const DataType dt = o == 0 ? x->dtype() : DataType::kInt64;
+    if (o >= want->size() || t->dtype() != dt || t->dims() != (*want)[o].dims)
+      return fail(ex, StatusCode::kInternal, "output ", static_cast<uint64_t>(o),
+                  " was not allocated with the bound the op computes");
+    outs[o] = t;
+  }
+  if (!outs[0]) return fail(ex, StatusCode::kInternal, "called without its output Y");
+  auto i64 = [&](int o) { return outs[o] ? outs[o]->data_as<int64_t>() : nullptr; };
+  return launch_status(k::launch_unique(ktype(x->dtype()), x->data(), u->p, ex.workspace, ex.workspace_size,
+                                        outs[0]->data(), i64(1), i64(2), i64(3), ex.output_count, stream_of(ex)),
+                       ex);
+}
+
 }  // namespace
 
 void append_cuda_data_dependent_ops(std::vector<CudaOp>& out) {
@@ -156,6 +275,8 @@ void append_cuda_data_dependent_ops(std::vector<CudaOp>& out) {
                                      "input 3 (iou_threshold) must lie in [0, 1] (a computed value was outside)"}});
   out.push_back(CudaOp{"NonZero", &non_zero_supports, &non_zero_run, {}, &non_zero_workspace,
                        CountedOutput{&non_zero_bound, 1, nullptr}});
+  out.push_back(CudaOp{"Unique", &unique_supports, &unique_run, {}, &unique_workspace,
+                       CountedOutput{&unique_bound, 0, nullptr, &unique_outputs}});
 }
 
 }  // namespace graft::cuda

@@ -95,3 +95,82 @@ cudaError_t launch_spectral(KType t, const SpectralArgs& a, const void* x, const
 }
 
 }  // namespace graft::cuda::k
+
+// ---- MelWeightMatrix ------------------------------------------------------------------------------
+
+namespace graft::cuda::k {
+namespace {
+
+// The CPU reference's edge, operation for operation: the _rn intrinsics keep nvcc from fusing a
+// multiply and an add into one rounding, which the host never does.
+__device__ __forceinline__ int64_t mel_edge(const MelArgs& a, int64_t k) {
+  if (a.host_edges) return a.edges[k];
+  const double mel = __dadd_rn(a.low_mel, __dmul_rn(a.step, static_cast<double>(k)));
+  const double hz = __dmul_rn(700.0, __dsub_rn(pow(10.0, __ddiv_rn(mel, 2595.0)), 1.0));
+  const double at = floor(__ddiv_rn(__dmul_rn(static_cast<double>(a.dft_length + 1), hz),
+                                    static_cast<double>(a.sample_rate)));
+  return static_cast<int64_t>(at);
+}
+
+// graft's store_from_double: half types round through float, integers truncate toward zero.
+template <typename O>
+__device__ __forceinline__ O mel_store(double v) {
+  if constexpr (std::is_same_v<O, double>)
+    return v;
+  else if constexpr (std::is_same_v<O, float>)
+    return __double2float_rn(v);
+  else if constexpr (std::is_same_v<O, __half>)
+    return __float2half_rn(__double2float_rn(v));
+  else if constexpr (std::is_same_v<O, __nv_bfloat16>)
+    return __float2bfloat16_rn(__double2float_rn(v));
+  else
+    return static_cast<O>(static_cast<int64_t>(v));
+}
+
+// Weight (j, i) as the reference's writes leave it: the rising side over [left, centre], then the
+// falling side over [centre, right) written over it, so the centre always holds 1.
+template <typename O>
+__global__ void mel_kernel(MelArgs a, O* y, int64_t count) {
+  GRAFT_GRID_STRIDE(o, count) {
+    const int64_t j = o / a.mels, i = o % a.mels;
+    const int64_t left = mel_edge(a, i), centre = mel_edge(a, i + 1), right = mel_edge(a, i + 2);
+    double w = 0.0;
+    if (j == centre)
+      w = 1.0;
+    else if (j >= left && j < centre)
+      w = static_cast<double>(j - left) / static_cast<double>(centre - left);
+    else if (j > centre && j < right)
+      w = static_cast<double>(right - j) / static_cast<double>(right - centre);
+    y[o] = mel_store<O>(w);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_mel_weight_matrix(KType t, const MelArgs& a, void* y, cudaStream_t s) {
+  if (a.bins < 0 || a.mels < 0 || a.dft_length < 1 || a.sample_rate < 1 ||
+      (a.host_edges != 0 && (a.host_edges != a.mels + 2 || a.host_edges > kMelParamEdges)))
+    return cudaErrorInvalidValue;
+  const int64_t count = a.bins * a.mels;
+  if (count == 0) return cudaSuccess;
+  switch (t) {
+#define GRAFT_MEL_CASE(KT, O)                                                          \
+  case KType::KT:                                                                      \
+    mel_kernel<O><<<grid_for(count), kThreads, 0, s>>>(a, static_cast<O*>(y), count); \
+    break;
+    GRAFT_MEL_CASE(kF32, float)
+    GRAFT_MEL_CASE(kF64, double)
+    GRAFT_MEL_CASE(kF16, __half)
+    GRAFT_MEL_CASE(kBF16, __nv_bfloat16)
+    GRAFT_MEL_CASE(kI8, int8_t)
+    GRAFT_MEL_CASE(kU8, uint8_t)
+    GRAFT_MEL_CASE(kI32, int32_t)
+    GRAFT_MEL_CASE(kI64, int64_t)
+#undef GRAFT_MEL_CASE
+    default:
+      return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace graft::cuda::k

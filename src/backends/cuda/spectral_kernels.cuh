@@ -28,3 +28,28 @@ cudaError_t launch_spectral(KType t, const SpectralArgs& a, const void* x, const
                             cudaStream_t s);
 
 }  // namespace graft::cuda::k
+
+namespace graft::cuda::k {
+
+// ---- MelWeightMatrix (CPU reference: src/backends/cpu/mel.cpp) -----------------------------------
+
+// Up to this many band edges travel in the launch's parameters, computed on the host with the CPU
+// reference's own arithmetic (so a floor() that lands on an integer cannot differ by an ulp of pow);
+// more are computed per thread on the device with the same operations in the same order.
+constexpr int kMelParamEdges = 500;
+
+// y is [bins, mels]; band i rises from edge i to edge i + 1 and falls to edge i + 2. Edge k is
+// floor((dft_length + 1) * hz(low_mel + step * k) / sample_rate), hz(m) = 700 * (10^(m / 2595) - 1).
+struct MelArgs {
+  int64_t bins = 0, mels = 0;
+  int64_t dft_length = 1, sample_rate = 1;
+  double low_mel = 0, step = 0;
+  int host_edges = 0;  // mels + 2 when `edges` holds every edge, else 0
+  int32_t edges[kMelParamEdges] = {};
+};
+
+// One thread per weight; `t` is the output type (f32, f16, bf16, f64, i8, u8, i32, i64). Each
+// weight is computed in double and rounded once (integers truncate), as the CPU reference does.
+cudaError_t launch_mel_weight_matrix(KType t, const MelArgs& a, void* y, cudaStream_t s);
+
+}  // namespace graft::cuda::k
