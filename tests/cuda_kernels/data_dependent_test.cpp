@@ -18,6 +18,14 @@
 namespace graft::testing {
 namespace {
 
+// A device buffer of `bytes` filled with the byte `fill` (a poison), kept alive in `owned`.
+void* filled_device_buffer(std::vector<std::unique_ptr<DevBuf>>& owned, size_t bytes, int fill) {
+  owned.push_back(std::make_unique<DevBuf>(bytes));
+  EXPECT_NE(owned.back()->p, nullptr);
+  EXPECT_EQ(cudaMemset(owned.back()->p, fill, bytes ? bytes : 1), cudaSuccess);
+  return owned.back()->p;
+}
+
 constexpr DataType kF32 = DataType::kFloat32;
 constexpr DataType kF16 = DataType::kFloat16;
 constexpr DataType kI64 = DataType::kInt64;
@@ -68,12 +76,7 @@ void run_counted_case(const CountedCase& c, DataType dt, const std::set<int>& lo
   ASSERT_TRUE(op->supports(*gpu.node, &why)) << "supports() rejected: " << why;
 
   std::vector<std::unique_ptr<DevBuf>> owned;
-  auto dalloc = [&](size_t bytes, int fill) {
-    owned.push_back(std::make_unique<DevBuf>(bytes));
-    EXPECT_NE(owned.back()->p, nullptr);
-    EXPECT_EQ(cudaMemset(owned.back()->p, fill, bytes ? bytes : 1), cudaSuccess);
-    return owned.back()->p;
-  };
+  auto dalloc = [&](size_t bytes, int fill) { return filled_device_buffer(owned, bytes, fill); };
   std::vector<Tensor> din;
   for (const Tensor& t : dev_in_host) {
     if (!t.defined()) {
@@ -363,12 +366,7 @@ void run_unique_case(const UniqueCase& c, uint32_t seed) {
   ASSERT_TRUE(op->supports(*gpu.node, &why)) << "supports() rejected: " << why;
 
   std::vector<std::unique_ptr<DevBuf>> owned;
-  auto dalloc = [&](size_t bytes, int fill) {
-    owned.push_back(std::make_unique<DevBuf>(bytes));
-    EXPECT_NE(owned.back()->p, nullptr);
-    EXPECT_EQ(cudaMemset(owned.back()->p, fill, bytes ? bytes : 1), cudaSuccess);
-    return owned.back()->p;
-  };
+  auto dalloc = [&](size_t bytes, int fill) { return filled_device_buffer(owned, bytes, fill); };
   void* xp = dalloc(c.x.nbytes(), 0);
   ASSERT_EQ(cudaMemcpy(xp, c.x.data(), c.x.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
   std::vector<Tensor> din = {Tensor::wrap(xp, c.x.dtype(), c.x.dims(), DeviceType::kCUDA)};
