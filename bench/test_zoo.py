@@ -67,6 +67,21 @@ def test_smoke_end_to_end(tmp_path):
         assert r["export_status"] == "ok" and r["eager_status"] == "ok"
         assert r["compile_status"] == "skipped"
         assert 0 < r["torch_fp16_rel_err"] < 0.05
+        # ONNX Runtime's CPU reference: at the smallest batch when onnxruntime is importable, where
+        # the FP32 export must match PyTorch FP32 closely; otherwise a skipped stage that says why.
+        try:
+            import onnxruntime  # noqa: F401
+            has_ort = True
+        except Exception:  # noqa: BLE001
+            has_ort = False
+        if has_ort and r["batch"] == 1:
+            assert r["ort_status"] == "ok", r
+            assert r["ort_rel_err"] < 1e-4, r
+            if _graft_available():
+                assert r["graft_vs_ort_rel_err"] is not None and r["graft_vs_ort_rel_err"] < 0.05, r
+        else:
+            assert r["ort_status"] == "skipped" and r["ort_reason"], r
+            assert r["ort_rel_err"] is None
         if _graft_available():
             assert r["graft_build_status"] == "ok", r
             assert r["graft_ms"] > 0 and r["graft_rel_err"] is not None

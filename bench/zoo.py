@@ -86,7 +86,7 @@ _FALLBACK_SEGMENTATION = ["deeplabv3_mobilenet_v3_large", "deeplabv3_resnet50", 
 SMOKE_TV = ["resnet18", "mobilenet_v3_small", "lraspp_mobilenet_v3_large"]
 SMOKE_PLAIN = ["tiny_cnn", "tiny_sepnet", "tiny_segnet"]
 
-STAGES = ("model", "export", "reference", "eager", "graft_build", "graft_run", "compile")
+STAGES = ("model", "export", "reference", "ort", "eager", "graft_build", "graft_run", "compile")
 
 
 def _log(*a):
@@ -424,7 +424,8 @@ class Worker:
              "torch": torch.__version__, "device": str(self.dev), "smoke": bool(a.smoke),
              "gpu": torch.cuda.get_device_name(self.dev) if self.cuda else None,
              "graft_ms": None, "eager_ms": None, "compile_ms": None,
-             "graft_rel_err": None, "torch_fp16_rel_err": None, "compile_rel_err": None}
+             "graft_rel_err": None, "torch_fp16_rel_err": None, "compile_rel_err": None,
+             "ort_rel_err": None, "graft_vs_ort_rel_err": None}
         tv = _torchvision()
         r["torchvision"] = getattr(tv, "__version__", None)
         for s in STAGES:
@@ -581,6 +582,7 @@ class Worker:
             refs = {}
             self.done("reference", "error", _short(e))
 
+        self.ort_out = self.run_ort(paths, xs, refs)
         m16 = self.run_eager(model, xs, refs)
         if a.skip_graft:
             for b in self.batches:
@@ -590,6 +592,44 @@ class Worker:
         if self.cuda:
             torch.cuda.empty_cache()
         self.run_compile(m16, xs, refs)
+
+    def run_ort(self, paths, xs, refs):
+        """ONNX Runtime's CPU provider on the exported file, FP32, as a second reference: its error
+        against PyTorch FP32 (ort_rel_err) checks the export itself, and graft's output is compared
+        with it too (graft_vs_ort_rel_err). At the --ort-batches only (default: the smallest batch),
+        since a CPU run of a large model at batch 32 would take much of a call. Not timed: a CPU
+        provider is not a peer of a GPU engine. Missing onnxruntime is a skipped stage, not an error."""
+        torch, a = self.torch, self.a
+        self.stage("ort")
+        batches = [b for b in self.batches if b in (a.ort_batches or [min(self.batches)])]
+        others = [b for b in self.batches if b not in batches]
+        if a.skip_ort:
+            self.done("ort", "skipped", "--skip ort")
+            return {}
+        try:
+            import onnxruntime as ort
+        except Exception as e:  # noqa: BLE001
+            self.done("ort", "skipped", f"onnxruntime is not installed ({_short(e, 120)})")
+            return {}
+        if others:
+            self.done("ort", "skipped", "not an --ort-batches batch", batches=others)
+        outs = {}
+        try:
+            sess = ort.InferenceSession(paths["onnx"], providers=["CPUExecutionProvider"])
+            in_name, out_name = sess.get_inputs()[0].name, sess.get_outputs()[0].name
+        except Exception as e:  # noqa: BLE001
+            self.done("ort", "error", f"onnxruntime could not load the model: {_short(e)}", batches=batches)
+            return {}
+        for b in batches:
+            try:
+                y = sess.run([out_name], {in_name: xs[b].float().cpu().numpy()})[0]
+                outs[b] = torch.from_numpy(y).float()
+                if b in refs:
+                    self.set(b, ort_rel_err=rel_err(outs[b], refs[b]))
+                self.done("ort", batches=[b], ort_version=ort.__version__, ort_provider="CPUExecutionProvider")
+            except Exception as e:  # noqa: BLE001
+                self.done("ort", "error", _short(e), batches=[b])
+        return outs
 
     def run_eager(self, model, xs, refs):
         torch, a = self.torch, self.a
@@ -674,6 +714,8 @@ class Worker:
                 self.set(b, graft_ms=ms, graft_iters=n, graft_wall_ms=wall)
                 if b in refs:
                     self.set(b, graft_rel_err=rel_err(y, refs[b]))
+                if b in getattr(self, "ort_out", {}):
+                    self.set(b, graft_vs_ort_rel_err=rel_err(y, self.ort_out[b]))
                 self.done("graft_run", batches=[b])
             except Exception as e:  # noqa: BLE001
                 self.done("graft_run", "error", _short(e), batches=[b])
@@ -879,6 +921,8 @@ def run_model(args, name, task, index, limit_s, commit, budget_cut):
             cmd.append("--" + flag.replace("_", "-"))
     if args.skip:
         cmd += ["--skip", *args.skip]
+    if args.ort_batches:
+        cmd += ["--ort-batches", *map(str, args.ort_batches)]
     t0 = time.perf_counter()
     p, tail, th = _spawn(cmd, _worker_env(args), "    ")
     _current["proc"] = p
@@ -1150,7 +1194,10 @@ def main(argv=None):
     ap.add_argument("--warmup", type=int, default=None, help="warm-up iterations (default 10; --smoke 1)")
     ap.add_argument("--max-seconds-per-config", type=float, default=4.0,
                     help="cap on one timed loop; iterations are cut to fit (at least 5)")
-    ap.add_argument("--skip", nargs="*", default=[], choices=["eager", "compile", "graft"], help="contenders not run")
+    ap.add_argument("--skip", nargs="*", default=[], choices=["eager", "compile", "graft", "ort"],
+                    help="contenders (and the ONNX Runtime reference) not run")
+    ap.add_argument("--ort-batches", nargs="+", type=int, default=None,
+                    help="batches ONNX Runtime's CPU provider runs as a second FP32 reference (default: the smallest)")
     ap.add_argument("--exporter", choices=["auto", "torchscript", "dynamo"], default="auto",
                     help="auto: TorchScript exporter, the dynamo exporter when that fails (default)")
     ap.add_argument("--no-timing-cache", action="store_true", help="graft builds without the cached tactic timings")
@@ -1180,6 +1227,7 @@ def main(argv=None):
     args.min_model_s = args.min_model_s if args.min_model_s is not None else (5 if s else 120)
     args.skip_eager, args.skip_compile, args.skip_graft = ("eager" in args.skip, "compile" in args.skip,
                                                            "graft" in args.skip)
+    args.skip_ort = "ort" in args.skip
     if not (args.profile[0] <= args.profile[1] <= args.profile[2]):
         ap.error("--profile wants MIN <= OPT <= MAX")
     if any(not (args.profile[0] <= b <= args.profile[2]) for b in args.batches):

@@ -162,6 +162,16 @@ def summarize(records):
     facts["worse_accuracy"] = worse
     lines.append(f"graft_rel_err > {TARGET_ERR_RATIO:g} x torch_fp16_rel_err: {len(worse)}"
                  + ("".join(f"\n  - {w}" for w in worse)))
+    # ONNX Runtime's CPU provider (FP32) on the same file: a second reference, independent of PyTorch.
+    ort = [r for r in recs if num(r.get("ort_rel_err")) is not None]
+    if ort:
+        worst = max(ort, key=lambda r: num(r["ort_rel_err"]))
+        vs = [r for r in ort if num(r.get("graft_vs_ort_rel_err")) is not None]
+        lines.append(f"ONNX Runtime CPU FP32 reference at {len(ort)} rows: its error vs PyTorch FP32 at most "
+                     f"{_e(num(worst['ort_rel_err']))} ({worst['model']} b{worst['batch']})"
+                     + (f"; graft FP16 vs ONNX Runtime at most {_e(max(num(r['graft_vs_ort_rel_err']) for r in vs))}"
+                        if vs else ""))
+    facts["ort_rows"] = len(ort)
     failed = []
     for m in models:
         rs = [by[(m, b)] for b in batches if (m, b) in by and by[(m, b)].get("status") in ("failed", "partial")]
