@@ -279,10 +279,11 @@ class Worker:
                 self.emit({"batch": b, "dtype": d, "status": "error",
                            "error": f"ONNX export failed: {type(e).__name__}: {_short(e)}"})
             return
+        ort_outs, ort_info = self.ort_reference(onnx_path, refs)
         build_params = inspect.signature(graft.Engine.build).parameters
         cli = _find_graft_cli(a.graft_cli)
         for b, d in self.configs():
-            rec = {"batch": b, "dtype": d, **export_info}
+            rec = {"batch": b, "dtype": d, **export_info, **ort_info.get(b, {})}
             eng = None
             try:
                 self.reset_peak()
@@ -343,6 +344,8 @@ class Worker:
                 rec["rel_err"], err = self.rel_err(y, refs[b])
                 if err:
                     rec["rel_err_note"] = err
+                if b in ort_outs:
+                    rec["graft_vs_ort_rel_err"], _ = self.rel_err(y, ort_outs[b])
                 rec["status"] = "ok"
             except Exception as e:  # noqa: BLE001
                 stage = "build" if eng is None else "run"
@@ -350,6 +353,27 @@ class Worker:
             del eng
             _log(f"[{a.model}/graft] batch {b} {d}: {_summary(rec)}")
             self.emit(rec)
+
+    def ort_reference(self, onnx_path, refs):
+        """ONNX Runtime's CPU provider on the exported FP32 file at the smallest batch: a second
+        reference beside PyTorch FP32 ({batch: output}, {batch: record fields}). A model with graft's
+        custom ops loads only where ORT has them registered; any failure is a note on the record."""
+        b = min(self.args.batches)
+        try:
+            import onnxruntime as ort
+        except Exception as e:  # noqa: BLE001
+            return {}, {b: {"ort_status": "skipped", "ort_reason": f"onnxruntime is not installed ({_short(e, 120)})"}}
+        try:
+            sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            x = self.spec.input(b, self.args.smoke, "cpu")
+            y = self._first_tensor(sess.run([sess.get_outputs()[0].name], {sess.get_inputs()[0].name: x.numpy()})[0])
+            err, why = relative_error(y.float(), refs[b])
+            info = {"ort_status": "ok", "ort_version": ort.__version__, "ort_rel_err": err}
+            if why:
+                info["ort_reason"] = why
+            return {b: y.float()}, {b: info}
+        except Exception as e:  # noqa: BLE001
+            return {}, {b: {"ort_status": "error", "ort_reason": f"{type(e).__name__}: {_short(e)}"}}
 
     def export_onnx(self, graft, path):
         """FP32 ONNX with a dynamic batch axis: graft.export (TorchScript exporter first, which graft's
