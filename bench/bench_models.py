@@ -364,7 +364,11 @@ class Worker:
         except Exception as e:  # noqa: BLE001
             return {}, {b: {"ort_status": "skipped", "ort_reason": f"onnxruntime is not installed ({_short(e, 120)})"}}
         try:
-            sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+            opts = ort.SessionOptions()
+            # graft's ONNX Runtime adapter (adapters/onnxruntime), where built, runs the custom ops too.
+            if os.environ.get("GRAFT_ORT_CUSTOM_OPS"):
+                opts.register_custom_ops_library(os.environ["GRAFT_ORT_CUSTOM_OPS"])
+            sess = ort.InferenceSession(onnx_path, sess_options=opts, providers=["CPUExecutionProvider"])
             x = self.spec.input(b, self.args.smoke, "cpu")
             y = self._first_tensor(sess.run([sess.get_outputs()[0].name], {sess.get_inputs()[0].name: x.numpy()})[0])
             err, why = relative_error(y.float(), refs[b])
