@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <set>
+#include <string>
 
 #include "graft/dtype.h"
 
@@ -354,9 +356,12 @@ std::vector<std::shared_ptr<const OpDef>> adapted_ops() {
     if (const char* libs = std::getenv("GRAFT_PLUGIN_LIBRARIES"))
       for (const Status& st : load_plugin_libraries(libs)) log_error("(library)", st.to_string());
   });
+  // Ops graft defines under the name of a plugin TensorRT itself ships, for graft's own engine: a
+  // creator of ours would shadow TensorRT's (same name, version and namespace).
+  static const std::set<std::string> kTensorRtsOwn = {"EfficientNMS_TRT"};
   std::vector<std::shared_ptr<const OpDef>> out;
   for (auto& r : OpRegistry::global().all())
-    if (has_cuda_kernel(*r.def)) out.push_back(r.def);
+    if (has_cuda_kernel(*r.def) && !kTensorRtsOwn.count(r.def->name())) out.push_back(r.def);
   return out;
 }
 

@@ -5,10 +5,15 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "graft/kernel_dtype.h"
+
+#ifdef GRAFT_WITH_CUDA
+#include "ops/efficient_nms/efficient_nms_kernels.cuh"
+#endif
 
 namespace graft {
 namespace {
@@ -131,13 +136,20 @@ struct Candidate {
   int64_t box, cls;
 };
 
-Status forward_cpu(const KernelContext& ctx) {
+// The sizes of one call, after check_views.
+struct Dims {
+  int64_t batch = 0, n = 0, classes = 0;
+  bool per_class_boxes = false, decode = false;
+  DataType ft = DataType::kUndefined;
+};
+
+// Every view's shape and dtype against the others and the attributes; `device` as well when set.
+Result<Dims> check_views(const KernelContext& ctx, const Params& p, std::optional<DeviceType> device) {
   if (ctx.inputs.size() != 3 || ctx.outputs.size() != 4)
     return error(StatusCode::kInvalidArgument, kOpName,
                  ": kernel expects 3 inputs (anchors may be absent) and 4 "
                  "outputs, got ",
                  ctx.inputs.size(), " and ", ctx.outputs.size());
-  GRAFT_ASSIGN_OR_RETURN(Params p, params_of(*ctx.attrs));
   const TensorView &boxes = ctx.inputs[kBoxes], &scores = ctx.inputs[kScores],
                    &anchors = ctx.inputs[kAnchors];
   const bool decode = anchors.data != nullptr;
@@ -167,16 +179,36 @@ Status forward_cpu(const KernelContext& ctx) {
                  o == 0   ? ", 1)"
                  : o == 1 ? ", max_output_boxes, 4)"
                           : ", max_output_boxes)");
+  if (device) {
+    for (const TensorView* t : {&boxes, &scores, &anchors, &ctx.outputs[0], &ctx.outputs[1], &ctx.outputs[2],
+                                &ctx.outputs[3]})
+      if (t->data && t->device != *device)
+        return bad("tensor", "in ", device_name(t->device), " memory, the kernel needs ", device_name(*device));
+  }
+  return Dims{batch, n, classes, per_class_boxes, decode, ft};
+}
+
+// With the sigmoid, a raw score s passes when sigmoid(s) >= threshold, i.e. s >= logit(threshold).
+// Computed once on the host for both kernels, so the CPU and CUDA threshold tests agree exactly.
+double raw_threshold_of(const Params& p) {
+  if (!p.score_activation) return p.score_threshold;
+  return p.score_threshold <= 0.0   ? -std::numeric_limits<double>::infinity()
+         : p.score_threshold >= 1.0 ? std::numeric_limits<double>::infinity()
+                                    : std::log(p.score_threshold / (1.0 - p.score_threshold));
+}
+
+Status forward_cpu(const KernelContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(Params p, params_of(*ctx.attrs));
+  GRAFT_ASSIGN_OR_RETURN(Dims d, check_views(ctx, p, std::nullopt));
+  const TensorView &boxes = ctx.inputs[kBoxes], &scores = ctx.inputs[kScores],
+                   &anchors = ctx.inputs[kAnchors];
+  const int64_t batch = d.batch, n = d.n, classes = d.classes, k = p.max_output_boxes;
+  const bool per_class_boxes = d.per_class_boxes, decode = d.decode;
+  const DataType ft = d.ft;
   // Padding after the detections is zero, as in TensorRT.
   for (const TensorView& t : ctx.outputs)
     if (t.nbytes()) std::memset(t.data, 0, t.nbytes());
-
-  // With the sigmoid, a raw score s passes when sigmoid(s) >= threshold, i.e. s >= logit(threshold).
-  double raw_threshold = p.score_threshold;
-  if (p.score_activation)
-    raw_threshold = p.score_threshold <= 0.0   ? -std::numeric_limits<double>::infinity()
-                    : p.score_threshold >= 1.0 ? std::numeric_limits<double>::infinity()
-                                               : std::log(p.score_threshold / (1.0 - p.score_threshold));
+  const double raw_threshold = raw_threshold_of(p);
 
   return kernel::visit_float_dtype(kOpName, ft, [&](auto tr) -> Status {
     using T = decltype(tr);
@@ -249,6 +281,74 @@ Status forward_cpu(const KernelContext& ctx) {
   });
 }
 
+#ifdef GRAFT_WITH_CUDA
+static_assert(cuda::kEfficientNmsCudaMaxCandidates == kEfficientNmsMaxCandidates,
+              "the CUDA kernel must examine as many candidates as the CPU reference");
+
+// The CUDA kernel's scratch (candidate keys, indices and decoded boxes per image), from the shapes
+// of 'scores' (batch, boxes, classes).
+size_t workspace_bytes(const std::vector<ConcreteDesc>& inputs, const std::vector<ConcreteDesc>&,
+                       const AttributeMap&) {
+  if (inputs.size() <= kScores || inputs[kScores].dims.size() != 3) return 0;
+  const auto& d = inputs[kScores].dims;
+  return cuda::efficient_nms_workspace_bytes(d[0], d[1], d[2], kEfficientNmsMaxCandidates);
+}
+
+Status forward_cuda(const KernelContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(Params p, params_of(*ctx.attrs));
+  GRAFT_ASSIGN_OR_RETURN(Dims d, check_views(ctx, p, DeviceType::kCUDA));
+  if (d.n * d.classes > std::numeric_limits<int32_t>::max() || d.batch > std::numeric_limits<int32_t>::max())
+    return error(StatusCode::kUnsupported, kOpName, ": the CUDA kernel handles at most 2^31 - 1 images and 2^31 - 1 "
+                 "(box, class) pairs per image, got ", d.batch, " images of ", d.n, " x ", d.classes);
+  const size_t need = cuda::efficient_nms_workspace_bytes(d.batch, d.n, d.classes, kEfficientNmsMaxCandidates);
+  if (ctx.workspace_size < need || (need > 0 && ctx.workspace == nullptr))
+    return error(StatusCode::kInvalidArgument, kOpName, ": the CUDA kernel needs ", static_cast<uint64_t>(need),
+                 " bytes of workspace (the op's workspace_fn), got ", static_cast<uint64_t>(ctx.workspace_size));
+  cuda::EfficientNmsArgs a;
+  a.batch = d.batch;
+  a.boxes = d.n;
+  a.classes = d.classes;
+  a.per_class_boxes = d.per_class_boxes;
+  a.anchor_rows = d.decode ? ctx.inputs[kAnchors].dims[0] : 0;
+  a.background_class = p.background_class;
+  a.box_coding = static_cast<int>(p.box_coding);
+  a.score_activation = p.score_activation;
+  a.class_agnostic = p.class_agnostic;
+  a.raw_score_threshold = raw_threshold_of(p);
+  a.iou_threshold = p.iou_threshold;
+  a.max_output_boxes = p.max_output_boxes;
+  a.max_candidates = kEfficientNmsMaxCandidates;
+  const TensorView &boxes = ctx.inputs[kBoxes], &scores = ctx.inputs[kScores], &anchors = ctx.inputs[kAnchors];
+  const TensorView& num = ctx.outputs[kNumDetections];
+  const TensorView &det_boxes = ctx.outputs[kDetBoxes], &det_scores = ctx.outputs[kDetScores],
+                   &det_classes = ctx.outputs[kDetClasses];
+  auto stream = static_cast<cudaStream_t>(ctx.stream);
+  cudaError_t e = cudaSuccess;
+  switch (d.ft) {
+    case DataType::kFloat32:
+      e = cuda::efficient_nms_f32(a, boxes.as<float>(), scores.as<float>(), anchors.as<float>(), num.as<int32_t>(),
+                                  det_boxes.as<float>(), det_scores.as<float>(), det_classes.as<int32_t>(),
+                                  ctx.workspace, ctx.workspace_size, stream);
+      break;
+    case DataType::kFloat16:
+      e = cuda::efficient_nms_f16(a, boxes.as<__half>(), scores.as<__half>(), anchors.as<__half>(),
+                                  num.as<int32_t>(), det_boxes.as<__half>(), det_scores.as<__half>(),
+                                  det_classes.as<int32_t>(), ctx.workspace, ctx.workspace_size, stream);
+      break;
+    case DataType::kFloat64:
+      e = cuda::efficient_nms_f64(a, boxes.as<double>(), scores.as<double>(), anchors.as<double>(),
+                                  num.as<int32_t>(), det_boxes.as<double>(), det_scores.as<double>(),
+                                  det_classes.as<int32_t>(), ctx.workspace, ctx.workspace_size, stream);
+      break;
+    default:
+      return error(StatusCode::kUnsupported, kOpName, ": no CUDA kernel for dtype ", dtype_name(d.ft));
+  }
+  if (e != cudaSuccess)
+    return error(StatusCode::kRuntimeError, kOpName, ": kernel launch failed: ", cudaGetErrorString(e));
+  return Status::ok();
+}
+#endif  // GRAFT_WITH_CUDA
+
 }  // namespace
 
 OpDef define_efficient_nms() {
@@ -288,6 +388,10 @@ OpDef define_efficient_nms() {
       .output("detection_classes", {DT::kInt32}, "(B, max_output_boxes)");
   for (DT t : dtypes) def.type_combination({t, t, t, DT::kInt32, t, t, DT::kInt32});
   def.shape_fn(shape_fn).dtype_fn(dtype_fn).kernel(Backend::kCPU, forward_cpu);
+#ifdef GRAFT_WITH_CUDA
+  // Every dtype: the CUDA kernel decides in double like the CPU reference.
+  def.workspace_fn(workspace_bytes).kernel(Backend::kCUDA, forward_cuda);
+#endif
   {
     AttributeMap ex;
     ex.set("score_threshold", 0.3f);
