@@ -17,7 +17,8 @@ __device__ __forceinline__ double to_d(T v) {
     return static_cast<double>(v);
 }
 
-// Half types round through float, as graft's store_from_double does on the host.
+// graft's store_from_double on the host: half types round through float, integers (MelWeightMatrix's
+// integer output types) truncate toward zero.
 template <typename T>
 __device__ __forceinline__ T from_d(double v) {
   if constexpr (std::is_same_v<T, double>)
@@ -26,8 +27,10 @@ __device__ __forceinline__ T from_d(double v) {
     return __double2float_rn(v);
   else if constexpr (std::is_same_v<T, __half>)
     return __float2half_rn(__double2float_rn(v));
-  else
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
     return __float2bfloat16_rn(__double2float_rn(v));
+  else
+    return static_cast<T>(static_cast<int64_t>(v));
 }
 
 template <typename T>
@@ -112,21 +115,6 @@ __device__ __forceinline__ int64_t mel_edge(const MelArgs& a, int64_t k) {
   return static_cast<int64_t>(at);
 }
 
-// graft's store_from_double: half types round through float, integers truncate toward zero.
-template <typename O>
-__device__ __forceinline__ O mel_store(double v) {
-  if constexpr (std::is_same_v<O, double>)
-    return v;
-  else if constexpr (std::is_same_v<O, float>)
-    return __double2float_rn(v);
-  else if constexpr (std::is_same_v<O, __half>)
-    return __float2half_rn(__double2float_rn(v));
-  else if constexpr (std::is_same_v<O, __nv_bfloat16>)
-    return __float2bfloat16_rn(__double2float_rn(v));
-  else
-    return static_cast<O>(static_cast<int64_t>(v));
-}
-
 // Weight (j, i) as the reference's writes leave it: the rising side over [left, centre], then the
 // falling side over [centre, right) written over it, so the centre always holds 1.
 template <typename O>
@@ -141,7 +129,7 @@ __global__ void mel_kernel(MelArgs a, O* y, int64_t count) {
       w = static_cast<double>(j - left) / static_cast<double>(centre - left);
     else if (j > centre && j < right)
       w = static_cast<double>(right - j) / static_cast<double>(right - centre);
-    y[o] = mel_store<O>(w);
+    y[o] = from_d<O>(w);
   }
 }
 
