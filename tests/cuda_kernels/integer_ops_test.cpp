@@ -22,23 +22,10 @@ constexpr DataType kU8 = DataType::kUInt8, kI8 = DataType::kInt8, kI32 = DataTyp
                    kF32 = DataType::kFloat32;
 constexpr DataType k8[] = {kU8, kI8};
 
-// Uniform over the dtype's whole range; never all zeros.
-Tensor rand8(std::mt19937& rng, DataType dt, std::vector<int64_t> dims) {
-  std::uniform_int_distribution<int> d(dt == kU8 ? 0 : -128, dt == kU8 ? 255 : 127);
-  Tensor t = Tensor::empty(dt, std::move(dims));
-  bool any = false;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const int v = d(rng);
-    any = any || v != 0;
-    t.set(i, v);
-  }
-  if (!any && t.numel() > 0) t.set(0, 5);
-  return t;
-}
 
 // Zero points are never 0, so a kernel that forgets one differs.
 Tensor rand_zp(std::mt19937& rng, DataType dt, std::vector<int64_t> dims) {
-  Tensor t = rand8(rng, dt, std::move(dims));
+  Tensor t = random_int8(dt, std::move(dims), rng);
   for (int64_t i = 0; i < t.numel(); ++i)
     if (t.get(i) == 0) t.set(i, dt == kU8 ? 9 : -9);
   return t;
@@ -118,7 +105,7 @@ TEST(CudaInteger, MatMulIntegerLayoutsAndDtypes) {
         KernelCase c;
         c.op = "MatMulInteger";
         c.label = std::string(l.label) + " " + combo({ta, tb});
-        c.inputs = {rand8(rng, ta, l.a), rand8(rng, tb, l.b)};
+        c.inputs = {random_int8(ta, l.a, rng), random_int8(tb, l.b, rng)};
         if (!l.none) {
           c.inputs.push_back(rand_zp(rng, ta, l.azp));
           c.inputs.push_back(rand_zp(rng, tb, l.bzp));
@@ -130,7 +117,7 @@ TEST(CudaInteger, MatMulIntegerLayoutsAndDtypes) {
   KernelCase c;
   c.op = "MatMulInteger";
   c.label = "b_zero_point alone";
-  c.inputs = {rand8(rng, kI8, {7, 50}), rand8(rng, kU8, {50, 11}), Tensor(), rand_zp(rng, kU8, {11})};
+  c.inputs = {random_int8(kI8, {7, 50}, rng), random_int8(kU8, {50, 11}, rng), Tensor(), rand_zp(rng, kU8, {11})};
   run_kernel_case(c, kF32, seed);
 }
 
@@ -140,7 +127,7 @@ TEST(CudaInteger, MatMulIntegerWrapsInt32) {
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
   const int64_t K = 70000;  // 70000 * 254 * 255 > 2^32
-  Tensor A = filled(kU8, {2, K}, 255), B = rand8(rng, kI8, {K, 3});
+  Tensor A = filled(kU8, {2, K}, 255), B = random_int8(kI8, {K, 3}, rng);
   for (int64_t k = 0; k < K; ++k) B.set(k * 3, -128);  // column 0: every product -254 * 255
   A.set(1, 17);                                      // row 0 not all equal
   KernelCase c;
@@ -179,8 +166,8 @@ TEST(CudaInteger, QLinearMatMulRequantize) {
           c.label = std::string(l.label) + " " + combo({ta, tb, ty});
           // multiplier = a_scale * b_scale / y_scale spans about 1e-6 .. 1e-2 against sums of
           // up to ~1e6: some outputs saturate, most do not.
-          c.inputs = {rand8(rng, ta, l.a),          rand_scale(rng, l.a_param, -2.5, -1.0),
-                      rand_zp(rng, ta, l.a_param),  rand8(rng, tb, l.b),
+          c.inputs = {random_int8(ta, l.a, rng),          rand_scale(rng, l.a_param, -2.5, -1.0),
+                      rand_zp(rng, ta, l.a_param),  random_int8(tb, l.b, rng),
                       rand_scale(rng, l.b_param, -2.5, -1.0), rand_zp(rng, tb, l.b_param),
                       rand_scale(rng, {}, -2.0, 0.0),   rand_zp(rng, ty, {})};
           run_all_scale_dtypes(c, seed);
@@ -200,8 +187,8 @@ TEST(CudaInteger, QLinearMatMulTiesAndZeroScale) {
     c.op = "QLinearMatMul";
     c.label = std::string("ties ") + dtype_name(ty);
     // K = 2: |sum| <= 2 * 255 * 255; multipliers 2^-11 .. 2^-8 keep many outputs in range.
-    c.inputs = {rand8(rng, kU8, {96, 2}),      pow2_scale(rng, {96}, -4, -3), rand_zp(rng, kU8, {96}),
-                rand8(rng, kI8, {2, 96}),      pow2_scale(rng, {96}, -4, -3), rand_zp(rng, kI8, {96}),
+    c.inputs = {random_int8(kU8, {96, 2}, rng),      pow2_scale(rng, {96}, -4, -3), rand_zp(rng, kU8, {96}),
+                random_int8(kI8, {2, 96}, rng),      pow2_scale(rng, {96}, -4, -3), rand_zp(rng, kI8, {96}),
                 pow2_scale(rng, {}, 2, 3),     rand_zp(rng, ty, {})};
     run_all_scale_dtypes(c, seed);
     if (HasFatalFailure()) return;
@@ -256,7 +243,7 @@ TEST(CudaInteger, ConvIntegerGeometryAndZeroPoints) {
           static const char* kZp[] = {"no zero points", "per-tensor zero points", "per-channel w_zero_point"};
           c.label = std::string(l.label) + ", " + kZp[zp] + ", " + combo({tx, tw});
           set_conv_attrs(c, l);
-          c.inputs = {rand8(rng, tx, l.x), rand8(rng, tw, l.w)};
+          c.inputs = {random_int8(tx, l.x, rng), random_int8(tw, l.w, rng)};
           if (zp > 0) {
             c.inputs.push_back(rand_zp(rng, tx, {}));
             c.inputs.push_back(rand_zp(rng, tw, zp == 2 ? std::vector<int64_t>{l.w[0]} : std::vector<int64_t>{1}));
@@ -283,8 +270,8 @@ TEST(CudaInteger, QLinearConvRequantize) {
                     (bias ? ", bias, " : ", no bias, ") + combo({tx, tw, ty});
           set_conv_attrs(c, l);
           const std::vector<int64_t> wp = per_channel ? std::vector<int64_t>{M} : std::vector<int64_t>{};
-          c.inputs = {rand8(rng, tx, l.x),          rand_scale(rng, {}, -2.0, -1.0), rand_zp(rng, tx, {}),
-                      rand8(rng, tw, l.w),          rand_scale(rng, wp, -3.0, -1.0), rand_zp(rng, tw, wp),
+          c.inputs = {random_int8(tx, l.x, rng),          rand_scale(rng, {}, -2.0, -1.0), rand_zp(rng, tx, {}),
+                      random_int8(tw, l.w, rng),          rand_scale(rng, wp, -3.0, -1.0), rand_zp(rng, tw, wp),
                       rand_scale(rng, {}, -2.0, 0.0), rand_zp(rng, ty, {})};
           if (bias) c.inputs.push_back(rand_bias(rng, M));
           run_all_scale_dtypes(c, seed);
@@ -310,19 +297,19 @@ TEST(CudaInteger, RegisteredAndRefusesWhatItDoesNotHandle) {
     return why;
   };
   // A 4-D convolution (rank 6).
-  refused("ConvInteger", {rand8(rng, kU8, {1, 1, 2, 2, 2, 2}), rand8(rng, kU8, {1, 1, 1, 1, 1, 1})}, kI32);
+  refused("ConvInteger", {random_int8(kU8, {1, 1, 2, 2, 2, 2}, rng), random_int8(kU8, {1, 1, 1, 1, 1, 1}, rng)}, kI32);
   // A zero point of the other dtype than its operand.
-  refused("MatMulInteger", {rand8(rng, kU8, {2, 3}), rand8(rng, kU8, {3, 2}), rand_zp(rng, kI8, {})}, kI32);
+  refused("MatMulInteger", {random_int8(kU8, {2, 3}, rng), random_int8(kU8, {3, 2}, rng), rand_zp(rng, kI8, {})}, kI32);
   // Operands of a dtype other than int8/uint8.
-  refused("MatMulInteger", {filled(kI32, {2, 3}, 1), rand8(rng, kU8, {3, 2})}, kI32);
+  refused("MatMulInteger", {filled(kI32, {2, 3}, 1), random_int8(kU8, {3, 2}, rng)}, kI32);
   // Scales of two dtypes.
   refused("QLinearMatMul",
-          {rand8(rng, kU8, {2, 3}), filled(kF32, {}, 0.5), rand_zp(rng, kU8, {}), rand8(rng, kU8, {3, 2}),
+          {random_int8(kU8, {2, 3}, rng), filled(kF32, {}, 0.5), rand_zp(rng, kU8, {}), random_int8(kU8, {3, 2}, rng),
            filled(DataType::kFloat16, {}, 0.5), rand_zp(rng, kU8, {}), filled(kF32, {}, 1), rand_zp(rng, kU8, {})},
           kU8);
   // A bias that is not int32.
   refused("QLinearConv",
-          {rand8(rng, kU8, {1, 1, 3, 3}), filled(kF32, {}, 0.5), rand_zp(rng, kU8, {}), rand8(rng, kU8, {1, 1, 1, 1}),
+          {random_int8(kU8, {1, 1, 3, 3}, rng), filled(kF32, {}, 0.5), rand_zp(rng, kU8, {}), random_int8(kU8, {1, 1, 1, 1}, rng),
            filled(kF32, {}, 0.5), rand_zp(rng, kU8, {}), filled(kF32, {}, 1), rand_zp(rng, kU8, {}),
            filled(kF32, {1}, 3)},
           kU8);

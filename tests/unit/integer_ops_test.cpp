@@ -37,23 +37,10 @@ uint32_t seed() {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// Uniform over the dtype's whole range; never all zeros (a zero tensor would hide zero-point bugs).
-Tensor rand8(DataType dt, std::vector<int64_t> dims, std::mt19937& rng) {
-  std::uniform_int_distribution<int> d(dt == kU8 ? 0 : -128, dt == kU8 ? 255 : 127);
-  Tensor t = Tensor::empty(dt, std::move(dims));
-  bool any = false;
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    const int v = d(rng);
-    any = any || v != 0;
-    t.set(i, v);
-  }
-  if (!any && t.numel() > 0) t.set(0, 7);
-  return t;
-}
 
 // A zero point that is never 0, so forgetting to subtract it shows.
 Tensor rand_zp(DataType dt, std::vector<int64_t> dims, std::mt19937& rng) {
-  Tensor t = rand8(dt, std::move(dims), rng);
+  Tensor t = testing::random_int8(dt, std::move(dims), rng);
   for (int64_t i = 0; i < t.numel(); ++i)
     if (t.get(i) == 0) t.set(i, dt == kU8 ? 3 : -3);
   return t;
@@ -184,7 +171,7 @@ TEST(MatMulInteger, ZeroPointLayoutsAndBroadcastAgainstLoops) {
       const std::string combo = std::string(dtype_name(ta)) + " x " + dtype_name(tb);
       // Per-tensor zero points.
       {
-        Tensor A = rand8(ta, {4, 7}, rng), B = rand8(tb, {7, 5}, rng);
+        Tensor A = testing::random_int8(ta, {4, 7}, rng), B = testing::random_int8(tb, {7, 5}, rng);
         Tensor az = rand_zp(ta, {}, rng), bz = rand_zp(tb, {}, rng);
         std::vector<int64_t> od;
         auto want = naive_matmul(A, az, B, bz, &od);
@@ -196,7 +183,7 @@ TEST(MatMulInteger, ZeroPointLayoutsAndBroadcastAgainstLoops) {
       }
       // Per row of A ([M]) and per column of B ([N]).
       {
-        Tensor A = rand8(ta, {3, 6}, rng), B = rand8(tb, {6, 4}, rng);
+        Tensor A = testing::random_int8(ta, {3, 6}, rng), B = testing::random_int8(tb, {6, 4}, rng);
         Tensor az = rand_zp(ta, {3}, rng), bz = rand_zp(tb, {4}, rng);
         std::vector<int64_t> od;
         auto want = naive_matmul(A, az.reshaped({3, 1}), B, bz, &od);
@@ -206,7 +193,7 @@ TEST(MatMulInteger, ZeroPointLayoutsAndBroadcastAgainstLoops) {
       }
       // Broadcast batches with N-D zero points [.., M, 1] and [.., 1, N].
       {
-        Tensor A = rand8(ta, {2, 1, 3, 4}, rng), B = rand8(tb, {3, 4, 5}, rng);
+        Tensor A = testing::random_int8(ta, {2, 1, 3, 4}, rng), B = testing::random_int8(tb, {3, 4, 5}, rng);
         Tensor az = rand_zp(ta, {2, 1, 3, 1}, rng), bz = rand_zp(tb, {3, 1, 5}, rng);
         std::vector<int64_t> od;
         auto want = naive_matmul(A, az, B, bz, &od);
@@ -221,7 +208,7 @@ TEST(MatMulInteger, ZeroPointLayoutsAndBroadcastAgainstLoops) {
 TEST(MatMulInteger, OneDimensionalOperandsAndOmittedZeroPoints) {
   SCOPED_TRACE("seed " + std::to_string(seed()));
   std::mt19937 rng(seed());
-  Tensor a = rand8(kU8, {6}, rng), B = rand8(kI8, {6, 3}, rng), bz = rand_zp(kI8, {3}, rng);
+  Tensor a = testing::random_int8(kU8, {6}, rng), B = testing::random_int8(kI8, {6, 3}, rng), bz = rand_zp(kI8, {3}, rng);
   std::vector<int64_t> od;
   auto want = naive_matmul(a.reshaped({1, 6}), scalar_of(kU8, 0), B, bz, &od);
   // A's zero point omitted (empty name), B's per column.
@@ -229,7 +216,7 @@ TEST(MatMulInteger, OneDimensionalOperandsAndOmittedZeroPoints) {
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_EQ(r.value()[0].dims(), (std::vector<int64_t>{3}));
   expect_exact(r.value()[0], as_doubles(want), "[K] @ [K, N]");
-  Tensor A = rand8(kI8, {4, 6}, rng), b = rand8(kU8, {6}, rng), az = rand_zp(kI8, {4}, rng);
+  Tensor A = testing::random_int8(kI8, {4, 6}, rng), b = testing::random_int8(kU8, {6}, rng), az = rand_zp(kI8, {4}, rng);
   want = naive_matmul(A, az.reshaped({4, 1}), b.reshaped({6, 1}), scalar_of(kU8, 0), &od);
   r = run_op("MatMulInteger", {A, b, az}, {}, 10);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
@@ -269,7 +256,7 @@ TEST(ConvInteger, PaddingStridesDilationsGroupsAgainstLoops) {
           const std::string what = "x channels " + std::to_string(k.x[1]) + " group " +
                                    std::to_string(k.c.group) + " " + dtype_name(tx) + "/" + dtype_name(tw) +
                                    (per_channel ? " per channel" : " per tensor");
-          Tensor x = rand8(tx, k.x, rng), w = rand8(tw, k.w, rng);
+          Tensor x = testing::random_int8(tx, k.x, rng), w = testing::random_int8(tw, k.w, rng);
           Tensor xz = rand_zp(tx, {}, rng);
           Tensor wz = rand_zp(tw, per_channel ? std::vector<int64_t>{k.w[0]} : std::vector<int64_t>{}, rng);
           std::vector<int64_t> od;
@@ -288,7 +275,7 @@ TEST(ConvInteger, AutoPadAndOneSpatialAxis) {
   std::mt19937 rng(seed());
   // SAME_UPPER over 6x5 with a 3x2 kernel, stride 2: total pads (2*2+3-6, 2*2+2-5) = (1, 1), the
   // extra one at the end.
-  Tensor x = rand8(kU8, {1, 2, 6, 5}, rng), w = rand8(kI8, {3, 2, 3, 2}, rng), xz = rand_zp(kU8, {}, rng);
+  Tensor x = testing::random_int8(kU8, {1, 2, 6, 5}, rng), w = testing::random_int8(kI8, {3, 2, 3, 2}, rng), xz = rand_zp(kU8, {}, rng);
   Conv2d c;
   c.strides = {2, 2};
   c.pads = {0, 0, 1, 1};
@@ -302,7 +289,7 @@ TEST(ConvInteger, AutoPadAndOneSpatialAxis) {
   EXPECT_EQ(r.value()[0].dims(), od);
   expect_exact(r.value()[0], as_doubles(want), "SAME_UPPER");
   // A 1-D conv is the 2-D one over a height of 1.
-  Tensor x1 = rand8(kI8, {2, 2, 9}, rng), w1 = rand8(kI8, {4, 2, 3}, rng), wz1 = rand_zp(kI8, {4}, rng);
+  Tensor x1 = testing::random_int8(kI8, {2, 2, 9}, rng), w1 = testing::random_int8(kI8, {4, 2, 3}, rng), wz1 = rand_zp(kI8, {4}, rng);
   Conv2d c1;
   c1.strides = {1, 2};
   c1.pads = {0, 1, 0, 2};
@@ -328,7 +315,7 @@ TEST(QLinearMatMul, RandomAgainstLoops) {
         for (bool per_row : {false, true}) {
           const std::string what = std::string(dtype_name(ta)) + " x " + dtype_name(tb) + " -> " +
                                    dtype_name(ty) + (per_row ? " per row/column" : " per tensor");
-          Tensor A = rand8(ta, {2, 3, 8}, rng), B = rand8(tb, {8, 4}, rng);
+          Tensor A = testing::random_int8(ta, {2, 3, 8}, rng), B = testing::random_int8(tb, {8, 4}, rng);
           const std::vector<int64_t> ad = per_row ? std::vector<int64_t>{3} : std::vector<int64_t>{};
           const std::vector<int64_t> bd = per_row ? std::vector<int64_t>{4} : std::vector<int64_t>{};
           Tensor az = rand_zp(ta, ad, rng), bz = rand_zp(tb, bd, rng);
@@ -395,7 +382,7 @@ TEST(QLinearConv, RandomWithBiasAgainstLoops) {
       for (bool per_channel : {false, true}) {
         const std::string what = std::string(dtype_name(tx)) + " -> " + dtype_name(ty) +
                                  (per_channel ? " per channel" : " per tensor");
-        Tensor x = rand8(tx, {2, 4, 7, 6}, rng), w = rand8(kI8, {6, 2, 3, 2}, rng);
+        Tensor x = testing::random_int8(tx, {2, 4, 7, 6}, rng), w = testing::random_int8(kI8, {6, 2, 3, 2}, rng);
         const std::vector<int64_t> wd = per_channel ? std::vector<int64_t>{6} : std::vector<int64_t>{};
         Tensor xz = rand_zp(tx, {}, rng), wz = rand_zp(kI8, wd, rng), yz = rand_zp(ty, {}, rng);
         Tensor ws = Tensor::empty(kF32, wd);
@@ -447,8 +434,8 @@ TEST(QLinearConv, TiesAndSaturation) {
 
 TEST(IntegerErrors, BadZeroPointsScalesAndShapesNameTheInput) {
   std::mt19937 rng(seed());
-  Tensor A = rand8(kU8, {4, 3}, rng), B = rand8(kI8, {3, 2}, rng);
-  Tensor x = rand8(kU8, {1, 2, 5, 5}, rng), w = rand8(kU8, {3, 2, 3, 3}, rng);
+  Tensor A = testing::random_int8(kU8, {4, 3}, rng), B = testing::random_int8(kI8, {3, 2}, rng);
+  Tensor x = testing::random_int8(kU8, {1, 2, 5, 5}, rng), w = testing::random_int8(kU8, {3, 2, 3, 3}, rng);
   const Tensor f1 = scalar_of(kF32, 0.1), u0 = scalar_of(kU8, 1), i0 = scalar_of(kI8, 1);
   struct Bad {
     std::string op;
@@ -463,7 +450,7 @@ TEST(IntegerErrors, BadZeroPointsScalesAndShapesNameTheInput) {
        {A, B, Tensor(), Tensor::from_doubles(kI8, {3, 2}, {1, 2, 3, 4, 5, 6})},
        "b_zero_point",
        "does not fit"},
-      {"MatMulInteger", {A, rand8(kI8, {4, 2}, rng)}, "inner dimensions", "K = 3"},
+      {"MatMulInteger", {A, testing::random_int8(kI8, {4, 2}, rng)}, "inner dimensions", "K = 3"},
       {"MatMulInteger", {Tensor::from_doubles(kF32, {1, 1}, {1}), B}, "dtype", "float32"},
       {"QLinearMatMul",
        {A, f1, u0, B, f1, i0, Tensor::from_doubles(kF32, {2}, {1, 1}), u0},
@@ -492,8 +479,8 @@ TEST(IntegerErrors, BadZeroPointsScalesAndShapesNameTheInput) {
       {"ConvInteger", {x, w, Tensor::from_doubles(kU8, {2}, {1, 2})}, "x_zero_point", "one element"},
       {"ConvInteger", {x, w, u0, Tensor::from_doubles(kU8, {2}, {1, 2})}, "w_zero_point", "output channel"},
       {"ConvInteger", {x, w, i0}, "x_zero_point", "dtype"},
-      {"ConvInteger", {x, rand8(kU8, {3, 3, 3, 3}, rng)}, "channel mismatch", "expects 3"},
-      {"ConvInteger", {x, rand8(kU8, {3, 2, 6, 6}, rng)}, "too small", "spatial axis"},
+      {"ConvInteger", {x, testing::random_int8(kU8, {3, 3, 3, 3}, rng)}, "channel mismatch", "expects 3"},
+      {"ConvInteger", {x, testing::random_int8(kU8, {3, 2, 6, 6}, rng)}, "too small", "spatial axis"},
       {"QLinearConv",
        {x, f1, u0, w, Tensor::from_doubles(kF32, {4}, {1, 1, 1, 1}), u0, f1, u0},
        "w_scale",
@@ -564,7 +551,7 @@ TEST(IntegerErrors, ThroughTheEngineErrorsNameTheNode) {
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   auto ctx = e.value()->create_context();
   ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
-  Tensor a = rand8(kI8, {2, 3, 5}, rng), bt = rand8(kU8, {5, 2}, rng);
+  Tensor a = testing::random_int8(kI8, {2, 3, 5}, rng), bt = testing::random_int8(kU8, {5, 2}, rng);
   Tensor as = Tensor::from_doubles(kF32, {3}, {0.01, 0.02, 0.03});
   std::map<std::string, Tensor> in = {{"a", a}, {"as", as}, {"b", bt}};
   std::map<std::string, Tensor> out;

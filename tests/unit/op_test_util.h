@@ -91,6 +91,21 @@ inline Tensor random_tensor(DataType dt, std::vector<int64_t> dims, std::mt19937
   return t;
 }
 
+// An int8 or uint8 tensor uniform over the dtype's whole range, never all zeros (a zero tensor would
+// hide zero-point bugs in the integer ops' kernels).
+inline Tensor random_int8(DataType dt, std::vector<int64_t> dims, std::mt19937& rng) {
+  std::uniform_int_distribution<int> d(dt == DataType::kUInt8 ? 0 : -128, dt == DataType::kUInt8 ? 255 : 127);
+  Tensor t = Tensor::empty(dt, std::move(dims));
+  bool any = false;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const int v = d(rng);
+    any = any || v != 0;
+    t.set(i, v);
+  }
+  if (!any && t.numel() > 0) t.set(0, 7);
+  return t;
+}
+
 // Type and shape inference of the builtin op `op` alone, its inputs described by `descs`.
 inline Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<TensorDesc> descs,
                                              const AttributeMap& attrs, int opset, size_t num_outputs = 1) {
