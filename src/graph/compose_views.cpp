@@ -7,14 +7,20 @@
 // Every one of those nodes only re-indexes memory, so the whole chain is one strided view of the
 // tensor it starts from: Transpose permutes (dims, strides), a Gather of one constant index moves
 // the offset and drops (or keeps as 1) the axis, and a Reshape-like node (Reshape, Flatten,
-// Squeeze, Unsqueeze, Identity) re-splits the axes where the strides allow it (the test PyTorch's
-// view() applies, generalised: an axis may stay a mixed-radix product of several strides in the
-// middle of a chain, as long as the chain's end is a plain strided view). Where a chain's end value is read by a node that is not itself a view, the
-// chain becomes GraftStridedCopy(origin) (src/ops/view_ops.cpp): one gather instead of several.
+// Squeeze, Unsqueeze, Identity) re-splits the axes where the strides allow it (the composition is
+// in src/ops/view_ops.cpp). Where a chain's end value is read by a node that is not itself a view,
+// the chain becomes one node reading the value it starts from:
+//   - GraftStridedCopy, the view itself, when every shape in the chain is static;
+//   - GraftViewChain, the chain's steps, when a dimension is known only at run time (a dynamic
+//     batch): each run plans the steps for the input's dims, as one strided copy wherever a static
+//     chain would be one.
+// Shape and Size only read dims, so a value they read does not end a chain: the nodes that make it
+// stay for them (a CUDA engine computes only their dims, src/backends/cuda/cuda_engine.cpp).
 //
-// Only static shapes are handled (an engine built for a fixed profile has them); a chain with a
-// dynamic dimension, a Reshape that no strides can express, or fewer than two copying nodes (one
-// copy is already as cheap as it gets) is left alone. Nodes the rewrite leaves unread are removed.
+// A chain whose steps cannot be written without its concrete dims (a Reshape to two new dynamic
+// dims), a static chain that no strides can express, and a chain with fewer than two copying nodes
+// (one copy is already as cheap as it gets) is left alone. Nodes the rewrite leaves unread are
+// removed.
 #include <algorithm>
 #include <array>
 #include <numeric>
@@ -24,34 +30,11 @@
 
 #include "graph/passes.h"
 #include "ops/fused_transformer_ops.h"
+#include "ops/view_ops.h"
 
 namespace graft {
 
 namespace {
-
-// One axis of a view is a mixed-radix number over "atoms" (size, stride), outermost first: after a
-// Reshape merges axes that are not adjacent in memory (vit's [S, B, H*hd] -> [S, B*H, hd]) the
-// merged axis has two atoms, and a later Transpose + Reshape may split it again into axes with one
-// stride each. Only the chain's end must be a plain strided view (one atom per axis).
-struct Atom {
-  int64_t size, stride;
-};
-struct View {
-  std::vector<std::vector<Atom>> axes;  // an empty atom list is an axis of size 1
-  int64_t offset = 0;
-};
-
-int64_t axis_size(const std::vector<Atom>& atoms) {
-  int64_t n = 1;
-  for (const Atom& a : atoms) n *= a.size;
-  return n;
-}
-
-std::vector<int64_t> view_dims(const View& v) {
-  std::vector<int64_t> d;
-  for (const auto& ax : v.axes) d.push_back(axis_size(ax));
-  return d;
-}
 
 bool reshape_like(const std::string& op) {
   return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
@@ -77,123 +60,67 @@ bool is_view_node(const Node& n) {
   return n.op_type == "Gather" && gather_single_index(n, &i, &keep);
 }
 
+bool reads_dims_only(const Node& n) {
+  return n.domain.empty() && !n.is_custom() && (n.op_type == "Shape" || n.op_type == "Size");
+}
+
+// The view node as a step over an input of shape `in` giving `out` (both of known rank, symbolic
+// dims allowed); false when the step cannot be written without concrete dims.
+bool node_step(const Node& n, const Shape& in, const Shape& out, ViewStep* s) {
+  const int64_t r = static_cast<int64_t>(in.size());
+  s->args.clear();
+  if (n.op_type == "Transpose") {
+    std::vector<int64_t> rev(static_cast<size_t>(r));
+    std::iota(rev.rbegin(), rev.rend(), 0);
+    auto perm = n.attrs.get_ints("perm", rev);
+    if (!perm || static_cast<int64_t>(perm->size()) != r) return false;
+    s->kind = ViewStepKind::kPermute;
+    s->args = *perm;
+    return true;
+  }
+  if (n.op_type == "Gather") {
+    int64_t index = 0;
+    bool keep = false;
+    auto axis = n.attrs.get_int("axis", 0);
+    if (!gather_single_index(n, &index, &keep) || !axis || *axis < -r || *axis >= r) return false;
+    s->kind = ViewStepKind::kSelect;
+    s->args = {*axis < 0 ? *axis + r : *axis, index, keep ? 1 : 0};
+    return true;
+  }
+  // Reshape-like: the output's dims, each a constant, a copy of the input's dim at that position,
+  // or (one of them) inferred from the element count.
+  s->kind = ViewStepKind::kReshape;
+  bool inferred = false;
+  for (size_t k = 0; k < out.size(); ++k) {
+    if (out[k].is_const() && out[k].value() > 0) {
+      s->args.push_back(out[k].value());
+    } else if (k < in.size() && !out[k].is_const() && out[k].same_as(in[k])) {
+      s->args.push_back(0);
+    } else if (!inferred && !out[k].is_const()) {
+      s->args.push_back(-1);
+      inferred = true;
+    } else {
+      return false;  // an empty dim (0 would mean "copy"), or two dims to infer
+    }
+  }
+  return true;
+}
+
+bool shapes_match(const Shape& a, const Shape& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t k = 0; k < a.size(); ++k)
+    if (!a[k].same_as(b[k])) return false;
+  return true;
+}
+
 // Does the node move data (a kernel) rather than alias its input? Reshape-like nodes alias.
 bool copies(const Node& n, const std::vector<int64_t>& in_dims) {
   if (n.op_type == "Gather") return true;
   if (n.op_type != "Transpose") return false;
   auto perm = n.attrs.get_ints("perm", {});
   if (!perm || perm->empty()) return true;
-  int64_t last = -1;  // a permutation that only moves unit axes is a reshape
-  for (int64_t p : *perm) {
-    if (p < 0 || p >= static_cast<int64_t>(in_dims.size())) return true;
-    if (in_dims[static_cast<size_t>(p)] == 1) continue;
-    if (p < last) return true;
-    last = p;
-  }
-  return false;
-}
-
-// Regroups the view's atoms (row-major order over its axes) into the axes `to`, splitting an atom
-// where an axis boundary falls inside it; false when a boundary does not divide an atom.
-bool reshape_view(View& v, const std::vector<int64_t>& to) {
-  std::vector<Atom> atoms;
-  for (const auto& ax : v.axes)
-    for (const Atom& a : ax)
-      if (a.size != 1) atoms.push_back(a);
-  std::vector<std::vector<Atom>> axes;
-  size_t next = 0;
-  for (int64_t want : to) {
-    std::vector<Atom> ax;
-    int64_t have = 1;
-    while (have < want) {
-      if (next == atoms.size()) return false;
-      Atom& a = atoms[next];
-      const int64_t need = want / have;
-      if (want % have) return false;
-      if (a.size <= need) {
-        ax.push_back(a);
-        have *= a.size;
-        ++next;
-      } else {  // the boundary falls inside this atom: take its outer `need` part
-        if (a.size % need) return false;
-        const int64_t inner = a.size / need;
-        ax.push_back(Atom{need, a.stride * inner});
-        a.size = inner;
-        have *= need;
-      }
-    }
-    if (have != want) return false;
-    axes.push_back(std::move(ax));
-  }
-  if (next != atoms.size()) return false;
-  v.axes = std::move(axes);
-  return true;
-}
-
-// Applies one view node to `v` (the view of its input); false when it cannot be expressed.
-bool apply(const Node& n, View& v) {
-  std::vector<int64_t> out;
-  if (!static_dims_of(n.outputs[0], &out)) return false;
-  if (n.op_type == "Transpose") {
-    const size_t r = v.axes.size();
-    std::vector<int64_t> rev(r);
-    std::iota(rev.rbegin(), rev.rend(), 0);
-    auto perm = n.attrs.get_ints("perm", rev);
-    if (!perm || perm->size() != r) return false;
-    std::vector<std::vector<Atom>> axes;
-    for (int64_t p : *perm) {
-      if (p < 0 || p >= static_cast<int64_t>(r)) return false;
-      axes.push_back(v.axes[static_cast<size_t>(p)]);
-    }
-    v.axes = std::move(axes);
-  } else if (n.op_type == "Gather") {
-    int64_t index = 0;
-    bool keep = false;
-    if (!gather_single_index(n, &index, &keep)) return false;
-    const int64_t r = static_cast<int64_t>(v.axes.size());
-    auto axis_attr = n.attrs.get_int("axis", 0);
-    if (!axis_attr) return false;
-    const int64_t axis = *axis_attr < 0 ? *axis_attr + r : *axis_attr;
-    if (axis < 0 || axis >= r) return false;
-    auto& atoms = v.axes[static_cast<size_t>(axis)];
-    const int64_t extent = axis_size(atoms);
-    if (index < 0) index += extent;
-    if (index < 0 || index >= extent) return false;
-    for (size_t k = atoms.size(); k-- > 0;) {  // the index's mixed-radix digits, innermost first
-      v.offset += (index % atoms[k].size) * atoms[k].stride;
-      index /= atoms[k].size;
-    }
-    if (keep) atoms.clear();
-    else v.axes.erase(v.axes.begin() + axis);
-  } else if (!reshape_view(v, out)) {
-    return false;
-  }
-  return view_dims(v) == out;
-}
-
-// The end of a chain as (dims, strides): every axis must be one stride (its atoms contiguous). An
-// axis of extent 1 gets stride 0: it is never stepped over, and a stride there must not make a
-// kernel think the view is misaligned.
-bool plain_strides(const View& v, std::vector<int64_t>* dims, std::vector<int64_t>* strides) {
-  dims->clear();
-  strides->clear();
-  for (const auto& ax : v.axes) {
-    int64_t size = 1, stride = 0;
-    bool first = true;
-    for (size_t k = ax.size(); k-- > 0;) {  // innermost first
-      if (ax[k].size == 1) continue;
-      if (first) {
-        stride = ax[k].stride;
-        first = false;
-      } else if (ax[k].stride != stride * size) {
-        return false;
-      }
-      size *= ax[k].size;
-    }
-    dims->push_back(size);
-    strides->push_back(stride);
-  }
-  return true;
+  ViewStep s{ViewStepKind::kPermute, *perm};
+  return view_step_copies(s, shape_from_values(in_dims));
 }
 
 }  // namespace
@@ -209,7 +136,7 @@ Result<int> compose_view_chains(Graph& graph) {
     if (!is_view_node(*n)) continue;
     Value* out = n->outputs[0];
     bool terminal = out->is_graph_output;
-    for (const Node* c : cons[out]) terminal = terminal || !is_view_node(*c);
+    for (const Node* c : cons[out]) terminal = terminal || (!is_view_node(*c) && !reads_dims_only(*c));
     if (!terminal) continue;
     // Walk back to the first value not made by a view node; collect the chain origin-first.
     std::vector<const Node*> chain{n};
@@ -218,27 +145,41 @@ Result<int> compose_view_chains(Graph& graph) {
       chain.push_back(origin->producer);
       origin = origin->producer->inputs[0];
     }
-    if (origin->constant) continue;  // constant folding's job
+    if (origin->constant || !origin->desc.shape || !out->desc.shape) continue;  // constants: folding's job
     std::reverse(chain.begin(), chain.end());
-    std::vector<int64_t> origin_dims;
-    if (!static_dims_of(origin, &origin_dims)) continue;
-    View v;
-    const auto contiguous = contiguous_strides(origin_dims);
-    for (size_t d = 0; d < origin_dims.size(); ++d) v.axes.push_back({Atom{origin_dims[d], contiguous[d]}});
+    // The chain as steps, checked against every node's own output shape.
+    std::vector<ViewStep> steps;
+    Shape cur = *origin->desc.shape;
     int copying = 0;
     bool ok = true;
     for (const Node* c : chain) {
-      copying += copies(*c, view_dims(v)) ? 1 : 0;
-      ok = ok && apply(*c, v);
+      const Value* o = c->outputs[0];
+      ViewStep s;
+      ok = o->desc.shape && node_step(*c, cur, *o->desc.shape, &s);
       if (!ok) break;
+      copying += view_step_copies(s, cur) ? 1 : 0;
+      auto next = view_steps_shape(cur, {s});
+      ok = next.is_ok() && shapes_match(next.value(), *o->desc.shape);
+      if (!ok) break;
+      cur = std::move(next).value();
+      steps.push_back(std::move(s));
     }
-    std::vector<int64_t> dims, strides;
-    if (!ok || copying < 2 || !plain_strides(v, &dims, &strides)) continue;
-    Node* s = graph.add_node(namer(n->name + "_view"), "GraftStridedCopy");
+    if (!ok || copying < 2) continue;
+    Node* s = nullptr;
+    if (shape_is_static(*origin->desc.shape)) {
+      // Static: the chain must be one strided view, written out.
+      auto plan = plan_view_steps(shape_values(*origin->desc.shape), steps);
+      if (!plan.is_ok() || plan.value().size() != 1) continue;
+      const StridedView& v = plan.value()[0];
+      s = graph.add_node(namer(n->name + "_view"), "GraftStridedCopy");
+      s->attrs.set("shape", v.shape);
+      s->attrs.set("strides", v.strides);
+      s->attrs.set("offset", v.offset);
+    } else {
+      s = graph.add_node(namer(n->name + "_view"), "GraftViewChain");
+      write_view_steps(steps, &s->attrs);
+    }
     s->opset = n->opset;
-    s->attrs.set("shape", dims);
-    s->attrs.set("strides", strides);
-    s->attrs.set("offset", v.offset);
     s->inputs = {origin};
     s->outputs = {out};
     out->producer = s;

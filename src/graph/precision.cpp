@@ -23,6 +23,13 @@ bool op_needs_fp32(const std::string& op_type) {
 
 namespace {
 
+// Shape and Size read only their input's dims, which a float16 twin has too: they never need a
+// float32 copy of a value (the dynamo export's attention reads the key's Shape for its scale, and a
+// Cast back to float32 per layer only fed that Shape).
+bool reads_dims_only(const Node& n) {
+  return n.domain.empty() && !n.is_custom() && (n.op_type == "Shape" || n.op_type == "Size");
+}
+
 // Whether the node, re-typed to float16, infers float16 for exactly the float32 outputs and the
 // backend supports it.
 bool can_run_fp16(const Node& n, const PrecisionPolicy& policy) {
@@ -121,9 +128,16 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
       out = o16;
       as_fp16[o] = o16;
       bool need_fp32 = o->is_graph_output;
-      for (const Node* c : consumers[o]) need_fp32 |= !fp16.count(c);
-      if (need_fp32) add_cast(o16, o, DataType::kFloat32, n->name + "_to_fp32");
-      else o->producer = nullptr;
+      for (const Node* c : consumers[o]) need_fp32 |= !fp16.count(c) && !reads_dims_only(*c);
+      if (need_fp32) {
+        add_cast(o16, o, DataType::kFloat32, n->name + "_to_fp32");
+      } else {
+        o->producer = nullptr;
+        for (Node* c : consumers[o])
+          if (reads_dims_only(*c))
+            for (auto& in : c->inputs)
+              if (in == o) in = o16;
+      }
     }
   }
   // Consumer side: float32 inputs of float16 nodes read the float16 twin, a converted constant, or

@@ -75,6 +75,11 @@ inline Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, k
 // Defined in reduce_ops.cpp.
 Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only);
 
+// numel(in) / prod(known) for a Reshape's inferred (-1) dim, cancelling structurally equal
+// symbolic factors first so that [batch,3,4] reshaped to [batch,-1] gives 12, not
+// floor_div(batch*12, batch). Defined in shape_ops.cpp.
+Dim divide_shape(const Shape& in, const std::vector<Dim>& known);
+
 // Only shape-sized integer tensors carry symbolic contents (shape arithmetic); larger ones are data,
 // left to constant folding.
 inline constexpr int64_t kMaxSymElements = 64;

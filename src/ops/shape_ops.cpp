@@ -16,8 +16,44 @@
 #include "ops/operator.h"
 
 namespace graft {
+
+namespace infer {
+
+// numel(in) / prod(known): cancels structurally equal symbolic factors first so that
+// [batch,3,4] reshaped to [batch,-1] gives 12, not floor_div(batch*12, batch).
+Dim divide_shape(const Shape& in, const std::vector<Dim>& known) {
+  // Constant factors multiply as Dims: an overflowing product becomes an invalid Dim, which shape
+  // inference reports, instead of a wrapped int64.
+  std::vector<Dim> num;
+  Dim num_c(int64_t{1}), den_c(int64_t{1});
+  for (const Dim& d : in) {
+    if (d.is_const()) num_c = num_c * d;
+    else num.push_back(d);
+  }
+  std::vector<Dim> den_left;
+  for (const Dim& d : known) {
+    if (d.is_const()) {
+      den_c = den_c * d;
+      continue;
+    }
+    auto it = std::find_if(num.begin(), num.end(), [&](const Dim& n) { return n.same_as(d); });
+    if (it != num.end()) num.erase(it);
+    else den_left.push_back(d);
+  }
+  Dim n(int64_t{1});
+  for (const Dim& d : num) n = n * d;
+  Dim den(int64_t{1});
+  for (const Dim& d : den_left) den = den * d;
+  if (num_c.is_const() && den_c.is_const() && den_c.value() > 0 && num_c.value() % den_c.value() == 0)
+    return floor_div(n * Dim(num_c.value() / den_c.value()), den);
+  return floor_div(n * num_c, den * den_c);
+}
+
+}  // namespace infer
+
 namespace {
 
+using infer::divide_shape;
 using infer::kMaxSymElements;
 
 // Slice bounds at or beyond this magnitude mean "to the end" (exporters use INT_MAX or INT64_MAX).
@@ -79,36 +115,6 @@ Status need_inputs(const InferContext& ctx, size_t n) {
 // Passes the input's symbolic contents through ops that keep element order (Reshape, Squeeze...).
 void forward_sym(InferContext& ctx) {
   if (auto v = ctx.input_dims_value(0)) maybe_set_sym(ctx, 0, ctx.input(0).dtype, std::move(*v));
-}
-
-// numel(in) / prod(known): cancels structurally equal symbolic factors first so that
-// [batch,3,4] reshaped to [batch,-1] gives 12, not floor_div(batch*12, batch).
-Dim divide_shape(const Shape& in, const std::vector<Dim>& known) {
-  // Constant factors multiply as Dims: an overflowing product becomes an invalid Dim, which shape
-  // inference reports, instead of a wrapped int64.
-  std::vector<Dim> num;
-  Dim num_c(int64_t{1}), den_c(int64_t{1});
-  for (const Dim& d : in) {
-    if (d.is_const()) num_c = num_c * d;
-    else num.push_back(d);
-  }
-  std::vector<Dim> den_left;
-  for (const Dim& d : known) {
-    if (d.is_const()) {
-      den_c = den_c * d;
-      continue;
-    }
-    auto it = std::find_if(num.begin(), num.end(), [&](const Dim& n) { return n.same_as(d); });
-    if (it != num.end()) num.erase(it);
-    else den_left.push_back(d);
-  }
-  Dim n(int64_t{1});
-  for (const Dim& d : num) n = n * d;
-  Dim den(int64_t{1});
-  for (const Dim& d : den_left) den = den * d;
-  if (num_c.is_const() && den_c.is_const() && den_c.value() > 0 && num_c.value() % den_c.value() == 0)
-    return floor_div(n * Dim(num_c.value() / den_c.value()), den);
-  return floor_div(n * num_c, den * den_c);
 }
 
 // ---------------------------------------------------------------------------------------------

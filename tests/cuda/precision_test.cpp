@@ -78,6 +78,45 @@ TEST(Fp16Pass, CastsAtBoundariesAndSameFunction) {
   EXPECT_LT(rel_err(o16.at("y"), o32.at("y")), 1e-2);
 }
 
+// Shape and Size read only dims: a float16 value they read needs no Cast back to float32 (the
+// dynamo export's attention reads Shape(key), which cost one Cast per layer).
+TEST(Fp16Pass, ShapeReadsTheFloat16Value) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {3, 10});
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  m.node("Shape", {"r"}, {"shape"}, "shape");
+  m.node("Size", {"r"}, {"size"}, "size");
+  m.node("Sigmoid", {"r"}, {"y"}, "sigmoid");
+  m.output("y", DataType::kFloat32).output("shape", DataType::kInt64).output("size", DataType::kInt64);
+  auto g = import(m);
+  graft::PrecisionPolicy policy;
+  policy.supports_fp16 = [](const graft::Node&) { return true; };
+  auto converted = graft::convert_to_fp16(*g, policy);
+  ASSERT_TRUE(converted.is_ok()) << converted.status().to_string();
+  EXPECT_EQ(*converted, 2);  // Relu, Sigmoid
+  int casts = 0;
+  for (const auto& n : g->nodes()) {
+    casts += n->op_type == "Cast";
+    if (n->op_type == "Shape" || n->op_type == "Size") {
+      EXPECT_EQ(n->inputs[0]->desc.dtype, DataType::kFloat16) << n->name;
+      EXPECT_EQ(n->outputs[0]->desc.dtype, DataType::kInt64) << n->name;
+    }
+  }
+  EXPECT_EQ(casts, 2) << "x->fp16 and y->fp32 only";
+  graft::EngineState st;
+  st.graph = std::move(g);
+  auto e = graft::make_cpu_engine(std::move(st));
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto c = (*e)->create_context();
+  ASSERT_TRUE(c.is_ok());
+  std::mt19937 rng(std::random_device{}());
+  std::map<std::string, Tensor> out;
+  ASSERT_TRUE((*c)->run({{"x", rand_t({3, 10}, rng)}}, out).is_ok());
+  EXPECT_EQ(out.at("shape").get(0), 3);
+  EXPECT_EQ(out.at("shape").get(1), 10);
+  EXPECT_EQ(out.at("size").get(0), 30);
+}
+
 TEST(Fp16Pass, NothingSupportedLeavesGraphAlone) {
   auto g = import(swish_softmax_swish());
   const size_t nodes = g->nodes().size();

@@ -7,6 +7,7 @@
 
 #include "backends/cuda/shape_kernels.cuh"
 #include "cuda_kernel_harness.h"
+#include "ops/view_ops.h"
 
 namespace graft::testing {
 namespace {
@@ -564,6 +565,47 @@ TEST(CudaShape, StridedCopyMatchesReference) {
     k.attrs.set("strides", c.strides);
     k.attrs.set("offset", c.offset);
     k.tol16 = 0;  // a copy
+    run_float_dtypes(k, seed, /*bf16=*/true);
+  }
+}
+
+// GraftViewChain (a chain over a dynamic batch, planned per run): the dynamo head split's k
+// (reshape with 0 and -1, permute, select, a transposed K) at batches 1 and 3, which plan to one
+// strided copy; and a Transpose -> merging Reshape -> select chain no strides express, which plans
+// to two copies through the workspace.
+TEST(CudaShape, ViewChainMatchesReference) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Case {
+    std::vector<int64_t> in;
+    std::vector<ViewStep> steps;
+    size_t copies;
+  };
+  const std::vector<ViewStep> head_split = {
+      {ViewStepKind::kReshape, {0, 0, 3, 16}},  // [S, B, 48] -> [S, B, 3, 16]
+      {ViewStepKind::kPermute, {2, 0, 1, 3}},   // [3, S, B, 16]
+      {ViewStepKind::kSelect, {0, 1, 0}},       // k: [S, B, 16]
+      {ViewStepKind::kReshape, {7, -1, 8}},     // [S, B*H, hd]
+      {ViewStepKind::kPermute, {1, 2, 0}},      // [B*H, hd, S]: K transposed
+  };
+  const std::vector<ViewStep> merged = {
+      {ViewStepKind::kPermute, {1, 0, 2}},  // [B, 6, 2] -> [6, B, 2]
+      {ViewStepKind::kReshape, {-1, 2}},    // [6B, 2]: merges axes no stride covers
+      {ViewStepKind::kSelect, {1, 1, 1}},   // [6B, 1]
+  };
+  const Case cases[] = {
+      {{7, 1, 48}, head_split, 1},
+      {{7, 3, 48}, head_split, 1},
+      {{5, 6, 2}, merged, 2},
+  };
+  for (const Case& c : cases) {
+    auto plan = plan_view_steps(c.in, c.steps);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    EXPECT_EQ(plan.value().size(), c.copies);
+    KernelCase k{"GraftViewChain", {rnd(rng, c.in)}};
+    write_view_steps(c.steps, &k.attrs);
+    k.tol16 = 0;  // copies
     run_float_dtypes(k, seed, /*bf16=*/true);
   }
 }

@@ -1,12 +1,15 @@
-// compose_view_chains (src/graph/compose_views.cpp) and GraftStridedCopy (src/ops/view_ops.cpp):
-// chains of Transpose / single-index Gather / Reshape-like nodes become one strided copy with the
-// same outputs (checked on the CPU reference, fresh random inputs); chains no strides can express
-// are left alone; bad GraftStridedCopy attributes are refused naming node and attribute.
+// compose_view_chains (src/graph/compose_views.cpp), GraftStridedCopy and GraftViewChain
+// (src/ops/view_ops.cpp): chains of Transpose / single-index Gather / Reshape-like nodes become one
+// strided copy (static shapes) or one view chain (a dynamic batch) with the same outputs (checked on
+// the CPU reference, fresh random inputs, several batches); static chains no strides can express
+// are left alone, dynamic ones are planned as several copies; bad attributes are refused naming
+// node and attribute.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "graft/engine.h"
+#include "ops/view_ops.h"
 #include "tests/unit/graph_pass_test_util.h"
 
 namespace graft {
@@ -133,6 +136,166 @@ TEST(ComposeViews, GatherKeepsAxisAndNegativeIndex) {
   ASSERT_TRUE(g);
   check_pass(*g, view_pass, 1, std::random_device{}(), 0.0);
   EXPECT_EQ(count_op(*g, "Transpose"), 1);  // the single one
+}
+
+// The dynamo export's head split over a dynamic batch B: x [S, B, 3E] with the Reshape targets
+// computed from Shape(x) at run time ([S, B, 3, E] and [B, H, S, hd]) or written with -1 and 0
+// ([S, -1, hd]). The attention's scale reads Shape(k1) (onnxscript's SDPA does), a value inside k's
+// chain: the chain still composes past it, and the nodes that make k1 stay for the Shape.
+OnnxModelBuilder dynamic_head_split(int64_t S, int64_t H, int64_t hd) {
+  const int64_t E = H * hd;
+  OnnxModelBuilder m;
+  m.input("x", kF32, {S, "B", 3 * E});
+  m.node("Shape", {"x"}, {"xs"});
+  m.initializer("one", Tensor::vector_int64({1}));
+  OnnxModelBuilder::attr(m.node("Gather", {"xs", "one"}, {"b"}), "axis", int64_t{0});
+  ints_const(m, "s_", {S});
+  ints_const(m, "tail4", {3, E});
+  OnnxModelBuilder::attr(m.node("Concat", {"s_", "b", "tail4"}, {"s4"}), "axis", int64_t{0});
+  ints_const(m, "sbh", {S, -1, hd});
+  ints_const(m, "hsd", {H, S, hd});
+  OnnxModelBuilder::attr(m.node("Concat", {"b", "hsd"}, {"bhsd"}), "axis", int64_t{0});
+  ints_const(m, "ax0", {0});
+  ints_const(m, "ax3", {3});
+  m.node("Reshape", {"x", "s4"}, {"r"});
+  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
+  m.node("Squeeze", {"t", "ax3"}, {"sq"});
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::string(1, "qkv"[i]);
+    m.initializer("i" + n, Tensor::scalar_int64(i));
+    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
+    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
+    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
+    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
+  }
+  m.node("Shape", {"k3"}, {"k_shape"});  // read inside k's chain, which goes on:
+  OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.node("Relu", {"q3"}, {"yq"});
+  m.node("Sigmoid", {"kt"}, {"yk"});
+  m.node("Neg", {"v3"}, {"yv"});
+  m.output("yq", kF32).output("yk", kF32).output("yv", kF32).output("k_shape", DataType::kInt64);
+  return m;
+}
+
+// Runs `g` and `ref` on the same fresh random x of each batch; the outputs must be equal.
+void expect_same_outputs(const Graph& g, const Graph& ref, const std::vector<int64_t>& x_dims_b0,
+                         std::initializer_list<int64_t> batches, int batch_axis, uint32_t seed) {
+  std::mt19937 rng(seed);
+  for (int64_t b : batches) {
+    SCOPED_TRACE("batch " + std::to_string(b) + ", seed " + std::to_string(seed));
+    std::vector<int64_t> dims = x_dims_b0;
+    dims[static_cast<size_t>(batch_axis)] = b;
+    std::map<std::string, Tensor> feeds{{"x", random_tensor(kF32, dims, rng)}};
+    auto want = run_graph(ref, feeds), got = run_graph(g, feeds);
+    ASSERT_EQ(want.size(), got.size());
+    for (auto& [name, t] : want) expect_close(got.at(name), t, 0.0, 0.0);
+  }
+}
+
+TEST(ComposeViews, DynamicBatchHeadSplitBecomesViewChains) {
+  const auto m = dynamic_head_split(/*S=*/5, /*H=*/2, /*hd=*/3);
+  auto g = load(m), ref = load(m);
+  ASSERT_TRUE(g && ref);
+  auto n = compose_view_chains(*g);
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  EXPECT_EQ(n.value(), 3);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  EXPECT_EQ(count_op(*g, "GraftViewChain"), 3);
+  EXPECT_EQ(count_op(*g, "GraftStridedCopy"), 0);
+  // k's nodes up to k3 remain for Shape(k3) (a CUDA engine infers their dims only); q's and v's go.
+  EXPECT_EQ(count_op(*g, "Gather"), 2);     // Shape(x)[1] and k's select
+  EXPECT_EQ(count_op(*g, "Transpose"), 2);  // the shared one and k's
+  // The output keeps its symbolic shape.
+  const Value* yk = g->outputs()[1];
+  ASSERT_TRUE(yk->desc.shape);
+  EXPECT_EQ(shape_to_string(*yk->desc.shape), shape_to_string(*ref->outputs()[1]->desc.shape));
+  expect_same_outputs(*g, *ref, {5, 0, 18}, {1, 2, 3, 7}, 1, std::random_device{}());
+}
+
+// A Reshape that merges axes a Transpose interleaved cannot be a strided view; over a dynamic
+// batch the chain is still composed, and each run plans it as two copies (the transposed tensor
+// materialized first). Its outputs equal the unfused graph's.
+TEST(ComposeViews, DynamicChainsNoStridesExpressRunAsSeveralCopies) {
+  OnnxModelBuilder m;
+  m.input("x", kF32, {"B", 6, 2});
+  ints_const(m, "flat", {-1, 2});
+  m.initializer("one", Tensor::scalar_int64(1));
+  OnnxModelBuilder::attr(m.node("Transpose", {"x"}, {"t"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Reshape", {"t", "flat"}, {"r"});
+  OnnxModelBuilder::attr(m.node("Gather", {"r", "one"}, {"gth"}), "axis", int64_t{1});
+  m.node("Relu", {"gth"}, {"y"});
+  m.output("y", kF32);
+  auto g = load(m), ref = load(m);
+  ASSERT_TRUE(g && ref);
+  auto n = compose_view_chains(*g);
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  EXPECT_EQ(n.value(), 1);
+  const Node* chain = find_op(*g, "GraftViewChain");
+  ASSERT_NE(chain, nullptr);
+  auto steps = read_view_steps(chain->attrs);
+  ASSERT_TRUE(steps.is_ok()) << steps.status().to_string();
+  auto plan = plan_view_steps({4, 6, 2}, steps.value());
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  EXPECT_EQ(plan.value().size(), 2u);
+  expect_same_outputs(*g, *ref, {0, 6, 2}, {1, 3, 4}, 0, std::random_device{}());
+}
+
+// The planner on its own: one copy for a composable chain (whatever the batch), and the view it
+// gives; a reshape that does not fit the dims is an error naming the step.
+TEST(ViewSteps, PlanComposesAndNamesTheStepThatDoesNotFit) {
+  const std::vector<ViewStep> steps = {
+      {ViewStepKind::kReshape, {0, 0, 3, 4}},        // [S, B, 12] -> [S, B, 3, 4]
+      {ViewStepKind::kPermute, {2, 1, 0, 3}},        // [3, B, S, 4]
+      {ViewStepKind::kSelect, {0, -1, 0}},           // v: [B, S, 4]
+  };
+  for (int64_t b : {1, 2, 5}) {
+    auto plan = plan_view_steps({7, b, 12}, steps);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    ASSERT_EQ(plan.value().size(), 1u);
+    const StridedView& v = plan.value()[0];
+    EXPECT_EQ(v.shape, (std::vector<int64_t>{b, 7, 4}));
+    EXPECT_EQ(v.offset, 8);  // the third of three E-wide parts
+    EXPECT_EQ(v.strides[1], b * 12);
+    EXPECT_EQ(v.strides[2], 1);
+    if (b > 1) EXPECT_EQ(v.strides[0], 12);
+  }
+  auto bad = plan_view_steps({7, 2, 10}, steps);  // 10 does not split into 3 x 4
+  ASSERT_FALSE(bad.is_ok());
+  EXPECT_NE(bad.status().to_string().find("view step 0 (reshape)"), std::string::npos) << bad.status().to_string();
+  auto shape = view_steps_shape({Dim(7), Dim::symbol("B"), Dim(12)}, steps);
+  ASSERT_TRUE(shape.is_ok()) << shape.status().to_string();
+  EXPECT_EQ(shape_to_string(shape.value()), "[B,7,4]");
+}
+
+TEST(ComposeViews, BadViewChainAttributesAreNamed) {
+  struct Case {
+    std::vector<int64_t> kinds, args, counts;
+    const char* attribute;
+  };
+  const Case cases[] = {
+      {{}, {}, {}, "view_kinds"},                       // no step
+      {{3}, {0}, {1}, "view_kinds"},                    // unknown kind
+      {{0}, {0, 0}, {2}, "view_args"},                  // not a permutation
+      {{0}, {1, 0}, {3}, "view_arg_counts"},            // more args than given
+      {{0, 2}, {1, 0}, {2}, "view_arg_counts"},         // one count for two steps
+      {{1}, {0, 5, 0}, {3}, "view_args"},               // index past the axis (dims 2 x 3)
+      {{1}, {0, 0, 2}, {3}, "view_args"},               // keep must be 0 or 1
+      {{2}, {-1, -1}, {2}, "view_args"},                // two dims to infer
+      {{2}, {4, 2}, {2}, "view_args"},                  // 6 elements cannot become 8
+      {{0}, {1, 0, 7}, {2}, "view_args"},               // an arg past the last step
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.attribute);
+    OnnxModelBuilder m;
+    m.input("x", kF32, {2, 3});
+    auto& n = m.node("GraftViewChain", {"x"}, {"y"}, "view_chain");
+    OnnxModelBuilder::attr(n, "view_kinds", c.kinds);
+    OnnxModelBuilder::attr(n, "view_args", c.args);
+    OnnxModelBuilder::attr(n, "view_arg_counts", c.counts);
+    m.output("y", kF32);
+    expect_refused(m, c.attribute, "view_chain");
+  }
 }
 
 TEST(ComposeViews, BadStridedCopyAttributesAreNamed) {

@@ -6,6 +6,7 @@
 #include <cudnn.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -66,6 +67,11 @@ struct Layer {
   // upstream, every host input a constant or shape arithmetic): a shape set's first run records
   // them and later runs of that shape set skip shape inference.
   bool dims_from_shapes = false;
+  // Every reader of its outputs reads only their dims (Shape/Size, or another such layer), as when
+  // compose_view_chains has composed a data-movement chain past a value whose Shape the dynamo
+  // export's attention reads: the outputs' shapes are inferred, but no kernel runs and no memory is
+  // taken for them.
+  bool dims_only = false;
 };
 
 struct ValueUse {
@@ -569,6 +575,30 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       }
     }
   }
+  // Layers whose outputs only Shape/Size (or other such layers) read: dims, no kernel, no buffer.
+  {
+    std::map<const Node*, int> index;
+    for (int i = 0; i < n; ++i) index[layers_[i].node] = i;
+    for (int i = n - 1; i >= 0; --i) {
+      Layer& L = layers_[i];
+      if (L.where != Where::kGpu || L.counted || L.node->outputs.empty()) continue;
+      bool only_dims = true, any_use = false;
+      for (const Value* o : L.node->outputs) {
+        if (!o || !vid_.count(o)) continue;
+        if (o->is_graph_output) only_dims = false;
+        for (const Node* c : consumers[o]) {
+          auto it = index.find(c);
+          const Layer* CL = it == index.end() ? nullptr : &layers_[it->second];
+          any_use = true;
+          only_dims &= CL && (CL->where == Where::kCpuMeta || CL->dims_only);
+        }
+      }
+      if (!only_dims || !any_use) continue;
+      L.dims_only = true;
+      for (const Value* o : L.node->outputs)
+        if (o && vid_.count(o)) uses_[vid_[o]].device_buffer = false;
+    }
+  }
   // Reshape-like layers move no data: their output aliases the input's device buffer, which then
   // lives as long as the alias is read. They cost neither a kernel nor arena memory.
   {
@@ -578,7 +608,8 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     for (int i = 0; i < n; ++i) {
       Layer& L = layers_[i];
       const Node& node = *L.node;
-      if (L.where != Where::kGpu || !node.domain.empty() || !kViews.count(node.op_type) || node.outputs.size() != 1)
+      if (L.where != Where::kGpu || L.dims_only || !node.domain.empty() || !kViews.count(node.op_type) ||
+          node.outputs.size() != 1)
         continue;
       const Value* in = node.input(0);
       const Value* out = node.output(0);
@@ -705,6 +736,8 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
         config->progress("warning", "layer '" + L.node->name + "' (" + L.node->op_type +
                                         ") runs on the CPU reference with host<->device copies: " + L.why);
     std::string where = std::to_string(on_gpu) + " of " + std::to_string(n) + " layers on the GPU";
+    const auto dims_only = std::count_if(layers_.begin(), layers_.end(), [](const Layer& L) { return L.dims_only; });
+    if (dims_only) where += " (" + std::to_string(dims_only) + " of them only give Shape/Size their dims: no kernel)";
     if (host_shape) where += ", " + std::to_string(host_shape) + " host shape layers (dims arithmetic, no tensor data)";
     if (fallback) {
       where += ", " + std::to_string(fallback) + " on the CPU reference (";
@@ -790,8 +823,9 @@ std::string CudaEngine::describe() const {
     if (L.where == Where::kCpuFallback) fb.push_back(&L);
     if (L.where == Where::kCpuHost || L.where == Where::kCpuMeta) host.push_back(&L);
   }
-  os << "placement: " << layers_.size() - fb.size() - host.size() << " layers on the GPU, " << host.size()
-     << " host shape layers, " << fb.size() << " CPU fallback layers\n";
+  const auto dims_only = std::count_if(layers_.begin(), layers_.end(), [](const Layer& L) { return L.dims_only; });
+  os << "placement: " << layers_.size() - fb.size() - host.size() << " layers on the GPU (" << dims_only
+     << " dims only), " << host.size() << " host shape layers, " << fb.size() << " CPU fallback layers\n";
   if (!fb.empty()) {
     os << "CPU fallback layers (" << fb.size() << "):\n";
     for (const Layer* L : fb) os << "  " << L->node->name << " [" << L->node->op_type << "]: " << L->why << "\n";
@@ -1147,6 +1181,15 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     }
   }
   const std::vector<ShapePlan::LayerOut>& shapes = memo ? cur_->layer_outs[i] : scratch_outs_;
+  if (L.dims_only) {
+    // Only Shape/Size read these outputs: a stand-in with the dims and no bytes behind it.
+    static char no_data = 0;
+    for (size_t o = 0; o < node.outputs.size(); ++o)
+      if (node.outputs[o] && o < shapes.size())
+        slots_[engine_->value_id(node.outputs[o])].dev =
+            Tensor::wrap(&no_data, shapes[o].dtype, shapes[o].dims, DeviceType::kCUDA);
+    return Status::ok();
+  }
   if (L.alias) {
     slots_[engine_->value_id(node.outputs[0])].dev =
         Tensor::wrap(ins[0]->data(), shapes[0].dtype, shapes[0].dims, DeviceType::kCUDA);
