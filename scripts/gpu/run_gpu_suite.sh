@@ -78,14 +78,17 @@ if has_step build; then
 fi
 
 if has_step quickbuild; then  # only what the examples and benchmarks need
-  configure_build $BUILDDIR -DGRAFT_BUILD_TESTS=OFF > "$LOGS/configure.log" 2>&1 || { note "configure FAILED"; exit 1; }
+  # Python and torch on explicitly: a testbuild earlier on this warm machine left them off in the cache.
+  configure_build $BUILDDIR -DGRAFT_BUILD_TESTS=OFF -DGRAFT_BUILD_PYTHON=ON -DGRAFT_BUILD_TORCH=ON > "$LOGS/configure.log" 2>&1 ||
+    { note "configure FAILED"; exit 1; }
   cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch > "$LOGS/build.log" 2>&1 ||
     { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "quick build ok"
 fi
 
 if has_step gpubuild; then  # the library, CLI, Python/torch modules and the GPU test binaries only
-  configure_build $BUILDDIR > "$LOGS/configure.log" 2>&1 || { note "configure FAILED"; exit 1; }
+  configure_build $BUILDDIR -DGRAFT_BUILD_TESTS=ON -DGRAFT_BUILD_PYTHON=ON -DGRAFT_BUILD_TORCH=ON > "$LOGS/configure.log" 2>&1 ||
+    { note "configure FAILED"; exit 1; }
   cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch graft_cuda_tests graft_python_test_ops \
     graft_cuda_kernel_tests > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "gpu build ok"
@@ -97,7 +100,7 @@ if has_step gpubuild; then  # the library, CLI, Python/torch modules and the GPU
 fi
 
 if has_step testbuild; then  # the library, CLI and every C++ test binary (no Python/torch modules), then the GPU tests
-  configure_build $BUILDDIR -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TORCH=OFF > "$LOGS/configure.log" 2>&1 ||
+  configure_build $BUILDDIR -DGRAFT_BUILD_TESTS=ON -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TORCH=OFF > "$LOGS/configure.log" 2>&1 ||
     { note "configure FAILED"; exit 1; }
   cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_cuda_tests graft_cuda_kernel_tests graft_op_tests \
     graft_conformance > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
@@ -306,7 +309,9 @@ if has_step profile; then  # per-layer tables of the benchmark models' engines
 fi
 
 if has_step zprofile; then  # per-layer tables of zoo models' dynamic engines (1..8..32) at one batch, into $OUT/zprofile
-  # ZPROFILE_MODELS (zoo names), ZPROFILE_BATCH (default 32); GRAFT_TACTIC_TRACE=1 keeps every timed tactic in the log.
+  # ZPROFILE_MODELS (zoo names), ZPROFILE_BATCH (default 32); GRAFT_TACTIC_TRACE=1 keeps every timed tactic in the log;
+  # ZPROFILE_FIXED=1 also builds a fixed-shape engine at that batch and times it the same way (issue 14's target: a
+  # fixed-shape and a dynamic-profile engine of one model within 5% at the same shape).
   mkdir -p "$OUT/zprofile"
   ZC=${ZOO_CACHE:-/tmp/graft_zoo_cache}
   zm=${ZPROFILE_MODELS:-convnext_tiny efficientnet_b0 mobilenet_v2}
@@ -334,6 +339,13 @@ PY
       timeout 60 "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --shapes "$in:${zb}x3x224x224" --iterations 100 \
         --warmup 20 --profile >> "$log" 2>&1
     note "zprofile $m b$zb: rc=$? $(grep -m1 -o 'median = [0-9.]* ms' "$log")"
+    if [ "${ZPROFILE_FIXED:-0}" = 1 ]; then
+      flog="$OUT/zprofile/fixed_${m}_b${zb}_fp16.txt"
+      timeout 150 "$BUILDDIR/bin/graft" build "$f" -o "/tmp/${m}_fixed.plan" --device cuda --fp16 \
+        --shapes "$in:${zb}x3x224x224" > "$flog" 2>&1 &&
+        timeout 60 "$BUILDDIR/bin/graft" run "/tmp/${m}_fixed.plan" --device cuda --iterations 100 --warmup 20 >> "$flog" 2>&1
+      note "  fixed-shape engine b$zb: rc=$? $(grep -m1 -o 'median = [0-9.]* ms' "$flog")"
+    fi
     if [ -f "$ref/x.npy" ] && [ -f "/tmp/$m.plan" ]; then
       timeout 60 "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --inputs "$in:$ref/x.npy" --iterations 1 \
         --warmup 0 --compare "$ref" --rtol 0.05 --atol 0.05 > "$LOGS/zcompare_$m.log" 2>&1
