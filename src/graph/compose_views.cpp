@@ -23,6 +23,7 @@
 // removed.
 #include <algorithm>
 #include <array>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -226,6 +227,51 @@ bool operand_source(Value* x, const std::vector<int64_t>& dims, Source* out) {
   return true;
 }
 
+// Over a dynamic batch: operands made by GraftViewChain are read through its steps (planned per
+// run by the op, which copies an operand only where its plan is no single view the fused kernel
+// takes), and Y is written straight into the output of a Transpose that is its only reader and
+// keeps the last axis last. The head sizes must be static, in the fused kernel's range.
+bool fold_chains_into_attention(Node& a, const std::map<const Value*, std::vector<Node*>>& cons,
+                                std::set<const Node*>* absorbed) {
+  const DataType dt = a.input(0)->desc.dtype;
+  const TensorDesc &q = a.input(0)->desc, &kt = a.input(1)->desc, &v = a.input(2)->desc;
+  if ((dt != DataType::kFloat16 && dt != DataType::kBFloat16) || !q.shape || !kt.shape || !v.shape) return false;
+  const size_t r = q.shape->size();
+  if ((r != 3 && r != 4) || kt.shape->size() != r || v.shape->size() != r) return false;
+  const Dim &D = q.shape->back(), &Dv = v.shape->back();
+  if (!D.is_const() || !Dv.is_const() || D.value() % 8 || Dv.value() % 8 || D.value() > 128 || Dv.value() > 128 ||
+      D.value() < 8 || Dv.value() < 8)
+    return false;
+  AttentionChains chains;
+  std::vector<Value*> inputs = a.inputs;
+  for (int k = 0; k < 3; ++k) {
+    const Node* p = a.inputs[static_cast<size_t>(k)]->producer;
+    if (!p || p->op_type != "GraftViewChain" || !p->domain.empty() || !p->input(0) || !p->input(0)->desc.shape) continue;
+    auto steps = read_view_steps(p->attrs);
+    if (!steps) continue;
+    chains.steps[k] = std::move(steps).value();
+    inputs[static_cast<size_t>(k)] = p->inputs[0];
+  }
+  Value* out = a.outputs[0];
+  auto it = cons.find(out);
+  if (!out->is_graph_output && it != cons.end() && it->second.size() == 1 && it->second[0]->op_type == "Transpose" &&
+      it->second[0]->domain.empty() && it->second[0]->output(0)) {
+    Node* t = it->second[0];
+    auto perm = t->attrs.get_ints("perm", {});
+    if (perm && perm->size() == r && perm->back() == static_cast<int64_t>(r) - 1) {
+      chains.y_perm = *perm;
+      out = t->outputs[0];
+      absorbed->insert(t);
+    }
+  }
+  if (!chains.steps[0] && !chains.steps[1] && !chains.steps[2] && chains.y_perm.empty()) return false;
+  write_attention_chains(chains, &a.attrs);
+  a.inputs = std::move(inputs);
+  a.outputs = {out};
+  out->producer = &a;
+  return true;
+}
+
 }  // namespace
 
 Result<int> fold_views_into_attention(Graph& graph) {
@@ -236,10 +282,16 @@ Result<int> fold_views_into_attention(Graph& graph) {
   int folded = 0;
   for (Node* a : nodes) {
     if (a->op_type != "GraftAttention" || !a->domain.empty() || a->attrs.has("dims") || a->inputs.size() != 3) continue;
+    bool chained = false;
+    AttentionChains existing;
+    if (!read_attention_chains(a->attrs, &chained, &existing).is_ok() || chained) continue;
+    if (!a->input(0) || !a->input(1) || !a->input(2) || !a->output(0)) continue;
     std::vector<int64_t> qd, kd, vd, yd;
     if (!static_dims_of(a->input(0), &qd) || !static_dims_of(a->input(1), &kd) || !static_dims_of(a->input(2), &vd) ||
-        !static_dims_of(a->output(0), &yd))
+        !static_dims_of(a->output(0), &yd)) {
+      if (fold_chains_into_attention(*a, cons, &absorbed)) ++folded;
       continue;
+    }
     const DataType dt = a->input(0)->desc.dtype;
     const size_t r = qd.size();
     if ((dt != DataType::kFloat16 && dt != DataType::kBFloat16) || (r != 3 && r != 4) || kd.size() != r || vd.size() != r)

@@ -135,9 +135,21 @@ Status infer_graft_attention(InferContext& ctx) {
   const DataType dt = ctx.input(0).dtype;
   if (!float16_or_32(dt)) return ctx.fail("Q has dtype ", dtype_name(dt), "; expected a floating type");
   if (ctx.input(1).dtype != dt || ctx.input(2).dtype != dt) return ctx.fail("Q, Kt and V must have one dtype");
-  bool has_views = false;
+  bool has_views = false, has_chains = false;
   AttentionViews w;
+  AttentionChains chains;
   GRAFT_RETURN_IF_ERROR(read_attention_views(ctx.attrs(), &has_views, &w));
+  GRAFT_RETURN_IF_ERROR(read_attention_chains(ctx.attrs(), &has_chains, &chains));
+  if (has_views && has_chains) return ctx.fail("has both view attributes (dims) and view chains");
+  if (has_chains) {  // the operands as their chains give them
+    Shape* operands[3] = {&q, &kt, &v};
+    for (int k = 0; k < 3; ++k) {
+      if (!chains.steps[k]) continue;
+      auto logical = view_steps_shape(*operands[k], *chains.steps[k]);
+      if (!logical) return Status(logical.status()).with_attribute(std::string(kAttentionChainPrefixes[k]) + "view_args");
+      *operands[k] = std::move(logical).value();
+    }
+  }
   if (has_views) {
     if (shape_is_static(q) && shape_is_static(kt) && shape_is_static(v))
       GRAFT_RETURN_IF_ERROR(check_attention_views(w, numel_of(shape_values(q)), numel_of(shape_values(kt)),
@@ -155,6 +167,15 @@ Status infer_graft_attention(InferContext& ctx) {
                     " must be [..., S, D], [..., D, S2], [..., S2, Dv] with equal leading dimensions");
   Shape out(q.begin(), q.end() - 1);
   out.push_back(v.back());
+  if (!chains.y_perm.empty()) {
+    const auto& perm = chains.y_perm;
+    if (perm.size() != out.size() || perm.back() != static_cast<int64_t>(out.size()) - 1)
+      return Status(ctx.fail("y_perm must permute the ", out.size(), " axes of Y and keep the last one last"))
+          .with_attribute("y_perm");
+    Shape permuted;
+    for (int64_t p : perm) permuted.push_back(out[static_cast<size_t>(p)]);  // read_attention_chains checked p
+    out = std::move(permuted);
+  }
   ctx.set_output(0, TensorDesc(dt, out));
   return Status::ok();
 }
@@ -197,6 +218,9 @@ std::vector<double> gather_view(const Tensor& t, const std::array<int64_t, 5>& w
   return out;
 }
 
+Status attention_reference(const Tensor& Q, const Tensor& Kt, const Tensor& V, float scale,
+                           const std::vector<int64_t>& y_perm, Tensor& Y);
+
 // Reference: scores, softmax and the weighted sum in double, one rounding into Y's dtype.
 Status cpu_graft_attention(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(float scale, ctx.attrs->get_float("scale", 1.f));
@@ -221,6 +245,32 @@ Status cpu_graft_attention(ExecContext& ctx) {
           for (int64_t c = 0; c < w.Dv; ++c) Y.set(w.y[0] + o * w.y[1] + i * w.y[2] + r * w.y[3] + c * w.y[4], y[e++]);
     return Status::ok();
   }
+  // The chain form: each operand materialized through its plan, Y written through y_perm.
+  bool has_chains = false;
+  AttentionChains chains;
+  GRAFT_RETURN_IF_ERROR(read_attention_chains(*ctx.attrs, &has_chains, &chains));
+  if (has_chains) {
+    Tensor logical[3];
+    for (int k = 0; k < 3; ++k) {
+      const Tensor& in = *ctx.inputs[static_cast<size_t>(k)];
+      if (!chains.steps[k]) {
+        logical[k] = in;
+        continue;
+      }
+      auto plan = plan_view_steps(in.dims(), *chains.steps[k]);
+      if (!plan) return Status(plan.status()).with_attribute(std::string(kAttentionChainPrefixes[k]) + "view_args");
+      logical[k] = Tensor::empty(in.dtype(), plan.value().back().shape);
+      run_view_plan(static_cast<const char*>(in.data()), static_cast<char*>(logical[k].data()), dtype_size(in.dtype()),
+                    plan.value());
+    }
+    return attention_reference(logical[0], logical[1], logical[2], scale, chains.y_perm, *ctx.outputs[0]);
+  }
+  return attention_reference(Q, Kt, V, scale, {}, *ctx.outputs[0]);
+}
+
+// Contiguous Q, Kt, V; Y written through y_perm (empty: contiguous).
+Status attention_reference(const Tensor& Q, const Tensor& Kt, const Tensor& V, float scale,
+                           const std::vector<int64_t>& y_perm, Tensor& Y) {
   const size_t r = static_cast<size_t>(Q.rank());
   if (r < 2 || Kt.rank() != Q.rank() || V.rank() != Q.rank())
     return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V must have one rank >= 2");
@@ -229,11 +279,27 @@ Status cpu_graft_attention(ExecContext& ctx) {
       Q.numel() / std::max<int64_t>(S * D, 1) * S2 * Dv != V.numel())
     return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V shapes do not match");
   const int64_t B = numel_of(std::vector<int64_t>(Q.dims().begin(), Q.dims().end() - 2));
-  Tensor& Y = *ctx.outputs[0];
   if (Y.numel() != B * S * Dv) return error(StatusCode::kInternal, "GraftAttention: output size inconsistent with inputs");
   std::vector<double> y = attention_core(cpu::load_doubles(Q), cpu::load_doubles(Kt), cpu::load_doubles(V), B, S, D,
                                          S2, Dv, scale);
-  cpu::store_doubles(Y, y);
+  if (y_perm.empty()) {
+    cpu::store_doubles(Y, y);
+    return Status::ok();
+  }
+  std::vector<int64_t> y_dims(Q.dims().begin(), Q.dims().end() - 1), out_dims, strides;
+  y_dims.push_back(Dv);
+  GRAFT_RETURN_IF_ERROR(attention_output_layout(y_dims, y_perm, &out_dims, &strides));
+  if (Y.dims() != out_dims) return error(StatusCode::kInternal, "GraftAttention: output dims differ from y_perm's");
+  std::vector<int64_t> idx(y_dims.size(), 0);
+  for (double value : y) {  // Y's elements in order, each to its place in the output
+    int64_t off = 0;
+    for (size_t d = 0; d < idx.size(); ++d) off += idx[d] * strides[d];
+    Y.set(off, value);
+    for (size_t d = idx.size(); d-- > 0;) {
+      if (++idx[d] < y_dims[d]) break;
+      idx[d] = 0;
+    }
+  }
   return Status::ok();
 }
 
@@ -442,6 +508,53 @@ Status check_attention_views(const AttentionViews& w, int64_t q_numel, int64_t k
     return Status(error(StatusCode::kInvalidModel, "y_view does not cover the output (", y_numel,
                         " elements) exactly once"))
         .with_attribute("y_view");
+  return Status::ok();
+}
+
+Status read_attention_chains(const AttributeMap& attrs, bool* present, AttentionChains* c) {
+  *present = false;
+  for (int k = 0; k < 3; ++k) {
+    const std::string prefix = kAttentionChainPrefixes[k];
+    if (!attrs.has(prefix + "view_kinds")) continue;
+    GRAFT_ASSIGN_OR_RETURN(std::vector<ViewStep> steps, read_view_steps(attrs, prefix));
+    c->steps[k] = std::move(steps);
+    *present = true;
+  }
+  if (attrs.has("y_perm")) {
+    GRAFT_ASSIGN_OR_RETURN(c->y_perm, attrs.get_ints("y_perm", {}));
+    std::vector<int64_t> sorted = c->y_perm;
+    std::sort(sorted.begin(), sorted.end());
+    for (size_t k = 0; k < sorted.size(); ++k)
+      if (sorted[k] != static_cast<int64_t>(k))
+        return Status(error(StatusCode::kInvalidModel, "y_perm is not a permutation")).with_attribute("y_perm");
+    if (c->y_perm.empty()) return Status(error(StatusCode::kInvalidModel, "y_perm is empty")).with_attribute("y_perm");
+    *present = true;
+  }
+  return Status::ok();
+}
+
+void write_attention_chains(const AttentionChains& c, AttributeMap* attrs) {
+  for (int k = 0; k < 3; ++k)
+    if (c.steps[k]) write_view_steps(*c.steps[k], attrs, kAttentionChainPrefixes[k]);
+  if (!c.y_perm.empty()) attrs->set("y_perm", c.y_perm);
+}
+
+Status attention_output_layout(const std::vector<int64_t>& y, const std::vector<int64_t>& y_perm,
+                               std::vector<int64_t>* out_dims, std::vector<int64_t>* y_strides) {
+  const size_t r = y.size();
+  if (y_perm.empty()) {
+    *out_dims = y;
+    *y_strides = contiguous_strides(y);
+    return Status::ok();
+  }
+  if (y_perm.size() != r || y_perm.back() != static_cast<int64_t>(r) - 1)
+    return Status(error(StatusCode::kInvalidModel, "y_perm must permute the ", r, " axes of Y and keep the last one last"))
+        .with_attribute("y_perm");
+  out_dims->assign(r, 0);
+  for (size_t pos = 0; pos < r; ++pos) (*out_dims)[pos] = y[static_cast<size_t>(y_perm[pos])];
+  const auto os = contiguous_strides(*out_dims);
+  y_strides->assign(r, 0);
+  for (size_t pos = 0; pos < r; ++pos) (*y_strides)[static_cast<size_t>(y_perm[pos])] = os[pos];
   return Status::ok();
 }
 

@@ -18,6 +18,10 @@
 //     q_view, kt_view, v_view, y_view = [offset, outer stride, inner stride, row stride, col stride]
 //   so that Q[o, i, r, c] = input0.flat[offset + o*outer + i*inner + r*row + c*col] (Q rows S,
 //   cols D; Kt D x S2; V S2 x Dv; Y S x Dv). Y's view must cover the output exactly once.
+//   Or, over a dynamic batch, the chain form (never together with `dims`): operand k is a chain of
+//   view steps of input k (GraftViewChain's attributes, view_ops.h, under the prefix "q_", "kt_"
+//   or "v_"; absent: the input itself), planned for each run's dims; y_perm (ints) writes Y
+//   transposed by that permutation, whose last axis stays last.
 //
 // GraftElementwise(x0, ..., xk) -> y, every input and the output of one shape.
 //   attrs: program (ints, kEwFields per instruction: opcode, dst, a, b, c),
@@ -31,10 +35,13 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "graft/attribute.h"
+#include "graft/dim.h"
 #include "graft/status.h"
+#include "ops/view_ops.h"
 
 namespace graft {
 
@@ -98,5 +105,19 @@ Status read_attention_views(const AttributeMap& attrs, bool* present, AttentionV
 // Y's view covers the output tensor exactly once (so no output element is left unwritten).
 Status check_attention_views(const AttentionViews& v, int64_t q_numel, int64_t kt_numel, int64_t v_numel,
                              int64_t y_numel);
+
+// The chain form of the views (fold_views_into_attention over a dynamic batch).
+struct AttentionChains {
+  std::optional<std::vector<ViewStep>> steps[3];  // Q, Kt, V; nullopt: the input as it is
+  std::vector<int64_t> y_perm;                   // empty: Y written as it is
+};
+inline const char* const kAttentionChainPrefixes[3] = {"q_", "kt_", "v_"};
+// *present = false (and OK) when the node has no chain attributes; errors name the attribute.
+Status read_attention_chains(const AttributeMap& attrs, bool* present, AttentionChains* chains);
+void write_attention_chains(const AttentionChains& chains, AttributeMap* attrs);
+// The output tensor's dims for Y's dims `y` (logical, [..., S, Dv]) written through `y_perm`, and
+// the strides Y's axes step by in it (elements); an error names y_perm when it does not fit.
+Status attention_output_layout(const std::vector<int64_t>& y, const std::vector<int64_t>& y_perm,
+                               std::vector<int64_t>* out_dims, std::vector<int64_t>* y_strides);
 
 }  // namespace graft

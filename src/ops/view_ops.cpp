@@ -69,22 +69,6 @@ Status infer_strided_copy(InferContext& ctx) {
   return Status::ok();
 }
 
-// Y = the view of X's bytes (element size `es`), contiguous.
-void gather_view(const char* src, char* dst, size_t es, const StridedView& v) {
-  const int64_t n = numel_of(v.shape);
-  const size_t rank = v.shape.size();
-  std::vector<int64_t> idx(rank, 0);
-  for (int64_t o = 0; o < n; ++o) {
-    int64_t off = v.offset;
-    for (size_t d = 0; d < rank; ++d) off += idx[d] * v.strides[d];
-    std::memcpy(dst + o * es, src + off * es, es);
-    for (size_t d = rank; d-- > 0;) {  // odometer increment, last axis fastest
-      if (++idx[d] < v.shape[d]) break;
-      idx[d] = 0;
-    }
-  }
-}
-
 Status strided_copy_cpu(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(StridedView v, read_view(*ctx.attrs));
   const Tensor& x = *ctx.inputs[0];
@@ -286,24 +270,53 @@ bool apply_step(const ViewStep& s, AtomView& v, std::vector<int64_t>& dims) {
 
 }  // namespace
 
-void write_view_steps(const std::vector<ViewStep>& steps, AttributeMap* attrs) {
+void gather_view(const char* src, char* dst, size_t es, const StridedView& v) {
+  const int64_t n = numel_of(v.shape);
+  const size_t rank = v.shape.size();
+  std::vector<int64_t> idx(rank, 0);
+  for (int64_t o = 0; o < n; ++o) {
+    int64_t off = v.offset;
+    for (size_t d = 0; d < rank; ++d) off += idx[d] * v.strides[d];
+    std::memcpy(dst + o * es, src + off * es, es);
+    for (size_t d = rank; d-- > 0;) {  // odometer increment, last axis fastest
+      if (++idx[d] < v.shape[d]) break;
+      idx[d] = 0;
+    }
+  }
+}
+
+void run_view_plan(const char* src, char* dst, size_t es, const std::vector<StridedView>& plan) {
+  std::vector<char> a, b;  // the materialized intermediate results, alternating
+  for (size_t k = 0; k < plan.size(); ++k) {
+    char* out = dst;
+    if (k + 1 < plan.size()) {
+      std::vector<char>& buf = k % 2 ? b : a;
+      buf.resize(static_cast<size_t>(numel_of(plan[k].shape)) * es);
+      out = buf.data();
+    }
+    gather_view(src, out, es, plan[k]);
+    src = out;
+  }
+}
+
+void write_view_steps(const std::vector<ViewStep>& steps, AttributeMap* attrs, const std::string& prefix) {
   std::vector<int64_t> kinds, args, counts;
   for (const ViewStep& s : steps) {
     kinds.push_back(static_cast<int64_t>(s.kind));
     counts.push_back(static_cast<int64_t>(s.args.size()));
     args.insert(args.end(), s.args.begin(), s.args.end());
   }
-  attrs->set("view_kinds", kinds);
-  attrs->set("view_args", args);
-  attrs->set("view_arg_counts", counts);
+  attrs->set(prefix + "view_kinds", kinds);
+  attrs->set(prefix + "view_args", args);
+  attrs->set(prefix + "view_arg_counts", counts);
 }
 
-Result<std::vector<ViewStep>> read_view_steps(const AttributeMap& attrs) {
-  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> kinds, attrs.get_ints("view_kinds", {}));
-  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> args, attrs.get_ints("view_args", {}));
-  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> counts, attrs.get_ints("view_arg_counts", {}));
-  auto bad = [](const char* attr, auto&&... parts) {
-    return Status(error(StatusCode::kInvalidModel, parts...)).with_attribute(attr);
+Result<std::vector<ViewStep>> read_view_steps(const AttributeMap& attrs, const std::string& prefix) {
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> kinds, attrs.get_ints(prefix + "view_kinds", {}));
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> args, attrs.get_ints(prefix + "view_args", {}));
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> counts, attrs.get_ints(prefix + "view_arg_counts", {}));
+  auto bad = [&prefix](const char* attr, auto&&... parts) {
+    return Status(error(StatusCode::kInvalidModel, parts...)).with_attribute(prefix + attr);
   };
   if (kinds.empty()) return bad("view_kinds", "a view chain needs at least one step");
   if (counts.size() != kinds.size())
@@ -471,20 +484,8 @@ Status view_chain_cpu(ExecContext& ctx) {
   Tensor& y = *ctx.outputs[0];
   GRAFT_ASSIGN_OR_RETURN(std::vector<StridedView> plan, plan_view_steps(x.dims(), steps));
   if (plan.back().shape != y.dims()) return error(StatusCode::kInternal, "output dims differ from the planned view");
-  const size_t es = dtype_size(x.dtype());
-  std::vector<char> a, b;  // the materialized intermediate results, alternating
-  const char* src = static_cast<const char*>(x.data());
-  for (size_t k = 0; k < plan.size(); ++k) {
-    // Every segment reads its source within bounds: the plan only composes views of that source.
-    char* dst = static_cast<char*>(y.data());
-    if (k + 1 < plan.size()) {
-      std::vector<char>& buf = k % 2 ? b : a;
-      buf.resize(static_cast<size_t>(numel_of(plan[k].shape)) * es);
-      dst = buf.data();
-    }
-    gather_view(src, dst, es, plan[k]);
-    src = dst;
-  }
+  // Every copy reads its source within bounds: the plan only composes views of that source.
+  run_view_plan(static_cast<const char*>(x.data()), static_cast<char*>(y.data()), dtype_size(x.dtype()), plan);
   return Status::ok();
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "graft/dim.h"
@@ -41,9 +42,15 @@ struct ViewStep {
 };
 
 // GraftViewChain's attributes: view_kinds (one per step), view_args (every step's args, in order)
-// and view_arg_counts (how many args each step has). Reading checks the encoding (not the dims).
-void write_view_steps(const std::vector<ViewStep>& steps, AttributeMap* attrs);
-Result<std::vector<ViewStep>> read_view_steps(const AttributeMap& attrs);
+// and view_arg_counts (how many args each step has), each name after `prefix` (GraftAttention keeps
+// one chain per operand, "q_", "kt_" and "v_"). Reading checks the encoding (not the dims).
+void write_view_steps(const std::vector<ViewStep>& steps, AttributeMap* attrs, const std::string& prefix = "");
+Result<std::vector<ViewStep>> read_view_steps(const AttributeMap& attrs, const std::string& prefix = "");
+
+// Y = the view of `src` (elements of `elem_size` bytes), contiguous; the caller checked the bounds.
+void gather_view(const char* src, char* dst, size_t elem_size, const StridedView& v);
+// Runs a plan of plan_view_steps over `src` into `dst` (the last view's elements, contiguous).
+void run_view_plan(const char* src, char* dst, size_t elem_size, const std::vector<StridedView>& plan);
 
 // The shape after the steps (symbolic dims allowed: what shape inference gives); the error names
 // the step that does not fit the shape it meets.

@@ -348,5 +348,53 @@ TEST(CudaFusedTransformer, AttentionWithPackedViews) {
   run_kernel_case(c, DataType::kBFloat16, seed);
 }
 
+// GraftAttention's chain form (fold_views_into_attention over a dynamic batch), planned per run:
+// from the packed [S=5, B, 48] projection, Q and V through the head split's steps (one strided view
+// each, read in place), K through steps whose Reshape merges axes no stride covers (two copies,
+// materialized in the workspace), Y written through the output permute; batches 1 and 3.
+TEST(CudaFusedTransformer, AttentionWithViewChains) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  auto head = [](int64_t part) {
+    return std::vector<ViewStep>{
+        {ViewStepKind::kReshape, {0, 0, 3, 16}},  // [S, B, 3, E]
+        {ViewStepKind::kSelect, {2, part, 0}},    // [S, B, E]
+        {ViewStepKind::kReshape, {5, -1, 8}},     // [S, B*H, hd]
+        {ViewStepKind::kPermute, {1, 0, 2}},      // [B*H, S, hd]
+        {ViewStepKind::kReshape, {-1, 2, 5, 8}},  // [B, H, S, hd]
+    };
+  };
+  // K^T [B, H, hd, S] through a detour that regroups [B, S] as [S, B] in row-major order: at B = 3
+  // no strides express it (two copies, the first materialized in the workspace), at B = 1 they do.
+  const std::vector<ViewStep> kt = {
+      {ViewStepKind::kReshape, {0, 0, 3, 16}},
+      {ViewStepKind::kSelect, {2, 1, 0}},       // [S, B, E]
+      {ViewStepKind::kPermute, {1, 0, 2}},      // [B, S, E]
+      {ViewStepKind::kReshape, {5, -1, 16}},    // [S, B, E], reinterpreted
+      {ViewStepKind::kReshape, {5, -1, 8}},     // [S, B*H, hd]
+      {ViewStepKind::kPermute, {1, 2, 0}},      // [B*H, hd, S]
+      {ViewStepKind::kReshape, {-1, 2, 8, 5}},  // [B, H, hd, S]
+  };
+  for (int64_t b : {1, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(b));
+    auto plan = plan_view_steps({5, b, 48}, kt);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    EXPECT_EQ(plan.value().size(), b == 1 ? 1u : 2u);
+    Tensor packed = rnd(rng, {5, b, 48});
+    KernelCase c{"GraftAttention", {packed, packed, packed}};
+    c.attrs.set("scale", 0.35f);
+    AttentionChains chains;
+    chains.steps[0] = head(0);
+    chains.steps[1] = kt;
+    chains.steps[2] = head(2);
+    chains.y_perm = {2, 0, 1, 3};  // Y [B, H, S, hd] -> [S, B, H, hd]
+    write_attention_chains(chains, &c.attrs);
+    run_kernel_case(c, DataType::kFloat16, seed);
+    c.tol16 = 2e-2;
+    run_kernel_case(c, DataType::kBFloat16, seed);
+  }
+}
+
 }  // namespace
 }  // namespace graft::testing

@@ -359,6 +359,100 @@ TEST(FoldAttentionViews, PackedHeadsReadAndWrittenInPlace) {
   EXPECT_EQ(at->inputs[0], at->inputs[1]);  // Q and K read from the same packed tensor
 }
 
+// Over a dynamic batch the head split's view chains and the output permute fold into GraftAttention's
+// chain form: the three GraftViewChain nodes and the Transpose go, and the viewed node's CPU
+// reference gives the unfused graph's outputs at every batch.
+TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
+  constexpr DataType kF16 = DataType::kFloat16;
+  const int64_t S = 5, H = 2, hd = 8, E = H * hd;
+  OnnxModelBuilder m(17);
+  m.input("x", kF16, {S, "B", 3 * E});
+  ints_const(m, "s4", {S, 0, 3, E});
+  ints_const(m, "ax0", {0});
+  ints_const(m, "ax3", {3});
+  ints_const(m, "sbh", {S, -1, hd});
+  ints_const(m, "bhsd", {-1, H, S, hd});
+  m.node("Reshape", {"x", "s4"}, {"r"});
+  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
+  m.node("Squeeze", {"t", "ax3"}, {"sq"});
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = std::string(1, "qkv"[i]);
+    m.initializer("i" + n, Tensor::scalar_int64(i));
+    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
+    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
+    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
+    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
+  }
+  OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+  m.node("MatMul", {"q3", "kt"}, {"scores"});
+  m.initializer("scale", Tensor::from_doubles(kF16, {}, {0.35}));
+  m.node("Mul", {"scores", "scale"}, {"scaled"});
+  OnnxModelBuilder::attr(m.node("Softmax", {"scaled"}, {"p"}), "axis", int64_t{-1});
+  m.node("MatMul", {"p", "v3"}, {"o"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"o"}, {"o_sbhd"}), "perm", std::vector<int64_t>{2, 0, 1, 3});
+  m.node("Relu", {"o_sbhd"}, {"y"});
+  m.output("y", kF16);
+  auto g = load(m), ref = load(m);
+  ASSERT_TRUE(g && ref);
+  auto fused = fuse_gemm_epilogues(*g);
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  EXPECT_EQ(fused.value(), 1);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  auto chains = compose_view_chains(*g);
+  ASSERT_TRUE(chains.is_ok()) << chains.status().to_string();
+  EXPECT_EQ(chains.value(), 3);
+  auto folded = fold_views_into_attention(*g);
+  ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
+  EXPECT_EQ(folded.value(), 1);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  EXPECT_EQ(count_op(*g, "GraftViewChain"), 0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 0);
+  const Node* at = find_op(*g, "GraftAttention");
+  ASSERT_NE(at, nullptr);
+  EXPECT_EQ(at->inputs[0], at->inputs[1]);  // Q and K read from the same packed tensor
+  EXPECT_TRUE(at->attrs.has("y_perm"));
+  EXPECT_EQ(shape_to_string(*g->outputs()[0]->desc.shape), shape_to_string(*ref->outputs()[0]->desc.shape));
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  for (int64_t b : {1, 2, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(b) + ", seed " + std::to_string(seed));
+    std::map<std::string, Tensor> feeds{{"x", random_tensor(kF16, {S, b, 3 * E}, rng)}};
+    // The unfused float16 graph rounds scores and probabilities to float16; the fused reference
+    // does not: differences of a few float16 ulps of the O(1) outputs.
+    expect_close(run_graph(*g, feeds).at("y"), run_graph(*ref, feeds).at("y"), 2e-2, 1e-2);
+  }
+}
+
+TEST(FoldAttentionViews, BadChainAttributesAreNamed) {
+  constexpr DataType kF16 = DataType::kFloat16;
+  struct Case {
+    const char* attr;
+    std::vector<int64_t> value;
+  };
+  const Case cases[] = {
+      {"y_perm", {0, 2, 1}},     // moves the last axis
+      {"y_perm", {0, 0, 2}},     // not a permutation
+      {"y_perm", {1, 0, 2, 3}},  // four axes for Y's three
+      {"q_view_args", {2, 0, 1, 5}},  // a permutation of rank 3 given 4 entries... with count 4
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.attr);
+    OnnxModelBuilder m(17);
+    for (const char* in : {"q", "kt", "v"}) m.input(in, kF16, {2, 8, 8});
+    auto& n = m.node("GraftAttention", {"q", "kt", "v"}, {"y"}, "chained_attention");
+    if (std::string(c.attr) == "y_perm") {
+      OnnxModelBuilder::attr(n, "y_perm", c.value);
+    } else {
+      OnnxModelBuilder::attr(n, "q_view_kinds", std::vector<int64_t>{0});
+      OnnxModelBuilder::attr(n, "q_view_args", c.value);
+      OnnxModelBuilder::attr(n, "q_view_arg_counts", std::vector<int64_t>{4});
+    }
+    m.output("y", kF16);
+    expect_refused(m, c.attr, "chained_attention");
+  }
+}
+
 TEST(FoldAttentionViews, BadViewAttributesAreNamed) {
   constexpr DataType kF16 = DataType::kFloat16;
   struct Case {

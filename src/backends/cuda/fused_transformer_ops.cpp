@@ -17,6 +17,7 @@
 // Every cuBLASLt call picks among the heuristic's first candidates by tactic timing at build time
 // (src/plan/tactics.h), like the convolutions.
 // GraftElementwise: the program interpreter in fused_transformer_kernels.cu.
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@
 #include "backends/cuda/flash_attention_kernels.cuh"
 #include "backends/cuda/fused_transformer_kernels.cuh"
 #include "backends/cuda/reduce_norm_kernels.cuh"
+#include "backends/cuda/view_plan.h"
 #include "ops/fused_transformer_ops.h"
 #include "plan/tactics.h"
 
@@ -308,16 +310,105 @@ bool attn_supports(const Node& n, std::string* why) {
     if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
   }
-  bool has_views = false;
+  bool has_views = false, has_chains = false;
   AttentionViews w;
+  AttentionChains chains;
   if (!read_attention_views(n.attrs, &has_views, &w).is_ok()) return reject(why, "bad view attributes");
+  if (!read_attention_chains(n.attrs, &has_chains, &chains).is_ok()) return reject(why, "bad view chain attributes");
+  // The chain form runs the fused kernel only (its head sizes were checked when it was made).
+  if (has_chains && in_dtype(n, 0) == DataType::kFloat32)
+    return reject(why, "attention operands read through view chains need float16/bfloat16");
   // Strided operands are read by the fused kernel only: float16/bfloat16, head sizes it takes.
   if (has_views && (in_dtype(n, 0) == DataType::kFloat32 || w.D % 8 || w.Dv % 8 || w.D > 128 || w.Dv > 128))
     return reject(why, "strided attention operands need float16/bfloat16 and head sizes <= 128, multiples of 8");
   return true;
 }
 
-size_t attn_workspace(const Node&, const std::vector<const Tensor*>& in) {
+// ---- the chain form (fold_views_into_attention over a dynamic batch) ----
+//
+// Planned once per input shape: an operand whose chain plans to one strided view the fused kernel
+// can read is read in place; any other is materialized into the workspace first (its plan's
+// copies), contiguous. Y is written through y_perm.
+struct PreparedAttnChains {
+  AttentionViews w;
+  GpuViewPlan plan[3];             // materialized operands (empty: read in place)
+  size_t buffer_offset[3] = {};    // where a materialized operand lives in the workspace
+  size_t scratch_offset = 0;       // the plans' intermediate copies (shared, one plan at a time)
+  size_t workspace = 0;
+  int64_t source_numel[3] = {};    // what each operand's view indexes into
+};
+
+// [offset, outer, inner, row, col] of a rank-3 or rank-4 view.
+std::array<int64_t, 5> five_of(int64_t offset, const std::vector<int64_t>& strides) {
+  if (strides.size() == 3) return {offset, 0, strides[0], strides[1], strides[2]};
+  return {offset, strides[0], strides[1], strides[2], strides[3]};
+}
+
+Result<PreparedAttnChains> plan_attn_chains(const AttentionChains& c, const std::vector<const Tensor*>& in) {
+  PreparedAttnChains p;
+  std::vector<int64_t> logical[3];
+  const size_t es = dtype_size(in[0]->dtype());
+  size_t at = 0, scratch = 0;
+  for (int k = 0; k < 3; ++k) {
+    const Tensor& x = *in[static_cast<size_t>(k)];
+    StridedView view{x.dims(), contiguous_strides(x.dims()), 0};
+    std::vector<StridedView> views;
+    if (c.steps[k]) {
+      GRAFT_ASSIGN_OR_RETURN(views, plan_view_steps(x.dims(), *c.steps[k]));
+      view = views.back();
+    }
+    logical[k] = view.shape;
+    const size_t r = view.shape.size();
+    if (r != 3 && r != 4) return error(StatusCode::kUnsupported, "operand ", k, " has rank ", r, "; the kernel takes 3 or 4");
+    // The kernel reads Q and V rows with unit column stride, Kt with a unit stride on one axis.
+    auto unit = [&](size_t axis) { return view.shape[axis] == 1 || view.strides[axis] == 1; };
+    const bool readable = views.size() <= 1 && (k == 1 ? unit(r - 1) || unit(r - 2) : unit(r - 1));
+    if (readable) {
+      p.source_numel[k] = x.numel();
+    } else {
+      if (views.empty()) views.push_back(view);
+      GRAFT_ASSIGN_OR_RETURN(p.plan[k], make_gpu_view_plan(std::move(views), x.numel(), es));
+      p.buffer_offset[k] = at;
+      at += align_up(static_cast<size_t>(numel_of(view.shape)) * es);
+      scratch = std::max(scratch, p.plan[k].scratch_bytes());
+      view = StridedView{view.shape, contiguous_strides(view.shape), 0};
+      p.source_numel[k] = numel_of(view.shape);
+    }
+    std::array<int64_t, 5>* dst[3] = {&p.w.q, &p.w.kt, &p.w.v};
+    *dst[k] = five_of(view.offset, view.strides);
+  }
+  p.scratch_offset = at;
+  p.workspace = at + scratch;
+  const auto& q = logical[0];
+  const size_t r = q.size();
+  if (logical[1].size() != r || logical[2].size() != r)
+    return error(StatusCode::kInvalidModel, "Q, Kt and V have different ranks through their chains");
+  p.w.outer = r == 4 ? q[0] : 1;
+  p.w.inner = q[r - 3];
+  p.w.S = q[r - 2];
+  p.w.D = q[r - 1];
+  p.w.S2 = logical[1][r - 1];
+  p.w.Dv = logical[2][r - 1];
+  for (size_t i = 0; i + 2 < r; ++i)
+    if (logical[1][i] != q[i] || logical[2][i] != q[i])
+      return error(StatusCode::kInvalidModel, "Q, Kt and V have different leading dimensions through their chains");
+  if (logical[1][r - 2] != p.w.D || logical[2][r - 2] != p.w.S2)
+    return error(StatusCode::kInvalidModel, "Q, Kt and V do not form an attention through their chains");
+  std::vector<int64_t> y(q.begin(), q.end() - 1), y_strides;
+  y.push_back(p.w.Dv);
+  GRAFT_RETURN_IF_ERROR(attention_output_layout(y, c.y_perm, &p.w.y_shape, &y_strides));
+  p.w.y = five_of(0, y_strides);
+  return p;
+}
+
+size_t attn_workspace(const Node& n, const std::vector<const Tensor*>& in) {
+  bool has_chains = false;
+  AttentionChains chains;
+  if (read_attention_chains(n.attrs, &has_chains, &chains).is_ok() && has_chains) {
+    if (in.size() != 3 || !in[0] || !in[1] || !in[2]) return 0;
+    auto p = plan_attn_chains(chains, in);
+    return p.is_ok() ? p.value().workspace : 0;
+  }
   AttnDims a;
   if (in.size() != 3 || !in[0] || !in[1] || !in[2] || !attn_dims(in[0]->dims(), in[1]->dims(), in[2]->dims(), &a))
     return kLtWorkspace;
@@ -333,17 +424,48 @@ Status attn_run(CudaExec& ex) {
   const Tensor& V = *ex.ctx->inputs[2];
   Tensor& Y = *ex.ctx->outputs[0];
   GRAFT_ASSIGN_OR_RETURN(float scale, attrs_of(ex).get_float("scale", 1.f));
-  bool has_views = false;
+  bool has_views = false, has_chains = false;
   AttentionViews w;
+  AttentionChains chains;
   GRAFT_RETURN_IF_ERROR(read_attention_views(attrs_of(ex), &has_views, &w));
+  GRAFT_RETURN_IF_ERROR(read_attention_chains(attrs_of(ex), &has_chains, &chains));
+  const void* sources[3] = {Q.data(), Kt.data(), V.data()};
+  int64_t source_numel[3] = {Q.numel(), Kt.numel(), V.numel()};
+  if (has_chains) {
+    std::string key = PreparedCache::key_of("GraftAttention;chains", {reinterpret_cast<intptr_t>(ex.ctx->node)});
+    for (const Tensor* t : {&Q, &Kt, &V}) PreparedCache::append_dims(&key, t->dims());
+    PreparedAttnChains* p = ex.prepared ? ex.prepared->find<PreparedAttnChains>(key) : nullptr;
+    PreparedAttnChains local;
+    if (!p) {
+      auto made = plan_attn_chains(chains, {&Q, &Kt, &V});
+      if (!made) return with_node(ex, std::move(made).take_status());
+      if (ex.prepared) p = ex.prepared->put(key, std::make_shared<PreparedAttnChains>(std::move(made).value()));
+      else p = &(local = std::move(made).value());
+    }
+    if (p->workspace > ex.workspace_size)
+      return fail(ex, StatusCode::kInternal, "workspace of ", ex.workspace_size, " bytes, ", p->workspace, " needed");
+    if (p->w.y_shape != Y.dims()) return fail(ex, StatusCode::kInternal, "output dims differ from the planned view");
+    char* ws = static_cast<char*>(ex.workspace);
+    for (int k = 0; k < 3; ++k) {
+      source_numel[k] = p->source_numel[k];
+      if (p->plan[k].views.empty()) continue;  // read in place
+      void* buf = ws + p->buffer_offset[k];
+      GRAFT_RETURN_IF_ERROR(launch_status(launch_view_plan(p->plan[k], sources[k], buf, ws + p->scratch_offset,
+                                                           dtype_size(Q.dtype()), stream_of(ex)),
+                                          ex, "materializing an attention operand"));
+      sources[k] = buf;
+    }
+    w = p->w;
+    has_views = true;
+  }
   if (has_views) {  // operands read in place (fold_views_into_attention): the fused kernel only
-    GRAFT_RETURN_IF_ERROR(check_attention_views(w, Q.numel(), Kt.numel(), V.numel(), Y.numel()));
+    GRAFT_RETURN_IF_ERROR(check_attention_views(w, source_numel[0], source_numel[1], source_numel[2], Y.numel()));
     // [offset, outer, inner, row, col] -> the kernel's operand (inner is its batch stride).
-    auto operand = [](const Tensor& t, const std::array<int64_t, 5>& v) {
-      return k::AttnOperand{static_cast<const char*>(t.data()) + v[0] * static_cast<int64_t>(dtype_size(t.dtype())), v[2],
-                            v[3], v[4], v[1]};
+    const int64_t es = static_cast<int64_t>(dtype_size(Q.dtype()));
+    auto operand = [es](const void* data, const std::array<int64_t, 5>& v) {
+      return k::AttnOperand{static_cast<const char*>(data) + v[0] * es, v[2], v[3], v[4], v[1]};
     };
-    const k::AttnOperand qo = operand(Q, w.q), kto = operand(Kt, w.kt), vo = operand(V, w.v);
+    const k::AttnOperand qo = operand(sources[0], w.q), kto = operand(sources[1], w.kt), vo = operand(sources[2], w.v);
     const k::AttnOutput yo{Y.data(), w.y[2], w.y[3], w.y[4], w.y[1]};  // y_view's offset is 0 (checked)
     if (!k::flash_attention_supported(ktype(Q.dtype()), w.D, w.Dv, qo, kto, vo, yo))
       return fail(ex, StatusCode::kUnsupported, "the fused attention kernel does not take these strided operands");

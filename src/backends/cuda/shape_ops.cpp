@@ -11,6 +11,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
+#include "backends/cuda/view_plan.h"
 #include "ops/attr_util.h"
 #include "ops/resize_pad_attrs.h"
 #include "ops/slice_axis.h"
@@ -84,82 +85,38 @@ Status strided_copy_run(CudaExec& ex) {
 
 // GraftViewChain (src/ops/view_ops.cpp): the chain planned for the input's dims, once per shape
 // (kept in the context's PreparedCache), as strided gathers: one, unless a Reshape merges axes no
-// strides express, when the intermediate results live in the workspace (two buffers at most,
-// alternating).
-struct PreparedViewChain {
-  std::vector<StridedView> plan;
-  std::vector<k::Strided> params;  // per copy, its axes merged
-  size_t buffer_bytes = 0;         // one intermediate buffer (0: a single copy)
-};
-
-constexpr size_t kViewChainAlign = 256;
-
-Result<PreparedViewChain> plan_view_chain(const Node& node, const Tensor& x) {
+// strides express (view_plan.h).
+Result<GpuViewPlan> plan_view_chain(const Node& node, const Tensor& x) {
   GRAFT_ASSIGN_OR_RETURN(std::vector<ViewStep> steps, read_view_steps(node.attrs));
-  PreparedViewChain p;
-  GRAFT_ASSIGN_OR_RETURN(p.plan, plan_view_steps(x.dims(), steps));
-  const size_t es = dtype_size(x.dtype());
-  int64_t source_numel = x.numel();
-  for (size_t c = 0; c < p.plan.size(); ++c) {
-    const StridedView& v = p.plan[c];
-    k::Strided sp;
-    for (size_t d = 0; d < v.shape.size(); ++d) {
-      if (v.shape[d] == 1) continue;
-      if (k::append_axis(&sp, v.shape[d], v.strides[d]))
-        return error(StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes after merging");
-    }
-    // The plan composes views of each copy's own source, so this holds; checked all the same, as a
-    // damaged plan file reaches here too.
-    const std::optional<int64_t> last = view_last_index(v.offset, v.shape, v.strides);
-    if (!last || *last >= source_numel)
-      return error(StatusCode::kInvalidModel, "view ", static_cast<int64_t>(c), " reads past the end of its source");
-    p.params.push_back(sp);
-    source_numel = numel_of(v.shape);
-    if (c + 1 < p.plan.size())
-      p.buffer_bytes = std::max(p.buffer_bytes, (static_cast<size_t>(source_numel) * es + kViewChainAlign - 1) /
-                                                    kViewChainAlign * kViewChainAlign);
-  }
-  return p;
+  GRAFT_ASSIGN_OR_RETURN(std::vector<StridedView> views, plan_view_steps(x.dims(), steps));
+  return make_gpu_view_plan(std::move(views), x.numel(), dtype_size(x.dtype()));
 }
-
-size_t view_chain_buffers(const PreparedViewChain& p) { return p.plan.size() <= 1 ? 0 : p.plan.size() == 2 ? 1 : 2; }
 
 size_t view_chain_workspace(const Node& node, const std::vector<const Tensor*>& inputs) {
   if (inputs.empty() || !inputs[0]) return 0;
   auto p = plan_view_chain(node, *inputs[0]);
-  return p.is_ok() ? view_chain_buffers(p.value()) * p.value().buffer_bytes : 0;
+  return p.is_ok() ? p.value().scratch_bytes() : 0;
 }
 
 Status view_chain_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
   Tensor& y = *ex.ctx->outputs[0];
-  std::string key = PreparedCache::key_of("GraftViewChain", {reinterpret_cast<intptr_t>(ex.ctx->node), static_cast<int64_t>(x.dtype())});
+  std::string key = PreparedCache::key_of("GraftViewChain", {reinterpret_cast<intptr_t>(ex.ctx->node),
+                                                             static_cast<int64_t>(x.dtype())});
   PreparedCache::append_dims(&key, x.dims());
-  PreparedViewChain* p = ex.prepared ? ex.prepared->find<PreparedViewChain>(key) : nullptr;
-  PreparedViewChain local;
+  GpuViewPlan* p = ex.prepared ? ex.prepared->find<GpuViewPlan>(key) : nullptr;
+  GpuViewPlan local;
   if (!p) {
     auto made = plan_view_chain(*ex.ctx->node, x);
     if (!made) return with_node(ex, std::move(made).take_status());
-    if (ex.prepared) p = ex.prepared->put(key, std::make_shared<PreparedViewChain>(std::move(made).value()));
+    if (ex.prepared) p = ex.prepared->put(key, std::make_shared<GpuViewPlan>(std::move(made).value()));
     else p = &(local = std::move(made).value());
   }
-  if (p->plan.back().shape != y.dims())
-    return fail(ex, StatusCode::kInternal, "output dims differ from the planned view");
-  const size_t need = view_chain_buffers(*p) * p->buffer_bytes;
-  if (need > ex.workspace_size) return fail(ex, StatusCode::kInternal, "workspace of ", ex.workspace_size, " bytes, ", need, " needed");
+  if (p->views.back().shape != y.dims()) return fail(ex, StatusCode::kInternal, "output dims differ from the planned view");
+  if (p->scratch_bytes() > ex.workspace_size)
+    return fail(ex, StatusCode::kInternal, "workspace of ", ex.workspace_size, " bytes, ", p->scratch_bytes(), " needed");
   if (y.numel() == 0) return Status::ok();
-  const size_t es = dtype_size(x.dtype());
-  const char* src = static_cast<const char*>(x.data());
-  for (size_t c = 0; c < p->plan.size(); ++c) {
-    char* dst = c + 1 == p->plan.size() ? static_cast<char*>(y.data())
-                                        : static_cast<char*>(ex.workspace) + (c % 2) * p->buffer_bytes;
-    GRAFT_RETURN_IF_ERROR(launch_status(
-        k::launch_strided_gather(src + p->plan[c].offset * static_cast<int64_t>(es), dst, static_cast<int>(es),
-                                 p->params[c], numel_of(p->plan[c].shape), stream_of(ex)),
-        ex));
-    src = dst;
-  }
-  return Status::ok();
+  return launch_status(launch_view_plan(*p, x.data(), y.data(), ex.workspace, dtype_size(x.dtype()), stream_of(ex)), ex);
 }
 
 Status expand_run(CudaExec& ex) {
