@@ -132,6 +132,33 @@ class CudaEngineTest : public ::testing::Test {
     for (const auto& [name, w] : want) EXPECT_EQ(fresh.at(name).device(), graft::DeviceType::kCUDA);
   }
 
+  // dynamic_head_split_model and dynamic_attention_model (x [7, batch, 48]) built for the CPU
+  // reference and for CUDA with a 1..3..8 batch profile; each batch in turn (repeats replay a CUDA
+  // graph) against the CPU reference, the device outputs poisoned first. Returns the CUDA engine.
+  std::shared_ptr<graft::Engine> check_dynamic_batches(const OnnxModelBuilder& m, bool fp16, double tol) {
+    std::map<std::string, graft::ProfileRange> profile = {{"x", {{7, 1, 48}, {7, 3, 48}, {7, 8, 48}}}};
+    auto cpu = build(m, graft::DeviceType::kCPU, false, profile);
+    auto gpu = build(m, graft::DeviceType::kCUDA, fp16, profile);
+    EXPECT_TRUE(cpu && gpu);
+    if (!cpu || !gpu) return nullptr;
+    auto cctx = cpu->create_context();
+    auto gctx = gpu->create_context();
+    EXPECT_TRUE(cctx.is_ok() && gctx.is_ok());
+    if (!cctx.is_ok() || !gctx.is_ok()) return nullptr;
+    for (int64_t batch : {3, 3, 3, 1, 8, 5, 5, 5}) {
+      SCOPED_TRACE("batch " + std::to_string(batch));
+      auto x = rand_t({7, batch, 48}, rng_);
+      auto want = run(**cctx, {{"x", x}});
+      std::map<std::string, Tensor> out;
+      for (const auto& [name, w] : want) out[name] = poisoned_device(w.dtype(), w.dims());
+      auto st = (*gctx)->run({{"x", to_device(x)}}, out);
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      if (!st.is_ok()) break;
+      for (const auto& [name, w] : want) EXPECT_LT(rel_err(to_host(out.at(name)), w), tol) << name;
+    }
+    return gpu;
+  }
+
   // dynamic_cnn_model (batch 1..4..16) built for the CPU reference and for CUDA, one context each.
   struct DynamicCnnPair {
     std::shared_ptr<graft::Engine> cpu, gpu;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "graft/tensor.h"
+#include "tests/unit/head_split_model.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/op_test_util.h"
 
@@ -183,31 +184,8 @@ inline OnnxModelBuilder dynamic_gemm_model(std::mt19937& rng) {
 // (onnxscript's SDPA reads Shape(key)). Outputs: q * scale, K^T and v, each through a non-view op.
 inline OnnxModelBuilder dynamic_head_split_model() {
   OnnxModelBuilder m;
-  m.input("x", DataType::kFloat32, {7, "batch", 48});
-  m.initializer("one", Tensor::vector_int64({1}));
-  m.initializer("s_", Tensor::vector_int64({7}));
-  m.initializer("tail4", Tensor::vector_int64({3, 16}));
-  m.initializer("sbh", Tensor::vector_int64({7, -1, 8}));
-  m.initializer("hsd", Tensor::vector_int64({2, 7, 8}));
-  m.initializer("ax0", Tensor::vector_int64({0}));
-  m.initializer("ax3", Tensor::vector_int64({3}));
+  graft::testing::add_dynamic_head_split(m, DataType::kFloat32, /*S=*/7, /*H=*/2, /*hd=*/8);
   m.initializer("three", Tensor::scalar_int64(3));
-  m.node("Shape", {"x"}, {"xs"});
-  OnnxModelBuilder::attr(m.node("Gather", {"xs", "one"}, {"b"}), "axis", int64_t{0});
-  OnnxModelBuilder::attr(m.node("Concat", {"s_", "b", "tail4"}, {"s4"}), "axis", int64_t{0});
-  OnnxModelBuilder::attr(m.node("Concat", {"b", "hsd"}, {"bhsd"}), "axis", int64_t{0});
-  m.node("Reshape", {"x", "s4"}, {"r"});
-  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
-  m.node("Squeeze", {"t", "ax3"}, {"sq"});
-  for (int i = 0; i < 3; ++i) {
-    const std::string n = std::string(1, "qkv"[i]);
-    m.initializer("i" + n, Tensor::scalar_int64(i));
-    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
-    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
-    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
-    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
-  }
   m.node("Shape", {"k3"}, {"k_shape"});
   OnnxModelBuilder::attr(m.node("Gather", {"k_shape", "three"}, {"hd"}), "axis", int64_t{0});
   OnnxModelBuilder::attr(m.node("Cast", {"hd"}, {"hd_f"}), "to", int64_t{1});

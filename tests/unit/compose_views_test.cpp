@@ -11,6 +11,7 @@
 #include "graft/engine.h"
 #include "ops/view_ops.h"
 #include "tests/unit/graph_pass_test_util.h"
+#include "tests/unit/head_split_model.h"
 
 namespace graft {
 namespace {
@@ -26,29 +27,14 @@ void ints_const(OnnxModelBuilder& m, const std::string& name, std::vector<int64_
 
 Result<int> view_pass(Graph& g) { return compose_view_chains(g); }
 
-// nn.MultiheadAttention's head split as torch.onnx's dynamo export writes it: input "x" [S, B, 3E]
-// -> Reshape [S, B, 3, E] -> Unsqueeze -> Transpose -> Squeeze -> Gather(i) -> Reshape [S, B*H, hd]
-// -> Transpose -> Reshape [B, H, S, hd], for i = q, k, v; the results are "q3", "k3", "v3".
+// The head split (head_split_model.h) over static shapes.
 void add_packed_head_split(OnnxModelBuilder& m, DataType dt, int64_t S, int64_t B, int64_t H, int64_t hd) {
   const int64_t E = H * hd;
   m.input("x", dt, {S, B, 3 * E});
   ints_const(m, "s4", {S, B, 3, E});
-  ints_const(m, "ax0", {0});
-  ints_const(m, "ax3", {3});
   ints_const(m, "sbh", {S, B * H, hd});
   ints_const(m, "bhsd", {B, H, S, hd});
-  m.node("Reshape", {"x", "s4"}, {"r"});
-  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
-  m.node("Squeeze", {"t", "ax3"}, {"sq"});
-  for (int i = 0; i < 3; ++i) {
-    const std::string n = std::string(1, "qkv"[i]);
-    m.initializer("i" + n, Tensor::scalar_int64(i));
-    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
-    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
-    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
-    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
-  }
+  add_head_split_nodes(m);
 }
 
 // The dynamo export of nn.MultiheadAttention's packed projection split into heads, in small:
@@ -138,37 +124,12 @@ TEST(ComposeViews, GatherKeepsAxisAndNegativeIndex) {
   EXPECT_EQ(count_op(*g, "Transpose"), 1);  // the single one
 }
 
-// The dynamo export's head split over a dynamic batch B: x [S, B, 3E] with the Reshape targets
-// computed from Shape(x) at run time ([S, B, 3, E] and [B, H, S, hd]) or written with -1 and 0
-// ([S, -1, hd]). The attention's scale reads Shape(k1) (onnxscript's SDPA does), a value inside k's
-// chain: the chain still composes past it, and the nodes that make k1 stay for the Shape.
+// The head split over a dynamic batch (head_split_model.h). The attention's scale reads Shape(k3)
+// (onnxscript's SDPA does), a value inside k's chain: the chain still composes past it, and the
+// nodes that make k3 stay for the Shape.
 OnnxModelBuilder dynamic_head_split(int64_t S, int64_t H, int64_t hd) {
-  const int64_t E = H * hd;
   OnnxModelBuilder m;
-  m.input("x", kF32, {S, "B", 3 * E});
-  m.node("Shape", {"x"}, {"xs"});
-  m.initializer("one", Tensor::vector_int64({1}));
-  OnnxModelBuilder::attr(m.node("Gather", {"xs", "one"}, {"b"}), "axis", int64_t{0});
-  ints_const(m, "s_", {S});
-  ints_const(m, "tail4", {3, E});
-  OnnxModelBuilder::attr(m.node("Concat", {"s_", "b", "tail4"}, {"s4"}), "axis", int64_t{0});
-  ints_const(m, "sbh", {S, -1, hd});
-  ints_const(m, "hsd", {H, S, hd});
-  OnnxModelBuilder::attr(m.node("Concat", {"b", "hsd"}, {"bhsd"}), "axis", int64_t{0});
-  ints_const(m, "ax0", {0});
-  ints_const(m, "ax3", {3});
-  m.node("Reshape", {"x", "s4"}, {"r"});
-  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
-  m.node("Squeeze", {"t", "ax3"}, {"sq"});
-  for (int i = 0; i < 3; ++i) {
-    const std::string n = std::string(1, "qkv"[i]);
-    m.initializer("i" + n, Tensor::scalar_int64(i));
-    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
-    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
-    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
-    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
-  }
+  add_dynamic_head_split(m, kF32, S, H, hd);
   m.node("Shape", {"k3"}, {"k_shape"});  // read inside k's chain, which goes on:
   OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
   m.node("Relu", {"q3"}, {"yq"});
@@ -368,22 +329,9 @@ TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
   OnnxModelBuilder m(17);
   m.input("x", kF16, {S, "B", 3 * E});
   ints_const(m, "s4", {S, 0, 3, E});
-  ints_const(m, "ax0", {0});
-  ints_const(m, "ax3", {3});
   ints_const(m, "sbh", {S, -1, hd});
   ints_const(m, "bhsd", {-1, H, S, hd});
-  m.node("Reshape", {"x", "s4"}, {"r"});
-  m.node("Unsqueeze", {"r", "ax0"}, {"u"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"u"}, {"t"}), "perm", std::vector<int64_t>{3, 1, 2, 0, 4});
-  m.node("Squeeze", {"t", "ax3"}, {"sq"});
-  for (int i = 0; i < 3; ++i) {
-    const std::string n = std::string(1, "qkv"[i]);
-    m.initializer("i" + n, Tensor::scalar_int64(i));
-    OnnxModelBuilder::attr(m.node("Gather", {"sq", "i" + n}, {n + "0"}), "axis", int64_t{0});
-    m.node("Reshape", {n + "0", "sbh"}, {n + "1"});
-    OnnxModelBuilder::attr(m.node("Transpose", {n + "1"}, {n + "2"}), "perm", std::vector<int64_t>{1, 0, 2});
-    m.node("Reshape", {n + "2", "bhsd"}, {n + "3"});
-  }
+  add_head_split_nodes(m);
   OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
   m.node("MatMul", {"q3", "kt"}, {"scores"});
   m.initializer("scale", Tensor::from_doubles(kF16, {}, {0.35}));

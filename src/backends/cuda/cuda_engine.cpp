@@ -121,7 +121,7 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   // than the shape set's plan is allocated and the plan redone.
   if (output_shape_from_kernel(n)) {
     const CudaOp* counted = find_cuda_op(n.op_type);
-    if (!counted || !counted->counted.bound) {
+    if (!counted || !counted->counted.is_counted()) {
       *why = "its output shape depends on the data (known only after the kernel runs) and no CUDA kernel reports "
              "it, so the CPU reference runs it";
       return false;
@@ -546,7 +546,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       }
     }
     L.host_input.assign(node.inputs.size(), L.where != Where::kGpu);
-    L.counted = L.where == Where::kGpu && L.op && L.op->counted.bound && output_shape_from_kernel(node);
+    L.counted = L.where == Where::kGpu && L.op && L.op->counted.is_counted() && output_shape_from_kernel(node);
     if (L.where == Where::kGpu && L.op)
       for (int k : L.op->host_inputs)
         if (k >= 0 && static_cast<size_t>(k) < L.host_input.size()) L.host_input[k] = true;

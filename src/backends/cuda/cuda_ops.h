@@ -91,10 +91,10 @@ struct CudaExec {
 // how.
 //
 // An op with several outputs, or whose count axis depends on the node (Unique: Y, indices and
-// counts have the count, inverse_indices the input's size), also sets `outputs`: one CountedDims
+// counts have the count, inverse_indices the input's size), sets `outputs` instead: one CountedDims
 // per node output (an omitted optional output's entry is ignored), which the runtime then uses for
-// every output instead of `bound` and `count_axis`. `bound` stays set (it marks the op as counted);
-// each output's real dims are its bound's with its count_axis (if any) replaced by the one count.
+// every output instead of `bound` and `count_axis` (then unset); each output's real dims are its
+// bound's with its count_axis (if any) replaced by the one count.
 struct CountedDims {
   std::vector<int64_t> dims;
   int count_axis = -1;  // -1: the dims are final
@@ -104,6 +104,7 @@ struct CountedOutput {
   int count_axis = 0;
   const char* invalid_data = nullptr;
   Result<std::vector<CountedDims>> (*outputs)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
+  bool is_counted() const { return bound || outputs; }
 };
 
 struct CudaOp {
@@ -115,7 +116,7 @@ struct CudaOp {
   std::vector<int> host_inputs;  // input indices read on the host
   // Device scratch needed for these concrete input shapes (nullptr: none).
   size_t (*workspace_bytes)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
-  CountedOutput counted{};  // set (bound != nullptr) only for ops with a data-dependent output size
+  CountedOutput counted{};  // set (is_counted()) only for ops with a data-dependent output size
 };
 
 // A fresh base seed for an unseeded random layer's stream (random_ops.cpp).

@@ -228,12 +228,6 @@ Result<std::vector<CountedDims>> unique_outputs(const Node& n, const std::vector
   return out;
 }
 
-Result<std::vector<int64_t>> unique_bound(const Node& n, const std::vector<const Tensor*>& ins) {
-  GRAFT_ASSIGN_OR_RETURN(std::vector<CountedDims> all, unique_outputs(n, ins));
-  if (all.empty()) return error(StatusCode::kInvalidModel, "Unique needs output Y");
-  return std::move(all[0].dims);
-}
-
 size_t unique_workspace(const Node& n, const std::vector<const Tensor*>& ins) {
   if (ins.empty() || !ins[0]) return 0;
   auto u = unique_setup(n.attrs, ins[0]->dims());
@@ -276,7 +270,7 @@ void append_cuda_data_dependent_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"NonZero", &non_zero_supports, &non_zero_run, {}, &non_zero_workspace,
                        CountedOutput{&non_zero_bound, 1, nullptr}});
   out.push_back(CudaOp{"Unique", &unique_supports, &unique_run, {}, &unique_workspace,
-                       CountedOutput{&unique_bound, 0, nullptr, &unique_outputs}});
+                       CountedOutput{nullptr, 0, nullptr, &unique_outputs}});
 }
 
 }  // namespace graft::cuda
