@@ -202,14 +202,7 @@ inline OnnxModelBuilder dynamic_head_split_model() {
 // output is permuted back to [7, batch, 2, 8] (as nn.MultiheadAttention's dynamo export does).
 inline OnnxModelBuilder dynamic_attention_model() {
   OnnxModelBuilder m = dynamic_head_split_model();
-  m.node("MatMul", {"q3", "kt"}, {"scores"});
-  m.initializer("att_scale", Tensor::from_doubles(DataType::kFloat32, {}, {0.35}));
-  m.node("Mul", {"scores", "att_scale"}, {"scaled"});
-  OnnxModelBuilder::attr(m.node("Softmax", {"scaled"}, {"p"}), "axis", int64_t{-1});
-  m.node("MatMul", {"p", "v3"}, {"o"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"o"}, {"o_sbhd"}), "perm", std::vector<int64_t>{2, 0, 1, 3});
-  m.node("Relu", {"o_sbhd"}, {"att"});
-  m.output("att", DataType::kFloat32);
+  graft::testing::add_attention_over_heads(m, DataType::kFloat32, "att");
   return m;
 }
 

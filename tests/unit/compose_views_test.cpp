@@ -291,15 +291,7 @@ TEST(FoldAttentionViews, PackedHeadsReadAndWrittenInPlace) {
   constexpr DataType kF16 = DataType::kFloat16;
   OnnxModelBuilder m(17);
   add_packed_head_split(m, kF16, /*S=*/5, /*B=*/3, /*H=*/2, /*hd=*/8);
-  OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
-  m.node("MatMul", {"q3", "kt"}, {"scores"});
-  m.initializer("scale", Tensor::from_doubles(kF16, {}, {0.35}));
-  m.node("Mul", {"scores", "scale"}, {"scaled"});
-  OnnxModelBuilder::attr(m.node("Softmax", {"scaled"}, {"p"}), "axis", int64_t{-1});
-  m.node("MatMul", {"p", "v3"}, {"o"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"o"}, {"o_sbhd"}), "perm", std::vector<int64_t>{2, 0, 1, 3});
-  m.node("Relu", {"o_sbhd"}, {"y"});
-  m.output("y", kF16);
+  add_attention_over_heads(m, kF16, "y");
   auto g = load(m);
   ASSERT_TRUE(g);
   auto passes = [](Graph& gr) -> Result<int> {
@@ -332,15 +324,7 @@ TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
   ints_const(m, "sbh", {S, -1, hd});
   ints_const(m, "bhsd", {-1, H, S, hd});
   add_head_split_nodes(m);
-  OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
-  m.node("MatMul", {"q3", "kt"}, {"scores"});
-  m.initializer("scale", Tensor::from_doubles(kF16, {}, {0.35}));
-  m.node("Mul", {"scores", "scale"}, {"scaled"});
-  OnnxModelBuilder::attr(m.node("Softmax", {"scaled"}, {"p"}), "axis", int64_t{-1});
-  m.node("MatMul", {"p", "v3"}, {"o"});
-  OnnxModelBuilder::attr(m.node("Transpose", {"o"}, {"o_sbhd"}), "perm", std::vector<int64_t>{2, 0, 1, 3});
-  m.node("Relu", {"o_sbhd"}, {"y"});
-  m.output("y", kF16);
+  add_attention_over_heads(m, kF16, "y");
   auto g = load(m), ref = load(m);
   ASSERT_TRUE(g && ref);
   auto fused = fuse_gemm_epilogues(*g);
