@@ -180,16 +180,17 @@ inline OnnxModelBuilder dynamic_gemm_model(std::mt19937& rng) {
 // nn.MultiheadAttention's head split as the dynamo export writes it, over a dynamic batch:
 // x [7, batch, 48] (S, B, 3E with E = 16) -> Reshape [7, batch, 3, 16] (target from Shape(x)) ->
 // Unsqueeze -> Transpose -> Squeeze -> Gather(q/k/v) -> Reshape [7, -1, 8] -> Transpose ->
-// Reshape [batch, 2, 7, 8]; K transposed. The scale is sqrt of Shape(k)[3], read inside k's chain
+// Reshape [batch, 2, 7, 8]; K transposed. The scale is sqrt of Shape(k)[0], read inside k's chain
 // (onnxscript's SDPA reads Shape(key)). Outputs: q * scale, K^T and v, each through a non-view op.
 inline OnnxModelBuilder dynamic_head_split_model() {
   OnnxModelBuilder m;
   graft::testing::add_dynamic_head_split(m, DataType::kFloat32, /*S=*/7, /*H=*/2, /*hd=*/8);
-  m.initializer("three", Tensor::scalar_int64(3));
+  m.initializer("zero", Tensor::scalar_int64(0));
   m.node("Shape", {"k3"}, {"k_shape"});
-  OnnxModelBuilder::attr(m.node("Gather", {"k_shape", "three"}, {"hd"}), "axis", int64_t{0});
-  OnnxModelBuilder::attr(m.node("Cast", {"hd"}, {"hd_f"}), "to", int64_t{1});
-  m.node("Sqrt", {"hd_f"}, {"scale"});
+  // Shape(k3)[0], the batch: not known at build time, so the Shape stays (its [3] would fold).
+  OnnxModelBuilder::attr(m.node("Gather", {"k_shape", "zero"}, {"kb"}), "axis", int64_t{0});
+  OnnxModelBuilder::attr(m.node("Cast", {"kb"}, {"kb_f"}), "to", int64_t{1});
+  m.node("Sqrt", {"kb_f"}, {"scale"});
   m.node("Mul", {"q3", "scale"}, {"yq"});
   OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
   m.node("Relu", {"kt"}, {"yk"});
