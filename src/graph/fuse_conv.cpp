@@ -6,6 +6,7 @@
 #include <set>
 
 #include "graph/passes.h"
+#include "ops/operator.h"
 #include "ops/layout.h"
 
 namespace graft {
@@ -150,17 +151,14 @@ Result<int> fuse_conv_epilogues(Graph& g) {
 
 namespace {
 
-bool is_layout_free_unary(const Node* n) {
-  static const std::set<std::string> ops{"Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Tanh", "LeakyRelu",
-                                         "Clip", "Cast", "Neg", "Exp", "Erf", "Abs", "Sqrt", "Elu", "Selu",
-                                         "Softplus", "Identity"};
-  return n->domain.empty() && ops.count(n->op_type) && n->outputs.size() == 1;
+// The op's layout trait (src/ops/operator.h), for a builtin node with one output.
+bool has_layout_trait(const Node* n, LayoutTrait t) {
+  if (!n->domain.empty() || n->is_custom() || n->outputs.size() != 1) return false;
+  const BuiltinOp* op = find_builtin_op(n->op_type);
+  return op && op->layout == t;
 }
-
-bool is_layout_free_binary(const Node* n) {
-  static const std::set<std::string> ops{"Add", "Sub", "Mul", "Div", "Max", "Min"};
-  return n->domain.empty() && ops.count(n->op_type) && n->outputs.size() == 1;
-}
+bool is_layout_free_unary(const Node* n) { return has_layout_trait(n, LayoutTrait::kElementwiseUnary); }
+bool is_layout_free_binary(const Node* n) { return has_layout_trait(n, LayoutTrait::kElementwiseBinary); }
 
 bool is_pool(const Node* n) {
   if (!n->domain.empty() || n->inputs.empty()) return false;

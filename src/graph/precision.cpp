@@ -5,20 +5,13 @@
 #include <set>
 
 #include "graph/passes.h"
+#include "ops/operator.h"
 
 namespace graft {
 
 bool op_needs_fp32(const std::string& op_type) {
-  static const std::set<std::string> kKeep = {
-      "Exp", "Log", "Pow", "Softplus", "CumSum", "Range", "ReduceSum", "ReduceSumSquare", "ReduceL1",
-      "ReduceL2", "ReduceProd", "ReduceLogSum", "ReduceLogSumExp", "LogSoftmax", "Shape", "Size",
-      "Constant", "ConstantOfShape", "Cast", "CastLike", "RandomNormal", "RandomUniform",
-      "RandomNormalLike", "RandomUniformLike", "EyeLike",
-      // A zero test in float16 would read float32 values below 2^-24 as zeros.
-      "NonZero",
-      // Distinct float32 values can round to one float16 value, which changes the output's size.
-      "Unique"};
-  return kKeep.count(op_type) != 0;
+  const BuiltinOp* op = find_builtin_op(op_type);
+  return op && op->precision == PrecisionTrait::kFloat32;
 }
 
 namespace {

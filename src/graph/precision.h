@@ -18,9 +18,10 @@ struct PrecisionPolicy {
   std::function<std::vector<int>(const Node& node)> keep_inputs;
 };
 
-// Ops kept in float32 whatever the backend says: their range or accumulated error needs it
-// (exp/log/pow overflow, long sums). Normalizations and Softmax are not here: their kernels
-// accumulate in float32 internally, so their float16 inputs/outputs are safe.
+// Builtin ops kept in float32 whatever the backend says (PrecisionTrait::kFloat32 in their
+// definition, src/ops/operator.h): their range or accumulated error needs it (exp/log/pow
+// overflow, long sums), or they make shapes, sizes or draws. Normalizations and Softmax are not
+// among them: their kernels accumulate in float32 internally, so float16 inputs/outputs are safe.
 bool op_needs_fp32(const std::string& op_type);
 
 // Rewrites the graph; returns the number of nodes now computing in float16. Shapes are re-inferred.

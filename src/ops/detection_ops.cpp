@@ -107,7 +107,7 @@ Status infer_non_max_suppression(InferContext& ctx) {
 
 void append_detection_ops(std::vector<BuiltinOp>& out) {
   const std::vector<BuiltinOp> ops = {
-      {"NonZero", 9, infer_non_zero, cpu::non_zero, /*output_shape_from_kernel=*/true},
+      keeps_float32({"NonZero", 9, infer_non_zero, cpu::non_zero, /*output_shape_from_kernel=*/true}),
       {"NonMaxSuppression", 10, infer_non_max_suppression, cpu::non_max_suppression,
        /*output_shape_from_kernel=*/true},
   };

@@ -210,7 +210,7 @@ void append_misc_ops(std::vector<BuiltinOp>& out) {
       {"InstanceNormalization", 6, infer_instance_norm, cpu::instance_normalization},
       {"LRN", 1, infer_lrn, cpu::lrn},
       {"MeanVarianceNormalization", 9, infer_mvn, cpu::mean_variance_normalization},
-      {"EyeLike", 9, infer_eye_like, cpu::eye_like},
+      keeps_float32({"EyeLike", 9, infer_eye_like, cpu::eye_like}),
       {"BitShift", 11, infer_bit_shift, cpu::bit_shift},
       {"ReverseSequence", 10, infer_reverse_sequence, cpu::reverse_sequence},
       {"HannWindow", 17, infer_window, cpu::hann_window},

@@ -95,6 +95,21 @@ Result<Tensor*> allocate_output(ExecContext& ctx, size_t i, DataType dtype, std:
 Status set_output_value(ExecContext& ctx, size_t i, Tensor value);
 
 // One builtin ONNX op: schema (inference) plus its CPU reference kernel.
+// What the float16 pass (src/graph/precision.cpp) may do with an op.
+enum class PrecisionTrait : uint8_t {
+  kAny,      // float16 wherever the backend has a float16 kernel for it
+  kFloat32,  // stays float32 whatever the backend says: its range or accumulated error needs it
+             // (exp/log/pow overflow, long sums), its output's size depends on exact values
+             // (NonZero, Unique), or it makes shapes, sizes or draws (Shape, Range, random ops)
+};
+
+// How an op meets layouts (the NHWC regions of src/graph/fuse_conv.cpp).
+enum class LayoutTrait : uint8_t {
+  kFixed,              // reads its inputs in the layout their shapes describe
+  kElementwiseUnary,   // output element i from data input element i alone: any layout will do
+  kElementwiseBinary,  // two operands broadcast elementwise: any layout, with the operands permuted alike
+};
+
 struct BuiltinOp {
   const char* op_type;
   int min_opset;  // first opset version graft supports for it (11 for most)
@@ -109,7 +124,23 @@ struct BuiltinOp {
   // Takes or returns sequence/optional values (ValueKind). Inference refuses a container input of
   // any other op, naming the input, so no other kernel ever sees one.
   bool takes_containers = false;
+  PrecisionTrait precision = PrecisionTrait::kAny;
+  LayoutTrait layout = LayoutTrait::kFixed;
 };
+
+// Registration helpers, so that an op's traits are written where the op is defined.
+inline BuiltinOp keeps_float32(BuiltinOp op) {
+  op.precision = PrecisionTrait::kFloat32;
+  return op;
+}
+inline BuiltinOp elementwise_unary(BuiltinOp op) {
+  op.layout = LayoutTrait::kElementwiseUnary;
+  return op;
+}
+inline BuiltinOp elementwise_binary(BuiltinOp op) {
+  op.layout = LayoutTrait::kElementwiseBinary;
+  return op;
+}
 
 // True for a builtin node whose op sets output_shape_from_kernel (never for custom ops).
 bool output_shape_from_kernel(const Node& node);

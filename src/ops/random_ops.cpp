@@ -51,10 +51,10 @@ Status infer_multinomial(InferContext& ctx) {
 
 void append_random_ops(std::vector<BuiltinOp>& out) {
   out.insert(out.end(), {
-      {"RandomUniform", 1, infer_random_source, cpu::random_uniform},
-      {"RandomNormal", 1, infer_random_source, cpu::random_normal},
-      {"RandomUniformLike", 1, infer_random_like, cpu::random_uniform_like},
-      {"RandomNormalLike", 1, infer_random_like, cpu::random_normal_like},
+      keeps_float32({"RandomUniform", 1, infer_random_source, cpu::random_uniform}),
+      keeps_float32({"RandomNormal", 1, infer_random_source, cpu::random_normal}),
+      keeps_float32({"RandomUniformLike", 1, infer_random_like, cpu::random_uniform_like}),
+      keeps_float32({"RandomNormalLike", 1, infer_random_like, cpu::random_normal_like}),
       {"Bernoulli", 15, infer_random_like, cpu::bernoulli},
       {"Multinomial", 7, infer_multinomial, cpu::multinomial},
   });

@@ -140,14 +140,14 @@ Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only) {
 void append_reduce_ops(std::vector<BuiltinOp>& out) {
   const std::vector<BuiltinOp> ops = {
       {"ReduceMean", 11, infer_reduce_any, cpu::reduce_mean},
-      {"ReduceSum", 11, infer_reduce_any, cpu::reduce_sum},
+      keeps_float32({"ReduceSum", 11, infer_reduce_any, cpu::reduce_sum}),
       {"ReduceMax", 11, infer_reduce_any, cpu::reduce_max},
       {"ReduceMin", 11, infer_reduce_any, cpu::reduce_min},
-      {"ReduceProd", 11, infer_reduce_any, cpu::reduce_prod},
-      {"ReduceSumSquare", 11, infer_reduce_any, cpu::reduce_sum_square},
-      {"ReduceL2", 11, infer_reduce_float, cpu::reduce_l2},
+      keeps_float32({"ReduceProd", 11, infer_reduce_any, cpu::reduce_prod}),
+      keeps_float32({"ReduceSumSquare", 11, infer_reduce_any, cpu::reduce_sum_square}),
+      keeps_float32({"ReduceL2", 11, infer_reduce_float, cpu::reduce_l2}),
       {"Softmax", 11, infer_softmax, cpu::softmax},
-      {"LogSoftmax", 11, infer_softmax, cpu::log_softmax},
+      keeps_float32({"LogSoftmax", 11, infer_softmax, cpu::log_softmax}),
       {"LayerNormalization", 17, infer_layer_norm, cpu::layer_normalization},
   };
   out.insert(out.end(), ops.begin(), ops.end());

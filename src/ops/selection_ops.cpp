@@ -165,7 +165,7 @@ Status infer_unique(InferContext& ctx) {
 
 void append_selection_ops(std::vector<BuiltinOp>& out) {
   const std::vector<BuiltinOp> ops = {
-      {"Unique", 11, infer_unique, cpu::unique, /*output_shape_from_kernel=*/true},
+      keeps_float32({"Unique", 11, infer_unique, cpu::unique, /*output_shape_from_kernel=*/true}),
       {"MaxUnpool", 9, infer_max_unpool, cpu::max_unpool},
   };
   out.insert(out.end(), ops.begin(), ops.end());

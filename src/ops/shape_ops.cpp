@@ -742,15 +742,15 @@ Status infer_tile(InferContext& ctx) {
 
 void append_shape_ops(std::vector<BuiltinOp>& out) {
   out.push_back({"Concat", 11, infer_concat, cpu::concat});
-  out.push_back({"Constant", 11, infer_constant, cpu::constant});
-  out.push_back({"ConstantOfShape", 9,  // unchanged since opset 9
-                  infer_constant_of_shape, cpu::constant_of_shape});
+  out.push_back(keeps_float32({"Constant", 11, infer_constant, cpu::constant}));
+  out.push_back(keeps_float32({"ConstantOfShape", 9,  // unchanged since opset 9
+                               infer_constant_of_shape, cpu::constant_of_shape}));
   out.push_back({"Expand", 11, infer_expand, cpu::expand});
   out.push_back({"Flatten", 11, infer_flatten, cpu::reshape_like});
   out.push_back({"Gather", 11, infer_gather, cpu::gather});
-  out.push_back({"Range", 11, infer_range, cpu::range});
+  out.push_back(keeps_float32({"Range", 11, infer_range, cpu::range}));
   out.push_back({"Reshape", 11, infer_reshape, cpu::reshape_like});
-  out.push_back({"Shape", 11, infer_shape, cpu::shape});
+  out.push_back(keeps_float32({"Shape", 11, infer_shape, cpu::shape}));
   out.push_back({"Slice", 11, infer_slice, cpu::slice});
   out.push_back({"Split", 11, infer_split, cpu::split});
   out.push_back({"Squeeze", 11, infer_squeeze, cpu::reshape_like});

@@ -247,6 +247,12 @@ TEST_F(CliTest, OpsJsonListsRelu) {
       relu = true;
       EXPECT_EQ(op["domain"], "ai.onnx");
       EXPECT_GE(op["min_opset"].get<int>(), 1);
+      EXPECT_EQ(op["traits"]["layout"], "elementwise_unary") << op.dump();
+      EXPECT_EQ(op["traits"]["precision"], "any") << op.dump();
+    } else if (op["op_type"] == "Exp") {
+      EXPECT_EQ(op["traits"]["precision"], "float32") << op.dump();
+    } else if (op["op_type"] == "Conv") {
+      EXPECT_EQ(op["traits"]["layout"], "fixed") << op.dump();
     }
   EXPECT_TRUE(relu);
   // Every op says which backends this build has for it: the CPU reference always; CUDA only in a

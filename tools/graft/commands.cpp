@@ -392,6 +392,14 @@ nlohmann::json builtin_backends(const std::string& op_type) {
   return b;
 }
 
+// The traits the builder reads from the op's definition (src/ops/operator.h).
+nlohmann::json traits_json(const BuiltinOp& op) {
+  const char* layout = op.layout == LayoutTrait::kElementwiseUnary    ? "elementwise_unary"
+                       : op.layout == LayoutTrait::kElementwiseBinary ? "elementwise_binary"
+                                                                      : "fixed";
+  return {{"precision", op.precision == PrecisionTrait::kFloat32 ? "float32" : "any"}, {"layout", layout}};
+}
+
 std::string join_dtypes(const std::vector<DataType>& ts) {
   if (ts.empty()) return "any";
   std::string s;
@@ -422,7 +430,7 @@ Command add_ops_command(CLI::App& app) {
           continue;
         }
         j["builtin"].push_back({{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
-                                {"backends", builtin_backends(op.op_type)}});
+                                {"backends", builtin_backends(op.op_type)}, {"traits", traits_json(op)}});
       }
       j["custom"] = nlohmann::json::array();
       for (const RegisteredOp& op : custom) j["custom"].push_back(op_json(op));
