@@ -31,15 +31,19 @@ std::optional<Dim> scaled_dim(const Dim& in, double s) {
     if (!v || *v < 0) return std::nullopt;
     return Dim(*v);
   }
+  // A zero, negative or NaN scale has no symbolic form (the kernel's concrete rule refuses it).
+  if (!(s > 0.0)) return std::nullopt;
   if (s >= 1.0 && s == std::floor(s)) {
     const auto k = checked_int64(s);
     if (!k) return std::nullopt;
     return in * Dim(*k);
   }
-  // Reciprocals of powers of two are exact in binary, so floor(in * s) == in floor-div 1/s.
-  double inv = 1.0 / s;
-  if (inv == std::floor(inv) && inv <= 1024 && (static_cast<int64_t>(inv) & (static_cast<int64_t>(inv) - 1)) == 0)
-    return floor_div(in, Dim(static_cast<int64_t>(inv)));
+  // Reciprocals of powers of two are exact in binary, so floor(in * s) == in floor-div 1/s. The
+  // range check comes before any conversion: a huge reciprocal would not fit in int64 (UB).
+  const double inv = 1.0 / s;
+  if (!(inv >= 1.0 && inv <= 1024.0) || inv != std::floor(inv)) return std::nullopt;
+  const auto k = static_cast<int64_t>(inv);
+  if ((k & (k - 1)) == 0) return floor_div(in, Dim(k));
   return std::nullopt;
 }
 
