@@ -187,6 +187,11 @@ struct ShapePlan {
   struct LayerOut { DataType dtype; std::vector<int64_t> dims; };
   std::vector<std::vector<LayerOut>> layer_outs;
   std::vector<char> layer_outs_known;
+  // The host bytes of values uploaded inside a capture (shape arithmetic a GPU layer reads, e.g. a
+  // scale computed from a dynamic dim): the captured copy reads its source at every replay, long
+  // after the run that captured it has dropped its host values. They are functions of the shape
+  // set, the plan's key, so the same bytes serve every replay.
+  std::list<std::vector<char>> captured_uploads;
 };
 
 class CudaContext final : public CudaExecutionContext {
@@ -1097,7 +1102,16 @@ Result<const Tensor*> CudaContext::on_device(const Value* v, cudaStream_t stream
   if (s.dev.defined()) return &s.dev;
   if (!s.host.defined()) return error(StatusCode::kInternal, "value '", v->name, "' was not computed before use");
   GRAFT_ASSIGN_OR_RETURN(Tensor d, acquire(id, s.host.dtype(), s.host.dims(), v, nullptr));
-  GRAFT_CUDA_RETURN(cudaMemcpyAsync(d.data(), s.host.data(), s.host.nbytes(), cudaMemcpyHostToDevice, stream),
+  const void* src = s.host.data();
+  if (capturing_) {
+    if (!cur_)
+      return error(StatusCode::kInternal, "value '", v->name, "' would be uploaded inside a capture with no plan to "
+                   "keep its bytes");
+    const char* bytes = static_cast<const char*>(s.host.data());
+    cur_->captured_uploads.emplace_back(bytes, bytes + s.host.nbytes());
+    src = cur_->captured_uploads.back().data();
+  }
+  GRAFT_CUDA_RETURN(cudaMemcpyAsync(d.data(), src, s.host.nbytes(), cudaMemcpyHostToDevice, stream),
                     "copying '", v->name, "' to the GPU");
   s.dev = std::move(d);
   return &s.dev;
