@@ -229,6 +229,17 @@ TEST(ViewSteps, PlanComposesAndNamesTheStepThatDoesNotFit) {
   EXPECT_EQ(shape_to_string(shape.value()), "[B,7,4]");
 }
 
+// A plan's graph with one view node `op` ("view_node") over x [2, 3], its attributes set by
+// `set_attrs`: loading it must fail naming `attribute` and the node.
+template <typename SetAttrs>
+void expect_view_node_refused(const std::string& op, const char* attribute, SetAttrs set_attrs) {
+  OnnxModelBuilder m;
+  m.input("x", kF32, {2, 3});
+  set_attrs(m.node(op, {"x"}, {"y"}, "view_node"));
+  m.output("y", kF32);
+  expect_refused(m, attribute, "view_node");
+}
+
 TEST(ComposeViews, BadViewChainAttributesAreNamed) {
   struct Case {
     std::vector<int64_t> kinds, args, counts;
@@ -248,14 +259,11 @@ TEST(ComposeViews, BadViewChainAttributesAreNamed) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.attribute);
-    OnnxModelBuilder m;
-    m.input("x", kF32, {2, 3});
-    auto& n = m.node("GraftViewChain", {"x"}, {"y"}, "view_chain");
-    OnnxModelBuilder::attr(n, "view_kinds", c.kinds);
-    OnnxModelBuilder::attr(n, "view_args", c.args);
-    OnnxModelBuilder::attr(n, "view_arg_counts", c.counts);
-    m.output("y", kF32);
-    expect_refused(m, c.attribute, "view_chain");
+    expect_view_node_refused("GraftViewChain", c.attribute, [&](auto& n) {
+      OnnxModelBuilder::attr(n, "view_kinds", c.kinds);
+      OnnxModelBuilder::attr(n, "view_args", c.args);
+      OnnxModelBuilder::attr(n, "view_arg_counts", c.counts);
+    });
   }
 }
 
@@ -273,14 +281,11 @@ TEST(ComposeViews, BadStridedCopyAttributesAreNamed) {
       {{3, 3}, {int64_t{1} << 62, 1}, 0, "strides"},  // the extent overflows int64 (a damaged plan)
   };
   for (const Case& c : cases) {
-    OnnxModelBuilder m;
-    m.input("x", kF32, {2, 3});
-    auto& n = m.node("GraftStridedCopy", {"x"}, {"y"}, "composed_view");
-    OnnxModelBuilder::attr(n, "shape", c.shape);
-    OnnxModelBuilder::attr(n, "strides", c.strides);
-    OnnxModelBuilder::attr(n, "offset", c.offset);
-    m.output("y", kF32);
-    expect_refused(m, c.attribute, "composed_view");
+    expect_view_node_refused("GraftStridedCopy", c.attribute, [&](auto& n) {
+      OnnxModelBuilder::attr(n, "shape", c.shape);
+      OnnxModelBuilder::attr(n, "strides", c.strides);
+      OnnxModelBuilder::attr(n, "offset", c.offset);
+    });
   }
 }
 
