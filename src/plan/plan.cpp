@@ -27,6 +27,22 @@ const char* version_string() { return GRAFT_VERSION; }
 
 namespace {
 
+// Whether the graph holds ops that graft before plan format 4 does not know (view chains).
+bool graph_has_view_chains(const Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (!n->domain.empty()) continue;
+    if (n->op_type == "GraftViewChain") return true;
+    if (n->op_type == "GraftAttention" && (n->attrs.has("y_perm") || n->attrs.has("q_view_kinds") ||
+                                           n->attrs.has("kt_view_kinds") || n->attrs.has("v_view_kinds")))
+      return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+namespace {
+
 template <typename T>
 void put(std::string& out, T v) {
   char buf[sizeof(T)];
@@ -178,7 +194,9 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
   payload += json_text;
 
   std::string out(kPlanMagic, sizeof kPlanMagic);
-  put<uint32_t>(out, several ? kPlanFormatVersion : kPlanFormatVersionOneProfile);
+  put<uint32_t>(out, graph_has_view_chains(*state.graph) ? kPlanFormatVersion
+                     : several                           ? kPlanFormatVersionProfiles
+                                                         : kPlanFormatVersionOneProfile);
   std::string ver = version_string();
   put<uint32_t>(out, static_cast<uint32_t>(ver.size()));
   out += ver;
@@ -224,7 +242,8 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
   uint64_t payload_len = 0;
   std::string writer_version;
   if (!r.get(&format)) return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
-  if (format != kPlanFormatVersion && format != kPlanFormatVersionOneProfile && format != kPlanFormatVersionPayloadCrc) {
+  if (format != kPlanFormatVersion && format != kPlanFormatVersionProfiles && format != kPlanFormatVersionOneProfile &&
+      format != kPlanFormatVersionPayloadCrc) {
     // The writer's version is outside any checksum here: only printable ASCII is shown.
     std::string by;
     if (r.get(&ver_len) && ver_len < 256 && r.bytes(ver_len, &writer_version) &&
@@ -232,9 +251,8 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
       by = " by graft " + writer_version;
     return fail(StatusCode::kCorruptPlan, "plan format version ", static_cast<uint64_t>(format), " (written",
                 by.empty() ? std::string(" by another graft") : by, ") cannot be read: this graft (",
-                version_string(), ") reads plan format version ", static_cast<uint64_t>(kPlanFormatVersion),
-                " (and the older ", static_cast<uint64_t>(kPlanFormatVersionOneProfile), " and ",
-                static_cast<uint64_t>(kPlanFormatVersionPayloadCrc), "); rebuild the plan from the ONNX model");
+                version_string(), ") reads plan format versions ", static_cast<uint64_t>(kPlanFormatVersionPayloadCrc),
+                " to ", static_cast<uint64_t>(kPlanFormatVersion), "; rebuild the plan from the ONNX model");
   }
   if (!r.get(&ver_len) || ver_len > 256 || !r.bytes(ver_len, &writer_version) || !r.get(&payload_len))
     return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
@@ -254,11 +272,11 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
                                 : crc_of(payload);
   if (expected != crc) return fail(StatusCode::kCorruptPlan, "the plan is corrupted: checksum mismatch");
   auto st = read_plan_payload(payload, name);
-  // Several profiles are format 3's: an older format claiming them is not what graft writes.
-  if (st && format != kPlanFormatVersion && st->profiles.size() > 1)
+  // Several profiles are format 3's (or 4's): an older format claiming them is not what graft writes.
+  if (st && format < kPlanFormatVersionProfiles && st->profiles.size() > 1)
     return fail(StatusCode::kCorruptPlan, "the plan is format ", static_cast<uint64_t>(format), " but has ",
                 static_cast<uint64_t>(st->profiles.size()), " optimization profiles, which need format ",
-                static_cast<uint64_t>(kPlanFormatVersion));
+                static_cast<uint64_t>(kPlanFormatVersionProfiles));
   return st;
 }
 }  // namespace

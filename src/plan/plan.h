@@ -13,6 +13,9 @@
 // with one profile is still written as format 2, which older graft reads; one with several is
 // format 3, which older graft refuses with its format-version error instead of silently running
 // profile 0 alone.
+// Format 4 has format 2's or 3's layout, and a graph that may hold the view chains of dynamic-shape
+// engines (GraftViewChain, GraftAttention's chain form: src/ops/view_ops.h), which graft before
+// format 4 does not know and would misread; a plan without them is still written as format 2 or 3.
 // Format 1 (read, no longer written) had the same layout with a CRC of the payload only, so a
 // changed byte in the header's version string went unnoticed. In format 2 any change of one byte
 // (indeed any burst of up to 32 bits) fails to load: tests/unit/plan_test.cpp flips every byte.
@@ -27,7 +30,8 @@
 namespace graft {
 
 inline constexpr char kPlanMagic[8] = {'G', 'R', 'A', 'F', 'T', 'P', 'L', 'N'};
-inline constexpr uint32_t kPlanFormatVersion = 3;            // newest: written for several profiles
+inline constexpr uint32_t kPlanFormatVersion = 4;            // newest: written for a graph with view chains
+inline constexpr uint32_t kPlanFormatVersionProfiles = 3;     // written for several profiles
 inline constexpr uint32_t kPlanFormatVersionOneProfile = 2;   // written for one profile
 inline constexpr uint32_t kPlanFormatVersionPayloadCrc = 1;   // still read
 

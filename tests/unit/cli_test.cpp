@@ -145,7 +145,7 @@ TEST_F(CliTest, SeveralOptimizationProfiles) {
   ASSERT_EQ(b.exit_code, 0) << b.err;
   std::string plan = slurp(dir_ / "two.plan");
   ASSERT_GT(plan.size(), 12u);
-  EXPECT_EQ(static_cast<uint32_t>(static_cast<unsigned char>(plan[8])), kPlanFormatVersion);  // little-endian, < 256
+  EXPECT_EQ(static_cast<uint32_t>(static_cast<unsigned char>(plan[8])), kPlanFormatVersionProfiles);  // little-endian, < 256
   CmdResult i = graft("inspect two.plan");
   ASSERT_EQ(i.exit_code, 0) << i.err;
   EXPECT_NE(i.out.find("profile 0: min [1,3] opt [2,3] max [4,3]"), std::string::npos) << i.out;
