@@ -1107,9 +1107,13 @@ Result<const Tensor*> CudaContext::on_device(const Value* v, cudaStream_t stream
     if (!cur_)
       return error(StatusCode::kInternal, "value '", v->name, "' would be uploaded inside a capture with no plan to "
                    "keep its bytes");
+    // The same bytes again (the caller capturing this shape set into graphs of its own, again and
+    // again) reuse the kept copy, so the list stays as long as the distinct values.
     const char* bytes = static_cast<const char*>(s.host.data());
-    cur_->captured_uploads.emplace_back(bytes, bytes + s.host.nbytes());
-    src = cur_->captured_uploads.back().data();
+    std::vector<char> copy(bytes, bytes + s.host.nbytes());
+    auto kept = std::find(cur_->captured_uploads.begin(), cur_->captured_uploads.end(), copy);
+    if (kept == cur_->captured_uploads.end()) kept = cur_->captured_uploads.insert(kept, std::move(copy));
+    src = kept->data();
   }
   GRAFT_CUDA_RETURN(cudaMemcpyAsync(d.data(), src, s.host.nbytes(), cudaMemcpyHostToDevice, stream),
                     "copying '", v->name, "' to the GPU");
