@@ -27,6 +27,9 @@ Result<std::string> reshape_pairs(Graph& g, const DevicePassContext&) {
 Result<std::string> patchify(Graph& g, const DevicePassContext&) {
   return counted<lower_patchify_convs>(g, "patch-embedding Conv layers as a GEMM", false);
 }
+Result<std::string> gemm_transposes(Graph& g, const DevicePassContext&) {
+  return counted<move_transposes_behind_gemms>(g, "Transposes moved behind a GEMM into its readers' view chains", false);
+}
 Result<std::string> conv_epilogues(Graph& g, const DevicePassContext&) {
   return counted<fuse_conv_epilogues>(g, "Conv layers with fused bias/residual/activation", true);
 }
@@ -108,6 +111,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"patchify", fusion, patchify},
       {"fuse conv", fusion, conv_epilogues},
       {"fuse gemm", fusion, gemm_epilogues},
+      {"gemm transposes", fusion, gemm_transposes},
       {"fp16", fp16, float16},
       {"layout", layout, nhwc_regions},
       {"fold gemm", fusion, gemm_folds},

@@ -69,6 +69,11 @@ Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(
 // GEMM with a fused epilogue (src/graph/fuse_transformer.cpp).
 Result<int> fuse_gemm_epilogues(Graph& graph);
 
+// Transpose(X) -> GraftGemm (no residual) becomes GraftGemm(X) -> Transpose where the permutation
+// keeps the last axis and only data-movement nodes read the GEMM's output, so that the Transpose
+// joins their view chain (src/graph/move_transposes_behind_gemms.cpp). Returns the number moved.
+Result<int> move_transposes_behind_gemms(Graph& graph);
+
 // A GraftGemm without activation or residual, followed by a Mul with a constant of N elements along
 // the last axis and/or an Add of a tensor of its output's shape, absorbs them: the scale into W's
 // columns and the bias, the Add as its residual (ConvNeXt's layer scale and block residual, which

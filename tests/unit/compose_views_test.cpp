@@ -361,6 +361,88 @@ TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
   }
 }
 
+// nn.MultiheadAttention with batch_first (dynamo export): [B, S, E] -> Transpose -> [S, B, E] -> the
+// packed q/k/v projection -> the head split. The Transpose moves behind the projection's GEMM
+// (move_transposes_behind_gemms) into the head split's chains, which fold into the attention: no
+// Transpose is left, and the outputs equal the unfused graph's at every batch.
+TEST(FoldAttentionViews, BatchFirstTransposeMovesBehindTheProjection) {
+  constexpr DataType kF16 = DataType::kFloat16;
+  const int64_t S = 5, H = 2, hd = 8, E = H * hd;
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m(17);
+  m.input("xb", kF16, {"B", S, E});
+  OnnxModelBuilder::attr(m.node("Transpose", {"xb"}, {"xt"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.initializer("w_in", random_tensor(kF16, {E, 3 * E}, rng, -0.3, 0.3));
+  m.initializer("b_in", random_tensor(kF16, {3 * E}, rng));
+  m.node("MatMul", {"xt", "w_in"}, {"proj"});
+  m.node("Add", {"proj", "b_in"}, {"x"});
+  ints_const(m, "s4", {S, 0, 3, E});
+  ints_const(m, "sbh", {S, -1, hd});
+  ints_const(m, "bhsd", {-1, H, S, hd});
+  add_head_split_nodes(m);
+  add_attention_over_heads(m, kF16, "y");
+  auto g = load(m), ref = load(m);
+  ASSERT_TRUE(g && ref);
+  auto fused = fuse_gemm_epilogues(*g);
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  EXPECT_EQ(fused.value(), 2);  // the projection and the attention
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  auto moved = move_transposes_behind_gemms(*g);
+  ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
+  EXPECT_EQ(moved.value(), 1);
+  auto chains = compose_view_chains(*g);
+  ASSERT_TRUE(chains.is_ok()) << chains.status().to_string();
+  EXPECT_EQ(chains.value(), 3);
+  auto folded = fold_views_into_attention(*g);
+  ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
+  EXPECT_EQ(folded.value(), 1);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  EXPECT_EQ(count_op(*g, "Transpose"), 0);
+  EXPECT_EQ(count_op(*g, "GraftViewChain"), 0);
+  const Node* gemm = find_op(*g, "GraftGemm");
+  ASSERT_NE(gemm, nullptr);
+  EXPECT_EQ(gemm->inputs[0]->name, "xb");  // the GEMM reads the batch-first input as it is
+  for (int64_t b : {1, 2, 3}) {
+    SCOPED_TRACE("batch " + std::to_string(b) + ", seed " + std::to_string(seed));
+    std::map<std::string, Tensor> feeds{{"xb", random_tensor(kF16, {b, S, E}, rng)}};
+    expect_close(run_graph(*g, feeds).at("y"), run_graph(*ref, feeds).at("y"), 2e-2, 1e-2);
+  }
+}
+
+// A Transpose whose GEMM output is read by a computing node stays before the GEMM (behind it, it
+// would still copy, and more: the output is wider); one that moves the last axis stays too.
+TEST(MoveTransposesBehindGemms, OnlyIntoViewChains) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("a", kF32, {"B", 3, 4});
+  m.initializer("w", random_tensor(kF32, {4, 8}, rng));
+  m.initializer("w2", random_tensor(kF32, {3, 8}, rng));
+  m.initializer("bias", random_tensor(kF32, {8}, rng));
+  OnnxModelBuilder::attr(m.node("Transpose", {"a"}, {"at"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("MatMul", {"at", "w"}, {"p0"});
+  m.node("Add", {"p0", "bias"}, {"p"});
+  m.node("Neg", {"p"}, {"y1"});  // a computing reader: the Transpose stays
+  OnnxModelBuilder::attr(m.node("Transpose", {"a"}, {"al"}), "perm", std::vector<int64_t>{0, 2, 1});
+  m.node("MatMul", {"al", "w2"}, {"q0"});
+  m.node("Add", {"q0", "bias"}, {"q"});
+  ints_const(m, "flat", {-1, 8});
+  m.node("Reshape", {"q", "flat"}, {"r"});  // a view reader, but the Transpose moves the last axis
+  m.node("Neg", {"r"}, {"y2"});
+  m.output("y1", kF32).output("y2", kF32);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  auto fused = fuse_gemm_epilogues(*g);
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  ASSERT_EQ(count_op(*g, "GraftGemm"), 2);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  auto moved = move_transposes_behind_gemms(*g);
+  ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
+  EXPECT_EQ(moved.value(), 0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 2);
+}
+
 TEST(FoldAttentionViews, BadChainAttributesAreNamed) {
   constexpr DataType kF16 = DataType::kFloat16;
   struct Case {
