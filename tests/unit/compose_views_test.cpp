@@ -139,18 +139,25 @@ OnnxModelBuilder dynamic_head_split(int64_t S, int64_t H, int64_t hd) {
   return m;
 }
 
-// Runs `g` and `ref` on the same fresh random x of each batch; the outputs must be equal.
-void expect_same_outputs(const Graph& g, const Graph& ref, const std::vector<int64_t>& x_dims_b0,
-                         std::initializer_list<int64_t> batches, int batch_axis, uint32_t seed) {
+// Runs `g` and `ref` on the same fresh random input `x` (dtype `dt`) of each batch; the outputs must
+// agree within rtol/atol (0: equal).
+struct BatchFeed {
+  std::string x = "x";
+  DataType dt = kF32;
+  std::vector<int64_t> dims_b0;  // the input's dims, the batch axis' entry ignored
+  int batch_axis = 0;
+};
+void expect_same_outputs(const Graph& g, const Graph& ref, const BatchFeed& in, std::initializer_list<int64_t> batches,
+                         uint32_t seed, double rtol = 0.0, double atol = 0.0) {
   std::mt19937 rng(seed);
   for (int64_t b : batches) {
     SCOPED_TRACE("batch " + std::to_string(b) + ", seed " + std::to_string(seed));
-    std::vector<int64_t> dims = x_dims_b0;
-    dims[static_cast<size_t>(batch_axis)] = b;
-    std::map<std::string, Tensor> feeds{{"x", random_tensor(kF32, dims, rng)}};
+    std::vector<int64_t> dims = in.dims_b0;
+    dims[static_cast<size_t>(in.batch_axis)] = b;
+    std::map<std::string, Tensor> feeds{{in.x, random_tensor(in.dt, dims, rng)}};
     auto want = run_graph(ref, feeds), got = run_graph(g, feeds);
     ASSERT_EQ(want.size(), got.size());
-    for (auto& [name, t] : want) expect_close(got.at(name), t, 0.0, 0.0);
+    for (auto& [name, t] : want) expect_close(got.at(name), t, rtol, atol);
   }
 }
 
@@ -171,7 +178,7 @@ TEST(ComposeViews, DynamicBatchHeadSplitBecomesViewChains) {
   const Value* yk = g->outputs()[1];
   ASSERT_TRUE(yk->desc.shape);
   EXPECT_EQ(shape_to_string(*yk->desc.shape), shape_to_string(*ref->outputs()[1]->desc.shape));
-  expect_same_outputs(*g, *ref, {5, 0, 18}, {1, 2, 3, 7}, 1, std::random_device{}());
+  expect_same_outputs(*g, *ref, {"x", kF32, {5, 0, 18}, 1}, {1, 2, 3, 7}, std::random_device{}());
 }
 
 // A Reshape that merges axes a Transpose interleaved cannot be a strided view; over a dynamic
@@ -199,7 +206,7 @@ TEST(ComposeViews, DynamicChainsNoStridesExpressRunAsSeveralCopies) {
   auto plan = plan_view_steps({4, 6, 2}, steps.value());
   ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
   EXPECT_EQ(plan.value().size(), 2u);
-  expect_same_outputs(*g, *ref, {0, 6, 2}, {1, 3, 4}, 0, std::random_device{}());
+  expect_same_outputs(*g, *ref, {"x", kF32, {0, 6, 2}, 0}, {1, 3, 4}, std::random_device{}());
 }
 
 // The planner on its own: one copy for a composable chain (whatever the batch), and the view it
@@ -317,6 +324,28 @@ TEST(FoldAttentionViews, PackedHeadsReadAndWrittenInPlace) {
   EXPECT_EQ(at->inputs[0], at->inputs[1]);  // Q and K read from the same packed tensor
 }
 
+// The CUDA target's transformer passes in their order over `g`, each expected to change `n` nodes:
+// fuse_gemm_epilogues, move_transposes_behind_gemms (skipped when `moved` < 0), compose_view_chains,
+// fold_views_into_attention.
+void run_attention_passes(Graph& g, int gemms, int moved, int chains, int folded) {
+  auto fused = fuse_gemm_epilogues(g);
+  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
+  EXPECT_EQ(fused.value(), gemms);
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+  if (moved >= 0) {
+    auto m = move_transposes_behind_gemms(g);
+    ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+    EXPECT_EQ(m.value(), moved);
+  }
+  auto c = compose_view_chains(g);
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(c.value(), chains);
+  auto f = fold_views_into_attention(g);
+  ASSERT_TRUE(f.is_ok()) << f.status().to_string();
+  EXPECT_EQ(f.value(), folded);
+  ASSERT_TRUE(infer_shapes(g).is_ok());
+}
+
 // Over a dynamic batch the head split's view chains and the output permute fold into GraftAttention's
 // chain form: the three GraftViewChain nodes and the Transpose go, and the viewed node's CPU
 // reference gives the unfused graph's outputs at every batch.
@@ -332,17 +361,7 @@ TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
   add_attention_over_heads(m, kF16, "y");
   auto g = load(m), ref = load(m);
   ASSERT_TRUE(g && ref);
-  auto fused = fuse_gemm_epilogues(*g);
-  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
-  EXPECT_EQ(fused.value(), 1);
-  ASSERT_TRUE(infer_shapes(*g).is_ok());
-  auto chains = compose_view_chains(*g);
-  ASSERT_TRUE(chains.is_ok()) << chains.status().to_string();
-  EXPECT_EQ(chains.value(), 3);
-  auto folded = fold_views_into_attention(*g);
-  ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
-  EXPECT_EQ(folded.value(), 1);
-  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  ASSERT_NO_FATAL_FAILURE(run_attention_passes(*g, /*gemms=*/1, /*moved=*/-1, /*chains=*/3, /*folded=*/1));
   EXPECT_EQ(count_op(*g, "GraftViewChain"), 0);
   EXPECT_EQ(count_op(*g, "Transpose"), 0);
   const Node* at = find_op(*g, "GraftAttention");
@@ -350,15 +369,9 @@ TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
   EXPECT_EQ(at->inputs[0], at->inputs[1]);  // Q and K read from the same packed tensor
   EXPECT_TRUE(at->attrs.has("y_perm"));
   EXPECT_EQ(shape_to_string(*g->outputs()[0]->desc.shape), shape_to_string(*ref->outputs()[0]->desc.shape));
-  const uint32_t seed = std::random_device{}();
-  std::mt19937 rng(seed);
-  for (int64_t b : {1, 2, 3}) {
-    SCOPED_TRACE("batch " + std::to_string(b) + ", seed " + std::to_string(seed));
-    std::map<std::string, Tensor> feeds{{"x", random_tensor(kF16, {S, b, 3 * E}, rng)}};
-    // The unfused float16 graph rounds scores and probabilities to float16; the fused reference
-    // does not: differences of a few float16 ulps of the O(1) outputs.
-    expect_close(run_graph(*g, feeds).at("y"), run_graph(*ref, feeds).at("y"), 2e-2, 1e-2);
-  }
+  // The unfused float16 graph rounds scores and probabilities to float16; the fused reference
+  // does not: differences of a few float16 ulps of the O(1) outputs.
+  expect_same_outputs(*g, *ref, {"x", kF16, {S, 0, 3 * E}, 1}, {1, 2, 3}, std::random_device{}(), 2e-2, 1e-2);
 }
 
 // nn.MultiheadAttention with batch_first (dynamo export): [B, S, E] -> Transpose -> [S, B, E] -> the
@@ -384,30 +397,14 @@ TEST(FoldAttentionViews, BatchFirstTransposeMovesBehindTheProjection) {
   add_attention_over_heads(m, kF16, "y");
   auto g = load(m), ref = load(m);
   ASSERT_TRUE(g && ref);
-  auto fused = fuse_gemm_epilogues(*g);
-  ASSERT_TRUE(fused.is_ok()) << fused.status().to_string();
-  EXPECT_EQ(fused.value(), 2);  // the projection and the attention
-  ASSERT_TRUE(infer_shapes(*g).is_ok());
-  auto moved = move_transposes_behind_gemms(*g);
-  ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
-  EXPECT_EQ(moved.value(), 1);
-  auto chains = compose_view_chains(*g);
-  ASSERT_TRUE(chains.is_ok()) << chains.status().to_string();
-  EXPECT_EQ(chains.value(), 3);
-  auto folded = fold_views_into_attention(*g);
-  ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
-  EXPECT_EQ(folded.value(), 1);
-  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  // Two GEMMs fused: the projection and the attention.
+  ASSERT_NO_FATAL_FAILURE(run_attention_passes(*g, /*gemms=*/2, /*moved=*/1, /*chains=*/3, /*folded=*/1));
   EXPECT_EQ(count_op(*g, "Transpose"), 0);
   EXPECT_EQ(count_op(*g, "GraftViewChain"), 0);
   const Node* gemm = find_op(*g, "GraftGemm");
   ASSERT_NE(gemm, nullptr);
   EXPECT_EQ(gemm->inputs[0]->name, "xb");  // the GEMM reads the batch-first input as it is
-  for (int64_t b : {1, 2, 3}) {
-    SCOPED_TRACE("batch " + std::to_string(b) + ", seed " + std::to_string(seed));
-    std::map<std::string, Tensor> feeds{{"xb", random_tensor(kF16, {b, S, E}, rng)}};
-    expect_close(run_graph(*g, feeds).at("y"), run_graph(*ref, feeds).at("y"), 2e-2, 1e-2);
-  }
+  expect_same_outputs(*g, *ref, {"xb", kF16, {0, S, E}, 0}, {1, 2, 3}, seed, 2e-2, 1e-2);
 }
 
 // A Transpose whose GEMM output is read by a computing node stays before the GEMM (behind it, it
