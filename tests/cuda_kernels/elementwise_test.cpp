@@ -189,5 +189,38 @@ TEST(CudaElementwise, BinaryFastPaths) {
   run_float_dtypes(KernelCase{"Where", {rnd_bool(rng, {1001}), rnd(rng, {1001}), rnd(rng, {1001})}}, seed);
 }
 
+// The vectorized broadcast (binary_bcast_vec): the innermost axis a multiple of the vector width
+// (8 halves, 4 floats, 2 int64s) with each operand running along it or broadcast over it: the SE
+// gate of an NHWC engine, a per-row scale, an operand broadcast on an outer axis too, and inner
+// extents that take the vector path only in float32 (12) or in no float type (20 halves, 6 floats
+// with a column operand); comparisons write bytes in the same groups.
+TEST(CudaElementwise, BinaryBroadcastVectorized) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<Shapes2> shapes = {
+      {{2, 196, 40}, {2, 1, 40}},  {{3, 49, 32}, {3, 49, 1}}, {{3, 1, 16}, {3, 5, 1}}, {{2, 7, 3, 24}, {7, 1, 24}},
+      {{5, 1, 8}, {1, 6, 8}},      {{3, 12}, {3, 1}},         {{4, 20}, {20}},         {{2, 6}, {2, 1}},
+  };
+  for (const char* op : {"Mul", "Sub", "Div"})
+    for (const auto& sh : shapes) {
+      KernelCase c{op, {rnd(rng, sh.a, 0.5, 2), rnd(rng, sh.b, 0.5, 2)}};
+      c.label = std::string(op);
+      run_float_dtypes(c, seed, /*bf16=*/true);
+      // Operands swapped: the broadcast one first.
+      run_float_dtypes(KernelCase{op, {rnd(rng, sh.b, 0.5, 2), rnd(rng, sh.a, 0.5, 2)}}, seed, /*bf16=*/true);
+    }
+  for (const auto& sh : shapes) {
+    Tensor a = rnd(rng, sh.a, -3, 3), b = rnd(rng, sh.b, -3, 3);
+    for (Tensor* t : {&a, &b})
+      for (int64_t i = 0; i < t->numel(); ++i) t->set(i, std::floor(t->get(i)));
+    run_float_dtypes(KernelCase{"Greater", {a, b}}, seed);
+  }
+  run_kernel_case(KernelCase{"Add", {rnd(rng, {4, 6}, -100, 100, DataType::kInt64), rnd(rng, {4, 1}, -100, 100, DataType::kInt64)}},
+                  DataType::kFloat32, seed);
+  run_kernel_case(KernelCase{"Mul", {rnd(rng, {3, 4, 8}, -100, 100, DataType::kInt32), rnd(rng, {4, 8}, -100, 100, DataType::kInt32)}},
+                  DataType::kFloat32, seed);
+}
+
 }  // namespace
 }  // namespace graft::testing

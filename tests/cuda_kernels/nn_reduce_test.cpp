@@ -107,6 +107,13 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {1, 45, 44, 8, 41, 1, 20, 1, true, false, ""},         // 41x41 taps beyond shared memory: the per-tap path
       {3, 13, 17, 40, 3, 2, 1, 1, true, true, "HardSwish"},  // 3x3 stride 2: odd output width, 5 vectors
       {2, 7, 6, 72, 3, 1, 0, 1, false, true, "Relu"},        // 3x3 unpadded: 4-wide tiles, one partial
+      // The row-tiled kernel (K 3/5/7, stride 1/2, 16-byte lanes): tiles of 4 outputs that end past the row,
+      // rows narrower than a tile, windows reaching past both ends of a row.
+      {2, 14, 13, 48, 5, 1, 2, 1, true, true, "Silu"},       // efficientnet's 5x5, ow 13: last tile 1 wide
+      {3, 5, 3, 16, 7, 1, 3, 1, true, false, ""},            // 7x7 over a row of 3 pixels: one partial tile
+      {2, 15, 17, 32, 7, 2, 3, 1, true, true, "Relu"},       // 7x7 stride 2: 11 input vectors per tile row
+      {1, 18, 22, 24, 5, 2, 1, 1, false, false, "Clip"},     // 5x5 stride 2, pads smaller than the halo
+      {2, 6, 9, 8, 3, 1, 1, 1, true, true, "HardSwish"},     // one vector of channels per pixel
   };
   for (const Spec& s : specs) {
     const int64_t oh = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
@@ -175,6 +182,25 @@ TEST(CudaNn, GraftPoolNhwc) {
         c.label = std::string(pool) + " c " + std::to_string(channels) + " variant " + std::to_string(variant);
         run_float_dtypes(c, seed);
       }
+}
+
+// GraftPool's global pools over NHWC: planes large enough that the kernel splits them across blocks
+// (float partials in the op's workspace, combined by a second kernel; the harness poisons the
+// workspace), odd channel counts that leave a block's lanes idle, and a plane too small to split.
+TEST(CudaNn, GraftPoolGlobalNhwc) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const std::vector<std::vector<int64_t>> shapes = {{2, 40, 37, 40}, {3, 64, 64, 8}, {1, 113, 100, 3}, {2, 3, 3, 5}};
+  for (const auto& shape : shapes)
+    for (const char* pool : {"GlobalAveragePool", "GlobalMaxPool"}) {
+      KernelCase c{"GraftPool", {rnd(rng, shape)}};
+      c.attrs.set("layout", std::string("NHWC"));
+      c.attrs.set("pool", std::string(pool));
+      c.label = std::string(pool) + " plane " + std::to_string(shape[1]) + "x" + std::to_string(shape[2]) + " c " +
+                std::to_string(shape[3]);
+      run_float_dtypes(c, seed);
+    }
 }
 
 TEST(CudaNn, Pools) {

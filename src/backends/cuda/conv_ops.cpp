@@ -548,7 +548,7 @@ Status graft_pool_run(CudaExec& ex) {
   k::PoolKind kind = k::PoolKind::kAverage;
   if (pool == "GlobalAveragePool" || pool == "GlobalMaxPool") {
     return launch_status(k::launch_global_pool_nhwc(ktype(X.dtype()), pool == "GlobalMaxPool", X.data(), Y.data(), g.n,
-                                                    g.h * g.w, g.c, stream_of(ex)),
+                                                    g.h * g.w, g.c, ex.workspace, ex.workspace_size, stream_of(ex)),
                          ex);
   } else if (pool == "MaxPool" || pool == "AveragePool") {
     GRAFT_ASSIGN_OR_RETURN(graft::WindowAttrs wa, graft::parse_window_attrs(a, 2, nullptr, true));
@@ -568,6 +568,15 @@ Status graft_pool_run(CudaExec& ex) {
     return fail(ex, StatusCode::kInvalidModel, "unknown pool '", pool, "'");
   }
   return launch_status(k::launch_pool2d_nhwc(ktype(X.dtype()), kind, X.data(), Y.data(), g, stream_of(ex)), ex);
+}
+
+// A global pool over a large plane splits it across blocks (float partials in the workspace).
+size_t graft_pool_workspace(const Node& n, const std::vector<const Tensor*>& ins) {
+  if (ins.empty() || !ins[0] || ins[0]->rank() != 4) return 0;
+  const auto pool = n.attrs.get_string("pool", "");
+  if (!pool || (*pool != "GlobalAveragePool" && *pool != "GlobalMaxPool")) return 0;
+  const auto& d = ins[0]->dims();
+  return k::global_pool_nhwc_workspace(d[0], d[1] * d[2], d[3]);
 }
 
 // ---- GraftChannelsLast ----
@@ -594,7 +603,7 @@ Status graft_channels_last_run(CudaExec& ex) {
 
 void append_cuda_conv_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"GraftConv", &graft_conv_supports, &graft_conv_run, {}, &graft_conv_workspace});
-  out.push_back(CudaOp{"GraftPool", &graft_pool_supports, &graft_pool_run, {}, nullptr});
+  out.push_back(CudaOp{"GraftPool", &graft_pool_supports, &graft_pool_run, {}, &graft_pool_workspace});
   out.push_back(CudaOp{"GraftChannelsLast", &graft_channels_last_supports, &graft_channels_last_run, {}, nullptr});
 }
 

@@ -315,6 +315,61 @@ __global__ void binary_bcast_kernel(BinaryOp op, const T* __restrict__ a, const 
 
 constexpr int64_t kIndex32Limit = int64_t(1) << 30;  // n plus one grid's width (x kUnroll) stays below 2^31
 
+// Broadcast whose innermost axis every operand either runs along (stride 1) or is broadcast over
+// (stride 0), as the SE gate of an NHWC engine ([n, h*w, c] * [n, 1, c]): a thread takes N
+// consecutive elements of that axis, one aligned vector of the output and of each running operand
+// and one scalar of each broadcast one (kSplatA / kSplatB). `p` is in groups of N along the inner
+// axis (dims[0] / N) with element strides (N or 0 on the inner axis). The scalar kernel above ran
+// EfficientNet's first SE gate at batch 32 (float16, 26 MB out) in 43 us, a third of the bandwidth.
+template <typename T, typename O, bool kCmp, bool kSplatA, bool kSplatB>
+__global__ void binary_bcast_vec_kernel(BinaryOp op, const T* __restrict__ a, const T* __restrict__ b,
+                                        O* __restrict__ out, BcastI<int32_t> p, int32_t ngroups) {
+  constexpr int N = kVecN<T>;
+  GRAFT_GRID_STRIDE_I(int32_t, g, ngroups) {
+    int32_t off[2];
+    bcast_offsets<int32_t, 2>(p, g, off);
+    VecN<T, N> va, vb;
+    T sa{}, sb{};
+    if constexpr (kSplatA) sa = a[off[0]]; else va = *reinterpret_cast<const VecN<T, N>*>(a + off[0]);
+    if constexpr (kSplatB) sb = b[off[1]]; else vb = *reinterpret_cast<const VecN<T, N>*>(b + off[1]);
+    VecN<O, N> o;
+#pragma unroll
+    for (int j = 0; j < N; ++j) o.v[j] = apply_binary<T, O, kCmp>(op, kSplatA ? sa : va.v[j], kSplatB ? sb : vb.v[j]);
+    reinterpret_cast<VecN<O, N>*>(out)[g] = o;
+  }
+}
+
+// The vector broadcast where it applies (see above): false leaves the call to the scalar kernel.
+template <typename T, typename O, bool kCmp>
+bool binary_bcast_vec(BinaryOp op, const T* a, const T* b, O* out, const Bcast& p, int64_t n, cudaStream_t s) {
+  constexpr int N = kVecN<T>;
+  if (p.rank < 2 || n >= kIndex32Limit) return false;
+  const int inner = p.rank - 1;
+  if (p.dims[inner] % N != 0 || reinterpret_cast<uintptr_t>(out) % sizeof(VecN<O, N>) != 0) return false;
+  const void* ptrs[2] = {a, b};
+  bool splat[2];
+  for (int k = 0; k < 2; ++k) {
+    const int64_t si = p.strides[k][inner];
+    if (si != 0 && si != 1) return false;
+    splat[k] = si == 0;
+    if (splat[k]) continue;
+    if (reinterpret_cast<uintptr_t>(ptrs[k]) % sizeof(VecN<T, N>) != 0) return false;
+    for (int d = 0; d < inner; ++d)
+      if (p.strides[k][d] % N != 0) return false;
+  }
+  Bcast q = p;
+  q.dims[inner] /= N;
+  for (int k = 0; k < 2; ++k) q.strides[k][inner] = splat[k] ? 0 : N;
+  const int64_t groups = n / N;
+  const BcastI<int32_t> qi = narrow_bcast<int32_t>(q);
+  const auto g32 = static_cast<int32_t>(groups);
+  if (splat[0] && splat[1]) binary_bcast_vec_kernel<T, O, kCmp, true, true><<<grid_for(groups), kThreads, 0, s>>>(op, a, b, out, qi, g32);
+  else if (splat[0]) binary_bcast_vec_kernel<T, O, kCmp, true, false><<<grid_for(groups), kThreads, 0, s>>>(op, a, b, out, qi, g32);
+  else if (splat[1]) binary_bcast_vec_kernel<T, O, kCmp, false, true><<<grid_for(groups), kThreads, 0, s>>>(op, a, b, out, qi, g32);
+  else binary_bcast_vec_kernel<T, O, kCmp, false, false><<<grid_for(groups), kThreads, 0, s>>>(op, a, b, out, qi, g32);
+  return true;
+}
+
 template <typename T, typename O, bool kCmp, bool kScalarA, bool kScalarB>
 void binary_flat(BinaryOp op, const T* a, const T* b, O* out, int64_t n, cudaStream_t s) {
   constexpr int N = kVecN<T>;
@@ -341,6 +396,8 @@ cudaError_t binary_dispatch(BinaryOp op, const T* a, const T* b, O* out, const B
     else if (sa == 1) binary_flat<T, O, kCmp, false, true>(op, a, b, out, n, s);
     else if (sb == 1) binary_flat<T, O, kCmp, true, false>(op, a, b, out, n, s);
     else binary_flat<T, O, kCmp, true, true>(op, a, b, out, n, s);
+  } else if (binary_bcast_vec<T, O, kCmp>(op, a, b, out, p, n, s)) {
+    // launched
   } else if (n < kIndex32Limit) {
     binary_bcast_kernel<T, O, kCmp, int32_t><<<grid_for(n, kUnroll), kThreads, 0, s>>>(
         op, a, b, out, narrow_bcast<int32_t>(p), static_cast<int32_t>(n));

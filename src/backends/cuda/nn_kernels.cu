@@ -131,20 +131,25 @@ __global__ void pool2d_nhwc_vec_kernel(PoolKind kind, const T* __restrict__ x, T
 
 // Global pool over NHWC: block (32 channels) x (32 rows of the plane); lanes along channels keep
 // every load coalesced, the 32 rows split the plane so a batch-1 SE block still fills the GPU.
+// blockIdx.z is a slice of `rows` rows of the plane: with one slice the block writes y; with more
+// (partial != null) it writes its slice's sum or max (NaN if it met one) to partial[z][n][c], which
+// global_pool_finish_kernel combines. One block per (image, 32 channels) left EfficientNet's first
+// SE pool (32 images of 112x112x32 at float16) with 32 blocks on 132 SMs: 36 us for 26 MB.
 template <typename T>
-__global__ void global_pool_nhwc_kernel(bool max, const T* __restrict__ x, T* __restrict__ y, int64_t area,
-                                        int64_t channels) {
+__global__ void global_pool_nhwc_kernel(bool max, const T* __restrict__ x, T* __restrict__ y,
+                                        float* __restrict__ partial, int64_t area, int64_t channels, int64_t rows) {
   __shared__ float part[32][33];
   __shared__ int nan_any[32];
   const int64_t c = blockIdx.x * 32 + threadIdx.x;
   const int64_t n = blockIdx.y;
+  const int64_t p0 = blockIdx.z * rows, p1 = min(area, p0 + rows);
   float acc = max ? -INFINITY : 0.f;
   bool nan = false;
   if (threadIdx.y == 0) nan_any[threadIdx.x] = 0;
   __syncthreads();
   if (c < channels) {
     const T* xp = x + n * area * channels + c;
-    for (int64_t p = threadIdx.y; p < area; p += 32) {
+    for (int64_t p = p0 + threadIdx.y; p < p1; p += 32) {
       float v = Elem<T>::ld(xp[p * channels]);
       if (max) {
         nan |= isnan(v);
@@ -161,7 +166,26 @@ __global__ void global_pool_nhwc_kernel(bool max, const T* __restrict__ x, T* __
     float r = part[0][threadIdx.x];
     for (int k = 1; k < 32; ++k) r = max ? fmaxf(r, part[k][threadIdx.x]) : r + part[k][threadIdx.x];
     if (max && nan_any[threadIdx.x]) r = NAN;
-    y[n * channels + c] = Elem<T>::st(max ? r : r / static_cast<float>(area));
+    if (partial) partial[(blockIdx.z * gridDim.y + n) * channels + c] = r;
+    else y[n * channels + c] = Elem<T>::st(max ? r : r / static_cast<float>(area));
+  }
+}
+
+// y[i] = the slices' partials of element i (i over n * channels) combined: summed and divided by
+// the area, or the max (NaN when any slice met one, as the one-slice kernel does).
+template <typename T>
+__global__ void global_pool_finish_kernel(bool max, const float* __restrict__ partial, T* __restrict__ y, int64_t nc,
+                                          int slices, int64_t area) {
+  GRAFT_GRID_STRIDE(i, nc) {
+    float r = partial[i];
+    bool nan = isnan(r);
+    for (int z = 1; z < slices; ++z) {
+      const float v = partial[z * nc + i];
+      nan |= isnan(v);
+      r = max ? fmaxf(r, v) : r + v;
+    }
+    if (max && nan) r = NAN;
+    y[i] = Elem<T>::st(max ? r : r / static_cast<float>(area));
   }
 }
 
@@ -280,31 +304,157 @@ __global__ void depthwise_conv_nhwc_smem_kernel(const T* __restrict__ x, const T
   }
 }
 
-// The shared-memory kernel's launch: d is the largest divisor of the c / V channel vectors up to 8
-// (so chunks tile the channels exactly), as long as the chunk's taps fit 48 KB of shared memory;
-// each thread covers a few pixels (the staging is paid once per block) unless that leaves too few
-// blocks to fill the GPU. false when the filter does not fit even for one vector of channels.
+// The common filters (square K = 3, 5, 7, stride S = 1 or 2, no dilation) with the taps staged as
+// above, but each thread computes TX consecutive output pixels of one row: a filter row then reads
+// (TX - 1) * S + K input vectors into registers, once, instead of TX * K, and with K, S and TX known
+// at compile time the loads of a row are issued together instead of one tap's load waiting for the
+// last (the runtime-K kernel spent 0.22 ms on ConvNeXt's 7x7 over 96 channels at 56x56, batch 32 in
+// float16, about a tenth of the memory bandwidth). Accumulation is in float, as in the kernels above.
+constexpr int kDwTileX = 4;
+
+// At most 128 registers, so two 256-thread blocks share an SM (the stride-2 forms take up to 138 without the bound).
+template <typename T, int V, int K, int S, int TX>
+__global__ void __launch_bounds__(256, 2) depthwise_conv_nhwc_tiled_kernel(const T* __restrict__ x, const T* __restrict__ w,
+                                                 const T* __restrict__ bias, const T* __restrict__ z,
+                                                 T* __restrict__ y, Window2d g, Epilogue e, int32_t groups,
+                                                 int32_t tiles_w) {
+  extern __shared__ float dw_taps[];
+  constexpr int kTaps = K * K, kIn = (TX - 1) * S + K;
+  const int d = static_cast<int>(blockDim.x), cw = d * V;
+  const int32_t c = static_cast<int32_t>(g.c), wi = static_cast<int32_t>(g.w), hi = static_cast<int32_t>(g.h);
+  const int32_t ow = static_cast<int32_t>(g.ow), oh = static_cast<int32_t>(g.oh);
+  const int32_t cbase = static_cast<int32_t>(blockIdx.y) * cw;
+  const int tid = static_cast<int>(threadIdx.y) * d + static_cast<int>(threadIdx.x), nthreads = d * static_cast<int>(blockDim.y);
+  for (int i = tid; i < kTaps * cw; i += nthreads) {
+    const int cc = i / kTaps, tap = i - cc * kTaps;
+    dw_taps[tap * cw + cc] = Elem<T>::ld(w[static_cast<int64_t>(cbase) * kTaps + i]);
+  }
+  __syncthreads();
+  const int32_t c0 = cbase + static_cast<int32_t>(threadIdx.x) * V;
+  const float* wv = dw_taps + threadIdx.x * V;
+  for (int32_t p = static_cast<int32_t>(blockIdx.x) * static_cast<int32_t>(blockDim.y) + static_cast<int32_t>(threadIdx.y);
+       p < groups; p += static_cast<int32_t>(gridDim.x * blockDim.y)) {
+    const int32_t ox0 = (p % tiles_w) * TX;
+    const int32_t t = p / tiles_w;
+    const int32_t oy = t % oh, n = t / oh;
+    const int32_t iy0 = oy * S - static_cast<int32_t>(g.ph), ix0 = ox0 * S - static_cast<int32_t>(g.pw);
+    float acc[TX][V];
+#pragma unroll
+    for (int o = 0; o < TX; ++o)
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[o][v] = 0.f;
+#pragma unroll
+    for (int ky = 0; ky < K; ++ky) {
+      const int32_t iy = iy0 + ky;
+      if (iy < 0 || iy >= hi) continue;
+      const T* row = x + ((n * hi + iy) * wi) * c + c0;
+      Lanes<T, V> xs[kIn];
+#pragma unroll
+      for (int j = 0; j < kIn; ++j) {
+        const int32_t ix = ix0 + j;
+        if (ix >= 0 && ix < wi) {
+          xs[j] = *reinterpret_cast<const Lanes<T, V>*>(row + ix * c);
+        } else {
+#pragma unroll
+          for (int v = 0; v < V; ++v) xs[j].v[v] = Elem<T>::st(0.f);
+        }
+      }
+#pragma unroll
+      for (int kx = 0; kx < K; ++kx) {
+        float wk[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) wk[v] = wv[(ky * K + kx) * cw + v];
+#pragma unroll
+        for (int o = 0; o < TX; ++o)
+#pragma unroll
+          for (int v = 0; v < V; ++v) acc[o][v] += Elem<T>::ld(xs[o * S + kx].v[v]) * wk[v];
+      }
+    }
+#pragma unroll
+    for (int o = 0; o < TX; ++o) {
+      if (ox0 + o >= ow) break;
+      const int32_t out = ((n * oh + oy) * ow + ox0 + o) * c + c0;
+      Lanes<T, V> zv;
+      if (z) zv = *reinterpret_cast<const Lanes<T, V>*>(z + out);
+      Lanes<T, V> yv;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        float r = acc[o][v];
+        if (bias) r += Elem<T>::ld(bias[c0 + v]);
+        if (z) r += Elem<T>::ld(zv.v[v]);
+        yv.v[v] = Elem<T>::st(apply_epilogue(e, r));
+      }
+      *reinterpret_cast<Lanes<T, V>*>(y + out) = yv;
+    }
+  }
+}
+
+// The launch shape both staged-taps kernels share: d is the largest divisor of the c / V channel
+// vectors up to 8 (so chunks tile the channels exactly) whose chunk of taps fits 48 KB of shared
+// memory; 256 / d pixel lanes; each lane covers a few of the `units` (pixels, or row tiles) so the
+// staging is paid once per block, unless that leaves too few blocks to fill the GPU. false when the
+// filter does not fit even for one vector of channels.
+struct DwLaunch {
+  dim3 grid, block;
+  size_t smem = 0;
+};
+bool depthwise_nhwc_launch(int64_t cv, int64_t taps, int v, int64_t units, DwLaunch* l) {
+  int d = 8;
+  while (d > 1 && (cv % d != 0 || static_cast<size_t>(taps * d * v) * sizeof(float) > 48 * 1024)) --d;
+  l->smem = static_cast<size_t>(taps * d * v) * sizeof(float);
+  if (l->smem > 48 * 1024 || cv / d > 65535) return false;
+  const int ty = 256 / d;
+  const int64_t chunks = cv / d;
+  const int64_t one_each = (units + ty - 1) / ty;
+  const int64_t blocks_x = std::max<int64_t>(1, std::min(one_each, std::max((one_each + 3) / 4, (1024 + chunks - 1) / chunks)));
+  l->grid = dim3(static_cast<unsigned>(std::min<int64_t>(blocks_x, 1 << 30)), static_cast<unsigned>(chunks));
+  l->block = dim3(static_cast<unsigned>(d), static_cast<unsigned>(ty));
+  return true;
+}
+
+// The tiled kernel where it applies: the widest lanes (16 bytes), 32-bit indices and a filter it is
+// compiled for. false where it does not (the caller runs the general kernels).
+template <typename T, int V, int K, int S>
+bool depthwise_nhwc_tiled_launch(const void* x, const void* w, const void* bias, const void* z, void* y,
+                                 const Window2d& g, Epilogue e, cudaStream_t s) {
+  const int64_t tiles_w = (g.ow + kDwTileX - 1) / kDwTileX, groups = g.n * g.oh * tiles_w;
+  DwLaunch l;
+  if (groups >= (int64_t{1} << 30) || !depthwise_nhwc_launch(g.c / V, K * K, V, groups, &l)) return false;
+  depthwise_conv_nhwc_tiled_kernel<T, V, K, S, kDwTileX><<<l.grid, l.block, l.smem, s>>>(
+      static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
+      static_cast<T*>(y), g, e, static_cast<int32_t>(groups), static_cast<int32_t>(tiles_w));
+  return true;
+}
+
+template <typename T, int V>
+bool depthwise_nhwc_tiled(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
+                          Epilogue e, cudaStream_t s, bool int32) {
+  if constexpr (V * sizeof(T) != 16) {
+    return false;
+  } else {
+    if (!int32 || g.kh != g.kw || g.sh != g.sw || g.dh != 1 || g.dw != 1) return false;
+    const int64_t k = g.kh, st = g.sh;
+#define GRAFT_DW_TILED(KK, SS) \
+  if (k == KK && st == SS) return depthwise_nhwc_tiled_launch<T, V, KK, SS>(x, w, bias, z, y, g, e, s);
+    GRAFT_DW_TILED(3, 1) GRAFT_DW_TILED(3, 2) GRAFT_DW_TILED(5, 1) GRAFT_DW_TILED(5, 2) GRAFT_DW_TILED(7, 1)
+    GRAFT_DW_TILED(7, 2)
+#undef GRAFT_DW_TILED
+    return false;
+  }
+}
+
 template <typename T, int V>
 bool depthwise_nhwc_smem(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
                          Epilogue e, cudaStream_t s, bool int32) {
-  const int64_t cv = g.c / V, taps = g.kh * g.kw;
-  int d = 8;
-  while (d > 1 && (cv % d != 0 || static_cast<size_t>(taps * d * V) * sizeof(float) > 48 * 1024)) --d;
-  const size_t smem = static_cast<size_t>(taps * d * V) * sizeof(float);
-  if (smem > 48 * 1024 || cv / d > 65535) return false;
-  const int ty = 256 / d;
   const int64_t pixels = g.n * g.oh * g.ow;
-  const int64_t chunks = cv / d;
-  const int64_t one_each = (pixels + ty - 1) / ty;
-  const int64_t blocks_x = std::max<int64_t>(1, std::min(one_each, std::max((one_each + 3) / 4, (1024 + chunks - 1) / chunks)));
-  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(blocks_x, 1 << 30)), static_cast<unsigned>(chunks));
-  const dim3 block(static_cast<unsigned>(d), static_cast<unsigned>(ty));
+  DwLaunch l;
+  if (!depthwise_nhwc_launch(g.c / V, g.kh * g.kw, V, pixels, &l)) return false;
   if (int32)
-    depthwise_conv_nhwc_smem_kernel<T, V, int32_t><<<grid, block, smem, s>>>(
+    depthwise_conv_nhwc_smem_kernel<T, V, int32_t><<<l.grid, l.block, l.smem, s>>>(
         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
         static_cast<T*>(y), g, e, static_cast<int32_t>(pixels));
   else
-    depthwise_conv_nhwc_smem_kernel<T, V, int64_t><<<grid, block, smem, s>>>(
+    depthwise_conv_nhwc_smem_kernel<T, V, int64_t><<<l.grid, l.block, l.smem, s>>>(
         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(bias), static_cast<const T*>(z),
         static_cast<T*>(y), g, e, pixels);
   return true;
@@ -313,6 +463,7 @@ bool depthwise_nhwc_smem(const void* x, const void* w, const void* bias, const v
 template <typename T, int V>
 cudaError_t depthwise_nhwc_t(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
                              Epilogue e, cudaStream_t s, bool int32) {
+  if (depthwise_nhwc_tiled<T, V>(x, w, bias, z, y, g, e, s, int32)) return cudaGetLastError();
   if (depthwise_nhwc_smem<T, V>(x, w, bias, z, y, g, e, s, int32)) return cudaGetLastError();
   // Filters too large for shared memory: the per-tap global reads.
   const int64_t total = g.n * g.oh * g.ow * (g.c / V);
@@ -764,14 +915,36 @@ cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, c
   return cudaGetLastError();
 }
 
+namespace {
+// Slices of the plane for a global pool: enough blocks for about four per SM of an H200, each slice
+// at least 256 rows (so its partial is worth the extra write), at most 32.
+int64_t global_pool_slices(int64_t n, int64_t area, int64_t channels) {
+  const int64_t blocks = ((channels + 31) / 32) * n;
+  const int64_t want = (528 + blocks - 1) / blocks;
+  return std::max<int64_t>(1, std::min<int64_t>({want, area / 256, 32}));
+}
+}  // namespace
+
+size_t global_pool_nhwc_workspace(int64_t n, int64_t area, int64_t channels) {
+  const int64_t slices = global_pool_slices(n, area, channels);
+  return slices > 1 ? static_cast<size_t>(slices * n * channels) * sizeof(float) : 0;
+}
+
 cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, int64_t n, int64_t area,
-                                    int64_t channels, cudaStream_t s) {
+                                    int64_t channels, void* workspace, size_t workspace_size, cudaStream_t s) {
   if (n * channels == 0) return cudaSuccess;
   if (n > 65535) return cudaErrorInvalidValue;
-  const dim3 grid(static_cast<unsigned>((channels + 31) / 32), static_cast<unsigned>(n));
+  const size_t need = global_pool_nhwc_workspace(n, area, channels);
+  const int64_t slices = need > 0 && workspace && workspace_size >= need ? global_pool_slices(n, area, channels) : 1;
+  const int64_t rows = (area + slices - 1) / slices;
+  float* partial = slices > 1 ? static_cast<float*>(workspace) : nullptr;
+  const dim3 grid(static_cast<unsigned>((channels + 31) / 32), static_cast<unsigned>(n), static_cast<unsigned>(slices));
   const dim3 block(32, 32);
-  GRAFT_FLOAT_DISPATCH(t, (global_pool_nhwc_kernel<T><<<grid, block, 0, s>>>(max, static_cast<const T*>(x),
-                                                                             static_cast<T*>(y), area, channels)));
+  GRAFT_FLOAT_DISPATCH(t, (global_pool_nhwc_kernel<T><<<grid, block, 0, s>>>(
+                              max, static_cast<const T*>(x), static_cast<T*>(y), partial, area, channels, rows)));
+  if (partial)
+    GRAFT_FLOAT_DISPATCH(t, (global_pool_finish_kernel<T><<<grid_for(n * channels), kThreads, 0, s>>>(
+                                max, partial, static_cast<T*>(y), n * channels, static_cast<int>(slices), area)));
   return cudaGetLastError();
 }
 

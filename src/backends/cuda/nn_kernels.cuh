@@ -27,9 +27,12 @@ cudaError_t launch_pool2d(KType t, PoolKind kind, const void* x, void* y, const 
 // The same pools over NHWC tensors (x [n, h, w, c], y [n, oh, ow, c]).
 cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);
 
-// Global average/max pool over NHWC x [n, area, channels] into y [n, channels] (n <= 65535).
+// Global average/max pool over NHWC x [n, area, channels] into y [n, channels] (n <= 65535). With
+// global_pool_nhwc_workspace(...) bytes of workspace (0 when none helps) a large plane is split
+// across blocks and their float partials combined by a second kernel; without it, one pass.
+size_t global_pool_nhwc_workspace(int64_t n, int64_t area, int64_t channels);
 cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, int64_t n, int64_t area,
-                                    int64_t channels, cudaStream_t s);
+                                    int64_t channels, void* workspace, size_t workspace_size, cudaStream_t s);
 
 // A convolution's activation: act 0 none, 1 Relu, 2 HardSwish, 3 Clip to [lo, hi] (NaN stays NaN),
 // 4 Silu x * sigmoid(x), 5 Sigmoid, 6 HardSigmoid clamp(lo * x + hi, 0, 1) (graft::ConvActivation's codes).
