@@ -1,5 +1,6 @@
 // CUDA nn and reduce/norm ops vs the CPU reference: MatMul/Gemm (cuBLASLt), Conv (cuDNN or direct),
 // pools, BatchNormalization, Softmax, LayerNormalization, Reduce*.
+#include "backends/cuda/nn_kernels.cuh"
 #include "cuda_kernel_harness.h"
 
 namespace graft::testing {
@@ -115,6 +116,7 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {1, 18, 22, 24, 5, 2, 1, 1, false, false, "Clip"},     // 5x5 stride 2, pads smaller than the halo
       {2, 6, 9, 8, 3, 1, 1, 1, true, true, "HardSwish"},     // one vector of channels per pixel
   };
+  int tiled = 0;
   for (const Spec& s : specs) {
     const int64_t oh = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
     const int64_t ow = (s.w + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
@@ -131,7 +133,18 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
               " act '" + s.act + "'";
     run_kernel_case(c, DataType::kFloat32, seed);
     run_kernel_case(c, DataType::kFloat16, seed);
+    // The row-tiled kernel (variant 6) where it applies, forced: the untuned choice takes it only
+    // for problems far larger than these.
+    cuda::k::Window2d g;
+    g.n = s.n; g.c = s.c; g.h = s.h; g.w = s.w; g.oh = oh; g.ow = ow;
+    g.kh = g.kw = s.k; g.sh = g.sw = s.stride; g.dh = g.dw = s.dilation;
+    g.ph = g.pw = g.peh = g.pew = s.pad;
+    if (cuda::k::depthwise_nhwc_row_tiled_supported(g)) {
+      ++tiled;
+      for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) run_timed_then_forced(c, dt, seed, 0, 6);
+    }
   }
+  EXPECT_GE(tiled, 8) << "the row-tiled kernel's cases";
 }
 
 // The cuDNN path (not depthwise) with graft's epilogue kernel applying Clip, Silu, Sigmoid and HardSigmoid, both layouts.

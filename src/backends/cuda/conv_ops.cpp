@@ -250,11 +250,22 @@ constexpr int kGroupedNchwVariant = 5;
 
 bool grouped_nchw_eligible(const ConvGeometry& g) { return g.nhwc && g.group > 1 && !(g.group == g.c && g.m == g.c); }
 
+// Variant 6: graft's NHWC depthwise kernel with each thread computing four outputs of a row (the
+// filter row's inputs read once into registers: 2.5 loads per output and row instead of 7 for a
+// 7x7 filter). It halved ConvNeXt-T's 7x7 convolutions at batch 32 on an H200 but has a quarter of
+// the threads, which loses on small problems, so it is a tactic of its own, timed against variant 2.
+constexpr int kDepthwiseTiledVariant = 6;
+
+bool depthwise_tiled_eligible(const ConvGeometry& g) {
+  return depthwise_eligible(g) && k::depthwise_nhwc_row_tiled_supported(window_of(g));
+}
+
 // Whether a graft-kernel variant may run this problem (cuDNN's variants 0 and 1 always may: cuDNN
 // itself refuses what it cannot run).
 bool variant_eligible(const ConvGeometry& g, int variant) {
   switch (variant) {
     case kDepthwiseVariant: return depthwise_eligible(g);
+    case kDepthwiseTiledVariant: return depthwise_tiled_eligible(g);
     case kDepthwiseNchwVariant: return depthwise_nchw_eligible(g);
     case kPointwiseVariant: return pointwise_eligible(g);
     case kGroupedNchwVariant: return grouped_nchw_eligible(g);
@@ -313,17 +324,18 @@ Status run_conv_grouped_nchw(const ConvCall& c, int algo, size_t ws_bytes) {
 
 // One convolution with its epilogue. variant 1: cuDNN's fused call (needs a bias; IDENTITY
 // activation only with IMPLICIT_PRECOMP_GEMM); variant 0: cuDNN convolution + graft's epilogue;
-// variants 2, 3, 4: graft's NHWC depthwise, NCHW depthwise and NHWC pointwise kernels with the
-// epilogue inside (algo unused); variant 5: cuDNN's NCHW algorithm `algo` between transposes.
+// variants 2, 3, 4, 6: graft's NHWC depthwise, NCHW depthwise, NHWC pointwise and row-tiled NHWC
+// depthwise kernels with the epilogue inside (algo unused); variant 5: cuDNN's NCHW algorithm `algo`
+// between transposes.
 Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
   const CudaExec& ex = *c.ex;
   if (variant == kGroupedNchwVariant) return run_conv_grouped_nchw(c, algo, ws_bytes);
   const void* bias = c.B ? c.B->data() : nullptr;
   const void* z = c.Z ? c.Z->data() : nullptr;
-  if (variant == kDepthwiseVariant)
+  if (variant == kDepthwiseVariant || variant == kDepthwiseTiledVariant)
     return launch_status(k::launch_depthwise_conv_nhwc(ktype(c.Y->dtype()), c.X->data(), c.W->data(), bias, z,
                                                        c.Y->data(), window_of(*c.g), epilogue_of(c.g->act),
-                                                       stream_of(ex)),
+                                                       variant == kDepthwiseTiledVariant, stream_of(ex)),
                          ex, "depthwise convolution");
   if (variant == kDepthwiseNchwVariant)
     return launch_status(k::launch_depthwise_conv_nchw(ktype(c.Y->dtype()), c.X->data(), c.W->data(), bias, z,
@@ -419,7 +431,7 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
     }
   }
   // graft's own kernels, where the problem is theirs.
-  for (int variant : {kDepthwiseVariant, kDepthwiseNchwVariant, kPointwiseVariant}) {
+  for (int variant : {kDepthwiseVariant, kDepthwiseTiledVariant, kDepthwiseNchwVariant, kPointwiseVariant}) {
     if (!variant_eligible(*c.g, variant) || !run_conv(c, 0, variant, 0) || cudaStreamSynchronize(s) != cudaSuccess)
       continue;
     const float ms = gpu_ms_per_call(s, [&] { return run_conv(c, 0, variant, 0).is_ok(); }, t0, t1);
@@ -471,13 +483,15 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
                          }));
   // Not tuned for these shapes (met only at run time): a depthwise problem takes graft's direct
   // kernel, which needs no cuDNN query and no workspace; other problems cuDNN's heuristic choice.
-  if (!t && depthwise_eligible(g)) t = Tactic{0, kDepthwiseVariant, 0};
+  if (!t && depthwise_eligible(g))
+    t = Tactic{0, k::depthwise_nhwc_row_tiled_preferred(window_of(g)) ? kDepthwiseTiledVariant : kDepthwiseVariant, 0};
   if (!t && depthwise_nchw_eligible(g)) t = Tactic{0, kDepthwiseNchwVariant, 0};
   // A tactic read from a plan or a timing cache file is input like any other: graft's kernels index
   // by their own geometry (and have limits), so they never run on any other problem.
   if (t && !variant_eligible(g, t->variant))
     return fail(ex, StatusCode::kInvalidModel, "tactic '", key, "' names graft's ",
                 t->variant == kDepthwiseVariant       ? "NHWC depthwise"
+                : t->variant == kDepthwiseTiledVariant ? "row-tiled NHWC depthwise"
                 : t->variant == kDepthwiseNchwVariant ? "NCHW depthwise"
                 : t->variant == kPointwiseVariant     ? "NHWC pointwise"
                                                       : "grouped NCHW-staging",

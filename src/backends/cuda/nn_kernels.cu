@@ -462,8 +462,8 @@ bool depthwise_nhwc_smem(const void* x, const void* w, const void* bias, const v
 
 template <typename T, int V>
 cudaError_t depthwise_nhwc_t(const void* x, const void* w, const void* bias, const void* z, void* y, const Window2d& g,
-                             Epilogue e, cudaStream_t s, bool int32) {
-  if (depthwise_nhwc_tiled<T, V>(x, w, bias, z, y, g, e, s, int32)) return cudaGetLastError();
+                             Epilogue e, cudaStream_t s, bool int32, bool row_tiled) {
+  if (row_tiled && depthwise_nhwc_tiled<T, V>(x, w, bias, z, y, g, e, s, int32)) return cudaGetLastError();
   if (depthwise_nhwc_smem<T, V>(x, w, bias, z, y, g, e, s, int32)) return cudaGetLastError();
   // Filters too large for shared memory: the per-tap global reads.
   const int64_t total = g.n * g.oh * g.ow * (g.c / V);
@@ -482,14 +482,14 @@ cudaError_t depthwise_nhwc_t(const void* x, const void* w, const void* bias, con
 // vector-accessed pointer (x, z, y; a view may start mid-buffer) is aligned to.
 template <typename T>
 cudaError_t depthwise_nhwc_dispatch(const void* x, const void* w, const void* bias, const void* z, void* y,
-                                    const Window2d& g, Epilogue e, cudaStream_t s, bool int32) {
+                                    const Window2d& g, Epilogue e, cudaStream_t s, bool int32, bool row_tiled) {
   const auto addr = reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(y) | reinterpret_cast<uintptr_t>(z);
   auto fits = [&](int v) { return g.c % v == 0 && addr % (sizeof(T) * static_cast<size_t>(v)) == 0; };
   constexpr int kMax = 16 / static_cast<int>(sizeof(T));
-  if (fits(kMax)) return depthwise_nhwc_t<T, kMax>(x, w, bias, z, y, g, e, s, int32);
-  if (kMax > 4 && fits(4)) return depthwise_nhwc_t<T, (kMax > 4 ? 4 : 1)>(x, w, bias, z, y, g, e, s, int32);
-  if (fits(2)) return depthwise_nhwc_t<T, 2>(x, w, bias, z, y, g, e, s, int32);
-  return depthwise_nhwc_t<T, 1>(x, w, bias, z, y, g, e, s, int32);
+  if (fits(kMax)) return depthwise_nhwc_t<T, kMax>(x, w, bias, z, y, g, e, s, int32, row_tiled);
+  if (kMax > 4 && fits(4)) return depthwise_nhwc_t<T, (kMax > 4 ? 4 : 1)>(x, w, bias, z, y, g, e, s, int32, false);
+  if (fits(2)) return depthwise_nhwc_t<T, 2>(x, w, bias, z, y, g, e, s, int32, false);
+  return depthwise_nhwc_t<T, 1>(x, w, bias, z, y, g, e, s, int32, false);
 }
 
 // ---- Depthwise convolution over NCHW ----
@@ -916,12 +916,15 @@ cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, c
 }
 
 namespace {
-// Slices of the plane for a global pool: enough blocks for about four per SM of an H200, each slice
-// at least 256 rows (so its partial is worth the extra write), at most 32.
+// Slices of the plane for a global pool: only where one pass leaves most SMs of an H200 idle (fewer
+// than 64 blocks) over a plane of 4096 rows or more, since the second kernel costs a few
+// microseconds (EfficientNet-B0's 56x56 and 28x28 pools at batch 32, 96 and 64 blocks, were slower
+// split); then enough slices for about four blocks per SM, each at least 512 rows, at most 32.
 int64_t global_pool_slices(int64_t n, int64_t area, int64_t channels) {
   const int64_t blocks = ((channels + 31) / 32) * n;
+  if (blocks >= 64 || area < 4096) return 1;
   const int64_t want = (528 + blocks - 1) / blocks;
-  return std::max<int64_t>(1, std::min<int64_t>({want, area / 256, 32}));
+  return std::max<int64_t>(1, std::min<int64_t>({want, area / 512, 32}));
 }
 }  // namespace
 
@@ -958,12 +961,27 @@ cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void*
 }
 
 cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
-                                       const Window2d& g, Epilogue e, cudaStream_t s) {
+                                       const Window2d& g, Epilogue e, bool row_tiled, cudaStream_t s) {
   const int64_t total = g.n * g.oh * g.ow * g.c;
   if (total == 0) return cudaSuccess;
   const bool int32 = fits_int32(g, total);
-  GRAFT_FLOAT_DISPATCH(t, return depthwise_nhwc_dispatch<T>(x, w, bias, z, y, g, e, s, int32));
+  GRAFT_FLOAT_DISPATCH(t, return depthwise_nhwc_dispatch<T>(x, w, bias, z, y, g, e, s, int32, row_tiled));
   return cudaErrorInvalidValue;
+}
+
+bool depthwise_nhwc_row_tiled_supported(const Window2d& g) {
+  return g.kh == g.kw && (g.kh == 3 || g.kh == 5 || g.kh == 7) && g.sh == g.sw && (g.sh == 1 || g.sh == 2) &&
+         g.dh == 1 && g.dw == 1 && g.c % 8 == 0;
+}
+
+bool depthwise_nhwc_row_tiled_preferred(const Window2d& g) {
+  if (!depthwise_nhwc_row_tiled_supported(g)) return false;
+  // A thread per row tile leaves a quarter of the threads of a thread per pixel: too few to fill the
+  // GPU on small problems (batch 1 ran 15-20% slower on MobileNetV2 and EfficientNet-B0), and for
+  // 3x3 and 5x5 filters the saved loads paid only past about 2^18 tile-vectors of 8 halves (H200
+  // profiles of EfficientNet-B0 and ConvNeXt-T at batch 32); a 7x7 filter gains from 2^15 on.
+  const int64_t work = g.n * g.oh * ((g.ow + kDwTileX - 1) / kDwTileX) * (g.c / 8);
+  return work >= (g.kh == 7 ? (int64_t{1} << 15) : (int64_t{1} << 18));
 }
 
 bool depthwise_conv_nchw_supported(const Window2d& g) {

@@ -51,8 +51,16 @@ cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void*
 // y = act(conv + bias[ch] + z) fused (bias and z may be null).
 // Memory-bound, so each thread owns up to 16 bytes of channels of one output pixel (vector loads
 // along the contiguous channel axis) and accumulates in float32.
+// `row_tiled`: each thread computes 4 outputs of a row, reading each filter row's inputs once into
+// registers (square 3x3, 5x5 or 7x7 filters, stride 1 or 2, no dilation, 16-byte lanes of
+// channels and 16-byte aligned x, y, z: depthwise_nhwc_row_tiled_supported, plus the alignment
+// checked here; elsewhere the per-pixel kernels run). Fewer loads, a quarter of the threads: the
+// builder times both (GraftConv's variants 2 and 6); depthwise_nhwc_row_tiled_preferred is the
+// untuned choice.
 cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
-                                       const Window2d& g, Epilogue e, cudaStream_t s);
+                                       const Window2d& g, Epilogue e, bool row_tiled, cudaStream_t s);
+bool depthwise_nhwc_row_tiled_supported(const Window2d& g);
+bool depthwise_nhwc_row_tiled_preferred(const Window2d& g);
 
 // Depthwise 2-D convolution over NCHW (group == channels): x [n, c, h, w], w [c, 1, kh, kw] (ONNX
 // layout), y [n, c, oh, ow], the same fused epilogue. One block per output tile of one (n, c) plane,
