@@ -278,6 +278,20 @@ __global__ void depthwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __r
 // 0.18 ms for graft's NCHW kernel, so the NHWC engine lost and ConvNeXt kept 54 transposes).
 // A warp is d channel vectors of 32 / d neighbouring pixels: its x reads are whole 16-byte vectors
 // of a few contiguous pixel rows.
+// Stages the filter taps of the block's chunk of cw channels (from channel cbase) into shared
+// memory as float, tap-major ([taps][cw]), and waits for the whole block. Consecutive threads read
+// consecutive filter elements: the chunk is one contiguous run of w ([c, kh, kw]).
+template <typename T>
+__device__ __forceinline__ void stage_dw_taps(const T* __restrict__ w, int64_t cbase, int taps, int cw, float* taps_s) {
+  const int d = static_cast<int>(blockDim.x);
+  const int tid = static_cast<int>(threadIdx.y) * d + static_cast<int>(threadIdx.x), nthreads = d * static_cast<int>(blockDim.y);
+  for (int i = tid; i < taps * cw; i += nthreads) {
+    const int cc = i / taps, tap = i - cc * taps;
+    taps_s[tap * cw + cc] = Elem<T>::ld(w[cbase * taps + i]);
+  }
+  __syncthreads();
+}
+
 template <typename T, int V, typename I>
 __global__ void depthwise_conv_nhwc_smem_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                 const T* __restrict__ bias, const T* __restrict__ z, T* __restrict__ y,
@@ -287,13 +301,7 @@ __global__ void depthwise_conv_nhwc_smem_kernel(const T* __restrict__ x, const T
   const int taps = kh * kw, cw = d * V;
   const I c = static_cast<I>(g.c), ow = static_cast<I>(g.ow), oh = static_cast<I>(g.oh);
   const I cbase = static_cast<I>(blockIdx.y) * cw;
-  // Consecutive threads read consecutive filter elements (the chunk is one contiguous run of w).
-  const int tid = static_cast<int>(threadIdx.y) * d + static_cast<int>(threadIdx.x), nthreads = d * static_cast<int>(blockDim.y);
-  for (int i = tid; i < taps * cw; i += nthreads) {
-    const int cc = i / taps, tap = i - cc * taps;
-    dw_taps[tap * cw + cc] = Elem<T>::ld(w[static_cast<int64_t>(cbase) * taps + i]);
-  }
-  __syncthreads();
+  stage_dw_taps(w, static_cast<int64_t>(cbase), taps, cw, dw_taps);
   const I c0 = cbase + static_cast<I>(threadIdx.x) * V;
   const float* wv = dw_taps + threadIdx.x * V;
   for (I p = static_cast<I>(blockIdx.x) * blockDim.y + threadIdx.y; p < pixels; p += static_cast<I>(gridDim.x) * blockDim.y) {
@@ -324,12 +332,7 @@ __global__ void __launch_bounds__(256, 2) depthwise_conv_nhwc_tiled_kernel(const
   const int32_t c = static_cast<int32_t>(g.c), wi = static_cast<int32_t>(g.w), hi = static_cast<int32_t>(g.h);
   const int32_t ow = static_cast<int32_t>(g.ow), oh = static_cast<int32_t>(g.oh);
   const int32_t cbase = static_cast<int32_t>(blockIdx.y) * cw;
-  const int tid = static_cast<int>(threadIdx.y) * d + static_cast<int>(threadIdx.x), nthreads = d * static_cast<int>(blockDim.y);
-  for (int i = tid; i < kTaps * cw; i += nthreads) {
-    const int cc = i / kTaps, tap = i - cc * kTaps;
-    dw_taps[tap * cw + cc] = Elem<T>::ld(w[static_cast<int64_t>(cbase) * kTaps + i]);
-  }
-  __syncthreads();
+  stage_dw_taps(w, static_cast<int64_t>(cbase), kTaps, cw, dw_taps);
   const int32_t c0 = cbase + static_cast<int32_t>(threadIdx.x) * V;
   const float* wv = dw_taps + threadIdx.x * V;
   for (int32_t p = static_cast<int32_t>(blockIdx.x) * static_cast<int32_t>(blockDim.y) + static_cast<int32_t>(threadIdx.y);
