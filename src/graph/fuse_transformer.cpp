@@ -32,6 +32,7 @@
 
 #include "graph/passes.h"
 #include "ops/fused_transformer_ops.h"
+#include "ops/operator.h"
 
 namespace graft {
 
@@ -551,21 +552,6 @@ struct EwNodeInfo {
   std::vector<float> extra_imm;     // immediates appended as further operands
 };
 
-const std::map<std::string, EwOp>& unary_ops() {
-  static const std::map<std::string, EwOp> m = {
-      {"Relu", EwOp::kRelu}, {"Sigmoid", EwOp::kSigmoid}, {"Tanh", EwOp::kTanh},     {"Erf", EwOp::kErf},
-      {"Sqrt", EwOp::kSqrt}, {"Neg", EwOp::kNeg},         {"Abs", EwOp::kAbs},       {"Exp", EwOp::kExp},
-      {"Log", EwOp::kLog},   {"Reciprocal", EwOp::kReciprocal}, {"HardSwish", EwOp::kHardSwish}};
-  return m;
-}
-
-const std::map<std::string, EwOp>& binary_ops() {
-  static const std::map<std::string, EwOp> m = {{"Add", EwOp::kAdd}, {"Sub", EwOp::kSub}, {"Mul", EwOp::kMul},
-                                                {"Div", EwOp::kDiv}, {"Pow", EwOp::kPow}, {"Max", EwOp::kMax},
-                                                {"Min", EwOp::kMin}};
-  return m;
-}
-
 // Whether operand `i` of a chain node becomes an immediate (the same test as ew_info's).
 bool is_scalar_operand(const Node& n, int i) {
   const Value* v = n.inputs[static_cast<size_t>(i)];
@@ -580,13 +566,16 @@ std::optional<EwNodeInfo> ew_info(const Node& n) {
   if (!float_io(y->desc.dtype) || !y->desc.shape) return std::nullopt;
   EwNodeInfo info;
   const std::string& t = n.op_type;
-  if (auto it = unary_ops().find(t); it != unary_ops().end()) {
+  // Ops that are one instruction whatever their attributes say so in their definition
+  // (BuiltinOp::elementwise_opcode); the ones below depend on attributes.
+  const BuiltinOp* def = find_builtin_op(t);
+  if (def && def->elementwise_opcode && ew_arity(*def->elementwise_opcode) == 1) {
     if (n.inputs.size() != 1) return std::nullopt;
-    info.op = it->second;
+    info.op = *def->elementwise_opcode;
     info.tensor_inputs = {0};
-  } else if (auto jt = binary_ops().find(t); jt != binary_ops().end()) {
+  } else if (def && def->elementwise_opcode && ew_arity(*def->elementwise_opcode) == 2) {
     if (n.inputs.size() != 2) return std::nullopt;
-    info.op = jt->second;
+    info.op = *def->elementwise_opcode;
     info.tensor_inputs = {0, 1};
     // Pow: only a constant exponent (a tensor exponent would need its own dtype rules).
     if (t == "Pow") {

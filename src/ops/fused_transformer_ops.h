@@ -41,50 +41,10 @@
 #include "graft/attribute.h"
 #include "graft/dim.h"
 #include "graft/status.h"
+#include "ops/elementwise_opcode.h"
 #include "ops/view_ops.h"
 
 namespace graft {
-
-enum class EwOp : int32_t {
-  kCopy = 0,        // a
-  kAdd = 1,         // a + b
-  kSub = 2,         // a - b
-  kMul = 3,         // a * b
-  kDiv = 4,         // a / b
-  kPow = 5,         // pow(a, b)
-  kRelu = 6,        // max(a, 0)
-  kSigmoid = 7,     // 1 / (1 + exp(-a))
-  kTanh = 8,
-  kErf = 9,
-  kSqrt = 10,
-  kNeg = 11,
-  kAbs = 12,
-  kExp = 13,
-  kLog = 14,
-  kReciprocal = 15,
-  kHardSigmoid = 16,  // max(0, min(1, b * a + c))   (b = alpha, c = beta)
-  kHardSwish = 17,    // a * max(0, min(1, a / 6 + 0.5))
-  kClip = 18,         // a < b ? b : (a > c ? c : a)  (NaN stays)
-  kGeluErf = 19,      // 0.5 a (1 + erf(a / sqrt 2))
-  kGeluTanh = 20,     // 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))
-  kRoundHalf = 21,    // float16(a) back to float32
-  kMax = 22,          // max(a, b)
-  kMin = 23,          // min(a, b)
-  kCount = 24,
-};
-
-// Number of operands (a, b, c) an opcode reads.
-inline constexpr int ew_arity(EwOp op) {
-  switch (op) {
-    case EwOp::kAdd: case EwOp::kSub: case EwOp::kMul: case EwOp::kDiv: case EwOp::kPow:
-    case EwOp::kMax: case EwOp::kMin:
-      return 2;
-    case EwOp::kHardSigmoid: case EwOp::kClip:
-      return 3;
-    default:
-      return 1;
-  }
-}
 
 inline constexpr int kEwFields = 5;        // opcode, dst, a, b, c
 inline constexpr int kEwMaxInputs = 8;     // limits of the CUDA kernel's parameter block

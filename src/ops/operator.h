@@ -16,6 +16,7 @@
 #include "graft/status.h"
 #include "graft/tensor.h"
 #include "graph/graph.h"
+#include "ops/elementwise_opcode.h"
 
 namespace graft {
 
@@ -126,6 +127,10 @@ struct BuiltinOp {
   bool takes_containers = false;
   PrecisionTrait precision = PrecisionTrait::kAny;
   LayoutTrait layout = LayoutTrait::kFixed;
+  // The GraftElementwise instruction this op is, whatever its attributes (Relu, Add, Exp...), so
+  // the chain fusion can take it into a fused elementwise program; ops whose instruction depends on
+  // attributes (Clip, Gelu, HardSigmoid, Cast) are mapped by the fusion itself.
+  std::optional<EwOp> elementwise_opcode;
 };
 
 // Registration helpers, so that an op's traits are written where the op is defined.
@@ -139,6 +144,10 @@ inline BuiltinOp elementwise_unary(BuiltinOp op) {
 }
 inline BuiltinOp elementwise_binary(BuiltinOp op) {
   op.layout = LayoutTrait::kElementwiseBinary;
+  return op;
+}
+inline BuiltinOp fuses_as(EwOp code, BuiltinOp op) {
+  op.elementwise_opcode = code;
   return op;
 }
 

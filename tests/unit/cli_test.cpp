@@ -249,10 +249,15 @@ TEST_F(CliTest, OpsJsonListsRelu) {
       EXPECT_GE(op["min_opset"].get<int>(), 1);
       EXPECT_EQ(op["traits"]["layout"], "elementwise_unary") << op.dump();
       EXPECT_EQ(op["traits"]["precision"], "any") << op.dump();
+      EXPECT_EQ(op["traits"]["elementwise_opcode"], "relu") << op.dump();
     } else if (op["op_type"] == "Exp") {
       EXPECT_EQ(op["traits"]["precision"], "float32") << op.dump();
+      EXPECT_EQ(op["traits"]["elementwise_opcode"], "exp") << op.dump();
     } else if (op["op_type"] == "Conv") {
       EXPECT_EQ(op["traits"]["layout"], "fixed") << op.dump();
+      EXPECT_FALSE(op["traits"].contains("elementwise_opcode")) << op.dump();
+    } else if (op["op_type"] == "Clip") {  // its instruction depends on its bounds: mapped by the fusion
+      EXPECT_FALSE(op["traits"].contains("elementwise_opcode")) << op.dump();
     }
   EXPECT_TRUE(relu);
   // Every op says which backends this build has for it: the CPU reference always; CUDA only in a

@@ -399,7 +399,9 @@ nlohmann::json traits_json(const BuiltinOp& op) {
   const char* layout = op.layout == LayoutTrait::kElementwiseUnary    ? "elementwise_unary"
                        : op.layout == LayoutTrait::kElementwiseBinary ? "elementwise_binary"
                                                                       : "fixed";
-  return {{"precision", op.precision == PrecisionTrait::kFloat32 ? "float32" : "any"}, {"layout", layout}};
+  nlohmann::json j = {{"precision", op.precision == PrecisionTrait::kFloat32 ? "float32" : "any"}, {"layout", layout}};
+  if (op.elementwise_opcode) j["elementwise_opcode"] = ew_op_name(*op.elementwise_opcode);
+  return j;
 }
 
 std::string join_dtypes(const std::vector<DataType>& ts) {
