@@ -12,6 +12,7 @@
 #include "graph/precision.h"
 #include "onnx/importer.h"
 #include "ops/fused_transformer_ops.h"
+#include "ops/operator.h"
 #include "runtime/cpu_executor.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/graph_pass_test_util.h"
@@ -536,6 +537,37 @@ TEST(FuseElementwise, LongChainWithImmediatesAndCasts) {
   const Node* n = find_op(*g, "GraftElementwise");
   ASSERT_TRUE(n);
   EXPECT_EQ(n->inputs.size(), 2u);
+}
+
+// Every op whose definition names its GraftElementwise instruction (BuiltinOp::elementwise_opcode,
+// set with fuses_as where the op is registered) joins a chain, with the unfused graph's outputs.
+TEST(FuseElementwise, EveryOpThatNamesItsInstructionJoinsAChain) {
+  const uint32_t seed = std::random_device{}();
+  int ops = 0;
+  for (const BuiltinOp& def : builtin_ops()) {
+    if (!def.elementwise_opcode) continue;
+    ++ops;
+    const int arity = ew_arity(*def.elementwise_opcode);
+    ASSERT_TRUE(arity == 1 || arity == 2) << def.op_type << ": only one- and two-operand instructions are named";
+    const std::string op = def.op_type;
+    OnnxModelBuilder b;
+    b.input("x", kF32, {2, 5});
+    b.input("z", kF32, {2, 5});
+    b.initializer("half", scalar(0.5f));
+    b.initializer("two", scalar(2.f));
+    b.node("Abs", {"x"}, {"a"});
+    b.node("Add", {"a", "half"}, {"p"});  // positive, so Log, Sqrt, Reciprocal and Pow stay finite
+    if (arity == 1) b.node(op, {"p"}, {"y"});
+    else b.node(op, {"p", op == "Pow" ? "two" : "z"}, {"y"});  // Pow chains only with a constant exponent
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g) << op;
+    SCOPED_TRACE(op);
+    check_pass(*g, chain_pass, 1, seed);
+    EXPECT_EQ(g->nodes().size(), 1u) << op;
+    EXPECT_EQ(count_op(*g, "GraftElementwise"), 1) << op;
+  }
+  EXPECT_GE(ops, 18) << "Relu, Sigmoid, Tanh, Erf, HardSwish, Exp, Log, Sqrt, Reciprocal, Neg, Abs and the 7 binary ops";
 }
 
 TEST(FuseElementwise, GeluChainAndMixedDtypeOutput) {
