@@ -130,7 +130,7 @@ struct BuiltinOp {
   // The GraftElementwise instruction this op is, whatever its attributes (Relu, Add, Exp...), so
   // the chain fusion can take it into a fused elementwise program; ops whose instruction depends on
   // attributes (Clip, Gelu, HardSigmoid, Cast) are mapped by the fusion itself.
-  std::optional<EwOp> elementwise_opcode;
+  std::optional<EwOp> elementwise_opcode = std::nullopt;
 };
 
 // Registration helpers, so that an op's traits are written where the op is defined.
