@@ -147,6 +147,40 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
   EXPECT_GE(tiled, 8) << "the row-tiled kernel's cases";
 }
 
+// The host-side choices behind the kernels above (no GPU needed): where an untuned depthwise
+// problem takes the row-tiled kernel, and which global pools split their plane across blocks. The
+// shapes are the H200 profiles' (float16, NHWC) that set the thresholds.
+TEST(CudaNn, DepthwiseAndGlobalPoolLaunchChoices) {
+  auto dw = [](int64_t n, int64_t hw, int64_t c, int64_t k, int64_t stride) {
+    cuda::k::Window2d g;
+    g.n = n; g.c = c; g.h = g.w = hw; g.kh = g.kw = k; g.sh = g.sw = stride;
+    g.ph = g.pw = g.peh = g.pew = k / 2;
+    g.oh = g.ow = (hw + 2 * (k / 2) - k) / stride + 1;
+    return g;
+  };
+  // ConvNeXt-T's 7x7 over 96 channels at 56x56: tiled at batch 32 and 8, per pixel at batch 1.
+  EXPECT_TRUE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(32, 56, 96, 7, 1)));
+  EXPECT_TRUE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(8, 56, 96, 7, 1)));
+  EXPECT_FALSE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(1, 56, 96, 7, 1)));
+  // EfficientNet-B0's 3x3 over 144 channels at 56x56 (batch 32: tiled) and 480 at 14x14 (slower tiled).
+  EXPECT_TRUE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(32, 56, 144, 3, 1)));
+  EXPECT_FALSE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(32, 14, 480, 3, 1)));
+  EXPECT_FALSE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(1, 112, 32, 3, 1)));
+  // What the kernel cannot take is never preferred: dilation, 4x4 filters, channels not a multiple of 8.
+  cuda::k::Window2d dilated = dw(32, 56, 96, 3, 1);
+  dilated.dh = dilated.dw = 2;
+  EXPECT_FALSE(cuda::k::depthwise_nhwc_row_tiled_supported(dilated));
+  EXPECT_FALSE(cuda::k::depthwise_nhwc_row_tiled_supported(dw(32, 56, 96, 4, 1)));
+  EXPECT_FALSE(cuda::k::depthwise_nhwc_row_tiled_supported(dw(32, 56, 20, 3, 1)));
+  EXPECT_FALSE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(32, 56, 20, 3, 1)));
+  // Global pools: EfficientNet's first SE pool (32 channels over 112x112) splits at batch 32 and 1;
+  // its 56x56 pool over 96 channels (96 blocks) and any small plane do not.
+  EXPECT_GT(cuda::k::global_pool_nhwc_workspace(32, 112 * 112, 32), 0u);
+  EXPECT_GT(cuda::k::global_pool_nhwc_workspace(1, 112 * 112, 32), 0u);
+  EXPECT_EQ(cuda::k::global_pool_nhwc_workspace(32, 56 * 56, 96), 0u);
+  EXPECT_EQ(cuda::k::global_pool_nhwc_workspace(1, 7 * 7, 1280), 0u);
+}
+
 // The cuDNN path (not depthwise) with graft's epilogue kernel applying Clip, Silu, Sigmoid and HardSigmoid, both layouts.
 TEST(CudaNn, GraftConvClipAndSiluEpilogues) {
   GRAFT_REQUIRE_GPU();
