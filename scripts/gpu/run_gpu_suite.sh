@@ -308,9 +308,9 @@ if has_step profile; then  # per-layer tables of the benchmark models' engines
   note "profile: rc=$?"; grep '^==' "$LOGS/profile.log" >> "$summary"
 fi
 
-if has_step zprofile; then  # per-layer tables of zoo models' dynamic engines (1..8..32) at one batch, into $OUT/zprofile
-  # ZPROFILE_MODELS (zoo names), ZPROFILE_BATCH (default 32); GRAFT_TACTIC_TRACE=1 keeps every timed tactic in the log;
-  # ZPROFILE_FIXED=1 also builds a fixed-shape engine at that batch and times it the same way (issue 14's target: a
+if has_step zprofile; then  # per-layer tables of zoo models' dynamic engines (1..8..32) at given batches, into $OUT/zprofile
+  # ZPROFILE_MODELS (zoo names), ZPROFILE_BATCH (default 32; a list such as "1 32" profiles one engine at each); GRAFT_TACTIC_TRACE=1 keeps every timed tactic in the log;
+  # ZPROFILE_FIXED=1 also builds a fixed-shape engine at the last batch listed and times it the same way (issue 14's target: a
   # fixed-shape and a dynamic-profile engine of one model within 5% at the same shape).
   mkdir -p "$OUT/zprofile"
   ZC=${ZOO_CACHE:-/tmp/graft_zoo_cache}
@@ -321,7 +321,10 @@ if has_step zprofile; then  # per-layer tables of zoo models' dynamic engines (1
     f=$ZC/${m}_224x224.onnx
     [ -f "$f" ] || { note "zprofile $m: no export (see zprofile_export.log)"; continue; }
     in=$(python3 -c "import onnx,sys; print(onnx.load(sys.argv[1], load_external_data=False).graph.input[0].name)" "$f")
-    log="$OUT/zprofile/profile_${m}_b${zb}_fp16_dynamic.txt"
+    # ZPROFILE_BATCH may list several batches ("1 32"): one engine, a profile file per batch (the first
+    # also holds the build log), so batch 1 and batch 32 cost one build.
+    zb_first=${zb%% *}
+    log="$OUT/zprofile/profile_${m}_b${zb_first}_fp16_dynamic.txt"
     # A correctness check of the same engine first: batch 3 (inside the profile, not a profile point)
     # against ONNX Runtime's CPU provider in float32, at FP16 tolerances.
     ref=/tmp/zref_$m; rm -rf "$ref"; mkdir -p "$ref"
@@ -334,17 +337,28 @@ sess = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
 for o, y in zip(sess.get_outputs(), sess.run(None, {name: x})):
     np.save(f"{ref}/{o.name}.npy", y)
 PY
+    rm -f "/tmp/$m.plan"  # so a failed build leaves no older plan for the runs below
     timeout 150 "$BUILDDIR/bin/graft" build "$f" -o "/tmp/$m.plan" --device cuda --fp16 --min-shapes "$in:1x3x224x224" \
-      --opt-shapes "$in:8x3x224x224" --max-shapes "$in:32x3x224x224" > "$log" 2>&1 &&
-      timeout 60 "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --shapes "$in:${zb}x3x224x224" --iterations 100 \
-        --warmup 20 --profile >> "$log" 2>&1
-    note "zprofile $m b$zb: rc=$? $(grep -m1 -o 'median = [0-9.]* ms' "$log")"
+      --opt-shapes "$in:8x3x224x224" --max-shapes "$in:32x3x224x224" > "$log" 2>&1
+    brc=$?
+    for b in $zb; do
+      blog="$OUT/zprofile/profile_${m}_b${b}_fp16_dynamic.txt"
+      if [ $brc -eq 0 ]; then
+        timeout 60 "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --shapes "$in:${b}x3x224x224" \
+          --iterations 100 --warmup 20 --profile >> "$blog" 2>&1
+        rrc=$?
+      else
+        rrc="build failed ($brc)"
+      fi
+      note "zprofile $m b$b: rc=$rrc $(grep -m1 -o 'median = [0-9.]* ms' "$blog")"
+    done
     if [ "${ZPROFILE_FIXED:-0}" = 1 ]; then
-      flog="$OUT/zprofile/fixed_${m}_b${zb}_fp16.txt"
+      zb_fixed=${zb##* }  # the last batch listed
+      flog="$OUT/zprofile/fixed_${m}_b${zb_fixed}_fp16.txt"
       timeout 150 "$BUILDDIR/bin/graft" build "$f" -o "/tmp/${m}_fixed.plan" --device cuda --fp16 \
-        --shapes "$in:${zb}x3x224x224" > "$flog" 2>&1 &&
+        --shapes "$in:${zb_fixed}x3x224x224" > "$flog" 2>&1 &&
         timeout 60 "$BUILDDIR/bin/graft" run "/tmp/${m}_fixed.plan" --device cuda --iterations 100 --warmup 20 >> "$flog" 2>&1
-      note "  fixed-shape engine b$zb: rc=$? $(grep -m1 -o 'median = [0-9.]* ms' "$flog")"
+      note "  fixed-shape engine b$zb_fixed: rc=$? $(grep -m1 -o 'median = [0-9.]* ms' "$flog")"
     fi
     if [ -f "$ref/x.npy" ] && [ -f "/tmp/$m.plan" ]; then
       timeout 60 "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --inputs "$in:$ref/x.npy" --iterations 1 \
