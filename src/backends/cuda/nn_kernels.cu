@@ -269,15 +269,6 @@ __global__ void depthwise_conv_nhwc_kernel(const T* __restrict__ x, const T* __r
   }
 }
 
-// The same convolution with the filter staged in shared memory. Threads are (d, ty): threadIdx.x is
-// one of the block's d channel vectors (a chunk of d * V channels, blockIdx.y picks it), threadIdx.y
-// a pixel lane. The chunk's taps sit in shared memory as float, tap-major ([kh * kw][d * V]), so a
-// tap's V weights are contiguous shared reads. In the filter's own layout [c, kh, kw] a pixel's V
-// channel weights lie kh * kw elements apart: V scattered loads per tap, which, not the input,
-// bounded the kernel above (ConvNeXt's 7x7 over 96 channels at 56x56, batch 32: 0.26 ms, against
-// 0.18 ms for graft's NCHW kernel, so the NHWC engine lost and ConvNeXt kept 54 transposes).
-// A warp is d channel vectors of 32 / d neighbouring pixels: its x reads are whole 16-byte vectors
-// of a few contiguous pixel rows.
 // Stages the filter taps of the block's chunk of cw channels (from channel cbase) into shared
 // memory as float, tap-major ([taps][cw]), and waits for the whole block. Consecutive threads read
 // consecutive filter elements: the chunk is one contiguous run of w ([c, kh, kw]).
@@ -292,6 +283,15 @@ __device__ __forceinline__ void stage_dw_taps(const T* __restrict__ w, int64_t c
   __syncthreads();
 }
 
+// The same convolution with the filter staged in shared memory. Threads are (d, ty): threadIdx.x is
+// one of the block's d channel vectors (a chunk of d * V channels, blockIdx.y picks it), threadIdx.y
+// a pixel lane. The chunk's taps sit in shared memory as float, tap-major ([kh * kw][d * V]), so a
+// tap's V weights are contiguous shared reads. In the filter's own layout [c, kh, kw] a pixel's V
+// channel weights lie kh * kw elements apart: V scattered loads per tap, which, not the input,
+// bounded the kernel above (ConvNeXt's 7x7 over 96 channels at 56x56, batch 32: 0.26 ms, against
+// 0.18 ms for graft's NCHW kernel, so the NHWC engine lost and ConvNeXt kept 54 transposes).
+// A warp is d channel vectors of 32 / d neighbouring pixels: its x reads are whole 16-byte vectors
+// of a few contiguous pixel rows.
 template <typename T, int V, typename I>
 __global__ void depthwise_conv_nhwc_smem_kernel(const T* __restrict__ x, const T* __restrict__ w,
                                                 const T* __restrict__ bias, const T* __restrict__ z, T* __restrict__ y,
@@ -435,7 +435,7 @@ bool depthwise_nhwc_tiled(const void* x, const void* w, const void* bias, const 
   if constexpr (V * sizeof(T) != 16) {
     return false;
   } else {
-    if (!int32 || g.kh != g.kw || g.sh != g.sw || g.dh != 1 || g.dw != 1) return false;
+    if (!int32 || !depthwise_nhwc_row_tiled_supported(g)) return false;
     const int64_t k = g.kh, st = g.sh;
 #define GRAFT_DW_TILED(KK, SS) \
   if (k == KK && st == SS) return depthwise_nhwc_tiled_launch<T, V, KK, SS>(x, w, bias, z, y, g, e, s);
@@ -929,19 +929,24 @@ int64_t global_pool_slices(int64_t n, int64_t area, int64_t channels) {
   const int64_t want = (528 + blocks - 1) / blocks;
   return std::max<int64_t>(1, std::min<int64_t>({want, area / 512, 32}));
 }
+
+
+// The partials' bytes for `slices` slices (0 for one: no partials).
+size_t global_pool_partial_bytes(int64_t slices, int64_t n, int64_t channels) {
+  return slices > 1 ? static_cast<size_t>(slices * n * channels) * sizeof(float) : 0;
+}
 }  // namespace
 
 size_t global_pool_nhwc_workspace(int64_t n, int64_t area, int64_t channels) {
-  const int64_t slices = global_pool_slices(n, area, channels);
-  return slices > 1 ? static_cast<size_t>(slices * n * channels) * sizeof(float) : 0;
+  return global_pool_partial_bytes(global_pool_slices(n, area, channels), n, channels);
 }
 
 cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, int64_t n, int64_t area,
                                     int64_t channels, void* workspace, size_t workspace_size, cudaStream_t s) {
   if (n * channels == 0) return cudaSuccess;
   if (n > 65535) return cudaErrorInvalidValue;
-  const size_t need = global_pool_nhwc_workspace(n, area, channels);
-  const int64_t slices = need > 0 && workspace && workspace_size >= need ? global_pool_slices(n, area, channels) : 1;
+  int64_t slices = global_pool_slices(n, area, channels);
+  if (!workspace || workspace_size < global_pool_partial_bytes(slices, n, channels)) slices = 1;
   const int64_t rows = (area + slices - 1) / slices;
   float* partial = slices > 1 ? static_cast<float*>(workspace) : nullptr;
   const dim3 grid(static_cast<unsigned>((channels + 31) / 32), static_cast<unsigned>(n), static_cast<unsigned>(slices));
