@@ -569,14 +569,11 @@ std::optional<EwNodeInfo> ew_info(const Node& n) {
   // Ops that are one instruction whatever their attributes say so in their definition
   // (BuiltinOp::elementwise_opcode); the ones below depend on attributes.
   const BuiltinOp* def = find_builtin_op(t);
-  if (def && def->elementwise_opcode && ew_arity(*def->elementwise_opcode) == 1) {
-    if (n.inputs.size() != 1) return std::nullopt;
+  if (def && def->elementwise_opcode) {
+    const int arity = ew_arity(*def->elementwise_opcode);  // 1 or 2: no op names a three-operand one
+    if (n.inputs.size() != static_cast<size_t>(arity)) return std::nullopt;
     info.op = *def->elementwise_opcode;
-    info.tensor_inputs = {0};
-  } else if (def && def->elementwise_opcode && ew_arity(*def->elementwise_opcode) == 2) {
-    if (n.inputs.size() != 2) return std::nullopt;
-    info.op = *def->elementwise_opcode;
-    info.tensor_inputs = {0, 1};
+    info.tensor_inputs = arity == 1 ? std::vector<int>{0} : std::vector<int>{0, 1};
     // Pow: only a constant exponent (a tensor exponent would need its own dtype rules).
     if (t == "Pow") {
       const Value* e = n.inputs[1];
