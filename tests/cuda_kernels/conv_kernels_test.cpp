@@ -1,9 +1,11 @@
-// graft's own convolution kernels that GraftConv times against cuDNN (conv_ops.cpp variants 3 and 4):
+// graft's own convolution kernels that GraftConv times against cuDNN (conv_ops.cpp variants 3, 4, 7):
 //   - the NCHW depthwise kernel, the untuned choice for NCHW depthwise problems, so it is tested
 //     through the op against the CPU reference like the NHWC one (nn_reduce_test.cpp);
 //   - the NHWC pointwise (1x1) kernel, which runs only where timing picked it, so its launcher is
-//     tested directly against a double-precision computation here.
-// Both also have limits (shared memory); problems past them must be refused, never half-run.
+//     tested directly against a double-precision computation here;
+//   - the float16 tensor-core NHWC kernel for short reductions (conv_mma_kernels.cu), likewise
+//     picked only by timing: its launcher tested directly, and GraftConv forced onto it.
+// All have limits (shared memory, reduction length); problems past them must be refused, never half-run.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/conv_mma_kernels.cuh"
 #include "backends/cuda/nn_kernels.cuh"
 #include "cuda_kernel_harness.h"
 
@@ -332,6 +335,159 @@ TEST(CudaConvKernels, PointwiseNhwcRefusesBeyondSharedMemory) {
   ASSERT_EQ(cudaMemcpy(back.data(), y.p, back.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], 0xFF) << "byte " << i << " written by a refused launch";
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+
+// ---- the float16 tensor-core NHWC convolution (variant 7), through its launcher and forced ----
+
+struct MmaCase {
+  int64_t n, h, w, c, m, kh, kw, sh, sw, ph, pw, dh, dw;
+  bool bias, residual;
+  const char* act;
+  int64_t offset;  // elements by which x, y and z start past an aligned address (0: vector paths)
+};
+
+cuda::k::Window2d mma_window(const MmaCase& mc) {
+  cuda::k::Window2d g;
+  g.n = mc.n; g.c = mc.c; g.h = mc.h; g.w = mc.w;
+  g.kh = mc.kh; g.kw = mc.kw; g.sh = mc.sh; g.sw = mc.sw; g.dh = mc.dh; g.dw = mc.dw;
+  g.ph = g.peh = mc.ph; g.pw = g.pew = mc.pw;
+  g.oh = (mc.h + 2 * mc.ph - mc.dh * (mc.kh - 1) - 1) / mc.sh + 1;
+  g.ow = (mc.w + 2 * mc.pw - mc.dw * (mc.kw - 1) - 1) / mc.sw + 1;
+  return g;
+}
+
+// The launcher against a double-precision convolution of the float16 values it was given.
+void run_mma(const MmaCase& mc, std::mt19937& rng, uint32_t seed) {
+  const cuda::k::Window2d g = mma_window(mc);
+  SCOPED_TRACE("mma n " + std::to_string(mc.n) + " " + std::to_string(mc.h) + "x" + std::to_string(mc.w) + " c " +
+               std::to_string(mc.c) + " m " + std::to_string(mc.m) + " k " + std::to_string(mc.kh) + "x" +
+               std::to_string(mc.kw) + " s " + std::to_string(mc.sh) + "," + std::to_string(mc.sw) + " act '" +
+               mc.act + "' offset " + std::to_string(mc.offset) + " seed " + std::to_string(seed));
+  ASSERT_TRUE(cuda::k::conv_nhwc_mma_supported(g, mc.m));
+  const float lo = -0.25f, hi = 0.5f;
+  const DataType dt = DataType::kFloat16;
+  std::deque<DevBuf> bufs;
+  std::vector<double> x, w, b, z;
+  const int64_t pixels = g.n * g.oh * g.ow;
+  void* dx = upload(rnd(rng, {mc.n, mc.h, mc.w, mc.c}), dt, mc.offset, bufs, &x);
+  void* dw = upload(rnd(rng, {mc.m, mc.kh, mc.kw, mc.c}), dt, 0, bufs, &w);
+  void* db = mc.bias ? upload(rnd(rng, {mc.m}), dt, 0, bufs, &b) : nullptr;
+  void* dz = mc.residual ? upload(rnd(rng, {pixels, mc.m}), dt, mc.offset, bufs, &z) : nullptr;
+  ASSERT_TRUE(dx && dw && (!mc.bias || db) && (!mc.residual || dz)) << "device allocation or copy failed";
+  const size_t ybytes = static_cast<size_t>(pixels * mc.m) * 2;
+  bufs.emplace_back(ybytes + static_cast<size_t>(mc.offset) * 2);
+  ASSERT_NE(bufs.back().p, nullptr);
+  void* dy = static_cast<char*>(bufs.back().p) + mc.offset * 2;
+  ASSERT_EQ(cudaMemset(dy, 0xFF, ybytes), cudaSuccess);  // poison: NaN everywhere
+
+  ASSERT_EQ(cuda::k::launch_conv_nhwc_mma(dx, dw, db, dz, dy, g, mc.m, Epilogue{activation_code(mc.act), lo, hi}, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  Tensor got = Tensor::empty(dt, {pixels, mc.m});
+  ASSERT_EQ(cudaMemcpy(got.data(), dy, ybytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  const std::vector<double> out = to_doubles(got);
+
+  double num = 0, den = 0;
+  for (int64_t p = 0; p < pixels; ++p) {
+    const int64_t img = p / (g.oh * g.ow), oy = p / g.ow % g.oh, ox = p % g.ow;
+    for (int64_t co = 0; co < mc.m; ++co) {
+      double acc = mc.bias ? b[static_cast<size_t>(co)] : 0.0;
+      for (int64_t i = 0; i < mc.kh; ++i)
+        for (int64_t j = 0; j < mc.kw; ++j) {
+          const int64_t iy = oy * mc.sh - mc.ph + i * mc.dh, ix = ox * mc.sw - mc.pw + j * mc.dw;
+          if (iy < 0 || iy >= mc.h || ix < 0 || ix >= mc.w) continue;
+          for (int64_t ci = 0; ci < mc.c; ++ci)
+            acc += x[static_cast<size_t>(((img * mc.h + iy) * mc.w + ix) * mc.c + ci)] *
+                   w[static_cast<size_t>(((co * mc.kh + i) * mc.kw + j) * mc.c + ci)];
+        }
+      const size_t at = static_cast<size_t>(p * mc.m + co);
+      if (mc.residual) acc += z[at];
+      const double want = activation_ref(mc.act, acc, lo, hi);
+      ASSERT_FALSE(std::isnan(out[at])) << "y[" << p << ", " << co << "] is NaN (unwritten?)";
+      num += (out[at] - want) * (out[at] - want);
+      den += want * want;
+    }
+  }
+  const double rel = std::sqrt(num) / std::max(std::sqrt(den), 1e-30);
+  EXPECT_LE(rel, 1e-2) << "relative error norm " << rel;
+}
+
+// Shapes that reach every path: one K step (16 channels) up to eight (128 terms), 8 and 4 warps per
+// block, filters split over several column blocks (64 -> 384), m past the last full fragment and not
+// a multiple of 8 (element stores), partial pixel tiles, padding, strides, dilation, non-square
+// filters, and x, y, z one element past alignment (element loads and stores).
+TEST(CudaConvKernels, TensorCoreNhwc) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const MmaCase cases[] = {
+      {2, 9, 11, 16, 96, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "Clip", 0},        // MobileNetV2's first expansion
+      {1, 13, 7, 24, 144, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "HardSwish", 0},   // 2 K steps, 9 fragments
+      {2, 15, 17, 8, 32, 3, 3, 2, 2, 1, 1, 1, 1, true, false, "Relu", 0},        // an 8-channel stem: 72 terms, 4 warps
+      {1, 10, 12, 64, 384, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "Silu", 0},      // 3 column blocks of 128
+      {2, 7, 9, 128, 40, 1, 1, 1, 1, 0, 0, 1, 1, false, true, "", 0},           // 128 terms; m = 40: a partial fragment
+      {1, 9, 9, 8, 20, 3, 3, 1, 1, 2, 2, 2, 2, true, true, "Sigmoid", 0},        // dilated; m = 20: element stores
+      {3, 5, 6, 32, 24, 2, 2, 2, 2, 0, 0, 1, 1, true, false, "HardSigmoid", 0},  // 2x2 stride 2, unpadded
+      {1, 11, 5, 16, 48, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "Clip", 1},         // unaligned x, y, z
+      {2, 8, 13, 8, 16, 5, 3, 1, 2, 2, 1, 1, 1, false, false, "Relu", 1},        // 5x3, column stride 2, unaligned
+      {4, 56, 56, 24, 144, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "Relu", 0},       // 98 pixel tiles
+      {1, 1, 1, 16, 8, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "", 0},              // one pixel
+  };
+  for (const MmaCase& mc : cases) run_mma(mc, rng, seed);
+}
+
+// Outside its limits the launcher refuses (cudaErrorInvalidValue) and writes nothing.
+TEST(CudaConvKernels, TensorCoreNhwcRefusals) {
+  GRAFT_REQUIRE_GPU();
+  auto window = [](int64_t c, int64_t k) {
+    return mma_window(MmaCase{1, 6, 6, c, 8, k, k, 1, 1, k / 2, k / 2, 1, 1, false, false, "", 0});
+  };
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(window(16, 1), 96));
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(window(128, 1), 8));
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(window(8, 3), 32));
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(window(12, 1), 8));   // c not a multiple of 8
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(window(136, 1), 8));  // 136 terms
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(window(8, 5), 8));    // 200 terms
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(window(16, 1), 0));
+  const cuda::k::Window2d g = window(12, 1);
+  DevBuf x(6 * 6 * 12 * 2), w(8 * 12 * 2), y(6 * 6 * 8 * 2);
+  ASSERT_TRUE(x.p && w.p && y.p);
+  ASSERT_EQ(cudaMemset(x.p, 0, 6 * 6 * 12 * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(w.p, 0, 8 * 12 * 2), cudaSuccess);
+  ASSERT_EQ(cudaMemset(y.p, 0xFF, 6 * 6 * 8 * 2), cudaSuccess);
+  EXPECT_EQ(cuda::k::launch_conv_nhwc_mma(x.p, w.p, nullptr, nullptr, y.p, g, 8, Epilogue{}, nullptr), cudaErrorInvalidValue);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<unsigned char> back(6 * 6 * 8 * 2);
+  ASSERT_EQ(cudaMemcpy(back.data(), y.p, back.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+  for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], 0xFF) << "byte " << i << " written by a refused launch";
+}
+
+// GraftConv in float16 NHWC through the engine: timed first (whichever tactic wins must be right),
+// then forced to the tensor-core kernel, so the op's weight layout, bias and residual reach it.
+TEST(CudaNn, GraftConvTensorCoreNhwc) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Spec {
+    int64_t n, h, w, c, m, k, stride;
+    bool residual;
+    const char* act;
+  };
+  for (const Spec& s : {Spec{2, 14, 15, 16, 96, 1, 1, false, "Clip"}, Spec{3, 9, 8, 24, 144, 1, 1, true, ""},
+                        Spec{2, 17, 16, 8, 32, 3, 2, false, "Relu"}, Spec{1, 7, 7, 40, 240, 1, 1, true, "Silu"}}) {
+    const int64_t pad = s.k / 2;
+    const int64_t oh = (s.h + 2 * pad - s.k) / s.stride + 1, ow = (s.w + 2 * pad - s.k) / s.stride + 1;
+    KernelCase c{"GraftConv", {rnd(rng, {s.n, s.h, s.w, s.c}), rnd(rng, {s.m, s.k, s.k, s.c}), rnd(rng, {s.m})}};
+    if (s.residual) c.inputs.push_back(rnd(rng, {s.n, oh, ow, s.m}));
+    set_graft_conv_attrs(c, "NHWC", s.act, 1, s.k, s.stride, pad);
+    if (std::string(s.act) == "Clip") {
+      c.attrs.set("clip_min", -0.25f);
+      c.attrs.set("clip_max", 0.5f);
+    }
+    c.label = std::to_string(s.c) + " -> " + std::to_string(s.m) + " k " + std::to_string(s.k);
+    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 7);
+  }
 }
 
 }  // namespace

@@ -2,8 +2,8 @@
 //
 // GraftConv runs on cuDNN in NCHW or NHWC with its epilogue (bias, residual Z, Relu) either inside
 // cuDNN's fused cudnnConvolutionBiasActivationForward or as one elementwise kernel after
-// cudnnConvolutionForward, or, for depthwise (NHWC and NCHW) and NHWC pointwise problems, on
-// graft's own kernels with the epilogue inside. Which algorithm and which of these is fastest
+// cudnnConvolutionForward, or, for depthwise (NHWC and NCHW), NHWC pointwise and short-reduction
+// float16 NHWC problems (conv_mma_kernels.cu), on graft's own kernels with the epilogue inside. Which algorithm and which of these is fastest
 // depends on the shapes, so the builder times them (tactic timing): the choice is looked up by a
 // key naming the problem in the engine's TacticTable (stored in the plan), else in the timing cache
 // file, else measured when the builder is tuning, else cuDNN's heuristic first choice is used (graft's
@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "backends/cuda/conv_mma_kernels.cuh"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/nn_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
@@ -38,6 +39,7 @@ constexpr size_t kGraftConvWorkspace = size_t(64) << 20;
 
 struct ConvGeometry {
   bool nhwc = false;
+  bool float16 = false;  // X, W and Y are float16 (graft's tensor-core kernel takes nothing else)
   ConvEpilogueActivation act;
   int64_t n = 0, c = 0, h = 0, w = 0;  // input
   int64_t m = 0, oh = 0, ow = 0;       // output
@@ -55,6 +57,7 @@ Status conv_geometry(const CudaExec& ex, const Tensor& X, const Tensor& W, const
   const auto& w = W.dims();
   const auto& y = Y.dims();
   g->n = x[0];
+  g->float16 = X.dtype() == DataType::kFloat16 && W.dtype() == DataType::kFloat16 && Y.dtype() == DataType::kFloat16;
   if (g->nhwc) {
     g->h = x[1]; g->w = x[2]; g->c = x[3];
     g->oh = y[1]; g->ow = y[2]; g->m = y[3];
@@ -260,6 +263,15 @@ bool depthwise_tiled_eligible(const ConvGeometry& g) {
   return depthwise_eligible(g) && k::depthwise_nhwc_row_tiled_supported(window_of(g));
 }
 
+// Variant 7: graft's float16 tensor-core implicit GEMM over NHWC for a short reduction (kh * kw * c
+// <= 128, c a multiple of 8, one group): pointwise expansions (16 -> 96 at 112x112 took cuDNN 0.16 ms
+// at batch 32 on an H200, 7x its memory traffic's time) and 8-channel stems. Timed like any tactic.
+constexpr int kSmallReductionMmaVariant = 7;
+
+bool small_reduction_mma_eligible(const ConvGeometry& g) {
+  return g.nhwc && g.float16 && g.group == 1 && k::conv_nhwc_mma_supported(window_of(g), g.m);
+}
+
 // Whether a graft-kernel variant may run this problem (cuDNN's variants 0 and 1 always may: cuDNN
 // itself refuses what it cannot run).
 bool variant_eligible(const ConvGeometry& g, int variant) {
@@ -269,6 +281,7 @@ bool variant_eligible(const ConvGeometry& g, int variant) {
     case kDepthwiseNchwVariant: return depthwise_nchw_eligible(g);
     case kPointwiseVariant: return pointwise_eligible(g);
     case kGroupedNchwVariant: return grouped_nchw_eligible(g);
+    case kSmallReductionMmaVariant: return small_reduction_mma_eligible(g);
     default: return true;
   }
 }
@@ -324,9 +337,9 @@ Status run_conv_grouped_nchw(const ConvCall& c, int algo, size_t ws_bytes) {
 
 // One convolution with its epilogue. variant 1: cuDNN's fused call (needs a bias; IDENTITY
 // activation only with IMPLICIT_PRECOMP_GEMM); variant 0: cuDNN convolution + graft's epilogue;
-// variants 2, 3, 4, 6: graft's NHWC depthwise, NCHW depthwise, NHWC pointwise and row-tiled NHWC
-// depthwise kernels with the epilogue inside (algo unused); variant 5: cuDNN's NCHW algorithm `algo`
-// between transposes.
+// variants 2, 3, 4, 6, 7: graft's NHWC depthwise, NCHW depthwise, NHWC pointwise, row-tiled NHWC
+// depthwise and tensor-core NHWC kernels with the epilogue inside (algo unused); variant 5: cuDNN's
+// NCHW algorithm `algo` between transposes.
 Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
   const CudaExec& ex = *c.ex;
   if (variant == kGroupedNchwVariant) return run_conv_grouped_nchw(c, algo, ws_bytes);
@@ -347,6 +360,10 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
                                                        c.Y->data(), c.g->n * c.g->h * c.g->w, c.g->c, c.g->m,
                                                        epilogue_of(c.g->act), stream_of(ex)),
                          ex, "pointwise convolution");
+  if (variant == kSmallReductionMmaVariant)
+    return launch_status(k::launch_conv_nhwc_mma(c.X->data(), c.W->data(), bias, z, c.Y->data(), window_of(*c.g), c.g->m,
+                                                 epilogue_of(c.g->act), stream_of(ex)),
+                         ex, "tensor-core convolution");
   auto h = dnn_handle(ex);
   const float one = 1.f, zero = 0.f;
   const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
@@ -431,7 +448,8 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
     }
   }
   // graft's own kernels, where the problem is theirs.
-  for (int variant : {kDepthwiseVariant, kDepthwiseTiledVariant, kDepthwiseNchwVariant, kPointwiseVariant}) {
+  for (int variant : {kDepthwiseVariant, kDepthwiseTiledVariant, kDepthwiseNchwVariant, kPointwiseVariant,
+                      kSmallReductionMmaVariant}) {
     if (!variant_eligible(*c.g, variant) || !run_conv(c, 0, variant, 0) || cudaStreamSynchronize(s) != cudaSuccess)
       continue;
     const float ms = gpu_ms_per_call(s, [&] { return run_conv(c, 0, variant, 0).is_ok(); }, t0, t1);
@@ -494,6 +512,7 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
                 : t->variant == kDepthwiseTiledVariant ? "row-tiled NHWC depthwise"
                 : t->variant == kDepthwiseNchwVariant ? "NCHW depthwise"
                 : t->variant == kPointwiseVariant     ? "NHWC pointwise"
+                : t->variant == kSmallReductionMmaVariant ? "tensor-core NHWC"
                                                       : "grouped NCHW-staging",
                 " kernel (variant ", t->variant, ") for a convolution it does not take");
   if (!t) {

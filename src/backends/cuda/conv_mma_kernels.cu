@@ -1,0 +1,219 @@
+#include "backends/cuda/conv_mma_kernels.cuh"
+
+#include <mma.h>
+
+#include <climits>
+
+#include "backends/cuda/conv_epilogue.cuh"
+#include "backends/cuda/cuda_kernel_device.cuh"
+
+namespace graft::cuda::k {
+namespace {
+
+namespace wmma = nvcuda::wmma;
+
+// The default dynamic shared-memory limit: no opt-in attribute to set (a call that CUDA graph
+// capture and the first launch would have to order).
+constexpr int64_t kMmaShared = 48 * 1024;
+constexpr int kFrag = 16;        // WMMA's 16x16x16 float16 shape
+constexpr int kScratchLd = 20;   // floats per row of a warp's accumulator staging (a multiple of 4)
+constexpr int kMaxColumns = 256; // filters per block: 16 accumulator fragments walked one at a time
+
+// How one problem is cut into blocks; everything the kernel needs besides the pointers.
+struct MmaPlan {
+  Window2d g;
+  int m = 0;
+  int reduction = 0;  // kh * kw * c: the GEMM's K
+  int kpad = 0;       // K rounded up to 16 (the columns past K are staged as zeros)
+  int ld = 0;         // halves per staged row: kpad + 8, so consecutive rows start in different banks
+  int warps = 0;      // a warp per 16 output pixels
+  int columns = 0;    // filters per block (a multiple of 16)
+  int column_blocks = 0;
+  int pixels = 0;     // n * oh * ow: the GEMM's rows
+  int64_t smem = 0;
+  Epilogue e;
+  bool vec_in = false, vec_out = false;
+};
+
+int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+bool plan_mma(const Window2d& g, int64_t m, MmaPlan* p) {
+  if (g.n < 1 || g.c < 8 || g.c % 8 || m < 1 || g.kh < 1 || g.kw < 1 || g.oh < 1 || g.ow < 1 || g.h < 1 || g.w < 1 ||
+      g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
+    return false;
+  const int64_t reduction = g.kh * g.kw * g.c;  // c <= 128 here, so no overflow below
+  if (g.kh > kConvMmaMaxReduction || g.kw > kConvMmaMaxReduction || reduction > kConvMmaMaxReduction) return false;
+  // Strides, dilations and pads small enough that the kernel's 32-bit input coordinates cannot overflow.
+  for (int64_t v : {g.sh, g.sw, g.dh, g.dw, g.ph, g.pw})
+    if (v < 0 || v > 65535) return false;
+  // 32-bit indexing: x, y and the pixel count (each product checked before it can overflow).
+  auto fits = [](int64_t a, int64_t b) { return a <= INT_MAX / b; };
+  if (!fits(g.n, g.h) || !fits(g.n * g.h, g.w) || !fits(g.n * g.h * g.w, g.c)) return false;
+  if (!fits(g.n, g.oh) || !fits(g.n * g.oh, g.ow) || !fits(g.n * g.oh * g.ow, m)) return false;
+  p->g = g;
+  p->m = static_cast<int>(m);
+  p->reduction = static_cast<int>(reduction);
+  p->kpad = static_cast<int>(round_up(reduction, kFrag));
+  p->ld = p->kpad + 8;
+  // 8 warps (128 pixels) while the staged rows are short, 4 when they would crowd the filters out.
+  p->warps = p->kpad <= 64 ? 8 : 4;
+  const int64_t rows_bytes = int64_t{16} * p->warps * p->ld * 2;
+  const int64_t scratch_bytes = int64_t{p->warps} * kFrag * kScratchLd * 4;
+  int64_t max_columns = (kMmaShared - rows_bytes - scratch_bytes) / (int64_t{p->ld} * 2) / kFrag * kFrag;
+  if (max_columns > kMaxColumns) max_columns = kMaxColumns;
+  if (max_columns < kFrag) return false;
+  const int64_t mpad = round_up(m, kFrag);
+  const int64_t chunks = (mpad + max_columns - 1) / max_columns;
+  if (chunks > 65535) return false;
+  p->columns = static_cast<int>(round_up((mpad + chunks - 1) / chunks, kFrag));
+  p->column_blocks = static_cast<int>(chunks);
+  p->pixels = static_cast<int>(g.n * g.oh * g.ow);
+  p->smem = rows_bytes + int64_t{p->columns} * p->ld * 2 + scratch_bytes;
+  return p->smem <= kMmaShared;
+}
+
+// Eight consecutive halves at p as one 16-byte value, with one vector load when `vec`.
+__device__ __forceinline__ uint4 load8(const __half* p, bool vec) {
+  if (vec) return *reinterpret_cast<const uint4*>(p);
+  union {
+    uint4 u;
+    __half h[8];
+  } v;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v.h[j] = p[j];
+  return v.u;
+}
+
+// One block: 16 * warps output pixels (GEMM rows) by `columns` filters (GEMM columns). Shared
+// memory: the rows' receptive fields [16 * warps][ld], the filters [columns][ld] (column-major B),
+// then each warp's 16x16 float staging for the epilogue.
+template <int KSTEPS>
+__global__ void __launch_bounds__(256) conv_nhwc_mma_kernel(const __half* __restrict__ x, const __half* __restrict__ w,
+                                                           const __half* __restrict__ bias, const __half* __restrict__ z,
+                                                           __half* __restrict__ y, MmaPlan p) {
+  extern __shared__ __align__(128) unsigned char mma_smem[];
+  const int rows = 16 * p.warps, chunks = p.kpad / 8, c = static_cast<int>(p.g.c);
+  __half* a_s = reinterpret_cast<__half*>(mma_smem);
+  __half* b_s = a_s + rows * p.ld;
+  float* scratch = reinterpret_cast<float*>(b_s + p.columns * p.ld);
+  const int p0 = blockIdx.x * rows, n0 = blockIdx.y * p.columns;
+  const int ohw = static_cast<int>(p.g.oh * p.g.ow), ow = static_cast<int>(p.g.ow), kw = static_cast<int>(p.g.kw);
+  const int h = static_cast<int>(p.g.h), wd = static_cast<int>(p.g.w);
+
+  // The rows: 8 channels of one tap of one output pixel per step (c % 8 == 0, so a step never
+  // straddles two taps); taps in the padding and columns past K are zeros.
+  for (int i = threadIdx.x; i < rows * chunks; i += blockDim.x) {
+    const int r = i / chunks, k0 = (i - r * chunks) * 8, pix = p0 + r;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (pix < p.pixels && k0 < p.reduction) {
+      const int tap = k0 / c, ci = k0 - tap * c, ti = tap / kw, tj = tap - ti * kw;
+      const int img = pix / ohw, rem = pix - img * ohw, oy = rem / ow, ox = rem - oy * ow;
+      const int iy = oy * static_cast<int>(p.g.sh) - static_cast<int>(p.g.ph) + ti * static_cast<int>(p.g.dh);
+      const int ix = ox * static_cast<int>(p.g.sw) - static_cast<int>(p.g.pw) + tj * static_cast<int>(p.g.dw);
+      if (iy >= 0 && iy < h && ix >= 0 && ix < wd) v = load8(x + ((img * h + iy) * wd + ix) * c + ci, p.vec_in);
+    }
+    *reinterpret_cast<uint4*>(a_s + r * p.ld + k0) = v;
+  }
+  // The filters of this block's columns, [columns][kpad]; filters past m are zeros.
+  for (int i = threadIdx.x; i < p.columns * chunks; i += blockDim.x) {
+    const int r = i / chunks, k0 = (i - r * chunks) * 8, co = n0 + r;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (co < p.m && k0 < p.reduction) v = load8(w + co * p.reduction + k0, p.vec_in);
+    *reinterpret_cast<uint4*>(b_s + r * p.ld + k0) = v;
+  }
+  __syncthreads();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row0 = p0 + warp * 16;
+  if (row0 >= p.pixels) return;  // no block-wide barrier below
+  wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, __half, wmma::row_major> a[KSTEPS];
+#pragma unroll
+  for (int kk = 0; kk < KSTEPS; ++kk) wmma::load_matrix_sync(a[kk], a_s + warp * 16 * p.ld + kk * kFrag, p.ld);
+  float* st = scratch + warp * kFrag * kScratchLd;
+  // Each lane writes 8 consecutive channels of one pixel: row lane / 2, columns (lane % 2) * 8.
+  const int r = lane / 2, cofs = (lane % 2) * 8, pix = row0 + r;
+  for (int f = 0; f * kFrag < p.columns && n0 + f * kFrag < p.m; ++f) {
+    wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc;
+    wmma::fill_fragment(acc, 0.f);
+#pragma unroll
+    for (int kk = 0; kk < KSTEPS; ++kk) {
+      wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, __half, wmma::col_major> b;
+      wmma::load_matrix_sync(b, b_s + f * kFrag * p.ld + kk * kFrag, p.ld);
+      wmma::mma_sync(acc, a[kk], b, acc);
+    }
+    wmma::store_matrix_sync(st, acc, kScratchLd, wmma::mem_row_major);
+    __syncwarp();
+    const int co = n0 + f * kFrag + cofs;
+    if (pix < p.pixels && co < p.m) {
+      const float* sv = st + r * kScratchLd + cofs;
+      const int o = pix * p.m + co;
+      if (p.vec_out && co + 8 <= p.m) {
+        union {
+          uint4 u;
+          __half h[8];
+        } zv, yv;
+        if (z) zv.u = *reinterpret_cast<const uint4*>(z + o);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          float s = sv[j];
+          if (bias) s += __half2float(bias[co + j]);
+          if (z) s += __half2float(zv.h[j]);
+          yv.h[j] = __float2half_rn(apply_epilogue(p.e, s));
+        }
+        *reinterpret_cast<uint4*>(y + o) = yv.u;
+      } else {
+        for (int j = 0; j < 8 && co + j < p.m; ++j) {
+          float s = sv[j];
+          if (bias) s += __half2float(bias[co + j]);
+          if (z) s += __half2float(z[o + j]);
+          y[o + j] = __float2half_rn(apply_epilogue(p.e, s));
+        }
+      }
+    }
+    __syncwarp();  // the staging is rewritten by the next fragment
+  }
+}
+
+template <int KSTEPS>
+cudaError_t launch_steps(const __half* x, const __half* w, const __half* bias, const __half* z, __half* y,
+                         const MmaPlan& p, cudaStream_t s) {
+  const int rows = 16 * p.warps;
+  const dim3 grid(static_cast<unsigned>((p.pixels + rows - 1) / rows), static_cast<unsigned>(p.column_blocks));
+  conv_nhwc_mma_kernel<KSTEPS><<<grid, 32 * p.warps, static_cast<size_t>(p.smem), s>>>(x, w, bias, z, y, p);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool conv_nhwc_mma_supported(const Window2d& g, int64_t m) {
+  MmaPlan p;
+  return plan_mma(g, m, &p);
+}
+
+cudaError_t launch_conv_nhwc_mma(const void* x, const void* w, const void* bias, const void* z, void* y,
+                                 const Window2d& g, int64_t m, Epilogue e, cudaStream_t s) {
+  MmaPlan p;
+  if (!plan_mma(g, m, &p) || !x || !w || !y) return cudaErrorInvalidValue;
+  p.e = e;
+  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  p.vec_in = aligned(x) && aligned(w);
+  p.vec_out = m % 8 == 0 && aligned(y) && aligned(z);
+  const auto* xh = static_cast<const __half*>(x);
+  const auto* wh = static_cast<const __half*>(w);
+  const auto* bh = static_cast<const __half*>(bias);
+  const auto* zh = static_cast<const __half*>(z);
+  auto* yh = static_cast<__half*>(y);
+  switch (p.kpad / kFrag) {
+    case 1: return launch_steps<1>(xh, wh, bh, zh, yh, p, s);
+    case 2: return launch_steps<2>(xh, wh, bh, zh, yh, p, s);
+    case 3: return launch_steps<3>(xh, wh, bh, zh, yh, p, s);
+    case 4: return launch_steps<4>(xh, wh, bh, zh, yh, p, s);
+    case 5: return launch_steps<5>(xh, wh, bh, zh, yh, p, s);
+    case 6: return launch_steps<6>(xh, wh, bh, zh, yh, p, s);
+    case 7: return launch_steps<7>(xh, wh, bh, zh, yh, p, s);
+    case 8: return launch_steps<8>(xh, wh, bh, zh, yh, p, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace graft::cuda::k
