@@ -62,6 +62,39 @@ TEST(CudaShape, Concat) {
   run_kernel_case(b, DataType::kFloat32, seed);
 }
 
+// Concat and Split move every part in one launch, in groups of kMaxBatchedCopies (32) parts with
+// one access width per group: DenseNet-like part counts past one group, parts of 16-byte, 8-byte
+// and odd widths mixed in a group (the group falls back to the narrowest), batch 1 (one row) and
+// batch 3 (pitched rows).
+TEST(CudaShape, ConcatSplitManyParts) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  for (int64_t batch : {1, 3}) {
+    for (int parts : {33, 70}) {
+      KernelCase c{"Concat", {}};
+      int64_t channels = 0;
+      for (int i = 0; i < parts; ++i) {
+        const int64_t ch = i % 7 == 3 ? 3 : (i % 2 ? 8 : 32);  // a few odd widths among aligned ones
+        c.inputs.push_back(rnd(rng, {batch, ch, 5, 4}));
+        channels += ch;
+      }
+      c.attrs.set("axis", int64_t{1});
+      c.label = std::to_string(parts) + " parts, batch " + std::to_string(batch);
+      run_float_dtypes(c, seed);
+      KernelCase sp{"Split", {rnd(rng, {batch, channels, 2, 2})}};
+      std::vector<int64_t> sizes;
+      for (const Tensor& t : c.inputs) sizes.push_back(t.dims()[1]);
+      sp.inputs.push_back(Tensor::vector_int64(sizes));
+      sp.attrs.set("axis", int64_t{1});
+      sp.opset = 13;
+      sp.num_outputs = parts;
+      sp.label = c.label;
+      run_float_dtypes(sp, seed);
+    }
+  }
+}
+
 TEST(CudaShape, Split) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();

@@ -1,5 +1,6 @@
 #include "backends/cuda/shape_kernels.cuh"
 
+#include <algorithm>
 #include <type_traits>
 
 #include "backends/cuda/cuda_kernel_device.cuh"
@@ -130,13 +131,46 @@ __global__ void tile_transpose_kernel(const E* __restrict__ in, E* __restrict__ 
   }
 }
 
+// The copies of one launch_pitched_copies group in units of the access width, index type I.
+template <typename I>
+struct CopiesI {
+  const void* src[kMaxBatchedCopies];
+  void* dst[kMaxBatchedCopies];
+  I row[kMaxBatchedCopies], src_pitch[kMaxBatchedCopies], dst_pitch[kMaxBatchedCopies], n[kMaxBatchedCopies];
+};
+
+// blockIdx.y picks the copy; its blocks walk that copy's elements.
 template <typename E, typename I>
-__global__ void pitched_copy_kernel(const E* __restrict__ src, E* __restrict__ dst, I row, I src_pitch, I dst_pitch,
-                                    I n) {
-  GRAFT_GRID_STRIDE_I(I, i, n) {
+__global__ void pitched_copies_kernel(CopiesI<I> c) {
+  const int k = blockIdx.y;
+  const E* __restrict__ src = static_cast<const E*>(c.src[k]);
+  E* __restrict__ dst = static_cast<E*>(c.dst[k]);
+  const I row = c.row[k], sp = c.src_pitch[k], dp = c.dst_pitch[k];
+  GRAFT_GRID_STRIDE_I(I, i, c.n[k]) {
     const I r = i / row, j = i - r * row;
-    dst[r * dst_pitch + j] = src[r * src_pitch + j];
+    dst[r * dp + j] = src[r * sp + j];
   }
+}
+
+template <typename I>
+cudaError_t pitched_copies_group(const PitchedCopy* copies, int count, int v, int64_t f, int64_t rows, cudaStream_t s) {
+  CopiesI<I> c{};
+  int64_t most = 1;
+  for (int i = 0; i < count; ++i) {
+    const PitchedCopy& p = copies[i];
+    c.src[i] = p.src;
+    c.dst[i] = p.dst;
+    c.row[i] = static_cast<I>(p.row / f > 0 ? p.row / f : 1);  // a zero-width part copies nothing (n = 0)
+    c.src_pitch[i] = static_cast<I>(p.src_pitch / f);
+    c.dst_pitch[i] = static_cast<I>(p.dst_pitch / f);
+    c.n[i] = static_cast<I>(rows * (p.row / f));
+    most = std::max<int64_t>(most, rows * (p.row / f));
+  }
+  const dim3 grid(grid_for(most), static_cast<unsigned>(count));
+#define L(E) pitched_copies_kernel<E, I><<<grid, kThreads, 0, s>>>(c)
+  GRAFT_BY_ACCESS_SIZE(v, L)
+#undef L
+  return cudaGetLastError();
 }
 
 template <typename E, typename X, typename I>
@@ -318,33 +352,28 @@ cudaError_t launch_strided_gather(const void* in, void* out, int elem_size, cons
   return cudaErrorInvalidValue;
 }
 
-cudaError_t launch_pitched_copy(const void* src, void* dst, int elem_size, int64_t rows, int64_t row,
-                                int64_t src_pitch, int64_t dst_pitch, cudaStream_t s) {
-  if (rows * row == 0) return cudaSuccess;
-  // Contiguous rows in both: one memcpy.
-  if (rows == 1 || (row == src_pitch && row == dst_pitch))
-    return cudaMemcpyAsync(dst, src, static_cast<size_t>(rows * row) * elem_size, cudaMemcpyDeviceToDevice, s);
-  const int64_t counts[3] = {row, src_pitch, dst_pitch};
-  const uintptr_t addrs[2] = {reinterpret_cast<uintptr_t>(src), reinterpret_cast<uintptr_t>(dst)};
-  const int v = widest_access(elem_size, counts, 3, addrs, 2);
-  const int64_t f = v / elem_size;
-  const int64_t wrow = row / f, wsp = src_pitch / f, wdp = dst_pitch / f, n = rows * wrow;
-  const unsigned g = grid_for(n);
-  const int64_t reach = (rows - 1) * (wsp > wdp ? wsp : wdp) + wrow;
-  if (n < kIndex32Limit && reach < kIndex32Limit) {
-#define L(E)                                                                                                   \
-  pitched_copy_kernel<E, int32_t><<<g, kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst),     \
-                                                         static_cast<int32_t>(wrow), static_cast<int32_t>(wsp), \
-                                                         static_cast<int32_t>(wdp), static_cast<int32_t>(n))
-    GRAFT_BY_ACCESS_SIZE(v, L)
-#undef L
-  } else {
-#define L(E) \
-  pitched_copy_kernel<E, int64_t><<<g, kThreads, 0, s>>>(static_cast<const E*>(src), static_cast<E*>(dst), wrow, wsp, wdp, n)
-    GRAFT_BY_ACCESS_SIZE(v, L)
-#undef L
+cudaError_t launch_pitched_copies(const PitchedCopy* copies, int count, int elem_size, int64_t rows, cudaStream_t s) {
+  if (rows <= 0 || count <= 0) return cudaSuccess;
+  for (int first = 0; first < count; first += kMaxBatchedCopies) {
+    const int group = std::min(kMaxBatchedCopies, count - first);
+    // One access width for the whole group: the widest that every part's row, pitches and addresses allow.
+    int v = 16;
+    bool fits32 = true;
+    for (int i = first; i < first + group; ++i) {
+      const PitchedCopy& p = copies[i];
+      if (p.row < 0 || p.src_pitch < p.row || p.dst_pitch < p.row) return cudaErrorInvalidValue;
+      const int64_t counts[3] = {p.row, p.src_pitch, p.dst_pitch};
+      const uintptr_t addrs[2] = {reinterpret_cast<uintptr_t>(p.src), reinterpret_cast<uintptr_t>(p.dst)};
+      v = std::min(v, widest_access(elem_size, counts, 3, addrs, 2));
+      const int64_t reach = (rows - 1) * std::max(p.src_pitch, p.dst_pitch) + p.row;
+      fits32 = fits32 && rows * p.row < kIndex32Limit && reach < kIndex32Limit;
+    }
+    const int64_t f = v / elem_size;
+    const cudaError_t err = fits32 ? pitched_copies_group<int32_t>(copies + first, group, v, f, rows, s)
+                                   : pitched_copies_group<int64_t>(copies + first, group, v, f, rows, s);
+    if (err != cudaSuccess) return err;
   }
-  return cudaGetLastError();
+  return cudaSuccess;
 }
 
 cudaError_t launch_gather_axis(const void* data, const void* idx, bool idx_int64, void* out, int elem_size,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <vector>
 
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
@@ -164,7 +165,7 @@ Status check_same_dtype(const CudaExec& ex, const Tensor& a, const Tensor& b) {
   return Status::ok();
 }
 
-// ---- Concat / Split: one pitched row copy per input / output ----
+// ---- Concat / Split: every input's / output's pitched row copy in one launch ----
 
 bool concat_supports(const Node& n, std::string* why) {
   if (!elem_size_ok(n, why)) return false;
@@ -185,6 +186,7 @@ Status concat_run(CudaExec& ex) {
   for (int64_t a = axis + 1; a < y.rank(); ++a) inner *= y.dims()[a];
   const int64_t out_row = y.dims()[axis] * inner;
   int64_t col = 0;
+  std::vector<k::PitchedCopy> copies;
   for (const Tensor* x : ex.ctx->inputs) {
     if (!x) continue;
     GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *x, y));
@@ -192,14 +194,13 @@ Status concat_run(CudaExec& ex) {
     const int64_t row = x->dims()[axis] * inner;
     if (col + row > out_row || x->numel() != outer * row)
       return fail(ex, StatusCode::kInternal, "input ", dims_str(x->dims()), " does not fit output ", dims_str(y.dims()));
-    GRAFT_RETURN_IF_ERROR(launch_status(
-        k::launch_pitched_copy(x->data(), static_cast<char*>(y.data()) + col * esize(y), esize(y), outer, row, row,
-                               out_row, stream_of(ex)),
-        ex));
+    copies.push_back({x->data(), static_cast<char*>(y.data()) + col * esize(y), row, row, out_row});
     col += row;
   }
   if (col != out_row) return fail(ex, StatusCode::kInternal, "inputs do not fill the output");
-  return Status::ok();
+  return launch_status(k::launch_pitched_copies(copies.data(), static_cast<int>(copies.size()), esize(y),
+                                                outer, stream_of(ex)),
+                       ex);
 }
 
 bool split_supports(const Node& n, std::string* why) {
@@ -223,6 +224,7 @@ Status split_run(CudaExec& ex) {
   for (int64_t a = axis + 1; a < x.rank(); ++a) inner *= x.dims()[a];
   const int64_t in_row = x.dims()[axis] * inner;
   int64_t col = 0;
+  std::vector<k::PitchedCopy> copies;
   for (Tensor* y : ex.ctx->outputs) {
     if (!y) return fail(ex, StatusCode::kUnsupported, "an output is omitted");
     GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, *y));
@@ -230,14 +232,13 @@ Status split_run(CudaExec& ex) {
     const int64_t row = y->dims()[axis] * inner;
     if (col + row > in_row || y->numel() != outer * row)
       return fail(ex, StatusCode::kInternal, "output ", dims_str(y->dims()), " does not fit input ", dims_str(x.dims()));
-    GRAFT_RETURN_IF_ERROR(launch_status(
-        k::launch_pitched_copy(static_cast<const char*>(x.data()) + col * esize(x), y->data(), esize(x), outer, row,
-                               in_row, row, stream_of(ex)),
-        ex));
+    copies.push_back({static_cast<const char*>(x.data()) + col * esize(x), y->data(), row, in_row, row});
     col += row;
   }
   if (col != in_row) return fail(ex, StatusCode::kInternal, "outputs do not cover the input");
-  return Status::ok();
+  return launch_status(k::launch_pitched_copies(copies.data(), static_cast<int>(copies.size()), esize(x),
+                                                outer, stream_of(ex)),
+                       ex);
 }
 
 // ---- Slice: a strided gather from the first selected element (negative steps: negative strides) ----
