@@ -308,7 +308,7 @@ if has_step profile; then  # per-layer tables of the benchmark models' engines
   note "profile: rc=$?"; grep '^==' "$LOGS/profile.log" >> "$summary"
 fi
 
-if has_step zprofile; then  # per-layer tables of zoo models' dynamic engines (1..8..32) at given batches, into $OUT/zprofile
+if has_step zprofile; then  # per-layer tables of zoo models' dynamic engines (1..8..32) at given batches, into $OUT/zprofile.tgz
   # ZPROFILE_MODELS (zoo names), ZPROFILE_BATCH (default 32; a list such as "1 32" profiles one engine at each); GRAFT_TACTIC_TRACE=1 keeps every timed tactic in the log;
   # ZPROFILE_FIXED=1 also builds a fixed-shape engine at the last batch listed and times it the same way (issue 14's target: a
   # fixed-shape and a dynamic-profile engine of one model within 5% at the same shape).
@@ -368,6 +368,8 @@ PY
       note "  vs ONNX Runtime CPU: not run (see zref_$m.log)"
     fi
   done
+  # Only 8 files come back from the machine: the profiles travel as one archive.
+  tar -czf "$OUT/zprofile.tgz" -C "$OUT" zprofile && rm -rf "$OUT/zprofile"
 fi
 
 if has_step bench; then
