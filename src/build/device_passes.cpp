@@ -30,6 +30,9 @@ Result<std::string> patchify(Graph& g, const DevicePassContext&) {
 Result<std::string> gemm_transposes(Graph& g, const DevicePassContext&) {
   return counted<move_transposes_behind_gemms>(g, "Transposes moved behind a GEMM into its readers' view chains", false);
 }
+Result<std::string> batchnorm_convs(Graph& g, const DevicePassContext&) {
+  return counted<batchnorm_activations_as_convs>(g, "BatchNormalization layers before an activation as 1x1 depthwise Conv", false);
+}
 Result<std::string> conv_epilogues(Graph& g, const DevicePassContext&) {
   return counted<fuse_conv_epilogues>(g, "Conv layers with fused bias/residual/activation", true);
 }
@@ -109,6 +112,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"transposes", fusion, unit_transposes},
       {"reshapes", fusion, reshape_pairs},
       {"patchify", fusion, patchify},
+      {"batchnorm as conv", fusion, batchnorm_convs},
       {"fuse conv", fusion, conv_epilogues},
       {"fuse gemm", fusion, gemm_epilogues},
       {"gemm transposes", fusion, gemm_transposes},

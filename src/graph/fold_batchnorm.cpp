@@ -1,12 +1,52 @@
 // Conv -> BatchNormalization (inference form, constant statistics) becomes one Conv:
 //   y = scale * (conv(x, W) + b - mean) / sqrt(var + eps) + B
 //     = conv(x, W * k) + (b - mean) * k + B,   k = scale / sqrt(var + eps), per output channel.
+// And, for the CUDA builder, a BatchNormalization that feeds an activation with no Conv before it
+// becomes a 1x1 depthwise Conv (weight k, bias B - mean * k), which the conv epilogue fusion then
+// gives the activation.
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "graph/passes.h"
 
 namespace graft {
+
+namespace {
+
+// The inference form with constant statistics of a C-channel input and only its first output read:
+// k = scale / sqrt(var + eps) and the shift B - mean * k per channel, in double. False when `bn` is
+// not that (training mode, a read running statistic, a non-constant parameter, a size mismatch).
+Result<bool> inference_affine(const Node& bn, const std::map<const Value*, std::vector<Node*>>& consumers, int64_t c,
+                              std::vector<double>* k, std::vector<double>* shift) {
+  if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() < 5 || bn.outputs.empty() ||
+      !bn.outputs[0])
+    return false;
+  auto training = bn.attrs.get_int("training_mode", 0);
+  if (!training || *training != 0) return false;
+  for (size_t o = 1; o < bn.outputs.size(); ++o)  // the others exist only in training mode
+    if (bn.outputs[o] && (consumers.count(bn.outputs[o]) || bn.outputs[o]->is_graph_output)) return false;
+  for (size_t i = 1; i < 5; ++i)
+    if (!bn.inputs[i] || !bn.inputs[i]->constant || bn.inputs[i]->constant->numel() != c) return false;
+  auto eps = bn.attrs.get_float("epsilon", 1e-5f);
+  if (!eps) return std::move(eps).take_status().with_node(bn.name, bn.op_type);
+  const Tensor& scale = *bn.inputs[1]->constant;
+  const Tensor& b = *bn.inputs[2]->constant;
+  const Tensor& mean = *bn.inputs[3]->constant;
+  const Tensor& var = *bn.inputs[4]->constant;
+  k->resize(static_cast<size_t>(c));
+  shift->resize(static_cast<size_t>(c));
+  for (int64_t i = 0; i < c; ++i) {
+    const double ki = scale.get(i) / std::sqrt(var.get(i) + static_cast<double>(*eps));
+    (*k)[static_cast<size_t>(i)] = ki;
+    (*shift)[static_cast<size_t>(i)] = b.get(i) - mean.get(i) * ki;
+  }
+  return true;
+}
+
+}  // namespace
 
 Result<int> fold_batchnorm(Graph& graph) {
   auto consumers = graph.consumers();
@@ -14,14 +54,7 @@ Result<int> fold_batchnorm(Graph& graph) {
   int folded = 0;
   for (auto& up : graph.nodes()) {
     Node& bn = *up;
-    if (bn.op_type != "BatchNormalization" || !bn.domain.empty() || bn.inputs.size() < 5) continue;
-    auto training = bn.attrs.get_int("training_mode", 0);
-    if (!training || *training != 0) continue;
-    // Only the first output may be used (the others exist only in training mode).
-    bool extra_outputs = false;
-    for (size_t o = 1; o < bn.outputs.size(); ++o)
-      extra_outputs |= bn.outputs[o] && (consumers.count(bn.outputs[o]) || bn.outputs[o]->is_graph_output);
-    if (extra_outputs || !bn.outputs[0]) continue;
+    if (bn.op_type != "BatchNormalization" || bn.inputs.empty()) continue;
     Value* x = bn.inputs[0];
     if (!x || !x->producer || x->is_graph_output) continue;
     Node& conv = *x->producer;
@@ -30,29 +63,21 @@ Result<int> fold_batchnorm(Graph& graph) {
     Value* w = conv.input(1);
     Value* b = conv.input(2);
     if (!w || !w->constant || (b && !b->constant)) continue;
-    bool stats_const = true;
-    for (size_t i = 1; i < 5; ++i) stats_const &= bn.inputs[i] && bn.inputs[i]->constant.has_value();
-    if (!stats_const) continue;
     const Tensor& W = *w->constant;
     if (W.rank() < 1 || !dtype_is_float(W.dtype())) continue;
     const int64_t m = W.dims()[0];
-    const Tensor& scale = *bn.inputs[1]->constant;
-    const Tensor& shift = *bn.inputs[2]->constant;
-    const Tensor& mean = *bn.inputs[3]->constant;
-    const Tensor& var = *bn.inputs[4]->constant;
-    if (scale.numel() != m || shift.numel() != m || mean.numel() != m || var.numel() != m) continue;
     if (b && b->constant->numel() != m) continue;
-    auto eps = bn.attrs.get_float("epsilon", 1e-5f);
-    if (!eps) return std::move(eps).take_status().with_node(bn.name, bn.op_type);
+    std::vector<double> k, shift;
+    GRAFT_ASSIGN_OR_RETURN(bool affine, inference_affine(bn, consumers, m, &k, &shift));
+    if (!affine) continue;
 
     Tensor new_w = Tensor::empty(W.dtype(), W.dims());
     Tensor new_b = Tensor::empty(W.dtype(), {m});
     const int64_t per_channel = m ? W.numel() / m : 0;
     for (int64_t c = 0; c < m; ++c) {
-      double k = scale.get(c) / std::sqrt(var.get(c) + static_cast<double>(*eps));
-      for (int64_t i = 0; i < per_channel; ++i) new_w.set(c * per_channel + i, W.get(c * per_channel + i) * k);
-      double bias = b ? b->constant->get(c) : 0.0;
-      new_b.set(c, (bias - mean.get(c)) * k + shift.get(c));
+      const double kc = k[static_cast<size_t>(c)];
+      for (int64_t i = 0; i < per_channel; ++i) new_w.set(c * per_channel + i, W.get(c * per_channel + i) * kc);
+      new_b.set(c, (b ? b->constant->get(c) : 0.0) * kc + shift[static_cast<size_t>(c)]);
     }
     Value* wv = graph.new_constant(w->name + "_bnfold", new_w);
     Value* bv = graph.new_constant(conv.name + "_bias_bnfold", new_b);
@@ -71,6 +96,50 @@ Result<int> fold_batchnorm(Graph& graph) {
   graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
   graph.prune_values();
   return folded;
+}
+
+Result<int> batchnorm_activations_as_convs(Graph& graph) {
+  auto consumers = graph.consumers();
+  int rewritten = 0;
+  for (auto& up : graph.nodes()) {
+    Node& bn = *up;
+    if (bn.op_type != "BatchNormalization" || bn.inputs.empty() || bn.outputs.empty() || !bn.outputs[0]) continue;
+    Value* x = bn.inputs[0];
+    Value* y = bn.outputs[0];
+    if (!x || !x->desc.shape || x->desc.shape->size() != 4 || !dtype_is_float(x->desc.dtype) || y->is_graph_output)
+      continue;
+    const Dim& channels = (*x->desc.shape)[1];
+    if (!channels.is_const() || channels.value() < 1) continue;
+    // Only where the activation would fuse: a lone BatchNormalization gains nothing as a Conv.
+    auto readers = consumers.find(y);
+    if (readers == consumers.end() || readers->second.size() != 1) continue;
+    const Node* act = readers->second[0];
+    static const std::set<std::string> kEpilogueActivations = {"Relu", "Clip", "HardSwish", "Sigmoid", "HardSigmoid"};
+    if (!act->domain.empty() || !kEpilogueActivations.count(act->op_type)) continue;
+    const int64_t c = channels.value();
+    std::vector<double> k, shift;
+    GRAFT_ASSIGN_OR_RETURN(bool affine, inference_affine(bn, consumers, c, &k, &shift));
+    if (!affine) continue;
+    Tensor w = Tensor::empty(x->desc.dtype, {c, 1, 1, 1});
+    Tensor b = Tensor::empty(x->desc.dtype, {c});
+    for (int64_t i = 0; i < c; ++i) {
+      w.set(i, k[static_cast<size_t>(i)]);
+      b.set(i, shift[static_cast<size_t>(i)]);
+    }
+    Value* wv = graph.new_constant(bn.name + "_as_conv_w", w);
+    Value* bv = graph.new_constant(bn.name + "_as_conv_b", b);
+    for (size_t o = 1; o < bn.outputs.size(); ++o)
+      if (bn.outputs[o]) bn.outputs[o]->producer = nullptr;
+    bn.outputs.resize(1);
+    bn.op_type = "Conv";
+    bn.inputs = {x, wv, bv};
+    bn.attrs = AttributeMap{};
+    bn.attrs.set("group", c);
+    bn.attrs.set("kernel_shape", std::vector<int64_t>{1, 1});
+    ++rewritten;
+  }
+  if (rewritten) graph.prune_values();
+  return rewritten;
 }
 
 }  // namespace graft

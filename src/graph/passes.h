@@ -43,6 +43,13 @@ Result<int> fold_constants(Graph& graph, const NodeEvaluator& evaluate);
 // Conv followed by BatchNormalization (constant weights and statistics) becomes one Conv.
 Result<int> fold_batchnorm(Graph& graph);
 
+// A BatchNormalization (inference form, constant statistics) whose only reader is an activation the
+// convolution epilogue applies (Relu, Clip, HardSwish, Sigmoid, HardSigmoid), and that no Conv
+// precedes (fold_batchnorm took those), becomes a 1x1 depthwise Conv with the statistics in its
+// weight and bias, so fuse_conv_epilogues makes the pair one GraftConv: DenseNet's 58 pre-activation
+// BatchNormalization -> Relu pairs as 58 kernels instead of 116. A CUDA builder pass.
+Result<int> batchnorm_activations_as_convs(Graph& graph);
+
 // Identity and inference Dropout nodes are bypassed (kept only when both sides are graph I/O).
 int remove_identities(Graph& graph);
 

@@ -306,6 +306,81 @@ TEST(FusionConv, ClipAndSiluJoinTheEpilogue) {
   expect_close(got.at("y"), want.at("y"), "fused y");
 }
 
+// DenseNet's pre-activation: Concat -> BatchNormalization -> Relu -> Conv. The BatchNormalization
+// becomes a 1x1 depthwise Conv that takes the Relu into its epilogue; one whose reader is not an
+// activation (an Add), one in training mode, and one after a Conv (fold_batchnorm's) stay. Outputs
+// unchanged.
+TEST(FusionConv, PreActivationBatchNormJoinsAConvEpilogue) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int64_t c = 6;
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 4, 5, 7});
+  m.input("u", DataType::kFloat32, {2, 2, 5, 7});
+  auto stats = [&](const std::string& p) {
+    m.initializer(p + "_scale", random_tensor(DataType::kFloat32, {c}, rng, 0.5, 2.0));
+    m.initializer(p + "_shift", random_tensor(DataType::kFloat32, {c}, rng));
+    m.initializer(p + "_mean", random_tensor(DataType::kFloat32, {c}, rng));
+    m.initializer(p + "_var", random_tensor(DataType::kFloat32, {c}, rng, 0.1, 3.0));
+    return std::vector<std::string>{p + "_scale", p + "_shift", p + "_mean", p + "_var"};
+  };
+  auto bn = [&](const std::string& name, const std::string& in, const std::string& out) -> auto& {
+    std::vector<std::string> ins{in};
+    for (const std::string& t : stats(name)) ins.push_back(t);
+    auto& node = m.node("BatchNormalization", ins, {out}, name);
+    OnnxModelBuilder::attr(node, "epsilon", 1e-3f);
+    return node;
+  };
+  m.initializer("w", random_tensor(DataType::kFloat32, {c, c, 3, 3}, rng));
+  OnnxModelBuilder::attr(m.node("Concat", {"x", "u"}, {"cat"}, "cat"), "axis", int64_t{1});
+  bn("pre", "cat", "n1");
+  m.node("Relu", {"n1"}, {"r1"}, "relu1");
+  OnnxModelBuilder::attr(m.node("Conv", {"r1", "w"}, {"c1"}, "conv"), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  bn("post", "c1", "n2");  // folded into the Conv by fold_batchnorm, not this pass
+  bn("other", "cat", "n3");
+  m.node("Add", {"n3", "n2"}, {"a"}, "add");  // n3's reader is not an activation
+  bn("clipped", "a", "n4");
+  m.node("Sigmoid", {"n4"}, {"y"}, "gate");
+  m.output("y", DataType::kFloat32);
+  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 4, 5, 7}, rng)},
+                                   {"u", random_tensor(DataType::kFloat32, {2, 2, 5, 7}, rng)}};
+  auto want = run_on_cpu(imported(m.bytes()), in);
+
+  auto g = imported(m.bytes());
+  ASSERT_TRUE(fold_batchnorm(*g).is_ok());
+  auto n = batchnorm_activations_as_convs(*g);
+  ASSERT_TRUE(n.is_ok()) << n.status().to_string();
+  EXPECT_EQ(*n, 2) << "'pre' (Relu) and 'clipped' (Sigmoid)";
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  EXPECT_EQ(count_ops(*g, "BatchNormalization"), 1) << "only 'other' stays";
+  EXPECT_EQ(count_ops(*g, "Relu"), 0);
+  EXPECT_EQ(count_ops(*g, "Sigmoid"), 0);
+  std::map<std::string, std::string> act;
+  for (const auto& node : g->nodes())
+    if (node->op_type == "GraftConv") act[node->name] = *node->attrs.get_string("activation", "");
+  EXPECT_EQ(act["pre"], "Relu");
+  EXPECT_EQ(act["clipped"], "Sigmoid");
+  auto got = run_on_cpu(std::move(g), in);
+  expect_close(got.at("y"), want.at("y"), "y");
+
+  // Training mode is left alone.
+  OnnxModelBuilder t;
+  t.input("x", DataType::kFloat32, {2, c, 3, 3});
+  for (const char* s : {"t_scale", "t_shift", "t_mean", "t_var"})
+    t.initializer(s, random_tensor(DataType::kFloat32, {c}, rng, 0.5, 2.0));
+  auto& tn = t.node("BatchNormalization", {"x", "t_scale", "t_shift", "t_mean", "t_var"}, {"n"}, "train");
+  OnnxModelBuilder::attr(tn, "training_mode", int64_t{1});
+  t.node("Relu", {"n"}, {"y"}, "relu");
+  t.output("y", DataType::kFloat32);
+  auto tg = imported(t.bytes());
+  auto tr = batchnorm_activations_as_convs(*tg);
+  ASSERT_TRUE(tr.is_ok()) << tr.status().to_string();
+  EXPECT_EQ(*tr, 0);
+}
+
 // A squeeze-excitation gate (EfficientNet): GlobalAveragePool -> Conv -> Silu -> Conv -> Sigmoid ->
 // Mul(x, gate), and MobileNetV3's with HardSigmoid. The gate joins the second conv's epilogue;
 // outputs unchanged.
