@@ -72,7 +72,7 @@ Status check_scale_dtypes(const InferContext& ctx,
 
 // A per-tensor parameter (one element) where its shape is static.
 Status check_per_tensor_input(const InferContext& ctx, size_t i, const char* name) {
-  if (auto d = static_dims(ctx, i)) GRAFT_RETURN_IF_ERROR(cpu::check_per_tensor(*d, name));
+  if (auto d = static_dims(ctx, i)) GRAFT_RETURN_IF_ERROR(check_per_tensor(*d, name));
   return Status::ok();
 }
 
@@ -86,10 +86,10 @@ Result<std::optional<Shape>> matmul_shape(const InferContext& ctx, size_t ai, si
   if (!a.shape || !b.shape) return std::optional<Shape>();
   auto ad = static_dims(ctx, ai), bd = static_dims(ctx, bi);
   if (ad && bd) {
-    GRAFT_ASSIGN_OR_RETURN(cpu::IntMatMulPlan plan, cpu::int_matmul_plan(*ad, *bd));
+    GRAFT_ASSIGN_OR_RETURN(IntMatMulPlan plan, int_matmul_plan(*ad, *bd));
     for (const auto& [i, name, a_side] : params)
       if (auto pd = static_dims(ctx, i))
-        GRAFT_RETURN_IF_ERROR(cpu::matmul_param_index(plan, a_side, *pd, name).status());
+        GRAFT_RETURN_IF_ERROR(matmul_param_index(plan, a_side, *pd, name).status());
     return std::optional<Shape>(shape_from_values(plan.out_dims));
   }
   if (a.shape->empty() || b.shape->empty())
@@ -122,9 +122,9 @@ Result<std::optional<Shape>> conv_shape(const InferContext& ctx, size_t xi, size
   if (!x.shape || !w.shape) return std::optional<Shape>();
   auto xd = static_dims(ctx, xi), wd = static_dims(ctx, wi);
   if (xd && wd) {
-    GRAFT_ASSIGN_OR_RETURN(cpu::IntConvPlan plan, cpu::int_conv_plan(ctx.attrs(), *xd, *wd));
+    GRAFT_ASSIGN_OR_RETURN(IntConvPlan plan, int_conv_plan(ctx.attrs(), *xd, *wd));
     for (const auto& [i, name] : per_channel)
-      if (auto pd = static_dims(ctx, i)) GRAFT_RETURN_IF_ERROR(cpu::check_per_channel(*pd, plan.M, name));
+      if (auto pd = static_dims(ctx, i)) GRAFT_RETURN_IF_ERROR(check_per_channel(*pd, plan.M, name));
     return std::optional<Shape>(shape_from_values(plan.out_dims));
   }
   const Shape& xs = *x.shape;

@@ -35,7 +35,7 @@ Result<std::optional<Dim>> scalar_dim(const InferContext& ctx, size_t i, const c
 }
 
 Status infer_mel_weight_matrix(InferContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(DataType out, cpu::mel_output_dtype(ctx.attrs()));
+  GRAFT_ASSIGN_OR_RETURN(DataType out, mel_output_dtype(ctx.attrs()));
   GRAFT_RETURN_IF_ERROR(check_scalar_input(ctx, 0, {kI32, kI64}, "num_mel_bins"));
   GRAFT_RETURN_IF_ERROR(check_scalar_input(ctx, 1, {kI32, kI64}, "dft_length"));
   GRAFT_RETURN_IF_ERROR(check_scalar_input(ctx, 2, {kI32, kI64}, "sample_rate"));
@@ -49,9 +49,9 @@ Status infer_mel_weight_matrix(InferContext& ctx) {
   auto known = [](const std::optional<Dim>& d, int64_t fallback) {
     return d && d->is_const() ? d->value() : fallback;
   };
-  GRAFT_RETURN_IF_ERROR(cpu::check_mel_sizes(known(mels, 0), known(len, 1), known(rate, 1)));
+  GRAFT_RETURN_IF_ERROR(check_mel_sizes(known(mels, 0), known(len, 1), known(rate, 1)));
   if (mels && mels->is_const() && len && len->is_const())
-    GRAFT_RETURN_IF_ERROR(cpu::check_mel_sizes(mels->value(), len->value(), known(rate, 1)));
+    GRAFT_RETURN_IF_ERROR(check_mel_sizes(mels->value(), len->value(), known(rate, 1)));
   const Dim bins = len ? floor_div(*len, Dim(2)) + Dim(1) : ctx.unknown_dim();
   ctx.set_output(0, desc_of(out, Shape{bins, mels ? *mels : ctx.unknown_dim()}));
   return Status::ok();

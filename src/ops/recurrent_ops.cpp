@@ -16,45 +16,45 @@ namespace {
 
 using namespace infer;
 
-Status infer_recurrent(InferContext& ctx, cpu::RecurrentOp op) {
-  GRAFT_ASSIGN_OR_RETURN(cpu::RecurrentAttrs a, cpu::recurrent_attrs(op, ctx.attrs(), ctx.opset()));
+Status infer_recurrent(InferContext& ctx, RecurrentOp op) {
+  GRAFT_ASSIGN_OR_RETURN(RecurrentAttrs a, recurrent_attrs(op, ctx.attrs(), ctx.opset()));
   if (ctx.num_inputs() > a.max_inputs())
     return ctx.fail("takes at most ", static_cast<int64_t>(a.max_inputs()), " inputs, the node lists ",
                     static_cast<int64_t>(ctx.num_inputs()));
   if (ctx.num_outputs() > a.max_outputs())
     return ctx.fail("has at most ", static_cast<int64_t>(a.max_outputs()), " outputs (Y, Y_h",
-                    op == cpu::RecurrentOp::kLstm ? ", Y_c" : "", "), the node lists ",
+                    op == RecurrentOp::kLstm ? ", Y_c" : "", "), the node lists ",
                     static_cast<int64_t>(ctx.num_outputs()));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, cpu::kRnnX, kFloatTypes));
-  const DataType dt = ctx.input(cpu::kRnnX).dtype;
-  for (size_t i : {size_t{cpu::kRnnW}, size_t{cpu::kRnnR}})
-    if (!ctx.has_input(i)) return ctx.fail("required input ", cpu::recurrent_input_name(i), " is missing");
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, kRnnX, kFloatTypes));
+  const DataType dt = ctx.input(kRnnX).dtype;
+  for (size_t i : {size_t{kRnnW}, size_t{kRnnR}})
+    if (!ctx.has_input(i)) return ctx.fail("required input ", recurrent_input_name(i), " is missing");
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
-    if (i == cpu::kRnnSeqLens) {
+    if (i == kRnnSeqLens) {
       if (ctx.has_input(i)) GRAFT_RETURN_IF_ERROR(check_dtype(ctx, i, {kI32, kI64}));
       continue;
     }
     if (!ctx.has_input(i)) continue;
     if (ctx.input(i).dtype != dt)
-      return ctx.fail("input ", cpu::recurrent_input_name(i), " has dtype ", dtype_name(ctx.input(i).dtype),
+      return ctx.fail("input ", recurrent_input_name(i), " has dtype ", dtype_name(ctx.input(i).dtype),
                       " but X has ", dtype_name(dt));
   }
   std::vector<const Shape*> shapes(a.max_inputs(), nullptr);
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
     if (ctx.has_input(i) && ctx.input(i).shape) shapes[i] = &*ctx.input(i).shape;
-  GRAFT_ASSIGN_OR_RETURN(cpu::RecurrentDims d, cpu::recurrent_dims(a, shapes, [&] { return ctx.unknown_dim(); }));
+  GRAFT_ASSIGN_OR_RETURN(RecurrentDims d, recurrent_dims(a, shapes, [&] { return ctx.unknown_dim(); }));
   // With every extent known, the kernel's work bound is checked at build time already.
   if (d.seq.is_const() && d.batch.is_const() && d.input.is_const() && d.hidden.is_const())
     GRAFT_RETURN_IF_ERROR(
-        cpu::check_recurrent_work(a, d.seq.value(), d.batch.value(), d.input.value(), d.hidden.value()));
-  ctx.set_output(0, desc_of(dt, cpu::recurrent_y_shape(a, d)));
-  for (size_t o = 1; o < ctx.num_outputs(); ++o) ctx.set_output(o, desc_of(dt, cpu::recurrent_state_shape(a, d)));
+        check_recurrent_work(a, d.seq.value(), d.batch.value(), d.input.value(), d.hidden.value()));
+  ctx.set_output(0, desc_of(dt, recurrent_y_shape(a, d)));
+  for (size_t o = 1; o < ctx.num_outputs(); ++o) ctx.set_output(o, desc_of(dt, recurrent_state_shape(a, d)));
   return Status::ok();
 }
 
-Status infer_rnn(InferContext& ctx) { return infer_recurrent(ctx, cpu::RecurrentOp::kRnn); }
-Status infer_lstm(InferContext& ctx) { return infer_recurrent(ctx, cpu::RecurrentOp::kLstm); }
-Status infer_gru(InferContext& ctx) { return infer_recurrent(ctx, cpu::RecurrentOp::kGru); }
+Status infer_rnn(InferContext& ctx) { return infer_recurrent(ctx, RecurrentOp::kRnn); }
+Status infer_lstm(InferContext& ctx) { return infer_recurrent(ctx, RecurrentOp::kLstm); }
+Status infer_gru(InferContext& ctx) { return infer_recurrent(ctx, RecurrentOp::kGru); }
 
 }  // namespace
 

@@ -13,7 +13,7 @@ namespace {
 using namespace infer;
 
 Status infer_tfidf_vectorizer(InferContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(cpu::TfIdfAttrs a, cpu::tfidf_attrs(ctx.attrs()));
+  GRAFT_ASSIGN_OR_RETURN(TfIdfAttrs a, tfidf_attrs(ctx.attrs()));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kI32, kI64}));
   const TensorDesc& x = ctx.input(0);
   if (!x.shape) {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/recurrent.h"
+#include "ops/recurrent_attrs.h"
 #include "graft/engine.h"
 #include "onnx_model_builder.h"
 #include "op_test_util.h"
@@ -536,10 +536,10 @@ TEST(RecurrentErrors, TooMuchWorkIsRefusedAtBuildTime) {
   ASSERT_FALSE(out.is_ok());
   EXPECT_EQ(out.status().code(), StatusCode::kUnsupported) << out.status().to_string();
   EXPECT_TRUE(contains(out.status().to_string(), "multiply-adds")) << out.status().to_string();
-  cpu::RecurrentAttrs a;
-  a.op = cpu::RecurrentOp::kLstm;
-  EXPECT_TRUE(cpu::check_recurrent_work(a, 10, 2, 3, 4).is_ok());
-  EXPECT_FALSE(cpu::check_recurrent_work(a, INT64_MAX / 2, 4, 4, 4).is_ok());
+  RecurrentAttrs a;
+  a.op = RecurrentOp::kLstm;
+  EXPECT_TRUE(check_recurrent_work(a, 10, 2, 3, 4).is_ok());
+  EXPECT_FALSE(check_recurrent_work(a, INT64_MAX / 2, 4, 4, 4).is_ok());
 }
 
 TEST(RecurrentErrors, ThroughTheEngineErrorsNameTheNode) {

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/index_math.h"
 #include "graft/status.h"
 #include "ops/attr_util.h"
 #include "ops/operator.h"
@@ -24,13 +25,5 @@ inline const Tensor* input_or_null(const ExecContext& ctx, size_t i) {
   return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr;
 }
 
-// Row-major multi-index of `flat` within `dims`.
-inline void unravel(int64_t flat, const std::vector<int64_t>& dims, std::vector<int64_t>& idx) {
-  idx.resize(dims.size());
-  for (size_t a = dims.size(); a-- > 0;) {
-    idx[a] = flat % dims[a];
-    flat /= dims[a];
-  }
-}
 
 }  // namespace graft::cpu

@@ -11,26 +11,11 @@
 // again as both implementations index them.
 #pragma once
 
-#include <cstdint>
-#include <map>
-#include <vector>
-
 #include "graft/status.h"
 #include "ops/operator.h"
+#include "ops/tfidf_attrs.h"
 
 namespace graft::cpu {
-
-enum class TfIdfMode { kTF, kIDF, kTFIDF };
-
-// The node's attributes, checked once: errors name the attribute at fault.
-struct TfIdfAttrs {
-  TfIdfMode mode = TfIdfMode::kTF;
-  int64_t min_gram = 1, max_gram = 1, max_skip = 0;
-  int64_t output_size = 0;  // max(ngram_indexes) + 1
-  std::vector<float> weights;  // empty, or one per output position
-  std::map<std::vector<int64_t>, int64_t> grams;  // n-gram -> output position
-};
-Result<TfIdfAttrs> tfidf_attrs(const AttributeMap& attrs);
 
 Status tfidf_vectorizer(ExecContext& ctx);
 

@@ -1,5 +1,5 @@
 // Launchers for the CUDA kernels of MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv (CPU
-// reference and layout readers: src/backends/cpu/integer.h). Plain device pointers and strides
+// reference: src/backends/cpu/integer.cpp; layout readers: src/ops/integer_attrs.h). Plain device pointers and strides
 // computed on the host; each returns the launch's cudaError_t (cudaErrorInvalidValue for a dtype
 // it does not handle).
 //

@@ -1,14 +1,14 @@
 // CUDA ops for MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv (kernels:
 // integer_kernels.cu), which a CUDA engine otherwise ran on the CPU reference with host<->device
 // copies around them. Shapes, attributes, zero-point and scale layouts are read by the CPU
-// reference's own readers (src/backends/cpu/integer.h), so a bad layout is refused in the same
+// reference's own readers (src/ops/integer_attrs.h), so a bad layout is refused in the same
 // words on both backends; the kernels then index the parameters through the strides those readers
 // give instead of the reference's per-element index tables.
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "backends/cpu/integer.h"
+#include "ops/integer_attrs.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/integer_kernels.cuh"
@@ -140,8 +140,8 @@ Status check_qlinear_params(const CudaExec& ex) {
   if (yzp->dtype() != DataType::kInt8 && yzp->dtype() != DataType::kUInt8)
     return fail(ex, StatusCode::kUnsupported, "y_zero_point has dtype ", dtype_name(yzp->dtype()),
                 "; expected int8 or uint8");
-  GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::check_per_tensor(input_or_null(ex, 6)->dims(), "y_scale")));
-  GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::check_per_tensor(yzp->dims(), "y_zero_point")));
+  GRAFT_RETURN_IF_ERROR(with_node(ex, check_per_tensor(input_or_null(ex, 6)->dims(), "y_scale")));
+  GRAFT_RETURN_IF_ERROR(with_node(ex, check_per_tensor(yzp->dims(), "y_zero_point")));
   return Status::ok();
 }
 
@@ -179,9 +179,9 @@ Status matmul_run(CudaExec& ex, bool qlinear) {
   const Tensor& B = *input_or_null(ex, io.b);
   const Tensor* azp = input_or_null(ex, io.a_zp);
   const Tensor* bzp = input_or_null(ex, io.b_zp);
-  auto plan_or = cpu::int_matmul_plan(A.dims(), B.dims());
+  auto plan_or = int_matmul_plan(A.dims(), B.dims());
   if (!plan_or) return with_node(ex, plan_or.status());
-  const cpu::IntMatMulPlan& p = plan_or.value();
+  const IntMatMulPlan& p = plan_or.value();
   const size_t rank = p.batch.size();
   if (rank > static_cast<size_t>(k::kMaxRank))
     return fail(ex, StatusCode::kUnsupported, "the broadcast batch has ", static_cast<int64_t>(rank),
@@ -202,7 +202,7 @@ Status matmul_run(CudaExec& ex, bool qlinear) {
   // A parameter's layout (zero point or scale) as strides; errors in the reference's words.
   auto place_param = [&](const Tensor* t, bool a_side, const char* name, k::IntMatMulOperand slot) -> Status {
     if (!t) return Status::ok();
-    auto st = cpu::matmul_param_strides(p, a_side, t->dims(), name);
+    auto st = matmul_param_strides(p, a_side, t->dims(), name);
     if (!st) return with_node(ex, st.status());
     place_strides(st.value().batch, rank, args.batch_strides[slot]);
     args.vary_stride[slot] = st.value().vary;
@@ -239,17 +239,17 @@ Status conv_run(CudaExec& ex, bool qlinear) {
   GRAFT_RETURN_IF_ERROR(check_operands(ex, io));
   if (qlinear) {
     GRAFT_RETURN_IF_ERROR(check_qlinear_params(ex));
-    GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::check_per_tensor(input_or_null(ex, 1)->dims(), "x_scale")));
+    GRAFT_RETURN_IF_ERROR(with_node(ex, check_per_tensor(input_or_null(ex, 1)->dims(), "x_scale")));
   }
   const Tensor& X = *input_or_null(ex, io.a);
   const Tensor& W = *input_or_null(ex, io.b);
   const Tensor* xzp = input_or_null(ex, io.a_zp);
   const Tensor* wzp = input_or_null(ex, io.b_zp);
-  auto plan_or = cpu::int_conv_plan(attrs_of(ex), X.dims(), W.dims());
+  auto plan_or = int_conv_plan(attrs_of(ex), X.dims(), W.dims());
   if (!plan_or) return with_node(ex, plan_or.status());
-  const cpu::IntConvPlan& p = plan_or.value();
-  if (xzp) GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::check_per_tensor(xzp->dims(), "x_zero_point")));
-  if (wzp) GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::check_per_channel(wzp->dims(), p.M, "w_zero_point")));
+  const IntConvPlan& p = plan_or.value();
+  if (xzp) GRAFT_RETURN_IF_ERROR(with_node(ex, check_per_tensor(xzp->dims(), "x_zero_point")));
+  if (wzp) GRAFT_RETURN_IF_ERROR(with_node(ex, check_per_channel(wzp->dims(), p.M, "w_zero_point")));
   const size_t nsp = X.dims().size() - 2;
   if (nsp > static_cast<size_t>(k::kIntConvMaxSpatial))
     return fail(ex, StatusCode::kUnsupported, "a ", static_cast<int64_t>(nsp), "-D convolution; the kernel handles up to ",
@@ -282,9 +282,9 @@ Status conv_run(CudaExec& ex, bool qlinear) {
   DataType out_t = DataType::kInt32;
   if (qlinear) {
     const Tensor* ws = input_or_null(ex, 4);
-    GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::check_per_channel(ws->dims(), p.M, "w_scale")));
+    GRAFT_RETURN_IF_ERROR(with_node(ex, check_per_channel(ws->dims(), p.M, "w_scale")));
     const Tensor* bias = input_or_null(ex, 8);
-    if (bias) GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::check_conv_bias(bias->dtype(), bias->dims(), p.M)));
+    if (bias) GRAFT_RETURN_IF_ERROR(with_node(ex, check_conv_bias(bias->dtype(), bias->dims(), p.M)));
     args.scale_t = ktype(ws->dtype());
     args.x_scale = input_or_null(ex, 1)->data();
     args.w_scale = ws->data();

@@ -1,5 +1,5 @@
 // Launchers for the CUDA kernels of RNN, LSTM and GRU (CPU reference: src/backends/cpu/recurrent.cpp;
-// attributes and shapes: src/backends/cpu/recurrent.h). Host-compilable: the op file fills the
+// attributes and shapes: src/ops/recurrent_attrs.h). Host-compilable: the op file fills the
 // plain structs below from the CPU side's parsed attributes.
 //
 // The work is one input-projection kernel over every time step (W x + Wb for each gate row), then
@@ -19,7 +19,7 @@ namespace graft::cuda::k {
 
 enum class RnnCell : int { kRnn, kLstm, kGru };
 
-// The spec's activation functions (the same list as graft::cpu::RnnActivationKind, mapped by name
+// The spec's activation functions (the same list as graft::RnnActivationKind, mapped by name
 // in recurrent_ops.cpp, not by value).
 enum class RnnActKind : int {
   kRelu,

@@ -1,5 +1,5 @@
 // CUDA ops for RNN, LSTM and GRU (kernels: recurrent_kernels.cu). Attributes and shapes are read by
-// the CPU reference's own readers (src/backends/cpu/recurrent.h: recurrent_attrs, recurrent_dims),
+// the readers the CPU reference uses too (src/ops/recurrent_attrs.h: recurrent_attrs, recurrent_dims),
 // so a bad node fails with the same words on both backends. Everything the reference takes is
 // handled: every direction, layout 0 and 1, clip, the activation lists, input_forget,
 // linear_before_reset, every optional input and output. float32, float16 and bfloat16 (float64
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/recurrent.h"
+#include "ops/recurrent_attrs.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/recurrent_kernels.cuh"
@@ -22,7 +22,6 @@ namespace graft::cuda {
 namespace {
 
 using namespace util;
-using cpu::RecurrentOp;
 
 bool is_kernel_float(DataType t) {
   return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16;
@@ -32,8 +31,8 @@ bool is_kernel_float(DataType t) {
 // read as opset 14, so `layout` is accepted there and checked against the real opset by run().
 int opset_for_build(const Node& n) { return n.opset > 0 ? n.opset : 14; }
 
-k::RnnActKind kernel_kind(cpu::RnnActivationKind kind) {
-  using K = cpu::RnnActivationKind;
+k::RnnActKind kernel_kind(RnnActivationKind kind) {
+  using K = RnnActivationKind;
   switch (kind) {
     case K::kRelu: return k::RnnActKind::kRelu;
     case K::kTanh: return k::RnnActKind::kTanh;
@@ -55,24 +54,24 @@ k::RnnCell kernel_cell(RecurrentOp op) {
 }
 
 bool recurrent_supports(const Node& n, std::string* why, RecurrentOp op) {
-  auto a = cpu::recurrent_attrs(op, n.attrs, opset_for_build(n));
+  auto a = recurrent_attrs(op, n.attrs, opset_for_build(n));
   if (!a) return reject(why, "attributes: " + a.status().to_string());
   if (n.inputs.size() > a->max_inputs() || n.outputs.size() > a->max_outputs())
     return reject(why, "more inputs or outputs than " + n.op_type + " has");
-  for (size_t i : {size_t{cpu::kRnnX}, size_t{cpu::kRnnW}, size_t{cpu::kRnnR}})
-    if (!has_input(n, i)) return reject(why, std::string("needs input ") + cpu::recurrent_input_name(i));
-  const DataType dt = in_dtype(n, cpu::kRnnX);
+  for (size_t i : {size_t{kRnnX}, size_t{kRnnW}, size_t{kRnnR}})
+    if (!has_input(n, i)) return reject(why, std::string("needs input ") + recurrent_input_name(i));
+  const DataType dt = in_dtype(n, kRnnX);
   if (!is_kernel_float(dt))
     return reject(why, std::string("X has dtype ") + dtype_name(dt) +
                            "; the CUDA kernel handles float32, float16 and bfloat16");
   for (size_t i = 1; i < n.inputs.size(); ++i) {
     if (!has_input(n, i)) continue;
-    if (i == cpu::kRnnSeqLens) {
+    if (i == kRnnSeqLens) {
       if (!require_dtype(n, i, {DataType::kInt32, DataType::kInt64}, why)) return false;
       continue;
     }
     if (in_dtype(n, i) != dt)
-      return reject(why, std::string("input ") + cpu::recurrent_input_name(i) + " has dtype " +
+      return reject(why, std::string("input ") + recurrent_input_name(i) + " has dtype " +
                              dtype_name(in_dtype(n, i)) + " but X has " + dtype_name(dt));
   }
   for (size_t o = 0; o < n.outputs.size(); ++o)
@@ -86,7 +85,7 @@ bool recurrent_supports(const Node& n, std::string* why, RecurrentOp op) {
 // the CPU reference checks them; `opset` is the one the attributes are read with.
 Result<k::RecurrentArgs> recurrent_args(RecurrentOp op, const AttributeMap& attrs, int opset,
                                         const std::vector<const Tensor*>& in) {
-  GRAFT_ASSIGN_OR_RETURN(cpu::RecurrentAttrs a, cpu::recurrent_attrs(op, attrs, opset));
+  GRAFT_ASSIGN_OR_RETURN(RecurrentAttrs a, recurrent_attrs(op, attrs, opset));
   std::vector<Shape> shapes(a.max_inputs());
   std::vector<const Shape*> ptrs(a.max_inputs(), nullptr);
   for (size_t i = 0; i < a.max_inputs() && i < in.size(); ++i)
@@ -94,10 +93,10 @@ Result<k::RecurrentArgs> recurrent_args(RecurrentOp op, const AttributeMap& attr
       shapes[i] = shape_from_values(in[i]->dims());
       ptrs[i] = &shapes[i];
     }
-  for (size_t i : {size_t{cpu::kRnnX}, size_t{cpu::kRnnW}, size_t{cpu::kRnnR}})
-    if (!ptrs[i]) return error(StatusCode::kInvalidModel, "required input ", cpu::recurrent_input_name(i), " is missing");
+  for (size_t i : {size_t{kRnnX}, size_t{kRnnW}, size_t{kRnnR}})
+    if (!ptrs[i]) return error(StatusCode::kInvalidModel, "required input ", recurrent_input_name(i), " is missing");
   // Every shape is concrete here, so no extent is left unknown.
-  GRAFT_ASSIGN_OR_RETURN(cpu::RecurrentDims rd, cpu::recurrent_dims(a, ptrs, [] { return Dim(int64_t{-1}); }));
+  GRAFT_ASSIGN_OR_RETURN(RecurrentDims rd, recurrent_dims(a, ptrs, [] { return Dim(int64_t{-1}); }));
   k::RecurrentArgs ka;
   ka.cell = kernel_cell(op);
   ka.seq = rd.seq.value();
@@ -132,25 +131,25 @@ size_t recurrent_workspace(const Node& node, const std::vector<const Tensor*>& i
 
 Status recurrent_run(CudaExec& ex, RecurrentOp op) {
   const ExecContext& ctx = *ex.ctx;
-  auto parsed = cpu::recurrent_attrs(op, attrs_of(ex), ctx.opset);
+  auto parsed = recurrent_attrs(op, attrs_of(ex), ctx.opset);
   if (!parsed) return with_node(ex, parsed.status());
-  const cpu::RecurrentAttrs& a = parsed.value();
+  const RecurrentAttrs& a = parsed.value();
   if (ctx.inputs.size() > a.max_inputs() || ctx.outputs.size() > a.max_outputs())
     return fail(ex, StatusCode::kInternal, "called with ", static_cast<int64_t>(ctx.inputs.size()), " inputs and ",
                 static_cast<int64_t>(ctx.outputs.size()), " outputs");
   std::vector<const Tensor*> in(a.max_inputs(), nullptr);
   for (size_t i = 0; i < ctx.inputs.size(); ++i) in[i] = ctx.inputs[i];
-  for (size_t i : {size_t{cpu::kRnnX}, size_t{cpu::kRnnW}, size_t{cpu::kRnnR}})
-    if (!in[i]) return fail(ex, StatusCode::kInvalidModel, "required input ", cpu::recurrent_input_name(i), " is missing");
-  const DataType dt = in[cpu::kRnnX]->dtype();
+  for (size_t i : {size_t{kRnnX}, size_t{kRnnW}, size_t{kRnnR}})
+    if (!in[i]) return fail(ex, StatusCode::kInvalidModel, "required input ", recurrent_input_name(i), " is missing");
+  const DataType dt = in[kRnnX]->dtype();
   if (!is_kernel_float(dt)) return fail(ex, StatusCode::kInternal, "X has dtype ", dtype_name(dt));
   for (size_t i = 1; i < in.size(); ++i) {
-    if (!in[i] || i == cpu::kRnnSeqLens) continue;
+    if (!in[i] || i == kRnnSeqLens) continue;
     if (in[i]->dtype() != dt)
-      return fail(ex, StatusCode::kInvalidModel, "input ", cpu::recurrent_input_name(i), " has dtype ",
+      return fail(ex, StatusCode::kInvalidModel, "input ", recurrent_input_name(i), " has dtype ",
                   dtype_name(in[i]->dtype()), " but X has ", dtype_name(dt));
   }
-  const Tensor* lens = in[cpu::kRnnSeqLens];
+  const Tensor* lens = in[kRnnSeqLens];
   if (lens && lens->dtype() != DataType::kInt32 && lens->dtype() != DataType::kInt64)
     return fail(ex, StatusCode::kInvalidModel, "input sequence_lens must be int32 (or int64), got ",
                 dtype_name(lens->dtype()));
@@ -160,9 +159,9 @@ Status recurrent_run(CudaExec& ex, RecurrentOp op) {
   const k::RecurrentArgs& ka = args.value();
 
   // Outputs: each optional; those present must have the shapes inference gave them.
-  cpu::RecurrentDims rd{Dim(ka.seq), Dim(ka.batch), Dim(ka.input), Dim(ka.hidden)};
-  const std::vector<int64_t> y_dims = shape_values(cpu::recurrent_y_shape(a, rd));
-  const std::vector<int64_t> state_dims = shape_values(cpu::recurrent_state_shape(a, rd));
+  RecurrentDims rd{Dim(ka.seq), Dim(ka.batch), Dim(ka.input), Dim(ka.hidden)};
+  const std::vector<int64_t> y_dims = shape_values(recurrent_y_shape(a, rd));
+  const std::vector<int64_t> state_dims = shape_values(recurrent_state_shape(a, rd));
   Tensor* out[3] = {};
   for (size_t o = 0; o < ctx.outputs.size(); ++o) {
     out[o] = ctx.outputs[o];
@@ -179,16 +178,16 @@ Status recurrent_run(CudaExec& ex, RecurrentOp op) {
                 " bytes, needs ", static_cast<int64_t>(floats * sizeof(float)), ")");
 
   k::RecurrentTensors t;
-  t.x = in[cpu::kRnnX]->data();
-  t.w = in[cpu::kRnnW]->data();
-  t.r = in[cpu::kRnnR]->data();
-  t.b = in[cpu::kRnnB] ? in[cpu::kRnnB]->data() : nullptr;
+  t.x = in[kRnnX]->data();
+  t.w = in[kRnnW]->data();
+  t.r = in[kRnnR]->data();
+  t.b = in[kRnnB] ? in[kRnnB]->data() : nullptr;
   t.lens = lens ? lens->data() : nullptr;
   t.lens64 = lens && lens->dtype() == DataType::kInt64;
-  t.h0 = in[cpu::kRnnInitialH] ? in[cpu::kRnnInitialH]->data() : nullptr;
+  t.h0 = in[kRnnInitialH] ? in[kRnnInitialH]->data() : nullptr;
   if (op == RecurrentOp::kLstm) {
-    t.c0 = in[cpu::kRnnInitialC] ? in[cpu::kRnnInitialC]->data() : nullptr;
-    t.p = in[cpu::kRnnP] ? in[cpu::kRnnP]->data() : nullptr;
+    t.c0 = in[kRnnInitialC] ? in[kRnnInitialC]->data() : nullptr;
+    t.p = in[kRnnP] ? in[kRnnP]->data() : nullptr;
   }
   t.y = out[0] ? out[0]->data() : nullptr;
   t.yh = out[1] ? out[1]->data() : nullptr;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/mel.h"
+#include "ops/mel_attrs.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/spectral_kernels.cuh"
@@ -156,7 +156,7 @@ bool mel_supports(const Node& n, std::string* why) {
     if (!require_dtype(n, i, kInts, why)) return false;
   for (size_t i = 3; i < 5; ++i)
     if (!require_dtype(n, i, kFloats, why)) return false;
-  auto odt = cpu::mel_output_dtype(n.attrs);
+  auto odt = mel_output_dtype(n.attrs);
   if (!odt) return reject(why, odt.status().message());
   bool handled = false;
   for (DataType t : kMelOutputs) handled = handled || t == odt.value();
@@ -203,7 +203,7 @@ Status mel_run(CudaExec& ex) {
   auto hi = mel_float_scalar(*ex.ctx->inputs[4], kNames[4]);
   if (!hi) return with_node(ex, hi.status());
   const double lower = lo.value(), upper = hi.value();
-  GRAFT_RETURN_IF_ERROR(with_node(ex, cpu::check_mel_sizes(mels, dft_length, rate)));
+  GRAFT_RETURN_IF_ERROR(with_node(ex, check_mel_sizes(mels, dft_length, rate)));
   if (!(lower >= 0.0) || !std::isfinite(lower))
     return with_node(ex, error(StatusCode::kInvalidModel, "input lower_edge_hertz must be finite and >= 0, got ",
                                lower));

@@ -1,5 +1,5 @@
 // CUDA op for TfIdfVectorizer (CPU reference: src/backends/cpu/tfidf.cpp; kernel: tfidf_kernels.cu).
-// The attributes are read by the reference's own tfidf_attrs, so a bad pool fails with the same
+// The attributes are read by tfidf_attrs (src/ops/tfidf_attrs.h), as the reference reads them, so a bad pool fails with the same
 // words; the pool becomes a table of sorted n-grams built once per node (kept in the context's
 // PreparedCache) and written into the workspace by the launcher on every run. Only integer inputs:
 // graft has no string dtype, and string tensors would live on the host anyway.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/tfidf.h"
+#include "ops/tfidf_attrs.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/tfidf_kernels.cuh"
@@ -31,7 +31,7 @@ bool tfidf_supports(const Node& n, std::string* why) {
   const DataType t = in_dtype(n, 0);
   if (t != DataType::kInt32 && t != DataType::kInt64)
     return reject(why, std::string("input 0 has dtype ") + dtype_name(t) + "; " + kNoStrings);
-  auto a = cpu::tfidf_attrs(n.attrs);
+  auto a = tfidf_attrs(n.attrs);
   if (!a) return reject(why, a.status().message());
   if (out_dtype(n, 0) != DataType::kFloat32) return reject(why, "output 0 must be float32");
   const TensorDesc& x = n.input(0)->desc;
@@ -47,14 +47,14 @@ struct PreparedTfIdf {
 };
 
 Result<std::shared_ptr<PreparedTfIdf>> prepare_tfidf(const AttributeMap& attrs) {
-  GRAFT_ASSIGN_OR_RETURN(cpu::TfIdfAttrs a, cpu::tfidf_attrs(attrs));
+  GRAFT_ASSIGN_OR_RETURN(TfIdfAttrs a, tfidf_attrs(attrs));
   auto out = std::make_shared<PreparedTfIdf>();
   k::TfIdfProblem& p = out->problem;
   p.output_size = a.output_size;
   p.min_gram = a.min_gram;
   p.max_gram = a.max_gram;
   p.max_skip = a.max_skip;
-  p.mode = a.mode == cpu::TfIdfMode::kTF ? 0 : a.mode == cpu::TfIdfMode::kIDF ? 1 : 2;
+  p.mode = a.mode == TfIdfMode::kTF ? 0 : a.mode == TfIdfMode::kIDF ? 1 : 2;
   int64_t lengths = 0;
   for (const auto& [gram, pos] : a.grams) lengths = std::max(lengths, static_cast<int64_t>(gram.size()));
   p.lengths = lengths;
