@@ -274,9 +274,10 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   report(config, "dead-node elimination", std::to_string(dead) + " removed");
   s = infer_shapes(g);
   if (!s) return s.with_file(name);
-  // Again with every dtype known: Casts to the type their input already has.
-  if (int casts = remove_identities(g)) {
-    report(config, "remove identities", std::to_string(casts) + " same-type casts removed");
+  // Again with every dtype and folded constant known: Casts to the type their input already has,
+  // Pads by zero and Slices of whole axes.
+  if (int copies = remove_identities(g)) {
+    report(config, "remove identities", std::to_string(copies) + " same-type casts, zero pads and whole slices removed");
     s = infer_shapes(g);
     if (!s) return s.with_file(name);
   }

@@ -50,7 +50,8 @@ Result<int> fold_batchnorm(Graph& graph);
 // BatchNormalization -> Relu pairs as 58 kernels instead of 116. A CUDA builder pass.
 Result<int> batchnorm_activations_as_convs(Graph& graph);
 
-// Identity and inference Dropout nodes are bypassed (kept only when both sides are graph I/O).
+// Identity, inference Dropout, same-type Cast, a Pad by zero and a Slice that keeps whole axes (known
+// extents) are bypassed (kept only when both sides are graph I/O).
 int remove_identities(Graph& graph);
 
 // Removes nodes none of whose outputs reach a graph output; then prunes unused values.

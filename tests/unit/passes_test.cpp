@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -166,6 +167,59 @@ TEST(Passes, SameTypeCastRemovedOtherCastsKept) {
   EXPECT_EQ((*g)->nodes()[1]->name, "to_half");
   EXPECT_EQ((*g)->nodes()[1]->inputs[0]->name, "r");
   EXPECT_EQ(remove_identities(**g), 0);
+}
+
+// A Pad by zero and a Slice of whole axes copy their input and are bypassed; a Pad by one, a partial
+// Slice, a reversing Slice of a whole axis and one ending at -1 are not. The engine's outputs match.
+TEST(Passes, ZeroPadAndWholeSliceRemoved) {
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  auto ints = [](std::vector<int64_t> v) { return Tensor::vector_int64(v); };
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 6, 5, 4});
+  m.initializer("zero_pads", ints({0, 0, 0, 0, 0, 0, 0, 0}));
+  m.initializer("one_pad", ints({0, 0, 1, 0, 0, 0, 0, 0}));
+  m.initializer("s0", ints({0, 0}));
+  m.initializer("e_full", ints({6, big}));
+  m.initializer("a12", ints({1, 2}));
+  m.initializer("s_neg", ints({-1}));
+  m.initializer("e_neg", ints({-big}));
+  m.initializer("a1", ints({1}));
+  m.initializer("step_neg", ints({-1}));
+  m.initializer("zero1", ints({0}));
+  m.initializer("e4", ints({4}));
+  m.initializer("a2", ints({2}));
+  m.initializer("e_m1", ints({-1}));
+  m.node("Pad", {"x", "zero_pads"}, {"p0"}, "pad_zero");
+  m.node("Relu", {"p0"}, {"r"}, "relu");
+  m.node("Slice", {"r", "s0", "e_full", "a12"}, {"whole"}, "slice_whole");
+  m.node("Add", {"whole", "r"}, {"y1"}, "add");
+  m.node("Slice", {"r", "zero1", "e4", "a2"}, {"y2"}, "slice_part");
+  m.node("Slice", {"r", "s_neg", "e_neg", "a1", "step_neg"}, {"y3"}, "slice_reverse");
+  m.node("Pad", {"r", "one_pad"}, {"y4"}, "pad_one");
+  m.node("Slice", {"r", "zero1", "e_m1", "a1"}, {"y5"}, "slice_to_minus_one");
+  for (const char* y : {"y1", "y2", "y3", "y4", "y5"}) m.output(y, DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "copies.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  ASSERT_TRUE(infer_shapes(**g));
+  EXPECT_EQ(remove_identities(**g), 2);
+  std::set<std::string> names;
+  for (const auto& n : (*g)->nodes()) names.insert(n->name);
+  EXPECT_EQ(names, (std::set<std::string>{"relu", "add", "slice_part", "slice_reverse", "pad_one", "slice_to_minus_one"}));
+
+  auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "copies.onnx");
+  ASSERT_TRUE(eng.is_ok()) << eng.status().to_string();
+  std::mt19937 rng(std::random_device{}());
+  Tensor x = random_tensor(DataType::kFloat32, {2, 6, 5, 4}, rng);
+  std::map<std::string, Tensor> outs;
+  auto ctx = (*eng)->create_context();
+  ASSERT_TRUE((*ctx)->run({{"x", x}}, outs).is_ok());
+  ASSERT_EQ(outs.at("y1").dims(), x.dims());
+  for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(outs.at("y1").get(i), 2 * std::max(0.0, x.get(i))) << i;
+  EXPECT_EQ(outs.at("y2").dims(), (std::vector<int64_t>{2, 6, 4, 4}));
+  EXPECT_EQ(outs.at("y3").dims(), (std::vector<int64_t>{2, 6, 5, 4}));
+  EXPECT_EQ(outs.at("y3").get(0), std::max(0.0, x.get(5 * 5 * 4)));  // row 5 first: reversed
+  EXPECT_EQ(outs.at("y4").dims(), (std::vector<int64_t>{2, 6, 6, 4}));  // one before axis 2
+  EXPECT_EQ(outs.at("y5").dims(), (std::vector<int64_t>{2, 5, 5, 4}));
 }
 
 TEST(Passes, InferenceDropoutRemovedTrainingDropoutKept) {
