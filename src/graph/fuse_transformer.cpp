@@ -30,6 +30,7 @@
 #include <set>
 #include <string>
 
+#include "core/index_math.h"
 #include "graph/passes.h"
 #include "ops/fused_transformer_ops.h"
 #include "ops/operator.h"
@@ -201,6 +202,116 @@ Value* strip_scales(const Consumers& cons, Value* v, Node* reader, const std::se
   return v;
 }
 
+// An additive constant on the scores and the shape of the scores where it is added.
+struct BiasTerm {
+  const Tensor* c;
+  Shape view;
+};
+
+// Walks back from `v` (read by `reader`) through Adds of a constant that do not broadcast the
+// scores up and Reshapes that only regroup the leading dimensions (the last two stay): Swin's
+// relative position bias, and its shifted-window mask added through a view [B, windows, heads, S,
+// S2] of the [B * windows, heads, S, S2] scores. Appends the terms and the nodes; returns the
+// tensor before them.
+Value* strip_bias_terms(const Consumers& cons, Value* v, Node* reader, const std::set<const Node*>& dead,
+                        std::vector<BiasTerm>* terms, std::vector<Node*>* parts) {
+  auto last_two_same = [](const Shape& a, const Shape& b) {
+    return a.size() >= 2 && b.size() >= 2 && a[a.size() - 1].same_as(b[b.size() - 1]) &&
+           a[a.size() - 2].same_as(b[b.size() - 2]);
+  };
+  while (v->producer && !dead.count(v->producer) && only_consumer(cons, v) == reader && v->desc.shape) {
+    Node* p = v->producer;
+    Value* next = nullptr;
+    if (p->op_type == "Add" && p->domain.empty() && p->inputs.size() == 2 && p->outputs.size() == 1) {
+      const int ci = p->inputs[1] && p->inputs[1]->constant ? 1 : (p->inputs[0] && p->inputs[0]->constant ? 0 : -1);
+      if (ci < 0) break;
+      Value* t = p->inputs[static_cast<size_t>(1 - ci)];
+      if (!t || t->constant || !t->desc.shape || !shapes_same(*t->desc.shape, *v->desc.shape) ||
+          t->desc.dtype != v->desc.dtype || !dtype_is_float(p->inputs[static_cast<size_t>(ci)]->constant->dtype()))
+        break;
+      terms->push_back({&*p->inputs[static_cast<size_t>(ci)]->constant, *v->desc.shape});
+      next = t;
+    } else if (p->op_type == "Reshape" && p->domain.empty() && !p->inputs.empty() && p->inputs[0] &&
+               p->inputs[0]->desc.shape && last_two_same(*p->inputs[0]->desc.shape, *v->desc.shape)) {
+      next = p->inputs[0];
+    } else {
+      break;
+    }
+    parts->push_back(p);
+    reader = p;
+    v = next;
+  }
+  return v;
+}
+
+int64_t gcd64(int64_t a, int64_t b) { return b == 0 ? a : gcd64(b, a % b); }
+
+// The terms' sum, times `mult`, as one [P, S, S2] constant that batch entry b of the scores reads as
+// bias[b % P]. A term varies only along a suffix of its view's leading dimensions (the ones before
+// it are 1 in the constant), so it repeats every P_i = the product of that suffix's extents, and the
+// sum every P = lcm(P_i), which divides the batch because every P_i does. nullopt when a term's
+// suffix or the last two extents are not static, or the constant would exceed 16M elements.
+std::optional<Tensor> periodic_bias(const std::vector<BiasTerm>& terms, double mult, DataType dt) {
+  constexpr int64_t kMaxBiasElements = int64_t{1} << 24;
+  struct Term {
+    const Tensor* c;
+    std::vector<int64_t> cdims;  // the constant's dims left-padded with 1 to the view's rank
+    std::vector<int64_t> vary;   // the view's leading extents from the first the constant varies along
+    size_t first = 0;            // that axis
+    int64_t period = 1;
+  };
+  const Shape& v0 = terms.front().view;
+  const size_t r0 = v0.size();
+  if (!v0[r0 - 1].is_const() || !v0[r0 - 2].is_const()) return std::nullopt;
+  const int64_t S = v0[r0 - 2].value(), S2 = v0[r0 - 1].value();
+  std::vector<Term> ts;
+  int64_t P = 1;
+  for (const BiasTerm& bt : terms) {
+    const size_t r = bt.view.size();
+    const std::vector<int64_t>& cd = bt.c->dims();
+    if (cd.size() > r || r < 2) return std::nullopt;
+    Term t{bt.c, std::vector<int64_t>(r - cd.size(), 1), {}, r - 2, 1};
+    t.cdims.insert(t.cdims.end(), cd.begin(), cd.end());
+    if ((t.cdims[r - 2] != 1 && t.cdims[r - 2] != S) || (t.cdims[r - 1] != 1 && t.cdims[r - 1] != S2)) return std::nullopt;
+    for (size_t a = 0; a + 2 < r; ++a)
+      if (t.cdims[a] != 1) {
+        t.first = a;
+        break;
+      }
+    for (size_t a = t.first; a + 2 < r; ++a) {
+      if (!bt.view[a].is_const() || (t.cdims[a] != 1 && t.cdims[a] != bt.view[a].value())) return std::nullopt;
+      t.vary.push_back(bt.view[a].value());
+      t.period *= bt.view[a].value();
+    }
+    if (t.period < 1 || t.period > kMaxBiasElements) return std::nullopt;
+    P = P / gcd64(P, t.period) * t.period;
+    if (P * S * S2 > kMaxBiasElements) return std::nullopt;
+    ts.push_back(std::move(t));
+  }
+  Tensor out = Tensor::empty(dt, {P, S, S2});
+  std::vector<int64_t> idx;
+  for (int64_t p = 0; p < P; ++p)
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < S2; ++j) {
+        double sum = 0;
+        for (const Term& t : ts) {
+          unravel(p % t.period, t.vary, idx);
+          int64_t off = 0;
+          const size_t r = t.cdims.size();
+          for (size_t a = 0; a < r; ++a) {
+            int64_t k = 0;
+            if (a >= t.first && a + 2 < r) k = t.cdims[a] == 1 ? 0 : idx[a - t.first];
+            else if (a + 2 == r) k = t.cdims[a] == 1 ? 0 : i;
+            else if (a + 1 == r) k = t.cdims[a] == 1 ? 0 : j;
+            off = off * t.cdims[a] + k;
+          }
+          sum += t.c->get(off);
+        }
+        out.set((p * S + i) * S2 + j, mult * sum);
+      }
+  return out;
+}
+
 bool same_leading_dims(const Shape& a, const Shape& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i + 2 < a.size(); ++i)
@@ -208,9 +319,11 @@ bool same_leading_dims(const Shape& a, const Shape& b) {
   return true;
 }
 
-// MatMul(Q, Kt) [-> scalar scales] -> Softmax(last axis) -> MatMul(., V), with scalar scales on Q,
-// on Kt, or on K before a Transpose (the exporters put sdpa's scale in each of these places),
-// becomes GraftAttention(Q, Kt, V) with the product of the scales. Returns the number fused.
+// MatMul(Q, Kt) [-> scalar scales] [-> Adds of constants and batch-regrouping Reshapes
+// (strip_bias_terms)] [-> scalar scales] -> Softmax(last axis) -> MatMul(., V), with scalar scales
+// on Q, on Kt, or on K before a Transpose (the exporters put sdpa's scale in each of these places),
+// becomes GraftAttention(Q, Kt, V[, bias]) with the product of the scales and the constants summed
+// into one periodic bias. Returns the number fused.
 int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) {
   // Consumers as the graph now stands (fused GEMM nodes included, their dead chains still present:
   // a dead reader only makes the checks below more conservative).
@@ -228,6 +341,11 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
     double scale = 1.0;
     std::vector<Node*> parts{sm};
     Value* scores = strip_scales(cons, s, sm, dead, &scale, &parts);
+    // Additive constants before those scales (scaled by them too), then the scores' own scales.
+    const double bias_scale = scale;
+    std::vector<BiasTerm> terms;
+    scores = strip_bias_terms(cons, scores, parts.back(), dead, &terms, &parts);
+    if (!terms.empty()) scores = strip_scales(cons, scores, parts.back(), dead, &scale, &parts);
     Node* mm1 = scores->producer;
     Node* mm1_reader = parts.back();
     if (!mm1 || dead.count(mm1) || mm1->op_type != "MatMul" || mm1->inputs.size() != 2 ||
@@ -266,11 +384,18 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
               same_leading_dims(*q->desc.shape, *kt->desc.shape) && same_leading_dims(*q->desc.shape, *v->desc.shape);
     for (const Node* x : parts) ok = ok && !dead.count(x);
     if (!ok) continue;
+    std::optional<Tensor> bias;
+    if (!terms.empty()) {
+      // The scores the bias is added to have Q's leading dims: its period must divide their count.
+      bias = periodic_bias(terms, bias_scale, q->desc.dtype);
+      if (!bias) continue;
+    }
     parts.push_back(mm2);
     Node* at = graph.add_node(namer(sm->name + "_attention"), "GraftAttention");
     at->opset = sm->opset;
     at->attrs.set("scale", static_cast<float>(scale));
     at->inputs = {q, kt, v};
+    if (bias) at->inputs.push_back(graph.new_constant(sm->name + "_attention_bias", *bias));
     at->outputs = {mm2->outputs[0]};
     mm2->outputs[0]->producer = at;
     if (transpose) transpose->inputs[0] = k_unscaled;

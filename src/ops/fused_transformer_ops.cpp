@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/cpu/nn.h"
+#include "ops/attr_util.h"
 #include "ops/operator.h"
 #include "ops/view_ops.h"
 
@@ -125,8 +126,8 @@ Status cpu_graft_gemm(ExecContext& ctx) {
 // ---- GraftAttention ----
 
 Status infer_graft_attention(InferContext& ctx) {
-  if (ctx.num_inputs() != 3 || !ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2))
-    return ctx.fail("GraftAttention needs Q, Kt and V");
+  if (ctx.num_inputs() < 3 || ctx.num_inputs() > 4 || !ctx.has_input(0) || !ctx.has_input(1) || !ctx.has_input(2))
+    return ctx.fail("GraftAttention needs Q, Kt and V (and an optional bias)");
   GRAFT_ASSIGN_OR_RETURN(float scale, ctx.attrs().get_float("scale", 1.f));
   (void)scale;
   GRAFT_ASSIGN_OR_RETURN(Shape q, ctx.input_shape(0));
@@ -141,6 +142,8 @@ Status infer_graft_attention(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(read_attention_views(ctx.attrs(), &has_views, &w));
   GRAFT_RETURN_IF_ERROR(read_attention_chains(ctx.attrs(), &has_chains, &chains));
   if (has_views && has_chains) return ctx.fail("has both view attributes (dims) and view chains");
+  const bool bias = ctx.num_inputs() == 4 && ctx.has_input(3);
+  if (bias && (has_views || has_chains)) return ctx.fail("a bias with operands read in place is not handled");
   if (has_chains) {  // the operands as their chains give them
     Shape* operands[3] = {&q, &kt, &v};
     for (int k = 0; k < 3; ++k) {
@@ -165,6 +168,12 @@ Status infer_graft_attention(InferContext& ctx) {
   if (!ok)
     return ctx.fail("Q ", shape_to_string(q), ", Kt ", shape_to_string(kt), " and V ", shape_to_string(v),
                     " must be [..., S, D], [..., D, S2], [..., S2, Dv] with equal leading dimensions");
+  if (bias) {  // [P, S, S2], added to batch entry b's scores as bias[b % P]
+    GRAFT_ASSIGN_OR_RETURN(Shape bs, ctx.input_shape(3));
+    if (ctx.input(3).dtype != dt || bs.size() != 3 || differ(bs[1], q[r - 2]) || differ(bs[2], kt[r - 1]))
+      return ctx.fail("bias ", shape_to_string(bs), " (", dtype_name(ctx.input(3).dtype), ") must be [P, S, S2] with S ",
+                      shape_to_string({q[r - 2]}), " and S2 ", shape_to_string({kt[r - 1]}), ", in Q's dtype");
+  }
   Shape out(q.begin(), q.end() - 1);
   out.push_back(v.back());
   if (!chains.y_perm.empty()) {
@@ -183,7 +192,7 @@ Status infer_graft_attention(InferContext& ctx) {
 // softmax(scale q kt) v for contiguous [B, S, D] x [B, D, S2] x [B, S2, Dv] in double.
 std::vector<double> attention_core(const std::vector<double>& q, const std::vector<double>& k,
                                    const std::vector<double>& v, int64_t B, int64_t S, int64_t D, int64_t S2,
-                                   int64_t Dv, float scale) {
+                                   int64_t Dv, float scale, const std::vector<double>* bias, int64_t period) {
   std::vector<double> y(static_cast<size_t>(B * S * Dv)), p(static_cast<size_t>(S2));
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 0; i < S; ++i) {
@@ -193,6 +202,7 @@ std::vector<double> attention_core(const std::vector<double>& q, const std::vect
         for (int64_t d = 0; d < D; ++d)
           acc += q[static_cast<size_t>((b * S + i) * D + d)] * k[static_cast<size_t>((b * D + d) * S2 + j)];
         p[static_cast<size_t>(j)] = static_cast<double>(scale) * acc;
+        if (bias) p[static_cast<size_t>(j)] += (*bias)[static_cast<size_t>(((b % period) * S + i) * S2 + j)];
         m = std::max(m, p[static_cast<size_t>(j)]);
       }
       double sum = 0.0;
@@ -218,18 +228,23 @@ std::vector<double> gather_view(const Tensor& t, const std::array<int64_t, 5>& w
   return out;
 }
 
-Status attention_reference(const Tensor& Q, const Tensor& Kt, const Tensor& V, float scale,
+Status attention_reference(const Tensor& Q, const Tensor& Kt, const Tensor& V, const Tensor* bias, float scale,
                            const std::vector<int64_t>& y_perm, Tensor& Y);
 
 // Reference: scores, softmax and the weighted sum in double, one rounding into Y's dtype.
 Status cpu_graft_attention(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(float scale, ctx.attrs->get_float("scale", 1.f));
-  if (ctx.inputs.size() != 3) return error(StatusCode::kInvalidModel, "GraftAttention: needs Q, Kt and V");
-  for (const Tensor* t : ctx.inputs) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(t, "input"));
+  if (ctx.inputs.size() < 3 || ctx.inputs.size() > 4)
+    return error(StatusCode::kInvalidModel, "GraftAttention: needs Q, Kt and V (and an optional bias)");
+  for (const Tensor* t : ctx.inputs)
+    if (t) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(t, "input"));
   const Tensor &Q = *ctx.inputs[0], &Kt = *ctx.inputs[1], &V = *ctx.inputs[2];
+  const Tensor* bias = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
   bool has_views = false;
   AttentionViews w;
   GRAFT_RETURN_IF_ERROR(read_attention_views(*ctx.attrs, &has_views, &w));
+  if (bias && has_views)
+    return error(StatusCode::kInvalidModel, "GraftAttention: a bias with operands read in place is not handled");
   if (has_views) {
     Tensor& Y = *ctx.outputs[0];
     GRAFT_RETURN_IF_ERROR(check_attention_views(w, Q.numel(), Kt.numel(), V.numel(), Y.numel()));
@@ -237,7 +252,7 @@ Status cpu_graft_attention(ExecContext& ctx) {
     std::vector<double> y = attention_core(gather_view(Q, w.q, w.outer, w.inner, w.S, w.D),
                                            gather_view(Kt, w.kt, w.outer, w.inner, w.D, w.S2),
                                            gather_view(V, w.v, w.outer, w.inner, w.S2, w.Dv), B, w.S, w.D, w.S2, w.Dv,
-                                           scale);
+                                           scale, nullptr, 1);
     size_t e = 0;
     for (int64_t o = 0; o < w.outer; ++o)
       for (int64_t i = 0; i < w.inner; ++i)
@@ -263,13 +278,13 @@ Status cpu_graft_attention(ExecContext& ctx) {
       run_view_plan(static_cast<const char*>(in.data()), static_cast<char*>(logical[k].data()), dtype_size(in.dtype()),
                     plan.value());
     }
-    return attention_reference(logical[0], logical[1], logical[2], scale, chains.y_perm, *ctx.outputs[0]);
+    return attention_reference(logical[0], logical[1], logical[2], bias, scale, chains.y_perm, *ctx.outputs[0]);
   }
-  return attention_reference(Q, Kt, V, scale, {}, *ctx.outputs[0]);
+  return attention_reference(Q, Kt, V, bias, scale, {}, *ctx.outputs[0]);
 }
 
 // Contiguous Q, Kt, V; Y written through y_perm (empty: contiguous).
-Status attention_reference(const Tensor& Q, const Tensor& Kt, const Tensor& V, float scale,
+Status attention_reference(const Tensor& Q, const Tensor& Kt, const Tensor& V, const Tensor* bias, float scale,
                            const std::vector<int64_t>& y_perm, Tensor& Y) {
   const size_t r = static_cast<size_t>(Q.rank());
   if (r < 2 || Kt.rank() != Q.rank() || V.rank() != Q.rank())
@@ -280,8 +295,18 @@ Status attention_reference(const Tensor& Q, const Tensor& Kt, const Tensor& V, f
     return error(StatusCode::kInvalidModel, "GraftAttention: Q, Kt and V shapes do not match");
   const int64_t B = numel_of(std::vector<int64_t>(Q.dims().begin(), Q.dims().end() - 2));
   if (Y.numel() != B * S * Dv) return error(StatusCode::kInternal, "GraftAttention: output size inconsistent with inputs");
+  std::vector<double> bias_values;
+  int64_t period = 1;
+  if (bias) {  // [P, S, S2] with P dividing the batch
+    const auto& bd = bias->dims();
+    if (bd.size() != 3 || bd[0] < 1 || bd[1] != S || bd[2] != S2 || B % bd[0] != 0)
+      return error(StatusCode::kInvalidModel, "GraftAttention: bias ", ints_to_string(bd), " is not [P, ", S, ", ", S2,
+                   "] with P dividing the batch of ", B);
+    bias_values = cpu::load_doubles(*bias);
+    period = bd[0];
+  }
   std::vector<double> y = attention_core(cpu::load_doubles(Q), cpu::load_doubles(Kt), cpu::load_doubles(V), B, S, D,
-                                         S2, Dv, scale);
+                                         S2, Dv, scale, bias ? &bias_values : nullptr, period);
   if (y_perm.empty()) {
     cpu::store_doubles(Y, y);
     return Status::ok();

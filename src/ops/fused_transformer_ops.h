@@ -9,9 +9,11 @@
 //   Y = act(alpha * X.W + bias + R); leading dimensions of X are folded into M. The residual R
 //   has Y's shape; the pass only adds it when there is no activation (Y = X.W + bias + R).
 //
-// GraftAttention(Q[..., S, D], Kt[..., D, S2], V[..., S2, Dv]) -> Y[..., S, Dv]
-//   attrs: scale (float). Y = softmax(scale * Q.Kt, last axis) . V; the leading dimensions of
-//   the three inputs are equal (no broadcasting).
+// GraftAttention(Q[..., S, D], Kt[..., D, S2], V[..., S2, Dv] [, bias[P, S, S2]]) -> Y[..., S, Dv]
+//   attrs: scale (float). Y = softmax(scale * Q.Kt + bias, last axis) . V; the leading dimensions
+//   of the three inputs are equal (no broadcasting). The optional bias is periodic over the
+//   flattened leading dimensions: batch entry b adds bias[b % P] (P divides the batch; Swin's
+//   relative position bias over heads, with its shifted-window mask over windows and heads).
 //   Optional view attributes (fold_views_into_attention sets them; all or none): the operands are
 //   strided views of the input tensors and Y a strided view of the output tensor, batch two-level:
 //     dims = [outer, inner, S, D, S2, Dv];  y_shape = the output tensor's dims;

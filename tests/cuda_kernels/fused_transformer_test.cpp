@@ -69,6 +69,38 @@ TEST(CudaFusedTransformer, GraftAttention) {
   }
 }
 
+// GraftAttention with a periodic bias [P, S, S2] (Swin's relative position bias and shifted-window
+// mask, folded by fuse_attention): batch entry b adds bias[b % P]. float32 runs the cuBLASLt path
+// (scores, bias added in place, softmax, PV), float16/bfloat16 the fused kernel; in float16 both
+// are then forced through the tactic table. Masked pairs at -100, as Swin writes them.
+TEST(CudaFusedTransformer, GraftAttentionPeriodicBias) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Shp { std::vector<int64_t> lead; int64_t S, D, S2, Dv, P; };
+  const std::vector<Shp> shapes = {{{8, 3}, 49, 32, 49, 32, 12},  // 2 images x 4 windows x 3 heads, windows x heads periodic
+                                   {{6}, 17, 16, 20, 16, 3},
+                                   {{2, 2}, 70, 8, 66, 8, 1}};    // past one 64-key tile and one 64-row tile
+  for (const auto& sh : shapes) {
+    auto dims = [&](int64_t a, int64_t b) {
+      std::vector<int64_t> d = sh.lead;
+      d.push_back(a);
+      d.push_back(b);
+      return d;
+    };
+    Tensor bias = rnd(rng, {sh.P, sh.S, sh.S2}, -2, 2);
+    for (int64_t i = 0; i < bias.numel(); i += 5) bias.set(i, -100.0);
+    KernelCase c{"GraftAttention",
+                 {rnd(rng, dims(sh.S, sh.D)), rnd(rng, dims(sh.D, sh.S2)), rnd(rng, dims(sh.S2, sh.Dv)), bias}};
+    c.attrs.set("scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.D))));
+    c.tol32 = 1e-4;
+    c.label = "S " + std::to_string(sh.S) + " S2 " + std::to_string(sh.S2) + " period " + std::to_string(sh.P);
+    run_float_dtypes(c, seed, /*bf16=*/true);
+    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 0);  // the cuBLASLt path
+    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 1);  // the fused kernel
+  }
+}
+
 // One instruction (opcode, dst, a, b, c) per field group.
 std::vector<int64_t> instr(EwOp op, int64_t dst, int64_t a, int64_t b = 0, int64_t c = 0) {
   return {static_cast<int64_t>(op), dst, a, b, c};

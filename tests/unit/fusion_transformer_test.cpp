@@ -679,6 +679,85 @@ TEST(FuseAttention, ScalesWhereverTheExportersPutThem) {
   }
 }
 
+// Swin's window attention: a relative position bias [heads, S, S] added to the scores, then (in the
+// shifted blocks) a mask [1, windows, 1, S, S] added through a [B, windows, heads, S, S] view of the
+// [B * windows, heads, S, S] scores. Both fold into one [windows * heads, S, S] bias that batch
+// entry b reads at b % (windows * heads); outputs unchanged. A second form: a bias [1, heads, S, S]
+// as the Add's first operand with a scale after it (the bias is scaled too).
+TEST(FuseAttention, SwinBiasAndShiftedWindowMaskBecomeOnePeriodicBias) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  const int64_t B = 2, W = 4, H = 3, S = 7, D = 8;
+  auto ints = [](std::vector<int64_t> v) { return Tensor::vector_int64(v); };
+  {
+    SCOPED_TRACE("bias, then the mask through a view");
+    OnnxModelBuilder b;
+    for (const char* x : {"q", "k", "v"}) b.input(x, kF32, {B * W, H, S, D});
+    b.initializer("rel", random_tensor(kF32, {H, S, S}, rng));
+    Tensor mask = random_tensor(kF32, {1, W, 1, S, S}, rng);
+    for (int64_t i = 0; i < mask.numel(); i += 3) mask.set(i, -100.0);  // masked pairs, as Swin's
+    b.initializer("mask", mask);
+    b.initializer("split", ints({B, W, H, S, S}));
+    b.initializer("merge", ints({-1, H, S, S}));
+    b.initializer("c", scalar(0.35f));
+    OnnxModelBuilder::attr(b.node("Transpose", {"k"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+    b.node("Mul", {"q", "c"}, {"qs"});
+    b.node("MatMul", {"qs", "kt"}, {"s"});
+    b.node("Add", {"s", "rel"}, {"a1"});
+    b.node("Reshape", {"a1", "split"}, {"r1"});
+    b.node("Add", {"r1", "mask"}, {"a2"});
+    b.node("Reshape", {"a2", "merge"}, {"r2"});
+    OnnxModelBuilder::attr(b.node("Softmax", {"r2"}, {"p"}), "axis", int64_t{-1});
+    b.node("MatMul", {"p", "v"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    EXPECT_EQ(count_op(*g, "GraftAttention"), 1);
+    EXPECT_EQ(count_op(*g, "Add") + count_op(*g, "Reshape") + count_op(*g, "Softmax") + count_op(*g, "Mul"), 0);
+    const Node* at = find_op(*g, "GraftAttention");
+    ASSERT_EQ(at->inputs.size(), 4u);
+    ASSERT_TRUE(at->inputs[3] && at->inputs[3]->constant);
+    EXPECT_EQ(at->inputs[3]->constant->dims(), (std::vector<int64_t>{W * H, S, S}));
+  }
+  {
+    SCOPED_TRACE("bias first, a scale after it");
+    OnnxModelBuilder b;
+    b.input("q", kF32, {B, H, S, D});
+    b.input("kt", kF32, {B, H, D, S});
+    b.input("v", kF32, {B, H, S, D});
+    b.initializer("rel", random_tensor(kF32, {1, H, S, S}, rng));
+    b.initializer("two", scalar(2.f));
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    b.node("Add", {"rel", "s"}, {"a"});
+    b.node("Div", {"a", "two"}, {"d"});
+    OnnxModelBuilder::attr(b.node("Softmax", {"d"}, {"p"}), "axis", int64_t{-1});
+    b.node("MatMul", {"p", "v"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 1, seed);
+    const Node* at = find_op(*g, "GraftAttention");
+    ASSERT_TRUE(at);
+    EXPECT_EQ(at->inputs[3]->constant->dims(), (std::vector<int64_t>{H, S, S}));
+    EXPECT_NEAR(at->attrs.get_float("scale", 0).value(), 0.5f, 1e-7);
+  }
+  {
+    SCOPED_TRACE("an Add of a tensor the model computes is not a constant bias: no fusion");
+    OnnxModelBuilder b;
+    for (const char* x : {"q", "kt", "v"}) b.input(x, kF32, {B, H, S, S});
+    b.input("m", kF32, {B, H, S, S});
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    b.node("Add", {"s", "m"}, {"a"});
+    OnnxModelBuilder::attr(b.node("Softmax", {"a"}, {"p"}), "axis", int64_t{-1});
+    b.node("MatMul", {"p", "v"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, 0, seed);
+  }
+}
+
 TEST(FuseAttention, PatternsThatMustNotFuse) {
   const uint32_t seed = std::random_device{}();
   for (int c = 0; c < 3; ++c) {

@@ -16,6 +16,7 @@
 // eight 16-byte row reads of an ldmatrix fall in distinct banks.
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "backends/cuda/cuda_kernel_device.cuh"
 #include "backends/cuda/flash_attention_kernels.cuh"
@@ -47,6 +48,8 @@ struct FlashParams {
   int S = 0, S2 = 0, D = 0, Dv = 0;
   int q_tiles = 0;         // query tiles per batch entry
   float scale_log2 = 0.f;  // scale * log2(e): the softmax runs on exp2
+  const uint16_t* bias = nullptr;  // [bias_period, S, S2] added to the scores: batch entry b reads bias[b % period]
+  int64_t bias_period = 1;
   bool q_vec = false, k_vec = false, v_vec = false, y_vec = false;  // 16-byte accesses allowed
 };
 
@@ -126,6 +129,15 @@ struct Mma<__nv_bfloat16> {
   }
 };
 
+// One element of T, stored as its 16 bits, as float.
+template <typename T>
+__device__ __forceinline__ float bits_to_float(uint16_t b) {
+  T v;
+  memcpy(&v, &b, sizeof b);
+  if constexpr (std::is_same_v<T, __half>) return __half2float(v);
+  else return __bfloat162float(v);
+}
+
 // Copies a [rows, C] tile whose element (r, c) is g[r * rs + c] into shared memory (row stride SS),
 // writing zeros outside the valid [vr, vc) corner: zero head-dim padding adds nothing to a dot
 // product and zero V rows past S2 keep 0 * garbage (possibly NaN) out of P.V. Out-of-range
@@ -180,6 +192,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32) flash_attention_kernel(const F
   const uint16_t* const q_b = p.q + b_out * p.q_os + b_in * p.q_bs;
   const uint16_t* const k_b = p.kt + b_out * p.k_os + b_in * p.k_bs;
   const uint16_t* const v_b = p.v + b_out * p.v_os + b_in * p.v_bs;
+  const uint16_t* const bias_b = p.bias ? p.bias + (b % p.bias_period) * p.S * static_cast<int64_t>(p.S2) : nullptr;
   const int q0 = static_cast<int>(blockIdx.x % p.q_tiles) * nw * 16;
   const int qw = q0 + warp * 16;  // this warp's first query row
   // Warps whose rows are all past S still load tiles and hit every barrier, but compute nothing.
@@ -271,7 +284,11 @@ __global__ void __launch_bounds__(kMaxWarps * 32) flash_attention_kernel(const F
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int j = j0 + nt * 8 + 2 * tig + (e & 1);
-          const float x = j < S2 ? s[nt][e] * p.scale_log2 : -INFINITY;
+          float x = j < S2 ? s[nt][e] * p.scale_log2 : -INFINITY;
+          if (bias_b && j < S2) {
+            const int row = qw + g + 8 * (e >> 1);  // rows past S compute, but are never stored
+            if (row < p.S) x += bits_to_float<T>(bias_b[static_cast<int64_t>(row) * S2 + j]) * 1.4426950408889634f;
+          }
           s[nt][e] = x;
           mx[e >> 1] = fmaxf(mx[e >> 1], x);
         }
@@ -402,8 +419,10 @@ bool flash_attention_supported(KType dt, int64_t D, int64_t Dv, const AttnOperan
 
 cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, AttnOperand v, AttnOutput y,
                                    int64_t batch, int64_t S, int64_t D, int64_t S2, int64_t Dv, float scale,
-                                   cudaStream_t stream, int warps, int64_t batch_inner) {
+                                   cudaStream_t stream, int warps, int64_t batch_inner, const void* bias,
+                                   int64_t bias_period) {
   if (!flash_attention_supported(dt, D, Dv, q, kt, v, y)) return cudaErrorInvalidValue;
+  if (bias && bias_period < 1) return cudaErrorInvalidValue;
   if (batch < 0 || S < 0 || S2 < 1 || S > INT32_MAX - 64 || S2 > INT32_MAX - 64) return cudaErrorInvalidValue;
   if (warps != 0 && warps != 1 && warps != 2 && warps != 4) return cudaErrorInvalidValue;
   if (batch_inner == 0) batch_inner = batch;
@@ -451,6 +470,8 @@ cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, Attn
   p.Dv = static_cast<int>(Dv);
   p.q_tiles = static_cast<int>(q_tiles);
   p.scale_log2 = scale * 1.4426950408889634f;
+  p.bias = static_cast<const uint16_t*>(bias);
+  p.bias_period = bias ? bias_period : 1;
   // 16-byte copies need 16-byte aligned rows: the base and every stride stepped over in the
   // non-contiguous directions a multiple of 8 elements (tile origins are multiples of 8 / 64).
   p.q_vec = aligned16(q.data) && q.batch_stride % 8 == 0 && q.row_stride % 8 == 0 && q.outer_stride % 8 == 0;
@@ -465,6 +486,27 @@ cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, Attn
                 : launch_typed<__half, 64>(p, key_major, blocks, warps, stream);
   return wide ? launch_typed<__nv_bfloat16, 128>(p, key_major, blocks, warps, stream)
               : launch_typed<__nv_bfloat16, 64>(p, key_major, blocks, warps, stream);
+}
+
+namespace {
+
+template <typename T>
+__global__ void add_periodic_bias_kernel(T* __restrict__ scores, const T* __restrict__ bias, int64_t period,
+                                         int64_t total) {
+  GRAFT_GRID_STRIDE(i, total) {
+    scores[i] = Elem<T>::st(Elem<T>::ld(scores[i]) + Elem<T>::ld(bias[i % period]));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_add_periodic_bias(KType dt, void* scores, const void* bias, int64_t period_elems, int64_t total,
+                                     cudaStream_t stream) {
+  if (period_elems < 1 || total < 0) return cudaErrorInvalidValue;
+  if (total == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(dt, (add_periodic_bias_kernel<T><<<grid_for(total), kThreads, 0, stream>>>(
+                               static_cast<T*>(scores), static_cast<const T*>(bias), period_elems, total)));
+  return cudaGetLastError();
 }
 
 }  // namespace graft::cuda::k

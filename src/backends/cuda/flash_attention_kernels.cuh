@@ -49,8 +49,17 @@ bool flash_attention_supported(KType dt, int64_t D, int64_t Dv, const AttnOperan
 // 2^31 rows), else the launch's error. `warps` picks the query tile (16 rows per warp: 1, 2 or 4
 // warps per block); 0 lets the launcher choose (4, fewer when the grid would not fill the GPU).
 // Tests force each tile size through it. batch_inner (0: batch) must divide batch.
+// `bias` (optional, contiguous [bias_period, S, S2], the operands' dtype) is added to the scores
+// after the scale: batch entry b adds bias[b % bias_period] (Swin's relative position bias and
+// shifted-window mask, periodic over windows and heads).
 cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, AttnOperand v, AttnOutput y,
                                    int64_t batch, int64_t S, int64_t D, int64_t S2, int64_t Dv, float scale,
-                                   cudaStream_t stream, int warps = 0, int64_t batch_inner = 0);
+                                   cudaStream_t stream, int warps = 0, int64_t batch_inner = 0,
+                                   const void* bias = nullptr, int64_t bias_period = 1);
+
+// scores[i] += bias[i % (period * rows)] over `total` elements (rows = S * S2 per batch entry): the
+// periodic bias of launch_flash_attention for the unfused path, in place.
+cudaError_t launch_add_periodic_bias(KType dt, void* scores, const void* bias, int64_t period_elems, int64_t total,
+                                     cudaStream_t stream);
 
 }  // namespace graft::cuda::k

@@ -276,7 +276,8 @@ Status gemm_run(CudaExec& ex) {
 
 // ---- GraftAttention ------------------------------------------------------------------------------
 //
-// softmax(scale Q Kt) V for [..., S, D] x [..., D, S2] x [..., S2, Dv] as three launches: one batched
+// softmax(scale Q Kt [+ bias]) V for [..., S, D] x [..., D, S2] x [..., S2, Dv] as three launches
+// (four with a bias, added to the scores in place before the softmax): one batched
 // cuBLASLt matmul writing the scores into the workspace with the scale as alpha (the separate
 // scaling nodes disappear), the softmax kernel in place, one batched matmul into Y. The scores
 // keep the tensors' dtype, as the unfused graph stores them.
@@ -304,9 +305,10 @@ constexpr size_t kAlign = 256;
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 bool attn_supports(const Node& n, std::string* why) {
-  if (n.inputs.size() != 3 || !has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2))
-    return reject(why, "GraftAttention needs Q, Kt and V");
-  for (size_t i = 0; i < 3; ++i) {
+  if (n.inputs.size() < 3 || n.inputs.size() > 4 || !has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2))
+    return reject(why, "GraftAttention needs Q, Kt and V (and an optional bias)");
+  const bool bias = n.inputs.size() == 4 && has_input(n, 3);
+  for (size_t i = 0; i < (bias ? 4u : 3u); ++i) {
     if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
   }
@@ -315,6 +317,7 @@ bool attn_supports(const Node& n, std::string* why) {
   AttentionChains chains;
   if (!read_attention_views(n.attrs, &has_views, &w).is_ok()) return reject(why, "bad view attributes");
   if (!read_attention_chains(n.attrs, &has_chains, &chains).is_ok()) return reject(why, "bad view chain attributes");
+  if (bias && (has_views || has_chains)) return reject(why, "a bias with operands read in place is not handled");
   // The chain form runs the fused kernel only (its head sizes were checked when it was made).
   if (has_chains && in_dtype(n, 0) == DataType::kFloat32)
     return reject(why, "attention operands read through view chains need float16/bfloat16");
@@ -410,18 +413,19 @@ size_t attn_workspace(const Node& n, const std::vector<const Tensor*>& in) {
     return p.is_ok() ? p.value().workspace : 0;
   }
   AttnDims a;
-  if (in.size() != 3 || !in[0] || !in[1] || !in[2] || !attn_dims(in[0]->dims(), in[1]->dims(), in[2]->dims(), &a))
+  if (in.size() < 3 || !in[0] || !in[1] || !in[2] || !attn_dims(in[0]->dims(), in[1]->dims(), in[2]->dims(), &a))
     return kLtWorkspace;
   return align_up(static_cast<size_t>(a.batch * a.S * a.S2) * dtype_size(in[0]->dtype())) + kLtWorkspace;
 }
 
-Status attn_unfused(CudaExec& ex, const Tensor& Q, const Tensor& Kt, const Tensor& V, Tensor& Y, const AttnDims& a,
-                    float scale);
+Status attn_unfused(CudaExec& ex, const Tensor& Q, const Tensor& Kt, const Tensor& V, const Tensor* bias, Tensor& Y,
+                    const AttnDims& a, float scale);
 
 Status attn_run(CudaExec& ex) {
   const Tensor& Q = *ex.ctx->inputs[0];
   const Tensor& Kt = *ex.ctx->inputs[1];
   const Tensor& V = *ex.ctx->inputs[2];
+  const Tensor* bias = ex.ctx->inputs.size() > 3 ? ex.ctx->inputs[3] : nullptr;
   Tensor& Y = *ex.ctx->outputs[0];
   GRAFT_ASSIGN_OR_RETURN(float scale, attrs_of(ex).get_float("scale", 1.f));
   bool has_views = false, has_chains = false;
@@ -431,6 +435,8 @@ Status attn_run(CudaExec& ex) {
   GRAFT_RETURN_IF_ERROR(read_attention_chains(attrs_of(ex), &has_chains, &chains));
   const void* sources[3] = {Q.data(), Kt.data(), V.data()};
   int64_t source_numel[3] = {Q.numel(), Kt.numel(), V.numel()};
+  if (bias && (has_views || has_chains))
+    return fail(ex, StatusCode::kInvalidModel, "a bias with operands read in place is not handled");
   if (has_chains) {
     std::string key = PreparedCache::key_of("GraftAttention;chains", {reinterpret_cast<intptr_t>(ex.ctx->node)});
     for (const Tensor* t : {&Q, &Kt, &V}) PreparedCache::append_dims(&key, t->dims());
@@ -479,6 +485,17 @@ Status attn_run(CudaExec& ex) {
                 shape_to_string(shape_from_values(Kt.dims())), " and V ", shape_to_string(shape_from_values(V.dims())),
                 " do not form an attention");
   if (Y.numel() != a.batch * a.S * a.Dv) return fail(ex, StatusCode::kInternal, "output shape inconsistent with inputs");
+  // The bias [P, S, S2] (the fusion made it a constant whose period divides the batch).
+  int64_t period = 1;
+  if (bias) {
+    const auto& bd = bias->dims();
+    if (bias->dtype() != Q.dtype() || bd.size() != 3 || bd[0] < 1 || bd[1] != a.S || bd[2] != a.S2 ||
+        a.batch % bd[0] != 0)
+      return fail(ex, StatusCode::kInvalidModel, "bias ", shape_to_string(shape_from_values(bd)), " (",
+                  dtype_name(bias->dtype()), ") is not [P, ", a.S, ", ", a.S2, "] with P dividing the batch of ",
+                  a.batch);
+    period = bd[0];
+  }
   if (Y.numel() == 0) return Status::ok();
   if (a.D == 0 || a.S2 == 0) return fail(ex, StatusCode::kUnsupported, "empty key or head dimension");
   // Two implementations: graft's fused (flash) kernel, which never writes the scores, and the
@@ -490,23 +507,23 @@ Status attn_run(CudaExec& ex) {
   if (k::flash_attention_supported(ktype(Q.dtype()), a.D, a.Dv, qo, kto, vo, yo)) {
     auto run_fused = [&] {
       return k::launch_flash_attention(ktype(Q.dtype()), qo, kto, vo, yo, a.batch, a.S, a.D, a.S2, a.Dv, scale,
-                                       stream_of(ex));
+                                       stream_of(ex), 0, 0, bias ? bias->data() : nullptr, period);
     };
     static const std::string device = device_arch_tag();
     auto s = [](int64_t v) { return std::to_string(v); };
     const std::string key = "attention;" + device + ";" + dtype_name(Q.dtype()) + ";b" + s(a.batch) + ";s" + s(a.S) +
-                            ";d" + s(a.D) + ";s2_" + s(a.S2) + ";dv" + s(a.Dv);
+                            ";d" + s(a.D) + ";s2_" + s(a.S2) + ";dv" + s(a.Dv) + (bias ? ";bias" + s(period) : "");
     auto time_both = [&]() -> Result<Tactic> {
       // One untimed run of the cuBLASLt path tunes its two GEMMs first, so that timing it below
       // replays their chosen algorithms instead of timing inside a capture.
-      GRAFT_RETURN_IF_ERROR(attn_unfused(ex, Q, Kt, V, Y, a, scale));
+      GRAFT_RETURN_IF_ERROR(attn_unfused(ex, Q, Kt, V, bias, Y, a, scale));
       GRAFT_RETURN_IF_ERROR(launch_status(cudaStreamSynchronize(stream_of(ex)), ex, "attention tuning"));
       cudaEvent_t t0 = nullptr, t1 = nullptr;
       GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t0), ex, "cudaEventCreate"));
       GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t1), ex, "cudaEventCreate"));
       const float fused_ms = gpu_ms_per_call(stream_of(ex), [&] { return run_fused() == cudaSuccess; }, t0, t1);
       const float unfused_ms =
-          gpu_ms_per_call(stream_of(ex), [&] { return attn_unfused(ex, Q, Kt, V, Y, a, scale).is_ok(); }, t0, t1);
+          gpu_ms_per_call(stream_of(ex), [&] { return attn_unfused(ex, Q, Kt, V, bias, Y, a, scale).is_ok(); }, t0, t1);
       (void)cudaEventDestroy(t0);
       (void)cudaEventDestroy(t1);
       const bool fused_wins = fused_ms >= 0 && (unfused_ms < 0 || fused_ms <= unfused_ms);
@@ -515,12 +532,13 @@ Status attn_run(CudaExec& ex) {
     GRAFT_ASSIGN_OR_RETURN(std::optional<Tactic> t, find_or_time_tactic(ex, key, time_both));
     if (!t || t->variant == 1) return launch_status(run_fused(), ex, "fused attention");
   }
-  return attn_unfused(ex, Q, Kt, V, Y, a, scale);
+  return attn_unfused(ex, Q, Kt, V, bias, Y, a, scale);
 }
 
-// softmax(scale Q Kt) V as batched cuBLASLt matmul -> softmax in place -> batched matmul.
-Status attn_unfused(CudaExec& ex, const Tensor& Q, const Tensor& Kt, const Tensor& V, Tensor& Y, const AttnDims& a,
-                    float scale) {
+// softmax(scale Q Kt + bias) V as batched cuBLASLt matmul -> [bias added in place] -> softmax in
+// place -> batched matmul.
+Status attn_unfused(CudaExec& ex, const Tensor& Q, const Tensor& Kt, const Tensor& V, const Tensor* bias, Tensor& Y,
+                    const AttnDims& a, float scale) {
   const size_t scores_bytes = align_up(static_cast<size_t>(a.batch * a.S * a.S2) * dtype_size(Q.dtype()));
   if (!ex.workspace || ex.workspace_size < scores_bytes)
     return fail(ex, StatusCode::kInternal, "workspace of ", ex.workspace_size, " bytes, the scores need ", scores_bytes);
@@ -542,6 +560,10 @@ Status attn_unfused(CudaExec& ex, const Tensor& Q, const Tensor& Kt, const Tenso
   p.workspace = static_cast<char*>(ex.workspace) + scores_bytes;
   p.workspace_size = ex.workspace_size - scores_bytes;
   GRAFT_RETURN_IF_ERROR(lt_rowmajor(ex, p, &fused));
+  if (bias)
+    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_add_periodic_bias(ktype(Q.dtype()), scores, bias->data(), bias->numel(),
+                                                                    a.batch * a.S * a.S2, stream_of(ex)),
+                                        ex, "attention bias"));
   GRAFT_RETURN_IF_ERROR(launch_status(k::launch_softmax(ktype(Q.dtype()), false, scores, scores, a.batch * a.S, a.S2, 1,
                                                         stream_of(ex)),
                                       ex, "softmax of the scores"));
