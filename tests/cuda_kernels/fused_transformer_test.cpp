@@ -47,6 +47,13 @@ TEST(CudaFusedTransformer, GraftGemmEpilogues) {
         }
 }
 
+// `lead` followed by (a, b): an attention operand's dims.
+std::vector<int64_t> with_lead(std::vector<int64_t> lead, int64_t a, int64_t b) {
+  lead.push_back(a);
+  lead.push_back(b);
+  return lead;
+}
+
 TEST(CudaFusedTransformer, GraftAttention) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
@@ -55,12 +62,7 @@ TEST(CudaFusedTransformer, GraftAttention) {
   // ViT-B/16 heads (197 tokens, head dim 64), a rank-3 [B*H, S, D] layout, odd sizes, one matrix.
   const std::vector<Shp> shapes = {{{2, 12}, 197, 64, 197, 64}, {{6}, 17, 16, 17, 16}, {{2, 3}, 7, 5, 9, 3}, {{}, 33, 8, 20, 8}};
   for (const auto& sh : shapes) {
-    auto dims = [&](int64_t a, int64_t b) {
-      std::vector<int64_t> d = sh.lead;
-      d.push_back(a);
-      d.push_back(b);
-      return d;
-    };
+    auto dims = [&](int64_t a, int64_t b) { return with_lead(sh.lead, a, b); };
     KernelCase c{"GraftAttention", {rnd(rng, dims(sh.S, sh.D)), rnd(rng, dims(sh.D, sh.S2)), rnd(rng, dims(sh.S2, sh.Dv))}};
     c.attrs.set("scale", static_cast<float>(1.0 / std::sqrt(static_cast<double>(sh.D))));
     c.tol32 = 1e-4;
@@ -82,12 +84,7 @@ TEST(CudaFusedTransformer, GraftAttentionPeriodicBias) {
                                    {{6}, 17, 16, 20, 16, 3},
                                    {{2, 2}, 70, 8, 66, 8, 1}};    // past one 64-key tile and one 64-row tile
   for (const auto& sh : shapes) {
-    auto dims = [&](int64_t a, int64_t b) {
-      std::vector<int64_t> d = sh.lead;
-      d.push_back(a);
-      d.push_back(b);
-      return d;
-    };
+    auto dims = [&](int64_t a, int64_t b) { return with_lead(sh.lead, a, b); };
     Tensor bias = rnd(rng, {sh.P, sh.S, sh.S2}, -2, 2);
     for (int64_t i = 0; i < bias.numel(); i += 5) bias.set(i, -100.0);
     KernelCase c{"GraftAttention",
