@@ -117,8 +117,8 @@ Result<IntMatMul> int_matmul(const Tensor& A, const Tensor* azp, const char* azp
   const int64_t M = p.M, K = p.K, N = p.N;
   r.sums.resize(p.a_batch.size() * static_cast<size_t>(M * N));
   for (size_t o = 0; o < p.a_batch.size(); ++o) {
-    const int32_t* ap = &a[static_cast<size_t>(p.a_batch[o] * M * K)];
-    const int32_t* bp = &b[static_cast<size_t>(p.b_batch[o] * K * N)];
+    const int32_t* ap = a.data() + static_cast<size_t>(p.a_batch[o] * M * K);
+    const int32_t* bp = b.data() + static_cast<size_t>(p.b_batch[o] * K * N);
     for (int64_t m = 0; m < M; ++m)
       for (int64_t n = 0; n < N; ++n) {
         int64_t acc = 0;
@@ -183,8 +183,8 @@ Result<IntConv> int_conv(const AttributeMap& attrs, const Tensor& X, const Tenso
         const int64_t g = m / Mg;
         int64_t acc = 0;
         for (int64_t c = 0; c < p.Cg; ++c) {
-          const int32_t* xp = &x[static_cast<size_t>((n * p.C + g * p.Cg + c) * in_area)];
-          const int32_t* wp = &w[static_cast<size_t>((m * p.Cg + c) * k_area)];
+          const int32_t* xp = x.data() + static_cast<size_t>((n * p.C + g * p.Cg + c) * in_area);
+          const int32_t* wp = w.data() + static_cast<size_t>((m * p.Cg + c) * k_area);
           for (const auto& [ko, io] : taps) acc += int64_t{xp[io]} * wp[ko];
         }
         r.sums[static_cast<size_t>((n * p.M + m) * out_area + o)] = wrap_int32(acc);

@@ -176,8 +176,8 @@ Status conv(ExecContext& ctx) {
         const int64_t g = m / Mg;
         double acc = bias[static_cast<size_t>(m)];
         for (int64_t c = 0; c < Cg; ++c) {
-          const double* xp = &x[static_cast<size_t>((b * C + g * Cg + c) * in_area)];
-          const double* wp = &wt[static_cast<size_t>((m * Cg + c) * k_area)];
+          const double* xp = x.data() + static_cast<size_t>((b * C + g * Cg + c) * in_area);
+          const double* wp = wt.data() + static_cast<size_t>((m * Cg + c) * k_area);
           for (const auto& [ko, io] : taps.kernel_and_input) acc += xp[io] * wp[ko];
         }
         y[static_cast<size_t>((b * M + m) * out_area + p)] = acc;
@@ -354,8 +354,8 @@ Status matmul(ExecContext& ctx) {
   std::vector<int64_t> offa = broadcast_batch_offsets(batch, ba), offb = broadcast_batch_offsets(batch, bb);
   std::vector<double> x = load_doubles(*A), w = load_doubles(*Bt), y(static_cast<size_t>(Y.numel()));
   for (size_t bi = 0; bi < offa.size(); ++bi) {
-    const double* ap = &x[static_cast<size_t>(offa[bi] * M * K)];
-    const double* bp = &w[static_cast<size_t>(offb[bi] * K * N)];
+    const double* ap = x.data() + static_cast<size_t>(offa[bi] * M * K);
+    const double* bp = w.data() + static_cast<size_t>(offb[bi] * K * N);
     double* yp = &y[bi * static_cast<size_t>(M * N)];
     for (int64_t i = 0; i < M; ++i)
       for (int64_t j = 0; j < N; ++j) {
