@@ -4,13 +4,12 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
-#include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 
 #include "core/checked_math.h"
 #include "plan/plan.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/engine_description.h"
 
 namespace graft {
 
@@ -18,57 +17,6 @@ namespace {
 
 std::string dims_to_string(const std::vector<int64_t>& d) {
   return shape_to_string(shape_from_values(d));
-}
-
-IOInfo io_info(const Value& v, const OptimizationProfile& profile) {
-  IOInfo info;
-  info.name = v.name;
-  info.dtype = v.desc.dtype;
-  info.shape = v.desc.shape ? shape_to_string(*v.desc.shape) : "[?]";
-  if (v.desc.shape)
-    for (const Dim& d : *v.desc.shape) info.static_dims.push_back(d.is_const() ? d.value() : -1);
-  auto it = profile.find(v.name);
-  if (it != profile.end()) info.profile = it->second;
-  return info;
-}
-
-// A float as JSON: a number, or "nan", "inf" or "-inf" (which JSON numbers cannot hold).
-nlohmann::json float_json(double f) {
-  if (std::isfinite(f)) return f;
-  return std::isnan(f) ? "nan" : f > 0 ? "inf" : "-inf";
-}
-
-// An attribute value as typed JSON (describe_json): ints and floats as numbers, strings as strings,
-// lists as arrays, a tensor as {"dtype", "shape"} with its "values" when it has at most 64 elements.
-nlohmann::json attr_value_json(const AttrValue& v) {
-  using nlohmann::json;
-  switch (attr_type_of(v)) {
-    case AttrType::kFloat: return float_json(std::get<float>(v));
-    case AttrType::kInt: return std::get<int64_t>(v);
-    case AttrType::kString: return std::get<std::string>(v);
-    case AttrType::kFloats: {
-      json a = json::array();
-      for (float f : std::get<std::vector<float>>(v)) a.push_back(float_json(f));
-      return a;
-    }
-    case AttrType::kInts: return std::get<std::vector<int64_t>>(v);
-    case AttrType::kStrings: return std::get<std::vector<std::string>>(v);
-    case AttrType::kTensor: {
-      const Tensor& t = std::get<Tensor>(v);
-      json j = {{"dtype", dtype_name(t.dtype())}, {"shape", t.dims()}};
-      if (t.numel() <= 64 && t.device() == DeviceType::kCPU && t.data()) {
-        json values = json::array();
-        const bool is_float = dtype_is_float(t.dtype());
-        for (int64_t i = 0; i < t.numel(); ++i) {
-          if (is_float) values.push_back(float_json(t.get(i)));
-          else values.push_back(static_cast<int64_t>(t.get(i)));
-        }
-        j["values"] = values;
-      }
-      return j;
-    }
-  }
-  return attr_value_to_string(v);
 }
 
 class CpuEngine;
@@ -86,10 +34,6 @@ class CpuContext final : public ExecutionContext {
   std::atomic<int> profile_{0};
 };
 
-std::string range_text(const ProfileRange& r) {
-  return "min " + dims_to_string(r.min) + " opt " + dims_to_string(r.opt) + " max " + dims_to_string(r.max);
-}
-
 class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEngine> {
  public:
   explicit CpuEngine(EngineState s) : s_(std::move(s)) {
@@ -101,121 +45,14 @@ class CpuEngine final : public Engine, public std::enable_shared_from_this<CpuEn
   }
 
   Result<std::string> serialize() const override { return write_plan_bytes(s_); }
-  Status save_plan(const std::string& path) const override {
-    auto bytes = serialize();
-    if (!bytes) return std::move(bytes).take_status();
-    return write_file_atomic(path, bytes.value());
-  }
-  std::vector<IOInfo> inputs() const override {
-    std::vector<IOInfo> r;
-    for (const Value* v : s_.graph->inputs()) r.push_back(io_info(*v, s_.profiles.at(0)));
-    return r;
-  }
-  std::vector<IOInfo> outputs() const override {
-    std::vector<IOInfo> r;
-    for (const Value* v : s_.graph->outputs()) r.push_back(io_info(*v, s_.profiles.at(0)));
-    return r;
-  }
+  Status save_plan(const std::string& path) const override { return save_engine_plan(s_, path); }
+  std::vector<IOInfo> inputs() const override { return engine_inputs(s_); }
+  std::vector<IOInfo> outputs() const override { return engine_outputs(s_); }
   DeviceType device() const override { return s_.device; }
   int num_profiles() const override { return static_cast<int>(s_.profiles.size()); }
-  Result<OptimizationProfile> profile(int index) const override {
-    GRAFT_RETURN_IF_ERROR(check_profile_index(index, s_.profiles.size()));
-    return s_.profiles[static_cast<size_t>(index)];
-  }
-
-  std::string describe() const override {
-    std::ostringstream os;
-    os << "graft engine (graft " << version_string() << ", device " << device_name(s_.device)
-       << (s_.fp16 ? ", fp16" : "") << ")\n";
-    if (!s_.source.empty()) os << "built from: " << s_.source << "\n";
-    os << "inputs:\n";
-    for (const auto& io : inputs()) {
-      os << "  " << io.name << ": " << dtype_name(io.dtype) << io.shape;
-      if (s_.profiles.size() == 1) {
-        if (io.profile) os << "  profile " << range_text(*io.profile);
-        os << "\n";
-        continue;
-      }
-      os << "\n";
-      for (size_t k = 0; k < s_.profiles.size(); ++k) {
-        auto it = s_.profiles[k].find(io.name);
-        if (it != s_.profiles[k].end()) os << "    profile " << k << ": " << range_text(it->second) << "\n";
-      }
-    }
-    if (s_.profiles.size() > 1)
-      os << "optimization profiles: " << s_.profiles.size() << " (a context selects one: set_profile, "
-         << "graft run --profile-index)\n";
-    os << "outputs:\n";
-    for (const auto& io : outputs()) os << "  " << io.name << ": " << dtype_name(io.dtype) << io.shape << "\n";
-    os << "layers (" << s_.graph->nodes().size() << "):\n";
-    for (const auto& n : s_.graph->nodes()) {
-      os << "  " << n->name << " [" << (n->domain.empty() ? "" : n->domain + "::") << n->op_type << "] -> ";
-      bool first = true;
-      for (const Value* v : n->outputs) {
-        if (!v) continue;
-        os << (first ? "" : ", ") << v->name << " " << v->desc.to_string();
-        first = false;
-      }
-      os << "\n";
-      if (n->custom_op) {
-        const OpIdentity& id = n->custom_op->identity();
-        os << "      custom op " << id.name << " (domain " << id.domain << ", version " << id.version
-           << ", namespace '" << id.plugin_namespace << "')\n";
-        for (const auto& [k, v] : n->attrs.all()) os << "      " << k << " = " << attr_value_to_string(v) << "\n";
-      }
-    }
-    return os.str();
-  }
-
-  std::string describe_json() const override {
-    using nlohmann::json;
-    auto io_json = [](const IOInfo& io) {
-      json j = {{"name", io.name}, {"dtype", dtype_name(io.dtype)}, {"shape", io.shape}, {"static_dims", io.static_dims}};
-      if (io.profile) j["profile"] = {{"min", io.profile->min}, {"opt", io.profile->opt}, {"max", io.profile->max}};
-      return j;
-    };
-    json j;
-    j["graft_version"] = version_string();
-    j["device"] = device_name(s_.device);
-    j["fp16"] = s_.fp16;
-    j["source"] = s_.source;
-    j["inputs"] = json::array();
-    for (const auto& io : inputs()) j["inputs"].push_back(io_json(io));
-    // Every profile, index = position; each input's "profile" above is its range in profile 0.
-    j["profiles"] = json::array();
-    for (const OptimizationProfile& p : s_.profiles) {
-      json pj = json::object();
-      for (const auto& [name, r] : p) pj[name] = {{"min", r.min}, {"opt", r.opt}, {"max", r.max}};
-      j["profiles"].push_back(std::move(pj));
-    }
-    j["outputs"] = json::array();
-    for (const auto& io : outputs()) j["outputs"].push_back(io_json(io));
-    j["layers"] = json::array();
-    for (const auto& n : s_.graph->nodes()) {
-      json l = {{"name", n->name}, {"op_type", n->op_type}, {"domain", n->domain}};
-      l["inputs"] = json::array();
-      for (const Value* v : n->inputs) l["inputs"].push_back(v ? v->name : "");
-      l["outputs"] = json::array();
-      for (const Value* v : n->outputs) {
-        if (!v) continue;
-        l["outputs"].push_back({{"name", v->name},
-                                {"dtype", dtype_name(v->desc.dtype)},
-                                {"shape", v->desc.shape ? shape_to_string(*v->desc.shape) : "[?]"}});
-      }
-      json attrs = json::object();
-      for (const auto& [k, v] : n->attrs.all()) attrs[k] = attr_value_json(v);
-      l["attributes"] = attrs;
-      if (n->custom_op) {
-        const OpIdentity& id = n->custom_op->identity();
-        l["custom_op"] = {{"name", id.name}, {"domain", id.domain}, {"version", id.version},
-                          {"namespace", id.plugin_namespace}};
-      }
-      j["layers"].push_back(l);
-    }
-    // Names are valid UTF-8 (the importer checks them), but attribute values and the source path
-    // may hold any bytes: replace invalid sequences instead of throwing json's type_error 316.
-    return j.dump(2, ' ', false, json::error_handler_t::replace);
-  }
+  Result<OptimizationProfile> profile(int index) const override { return engine_profile(s_, index); }
+  std::string describe() const override { return describe_engine(s_); }
+  std::string describe_json() const override { return describe_engine_json(s_); }
 
   Result<std::unique_ptr<ExecutionContext>> create_context() const override {
     return std::unique_ptr<ExecutionContext>(new CpuContext(*this));
@@ -370,11 +207,6 @@ Status check_input_in_profile(const EngineState& st, int index, const Value& v, 
   return error(StatusCode::kInvalidArgument, "input '", v.name, "' has shape ", dims_to_string(dims), ": dimension ",
                static_cast<uint64_t>(i), " is ", dims[i], ", outside ", which, " [min ", r.min[i], ", max ", r.max[i],
                "] (", gives, range_text(r), ")", advice);
-}
-
-const EngineState* cpu_engine_state(const Engine& engine) {
-  auto* e = dynamic_cast<const CpuEngine*>(&engine);
-  return e ? &e->state() : nullptr;
 }
 
 Result<std::shared_ptr<Engine>> make_cpu_engine(EngineState state) {

@@ -28,8 +28,4 @@ Status check_input_in_profile(const EngineState& st, int index, const Value& v, 
 // Shared by the CPU and CUDA contexts, so both refuse the same inputs with the same words.
 Status check_input(const Value& v, const Tensor& t, const EngineState& st, int profile, SymbolBindings& bindings);
 
-// The state of an engine made by make_cpu_engine (nullptr for other engines). Lets the CUDA engine
-// reuse the CPU engine's descriptions and plan writer.
-const EngineState* cpu_engine_state(const Engine& engine);
-
 }  // namespace graft

@@ -26,8 +26,10 @@
 #include "graph/passes.h"
 #include "graph/precision.h"
 #include "ops/random_attrs.h"
+#include "plan/plan.h"
 #include "plan/tactics.h"
 #include "runtime/cpu_executor.h"
+#include "runtime/engine_description.h"
 #include "runtime/memory_plan.h"
 #include "runtime/tactic_timing.h"
 
@@ -331,12 +333,12 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
   // cache file, when the config names one).
   Status time_tactics(const BuilderConfig& config);
 
-  Result<std::string> serialize() const override { return cpu_->serialize(); }
-  Status save_plan(const std::string& path) const override { return cpu_->save_plan(path); }
-  std::vector<IOInfo> inputs() const override { return cpu_->inputs(); }
-  std::vector<IOInfo> outputs() const override { return cpu_->outputs(); }
-  int num_profiles() const override { return cpu_->num_profiles(); }
-  Result<OptimizationProfile> profile(int index) const override { return cpu_->profile(index); }
+  Result<std::string> serialize() const override { return write_plan_bytes(*state_); }
+  Status save_plan(const std::string& path) const override { return save_engine_plan(*state_, path); }
+  std::vector<IOInfo> inputs() const override { return engine_inputs(*state_); }
+  std::vector<IOInfo> outputs() const override { return engine_outputs(*state_); }
+  int num_profiles() const override { return static_cast<int>(state_->profiles.size()); }
+  Result<OptimizationProfile> profile(int index) const override { return engine_profile(*state_, index); }
   DeviceType device() const override { return DeviceType::kCUDA; }
   std::string describe() const override;
   std::string describe_json() const override;
@@ -383,8 +385,8 @@ class CudaEngine final : public Engine, public std::enable_shared_from_this<Cuda
   }
 
  private:
-  std::shared_ptr<Engine> cpu_;  // CPU engine over the same state: descriptions and plan writer
-  const EngineState* state_ = nullptr;
+  EngineState own_state_;
+  const EngineState* state_ = &own_state_;
   int device_ = 0;
   cudaDeviceProp props_{};
   std::vector<Layer> layers_;
@@ -473,11 +475,8 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
                  ") but this GPU (", props_.name, ") is sm_", cc, "; rebuild the plan on this machine");
   state.cuda_compute_capability = cc;
   state.cuda_device_name = props_.name;
-  auto cpu = make_cpu_engine(std::move(state));
-  if (!cpu) return std::move(cpu).take_status();
-  cpu_ = std::move(cpu).value();
-  state_ = cpu_engine_state(*cpu_);
-  if (!state_) return error(StatusCode::kInternal, "CPU engine state unavailable");
+  if (!state.graph) return error(StatusCode::kInternal, "the engine state has no graph");
+  own_state_ = std::move(state);
   const Graph& g = *state_->graph;
   const int n = static_cast<int>(g.nodes().size());
 
@@ -820,7 +819,7 @@ Status CudaEngine::time_tactics(const BuilderConfig& config) {
 
 std::string CudaEngine::describe() const {
   std::ostringstream os;
-  os << cpu_->describe();
+  os << describe_engine(*state_);
   const int cc = state_->cuda_compute_capability;
   os << "cuda: " << state_->cuda_device_name << " (sm_" << cc << "), " << graphs_text() << "\n";
   std::vector<const Layer*> fb, host;
@@ -844,7 +843,7 @@ std::string CudaEngine::describe() const {
 }
 
 std::string CudaEngine::describe_json() const {
-  nlohmann::json j = nlohmann::json::parse(cpu_->describe_json(), nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(describe_engine_json(*state_), nullptr, false);
   if (j.is_discarded()) j = nlohmann::json::object();
   nlohmann::json c;
   c["device_name"] = state_->cuda_device_name;
