@@ -106,7 +106,10 @@ Result<int> batchnorm_activations_as_convs(Graph& graph) {
     if (bn.op_type != "BatchNormalization" || bn.inputs.empty() || bn.outputs.empty() || !bn.outputs[0]) continue;
     Value* x = bn.inputs[0];
     Value* y = bn.outputs[0];
-    if (!x || !x->desc.shape || x->desc.shape->size() != 4 || !dtype_is_float(x->desc.dtype) || y->is_graph_output)
+    // float32 and float16 only: the types GraftConv's CUDA kernels take (a float64 BatchNormalization
+    // made a Conv would leave the GPU).
+    if (!x || !x->desc.shape || x->desc.shape->size() != 4 || y->is_graph_output ||
+        (x->desc.dtype != DataType::kFloat32 && x->desc.dtype != DataType::kFloat16))
       continue;
     const Dim& channels = (*x->desc.shape)[1];
     if (!channels.is_const() || channels.value() < 1) continue;
