@@ -98,6 +98,9 @@ Result<std::string> elementwise_chains(Graph& g, const DevicePassContext& ctx) {
   GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the chains' static shapes, for the view passes
   return std::to_string(n) + " chains fused";
 }
+Result<std::string> concat_slices(Graph& g, const DevicePassContext&) {
+  return counted<fuse_concat_slices>(g, "Concat layers reading their Slices in place", false);
+}
 Result<std::string> view_chains(Graph& g, const DevicePassContext&) {
   return counted<compose_view_chains>(g, "data-movement chains as one strided copy", true);
 }
@@ -119,6 +122,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"fp16", fp16, float16},
       {"layout", layout, nhwc_regions},
       {"fold gemm", fusion, gemm_folds},
+      {"concat slices", fusion, concat_slices},
       {"fuse elementwise", fusion, elementwise_chains},
       {"compose views", fusion, view_chains},
       {"attention views", fusion, attention_views},

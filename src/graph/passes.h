@@ -97,6 +97,12 @@ Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const
 // patch gather and a Gemm (src/graph/lower_patch_conv.cpp). Returns the number lowered.
 Result<int> lower_patchify_convs(Graph& graph);
 
+// A Concat whose inputs include Slices of one axis (the concatenation axis, step 1, constant
+// bounds) read only by it becomes one GraftConcatSlices reading the sliced tensors in place
+// (src/graph/fuse_concat_slices.cpp; torch.roll). Every input's extent along the axis must be
+// static. Returns the number of Concats rewritten.
+Result<int> fuse_concat_slices(Graph& graph);
+
 // Chains of Transpose / single-index Gather / Reshape-like nodes with static shapes become one
 // GraftStridedCopy of the value they start from (src/graph/compose_views.cpp). Returns the number
 // of chains rewritten.

@@ -9,6 +9,12 @@
 // GraftViewChain(X) -> Y: the chain over shapes known only at run time (a dynamic batch), as its
 // steps (view_ops.h); each run plans them for X's dims, normally into one strided gather.
 //
+// GraftConcatSlices(X0, X1, ...) -> Y: Concat of Slices along the concatenation axis, read in place
+// (torch.roll's Slice, Slice, Concat per axis: Swin's shifted windows).
+//   attrs: axis (int), starts, ends (ints, one per input, Slice's meaning: negative counts from the
+//          end, clamped to the input's extent along axis, which must be static).
+//   Y = Concat(X0[.., starts[0]:ends[0], ..], X1[.., starts[1]:ends[1], ..], ...) along axis.
+//
 // Every element a view can address must lie inside X: inference checks it against X's static shape
 // and the kernels again against the concrete tensor, so a damaged plan cannot read out of bounds.
 #include <algorithm>
@@ -18,6 +24,7 @@
 #include <vector>
 
 #include "core/checked_math.h"
+#include "ops/attr_util.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
 #include "ops/view_ops.h"
@@ -503,9 +510,97 @@ std::optional<int64_t> view_last_index(int64_t offset, const std::vector<int64_t
   return last;
 }
 
+// ---- GraftConcatSlices ----
+
+Result<ConcatSlices> read_concat_slices(const AttributeMap& a, size_t inputs, size_t rank) {
+  ConcatSlices c;
+  GRAFT_ASSIGN_OR_RETURN(int64_t axis, a.require_int("axis"));
+  auto normalized = normalize_axis(axis, static_cast<int64_t>(rank));
+  if (!normalized) return Status(normalized.status()).with_attribute("axis");
+  c.axis = normalized.value();
+  GRAFT_ASSIGN_OR_RETURN(c.starts, a.get_ints("starts", {}));
+  GRAFT_ASSIGN_OR_RETURN(c.ends, a.get_ints("ends", {}));
+  if (c.starts.size() != inputs) return attr_error("starts", "has ", c.starts.size(), " entries for ", inputs, " inputs");
+  if (c.ends.size() != inputs) return attr_error("ends", "has ", c.ends.size(), " entries for ", inputs, " inputs");
+  return c;
+}
+
+std::pair<int64_t, int64_t> slice_range(int64_t start, int64_t end, int64_t extent) {
+  auto clamp = [extent](int64_t v) {
+    if (v < 0) v = v < -extent ? 0 : v + extent;  // (v + extent cannot overflow: v >= -extent here)
+    return v > extent ? extent : v;
+  };
+  const int64_t b = clamp(start), e = clamp(end);
+  return {b, e > b ? e : b};
+}
+
+namespace {
+
+Status infer_concat_slices(InferContext& ctx) {
+  if (ctx.num_inputs() < 1) return ctx.fail("GraftConcatSlices needs at least one input");
+  for (size_t i = 0; i < ctx.num_inputs(); ++i)
+    if (!ctx.has_input(i)) return ctx.fail("input ", i, " is missing");
+  const DataType dt = ctx.input(0).dtype;
+  GRAFT_ASSIGN_OR_RETURN(Shape out, ctx.input_shape(0));
+  if (out.empty()) return ctx.fail("input 0 is a scalar: it has no axis to concatenate along");
+  GRAFT_ASSIGN_OR_RETURN(ConcatSlices c, read_concat_slices(ctx.attrs(), ctx.num_inputs(), out.size()));
+  const size_t axis = static_cast<size_t>(c.axis);
+  int64_t total = 0;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    if (ctx.input(i).dtype != dt) return ctx.fail("inputs differ in dtype");
+    GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(i));
+    if (s.size() != out.size()) return ctx.fail("input ", i, " has rank ", s.size(), ", input 0 ", out.size());
+    for (size_t a = 0; a < s.size(); ++a)
+      if (a != axis && s[a].is_const() && out[a].is_const() && s[a].value() != out[a].value())
+        return ctx.fail("input ", i, " ", shape_to_string(s), " differs from input 0 ", shape_to_string(out),
+                        " off the concatenation axis");
+    if (!s[axis].is_const()) return ctx.fail("input ", i, " has no static extent along axis ", c.axis);
+    const auto [b, e] = slice_range(c.starts[i], c.ends[i], s[axis].value());
+    total += e - b;
+  }
+  out[axis] = Dim(total);
+  ctx.set_output(0, TensorDesc(dt, out));
+  return Status::ok();
+}
+
+Status concat_slices_cpu(ExecContext& ctx) {
+  if (ctx.inputs.empty() || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, "GraftConcatSlices: inputs or output missing");
+  for (const Tensor* t : ctx.inputs)
+    if (!t) return error(StatusCode::kInvalidModel, "GraftConcatSlices: an input is missing");
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(ConcatSlices c, read_concat_slices(*ctx.attrs, ctx.inputs.size(), static_cast<size_t>(y.rank())));
+  const size_t es = dtype_size(y.dtype());
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < c.axis; ++a) outer *= y.dims()[static_cast<size_t>(a)];
+  for (int64_t a = c.axis + 1; a < y.rank(); ++a) inner *= y.dims()[static_cast<size_t>(a)];
+  const int64_t out_extent = y.dims()[static_cast<size_t>(c.axis)];
+  int64_t col = 0;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    const Tensor& x = *ctx.inputs[i];
+    if (x.dtype() != y.dtype() || x.rank() != y.rank())
+      return error(StatusCode::kInvalidModel, "GraftConcatSlices: input ", i, " differs from the output in dtype or rank");
+    const int64_t extent = x.dims()[static_cast<size_t>(c.axis)];
+    const auto [b, e] = slice_range(c.starts[i], c.ends[i], extent);
+    if (col + (e - b) > out_extent || x.numel() != outer * extent * inner)
+      return error(StatusCode::kInternal, "GraftConcatSlices: input ", i, " ", ints_to_string(x.dims()),
+                   " does not fit the output ", ints_to_string(y.dims()));
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(static_cast<char*>(y.data()) + static_cast<size_t>((o * out_extent + col) * inner) * es,
+                  static_cast<const char*>(x.data()) + static_cast<size_t>((o * extent + b) * inner) * es,
+                  static_cast<size_t>((e - b) * inner) * es);
+    col += e - b;
+  }
+  if (col != out_extent) return error(StatusCode::kInternal, "GraftConcatSlices: the slices do not fill the output");
+  return Status::ok();
+}
+
+}  // namespace
+
 void append_view_ops(std::vector<BuiltinOp>& out) {
   out.push_back(BuiltinOp{"GraftStridedCopy", 11, infer_strided_copy, strided_copy_cpu});
   out.push_back(BuiltinOp{"GraftViewChain", 11, infer_view_chain, view_chain_cpu});
+  out.push_back(BuiltinOp{"GraftConcatSlices", 11, infer_concat_slices, concat_slices_cpu});
 }
 
 }  // namespace graft

@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "graft/attribute.h"
 #include "graft/dim.h"
 #include "graft/status.h"
 
@@ -66,5 +68,17 @@ bool view_step_copies(const ViewStep& step, const Shape& in);
 // strides can express and the running result must be materialized first.
 Result<std::vector<StridedView>> plan_view_steps(const std::vector<int64_t>& in_dims,
                                                  const std::vector<ViewStep>& steps);
+
+// GraftConcatSlices's attributes: the concatenation axis (normalized to the rank) and each input's
+// Slice range; errors name the attribute.
+struct ConcatSlices {
+  int64_t axis = 0;
+  std::vector<int64_t> starts, ends;
+};
+Result<ConcatSlices> read_concat_slices(const AttributeMap& attrs, size_t inputs, size_t rank);
+
+// Slice's [start, end) over an extent: negative values count from the end, both clamp to
+// [0, extent], an empty range is (b, b).
+std::pair<int64_t, int64_t> slice_range(int64_t start, int64_t end, int64_t extent);
 
 }  // namespace graft

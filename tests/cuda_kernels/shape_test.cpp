@@ -95,6 +95,48 @@ TEST(CudaShape, ConcatSplitManyParts) {
   }
 }
 
+// GraftConcatSlices (torch.roll's Slice, Slice, Concat read in place) against its CPU reference:
+// a roll along axis 1 (the same tensor's tail then head), a mix of whole inputs and slices with
+// negative and clamped bounds along axis 2, an empty slice, and 40 parts (two launches).
+TEST(CudaShape, GraftConcatSlices) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  {
+    Tensor x = rnd(rng, {2, 6, 5, 4});
+    KernelCase c{"GraftConcatSlices", {x, x}};
+    c.attrs.set("axis", int64_t{1});
+    c.attrs.set("starts", std::vector<int64_t>{-2, 0});
+    c.attrs.set("ends", std::vector<int64_t>{big, -2});
+    c.label = "roll by 2";
+    run_float_dtypes(c, seed, /*bf16=*/true);
+  }
+  {
+    KernelCase c{"GraftConcatSlices", {rnd(rng, {3, 2, 4, 8}), rnd(rng, {3, 2, 7, 8}), rnd(rng, {3, 2, 5, 8}),
+                                       rnd(rng, {3, 2, 3, 8})}};
+    c.attrs.set("axis", int64_t{-2});
+    c.attrs.set("starts", std::vector<int64_t>{0, 1, -100, 2});
+    c.attrs.set("ends", std::vector<int64_t>{big, -3, 2, 2});  // whole, [1:4], clamped [0:2], empty
+    c.label = "mixed";
+    run_float_dtypes(c, seed);
+  }
+  {
+    KernelCase c{"GraftConcatSlices", {}};
+    std::vector<int64_t> starts, ends;
+    for (int i = 0; i < 40; ++i) {
+      c.inputs.push_back(rnd(rng, {2, 3 + i % 4, 6}));
+      starts.push_back(i % 3 == 0 ? 1 : 0);
+      ends.push_back(big);
+    }
+    c.attrs.set("axis", int64_t{1});
+    c.attrs.set("starts", starts);
+    c.attrs.set("ends", ends);
+    c.label = "40 parts";
+    run_float_dtypes(c, seed);
+  }
+}
+
 TEST(CudaShape, Split) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();

@@ -6,6 +6,7 @@
 // node and attribute.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "graft/engine.h"
@@ -543,6 +544,67 @@ TEST(UnitAxisTransposes, ResidualAddBehindReshapesJoinsTheGemm) {
   const Node* gg = find_op(*g, "GraftGemm");
   ASSERT_NE(gg, nullptr);
   EXPECT_EQ(gg->inputs.size(), 4u);  // X, W, bias, residual
+}
+
+// A damaged plan's GraftConcatSlices: each bad attribute is named (one input x [2, 3]).
+TEST(ConcatSlices, BadAttributesAreNamed) {
+  expect_view_node_refused("GraftConcatSlices", "starts", [](auto& n) {
+    OnnxModelBuilder::attr(n, "axis", int64_t{1});
+    OnnxModelBuilder::attr(n, "starts", std::vector<int64_t>{0, 1});  // two entries, one input
+    OnnxModelBuilder::attr(n, "ends", std::vector<int64_t>{2});
+  });
+  expect_view_node_refused("GraftConcatSlices", "ends", [](auto& n) {
+    OnnxModelBuilder::attr(n, "axis", int64_t{1});
+    OnnxModelBuilder::attr(n, "starts", std::vector<int64_t>{0});
+  });
+  expect_view_node_refused("GraftConcatSlices", "axis", [](auto& n) {
+    OnnxModelBuilder::attr(n, "axis", int64_t{2});  // rank 2
+    OnnxModelBuilder::attr(n, "starts", std::vector<int64_t>{0});
+    OnnxModelBuilder::attr(n, "ends", std::vector<int64_t>{2});
+  });
+}
+
+// torch.roll as exported (Slice, Slice, Concat per axis; Swin rolls two axes) becomes one
+// GraftConcatSlices per axis reading the input in place; a Concat of a Slice and a plain input also
+// fuses. A Slice with step 2, one read twice and one along another axis do not. Outputs unchanged
+// (GraftConcatSlices' CPU reference against the builtin Slice and Concat).
+TEST(ConcatSlices, RollAndMixedConcatsReadTheirSlicesInPlace) {
+  const uint32_t seed = std::random_device{}();
+  const int64_t big = std::numeric_limits<int64_t>::max();
+  auto ints = [](std::vector<int64_t> v) { return Tensor::vector_int64(v); };
+  OnnxModelBuilder b;
+  b.input("x", DataType::kFloat32, {2, 6, 5, 4});
+  b.input("u", DataType::kFloat32, {2, 6, 3, 4});
+  for (auto& [name, v] : std::vector<std::pair<std::string, std::vector<int64_t>>>{
+           {"m2", {-2}}, {"end", {big}}, {"zero", {0}}, {"a1", {1}}, {"a2", {2}}, {"m1", {-1}}, {"two", {2}},
+           {"three", {3}}, {"one", {1}}})
+    b.initializer(name, ints(v));
+  // roll by 2 along axis 1, then by 1 along axis 2
+  b.node("Slice", {"x", "m2", "end", "a1"}, {"s1a"});
+  b.node("Slice", {"x", "zero", "m2", "a1"}, {"s1b"});
+  OnnxModelBuilder::attr(b.node("Concat", {"s1a", "s1b"}, {"r1"}), "axis", int64_t{1});
+  b.node("Slice", {"r1", "m1", "end", "a2"}, {"s2a"});
+  b.node("Slice", {"r1", "zero", "m1", "a2"}, {"s2b"});
+  OnnxModelBuilder::attr(b.node("Concat", {"s2a", "s2b"}, {"y1"}), "axis", int64_t{-2});
+  // a slice and a plain input
+  b.node("Slice", {"x", "one", "three", "a2"}, {"s3"});
+  OnnxModelBuilder::attr(b.node("Concat", {"u", "s3"}, {"y2"}), "axis", int64_t{2});
+  // not fused: step 2; a slice read twice; a slice along another axis
+  b.node("Slice", {"x", "zero", "end", "a2", "two"}, {"s4"});
+  OnnxModelBuilder::attr(b.node("Concat", {"s4", "u"}, {"y3"}), "axis", int64_t{2});
+  b.node("Slice", {"x", "zero", "three", "a2"}, {"s5"});
+  OnnxModelBuilder::attr(b.node("Concat", {"s5", "u"}, {"y4"}), "axis", int64_t{2});
+  b.node("Relu", {"s5"}, {"y5"});
+  b.node("Slice", {"u", "zero", "m1", "a1"}, {"s6"});
+  b.node("Slice", {"x", "zero", "m1", "a1"}, {"s7"});
+  OnnxModelBuilder::attr(b.node("Concat", {"s6", "s7"}, {"y6"}), "axis", int64_t{2});
+  for (const char* y : {"y1", "y2", "y3", "y4", "y5", "y6"}) b.output(y, DataType::kFloat32);
+  auto g = load(b);
+  ASSERT_TRUE(g);
+  check_pass(*g, fuse_concat_slices, 3, seed, 0, 0);  // copies: bit-exact
+  EXPECT_EQ(count_op(*g, "GraftConcatSlices"), 3);
+  EXPECT_EQ(count_op(*g, "Concat"), 3);
+  EXPECT_EQ(count_op(*g, "Slice"), 4) << "s4 (step 2), s5 (read twice), s6 and s7 (another axis) stay";
 }
 
 }  // namespace

@@ -203,6 +203,39 @@ Status concat_run(CudaExec& ex) {
                        ex);
 }
 
+// GraftConcatSlices: each input's slice copied into its columns, all in one launch.
+Status concat_slices_run(CudaExec& ex) {
+  Tensor& y = *ex.ctx->outputs[0];
+  const auto& in = ex.ctx->inputs;
+  for (const Tensor* x : in)
+    if (!x) return fail(ex, StatusCode::kInvalidModel, "an input is missing");
+  auto c = read_concat_slices(attrs_of(ex), in.size(), static_cast<size_t>(y.rank()));
+  if (!c.is_ok()) return with_node(ex, c.status());
+  const int64_t axis = c.value().axis;
+  int64_t outer = 1, inner = 1;
+  for (int64_t a = 0; a < axis; ++a) outer *= y.dims()[static_cast<size_t>(a)];
+  for (int64_t a = axis + 1; a < y.rank(); ++a) inner *= y.dims()[static_cast<size_t>(a)];
+  const int64_t out_extent = y.dims()[static_cast<size_t>(axis)];
+  const int es = esize(y);
+  int64_t col = 0;
+  std::vector<k::PitchedCopy> copies;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& x = *in[i];
+    GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, x, y));
+    if (x.rank() != y.rank()) return fail(ex, StatusCode::kInvalidModel, "inputs differ in rank");
+    const int64_t extent = x.dims()[static_cast<size_t>(axis)];
+    const auto [b, e] = slice_range(c.value().starts[i], c.value().ends[i], extent);
+    if (col + (e - b) > out_extent || x.numel() != outer * extent * inner)
+      return fail(ex, StatusCode::kInternal, "input ", dims_str(x.dims()), " does not fit output ", dims_str(y.dims()));
+    copies.push_back({static_cast<const char*>(x.data()) + b * inner * es, static_cast<char*>(y.data()) + col * inner * es,
+                      (e - b) * inner, extent * inner, out_extent * inner});
+    col += e - b;
+  }
+  if (col != out_extent) return fail(ex, StatusCode::kInternal, "the slices do not fill the output");
+  return launch_status(k::launch_pitched_copies(copies.data(), static_cast<int>(copies.size()), es, outer, stream_of(ex)),
+                       ex);
+}
+
 bool split_supports(const Node& n, std::string* why) {
   if (!same_bytes_ok(n, why)) return false;
   for (const Value* o : n.outputs)
@@ -514,6 +547,7 @@ void append_cuda_shape_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"GraftViewChain", &elem_size_ok, &view_chain_run, {}, &view_chain_workspace});
   out.push_back(CudaOp{"Expand", &elem_size_ok, &expand_run, {1}, nullptr});
   out.push_back(CudaOp{"Concat", &concat_supports, &concat_run, {}, nullptr});
+  out.push_back(CudaOp{"GraftConcatSlices", &concat_supports, &concat_slices_run, {}, nullptr});
   out.push_back(CudaOp{"Split", &split_supports, &split_run, {1}, nullptr});
   out.push_back(CudaOp{"Slice", &slice_supports, &slice_run, {1, 2, 3, 4}, nullptr});
   out.push_back(CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr});
