@@ -8,25 +8,6 @@
 #include "ops/attr_util.h"
 
 namespace graft {
-namespace {
-
-// For every flat index of the broadcast batch `out`, the flat index into `operand`'s own batch
-// (right-aligned; size-1 axes repeat).
-std::vector<int64_t> batch_index(const std::vector<int64_t>& out, const std::vector<int64_t>& operand) {
-  const std::vector<int64_t> st = contiguous_strides(operand);
-  const size_t lead = out.size() - operand.size();
-  std::vector<int64_t> idx, result(static_cast<size_t>(numel_of(out)));
-  for (int64_t f = 0; f < numel_of(out); ++f) {
-    unravel(f, out, idx);
-    int64_t off = 0;
-    for (size_t a = 0; a < operand.size(); ++a)
-      if (operand[a] != 1) off += idx[a + lead] * st[a];
-    result[static_cast<size_t>(f)] = off;
-  }
-  return result;
-}
-
-}  // namespace
 
 // ---- layouts -----------------------------------------------------------------------------------
 
@@ -60,8 +41,8 @@ Result<IntMatMulPlan> int_matmul_plan(const std::vector<int64_t>& a, const std::
   p.batch = batch;
   if (a.size() > 1) p.out_dims.push_back(p.M);
   if (b.size() > 1) p.out_dims.push_back(p.N);
-  p.a_batch = batch_index(batch, ba);
-  p.b_batch = batch_index(batch, bb);
+  p.a_batch = broadcast_batch_offsets(batch, ba);
+  p.b_batch = broadcast_batch_offsets(batch, bb);
   return p;
 }
 

@@ -74,22 +74,6 @@ class WindowWalker {
   std::vector<int64_t> in_, out_, pb_, pe_, in_strides_, col_strides_, op_, kidx_;
 };
 
-// Offsets into an operand's batch for every flat index of the broadcast batch `out`.
-std::vector<int64_t> broadcast_batch_offsets(const std::vector<int64_t>& out, const std::vector<int64_t>& operand) {
-  std::vector<int64_t> strides = contiguous_strides(operand);
-  size_t lead = out.size() - operand.size();
-  std::vector<int64_t> idx;
-  std::vector<int64_t> result(static_cast<size_t>(numel_of(out)));
-  for (int64_t f = 0; f < numel_of(out); ++f) {
-    unravel(f, out, idx);
-    int64_t off = 0;
-    for (size_t a = 0; a < operand.size(); ++a)
-      if (operand[a] != 1) off += idx[a + lead] * strides[a];
-    result[static_cast<size_t>(f)] = off;
-  }
-  return result;
-}
-
 Status check_pool_io(const ExecContext& ctx, const char* op) {
   if (ctx.inputs.empty() || ctx.outputs.empty() || !ctx.outputs[0])
     return error(StatusCode::kInternal, op, ": missing input or output");
