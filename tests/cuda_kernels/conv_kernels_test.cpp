@@ -437,20 +437,33 @@ TEST(CudaConvKernels, TensorCoreNhwc) {
   for (const MmaCase& mc : cases) run_mma(mc, rng, seed);
 }
 
+cuda::k::Window2d square_window(int64_t c, int64_t k) {
+  return mma_window(MmaCase{1, 6, 6, c, 8, k, k, 1, 1, k / 2, k / 2, 1, 1, false, false, "", 0});
+}
+
+// The tensor-core kernel's limits, decided on the host (no GPU needed: CI runs this).
+TEST(CudaConvKernels, TensorCoreNhwcLimits) {
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(square_window(16, 1), 96));
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(square_window(128, 1), 8));
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(square_window(8, 3), 32));
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(square_window(64, 1), 4096));  // many column blocks
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(square_window(12, 1), 8));   // c not a multiple of 8
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(square_window(136, 1), 8));  // 136 terms
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(square_window(8, 5), 8));    // 200 terms
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(square_window(16, 1), 0));
+  cuda::k::Window2d huge = square_window(16, 1);
+  huge.n = int64_t{1} << 20;  // x's elements past 32 bits
+  huge.h = huge.w = huge.oh = huge.ow = 64;
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(huge, 16));
+  cuda::k::Window2d strided = square_window(16, 1);
+  strided.sh = int64_t{1} << 20;  // a stride past the kernel's 32-bit coordinates
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(strided, 16));
+}
+
 // Outside its limits the launcher refuses (cudaErrorInvalidValue) and writes nothing.
 TEST(CudaConvKernels, TensorCoreNhwcRefusals) {
   GRAFT_REQUIRE_GPU();
-  auto window = [](int64_t c, int64_t k) {
-    return mma_window(MmaCase{1, 6, 6, c, 8, k, k, 1, 1, k / 2, k / 2, 1, 1, false, false, "", 0});
-  };
-  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(window(16, 1), 96));
-  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(window(128, 1), 8));
-  EXPECT_TRUE(cuda::k::conv_nhwc_mma_supported(window(8, 3), 32));
-  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(window(12, 1), 8));   // c not a multiple of 8
-  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(window(136, 1), 8));  // 136 terms
-  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(window(8, 5), 8));    // 200 terms
-  EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(window(16, 1), 0));
-  const cuda::k::Window2d g = window(12, 1);
+  const cuda::k::Window2d g = square_window(12, 1);
   DevBuf x(6 * 6 * 12 * 2), w(8 * 12 * 2), y(6 * 6 * 8 * 2);
   ASSERT_TRUE(x.p && w.p && y.p);
   ASSERT_EQ(cudaMemset(x.p, 0, 6 * 6 * 12 * 2), cudaSuccess);
