@@ -135,6 +135,9 @@ Status resize(ExecContext& ctx) {
   if (Y.dims() != out_dims)
     return error(StatusCode::kInternal, "Resize: output shape ", ints_to_string(Y.dims()), " differs from ",
                  ints_to_string(out_dims));
+  // Nothing to write. (An empty output may still have a huge extent on another axis: a scale of 1e9
+  // there and of 1e-17 here. The per-axis tap tables below would be built for it, gigabytes of them.)
+  if (Y.numel() == 0) return Status::ok();
   if (a.antialias)
     for (size_t ax = 0; ax < scale.size(); ++ax)
       if (scale[ax] < 1.0 && a.mode != ResizeAttrs::Mode::kNearest) {
