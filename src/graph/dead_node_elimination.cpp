@@ -1,9 +1,11 @@
 // Dead-node elimination and Identity removal.
 #include <optional>
+#include <utility>
 #include <set>
 #include <vector>
 
 #include "graph/passes.h"
+#include "ops/view_ops.h"
 
 namespace graft {
 
@@ -57,10 +59,7 @@ bool full_slice(const Node& n) {
     const int64_t axis = axes[k] < 0 ? axes[k] + rank : axes[k];
     if (axis < 0 || axis >= rank || !shape[static_cast<size_t>(axis)].is_const()) return false;
     const int64_t dim = shape[static_cast<size_t>(axis)].value();
-    int64_t s = (*starts)[k], e = (*ends)[k];
-    if (s < 0) s += dim;
-    if (e < 0) e += dim;
-    if (s > 0 || e < dim) return false;  // a start clamped to 0 and an end clamped to dim keep all
+    if (slice_range((*starts)[k], (*ends)[k], dim) != std::pair<int64_t, int64_t>{0, dim}) return false;
   }
   return true;
 }
