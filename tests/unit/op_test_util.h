@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -75,9 +76,13 @@ struct OneNode {
   }
 };
 
-// One random seed per test process (print it with SCOPED_TRACE so a failure can be replayed).
+// One random seed per test process, fresh per run; print it with SCOPED_TRACE, and
+// GRAFT_TEST_SEED=N replays the run a failure printed.
 inline uint32_t process_seed() {
-  static const uint32_t s = std::random_device{}();
+  static const uint32_t s = [] {
+    const char* given = std::getenv("GRAFT_TEST_SEED");
+    return given && *given ? static_cast<uint32_t>(std::strtoul(given, nullptr, 10)) : std::random_device{}();
+  }();
   return s;
 }
 

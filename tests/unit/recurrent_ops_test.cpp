@@ -27,10 +27,7 @@ using testing::OnnxModelBuilder;
 using testing::random_tensor;
 using testing::run_op;
 
-uint32_t seed() {
-  static const uint32_t s = std::random_device{}();
-  return s;
-}
+uint32_t seed() { return testing::process_seed(); }
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
