@@ -45,7 +45,9 @@ double act(const std::string& name, double alpha, double beta, double x) {
   if (name == "HardSigmoid") return std::min(1.0, std::max(0.0, alpha * x + beta));
   if (name == "Elu") return x >= 0 ? x : alpha * (std::exp(x) - 1);
   if (name == "Softsign") return x / (1 + std::fabs(x));
-  if (name == "Softplus") return std::log(1 + std::exp(x));
+  // log(1 + e^x), written so that a large x (the unbounded LSTM states of an all-Softplus cell
+  // reach 1e8 within three steps) gives x rather than log(inf).
+  if (name == "Softplus") return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
   ADD_FAILURE() << "unknown activation " << name;
   return 0;
 }
