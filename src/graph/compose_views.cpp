@@ -32,6 +32,7 @@
 #include "graph/passes.h"
 #include "ops/fused_transformer_ops.h"
 #include "ops/view_ops.h"
+#include "ops/internal_ops.h"
 
 namespace graft {
 
@@ -172,12 +173,12 @@ Result<int> compose_view_chains(Graph& graph) {
       auto plan = plan_view_steps(shape_values(*origin->desc.shape), steps);
       if (!plan.is_ok() || plan.value().size() != 1) continue;
       const StridedView& v = plan.value()[0];
-      s = graph.add_node(namer(n->name + "_view"), "GraftStridedCopy");
+      s = graph.add_node(namer(n->name + "_view"), "GraftStridedCopy", kInternalDomain);
       s->attrs.set("shape", v.shape);
       s->attrs.set("strides", v.strides);
       s->attrs.set("offset", v.offset);
     } else {
-      s = graph.add_node(namer(n->name + "_view"), "GraftViewChain");
+      s = graph.add_node(namer(n->name + "_view"), "GraftViewChain", kInternalDomain);
       write_view_steps(steps, &s->attrs);
     }
     s->opset = n->opset;
@@ -214,7 +215,7 @@ struct Source {
 
 bool operand_source(Value* x, const std::vector<int64_t>& dims, Source* out) {
   const Node* p = x->producer;
-  if (p && p->op_type == "GraftStridedCopy" && p->domain.empty()) {
+  if (is_internal(p, "GraftStridedCopy")) {
     auto shape = p->attrs.get_ints("shape", {});
     auto strides = p->attrs.get_ints("strides", {});
     auto offset = p->attrs.get_int("offset", 0);
@@ -246,7 +247,7 @@ bool fold_chains_into_attention(Node& a, const std::map<const Value*, std::vecto
   std::vector<Value*> inputs = a.inputs;
   for (int k = 0; k < 3; ++k) {
     const Node* p = a.inputs[static_cast<size_t>(k)]->producer;
-    if (!p || p->op_type != "GraftViewChain" || !p->domain.empty() || !p->input(0) || !p->input(0)->desc.shape) continue;
+    if (!is_internal(p, "GraftViewChain") || !p->input(0) || !p->input(0)->desc.shape) continue;
     auto steps = read_view_steps(p->attrs);
     if (!steps) continue;
     chains.steps[k] = std::move(steps).value();
@@ -281,7 +282,7 @@ Result<int> fold_views_into_attention(Graph& graph) {
   std::set<const Node*> absorbed;
   int folded = 0;
   for (Node* a : nodes) {
-    if (a->op_type != "GraftAttention" || !a->domain.empty() || a->attrs.has("dims") || a->inputs.size() != 3) continue;
+    if (!is_internal(a, "GraftAttention") || a->attrs.has("dims") || a->inputs.size() != 3) continue;
     bool chained = false;
     AttentionChains existing;
     if (!read_attention_chains(a->attrs, &chained, &existing).is_ok() || chained) continue;

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "graph/passes.h"
+#include "ops/internal_ops.h"
 
 namespace graft {
 
@@ -79,7 +80,7 @@ Result<int> fuse_concat_slices(Graph& graph) {
       ends.push_back(std::numeric_limits<int64_t>::max());
     }
     if (!ok || absorbed.empty()) continue;
-    Node* c = graph.add_node(namer(n->name + "_slices"), "GraftConcatSlices");
+    Node* c = graph.add_node(namer(n->name + "_slices"), "GraftConcatSlices", kInternalDomain);
     c->opset = n->opset;
     c->attrs.set("axis", axis);
     c->attrs.set("starts", starts);

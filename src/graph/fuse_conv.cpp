@@ -8,6 +8,7 @@
 #include "graph/passes.h"
 #include "ops/operator.h"
 #include "ops/layout.h"
+#include "ops/internal_ops.h"
 
 namespace graft {
 
@@ -80,7 +81,7 @@ Result<int> fuse_conv_epilogues(Graph& g) {
     // batch 32 on an H200).
     // (Consumers are looked up in the map taken before the pass: a node an earlier fusion absorbed
     // or rewrote is skipped.)
-    auto usable = [&](Node* c) { return c && !dead.count(c) && c->op_type != "GraftConv"; };
+    auto usable = [&](Node* c) { return c && !dead.count(c) && !is_internal(c, "GraftConv"); };
     if (Node* add = only_consumer(consumers, out); usable(add) && is_op(add, "Add") && add->inputs.size() == 2) {
       Value* z = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
       if (z && z != out && out->desc.shape && z->desc.shape && out->desc.shape->size() == 4 &&
@@ -132,6 +133,7 @@ Result<int> fuse_conv_epilogues(Graph& g) {
       if (n != keep) dead.insert(n);
     keep->name = conv->name;
     keep->op_type = "GraftConv";
+    keep->domain = kInternalDomain;
     keep->opset = conv->opset;
     keep->attrs = std::move(attrs);
     keep->inputs = std::move(inputs);
@@ -154,7 +156,7 @@ namespace {
 // The op's layout trait (src/ops/operator.h), for a builtin node with one output.
 bool has_layout_trait(const Node* n, LayoutTrait t) {
   if (!n->domain.empty() || n->is_custom() || n->outputs.size() != 1) return false;
-  const BuiltinOp* op = find_builtin_op(n->op_type);
+  const BuiltinOp* op = find_onnx_op(n->op_type);
   return op && op->layout == t;
 }
 bool is_layout_free_unary(const Node* n) { return has_layout_trait(n, LayoutTrait::kElementwiseUnary); }
@@ -293,10 +295,10 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
     }
     // A 1x1 convolution over a 1x1 image (a squeeze-excitation gate's) is the same in both
     // layouts, so it stays in the region whatever its channel counts.
-    const bool gate_conv = n->op_type == "GraftConv" && free_nhwc(n->input(0)) && spatial_1x1(n->input(0)) &&
+    const bool gate_conv = is_internal(n, "GraftConv") && free_nhwc(n->input(0)) && spatial_1x1(n->input(0)) &&
                            n->input(1) && n->input(1)->constant && n->input(1)->constant->rank() == 4 &&
                            n->input(1)->constant->dims()[2] == 1 && n->input(1)->constant->dims()[3] == 1;
-    if (n->domain.empty() && n->op_type == "GraftConv" && n->input(1) && n->input(1)->constant &&
+    if (is_internal(n, "GraftConv") && n->input(1) && n->input(1)->constant &&
         n->input(1)->constant->rank() == 4 && n->input(0)->desc.rank() == 4 && (gate_conv || wanted(*n))) {
       auto layout = n->attrs.get_string("layout", "NCHW");
       if (layout && *layout == "NCHW") {
@@ -312,7 +314,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
         n->attrs.set("layout", std::string("NHWC"));
         in_region = true;
       }
-    } else if (stem_channels && n->domain.empty() && n->op_type == "GraftConv" && !free_nhwc(n->input(0)) &&
+    } else if (stem_channels && is_internal(n, "GraftConv") && !free_nhwc(n->input(0)) &&
                n->input(0)->desc.rank() == 4 && n->input(1) && n->input(1)->constant &&
                n->input(1)->constant->rank() == 4 && is_nchw(*n) &&
                stem_channels(*n) > n->input(1)->constant->dims()[1]) {
@@ -328,7 +330,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
         absorbed.insert(cast);
       }
       Value* xp = g.new_value(x->name + "_channels_last");
-      Node* pad = g.add_node(unique_name(x->name + "_channels_last"), "GraftChannelsLast");
+      Node* pad = g.add_node(unique_name(x->name + "_channels_last"), "GraftChannelsLast", kInternalDomain);
       pad->opset = opset;
       pad->attrs.set("channels", channels);
       pad->attrs.set("to", static_cast<int64_t>(x->desc.dtype));
@@ -348,6 +350,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
       n->attrs.set("pool", n->op_type);
       n->attrs.set("layout", std::string("NHWC"));
       n->op_type = "GraftPool";
+      n->domain = kInternalDomain;
       n->outputs.resize(1);
       in_region = true;
     } else if (is_op(n, "Concat") && n->outputs.size() == 1 && !n->inputs.empty()) {

@@ -34,6 +34,7 @@
 #include "graph/passes.h"
 #include "ops/fused_transformer_ops.h"
 #include "ops/operator.h"
+#include "ops/internal_ops.h"
 
 namespace graft {
 
@@ -391,7 +392,7 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
       if (!bias) continue;
     }
     parts.push_back(mm2);
-    Node* at = graph.add_node(namer(sm->name + "_attention"), "GraftAttention");
+    Node* at = graph.add_node(namer(sm->name + "_attention"), "GraftAttention", kInternalDomain);
     at->opset = sm->opset;
     at->attrs.set("scale", static_cast<float>(scale));
     at->inputs = {q, kt, v};
@@ -572,7 +573,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     for (Node* c : chain) clash |= is_removed(dead, c);
     if (clash) continue;
 
-    Node* gg = graph.add_node(namer(n->name + "_epilogue"), "GraftGemm");
+    Node* gg = graph.add_node(namer(n->name + "_epilogue"), "GraftGemm", kInternalDomain);
     gg->opset = n->opset;
     gg->attrs.set("transB", static_cast<int64_t>(trans_b));
     gg->attrs.set("alpha", alpha);
@@ -603,7 +604,7 @@ Result<int> fold_gemm_scales_and_residuals(Graph& graph) {
   std::vector<Node*> order;
   for (auto& n : graph.nodes()) order.push_back(n.get());
   for (Node* n : order) {
-    if (!n->domain.empty() || n->op_type != "GraftGemm" || n->outputs.size() != 1 || !n->outputs[0]) continue;
+    if (!is_internal(n, "GraftGemm") || n->outputs.size() != 1 || !n->outputs[0]) continue;
     auto act = n->attrs.get_string("activation", "");
     auto tb = n->attrs.get_int("transB", 0);
     if (!act || !act->empty() || !tb) continue;  // a scale after an activation does not move into W
@@ -693,7 +694,7 @@ std::optional<EwNodeInfo> ew_info(const Node& n) {
   const std::string& t = n.op_type;
   // Ops that are one instruction whatever their attributes say so in their definition
   // (BuiltinOp::elementwise_opcode); the ones below depend on attributes.
-  const BuiltinOp* def = find_builtin_op(t);
+  const BuiltinOp* def = find_onnx_op(t);
   if (def && def->elementwise_opcode) {
     const int arity = ew_arity(*def->elementwise_opcode);  // 1 or 2: no op names a three-operand one
     if (n.inputs.size() != static_cast<size_t>(arity)) return std::nullopt;
@@ -836,7 +837,7 @@ Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const
     if (imm.size() > static_cast<size_t>(kEwMaxImm)) ok = false;
     if (!ok) continue;
     Value* out = sink->outputs[0];
-    Node* ew = graph.add_node(namer(sink->name + "_chain"), "GraftElementwise");
+    Node* ew = graph.add_node(namer(sink->name + "_chain"), "GraftElementwise", kInternalDomain);
     ew->opset = sink->opset;
     ew->attrs.set("program", code);
     ew->attrs.set("immediates", imm);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "graph/passes.h"
+#include "ops/internal_ops.h"
 
 namespace graft {
 
@@ -32,7 +33,7 @@ Result<int> move_transposes_behind_gemms(Graph& graph) {
   int moved = 0;
   for (const auto& up : graph.nodes()) {
     Node* gemm = up.get();
-    if (gemm->op_type != "GraftGemm" || !gemm->domain.empty() || gemm->inputs.size() > 3 || !gemm->input(0) ||
+    if (!is_internal(gemm, "GraftGemm") || gemm->inputs.size() > 3 || !gemm->input(0) ||
         gemm->outputs.size() != 1 || !gemm->outputs[0] || gemm->outputs[0]->is_graph_output)
       continue;
     Value* x = gemm->inputs[0];

@@ -9,8 +9,13 @@
 
 namespace graft {
 
-bool op_needs_fp32(const std::string& op_type) {
-  const BuiltinOp* op = find_builtin_op(op_type);
+bool op_needs_fp32(const Node& n) {
+  const BuiltinOp* op = find_builtin_op(n);
+  return op && op->precision == PrecisionTrait::kFloat32;
+}
+
+bool op_needs_fp32(const std::string& onnx_op_type) {
+  const BuiltinOp* op = find_onnx_op(onnx_op_type);
   return op && op->precision == PrecisionTrait::kFloat32;
 }
 
@@ -26,7 +31,7 @@ bool reads_dims_only(const Node& n) {
 // Whether the node, re-typed to float16, infers float16 for exactly the float32 outputs and the
 // backend supports it.
 bool can_run_fp16(const Node& n, const PrecisionPolicy& policy) {
-  if (op_needs_fp32(n.op_type)) return false;
+  if (op_needs_fp32(n)) return false;
   // Sequences and optionals keep their declared element type: they run on the CPU reference (in a
   // CUDA engine too), and a float16 sequence would need a Cast that ONNX has no container form of.
   if (touches_containers(n)) return false;

@@ -22,7 +22,8 @@ struct PrecisionPolicy {
 // definition, src/ops/operator.h): their range or accumulated error needs it (exp/log/pow
 // overflow, long sums), or they make shapes, sizes or draws. Normalizations and Softmax are not
 // among them: their kernels accumulate in float32 internally, so float16 inputs/outputs are safe.
-bool op_needs_fp32(const std::string& op_type);
+bool op_needs_fp32(const Node& n);
+bool op_needs_fp32(const std::string& onnx_op_type);
 
 // Rewrites the graph; returns the number of nodes now computing in float16. Shapes are re-inferred.
 Result<int> convert_to_fp16(Graph& graph, const PrecisionPolicy& policy);

@@ -114,9 +114,11 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
     if (!st.is_ok()) return st.with_node(node.name, node.op_type);
     return check_output_shapes(node, *out_descs);
   }
-  const BuiltinOp* op = find_builtin_op(node.op_type);
+  const BuiltinOp* op = find_builtin_op(node);
   if (!op)
-    return error(StatusCode::kUnsupported, "no builtin op '", node.op_type, "'").with_node(node.name, node.op_type);
+    return error(StatusCode::kUnsupported, "no builtin op '", node.domain.empty() ? "" : node.domain + "::",
+                 node.op_type, "'")
+        .with_node(node.name, node.op_type);
   if (!op->takes_containers) GRAFT_RETURN_IF_ERROR(check_tensor_inputs(node, inputs));
   InferContext ctx(node, inputs, node.opset);
   Status st = op->infer(ctx);

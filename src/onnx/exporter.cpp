@@ -2,10 +2,13 @@
 // (protobuf) serves both models and plans.
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <map>
+#include <memory>
 
 #include "onnx/importer.h"
 #include "onnx/onnx_convert.h"
+#include "ops/internal_ops.h"
 
 namespace graft {
 
@@ -119,6 +122,14 @@ Status export_onnx_model(const Graph& graph, onnx::ModelProto* model) {
     auto* os = model->add_opset_import();
     os->set_domain(domain);
     os->set_version(version);
+  }
+  // ONNX wants every domain a node uses imported; the internal ops' domain has one version.
+  if (!graph.opset_imports.count(kInternalDomain) &&
+      std::any_of(graph.nodes().begin(), graph.nodes().end(),
+                  [](const std::unique_ptr<Node>& n) { return n->domain == kInternalDomain; })) {
+    auto* os = model->add_opset_import();
+    os->set_domain(kInternalDomain);
+    os->set_version(1);
   }
   return export_graph(graph, {}, model->mutable_graph());
 }

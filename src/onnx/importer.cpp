@@ -626,7 +626,9 @@ Status import_nodes(const onnx::GraphProto& gp, Graph* g, const std::string& bas
     }
 
     Node* n = g->add_node(name, np.op_type(), domain);
-    auto git = g->opset_imports.find(domain);
+    // An internal op's semantics are those of the ONNX ops it was made from: it keeps the default
+    // domain's opset (its own domain has one version).
+    auto git = g->opset_imports.find(domain == kInternalDomain ? std::string() : domain);
     n->opset = static_cast<int>(git == g->opset_imports.end() ? 1 : git->second);
     for (const auto& ap : np.attribute()) {
       if (ap.type() == onnx::AttributeProto::GRAPH || (ap.type() == onnx::AttributeProto::UNDEFINED && ap.has_g()))
@@ -648,9 +650,14 @@ Status import_nodes(const onnx::GraphProto& gp, Graph* g, const std::string& bas
     if (Status st = import_subgraph_attributes(np, n, g, base_dir, scope, unsupported_out); !st)
       return st.with_node(name, np.op_type());
 
-    // Resolve the op: builtin table first for the default domain, then the custom-op registry.
-    const BuiltinOp* builtin = domain.empty() ? find_builtin_op(np.op_type()) : nullptr;
+    // Resolve the op: the builtin table for the default and internal domains, then the custom-op
+    // registry.
+    const BuiltinOp* builtin = find_builtin_op(domain, np.op_type());
     if (builtin && builtin->min_opset <= opset) continue;
+    if (domain == kInternalDomain) {
+      unsupported.push_back("'" + name + "' (" + domain + "::" + np.op_type() + "): no internal op of that name");
+      continue;
+    }
     std::string version = string_attr_or(n->attrs, "plugin_version", "1");
     std::string ns = string_attr_or(n->attrs, "plugin_namespace", "");
     auto found = OpRegistry::global().find(domain, np.op_type(), version, ns);
@@ -841,14 +848,15 @@ namespace {
 
 // graft's internal ops (GraftConv, GraftGemm, ...; ops/internal_ops.h) are made only by its passes
 // and kept in plans, whose graphs come back through import_onnx_model. A user's model that names
-// one in the ONNX domain is not asking for an ONNX op: refused here, at the entry points for
-// models, so no model reaches graft's fused forms with attributes the passes did not set.
+// their domain is refused here, at the entry points for models, so no model reaches graft's fused
+// forms with attributes the passes did not set. (A default-domain node of such a name is just an
+// unknown ONNX op.)
 Status refuse_internal_ops(const onnx::GraphProto& gp, int depth = 0) {
   if (depth > 64) return Status::ok();  // deeper nesting is the importer's own error
   for (const auto& np : gp.node()) {
-    if ((np.domain().empty() || np.domain() == "ai.onnx") && is_internal_op(np.op_type()))
-      return error(StatusCode::kUnsupported, "'", np.op_type(), "' is one of graft's internal ops (made by its ",
-                   "optimization passes, kept in plans), not an ONNX op: a model cannot use it")
+    if (np.domain() == kInternalDomain)
+      return error(StatusCode::kUnsupported, "'", np.op_type(), "' is in domain ", kInternalDomain,
+                   ", graft's internal ops (made by its optimization passes, kept in plans): a model cannot use it")
           .with_node(np.name(), np.op_type());
     for (const auto& a : np.attribute()) {
       if (a.has_g()) GRAFT_RETURN_IF_ERROR(refuse_internal_ops(a.g(), depth + 1));

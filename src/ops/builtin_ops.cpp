@@ -1,5 +1,6 @@
-// The explicit table of builtin ONNX ops. Each group file appends its ops; nothing registers itself
-// through static initializers, so a static link cannot drop an op silently.
+// The explicit table of builtin ops: the ONNX ops, and graft's internal ops in their own domain. Each group
+// file appends its ops; nothing registers itself through static initializers, so a static link cannot
+// drop an op silently.
 #include <algorithm>
 #include <mutex>
 
@@ -31,9 +32,11 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_recurrent_ops(t);
     append_control_flow_ops(t);
     append_sequence_ops(t);
+    const size_t onnx_ops = t.size();
     append_fused_conv_ops(t);
     append_fused_transformer_ops(t);
     append_view_ops(t);
+    for (size_t i = onnx_ops; i < t.size(); ++i) t[i].domain = kInternalDomain;
     std::sort(t.begin(), t.end(), [](const BuiltinOp& a, const BuiltinOp& b) {
       return std::string(a.op_type) < b.op_type;
     });
@@ -42,28 +45,23 @@ const std::vector<BuiltinOp>& builtin_ops() {
   return table;
 }
 
-const BuiltinOp* find_builtin_op(const std::string& op_type) {
+const BuiltinOp* find_builtin_op(const std::string& domain, const std::string& op_type) {
+  const bool onnx = domain.empty() || domain == "ai.onnx";
   for (const auto& op : builtin_ops())
-    if (op_type == op.op_type) return &op;
+    if (op_type == op.op_type && (onnx ? *op.domain == '\0' : domain == op.domain)) return &op;
   return nullptr;
 }
 
-bool is_internal_op(const std::string& op_type) {
-  static const std::vector<std::string> names = [] {
-    std::vector<BuiltinOp> t;
-    append_fused_conv_ops(t);
-    append_fused_transformer_ops(t);
-    append_view_ops(t);
-    std::vector<std::string> n;
-    for (const BuiltinOp& op : t) n.push_back(op.op_type);
-    return n;
-  }();
-  return std::find(names.begin(), names.end(), op_type) != names.end();
+const BuiltinOp* find_builtin_op(const Node& node) {
+  return node.custom_op ? nullptr : find_builtin_op(node.domain, node.op_type);
 }
 
+bool is_internal(const Node& n, const char* op_type) { return n.domain == kInternalDomain && n.op_type == op_type; }
+
+bool is_internal_op(const std::string& op_type) { return find_builtin_op(kInternalDomain, op_type) != nullptr; }
+
 bool output_shape_from_kernel(const Node& node) {
-  if (node.custom_op) return false;
-  const BuiltinOp* op = find_builtin_op(node.op_type);
+  const BuiltinOp* op = find_builtin_op(node);
   return op && op->output_shape_from_kernel;
 }
 

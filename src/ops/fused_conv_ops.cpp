@@ -47,7 +47,7 @@ TensorDesc permuted_desc(const TensorDesc& d, const std::vector<int64_t>& perm) 
 }
 
 const BuiltinOp& builtin(const char* op_type) {
-  const BuiltinOp* op = find_builtin_op(op_type);
+  const BuiltinOp* op = find_onnx_op(op_type);
   return *op;  // the builtin table always holds Conv and the pools
 }
 

@@ -112,7 +112,7 @@ enum class LayoutTrait : uint8_t {
 };
 
 struct BuiltinOp {
-  const char* op_type;
+  const char* op_type;  // in the default ONNX domain, or kInternalDomain for graft's internal ops
   int min_opset;  // first opset version graft supports for it (11 for most)
   InferFn infer;
   CpuKernelFn cpu;
@@ -131,6 +131,8 @@ struct BuiltinOp {
   // the chain fusion can take it into a fused elementwise program; ops whose instruction depends on
   // attributes (Clip, Gelu, HardSigmoid, Cast) are mapped by the fusion itself.
   std::optional<EwOp> elementwise_opcode = std::nullopt;
+  // "" (ONNX) or kInternalDomain (ops/internal_ops.h); set by the table for the internal groups.
+  const char* domain = "";
 };
 
 // Registration helpers, so that an op's traits are written where the op is defined.
@@ -156,7 +158,13 @@ bool output_shape_from_kernel(const Node& node);
 
 // The explicit table of builtin ops (src/ops/builtin_ops.cpp). No static initializers.
 const std::vector<BuiltinOp>& builtin_ops();
-const BuiltinOp* find_builtin_op(const std::string& op_type);
+// The builtin op `op_type` of `domain` ("" or "ai.onnx": the ONNX ops; kInternalDomain: graft's
+// internal ops), or nullptr.
+const BuiltinOp* find_builtin_op(const std::string& domain, const std::string& op_type);
+// The builtin op a node names (its domain included), or nullptr (custom ops included).
+const BuiltinOp* find_builtin_op(const Node& node);
+// The ONNX op `op_type`, or nullptr.
+inline const BuiltinOp* find_onnx_op(const std::string& op_type) { return find_builtin_op("", op_type); }
 
 // Per-group registration functions, each defined in its own file and listed in builtin_ops.cpp.
 void append_elementwise_ops(std::vector<BuiltinOp>& out);   // unary, binary, Where, Cast, Clip...

@@ -16,6 +16,7 @@
 #include "graph/passes.h"
 #include "io/tensor_io.h"
 #include "onnx/importer.h"
+#include "ops/internal_ops.h"
 
 #ifndef GRAFT_VERSION
 #define GRAFT_VERSION "0.0.0"
@@ -27,17 +28,14 @@ const char* version_string() { return GRAFT_VERSION; }
 
 namespace {
 
-// Whether the graph holds ops that graft before plan format 4 does not know (view chains).
-bool graph_has_view_chains(const Graph& g) {
-  for (const auto& n : g.nodes()) {
-    if (!n->domain.empty()) continue;
-    if (n->op_type == "GraftViewChain") return true;
-    if (n->op_type == "GraftAttention" && (n->attrs.has("y_perm") || n->attrs.has("q_view_kinds") ||
-                                           n->attrs.has("kt_view_kinds") || n->attrs.has("v_view_kinds")))
-      return true;
-  }
+// Whether the graph holds internal ops, which graft before plan format 5 kept in the default domain.
+bool graph_has_internal_ops(const Graph& g) {
+  for (const auto& n : g.nodes())
+    if (n->domain == kInternalDomain) return true;
   return false;
 }
+
+
 
 }  // namespace
 
@@ -131,6 +129,13 @@ namespace {
 Result<std::string> write_plan_bytes_impl(const EngineState& state);
 }  // namespace
 
+// A default-domain node with an internal op's name comes only from graft's passes (a model's is an
+// unknown op at import, so no plan could have been built from it).
+void move_internal_ops_to_their_domain(onnx::GraphProto* gp) {
+  for (auto& np : *gp->mutable_node())
+    if ((np.domain().empty() || np.domain() == "ai.onnx") && is_internal_op(np.op_type())) np.set_domain(kInternalDomain);
+}
+
 Result<std::string> write_plan_bytes(const EngineState& state) {
   // No exception may leave this Status API: JSON and protobuf work can throw (bad_alloc, json errors).
   try {
@@ -194,7 +199,7 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
   payload += json_text;
 
   std::string out(kPlanMagic, sizeof kPlanMagic);
-  put<uint32_t>(out, graph_has_view_chains(*state.graph) ? kPlanFormatVersion
+  put<uint32_t>(out, graph_has_internal_ops(*state.graph) ? kPlanFormatVersion
                      : several                           ? kPlanFormatVersionProfiles
                                                          : kPlanFormatVersionOneProfile);
   std::string ver = version_string();
@@ -242,8 +247,8 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
   uint64_t payload_len = 0;
   std::string writer_version;
   if (!r.get(&format)) return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
-  if (format != kPlanFormatVersion && format != kPlanFormatVersionProfiles && format != kPlanFormatVersionOneProfile &&
-      format != kPlanFormatVersionPayloadCrc) {
+  if (format != kPlanFormatVersion && format != kPlanFormatVersionViewChains && format != kPlanFormatVersionProfiles &&
+      format != kPlanFormatVersionOneProfile && format != kPlanFormatVersionPayloadCrc) {
     // The writer's version is outside any checksum here: only printable ASCII is shown.
     std::string by;
     if (r.get(&ver_len) && ver_len < 256 && r.bytes(ver_len, &writer_version) &&
@@ -310,8 +315,9 @@ Result<EngineState> read_plan_payload_impl(const std::string& payload, const std
   // Custom ops first, so a missing plugin gets its own precise message.
   GRAFT_RETURN_IF_ERROR(register_graft_ops(OpRegistry::global()));
   std::set<std::string> reported;
+  move_internal_ops_to_their_domain(model.mutable_graph());
   for (const auto& np : model.graph().node()) {
-    if (np.domain().empty() || np.domain() == "ai.onnx") continue;
+    if (np.domain().empty() || np.domain() == "ai.onnx" || np.domain() == kInternalDomain) continue;
     std::string version = "1", ns;
     for (const auto& a : np.attribute()) {
       if (a.name() == "plugin_version") version = a.s();

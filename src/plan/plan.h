@@ -16,6 +16,12 @@
 // Format 4 has format 2's or 3's layout, and a graph that may hold the view chains of dynamic-shape
 // engines (GraftViewChain, GraftAttention's chain form: src/ops/view_ops.h), which graft before
 // format 4 does not know and would misread; a plan without them is still written as format 2 or 3.
+// Format 5 has format 2's or 3's layout, and a graph whose internal ops (GraftConv, ...) are in
+// their own domain, kInternalDomain (ops/internal_ops.h), where formats 2 to 4 kept them in the
+// default domain. Older graft would take such a node for an unregistered custom op; format 5 makes
+// it say the format is too new instead. A plan of formats 2 to 4 still loads: its default-domain
+// internal ops are moved to their domain as it is read. A plan without internal ops is still
+// written as format 2 or 3.
 // Format 1 (read, no longer written) had the same layout with a CRC of the payload only, so a
 // changed byte in the header's version string went unnoticed. In format 2 any change of one byte
 // (indeed any burst of up to 32 bits) fails to load: tests/unit/plan_test.cpp flips every byte.
@@ -27,10 +33,15 @@
 
 #include "plan/engine_state.h"
 
+namespace onnx {
+class GraphProto;
+}  // namespace onnx
+
 namespace graft {
 
 inline constexpr char kPlanMagic[8] = {'G', 'R', 'A', 'F', 'T', 'P', 'L', 'N'};
-inline constexpr uint32_t kPlanFormatVersion = 4;            // newest: written for a graph with view chains
+inline constexpr uint32_t kPlanFormatVersion = 5;            // newest: written for a graph with internal ops
+inline constexpr uint32_t kPlanFormatVersionViewChains = 4;   // still read: view chains in the default domain
 inline constexpr uint32_t kPlanFormatVersionProfiles = 3;     // written for several profiles
 inline constexpr uint32_t kPlanFormatVersionOneProfile = 2;   // written for one profile
 inline constexpr uint32_t kPlanFormatVersionPayloadCrc = 1;   // still read
@@ -40,6 +51,10 @@ Result<EngineState> read_plan_bytes(const std::string& bytes, const std::string&
 // The part of read_plan_bytes behind the checksum: the payload alone (graph and JSON sections).
 // Exposed for the fuzz target that reaches the parser without having to forge a checksum.
 Result<EngineState> read_plan_payload(const std::string& payload, const std::string& name_for_errors);
+
+// Plans of formats 2 to 4 kept graft's internal ops in the default domain: moves them to their own
+// (kInternalDomain), as reading such a plan does.
+void move_internal_ops_to_their_domain(onnx::GraphProto* graph);
 
 // Writes a temporary file in the same directory, then renames it over `path`.
 Status write_file_atomic(const std::string& path, const std::string& bytes);

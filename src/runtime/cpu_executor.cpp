@@ -66,7 +66,7 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
       st = error(StatusCode::kRuntimeError, "kernel threw an exception: ", e.what());
     }
   } else {
-    const BuiltinOp* op = find_builtin_op(node.op_type);
+    const BuiltinOp* op = find_builtin_op(node);
     if (!op || !op->cpu)
       return error(StatusCode::kUnsupported, "no CPU kernel").with_node(node.name, node.op_type);
     ExecContext ec;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "ops/internal_ops.h"
 #include "plan/plan.h"
 #include "runtime/cpu_engine.h"
 
@@ -121,7 +122,9 @@ std::string describe_engine(const EngineState& state) {
   for (const auto& io : engine_outputs(state)) os << "  " << io.name << ": " << dtype_name(io.dtype) << io.shape << "\n";
   os << "layers (" << state.graph->nodes().size() << "):\n";
   for (const auto& n : state.graph->nodes()) {
-    os << "  " << n->name << " [" << (n->domain.empty() ? "" : n->domain + "::") << n->op_type << "] -> ";
+    // Internal ops' names (Graft...) are unique without their domain.
+    const bool plain = n->domain.empty() || n->domain == kInternalDomain;
+    os << "  " << n->name << " [" << (plain ? "" : n->domain + "::") << n->op_type << "] -> ";
     bool first = true;
     for (const Value* v : n->outputs) {
       if (!v) continue;

@@ -8,6 +8,7 @@
 #include "graft/engine.h"
 #include "graft/registry.h"
 #include "onnx/importer.h"
+#include "ops/internal_ops.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/op_test_util.h"
 
@@ -87,14 +88,15 @@ TEST(Importer, DanglingInputNamesNodeAndValue) {
   EXPECT_TRUE(contains(g.status().message(), "'ghost'")) << g.status().to_string();
 }
 
-// graft's internal ops are not ONNX ops: a model naming one (GraftConv in the default domain, at
-// the top or inside an If branch) is refused naming the node, not imported as graft's fused form.
-// A plan's graph, which graft wrote, still imports them (import_onnx_model).
+// graft's internal ops are not ONNX ops: they live in their own domain (kInternalDomain), and a
+// model naming that domain (at the top or inside an If branch) is refused naming the node, not
+// imported as graft's fused form. The same name in the default domain is an unknown ONNX op. A
+// plan's graph, which graft wrote, still imports them (import_onnx_model).
 TEST(Importer, InternalOpsAreRefusedInModels) {
   OnnxModelBuilder m;
   m.input("x", DataType::kFloat32, {1, 2, 3, 3});
   m.initializer("w", Tensor::from_doubles(DataType::kFloat32, {2, 2, 1, 1}, {0.5, -1, 2, 0.25}));
-  m.node("GraftConv", {"x", "w"}, {"y"}, "sneaky");
+  m.node("GraftConv", {"x", "w"}, {"y"}, "sneaky", kInternalDomain);
   m.output("y", DataType::kFloat32);
   auto g = import_onnx_bytes(m.bytes(), "internal.onnx");
   ASSERT_FALSE(g.is_ok());
@@ -107,7 +109,18 @@ TEST(Importer, InternalOpsAreRefusedInModels) {
   onnx::ModelProto model;
   ASSERT_TRUE(model.ParseFromString(m.bytes()));
   auto plan_graph = import_onnx_model(model, "plan.onnx", ".");
-  EXPECT_TRUE(plan_graph.is_ok()) << plan_graph.status().to_string();
+  ASSERT_TRUE(plan_graph.is_ok()) << plan_graph.status().to_string();
+  EXPECT_EQ(plan_graph.value()->nodes().at(0)->domain, kInternalDomain);
+
+  // In the default domain: an unknown ONNX op, for models and plans' graphs alike.
+  model.mutable_graph()->mutable_node(0)->clear_domain();
+  std::string plain;
+  ASSERT_TRUE(model.SerializeToString(&plain));
+  auto u = import_onnx_bytes(plain, "plain.onnx");
+  ASSERT_FALSE(u.is_ok());
+  EXPECT_TRUE(contains(u.status().to_string(), "sneaky")) << u.status().to_string();
+  EXPECT_TRUE(contains(u.status().to_string(), "no builtin op")) << u.status().to_string();
+  EXPECT_FALSE(import_onnx_model(model, "plan.onnx", ".").is_ok());
 
   // Inside an If branch.
   OnnxModelBuilder outer;
@@ -125,6 +138,7 @@ TEST(Importer, InternalOpsAreRefusedInModels) {
     body->set_name(name);
     auto* n = body->add_node();
     n->set_op_type(std::string(name) == "then_branch" ? "Relu" : "GraftStridedCopy");
+    if (std::string(name) == "else_branch") n->set_domain(kInternalDomain);
     n->set_name(std::string(name) == "then_branch" ? "fine" : "hidden");
     n->add_input("x");
     n->add_output("out");

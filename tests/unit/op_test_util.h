@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/internal_ops.h"
 #include "ops/operator.h"
 
 namespace graft::testing {
@@ -23,7 +24,8 @@ struct OneNode {
 
   OneNode(const std::string& op_type, std::vector<Tensor> in, size_t num_outputs = 1)
       : inputs(std::move(in)) {
-    node = graph.add_node("test_" + op_type, op_type);
+    // graft's internal ops (GraftConv, ...) are in their own domain, as the passes make them.
+    node = graph.add_node("test_" + op_type, op_type, is_internal_op(op_type) ? kInternalDomain : "");
     for (size_t i = 0; i < inputs.size(); ++i) {
       if (!inputs[i].defined()) {
         node->inputs.push_back(nullptr);
@@ -43,7 +45,7 @@ struct OneNode {
 
   // Infer + run; returns the outputs or the error.
   Result<std::vector<Tensor>> run(int opset = 17) {
-    const BuiltinOp* op = find_builtin_op(node->op_type);
+    const BuiltinOp* op = find_builtin_op(*node);
     if (!op) return error(StatusCode::kUnsupported, "no builtin op ", node->op_type);
     std::vector<InferContext::InputInfo> infos;
     for (size_t i = 0; i < node->inputs.size(); ++i) {
@@ -115,7 +117,7 @@ inline Tensor random_int8(DataType dt, std::vector<int64_t> dims, std::mt19937& 
 inline Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<TensorDesc> descs,
                                              const AttributeMap& attrs, int opset, size_t num_outputs = 1) {
   Graph g;
-  Node* n = g.add_node("n", op);
+  Node* n = g.add_node("n", op, is_internal_op(op) ? kInternalDomain : "");
   n->attrs = attrs;
   std::vector<InferContext::InputInfo> infos;
   for (size_t i = 0; i < descs.size(); ++i) {
@@ -128,7 +130,7 @@ inline Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<
   }
   for (size_t o = 0; o < num_outputs; ++o) n->outputs.push_back(g.add_value("out" + std::to_string(o)));
   InferContext ctx(*n, infos, opset);
-  const BuiltinOp* op_def = find_builtin_op(op);
+  const BuiltinOp* op_def = find_builtin_op(*n);
   if (!op_def) return error(StatusCode::kUnsupported, "no builtin op ", op);
   GRAFT_RETURN_IF_ERROR(op_def->infer(ctx));
   return ctx.outputs();

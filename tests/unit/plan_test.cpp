@@ -9,6 +9,7 @@
 #include "graft/engine.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
+#include "ops/internal_ops.h"
 #include "plan/plan.h"
 #include "tests/unit/onnx_model_builder.h"
 #include "tests/unit/op_test_util.h"
@@ -81,12 +82,32 @@ TEST(Plan, NotAPlan) {
   EXPECT_EQ(e.status().file(), "junk.plan");
 }
 
-// A graph holding a view chain (what a dynamic-shape CUDA engine's passes make) is written as format
-// 4, which graft before it refuses by its version check instead of misreading the op; it reads back.
-TEST(Plan, ViewChainsAreFormat4) {
+// A plan file around `payload` with the header of `format` and its checksum (formats 2 and later:
+// every byte but the checksum's own), as an older graft wrote it.
+std::string plan_file(uint32_t format, const std::string& payload) {
+  auto put32 = [](std::string& s, uint32_t v) { s.append(reinterpret_cast<const char*>(&v), 4); };
+  std::string b(kPlanMagic, sizeof kPlanMagic);
+  put32(b, format);
+  const std::string writer = "0.old";
+  put32(b, static_cast<uint32_t>(writer.size()));
+  b += writer;
+  const uint64_t n = payload.size();
+  b.append(reinterpret_cast<const char*>(&n), 8);
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(b.data()), static_cast<uInt>(b.size()));
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(payload.data()), static_cast<uInt>(payload.size()));
+  put32(b, static_cast<uint32_t>(crc));
+  return b + payload;
+}
+
+// A graph holding graft's internal ops (a view chain here, as a dynamic-shape CUDA engine's passes
+// make it) is written as format 5, with the op in its own domain: graft before format 5 refuses it
+// by its version check instead of taking the node for an unregistered custom op. A format-4 plan,
+// whose internal ops are in the default domain, still loads, its op moved to its domain.
+TEST(Plan, InternalOpsAreFormat5AndFormat4PlansStillLoad) {
   OnnxModelBuilder m;
   m.input("x", DataType::kFloat32, {"batch", 6});
-  auto& n = m.node("GraftViewChain", {"x"}, {"y"}, "chain");
+  auto& n = m.node("GraftViewChain", {"x"}, {"y"}, "chain", kInternalDomain);
   OnnxModelBuilder::attr(n, "view_kinds", std::vector<int64_t>{2, 0});
   OnnxModelBuilder::attr(n, "view_args", std::vector<int64_t>{0, 2, 3, 0, 2, 1});
   OnnxModelBuilder::attr(n, "view_arg_counts", std::vector<int64_t>{3, 3});
@@ -103,9 +124,33 @@ TEST(Plan, ViewChainsAreFormat4) {
   uint32_t format = 0;
   std::memcpy(&format, bytes->data() + 8, 4);
   EXPECT_EQ(format, kPlanFormatVersion);
+  EXPECT_EQ(kPlanFormatVersion, 5u);
   auto back = read_plan_bytes(*bytes, "chain.plan");
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
-  EXPECT_EQ(back->graph->nodes().size(), 1u);
+  ASSERT_EQ(back->graph->nodes().size(), 1u);
+  EXPECT_EQ(back->graph->nodes()[0]->domain, kInternalDomain);
+
+  // The same plan as format 4 wrote it: the node in the default domain.
+  uint32_t ver_len = 0;
+  std::memcpy(&ver_len, bytes->data() + 12, 4);
+  const std::string payload = bytes->substr(16 + ver_len + 8 + 4);
+  uint64_t model_len = 0;
+  std::memcpy(&model_len, payload.data(), 8);
+  onnx::ModelProto written;
+  ASSERT_TRUE(written.ParseFromString(payload.substr(8, model_len)));
+  ASSERT_EQ(written.graph().node_size(), 1);
+  EXPECT_EQ(written.graph().node(0).domain(), kInternalDomain);
+  written.mutable_graph()->mutable_node(0)->clear_domain();
+  std::string old_model;
+  ASSERT_TRUE(written.SerializeToString(&old_model));
+  const uint64_t old_len = old_model.size();
+  std::string old_payload(reinterpret_cast<const char*>(&old_len), 8);
+  old_payload += old_model + payload.substr(8 + model_len);
+  auto old = read_plan_bytes(plan_file(kPlanFormatVersionViewChains, old_payload), "format4.plan");
+  ASSERT_TRUE(old.is_ok()) << old.status().to_string();
+  ASSERT_EQ(old->graph->nodes().size(), 1u);
+  EXPECT_EQ(old->graph->nodes()[0]->domain, kInternalDomain);
+  EXPECT_EQ(old->graph->nodes()[0]->op_type, "GraftViewChain");
 }
 
 TEST(Plan, OtherFormatVersion) {

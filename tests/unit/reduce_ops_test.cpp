@@ -53,7 +53,7 @@ Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<TensorD
   }
   for (size_t o = 0; o < num_outputs; ++o) n->outputs.push_back(g.add_value("out" + std::to_string(o)));
   InferContext ctx(*n, infos, opset);
-  GRAFT_RETURN_IF_ERROR(find_builtin_op(op)->infer(ctx));
+  GRAFT_RETURN_IF_ERROR(find_onnx_op(op)->infer(ctx));
   return ctx.outputs();
 }
 

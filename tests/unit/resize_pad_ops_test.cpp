@@ -66,7 +66,7 @@ struct InferOnly {
       infos.push_back(info);
     }
     InferContext ctx(*node, infos, opset);
-    GRAFT_RETURN_IF_ERROR(find_builtin_op(node->op_type)->infer(ctx));
+    GRAFT_RETURN_IF_ERROR(find_onnx_op(node->op_type)->infer(ctx));
     return ctx.outputs()[0];
   }
 };

@@ -429,8 +429,9 @@ Command add_ops_command(CLI::App& app) {
       j["builtin"] = nlohmann::json::array();
       j["internal"] = nlohmann::json::array();  // graft's passes make these; not ONNX ops
       for (const BuiltinOp& op : builtins) {
-        if (is_internal_op(op.op_type)) {
-          j["internal"].push_back({{"op_type", op.op_type}, {"backends", builtin_backends(op.op_type)}});
+        if (op.domain == std::string(kInternalDomain)) {
+          j["internal"].push_back(
+              {{"op_type", op.op_type}, {"domain", kInternalDomain}, {"backends", builtin_backends(op.op_type)}});
           continue;
         }
         j["builtin"].push_back({{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
@@ -445,15 +446,16 @@ Command add_ops_command(CLI::App& app) {
       return Status::ok();
     }
     size_t internal = 0;
-    for (const BuiltinOp& op : builtins) internal += is_internal_op(op.op_type);
+    for (const BuiltinOp& op : builtins) internal += op.domain == std::string(kInternalDomain);
     std::printf("Builtin ONNX ops (domain ai.onnx), %zu:\n", builtins.size() - internal);
     for (const BuiltinOp& op : builtins)
-      if (!is_internal_op(op.op_type))
+      if (op.domain != std::string(kInternalDomain))
         std::printf("  %-24s opset >= %-3d %s\n", op.op_type, op.min_opset,
                     builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
-    std::printf("\nInternal ops (made by graft's optimization passes, kept in plans; not ONNX ops), %zu:\n", internal);
+    std::printf("\nInternal ops (domain %s: made by graft's optimization passes, kept in plans; not ONNX ops), %zu:\n",
+                kInternalDomain, internal);
     for (const BuiltinOp& op : builtins)
-      if (is_internal_op(op.op_type))
+      if (op.domain == std::string(kInternalDomain))
         std::printf("  %-24s %s\n", op.op_type, builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
     std::printf("\nCustom ops, %zu:\n", custom.size());
     for (const RegisteredOp& op : custom) {
