@@ -87,8 +87,9 @@ TEST(CudaNn, GraftConvDepthwiseNchw) {
 // are not multiples of 8 (EfficientNet-B0: 96 -> 4): conv_ops.cpp runs it as NCHW (the same bytes).
 // GraftChannelsLast, the padded channels-last input of an NHWC stem: float32 and float16 in the
 // input's own type, float32 -> float16 (the model's image straight to the stem), the 16-byte store
-// path (8 half channels) and the scalar one (5 channels), and a channel count already at the
-// padded width.
+// path (8 half channels) and the scalar one (5 channels), a channel count already at the padded
+// width, and images whose size is a multiple of 4 (16 x 12, 28 x 28: the four-pixel path, float16
+// output only).
 TEST(CudaNn, GraftChannelsLastPadsAndConverts) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
@@ -96,7 +97,8 @@ TEST(CudaNn, GraftChannelsLastPadsAndConverts) {
   struct Shape4 {
     int64_t n, c, h, w, channels;
   };
-  for (const Shape4& s : {Shape4{2, 3, 17, 13, 8}, Shape4{3, 3, 9, 10, 5}, Shape4{1, 8, 7, 6, 8}, Shape4{2, 1, 33, 31, 8}}) {
+  for (const Shape4& s : {Shape4{2, 3, 17, 13, 8}, Shape4{3, 3, 9, 10, 5}, Shape4{1, 8, 7, 6, 8}, Shape4{2, 1, 33, 31, 8},
+                          Shape4{2, 3, 16, 12, 8}, Shape4{3, 3, 28, 28, 8}, Shape4{1, 8, 4, 5, 8}}) {
     KernelCase c{"GraftChannelsLast", {rnd(rng, {s.n, s.c, s.h, s.w})}};
     c.attrs.set("channels", s.channels);
     c.tol32 = 0;  // a copy: exact

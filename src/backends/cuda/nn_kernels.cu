@@ -1036,13 +1036,57 @@ __global__ void channels_last_padded_kernel(const TI* __restrict__ x, TO* __rest
   }
 }
 
+// The common case of the kernel above (an image's 3 channels padded to 8 half-size channels, the
+// image size a multiple of 4, x aligned to 4 elements and y to 16 bytes): each thread converts four
+// consecutive pixels, one 4-element load per input channel and four 16-byte stores. With one pixel
+// per thread each thread had only c 4-byte loads in flight, and the batch-32 224x224 copy (45 MB)
+// took 58 us on an H200, about 0.8 TB/s.
+template <typename TI, typename TO>
+__global__ void channels_last_padded_quad_kernel(const TI* __restrict__ x, TO* __restrict__ y, int c, int64_t quads,
+                                                 int64_t n) {
+  struct alignas(4 * sizeof(TI)) Quad {
+    TI v[4];
+  };
+  const int64_t hw = quads * 4;
+  for (int64_t b = blockIdx.y; b < n; b += gridDim.y) {
+    for (int64_t q = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; q < quads; q += int64_t(gridDim.x) * blockDim.x) {
+      const TI* xs = x + b * c * hw + q * 4;
+      alignas(16) TO out[4][8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) {
+        if (k < c) {
+          const Quad in = *reinterpret_cast<const Quad*>(xs + k * hw);
+#pragma unroll
+          for (int p = 0; p < 4; ++p) out[p][k] = Elem<TO>::st(Elem<TI>::ld(in.v[p]));
+        } else {
+#pragma unroll
+          for (int p = 0; p < 4; ++p) out[p][k] = Elem<TO>::st(0.f);
+        }
+      }
+      uint4* yp = reinterpret_cast<uint4*>(y + (b * hw + q * 4) * 8);
+#pragma unroll
+      for (int p = 0; p < 4; ++p) yp[p] = *reinterpret_cast<const uint4*>(out[p]);
+    }
+  }
+}
+
 template <typename TO>
 cudaError_t channels_last_padded_to(KType in, const void* x, void* y, int64_t n, int64_t c, int64_t hw, int64_t cp,
                                     cudaStream_t s) {
+  const bool vec8 = cp == 8 && reinterpret_cast<uintptr_t>(y) % 16 == 0;
+  if constexpr (sizeof(TO) == 2) {
+    const size_t in_size = in == KType::kF32 ? 4 : 2;
+    if (vec8 && hw % 4 == 0 && reinterpret_cast<uintptr_t>(x) % (4 * in_size) == 0) {
+      const int64_t quads = hw / 4;
+      const dim3 grid(std::min<unsigned>(grid_for(quads), 65535u), static_cast<unsigned>(std::min<int64_t>(n, 65535)));
+      GRAFT_FLOAT_DISPATCH(in, (channels_last_padded_quad_kernel<T, TO><<<grid, kThreads, 0, s>>>(
+                                   static_cast<const T*>(x), static_cast<TO*>(y), static_cast<int>(c), quads, n)));
+      return cudaGetLastError();
+    }
+  }
   const dim3 grid(std::min<unsigned>(grid_for(hw), 65535u), static_cast<unsigned>(std::min<int64_t>(n, 65535)));
   GRAFT_FLOAT_DISPATCH(in, (channels_last_padded_kernel<T, TO><<<grid, kThreads, 0, s>>>(
-                               static_cast<const T*>(x), static_cast<TO*>(y), c, hw, cp, n,
-                               cp == 8 && reinterpret_cast<uintptr_t>(y) % 16 == 0)));
+                               static_cast<const T*>(x), static_cast<TO*>(y), c, hw, cp, n, vec8)));
   return cudaGetLastError();
 }
 
