@@ -1,5 +1,6 @@
 // CUDA nn and reduce/norm ops vs the CPU reference: MatMul/Gemm (cuBLASLt), Conv (cuDNN or direct),
 // pools, BatchNormalization, Softmax, LayerNormalization, Reduce*.
+#include "backends/cuda/depthwise_tile_kernels.cuh"
 #include "backends/cuda/nn_kernels.cuh"
 #include "cuda_kernel_harness.h"
 
@@ -115,8 +116,14 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {2, 15, 17, 32, 7, 2, 3, 1, true, true, "Relu"},       // 7x7 stride 2: 11 input vectors per tile row
       {1, 18, 22, 24, 5, 2, 1, 1, false, false, "Clip"},     // 5x5 stride 2, pads smaller than the halo
       {2, 6, 9, 8, 3, 1, 1, 1, true, true, "HardSwish"},     // one vector of channels per pixel
+      // The shared-tile kernel (variant 8: float16, K 3/5, stride 1/2, 16 channels per block): 16 x 16
+      // tiles (ow >= 16) and 8 x 8 ones, tiles that end past the image on both axes, no padding.
+      {2, 33, 35, 32, 5, 2, 2, 1, true, true, "Silu"},       // 5x5 stride 2, 17 x 18 outputs: 2 x 2 big tiles
+      {2, 20, 37, 16, 3, 2, 1, 1, true, true, "HardSwish"},  // 3x3 stride 2, ow 19
+      {1, 17, 16, 64, 3, 1, 1, 1, false, true, "Clip"},      // 4 channel chunks, oh 17: a second row of tiles
+      {2, 19, 18, 16, 3, 1, 0, 1, true, false, "Relu"},      // unpadded: 17 x 16 outputs
   };
-  int tiled = 0;
+  int tiled = 0, shared_tile = 0;
   for (const Spec& s : specs) {
     const int64_t oh = (s.h + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
     const int64_t ow = (s.w + 2 * s.pad - s.dilation * (s.k - 1) - 1) / s.stride + 1;
@@ -143,8 +150,42 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       ++tiled;
       for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) run_timed_then_forced(c, dt, seed, 0, 6);
     }
+    // The shared-tile kernel (variant 8) where it applies, forced, in float16 (all it takes).
+    if (cuda::k::depthwise_nhwc_tile_supported(cuda::k::KType::kF16, g)) {
+      ++shared_tile;
+      run_timed_then_forced(c, DataType::kFloat16, seed, 0, 8);
+    }
   }
   EXPECT_GE(tiled, 8) << "the row-tiled kernel's cases";
+  EXPECT_GE(shared_tile, 7) << "the shared-tile kernel's cases";
+}
+
+// What the shared-tile depthwise kernel (variant 8) takes, host side (no GPU needed): the engine
+// only times or runs it where this says yes, and a plan naming it for anything else is refused.
+TEST(CudaNn, SharedTileDepthwiseLimits) {
+  auto dw = [](int64_t n, int64_t hw, int64_t c, int64_t k, int64_t stride) {
+    cuda::k::Window2d g;
+    g.n = n; g.c = c; g.h = g.w = hw; g.kh = g.kw = k; g.sh = g.sw = stride;
+    g.ph = g.pw = g.peh = g.pew = k / 2;
+    g.oh = g.ow = (hw + 2 * (k / 2) - k) / stride + 1;
+    return g;
+  };
+  using cuda::k::depthwise_nhwc_tile_supported;
+  EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 144, 3, 1)));   // MobileNetV2 features.3
+  EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 112, 96, 3, 2)));   // features.2, stride 2
+  EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kBF16, dw(32, 14, 672, 5, 1)));  // EfficientNet-B0's 5x5
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF32, dw(32, 56, 144, 3, 1)));  // 16-bit types only
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 96, 7, 1)));   // ConvNeXt's 7x7
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 24, 3, 1)));   // not a multiple of 16
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 144, 3, 3)));  // stride 3
+  cuda::k::Window2d dilated = dw(2, 20, 32, 3, 1);
+  dilated.dh = dilated.dw = 2;
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dilated));
+  cuda::k::Window2d rect = dw(2, 20, 32, 3, 1);
+  rect.kw = 5;  // not square
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, rect));
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(int64_t{1} << 12, 256, 512, 3, 1)));  // 2^37 elements
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(1, 8, int64_t{16} * 65536, 3, 1)));    // 65536 chunks
 }
 
 // The host-side choices behind the kernels above (no GPU needed): where an untuned depthwise
