@@ -116,12 +116,14 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {2, 15, 17, 32, 7, 2, 3, 1, true, true, "Relu"},       // 7x7 stride 2: 11 input vectors per tile row
       {1, 18, 22, 24, 5, 2, 1, 1, false, false, "Clip"},     // 5x5 stride 2, pads smaller than the halo
       {2, 6, 9, 8, 3, 1, 1, 1, true, true, "HardSwish"},     // one vector of channels per pixel
-      // The shared-tile kernel (variant 8: float16, K 3/5, stride 1/2, 16 channels per block): 16 x 16
-      // tiles (ow >= 16) and 8 x 8 ones, tiles that end past the image on both axes, no padding.
+      // The shared-tile kernel (variant 8: float16, K 3/5, stride 1/2, 16 or 8 channels per block; the
+      // cases above with multiples of 8 channels too): 16 x 16 tiles (ow >= 16) and 8 x 8 ones, tiles
+      // that end past the image on both axes, no padding.
       {2, 33, 35, 32, 5, 2, 2, 1, true, true, "Silu"},       // 5x5 stride 2, 17 x 18 outputs: 2 x 2 big tiles
       {2, 20, 37, 16, 3, 2, 1, 1, true, true, "HardSwish"},  // 3x3 stride 2, ow 19
       {1, 17, 16, 64, 3, 1, 1, 1, false, true, "Clip"},      // 4 channel chunks, oh 17: a second row of tiles
       {2, 19, 18, 16, 3, 1, 0, 1, true, false, "Relu"},      // unpadded: 17 x 16 outputs
+      {2, 21, 20, 40, 5, 1, 2, 1, true, true, "HardSwish"},  // 5 chunks of 8 channels, 16 x 16 tiles
   };
   int tiled = 0, shared_tile = 0;
   for (const Spec& s : specs) {
@@ -157,7 +159,7 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
     }
   }
   EXPECT_GE(tiled, 8) << "the row-tiled kernel's cases";
-  EXPECT_GE(shared_tile, 7) << "the shared-tile kernel's cases";
+  EXPECT_GE(shared_tile, 12) << "the shared-tile kernel's cases";
 }
 
 // What the shared-tile depthwise kernel (variant 8) takes, host side (no GPU needed): the engine
@@ -176,7 +178,8 @@ TEST(CudaNn, SharedTileDepthwiseLimits) {
   EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kBF16, dw(32, 14, 672, 5, 1)));  // EfficientNet-B0's 5x5
   EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF32, dw(32, 56, 144, 3, 1)));  // 16-bit types only
   EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 96, 7, 1)));   // ConvNeXt's 7x7
-  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 24, 3, 1)));   // not a multiple of 16
+  EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 28, 72, 3, 1)));    // MobileNetV3: chunks of 8
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 20, 3, 1)));   // not a multiple of 8
   EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 144, 3, 3)));  // stride 3
   cuda::k::Window2d dilated = dw(2, 20, 32, 3, 1);
   dilated.dh = dilated.dw = 2;

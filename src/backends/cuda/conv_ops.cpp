@@ -274,7 +274,7 @@ bool small_reduction_mma_eligible(const ConvGeometry& g) {
 }
 
 // Variant 8: graft's float16 NHWC depthwise kernel that stages a block's whole input tile (16 x 16
-// or 8 x 8 outputs with their halo, 16 channels) in shared memory once, 16 bytes per load, and
+// or 8 x 8 outputs with their halo, 16 or 8 channels) in shared memory once, 16 bytes per load, and
 // computes columns of outputs from it (depthwise_tile_kernels.cuh). Variants 2 and 6 read each
 // input vector from global memory once per tap or filter row through the caches and ran
 // MobileNetV2's stride-1 3x3 layers at batch 32 at about 0.8 TB/s. Timed like any tactic.

@@ -13,8 +13,9 @@
 namespace graft::cuda::k {
 namespace {
 
-constexpr int kTileChannels = 16;                 // channels per block: two 16-byte vectors of a pixel
-constexpr int kTilePairs = kTileChannels / 2;     // threads across a pixel's chunk, two channels each
+// A block covers CH channels of its pixels (16: two 16-byte vectors of a pixel; 8 where the channel
+// count is not a multiple of 16, as MobileNetV3's 72 and 120), CH / 2 threads across them, two
+// channels each.
 constexpr int kTileThreads = 256;
 
 // Two neighbouring channels as float, loaded and stored as one 4-byte word.
@@ -39,25 +40,27 @@ struct ChannelPair<__nv_bfloat16> {
   }
 };
 
-// One block: a tile of TH = G * R output rows by TC output columns for kTileChannels channels
-// (blockIdx.y picks the chunk; blockIdx.x the image and the tile). Threads are (pair, column,
-// row group): a warp is 8 channel pairs of 4 neighbouring columns, so its shared reads of one
-// tap are 128 contiguous bytes at stride 1, and its stores four whole 32-byte sectors.
+// One block: a tile of TH output rows by TC output columns for CH channels (blockIdx.y picks the
+// chunk; blockIdx.x the image and the tile). Threads are (pair, column, row group), G row groups
+// of R rows: a warp is CH / 2 channel pairs of 64 / CH neighbouring columns, so its shared reads
+// of one tap are 128 contiguous bytes at stride 1, and its stores whole 32-byte sectors (16 bytes
+// for CH = 8).
 // Each thread computes R outputs down one column: it walks the (R - 1) * S + K input rows under
 // them once, reading each row's K taps' inputs into registers and adding them to every output
 // whose window holds that row (at stride 1, 3.75 shared reads per output for a 3x3 filter with
 // R = 8 instead of 9). Accumulation is in float, as in the other depthwise kernels.
-template <typename T, int K, int S, int TC, int R>
+template <typename T, int K, int S, int CH, int TC, int TH>
 __global__ void __launch_bounds__(kTileThreads) depthwise_nhwc_tile_kernel(const T* __restrict__ x,
                                                                            const T* __restrict__ w,
                                                                            const T* __restrict__ bias,
                                                                            const T* __restrict__ z, T* __restrict__ y,
                                                                            Window2d g, Epilogue e, int32_t tiles_w,
                                                                            int32_t tiles_h) {
-  constexpr int G = kTileThreads / (kTilePairs * TC);
-  constexpr int TH = G * R;
+  constexpr int kPairs = CH / 2, kParts = CH / 8;  // kParts: 16-byte vectors per pixel
+  constexpr int G = kTileThreads / (kPairs * TC), R = TH / G;
+  static_assert(G * R == TH && kPairs * TC * G == kTileThreads, "the threads cover the tile exactly");
   constexpr int IR = (TH - 1) * S + K, IC = (TC - 1) * S + K;  // the input tile with its halo
-  __shared__ __align__(16) T tile[IR * IC * kTileChannels];
+  __shared__ __align__(16) T tile[IR * IC * CH];
 
   const int32_t c = static_cast<int32_t>(g.c), hi = static_cast<int32_t>(g.h), wi = static_cast<int32_t>(g.w);
   const int32_t oh = static_cast<int32_t>(g.oh), ow = static_cast<int32_t>(g.ow);
@@ -65,26 +68,26 @@ __global__ void __launch_bounds__(kTileThreads) depthwise_nhwc_tile_kernel(const
   const int32_t tx = b % tiles_w;
   b /= tiles_w;
   const int32_t ty = b % tiles_h, n = b / tiles_h;
-  const int32_t cbase = static_cast<int32_t>(blockIdx.y) * kTileChannels;
+  const int32_t cbase = static_cast<int32_t>(blockIdx.y) * CH;
   const int32_t oy0 = ty * TH, ox0 = tx * TC;
   const int32_t iy0 = oy0 * S - static_cast<int32_t>(g.ph), ix0 = ox0 * S - static_cast<int32_t>(g.pw);
 
-  // The tile: two 16-byte vectors per pixel, zeros where the window reaches into the padding.
-  for (int i = static_cast<int>(threadIdx.x); i < IR * IC * 2; i += kTileThreads) {
-    const int part = i & 1, pix = i >> 1;
+  // The tile: kParts 16-byte vectors per pixel, zeros where the window reaches into the padding.
+  for (int i = static_cast<int>(threadIdx.x); i < IR * IC * kParts; i += kTileThreads) {
+    const int part = i % kParts, pix = i / kParts;
     const int r = pix / IC, col = pix - r * IC;
     const int32_t iy = iy0 + r, ix = ix0 + col;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
     if (iy >= 0 && iy < hi && ix >= 0 && ix < wi)
       v = *reinterpret_cast<const uint4*>(x + ((n * hi + iy) * wi + ix) * c + cbase + part * 8);
-    *reinterpret_cast<uint4*>(tile + pix * kTileChannels + part * 8) = v;
+    *reinterpret_cast<uint4*>(tile + pix * CH + part * 8) = v;
   }
 
-  const int pair = static_cast<int>(threadIdx.x) % kTilePairs;
-  const int col = (static_cast<int>(threadIdx.x) / kTilePairs) % TC;
-  const int grp = static_cast<int>(threadIdx.x) / (kTilePairs * TC);
+  const int pair = static_cast<int>(threadIdx.x) % kPairs;
+  const int col = (static_cast<int>(threadIdx.x) / kPairs) % TC;
+  const int grp = static_cast<int>(threadIdx.x) / (kPairs * TC);
   const int32_t ch = cbase + pair * 2;
-  // The two channels' taps (w is [c, K, K]): the block's 16 channels are one contiguous run of w,
+  // The two channels' taps (w is [c, K, K]): the block's CH channels are one contiguous run of w,
   // read through the cache by the threads that share a pair.
   float2 wk[K * K];
 #pragma unroll
@@ -95,12 +98,12 @@ __global__ void __launch_bounds__(kTileThreads) depthwise_nhwc_tile_kernel(const
   float2 acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = make_float2(0.f, 0.f);
-  const T* base = tile + ((grp * R * S) * IC + col * S) * kTileChannels + pair * 2;
+  const T* base = tile + ((grp * R * S) * IC + col * S) * CH + pair * 2;
 #pragma unroll
   for (int i = 0; i < (R - 1) * S + K; ++i) {
     float2 xv[K];
 #pragma unroll
-    for (int kx = 0; kx < K; ++kx) xv[kx] = ChannelPair<T>::ld(base + (i * IC + kx) * kTileChannels);
+    for (int kx = 0; kx < K; ++kx) xv[kx] = ChannelPair<T>::ld(base + (i * IC + kx) * CH);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int ky = i - r * S;  // known at compile time once unrolled
@@ -132,25 +135,30 @@ __global__ void __launch_bounds__(kTileThreads) depthwise_nhwc_tile_kernel(const
   }
 }
 
-// The tile shape: 16 x 16 outputs (16 columns of threads, two row groups of 8) where the image is
-// at least 16 wide, else 8 x 8 (8 columns, four row groups of 2), so a 7x7 or 14x14 map does not
-// leave most of a block idle.
-template <typename T, int K, int S>
+// The tile shape: 16 x 16 outputs where the image is at least 16 wide, else 8 x 8, so a 7x7 or
+// 14x14 map does not leave most of a block idle.
+template <typename T, int K, int S, int CH>
 cudaError_t launch_tile(const T* x, const T* w, const T* bias, const T* z, T* y, const Window2d& g, Epilogue e,
                         cudaStream_t s) {
-  auto launch = [&](auto tc, auto r) {
-    constexpr int TC = decltype(tc)::value, R = decltype(r)::value;
-    constexpr int TH = kTileThreads / (kTilePairs * TC) * R;
+  auto launch = [&](auto side) {
+    constexpr int TC = decltype(side)::value, TH = TC;
     const int64_t tiles_w = (g.ow + TC - 1) / TC, tiles_h = (g.oh + TH - 1) / TH;
     const int64_t blocks = g.n * tiles_h * tiles_w;
     if (blocks > INT_MAX) return cudaErrorInvalidValue;
-    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(g.c / kTileChannels));
-    depthwise_nhwc_tile_kernel<T, K, S, TC, R><<<grid, kTileThreads, 0, s>>>(
+    const dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(g.c / CH));
+    depthwise_nhwc_tile_kernel<T, K, S, CH, TC, TH><<<grid, kTileThreads, 0, s>>>(
         x, w, bias, z, y, g, e, static_cast<int32_t>(tiles_w), static_cast<int32_t>(tiles_h));
     return cudaGetLastError();
   };
-  if (g.ow >= 16) return launch(std::integral_constant<int, 16>{}, std::integral_constant<int, 8>{});
-  return launch(std::integral_constant<int, 8>{}, std::integral_constant<int, 2>{});
+  if (g.ow >= 16) return launch(std::integral_constant<int, 16>{});
+  return launch(std::integral_constant<int, 8>{});
+}
+
+template <typename T, int K, int S>
+cudaError_t launch_tile_chunked(const T* x, const T* w, const T* bias, const T* z, T* y, const Window2d& g, Epilogue e,
+                                cudaStream_t s) {
+  if (g.c % 16 == 0) return launch_tile<T, K, S, 16>(x, w, bias, z, y, g, e, s);
+  return launch_tile<T, K, S, 8>(x, w, bias, z, y, g, e, s);
 }
 
 template <typename T>
@@ -160,10 +168,10 @@ cudaError_t dispatch_tile(const void* x, const void* w, const void* bias, const 
           *zt = static_cast<const T*>(z);
   T* yt = static_cast<T*>(y);
   const int64_t k = g.kh, st = g.sh;
-  if (k == 3 && st == 1) return launch_tile<T, 3, 1>(xt, wt, bt, zt, yt, g, e, s);
-  if (k == 3 && st == 2) return launch_tile<T, 3, 2>(xt, wt, bt, zt, yt, g, e, s);
-  if (k == 5 && st == 1) return launch_tile<T, 5, 1>(xt, wt, bt, zt, yt, g, e, s);
-  if (k == 5 && st == 2) return launch_tile<T, 5, 2>(xt, wt, bt, zt, yt, g, e, s);
+  if (k == 3 && st == 1) return launch_tile_chunked<T, 3, 1>(xt, wt, bt, zt, yt, g, e, s);
+  if (k == 3 && st == 2) return launch_tile_chunked<T, 3, 2>(xt, wt, bt, zt, yt, g, e, s);
+  if (k == 5 && st == 1) return launch_tile_chunked<T, 5, 1>(xt, wt, bt, zt, yt, g, e, s);
+  if (k == 5 && st == 2) return launch_tile_chunked<T, 5, 2>(xt, wt, bt, zt, yt, g, e, s);
   return cudaErrorInvalidValue;
 }
 
@@ -172,7 +180,7 @@ cudaError_t dispatch_tile(const void* x, const void* w, const void* bias, const 
 bool depthwise_nhwc_tile_supported(KType t, const Window2d& g) {
   if (t != KType::kF16 && t != KType::kBF16) return false;
   if (g.kh != g.kw || (g.kh != 3 && g.kh != 5) || g.sh != g.sw || (g.sh != 1 && g.sh != 2)) return false;
-  if (g.dh != 1 || g.dw != 1 || g.c % kTileChannels != 0 || g.c / kTileChannels > 65535) return false;
+  if (g.dh != 1 || g.dw != 1 || g.c % 8 != 0 || g.c / (g.c % 16 == 0 ? 16 : 8) > 65535) return false;
   if (g.n < 1 || g.h < 1 || g.w < 1 || g.oh < 1 || g.ow < 1 || g.ph < 0 || g.pw < 0 || g.ph > 65535 || g.pw > 65535)
     return false;
   const int64_t limit = INT_MAX;

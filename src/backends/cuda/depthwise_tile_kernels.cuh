@@ -6,8 +6,9 @@
 // caches. On an H200 they ran MobileNetV2's stride-1 3x3 depthwise layers at batch 32 in float16
 // at about 0.8 TB/s (features.3: 144 channels at 56x56, 0.071 ms for 58 MB), a fifth of the
 // memory's bandwidth. Here a block loads its tile of 16 x 16 (or 8 x 8) output pixels' inputs with
-// their halo once, 16 bytes per load, for 16 channels; each thread then computes two channels of a
-// column of outputs from shared memory, keeping its filter taps in registers.
+// their halo once, 16 bytes per load, for 16 channels (8 where the count is not a multiple of 16);
+// each thread then computes two channels of a column of outputs from shared memory, keeping its
+// filter taps in registers.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -18,8 +19,8 @@
 namespace graft::cuda::k {
 
 // Whether variant 8 takes a problem of dtype t: float16 or bfloat16; a square 3x3 or 5x5 filter;
-// stride 1 or 2 on both axes; no dilation; a multiple of 16 channels (at most 16 * 65535); input
-// and output element counts and the tile count below 2^31.
+// stride 1 or 2 on both axes; no dilation; a multiple of 8 channels (at most 65535 chunks of 16,
+// or of 8); input and output element counts and the tile count below 2^31.
 bool depthwise_nhwc_tile_supported(KType t, const Window2d& g);
 
 // Depthwise convolution over NHWC as launch_depthwise_conv_nhwc (x [n, h, w, c], w [c, kh, kw, 1],
