@@ -162,16 +162,18 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
   EXPECT_GE(shared_tile, 12) << "the shared-tile kernel's cases";
 }
 
+// A square depthwise window over an hw x hw image of c channels, padded by k / 2.
+cuda::k::Window2d dw(int64_t n, int64_t hw, int64_t c, int64_t k, int64_t stride) {
+  cuda::k::Window2d g;
+  g.n = n; g.c = c; g.h = g.w = hw; g.kh = g.kw = k; g.sh = g.sw = stride;
+  g.ph = g.pw = g.peh = g.pew = k / 2;
+  g.oh = g.ow = (hw + 2 * (k / 2) - k) / stride + 1;
+  return g;
+}
+
 // What the shared-tile depthwise kernel (variant 8) takes, host side (no GPU needed): the engine
 // only times or runs it where this says yes, and a plan naming it for anything else is refused.
 TEST(CudaNn, SharedTileDepthwiseLimits) {
-  auto dw = [](int64_t n, int64_t hw, int64_t c, int64_t k, int64_t stride) {
-    cuda::k::Window2d g;
-    g.n = n; g.c = c; g.h = g.w = hw; g.kh = g.kw = k; g.sh = g.sw = stride;
-    g.ph = g.pw = g.peh = g.pew = k / 2;
-    g.oh = g.ow = (hw + 2 * (k / 2) - k) / stride + 1;
-    return g;
-  };
   using cuda::k::depthwise_nhwc_tile_supported;
   EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 144, 3, 1)));   // MobileNetV2 features.3
   EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 112, 96, 3, 2)));   // features.2, stride 2
@@ -195,13 +197,6 @@ TEST(CudaNn, SharedTileDepthwiseLimits) {
 // problem takes the row-tiled kernel, and which global pools split their plane across blocks. The
 // shapes are the H200 profiles' (float16, NHWC) that set the thresholds.
 TEST(CudaNn, DepthwiseAndGlobalPoolLaunchChoices) {
-  auto dw = [](int64_t n, int64_t hw, int64_t c, int64_t k, int64_t stride) {
-    cuda::k::Window2d g;
-    g.n = n; g.c = c; g.h = g.w = hw; g.kh = g.kw = k; g.sh = g.sw = stride;
-    g.ph = g.pw = g.peh = g.pew = k / 2;
-    g.oh = g.ow = (hw + 2 * (k / 2) - k) / stride + 1;
-    return g;
-  };
   // ConvNeXt-T's 7x7 over 96 channels at 56x56: tiled at batch 32 and 8, per pixel at batch 1.
   EXPECT_TRUE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(32, 56, 96, 7, 1)));
   EXPECT_TRUE(cuda::k::depthwise_nhwc_row_tiled_preferred(dw(8, 56, 96, 7, 1)));
