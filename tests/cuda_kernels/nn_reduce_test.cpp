@@ -370,7 +370,8 @@ TEST(CudaReduceNorm, Reduce) {
 
 
 // Warp-per-row Softmax / LayerNormalization: rows of odd length (per-element groups), a multiple
-// of the 16-byte group (vector loads), the 1024 limit, and just above it (the block kernel).
+// of the 16-byte group (vector loads), the 1024 limit, and just above it (the block kernel); and
+// short rows, several per warp, for both.
 TEST(CudaReduceNorm, RowKernels) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
@@ -392,7 +393,12 @@ TEST(CudaReduceNorm, RowKernels) {
       c.attrs.set("axis", int64_t{-1});
       run_float_dtypes(c, seed, /*bf16=*/true);
     }
-  for (const auto& d : shapes) {
+  // LayerNormalization over short rows too (the sub-warp kernel: Swin's and ConvNeXt's 96 channels
+  // in float16 are 12 groups of 8 on 16 lanes, two rows per warp).
+  std::vector<std::vector<int64_t>> ln_shapes = shapes;
+  ln_shapes.insert(ln_shapes.end(), short_rows.begin(), short_rows.end());
+  ln_shapes.push_back({51, 96});
+  for (const auto& d : ln_shapes) {
     const int64_t inner = d.back();
     KernelCase c{"LayerNormalization", {rnd(rng, d, -3, 5), rnd(rng, {inner}, 0.5, 2), rnd(rng, {inner})}};
     run_float_dtypes(c, seed, /*bf16=*/true);
