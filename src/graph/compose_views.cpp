@@ -282,7 +282,9 @@ Result<int> fold_views_into_attention(Graph& graph) {
   std::set<const Node*> absorbed;
   int folded = 0;
   for (Node* a : nodes) {
-    if (!is_internal(a, "GraftAttention") || a->attrs.has("dims") || a->inputs.size() != 3) continue;
+    // A fourth input is the periodic bias [P, S, S2], read as it is whatever the operands' views.
+    if (!is_internal(a, "GraftAttention") || a->attrs.has("dims") || a->inputs.size() < 3 || a->inputs.size() > 4)
+      continue;
     bool chained = false;
     AttentionChains existing;
     if (!read_attention_chains(a->attrs, &chained, &existing).is_ok() || chained) continue;
@@ -337,7 +339,9 @@ Result<int> fold_views_into_attention(Graph& graph) {
     a->attrs.set("v_view", std::vector<int64_t>(v.view.begin(), v.view.end()));
     a->attrs.set("y_view", std::vector<int64_t>(yv.begin(), yv.end()));
     a->attrs.set("y_shape", y_shape);
+    Value* bias = a->inputs.size() == 4 ? a->inputs[3] : nullptr;
     a->inputs = {q.value, kt.value, v.value};
+    if (bias) a->inputs.push_back(bias);
     a->outputs = {out};
     out->producer = a;
     ++folded;

@@ -143,7 +143,6 @@ Status infer_graft_attention(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(read_attention_chains(ctx.attrs(), &has_chains, &chains));
   if (has_views && has_chains) return ctx.fail("has both view attributes (dims) and view chains");
   const bool bias = ctx.num_inputs() == 4 && ctx.has_input(3);
-  if (bias && (has_views || has_chains)) return ctx.fail("a bias with operands read in place is not handled");
   if (has_chains) {  // the operands as their chains give them
     Shape* operands[3] = {&q, &kt, &v};
     for (int k = 0; k < 3; ++k) {
@@ -153,14 +152,25 @@ Status infer_graft_attention(InferContext& ctx) {
       *operands[k] = std::move(logical).value();
     }
   }
+  auto differ = [](const Dim& a, const Dim& b) { return a.is_const() && b.is_const() && a.value() != b.value(); };
+  // The bias [P, S, S2] (batch entry b's scores get bias[b % P]), in Q's dtype.
+  auto check_bias = [&](const Dim& S, const Dim& S2, const Dim& batch) -> Status {
+    GRAFT_ASSIGN_OR_RETURN(Shape bs, ctx.input_shape(3));
+    if (ctx.input(3).dtype != dt || bs.size() != 3 || differ(bs[1], S) || differ(bs[2], S2) ||
+        (bs[0].is_const() && batch.is_const() && (bs[0].value() < 1 || batch.value() % bs[0].value() != 0)))
+      return ctx.fail("bias ", shape_to_string(bs), " (", dtype_name(ctx.input(3).dtype), ") must be [P, S, S2] with S ",
+                      shape_to_string({S}), ", S2 ", shape_to_string({S2}), " and P dividing the batch of ",
+                      shape_to_string({batch}), ", in Q's dtype");
+    return Status::ok();
+  };
   if (has_views) {
     if (shape_is_static(q) && shape_is_static(kt) && shape_is_static(v))
       GRAFT_RETURN_IF_ERROR(check_attention_views(w, numel_of(shape_values(q)), numel_of(shape_values(kt)),
                                                   numel_of(shape_values(v)), numel_of(w.y_shape)));
+    if (bias) GRAFT_RETURN_IF_ERROR(check_bias(Dim(w.S), Dim(w.S2), Dim(w.outer * w.inner)));
     ctx.set_output(0, TensorDesc(dt, shape_from_values(w.y_shape)));
     return Status::ok();
   }
-  auto differ = [](const Dim& a, const Dim& b) { return a.is_const() && b.is_const() && a.value() != b.value(); };
   const size_t r = q.size();
   bool ok = r >= 2 && kt.size() == r && v.size() == r;
   for (size_t i = 0; ok && i + 2 < r; ++i) ok = !differ(q[i], kt[i]) && !differ(q[i], v[i]);
@@ -168,11 +178,10 @@ Status infer_graft_attention(InferContext& ctx) {
   if (!ok)
     return ctx.fail("Q ", shape_to_string(q), ", Kt ", shape_to_string(kt), " and V ", shape_to_string(v),
                     " must be [..., S, D], [..., D, S2], [..., S2, Dv] with equal leading dimensions");
-  if (bias) {  // [P, S, S2], added to batch entry b's scores as bias[b % P]
-    GRAFT_ASSIGN_OR_RETURN(Shape bs, ctx.input_shape(3));
-    if (ctx.input(3).dtype != dt || bs.size() != 3 || differ(bs[1], q[r - 2]) || differ(bs[2], kt[r - 1]))
-      return ctx.fail("bias ", shape_to_string(bs), " (", dtype_name(ctx.input(3).dtype), ") must be [P, S, S2] with S ",
-                      shape_to_string({q[r - 2]}), " and S2 ", shape_to_string({kt[r - 1]}), ", in Q's dtype");
+  if (bias) {
+    Dim batch(1);
+    for (size_t i = 0; i + 2 < r; ++i) batch = batch * q[i];
+    GRAFT_RETURN_IF_ERROR(check_bias(q[r - 2], kt[r - 1], batch));
   }
   Shape out(q.begin(), q.end() - 1);
   out.push_back(v.back());
@@ -243,16 +252,24 @@ Status cpu_graft_attention(ExecContext& ctx) {
   bool has_views = false;
   AttentionViews w;
   GRAFT_RETURN_IF_ERROR(read_attention_views(*ctx.attrs, &has_views, &w));
-  if (bias && has_views)
-    return error(StatusCode::kInvalidModel, "GraftAttention: a bias with operands read in place is not handled");
   if (has_views) {
     Tensor& Y = *ctx.outputs[0];
     GRAFT_RETURN_IF_ERROR(check_attention_views(w, Q.numel(), Kt.numel(), V.numel(), Y.numel()));
     const int64_t B = w.outer * w.inner;
+    std::vector<double> bias_values;
+    int64_t period = 1;
+    if (bias) {  // [P, S, S2] with P dividing the logical batch (outer * inner)
+      const auto& bd = bias->dims();
+      if (bd.size() != 3 || bd[0] < 1 || bd[1] != w.S || bd[2] != w.S2 || B % bd[0] != 0)
+        return error(StatusCode::kInvalidModel, "GraftAttention: bias ", ints_to_string(bd), " is not [P, ", w.S, ", ",
+                     w.S2, "] with P dividing the batch of ", B);
+      bias_values = cpu::load_doubles(*bias);
+      period = bd[0];
+    }
     std::vector<double> y = attention_core(gather_view(Q, w.q, w.outer, w.inner, w.S, w.D),
                                            gather_view(Kt, w.kt, w.outer, w.inner, w.D, w.S2),
                                            gather_view(V, w.v, w.outer, w.inner, w.S2, w.Dv), B, w.S, w.D, w.S2, w.Dv,
-                                           scale, nullptr, 1);
+                                           scale, bias ? &bias_values : nullptr, period);
     size_t e = 0;
     for (int64_t o = 0; o < w.outer; ++o)
       for (int64_t i = 0; i < w.inner; ++i)

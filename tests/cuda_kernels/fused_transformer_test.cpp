@@ -359,6 +359,8 @@ TEST(CudaFusedTransformer, GraftElementwiseLauncherMisalignedAndExact) {
 // GraftAttention with view attributes (fold_views_into_attention): Q, K and V read in place from a
 // packed [S=5, B=3, 3E=48] projection (E=16, H=2, hd=8; the batch is two-level (B, H)), K through
 // its transpose view, Y written straight into [S, B, H*hd]; float16 and bfloat16 (the fused kernel).
+// Then with a periodic bias on the scores read as it is: [2, S, S] (one per head, as Swin's relative
+// position bias) and [6, S, S] (one per batch entry).
 TEST(CudaFusedTransformer, AttentionWithPackedViews) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
@@ -375,12 +377,22 @@ TEST(CudaFusedTransformer, AttentionWithPackedViews) {
   run_kernel_case(c, DataType::kFloat16, seed);
   c.tol16 = 2e-2;
   run_kernel_case(c, DataType::kBFloat16, seed);
+  for (int64_t period : {2, 6}) {
+    KernelCase b = c;
+    b.inputs.push_back(rnd(rng, {period, 5, 5}, -2, 2));
+    b.label = "bias period " + std::to_string(period);
+    b.tol16 = 1e-2;
+    run_kernel_case(b, DataType::kFloat16, seed);
+    b.tol16 = 2e-2;
+    run_kernel_case(b, DataType::kBFloat16, seed);
+  }
 }
 
 // GraftAttention's chain form (fold_views_into_attention over a dynamic batch), planned per run:
 // from the packed [S=5, B, 48] projection, Q and V through the head split's steps (one strided view
 // each, read in place), K through steps whose Reshape merges axes no stride covers (two copies,
-// materialized in the workspace), Y written through the output permute; batches 1 and 3.
+// materialized in the workspace), Y written through the output permute; batches 1 and 3; with and
+// without a bias per head.
 TEST(CudaFusedTransformer, AttentionWithViewChains) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
@@ -422,6 +434,12 @@ TEST(CudaFusedTransformer, AttentionWithViewChains) {
     run_kernel_case(c, DataType::kFloat16, seed);
     c.tol16 = 2e-2;
     run_kernel_case(c, DataType::kBFloat16, seed);
+    // With a bias per head ([H, S, S]), read as it is while the operands go through their chains.
+    KernelCase biased = c;
+    biased.inputs.push_back(rnd(rng, {2, 5, 5}, -2, 2));
+    biased.label = "bias per head";
+    biased.tol16 = 1e-2;
+    run_kernel_case(biased, DataType::kFloat16, seed);
   }
 }
 

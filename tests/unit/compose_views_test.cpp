@@ -299,12 +299,16 @@ TEST(ComposeViews, BadStridedCopyAttributesAreNamed) {
 
 // fold_views_into_attention: the head split of a packed float16 projection and the attention's
 // output permute disappear into GraftAttention's view attributes (the fused kernel reads and
-// writes in place); the CPU reference of the viewed node gives the unfused graph's outputs.
-TEST(FoldAttentionViews, PackedHeadsReadAndWrittenInPlace) {
+// writes in place); the CPU reference of the viewed node gives the unfused graph's outputs. With
+// a bias on the scores ([H, S, S], periodic over the batch) too, which stays the fourth input.
+void check_packed_heads_fold(bool with_bias) {
+  SCOPED_TRACE(with_bias ? "with a bias" : "no bias");
   constexpr DataType kF16 = DataType::kFloat16;
+  std::mt19937 rng(std::random_device{}());
   OnnxModelBuilder m(17);
   add_packed_head_split(m, kF16, /*S=*/5, /*B=*/3, /*H=*/2, /*hd=*/8);
-  add_attention_over_heads(m, kF16, "y");
+  if (with_bias) m.initializer("rel_bias", random_tensor(kF16, {2, 5, 5}, rng));
+  add_attention_over_heads(m, kF16, "y", with_bias ? "rel_bias" : "");
   auto g = load(m);
   ASSERT_TRUE(g);
   auto passes = [](Graph& gr) -> Result<int> {
@@ -323,6 +327,12 @@ TEST(FoldAttentionViews, PackedHeadsReadAndWrittenInPlace) {
   const Node* at = find_op(*g, "GraftAttention");
   ASSERT_NE(at, nullptr);
   EXPECT_EQ(at->inputs[0], at->inputs[1]);  // Q and K read from the same packed tensor
+  EXPECT_EQ(at->inputs.size(), with_bias ? 4u : 3u);
+}
+
+TEST(FoldAttentionViews, PackedHeadsReadAndWrittenInPlace) {
+  check_packed_heads_fold(false);
+  check_packed_heads_fold(true);
 }
 
 // The CUDA target's transformer passes in their order over `g`, each expected to change `n` nodes:
@@ -350,16 +360,19 @@ void run_attention_passes(Graph& g, int gemms, int moved, int chains, int folded
 // Over a dynamic batch the head split's view chains and the output permute fold into GraftAttention's
 // chain form: the three GraftViewChain nodes and the Transpose go, and the viewed node's CPU
 // reference gives the unfused graph's outputs at every batch.
-TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
+void check_dynamic_chains_fold(bool with_bias) {
+  SCOPED_TRACE(with_bias ? "with a bias" : "no bias");
   constexpr DataType kF16 = DataType::kFloat16;
   const int64_t S = 5, H = 2, hd = 8, E = H * hd;
+  std::mt19937 rng(std::random_device{}());
   OnnxModelBuilder m(17);
   m.input("x", kF16, {S, "B", 3 * E});
   ints_const(m, "s4", {S, 0, 3, E});
   ints_const(m, "sbh", {S, -1, hd});
   ints_const(m, "bhsd", {-1, H, S, hd});
   add_head_split_nodes(m);
-  add_attention_over_heads(m, kF16, "y");
+  if (with_bias) m.initializer("rel_bias", random_tensor(kF16, {H, S, S}, rng));
+  add_attention_over_heads(m, kF16, "y", with_bias ? "rel_bias" : "");
   auto g = load(m), ref = load(m);
   ASSERT_TRUE(g && ref);
   ASSERT_NO_FATAL_FAILURE(run_attention_passes(*g, /*gemms=*/1, /*moved=*/-1, /*chains=*/3, /*folded=*/1));
@@ -372,7 +385,13 @@ TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
   EXPECT_EQ(shape_to_string(*g->outputs()[0]->desc.shape), shape_to_string(*ref->outputs()[0]->desc.shape));
   // The unfused float16 graph rounds scores and probabilities to float16; the fused reference
   // does not: differences of a few float16 ulps of the O(1) outputs.
+  EXPECT_EQ(at->inputs.size(), with_bias ? 4u : 3u);
   expect_same_outputs(*g, *ref, {"x", kF16, {S, 0, 3 * E}, 1}, {1, 2, 3}, std::random_device{}(), 2e-2, 1e-2);
+}
+
+TEST(FoldAttentionViews, DynamicBatchChainsFoldIntoTheAttention) {
+  check_dynamic_chains_fold(false);
+  check_dynamic_chains_fold(true);
 }
 
 // nn.MultiheadAttention with batch_first (dynamo export): [B, S, E] -> Transpose -> [S, B, E] -> the

@@ -317,7 +317,6 @@ bool attn_supports(const Node& n, std::string* why) {
   AttentionChains chains;
   if (!read_attention_views(n.attrs, &has_views, &w).is_ok()) return reject(why, "bad view attributes");
   if (!read_attention_chains(n.attrs, &has_chains, &chains).is_ok()) return reject(why, "bad view chain attributes");
-  if (bias && (has_views || has_chains)) return reject(why, "a bias with operands read in place is not handled");
   // The chain form runs the fused kernel only (its head sizes were checked when it was made).
   if (has_chains && in_dtype(n, 0) == DataType::kFloat32)
     return reject(why, "attention operands read through view chains need float16/bfloat16");
@@ -408,8 +407,8 @@ size_t attn_workspace(const Node& n, const std::vector<const Tensor*>& in) {
   bool has_chains = false;
   AttentionChains chains;
   if (read_attention_chains(n.attrs, &has_chains, &chains).is_ok() && has_chains) {
-    if (in.size() != 3 || !in[0] || !in[1] || !in[2]) return 0;
-    auto p = plan_attn_chains(chains, in);
+    if (in.size() < 3 || in.size() > 4 || !in[0] || !in[1] || !in[2]) return 0;
+    auto p = plan_attn_chains(chains, {in[0], in[1], in[2]});  // a bias (input 3) is read as it is
     return p.is_ok() ? p.value().workspace : 0;
   }
   AttnDims a;
@@ -435,8 +434,6 @@ Status attn_run(CudaExec& ex) {
   GRAFT_RETURN_IF_ERROR(read_attention_chains(attrs_of(ex), &has_chains, &chains));
   const void* sources[3] = {Q.data(), Kt.data(), V.data()};
   int64_t source_numel[3] = {Q.numel(), Kt.numel(), V.numel()};
-  if (bias && (has_views || has_chains))
-    return fail(ex, StatusCode::kInvalidModel, "a bias with operands read in place is not handled");
   if (has_chains) {
     std::string key = PreparedCache::key_of("GraftAttention;chains", {reinterpret_cast<intptr_t>(ex.ctx->node)});
     for (const Tensor* t : {&Q, &Kt, &V}) PreparedCache::append_dims(&key, t->dims());
@@ -475,8 +472,20 @@ Status attn_run(CudaExec& ex) {
     const k::AttnOutput yo{Y.data(), w.y[2], w.y[3], w.y[4], w.y[1]};  // y_view's offset is 0 (checked)
     if (!k::flash_attention_supported(ktype(Q.dtype()), w.D, w.Dv, qo, kto, vo, yo))
       return fail(ex, StatusCode::kUnsupported, "the fused attention kernel does not take these strided operands");
+    // The bias [P, S, S2]: the kernel's batch index is the logical one, outer * inner + inner index.
+    int64_t period = 1;
+    if (bias) {
+      const auto& bd = bias->dims();
+      if (bias->dtype() != Q.dtype() || bd.size() != 3 || bd[0] < 1 || bd[1] != w.S || bd[2] != w.S2 ||
+          (w.outer * w.inner) % bd[0] != 0)
+        return fail(ex, StatusCode::kInvalidModel, "bias ", shape_to_string(shape_from_values(bd)), " (",
+                    dtype_name(bias->dtype()), ") is not [P, ", w.S, ", ", w.S2, "] with P dividing the batch of ",
+                    w.outer * w.inner);
+      period = bd[0];
+    }
     return launch_status(k::launch_flash_attention(ktype(Q.dtype()), qo, kto, vo, yo, w.outer * w.inner, w.S, w.D, w.S2,
-                                                   w.Dv, scale, stream_of(ex), 0, w.inner),
+                                                   w.Dv, scale, stream_of(ex), 0, w.inner,
+                                                   bias ? bias->data() : nullptr, period),
                          ex, "fused attention");
   }
   AttnDims a;
