@@ -32,7 +32,7 @@ std::string version_text() {
   const char* backends = "cpu (built without CUDA)";
 #endif
   return fmt::format("graft {}\nbackends: {}\nONNX: default-domain opsets {} to {} (opsets 1 to {} converted on import)\n"
-                     "plan format: {} (written for a graph with view chains, {} for several optimization profiles, {} "
+                     "plan format: {} (written for a graph with graft's internal ops, {} for several optimization profiles, {} "
                      "for one; reads {} to {})\n",
                      version_string(), backends, kMinOpset, kMaxOpset, kMinOpset - 1, kPlanFormatVersion,
                      kPlanFormatVersionProfiles, kPlanFormatVersionOneProfile, kPlanFormatVersionPayloadCrc,
