@@ -133,6 +133,10 @@ struct BuiltinOp {
   std::optional<EwOp> elementwise_opcode = std::nullopt;
   // "" (ONNX) or kInternalDomain (ops/internal_ops.h); set by the table for the internal groups.
   const char* domain = "";
+  // Whether a node may leave out its first output too (RNN, LSTM, GRU: every output optional).
+  // Every other op writes output 0, and its kernels assume the slot; the importer refuses a node
+  // without one.
+  bool first_output_optional = false;
 };
 
 // Registration helpers, so that an op's traits are written where the op is defined.
@@ -150,6 +154,10 @@ inline BuiltinOp elementwise_binary(BuiltinOp op) {
 }
 inline BuiltinOp fuses_as(EwOp code, BuiltinOp op) {
   op.elementwise_opcode = code;
+  return op;
+}
+inline BuiltinOp every_output_optional(BuiltinOp op) {
+  op.first_output_optional = true;
   return op;
 }
 
