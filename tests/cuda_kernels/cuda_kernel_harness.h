@@ -265,18 +265,23 @@ inline void set_graft_conv_attrs(KernelCase& c, const char* layout, const char* 
   c.attrs.set("dilations", std::vector<int64_t>{dilation, dilation});
 }
 
-// Runs a one-problem case (GraftConv) in `dt` twice: first timed, so whichever tactic wins must be
-// right, then with the tactic table forced to (algo, variant), one the timing might not pick.
-inline void run_timed_then_forced(const KernelCase& c, DataType dt, uint32_t seed, int algo, int variant) {
+// Runs a one-problem case in `dt` twice: first timed, so whichever tactic wins must be right, then
+// with the tactic table forced to (algo, variant), one the timing might not pick. The forced problem
+// is the table's only one (GraftConv), or the only one whose key starts with `key_prefix`
+// (GraftAttention: timing its unfused path also times that path's two cuBLASLt matmuls).
+inline void run_timed_then_forced(const KernelCase& c, DataType dt, uint32_t seed, int algo, int variant,
+                                  const std::string& key_prefix = "") {
   TacticTable table;
   TacticTuning tuning;
   KernelCase timed = c;
   timed.tactics = &table;
   timed.tuning = &tuning;
   run_kernel_case(timed, dt, seed);
-  auto chosen = table.snapshot();
-  ASSERT_EQ(chosen.size(), 1u) << "one problem, one tactic";
-  table.put(chosen.begin()->first, Tactic{algo, variant, 0});
+  std::vector<std::string> keys;
+  for (const auto& [key, tactic] : table.snapshot())
+    if (key.rfind(key_prefix, 0) == 0) keys.push_back(key);
+  ASSERT_EQ(keys.size(), 1u) << "one problem whose tactic key starts with '" << key_prefix << "'";
+  table.put(keys.front(), Tactic{algo, variant, 0});
   KernelCase forced = c;
   forced.tactics = &table;
   forced.label += " (algo " + std::to_string(algo) + ", variant " + std::to_string(variant) + ")";

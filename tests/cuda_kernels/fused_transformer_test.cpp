@@ -93,8 +93,8 @@ TEST(CudaFusedTransformer, GraftAttentionPeriodicBias) {
     c.tol32 = 1e-4;
     c.label = "S " + std::to_string(sh.S) + " S2 " + std::to_string(sh.S2) + " period " + std::to_string(sh.P);
     run_float_dtypes(c, seed, /*bf16=*/true);
-    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 0);  // the cuBLASLt path
-    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 1);  // the fused kernel
+    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 0, "attention;");  // the cuBLASLt path
+    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 1, "attention;");  // the fused kernel
   }
 }
 
