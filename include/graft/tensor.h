@@ -105,6 +105,10 @@ class Tensor {
   // Wraps external memory without owning it (caller keeps it alive).
   static Tensor wrap(void* data, DataType dtype, std::vector<int64_t> dims,
                      DeviceType device = DeviceType::kCPU);
+  // Wraps memory that `owner` keeps alive: every copy of the tensor holds a reference to it, so a
+  // pool that lends out its buffers sees one as free again once the last such tensor is gone.
+  static Tensor wrap_shared(std::shared_ptr<void> owner, void* data, DataType dtype, std::vector<int64_t> dims,
+                            DeviceType device = DeviceType::kCPU);
   // Host tensor from values (converted to dtype).
   static Tensor from_doubles(DataType dtype, std::vector<int64_t> dims, const std::vector<double>& v);
   static Tensor scalar_int64(int64_t v);

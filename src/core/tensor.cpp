@@ -188,6 +188,13 @@ Tensor Tensor::wrap(void* data, DataType dtype, std::vector<int64_t> dims, Devic
   return t;
 }
 
+Tensor Tensor::wrap_shared(std::shared_ptr<void> owner, void* data, DataType dtype, std::vector<int64_t> dims,
+                           DeviceType device) {
+  Tensor t = wrap(data, dtype, std::move(dims), device);
+  t.storage_ = std::move(owner);
+  return t;
+}
+
 Tensor Tensor::from_doubles(DataType dtype, std::vector<int64_t> dims, const std::vector<double>& v) {
   Tensor t = empty(dtype, std::move(dims));
   for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v[static_cast<size_t>(i)]);

@@ -38,7 +38,8 @@ std::optional<Shape> merge_shapes(const std::optional<Shape>& a, const std::opti
 
 Status infer_subgraph(const Node& node, const std::string& attr, const Graph& sub,
                       const std::vector<InferContext::InputInfo>& inputs,
-                      const std::vector<InferContext::InputInfo>& captures, std::vector<SubgraphInfo>* outputs) {
+                      const std::vector<InferContext::InputInfo>& captures, std::vector<SubgraphInfo>* outputs,
+                      std::map<const Value*, TensorDesc>* value_descs) {
   auto fail = [&](auto&&... parts) {
     return error(StatusCode::kInvalidModel, "subgraph '", attr, "' ", parts...)
         .with_attribute(attr)
@@ -106,6 +107,8 @@ Status infer_subgraph(const Node& node, const std::string& attr, const Graph& su
       k.sym = o < syms.size() ? syms[o] : std::nullopt;
     }
   }
+  if (value_descs)
+    for (const auto& [v, k] : known) (*value_descs)[v] = k.desc;
   outputs->clear();
   for (const Value* v : sub.outputs()) {
     InferContext::InputInfo info;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,10 +24,13 @@ struct SubgraphInfo {
 // Infers the output descs of `sub` (owned by `node`, attribute `attr`) from descs (and any known
 // contents) of its inputs and captured values. `inputs` must match the subgraph's inputs in count;
 // a declared input dtype that disagrees with the one passed in is an error naming the attribute.
-// Errors name the node, the attribute and the inner node.
+// Errors name the node, the attribute and the inner node. `value_descs`, when given, receives the
+// desc of every value of `sub` that inference reached (a backend placing the subgraph's nodes reads
+// their dtypes there, since the subgraph's own Values stay as the importer left them).
 Status infer_subgraph(const Node& node, const std::string& attr, const Graph& sub,
                       const std::vector<InferContext::InputInfo>& inputs,
-                      const std::vector<InferContext::InputInfo>& captures, std::vector<SubgraphInfo>* outputs);
+                      const std::vector<InferContext::InputInfo>& captures, std::vector<SubgraphInfo>* outputs,
+                      std::map<const Value*, TensorDesc>* value_descs = nullptr);
 
 // `inner`, an error inside subgraph `attr` of `node`, as an error of the node that keeps the inner
 // node's name and message.
