@@ -81,7 +81,9 @@ Status run_loop(const ExecContext& ctx, SubgraphDevice& dev) {
     return error(StatusCode::kInvalidArgument, "cond must be one bool element");
   const int64_t trips = m ? m->data_as<int64_t>()[0] : std::numeric_limits<int64_t>::max();
   bool go = true;
-  if (c) GRAFT_ASSIGN_OR_RETURN(go, dev.read_bool(*c));
+  if (c) {
+    GRAFT_ASSIGN_OR_RETURN(go, dev.read_bool(*c));
+  }
 
   std::vector<Tensor> state(n + 2);
   for (size_t j = 0; j < n; ++j) state[j + 2] = *ctx.inputs[j + 2];
@@ -96,7 +98,9 @@ Status run_loop(const ExecContext& ctx, SubgraphDevice& dev) {
           .with_attribute("body");
     // Without a cond input the loop is a for loop: the body's condition is ignored (ONNX Loop), and
     // a device need not read it back.
-    if (c) GRAFT_ASSIGN_OR_RETURN(go, dev.read_bool(outs[0]));
+    if (c) {
+      GRAFT_ASSIGN_OR_RETURN(go, dev.read_bool(outs[0]));
+    }
     for (size_t j = 0; j < n; ++j) {
       if (outs[1 + j].dtype() != state[j + 2].dtype() ||
           (outs[1 + j].kind() != state[j + 2].kind() && optional_content(state[j + 2].kind()) != outs[1 + j].kind()))
@@ -154,9 +158,10 @@ Status run_scan(const ExecContext& ctx, SubgraphDevice& dev) {
   std::vector<Tensor*> outs_k(lay.k, nullptr);
   std::vector<bool> sized(lay.k, false);
   for (int64_t t = 0; t < length; ++t) {
-    for (size_t j = 0; j < lay.m; ++j)
+    for (size_t j = 0; j < lay.m; ++j) {
       GRAFT_ASSIGN_OR_RETURN(args[lay.n + j], dev.take_slice(*ctx.inputs[lay.n + j], in_axis[j],
                                                              lay.in_reverse[j] ? length - 1 - t : t));
+    }
     GRAFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, dev.run_subgraph("body", *body, args));
     for (size_t j = 0; j < lay.n; ++j) {
       if (outs[j].dtype() != args[j].dtype())

@@ -65,6 +65,9 @@ struct Layer {
   // cuda_ops.h): the kernel writes into buffers of the bound's size and the context reads back the
   // count (read_count).
   bool counted = false;
+  // If, Loop, Scan (CudaOp::makes_outputs): the kernel runs a subgraph and hands over its outputs as
+  // device tensors it owns; the context takes them as they are, with their dims.
+  bool makes_outputs = false;
   // The output shapes are a function of the engine's input shapes alone (no data-dependent shape
   // upstream, every host input a constant or shape arithmetic): a shape set's first run records
   // them and later runs of that shape set skip shape inference.
@@ -96,72 +99,6 @@ bool env_off(const char* name) {
 bool env_on(const char* name) {
   const char* v = std::getenv(name);
   return v && *v && std::strcmp(v, "0") != 0;
-}
-
-// Whether the GPU runs this node with its current dtypes; `why` says what is missing otherwise.
-bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
-  *op_out = nullptr;
-  if (n.custom_op) {
-    const OpDef& def = *n.custom_op;
-    std::vector<DataType> combo;
-    for (size_t i = 0; i < def.inputs().size(); ++i) {
-      const Value* v = n.input(i);
-      combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
-    }
-    for (const Value* v : n.outputs) combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
-    if (def.supports(Backend::kCUDA, combo)) return true;
-    std::string c;
-    for (DataType t : combo) c += (c.empty() ? "" : ", ") + std::string(dtype_name(t));
-    *why = "custom op " + def.name() + " has no CUDA kernel for dtypes (" + c + ")";
-    return false;
-  }
-  // An op whose output size is known only after its kernel has run (NonZero, NonMaxSuppression,
-  // Unique) runs on the GPU only when its CUDA op reports that size through a device count
-  // (CountedOutput, cuda_ops.h; how the engine runs such a layer: see CudaEngine::init). Otherwise
-  // the CPU reference runs it and allocates that output after the fact. Either way the layers after
-  // it read the real shape: their shapes are not memoized per input-shape set, and a buffer larger
-  // than the shape set's plan is allocated and the plan redone.
-  if (output_shape_from_kernel(n)) {
-    const CudaOp* counted = find_cuda_op(n.op_type);
-    if (!counted || !counted->counted.is_counted()) {
-      *why = "its output shape depends on the data (known only after the kernel runs) and no CUDA kernel reports "
-             "it, so the CPU reference runs it";
-      return false;
-    }
-  }
-  // int16, uint16, uint32 and uint64 exist on the CPU reference only: no CUDA kernel's dtype
-  // switch has them, so such a node is placed on the CPU before any kernel is asked.
-  auto cpu_only = [](DataType t) {
-    return t == DataType::kInt16 || t == DataType::kUInt16 || t == DataType::kUInt32 || t == DataType::kUInt64;
-  };
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    const Value* v = n.inputs[i];
-    if (v && cpu_only(v->desc.dtype)) {
-      *why = "input " + std::to_string(i) + " ('" + v->name + "') has dtype " + dtype_name(v->desc.dtype) +
-             ", which the CUDA backend does not support";
-      return false;
-    }
-  }
-  for (size_t i = 0; i < n.outputs.size(); ++i) {
-    const Value* v = n.outputs[i];
-    if (v && cpu_only(v->desc.dtype)) {
-      *why = "output " + std::to_string(i) + " ('" + v->name + "') has dtype " + dtype_name(v->desc.dtype) +
-             ", which the CUDA backend does not support";
-      return false;
-    }
-  }
-  const CudaOp* op = find_cuda_op(n.op_type);
-  if (!op) {
-    *why = "no CUDA kernel for op " + n.op_type;
-    return false;
-  }
-  std::string reason;
-  if (!op->supports(n, &reason)) {
-    *why = "the CUDA " + n.op_type + " kernel does not support this node" + (reason.empty() ? "" : ": " + reason);
-    return false;
-  }
-  *op_out = op;
-  return true;
 }
 
 class CudaEngine;
@@ -244,6 +181,8 @@ class CudaContext final : public CudaExecutionContext {
   // Layers [begin, end) in order; `capturing`: inside a CUDA graph capture.
   Status run_layers(cudaStream_t stream, bool capturing, size_t begin, size_t end);
   Status run_layer(size_t i, cudaStream_t stream);
+  // A makes_outputs layer (If, Loop, Scan): its kernel sets the outputs, which become the values.
+  Status run_control_flow_layer(const Layer& L, const std::vector<const Tensor*>& ins, cudaStream_t stream);
   // After a counted layer's kernel: copy its count to the host and give each output its real dims
   // (`count_axes[o]`: the axis of output o that takes the count, -1 for none).
   Status read_count(const Layer& L, const std::vector<int>& count_axes, std::vector<Tensor>& outs, cudaStream_t stream);
@@ -551,6 +490,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     }
     L.host_input.assign(node.inputs.size(), L.where != Where::kGpu);
     L.counted = L.where == Where::kGpu && L.op && L.op->counted.is_counted() && output_shape_from_kernel(node);
+    L.makes_outputs = L.where == Where::kGpu && L.op && L.op->makes_outputs;
     if (L.where == Where::kGpu && L.op)
       for (int k : L.op->host_inputs)
         if (k >= 0 && static_cast<size_t>(k) < L.host_input.size()) L.host_input[k] = true;
@@ -585,7 +525,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     for (int i = 0; i < n; ++i) index[layers_[i].node] = i;
     for (int i = n - 1; i >= 0; --i) {
       Layer& L = layers_[i];
-      if (L.where != Where::kGpu || L.counted || L.node->outputs.empty()) continue;
+      if (L.where != Where::kGpu || L.counted || L.makes_outputs || L.node->outputs.empty()) continue;
       bool only_dims = true, any_use = false;
       for (const Value* o : L.node->outputs) {
         if (!o || !vid_.count(o)) continue;
@@ -650,7 +590,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     }
     // A counted layer's output shape depends on the data, so it is never memoized and does not make
     // its consumers' shapes a function of the input shapes.
-    L.dims_from_shapes = L.where == Where::kGpu && inputs_shaped && !L.counted;
+    L.dims_from_shapes = L.where == Where::kGpu && inputs_shaped && !L.counted && !L.makes_outputs;
     for (const Value* o : node.outputs) {
       if (!o) continue;
       if (values_from_shapes) shape_only.insert(o);
@@ -673,6 +613,14 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       if (graph_reason_.empty())
         graph_reason_ = "layer '" + node.name + "' (" + node.op_type +
                         ") has an output size known only after its kernel runs; the engine reads that count back";
+    }
+    // A control-flow layer decides on the host (which branch, whether to go on) and allocates as
+    // it goes: a capture could hold neither.
+    if (L.makes_outputs) {
+      graph_eligible_ = false;
+      if (graph_reason_.empty())
+        graph_reason_ = "layer '" + node.name + "' (" + node.op_type +
+                        ") runs its subgraphs on the GPU step by step, deciding on the host";
     }
     if (L.where == Where::kGpu)
       for (size_t k = 0; k < node.inputs.size(); ++k)
@@ -1154,6 +1102,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     }
     return Status::ok();
   }
+  if (L.makes_outputs) return run_control_flow_layer(L, ins, stream);
   // Output shapes: inferred once per shape set where they depend on the input shapes alone.
   const bool memo = L.dims_from_shapes && cur_;
   if (memo && cur_->layer_outs.size() != engine_->layers().size()) {
@@ -1298,6 +1247,44 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     const int id = node.outputs[o] ? engine_->value_id(node.outputs[o]) : -1;
     if (id >= 0) slots_[id].dev = std::move(outs[o]);
+  }
+  return Status::ok();
+}
+
+Status CudaContext::run_control_flow_layer(const Layer& L, const std::vector<const Tensor*>& ins, cudaStream_t stream) {
+  const Node& node = *L.node;
+  if (profile_start_) {
+    (void)cudaEventRecord(profile_start_, stream);
+    profile_start_ = nullptr;
+  }
+  std::vector<Tensor> outs(node.outputs.size());
+  ExecContext ec;
+  ec.node = &node;
+  ec.attrs = &node.attrs;
+  ec.opset = node.opset;
+  ec.inputs = ins;
+  for (size_t o = 0; o < outs.size(); ++o) ec.outputs.push_back(node.outputs[o] ? &outs[o] : nullptr);
+  ec.stream = stream;
+  CudaExec ex;
+  ex.ctx = &ec;
+  ex.cublaslt = cublaslt_;
+  ex.cudnn = cudnn_;
+  ex.tactics = engine_->state().tactics.get();
+  ex.prepared = &prepared_;
+  Status st;
+  try {
+    st = L.op->run(ex);
+  } catch (const std::exception& e) {
+    st = error(StatusCode::kRuntimeError, "CUDA kernel threw an exception: ", e.what());
+  }
+  if (!st) return st.with_node(node.name, node.op_type);
+  for (size_t o = 0; o < outs.size(); ++o) {
+    if (!node.outputs[o]) continue;
+    if (!outs[o].defined() || outs[o].device() != DeviceType::kCUDA)
+      return error(StatusCode::kInternal, "the kernel left output ", static_cast<uint64_t>(o), " ('",
+                   node.outputs[o]->name, "') without a device tensor")
+          .with_node(node.name, node.op_type);
+    slots_[engine_->value_id(node.outputs[o])].dev = std::move(outs[o]);
   }
   return Status::ok();
 }

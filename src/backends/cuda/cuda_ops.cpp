@@ -1,6 +1,9 @@
 #include "backends/cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <string>
+
+#include "graph/graph.h"
 
 namespace graft::cuda {
 
@@ -25,9 +28,76 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_recurrent_ops(t);
     append_cuda_integer_ops(t);
     append_cuda_tfidf_ops(t);
+    append_cuda_control_flow_ops(t);
     return t;
   }();
   return table;
+}
+
+bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
+  *op_out = nullptr;
+  if (n.custom_op) {
+    const OpDef& def = *n.custom_op;
+    std::vector<DataType> combo;
+    for (size_t i = 0; i < def.inputs().size(); ++i) {
+      const Value* v = n.input(i);
+      combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
+    }
+    for (const Value* v : n.outputs) combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
+    if (def.supports(Backend::kCUDA, combo)) return true;
+    std::string c;
+    for (DataType t : combo) c += (c.empty() ? "" : ", ") + std::string(dtype_name(t));
+    *why = "custom op " + def.name() + " has no CUDA kernel for dtypes (" + c + ")";
+    return false;
+  }
+  // An op whose output size is known only after its kernel has run (NonZero, NonMaxSuppression,
+  // Unique) runs on the GPU only when its CUDA op reports that size through a device count
+  // (CountedOutput, cuda_ops.h; how the engine runs such a layer: see CudaEngine::init), or makes
+  // its outputs itself (If, Loop, Scan: CudaOp::makes_outputs). Otherwise
+  // the CPU reference runs it and allocates that output after the fact. Either way the layers after
+  // it read the real shape: their shapes are not memoized per input-shape set, and a buffer larger
+  // than the shape set's plan is allocated and the plan redone.
+  if (output_shape_from_kernel(n)) {
+    const CudaOp* counted = find_cuda_op(n.op_type);
+    if (!counted || (!counted->counted.is_counted() && !counted->makes_outputs)) {
+      *why = "its output shape depends on the data (known only after the kernel runs) and no CUDA kernel reports "
+             "it, so the CPU reference runs it";
+      return false;
+    }
+  }
+  // int16, uint16, uint32 and uint64 exist on the CPU reference only: no CUDA kernel's dtype
+  // switch has them, so such a node is placed on the CPU before any kernel is asked.
+  auto cpu_only = [](DataType t) {
+    return t == DataType::kInt16 || t == DataType::kUInt16 || t == DataType::kUInt32 || t == DataType::kUInt64;
+  };
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    const Value* v = n.inputs[i];
+    if (v && cpu_only(v->desc.dtype)) {
+      *why = "input " + std::to_string(i) + " ('" + v->name + "') has dtype " + dtype_name(v->desc.dtype) +
+             ", which the CUDA backend does not support";
+      return false;
+    }
+  }
+  for (size_t i = 0; i < n.outputs.size(); ++i) {
+    const Value* v = n.outputs[i];
+    if (v && cpu_only(v->desc.dtype)) {
+      *why = "output " + std::to_string(i) + " ('" + v->name + "') has dtype " + dtype_name(v->desc.dtype) +
+             ", which the CUDA backend does not support";
+      return false;
+    }
+  }
+  const CudaOp* op = find_cuda_op(n.op_type);
+  if (!op) {
+    *why = "no CUDA kernel for op " + n.op_type;
+    return false;
+  }
+  std::string reason;
+  if (!op->supports(n, &reason)) {
+    *why = "the CUDA " + n.op_type + " kernel does not support this node" + (reason.empty() ? "" : ": " + reason);
+    return false;
+  }
+  *op_out = op;
+  return true;
 }
 
 const CudaOp* find_cuda_op(const std::string& op_type) {

@@ -35,6 +35,13 @@ class PreparedCache {
     auto it = entries_.find(key);
     return it == entries_.end() ? nullptr : static_cast<T*>(it->second.get());
   }
+  // find(), sharing ownership: for state that must outlive a put() that clears the cache while
+  // the caller still uses it (a control-flow node whose subgraph's kernels prepare their own).
+  template <typename T>
+  std::shared_ptr<T> find_shared(const std::string& key) const {
+    auto it = entries_.find(key);
+    return it == entries_.end() ? nullptr : std::static_pointer_cast<T>(it->second);
+  }
   template <typename T>
   T* put(const std::string& key, std::shared_ptr<T> value) {
     // A bound against a stream of ever-new shapes: start over rather than grow without limit.
@@ -117,7 +124,15 @@ struct CudaOp {
   // Device scratch needed for these concrete input shapes (nullptr: none).
   size_t (*workspace_bytes)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
   CountedOutput counted{};  // set (is_counted()) only for ops with a data-dependent output size
+  // The kernel makes its outputs itself (If, Loop, Scan: which branch and how many iterations are
+  // known only as it runs): the runtime passes empty output tensors, which the kernel sets to
+  // device tensors it owns, and never reuses an output's memory for another value.
+  bool makes_outputs = false;
 };
+
+// Whether the GPU runs this node with its current dtypes (a builtin op's CudaOp, set in `op_out`,
+// or a custom op's CUDA kernel); `why` says what is missing otherwise.
+bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why);
 
 // A fresh base seed for an unseeded random layer's stream (random_ops.cpp).
 uint64_t fresh_random_base_seed();
@@ -143,5 +158,6 @@ void append_cuda_loss_ops(std::vector<CudaOp>& out);    // NegativeLogLikelihood
 void append_cuda_recurrent_ops(std::vector<CudaOp>& out);  // RNN, LSTM, GRU
 void append_cuda_integer_ops(std::vector<CudaOp>& out);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void append_cuda_tfidf_ops(std::vector<CudaOp>& out);    // TfIdfVectorizer (int32/int64 n-grams)
+void append_cuda_control_flow_ops(std::vector<CudaOp>& out);  // If, Loop, Scan (subgraphs run on the GPU)
 
 }  // namespace graft::cuda
