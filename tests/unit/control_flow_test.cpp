@@ -32,42 +32,8 @@ uint32_t seed() {
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// ---- writing subgraphs ------------------------------------------------------------------------
-
-// A subgraph under construction: nodes, inputs and outputs, each with an optional type.
-struct Sub {
-  onnx::GraphProto* g;
-  Sub& node(const std::string& op, const std::vector<std::string>& in, const std::vector<std::string>& out,
-            std::vector<std::pair<std::string, int64_t>> int_attrs = {}) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(g->name() + "_" + op + "_" + std::to_string(g->node_size()));
-    for (const auto& i : in) n->add_input(i);
-    for (const auto& o : out) n->add_output(o);
-    for (const auto& [k, v] : int_attrs) OnnxModelBuilder::attr(*n, k, v);
-    return *this;
-  }
-  Sub& input(const std::string& name, DataType dt = DataType::kUndefined) {
-    auto* vi = g->add_input();
-    vi->set_name(name);
-    if (dt != DataType::kUndefined) vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(dt));
-    return *this;
-  }
-  Sub& output(const std::string& name) {
-    g->add_output()->set_name(name);
-    return *this;
-  }
-  Sub& constant(const std::string& name, const Tensor& t) {
-    OnnxModelBuilder::to_proto(t, name, g->add_initializer());
-    return *this;
-  }
-};
-
-Sub graph_attr(onnx::NodeProto& n, const std::string& attr) {
-  auto* g = OnnxModelBuilder::new_attr(n, attr, onnx::AttributeProto::GRAPH)->mutable_g();
-  g->set_name(attr);
-  return Sub{g};
-}
+using Sub = testing::SubgraphBuilder;
+using testing::graph_attr;
 
 Tensor scalar_bool(bool b) { return Tensor::from_doubles(DataType::kBool, {}, {b ? 1.0 : 0.0}); }
 

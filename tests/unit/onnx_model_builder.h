@@ -159,4 +159,40 @@ class OnnxModelBuilder {
   onnx::ModelProto model_;
 };
 
+// A subgraph (If branch, Loop or Scan body) under construction: nodes, inputs and outputs (each with
+// an optional type) and initializers. Node names are the graph name, the op type and a count.
+struct SubgraphBuilder {
+  onnx::GraphProto* g;
+  SubgraphBuilder& node(const std::string& op, const std::vector<std::string>& in,
+                        const std::vector<std::string>& out, std::vector<std::pair<std::string, int64_t>> int_attrs = {}) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(g->name() + "_" + op + "_" + std::to_string(g->node_size()));
+    for (const auto& i : in) n->add_input(i);
+    for (const auto& o : out) n->add_output(o);
+    for (const auto& [k, v] : int_attrs) OnnxModelBuilder::attr(*n, k, v);
+    return *this;
+  }
+  SubgraphBuilder& input(const std::string& name, DataType dt = DataType::kUndefined) {
+    auto* vi = g->add_input();
+    vi->set_name(name);
+    if (dt != DataType::kUndefined) vi->mutable_type()->mutable_tensor_type()->set_elem_type(static_cast<int>(dt));
+    return *this;
+  }
+  SubgraphBuilder& output(const std::string& name) {
+    g->add_output()->set_name(name);
+    return *this;
+  }
+  SubgraphBuilder& constant(const std::string& name, const Tensor& t) {
+    OnnxModelBuilder::to_proto(t, name, g->add_initializer());
+    return *this;
+  }
+};
+
+inline SubgraphBuilder graph_attr(onnx::NodeProto& n, const std::string& attr) {
+  auto* g = OnnxModelBuilder::new_attr(n, attr, onnx::AttributeProto::GRAPH)->mutable_g();
+  g->set_name(attr);
+  return SubgraphBuilder{g};
+}
+
 }  // namespace graft::testing
