@@ -133,7 +133,7 @@ Status run_loop(const ExecContext& ctx, SubgraphDevice& dev) {
       GRAFT_RETURN_IF_ERROR(desc_without_running(ctx, *body, state, 1 + n + s, &dt, &item));
     }
     GRAFT_ASSIGN_OR_RETURN(Tensor * out, dev.allocate_output(n + s, dt, with_axis(item, 0, i)));
-    for (int64_t t = 0; t < i; ++t) GRAFT_RETURN_IF_ERROR(dev.put_slice(*out, 0, t, scans[s][static_cast<size_t>(t)]));
+    for (int64_t t = 0; t < i; ++t) GRAFT_RETURN_IF_ERROR(dev.place(*out, 0, t, scans[s][static_cast<size_t>(t)]));
   }
   return Status::ok();
 }
@@ -159,8 +159,8 @@ Status run_scan(const ExecContext& ctx, SubgraphDevice& dev) {
   std::vector<bool> sized(lay.k, false);
   for (int64_t t = 0; t < length; ++t) {
     for (size_t j = 0; j < lay.m; ++j) {
-      GRAFT_ASSIGN_OR_RETURN(args[lay.n + j], dev.take_slice(*ctx.inputs[lay.n + j], in_axis[j],
-                                                             lay.in_reverse[j] ? length - 1 - t : t));
+      GRAFT_ASSIGN_OR_RETURN(args[lay.n + j], dev.slice(*ctx.inputs[lay.n + j], in_axis[j],
+                                                        lay.in_reverse[j] ? length - 1 - t : t, 1, true));
     }
     GRAFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, dev.run_subgraph("body", *body, args));
     for (size_t j = 0; j < lay.n; ++j) {
@@ -186,7 +186,7 @@ Status run_scan(const ExecContext& ctx, SubgraphDevice& dev) {
         return error(StatusCode::kInvalidModel, "iteration ", t, ": scan output ", static_cast<uint64_t>(s), " is ",
                      desc_text(y), ", unlike iteration 0; scan outputs are stacked, so every iteration must agree")
             .with_attribute("body");
-      GRAFT_RETURN_IF_ERROR(dev.put_slice(*outs_k[s], out_axis[s], lay.out_reverse[s] ? length - 1 - t : t, y));
+      GRAFT_RETURN_IF_ERROR(dev.place(*outs_k[s], out_axis[s], lay.out_reverse[s] ? length - 1 - t : t, y));
     }
   }
   for (size_t j = 0; j < lay.n; ++j) GRAFT_RETURN_IF_ERROR(dev.set_output(j, args[j]));
@@ -205,6 +205,45 @@ Status run_scan(const ExecContext& ctx, SubgraphDevice& dev) {
       GRAFT_ASSIGN_OR_RETURN(int64_t a, normalize_axis(lay.out_axes[s], static_cast<int64_t>(item.size()) + 1));
       GRAFT_RETURN_IF_ERROR(dev.allocate_output(lay.n + s, dt, with_axis(item, static_cast<size_t>(a), 0)).status());
     }
+  }
+  return Status::ok();
+}
+
+Status run_sequence_map(const ExecContext& ctx, SubgraphDevice& dev) {
+  const Node& node = *ctx.node;
+  GRAFT_ASSIGN_OR_RETURN(const Graph* body, node_subgraph(node, "body"));
+  const size_t m = node.explicit_inputs();
+  const Tensor* seq = m ? ctx.inputs[0] : nullptr;
+  if (!seq || seq->kind() != ValueKind::kSequence)
+    return error(StatusCode::kInvalidArgument, "input 0 must be a sequence");
+  const size_t length = seq->items().size();
+  for (size_t j = 1; j < m; ++j) {
+    const Tensor* in = ctx.inputs[j];
+    if (!in) return error(StatusCode::kInvalidModel, "input ", static_cast<uint64_t>(j), " is missing");
+    if (in->kind() == ValueKind::kSequence && in->items().size() != length)
+      return error(StatusCode::kInvalidArgument, "input ", static_cast<uint64_t>(j), " is a sequence of ",
+                   static_cast<uint64_t>(in->items().size()), " tensors but input 0 has ", static_cast<uint64_t>(length),
+                   "; SequenceMap's sequences must have the same length");
+  }
+  std::vector<std::vector<Tensor>> collected(node.outputs.size());
+  std::vector<Tensor> args(m);
+  for (size_t i = 0; i < length; ++i) {
+    for (size_t j = 0; j < m; ++j) {
+      const Tensor& in = *ctx.inputs[j];
+      args[j] = in.kind() == ValueKind::kSequence ? in.items()[i] : in;
+    }
+    GRAFT_ASSIGN_OR_RETURN(std::vector<Tensor> outs, dev.run_subgraph("body", *body, args));
+    for (size_t o = 0; o < outs.size() && o < collected.size(); ++o) {
+      GRAFT_ASSIGN_OR_RETURN(Tensor kept, dev.keep(outs[o]));
+      collected[o].push_back(std::move(kept));
+    }
+  }
+  for (size_t o = 0; o < collected.size(); ++o) {
+    if (o >= ctx.outputs.size() || !ctx.outputs[o]) continue;
+    // The dtype of what the body returns; with no tensor to map, inference's (the node's output desc).
+    DataType dt = collected[o].empty() ? node.outputs[o]->desc.dtype : collected[o][0].dtype();
+    GRAFT_ASSIGN_OR_RETURN(Tensor out, Tensor::sequence(dt, std::move(collected[o])));
+    GRAFT_RETURN_IF_ERROR(dev.set_output(o, std::move(out)));
   }
   return Status::ok();
 }

@@ -10,27 +10,21 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "ops/container_driver.h"
 #include "ops/operator.h"
 
 namespace graft {
 
-class SubgraphDevice {
+// A ContainerDevice that also runs subgraphs: scan inputs are sliced and scan outputs stacked with
+// its slice and place, outputs set or allocated through it.
+class SubgraphDevice : public ContainerDevice {
  public:
-  virtual ~SubgraphDevice() = default;
   // Runs subgraph `attr` (`sub`) of the node over `inputs` (host or device tensors, in the
   // subgraph's input order) and the node's captured values: its outputs, in order.
   virtual Result<std::vector<Tensor>> run_subgraph(const std::string& attr, const Graph& sub,
                                                    const std::vector<Tensor>& inputs) = 0;
   // The one element of a bool tensor, read on the host.
   virtual Result<bool> read_bool(const Tensor& t) = 0;
-  // x[..., index, ...] along `axis`, that axis removed, where x lives.
-  virtual Result<Tensor> take_slice(const Tensor& x, size_t axis, int64_t index) = 0;
-  // y[..., index, ...] = s along `axis` (s has y's dims without that axis), where y lives.
-  virtual Status put_slice(Tensor& y, size_t axis, int64_t index, const Tensor& s) = 0;
-  // Output `o` of the node, allocated where the backend keeps outputs (nullptr: the node omits it).
-  virtual Result<Tensor*> allocate_output(size_t o, DataType dtype, std::vector<int64_t> dims) = 0;
-  // Output `o` of the node is `value` (a subgraph's result); nothing for an omitted output.
-  virtual Status set_output(size_t o, Tensor value) = 0;
 };
 
 // The node is ctx.node; ctx.inputs are its inputs (explicit ones, then the captured outer values),
@@ -38,5 +32,8 @@ class SubgraphDevice {
 Status run_if(const ExecContext& ctx, SubgraphDevice& dev);
 Status run_loop(const ExecContext& ctx, SubgraphDevice& dev);
 Status run_scan(const ExecContext& ctx, SubgraphDevice& dev);
+// SequenceMap: the body over each position of the input sequences (other inputs passed whole), its
+// outputs collected into sequences.
+Status run_sequence_map(const ExecContext& ctx, SubgraphDevice& dev);
 
 }  // namespace graft

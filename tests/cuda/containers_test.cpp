@@ -1,8 +1,9 @@
-// Sequences and optionals in a CUDA engine. They are host objects holding tensors, so the layers
-// that make or read them run on the CPU reference (CudaEngine::init) while the tensor layers around
-// them run on the GPU, with copies between the two. Each model is checked against the CPU engine on
-// fresh random data, with host and with device inputs, several runs in a row (the later ones replay
-// the leading GPU layers from a CUDA graph).
+// Sequences and optionals in a CUDA engine. They are host objects holding tensors; their ops run on
+// the GPU's side (src/backends/cuda/control_flow_ops.cpp), with the tensors in device memory the
+// engine does not reuse, so a strict build accepts them. Each model is checked against the CPU engine
+// on fresh random data, with host and with device inputs, several runs in a row: sequences built from
+// GPU results, a sequence given as an input, optionals, SplitToSequence / SequenceInsert /
+// SequenceErase / ConcatFromSequence with their positions and splits, and SequenceMap.
 #ifdef GRAFT_WITH_CUDA
 
 #include <gtest/gtest.h>
@@ -144,22 +145,83 @@ TEST_F(CudaContainersTest, OptionalAroundAGpuResult) {
   check(optional_model(), {{"x", rand_t({4, 5}, rng_)}});
 }
 
-// The build says where the container layers run, and a strict build refuses them.
-TEST_F(CudaContainersTest, ContainerLayersAreNamedAsHostLayers) {
+// A sequence cut from a GPU result, grown, shrunk and joined again, then mapped: SplitToSequence
+// (split sizes as an input), SequenceInsert and SequenceErase at given positions, SequenceAt with a
+// negative position, ConcatFromSequence along an axis and stacked along a new one, SequenceMap whose
+// body reads a main-graph value.
+OnnxModelBuilder sequence_ops_model() {
+  OnnxModelBuilder m(17);
+  m.input("x", DataType::kFloat32, {"batch", 6});
+  m.input("w", DataType::kFloat32, {6});
+  m.node("Tanh", {"x"}, {"tx"});
+  m.constant("split", graft::Tensor::vector_int64({2, 1, 3}));
+  auto& sp = m.node("SplitToSequence", {"tx", "split"}, {"parts"});
+  OnnxModelBuilder::attr(sp, "axis", int64_t{1});
+  m.node("Neg", {"tx"}, {"ntx"});
+  m.constant("one", graft::Tensor::scalar_int64(1));
+  m.node("Slice", {"ntx", "zero_s", "one_s", "one_axis"}, {"col"});
+  m.constant("zero_s", graft::Tensor::vector_int64({0}));
+  m.constant("one_s", graft::Tensor::vector_int64({1}));
+  m.constant("one_axis", graft::Tensor::vector_int64({1}));
+  m.node("SequenceInsert", {"parts", "col", "one"}, {"grown"});
+  m.constant("last", graft::Tensor::scalar_int64(-1));
+  m.node("SequenceErase", {"grown", "last"}, {"shrunk"});
+  auto& cat = m.node("ConcatFromSequence", {"shrunk"}, {"joined"});
+  OnnxModelBuilder::attr(cat, "axis", int64_t{1});
+  m.node("SequenceAt", {"grown", "last"}, {"tail"});
+  m.node("Mul", {"tail", "tail"}, {"tail2"});
+  m.node("SplitToSequence", {"x"}, {"rows"});  // one item per row, axis 0 kept
+  auto& stack = m.node("ConcatFromSequence", {"rows"}, {"stacked"});
+  OnnxModelBuilder::attr(stack, "axis", int64_t{0});
+  OnnxModelBuilder::attr(stack, "new_axis", int64_t{1});
+  auto& map = m.node("SequenceMap", {"rows"}, {"mapped"}, "map_rows");
+  graft::testing::graph_attr(map, "body")
+      .input("r", DataType::kFloat32)
+      .node("Mul", {"r", "w"}, {"rw"})
+      .node("Relu", {"rw"}, {"out"})
+      .output("out");
+  auto& mcat = m.node("ConcatFromSequence", {"mapped"}, {"mapped_cat"});
+  OnnxModelBuilder::attr(mcat, "axis", int64_t{0});
+  m.node("SequenceLength", {"grown"}, {"n"});
+  m.output("joined", DataType::kFloat32);
+  m.output("tail2", DataType::kFloat32);
+  m.output("stacked", DataType::kFloat32);
+  m.output("mapped_cat", DataType::kFloat32);
+  m.output("n", DataType::kInt64, {});
+  return m;
+}
+
+TEST_F(CudaContainersTest, SequenceOpsOnTheGpu) {
   REQUIRE_GPU();
-  std::vector<std::string> warnings;
-  auto gpu = build(sequence_model(), graft::DeviceType::kCUDA, false, batch_profile(), &warnings);
-  ASSERT_TRUE(gpu);
-  bool named = false;
-  for (const auto& w : warnings) named |= w.find("sequence or optional values") != std::string::npos;
-  EXPECT_TRUE(named) << "no build warning says why the sequence layers run on the CPU reference";
-  graft::BuilderConfig strict;
-  strict.device = graft::DeviceType::kCUDA;
-  strict.strict_device = true;
-  strict.profile = batch_profile();
-  auto refused = graft::Engine::build_from_onnx_bytes(sequence_model().bytes(), strict, "seq.onnx");
-  ASSERT_FALSE(refused.is_ok());
-  EXPECT_EQ(refused.status().code(), graft::StatusCode::kUnsupported);
+  std::map<std::string, graft::ProfileRange> profile = {{"x", {{1, 6}, {3, 6}, {5, 6}}}};
+  for (int64_t batch : {3, 1, 5}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    check(sequence_ops_model(), {{"x", rand_t({batch, 6}, rng_)}, {"w", rand_t({6}, rng_)}}, profile);
+  }
+}
+
+// Every container layer runs on the GPU's side: a strict build (no CPU-reference layer) accepts
+// each model.
+TEST_F(CudaContainersTest, ContainerLayersRunOnTheGpu) {
+  REQUIRE_GPU();
+  struct Case {
+    const char* what;
+    OnnxModelBuilder model;
+    std::map<std::string, graft::ProfileRange> profile;
+  };
+  const std::vector<Case> cases = {{"sequence", sequence_model(), batch_profile()},
+                                   {"sequence input", sequence_input_model(), {}},
+                                   {"optional", optional_model(), {}},
+                                   {"sequence ops", sequence_ops_model(), {{"x", {{1, 6}, {3, 6}, {5, 6}}}}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    graft::BuilderConfig strict;
+    strict.device = graft::DeviceType::kCUDA;
+    strict.strict_device = true;
+    strict.profile = c.profile;
+    auto e = graft::Engine::build_from_onnx_bytes(c.model.bytes(), strict, "seq.onnx");
+    EXPECT_TRUE(e.is_ok()) << e.status().to_string();
+  }
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 // fresh random data against the CPU engine, with host and device inputs and poisoned device outputs:
 // a branch chosen by a condition the GPU computes, every Loop form (a condition the body computes on
 // the GPU, a for loop reading its iteration number, a dynamic batch), Scan with axes and directions,
-// a Loop nested in an If, the FP16 build around them. A body with a sequence op cannot run on the
-// GPU: the build says which node, and a strict build refuses it.
+// a Loop nested in an If, a body with sequence ops, the FP16 build around them. A body with a dtype
+// the CUDA backend lacks cannot run on the GPU: the build says which node, and a strict build
+// refuses it.
 #ifdef GRAFT_WITH_CUDA
 
 #include <gtest/gtest.h>
@@ -133,7 +134,7 @@ OnnxModelBuilder nested_model() {
   return m;
 }
 
-// A loop whose body builds a sequence: no CUDA kernel for SequenceConstruct.
+// A loop whose body builds a sequence and takes its tensor back out.
 OnnxModelBuilder sequence_body_model() {
   OnnxModelBuilder m(17);
   m.input("x", DataType::kFloat32, {4});
@@ -142,8 +143,25 @@ OnnxModelBuilder sequence_body_model() {
   graph_attr(loop, "body")
       .input("i", DataType::kInt64).input("c_in", DataType::kBool).input("v", DataType::kFloat32)
       .constant("zero", Tensor::scalar_int64(0))
-      .node("SequenceConstruct", {"v"}, {"sq"})
+      .node("Sin", {"v"}, {"sv"})
+      .node("SequenceConstruct", {"sv", "v"}, {"sq"})
       .node("SequenceAt", {"sq", "zero"}, {"back"})
+      .node("Identity", {"c_in"}, {"c_out"})
+      .output("c_out").output("back");
+  m.output("y", DataType::kFloat32, {4});
+  return m;
+}
+
+// A loop whose body holds an int16 value, a dtype the CUDA backend does not have.
+OnnxModelBuilder int16_body_model() {
+  OnnxModelBuilder m(17);
+  m.input("x", DataType::kFloat32, {4});
+  m.constant("M", Tensor::scalar_int64(2));
+  auto& loop = m.node("Loop", {"M", "", "x"}, {"y"}, "int16_loop");
+  graph_attr(loop, "body")
+      .input("i", DataType::kInt64).input("c_in", DataType::kBool).input("v", DataType::kFloat32)
+      .node("Cast", {"v"}, {"v16"}, {{"to", static_cast<int64_t>(DataType::kInt16)}})
+      .node("Cast", {"v16"}, {"back"}, {{"to", static_cast<int64_t>(DataType::kFloat32)}})
       .node("Identity", {"c_in"}, {"c_out"})
       .output("c_out").output("back");
   m.output("y", DataType::kFloat32, {4});
@@ -220,23 +238,30 @@ TEST_F(CudaControlFlowTest, LoopNestedInAnIf) {
   }
 }
 
+TEST_F(CudaControlFlowTest, BodyWithSequenceOps) {
+  REQUIRE_GPU();
+  expect_all_on_gpu(sequence_body_model());
+  compare_with_cpu(sequence_body_model(), {{"x", rand_t({4}, rng_)}}, false);
+}
+
 // A body the GPU cannot run keeps the whole loop on the CPU reference, and the build names the
 // inner node; a strict build refuses it.
-TEST_F(CudaControlFlowTest, BodyWithASequenceOpStaysOnTheCpuAndSaysWhy) {
+TEST_F(CudaControlFlowTest, BodyTheGpuCannotRunStaysOnTheCpuAndSaysWhy) {
   REQUIRE_GPU();
   std::vector<std::string> warnings;
-  auto gpu = build(sequence_body_model(), graft::DeviceType::kCUDA, false, {}, &warnings);
+  auto gpu = build(int16_body_model(), graft::DeviceType::kCUDA, false, {}, &warnings);
   ASSERT_TRUE(gpu);
   bool named = false;
-  // Placement goes from the last node back: the first refused is SequenceAt.
+  // Placement goes from the last node back: the first refused is the Cast back from int16.
   for (const auto& w : warnings)
-    named |= w.find("seq_loop") != std::string::npos && w.find("(SequenceAt)") != std::string::npos;
-  EXPECT_TRUE(named) << "no build warning names the body's sequence node";
-  compare_with_cpu(sequence_body_model(), {{"x", rand_t({4}, rng_)}}, false);
+    named |= w.find("int16_loop") != std::string::npos && w.find("(Cast)") != std::string::npos &&
+             w.find("int16") != std::string::npos;
+  EXPECT_TRUE(named) << "no build warning names the body's int16 node";
+  compare_with_cpu(int16_body_model(), {{"x", rand_t({4}, rng_, -100, 100)}}, false);
   graft::BuilderConfig strict;
   strict.device = graft::DeviceType::kCUDA;
   strict.strict_device = true;
-  auto refused = graft::Engine::build_from_onnx_bytes(sequence_body_model().bytes(), strict, "seq.onnx");
+  auto refused = graft::Engine::build_from_onnx_bytes(int16_body_model().bytes(), strict, "int16.onnx");
   ASSERT_FALSE(refused.is_ok());
   EXPECT_EQ(refused.status().code(), graft::StatusCode::kUnsupported);
 }

@@ -1,7 +1,7 @@
 // CPU reference kernels of If, Loop, Scan and SequenceMap (schemas: src/ops/control_flow_ops.cpp). Each runs its
 // subgraph node by node through the same run_node_cpu as the engine, and allocates its outputs once
-// it knows them (allocate_output). If, Loop and Scan are the shared drivers (ops/control_flow_driver.h)
-// over host tensors.
+// it knows them (allocate_output): the shared drivers (ops/control_flow_driver.h) over host tensors
+// (HostDevice, backends/cpu/host_device.h).
 #pragma once
 
 #include "ops/operator.h"

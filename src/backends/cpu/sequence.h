@@ -1,7 +1,6 @@
-// CPU kernels of the sequence and optional ops (schemas: src/ops/sequence_ops.cpp). A sequence is a
-// Tensor of kind kSequence holding host tensors that share storage with the tensors put in (values
-// are immutable once made, so nothing is copied); each kernel builds its output whole and stores it
-// with set_output_value.
+// CPU kernels of the sequence and optional ops (schemas: src/ops/sequence_ops.cpp): the shared drivers
+// (ops/container_driver.h) over host tensors (HostDevice, backends/cpu/host_device.h). A sequence is a
+// Tensor of kind kSequence holding host tensors that share storage with the tensors put in.
 #pragma once
 
 #include "ops/operator.h"

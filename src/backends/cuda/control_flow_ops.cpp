@@ -104,6 +104,15 @@ std::string place_error(const Node& owner, const std::string& attr, const Node& 
 Result<std::vector<TensorDesc>> subgraph_input_descs(const Node& node, const std::string& attr, const Graph& g) {
   std::vector<TensorDesc> d;
   if (node.op_type == "If") return d;
+  if (node.op_type == "SequenceMap") {
+    // Each sequence passes one tensor at a time: its desc is the one its tensors share.
+    for (size_t j = 0; j < node.explicit_inputs(); ++j) {
+      TensorDesc x = node.inputs[j] ? node.inputs[j]->desc : TensorDesc();
+      if (x.kind == ValueKind::kSequence) x.kind = ValueKind::kTensor;
+      d.push_back(x);
+    }
+    return d;
+  }
   if (node.op_type == "Loop") {
     d.emplace_back(DataType::kInt64, Shape{});
     d.emplace_back(DataType::kBool, Shape{});
@@ -197,9 +206,6 @@ Result<CompiledSubgraph> compile_subgraph(const Node& node, const std::string& a
     Step& s = cs.steps[r];
     s.node = &tn;
     if (tn.custom_op) return error(StatusCode::kUnsupported, place_error(node, attr, tn, "is a custom op"));
-    if (touches_containers(tn))
-      return error(StatusCode::kUnsupported,
-                   place_error(node, attr, tn, "makes or reads sequence or optional values, which stay on the host"));
     bool host_only = true, any_use = false, small_int = true;
     for (const Value* o : tn.outputs) {
       if (!o) continue;
@@ -209,7 +215,7 @@ Result<CompiledSubgraph> compile_subgraph(const Node& node, const std::string& a
     }
     if (tn.domain.empty() && (tn.op_type == "Shape" || tn.op_type == "Size")) {
       s.where = Place::kMeta;
-    } else if (host_only && any_use && small_int && !node_is_random(tn)) {
+    } else if (host_only && any_use && small_int && !node_is_random(tn) && !touches_containers(tn)) {
       s.where = Place::kHost;
     } else {
       std::string why;
@@ -218,7 +224,7 @@ Result<CompiledSubgraph> compile_subgraph(const Node& node, const std::string& a
       if (s.op->counted.is_counted())
         return error(StatusCode::kUnsupported,
                      place_error(node, attr, tn, "has an output size its kernel counts, which a subgraph does not read back"));
-      if (s.op->makes_outputs) {
+      if (s.op->makes_outputs && !tn.subgraphs.empty()) {
         auto nested = compile_plan(tn);
         if (!nested) return std::move(nested).take_status();
         s.nested = std::move(nested).value();
@@ -261,7 +267,7 @@ void split_at(const std::vector<int64_t>& dims, size_t axis, size_t elem, size_t
   *inner_bytes = inner;
 }
 
-// The GPU's side of the drivers for one run of one control-flow node.
+// The GPU's side of the drivers for one run of one control-flow or container node.
 class CudaSubgraphDevice final : public SubgraphDevice {
  public:
   CudaSubgraphDevice(CudaExec& ex, ControlFlowPlan& plan) : ex_(ex), plan_(plan) {}
@@ -275,49 +281,57 @@ class CudaSubgraphDevice final : public SubgraphDevice {
     GRAFT_RETURN_IF_ERROR(check(cudaStreamSynchronize(stream()), "waiting for a condition"));
     return b;
   }
-  Result<Tensor> take_slice(const Tensor& x, size_t axis, int64_t index) override {
-    GRAFT_ASSIGN_OR_RETURN(Tensor dx, on_device(x, "a scan input"));
+  // A container as it is (its tensors are the pool's already); a tensor copied into the pool.
+  Result<Tensor> keep(const Tensor& t) override {
+    if (!t.is_tensor()) return t;
+    GRAFT_ASSIGN_OR_RETURN(Tensor out, plan_.pool.take(t.dtype(), t.dims(), "a tensor a sequence or optional holds"));
+    GRAFT_RETURN_IF_ERROR(copy(out, t, "keeping a tensor"));
+    return out;
+  }
+  Result<Tensor> slice(const Tensor& x, size_t axis, int64_t begin, int64_t len, bool drop) override {
+    GRAFT_ASSIGN_OR_RETURN(Tensor dx, on_device(x, "a tensor to slice"));
     std::vector<int64_t> dims = dx.dims();
-    const size_t len = static_cast<size_t>(dims[axis]);
+    const size_t full = static_cast<size_t>(dims[axis]);
     size_t outer, inner;
     split_at(dims, axis, dtype_size(dx.dtype()), &outer, &inner);
-    dims.erase(dims.begin() + static_cast<ptrdiff_t>(axis));
-    GRAFT_ASSIGN_OR_RETURN(Tensor s, plan_.pool.take(dx.dtype(), dims, "a scan input's slice"));
-    if (outer && inner)
-      GRAFT_RETURN_IF_ERROR(check(cudaMemcpy2DAsync(s.data(), inner, static_cast<const char*>(dx.data()) + index * inner,
-                                                    len * inner, inner, outer, cudaMemcpyDeviceToDevice, stream()),
-                                  "slicing a scan input"));
+    dims[axis] = len;
+    if (drop) dims.erase(dims.begin() + static_cast<ptrdiff_t>(axis));
+    GRAFT_ASSIGN_OR_RETURN(Tensor s, plan_.pool.take(dx.dtype(), dims, "a slice"));
+    const size_t row = static_cast<size_t>(len) * inner;
+    if (outer && row)
+      GRAFT_RETURN_IF_ERROR(check(cudaMemcpy2DAsync(s.data(), row, static_cast<const char*>(dx.data()) + begin * inner,
+                                                    full * inner, row, outer, cudaMemcpyDeviceToDevice, stream()),
+                                  "slicing a tensor"));
     return s;
   }
-  Status put_slice(Tensor& y, size_t axis, int64_t index, const Tensor& s) override {
-    GRAFT_ASSIGN_OR_RETURN(Tensor ds, on_device(s, "a scan output's slice"));
-    const size_t len = static_cast<size_t>(y.dims()[axis]);
+  Status place(Tensor& y, size_t axis, int64_t offset, const Tensor& src) override {
+    GRAFT_ASSIGN_OR_RETURN(Tensor ds, on_device(src, "a tensor to place"));
+    const int64_t extent = ds.rank() == y.rank() ? ds.dims()[axis] : 1;
+    const size_t full = static_cast<size_t>(y.dims()[axis]);
     size_t outer, inner;
     split_at(y.dims(), axis, dtype_size(y.dtype()), &outer, &inner);
-    if (!outer || !inner) return Status::ok();
-    return check(cudaMemcpy2DAsync(static_cast<char*>(y.data()) + index * inner, len * inner, ds.data(), inner, inner,
+    const size_t row = static_cast<size_t>(extent) * inner;
+    if (!outer || !row) return Status::ok();
+    return check(cudaMemcpy2DAsync(static_cast<char*>(y.data()) + offset * inner, full * inner, ds.data(), row, row,
                                    outer, cudaMemcpyDeviceToDevice, stream()),
-                 "stacking a scan output");
+                 "placing a tensor");
   }
   Result<Tensor*> allocate_output(size_t o, DataType dtype, std::vector<int64_t> dims) override {
     if (o >= ex_.ctx->outputs.size() || !ex_.ctx->outputs[o]) return nullptr;
     GRAFT_ASSIGN_OR_RETURN(*ex_.ctx->outputs[o], plan_.pool.take(dtype, dims, output_name(o)));
     return ex_.ctx->outputs[o];
   }
-  // Always a copy: a subgraph may return an outer value or a weight as it is, and the engine must
-  // never take memory it plans (an arena slot) or owns (a weight) as this layer's output.
+  // A tensor is always copied: a subgraph may return an outer value or a weight as it is, and the
+  // engine must never take memory it plans (an arena slot) or owns (a weight) as this layer's
+  // output. A container is taken as it is: its tensors are this pool's.
   Status set_output(size_t o, Tensor value) override {
     if (o >= ex_.ctx->outputs.size() || !ex_.ctx->outputs[o]) return Status::ok();
-    if (!value.is_tensor())
-      return error(StatusCode::kInternal, "output ", static_cast<uint64_t>(o), " is a ", value_kind_name(value.kind()),
-                   ", which the GPU does not hold");
+    if (!value.is_tensor()) {
+      *ex_.ctx->outputs[o] = std::move(value);
+      return Status::ok();
+    }
     GRAFT_ASSIGN_OR_RETURN(Tensor out, plan_.pool.take(value.dtype(), value.dims(), output_name(o)));
-    if (value.nbytes())
-      GRAFT_RETURN_IF_ERROR(check(cudaMemcpyAsync(out.data(), value.data(), value.nbytes(),
-                                                  value.device() == DeviceType::kCPU ? cudaMemcpyHostToDevice
-                                                                                     : cudaMemcpyDeviceToDevice,
-                                                  stream()),
-                                  "copying an output"));
+    GRAFT_RETURN_IF_ERROR(copy(out, value, "copying an output"));
     *ex_.ctx->outputs[o] = std::move(out);
     return Status::ok();
   }
@@ -331,6 +345,14 @@ class CudaSubgraphDevice final : public SubgraphDevice {
   std::string output_name(size_t o) const {
     const Value* v = ex_.ctx->node->output(o);
     return "output '" + (v ? v->name : std::to_string(o)) + "' of '" + ex_.ctx->node->name + "'";
+  }
+  // dst = src (same dtype and dims; dst on the GPU, src on either side).
+  Status copy(Tensor& dst, const Tensor& src, const char* what) {
+    if (!src.nbytes()) return Status::ok();
+    return check(cudaMemcpyAsync(dst.data(), src.data(), src.nbytes(),
+                                 src.device() == DeviceType::kCPU ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToDevice,
+                                 stream()),
+                 what);
   }
   // A device copy of a host tensor (a tensor already on the GPU as it is).
   Result<Tensor> on_device(const Tensor& t, const char* what) {
@@ -363,6 +385,10 @@ Result<const Tensor*> CudaSubgraphDevice::weight(const Value* v, bool host) {
 Result<const Tensor*> CudaSubgraphDevice::read(Slot& s, const Value* v, bool host) {
   if (host) {
     if (s.host.defined()) return &s.host;
+    if (!s.dev.is_tensor()) {
+      GRAFT_ASSIGN_OR_RETURN(s.host, container_to(s.dev, DeviceType::kCPU, stream()));
+      return &s.host;
+    }
     Tensor h = Tensor::empty(s.dev.dtype(), s.dev.dims());
     if (h.nbytes()) {
       GRAFT_RETURN_IF_ERROR(check(cudaMemcpyAsync(h.data(), s.dev.data(), h.nbytes(), cudaMemcpyDeviceToHost, stream()),
@@ -372,7 +398,9 @@ Result<const Tensor*> CudaSubgraphDevice::read(Slot& s, const Value* v, bool hos
     s.host = std::move(h);
     return &s.host;
   }
-  if (!s.dev.defined()) {
+  if (!s.dev.defined() && !s.host.is_tensor()) {
+    GRAFT_ASSIGN_OR_RETURN(s.dev, container_to(s.host, DeviceType::kCUDA, stream()));
+  } else if (!s.dev.defined()) {
     GRAFT_ASSIGN_OR_RETURN(s.dev, on_device(s.host, "a host value a GPU layer reads"));
   }
   (void)v;
@@ -426,7 +454,7 @@ Status CudaSubgraphDevice::run_step(const Step& st, std::unordered_map<const Val
   ex.random_counter = nullptr;
   ex.workspace = nullptr;
   ex.workspace_size = 0;
-  if (!st.nested) {
+  if (!st.nested && !st.op->makes_outputs) {
     GRAFT_ASSIGN_OR_RETURN(std::vector<TensorDesc> descs, infer_node_concrete(node, ins));
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (!node.outputs[o]) continue;
@@ -449,7 +477,8 @@ Status CudaSubgraphDevice::run_step(const Step& st, std::unordered_map<const Val
     CudaSubgraphDevice dev(ex, *st.nested);
     if (node.op_type == "If") s = run_if(ec, dev);
     else if (node.op_type == "Loop") s = run_loop(ec, dev);
-    else s = run_scan(ec, dev);
+    else if (node.op_type == "Scan") s = run_scan(ec, dev);
+    else s = run_sequence_map(ec, dev);
   } else {
     s = st.op->run(ex);
   }
@@ -470,7 +499,7 @@ Result<std::vector<Tensor>> CudaSubgraphDevice::run_subgraph(const std::string& 
   auto bind = [&](const Value* v, const Tensor& t) {
     if (!v || !t.defined()) return;
     Slot& s = live[v];
-    (t.device() == DeviceType::kCPU ? s.host : s.dev) = t;
+    (holds_device_tensors(t) ? s.dev : s.host) = t;
   };
   for (size_t i = 0; i < inputs.size() && i < cs.inputs.size(); ++i) bind(cs.inputs[i], inputs[i]);
   const size_t first_capture = ex_.ctx->node->explicit_inputs();
@@ -515,6 +544,19 @@ Status control_flow_run(CudaExec& ex) {
   return Drive(*ex.ctx, dev);
 }
 
+
+// A sequence or optional op: no subgraph, only the node's pool for the tensors it keeps.
+template <Status (*Drive)(const ExecContext&, ContainerDevice&)>
+Status container_run(CudaExec& ex) {
+  GRAFT_ASSIGN_OR_RETURN(std::shared_ptr<ControlFlowPlan> plan, plan_for(ex));
+  CudaSubgraphDevice dev(ex, *plan);
+  return Drive(*ex.ctx, dev);
+}
+
+// Tensors of the dtypes the device holds: every one the CUDA backend has (the int16/uint16/
+// uint32/uint64 ones gpu_supports refuses first) is just bytes to copy here.
+bool container_supports(const Node&, std::string*) { return true; }
+
 bool control_flow_supports(const Node& node, std::string* why) {
   auto plan = compile_plan(node);
   if (plan) return true;
@@ -525,12 +567,26 @@ bool control_flow_supports(const Node& node, std::string* why) {
 }  // namespace
 
 void append_cuda_control_flow_ops(std::vector<CudaOp>& out) {
-  CudaOp if_op{"If", control_flow_supports, control_flow_run<run_if>, {0}};
-  CudaOp loop_op{"Loop", control_flow_supports, control_flow_run<run_loop>, {0, 1}};
-  CudaOp scan_op{"Scan", control_flow_supports, control_flow_run<run_scan>, {}};
-  for (CudaOp* op : {&if_op, &loop_op, &scan_op}) {
-    op->makes_outputs = true;
-    out.push_back(*op);
+  const std::vector<CudaOp> ops = {
+      {"If", control_flow_supports, control_flow_run<run_if>, {0}},
+      {"Loop", control_flow_supports, control_flow_run<run_loop>, {0, 1}},
+      {"Scan", control_flow_supports, control_flow_run<run_scan>, {}},
+      {"SequenceMap", control_flow_supports, control_flow_run<run_sequence_map>, {}},
+      {"SequenceEmpty", container_supports, container_run<run_sequence_empty>, {}},
+      {"SequenceConstruct", container_supports, container_run<run_sequence_construct>, {}},
+      {"SequenceInsert", container_supports, container_run<run_sequence_insert>, {2}},
+      {"SequenceAt", container_supports, container_run<run_sequence_at>, {1}},
+      {"SequenceErase", container_supports, container_run<run_sequence_erase>, {1}},
+      {"SequenceLength", container_supports, container_run<run_sequence_length>, {}},
+      {"SplitToSequence", container_supports, container_run<run_split_to_sequence>, {1}},
+      {"ConcatFromSequence", container_supports, container_run<run_concat_from_sequence>, {}},
+      {"Optional", container_supports, container_run<run_optional>, {}},
+      {"OptionalHasElement", container_supports, container_run<run_optional_has_element>, {}},
+      {"OptionalGetElement", container_supports, container_run<run_optional_get_element>, {}},
+  };
+  for (CudaOp op : ops) {
+    op.makes_outputs = true;
+    out.push_back(op);
   }
 }
 

@@ -447,10 +447,16 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     if (!node.custom_op && (node.op_type == "Shape" || node.op_type == "Size")) {
       L.where = Where::kCpuMeta;
     } else if (touches_containers(node)) {
-      // Sequences and optionals are host objects holding tensors: the CPU reference builds and
-      // reads them, with copies of the tensors it takes from or gives to GPU layers.
-      L.where = Where::kCpuFallback;
-      L.why = "it makes or reads sequence or optional values, which the CUDA engine keeps on the host";
+      // Sequences and optionals are host objects holding tensors. Their ops run on the GPU's side
+      // (control_flow_ops.cpp) with the tensors in device memory; a node no CUDA op takes (a custom
+      // op) runs on the CPU reference, with the tensors copied to the host.
+      std::string why;
+      if (gpu_supports(node, &L.op, &why)) {
+        L.where = Where::kGpu;
+      } else {
+        L.where = Where::kCpuFallback;
+        L.why = "it makes or reads sequence or optional values and " + why;
+      }
     } else {
       // Read only on the host by its consumers (and not a graph output): keep it on the host.
       bool host_only = true, any_use = false;
@@ -500,7 +506,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
   for (int i = 0; i < n; ++i) {
     const Layer& L = layers_[i];
     const Node& node = *L.node;
-    if (L.where == Where::kGpu)
+    if (L.where == Where::kGpu && !L.makes_outputs)
       for (const Value* o : node.outputs)
         if (o && vid_.count(o)) uses_[vid_[o]].device_buffer = true;
     for (size_t k = 0; k < node.inputs.size(); ++k) {
@@ -514,7 +520,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
         GRAFT_CUDA_RETURN(cudaMemcpy(d->data(), h.data(), h.nbytes(), cudaMemcpyHostToDevice),
                           "uploading weight '", v->name, "' (", h.nbytes(), " bytes)");
         dconst_[v] = std::move(d).value();
-      } else if (vid_.count(v)) {
+      } else if (vid_.count(v) && v->desc.is_tensor()) {
         uses_[vid_[v]].device_buffer = true;
       }
     }
@@ -1028,6 +1034,12 @@ Result<const Tensor*> CudaContext::on_host(const Value* v, cudaStream_t stream) 
   Slot& s = slots_[id];
   if (s.host.defined()) return &s.host;
   if (!s.dev.defined()) return error(StatusCode::kInternal, "value '", v->name, "' was not computed before use");
+  if (!s.dev.is_tensor()) {  // a sequence or optional whose tensors are on the GPU
+    auto h = container_to(s.dev, DeviceType::kCPU, stream);
+    if (!h) return std::move(h).take_status();
+    s.host = std::move(h).value();
+    return &s.host;
+  }
   Tensor h = Tensor::empty(s.dev.dtype(), s.dev.dims());
   GRAFT_CUDA_RETURN(cudaMemcpyAsync(h.data(), s.dev.data(), h.nbytes(), cudaMemcpyDeviceToHost, stream),
                     "copying '", v->name, "' to the host");
@@ -1048,6 +1060,12 @@ Result<const Tensor*> CudaContext::on_device(const Value* v, cudaStream_t stream
   Slot& s = slots_[id];
   if (s.dev.defined()) return &s.dev;
   if (!s.host.defined()) return error(StatusCode::kInternal, "value '", v->name, "' was not computed before use");
+  if (!s.host.is_tensor()) {  // a sequence or optional from the host (an input, a CPU layer)
+    if (capturing_)
+      return error(StatusCode::kInternal, "sequence or optional '", v->name, "' would be uploaded inside a capture");
+    GRAFT_ASSIGN_OR_RETURN(s.dev, container_to(s.host, DeviceType::kCUDA, stream));
+    return &s.dev;
+  }
   GRAFT_ASSIGN_OR_RETURN(Tensor d, acquire(id, s.host.dtype(), s.host.dims(), v, nullptr));
   const void* src = s.host.data();
   if (capturing_) {
@@ -1445,8 +1463,8 @@ Status CudaContext::bind_inputs(const std::map<std::string, Tensor>& inputs, cud
   for (const Value* v : engine_->graph().inputs()) {
     const int id = engine_->value_id(v);
     const Tensor& t = inputs.at(v->name);
-    if (!t.is_tensor()) {  // a sequence's or optional's tensors are host tensors (Tensor::sequence)
-      slots_[id].host = t;
+    if (!t.is_tensor()) {  // a sequence or optional: where its tensors are
+      (holds_device_tensors(t) ? slots_[id].dev : slots_[id].host) = t;
       continue;
     }
     if (into_arena && engine_->uses()[id].device_buffer) {
@@ -1764,8 +1782,8 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
         return error(StatusCode::kInternal, "graph output '", v->name, "' was not computed");
       src = slots_[id].dev.defined() ? &slots_[id].dev : &slots_[id].host;
     }
-    if (!src->is_tensor()) {  // a sequence or optional, built on the host: a copy the caller owns
-      outputs[v->name] = src->clone();
+    if (!src->is_tensor()) {  // a sequence or optional: a host copy the caller owns
+      GRAFT_ASSIGN_OR_RETURN(outputs[v->name], container_to(*src, DeviceType::kCPU, stream));
       continue;
     }
     auto oit = outputs.find(v->name);

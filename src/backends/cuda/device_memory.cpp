@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <mutex>
+#include <vector>
 
 #include "backends/cuda/cuda_check.h"
 
@@ -92,6 +93,43 @@ Result<int> visible_gpus() {
   }
   if (n == 0) return error(StatusCode::kUnsupported, "no CUDA GPU is visible (cudaGetDeviceCount returned 0)");
   return n;
+}
+
+bool holds_device_tensors(const Tensor& value) {
+  if (value.is_tensor()) return value.device() == DeviceType::kCUDA;
+  for (const Tensor& item : value.items())
+    if (holds_device_tensors(item)) return true;
+  return false;
+}
+
+Result<Tensor> container_to(const Tensor& container, DeviceType to, void* stream) {
+  const auto st = static_cast<cudaStream_t>(stream);
+  std::vector<Tensor> items;
+  for (const Tensor& item : container.items()) {
+    if (!item.is_tensor()) {  // an optional sequence's sequence
+      GRAFT_ASSIGN_OR_RETURN(Tensor inner, container_to(item, to, stream));
+      items.push_back(std::move(inner));
+      continue;
+    }
+    Tensor copy;
+    if (to == DeviceType::kCUDA) {
+      GRAFT_ASSIGN_OR_RETURN(copy, device_empty(item.dtype(), item.dims(), "a tensor a sequence or optional holds"));
+    } else {
+      GRAFT_ASSIGN_OR_RETURN(copy, Tensor::allocate(item.dtype(), item.dims()));
+    }
+    if (item.nbytes()) {
+      const bool from_dev = item.device() == DeviceType::kCUDA, to_dev = to == DeviceType::kCUDA;
+      const cudaMemcpyKind kind = from_dev ? (to_dev ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost)
+                                           : (to_dev ? cudaMemcpyHostToDevice : cudaMemcpyHostToHost);
+      GRAFT_CUDA_RETURN(cudaMemcpyAsync(copy.data(), item.data(), item.nbytes(), kind, st),
+                        "copying a tensor a sequence or optional holds");
+    }
+    items.push_back(std::move(copy));
+  }
+  if (to == DeviceType::kCPU) GRAFT_CUDA_RETURN(cudaStreamSynchronize(st), "waiting for a sequence's tensors");
+  if (container.kind() == ValueKind::kSequence) return Tensor::sequence(container.dtype(), std::move(items));
+  if (items.empty()) return Tensor::optional(container.kind(), container.dtype());
+  return Tensor::optional(container.kind(), container.dtype(), std::move(items[0]));
 }
 
 }  // namespace cuda

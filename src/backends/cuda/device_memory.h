@@ -17,6 +17,15 @@ Result<Tensor> device_empty(DataType dtype, std::vector<int64_t> dims, const std
 // Raw device bytes owned by the returned tensor (uint8).
 Result<Tensor> device_bytes(size_t bytes, const std::string& what);
 
+// Whether a value's bytes are in device memory: a tensor on the GPU, or a sequence or optional
+// holding one.
+bool holds_device_tensors(const Tensor& value);
+
+// A sequence or optional whose tensors are copies on `to` (the host or the GPU), made on `stream`
+// (a cudaStream_t; copies to the host are waited for). Tensors already there are copied too, so the
+// result owns its tensors: the engine may reuse the memory of the values they came from.
+Result<Tensor> container_to(const Tensor& container, DeviceType to, void* stream);
+
 // Number of visible GPUs, or an error saying why there are none.
 Result<int> visible_gpus();
 
