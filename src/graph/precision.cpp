@@ -32,8 +32,8 @@ bool reads_dims_only(const Node& n) {
 // backend supports it.
 bool can_run_fp16(const Node& n, const PrecisionPolicy& policy) {
   if (op_needs_fp32(n)) return false;
-  // Sequences and optionals keep their declared element type: they run on the CPU reference (in a
-  // CUDA engine too), and a float16 sequence would need a Cast that ONNX has no container form of.
+  // Sequences and optionals keep their declared element type: a float16 sequence would need a Cast
+  // that ONNX has no container form of.
   if (touches_containers(n)) return false;
   std::vector<int> keep = policy.keep_inputs ? policy.keep_inputs(n) : std::vector<int>{};
   bool any_float = false;
