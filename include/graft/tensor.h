@@ -113,10 +113,11 @@ class Tensor {
   static Tensor from_doubles(DataType dtype, std::vector<int64_t> dims, const std::vector<double>& v);
   static Tensor scalar_int64(int64_t v);
   static Tensor vector_int64(const std::vector<int64_t>& v);
-  // ONNX containers (host only; see ValueKind). They own no buffer: data() is null, dims() empty,
-  // numel() 0; dtype() is the dtype of the tensors they hold. A sequence's items all have `dtype`
-  // (kInvalidArgument naming the first that does not). An optional holds `content` (a tensor, or
-  // a sequence for kOptionalSequence), or nothing when `content` is undefined or left out.
+  // ONNX containers (see ValueKind). They own no buffer: data() is null, dims() empty, numel() 0;
+  // dtype() is the dtype of the tensors they hold and device() where those live (the host when it
+  // holds none; the GPU only inside a CUDA engine's run). A sequence's items all have `dtype` and one
+  // device (kInvalidArgument naming the first that does not). An optional holds `content` (a
+  // tensor, or a sequence for kOptionalSequence), or nothing when `content` is undefined or left out.
   static Result<Tensor> sequence(DataType dtype, std::vector<Tensor> items);
   static Result<Tensor> optional(ValueKind kind, DataType dtype, Tensor content);
   static Result<Tensor> optional(ValueKind kind, DataType dtype);

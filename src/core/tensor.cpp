@@ -226,16 +226,18 @@ std::vector<int64_t> Tensor::to_int64_vector() const {
 }
 
 Result<Tensor> Tensor::sequence(DataType dtype, std::vector<Tensor> items) {
+  const DeviceType device = items.empty() ? DeviceType::kCPU : items[0].device();
   for (size_t i = 0; i < items.size(); ++i) {
     const Tensor& t = items[i];
-    if (!t.is_tensor() || t.dtype() != dtype || t.device() != DeviceType::kCPU)
+    if (!t.is_tensor() || t.dtype() != dtype || t.device() != device)
       return error(StatusCode::kInvalidArgument, "sequence item ", static_cast<uint64_t>(i), " is ",
-                   t.is_tensor() ? std::string(dtype_name(t.dtype())) : std::string(value_kind_name(t.kind())),
-                   t.device() != DeviceType::kCPU ? " on the GPU" : "", "; the sequence holds host ",
-                   dtype_name(dtype), " tensors");
+                   t.is_tensor() ? std::string(dtype_name(t.dtype())) : std::string(value_kind_name(t.kind())), " on ",
+                   device_name(t.device()), "; the sequence holds ", dtype_name(dtype), " tensors on ",
+                   device_name(device));
   }
   Tensor s;
   s.dtype_ = dtype;
+  s.device_ = device;
   s.kind_ = ValueKind::kSequence;
   s.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
   return s;
@@ -253,6 +255,7 @@ Result<Tensor> Tensor::optional(ValueKind kind, DataType dtype, Tensor content) 
   }
   Tensor o;
   o.dtype_ = dtype;
+  o.device_ = items.empty() ? DeviceType::kCPU : items[0].device();
   o.kind_ = kind;
   o.items_ = std::make_shared<const std::vector<Tensor>>(std::move(items));
   return o;

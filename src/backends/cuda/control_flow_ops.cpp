@@ -499,7 +499,7 @@ Result<std::vector<Tensor>> CudaSubgraphDevice::run_subgraph(const std::string& 
   auto bind = [&](const Value* v, const Tensor& t) {
     if (!v || !t.defined()) return;
     Slot& s = live[v];
-    (holds_device_tensors(t) ? s.dev : s.host) = t;
+    (t.device() == DeviceType::kCUDA ? s.dev : s.host) = t;
   };
   for (size_t i = 0; i < inputs.size() && i < cs.inputs.size(); ++i) bind(cs.inputs[i], inputs[i]);
   const size_t first_capture = ex_.ctx->node->explicit_inputs();

@@ -1298,7 +1298,8 @@ Status CudaContext::run_control_flow_layer(const Layer& L, const std::vector<con
   if (!st) return st.with_node(node.name, node.op_type);
   for (size_t o = 0; o < outs.size(); ++o) {
     if (!node.outputs[o]) continue;
-    if (!outs[o].defined() || outs[o].device() != DeviceType::kCUDA)
+    // A tensor must be on the GPU; a sequence or optional holds device tensors or none.
+    if (!outs[o].defined() || (outs[o].is_tensor() && outs[o].device() != DeviceType::kCUDA))
       return error(StatusCode::kInternal, "the kernel left output ", static_cast<uint64_t>(o), " ('",
                    node.outputs[o]->name, "') without a device tensor")
           .with_node(node.name, node.op_type);
@@ -1464,7 +1465,7 @@ Status CudaContext::bind_inputs(const std::map<std::string, Tensor>& inputs, cud
     const int id = engine_->value_id(v);
     const Tensor& t = inputs.at(v->name);
     if (!t.is_tensor()) {  // a sequence or optional: where its tensors are
-      (holds_device_tensors(t) ? slots_[id].dev : slots_[id].host) = t;
+      (t.device() == DeviceType::kCUDA ? slots_[id].dev : slots_[id].host) = t;
       continue;
     }
     if (into_arena && engine_->uses()[id].device_buffer) {

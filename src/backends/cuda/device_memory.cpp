@@ -95,13 +95,6 @@ Result<int> visible_gpus() {
   return n;
 }
 
-bool holds_device_tensors(const Tensor& value) {
-  if (value.is_tensor()) return value.device() == DeviceType::kCUDA;
-  for (const Tensor& item : value.items())
-    if (holds_device_tensors(item)) return true;
-  return false;
-}
-
 Result<Tensor> container_to(const Tensor& container, DeviceType to, void* stream) {
   const auto st = static_cast<cudaStream_t>(stream);
   std::vector<Tensor> items;

@@ -17,10 +17,6 @@ Result<Tensor> device_empty(DataType dtype, std::vector<int64_t> dims, const std
 // Raw device bytes owned by the returned tensor (uint8).
 Result<Tensor> device_bytes(size_t bytes, const std::string& what);
 
-// Whether a value's bytes are in device memory: a tensor on the GPU, or a sequence or optional
-// holding one.
-bool holds_device_tensors(const Tensor& value);
-
 // A sequence or optional whose tensors are copies on `to` (the host or the GPU), made on `stream`
 // (a cudaStream_t; copies to the host are waited for). Tensors already there are copied too, so the
 // result owns its tensors: the engine may reuse the memory of the values they came from.
