@@ -441,12 +441,7 @@ Status CudaSubgraphDevice::run_step(const Step& st, std::unordered_map<const Val
       if (node.outputs[o]) live[node.outputs[o]].host = std::move(outs[o]);
     return Status::ok();
   }
-  ExecContext ec;
-  ec.node = &node;
-  ec.attrs = &node.attrs;
-  ec.opset = node.opset;
-  ec.inputs = ins;
-  ec.stream = ex_.ctx->stream;
+  ExecContext ec = exec_context_for(node, ins, outs, ex_.ctx->stream);
   CudaExec ex = ex_;
   ex.ctx = &ec;
   ex.tuning = nullptr;  // no tactic timing inside a subgraph: the ops take their defaults
@@ -471,7 +466,6 @@ Status CudaSubgraphDevice::run_step(const Step& st, std::unordered_map<const Val
       ex.workspace_size = plan_.workspace.nbytes();
     }
   }
-  for (size_t o = 0; o < outs.size(); ++o) ec.outputs.push_back(node.outputs[o] ? &outs[o] : nullptr);
   Status s;
   if (st.nested) {
     CudaSubgraphDevice dev(ex, *st.nested);

@@ -181,6 +181,9 @@ class CudaContext final : public CudaExecutionContext {
   // Layers [begin, end) in order; `capturing`: inside a CUDA graph capture.
   Status run_layers(cudaStream_t stream, bool capturing, size_t begin, size_t end);
   Status run_layer(size_t i, cudaStream_t stream);
+  // A kernel's view of this context for `ec`: library handles, tactics, the prepared cache, and the
+  // tuning run's timer while one is on (never inside a capture).
+  CudaExec exec_for(ExecContext& ec);
   // A makes_outputs layer (If, Loop, Scan): its kernel sets the outputs, which become the values.
   Status run_control_flow_layer(const Layer& L, const std::vector<const Tensor*>& ins, cudaStream_t stream);
   // After a counted layer's kernel: copy its count to the host and give each output its real dims
@@ -1222,20 +1225,8 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
       st = error(StatusCode::kRuntimeError, "CUDA kernel threw an exception: ", e.what());
     }
   } else {
-    ExecContext ec;
-    ec.node = &node;
-    ec.attrs = &node.attrs;
-    ec.opset = node.opset;
-    ec.inputs = ins;
-    for (auto& t : outs) ec.outputs.push_back(t.defined() ? &t : nullptr);
-    ec.stream = stream;
-    CudaExec ex;
-    ex.ctx = &ec;
-    ex.cublaslt = cublaslt_;
-    ex.cudnn = cudnn_;
-    ex.tactics = engine_->state().tactics.get();
-    ex.tuning = capturing_ ? nullptr : tuning_;
-    ex.prepared = &prepared_;
+    ExecContext ec = exec_context_for(node, ins, outs, stream);
+    CudaExec ex = exec_for(ec);
     if (L.counted) ex.output_count = count_dev_.data_as<int64_t>();
     if (const int r = random_slot_[i]; r >= 0) {
       ex.random_counter = static_cast<uint64_t*>(random_counters_.data()) + r;
@@ -1269,6 +1260,17 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   return Status::ok();
 }
 
+CudaExec CudaContext::exec_for(ExecContext& ec) {
+  CudaExec ex;
+  ex.ctx = &ec;
+  ex.cublaslt = cublaslt_;
+  ex.cudnn = cudnn_;
+  ex.tactics = engine_->state().tactics.get();
+  ex.tuning = capturing_ ? nullptr : tuning_;
+  ex.prepared = &prepared_;
+  return ex;
+}
+
 Status CudaContext::run_control_flow_layer(const Layer& L, const std::vector<const Tensor*>& ins, cudaStream_t stream) {
   const Node& node = *L.node;
   if (profile_start_) {
@@ -1276,19 +1278,8 @@ Status CudaContext::run_control_flow_layer(const Layer& L, const std::vector<con
     profile_start_ = nullptr;
   }
   std::vector<Tensor> outs(node.outputs.size());
-  ExecContext ec;
-  ec.node = &node;
-  ec.attrs = &node.attrs;
-  ec.opset = node.opset;
-  ec.inputs = ins;
-  for (size_t o = 0; o < outs.size(); ++o) ec.outputs.push_back(node.outputs[o] ? &outs[o] : nullptr);
-  ec.stream = stream;
-  CudaExec ex;
-  ex.ctx = &ec;
-  ex.cublaslt = cublaslt_;
-  ex.cudnn = cudnn_;
-  ex.tactics = engine_->state().tactics.get();
-  ex.prepared = &prepared_;
+  ExecContext ec = exec_context_for(node, ins, outs, stream);
+  CudaExec ex = exec_for(ec);
   Status st;
   try {
     st = L.op->run(ex);

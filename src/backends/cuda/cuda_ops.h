@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "graph/graph.h"
 #include "ops/operator.h"
 
 namespace graft {
@@ -129,6 +130,20 @@ struct CudaOp {
   // device tensors it owns, and never reuses an output's memory for another value.
   bool makes_outputs = false;
 };
+
+// The kernel context of `node` over `inputs`, writing `outputs` (one per node output; an omitted
+// output gets a null pointer), on `stream`.
+inline ExecContext exec_context_for(const Node& node, const std::vector<const Tensor*>& inputs,
+                                    std::vector<Tensor>& outputs, void* stream) {
+  ExecContext ec;
+  ec.node = &node;
+  ec.attrs = &node.attrs;
+  ec.opset = node.opset;
+  ec.inputs = inputs;
+  for (size_t o = 0; o < outputs.size(); ++o) ec.outputs.push_back(node.output(o) ? &outputs[o] : nullptr);
+  ec.stream = stream;
+  return ec;
+}
 
 // Whether the GPU runs this node with its current dtypes (a builtin op's CudaOp, set in `op_out`,
 // or a custom op's CUDA kernel); `why` says what is missing otherwise.
