@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "cuda_engine_fixture.h"
+#include "tests/unit/control_flow_models.h"
 
 namespace graft_cuda_test {
 namespace {
@@ -77,34 +78,6 @@ OnnxModelBuilder for_model() {
       .output("c_out").output("acc_out").output("t");
   m.output("acc", DataType::kFloat32, {3, 5});
   m.output("trace", DataType::kFloat32);
-  return m;
-}
-
-// Scan: state s [2]; a [2, L] along axis 1 forward, b [L, 2] along axis 0 backwards;
-// s' = s + a_t * b_t * w; outputs s' stacked along axis 1 backwards and a_t - b_t along axis 0.
-OnnxModelBuilder scan_model(int64_t len) {
-  OnnxModelBuilder m(17);
-  m.input("s0", DataType::kFloat32, {2});
-  m.input("a", DataType::kFloat32, {2, len});
-  m.input("b", DataType::kFloat32, {len, 2});
-  m.input("w", DataType::kFloat32, {2});
-  auto& n = m.node("Scan", {"s0", "a", "b"}, {"s", "ys", "ds"}, "scan");
-  OnnxModelBuilder::attr(n, "num_scan_inputs", int64_t{2});
-  OnnxModelBuilder::attr(n, "scan_input_axes", std::vector<int64_t>{1, 0});
-  OnnxModelBuilder::attr(n, "scan_input_directions", std::vector<int64_t>{0, 1});
-  OnnxModelBuilder::attr(n, "scan_output_axes", std::vector<int64_t>{-1, 0});
-  OnnxModelBuilder::attr(n, "scan_output_directions", std::vector<int64_t>{1, 0});
-  graph_attr(n, "body")
-      .input("s_in").input("at").input("bt")
-      .node("Mul", {"at", "bt"}, {"ab"})
-      .node("Mul", {"ab", "w"}, {"abw"})
-      .node("Add", {"s_in", "abw"}, {"s_out"})
-      .node("Sub", {"at", "bt"}, {"d"})
-      .node("Identity", {"s_out"}, {"y"})
-      .output("s_out").output("y").output("d");
-  m.output("s", DataType::kFloat32, {2});
-  m.output("ys", DataType::kFloat32, {2, len});
-  m.output("ds", DataType::kFloat32, {len, 2});
   return m;
 }
 
@@ -219,8 +192,8 @@ TEST_F(CudaControlFlowTest, ScanWithAxesAndDirections) {
   REQUIRE_GPU();
   for (int64_t len : {5, 1}) {
     SCOPED_TRACE("length " + std::to_string(len));
-    expect_all_on_gpu(scan_model(len));
-    compare_with_cpu(scan_model(len),
+    expect_all_on_gpu(graft::testing::scan_axes_and_directions_model(len));
+    compare_with_cpu(graft::testing::scan_axes_and_directions_model(len),
                      {{"s0", rand_t({2}, rng_)}, {"a", rand_t({2, len}, rng_)}, {"b", rand_t({len, 2}, rng_)},
                       {"w", rand_t({2}, rng_)}},
                      false);

@@ -15,6 +15,7 @@
 
 #include "graft/engine.h"
 #include "onnx/importer.h"
+#include "control_flow_models.h"
 #include "onnx_model_builder.h"
 #include "op_test_util.h"
 
@@ -275,34 +276,10 @@ TEST(ControlFlow, NestedSubgraphsReadTheMainGraphThroughTwoScopes) {
 // ---- Scan --------------------------------------------------------------------------------------
 
 TEST(ControlFlow, ScanWithAxesAndDirectionsAgainstAPlainLoop) {
-  // State s [2]; scan inputs a [2, L] along axis 1 (forward) and b [L, 2] along axis 0 (reversed);
-  // s' = s + a_t * b_t * w (w from the main graph); outputs: s' stacked along axis 1, reversed, and
-  // a_t - b_t stacked along axis 0.
   std::mt19937 rng(seed());
   SCOPED_TRACE("seed " + std::to_string(seed()));
   const int64_t len = 4;
-  OnnxModelBuilder m(17);
-  m.input("s0", DataType::kFloat32, {2});
-  m.input("a", DataType::kFloat32, {2, len});
-  m.input("b", DataType::kFloat32, {len, 2});
-  m.input("w", DataType::kFloat32, {2});
-  auto& n = m.node("Scan", {"s0", "a", "b"}, {"s", "ys", "ds"}, "scan");
-  OnnxModelBuilder::attr(n, "num_scan_inputs", int64_t{2});
-  OnnxModelBuilder::attr(n, "scan_input_axes", std::vector<int64_t>{1, 0});
-  OnnxModelBuilder::attr(n, "scan_input_directions", std::vector<int64_t>{0, 1});
-  OnnxModelBuilder::attr(n, "scan_output_axes", std::vector<int64_t>{-1, 0});
-  OnnxModelBuilder::attr(n, "scan_output_directions", std::vector<int64_t>{1, 0});
-  graph_attr(n, "body")
-      .input("s_in").input("at").input("bt")
-      .node("Mul", {"at", "bt"}, {"ab"})
-      .node("Mul", {"ab", "w"}, {"abw"})
-      .node("Add", {"s_in", "abw"}, {"s_out"})
-      .node("Sub", {"at", "bt"}, {"d"})
-      .node("Identity", {"s_out"}, {"y"})
-      .output("s_out").output("y").output("d");
-  m.output("s", DataType::kFloat32);
-  m.output("ys", DataType::kFloat32);
-  m.output("ds", DataType::kFloat32);
+  OnnxModelBuilder m = testing::scan_axes_and_directions_model(len);
   Tensor s0 = random_tensor(DataType::kFloat32, {2}, rng), a = random_tensor(DataType::kFloat32, {2, len}, rng),
          b = random_tensor(DataType::kFloat32, {len, 2}, rng), w = random_tensor(DataType::kFloat32, {2}, rng);
   for (bool round_trip : {false, true}) {
