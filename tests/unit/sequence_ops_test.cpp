@@ -429,6 +429,29 @@ TEST(SequenceModels, SequenceMapOverTensorsOfDifferentShapes) {
   EXPECT_EQ(none->at("n").get(0), 0);
 }
 
+// A container's tensors live on one device, which Tensor::device() reports: a CUDA engine keeps
+// sequences of GPU tensors, and the CPU engine refuses one as an input. Device tensors are stood
+// in for by Tensor::wrap (no memory is read: both checks look at the device alone).
+TEST(SequenceModels, AContainersTensorsLiveOnOneDevice) {
+  std::mt19937 rng(seed());
+  const Tensor host = random_tensor(DataType::kFloat32, {3}, rng);
+  static float no_bytes[3];
+  const Tensor dev = Tensor::wrap(no_bytes, DataType::kFloat32, {3}, DeviceType::kCUDA);
+  auto mixed = Tensor::sequence(DataType::kFloat32, {host, dev});
+  ASSERT_FALSE(mixed.is_ok());
+  EXPECT_TRUE(contains(mixed.status().to_string(), "sequence item 1 is float32 on cuda")) << mixed.status().to_string();
+  auto on_gpu = Tensor::sequence(DataType::kFloat32, {dev, dev});
+  ASSERT_TRUE(on_gpu.is_ok()) << on_gpu.status().to_string();
+  EXPECT_EQ(on_gpu->device(), DeviceType::kCUDA);
+  EXPECT_EQ(seq_of({host}).device(), DeviceType::kCPU);
+  auto opt = Tensor::optional(ValueKind::kOptionalTensor, DataType::kFloat32, dev);
+  ASSERT_TRUE(opt.is_ok());
+  EXPECT_EQ(opt->device(), DeviceType::kCUDA);
+  auto refused = run_model(map_model(), {{"xs", *on_gpu}, {"b", host}}, false);
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_TRUE(contains(refused.status().to_string(), "input 'xs' is on")) << refused.status().to_string();
+}
+
 TEST(SequenceModels, InputsOfTheWrongKindOrShapeAreRefusedNamingTheInput) {
   std::mt19937 rng(seed());
   const Tensor b = random_tensor(DataType::kFloat32, {3}, rng);
@@ -440,8 +463,8 @@ TEST(SequenceModels, InputsOfTheWrongKindOrShapeAreRefusedNamingTheInput) {
   EXPECT_TRUE(contains(ints.status().to_string(), "of float32 but was given one of int64")) << ints.status().to_string();
 }
 
-// A device engine keeps sequences and optionals on the host (its CPU reference runs the layers
-// that make or read them); the CUDA engine's own test runs them (tests/cuda/containers_test.cpp).
+// A device engine takes sequences and optionals (the CUDA engine's own tests run them:
+// tests/cuda/containers_test.cpp).
 TEST(SequenceModels, DeviceEnginesAcceptContainers) {
   // Through the builder in a build without CUDA: refused for CUDA itself, not for the sequence.
   BuilderConfig cfg;
