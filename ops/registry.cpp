@@ -22,6 +22,7 @@ Status register_graft_ops(OpRegistry& registry) {
       &define_ms_deform_attn,
       &define_ms_deform_attn_trt,
       &define_mmcv_roi_align,
+      &define_roi_align_trt,
       &define_grid_sampler,
   };
   for (DefineFn define : kOps) {

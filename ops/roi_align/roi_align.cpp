@@ -1,15 +1,21 @@
-// MMCVRoiAlign definition (README.md has the math). The kernel is the one ONNX's RoiAlign runs
-// (src/backends/cpu/sampling.cpp) with mmcv's input layout and max pooling.
+// MMCVRoiAlign and ROIAlign_TRT definitions (README.md has the math). Both run the kernels ONNX's
+// RoiAlign runs: src/backends/cpu/sampling.cpp on the CPU, src/backends/cuda/sampling_kernels.cu on
+// the GPU; MMCVRoiAlign with mmcv's input layout and max pooling, ROIAlign_TRT with ONNX's
+// semantics and TensorRT's integer-coded attributes.
 #include "ops/roi_align/roi_align.h"
 
 #include <limits>
 
 #include "backends/cpu/sampling.h"
+#ifdef GRAFT_WITH_CUDA
+#include "backends/cuda/sampling_kernels.cuh"
+#endif
 
 namespace graft {
 namespace {
 
 constexpr const char* kName = "MMCVRoiAlign";
+constexpr const char* kTrtName = "ROIAlign_TRT";
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
 Result<RoiAlignParams> params_of(const AttributeMap& a) {
@@ -34,6 +40,76 @@ Status forward_cpu(const KernelContext& ctx) {
   return cpu::roi_align_run(kName, p, ctx.inputs[0], ctx.inputs[1], nullptr, ctx.outputs[0]);
 }
 
+// ROIAlign_TRT: ONNX's RoiAlign (max of weighted corners included, as the plugin follows the ONNX
+// specification) with coordinate_transformation_mode 1 = half_pixel, 0 = output_half_pixel, and
+// mode 1 = avg, 0 = max.
+Result<RoiAlignParams> trt_params_of(const AttributeMap& a) {
+  RoiAlignParams p;
+  GRAFT_ASSIGN_OR_RETURN(p.output_height, a.get_int("output_height", 1));
+  GRAFT_ASSIGN_OR_RETURN(p.output_width, a.get_int("output_width", 1));
+  GRAFT_ASSIGN_OR_RETURN(p.sampling_ratio, a.get_int("sampling_ratio", 0));
+  GRAFT_ASSIGN_OR_RETURN(float scale, a.get_float("spatial_scale", 1.0f));
+  GRAFT_ASSIGN_OR_RETURN(int64_t mode, a.get_int("mode", 1));
+  GRAFT_ASSIGN_OR_RETURN(int64_t shift, a.get_int("coordinate_transformation_mode", 1));
+  p.spatial_scale = scale;
+  p.pool = mode == 0 ? RoiAlignParams::Pool::kMax : RoiAlignParams::Pool::kAvg;
+  p.max_of_weighted_corners = true;
+  p.half_pixel = shift != 0;
+  return p;
+}
+
+Status trt_forward_cpu(const KernelContext& ctx) {
+  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 1)
+    return error(StatusCode::kInvalidArgument, kTrtName, ": kernel expects 3 inputs and 1 output");
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, trt_params_of(*ctx.attrs));
+  return cpu::roi_align_run(kTrtName, p, ctx.inputs[0], ctx.inputs[1], &ctx.inputs[2], ctx.outputs[0]);
+}
+
+#ifdef GRAFT_WITH_CUDA
+// Both ops on the GPU: the kernel ONNX's RoiAlign runs there. `packed`: rois (K, 5) with the batch
+// index first (mmcv), else rois (K, 4) and batch indices as input 2. As for the builtin, a roi whose
+// batch index is outside [0, N) or whose coordinates are not finite gives zeros on the GPU, where
+// the CPU reference reports it.
+Status roi_align_cuda(const char* op, const RoiAlignParams& p, const KernelContext& ctx, bool packed) {
+  if (ctx.inputs.size() != (packed ? 2u : 3u) || ctx.outputs.size() != 1)
+    return error(StatusCode::kInvalidArgument, op, ": kernel expects ", packed ? 2 : 3, " inputs and 1 output");
+  const TensorView &x = ctx.inputs[0], &rois = ctx.inputs[1], &y = ctx.outputs[0];
+  if (x.rank() != 4 || rois.rank() != 2 || rois.dims[1] != (packed ? 5 : 4))
+    return error(StatusCode::kInvalidArgument, op, ": input must be (N, C, H, W) and rois (K, ", packed ? 5 : 4, ")");
+  cuda::k::RoiAlignArgs a;
+  a.n = x.dims[0], a.c = x.dims[1], a.h = x.dims[2], a.w = x.dims[3], a.k = rois.dims[0];
+  a.oh = p.output_height, a.ow = p.output_width, a.sampling_ratio = p.sampling_ratio;
+  a.spatial_scale = static_cast<float>(p.spatial_scale);
+  a.half_pixel = p.half_pixel;
+  a.max_mode = p.pool == RoiAlignParams::Pool::kMax;
+  a.max_of_weighted_corners = p.max_of_weighted_corners;
+  a.packed_rois = packed;
+  if (y.dims != std::vector<int64_t>{a.k, a.c, a.oh, a.ow})
+    return error(StatusCode::kInternal, op, ": output shape differs from (K, C, output_height, output_width)");
+  const void* batch_idx = packed ? nullptr : ctx.inputs[2].data;
+  const bool idx64 = !packed && ctx.inputs[2].dtype == DataType::kInt64;
+  const cudaError_t e =
+      cuda::k::launch_roi_align(static_cast<cuda::k::KType>(static_cast<int>(x.dtype)), x.data, rois.data, batch_idx,
+                                idx64, y.data, a, static_cast<cudaStream_t>(ctx.stream));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return error(StatusCode::kRuntimeError, op, ": CUDA kernel launch failed: ", cudaGetErrorName(e), " (",
+                 cudaGetErrorString(e), ")");
+  }
+  return Status::ok();
+}
+
+Status forward_cuda(const KernelContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, params_of(*ctx.attrs));
+  return roi_align_cuda(kName, p, ctx, true);
+}
+
+Status trt_forward_cuda(const KernelContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, trt_params_of(*ctx.attrs));
+  return roi_align_cuda(kTrtName, p, ctx, false);
+}
+#endif
+
 Status shape_fn(ShapeContext& c) {
   if (c.input_rank(0) != 4)
     return error(StatusCode::kInvalidModel, kName, ": input 'input' must have rank 4 (N, C, H, W), got rank ",
@@ -44,6 +120,25 @@ Status shape_fn(ShapeContext& c) {
   if (auto cols = c.input_dim(1, 1).constant_value(); cols && *cols != 5)
     return error(StatusCode::kInvalidModel, kName,
                  ": input 'rois' must have 5 columns (batch_index, x1, y1, x2, y2), got ", *cols);
+  GRAFT_ASSIGN_OR_RETURN(int64_t oh, c.attrs().get_int("output_height", 1));
+  GRAFT_ASSIGN_OR_RETURN(int64_t ow, c.attrs().get_int("output_width", 1));
+  c.set_output(0, {c.input_dim(1, 0), c.input_dim(0, 1), c.constant(oh), c.constant(ow)});
+  return Status::ok();
+}
+
+Status trt_shape_fn(ShapeContext& c) {
+  if (c.input_rank(0) != 4)
+    return error(StatusCode::kInvalidModel, kTrtName, ": input 'X' must have rank 4 (N, C, H, W), got rank ",
+                 c.input_rank(0));
+  if (c.input_rank(1) != 2)
+    return error(StatusCode::kInvalidModel, kTrtName, ": input 'rois' must have rank 2 (K, 4), got rank ",
+                 c.input_rank(1));
+  if (auto cols = c.input_dim(1, 1).constant_value(); cols && *cols != 4)
+    return error(StatusCode::kInvalidModel, kTrtName, ": input 'rois' must have 4 columns (x1, y1, x2, y2), got ",
+                 *cols);
+  if (c.input_rank(2) != 1)
+    return error(StatusCode::kInvalidModel, kTrtName, ": input 'batch_indices' must have rank 1 (K), got rank ",
+                 c.input_rank(2));
   GRAFT_ASSIGN_OR_RETURN(int64_t oh, c.attrs().get_int("output_height", 1));
   GRAFT_ASSIGN_OR_RETURN(int64_t ow, c.attrs().get_int("output_width", 1));
   c.set_output(0, {c.input_dim(1, 0), c.input_dim(0, 1), c.constant(oh), c.constant(ow)});
@@ -73,6 +168,10 @@ OpDef define_mmcv_roi_align() {
       .output("output", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, C, output_height, output_width)");
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64}) def.type_combination({t, t, t});
   def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu);
+#ifdef GRAFT_WITH_CUDA
+  def.kernel(Backend::kCUDA, forward_cuda, {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
+                                            {DT::kFloat16, DT::kFloat16, DT::kFloat16}});
+#endif
   // Two images, three rois (one partly outside the map); N = 2 differs from K = 3.
   AttributeMap ex;
   ex.set("output_height", int64_t{2});
@@ -82,6 +181,58 @@ OpDef define_mmcv_roi_align() {
   def.example({std::vector<int64_t>{2, 3, 8, 9}, std::vector<int64_t>{3, 5}}, ex,
               {{1, Tensor::from_doubles(DT::kFloat32, {3, 5},
                                         {0, 1.5, 2.0, 11.0, 9.5, 1, 0.0, 0.0, 17.0, 15.0, 1, -3.0, 4.0, 6.5, 20.0})}});
+  return def;
+}
+
+OpDef define_roi_align_trt() {
+  using DT = DataType;
+  OpDef def(kTrtName);
+  def.domain("ai.onnx.contrib")
+      .version("1")
+      .doc("TensorRT's ROIAlign plugin: ONNX's RoiAlign (Mask R-CNN, arXiv 1703.06870) with integer-coded attributes. "
+           "Per roi and output bin, the average (or maximum) of bilinear samples of X[batch_indices[k]]; rois are "
+           "(x1, y1, x2, y2) in input-image coordinates times spatial_scale.")
+      .attr_int("coordinate_transformation_mode", int64_t{1},
+                "1: shift rois by -0.5 pixel (ONNX half_pixel); 0: no shift, rois at least 1x1 (output_half_pixel)")
+      .allowed(std::vector<int64_t>{0, 1})
+      .attr_int("mode", int64_t{1}, "1: average pooling; 0: max pooling (ONNX's: the largest weighted corner term)")
+      .allowed(std::vector<int64_t>{0, 1})
+      .attr_int("output_height", int64_t{1}, "pooled output height").range(1, kIntMax)
+      .attr_int("output_width", int64_t{1}, "pooled output width").range(1, kIntMax)
+      .attr_int("sampling_ratio", int64_t{0}, "samples per bin and axis; 0: ceil(roi size / output size)")
+      .range(0, kIntMax)
+      .attr_float("spatial_scale", 1.0f, "scale from roi coordinates to feature-map pixels").range(1e-9, 1e9)
+      .input("X", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(N, C, H, W) feature map")
+      .input("rois", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, 4): x1, y1, x2, y2")
+      .input("batch_indices", {DT::kInt32, DT::kInt64}, "(K): the image of each roi")
+      .output("Y", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, C, output_height, output_width)");
+  for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64})
+    for (DT i : {DT::kInt32, DT::kInt64}) def.type_combination({t, t, i, t});
+  def.shape_fn(trt_shape_fn).kernel(Backend::kCPU, trt_forward_cpu);
+#ifdef GRAFT_WITH_CUDA
+  std::vector<std::vector<DT>> gpu;
+  for (DT t : {DT::kFloat32, DT::kFloat16})
+    for (DT i : {DT::kInt32, DT::kInt64}) gpu.push_back({t, t, i, t});
+  def.kernel(Backend::kCUDA, trt_forward_cuda, gpu);
+#endif
+  // Two images, three rois (one partly outside the map); max pooling and the unshifted mode in a
+  // second example.
+  AttributeMap ex;
+  ex.set("output_height", int64_t{2});
+  ex.set("output_width", int64_t{3});
+  ex.set("spatial_scale", 0.5f);
+  ex.set("sampling_ratio", int64_t{2});
+  const Tensor rois =
+      Tensor::from_doubles(DT::kFloat32, {3, 4}, {1.5, 2.0, 11.0, 9.5, 0.0, 0.0, 17.0, 15.0, -3.0, 4.0, 6.5, 20.0});
+  const Tensor idx = Tensor::from_doubles(DT::kInt32, {3}, {0, 1, 1});
+  def.example({std::vector<int64_t>{2, 3, 8, 9}, std::vector<int64_t>{3, 4}, std::vector<int64_t>{3}}, ex,
+              {{1, rois}, {2, idx}});
+  AttributeMap max_ex = ex;
+  max_ex.set("mode", int64_t{0});
+  max_ex.set("coordinate_transformation_mode", int64_t{0});
+  max_ex.set("sampling_ratio", int64_t{0});
+  def.example({std::vector<int64_t>{2, 3, 8, 9}, std::vector<int64_t>{3, 4}, std::vector<int64_t>{3}}, max_ex,
+              {{1, rois}, {2, idx}});
   return def;
 }
 
