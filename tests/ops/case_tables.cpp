@@ -13,6 +13,7 @@ std::vector<OpCaseTable> all_case_tables() {
       ms_deform_attn_cases(),
       ms_deform_attn_trt_cases(),
       mmcv_roi_align_cases(),
+      roi_align_trt_cases(),
       grid_sampler_cases(),
   };
 }

@@ -1,7 +1,8 @@
 // Cases for mmdeploy::MMCVRoiAlign (input (N, C, H, W), rois (K, 5) = (batch_index, x1, y1, x2, y2);
-// output_height, output_width, spatial_scale, sampling_ratio, mode avg|max, aligned 0|1). The
-// reference below is mmcv's definition written out: max pooling takes the largest interpolated
-// sample (ONNX's RoiAlign differs there; tests/unit/sampling_ops_test.cpp covers it).
+// output_height, output_width, spatial_scale, sampling_ratio, mode avg|max, aligned 0|1) and for
+// ROIAlign_TRT (X, rois (K, 4), batch_indices (K); ONNX's semantics with integer-coded attributes).
+// The reference below is the definition written out once for both: mmcv's max pooling takes the
+// largest interpolated sample, ONNX's (ROIAlign_TRT) the largest weighted corner term of any sample.
 #include <algorithm>
 #include <cmath>
 
@@ -50,6 +51,70 @@ OpCase roi_case(std::string label, std::vector<int64_t> x_dims, int64_t k, doubl
   return c;
 }
 
+// RoIAlign written out: bins of roi/output size, sampling_ratio^2 (or ceil(bin)^2) samples per bin,
+// each a bilinear read clamped at the far edges and zero beyond one pixel outside; avg divides by
+// the sample count (at least 1); max keeps the largest sample (mmcv) or the largest weighted corner
+// term of any sample (ONNX); `shift` moves the roi by half a pixel, without it each roi is at least
+// one pixel. `boxes` (K, 4) as x1, y1, x2, y2; `batch` the image of each.
+struct RoiReference {
+  int64_t oh = 1, ow = 1, ratio = 0;
+  double scale = 1.0;
+  bool avg = true, shift = true, weighted_corner_max = false;
+};
+
+std::vector<double> roi_align_reference(const std::vector<double>& x, const std::vector<int64_t>& x_dims,
+                                        const std::vector<double>& boxes, const std::vector<int64_t>& batch,
+                                        const RoiReference& p) {
+  const int64_t C = x_dims[1], H = x_dims[2], W = x_dims[3], K = static_cast<int64_t>(batch.size());
+  // The four corner weights and positions of a sample (weights 0 when it reads nothing).
+  struct Corners {
+    double w[4] = {0, 0, 0, 0};
+    int64_t at[4] = {0, 0, 0, 0};
+  };
+  auto corners = [&](double yy, double xx) {
+    Corners c;
+    if (yy < -1.0 || yy > H || xx < -1.0 || xx > W) return c;
+    yy = std::clamp(yy, 0.0, double(H - 1));
+    xx = std::clamp(xx, 0.0, double(W - 1));
+    const int64_t y0 = int64_t(yy), x0 = int64_t(xx), y1 = std::min(y0 + 1, H - 1), x1 = std::min(x0 + 1, W - 1);
+    const double fy = yy - y0, fx = xx - x0;
+    const double w[4] = {(1 - fy) * (1 - fx), (1 - fy) * fx, fy * (1 - fx), fy * fx};
+    const int64_t at[4] = {y0 * W + x0, y0 * W + x1, y1 * W + x0, y1 * W + x1};
+    for (int t = 0; t < 4; ++t) c.w[t] = w[t], c.at[t] = at[t];
+    return c;
+  };
+  std::vector<double> y;
+  for (int64_t k = 0; k < K; ++k) {
+    const int64_t b = batch[size_t(k)];
+    const double off = p.shift ? 0.5 : 0.0;
+    const double sx = boxes[size_t(k * 4)] * p.scale - off, sy = boxes[size_t(k * 4 + 1)] * p.scale - off;
+    double w = boxes[size_t(k * 4 + 2)] * p.scale - off - sx, h = boxes[size_t(k * 4 + 3)] * p.scale - off - sy;
+    if (!p.shift) w = std::max(w, 1.0), h = std::max(h, 1.0);
+    const int64_t gy = p.ratio > 0 ? p.ratio : std::max<int64_t>(0, int64_t(std::ceil(h / p.oh)));
+    const int64_t gx = p.ratio > 0 ? p.ratio : std::max<int64_t>(0, int64_t(std::ceil(w / p.ow)));
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < p.oh; ++i)
+        for (int64_t j = 0; j < p.ow; ++j) {
+          double sum = 0, best = 0;
+          for (int64_t a = 0; a < gy; ++a)
+            for (int64_t q = 0; q < gx; ++q) {
+              const Corners s = corners(sy + h / p.oh * (i + (a + 0.5) / gy), sx + w / p.ow * (j + (q + 0.5) / gx));
+              double v = 0, top = 0;
+              for (int t = 0; t < 4; ++t) {
+                const double term = s.w[t] * x[size_t((b * C + c) * H * W + s.at[t])];
+                v += term;
+                top = t == 0 ? term : std::max(top, term);
+              }
+              sum += v;
+              const double m = p.weighted_corner_max ? top : v;
+              best = (a == 0 && q == 0) ? m : std::max(best, m);
+            }
+          y.push_back(p.avg ? sum / double(std::max<int64_t>(1, gy * gx)) : best);
+        }
+  }
+  return y;
+}
+
 }  // namespace
 
 OpCaseTable mmcv_roi_align_cases() {
@@ -77,51 +142,98 @@ OpCaseTable mmcv_roi_align_cases() {
   bad("negative_ratio", roi_attrs(2, 2, 1.0f, -1, "avg", 1), "sampling_ratio");
   bad("zero_scale", roi_attrs(2, 2, 0.0f, 0, "avg", 1), "spatial_scale");
 
-  // mmcv's roi_align: bins of roi/output size, sampling_ratio^2 (or ceil(bin)^2) samples per bin, each
-  // a bilinear read clamped at the far edges and zero beyond one pixel outside; avg divides by the
-  // sample count (at least 1), max keeps the largest sample; aligned shifts by half a pixel, legacy
-  // makes each roi at least one pixel.
   t.reference = [](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
                    const AttributeMap& attrs) {
-    const int64_t C = dims[0][1], H = dims[0][2], W = dims[0][3], K = dims[1][0];
-    const int64_t oh = attrs.get_int("output_height", 1).value(), ow = attrs.get_int("output_width", 1).value();
-    const int64_t ratio = attrs.get_int("sampling_ratio", 0).value();
-    const double scale = attrs.get_float("spatial_scale", 1.0f).value();
-    const bool avg = attrs.get_string("mode", "avg").value() == "avg";
-    const bool aligned = attrs.get_int("aligned", 1).value() != 0;
-    const std::vector<double>&x = in[0], &r = in[1];
-    auto read = [&](int64_t plane, double yy, double xx) {
-      if (yy < -1.0 || yy > H || xx < -1.0 || xx > W) return 0.0;
-      yy = std::clamp(yy, 0.0, double(H - 1));
-      xx = std::clamp(xx, 0.0, double(W - 1));
-      const int64_t y0 = int64_t(yy), x0 = int64_t(xx), y1 = std::min(y0 + 1, H - 1), x1 = std::min(x0 + 1, W - 1);
-      const double fy = yy - y0, fx = xx - x0;
-      auto at = [&](int64_t a, int64_t b) { return x[size_t(plane * H * W + a * W + b)]; };
-      return (1 - fy) * ((1 - fx) * at(y0, x0) + fx * at(y0, x1)) + fy * ((1 - fx) * at(y1, x0) + fx * at(y1, x1));
-    };
-    std::vector<double> y;
-    for (int64_t k = 0; k < K; ++k) {
-      const int64_t b = int64_t(r[size_t(k * 5)]);
-      const double off = aligned ? 0.5 : 0.0;
-      const double sx = r[size_t(k * 5 + 1)] * scale - off, sy = r[size_t(k * 5 + 2)] * scale - off;
-      double w = r[size_t(k * 5 + 3)] * scale - off - sx, h = r[size_t(k * 5 + 4)] * scale - off - sy;
-      if (!aligned) w = std::max(w, 1.0), h = std::max(h, 1.0);
-      const int64_t gy = ratio > 0 ? ratio : std::max<int64_t>(0, int64_t(std::ceil(h / oh)));
-      const int64_t gx = ratio > 0 ? ratio : std::max<int64_t>(0, int64_t(std::ceil(w / ow)));
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t i = 0; i < oh; ++i)
-          for (int64_t j = 0; j < ow; ++j) {
-            double sum = 0, best = 0;
-            for (int64_t a = 0; a < gy; ++a)
-              for (int64_t q = 0; q < gx; ++q) {
-                const double v = read(b * C + c, sy + h / oh * (i + (a + 0.5) / gy), sx + w / ow * (j + (q + 0.5) / gx));
-                sum += v;
-                best = (a == 0 && q == 0) ? v : std::max(best, v);
-              }
-            y.push_back(avg ? sum / double(std::max<int64_t>(1, gy * gx)) : best);
-          }
+    RoiReference p;
+    p.oh = attrs.get_int("output_height", 1).value(), p.ow = attrs.get_int("output_width", 1).value();
+    p.ratio = attrs.get_int("sampling_ratio", 0).value();
+    p.scale = attrs.get_float("spatial_scale", 1.0f).value();
+    p.avg = attrs.get_string("mode", "avg").value() == "avg";
+    p.shift = attrs.get_int("aligned", 1).value() != 0;
+    std::vector<double> boxes;
+    std::vector<int64_t> batch;
+    for (int64_t k = 0; k < dims[1][0]; ++k) {
+      batch.push_back(int64_t(in[1][size_t(k * 5)]));
+      for (int j = 1; j < 5; ++j) boxes.push_back(in[1][size_t(k * 5 + j)]);
     }
-    return std::vector<std::vector<double>>{y};
+    return std::vector<std::vector<double>>{roi_align_reference(in[0], dims[0], boxes, batch, p)};
+  };
+  return t;
+}
+
+namespace {
+
+AttributeMap trt_attrs(int64_t oh, int64_t ow, float scale, int64_t ratio, int64_t mode, int64_t shift) {
+  AttributeMap a;
+  a.set("output_height", oh);
+  a.set("output_width", ow);
+  a.set("spatial_scale", scale);
+  a.set("sampling_ratio", ratio);
+  a.set("mode", mode);
+  a.set("coordinate_transformation_mode", shift);
+  return a;
+}
+
+// Corners ordered except every fourth roi, which stays inverted on purpose.
+void order_trt_rois(std::vector<Tensor>& ins) {
+  Tensor& r = ins[1];
+  for (int64_t k = 0; k < r.dims()[0]; ++k) {
+    if (k % 4 == 3) continue;
+    for (int j : {0, 1}) {
+      const double a = r.get(k * 4 + j), b = r.get(k * 4 + j + 2);
+      r.set(k * 4 + j, std::min(a, b));
+      r.set(k * 4 + j + 2, std::max(a, b));
+    }
+  }
+}
+
+OpCase trt_case(std::string label, std::vector<int64_t> x_dims, int64_t k, double lo, double hi, AttributeMap attrs) {
+  OpCase c;
+  c.label = std::move(label);
+  c.inputs = {{x_dims, 0.25, 2.0}, {{k, 4}, lo, hi}, {{k}, 0.0, double(x_dims[0] - 1)}};
+  const int64_t oh = attrs.get_int("output_height", 1).value(), ow = attrs.get_int("output_width", 1).value();
+  c.output_dims = {{k, x_dims[1], oh, ow}};
+  c.attrs = std::move(attrs);
+  c.check_gradients = false;  // forward only
+  c.adjust_inputs = order_trt_rois;
+  return c;
+}
+
+}  // namespace
+
+OpCaseTable roi_align_trt_cases() {
+  OpCaseTable t;
+  t.name = "ROIAlign_TRT";
+  for (int64_t mode : {1, 0})
+    for (int64_t shift : {0, 1}) {
+      const std::string tag = std::string(mode ? "avg" : "max") + (shift ? "_half_pixel" : "_output_half_pixel");
+      t.cases.push_back(trt_case("adaptive_" + tag, {2, 3, 9, 11}, 6, -4.0, 14.0, trt_attrs(3, 4, 1.0f, 0, mode, shift)));
+      t.cases.push_back(trt_case("ratio2_scale_half_" + tag, {3, 2, 9, 11}, 5, -4.0, 26.0,
+                                 trt_attrs(2, 2, 0.5f, 2, mode, shift)));
+    }
+  t.cases.push_back(trt_case("detector_like_7x7", {2, 8, 16, 20}, 12, 0.0, 80.0, trt_attrs(7, 7, 0.25f, 2, 1, 1)));
+
+  auto bad = [&](std::string label, AttributeMap a, std::string attr) {
+    t.bad_attributes.push_back({std::move(label), std::move(a), {}, std::move(attr)});
+  };
+  bad("mode_2", trt_attrs(2, 2, 1.0f, 0, 2, 1), "mode");
+  bad("transformation_mode_2", trt_attrs(2, 2, 1.0f, 0, 1, 2), "coordinate_transformation_mode");
+  bad("zero_height", trt_attrs(0, 2, 1.0f, 0, 1, 1), "output_height");
+  bad("negative_ratio", trt_attrs(2, 2, 1.0f, -1, 1, 1), "sampling_ratio");
+  bad("zero_scale", trt_attrs(2, 2, 0.0f, 0, 1, 1), "spatial_scale");
+
+  t.reference = [](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
+                   const AttributeMap& attrs) {
+    RoiReference p;
+    p.oh = attrs.get_int("output_height", 1).value(), p.ow = attrs.get_int("output_width", 1).value();
+    p.ratio = attrs.get_int("sampling_ratio", 0).value();
+    p.scale = attrs.get_float("spatial_scale", 1.0f).value();
+    p.avg = attrs.get_int("mode", 1).value() == 1;
+    p.shift = attrs.get_int("coordinate_transformation_mode", 1).value() == 1;
+    p.weighted_corner_max = true;
+    std::vector<int64_t> batch;
+    for (double b : in[2]) batch.push_back(int64_t(b));
+    return std::vector<std::vector<double>>{roi_align_reference(in[0], dims[0], in[1], batch, p)};
   };
   return t;
 }

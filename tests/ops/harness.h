@@ -86,6 +86,7 @@ OpCaseTable modulated_deform_conv2d_cases();
 OpCaseTable ms_deform_attn_cases();
 OpCaseTable ms_deform_attn_trt_cases();
 OpCaseTable mmcv_roi_align_cases();
+OpCaseTable roi_align_trt_cases();
 OpCaseTable grid_sampler_cases();
 
 }  // namespace graft::optest
