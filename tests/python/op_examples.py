@@ -61,6 +61,10 @@ EXAMPLES = {
     # mmdeploy's roi_align: rois (K, 5) drawn in [0, 0.99), so column 0 truncates to batch index 0.
     "MMCVRoiAlign": [dict(inputs=[(2, 3, 8, 9), Uniform((3, 5), 0.0, 0.99)],
                           attrs={"output_height": 2, "output_width": 3, "sampling_ratio": 2, "aligned": 1})],
+    # TensorRT's ROIAlign: rois (K, 4) inside the 8x9 map, each on the image its batch index names.
+    "ROIAlign_TRT": [dict(inputs=[(2, 3, 8, 9), Uniform((3, 4), 0.0, 7.0), Index([0, 1, 1])],
+                          attrs={"output_height": 2, "output_width": 3, "sampling_ratio": 2,
+                                 "coordinate_transformation_mode": 1, "mode": 1})],
     "grid_sampler": [dict(inputs=[(2, 3, 5, 6), Uniform((2, 4, 3, 2), -1.2, 1.2)],
                           attrs={"interpolation_mode": 0, "padding_mode": 0, "align_corners": 0})],
     "ModulatedDeformConv2d": _MODULATED_DEFORM_CONV2D,
