@@ -18,15 +18,21 @@ constexpr const char* kName = "MMCVRoiAlign";
 constexpr const char* kTrtName = "ROIAlign_TRT";
 constexpr int64_t kIntMax = std::numeric_limits<int32_t>::max();
 
-Result<RoiAlignParams> params_of(const AttributeMap& a) {
+// The attributes both ops name alike: output size, sampling ratio, spatial scale.
+Result<RoiAlignParams> common_params_of(const AttributeMap& a) {
   RoiAlignParams p;
   GRAFT_ASSIGN_OR_RETURN(p.output_height, a.get_int("output_height", 1));
   GRAFT_ASSIGN_OR_RETURN(p.output_width, a.get_int("output_width", 1));
   GRAFT_ASSIGN_OR_RETURN(p.sampling_ratio, a.get_int("sampling_ratio", 0));
   GRAFT_ASSIGN_OR_RETURN(float scale, a.get_float("spatial_scale", 1.0f));
+  p.spatial_scale = scale;
+  return p;
+}
+
+Result<RoiAlignParams> params_of(const AttributeMap& a) {
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, common_params_of(a));
   GRAFT_ASSIGN_OR_RETURN(std::string mode, a.get_string("mode", "avg"));
   GRAFT_ASSIGN_OR_RETURN(int64_t aligned, a.get_int("aligned", 1));
-  p.spatial_scale = scale;
   p.pool = mode == "max" ? RoiAlignParams::Pool::kMax : RoiAlignParams::Pool::kAvg;
   p.max_of_weighted_corners = false;  // mmcv: the largest interpolated sample
   p.half_pixel = aligned != 0;
@@ -44,14 +50,9 @@ Status forward_cpu(const KernelContext& ctx) {
 // specification) with coordinate_transformation_mode 1 = half_pixel, 0 = output_half_pixel, and
 // mode 1 = avg, 0 = max.
 Result<RoiAlignParams> trt_params_of(const AttributeMap& a) {
-  RoiAlignParams p;
-  GRAFT_ASSIGN_OR_RETURN(p.output_height, a.get_int("output_height", 1));
-  GRAFT_ASSIGN_OR_RETURN(p.output_width, a.get_int("output_width", 1));
-  GRAFT_ASSIGN_OR_RETURN(p.sampling_ratio, a.get_int("sampling_ratio", 0));
-  GRAFT_ASSIGN_OR_RETURN(float scale, a.get_float("spatial_scale", 1.0f));
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, common_params_of(a));
   GRAFT_ASSIGN_OR_RETURN(int64_t mode, a.get_int("mode", 1));
   GRAFT_ASSIGN_OR_RETURN(int64_t shift, a.get_int("coordinate_transformation_mode", 1));
-  p.spatial_scale = scale;
   p.pool = mode == 0 ? RoiAlignParams::Pool::kMax : RoiAlignParams::Pool::kAvg;
   p.max_of_weighted_corners = true;
   p.half_pixel = shift != 0;

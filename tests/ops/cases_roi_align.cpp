@@ -5,6 +5,7 @@
 // largest interpolated sample, ONNX's (ROIAlign_TRT) the largest weighted corner term of any sample.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "harness.h"
 
@@ -23,32 +24,47 @@ AttributeMap roi_attrs(int64_t oh, int64_t ow, float scale, int64_t ratio, const
   return a;
 }
 
-// Random rois become usable ones: column 0 a batch index in [0, N) (an integer, exact in any
-// float dtype), corners ordered except every fourth roi, which stays inverted on purpose.
-void make_rois_valid(std::vector<Tensor>& ins) {
-  const int64_t n = ins[0].dims()[0];
-  Tensor& r = ins[1];
+// Each roi's corners (x1, y1, x2, y2 from column `first` of `cols`) ordered, except every fourth
+// roi, which stays inverted on purpose.
+void order_corners(Tensor& r, int64_t cols, int64_t first) {
   for (int64_t k = 0; k < r.dims()[0]; ++k) {
-    r.set(k * 5, static_cast<double>(static_cast<int64_t>(std::fabs(r.get(k * 5)) * 7.0) % n));
     if (k % 4 == 3) continue;
-    for (int j : {1, 2}) {
-      const double a = r.get(k * 5 + j), b = r.get(k * 5 + j + 2);
-      r.set(k * 5 + j, std::min(a, b));
-      r.set(k * 5 + j + 2, std::max(a, b));
+    for (int64_t j : {first, first + 1}) {
+      const double a = r.get(k * cols + j), b = r.get(k * cols + j + 2);
+      r.set(k * cols + j, std::min(a, b));
+      r.set(k * cols + j + 2, std::max(a, b));
     }
   }
 }
 
-OpCase roi_case(std::string label, std::vector<int64_t> x_dims, int64_t k, double lo, double hi, AttributeMap attrs) {
+// Random mmcv rois become usable ones: column 0 a batch index in [0, N) (an integer, exact in any
+// float dtype), then the corners.
+void make_rois_valid(std::vector<Tensor>& ins) {
+  const int64_t n = ins[0].dims()[0];
+  Tensor& r = ins[1];
+  for (int64_t k = 0; k < r.dims()[0]; ++k)
+    r.set(k * 5, static_cast<double>(static_cast<int64_t>(std::fabs(r.get(k * 5)) * 7.0) % n));
+  order_corners(r, 5, 1);
+}
+
+// A forward case over x (N, C, H, W) whose rois input is `rois` (and any inputs after it), K rois.
+OpCase roi_case(std::string label, std::vector<int64_t> x_dims, std::vector<CaseInput> rois, AttributeMap attrs,
+                std::function<void(std::vector<Tensor>&)> adjust) {
   OpCase c;
   c.label = std::move(label);
-  c.inputs = {{x_dims, 0.25, 2.0}, {{k, 5}, lo, hi}};
+  const int64_t k = rois[0].dims[0];
+  c.inputs = {{x_dims, 0.25, 2.0}};
+  c.inputs.insert(c.inputs.end(), rois.begin(), rois.end());
   const int64_t oh = attrs.get_int("output_height", 1).value(), ow = attrs.get_int("output_width", 1).value();
   c.output_dims = {{k, x_dims[1], oh, ow}};
   c.attrs = std::move(attrs);
   c.check_gradients = false;  // forward only
-  c.adjust_inputs = make_rois_valid;
+  c.adjust_inputs = std::move(adjust);
   return c;
+}
+
+OpCase mmcv_case(std::string label, std::vector<int64_t> x_dims, int64_t k, double lo, double hi, AttributeMap attrs) {
+  return roi_case(std::move(label), std::move(x_dims), {{{k, 5}, lo, hi}}, std::move(attrs), make_rois_valid);
 }
 
 // RoIAlign written out: bins of roi/output size, sampling_ratio^2 (or ceil(bin)^2) samples per bin,
@@ -125,12 +141,12 @@ OpCaseTable mmcv_roi_align_cases() {
   for (const char* mode : {"avg", "max"})
     for (int64_t aligned : {0, 1}) {
       const std::string tag = std::string(mode) + (aligned ? "_aligned" : "_legacy");
-      t.cases.push_back(roi_case("adaptive_" + tag, {2, 3, 9, 11}, 6, -4.0, 14.0, roi_attrs(3, 4, 1.0f, 0, mode, aligned)));
-      t.cases.push_back(roi_case("ratio2_scale_half_" + tag, {3, 2, 9, 11}, 5, -4.0, 26.0,
+      t.cases.push_back(mmcv_case("adaptive_" + tag, {2, 3, 9, 11}, 6, -4.0, 14.0, roi_attrs(3, 4, 1.0f, 0, mode, aligned)));
+      t.cases.push_back(mmcv_case("ratio2_scale_half_" + tag, {3, 2, 9, 11}, 5, -4.0, 26.0,
                                  roi_attrs(2, 2, 0.5f, 2, mode, aligned)));
     }
-  t.cases.push_back(roi_case("one_bin_many_rois", {1, 4, 6, 6}, 33, -2.0, 8.0, roi_attrs(1, 1, 1.0f, 1, "avg", 1)));
-  t.cases.push_back(roi_case("detector_like_7x7", {2, 8, 16, 20}, 12, 0.0, 80.0, roi_attrs(7, 7, 0.25f, 2, "avg", 1)));
+  t.cases.push_back(mmcv_case("one_bin_many_rois", {1, 4, 6, 6}, 33, -2.0, 8.0, roi_attrs(1, 1, 1.0f, 1, "avg", 1)));
+  t.cases.push_back(mmcv_case("detector_like_7x7", {2, 8, 16, 20}, 12, 0.0, 80.0, roi_attrs(7, 7, 0.25f, 2, "avg", 1)));
 
   auto bad = [&](std::string label, AttributeMap a, std::string attr) {
     t.bad_attributes.push_back({std::move(label), std::move(a), {}, std::move(attr)});
@@ -174,29 +190,11 @@ AttributeMap trt_attrs(int64_t oh, int64_t ow, float scale, int64_t ratio, int64
   return a;
 }
 
-// Corners ordered except every fourth roi, which stays inverted on purpose.
-void order_trt_rois(std::vector<Tensor>& ins) {
-  Tensor& r = ins[1];
-  for (int64_t k = 0; k < r.dims()[0]; ++k) {
-    if (k % 4 == 3) continue;
-    for (int j : {0, 1}) {
-      const double a = r.get(k * 4 + j), b = r.get(k * 4 + j + 2);
-      r.set(k * 4 + j, std::min(a, b));
-      r.set(k * 4 + j + 2, std::max(a, b));
-    }
-  }
-}
-
+// rois (K, 4) and batch indices drawn in [0, N).
 OpCase trt_case(std::string label, std::vector<int64_t> x_dims, int64_t k, double lo, double hi, AttributeMap attrs) {
-  OpCase c;
-  c.label = std::move(label);
-  c.inputs = {{x_dims, 0.25, 2.0}, {{k, 4}, lo, hi}, {{k}, 0.0, double(x_dims[0] - 1)}};
-  const int64_t oh = attrs.get_int("output_height", 1).value(), ow = attrs.get_int("output_width", 1).value();
-  c.output_dims = {{k, x_dims[1], oh, ow}};
-  c.attrs = std::move(attrs);
-  c.check_gradients = false;  // forward only
-  c.adjust_inputs = order_trt_rois;
-  return c;
+  const double last_image = static_cast<double>(x_dims[0] - 1);
+  return roi_case(std::move(label), std::move(x_dims), {{{k, 4}, lo, hi}, {{k}, 0.0, last_image}}, std::move(attrs),
+                  [](std::vector<Tensor>& ins) { order_corners(ins[1], 4, 0); });
 }
 
 }  // namespace
