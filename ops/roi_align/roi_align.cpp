@@ -39,13 +39,6 @@ Result<RoiAlignParams> params_of(const AttributeMap& a) {
   return p;
 }
 
-Status forward_cpu(const KernelContext& ctx) {
-  if (ctx.inputs.size() != 2 || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, kName, ": kernel expects 2 inputs and 1 output");
-  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, params_of(*ctx.attrs));
-  return cpu::roi_align_run(kName, p, ctx.inputs[0], ctx.inputs[1], nullptr, ctx.outputs[0]);
-}
-
 // ROIAlign_TRT: ONNX's RoiAlign (max of weighted corners included, as the plugin follows the ONNX
 // specification) with coordinate_transformation_mode 1 = half_pixel, 0 = output_half_pixel, and
 // mode 1 = avg, 0 = max.
@@ -59,11 +52,15 @@ Result<RoiAlignParams> trt_params_of(const AttributeMap& a) {
   return p;
 }
 
-Status trt_forward_cpu(const KernelContext& ctx) {
-  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, kTrtName, ": kernel expects 3 inputs and 1 output");
-  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, trt_params_of(*ctx.attrs));
-  return cpu::roi_align_run(kTrtName, p, ctx.inputs[0], ctx.inputs[1], &ctx.inputs[2], ctx.outputs[0]);
+// Either op on the CPU. `packed`: mmcv's rois (K, 5) with the batch index first, else rois (K, 4)
+// and batch indices as input 2.
+template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const AttributeMap&), bool kPacked>
+Status forward_cpu(const KernelContext& ctx) {
+  const size_t want = kPacked ? 2 : 3;
+  if (ctx.inputs.size() != want || ctx.outputs.size() != 1)
+    return error(StatusCode::kInvalidArgument, *kOp, ": kernel expects ", want, " inputs and 1 output");
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, Params(*ctx.attrs));
+  return cpu::roi_align_run(*kOp, p, ctx.inputs[0], ctx.inputs[1], kPacked ? nullptr : &ctx.inputs[2], ctx.outputs[0]);
 }
 
 #ifdef GRAFT_WITH_CUDA
@@ -168,7 +165,7 @@ OpDef define_mmcv_roi_align() {
       .input("rois", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, 5): batch_index, x1, y1, x2, y2")
       .output("output", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, C, output_height, output_width)");
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64}) def.type_combination({t, t, t});
-  def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu);
+  def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu<&kName, params_of, true>);
 #ifdef GRAFT_WITH_CUDA
   def.kernel(Backend::kCUDA, forward_cuda, {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
                                             {DT::kFloat16, DT::kFloat16, DT::kFloat16}});
@@ -209,7 +206,7 @@ OpDef define_roi_align_trt() {
       .output("Y", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, C, output_height, output_width)");
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64})
     for (DT i : {DT::kInt32, DT::kInt64}) def.type_combination({t, t, i, t});
-  def.shape_fn(trt_shape_fn).kernel(Backend::kCPU, trt_forward_cpu);
+  def.shape_fn(trt_shape_fn).kernel(Backend::kCPU, forward_cpu<&kTrtName, trt_params_of, false>);
 #ifdef GRAFT_WITH_CUDA
   std::vector<std::vector<DT>> gpu;
   for (DT t : {DT::kFloat32, DT::kFloat16})

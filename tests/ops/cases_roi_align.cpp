@@ -78,6 +78,15 @@ struct RoiReference {
   bool avg = true, shift = true, weighted_corner_max = false;
 };
 
+// The attributes both ops name alike.
+RoiReference reference_of(const AttributeMap& attrs) {
+  RoiReference p;
+  p.oh = attrs.get_int("output_height", 1).value(), p.ow = attrs.get_int("output_width", 1).value();
+  p.ratio = attrs.get_int("sampling_ratio", 0).value();
+  p.scale = attrs.get_float("spatial_scale", 1.0f).value();
+  return p;
+}
+
 std::vector<double> roi_align_reference(const std::vector<double>& x, const std::vector<int64_t>& x_dims,
                                         const std::vector<double>& boxes, const std::vector<int64_t>& batch,
                                         const RoiReference& p) {
@@ -160,10 +169,7 @@ OpCaseTable mmcv_roi_align_cases() {
 
   t.reference = [](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
                    const AttributeMap& attrs) {
-    RoiReference p;
-    p.oh = attrs.get_int("output_height", 1).value(), p.ow = attrs.get_int("output_width", 1).value();
-    p.ratio = attrs.get_int("sampling_ratio", 0).value();
-    p.scale = attrs.get_float("spatial_scale", 1.0f).value();
+    RoiReference p = reference_of(attrs);
     p.avg = attrs.get_string("mode", "avg").value() == "avg";
     p.shift = attrs.get_int("aligned", 1).value() != 0;
     std::vector<double> boxes;
@@ -222,10 +228,7 @@ OpCaseTable roi_align_trt_cases() {
 
   t.reference = [](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
                    const AttributeMap& attrs) {
-    RoiReference p;
-    p.oh = attrs.get_int("output_height", 1).value(), p.ow = attrs.get_int("output_width", 1).value();
-    p.ratio = attrs.get_int("sampling_ratio", 0).value();
-    p.scale = attrs.get_float("spatial_scale", 1.0f).value();
+    RoiReference p = reference_of(attrs);
     p.avg = attrs.get_int("mode", 1).value() == 1;
     p.shift = attrs.get_int("coordinate_transformation_mode", 1).value() == 1;
     p.weighted_corner_max = true;
