@@ -108,39 +108,31 @@ Status trt_forward_cuda(const KernelContext& ctx) {
 }
 #endif
 
-Status shape_fn(ShapeContext& c) {
+// (K, C, output_height, output_width) from input (N, C, H, W) and rois (K, cols); `names`: the
+// feature map's input name, the rois' column meaning.
+Status roi_shape(ShapeContext& c, const char* op, const char* x_name, int64_t cols, const char* columns) {
   if (c.input_rank(0) != 4)
-    return error(StatusCode::kInvalidModel, kName, ": input 'input' must have rank 4 (N, C, H, W), got rank ",
+    return error(StatusCode::kInvalidModel, op, ": input '", x_name, "' must have rank 4 (N, C, H, W), got rank ",
                  c.input_rank(0));
   if (c.input_rank(1) != 2)
-    return error(StatusCode::kInvalidModel, kName, ": input 'rois' must have rank 2 (K, 5), got rank ",
+    return error(StatusCode::kInvalidModel, op, ": input 'rois' must have rank 2 (K, ", cols, "), got rank ",
                  c.input_rank(1));
-  if (auto cols = c.input_dim(1, 1).constant_value(); cols && *cols != 5)
-    return error(StatusCode::kInvalidModel, kName,
-                 ": input 'rois' must have 5 columns (batch_index, x1, y1, x2, y2), got ", *cols);
+  if (auto have = c.input_dim(1, 1).constant_value(); have && *have != cols)
+    return error(StatusCode::kInvalidModel, op, ": input 'rois' must have ", cols, " columns (", columns, "), got ",
+                 *have);
   GRAFT_ASSIGN_OR_RETURN(int64_t oh, c.attrs().get_int("output_height", 1));
   GRAFT_ASSIGN_OR_RETURN(int64_t ow, c.attrs().get_int("output_width", 1));
   c.set_output(0, {c.input_dim(1, 0), c.input_dim(0, 1), c.constant(oh), c.constant(ow)});
   return Status::ok();
 }
 
+Status shape_fn(ShapeContext& c) { return roi_shape(c, kName, "input", 5, "batch_index, x1, y1, x2, y2"); }
+
 Status trt_shape_fn(ShapeContext& c) {
-  if (c.input_rank(0) != 4)
-    return error(StatusCode::kInvalidModel, kTrtName, ": input 'X' must have rank 4 (N, C, H, W), got rank ",
-                 c.input_rank(0));
-  if (c.input_rank(1) != 2)
-    return error(StatusCode::kInvalidModel, kTrtName, ": input 'rois' must have rank 2 (K, 4), got rank ",
-                 c.input_rank(1));
-  if (auto cols = c.input_dim(1, 1).constant_value(); cols && *cols != 4)
-    return error(StatusCode::kInvalidModel, kTrtName, ": input 'rois' must have 4 columns (x1, y1, x2, y2), got ",
-                 *cols);
   if (c.input_rank(2) != 1)
     return error(StatusCode::kInvalidModel, kTrtName, ": input 'batch_indices' must have rank 1 (K), got rank ",
                  c.input_rank(2));
-  GRAFT_ASSIGN_OR_RETURN(int64_t oh, c.attrs().get_int("output_height", 1));
-  GRAFT_ASSIGN_OR_RETURN(int64_t ow, c.attrs().get_int("output_width", 1));
-  c.set_output(0, {c.input_dim(1, 0), c.input_dim(0, 1), c.constant(oh), c.constant(ow)});
-  return Status::ok();
+  return roi_shape(c, kTrtName, "X", 4, "x1, y1, x2, y2");
 }
 
 }  // namespace
