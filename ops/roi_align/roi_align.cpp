@@ -108,8 +108,8 @@ Status trt_forward_cuda(const KernelContext& ctx) {
 }
 #endif
 
-// (K, C, output_height, output_width) from input (N, C, H, W) and rois (K, cols); `names`: the
-// feature map's input name, the rois' column meaning.
+// (K, C, output_height, output_width) from input `x_name` (N, C, H, W) and rois (K, cols), whose
+// columns hold `columns`.
 Status roi_shape(ShapeContext& c, const char* op, const char* x_name, int64_t cols, const char* columns) {
   if (c.input_rank(0) != 4)
     return error(StatusCode::kInvalidModel, op, ": input '", x_name, "' must have rank 4 (N, C, H, W), got rank ",
