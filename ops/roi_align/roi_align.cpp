@@ -97,14 +97,10 @@ Status roi_align_cuda(const char* op, const RoiAlignParams& p, const KernelConte
   return Status::ok();
 }
 
+template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const AttributeMap&), bool kPacked>
 Status forward_cuda(const KernelContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, params_of(*ctx.attrs));
-  return roi_align_cuda(kName, p, ctx, true);
-}
-
-Status trt_forward_cuda(const KernelContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, trt_params_of(*ctx.attrs));
-  return roi_align_cuda(kTrtName, p, ctx, false);
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, Params(*ctx.attrs));
+  return roi_align_cuda(*kOp, p, ctx, kPacked);
 }
 #endif
 
@@ -135,6 +131,16 @@ Status trt_shape_fn(ShapeContext& c) {
   return roi_shape(c, kTrtName, "X", 4, "x1, y1, x2, y2");
 }
 
+// The examples' shared attributes: a 2x3 output grid at half scale, two samples per bin and axis.
+AttributeMap example_attrs() {
+  AttributeMap ex;
+  ex.set("output_height", int64_t{2});
+  ex.set("output_width", int64_t{3});
+  ex.set("spatial_scale", 0.5f);
+  ex.set("sampling_ratio", int64_t{2});
+  return ex;
+}
+
 }  // namespace
 
 OpDef define_mmcv_roi_align() {
@@ -159,15 +165,11 @@ OpDef define_mmcv_roi_align() {
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64}) def.type_combination({t, t, t});
   def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu<&kName, params_of, true>);
 #ifdef GRAFT_WITH_CUDA
-  def.kernel(Backend::kCUDA, forward_cuda, {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
+  def.kernel(Backend::kCUDA, forward_cuda<&kName, params_of, true>, {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
                                             {DT::kFloat16, DT::kFloat16, DT::kFloat16}});
 #endif
   // Two images, three rois (one partly outside the map); N = 2 differs from K = 3.
-  AttributeMap ex;
-  ex.set("output_height", int64_t{2});
-  ex.set("output_width", int64_t{3});
-  ex.set("spatial_scale", 0.5f);
-  ex.set("sampling_ratio", int64_t{2});
+  const AttributeMap ex = example_attrs();
   def.example({std::vector<int64_t>{2, 3, 8, 9}, std::vector<int64_t>{3, 5}}, ex,
               {{1, Tensor::from_doubles(DT::kFloat32, {3, 5},
                                         {0, 1.5, 2.0, 11.0, 9.5, 1, 0.0, 0.0, 17.0, 15.0, 1, -3.0, 4.0, 6.5, 20.0})}});
@@ -203,15 +205,11 @@ OpDef define_roi_align_trt() {
   std::vector<std::vector<DT>> gpu;
   for (DT t : {DT::kFloat32, DT::kFloat16})
     for (DT i : {DT::kInt32, DT::kInt64}) gpu.push_back({t, t, i, t});
-  def.kernel(Backend::kCUDA, trt_forward_cuda, gpu);
+  def.kernel(Backend::kCUDA, forward_cuda<&kTrtName, trt_params_of, false>, gpu);
 #endif
   // Two images, three rois (one partly outside the map); max pooling and the unshifted mode in a
   // second example.
-  AttributeMap ex;
-  ex.set("output_height", int64_t{2});
-  ex.set("output_width", int64_t{3});
-  ex.set("spatial_scale", 0.5f);
-  ex.set("sampling_ratio", int64_t{2});
+  const AttributeMap ex = example_attrs();
   const Tensor rois =
       Tensor::from_doubles(DT::kFloat32, {3, 4}, {1.5, 2.0, 11.0, 9.5, 0.0, 0.0, 17.0, 15.0, -3.0, 4.0, 6.5, 20.0});
   const Tensor idx = Tensor::from_doubles(DT::kInt32, {3}, {0, 1, 1});
