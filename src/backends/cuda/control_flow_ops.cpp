@@ -100,8 +100,8 @@ std::string place_error(const Node& owner, const std::string& attr, const Node& 
   return "subgraph '" + attr + "' of '" + owner.name + "': node '" + inner.name + "' (" + inner.op_type + ") " + why;
 }
 
-// The descs subgraph `attr` of `node` sees for its inputs.
-Result<std::vector<TensorDesc>> subgraph_input_descs(const Node& node, const std::string& attr, const Graph& g) {
+// The descs a subgraph of `node` sees for its inputs (every subgraph of one node sees the same).
+Result<std::vector<TensorDesc>> subgraph_input_descs(const Node& node) {
   std::vector<TensorDesc> d;
   if (node.op_type == "If") return d;
   if (node.op_type == "SequenceMap") {
@@ -129,13 +129,11 @@ Result<std::vector<TensorDesc>> subgraph_input_descs(const Node& node, const std
     }
     d.push_back(x);
   }
-  (void)attr;
-  (void)g;
   return d;
 }
 
 Result<CompiledSubgraph> compile_subgraph(const Node& node, const std::string& attr, const Graph& g) {
-  GRAFT_ASSIGN_OR_RETURN(std::vector<TensorDesc> in_descs, subgraph_input_descs(node, attr, g));
+  GRAFT_ASSIGN_OR_RETURN(std::vector<TensorDesc> in_descs, subgraph_input_descs(node));
   if (in_descs.size() != g.inputs().size())
     return error(StatusCode::kInvalidModel, "subgraph '", attr, "' has ", static_cast<uint64_t>(g.inputs().size()),
                  " inputs but the node passes it ", static_cast<uint64_t>(in_descs.size()));
@@ -362,7 +360,7 @@ class CudaSubgraphDevice final : public SubgraphDevice {
     if (t.nbytes()) GRAFT_RETURN_IF_ERROR(check(cudaMemcpyAsync(d.data(), t.data(), t.nbytes(), cudaMemcpyHostToDevice, stream()), what));
     return d;
   }
-  Result<const Tensor*> read(Slot& s, const Value* v, bool host);
+  Result<const Tensor*> read(Slot& s, bool host);
   Result<const Tensor*> weight(const Value* v, bool host);
   Status run_step(const Step& st, std::unordered_map<const Value*, Slot>& live);
 
@@ -382,7 +380,7 @@ Result<const Tensor*> CudaSubgraphDevice::weight(const Value* v, bool host) {
   return &it->second;
 }
 
-Result<const Tensor*> CudaSubgraphDevice::read(Slot& s, const Value* v, bool host) {
+Result<const Tensor*> CudaSubgraphDevice::read(Slot& s, bool host) {
   if (host) {
     if (s.host.defined()) return &s.host;
     if (!s.dev.is_tensor()) {
@@ -403,7 +401,6 @@ Result<const Tensor*> CudaSubgraphDevice::read(Slot& s, const Value* v, bool hos
   } else if (!s.dev.defined()) {
     GRAFT_ASSIGN_OR_RETURN(s.dev, on_device(s.host, "a host value a GPU layer reads"));
   }
-  (void)v;
   return &s.dev;
 }
 
@@ -430,7 +427,7 @@ Status CudaSubgraphDevice::run_step(const Step& st, std::unordered_map<const Val
       ins[k] = &meta[k];
       continue;
     }
-    auto r = read(it->second, v, st.host_input[k]);
+    auto r = read(it->second, st.host_input[k]);
     if (!r) return std::move(r).take_status();
     ins[k] = *r;
   }
