@@ -2,6 +2,7 @@
 // file adds them to a registry. Listing them here (no static initializers) means a static link
 // cannot drop an op without the linker complaining.
 #include "graft/registry.h"
+#include "ops/batched_nms/batched_nms.h"
 #include "ops/custom_layer/custom_layer.h"
 #include "ops/efficient_nms/efficient_nms.h"
 #include "ops/grid_sample/grid_sample.h"
@@ -17,6 +18,8 @@ Status register_graft_ops(OpRegistry& registry) {
   static constexpr DefineFn kOps[] = {
       &define_custom_layer,
       &define_efficient_nms,
+      &define_batched_nms_dynamic_trt,
+      &define_trt_batched_nms,
       &define_group_norm,
       &define_modulated_deform_conv2d,
       &define_ms_deform_attn,

@@ -96,8 +96,9 @@ void log_info(const std::string& message) noexcept;
 
 // Every registered graft op with a CUDA kernel (graft's own, plus plugin libraries named in
 // GRAFT_PLUGIN_LIBRARIES, a colon-separated list, loaded once). An op with CPU kernels only is left
-// out (a TensorRT plugin runs on the GPU), and so is EfficientNMS_TRT, which graft defines for its
-// own engine under the name of a plugin TensorRT ships: a creator of ours would shadow TensorRT's.
+// out (a TensorRT plugin runs on the GPU), and so are EfficientNMS_TRT and BatchedNMSDynamic_TRT,
+// which graft defines for its own engine under the names of plugins TensorRT ships: a creator of
+// ours would shadow TensorRT's.
 std::vector<std::shared_ptr<const OpDef>> adapted_ops();
 bool has_cuda_kernel(const OpDef& def);
 

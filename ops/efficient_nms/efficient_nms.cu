@@ -13,59 +13,16 @@
 // reference's (only exp, in the centre-size decoder and the sigmoid, may differ by one ulp).
 #include "ops/efficient_nms/efficient_nms_kernels.cuh"
 
+#include "ops/common/nms_device.cuh"
+
 namespace graft::cuda {
 namespace {
 
+using namespace nms;  // NOLINT: the shared NMS device helpers
+
 constexpr int kThreads = 512;  // a multiple of 32 (the tie compaction works in whole warps)
-constexpr int kWarps = kThreads / 32;
 constexpr int kMaxCandidates = static_cast<int>(kEfficientNmsCudaMaxCandidates);
 constexpr int kBoxDoubles = 5;  // ordered corners, then area
-
-__device__ __forceinline__ double to_double(float v) { return static_cast<double>(v); }
-__device__ __forceinline__ double to_double(__half v) { return static_cast<double>(__half2float(v)); }
-__device__ __forceinline__ double to_double(double v) { return v; }
-template <typename T> __device__ __forceinline__ T from_double(double v);
-template <> __device__ __forceinline__ float from_double<float>(double v) { return __double2float_rn(v); }
-// Through float, as the CPU's float16 store does (double -> float -> half).
-template <> __device__ __forceinline__ __half from_double<__half>(double v) {
-  return __float2half_rn(__double2float_rn(v));
-}
-template <> __device__ __forceinline__ double from_double<double>(double v) { return v; }
-
-// Unsigned keys whose order is the order of the (non-NaN) scores; -0 and +0 share one key because
-// the CPU compares them equal. float16 and float32 scores convert exactly to float, so 32 bits do.
-template <typename T> struct KeyBits { static constexpr int value = 32; };
-template <> struct KeyBits<double> { static constexpr int value = 64; };
-
-__device__ __forceinline__ uint64_t float_key(float f) {
-  if (f == 0.0f) f = 0.0f;
-  const uint32_t u = __float_as_uint(f);
-  return static_cast<uint64_t>((u & 0x80000000u) ? ~u : (u | 0x80000000u));
-}
-__device__ __forceinline__ uint64_t score_key(float v) { return float_key(v); }
-__device__ __forceinline__ uint64_t score_key(__half v) { return float_key(__half2float(v)); }
-__device__ __forceinline__ uint64_t score_key(double d) {
-  if (d == 0.0) d = 0.0;
-  const uint64_t u = static_cast<uint64_t>(__double_as_longlong(d));
-  return (u >> 63) ? ~u : (u | (uint64_t{1} << 63));
-}
-
-// std::min / std::max exactly (which argument wins on NaN or signed zeros).
-__device__ __forceinline__ double std_min(double a, double b) { return b < a ? b : a; }
-__device__ __forceinline__ double std_max(double a, double b) { return a < b ? b : a; }
-
-struct Box4 {
-  double v[4];
-};
-
-__device__ __forceinline__ Box4 ordered(const Box4& c) {
-  return {{std_min(c.v[0], c.v[2]), std_min(c.v[1], c.v[3]), std_max(c.v[0], c.v[2]), std_max(c.v[1], c.v[3])}};
-}
-
-template <typename T>
-__device__ __forceinline__ Box4 load4(const T* p) {
-  return {{to_double(p[0]), to_double(p[1]), to_double(p[2]), to_double(p[3])}};
-}
 
 // The box of (image b, box i, class c) as corners, as the CPU's box_of computes it.
 template <typename T>
@@ -118,11 +75,8 @@ nms_kernel(EfficientNmsArgs a, const T* __restrict__ boxes, const T* __restrict_
            const T* __restrict__ anchors, int32_t* __restrict__ num_detections, T* __restrict__ det_boxes,
            T* __restrict__ det_scores, int32_t* __restrict__ det_classes, uint64_t* ws_keys, double* ws_boxes,
            uint32_t* ws_index, int64_t slots) {
-  __shared__ unsigned int hist[256];
   __shared__ int kept_list[kMaxCandidates];
   __shared__ int kept_class[kMaxCandidates];
-  __shared__ unsigned int warp_counts[kWarps];
-  __shared__ unsigned int s_count, s_fill, s_digit, s_remaining;
   __shared__ int s_kept;
 
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
@@ -133,128 +87,22 @@ nms_kernel(EfficientNmsArgs a, const T* __restrict__ boxes, const T* __restrict_
   uint32_t* index = ws_index + b * slots;
   double* obox = ws_boxes + b * slots * kBoxDoubles;
 
-  // 1. count
-  if (tid == 0) {
-    s_count = 0;
-    s_fill = 0;
-  }
-  __syncthreads();
-  {
-    unsigned int local = 0;
-    uint64_t key;
-    for (int64_t e = tid; e < total; e += kThreads) local += candidate(a, sc, e, &key) ? 1u : 0u;
-    if (local) atomicAdd(&s_count, local);
-  }
-  __syncthreads();
-  const unsigned int count = s_count;
-  const unsigned int cap = static_cast<unsigned int>(a.max_candidates);
-  const unsigned int m = count < cap ? count : cap;
-
-  // 2. the best m candidates into keys/index[0, m), in any order
-  if (count <= cap) {
-    for (int64_t e = tid; e < total; e += kThreads) {
-      uint64_t key;
-      if (candidate(a, sc, e, &key)) {
-        const unsigned int slot = atomicAdd(&s_fill, 1u);
-        keys[slot] = key;
-        index[slot] = static_cast<uint32_t>(e);
-      }
-    }
-  } else {
-    // Radix select, most significant digit first: after the last digit `prefix` is the key of the
-    // cap-th best candidate and `need` the number of candidates with that key that are kept.
-    uint64_t prefix = 0, mask = 0;
-    unsigned int remaining = cap;
-    for (int shift = KeyBits<T>::value - 8; shift >= 0; shift -= 8) {
-      for (int d = tid; d < 256; d += kThreads) hist[d] = 0;
-      __syncthreads();
-      for (int64_t e = tid; e < total; e += kThreads) {
-        uint64_t key;
-        if (candidate(a, sc, e, &key) && (key & mask) == prefix)
-          atomicAdd(&hist[static_cast<unsigned int>(key >> shift) & 255u], 1u);
-      }
-      __syncthreads();
-      if (tid == 0) {
-        unsigned int above = 0;
-        for (int d = 255; d >= 0; --d) {
-          if (above + hist[d] >= remaining) {
-            s_digit = static_cast<unsigned int>(d);
-            s_remaining = remaining - above;
-            break;
-          }
-          above += hist[d];
-        }
-      }
-      __syncthreads();
-      prefix |= static_cast<uint64_t>(s_digit) << shift;
-      mask |= uint64_t{255} << shift;
-      remaining = s_remaining;
-    }
-    const uint64_t pivot = prefix;
-    const unsigned int need = remaining;
-    for (int64_t e = tid; e < total; e += kThreads) {
-      uint64_t key;
-      if (candidate(a, sc, e, &key) && key > pivot) {
-        const unsigned int slot = atomicAdd(&s_fill, 1u);
-        keys[slot] = key;
-        index[slot] = static_cast<uint32_t>(e);
-      }
-    }
-    // The first `need` candidates with the pivot key in index order fill slots [cap - need, cap).
-    const unsigned int first = cap - need;
-    unsigned int taken = 0;
-    for (int64_t start = 0; start < total && taken < need; start += kThreads) {
-      const int64_t e = start + tid;
-      uint64_t key = 0;
-      const bool tie = e < total && candidate(a, sc, e, &key) && key == pivot;
-      const unsigned int ballot = __ballot_sync(0xffffffffu, tie);
-      if (lane == 0) warp_counts[warp] = static_cast<unsigned int>(__popc(ballot));
-      __syncthreads();
-      unsigned int pos = taken + static_cast<unsigned int>(__popc(ballot & ((1u << lane) - 1u)));
-      unsigned int chunk = 0;
-      for (int w = 0; w < kWarps; ++w) {
-        if (w < warp) pos += warp_counts[w];
-        chunk += warp_counts[w];
-      }
-      if (tie && pos < need) {
-        keys[first + pos] = key;
-        index[first + pos] = static_cast<uint32_t>(e);
-      }
-      __syncthreads();  // warp_counts is rewritten by the next chunk
-      taken += chunk;
-    }
-  }
-  __syncthreads();
+  // 1-2. the best max_candidates candidates into keys/index[0, m), in any order
+  auto is_candidate = [&](int64_t e, uint64_t* key) { return candidate(a, sc, e, key); };
+  const unsigned int m =
+      block_select_best<KeyBits<T>::value>(is_candidate, total, static_cast<unsigned int>(a.max_candidates), keys, index);
 
   int kept = 0;
   if (m > 0) {
     // 3. sort [0, p) best first: score key descending, then flat index ascending (the CPU's
     // (box, class) order). Padding sorts last: key 0 (no non-NaN score has it) and index ~0.
-    unsigned int p = 1;
-    while (p < m) p <<= 1;
+    const unsigned int p = static_cast<unsigned int>(pow2_at_least(m));
     for (unsigned int i = m + tid; i < p; i += kThreads) {
       keys[i] = 0;
       index[i] = 0xffffffffu;
     }
     __syncthreads();
-    for (unsigned int k = 2; k <= p; k <<= 1) {
-      for (unsigned int j = k >> 1; j > 0; j >>= 1) {
-        for (unsigned int i = tid; i < p; i += kThreads) {
-          const unsigned int l = i ^ j;
-          if (l <= i) continue;
-          const uint64_t ki = keys[i], kl = keys[l];
-          const uint32_t ii = index[i], il = index[l];
-          const bool l_first = kl > ki || (kl == ki && il < ii);
-          if ((i & k) == 0 ? l_first : !l_first) {
-            keys[i] = kl;
-            keys[l] = ki;
-            index[i] = il;
-            index[l] = ii;
-          }
-        }
-        __syncthreads();
-      }
-    }
+    block_bitonic_sort(keys, index, p);
 
     // 4. ordered corners and area of every sorted candidate
     for (unsigned int r = tid; r < m; r += kThreads) {
@@ -320,10 +168,7 @@ nms_kernel(EfficientNmsArgs a, const T* __restrict__ boxes, const T* __restrict_
 int64_t slots_per_image(int64_t boxes, int64_t classes, int64_t max_candidates) {
   const int64_t total = boxes * classes;
   const int64_t m = total < max_candidates ? total : max_candidates;
-  if (m <= 0) return 0;
-  int64_t p = 1;
-  while (p < m) p <<= 1;
-  return p;
+  return m <= 0 ? 0 : pow2_at_least(m);
 }
 
 template <typename T>

@@ -8,6 +8,8 @@ std::vector<OpCaseTable> all_case_tables() {
   return {
       custom_layer_cases(),
       efficient_nms_cases(),
+      batched_nms_dynamic_trt_cases(),
+      trt_batched_nms_cases(),
       group_norm_cases(),
       modulated_deform_conv2d_cases(),
       ms_deform_attn_cases(),

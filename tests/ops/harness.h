@@ -81,6 +81,8 @@ std::vector<OpCaseTable> all_case_tables();
 // One function per op, defined in its cases_<op>.cpp.
 OpCaseTable custom_layer_cases();
 OpCaseTable efficient_nms_cases();
+OpCaseTable batched_nms_dynamic_trt_cases();
+OpCaseTable trt_batched_nms_cases();
 OpCaseTable group_norm_cases();
 OpCaseTable modulated_deform_conv2d_cases();
 OpCaseTable ms_deform_attn_cases();
