@@ -208,8 +208,9 @@ OpCaseTable batched_nms_dynamic_trt_cases() {
     t.cases.push_back(k);
   }
   {
+    // Checked with the shapes (the shape function), as TensorRT checks it when building.
     AttributeMap bad = trt_attrs(3, 10, 20, 0.3f, 0.5f);
-    t.bad_attributes.push_back({"keep_above_top_k", bad, {}, "keepTopK"});
+    t.bad_attributes.push_back({"keep_above_top_k", bad, {{2, 20, 1, 4}, {2, 20, 3}}, "keepTopK"});
   }
   t.bad_attributes.push_back({"top_k_above_4096", trt_attrs(3, 5000, 10, 0.3f, 0.5f), {}, "topK"});
   t.bad_attributes.push_back({"iou_above_1", trt_attrs(3, 10, 10, 0.3f, 1.5f), {}, "iouThreshold"});
