@@ -68,6 +68,14 @@ EXAMPLES = {
     "grid_sampler": [dict(inputs=[(2, 3, 5, 6), Uniform((2, 4, 3, 2), -1.2, 1.2)],
                           attrs={"interpolation_mode": 0, "padding_mode": 0, "align_corners": 0})],
     "ModulatedDeformConv2d": _MODULATED_DEFORM_CONV2D,
+    # Batched NMS (no gradient): 30 boxes, 3 classes; normalized boxes for TensorRT's form, pixel
+    # boxes for mmdeploy's, whose export writes clip_boxes 0.
+    "BatchedNMSDynamic_TRT": [dict(inputs=[Uniform((2, 30, 1, 4)), Uniform((2, 30, 3))],
+                                   attrs={"shareLocation": 1, "backgroundLabelId": -1, "numClasses": 3, "topK": 20,
+                                          "keepTopK": 10, "scoreThreshold": 0.3, "iouThreshold": 0.5})],
+    "TRTBatchedNMS": [dict(inputs=[Uniform((2, 30, 4), 0.0, 10.0), Uniform((2, 30, 3))],
+                           attrs={"num_classes": 3, "topk": 20, "keep_topk": 10, "score_threshold": 0.3,
+                                  "iou_threshold": 0.5, "clip_boxes": 0, "return_index": 1})],
 }
 
 _INT_DTYPES = {"int64": torch.int64, "int32": torch.int32, "int16": torch.int16, "int8": torch.int8,
