@@ -192,6 +192,9 @@ class OpDef {
   OpDef& input(std::string name, std::vector<DataType> dtypes = {}, std::string doc = "");
   OpDef& optional_input(std::string name, std::vector<DataType> dtypes = {}, std::string doc = "");
   OpDef& output(std::string name, std::vector<DataType> dtypes = {}, std::string doc = "");
+  // An output a node may leave out; only trailing outputs can be optional (a node's outputs are
+  // positional), and the kernel then sees fewer outputs.
+  OpDef& optional_output(std::string name, std::vector<DataType> dtypes = {}, std::string doc = "");
 
   // semantics
   OpDef& shape_fn(ShapeFn fn) { shape_fn_ = std::move(fn); return *this; }

@@ -529,8 +529,8 @@ OpDef define_trt_batched_nms() {
       .input("scores", dtypes, "(B, N, num_classes)")
       .output("dets", dtypes, "(B, keep_topk, 5): x1, y1, x2, y2, score; zeros in the padding")
       .output("labels", {DT::kInt32}, "(B, keep_topk); -1 in the padding")
-      .output("index", {DT::kInt32}, "(B, keep_topk): box index (class * N + box with per-class boxes); -1 in the "
-                                     "padding. Optional: only when the node has a third output");
+      .optional_output("index", {DT::kInt32},
+                       "(B, keep_topk): box index (class * N + box with per-class boxes); -1 in the padding");
   AttributeMap ex;
   ex.set("num_classes", int64_t{3});
   ex.set("topk", int64_t{20});

@@ -110,6 +110,10 @@ OpDef& OpDef::output(std::string name, std::vector<DataType> dtypes, std::string
   outputs_.push_back(IOSpec{std::move(name), std::move(dtypes), false, std::move(doc)});
   return *this;
 }
+OpDef& OpDef::optional_output(std::string name, std::vector<DataType> dtypes, std::string doc) {
+  outputs_.push_back(IOSpec{std::move(name), std::move(dtypes), true, std::move(doc)});
+  return *this;
+}
 OpDef& OpDef::type_combination(std::vector<DataType> c) {
   combos_.push_back(std::move(c));
   return *this;
@@ -241,6 +245,9 @@ Status OpDef::validate_definition() const {
       if (c.size() != n) return bad("a kernel's type combination has the wrong size");
   for (int i : diff_inputs_)
     if (i < 0 || i >= static_cast<int>(inputs_.size())) return bad("differentiable input index out of range");
+  for (size_t o = 1; o < outputs_.size(); ++o)
+    if (outputs_[o - 1].optional && !outputs_[o].optional)
+      return bad("output '" + outputs_[o].name + "' follows an optional output: only trailing outputs can be optional");
   for (auto& a : attrs_) {
     if (a.default_value && attr_type_of(*a.default_value) != a.type) return bad("attribute '" + a.name + "' default has the wrong type");
     if (a.name == "plugin_version" || a.name == "plugin_namespace") return bad("attribute name '" + a.name + "' is reserved");
@@ -256,9 +263,16 @@ Status OpDef::infer_shapes(ShapeContext& ctx) const {
     if (!inputs_[i].optional && !ctx.has_input(static_cast<int>(i)))
       return error(StatusCode::kInvalidModel, "op ", id_.name, ": required input ", static_cast<int64_t>(i), " ('",
                    inputs_[i].name, "') is missing");
+  if (ctx.outputs().size() > outputs_.size())
+    return error(StatusCode::kInvalidModel, "op ", id_.name, " has at most ", static_cast<int64_t>(outputs_.size()),
+                 " outputs, the node has ", static_cast<int64_t>(ctx.outputs().size()));
+  for (size_t o = ctx.outputs().size(); o < outputs_.size(); ++o)
+    if (!outputs_[o].optional)
+      return error(StatusCode::kInvalidModel, "op ", id_.name, ": the node has ", static_cast<int64_t>(ctx.outputs().size()),
+                   " outputs, but output ", static_cast<int64_t>(o), " ('", outputs_[o].name, "') is not optional");
   GRAFT_RETURN_IF_ERROR(shape_fn_(ctx));
-  for (size_t o = 0; o < outputs_.size(); ++o)
-    if (o >= ctx.outputs().size() || !ctx.outputs()[o])
+  for (size_t o = 0; o < ctx.outputs().size(); ++o)
+    if (!ctx.outputs()[o])
       return error(StatusCode::kInternal, "op ", id_.name, ": shape function did not set output ",
                    static_cast<int64_t>(o), " ('", outputs_[o].name, "')");
   return Status::ok();

@@ -467,7 +467,7 @@ Command add_ops_command(CLI::App& app) {
       for (const IOSpec& s : d.inputs())
         std::printf("    input  %-20s %s%s\n", s.name.c_str(), join_dtypes(s.dtypes).c_str(), s.optional ? " (optional)" : "");
       for (const IOSpec& s : d.outputs())
-        std::printf("    output %-20s %s\n", s.name.c_str(), join_dtypes(s.dtypes).c_str());
+        std::printf("    output %-20s %s%s\n", s.name.c_str(), join_dtypes(s.dtypes).c_str(), s.optional ? " (optional)" : "");
       for (const AttrSpec& a : d.attrs()) {
         std::string extra;
         if (a.required) extra += " required";
