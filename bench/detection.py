@@ -97,7 +97,7 @@ def as_detections(outputs):
     (or an engine's) outputs."""
     import numpy as np
     import torch
-    names = ("boxes", "scores", "labels", "batch_index", "keep")
+    names = ("boxes", "scores", "labels", "batch_index", "keep", "rpn_keep")
     if isinstance(outputs, (tuple, list)):
         outputs = dict(zip(names, outputs))
     d = {}
@@ -108,6 +108,8 @@ def as_detections(outputs):
                 v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else np.asarray(v))
             d[k] = v.astype(np.float64) if k in ("boxes", "scores") else v.astype(np.int64)
     d["boxes"] = d["boxes"].reshape(-1, 4)
+    if "rpn_keep" in d:
+        d["rpn_keep"] = d["rpn_keep"].reshape(-1, 3)
     return d
 
 
@@ -159,6 +161,18 @@ def tie_swaps(ref, got, r, g, miss, extra):
     return swaps, unmatched
 
 
+def rpn_keep_difference(ref, got):
+    """Where the RPN's NMS selections (rows of (image, level, proposal)) of two runs part: "same", or
+    the counts and the first rows each has that the other lacks. A diagnostic for a detection
+    mismatch: it says whether the proposals already differ or only the box stage does."""
+    rs = {tuple(int(v) for v in row) for row in ref}
+    gs = {tuple(int(v) for v in row) for row in got}
+    if rs == gs:
+        return "same"
+    return (f"{len(rs)} vs {len(gs)} rows; only in the reference {sorted(rs - gs)[:5]}, "
+            f"only in graft's {sorted(gs - rs)[:5]}")
+
+
 def compare_exact(ref, got, batch):
     """The FP32 rule: same kept indices per image, labels, boxes within 1e-3 relative, scores 1e-4."""
     import numpy as np
@@ -196,6 +210,8 @@ def compare_exact(ref, got, batch):
             d = np.abs(ref["boxes"][r] - got["boxes"][gi]) / np.maximum(np.abs(ref["boxes"][r]), 1.0)
             res["max_box_rel"] = max(res["max_box_rel"], float(d.max()))
             res["max_score_abs"] = max(res["max_score_abs"], float(np.abs(ref["scores"][r] - got["scores"][gi]).max()))
+    if "rpn_keep" in ref and "rpn_keep" in got:
+        res["rpn_keep"] = rpn_keep_difference(ref["rpn_keep"], got["rpn_keep"])
     if res["max_box_rel"] > FP32_BOX_REL:
         problems.append(f"box error {res['max_box_rel']:.2e} > {FP32_BOX_REL:g} relative")
     if res["max_score_abs"] > FP32_SCORE_ABS:

@@ -107,7 +107,8 @@ TEST(BatchedNmsEngine, MmdeployNodeWithTwoOutputsAndReturnIndexNeedsAThird) {
   std::map<std::string, Tensor> in, out;
   in["boxes"] = floats({1, 3, 4}, boxes_scaled(10.0f));
   in["scores"] = floats({1, 3, 2}, kScores);
-  ASSERT_TRUE((*ctx)->run(in, out).is_ok());
+  Status st = (*ctx)->run(in, out);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
   const std::vector<double> labels = {0, 1, 1, -1};
   const std::vector<double> scores = {0.9, 0.7, 0.3, 0.0};
   for (int k = 0; k < 4; ++k) {
