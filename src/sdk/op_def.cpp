@@ -309,7 +309,7 @@ Result<std::vector<DataType>> OpDef::infer_dtypes(const std::vector<DataType>& i
 }
 
 namespace {
-// Omitted optional inputs (kUndefined) match any declared type.
+// Omitted optional inputs and outputs (kUndefined) match any declared type.
 bool combo_matches(const std::vector<DataType>& declared, const std::vector<DataType>& actual) {
   if (declared.size() != actual.size()) return false;
   for (size_t i = 0; i < declared.size(); ++i)
@@ -319,7 +319,10 @@ bool combo_matches(const std::vector<DataType>& declared, const std::vector<Data
 }  // namespace
 
 const KernelEntry* OpDef::pick(const std::vector<KernelEntry>& from, Backend b,
-                               const std::vector<DataType>& combo) const {
+                               const std::vector<DataType>& given) const {
+  // A node that leaves out trailing optional outputs gives a shorter combination; they match any type.
+  std::vector<DataType> combo = given;
+  if (combo.size() < inputs_.size() + outputs_.size()) combo.resize(inputs_.size() + outputs_.size(), DataType::kUndefined);
   for (auto& k : from) {
     if (k.backend != b) continue;
     const auto& list = k.combinations.empty() ? combos_ : k.combinations;
