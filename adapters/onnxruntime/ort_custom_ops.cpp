@@ -191,8 +191,9 @@ OrtCustomOpInputOutputCharacteristic ORT_API_CALL get_input_characteristic(const
   const auto& ins = self(op).def->inputs();
   return i < ins.size() && ins[i].optional ? INPUT_OUTPUT_OPTIONAL : INPUT_OUTPUT_REQUIRED;
 }
-OrtCustomOpInputOutputCharacteristic ORT_API_CALL get_output_characteristic(const OrtCustomOp*, size_t) {
-  return INPUT_OUTPUT_REQUIRED;
+OrtCustomOpInputOutputCharacteristic ORT_API_CALL get_output_characteristic(const OrtCustomOp* op, size_t i) {
+  const auto& outs = self(op).def->outputs();
+  return i < outs.size() && outs[i].optional ? INPUT_OUTPUT_OPTIONAL : INPUT_OUTPUT_REQUIRED;
 }
 OrtMemType ORT_API_CALL get_input_memory_type(const OrtCustomOp*, size_t) { return OrtMemTypeDefault; }
 void ORT_API_CALL kernel_destroy(void* k) { delete static_cast<Kernel*>(k); }
@@ -220,10 +221,12 @@ void ORT_API_CALL kernel_compute(void* kernel, OrtKernelContext* ctx) {
   size_t n_in = 0, n_out = 0;
   if (failed(g_api->KernelContext_GetInputCount(ctx, &n_in)) || failed(g_api->KernelContext_GetOutputCount(ctx, &n_out)))
     fail(op, "could not read the node's input/output counts");
-  if (n_in > def.inputs().size() || n_out != def.outputs().size())
+  size_t required_out = 0;  // only trailing outputs may be optional
+  while (required_out < def.outputs().size() && !def.outputs()[required_out].optional) ++required_out;
+  if (n_in > def.inputs().size() || n_out < required_out || n_out > def.outputs().size())
     fail(op, "node has " + std::to_string(n_in) + " inputs and " + std::to_string(n_out) +
                  " outputs; the op takes at most " + std::to_string(def.inputs().size()) + " and gives " +
-                 std::to_string(def.outputs().size()));
+                 std::to_string(required_out) + " to " + std::to_string(def.outputs().size()));
 
   KernelContext kc;
   kc.attrs = &k.attrs;
