@@ -136,4 +136,16 @@ TEST(Registry, RejectsIncompleteDefinitions) {
   EXPECT_TRUE(r.all().empty());
 }
 
+// Outputs are positional, so a node can only leave out trailing ones: an optional output followed
+// by a required one is a definition error naming the required one.
+TEST(Registry, OnlyTrailingOutputsMayBeOptional) {
+  OpRegistry r;
+  graft::OpDef bad = define_scale_op("ai.test", "OptionalFirst");
+  bad.optional_output("extra").output("after");
+  expect_error(r.add(std::move(bad), "x.so"), StatusCode::kInvalidArgument, {"OptionalFirst", "'after'", "optional"});
+  graft::OpDef good = define_scale_op("ai.test", "OptionalLast");
+  good.optional_output("extra");
+  EXPECT_TRUE(r.add(std::move(good), "x.so").is_ok());
+}
+
 }  // namespace

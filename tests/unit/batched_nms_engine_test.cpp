@@ -79,6 +79,29 @@ TEST(BatchedNmsEngine, TensorRTNodeByOpTypeWithDynamicBatch) {
   EXPECT_EQ(out["nms_boxes"].get(15), 0.0);          // padding
 }
 
+// Every output of TensorRT's form is required: a node that leaves one out is refused naming it.
+TEST(BatchedNmsEngine, ANodeMissingARequiredOutputIsRefused) {
+  testing::OnnxModelBuilder b(13);
+  b.input("boxes", DataType::kFloat32, {1, 3, 1, 4});
+  b.input("scores", DataType::kFloat32, {1, 3, 2});
+  auto& n = b.node("BatchedNMSDynamic_TRT", {"boxes", "scores"}, {"num", "nms_boxes", "nms_scores"}, "nms");
+  using B = testing::OnnxModelBuilder;
+  B::attr(n, "shareLocation", int64_t{1});
+  B::attr(n, "backgroundLabelId", int64_t{-1});
+  B::attr(n, "numClasses", int64_t{2});
+  B::attr(n, "topK", int64_t{4});
+  B::attr(n, "keepTopK", int64_t{4});
+  B::attr(n, "scoreThreshold", 0.25f);
+  B::attr(n, "iouThreshold", 0.5f);
+  b.output("num", DataType::kInt32);
+  b.output("nms_boxes", DataType::kFloat32);
+  b.output("nms_scores", DataType::kFloat32);
+  auto eng = Engine::build_from_onnx_bytes(b.bytes(), BuilderConfig{}, "batched_nms.onnx");
+  ASSERT_FALSE(eng.is_ok());
+  EXPECT_NE(eng.status().to_string().find("'nms_classes') is not optional"), std::string::npos)
+      << eng.status().to_string();
+}
+
 TEST(BatchedNmsEngine, MmdeployNodeWithTwoOutputsAndReturnIndexNeedsAThird) {
   auto model = [](int64_t return_index) {
     testing::OnnxModelBuilder b(13);
