@@ -98,7 +98,7 @@ TEST(BatchedNmsEngine, ANodeMissingARequiredOutputIsRefused) {
   b.output("nms_scores", DataType::kFloat32);
   auto eng = Engine::build_from_onnx_bytes(b.bytes(), BuilderConfig{}, "batched_nms.onnx");
   ASSERT_FALSE(eng.is_ok());
-  EXPECT_NE(eng.status().to_string().find("'nms_classes') is not optional"), std::string::npos)
+  EXPECT_NE(eng.status().to_string().find("'nmsed_classes') is not optional"), std::string::npos)
       << eng.status().to_string();
 }
 
