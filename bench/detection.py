@@ -179,7 +179,7 @@ def compare_exact(ref, got, batch):
     res = {"rule": f"fp32: same kept indices per image (up to ties: the same detection from another candidate), "
                    f"boxes |d| <= {FP32_BOX_REL:g}*max(|ref|,1), scores |d| <= {FP32_SCORE_ABS:g}",
            "n_ref": int(len(ref["scores"])), "n_got": int(len(got["scores"])), "max_box_rel": 0.0,
-           "max_score_abs": 0.0, "order_differs": False}
+           "max_score_abs": 0.0, "order_differs": False, "unmatched": 0}
     problems = []
     for b in range(batch):
         r = np.nonzero(ref["batch_index"] == b)[0]
@@ -190,6 +190,7 @@ def compare_exact(ref, got, batch):
             extra = sorted(set(gk.tolist()) - set(rk.tolist()))
             swaps, unmatched = tie_swaps(ref, got, r, g, miss, extra)
             res["tie_swaps"] = res.get("tie_swaps", 0) + swaps
+            res["unmatched"] += len(unmatched)
             if unmatched:
                 msc = [float(ref["scores"][r][rk == m][0]) for m in unmatched[:3]]
                 problems.append(f"image {b}: kept {len(rk)} vs {len(gk)}; missing {unmatched[:5]} (scores "
@@ -332,7 +333,10 @@ def _check_cell(ch):
         return f"{s} ({ch['rel_err']:.1e})"
     if "match_rate" in ch:
         return f"{s or ''} ({ch['match_rate']:.2f} matched)".strip()
-    return f"{s} ({ch.get('n_got', '?')}/{ch.get('n_ref', '?')} det)"
+    cell = f"{s} ({ch.get('n_got', '?')}/{ch.get('n_ref', '?')} det"
+    if ch.get("unmatched"):
+        cell += f", {ch['unmatched']} kept differ"
+    return cell + ")"
 
 
 def summary(records):
@@ -343,8 +347,9 @@ def summary(records):
                      f"torch {r0.get('torch')}, torchvision {r0.get('torchvision')}")
         lines.append("")
     lines += ["| model | batch | status | graft fp16 ms | graft fp32 ms | eager fp16 ms | compile fp16 ms | vs eager | "
-              "vs compile | graft CPU ms | check CPU | check CUDA fp32 | check CUDA fp16 | PyTorch fp16 | wrapper vs torchvision |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "vs compile | graft CPU ms | check CPU | check CUDA fp32 | check CUDA fp16 | PyTorch fp16 | wrapper vs torchvision | "
+              "PyTorch fp32 CPU vs CUDA |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in records:
         lines.append(f"| {r['model']} | {r['batch']} | {r.get('status')} | {_fmt(r.get('graft_ms'), '.3f')} | "
                      f"{_fmt(r.get('graft_fp32_ms'), '.3f')} | {_fmt(r.get('eager_ms'), '.3f')} | "
@@ -352,7 +357,7 @@ def summary(records):
                      f"{_fmt(r.get('speedup_vs_compile'))}x | {_fmt(r.get('graft_cpu_ms'), '.1f')} | "
                      f"{_check_cell(r.get('check_graft_cpu'))} | {_check_cell(r.get('check_graft_fp32'))} | "
                      f"{_check_cell(r.get('check_graft_fp16'))} | {_check_cell(r.get('check_torch_fp16'))} | "
-                     f"{_check_cell(r.get('check_torchvision'))} |")
+                     f"{_check_cell(r.get('check_torchvision'))} | {_check_cell(r.get('check_torch_fp32_cpu_vs_cuda'))} |")
     bad = [r for r in records if r.get("status") != "ok"]
     lines += ["", f"detection: {len(records) - len(bad)}/{len(records)} records ok"]
     for r in bad:
@@ -498,6 +503,8 @@ class DetWorker(zoo.Worker):
                         self.set(b, torch_fp32_rel_err=zoo.rel_err(y32, refs[b]))
                     else:
                         self.set(b, ref_detections=int(len(refs[b]["scores"])))
+                        if self.cuda and a.torch_cross_device:
+                            self.set(b, check_torch_fp32_cpu_vs_cuda=self.torch_cpu_vs_cuda(m32, xs[b], refs[b], b))
                     if original is not None:
                         o32 = copy.deepcopy(original).to(self.dev).eval()
                         tvd = torchvision_outputs_as_detections(o32(list(xs[b])))
@@ -524,6 +531,23 @@ class DetWorker(zoo.Worker):
             torch.cuda.empty_cache()
         self.run_compile(m16, xs, refs, torch16)
         self.run_graft_cpu(path, xs, refs)
+
+    def torch_cpu_vs_cuda(self, m32, x, ref_cuda, b):
+        """PyTorch's own FP32 on the CPU against its FP32 on CUDA, both under the exact reference, with
+        the FP32 rule graft's engines are held to: how far two correct FP32 implementations of this
+        random-weight detector part (near-equal objectness scores reorder with rounding). Recorded
+        next to graft's check, not used to pass it."""
+        import torch
+        import detection_models as dm
+        try:
+            cpu = copy.deepcopy(m32).cpu()
+            with torch.inference_mode(), dm.onnx_exact_reference():
+                got = self.forward(cpu, x.cpu())
+            res = compare_exact(ref_cuda, got, b)
+            res["rule"] = "PyTorch FP32 CPU vs PyTorch FP32 CUDA under " + res["rule"]
+            return res
+        except Exception as e:  # noqa: BLE001
+            return {"status": "error", "reason": _short(e, 400)}
 
     # -- stages ------------------------------------------------------------------------------------
     def export(self, model, path):
@@ -812,9 +836,9 @@ def run_model(args, name, commit):
            "--warmup", str(args.warmup), "--max-seconds-per-config", str(args.max_seconds_per_config),
            "--compile-budget", str(args.compile_budget), "--batches", *map(str, args.batches),
            "--profile", *map(str, args.profile), "--cpu-batches", *map(str, args.cpu_batches)]
-    for flag in ("smoke",):
+    for flag in ("smoke", "torch_cross_device"):
         if getattr(args, flag):
-            cmd.append("--" + flag)
+            cmd.append("--" + flag.replace("_", "-"))
     if args.dynamo_check:
         cmd += ["--dynamo-check", args.dynamo_check]
     if args.compile_mode:
@@ -1008,6 +1032,8 @@ def main(argv=None):
     ap.add_argument("--dynamo-check", nargs="?", const="dcn", default=None, choices=["dcn", "all"],
                     help="also try the dynamo exporter (recorded, not used): for the DCN model, or 'all'")
     ap.add_argument("--skip", nargs="*", default=[], choices=["eager", "compile", "graft", "cpu"])
+    ap.add_argument("--torch-cross-device", action="store_true",
+                    help="detector on CUDA: also run PyTorch's FP32 reference on the CPU and compare it with its CUDA run")
     ap.add_argument("--commit", default=None)
     ap.add_argument("--smoke", action="store_true", help="CPU test: tiny_rcnn and dcn_resnet50_c4_tiny, 64x64")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
