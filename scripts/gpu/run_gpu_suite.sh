@@ -212,7 +212,7 @@ if has_step sanitize; then
   # about 10-100x slower, run the tests of the kernels that use shared memory or warp shuffles
   # (reductions, normalizations, softmax/attention, pooling, the depthwise/pointwise conv kernels,
   # TopK/CumSum/scans, NMS/NonZero, and the custom ops GroupNorm, ModulatedDeformConv2d, MS deformable
-  # attention).
+  # attention and the NMS ops).
   # Override with SANITIZE_TOOLS, SANITIZE_{KERNEL,OP}_FILTER_<tool>, SANITIZE_SHARDS (racecheck alone:
   # SANITIZE_TOOLS=racecheck SANITIZE_SHARDS=8). Leak checking is off: graft
   # keeps process-lifetime caches (cuDNN/cuBLASLt handles) that would read as leaks at exit.
@@ -229,7 +229,7 @@ if has_step sanitize; then
       note "compute-sanitizer: only ${secs}s left after the build: run the sanitize step alone on the warm machine"
     else
       shared_kernels='CudaReduceNorm.*:CudaDataDependent.*:CudaFlashAttention.*:CudaNn.*:CudaConvKernels.*:CudaMisc.*:CudaShape.*:CudaExtra.*Reduction*:CudaExtra.ArgMax*:CudaExtra.Hardmax:CudaExtra.CumSum:CudaExtra.TopK:CudaExtra.Compress'
-      shared_ops='*GroupNorm*_cuda:*ModulatedDeformConv2d*_cuda:*MultiScaleDeformableAttention*_cuda'
+      shared_ops='*GroupNorm*_cuda:*ModulatedDeformConv2d*_cuda:*MultiScaleDeformableAttention*_cuda:*NMS*_cuda'
       declare -A KF=([memcheck]='*' [synccheck]='*' [racecheck]=$shared_kernels [initcheck]=$shared_kernels)
       declare -A OF=([memcheck]='*_cuda' [synccheck]='*_cuda' [racecheck]=$shared_ops [initcheck]=$shared_ops)
       tools=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
