@@ -358,10 +358,9 @@ std::vector<std::shared_ptr<const OpDef>> adapted_ops() {
   });
   // Ops graft defines under the name of a plugin TensorRT itself ships, for graft's own engine: a
   // creator of ours would shadow TensorRT's (same name, version and namespace).
-  static const std::set<std::string> kTensorRtsOwn = {"EfficientNMS_TRT", "BatchedNMSDynamic_TRT"};
   std::vector<std::shared_ptr<const OpDef>> out;
   for (auto& r : OpRegistry::global().all())
-    if (has_cuda_kernel(*r.def) && !kTensorRtsOwn.count(r.def->name())) out.push_back(r.def);
+    if (has_cuda_kernel(*r.def) && !is_tensorrt_own_plugin(r.def->name())) out.push_back(r.def);
   return out;
 }
 

@@ -100,6 +100,11 @@ void log_info(const std::string& message) noexcept;
 // which graft defines for its own engine under the names of plugins TensorRT ships: a creator of
 // ours would shadow TensorRT's.
 std::vector<std::shared_ptr<const OpDef>> adapted_ops();
+// Whether `name` is one of those TensorRT plugins graft defines for its own engine only (header-only,
+// so the harness can count the creators it should find).
+inline bool is_tensorrt_own_plugin(const std::string& name) {
+  return name == "EfficientNMS_TRT" || name == "BatchedNMSDynamic_TRT";
+}
 bool has_cuda_kernel(const OpDef& def);
 
 }  // namespace graft::trt
