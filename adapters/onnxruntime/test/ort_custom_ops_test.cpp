@@ -47,7 +47,12 @@ struct Case {
   std::vector<std::string> outputs;
   std::function<void(onnx::NodeProto&)> attrs;
   float lo = -1.f, hi = 1.f;  // range of the random inputs
+  std::vector<DataType> output_types = {};  // per output; empty: all float32
 };
+
+DataType output_type(const Case& c, size_t o) {
+  return o < c.output_types.size() ? c.output_types[o] : DataType::kFloat32;
+}
 
 std::string model_bytes(const Case& c) {
   OnnxModelBuilder b;
@@ -60,7 +65,7 @@ std::string model_bytes(const Case& c) {
   }
   auto& n = b.node(c.op, ins, c.outputs, c.label + "_node", c.domain);
   if (c.attrs) c.attrs(n);
-  for (auto& o : c.outputs) b.output(o, DataType::kFloat32);
+  for (size_t o = 0; o < c.outputs.size(); ++o) b.output(c.outputs[o], output_type(c, o));
   return b.bytes();
 }
 
@@ -97,11 +102,18 @@ std::string run_ort(OrtEnv* env, const std::string& bytes, const std::map<std::s
     if (err.empty()) err = take(g_api->GetDimensionsCount(info, &rank));
     std::vector<int64_t> dims(rank);
     if (err.empty() && rank) err = take(g_api->GetDimensions(info, dims.data(), rank));
+    ONNXTensorElementDataType et = ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED;
+    if (err.empty()) err = take(g_api->GetTensorElementType(info, &et));
     g_api->ReleaseTensorTypeAndShapeInfo(info);
+    DataType dt = DataType::kUndefined;
+    if (err.empty() && (!graft::dtype_from_onnx(static_cast<int32_t>(et), &dt) ||
+                        (dt != DataType::kFloat32 && dt != DataType::kInt32)))
+      err = "output " + out_names[o] + " has ONNX element type " + std::to_string(static_cast<int>(et)) +
+            ", which this test does not read";
     void* data = nullptr;
     if (err.empty()) err = take(g_api->GetTensorMutableData(out_values[o], &data));
     if (err.empty()) {
-      Tensor t = Tensor::empty(DataType::kFloat32, dims);
+      Tensor t = Tensor::empty(dt, dims);
       std::memcpy(t.data(), data, t.nbytes());
       outs.push_back(t);
     }
@@ -193,6 +205,24 @@ int main(int argc, char** argv) {
                      OnnxModelBuilder::attr(n, "align_corners", int64_t{1});
                      OnnxModelBuilder::attr(n, "padding_mode", int64_t{1});
                    }, -1.1f, 1.1f});
+  // mmdeploy's batched NMS as its export writes it: two outputs, the optional index left out; then
+  // with the index. Boxes and scores in [0, 1); ONNX Runtime's outputs must equal graft's exactly.
+  auto nms_attrs = [](int64_t return_index) {
+    return [return_index](onnx::NodeProto& n) {
+      OnnxModelBuilder::attr(n, "num_classes", int64_t{3});
+      OnnxModelBuilder::attr(n, "topk", int64_t{10});
+      OnnxModelBuilder::attr(n, "keep_topk", int64_t{8});
+      OnnxModelBuilder::attr(n, "score_threshold", 0.2f);
+      OnnxModelBuilder::attr(n, "iou_threshold", 0.5f);
+      OnnxModelBuilder::attr(n, "clip_boxes", int64_t{0});
+      OnnxModelBuilder::attr(n, "return_index", return_index);
+    };
+  };
+  cases.push_back({"TRTBatchedNMS_two_outputs", "TRTBatchedNMS", "mmdeploy", {{"boxes", {2, 20, 4}}, {"scores", {2, 20, 3}}},
+                   {"dets", "labels"}, nms_attrs(0), 0.f, 1.f, {DataType::kFloat32, DataType::kInt32}});
+  cases.push_back({"TRTBatchedNMS_with_index", "TRTBatchedNMS", "mmdeploy", {{"boxes", {2, 20, 4}}, {"scores", {2, 20, 3}}},
+                   {"dets", "labels", "index"}, nms_attrs(1), 0.f, 1.f,
+                   {DataType::kFloat32, DataType::kInt32, DataType::kInt32}});
   for (const Case& c : cases) run_case(env, c, rng);
 
   // Error cases: the session must fail cleanly with a message naming the attribute.
