@@ -28,36 +28,47 @@ enum class Flavor { kTensorRt, kMmdeploy };
 
 const char* name_of(Flavor f) { return f == Flavor::kTensorRt ? kTrtName : kMmdeployName; }
 
+// The attribute names of each form, for what both have.
+struct AttrNames {
+  const char *background, *classes, *top_k, *keep, *score, *iou, *normalized, *clip;
+  int64_t top_k_default, normalized_default;
+};
+constexpr AttrNames kTrtNames = {"backgroundLabelId", "numClasses", "topK", "keepTopK", "scoreThreshold",
+                                 "iouThreshold", "isNormalized", "clipBoxes", 1, 1};
+constexpr AttrNames kMmdeployNames = {"background_label_id", "num_classes", "topk", "keep_topk", "score_threshold",
+                                      "iou_threshold", "is_normalized", "clip_boxes", -1, 0};
+
 // The attributes of either name, in one form.
 struct Params {
   Flavor flavor = Flavor::kTensorRt;
+  AttrNames names = kTrtNames;         // for messages
   std::optional<bool> share_location;  // TensorRT's attribute; mmdeploy takes it from the boxes' shape
   int64_t background = -1, num_classes = 1, top_k = 1, keep_top_k = 1;
   double score_threshold = 0.0, iou_threshold = 0.5;
   bool normalized = true, clip = true, caffe = true, return_index = false;
-  // The attribute names, for messages.
-  const char *classes_attr = "numClasses", *top_k_attr = "topK", *keep_attr = "keepTopK";
 };
 
 Result<Params> params_of(Flavor flavor, const AttributeMap& a) {
   Params p;
   p.flavor = flavor;
+  p.names = flavor == Flavor::kTensorRt ? kTrtNames : kMmdeployNames;
+  const AttrNames& n = p.names;
+  GRAFT_ASSIGN_OR_RETURN(p.background, a.get_int(n.background, -1));
+  GRAFT_ASSIGN_OR_RETURN(p.num_classes, a.get_int(n.classes, 1));
+  GRAFT_ASSIGN_OR_RETURN(p.top_k, a.get_int(n.top_k, n.top_k_default));
+  GRAFT_ASSIGN_OR_RETURN(p.keep_top_k, a.get_int(n.keep, 1));
+  GRAFT_ASSIGN_OR_RETURN(float score, a.get_float(n.score, 0.0f));
+  GRAFT_ASSIGN_OR_RETURN(float iou, a.get_float(n.iou, 0.5f));
+  GRAFT_ASSIGN_OR_RETURN(int64_t normalized, a.get_int(n.normalized, n.normalized_default));
+  GRAFT_ASSIGN_OR_RETURN(int64_t clip, a.get_int(n.clip, 1));
+  p.score_threshold = score;
+  p.iou_threshold = iou;
+  p.normalized = normalized != 0;
+  p.clip = clip != 0;
   if (flavor == Flavor::kTensorRt) {
     GRAFT_ASSIGN_OR_RETURN(int64_t share, a.get_int("shareLocation", 1));
-    p.share_location = share != 0;
-    GRAFT_ASSIGN_OR_RETURN(p.background, a.get_int("backgroundLabelId", -1));
-    GRAFT_ASSIGN_OR_RETURN(p.num_classes, a.get_int("numClasses", 1));
-    GRAFT_ASSIGN_OR_RETURN(p.top_k, a.get_int("topK", 1));
-    GRAFT_ASSIGN_OR_RETURN(p.keep_top_k, a.get_int("keepTopK", 1));
-    GRAFT_ASSIGN_OR_RETURN(float score, a.get_float("scoreThreshold", 0.0f));
-    GRAFT_ASSIGN_OR_RETURN(float iou, a.get_float("iouThreshold", 0.5f));
-    p.score_threshold = score;
-    p.iou_threshold = iou;
-    GRAFT_ASSIGN_OR_RETURN(int64_t normalized, a.get_int("isNormalized", 1));
-    GRAFT_ASSIGN_OR_RETURN(int64_t clip, a.get_int("clipBoxes", 1));
     GRAFT_ASSIGN_OR_RETURN(int64_t caffe, a.get_int("caffeSemantics", 1));
-    p.normalized = normalized != 0;
-    p.clip = clip != 0;
+    p.share_location = share != 0;
     p.caffe = caffe != 0;
     // TensorRT's gather kernel writes nothing when keepTopK > topK; graft refuses the node instead.
     if (p.keep_top_k > p.top_k)
@@ -65,22 +76,7 @@ Result<Params> params_of(Flavor flavor, const AttributeMap& a) {
                           ") must not exceed topK (", p.top_k, "), as TensorRT's plugin requires"))
           .with_attribute("keepTopK");
   } else {
-    p.classes_attr = "num_classes";
-    p.top_k_attr = "topk";
-    p.keep_attr = "keep_topk";
-    GRAFT_ASSIGN_OR_RETURN(p.background, a.get_int("background_label_id", -1));
-    GRAFT_ASSIGN_OR_RETURN(p.num_classes, a.get_int("num_classes", 1));
-    GRAFT_ASSIGN_OR_RETURN(p.top_k, a.get_int("topk", -1));
-    GRAFT_ASSIGN_OR_RETURN(p.keep_top_k, a.get_int("keep_topk", 1));
-    GRAFT_ASSIGN_OR_RETURN(float score, a.get_float("score_threshold", 0.0f));
-    GRAFT_ASSIGN_OR_RETURN(float iou, a.get_float("iou_threshold", 0.5f));
-    p.score_threshold = score;
-    p.iou_threshold = iou;
-    GRAFT_ASSIGN_OR_RETURN(int64_t normalized, a.get_int("is_normalized", 0));
-    GRAFT_ASSIGN_OR_RETURN(int64_t clip, a.get_int("clip_boxes", 1));
     GRAFT_ASSIGN_OR_RETURN(int64_t ret, a.get_int("return_index", 0));
-    p.normalized = normalized != 0;
-    p.clip = clip != 0;
     p.return_index = ret != 0;
   }
   return p;
@@ -122,8 +118,8 @@ Status shape_fn(Flavor flavor, ShapeContext& ctx) {
                *known(ctx.input_dim(kBoxes, 1)));
   if (auto c = known(ctx.input_dim(kScores, 2)); c && *c != p.num_classes)
     return Status(error(StatusCode::kInvalidModel, name, ": input 'scores' has ", *c, " classes but attribute ",
-                        p.classes_attr, " is ", p.num_classes))
-        .with_attribute(p.classes_attr);
+                        p.names.classes, " is ", p.num_classes))
+        .with_attribute(p.names.classes);
   if (box_rank == 4) {
     if (auto q = known(ctx.input_dim(kBoxes, 2))) {
       const bool share = p.share_location.value_or(*q == 1);
@@ -231,7 +227,7 @@ Result<Dims> check_views(const KernelContext& ctx, const Params& p, std::optiona
   d.n = scores.dims[1];
   d.classes = scores.dims[2];
   if (d.classes != p.num_classes)
-    return bad("input 'scores' has ", d.classes, " classes but ", p.classes_attr, " is ", p.num_classes);
+    return bad("input 'scores' has ", d.classes, " classes but ", p.names.classes, " is ", p.num_classes);
   const int64_t q = boxes.rank() == 4 ? boxes.dims[2] : 1;
   d.share = p.share_location.value_or(q == 1);
   const bool boxes_ok = (boxes.rank() == 3 && d.share && boxes.dims == std::vector<int64_t>{d.batch, d.n, 4}) ||

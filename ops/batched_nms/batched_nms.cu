@@ -73,13 +73,7 @@ class_nms_kernel(BatchedNmsArgs a, const T* __restrict__ boxes, const T* __restr
       block_select_best<KeyBits<T>::value>(is_candidate, a.boxes, static_cast<unsigned int>(a.top_k), keys, index);
   int kept = 0;
   if (m > 0) {
-    const unsigned int p = static_cast<unsigned int>(pow2_at_least(m));
-    for (unsigned int i = m + tid; i < p; i += kClassThreads) {
-      keys[i] = 0;
-      index[i] = 0xffffffffu;
-    }
-    __syncthreads();
-    block_bitonic_sort(keys, index, p);
+    block_sort_best_first(keys, index, m);
     // Greedy suppression; every lane of warp 0 runs the same loop. A kept candidate moves to slot
     // `kept` <= r, which no lane reads again except as a kept box.
     if (warp == 0) {
@@ -135,15 +129,7 @@ merge_kernel(BatchedNmsArgs a, const T* __restrict__ boxes, const T* __restrict_
   }
   __syncthreads();
   const unsigned int total = s_total;
-  if (total > 0) {
-    const unsigned int p = static_cast<unsigned int>(pow2_at_least(total));
-    for (unsigned int i = total + tid; i < p; i += kImageThreads) {
-      keys[i] = 0;
-      index[i] = 0xffffffffu;
-    }
-    __syncthreads();
-    block_bitonic_sort(keys, index, p);
-  }
+  if (total > 0) block_sort_best_first(keys, index, total);
   const int64_t k_out = a.keep_top_k;
   const int64_t found = total < k_out ? total : k_out;
   if (tid == 0 && out.num_detections) out.num_detections[b] = static_cast<int32_t>(found);

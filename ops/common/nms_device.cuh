@@ -57,6 +57,13 @@ __device__ __forceinline__ Box4 load4(const T* p) {
   return {{to_double(p[0]), to_double(p[1]), to_double(p[2]), to_double(p[3])}};
 }
 
+// The power of two >= n (1 for n <= 1).
+__host__ __device__ __forceinline__ int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
 // Sorts [0, p) (p a power of two) best first: key descending, then index ascending. Every thread of
 // the block must call it; it ends with the block synchronized.
 __device__ __forceinline__ void block_bitonic_sort(uint64_t* keys, uint32_t* index, unsigned int p) {
@@ -78,6 +85,19 @@ __device__ __forceinline__ void block_bitonic_sort(uint64_t* keys, uint32_t* ind
       __syncthreads();
     }
   }
+}
+
+// Sorts the m pairs in [0, m) best first, padding them to the next power of two p with entries that
+// sort last (key 0, which no non-NaN score has, and index ~0); [0, p) must be writable. Every
+// thread of the block must call it.
+__device__ __forceinline__ void block_sort_best_first(uint64_t* keys, uint32_t* index, unsigned int m) {
+  const unsigned int p = static_cast<unsigned int>(pow2_at_least(m));
+  for (unsigned int i = m + threadIdx.x; i < p; i += blockDim.x) {
+    keys[i] = 0;
+    index[i] = 0xffffffffu;
+  }
+  __syncthreads();
+  block_bitonic_sort(keys, index, p);
 }
 
 // Puts the best min(count, cap) candidates among positions [0, total) into keys/index[0, m) in any
@@ -185,11 +205,5 @@ __device__ unsigned int block_select_best(const Candidate& candidate, int64_t to
   return m;
 }
 
-// The power of two >= n (1 for n <= 1).
-__host__ __device__ __forceinline__ int64_t pow2_at_least(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
 
 }  // namespace graft::cuda::nms

@@ -94,15 +94,8 @@ nms_kernel(EfficientNmsArgs a, const T* __restrict__ boxes, const T* __restrict_
 
   int kept = 0;
   if (m > 0) {
-    // 3. sort [0, p) best first: score key descending, then flat index ascending (the CPU's
-    // (box, class) order). Padding sorts last: key 0 (no non-NaN score has it) and index ~0.
-    const unsigned int p = static_cast<unsigned int>(pow2_at_least(m));
-    for (unsigned int i = m + tid; i < p; i += kThreads) {
-      keys[i] = 0;
-      index[i] = 0xffffffffu;
-    }
-    __syncthreads();
-    block_bitonic_sort(keys, index, p);
+    // 3. best first: score key descending, then flat index ascending (the CPU's (box, class) order)
+    block_sort_best_first(keys, index, m);
 
     // 4. ordered corners and area of every sorted candidate
     for (unsigned int r = tid; r < m; r += kThreads) {
