@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "graph/passes.h"
+#include "ops/custom_kernel_call.h"
 #include "ops/operator.h"
 
 namespace graft {
@@ -34,19 +35,9 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
   Status st;
   if (node.custom_op) {
     const OpDef& def = *node.custom_op;
-    KernelContext kc;
-    kc.attrs = &node.attrs;
-    std::vector<ConcreteDesc> cin, cout;
-    for (size_t i = 0; i < std::max(inputs.size(), def.inputs().size()); ++i) {
-      const Tensor* t = i < inputs.size() ? inputs[i] : nullptr;
-      kc.inputs.push_back(t ? t->view() : TensorView{});
-      cin.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
-    }
-    for (auto& t : outs) {
-      kc.outputs.push_back(t.defined() ? t.view() : TensorView{});
-      cout.push_back(t.defined() ? ConcreteDesc{t.dtype(), t.dims()} : ConcreteDesc{});
-    }
-    size_t ws = def.workspace_size(cin, cout, node.attrs);
+    CustomKernelCall call = custom_kernel_call(node, inputs, outs);
+    KernelContext& kc = call.context;
+    size_t ws = def.workspace_size(call.inputs, call.outputs, node.attrs);
     Tensor workspace;
     if (ws) {
       if (ws > static_cast<size_t>(std::numeric_limits<int64_t>::max()))

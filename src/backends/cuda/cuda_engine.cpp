@@ -25,6 +25,7 @@
 #include "graft/log.h"
 #include "graph/passes.h"
 #include "graph/precision.h"
+#include "ops/custom_kernel_call.h"
 #include "ops/random_attrs.h"
 #include "plan/plan.h"
 #include "plan/tactics.h"
@@ -1199,20 +1200,10 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   Status st;
   if (node.custom_op) {
     const OpDef& def = *node.custom_op;
-    KernelContext kc;
-    kc.attrs = &node.attrs;
+    CustomKernelCall call = custom_kernel_call(node, ins, outs);
+    KernelContext& kc = call.context;
     kc.stream = stream;
-    std::vector<ConcreteDesc> cin, cout;
-    for (size_t k = 0; k < std::max(ins.size(), def.inputs().size()); ++k) {
-      const Tensor* t = k < ins.size() ? ins[k] : nullptr;
-      kc.inputs.push_back(t ? t->view() : TensorView{});
-      cin.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
-    }
-    for (auto& t : outs) {
-      kc.outputs.push_back(t.defined() ? t.view() : TensorView{});
-      cout.push_back(t.defined() ? ConcreteDesc{t.dtype(), t.dims()} : ConcreteDesc{});
-    }
-    const size_t ws = def.workspace_size(cin, cout, node.attrs);
+    const size_t ws = def.workspace_size(call.inputs, call.outputs, node.attrs);
     if (ws) {
       auto w = workspace_for(ws);
       if (!w) return std::move(w).take_status().with_node(node.name, node.op_type);
