@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -279,11 +280,63 @@ void split_1_2(const std::shared_ptr<Graph>&, Node* node) {
 }
 
 // Scan-8 scans [batch, sequence, ...] tensors (with optional per-batch lengths); Scan-9 has no batch
-// axis. ONNX's own 8->9 adapter only rewrites the declarations, so the converted model would read
-// data of another shape: refused with the reason instead.
-void scan_8_9(const std::shared_ptr<Graph>&, Node*) {
-  refuse("Scan before opset 9 scans a batch axis that Scan-9 does not have; graft does not convert it "
-         "(re-export the model with opset 9 or later)");
+// axis, and ONNX's own 8->9 adapter only rewrites the declarations. With a batch of 1 known from the
+// shapes and no sequence_lens, Scan-8 is Scan-9 between a Squeeze and an Unsqueeze of axis 0 on
+// every state and scan tensor (the body is the same: it never sees the batch). Other batches would
+// need a loop over the batch around the Scan: refused with the reason.
+void scan_8_9(const std::shared_ptr<Graph>& graph, Node* node) {
+  const std::string why =
+      "Scan before opset 9 scans a batch axis that Scan-9 does not have; graft converts it only for a batch of 1 "
+      "known from the input shapes and no sequence_lens (re-export the model with opset 9 or later)";
+  if (node->inputs().empty()) refuse(why);
+  Value* lens = node->inputs()[0];
+  if (lens && lens->node()->kind() != onnx::kUndefined) refuse(why + ": this node has sequence_lens");
+  for (size_t i = 1; i < node->inputs().size(); ++i) {
+    const std::vector<onnx::Dimension>* d = dims_of(node->inputs()[i]);
+    if (!d || d->empty() || !(*d)[0].is_int || (*d)[0].dim != 1) refuse(why + ": input " + std::to_string(i) +
+                                                                          " has no batch of 1 in its shape");
+  }
+  auto drop_batch = [](const std::vector<onnx::Dimension>& d) {
+    return std::vector<onnx::Dimension>(d.begin() + 1, d.end());
+  };
+  for (size_t i = 1; i < node->inputs().size(); ++i) {
+    Value* v = node->inputs()[i];
+    Node* sq = graph->create(onnx::kSqueeze);
+    sq->addInput(v);
+    sq->is_(onnx::kaxes, {0});  // Squeeze before opset 13: axes is an attribute
+    sq->insertBefore(node);
+    sq->output()->setElemType(elem_type_of(v));
+    sq->output()->setSizes(drop_batch(*dims_of(v)));
+    node->replaceInput(i, sq->output());
+  }
+  node->removeInput(0);
+  const Symbol directions("directions"), scan_input_directions("scan_input_directions");
+  if (node->hasAttribute(directions)) {
+    std::vector<int64_t> dirs = node->is(directions);
+    node->removeAttribute(directions);
+    node->is_(scan_input_directions, std::move(dirs));
+  }
+  // Each output gets its batch axis back; the Unsqueeze's output takes over the output's name, so
+  // the graph's outputs and the nodes reading them see what they saw.
+  for (Value* out : std::vector<Value*>(node->outputs().begin(), node->outputs().end())) {
+    const std::string name = out->uniqueName();
+    const int32_t et = elem_type_of(out);
+    const std::vector<onnx::Dimension>* known_dims = dims_of(out);  // read before the rename below
+    const std::optional<std::vector<onnx::Dimension>> dims =
+        known_dims ? std::optional<std::vector<onnx::Dimension>>(*known_dims) : std::nullopt;
+    Node* un = graph->create(onnx::kUnsqueeze);
+    un->is_(onnx::kaxes, {0});
+    un->insertAfter(node);
+    out->replaceAllUsesWith(un->output());
+    un->addInput(out);
+    out->setUniqueName(name + "_graft_scan9");
+    un->output()->setUniqueName(name);
+    un->output()->setElemType(et);
+    if (dims) {
+      un->output()->setSizes(*dims);
+      if (!dims->empty()) out->setSizes(drop_batch(*dims));
+    }
+  }
 }
 
 // Upsample-1 (experimental): height_scale/width_scale of a 4-D input, mode nearest or bilinear.
