@@ -379,6 +379,41 @@ TEST(OpsetConversion, LargeWeightsSurvive) {
   expect_values(out->at("y"), {5000}, want);
 }
 
+// Scan-8: state [1, 2] and scan input [1, 3, 2] (batch 1, three steps), scanned backwards; the body
+// adds each row to the running sum and emits the sum. Converted to Scan-9 between Squeeze and
+// Unsqueeze, with the outputs' names kept. A batch of 2, or sequence_lens, is refused with the reason.
+OnnxModelBuilder scan8_model(int64_t batch, bool with_lens) {
+  OnnxModelBuilder m(8, 3);
+  if (with_lens) m.input("lens", DataType::kInt32, {batch});
+  m.input("init", DataType::kFloat32, {batch, 2});
+  m.input("x", DataType::kFloat32, {batch, 3, 2});
+  auto& n = m.node("Scan", {with_lens ? "lens" : "", "init", "x"}, {"sum", "sums"}, "scan");
+  OnnxModelBuilder::attr(n, "num_scan_inputs", int64_t{1});
+  auto* dirs = OnnxModelBuilder::new_attr(n, "directions", onnx::AttributeProto::INTS);
+  dirs->add_ints(1);
+  testing::graph_attr(n, "body")
+      .input("s_in", DataType::kFloat32)
+      .input("row", DataType::kFloat32)
+      .node("Add", {"s_in", "row"}, {"s_out"})
+      .node("Identity", {"s_out"}, {"emit"})
+      .output("s_out")
+      .output("emit");
+  m.output("sum", DataType::kFloat32);
+  m.output("sums", DataType::kFloat32);
+  return m;
+}
+
+TEST(OpsetConversion, Scan8WithBatchOneBecomesScan9) {
+  auto out = run_model(scan8_model(1, false), {{"init", f32({1, 2}, {0.5, -1})},
+                                              {"x", f32({1, 3, 2}, {1, 2, 3, 4, 5, 6})}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  // Backwards: rows (5, 6), (3, 4), (1, 2) added in that order.
+  expect_values((*out)["sum"], {1, 2}, {9.5, 11});
+  expect_values((*out)["sums"], {1, 3, 2}, {5.5, 5, 8.5, 9, 9.5, 11});  // in iteration order
+  expect_refused(scan8_model(2, false), 8, "Scan", "scan", "only for a batch of 1");
+  expect_refused(scan8_model(1, true), 8, "Scan", "scan", "sequence_lens");
+}
+
 TEST(OpsetConversion, RefusalsNameTheOpsetAndTheOp) {
   {  // Tile-1 (tiles and axis inputs): no adapter to Tile-6, in ONNX or graft.
     OnnxModelBuilder m(5, 3);
