@@ -143,21 +143,8 @@ TEST(ControlFlow, PlanKeepsCapturesWhosOuterValueAPassRenamed) {
   }
 }
 
-TEST(ControlFlow, OpsetEightScanIsRefusedWithTheReason) {
-  // Scan-8 scans a batch axis that Scan-9 lacks; converting only the declarations would misread data.
-  OnnxModelBuilder m(8, 3);
-  m.input("s0", DataType::kFloat32, {1, 2});
-  m.input("x", DataType::kFloat32, {1, 3, 2});
-  auto& n = m.node("Scan", {"", "s0", "x"}, {"s", "ys"}, "scan8");
-  OnnxModelBuilder::attr(n, "num_scan_inputs", int64_t{1});
-  graph_attr(n, "body").input("a", DataType::kFloat32).input("b", DataType::kFloat32)
-      .node("Add", {"a", "b"}, {"a_out"}).node("Identity", {"a_out"}, {"y"}).output("a_out").output("y");
-  m.output("s", DataType::kFloat32);
-  m.output("ys", DataType::kFloat32);
-  auto g = import_onnx_bytes(m.bytes(), "scan8.onnx");
-  ASSERT_FALSE(g.is_ok());
-  EXPECT_TRUE(contains(g.status().message(), "Scan before opset 9 scans a batch axis")) << g.status().to_string();
-}
+// Opset-8 Scan (a batch axis Scan-9 lacks): converted on import for a batch of 1, refused otherwise;
+// tests/unit/opset_conversion_test.cpp (OpsetConversion.Scan8WithBatchOneBecomesScan9).
 
 // ---- Loop --------------------------------------------------------------------------------------
 
