@@ -405,13 +405,14 @@ fi
 if has_step detection; then  # issue 17 item 5 into $OUT/detection: the DCNv2 ResNet-50 trunk and torchvision's Faster R-CNN
   # (bench/detection.py: export, graft CPU + CUDA FP32/FP16 engines with a dynamic batch, detections vs PyTorch, timed vs
   # eager and torch.compile). DET_MODELS (default both, the DCN trunk first), DET_TIMEOUT_S (the step's limit, default 540),
-  # DET_ARGS (more detection.py options; default --dynamo-check: also try the dynamo exporter on the DCN trunk).
+  # DET_ARGS (more detection.py options; default --dynamo-check --torch-cross-device: also try the dynamo exporter on
+  # the DCN trunk, and record PyTorch's own FP32 CPU-vs-CUDA difference next to graft's FP32 check).
   # Records of docs/results/detection/detection.json are kept for the models not run in this call.
   mkdir -p "$OUT/detection"
   export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python"
   ls "$GRAFT_LIB_DIR"/_engine*.so >/dev/null 2>&1 || note "detection: no _engine*.so in $GRAFT_LIB_DIR (run quickbuild first)"
   timeout -k 15 "${DET_TIMEOUT_S:-540}" python3 bench/detection.py --out "$OUT/detection" --work-dir /tmp/graft_detection \
-    --previous docs/results/detection/detection.json ${DET_MODELS:+--models $DET_MODELS} ${DET_ARGS:---dynamo-check} \
+    --previous docs/results/detection/detection.json ${DET_MODELS:+--models $DET_MODELS} ${DET_ARGS:---dynamo-check --torch-cross-device} \
     > "$LOGS/detection.log" 2>&1
   note "detection: rc=$? (see detection.log; $OUT/detection/detection.json, detection.md)"
   sed -n '/^| model/,$p' "$OUT/detection/detection.md" >> "$summary" 2>/dev/null
