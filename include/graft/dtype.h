@@ -18,6 +18,11 @@ enum class DataType : int32_t {
   kInt16 = 5,
   kInt32 = 6,
   kInt64 = 7,
+  // ONNX's string type. Each element is a std::string (UTF-8 bytes), so a string tensor lives on
+  // the host only, its storage constructs and destroys the strings, and it is never copied bytewise
+  // (Tensor::copy_data_from). Only the ops that say so take strings (BuiltinOp::takes_strings);
+  // inference refuses a string input of any other op, naming it.
+  kString = 8,
   kBool = 9,
   kFloat16 = 10,
   kFloat64 = 11,
@@ -32,6 +37,7 @@ bool dtype_from_name(const std::string& name, DataType* out);  // accepts "float
 bool dtype_from_onnx(int32_t onnx_type, DataType* out);       // false if graft lacks the type
 bool dtype_is_float(DataType t);          // float16/bfloat16/float32/float64
 bool dtype_is_integer(DataType t);        // int8/uint8/int16/uint16/int32/uint32/int64/uint64 (not bool)
+inline bool dtype_is_string(DataType t) { return t == DataType::kString; }
 
 // IEEE binary16 and bfloat16 stored as raw bits, converted through float on the host.
 struct half {

@@ -111,6 +111,8 @@ class Tensor {
                             DeviceType device = DeviceType::kCPU);
   // Host tensor from values (converted to dtype).
   static Tensor from_doubles(DataType dtype, std::vector<int64_t> dims, const std::vector<double>& v);
+  // Host string tensor (DataType::kString) holding `v`, which must have numel_of(dims) elements.
+  static Tensor from_strings(std::vector<int64_t> dims, const std::vector<std::string>& v);
   static Tensor scalar_int64(int64_t v);
   static Tensor vector_int64(const std::vector<int64_t>& v);
   // ONNX containers (see ValueKind). They own no buffer: data() is null, dims() empty, numel() 0;
@@ -143,6 +145,9 @@ class Tensor {
   void set(int64_t flat_index, double v) { store_from_double(dtype_, data_, flat_index, v); }
   std::vector<int64_t> to_int64_vector() const;  // host integer/bool tensors
 
+  // Copies src's elements into this tensor's buffer (same dtype and element count, both on the
+  // host): a memcpy, or an element-wise assignment for strings. kInvalidArgument when they differ.
+  Status copy_data_from(const Tensor& src) const;
   Tensor clone() const;                      // deep copy, same device (host only for now); throws like empty()
   Result<Tensor> try_clone() const;          // clone() reporting a failed allocation as an error
   // A host copy (this tensor itself when already on the host); device tensors need the CUDA backend.
@@ -152,8 +157,10 @@ class Tensor {
   Result<Tensor> to_device() const;
   Tensor reshaped(std::vector<int64_t> dims) const;  // same storage, new dims (numel must match)
   Result<Tensor> cast(DataType to) const;    // host only
-  // Fill every byte with a pattern (NaN for floats) so unwritten elements are detectable.
+  // Fill every byte with a pattern (NaN for floats) so unwritten elements are detectable; a string
+  // tensor's elements become kPoisonString.
   void poison();
+  static constexpr const char* kPoisonString = "<graft: unwritten>";
 
  private:
   std::shared_ptr<void> storage_;

@@ -143,8 +143,32 @@ Status run_device_pass_list(Graph& g, const std::vector<DevicePass>& passes, con
   return infer_shapes(g);
 }
 
+namespace {
+
+// String tensors hold std::string objects on the host; a device engine has no place for them and
+// no kernel that reads them, so such a model is refused before any device work, naming the value.
+Status refuse_string_values(const Graph& g) {
+  for (const auto& n : g.nodes()) {
+    for (const Value* v : n->outputs)
+      if (v && v->desc.dtype == DataType::kString)
+        return error(StatusCode::kUnsupported, "output '", v->name, "' holds strings (", v->desc.to_string(),
+                     "): string tensors run on the CPU engine only; build this model for the CPU")
+            .with_node(n->name, n->op_type);
+    for (const auto& [attr, sub] : n->subgraphs)
+      if (Status st = refuse_string_values(*sub); !st) return st.with_attribute(attr);
+  }
+  for (const auto& [name, v] : g.values())
+    if (v->desc.dtype == DataType::kString)
+      return error(StatusCode::kUnsupported, v->constant ? "constant '" : "input '", name, "' holds strings (",
+                   v->desc.to_string(), "): string tensors run on the CPU engine only; build this model for the CPU");
+  return Status::ok();
+}
+
+}  // namespace
+
 Status run_device_passes(EngineState& state, const BuilderConfig& config) {
   if (state.device == DeviceType::kCPU) return Status::ok();
+  GRAFT_RETURN_IF_ERROR(refuse_string_values(*state.graph));
   GRAFT_ASSIGN_OR_RETURN(DeviceQueries device, query_device(state));
   return run_device_pass_list(*state.graph, cuda_device_passes(), config, device);
 }

@@ -23,6 +23,7 @@ size_t dtype_size(DataType t) {
     case DataType::kInt64: return 8;
     case DataType::kUInt64: return 8;
     case DataType::kBool: return 1;
+    case DataType::kString: return sizeof(std::string);
     case DataType::kUndefined: return 0;
   }
   return 0;
@@ -43,6 +44,7 @@ const char* dtype_name(DataType t) {
     case DataType::kInt64: return "int64";
     case DataType::kUInt64: return "uint64";
     case DataType::kBool: return "bool";
+    case DataType::kString: return "string";
     case DataType::kUndefined: return "undefined";
   }
   return "undefined";
@@ -56,7 +58,8 @@ bool dtype_from_name(const std::string& n, DataType* out) {
       {"bfloat16", DataType::kBFloat16}, {"bf16", DataType::kBFloat16},
       {"int8", DataType::kInt8}, {"uint8", DataType::kUInt8}, {"int32", DataType::kInt32},
       {"int64", DataType::kInt64}, {"int16", DataType::kInt16}, {"uint16", DataType::kUInt16},
-      {"uint32", DataType::kUInt32}, {"uint64", DataType::kUInt64}, {"bool", DataType::kBool}};
+      {"uint32", DataType::kUInt32}, {"uint64", DataType::kUInt64}, {"bool", DataType::kBool},
+      {"string", DataType::kString}};
   for (auto& e : table)
     if (n == e.name) { *out = e.t; return true; }
   return false;
@@ -64,7 +67,7 @@ bool dtype_from_name(const std::string& n, DataType* out) {
 
 bool dtype_from_onnx(int32_t v, DataType* out) {
   switch (v) {
-    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 9: case 10: case 11: case 12: case 13: case 16:
+    case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 16:
       *out = static_cast<DataType>(v);
       return true;
     default:
@@ -158,6 +161,8 @@ double load_as_double(DataType t, const void* base, int64_t i) {
     case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
     case DataType::kUInt64: return static_cast<double>(static_cast<const uint64_t*>(base)[i]);
     case DataType::kBool: return static_cast<const uint8_t*>(base)[i] ? 1.0 : 0.0;
+    // Not a number: the ops that take strings read them as strings, and no other op gets one.
+    case DataType::kString: return std::numeric_limits<double>::quiet_NaN();
     case DataType::kUndefined: return 0.0;
   }
   return 0.0;
@@ -197,6 +202,7 @@ void store_from_double(DataType t, void* base, int64_t i, double v) {
     case DataType::kInt64: static_cast<int64_t*>(base)[i] = double_to_int64(v); break;
     case DataType::kUInt64: static_cast<uint64_t*>(base)[i] = double_to_uint64(v); break;
     case DataType::kBool: static_cast<uint8_t*>(base)[i] = v != 0.0 ? 1 : 0; break;
+    case DataType::kString: break;  // see load_as_double
     case DataType::kUndefined: break;
   }
 }

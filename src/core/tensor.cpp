@@ -2,11 +2,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
+#include <string>
 
 #include "core/checked_math.h"
 
@@ -129,6 +132,9 @@ Result<Tensor> Tensor::allocate(DataType dtype, std::vector<int64_t> dims, Devic
     for (int64_t peak = budget->peak.load(); held > peak && !budget->peak.compare_exchange_weak(peak, held);) {
     }
   }
+  if (dtype == DataType::kString && device != DeviceType::kCPU)
+    return error(StatusCode::kUnsupported, "a ", describe(), " tensor cannot live on the GPU: ",
+                 "string tensors run on the CPU engine only");
   Tensor t;
   t.dtype_ = dtype;
   t.dims_ = std::move(dims);
@@ -155,6 +161,14 @@ Result<Tensor> Tensor::allocate(DataType dtype, std::vector<int64_t> dims, Devic
     return error(StatusCode::kOutOfMemory, "out of ", device == DeviceType::kCUDA ? "GPU" : "host",
                  " memory allocating a ", describe(), " tensor (", bytes, " bytes)");
   t.data_ = p;
+  if (dtype == DataType::kString) {
+    // Construct the strings in the buffer; an aliasing owner destroys them before the buffer goes.
+    auto* strings = static_cast<std::string*>(p);
+    const size_t n = static_cast<size_t>(numel_of(t.dims_));
+    std::uninitialized_default_construct_n(strings, n);
+    std::shared_ptr<void> buffer = std::move(t.storage_);
+    t.storage_ = std::shared_ptr<void>(p, [buffer, n](void* q) { std::destroy_n(static_cast<std::string*>(q), n); });
+  }
   return t;
 }
 
@@ -198,6 +212,12 @@ Tensor Tensor::wrap_shared(std::shared_ptr<void> owner, void* data, DataType dty
 Tensor Tensor::from_doubles(DataType dtype, std::vector<int64_t> dims, const std::vector<double>& v) {
   Tensor t = empty(dtype, std::move(dims));
   for (int64_t i = 0; i < t.numel(); ++i) t.set(i, v[static_cast<size_t>(i)]);
+  return t;
+}
+
+Tensor Tensor::from_strings(std::vector<int64_t> dims, const std::vector<std::string>& v) {
+  Tensor t = empty(DataType::kString, std::move(dims));
+  std::copy_n(v.begin(), std::min<size_t>(v.size(), static_cast<size_t>(t.numel())), t.data_as<std::string>());
   return t;
 }
 
@@ -302,7 +322,7 @@ Result<Tensor> Tensor::try_clone() const {
     return c;
   }
   GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate(dtype_, dims_, device_));
-  if (nbytes()) std::memcpy(t.data(), data_, nbytes());
+  GRAFT_RETURN_IF_ERROR(t.copy_data_from(*this));
   return t;
 }
 
@@ -315,8 +335,21 @@ Tensor Tensor::clone() const {
     return c;
   }
   Tensor t = empty(dtype_, dims_, device_);
-  if (nbytes()) std::memcpy(t.data(), data_, nbytes());
+  if (dtype_ == DataType::kString) std::copy_n(data_as<std::string>(), numel(), t.data_as<std::string>());
+  else if (nbytes()) std::memcpy(t.data(), data_, nbytes());
   return t;
+}
+
+Status Tensor::copy_data_from(const Tensor& src) const {
+  if (!is_tensor() || !src.is_tensor() || src.dtype_ != dtype_ || src.numel() != numel() ||
+      device_ != DeviceType::kCPU || src.device_ != DeviceType::kCPU)
+    return error(StatusCode::kInvalidArgument, "cannot copy a ", dtype_name(src.dtype_), " ",
+                 device_name(src.device_), " tensor of ", src.numel(), " elements into a ", dtype_name(dtype_), " ",
+                 device_name(device_), " tensor of ", numel(), " elements");
+  if (data_ == src.data_) return Status::ok();
+  if (dtype_ == DataType::kString) std::copy_n(src.data_as<std::string>(), numel(), data_as<std::string>());
+  else if (nbytes()) std::memcpy(data_, src.data_, nbytes());
+  return Status::ok();
 }
 
 Result<Tensor> Tensor::to_host() const {
@@ -415,7 +448,10 @@ Result<Tensor> Tensor::cast(DataType to) const {
   GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate(to, dims_));
   int64_t n = numel();
   if (to == dtype_) {
-    if (nbytes()) std::memcpy(t.data(), data_, nbytes());
+    GRAFT_RETURN_IF_ERROR(t.copy_data_from(*this));
+  } else if (to == DataType::kString || dtype_ == DataType::kString) {
+    return error(StatusCode::kInternal, "Tensor::cast between ", dtype_name(dtype_), " and ", dtype_name(to),
+                 ": strings convert through the Cast op");
   } else if (to == DataType::kInt64 && dtype_ == DataType::kInt32) {
     for (int64_t i = 0; i < n; ++i) t.data_as<int64_t>()[i] = data_as<int32_t>()[i];
   } else if (to == DataType::kFloat16 && dtype_ == DataType::kFloat32) {
@@ -432,6 +468,10 @@ Result<Tensor> Tensor::cast(DataType to) const {
 
 void Tensor::poison() {
   if (!data_ || device_ != DeviceType::kCPU) return;
+  if (dtype_ == DataType::kString) {
+    std::fill_n(data_as<std::string>(), numel(), std::string(kPoisonString));
+    return;
+  }
   // 0xFF bytes are NaN for every float type and -1 / 255 / true for the integer types.
   std::memset(data_, 0xFF, nbytes());
 }

@@ -102,6 +102,19 @@ Status check_tensor_inputs(const Node& node, const std::vector<InferContext::Inp
   return Status::ok();
 }
 
+// A string tensor reaches only the ops that take strings (BuiltinOp::takes_strings); custom ops
+// never do (the SDK's kernels see raw buffers).
+Status check_no_string_inputs(const Node& node, const std::vector<InferContext::InputInfo>& inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i].desc && inputs[i].desc->dtype == DataType::kString)
+      return error(StatusCode::kUnsupported, "input ", static_cast<uint64_t>(i), " ('",
+                   i < node.inputs.size() && node.inputs[i] ? node.inputs[i]->name : std::string(),
+                   "') holds strings (", inputs[i].desc->to_string(), "); graft's ", node.op_type,
+                   " does not take string tensors (the ops that do: Cast, CastLike, Identity, StringNormalizer)")
+          .with_node(node.name, node.op_type);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& inputs,
@@ -110,6 +123,7 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
   out_sym_values->assign(node.outputs.size(), std::nullopt);
   if (node.custom_op) {
     GRAFT_RETURN_IF_ERROR(check_tensor_inputs(node, inputs));
+    GRAFT_RETURN_IF_ERROR(check_no_string_inputs(node, inputs));
     Status st = infer_custom(node, inputs, out_descs);
     if (!st.is_ok()) return st.with_node(node.name, node.op_type);
     return check_output_shapes(node, *out_descs);
@@ -120,6 +134,7 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
                  node.op_type, "'")
         .with_node(node.name, node.op_type);
   if (!op->takes_containers) GRAFT_RETURN_IF_ERROR(check_tensor_inputs(node, inputs));
+  if (!op->takes_strings) GRAFT_RETURN_IF_ERROR(check_no_string_inputs(node, inputs));
   InferContext ctx(node, inputs, node.opset);
   Status st = op->infer(ctx);
   if (!st) return st.with_node(node.name, node.op_type);

@@ -454,6 +454,18 @@ Result<NamedTensor> tensor_from_proto(const onnx::TensorProto& p) {
   GRAFT_RETURN_IF_ERROR(check_file_shape(dims, dtype, what + " with dims " + dims_to_string(dims)));
   const int64_t numel = *checked_numel(dims);
   const size_t want = static_cast<size_t>(*checked_nbytes(dims, dtype_size(dtype)));
+  if (dtype == DataType::kString) {
+    if (p.has_raw_data())
+      return error(StatusCode::kInvalidArgument, "tensor '", p.name(),
+                   "' holds strings, which ONNX keeps in string_data, not in raw_data");
+    if (p.string_data_size() != numel)
+      return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "': string_data holds ",
+                   static_cast<int64_t>(p.string_data_size()), " values but the dims ", dims_to_string(dims), " need ",
+                   numel);
+    GRAFT_ASSIGN_OR_RETURN(out.tensor, allocate_for(dtype, dims, what));
+    std::copy(p.string_data().begin(), p.string_data().end(), out.tensor.data_as<std::string>());
+    return out;
+  }
   // The declared size is compared with the values present before anything is allocated.
   if (p.has_raw_data()) {
     if (p.raw_data().size() != want)
@@ -581,7 +593,11 @@ Result<std::string> encode_tensor_pb(const Tensor& t, const std::string& name) {
   p.set_name(name);
   p.set_data_type(static_cast<int32_t>(t.dtype()));
   for (int64_t d : t.dims()) p.add_dims(d);
-  p.set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
+  if (t.dtype() == DataType::kString) {
+    for (int64_t i = 0; i < t.numel(); ++i) p.add_string_data(t.data_as<std::string>()[i]);
+  } else {
+    p.set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
+  }
   std::string out;
   if (!p.SerializeToString(&out)) return error(StatusCode::kInternal, "TensorProto serialization failed");
   return out;

@@ -167,6 +167,16 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
     return t;
   };
 
+  if (dt == DataType::kString) {
+    // ONNX keeps strings in string_data only (raw_data and external data hold fixed-size elements).
+    if (tp.data_location() == onnx::TensorProto::EXTERNAL || tp.has_raw_data())
+      return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' holds strings, which ONNX keeps in ",
+                   "string_data, not in ", tp.has_raw_data() ? "raw_data" : "external data");
+    if (tp.string_data_size() != n) return count_error(tp.string_data_size(), "string_data");
+    GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate());
+    std::copy(tp.string_data().begin(), tp.string_data().end(), t.data_as<std::string>());
+    return t;
+  }
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string bytes;
     GRAFT_RETURN_IF_ERROR(load_external(tp, base_dir, nbytes, &bytes));
@@ -236,6 +246,10 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   tp->set_name(name);
   tp->set_data_type(static_cast<int32_t>(t.dtype()));
   for (int64_t d : t.dims()) tp->add_dims(d);
+  if (t.dtype() == DataType::kString) {
+    for (int64_t i = 0; i < t.numel(); ++i) tp->add_string_data(t.data_as<std::string>()[i]);
+    return;
+  }
   tp->set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
 }
 
@@ -312,6 +326,10 @@ Result<Tensor> constant_node_value(const onnx::NodeProto& np, const std::string&
       return Tensor::from_doubles(DataType::kFloat32, {static_cast<int64_t>(v.size())}, v);
     }
     if (n == "value_ints") return Tensor::vector_int64(std::vector<int64_t>(a.ints().begin(), a.ints().end()));
+    if (n == "value_string") return Tensor::from_strings({}, {a.s()});
+    if (n == "value_strings")
+      return Tensor::from_strings({static_cast<int64_t>(a.strings_size())},
+                                  std::vector<std::string>(a.strings().begin(), a.strings().end()));
     return error(StatusCode::kUnsupported, "Constant attribute '", n, "' is not supported").with_attribute(n);
   }
   return error(StatusCode::kInvalidModel, "Constant node has no value attribute");

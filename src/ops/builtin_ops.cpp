@@ -27,6 +27,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_integer_ops(t);
     append_mel_ops(t);
     append_tfidf_ops(t);
+    append_string_ops(t);
     append_random_ops(t);
     append_selection_ops(t);
     append_recurrent_ops(t);

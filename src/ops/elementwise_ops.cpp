@@ -139,14 +139,21 @@ Status infer_identity(InferContext& ctx) {
   return Status::ok();
 }
 
+// Cast and CastLike also convert to and from strings (the CPU engine's; backends/cpu/elementwise.cpp).
+const std::vector<DataType> kCastTypes = [] {
+  std::vector<DataType> t = kAllTypes;
+  t.push_back(DataType::kString);
+  return t;
+}();
+
 Status infer_cast(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kCastTypes));
   auto to = ctx.attrs().require_int("to");
   if (!to) return Status(to.status()).with_attribute("to");
   DataType t;
   if (!dtype_from_onnx(static_cast<int32_t>(to.value()), &t))
     return Status(error(StatusCode::kUnsupported, "Cast to ONNX element type ", to.value(),
-                        " is not supported (graft supports ", dtype_list(kAllTypes), ")"))
+                        " is not supported (graft supports ", dtype_list(kCastTypes), ")"))
         .with_attribute("to");
   TensorDesc out = ctx.input(0);
   out.dtype = t;
@@ -156,8 +163,8 @@ Status infer_cast(InferContext& ctx) {
 }
 
 Status infer_cast_like(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kAllTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kCastTypes));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kCastTypes));
   TensorDesc out = ctx.input(0);
   out.dtype = ctx.input(1).dtype;
   ctx.set_output(0, out);
@@ -335,10 +342,10 @@ void append_elementwise_ops(std::vector<BuiltinOp>& out) {
       {"Greater", 11, infer_greater, cpu::greater},
       {"Where", 11, infer_where, cpu::where},
       {"Not", 11, infer_not, cpu::logical_not},
-      elementwise_unary(keeps_float32({"Cast", 11, infer_cast, cpu::cast})),
-      elementwise_unary({"Identity", 11, infer_identity, cpu::identity, /*output_shape_from_kernel=*/false, /*takes_containers=*/true}),
+      takes_strings(elementwise_unary(keeps_float32({"Cast", 11, infer_cast, cpu::cast}))),
+      takes_strings(elementwise_unary({"Identity", 11, infer_identity, cpu::identity, /*output_shape_from_kernel=*/false, /*takes_containers=*/true})),
       // Beyond the core list: common in exported models and cheap on the same machinery.
-      keeps_float32({"CastLike", 15, infer_cast_like, cpu::cast}),
+      takes_strings(keeps_float32({"CastLike", 15, infer_cast_like, cpu::cast})),
       {"LessOrEqual", 12, infer_less_or_equal, cpu::less_or_equal},
       {"GreaterOrEqual", 12, infer_greater_or_equal, cpu::greater_or_equal},
       {"And", 11, infer_logical_binary, cpu::logical_and},

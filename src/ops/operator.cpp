@@ -78,8 +78,7 @@ Status set_output_value(ExecContext& ctx, size_t i, Tensor value) {
   }
   // A tensor is copied: it may be a constant of a subgraph, which must not leave as an output.
   GRAFT_ASSIGN_OR_RETURN(Tensor * dst, allocate_output(ctx, i, value.dtype(), value.dims()));
-  if (value.nbytes()) std::memcpy(dst->data(), value.data(), value.nbytes());
-  return Status::ok();
+  return dst->copy_data_from(value);
 }
 
 Result<Shape> broadcast_shapes(const Shape& a, const Shape& b) {

@@ -125,6 +125,10 @@ struct BuiltinOp {
   // Takes or returns sequence/optional values (ValueKind). Inference refuses a container input of
   // any other op, naming the input, so no other kernel ever sees one.
   bool takes_containers = false;
+  // Takes string tensors (DataType::kString): Cast, CastLike, Identity, StringNormalizer. Inference
+  // refuses a string input of any other op, naming the input, so no byte-copying kernel ever sees
+  // one (set with takes_strings() below).
+  bool takes_strings = false;
   PrecisionTrait precision = PrecisionTrait::kAny;
   LayoutTrait layout = LayoutTrait::kFixed;
   // The GraftElementwise instruction this op is, whatever its attributes (Relu, Add, Exp...), so
@@ -154,6 +158,10 @@ inline BuiltinOp elementwise_binary(BuiltinOp op) {
 }
 inline BuiltinOp fuses_as(EwOp code, BuiltinOp op) {
   op.elementwise_opcode = code;
+  return op;
+}
+inline BuiltinOp takes_strings(BuiltinOp op) {
+  op.takes_strings = true;
   return op;
 }
 inline BuiltinOp every_output_optional(BuiltinOp op) {
@@ -190,6 +198,7 @@ void append_spectral_ops(std::vector<BuiltinOp>& out);      // DFT, STFT
 void append_integer_ops(std::vector<BuiltinOp>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void append_mel_ops(std::vector<BuiltinOp>& out);           // MelWeightMatrix
 void append_tfidf_ops(std::vector<BuiltinOp>& out);         // TfIdfVectorizer
+void append_string_ops(std::vector<BuiltinOp>& out);        // StringNormalizer (string tensors, CPU only)
 void append_random_ops(std::vector<BuiltinOp>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
 void append_selection_ops(std::vector<BuiltinOp>& out);     // Unique (data-dependent output shapes), MaxUnpool
 void append_recurrent_ops(std::vector<BuiltinOp>& out);     // RNN, LSTM, GRU

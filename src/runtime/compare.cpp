@@ -67,6 +67,21 @@ nlohmann::json number(double v) {
 
 void compare_values(const Tensor& candidate, const Tensor& reference, TensorComparison* c) {
   c->elements = candidate.numel();
+  if (candidate.dtype() == DataType::kString || reference.dtype() == DataType::kString) {
+    // Text is equal or not: every differing element counts, and the first is reported (its values
+    // stay 0, as the report's numbers have no text).
+    const bool both = candidate.dtype() == reference.dtype();
+    for (int64_t i = 0; i < candidate.numel(); ++i)
+      if (!both || candidate.data_as<std::string>()[i] != reference.data_as<std::string>()[i]) {
+        if (!c->has_worst) {
+          c->has_worst = true;
+          c->worst_at = unravel(i, candidate.dims());
+        }
+        ++c->beyond;
+      }
+    c->status = c->beyond ? TensorComparison::Status::kMismatch : TensorComparison::Status::kMatch;
+    return;
+  }
   int64_t worst = -1;
   double worst_diff = -1;
   for (int64_t i = 0; i < candidate.numel(); ++i) {

@@ -141,7 +141,7 @@ Status CpuContext::run(const std::map<std::string, Tensor>& inputs, std::map<std
     }
     if (oit != outputs.end() && oit->second.defined() && oit->second.is_tensor() && oit->second.dtype() == result.dtype() &&
         oit->second.dims() == result.dims() && oit->second.device() == DeviceType::kCPU) {
-      if (oit->second.data() != result.data()) std::memcpy(oit->second.data(), result.data(), result.nbytes());
+      GRAFT_RETURN_IF_ERROR(oit->second.copy_data_from(result));
     } else {
       // Constant outputs are shared with the engine: hand out a copy the caller may modify. An
       // output that is a graph input, or a view of one (Identity, Reshape, Squeeze...), would alias

@@ -147,6 +147,14 @@ std::string compare(const std::string& name, const graft::Tensor& got, const gra
   }
   if (got.dtype() != want.dtype() || got.dims() != want.dims())
     return fmt::format("output '{}' is {} but the reference is {}", name, desc(got), desc(want));
+  if (got.dtype() == graft::DataType::kString) {  // text: equal, element by element
+    const auto* g = got.data_as<std::string>();
+    const auto* w = want.data_as<std::string>();
+    for (int64_t i = 0; i < got.numel(); ++i)
+      if (g[i] != w[i])
+        return fmt::format("output '{}' {}: element {} is \"{}\", want \"{}\"", name, desc(got), i, g[i], w[i]);
+    return "";
+  }
   int64_t bad = 0, first = -1;
   double case_abs = 0;
   for (int64_t i = 0; i < got.numel(); ++i) {

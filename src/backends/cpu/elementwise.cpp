@@ -8,6 +8,7 @@
 
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/unary_kernel.h"
+#include "ops/string_ops.h"
 
 namespace graft::cpu {
 
@@ -339,6 +340,8 @@ Status cast(ExecContext& ctx) {
   Tensor& y = *ctx.outputs[0];
   GRAFT_CHECK(x.numel() == y.numel());
   DataType from = x.dtype(), to = y.dtype();
+  if (to == DataType::kString) return cast_to_strings(x, y);
+  if (from == DataType::kString) return cast_from_strings(x, y);
   if (from == to) {
     std::memcpy(y.data(), x.data(), x.nbytes());
     return Status::ok();
@@ -378,8 +381,7 @@ Status identity(ExecContext& ctx) {
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = *ctx.outputs[0];
   GRAFT_CHECK(x.nbytes() == y.nbytes() && x.dtype() == y.dtype());
-  if (x.nbytes()) std::memcpy(y.data(), x.data(), x.nbytes());
-  return Status::ok();
+  return y.copy_data_from(x);
 }
 
 // ---- binary ---------------------------------------------------------------------------------

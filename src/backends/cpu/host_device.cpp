@@ -1,7 +1,9 @@
 #include "backends/cpu/host_device.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
+#include <string>
 
 #include "graph/subgraph.h"
 #include "runtime/cpu_executor.h"
@@ -57,6 +59,16 @@ void split_at(const std::vector<int64_t>& dims, size_t axis, size_t elem, int64_
   *inner_bytes = inner;
 }
 
+// Copies `bytes` bytes of elements of `dtype`: element by element for strings (std::string objects
+// must not be copied bytewise), else memcpy.
+void copy_run(DataType dtype, char* dst, const char* src, size_t bytes) {
+  if (dtype == DataType::kString) {
+    std::copy_n(reinterpret_cast<const std::string*>(src), bytes / sizeof(std::string), reinterpret_cast<std::string*>(dst));
+  } else {
+    std::memcpy(dst, src, bytes);
+  }
+}
+
 }  // namespace
 
 Result<std::vector<Tensor>> HostDevice::run_subgraph(const std::string& attr, const Graph& sub,
@@ -79,7 +91,7 @@ Result<Tensor> HostDevice::slice(const Tensor& x, size_t axis, int64_t begin, in
   const char* src = static_cast<const char*>(x.data());
   char* dst = static_cast<char*>(y.data());
   for (int64_t o = 0; o < outer && row; ++o)
-    std::memcpy(dst + static_cast<size_t>(o) * row, src + (static_cast<size_t>(o * dims[axis] + begin)) * inner, row);
+    copy_run(x.dtype(), dst + static_cast<size_t>(o) * row, src + (static_cast<size_t>(o * dims[axis] + begin)) * inner, row);
   return y;
 }
 
@@ -92,7 +104,7 @@ Status HostDevice::place(Tensor& y, size_t axis, int64_t offset, const Tensor& s
   const char* s = static_cast<const char*>(src.data());
   char* d = static_cast<char*>(y.data());
   for (int64_t o = 0; o < outer && row; ++o)
-    std::memcpy(d + (static_cast<size_t>(o * y.dims()[axis] + offset)) * inner, s + static_cast<size_t>(o) * row, row);
+    copy_run(y.dtype(), d + (static_cast<size_t>(o * y.dims()[axis] + offset)) * inner, s + static_cast<size_t>(o) * row, row);
   return Status::ok();
 }
 

@@ -62,11 +62,17 @@ Result<Tensor> constant_node_value(const AttributeMap& attrs) {
   if (attrs.has("sparse_value"))
     return error(StatusCode::kUnsupported, "sparse_value (sparse tensor constants) is not supported")
         .with_attribute("sparse_value");
-  if (attrs.has("value_string") || attrs.has("value_strings"))
-    return error(StatusCode::kUnsupported, "string constants are not supported");
   if (count != 1)
     return error(StatusCode::kInvalidModel, "Constant needs exactly one of value, value_float, value_floats, ",
-                 "value_int, value_ints (found ", static_cast<int64_t>(count), ")");
+                 "value_int, value_ints, value_string, value_strings (found ", static_cast<int64_t>(count), ")");
+  if (attrs.has("value_string")) {
+    GRAFT_ASSIGN_OR_RETURN(std::string v, attrs.get_string("value_string", ""));
+    return Tensor::from_strings({}, {v});
+  }
+  if (attrs.has("value_strings")) {
+    GRAFT_ASSIGN_OR_RETURN(std::vector<std::string> v, attrs.get_strings("value_strings", {}));
+    return Tensor::from_strings({static_cast<int64_t>(v.size())}, v);
+  }
   if (attrs.has("value")) return attrs.get_tensor("value");
   if (attrs.has("value_float")) {
     GRAFT_ASSIGN_OR_RETURN(float f, attrs.get_float("value_float", 0.f));
@@ -291,8 +297,7 @@ Status constant(ExecContext& ctx) {
   Tensor& out = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(same_dtype(v, out));
   if (v.dims() != out.dims()) return error(StatusCode::kInternal, "Constant output has the wrong shape");
-  if (v.nbytes()) std::memcpy(out.data(), v.data(), v.nbytes());
-  return Status::ok();
+  return out.copy_data_from(v);
 }
 
 Status constant_of_shape(ExecContext& ctx) {
