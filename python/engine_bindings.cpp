@@ -79,6 +79,49 @@ graft::DataType dtype_from_numpy(const py::dtype& dt, const std::string& name_fo
                 " is not supported by graft");
 }
 
+// Text arrays: numpy 'U' (unicode), 'S' (bytes) and 'O' (objects holding str or bytes). graft's
+// string tensors hold UTF-8 bytes: str elements are encoded, bytes taken as they are.
+bool is_text_array(const py::array& arr) {
+  const char kind = arr.dtype().kind();
+  return kind == 'U' || kind == 'S' || kind == 'O';
+}
+
+graft::Tensor strings_from_numpy(const py::array& arr, const std::string& name) {
+  std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
+  graft::Tensor t = unwrap(graft::Tensor::allocate(graft::DataType::kString, dims));
+  py::list items = arr.attr("ravel")().attr("tolist")();
+  auto* out = t.data_as<std::string>();
+  for (size_t i = 0; i < items.size(); ++i) {
+    py::handle v = items[i];
+    if (py::isinstance<py::str>(v)) out[i] = v.cast<std::string>();
+    else if (py::isinstance<py::bytes>(v)) out[i] = std::string(py::reinterpret_borrow<py::bytes>(v));
+    else
+      raise_invalid("input '" + name + "': element " + std::to_string(i) + " is a " +
+                    std::string(py::str(py::type::handle_of(v).attr("__name__"))) +
+                    "; a string tensor takes str or bytes");
+  }
+  return t;
+}
+
+// A string tensor as a numpy object array of str (bytes for an element that is not UTF-8).
+py::object strings_to_numpy(const graft::Tensor& t) {
+  py::list items;
+  const auto* s = t.data_as<std::string>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    PyObject* text = PyUnicode_DecodeUTF8(s[i].data(), static_cast<py::ssize_t>(s[i].size()), nullptr);
+    if (text) {
+      items.append(py::reinterpret_steal<py::object>(text));
+    } else {
+      PyErr_Clear();
+      items.append(py::bytes(s[i]));
+    }
+  }
+  py::tuple shape(t.dims().size());
+  for (size_t i = 0; i < t.dims().size(); ++i) shape[i] = t.dims()[i];
+  py::module_ np = py::module_::import("numpy");
+  return np.attr("array")(items, py::arg("dtype") = "object").attr("reshape")(shape);
+}
+
 graft::DataType dtype_from_string(const std::string& s, const std::string& name_for_errors) {
   graft::DataType t;
   if (!graft::dtype_from_name(s, &t)) raise_invalid("input '" + name_for_errors + "': unknown dtype '" + s + "'");
@@ -250,6 +293,10 @@ class PyEngine {
       // C-contiguous numpy view (copies only when the caller's array is not contiguous already).
       py::array arr = py::array::ensure(v, py::array::c_style);
       if (!arr) raise_invalid("input '" + name + "' is not an array (numpy array or torch tensor expected)");
+      if (is_text_array(arr)) {  // copied: std::string elements, not numpy's fixed-width text
+        in[name] = strings_from_numpy(arr, name);
+        continue;
+      }
       graft::DataType dt = dtype_from_numpy(arr.dtype(), name);
       std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
       in[name] = graft::Tensor::wrap(const_cast<void*>(arr.data()), dt, dims);
@@ -330,6 +377,7 @@ class PyEngine {
         break;
       }
     }
+    if (t.dtype() == graft::DataType::kString) return strings_to_numpy(t);
     std::string dn = numpy_dtype_name(t.dtype());
     if (dn.empty()) raise_invalid(std::string("output dtype ") + graft::dtype_name(t.dtype()) + " has no numpy equivalent");
     // The capsule owns a copy of the (shared-storage) Tensor, so the array keeps the buffer alive.
@@ -472,6 +520,10 @@ std::map<std::string, graft::Tensor> host_tensors(const py::dict& arrays, std::v
     const std::string name = py::str(item.first);
     py::array arr = py::array::ensure(item.second, py::array::c_style);
     if (!arr) raise_invalid("tensor '" + name + "' is not an array");
+    if (is_text_array(arr)) {
+      out[name] = strings_from_numpy(arr, name);
+      continue;
+    }
     std::vector<int64_t> dims(arr.shape(), arr.shape() + arr.ndim());
     out[name] = graft::Tensor::wrap(const_cast<void*>(arr.data()), dtype_from_numpy(arr.dtype(), name), dims);
     keep_alive.push_back(arr);

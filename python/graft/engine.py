@@ -194,7 +194,9 @@ class Engine:
                 feed[name] = v
         out = self._impl.run(feed, profile=int(profile))
         if torch_device is not None:
-            out = {k: torch.from_numpy(v).to(torch_device) for k, v in out.items()}
+            # String outputs (numpy object arrays) have no torch type and stay numpy.
+            out = {k: v if getattr(v, "dtype", None) is not None and v.dtype.kind == "O"
+                   else torch.from_numpy(v).to(torch_device) for k, v in out.items()}
         return out
 
     @staticmethod

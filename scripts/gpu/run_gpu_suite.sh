@@ -7,7 +7,7 @@
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
-#   conformance probe examples
+#   conformance pip probe examples
 #   profile zprofile bench_encoder zoo detection dcnbench sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
@@ -110,6 +110,31 @@ if has_step testbuild; then  # the library, CLI and every C++ test binary (no Py
     "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/$n.log" | tr '\n' ' ')"
     grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
   done
+fi
+
+if has_step pip; then  # issue 18: `pip install .` as a user runs it, from a clean build folder, then pip_smoke.py
+  # The machine's deps prefix reaches CMake through GRAFT_CMAKE_ARGS (setup.py adds it last); the
+  # Python is the venv's own (setup.py passes it). PIP_CUDA_ARCHS: the package's GPU list (setup.py's
+  # default, five targets, takes longer than one call allows here).
+  PIPBUILD=/tmp/graft-pip-build VENV=/tmp/graft-venv
+  rm -rf "$PIPBUILD" "$VENV" build-pip
+  pip_args=(-DProtobuf_INCLUDE_DIR="$DEPS/usr/include" -DProtobuf_LIBRARY="$DEPS/usr/lib/x86_64-linux-gnu/libprotobuf.so"
+    -DProtobuf_PROTOC_EXECUTABLE=/bin/true -DZLIB_INCLUDE_DIR="$DEPS/usr/include" -DZLIB_LIBRARY="$ZLIB_SO"
+    -DCMAKE_PREFIX_PATH="$DEPS/usr;$DEPS/usr/lib/x86_64-linux-gnu/cmake;$DEPS/usr/share/cmake" -DTorch_DIR="$TORCH_DIR"
+    -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -Dpybind11_DIR="$PYBIND_DIR"
+    "${CUDNN_ARGS[@]}" "${CXX_ARGS[@]}")
+  python3 -m venv --system-site-packages "$VENV" > "$LOGS/pip.log" 2>&1 || note "pip: python3 -m venv failed (see pip.log)"
+  start=$(date +%s)
+  GRAFT_CUDA=1 GRAFT_CUDA_ARCHS=${PIP_CUDA_ARCHS:-90-real} GRAFT_CMAKE_BUILD_DIR="$PIPBUILD" GRAFT_BUILD_JOBS=16 \
+    GRAFT_CMAKE_ARGS="${pip_args[*]}" "$VENV/bin/pip" install --no-build-isolation --no-index . >> "$LOGS/pip.log" 2>&1
+  rc=$?
+  note "pip install --no-build-isolation --no-index . (GRAFT_CUDA=1, archs ${PIP_CUDA_ARCHS:-90-real}): rc=$rc in $(( $(date +%s) - start )) s"
+  [ $rc -eq 0 ] || tail -30 "$LOGS/pip.log" >> "$summary"
+  if [ $rc -eq 0 ]; then
+    note "graft --version (from /tmp): $(cd /tmp && "$VENV/bin/graft" --version 2>&1 | tr '\n' ' ')"
+    (cd /tmp && "$VENV/bin/python" "$OLDPWD/scripts/gpu/pip_smoke.py") > "$LOGS/pip_smoke.log" 2>&1
+    note "pip smoke test: rc=$?"; cat "$LOGS/pip_smoke.log" >> "$summary"
+  fi
 fi
 
 if has_step examples; then

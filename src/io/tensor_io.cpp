@@ -19,6 +19,7 @@
 #include <onnx/onnx-data_pb.h>
 
 #include "core/checked_math.h"
+#include "core/utf8.h"
 
 namespace graft::io {
 namespace {
@@ -313,6 +314,77 @@ std::string sanitize_file_name(const std::string& name) {
 }
 
 // ------------------------------------------------------------------------------------------------
+namespace {
+
+// NumPy's fixed-width text: "<U7" (7 UTF-32 code units per element) or "|S7" (7 bytes per element).
+// Sets *unicode and *width for such a descr; false for any other.
+bool text_descr(const std::string& descr, bool* unicode, size_t* width) {
+  if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '=') ||
+      (descr[1] != 'U' && descr[1] != 'S'))
+    return false;
+  size_t w = 0;
+  for (size_t i = 2; i < descr.size(); ++i) {
+    if (descr[i] < '0' || descr[i] > '9' || w > (size_t{1} << 40)) return false;
+    w = w * 10 + static_cast<size_t>(descr[i] - '0');
+  }
+  *unicode = descr[1] == 'U';
+  *width = w;
+  return w > 0;  // NumPy never writes width 0; refusing it bounds the elements by the file's bytes
+}
+
+// The elements of a text .npy's data as a string tensor (UTF-8), trailing NULs dropped as NumPy does.
+Result<Tensor> strings_from_npy(const char* data, size_t have, bool unicode, size_t width,
+                                const std::vector<int64_t>& dims, const std::string& descr) {
+  const int64_t numel = *checked_numel(dims);
+  const size_t item = unicode ? width * 4 : width;
+  if (static_cast<unsigned __int128>(numel) * item != have)
+    return error(StatusCode::kInvalidArgument, "data of ", descr, dims_to_string(dims), " should have ",
+                 static_cast<unsigned long long>(std::min<unsigned __int128>(
+                     static_cast<unsigned __int128>(numel) * item, std::numeric_limits<unsigned long long>::max())),
+                 " bytes, the file has ", static_cast<unsigned long long>(have));
+  GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate_for(DataType::kString, dims, descr + dims_to_string(dims)));
+  auto* out = t.data_as<std::string>();
+  for (int64_t i = 0; i < numel; ++i) {
+    const char* e = data + static_cast<size_t>(i) * item;
+    if (!unicode) {
+      size_t n = width;
+      while (n && e[n - 1] == '\0') --n;
+      out[i].assign(e, n);
+      continue;
+    }
+    std::u32string cps(width, U'\0');
+    for (size_t k = 0; k < width; ++k) cps[k] = static_cast<char32_t>(read_le(e + 4 * k, 4));
+    while (!cps.empty() && cps.back() == U'\0') cps.pop_back();
+    for (char32_t c : cps)
+      if (c >= 0x110000 || (c >= 0xD800 && c <= 0xDFFF))
+        return error(StatusCode::kInvalidArgument, "element ", i, " holds ", static_cast<uint64_t>(c),
+                     ", which is not a Unicode code point");
+    out[i] = encode_utf8(cps);
+  }
+  return t;
+}
+
+// A string tensor as NumPy's "<U<width>" text (the widest element's code points); every element must be UTF-8.
+Result<std::string> strings_to_npy_data(const Tensor& t, std::string* descr) {
+  std::vector<std::u32string> all(static_cast<size_t>(t.numel()));
+  size_t width = 1;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (!decode_utf8(t.data_as<std::string>()[i], &all[static_cast<size_t>(i)]))
+      return error(StatusCode::kUnsupported, "element ", i,
+                   " of the string tensor is not UTF-8 text, which a .npy unicode array cannot hold");
+    width = std::max(width, all[static_cast<size_t>(i)].size());
+  }
+  *descr = "<U" + std::to_string(width);
+  std::string data(all.size() * width * 4, '\0');
+  for (size_t i = 0; i < all.size(); ++i)
+    for (size_t k = 0; k < all[i].size(); ++k)
+      for (size_t b = 0; b < 4; ++b)
+        data[(i * width + k) * 4 + b] = static_cast<char>((static_cast<uint32_t>(all[i][k]) >> (8 * b)) & 0xff);
+  return data;
+}
+
+}  // namespace
+
 Result<Tensor> parse_npy(const std::string& bytes, const std::string& file) {
   if (bytes.size() < kNpyMagicLen + 2 || bytes.compare(0, kNpyMagicLen, kNpyMagic, kNpyMagicLen) != 0)
     return file_error(StatusCode::kInvalidArgument, file, "not a .npy file (missing \\x93NUMPY magic)");
@@ -333,6 +405,21 @@ Result<Tensor> parse_npy(const std::string& bytes, const std::string& file) {
   std::vector<int64_t> dims;
   Status st = HeaderParser(header).parse(&descr, &fortran, &dims);
   if (!st.is_ok()) return st.with_file(file);
+  bool unicode = false;
+  size_t width = 0;
+  if (text_descr(descr, &unicode, &width)) {
+    int big = 0;
+    for (int64_t d : dims) big += d > 1;
+    if (fortran && big > 1)
+      return file_error(StatusCode::kUnsupported, file,
+                        "Fortran-ordered arrays are not supported; save np.ascontiguousarray(arr)");
+    st = check_file_shape(dims, DataType::kString, "shape " + dims_to_string(dims));
+    if (!st.is_ok()) return st.with_file(file);
+    const size_t off = prefix + header_len;
+    auto t = strings_from_npy(bytes.data() + off, bytes.size() - off, unicode, width, dims, descr);
+    if (!t) return std::move(t).take_status().with_file(file);
+    return t;
+  }
   DataType dtype = DataType::kUndefined;
   st = dtype_from_descr(descr, &dtype);
   if (!st.is_ok()) return st.with_file(file);
@@ -372,8 +459,12 @@ Result<std::string> encode_npy(const Tensor& t) {
   if (!t.defined() && t.numel() != 0) return error(StatusCode::kInvalidArgument, "tensor has no data");
   if (t.device() != DeviceType::kCPU)
     return error(StatusCode::kInvalidArgument, "cannot write a ", device_name(t.device()), " tensor; copy it to the host first");
-  const char* descr = descr_for(t.dtype());
-  if (!descr)
+  std::string descr = descr_for(t.dtype()) ? descr_for(t.dtype()) : "";
+  std::string text;
+  if (t.dtype() == DataType::kString) {
+    GRAFT_ASSIGN_OR_RETURN(text, strings_to_npy_data(t, &descr));
+  }
+  if (descr.empty())
     return error(StatusCode::kUnsupported, "dtype ", dtype_name(t.dtype()), " has no .npy equivalent; cast it first");
   std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";
   for (size_t i = 0; i < t.dims().size(); ++i) dict += (i ? ", " : "") + std::to_string(t.dims()[i]);
@@ -392,7 +483,8 @@ Result<std::string> encode_npy(const Tensor& t) {
   uint32_t hl = static_cast<uint32_t>(dict.size());
   for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) out += static_cast<char>((hl >> (8 * i)) & 0xff);
   out += dict;
-  out.append(static_cast<const char*>(t.data()), t.nbytes());
+  if (t.dtype() == DataType::kString) out += text;
+  else out.append(static_cast<const char*>(t.data()), t.nbytes());
   return out;
 }
 

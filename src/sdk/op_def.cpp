@@ -297,6 +297,11 @@ Result<std::vector<DataType>> OpDef::infer_dtypes(const std::vector<DataType>& i
   if (out.size() != outputs_.size())
     return error(StatusCode::kInternal, "op ", id_.name, ": dtype rule returned ", static_cast<int64_t>(out.size()),
                  " dtypes for ", static_cast<int64_t>(outputs_.size()), " outputs");
+  // Kernels see raw buffers (TensorView); a string tensor holds std::string objects.
+  for (size_t o = 0; o < out.size(); ++o)
+    if (out[o] == DataType::kString)
+      return error(StatusCode::kUnsupported, "op ", id_.name, ": output ", static_cast<int64_t>(o), " ('",
+                   outputs_[o].name, "') would be a string tensor, which custom ops cannot make");
   std::vector<DataType> combo = in;
   combo.resize(inputs_.size(), DataType::kUndefined);
   combo.insert(combo.end(), out.begin(), out.end());

@@ -167,3 +167,29 @@ def test_cuda_engine_runs_on_torch_stream(graft_mod, exported):
         eng.run({"input": x}, outputs={"output": torch.empty(5, 4, device="cuda")})
     with pytest.raises(graft_mod.GraftError, match="no output named 'logits'"):
         eng.run({"input": x}, outputs={"logits": given})
+
+
+def test_engine_string_tensors(graft_mod, tmp_path):
+    """numpy text in ('U', 'S' or object arrays), object arrays of str out (StringNormalizer, Cast)."""
+    from onnx import TensorProto, helper
+    graph = helper.make_graph(
+        [helper.make_node("StringNormalizer", ["words"], ["kept"], case_change_action="UPPER", stopwords=["monday"]),
+         helper.make_node("Cast", ["x"], ["text"], to=TensorProto.STRING)],
+        "strings",
+        [helper.make_tensor_value_info("words", TensorProto.STRING, [4]),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [3])],
+        [helper.make_tensor_value_info("kept", TensorProto.STRING, None),
+         helper.make_tensor_value_info("text", TensorProto.STRING, [3])])
+    path = str(tmp_path / "strings.onnx")
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    eng = graft_mod.Engine.build(path)
+    rng = np.random.default_rng()
+    x = rng.standard_normal(3).astype(np.float32)
+    for words in (np.array(["Monday", "tuesday", "\u00e9t\u00e9", "monday"]),
+                  np.array([b"Monday", b"tuesday", "\u00e9t\u00e9".encode(), b"monday"]),
+                  np.array(["Monday", "tuesday", "\u00e9t\u00e9", b"monday"], dtype=object)):
+        out = eng.run({"words": words, "x": x})
+        assert out["kept"].dtype == object and out["kept"].tolist() == ["TUESDAY", "\u00c9T\u00c9"]
+        assert [np.float32(s) for s in out["text"].tolist()] == list(x)
+    with pytest.raises(graft_mod.GraftError, match="'words'"):
+        eng.run({"words": np.array([1, "a", None, "b"], dtype=object), "x": x})

@@ -73,6 +73,10 @@ class OnnxModelBuilder {
     tp->set_name(name);
     tp->set_data_type(static_cast<int32_t>(t.dtype()));
     for (int64_t d : t.dims()) tp->add_dims(d);
+    if (t.dtype() == DataType::kString) {  // ONNX keeps strings in string_data
+      for (int64_t i = 0; i < t.numel(); ++i) tp->add_string_data(t.data_as<std::string>()[i]);
+      return;
+    }
     tp->set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
   }
   onnx::TensorProto& initializer(const std::string& name, const Tensor& t) {
@@ -123,6 +127,10 @@ class OnnxModelBuilder {
   static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<int64_t>& v) {
     auto* a = new_attr(n, name, onnx::AttributeProto::INTS);
     for (int64_t x : v) a->add_ints(x);
+  }
+  static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<std::string>& v) {
+    auto* a = new_attr(n, name, onnx::AttributeProto::STRINGS);
+    for (const std::string& s : v) a->add_strings(s);
   }
   static void attr(onnx::NodeProto& n, const std::string& name, const std::vector<float>& v) {
     auto* a = new_attr(n, name, onnx::AttributeProto::FLOATS);

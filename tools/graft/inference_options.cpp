@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/utf8.h"
 #include "io/tensor_io.h"
 
 namespace graft {
@@ -80,7 +81,9 @@ Tensor random_tensor(DataType dt, const std::vector<int64_t>& dims, std::mt19937
   Tensor t = Tensor::empty(dt, dims);
   std::uniform_real_distribution<double> real(-1.0, 1.0);
   for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype_is_float(dt))
+    if (dt == DataType::kString)  // numbers as text, so a Cast from string reads them
+      t.data_as<std::string>()[i] = fmt::format("{:.4f}", real(rng));
+    else if (dtype_is_float(dt))
       t.set(i, real(rng));
     else if (dt == DataType::kBool)
       t.set(i, static_cast<double>(rng() & 1));
@@ -176,10 +179,7 @@ Status copy_into(const Tensor& src, Tensor& dst) {
   const size_t n = src.nbytes();
   if (n == 0) return Status::ok();
   const bool from_host = src.device() == DeviceType::kCPU, to_host = dst.device() == DeviceType::kCPU;
-  if (from_host && to_host) {
-    std::memcpy(dst.data(), src.data(), n);
-    return Status::ok();
-  }
+  if (from_host && to_host) return dst.copy_data_from(src);
   bool ok = false;
   if (from_host && cuda_alloc::copy_to_device) ok = cuda_alloc::copy_to_device(dst.data(), src.data(), n);
   else if (to_host && cuda_alloc::copy_to_host) ok = cuda_alloc::copy_to_host(dst.data(), src.data(), n);
@@ -254,7 +254,13 @@ nlohmann::json outputs_json(const std::map<std::string, Tensor>& outputs, bool w
     if (with_values) {
       nlohmann::json v = nlohmann::json::array();
       const bool is_int = !dtype_is_float(t.dtype());
-      for (int64_t i = 0; i < t.numel(); ++i) {
+      for (int64_t i = 0; i < t.numel() && t.dtype() == DataType::kString; ++i) {
+        // JSON strings are UTF-8: other text is written as its byte values.
+        const std::string& text = t.data_as<std::string>()[i];
+        if (is_valid_utf8(text)) v.push_back(text);
+        else v.push_back(std::vector<uint8_t>(text.begin(), text.end()));
+      }
+      for (int64_t i = 0; i < t.numel() && t.dtype() != DataType::kString; ++i) {
         const double x = t.get(i);
         if (is_int) v.push_back(static_cast<int64_t>(x));
         else if (std::isfinite(x)) v.push_back(x);
