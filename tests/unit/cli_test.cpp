@@ -571,6 +571,32 @@ TEST_F(CliTest, MessagesNameOnlyFlagsThatExist) {
   }
 }
 
+// A string model through the CLI: the dynamic input's shape and text come from a .npy unicode
+// array, the outputs are saved as one and exported as JSON strings.
+TEST_F(CliTest, StringModelsRunFromNpyText) {
+  testing::OnnxModelBuilder m(13);
+  m.input("w", DataType::kString, {"n"});
+  auto& norm = m.node("StringNormalizer", {"w"}, {"kept"}, "norm");
+  testing::OnnxModelBuilder::attr(norm, "case_change_action", "LOWER");
+  testing::OnnxModelBuilder::attr(norm, "stopwords", std::vector<std::string>{"the"});
+  m.output("kept", DataType::kString);
+  ASSERT_TRUE(io::write_file_atomic(path("words.onnx"), m.bytes()).is_ok());
+  ASSERT_TRUE(io::write_npy(path("w.npy"), Tensor::from_strings({4}, {"The", "Quick", "\xc3\x89t\xc3\xa9", "fox"})).is_ok());
+  CmdResult r = graft("run words.onnx --inputs w:w.npy --save-outputs out --export-output out.json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto saved = io::read_npy(path("out/kept.npy"));
+  ASSERT_TRUE(saved.is_ok()) << saved.status().to_string();
+  ASSERT_EQ(saved->dtype(), DataType::kString);
+  const auto* k = saved->data_as<std::string>();
+  EXPECT_EQ(std::vector<std::string>(k, k + saved->numel()), (std::vector<std::string>{"quick", "\xc3\xa9t\xc3\xa9", "fox"}));
+  const auto j = nlohmann::json::parse(slurp(dir_ / "out.json"));
+  EXPECT_EQ(j[0]["values"], nlohmann::json({"quick", "\xc3\xa9t\xc3\xa9", "fox"})) << j.dump();
+  // A CUDA build of it is refused naming the string value (or refused because CUDA is not built in).
+  CmdResult cuda = graft("build words.onnx -o words.plan --device cuda --shapes w:4");
+  EXPECT_NE(cuda.exit_code, 0);
+  EXPECT_FALSE(fs::exists(dir_ / "words.plan"));
+}
+
 // graft run --json, --export-times, --export-output, --duration: what scripts read.
 TEST_F(CliTest, MachineReadableRun) {
   build_plan();
