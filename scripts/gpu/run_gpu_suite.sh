@@ -123,16 +123,24 @@ if has_step pip; then  # issue 18: `pip install .` as a user runs it, from a cle
     -DCMAKE_PREFIX_PATH="$DEPS/usr;$DEPS/usr/lib/x86_64-linux-gnu/cmake;$DEPS/usr/share/cmake" -DTorch_DIR="$TORCH_DIR"
     -DCMAKE_CUDA_COMPILER="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)" -Dpybind11_DIR="$PYBIND_DIR"
     "${CUDNN_ARGS[@]}" "${CXX_ARGS[@]}")
+  # A venv sees the system's site-packages but not the user's: where torch and numpy are user
+  # installs (this machine), the package goes to the user's site instead (pip install --user).
   python3 -m venv --system-site-packages "$VENV" > "$LOGS/pip.log" 2>&1 || note "pip: python3 -m venv failed (see pip.log)"
+  PY="$VENV/bin/python" WHERE=(); BIN="$VENV/bin"
+  python3 -c "import sys, numpy, torch; print(sys.executable, numpy.__file__, torch.__file__)" >> "$LOGS/pip.log" 2>&1
+  if ! "$PY" -c "import numpy, torch" >> "$LOGS/pip.log" 2>&1; then
+    export PIP_BREAK_SYSTEM_PACKAGES=1  # a distribution's python refuses --user installs otherwise (PEP 668)
+    PY=python3 WHERE=(--user); BIN="$(python3 -m site --user-base)/bin"
+  fi
   start=$(date +%s)
   GRAFT_CUDA=1 GRAFT_CUDA_ARCHS=${PIP_CUDA_ARCHS:-90-real} GRAFT_CMAKE_BUILD_DIR="$PIPBUILD" GRAFT_BUILD_JOBS=16 \
-    GRAFT_CMAKE_ARGS="${pip_args[*]}" "$VENV/bin/pip" install --no-build-isolation --no-index . >> "$LOGS/pip.log" 2>&1
+    GRAFT_CMAKE_ARGS="${pip_args[*]}" "$PY" -m pip install "${WHERE[@]}" --no-build-isolation --no-index . >> "$LOGS/pip.log" 2>&1
   rc=$?
-  note "pip install --no-build-isolation --no-index . (GRAFT_CUDA=1, archs ${PIP_CUDA_ARCHS:-90-real}): rc=$rc in $(( $(date +%s) - start )) s"
+  note "pip install ${WHERE[*]} --no-build-isolation --no-index . ($PY, GRAFT_CUDA=1, archs ${PIP_CUDA_ARCHS:-90-real}): rc=$rc in $(( $(date +%s) - start )) s"
   [ $rc -eq 0 ] || tail -30 "$LOGS/pip.log" >> "$summary"
   if [ $rc -eq 0 ]; then
-    note "graft --version (from /tmp): $(cd /tmp && "$VENV/bin/graft" --version 2>&1 | tr '\n' ' ')"
-    (cd /tmp && "$VENV/bin/python" "$OLDPWD/scripts/gpu/pip_smoke.py") > "$LOGS/pip_smoke.log" 2>&1
+    note "graft --version (from /tmp): $(cd /tmp && "$BIN/graft" --version 2>&1 | tr '\n' ' ')"
+    (cd /tmp && "$PY" "$OLDPWD/scripts/gpu/pip_smoke.py") > "$LOGS/pip_smoke.log" 2>&1
     note "pip smoke test: rc=$?"; cat "$LOGS/pip_smoke.log" >> "$summary"
   fi
 fi
