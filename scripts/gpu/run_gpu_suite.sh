@@ -129,8 +129,14 @@ if has_step pip; then  # issue 18: `pip install .` as a user runs it, from a cle
   PY="$VENV/bin/python" WHERE=(); BIN="$VENV/bin"
   python3 -c "import sys, numpy, torch; print(sys.executable, numpy.__file__, torch.__file__)" >> "$LOGS/pip.log" 2>&1
   if ! "$PY" -c "import numpy, torch" >> "$LOGS/pip.log" 2>&1; then
-    export PIP_BREAK_SYSTEM_PACKAGES=1  # a distribution's python refuses --user installs otherwise (PEP 668)
-    PY=python3 WHERE=(--user); BIN="$(python3 -m site --user-base)/bin"
+    if python3 -c "import sys; sys.exit(sys.prefix == sys.base_prefix)"; then
+      # python3 is itself a venv (this machine's torch lives in /opt/torch/.venv): a venv made from
+      # it sees only the base interpreter's packages, so install into python3's own venv.
+      PY=python3 WHERE=(); BIN="$(dirname "$(python3 -c 'import sys; print(sys.executable)')")"
+    else
+      export PIP_BREAK_SYSTEM_PACKAGES=1  # a distribution's python refuses --user installs otherwise (PEP 668)
+      PY=python3 WHERE=(--user); BIN="$(python3 -m site --user-base)/bin"
+    fi
   fi
   start=$(date +%s)
   GRAFT_CUDA=1 GRAFT_CUDA_ARCHS=${PIP_CUDA_ARCHS:-90-real} GRAFT_CMAKE_BUILD_DIR="$PIPBUILD" GRAFT_BUILD_JOBS=16 \
