@@ -210,7 +210,7 @@ void describe(const GraftOrtOp& op, const OrtValue* v, const std::string& what, 
   bad = bad || (rank > 0 && failed(g_api->GetDimensions(info, dims->data(), rank)));
   g_api->ReleaseTensorTypeAndShapeInfo(info);
   if (bad) fail(op, what + ": could not read its type and shape");
-  if (!dtype_from_onnx(static_cast<int32_t>(et), dtype))
+  if (!dtype_from_onnx_numeric(static_cast<int32_t>(et), dtype))
     fail(op, what + " has ONNX element type " + std::to_string(static_cast<int>(et)) + ", which graft does not support");
 }
 

@@ -35,6 +35,9 @@ size_t dtype_size(DataType t);            // bytes per element; 0 for kUndefined
 const char* dtype_name(DataType t);       // "float32", "float16", ...
 bool dtype_from_name(const std::string& name, DataType* out);  // accepts "float32"/"fp32"/"float"...
 bool dtype_from_onnx(int32_t onnx_type, DataType* out);       // false if graft lacks the type
+// dtype_from_onnx without string: what an op's dtype attribute (Cast aside) may name, since only
+// the ops that take strings (BuiltinOp::takes_strings) make string tensors.
+bool dtype_from_onnx_numeric(int32_t onnx_type, DataType* out);
 bool dtype_is_float(DataType t);          // float16/bfloat16/float32/float64
 bool dtype_is_integer(DataType t);        // int8/uint8/int16/uint16/int32/uint32/int64/uint64 (not bool)
 inline bool dtype_is_string(DataType t) { return t == DataType::kString; }

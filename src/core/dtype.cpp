@@ -75,6 +75,13 @@ bool dtype_from_onnx(int32_t v, DataType* out) {
   }
 }
 
+bool dtype_from_onnx_numeric(int32_t v, DataType* out) {
+  DataType t;
+  if (!dtype_from_onnx(v, &t) || t == DataType::kString) return false;
+  *out = t;
+  return true;
+}
+
 bool dtype_is_float(DataType t) {
   return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16 ||
          t == DataType::kFloat64;

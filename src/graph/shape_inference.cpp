@@ -140,6 +140,13 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
   if (!st) return st.with_node(node.name, node.op_type);
   *out_descs = ctx.outputs();
   *out_sym_values = ctx.output_sym_values();
+  // And only they make them (a dtype attribute or a value tensor could name string otherwise).
+  for (size_t o = 0; o < out_descs->size() && !op->takes_strings; ++o)
+    if ((*out_descs)[o].dtype == DataType::kString)
+      return error(StatusCode::kUnsupported, "output ", static_cast<uint64_t>(o), " would hold strings; graft's ",
+                   node.op_type, " does not make string tensors (the ops that do: Cast, CastLike, Constant, Identity, ",
+                   "StringNormalizer)")
+          .with_node(node.name, node.op_type);
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     if (node.outputs[o] && (*out_descs)[o].dtype == DataType::kUndefined)
       return error(StatusCode::kInternal, "inference left output ", static_cast<uint64_t>(o), " ('",

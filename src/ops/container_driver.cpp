@@ -35,7 +35,7 @@ Status store_sequence(ContainerDevice& dev, DataType dtype, std::vector<Tensor> 
 Status run_sequence_empty(const ExecContext& ctx, ContainerDevice& dev) {
   GRAFT_ASSIGN_OR_RETURN(int64_t onnx_type, ctx.attrs->get_int("dtype", static_cast<int64_t>(DataType::kFloat32)));
   DataType dt;
-  if (!dtype_from_onnx(static_cast<int32_t>(onnx_type), &dt))
+  if (!dtype_from_onnx_numeric(static_cast<int32_t>(onnx_type), &dt))
     return error(StatusCode::kInvalidModel, "dtype ", onnx_type, " is not an element type graft supports")
         .with_attribute("dtype");
   return store_sequence(dev, dt, {});
@@ -148,7 +148,7 @@ Status run_optional(const ExecContext& ctx, ContainerDevice& dev) {
   auto type = ctx.attrs->get_ints("type", {});
   if (!type || type->size() < 2) return error(StatusCode::kInvalidModel, "the attribute 'type' is missing").with_attribute("type");
   DataType dt;
-  if (!dtype_from_onnx(static_cast<int32_t>((*type)[1]), &dt))
+  if (!dtype_from_onnx_numeric(static_cast<int32_t>((*type)[1]), &dt))
     return error(StatusCode::kInvalidModel, "the attribute 'type' names no dtype graft supports").with_attribute("type");
   GRAFT_ASSIGN_OR_RETURN(Tensor o, Tensor::optional((*type)[0] == kOptionalTypeSequence ? ValueKind::kOptionalSequence
                                                                                           : ValueKind::kOptionalTensor,

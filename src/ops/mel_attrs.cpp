@@ -9,7 +9,7 @@ Result<DataType> mel_output_dtype(const AttributeMap& attrs) {
   if (!odt) return Status(odt.status()).with_attribute("output_datatype");
   DataType out;
   if (odt.value() < INT32_MIN || odt.value() > INT32_MAX ||
-      !dtype_from_onnx(static_cast<int32_t>(odt.value()), &out) || out == DataType::kBool)
+      !dtype_from_onnx_numeric(static_cast<int32_t>(odt.value()), &out) || out == DataType::kBool)
     return Status(error(StatusCode::kUnsupported, "ONNX element type ", odt.value(),
                         " is not supported (graft makes float32, float16, float64, bfloat16, int8, uint8, "
                         "int32 and "

@@ -70,7 +70,7 @@ Status infer_eye_like(InferContext& ctx) {
   if (ctx.attrs().has("dtype")) {
     auto dt = ctx.attrs().get_int("dtype", 0);
     if (!dt) return Status(dt.status()).with_attribute("dtype");
-    if (dt.value() < INT32_MIN || dt.value() > INT32_MAX || !dtype_from_onnx(static_cast<int32_t>(dt.value()), &out))
+    if (dt.value() < INT32_MIN || dt.value() > INT32_MAX || !dtype_from_onnx_numeric(static_cast<int32_t>(dt.value()), &out))
       return Status(error(StatusCode::kUnsupported, "ONNX element type ", dt.value(), " is not supported (graft supports ",
                           dtype_list(kAllTypes), ")"))
           .with_attribute("dtype");
@@ -122,7 +122,7 @@ Status infer_window(InferContext& ctx) {
   auto odt = ctx.attrs().get_int("output_datatype", 1);
   if (!odt) return Status(odt.status()).with_attribute("output_datatype");
   DataType out;
-  if (odt.value() < INT32_MIN || odt.value() > INT32_MAX || !dtype_from_onnx(static_cast<int32_t>(odt.value()), &out) ||
+  if (odt.value() < INT32_MIN || odt.value() > INT32_MAX || !dtype_from_onnx_numeric(static_cast<int32_t>(odt.value()), &out) ||
       out == kBool)
     return Status(error(StatusCode::kUnsupported, "ONNX element type ", odt.value(), " is not supported (graft supports ",
                         dtype_list(kNumericTypes), ")"))

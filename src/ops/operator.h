@@ -125,9 +125,9 @@ struct BuiltinOp {
   // Takes or returns sequence/optional values (ValueKind). Inference refuses a container input of
   // any other op, naming the input, so no other kernel ever sees one.
   bool takes_containers = false;
-  // Takes string tensors (DataType::kString): Cast, CastLike, Identity, StringNormalizer. Inference
-  // refuses a string input of any other op, naming the input, so no byte-copying kernel ever sees
-  // one (set with takes_strings() below).
+  // Takes or makes string tensors (DataType::kString): Cast, CastLike, Constant, Identity,
+  // StringNormalizer. Inference refuses a string input or output of any other op, naming it, so no
+  // byte-copying kernel ever sees one (set with takes_strings() below).
   bool takes_strings = false;
   PrecisionTrait precision = PrecisionTrait::kAny;
   LayoutTrait layout = LayoutTrait::kFixed;

@@ -46,7 +46,7 @@ Status infer_quantize_linear(InferContext& ctx) {
     if (!odt) return Status(odt.status()).with_attribute("output_dtype");
     if (odt.value() != 0) {
       DataType t;
-      if (odt.value() < INT32_MIN || odt.value() > INT32_MAX || !dtype_from_onnx(static_cast<int32_t>(odt.value()), &t) ||
+      if (odt.value() < INT32_MIN || odt.value() > INT32_MAX || !dtype_from_onnx_numeric(static_cast<int32_t>(odt.value()), &t) ||
           (t != kU8 && t != kI8))
         return Status(error(StatusCode::kUnsupported, "ONNX element type ", odt.value(),
                             " is not supported (graft quantizes to uint8 and int8)"))

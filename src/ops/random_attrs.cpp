@@ -64,7 +64,7 @@ Result<RandomAttrs> random_attrs(const std::string& op_type, const AttributeMap&
     auto code = attrs.get_int("dtype", 0);
     if (!code) return Status(code.status()).with_attribute("dtype");
     DataType t;
-    if (code.value() < INT32_MIN || code.value() > INT32_MAX || !dtype_from_onnx(static_cast<int32_t>(code.value()), &t))
+    if (code.value() < INT32_MIN || code.value() > INT32_MAX || !dtype_from_onnx_numeric(static_cast<int32_t>(code.value()), &t))
       return Status(error(StatusCode::kUnsupported, "ONNX data type ", code.value(), " is not one graft supports"))
           .with_attribute("dtype");
     a.dtype = t;

@@ -57,7 +57,7 @@ Status infer_layer_norm(InferContext& ctx) {
   auto stash = ctx.attrs().get_int("stash_type", 1);
   if (!stash) return Status(stash.status()).with_attribute("stash_type");
   DataType stash_t;
-  if (!dtype_from_onnx(static_cast<int32_t>(stash.value()), &stash_t) || !dtype_is_float(stash_t))
+  if (!dtype_from_onnx_numeric(static_cast<int32_t>(stash.value()), &stash_t) || !dtype_is_float(stash_t))
     return Status(ctx.fail("must be a float element type, got ", stash.value())).with_attribute("stash_type");
   for (size_t i = 1; i < std::min<size_t>(3, ctx.num_inputs()); ++i)
     if (ctx.has_input(i) && ctx.input(i).dtype != x.dtype)

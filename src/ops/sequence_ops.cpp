@@ -70,7 +70,7 @@ std::optional<Shape> shared_shape(InferContext& ctx, const std::optional<Shape>&
 Status infer_sequence_empty(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(int64_t onnx_type, ctx.attrs().get_int("dtype", static_cast<int64_t>(DataType::kFloat32)));
   DataType dt;
-  if (!dtype_from_onnx(static_cast<int32_t>(onnx_type), &dt))
+  if (!dtype_from_onnx_numeric(static_cast<int32_t>(onnx_type), &dt))
     return ctx.fail("dtype ", onnx_type, " is not an element type graft supports").with_attribute("dtype");
   ctx.set_output(0, container_desc(ValueKind::kSequence, dt, std::nullopt));
   return Status::ok();
@@ -209,7 +209,7 @@ Status infer_optional(InferContext& ctx) {
   const std::vector<int64_t>& t = *type;
   DataType dt;
   if (t.size() < 3 || (t[0] != kOptionalTypeTensor && t[0] != kOptionalTypeSequence) ||
-      !dtype_from_onnx(static_cast<int32_t>(t[1]), &dt) || t[2] < -1 ||
+      !dtype_from_onnx_numeric(static_cast<int32_t>(t[1]), &dt) || t[2] < -1 ||
       (t[2] >= 0 && t.size() != static_cast<size_t>(3 + t[2])))
     return ctx.fail("the attribute 'type' does not describe a tensor or a sequence of a dtype graft supports")
         .with_attribute("type");
