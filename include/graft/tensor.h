@@ -148,6 +148,10 @@ class Tensor {
   // Copies src's elements into this tensor's buffer (same dtype and element count, both on the
   // host): a memcpy, or an element-wise assignment for strings. kInvalidArgument when they differ.
   Status copy_data_from(const Tensor& src) const;
+  // Same kind, dtype, dims and elements, bit for bit (NaNs with the same bits are equal; strings
+  // compare by text, not by the std::string objects' bytes); containers item by item. Host values
+  // only: false when either holds device memory.
+  bool same_contents(const Tensor& other) const;
   Tensor clone() const;                      // deep copy, same device (host only for now); throws like empty()
   Result<Tensor> try_clone() const;          // clone() reporting a failed allocation as an error
   // A host copy (this tensor itself when already on the host); device tensors need the CUDA backend.

@@ -352,6 +352,22 @@ Status Tensor::copy_data_from(const Tensor& src) const {
   return Status::ok();
 }
 
+bool Tensor::same_contents(const Tensor& other) const {
+  if (kind_ != other.kind_ || dtype_ != other.dtype_ || dims_ != other.dims_ || device_ != DeviceType::kCPU ||
+      other.device_ != DeviceType::kCPU)
+    return false;
+  if (!is_tensor()) {
+    const std::vector<Tensor>&a = items(), &b = other.items();
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!a[i].same_contents(b[i])) return false;
+    return true;
+  }
+  if (dtype_ == DataType::kString)
+    return std::equal(data_as<std::string>(), data_as<std::string>() + numel(), other.data_as<std::string>());
+  return nbytes() == 0 || std::memcmp(data_, other.data_, nbytes()) == 0;
+}
+
 Result<Tensor> Tensor::to_host() const {
   if (device_ == DeviceType::kCPU) return *this;
   if (!cuda_alloc::copy_to_host)

@@ -102,11 +102,6 @@ std::string without_unknown_dim_numbers(const std::string& text) {
   return out;
 }
 
-bool same_tensor(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.dims() == b.dims() && a.nbytes() == b.nbytes() &&
-         (a.nbytes() == 0 || std::memcmp(a.data(), b.data(), a.nbytes()) == 0);
-}
-
 // Whether the engine draws fresh random values on every run: a random op (or Dropout, whose
 // training mode draws) without a seed attribute. Its outputs differ from run to run by design, so
 // only a deterministic engine's outputs must match its reloaded plan's bit for bit.
@@ -176,7 +171,7 @@ void exercise(const Engine& e, Outcome* out) {
   if (!s1.is_ok() || draws_fresh_values(description)) return;
   for (const auto& [name, t] : o1) {
     auto it = o2.find(name);
-    if (it == o2.end() || !same_tensor(t, it->second)) {
+    if (it == o2.end() || !t.same_contents(it->second)) {
       out->violation = "output '" + name + "' differs between the engine and its reloaded plan";
       return;
     }
@@ -268,7 +263,7 @@ Outcome tensor_file_read(const uint8_t* data, size_t size) {
       auto encoded = io::encode_npy(*npy);
       if (encoded) {
         auto back = io::parse_npy(*encoded, "roundtrip.npy");
-        if (!back || !same_tensor(*back, *npy)) {
+        if (!back || !back->same_contents(*npy)) {
           out.violation = "a .npy tensor does not survive a write and read";
           return;
         }
@@ -285,7 +280,7 @@ Outcome tensor_file_read(const uint8_t* data, size_t size) {
       auto encoded = io::encode_tensor_pb(pb->tensor, pb->name);
       if (encoded) {
         auto back = io::parse_tensor_pb(*encoded, "roundtrip.pb");
-        if (!back || back->name != pb->name || !same_tensor(back->tensor, pb->tensor)) {
+        if (!back || back->name != pb->name || !back->tensor.same_contents(pb->tensor)) {
           out.violation = "a .pb tensor does not survive a write and read";
           return;
         }

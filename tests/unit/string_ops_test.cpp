@@ -68,6 +68,30 @@ TEST(StringTensor, HoldsStringsThatCopiesDoNotShare) {
   EXPECT_FALSE(a.cast(DataType::kFloat32).is_ok());  // text converts through the Cast op only
 }
 
+// Equality by text: two tensors holding the same strings in distinct std::string objects (whose
+// bytes differ: each points at its own buffer) are the same; one changed character is not.
+TEST(StringTensor, SameContentsComparesText) {
+  const std::vector<std::string> text = {"", "short", std::string(64, 'q')};
+  Tensor a = Tensor::from_strings({3}, text), b = Tensor::from_strings({3}, text);
+  EXPECT_TRUE(a.same_contents(b));
+  b.data_as<std::string>()[2].back() = 'r';
+  EXPECT_FALSE(a.same_contents(b));
+  EXPECT_FALSE(a.same_contents(Tensor::from_strings({1, 3}, text)));  // same text, other dims
+  Tensor f = Tensor::empty(DataType::kFloat32, {2}), g = Tensor::empty(DataType::kFloat32, {2});
+  f.poison();
+  g.poison();
+  EXPECT_TRUE(f.same_contents(g));  // bit for bit: equal NaN patterns are the same
+  g.set(1, 0.5);
+  EXPECT_FALSE(f.same_contents(g));
+  // Containers compare item by item.
+  auto s1 = Tensor::sequence(DataType::kString, {a, a}), s2 = Tensor::sequence(DataType::kString, {a, b});
+  auto s3 = Tensor::sequence(DataType::kString, {a.clone(), a.clone()});
+  ASSERT_TRUE(s1.is_ok() && s2.is_ok() && s3.is_ok());
+  EXPECT_TRUE(s1->same_contents(*s3));
+  EXPECT_FALSE(s1->same_contents(*s2));
+  EXPECT_FALSE(s1->same_contents(a));
+}
+
 TEST(StringTensor, DtypeNamesAndOnnxCode) {
   DataType t;
   ASSERT_TRUE(dtype_from_onnx(8, &t));

@@ -53,10 +53,7 @@ class TensorIoTest : public ::testing::Test {
     return t;
   }
 
-  static bool same_bytes(const Tensor& a, const Tensor& b) {
-    return a.dtype() == b.dtype() && a.dims() == b.dims() &&
-           std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-  }
+  static bool same_bytes(const Tensor& a, const Tensor& b) { return a.same_contents(b); }
 
   void write_raw(const std::string& p, const std::string& bytes) {
     ASSERT_TRUE(io::write_file_atomic(p, bytes).is_ok());
