@@ -21,7 +21,7 @@ using CreatorBase = nvinfer1::IPluginCreator;
 const std::vector<CreatorBase*>& creators() {
   static const std::vector<CreatorBase*> list = [] {
     std::vector<CreatorBase*> v;
-    for (auto& def : adapted_ops()) v.push_back(new Creator(def));
+    for (AdaptedOp& op : adapted_ops()) v.push_back(new Creator(std::move(op)));
     return v;
   }();
   return list;

@@ -5,13 +5,14 @@
 
 namespace graft::trt {
 
-GraftPluginV2::GraftPluginV2(std::shared_ptr<const OpDef> def, AttributeMap attrs)
-    : def_(std::move(def)), attrs_(std::move(attrs)), serialized_(serialize_attributes(attrs_)),
+GraftPluginV2::GraftPluginV2(AdaptedOp op, AttributeMap attrs)
+    : def_(std::move(op.def)), plugin_name_(std::move(op.plugin_name)), attrs_(std::move(attrs)),
+      serialized_(serialize_attributes(attrs_)),
       namespace_(def_->identity().plugin_namespace) {}
 
 nvinfer1::IPluginV2DynamicExt* GraftPluginV2::clone() const noexcept {
   try {
-    auto* p = new GraftPluginV2(def_, attrs_);
+    auto* p = new GraftPluginV2({def_, plugin_name_}, attrs_);
     p->namespace_ = namespace_;
     p->nb_inputs_ = nb_inputs_;
     return p;
@@ -28,7 +29,7 @@ nvinfer1::DimsExprs GraftPluginV2::getOutputDimensions(int32_t output_index, con
     std::vector<nvinfer1::DimsExprs> out;
     Status st = shapes_from_exprs(*def_, attrs_, inputs, nb_inputs, builder, out);
     if (!st.is_ok()) {
-      log_error(def_->name(), "getOutputDimensions: " + st.to_string());
+      log_error(plugin_name_, "getOutputDimensions: " + st.to_string());
       return bad;
     }
     if (output_index < 0 || output_index >= static_cast<int32_t>(out.size())) return bad;
@@ -74,12 +75,12 @@ int32_t GraftPluginV2::enqueue(const nvinfer1::PluginTensorDesc* input_desc,
     auto ctx = kernel_context(*def_, attrs_, input_desc, nb_in, output_desc, getNbOutputs(), inputs, outputs,
                               workspace, stream);
     if (!ctx.is_ok()) {
-      log_error(def_->name(), "enqueue: " + ctx.status().to_string());
+      log_error(plugin_name_, "enqueue: " + ctx.status().to_string());
       return 1;
     }
     Status st = def_->run(Backend::kCUDA, *ctx);
     if (!st.is_ok()) {
-      log_error(def_->name(), "enqueue: " + st.to_string());
+      log_error(plugin_name_, "enqueue: " + st.to_string());
       return 1;
     }
     return 0;
@@ -96,13 +97,13 @@ nvinfer1::DataType GraftPluginV2::getOutputDataType(int32_t index, const nvinfer
     auto out = def_->infer_dtypes(in, attrs_);
     if (out.is_ok() && index >= 0 && index < static_cast<int32_t>(out->size()))
       if (auto t = to_trt((*out)[index])) return *t;
-    log_error(def_->name(), "getOutputDataType: " + (out.is_ok() ? std::string("bad index") : out.status().to_string()));
+    log_error(plugin_name_, "getOutputDataType: " + (out.is_ok() ? std::string("bad index") : out.status().to_string()));
   } catch (...) {
   }
   return nvinfer1::DataType::kFLOAT;
 }
 
-const char* GraftPluginV2::getPluginType() const noexcept { return def_->identity().name.c_str(); }
+const char* GraftPluginV2::getPluginType() const noexcept { return plugin_name_.c_str(); }
 const char* GraftPluginV2::getPluginVersion() const noexcept { return def_->identity().version.c_str(); }
 int32_t GraftPluginV2::getNbOutputs() const noexcept { return static_cast<int32_t>(def_->outputs().size()); }
 size_t GraftPluginV2::getSerializationSize() const noexcept { return serialized_.size(); }
@@ -110,20 +111,20 @@ void GraftPluginV2::serialize(void* buffer) const noexcept { std::memcpy(buffer,
 void GraftPluginV2::setPluginNamespace(const char* ns) noexcept { namespace_ = ns ? ns : ""; }
 const char* GraftPluginV2::getPluginNamespace() const noexcept { return namespace_.c_str(); }
 
-GraftCreatorV2::GraftCreatorV2(std::shared_ptr<const OpDef> def)
-    : def_(std::move(def)), fields_(*def_), namespace_(def_->identity().plugin_namespace) {}
-const char* GraftCreatorV2::getPluginName() const noexcept { return def_->identity().name.c_str(); }
-const char* GraftCreatorV2::getPluginVersion() const noexcept { return def_->identity().version.c_str(); }
+GraftCreatorV2::GraftCreatorV2(AdaptedOp op)
+    : op_(std::move(op)), fields_(*op_.def), namespace_(op_.def->identity().plugin_namespace) {}
+const char* GraftCreatorV2::getPluginName() const noexcept { return op_.plugin_name.c_str(); }
+const char* GraftCreatorV2::getPluginVersion() const noexcept { return op_.def->identity().version.c_str(); }
 const nvinfer1::PluginFieldCollection* GraftCreatorV2::getFieldNames() noexcept { return fields_.collection(); }
 
 nvinfer1::IPluginV2* GraftCreatorV2::createPlugin(const char* name, const nvinfer1::PluginFieldCollection* fc) noexcept {
   try {
-    auto attrs = attributes_from_fields(*def_, fc);
+    auto attrs = attributes_from_fields(*op_.def, fc);
     if (!attrs.is_ok()) {
-      log_error(def_->name() + " (layer '" + std::string(name ? name : "") + "')", "createPlugin: " + attrs.status().to_string());
+      log_error(op_.plugin_name + " (layer '" + std::string(name ? name : "") + "')", "createPlugin: " + attrs.status().to_string());
       return nullptr;
     }
-    auto* p = new GraftPluginV2(def_, std::move(attrs).value());
+    auto* p = new GraftPluginV2(op_, std::move(attrs).value());
     p->setPluginNamespace(namespace_.c_str());
     return p;
   } catch (...) {
@@ -135,12 +136,12 @@ nvinfer1::IPluginV2* GraftCreatorV2::deserializePlugin(const char* name, const v
   try {
     if (!data) return nullptr;
     auto attrs = deserialize_attributes(std::string(static_cast<const char*>(data), length));
-    Status st = attrs.is_ok() ? def_->validate_attributes(*attrs) : attrs.status();
+    Status st = attrs.is_ok() ? op_.def->validate_attributes(*attrs) : attrs.status();
     if (!st.is_ok()) {
-      log_error(def_->name() + " (layer '" + std::string(name ? name : "") + "')", "deserializePlugin: " + st.to_string());
+      log_error(op_.plugin_name + " (layer '" + std::string(name ? name : "") + "')", "deserializePlugin: " + st.to_string());
       return nullptr;
     }
-    auto* p = new GraftPluginV2(def_, std::move(attrs).value());
+    auto* p = new GraftPluginV2(op_, std::move(attrs).value());
     p->setPluginNamespace(namespace_.c_str());
     return p;
   } catch (...) {

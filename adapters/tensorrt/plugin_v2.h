@@ -9,7 +9,7 @@ namespace graft::trt {
 
 class GraftPluginV2 final : public nvinfer1::IPluginV2DynamicExt {
  public:
-  GraftPluginV2(std::shared_ptr<const OpDef> def, AttributeMap attrs);
+  GraftPluginV2(AdaptedOp op, AttributeMap attrs);
   const AttributeMap& attributes() const { return attrs_; }
 
   // IPluginV2DynamicExt
@@ -42,6 +42,7 @@ class GraftPluginV2 final : public nvinfer1::IPluginV2DynamicExt {
 
  private:
   std::shared_ptr<const OpDef> def_;
+  std::string plugin_name_;  // the creator's: the op's name or an alias
   AttributeMap attrs_;
   std::string serialized_;
   std::string namespace_;
@@ -50,7 +51,7 @@ class GraftPluginV2 final : public nvinfer1::IPluginV2DynamicExt {
 
 class GraftCreatorV2 final : public nvinfer1::IPluginCreator {
  public:
-  explicit GraftCreatorV2(std::shared_ptr<const OpDef> def);
+  explicit GraftCreatorV2(AdaptedOp op);
   const char* getPluginName() const noexcept override;
   const char* getPluginVersion() const noexcept override;
   const nvinfer1::PluginFieldCollection* getFieldNames() noexcept override;
@@ -60,7 +61,7 @@ class GraftCreatorV2 final : public nvinfer1::IPluginCreator {
   const char* getPluginNamespace() const noexcept override;
 
  private:
-  std::shared_ptr<const OpDef> def_;
+  AdaptedOp op_;
   FieldList fields_;
   std::string namespace_;
 };

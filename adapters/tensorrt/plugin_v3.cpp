@@ -3,8 +3,9 @@
 #if GRAFT_TRT_PLUGIN_V3
 namespace graft::trt {
 
-GraftPluginV3::GraftPluginV3(std::shared_ptr<const OpDef> def, AttributeMap attrs, std::string layer_name)
-    : def_(std::move(def)), attrs_(std::move(attrs)), layer_name_(std::move(layer_name)) {}
+GraftPluginV3::GraftPluginV3(AdaptedOp op, AttributeMap attrs, std::string layer_name)
+    : def_(std::move(op.def)), plugin_name_(std::move(op.plugin_name)), attrs_(std::move(attrs)),
+      layer_name_(std::move(layer_name)) {}
 
 void GraftPluginV3::report(const std::string& what, const Status& st) const noexcept {
   std::string msg = what + ": " + st.to_string();
@@ -14,7 +15,7 @@ void GraftPluginV3::report(const std::string& what, const Status& st) const noex
     } catch (...) {
     }
   }
-  log_error(def_->name() + " (layer '" + layer_name_ + "')", msg);
+  log_error(plugin_name_ + " (layer '" + layer_name_ + "')", msg);
 }
 
 nvinfer1::IPluginCapability* GraftPluginV3::getCapabilityInterface(nvinfer1::PluginCapabilityType type) noexcept {
@@ -28,7 +29,7 @@ nvinfer1::IPluginCapability* GraftPluginV3::getCapabilityInterface(nvinfer1::Plu
 
 nvinfer1::IPluginV3* GraftPluginV3::clone() noexcept {
   try {
-    auto* p = new GraftPluginV3(def_, attrs_, layer_name_);
+    auto* p = new GraftPluginV3({def_, plugin_name_}, attrs_, layer_name_);
     p->recorder_ = recorder_;
     p->nb_inputs_ = nb_inputs_;
     return p;
@@ -37,7 +38,7 @@ nvinfer1::IPluginV3* GraftPluginV3::clone() noexcept {
   }
 }
 
-const char* GraftPluginV3::getPluginName() const noexcept { return def_->identity().name.c_str(); }
+const char* GraftPluginV3::getPluginName() const noexcept { return plugin_name_.c_str(); }
 const char* GraftPluginV3::getPluginVersion() const noexcept { return def_->identity().version.c_str(); }
 const char* GraftPluginV3::getPluginNamespace() const noexcept { return def_->identity().plugin_namespace.c_str(); }
 
@@ -198,28 +199,28 @@ const nvinfer1::PluginFieldCollection* GraftPluginV3::getFieldsToSerialize() noe
 }
 
 // ---- creator ---------------------------------------------------------------------------------
-GraftCreatorV3::GraftCreatorV3(std::shared_ptr<const OpDef> def) : def_(std::move(def)), fields_(*def_) {}
+GraftCreatorV3::GraftCreatorV3(AdaptedOp op) : op_(std::move(op)), fields_(*op_.def) {}
 
 nvinfer1::IPluginV3* GraftCreatorV3::createPlugin(const char* name, const nvinfer1::PluginFieldCollection* fc,
                                                   nvinfer1::TensorRTPhase phase) noexcept {
   try {
-    auto attrs = attributes_from_fields(*def_, fc);
+    auto attrs = attributes_from_fields(*op_.def, fc);
     if (!attrs.is_ok()) {
-      log_error(def_->name() + " (layer '" + std::string(name ? name : "") + "')",
+      log_error(op_.plugin_name + " (layer '" + std::string(name ? name : "") + "')",
                 std::string(phase == nvinfer1::TensorRTPhase::kBUILD ? "createPlugin" : "deserialize") + ": " +
                     attrs.status().to_string());
       return nullptr;
     }
-    return new GraftPluginV3(def_, std::move(attrs).value(), name ? name : "");
+    return new GraftPluginV3(op_, std::move(attrs).value(), name ? name : "");
   } catch (...) {
     return nullptr;
   }
 }
 
 const nvinfer1::PluginFieldCollection* GraftCreatorV3::getFieldNames() noexcept { return fields_.collection(); }
-const char* GraftCreatorV3::getPluginName() const noexcept { return def_->identity().name.c_str(); }
-const char* GraftCreatorV3::getPluginVersion() const noexcept { return def_->identity().version.c_str(); }
-const char* GraftCreatorV3::getPluginNamespace() const noexcept { return def_->identity().plugin_namespace.c_str(); }
+const char* GraftCreatorV3::getPluginName() const noexcept { return op_.plugin_name.c_str(); }
+const char* GraftCreatorV3::getPluginVersion() const noexcept { return op_.def->identity().version.c_str(); }
+const char* GraftCreatorV3::getPluginNamespace() const noexcept { return op_.def->identity().plugin_namespace.c_str(); }
 
 }  // namespace graft::trt
 #endif

@@ -12,7 +12,7 @@ class GraftPluginV3 final : public nvinfer1::IPluginV3,
                             public nvinfer1::IPluginV3OneBuild,
                             public nvinfer1::IPluginV3OneRuntime {
  public:
-  GraftPluginV3(std::shared_ptr<const OpDef> def, AttributeMap attrs, std::string layer_name);
+  GraftPluginV3(AdaptedOp op, AttributeMap attrs, std::string layer_name);
   const AttributeMap& attributes() const { return attrs_; }
 
   // IPluginV3
@@ -48,6 +48,7 @@ class GraftPluginV3 final : public nvinfer1::IPluginV3,
  private:
   void report(const std::string& what, const Status& st) const noexcept;
   std::shared_ptr<const OpDef> def_;
+  std::string plugin_name_;  // the creator's: the op's name or an alias
   AttributeMap attrs_;
   std::string layer_name_;
   std::string serialized_;
@@ -59,7 +60,7 @@ class GraftPluginV3 final : public nvinfer1::IPluginV3,
 
 class GraftCreatorV3 final : public nvinfer1::IPluginCreatorV3One {
  public:
-  explicit GraftCreatorV3(std::shared_ptr<const OpDef> def);
+  explicit GraftCreatorV3(AdaptedOp op);
   nvinfer1::IPluginV3* createPlugin(const char* name, const nvinfer1::PluginFieldCollection* fc,
                                     nvinfer1::TensorRTPhase phase) noexcept override;
   const nvinfer1::PluginFieldCollection* getFieldNames() noexcept override;
@@ -68,7 +69,7 @@ class GraftCreatorV3 final : public nvinfer1::IPluginCreatorV3One {
   const char* getPluginNamespace() const noexcept override;
 
  private:
-  std::shared_ptr<const OpDef> def_;
+  AdaptedOp op_;
   FieldList fields_;
 };
 

@@ -350,7 +350,7 @@ void log_error(const std::string& plugin, const std::string& message) noexcept {
 }
 void log_info(const std::string& message) noexcept { log_at(nvinfer1::ILogger::Severity::kINFO, message); }
 
-std::vector<std::shared_ptr<const OpDef>> adapted_ops() {
+std::vector<AdaptedOp> adapted_ops() {
   static std::once_flag once;
   std::call_once(once, [] {
     if (const char* libs = std::getenv("GRAFT_PLUGIN_LIBRARIES"))
@@ -358,9 +358,23 @@ std::vector<std::shared_ptr<const OpDef>> adapted_ops() {
   });
   // Ops graft defines under the name of a plugin TensorRT itself ships, for graft's own engine: a
   // creator of ours would shadow TensorRT's (same name, version and namespace).
-  std::vector<std::shared_ptr<const OpDef>> out;
-  for (auto& r : OpRegistry::global().all())
-    if (has_cuda_kernel(*r.def) && !is_tensorrt_own_plugin(r.def->name())) out.push_back(r.def);
+  const OpRegistry& registry = OpRegistry::global();
+  std::vector<AdaptedOp> out;
+  const auto taken = [&out](const std::string& name, const OpIdentity& id) {
+    for (const AdaptedOp& a : out)
+      if (a.plugin_name == name && a.def->identity().version == id.version &&
+          a.def->identity().plugin_namespace == id.plugin_namespace)
+        return true;
+    return false;
+  };
+  for (auto& r : registry.all())
+    if (has_cuda_kernel(*r.def) && !is_tensorrt_own_plugin(r.def->name())) out.push_back({r.def, r.def->name()});
+  for (const OpRegistry::Alias& a : registry.aliases()) {
+    std::shared_ptr<const OpDef> def = registry.find_exact(a.target);
+    if (def && has_cuda_kernel(*def) && !is_tensorrt_own_plugin(a.name) && !is_tensorrt_own_plugin(def->name()) &&
+        !taken(a.name, def->identity()))
+      out.push_back({def, a.name});
+  }
   return out;
 }
 

@@ -94,12 +94,22 @@ void set_logger_finder(nvinfer1::ILoggerFinder* finder);
 void log_error(const std::string& plugin, const std::string& message) noexcept;
 void log_info(const std::string& message) noexcept;
 
+// One creator's worth: an op and the plugin name TensorRT finds it under, the op's own name or one
+// of its registry aliases (mmdeploy's MMCVModulatedDeformConv2d for ModulatedDeformConv2d). Version
+// and namespace are the op's. A plugin keeps the name its creator has, so that an engine TensorRT
+// serialized finds the same creator again at deserialization.
+struct AdaptedOp {
+  std::shared_ptr<const OpDef> def;
+  std::string plugin_name;
+};
+
 // Every registered graft op with a CUDA kernel (graft's own, plus plugin libraries named in
-// GRAFT_PLUGIN_LIBRARIES, a colon-separated list, loaded once). An op with CPU kernels only is left
-// out (a TensorRT plugin runs on the GPU), and so are EfficientNMS_TRT and BatchedNMSDynamic_TRT,
-// which graft defines for its own engine under the names of plugins TensorRT ships: a creator of
-// ours would shadow TensorRT's.
-std::vector<std::shared_ptr<const OpDef>> adapted_ops();
+// GRAFT_PLUGIN_LIBRARIES, a colon-separated list, loaded once), once under its own name and once
+// under each alias name. An op with CPU kernels only is left out (a TensorRT plugin runs on the
+// GPU), and so are EfficientNMS_TRT and BatchedNMSDynamic_TRT, which graft defines for its own
+// engine under the names of plugins TensorRT ships: a creator of ours would shadow TensorRT's. An
+// alias whose name, version and namespace an op already has gets no second creator.
+std::vector<AdaptedOp> adapted_ops();
 // Whether `name` is one of those TensorRT plugins graft defines for its own engine only (header-only,
 // so the harness can count the creators it should find).
 inline bool is_tensorrt_own_plugin(const std::string& name) {

@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -44,6 +45,14 @@ int g_passed = 0, g_failed = 0;
 void check(bool ok, const std::string& what) {
   (ok ? g_passed : g_failed)++;
   std::printf("[%s] %s\n", ok ? " OK " : "FAIL", what.c_str());
+}
+
+// The graft op a creator stands for, found as TensorRT's parser finds it: by name (the op's own or
+// an alias), version and namespace. Null when none is registered.
+std::shared_ptr<const graft::OpDef> registered_op(const std::string& name, const std::string& version,
+                                                  const std::string& plugin_namespace) {
+  auto def = graft::OpRegistry::global().find("", name, version, plugin_namespace);
+  return def.is_ok() ? *def : nullptr;
 }
 
 // ---- logger ---------------------------------------------------------------------------------
@@ -471,14 +480,9 @@ void check_output_shapes(const graft::OpDef& def, const graft::OpDef::Example& e
 void test_creator(nvinfer1::IPluginCreatorInterface* iface) {
   auto* creator = static_cast<nvinfer1::IPluginCreatorV3One*>(iface);
   std::string tag = std::string(creator->getPluginName()) + " v" + creator->getPluginVersion();
-  graft::OpIdentity id;
-  auto defs = graft::OpRegistry::global().all();
-  std::shared_ptr<const graft::OpDef> def;
-  for (auto& r : defs)
-    if (r.def->name() == creator->getPluginName() && r.def->identity().version == creator->getPluginVersion() &&
-        r.def->identity().plugin_namespace == creator->getPluginNamespace())
-      def = r.def;
-  check(def != nullptr, tag + " creator names a registered graft op");
+  std::shared_ptr<const graft::OpDef> def =
+      registered_op(creator->getPluginName(), creator->getPluginVersion(), creator->getPluginNamespace());
+  check(def != nullptr, tag + " creator names a registered graft op or alias");
   if (!def) return;
   const auto* names = creator->getFieldNames();
   check(names && names->nbFields == static_cast<int32_t>(def->attrs().size()),
@@ -499,7 +503,8 @@ void test_creator(nvinfer1::IPluginCreatorInterface* iface) {
     auto* runtime = static_cast<nvinfer1::IPluginV3OneRuntime*>(plugin->getCapabilityInterface(nvinfer1::PluginCapabilityType::kRUNTIME));
     check(core && build && runtime, etag + " exposes core, build and runtime capabilities");
     if (!core || !build || !runtime) continue;
-    check(std::string(core->getPluginName()) == def->name() && std::string(core->getPluginVersion()) == def->identity().version &&
+    check(std::string(core->getPluginName()) == creator->getPluginName() &&
+              std::string(core->getPluginVersion()) == def->identity().version &&
               std::string(core->getPluginNamespace()) == def->identity().plugin_namespace,
           etag + " name/version/namespace match the ONNX node's op_type/plugin_version/plugin_namespace");
     int32_t nb_in = 0;
@@ -640,10 +645,9 @@ using V2Ptr = std::unique_ptr<nvinfer1::IPluginV2DynamicExt, V2Deleter>;
 
 void test_creator(nvinfer1::IPluginCreator* creator) {
   std::string tag = std::string(creator->getPluginName()) + " v" + creator->getPluginVersion();
-  std::shared_ptr<const graft::OpDef> def;
-  for (auto& r : graft::OpRegistry::global().all())
-    if (r.def->name() == creator->getPluginName() && r.def->identity().version == creator->getPluginVersion()) def = r.def;
-  check(def != nullptr, tag + " creator names a registered graft op");
+  std::shared_ptr<const graft::OpDef> def =
+      registered_op(creator->getPluginName(), creator->getPluginVersion(), creator->getPluginNamespace());
+  check(def != nullptr, tag + " creator names a registered graft op or alias");
   if (!def) return;
   check(!def->examples().empty(), tag + " has an example call to test with");
   std::mt19937 rng(std::random_device{}());
@@ -655,6 +659,9 @@ void test_creator(nvinfer1::IPluginCreator* creator) {
     V2Ptr plugin(static_cast<nvinfer1::IPluginV2DynamicExt*>(creator->createPlugin("layer0", f.get())));
     check(plugin != nullptr, etag + " createPlugin from ONNX-parser fields");
     if (!plugin) continue;
+    check(std::string(plugin->getPluginType()) == creator->getPluginName() &&
+              std::string(plugin->getPluginVersion()) == creator->getPluginVersion(),
+          etag + " the plugin's type and version are its creator's (deserialization finds the same creator)");
     int32_t nb_in = 0;
     for (auto& d : ex.input_dims) if (d) ++nb_in;
     int32_t nb_out = plugin->getNbOutputs();
@@ -758,19 +765,36 @@ int main(int argc, char** argv) {
   int32_t n = 0;
   auto* const* list = get(n);
   // Ops with CPU kernels only get no creator, nor do the TensorRT plugins graft defines for its own
-  // engine (trt_common.h, adapted_ops).
-  int32_t with_cuda = 0;
-  for (auto& r : graft::OpRegistry::global().all()) {
-    if (graft::trt::is_tensorrt_own_plugin(r.def->name())) continue;
-    for (const graft::KernelEntry& k : r.def->kernels())
-      if (k.backend == graft::Backend::kCUDA) {
-        ++with_cuda;
-        break;
-      }
+  // engine (trt_common.h, adapted_ops); every alias of an op that has one gets its own (mmdeploy's
+  // names), so TensorRT's parser finds those nodes too.
+  const auto on_gpu = [](const graft::OpDef& def) {
+    if (graft::trt::is_tensorrt_own_plugin(def.name())) return false;
+    for (const graft::KernelEntry& k : def.kernels())
+      if (k.backend == graft::Backend::kCUDA) return true;
+    return false;
+  };
+  int32_t with_cuda = 0, aliases = 0;
+  for (auto& r : graft::OpRegistry::global().all()) with_cuda += on_gpu(*r.def);
+  for (const auto& a : graft::OpRegistry::global().aliases()) {
+    auto def = graft::OpRegistry::global().find_exact(a.target);
+    aliases += def && on_gpu(*def) && !graft::trt::is_tensorrt_own_plugin(a.name);
   }
-  check(list != nullptr && n == with_cuda,
-        "one creator per registered graft op with a CUDA kernel (" + std::to_string(n) + " of " +
-            std::to_string(with_cuda) + ")");
+  check(list != nullptr && n == with_cuda + aliases,
+        "one creator per registered graft op with a CUDA kernel and per alias of one (" + std::to_string(n) +
+            " of " + std::to_string(with_cuda) + " + " + std::to_string(aliases) + ")");
+  std::vector<std::string> alias_creators;
+  for (int32_t i = 0; list && i < n; ++i)
+    for (const auto& a : graft::OpRegistry::global().aliases())
+#if HARNESS_V3
+      if (a.name == static_cast<nvinfer1::IPluginCreatorV3One*>(list[i])->getPluginName())
+#else
+      if (a.name == list[i]->getPluginName())
+#endif
+        alias_creators.push_back(a.name);
+  check(std::find(alias_creators.begin(), alias_creators.end(), "MMCVModulatedDeformConv2d") != alias_creators.end() &&
+            std::find(alias_creators.begin(), alias_creators.end(), "MMCVMultiScaleDeformableAttention") !=
+                alias_creators.end(),
+        "mmdeploy's MMCVModulatedDeformConv2d and MMCVMultiScaleDeformableAttention have creators");
   for (int32_t i = 0; list && i < n; ++i) test_creator(list[i]);
   std::printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed == 0 ? 0 : 1;
