@@ -18,6 +18,11 @@ Result<std::string> counted(Graph& g, const char* what, bool always_report) {
   return n || always_report ? std::to_string(n) + " " + what : std::string();
 }
 
+Result<std::string> fixed_loops(Graph& g, const DevicePassContext&) {
+  GRAFT_ASSIGN_OR_RETURN(int n, unroll_fixed_loops(g));
+  if (n) GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the iterations' values, before the fusion passes match them
+  return n ? std::to_string(n) + " Loops with a fixed trip count unrolled" : std::string();
+}
 Result<std::string> unit_transposes(Graph& g, const DevicePassContext&) {
   return counted<unit_axis_transposes_to_reshapes>(g, "that only move unit axes run as reshapes", false);
 }
@@ -112,6 +117,7 @@ Result<std::string> attention_views(Graph& g, const DevicePassContext&) {
 
 const std::vector<DevicePass>& cuda_device_passes() {
   static const std::vector<DevicePass> passes = {
+      {"unroll loops", fusion, fixed_loops},
       {"transposes", fusion, unit_transposes},
       {"reshapes", fusion, reshape_pairs},
       {"patchify", fusion, patchify},

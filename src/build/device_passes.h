@@ -24,9 +24,10 @@ struct DevicePass {
   Result<std::string> (*run)(Graph&, const DevicePassContext&);
 };
 
-// The CUDA target's passes, in order (src/build/device_passes.cpp): view and reshape clean-up,
-// convolution/GEMM epilogue fusion, FP16 precision, NHWC layout regions, GEMM scale/residual
-// folding, elementwise chains, view composition and attention views.
+// The CUDA target's passes, in order (src/build/device_passes.cpp): Loops with a fixed trip count
+// unrolled, view and reshape clean-up, convolution/GEMM epilogue fusion, FP16 precision, NHWC
+// layout regions, GEMM scale/residual folding, elementwise chains, view composition and attention
+// views.
 const std::vector<DevicePass>& cuda_device_passes();
 
 // Runs `passes` in order over `g` for a device that answers `device`, reporting each pass's detail

@@ -123,4 +123,10 @@ Result<int> merge_reshape_chains(Graph& graph);
 // Returns the number of attention nodes changed.
 Result<int> fold_views_into_attention(Graph& graph);
 
+// Loop nodes with a trip count known at build time (1 to 64) that cannot stop early and whose body
+// has no nested subgraphs become one copy of the body per iteration, scan outputs concatenated
+// (src/graph/unroll_loops.cpp): a CUDA engine can then capture them and fuse their layers. Returns
+// the number of Loops unrolled.
+Result<int> unroll_fixed_loops(Graph& graph);
+
 }  // namespace graft

@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cuda_engine_fixture.h"
 #include "tests/unit/control_flow_models.h"
 
@@ -81,6 +83,16 @@ OnnxModelBuilder for_model() {
   return m;
 }
 
+// for_model with M a constant: a fixed trip count, which the CUDA passes unroll.
+OnnxModelBuilder fixed_for_model(int64_t trips) {
+  OnnxModelBuilder m = for_model();
+  auto* inputs = m.model().mutable_graph()->mutable_input();
+  for (int k = 0; k < inputs->size(); ++k)
+    if (inputs->Get(k).name() == "M") inputs->erase(inputs->begin() + k);
+  m.initializer("M", Tensor::scalar_int64(trips));
+  return m;
+}
+
 // A Loop nested in an If's branch; the loop body reads x through two scopes.
 OnnxModelBuilder nested_model() {
   OnnxModelBuilder m(17);
@@ -108,10 +120,11 @@ OnnxModelBuilder nested_model() {
 }
 
 // A loop whose body builds a sequence and takes its tensor back out.
+// M is an input, so the Loop stays one (a constant M would be unrolled).
 OnnxModelBuilder sequence_body_model() {
   OnnxModelBuilder m(17);
   m.input("x", DataType::kFloat32, {4});
-  m.constant("M", Tensor::scalar_int64(2));
+  m.input("M", DataType::kInt64, {});
   auto& loop = m.node("Loop", {"M", "", "x"}, {"y"}, "seq_loop");
   graph_attr(loop, "body")
       .input("i", DataType::kInt64).input("c_in", DataType::kBool).input("v", DataType::kFloat32)
@@ -129,7 +142,7 @@ OnnxModelBuilder sequence_body_model() {
 OnnxModelBuilder int16_body_model() {
   OnnxModelBuilder m(17);
   m.input("x", DataType::kFloat32, {4});
-  m.constant("M", Tensor::scalar_int64(2));
+  m.input("M", DataType::kInt64, {});
   auto& loop = m.node("Loop", {"M", "", "x"}, {"y"}, "int16_loop");
   graph_attr(loop, "body")
       .input("i", DataType::kInt64).input("c_in", DataType::kBool).input("v", DataType::kFloat32)
@@ -188,6 +201,33 @@ TEST_F(CudaControlFlowTest, ForLoopReadingItsIterationNumber) {
   }
 }
 
+// A for loop with a constant trip count is unrolled by the CUDA passes (src/graph/unroll_loops.cpp):
+// no Loop layer is left, the whole engine replays from one CUDA graph, and the values are the CPU
+// engine's (which runs the Loop as it is), in FP32 and FP16.
+TEST_F(CudaControlFlowTest, FixedTripCountLoopIsUnrolledAndCaptured) {
+  REQUIRE_GPU();
+  for (int64_t trips : {1, 4}) {
+    SCOPED_TRACE("M " + std::to_string(trips));
+    expect_all_on_gpu(fixed_for_model(trips));
+    auto gpu = build(fixed_for_model(trips), graft::DeviceType::kCUDA);
+    ASSERT_TRUE(gpu);
+    const nlohmann::json info = nlohmann::json::parse(gpu->describe_json());
+    for (const auto& layer : info.at("layers")) EXPECT_NE(layer.value("op_type", ""), "Loop");
+    auto ctx = gpu->create_context();
+    ASSERT_TRUE(ctx.is_ok());
+    auto* cuda_ctx = dynamic_cast<graft::CudaExecutionContext*>(ctx->get());
+    ASSERT_NE(cuda_ctx, nullptr);
+    bool replayed = false;
+    for (int rep = 0; rep < 3; ++rep) {
+      (void)run(*cuda_ctx, {{"x", rand_t({3, 5}, rng_)}});
+      replayed |= cuda_ctx->last_run_used_cuda_graph();
+    }
+    // As a Loop layer, second of the engine's, it would leave no leading part worth a graph.
+    EXPECT_TRUE(replayed) << "the unrolled loop should replay from a CUDA graph";
+    for (bool fp16 : {false, true}) compare_with_cpu(fixed_for_model(trips), {{"x", rand_t({3, 5}, rng_)}}, fp16);
+  }
+}
+
 TEST_F(CudaControlFlowTest, ScanWithAxesAndDirections) {
   REQUIRE_GPU();
   for (int64_t len : {5, 1}) {
@@ -214,7 +254,7 @@ TEST_F(CudaControlFlowTest, LoopNestedInAnIf) {
 TEST_F(CudaControlFlowTest, BodyWithSequenceOps) {
   REQUIRE_GPU();
   expect_all_on_gpu(sequence_body_model());
-  compare_with_cpu(sequence_body_model(), {{"x", rand_t({4}, rng_)}}, false);
+  compare_with_cpu(sequence_body_model(), {{"x", rand_t({4}, rng_)}, {"M", Tensor::scalar_int64(2)}}, false);
 }
 
 // A body the GPU cannot run keeps the whole loop on the CPU reference, and the build names the
@@ -230,7 +270,7 @@ TEST_F(CudaControlFlowTest, BodyTheGpuCannotRunStaysOnTheCpuAndSaysWhy) {
     named |= w.find("int16_loop") != std::string::npos && w.find("(Cast)") != std::string::npos &&
              w.find("int16") != std::string::npos;
   EXPECT_TRUE(named) << "no build warning names the body's int16 node";
-  compare_with_cpu(int16_body_model(), {{"x", rand_t({4}, rng_, -100, 100)}}, false);
+  compare_with_cpu(int16_body_model(), {{"x", rand_t({4}, rng_, -100, 100)}, {"M", Tensor::scalar_int64(2)}}, false);
   graft::BuilderConfig strict;
   strict.device = graft::DeviceType::kCUDA;
   strict.strict_device = true;
