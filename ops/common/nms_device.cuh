@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "backends/cuda/cuda_kernel_device.cuh"
+
 namespace graft::cuda::nms {
 
 __device__ __forceinline__ double to_double(float v) { return static_cast<double>(v); }
@@ -57,12 +59,7 @@ __device__ __forceinline__ Box4 load4(const T* p) {
   return {{to_double(p[0]), to_double(p[1]), to_double(p[2]), to_double(p[3])}};
 }
 
-// The power of two >= n (1 for n <= 1).
-__host__ __device__ __forceinline__ int64_t pow2_at_least(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
+using k::pow2_at_least;  // backends/cuda/cuda_kernel_device.cuh
 
 // Sorts [0, p) (p a power of two) best first: key descending, then index ascending. Every thread of
 // the block must call it; it ends with the block synchronized.

@@ -83,44 +83,36 @@ OnnxModelBuilder loop_model(const LoopForm& f) {
   return m;
 }
 
-TEST(UnrollLoops, ForLoopBecomesItsIterations) {
+// Every form that runs exactly M iterations: a for loop (ONNX ignores the body's condition without a
+// cond input, so a computed one changes nothing), and a constant-true cond the body hands on.
+TEST(UnrollLoops, LoopsThatCannotStopEarlyBecomeTheirIterations) {
+  std::vector<std::pair<std::string, LoopForm>> forms;
   for (int64_t trips : {1, 2, 5}) {
-    SCOPED_TRACE("trips " + std::to_string(trips));
     LoopForm f;
     f.trips = trips;
+    forms.push_back({"for loop of " + std::to_string(trips), f});
+  }
+  LoopForm handed_on;
+  handed_on.cond_input = true;
+  forms.push_back({"constant true condition handed on", handed_on});
+  LoopForm ignored;
+  ignored.body_cond = true;
+  forms.push_back({"for loop computing a condition", ignored});
+  for (const auto& [what, f] : forms) {
+    SCOPED_TRACE(what);
     auto g = load(loop_model(f));
     ASSERT_TRUE(g);
     check_pass(*g, unroll_fixed_loops, 1, seed(), 0.0, 0.0);  // the same arithmetic: bit-exact
     EXPECT_EQ(count_op(*g, "Loop"), 0);
-    EXPECT_EQ(count_op(*g, "Relu"), trips);
-    EXPECT_EQ(count_op(*g, "Concat"), trips > 1 ? 2 : 0);  // the two scan outputs
+    EXPECT_EQ(count_op(*g, "Relu"), f.trips);
+    EXPECT_EQ(count_op(*g, "Concat"), f.trips > 1 ? 2 : 0);  // the two scan outputs
     std::vector<int64_t> dims;
     for (const Value* v : g->outputs())
       if (v->name == "trace") {
         ASSERT_TRUE(static_dims_of(v, &dims));
-        EXPECT_EQ(dims, (std::vector<int64_t>{trips, 2, 3}));
+        EXPECT_EQ(dims, (std::vector<int64_t>{f.trips, 2, 3}));
       }
   }
-}
-
-// A constant-true cond whose body hands its condition on cannot stop early either.
-TEST(UnrollLoops, ConstantTrueConditionHandedOnIsUnrolled) {
-  LoopForm f;
-  f.cond_input = true;
-  auto g = load(loop_model(f));
-  ASSERT_TRUE(g);
-  check_pass(*g, unroll_fixed_loops, 1, seed(), 0.0, 0.0);
-  EXPECT_EQ(count_op(*g, "Loop"), 0);
-}
-
-// Without a cond input ONNX ignores the body's condition: still a fixed trip count.
-TEST(UnrollLoops, BodyConditionOfAForLoopIsIgnored) {
-  LoopForm f;
-  f.body_cond = true;
-  auto g = load(loop_model(f));
-  ASSERT_TRUE(g);
-  check_pass(*g, unroll_fixed_loops, 1, seed(), 0.0, 0.0);
-  EXPECT_EQ(count_op(*g, "Loop"), 0);
 }
 
 TEST(UnrollLoops, LoopsThatAreNotFixedStay) {

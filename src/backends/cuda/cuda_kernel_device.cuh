@@ -37,6 +37,13 @@ inline unsigned grid_for(int64_t n, int per_thread = 1) {
   return static_cast<unsigned>(blocks);
 }
 
+// The power of two >= n (1 for n <= 1): bitonic sort sizes (TopK, the NMS ops' candidate sorts).
+__host__ __device__ __forceinline__ int64_t pow2_at_least(int64_t n) {
+  int64_t p = 1;
+  while (p < n) p <<= 1;
+  return p;
+}
+
 #define GRAFT_GRID_STRIDE(i, n) \
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 

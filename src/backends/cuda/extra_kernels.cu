@@ -415,12 +415,6 @@ __global__ void one_hot_kernel(const IT* __restrict__ idx, const E* __restrict__
 
 // ---- TopK -------------------------------------------------------------------------------------
 
-inline int64_t pow2_at_least(int64_t n) {
-  int64_t p = 1;
-  while (p < n) p <<= 1;
-  return p;
-}
-
 template <typename T>
 constexpr size_t topk_slot_bytes() {
   return sizeof(KeyOf<T>) + sizeof(int32_t);
