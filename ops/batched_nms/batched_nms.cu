@@ -18,6 +18,10 @@ using namespace nms;  // NOLINT: the shared NMS device helpers
 
 constexpr int kClassThreads = 256;  // multiples of 32 (the selection's tie compaction works in warps)
 constexpr int kImageThreads = 512;
+// Kept boxes each lane of the suppression warp holds in registers (kept box j at lane j % 32, slot
+// j / 32): the first 32 * kCachedPerLane of a class are loaded and ordered once, not once per later
+// candidate; any further ones are loaded as they are needed.
+constexpr int kCachedPerLane = 4;
 
 template <typename T>
 __device__ __forceinline__ Box4 box_at(const BatchedNmsArgs& a, const T* boxes, int64_t b, int64_t i, int64_t c) {
@@ -30,12 +34,12 @@ __device__ __forceinline__ double area(const Box4& p, double offset) {
   return __dmul_rn(__dadd_rn(__dsub_rn(p.v[2], p.v[0]), offset), __dadd_rn(__dsub_rn(p.v[3], p.v[1]), offset));
 }
 
-// IoU of kept box p and candidate q, the CPU reference's formula and operation order.
-__device__ double iou(const BatchedNmsArgs& a, Box4 p, Box4 q) {
-  if (a.order_corners) {
-    p = ordered(p);
-    q = ordered(q);
-  }
+// A box as the IoU reads it: corners ordered when the op says so (the CPU reference orders each
+// box before its IoU; ordering once gives the same corners).
+__device__ __forceinline__ Box4 prepared(const BatchedNmsArgs& a, const Box4& p) { return a.order_corners ? ordered(p) : p; }
+
+// IoU of kept box p and candidate q, both prepared(), the CPU reference's formula and operation order.
+__device__ double iou(const BatchedNmsArgs& a, const Box4& p, const Box4& q) {
   double w, h;
   if (q.v[0] > p.v[2] || q.v[2] < p.v[0] || q.v[1] > p.v[3] || q.v[3] < p.v[1]) {
     w = __dadd_rn(0.0, a.intersection_offset);
@@ -74,17 +78,26 @@ class_nms_kernel(BatchedNmsArgs a, const T* __restrict__ boxes, const T* __restr
   int kept = 0;
   if (m > 0) {
     block_sort_best_first(keys, index, m);
-    // Greedy suppression; every lane of warp 0 runs the same loop. A kept candidate moves to slot
-    // `kept` <= r, which no lane reads again except as a kept box.
+    // Greedy suppression; every lane of warp 0 runs the same loop (`kept` is the same in every
+    // lane). A kept candidate moves to slot `kept` <= r, which no lane reads again except as a kept
+    // box. The cache's slots are indexed by loop counters the compiler unrolls, so it stays in
+    // registers.
     if (warp == 0) {
+      Box4 cache[kCachedPerLane];
       for (unsigned int r = 0; r < m; ++r) {
         const uint64_t key = keys[r];
         const uint32_t i = index[r];
-        const Box4 q = box_at(a, boxes, b, i, c);
+        const Box4 q = prepared(a, box_at(a, boxes, b, i, c));
         bool suppressed = false;
-        for (int j0 = 0; j0 < kept && !suppressed; j0 += 32) {
+#pragma unroll
+        for (int slot = 0; slot < kCachedPerLane; ++slot) {
+          if (suppressed || slot * 32 >= kept) break;
+          const bool hit = slot * 32 + lane < kept && iou(a, cache[slot], q) > a.iou_threshold;
+          suppressed = __any_sync(0xffffffffu, hit);
+        }
+        for (int j0 = kCachedPerLane * 32; j0 < kept && !suppressed; j0 += 32) {
           const int j = j0 + lane;
-          const bool hit = j < kept && iou(a, box_at(a, boxes, b, index[j], c), q) > a.iou_threshold;
+          const bool hit = j < kept && iou(a, prepared(a, box_at(a, boxes, b, index[j], c)), q) > a.iou_threshold;
           suppressed = __any_sync(0xffffffffu, hit);
         }
         if (suppressed) continue;
@@ -92,6 +105,9 @@ class_nms_kernel(BatchedNmsArgs a, const T* __restrict__ boxes, const T* __restr
           keys[kept] = key;
           index[kept] = i;
         }
+#pragma unroll
+        for (int slot = 0; slot < kCachedPerLane; ++slot)
+          if (kept == slot * 32 + lane) cache[slot] = q;
         __syncwarp();
         ++kept;
       }

@@ -242,6 +242,10 @@ OpCaseTable trt_batched_nms_cases() {
     t.cases.push_back(mmdeploy_case("clip_background_3", 2, 50, 4, a, {2, 50, 4}, -0.2, 1.2));
   }
   t.cases.push_back(mmdeploy_case("nothing_passes", 2, 10, 2, mmdeploy_attrs(2, 8, 8, 1.5f, 0.5f), {2, 10, 4}));
+  // Hundreds kept in one class: past the 128 kept boxes the CUDA suppression warp holds in
+  // registers, so the boxes it loads as it goes are checked too.
+  t.cases.push_back(
+      mmdeploy_case("past_the_kept_box_cache", 1, 400, 1, mmdeploy_attrs(1, 400, 400, 0.0f, 0.9f), {1, 400, 4}));
   t.bad_attributes.push_back({"zero_keep_topk", mmdeploy_attrs(3, 10, 0, 0.3f, 0.5f), {}, "keep_topk"});
   t.bad_attributes.push_back({"negative_iou", mmdeploy_attrs(3, 10, 10, 0.3f, -0.1f), {}, "iou_threshold"});
   {
