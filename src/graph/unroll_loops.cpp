@@ -48,7 +48,12 @@ bool constant_true(const Value* v) {
 std::optional<int64_t> fixed_trip_count(const Node& loop, const Graph& body) {
   const std::optional<int64_t> m = constant_int(loop.input(0));
   if (!m || *m < 1 || *m > kMaxTrips) return std::nullopt;
-  if (body.inputs().size() < 2 || body.outputs().empty()) return std::nullopt;
+  // The body's signature against the node's (inference has checked it; a mismatch is left for the
+  // Loop's own kernel to report): (i, cond, carried...) -> (cond, carried..., scans...).
+  const size_t carried = loop.explicit_inputs() - 2;
+  if (body.inputs().size() != carried + 2 || body.outputs().size() < 1 + carried ||
+      loop.outputs.size() != body.outputs().size() - 1)
+    return std::nullopt;
   if (loop.explicit_inputs() >= 2 && loop.inputs[1]) {
     if (!constant_true(loop.inputs[1])) return std::nullopt;
     const Value* cond_out = body.outputs()[0];
@@ -82,8 +87,6 @@ Tensor bool_scalar(bool b) {
 Status unroll(Graph& g, Node& loop, const Graph& body, int64_t trips, NodeNamer& namer) {
   const size_t carried = loop.explicit_inputs() - 2;
   const size_t scans = body.outputs().size() - 1 - carried;
-  if (body.inputs().size() != carried + 2 || loop.outputs.size() != carried + scans)
-    return error(StatusCode::kInternal, "Loop '", loop.name, "': its body's inputs and outputs do not match the node");
   const int opset = default_domain_opset(g);
 
   // Values every iteration shares: captured values and the body's initializers.
