@@ -116,7 +116,8 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {2, 15, 17, 32, 7, 2, 3, 1, true, true, "Relu"},       // 7x7 stride 2: 11 input vectors per tile row
       {1, 18, 22, 24, 5, 2, 1, 1, false, false, "Clip"},     // 5x5 stride 2, pads smaller than the halo
       {2, 6, 9, 8, 3, 1, 1, 1, true, true, "HardSwish"},     // one vector of channels per pixel
-      // The shared-tile kernel (variant 8: float16, K 3/5, stride 1/2, 16 or 8 channels per block; the
+      // The shared-tile kernel (variant 8: float16, K 3/5 at stride 1/2 and K 7 at stride 1, 16 or 8 channels
+      // per block; the
       // cases above with multiples of 8 channels too): 16 x 16 tiles (ow >= 16) and 8 x 8 ones, tiles
       // that end past the image on both axes, no padding.
       {2, 33, 35, 32, 5, 2, 2, 1, true, true, "Silu"},       // 5x5 stride 2, 17 x 18 outputs: 2 x 2 big tiles
@@ -124,6 +125,8 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
       {1, 17, 16, 64, 3, 1, 1, 1, false, true, "Clip"},      // 4 channel chunks, oh 17: a second row of tiles
       {2, 19, 18, 16, 3, 1, 0, 1, true, false, "Relu"},      // unpadded: 17 x 16 outputs
       {2, 21, 20, 40, 5, 1, 2, 1, true, true, "HardSwish"},  // 5 chunks of 8 channels, 16 x 16 tiles
+      {2, 20, 18, 32, 7, 1, 3, 1, true, true, "HardSwish"},  // ConvNeXt's 7x7 in 16 x 16 tiles, both partial
+      {1, 9, 10, 24, 7, 1, 3, 1, false, false, ""},          // 7x7, 8 x 8 tiles, 3 chunks of 8 channels
   };
   int tiled = 0, shared_tile = 0;
   for (const Spec& s : specs) {
@@ -159,7 +162,7 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
     }
   }
   EXPECT_GE(tiled, 8) << "the row-tiled kernel's cases";
-  EXPECT_GE(shared_tile, 12) << "the shared-tile kernel's cases";
+  EXPECT_GE(shared_tile, 17) << "the shared-tile kernel's cases";
 }
 
 // A square depthwise window over an hw x hw image of c channels, padded by k / 2.
@@ -179,7 +182,8 @@ TEST(CudaNn, SharedTileDepthwiseLimits) {
   EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 112, 96, 3, 2)));   // features.2, stride 2
   EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kBF16, dw(32, 14, 672, 5, 1)));  // EfficientNet-B0's 5x5
   EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF32, dw(32, 56, 144, 3, 1)));  // 16-bit types only
-  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 96, 7, 1)));   // ConvNeXt's 7x7
+  EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 96, 7, 1)));    // ConvNeXt's 7x7
+  EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 96, 7, 2)));   // 7x7 at stride 2
   EXPECT_TRUE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 28, 72, 3, 1)));    // MobileNetV3: chunks of 8
   EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 20, 3, 1)));   // not a multiple of 8
   EXPECT_FALSE(depthwise_nhwc_tile_supported(cuda::k::KType::kF16, dw(32, 56, 144, 3, 3)));  // stride 3

@@ -172,6 +172,7 @@ cudaError_t dispatch_tile(const void* x, const void* w, const void* bias, const 
   if (k == 3 && st == 2) return launch_tile_chunked<T, 3, 2>(xt, wt, bt, zt, yt, g, e, s);
   if (k == 5 && st == 1) return launch_tile_chunked<T, 5, 1>(xt, wt, bt, zt, yt, g, e, s);
   if (k == 5 && st == 2) return launch_tile_chunked<T, 5, 2>(xt, wt, bt, zt, yt, g, e, s);
+  if (k == 7 && st == 1) return launch_tile_chunked<T, 7, 1>(xt, wt, bt, zt, yt, g, e, s);
   return cudaErrorInvalidValue;
 }
 
@@ -179,7 +180,9 @@ cudaError_t dispatch_tile(const void* x, const void* w, const void* bias, const 
 
 bool depthwise_nhwc_tile_supported(KType t, const Window2d& g) {
   if (t != KType::kF16 && t != KType::kBF16) return false;
-  if (g.kh != g.kw || (g.kh != 3 && g.kh != 5) || g.sh != g.sw || (g.sh != 1 && g.sh != 2)) return false;
+  // 3x3 and 5x5 at stride 1 or 2 (MobileNet, EfficientNet); 7x7 at stride 1 (ConvNeXt's blocks).
+  if (g.kh != g.kw || g.sh != g.sw) return false;
+  if (!((g.kh == 3 || g.kh == 5) && (g.sh == 1 || g.sh == 2)) && !(g.kh == 7 && g.sh == 1)) return false;
   if (g.dh != 1 || g.dw != 1 || g.c % 8 != 0 || g.c / (g.c % 16 == 0 ? 16 : 8) > 65535) return false;
   if (g.n < 1 || g.h < 1 || g.w < 1 || g.oh < 1 || g.ow < 1 || g.ph < 0 || g.pw < 0 || g.ph > 65535 || g.pw > 65535)
     return false;
