@@ -8,7 +8,7 @@
 //   iteration but its scan outputs still need a per-iteration shape, so it stays a Loop);
 // - it cannot stop before M: it has no cond input (a for loop: ONNX ignores the body's condition
 //   then), or its cond input is a constant true and the body hands its condition input through
-//   unchanged or returns a constant true;
+//   unchanged (directly or through Identity nodes) or returns a constant true;
 // - its body holds no node with subgraphs of its own (nested control flow stays as it is);
 // - M times the body's node count is at most kMaxUnrolledNodes.
 //
@@ -56,7 +56,11 @@ std::optional<int64_t> fixed_trip_count(const Node& loop, const Graph& body) {
     return std::nullopt;
   if (loop.explicit_inputs() >= 2 && loop.inputs[1]) {
     if (!constant_true(loop.inputs[1])) return std::nullopt;
+    // Through Identity nodes (PyTorch's exporters hand the condition on through one).
     const Value* cond_out = body.outputs()[0];
+    while (cond_out && cond_out->producer && cond_out->producer->op_type == "Identity" &&
+           cond_out->producer->domain.empty() && cond_out->producer->inputs.size() == 1)
+      cond_out = cond_out->producer->inputs[0];
     if (cond_out != body.inputs()[1] && !constant_true(cond_out)) return std::nullopt;
   }
   // Every value the body reads is one of its inputs, captures or initializers, or made by an earlier

@@ -26,6 +26,7 @@ struct LoopForm {
   bool trips_is_input = false;  // M computed at run time (a graph input)
   bool cond_input = false;      // a constant true cond input
   bool body_cond = false;       // the body computes its condition (i < 3) instead of handing it on
+  bool cond_identity = false;   // the body hands its condition on through an Identity
   bool nested_if = false;       // the body holds an If
 };
 
@@ -74,6 +75,8 @@ OnnxModelBuilder loop_model(const LoopForm& f) {
   }
   if (f.body_cond) {
     body.constant("three", Tensor::scalar_int64(3)).node("Less", {"i", "three"}, {"c_out"}).output("c_out");
+  } else if (f.cond_identity) {
+    body.node("Identity", {"c_in"}, {"c_same"}).output("c_same");
   } else {
     body.output("c_in");
   }
@@ -95,6 +98,9 @@ TEST(UnrollLoops, LoopsThatCannotStopEarlyBecomeTheirIterations) {
   LoopForm handed_on;
   handed_on.cond_input = true;
   forms.push_back({"constant true condition handed on", handed_on});
+  LoopForm through_identity;
+  through_identity.cond_input = through_identity.cond_identity = true;
+  forms.push_back({"constant true condition handed on through an Identity", through_identity});
   LoopForm ignored;
   ignored.body_cond = true;
   forms.push_back({"for loop computing a condition", ignored});
