@@ -127,6 +127,22 @@ const KnownValue* known(const Value* v) {
   auto it = t_known->find(v->uniqueName());
   return it == t_known->end() ? nullptr : &it->second;
 }
+// libonnx's Dimension() sets only is_unknown, leaving is_int and dim unset (reading them is undefined,
+// and UBSan reports the bool, as fuzzing found): dims are read through dim_is, unknown ones are made
+// by unknown_dim, and lists are copied by copied_dims, which never reads an unknown dim's other fields.
+bool dim_is(const onnx::Dimension& d, int64_t value) { return !d.is_unknown && d.is_int && d.dim == value; }
+onnx::Dimension unknown_dim() {
+  onnx::Dimension d;
+  d.is_int = false;
+  d.dim = -1;
+  return d;
+}
+std::vector<onnx::Dimension> copied_dims(const std::vector<onnx::Dimension>& d, size_t from = 0) {
+  std::vector<onnx::Dimension> out;
+  for (size_t a = from; a < d.size(); ++a) out.push_back(d[a].is_unknown ? unknown_dim() : d[a]);
+  return out;
+}
+
 // The value's dims, or nullptr when its rank is unknown.
 const std::vector<onnx::Dimension>* dims_of(const Value* v) {
   if (v->has_sizes()) return &v->sizes();
@@ -148,7 +164,7 @@ void add_known(const onnx::ValueInfoProto& vi, KnownValues* out) {
   for (const auto& d : tt.shape().dim())
     k.dims.push_back(d.has_dim_value() ? onnx::Dimension(d.dim_value())
                      : d.has_dim_param() ? onnx::Dimension(d.dim_param())
-                                         : onnx::Dimension());
+                                         : unknown_dim());
   auto [it, inserted] = out->emplace(vi.name(), k);
   if (!inserted && !it->second.has_shape && k.has_shape) it->second = k;
 }
@@ -195,7 +211,7 @@ void legacy_broadcast(const std::shared_ptr<Graph>& graph, Node* node) {
     const int64_t trailing = ra - axis - rb;
     if (trailing > 0) {
       std::vector<int64_t> axes;
-      std::vector<onnx::Dimension> dims = *db;
+      std::vector<onnx::Dimension> dims = copied_dims(*db);
       for (int64_t i = 0; i < trailing; ++i) {
         axes.push_back(rb + i);
         dims.emplace_back(int64_t{1});
@@ -293,12 +309,10 @@ void scan_8_9(const std::shared_ptr<Graph>& graph, Node* node) {
   if (lens && lens->node()->kind() != onnx::kUndefined) refuse(why + ": this node has sequence_lens");
   for (size_t i = 1; i < node->inputs().size(); ++i) {
     const std::vector<onnx::Dimension>* d = dims_of(node->inputs()[i]);
-    if (!d || d->empty() || !(*d)[0].is_int || (*d)[0].dim != 1) refuse(why + ": input " + std::to_string(i) +
+    if (!d || d->empty() || !dim_is((*d)[0], 1)) refuse(why + ": input " + std::to_string(i) +
                                                                           " has no batch of 1 in its shape");
   }
-  auto drop_batch = [](const std::vector<onnx::Dimension>& d) {
-    return std::vector<onnx::Dimension>(d.begin() + 1, d.end());
-  };
+  auto drop_batch = [](const std::vector<onnx::Dimension>& d) { return copied_dims(d, 1); };
   for (size_t i = 1; i < node->inputs().size(); ++i) {
     Value* v = node->inputs()[i];
     Node* sq = graph->create(onnx::kSqueeze);
@@ -323,7 +337,7 @@ void scan_8_9(const std::shared_ptr<Graph>& graph, Node* node) {
     const int32_t et = elem_type_of(out);
     const std::vector<onnx::Dimension>* known_dims = dims_of(out);  // read before the rename below
     const std::optional<std::vector<onnx::Dimension>> dims =
-        known_dims ? std::optional<std::vector<onnx::Dimension>>(*known_dims) : std::nullopt;
+        known_dims ? std::optional<std::vector<onnx::Dimension>>(copied_dims(*known_dims)) : std::nullopt;
     Node* un = graph->create(onnx::kUnsqueeze);
     un->is_(onnx::kaxes, {0});
     un->insertAfter(node);
@@ -378,13 +392,13 @@ void prelu_6_7(const std::shared_ptr<Graph>& graph, Node* node) {
   if (!ds) refuse("the shape of the slope is unknown; before opset 7 it decides the broadcast axis");
   if (ds->size() != 1) return;
   const onnx::Dimension& c = (*ds)[0];
-  if (!c.is_unknown && c.is_int && c.dim == 1) return;  // one slope for every element
+  if (dim_is(c, 1)) return;  // one slope for every element
   const std::vector<onnx::Dimension>* dx = dims_of(x);
   if (!dx) refuse("the rank of the data is unknown; a per-channel slope needs it");
   const int64_t rank = static_cast<int64_t>(dx->size());
   if (rank < 3) return;  // [N, C]: the slope already lines up with C
   std::vector<int64_t> axes;
-  std::vector<onnx::Dimension> dims = *ds;
+  std::vector<onnx::Dimension> dims = copied_dims(*ds);
   for (int64_t i = 1; i <= rank - 2; ++i) {
     axes.push_back(i);
     dims.emplace_back(int64_t{1});
