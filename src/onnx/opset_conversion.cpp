@@ -6,6 +6,7 @@
 #include <onnx/version_converter/convert.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
@@ -16,6 +17,7 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "graft/dtype.h"
@@ -70,6 +72,16 @@ Tensor int64_vector(const std::vector<int64_t>& v) {
   return t;
 }
 
+// `v` (a float attribute of the old opset) as an integer of [lo, hi]: saturated at the ends, so a
+// bound past the type's range bounds nothing, and refused when NaN. A plain conversion of a value
+// out of range is undefined (fuzzing found a Clip bound of 4.7e30 over int32).
+int64_t saturated(double v, int64_t lo, int64_t hi) {
+  if (std::isnan(v)) refuse("a NaN has no integer form");
+  if (v <= static_cast<double>(lo)) return lo;
+  if (v >= static_cast<double>(hi)) return hi;  // (double)INT64_MAX rounds up to 2^63: v < it converts
+  return static_cast<int64_t>(v);
+}
+
 // A scalar of `elem_type` (the data type of the tensor it will be combined with) holding `v`.
 // Float types graft reads: float, double, float16, bfloat16; integers of every width.
 Tensor typed_scalar(int32_t elem_type, double v) {
@@ -91,20 +103,31 @@ Tensor typed_scalar(int32_t elem_type, double v) {
       break;
     case onnx::TensorProto_DataType_INT64:
       t.elem_type() = elem_type;
-      t.int64s().push_back(std::isinf(v) ? (v < 0 ? std::numeric_limits<int64_t>::min()
-                                                 : std::numeric_limits<int64_t>::max())
-                                         : static_cast<int64_t>(v));
+      t.int64s().push_back(saturated(v, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()));
       break;
     case onnx::TensorProto_DataType_INT32:
     case onnx::TensorProto_DataType_INT16:
     case onnx::TensorProto_DataType_INT8:
     case onnx::TensorProto_DataType_UINT16:
-    case onnx::TensorProto_DataType_UINT8:
-    case onnx::TensorProto_DataType_BOOL:
+    case onnx::TensorProto_DataType_UINT8: {
+      // The type's own range (int32_data holds the narrower ones too).
+      const auto range = [&]() -> std::pair<int64_t, int64_t> {
+        switch (elem_type) {
+          case onnx::TensorProto_DataType_INT16: return {INT16_MIN, INT16_MAX};
+          case onnx::TensorProto_DataType_INT8: return {INT8_MIN, INT8_MAX};
+          case onnx::TensorProto_DataType_UINT16: return {0, UINT16_MAX};
+          case onnx::TensorProto_DataType_UINT8: return {0, UINT8_MAX};
+          default: return {INT32_MIN, INT32_MAX};
+        }
+      }();
       t.elem_type() = elem_type;
-      t.int32s().push_back(std::isinf(v) ? (v < 0 ? std::numeric_limits<int32_t>::min()
-                                                 : std::numeric_limits<int32_t>::max())
-                                         : static_cast<int32_t>(v));
+      t.int32s().push_back(static_cast<int32_t>(saturated(v, range.first, range.second)));
+      break;
+    }
+    case onnx::TensorProto_DataType_BOOL:
+      if (std::isnan(v)) refuse("a NaN has no bool form");
+      t.elem_type() = elem_type;
+      t.int32s().push_back(v != 0.0 ? 1 : 0);
       break;
     default:
       refuse("the data type " + std::to_string(elem_type) + " has no scalar form here");
