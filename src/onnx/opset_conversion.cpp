@@ -5,6 +5,7 @@
 #include <onnx/shape_inference/implementation.h>
 #include <onnx/version_converter/convert.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/checked_math.h"
 #include "graft/dtype.h"
 #include "onnx/graph_references.h"
 #include "onnx/guarded_shape_inference.h"
@@ -77,9 +79,7 @@ Tensor int64_vector(const std::vector<int64_t>& v) {
 // out of range is undefined (fuzzing found a Clip bound of 4.7e30 over int32).
 int64_t saturated(double v, int64_t lo, int64_t hi) {
   if (std::isnan(v)) refuse("a NaN has no integer form");
-  if (v <= static_cast<double>(lo)) return lo;
-  if (v >= static_cast<double>(hi)) return hi;  // (double)INT64_MAX rounds up to 2^63: v < it converts
-  return static_cast<int64_t>(v);
+  return std::clamp(saturating_int64(v), lo, hi);
 }
 
 // A scalar of `elem_type` (the data type of the tensor it will be combined with) holding `v`.

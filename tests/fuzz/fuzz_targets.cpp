@@ -1,6 +1,5 @@
 #include "tests/fuzz/fuzz_targets.h"
 
-#include <cstring>
 #include <map>
 #include <memory>
 #include <new>

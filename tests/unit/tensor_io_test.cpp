@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -53,8 +52,6 @@ class TensorIoTest : public ::testing::Test {
     return t;
   }
 
-  static bool same_bytes(const Tensor& a, const Tensor& b) { return a.same_contents(b); }
-
   void write_raw(const std::string& p, const std::string& bytes) {
     ASSERT_TRUE(io::write_file_atomic(p, bytes).is_ok());
   }
@@ -89,12 +86,12 @@ TEST_F(TensorIoTest, NpyRoundTripEveryDtype) {
       ASSERT_TRUE(io::write_npy(p, t).is_ok());
       auto back = io::read_npy(p);
       ASSERT_TRUE(back.is_ok()) << back.status().to_string();
-      EXPECT_TRUE(same_bytes(t, back.value()));
+      EXPECT_TRUE(t.same_contents(back.value()));
       // read_tensor_file recognises the format by content even without the extension.
       fs::rename(p, path("t.bin"));
       auto any = io::read_tensor_file(path("t.bin"));
       ASSERT_TRUE(any.is_ok()) << any.status().to_string();
-      EXPECT_TRUE(same_bytes(t, any->tensor));
+      EXPECT_TRUE(t.same_contents(any->tensor));
     }
   }
 }
@@ -119,7 +116,7 @@ TEST_F(TensorIoTest, NpyVersion2AndUnusualSpacing) {
   write_raw(path("v2.npy"), npy_bytes("{\"shape\":(2,3),\"fortran_order\":False,\"descr\":\"<i4\"}", payload, 2));
   auto back = io::read_npy(path("v2.npy"));
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
-  EXPECT_TRUE(same_bytes(t, back.value()));
+  EXPECT_TRUE(t.same_contents(back.value()));
   // Fortran order is harmless when at most one dimension exceeds 1.
   write_raw(path("f1.npy"), npy_bytes("{'descr': '<i4', 'fortran_order': True, 'shape': (1, 6), }", payload));
   auto f1 = io::read_npy(path("f1.npy"));
@@ -180,7 +177,7 @@ TEST_F(TensorIoTest, PbRoundTripEveryDtype) {
       auto back = io::read_tensor_file(p);
       ASSERT_TRUE(back.is_ok()) << back.status().to_string();
       EXPECT_EQ(back->name, "my/tensor:0");
-      EXPECT_TRUE(same_bytes(t, back->tensor));
+      EXPECT_TRUE(t.same_contents(back->tensor));
     }
   }
 }

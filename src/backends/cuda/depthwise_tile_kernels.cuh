@@ -19,8 +19,9 @@
 namespace graft::cuda::k {
 
 // Whether variant 8 takes a problem of dtype t: float16 or bfloat16; a square 3x3 or 5x5 filter at
-// stride 1 or 2 on both axes, or 7x7 (ConvNeXt) at stride 1; no dilation; a multiple of 8 channels (at most 65535 chunks of 16,
-// or of 8); input and output element counts and the tile count below 2^31.
+// stride 1 or 2 on both axes, or 7x7 (ConvNeXt) at stride 1; no dilation; a multiple of 8 channels
+// (at most 65535 chunks of 16, or of 8); input and output element counts and the tile count below
+// 2^31.
 bool depthwise_nhwc_tile_supported(KType t, const Window2d& g);
 
 // Depthwise convolution over NHWC as launch_depthwise_conv_nhwc (x [n, h, w, c], w [c, kh, kw, 1],
