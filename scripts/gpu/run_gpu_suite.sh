@@ -8,7 +8,7 @@
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
 #   conformance pip probe examples
-#   profile zprofile bench_encoder zoo detection dcnbench sanitize; sanitize wants a call of its own after a build: it
+#   profile zprofile bench_encoder zoo detection dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -241,6 +241,26 @@ sanitize_headlines() {
        h != "" && /^=========[ ]+at / { fn = $0; sub(/^=========[ ]+at /, "", fn); sub(/\(.*/, "", fn); print h " in " fn; h = ""; next }
        END { if (h != "") print h }' "$@" 2>/dev/null | sed -E 's/0x[0-9a-fA-F]+/0x_/g' | sort | uniq -c | sort -rn | head -8
 }
+
+if has_step fuzz; then  # issue 19: a long libFuzzer run on this machine's CPU cores (it has no clang): the target that
+  # scripts/gpu/pack_fuzz.sh packed into $DEVDIR/fuzz.tar.xz, FUZZ_JOBS workers (default: every core) sharing one corpus, each
+  # for FUZZ_SECONDS (default 480), with run_fuzzers.sh's sanitizer options and limits. The executions are the sum of the
+  # workers' own counts; any finding's input and report come back in $OUT/fuzz.tgz with the grown corpus.
+  FZ=/tmp/graft-fuzz; rm -rf "$FZ"; mkdir -p "$FZ/artifacts" "$FZ/logs"
+  tar -xJf "$DEVDIR/fuzz.tar.xz" -C "$FZ"
+  export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:allocator_may_return_null=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  fj=${FUZZ_JOBS:-$(nproc)}
+  (cd "$FZ/logs" && LD_LIBRARY_PATH="$FZ:$LD_LIBRARY_PATH" "$FZ/fuzz_target" -jobs="$fj" -workers="$fj" \
+    -max_total_time="${FUZZ_SECONDS:-480}" -timeout=60 -rss_limit_mb=3072 -print_final_stats=1 \
+    -artifact_prefix="$FZ/artifacts/" -dict="$FZ/target.dict" "$FZ/corpus" "$FZ/seeds" > "$FZ/logs/jobs.log" 2>&1)
+  runs=$(cat "$FZ"/logs/fuzz-*.log | grep -o 'stat::number_of_executed_units: *[0-9]*' | awk '{s+=$NF} END {print s+0}')
+  done_jobs=$(grep -l 'stat::number_of_executed_units' "$FZ"/logs/fuzz-*.log | wc -l)
+  findings=$(ls "$FZ/artifacts" | wc -l)
+  note "fuzz $(cat "$FZ/what"): $fj workers x ${FUZZ_SECONDS:-480} s on $(nproc) cores: $runs executions in all ($done_jobs workers reported), $findings finding(s)"
+  grep -hE "ERROR:|runtime error|violation|SUMMARY" "$FZ"/logs/fuzz-*.log | sort | uniq -c | head -20 >> "$summary"
+  tar -czf "$OUT/fuzz.tgz" -C "$FZ" logs artifacts corpus what
+fi
 
 if has_step sanitize; then
   # Issue 19: the CUDA kernel tests and the op-test harness's CUDA cases under compute-sanitizer's
