@@ -11,6 +11,16 @@
 
 namespace graft {
 
+bool outputs_all_empty(const Node& node, const std::vector<Tensor>& outs) {
+  bool any = false;
+  for (size_t o = 0; o < node.outputs.size(); ++o) {
+    if (!node.outputs[o]) continue;
+    if (o >= outs.size() || !outs[o].defined() || !outs[o].is_tensor() || outs[o].numel() != 0) return false;
+    any = true;
+  }
+  return any;
+}
+
 Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<const Tensor*>& inputs) {
   auto descs = infer_node_concrete(node, inputs);
   if (!descs) return std::move(descs).take_status();
@@ -32,21 +42,9 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
     outs[o] = std::move(t).value();
     outs[o].poison();
   }
-  // Every output already allocated and empty: nothing to write, so no kernel runs. (An empty output
-  // may still be huge on its other axes, and a kernel that walks an axis before the empty one would
-  // loop or allocate for it: fuzz findings FZ13 and FZ19.)
-  bool nothing_to_write = false;
-  for (size_t o = 0; o < node.outputs.size(); ++o) {
-    if (!node.outputs[o]) continue;
-    if (!outs[o].defined() || outs[o].numel() != 0) {
-      nothing_to_write = false;
-      break;
-    }
-    nothing_to_write = true;
-  }
   Status st;
-  if (nothing_to_write) {
-    // the output checks below still run
+  if (outputs_all_empty(node, outs)) {
+    // nothing to write; the output checks below still run
   } else if (node.custom_op) {
     const OpDef& def = *node.custom_op;
     CustomKernelCall call = custom_kernel_call(node, inputs, outs);

@@ -323,6 +323,39 @@ TEST_F(CudaReliabilityTest, EightContextsOnEightStreamsAreBitExact) {
   }
 }
 
+// Fuzz finding FZ19's pattern on CUDA: a Resize whose scales leave no channels and make the spatial
+// axes huge (x [1, 2, 4, 4] by (1, 1.2e-38, 3e13, 3e13)), into an AveragePool. Both outputs are
+// empty, so the engine runs no kernel for either (runtime/cpu_executor.h, outputs_all_empty): a
+// kernel that walked the 1e14-long axes first would never finish. The build and a run must succeed,
+// fast, with an empty output of the inferred shape.
+TEST_F(CudaEngineTest, EmptyOutputsWithHugeAxesRunNoKernel) {
+  REQUIRE_GPU();
+  OnnxModelBuilder m(13);
+  m.input("x", DataType::kFloat32, {1, 2, 4, 4});
+  m.initializer("roi", Tensor::from_doubles(DataType::kFloat32, {0}, {}));
+  m.initializer("scales", Tensor::from_doubles(DataType::kFloat32, {4}, {1.0, 1.2e-38, 3e13, 3e13}));
+  m.node("Resize", {"x", "roi", "scales"}, {"r"});
+  auto& pool = m.node("AveragePool", {"r"}, {"y"});
+  OnnxModelBuilder::attr(pool, "kernel_shape", std::vector<int64_t>{3, 3});
+  m.output("y", DataType::kFloat32);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto e = build(m, graft::DeviceType::kCUDA);
+  ASSERT_TRUE(e);
+  auto ctx = e->create_context();
+  ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+  std::map<std::string, Tensor> in{{"x", Tensor::from_doubles(DataType::kFloat32, {1, 2, 4, 4},
+                                                              std::vector<double>(32, 0.5))}};
+  auto out = run(**ctx, in);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(out.count("y"));
+  const Tensor& y = out.at("y");
+  ASSERT_EQ(y.rank(), 4);
+  EXPECT_EQ(y.dims()[1], 0);
+  EXPECT_EQ(y.numel(), 0);
+  EXPECT_GT(y.dims()[2], int64_t{1} << 40) << "the spatial axes should stay huge";
+  EXPECT_LT(secs, 30.0) << "building and running an empty-output model took " << secs << " s";
+}
+
 }  // namespace
 
 #endif  // GRAFT_WITH_CUDA
