@@ -67,7 +67,8 @@ configure_build() {  # $1 build dir, rest: extra cmake args
 }
 
 unpack_deps
-# A snapshot run records the snapshot's commit (the checkout there may carry an older .git).
+# A snapshot run records the snapshot's commit (the checkout there may carry an older .git, so the
+# device tool's calls should pass GRAFT_COMMIT=<sha> in the command: its copy of the tree may too).
 export GRAFT_COMMIT=${GRAFT_COMMIT:-$(cat "$DEVDIR"/commit 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 note "GPU suite on $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null), $(date -u +%F), commit $GRAFT_COMMIT"
 
