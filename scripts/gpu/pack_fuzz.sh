@@ -11,21 +11,17 @@ cd "$(dirname "$0")/../.."
 BUILD=${1:-build-fuzz}
 TARGET=${2:-onnx_build}
 CORPUS=${3:-}
-declare -A SEEDS=([onnx_build]=onnx [plan_load]=plan [plan_payload_load]=plan_payload
-                  [timing_cache_parse]=timing_cache [tensor_file_read]=tensor [attributes_validate]=attributes)
-declare -A DICT=([onnx_build]=onnx_build [plan_load]=plan_json [plan_payload_load]=plan_json
-                 [timing_cache_parse]=timing_cache_parse [tensor_file_read]=tensor_file_read
-                 [attributes_validate]=attributes_validate)
+source tests/fuzz/fuzz_settings.sh
 [ -x "$BUILD/tests/fuzz/fuzz_$TARGET" ] || { echo "pack_fuzz.sh: $BUILD/tests/fuzz/fuzz_$TARGET not built" >&2; exit 2; }
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 bash tests/fuzz/make_corpus.sh "$BUILD" "$stage/all-seeds" > /dev/null
 mkdir -p "$stage/pack/corpus"
-mv "$stage/all-seeds/${SEEDS[$TARGET]}" "$stage/pack/seeds"
+mv "$stage/all-seeds/${FUZZ_SEEDS[$TARGET]}" "$stage/pack/seeds"
 [ -n "$CORPUS" ] && cp -r "$CORPUS"/. "$stage/pack/corpus/"
 cp "$BUILD/tests/fuzz/fuzz_$TARGET" "$stage/pack/fuzz_target"
 objcopy --strip-debug "$BUILD/src/libgraft.so.0" "$stage/pack/libgraft.so.0"
-cp "tests/fuzz/dict/${DICT[$TARGET]}.dict" "$stage/pack/target.dict"
+cp "tests/fuzz/dict/${FUZZ_DICT[$TARGET]}.dict" "$stage/pack/target.dict"
 echo "$TARGET $(git rev-parse --short HEAD)" > "$stage/pack/what"
 mkdir -p .device
 tar -cJf .device/fuzz.tar.xz.tmp -C "$stage/pack" . && mv .device/fuzz.tar.xz.tmp .device/fuzz.tar.xz

@@ -245,15 +245,14 @@ sanitize_headlines() {
 
 if has_step fuzz; then  # issue 19: a long libFuzzer run on this machine's CPU cores (it has no clang): the target that
   # scripts/gpu/pack_fuzz.sh packed into $DEVDIR/fuzz.tar.xz, FUZZ_JOBS workers (default: every core) sharing one corpus, each
-  # for FUZZ_SECONDS (default 480), with run_fuzzers.sh's sanitizer options and limits. The executions are the sum of the
+  # for FUZZ_SECONDS (default 480), under tests/fuzz/fuzz_settings.sh's sanitizer options and limits. The executions are the sum of the
   # workers' own counts; any finding's input and report come back in $OUT/fuzz.tgz with the grown corpus.
   FZ=/tmp/graft-fuzz; rm -rf "$FZ"; mkdir -p "$FZ/artifacts" "$FZ/logs"
   tar -xJf "$DEVDIR/fuzz.tar.xz" -C "$FZ"
-  export ASAN_OPTIONS=abort_on_error=1:detect_leaks=1:allocator_may_return_null=1
-  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  source tests/fuzz/fuzz_settings.sh
   fj=${FUZZ_JOBS:-$(nproc)}
   (cd "$FZ/logs" && LD_LIBRARY_PATH="$FZ:$LD_LIBRARY_PATH" "$FZ/fuzz_target" -jobs="$fj" -workers="$fj" \
-    -max_total_time="${FUZZ_SECONDS:-480}" -timeout=60 -rss_limit_mb=3072 -print_final_stats=1 \
+    -max_total_time="${FUZZ_SECONDS:-480}" "${FUZZ_LIMITS[@]}" \
     -artifact_prefix="$FZ/artifacts/" -dict="$FZ/target.dict" "$FZ/corpus" "$FZ/seeds" > "$FZ/logs/jobs.log" 2>&1)
   runs=$(cat "$FZ"/logs/fuzz-*.log | grep -o 'stat::number_of_executed_units: *[0-9]*' | awk '{s+=$NF} END {print s+0}')
   done_jobs=$(grep -l 'stat::number_of_executed_units' "$FZ"/logs/fuzz-*.log | wc -l)

@@ -18,18 +18,10 @@ TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
   TARGETS=(onnx_build plan_load plan_payload_load timing_cache_parse tensor_file_read attributes_validate)
 fi
-declare -A SEEDS=([onnx_build]=onnx [plan_load]=plan [plan_payload_load]=plan_payload
-                  [timing_cache_parse]=timing_cache [tensor_file_read]=tensor [attributes_validate]=attributes)
-declare -A DICT=([onnx_build]=onnx_build [plan_load]=plan_json [plan_payload_load]=plan_json
-                 [timing_cache_parse]=timing_cache_parse [tensor_file_read]=tensor_file_read
-                 [attributes_validate]=attributes_validate)
+source tests/fuzz/fuzz_settings.sh
 
 mkdir -p "$WORK"
 bash tests/fuzz/make_corpus.sh "$BUILD" "$WORK/seeds"
-# Leaks are findings too; a failed malloc returns NULL (graft turns it into an error), while a
-# failed operator new is still reported.
-export ASAN_OPTIONS=${GRAFT_FUZZ_ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
-export UBSAN_OPTIONS=${GRAFT_FUZZ_UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 failed=()
 for t in "${TARGETS[@]}"; do
   exe="$BUILD/tests/fuzz/fuzz_$t"
@@ -37,13 +29,10 @@ for t in "${TARGETS[@]}"; do
   corpus="$WORK/corpus/$t" artifacts="$WORK/artifacts/$t/" log="$WORK/$t.log"
   mkdir -p "$corpus" "$artifacts"
   dict=()
-  [ -n "${DICT[$t]:-}" ] && dict=(-dict="tests/fuzz/dict/${DICT[$t]}.dict")
-  # -timeout: one input may take this long (sanitizers included, on a loaded machine: the CPU
-  # reference kernels of a small convnet take 1.5 s under ASan + UBSan); -rss_limit_mb: the process.
-  # graft's tensors are capped at 256 MiB by the targets themselves (graft::MemoryLimit).
+  [ -n "${FUZZ_DICT[$t]:-}" ] && dict=(-dict="tests/fuzz/dict/${FUZZ_DICT[$t]}.dict")
   set +e
-  "$exe" -max_total_time="$SECS" -timeout=60 -rss_limit_mb=3072 -print_final_stats=1 \
-    -artifact_prefix="$artifacts" "${dict[@]}" ${GRAFT_FUZZ_EXTRA_ARGS:-} "$corpus" "$WORK/seeds/${SEEDS[$t]}" > "$log" 2>&1
+  "$exe" -max_total_time="$SECS" "${FUZZ_LIMITS[@]}" \
+    -artifact_prefix="$artifacts" "${dict[@]}" ${GRAFT_FUZZ_EXTRA_ARGS:-} "$corpus" "$WORK/seeds/${FUZZ_SEEDS[$t]}" > "$log" 2>&1
   rc=$?
   set -e
   runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)

@@ -18,10 +18,9 @@ while read -r m; do
 done < <(dpkg -L libonnx-testdata | grep '/model.onnx$' | grep -iE "$REGEX" || true)
 [ "$n" -gt 0 ] || { echo "run_onnx_ops.sh: no suite model matches '$REGEX'" >&2; exit 2; }
 echo "run_onnx_ops.sh: $n seed models"
-export ASAN_OPTIONS=${GRAFT_FUZZ_ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_may_return_null=1}
-export UBSAN_OPTIONS=${GRAFT_FUZZ_UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+source tests/fuzz/fuzz_settings.sh
 set +e
-"$BUILD/tests/fuzz/fuzz_onnx_build" -max_total_time="$SECS" -timeout=60 -rss_limit_mb=3072 -print_final_stats=1 \
+"$BUILD/tests/fuzz/fuzz_onnx_build" -max_total_time="$SECS" "${FUZZ_LIMITS[@]}" \
   -artifact_prefix="$WORK/artifacts/" -dict=tests/fuzz/dict/onnx_build.dict "$WORK/corpus" "$WORK/seeds" \
   > "$WORK/log" 2>&1
 rc=$?
