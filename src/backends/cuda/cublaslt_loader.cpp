@@ -44,15 +44,24 @@ Fn lt_symbol(const char* name) {
   return lib.handle ? reinterpret_cast<Fn>(dlsym(lib.handle, name)) : nullptr;
 }
 
+// Why a function could not be called: the library's load error, or the function is missing from it.
+const char* lt_missing_text() {
+  const LtLibrary& lib = lt_library();
+  return lib.handle ? "the loaded cuBLASLt library lacks a function graft calls" : lib.error.c_str();
+}
+
 }  // namespace
 
 // One forwarding definition per function graft calls (nm -D --undefined-only on a libgraft linked
-// against libcublasLt lists them). A function missing from the library behaves as an unloaded one.
-#define GRAFT_LT_FORWARD(name, params, args)                                    \
-  extern "C" cublasStatus_t CUBLASWINAPI name params {                          \
-    static const auto fn = lt_symbol<cublasStatus_t(CUBLASWINAPI*) params>(#name); \
-    return fn ? fn args : CUBLAS_STATUS_NOT_INITIALIZED;                        \
+// against libcublasLt lists them), returning `fallback` when the function cannot be called. A
+// function missing from the library behaves as an unloaded one.
+#define GRAFT_LT_FORWARD_OR(ret, fallback, name, params, args)      \
+  extern "C" ret CUBLASWINAPI name params {                         \
+    static const auto fn = lt_symbol<ret(CUBLASWINAPI*) params>(#name); \
+    return fn ? fn args : (fallback);                               \
   }
+#define GRAFT_LT_FORWARD(name, params, args) \
+  GRAFT_LT_FORWARD_OR(cublasStatus_t, CUBLAS_STATUS_NOT_INITIALIZED, name, params, args)
 
 GRAFT_LT_FORWARD(cublasLtCreate, (cublasLtHandle_t * handle), (handle))
 GRAFT_LT_FORWARD(cublasLtDestroy, (cublasLtHandle_t handle), (handle))
@@ -90,21 +99,10 @@ GRAFT_LT_FORWARD(cublasLtMatrixLayoutSetAttribute,
                  (cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr, const void* buf, size_t size),
                  (layout, attr, buf, size))
 
+GRAFT_LT_FORWARD_OR(const char*, "CUBLAS_STATUS_NOT_INITIALIZED", cublasLtGetStatusName, (cublasStatus_t status),
+                    (status))
+GRAFT_LT_FORWARD_OR(const char*, lt_missing_text(), cublasLtGetStatusString, (cublasStatus_t status), (status))
+GRAFT_LT_FORWARD_OR(size_t, 0, cublasLtGetVersion, (void), ())
+
 #undef GRAFT_LT_FORWARD
-
-extern "C" const char* CUBLASWINAPI cublasLtGetStatusName(cublasStatus_t status) {
-  static const auto fn = lt_symbol<const char*(CUBLASWINAPI*)(cublasStatus_t)>("cublasLtGetStatusName");
-  return fn ? fn(status) : "CUBLAS_STATUS_NOT_INITIALIZED";
-}
-
-extern "C" const char* CUBLASWINAPI cublasLtGetStatusString(cublasStatus_t status) {
-  static const auto fn = lt_symbol<const char*(CUBLASWINAPI*)(cublasStatus_t)>("cublasLtGetStatusString");
-  if (fn) return fn(status);
-  const LtLibrary& lib = lt_library();
-  return lib.handle ? "the cuBLASLt library lacks cublasLtGetStatusString" : lib.error.c_str();
-}
-
-extern "C" size_t CUBLASWINAPI cublasLtGetVersion(void) {
-  static const auto fn = lt_symbol<size_t(CUBLASWINAPI*)(void)>("cublasLtGetVersion");
-  return fn ? fn() : 0;
-}
+#undef GRAFT_LT_FORWARD_OR
