@@ -410,6 +410,15 @@ PY
         rrc="build failed ($brc)"
       fi
       note "zprofile $m b$b: rc=$rrc $(grep -m1 -o 'median = [0-9.]* ms' "$blog")"
+      # ZPROFILE_NCU=1: every kernel's own GPU time from Nsight Compute's counters (one pass, clocks left
+      # alone), for one run after a warm-up one, in launch order: the per-layer table's event times include
+      # each layer's gate and launch; these do not.
+      if [ "${ZPROFILE_NCU:-0}" = 1 ] && [ $brc -eq 0 ] && command -v ncu > /dev/null; then
+        timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip "${ZPROFILE_NCU_SKIP:-0}" \
+          "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --shapes "$in:${b}x3x224x224" --iterations 2 --warmup 0 \
+          > "$OUT/zprofile/ncu_${m}_b${b}.csv" 2> "$LOGS/ncu_${m}_b${b}.err"
+        note "  ncu $m b$b: rc=$? $(grep -c gpu__time_duration "$OUT/zprofile/ncu_${m}_b${b}.csv") kernels"
+      fi
     done
     if [ "${ZPROFILE_FIXED:-0}" = 1 ]; then
       zb_fixed=${zb##* }  # the last batch listed
