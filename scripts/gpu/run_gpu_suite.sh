@@ -419,6 +419,14 @@ PY
           > "$OUT/zprofile/ncu_${m}_b${b}.csv" 2> "$LOGS/ncu_${m}_b${b}.err"
         note "  ncu $m b$b: rc=$? $(grep -c gpu__time_duration "$OUT/zprofile/ncu_${m}_b${b}.csv") kernels"
       fi
+      # ZPROFILE_NCU_KERNELS=<regex>: Nsight Compute's full section set (throughput, occupancy, stall
+      # reasons) for the first ZPROFILE_NCU_COUNT (default 8) launches of kernels whose names match.
+      if [ -n "${ZPROFILE_NCU_KERNELS:-}" ] && [ $brc -eq 0 ] && command -v ncu > /dev/null; then
+        timeout 200 ncu --clock-control none --set full -k "regex:$ZPROFILE_NCU_KERNELS" \
+          --launch-count "${ZPROFILE_NCU_COUNT:-8}" "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda \
+          --shapes "$in:${b}x3x224x224" --iterations 1 --warmup 0 > "$OUT/zprofile/ncu_full_${m}_b${b}.txt" 2>&1
+        note "  ncu full sections $m b$b: rc=$?"
+      fi
     done
     if [ "${ZPROFILE_FIXED:-0}" = 1 ]; then
       zb_fixed=${zb##* }  # the last batch listed

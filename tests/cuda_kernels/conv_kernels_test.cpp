@@ -4,7 +4,8 @@
 //   - the NHWC pointwise (1x1) kernel, which runs only where timing picked it, so its launcher is
 //     tested directly against a double-precision computation here;
 //   - the float16 tensor-core NHWC kernel for short reductions (conv_mma_kernels.cu), likewise
-//     picked only by timing: its launcher tested directly, and GraftConv forced onto it.
+//     picked only by timing: its launcher tested directly, and GraftConv forced onto it;
+//   - the epilogue pass that follows a cuDNN convolution (variant 0), through its launcher.
 // All have limits (shared memory, reduction length); problems past them must be refused, never half-run.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
@@ -337,6 +338,73 @@ TEST(CudaConvKernels, PointwiseNhwcRefusesBeyondSharedMemory) {
   ASSERT_EQ(cudaMemcpy(back.data(), y.p, back.size(), cudaMemcpyDeviceToHost), cudaSuccess);
   for (size_t i = 0; i < back.size(); ++i) ASSERT_EQ(back[i], 0xFF) << "byte " << i << " written by a refused launch";
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// ---- the epilogue pass after a cuDNN convolution (variant 0), through its launcher ----
+
+struct EpilogueCase {
+  int64_t outer, channels, inner;  // y is [outer, channels, inner]: NCHW planes, or NHWC pixels with inner 1
+  bool bias, residual;
+  const char* act;
+  int64_t offset;  // elements by which y and z start past an aligned address
+};
+
+// y = act(y + bias[ch] + z) in place, against double on the values the device saw.
+void run_epilogue(const EpilogueCase& ec, DataType dt, std::mt19937& rng, uint32_t seed) {
+  SCOPED_TRACE("epilogue [" + std::to_string(ec.outer) + ", " + std::to_string(ec.channels) + ", " +
+               std::to_string(ec.inner) + "]" + (ec.bias ? " bias" : "") + (ec.residual ? " residual" : "") +
+               " act '" + ec.act + "' offset " + std::to_string(ec.offset) + " dtype " + dtype_name(dt) + " seed " +
+               std::to_string(seed));
+  const float lo = -0.25f, hi = 0.5f;
+  const int64_t total = ec.outer * ec.channels * ec.inner;
+  std::deque<DevBuf> bufs;
+  std::vector<double> y0, b, z;
+  void* dy = upload(rnd(rng, {total}), dt, ec.offset, bufs, &y0);
+  void* db = ec.bias ? upload(rnd(rng, {ec.channels}), dt, 0, bufs, &b) : nullptr;
+  void* dz = ec.residual ? upload(rnd(rng, {total}), dt, ec.offset, bufs, &z) : nullptr;
+  ASSERT_TRUE(dy && (!ec.bias || db) && (!ec.residual || dz)) << "device allocation or copy failed";
+  const Epilogue e{activation_code(ec.act), lo, hi};
+  ASSERT_EQ(cuda::k::launch_conv_epilogue(static_cast<KType>(dt), dy, db, dz, ec.channels, ec.inner, e, total, nullptr),
+            cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  Tensor got = Tensor::empty(dt, {total});
+  ASSERT_EQ(cudaMemcpy(got.data(), dy, got.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  const std::vector<double> g = to_doubles(got);
+  const double tol = dt == DataType::kFloat32 ? 1e-6 : 4e-3;  // one rounding of the result
+  for (int64_t i = 0; i < total; ++i) {
+    const size_t at = static_cast<size_t>(i);
+    double v = y0[at];
+    if (ec.bias) v += b[static_cast<size_t>((i / ec.inner) % ec.channels)];
+    if (ec.residual) v += z[at];
+    const double want = activation_ref(ec.act, v, lo, hi);
+    ASSERT_NEAR(g[at], want, tol * (1.0 + std::fabs(want))) << "element " << i;
+  }
+}
+
+// Each path of the launcher: NHWC with a channel count that is a multiple of the 16-byte vector
+// (one bias vector per thread) and one that is not; NCHW planes whose size is a multiple of the
+// vector (one channel per vector) and one that is not; y and z one element past alignment; every
+// activation; enough elements that threads walk the grid-stride loop's tail.
+TEST(CudaConvKernels, EpilogueInPlace) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  std::vector<EpilogueCase> cases = {
+      {37, 96, 1, true, true, "Clip", 0},       // NHWC, 12 vectors of 8 halves per pixel
+      {29, 20, 1, true, false, "HardSwish", 0}, // NHWC, 20 channels: vectors in float32 only
+      {3, 5, 3136, true, true, "Relu", 0},      // NCHW 56x56 planes: a vector never spans two channels
+      {2, 7, 49, true, true, "Silu", 0},        // NCHW 7x7 planes: element by element
+      {41, 96, 1, true, true, "Sigmoid", 1},    // misaligned y and z
+      {5, 64, 1, false, true, "HardSigmoid", 0},// residual only
+      {6, 24, 8, true, false, "", 0},           // bias only, NCHW planes of exactly one vector
+      {1, 1, 1, true, true, "Relu", 0},         // one element
+      {2048, 144, 1, true, true, "Clip", 0},    // 295k elements
+  };
+  for (const char* act : kActivations) cases.push_back({13, 32, 1, true, true, act, 0});
+  for (const EpilogueCase& ec : cases) {
+    run_epilogue(ec, DataType::kFloat32, rng, seed);
+    run_epilogue(ec, DataType::kFloat16, rng, seed);
+  }
 }
 
 

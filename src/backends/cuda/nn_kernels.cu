@@ -1,6 +1,8 @@
 #include "backends/cuda/nn_kernels.cuh"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 
 #include "backends/cuda/conv_epilogue.cuh"
 #include "backends/cuda/cuda_kernel_device.cuh"
@@ -190,16 +192,59 @@ __global__ void global_pool_finish_kernel(bool max, const float* __restrict__ pa
   }
 }
 
-// y = act(y + bias[channel] + z), channel = (i / inner) % channels (inner: H*W for NCHW, 1 for NHWC).
-template <typename T>
+// y = act(y + bias[channel] + z), channel = (i / inner) % channels (inner: H*W for NCHW, 1 for NHWC),
+// V consecutive elements per thread. kNhwc (inner 1, channels a multiple of V): the V elements are V
+// channels, whose biases are one vector load. Otherwise inner is a multiple of V and the V elements
+// share one channel (V = 1 takes any shape). I is the index type: 32-bit where every index fits, as
+// 64-bit division made this a compute-bound pass (MobileNetV2's ReLU6 epilogues after cuDNN at batch
+// 32: 14.6 us for 4.8 MB on an H200, a seventh of the memory's bandwidth).
+template <typename T, int V, typename I, bool kNhwc>
 __global__ void conv_epilogue_kernel(T* __restrict__ y, const T* __restrict__ bias, const T* __restrict__ z,
-                                     int64_t channels, int64_t inner, Epilogue e, int64_t total) {
-  GRAFT_GRID_STRIDE(i, total) {
-    float v = Elem<T>::ld(y[i]);
-    if (bias) v += Elem<T>::ld(bias[(i / inner) % channels]);
-    if (z) v += Elem<T>::ld(z[i]);
-    y[i] = Elem<T>::st(apply_epilogue(e, v));
+                                     I channels, I inner, Epilogue e, I vectors) {
+  for (I q = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); q < vectors;
+       q += static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x)) {
+    const I i = q * V;
+    Lanes<T, V> yv = *reinterpret_cast<const Lanes<T, V>*>(y + i), zv{}, bv{};
+    if (z) zv = *reinterpret_cast<const Lanes<T, V>*>(z + i);
+    if (bias) {
+      if constexpr (kNhwc) {
+        bv = *reinterpret_cast<const Lanes<T, V>*>(bias + i % channels);
+      } else {
+        const T b = bias[(i / inner) % channels];
+#pragma unroll
+        for (int j = 0; j < V; ++j) bv.v[j] = b;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      float v = Elem<T>::ld(yv.v[j]);
+      if (bias) v += Elem<T>::ld(bv.v[j]);
+      if (z) v += Elem<T>::ld(zv.v[j]);
+      yv.v[j] = Elem<T>::st(apply_epilogue(e, v));
+    }
+    *reinterpret_cast<Lanes<T, V>*>(y + i) = yv;
   }
+}
+
+template <typename T, typename I>
+cudaError_t conv_epilogue_t(void* yv, const void* biasv, const void* zv, int64_t channels, int64_t inner, Epilogue e,
+                            int64_t total, cudaStream_t s) {
+  T* y = static_cast<T*>(yv);
+  const T *bias = static_cast<const T*>(biasv), *z = static_cast<const T*>(zv);
+  constexpr int V = 16 / sizeof(T);
+  auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
+  const bool vec = total % V == 0 && aligned(y) && aligned(z);
+  if (vec && inner == 1 && channels % V == 0 && aligned(bias)) {
+    conv_epilogue_kernel<T, V, I, true><<<grid_for(total / V), kThreads, 0, s>>>(
+        y, bias, z, static_cast<I>(channels), I{1}, e, static_cast<I>(total / V));
+  } else if (vec && inner % V == 0) {
+    conv_epilogue_kernel<T, V, I, false><<<grid_for(total / V), kThreads, 0, s>>>(
+        y, bias, z, static_cast<I>(channels), static_cast<I>(inner), e, static_cast<I>(total / V));
+  } else {
+    conv_epilogue_kernel<T, 1, I, false><<<grid_for(total), kThreads, 0, s>>>(
+        y, bias, z, static_cast<I>(channels), static_cast<I>(inner), e, static_cast<I>(total));
+  }
+  return cudaGetLastError();
 }
 
 // One output pixel's V channels of an NHWC depthwise convolution (the channels c0.., the output
@@ -950,10 +995,13 @@ cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, i
 cudaError_t launch_conv_epilogue(KType t, void* y, const void* bias, const void* z, int64_t channels, int64_t inner,
                                  Epilogue e, int64_t total, cudaStream_t s) {
   if (total == 0) return cudaSuccess;
-  GRAFT_FLOAT_DISPATCH(t, (conv_epilogue_kernel<T><<<grid_for(total), kThreads, 0, s>>>(
-                              static_cast<T*>(y), static_cast<const T*>(bias), static_cast<const T*>(z), channels,
-                              inner, e, total)));
-  return cudaGetLastError();
+  if (channels < 1 || inner < 1) return cudaErrorInvalidValue;
+  // 32-bit indices while the grid-stride loop's last step (at most grid_for's cap of threads past
+  // the end) cannot overflow them either.
+  const bool int32 = total <= INT_MAX - int64_t{65535} * 16 * kThreads;
+  GRAFT_FLOAT_DISPATCH(t, return (int32 ? conv_epilogue_t<T, int32_t>(y, bias, z, channels, inner, e, total, s)
+                                        : conv_epilogue_t<T, int64_t>(y, bias, z, channels, inner, e, total, s)));
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t launch_depthwise_conv_nhwc(KType t, const void* x, const void* w, const void* bias, const void* z, void* y,
