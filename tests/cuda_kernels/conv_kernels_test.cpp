@@ -484,8 +484,8 @@ void run_mma(const MmaCase& mc, std::mt19937& rng, uint32_t seed) {
 }
 
 // Shapes that reach every path: one K step (16 channels) up to eight (128 terms), 8 and 4 warps per
-// block, filters split over several column blocks (64 -> 384), m past the last full fragment and not
-// a multiple of 8 (element stores), partial pixel tiles, padding, strides, dilation, non-square
+// block, filters split over several column blocks (64 -> 384, and 32 -> 192 split to fill the GPU),
+// m past the last full 16 filters, m odd (element stores), partial pixel tiles, padding, strides, dilation, non-square
 // filters, and x, y, z one element past alignment (element loads and stores).
 TEST(CudaConvKernels, TensorCoreNhwc) {
   GRAFT_REQUIRE_GPU();
@@ -503,6 +503,8 @@ TEST(CudaConvKernels, TensorCoreNhwc) {
       {2, 8, 13, 8, 16, 5, 3, 1, 2, 2, 1, 1, 1, false, false, "Relu", 1},        // 5x3, column stride 2, unaligned
       {4, 56, 56, 24, 144, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "Relu", 0},       // 98 pixel tiles
       {1, 1, 1, 16, 8, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "", 0},              // one pixel
+      {2, 6, 7, 16, 13, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "Silu", 0},          // odd m: element stores, a lone last filter
+      {32, 28, 28, 32, 192, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "Clip", 0},     // MobileNetV2's 28x28 expansion: filters split
   };
   for (const MmaCase& mc : cases) run_mma(mc, rng, seed);
 }
