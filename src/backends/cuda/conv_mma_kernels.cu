@@ -1,5 +1,6 @@
 #include "backends/cuda/conv_mma_kernels.cuh"
 
+#include <mma.h>
 
 #include <algorithm>
 #include <climits>
@@ -10,11 +11,14 @@
 namespace graft::cuda::k {
 namespace {
 
+namespace wmma = nvcuda::wmma;
+
 // The default dynamic shared-memory limit: no opt-in attribute to set (a call that CUDA graph
 // capture and the first launch would have to order).
 constexpr int64_t kMmaShared = 48 * 1024;
-constexpr int kFrag = 16;        // rows per warp, reduction terms per k step, filters per column step
-constexpr int kMaxColumns = 256; // filters per block: 16 column steps walked one at a time
+constexpr int kFrag = 16;        // WMMA's 16x16x16 float16 shape
+constexpr int kScratchLd = 20;   // floats per row of a warp's accumulator staging (a multiple of 4)
+constexpr int kMaxColumns = 256; // filters per block: 16 accumulator fragments walked one at a time
 
 // How one problem is cut into blocks; everything the kernel needs besides the pointers.
 struct MmaPlan {
@@ -70,7 +74,8 @@ bool plan_mma(const Window2d& g, int64_t m, MmaPlan* p) {
   // 8 warps (128 pixels) while the staged rows are short, 4 when they would crowd the filters out.
   p->warps = p->kpad <= 64 ? 8 : 4;
   const int64_t rows_bytes = int64_t{16} * p->warps * p->ld * 2;
-  int64_t max_columns = (kMmaShared - rows_bytes) / (int64_t{p->ld} * 2) / kFrag * kFrag;
+  const int64_t scratch_bytes = int64_t{p->warps} * kFrag * kScratchLd * 4;
+  int64_t max_columns = (kMmaShared - rows_bytes - scratch_bytes) / (int64_t{p->ld} * 2) / kFrag * kFrag;
   if (max_columns > kMaxColumns) max_columns = kMaxColumns;
   if (max_columns < kFrag) return false;
   const int64_t mpad = round_up(m, kFrag);
@@ -86,7 +91,7 @@ bool plan_mma(const Window2d& g, int64_t m, MmaPlan* p) {
   p->columns = static_cast<int>(round_up((mpad + chunks - 1) / chunks, kFrag));
   p->column_blocks = static_cast<int>((mpad + p->columns - 1) / p->columns);  // rounding may leave fewer
   p->pixels = static_cast<int>(g.n * g.oh * g.ow);
-  p->smem = rows_bytes + int64_t{p->columns} * p->ld * 2;
+  p->smem = rows_bytes + int64_t{p->columns} * p->ld * 2 + scratch_bytes;
   return p->smem <= kMmaShared;
 }
 
@@ -102,65 +107,11 @@ __device__ __forceinline__ uint4 load8(const __half* p, bool vec) {
   return v.u;
 }
 
-// ldmatrix: four (x4) or two (x2) 8x8 matrices of halves from shared memory, each thread's
-// address naming one 16-byte row (threads 0-7 the first matrix's rows, 8-15 the second's, ...).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const __half* p) {
-  const auto a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(a));
-}
-
-// d += a * b for one 16x8 tile over 16 reduction terms: float16 in, float32 accumulation.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
-// Two outputs of one pixel, filters co and co + 1: y = act(acc + bias + z), as one 4-byte store
-// where `pair` (m even, y, z and bias 4-byte aligned), else element by element within m.
-template <int ACT>
-__device__ __forceinline__ void store_pair(__half* __restrict__ y, const __half* __restrict__ bias,
-                                           const __half* __restrict__ z, const MmaPlan& p, int pix, int co, float a0,
-                                           float a1) {
-  if (pix >= p.pixels || co >= p.m) return;
-  Epilogue e = p.e;
-  e.act = ACT;  // a constant: apply_epilogue's switch folds away
-  const int o = pix * p.m + co;
-  if (p.vec_out) {
-    if (bias) {
-      const float2 b = __half22float2(*reinterpret_cast<const __half2*>(bias + co));
-      a0 += b.x;
-      a1 += b.y;
-    }
-    if (z) {
-      const float2 r = __half22float2(*reinterpret_cast<const __half2*>(z + o));
-      a0 += r.x;
-      a1 += r.y;
-    }
-    *reinterpret_cast<__half2*>(y + o) = __floats2half2_rn(apply_epilogue(e, a0), apply_epilogue(e, a1));
-    return;
-  }
-  const float acc[2] = {a0, a1};
-  for (int j = 0; j < 2 && co + j < p.m; ++j) {
-    float v = acc[j];
-    if (bias) v += __half2float(bias[co + j]);
-    if (z) v += __half2float(z[o + j]);
-    y[o + j] = __float2half_rn(apply_epilogue(e, v));
-  }
-}
-
 // One block: 16 * warps output pixels (GEMM rows) by `columns` filters (GEMM columns). Shared
-// memory: the rows' receptive fields [16 * warps][ld], then the filters [columns][ld] (each
-// filter's reduction contiguous: mma's column-major B). A warp keeps its 16 rows' A fragments in
-// registers and walks the columns 16 at a time with mma.sync, applying the epilogue to the
-// accumulators where they are: each lane holds two neighbouring filters of two pixels per 8
-// columns. (The WMMA version of this kernel staged every 16x16 accumulator tile through shared
-// memory and switched on the activation per element: 1.5 instructions per output, so MobileNetV2's
-// 16 -> 96 expansion at batch 32 was bound by instruction issue at a fifth of the memory's bandwidth.)
+// memory: the rows' receptive fields [16 * warps][ld], the filters [columns][ld] (column-major B),
+// then each warp's 16x16 float staging for the epilogue. ACT is the epilogue's activation code, a
+// constant so that apply_epilogue's switch folds away (ncu: the per-element switch made this kernel
+// issue-bound, at 1.5 instructions per output on MobileNetV2's 16 -> 96 expansion).
 template <int KSTEPS, int ACT>
 __global__ void __launch_bounds__(256) conv_nhwc_mma_kernel(const __half* __restrict__ x, const __half* __restrict__ w,
                                                            const __half* __restrict__ bias, const __half* __restrict__ z,
@@ -169,6 +120,7 @@ __global__ void __launch_bounds__(256) conv_nhwc_mma_kernel(const __half* __rest
   const int rows = 16 * p.warps, chunks = p.kpad / 8, c = static_cast<int>(p.g.c);
   __half* a_s = reinterpret_cast<__half*>(mma_smem);
   __half* b_s = a_s + rows * p.ld;
+  float* scratch = reinterpret_cast<float*>(b_s + p.columns * p.ld);
   const int p0 = blockIdx.x * rows, n0 = blockIdx.y * p.columns;
   const int ohw = static_cast<int>(p.g.oh * p.g.ow), ow = static_cast<int>(p.g.ow), kw = static_cast<int>(p.g.kw);
   const int h = static_cast<int>(p.g.h), wd = static_cast<int>(p.g.w);
@@ -198,30 +150,55 @@ __global__ void __launch_bounds__(256) conv_nhwc_mma_kernel(const __half* __rest
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row0 = p0 + warp * 16;
+  Epilogue e = p.e;
+  e.act = ACT;
   if (row0 >= p.pixels) return;  // no block-wide barrier below
-  // A: the 16x16 tile of each k step as four 8x8 matrices (rows 0-7 / 8-15, k 0-7 / 8-15).
-  uint32_t a[KSTEPS][4];
+  wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, __half, wmma::row_major> a[KSTEPS];
 #pragma unroll
-  for (int kk = 0; kk < KSTEPS; ++kk) ldmatrix_x4(a[kk], a_s + (warp * 16 + lane % 16) * p.ld + kk * 16 + (lane / 16) * 8);
-  // This lane's accumulator elements: pixels row0 + lane / 4 and that + 8, filters 2 * (lane % 4) + {0, 1}.
-  const int pix_lo = row0 + lane / 4, pix_hi = pix_lo + 8, col = 2 * (lane % 4);
-  // B rows for ldmatrix: filters f * 16 + (lane / 16) * 8 + lane % 8, k half (lane / 8) % 2.
-  const __half* b_lane = b_s + ((lane / 16) * 8 + lane % 8) * p.ld + ((lane / 8) % 2) * 8;
-  for (int f = 0; f * 16 < p.columns && n0 + f * 16 < p.m; ++f) {
-    float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+  for (int kk = 0; kk < KSTEPS; ++kk) wmma::load_matrix_sync(a[kk], a_s + warp * 16 * p.ld + kk * kFrag, p.ld);
+  float* st = scratch + warp * kFrag * kScratchLd;
+  // Each lane writes 8 consecutive channels of one pixel: row lane / 2, columns (lane % 2) * 8.
+  const int r = lane / 2, cofs = (lane % 2) * 8, pix = row0 + r;
+  for (int f = 0; f * kFrag < p.columns && n0 + f * kFrag < p.m; ++f) {
+    wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc;
+    wmma::fill_fragment(acc, 0.f);
 #pragma unroll
     for (int kk = 0; kk < KSTEPS; ++kk) {
-      uint32_t b[4];  // filters f*16 + 0-7: b[0], b[1]; filters f*16 + 8-15: b[2], b[3]
-      ldmatrix_x4(b, b_lane + f * 16 * p.ld + kk * 16);
-      mma_16816(acc[0], a[kk], b[0], b[1]);
-      mma_16816(acc[1], a[kk], b[2], b[3]);
+      wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, __half, wmma::col_major> b;
+      wmma::load_matrix_sync(b, b_s + f * kFrag * p.ld + kk * kFrag, p.ld);
+      wmma::mma_sync(acc, a[kk], b, acc);
     }
+    wmma::store_matrix_sync(st, acc, kScratchLd, wmma::mem_row_major);
+    __syncwarp();
+    const int co = n0 + f * kFrag + cofs;
+    if (pix < p.pixels && co < p.m) {
+      const float* sv = st + r * kScratchLd + cofs;
+      const int o = pix * p.m + co;
+      if (p.vec_out && co + 8 <= p.m) {
+        union {
+          uint4 u;
+          __half h[8];
+        } zv, yv, bv;
+        if (z) zv.u = *reinterpret_cast<const uint4*>(z + o);
+        if (bias) bv.u = *reinterpret_cast<const uint4*>(bias + co);
 #pragma unroll
-    for (int t = 0; t < 2; ++t) {
-      const int co = n0 + f * 16 + t * 8 + col;
-      store_pair<ACT>(y, bias, z, p, pix_lo, co, acc[t][0], acc[t][1]);
-      store_pair<ACT>(y, bias, z, p, pix_hi, co, acc[t][2], acc[t][3]);
+        for (int j = 0; j < 8; ++j) {
+          float s = sv[j];
+          if (bias) s += __half2float(bv.h[j]);
+          if (z) s += __half2float(zv.h[j]);
+          yv.h[j] = __float2half_rn(apply_epilogue(e, s));
+        }
+        *reinterpret_cast<uint4*>(y + o) = yv.u;
+      } else {
+        for (int j = 0; j < 8 && co + j < p.m; ++j) {
+          float s = sv[j];
+          if (bias) s += __half2float(bias[co + j]);
+          if (z) s += __half2float(z[o + j]);
+          y[o + j] = __float2half_rn(apply_epilogue(e, s));
+        }
+      }
     }
+    __syncwarp();  // the staging is rewritten by the next fragment
   }
 }
 
@@ -263,8 +240,7 @@ cudaError_t launch_conv_nhwc_mma(const void* x, const void* w, const void* bias,
   p.e = e;
   auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   p.vec_in = aligned(x) && aligned(w);
-  auto aligned4 = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 4 == 0; };
-  p.vec_out = m % 2 == 0 && aligned4(y) && aligned4(z) && aligned4(bias);
+  p.vec_out = m % 8 == 0 && aligned(y) && aligned(z) && aligned(bias);
   const auto* xh = static_cast<const __half*>(x);
   const auto* wh = static_cast<const __half*>(w);
   const auto* bh = static_cast<const __half*>(bias);

@@ -23,9 +23,9 @@ bool conv_nhwc_mma_supported(const Window2d& g, int64_t m);
 // w [m, kh, kw, c] (graft's NHWC filter layout), y and z [n, oh, ow, m], float16 with float32
 // accumulation; bias and z may be null. A block stages 64 or 128 output pixels' receptive fields
 // (the GEMM's rows, gathered with the padding as zeros) and a chunk of the filters in shared
-// memory, multiplies them with mma.sync (16x8x16 tiles), and applies the epilogue in registers.
-// 16-byte loads where x and w are 16-byte aligned, two-filter stores where m is even and y, z and
-// bias 4-byte aligned, element accesses otherwise. cudaErrorInvalidValue (nothing launched) outside conv_nhwc_mma_supported.
+// memory, multiplies them with WMMA 16x16x16 fragments, and applies the epilogue in registers.
+// 16-byte loads and stores where x, w, y, z are 16-byte aligned (and m a multiple of 8), element
+// accesses otherwise. cudaErrorInvalidValue (nothing launched) outside conv_nhwc_mma_supported.
 cudaError_t launch_conv_nhwc_mma(const void* x, const void* w, const void* bias, const void* z, void* y,
                                  const Window2d& g, int64_t m, Epilogue e, cudaStream_t s);
 
