@@ -3,8 +3,9 @@
 //     through the op against the CPU reference like the NHWC one (nn_reduce_test.cpp);
 //   - the NHWC pointwise (1x1) kernel, which runs only where timing picked it, so its launcher is
 //     tested directly against a double-precision computation here;
-//   - the float16 tensor-core NHWC kernel for short reductions (conv_mma_kernels.cu), likewise
-//     picked only by timing: its launcher tested directly, and GraftConv forced onto it;
+//   - the float16 tensor-core NHWC kernels for short reductions and, K-chunked, for longer ones
+//     (conv_mma_kernels.cu), likewise picked only by timing: their launchers tested directly, and
+//     GraftConv forced onto each;
 //   - the epilogue pass that follows a cuDNN convolution (variant 0), through its launcher.
 // All have limits (shared memory, reduction length); problems past them must be refused, never half-run.
 #include <cuda_runtime.h>
@@ -428,13 +429,14 @@ cuda::k::Window2d mma_window(const MmaCase& mc) {
 }
 
 // The launcher against a double-precision convolution of the float16 values it was given.
-void run_mma(const MmaCase& mc, std::mt19937& rng, uint32_t seed) {
+void run_mma(const MmaCase& mc, std::mt19937& rng, uint32_t seed, bool chunked = false) {
   const cuda::k::Window2d g = mma_window(mc);
   SCOPED_TRACE("mma n " + std::to_string(mc.n) + " " + std::to_string(mc.h) + "x" + std::to_string(mc.w) + " c " +
                std::to_string(mc.c) + " m " + std::to_string(mc.m) + " k " + std::to_string(mc.kh) + "x" +
                std::to_string(mc.kw) + " s " + std::to_string(mc.sh) + "," + std::to_string(mc.sw) + " act '" +
-               mc.act + "' offset " + std::to_string(mc.offset) + " seed " + std::to_string(seed));
-  ASSERT_TRUE(cuda::k::conv_nhwc_mma_supported(g, mc.m));
+               mc.act + "' offset " + std::to_string(mc.offset) + (chunked ? " chunked" : "") + " seed " +
+               std::to_string(seed));
+  ASSERT_TRUE(chunked ? cuda::k::conv_nhwc_mma_chunked_supported(g, mc.m) : cuda::k::conv_nhwc_mma_supported(g, mc.m));
   const float lo = -0.25f, hi = 0.5f;
   const DataType dt = DataType::kFloat16;
   std::deque<DevBuf> bufs;
@@ -451,7 +453,9 @@ void run_mma(const MmaCase& mc, std::mt19937& rng, uint32_t seed) {
   void* dy = static_cast<char*>(bufs.back().p) + mc.offset * 2;
   ASSERT_EQ(cudaMemset(dy, 0xFF, ybytes), cudaSuccess);  // poison: NaN everywhere
 
-  ASSERT_EQ(cuda::k::launch_conv_nhwc_mma(dx, dw, db, dz, dy, g, mc.m, Epilogue{activation_code(mc.act), lo, hi}, nullptr),
+  const Epilogue e{activation_code(mc.act), lo, hi};
+  ASSERT_EQ(chunked ? cuda::k::launch_conv_nhwc_mma_chunked(dx, dw, db, dz, dy, g, mc.m, e, nullptr)
+                    : cuda::k::launch_conv_nhwc_mma(dx, dw, db, dz, dy, g, mc.m, e, nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   Tensor got = Tensor::empty(dt, {pixels, mc.m});
@@ -509,6 +513,32 @@ TEST(CudaConvKernels, TensorCoreNhwc) {
   for (const MmaCase& mc : cases) run_mma(mc, rng, seed);
 }
 
+// The K-chunked kernel (variant 9): reductions of 129 to 1024 terms, 64 at a time. ResNet's and
+// AlexNet's 8-channel stems (392 and 968 terms, the last chunk partial), exactly four chunks, the
+// 1024-term limit, filters over two column blocks with the second partial (m = 96), m odd, m not a
+// multiple of 8 and m below one fragment, residuals and every activation, dilation, non-square
+// filters and strides, x, y and z one element past alignment, one pixel, and pixel counts that leave
+// the last 64-pixel block partial.
+TEST(CudaConvKernels, TensorCoreNhwcChunked) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  const MmaCase cases[] = {
+      {2, 23, 21, 8, 64, 7, 7, 2, 2, 3, 3, 1, 1, true, false, "Relu", 0},        // ResNet's stem: 392 terms
+      {1, 31, 29, 8, 64, 11, 11, 4, 4, 2, 2, 1, 1, true, false, "Relu", 0},      // AlexNet's stem: 968 terms
+      {2, 9, 10, 16, 96, 3, 3, 1, 1, 1, 1, 1, 1, true, true, "HardSwish", 0},    // 144 terms; 64 + 32 filters
+      {1, 6, 5, 24, 13, 3, 3, 1, 1, 1, 1, 1, 1, true, true, "Silu", 0},          // 216 terms; m odd
+      {1, 9, 9, 8, 20, 5, 5, 1, 1, 4, 4, 2, 2, true, true, "Sigmoid", 0},        // dilated 5x5; m = 20
+      {3, 5, 6, 64, 8, 2, 2, 2, 2, 0, 0, 1, 1, true, false, "HardSigmoid", 0},   // 256 terms: four whole chunks; m = 8
+      {1, 11, 5, 16, 48, 3, 3, 1, 1, 1, 1, 1, 1, true, true, "Clip", 1},         // unaligned x, y, z
+      {2, 8, 13, 8, 16, 5, 7, 1, 2, 2, 3, 1, 1, false, false, "", 1},            // 5x7, column stride 2, unaligned
+      {1, 1, 1, 512, 16, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "Relu", 0},        // one pixel, 512 terms
+      {1, 3, 5, 1024, 24, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "", 0},            // the 1024-term limit
+      {4, 19, 17, 8, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, true, "Clip", 0},        // 400 pixels: 7 blocks, the last partial
+  };
+  for (const MmaCase& mc : cases) run_mma(mc, rng, seed, /*chunked=*/true);
+}
+
 cuda::k::Window2d square_window(int64_t c, int64_t k) {
   return mma_window(MmaCase{1, 6, 6, c, 8, k, k, 1, 1, k / 2, k / 2, 1, 1, false, false, "", 0});
 }
@@ -530,6 +560,19 @@ TEST(CudaConvKernels, TensorCoreNhwcLimits) {
   cuda::k::Window2d strided = square_window(16, 1);
   strided.sh = int64_t{1} << 20;  // a stride past the kernel's 32-bit coordinates
   EXPECT_FALSE(cuda::k::conv_nhwc_mma_supported(strided, 16));
+  // The K-chunked kernel takes what the one above leaves, from 129 to 1024 terms.
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_chunked_supported(square_window(8, 7), 64));    // 392 terms
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_chunked_supported(square_window(8, 11), 64));   // 968 terms
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_chunked_supported(square_window(1024, 1), 8));  // the limit
+  EXPECT_TRUE(cuda::k::conv_nhwc_mma_chunked_supported(square_window(136, 1), 4096));
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_chunked_supported(square_window(128, 1), 8));  // variant 7's
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_chunked_supported(square_window(1032, 1), 8)); // past the limit
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_chunked_supported(square_window(12, 7), 8));   // c not a multiple of 8
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_chunked_supported(square_window(8, 7), 0));
+  cuda::k::Window2d huge_chunked = square_window(8, 7);
+  huge_chunked.n = int64_t{1} << 20;
+  huge_chunked.h = huge_chunked.w = huge_chunked.oh = huge_chunked.ow = 64;
+  EXPECT_FALSE(cuda::k::conv_nhwc_mma_chunked_supported(huge_chunked, 64));
 }
 
 // Outside its limits the launcher refuses (cudaErrorInvalidValue) and writes nothing.
@@ -542,6 +585,8 @@ TEST(CudaConvKernels, TensorCoreNhwcRefusals) {
   ASSERT_EQ(cudaMemset(w.p, 0, 8 * 12 * 2), cudaSuccess);
   ASSERT_EQ(cudaMemset(y.p, 0xFF, 6 * 6 * 8 * 2), cudaSuccess);
   EXPECT_EQ(cuda::k::launch_conv_nhwc_mma(x.p, w.p, nullptr, nullptr, y.p, g, 8, Epilogue{}, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cuda::k::launch_conv_nhwc_mma_chunked(x.p, w.p, nullptr, nullptr, y.p, g, 8, Epilogue{}, nullptr),
+            cudaErrorInvalidValue);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::vector<unsigned char> back(6 * 6 * 8 * 2);
   ASSERT_EQ(cudaMemcpy(back.data(), y.p, back.size(), cudaMemcpyDeviceToHost), cudaSuccess);
@@ -572,6 +617,17 @@ TEST(CudaNn, GraftConvTensorCoreNhwc) {
     }
     c.label = std::to_string(s.c) + " -> " + std::to_string(s.m) + " k " + std::to_string(s.k);
     run_timed_then_forced(c, DataType::kFloat16, seed, 0, 7);
+  }
+  // Reductions past 128 terms, forced to the K-chunked kernel (variant 9): an 8-channel 7x7 stem and a
+  // 3x3 over 16 channels.
+  for (const Spec& s : {Spec{2, 23, 21, 8, 64, 7, 2, false, "Relu"}, Spec{1, 12, 13, 16, 40, 3, 1, true, "Silu"}}) {
+    const int64_t pad = s.k / 2;
+    const int64_t oh = (s.h + 2 * pad - s.k) / s.stride + 1, ow = (s.w + 2 * pad - s.k) / s.stride + 1;
+    KernelCase c{"GraftConv", {rnd(rng, {s.n, s.h, s.w, s.c}), rnd(rng, {s.m, s.k, s.k, s.c}), rnd(rng, {s.m})}};
+    if (s.residual) c.inputs.push_back(rnd(rng, {s.n, oh, ow, s.m}));
+    set_graft_conv_attrs(c, "NHWC", s.act, 1, s.k, s.stride, pad);
+    c.label = std::to_string(s.c) + " -> " + std::to_string(s.m) + " k " + std::to_string(s.k) + " (chunked)";
+    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 9);
   }
 }
 

@@ -107,6 +107,38 @@ __device__ __forceinline__ uint4 load8(const __half* p, bool vec) {
   return v.u;
 }
 
+// Up to eight outputs of one pixel, filters co.. (at most m - co of them), from float accumulators
+// sv: y[o + j] = act(sv[j] + bias[co + j] + z[o + j]), as 16-byte vectors where p.vec_out allows and
+// all eight are filters. e.act is ACT.
+template <int ACT>
+__device__ __forceinline__ void store_row8(__half* __restrict__ y, const __half* __restrict__ bias,
+                                           const __half* __restrict__ z, const MmaPlan& p, const Epilogue& e,
+                                           const float* sv, int o, int co) {
+  if (p.vec_out && co + 8 <= p.m) {
+    union {
+      uint4 u;
+      __half h[8];
+    } zv, yv, bv;
+    if (z) zv.u = *reinterpret_cast<const uint4*>(z + o);
+    if (bias) bv.u = *reinterpret_cast<const uint4*>(bias + co);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      float s = sv[j];
+      if (bias) s += __half2float(bv.h[j]);
+      if (z) s += __half2float(zv.h[j]);
+      yv.h[j] = __float2half_rn(apply_epilogue(e, s));
+    }
+    *reinterpret_cast<uint4*>(y + o) = yv.u;
+    return;
+  }
+  for (int j = 0; j < 8 && co + j < p.m; ++j) {
+    float s = sv[j];
+    if (bias) s += __half2float(bias[co + j]);
+    if (z) s += __half2float(z[o + j]);
+    y[o + j] = __float2half_rn(apply_epilogue(e, s));
+  }
+}
+
 // One block: 16 * warps output pixels (GEMM rows) by `columns` filters (GEMM columns). Shared
 // memory: the rows' receptive fields [16 * warps][ld], the filters [columns][ld] (column-major B),
 // then each warp's 16x16 float staging for the epilogue. ACT is the epilogue's activation code, a
@@ -171,33 +203,7 @@ __global__ void __launch_bounds__(256) conv_nhwc_mma_kernel(const __half* __rest
     wmma::store_matrix_sync(st, acc, kScratchLd, wmma::mem_row_major);
     __syncwarp();
     const int co = n0 + f * kFrag + cofs;
-    if (pix < p.pixels && co < p.m) {
-      const float* sv = st + r * kScratchLd + cofs;
-      const int o = pix * p.m + co;
-      if (p.vec_out && co + 8 <= p.m) {
-        union {
-          uint4 u;
-          __half h[8];
-        } zv, yv, bv;
-        if (z) zv.u = *reinterpret_cast<const uint4*>(z + o);
-        if (bias) bv.u = *reinterpret_cast<const uint4*>(bias + co);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          float s = sv[j];
-          if (bias) s += __half2float(bv.h[j]);
-          if (z) s += __half2float(zv.h[j]);
-          yv.h[j] = __float2half_rn(apply_epilogue(e, s));
-        }
-        *reinterpret_cast<uint4*>(y + o) = yv.u;
-      } else {
-        for (int j = 0; j < 8 && co + j < p.m; ++j) {
-          float s = sv[j];
-          if (bias) s += __half2float(bias[co + j]);
-          if (z) s += __half2float(z[o + j]);
-          y[o + j] = __float2half_rn(apply_epilogue(e, s));
-        }
-      }
-    }
+    if (pix < p.pixels && co < p.m) store_row8<ACT>(y, bias, z, p, e, st + r * kScratchLd + cofs, pix * p.m + co, co);
     __syncwarp();  // the staging is rewritten by the next fragment
   }
 }
@@ -224,6 +230,137 @@ cudaError_t launch_steps(const __half* x, const __half* w, const __half* bias, c
     case 6: return launch_act<KSTEPS, 6>(x, w, bias, z, y, p, s);
     default: return cudaErrorInvalidValue;
   }
+}
+
+// ---- the K-chunked kernel (variant 9): reductions past kConvMmaMaxReduction ----
+//
+// Stems over images padded to 8 channels (ResNet's 7x7: 392 terms; AlexNet's 11x11: 968), whose
+// reduction is too long for the kernel above to hold in registers. cuDNN ran ResNet-18's stem at
+// batch 32 on an H200 in 0.203 ms, a third of the network (ncu, 357acf0's zoo engine). A block
+// computes 64 output pixels by 64 filters (four warps of 16 pixels, four accumulator fragments
+// each), walking the reduction 64 terms at a time through shared memory; the pixels' window
+// origins are worked out once per block.
+constexpr int kChunkRows = 64, kChunkCols = 64, kChunkK = 64, kChunkLd = kChunkK + 8, kChunkWarps = 4;
+
+bool plan_mma_chunked(const Window2d& g, int64_t m, MmaPlan* p) {
+  if (g.n < 1 || g.c < 8 || g.c % 8 || m < 1 || g.kh < 1 || g.kw < 1 || g.oh < 1 || g.ow < 1 || g.h < 1 || g.w < 1 ||
+      g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
+    return false;
+  if (g.kh > kConvMmaChunkedMaxReduction || g.kw > kConvMmaChunkedMaxReduction || g.c > kConvMmaChunkedMaxReduction)
+    return false;
+  const int64_t reduction = g.kh * g.kw * g.c;
+  if (reduction <= kConvMmaMaxReduction || reduction > kConvMmaChunkedMaxReduction) return false;
+  for (int64_t v : {g.sh, g.sw, g.dh, g.dw, g.ph, g.pw})
+    if (v < 0 || v > 65535) return false;
+  auto fits = [](int64_t a, int64_t b) { return a <= INT_MAX / b; };
+  if (!fits(g.n, g.h) || !fits(g.n * g.h, g.w) || !fits(g.n * g.h * g.w, g.c)) return false;
+  if (!fits(g.n, g.oh) || !fits(g.n * g.oh, g.ow) || !fits(g.n * g.oh * g.ow, m)) return false;
+  const int64_t column_blocks = (m + kChunkCols - 1) / kChunkCols;
+  if (column_blocks > 65535) return false;
+  p->g = g;
+  p->m = static_cast<int>(m);
+  p->reduction = static_cast<int>(reduction);
+  p->kpad = static_cast<int>(round_up(reduction, kChunkK));
+  p->ld = kChunkLd;
+  p->warps = kChunkWarps;
+  p->columns = kChunkCols;
+  p->column_blocks = static_cast<int>(column_blocks);
+  p->pixels = static_cast<int>(g.n * g.oh * g.ow);
+  p->smem = 0;  // static shared memory only
+  return true;
+}
+
+template <int ACT>
+__global__ void __launch_bounds__(kChunkWarps * 32) conv_nhwc_mma_chunked_kernel(
+    const __half* __restrict__ x, const __half* __restrict__ w, const __half* __restrict__ bias,
+    const __half* __restrict__ z, __half* __restrict__ y, MmaPlan p) {
+  __shared__ __align__(128) __half a_s[kChunkRows * kChunkLd];
+  __shared__ __align__(128) __half b_s[kChunkCols * kChunkLd];
+  __shared__ __align__(128) float scratch[kChunkWarps * kFrag * kScratchLd];
+  __shared__ int row_pixel[kChunkRows], row_iy[kChunkRows], row_ix[kChunkRows];  // image's first pixel, window origin
+  const int p0 = blockIdx.x * kChunkRows, n0 = blockIdx.y * kChunkCols;
+  const int c = static_cast<int>(p.g.c), kw = static_cast<int>(p.g.kw);
+  const int h = static_cast<int>(p.g.h), wd = static_cast<int>(p.g.w);
+  const int dh = static_cast<int>(p.g.dh), dw = static_cast<int>(p.g.dw);
+  if (threadIdx.x < kChunkRows) {
+    const int pix = p0 + static_cast<int>(threadIdx.x), ohw = static_cast<int>(p.g.oh * p.g.ow);
+    const int ow = static_cast<int>(p.g.ow);
+    int img = 0, oy = 0, ox = 0;
+    if (pix < p.pixels) {
+      img = pix / ohw;
+      const int rem = pix - img * ohw;
+      oy = rem / ow;
+      ox = rem - oy * ow;
+    }
+    row_pixel[threadIdx.x] = pix < p.pixels ? img * h * wd : -1;  // -1: past the last pixel, staged as zeros
+    row_iy[threadIdx.x] = oy * static_cast<int>(p.g.sh) - static_cast<int>(p.g.ph);
+    row_ix[threadIdx.x] = ox * static_cast<int>(p.g.sw) - static_cast<int>(p.g.pw);
+  }
+  const int warp = static_cast<int>(threadIdx.x) / 32;
+  wmma::fragment<wmma::accumulator, kFrag, kFrag, kFrag, float> acc[kChunkCols / kFrag];
+#pragma unroll
+  for (int f = 0; f < kChunkCols / kFrag; ++f) wmma::fill_fragment(acc[f], 0.f);
+  __syncthreads();
+
+  constexpr int kVecs = kChunkK / 8;  // 16-byte vectors per staged row
+  for (int k0 = 0; k0 < p.reduction; k0 += kChunkK) {
+    // This chunk of every row's receptive field: 8 channels of one tap per vector (c % 8 == 0).
+    for (int i = static_cast<int>(threadIdx.x); i < kChunkRows * kVecs; i += kChunkWarps * 32) {
+      const int r = i / kVecs, k = k0 + (i % kVecs) * 8;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      const int base = row_pixel[r];
+      if (base >= 0 && k < p.reduction) {
+        const int tap = k / c, ci = k - tap * c, ti = tap / kw, tj = tap - ti * kw;
+        const int iy = row_iy[r] + ti * dh, ix = row_ix[r] + tj * dw;
+        if (iy >= 0 && iy < h && ix >= 0 && ix < wd) v = load8(x + (base + iy * wd + ix) * c + ci, p.vec_in);
+      }
+      *reinterpret_cast<uint4*>(a_s + r * kChunkLd + (i % kVecs) * 8) = v;
+    }
+    // The same chunk of the block's filters ([m, kh, kw, c]: the reduction is contiguous).
+    for (int i = static_cast<int>(threadIdx.x); i < kChunkCols * kVecs; i += kChunkWarps * 32) {
+      const int r = i / kVecs, k = k0 + (i % kVecs) * 8, co = n0 + r;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (co < p.m && k < p.reduction) v = load8(w + co * p.reduction + k, p.vec_in);
+      *reinterpret_cast<uint4*>(b_s + r * kChunkLd + (i % kVecs) * 8) = v;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kChunkK / kFrag; ++kk) {
+      wmma::fragment<wmma::matrix_a, kFrag, kFrag, kFrag, __half, wmma::row_major> a;
+      wmma::load_matrix_sync(a, a_s + warp * kFrag * kChunkLd + kk * kFrag, kChunkLd);
+#pragma unroll
+      for (int f = 0; f < kChunkCols / kFrag; ++f) {
+        wmma::fragment<wmma::matrix_b, kFrag, kFrag, kFrag, __half, wmma::col_major> b;
+        wmma::load_matrix_sync(b, b_s + f * kFrag * kChunkLd + kk * kFrag, kChunkLd);
+        wmma::mma_sync(acc[f], a, b, acc[f]);
+      }
+    }
+    __syncthreads();  // the next chunk overwrites a_s and b_s
+  }
+
+  const int lane = static_cast<int>(threadIdx.x) % 32, row0 = p0 + warp * kFrag;
+  if (row0 >= p.pixels) return;
+  Epilogue e = p.e;
+  e.act = ACT;
+  float* st = scratch + warp * kFrag * kScratchLd;
+  const int r = lane / 2, cofs = (lane % 2) * 8, pix = row0 + r;
+#pragma unroll
+  for (int f = 0; f < kChunkCols / kFrag; ++f) {
+    if (n0 + f * kFrag >= p.m) break;
+    wmma::store_matrix_sync(st, acc[f], kScratchLd, wmma::mem_row_major);
+    __syncwarp();
+    const int co = n0 + f * kFrag + cofs;
+    if (pix < p.pixels && co < p.m) store_row8<ACT>(y, bias, z, p, e, st + r * kScratchLd + cofs, pix * p.m + co, co);
+    __syncwarp();  // the staging is rewritten by the next fragment
+  }
+}
+
+template <int ACT>
+cudaError_t launch_chunked_act(const __half* x, const __half* w, const __half* bias, const __half* z, __half* y,
+                               const MmaPlan& p, cudaStream_t s) {
+  const dim3 grid(static_cast<unsigned>((p.pixels + kChunkRows - 1) / kChunkRows), static_cast<unsigned>(p.column_blocks));
+  conv_nhwc_mma_chunked_kernel<ACT><<<grid, kChunkWarps * 32, 0, s>>>(x, w, bias, z, y, p);
+  return cudaGetLastError();
 }
 
 }  // namespace
@@ -255,6 +392,36 @@ cudaError_t launch_conv_nhwc_mma(const void* x, const void* w, const void* bias,
     case 6: return launch_steps<6>(xh, wh, bh, zh, yh, p, s);
     case 7: return launch_steps<7>(xh, wh, bh, zh, yh, p, s);
     case 8: return launch_steps<8>(xh, wh, bh, zh, yh, p, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+bool conv_nhwc_mma_chunked_supported(const Window2d& g, int64_t m) {
+  MmaPlan p;
+  return plan_mma_chunked(g, m, &p);
+}
+
+cudaError_t launch_conv_nhwc_mma_chunked(const void* x, const void* w, const void* bias, const void* z, void* y,
+                                         const Window2d& g, int64_t m, Epilogue e, cudaStream_t s) {
+  MmaPlan p;
+  if (!plan_mma_chunked(g, m, &p) || !x || !w || !y) return cudaErrorInvalidValue;
+  p.e = e;
+  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  p.vec_in = aligned(x) && aligned(w);
+  p.vec_out = m % 8 == 0 && aligned(y) && aligned(z) && aligned(bias);
+  const auto* xh = static_cast<const __half*>(x);
+  const auto* wh = static_cast<const __half*>(w);
+  const auto* bh = static_cast<const __half*>(bias);
+  const auto* zh = static_cast<const __half*>(z);
+  auto* yh = static_cast<__half*>(y);
+  switch (e.act) {  // apply_epilogue's codes
+    case 0: return launch_chunked_act<0>(xh, wh, bh, zh, yh, p, s);
+    case 1: return launch_chunked_act<1>(xh, wh, bh, zh, yh, p, s);
+    case 2: return launch_chunked_act<2>(xh, wh, bh, zh, yh, p, s);
+    case 3: return launch_chunked_act<3>(xh, wh, bh, zh, yh, p, s);
+    case 4: return launch_chunked_act<4>(xh, wh, bh, zh, yh, p, s);
+    case 5: return launch_chunked_act<5>(xh, wh, bh, zh, yh, p, s);
+    case 6: return launch_chunked_act<6>(xh, wh, bh, zh, yh, p, s);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -2,8 +2,9 @@
 //
 // GraftConv runs on cuDNN in NCHW or NHWC with its epilogue (bias, residual Z, Relu) either inside
 // cuDNN's fused cudnnConvolutionBiasActivationForward or as one elementwise kernel after
-// cudnnConvolutionForward, or, for depthwise (NHWC and NCHW), NHWC pointwise and short-reduction
-// float16 NHWC problems (conv_mma_kernels.cu), on graft's own kernels with the epilogue inside. Which algorithm and which of these is fastest
+// cudnnConvolutionForward, or, for depthwise (NHWC and NCHW), NHWC pointwise and float16 NHWC
+// implicit-GEMM problems of up to 1024 reduction terms (conv_mma_kernels.cu), on graft's own kernels
+// with the epilogue inside. Which algorithm and which of these is fastest
 // depends on the shapes, so the builder times them (tactic timing): the choice is looked up by a
 // key naming the problem in the engine's TacticTable (stored in the plan), else in the timing cache
 // file, else measured when the builder is tuning, else cuDNN's heuristic first choice is used (graft's
@@ -284,6 +285,16 @@ bool depthwise_shared_tile_eligible(const ConvGeometry& g) {
   return depthwise_eligible(g) && g.float16 && k::depthwise_nhwc_tile_supported(k::KType::kF16, window_of(g));
 }
 
+// Variant 9: variant 7's implicit GEMM for reductions past its 128 terms (up to 1024), walking the
+// reduction through shared memory 64 terms at a time: stems over images padded to 8 channels
+// (ResNet's 7x7, AlexNet's 11x11), which cuDNN ran at a third of ResNet-18's time at batch 32 on an
+// H200. Timed like any tactic.
+constexpr int kChunkedMmaVariant = 9;
+
+bool chunked_mma_eligible(const ConvGeometry& g) {
+  return g.nhwc && g.float16 && g.group == 1 && k::conv_nhwc_mma_chunked_supported(window_of(g), g.m);
+}
+
 // Whether a graft-kernel variant may run this problem (cuDNN's variants 0 and 1 always may: cuDNN
 // itself refuses what it cannot run).
 bool variant_eligible(const ConvGeometry& g, int variant) {
@@ -295,6 +306,7 @@ bool variant_eligible(const ConvGeometry& g, int variant) {
     case kGroupedNchwVariant: return grouped_nchw_eligible(g);
     case kSmallReductionMmaVariant: return small_reduction_mma_eligible(g);
     case kDepthwiseSharedTileVariant: return depthwise_shared_tile_eligible(g);
+    case kChunkedMmaVariant: return chunked_mma_eligible(g);
     default: return true;
   }
 }
@@ -350,9 +362,9 @@ Status run_conv_grouped_nchw(const ConvCall& c, int algo, size_t ws_bytes) {
 
 // One convolution with its epilogue. variant 1: cuDNN's fused call (needs a bias; IDENTITY
 // activation only with IMPLICIT_PRECOMP_GEMM); variant 0: cuDNN convolution + graft's epilogue;
-// variants 2, 3, 4, 6, 7, 8: graft's NHWC depthwise, NCHW depthwise, NHWC pointwise, row-tiled NHWC
-// depthwise, tensor-core NHWC and shared-tile NHWC depthwise kernels with the epilogue inside (algo unused); variant 5: cuDNN's
-// NCHW algorithm `algo` between transposes.
+// variants 2, 3, 4, 6, 7, 8, 9: graft's NHWC depthwise, NCHW depthwise, NHWC pointwise, row-tiled NHWC
+// depthwise, tensor-core NHWC, shared-tile NHWC depthwise and K-chunked tensor-core NHWC kernels with
+// the epilogue inside (algo unused); variant 5: cuDNN's NCHW algorithm `algo` between transposes.
 Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
   const CudaExec& ex = *c.ex;
   if (variant == kGroupedNchwVariant) return run_conv_grouped_nchw(c, algo, ws_bytes);
@@ -382,6 +394,10 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
     return launch_status(k::launch_conv_nhwc_mma(c.X->data(), c.W->data(), bias, z, c.Y->data(), window_of(*c.g), c.g->m,
                                                  epilogue_of(c.g->act), stream_of(ex)),
                          ex, "tensor-core convolution");
+  if (variant == kChunkedMmaVariant)
+    return launch_status(k::launch_conv_nhwc_mma_chunked(c.X->data(), c.W->data(), bias, z, c.Y->data(),
+                                                         window_of(*c.g), c.g->m, epilogue_of(c.g->act), stream_of(ex)),
+                         ex, "K-chunked tensor-core convolution");
   auto h = dnn_handle(ex);
   const float one = 1.f, zero = 0.f;
   const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
@@ -467,7 +483,7 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
   }
   // graft's own kernels, where the problem is theirs.
   for (int variant : {kDepthwiseVariant, kDepthwiseTiledVariant, kDepthwiseNchwVariant, kPointwiseVariant,
-                      kSmallReductionMmaVariant, kDepthwiseSharedTileVariant}) {
+                      kSmallReductionMmaVariant, kDepthwiseSharedTileVariant, kChunkedMmaVariant}) {
     if (!variant_eligible(*c.g, variant) || !run_conv(c, 0, variant, 0) || cudaStreamSynchronize(s) != cudaSuccess)
       continue;
     const float ms = gpu_ms_per_call(s, [&] { return run_conv(c, 0, variant, 0).is_ok(); }, t0, t1);
@@ -532,6 +548,7 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
                 : t->variant == kPointwiseVariant     ? "NHWC pointwise"
                 : t->variant == kSmallReductionMmaVariant ? "tensor-core NHWC"
                 : t->variant == kDepthwiseSharedTileVariant ? "shared-tile NHWC depthwise"
+                : t->variant == kChunkedMmaVariant ? "K-chunked tensor-core NHWC"
                                                       : "grouped NCHW-staging",
                 " kernel (variant ", t->variant, ") for a convolution it does not take");
   if (!t) {
