@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <type_traits>
 
 #include "backends/cuda/conv_epilogue.cuh"
 #include "backends/cuda/cuda_kernel_device.cuh"
@@ -217,19 +218,42 @@ cudaError_t launch_act(const __half* x, const __half* w, const __half* bias, con
   return cudaGetLastError();
 }
 
-template <int KSTEPS>
-cudaError_t launch_steps(const __half* x, const __half* w, const __half* bias, const __half* z, __half* y,
-                         const MmaPlan& p, cudaStream_t s) {
-  switch (p.e.act) {  // apply_epilogue's codes
-    case 0: return launch_act<KSTEPS, 0>(x, w, bias, z, y, p, s);
-    case 1: return launch_act<KSTEPS, 1>(x, w, bias, z, y, p, s);
-    case 2: return launch_act<KSTEPS, 2>(x, w, bias, z, y, p, s);
-    case 3: return launch_act<KSTEPS, 3>(x, w, bias, z, y, p, s);
-    case 4: return launch_act<KSTEPS, 4>(x, w, bias, z, y, p, s);
-    case 5: return launch_act<KSTEPS, 5>(x, w, bias, z, y, p, s);
-    case 6: return launch_act<KSTEPS, 6>(x, w, bias, z, y, p, s);
+// Calls f(std::integral_constant<int, ACT>) for the epilogue's activation code (apply_epilogue's).
+template <typename F>
+cudaError_t with_activation(int act, F&& f) {
+  switch (act) {
+    case 0: return f(std::integral_constant<int, 0>{});
+    case 1: return f(std::integral_constant<int, 1>{});
+    case 2: return f(std::integral_constant<int, 2>{});
+    case 3: return f(std::integral_constant<int, 3>{});
+    case 4: return f(std::integral_constant<int, 4>{});
+    case 5: return f(std::integral_constant<int, 5>{});
+    case 6: return f(std::integral_constant<int, 6>{});
     default: return cudaErrorInvalidValue;
   }
+}
+
+// The launchers' operands, typed, and the plan's epilogue and alignment flags set from them.
+struct MmaOperands {
+  const __half *x, *w, *bias, *z;
+  __half* y;
+};
+
+MmaOperands operands(MmaPlan* p, const void* x, const void* w, const void* bias, const void* z, void* y, int64_t m,
+                     Epilogue e) {
+  p->e = e;
+  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  p->vec_in = aligned(x) && aligned(w);
+  p->vec_out = m % 8 == 0 && aligned(y) && aligned(z) && aligned(bias);
+  return MmaOperands{static_cast<const __half*>(x), static_cast<const __half*>(w), static_cast<const __half*>(bias),
+                     static_cast<const __half*>(z), static_cast<__half*>(y)};
+}
+
+template <int KSTEPS>
+cudaError_t launch_steps(const MmaOperands& o, const MmaPlan& p, cudaStream_t s) {
+  return with_activation(p.e.act, [&](auto act) {
+    return launch_act<KSTEPS, decltype(act)::value>(o.x, o.w, o.bias, o.z, o.y, p, s);
+  });
 }
 
 // ---- the K-chunked kernel (variant 9): reductions past kConvMmaMaxReduction ----
@@ -374,24 +398,16 @@ cudaError_t launch_conv_nhwc_mma(const void* x, const void* w, const void* bias,
                                  const Window2d& g, int64_t m, Epilogue e, cudaStream_t s) {
   MmaPlan p;
   if (!plan_mma(g, m, &p) || !x || !w || !y) return cudaErrorInvalidValue;
-  p.e = e;
-  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  p.vec_in = aligned(x) && aligned(w);
-  p.vec_out = m % 8 == 0 && aligned(y) && aligned(z) && aligned(bias);
-  const auto* xh = static_cast<const __half*>(x);
-  const auto* wh = static_cast<const __half*>(w);
-  const auto* bh = static_cast<const __half*>(bias);
-  const auto* zh = static_cast<const __half*>(z);
-  auto* yh = static_cast<__half*>(y);
+  const MmaOperands o = operands(&p, x, w, bias, z, y, m, e);
   switch (p.kpad / kFrag) {
-    case 1: return launch_steps<1>(xh, wh, bh, zh, yh, p, s);
-    case 2: return launch_steps<2>(xh, wh, bh, zh, yh, p, s);
-    case 3: return launch_steps<3>(xh, wh, bh, zh, yh, p, s);
-    case 4: return launch_steps<4>(xh, wh, bh, zh, yh, p, s);
-    case 5: return launch_steps<5>(xh, wh, bh, zh, yh, p, s);
-    case 6: return launch_steps<6>(xh, wh, bh, zh, yh, p, s);
-    case 7: return launch_steps<7>(xh, wh, bh, zh, yh, p, s);
-    case 8: return launch_steps<8>(xh, wh, bh, zh, yh, p, s);
+    case 1: return launch_steps<1>(o, p, s);
+    case 2: return launch_steps<2>(o, p, s);
+    case 3: return launch_steps<3>(o, p, s);
+    case 4: return launch_steps<4>(o, p, s);
+    case 5: return launch_steps<5>(o, p, s);
+    case 6: return launch_steps<6>(o, p, s);
+    case 7: return launch_steps<7>(o, p, s);
+    case 8: return launch_steps<8>(o, p, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -405,25 +421,10 @@ cudaError_t launch_conv_nhwc_mma_chunked(const void* x, const void* w, const voi
                                          const Window2d& g, int64_t m, Epilogue e, cudaStream_t s) {
   MmaPlan p;
   if (!plan_mma_chunked(g, m, &p) || !x || !w || !y) return cudaErrorInvalidValue;
-  p.e = e;
-  auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
-  p.vec_in = aligned(x) && aligned(w);
-  p.vec_out = m % 8 == 0 && aligned(y) && aligned(z) && aligned(bias);
-  const auto* xh = static_cast<const __half*>(x);
-  const auto* wh = static_cast<const __half*>(w);
-  const auto* bh = static_cast<const __half*>(bias);
-  const auto* zh = static_cast<const __half*>(z);
-  auto* yh = static_cast<__half*>(y);
-  switch (e.act) {  // apply_epilogue's codes
-    case 0: return launch_chunked_act<0>(xh, wh, bh, zh, yh, p, s);
-    case 1: return launch_chunked_act<1>(xh, wh, bh, zh, yh, p, s);
-    case 2: return launch_chunked_act<2>(xh, wh, bh, zh, yh, p, s);
-    case 3: return launch_chunked_act<3>(xh, wh, bh, zh, yh, p, s);
-    case 4: return launch_chunked_act<4>(xh, wh, bh, zh, yh, p, s);
-    case 5: return launch_chunked_act<5>(xh, wh, bh, zh, yh, p, s);
-    case 6: return launch_chunked_act<6>(xh, wh, bh, zh, yh, p, s);
-    default: return cudaErrorInvalidValue;
-  }
+  const MmaOperands o = operands(&p, x, w, bias, z, y, m, e);
+  return with_activation(e.act, [&](auto act) {
+    return launch_chunked_act<decltype(act)::value>(o.x, o.w, o.bias, o.z, o.y, p, s);
+  });
 }
 
 }  // namespace graft::cuda::k
