@@ -277,11 +277,16 @@ TEST(CudaNn, GraftPoolNhwc) {
 // GraftPool's global pools over NHWC: planes large enough that the kernel splits them across blocks
 // (float partials in the op's workspace, combined by a second kernel; the harness poisons the
 // workspace), odd channel counts that leave a block's lanes idle, and a plane too small to split.
+// Channel counts that are multiples of 16 bytes take the vector kernel: one vector per pixel (8
+// halves), two (many row groups per block), nine (lanes that do not divide the block), 160 (a
+// second block of channels, partly past the end), and a sliced plane through it.
 TEST(CudaNn, GraftPoolGlobalNhwc) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
-  const std::vector<std::vector<int64_t>> shapes = {{2, 40, 37, 40}, {3, 64, 64, 8}, {1, 113, 100, 3}, {2, 3, 3, 5}};
+  const std::vector<std::vector<int64_t>> shapes = {{2, 40, 37, 40}, {3, 64, 64, 8}, {1, 113, 100, 3}, {2, 3, 3, 5},
+                                                    {2, 56, 56, 16}, {2, 14, 14, 72}, {3, 7, 7, 1280},
+                                                    {1, 70, 70, 24}};
   for (const auto& shape : shapes)
     for (const char* pool : {"GlobalAveragePool", "GlobalMaxPool"}) {
       KernelCase c{"GraftPool", {rnd(rng, shape)}};
