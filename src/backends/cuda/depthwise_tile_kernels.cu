@@ -85,9 +85,9 @@ __global__ void __launch_bounds__(kTileThreads) depthwise_nhwc_tile_kernel(const
   }
 
   // The block's CH filters are one contiguous run of w ([c, K, K]): staged with neighbouring threads
-  // reading neighbouring elements. (Each thread reading its own two channels' taps from global
-  // memory put 9 to 49 loads per thread at a stride of K * K elements: half of the kernel's L2
-  // sectors on MobileNetV2's stride-1 3x3 layers, ncu at 67d87e7.)
+  // reading neighbouring elements. (Each thread read its own two channels' 9 to 49 taps from global
+  // memory at a stride of K * K elements; ncu counted half of the kernel's L2 sectors as excess from
+  // uncoalesced accesses on MobileNetV2's first stride-1 3x3 layer at 67d87e7, likely these.)
   for (int i = static_cast<int>(threadIdx.x); i < CH * K * K; i += kTileThreads) taps[i] = w[cbase * (K * K) + i];
 
   const int pair = static_cast<int>(threadIdx.x) % kPairs;
