@@ -507,8 +507,8 @@ TEST(CudaConvKernels, TensorCoreNhwc) {
       {2, 8, 13, 8, 16, 5, 3, 1, 2, 2, 1, 1, 1, false, false, "Relu", 1},        // 5x3, column stride 2, unaligned
       {4, 56, 56, 24, 144, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "Relu", 0},       // 98 pixel tiles
       {1, 1, 1, 16, 8, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "", 0},              // one pixel
-      {2, 6, 7, 16, 13, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "Silu", 0},          // odd m: element stores, a lone last filter
-      {32, 28, 28, 32, 192, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "Clip", 0},     // MobileNetV2's 28x28 expansion: filters split
+      {2, 6, 7, 16, 13, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "Silu", 0},          // odd m: element stores
+      {32, 28, 28, 32, 192, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "Clip", 0},     // MobileNetV2's 28x28 expansion
   };
   for (const MmaCase& mc : cases) run_mma(mc, rng, seed);
 }
@@ -534,7 +534,7 @@ TEST(CudaConvKernels, TensorCoreNhwcChunked) {
       {2, 8, 13, 8, 16, 5, 7, 1, 2, 2, 3, 1, 1, false, false, "", 1},            // 5x7, column stride 2, unaligned
       {1, 1, 1, 512, 16, 1, 1, 1, 1, 0, 0, 1, 1, true, false, "Relu", 0},        // one pixel, 512 terms
       {1, 3, 5, 1024, 24, 1, 1, 1, 1, 0, 0, 1, 1, true, true, "", 0},            // the 1024-term limit
-      {4, 19, 17, 8, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, true, "Clip", 0},        // 400 pixels: 7 blocks, the last partial
+      {4, 19, 17, 8, 64, 7, 7, 2, 2, 3, 3, 1, 1, false, true, "Clip", 0},        // 400 pixels: 7 blocks
   };
   for (const MmaCase& mc : cases) run_mma(mc, rng, seed, /*chunked=*/true);
 }

@@ -44,8 +44,8 @@ int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 int64_t multiprocessor_count() {
   static const int64_t count = [] {
     int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        n < 1) {
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) {
       cudaGetLastError();  // clear the failed query's error, which the next launch check would report
       return int64_t{132};
     }
@@ -87,7 +87,8 @@ bool plan_mma(const Window2d& g, int64_t m, MmaPlan* p) {
   // extra chunk re-stages the block's input rows, which these short reductions make cheap.
   const int64_t row_blocks = (g.n * g.oh * g.ow + 16 * p->warps - 1) / (16 * p->warps);
   const int64_t wanted = 4 * multiprocessor_count();
-  if (row_blocks * chunks < wanted) chunks = std::min(mpad / kFrag, std::max(chunks, (wanted + row_blocks - 1) / row_blocks));
+  if (row_blocks * chunks < wanted)
+    chunks = std::min(mpad / kFrag, std::max(chunks, (wanted + row_blocks - 1) / row_blocks));
   if (chunks > 65535) return false;
   p->columns = static_cast<int>(round_up((mpad + chunks - 1) / chunks, kFrag));
   p->column_blocks = static_cast<int>((mpad + p->columns - 1) / p->columns);  // rounding may leave fewer
@@ -143,8 +144,8 @@ __device__ __forceinline__ void store_row8(__half* __restrict__ y, const __half*
 // One block: 16 * warps output pixels (GEMM rows) by `columns` filters (GEMM columns). Shared
 // memory: the rows' receptive fields [16 * warps][ld], the filters [columns][ld] (column-major B),
 // then each warp's 16x16 float staging for the epilogue. ACT is the epilogue's activation code, a
-// constant so that apply_epilogue's switch folds away (ncu: the per-element switch made this kernel
-// issue-bound, at 1.5 instructions per output on MobileNetV2's 16 -> 96 expansion).
+// constant so that apply_epilogue's switch folds away: ncu found this kernel issue-bound, at 1.5
+// instructions per output on MobileNetV2's 16 -> 96 expansion, with that switch run per element.
 template <int KSTEPS, int ACT>
 __global__ void __launch_bounds__(256) conv_nhwc_mma_kernel(const __half* __restrict__ x, const __half* __restrict__ w,
                                                            const __half* __restrict__ bias, const __half* __restrict__ z,
@@ -382,7 +383,8 @@ __global__ void __launch_bounds__(kChunkWarps * 32) conv_nhwc_mma_chunked_kernel
 template <int ACT>
 cudaError_t launch_chunked_act(const __half* x, const __half* w, const __half* bias, const __half* z, __half* y,
                                const MmaPlan& p, cudaStream_t s) {
-  const dim3 grid(static_cast<unsigned>((p.pixels + kChunkRows - 1) / kChunkRows), static_cast<unsigned>(p.column_blocks));
+  const dim3 grid(static_cast<unsigned>((p.pixels + kChunkRows - 1) / kChunkRows),
+                  static_cast<unsigned>(p.column_blocks));
   conv_nhwc_mma_chunked_kernel<ACT><<<grid, kChunkWarps * 32, 0, s>>>(x, w, bias, z, y, p);
   return cudaGetLastError();
 }
