@@ -400,6 +400,9 @@ PY
     timeout 150 "$BUILDDIR/bin/graft" build "$f" -o "/tmp/$m.plan" --device cuda --fp16 --min-shapes "$in:1x3x224x224" \
       --opt-shapes "$in:8x3x224x224" --max-shapes "$in:32x3x224x224" > "$log" 2>&1
     brc=$?
+    # With GRAFT_TACTIC_TRACE=1 the build log holds every timed convolution tactic: one line per problem.
+    [ "${GRAFT_TACTIC_TRACE:-0}" = 1 ] && python3 scripts/gpu/ncu_kernels.py --tactics "$log" \
+      > "$OUT/zprofile/tactics_${m}.txt" 2>&1
     for b in $zb; do
       blog="$OUT/zprofile/profile_${m}_b${b}_fp16_dynamic.txt"
       if [ $brc -eq 0 ]; then
@@ -418,6 +421,8 @@ PY
           "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --shapes "$in:${b}x3x224x224" --iterations 2 --warmup 0 \
           > "$OUT/zprofile/ncu_${m}_b${b}.csv" 2> "$LOGS/ncu_${m}_b${b}.err"
         note "  ncu $m b$b: rc=$? $(grep -c gpu__time_duration "$OUT/zprofile/ncu_${m}_b${b}.csv") kernels"
+        python3 scripts/gpu/ncu_kernels.py --runs 2 --totals "$OUT/zprofile/ncu_${m}_b${b}.csv" \
+          > "$OUT/zprofile/ncu_${m}_b${b}.txt" 2>&1
       fi
       # ZPROFILE_NCU_KERNELS=<regex>: Nsight Compute's full section set (throughput, occupancy, stall
       # reasons) for the first ZPROFILE_NCU_COUNT (default 8) launches of kernels whose names match.
