@@ -414,8 +414,8 @@ PY
       fi
       note "zprofile $m b$b: rc=$rrc $(grep -m1 -o 'median = [0-9.]* ms' "$blog")"
       # ZPROFILE_NCU=1: every kernel's own GPU time from Nsight Compute's counters (one pass, clocks left
-      # alone), for one run after a warm-up one, in launch order: the per-layer table's event times include
-      # each layer's gate and launch; these do not.
+      # alone), for two runs in launch order (the second has warm caches): the per-layer table times
+      # layers with CUDA events, and a layer may run several kernels.
       if [ "${ZPROFILE_NCU:-0}" = 1 ] && [ $brc -eq 0 ] && command -v ncu > /dev/null; then
         timeout 120 ncu --clock-control none --metrics gpu__time_duration.sum --csv --launch-skip "${ZPROFILE_NCU_SKIP:-0}" \
           "$BUILDDIR/bin/graft" run "/tmp/$m.plan" --device cuda --shapes "$in:${b}x3x224x224" --iterations 2 --warmup 0 \
