@@ -185,3 +185,25 @@ def test_summary_arithmetic(tmp_path):
     assert zoo_plot.main([str(f1), str(f2), "--out", str(tmp_path / "m")]) == 0
     merged = json.loads((tmp_path / "m" / "zoo.json").read_text())
     assert len(merged) == 6 and _by(merged)[("a", 1)]["graft_ms"] == 0.5
+
+
+def test_conv_tactics_by_batch():
+    """Which GraftConv variant each batch's tactics chose, read from the engine's JSON description."""
+    import zoo  # imports no torch at module level
+
+    class FakeEngine:
+        def describe_json(self):
+            return {"layers": [
+                {"op_type": "GraftConv", "tactics": [
+                    {"key": "conv2d;sm90;cudnn91900;float16;nhwc;x1x8x224x224;w64x7x7;g1", "algo": 0, "variant": 9},
+                    {"key": "conv2d;sm90;cudnn91900;float16;nhwc;x8x8x224x224;w64x7x7;g1", "algo": 1, "variant": 1},
+                    {"key": "conv2d;sm90;cudnn91900;float16;nhwc;x32x8x224x224;w64x7x7;g1", "algo": 1, "variant": 0},
+                    {"key": "conv2d;sm90;cudnn91900;float16;nhwc;x32x8x224x224;w64x7x7;g1;bias"}]},  # not in the table
+                {"op_type": "Relu"},
+                {"op_type": "GraftConv", "tactics": [
+                    {"key": "conv2d;sm90;cudnn91900;float16;nhwc;x32x64x56x56;w64x3x3;g1", "algo": 0, "variant": 7}]},
+            ]}
+
+    got = zoo.conv_tactics_by_batch(FakeEngine(), (1, 32))
+    assert got == {1: ({"9": 1}, 9), 32: ({"0": 1, "7": 1}, 0)}
+    assert zoo.conv_tactics_by_batch(object(), (1, 32)) == {}

@@ -697,6 +697,8 @@ class Worker:
         ins, outs = eng.inputs, eng.outputs
         self.done("graft_build", graft_version=version, graft_build_s=build_s, graft_timing_cache=cache_state,
                   graft_engine_device=eng.device)
+        for b, (variants, stem) in conv_tactics_by_batch(eng, self.batches).items():
+            self.set(b, graft_conv_variants=variants, graft_stem_variant=stem)
         self.stage("graft_run")
         in_name, in_dtype = ins[0]["name"], ins[0]["dtype"]
         out_name = outs[0]["name"]
@@ -802,6 +804,36 @@ class Worker:
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
+
+
+def conv_tactics_by_batch(eng, batches):
+    """{batch: ({variant: layers}, the first convolution's variant)} over the engine's GraftConv
+    layers, from the tactics each was timed with at that batch (Engine.describe_json; a key's
+    "x<N>x<C>x<H>x<W>" part names the batch). Which of graft's kernels or cuDNN's paths the tactic
+    timing chose: GraftConv's variants are listed in src/backends/cuda/conv_ops.cpp. Empty where the
+    graft in use has no describe_json or times no tactics (CPU)."""
+    if not hasattr(eng, "describe_json"):
+        return {}
+    try:
+        layers = eng.describe_json().get("layers", [])
+    except Exception:  # noqa: BLE001  (a description is a nicety; the benchmark goes on)
+        return {}
+    out = {}
+    for layer in layers:
+        if layer.get("op_type") != "GraftConv":
+            continue
+        for t in layer.get("tactics", []):
+            dims = [part for part in t.get("key", "").split(";") if part.startswith("x") and part[1:2].isdigit()]
+            if "variant" not in t or not dims:
+                continue
+            batch = int(dims[0][1:].split("x")[0])
+            if batch not in batches:
+                continue
+            counts, stem = out.setdefault(batch, ({}, None))
+            counts[str(t["variant"])] = counts.get(str(t["variant"]), 0) + 1
+            if stem is None:
+                out[batch] = (counts, t["variant"])
+    return out
 
 
 def export_worker(args):

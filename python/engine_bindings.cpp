@@ -269,6 +269,7 @@ class PyEngine {
   py::list outputs() const { return io_list(engine_->outputs()); }
   std::string device() const { return graft::device_name(engine_->device()); }
   std::string describe() const { return engine_->describe(); }
+  std::string describe_json() const { return engine_->describe_json(); }
 
   // inputs: name -> numpy array, or ("ptr", address, dtype name, shape, "cpu"|"cuda") for memory the
   // caller keeps alive (torch tensors, wrapped by python/graft/engine.py without copying).
@@ -590,6 +591,7 @@ PYBIND11_MODULE(_engine, m) {
       .def_property_readonly("num_profiles", &PyEngine::num_profiles)
       .def_property_readonly("profiles", &PyEngine::profiles)
       .def("describe", &PyEngine::describe)
+      .def("describe_json", &PyEngine::describe_json)
       .def("run", &PyEngine::run, py::arg("feeds"), py::arg("outputs") = py::dict(), py::arg("stream") = 0,
            py::arg("profile") = 0);
 

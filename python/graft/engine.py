@@ -16,6 +16,7 @@ an output that is also a graph input, so they stay valid after the inputs are go
 contract in include/graft/engine.h.
 """
 import contextlib
+import json
 import operator
 import os
 
@@ -162,6 +163,12 @@ class Engine:
 
     def describe(self):
         return self._impl.describe()
+
+    def describe_json(self):
+        """The engine as `graft inspect --json` shows it, as a dict: inputs, outputs, profiles and
+        layers (name, op type, outputs, typed attributes; for a tuned CUDA engine each layer's
+        "tactics": the problem keys it was timed on and the chosen algo/variant for each)."""
+        return json.loads(self._impl.describe_json())
 
     def run(self, feeds, outputs=None, profile=0):
         """feeds: {input name: numpy array or torch tensor}. Returns {output name: array}.

@@ -178,6 +178,8 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
     j["profiles"] = state.profiles.empty() ? nlohmann::json::object() : profile_json(state.profiles[0]);
   }
   if (state.tactics && state.tactics->size()) j["tactics"] = nlohmann::json::parse(state.tactics->to_json());
+  if (state.tactics && !state.tactics->layers().empty())
+    j["tactic_layers"] = nlohmann::json::parse(state.tactics->layers_json());
   j["inputs"] = nlohmann::json::array();
   for (const Value* v : state.graph->inputs()) j["inputs"].push_back({{"name", v->name}, {"desc", v->desc.to_string()}});
   j["outputs"] = nlohmann::json::array();
@@ -382,6 +384,11 @@ Result<EngineState> read_plan_payload_impl(const std::string& payload, const std
       auto t = TacticTable::from_json(j["tactics"].dump(), "the plan's tactics");
       if (!t) return fail(StatusCode::kCorruptPlan, t.status().message());
       st.tactics = std::make_shared<TacticTable>(*t);
+    }
+    if (j.contains("tactic_layers")) {
+      if (!st.tactics) st.tactics = std::make_shared<TacticTable>();
+      Status s = st.tactics->read_layers_json(j["tactic_layers"].dump(), "the plan's tactic layers");
+      if (!s) return fail(StatusCode::kCorruptPlan, s.message());
     }
   } catch (const std::exception& e) {
     return fail(StatusCode::kCorruptPlan, "the plan's JSON section is malformed: ", e.what());

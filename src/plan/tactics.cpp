@@ -33,6 +33,42 @@ std::map<std::string, Tactic> TacticTable::snapshot() const {
   return map_;
 }
 
+void TacticTable::note_layer(const std::string& layer, const std::string& key) {
+  std::lock_guard<std::mutex> lock(mu_);
+  layers_[layer].insert(key);
+}
+
+std::map<std::string, std::set<std::string>> TacticTable::layers() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return layers_;
+}
+
+// Names are the graph's (valid UTF-8, checked at import); `replace` keeps any other byte from throwing.
+std::string TacticTable::layers_json() const {
+  nlohmann::json j = nlohmann::json::object();
+  for (const auto& [layer, keys] : layers()) j[layer] = keys;
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+Status TacticTable::read_layers_json(const std::string& text, const std::string& what) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return error(StatusCode::kInvalidArgument, what, ": the layers' tactic keys must be a JSON object");
+  std::map<std::string, std::set<std::string>> read;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!it.value().is_array())
+      return error(StatusCode::kInvalidArgument, what, ": the tactic keys of layer '", it.key(), "' are not a list");
+    for (const auto& k : it.value()) {
+      if (!k.is_string())
+        return error(StatusCode::kInvalidArgument, what, ": a tactic key of layer '", it.key(), "' is not a string");
+      read[it.key()].insert(k.get<std::string>());
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [layer, keys] : read) layers_[layer].insert(keys.begin(), keys.end());
+  return Status::ok();
+}
+
 namespace {
 
 nlohmann::json entries_json(const std::map<std::string, Tactic>& m) {

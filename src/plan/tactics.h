@@ -14,6 +14,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "graft/status.h"
@@ -23,9 +24,9 @@ namespace graft {
 struct Tactic {
   int algo = -1;     // implementation index within the layer kind (e.g. cudnnConvolutionFwdAlgo_t)
   // Layer-kind specific. conv: 0 = cuDNN convolution + graft's epilogue, 1 = cuDNN's fused
-  // conv+bias+activation call, 2 = graft's NHWC depthwise kernel, 3 = graft's NCHW depthwise kernel,
-  // 4 = graft's NHWC pointwise (1x1) kernel (2-4 ignore algo), 5 = a grouped NHWC convolution run
-  // by cuDNN in NCHW between transposes (algo: the NCHW algorithm).
+  // conv+bias+activation call, 5 = a grouped NHWC convolution run by cuDNN in NCHW between
+  // transposes (algo: the NCHW algorithm), 2-4 and 6-9 = graft's own kernels (algo ignored), each
+  // described where src/backends/cuda/conv_ops.cpp defines it.
   int variant = 0;
   double ms = 0;     // measured time, for reports
 };
@@ -33,12 +34,14 @@ struct Tactic {
 class TacticTable {
  public:
   TacticTable() = default;
-  TacticTable(const TacticTable& other) : map_(other.snapshot()) {}
+  TacticTable(const TacticTable& other) : map_(other.snapshot()), layers_(other.layers()) {}
   TacticTable& operator=(const TacticTable& other) {
     if (this != &other) {
       auto m = other.snapshot();
+      auto l = other.layers();
       std::lock_guard<std::mutex> lock(mu_);
       map_ = std::move(m);
+      layers_ = std::move(l);
     }
     return *this;
   }
@@ -61,9 +64,20 @@ class TacticTable {
   // Merges nothing: writes this table, atomically (temporary file + rename).
   Status save_cache_file(const std::string& path) const;
 
+  // Which problems each layer asked about while the builder tuned (layer name -> keys: one per
+  // distinct input shape, so a dynamic profile gives a layer up to three), so that a description of
+  // the engine can say what each layer runs. Several layers may share a key. Plans keep it beside
+  // the table; timing cache files do not (they hold no layer names).
+  void note_layer(const std::string& layer, const std::string& key);
+  std::map<std::string, std::set<std::string>> layers() const;
+  // JSON object {"layer": ["key", ...]}, and its reader (errors name `what`; nothing is added then).
+  std::string layers_json() const;
+  Status read_layers_json(const std::string& text, const std::string& what);
+
  private:
   mutable std::mutex mu_;
   std::map<std::string, Tactic> map_;
+  std::map<std::string, std::set<std::string>> layers_;
 };
 
 }  // namespace graft

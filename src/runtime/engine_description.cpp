@@ -1,11 +1,14 @@
 #include "runtime/engine_description.h"
 
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "ops/internal_ops.h"
 #include "plan/plan.h"
+#include "plan/tactics.h"
 #include "runtime/cpu_engine.h"
 
 namespace graft {
@@ -166,8 +169,20 @@ std::string describe_engine_json(const EngineState& state) {
   j["outputs"] = json::array();
   for (const auto& io : engine_outputs(state)) j["outputs"].push_back(io_json(io));
   j["layers"] = json::array();
+  // The tactics each layer asked about while the engine was tuned (CUDA engines; TacticTable::layers).
+  const std::map<std::string, std::set<std::string>> tactic_layers =
+      state.tactics ? state.tactics->layers() : std::map<std::string, std::set<std::string>>{};
   for (const auto& n : state.graph->nodes()) {
     json l = {{"name", n->name}, {"op_type", n->op_type}, {"domain", n->domain}};
+    if (auto it = tactic_layers.find(n->name); it != tactic_layers.end()) {
+      l["tactics"] = json::array();
+      for (const std::string& key : it->second) {
+        json t = {{"key", key}};
+        if (auto chosen = state.tactics->find(key))
+          t.update({{"algo", chosen->algo}, {"variant", chosen->variant}, {"ms", chosen->ms}});
+        l["tactics"].push_back(std::move(t));
+      }
+    }
     l["inputs"] = json::array();
     for (const Value* v : n->inputs) l["inputs"].push_back(v ? v->name : "");
     l["outputs"] = json::array();

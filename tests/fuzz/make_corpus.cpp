@@ -24,6 +24,7 @@
 #include "graft/op.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
+#include "plan/plan.h"
 #include "plan/tactics.h"
 #include "tests/unit/onnx_model_builder.h"
 
@@ -229,8 +230,31 @@ std::map<std::string, std::string> custom_op_models(std::mt19937& rng) {
 }
 
 // ---- plans ---------------------------------------------------------------------------------------
+void write_plan_and_payload(const fs::path& out, const std::string& name, const std::string& plan) {
+  write(out / "plan", name + ".plan", plan);
+  uint32_t ver_len = 0;
+  std::memcpy(&ver_len, plan.data() + 12, 4);
+  const size_t payload_at = 16 + static_cast<size_t>(ver_len) + 8 + 4;
+  if (payload_at <= plan.size()) write(out / "plan_payload", name + ".payload", plan.substr(payload_at));
+}
+
+// A CPU build times no tactics: this plan carries a CUDA engine's tactic table and the layers' keys
+// (made from `plan`'s state), so the plan targets start from those sections too.
+void write_plan_with_tactics(const fs::path& out, const std::string& name, const std::string& plan) {
+  auto st = graft::read_plan_bytes(plan, name + ".plan");
+  if (!st || st->graph->nodes().empty()) return;
+  const std::string key = "conv2d;sm90;cudnn91900;float16;nhwc;x8x8x224x224;w64x7x7;g1;p3,3;s2,2;d1,1;bias";
+  st->tactics->put(key, graft::Tactic{0, 9, 0.05});
+  st->tactics->put("lt;float16;m8;n1000;k512", graft::Tactic{2, 0, 0.01});
+  st->tactics->note_layer(st->graph->nodes().front()->name, key);
+  st->tactics->note_layer(st->graph->nodes().back()->name, "lt;float16;m8;n1000;k512");
+  auto bytes = graft::write_plan_bytes(*st);
+  if (bytes && bytes->size() >= 16) write_plan_and_payload(out, name + "_with_tactics", *bytes);
+}
+
 // The plan of a model, and its payload (after the header: magic, format, version, length, CRC).
-bool write_plan(const fs::path& out, const std::string& name, const std::string& model) {
+// `with_tactics`: also its form with tactic sections (write_plan_with_tactics).
+bool write_plan(const fs::path& out, const std::string& name, const std::string& model, bool with_tactics) {
   graft::BuilderConfig config;
   config.unspecified_shape = [](const graft::IOInfo& in) -> graft::Result<std::vector<int64_t>> {
     std::vector<int64_t> dims = in.static_dims;
@@ -242,11 +266,8 @@ bool write_plan(const fs::path& out, const std::string& name, const std::string&
   if (!e) return false;
   auto plan = (*e)->serialize();
   if (!plan || plan->size() < 16) return false;
-  write(out / "plan", name + ".plan", *plan);
-  uint32_t ver_len = 0;
-  std::memcpy(&ver_len, plan->data() + 12, 4);
-  const size_t payload_at = 16 + static_cast<size_t>(ver_len) + 8 + 4;
-  if (payload_at <= plan->size()) write(out / "plan_payload", name + ".payload", plan->substr(payload_at));
+  write_plan_and_payload(out, name, *plan);
+  if (with_tactics) write_plan_with_tactics(out, name, *plan);
   return true;
 }
 
@@ -365,9 +386,12 @@ int main(int argc, char** argv) {
   auto add_model = [&](const std::string& name, const std::string& bytes, bool write_model) {
     if (write_model) write(out / "onnx", name + ".onnx", bytes);
     ++models;
-    plans += write_plan(out, name, bytes) ? 1 : 0;
+    // The first model that makes a plan also gives the plan with tactic sections.
+    const bool ok = write_plan(out, name, bytes, plans == 0);
+    plans += ok ? 1 : 0;
   };
   for (const auto& [name, bytes] : builtin_models(rng)) add_model(name, bytes, true);
+
   for (const auto& [name, bytes] : custom_op_models(rng)) add_model(name, bytes, true);
   // Extra models (the ONNX backend tests', copied into onnx/ by make_corpus.sh): their plans.
   for (int i = 2; i < argc; ++i) {

@@ -127,6 +127,14 @@ def test_engine_cuda_only_arguments_warn_on_cpu(graft_mod, exported, tmp_path):
     assert "fp16" not in eng.describe().splitlines()[0]
 
 
+def test_engine_describe_json(graft_mod, engine):
+    d = engine.describe_json()
+    assert d["device"] == "cpu"
+    assert [i["name"] for i in d["inputs"]] == [i["name"] for i in engine.inputs]
+    assert d["layers"] and all({"name", "op_type", "outputs", "attributes"} <= set(l) for l in d["layers"])
+    assert not any("tactics" in l for l in d["layers"]), "a CPU engine times no tactics"
+
+
 def test_engine_outputs_argument_needs_cuda(graft_mod, engine):
     x = torch.randn(2, 8)
     with pytest.raises(graft_mod.GraftError, match="outputs="):

@@ -5,10 +5,14 @@
 #include <cstdio>
 #include <fstream>
 #include <random>
+#include <set>
+
+#include <nlohmann/json.hpp>
 
 #include "onnx/importer.h"
 #include "plan/plan.h"
 #include "plan/tactics.h"
+#include "runtime/engine_description.h"
 #include "runtime/tactic_timing.h"
 #include "tests/unit/onnx_model_builder.h"
 
@@ -91,6 +95,56 @@ TEST(Tactics, PlanCarriesTheEngineTactics) {
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   ASSERT_EQ(back->tactics->size(), 1u);
   EXPECT_EQ(back->tactics->find("conv2d;sm90;x")->variant, 1);
+}
+
+// The layers' tactic keys (noted while tuning) travel in plans and appear in the engine's JSON
+// description, each key with the tactic the table holds for it; a damaged map is refused whole.
+TEST(Tactics, PlanAndDescriptionNameEachLayersTactics) {
+  testing::OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.node("Relu", {"x"}, {"y"}, "relu");
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "relu.onnx");
+  ASSERT_TRUE(g.is_ok());
+  EngineState st;
+  st.graph = std::move(g).value();
+  st.tactics->put("conv2d;x1", Tactic{2, 9, 0.25});
+  st.tactics->put("conv2d;x8", Tactic{1, 0, 0.5});
+  st.tactics->note_layer("relu", "conv2d;x1");
+  st.tactics->note_layer("relu", "conv2d;x8");
+  st.tactics->note_layer("relu", "conv2d;x1");  // a key asked twice is listed once
+  st.tactics->note_layer("relu", "not-in-the-table");
+  auto bytes = write_plan_bytes(st);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  auto back = read_plan_bytes(*bytes, "relu.plan");
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  const auto layers = back->tactics->layers();
+  ASSERT_EQ(layers.count("relu"), 1u);
+  EXPECT_EQ(layers.at("relu"), (std::set<std::string>{"conv2d;x1", "conv2d;x8", "not-in-the-table"}));
+
+  auto j = nlohmann::json::parse(describe_engine_json(*back));
+  ASSERT_EQ(j["layers"].size(), 1u);
+  const auto& t = j["layers"][0]["tactics"];
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0]["key"], "conv2d;x1");
+  EXPECT_EQ(t[0]["variant"], 9);
+  EXPECT_EQ(t[0]["algo"], 2);
+  EXPECT_EQ(t[1]["key"], "conv2d;x8");
+  EXPECT_EQ(t[1]["variant"], 0);
+  EXPECT_FALSE(t[2].contains("variant")) << "a key the table lacks is listed without a tactic";
+
+  // An engine with no layer map describes no tactics.
+  EngineState plain;
+  plain.graph = std::move(back->graph);
+  EXPECT_FALSE(nlohmann::json::parse(describe_engine_json(plain))["layers"][0].contains("tactics"));
+
+  TacticTable bad;
+  EXPECT_FALSE(bad.read_layers_json("[1]", "test").is_ok());
+  EXPECT_FALSE(bad.read_layers_json("{\"relu\": \"k\"}", "test").is_ok());
+  Status s = bad.read_layers_json("{\"relu\": [\"k\", 3]}", "test");
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.to_string().find("'relu'"), std::string::npos) << s.to_string();
+  EXPECT_TRUE(bad.layers().empty()) << "a refused map adds nothing";
 }
 
 // Tactics are timed at every profile point whose shapes differ (a dynamic batch runs at all of

@@ -103,6 +103,8 @@ inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::
 // problem (a shape met only at run time): the caller falls back to its heuristic.
 template <typename TimeFn>
 Result<std::optional<Tactic>> find_or_time_tactic(const CudaExec& ex, const std::string& key, TimeFn&& time) {
+  // While tuning, the table also learns which layer asked (an engine description names each layer's tactics).
+  if (ex.tuning && ex.tactics && ex.ctx && ex.ctx->node) ex.tactics->note_layer(ex.ctx->node->name, key);
   std::optional<Tactic> t = ex.tactics ? ex.tactics->find(key) : std::nullopt;
   if (t || !ex.tuning) return t;
   t = ex.tuning->cache ? ex.tuning->cache->find(key) : std::nullopt;
