@@ -79,15 +79,21 @@ TEST(Tactics, CacheFileSaveLoadAndErrorsNameTheFile) {
   std::remove(path.c_str());
 }
 
-TEST(Tactics, PlanCarriesTheEngineTactics) {
+// The state of a one-Relu model (layer "relu"), for tactics to be added to.
+EngineState relu_state() {
   testing::OnnxModelBuilder m;
   m.input("x", DataType::kFloat32, {2, 3});
   m.node("Relu", {"x"}, {"y"}, "relu");
   m.output("y", DataType::kFloat32);
   auto g = import_onnx_bytes(m.bytes(), "relu.onnx");
-  ASSERT_TRUE(g.is_ok());
   EngineState st;
-  st.graph = std::move(g).value();
+  if (g.is_ok()) st.graph = std::move(g).value();
+  return st;
+}
+
+TEST(Tactics, PlanCarriesTheEngineTactics) {
+  EngineState st = relu_state();
+  ASSERT_TRUE(st.graph);
   st.tactics->put("conv2d;sm90;x", Tactic{2, 1, 0.25});
   auto bytes = write_plan_bytes(st);
   ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
@@ -100,14 +106,8 @@ TEST(Tactics, PlanCarriesTheEngineTactics) {
 // The layers' tactic keys (noted while tuning) travel in plans and appear in the engine's JSON
 // description, each key with the tactic the table holds for it; a damaged map is refused whole.
 TEST(Tactics, PlanAndDescriptionNameEachLayersTactics) {
-  testing::OnnxModelBuilder m;
-  m.input("x", DataType::kFloat32, {2, 3});
-  m.node("Relu", {"x"}, {"y"}, "relu");
-  m.output("y", DataType::kFloat32);
-  auto g = import_onnx_bytes(m.bytes(), "relu.onnx");
-  ASSERT_TRUE(g.is_ok());
-  EngineState st;
-  st.graph = std::move(g).value();
+  EngineState st = relu_state();
+  ASSERT_TRUE(st.graph);
   st.tactics->put("conv2d;x1", Tactic{2, 9, 0.25});
   st.tactics->put("conv2d;x8", Tactic{1, 0, 0.5});
   st.tactics->note_layer("relu", "conv2d;x1");
