@@ -25,9 +25,11 @@ struct LayerTiming {
   std::string device;   // "cuda", or "cpu" for a node that fell back to the CPU reference
   double ms = 0;        // CUDA-event time (wall time with copies for CPU nodes)
   double percent = 0;   // of the sum over layers
+  std::string tactic;   // the implementation the layer ran, where it chooses one (GraftConv), else empty
 };
 
-// A fixed-width table: name, op type, device, time ms, % of total, and a total line.
+// A fixed-width table: name, op type, device, time ms, % of total (and the tactic, when a row has
+// one), and a total line.
 std::string format_layer_timings(const std::vector<LayerTiming>& rows);
 
 // The activation arena for the input shapes of the last run.

@@ -604,6 +604,33 @@ TEST_F(CudaEngineTest, PerLayerProfile) {
   EXPECT_NE(table.find("fc1"), std::string::npos);
 }
 
+// The profile names what each convolution ran (GraftConv's tactic); other layers leave it empty.
+TEST_F(CudaEngineTest, PerLayerProfileNamesConvolutionTactics) {
+  REQUIRE_GPU();
+  auto e = build(cnn_model(rng_), graft::DeviceType::kCUDA);
+  ASSERT_TRUE(e);
+  auto ctx = e->create_context();
+  ASSERT_TRUE(ctx.is_ok());
+  auto* c = dynamic_cast<graft::CudaExecutionContext*>(ctx->get());
+  ASSERT_NE(c, nullptr);
+  c->set_profiling(true);
+  run(*c, {{"x", rand_t({2, 3, 16, 16}, rng_)}});
+  int convs = 0;
+  for (const auto& r : c->layer_timings()) {
+    if (r.op_type == "GraftConv") {
+      ++convs;
+      EXPECT_FALSE(r.tactic.empty()) << r.name;
+      EXPECT_TRUE(r.tactic.find("cuDNN algo") != std::string::npos || r.tactic.find("(variant ") != std::string::npos)
+          << r.tactic;
+    } else if (r.op_type != "GraftGemm") {
+      EXPECT_TRUE(r.tactic.empty()) << r.name << ": " << r.tactic;
+    }
+  }
+  EXPECT_GE(convs, 1);
+  const std::string table = graft::format_layer_timings(c->layer_timings());
+  EXPECT_NE(table.find("tactic"), std::string::npos) << table;
+}
+
 TEST_F(CudaEngineTest, BadInputIsAClearErrorAndContextStaysUsable) {
   REQUIRE_GPU();
   auto e = build(mlp_model(rng_), graft::DeviceType::kCUDA);

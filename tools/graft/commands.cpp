@@ -77,8 +77,10 @@ nlohmann::json layer_timings_json(const std::vector<LayerTiming>& rows) {
   nlohmann::json layers = nlohmann::json::array();
   double total = 0;
   for (const LayerTiming& r : rows) {
-    layers.push_back({{"name", r.name}, {"op_type", r.op_type}, {"device", r.device}, {"time_ms", r.ms},
-                      {"percent", r.percent}});
+    nlohmann::json l = {{"name", r.name}, {"op_type", r.op_type}, {"device", r.device}, {"time_ms", r.ms},
+                        {"percent", r.percent}};
+    if (!r.tactic.empty()) l["tactic"] = r.tactic;
+    layers.push_back(std::move(l));
     total += r.ms;
   }
   return {{"runs", 1}, {"total_ms", total}, {"layers", layers}};

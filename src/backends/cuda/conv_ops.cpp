@@ -311,6 +311,32 @@ bool variant_eligible(const ConvGeometry& g, int variant) {
   }
 }
 
+// The kernel of a graft-kernel variant, for messages and the profile's tactic column; null for
+// cuDNN's variants (0, 1, 5) and unknown numbers.
+const char* graft_kernel_name(int variant) {
+  switch (variant) {
+    case kDepthwiseVariant: return "NHWC depthwise";
+    case kDepthwiseTiledVariant: return "row-tiled NHWC depthwise";
+    case kDepthwiseNchwVariant: return "NCHW depthwise";
+    case kPointwiseVariant: return "NHWC pointwise";
+    case kSmallReductionMmaVariant: return "tensor-core NHWC";
+    case kDepthwiseSharedTileVariant: return "shared-tile NHWC depthwise";
+    case kChunkedMmaVariant: return "K-chunked tensor-core NHWC";
+    default: return nullptr;
+  }
+}
+
+// A tactic in words: "cuDNN algo 1 (fused)", "cuDNN algo 0 + epilogue", "cuDNN algo 1 via NCHW", or
+// graft's kernel with its variant number.
+std::string conv_tactic_name(const Tactic& t) {
+  if (const char* k = graft_kernel_name(t.variant))
+    return std::string(k) + " (variant " + std::to_string(t.variant) + ")";
+  const std::string algo = "cuDNN algo " + std::to_string(t.algo);
+  if (t.variant == 1) return algo + " (fused)";
+  if (t.variant == kGroupedNchwVariant) return algo + " via NCHW";
+  return algo + " + epilogue";
+}
+
 // Variant 5's staging: X, Y and W as NCHW copies at the front of the workspace, cuDNN's scratch
 // after them. `left` is what remains for cuDNN.
 struct NchwStage {
@@ -540,17 +566,12 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
   if (!t && depthwise_nchw_eligible(g)) t = Tactic{0, kDepthwiseNchwVariant, 0};
   // A tactic read from a plan or a timing cache file is input like any other: graft's kernels index
   // by their own geometry (and have limits), so they never run on any other problem.
-  if (t && !variant_eligible(g, t->variant))
+  if (t && !variant_eligible(g, t->variant)) {
+    const char* kernel = graft_kernel_name(t->variant);
     return fail(ex, StatusCode::kInvalidModel, "tactic '", key, "' names graft's ",
-                t->variant == kDepthwiseVariant       ? "NHWC depthwise"
-                : t->variant == kDepthwiseTiledVariant ? "row-tiled NHWC depthwise"
-                : t->variant == kDepthwiseNchwVariant ? "NCHW depthwise"
-                : t->variant == kPointwiseVariant     ? "NHWC pointwise"
-                : t->variant == kSmallReductionMmaVariant ? "tensor-core NHWC"
-                : t->variant == kDepthwiseSharedTileVariant ? "shared-tile NHWC depthwise"
-                : t->variant == kChunkedMmaVariant ? "K-chunked tensor-core NHWC"
-                                                      : "grouped NCHW-staging",
-                " kernel (variant ", t->variant, ") for a convolution it does not take");
+                kernel ? kernel : "grouped NCHW-staging", " kernel (variant ", t->variant,
+                ") for a convolution it does not take");
+  }
   if (!t) {
     // Not tuned for these shapes (a shape met only at run time): cuDNN's heuristic first choice.
     GRAFT_RETURN_IF_ERROR(candidates());
@@ -592,6 +613,7 @@ Status graft_conv_run(CudaExec& ex) {
   }
   if (Y.dims()[0] != p->g.n) return fail(ex, StatusCode::kInternal, "prepared convolution does not match the output");
   ConvCall call{&ex, &p->g, &p->d, &X, &W, B, Z, &Y, p->has_nchw ? &p->d_nchw : nullptr};
+  if (ex.ran_tactic) *ex.ran_tactic = conv_tactic_name(p->tactic);
   return run_conv(call, p->tactic.algo, p->tactic.variant, ex.workspace_size);
 #endif
 }

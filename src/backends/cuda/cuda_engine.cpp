@@ -251,6 +251,7 @@ class CudaContext final : public CudaExecutionContext {
   uint64_t gate_generation_ = 0;
   std::vector<double> cpu_ms_;
   std::vector<LayerTiming> timings_;
+  std::vector<std::string> ran_tactics_;  // while profiling: what each layer's op says it ran (CudaExec::ran_tactic)
   MemoryPlanInfo last_plan_info_;
   TacticTuning* tuning_ = nullptr;
   cudaEvent_t profile_start_ = nullptr;  // set by run_layers while profiling, recorded by run_layer
@@ -1221,6 +1222,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   } else {
     ExecContext ec = exec_context_for(node, ins, outs, stream);
     CudaExec ex = exec_for(ec);
+    if (profiling_ && !capturing_ && i < ran_tactics_.size()) ex.ran_tactic = &ran_tactics_[i];
     if (L.counted) ex.output_count = count_dev_.data_as<int64_t>();
     if (const int r = random_slot_[i]; r >= 0) {
       ex.random_counter = static_cast<uint64_t*>(random_counters_.data()) + r;
@@ -1349,6 +1351,7 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing, size_t begin
       events_.push_back(ev);
     }
     cpu_ms_.assign(layers.size(), -1.0);
+    ran_tactics_.assign(layers.size(), std::string());
     if (!gate_host_) {
       void* h = nullptr;
       void* d = nullptr;
@@ -1812,8 +1815,13 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
         GRAFT_CUDA_RETURN(cudaEventElapsedTime(&f, events_[2 * i], events_[2 * i + 1]), "reading profiling events");
         ms = f;
       }
-      timings_.push_back({layers[i].node->name, layers[i].node->op_type,
-                          layers[i].where == Where::kGpu ? "cuda" : "cpu", ms, 0});
+      LayerTiming t;
+      t.name = layers[i].node->name;
+      t.op_type = layers[i].node->op_type;
+      t.device = layers[i].where == Where::kGpu ? "cuda" : "cpu";
+      t.ms = ms;
+      if (i < ran_tactics_.size()) t.tactic = ran_tactics_[i];
+      timings_.push_back(std::move(t));
       total += ms;
     }
     for (auto& t : timings_) t.percent = total > 0 ? 100.0 * t.ms / total : 0;

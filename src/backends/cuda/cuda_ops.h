@@ -86,6 +86,9 @@ struct CudaExec {
   // an engine (random_ops.cpp then keeps a counter in `prepared`).
   uint64_t* random_counter = nullptr;
   uint64_t random_base = 0;
+  // Set while the engine profiles layers (graft run --profile): an op that chooses among
+  // implementations (GraftConv's tactics) names the one it ran here, for the table's tactic column.
+  std::string* ran_tactic = nullptr;
 };
 
 // An op whose output 0 has a size known only once its kernel has run (NonZero, NonMaxSuppression;
