@@ -85,6 +85,24 @@ class CudaEngineTest : public ::testing::Test {
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     return out;
   }
+  // One run of `m`'s CUDA engine with per-layer profiling on: the rows (none, with the failure
+  // recorded, when the engine cannot be built or made a context).
+  std::vector<graft::LayerTiming> profile_one_run(const OnnxModelBuilder& m, const std::map<std::string, Tensor>& in) {
+    auto e = build(m, graft::DeviceType::kCUDA);
+    if (!e) {
+      ADD_FAILURE() << "the CUDA engine did not build";
+      return {};
+    }
+    auto ctx = e->create_context();
+    auto* c = ctx.is_ok() ? dynamic_cast<graft::CudaExecutionContext*>(ctx->get()) : nullptr;
+    if (!c) {
+      ADD_FAILURE() << "no CUDA execution context";
+      return {};
+    }
+    c->set_profiling(true);
+    run(*c, in);
+    return c->layer_timings();
+  }
   // CPU reference vs CUDA (host inputs, then device inputs with poisoned device outputs).
   void compare_with_cpu(const OnnxModelBuilder& m, const std::map<std::string, Tensor>& in, bool fp16,
                         std::map<std::string, graft::ProfileRange> profile = {}) {

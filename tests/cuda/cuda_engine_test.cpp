@@ -582,15 +582,7 @@ TEST_F(CudaEngineTest, NoGpuIsAClearError) {
 
 TEST_F(CudaEngineTest, PerLayerProfile) {
   REQUIRE_GPU();
-  auto e = build(mlp_model(rng_), graft::DeviceType::kCUDA);
-  ASSERT_TRUE(e);
-  auto ctx = e->create_context();
-  ASSERT_TRUE(ctx.is_ok());
-  auto* c = dynamic_cast<graft::CudaExecutionContext*>(ctx->get());
-  ASSERT_NE(c, nullptr);
-  c->set_profiling(true);
-  run(*c, {{"x", rand_t({4, 16}, rng_)}});
-  auto rows = c->layer_timings();
+  auto rows = profile_one_run(mlp_model(rng_), {{"x", rand_t({4, 16}, rng_)}});
   // One row per engine layer: swish, fc1 with its Relu fused into the GEMM epilogue, fc2.
   EXPECT_EQ(rows.size(), 3u);
   double pct = 0;
@@ -607,16 +599,9 @@ TEST_F(CudaEngineTest, PerLayerProfile) {
 // The profile names what each convolution ran (GraftConv's tactic); other layers leave it empty.
 TEST_F(CudaEngineTest, PerLayerProfileNamesConvolutionTactics) {
   REQUIRE_GPU();
-  auto e = build(cnn_model(rng_), graft::DeviceType::kCUDA);
-  ASSERT_TRUE(e);
-  auto ctx = e->create_context();
-  ASSERT_TRUE(ctx.is_ok());
-  auto* c = dynamic_cast<graft::CudaExecutionContext*>(ctx->get());
-  ASSERT_NE(c, nullptr);
-  c->set_profiling(true);
-  run(*c, {{"x", rand_t({2, 3, 16, 16}, rng_)}});
+  const auto rows = profile_one_run(cnn_model(rng_), {{"x", rand_t({2, 3, 16, 16}, rng_)}});
   int convs = 0;
-  for (const auto& r : c->layer_timings()) {
+  for (const auto& r : rows) {
     if (r.op_type == "GraftConv") {
       ++convs;
       EXPECT_FALSE(r.tactic.empty()) << r.name;
@@ -627,7 +612,7 @@ TEST_F(CudaEngineTest, PerLayerProfileNamesConvolutionTactics) {
     }
   }
   EXPECT_GE(convs, 1);
-  const std::string table = graft::format_layer_timings(c->layer_timings());
+  const std::string table = graft::format_layer_timings(rows);
   EXPECT_NE(table.find("tactic"), std::string::npos) << table;
 }
 
