@@ -188,9 +188,15 @@ Command add_run_command(CLI::App& app) {
     if (layer_profile) {
       auto* cuda_ctx = dynamic_cast<CudaExecutionContext*>(ctx.get());
       if (!cuda_ctx) return Status(StatusCode::kInternal, "a CUDA engine without a CUDA execution context");
-      std::map<std::string, Tensor> profiled;
+      // Inputs on the GPU, as in the timed runs: a host input would be uploaded inside the first
+      // layer that reads it, while the profiler's gate holds the stream (a pageable copy then waits
+      // for the gate's timeout).
+      std::map<std::string, Tensor> device_inputs = inputs, profiled;
+      for (auto& [name, t] : device_inputs) {
+        GRAFT_ASSIGN_OR_RETURN(t, t.to_device());
+      }
       cuda_ctx->set_profiling(true);
-      GRAFT_RETURN_IF_ERROR(ctx->run(inputs, profiled));
+      GRAFT_RETURN_IF_ERROR(ctx->run(device_inputs, profiled));
       cuda_ctx->set_profiling(false);
       layers = cuda_ctx->layer_timings();
     }
@@ -271,7 +277,8 @@ Command add_run_command(CLI::App& app) {
                     : graph_layers->first ? " (the rest ran eagerly; GRAFT_CUDA_GRAPH_TRACE=1 says why)"
                                           : " (GRAFT_CUDA_GRAPH_TRACE=1 says why)");
       if (*profile)
-        std::printf("per-layer profile (one run, CUDA graphs off):\n%s", format_layer_timings(layers).c_str());
+        std::printf("per-layer profile (one run, CUDA graphs off, inputs on the GPU):\n%s",
+                    format_layer_timings(layers).c_str());
       if (versus) std::printf("%s", format_comparison(*versus).c_str());
       std::fflush(stdout);
       if (!infer->compare.empty())
