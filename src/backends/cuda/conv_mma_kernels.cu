@@ -54,19 +54,29 @@ int64_t multiprocessor_count() {
   return count;
 }
 
-bool plan_mma(const Window2d& g, int64_t m, MmaPlan* p) {
+// What both kernels' plans check: positive extents, c a multiple of 8, kh, kw, c and the reduction
+// kh * kw * c each at most max_reduction (the factors bounded first, so the product cannot overflow),
+// and every index within 32 bits. Returns the reduction, or 0 when a check fails.
+int64_t checked_reduction(const Window2d& g, int64_t m, int64_t max_reduction) {
   if (g.n < 1 || g.c < 8 || g.c % 8 || m < 1 || g.kh < 1 || g.kw < 1 || g.oh < 1 || g.ow < 1 || g.h < 1 || g.w < 1 ||
       g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
-    return false;
-  const int64_t reduction = g.kh * g.kw * g.c;  // c <= 128 here, so no overflow below
-  if (g.kh > kConvMmaMaxReduction || g.kw > kConvMmaMaxReduction || reduction > kConvMmaMaxReduction) return false;
-  // Strides, dilations and pads small enough that the kernel's 32-bit input coordinates cannot overflow.
+    return 0;
+  if (g.kh > max_reduction || g.kw > max_reduction || g.c > max_reduction) return 0;
+  const int64_t reduction = g.kh * g.kw * g.c;
+  if (reduction > max_reduction) return 0;
+  // Strides, dilations and pads small enough that the kernels' 32-bit input coordinates cannot overflow.
   for (int64_t v : {g.sh, g.sw, g.dh, g.dw, g.ph, g.pw})
-    if (v < 0 || v > 65535) return false;
+    if (v < 0 || v > 65535) return 0;
   // 32-bit indexing: x, y and the pixel count (each product checked before it can overflow).
   auto fits = [](int64_t a, int64_t b) { return a <= INT_MAX / b; };
-  if (!fits(g.n, g.h) || !fits(g.n * g.h, g.w) || !fits(g.n * g.h * g.w, g.c)) return false;
-  if (!fits(g.n, g.oh) || !fits(g.n * g.oh, g.ow) || !fits(g.n * g.oh * g.ow, m)) return false;
+  if (!fits(g.n, g.h) || !fits(g.n * g.h, g.w) || !fits(g.n * g.h * g.w, g.c)) return 0;
+  if (!fits(g.n, g.oh) || !fits(g.n * g.oh, g.ow) || !fits(g.n * g.oh * g.ow, m)) return 0;
+  return reduction;
+}
+
+bool plan_mma(const Window2d& g, int64_t m, MmaPlan* p) {
+  const int64_t reduction = checked_reduction(g, m, kConvMmaMaxReduction);
+  if (!reduction) return false;
   p->g = g;
   p->m = static_cast<int>(m);
   p->reduction = static_cast<int>(reduction);
@@ -268,18 +278,8 @@ cudaError_t launch_steps(const MmaOperands& o, const MmaPlan& p, cudaStream_t s)
 constexpr int kChunkRows = 64, kChunkCols = 64, kChunkK = 64, kChunkLd = kChunkK + 8, kChunkWarps = 4;
 
 bool plan_mma_chunked(const Window2d& g, int64_t m, MmaPlan* p) {
-  if (g.n < 1 || g.c < 8 || g.c % 8 || m < 1 || g.kh < 1 || g.kw < 1 || g.oh < 1 || g.ow < 1 || g.h < 1 || g.w < 1 ||
-      g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1)
-    return false;
-  if (g.kh > kConvMmaChunkedMaxReduction || g.kw > kConvMmaChunkedMaxReduction || g.c > kConvMmaChunkedMaxReduction)
-    return false;
-  const int64_t reduction = g.kh * g.kw * g.c;
-  if (reduction <= kConvMmaMaxReduction || reduction > kConvMmaChunkedMaxReduction) return false;
-  for (int64_t v : {g.sh, g.sw, g.dh, g.dw, g.ph, g.pw})
-    if (v < 0 || v > 65535) return false;
-  auto fits = [](int64_t a, int64_t b) { return a <= INT_MAX / b; };
-  if (!fits(g.n, g.h) || !fits(g.n * g.h, g.w) || !fits(g.n * g.h * g.w, g.c)) return false;
-  if (!fits(g.n, g.oh) || !fits(g.n * g.oh, g.ow) || !fits(g.n * g.oh * g.ow, m)) return false;
+  const int64_t reduction = checked_reduction(g, m, kConvMmaChunkedMaxReduction);
+  if (reduction <= kConvMmaMaxReduction) return false;  // failed checks (0), or variant 7's
   const int64_t column_blocks = (m + kChunkCols - 1) / kChunkCols;
   if (column_blocks > 65535) return false;
   p->g = g;
