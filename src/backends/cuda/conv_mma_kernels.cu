@@ -39,19 +39,15 @@ struct MmaPlan {
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-// The current device's multiprocessors (132 on an H200), read once; an H100-like count where the
-// query fails, which only shapes the grid.
+// The current device's multiprocessors; an H100-like count where there is no device to ask (a plan
+// is also made host-side, to say whether a problem is taken), which only shapes the grid.
 int64_t multiprocessor_count() {
-  static const int64_t count = [] {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || n < 1) {
-      cudaGetLastError();  // clear the failed query's error, which the next launch check would report
-      return int64_t{132};
-    }
-    return static_cast<int64_t>(n);
-  }();
-  return count;
+  int n = 0;
+  if (current_multiprocessors(&n) != cudaSuccess || n < 1) {
+    cudaGetLastError();  // clear the failed query's error, which the next launch check would report
+    return 132;
+  }
+  return n;
 }
 
 // What both kernels' plans check: positive extents, c a multiple of 8, kh, kw, c and the reduction

@@ -37,6 +37,15 @@ inline unsigned grid_for(int64_t n, int per_thread = 1) {
   return static_cast<unsigned>(blocks);
 }
 
+// The current device's multiprocessor count (132 on an H200), for shaping grids; queried on every
+// call, so a process on several GPUs sizes each launch for its own device. *n is set only on success.
+inline cudaError_t current_multiprocessors(int* n) {
+  int dev = 0;
+  cudaError_t e = cudaGetDevice(&dev);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(n, cudaDevAttrMultiProcessorCount, dev);
+  return e;
+}
+
 // The power of two >= n (1 for n <= 1): bitonic sort sizes (TopK, the NMS ops' candidate sorts).
 __host__ __device__ __forceinline__ int64_t pow2_at_least(int64_t n) {
   int64_t p = 1;

@@ -861,9 +861,8 @@ cudaError_t pointwise_nhwc_t(const void* x, const void* w, const void* bias, con
   const int64_t tiles = (pixels + kPwPixels - 1) / kPwPixels;
   // One resident wave of blocks walking the pixel tiles: each block stages the weights once and
   // reuses them for every tile it takes.
-  int dev = 0, sms = 0, per_sm = 0;
-  cudaError_t err = cudaGetDevice(&dev);
-  if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  int sms = 0, per_sm = 0;
+  cudaError_t err = current_multiprocessors(&sms);
   if (err == cudaSuccess)
     err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pointwise_conv_nhwc_kernel<T, V>, threads, smem);
   if (err != cudaSuccess) return err;
