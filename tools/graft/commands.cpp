@@ -188,15 +188,12 @@ Command add_run_command(CLI::App& app) {
     if (layer_profile) {
       auto* cuda_ctx = dynamic_cast<CudaExecutionContext*>(ctx.get());
       if (!cuda_ctx) return Status(StatusCode::kInternal, "a CUDA engine without a CUDA execution context");
-      // Inputs on the GPU, as in the timed runs: a host input would be uploaded inside the first
+      // The timed runs' inputs, already on the GPU: a host input would be uploaded inside the first
       // layer that reads it, while the profiler's gate holds the stream (a pageable copy then waits
       // for the gate's timeout).
-      std::map<std::string, Tensor> device_inputs = inputs, profiled;
-      for (auto& [name, t] : device_inputs) {
-        GRAFT_ASSIGN_OR_RETURN(t, t.to_device());
-      }
+      std::map<std::string, Tensor> profiled;
       cuda_ctx->set_profiling(true);
-      GRAFT_RETURN_IF_ERROR(ctx->run(device_inputs, profiled));
+      GRAFT_RETURN_IF_ERROR(ctx->run(timed.run_inputs, profiled));
       cuda_ctx->set_profiling(false);
       layers = cuda_ctx->layer_timings();
     }

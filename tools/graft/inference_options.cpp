@@ -242,6 +242,7 @@ Result<TimedRuns> time_runs(const Engine& engine, ExecutionContext& ctx, const s
   }
   r.wall_s = ms_since(t0) / 1000.0;
   r.outputs = cuda ? host_outputs : run_outputs;
+  r.run_inputs = std::move(run_inputs);
   return r;
 }
 

@@ -70,6 +70,7 @@ struct TimedRuns {
   std::vector<IterationTimes> iterations;
   double wall_s = 0;                          // the whole timed loop
   std::map<std::string, Tensor> outputs;      // host outputs of the last iteration
+  std::map<std::string, Tensor> run_inputs;   // what the runs read: the inputs, on the GPU for a CUDA engine
 };
 
 // Warm-up runs, then at least opts.iterations timed runs lasting at least opts.duration_s.
