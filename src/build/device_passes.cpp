@@ -1,5 +1,8 @@
 #include "build/device_passes.h"
 
+#include <cstdlib>
+#include <string>
+
 #include "graph/passes.h"
 #include "graph/precision.h"
 
@@ -90,7 +93,11 @@ Result<std::string> nhwc_regions(Graph& g, const DevicePassContext& ctx) {
     const auto& wd = w->dims();
     return wd[1] < 8 && wd[0] % 8 == 0 ? 8 : 0;
   };
-  GRAFT_ASSIGN_OR_RETURN(int moved, convert_conv_regions_to_nhwc(g, wanted, stem_channels));
+  // Strided stems read the image rearranged space to depth (fuse_conv.cpp); GRAFT_STEM_SPACE_TO_DEPTH=0
+  // keeps them strided, to compare the two.
+  const char* s2d = std::getenv("GRAFT_STEM_SPACE_TO_DEPTH");
+  const bool space_to_depth = !s2d || std::string(s2d) != "0";
+  GRAFT_ASSIGN_OR_RETURN(int moved, convert_conv_regions_to_nhwc(g, wanted, stem_channels, space_to_depth));
   return std::to_string(moved) + " layers in NHWC";
 }
 

@@ -69,9 +69,12 @@ Result<int> fuse_conv_epilogues(Graph& graph);
 // in a convolution over too few input channels for `wanted` (an image's 3): it returns the channel
 // count to zero-pad that convolution's input and filter to (0: leave it out). Such a stem reads its
 // NCHW input through one GraftChannelsLast, which also takes over a float32 -> float16 Cast that
-// only the stem read. Returns the number of nodes moved.
+// only the stem read. With `stem_space_to_depth`, a strided stem reads the image rearranged into
+// s x s blocks instead and becomes a stride-1 convolution (fuse_conv.cpp says when and why).
+// Returns the number of nodes moved.
 Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(const Node&)>& wanted,
-                                         const std::function<int64_t(const Node&)>& stem_channels = nullptr);
+                                         const std::function<int64_t(const Node&)>& stem_channels = nullptr,
+                                         bool stem_space_to_depth = false);
 
 // MatMul/Gemm with a constant weight, followed by a bias Add and an activation, becomes one
 // GEMM with a fused epilogue (src/graph/fuse_transformer.cpp).

@@ -12,6 +12,10 @@
 //     over few channels (an image's 3), whose filter it pads the same way: cuDNN's channels-last
 //     tensor-core kernels want channel counts that are multiples of 8, and one pass over the input
 //     replaces the model's input Cast, the NCHW stem and the transpose of the stem's wide output.
+//     With `block` s > 1 (and `pads` [top, left, bottom, right], default 0) it also rearranges
+//     space to depth: Y is [N, (H + top + bottom) / s, (W + left + right) / s, channels] (floor),
+//     Y[n, i, j, (dy * s + dx) * C + c] = X[n, c, s*i + dy - top, s*j + dx - left] (0 outside X), the
+//     channels from s*s*C up zero. A strided stem then runs as a stride-1 convolution over Y.
 //
 // Both are defined by the builtin ops they replace: inference and the CPU reference permute to
 // NCHW, call the builtin Conv / pool, and permute back, so they cannot drift from ONNX semantics.
@@ -167,6 +171,8 @@ Status graft_pool_cpu(ExecContext& ctx) {
 struct ChannelsLastAttrs {
   int64_t channels = 0;
   DataType to = DataType::kUndefined;  // kUndefined: X's type
+  int64_t block = 1;                   // space-to-depth block (1: none)
+  std::vector<int64_t> pads{0, 0, 0, 0};  // top, left, bottom, right
 };
 
 Result<ChannelsLastAttrs> channels_last_attrs(const AttributeMap& a) {
@@ -183,7 +189,26 @@ Result<ChannelsLastAttrs> channels_last_attrs(const AttributeMap& a) {
     if (r.to != DataType::kFloat32 && r.to != DataType::kFloat16)
       return error(StatusCode::kInvalidModel, "'to' must be float32 or float16, got ", *to).with_attribute("to");
   }
+  auto block = a.get_int("block", 1);
+  if (!block) return Status(block.status()).with_attribute("block");
+  if (*block < 1 || *block > 64)
+    return error(StatusCode::kInvalidModel, "block must lie in 1..64, got ", *block).with_attribute("block");
+  r.block = *block;
+  auto pads = a.get_ints("pads", {0, 0, 0, 0});
+  if (!pads) return Status(pads.status()).with_attribute("pads");
+  if (pads->size() != 4)
+    return error(StatusCode::kInvalidModel, "pads must hold 4 values [top, left, bottom, right], got ", pads->size())
+        .with_attribute("pads");
+  for (int64_t p : *pads)
+    if (p < -r.block * 64 || p > r.block * 64)
+      return error(StatusCode::kInvalidModel, "pads must lie in -64*block..64*block, got ", p).with_attribute("pads");
+  r.pads = *pads;
   return r;
+}
+
+// Y's spatial extent along one axis: (extent + pads) / block, floored.
+Dim channels_last_extent(const ChannelsLastAttrs& a, const Dim& in, int64_t pad_begin, int64_t pad_end) {
+  return floor_div(in + Dim(pad_begin + pad_end), Dim(a.block));
 }
 
 Status infer_graft_channels_last(InferContext& ctx) {
@@ -193,9 +218,13 @@ Status infer_graft_channels_last(InferContext& ctx) {
     return ctx.fail("X must be float32 or float16, got ", dtype_name(x.dtype));
   if (x.rank() != 4) return ctx.fail("X must have rank 4 [N, C, H, W], got ", x.to_string());
   const Shape& s = *x.shape;
-  if (s[1].is_const() && s[1].value() > a.channels)
-    return ctx.fail("channels ", a.channels, " is fewer than X's ", s[1].value());
-  ctx.set_output(0, TensorDesc(a.to == DataType::kUndefined ? x.dtype : a.to, Shape{s[0], s[2], s[3], Dim(a.channels)}));
+  if (s[1].is_const() && s[1].value() * a.block * a.block > a.channels)
+    return ctx.fail("channels ", a.channels, " is fewer than X's ", s[1].value(), " times block^2 (", a.block * a.block,
+                    ")");
+  const Dim h = channels_last_extent(a, s[2], a.pads[0], a.pads[2]), w = channels_last_extent(a, s[3], a.pads[1], a.pads[3]);
+  if ((h.is_const() && h.value() < 1) || (w.is_const() && w.value() < 1))
+    return ctx.fail("pads and block leave no rows or columns of X ", x.to_string());
+  ctx.set_output(0, TensorDesc(a.to == DataType::kUndefined ? x.dtype : a.to, Shape{s[0], h, w, Dim(a.channels)}));
   return Status::ok();
 }
 
@@ -203,14 +232,23 @@ Status graft_channels_last_cpu(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(ChannelsLastAttrs a, channels_last_attrs(*ctx.attrs));
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = *ctx.outputs[0];
-  if (x.rank() != 4 || x.dims()[1] > a.channels)
-    return error(StatusCode::kInvalidModel, "X must be [N, C, H, W] with C <= channels (", a.channels, ")");
+  if (x.rank() != 4 || x.dims()[1] * a.block * a.block > a.channels)
+    return error(StatusCode::kInvalidModel, "X must be [N, C, H, W] with C * block^2 <= channels (", a.channels, ")");
   const auto& d = x.dims();
-  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
+  const int64_t n = d[0], c = d[1], h = d[2], w = d[3], s = a.block;
+  const int64_t oh = y.dims()[1], ow = y.dims()[2];
   for (int64_t b = 0; b < n; ++b)
-    for (int64_t p = 0; p < hw; ++p)
-      for (int64_t k = 0; k < a.channels; ++k)
-        y.set((b * hw + p) * a.channels + k, k < c ? x.get((b * c + k) * hw + p) : 0.0);
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t k = 0; k < a.channels; ++k) {
+          double v = 0.0;
+          if (k < s * s * c) {
+            const int64_t dy = k / c / s, dx = k / c % s, ch = k % c;
+            const int64_t r = s * i + dy - a.pads[0], col = s * j + dx - a.pads[1];
+            if (r >= 0 && r < h && col >= 0 && col < w) v = x.get(((b * c + ch) * h + r) * w + col);
+          }
+          y.set(((b * oh + i) * ow + j) * a.channels + k, v);
+        }
   return Status::ok();
 }
 

@@ -115,6 +115,36 @@ TEST(CudaNn, GraftChannelsLastPadsAndConverts) {
   }
 }
 
+// With a block, GraftChannelsLast rearranges space to depth for a strided stem: the 3-channel
+// blocks of 2 and 4 take the compile-time kernel (16 and 48 channels), the rest the generic one;
+// pads on every side, negative ones (cropping) and extents that do not divide by the block.
+TEST(CudaNn, GraftChannelsLastSpaceToDepth) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Case {
+    int64_t n, c, h, w, block, channels;
+    std::vector<int64_t> pads;
+  };
+  for (const Case& s : {Case{2, 3, 23, 21, 2, 16, {3, 3, 4, 2}}, Case{3, 3, 19, 22, 4, 48, {2, 2, 1, 3}},
+                        Case{2, 3, 12, 12, 2, 16, {0, 0, 0, 0}}, Case{1, 3, 17, 15, 2, 24, {1, 1, 1, 1}},
+                        Case{2, 1, 13, 11, 3, 16, {1, 2, -1, 0}}, Case{1, 2, 9, 10, 2, 8, {1, 0, 1, 0}}}) {
+    KernelCase c{"GraftChannelsLast", {rnd(rng, {s.n, s.c, s.h, s.w})}};
+    c.attrs.set("channels", s.channels);
+    c.attrs.set("block", s.block);
+    c.attrs.set("pads", s.pads);
+    c.tol32 = 0;  // a copy: exact
+    c.tol16 = 0;
+    c.label = std::to_string(s.c) + " channels, block " + std::to_string(s.block) + " -> " + std::to_string(s.channels);
+    run_kernel_case(c, DataType::kFloat32, seed);
+    run_kernel_case(c, DataType::kFloat16, seed);
+    KernelCase to16 = c;
+    to16.attrs.set("to", static_cast<int64_t>(DataType::kFloat16));
+    to16.label += ", float32 -> float16";
+    run_kernel_case(to16, DataType::kFloat32, seed);
+  }
+}
+
 // A grouped NHWC convolution (RegNetX: 3 groups of 24 channels, stride 2) may run on cuDNN in NCHW
 // between transposes into the workspace (variant 5). First timed with every tactic (whichever wins
 // must be right), then forced to variant 5 through the tactic table, with each epilogue part.

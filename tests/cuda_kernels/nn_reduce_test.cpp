@@ -247,6 +247,13 @@ TEST(CudaNn, GraftConvClipAndSiluEpilogues) {
       c.label = std::string(layout) + " " + act;
       run_kernel_case(c, DataType::kFloat32, seed);
       run_kernel_case(c, DataType::kFloat16, seed);
+      if (std::string(act) != "Clip") continue;
+      // Clip from 0 (ReLU6's form) may run inside cuDNN's fused call as its clipped Relu: timed
+      // (whichever tactic wins must be right), then forced onto the fused call (variant 1) with
+      // IMPLICIT_PRECOMP_GEMM (algo 1), so that a cuDNN that ignored the bound would show.
+      c.attrs.set("clip_min", 0.f);
+      c.label += " from 0";
+      for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) run_timed_then_forced(c, dt, seed, 1, 1);
     }
 }
 
@@ -279,14 +286,18 @@ TEST(CudaNn, GraftPoolNhwc) {
 // workspace), odd channel counts that leave a block's lanes idle, and a plane too small to split.
 // Channel counts that are multiples of 16 bytes take the vector kernel: one vector per pixel (8
 // halves), two (many row groups per block), nine (lanes that do not divide the block), 160 (a
-// second block of channels, partly past the end), and a sliced plane through it.
+// second block of channels, partly past the end), and a sliced plane through it. MobileNetV3's
+// squeeze-excitation shapes at batch 32: 30 vectors in lanes narrowed to 4 (the last block of
+// channels partial), and 2 vectors over a 56x56 plane in slices; one image of 576 channels narrowed
+// without slicing; three vectors over a plane just past the slicing threshold.
 TEST(CudaNn, GraftPoolGlobalNhwc) {
   GRAFT_REQUIRE_GPU();
   const uint32_t seed = fresh_seed();
   std::mt19937 rng(seed);
   const std::vector<std::vector<int64_t>> shapes = {{2, 40, 37, 40}, {3, 64, 64, 8}, {1, 113, 100, 3}, {2, 3, 3, 5},
                                                     {2, 56, 56, 16}, {2, 14, 14, 72}, {3, 7, 7, 1280},
-                                                    {1, 70, 70, 24}};
+                                                    {1, 70, 70, 24}, {32, 14, 14, 240}, {32, 56, 56, 16},
+                                                    {1, 7, 7, 576}, {4, 33, 35, 24}};
   for (const auto& shape : shapes)
     for (const char* pool : {"GlobalAveragePool", "GlobalMaxPool"}) {
       KernelCase c{"GraftPool", {rnd(rng, shape)}};

@@ -573,6 +573,71 @@ TEST(FusionConv, StemJoinsTheRegionThroughPaddedChannelsLast) {
   }
 }
 
+// A strided stem over 3 channels reads the image space to depth: one GraftChannelsLast with a
+// block, a stride-1 filter of ceil(k/s) taps over s*s*3 channels (rounded up to 8), and the same
+// outputs as the model's own on fresh random data. ResNet's 7x7/2, AlexNet's 11x11/4, a 3x3/2 on
+// odd extents, and a 5x5/3 over one channel (the generic kernel's kind). A stem the rearrangement
+// does not fit (dilated) keeps the padded channels.
+TEST(FusionConv, StridedStemReadsTheImageSpaceToDepth) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  struct Stem {
+    int64_t c, h, w, k, s;
+    std::vector<int64_t> pads;
+    int64_t dilation, want_channels;  // want_channels 0: no rearrangement
+  };
+  for (const Stem& t : {Stem{3, 23, 22, 7, 2, {3, 3, 3, 3}, 1, 16}, Stem{3, 31, 29, 11, 4, {2, 2, 2, 2}, 1, 48},
+                        Stem{3, 11, 10, 3, 2, {1, 1, 1, 1}, 1, 16}, Stem{1, 17, 16, 5, 3, {2, 2, 2, 2}, 1, 16},
+                        Stem{3, 15, 15, 3, 2, {2, 2, 2, 2}, 2, 0}}) {
+    SCOPED_TRACE("k " + std::to_string(t.k) + " s " + std::to_string(t.s));
+    OnnxModelBuilder m;
+    m.input("x", DataType::kFloat32, {2, t.c, t.h, t.w});
+    m.initializer("w", random_tensor(DataType::kFloat16, {16, t.c, t.k, t.k}, rng));
+    m.initializer("b", random_tensor(DataType::kFloat16, {16}, rng));
+    OnnxModelBuilder::attr(m.node("Cast", {"x"}, {"xh"}, "input_to_fp16"), "to", int64_t{10});
+    auto& stem = m.node("Conv", {"xh", "w", "b"}, {"c"}, "stem");
+    OnnxModelBuilder::attr(stem, "pads", t.pads);
+    OnnxModelBuilder::attr(stem, "strides", std::vector<int64_t>{t.s, t.s});
+    OnnxModelBuilder::attr(stem, "dilations", std::vector<int64_t>{t.dilation, t.dilation});
+    m.node("Relu", {"c"}, {"y"}, "relu");
+    m.output("y", DataType::kFloat16);
+    std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, t.c, t.h, t.w}, rng)}};
+    auto want = run_on_cpu(imported(m.bytes()), in);
+
+    auto g = imported(m.bytes());
+    ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
+    auto wide = [](const Node& n) { return n.input(1)->constant->dims()[1] % 8 == 0; };
+    auto stem8 = [](const Node& n) -> int64_t { return n.input(1)->constant->dims()[1] < 8 ? 8 : 0; };
+    auto moved = convert_conv_regions_to_nhwc(*g, wide, stem8, /*stem_space_to_depth=*/true);
+    ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
+    Status inferred = infer_shapes(*g);
+    ASSERT_TRUE(inferred.is_ok()) << inferred.to_string();
+    ASSERT_EQ(count_ops(*g, "GraftChannelsLast"), 1);
+    for (const auto& node : g->nodes()) {
+      if (node->op_type == "GraftChannelsLast")
+        EXPECT_EQ(*node->attrs.get_int("block", 1), t.want_channels ? t.s : 1);
+      if (node->name != "stem") continue;
+      const int64_t k2 = (t.k + t.s - 1) / t.s;
+      if (t.want_channels) {
+        EXPECT_EQ(node->input(1)->constant->dims(), (std::vector<int64_t>{16, k2, k2, t.want_channels}));
+        EXPECT_EQ(*node->attrs.get_ints("strides", {}), (std::vector<int64_t>{1, 1}));
+        EXPECT_EQ(*node->attrs.get_ints("pads", {}), (std::vector<int64_t>{0, 0, 0, 0}));
+      } else {
+        EXPECT_EQ(node->input(1)->constant->dims(), (std::vector<int64_t>{16, t.k, t.k, 8})) << "padded, not rearranged";
+      }
+    }
+    auto got = run_on_cpu(std::move(g), in);
+    const Tensor& y = got.at("y");
+    const Tensor& yw = want.at("y");
+    ASSERT_EQ(y.dims(), yw.dims());
+    double scale = 0;
+    for (int64_t i = 0; i < yw.numel(); ++i) scale = std::max(scale, std::fabs(yw.get(i)));
+    ASSERT_GT(scale, 0.0);
+    for (int64_t i = 0; i < yw.numel(); ++i) ASSERT_NEAR(y.get(i), yw.get(i), 2e-3 * (1 + scale)) << "y element " << i;
+  }
+}
+
 // An Inception-style Concat of conv branches along the channels stays in the region (axis 3 in
 // NHWC), including a branch that was NCHW (it is transposed in) and a negative axis; a Concat along
 // another axis maps that axis. Outputs match the model's own on fresh random data.
@@ -639,6 +704,66 @@ TEST(FusionConv, ChannelsLastReferenceAndErrors) {
     const std::string msg = eng.to_string();
     EXPECT_NE(msg.find("to_last"), std::string::npos) << msg;
     EXPECT_NE(msg.find(attr), std::string::npos) << msg;
+  }
+}
+
+// GraftChannelsLast with a block against a hand loop of its definition, float32 -> float16, pads
+// on every side (one negative: the last row cropped); its block and pads errors name the attribute.
+TEST(FusionConv, SpaceToDepthReferenceAndErrors) {
+  std::mt19937 rng(std::random_device{}());
+  const int64_t n = 2, c = 3, h = 7, w = 6, s = 2, top = 1, left = 2, bottom = -1, right = 1, cp = 16;
+  const int64_t oh = (h + top + bottom) / s, ow = (w + left + right) / s;
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {n, c, h, w});
+  auto& node = m.node("GraftChannelsLast", {"x"}, {"y"}, "to_blocks");
+  OnnxModelBuilder::attr(node, "channels", cp);
+  OnnxModelBuilder::attr(node, "to", static_cast<int64_t>(DataType::kFloat16));
+  OnnxModelBuilder::attr(node, "block", s);
+  OnnxModelBuilder::attr(node, "pads", std::vector<int64_t>{top, left, bottom, right});
+  m.output("y", DataType::kFloat16);
+  Tensor x = random_tensor(DataType::kFloat32, {n, c, h, w}, rng);
+  auto got = run_on_cpu(imported(m.bytes()), {{"x", x}});
+  const Tensor& y = got.at("y");
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{n, oh, ow, cp}));
+  int64_t nonzero = 0;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < oh; ++i)
+      for (int64_t j = 0; j < ow; ++j)
+        for (int64_t dy = 0; dy < s; ++dy)
+          for (int64_t dx = 0; dx < s; ++dx)
+            for (int64_t ch = 0; ch < cp / (s * s); ++ch) {
+              const int64_t k = (dy * s + dx) * c + ch, r = s * i + dy - top, col = s * j + dx - left;
+              double want = 0.0;
+              if (ch < c && r >= 0 && r < h && col >= 0 && col < w) want = x.get(((b * c + ch) * h + r) * w + col);
+              if (ch >= c) continue;
+              nonzero += want != 0.0;
+              ASSERT_NEAR(y.get(((b * oh + i) * ow + j) * cp + k), want, 1e-3 * (1 + std::fabs(want)))
+                  << b << " " << i << " " << j << " " << k;
+            }
+  EXPECT_GT(nonzero, 0);
+  for (int64_t b = 0; b < n * oh * ow; ++b)
+    for (int64_t k = s * s * c; k < cp; ++k) ASSERT_EQ(y.get(b * cp + k), 0.0) << "padding channel " << k;
+  struct Bad {
+    const char* attr;
+    int64_t block;
+    std::vector<int64_t> pads;
+    int64_t channels;
+  };
+  for (const Bad& bad : {Bad{"block", 0, {0, 0, 0, 0}, 16}, Bad{"pads", 2, {0, 0, 0}, 16}, Bad{"channels", 2, {0, 0, 0, 0}, 8},
+                         Bad{"pads", 2, {0, 0, -9, 0}, 16}, Bad{"pads", 2, {0, 0, 999, 0}, 16}}) {
+    OnnxModelBuilder bm;
+    bm.input("x", DataType::kFloat32, {1, 3, 4, 4});
+    auto& b = bm.node("GraftChannelsLast", {"x"}, {"y"}, "to_blocks");
+    OnnxModelBuilder::attr(b, "channels", bad.channels);
+    OnnxModelBuilder::attr(b, "block", bad.block);
+    OnnxModelBuilder::attr(b, "pads", bad.pads);
+    bm.output("y", DataType::kFloat32);
+    Status eng = testing::load_plan_graph(bm.bytes());
+    ASSERT_FALSE(eng.is_ok()) << bad.attr;
+    const std::string msg = eng.to_string();
+    EXPECT_NE(msg.find("to_blocks"), std::string::npos) << msg;
+    if (std::string(bad.attr) != "pads" || bad.pads.size() != 4 || bad.pads[2] > 0)
+      EXPECT_NE(msg.find(bad.attr), std::string::npos) << msg;
   }
 }
 

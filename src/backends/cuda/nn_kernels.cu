@@ -175,17 +175,20 @@ __global__ void global_pool_nhwc_kernel(bool max, const T* __restrict__ x, T* __
 }
 
 // The same pool with 16 bytes of channels per load (V channels; channels a multiple of V, x 16-byte
-// aligned): a block is `lanes` threads across up to 32 vectors of channels by 256 / lanes rows of the
-// plane, so a warp reads whole runs of neighbouring pixels even when there are few channels. The
+// aligned): a block is `lanes` threads across `lanes` vectors of channels (a power of two, at most
+// 32) by 256 / lanes rows of the plane, so a warp reads whole runs of neighbouring pixels even when
+// there are few channels, and the launcher narrows the lanes until the grid fills the GPU. The
 // scalar kernel above gives each thread one 2-byte channel: MobileNetV3-Small's squeeze-excitation
-// pools (16 to 576 channels) took 5 to 10 us each for 1 to 3 MB at batch 32 on an H200 (ncu, 67d87e7).
+// pools (16 to 576 channels) took 5 to 10 us each for 1 to 3 MB at batch 32 on an H200 (ncu,
+// 67d87e7); with 32 lanes and one block per image they still took 6 to 14 us (ncu, 56b03a2), 32
+// blocks for 132 multiprocessors. The row groups combine in a tree through shared memory.
 // Per-channel results leave as in the kernel above (y, or partial[z][n][c] when the plane is sliced).
 template <typename T, int V>
 __global__ void __launch_bounds__(kThreads) global_pool_nhwc_vec_kernel(bool max, const T* __restrict__ x,
                                                                         T* __restrict__ y, float* __restrict__ partial,
                                                                         int64_t area, int64_t channels, int64_t rows,
                                                                         int lanes) {
-  __shared__ float part[kThreads * V];  // [row group][lanes * V]
+  __shared__ float part[kThreads * V];     // [row group][lane][V]
   __shared__ unsigned nan_bits[kThreads];  // [row group][lane]: which of the V channels met a NaN
   const int t = static_cast<int>(threadIdx.x), lane = t % lanes, group = t / lanes, groups = kThreads / lanes;
   const int64_t c0 = (static_cast<int64_t>(blockIdx.x) * lanes + lane) * V;  // this thread's first channel
@@ -195,9 +198,11 @@ __global__ void __launch_bounds__(kThreads) global_pool_nhwc_vec_kernel(bool max
 #pragma unroll
   for (int v = 0; v < V; ++v) acc[v] = max ? -INFINITY : 0.f;
   unsigned nan = 0;
-  if (group < groups && c0 < channels) {
+  const bool active = c0 < channels;
+  if (active) {
     const T* xp = x + (n * area + p0 + group) * channels + c0;
     const int64_t step = static_cast<int64_t>(groups) * channels;
+#pragma unroll 4
     for (int64_t p = p0 + group; p < p1; p += groups, xp += step) {
       const Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(xp);
 #pragma unroll
@@ -212,25 +217,31 @@ __global__ void __launch_bounds__(kThreads) global_pool_nhwc_vec_kernel(bool max
       }
     }
   }
-  if (group < groups) {
+  // Tree over the row groups (a power of two): the upper half hands its sums to the lower half.
+  for (int half = groups / 2; half > 0; half /= 2) {
+    if (group >= half && group < 2 * half) {
 #pragma unroll
-    for (int v = 0; v < V; ++v) part[group * lanes * V + lane * V + v] = acc[v];
-    nan_bits[group * lanes + lane] = nan;
-  }
-  __syncthreads();
-  // Thread t < lanes * V combines channel c = blockIdx.x * lanes * V + t over the row groups.
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * lanes * V + t;
-  if (t < lanes * V && c < channels) {
-    float r = part[t];
-    bool any_nan = (nan_bits[t / V] >> (t % V)) & 1u;
-    for (int k = 1; k < groups; ++k) {
-      const float v = part[k * lanes * V + t];
-      r = max ? fmaxf(r, v) : r + v;
-      any_nan |= (nan_bits[k * lanes + t / V] >> (t % V)) & 1u;
+      for (int v = 0; v < V; ++v) part[t * V + v] = acc[v];
+      nan_bits[t] = nan;
     }
-    if (max && any_nan) r = NAN;
-    if (partial) partial[(blockIdx.z * gridDim.y + n) * channels + c] = r;
-    else y[n * channels + c] = Elem<T>::st(max ? r : r / static_cast<float>(area));
+    __syncthreads();
+    if (group < half) {
+      const int from = t + half * lanes;
+#pragma unroll
+      for (int v = 0; v < V; ++v) acc[v] = max ? fmaxf(acc[v], part[from * V + v]) : acc[v] + part[from * V + v];
+      nan |= nan_bits[from];
+    }
+    __syncthreads();
+  }
+  if (group == 0 && active) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const int64_t c = c0 + v;
+      float r = acc[v];
+      if (max && ((nan >> v) & 1u)) r = NAN;
+      if (partial) partial[(blockIdx.z * gridDim.y + n) * channels + c] = r;
+      else y[n * channels + c] = Elem<T>::st(max ? r : r / static_cast<float>(area));
+    }
   }
 }
 
@@ -1011,15 +1022,39 @@ cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, c
 }
 
 namespace {
-// Slices of the plane for a global pool: only where one pass leaves most SMs of an H200 idle (fewer
-// than 64 blocks) over a plane of 4096 rows or more, since the second kernel costs a few
-// microseconds (EfficientNet-B0's 56x56 and 28x28 pools at batch 32, 96 and 64 blocks, were slower
-// split); then enough slices for about four blocks per SM, each at least 512 rows, at most 32.
-int64_t global_pool_slices(int64_t n, int64_t area, int64_t channels) {
-  const int64_t blocks = ((channels + 31) / 32) * n;
-  if (blocks >= 64 || area < 4096) return 1;
+// The 16-byte kernel's lanes (vectors of channels per block, a power of two): the widest that
+// leaves at least two blocks per multiprocessor, but never under 4 (64-byte runs of a row) unless
+// the channels are fewer.
+int global_pool_lanes(int64_t n, int64_t vectors) {
+  int sms = 132;
+  if (current_multiprocessors(&sms) != cudaSuccess || sms < 1) {
+    (void)cudaGetLastError();
+    sms = 132;
+  }
+  int lanes = 1;
+  while (lanes * 2 <= std::min<int64_t>(vectors, 32)) lanes *= 2;
+  while (lanes > 4 && ((vectors + lanes - 1) / lanes) * n < 2 * sms) lanes /= 2;
+  return lanes;
+}
+
+// Slices of the plane for a global pool: only where one pass still leaves most SMs idle (fewer than
+// 64 blocks) over a plane of 1024 rows or more, since the second kernel costs a few microseconds;
+// then enough slices for about four blocks per SM, each at least 256 rows, at most 32.
+// MobileNetV3-Small's first squeeze-excitation pool (16 channels, 56x56, batch 32: 32 blocks of 2
+// lanes) took 14 us unsliced on an H200 (ncu, 56b03a2).
+int64_t global_pool_slices(int64_t area, int64_t blocks) {
+  if (blocks >= 64 || area < 1024) return 1;
   const int64_t want = (528 + blocks - 1) / blocks;
-  return std::max<int64_t>(1, std::min<int64_t>({want, area / 512, 32}));
+  return std::max<int64_t>(1, std::min<int64_t>({want, area / 256, 32}));
+}
+
+// Blocks of one slice: the 16-byte kernel's (elements of `elem` bytes) where it applies, else the
+// scalar kernel's.
+int64_t global_pool_blocks(int64_t n, int64_t channels, size_t elem, bool vectorized) {
+  if (!vectorized) return ((channels + 31) / 32) * n;
+  const int64_t vectors = channels / static_cast<int64_t>(16 / elem);
+  const int lanes = global_pool_lanes(n, vectors);
+  return ((vectors + lanes - 1) / lanes) * n;
 }
 
 
@@ -1029,8 +1064,17 @@ size_t global_pool_partial_bytes(int64_t slices, int64_t n, int64_t channels) {
 }
 }  // namespace
 
+// Sized for the scalar kernel's grid. Where slicing happens the 16-byte kernel has its narrowest
+// lanes, so at least as many blocks and at most as many slices; a launch whose slices would not fit
+// runs unsliced.
 size_t global_pool_nhwc_workspace(int64_t n, int64_t area, int64_t channels) {
-  return global_pool_partial_bytes(global_pool_slices(n, area, channels), n, channels);
+  return global_pool_partial_bytes(global_pool_slices(area, global_pool_blocks(n, channels, 4, false)), n,
+                                   channels);
+}
+
+// Whether the 16-byte kernel takes the pool: channels in whole 16-byte vectors, x aligned to them.
+bool global_pool_vectorized(size_t elem, const void* x, int64_t channels) {
+  return channels % static_cast<int64_t>(16 / elem) == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
 }
 
 // One pass of the global pool (per slice when partial is set): 16-byte loads where the channels
@@ -1039,9 +1083,9 @@ template <typename T>
 void global_pool_t(bool max, const T* x, T* y, float* partial, int64_t n, int64_t area, int64_t channels, int64_t rows,
                    int64_t slices, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  if (channels % V == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0) {
+  if (global_pool_vectorized(sizeof(T), x, channels)) {
     const int64_t vectors = channels / V;
-    const int lanes = static_cast<int>(std::min<int64_t>(vectors, 32));
+    const int lanes = global_pool_lanes(n, vectors);
     const dim3 grid(static_cast<unsigned>((vectors + lanes - 1) / lanes), static_cast<unsigned>(n),
                     static_cast<unsigned>(slices));
     global_pool_nhwc_vec_kernel<T, V><<<grid, kThreads, 0, s>>>(max, x, y, partial, area, channels, rows, lanes);
@@ -1055,7 +1099,9 @@ cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, i
                                     int64_t channels, void* workspace, size_t workspace_size, cudaStream_t s) {
   if (n * channels == 0) return cudaSuccess;
   if (n > 65535) return cudaErrorInvalidValue;
-  int64_t slices = global_pool_slices(n, area, channels);
+  const size_t elem = t == KType::kF32 ? 4 : 2;
+  const bool vectorized = global_pool_vectorized(elem, x, channels);
+  int64_t slices = global_pool_slices(area, global_pool_blocks(n, channels, elem, vectorized));
   if (!workspace || workspace_size < global_pool_partial_bytes(slices, n, channels)) slices = 1;
   const int64_t rows = (area + slices - 1) / slices;
   float* partial = slices > 1 ? static_cast<float*>(workspace) : nullptr;
@@ -1213,6 +1259,84 @@ cudaError_t channels_last_padded_to(KType in, const void* x, void* y, int64_t n,
   return cudaGetLastError();
 }
 
+// Space to depth (GraftChannelsLast with block S): one thread per output pixel (i, j) of image b
+// reads the S x S block of X's C planes at (S*i - top, S*j - left) and writes its cp = S*S*C
+// channels rounded up to 8 as cp / 8 16-byte stores of half-size values. S and C are template
+// arguments so that every channel's (dy, dx, c) is known at compile time: the kernel below,
+// which works them out per channel, is the fallback for other blocks and channel counts.
+template <typename TI, typename TO, int S, int C>
+__global__ void space_to_depth_fixed_kernel(const TI* __restrict__ x, TO* __restrict__ y, int h, int w, int oh, int ow,
+                                            int top, int left, int64_t n) {
+  constexpr int kUsed = S * S * C, kCp = (kUsed + 7) / 8 * 8;
+  const int pixels = oh * ow;
+  for (int64_t b = blockIdx.y; b < n; b += gridDim.y) {
+    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < pixels; p += gridDim.x * blockDim.x) {
+      const int i = p / ow, j = p % ow;
+      alignas(16) TO v[kCp];
+#pragma unroll
+      for (int dy = 0; dy < S; ++dy) {
+        const int r = S * i + dy - top;
+#pragma unroll
+        for (int dx = 0; dx < S; ++dx) {
+          const int col = S * j + dx - left;
+          const bool inside = r >= 0 && r < h && col >= 0 && col < w;
+#pragma unroll
+          for (int c = 0; c < C; ++c)
+            v[(dy * S + dx) * C + c] =
+                Elem<TO>::st(inside ? Elem<TI>::ld(x[((b * C + c) * h + r) * static_cast<int64_t>(w) + col]) : 0.f);
+        }
+      }
+#pragma unroll
+      for (int k = kUsed; k < kCp; ++k) v[k] = Elem<TO>::st(0.f);
+      uint4* yp = reinterpret_cast<uint4*>(y + (b * pixels + p) * static_cast<int64_t>(kCp));
+#pragma unroll
+      for (int k = 0; k < kCp * static_cast<int>(sizeof(TO)) / 16; ++k) yp[k] = reinterpret_cast<const uint4*>(v)[k];
+    }
+  }
+}
+
+template <typename TI, typename TO>
+__global__ void space_to_depth_kernel(const TI* __restrict__ x, TO* __restrict__ y, int c, int s, int h, int w, int oh,
+                                      int ow, int top, int left, int cp, int64_t n) {
+  const int pixels = oh * ow;
+  for (int64_t b = blockIdx.y; b < n; b += gridDim.y) {
+    for (int p = blockIdx.x * blockDim.x + threadIdx.x; p < pixels; p += gridDim.x * blockDim.x) {
+      const int i = p / ow, j = p % ow;
+      TO* yp = y + (b * pixels + p) * static_cast<int64_t>(cp);
+      for (int k = 0; k < cp; ++k) {
+        float v = 0.f;
+        if (k < s * s * c) {
+          const int dy = k / c / s, dx = k / c % s, ch = k % c, r = s * i + dy - top, col = s * j + dx - left;
+          if (r >= 0 && r < h && col >= 0 && col < w) v = Elem<TI>::ld(x[((b * c + ch) * h + r) * static_cast<int64_t>(w) + col]);
+        }
+        yp[k] = Elem<TO>::st(v);
+      }
+    }
+  }
+}
+
+template <typename TO>
+cudaError_t space_to_depth_to(KType in, const void* x, void* y, int64_t n, int c, int s, int h, int w, int oh, int ow,
+                              int top, int left, int cp, cudaStream_t st) {
+  const int64_t pixels = int64_t{oh} * ow;
+  const dim3 grid(std::min<unsigned>(grid_for(pixels), 65535u), static_cast<unsigned>(std::min<int64_t>(n, 65535)));
+  if constexpr (sizeof(TO) == 2) {
+    if (reinterpret_cast<uintptr_t>(y) % 16 == 0 && c == 3 && (s == 2 || s == 4) && cp == (s * s * 3 + 7) / 8 * 8) {
+      if (s == 2) {
+        GRAFT_FLOAT_DISPATCH(in, (space_to_depth_fixed_kernel<T, TO, 2, 3><<<grid, kThreads, 0, st>>>(
+                                     static_cast<const T*>(x), static_cast<TO*>(y), h, w, oh, ow, top, left, n)));
+      } else {
+        GRAFT_FLOAT_DISPATCH(in, (space_to_depth_fixed_kernel<T, TO, 4, 3><<<grid, kThreads, 0, st>>>(
+                                     static_cast<const T*>(x), static_cast<TO*>(y), h, w, oh, ow, top, left, n)));
+      }
+      return cudaGetLastError();
+    }
+  }
+  GRAFT_FLOAT_DISPATCH(in, (space_to_depth_kernel<T, TO><<<grid, kThreads, 0, st>>>(
+                               static_cast<const T*>(x), static_cast<TO*>(y), c, s, h, w, oh, ow, top, left, cp, n)));
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t launch_channels_last_padded(KType in, KType out, const void* x, void* y, int64_t n, int64_t c, int64_t hw,
@@ -1220,6 +1344,21 @@ cudaError_t launch_channels_last_padded(KType in, KType out, const void* x, void
   if (c > cp || c < 0) return cudaErrorInvalidValue;
   if (n * hw == 0 || cp == 0) return cudaSuccess;
   GRAFT_FLOAT_DISPATCH(out, return channels_last_padded_to<T>(in, x, y, n, c, hw, cp, s));
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_space_to_depth(KType in, KType out, const void* x, void* y, int64_t n, int64_t c, int64_t h,
+                                  int64_t w, int64_t block, int64_t top, int64_t left, int64_t oh, int64_t ow,
+                                  int64_t cp, cudaStream_t s) {
+  constexpr int64_t kMax = 0x7fffffff;
+  if (c < 1 || block < 1 || c * block * block > cp || h < 0 || w < 0 || oh < 0 || ow < 0 || h * w > kMax ||
+      oh * ow > kMax || block * (std::max(oh, ow) + 1) + std::max(std::abs(top), std::abs(left)) > kMax)
+    return cudaErrorInvalidValue;
+  if (n * oh * ow == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(out, return space_to_depth_to<T>(in, x, y, n, static_cast<int>(c), static_cast<int>(block),
+                                                       static_cast<int>(h), static_cast<int>(w), static_cast<int>(oh),
+                                                       static_cast<int>(ow), static_cast<int>(top),
+                                                       static_cast<int>(left), static_cast<int>(cp), s));
   return cudaErrorInvalidValue;
 }
 

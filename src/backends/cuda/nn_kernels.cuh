@@ -88,6 +88,13 @@ cudaError_t launch_pointwise_conv_nhwc(KType t, const void* x, const void* w, co
 cudaError_t launch_channels_last_padded(KType in, KType out, const void* x, void* y, int64_t n, int64_t c, int64_t hw,
                                         int64_t cp, cudaStream_t s);
 
+// x [n, c, h, w] (NCHW) rearranged space to depth as y [n, oh, ow, cp] (GraftChannelsLast with a
+// block): y[b, i, j, (dy * block + dx) * c + ch] = x[b, ch, block*i + dy - top, block*j + dx - left],
+// 0 outside x and in channels c*block^2..cp-1, converted from `in` to `out`.
+cudaError_t launch_space_to_depth(KType in, KType out, const void* x, void* y, int64_t n, int64_t c, int64_t h,
+                                  int64_t w, int64_t block, int64_t top, int64_t left, int64_t oh, int64_t ow,
+                                  int64_t cp, cudaStream_t s);
+
 // y[r] = mean or max over x[r, 0:area] for r < rows.
 cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_t rows, int64_t area, cudaStream_t s);
 
