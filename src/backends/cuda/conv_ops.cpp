@@ -148,10 +148,6 @@ struct ConvDescs {
   DnnActivation act;
 };
 
-// Clip(0, hi): cuDNN's fused call may apply it (CLIPPED_RELU); MobileNetV2's ReLU6 expansions
-// otherwise each paid a separate epilogue pass after cuDNN (7 us apiece at batch 32 on an H200).
-bool clipped_relu(const ConvEpilogueActivation& a) { return a.kind == ConvActivation::kClip && a.lo == 0.f && a.hi > 0.f; }
-
 Status make_descs(const CudaExec& ex, const ConvGeometry& g, DataType dt, ConvDescs* d) {
   const cudnnDataType_t t = dnn_data_type(dt);
   const cudnnTensorFormat_t f = g.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
@@ -167,15 +163,8 @@ Status make_descs(const CudaExec& ex, const ConvGeometry& g, DataType dt, ConvDe
   GRAFT_RETURN_IF_ERROR(dnn_set_filter_4d(d->w, t, f, g.m, g.c / g.group, g.kh, g.kw, ex, "w descriptor"));
   GRAFT_RETURN_IF_ERROR(dnn_set_convolution_2d(d->conv, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, g.group, dt, ex,
                                                "convolution descriptor"));
-  // Clip from 0 (ReLU6) is cuDNN's clipped Relu, with the upper bound as its coefficient.
-  cudnnActivationMode_t mode = CUDNN_ACTIVATION_IDENTITY;
-  double coef = 0.0;
-  if (g.act.kind == ConvActivation::kRelu) mode = CUDNN_ACTIVATION_RELU;
-  if (clipped_relu(g.act)) {
-    mode = CUDNN_ACTIVATION_CLIPPED_RELU;
-    coef = g.act.hi;
-  }
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetActivationDescriptor(d->act.get(), mode, CUDNN_NOT_PROPAGATE_NAN, coef),
+  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetActivationDescriptor(d->act.get(), g.act.kind == ConvActivation::kRelu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY,
+                                                                CUDNN_NOT_PROPAGATE_NAN, 0.0),
                                    ex, "activation descriptor"));
   return Status::ok();
 }
@@ -460,11 +449,11 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
 
 bool fused_variant_allowed(const ConvCall& c, int algo) {
   if (!c.B) return false;
-  // cuDNN's fused call applies Relu, Clip from 0 or nothing; the other activations need graft's
-  // epilogue. Whether an algorithm takes the clipped Relu, its warm-up call says.
-  if (c.g->act.kind == ConvActivation::kRelu || clipped_relu(c.g->act)) return true;
-  if (c.g->act.kind != ConvActivation::kNone) return false;
-  return algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  // cuDNN's fused call applies Relu or nothing; the other activations need graft's epilogue. (Its
+  // clipped Relu, ReLU6's form, is refused: CUDNN_STATUS_NOT_SUPPORTED from cuDNN 9.19 on an H200,
+  // float32 and float16, NCHW and NHWC, at 91e3eb8.)
+  if (c.g->act.kind != ConvActivation::kNone && c.g->act.kind != ConvActivation::kRelu) return false;
+  return c.g->act.kind == ConvActivation::kRelu || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 }
 
 // Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest.
