@@ -101,6 +101,10 @@ Result<std::string> nhwc_regions(Graph& g, const DevicePassContext& ctx) {
   return std::to_string(moved) + " layers in NHWC";
 }
 
+Result<std::string> deferred_activations(Graph& g, const DevicePassContext&) {
+  return counted<defer_activations_to_depthwise>(g, "activations deferred to depthwise readers", false);
+}
+
 Result<std::string> gemm_folds(Graph& g, const DevicePassContext&) {
   GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the layout pass's new values, before matching shapes
   return counted<fold_gemm_scales_and_residuals>(g, "GEMMs absorbed a channel scale or residual", false);
@@ -134,6 +138,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"gemm transposes", fusion, gemm_transposes},
       {"fp16", fp16, float16},
       {"layout", layout, nhwc_regions},
+      {"defer activations", fusion, deferred_activations},
       {"fold gemm", fusion, gemm_folds},
       {"concat slices", fusion, concat_slices},
       {"fuse elementwise", fusion, elementwise_chains},

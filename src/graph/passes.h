@@ -76,6 +76,11 @@ Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(
                                          const std::function<int64_t(const Node&)>& stem_channels = nullptr,
                                          bool stem_space_to_depth = false);
 
+// A GraftConv's Clip-from-0, HardSwish or Silu activation moves to its only reader when that is an
+// NHWC depthwise GraftConv (its `input_activation`); the producer keeps Relu (for Clip) or nothing,
+// which cuDNN's fused call applies. Returns the number of activations moved.
+Result<int> defer_activations_to_depthwise(Graph& graph);
+
 // MatMul/Gemm with a constant weight, followed by a bias Add and an activation, becomes one
 // GEMM with a fused epilogue (src/graph/fuse_transformer.cpp).
 Result<int> fuse_gemm_epilogues(Graph& graph);

@@ -4,6 +4,9 @@
 //     Attributes: the Conv attributes (kernel_shape, strides, pads, dilations, group, auto_pad),
 //     activation ("", "Relu", "HardSwish", "Clip" with clip_min/clip_max, "Silu", "Sigmoid" or "HardSigmoid" with hardsigmoid_alpha/beta), layout ("NCHW" or "NHWC"). In NHWC, X, Z and Y are [N, H, W, C]
 //     and W is [M, kH, kW, C/group] (cuDNN's KRSC filter layout). Z (the residual) has Y's shape.
+//     `input_activation` (same names, with input_clip_min/max, input_hardsigmoid_alpha/beta) is
+//     applied to X's elements before the convolution (the padding stays zero): a producer's
+//     activation deferred to this reader, so that the producer can run in cuDNN's fused call.
 //   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
 //     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
 //   GraftChannelsLast(X)  X [N, C, H, W] as Y [N, H, W, channels]: channels-last, channels C and up
@@ -79,6 +82,8 @@ Status infer_graft_conv(InferContext& ctx) {
   ConvEpilogueActivation act;
   GRAFT_RETURN_IF_ERROR(read_layout(ctx.attrs(), &nhwc));
   GRAFT_RETURN_IF_ERROR(read_activation(ctx.attrs(), &act));
+  ConvEpilogueActivation input_act;
+  GRAFT_RETURN_IF_ERROR(read_activation(ctx.attrs(), &input_act, "input_"));
   if (nhwc && (ctx.input(0).rank() != 4 || ctx.input(1).rank() != 4))
     return ctx.fail("layout NHWC needs rank-4 X and W, got ", ctx.input(0).to_string(), " and ",
                     ctx.input(1).to_string());
@@ -100,8 +105,16 @@ Status graft_conv_cpu(ExecContext& ctx) {
   ConvEpilogueActivation act;
   GRAFT_RETURN_IF_ERROR(read_layout(*ctx.attrs, &nhwc));
   GRAFT_RETURN_IF_ERROR(read_activation(*ctx.attrs, &act));
+  ConvEpilogueActivation input_act;
+  GRAFT_RETURN_IF_ERROR(read_activation(*ctx.attrs, &input_act, "input_"));
   const Tensor* x = ctx.inputs[0];
   const Tensor* w = ctx.inputs[1];
+  Tensor xa;
+  if (input_act.kind != ConvActivation::kNone) {  // in X's type, as the producer would have stored it
+    xa = Tensor::empty(x->dtype(), x->dims());
+    for (int64_t i = 0; i < x->numel(); ++i) xa.set(i, apply_activation(input_act, x->get(i)));
+    x = &xa;
+  }
   const Tensor* b = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
   const Tensor* z = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
   Tensor& y = *ctx.outputs[0];
@@ -264,8 +277,8 @@ Status read_layout(const AttributeMap& attrs, bool* nhwc) {
   return st;
 }
 
-Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
-  auto act = attrs.get_string("activation", "");
+Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out, const std::string& prefix) {
+  auto act = attrs.get_string(prefix + "activation", "");
   if (!act) return std::move(act).take_status();
   static const std::pair<const char*, ConvActivation> kNames[] = {
       {"", ConvActivation::kNone}, {"Relu", ConvActivation::kRelu}, {"HardSwish", ConvActivation::kHardSwish},
@@ -275,7 +288,8 @@ Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
     if (*act != name) continue;
     *out = ConvEpilogueActivation{kind, 0.f, 0.f};
     if (kind == ConvActivation::kHardSigmoid) {
-      for (auto [name, dst] : {std::pair{"hardsigmoid_alpha", &out->lo}, std::pair{"hardsigmoid_beta", &out->hi}}) {
+      for (auto [short_name, dst] : {std::pair{"hardsigmoid_alpha", &out->lo}, std::pair{"hardsigmoid_beta", &out->hi}}) {
+        const std::string name = prefix + short_name;
         auto v = attrs.get_float(name, std::numeric_limits<float>::quiet_NaN());
         if (!v) return Status(v.status()).with_attribute(name);
         if (!std::isfinite(*v))
@@ -284,7 +298,8 @@ Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
       }
     }
     if (kind == ConvActivation::kClip) {
-      for (auto [bound, dst] : {std::pair{"clip_min", &out->lo}, std::pair{"clip_max", &out->hi}}) {
+      for (auto [short_name, dst] : {std::pair{"clip_min", &out->lo}, std::pair{"clip_max", &out->hi}}) {
+        const std::string bound = prefix + short_name;
         auto v = attrs.get_float(bound, std::numeric_limits<float>::quiet_NaN());
         if (!v) return Status(v.status()).with_attribute(bound);
         if (std::isnan(*v))
@@ -293,14 +308,14 @@ Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out) {
         *dst = *v;
       }
       if (out->lo > out->hi)
-        return error(StatusCode::kInvalidModel, "clip_min ", out->lo, " exceeds clip_max ", out->hi)
-            .with_attribute("clip_min");
+        return error(StatusCode::kInvalidModel, prefix, "clip_min ", out->lo, " exceeds ", prefix, "clip_max ", out->hi)
+            .with_attribute(prefix + "clip_min");
     }
     return Status::ok();
   }
-  Status st = error(StatusCode::kInvalidModel, "activation must be '', 'Relu', 'HardSwish', 'Clip', 'Silu', 'Sigmoid' or 'HardSigmoid', got '",
+  Status st = error(StatusCode::kInvalidModel, prefix, "activation must be '', 'Relu', 'HardSwish', 'Clip', 'Silu', 'Sigmoid' or 'HardSigmoid', got '",
                     *act, "'");
-  st.with_attribute("activation");
+  st.with_attribute(prefix + "activation");
   return st;
 }
 

@@ -2,6 +2,8 @@
 // of graft's NHWC internal ops (src/ops/fused_conv_ops.cpp).
 #pragma once
 
+#include <string>
+
 #include <cstdint>
 #include <vector>
 
@@ -24,7 +26,8 @@ struct ConvEpilogueActivation {
   float lo = 0, hi = 0;  // kClip's bounds; kHardSigmoid's alpha and beta
 };
 Status read_layout(const AttributeMap& attrs, bool* nhwc);
-Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* act);
+// `prefix` "input_" reads GraftConv's input activation (input_activation, input_clip_min, ...).
+Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* act, const std::string& prefix = "");
 // The activation in double (the CPU reference): ONNX Relu, HardSwish x * clamp(x / 6 + 1/2, 0, 1),
 // Clip (NaN stays NaN), x / (1 + exp(-x)).
 double apply_activation(const ConvEpilogueActivation& act, double v);

@@ -165,6 +165,42 @@ TEST(CudaNn, GraftConvDepthwiseNhwc) {
   EXPECT_GE(shared_tile, 17) << "the shared-tile kernel's cases";
 }
 
+// A depthwise GraftConv with an input activation (the expansion's ReLU6, HardSwish or SiLU deferred
+// to it) on the NHWC depthwise kernels that apply one: the untuned choice (variant 2 or 6), then
+// each of variants 2, 6 and 8 forced after timing, against the CPU reference. Padded windows, so
+// that the padding staying zero is checked (HardSwish and SiLU map 0 to 0, but Clip from 0.1 does
+// not), with an output activation and a residual too.
+TEST(CudaNn, GraftConvDepthwiseInputActivation) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Spec {
+    int64_t n, h, w, c, k, stride;
+    const char* in_act;
+    float lo, hi;
+  };
+  for (const Spec& s : {Spec{2, 17, 18, 32, 3, 1, "Clip", 0.f, 0.5f}, Spec{2, 20, 19, 16, 3, 2, "HardSwish", 0, 0},
+                        Spec{1, 15, 16, 48, 5, 1, "Silu", 0, 0}, Spec{2, 9, 10, 32, 3, 1, "Clip", 0.1f, 0.4f}}) {
+    const int64_t pad = s.k / 2;
+    const int64_t oh = (s.h + 2 * pad - s.k) / s.stride + 1, ow = (s.w + 2 * pad - s.k) / s.stride + 1;
+    KernelCase c{"GraftConv", {rnd(rng, {s.n, s.h, s.w, s.c}), rnd(rng, {s.c, s.k, s.k, 1}), rnd(rng, {s.c}),
+                               rnd(rng, {s.n, oh, ow, s.c})}};
+    set_graft_conv_attrs(c, "NHWC", "Relu", s.c, s.k, s.stride, pad);
+    c.attrs.set("input_activation", std::string(s.in_act));
+    c.attrs.set("input_clip_min", s.lo);
+    c.attrs.set("input_clip_max", s.hi);
+    c.tol32 = 1e-5;
+    c.label = std::string("input ") + s.in_act + " k " + std::to_string(s.k) + " stride " + std::to_string(s.stride);
+    run_kernel_case(c, DataType::kFloat32, seed);
+    run_kernel_case(c, DataType::kFloat16, seed);
+    for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
+      run_timed_then_forced(c, dt, seed, 0, 2);
+      run_timed_then_forced(c, dt, seed, 0, 6);
+    }
+    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 8);
+  }
+}
+
 // A square depthwise window over an hw x hw image of c channels, padded by k / 2.
 cuda::k::Window2d dw(int64_t n, int64_t hw, int64_t c, int64_t k, int64_t stride) {
   cuda::k::Window2d g;

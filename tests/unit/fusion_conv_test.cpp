@@ -639,6 +639,60 @@ TEST(FusionConv, StridedStemReadsTheImageSpaceToDepth) {
   }
 }
 
+// An inverted-residual block (1x1 expansion with ReLU6, HardSwish or SiLU, 3x3 depthwise, 1x1
+// projection): the expansion's activation moves to the depthwise convolution's input (Relu or
+// nothing stays with the expansion) and the outputs match the model's own on fresh random data.
+// An expansion read by two nodes keeps its activation.
+TEST(FusionConv, ExpansionActivationDefersToTheDepthwiseReader) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (const char* act : {"Clip", "HardSwish", "Silu"})
+    for (bool shared : {false, true}) {
+      SCOPED_TRACE(std::string(act) + (shared ? ", expansion also a graph output" : ""));
+      OnnxModelBuilder m;
+      m.input("x", DataType::kFloat32, {2, 8, 7, 6});
+      m.initializer("we", random_tensor(DataType::kFloat32, {16, 8, 1, 1}, rng));
+      m.initializer("be", random_tensor(DataType::kFloat32, {16}, rng));
+      m.initializer("wd", random_tensor(DataType::kFloat32, {16, 1, 3, 3}, rng));
+      m.initializer("wp", random_tensor(DataType::kFloat32, {8, 16, 1, 1}, rng));
+      m.initializer("lo", Tensor::from_doubles(DataType::kFloat32, {}, {0.}));
+      m.initializer("hi", Tensor::from_doubles(DataType::kFloat32, {}, {0.5}));  // low enough that the upper bound binds on random data
+      m.node("Conv", {"x", "we", "be"}, {"e"}, "expand");
+      const std::string a = act;
+      if (a == "Clip") {
+        m.node("Clip", {"e", "lo", "hi"}, {"ea"}, "expand_act");
+      } else if (a == "HardSwish") {
+        m.node("HardSwish", {"e"}, {"ea"}, "expand_act");
+      } else {
+        m.node("Sigmoid", {"e"}, {"es"}, "expand_sigmoid");
+        m.node("Mul", {"e", "es"}, {"ea"}, "expand_act");
+      }
+      auto& dw = m.node("Conv", {"ea", "wd"}, {"d"}, "depthwise");
+      OnnxModelBuilder::attr(dw, "group", int64_t{16});
+      OnnxModelBuilder::attr(dw, "pads", std::vector<int64_t>{1, 1, 1, 1});
+      m.node("Conv", {"d", "wp"}, {"y"}, "project");
+      m.output("y", DataType::kFloat32);
+      if (shared) m.output("ea", DataType::kFloat32);
+      std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 8, 7, 6}, rng)}};
+      auto want = run_on_cpu(imported(m.bytes()), in);
+      auto g = through_nhwc_pass(m.bytes(), every_conv);
+      auto moved = defer_activations_to_depthwise(*g);
+      ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
+      EXPECT_EQ(*moved, shared ? 0 : 1);
+      ASSERT_TRUE(infer_shapes(*g).is_ok());
+      for (const auto& node : g->nodes()) {
+        if (node->op_type != "GraftConv") continue;
+        if (node->name == "depthwise")
+          EXPECT_EQ(*node->attrs.get_string("input_activation", ""), shared ? "" : a);
+        if (node->name == "expand")
+          EXPECT_EQ(*node->attrs.get_string("activation", ""), shared ? a : (a == "Clip" ? "Relu" : ""));
+      }
+      auto got = run_on_cpu(std::move(g), in);
+      expect_close(got.at("y"), want.at("y"), "y");
+    }
+}
+
 // An Inception-style Concat of conv branches along the channels stays in the region (axis 3 in
 // NHWC), including a branch that was NCHW (it is transposed in) and a negative axis; a Concat along
 // another axis maps that axis. Outputs match the model's own on fresh random data.

@@ -3,6 +3,7 @@
 // included only by .cu files.
 #pragma once
 
+#include "backends/cuda/cuda_kernel_device.cuh"
 #include "backends/cuda/nn_kernels.cuh"
 
 namespace graft::cuda::k {
@@ -18,6 +19,18 @@ __device__ __forceinline__ float apply_epilogue(const Epilogue& e, float v) {
     case 6: return fminf(fmaxf(e.lo * v + e.hi, 0.f), 1.f);  // HardSigmoid: lo, hi are alpha, beta
     default: return v;
   }
+}
+
+// The 16 bytes of input elements a depthwise kernel loaded (as a uint4) with its window's input
+// activation applied, each element rounded back to its type as the producer would have stored it.
+// Not inlined: the kernels unroll their loads over many taps and instantiations, and an inline
+// activation at each of them made ptxas run for over ten minutes on nn_kernels.cu.
+template <typename T>
+__device__ __noinline__ uint4 input_activated16(uint4 raw, int act, float lo, float hi) {
+  T* e = reinterpret_cast<T*>(&raw);
+  const Epilogue ep{act, lo, hi};
+  for (int k = 0; k < static_cast<int>(16 / sizeof(T)); ++k) e[k] = Elem<T>::st(apply_epilogue(ep, Elem<T>::ld(e[k])));
+  return raw;
 }
 
 }  // namespace graft::cuda::k

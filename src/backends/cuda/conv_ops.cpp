@@ -43,6 +43,7 @@ struct ConvGeometry {
   bool nhwc = false;
   bool float16 = false;  // X, W and Y are float16 (graft's tensor-core kernel takes nothing else)
   ConvEpilogueActivation act;
+  ConvEpilogueActivation in_act;  // applied to X's elements (NHWC depthwise kernels only)
   int64_t n = 0, c = 0, h = 0, w = 0;  // input
   int64_t m = 0, oh = 0, ow = 0;       // output
   int64_t kh = 1, kw = 1, group = 1;
@@ -54,6 +55,7 @@ Status conv_geometry(const CudaExec& ex, const Tensor& X, const Tensor& W, const
   const AttributeMap& a = *ex.ctx->attrs;
   GRAFT_RETURN_IF_ERROR(read_layout(a, &g->nhwc));
   GRAFT_RETURN_IF_ERROR(read_activation(a, &g->act));
+  GRAFT_RETURN_IF_ERROR(read_activation(a, &g->in_act, "input_"));
   if (X.rank() != 4 || W.rank() != 4 || Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "X, W and Y must have rank 4");
   const auto& x = X.dims();
   const auto& w = W.dims();
@@ -190,7 +192,8 @@ std::string tactic_key(const ConvGeometry& g, DataType dt, bool bias, bool z) {
   return "conv2d;" + device + ";" + dtype_name(dt) + ";" + (g.nhwc ? "nhwc" : "nchw") + ";x" + s(g.n) + "x" + s(g.c) +
          "x" + s(g.h) + "x" + s(g.w) + ";w" + s(g.m) + "x" + s(g.kh) + "x" + s(g.kw) + ";g" + s(g.group) + ";p" +
          s(g.ph) + "," + s(g.pw) + ";s" + s(g.sh) + "," + s(g.sw) + ";d" + s(g.dh) + "," + s(g.dw) +
-         (bias ? ";bias" : "") + (z ? ";res" : "") + activation_key(g.act);
+         (bias ? ";bias" : "") + (z ? ";res" : "") + activation_key(g.act) +
+         (g.in_act.kind != ConvActivation::kNone ? ";in" + activation_key(g.in_act) : "");
 }
 
 struct ConvCall {
@@ -221,6 +224,7 @@ k::Window2d window_of(const ConvGeometry& g) {
   w.oh = g.oh; w.ow = g.ow;
   w.kh = g.kh; w.kw = g.kw; w.sh = g.sh; w.sw = g.sw; w.dh = g.dh; w.dw = g.dw;
   w.ph = g.ph; w.pw = g.pw; w.peh = g.ph; w.pew = g.pw;
+  w.in_act = static_cast<int>(g.in_act.kind); w.in_lo = g.in_act.lo; w.in_hi = g.in_act.hi;
   return w;
 }
 
@@ -297,7 +301,14 @@ bool chunked_mma_eligible(const ConvGeometry& g) {
 
 // Whether a graft-kernel variant may run this problem (cuDNN's variants 0 and 1 always may: cuDNN
 // itself refuses what it cannot run).
+// An input activation (a producer's, deferred by the defer-activations pass) is applied only by the
+// NHWC depthwise kernels (variants 2, 6, 8); cuDNN and graft's other kernels cannot run such a layer.
+bool takes_input_activation(int variant) {
+  return variant == kDepthwiseVariant || variant == kDepthwiseTiledVariant || variant == kDepthwiseSharedTileVariant;
+}
+
 bool variant_eligible(const ConvGeometry& g, int variant) {
+  if (g.in_act.kind != ConvActivation::kNone && !takes_input_activation(variant)) return false;
   switch (variant) {
     case kDepthwiseVariant: return depthwise_eligible(g);
     case kDepthwiseTiledVariant: return depthwise_tiled_eligible(g);
@@ -473,7 +484,8 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
   best.ms = 1e30;
   Status failure;
   const cudnnConvolutionFwdAlgoPerf_t* perf = algos.perf;
-  for (int i = 0; i < algos.count; ++i) {
+  const bool cudnn_runs_it = c.g->in_act.kind == ConvActivation::kNone;  // cuDNN has no input activation
+  for (int i = 0; i < (cudnn_runs_it ? algos.count : 0); ++i) {
     if (!dnn_usable_forward_algo(perf[i], ex.workspace_size)) continue;
     for (int variant : {1, 0}) {
       if (variant == 1 && !fused_variant_allowed(c, perf[i].algo)) continue;
@@ -494,7 +506,7 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
   // the staged copies leave.
   NchwStage stage;
   DnnForwardAlgos nchw_algos;
-  if (grouped_nchw_eligible(*c.g) && c.d_nchw && nchw_stage(c, ex.workspace_size, &stage) &&
+  if (cudnn_runs_it && grouped_nchw_eligible(*c.g) && c.d_nchw && nchw_stage(c, ex.workspace_size, &stage) &&
       dnn_forward_algos(ex, c.d_nchw->x, c.d_nchw->w, c.d_nchw->conv, c.d_nchw->y, &nchw_algos).is_ok()) {
     for (int i = 0; i < nchw_algos.count; ++i) {
       const cudnnConvolutionFwdAlgoPerf_t& p = nchw_algos.perf[i];
@@ -545,6 +557,9 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
   ConvGeometry& g = p->g;
   GRAFT_RETURN_IF_ERROR(conv_geometry(ex, X, W, Y, &g));
   if (B && B->numel() != g.m) return fail(ex, StatusCode::kInvalidModel, "bias has ", B->numel(), " elements, expected ", g.m);
+  if (g.in_act.kind != ConvActivation::kNone && !depthwise_eligible(g))
+    return fail(ex, StatusCode::kInvalidModel,
+                "input_activation is run only by NHWC depthwise convolutions (one filter per channel)");
   GRAFT_RETURN_IF_ERROR(make_descs(ex, g, X.dtype(), &p->d));
   if (grouped_nchw_eligible(g)) {
     ConvGeometry gn = g;
@@ -570,8 +585,9 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
   // by their own geometry (and have limits), so they never run on any other problem.
   if (t && !variant_eligible(g, t->variant)) {
     const char* kernel = graft_kernel_name(t->variant);
-    return fail(ex, StatusCode::kInvalidModel, "tactic '", key, "' names graft's ",
-                kernel ? kernel : "grouped NCHW-staging", " kernel (variant ", t->variant,
+    const std::string what = kernel ? "graft's " + std::string(kernel) + " kernel"
+                                    : t->variant == kGroupedNchwVariant ? "graft's grouped NCHW staging" : "cuDNN";
+    return fail(ex, StatusCode::kInvalidModel, "tactic '", key, "' names ", what, " (variant ", t->variant,
                 ") for a convolution it does not take");
   }
   if (!t) {

@@ -79,8 +79,11 @@ __global__ void __launch_bounds__(kTileThreads) depthwise_nhwc_tile_kernel(const
     const int r = pix / IC, col = pix - r * IC;
     const int32_t iy = iy0 + r, ix = ix0 + col;
     uint4 v = make_uint4(0u, 0u, 0u, 0u);
-    if (iy >= 0 && iy < hi && ix >= 0 && ix < wi)
+    if (iy >= 0 && iy < hi && ix >= 0 && ix < wi) {
       v = *reinterpret_cast<const uint4*>(x + ((n * hi + iy) * wi + ix) * c + cbase + part * 8);
+      // The deferred activation, once per staged element (never on the padding).
+      if (g.in_act) v = input_activated16<T>(v, g.in_act, g.in_lo, g.in_hi);
+    }
     *reinterpret_cast<uint4*>(tile + pix * CH + part * 8) = v;
   }
 

@@ -318,6 +318,21 @@ cudaError_t conv_epilogue_t(void* yv, const void* biasv, const void* zv, int64_t
   return cudaGetLastError();
 }
 
+// V input elements with the window's input activation applied: 16-byte lanes through the shared
+// out-of-line function; narrower ones (unaligned or few channels) element by element.
+template <typename T, int V>
+__device__ __forceinline__ Lanes<T, V> activated_lanes(const Window2d& g, Lanes<T, V> x) {
+  if constexpr (sizeof(Lanes<T, V>) == 16) {
+    const uint4 r = input_activated16<T>(*reinterpret_cast<const uint4*>(&x), g.in_act, g.in_lo, g.in_hi);
+    return *reinterpret_cast<const Lanes<T, V>*>(&r);
+  } else {
+    const Epilogue ep{g.in_act, g.in_lo, g.in_hi};
+#pragma unroll 1
+    for (int v = 0; v < V; ++v) x.v[v] = Elem<T>::st(apply_epilogue(ep, Elem<T>::ld(x.v[v])));
+    return x;
+  }
+}
+
 // One output pixel's V channels of an NHWC depthwise convolution (the channels c0.., the output
 // element `out`): the window sum over x and the epilogue, written as one vector. `tap_weight(ky, kx,
 // v)` is channel c0 + v's weight at tap (ky, kx), wherever the kernel keeps its filter.
@@ -338,7 +353,8 @@ __device__ __forceinline__ void depthwise_nhwc_pixel(const T* __restrict__ x, co
     for (int kx = 0; kx < kw; ++kx) {
       const I ix = ix0 + kx * static_cast<I>(g.dw);
       if (ix < 0 || ix >= wi) continue;
-      const Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(row + ix * c);
+      Lanes<T, V> xv = *reinterpret_cast<const Lanes<T, V>*>(row + ix * c);
+      if (g.in_act) xv = activated_lanes(g, xv);
 #pragma unroll
       for (int v = 0; v < V; ++v) acc[v] += Elem<T>::ld(xv.v[v]) * tap_weight(ky, kx, v);
     }
@@ -461,6 +477,7 @@ __global__ void __launch_bounds__(256, 2) depthwise_conv_nhwc_tiled_kernel(const
         const int32_t ix = ix0 + j;
         if (ix >= 0 && ix < wi) {
           xs[j] = *reinterpret_cast<const Lanes<T, V>*>(row + ix * c);
+          if (g.in_act) xs[j] = activated_lanes(g, xs[j]);
         } else {
 #pragma unroll
           for (int v = 0; v < V; ++v) xs[j].v[v] = Elem<T>::st(0.f);

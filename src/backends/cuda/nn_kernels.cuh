@@ -16,6 +16,10 @@ struct Window2d {
   int64_t oh = 1, ow = 1;                    // output spatial
   int64_t kh = 1, kw = 1, sh = 1, sw = 1, dh = 1, dw = 1;
   int64_t ph = 0, pw = 0, peh = 0, pew = 0;  // begin and end pads
+  // The NHWC depthwise kernels' input activation (an Epilogue's act, lo, hi; 0: none), applied to
+  // each element of x they read, never to the padding. Other kernels leave it at 0.
+  int in_act = 0;
+  float in_lo = 0, in_hi = 0;
 };
 
 // y[n, m, oh, ow] = b[m] + sum x * w over group(m); w is [m, c/group, kh, kw]; b may be null.
