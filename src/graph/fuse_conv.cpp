@@ -544,16 +544,14 @@ Result<int> defer_activations_to_depthwise(Graph& g) {
     if (!clip_from_zero && act.kind != ConvActivation::kHardSwish && act.kind != ConvActivation::kSilu) continue;
     Node* c = only_consumer(consumers, p->outputs[0]);
     if (!c || !is_internal(c, "GraftConv") || c->input(0) != p->outputs[0] || c->attrs.has("input_activation")) continue;
+    // Depthwise from the filter alone ([M, kh, kw, C / group] with one input channel per group and
+    // M groups, so C = M): the layout pass leaves its values' shapes to be inferred again later.
     bool c_nhwc = false;
     const Value* w = c->input(1);
-    const Value* x = c->input(0);
-    if (!read_layout(c->attrs, &c_nhwc).is_ok() || !c_nhwc || !w || !w->constant || w->constant->rank() != 4 ||
-        !x->desc.shape || x->desc.rank() != 4 || !(*x->desc.shape)[3].is_const())
-      continue;
+    if (!read_layout(c->attrs, &c_nhwc).is_ok() || !c_nhwc || !w || !w->constant || w->constant->rank() != 4) continue;
     auto group = c->attrs.get_int("group", 1);
-    const int64_t channels = (*x->desc.shape)[3].value();
-    const auto& wd = w->constant->dims();  // [M, kh, kw, C / group]
-    if (!group || *group != channels || wd[0] != channels || wd[3] != 1 || channels < 2) continue;
+    const auto& wd = w->constant->dims();
+    if (!group || *group != wd[0] || wd[3] != 1 || wd[0] < 2) continue;
     c->attrs.set("input_activation", *p->attrs.get_string("activation", ""));
     if (act.kind == ConvActivation::kClip) {
       c->attrs.set("input_clip_min", act.lo);

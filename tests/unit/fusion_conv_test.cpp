@@ -676,7 +676,10 @@ TEST(FusionConv, ExpansionActivationDefersToTheDepthwiseReader) {
       if (shared) m.output("ea", DataType::kFloat32);
       std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 8, 7, 6}, rng)}};
       auto want = run_on_cpu(imported(m.bytes()), in);
-      auto g = through_nhwc_pass(m.bytes(), every_conv);
+      // As the builder runs it: straight after the NHWC pass, before shapes are inferred again.
+      auto g = imported(m.bytes());
+      ASSERT_TRUE(fuse_conv_epilogues(*g).is_ok());
+      ASSERT_TRUE(convert_conv_regions_to_nhwc(*g, every_conv).is_ok());
       auto moved = defer_activations_to_depthwise(*g);
       ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
       EXPECT_EQ(*moved, shared ? 0 : 1);
