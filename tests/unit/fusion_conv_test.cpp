@@ -479,6 +479,24 @@ TEST(FusionConv, BadInternalAttributesAreNamed) {
   const std::string msg = eng.to_string();
   EXPECT_NE(msg.find("activation"), std::string::npos) << msg;
   EXPECT_NE(msg.find("fused"), std::string::npos) << msg;
+  // The input activation's name and bounds are checked the same way, under their own names.
+  for (int bad = 0; bad < 2; ++bad) {
+    OnnxModelBuilder b;
+    b.input("x", DataType::kFloat32, {1, 2, 5, 5});
+    b.initializer("w", random_tensor(DataType::kFloat32, {2, 2, 1, 1}, rng));
+    auto& n = b.node("GraftConv", {"x", "w"}, {"y"}, "fused");
+    OnnxModelBuilder::attr(n, "input_activation", bad == 0 ? "Gelu" : "Clip");
+    if (bad == 1) {
+      OnnxModelBuilder::attr(n, "input_clip_min", 1.f);
+      OnnxModelBuilder::attr(n, "input_clip_max", 0.f);
+    }
+    b.output("y", DataType::kFloat32);
+    Status st = testing::load_plan_graph(b.bytes());
+    ASSERT_FALSE(st.is_ok()) << bad;
+    const std::string text = st.to_string();
+    EXPECT_NE(text.find(bad == 0 ? "input_activation" : "input_clip_min"), std::string::npos) << text;
+    EXPECT_NE(text.find("fused"), std::string::npos) << text;
+  }
 }
 
 TEST(FusionConv, BadPoolAndLayoutAttributesAreNamed) {
