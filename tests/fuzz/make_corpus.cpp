@@ -23,6 +23,7 @@
 #include "graft/log.h"
 #include "graft/op.h"
 #include "graft/registry.h"
+#include "graph/passes.h"
 #include "io/tensor_io.h"
 #include "plan/plan.h"
 #include "plan/tactics.h"
@@ -271,6 +272,52 @@ bool write_plan(const fs::path& out, const std::string& name, const std::string&
   return true;
 }
 
+// A CPU build makes no internal ops; this plan's graph holds what the CUDA passes make of an image
+// model's stem and inverted-residual block (a space-to-depth GraftChannelsLast, NHWC GraftConvs, a
+// depthwise one with an input activation), so the plan targets reach those ops' attribute checks.
+void write_plan_with_internal_ops(const fs::path& out, std::mt19937& rng) {
+  const DataType f = DataType::kFloat32;
+  OnnxModelBuilder b;
+  b.input("x", f, {2, 3, 15, 14});
+  b.initializer("ws", filled(f, {16, 3, 7, 7}, rng));
+  b.initializer("we", filled(f, {32, 16, 1, 1}, rng));
+  b.initializer("wd", filled(f, {32, 1, 3, 3}, rng));
+  b.initializer("wp", filled(f, {8, 32, 1, 1}, rng));
+  b.initializer("lo", Tensor::from_doubles(f, {}, {0.}));
+  b.initializer("hi", Tensor::from_doubles(f, {}, {6.}));
+  auto& stem = b.node("Conv", {"x", "ws"}, {"s"}, "stem");
+  OnnxModelBuilder::attr(stem, "pads", std::vector<int64_t>{3, 3, 3, 3});
+  OnnxModelBuilder::attr(stem, "strides", std::vector<int64_t>{2, 2});
+  b.node("Relu", {"s"}, {"r"}, "stem_relu");
+  b.node("Conv", {"r", "we"}, {"e"}, "expand");
+  b.node("Clip", {"e", "lo", "hi"}, {"ea"}, "expand_relu6");
+  auto& dw = b.node("Conv", {"ea", "wd"}, {"d"}, "depthwise");
+  OnnxModelBuilder::attr(dw, "group", int64_t{32});
+  OnnxModelBuilder::attr(dw, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  b.node("Conv", {"d", "wp"}, {"y"}, "project");
+  b.output("y", f);
+  auto e = graft::Engine::build_from_onnx_bytes(b.bytes(), graft::BuilderConfig{}, "internal_ops.onnx");
+  if (!e) return;
+  auto plan = (*e)->serialize();
+  if (!plan) return;
+  auto st = graft::read_plan_bytes(*plan, "internal_ops.plan");
+  if (!st) return;
+  graft::Graph& g = *st->graph;
+  // As the CUDA builder's layout pass picks them: convolutions over multiples of 8 channels, and the
+  // stem over 3.
+  auto wide = [](const graft::Node& n) {
+    const auto& w = n.input(1)->constant->dims();
+    auto group = n.attrs.get_int("group", 1);
+    return (w[1] * (group ? *group : 1)) % 8 == 0;
+  };
+  auto stem8 = [](const graft::Node& n) -> int64_t { return n.input(1)->constant->dims()[1] < 8 ? 8 : 0; };
+  if (!graft::fuse_conv_epilogues(g) || !graft::convert_conv_regions_to_nhwc(g, wide, stem8, true) ||
+      !graft::defer_activations_to_depthwise(g) || !graft::infer_shapes(g))
+    return;
+  auto bytes = graft::write_plan_bytes(*st);
+  if (bytes && bytes->size() >= 16) write_plan_and_payload(out, "internal_ops", *bytes);
+}
+
 // ---- timing caches ---------------------------------------------------------------------------------
 void timing_caches(const fs::path& out) {
   const fs::path dir = out / "timing_cache";
@@ -400,6 +447,7 @@ int main(int argc, char** argv) {
     if (name.empty()) name = p.stem().string();
     add_model(name + "_" + std::to_string(i), read_file(p), false);
   }
+  write_plan_with_internal_ops(out, rng);
   timing_caches(out);
   tensor_files(out, rng);
   attributes(out, rng);
