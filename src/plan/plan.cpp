@@ -35,6 +35,16 @@ bool graph_has_internal_ops(const Graph& g) {
   return false;
 }
 
+// Whether an internal op uses an attribute that graft before plan format 6 would ignore.
+bool graph_needs_format6(const Graph& g) {
+  for (const auto& n : g.nodes()) {
+    if (n->domain != kInternalDomain) continue;
+    if (n->op_type == "GraftConv" && n->attrs.has("input_activation")) return true;
+    if (n->op_type == "GraftChannelsLast" && n->attrs.has("block")) return true;
+  }
+  return false;
+}
+
 
 
 }  // namespace
@@ -201,9 +211,10 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
   payload += json_text;
 
   std::string out(kPlanMagic, sizeof kPlanMagic);
-  put<uint32_t>(out, graph_has_internal_ops(*state.graph) ? kPlanFormatVersion
-                     : several                           ? kPlanFormatVersionProfiles
-                                                         : kPlanFormatVersionOneProfile);
+  put<uint32_t>(out, graph_needs_format6(*state.graph)      ? kPlanFormatVersion
+                     : graph_has_internal_ops(*state.graph) ? kPlanFormatVersionInternalDomain
+                     : several                              ? kPlanFormatVersionProfiles
+                                                            : kPlanFormatVersionOneProfile);
   std::string ver = version_string();
   put<uint32_t>(out, static_cast<uint32_t>(ver.size()));
   out += ver;
@@ -249,7 +260,8 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
   uint64_t payload_len = 0;
   std::string writer_version;
   if (!r.get(&format)) return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
-  if (format != kPlanFormatVersion && format != kPlanFormatVersionViewChains && format != kPlanFormatVersionProfiles &&
+  if (format != kPlanFormatVersion && format != kPlanFormatVersionInternalDomain &&
+      format != kPlanFormatVersionViewChains && format != kPlanFormatVersionProfiles &&
       format != kPlanFormatVersionOneProfile && format != kPlanFormatVersionPayloadCrc) {
     // The writer's version is outside any checksum here: only printable ASCII is shown.
     std::string by;

@@ -22,6 +22,10 @@
 // it say the format is too new instead. A plan of formats 2 to 4 still loads: its default-domain
 // internal ops are moved to their domain as it is read. A plan without internal ops is still
 // written as format 2 or 3.
+// Format 6 has format 5's layout and a graph whose internal ops use attributes that graft before
+// format 6 would ignore and so run wrongly: GraftConv's input_activation (a producer's activation
+// deferred to its depthwise reader) and GraftChannelsLast's block (a space-to-depth stem). A graph
+// without them is still written as format 5 (or 2 or 3).
 // Format 1 (read, no longer written) had the same layout with a CRC of the payload only, so a
 // changed byte in the header's version string went unnoticed. In format 2 any change of one byte
 // (indeed any burst of up to 32 bits) fails to load: tests/unit/plan_test.cpp flips every byte.
@@ -40,7 +44,8 @@ class GraphProto;
 namespace graft {
 
 inline constexpr char kPlanMagic[8] = {'G', 'R', 'A', 'F', 'T', 'P', 'L', 'N'};
-inline constexpr uint32_t kPlanFormatVersion = 5;            // newest: written for a graph with internal ops
+inline constexpr uint32_t kPlanFormatVersion = 6;            // newest: internal ops with attributes older graft ignores
+inline constexpr uint32_t kPlanFormatVersionInternalDomain = 5;  // written for a graph with internal ops
 inline constexpr uint32_t kPlanFormatVersionViewChains = 4;   // still read: view chains in the default domain
 inline constexpr uint32_t kPlanFormatVersionProfiles = 3;     // written for several profiles
 inline constexpr uint32_t kPlanFormatVersionOneProfile = 2;   // written for one profile

@@ -100,6 +100,46 @@ std::string plan_file(uint32_t format, const std::string& payload) {
   return b + payload;
 }
 
+// Internal ops with attributes graft before format 6 would ignore, and so run wrongly (GraftConv's
+// deferred input activation, GraftChannelsLast's space-to-depth block), make a format-6 plan, which
+// that graft refuses by its version check; the plan loads back here with the attributes.
+TEST(Plan, AttributesOlderGraftIgnoresAreFormat6) {
+  for (const char* op : {"GraftConv", "GraftChannelsLast"}) {
+    SCOPED_TRACE(op);
+    OnnxModelBuilder m;
+    m.input("x", DataType::kFloat32, {1, 3, 4, 4});
+    std::mt19937 rng(5);
+    if (std::string(op) == "GraftConv") {
+      m.initializer("w", testing::random_tensor(DataType::kFloat32, {3, 1, 1, 1}, rng));
+      auto& n = m.node("GraftConv", {"x", "w"}, {"y"}, "dw", kInternalDomain);
+      OnnxModelBuilder::attr(n, "group", int64_t{3});
+      OnnxModelBuilder::attr(n, "input_activation", "HardSwish");
+    } else {
+      auto& n = m.node("GraftChannelsLast", {"x"}, {"y"}, "s2d", kInternalDomain);
+      OnnxModelBuilder::attr(n, "channels", int64_t{16});
+      OnnxModelBuilder::attr(n, "block", int64_t{2});
+    }
+    m.output("y", DataType::kFloat32);
+    onnx::ModelProto model;
+    ASSERT_TRUE(model.ParseFromString(m.bytes()));
+    auto g = import_onnx_model(model, "op.onnx", ".");
+    ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+    EngineState st;
+    st.graph = std::move(g).value();
+    ASSERT_TRUE(infer_shapes(*st.graph).is_ok());
+    auto bytes = write_plan_bytes(st);
+    ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+    uint32_t format = 0;
+    std::memcpy(&format, bytes->data() + 8, 4);
+    EXPECT_EQ(format, kPlanFormatVersion);
+    EXPECT_EQ(kPlanFormatVersion, 6u);
+    auto back = read_plan_bytes(*bytes, "op.plan");
+    ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+    ASSERT_EQ(back->graph->nodes().size(), 1u);
+    EXPECT_TRUE(back->graph->nodes()[0]->attrs.has(std::string(op) == "GraftConv" ? "input_activation" : "block"));
+  }
+}
+
 // A graph holding graft's internal ops (a view chain here, as a dynamic-shape CUDA engine's passes
 // make it) is written as format 5, with the op in its own domain: graft before format 5 refuses it
 // by its version check instead of taking the node for an unregistered custom op. A format-4 plan,
@@ -123,8 +163,8 @@ TEST(Plan, InternalOpsAreFormat5AndFormat4PlansStillLoad) {
   ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
   uint32_t format = 0;
   std::memcpy(&format, bytes->data() + 8, 4);
-  EXPECT_EQ(format, kPlanFormatVersion);
-  EXPECT_EQ(kPlanFormatVersion, 5u);
+  EXPECT_EQ(format, kPlanFormatVersionInternalDomain);
+  EXPECT_EQ(kPlanFormatVersionInternalDomain, 5u);
   auto back = read_plan_bytes(*bytes, "chain.plan");
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   ASSERT_EQ(back->graph->nodes().size(), 1u);

@@ -32,11 +32,12 @@ std::string version_text() {
   const char* backends = "cpu (built without CUDA)";
 #endif
   return fmt::format("graft {}\nbackends: {}\nONNX: default-domain opsets {} to {} (opsets 1 to {} converted on import)\n"
-                     "plan format: {} (written for a graph with graft's internal ops, {} for several optimization profiles, {} "
-                     "for one; reads {} to {})\n",
+                     "plan format: {} (written for a graph whose internal ops defer activations or rearrange a stem, {} "
+                     "for other graphs with graft's internal ops, {} for several optimization profiles, {} for one; "
+                     "reads {} to {})\n",
                      version_string(), backends, kMinOpset, kMaxOpset, kMinOpset - 1, kPlanFormatVersion,
-                     kPlanFormatVersionProfiles, kPlanFormatVersionOneProfile, kPlanFormatVersionPayloadCrc,
-                     kPlanFormatVersion);
+                     kPlanFormatVersionInternalDomain, kPlanFormatVersionProfiles, kPlanFormatVersionOneProfile,
+                     kPlanFormatVersionPayloadCrc, kPlanFormatVersion);
 }
 
 // ---- graft build ------------------------------------------------------------------------------
