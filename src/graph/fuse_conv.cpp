@@ -205,11 +205,11 @@ struct StemSpaceToDepth {
 
 // The rearrangement for stem `n` (an NCHW GraftConv with a constant OIHW filter), or false where
 // it does not apply: strides equal and >= 2, no dilation, one group, explicit pads, constant image
-// extents, at most 64 rearranged channels, and a reduction at least a third shorter than over the
-// image padded to 8 channels. The last leaves out the 3x3 stride-2 stems of MobileNets (72 terms
-// against 64): MobileNetV3-Small's rearranged stem (16 filters) took 41 us against 32 for the
-// padded one and its epilogue at batch 32 on an H200 (ncu, 91e3eb8), while ResNet-18's 7x7/2
-// (392 terms against 256) went from 203 to 91 us.
+// extents, a filter at least s wide, and at most 64 rearranged channels. Counting the copy that
+// makes the stem's input (the rearranged image is half the bytes of the one padded to 8 channels),
+// every stem measured gained or broke even at batch 32 on an H200 (ncu, 91e3eb8 against 6d3cffe):
+// ResNet-18's 7x7/2 223.6 -> 101 us, MobileNetV2's 3x3/2 with its ReLU6 pass 67.5 -> 50.5 us,
+// MobileNetV3-Small's 3x3/2 (16 filters) 52.4 -> 50.9 us.
 bool plan_stem_space_to_depth(const Node& n, StemSpaceToDepth* p) {
   const Value* x = n.input(0);
   const Value* w = n.input(1);
@@ -226,7 +226,6 @@ bool plan_stem_space_to_depth(const Node& n, StemSpaceToDepth* p) {
   if (s < 2 || wa->strides[1] != s || wa->dilations[0] != 1 || wa->dilations[1] != 1) return false;
   if (wd[2] < s || wd[3] < s || s * s * wd[1] > 64) return false;
   const int64_t kh2 = (wd[2] + s - 1) / s, kw2 = (wd[3] + s - 1) / s, rearranged = (s * s * wd[1] + 7) / 8 * 8;
-  if (3 * kh2 * kw2 * rearranged > 2 * wd[2] * wd[3] * 8) return false;
   const int64_t top = wa->pads.size() == 4 ? wa->pads[0] : 0, left = wa->pads.size() == 4 ? wa->pads[1] : 0;
   p->block = s;
   p->kh = kh2;
