@@ -39,17 +39,6 @@ struct MmaPlan {
 
 int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-// The current device's multiprocessors; an H100-like count where there is no device to ask (a plan
-// is also made host-side, to say whether a problem is taken), which only shapes the grid.
-int64_t multiprocessor_count() {
-  int n = 0;
-  if (current_multiprocessors(&n) != cudaSuccess || n < 1) {
-    cudaGetLastError();  // clear the failed query's error, which the next launch check would report
-    return 132;
-  }
-  return n;
-}
-
 // What both kernels' plans check: positive extents, c a multiple of 8, kh, kw, c and the reduction
 // kh * kw * c each at most max_reduction (the factors bounded first, so the product cannot overflow),
 // and every index within 32 bits. Returns the reduction, or 0 when a check fails.
@@ -92,7 +81,7 @@ bool plan_mma(const Window2d& g, int64_t m, MmaPlan* p) {
   // 28x28 at batch 32 (196 blocks of 192 columns) ran at a tenth of the memory's bandwidth. Each
   // extra chunk re-stages the block's input rows, which these short reductions make cheap.
   const int64_t row_blocks = (g.n * g.oh * g.ow + 16 * p->warps - 1) / (16 * p->warps);
-  const int64_t wanted = 4 * multiprocessor_count();
+  const int64_t wanted = 4 * static_cast<int64_t>(multiprocessors_or_default());
   if (row_blocks * chunks < wanted)
     chunks = std::min(mpad / kFrag, std::max(chunks, (wanted + row_blocks - 1) / row_blocks));
   if (chunks > 65535) return false;

@@ -46,6 +46,18 @@ inline cudaError_t current_multiprocessors(int* n) {
   return e;
 }
 
+// The same count where it only shapes a grid: an H100-like 132 where there is no device to ask (a
+// launch plan is also made host-side, to say whether a problem is taken), the failed query's error
+// cleared so that the next launch check does not report it.
+inline int multiprocessors_or_default() {
+  int n = 0;
+  if (current_multiprocessors(&n) != cudaSuccess || n < 1) {
+    (void)cudaGetLastError();
+    return 132;
+  }
+  return n;
+}
+
 // The power of two >= n (1 for n <= 1): bitonic sort sizes (TopK, the NMS ops' candidate sorts).
 __host__ __device__ __forceinline__ int64_t pow2_at_least(int64_t n) {
   int64_t p = 1;

@@ -1043,11 +1043,7 @@ namespace {
 // leaves at least two blocks per multiprocessor, but never under 4 (64-byte runs of a row) unless
 // the channels are fewer.
 int global_pool_lanes(int64_t n, int64_t vectors) {
-  int sms = 132;
-  if (current_multiprocessors(&sms) != cudaSuccess || sms < 1) {
-    (void)cudaGetLastError();
-    sms = 132;
-  }
+  const int sms = multiprocessors_or_default();
   int lanes = 1;
   while (lanes * 2 <= std::min<int64_t>(vectors, 32)) lanes *= 2;
   while (lanes > 4 && ((vectors + lanes - 1) / lanes) * n < 2 * sms) lanes /= 2;
@@ -1065,12 +1061,10 @@ int64_t global_pool_slices(int64_t area, int64_t blocks) {
   return std::max<int64_t>(1, std::min<int64_t>({want, area / 256, 32}));
 }
 
-// Blocks of one slice: the 16-byte kernel's (elements of `elem` bytes) where it applies, else the
-// scalar kernel's.
-int64_t global_pool_blocks(int64_t n, int64_t channels, size_t elem, bool vectorized) {
-  if (!vectorized) return ((channels + 31) / 32) * n;
-  const int64_t vectors = channels / static_cast<int64_t>(16 / elem);
-  const int lanes = global_pool_lanes(n, vectors);
+// Blocks of one slice: the 16-byte kernel's with `lanes` lanes over `vectors` vectors of channels,
+// or (lanes 0) the scalar kernel's.
+int64_t global_pool_blocks(int64_t n, int64_t channels, int64_t vectors, int lanes) {
+  if (!lanes) return ((channels + 31) / 32) * n;
   return ((vectors + lanes - 1) / lanes) * n;
 }
 
@@ -1085,24 +1079,18 @@ size_t global_pool_partial_bytes(int64_t slices, int64_t n, int64_t channels) {
 // lanes, so at least as many blocks and at most as many slices; a launch whose slices would not fit
 // runs unsliced.
 size_t global_pool_nhwc_workspace(int64_t n, int64_t area, int64_t channels) {
-  return global_pool_partial_bytes(global_pool_slices(area, global_pool_blocks(n, channels, 4, false)), n,
-                                   channels);
+  return global_pool_partial_bytes(global_pool_slices(area, global_pool_blocks(n, channels, 0, 0)), n, channels);
 }
 
-// Whether the 16-byte kernel takes the pool: channels in whole 16-byte vectors, x aligned to them.
-bool global_pool_vectorized(size_t elem, const void* x, int64_t channels) {
-  return channels % static_cast<int64_t>(16 / elem) == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0;
-}
-
-// One pass of the global pool (per slice when partial is set): 16-byte loads where the channels
-// and x allow, else the one-channel-per-thread kernel.
+namespace {
+// One pass of the global pool (per slice when partial is set): the 16-byte kernel with `lanes`
+// lanes, or (lanes 0) the one-channel-per-thread kernel.
 template <typename T>
 void global_pool_t(bool max, const T* x, T* y, float* partial, int64_t n, int64_t area, int64_t channels, int64_t rows,
-                   int64_t slices, cudaStream_t s) {
+                   int64_t slices, int lanes, cudaStream_t s) {
   constexpr int V = 16 / sizeof(T);
-  if (global_pool_vectorized(sizeof(T), x, channels)) {
+  if (lanes) {
     const int64_t vectors = channels / V;
-    const int lanes = global_pool_lanes(n, vectors);
     const dim3 grid(static_cast<unsigned>((vectors + lanes - 1) / lanes), static_cast<unsigned>(n),
                     static_cast<unsigned>(slices));
     global_pool_nhwc_vec_kernel<T, V><<<grid, kThreads, 0, s>>>(max, x, y, partial, area, channels, rows, lanes);
@@ -1111,19 +1099,23 @@ void global_pool_t(bool max, const T* x, T* y, float* partial, int64_t n, int64_
   const dim3 grid(static_cast<unsigned>((channels + 31) / 32), static_cast<unsigned>(n), static_cast<unsigned>(slices));
   global_pool_nhwc_kernel<T><<<grid, dim3(32, 32), 0, s>>>(max, x, y, partial, area, channels, rows);
 }
+}  // namespace
 
 cudaError_t launch_global_pool_nhwc(KType t, bool max, const void* x, void* y, int64_t n, int64_t area,
                                     int64_t channels, void* workspace, size_t workspace_size, cudaStream_t s) {
   if (n * channels == 0) return cudaSuccess;
   if (n > 65535) return cudaErrorInvalidValue;
-  const size_t elem = t == KType::kF32 ? 4 : 2;
-  const bool vectorized = global_pool_vectorized(elem, x, channels);
-  int64_t slices = global_pool_slices(area, global_pool_blocks(n, channels, elem, vectorized));
+  // The 16-byte kernel where the channels are whole 16-byte vectors and x is aligned to them; its
+  // lanes worked out once, for the slicing and the launch.
+  const int64_t v = t == KType::kF32 ? 4 : 8;
+  const int64_t vectors = channels / v;
+  const int lanes = channels % v == 0 && reinterpret_cast<uintptr_t>(x) % 16 == 0 ? global_pool_lanes(n, vectors) : 0;
+  int64_t slices = global_pool_slices(area, global_pool_blocks(n, channels, vectors, lanes));
   if (!workspace || workspace_size < global_pool_partial_bytes(slices, n, channels)) slices = 1;
   const int64_t rows = (area + slices - 1) / slices;
   float* partial = slices > 1 ? static_cast<float*>(workspace) : nullptr;
   GRAFT_FLOAT_DISPATCH(t, (global_pool_t<T>(max, static_cast<const T*>(x), static_cast<T*>(y), partial, n, area,
-                                            channels, rows, slices, s)));
+                                            channels, rows, slices, lanes, s)));
   if (partial)
     GRAFT_FLOAT_DISPATCH(t, (global_pool_finish_kernel<T><<<grid_for(n * channels), kThreads, 0, s>>>(
                                 max, partial, static_cast<T*>(y), n * channels, static_cast<int>(slices), area)));
