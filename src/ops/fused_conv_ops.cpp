@@ -181,51 +181,13 @@ Status graft_pool_cpu(ExecContext& ctx) {
 
 // ---- GraftChannelsLast ----
 
-struct ChannelsLastAttrs {
-  int64_t channels = 0;
-  DataType to = DataType::kUndefined;  // kUndefined: X's type
-  int64_t block = 1;                   // space-to-depth block (1: none)
-  std::vector<int64_t> pads{0, 0, 0, 0};  // top, left, bottom, right
-};
-
-Result<ChannelsLastAttrs> channels_last_attrs(const AttributeMap& a) {
-  ChannelsLastAttrs r;
-  auto ch = a.require_int("channels");
-  if (!ch) return Status(ch.status()).with_attribute("channels");
-  r.channels = *ch;
-  if (r.channels < 1 || r.channels > (int64_t{1} << 20))
-    return error(StatusCode::kInvalidModel, "channels must lie in 1..2^20, got ", r.channels).with_attribute("channels");
-  auto to = a.get_int("to", -1);
-  if (!to) return Status(to.status()).with_attribute("to");
-  if (*to != -1) {
-    r.to = static_cast<DataType>(*to);
-    if (r.to != DataType::kFloat32 && r.to != DataType::kFloat16)
-      return error(StatusCode::kInvalidModel, "'to' must be float32 or float16, got ", *to).with_attribute("to");
-  }
-  auto block = a.get_int("block", 1);
-  if (!block) return Status(block.status()).with_attribute("block");
-  if (*block < 1 || *block > 64)
-    return error(StatusCode::kInvalidModel, "block must lie in 1..64, got ", *block).with_attribute("block");
-  r.block = *block;
-  auto pads = a.get_ints("pads", {0, 0, 0, 0});
-  if (!pads) return Status(pads.status()).with_attribute("pads");
-  if (pads->size() != 4)
-    return error(StatusCode::kInvalidModel, "pads must hold 4 values [top, left, bottom, right], got ", pads->size())
-        .with_attribute("pads");
-  for (int64_t p : *pads)
-    if (p < -r.block * 64 || p > r.block * 64)
-      return error(StatusCode::kInvalidModel, "pads must lie in -64*block..64*block, got ", p).with_attribute("pads");
-  r.pads = *pads;
-  return r;
-}
-
 // Y's spatial extent along one axis: (extent + pads) / block, floored.
 Dim channels_last_extent(const ChannelsLastAttrs& a, const Dim& in, int64_t pad_begin, int64_t pad_end) {
   return floor_div(in + Dim(pad_begin + pad_end), Dim(a.block));
 }
 
 Status infer_graft_channels_last(InferContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(ChannelsLastAttrs a, channels_last_attrs(ctx.attrs()));
+  GRAFT_ASSIGN_OR_RETURN(ChannelsLastAttrs a, read_channels_last(ctx.attrs()));
   const TensorDesc& x = ctx.input(0);
   if (x.dtype != DataType::kFloat32 && x.dtype != DataType::kFloat16)
     return ctx.fail("X must be float32 or float16, got ", dtype_name(x.dtype));
@@ -242,7 +204,7 @@ Status infer_graft_channels_last(InferContext& ctx) {
 }
 
 Status graft_channels_last_cpu(ExecContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(ChannelsLastAttrs a, channels_last_attrs(*ctx.attrs));
+  GRAFT_ASSIGN_OR_RETURN(ChannelsLastAttrs a, read_channels_last(*ctx.attrs));
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = *ctx.outputs[0];
   if (x.rank() != 4 || x.dims()[1] * a.block * a.block > a.channels)
@@ -275,6 +237,37 @@ Status read_layout(const AttributeMap& attrs, bool* nhwc) {
   Status st = error(StatusCode::kInvalidModel, "layout must be NCHW or NHWC, got '", *layout, "'");
   st.with_attribute("layout");
   return st;
+}
+
+Result<ChannelsLastAttrs> read_channels_last(const AttributeMap& a) {
+  ChannelsLastAttrs r;
+  auto ch = a.require_int("channels");
+  if (!ch) return Status(ch.status()).with_attribute("channels");
+  r.channels = *ch;
+  if (r.channels < 1 || r.channels > (int64_t{1} << 20))
+    return error(StatusCode::kInvalidModel, "channels must lie in 1..2^20, got ", r.channels).with_attribute("channels");
+  auto to = a.get_int("to", -1);
+  if (!to) return Status(to.status()).with_attribute("to");
+  if (*to != -1) {
+    r.to = static_cast<DataType>(*to);
+    if (r.to != DataType::kFloat32 && r.to != DataType::kFloat16)
+      return error(StatusCode::kInvalidModel, "'to' must be float32 or float16, got ", *to).with_attribute("to");
+  }
+  auto block = a.get_int("block", 1);
+  if (!block) return Status(block.status()).with_attribute("block");
+  if (*block < 1 || *block > 64)
+    return error(StatusCode::kInvalidModel, "block must lie in 1..64, got ", *block).with_attribute("block");
+  r.block = *block;
+  auto pads = a.get_ints("pads", {0, 0, 0, 0});
+  if (!pads) return Status(pads.status()).with_attribute("pads");
+  if (pads->size() != 4)
+    return error(StatusCode::kInvalidModel, "pads must hold 4 values [top, left, bottom, right], got ", pads->size())
+        .with_attribute("pads");
+  for (int64_t p : *pads)
+    if (p < -r.block * 64 || p > r.block * 64)
+      return error(StatusCode::kInvalidModel, "pads must lie in -64*block..64*block, got ", p).with_attribute("pads");
+  r.pads = *pads;
+  return r;
 }
 
 Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* out, const std::string& prefix) {

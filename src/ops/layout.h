@@ -28,6 +28,15 @@ struct ConvEpilogueActivation {
 Status read_layout(const AttributeMap& attrs, bool* nhwc);
 // `prefix` "input_" reads GraftConv's input activation (input_activation, input_clip_min, ...).
 Status read_activation(const AttributeMap& attrs, ConvEpilogueActivation* act, const std::string& prefix = "");
+// GraftChannelsLast's attributes: `channels`, `to` (a graft DataType code; kUndefined: X's type) and
+// the space-to-depth `block` with its `pads` [top, left, bottom, right].
+struct ChannelsLastAttrs {
+  int64_t channels = 0;
+  DataType to = DataType::kUndefined;
+  int64_t block = 1;                      // 1: no rearranging
+  std::vector<int64_t> pads{0, 0, 0, 0};  // top, left, bottom, right
+};
+Result<ChannelsLastAttrs> read_channels_last(const AttributeMap& attrs);
 // The activation in double (the CPU reference): ONNX Relu, HardSwish x * clamp(x / 6 + 1/2, 0, 1),
 // Clip (NaN stays NaN), x / (1 + exp(-x)).
 double apply_activation(const ConvEpilogueActivation& act, double v);

@@ -703,14 +703,10 @@ Status graft_channels_last_run(CudaExec& ex) {
   if (X.rank() != 4 || Y.rank() != 4 || X.dims()[0] != Y.dims()[0] || X.dims()[1] > Y.dims()[3])
     return fail(ex, StatusCode::kInvalidModel, "X [N, C, H, W] and Y [N, H, W, channels >= C] do not match");
   const auto& d = X.dims();
-  const AttributeMap& attrs = *ex.ctx->attrs;
-  auto block = attrs.get_int("block", 1);
-  auto pads = attrs.get_ints("pads", {0, 0, 0, 0});
-  if (!block || !pads || pads->size() != 4)
-    return fail(ex, StatusCode::kInvalidModel, "block or pads unreadable (shape inference checks them)");
-  if (*block > 1)
+  GRAFT_ASSIGN_OR_RETURN(ChannelsLastAttrs a, read_channels_last(*ex.ctx->attrs));
+  if (a.block > 1)
     return launch_status(k::launch_space_to_depth(ktype(X.dtype()), ktype(Y.dtype()), X.data(), Y.data(), d[0], d[1],
-                                                  d[2], d[3], *block, (*pads)[0], (*pads)[1], Y.dims()[1], Y.dims()[2],
+                                                  d[2], d[3], a.block, a.pads[0], a.pads[1], Y.dims()[1], Y.dims()[2],
                                                   Y.dims()[3], stream_of(ex)),
                          ex, "space-to-depth copy");
   return launch_status(k::launch_channels_last_padded(ktype(X.dtype()), ktype(Y.dtype()), X.data(), Y.data(), d[0], d[1],
