@@ -100,6 +100,23 @@ std::string plan_file(uint32_t format, const std::string& payload) {
   return b + payload;
 }
 
+// The plan bytes of a model whose graph may name internal ops (imported as a plan's graph is), and
+// the format version its header says.
+void plan_of_internal_graph(const std::string& model_bytes, const std::string& name, std::string* plan,
+                            uint32_t* format) {
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(model_bytes));
+  auto g = import_onnx_model(model, name + ".onnx", ".");  // a plan's graph may name internal ops
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EngineState st;
+  st.graph = std::move(g).value();
+  ASSERT_TRUE(infer_shapes(*st.graph).is_ok());
+  auto bytes = write_plan_bytes(st);
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  *plan = *bytes;
+  std::memcpy(format, plan->data() + 8, 4);
+}
+
 // Internal ops with attributes graft before format 6 would ignore, and so run wrongly (GraftConv's
 // deferred input activation, GraftChannelsLast's space-to-depth block), make a format-6 plan, which
 // that graft refuses by its version check; the plan loads back here with the attributes.
@@ -120,20 +137,12 @@ TEST(Plan, AttributesOlderGraftIgnoresAreFormat6) {
       OnnxModelBuilder::attr(n, "block", int64_t{2});
     }
     m.output("y", DataType::kFloat32);
-    onnx::ModelProto model;
-    ASSERT_TRUE(model.ParseFromString(m.bytes()));
-    auto g = import_onnx_model(model, "op.onnx", ".");
-    ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-    EngineState st;
-    st.graph = std::move(g).value();
-    ASSERT_TRUE(infer_shapes(*st.graph).is_ok());
-    auto bytes = write_plan_bytes(st);
-    ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+    std::string bytes;
     uint32_t format = 0;
-    std::memcpy(&format, bytes->data() + 8, 4);
+    ASSERT_NO_FATAL_FAILURE(plan_of_internal_graph(m.bytes(), "op", &bytes, &format));
     EXPECT_EQ(format, kPlanFormatVersion);
     EXPECT_EQ(kPlanFormatVersion, 6u);
-    auto back = read_plan_bytes(*bytes, "op.plan");
+    auto back = read_plan_bytes(bytes, "op.plan");
     ASSERT_TRUE(back.is_ok()) << back.status().to_string();
     ASSERT_EQ(back->graph->nodes().size(), 1u);
     EXPECT_TRUE(back->graph->nodes()[0]->attrs.has(std::string(op) == "GraftConv" ? "input_activation" : "block"));
@@ -152,28 +161,20 @@ TEST(Plan, InternalOpsAreFormat5AndFormat4PlansStillLoad) {
   OnnxModelBuilder::attr(n, "view_args", std::vector<int64_t>{0, 2, 3, 0, 2, 1});
   OnnxModelBuilder::attr(n, "view_arg_counts", std::vector<int64_t>{3, 3});
   m.output("y", DataType::kFloat32);
-  onnx::ModelProto model;
-  ASSERT_TRUE(model.ParseFromString(m.bytes()));
-  auto g = import_onnx_model(model, "chain.onnx", ".");  // a plan's graph may name internal ops
-  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-  EngineState st;
-  st.graph = std::move(g).value();
-  ASSERT_TRUE(infer_shapes(*st.graph).is_ok());
-  auto bytes = write_plan_bytes(st);
-  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  std::string plan;
   uint32_t format = 0;
-  std::memcpy(&format, bytes->data() + 8, 4);
+  ASSERT_NO_FATAL_FAILURE(plan_of_internal_graph(m.bytes(), "chain", &plan, &format));
   EXPECT_EQ(format, kPlanFormatVersionInternalDomain);
   EXPECT_EQ(kPlanFormatVersionInternalDomain, 5u);
-  auto back = read_plan_bytes(*bytes, "chain.plan");
+  auto back = read_plan_bytes(plan, "chain.plan");
   ASSERT_TRUE(back.is_ok()) << back.status().to_string();
   ASSERT_EQ(back->graph->nodes().size(), 1u);
   EXPECT_EQ(back->graph->nodes()[0]->domain, kInternalDomain);
 
   // The same plan as format 4 wrote it: the node in the default domain.
   uint32_t ver_len = 0;
-  std::memcpy(&ver_len, bytes->data() + 12, 4);
-  const std::string payload = bytes->substr(16 + ver_len + 8 + 4);
+  std::memcpy(&ver_len, plan.data() + 12, 4);
+  const std::string payload = plan.substr(16 + ver_len + 8 + 4);
   uint64_t model_len = 0;
   std::memcpy(&model_len, payload.data(), 8);
   onnx::ModelProto written;
