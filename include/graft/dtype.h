@@ -20,7 +20,7 @@ enum class DataType : int32_t {
   kInt64 = 7,
   // ONNX's string type. Each element is a std::string (UTF-8 bytes), so a string tensor lives on
   // the host only, its storage constructs and destroys the strings, and it is never copied bytewise
-  // (Tensor::copy_data_from). Only the ops that say so take strings (BuiltinOp::takes_strings);
+  // (Tensor::copy_data_from). Only the ops that say so take strings (OpEntry::takes_strings);
   // inference refuses a string input of any other op, naming it.
   kString = 8,
   kBool = 9,
@@ -36,7 +36,7 @@ const char* dtype_name(DataType t);       // "float32", "float16", ...
 bool dtype_from_name(const std::string& name, DataType* out);  // accepts "float32"/"fp32"/"float"...
 bool dtype_from_onnx(int32_t onnx_type, DataType* out);       // false if graft lacks the type
 // dtype_from_onnx without string: what an op's dtype attribute (Cast aside) may name, since only
-// the ops that take strings (BuiltinOp::takes_strings) make string tensors.
+// the ops that take strings (OpEntry::takes_strings) make string tensors.
 bool dtype_from_onnx_numeric(int32_t onnx_type, DataType* out);
 bool dtype_is_float(DataType t);          // float16/bfloat16/float32/float64
 bool dtype_is_integer(DataType t);        // int8/uint8/int16/uint16/int32/uint32/int64/uint64 (not bool)

@@ -54,16 +54,12 @@ bool gather_single_index(const Node& n, int64_t* index, bool* keeps_axis) {
 }
 
 bool is_view_node(const Node& n) {
-  if (!n.domain.empty() || n.is_custom() || n.outputs.size() != 1 || !n.outputs[0] || !n.input(0)) return false;
+  if (!is_onnx(n) || n.outputs.size() != 1 || !n.outputs[0] || !n.input(0)) return false;
   if (n.outputs[0]->desc.dtype != n.input(0)->desc.dtype) return false;
   if (reshape_like(n.op_type) || n.op_type == "Transpose") return true;
   int64_t i = 0;
   bool keep = false;
   return n.op_type == "Gather" && gather_single_index(n, &i, &keep);
-}
-
-bool reads_dims_only(const Node& n) {
-  return n.domain.empty() && !n.is_custom() && (n.op_type == "Shape" || n.op_type == "Size");
 }
 
 // The view node as a step over an input of shape `in` giving `out` (both of known rank, symbolic

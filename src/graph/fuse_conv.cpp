@@ -156,8 +156,8 @@ namespace {
 
 // The op's layout trait (src/ops/operator.h), for a builtin node with one output.
 bool has_layout_trait(const Node* n, LayoutTrait t) {
-  if (!n->domain.empty() || n->is_custom() || n->outputs.size() != 1) return false;
-  const BuiltinOp* op = find_onnx_op(n->op_type);
+  if (!is_onnx(*n) || n->outputs.size() != 1) return false;
+  const OpEntry* op = find_onnx_op(n->op_type);
   return op && op->layout == t;
 }
 bool is_layout_free_unary(const Node* n) { return has_layout_trait(n, LayoutTrait::kElementwiseUnary); }

@@ -418,7 +418,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
   for (const auto& n : graph.nodes()) nodes.push_back(n.get());
   int fused = 0;
   for (Node* n : nodes) {
-    if (is_removed(dead, n) || n->is_custom() || !n->domain.empty()) continue;
+    if (is_removed(dead, n) || !is_onnx(*n)) continue;
     if (n->op_type != "MatMul" && n->op_type != "Gemm") continue;
     if (n->outputs.size() != 1 || !n->outputs[0] || n->inputs.size() < 2) continue;
     Value* X = n->inputs[0];
@@ -687,14 +687,14 @@ bool is_scalar_operand(const Node& n, int i) {
 
 // nullopt when the node cannot join a chain.
 std::optional<EwNodeInfo> ew_info(const Node& n) {
-  if (n.is_custom() || !n.domain.empty() || n.outputs.size() != 1 || !n.outputs[0]) return std::nullopt;
+  if (!is_onnx(n) || n.outputs.size() != 1 || !n.outputs[0]) return std::nullopt;
   const Value* y = n.outputs[0];
   if (!float_io(y->desc.dtype) || !y->desc.shape) return std::nullopt;
   EwNodeInfo info;
   const std::string& t = n.op_type;
   // Ops that are one instruction whatever their attributes say so in their definition
-  // (BuiltinOp::elementwise_opcode); the ones below depend on attributes.
-  const BuiltinOp* def = find_onnx_op(t);
+  // (OpEntry::elementwise_opcode); the ones below depend on attributes.
+  const OpEntry* def = find_onnx_op(t);
   if (def && def->elementwise_opcode) {
     const int arity = ew_arity(*def->elementwise_opcode);  // 1 or 2: no op names a three-operand one
     if (n.inputs.size() != static_cast<size_t>(arity)) return std::nullopt;

@@ -23,7 +23,7 @@ namespace {
 
 bool data_movement(const Node& n) {
   static const std::set<std::string> kViews{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose"};
-  return n.domain.empty() && !n.is_custom() && kViews.count(n.op_type) > 0;
+  return is_onnx(n) && kViews.count(n.op_type) > 0;
 }
 
 }  // namespace

@@ -13,7 +13,7 @@
 namespace graft {
 
 // Infers one node's output descs (and symbolic int contents) from its inputs' infos. Handles both
-// builtin ops (BuiltinOp::infer) and custom ops (OpDef::infer_shapes / infer_dtypes). Errors carry
+// builtin ops (OpEntry::infer) and custom ops (OpDef::infer_shapes / infer_dtypes). Errors carry
 // the node's name and op type.
 Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& inputs,
                   std::vector<TensorDesc>* out_descs,

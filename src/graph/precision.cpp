@@ -10,23 +10,16 @@
 namespace graft {
 
 bool op_needs_fp32(const Node& n) {
-  const BuiltinOp* op = find_builtin_op(n);
+  const OpEntry* op = find_op_entry(n);
   return op && op->precision == PrecisionTrait::kFloat32;
 }
 
 bool op_needs_fp32(const std::string& onnx_op_type) {
-  const BuiltinOp* op = find_onnx_op(onnx_op_type);
+  const OpEntry* op = find_onnx_op(onnx_op_type);
   return op && op->precision == PrecisionTrait::kFloat32;
 }
 
 namespace {
-
-// Shape and Size read only their input's dims, which a float16 twin has too: they never need a
-// float32 copy of a value (the dynamo export's attention reads the key's Shape for its scale, and a
-// Cast back to float32 per layer only fed that Shape).
-bool reads_dims_only(const Node& n) {
-  return n.domain.empty() && !n.is_custom() && (n.op_type == "Shape" || n.op_type == "Size");
-}
 
 // Whether the node, re-typed to float16, infers float16 for exactly the float32 outputs and the
 // backend supports it.
@@ -125,6 +118,8 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
       o16->producer = n;
       out = o16;
       as_fp16[o] = o16;
+      // A Shape or Size reader needs no float32 copy (the dynamo export's attention reads the key's
+      // Shape for its scale, and a Cast back to float32 per layer only fed that Shape).
       bool need_fp32 = o->is_graph_output;
       for (const Node* c : consumers[o]) need_fp32 |= !fp16.count(c) && !reads_dims_only(*c);
       if (need_fp32) {

@@ -2,60 +2,11 @@
 #include <algorithm>
 
 #include "core/checked_math.h"
-#include "graph/dim_expr_builder.h"
 #include "graph/passes.h"
 
 namespace graft {
 
 namespace {
-
-Status infer_custom(const Node& node, const std::vector<InferContext::InputInfo>& inputs,
-                    std::vector<TensorDesc>* out_descs) {
-  const OpDef& def = *node.custom_op;
-  DimExprBuilder builder;
-  std::vector<std::optional<std::vector<const void*>>> in_shapes;
-  std::vector<DataType> in_dtypes;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const TensorDesc* d = inputs[i].desc;
-    if (!d) {
-      in_shapes.push_back(std::nullopt);
-      in_dtypes.push_back(DataType::kUndefined);
-      continue;
-    }
-    if (!d->shape)
-      return error(StatusCode::kUnsupported, "the rank of input ", static_cast<int64_t>(i), " ('",
-                   node.inputs[i]->name, "') is unknown");
-    std::vector<const void*> exprs;
-    for (const Dim& dim : *d->shape) exprs.push_back(builder.intern(dim));
-    in_shapes.push_back(std::move(exprs));
-    in_dtypes.push_back(d->dtype);
-  }
-  // Declared inputs the node leaves out are absent optional inputs.
-  while (in_shapes.size() < def.inputs().size()) {
-    in_shapes.push_back(std::nullopt);
-    in_dtypes.push_back(DataType::kUndefined);
-  }
-  ShapeContext ctx(&builder, &node.attrs, in_shapes, static_cast<int>(node.outputs.size()));
-  GRAFT_RETURN_IF_ERROR(def.infer_shapes(ctx));
-  auto dtypes = def.infer_dtypes(in_dtypes, node.attrs);
-  if (!dtypes) return std::move(dtypes).take_status();
-  out_descs->assign(node.outputs.size(), TensorDesc());
-  for (size_t o = 0; o < node.outputs.size(); ++o) {
-    if (o >= ctx.outputs().size() || !ctx.outputs()[o])
-      return error(StatusCode::kInternal, "the shape function of ", def.name(), " did not set output ",
-                   static_cast<uint64_t>(o));
-    if (o >= dtypes->size())
-      return error(StatusCode::kInternal, "the dtype function of ", def.name(), " gave no dtype for output ",
-                   static_cast<uint64_t>(o));
-    Shape s;
-    for (const void* e : *ctx.outputs()[o]) {
-      if (!e) return error(StatusCode::kInternal, "the shape function of ", def.name(), " returned a null dimension");
-      s.push_back(*DimExprBuilder::as_dim(e));
-    }
-    (*out_descs)[o] = TensorDesc((*dtypes)[o], std::move(s));
-  }
-  return Status::ok();
-}
 
 // Every shape an op infers is bounded here, in one place for builtin and custom ops alike: rank at
 // most kMaxRank, no negative or overflowed dimension, and a constant part whose element and byte
@@ -90,7 +41,7 @@ Status check_output_shapes(const Node& node, const std::vector<TensorDesc>& desc
   return Status::ok();
 }
 
-// A sequence or optional reaches only the ops that take containers (BuiltinOp::takes_containers).
+// A sequence or optional reaches only the ops that take containers (OpEntry::takes_containers).
 Status check_tensor_inputs(const Node& node, const std::vector<InferContext::InputInfo>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i].desc && !inputs[i].desc->is_tensor())
@@ -102,7 +53,7 @@ Status check_tensor_inputs(const Node& node, const std::vector<InferContext::Inp
   return Status::ok();
 }
 
-// A string tensor reaches only the ops that take strings (BuiltinOp::takes_strings); custom ops
+// A string tensor reaches only the ops that take strings (OpEntry::takes_strings); custom ops
 // never do (the SDK's kernels see raw buffers).
 Status check_no_string_inputs(const Node& node, const std::vector<InferContext::InputInfo>& inputs) {
   for (size_t i = 0; i < inputs.size(); ++i)
@@ -121,14 +72,7 @@ Status infer_node(const Node& node, const std::vector<InferContext::InputInfo>& 
                   std::vector<TensorDesc>* out_descs,
                   std::vector<std::optional<std::vector<Dim>>>* out_sym_values) {
   out_sym_values->assign(node.outputs.size(), std::nullopt);
-  if (node.custom_op) {
-    GRAFT_RETURN_IF_ERROR(check_tensor_inputs(node, inputs));
-    GRAFT_RETURN_IF_ERROR(check_no_string_inputs(node, inputs));
-    Status st = infer_custom(node, inputs, out_descs);
-    if (!st.is_ok()) return st.with_node(node.name, node.op_type);
-    return check_output_shapes(node, *out_descs);
-  }
-  const BuiltinOp* op = find_builtin_op(node);
+  const OpEntry* op = find_op_entry(node);
   if (!op)
     return error(StatusCode::kUnsupported, "no builtin op '", node.domain.empty() ? "" : node.domain + "::",
                  node.op_type, "'")

@@ -670,7 +670,7 @@ Status import_nodes(const onnx::GraphProto& gp, Graph* g, const std::string& bas
 
     // Resolve the op: the builtin table for the default and internal domains, then the custom-op
     // registry.
-    const BuiltinOp* builtin = find_builtin_op(domain, np.op_type());
+    const OpEntry* builtin = find_builtin_op(domain, np.op_type());
     if (builtin && builtin->min_opset <= opset) {
       // Its kernels write output 0 (ONNX's schemas require it of every op but the recurrent ones).
       if (!builtin->first_output_optional && (np.output_size() == 0 || np.output(0).empty()))

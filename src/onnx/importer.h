@@ -2,7 +2,7 @@
 //
 // What it accepts: IR versions 3..10, default-domain opset 1..21 (1..10 converted to 11 first,
 // opset_conversion.h), initializers (raw or typed fields, external data), value_info, symbolic
-// dims, the attribute kinds graft supports, builtin ops from the BuiltinOp table and custom ops
+// dims, the attribute kinds graft supports, builtin ops from the OpEntry table and custom ops
 // from the OpRegistry (looked up as TensorRT's ONNX parser does: op_type + plugin_version +
 // plugin_namespace).
 //

@@ -9,9 +9,9 @@
 
 namespace graft {
 
-const std::vector<BuiltinOp>& builtin_ops() {
-  static const std::vector<BuiltinOp> table = [] {
-    std::vector<BuiltinOp> t;
+const std::vector<OpEntry>& builtin_ops() {
+  static const std::vector<OpEntry> table = [] {
+    std::vector<OpEntry> t;
     append_elementwise_ops(t);
     append_nn_ops(t);
     append_reduce_ops(t);
@@ -38,7 +38,7 @@ const std::vector<BuiltinOp>& builtin_ops() {
     append_fused_transformer_ops(t);
     append_view_ops(t);
     for (size_t i = onnx_ops; i < t.size(); ++i) t[i].domain = kInternalDomain;
-    std::sort(t.begin(), t.end(), [](const BuiltinOp& a, const BuiltinOp& b) {
+    std::sort(t.begin(), t.end(), [](const OpEntry& a, const OpEntry& b) {
       return std::string(a.op_type) < b.op_type;
     });
     return t;
@@ -46,15 +46,16 @@ const std::vector<BuiltinOp>& builtin_ops() {
   return table;
 }
 
-const BuiltinOp* find_builtin_op(const std::string& domain, const std::string& op_type) {
+const OpEntry* find_builtin_op(const std::string& domain, const std::string& op_type) {
   const bool onnx = domain.empty() || domain == "ai.onnx";
   for (const auto& op : builtin_ops())
     if (op_type == op.op_type && (onnx ? *op.domain == '\0' : domain == op.domain)) return &op;
   return nullptr;
 }
 
-const BuiltinOp* find_builtin_op(const Node& node) {
-  return node.custom_op ? nullptr : find_builtin_op(node.domain, node.op_type);
+const OpEntry* find_op_entry(const Node& node) {
+  // The one place that tells a custom-op node from a builtin one (the importer resolved its OpDef).
+  return node.custom_op ? &custom_op_entry() : find_builtin_op(node.domain, node.op_type);
 }
 
 bool is_internal(const Node& n, const char* op_type) { return n.domain == kInternalDomain && n.op_type == op_type; }
@@ -62,7 +63,7 @@ bool is_internal(const Node& n, const char* op_type) { return n.domain == kInter
 bool is_internal_op(const std::string& op_type) { return find_builtin_op(kInternalDomain, op_type) != nullptr; }
 
 bool output_shape_from_kernel(const Node& node) {
-  const BuiltinOp* op = find_builtin_op(node);
+  const OpEntry* op = find_op_entry(node);
   return op && op->output_shape_from_kernel;
 }
 

@@ -4,7 +4,7 @@
 // axes and directions). Subgraphs live in Node::subgraphs; what they read from enclosing graphs
 // arrives as the node's implicit inputs (graph.h). Inference runs the subgraph's own inference
 // (graph/subgraph.h). Their outputs may depend on data (which branch, how many iterations), so the
-// kernels (src/backends/cpu/control_flow.cpp) allocate them (BuiltinOp::output_shape_from_kernel).
+// kernels (src/backends/cpu/control_flow.cpp) allocate them (OpEntry::output_shape_from_kernel).
 #include <string>
 
 #include "backends/cpu/control_flow.h"
@@ -280,8 +280,8 @@ Status infer_sequence_map(InferContext& ctx) {
 
 }  // namespace
 
-void append_control_flow_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_control_flow_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       {"If", 1, infer_if, cpu::if_op, /*output_shape_from_kernel=*/true, /*takes_containers=*/true},
       {"Loop", 1, infer_loop, cpu::loop_op, /*output_shape_from_kernel=*/true, /*takes_containers=*/true},
       {"Scan", 9, infer_scan, cpu::scan_op, /*output_shape_from_kernel=*/true},

@@ -1,12 +1,13 @@
 // The call of a custom op's kernel (an OpDef's, graft's own or a plugin's) on a node's tensors, in
-// one form for every engine: the CPU executor and the CUDA engine build it the same way.
+// one form for every engine: the CPU entry (custom_op_entry, src/ops/custom_op_entry.cpp) and the
+// CUDA one (custom_cuda_op, src/backends/cuda/cuda_ops.cpp) build it the same way.
 #pragma once
 
 #include <vector>
 
 #include "graft/op.h"
 #include "graft/tensor.h"
-#include "graph/graph.h"
+#include "ops/operator.h"
 
 namespace graft {
 
@@ -15,9 +16,8 @@ struct CustomKernelCall {
   std::vector<ConcreteDesc> inputs, outputs;  // what the op's workspace_fn reads
 };
 
-// Stream and workspace are left for the caller to set. `outputs` may hold undefined tensors (outputs
-// the node leaves out, or that the kernel allocates itself).
-CustomKernelCall custom_kernel_call(const Node& node, const std::vector<const Tensor*>& inputs,
-                                    const std::vector<Tensor>& outputs);
+// Stream and workspace are left for the caller to set. An output the node leaves out (a null
+// pointer) or that is not allocated yet reaches the kernel as an empty view.
+CustomKernelCall custom_kernel_call(const ExecContext& ec);
 
 }  // namespace graft

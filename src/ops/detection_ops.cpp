@@ -1,7 +1,7 @@
 // Schemas of the ONNX ops whose output size depends on the input data, not only on input shapes:
 // NonZero and NonMaxSuppression. Their count dimension is a fresh symbol (InferContext::unknown_dim)
 // at build time and at run time alike; the kernels (src/backends/cpu/detection.cpp) allocate the
-// output once they have counted (BuiltinOp::output_shape_from_kernel), and every later node is
+// output once they have counted (OpEntry::output_shape_from_kernel), and every later node is
 // inferred from the tensor actually produced.
 #include <string>
 
@@ -105,8 +105,8 @@ Status infer_non_max_suppression(InferContext& ctx) {
 
 }  // namespace
 
-void append_detection_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_detection_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       keeps_float32({"NonZero", 9, infer_non_zero, cpu::non_zero, /*output_shape_from_kernel=*/true}),
       {"NonMaxSuppression", 10, infer_non_max_suppression, cpu::non_max_suppression,
        /*output_shape_from_kernel=*/true},

@@ -312,8 +312,8 @@ Status infer_where(InferContext& ctx) {
 
 }  // namespace
 
-void append_elementwise_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_elementwise_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       fuses_as(EwOp::kRelu, elementwise_unary({"Relu", 11, infer_unary_signed, cpu::relu})),
       elementwise_unary({"LeakyRelu", 11, infer_leaky_relu, cpu::leaky_relu}),
       {"PRelu", 11, infer_prelu, cpu::prelu},

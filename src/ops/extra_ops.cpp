@@ -505,8 +505,8 @@ Status infer_mean(InferContext& ctx) {
 
 }  // namespace
 
-void append_extra_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_extra_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       {"ArgMax", 1, infer_arg_reduce, cpu::arg_max},
       {"ArgMin", 1, infer_arg_reduce, cpu::arg_min},
       {"Hardmax", 1, infer_hardmax, cpu::hardmax},

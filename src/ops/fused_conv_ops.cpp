@@ -53,8 +53,8 @@ TensorDesc permuted_desc(const TensorDesc& d, const std::vector<int64_t>& perm) 
   return TensorDesc(d.dtype, permuted(*d.shape, perm));
 }
 
-const BuiltinOp& builtin(const char* op_type) {
-  const BuiltinOp* op = find_onnx_op(op_type);
+const OpEntry& builtin(const char* op_type) {
+  const OpEntry* op = find_onnx_op(op_type);
   return *op;  // the builtin table always holds Conv and the pools
 }
 
@@ -355,10 +355,10 @@ Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm) {
   return out;
 }
 
-void append_fused_conv_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"GraftConv", 11, infer_graft_conv, graft_conv_cpu});
-  out.push_back(BuiltinOp{"GraftPool", 11, infer_graft_pool, graft_pool_cpu});
-  out.push_back(BuiltinOp{"GraftChannelsLast", 11, infer_graft_channels_last, graft_channels_last_cpu});
+void append_fused_conv_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"GraftConv", 11, infer_graft_conv, graft_conv_cpu});
+  out.push_back(OpEntry{"GraftPool", 11, infer_graft_pool, graft_pool_cpu});
+  out.push_back(OpEntry{"GraftChannelsLast", 11, infer_graft_channels_last, graft_channels_last_cpu});
 }
 
 }  // namespace graft

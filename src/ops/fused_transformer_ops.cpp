@@ -600,10 +600,10 @@ Status attention_output_layout(const std::vector<int64_t>& y, const std::vector<
   return Status::ok();
 }
 
-void append_fused_transformer_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"GraftGemm", 1, infer_graft_gemm, cpu_graft_gemm});
-  out.push_back(BuiltinOp{"GraftElementwise", 1, infer_graft_elementwise, cpu_graft_elementwise});
-  out.push_back(BuiltinOp{"GraftAttention", 1, infer_graft_attention, cpu_graft_attention});
+void append_fused_transformer_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"GraftGemm", 1, infer_graft_gemm, cpu_graft_gemm});
+  out.push_back(OpEntry{"GraftElementwise", 1, infer_graft_elementwise, cpu_graft_elementwise});
+  out.push_back(OpEntry{"GraftAttention", 1, infer_graft_attention, cpu_graft_attention});
 }
 
 }  // namespace graft

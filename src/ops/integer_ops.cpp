@@ -227,8 +227,8 @@ Status infer_qlinear_conv(InferContext& ctx) {
 
 }  // namespace
 
-void append_integer_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_integer_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       {"MatMulInteger", 10, infer_matmul_integer, cpu::matmul_integer},
       {"ConvInteger", 10, infer_conv_integer, cpu::conv_integer},
       {"QLinearMatMul", 10, infer_qlinear_matmul, cpu::qlinear_matmul},

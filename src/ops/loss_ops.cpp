@@ -80,9 +80,9 @@ Status infer_sce(InferContext& ctx) {
 
 }  // namespace
 
-void append_loss_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"NegativeLogLikelihoodLoss", 12, infer_nll, cpu::negative_log_likelihood_loss});
-  out.push_back(BuiltinOp{"SoftmaxCrossEntropyLoss", 12, infer_sce, cpu::softmax_cross_entropy_loss});
+void append_loss_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"NegativeLogLikelihoodLoss", 12, infer_nll, cpu::negative_log_likelihood_loss});
+  out.push_back(OpEntry{"SoftmaxCrossEntropyLoss", 12, infer_sce, cpu::softmax_cross_entropy_loss});
 }
 
 }  // namespace graft

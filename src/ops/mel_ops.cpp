@@ -59,8 +59,8 @@ Status infer_mel_weight_matrix(InferContext& ctx) {
 
 }  // namespace
 
-void append_mel_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"MelWeightMatrix", 17, infer_mel_weight_matrix, cpu::mel_weight_matrix});
+void append_mel_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"MelWeightMatrix", 17, infer_mel_weight_matrix, cpu::mel_weight_matrix});
 }
 
 }  // namespace graft

@@ -205,8 +205,8 @@ Status infer_einsum(InferContext& ctx) {
 
 }  // namespace
 
-void append_misc_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_misc_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       {"InstanceNormalization", 6, infer_instance_norm, cpu::instance_normalization},
       {"LRN", 1, infer_lrn, cpu::lrn},
       {"MeanVarianceNormalization", 9, infer_mvn, cpu::mean_variance_normalization},

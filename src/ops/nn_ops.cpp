@@ -283,16 +283,16 @@ Status infer_gemm(InferContext& ctx) {
 
 }  // namespace
 
-void append_nn_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"AveragePool", 11, infer_average_pool, cpu::average_pool});
-  out.push_back(BuiltinOp{"BatchNormalization", 11, infer_batch_norm, cpu::batch_normalization});
-  out.push_back(BuiltinOp{"Conv", 11, infer_conv, cpu::conv});
-  out.push_back(BuiltinOp{"ConvTranspose", 11, infer_conv_transpose, cpu::conv_transpose});
-  out.push_back(BuiltinOp{"Gemm", 11, infer_gemm, cpu::gemm});
-  out.push_back(BuiltinOp{"GlobalAveragePool", 11, infer_global_pool, cpu::global_average_pool});
-  out.push_back(BuiltinOp{"GlobalMaxPool", 11, infer_global_pool, cpu::global_max_pool});
-  out.push_back(BuiltinOp{"MatMul", 11, infer_matmul, cpu::matmul});
-  out.push_back(BuiltinOp{"MaxPool", 11, infer_max_pool, cpu::max_pool});
+void append_nn_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"AveragePool", 11, infer_average_pool, cpu::average_pool});
+  out.push_back(OpEntry{"BatchNormalization", 11, infer_batch_norm, cpu::batch_normalization});
+  out.push_back(OpEntry{"Conv", 11, infer_conv, cpu::conv});
+  out.push_back(OpEntry{"ConvTranspose", 11, infer_conv_transpose, cpu::conv_transpose});
+  out.push_back(OpEntry{"Gemm", 11, infer_gemm, cpu::gemm});
+  out.push_back(OpEntry{"GlobalAveragePool", 11, infer_global_pool, cpu::global_average_pool});
+  out.push_back(OpEntry{"GlobalMaxPool", 11, infer_global_pool, cpu::global_max_pool});
+  out.push_back(OpEntry{"MatMul", 11, infer_matmul, cpu::matmul});
+  out.push_back(OpEntry{"MaxPool", 11, infer_max_pool, cpu::max_pool});
 }
 
 }  // namespace graft

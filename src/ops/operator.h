@@ -68,7 +68,7 @@ class InferContext {
 
 // Kernel context for builtin ops on a backend. Outputs are allocated by the runtime to the shapes
 // inference produced (for the concrete input shapes), except the outputs of an op whose shape comes
-// from its kernel (BuiltinOp::output_shape_from_kernel): the runtime leaves an output whose inferred
+// from its kernel (OpEntry::output_shape_from_kernel): the runtime leaves an output whose inferred
 // shape is not static undefined, and the kernel allocates it with allocate_output.
 struct ExecContext {
   const Node* node = nullptr;
@@ -95,7 +95,6 @@ Result<Tensor*> allocate_output(ExecContext& ctx, size_t i, DataType dtype, std:
 // inference afterwards.
 Status set_output_value(ExecContext& ctx, size_t i, Tensor value);
 
-// One builtin ONNX op: schema (inference) plus its CPU reference kernel.
 // What the float16 pass (src/graph/precision.cpp) may do with an op.
 enum class PrecisionTrait : uint8_t {
   kAny,      // float16 wherever the backend has a float16 kernel for it
@@ -111,8 +110,14 @@ enum class LayoutTrait : uint8_t {
   kElementwiseBinary,  // two operands broadcast elementwise: any layout, with the operands permuted alike
 };
 
-struct BuiltinOp {
-  const char* op_type;  // in the default ONNX domain, or kInternalDomain for graft's internal ops
+// One op as the builder and the engines see it, whoever defined it: its inference, its CPU reference
+// kernel and the traits the passes read. The builtin ONNX ops and graft's internal ops are entries of
+// the table below; every custom-op node (an OpDef of graft's own or a plugin's) resolves to one more
+// entry, custom_op_entry(), whose functions call the node's OpDef. Code that runs or infers a node asks
+// find_op_entry(node) and never chooses between the two; the CUDA backend does the same with its
+// CudaOp table (cuda_op_for, src/backends/cuda/cuda_ops.h).
+struct OpEntry {
+  const char* op_type;  // in `domain` (custom_op_entry(): "", its nodes name their own op)
   int min_opset;  // first opset version graft supports for it (11 for most)
   InferFn infer;
   CpuKernelFn cpu;
@@ -144,71 +149,85 @@ struct BuiltinOp {
 };
 
 // Registration helpers, so that an op's traits are written where the op is defined.
-inline BuiltinOp keeps_float32(BuiltinOp op) {
+inline OpEntry keeps_float32(OpEntry op) {
   op.precision = PrecisionTrait::kFloat32;
   return op;
 }
-inline BuiltinOp elementwise_unary(BuiltinOp op) {
+inline OpEntry elementwise_unary(OpEntry op) {
   op.layout = LayoutTrait::kElementwiseUnary;
   return op;
 }
-inline BuiltinOp elementwise_binary(BuiltinOp op) {
+inline OpEntry elementwise_binary(OpEntry op) {
   op.layout = LayoutTrait::kElementwiseBinary;
   return op;
 }
-inline BuiltinOp fuses_as(EwOp code, BuiltinOp op) {
+inline OpEntry fuses_as(EwOp code, OpEntry op) {
   op.elementwise_opcode = code;
   return op;
 }
-inline BuiltinOp takes_strings(BuiltinOp op) {
+inline OpEntry takes_strings(OpEntry op) {
   op.takes_strings = true;
   return op;
 }
-inline BuiltinOp every_output_optional(BuiltinOp op) {
+inline OpEntry every_output_optional(OpEntry op) {
   op.first_output_optional = true;
   return op;
 }
 
-// True for a builtin node whose op sets output_shape_from_kernel (never for custom ops).
+// True for a node whose op sets output_shape_from_kernel (never a custom op's).
 bool output_shape_from_kernel(const Node& node);
 
+// The entry of every custom-op node (src/ops/custom_op_entry.cpp): inference through the OpDef's shape
+// and dtype functions, the CPU kernel through OpDef::run with a host workspace of the size its
+// workspace_fn asks. No trait is set: a custom op keeps the dtypes its kernels are registered for.
+const OpEntry& custom_op_entry();
+// The entry a node runs and infers with: custom_op_entry() for a node with an OpDef, else the builtin
+// table's entry for its domain and op type; nullptr for an op graft does not know.
+const OpEntry* find_op_entry(const Node& node);
+
+// Whether a node is an ONNX op (the default domain, no OpDef): passes that look for ONNX's Shape,
+// Relu or Dropout ask this, so a custom op of the same name is never taken for one.
+inline bool is_onnx(const Node& n) { return !n.custom_op && n.domain.empty(); }
+inline bool is_onnx(const Node& n, const char* op_type) { return is_onnx(n) && n.op_type == op_type; }
+// ONNX's Shape and Size read only their input's dims, never its data: a float16 twin, a view or a
+// value still on the GPU answers them as well.
+inline bool reads_dims_only(const Node& n) { return is_onnx(n, "Shape") || is_onnx(n, "Size"); }
+
 // The explicit table of builtin ops (src/ops/builtin_ops.cpp). No static initializers.
-const std::vector<BuiltinOp>& builtin_ops();
+const std::vector<OpEntry>& builtin_ops();
 // The builtin op `op_type` of `domain` ("" or "ai.onnx": the ONNX ops; kInternalDomain: graft's
 // internal ops), or nullptr.
-const BuiltinOp* find_builtin_op(const std::string& domain, const std::string& op_type);
-// The builtin op a node names (its domain included), or nullptr (custom ops included).
-const BuiltinOp* find_builtin_op(const Node& node);
+const OpEntry* find_builtin_op(const std::string& domain, const std::string& op_type);
 // The ONNX op `op_type`, or nullptr.
-inline const BuiltinOp* find_onnx_op(const std::string& op_type) { return find_builtin_op("", op_type); }
+inline const OpEntry* find_onnx_op(const std::string& op_type) { return find_builtin_op("", op_type); }
 
 // Per-group registration functions, each defined in its own file and listed in builtin_ops.cpp.
-void append_elementwise_ops(std::vector<BuiltinOp>& out);   // unary, binary, Where, Cast, Clip...
-void append_nn_ops(std::vector<BuiltinOp>& out);            // Conv, pools, BN, MatMul, Gemm, Softmax, LayerNorm
-void append_reduce_ops(std::vector<BuiltinOp>& out);        // ReduceMean/Sum/Max
-void append_shape_ops(std::vector<BuiltinOp>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
-void append_resize_pad_ops(std::vector<BuiltinOp>& out);    // Resize, Pad
-void append_extra_ops(std::vector<BuiltinOp>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
-void append_sampling_ops(std::vector<BuiltinOp>& out);      // RoiAlign, GridSample
-void append_detection_ops(std::vector<BuiltinOp>& out);     // NonZero, NonMaxSuppression (data-dependent output shapes)
-void append_loss_ops(std::vector<BuiltinOp>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void append_quantize_ops(std::vector<BuiltinOp>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
-void append_misc_ops(std::vector<BuiltinOp>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
-void append_spectral_ops(std::vector<BuiltinOp>& out);      // DFT, STFT
-void append_integer_ops(std::vector<BuiltinOp>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
-void append_mel_ops(std::vector<BuiltinOp>& out);           // MelWeightMatrix
-void append_tfidf_ops(std::vector<BuiltinOp>& out);         // TfIdfVectorizer
-void append_string_ops(std::vector<BuiltinOp>& out);        // StringNormalizer (string tensors, CPU only)
-void append_random_ops(std::vector<BuiltinOp>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
-void append_selection_ops(std::vector<BuiltinOp>& out);     // Unique (data-dependent output shapes), MaxUnpool
-void append_recurrent_ops(std::vector<BuiltinOp>& out);     // RNN, LSTM, GRU
-void append_control_flow_ops(std::vector<BuiltinOp>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)
-void append_sequence_ops(std::vector<BuiltinOp>& out);      // Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap, Optional*
+void append_elementwise_ops(std::vector<OpEntry>& out);   // unary, binary, Where, Cast, Clip...
+void append_nn_ops(std::vector<OpEntry>& out);            // Conv, pools, BN, MatMul, Gemm, Softmax, LayerNorm
+void append_reduce_ops(std::vector<OpEntry>& out);        // ReduceMean/Sum/Max
+void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
+void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
+void append_extra_ops(std::vector<OpEntry>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
+void append_sampling_ops(std::vector<OpEntry>& out);      // RoiAlign, GridSample
+void append_detection_ops(std::vector<OpEntry>& out);     // NonZero, NonMaxSuppression (data-dependent output shapes)
+void append_loss_ops(std::vector<OpEntry>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void append_quantize_ops(std::vector<OpEntry>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void append_misc_ops(std::vector<OpEntry>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
+void append_spectral_ops(std::vector<OpEntry>& out);      // DFT, STFT
+void append_integer_ops(std::vector<OpEntry>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void append_mel_ops(std::vector<OpEntry>& out);           // MelWeightMatrix
+void append_tfidf_ops(std::vector<OpEntry>& out);         // TfIdfVectorizer
+void append_string_ops(std::vector<OpEntry>& out);        // StringNormalizer (string tensors, CPU only)
+void append_random_ops(std::vector<OpEntry>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
+void append_selection_ops(std::vector<OpEntry>& out);     // Unique (data-dependent output shapes), MaxUnpool
+void append_recurrent_ops(std::vector<OpEntry>& out);     // RNN, LSTM, GRU
+void append_control_flow_ops(std::vector<OpEntry>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)
+void append_sequence_ops(std::vector<OpEntry>& out);      // Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap, Optional*
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
-void append_fused_conv_ops(std::vector<BuiltinOp>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast
-void append_fused_transformer_ops(std::vector<BuiltinOp>& out);  // GEMM epilogues, elementwise chains, attention
-void append_view_ops(std::vector<BuiltinOp>& out);               // GraftStridedCopy (composed data-movement chains)
+void append_fused_conv_ops(std::vector<OpEntry>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast
+void append_fused_transformer_ops(std::vector<OpEntry>& out);  // GEMM epilogues, elementwise chains, attention
+void append_view_ops(std::vector<OpEntry>& out);               // GraftStridedCopy (composed data-movement chains)
 
 // Helpers shared by inference functions.
 // Multidirectional (numpy) broadcasting of two symbolic shapes; error names both shapes.

@@ -91,10 +91,10 @@ Status infer_dynamic_quantize_linear(InferContext& ctx) {
 
 }  // namespace
 
-void append_quantize_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"QuantizeLinear", 10, infer_quantize_linear, cpu::quantize_linear});
-  out.push_back(BuiltinOp{"DequantizeLinear", 10, infer_dequantize_linear, cpu::dequantize_linear});
-  out.push_back(BuiltinOp{"DynamicQuantizeLinear", 11, infer_dynamic_quantize_linear, cpu::dynamic_quantize_linear});
+void append_quantize_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"QuantizeLinear", 10, infer_quantize_linear, cpu::quantize_linear});
+  out.push_back(OpEntry{"DequantizeLinear", 10, infer_dequantize_linear, cpu::dequantize_linear});
+  out.push_back(OpEntry{"DynamicQuantizeLinear", 11, infer_dynamic_quantize_linear, cpu::dynamic_quantize_linear});
 }
 
 }  // namespace graft

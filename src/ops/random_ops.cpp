@@ -49,7 +49,7 @@ Status infer_multinomial(InferContext& ctx) {
 
 }  // namespace
 
-void append_random_ops(std::vector<BuiltinOp>& out) {
+void append_random_ops(std::vector<OpEntry>& out) {
   out.insert(out.end(), {
       keeps_float32({"RandomUniform", 1, infer_random_source, cpu::random_uniform}),
       keeps_float32({"RandomNormal", 1, infer_random_source, cpu::random_normal}),

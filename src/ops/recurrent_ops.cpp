@@ -58,11 +58,11 @@ Status infer_gru(InferContext& ctx) { return infer_recurrent(ctx, RecurrentOp::k
 
 }  // namespace
 
-void append_recurrent_ops(std::vector<BuiltinOp>& out) {
+void append_recurrent_ops(std::vector<OpEntry>& out) {
   // Opset 7 is the first form without opset 1's output_sequence attribute; 14 adds layout, which
   // the shared attribute reader accepts from that opset on.
   // Y, Y_h (and LSTM's Y_c) are all optional: a node may ask for any of them.
-  const std::vector<BuiltinOp> ops = {
+  const std::vector<OpEntry> ops = {
       every_output_optional({"RNN", 7, infer_rnn, cpu::rnn}),
       every_output_optional({"LSTM", 7, infer_lstm, cpu::lstm}),
       every_output_optional({"GRU", 7, infer_gru, cpu::gru}),

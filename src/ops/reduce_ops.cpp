@@ -137,8 +137,8 @@ Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only) {
 
 }  // namespace infer
 
-void append_reduce_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_reduce_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       {"ReduceMean", 11, infer_reduce_any, cpu::reduce_mean},
       keeps_float32({"ReduceSum", 11, infer_reduce_any, cpu::reduce_sum}),
       {"ReduceMax", 11, infer_reduce_any, cpu::reduce_max},

@@ -146,9 +146,9 @@ Status infer_pad(InferContext& ctx) {
 
 }  // namespace
 
-void append_resize_pad_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"Pad", 11, infer_pad, cpu::pad});
-  out.push_back(BuiltinOp{"Resize", 11, infer_resize, cpu::resize});
+void append_resize_pad_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"Pad", 11, infer_pad, cpu::pad});
+  out.push_back(OpEntry{"Resize", 11, infer_resize, cpu::resize});
 }
 
 }  // namespace graft

@@ -73,9 +73,9 @@ Status infer_grid_sample(InferContext& ctx) {
 
 }  // namespace
 
-void append_sampling_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"GridSample", 16, infer_grid_sample, cpu::grid_sample});
-  out.push_back(BuiltinOp{"RoiAlign", 10, infer_roi_align, cpu::roi_align});
+void append_sampling_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"GridSample", 16, infer_grid_sample, cpu::grid_sample});
+  out.push_back(OpEntry{"RoiAlign", 10, infer_roi_align, cpu::roi_align});
 }
 
 }  // namespace graft

@@ -3,7 +3,7 @@
 //
 // Unique's output sizes depend on the data: the count of distinct elements is one fresh symbol
 // (InferContext::unknown_dim) shared by Y, indices and counts, at build time and at run time alike;
-// the kernel allocates those outputs once it has counted (BuiltinOp::output_shape_from_kernel), as
+// the kernel allocates those outputs once it has counted (OpEntry::output_shape_from_kernel), as
 // NonZero does. MaxUnpool's output shape comes from the attributes or from its output_shape input,
 // whose value run-time inference has, so it needs no such mechanism.
 #include <optional>
@@ -163,8 +163,8 @@ Status infer_unique(InferContext& ctx) {
 
 }  // namespace
 
-void append_selection_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_selection_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       keeps_float32({"Unique", 11, infer_unique, cpu::unique, /*output_shape_from_kernel=*/true}),
       {"MaxUnpool", 9, infer_max_unpool, cpu::max_unpool},
   };

@@ -242,9 +242,9 @@ Status infer_optional_get_element(InferContext& ctx) {
 
 }  // namespace
 
-void append_sequence_ops(std::vector<BuiltinOp>& out) {
+void append_sequence_ops(std::vector<OpEntry>& out) {
   constexpr bool kFromKernel = false, kContainers = true;
-  const std::vector<BuiltinOp> ops = {
+  const std::vector<OpEntry> ops = {
       {"SequenceEmpty", 11, infer_sequence_empty, cpu::sequence_empty, kFromKernel, kContainers},
       {"SequenceConstruct", 11, infer_sequence_construct, cpu::sequence_construct, kFromKernel, kContainers},
       {"SequenceInsert", 11, infer_sequence_insert, cpu::sequence_insert, kFromKernel, kContainers},

@@ -740,7 +740,7 @@ Status infer_tile(InferContext& ctx) {
 
 }  // namespace
 
-void append_shape_ops(std::vector<BuiltinOp>& out) {
+void append_shape_ops(std::vector<OpEntry>& out) {
   out.push_back({"Concat", 11, infer_concat, cpu::concat});
   out.push_back(takes_strings(keeps_float32({"Constant", 11, infer_constant, cpu::constant})));
   out.push_back(keeps_float32({"ConstantOfShape", 9,  // unchanged since opset 9

@@ -187,8 +187,8 @@ Status infer_stft(InferContext& ctx) {
 
 }  // namespace
 
-void append_spectral_ops(std::vector<BuiltinOp>& out) {
-  const std::vector<BuiltinOp> ops = {
+void append_spectral_ops(std::vector<OpEntry>& out) {
+  const std::vector<OpEntry> ops = {
       {"DFT", 17, infer_dft, cpu::dft},
       {"STFT", 17, infer_stft, cpu::stft},
   };

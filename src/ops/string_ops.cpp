@@ -308,7 +308,7 @@ Status string_normalizer(ExecContext& ctx) {
 
 }  // namespace
 
-void append_string_ops(std::vector<BuiltinOp>& out) {
+void append_string_ops(std::vector<OpEntry>& out) {
   out.push_back(takes_strings({"StringNormalizer", 10, infer_string_normalizer, string_normalizer,
                                /*output_shape_from_kernel=*/true}));
 }

@@ -32,8 +32,8 @@ Status infer_tfidf_vectorizer(InferContext& ctx) {
 
 }  // namespace
 
-void append_tfidf_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"TfIdfVectorizer", 9, infer_tfidf_vectorizer, cpu::tfidf_vectorizer});
+void append_tfidf_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"TfIdfVectorizer", 9, infer_tfidf_vectorizer, cpu::tfidf_vectorizer});
 }
 
 }  // namespace graft

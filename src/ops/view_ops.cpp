@@ -597,10 +597,10 @@ Status concat_slices_cpu(ExecContext& ctx) {
 
 }  // namespace
 
-void append_view_ops(std::vector<BuiltinOp>& out) {
-  out.push_back(BuiltinOp{"GraftStridedCopy", 11, infer_strided_copy, strided_copy_cpu});
-  out.push_back(BuiltinOp{"GraftViewChain", 11, infer_view_chain, view_chain_cpu});
-  out.push_back(BuiltinOp{"GraftConcatSlices", 11, infer_concat_slices, concat_slices_cpu});
+void append_view_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"GraftStridedCopy", 11, infer_strided_copy, strided_copy_cpu});
+  out.push_back(OpEntry{"GraftViewChain", 11, infer_view_chain, view_chain_cpu});
+  out.push_back(OpEntry{"GraftConcatSlices", 11, infer_concat_slices, concat_slices_cpu});
 }
 
 }  // namespace graft

@@ -1,12 +1,10 @@
 #include "runtime/cpu_executor.h"
 
-#include <limits>
 #include <new>
 #include <string>
 #include <vector>
 
 #include "graph/passes.h"
-#include "ops/custom_kernel_call.h"
 #include "ops/operator.h"
 
 namespace graft {
@@ -45,31 +43,8 @@ Result<std::vector<Tensor>> run_node_cpu(const Node& node, const std::vector<con
   Status st;
   if (outputs_all_empty(node, outs)) {
     // nothing to write; the output checks below still run
-  } else if (node.custom_op) {
-    const OpDef& def = *node.custom_op;
-    CustomKernelCall call = custom_kernel_call(node, inputs, outs);
-    KernelContext& kc = call.context;
-    size_t ws = def.workspace_size(call.inputs, call.outputs, node.attrs);
-    Tensor workspace;
-    if (ws) {
-      if (ws > static_cast<size_t>(std::numeric_limits<int64_t>::max()))
-        return error(StatusCode::kOutOfMemory, "the kernel asks for a workspace of ", static_cast<uint64_t>(ws),
-                     " bytes").with_node(node.name, node.op_type);
-      auto w = Tensor::allocate(DataType::kUInt8, {static_cast<int64_t>(ws)});
-      if (!w) return std::move(w).take_status().with_node(node.name, node.op_type);
-      workspace = std::move(w).value();
-      kc.workspace = workspace.data();
-      kc.workspace_size = ws;
-    }
-    try {
-      st = def.run(Backend::kCPU, kc);
-    } catch (const std::bad_alloc&) {
-      st = error(StatusCode::kOutOfMemory, "out of memory in the kernel");
-    } catch (const std::exception& e) {
-      st = error(StatusCode::kRuntimeError, "kernel threw an exception: ", e.what());
-    }
   } else {
-    const BuiltinOp* op = find_builtin_op(node);
+    const OpEntry* op = find_op_entry(node);
     if (!op || !op->cpu)
       return error(StatusCode::kUnsupported, "no CPU kernel").with_node(node.name, node.op_type);
     ExecContext ec;

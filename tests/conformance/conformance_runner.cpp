@@ -110,7 +110,7 @@ std::vector<std::pair<std::string, std::string>> unsupported_ops(const onnx::Mod
     if (local_functions.count({domain, type})) {
       out.push_back({type, "model-local function"});
     } else if (is_default_domain(domain)) {
-      const graft::BuiltinOp* op = graft::find_onnx_op(type);
+      const graft::OpEntry* op = graft::find_onnx_op(type);
       if (!op)
         out.push_back({type, "no builtin op"});
       else if (opset < op->min_opset)

@@ -203,7 +203,7 @@ inline void run_kernel_case(const KernelCase& c, DataType dt, uint32_t seed) {
   if (op->workspace_bytes) {
     std::vector<const Tensor*> ins;
     for (auto& t : din) ins.push_back(t.defined() ? &t : nullptr);
-    ex.workspace_size = op->workspace_bytes(*gpu.node, ins);
+    ex.workspace_size = op->workspace_bytes(*gpu.node, ins, {});
     if (ex.workspace_size) {
       // Poisoned like the outputs: a kernel that reads scratch it never wrote and uses the value
       // gets NaNs, which the comparison catches. (compute-sanitizer initcheck reported such a read

@@ -102,7 +102,7 @@ void run_counted_case(const CountedCase& c, DataType dt, const std::set<int>& lo
   ex.ctx = &ectx;
   ex.output_count = count_dev;
   if (op->workspace_bytes) {
-    ex.workspace_size = op->workspace_bytes(*gpu.node, ins);
+    ex.workspace_size = op->workspace_bytes(*gpu.node, ins, {});
     if (ex.workspace_size) ex.workspace = dalloc(ex.workspace_size, 0xFF);
   }
   Status st = op->run(ex);
@@ -393,7 +393,7 @@ void run_unique_case(const UniqueCase& c, uint32_t seed) {
   ex.ctx = &ectx;
   ex.output_count = count_dev;
   ASSERT_NE(op->workspace_bytes, nullptr);
-  ex.workspace_size = op->workspace_bytes(*gpu.node, ins);
+  ex.workspace_size = op->workspace_bytes(*gpu.node, ins, {});
   if (ex.workspace_size) ex.workspace = dalloc(ex.workspace_size, 0xFF);
   Status st = op->run(ex);
   ASSERT_TRUE(st.is_ok()) << st.to_string();

@@ -329,7 +329,7 @@ void run_without_y(const KernelCase& c, uint32_t seed) {
   cuda::CudaExec ex;
   ex.ctx = &ectx;
   std::vector<const Tensor*> ins(ectx.inputs.begin(), ectx.inputs.end());
-  ex.workspace_size = op->workspace_bytes(*gpu.node, ins);
+  ex.workspace_size = op->workspace_bytes(*gpu.node, ins, {});
   ASSERT_GT(ex.workspace_size, 0u);
   DevBuf ws(ex.workspace_size);
   ASSERT_NE(ws.p, nullptr);

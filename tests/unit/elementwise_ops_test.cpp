@@ -66,7 +66,7 @@ struct InferOnly {
     syms.resize(descs.size());
   }
   Status run(int opset = 17) {
-    const BuiltinOp* op = find_onnx_op(node->op_type);
+    const OpEntry* op = find_onnx_op(node->op_type);
     if (!op) return error(StatusCode::kUnsupported, "no op ", node->op_type);
     std::vector<InferContext::InputInfo> infos;
     for (size_t i = 0; i < descs.size(); ++i) {

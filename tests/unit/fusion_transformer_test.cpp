@@ -539,12 +539,12 @@ TEST(FuseElementwise, LongChainWithImmediatesAndCasts) {
   EXPECT_EQ(n->inputs.size(), 2u);
 }
 
-// Every op whose definition names its GraftElementwise instruction (BuiltinOp::elementwise_opcode,
+// Every op whose definition names its GraftElementwise instruction (OpEntry::elementwise_opcode,
 // set with fuses_as where the op is registered) joins a chain, with the unfused graph's outputs.
 TEST(FuseElementwise, EveryOpThatNamesItsInstructionJoinsAChain) {
   const uint32_t seed = std::random_device{}();
   int ops = 0;
-  for (const BuiltinOp& def : builtin_ops()) {
+  for (const OpEntry& def : builtin_ops()) {
     if (!def.elementwise_opcode) continue;
     ++ops;
     const int arity = ew_arity(*def.elementwise_opcode);

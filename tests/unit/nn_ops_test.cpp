@@ -66,7 +66,7 @@ struct InferOnly {
       infos.push_back(info);
     }
     InferContext ctx(*node, infos, opset);
-    const BuiltinOp* op = find_onnx_op(node->op_type);
+    const OpEntry* op = find_onnx_op(node->op_type);
     if (!op) return error(StatusCode::kUnsupported, "missing op");
     GRAFT_RETURN_IF_ERROR(op->infer(ctx));
     return ctx.outputs();

@@ -45,7 +45,7 @@ struct OneNode {
 
   // Infer + run; returns the outputs or the error.
   Result<std::vector<Tensor>> run(int opset = 17) {
-    const BuiltinOp* op = find_builtin_op(*node);
+    const OpEntry* op = find_op_entry(*node);
     if (!op) return error(StatusCode::kUnsupported, "no builtin op ", node->op_type);
     std::vector<InferContext::InputInfo> infos;
     for (size_t i = 0; i < node->inputs.size(); ++i) {
@@ -130,7 +130,7 @@ inline Result<std::vector<TensorDesc>> infer(const std::string& op, std::vector<
   }
   for (size_t o = 0; o < num_outputs; ++o) n->outputs.push_back(g.add_value("out" + std::to_string(o)));
   InferContext ctx(*n, infos, opset);
-  const BuiltinOp* op_def = find_builtin_op(*n);
+  const OpEntry* op_def = find_op_entry(*n);
   if (!op_def) return error(StatusCode::kUnsupported, "no builtin op ", op);
   GRAFT_RETURN_IF_ERROR(op_def->infer(ctx));
   return ctx.outputs();

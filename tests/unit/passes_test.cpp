@@ -290,6 +290,40 @@ TEST(Passes, CustomOpInferenceAndRun) {
   for (int64_t i = 0; i < x.numel(); ++i) EXPECT_EQ(outs2.at("y").get(i), outs.at("y").get(i));
 }
 
+// Builtin and custom nodes resolve to one kind of op entry, and find_op_entry is what tells them
+// apart: a custom op in the default domain (TensorRT's plugin convention) is not an ONNX op.
+TEST(Passes, OneOpEntryForBuiltinAndCustomNodes) {
+  OnnxModelBuilder m;
+  m.opset("ai.onnx.contrib", 1);
+  m.input("x", DataType::kFloat32, {2, 6});
+  m.node("Relu", {"x"}, {"r"}, "relu");
+  OnnxModelBuilder::attr(m.node("CustomLayer", {"r"}, {"y"}, "contrib", "ai.onnx.contrib"), "beta", 1.5f);
+  OnnxModelBuilder::attr(m.node("CustomLayer", {"y"}, {"z"}, "default_domain"), "beta", 0.5f);
+  m.output("z", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "entries.onnx");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  const auto& nodes = (*g)->nodes();
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(find_op_entry(*nodes[0]), find_onnx_op("Relu"));
+  EXPECT_TRUE(is_onnx(*nodes[0], "Relu"));
+  for (size_t i : {size_t{1}, size_t{2}}) {
+    SCOPED_TRACE(nodes[i]->name);
+    ASSERT_TRUE(nodes[i]->is_custom());
+    EXPECT_EQ(find_op_entry(*nodes[i]), &custom_op_entry());
+    EXPECT_FALSE(is_onnx(*nodes[i]));
+    EXPECT_FALSE(is_onnx(*nodes[i], "CustomLayer"));
+  }
+  // The custom entry infers through the OpDef: the output of each is [2,6] float32.
+  for (const Node* n : {nodes[1].get(), nodes[2].get()}) {
+    TensorDesc in(DataType::kFloat32, {Dim(2), Dim(6)});
+    InferContext::InputInfo info;
+    info.desc = &in;
+    InferContext ctx(*n, {info}, n->opset);
+    ASSERT_TRUE(custom_op_entry().infer(ctx).is_ok());
+    EXPECT_EQ(ctx.outputs()[0].to_string(), in.to_string());
+  }
+}
+
 TEST(Passes, DeclaredOutputShapeMustAgree) {
   OnnxModelBuilder m;
   m.input("x", DataType::kFloat32, {2, 3});

@@ -373,7 +373,7 @@ TEST(RecurrentOps, OmittedOutputsAndHiddenSizeFromR) {
     infos.push_back(info);
   }
   InferContext ictx(*node.node, infos, 7);
-  const BuiltinOp* op = find_onnx_op("LSTM");
+  const OpEntry* op = find_onnx_op("LSTM");
   ASSERT_NE(op, nullptr);
   ASSERT_TRUE(op->infer(ictx).is_ok());
   EXPECT_EQ(shape_values(*ictx.outputs()[2].shape), (std::vector<int64_t>{1, c.batch, c.hidden}));

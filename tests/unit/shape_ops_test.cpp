@@ -115,7 +115,7 @@ struct Chain {
       infos.push_back(info);
     }
     InferContext ctx(*n, infos, opset);
-    const BuiltinOp* op = find_onnx_op(op_type);
+    const OpEntry* op = find_onnx_op(op_type);
     if (!op) {
       ADD_FAILURE() << "no builtin op " << op_type;
       return {};

@@ -402,7 +402,7 @@ nlohmann::json builtin_backends(const std::string& op_type) {
 }
 
 // The traits the builder reads from the op's definition (src/ops/operator.h).
-nlohmann::json traits_json(const BuiltinOp& op) {
+nlohmann::json traits_json(const OpEntry& op) {
   const char* layout = op.layout == LayoutTrait::kElementwiseUnary    ? "elementwise_unary"
                        : op.layout == LayoutTrait::kElementwiseBinary ? "elementwise_binary"
                                                                       : "fixed";
@@ -435,7 +435,7 @@ Command add_ops_command(CLI::App& app) {
       nlohmann::json j;
       j["builtin"] = nlohmann::json::array();
       j["internal"] = nlohmann::json::array();  // graft's passes make these; not ONNX ops
-      for (const BuiltinOp& op : builtins) {
+      for (const OpEntry& op : builtins) {
         if (op.domain == std::string(kInternalDomain)) {
           j["internal"].push_back(
               {{"op_type", op.op_type}, {"domain", kInternalDomain}, {"backends", builtin_backends(op.op_type)}});
@@ -453,15 +453,15 @@ Command add_ops_command(CLI::App& app) {
       return Status::ok();
     }
     size_t internal = 0;
-    for (const BuiltinOp& op : builtins) internal += op.domain == std::string(kInternalDomain);
+    for (const OpEntry& op : builtins) internal += op.domain == std::string(kInternalDomain);
     std::printf("Builtin ONNX ops (domain ai.onnx), %zu:\n", builtins.size() - internal);
-    for (const BuiltinOp& op : builtins)
+    for (const OpEntry& op : builtins)
       if (op.domain != std::string(kInternalDomain))
         std::printf("  %-24s opset >= %-3d %s\n", op.op_type, op.min_opset,
                     builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
     std::printf("\nInternal ops (domain %s: made by graft's optimization passes, kept in plans; not ONNX ops), %zu:\n",
                 kInternalDomain, internal);
-    for (const BuiltinOp& op : builtins)
+    for (const OpEntry& op : builtins)
       if (op.domain == std::string(kInternalDomain))
         std::printf("  %-24s %s\n", op.op_type, builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
     std::printf("\nCustom ops, %zu:\n", custom.size());

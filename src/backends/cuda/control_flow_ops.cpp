@@ -211,7 +211,7 @@ Result<CompiledSubgraph> compile_subgraph(const Node& node, const std::string& a
       host_only &= !device_read.count(o);
       if (dtype_is_float(o->desc.dtype) || !o->desc.shape || o->desc.shape->size() > 1) small_int = false;
     }
-    if (tn.domain.empty() && (tn.op_type == "Shape" || tn.op_type == "Size")) {
+    if (reads_dims_only(tn)) {
       s.where = Place::kMeta;
     } else if (host_only && any_use && small_int && !node_is_random(tn) && !touches_containers(tn)) {
       s.where = Place::kHost;
@@ -453,7 +453,7 @@ Status CudaSubgraphDevice::run_step(const Step& st, std::unordered_map<const Val
       GRAFT_ASSIGN_OR_RETURN(outs[o], plan_.pool.take(descs[o].dtype, shape_values(*descs[o].shape),
                                                       "output '" + node.outputs[o]->name + "' of '" + node.name + "'"));
     }
-    const size_t ws = st.op->workspace_bytes ? st.op->workspace_bytes(node, ins) : 0;
+    const size_t ws = st.op->workspace_bytes ? st.op->workspace_bytes(node, ins, outs) : 0;
     if (ws > plan_.workspace.nbytes()) {
       plan_.workspace = Tensor();  // cudaFree synchronizes: no kernel still uses the old one
       GRAFT_ASSIGN_OR_RETURN(plan_.workspace, device_bytes(ws, "the kernel workspace of a subgraph"));

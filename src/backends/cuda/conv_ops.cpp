@@ -135,7 +135,7 @@ size_t grouped_nhwc_stage_bytes(const Node& n, const Tensor* X, const Tensor* W)
          stage_bytes(W->numel(), W->dtype());
 }
 
-size_t graft_conv_workspace(const Node& n, const std::vector<const Tensor*>& ins) {
+size_t graft_conv_workspace(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<Tensor>& /*outputs*/) {
   return kGraftConvWorkspace +
          grouped_nhwc_stage_bytes(n, ins.size() > 0 ? ins[0] : nullptr, ins.size() > 1 ? ins[1] : nullptr);
 }
@@ -680,7 +680,7 @@ Status graft_pool_run(CudaExec& ex) {
 }
 
 // A global pool over a large plane splits it across blocks (float partials in the workspace).
-size_t graft_pool_workspace(const Node& n, const std::vector<const Tensor*>& ins) {
+size_t graft_pool_workspace(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<Tensor>& /*outputs*/) {
   if (ins.empty() || !ins[0] || ins[0]->rank() != 4) return 0;
   const auto pool = n.attrs.get_string("pool", "");
   if (!pool || (*pool != "GlobalAveragePool" && *pool != "GlobalMaxPool")) return 0;

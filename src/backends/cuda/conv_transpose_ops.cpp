@@ -105,7 +105,7 @@ bool conv_transpose_supports(const Node& n, std::string* why) {
 #endif
 }
 
-size_t conv_transpose_workspace(const Node&, const std::vector<const Tensor*>&) {
+size_t conv_transpose_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>& /*outputs*/) {
 #ifdef GRAFT_WITH_CUDNN
   return kConvTransposeWorkspace;
 #else

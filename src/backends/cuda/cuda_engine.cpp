@@ -373,26 +373,17 @@ std::optional<size_t> static_workspace_bytes(const std::vector<Layer>& layers) {
       held[k] = Tensor::wrap(&stand_in, v->desc.dtype, dims, DeviceType::kCUDA);
       ins[k] = &held[k];
     }
-    if (node.custom_op) {
-      const OpDef& def = *node.custom_op;
-      std::vector<ConcreteDesc> cin, cout;
-      for (size_t k = 0; k < std::max(ins.size(), def.inputs().size()); ++k) {
-        const Tensor* t = k < ins.size() ? ins[k] : nullptr;
-        cin.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
-      }
-      for (const Value* v : node.outputs) {
-        if (!v) {
-          cout.push_back(ConcreteDesc{});
-          continue;
-        }
-        std::vector<int64_t> dims;
-        if (!static_dims(v, &dims)) return std::nullopt;
-        cout.push_back(ConcreteDesc{v->desc.dtype, dims});
-      }
-      most = std::max(most, def.workspace_size(cin, cout, node.attrs));
-    } else if (L.op && L.op->workspace_bytes) {
-      most = std::max(most, L.op->workspace_bytes(node, ins));
+    if (!L.op || !L.op->workspace_bytes) continue;
+    // Outputs whose shapes are static, for an op whose scratch depends on them (a custom op's).
+    std::vector<Tensor> outs(node.outputs.size());
+    for (size_t o = 0; o < node.outputs.size(); ++o) {
+      std::vector<int64_t> dims;
+      if (node.outputs[o] && static_dims(node.outputs[o], &dims))
+        outs[o] = Tensor::wrap(&stand_in, node.outputs[o]->desc.dtype, dims, DeviceType::kCUDA);
     }
+    const size_t ws = L.op->workspace_bytes(node, ins, outs);
+    if (ws == kUnknownWorkspace) return std::nullopt;
+    most = std::max(most, ws);
   }
   return most;
 }
@@ -449,7 +440,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     const Node& node = *g.nodes()[i];
     Layer& L = layers_[i];
     L.node = &node;
-    if (!node.custom_op && (node.op_type == "Shape" || node.op_type == "Size")) {
+    if (reads_dims_only(node)) {
       L.where = Where::kCpuMeta;
     } else if (touches_containers(node)) {
       // Sequences and optionals are host objects holding tensors. Their ops run on the GPU's side
@@ -931,7 +922,7 @@ Status CudaContext::init() {
     const Layer& L = engine_->layers()[i];
     // Dropout too when its training_mode is computed at run time (node_is_random cannot tell): it
     // draws only when that flag is true, and its counter must exist before a first run captures.
-    const bool draws = node_is_random(*L.node) || (!L.node->custom_op && L.node->op_type == "Dropout");
+    const bool draws = node_is_random(*L.node) || is_onnx(*L.node, "Dropout");
     if (L.where != Where::kGpu || !draws) continue;
     random_slot_[i] = static_cast<int>(random_base_.size());
     random_base_.push_back(fresh_random_base_seed());
@@ -1202,23 +1193,6 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   Status st;
   if (!L.counted && outputs_all_empty(node, outs)) {
     // nothing to write (runtime/cpu_executor.h)
-  } else if (node.custom_op) {
-    const OpDef& def = *node.custom_op;
-    CustomKernelCall call = custom_kernel_call(node, ins, outs);
-    KernelContext& kc = call.context;
-    kc.stream = stream;
-    const size_t ws = def.workspace_size(call.inputs, call.outputs, node.attrs);
-    if (ws) {
-      auto w = workspace_for(ws);
-      if (!w) return std::move(w).take_status().with_node(node.name, node.op_type);
-      kc.workspace = *w;
-      kc.workspace_size = ws;
-    }
-    try {
-      st = def.run(Backend::kCUDA, kc);
-    } catch (const std::exception& e) {
-      st = error(StatusCode::kRuntimeError, "CUDA kernel threw an exception: ", e.what());
-    }
   } else {
     ExecContext ec = exec_context_for(node, ins, outs, stream);
     CudaExec ex = exec_for(ec);
@@ -1228,7 +1202,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
       ex.random_counter = static_cast<uint64_t*>(random_counters_.data()) + r;
       ex.random_base = random_base_[static_cast<size_t>(r)];
     }
-    const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins) : 0;
+    const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins, outs) : 0;
     if (ws) {
       auto w = workspace_for(ws);
       if (!w) return std::move(w).take_status().with_node(node.name, node.op_type);
@@ -1868,7 +1842,7 @@ Result<DeviceQueries> query_cuda_device(EngineState& state) {
     return gpu_supports(n, &op, &why);
   };
   q.host_inputs = [](const Node& n) {
-    const CudaOp* op = n.custom_op ? nullptr : find_cuda_op(n.op_type);
+    const CudaOp* op = cuda_op_for(n);
     return op ? op->host_inputs : std::vector<int>{};
   };
   return q;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "graph/graph.h"
+#include "ops/custom_kernel_call.h"
 
 namespace graft::cuda {
 
@@ -34,22 +35,73 @@ const std::vector<CudaOp>& cuda_ops() {
   return table;
 }
 
+namespace {
+
+// The dtypes of a custom-op node as its OpDef's kernels are keyed: one per declared input (an
+// omitted one undefined), then one per node output.
+std::vector<DataType> dtype_combination(const Node& n) {
+  std::vector<DataType> combo;
+  for (size_t i = 0; i < n.custom_op->inputs().size(); ++i) {
+    const Value* v = n.input(i);
+    combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
+  }
+  for (const Value* v : n.outputs) combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
+  return combo;
+}
+
+bool custom_supports(const Node& n, std::string* why) {
+  const std::vector<DataType> combo = dtype_combination(n);
+  if (n.custom_op->supports(Backend::kCUDA, combo)) return true;
+  std::string c;
+  for (DataType t : combo) c += (c.empty() ? "" : ", ") + std::string(dtype_name(t));
+  *why = "custom op " + n.custom_op->name() + " has no CUDA kernel for dtypes (" + c + ")";
+  return false;
+}
+
+Status custom_run(CudaExec& ex) {
+  const ExecContext& ec = *ex.ctx;
+  const OpDef& def = *ec.node->custom_op;
+  CustomKernelCall call = custom_kernel_call(ec);
+  call.context.workspace = ex.workspace;
+  call.context.workspace_size = ex.workspace_size;
+  return def.run(Backend::kCUDA, call.context);
+}
+
+size_t custom_workspace(const Node& n, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& outputs) {
+  const OpDef& def = *n.custom_op;
+  std::vector<ConcreteDesc> in, out;
+  for (size_t k = 0; k < std::max(inputs.size(), def.inputs().size()); ++k) {
+    const Tensor* t = k < inputs.size() ? inputs[k] : nullptr;
+    in.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
+  }
+  for (size_t o = 0; o < n.outputs.size(); ++o) {
+    const bool there = o < outputs.size() && outputs[o].defined();
+    if (!there && n.outputs[o]) return kUnknownWorkspace;  // an output whose shape is not known yet
+    out.push_back(there ? ConcreteDesc{outputs[o].dtype(), outputs[o].dims()} : ConcreteDesc{});
+  }
+  return def.workspace_size(in, out, n.attrs);
+}
+
+}  // namespace
+
+const CudaOp& custom_cuda_op() {
+  static const CudaOp op = [] {
+    CudaOp c{"", &custom_supports, &custom_run, {}, &custom_workspace};
+    c.checks_every_dtype = true;
+    return c;
+  }();
+  return op;
+}
+
+const CudaOp* cuda_op_for(const Node& n) {
+  // The one place that tells a custom-op node from a builtin one on the CUDA side.
+  return n.custom_op ? &custom_cuda_op() : find_cuda_op(n.op_type);
+}
+
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   *op_out = nullptr;
-  if (n.custom_op) {
-    const OpDef& def = *n.custom_op;
-    std::vector<DataType> combo;
-    for (size_t i = 0; i < def.inputs().size(); ++i) {
-      const Value* v = n.input(i);
-      combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
-    }
-    for (const Value* v : n.outputs) combo.push_back(v ? v->desc.dtype : DataType::kUndefined);
-    if (def.supports(Backend::kCUDA, combo)) return true;
-    std::string c;
-    for (DataType t : combo) c += (c.empty() ? "" : ", ") + std::string(dtype_name(t));
-    *why = "custom op " + def.name() + " has no CUDA kernel for dtypes (" + c + ")";
-    return false;
-  }
+  const CudaOp* op = cuda_op_for(n);
+  const std::string& name = n.custom_op ? n.custom_op->name() : n.op_type;
   // An op whose output size is known only after its kernel has run (NonZero, NonMaxSuppression,
   // Unique) runs on the GPU only when its CUDA op reports that size through a device count
   // (CountedOutput, cuda_ops.h; how the engine runs such a layer: see CudaEngine::init), or makes
@@ -58,8 +110,7 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   // it read the real shape: their shapes are not memoized per input-shape set, and a buffer larger
   // than the shape set's plan is allocated and the plan redone.
   if (output_shape_from_kernel(n)) {
-    const CudaOp* counted = find_cuda_op(n.op_type);
-    if (!counted || (!counted->counted.is_counted() && !counted->makes_outputs)) {
+    if (!op || (!op->counted.is_counted() && !op->makes_outputs)) {
       *why = "its output shape depends on the data (known only after the kernel runs) and no CUDA kernel reports "
              "it, so the CPU reference runs it";
       return false;
@@ -70,7 +121,7 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   auto cpu_only = [](DataType t) {
     return t == DataType::kInt16 || t == DataType::kUInt16 || t == DataType::kUInt32 || t == DataType::kUInt64;
   };
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
+  for (size_t i = 0; i < n.inputs.size() && !(op && op->checks_every_dtype); ++i) {
     const Value* v = n.inputs[i];
     if (v && cpu_only(v->desc.dtype)) {
       *why = "input " + std::to_string(i) + " ('" + v->name + "') has dtype " + dtype_name(v->desc.dtype) +
@@ -78,7 +129,7 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
       return false;
     }
   }
-  for (size_t i = 0; i < n.outputs.size(); ++i) {
+  for (size_t i = 0; i < n.outputs.size() && !(op && op->checks_every_dtype); ++i) {
     const Value* v = n.outputs[i];
     if (v && cpu_only(v->desc.dtype)) {
       *why = "output " + std::to_string(i) + " ('" + v->name + "') has dtype " + dtype_name(v->desc.dtype) +
@@ -86,7 +137,6 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
       return false;
     }
   }
-  const CudaOp* op = find_cuda_op(n.op_type);
   if (!op) {
     *why = "no CUDA kernel for op " + n.op_type;
     return false;
@@ -94,12 +144,14 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   // Only the ops that make their outputs (the sequence, optional and control-flow ops) take or give
   // sequences and optionals; another op (Identity) passes one through on the CPU reference.
   if (!op->makes_outputs && touches_containers(n)) {
-    *why = "the CUDA " + n.op_type + " kernel takes tensors only, not sequences or optionals";
+    *why = "the CUDA " + name + " kernel takes tensors only, not sequences or optionals";
     return false;
   }
   std::string reason;
   if (!op->supports(n, &reason)) {
-    *why = "the CUDA " + n.op_type + " kernel does not support this node" + (reason.empty() ? "" : ": " + reason);
+    *why = op->checks_every_dtype ? reason
+                                  : "the CUDA " + name + " kernel does not support this node" +
+                                        (reason.empty() ? "" : ": " + reason);
     return false;
   }
   *op_out = op;

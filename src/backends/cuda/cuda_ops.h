@@ -125,13 +125,20 @@ struct CudaOp {
   bool (*supports)(const Node& node, std::string* why);
   Status (*run)(CudaExec& exec);
   std::vector<int> host_inputs;  // input indices read on the host
-  // Device scratch needed for these concrete input shapes (nullptr: none).
-  size_t (*workspace_bytes)(const Node& node, const std::vector<const Tensor*>& inputs) = nullptr;
+  // Device scratch needed for these concrete input shapes (nullptr: none). `outputs` are the node's
+  // outputs as the run allocated them; when the engine sizes its workspace at build time, an output
+  // whose shape is not static yet is undefined there, and an op whose scratch depends on it answers
+  // kUnknownWorkspace (the engine then sizes the workspace per run). Only a custom op's does.
+  size_t (*workspace_bytes)(const Node& node, const std::vector<const Tensor*>& inputs,
+                            const std::vector<Tensor>& outputs) = nullptr;
   CountedOutput counted{};  // set (is_counted()) only for ops with a data-dependent output size
   // The kernel makes its outputs itself (If, Loop, Scan: which branch and how many iterations are
   // known only as it runs): the runtime passes empty output tensors, which the kernel sets to
   // device tensors it owns, and never reuses an output's memory for another value.
   bool makes_outputs = false;
+  // `supports` checks every input and output dtype itself (a custom op's kernels are registered per
+  // dtype combination), so the dtypes that no builtin kernel's switch has are not refused first.
+  bool checks_every_dtype = false;
 };
 
 // The kernel context of `node` over `inputs`, writing `outputs` (one per node output; an omitted
@@ -148,8 +155,19 @@ inline ExecContext exec_context_for(const Node& node, const std::vector<const Te
   return ec;
 }
 
-// Whether the GPU runs this node with its current dtypes (a builtin op's CudaOp, set in `op_out`,
-// or a custom op's CUDA kernel); `why` says what is missing otherwise.
+// What a CudaOp's workspace_bytes answers when the outputs it was given do not say enough.
+inline constexpr size_t kUnknownWorkspace = static_cast<size_t>(-1);
+
+// The CudaOp of every custom-op node: `supports` asks the node's OpDef for a CUDA kernel of its
+// dtypes, `run` calls OpDef::run(Backend::kCUDA) on the engine's stream and workspace, and the
+// workspace is the one the OpDef's workspace_fn asks for the concrete input and output shapes.
+const CudaOp& custom_cuda_op();
+// The CudaOp a node would run with: custom_cuda_op() for a node with an OpDef, else the table's
+// entry for its op type; nullptr when there is none. Whether it takes this node is gpu_supports'.
+const CudaOp* cuda_op_for(const Node& n);
+
+// Whether the GPU runs this node with its current dtypes; its CudaOp is set in `op_out`, and `why`
+// says what is missing otherwise.
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why);
 
 // A fresh base seed for an unseeded random layer's stream (random_ops.cpp).

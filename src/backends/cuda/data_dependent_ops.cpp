@@ -81,7 +81,7 @@ Result<std::vector<int64_t>> nms_bound(const Node& n, const std::vector<const Te
   return std::vector<int64_t>{p.batches * p.classes * p.per_class_bound, 3};
 }
 
-size_t nms_workspace(const Node& n, const std::vector<const Tensor*>& ins) {
+size_t nms_workspace(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<Tensor>& /*outputs*/) {
   auto p = nms_problem(n, ins);
   return p ? k::nms_workspace_bytes(*p) : 0;  // run() reports the error
 }
@@ -131,7 +131,7 @@ Result<std::vector<int64_t>> non_zero_bound(const Node&, const std::vector<const
   return std::vector<int64_t>{std::max<int64_t>(x->rank(), 1), x->numel()};
 }
 
-size_t non_zero_workspace(const Node&, const std::vector<const Tensor*>& ins) {
+size_t non_zero_workspace(const Node&, const std::vector<const Tensor*>& ins, const std::vector<Tensor>& /*outputs*/) {
   return ins.empty() || !ins[0] ? 0 : k::non_zero_workspace_bytes(ins[0]->numel());
 }
 
@@ -228,7 +228,7 @@ Result<std::vector<CountedDims>> unique_outputs(const Node& n, const std::vector
   return out;
 }
 
-size_t unique_workspace(const Node& n, const std::vector<const Tensor*>& ins) {
+size_t unique_workspace(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<Tensor>& /*outputs*/) {
   if (ins.empty() || !ins[0]) return 0;
   auto u = unique_setup(n.attrs, ins[0]->dims());
   return u ? k::unique_workspace_bytes(u->p) : 0;  // run() reports the error

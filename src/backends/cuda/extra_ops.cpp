@@ -477,7 +477,7 @@ Result<AxisView> topk_view(const Node& node, const std::vector<int64_t>& dims) {
   return axis_view(dims, axis, false);
 }
 
-size_t topk_workspace(const Node& node, const std::vector<const Tensor*>& inputs) {
+size_t topk_workspace(const Node& node, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& /*outputs*/) {
   if (inputs.empty() || !inputs[0]) return 0;
   auto v = topk_view(node, inputs[0]->dims());
   if (!v) return 0;

@@ -208,7 +208,7 @@ bool gemm_supports(const Node& n, std::string* why) {
   return true;
 }
 
-size_t gemm_workspace(const Node&, const std::vector<const Tensor*>&) { return kLtWorkspace; }
+size_t gemm_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>& /*outputs*/) { return kLtWorkspace; }
 
 Status gemm_run(CudaExec& ex) {
   const Tensor& X = *ex.ctx->inputs[0];
@@ -403,7 +403,7 @@ Result<PreparedAttnChains> plan_attn_chains(const AttentionChains& c, const std:
   return p;
 }
 
-size_t attn_workspace(const Node& n, const std::vector<const Tensor*>& in) {
+size_t attn_workspace(const Node& n, const std::vector<const Tensor*>& in, const std::vector<Tensor>& /*outputs*/) {
   bool has_chains = false;
   AttentionChains chains;
   if (read_attention_chains(n.attrs, &has_chains, &chains).is_ok() && has_chains) {

@@ -26,7 +26,7 @@ bool loss_supports(const Node& n, std::string* why) {
 }
 
 // The reduced losses need two doubles per target element (loss and weight) in the workspace.
-size_t loss_workspace(const Node& node, const std::vector<const Tensor*>& inputs) {
+size_t loss_workspace(const Node& node, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& /*outputs*/) {
   auto a = loss_attrs(node.attrs);
   if (!a || a->reduction == LossReduction::kNone || inputs.size() < 2 || !inputs[1]) return 0;
   return static_cast<size_t>(inputs[1]->numel()) * 2 * sizeof(double);

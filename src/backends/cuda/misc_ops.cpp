@@ -125,7 +125,7 @@ bool dynamic_quantize_supports(const Node& n, std::string* why) {
   return true;
 }
 
-size_t dynamic_quantize_workspace(const Node&, const std::vector<const Tensor*>&) {
+size_t dynamic_quantize_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>&) {
   return k::dynamic_quantize_workspace_bytes();
 }
 
@@ -353,7 +353,7 @@ bool det_supports(const Node& n, std::string* why) {
 }
 
 // Each matrix is eliminated in a double copy of its own in the workspace.
-size_t det_workspace(const Node&, const std::vector<const Tensor*>& inputs) {
+size_t det_workspace(const Node&, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& /*outputs*/) {
   if (inputs.empty() || !inputs[0] || inputs[0]->rank() < 2) return 0;
   return static_cast<size_t>(inputs[0]->numel()) * sizeof(double);
 }

@@ -69,7 +69,7 @@ Status lt_matmul(CudaExec& ex, DataType dt, const LtGemm& g) {
                    ex, "cublasLtMatmul");
 }
 
-size_t lt_workspace(const Node&, const std::vector<const Tensor*>&) { return kLtWorkspace; }
+size_t lt_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>& /*outputs*/) { return kLtWorkspace; }
 
 bool matmul_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "MatMul needs two inputs");
@@ -244,7 +244,7 @@ bool conv_supports(const Node& n, std::string* why) {
   return true;
 }
 
-size_t conv_workspace(const Node&, const std::vector<const Tensor*>&) {
+size_t conv_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>& /*outputs*/) {
 #ifdef GRAFT_WITH_CUDNN
   return kConvWorkspace;
 #else

@@ -202,13 +202,13 @@ bool gru_supports(const Node& n, std::string* why) { return recurrent_supports(n
 Status rnn_run(CudaExec& ex) { return recurrent_run(ex, RecurrentOp::kRnn); }
 Status lstm_run(CudaExec& ex) { return recurrent_run(ex, RecurrentOp::kLstm); }
 Status gru_run(CudaExec& ex) { return recurrent_run(ex, RecurrentOp::kGru); }
-size_t rnn_workspace(const Node& n, const std::vector<const Tensor*>& in) {
+size_t rnn_workspace(const Node& n, const std::vector<const Tensor*>& in, const std::vector<Tensor>& /*outputs*/) {
   return recurrent_workspace(n, in, RecurrentOp::kRnn);
 }
-size_t lstm_workspace(const Node& n, const std::vector<const Tensor*>& in) {
+size_t lstm_workspace(const Node& n, const std::vector<const Tensor*>& in, const std::vector<Tensor>& /*outputs*/) {
   return recurrent_workspace(n, in, RecurrentOp::kLstm);
 }
-size_t gru_workspace(const Node& n, const std::vector<const Tensor*>& in) {
+size_t gru_workspace(const Node& n, const std::vector<const Tensor*>& in, const std::vector<Tensor>& /*outputs*/) {
   return recurrent_workspace(n, in, RecurrentOp::kGru);
 }
 

@@ -93,7 +93,7 @@ Result<GpuViewPlan> plan_view_chain(const Node& node, const Tensor& x) {
   return make_gpu_view_plan(std::move(views), x.numel(), dtype_size(x.dtype()));
 }
 
-size_t view_chain_workspace(const Node& node, const std::vector<const Tensor*>& inputs) {
+size_t view_chain_workspace(const Node& node, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& /*outputs*/) {
   if (inputs.empty() || !inputs[0]) return 0;
   auto p = plan_view_chain(node, *inputs[0]);
   return p.is_ok() ? p.value().scratch_bytes() : 0;

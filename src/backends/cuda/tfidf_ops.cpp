@@ -105,7 +105,7 @@ int64_t table_words_bound(const AttributeMap& attrs) {
 
 int64_t rows_of(const Tensor& x) { return x.rank() == 2 ? x.dims()[0] : 1; }
 
-size_t tfidf_workspace(const Node& node, const std::vector<const Tensor*>& inputs) {
+size_t tfidf_workspace(const Node& node, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& /*outputs*/) {
   if (inputs.empty() || !inputs[0]) return 0;
   auto indexes = node.attrs.get_ints("ngram_indexes", {});
   if (!indexes) return 0;
