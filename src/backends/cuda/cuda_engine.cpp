@@ -25,7 +25,6 @@
 #include "graft/log.h"
 #include "graph/passes.h"
 #include "graph/precision.h"
-#include "ops/custom_kernel_call.h"
 #include "ops/random_attrs.h"
 #include "plan/plan.h"
 #include "plan/tactics.h"
