@@ -180,6 +180,36 @@ TEST_F(CudaEngineTest, ShapeSubgraphDynamicBatch) {
     for (bool fp16 : {false, true}) compare_with_cpu(m, {{"x", rand_t({batch, 4, 6}, rng_)}}, fp16, profile);
 }
 
+// A custom op with a kernel workspace (GroupNorm's workspace_fn) runs on the GPU through the same
+// CudaOp path as a builtin layer (custom_cuda_op): its workspace is sized when the context is made
+// for static shapes, and per run when its output's shape is known only then (a dynamic batch).
+TEST_F(CudaEngineTest, CustomOpWithWorkspaceStaticAndDynamicBatch) {
+  REQUIRE_GPU();
+  OnnxModelBuilder m;
+  m.opset("ai.onnx.contrib", 1);
+  m.input("x", DataType::kFloat32, {"N", 8, 5, 6});
+  m.initializer("gamma", rand_t({8}, rng_, 0.5, 1.5));
+  m.initializer("beta", rand_t({8}, rng_));
+  OnnxModelBuilder::attr(m.node("GroupNorm", {"x", "gamma", "beta"}, {"g"}, "group_norm", "ai.onnx.contrib"),
+                         "num_groups", int64_t{4});
+  m.node("Relu", {"g"}, {"y"}, "relu");
+  m.output("y", DataType::kFloat32);
+  std::map<std::string, graft::ProfileRange> fixed = {{"x", {{3, 8, 5, 6}, {3, 8, 5, 6}, {3, 8, 5, 6}}}};
+  std::map<std::string, graft::ProfileRange> dynamic = {{"x", {{1, 8, 5, 6}, {4, 8, 5, 6}, {8, 8, 5, 6}}}};
+  for (const auto* profile : {&fixed, &dynamic}) {
+    SCOPED_TRACE(profile == &fixed ? "fixed batch" : "dynamic batch");
+    auto e = build(m, graft::DeviceType::kCUDA, false, *profile);
+    ASSERT_TRUE(e);
+    auto j = nlohmann::json::parse(e->describe_json());
+    bool on_gpu = false;
+    for (const auto& l : j["cuda"]["layers"])
+      if (l["name"] == "group_norm") on_gpu = l["device"] == "cuda";
+    EXPECT_TRUE(on_gpu) << j["cuda"]["layers"].dump();
+    for (int64_t batch : profile == &fixed ? std::vector<int64_t>{3} : std::vector<int64_t>{2, 7, 2})
+      for (bool fp16 : {false, true}) compare_with_cpu(m, {{"x", rand_t({batch, 8, 5, 6}, rng_)}}, fp16, *profile);
+  }
+}
+
 TEST_F(CudaEngineTest, DescribeListsPlacementAndFallbacks) {
   REQUIRE_GPU();
   std::vector<std::string> warnings;
