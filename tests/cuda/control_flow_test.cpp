@@ -259,6 +259,18 @@ TEST_F(CudaControlFlowTest, BodyWithSequenceOps) {
 
 // A body the GPU cannot run keeps the whole loop on the CPU reference, and the build names the
 // inner node; a strict build refuses it.
+// A custom op with a CUDA kernel runs inside a GPU subgraph like a builtin op (custom_cuda_op).
+TEST_F(CudaControlFlowTest, CustomOpInALoopBodyRunsOnTheGpu) {
+  REQUIRE_GPU();
+  expect_all_on_gpu(graft::testing::custom_op_loop_model());
+  for (int64_t trips : {3, 1, 0}) {
+    SCOPED_TRACE("M " + std::to_string(trips));
+    compare_with_cpu(graft::testing::custom_op_loop_model(),
+                     {{"x", rand_t({2, 5}, rng_, -3, 3)}, {"w", rand_t({5}, rng_)}, {"M", Tensor::scalar_int64(trips)}},
+                     false);
+  }
+}
+
 TEST_F(CudaControlFlowTest, BodyTheGpuCannotRunStaysOnTheCpuAndSaysWhy) {
   REQUIRE_GPU();
   std::vector<std::string> warnings;

@@ -38,4 +38,23 @@ inline OnnxModelBuilder scan_axes_and_directions_model(int64_t len) {
   return m;
 }
 
+// A Loop whose body calls a custom op: v <- CustomLayer(v) + w, M times (M an input, so the loop is
+// not unrolled). CustomLayer is y = v * sigmoid(beta v) with its default beta of 1, named in the
+// default domain as TensorRT plugins are; w is read from the main graph.
+inline OnnxModelBuilder custom_op_loop_model() {
+  OnnxModelBuilder m(17);
+  m.input("x", DataType::kFloat32, {2, 5});
+  m.input("w", DataType::kFloat32, {5});
+  m.input("M", DataType::kInt64, {});
+  auto& loop = m.node("Loop", {"M", "", "x"}, {"y"}, "custom_loop");
+  graph_attr(loop, "body")
+      .input("i", DataType::kInt64).input("c_in", DataType::kBool).input("v", DataType::kFloat32)
+      .node("CustomLayer", {"v"}, {"g"})
+      .node("Add", {"g", "w"}, {"next"})
+      .node("Identity", {"c_in"}, {"c_out"})
+      .output("c_out").output("next");
+  m.output("y", DataType::kFloat32, {2, 5});
+  return m;
+}
+
 }  // namespace graft::testing

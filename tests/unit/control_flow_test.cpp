@@ -213,6 +213,25 @@ TEST(ControlFlow, LoopFormsAgainstAPlainLoop) {
   }
 }
 
+// A custom op inside a Loop body runs through the same op entry as in the main graph, plan included.
+TEST(ControlFlow, CustomOpInALoopBody) {
+  std::mt19937 rng(seed());
+  SCOPED_TRACE("seed " + std::to_string(seed()));
+  for (int64_t trips : {3, 0}) {
+    for (bool round_trip : {false, true}) {
+      SCOPED_TRACE("M " + std::to_string(trips) + (round_trip ? " (plan)" : ""));
+      Tensor x = random_tensor(DataType::kFloat32, {2, 5}, rng, -3, 3), w = random_tensor(DataType::kFloat32, {5}, rng);
+      auto out = run_model(testing::custom_op_loop_model(), {{"x", x}, {"w", w}, {"M", Tensor::scalar_int64(trips)}},
+                           round_trip);
+      ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+      std::vector<double> v = values(x);
+      for (int64_t i = 0; i < trips; ++i)
+        for (size_t j = 0; j < v.size(); ++j) v[j] = v[j] / (1 + std::exp(-v[j])) + w.get(static_cast<int64_t>(j % 5));
+      testing::expect_values_close(out->at("y"), v, 1e-5, "y");
+    }
+  }
+}
+
 TEST(ControlFlow, LoopWithAKnownTripCountHasAStaticScanOutput) {
   OnnxModelBuilder m = loop_model(true, false);
   m.model().mutable_graph()->mutable_input()->erase(m.model().mutable_graph()->mutable_input()->begin());

@@ -203,7 +203,6 @@ Result<CompiledSubgraph> compile_subgraph(const Node& node, const std::string& a
     Node& tn = *cs.nodes[r];
     Step& s = cs.steps[r];
     s.node = &tn;
-    if (tn.custom_op) return error(StatusCode::kUnsupported, place_error(node, attr, tn, "is a custom op"));
     bool host_only = true, any_use = false, small_int = true;
     for (const Value* o : tn.outputs) {
       if (!o) continue;
