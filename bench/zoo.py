@@ -294,11 +294,12 @@ def _write_json_atomic(path, obj):
     os.replace(tmp, path)
 
 
-def _export_file(torch, model, x, path, exporter):
-    """torch.onnx.export with a dynamic batch axis named 'batch' on the input and the output."""
+def _export_file(torch, model, x, path, exporter, opset=None):
+    """torch.onnx.export with a dynamic batch axis named 'batch' on the input and the output
+    (opset: the exporter's default unless given)."""
     params = inspect.signature(torch.onnx.export).parameters
     if exporter == "torchscript":
-        kw = {}
+        kw = {} if opset is None else {"opset_version": opset}
         if "dynamo" in params:
             kw["dynamo"] = False  # torch >= 2.9 defaults to the dynamo exporter
         torch.onnx.export(model, (x,), path, input_names=["input"], output_names=["output"],
@@ -394,6 +395,44 @@ def rel_err(y, ref):
     return float((y64 - r64).norm()) / d
 
 
+def time_fn(torch, fn, cuda, warmup, iters, max_seconds):
+    """(median ms, iterations, median wall ms) of fn() until its work is done: CUDA events on
+    the current stream around each call (host clock on the CPU), after warm-up; the wall clock
+    (call + device sync) is a cross-check. The loop is cut to about max_seconds (at least 5
+    iterations) so slow engines cannot eat the run."""
+    t0 = time.perf_counter()
+    n = 0
+    for n in range(1, warmup + 1):
+        fn()
+        if n % 4 == 0:
+            if cuda:
+                torch.cuda.synchronize()
+            if time.perf_counter() - t0 > max_seconds / 3:
+                break
+    if cuda:
+        torch.cuda.synchronize()
+    per = (time.perf_counter() - t0) / max(n, 1)
+    iters = max(min(iters, 5), min(iters, int(max_seconds / max(per, 1e-9))))
+    ms, wall = [], []
+    for _ in range(iters):
+        t = time.perf_counter()
+        if cuda:
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            fn()
+            e.record()
+            # A whole-device sync, not just the event: the host clock then also covers work a
+            # contender might leave on another stream (the events would not see it).
+            torch.cuda.synchronize()
+            wall.append((time.perf_counter() - t) * 1e3)
+            ms.append(s.elapsed_time(e))
+        else:
+            fn()
+            wall.append((time.perf_counter() - t) * 1e3)
+            ms.append(wall[-1])
+    return _median(ms), len(ms), _median(wall)
+
+
 class _Budget(Exception):
     pass
 
@@ -471,40 +510,8 @@ class Worker:
             self.torch.cuda.synchronize()
 
     def time_fn(self, fn):
-        """(median ms, iterations, median wall ms) of fn() until its work is done: CUDA events on
-        the current stream around each call (host clock on the CPU), after warm-up; the wall clock
-        (call + device sync) is a cross-check. The loop is cut to about
-        --max-seconds-per-config seconds (at least 5 iterations) so slow engines cannot eat the run."""
-        torch, a = self.torch, self.a
-        t0 = time.perf_counter()
-        n = 0
-        for n in range(1, a.warmup + 1):
-            fn()
-            if n % 4 == 0:
-                self.sync()
-                if time.perf_counter() - t0 > a.max_seconds_per_config / 3:
-                    break
-        self.sync()
-        per = (time.perf_counter() - t0) / max(n, 1)
-        iters = max(min(a.iters, 5), min(a.iters, int(a.max_seconds_per_config / max(per, 1e-9))))
-        ms, wall = [], []
-        for _ in range(iters):
-            t = time.perf_counter()
-            if self.cuda:
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                fn()
-                e.record()
-                # A whole-device sync, not just the event: the host clock then also covers work a
-                # contender might leave on another stream (the events would not see it).
-                torch.cuda.synchronize()
-                wall.append((time.perf_counter() - t) * 1e3)
-                ms.append(s.elapsed_time(e))
-            else:
-                fn()
-                wall.append((time.perf_counter() - t) * 1e3)
-                ms.append(wall[-1])
-        return _median(ms), len(ms), _median(wall)
+        a = self.a
+        return time_fn(self.torch, fn, self.cuda, a.warmup, a.iters, a.max_seconds_per_config)
 
     @staticmethod
     def first_tensor(y):

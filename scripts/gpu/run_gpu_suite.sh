@@ -8,7 +8,7 @@
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
 #   conformance pip probe examples
-#   profile zprofile bench_encoder zoo detection dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
+#   profile zprofile bench_encoder zoo detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -497,6 +497,17 @@ if has_step detection; then  # issue 17 item 5 into $OUT/detection: the DCNv2 Re
     > "$LOGS/detection.log" 2>&1
   note "detection: rc=$? (see detection.log; $OUT/detection/detection.json, detection.md)"
   sed -n '/^| model/,$p' "$OUT/detection/detection.md" >> "$summary" 2>/dev/null
+fi
+if has_step int8; then  # issue 16: an explicitly quantized (Q/DQ) ResNet-50 against PyTorch's quantized model and graft's
+  # FP16 engine, in one process (bench/int8_qdq.py into $OUT/int8; INT8_ARGS: more options, e.g. --model resnet18). The
+  # records of docs/results/int8_qdq.json are merged in, so a rerun adds to them.
+  mkdir -p "$OUT/int8"
+  [ -f docs/results/int8_qdq.json ] && cp docs/results/int8_qdq.json "$OUT/int8/"
+  export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python"
+  timeout -k 15 "${INT8_TIMEOUT_S:-420}" python3 bench/int8_qdq.py --out "$OUT/int8" --work-dir /tmp/graft_int8 \
+    ${INT8_ARGS:-} > "$LOGS/int8.log" 2>&1
+  note "int8: rc=$? (see int8.log; $OUT/int8/int8_qdq.json, int8_qdq.md)"
+  cat "$OUT/int8/int8_qdq.md" >> "$summary" 2>/dev/null
 fi
 if has_step dcnbench; then  # issue 17: the DCNv2 CUDA forward vs torchvision.ops.deform_conv2d at DCN-ResNet-50 stage
   # shapes, op level (bench/dcn_op_bench.py: both inputs, stages 2-4, stride 1 and 2, batch 1 and 8, FP32 and FP16, with

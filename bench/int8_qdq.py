@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Explicitly quantized (Q/DQ) models in graft (issue 16): accuracy against PyTorch's own quantized
+model, and speed against graft's FP16 engine of the same network, in one process with PyTorch.
+
+The model (torchvision's ResNet-50 by default; random weights from bench/zoo.py's seed, BatchNorm
+statistics calibrated on random images as the zoo does) is quantized the way TensorRT's explicit
+INT8 flow expects it: every Conv2d and Linear reads its input through a per-tensor fake quantizer
+and its weight through a per-output-channel one, symmetric int8 (zero point 0, scale amax / 127),
+the activation ranges calibrated by the largest magnitude seen on calibration images. PyTorch's
+`torch.fake_quantize_per_*_affine` is that quantized model, run in FP32: the reference. The
+TorchScript exporter turns each fake quantizer into a QuantizeLinear/DequantizeLinear pair (opset
+17, a dynamic batch axis), the file graft then builds with a dynamic profile.
+
+Measured, per batch of the profile: graft's engine of the Q/DQ file (on CUDA with fp16=True, so
+what graft does not run in int8 runs in float16, as TensorRT's --int8 --fp16), graft's engine of
+the float file ("graft_float": FP16 on CUDA, FP32 on the CPU), and PyTorch eager FP16 of the float
+model for context, each timed by CUDA events on torch's stream (bench/zoo.py's time_fn); and over
+--images random images, the top-1 agreement of graft's Q/DQ engine with PyTorch's quantized model
+(issue 16's target: at least 99%) and of graft's float engine with the FP32 float model, with the
+relative errors of the logits.
+
+    export PYTHONPATH=python:build/python GRAFT_LIB_DIR=build/python/graft
+    python3 bench/int8_qdq.py --out docs/results                    # the GPU machine, ResNet-50
+    /usr/bin/python3 bench/int8_qdq.py --smoke --out /tmp/int8       # CPU, a tiny net, in seconds
+
+Records go to <out>/int8_qdq.json (one per model, batch and commit, merged with earlier ones) and a
+table to <out>/int8_qdq.md. Exit status 0 when every stage ran, 3 when a stage failed (the record
+says which and why).
+"""
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+
+import zoo  # noqa: E402  (model construction, export, timing, commit and record helpers)
+import zoo_plot  # noqa: E402
+
+OPSET = 17
+# The activation quantizer's range: ONNX's QuantizeLinear saturates int8 to [-128, 127].
+QMIN, QMAX = -128, 127
+
+
+def quantize_model(torch, model, calib, batch=8):
+    """Wraps every Conv2d and Linear of `model` in a fake quantizer and calibrates the activation
+    ranges on `calib` (N images, run in batches). Returns the number of wrapped layers."""
+    nn, F = torch.nn, torch.nn.functional
+
+    class FakeQuant(nn.Module):
+        def __init__(self, layer):
+            super().__init__()
+            self.layer = layer
+            self.calibrating = True
+            self.register_buffer("act_amax", torch.zeros(()))
+            w = layer.weight.detach()
+            amax = w.abs().reshape(w.shape[0], -1).amax(1).clamp(min=1e-8)
+            self.register_buffer("w_scale", amax / QMAX)
+            self.register_buffer("w_zero", torch.zeros(w.shape[0], dtype=torch.int32))
+            self.register_buffer("x_scale", torch.ones(()))
+            self.register_buffer("x_zero", torch.zeros((), dtype=torch.int32))
+
+        def finish_calibration(self):
+            self.calibrating = False
+            self.x_scale = (self.act_amax / QMAX).clamp(min=1e-8)
+
+        def forward(self, x):
+            if self.calibrating:
+                self.act_amax = torch.maximum(self.act_amax, x.detach().abs().max().float())
+                return self.layer(x)
+            xq = torch.fake_quantize_per_tensor_affine(x, self.x_scale, self.x_zero, QMIN, QMAX)
+            wq = torch.fake_quantize_per_channel_affine(self.layer.weight, self.w_scale, self.w_zero, 0, QMIN, QMAX)
+            L = self.layer
+            if isinstance(L, nn.Conv2d):
+                return F.conv2d(xq, wq, L.bias, L.stride, L.padding, L.dilation, L.groups)
+            return F.linear(xq, wq, L.bias)
+
+    wrapped = []
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, (nn.Conv2d, nn.Linear)) and not isinstance(child, FakeQuant):
+                q = FakeQuant(child)
+                setattr(parent, name, q)
+                wrapped.append(q)
+    model.eval()
+    with torch.no_grad():
+        for i in range(0, calib.shape[0], batch):
+            model(calib[i:i + batch])
+    for q in wrapped:
+        q.finish_calibration()
+    return len(wrapped)
+
+
+def count_ops(path):
+    import onnx
+    m = onnx.load(path, load_external_data=False)
+    counts = {}
+    for n in m.graph.node:
+        counts[n.op_type] = counts.get(n.op_type, 0) + 1
+    return counts
+
+
+def images(torch, n, hw, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn((n, 3) + tuple(hw), generator=g)
+
+
+def top1_agreement(a, b):
+    return float((a.argmax(1) == b.argmax(1)).double().mean())
+
+
+class Run:
+    """One model: its records (one per batch) and the stages that fill them."""
+
+    def __init__(self, args, torch):
+        self.a, self.torch = args, torch
+        self.dev = torch.device(args.device)
+        self.cuda = self.dev.type == "cuda"
+        self.hw = zoo.input_hw(args.model, args.smoke)
+        p = args.profile
+        self.profile = {"input": [(b, 3) + tuple(self.hw) for b in p]}
+        base = {"model": args.model, "profile": "dynamic", "profile_shapes": self.profile["input"],
+                "commit": args.commit, "date": zoo._now(), "torch": torch.__version__, "device": str(self.dev),
+                "gpu": torch.cuda.get_device_name(self.dev) if self.cuda else None, "smoke": bool(args.smoke),
+                "status": "ok", "stage": None, "reason": None}
+        self.recs = {b: dict(base, batch=b) for b in args.batches}
+
+    def fail(self, stage, e, batches=None):
+        for b in batches or self.recs:
+            r = self.recs[b]
+            if r["status"] == "ok":
+                r.update(status="error", stage=stage, reason=zoo._short(e))
+        zoo._log(f"[int8] {stage} failed: {zoo._short(e)}")
+
+    def set_all(self, **kw):
+        for r in self.recs.values():
+            r.update(kw)
+
+    def time(self, fn):
+        a = self.a
+        return zoo.time_fn(self.torch, fn, self.cuda, a.warmup, a.iters, a.max_seconds_per_config)
+
+    def run(self, work):
+        torch, a = self.torch, self.a
+        if self.cuda:
+            torch.backends.cudnn.benchmark = True
+        # The float model and its quantized twin, both exported with a dynamic batch.
+        try:
+            import copy
+            model = zoo.make_model(a.model, "classification", a.smoke)
+            from models import _calibrate_batchnorm  # bench/models.py
+            torch.manual_seed(zoo.SEED + 1)
+            _calibrate_batchnorm(model, zoo.make_input(4, self.hw))
+            model.eval()
+            qmodel = copy.deepcopy(model)
+            t0 = time.perf_counter()
+            layers = quantize_model(torch, qmodel, images(torch, a.calib_images, self.hw, zoo.SEED + 3))
+            self.set_all(quantized_layers=layers, calibration_images=a.calib_images,
+                         calibration_s=round(time.perf_counter() - t0, 2))
+            float_path, qdq_path = os.path.join(work, "float.onnx"), os.path.join(work, "qdq.onnx")
+            x2 = zoo.make_input(2, self.hw)
+            with torch.no_grad():
+                zoo._export_file(torch, model, x2, float_path, "torchscript", opset=OPSET)
+                zoo._export_file(torch, qmodel, x2, qdq_path, "torchscript", opset=OPSET)
+            ops = count_ops(qdq_path)
+            self.set_all(qdq_ops={k: ops.get(k, 0) for k in ("QuantizeLinear", "DequantizeLinear", "Conv", "Gemm")})
+            if not ops.get("QuantizeLinear") or not ops.get("DequantizeLinear"):
+                raise RuntimeError(f"the quantized export has no Q/DQ pairs: {ops}")
+        except Exception as e:  # noqa: BLE001
+            return self.fail("export", e)
+
+        # References on the device: PyTorch's quantized model (FP32) and the float model (FP32).
+        n = a.images
+        xs = images(torch, n, self.hw, zoo.SEED + 5)
+        chunk = max(a.batches)
+        try:
+            tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+            torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+            ref_q, ref_f = [], []
+            qm, fm = qmodel.to(self.dev), model.to(self.dev)
+            with torch.inference_mode():
+                for i in range(0, n, chunk):
+                    x = xs[i:i + chunk].to(self.dev)
+                    ref_q.append(qm(x).float().cpu())
+                    ref_f.append(fm(x).float().cpu())
+            ref_q, ref_f = torch.cat(ref_q), torch.cat(ref_f)
+            torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
+            self.set_all(torch_qdq_vs_fp32_top1=top1_agreement(ref_q, ref_f), images=n)
+        except Exception as e:  # noqa: BLE001
+            return self.fail("reference", e)
+
+        try:
+            import graft
+        except Exception as e:  # noqa: BLE001
+            return self.fail("graft_import", e)
+        engines = {}
+        for key, path in (("graft_qdq", qdq_path), ("graft_float", float_path)):
+            t0 = time.perf_counter()
+            try:
+                # float16 where graft cannot run int8, as TensorRT's --int8 --fp16 (CUDA engines only).
+                engines[key] = graft.Engine.build(path, fp16=self.cuda, device=self.dev.type, profile=self.profile)
+                self.set_all(**{f"{key}_build_s": round(time.perf_counter() - t0, 2)})
+            except Exception as e:  # noqa: BLE001
+                self.fail(f"{key}_build", e)
+        # Accuracy over every image, in chunks of the profile's largest batch.
+        refs = {"graft_qdq": ref_q, "graft_float": ref_f}
+        for key, eng in engines.items():
+            try:
+                ys = []
+                with torch.inference_mode():
+                    for i in range(0, n, chunk):
+                        x = xs[i:i + chunk].to(self.dev).contiguous()
+                        ys.append(eng.run({"input": x})["output"].float().cpu())
+                y = torch.cat(ys)
+                self.set_all(**{f"{key}_top1": top1_agreement(y, refs[key]), f"{key}_rel_err": zoo.rel_err(y, refs[key])})
+            except Exception as e:  # noqa: BLE001
+                self.fail(f"{key}_accuracy", e)
+        # Speed at each batch: both engines, and PyTorch eager FP16 of the float model.
+        m16 = model.to(self.dev).half() if self.cuda else None
+        for b in a.batches:
+            x = zoo.make_input(b, self.hw, self.dev)
+            for key, eng in engines.items():
+                try:
+                    with torch.inference_mode():
+                        eng.run({"input": x})
+                        ms, iters, wall = self.time(lambda: eng.run({"input": x}))
+                    self.recs[b].update({f"{key}_ms": ms, f"{key}_iters": iters, f"{key}_wall_ms": wall})
+                except Exception as e:  # noqa: BLE001
+                    self.fail(f"{key}_run", e, [b])
+            if m16 is not None:
+                try:
+                    x16 = x.half()
+                    with torch.inference_mode():
+                        ms, iters, _ = self.time(lambda: m16(x16))
+                    self.recs[b].update(eager_fp16_ms=ms, eager_iters=iters)
+                except Exception as e:  # noqa: BLE001
+                    self.fail("eager_run", e, [b])
+            r = self.recs[b]
+            if r.get("graft_qdq_ms") and r.get("graft_float_ms"):
+                r["qdq_speedup_over_float"] = r["graft_float_ms"] / r["graft_qdq_ms"]
+
+
+def summary(records):
+    rows = ["| model | batch | device | commit | graft Q/DQ ms | graft float ms (FP16 on CUDA) | eager FP16 ms | "
+            "Q/DQ speed-up | top-1 Q/DQ vs PyTorch quantized | top-1 float vs FP32 | status |",
+            "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
+
+    def f(v, spec=".3f"):
+        return "" if v is None else format(v, spec)
+    for r in records:
+        status = r.get("status") if r.get("status") == "ok" else f"{r.get('status')} at {r.get('stage')}: {r.get('reason')}"
+        rows.append(f"| {r['model']} | {r['batch']} | {r.get('device')} | {r.get('commit')} | {f(r.get('graft_qdq_ms'))} | "
+                    f"{f(r.get('graft_float_ms'))} | {f(r.get('eager_fp16_ms'))} | {f(r.get('qdq_speedup_over_float'), '.2f')} | "
+                    f"{f(r.get('graft_qdq_top1'), '.4f')} | {f(r.get('graft_float_top1'), '.4f')} | {status} |")
+    return "\n".join(rows) + "\n"
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--model", default=None, help="a torchvision classification model (default resnet50; "
+                                                 "--smoke: tiny_cnn, plain torch)")
+    p.add_argument("--smoke", action="store_true", help="tiny model, small batches, CPU unless --device")
+    p.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
+    p.add_argument("--out", required=True, help="folder for int8_qdq.json and int8_qdq.md")
+    p.add_argument("--images", type=int, default=None, help="images for the top-1 agreement (default 512; smoke 32)")
+    p.add_argument("--calib-images", type=int, default=None, help="calibration images (default 64; smoke 8)")
+    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--iters", type=int, default=100)
+    p.add_argument("--max-seconds-per-config", type=float, default=8.0)
+    p.add_argument("--commit", default=None)
+    p.add_argument("--work-dir", default=None, help="where the exported files go (default: a temporary folder)")
+    a = p.parse_args(argv)
+    import torch
+    a.model = a.model or ("tiny_cnn" if a.smoke else "resnet50")
+    a.device = a.device or ("cuda" if torch.cuda.is_available() and not a.smoke else "cpu")
+    a.batches = list(zoo.SMOKE_BATCHES if a.smoke else zoo.BATCHES)
+    a.profile = list(zoo.SMOKE_PROFILE if a.smoke else zoo.PROFILE)
+    a.images = a.images or (32 if a.smoke else 512)
+    a.calib_images = a.calib_images or (8 if a.smoke else 64)
+    a.commit = zoo.commit_id(a.commit)
+    if a.smoke:
+        a.warmup, a.iters, a.max_seconds_per_config = 2, 5, 1.0
+    work = a.work_dir or tempfile.mkdtemp(prefix="graft_int8_")
+    os.makedirs(work, exist_ok=True)
+    run = Run(a, torch)
+    run.run(work)
+    records = list(run.recs.values())
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, "int8_qdq.json")
+    old = zoo.load_results(path) if os.path.exists(path) else []
+    key = lambda r: (r.get("model"), r.get("batch"), r.get("commit"), bool(r.get("smoke")))  # noqa: E731
+    mine = {key(r) for r in records}
+    merged = [r for r in old if key(r) not in mine] + records
+    zoo.save_results(path, merged)
+    with open(os.path.join(a.out, "int8_qdq.md.tmp"), "w") as f:
+        f.write(summary(merged))
+    os.replace(os.path.join(a.out, "int8_qdq.md.tmp"), os.path.join(a.out, "int8_qdq.md"))
+    sys.stdout.write(summary(records))
+    return 0 if all(r["status"] == "ok" for r in records) else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

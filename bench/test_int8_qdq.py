@@ -1,0 +1,39 @@
+"""The Q/DQ benchmark (bench/int8_qdq.py) on the CPU, in seconds: a tiny net quantized with
+PyTorch's fake quantizers, exported with Q/DQ pairs, built by graft's CPU engine with a dynamic
+batch and compared with PyTorch's quantized model.
+
+    PYTHONPATH=python:build/python GRAFT_LIB_DIR=build/python/graft /usr/bin/python3 -m pytest -q bench/test_int8_qdq.py
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def test_smoke_matches_pytorchs_quantized_model(tmp_path):
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, os.path.join(HERE, "int8_qdq.py"), "--smoke", "--out", str(out),
+                        "--work-dir", str(tmp_path / "work"), "--commit", "test"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    records = json.loads((out / "int8_qdq.json").read_text())
+    assert sorted(r["batch"] for r in records) == [1, 4]
+    for r in records:
+        assert r["status"] == "ok", r
+        # Every Conv and the Linear read input and weight through a quantizer: two Q/DQ pairs each.
+        assert r["qdq_ops"]["QuantizeLinear"] == r["qdq_ops"]["DequantizeLinear"] == 2 * r["quantized_layers"]
+        # graft's QuantizeLinear/DequantizeLinear compute what PyTorch's fake quantizers compute:
+        # the logits agree to float rounding, so every image's top-1 does.
+        assert r["graft_qdq_rel_err"] < 1e-5, r
+        assert r["graft_qdq_top1"] == 1.0, r
+        assert r["graft_float_rel_err"] < 1e-5, r
+        assert r["graft_qdq_ms"] > 0 and r["graft_float_ms"] > 0
+    assert "| tiny_cnn | 4 | cpu | test |" in (out / "int8_qdq.md").read_text()
+    # A second call with the same commit replaces its records rather than adding to them.
+    p = subprocess.run([sys.executable, os.path.join(HERE, "int8_qdq.py"), "--smoke", "--out", str(out),
+                        "--work-dir", str(tmp_path / "work"), "--commit", "test"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert len(json.loads((out / "int8_qdq.json").read_text())) == 2
