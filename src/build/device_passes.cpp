@@ -93,7 +93,7 @@ Result<std::string> nhwc_regions(Graph& g, const DevicePassContext& ctx) {
     const auto& wd = w->dims();
     return wd[1] < 8 && wd[0] % 8 == 0 ? 8 : 0;
   };
-  // Strided stems read the image rearranged space to depth (fuse_conv.cpp); GRAFT_STEM_SPACE_TO_DEPTH=0
+  // Strided stems read the image rearranged space to depth (nhwc_regions.cpp); GRAFT_STEM_SPACE_TO_DEPTH=0
   // keeps them strided, to compare the two.
   const char* s2d = std::getenv("GRAFT_STEM_SPACE_TO_DEPTH");
   const bool space_to_depth = !s2d || std::string(s2d) != "0";

@@ -70,7 +70,7 @@ Result<int> fuse_conv_epilogues(Graph& graph);
 // count to zero-pad that convolution's input and filter to (0: leave it out). Such a stem reads its
 // NCHW input through one GraftChannelsLast, which also takes over a float32 -> float16 Cast that
 // only the stem read. With `stem_space_to_depth`, a strided stem reads the image rearranged into
-// s x s blocks instead and becomes a stride-1 convolution (fuse_conv.cpp says when and why).
+// s x s blocks instead and becomes a stride-1 convolution (nhwc_regions.cpp says when and why).
 // Returns the number of nodes moved.
 Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(const Node&)>& wanted,
                                          const std::function<int64_t(const Node&)>& stem_channels = nullptr,
@@ -82,7 +82,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& graph, const std::function<bool(
 Result<int> defer_activations_to_depthwise(Graph& graph);
 
 // MatMul/Gemm with a constant weight, followed by a bias Add and an activation, becomes one
-// GEMM with a fused epilogue (src/graph/fuse_transformer.cpp).
+// GEMM with a fused epilogue (src/graph/fuse_gemm_epilogues.cpp).
 Result<int> fuse_gemm_epilogues(Graph& graph);
 
 // Transpose(X) -> GraftGemm (no residual) becomes GraftGemm(X) -> Transpose where the permutation
@@ -98,7 +98,7 @@ Result<int> move_transposes_behind_gemms(Graph& graph);
 Result<int> fold_gemm_scales_and_residuals(Graph& graph);
 
 // Chains of elementwise nodes on one shape become one fused elementwise node
-// (src/graph/fuse_transformer.cpp). `supported` says which nodes the target backend can fuse.
+// (src/graph/fuse_elementwise_chains.cpp). `supported` says which nodes the target backend can fuse.
 Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const Node&)>& supported);
 
 // A patchify Conv (kernel == stride, no padding/dilation, one group, static input) becomes a

@@ -2,7 +2,7 @@
 // one opcode per float operation a fused elementwise chain can hold. It lives apart from the fused
 // op because op definitions name it too: an ONNX op that is one of these operations whatever its
 // attributes says so where it is registered (OpEntry::elementwise_opcode, src/ops/operator.h),
-// and the chain fusion (src/graph/fuse_transformer.cpp) reads it from there.
+// and the chain fusion (src/graph/fuse_elementwise_chains.cpp) reads it from there.
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
-// Internal ops made by the CUDA builder's convolution passes (src/graph/fuse_conv.cpp):
+// Internal ops made by the CUDA builder's convolution passes (src/graph/fuse_conv_epilogues.cpp,
+// nhwc_regions.cpp, defer_activations.cpp):
 //
 //   GraftConv(X, W, B?, Z?)  Y = act(conv(X, W) + B + Z), 2-D, in NCHW or NHWC.
 //     Attributes: the Conv attributes (kernel_shape, strides, pads, dilations, group, auto_pad),

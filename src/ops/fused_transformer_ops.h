@@ -1,7 +1,7 @@
-// Internal ops of the transformer fusions (src/graph/fuse_transformer.cpp builds them, the CPU
-// references live in src/ops/fused_transformer_ops.cpp, the CUDA kernels in
-// src/backends/cuda/fused_transformer_*.{cpp,cu}). Shared here: the GraftElementwise instruction
-// set, so the pass, the reference and the kernel agree on one encoding.
+// Internal ops of the transformer fusions (src/graph/fuse_gemm_epilogues.cpp, fold_gemm_scales.cpp and
+// fuse_elementwise_chains.cpp build them, the CPU references live in src/ops/fused_transformer_ops.cpp,
+// the CUDA kernels in src/backends/cuda/fused_transformer_*.{cpp,cu}). Shared here: the GraftElementwise
+// instruction set, so the pass, the reference and the kernel agree on one encoding.
 //
 // GraftGemm(X[..., K], W, bias?, R?) -> Y[..., N]
 //   attrs: transB (0: W is [K, N]; 1: W is [N, K]), alpha (float, default 1),

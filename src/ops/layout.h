@@ -1,4 +1,4 @@
-// Rank-4 layout helpers shared by the NHWC pass (src/graph/fuse_conv.cpp) and the reference kernels
+// Rank-4 layout helpers shared by the NHWC pass (src/graph/nhwc_regions.cpp) and the reference kernels
 // of graft's NHWC internal ops (src/ops/fused_conv_ops.cpp).
 #pragma once
 

@@ -103,7 +103,7 @@ enum class PrecisionTrait : uint8_t {
              // (NonZero, Unique), or it makes shapes, sizes or draws (Shape, Range, random ops)
 };
 
-// How an op meets layouts (the NHWC regions of src/graph/fuse_conv.cpp).
+// How an op meets layouts (the NHWC regions of src/graph/nhwc_regions.cpp).
 enum class LayoutTrait : uint8_t {
   kFixed,              // reads its inputs in the layout their shapes describe
   kElementwiseUnary,   // output element i from data input element i alone: any layout will do

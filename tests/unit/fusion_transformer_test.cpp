@@ -1,4 +1,5 @@
-// Transformer fusions (src/graph/fuse_transformer.cpp): GEMM epilogues (bias, Relu, GELU in both
+// Transformer fusions (src/graph/fuse_gemm_epilogues.cpp, fold_gemm_scales.cpp,
+// fuse_elementwise_chains.cpp): GEMM epilogues (bias, Relu, GELU in both
 // exporters' forms) and elementwise chains. Each test runs the graph on the CPU reference before
 // and after the pass, on fresh random inputs, and compares; negative tests check that patterns the
 // pass must not touch stay as they were.

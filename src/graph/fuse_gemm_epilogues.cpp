@@ -1,4 +1,4 @@
-// Transformer fusions: GEMM epilogues and elementwise chains (ops: src/ops/fused_transformer_ops.h).
+// The CUDA builder's "fuse gemm" pass: GEMM epilogues and attention (ops: src/ops/fused_transformer_ops.h).
 //
 // fuse_gemm_epilogues runs before the float16 pass, on the model's float32 graph:
 //   MatMul(X, W const 2-D) | Gemm(A, B const, C const row? , transA = 0)
@@ -18,9 +18,6 @@
 //   (each binary node with its operands in either order). The dynamo exporter at opset 20 emits
 //   ONNX Gelu, which is matched as a node.
 //
-// fuse_elementwise_chains runs last (after float16 and layout passes): connected groups of
-// elementwise nodes whose non-scalar operands all have the output's shape, linked through values
-// with a single consumer, become one GraftElementwise executing a small program per element.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -31,18 +28,15 @@
 #include <string>
 
 #include "core/index_math.h"
+#include "graph/pass_util.h"
 #include "graph/passes.h"
 #include "ops/fused_transformer_ops.h"
-#include "ops/operator.h"
 #include "ops/internal_ops.h"
+#include "ops/operator.h"
 
 namespace graft {
 
 namespace {
-
-using Consumers = std::map<const Value*, std::vector<Node*>>;
-
-bool float_io(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16; }
 
 // A one-element constant of a floating dtype (a scalar the exporter wrote as a tensor).
 bool scalar_const(const Value* v, double* out = nullptr) {
@@ -54,31 +48,6 @@ bool scalar_const(const Value* v, double* out = nullptr) {
 // Loose enough for constants stored in float16 (1.4142 is 1.41406 there), tight enough that no
 // other constant passes for sqrt(2), 1/sqrt(2), 0.5 or 1.
 bool near(double a, double b) { return std::fabs(a - b) <= 1e-3 * std::fabs(b); }
-
-// The node that reads `v` (possibly more than once), when it is the only reader and `v` is not a
-// graph output; else nullptr.
-Node* only_consumer(const Consumers& cons, const Value* v) {
-  if (!v || v->is_graph_output) return nullptr;
-  auto it = cons.find(v);
-  if (it == cons.end() || it->second.empty()) return nullptr;
-  Node* n = it->second.front();
-  for (Node* c : it->second)
-    if (c != n) return nullptr;
-  return n;
-}
-
-// For a two-input node reading `v`, the other operand (nullptr unless exactly one side is `v`).
-Value* other_operand(const Node* n, const Value* v) {
-  if (n->inputs.size() != 2 || n->outputs.size() != 1) return nullptr;
-  if (n->inputs[0] == v && n->inputs[1] != v) return n->inputs[1];
-  if (n->inputs[1] == v && n->inputs[0] != v) return n->inputs[0];
-  return nullptr;
-}
-
-Node* consumer_of_type(const Consumers& cons, const Value* v, const char* op) {
-  Node* n = only_consumer(cons, v);
-  return n && n->op_type == op && n->outputs.size() == 1 && n->outputs[0] ? n : nullptr;
-}
 
 // An inference-mode Dropout (training_mode absent or constant false, mask unread): an identity
 // that the fused nodes absorb (graft's CUDA backend has no Dropout kernel, so a Dropout left in
@@ -98,7 +67,7 @@ bool inference_dropout(const Consumers& cons, const Node* n) {
 
 // Follows `v` through inference Dropouts that are its only reader; appends them to *parts.
 Value* skip_dropouts(const Consumers& cons, Value* v, std::vector<Node*>* parts) {
-  while (Node* d = only_consumer(cons, v)) {
+  while (Node* d = only_reader(cons, v)) {
     if (!inference_dropout(cons, d) || d->inputs[0] != v) break;
     parts->push_back(d);
     v = d->outputs[0];
@@ -150,7 +119,7 @@ std::optional<Gelu> match_gelu(const Consumers& cons, Value* x) {
       if (!n5 || other_operand(n5, n4->outputs[0]) != x) continue;
       g = Gelu{n5->outputs[0], {n1, n2, n3, n4, n5}};
       x_reader = n5;
-    } else if (Node* h = o4->producer; h && h->op_type == "Mul" && only_consumer(cons, o4) == n4 &&
+    } else if (Node* h = o4->producer; h && h->op_type == "Mul" && only_reader(cons, o4) == n4 &&
                                         scalar_const(other_operand(h, x), &c) && near(c, 0.5)) {  // Mul(Mul(x, 0.5), erf1)
       g = Gelu{n4->outputs[0], {n1, n2, n3, h, n4}};
       x_reader = h;
@@ -163,8 +132,6 @@ std::optional<Gelu> match_gelu(const Consumers& cons, Value* x) {
   }
   return std::nullopt;
 }
-
-bool is_removed(const std::set<const Node*>& dead, const Node* n) { return dead.count(n) != 0; }
 
 // A node that scales one tensor by a scalar constant without changing its shape: Mul(t, c),
 // Mul(c, t) or Div(t, c). Returns t and sets *factor (1/c for Div); else nullptr.
@@ -192,7 +159,7 @@ Value* scaled_input(const Node* n, double* factor) {
 Value* strip_scales(const Consumers& cons, Value* v, Node* reader, const std::set<const Node*>& dead, double* scale,
                     std::vector<Node*>* parts) {
   double c = 1;
-  while (v->producer && !dead.count(v->producer) && only_consumer(cons, v) == reader) {
+  while (v->producer && !dead.count(v->producer) && only_reader(cons, v) == reader) {
     Value* t = scaled_input(v->producer, &c);
     if (!t) break;
     *scale *= c;
@@ -220,7 +187,7 @@ Value* strip_bias_terms(const Consumers& cons, Value* v, Node* reader, const std
     return a.size() >= 2 && b.size() >= 2 && a[a.size() - 1].same_as(b[b.size() - 1]) &&
            a[a.size() - 2].same_as(b[b.size() - 2]);
   };
-  while (v->producer && !dead.count(v->producer) && only_consumer(cons, v) == reader && v->desc.shape) {
+  while (v->producer && !dead.count(v->producer) && only_reader(cons, v) == reader && v->desc.shape) {
     Node* p = v->producer;
     Value* next = nullptr;
     if (p->op_type == "Add" && p->domain.empty() && p->inputs.size() == 2 && p->outputs.size() == 1) {
@@ -350,7 +317,7 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
     Node* mm1 = scores->producer;
     Node* mm1_reader = parts.back();
     if (!mm1 || dead.count(mm1) || mm1->op_type != "MatMul" || mm1->inputs.size() != 2 ||
-        only_consumer(cons, scores) != mm1_reader)
+        only_reader(cons, scores) != mm1_reader)
       continue;
     parts.push_back(mm1);
     Value* q = strip_scales(cons, mm1->inputs[0], mm1, dead, &scale, &parts);
@@ -362,7 +329,7 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
     Node* transpose = nullptr;
     Value* k_unscaled = nullptr;
     if (Node* t = kt->producer; t && !dead.count(t) && t->op_type == "Transpose" && t->inputs.size() == 1 &&
-                                t->inputs[0] && only_consumer(cons, kt) == kt_reader) {
+                                t->inputs[0] && only_reader(cons, kt) == kt_reader) {
       std::vector<Node*> kparts;
       double kscale = 1.0;
       Value* k = strip_scales(cons, t->inputs[0], t, dead, &kscale, &kparts);
@@ -374,12 +341,12 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
       }
     }
     Value* p = skip_dropouts(cons, sm->outputs[0], &parts);  // sdpa's Dropout(p = 0)
-    Node* mm2 = only_consumer(cons, p);
+    Node* mm2 = only_reader(cons, p);
     if (!mm2 || dead.count(mm2) || mm2->op_type != "MatMul" || mm2->inputs.size() != 2 || mm2->inputs[0] != p ||
         mm2->inputs[1] == p || !mm2->outputs[0])
       continue;
     Value* v = mm2->inputs[1];
-    bool ok = q->desc.shape && kt->desc.shape && v->desc.shape && float_io(q->desc.dtype) &&
+    bool ok = q->desc.shape && kt->desc.shape && v->desc.shape && is_float_io(q->desc.dtype) &&
               kt->desc.dtype == q->desc.dtype && v->desc.dtype == q->desc.dtype &&
               mm2->outputs[0]->desc.dtype == q->desc.dtype && q->desc.shape->size() >= 2 &&
               same_leading_dims(*q->desc.shape, *kt->desc.shape) && same_leading_dims(*q->desc.shape, *v->desc.shape);
@@ -425,7 +392,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     Value* W = n->inputs[1];
     Value* y = n->outputs[0];
     if (!X || !W || !W->constant || W->constant->rank() != 2) continue;
-    if (!X->desc.shape || X->desc.shape->empty() || !float_io(X->desc.dtype) || W->desc.dtype != X->desc.dtype) continue;
+    if (!X->desc.shape || X->desc.shape->empty() || !is_float_io(X->desc.dtype) || W->desc.dtype != X->desc.dtype) continue;
     if (!y->desc.shape || y->desc.dtype != X->desc.dtype) continue;
     bool trans_b = false;
     float alpha = 1.f;
@@ -480,7 +447,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
           unfolded = true;
           chain.push_back(post);
           out = post->outputs[0];
-          if (only_consumer(cons, X) == n) chain.push_back(X->producer);  // the fold has no other reader
+          if (only_reader(cons, X) == n) chain.push_back(X->producer);  // the fold has no other reader
         }
       }
     }
@@ -588,267 +555,6 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     ++fused;
   }
   fused += fuse_attention(graph, namer, dead);
-  if (fused == 0) return 0;
-  graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
-  graph.prune_values();
-  return fused;
-}
-
-// ---- per-channel scales and residuals behind a GraftGemm (after the layout pass) -----------------
-
-Result<int> fold_gemm_scales_and_residuals(Graph& graph) {
-  const Consumers cons = graph.consumers();
-  std::set<const Node*> dead;
-  int folded = 0;
-  std::vector<Node*> order;
-  for (auto& n : graph.nodes()) order.push_back(n.get());
-  for (Node* n : order) {
-    if (!is_internal(n, "GraftGemm") || n->outputs.size() != 1 || !n->outputs[0]) continue;
-    auto act = n->attrs.get_string("activation", "");
-    auto tb = n->attrs.get_int("transB", 0);
-    if (!act || !act->empty() || !tb) continue;  // a scale after an activation does not move into W
-    if (n->inputs.size() > 3 && n->inputs[3]) continue;  // it already has a residual
-    Value* W = n->input(1);
-    Value* B = n->input(2);
-    Value* y = n->outputs[0];
-    if (!W || !W->constant || W->constant->rank() != 2 || (B && !B->constant) || !y->desc.shape) continue;
-    const bool trans_b = *tb != 0;
-    const int64_t N = W->constant->dims()[trans_b ? 0 : 1];
-    // Mul by a constant of N elements along the last axis (ConvNeXt's layer scale once the layout
-    // pass has moved the block's permute away): the scale moves into W's columns and the bias.
-    Node* mul = consumer_of_type(cons, y, "Mul");
-    Value* scale = mul ? other_operand(mul, y) : nullptr;
-    if (!scale || !scale->constant || scale->constant->numel() != N || scale->constant->rank() < 1 ||
-        scale->constant->dims().back() != N || scale->constant->rank() > static_cast<int64_t>(y->desc.shape->size()) ||
-        scale->desc.dtype != y->desc.dtype || mul->outputs[0]->desc.dtype != y->desc.dtype || is_removed(dead, mul))
-      mul = nullptr;
-    Value* after = mul ? mul->outputs[0] : y;
-    // Then a residual Add of a tensor of the output's shape: cuBLASLt's C matrix.
-    Node* add = after->desc.shape ? consumer_of_type(cons, after, "Add") : nullptr;
-    Value* r = add ? other_operand(add, after) : nullptr;
-    if (!r || r->constant || r->desc.dtype != y->desc.dtype || !r->desc.shape ||
-        !shapes_same(*r->desc.shape, *after->desc.shape) || !add->outputs[0]->desc.shape ||
-        !shapes_same(*add->outputs[0]->desc.shape, *after->desc.shape) || is_removed(dead, add))
-      add = nullptr;
-    if (!mul && !add) continue;
-    if (mul) {
-      const Tensor& w = *W->constant;
-      Tensor ws = Tensor::empty(w.dtype(), w.dims());
-      const int64_t rows = w.dims()[0], cols = w.dims()[1];
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j < cols; ++j)
-          ws.set(i * cols + j, w.get(i * cols + j) * scale->constant->get(trans_b ? i : j));
-      n->inputs[1] = graph.new_constant(W->name + "_scaled", ws);
-      if (B) {
-        Tensor bs = Tensor::empty(B->constant->dtype(), {N});
-        for (int64_t j = 0; j < N; ++j) bs.set(j, B->constant->get(B->constant->numel() == N ? j : 0) * scale->constant->get(j));
-        n->inputs[2] = graph.new_constant(B->name + "_scaled", bs);
-      }
-      dead.insert(mul);
-    }
-    Value* out = after;
-    if (add) {
-      n->inputs.resize(4, nullptr);
-      n->inputs[3] = r;
-      out = add->outputs[0];
-      dead.insert(add);
-    }
-    n->outputs[0] = out;
-    out->producer = n;
-    ++folded;
-  }
-  if (folded == 0) return 0;
-  graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
-  graph.prune_values();
-  return folded;
-}
-
-// ---- elementwise chains -------------------------------------------------------------------------
-
-namespace {
-
-// How one node becomes instructions: which inputs are full-shape tensors, which must be scalar
-// constants (immediates), and the opcode.
-struct EwNodeInfo {
-  EwOp op = EwOp::kCopy;
-  // Operand sources in input order; an extra immediate (alpha/beta, clip bounds) follows.
-  std::vector<int> tensor_inputs;   // indices of inputs that may be tensors (or scalars)
-  std::vector<float> extra_imm;     // immediates appended as further operands
-};
-
-// Whether operand `i` of a chain node becomes an immediate (the same test as ew_info's).
-bool is_scalar_operand(const Node& n, int i) {
-  const Value* v = n.inputs[static_cast<size_t>(i)];
-  return v->constant && v->constant->numel() == 1 &&
-         (dtype_is_float(v->constant->dtype()) || (n.op_type == "Pow" && i == 1));
-}
-
-// nullopt when the node cannot join a chain.
-std::optional<EwNodeInfo> ew_info(const Node& n) {
-  if (!is_onnx(n) || n.outputs.size() != 1 || !n.outputs[0]) return std::nullopt;
-  const Value* y = n.outputs[0];
-  if (!float_io(y->desc.dtype) || !y->desc.shape) return std::nullopt;
-  EwNodeInfo info;
-  const std::string& t = n.op_type;
-  // Ops that are one instruction whatever their attributes say so in their definition
-  // (OpEntry::elementwise_opcode); the ones below depend on attributes.
-  const OpEntry* def = find_onnx_op(t);
-  if (def && def->elementwise_opcode) {
-    const int arity = ew_arity(*def->elementwise_opcode);  // 1 or 2: no op names a three-operand one
-    if (n.inputs.size() != static_cast<size_t>(arity)) return std::nullopt;
-    info.op = *def->elementwise_opcode;
-    info.tensor_inputs = arity == 1 ? std::vector<int>{0} : std::vector<int>{0, 1};
-    // Pow: only a constant exponent (a tensor exponent would need its own dtype rules).
-    if (t == "Pow") {
-      const Value* e = n.inputs[1];
-      if (!e || !e->constant || e->constant->numel() != 1) return std::nullopt;
-    }
-  } else if (t == "HardSigmoid") {
-    if (n.inputs.size() != 1) return std::nullopt;
-    auto a = n.attrs.get_float("alpha", 0.2f);
-    auto b = n.attrs.get_float("beta", 0.5f);
-    if (!a || !b) return std::nullopt;
-    info.op = EwOp::kHardSigmoid;
-    info.tensor_inputs = {0};
-    info.extra_imm = {a.value(), b.value()};
-  } else if (t == "Gelu") {
-    auto approx = n.attrs.get_string("approximate", "none");
-    if (!approx || n.inputs.size() != 1) return std::nullopt;
-    if (approx.value() == "none") info.op = EwOp::kGeluErf;
-    else if (approx.value() == "tanh") info.op = EwOp::kGeluTanh;
-    else return std::nullopt;
-    info.tensor_inputs = {0};
-  } else if (t == "Clip") {
-    float lo = 0, hi = 0;
-    if (n.inputs.empty() || n.inputs.size() > 3 || !clip_bounds(n, &lo, &hi)) return std::nullopt;
-    info.op = EwOp::kClip;
-    info.tensor_inputs = {0};
-    info.extra_imm = {lo, hi};
-  } else if (t == "Cast") {
-    if (n.inputs.size() != 1 || !n.inputs[0] || !float_io(n.inputs[0]->desc.dtype)) return std::nullopt;
-    const bool narrowing = n.inputs[0]->desc.dtype == DataType::kFloat32 && y->desc.dtype == DataType::kFloat16;
-    info.op = narrowing ? EwOp::kRoundHalf : EwOp::kCopy;
-    info.tensor_inputs = {0};
-  } else {
-    return std::nullopt;
-  }
-  // Every operand: a scalar constant (immediate; Pow's exponent may be integer), or a float
-  // tensor of exactly the output's shape. At least one must be a tensor.
-  bool any_tensor = false;
-  for (int i : info.tensor_inputs) {
-    const Value* v = n.inputs[static_cast<size_t>(i)];
-    if (!v) return std::nullopt;
-    if (is_scalar_operand(n, i)) {
-      // A scalar of higher rank than the output would broadcast the output up: not a chain node.
-      if (v->constant->rank() > static_cast<int64_t>(y->desc.shape->size())) return std::nullopt;
-      continue;
-    }
-    if (!float_io(v->desc.dtype) || !v->desc.shape || !shapes_same(*v->desc.shape, *y->desc.shape)) return std::nullopt;
-    any_tensor = true;
-  }
-  if (!any_tensor) return std::nullopt;
-  return info;
-}
-
-}  // namespace
-
-Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const Node&)>& supported) {
-  Consumers cons = graph.consumers();
-  std::vector<Node*> order;
-  for (const auto& n : graph.nodes()) order.push_back(n.get());
-  std::map<const Node*, EwNodeInfo> infos;
-  for (Node* n : order) {
-    auto info = ew_info(*n);
-    if (info && (!supported || supported(*n))) infos.emplace(n, *info);
-  }
-  // Union-find over chain edges: producer -> its only consumer, both chain nodes. Each node has at
-  // most one outgoing edge, so every group is an in-tree with one sink (its output).
-  std::map<const Node*, const Node*> parent;
-  std::function<const Node*(const Node*)> root = [&](const Node* x) {
-    const Node* p = parent.count(x) ? parent[x] : x;
-    if (p == x) return x;
-    const Node* r = root(p);
-    parent[x] = r;
-    return r;
-  };
-  for (Node* n : order) {
-    if (!infos.count(n)) continue;
-    for (int i : infos[n].tensor_inputs) {
-      Value* v = n->inputs[static_cast<size_t>(i)];
-      Node* p = v->producer;
-      if (!p || !infos.count(p) || only_consumer(cons, v) != n) continue;
-      const Node* a = root(p);
-      const Node* b = root(n);
-      if (a != b) parent[a] = b;
-    }
-  }
-  std::map<const Node*, std::vector<Node*>> groups;  // root -> members in graph order
-  for (Node* n : order)
-    if (infos.count(n)) groups[root(n)].push_back(n);
-
-  NodeNamer namer(graph);
-  std::set<const Node*> dead;
-  int fused = 0;
-  for (auto& [r, members] : groups) {
-    (void)r;
-    if (members.size() < 2) continue;
-    std::set<const Node*> in_group(members.begin(), members.end());
-    // The sink: the member whose output no member reads.
-    Node* sink = nullptr;
-    for (Node* m : members) {
-      Node* c = only_consumer(cons, m->outputs[0]);
-      if (!c || !in_group.count(c)) sink = m;
-    }
-    if (!sink) continue;
-    std::vector<Value*> inputs;
-    std::map<const Value*, int64_t> reg;
-    std::vector<int64_t> code;
-    std::vector<float> imm;
-    // External tensor inputs first (registers 0..k-1), in order of first use.
-    for (Node* m : members)
-      for (int i : infos[m].tensor_inputs) {
-        Value* v = m->inputs[static_cast<size_t>(i)];
-        if (is_scalar_operand(*m, i) || (v->producer && in_group.count(v->producer)) || reg.count(v)) continue;
-        reg[v] = static_cast<int64_t>(inputs.size());
-        inputs.push_back(v);
-      }
-    if (inputs.empty() || inputs.size() > static_cast<size_t>(kEwMaxInputs) ||
-        members.size() > static_cast<size_t>(kEwMaxInstr))
-      continue;
-    bool ok = true;
-    auto immediate = [&](float f) -> int64_t {
-      imm.push_back(f);
-      return -static_cast<int64_t>(imm.size());
-    };
-    for (Node* m : members) {
-      const EwNodeInfo& info = infos[m];
-      int64_t f[kEwFields] = {static_cast<int64_t>(info.op), static_cast<int64_t>(inputs.size()) + static_cast<int64_t>(code.size()) / kEwFields, 0, 0, 0};
-      int k = 2;
-      for (int i : info.tensor_inputs) {
-        const Value* v = m->inputs[static_cast<size_t>(i)];
-        f[k++] = is_scalar_operand(*m, i) ? immediate(static_cast<float>(v->constant->get(0))) : reg.at(v);
-      }
-      for (float e : info.extra_imm) f[k++] = immediate(e);
-      code.insert(code.end(), f, f + kEwFields);
-      reg[m->outputs[0]] = f[1];
-    }
-    if (imm.size() > static_cast<size_t>(kEwMaxImm)) ok = false;
-    if (!ok) continue;
-    Value* out = sink->outputs[0];
-    Node* ew = graph.add_node(namer(sink->name + "_chain"), "GraftElementwise", kInternalDomain);
-    ew->opset = sink->opset;
-    ew->attrs.set("program", code);
-    ew->attrs.set("immediates", imm);
-    ew->attrs.set("output_register", reg.at(out));
-    ew->attrs.set("to", static_cast<int64_t>(out->desc.dtype));
-    ew->inputs = inputs;
-    ew->outputs = {out};
-    out->producer = ew;
-    for (Node* m : members) dead.insert(m);
-    ++fused;
-  }
   if (fused == 0) return 0;
   graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
   GRAFT_RETURN_IF_ERROR(graph.topological_sort());

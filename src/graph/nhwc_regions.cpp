@@ -1,157 +1,20 @@
-// Convolution passes of the CUDA builder: epilogue fusion (Conv + residual Add + Relu into one
-// GraftConv) and the NHWC layout regions. The internal ops are defined in src/ops/fused_conv_ops.cpp.
+// The CUDA builder's "layout" pass: regions of convolutions and the layout-free ops between them run
+// channels-last (NHWC), entered and left through GraftChannelsLast copies, with strided stems over
+// an image reading its space-to-depth rearrangement. The internal ops are defined in
+// src/ops/fused_conv_ops.cpp.
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <set>
 
+#include "graph/pass_util.h"
 #include "graph/passes.h"
-#include "ops/operator.h"
-#include "ops/layout.h"
 #include "ops/internal_ops.h"
+#include "ops/layout.h"
+#include "ops/operator.h"
 #include "ops/window_attrs.h"
 
 namespace graft {
-
-namespace {
-
-bool is_op(const Node* n, const char* type) { return n && n->domain.empty() && n->op_type == type; }
-
-// The single node reading `v`, when exactly one node reads it once and it is not a graph output.
-Node* only_consumer(const std::map<const Value*, std::vector<Node*>>& consumers, const Value* v) {
-  if (!v || v->is_graph_output) return nullptr;
-  auto it = consumers.find(v);
-  if (it == consumers.end() || it->second.size() != 1) return nullptr;
-  Node* c = it->second[0];
-  int uses = 0;
-  for (const Value* in : c->inputs) uses += in == v;
-  return uses == 1 ? c : nullptr;
-}
-
-// Clip bounds graft's epilogue can apply: known at build time, not NaN, not crossed.
-bool epilogue_clip_bounds(const Node& clip, float* lo, float* hi) {
-  return clip_bounds(clip, lo, hi) && !std::isnan(*lo) && !std::isnan(*hi) && *lo <= *hi;
-}
-
-// The Mul of y * Sigmoid(y) when y's only readers are that Sigmoid and that Mul, and the Sigmoid's
-// only reader is the Mul; nullptr otherwise.
-Node* silu_of(const std::map<const Value*, std::vector<Node*>>& consumers, const Value* y) {
-  if (!y || y->is_graph_output) return nullptr;
-  auto it = consumers.find(y);
-  if (it == consumers.end() || it->second.size() != 2) return nullptr;
-  Node* sig = nullptr;
-  Node* mul = nullptr;
-  for (Node* c : it->second) {
-    if (is_op(c, "Sigmoid") && c->inputs.size() == 1 && c->outputs.size() == 1) sig = c;
-    else if (is_op(c, "Mul") && c->inputs.size() == 2 && c->outputs.size() == 1) mul = c;
-  }
-  if (!sig || !mul || only_consumer(consumers, sig->outputs[0]) != mul) return nullptr;
-  const Value* s = sig->outputs[0];
-  const bool operands = (mul->inputs[0] == y && mul->inputs[1] == s) || (mul->inputs[0] == s && mul->inputs[1] == y);
-  return operands ? mul : nullptr;
-}
-
-}  // namespace
-
-Result<int> fuse_conv_epilogues(Graph& g) {
-  auto consumers = g.consumers();
-  std::set<const Node*> dead;
-  int fused = 0;
-  for (auto& up : g.nodes()) {
-    Node* conv = up.get();
-    // 2-D convolutions with constant weights (cuDNN's fused kernels and the NHWC weight reorder
-    // need them); everything else stays a plain Conv.
-    if (!is_op(conv, "Conv") || conv->outputs.size() != 1 || !conv->input(1) || !conv->input(1)->constant ||
-        conv->input(0)->desc.rank() != 4 || !dtype_is_float(conv->input(0)->desc.dtype))
-      continue;
-    // cuDNN pads symmetrically: asymmetric explicit pads and SAME_* stay a plain Conv.
-    auto pads = conv->attrs.get_ints("pads", {});
-    auto auto_pad = conv->attrs.get_string("auto_pad", "NOTSET");
-    if (!pads || !auto_pad || (auto_pad.value() != "NOTSET" && auto_pad.value() != "VALID") ||
-        (pads->size() == 4 && ((*pads)[0] != (*pads)[2] || (*pads)[1] != (*pads)[3])))
-      continue;
-    AttributeMap attrs = conv->attrs;
-    attrs.set("layout", std::string("NCHW"));
-    attrs.set("activation", std::string(""));
-    std::vector<Value*> inputs{conv->input(0), conv->input(1), conv->input(2)};
-    std::vector<Node*> absorbed{conv};  // the fused node takes the place of the last of these
-    Value* out = conv->outputs[0];
-    // Residual: Add(conv, Z) with Z of the output's shape and dtype (broadcast adds are not residuals).
-    // The shapes compare as expressions: under a dynamic batch both are [batch, C, H, W], and a
-    // residual left out of the epilogue costs a whole elementwise pass (half of ResNet-50's time at
-    // batch 32 on an H200).
-    // (Consumers are looked up in the map taken before the pass: a node an earlier fusion absorbed
-    // or rewrote is skipped.)
-    auto usable = [&](Node* c) { return c && !dead.count(c) && !is_internal(c, "GraftConv"); };
-    if (Node* add = only_consumer(consumers, out); usable(add) && is_op(add, "Add") && add->inputs.size() == 2) {
-      Value* z = add->inputs[0] == out ? add->inputs[1] : add->inputs[0];
-      if (z && z != out && out->desc.shape && z->desc.shape && out->desc.shape->size() == 4 &&
-          shapes_same(*z->desc.shape, *out->desc.shape) && z->desc.dtype == out->desc.dtype) {
-        inputs.push_back(z);
-        out = add->outputs[0];
-        absorbed.push_back(add);
-      }
-    }
-    float lo = 0, hi = 0;
-    if (Node* act = only_consumer(consumers, out);
-        usable(act) && (is_op(act, "Relu") || is_op(act, "HardSwish") || is_op(act, "Sigmoid")) &&
-        act->outputs.size() == 1) {
-      // HardSwish (MobileNetV3) and Sigmoid (a squeeze-excitation gate: EfficientNet, RegNetY, 16
-      // tiny launches in EfficientNet-B0) run in graft's epilogue kernel.
-      attrs.set("activation", act->op_type);
-      out = act->outputs[0];
-      absorbed.push_back(act);
-    } else if (usable(act) && is_op(act, "HardSigmoid") && act->outputs.size() == 1) {
-      // MobileNetV3's squeeze-excitation gate (alpha 1/6, beta 1/2 as PyTorch exports it).
-      auto alpha = act->attrs.get_float("alpha", 0.2f);
-      auto beta = act->attrs.get_float("beta", 0.5f);
-      if (alpha && beta && std::isfinite(*alpha) && std::isfinite(*beta)) {
-        attrs.set("activation", std::string("HardSigmoid"));
-        attrs.set("hardsigmoid_alpha", *alpha);
-        attrs.set("hardsigmoid_beta", *beta);
-        out = act->outputs[0];
-        absorbed.push_back(act);
-      }
-    } else if (usable(act) && is_op(act, "Clip") && act->outputs.size() == 1 && epilogue_clip_bounds(*act, &lo, &hi)) {
-      // ReLU6 (MobileNetV2, MnasNet): a separate elementwise pass over the whole activation cost
-      // more than the convolution at batch 32.
-      attrs.set("activation", std::string("Clip"));
-      attrs.set("clip_min", lo);
-      attrs.set("clip_max", hi);
-      out = act->outputs[0];
-      absorbed.push_back(act);
-    } else if (Node* mul = silu_of(consumers, out); usable(mul)) {
-      // SiLU as PyTorch exports it (EfficientNet, RegNetY): y * Sigmoid(y), y read twice.
-      attrs.set("activation", std::string("Silu"));
-      absorbed.push_back((mul->input(0) == out ? mul->input(1) : mul->input(0))->producer);  // the Sigmoid
-      out = mul->outputs[0];
-      absorbed.push_back(mul);
-    }
-    while (!inputs.empty() && !inputs.back()) inputs.pop_back();  // no residual and no bias
-    // The last absorbed node comes after the residual's producer, so the fused node goes there.
-    Node* keep = absorbed.back();
-    for (Node* n : absorbed)
-      if (n != keep) dead.insert(n);
-    keep->name = conv->name;
-    keep->op_type = "GraftConv";
-    keep->domain = kInternalDomain;
-    keep->opset = conv->opset;
-    keep->attrs = std::move(attrs);
-    keep->inputs = std::move(inputs);
-    keep->outputs = {out};
-    ++fused;
-  }
-  if (!dead.empty()) {
-    g.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
-    g.prune_values();
-  }
-  for (auto& n : g.nodes())  // a fused node produces the output of the last node it absorbed
-    for (Value* o : n->outputs)
-      if (o) o->producer = n.get();
-  GRAFT_RETURN_IF_ERROR(g.topological_sort());
-  return fused;
-}
-
 namespace {
 
 // The op's layout trait (src/ops/operator.h), for a builtin node with one output.
@@ -164,7 +27,7 @@ bool is_layout_free_unary(const Node* n) { return has_layout_trait(n, LayoutTrai
 bool is_layout_free_binary(const Node* n) { return has_layout_trait(n, LayoutTrait::kElementwiseBinary); }
 
 bool is_pool(const Node* n) {
-  if (!n->domain.empty() || n->inputs.empty()) return false;
+  if (!is_onnx(*n) || n->inputs.empty()) return false;
   if (n->op_type == "MaxPool") return n->outputs.size() == 1 || !n->outputs[1];
   return n->op_type == "AveragePool" || n->op_type == "GlobalAveragePool" || n->op_type == "GlobalMaxPool";
 }
@@ -395,7 +258,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
       Value* x = n->inputs[0];
       Value* source = x;
       Node* cast = x->producer;
-      if (is_op(cast, "Cast") && sole_reader(x, n) && cast->input(0) &&
+      if (is_onnx_op(cast, "Cast") && sole_reader(x, n) && cast->input(0) &&
           cast->input(0)->desc.dtype == DataType::kFloat32 && x->desc.dtype == DataType::kFloat16) {
         source = cast->inputs[0];
         absorbed.insert(cast);
@@ -439,7 +302,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
       n->domain = kInternalDomain;
       n->outputs.resize(1);
       in_region = true;
-    } else if (is_op(n, "Concat") && n->outputs.size() == 1 && !n->inputs.empty()) {
+    } else if (is_onnx_op(n, "Concat") && n->outputs.size() == 1 && !n->inputs.empty()) {
       // Inception and Fire modules and DenseNet's blocks concatenate branches along the channels:
       // in NHWC that is the last axis, so a region flows through instead of leaving (one
       // transpose per branch) and coming back after. Every input rank 4, at least one already NHWC.
@@ -521,46 +384,6 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
   }
   GRAFT_RETURN_IF_ERROR(g.topological_sort());
   g.prune_values();
-  return moved;
-}
-
-// A convolution's activation that its only reader, an NHWC depthwise convolution, can apply to the
-// elements it reads instead, leaving the producer an activation cuDNN's fused call applies (Relu
-// for Clip from 0, none for HardSwish and Silu). MobileNetV2's ReLU6 expansions ran on cuDNN with a
-// separate epilogue pass each (21 passes, 158 us of 833 at batch 32 on an H200, ncu at 56b03a2);
-// the depthwise kernels apply the activation as they stage their inputs. Its reader then runs on
-// graft's depthwise kernels only (cuDNN has no input activation); timing still picks among them.
-Result<int> defer_activations_to_depthwise(Graph& g) {
-  auto consumers = g.consumers();
-  int moved = 0;
-  for (auto& up : g.nodes()) {
-    Node* p = up.get();
-    if (!is_internal(p, "GraftConv") || p->outputs.size() != 1) continue;
-    bool nhwc = false;
-    ConvEpilogueActivation act;
-    if (!read_layout(p->attrs, &nhwc).is_ok() || !nhwc || !read_activation(p->attrs, &act).is_ok()) continue;
-    const bool clip_from_zero = act.kind == ConvActivation::kClip && act.lo == 0.f && act.hi > 0.f;
-    if (!clip_from_zero && act.kind != ConvActivation::kHardSwish && act.kind != ConvActivation::kSilu) continue;
-    Node* c = only_consumer(consumers, p->outputs[0]);
-    if (!c || !is_internal(c, "GraftConv") || c->input(0) != p->outputs[0] || c->attrs.has("input_activation")) continue;
-    // Depthwise from the filter alone ([M, kh, kw, C / group] with one input channel per group and
-    // M groups, so C = M): the layout pass leaves its values' shapes to be inferred again later.
-    bool c_nhwc = false;
-    const Value* w = c->input(1);
-    if (!read_layout(c->attrs, &c_nhwc).is_ok() || !c_nhwc || !w || !w->constant || w->constant->rank() != 4) continue;
-    auto group = c->attrs.get_int("group", 1);
-    const auto& wd = w->constant->dims();
-    if (!group || *group != wd[0] || wd[3] != 1 || wd[0] < 2) continue;
-    c->attrs.set("input_activation", *p->attrs.get_string("activation", ""));
-    if (act.kind == ConvActivation::kClip) {
-      c->attrs.set("input_clip_min", act.lo);
-      c->attrs.set("input_clip_max", act.hi);
-    }
-    p->attrs.set("activation", std::string(clip_from_zero ? "Relu" : ""));
-    p->attrs.erase("clip_min");
-    p->attrs.erase("clip_max");
-    ++moved;
-  }
   return moved;
 }
 

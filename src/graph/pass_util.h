@@ -1,0 +1,60 @@
+// Small graph queries that several of the builder's passes (src/graph/<pass>.cpp) share.
+#pragma once
+
+#include <map>
+#include <set>
+#include <vector>
+
+#include "graph/graph.h"
+#include "ops/operator.h"
+
+namespace graft {
+
+using Consumers = std::map<const Value*, std::vector<Node*>>;  // Graph::consumers()
+
+// The single node reading `v`, when exactly one node reads it, once, and it is not a graph output;
+// else nullptr.
+inline Node* single_use_reader(const Consumers& consumers, const Value* v) {
+  if (!v || v->is_graph_output) return nullptr;
+  auto it = consumers.find(v);
+  if (it == consumers.end() || it->second.size() != 1) return nullptr;
+  Node* c = it->second[0];
+  int uses = 0;
+  for (const Value* in : c->inputs) uses += in == v;
+  return uses == 1 ? c : nullptr;
+}
+
+// The node that reads `v` (possibly more than once), when it is the only reader and `v` is not a
+// graph output; else nullptr.
+inline Node* only_reader(const Consumers& consumers, const Value* v) {
+  if (!v || v->is_graph_output) return nullptr;
+  auto it = consumers.find(v);
+  if (it == consumers.end() || it->second.empty()) return nullptr;
+  Node* n = it->second.front();
+  for (Node* c : it->second)
+    if (c != n) return nullptr;
+  return n;
+}
+
+// is_onnx (ops/operator.h) for a node that may be absent.
+inline bool is_onnx_op(const Node* n, const char* op_type) { return n && is_onnx(*n, op_type); }
+
+// only_reader(v) when it is the ONNX op `op_type` with one output.
+inline Node* consumer_of_type(const Consumers& consumers, const Value* v, const char* op_type) {
+  Node* n = only_reader(consumers, v);
+  return is_onnx_op(n, op_type) && n->outputs.size() == 1 && n->outputs[0] ? n : nullptr;
+}
+
+// For a two-input node reading `v`, the other operand (nullptr unless exactly one side is `v`).
+inline Value* other_operand(const Node* n, const Value* v) {
+  if (n->inputs.size() != 2 || n->outputs.size() != 1) return nullptr;
+  if (n->inputs[0] == v && n->inputs[1] != v) return n->inputs[1];
+  if (n->inputs[1] == v && n->inputs[0] != v) return n->inputs[0];
+  return nullptr;
+}
+
+inline bool is_float_io(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16; }
+
+inline bool is_removed(const std::set<const Node*>& dead, const Node* n) { return dead.count(n) != 0; }
+
+}  // namespace graft
