@@ -74,6 +74,7 @@ std::optional<std::map<std::string, Tensor>> run_inputs(const Engine& e) {
 }
 
 Status run_once(const Engine& e, const std::map<std::string, Tensor>& inputs, std::map<std::string, Tensor>* outputs) {
+  MemoryLimit run_limit(kMaxRunBytes);  // inside the target's limit; the outputs are counted too
   GRAFT_ASSIGN_OR_RETURN(auto ctx, e.create_context());
   GRAFT_RETURN_IF_ERROR(ctx->run(inputs, *outputs));
   for (const IOInfo& o : e.outputs())

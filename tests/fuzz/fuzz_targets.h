@@ -29,6 +29,10 @@ struct Outcome {
 // and the largest input tensor a target feeds to an engine it then runs.
 inline constexpr int64_t kMemoryLimitBytes = int64_t{256} << 20;
 inline constexpr int64_t kMaxRunInputElements = int64_t{1} << 16;
+// What a run may hold at once beyond the engine's weights: a model that makes larger activations
+// from small inputs (a Resize upwards, an Expand) fails to run with kOutOfMemory instead of
+// spending minutes of a sanitized CPU kernel on work the fuzzer learns nothing more from.
+inline constexpr int64_t kMaxRunBytes = int64_t{32} << 20;
 
 // ONNX model bytes -> import -> build for the CPU (dynamic dims set to 1, as the command line
 // does) -> describe, serialize, load back -> run both engines on small inputs, outputs bit-equal.
