@@ -82,9 +82,7 @@ Result<int> fold_gemm_scales_and_residuals(Graph& graph) {
     ++folded;
   }
   if (folded == 0) return 0;
-  graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
-  graph.prune_values();
+  GRAFT_RETURN_IF_ERROR(remove_replaced_nodes(graph, dead));
   return folded;
 }
 

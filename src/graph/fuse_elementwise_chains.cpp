@@ -206,9 +206,7 @@ Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const
     ++fused;
   }
   if (fused == 0) return 0;
-  graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
-  graph.prune_values();
+  GRAFT_RETURN_IF_ERROR(remove_replaced_nodes(graph, dead));
   return fused;
 }
 

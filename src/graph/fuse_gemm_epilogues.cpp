@@ -556,9 +556,7 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
   }
   fused += fuse_attention(graph, namer, dead);
   if (fused == 0) return 0;
-  graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
-  graph.prune_values();
+  GRAFT_RETURN_IF_ERROR(remove_replaced_nodes(graph, dead));
   return fused;
 }
 
