@@ -4,16 +4,25 @@
 
 namespace graft {
 
+std::vector<ConcreteDesc> custom_input_descs(const Node& node, const std::vector<const Tensor*>& inputs) {
+  const size_t declared = node.custom_op ? node.custom_op->inputs().size() : 0;
+  std::vector<ConcreteDesc> descs;
+  for (size_t i = 0; i < std::max(inputs.size(), declared); ++i) {
+    const Tensor* t = i < inputs.size() ? inputs[i] : nullptr;
+    descs.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
+  }
+  return descs;
+}
+
 CustomKernelCall custom_kernel_call(const ExecContext& ec) {
   const Node& node = *ec.node;
   CustomKernelCall call;
   call.context.attrs = &node.attrs;
   call.context.stream = ec.stream;
-  const size_t declared = node.custom_op ? node.custom_op->inputs().size() : 0;
-  for (size_t i = 0; i < std::max(ec.inputs.size(), declared); ++i) {
+  call.inputs = custom_input_descs(node, ec.inputs);
+  for (size_t i = 0; i < call.inputs.size(); ++i) {
     const Tensor* t = i < ec.inputs.size() ? ec.inputs[i] : nullptr;
     call.context.inputs.push_back(t ? t->view() : TensorView{});
-    call.inputs.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
   }
   for (const Tensor* t : ec.outputs) {
     const bool there = t && t->defined();

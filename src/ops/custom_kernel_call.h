@@ -16,6 +16,10 @@ struct CustomKernelCall {
   std::vector<ConcreteDesc> inputs, outputs;  // what the op's workspace_fn reads
 };
 
+// What an OpDef's workspace_fn and kernel see of a node's inputs: one desc per declared input (past
+// the node's own inputs, or omitted by it: empty), and one per further input the node has.
+std::vector<ConcreteDesc> custom_input_descs(const Node& node, const std::vector<const Tensor*>& inputs);
+
 // Stream and workspace are left for the caller to set. An output the node leaves out (a null
 // pointer) or that is not allocated yet reaches the kernel as an empty view.
 CustomKernelCall custom_kernel_call(const ExecContext& ec);

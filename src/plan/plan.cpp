@@ -38,9 +38,8 @@ bool graph_has_internal_ops(const Graph& g) {
 // Whether an internal op uses an attribute that graft before plan format 6 would ignore.
 bool graph_needs_format6(const Graph& g) {
   for (const auto& n : g.nodes()) {
-    if (n->domain != kInternalDomain) continue;
-    if (n->op_type == "GraftConv" && n->attrs.has("input_activation")) return true;
-    if (n->op_type == "GraftChannelsLast" && n->attrs.has("block")) return true;
+    if (is_internal(*n, "GraftConv") && n->attrs.has("input_activation")) return true;
+    if (is_internal(*n, "GraftChannelsLast") && n->attrs.has("block")) return true;
   }
   return false;
 }

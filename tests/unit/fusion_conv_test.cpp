@@ -53,24 +53,24 @@ int count_ops(const Graph& g, const std::string& op) {
   return n;
 }
 
-void expect_close(const Tensor& got, const Tensor& want, const std::string& name) {
+// |got - want| <= rel * (1 + the largest |want|) everywhere; a reference of zeros fails.
+void expect_within(const Tensor& got, const Tensor& want, const std::string& name, double rel) {
   ASSERT_EQ(got.dims(), want.dims()) << name;
   double scale = 0;
   for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(want.get(i)));
   ASSERT_GT(scale, 0.0) << name << " is all zeros: the test would prove nothing";
   for (int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(got.get(i), want.get(i), 1e-5 * (1 + scale)) << name << " element " << i;
+    ASSERT_NEAR(got.get(i), want.get(i), rel * (1 + scale)) << name << " element " << i;
+}
+
+void expect_close(const Tensor& got, const Tensor& want, const std::string& name) {
+  expect_within(got, want, name, 1e-5);
 }
 
 // A float16 output against the model's own: float16 rounding of the same float64 sums in another
 // order (of the channels, or of a rearranged stem's taps), within 2 ulp of the output's scale.
 void expect_fp16_close(const Tensor& got, const Tensor& want, const std::string& name) {
-  ASSERT_EQ(got.dims(), want.dims()) << name;
-  double scale = 0;
-  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(want.get(i)));
-  ASSERT_GT(scale, 0.0) << name << " is all zeros: the test would prove nothing";
-  for (int64_t i = 0; i < want.numel(); ++i)
-    ASSERT_NEAR(got.get(i), want.get(i), 2e-3 * (1 + scale)) << name << " element " << i;
+  expect_within(got, want, name, 2e-3);
 }
 
 // The model through the conv epilogue fusion and the NHWC pass (`wanted` picks the region seeds).

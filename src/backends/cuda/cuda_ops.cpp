@@ -68,18 +68,13 @@ Status custom_run(CudaExec& ex) {
 }
 
 size_t custom_workspace(const Node& n, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& outputs) {
-  const OpDef& def = *n.custom_op;
-  std::vector<ConcreteDesc> in, out;
-  for (size_t k = 0; k < std::max(inputs.size(), def.inputs().size()); ++k) {
-    const Tensor* t = k < inputs.size() ? inputs[k] : nullptr;
-    in.push_back(t ? ConcreteDesc{t->dtype(), t->dims()} : ConcreteDesc{});
-  }
+  std::vector<ConcreteDesc> out;
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     const bool there = o < outputs.size() && outputs[o].defined();
     if (!there && n.outputs[o]) return kUnknownWorkspace;  // an output whose shape is not known yet
     out.push_back(there ? ConcreteDesc{outputs[o].dtype(), outputs[o].dims()} : ConcreteDesc{});
   }
-  return def.workspace_size(in, out, n.attrs);
+  return n.custom_op->workspace_size(custom_input_descs(n, inputs), out, n.attrs);
 }
 
 }  // namespace
@@ -101,7 +96,6 @@ const CudaOp* cuda_op_for(const Node& n) {
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   *op_out = nullptr;
   const CudaOp* op = cuda_op_for(n);
-  const std::string& name = n.custom_op ? n.custom_op->name() : n.op_type;
   // An op whose output size is known only after its kernel has run (NonZero, NonMaxSuppression,
   // Unique) runs on the GPU only when its CUDA op reports that size through a device count
   // (CountedOutput, cuda_ops.h; how the engine runs such a layer: see CudaEngine::init), or makes
@@ -144,13 +138,13 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   // Only the ops that make their outputs (the sequence, optional and control-flow ops) take or give
   // sequences and optionals; another op (Identity) passes one through on the CPU reference.
   if (!op->makes_outputs && touches_containers(n)) {
-    *why = "the CUDA " + name + " kernel takes tensors only, not sequences or optionals";
+    *why = "the CUDA " + n.op_type + " kernel takes tensors only, not sequences or optionals";
     return false;
   }
   std::string reason;
   if (!op->supports(n, &reason)) {
     *why = op->checks_every_dtype ? reason
-                                  : "the CUDA " + name + " kernel does not support this node" +
+                                  : "the CUDA " + n.op_type + " kernel does not support this node" +
                                         (reason.empty() ? "" : ": " + reason);
     return false;
   }
