@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_ops.h"
+#include "gpu_handles.h"
 #include "op_test_util.h"
 #include "plan/tactics.h"
 #include "runtime/tactic_timing.h"
@@ -32,22 +33,6 @@ inline bool gpu_present() {
 
 #define GRAFT_REQUIRE_GPU() \
   if (!::graft::testing::gpu_present()) GTEST_SKIP() << "no CUDA GPU visible: CUDA kernel tests skipped"
-
-struct GpuHandles {
-  cublasLtHandle_t lt = nullptr;
-  void* dnn = nullptr;
-  GpuHandles() {
-    if (cublasLtCreate(&lt) != CUBLAS_STATUS_SUCCESS) lt = nullptr;
-#ifdef GRAFT_WITH_CUDNN
-    cudnnHandle_t h = nullptr;
-    if (cudnnCreate(&h) == CUDNN_STATUS_SUCCESS) dnn = h;
-#endif
-  }
-  static GpuHandles& get() {
-    static GpuHandles h;
-    return h;
-  }
-};
 
 inline uint32_t fresh_seed() { return std::random_device{}(); }
 

@@ -1,9 +1,13 @@
-// The generic op-test harness. Each custom op contributes a case table (tests/ops/cases_<op>.cpp:
-// input shapes and value ranges, attributes, expected output shapes, tolerance overrides, invalid
-// attribute sets); the harness turns every case into tests that run every backend and every dtype
-// combination the op declares against the float64 CPU reference, with fresh random inputs, poisoned
-// outputs, guard bytes around every buffer, shape-function and attribute checks, and gradients
-// against central finite differences.
+// The generic op-test harness. Each op, custom or builtin, contributes a case table
+// (tests/ops/cases_<op>.cpp: input shapes and value ranges, attributes, expected output shapes,
+// tolerance overrides, invalid attribute sets); the harness turns every case into tests that run
+// every backend and every dtype against the float64 CPU reference, with fresh random inputs,
+// poisoned outputs, guard bytes around every buffer and shape-function and attribute checks.
+//
+// A custom op (an OpDef in the registry) runs every dtype combination it declares through its
+// OpDef's kernels, and its gradients are checked against central finite differences. A builtin op
+// (an ONNX op, domain "", or one of graft's internal ops) runs as a one-node graph through the op
+// entries the engines use (node_runs.h), in the float dtypes its table lists per backend.
 //
 // Seeds: random per run (std::random_device) unless GRAFT_TEST_SEED is set; every failure message
 // carries the seed to reproduce it.
@@ -12,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +31,10 @@ struct CaseInput {
   // Non-empty: exactly these values (row-major) instead of random ones, for inputs that must be
   // consistent with others (e.g. a deformable-attention op's spatial shapes and level offsets).
   std::vector<double> values = {};
+  // Set: the input has this dtype whatever dtype the case runs in (a builtin op's integer indices,
+  // axes or condition). Unset: a builtin op's float input, in the tested dtype. (Custom ops take
+  // their dtypes from the combinations the op declares.)
+  std::optional<DataType> dtype = std::nullopt;
 };
 
 struct OpCase {
@@ -70,7 +79,18 @@ struct OpCaseTable {
   std::vector<OpCase> cases;
   std::vector<BadAttributeCase> bad_attributes;
   ReferenceFn reference;  // optional but recommended
+
+  // Builtin ops only: the opset the node is made at, the float dtypes each backend must run
+  // (an empty list: the op has no kernel there), and the dtype of the CPU run that is the reference.
+  int opset = 17;
+  std::vector<DataType> cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  std::vector<DataType> cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  DataType reference_dtype = DataType::kFloat64;
 };
+
+// Whether a table is a builtin op's (ONNX's default domain or graft's internal one) rather than a
+// registered OpDef's.
+bool is_builtin(const OpCaseTable& t);
 
 // Default tolerances on ||out - ref|| / ||ref||.
 double default_tolerance(DataType t);
@@ -90,5 +110,7 @@ OpCaseTable ms_deform_attn_trt_cases();
 OpCaseTable mmcv_roi_align_cases();
 OpCaseTable roi_align_trt_cases();
 OpCaseTable grid_sampler_cases();
+// Builtin ops.
+OpCaseTable mod_cases();
 
 }  // namespace graft::optest

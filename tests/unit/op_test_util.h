@@ -43,10 +43,12 @@ struct OneNode {
     }
   }
 
-  // Infer + run; returns the outputs or the error.
-  Result<std::vector<Tensor>> run(int opset = 17) {
+  // Type and shape inference over the concrete inputs (their values known, as at run time); the
+  // output descs are set on the node's outputs too, as the builder leaves them.
+  Result<std::vector<TensorDesc>> infer(int opset = 17) {
     const OpEntry* op = find_op_entry(*node);
     if (!op) return error(StatusCode::kUnsupported, "no builtin op ", node->op_type);
+    node->opset = opset;
     std::vector<InferContext::InputInfo> infos;
     for (size_t i = 0; i < node->inputs.size(); ++i) {
       InferContext::InputInfo info;
@@ -58,11 +60,21 @@ struct OneNode {
     }
     InferContext ictx(*node, infos, opset);
     GRAFT_RETURN_IF_ERROR(op->infer(ictx));
-    std::vector<Tensor> outs;
     for (size_t i = 0; i < node->outputs.size(); ++i) {
       const TensorDesc& d = ictx.outputs()[i];
       if (!d.shape || !shape_is_static(*d.shape))
         return error(StatusCode::kInternal, "output ", static_cast<int64_t>(i), " shape not concrete: ", d.to_string());
+      node->outputs[i]->desc = d;
+    }
+    return ictx.outputs();
+  }
+
+  // Infer + run; returns the outputs or the error.
+  Result<std::vector<Tensor>> run(int opset = 17) {
+    GRAFT_ASSIGN_OR_RETURN(std::vector<TensorDesc> descs, infer(opset));
+    const OpEntry* op = find_op_entry(*node);
+    std::vector<Tensor> outs;
+    for (const TensorDesc& d : descs) {
       Tensor t = Tensor::empty(d.dtype, shape_values(*d.shape));
       t.poison();
       outs.push_back(t);

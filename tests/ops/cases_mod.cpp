@@ -1,0 +1,102 @@
+// Cases for ONNX Mod (opset 13): fmod=1, C's remainder (the dividend's sign), for floats and
+// integers; fmod=0, Python's (the divisor's sign), for integers only. Both with numpy broadcasting.
+// Divisors never come near zero: an integer one is an error on the CPU and 0 on the GPU, and a float
+// one makes the remainder of a tiny divisor, where dtype rounding decides everything.
+#include <algorithm>
+#include <cmath>
+
+#include "harness.h"
+
+namespace graft::optest {
+
+namespace {
+
+AttributeMap fmod_attr(int64_t fmod) {
+  AttributeMap a;
+  a.set("fmod", fmod);
+  return a;
+}
+
+// Moves the divisor (input 1) away from zero: |d| at least `least`, keeping its sign.
+void divisor_away_from_zero(std::vector<Tensor>& ins, double least) {
+  Tensor& d = ins[1];
+  for (int64_t i = 0; i < d.numel(); ++i) {
+    const double v = d.get(i);
+    if (std::fabs(v) < least) d.set(i, v < 0 ? -least : least);
+  }
+}
+
+OpCase mod_case(std::string label, std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int64_t> out,
+                int64_t fmod, std::optional<DataType> dtype) {
+  OpCase c;
+  c.label = std::move(label);
+  const bool integer = dtype.has_value();
+  c.inputs = {{a, integer ? -40.0 : -6.0, integer ? 40.0 : 6.0}, {b, integer ? -9.0 : -3.0, integer ? 9.0 : 3.0}};
+  c.inputs[0].dtype = c.inputs[1].dtype = dtype;
+  c.attrs = fmod_attr(fmod);
+  c.output_dims = {std::move(out)};
+  c.adjust_inputs = [integer](std::vector<Tensor>& ins) { divisor_away_from_zero(ins, integer ? 1.0 : 0.25); };
+  return c;
+}
+
+// Row-major index of `out_index` in an operand of `dims` broadcast to `out` (numpy rules).
+int64_t broadcast_index(int64_t out_index, const std::vector<int64_t>& out, const std::vector<int64_t>& dims) {
+  int64_t index = 0, stride = 1;
+  for (size_t k = 0; k < out.size(); ++k) {
+    const size_t axis = out.size() - 1 - k;
+    const int64_t coord = out_index % out[axis];
+    out_index /= out[axis];
+    if (k < dims.size()) {
+      const int64_t d = dims[dims.size() - 1 - k];
+      index += (d == 1 ? 0 : coord) * stride;
+      stride *= d;
+    }
+  }
+  return index;
+}
+
+}  // namespace
+
+OpCaseTable mod_cases() {
+  OpCaseTable t;
+  t.domain = "";
+  t.name = "Mod";
+  t.opset = 13;
+  t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
+  t.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
+  t.cases.push_back(mod_case("float_same_shape", {2, 3, 4}, {2, 3, 4}, {2, 3, 4}, 1, std::nullopt));
+  t.cases.push_back(mod_case("float_broadcast_rows", {2, 3, 5}, {5}, {2, 3, 5}, 1, std::nullopt));
+  t.cases.push_back(mod_case("float_broadcast_both", {4, 1, 6}, {3, 1}, {4, 3, 6}, 1, std::nullopt));
+  t.cases.push_back(mod_case("int64_python_sign", {3, 7}, {3, 7}, {3, 7}, 0, DataType::kInt64));
+  t.cases.push_back(mod_case("int64_c_sign_broadcast", {2, 3, 4}, {1, 4}, {2, 3, 4}, 1, DataType::kInt64));
+  t.cases.push_back(mod_case("int32_python_sign_broadcast", {5, 6}, {5, 1}, {5, 6}, 0, DataType::kInt32));
+  // What exporters compute a shifted window's padding with: (w - W % w) % w on scalars.
+  t.cases.push_back(mod_case("int64_scalars", {}, {}, {}, 0, DataType::kInt64));
+
+  t.bad_attributes.push_back({"fmod_not_0_or_1", fmod_attr(2), {}, "fmod"});
+  t.bad_attributes.push_back({"float_needs_fmod_1", fmod_attr(0), {}, "fmod"});
+
+  // fmod=1: x - d * trunc(x / d); fmod=0: x - d * floor(x / d). Exact in float64 for these values.
+  t.reference = [](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
+                   const AttributeMap& attrs) {
+    auto fmod = attrs.get_int("fmod", 0);
+    const bool c_style = fmod.is_ok() && fmod.value() == 1;
+    const size_t rank = std::max(dims[0].size(), dims[1].size());
+    std::vector<int64_t> out(rank, 1);
+    for (size_t k = 0; k < rank; ++k)
+      for (const auto& d : dims)
+        if (k < d.size()) out[rank - 1 - k] = std::max(out[rank - 1 - k], d[d.size() - 1 - k]);
+    int64_t n = 1;
+    for (int64_t d : out) n *= d;
+    std::vector<double> y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = in[0][broadcast_index(i, out, dims[0])], d = in[1][broadcast_index(i, out, dims[1])];
+      const double q = x / d;
+      y[i] = x - d * (c_style ? std::trunc(q) : std::floor(q));
+    }
+    return std::vector<std::vector<double>>{y};
+  };
+  return t;
+}
+
+}  // namespace graft::optest
