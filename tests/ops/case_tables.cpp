@@ -6,7 +6,7 @@
 namespace graft::optest {
 
 std::vector<OpCaseTable> all_case_tables() {
-  return {
+  std::vector<OpCaseTable> tables = {
       custom_layer_cases(),
       efficient_nms_cases(),
       batched_nms_dynamic_trt_cases(),
@@ -21,6 +21,9 @@ std::vector<OpCaseTable> all_case_tables() {
       // Builtin ops (ONNX, graft.internal).
       mod_cases(),
   };
+  for (auto family : {unary_elementwise_cases, binary_elementwise_cases})
+    for (OpCaseTable& t : family()) tables.push_back(std::move(t));
+  return tables;
 }
 
 }  // namespace graft::optest

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "case_util.h"
 #include "harness.h"
 
 namespace graft::optest {
@@ -39,22 +40,6 @@ OpCase mod_case(std::string label, std::vector<int64_t> a, std::vector<int64_t> 
   return c;
 }
 
-// Row-major index of `out_index` in an operand of `dims` broadcast to `out` (numpy rules).
-int64_t broadcast_index(int64_t out_index, const std::vector<int64_t>& out, const std::vector<int64_t>& dims) {
-  int64_t index = 0, stride = 1;
-  for (size_t k = 0; k < out.size(); ++k) {
-    const size_t axis = out.size() - 1 - k;
-    const int64_t coord = out_index % out[axis];
-    out_index /= out[axis];
-    if (k < dims.size()) {
-      const int64_t d = dims[dims.size() - 1 - k];
-      index += (d == 1 ? 0 : coord) * stride;
-      stride *= d;
-    }
-  }
-  return index;
-}
-
 }  // namespace
 
 OpCaseTable mod_cases() {
@@ -81,20 +66,11 @@ OpCaseTable mod_cases() {
                    const AttributeMap& attrs) {
     auto fmod = attrs.get_int("fmod", 0);
     const bool c_style = fmod.is_ok() && fmod.value() == 1;
-    const size_t rank = std::max(dims[0].size(), dims[1].size());
-    std::vector<int64_t> out(rank, 1);
-    for (size_t k = 0; k < rank; ++k)
-      for (const auto& d : dims)
-        if (k < d.size()) out[rank - 1 - k] = std::max(out[rank - 1 - k], d[d.size() - 1 - k]);
-    int64_t n = 1;
-    for (int64_t d : out) n *= d;
-    std::vector<double> y(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const double x = in[0][broadcast_index(i, out, dims[0])], d = in[1][broadcast_index(i, out, dims[1])];
-      const double q = x / d;
-      y[i] = x - d * (c_style ? std::trunc(q) : std::floor(q));
-    }
-    return std::vector<std::vector<double>>{y};
+    auto rem = [c_style](const std::vector<double>& v) {
+      const double q = v[0] / v[1];
+      return v[0] - v[1] * (c_style ? std::trunc(q) : std::floor(q));
+    };
+    return std::vector<std::vector<double>>{broadcast_apply(in, dims, rem)};
   };
   return t;
 }

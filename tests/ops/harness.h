@@ -110,7 +110,9 @@ OpCaseTable ms_deform_attn_trt_cases();
 OpCaseTable mmcv_roi_align_cases();
 OpCaseTable roi_align_trt_cases();
 OpCaseTable grid_sampler_cases();
-// Builtin ops.
+// Builtin ops; a family's file may make one table per op.
 OpCaseTable mod_cases();
+std::vector<OpCaseTable> unary_elementwise_cases();
+std::vector<OpCaseTable> binary_elementwise_cases();
 
 }  // namespace graft::optest
