@@ -114,5 +114,6 @@ OpCaseTable grid_sampler_cases();
 OpCaseTable mod_cases();
 std::vector<OpCaseTable> unary_elementwise_cases();
 std::vector<OpCaseTable> binary_elementwise_cases();
+std::vector<OpCaseTable> nn_cases();  // Conv, pools, Gemm, MatMul, Softmax, LayerNormalization
 
 }  // namespace graft::optest

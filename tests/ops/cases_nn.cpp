@@ -1,0 +1,349 @@
+// Cases for the ONNX nn ops the CUDA backend runs on cuDNN, cuBLASLt or its own kernels: Conv (1-D and
+// 2-D, groups, strides, dilations, asymmetric pads), MaxPool and AveragePool, Gemm, MatMul (batch
+// broadcasting), Softmax and LayerNormalization. Each has an independent float64 formula written
+// here as plain loops.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "case_util.h"
+#include "harness.h"
+
+namespace graft::optest {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+using Values = std::vector<std::vector<double>>;
+using DimsList = std::vector<std::vector<int64_t>>;
+
+int64_t product(const Ints& d, size_t from = 0, size_t to = std::numeric_limits<size_t>::max()) {
+  int64_t p = 1;
+  for (size_t i = from; i < std::min(to, d.size()); ++i) p *= d[i];
+  return p;
+}
+
+OpCaseTable nn_table(std::string name) {
+  OpCaseTable t;
+  t.domain = "";
+  t.name = std::move(name);
+  t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  t.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  return t;
+}
+
+Ints ints_or(const AttributeMap& a, const char* name, Ints fallback) {
+  auto v = a.get_ints(name, fallback);
+  return v.is_ok() ? v.value() : fallback;
+}
+
+// ---- sliding windows (Conv, pools) ------------------------------------------------------------
+// One 1-D or 2-D window geometry; 1-D problems are 2-D ones of height 1.
+struct Window {
+  int64_t n, c, h, w, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow;
+};
+
+Window window_of(const Ints& x, const Ints& kernel, const AttributeMap& a) {
+  const size_t sp = x.size() - 2;
+  const Ints strides = ints_or(a, "strides", Ints(sp, 1)), dil = ints_or(a, "dilations", Ints(sp, 1));
+  const Ints pads = ints_or(a, "pads", Ints(2 * sp, 0));
+  Window g{};
+  g.n = x[0];
+  g.c = x[1];
+  auto axis = [&](size_t i, int64_t* in, int64_t* k, int64_t* s, int64_t* d, int64_t* p, int64_t* o) {
+    *in = x[2 + i];
+    *k = kernel[i];
+    *s = strides[i];
+    *d = dil[i];
+    *p = pads[i];
+    *o = (*in + pads[i] + pads[sp + i] - *d * (*k - 1) - 1) / *s + 1;
+  };
+  g.h = g.kh = g.sh = g.dh = g.oh = 1;
+  g.ph = 0;
+  if (sp == 2) axis(0, &g.h, &g.kh, &g.sh, &g.dh, &g.ph, &g.oh);
+  axis(sp - 1, &g.w, &g.kw, &g.sw, &g.dw, &g.pw, &g.ow);
+  return g;
+}
+
+// Calls f(iy, ix) for each tap of output (oy, ox) that lands inside the input, and returns how many
+// taps the window has in all (padding included).
+template <typename F>
+void for_each_tap(const Window& g, int64_t oy, int64_t ox, F&& f) {
+  for (int64_t ky = 0; ky < g.kh; ++ky)
+    for (int64_t kx = 0; kx < g.kw; ++kx) {
+      const int64_t iy = oy * g.sh - g.ph + ky * g.dh, ix = ox * g.sw - g.pw + kx * g.dw;
+      if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) f(ky, kx, iy, ix);
+    }
+}
+
+Values conv_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const Ints& wd = dims[1];
+  const Window g = window_of(dims[0], Ints(wd.begin() + 2, wd.end()), a);
+  auto group = a.get_int("group", 1);
+  const int64_t groups = group.is_ok() ? group.value() : 1, m = wd[0], cg = g.c / groups, mg = m / groups;
+  std::vector<double> y(static_cast<size_t>(g.n * m * g.oh * g.ow));
+  for (int64_t n = 0; n < g.n; ++n)
+    for (int64_t o = 0; o < m; ++o)
+      for (int64_t oy = 0; oy < g.oh; ++oy)
+        for (int64_t ox = 0; ox < g.ow; ++ox) {
+          double acc = in.size() > 2 && !in[2].empty() ? in[2][o] : 0.0;
+          const int64_t c0 = (o / mg) * cg;
+          for (int64_t ci = 0; ci < cg; ++ci)
+            for_each_tap(g, oy, ox, [&](int64_t ky, int64_t kx, int64_t iy, int64_t ix) {
+              acc += in[0][((n * g.c + c0 + ci) * g.h + iy) * g.w + ix] * in[1][((o * cg + ci) * g.kh + ky) * g.kw + kx];
+            });
+          y[((n * m + o) * g.oh + oy) * g.ow + ox] = acc;
+        }
+  return {y};
+}
+
+Values pool_formula(const Values& in, const DimsList& dims, const AttributeMap& a, bool max) {
+  const Window g = window_of(dims[0], ints_or(a, "kernel_shape", {}), a);
+  auto include = a.get_int("count_include_pad", 0);
+  const bool include_pad = include.is_ok() && include.value() != 0;
+  const bool two_d = dims[0].size() == 4;
+  const Ints pads = ints_or(a, "pads", Ints(two_d ? 4 : 2, 0));
+  const int64_t ph_end = two_d ? pads[2] : 0, pw_end = pads[two_d ? 3 : 1];
+  std::vector<double> y(static_cast<size_t>(g.n * g.c * g.oh * g.ow));
+  for (int64_t nc = 0; nc < g.n * g.c; ++nc)
+    for (int64_t oy = 0; oy < g.oh; ++oy)
+      for (int64_t ox = 0; ox < g.ow; ++ox) {
+        double acc = max ? -std::numeric_limits<double>::infinity() : 0.0;
+        int64_t count = 0;
+        for_each_tap(g, oy, ox, [&](int64_t, int64_t, int64_t iy, int64_t ix) {
+          const double v = in[0][(nc * g.h + iy) * g.w + ix];
+          acc = max ? std::max(acc, v) : acc + v;
+          ++count;
+        });
+        if (!max) {
+          // With count_include_pad the divisor is the window clipped to the padded input.
+          int64_t padded = 0;
+          for (int64_t ky = 0; ky < g.kh; ++ky)
+            for (int64_t kx = 0; kx < g.kw; ++kx) {
+              const int64_t iy = oy * g.sh - g.ph + ky, ix = ox * g.sw - g.pw + kx;
+              if (iy >= -g.ph && iy < g.h + ph_end && ix >= -g.pw && ix < g.w + pw_end) ++padded;
+            }
+          acc /= static_cast<double>(include_pad ? padded : count);
+        }
+        y[(nc * g.oh + oy) * g.ow + ox] = acc;
+      }
+  return {y};
+}
+
+OpCase window_case(std::string label, DimsList inputs, Ints out, AttributeMap a) {
+  OpCase c;
+  c.label = std::move(label);
+  for (auto& d : inputs) c.inputs.push_back({std::move(d), -1.0, 1.0});
+  c.output_dims = {std::move(out)};
+  c.attrs = std::move(a);
+  return c;
+}
+
+AttributeMap window_attrs(Ints kernel, Ints strides, Ints pads, Ints dilations, int64_t group) {
+  AttributeMap a;
+  if (!kernel.empty()) a.set("kernel_shape", kernel);
+  a.set("strides", strides);
+  a.set("pads", pads);
+  if (!dilations.empty()) a.set("dilations", dilations);
+  if (group > 0) a.set("group", group);
+  return a;
+}
+
+OpCaseTable conv_cases() {
+  OpCaseTable t = nn_table("Conv");
+  t.cases.push_back(window_case("3x3_pad1_bias", {{2, 3, 11, 9}, {8, 3, 3, 3}, {8}}, {2, 8, 11, 9},
+                                window_attrs({}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1)));
+  t.cases.push_back(window_case("grouped_stride2", {{1, 4, 13, 13}, {6, 2, 3, 3}}, {1, 6, 6, 6},
+                                window_attrs({}, {2, 2}, {0, 0, 0, 0}, {1, 1}, 2)));
+  t.cases.push_back(window_case("depthwise_dilated", {{1, 4, 15, 12}, {4, 1, 3, 3}, {4}}, {1, 4, 15, 12},
+                                window_attrs({}, {1, 1}, {2, 2, 2, 2}, {2, 2}, 4)));
+  t.cases.push_back(window_case("asymmetric_pads", {{1, 3, 10, 10}, {5, 3, 3, 2}, {5}}, {1, 5, 11, 5},
+                                window_attrs({}, {1, 2}, {1, 0, 2, 1}, {1, 1}, 1)));
+  t.cases.push_back(window_case("pointwise", {{2, 16, 7, 5}, {24, 16, 1, 1}, {24}}, {2, 24, 7, 5},
+                                window_attrs({}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
+  t.cases.push_back(window_case("1d_stride2", {{2, 3, 17}, {4, 3, 5}, {4}}, {2, 4, 9},
+                                window_attrs({}, {2}, {2, 2}, {1}, 1)));
+  for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-4;
+  t.bad_attributes.push_back({"group_not_dividing_channels", window_attrs({}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2),
+                              {{2, 3, 11, 9}, {8, 3, 3, 3}, {8}}, "group"});
+  t.reference = conv_formula;
+  return t;
+}
+
+OpCaseTable pool_cases(const char* name, bool max) {
+  OpCaseTable t = nn_table(name);
+  t.cases.push_back(window_case("3x3_stride2_pad1", {{2, 3, 11, 10}}, {2, 3, 6, 5},
+                                window_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0)));
+  t.cases.push_back(window_case("2x2_stride2", {{1, 5, 8, 6}}, {1, 5, 4, 3}, window_attrs({2, 2}, {2, 2}, {0, 0, 0, 0}, {}, 0)));
+  t.cases.push_back(window_case("asymmetric", {{1, 2, 9, 7}}, {1, 2, 9, 4},
+                                window_attrs({3, 2}, {1, 2}, {1, 0, 1, 1}, {}, 0)));
+  t.cases.push_back(window_case("1d", {{2, 3, 13}}, {2, 3, 6}, window_attrs({3}, {2}, {1, 0}, {}, 0)));
+  if (!max) {
+    OpCase inc = window_case("count_include_pad", {{2, 3, 11, 10}}, {2, 3, 6, 5},
+                             window_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0));
+    inc.attrs.set("count_include_pad", int64_t{1});
+    t.cases.push_back(std::move(inc));
+  }
+  t.reference = [max](const Values& in, const DimsList& dims, const AttributeMap& a) { return pool_formula(in, dims, a, max); };
+  return t;
+}
+
+// ---- Gemm, MatMul -----------------------------------------------------------------------------
+Values gemm_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const bool ta = a.get_int("transA", 0).value() != 0, tb = a.get_int("transB", 0).value() != 0;
+  const double alpha = a.get_float("alpha", 1.f).value(), beta = a.get_float("beta", 1.f).value();
+  const int64_t m = ta ? dims[0][1] : dims[0][0], k = ta ? dims[0][0] : dims[0][1], n = tb ? dims[1][0] : dims[1][1];
+  std::vector<double> y(static_cast<size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0.0;
+      for (int64_t p = 0; p < k; ++p) acc += in[0][ta ? p * m + i : i * k + p] * in[1][tb ? j * k + p : p * n + j];
+      double c = 0.0;
+      if (in.size() > 2 && !in[2].empty()) c = in[2][broadcast_index(i * n + j, {m, n}, dims[2])];
+      y[i * n + j] = alpha * acc + beta * c;
+    }
+  return {y};
+}
+
+OpCase matrix_case(std::string label, DimsList inputs, Ints out, AttributeMap a = {}) {
+  OpCase c = window_case(std::move(label), std::move(inputs), std::move(out), std::move(a));
+  c.tolerance[DataType::kFloat32] = 1e-4;
+  return c;
+}
+
+OpCaseTable gemm_cases() {
+  OpCaseTable t = nn_table("Gemm");
+  auto attrs = [](int64_t ta, int64_t tb, float alpha, float beta) {
+    AttributeMap a;
+    a.set("transA", ta);
+    a.set("transB", tb);
+    a.set("alpha", alpha);
+    a.set("beta", beta);
+    return a;
+  };
+  t.cases.push_back(matrix_case("plain_bias_row", {{5, 7}, {7, 9}, {9}}, {5, 9}, attrs(0, 0, 1.f, 1.f)));
+  t.cases.push_back(matrix_case("transB_scaled", {{6, 16}, {12, 16}, {6, 12}}, {6, 12}, attrs(0, 1, 0.5f, 2.f)));
+  t.cases.push_back(matrix_case("transA_column_bias", {{8, 3}, {8, 5}, {3, 1}}, {3, 5}, attrs(1, 0, 1.5f, -1.f)));
+  t.cases.push_back(matrix_case("no_bias_both_transposed", {{33, 17}, {20, 33}}, {17, 20}, attrs(1, 1, 1.f, 1.f)));
+  t.reference = gemm_formula;
+  return t;
+}
+
+Values matmul_formula(const Values& in, const DimsList& dims, const AttributeMap&) {
+  const Ints& a = dims[0];
+  const Ints& b = dims[1];
+  const int64_t m = a[a.size() - 2], k = a.back(), n = b.back();
+  const Ints batch = broadcast_dims({Ints(a.begin(), a.end() - 2), Ints(b.begin(), b.end() - 2)});
+  const int64_t batches = product(batch);
+  std::vector<double> y(static_cast<size_t>(batches * m * n));
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    const int64_t ai = broadcast_index(bi, batch, Ints(a.begin(), a.end() - 2));
+    const int64_t bj = broadcast_index(bi, batch, Ints(b.begin(), b.end() - 2));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        for (int64_t p = 0; p < k; ++p) acc += in[0][(ai * m + i) * k + p] * in[1][(bj * k + p) * n + j];
+        y[(bi * m + i) * n + j] = acc;
+      }
+  }
+  return {y};
+}
+
+OpCaseTable matmul_cases() {
+  OpCaseTable t = nn_table("MatMul");
+  t.cases.push_back(matrix_case("2d", {{7, 12}, {12, 5}}, {7, 5}));
+  t.cases.push_back(matrix_case("batched", {{3, 6, 8}, {3, 8, 4}}, {3, 6, 4}));
+  t.cases.push_back(matrix_case("shared_weights", {{2, 5, 9, 16}, {16, 10}}, {2, 5, 9, 10}));
+  t.cases.push_back(matrix_case("broadcast_batches", {{2, 1, 3, 4}, {5, 4, 6}}, {2, 5, 3, 6}));
+  t.reference = matmul_formula;
+  return t;
+}
+
+// ---- Softmax, LayerNormalization --------------------------------------------------------------
+int64_t axis_of(const AttributeMap& a, int64_t fallback, size_t rank) {
+  auto v = a.get_int("axis", fallback);
+  const int64_t axis = v.is_ok() ? v.value() : fallback;
+  return axis < 0 ? axis + static_cast<int64_t>(rank) : axis;
+}
+
+Values softmax_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const Ints& d = dims[0];
+  const size_t axis = static_cast<size_t>(axis_of(a, -1, d.size()));
+  const int64_t outer = product(d, 0, axis), len = d[axis], inner = product(d, axis + 1);
+  std::vector<double> y(in[0].size());
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (o * len + j) * inner + i; };
+      double mx = -std::numeric_limits<double>::infinity(), sum = 0.0;
+      for (int64_t j = 0; j < len; ++j) mx = std::max(mx, in[0][at(j)]);
+      for (int64_t j = 0; j < len; ++j) sum += std::exp(in[0][at(j)] - mx);
+      for (int64_t j = 0; j < len; ++j) y[at(j)] = std::exp(in[0][at(j)] - mx) / sum;
+    }
+  return {y};
+}
+
+OpCase axis_case(std::string label, DimsList inputs, Ints out, int64_t axis, double lo, double hi) {
+  OpCase c;
+  c.label = std::move(label);
+  for (auto& d : inputs) c.inputs.push_back({std::move(d), lo, hi});
+  c.output_dims = {std::move(out)};
+  c.attrs.set("axis", axis);
+  return c;
+}
+
+OpCaseTable softmax_cases() {
+  OpCaseTable t = nn_table("Softmax");
+  t.opset = 13;
+  t.cases.push_back(axis_case("last_axis", {{4, 3, 10}}, {4, 3, 10}, -1, -4, 4));
+  t.cases.push_back(axis_case("middle_axis", {{2, 7, 5}}, {2, 7, 5}, 1, -4, 4));
+  t.cases.push_back(axis_case("long_rows", {{3, 1500}}, {3, 1500}, 1, -8, 8));
+  t.cases.push_back(axis_case("first_axis", {{6, 4}}, {6, 4}, 0, -4, 4));
+  t.bad_attributes.push_back({"axis_out_of_range", [] {
+                                AttributeMap a;
+                                a.set("axis", int64_t{3});
+                                return a;
+                              }(),
+                              {}, "axis"});
+  t.reference = softmax_formula;
+  return t;
+}
+
+Values layer_norm_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const Ints& d = dims[0];
+  const size_t axis = static_cast<size_t>(axis_of(a, -1, d.size()));
+  const double eps = a.get_float("epsilon", 1e-5f).value();
+  const int64_t rows = product(d, 0, axis), len = product(d, axis);
+  std::vector<double> y(in[0].size());
+  for (int64_t r = 0; r < rows; ++r) {
+    double mean = 0.0, var = 0.0;
+    for (int64_t j = 0; j < len; ++j) mean += in[0][r * len + j];
+    mean /= static_cast<double>(len);
+    for (int64_t j = 0; j < len; ++j) var += (in[0][r * len + j] - mean) * (in[0][r * len + j] - mean);
+    var /= static_cast<double>(len);
+    for (int64_t j = 0; j < len; ++j) {
+      const double bias = in.size() > 2 && !in[2].empty() ? in[2][j] : 0.0;
+      y[r * len + j] = (in[0][r * len + j] - mean) / std::sqrt(var + eps) * in[1][j] + bias;
+    }
+  }
+  return {y};
+}
+
+OpCaseTable layer_norm_cases() {
+  OpCaseTable t = nn_table("LayerNormalization");
+  t.cases.push_back(axis_case("last_axis_bias", {{4, 6, 32}, {32}, {32}}, {4, 6, 32}, -1, -2, 3));
+  t.cases.push_back(axis_case("two_axes", {{3, 5, 4, 6}, {4, 6}, {4, 6}}, {3, 5, 4, 6}, 2, -2, 3));
+  t.cases.push_back(axis_case("no_bias_wide", {{2, 1000}, {1000}}, {2, 1000}, 1, -1, 2));
+  t.reference = layer_norm_formula;
+  return t;
+}
+
+}  // namespace
+
+std::vector<OpCaseTable> nn_cases() {
+  return {conv_cases(), pool_cases("MaxPool", true), pool_cases("AveragePool", false), gemm_cases(), matmul_cases(),
+          softmax_cases(), layer_norm_cases()};
+}
+
+}  // namespace graft::optest
