@@ -716,6 +716,12 @@ Status graft_channels_last_run(CudaExec& ex) {
 
 }  // namespace
 
+bool cudnn_conv_supports(const Node& n, std::string* why) { return graft_conv_supports(n, why); }
+Status cudnn_conv_run(CudaExec& ex) { return graft_conv_run(ex); }
+size_t cudnn_conv_workspace(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<Tensor>& outs) {
+  return graft_conv_workspace(n, ins, outs);
+}
+
 void append_cuda_conv_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"GraftConv", &graft_conv_supports, &graft_conv_run, {}, &graft_conv_workspace});
   out.push_back(CudaOp{"GraftPool", &graft_pool_supports, &graft_pool_run, {}, &graft_pool_workspace});

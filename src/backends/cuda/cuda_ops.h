@@ -170,6 +170,14 @@ const CudaOp* cuda_op_for(const Node& n);
 // says what is missing otherwise.
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why);
 
+// The one cuDNN convolution of the backend (conv_ops.cpp): GraftConv runs it, and ONNX's Conv
+// (nn_ops.cpp) hands it every problem it takes (2-D, float32 or float16, symmetric pads), so both
+// ops get the same algorithms, graft's own kernels and tactic timing. A node without GraftConv's
+// attributes is an NCHW convolution with no epilogue beyond its bias.
+bool cudnn_conv_supports(const Node& n, std::string* why);
+Status cudnn_conv_run(CudaExec& ex);
+size_t cudnn_conv_workspace(const Node& n, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& outputs);
+
 // A fresh base seed for an unseeded random layer's stream (random_ops.cpp).
 uint64_t fresh_random_base_seed();
 

@@ -1,6 +1,6 @@
-// CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through cuDNN when it is
-// available and can express the node (else a direct kernel), pools and BatchNormalization through
-// the kernels in nn_kernels.cu.
+// CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through the backend's one
+// cuDNN convolution (conv_ops.cpp, GraftConv's) where that takes the node (else a direct kernel:
+// 1-D, asymmetric pads, no cuDNN), pools and BatchNormalization through the kernels in nn_kernels.cu.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -8,7 +8,6 @@
 #include "backends/cuda/cublaslt_wrap.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
-#include "backends/cuda/cudnn_wrap.h"
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/nn_kernels.cuh"
 #include "ops/window_attrs.h"
@@ -19,7 +18,6 @@ namespace {
 using namespace util;
 
 constexpr size_t kLtWorkspace = size_t(8) << 20;
-constexpr size_t kConvWorkspace = size_t(64) << 20;
 
 // ---- cuBLASLt ---------------------------------------------------------------------------------
 
@@ -206,7 +204,6 @@ Status gemm_run(CudaExec& ex) {
 struct ConvPlan {
   k::Window2d g;
   int64_t M = 0, group = 1;
-  bool symmetric = true;
 };
 
 // Geometry of a 1-D or 2-D Conv/pool for the concrete input and output shapes.
@@ -232,7 +229,6 @@ Status plan_window(const CudaExec& ex, const std::vector<int64_t>& x, const std:
   g.dw = w.dilations[wi];
   g.pw = begins[wi];
   g.pew = ends[wi];
-  p->symmetric = g.ph == g.peh && g.pw == g.pew;
   return Status::ok();
 }
 
@@ -244,61 +240,10 @@ bool conv_supports(const Node& n, std::string* why) {
   return true;
 }
 
-size_t conv_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>& /*outputs*/) {
-#ifdef GRAFT_WITH_CUDNN
-  return kConvWorkspace;
-#else
-  return 0;
-#endif
+// What cudnn_conv_run needs where it takes the problem; the direct kernel needs no scratch.
+size_t conv_workspace(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<Tensor>& outs) {
+  return n.input(0)->desc.rank() == 4 && cudnn_conv_supports(n, nullptr) ? cudnn_conv_workspace(n, ins, outs) : 0;
 }
-
-#ifdef GRAFT_WITH_CUDNN
-// Returns OK with *done=false when cuDNN cannot take this problem (the caller uses the direct kernel).
-Status conv_cudnn(CudaExec& ex, const ConvPlan& p, const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y, bool* done) {
-  *done = false;
-  auto h = dnn_handle(ex);
-  const DataType dt = X.dtype();
-  const cudnnDataType_t t = dnn_data_type(dt);
-  DnnTensor xd, yd, bd;
-  DnnFilter wd;
-  DnnConvolution cd;
-  const k::Window2d& g = p.g;
-  GRAFT_RETURN_IF_ERROR(dnn_create(&xd, ex));
-  GRAFT_RETURN_IF_ERROR(dnn_create(&yd, ex));
-  GRAFT_RETURN_IF_ERROR(dnn_create(&wd, ex));
-  GRAFT_RETURN_IF_ERROR(dnn_create(&cd, ex));
-  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(xd, CUDNN_TENSOR_NCHW, t, g.n, g.c, g.h, g.w, ex, "x descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(yd, CUDNN_TENSOR_NCHW, t, g.n, p.M, g.oh, g.ow, ex, "y descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_set_filter_4d(wd, t, CUDNN_TENSOR_NCHW, p.M, g.c / p.group, g.kh, g.kw, ex, "w descriptor"));
-  GRAFT_RETURN_IF_ERROR(dnn_set_convolution_2d(cd, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw, p.group, dt, ex, "conv descriptor"));
-  int on = 0, oc = 0, ohh = 0, oww = 0;
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnGetConvolution2dForwardOutputDim(cd.get(), xd.get(), wd.get(), &on, &oc, &ohh, &oww), ex, "output dim"));
-  if (on != g.n || oc != p.M || ohh != g.oh || oww != g.ow) return Status::ok();  // let the direct kernel do it
-  DnnForwardAlgos algos;
-  GRAFT_RETURN_IF_ERROR(dnn_forward_algos(ex, xd, wd, cd, yd, &algos));
-  const cudnnConvolutionFwdAlgoPerf_t* pick = nullptr;
-  for (int i = 0; i < algos.count && !pick; ++i) {
-    const cudnnConvolutionFwdAlgoPerf_t& q = algos.perf[i];
-    // FP32 stays FP32 (no TF32): FMA math only.
-    if (!dnn_usable_forward_algo(q, ex.workspace_size) || (dt == DataType::kFloat32 && q.mathType != CUDNN_FMA_MATH)) continue;
-    pick = &q;
-  }
-  if (!pick) return Status::ok();
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(cd.get(), pick->mathType), ex, "cudnnSetConvolutionMathType"));
-  // The handle is on the run's stream already (set once per run by the execution context).
-  const float one = 1.f, zero = 0.f;
-  GRAFT_RETURN_IF_ERROR(dnn_status(cudnnConvolutionForward(h, &one, xd.get(), X.data(), wd.get(), W.data(), cd.get(), pick->algo,
-                                                           ex.workspace, pick->memory, &zero, yd.get(), Y.data()),
-                                   ex, "cudnnConvolutionForward"));
-  if (B) {
-    GRAFT_RETURN_IF_ERROR(dnn_create(&bd, ex));
-    GRAFT_RETURN_IF_ERROR(dnn_set_tensor_4d(bd, CUDNN_TENSOR_NCHW, t, 1, p.M, 1, 1, ex, "bias descriptor"));
-    GRAFT_RETURN_IF_ERROR(dnn_status(cudnnAddTensor(h, &one, bd.get(), B->data(), &one, yd.get(), Y.data()), ex, "cudnnAddTensor (bias)"));
-  }
-  *done = true;
-  return Status::ok();
-}
-#endif
 
 Status conv_run(CudaExec& ex) {
   const Tensor& X = *ex.ctx->inputs[0];
@@ -315,13 +260,8 @@ Status conv_run(CudaExec& ex) {
     return fail(ex, StatusCode::kInvalidModel, "channels of X, W and group disagree");
   if (B && B->numel() != p.M) return fail(ex, StatusCode::kInvalidModel, "bias has the wrong length");
   if (Y.numel() == 0) return Status::ok();
-#ifdef GRAFT_WITH_CUDNN
-  if (ex.cudnn && p.symmetric) {
-    bool done = false;
-    GRAFT_RETURN_IF_ERROR(conv_cudnn(ex, p, X, W, B, Y, &done));
-    if (done) return Status::ok();
-  }
-#endif
+  // The backend's one cuDNN convolution (GraftConv's) takes every problem it can.
+  if (ex.cudnn && X.rank() == 4 && cudnn_conv_supports(*ex.ctx->node, nullptr)) return cudnn_conv_run(ex);
   return launch_status(k::launch_conv2d_direct(ktype(X.dtype()), X.data(), W.data(), B ? B->data() : nullptr, Y.data(), p.g, p.M,
                                                p.group, stream_of(ex)), ex);
 }
