@@ -115,5 +115,7 @@ OpCaseTable mod_cases();
 std::vector<OpCaseTable> unary_elementwise_cases();
 std::vector<OpCaseTable> binary_elementwise_cases();
 std::vector<OpCaseTable> nn_cases();  // Conv, pools, Gemm, MatMul, Softmax, LayerNormalization
+std::vector<OpCaseTable> reduce_cases();  // Reduce*, LogSoftmax
+std::vector<OpCaseTable> shape_cases();   // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
 
 }  // namespace graft::optest

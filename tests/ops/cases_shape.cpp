@@ -1,0 +1,344 @@
+// Cases for the ONNX data-movement ops (opset 17; shape-like operands are int64 inputs with fixed
+// values): Transpose, Concat, Slice, Gather, Tile, Pad, Expand, Reshape, Flatten, Squeeze, Unsqueeze,
+// Split and Where. Each independent formula says, for every output element, which input element it
+// is (or the padding value), from row-major coordinates.
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "case_util.h"
+#include "harness.h"
+
+namespace graft::optest {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+using Values = std::vector<std::vector<double>>;
+using DimsList = std::vector<std::vector<int64_t>>;
+
+Ints coords_of(int64_t i, const Ints& d) {
+  Ints c(d.size());
+  for (size_t k = d.size(); k-- > 0;) {
+    c[k] = i % d[k];
+    i /= d[k];
+  }
+  return c;
+}
+
+int64_t flat_of(const Ints& c, const Ints& d) {
+  int64_t i = 0;
+  for (size_t k = 0; k < d.size(); ++k) i = i * d[k] + c[k];
+  return i;
+}
+
+int64_t count(const Ints& d) {
+  int64_t n = 1;
+  for (int64_t v : d) n *= v;
+  return n;
+}
+
+// Output element values from a function of the output coordinates.
+std::vector<double> gather_each(const Ints& out, const std::function<double(const Ints&)>& at) {
+  std::vector<double> y(static_cast<size_t>(count(out)));
+  for (int64_t i = 0; i < count(out); ++i) y[static_cast<size_t>(i)] = at(coords_of(i, out));
+  return y;
+}
+
+CaseInput int64_input(const Ints& values) {
+  CaseInput in{{static_cast<int64_t>(values.size())}};
+  in.dtype = DataType::kInt64;
+  for (int64_t v : values) in.values.push_back(static_cast<double>(v));
+  return in;
+}
+
+CaseInput data(Ints dims) { return CaseInput{std::move(dims), -3.0, 3.0}; }
+
+OpCaseTable shape_table(std::string name, std::function<Values(const Values&, const DimsList&, const AttributeMap&)> f) {
+  OpCaseTable t;
+  t.domain = "";
+  t.name = std::move(name);
+  t.reference = std::move(f);
+  return t;
+}
+
+OpCase shape_case(std::string label, std::vector<CaseInput> inputs, DimsList out, AttributeMap attrs = {}) {
+  OpCase c;
+  c.label = std::move(label);
+  c.inputs = std::move(inputs);
+  c.output_dims = std::move(out);
+  c.attrs = std::move(attrs);
+  return c;
+}
+
+AttributeMap int_attr(const char* name, int64_t v) {
+  AttributeMap a;
+  a.set(name, v);
+  return a;
+}
+
+AttributeMap ints_attr(const char* name, Ints v) {
+  AttributeMap a;
+  a.set(name, std::move(v));
+  return a;
+}
+
+int64_t axis_in(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+OpCaseTable transpose_cases() {
+  OpCaseTable t = shape_table("Transpose", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const Ints perm = a.get_ints("perm", {}).value();
+    Ints out;
+    for (int64_t p : perm) out.push_back(dims[0][p]);
+    return Values{gather_each(out, [&](const Ints& c) {
+      Ints src(c.size());
+      for (size_t k = 0; k < c.size(); ++k) src[perm[k]] = c[k];
+      return in[0][flat_of(src, dims[0])];
+    })};
+  });
+  t.cases.push_back(shape_case("nchw_to_nhwc", {data({2, 3, 4, 5})}, {{2, 4, 5, 3}}, ints_attr("perm", {0, 2, 3, 1})));
+  t.cases.push_back(shape_case("matrix", {data({33, 17})}, {{17, 33}}, ints_attr("perm", {1, 0})));
+  t.cases.push_back(shape_case("head_split", {data({2, 7, 3, 8})}, {{2, 3, 7, 8}}, ints_attr("perm", {0, 2, 1, 3})));
+  t.cases.push_back(shape_case("reverse_rank5", {data({2, 3, 2, 4, 3})}, {{3, 4, 2, 3, 2}}, ints_attr("perm", {4, 3, 2, 1, 0})));
+  return t;
+}
+
+OpCaseTable concat_cases() {
+  OpCaseTable t = shape_table("Concat", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const int64_t axis = axis_in(a.get_int("axis", 0).value(), dims[0].size());
+    Ints out = dims[0];
+    out[axis] = 0;
+    for (const auto& d : dims) out[axis] += d[axis];
+    return Values{gather_each(out, [&](const Ints& c) {
+      Ints src = c;
+      for (size_t k = 0; k < dims.size(); ++k) {
+        if (src[axis] < dims[k][axis]) return in[k][flat_of(src, dims[k])];
+        src[axis] -= dims[k][axis];
+      }
+      return 0.0;
+    })};
+  });
+  t.cases.push_back(shape_case("channels", {data({2, 3, 4}), data({2, 5, 4}), data({2, 1, 4})}, {{2, 9, 4}}, int_attr("axis", 1)));
+  t.cases.push_back(shape_case("last_axis", {data({3, 2}), data({3, 7})}, {{3, 9}}, int_attr("axis", -1)));
+  t.cases.push_back(shape_case("first_axis", {data({1, 4, 2}), data({3, 4, 2})}, {{4, 4, 2}}, int_attr("axis", 0)));
+  return t;
+}
+
+OpCaseTable slice_cases() {
+  // Inputs: data, starts, ends, axes, steps (every one given).
+  OpCaseTable t = shape_table("Slice", [](const Values& in, const DimsList& dims, const AttributeMap&) {
+    const Ints& d = dims[0];
+    Ints start(d.size(), 0), step(d.size(), 1), out = d;
+    for (size_t j = 0; j < in[1].size(); ++j) {
+      const int64_t axis = axis_in(static_cast<int64_t>(in[3][j]), d.size());
+      const int64_t s = static_cast<int64_t>(in[4][j]), n = d[axis];
+      int64_t b = static_cast<int64_t>(in[1][j]), e = static_cast<int64_t>(in[2][j]);
+      if (b < 0) b += n;
+      if (e < 0) e += n;
+      if (s > 0) {
+        b = std::clamp<int64_t>(b, 0, n);
+        e = std::clamp<int64_t>(e, 0, n);
+        out[axis] = std::max<int64_t>(0, (e - b + s - 1) / s);
+      } else {
+        b = std::clamp<int64_t>(b, 0, n - 1);
+        e = std::clamp<int64_t>(e, -1, n - 1);
+        out[axis] = std::max<int64_t>(0, (b - e - s - 1) / -s);
+      }
+      start[axis] = b;
+      step[axis] = s;
+    }
+    return Values{gather_each(out, [&](const Ints& c) {
+      Ints src(c.size());
+      for (size_t k = 0; k < c.size(); ++k) src[k] = start[k] + c[k] * step[k];
+      return in[0][flat_of(src, d)];
+    })};
+  });
+  auto slice = [](std::string label, Ints dims, Ints starts, Ints ends, Ints axes, Ints steps, Ints out) {
+    return shape_case(std::move(label),
+                      {data(std::move(dims)), int64_input(starts), int64_input(ends), int64_input(axes), int64_input(steps)},
+                      {std::move(out)});
+  };
+  t.cases.push_back(slice("crop_two_axes", {2, 6, 8}, {1, 2}, {5, 7}, {1, 2}, {1, 1}, {2, 4, 5}));
+  t.cases.push_back(slice("strided", {3, 10}, {1}, {10}, {1}, {3}, {3, 3}));
+  t.cases.push_back(slice("negative_step", {4, 7}, {-1, 5}, {-100, 0}, {0, 1}, {-1, -2}, {4, 3}));
+  t.cases.push_back(slice("past_the_end", {5, 4}, {-3}, {1000}, {0}, {1}, {3, 4}));
+  return t;
+}
+
+OpCaseTable gather_cases() {
+  OpCaseTable t = shape_table("Gather", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const Ints& d = dims[0];
+    const int64_t axis = axis_in(a.get_int("axis", 0).value(), d.size());
+    Ints out(d.begin(), d.begin() + axis);
+    out.insert(out.end(), dims[1].begin(), dims[1].end());
+    out.insert(out.end(), d.begin() + axis + 1, d.end());
+    const size_t q = dims[1].size();
+    return Values{gather_each(out, [&](const Ints& c) {
+      Ints ic(c.begin() + axis, c.begin() + axis + static_cast<int64_t>(q));
+      int64_t idx = static_cast<int64_t>(in[1][flat_of(ic, dims[1])]);
+      if (idx < 0) idx += d[axis];
+      Ints src(c.begin(), c.begin() + axis);
+      src.push_back(idx);
+      src.insert(src.end(), c.begin() + axis + static_cast<int64_t>(q), c.end());
+      return in[0][flat_of(src, d)];
+    })};
+  });
+  auto indices = [](Ints dims, int64_t extent) {
+    CaseInput in{std::move(dims), static_cast<double>(-extent), static_cast<double>(extent - 1)};
+    in.dtype = DataType::kInt64;  // negative indices count from the end
+    return in;
+  };
+  t.cases.push_back(shape_case("embedding_rows", {data({11, 6}), indices({2, 5}, 11)}, {{2, 5, 6}}, int_attr("axis", 0)));
+  t.cases.push_back(shape_case("middle_axis", {data({2, 7, 3}), indices({4}, 7)}, {{2, 4, 3}}, int_attr("axis", 1)));
+  t.cases.push_back(shape_case("scalar_index", {data({3, 5}), indices({}, 5)}, {{3}}, int_attr("axis", -1)));
+  return t;
+}
+
+OpCaseTable tile_cases() {
+  OpCaseTable t = shape_table("Tile", [](const Values& in, const DimsList& dims, const AttributeMap&) {
+    Ints out = dims[0];
+    for (size_t k = 0; k < out.size(); ++k) out[k] *= static_cast<int64_t>(in[1][k]);
+    return Values{gather_each(out, [&](const Ints& c) {
+      Ints src(c.size());
+      for (size_t k = 0; k < c.size(); ++k) src[k] = c[k] % dims[0][k];
+      return in[0][flat_of(src, dims[0])];
+    })};
+  });
+  t.cases.push_back(shape_case("rows_and_columns", {data({2, 3}), int64_input({3, 2})}, {{6, 6}}));
+  t.cases.push_back(shape_case("one_axis", {data({2, 3, 4}), int64_input({1, 4, 1})}, {{2, 12, 4}}));
+  return t;
+}
+
+OpCaseTable pad_cases() {
+  // Inputs: data, pads (begins then ends), constant value; attribute mode.
+  OpCaseTable t = shape_table("Pad", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const Ints& d = dims[0];
+    const std::string mode = a.get_string("mode", "constant").value();
+    const size_t r = d.size();
+    Ints out = d;
+    for (size_t k = 0; k < r; ++k) out[k] += static_cast<int64_t>(in[1][k] + in[1][r + k]);
+    const double value = in.size() > 2 && !in[2].empty() ? in[2][0] : 0.0;
+    return Values{gather_each(out, [&](const Ints& c) {
+      Ints src(r);
+      for (size_t k = 0; k < r; ++k) {
+        int64_t v = c[k] - static_cast<int64_t>(in[1][k]);
+        const int64_t n = d[k];
+        if (v < 0 || v >= n) {
+          if (mode == "constant") return value;
+          if (mode == "edge") v = std::clamp<int64_t>(v, 0, n - 1);
+          if (mode == "reflect") v = v < 0 ? -v : 2 * (n - 1) - v;
+        }
+        src[k] = v;
+      }
+      return in[0][flat_of(src, d)];
+    })};
+  });
+  auto mode = [](const char* m) {
+    AttributeMap a;
+    a.set("mode", std::string(m));
+    return a;
+  };
+  CaseInput fill{{}, 0.5, 1.5};
+  t.cases.push_back(shape_case("constant_value", {data({2, 3, 4}), int64_input({0, 1, 2, 0, 2, 1}), fill}, {{2, 6, 7}},
+                               mode("constant")));
+  t.cases.push_back(shape_case("reflect", {data({1, 2, 5, 6}), int64_input({0, 0, 2, 1, 0, 0, 1, 3})}, {{1, 2, 8, 10}},
+                               mode("reflect")));
+  t.cases.push_back(shape_case("edge", {data({3, 4}), int64_input({2, 0, 1, 3})}, {{6, 7}}, mode("edge")));
+  return t;
+}
+
+// Ops whose output is the input's elements in order (Reshape, Flatten, Squeeze, Unsqueeze).
+OpCaseTable same_elements_table(const char* name) {
+  return shape_table(name, [](const Values& in, const DimsList&, const AttributeMap&) { return Values{in[0]}; });
+}
+
+OpCaseTable reshape_cases() {
+  OpCaseTable t = same_elements_table("Reshape");
+  t.cases.push_back(shape_case("infer_one_axis", {data({2, 3, 4}), int64_input({4, -1})}, {{4, 6}}));
+  t.cases.push_back(shape_case("copy_axis", {data({2, 3, 4}), int64_input({0, 12})}, {{2, 12}}));
+  return t;
+}
+
+OpCaseTable flatten_cases() {
+  OpCaseTable t = same_elements_table("Flatten");
+  t.cases.push_back(shape_case("axis2", {data({2, 3, 4, 5})}, {{6, 20}}, int_attr("axis", 2)));
+  t.cases.push_back(shape_case("axis0", {data({2, 3})}, {{1, 6}}, int_attr("axis", 0)));
+  return t;
+}
+
+OpCaseTable squeeze_cases() {
+  OpCaseTable t = same_elements_table("Squeeze");
+  t.cases.push_back(shape_case("given_axes", {data({1, 3, 1, 4}), int64_input({0, -2})}, {{3, 4}}));
+  return t;
+}
+
+OpCaseTable unsqueeze_cases() {
+  OpCaseTable t = same_elements_table("Unsqueeze");
+  t.cases.push_back(shape_case("two_axes", {data({3, 4}), int64_input({0, 3})}, {{1, 3, 4, 1}}));
+  return t;
+}
+
+OpCaseTable expand_cases() {
+  OpCaseTable t = shape_table("Expand", [](const Values& in, const DimsList& dims, const AttributeMap&) {
+    Ints shape;
+    for (double v : in[1]) shape.push_back(static_cast<int64_t>(v));
+    return Values{broadcast_apply({in[0], std::vector<double>(static_cast<size_t>(count(shape)))}, {dims[0], shape},
+                                  [](const std::vector<double>& v) { return v[0]; })};
+  });
+  t.cases.push_back(shape_case("rows", {data({3, 1}), int64_input({3, 5})}, {{3, 5}}));
+  t.cases.push_back(shape_case("new_leading_axes", {data({1, 4}), int64_input({2, 3, 4})}, {{2, 3, 4}}));
+  return t;
+}
+
+OpCaseTable split_cases() {
+  OpCaseTable t = shape_table("Split", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const int64_t axis = axis_in(a.get_int("axis", 0).value(), dims[0].size());
+    Values outs;
+    int64_t offset = 0;
+    for (double part : in[1]) {
+      Ints out = dims[0];
+      out[axis] = static_cast<int64_t>(part);
+      outs.push_back(gather_each(out, [&](const Ints& c) {
+        Ints src = c;
+        src[axis] += offset;
+        return in[0][flat_of(src, dims[0])];
+      }));
+      offset += out[axis];
+    }
+    return outs;
+  });
+  t.cases.push_back(shape_case("three_parts", {data({2, 9, 3}), int64_input({2, 3, 4})}, {{2, 2, 3}, {2, 3, 3}, {2, 4, 3}},
+                               int_attr("axis", 1)));
+  t.cases.push_back(shape_case("last_axis", {data({4, 6}), int64_input({5, 1})}, {{4, 5}, {4, 1}}, int_attr("axis", -1)));
+  return t;
+}
+
+OpCaseTable where_cases() {
+  OpCaseTable t = shape_table("Where", [](const Values& in, const DimsList& dims, const AttributeMap&) {
+    return Values{broadcast_apply(in, dims, [](const std::vector<double>& v) { return v[0] != 0 ? v[1] : v[2]; })};
+  });
+  auto cond = [](Ints dims) {
+    CaseInput c{std::move(dims), 0, 1};
+    c.dtype = DataType::kBool;
+    return c;
+  };
+  t.cases.push_back(shape_case("same_shape", {cond({3, 5}), data({3, 5}), data({3, 5})}, {{3, 5}}));
+  t.cases.push_back(shape_case("broadcast", {cond({2, 1, 4}), data({3, 1}), data({4})}, {{2, 3, 4}}));
+  return t;
+}
+
+}  // namespace
+
+std::vector<OpCaseTable> shape_cases() {
+  std::vector<OpCaseTable> out = {transpose_cases(), concat_cases(), slice_cases(),     gather_cases(),
+                                  tile_cases(),      pad_cases(),    reshape_cases(),   flatten_cases(),
+                                  squeeze_cases(),   unsqueeze_cases(), expand_cases(), split_cases(),
+                                  where_cases()};
+  for (OpCaseTable& t : out) {
+    t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+    t.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  }
+  return out;
+}
+
+}  // namespace graft::optest
