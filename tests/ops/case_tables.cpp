@@ -21,7 +21,8 @@ std::vector<OpCaseTable> all_case_tables() {
       // Builtin ops (ONNX, graft.internal).
       mod_cases(),
   };
-  for (auto family : {unary_elementwise_cases, binary_elementwise_cases, nn_cases, reduce_cases, shape_cases})
+  for (auto family : {unary_elementwise_cases, binary_elementwise_cases, nn_cases, reduce_cases, shape_cases,
+                       misc_cases})
     for (OpCaseTable& t : family()) tables.push_back(std::move(t));
   return tables;
 }

@@ -15,9 +15,9 @@ namespace graft::optest {
 // the node's outputs, as the builder leaves them for the kernels' supports checks).
 Result<std::vector<OutSpec>> infer_node_outputs(testing::OneNode& n, int opset);
 
-// Runs the node on `backend` with outputs of `outs`; kUnsupported, saying why, where the backend has
-// no kernel that takes the node, or where its kernel sizes or makes its outputs itself (not run by
-// the harness).
+// Runs the node on `backend` with outputs of `outs` (tensors: the harness makes no sequence or
+// optional inputs); kUnsupported, saying why, where the backend has no kernel that takes the node,
+// or where its kernel sizes or makes its outputs itself (not run by the harness).
 Result<std::vector<Tensor>> run_node_guarded(Backend backend, testing::OneNode& n, const std::vector<OutSpec>& outs);
 
 }  // namespace graft::optest
