@@ -2,7 +2,7 @@
 // ArgMin, Hardmax), more reductions (ReduceL1, ReduceLogSum, ReduceLogSumExp), GatherElements,
 // ScatterElements, GatherND, ScatterND, OneHot, CumSum, TopK, Compress, DepthToSpace, SpaceToDepth,
 // Trilu, Size, Mean, Dropout (inference only), Mod, Xor, and more unary math (trig/hyperbolic, Sign,
-// Round, Selu, Shrink, ThresholdedRelu, Softsign, IsNaN, IsInf).
+// Round, Selu, Shrink, ThresholdedRelu, Softsign, Mish, IsNaN, IsInf).
 //
 // Reduction axes go through resolve_reduce_axes, the same reader the ReduceXxx group uses:
 // an attribute before opset 18, an optional second input from 18 on.
@@ -535,6 +535,7 @@ void append_extra_ops(std::vector<OpEntry>& out) {
       {"Shrink", 9, infer_shrink, cpu::shrink},
       {"ThresholdedRelu", 10, infer_thresholded_relu, cpu::thresholded_relu},
       {"Softsign", 1, infer_unary_float, cpu::softsign},
+      elementwise_unary({"Mish", 18, infer_unary_float, cpu::mish}),
       {"IsNaN", 9, infer_is_nan, cpu::is_nan},
       {"IsInf", 10, infer_is_inf, cpu::is_inf},
       keeps_float32({"CumSum", 11, infer_cumsum, cpu::cumsum}),

@@ -100,6 +100,7 @@ std::vector<Unary> unary_ops() {
       {"Shrink", -3, 3,
        [](auto& v) { return v[0] < -1.0 ? v[0] + 0.5 : v[0] > 1.0 ? v[0] - 0.5 : 0.0; },
        float_attrs({{"bias", 0.5f}, {"lambd", 1.0f}})},
+      {"Mish", -5, 5, [](auto& v) { return v[0] * std::tanh(std::log1p(std::exp(v[0]))); }, {}, 18},
       {"ThresholdedRelu", -3, 3, [](auto& v) { return v[0] > 0.75 ? v[0] : 0.0; }, float_attrs({{"alpha", 0.75f}})},
   };
 }

@@ -373,6 +373,14 @@ Status acosh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std
 Status atanh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::atanh(v); }); }
 // nearbyint under the default rounding mode rounds halves to even, as ONNX Round requires.
 Status round(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::nearbyint(v); }); }
+// Mish (opset 18): x * tanh(softplus(x)), softplus written so that exp cannot overflow.
+Status mish(ExecContext& ctx) {
+  return unary_float(ctx, [](auto v) {
+    using C = decltype(v);
+    const C softplus = v > C(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+    return v * std::tanh(softplus);
+  });
+}
 Status softsign(ExecContext& ctx) {
   return unary_float(ctx, [](auto v) { return v / (static_cast<decltype(v)>(1) + std::fabs(v)); });
 }

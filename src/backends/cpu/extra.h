@@ -41,6 +41,7 @@ Status celu(ExecContext& ctx);
 Status shrink(ExecContext& ctx);   // also integers
 Status thresholded_relu(ExecContext& ctx);
 Status softsign(ExecContext& ctx);
+Status mish(ExecContext& ctx);
 Status is_nan(ExecContext& ctx);
 Status is_inf(ExecContext& ctx);
 Status cumsum(ExecContext& ctx);

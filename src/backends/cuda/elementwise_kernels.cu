@@ -57,6 +57,7 @@ __device__ __forceinline__ float unary_f(UnaryOp op, float x, float a, float b) 
     case UnaryOp::kSelu: return x > 0.f ? b * x : b * (a * expf(x) - a);
     case UnaryOp::kShrink: return x < -a ? x + b : (x > a ? x - b : 0.f);
     case UnaryOp::kThresholdedRelu: return x > a ? x : 0.f;
+    case UnaryOp::kMish: return x * tanhf(x > 0.f ? x + log1pf(expf(-x)) : log1pf(expf(x)));  // x tanh(softplus(x))
     default: return x;
   }
 }

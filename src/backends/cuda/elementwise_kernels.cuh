@@ -10,7 +10,7 @@ enum class UnaryOp : int {
   kRelu, kLeakyRelu, kSigmoid, kTanh, kErf, kGeluErf, kGeluTanh, kHardSigmoid, kHardSwish, kClip,
   kExp, kLog, kSqrt, kReciprocal, kNeg, kAbs, kFloor, kCeil, kSin, kCos, kSoftplus, kElu, kNot,
   kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kRound, kSoftsign, kSign, kSelu, kShrink,
-  kThresholdedRelu
+  kThresholdedRelu, kMish
 };
 // y = op(x) over n elements. a, b: LeakyRelu/Elu alpha; HardSigmoid alpha/beta; Clip min/max;
 // Selu alpha/gamma; Shrink lambd/bias; ThresholdedRelu alpha.

@@ -273,6 +273,7 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
   out.push_back(unary<UnaryOp::kSelu>("Selu"));
   out.push_back(unary<UnaryOp::kShrink>("Shrink"));
   out.push_back(unary<UnaryOp::kThresholdedRelu>("ThresholdedRelu"));
+  out.push_back(unary<UnaryOp::kMish>("Mish"));
   out.push_back(binary<BinaryOp::kAdd>("Add"));
   out.push_back(binary<BinaryOp::kSub>("Sub"));
   out.push_back(binary<BinaryOp::kMul>("Mul"));
