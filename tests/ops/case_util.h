@@ -6,7 +6,35 @@
 #include <functional>
 #include <vector>
 
+#include "graft/attribute.h"
+
 namespace graft::optest {
+
+// Independent float64 formulas of ONNX's Conv (X, W, B?) and MaxPool/AveragePool (X), 1-D or 2-D,
+// NCHW, from the ONNX attributes (cases_nn.cpp); GraftConv's and GraftPool's tables build on them.
+std::vector<std::vector<double>> conv_reference(const std::vector<std::vector<double>>& in,
+                                                const std::vector<std::vector<int64_t>>& dims, const AttributeMap& a);
+std::vector<std::vector<double>> pool_reference(const std::vector<std::vector<double>>& in,
+                                                const std::vector<std::vector<int64_t>>& dims, const AttributeMap& a,
+                                                bool max);
+
+// x of `dims` with its axes permuted: output axis k is input axis perm[k].
+inline std::vector<double> permuted(const std::vector<double>& x, const std::vector<int64_t>& dims,
+                                    const std::vector<int64_t>& perm) {
+  std::vector<int64_t> out(perm.size()), stride(dims.size(), 1);
+  for (size_t k = dims.size(); k-- > 1;) stride[k - 1] = stride[k] * dims[k];
+  for (size_t k = 0; k < perm.size(); ++k) out[k] = dims[perm[k]];
+  std::vector<double> y(x.size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    int64_t rem = static_cast<int64_t>(i), src = 0;
+    for (size_t k = out.size(); k-- > 0;) {
+      src += (rem % out[k]) * stride[perm[k]];
+      rem /= out[k];
+    }
+    y[i] = x[static_cast<size_t>(src)];
+  }
+  return y;
+}
 
 // The broadcast shape of operands of `dims` (numpy rules; the tables only pass compatible ones).
 inline std::vector<int64_t> broadcast_dims(const std::vector<std::vector<int64_t>>& dims) {

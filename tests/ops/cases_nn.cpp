@@ -78,7 +78,9 @@ void for_each_tap(const Window& g, int64_t oy, int64_t ox, F&& f) {
     }
 }
 
-Values conv_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+}  // namespace
+
+Values conv_reference(const Values& in, const DimsList& dims, const AttributeMap& a) {
   const Ints& wd = dims[1];
   const Window g = window_of(dims[0], Ints(wd.begin() + 2, wd.end()), a);
   auto group = a.get_int("group", 1);
@@ -99,7 +101,7 @@ Values conv_formula(const Values& in, const DimsList& dims, const AttributeMap& 
   return {y};
 }
 
-Values pool_formula(const Values& in, const DimsList& dims, const AttributeMap& a, bool max) {
+Values pool_reference(const Values& in, const DimsList& dims, const AttributeMap& a, bool max) {
   const Window g = window_of(dims[0], ints_or(a, "kernel_shape", {}), a);
   auto include = a.get_int("count_include_pad", 0);
   const bool include_pad = include.is_ok() && include.value() != 0;
@@ -131,6 +133,8 @@ Values pool_formula(const Values& in, const DimsList& dims, const AttributeMap& 
       }
   return {y};
 }
+
+namespace {
 
 OpCase window_case(std::string label, DimsList inputs, Ints out, AttributeMap a) {
   OpCase c;
@@ -168,7 +172,7 @@ OpCaseTable conv_cases() {
   for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-4;
   t.bad_attributes.push_back({"group_not_dividing_channels", window_attrs({}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2),
                               {{2, 3, 11, 9}, {8, 3, 3, 3}, {8}}, "group"});
-  t.reference = conv_formula;
+  t.reference = conv_reference;
   return t;
 }
 
@@ -186,7 +190,7 @@ OpCaseTable pool_cases(const char* name, bool max) {
     inc.attrs.set("count_include_pad", int64_t{1});
     t.cases.push_back(std::move(inc));
   }
-  t.reference = [max](const Values& in, const DimsList& dims, const AttributeMap& a) { return pool_formula(in, dims, a, max); };
+  t.reference = [max](const Values& in, const DimsList& dims, const AttributeMap& a) { return pool_reference(in, dims, a, max); };
   return t;
 }
 

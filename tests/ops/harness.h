@@ -117,6 +117,7 @@ std::vector<OpCaseTable> binary_elementwise_cases();
 std::vector<OpCaseTable> nn_cases();  // Conv, pools, Gemm, MatMul, Softmax, LayerNormalization
 std::vector<OpCaseTable> reduce_cases();  // Reduce*, LogSoftmax
 std::vector<OpCaseTable> misc_cases();    // comparisons, logic, norms, global pools, CumSum, ArgMax, TopK...
-std::vector<OpCaseTable> shape_cases();   // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
+std::vector<OpCaseTable> shape_cases();
+std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool   // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
 
 }  // namespace graft::optest

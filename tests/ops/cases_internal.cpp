@@ -1,0 +1,206 @@
+// Cases for graft's internal convolution ops (graft.internal, made by the CUDA builder's passes):
+// GraftConv (NCHW and NHWC; bias, residual, output and input activations; dense, grouped,
+// depthwise, pointwise, dilated and strided problems) and GraftPool (NHWC pools). Their independent
+// formulas are ONNX Conv's and pools' (case_util.h) around layout permutations and the epilogue.
+// These run the untuned choice of each problem (cuDNN's heuristic, or graft's depthwise kernel);
+// tests/cuda_kernels forces each of graft's other kernel variants after tactic timing.
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "case_util.h"
+#include "harness.h"
+#include "ops/internal_ops.h"
+
+namespace graft::optest {
+
+namespace {
+
+using Ints = std::vector<int64_t>;
+using Values = std::vector<std::vector<double>>;
+using DimsList = std::vector<std::vector<int64_t>>;
+
+const Ints kToNchw = {0, 3, 1, 2}, kToNhwc = {0, 2, 3, 1};
+
+Ints dims_permuted(const Ints& d, const Ints& perm) {
+  Ints out;
+  for (int64_t p : perm) out.push_back(d[p]);
+  return out;
+}
+
+// One of GraftConv's activations (`prefix` "" or "input_"), on one value.
+double activation(const AttributeMap& a, const std::string& prefix, double x) {
+  const std::string act = a.get_string(prefix + "activation", "").value();
+  if (act == "Relu") return std::max(0.0, x);
+  if (act == "Clip")
+    return std::clamp(x, static_cast<double>(a.get_float(prefix + "clip_min", 0.f).value()),
+                      static_cast<double>(a.get_float(prefix + "clip_max", 6.f).value()));
+  if (act == "HardSwish") return x * std::clamp(x / 6.0 + 0.5, 0.0, 1.0);
+  if (act == "Sigmoid") return 1.0 / (1.0 + std::exp(-x));
+  if (act == "Silu") return x / (1.0 + std::exp(-x));
+  return x;
+}
+
+bool nhwc(const AttributeMap& a) { return a.get_string("layout", "NCHW").value() == "NHWC"; }
+
+Values graft_conv_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const bool channels_last = nhwc(a);
+  Values conv_in;
+  DimsList conv_dims;
+  std::vector<double> x = in[0];
+  for (double& v : x) v = activation(a, "input_", v);
+  conv_in.push_back(channels_last ? permuted(x, dims[0], kToNchw) : x);
+  conv_dims.push_back(channels_last ? dims_permuted(dims[0], kToNchw) : dims[0]);
+  // NHWC filters are [M, kH, kW, C/group].
+  conv_in.push_back(channels_last ? permuted(in[1], dims[1], kToNchw) : in[1]);
+  conv_dims.push_back(channels_last ? dims_permuted(dims[1], kToNchw) : dims[1]);
+  if (in.size() > 2 && !in[2].empty()) {
+    conv_in.push_back(in[2]);
+    conv_dims.push_back(dims[2]);
+  }
+  std::vector<double> y = conv_reference(conv_in, conv_dims, a)[0];
+  const int64_t m = conv_dims[1][0];
+  const Ints& xd = conv_dims[0];
+  const Ints kernel = {conv_dims[1][2], conv_dims[1][3]};
+  // The NCHW output's dims, from the count and the batch and filter counts.
+  const int64_t hw = static_cast<int64_t>(y.size()) / (xd[0] * m);
+  Ints yd = {xd[0], m, 0, 0};
+  if (in.size() > 3 && !in[3].empty()) {
+    yd = channels_last ? dims_permuted(dims[3], kToNchw) : dims[3];
+    const std::vector<double> z = channels_last ? permuted(in[3], dims[3], kToNchw) : in[3];
+    for (size_t i = 0; i < y.size(); ++i) y[i] += z[i];
+  } else {
+    // No residual: recover H and W from the conv attributes.
+    const Ints strides = a.get_ints("strides", {1, 1}).value(), pads = a.get_ints("pads", {0, 0, 0, 0}).value();
+    const Ints dil = a.get_ints("dilations", {1, 1}).value();
+    yd[2] = (xd[2] + pads[0] + pads[2] - dil[0] * (kernel[0] - 1) - 1) / strides[0] + 1;
+    yd[3] = hw / yd[2];
+  }
+  for (double& v : y) v = activation(a, "", v);
+  return {channels_last ? permuted(y, yd, kToNhwc) : y};
+}
+
+AttributeMap conv_attrs(const char* layout, const char* act, int64_t group, int64_t k, int64_t stride, int64_t pad,
+                        int64_t dilation = 1) {
+  AttributeMap a;
+  a.set("layout", std::string(layout));
+  a.set("activation", std::string(act));
+  a.set("group", group);
+  a.set("kernel_shape", Ints{k, k});
+  a.set("strides", Ints{stride, stride});
+  a.set("pads", Ints{pad, pad, pad, pad});
+  a.set("dilations", Ints{dilation, dilation});
+  return a;
+}
+
+OpCase conv_case(std::string label, std::vector<CaseInput> inputs, Ints out, AttributeMap a) {
+  OpCase c;
+  c.label = std::move(label);
+  c.inputs = std::move(inputs);
+  c.output_dims = {std::move(out)};
+  c.attrs = std::move(a);
+  c.tolerance[DataType::kFloat32] = 1e-4;
+  return c;
+}
+
+CaseInput in(Ints dims) { return CaseInput{std::move(dims), -1.0, 1.0}; }
+CaseInput none() {
+  CaseInput c;
+  c.omitted = true;
+  return c;
+}
+
+OpCaseTable graft_conv_cases() {
+  OpCaseTable t;
+  t.domain = kInternalDomain;
+  t.name = "GraftConv";
+  t.cuda_dtypes = t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  t.cases.push_back(conv_case("nchw_3x3_relu", {in({2, 8, 9, 9}), in({16, 8, 3, 3}), in({16})}, {2, 16, 9, 9},
+                              conv_attrs("NCHW", "Relu", 1, 3, 1, 1)));
+  t.cases.push_back(conv_case("nchw_dilated_sigmoid_no_bias", {in({1, 4, 12, 12}), in({6, 4, 3, 3})}, {1, 6, 12, 12},
+                              conv_attrs("NCHW", "Sigmoid", 1, 3, 1, 2, 2)));
+  t.cases.push_back(conv_case("nhwc_depthwise_stride2_hardswish_residual",
+                              {in({2, 10, 9, 24}), in({24, 3, 3, 1}), in({24}), in({2, 5, 5, 24})}, {2, 5, 5, 24},
+                              conv_attrs("NHWC", "HardSwish", 24, 3, 2, 1)));
+  AttributeMap clip = conv_attrs("NHWC", "Clip", 1, 1, 1, 0);
+  clip.set("clip_min", -0.25f);
+  clip.set("clip_max", 0.5f);
+  t.cases.push_back(conv_case("nhwc_pointwise_clip", {in({2, 7, 6, 32}), in({48, 1, 1, 32}), in({48})}, {2, 7, 6, 48}, clip));
+  t.cases.push_back(conv_case("nhwc_grouped", {in({1, 8, 8, 16}), in({32, 3, 3, 4}), in({32})}, {1, 8, 8, 32},
+                              conv_attrs("NHWC", "", 4, 3, 1, 1)));
+  AttributeMap deferred = conv_attrs("NHWC", "Relu", 32, 3, 1, 1);
+  deferred.set("input_activation", std::string("Silu"));
+  t.cases.push_back(conv_case("nhwc_depthwise_input_silu_residual",
+                              {in({2, 9, 10, 32}), in({32, 3, 3, 1}), in({32}), in({2, 9, 10, 32})}, {2, 9, 10, 32},
+                              deferred));
+  t.cases.push_back(conv_case("nhwc_stem_7x7_stride2", {in({2, 32, 32, 8}), in({16, 7, 7, 8}), in({16})}, {2, 16, 16, 16},
+                              conv_attrs("NHWC", "Relu", 1, 7, 2, 3)));
+  t.cases.push_back(conv_case("nhwc_silu_no_bias_residual", {in({2, 6, 5, 16}), in({24, 3, 3, 16}), none(), in({2, 6, 5, 24})},
+                              {2, 6, 5, 24}, conv_attrs("NHWC", "Silu", 1, 3, 1, 1)));
+  AttributeMap bad = conv_attrs("NWHC", "Relu", 1, 3, 1, 1);
+  t.bad_attributes.push_back({"unknown_layout", bad, {}, "layout"});
+  t.reference = graft_conv_formula;
+  return t;
+}
+
+OpCaseTable graft_pool_cases() {
+  OpCaseTable t;
+  t.domain = kInternalDomain;
+  t.name = "GraftPool";
+  t.cuda_dtypes = t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  auto pool = [](const char* kind, Ints k, Ints s, Ints p) {
+    AttributeMap a;
+    a.set("pool", std::string(kind));
+    a.set("layout", std::string("NHWC"));
+    if (!k.empty()) {
+      a.set("kernel_shape", k);
+      a.set("strides", s);
+      a.set("pads", p);
+    }
+    return a;
+  };
+  auto pcase = [](std::string label, Ints x, Ints out, AttributeMap a) {
+    OpCase c;
+    c.label = std::move(label);
+    c.inputs = {in(std::move(x))};
+    c.output_dims = {std::move(out)};
+    c.attrs = std::move(a);
+    return c;
+  };
+  t.cases.push_back(pcase("max_3x3_stride2", {2, 11, 10, 16}, {2, 6, 5, 16}, pool("MaxPool", {3, 3}, {2, 2}, {1, 1, 1, 1})));
+  t.cases.push_back(pcase("average_2x2", {1, 8, 6, 24}, {1, 4, 3, 24}, pool("AveragePool", {2, 2}, {2, 2}, {0, 0, 0, 0})));
+  t.cases.push_back(pcase("global_average", {2, 7, 7, 40}, {2, 1, 1, 40}, pool("GlobalAveragePool", {}, {}, {})));
+  t.cases.push_back(pcase("global_max", {2, 5, 6, 12}, {2, 1, 1, 12}, pool("GlobalMaxPool", {}, {}, {})));
+  t.reference = [](const Values& x, const DimsList& dims, const AttributeMap& a) {
+    const std::string kind = a.get_string("pool", "").value();
+    const Ints nchw = dims_permuted(dims[0], kToNchw);
+    const std::vector<double> v = permuted(x[0], dims[0], kToNchw);
+    std::vector<double> y;
+    Ints yd;
+    if (kind == "GlobalAveragePool" || kind == "GlobalMaxPool") {
+      const int64_t area = nchw[2] * nchw[3];
+      for (int64_t r = 0; r < nchw[0] * nchw[1]; ++r) {
+        double acc = kind == "GlobalMaxPool" ? -INFINITY : 0.0;
+        for (int64_t i = 0; i < area; ++i)
+          acc = kind == "GlobalMaxPool" ? std::max(acc, v[r * area + i]) : acc + v[r * area + i];
+        y.push_back(kind == "GlobalMaxPool" ? acc : acc / static_cast<double>(area));
+      }
+      yd = {nchw[0], nchw[1], 1, 1};
+    } else {
+      y = pool_reference({v}, {nchw}, a, kind == "MaxPool")[0];
+      yd = {nchw[0], nchw[1], 0, 0};
+      const Ints k = a.get_ints("kernel_shape", {}).value(), s = a.get_ints("strides", {}).value();
+      const Ints p = a.get_ints("pads", {}).value();
+      yd[2] = (nchw[2] + p[0] + p[2] - k[0]) / s[0] + 1;
+      yd[3] = (nchw[3] + p[1] + p[3] - k[1]) / s[1] + 1;
+    }
+    return Values{permuted(y, yd, kToNhwc)};
+  };
+  return t;
+}
+
+}  // namespace
+
+std::vector<OpCaseTable> internal_conv_cases() { return {graft_conv_cases(), graft_pool_cases()}; }
+
+}  // namespace graft::optest
