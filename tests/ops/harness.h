@@ -118,6 +118,7 @@ std::vector<OpCaseTable> nn_cases();  // Conv, pools, Gemm, MatMul, Softmax, Lay
 std::vector<OpCaseTable> reduce_cases();  // Reduce*, LogSoftmax
 std::vector<OpCaseTable> misc_cases();    // comparisons, logic, norms, global pools, CumSum, ArgMax, TopK...
 std::vector<OpCaseTable> shape_cases();
-std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool   // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
+std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool
+std::vector<OpCaseTable> indexing_cases();  // ConvTranspose, LRN, scatters and gathers, OneHot, Range, windows...   // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
 
 }  // namespace graft::optest
