@@ -1,14 +1,97 @@
-// Helpers the case tables share: numpy broadcasting for the independent formulas of elementwise ops.
+// Helpers the case tables share: building tables, cases and inputs, and the pieces of independent
+// formulas several ops need (numpy broadcasting, axis and index arithmetic, Conv and pools).
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "graft/attribute.h"
+#include "harness.h"
 
 namespace graft::optest {
+
+// What the independent formulas take and return: dims, and flat row-major values per input/output.
+using Ints = std::vector<int64_t>;
+using Values = std::vector<std::vector<double>>;
+using DimsList = std::vector<std::vector<int64_t>>;
+
+// A builtin op's table (ONNX's default domain) run in float32 and float16 on both backends.
+inline OpCaseTable builtin_table(std::string name, ReferenceFn reference, int opset = 17) {
+  OpCaseTable t;
+  t.domain = "";
+  t.name = std::move(name);
+  t.opset = opset;
+  t.reference = std::move(reference);
+  t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  t.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  return t;
+}
+
+inline OpCase make_case(std::string label, std::vector<CaseInput> inputs, std::vector<std::vector<int64_t>> out,
+                        AttributeMap attrs = {}) {
+  OpCase c;
+  c.label = std::move(label);
+  c.inputs = std::move(inputs);
+  c.output_dims = std::move(out);
+  c.attrs = std::move(attrs);
+  return c;
+}
+
+// A float input (in the dtype the case runs in), uniform over [lo, hi].
+inline CaseInput data(std::vector<int64_t> dims, double lo = -3.0, double hi = 3.0) {
+  return CaseInput{std::move(dims), lo, hi};
+}
+// An input of its own dtype, uniform over [lo, hi] (integers: inclusive).
+inline CaseInput typed(std::vector<int64_t> dims, DataType t, double lo, double hi) {
+  CaseInput in{std::move(dims), lo, hi};
+  in.dtype = t;
+  return in;
+}
+// An input of its own dtype with exactly these values (row-major).
+inline CaseInput fixed(std::vector<int64_t> dims, DataType t, std::vector<double> values) {
+  CaseInput in{std::move(dims)};
+  in.dtype = t;
+  in.values = std::move(values);
+  return in;
+}
+// A 1-D int64 input (axes, shapes, pads, split sizes).
+inline CaseInput int64_values(const std::vector<int64_t>& values) {
+  return fixed({static_cast<int64_t>(values.size())}, DataType::kInt64, std::vector<double>(values.begin(), values.end()));
+}
+
+template <typename T>
+AttributeMap attr(const char* name, T v) {
+  AttributeMap a;
+  a.set(name, std::move(v));
+  return a;
+}
+
+// The product of d[from, to).
+inline int64_t count(const std::vector<int64_t>& d, size_t from = 0, size_t to = std::numeric_limits<size_t>::max()) {
+  int64_t n = 1;
+  for (size_t i = 0; i < d.size(); ++i)
+    if (i >= from && i < to) n *= d[i];
+  return n;
+}
+
+inline int64_t axis_in(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+// GatherND/ScatterND: the row-major offset, in slices, of index tuple `tuple` (q indices, negative
+// ones counting from the end) into data of dims `d`.
+inline int64_t nd_offset(const std::vector<double>& indices, int64_t tuple, int64_t q, const std::vector<int64_t>& d) {
+  int64_t off = 0;
+  for (int64_t k = 0; k < q; ++k) {
+    int64_t v = static_cast<int64_t>(indices[static_cast<size_t>(tuple * q + k)]);
+    if (v < 0) v += d[static_cast<size_t>(k)];
+    off = off * d[static_cast<size_t>(k)] + v;
+  }
+  return off;
+}
 
 // Independent float64 formulas of ONNX's Conv (X, W, B?) and MaxPool/AveragePool (X), 1-D or 2-D,
 // NCHW, from the ONNX attributes (cases_nn.cpp); GraftConv's and GraftPool's tables build on them.

@@ -15,58 +15,7 @@ namespace graft::optest {
 
 namespace {
 
-using Ints = std::vector<int64_t>;
-using Values = std::vector<std::vector<double>>;
-using DimsList = std::vector<std::vector<int64_t>>;
 using Reference = std::function<Values(const Values&, const DimsList&, const AttributeMap&)>;
-
-int64_t count(const Ints& d) {
-  int64_t n = 1;
-  for (int64_t v : d) n *= v;
-  return n;
-}
-
-OpCaseTable table(std::string name, Reference f, int opset = 17) {
-  OpCaseTable t;
-  t.domain = "";
-  t.name = std::move(name);
-  t.opset = opset;
-  t.reference = std::move(f);
-  t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
-  t.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
-  return t;
-}
-
-OpCase make_case(std::string label, std::vector<CaseInput> inputs, DimsList out, AttributeMap attrs = {}) {
-  OpCase c;
-  c.label = std::move(label);
-  c.inputs = std::move(inputs);
-  c.output_dims = std::move(out);
-  c.attrs = std::move(attrs);
-  return c;
-}
-
-CaseInput data(Ints dims, double lo = -3.0, double hi = 3.0) { return CaseInput{std::move(dims), lo, hi}; }
-
-CaseInput typed(Ints dims, DataType t, double lo, double hi) {
-  CaseInput in{std::move(dims), lo, hi};
-  in.dtype = t;
-  return in;
-}
-
-CaseInput fixed(Ints dims, DataType t, std::vector<double> values) {
-  CaseInput in{std::move(dims)};
-  in.dtype = t;
-  in.values = std::move(values);
-  return in;
-}
-
-template <typename T>
-AttributeMap attr(const char* name, T v) {
-  AttributeMap a;
-  a.set(name, v);
-  return a;
-}
 
 // ---- ConvTranspose ----------------------------------------------------------------------------
 Values conv_transpose_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
@@ -99,7 +48,7 @@ Values conv_transpose_formula(const Values& in, const DimsList& dims, const Attr
 }
 
 OpCaseTable conv_transpose_cases() {
-  OpCaseTable t = table("ConvTranspose", conv_transpose_formula);
+  OpCaseTable t = builtin_table("ConvTranspose", conv_transpose_formula);
   auto attrs = [](Ints strides, Ints pads, Ints output_padding, int64_t group) {
     AttributeMap a;
     a.set("strides", strides);
@@ -118,7 +67,7 @@ OpCaseTable conv_transpose_cases() {
 
 // ---- LRN --------------------------------------------------------------------------------------
 OpCaseTable lrn_cases() {
-  OpCaseTable t = table("LRN", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("LRN", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const int64_t size = a.get_int("size", 1).value(), c = d[1], area = count(d) / (d[0] * c);
     const double alpha = a.get_float("alpha", 1e-4f).value(), beta = a.get_float("beta", 0.75f).value();
@@ -151,7 +100,7 @@ OpCaseTable lrn_cases() {
 
 // ---- ReverseSequence, EyeLike, OneHot ---------------------------------------------------------
 OpCaseTable reverse_sequence_cases() {
-  OpCaseTable t = table("ReverseSequence", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("ReverseSequence", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const int64_t batch_axis = a.get_int("batch_axis", 1).value(), time_axis = a.get_int("time_axis", 0).value();
     std::vector<double> y(in[0].size());
@@ -179,7 +128,7 @@ OpCaseTable reverse_sequence_cases() {
 }
 
 OpCaseTable eye_like_cases() {
-  OpCaseTable t = table("EyeLike", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("EyeLike", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const int64_t k = a.get_int("k", 0).value(), rows = dims[0][0], cols = dims[0][1];
     std::vector<double> y(static_cast<size_t>(rows * cols), 0.0);
     for (int64_t r = 0; r < rows; ++r)
@@ -194,7 +143,7 @@ OpCaseTable eye_like_cases() {
 
 OpCaseTable one_hot_cases() {
   // Inputs: indices (int64, negative counting from the end), depth (scalar), values [off, on].
-  OpCaseTable t = table("OneHot", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("OneHot", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& id = dims[0];
     const int64_t depth = static_cast<int64_t>(in[1][0]);
     int64_t axis = a.get_int("axis", -1).value();
@@ -221,7 +170,7 @@ OpCaseTable one_hot_cases() {
 
 // ---- GatherND, ScatterElements, ScatterND ------------------------------------------------------
 OpCaseTable gather_nd_cases() {
-  OpCaseTable t = table("GatherND", [](const Values& in, const DimsList& dims, const AttributeMap&) {
+  OpCaseTable t = builtin_table("GatherND", [](const Values& in, const DimsList& dims, const AttributeMap&) {
     const Ints& d = dims[0];
     const Ints& id = dims[1];
     const int64_t q = id.back();
@@ -230,12 +179,7 @@ OpCaseTable gather_nd_cases() {
     for (size_t k = static_cast<size_t>(q); k < d.size(); ++k) slice *= d[k];
     std::vector<double> y;
     for (int64_t tpl = 0; tpl < tuples; ++tpl) {
-      int64_t off = 0;
-      for (int64_t k = 0; k < q; ++k) {
-        int64_t v = static_cast<int64_t>(in[1][tpl * q + k]);
-        if (v < 0) v += d[k];
-        off = off * d[k] + v;
-      }
+      const int64_t off = nd_offset(in[1], tpl, q, d);
       for (int64_t s = 0; s < slice; ++s) y.push_back(in[0][off * slice + s]);
     }
     return Values{y};
@@ -247,7 +191,7 @@ OpCaseTable gather_nd_cases() {
 
 OpCaseTable scatter_elements_cases() {
   // Distinct indices per row (a permutation prefix), so no element is written twice.
-  OpCaseTable t = table("ScatterElements", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("ScatterElements", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const Ints& id = dims[1];
     const int64_t axis = a.get_int("axis", 0).value();
@@ -275,7 +219,7 @@ OpCaseTable scatter_elements_cases() {
 }
 
 OpCaseTable scatter_nd_cases() {
-  OpCaseTable t = table("ScatterND", [](const Values& in, const DimsList& dims, const AttributeMap&) {
+  OpCaseTable t = builtin_table("ScatterND", [](const Values& in, const DimsList& dims, const AttributeMap&) {
     const Ints& d = dims[0];
     const Ints& id = dims[1];
     const int64_t q = id.back(), tuples = count(id) / q;
@@ -283,12 +227,7 @@ OpCaseTable scatter_nd_cases() {
     for (size_t k = static_cast<size_t>(q); k < d.size(); ++k) slice *= d[k];
     std::vector<double> y = in[0];
     for (int64_t tpl = 0; tpl < tuples; ++tpl) {
-      int64_t off = 0;
-      for (int64_t k = 0; k < q; ++k) {
-        int64_t v = static_cast<int64_t>(in[1][tpl * q + k]);
-        if (v < 0) v += d[k];
-        off = off * d[k] + v;
-      }
+      const int64_t off = nd_offset(in[1], tpl, q, d);
       for (int64_t s = 0; s < slice; ++s) y[off * slice + s] = in[2][tpl * slice + s];
     }
     return Values{y};
@@ -301,7 +240,7 @@ OpCaseTable scatter_nd_cases() {
 // ---- DequantizeLinear, IsNaN, IsInf, Range, windows ------------------------------------------
 OpCaseTable dequantize_cases() {
   // y = (x - zero_point) * scale; per tensor, or per channel along `axis`.
-  OpCaseTable t = table("DequantizeLinear", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("DequantizeLinear", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const bool per_channel = !dims[1].empty() && dims[1][0] > 1;
     int64_t axis = a.get_int("axis", 1).value();
@@ -323,7 +262,7 @@ OpCaseTable dequantize_cases() {
 }
 
 OpCaseTable float_class_cases(const char* name, bool inf) {
-  OpCaseTable t = table(name, [inf](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table(name, [inf](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const bool pos = a.get_int("detect_positive", 1).value() != 0, neg = a.get_int("detect_negative", 1).value() != 0;
     std::vector<double> y;
     for (double v : in[0])
@@ -341,7 +280,7 @@ OpCaseTable float_class_cases(const char* name, bool inf) {
 }
 
 OpCaseTable range_cases() {
-  OpCaseTable t = table("Range", [](const Values& in, const DimsList&, const AttributeMap&) {
+  OpCaseTable t = builtin_table("Range", [](const Values& in, const DimsList&, const AttributeMap&) {
     const double start = in[0][0], limit = in[1][0], delta = in[2][0];
     const int64_t n = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((limit - start) / delta)));
     std::vector<double> y;
@@ -361,7 +300,7 @@ OpCaseTable range_cases() {
 }
 
 OpCaseTable window_cases(const char* name, int kind) {
-  OpCaseTable t = table(name, [kind](const Values& in, const DimsList&, const AttributeMap& a) {
+  OpCaseTable t = builtin_table(name, [kind](const Values& in, const DimsList&, const AttributeMap& a) {
     const int64_t size = static_cast<int64_t>(in[0][0]);
     const bool periodic = a.get_int("periodic", 1).value() != 0;
     const double n = static_cast<double>(periodic ? size : size - 1), pi = 3.14159265358979323846;

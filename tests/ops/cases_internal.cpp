@@ -16,10 +16,6 @@ namespace graft::optest {
 
 namespace {
 
-using Ints = std::vector<int64_t>;
-using Values = std::vector<std::vector<double>>;
-using DimsList = std::vector<std::vector<int64_t>>;
-
 const Ints kToNchw = {0, 3, 1, 2}, kToNhwc = {0, 2, 3, 1};
 
 Ints dims_permuted(const Ints& d, const Ints& perm) {

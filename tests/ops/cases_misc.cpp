@@ -18,62 +18,10 @@ namespace graft::optest {
 
 namespace {
 
-using Ints = std::vector<int64_t>;
-using Values = std::vector<std::vector<double>>;
-using DimsList = std::vector<std::vector<int64_t>>;
 using Reference = std::function<Values(const Values&, const DimsList&, const AttributeMap&)>;
 
-int64_t count(const Ints& d, size_t from = 0, size_t to = 64) {
-  int64_t n = 1;
-  for (size_t i = from; i < std::min(to, d.size()); ++i) n *= d[i];
-  return n;
-}
-
-int64_t axis_in(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
-
-OpCaseTable table(std::string name, Reference f, int opset = 17) {
-  OpCaseTable t;
-  t.domain = "";
-  t.name = std::move(name);
-  t.opset = opset;
-  t.reference = std::move(f);
-  return t;
-}
-
-OpCase make_case(std::string label, std::vector<CaseInput> inputs, DimsList out, AttributeMap attrs = {}) {
-  OpCase c;
-  c.label = std::move(label);
-  c.inputs = std::move(inputs);
-  c.output_dims = std::move(out);
-  c.attrs = std::move(attrs);
-  return c;
-}
-
-CaseInput data(Ints dims, double lo = -3.0, double hi = 3.0) { return CaseInput{std::move(dims), lo, hi}; }
-
-CaseInput typed(Ints dims, DataType t, double lo, double hi) {
-  CaseInput in{std::move(dims), lo, hi};
-  in.dtype = t;
-  return in;
-}
-
-CaseInput int64_values(Ints dims, const Ints& values) {
-  CaseInput in{std::move(dims)};
-  in.dtype = DataType::kInt64;
-  for (int64_t v : values) in.values.push_back(static_cast<double>(v));
-  return in;
-}
-
-template <typename T>
-AttributeMap attr(const char* name, T v) {
-  AttributeMap a;
-  a.set(name, v);
-  return a;
-}
-
 AttributeMap attrs2(const char* n1, int64_t v1, const char* n2, int64_t v2) {
-  AttributeMap a;
-  a.set(n1, v1);
+  AttributeMap a = attr(n1, v1);
   a.set(n2, v2);
   return a;
 }
@@ -108,7 +56,7 @@ std::vector<OpCaseTable> comparison_tables() {
       {"GreaterOrEqual", [](double a, double b) { return a >= b; }},
   };
   for (const auto& [name, cmp] : ops) {
-    OpCaseTable t = table(name, elementwise([cmp = cmp](const std::vector<double>& v) { return cmp(v[0], v[1]) ? 1.0 : 0.0; }));
+    OpCaseTable t = builtin_table(name, elementwise([cmp = cmp](const std::vector<double>& v) { return cmp(v[0], v[1]) ? 1.0 : 0.0; }));
     t.cases.push_back(make_case("same_shape", {data({3, 7}, -2, 2), data({3, 7}, -2, 2)}, {{3, 7}}));
     t.cases.push_back(make_case("broadcast", {data({2, 3, 4}, -2, 2), data({4}, -2, 2)}, {{2, 3, 4}}));
     for (OpCase& c : t.cases) c.adjust_inputs = round_to_halves;
@@ -118,26 +66,26 @@ std::vector<OpCaseTable> comparison_tables() {
       {"And", [](bool a, bool b) { return a && b; }}, {"Or", [](bool a, bool b) { return a || b; }},
       {"Xor", [](bool a, bool b) { return a != b; }}};
   for (const auto& [name, op] : logic) {
-    OpCaseTable t = table(name, elementwise([op = op](const std::vector<double>& v) { return op(v[0] != 0, v[1] != 0) ? 1.0 : 0.0; }));
+    OpCaseTable t = builtin_table(name, elementwise([op = op](const std::vector<double>& v) { return op(v[0] != 0, v[1] != 0) ? 1.0 : 0.0; }));
     t.cases.push_back(make_case("same_shape", {typed({5, 6}, DataType::kBool, 0, 1), typed({5, 6}, DataType::kBool, 0, 1)}, {{5, 6}}));
     t.cases.push_back(make_case("broadcast", {typed({2, 1, 5}, DataType::kBool, 0, 1), typed({3, 1}, DataType::kBool, 0, 1)}, {{2, 3, 5}}));
     out.push_back(std::move(t));
   }
-  OpCaseTable n = table("Not", elementwise([](const std::vector<double>& v) { return v[0] != 0 ? 0.0 : 1.0; }));
+  OpCaseTable n = builtin_table("Not", elementwise([](const std::vector<double>& v) { return v[0] != 0 ? 0.0 : 1.0; }));
   n.cases.push_back(make_case("rank2", {typed({4, 9}, DataType::kBool, 0, 1)}, {{4, 9}}));
   out.push_back(std::move(n));
   return out;
 }
 
 OpCaseTable prelu_cases() {
-  OpCaseTable t = table("PRelu", elementwise([](const std::vector<double>& v) { return v[0] < 0 ? v[1] * v[0] : v[0]; }));
+  OpCaseTable t = builtin_table("PRelu", elementwise([](const std::vector<double>& v) { return v[0] < 0 ? v[1] * v[0] : v[0]; }));
   t.cases.push_back(make_case("channel_slopes", {data({2, 3, 4, 5}), data({3, 1, 1}, 0, 0.5)}, {{2, 3, 4, 5}}));
   t.cases.push_back(make_case("same_shape", {data({3, 8}), data({3, 8}, -0.5, 0.5)}, {{3, 8}}));
   return t;
 }
 
 OpCaseTable clip_cases() {
-  OpCaseTable t = table("Clip", elementwise([](const std::vector<double>& v) {
+  OpCaseTable t = builtin_table("Clip", elementwise([](const std::vector<double>& v) {
     return std::min(std::max(v[0], v.size() > 1 ? v[1] : -INFINITY), v.size() > 2 ? v[2] : INFINITY);
   }));
   t.cases.push_back(make_case("both_bounds", {data({4, 6}), data({}, -1.5, -0.5), data({}, 0.5, 1.5)}, {{4, 6}}));
@@ -146,13 +94,13 @@ OpCaseTable clip_cases() {
 }
 
 OpCaseTable identity_cases() {
-  OpCaseTable t = table("Identity", [](const Values& in, const DimsList&, const AttributeMap&) { return Values{in[0]}; });
+  OpCaseTable t = builtin_table("Identity", [](const Values& in, const DimsList&, const AttributeMap&) { return Values{in[0]}; });
   t.cases.push_back(make_case("rank3", {data({2, 3, 4})}, {{2, 3, 4}}));
   return t;
 }
 
 OpCaseTable variadic_cases(const char* name, bool mean) {
-  OpCaseTable t = table(name, elementwise([mean](const std::vector<double>& v) {
+  OpCaseTable t = builtin_table(name, elementwise([mean](const std::vector<double>& v) {
     double s = 0;
     for (double x : v) s += x;
     return mean ? s / static_cast<double>(v.size()) : s;
@@ -186,7 +134,7 @@ Values channel_norm(const Values& in, const Ints& d, double eps, bool instance) 
 }
 
 OpCaseTable batch_norm_cases() {
-  OpCaseTable t = table("BatchNormalization", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("BatchNormalization", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     return channel_norm(in, dims[0], a.get_float("epsilon", 1e-5f).value(), false);
   });
   auto params = [](int64_t c) {
@@ -203,7 +151,7 @@ OpCaseTable batch_norm_cases() {
 }
 
 OpCaseTable instance_norm_cases() {
-  OpCaseTable t = table("InstanceNormalization", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("InstanceNormalization", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     return channel_norm(in, dims[0], a.get_float("epsilon", 1e-5f).value(), true);
   });
   t.cases.push_back(make_case("nchw", {data({2, 3, 6, 5}), data({3}, 0.5, 2), data({3}, -1, 1)}, {{2, 3, 6, 5}}));
@@ -213,7 +161,7 @@ OpCaseTable instance_norm_cases() {
 }
 
 OpCaseTable global_pool_cases(const char* name, bool max) {
-  OpCaseTable t = table(name, [max](const Values& in, const DimsList& dims, const AttributeMap&) {
+  OpCaseTable t = builtin_table(name, [max](const Values& in, const DimsList& dims, const AttributeMap&) {
     const Ints& d = dims[0];
     const int64_t rows = d[0] * d[1], area = count(d, 2);
     std::vector<double> y(static_cast<size_t>(rows));
@@ -231,7 +179,7 @@ OpCaseTable global_pool_cases(const char* name, bool max) {
 }
 
 OpCaseTable cumsum_cases() {
-  OpCaseTable t = table("CumSum", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("CumSum", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const int64_t axis = axis_in(static_cast<int64_t>(in[1][0]), d.size());
     const bool exclusive = a.get_int("exclusive", 0).value() != 0, reverse = a.get_int("reverse", 0).value() != 0;
@@ -254,10 +202,10 @@ OpCaseTable cumsum_cases() {
       }
     return Values{y};
   });
-  t.cases.push_back(make_case("last_axis", {data({3, 40}), int64_values({}, {1})}, {{3, 40}}));
-  t.cases.push_back(make_case("middle_exclusive", {data({2, 9, 3}), int64_values({}, {1})}, {{2, 9, 3}}, attr("exclusive", int64_t{1})));
-  t.cases.push_back(make_case("first_reverse", {data({6, 4}), int64_values({}, {-2})}, {{6, 4}}, attr("reverse", int64_t{1})));
-  t.cases.push_back(make_case("long_row", {data({1, 3000}, -1, 1), int64_values({}, {1})}, {{1, 3000}}));
+  t.cases.push_back(make_case("last_axis", {data({3, 40}), fixed({}, DataType::kInt64, {1})}, {{3, 40}}));
+  t.cases.push_back(make_case("middle_exclusive", {data({2, 9, 3}), fixed({}, DataType::kInt64, {1})}, {{2, 9, 3}}, attr("exclusive", int64_t{1})));
+  t.cases.push_back(make_case("first_reverse", {data({6, 4}), fixed({}, DataType::kInt64, {-2})}, {{6, 4}}, attr("reverse", int64_t{1})));
+  t.cases.push_back(make_case("long_row", {data({1, 3000}, -1, 1), fixed({}, DataType::kInt64, {1})}, {{1, 3000}}));
   return t;
 }
 
@@ -272,7 +220,7 @@ int64_t extreme_index(const std::vector<double>& x, int64_t base, int64_t len, i
 }
 
 OpCaseTable arg_cases(const char* name, bool max) {
-  OpCaseTable t = table(name, [max](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table(name, [max](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const int64_t axis = axis_in(a.get_int("axis", 0).value(), d.size());
     const bool last = a.get_int("select_last_index", 0).value() != 0;
@@ -295,7 +243,7 @@ OpCaseTable arg_cases(const char* name, bool max) {
 }
 
 OpCaseTable hardmax_cases() {
-  OpCaseTable t = table("Hardmax", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("Hardmax", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const int64_t axis = axis_in(a.get_int("axis", -1).value(), d.size());
     const int64_t outer = count(d, 0, static_cast<size_t>(axis)), len = d[axis], inner = count(d, static_cast<size_t>(axis) + 1);
@@ -316,7 +264,7 @@ OpCaseTable hardmax_cases() {
 
 OpCaseTable topk_cases() {
   // Outputs: the k values and their int64 indices along the axis, largest (or smallest) first.
-  OpCaseTable t = table("TopK", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("TopK", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const int64_t axis = axis_in(a.get_int("axis", -1).value(), d.size());
     const bool largest = a.get_int("largest", 1).value() != 0;
@@ -336,10 +284,10 @@ OpCaseTable topk_cases() {
       }
     return Values{values, indices};
   }, 11);
-  OpCase a = make_case("largest_last_axis", {data({3, 50}), int64_values({1}, {7})}, {{3, 7}, {3, 7}});
-  OpCase b = make_case("smallest_middle_axis", {data({2, 20, 3}), int64_values({1}, {5})}, {{2, 5, 3}, {2, 5, 3}},
+  OpCase a = make_case("largest_last_axis", {data({3, 50}), fixed({1}, DataType::kInt64, {7})}, {{3, 7}, {3, 7}});
+  OpCase b = make_case("smallest_middle_axis", {data({2, 20, 3}), fixed({1}, DataType::kInt64, {5})}, {{2, 5, 3}, {2, 5, 3}},
                        attrs2("axis", 1, "largest", 0));
-  OpCase c = make_case("k_equals_length", {data({4, 9}), int64_values({1}, {9})}, {{4, 9}, {4, 9}});
+  OpCase c = make_case("k_equals_length", {data({4, 9}), fixed({1}, DataType::kInt64, {9})}, {{4, 9}, {4, 9}});
   for (OpCase* x : {&a, &b, &c}) {
     x->adjust_inputs = distinct_values;
     t.cases.push_back(*x);
@@ -348,7 +296,7 @@ OpCaseTable topk_cases() {
 }
 
 OpCaseTable depth_to_space_cases() {
-  OpCaseTable t = table("DepthToSpace", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("DepthToSpace", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const int64_t bs = a.get_int("blocksize", 1).value(), n = d[0], c = d[1], h = d[2], w = d[3], oc = c / (bs * bs);
     const bool crd = a.get_string("mode", "DCR").value() == "CRD";
@@ -375,7 +323,7 @@ OpCaseTable depth_to_space_cases() {
 }
 
 OpCaseTable space_to_depth_cases() {
-  OpCaseTable t = table("SpaceToDepth", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("SpaceToDepth", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const int64_t bs = a.get_int("blocksize", 1).value(), n = d[0], c = d[1], h = d[2], w = d[3];
     const int64_t oh = h / bs, ow = w / bs, oc = c * bs * bs;
@@ -395,7 +343,7 @@ OpCaseTable space_to_depth_cases() {
 }
 
 OpCaseTable trilu_cases() {
-  OpCaseTable t = table("Trilu", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("Trilu", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const bool upper = a.get_int("upper", 1).value() != 0;
     const int64_t k = in.size() > 1 && !in[1].empty() ? static_cast<int64_t>(in[1][0]) : 0;
@@ -407,13 +355,13 @@ OpCaseTable trilu_cases() {
     }
     return Values{y};
   }, 14);
-  t.cases.push_back(make_case("upper_k1", {data({2, 5, 6}), int64_values({}, {1})}, {{2, 5, 6}}));
-  t.cases.push_back(make_case("lower_k_minus2", {data({7, 4}), int64_values({}, {-2})}, {{7, 4}}, attr("upper", int64_t{0})));
+  t.cases.push_back(make_case("upper_k1", {data({2, 5, 6}), fixed({}, DataType::kInt64, {1})}, {{2, 5, 6}}));
+  t.cases.push_back(make_case("lower_k_minus2", {data({7, 4}), fixed({}, DataType::kInt64, {-2})}, {{7, 4}}, attr("upper", int64_t{0})));
   return t;
 }
 
 OpCaseTable gather_elements_cases() {
-  OpCaseTable t = table("GatherElements", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+  OpCaseTable t = builtin_table("GatherElements", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     const Ints& d = dims[0];
     const Ints& id = dims[1];
     const int64_t axis = axis_in(a.get_int("axis", 0).value(), d.size());
@@ -441,7 +389,7 @@ OpCaseTable gather_elements_cases() {
 }
 
 OpCaseTable celu_cases() {
-  OpCaseTable t = table("Celu", elementwise([](const std::vector<double>& v) {
+  OpCaseTable t = builtin_table("Celu", elementwise([](const std::vector<double>& v) {
     const double alpha = static_cast<double>(0.8f);
     return std::max(0.0, v[0]) + std::min(0.0, alpha * std::expm1(v[0] / alpha));
   }), 12);

@@ -15,10 +15,6 @@ namespace graft::optest {
 
 namespace {
 
-using Ints = std::vector<int64_t>;
-using Values = std::vector<std::vector<double>>;
-using DimsList = std::vector<std::vector<int64_t>>;
-
 int64_t product(const Ints& d, size_t from = 0, size_t to = std::numeric_limits<size_t>::max()) {
   int64_t p = 1;
   for (size_t i = from; i < std::min(to, d.size()); ++i) p *= d[i];

@@ -9,13 +9,12 @@
 #include <tuple>
 #include <utility>
 
+#include "case_util.h"
 #include "harness.h"
 
 namespace graft::optest {
 
 namespace {
-
-using Ints = std::vector<int64_t>;
 
 // Folds every reduced group of x (dims `d`, `axes` reduced) with `start`, `step` and `finish`.
 std::vector<double> reduce_formula(const std::vector<double>& x, const Ints& d, const std::vector<double>& axes_in,

@@ -13,10 +13,6 @@ namespace graft::optest {
 
 namespace {
 
-using Ints = std::vector<int64_t>;
-using Values = std::vector<std::vector<double>>;
-using DimsList = std::vector<std::vector<int64_t>>;
-
 Ints coords_of(int64_t i, const Ints& d) {
   Ints c(d.size());
   for (size_t k = d.size(); k-- > 0;) {
@@ -32,12 +28,6 @@ int64_t flat_of(const Ints& c, const Ints& d) {
   return i;
 }
 
-int64_t count(const Ints& d) {
-  int64_t n = 1;
-  for (int64_t v : d) n *= v;
-  return n;
-}
-
 // Output element values from a function of the output coordinates.
 std::vector<double> gather_each(const Ints& out, const std::function<double(const Ints&)>& at) {
   std::vector<double> y(static_cast<size_t>(count(out)));
@@ -45,45 +35,7 @@ std::vector<double> gather_each(const Ints& out, const std::function<double(cons
   return y;
 }
 
-CaseInput int64_input(const Ints& values) {
-  CaseInput in{{static_cast<int64_t>(values.size())}};
-  in.dtype = DataType::kInt64;
-  for (int64_t v : values) in.values.push_back(static_cast<double>(v));
-  return in;
-}
-
-CaseInput data(Ints dims) { return CaseInput{std::move(dims), -3.0, 3.0}; }
-
-OpCaseTable shape_table(std::string name, std::function<Values(const Values&, const DimsList&, const AttributeMap&)> f) {
-  OpCaseTable t;
-  t.domain = "";
-  t.name = std::move(name);
-  t.reference = std::move(f);
-  return t;
-}
-
-OpCase shape_case(std::string label, std::vector<CaseInput> inputs, DimsList out, AttributeMap attrs = {}) {
-  OpCase c;
-  c.label = std::move(label);
-  c.inputs = std::move(inputs);
-  c.output_dims = std::move(out);
-  c.attrs = std::move(attrs);
-  return c;
-}
-
-AttributeMap int_attr(const char* name, int64_t v) {
-  AttributeMap a;
-  a.set(name, v);
-  return a;
-}
-
-AttributeMap ints_attr(const char* name, Ints v) {
-  AttributeMap a;
-  a.set(name, std::move(v));
-  return a;
-}
-
-int64_t axis_in(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+OpCaseTable shape_table(std::string name, ReferenceFn f) { return builtin_table(std::move(name), std::move(f)); }
 
 OpCaseTable transpose_cases() {
   OpCaseTable t = shape_table("Transpose", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
@@ -96,10 +48,10 @@ OpCaseTable transpose_cases() {
       return in[0][flat_of(src, dims[0])];
     })};
   });
-  t.cases.push_back(shape_case("nchw_to_nhwc", {data({2, 3, 4, 5})}, {{2, 4, 5, 3}}, ints_attr("perm", {0, 2, 3, 1})));
-  t.cases.push_back(shape_case("matrix", {data({33, 17})}, {{17, 33}}, ints_attr("perm", {1, 0})));
-  t.cases.push_back(shape_case("head_split", {data({2, 7, 3, 8})}, {{2, 3, 7, 8}}, ints_attr("perm", {0, 2, 1, 3})));
-  t.cases.push_back(shape_case("reverse_rank5", {data({2, 3, 2, 4, 3})}, {{3, 4, 2, 3, 2}}, ints_attr("perm", {4, 3, 2, 1, 0})));
+  t.cases.push_back(make_case("nchw_to_nhwc", {data({2, 3, 4, 5})}, {{2, 4, 5, 3}}, attr("perm", Ints{0, 2, 3, 1})));
+  t.cases.push_back(make_case("matrix", {data({33, 17})}, {{17, 33}}, attr("perm", Ints{1, 0})));
+  t.cases.push_back(make_case("head_split", {data({2, 7, 3, 8})}, {{2, 3, 7, 8}}, attr("perm", Ints{0, 2, 1, 3})));
+  t.cases.push_back(make_case("reverse_rank5", {data({2, 3, 2, 4, 3})}, {{3, 4, 2, 3, 2}}, attr("perm", Ints{4, 3, 2, 1, 0})));
   return t;
 }
 
@@ -118,9 +70,9 @@ OpCaseTable concat_cases() {
       return 0.0;
     })};
   });
-  t.cases.push_back(shape_case("channels", {data({2, 3, 4}), data({2, 5, 4}), data({2, 1, 4})}, {{2, 9, 4}}, int_attr("axis", 1)));
-  t.cases.push_back(shape_case("last_axis", {data({3, 2}), data({3, 7})}, {{3, 9}}, int_attr("axis", -1)));
-  t.cases.push_back(shape_case("first_axis", {data({1, 4, 2}), data({3, 4, 2})}, {{4, 4, 2}}, int_attr("axis", 0)));
+  t.cases.push_back(make_case("channels", {data({2, 3, 4}), data({2, 5, 4}), data({2, 1, 4})}, {{2, 9, 4}}, attr("axis", int64_t{1})));
+  t.cases.push_back(make_case("last_axis", {data({3, 2}), data({3, 7})}, {{3, 9}}, attr("axis", int64_t{-1})));
+  t.cases.push_back(make_case("first_axis", {data({1, 4, 2}), data({3, 4, 2})}, {{4, 4, 2}}, attr("axis", int64_t{0})));
   return t;
 }
 
@@ -154,8 +106,8 @@ OpCaseTable slice_cases() {
     })};
   });
   auto slice = [](std::string label, Ints dims, Ints starts, Ints ends, Ints axes, Ints steps, Ints out) {
-    return shape_case(std::move(label),
-                      {data(std::move(dims)), int64_input(starts), int64_input(ends), int64_input(axes), int64_input(steps)},
+    return make_case(std::move(label),
+                      {data(std::move(dims)), int64_values(starts), int64_values(ends), int64_values(axes), int64_values(steps)},
                       {std::move(out)});
   };
   t.cases.push_back(slice("crop_two_axes", {2, 6, 8}, {1, 2}, {5, 7}, {1, 2}, {1, 1}, {2, 4, 5}));
@@ -188,9 +140,9 @@ OpCaseTable gather_cases() {
     in.dtype = DataType::kInt64;  // negative indices count from the end
     return in;
   };
-  t.cases.push_back(shape_case("embedding_rows", {data({11, 6}), indices({2, 5}, 11)}, {{2, 5, 6}}, int_attr("axis", 0)));
-  t.cases.push_back(shape_case("middle_axis", {data({2, 7, 3}), indices({4}, 7)}, {{2, 4, 3}}, int_attr("axis", 1)));
-  t.cases.push_back(shape_case("scalar_index", {data({3, 5}), indices({}, 5)}, {{3}}, int_attr("axis", -1)));
+  t.cases.push_back(make_case("embedding_rows", {data({11, 6}), indices({2, 5}, 11)}, {{2, 5, 6}}, attr("axis", int64_t{0})));
+  t.cases.push_back(make_case("middle_axis", {data({2, 7, 3}), indices({4}, 7)}, {{2, 4, 3}}, attr("axis", int64_t{1})));
+  t.cases.push_back(make_case("scalar_index", {data({3, 5}), indices({}, 5)}, {{3}}, attr("axis", int64_t{-1})));
   return t;
 }
 
@@ -204,8 +156,8 @@ OpCaseTable tile_cases() {
       return in[0][flat_of(src, dims[0])];
     })};
   });
-  t.cases.push_back(shape_case("rows_and_columns", {data({2, 3}), int64_input({3, 2})}, {{6, 6}}));
-  t.cases.push_back(shape_case("one_axis", {data({2, 3, 4}), int64_input({1, 4, 1})}, {{2, 12, 4}}));
+  t.cases.push_back(make_case("rows_and_columns", {data({2, 3}), int64_values({3, 2})}, {{6, 6}}));
+  t.cases.push_back(make_case("one_axis", {data({2, 3, 4}), int64_values({1, 4, 1})}, {{2, 12, 4}}));
   return t;
 }
 
@@ -239,11 +191,11 @@ OpCaseTable pad_cases() {
     return a;
   };
   CaseInput fill{{}, 0.5, 1.5};
-  t.cases.push_back(shape_case("constant_value", {data({2, 3, 4}), int64_input({0, 1, 2, 0, 2, 1}), fill}, {{2, 6, 7}},
+  t.cases.push_back(make_case("constant_value", {data({2, 3, 4}), int64_values({0, 1, 2, 0, 2, 1}), fill}, {{2, 6, 7}},
                                mode("constant")));
-  t.cases.push_back(shape_case("reflect", {data({1, 2, 5, 6}), int64_input({0, 0, 2, 1, 0, 0, 1, 3})}, {{1, 2, 8, 10}},
+  t.cases.push_back(make_case("reflect", {data({1, 2, 5, 6}), int64_values({0, 0, 2, 1, 0, 0, 1, 3})}, {{1, 2, 8, 10}},
                                mode("reflect")));
-  t.cases.push_back(shape_case("edge", {data({3, 4}), int64_input({2, 0, 1, 3})}, {{6, 7}}, mode("edge")));
+  t.cases.push_back(make_case("edge", {data({3, 4}), int64_values({2, 0, 1, 3})}, {{6, 7}}, mode("edge")));
   return t;
 }
 
@@ -254,27 +206,27 @@ OpCaseTable same_elements_table(const char* name) {
 
 OpCaseTable reshape_cases() {
   OpCaseTable t = same_elements_table("Reshape");
-  t.cases.push_back(shape_case("infer_one_axis", {data({2, 3, 4}), int64_input({4, -1})}, {{4, 6}}));
-  t.cases.push_back(shape_case("copy_axis", {data({2, 3, 4}), int64_input({0, 12})}, {{2, 12}}));
+  t.cases.push_back(make_case("infer_one_axis", {data({2, 3, 4}), int64_values({4, -1})}, {{4, 6}}));
+  t.cases.push_back(make_case("copy_axis", {data({2, 3, 4}), int64_values({0, 12})}, {{2, 12}}));
   return t;
 }
 
 OpCaseTable flatten_cases() {
   OpCaseTable t = same_elements_table("Flatten");
-  t.cases.push_back(shape_case("axis2", {data({2, 3, 4, 5})}, {{6, 20}}, int_attr("axis", 2)));
-  t.cases.push_back(shape_case("axis0", {data({2, 3})}, {{1, 6}}, int_attr("axis", 0)));
+  t.cases.push_back(make_case("axis2", {data({2, 3, 4, 5})}, {{6, 20}}, attr("axis", int64_t{2})));
+  t.cases.push_back(make_case("axis0", {data({2, 3})}, {{1, 6}}, attr("axis", int64_t{0})));
   return t;
 }
 
 OpCaseTable squeeze_cases() {
   OpCaseTable t = same_elements_table("Squeeze");
-  t.cases.push_back(shape_case("given_axes", {data({1, 3, 1, 4}), int64_input({0, -2})}, {{3, 4}}));
+  t.cases.push_back(make_case("given_axes", {data({1, 3, 1, 4}), int64_values({0, -2})}, {{3, 4}}));
   return t;
 }
 
 OpCaseTable unsqueeze_cases() {
   OpCaseTable t = same_elements_table("Unsqueeze");
-  t.cases.push_back(shape_case("two_axes", {data({3, 4}), int64_input({0, 3})}, {{1, 3, 4, 1}}));
+  t.cases.push_back(make_case("two_axes", {data({3, 4}), int64_values({0, 3})}, {{1, 3, 4, 1}}));
   return t;
 }
 
@@ -285,8 +237,8 @@ OpCaseTable expand_cases() {
     return Values{broadcast_apply({in[0], std::vector<double>(static_cast<size_t>(count(shape)))}, {dims[0], shape},
                                   [](const std::vector<double>& v) { return v[0]; })};
   });
-  t.cases.push_back(shape_case("rows", {data({3, 1}), int64_input({3, 5})}, {{3, 5}}));
-  t.cases.push_back(shape_case("new_leading_axes", {data({1, 4}), int64_input({2, 3, 4})}, {{2, 3, 4}}));
+  t.cases.push_back(make_case("rows", {data({3, 1}), int64_values({3, 5})}, {{3, 5}}));
+  t.cases.push_back(make_case("new_leading_axes", {data({1, 4}), int64_values({2, 3, 4})}, {{2, 3, 4}}));
   return t;
 }
 
@@ -307,9 +259,9 @@ OpCaseTable split_cases() {
     }
     return outs;
   });
-  t.cases.push_back(shape_case("three_parts", {data({2, 9, 3}), int64_input({2, 3, 4})}, {{2, 2, 3}, {2, 3, 3}, {2, 4, 3}},
-                               int_attr("axis", 1)));
-  t.cases.push_back(shape_case("last_axis", {data({4, 6}), int64_input({5, 1})}, {{4, 5}, {4, 1}}, int_attr("axis", -1)));
+  t.cases.push_back(make_case("three_parts", {data({2, 9, 3}), int64_values({2, 3, 4})}, {{2, 2, 3}, {2, 3, 3}, {2, 4, 3}},
+                               attr("axis", int64_t{1})));
+  t.cases.push_back(make_case("last_axis", {data({4, 6}), int64_values({5, 1})}, {{4, 5}, {4, 1}}, attr("axis", int64_t{-1})));
   return t;
 }
 
@@ -322,8 +274,8 @@ OpCaseTable where_cases() {
     c.dtype = DataType::kBool;
     return c;
   };
-  t.cases.push_back(shape_case("same_shape", {cond({3, 5}), data({3, 5}), data({3, 5})}, {{3, 5}}));
-  t.cases.push_back(shape_case("broadcast", {cond({2, 1, 4}), data({3, 1}), data({4})}, {{2, 3, 4}}));
+  t.cases.push_back(make_case("same_shape", {cond({3, 5}), data({3, 5}), data({3, 5})}, {{3, 5}}));
+  t.cases.push_back(make_case("broadcast", {cond({2, 1, 4}), data({3, 1}), data({4})}, {{2, 3, 4}}));
   return t;
 }
 
@@ -334,10 +286,6 @@ std::vector<OpCaseTable> shape_cases() {
                                   tile_cases(),      pad_cases(),    reshape_cases(),   flatten_cases(),
                                   squeeze_cases(),   unsqueeze_cases(), expand_cases(), split_cases(),
                                   where_cases()};
-  for (OpCaseTable& t : out) {
-    t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
-    t.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
-  }
   return out;
 }
 
