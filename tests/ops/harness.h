@@ -114,11 +114,12 @@ OpCaseTable grid_sampler_cases();
 OpCaseTable mod_cases();
 std::vector<OpCaseTable> unary_elementwise_cases();
 std::vector<OpCaseTable> binary_elementwise_cases();
-std::vector<OpCaseTable> nn_cases();  // Conv, pools, Gemm, MatMul, Softmax, LayerNormalization
-std::vector<OpCaseTable> reduce_cases();  // Reduce*, LogSoftmax
-std::vector<OpCaseTable> misc_cases();    // comparisons, logic, norms, global pools, CumSum, ArgMax, TopK...
-std::vector<OpCaseTable> shape_cases();
+std::vector<OpCaseTable> nn_cases();             // Conv, pools, Gemm, MatMul, Softmax, LayerNormalization
+std::vector<OpCaseTable> reduce_cases();         // Reduce*, LogSoftmax
+std::vector<OpCaseTable> misc_cases();           // comparisons, logic, norms, global pools, CumSum, ArgMax, TopK...
+std::vector<OpCaseTable> shape_cases();          // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
 std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool
-std::vector<OpCaseTable> indexing_cases();  // ConvTranspose, LRN, scatters and gathers, OneHot, Range, windows...   // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
+std::vector<OpCaseTable> indexing_cases();       // ConvTranspose, LRN, scatters and gathers, OneHot, Range, windows...
+std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout, Shape, Size, Einsum, Det, losses, BitShift
 
 }  // namespace graft::optest

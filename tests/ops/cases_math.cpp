@@ -1,0 +1,301 @@
+// Cases for ONNX ops with formulas of their own: QuantizeLinear, MeanVarianceNormalization, Dropout
+// (inference), Shape, Size, Einsum, Det, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss and
+// BitShift. Each has an independent float64 formula.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "case_util.h"
+#include "harness.h"
+
+namespace graft::optest {
+
+namespace {
+
+// ---- QuantizeLinear ---------------------------------------------------------------------------
+// y = saturate_int8(round_half_even(x / scale) + zero_point), per tensor or per channel of axis 1.
+Values quantize_formula(const Values& in, const DimsList& dims, const AttributeMap&) {
+  const Ints& d = dims[0];
+  const bool per_channel = !dims[1].empty();
+  const int64_t inner = per_channel ? count(d, 2) : 1;
+  std::vector<double> y(in[0].size());
+  for (size_t i = 0; i < y.size(); ++i) {
+    const size_t ch = per_channel ? static_cast<size_t>(static_cast<int64_t>(i) / inner % d[1]) : 0;
+    y[i] = std::clamp(std::nearbyint(in[0][i] / in[1][ch]) + in[2][ch], -128.0, 127.0);
+  }
+  return {y};
+}
+
+// Moves every x / scale a quarter away from the nearest half, so that rounding in float16, float32
+// and float64 agrees (a value on the boundary would round either way by a last bit).
+void away_from_halves(std::vector<Tensor>& ins) {
+  Tensor& x = ins[0];
+  const Tensor& scale = ins[1];
+  const bool per_channel = scale.rank() > 0;
+  const int64_t inner = per_channel ? count(x.dims(), 2) : 1;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double s = scale.get(per_channel ? i / inner % x.dims()[1] : 0);
+    x.set(i, (std::floor(x.get(i) / s) + 0.25) * s);
+  }
+}
+
+OpCaseTable quantize_cases() {
+  OpCaseTable t = builtin_table("QuantizeLinear", quantize_formula, 13);
+  t.reference_dtype = DataType::kFloat32;  // ONNX's QuantizeLinear takes no float64
+  // Values past the int8 range saturate: |x| / scale reaches about 300.
+  OpCase a = make_case("int8_per_tensor_saturating", {data({4, 9}, -6, 6), data({}, 0.02, 0.05), typed({}, DataType::kInt8, -5, 5)},
+                       {{4, 9}});
+  OpCase b = make_case("int8_per_channel", {data({2, 3, 5}, -1, 3), data({3}, 0.01, 0.03), typed({3}, DataType::kInt8, -20, 20)},
+                       {{2, 3, 5}}, attr("axis", int64_t{1}));
+  for (OpCase* c : {&a, &b}) {
+    c->adjust_inputs = away_from_halves;
+    t.cases.push_back(*c);
+  }
+  return t;
+}
+
+// ---- MeanVarianceNormalization ----------------------------------------------------------------
+OpCaseTable mvn_cases() {
+  OpCaseTable t = builtin_table("MeanVarianceNormalization", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const Ints& d = dims[0];
+    const Ints axes = a.get_ints("axes", {0, 2, 3}).value();
+    std::vector<bool> reduced(d.size(), false);
+    for (int64_t ax : axes) reduced[static_cast<size_t>(axis_in(ax, d.size()))] = true;
+    std::map<int64_t, std::pair<double, int64_t>> sums;  // group -> (sum, count)
+    auto group_of = [&](int64_t i) {
+      int64_t g = 0;
+      for (size_t k = d.size(); k-- > 0;) {
+        const int64_t c = i % d[k];
+        i /= d[k];
+        if (!reduced[k]) g = g * 1000 + c;
+      }
+      return g;
+    };
+    const int64_t n = count(d);
+    for (int64_t i = 0; i < n; ++i) {
+      auto& s = sums[group_of(i)];
+      s.first += in[0][i];
+      s.second += 1;
+    }
+    std::map<int64_t, double> var;
+    for (int64_t i = 0; i < n; ++i) {
+      const auto& s = sums[group_of(i)];
+      const double m = s.first / static_cast<double>(s.second);
+      var[group_of(i)] += (in[0][i] - m) * (in[0][i] - m) / static_cast<double>(s.second);
+    }
+    std::vector<double> y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const auto& s = sums[group_of(i)];
+      // ONNX's function body: (x - mean) / (sqrt(variance) + 1e-9).
+      y[i] = (in[0][i] - s.first / static_cast<double>(s.second)) / (std::sqrt(var[group_of(i)]) + 1e-9);
+    }
+    return Values{y};
+  }, 13);
+  t.cases.push_back(make_case("default_axes", {data({2, 3, 4, 5})}, {{2, 3, 4, 5}}));
+  t.cases.push_back(make_case("last_axis", {data({3, 40})}, {{3, 40}}, attr("axes", Ints{1})));
+  return t;
+}
+
+// ---- Dropout, Shape, Size ---------------------------------------------------------------------
+OpCaseTable dropout_cases() {
+  // Inference (no training_mode): the output is the input, whatever the ratio.
+  OpCaseTable t = builtin_table("Dropout", [](const Values& in, const DimsList&, const AttributeMap&) { return Values{in[0]}; }, 13);
+  t.cases.push_back(make_case("with_ratio", {data({3, 7}), data({}, 0.2, 0.6)}, {{3, 7}}));
+  t.cases.push_back(make_case("data_only", {data({2, 2, 5})}, {{2, 2, 5}}));
+  return t;
+}
+
+OpCaseTable dims_cases(const char* name, bool size) {
+  // Both read their input's dims alone: the engines answer them on the host, so no CUDA kernel.
+  OpCaseTable t = builtin_table(name, [size](const Values& in, const DimsList& dims, const AttributeMap&) {
+    if (size) return Values{{static_cast<double>(count(dims[0]))}};
+    return Values{std::vector<double>(dims[0].begin(), dims[0].end())};
+  }, 15);
+  t.cuda_dtypes = {};
+  t.cases.push_back(make_case("rank3", {data({2, 5, 3})}, {size ? Ints{} : Ints{3}}));
+  t.cases.push_back(make_case("scalar", {data({})}, {size ? Ints{} : Ints{0}}));
+  return t;
+}
+
+// ---- Einsum -----------------------------------------------------------------------------------
+// Evaluates `equation` (explicit output, no ellipsis) by looping over every letter's range.
+Values einsum_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const std::string eq = a.get_string("equation", "").value();
+  const size_t arrow = eq.find("->");
+  std::vector<std::string> terms;
+  std::string cur;
+  for (char ch : eq.substr(0, arrow)) {
+    if (ch == ',') {
+      terms.push_back(cur);
+      cur.clear();
+    } else if (ch != ' ') {
+      cur += ch;
+    }
+  }
+  terms.push_back(cur);
+  const std::string out = eq.substr(arrow + 2);
+  std::map<char, int64_t> extent;
+  for (size_t k = 0; k < terms.size(); ++k)
+    for (size_t j = 0; j < terms[k].size(); ++j) extent[terms[k][j]] = dims[k][j];
+  std::vector<char> letters;
+  for (const auto& [ch, e] : extent) letters.push_back(ch);
+  Ints out_dims;
+  for (char ch : out) out_dims.push_back(extent[ch]);
+  std::vector<double> y(static_cast<size_t>(count(out_dims)), 0.0);
+  std::map<char, int64_t> at;
+  const int64_t total = [&] {
+    int64_t n = 1;
+    for (char ch : letters) n *= extent[ch];
+    return n;
+  }();
+  for (int64_t i = 0; i < total; ++i) {
+    int64_t rem = i;
+    for (size_t k = letters.size(); k-- > 0;) {
+      at[letters[k]] = rem % extent[letters[k]];
+      rem /= extent[letters[k]];
+    }
+    double p = 1.0;
+    for (size_t k = 0; k < terms.size(); ++k) {
+      int64_t off = 0;
+      for (size_t j = 0; j < terms[k].size(); ++j) off = off * dims[k][j] + at[terms[k][j]];
+      p *= in[k][off];
+    }
+    int64_t o = 0;
+    for (char ch : out) o = o * extent[ch] + at[ch];
+    y[o] += p;
+  }
+  return {y};
+}
+
+OpCaseTable einsum_cases() {
+  OpCaseTable t = builtin_table("Einsum", einsum_formula, 12);
+  auto eq = [](const char* e) { return attr("equation", std::string(e)); };
+  t.cases.push_back(make_case("matmul", {data({4, 6}, -1, 1), data({6, 5}, -1, 1)}, {{4, 5}}, eq("ij,jk->ik")));
+  t.cases.push_back(make_case("batched_transposed", {data({2, 3, 4}, -1, 1), data({2, 5, 4}, -1, 1)}, {{2, 3, 5}}, eq("bik,bjk->bij")));
+  t.cases.push_back(make_case("transpose", {data({3, 7})}, {{7, 3}}, eq("ij->ji")));
+  t.cases.push_back(make_case("row_sums", {data({4, 9})}, {{4}}, eq("ij->i")));
+  for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-5;
+  return t;
+}
+
+// ---- Det --------------------------------------------------------------------------------------
+// Gaussian elimination with partial pivoting, in float64, per trailing n x n matrix.
+Values det_formula(const Values& in, const DimsList& dims, const AttributeMap&) {
+  const Ints& d = dims[0];
+  const int64_t n = d.back(), mats = count(d) / (n * n);
+  std::vector<double> y;
+  for (int64_t m = 0; m < mats; ++m) {
+    std::vector<double> a(in[0].begin() + m * n * n, in[0].begin() + (m + 1) * n * n);
+    double det = 1.0;
+    for (int64_t c = 0; c < n; ++c) {
+      int64_t piv = c;
+      for (int64_t r = c + 1; r < n; ++r)
+        if (std::fabs(a[r * n + c]) > std::fabs(a[piv * n + c])) piv = r;
+      if (piv != c) {
+        for (int64_t k = 0; k < n; ++k) std::swap(a[c * n + k], a[piv * n + k]);
+        det = -det;
+      }
+      det *= a[c * n + c];
+      for (int64_t r = c + 1; r < n; ++r) {
+        const double f = a[r * n + c] / a[c * n + c];
+        for (int64_t k = c; k < n; ++k) a[r * n + k] -= f * a[c * n + k];
+      }
+    }
+    y.push_back(det);
+  }
+  return {y};
+}
+
+// Adds 3 to each matrix's diagonal, so that the determinants are well conditioned in float16 too.
+void diagonally_dominant(std::vector<Tensor>& ins) {
+  Tensor& x = ins[0];
+  const int64_t n = x.dims().back();
+  for (int64_t i = 0; i < x.numel(); ++i)
+    if (i / n % n == i % n) x.set(i, x.get(i) + 3.0);
+}
+
+OpCaseTable det_cases() {
+  OpCaseTable t = builtin_table("Det", det_formula, 11);
+  t.cases.push_back(make_case("one_4x4", {data({4, 4}, -1, 1)}, {{}}));
+  t.cases.push_back(make_case("batch_of_3x3", {data({2, 3, 3, 3}, -1, 1)}, {{2, 3}}));
+  for (OpCase& c : t.cases) c.adjust_inputs = diagonally_dominant;
+  return t;
+}
+
+// ---- losses -----------------------------------------------------------------------------------
+// -x[i, t_i] (times weight[t_i]); reduction none, sum, or mean weighted by the used weights.
+Values nll_formula(const Values& scores, const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const int64_t n = dims[0][0], c = dims[0][1];
+  const std::string reduction = a.get_string("reduction", "mean").value();
+  const bool weighted = in.size() > 2 && !in[2].empty();
+  std::vector<double> per(static_cast<size_t>(n));
+  double sum = 0, wsum = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t target = static_cast<int64_t>(in[1][i]);
+    const double w = weighted ? in[2][target] : 1.0;
+    per[i] = -scores[0][i * c + target] * w;
+    sum += per[i];
+    wsum += w;
+  }
+  if (reduction == "none") return {per};
+  return {{reduction == "sum" ? sum : sum / wsum}};
+}
+
+OpCaseTable nll_cases() {
+  OpCaseTable t = builtin_table("NegativeLogLikelihoodLoss", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    return nll_formula({in[0]}, in, dims, a);
+  }, 13);
+  auto reduction = [](const char* r) { return attr("reduction", std::string(r)); };
+  t.cases.push_back(make_case("mean", {data({6, 5}), typed({6}, DataType::kInt64, 0, 4)}, {{}}, reduction("mean")));
+  t.cases.push_back(make_case("weighted_sum", {data({4, 7}), typed({4}, DataType::kInt64, 0, 6), data({7}, 0.5, 2)}, {{}},
+                              reduction("sum")));
+  t.cases.push_back(make_case("none", {data({5, 3}), typed({5}, DataType::kInt64, 0, 2)}, {{5}}, reduction("none")));
+  return t;
+}
+
+OpCaseTable sce_cases() {
+  // The NLL of log_softmax(scores) along the classes.
+  OpCaseTable t = builtin_table("SoftmaxCrossEntropyLoss", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const int64_t n = dims[0][0], c = dims[0][1];
+    std::vector<double> logp(in[0].size());
+    for (int64_t i = 0; i < n; ++i) {
+      double mx = -INFINITY, s = 0;
+      for (int64_t j = 0; j < c; ++j) mx = std::max(mx, in[0][i * c + j]);
+      for (int64_t j = 0; j < c; ++j) s += std::exp(in[0][i * c + j] - mx);
+      for (int64_t j = 0; j < c; ++j) logp[i * c + j] = in[0][i * c + j] - mx - std::log(s);
+    }
+    return nll_formula({logp}, in, dims, a);
+  }, 13);
+  t.cases.push_back(make_case("mean", {data({6, 5}), typed({6}, DataType::kInt64, 0, 4)}, {{}}));
+  t.cases.push_back(make_case("weighted_sum", {data({4, 7}), typed({4}, DataType::kInt64, 0, 6), data({7}, 0.5, 2)}, {{}},
+                              attr("reduction", std::string("sum"))));
+  return t;
+}
+
+// ---- BitShift ---------------------------------------------------------------------------------
+OpCaseTable bit_shift_cases() {
+  // Values and shifts small enough that nothing is shifted past the type's width.
+  OpCaseTable t = builtin_table("BitShift", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const bool left = a.get_string("direction", "").value() == "LEFT";
+    return Values{broadcast_apply(in, dims, [left](const std::vector<double>& v) {
+      return left ? v[0] * std::pow(2.0, v[1]) : std::floor(v[0] / std::pow(2.0, v[1]));
+    })};
+  }, 11);
+  auto direction = [](const char* d) { return attr("direction", std::string(d)); };
+  t.cases.push_back(make_case("uint8_left", {typed({2, 3}, DataType::kUInt8, 0, 31), typed({2, 3}, DataType::kUInt8, 0, 3)},
+                              {{2, 3}}, direction("LEFT")));
+  t.cases.push_back(make_case("uint32_right_broadcast", {typed({3, 4}, DataType::kUInt32, 0, 4e9), typed({4}, DataType::kUInt32, 0, 31)},
+                              {{3, 4}}, direction("RIGHT")));
+  return t;
+}
+
+}  // namespace
+
+std::vector<OpCaseTable> math_cases() {
+  return {quantize_cases(), mvn_cases(),   dropout_cases(), dims_cases("Shape", false), dims_cases("Size", true),
+          einsum_cases(),   det_cases(),   nll_cases(),     sce_cases(),                bit_shift_cases()};
+}
+
+}  // namespace graft::optest
