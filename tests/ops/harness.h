@@ -120,6 +120,7 @@ std::vector<OpCaseTable> misc_cases();           // comparisons, logic, norms, g
 std::vector<OpCaseTable> shape_cases();          // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
 std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool
 std::vector<OpCaseTable> indexing_cases();       // ConvTranspose, LRN, scatters and gathers, OneHot, Range, windows...
+std::vector<OpCaseTable> resize_cases();         // Resize (nearest, linear; four coordinate transforms)
 std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout, Shape, Size, Einsum, Det, losses, BitShift
 
 }  // namespace graft::optest

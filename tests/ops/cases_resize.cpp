@@ -1,0 +1,119 @@
+// Cases for ONNX Resize (opset 13): nearest (floor, round_prefer_floor) and linear interpolation
+// under the asymmetric, half_pixel, pytorch_half_pixel and align_corners coordinate transforms, the
+// output given by scales or by sizes. The independent formula maps each output coordinate back per
+// axis and interpolates over the corners of the cell around it, indices clamped to the input (the
+// edge padding of ONNX's reference implementation).
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "case_util.h"
+#include "harness.h"
+
+namespace graft::optest {
+
+namespace {
+
+// Input coordinate of output index `o` along an axis of `in` -> `out` elements at scale `scale`.
+double source_coordinate(const std::string& mode, int64_t o, int64_t in, int64_t out, double scale) {
+  const double x = static_cast<double>(o);
+  if (mode == "asymmetric") return x / scale;
+  if (mode == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / static_cast<double>(out - 1);
+  if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
+  return (x + 0.5) / scale - 0.5;  // half_pixel
+}
+
+Values resize_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const Ints& d = dims[0];
+  const size_t rank = d.size();
+  const std::string mode = a.get_string("mode", "nearest").value();
+  const std::string transform = a.get_string("coordinate_transformation_mode", "half_pixel").value();
+  const std::string nearest = a.get_string("nearest_mode", "round_prefer_floor").value();
+  // Inputs: X, roi (omitted), scales, sizes (one of the last two given).
+  std::vector<double> scale(rank);
+  Ints out(rank);
+  const bool by_sizes = in.size() > 3 && !in[3].empty();
+  for (size_t k = 0; k < rank; ++k) {
+    if (by_sizes) {
+      out[k] = static_cast<int64_t>(in[3][k]);
+      scale[k] = static_cast<double>(out[k]) / static_cast<double>(d[k]);
+    } else {
+      scale[k] = in[2][k];
+      out[k] = static_cast<int64_t>(std::floor(static_cast<double>(d[k]) * scale[k]));
+    }
+  }
+  std::vector<double> y(static_cast<size_t>(count(out)));
+  Ints lo(rank), hi(rank);
+  std::vector<double> frac(rank);
+  for (int64_t i = 0; i < count(out); ++i) {
+    int64_t rem = i;
+    for (size_t k = rank; k-- > 0;) {
+      const int64_t o = rem % out[k];
+      rem /= out[k];
+      double x = source_coordinate(transform, o, d[k], out[k], scale[k]);
+      if (mode == "nearest") {
+        const double r = nearest == "floor" ? std::floor(x) : (x - std::floor(x) == 0.5 ? std::floor(x) : std::round(x));
+        lo[k] = hi[k] = std::clamp<int64_t>(static_cast<int64_t>(r), 0, d[k] - 1);
+        frac[k] = 0.0;
+      } else {
+        x = std::clamp(x, 0.0, static_cast<double>(d[k] - 1));
+        lo[k] = static_cast<int64_t>(std::floor(x));
+        hi[k] = std::min(lo[k] + 1, d[k] - 1);
+        frac[k] = x - static_cast<double>(lo[k]);
+      }
+    }
+    double acc = 0.0;
+    for (int64_t corner = 0; corner < (int64_t{1} << rank); ++corner) {
+      double w = 1.0;
+      int64_t src = 0;
+      for (size_t k = 0; k < rank; ++k) {
+        const bool up = (corner >> k) & 1;
+        w *= up ? frac[k] : 1.0 - frac[k];
+        src = src * d[k] + (up ? hi[k] : lo[k]);
+      }
+      if (w != 0.0) acc += w * in[0][src];
+    }
+    y[i] = acc;
+  }
+  return {y};
+}
+
+AttributeMap resize_attrs(const char* mode, const char* transform, const char* nearest = "round_prefer_floor") {
+  AttributeMap a;
+  a.set("mode", std::string(mode));
+  a.set("coordinate_transformation_mode", std::string(transform));
+  a.set("nearest_mode", std::string(nearest));
+  return a;
+}
+
+CaseInput no_roi() {
+  CaseInput c;
+  c.omitted = true;
+  return c;
+}
+CaseInput scales(std::vector<double> v) {
+  const int64_t n = static_cast<int64_t>(v.size());  // before v is moved from
+  return fixed({n}, DataType::kFloat32, std::move(v));
+}
+
+}  // namespace
+
+std::vector<OpCaseTable> resize_cases() {
+  OpCaseTable t = builtin_table("Resize", resize_formula, 13);
+  const CaseInput none = no_roi();
+  t.cases.push_back(make_case("nearest_x2_asymmetric_floor", {data({1, 2, 4, 5}), none, scales({1, 1, 2, 2})}, {{1, 2, 8, 10}},
+                              resize_attrs("nearest", "asymmetric", "floor")));
+  t.cases.push_back(make_case("nearest_sizes_half_pixel", {data({1, 3, 6, 6}), none, no_roi(), int64_values({1, 3, 9, 4})},
+                              {{1, 3, 9, 4}}, resize_attrs("nearest", "half_pixel")));
+  t.cases.push_back(make_case("linear_down_half_pixel", {data({2, 3, 7, 9}), none, no_roi(), int64_values({2, 3, 4, 5})},
+                              {{2, 3, 4, 5}}, resize_attrs("linear", "half_pixel")));
+  t.cases.push_back(make_case("linear_up_align_corners", {data({1, 2, 5, 6}), none, scales({1, 1, 2, 1.5})}, {{1, 2, 10, 9}},
+                              resize_attrs("linear", "align_corners")));
+  t.cases.push_back(make_case("linear_pytorch_half_pixel_to_one", {data({1, 1, 4, 6}), none, no_roi(), int64_values({1, 1, 1, 3})},
+                              {{1, 1, 1, 3}}, resize_attrs("linear", "pytorch_half_pixel")));
+  t.cases.push_back(make_case("linear_x2_asymmetric", {data({2, 2, 3, 4}), none, scales({1, 1, 2, 2})}, {{2, 2, 6, 8}},
+                              resize_attrs("linear", "asymmetric")));
+  return {t};
+}
+
+}  // namespace graft::optest
