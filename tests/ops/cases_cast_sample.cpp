@@ -1,0 +1,120 @@
+// Cases for ONNX Cast and CastLike (float to float16, float32, int32, int64 and bool; the float16
+// rounding of the formula is the compiler's _Float16, not graft's conversion code) and GridSample
+// (opset 16), whose formula is mmdeploy::grid_sampler's table's (PyTorch's semantics) under string
+// attributes, with ONNX's one difference (bicubic pads the coordinate first) applied to the grid.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "case_util.h"
+#include "harness.h"
+
+namespace graft::optest {
+
+namespace {
+
+// x converted to ONNX type `to` and read back: round to nearest even for the float types, toward
+// zero for the integers, nonzero for bool.
+double converted(double x, int64_t to) {
+  switch (to) {
+    case 10: return static_cast<double>(static_cast<_Float16>(x));  // FLOAT16
+    case 1: return static_cast<double>(static_cast<float>(x));      // FLOAT
+    case 6:                                                          // INT32
+    case 7: return std::trunc(x);                                    // INT64
+    case 9: return x != 0.0 ? 1.0 : 0.0;                             // BOOL
+    default: return x;                                               // DOUBLE
+  }
+}
+
+OpCaseTable cast_cases() {
+  OpCaseTable t = builtin_table("Cast", [](const Values& in, const DimsList&, const AttributeMap& a) {
+    const int64_t to = a.get_int("to", 1).value();
+    std::vector<double> y;
+    for (double v : in[0]) y.push_back(converted(v, to));
+    return Values{y};
+  }, 13);
+  // Wide values, so that float16's rounding and the integers' truncation both show.
+  t.cases.push_back(make_case("to_float16", {data({3, 11}, -300, 300)}, {{3, 11}}, attr("to", int64_t{10})));
+  t.cases.push_back(make_case("to_float32", {data({4, 5}, -300, 300)}, {{4, 5}}, attr("to", int64_t{1})));
+  t.cases.push_back(make_case("to_int32", {data({2, 9}, -300, 300)}, {{2, 9}}, attr("to", int64_t{6})));
+  t.cases.push_back(make_case("to_int64", {data({7}, -300, 300)}, {{7}}, attr("to", int64_t{7})));
+  OpCase to_bool = make_case("to_bool", {data({3, 4}, -2, 2)}, {{3, 4}}, attr("to", int64_t{9}));
+  to_bool.adjust_inputs = [](std::vector<Tensor>& ins) {
+    for (int64_t i = 0; i < ins[0].numel(); i += 3) ins[0].set(i, 0.0);  // zeros among the values
+  };
+  t.cases.push_back(std::move(to_bool));
+  return t;
+}
+
+OpCaseTable cast_like_cases() {
+  // The target's dtype is the second input's (int32 here); its values do not matter.
+  OpCaseTable t = builtin_table("CastLike", [](const Values& in, const DimsList&, const AttributeMap&) {
+    std::vector<double> y;
+    for (double v : in[0]) y.push_back(std::trunc(v));
+    return Values{y};
+  }, 15);
+  t.cases.push_back(make_case("like_int32", {data({3, 6}, -50, 50), typed({2}, DataType::kInt32, -5, 5)}, {{3, 6}}));
+  return t;
+}
+
+// v folded into [lo, hi] by repeated reflection.
+double reflect_into(double v, double lo, double hi) {
+  const double span = hi - lo;
+  const double d = std::fabs(v - lo), flips = std::floor(d / span), extra = std::fmod(d, span);
+  return std::fmod(flips, 2.0) == 0.0 ? lo + extra : hi - extra;
+}
+
+// ONNX's bicubic GridSample pads a coordinate that falls outside the image before taking its taps
+// (PyTorch's only pads each tap): the grid is rewritten to the padded coordinates, after which the
+// two definitions agree.
+std::vector<double> onnx_bicubic_grid(const std::vector<double>& grid, const Ints& x_dims, bool border, bool align) {
+  std::vector<double> g = grid;
+  for (size_t i = 0; i < g.size(); ++i) {
+    const double size = static_cast<double>(i % 2 == 0 ? x_dims[3] : x_dims[2]);  // x is the width
+    const double lo = align ? 0.0 : -0.5, hi = align ? size - 1.0 : size - 0.5;
+    double v = align ? (g[i] + 1.0) / 2.0 * (size - 1.0) : ((g[i] + 1.0) * size - 1.0) / 2.0;
+    if (v >= lo && v <= hi) continue;
+    v = border ? std::clamp(v, 0.0, size - 1.0) : reflect_into(v, lo, hi);
+    g[i] = align ? v / (size - 1.0) * 2.0 - 1.0 : (2.0 * v + 1.0) / size - 1.0;
+  }
+  return g;
+}
+
+OpCaseTable grid_sample_cases() {
+  const ReferenceFn mmdeploy_formula = grid_sampler_cases().reference;
+  OpCaseTable t = builtin_table("GridSample", [mmdeploy_formula](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const std::string mode = a.get_string("mode", "bilinear").value(), pad = a.get_string("padding_mode", "zeros").value();
+    const bool align = a.get_int("align_corners", 0).value() != 0;
+    AttributeMap m;
+    m.set("interpolation_mode", int64_t{mode == "bilinear" ? 0 : mode == "nearest" ? 1 : 2});
+    m.set("padding_mode", int64_t{pad == "zeros" ? 0 : pad == "border" ? 1 : 2});
+    m.set("align_corners", int64_t{align ? 1 : 0});
+    if (mode != "bicubic" || pad == "zeros") return mmdeploy_formula(in, dims, m);
+    return mmdeploy_formula({in[0], onnx_bicubic_grid(in[1], dims[0], pad == "border", align)}, dims, m);
+  }, 16);
+  auto attrs = [](const char* mode, const char* pad, int64_t align) {
+    AttributeMap a;
+    a.set("mode", std::string(mode));
+    a.set("padding_mode", std::string(pad));
+    a.set("align_corners", align);
+    return a;
+  };
+  for (const char* mode : {"bilinear", "nearest", "bicubic"})
+    for (const char* pad : {"zeros", "border", "reflection"}) {
+      // Sampling points reach past the image (|g| up to 1.3), so every padding mode matters.
+      OpCase c = make_case(std::string(mode) + "_" + pad, {data({2, 3, 5, 7}, 0.25, 2), data({2, 4, 6, 2}, -1.3, 1.3)},
+                           {{2, 3, 4, 6}}, attrs(mode, pad, std::string(pad) == "border" ? 1 : 0));
+      t.cases.push_back(std::move(c));
+    }
+  // float16 grids put points on pixel-centre lines, where bilinear cells legitimately differ by an
+  // ulp of the coordinate: float32 only, as mmdeploy's table tests it.
+  t.cpu_dtypes = t.cuda_dtypes = {DataType::kFloat32};
+  return t;
+}
+
+}  // namespace
+
+std::vector<OpCaseTable> cast_sample_cases() { return {cast_cases(), cast_like_cases(), grid_sample_cases()}; }
+
+}  // namespace graft::optest
