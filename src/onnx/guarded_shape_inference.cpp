@@ -62,19 +62,44 @@ void check_conv_pool(onnx::InferenceContext& ctx, const std::string& op) {
     fail_shape_inference(op, ": group must be positive, got ", g->i());
 }
 
+// What every libonnx inference function may dereference without checking: its schema's required
+// attributes (libonnx 1.12's Scan-8 inference reads `num_scan_inputs` through a null pointer when
+// the attribute is missing: FZ20 in docs/results/fuzzing.md). A wrongly typed one reads as the
+// protobuf default, which is harmless here and which old models' untyped attributes rely on.
+void check_required_attributes(onnx::InferenceContext& ctx, const onnx::OpSchema& schema) {
+  for (const auto& [name, spec] : schema.attributes())
+    if (spec.required && !ctx.getAttribute(name))
+      fail_shape_inference(schema.Name(), ": the required attribute '", name, "' is missing");
+}
+
+// Scan's inference splits its inputs by num_scan_inputs (after Scan-8's leading sequence_lens)
+// with unsigned arithmetic: a count past the inputs wraps around.
+void check_scan_counts(onnx::InferenceContext& ctx, int since_version) {
+  const onnx::AttributeProto* a = ctx.getAttribute("num_scan_inputs");
+  if (!a) return;  // check_required_attributes has refused it
+  const int64_t inputs = static_cast<int64_t>(ctx.getNumInputs()) - (since_version < 9 ? 1 : 0);
+  if (a->i() < 1 || a->i() > inputs)
+    fail_shape_inference("Scan: num_scan_inputs is ", a->i(), " but the node has ", inputs, " state and scan inputs");
+}
+
+// Every default-domain schema's inference runs behind the checks above (and the convolutions' and
+// pools' behind check_conv_pool), on a copy of the schema made once per op and version.
 class GuardedRegistry final : public onnx::ISchemaRegistry {
  public:
   const onnx::OpSchema* GetSchema(const std::string& key, const int max_version,
                                   const std::string& domain) const override {
     const onnx::OpSchema* s = onnx::OpSchemaRegistry::Schema(key, max_version, domain);
-    if (!s || !(domain.empty() || domain == "ai.onnx") || !guarded_op(key)) return s;
+    if (!s || !(domain.empty() || domain == "ai.onnx")) return s;
     std::lock_guard<std::mutex> lock(mu_);
     auto& slot = guarded_[std::make_tuple(key, s->since_version(), domain)];
     if (!slot) {
       slot = std::make_unique<onnx::OpSchema>(*s);
       onnx::InferenceFunction inner = s->GetTypeAndShapeInferenceFunction();
-      slot->TypeAndShapeInferenceFunction([inner, key](onnx::InferenceContext& ctx) {
-        check_conv_pool(ctx, key);
+      const onnx::OpSchema* original = s;
+      slot->TypeAndShapeInferenceFunction([inner, key, original](onnx::InferenceContext& ctx) {
+        check_required_attributes(ctx, *original);
+        if (guarded_op(key)) check_conv_pool(ctx, key);
+        if (key == "Scan") check_scan_counts(ctx, original->since_version());
         if (inner) inner(ctx);
       });
     }

@@ -2,9 +2,11 @@
 //
 // libonnx 1.12 (Debian 12) indexes attribute vectors by the weight's rank in its Conv/pooling
 // inference (convPoolShapeInference): a QLinearConv whose input has rank 3 and weight rank 4 read
-// past the strides vector, SIGSEGV (fuzz_onnx_build, FZ7). The opset converter runs this inference
-// on models from files, so those schemas are served through a registry whose inference first checks
-// the ranks and attribute lengths the original assumes, and fails inference cleanly otherwise.
+// past the strides vector, SIGSEGV (fuzz_onnx_build, FZ7); its Scan-8 inference dereferences a
+// missing `num_scan_inputs` (FZ20). The opset converter runs this inference on models from files, so
+// every default-domain schema is served through a registry whose inference first checks what the
+// original assumes (required attributes present; for the convolutions and pools, ranks and attribute
+// lengths; for Scan, its input counts), and fails inference cleanly otherwise.
 #pragma once
 
 namespace onnx {

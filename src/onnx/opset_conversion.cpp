@@ -667,7 +667,7 @@ Status convert_to_supported_opset(const onnx::ModelProto& in, onnx::ModelProto* 
       });
     if (needs_ranks) {
       try {
-        infer_shapes_guarded(work);  // libonnx's, with its unchecked Conv/pool inference guarded
+        infer_shapes_guarded(work);  // libonnx's, each op's inference behind the checks of guarded_shape_inference.cpp
       } catch (...) {
       }
     }
