@@ -260,8 +260,12 @@ Status conv_run(CudaExec& ex) {
     return fail(ex, StatusCode::kInvalidModel, "channels of X, W and group disagree");
   if (B && B->numel() != p.M) return fail(ex, StatusCode::kInvalidModel, "bias has the wrong length");
   if (Y.numel() == 0) return Status::ok();
-  // The backend's one cuDNN convolution (GraftConv's) takes every problem it can.
-  if (ex.cudnn && X.rank() == 4 && cudnn_conv_supports(*ex.ctx->node, nullptr)) return cudnn_conv_run(ex);
+  // The backend's one cuDNN convolution (GraftConv's) takes every problem it can; where cuDNN offers
+  // no algorithm (kUnsupported, nothing launched), the direct kernel runs it, as before.
+  if (ex.cudnn && X.rank() == 4 && cudnn_conv_supports(*ex.ctx->node, nullptr)) {
+    Status st = cudnn_conv_run(ex);
+    if (st.code() != StatusCode::kUnsupported) return st;
+  }
   return launch_status(k::launch_conv2d_direct(ktype(X.dtype()), X.data(), W.data(), B ? B->data() : nullptr, Y.data(), p.g, p.M,
                                                p.group, stream_of(ex)), ex);
 }
