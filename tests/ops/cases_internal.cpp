@@ -1,9 +1,11 @@
-// Cases for graft's internal convolution ops (graft.internal, made by the CUDA builder's passes):
-// GraftConv (NCHW and NHWC; bias, residual, output and input activations; dense, grouped,
-// depthwise, pointwise, dilated and strided problems) and GraftPool (NHWC pools). Their independent
+// Cases for graft's internal ops (graft.internal, made by the CUDA builder's passes): GraftConv (NCHW
+// and NHWC; bias, residual, output and input activations; dense, grouped, depthwise, pointwise,
+// dilated and strided problems), GraftPool (NHWC pools), GraftGemm (bias, residual, Relu/Gelu) and
+// GraftAttention (heads, a periodic bias). Their independent
 // formulas are ONNX Conv's and pools' (case_util.h) around layout permutations and the epilogue.
 // These run the untuned choice of each problem (cuDNN's heuristic, or graft's depthwise kernel);
 // tests/cuda_kernels forces each of graft's other kernel variants after tactic timing.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -195,8 +197,90 @@ OpCaseTable graft_pool_cases() {
   return t;
 }
 
+// GraftGemm(X[..., K], W, bias?, R?): Y = act(alpha * X.W + bias + R), W [K, N] or (transB) [N, K].
+OpCaseTable graft_gemm_cases() {
+  OpCaseTable t = builtin_table("GraftGemm", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const bool tb = a.get_int("transB", 0).value() == 1;
+    const double alpha = a.get_float("alpha", 1.f).value();
+    const std::string act = a.get_string("activation", "").value();
+    const int64_t k = dims[0].back(), m = count(dims[0]) / k, n = tb ? dims[1][0] : dims[1][1];
+    std::vector<double> y(static_cast<size_t>(m * n));
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0.0;
+        for (int64_t p = 0; p < k; ++p) acc += in[0][i * k + p] * in[1][tb ? j * k + p : p * n + j];
+        double v = alpha * acc + (in.size() > 2 && !in[2].empty() ? in[2][j] : 0.0) +
+                   (in.size() > 3 && !in[3].empty() ? in[3][i * n + j] : 0.0);
+        if (act == "Relu") v = std::max(0.0, v);
+        if (act == "Gelu") v = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+        y[i * n + j] = v;
+      }
+    return Values{y};
+  });
+  t.domain = kInternalDomain;
+  t.cuda_dtypes = t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  auto attrs = [](int64_t tb, float alpha, const char* act) {
+    AttributeMap a;
+    a.set("transB", tb);
+    a.set("alpha", alpha);
+    a.set("activation", std::string(act));
+    return a;
+  };
+  t.cases.push_back(make_case("bias_gelu_folded_batch", {data({2, 5, 16}, -1, 1), data({16, 12}, -1, 1), data({12}, -1, 1)},
+                              {{2, 5, 12}}, attrs(0, 1.f, "Gelu")));
+  t.cases.push_back(make_case("transB_relu_scaled", {data({7, 24}, -1, 1), data({10, 24}, -1, 1), data({10}, -1, 1)}, {{7, 10}},
+                              attrs(1, 0.5f, "Relu")));
+  t.cases.push_back(make_case("residual", {data({3, 4, 8}, -1, 1), data({8, 6}, -1, 1), data({6}, -1, 1), data({3, 4, 6}, -1, 1)},
+                              {{3, 4, 6}}, attrs(0, 1.f, "")));
+  for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-4;
+  t.reference_dtype = DataType::kFloat32;  // GraftGemm takes float32, float16 and bfloat16 only
+  return t;
+}
+
+// GraftAttention(Q[..., S, D], Kt[..., D, S2], V[..., S2, Dv], bias?[P, S, S2]):
+// Y = softmax(scale * Q.Kt + bias[b % P]) . V per batch entry b.
+OpCaseTable graft_attention_cases() {
+  OpCaseTable t = builtin_table("GraftAttention", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const double scale = a.get_float("scale", 1.f).value();
+    const Ints& q = dims[0];
+    const int64_t s = q[q.size() - 2], d = q.back(), s2 = dims[1].back(), dv = dims[2].back();
+    const int64_t batch = count(q) / (s * d);
+    const bool has_bias = in.size() > 3 && !in[3].empty();
+    const int64_t periods = has_bias ? dims[3][0] : 1;
+    std::vector<double> y(static_cast<size_t>(batch * s * dv), 0.0), row(static_cast<size_t>(s2));
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t i = 0; i < s; ++i) {
+        double mx = -INFINITY, sum = 0.0;
+        for (int64_t j = 0; j < s2; ++j) {
+          double v = 0.0;
+          for (int64_t p = 0; p < d; ++p) v += in[0][(b * s + i) * d + p] * in[1][(b * d + p) * s2 + j];
+          v *= scale;
+          if (has_bias) v += in[3][((b % periods) * s + i) * s2 + j];
+          row[j] = v;
+          mx = std::max(mx, v);
+        }
+        for (int64_t j = 0; j < s2; ++j) sum += (row[j] = std::exp(row[j] - mx));
+        for (int64_t j = 0; j < s2; ++j)
+          for (int64_t e = 0; e < dv; ++e) y[(b * s + i) * dv + e] += row[j] / sum * in[2][(b * s2 + j) * dv + e];
+      }
+    return Values{y};
+  });
+  t.domain = kInternalDomain;
+  t.cuda_dtypes = t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  t.cases.push_back(make_case("heads", {data({2, 3, 7, 8}, -1, 1), data({2, 3, 8, 9}, -1, 1), data({2, 3, 9, 8}, -1, 1)},
+                              {{2, 3, 7, 8}}, attr("scale", 0.35f)));
+  t.cases.push_back(make_case("periodic_bias", {data({4, 5, 8}, -1, 1), data({4, 8, 5}, -1, 1), data({4, 5, 6}, -1, 1),
+                                                data({2, 5, 5}, -1, 1)},
+                              {{4, 5, 6}}, attr("scale", 0.5f)));
+  for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-4;
+  t.reference_dtype = DataType::kFloat32;  // as GraftGemm's
+  return t;
+}
+
 }  // namespace
 
-std::vector<OpCaseTable> internal_conv_cases() { return {graft_conv_cases(), graft_pool_cases()}; }
+std::vector<OpCaseTable> internal_conv_cases() {
+  return {graft_conv_cases(), graft_pool_cases(), graft_gemm_cases(), graft_attention_cases()};
+}
 
 }  // namespace graft::optest

@@ -118,7 +118,7 @@ std::vector<OpCaseTable> nn_cases();             // Conv, pools, Gemm, MatMul, S
 std::vector<OpCaseTable> reduce_cases();         // Reduce*, LogSoftmax
 std::vector<OpCaseTable> misc_cases();           // comparisons, logic, norms, global pools, CumSum, ArgMax, TopK...
 std::vector<OpCaseTable> shape_cases();          // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
-std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool
+std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool, GraftGemm, GraftAttention
 std::vector<OpCaseTable> indexing_cases();       // ConvTranspose, LRN, scatters and gathers, OneHot, Range, windows...
 std::vector<OpCaseTable> resize_cases();         // Resize (nearest, linear; four coordinate transforms)
 std::vector<OpCaseTable> cast_sample_cases();    // Cast, CastLike, GridSample
