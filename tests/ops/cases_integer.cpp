@@ -1,6 +1,6 @@
 // Cases for MatMulInteger and ConvInteger (int8/uint8 operands, zero points, exact int32 results),
-// ConstantOfShape, and graft's internal GraftChannelsLast (a stem's channels-last, zero-padded and
-// optionally space-to-depth input). Each has an independent float64 formula.
+// ConstantOfShape, MaxUnpool, and graft's internal GraftChannelsLast (a stem's channels-last,
+// zero-padded and optionally space-to-depth input). Each has an independent float64 formula.
 #include <string>
 #include <utility>
 
@@ -106,10 +106,38 @@ OpCaseTable channels_last_cases() {
   return t;
 }
 
+// MaxUnpool (kernel 2, stride 2): Y zero but for Y[I[i]] = X[i], I holding flat indices into the
+// whole output, one per input element, each inside its element's 2x2 window (so all distinct).
+OpCaseTable max_unpool_cases() {
+  OpCaseTable t = builtin_table("MaxUnpool", [](const Values& in, const DimsList& dims, const AttributeMap&) {
+    const Ints& d = dims[0];
+    std::vector<double> y(static_cast<size_t>(d[0] * d[1] * d[2] * 2 * d[3] * 2), 0.0);
+    for (size_t i = 0; i < in[0].size(); ++i) y[static_cast<size_t>(in[1][i])] = in[0][i];
+    return Values{y};
+  }, 11);
+  AttributeMap a;
+  a.set("kernel_shape", Ints{2, 2});
+  a.set("strides", Ints{2, 2});
+  OpCase c = make_case("2x2_windows", {data({2, 3, 4, 5}), typed({2, 3, 4, 5}, DataType::kInt64, 0, 3)}, {{2, 3, 8, 10}}, a);
+  // Input 1 arrives as random window positions 0..3; make each the flat output index it names.
+  c.adjust_inputs = [](std::vector<Tensor>& ins) {
+    Tensor& idx = ins[1];
+    const auto& d = idx.dims();
+    const int64_t h = d[2], w = d[3], oh = 2 * h, ow = 2 * w;
+    for (int64_t i = 0; i < idx.numel(); ++i) {
+      const int64_t plane = i / (h * w), y = i / w % h, x = i % w, pos = static_cast<int64_t>(idx.get(i));
+      idx.set(i, static_cast<double>((plane * oh + 2 * y + pos / 2) * ow + 2 * x + pos % 2));
+    }
+  };
+  t.cases.push_back(std::move(c));
+  return t;
+}
+
 }  // namespace
 
 std::vector<OpCaseTable> integer_cases() {
-  return {matmul_integer_cases(), conv_integer_cases(), constant_of_shape_cases(), channels_last_cases()};
+  return {matmul_integer_cases(), conv_integer_cases(), constant_of_shape_cases(), channels_last_cases(),
+          max_unpool_cases()};
 }
 
 }  // namespace graft::optest

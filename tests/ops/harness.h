@@ -122,7 +122,7 @@ std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool, GraftG
 std::vector<OpCaseTable> indexing_cases();       // ConvTranspose, LRN, scatters and gathers, OneHot, Range, windows...
 std::vector<OpCaseTable> resize_cases();         // Resize (nearest, linear; four coordinate transforms)
 std::vector<OpCaseTable> cast_sample_cases();    // Cast, CastLike, GridSample
-std::vector<OpCaseTable> integer_cases();        // MatMulInteger, ConvInteger, ConstantOfShape, GraftChannelsLast
+std::vector<OpCaseTable> integer_cases();        // MatMulInteger, ConvInteger, ConstantOfShape, MaxUnpool, GraftChannelsLast
 std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout, Shape, Size, Einsum, Det, losses, BitShift
 
 }  // namespace graft::optest
