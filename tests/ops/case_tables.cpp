@@ -20,6 +20,7 @@ std::vector<OpCaseTable> all_case_tables() {
       grid_sampler_cases(),
       // Builtin ops (ONNX, graft.internal).
       mod_cases(),
+      onnx_roi_align_cases(),
   };
   for (auto family : {unary_elementwise_cases, binary_elementwise_cases, nn_cases, reduce_cases, shape_cases,
                        misc_cases, internal_conv_cases, indexing_cases, math_cases,

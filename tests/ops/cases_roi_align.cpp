@@ -239,4 +239,54 @@ OpCaseTable roi_align_trt_cases() {
   return t;
 }
 
+namespace {
+
+// The attributes ROIAlign_TRT and ONNX's RoiAlign name alike.
+AttributeMap reference_attrs(const AttributeMap& a) {
+  return trt_attrs(a.get_int("output_height", 1).value(), a.get_int("output_width", 1).value(),
+                   a.get_float("spatial_scale", 1.0f).value(), a.get_int("sampling_ratio", 0).value(), 0, 0);
+}
+
+}  // namespace
+
+// ONNX's RoiAlign (opset 16): ROIAlign_TRT's inputs and semantics (its max is ONNX's weighted-corner
+// max) under string attributes and int64 batch indices; the reference is that table's.
+OpCaseTable onnx_roi_align_cases() {
+  OpCaseTable t;
+  t.domain = "";
+  t.name = "RoiAlign";
+  t.opset = 16;
+  t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  t.cuda_dtypes = {DataType::kFloat32};  // the CUDA kernel is float32's
+  auto attrs = [](int64_t oh, int64_t ow, float scale, int64_t ratio, const char* mode, const char* transform) {
+    AttributeMap a = trt_attrs(oh, ow, scale, ratio, 0, 0);
+    a.set("mode", std::string(mode));
+    a.set("coordinate_transformation_mode", std::string(transform));
+    return a;
+  };
+  auto onnx_case = [](std::string label, std::vector<int64_t> x_dims, int64_t k, double hi, AttributeMap a) {
+    CaseInput batch{{k}, 0.0, static_cast<double>(x_dims[0] - 1)};
+    batch.dtype = DataType::kInt64;
+    return roi_case(std::move(label), std::move(x_dims), {{{k, 4}, -4.0, hi}, batch}, std::move(a),
+                    [](std::vector<Tensor>& ins) { order_corners(ins[1], 4, 0); });
+  };
+  for (const char* mode : {"avg", "max"})
+    for (const char* transform : {"half_pixel", "output_half_pixel"}) {
+      const std::string tag = std::string(mode) + "_" + transform;
+      t.cases.push_back(onnx_case("adaptive_" + tag, {2, 3, 9, 11}, 6, 14.0, attrs(3, 4, 1.0f, 0, mode, transform)));
+      t.cases.push_back(onnx_case("ratio2_scale_half_" + tag, {3, 2, 9, 11}, 5, 26.0, attrs(2, 2, 0.5f, 2, mode, transform)));
+    }
+  const ReferenceFn trt_formula = roi_align_trt_cases().reference;
+  t.reference = [trt_formula](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
+                              const AttributeMap& attrs) {
+    const int64_t mode = attrs.get_string("mode", "avg").value() == "avg" ? 1 : 0;
+    const int64_t shift = attrs.get_string("coordinate_transformation_mode", "half_pixel").value() == "half_pixel" ? 1 : 0;
+    AttributeMap a = reference_attrs(attrs);
+    a.set("mode", mode);
+    a.set("coordinate_transformation_mode", shift);
+    return trt_formula(in, dims, a);
+  };
+  return t;
+}
+
 }  // namespace graft::optest

@@ -112,6 +112,7 @@ OpCaseTable roi_align_trt_cases();
 OpCaseTable grid_sampler_cases();
 // Builtin ops; a family's file may make one table per op.
 OpCaseTable mod_cases();
+OpCaseTable onnx_roi_align_cases();  // in cases_roi_align.cpp, beside the TensorRT and mmcv forms
 std::vector<OpCaseTable> unary_elementwise_cases();
 std::vector<OpCaseTable> binary_elementwise_cases();
 std::vector<OpCaseTable> nn_cases();             // Conv, pools, Gemm, MatMul, Softmax, LayerNormalization
