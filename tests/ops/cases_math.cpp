@@ -1,6 +1,6 @@
 // Cases for ONNX ops with formulas of their own: QuantizeLinear, MeanVarianceNormalization, Dropout
-// (inference), Shape, Size, Einsum, Det, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss and
-// BitShift. Each has an independent float64 formula.
+// (inference), Shape, Size, Einsum, Det, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, BitShift
+// and DFT. Each has an independent float64 formula.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -291,11 +291,46 @@ OpCaseTable bit_shift_cases() {
   return t;
 }
 
+// ---- DFT --------------------------------------------------------------------------------------
+// Opset 17: x [batch, n, 1 (real) or 2 (complex)], the transform along axis 1; y [batch, n or
+// n/2 + 1 (onesided), 2]. Forward: sum x[t] e^(-2 pi i k t / n); inverse: the conjugate sum / n.
+Values dft_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const Ints& d = dims[0];
+  const int64_t batch = d[0], n = d[1], parts = d[2];
+  const bool inverse = a.get_int("inverse", 0).value() != 0, onesided = a.get_int("onesided", 0).value() != 0;
+  const int64_t bins = onesided ? n / 2 + 1 : n;
+  const double pi = 3.14159265358979323846, sign = inverse ? 1.0 : -1.0;
+  std::vector<double> y;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t k = 0; k < bins; ++k) {
+      double re = 0.0, im = 0.0;
+      for (int64_t t = 0; t < n; ++t) {
+        const double xr = in[0][(b * n + t) * parts], xi = parts == 2 ? in[0][(b * n + t) * parts + 1] : 0.0;
+        const double angle = sign * 2.0 * pi * static_cast<double>(k * t % n) / static_cast<double>(n);
+        re += xr * std::cos(angle) - xi * std::sin(angle);
+        im += xr * std::sin(angle) + xi * std::cos(angle);
+      }
+      y.push_back(inverse ? re / static_cast<double>(n) : re);
+      y.push_back(inverse ? im / static_cast<double>(n) : im);
+    }
+  return {y};
+}
+
+OpCaseTable dft_cases() {
+  OpCaseTable t = builtin_table("DFT", dft_formula, 17);
+  t.cases.push_back(make_case("complex_forward", {data({2, 12, 2}, -1, 1)}, {{2, 12, 2}}));
+  t.cases.push_back(make_case("real_onesided", {data({3, 10, 1}, -1, 1)}, {{3, 6, 2}}, attr("onesided", int64_t{1})));
+  t.cases.push_back(make_case("complex_inverse", {data({1, 9, 2}, -1, 1)}, {{1, 9, 2}}, attr("inverse", int64_t{1})));
+  for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-5;
+  return t;
+}
+
 }  // namespace
 
 std::vector<OpCaseTable> math_cases() {
-  return {quantize_cases(), mvn_cases(),   dropout_cases(), dims_cases("Shape", false), dims_cases("Size", true),
-          einsum_cases(),   det_cases(),   nll_cases(),     sce_cases(),                bit_shift_cases()};
+  return {quantize_cases(), mvn_cases(), dropout_cases(), dims_cases("Shape", false), dims_cases("Size", true),
+          einsum_cases(),   det_cases(), nll_cases(),     sce_cases(),                bit_shift_cases(),
+          dft_cases()};
 }
 
 }  // namespace graft::optest
