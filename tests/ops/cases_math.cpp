@@ -1,6 +1,6 @@
 // Cases for ONNX ops with formulas of their own: QuantizeLinear, MeanVarianceNormalization, Dropout
-// (inference), Shape, Size, Einsum, Det, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, BitShift
-// and DFT. Each has an independent float64 formula.
+// (inference), Shape, Size, Einsum, Det, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, BitShift,
+// DFT and STFT. Each has an independent float64 formula.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -325,12 +325,40 @@ OpCaseTable dft_cases() {
   return t;
 }
 
+// STFT (opset 17): signal [batch, length, 1], frame_step, window?, frame_length?; output
+// [batch, frames, bins, 2], frames = (length - frame_length) / frame_step + 1, each frame times the
+// window and transformed as DFT does (one-sided by default).
+OpCaseTable stft_cases() {
+  OpCaseTable t = builtin_table("STFT", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+    const int64_t batch = dims[0][0], length = dims[0][1], step = static_cast<int64_t>(in[1][0]);
+    const bool has_window = in.size() > 2 && !in[2].empty();
+    const int64_t frame = has_window ? static_cast<int64_t>(in[2].size()) : static_cast<int64_t>(in[3][0]);
+    const int64_t frames = (length - frame) / step + 1;
+    Values frames_in(1);
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t f = 0; f < frames; ++f)
+        for (int64_t i = 0; i < frame; ++i)
+          frames_in[0].push_back(in[0][b * length + f * step + i] * (has_window ? in[2][i] : 1.0));
+    AttributeMap dft;
+    dft.set("onesided", a.get_int("onesided", 1).value());
+    return dft_formula(frames_in, {{batch * frames, frame, 1}}, dft);
+  }, 17);
+  auto scalar = [](int64_t v) { return fixed({}, DataType::kInt64, {static_cast<double>(v)}); };
+  CaseInput none;
+  none.omitted = true;
+  t.cases.push_back(make_case("hann_like_window", {data({2, 40, 1}, -1, 1), scalar(8), data({16}, 0, 1)}, {{2, 4, 9, 2}}));
+  t.cases.push_back(make_case("frame_length_two_sided", {data({1, 30, 1}, -1, 1), scalar(5), none, scalar(10)},
+                              {{1, 5, 10, 2}}, attr("onesided", int64_t{0})));
+  for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-5;
+  return t;
+}
+
 }  // namespace
 
 std::vector<OpCaseTable> math_cases() {
   return {quantize_cases(), mvn_cases(), dropout_cases(), dims_cases("Shape", false), dims_cases("Size", true),
           einsum_cases(),   det_cases(), nll_cases(),     sce_cases(),                bit_shift_cases(),
-          dft_cases()};
+          dft_cases(),      stft_cases()};
 }
 
 }  // namespace graft::optest
