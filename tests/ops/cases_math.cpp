@@ -1,6 +1,6 @@
 // Cases for ONNX ops with formulas of their own: QuantizeLinear, MeanVarianceNormalization, Dropout
 // (inference), Shape, Size, Einsum, Det, NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss, BitShift,
-// DFT and STFT. Each has an independent float64 formula.
+// DFT, STFT and RNN. Each has an independent float64 formula.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -353,12 +353,53 @@ OpCaseTable stft_cases() {
   return t;
 }
 
+// RNN (opset 14, Tanh, forward or bidirectional): X [seq, batch, in], W [dirs, hidden, in], R [dirs,
+// hidden, hidden], B [dirs, 2 hidden]; h_t = tanh(W x_t + R h_(t-1) + Wb + Rb) from h_0 = 0, the
+// reverse direction walking the sequence backwards. Outputs Y [seq, dirs, batch, hidden], Y_h.
+OpCaseTable rnn_cases() {
+  OpCaseTable t = builtin_table("RNN", [](const Values& in, const DimsList& dims, const AttributeMap&) {
+    const int64_t seq = dims[0][0], batch = dims[0][1], input = dims[0][2], dirs = dims[1][0], hidden = dims[1][1];
+    std::vector<double> y(static_cast<size_t>(seq * dirs * batch * hidden)), yh(static_cast<size_t>(dirs * batch * hidden));
+    for (int64_t d = 0; d < dirs; ++d)
+      for (int64_t b = 0; b < batch; ++b) {
+        std::vector<double> h(static_cast<size_t>(hidden), 0.0), next(static_cast<size_t>(hidden));
+        for (int64_t step = 0; step < seq; ++step) {
+          const int64_t s = d == 0 ? step : seq - 1 - step;
+          for (int64_t j = 0; j < hidden; ++j) {
+            double v = in[3][d * 2 * hidden + j] + in[3][d * 2 * hidden + hidden + j];
+            for (int64_t i = 0; i < input; ++i) v += in[1][(d * hidden + j) * input + i] * in[0][(s * batch + b) * input + i];
+            for (int64_t i = 0; i < hidden; ++i) v += in[2][(d * hidden + j) * hidden + i] * h[i];
+            next[j] = std::tanh(v);
+          }
+          h = next;
+          for (int64_t j = 0; j < hidden; ++j) y[((s * dirs + d) * batch + b) * hidden + j] = h[j];
+        }
+        for (int64_t j = 0; j < hidden; ++j) yh[(d * batch + b) * hidden + j] = h[j];
+      }
+    return Values{y, yh};
+  }, 14);
+  auto rnn = [](const char* direction, int64_t hidden) {
+    AttributeMap a;
+    a.set("direction", std::string(direction));
+    a.set("hidden_size", hidden);
+    return a;
+  };
+  t.cases.push_back(make_case("forward", {data({5, 2, 3}, -1, 1), data({1, 4, 3}, -0.5, 0.5), data({1, 4, 4}, -0.5, 0.5),
+                                          data({1, 8}, -0.5, 0.5)},
+                              {{5, 1, 2, 4}, {1, 2, 4}}, rnn("forward", 4)));
+  t.cases.push_back(make_case("bidirectional", {data({4, 3, 2}, -1, 1), data({2, 5, 2}, -0.5, 0.5), data({2, 5, 5}, -0.5, 0.5),
+                                                data({2, 10}, -0.5, 0.5)},
+                              {{4, 2, 3, 5}, {2, 3, 5}}, rnn("bidirectional", 5)));
+  for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-5;
+  return t;
+}
+
 }  // namespace
 
 std::vector<OpCaseTable> math_cases() {
   return {quantize_cases(), mvn_cases(), dropout_cases(), dims_cases("Shape", false), dims_cases("Size", true),
           einsum_cases(),   det_cases(), nll_cases(),     sce_cases(),                bit_shift_cases(),
-          dft_cases(),      stft_cases()};
+          dft_cases(),      stft_cases(), rnn_cases()};
 }
 
 }  // namespace graft::optest

@@ -124,6 +124,6 @@ std::vector<OpCaseTable> indexing_cases();       // ConvTranspose, LRN, scatters
 std::vector<OpCaseTable> resize_cases();         // Resize (nearest, linear; four coordinate transforms)
 std::vector<OpCaseTable> cast_sample_cases();    // Cast, CastLike, GridSample
 std::vector<OpCaseTable> integer_cases();        // MatMulInteger, ConvInteger, ConstantOfShape, MaxUnpool, GraftChannelsLast
-std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout, Shape, Size, Einsum, Det, losses, BitShift, DFT, STFT
+std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout, Shape, Size, Einsum, Det, losses, BitShift, DFT, STFT, RNN
 
 }  // namespace graft::optest
