@@ -157,6 +157,17 @@ T wrap_neg(T v) {
   }
 }
 
+// a * b, integers wrapping (two's complement) instead of overflowing into UB (Mul, PRelu: FZ21).
+template <typename T>
+T wrap_mul(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = wrap_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
 Result<float> float_attr(const ExecContext& ctx, const char* name, float def) {
   static const AttributeMap kEmpty;
   return (ctx.attrs ? *ctx.attrs : kEmpty).get_float(name, def);
@@ -411,15 +422,7 @@ Status sub(ExecContext& ctx) {
 }
 
 Status mul(ExecContext& ctx) {
-  return binary_numeric(ctx, [](auto a, auto b) {
-    using C = decltype(a);
-    if constexpr (std::is_integral_v<C>) {
-      using U = wrap_t<C>;
-      return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
-    } else {
-      return a * b;
-    }
-  });
+  return binary_numeric(ctx, [](auto a, auto b) { return wrap_mul(a, b); });
 }
 
 Status div(ExecContext& ctx) {
@@ -476,7 +479,7 @@ Status prelu(ExecContext& ctx) {
   return visit_numeric(t, [&](auto tr) -> Status {
     using Tr = decltype(tr);
     return map_binary<Tr, Tr, Tr>(*ctx.inputs[0], *ctx.inputs[1], *ctx.outputs[0],
-                                  [](auto x, auto s) { return is_negative(x) ? static_cast<decltype(x)>(s * x) : x; });
+                                  [](auto x, auto s) { return is_negative(x) ? wrap_mul(s, x) : x; });
   }, [&](DataType d) { return bad_dtype(ctx, d); });
 }
 
