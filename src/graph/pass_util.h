@@ -60,7 +60,7 @@ inline bool is_removed(const std::set<const Node*>& dead, const Node* n) { retur
 // A pass's last step: the nodes it replaced go, the graph is sorted again and the values nothing
 // produces or reads any more are dropped.
 inline Status remove_replaced_nodes(Graph& graph, const std::set<const Node*>& dead) {
-  graph.remove_nodes_if([&](const Node* n) { return dead.count(n) != 0; });
+  graph.remove_nodes_if([&](const Node* n) { return is_removed(dead, n); });
   GRAFT_RETURN_IF_ERROR(graph.topological_sort());
   graph.prune_values();
   return Status::ok();

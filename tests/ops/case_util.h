@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -80,6 +81,16 @@ inline int64_t count(const std::vector<int64_t>& d, size_t from = 0, size_t to =
 }
 
 inline int64_t axis_in(int64_t axis, size_t rank) { return axis < 0 ? axis + static_cast<int64_t>(rank) : axis; }
+
+// PyTorch's and ONNX's reflection padding: `v` folded into [lo, hi] by repeated reflection (lo == hi
+// gives lo).
+inline double mirror(double v, double lo, double hi) {
+  if (hi <= lo) return lo;
+  const double span = hi - lo;
+  const double d = std::fabs(v - lo);
+  const double flips = std::floor(d / span), extra = std::fmod(d, span);
+  return std::fmod(flips, 2.0) == 0.0 ? lo + extra : hi - extra;
+}
 
 // GatherND/ScatterND: the row-major offset, in slices, of index tuple `tuple` (q indices, negative
 // ones counting from the end) into data of dims `d`.

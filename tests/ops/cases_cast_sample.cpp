@@ -69,13 +69,6 @@ OpCaseTable cast_like_cases() {
   return t;
 }
 
-// v folded into [lo, hi] by repeated reflection.
-double reflect_into(double v, double lo, double hi) {
-  const double span = hi - lo;
-  const double d = std::fabs(v - lo), flips = std::floor(d / span), extra = std::fmod(d, span);
-  return std::fmod(flips, 2.0) == 0.0 ? lo + extra : hi - extra;
-}
-
 // ONNX's bicubic GridSample pads a coordinate that falls outside the image before taking its taps
 // (PyTorch's only pads each tap): the grid is rewritten to the padded coordinates, after which the
 // two definitions agree.
@@ -86,7 +79,7 @@ std::vector<double> onnx_bicubic_grid(const std::vector<double>& grid, const Int
     const double lo = align ? 0.0 : -0.5, hi = align ? size - 1.0 : size - 0.5;
     double v = align ? (g[i] + 1.0) / 2.0 * (size - 1.0) : ((g[i] + 1.0) * size - 1.0) / 2.0;
     if (v >= lo && v <= hi) continue;
-    v = border ? std::clamp(v, 0.0, size - 1.0) : reflect_into(v, lo, hi);
+    v = border ? std::clamp(v, 0.0, size - 1.0) : mirror(v, lo, hi);
     g[i] = align ? v / (size - 1.0) * 2.0 - 1.0 : (2.0 * v + 1.0) / size - 1.0;
   }
   return g;

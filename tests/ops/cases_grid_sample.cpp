@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "case_util.h"
 #include "harness.h"
 
 namespace graft::optest {
@@ -28,15 +29,6 @@ OpCase gs_case(std::string label, std::vector<int64_t> x_dims, int64_t ho, int64
   c.attrs = std::move(a);
   c.check_gradients = false;  // forward only
   return c;
-}
-
-// PyTorch's mirror: `v` folded into [lo, hi] by repeated reflection (lo == hi gives lo).
-double mirror(double v, double lo, double hi) {
-  if (hi <= lo) return lo;
-  const double span = hi - lo;
-  const double d = std::fabs(v - lo);
-  const double flips = std::floor(d / span), extra = std::fmod(d, span);
-  return std::fmod(flips, 2.0) == 0.0 ? lo + extra : hi - extra;
 }
 
 }  // namespace
