@@ -378,8 +378,12 @@ Result<EwProgram> ew_program(const AttributeMap& at, size_t num_inputs) {
   if (p.code.empty() || p.code.size() % kEwFields != 0)
     return program_error("program must hold ", kEwFields, " ints per instruction, got ", p.code.size());
   const int64_t n_instr = static_cast<int64_t>(p.code.size()) / kEwFields;
-  if (num_inputs < 1 || num_inputs > static_cast<size_t>(kEwMaxInputs) || n_instr > kEwMaxInstr ||
-      p.imm.size() > static_cast<size_t>(kEwMaxImm))
+  if (p.imm.size() > static_cast<size_t>(kEwMaxImm)) {
+    Status st = error(StatusCode::kInvalidModel, "at most ", kEwMaxImm, " immediates, got ", p.imm.size());
+    st.with_attribute("immediates");
+    return st;
+  }
+  if (num_inputs < 1 || num_inputs > static_cast<size_t>(kEwMaxInputs) || n_instr > kEwMaxInstr)
     return program_error("program exceeds the limits (", kEwMaxInputs, " inputs, ", kEwMaxInstr, " instructions, ",
                          kEwMaxImm, " immediates): ", num_inputs, " inputs, ", n_instr, " instructions, ",
                          p.imm.size(), " immediates");

@@ -61,6 +61,12 @@ Result<int64_t> last_index(const StridedView& v) {
   return *last;
 }
 
+// A view that reads past X's `numel` elements: the error names `offset` when the offset alone is
+// past the end, `strides` otherwise.
+Status past_end(Status st, const StridedView& v, int64_t numel) {
+  return st.with_attribute(v.offset >= numel ? "offset" : "strides");
+}
+
 Status infer_strided_copy(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(StridedView v, read_view(ctx.attrs()));
   const TensorDesc& x = ctx.input(0);
@@ -68,9 +74,9 @@ Status infer_strided_copy(InferContext& ctx) {
     GRAFT_ASSIGN_OR_RETURN(int64_t last, last_index(v));
     const int64_t numel = shape_is_static(*x.shape) ? numel_of(shape_values(*x.shape)) : -1;
     if (numel >= 0 && last >= numel)
-      return Status(ctx.fail("the view reads element ", last, " of X ", x.to_string(), " (", numel,
-                             " elements)"))
-          .with_attribute("strides");
+      return past_end(ctx.fail("the view (offset ", v.offset, ") reads element ", last, " of X ", x.to_string(), " (",
+                               numel, " elements)"),
+                      v, numel);
   }
   ctx.set_output(0, TensorDesc(x.dtype, shape_from_values(v.shape)));
   return Status::ok();
@@ -83,9 +89,9 @@ Status strided_copy_cpu(ExecContext& ctx) {
   if (y.dims() != v.shape) return error(StatusCode::kInternal, "output dims differ from the shape attribute");
   GRAFT_ASSIGN_OR_RETURN(int64_t last, last_index(v));
   if (last >= x.numel())
-    return Status(error(StatusCode::kInvalidModel, "the view reads element ", last, " of X with ", x.numel(),
-                        " elements"))
-        .with_attribute("strides");
+    return past_end(error(StatusCode::kInvalidModel, "the view (offset ", v.offset, ") reads element ", last, " of X with ",
+                          x.numel(), " elements"),
+                    v, x.numel());
   gather_view(static_cast<const char*>(x.data()), static_cast<char*>(y.data()), dtype_size(x.dtype()), v);
   return Status::ok();
 }

@@ -286,6 +286,7 @@ TEST(ComposeViews, BadStridedCopyAttributesAreNamed) {
       {{2, 3}, {3, -1}, 0, "strides"},  // negative stride
       {{2, 3}, {3}, 0, "strides"},      // one stride per axis
       {{2, 3}, {3, 1}, -1, "offset"},
+      {{2, 3}, {3, 1}, 6, "offset"},  // the offset alone is past the 6 elements
       {{3, 3}, {int64_t{1} << 62, 1}, 0, "strides"},  // the extent overflows int64 (a damaged plan)
   };
   for (const Case& c : cases) {
