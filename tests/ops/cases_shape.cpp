@@ -265,6 +265,38 @@ OpCaseTable split_cases() {
   return t;
 }
 
+// Constant: the one value its attribute holds (no inputs; host-side, no CUDA kernel).
+OpCaseTable constant_cases() {
+  OpCaseTable t = builtin_table("Constant", [](const Values&, const DimsList&, const AttributeMap& a) {
+    if (auto v = a.get_tensor("value"); v.is_ok()) {
+      std::vector<double> y;
+      for (int64_t i = 0; i < v->numel(); ++i) y.push_back(v->get(i));
+      return Values{y};
+    }
+    if (a.has("value_float")) return Values{{a.get_float("value_float", 0.0f).value()}};
+    if (a.has("value_int")) return Values{{static_cast<double>(a.get_int("value_int", 0).value())}};
+    if (a.has("value_floats")) {
+      const std::vector<float> f = a.get_floats("value_floats", {}).value();
+      return Values{std::vector<double>(f.begin(), f.end())};
+    }
+    const Ints v = a.get_ints("value_ints", {}).value();
+    return Values{std::vector<double>(v.begin(), v.end())};
+  }, 13);
+  t.cuda_dtypes = {};
+  Tensor v = Tensor::empty(DataType::kFloat32, {2, 3});
+  for (int64_t i = 0; i < 6; ++i) v.set(i, 0.37 * static_cast<double>(i * i) - 1.1);
+  t.cases.push_back(make_case("float_tensor", {}, {{2, 3}}, attr("value", v)));
+  t.cases.push_back(make_case("value_float", {}, {{}}, attr("value_float", -2.75f)));
+  t.cases.push_back(make_case("value_floats", {}, {{3}}, attr("value_floats", std::vector<float>{1.5f, -0.25f, 8.0f})));
+  t.cases.push_back(make_case("value_int", {}, {{}}, attr("value_int", int64_t{-9})));
+  t.cases.push_back(make_case("value_ints", {}, {{4}}, attr("value_ints", Ints{3, -1, 7, 1LL << 40})));
+  AttributeMap two;
+  two.set("value_int", int64_t{1});
+  two.set("value_float", 1.0f);
+  t.bad_attributes.push_back({"two_values", two, {}, "value"});
+  return t;
+}
+
 OpCaseTable where_cases() {
   OpCaseTable t = shape_table("Where", [](const Values& in, const DimsList& dims, const AttributeMap&) {
     return Values{broadcast_apply(in, dims, [](const std::vector<double>& v) { return v[0] != 0 ? v[1] : v[2]; })};
@@ -285,7 +317,7 @@ std::vector<OpCaseTable> shape_cases() {
   std::vector<OpCaseTable> out = {transpose_cases(), concat_cases(), slice_cases(),     gather_cases(),
                                   tile_cases(),      pad_cases(),    reshape_cases(),   flatten_cases(),
                                   squeeze_cases(),   unsqueeze_cases(), expand_cases(), split_cases(),
-                                  where_cases()};
+                                  where_cases(),     constant_cases()};
   return out;
 }
 

@@ -137,6 +137,8 @@ Result<std::vector<Tensor>> run_guarded(Backend backend, const std::vector<Tenso
     in_bufs.push_back(std::move(buf));
   }
   for (const OutSpec& o : outs) {
+    for (int64_t d : o.dims)
+      if (d < 0) return error(StatusCode::kInvalidArgument, "an output of unknown dims (", d, ") cannot be allocated");
     auto buf = std::make_unique<GuardedBuffer>(backend, static_cast<size_t>(numel_of(o.dims)) * dtype_size(o.dtype));
     GRAFT_RETURN_IF_ERROR(buf->init(nullptr, 0xFF));  // NaN for every float type
     args.outputs.push_back(TensorView{buf->data(), o.dtype, o.dims, dev});

@@ -297,18 +297,54 @@ bool has_float_input(const OpCase& c) {
   return false;
 }
 
+// A container of `kind` holding `items` of `dtype` (ADD_FAILURE and an undefined tensor if refused).
+Tensor make_container(ValueKind kind, DataType dtype, const std::vector<Tensor>& items) {
+  Result<Tensor> v = kind == ValueKind::kSequence ? Tensor::sequence(dtype, items)
+                     : items.empty()              ? Tensor::optional(kind, dtype)
+                                                  : Tensor::optional(kind, dtype, items[0]);
+  if (!v) {
+    ADD_FAILURE() << "case table bug: " << v.status().to_string();
+    return Tensor();
+  }
+  return *v;
+}
+
+// A sequence or optional input: random tensors of the items' dims.
+Tensor container_input(const CaseInput& in, DataType dt, std::mt19937_64& rng) {
+  std::vector<Tensor> items;
+  for (const std::vector<int64_t>& d : in.items) {
+    CaseInput one{d, in.lo, in.hi};
+    items.push_back(random_tensor(dt, one, rng));
+  }
+  return make_container(in.kind, dt, items);
+}
+
 // The case's inputs for a run in `dt`: float inputs in `dt`, inputs with a dtype of their own in it.
 std::vector<Tensor> builtin_inputs(const OpCase& c, DataType dt, std::mt19937_64& rng) {
   std::vector<Tensor> ins;
-  for (const CaseInput& in : c.inputs) ins.push_back(in.omitted ? Tensor() : random_tensor(in.dtype.value_or(dt), in, rng));
+  for (const CaseInput& in : c.inputs) {
+    const DataType t = in.dtype.value_or(dt);
+    ins.push_back(in.omitted ? Tensor() : in.kind == ValueKind::kTensor ? random_tensor(t, in, rng) : container_input(in, t, rng));
+  }
   if (c.adjust_inputs) c.adjust_inputs(ins);
   return ins;
 }
 
-// The same values with every float input in `to` (exact: the reference dtype is the widest).
+// The same values with every float input (or container of floats) in `to` (exact: the reference
+// dtype is the widest).
 std::vector<Tensor> floats_as(const std::vector<Tensor>& ts, DataType to) {
   std::vector<Tensor> out;
-  for (const Tensor& t : ts) out.push_back(t.defined() && dtype_is_float(t.dtype()) ? cast_to(t, to) : t);
+  for (const Tensor& t : ts) {
+    if (!t.defined() || !dtype_is_float(t.dtype())) {
+      out.push_back(t);
+    } else if (t.is_tensor()) {
+      out.push_back(cast_to(t, to));
+    } else {
+      std::vector<Tensor> items;
+      for (const Tensor& item : t.items()) items.push_back(cast_to(item, to));
+      out.push_back(make_container(t.kind(), to, items));
+    }
+  }
   return out;
 }
 
@@ -320,12 +356,120 @@ std::unique_ptr<testing::OneNode> builtin_node(const OpCaseTable& t, const Attri
   return n;
 }
 
+// The dims inference gave, with the dims it left unknown (-1) taken from the case's where the op
+// sizes its outputs in its kernel (NonZero, Unique): those are known only after a run.
+std::vector<int64_t> inferred_as_case(std::vector<int64_t> inferred, const std::vector<int64_t>& expected,
+                                      bool sized_by_kernel) {
+  if (!sized_by_kernel || inferred.size() != expected.size()) return inferred;
+  for (size_t k = 0; k < inferred.size(); ++k)
+    if (inferred[k] < 0) inferred[k] = expected[k];
+  return inferred;
+}
+
+// ---- sequence and optional ops ----
+// A value's tensors as the container formulas see them: a tensor is one item, a container its items.
+Items items_of(const Tensor& v) {
+  if (!v.defined()) return {};
+  if (v.is_tensor()) return {Item{v.dims(), values_of(v)}};
+  Items out;
+  for (const Tensor& t : v.items()) out.push_back(Item{t.dims(), values_of(t)});
+  return out;
+}
+
+// `got` against the case's expectation (kind, item dims) and the reference's values.
+void expect_container(const Tensor& got, const ContainerOutput& want, const Tensor& ref, double tol, const std::string& what) {
+  ASSERT_TRUE(got.defined()) << what << " was not made";
+  EXPECT_EQ(value_kind_name(got.kind()), std::string(value_kind_name(want.kind))) << what << "'s kind";
+  const Items g = items_of(got), r = items_of(ref);
+  ASSERT_EQ(g.size(), want.items.size()) << what << "'s number of tensors";
+  ASSERT_EQ(r.size(), want.items.size()) << what << "'s number of tensors in the reference run";
+  for (size_t k = 0; k < g.size(); ++k) {
+    EXPECT_EQ(g[k].dims, want.items[k]) << what << ", tensor " << k << "'s dims";
+    expect_close(g[k].values, r[k].values, tol, what + ", tensor " + std::to_string(k));
+  }
+}
+
+// A sequence or optional op's case: inference gives each output's kind, the run on `backend`
+// matches the CPU kernel in the reference dtype, and that matches the table's formula.
+void container_forward(const OpCaseTable& t, const OpCase& c, Backend backend, std::vector<DataType> dtypes,
+                       std::mt19937_64& rng) {
+  if (backend == Backend::kCUDA)
+    GTEST_SKIP() << t.name << " runs on CUDA only inside an engine (its device pool lives in the engine's plan); "
+                 << "graft_cuda_tests' CudaControlFlowTest and the CUDA conformance run cover it";
+  const size_t n_out = c.container_outputs.size();
+  for (DataType dt : dtypes) {
+    SCOPED_TRACE(std::string("dtype ") + dtype_name(dt));
+    const std::vector<Tensor> inputs = builtin_inputs(c, dt, rng);
+    auto node = builtin_node(t, c.attrs, inputs, n_out);
+    auto descs = node->infer(t.opset);
+    ASSERT_TRUE(descs.is_ok()) << "inference: " << descs.status().to_string();
+    ASSERT_EQ(descs->size(), n_out);
+    for (size_t o = 0; o < n_out; ++o) {
+      const TensorDesc& d = (*descs)[o];
+      EXPECT_EQ(value_kind_name(d.kind), std::string(value_kind_name(c.container_outputs[o].kind))) << "inference: output " << o;
+      if (d.is_tensor() && d.shape && shape_is_static(*d.shape) && c.container_outputs[o].items.size() == 1) {
+        EXPECT_EQ(shape_values(*d.shape), c.container_outputs[o].items[0]) << "inference: output " << o << "'s dims";
+      }
+    }
+    auto ref_node = builtin_node(t, c.attrs, floats_as(inputs, t.reference_dtype), n_out);
+    auto ref_descs = ref_node->infer(t.opset);
+    ASSERT_TRUE(ref_descs.is_ok()) << "reference inference: " << ref_descs.status().to_string();
+    auto ref = run_container_node(Backend::kCPU, *ref_node, *ref_descs);
+    ASSERT_TRUE(ref.is_ok()) << "the " << dtype_name(t.reference_dtype) << " CPU reference: " << ref.status().to_string();
+    auto got = run_container_node(backend, *node, *descs);
+    ASSERT_TRUE(got.is_ok()) << backend_name(backend) << " run: " << got.status().to_string();
+    for (size_t o = 0; o < n_out; ++o) {
+      const DataType odt = (*got)[o].defined() ? (*got)[o].dtype() : DataType::kFloat32;
+      expect_container((*got)[o], c.container_outputs[o], (*ref)[o],
+                       dtype_is_float(odt) ? tolerance_for(c.tolerance, odt) : 0.0, "output " + std::to_string(o));
+    }
+    if (backend != Backend::kCPU || dt != dtypes.front()) continue;
+    std::vector<Items> in_items;
+    for (const Tensor& x : ref_node->inputs) in_items.push_back(items_of(x));
+    const std::vector<Items> expected = t.container_reference(in_items, c.attrs);
+    ASSERT_EQ(expected.size(), n_out) << "the formula gave a different number of outputs";
+    for (size_t o = 0; o < n_out; ++o) {
+      const Items r = items_of((*ref)[o]);
+      ASSERT_EQ(r.size(), expected[o].size()) << "output " << o << ": the CPU reference vs the formula, number of tensors";
+      for (size_t k = 0; k < r.size(); ++k) {
+        EXPECT_EQ(r[k].dims, expected[o][k].dims) << "output " << o << ", tensor " << k << ": the formula's dims";
+        expect_close(r[k].values, expected[o][k].values, default_tolerance((*ref)[o].dtype()),
+                     "the CPU reference vs the test's independent formula, output " + std::to_string(o));
+      }
+    }
+  }
+}
+
+// A random op's run on `backend`: its draws against the table's statistics; a seeded node run again
+// must repeat them exactly, an unseeded one of many draws must not.
+void draws_forward(const OpCaseTable& t, const OpCase& c, Backend backend, testing::OneNode& node,
+                   const std::vector<OutSpec>& outs) {
+  auto got = run_node_guarded(backend, node, outs);
+  ASSERT_TRUE(got.is_ok()) << backend_name(backend) << " run: " << got.status().to_string();
+  std::vector<std::vector<double>> in_values;
+  for (const Tensor& x : node.inputs) in_values.push_back(x.defined() ? values_of(x) : std::vector<double>{});
+  for (size_t o = 0; o < outs.size(); ++o) ASSERT_EQ((*got)[o].dims(), c.output_dims[o]) << "output " << o << "'s dims";
+  t.statistics(*got, in_values, c.attrs);
+  auto again = run_node_guarded(backend, node, outs);
+  ASSERT_TRUE(again.is_ok()) << backend_name(backend) << " second run: " << again.status().to_string();
+  const std::vector<double> first = values_of((*got)[0]), second = values_of((*again)[0]);
+  if (c.attrs.has("seed")) {
+    EXPECT_EQ(first, second) << "a seeded node drew different values on its second run";
+  } else if (first.size() >= 64) {
+    EXPECT_NE(first, second) << "an unseeded node drew the same " << first.size() << " values twice";
+  }
+}
+
 // One builtin case on `backend`: every dtype its table lists there, each against the CPU kernel
 // run in the table's reference dtype on the same values, and inference against the case's shapes.
 void builtin_forward(const OpCaseTable& t, const OpCase& c, Backend backend, std::mt19937_64& rng) {
   std::vector<DataType> dtypes = backend == Backend::kCUDA ? t.cuda_dtypes : t.cpu_dtypes;
   if (dtypes.empty()) GTEST_SKIP() << t.name << " has no " << backend_name(backend) << " kernel (its table lists no dtype)";
   if (!has_float_input(c)) dtypes.erase(dtypes.begin() + 1, dtypes.end());  // inputs of their own dtypes: one run
+  if (t.container_reference) {
+    container_forward(t, c, backend, dtypes, rng);
+    return;
+  }
   const size_t n_out = c.output_dims.size();
   for (DataType dt : dtypes) {
     SCOPED_TRACE(std::string("dtype ") + dtype_name(dt));
@@ -333,19 +477,30 @@ void builtin_forward(const OpCaseTable& t, const OpCase& c, Backend backend, std
     auto node = builtin_node(t, c.attrs, inputs, n_out);
     auto outs = infer_node_outputs(*node, t.opset);
     ASSERT_TRUE(outs.is_ok()) << "inference: " << outs.status().to_string();
+    const bool sized_by_kernel = output_shape_from_kernel(*node->node);
+    ASSERT_EQ(outs->size(), n_out) << "inference made a different number of outputs than the case lists";
     std::vector<std::vector<int64_t>> dims;
-    for (const OutSpec& o : *outs) dims.push_back(o.dims);
+    for (size_t o = 0; o < n_out; ++o) dims.push_back(inferred_as_case((*outs)[o].dims, c.output_dims[o], sized_by_kernel));
     EXPECT_EQ(dims, c.output_dims) << "inference disagrees with the case's output shapes";
+    // The runs' outputs have the case's dims (a kernel that sizes its outputs must agree with them).
+    for (size_t o = 0; o < n_out; ++o) (*outs)[o].dims = c.output_dims[o];
+    if (t.statistics) {
+      draws_forward(t, c, backend, *node, *outs);
+      continue;
+    }
 
     auto ref_node = builtin_node(t, c.attrs, floats_as(inputs, t.reference_dtype), n_out);
     auto ref_outs = infer_node_outputs(*ref_node, t.opset);
     ASSERT_TRUE(ref_outs.is_ok()) << "reference inference: " << ref_outs.status().to_string();
+    ASSERT_EQ(ref_outs->size(), n_out) << "reference inference made a different number of outputs";
+    for (size_t o = 0; o < n_out; ++o) (*ref_outs)[o].dims = c.output_dims[o];
     auto ref = run_node_guarded(Backend::kCPU, *ref_node, *ref_outs);
     ASSERT_TRUE(ref.is_ok()) << "the " << dtype_name(t.reference_dtype) << " CPU reference: " << ref.status().to_string();
     auto got = run_node_guarded(backend, *node, *outs);
     ASSERT_TRUE(got.is_ok()) << backend_name(backend) << " run: " << got.status().to_string();
     for (size_t o = 0; o < n_out; ++o) {
       const DataType odt = (*outs)[o].dtype;
+      ASSERT_EQ((*got)[o].dims(), c.output_dims[o]) << "output " << o << "'s dims after the run";
       expect_close(values_of((*got)[o]), values_of((*ref)[o]), dtype_is_float(odt) ? tolerance_for(c.tolerance, odt) : 0.0,
                    "output " + std::to_string(o));
     }
@@ -625,10 +780,18 @@ void builtin_attributes(const OpCaseTable& t) {
       in.values.clear();
       inputs[i] = random_tensor(in.dtype.value_or(DataType::kFloat32), in, rng);
     }
-    auto node = builtin_node(t, b.attrs, inputs, first.output_dims.size());
-    auto outs = infer_node_outputs(*node, t.opset);
-    Status st = outs.status();
-    if (st.is_ok()) st = run_node_guarded(Backend::kCPU, *node, *outs).status();
+    Status st;
+    if (t.container_reference) {
+      auto node = builtin_node(t, b.attrs, inputs, first.container_outputs.size());
+      auto descs = node->infer(t.opset);
+      st = descs.status();
+      if (st.is_ok()) st = run_container_node(Backend::kCPU, *node, *descs).status();
+    } else {
+      auto node = builtin_node(t, b.attrs, inputs, first.output_dims.size());
+      auto outs = infer_node_outputs(*node, t.opset);
+      st = outs.status();
+      if (st.is_ok()) st = run_node_guarded(Backend::kCPU, *node, *outs).status();
+    }
     expect_names(st, b.attribute, b.label);
   }
 }

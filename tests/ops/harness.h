@@ -35,6 +35,18 @@ struct CaseInput {
   // axes or condition). Unset: a builtin op's float input, in the tested dtype. (Custom ops take
   // their dtypes from the combinations the op declares.)
   std::optional<DataType> dtype = std::nullopt;
+  // A container input of a sequence or optional op (kSequence, kOptionalTensor): one tensor of
+  // random values in [lo, hi] per entry of `items`, of those dims (an optional: none or one).
+  // `dims` is unused then.
+  ValueKind kind = ValueKind::kTensor;
+  std::vector<std::vector<int64_t>> items = {};
+};
+
+// A sequence or optional op's output as its case expects it: its kind and its tensors' dims (a
+// tensor output: one item).
+struct ContainerOutput {
+  ValueKind kind = ValueKind::kTensor;
+  std::vector<std::vector<int64_t>> items;
 };
 
 struct OpCase {
@@ -54,6 +66,9 @@ struct OpCase {
   // op is not differentiable, e.g. sampling locations that sit on a pixel-centre line, where a
   // float32 kernel and the float64 reference legitimately pick different bilinear cells.
   std::function<void(std::vector<Tensor>&)> adjust_inputs;
+  // The outputs of a sequence or optional op (a table with a container_reference), instead of
+  // output_dims.
+  std::vector<ContainerOutput> container_outputs = {};
 };
 
 // Attributes (and optionally input shapes, for errors found by the shape function) that must be
@@ -71,6 +86,21 @@ using ReferenceFn = std::function<std::vector<std::vector<double>>(
     const std::vector<std::vector<double>>& inputs, const std::vector<std::vector<int64_t>>& input_dims,
     const AttributeMap& attrs)>;
 
+// A builtin op whose outputs are draws (RandomNormal, Bernoulli, Multinomial): the engines'
+// generators differ, so each backend's outputs (host copies) are checked against the distribution
+// the inputs and attributes define, with EXPECT_* inside, instead of against the CPU kernel.
+using StatisticsFn = std::function<void(const std::vector<Tensor>& outputs, const std::vector<std::vector<double>>& inputs,
+                                        const AttributeMap& attrs)>;
+
+// A container op's independent formula: per input and per output the tensors it holds (a tensor:
+// one; an omitted input or an empty sequence or optional: none), each as dims and row-major values.
+struct Item {
+  std::vector<int64_t> dims;
+  std::vector<double> values;
+};
+using Items = std::vector<Item>;
+using ContainerReferenceFn = std::function<std::vector<Items>(const std::vector<Items>& inputs, const AttributeMap& attrs)>;
+
 struct OpCaseTable {
   std::string domain = "ai.onnx.contrib";
   std::string name;
@@ -86,6 +116,12 @@ struct OpCaseTable {
   std::vector<DataType> cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
   std::vector<DataType> cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
   DataType reference_dtype = DataType::kFloat64;
+  // Set for random ops (see StatisticsFn): checked per backend, and a node with a `seed` attribute
+  // must repeat its outputs bit for bit.
+  StatisticsFn statistics;
+  // Set for the sequence and optional ops, whose inputs or outputs are containers: their cases
+  // (CaseInput::kind, OpCase::container_outputs) are checked with this formula instead of `reference`.
+  ContainerReferenceFn container_reference;
 };
 
 // Whether a table is a builtin op's (ONNX's default domain or graft's internal one) rather than a
@@ -125,5 +161,12 @@ std::vector<OpCaseTable> resize_cases();         // Resize (nearest, linear; fou
 std::vector<OpCaseTable> cast_sample_cases();    // Cast, CastLike, GridSample
 std::vector<OpCaseTable> integer_cases();        // MatMulInteger, ConvInteger, ConstantOfShape, MaxUnpool, GraftChannelsLast
 std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout, Shape, Size, Einsum, Det, losses, BitShift, DFT, STFT, RNN
+std::vector<OpCaseTable> recurrent_cases();      // GRU, LSTM
+std::vector<OpCaseTable> quantized_cases();      // QLinearMatMul, QLinearConv, DynamicQuantizeLinear
+std::vector<OpCaseTable> mel_tfidf_cases();      // MelWeightMatrix, TfIdfVectorizer
+std::vector<OpCaseTable> data_dependent_cases(); // NonZero, Unique, NonMaxSuppression, Compress
+std::vector<OpCaseTable> random_cases();         // RandomNormal/Uniform(Like), Bernoulli, Multinomial
+std::vector<OpCaseTable> internal_view_cases();  // GraftStridedCopy, GraftViewChain, GraftConcatSlices, GraftElementwise
+std::vector<OpCaseTable> container_cases();      // the sequence and optional ops
 
 }  // namespace graft::optest

@@ -20,4 +20,10 @@ Result<std::vector<OutSpec>> infer_node_outputs(testing::OneNode& n, int opset);
 // or where its kernel sizes or makes its outputs itself (not run by the harness).
 Result<std::vector<Tensor>> run_node_guarded(Backend backend, testing::OneNode& n, const std::vector<OutSpec>& outs);
 
+// Runs a sequence or optional op's node (container inputs or outputs: its kernel makes them) on the
+// CPU: tensor outputs poisoned and preallocated with `outs`' dims where inference made them
+// concrete, container outputs left to the kernel; afterwards every input must be unchanged. The CUDA
+// backend runs these ops only inside an engine (their device pools live in its plan): kUnsupported.
+Result<std::vector<Tensor>> run_container_node(Backend backend, testing::OneNode& n, const std::vector<TensorDesc>& outs);
+
 }  // namespace graft::optest

@@ -32,7 +32,7 @@ struct OneNode {
         continue;
       }
       Value* v = graph.add_value("in" + std::to_string(i));
-      v->desc = TensorDesc(inputs[i].dtype(), shape_from_values(inputs[i].dims()));
+      v->desc = desc_of_value(inputs[i]);  // a tensor's dtype and dims; a container's kind too
       v->constant = inputs[i];
       node->inputs.push_back(v);
     }
@@ -62,7 +62,10 @@ struct OneNode {
     GRAFT_RETURN_IF_ERROR(op->infer(ictx));
     for (size_t i = 0; i < node->outputs.size(); ++i) {
       const TensorDesc& d = ictx.outputs()[i];
-      if (!d.shape || !shape_is_static(*d.shape))
+      // An op that sizes its outputs in its kernel (NonZero, Unique) leaves the counted dims unknown,
+      // and a container's items may have no one shape.
+      const bool may_be_unknown = op->output_shape_from_kernel || !d.is_tensor();
+      if (!may_be_unknown && (!d.shape || !shape_is_static(*d.shape)))
         return error(StatusCode::kInternal, "output ", static_cast<int64_t>(i), " shape not concrete: ", d.to_string());
       node->outputs[i]->desc = d;
     }
@@ -75,6 +78,10 @@ struct OneNode {
     const OpEntry* op = find_op_entry(*node);
     std::vector<Tensor> outs;
     for (const TensorDesc& d : descs) {
+      if (!d.is_tensor() || !d.shape || !shape_is_static(*d.shape)) {  // the kernel makes it
+        outs.emplace_back();
+        continue;
+      }
       Tensor t = Tensor::empty(d.dtype, shape_values(*d.shape));
       t.poison();
       outs.push_back(t);
