@@ -2,6 +2,8 @@
 // SequenceAt, SequenceErase, SequenceLength, SplitToSequence, ConcatFromSequence, Optional,
 // OptionalHasElement, OptionalGetElement): container inputs of random tensors, each output's kind and
 // tensors' dims written by hand, and an independent formula over the tensors (ContainerReferenceFn).
+// StringNormalizer, whose string output the kernel sizes, runs through the same path.
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -224,13 +226,83 @@ OpCaseTable optional_get_element_cases() {
   return t;
 }
 
+// ASCII case mapping plus the one non-ASCII pair the cases use (É U+00C9, é U+00E9: C3 89, C3 A9).
+std::string mapped(std::string s, bool upper) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char& c = reinterpret_cast<unsigned char&>(s[i]);
+    if (c == 0xC3 && i + 1 < s.size()) {
+      unsigned char& d = reinterpret_cast<unsigned char&>(s[++i]);
+      if (upper && d == 0xA9) d = 0x89;
+      if (!upper && d == 0x89) d = 0xA9;
+    } else if (upper && c >= 'a' && c <= 'z') {
+      c = static_cast<unsigned char>(c - 'a' + 'A');
+    } else if (!upper && c >= 'A' && c <= 'Z') {
+      c = static_cast<unsigned char>(c - 'A' + 'a');
+    }
+  }
+  return s;
+}
+
+// StringNormalizer: the strings that are not stopwords (compared lower-cased unless
+// is_case_sensitive), case-changed; one empty string when none is left. X is [C] or [1, C].
+OpCaseTable string_normalizer_cases() {
+  OpCaseTable t = container_table("StringNormalizer", [](const std::vector<Items>& in, const AttributeMap& a) {
+    const Item& x = in[0][0];
+    const std::vector<std::string> stop = a.get_strings("stopwords", {}).value();
+    const bool sensitive = a.get_int("is_case_sensitive", 0).value() != 0;
+    const std::string action = a.get_string("case_change_action", "NONE").value();
+    Item y;
+    for (const std::string& w : x.strings) {
+      const std::string key = sensitive ? w : mapped(w, false);
+      if (std::find(stop.begin(), stop.end(), key) != stop.end()) continue;
+      y.strings.push_back(action == "NONE" ? w : mapped(w, action == "UPPER"));
+    }
+    if (y.strings.empty()) y.strings.emplace_back();
+    y.dims = {static_cast<int64_t>(y.strings.size())};
+    if (x.dims.size() == 2) y.dims.insert(y.dims.begin(), 1);
+    return std::vector<Items>{Items{y}};
+  }, 10);
+  t.cuda_dtypes = {};  // strings live on the host: a CUDA build runs StringNormalizer on the CPU
+  const std::vector<std::string> words = {"Apple", "bANana", "Cherry", "\xC3\x89" "cole", "kiwi", "MANGO", "p\xC3\xA9" "ch\xC3\xA9"};
+  auto strings = [&](std::vector<int64_t> dims) {
+    CaseInput in = typed(std::move(dims), DataType::kString, 0, 0);
+    in.words = words;
+    return in;
+  };
+  // Stopwords (in random case) at fixed places, so that the count is known.
+  auto put = [](std::vector<std::pair<int64_t, std::string>> at) {
+    return [at](std::vector<Tensor>& ins) {
+      for (const auto& [i, w] : at) ins[0].data_as<std::string>()[i] = w;
+    };
+  };
+  auto attrs = [](const char* action, int64_t sensitive, std::vector<std::string> stop) {
+    AttributeMap a;
+    a.set("case_change_action", std::string(action));
+    a.set("is_case_sensitive", sensitive);
+    if (!stop.empty()) a.set("stopwords", std::move(stop));
+    return a;
+  };
+  OpCase lower = container_case("lower_without_stopwords", {strings({8})}, {tensor_out({6})}, attrs("LOWER", 0, {"the", "a"}));
+  lower.adjust_inputs = put({{1, "The"}, {5, "A"}});
+  t.cases.push_back(lower);
+  OpCase upper = container_case("upper_case_sensitive_1xC", {strings({1, 7})}, {tensor_out({1, 6})}, attrs("UPPER", 1, {"the"}));
+  upper.adjust_inputs = put({{0, "the"}, {3, "The"}});  // only the first is a stopword here
+  t.cases.push_back(upper);
+  t.cases.push_back(container_case("unchanged", {strings({5})}, {tensor_out({5})}, attrs("NONE", 0, {})));
+  OpCase none_left = container_case("all_stopwords", {strings({3})}, {tensor_out({1})}, attrs("LOWER", 0, {"the", "an"}));
+  none_left.adjust_inputs = put({{0, "THE"}, {1, "an"}, {2, "The"}});
+  t.cases.push_back(none_left);
+  t.bad_attributes.push_back({"unknown_case_change", attr("case_change_action", std::string("TITLE")), {}, "case_change_action"});
+  return t;
+}
+
 }  // namespace
 
 std::vector<OpCaseTable> container_cases() {
   return {sequence_empty_cases(),    sequence_construct_cases(), sequence_insert_cases(),
           sequence_at_cases(),       sequence_erase_cases(),     sequence_length_cases(),
           split_to_sequence_cases(), concat_from_sequence_cases(), optional_cases(),
-          optional_has_element_cases(), optional_get_element_cases()};
+          optional_has_element_cases(), optional_get_element_cases(), string_normalizer_cases()};
 }
 
 }  // namespace graft::optest

@@ -178,6 +178,13 @@ Result<std::vector<Tensor>> run_def_guarded(const OpDef& def, Backend backend, b
 // Random values in the case's range, rounded to `dtype` (so the reference sees exactly what the
 // kernel sees).
 Tensor random_tensor(DataType dtype, const CaseInput& in, std::mt19937_64& rng) {
+  if (dtype == DataType::kString) {
+    if (in.words.empty()) ADD_FAILURE() << "case table bug: a string input without words to draw";
+    std::vector<std::string> v(static_cast<size_t>(numel_of(in.dims)));
+    std::uniform_int_distribution<size_t> pick(0, in.words.empty() ? 0 : in.words.size() - 1);
+    for (std::string& w : v) w = in.words.empty() ? std::string() : in.words[pick(rng)];
+    return Tensor::from_strings(in.dims, v);
+  }
   Tensor t = Tensor::empty(dtype, in.dims);
   if (!in.values.empty()) {
     if (in.values.size() != static_cast<size_t>(t.numel()))
@@ -353,6 +360,7 @@ std::unique_ptr<testing::OneNode> builtin_node(const OpCaseTable& t, const Attri
   auto n = std::make_unique<testing::OneNode>(t.name, std::move(inputs), num_outputs);
   n->node->domain = t.domain == "ai.onnx" ? "" : t.domain;
   n->node->attrs = attrs;
+  if (t.attach_subgraphs) t.attach_subgraphs(*n->node);
   return n;
 }
 
@@ -368,12 +376,25 @@ std::vector<int64_t> inferred_as_case(std::vector<int64_t> inferred, const std::
 
 // ---- sequence and optional ops ----
 // A value's tensors as the container formulas see them: a tensor is one item, a container its items.
+Item item_of(const Tensor& t) {
+  if (t.dtype() != DataType::kString) return Item{t.dims(), values_of(t)};
+  const auto* s = t.data_as<std::string>();
+  return Item{t.dims(), {}, std::vector<std::string>(s, s + t.numel())};
+}
+
 Items items_of(const Tensor& v) {
   if (!v.defined()) return {};
-  if (v.is_tensor()) return {Item{v.dims(), values_of(v)}};
+  if (v.is_tensor()) return {item_of(v)};
   Items out;
-  for (const Tensor& t : v.items()) out.push_back(Item{t.dims(), values_of(t)});
+  for (const Tensor& t : v.items()) out.push_back(item_of(t));
   return out;
+}
+
+// One tensor of a container comparison: dims, then strings exactly or values within `tol`.
+void expect_item(const Item& got, const Item& want, const std::vector<int64_t>& dims, double tol, const std::string& what) {
+  EXPECT_EQ(got.dims, dims) << what << "'s dims";
+  EXPECT_EQ(got.strings, want.strings) << what << "'s strings";
+  expect_close(got.values, want.values, tol, what);
 }
 
 // `got` against the case's expectation (kind, item dims) and the reference's values.
@@ -383,10 +404,7 @@ void expect_container(const Tensor& got, const ContainerOutput& want, const Tens
   const Items g = items_of(got), r = items_of(ref);
   ASSERT_EQ(g.size(), want.items.size()) << what << "'s number of tensors";
   ASSERT_EQ(r.size(), want.items.size()) << what << "'s number of tensors in the reference run";
-  for (size_t k = 0; k < g.size(); ++k) {
-    EXPECT_EQ(g[k].dims, want.items[k]) << what << ", tensor " << k << "'s dims";
-    expect_close(g[k].values, r[k].values, tol, what + ", tensor " + std::to_string(k));
-  }
+  for (size_t k = 0; k < g.size(); ++k) expect_item(g[k], r[k], want.items[k], tol, what + ", tensor " + std::to_string(k));
 }
 
 // A sequence or optional op's case: inference gives each output's kind, the run on `backend`
@@ -431,11 +449,10 @@ void container_forward(const OpCaseTable& t, const OpCase& c, Backend backend, s
     for (size_t o = 0; o < n_out; ++o) {
       const Items r = items_of((*ref)[o]);
       ASSERT_EQ(r.size(), expected[o].size()) << "output " << o << ": the CPU reference vs the formula, number of tensors";
-      for (size_t k = 0; k < r.size(); ++k) {
-        EXPECT_EQ(r[k].dims, expected[o][k].dims) << "output " << o << ", tensor " << k << ": the formula's dims";
-        expect_close(r[k].values, expected[o][k].values, default_tolerance((*ref)[o].dtype()),
-                     "the CPU reference vs the test's independent formula, output " + std::to_string(o));
-      }
+      for (size_t k = 0; k < r.size(); ++k)
+        expect_item(r[k], expected[o][k], expected[o][k].dims, default_tolerance((*ref)[o].dtype()),
+                    "the CPU reference vs the test's independent formula, output " + std::to_string(o) + ", tensor " +
+                        std::to_string(k));
     }
   }
 }

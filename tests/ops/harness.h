@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "graft/op.h"
+#include "graph/graph.h"
 
 namespace graft::optest {
 
@@ -40,6 +41,8 @@ struct CaseInput {
   // `dims` is unused then.
   ValueKind kind = ValueKind::kTensor;
   std::vector<std::vector<int64_t>> items = {};
+  // A string input (dtype kString): each element one of these words, drawn at random.
+  std::vector<std::string> words = {};
 };
 
 // A sequence or optional op's output as its case expects it: its kind and its tensors' dims (a
@@ -97,6 +100,7 @@ using StatisticsFn = std::function<void(const std::vector<Tensor>& outputs, cons
 struct Item {
   std::vector<int64_t> dims;
   std::vector<double> values;
+  std::vector<std::string> strings = {};  // a string tensor's elements (`values` empty)
 };
 using Items = std::vector<Item>;
 using ContainerReferenceFn = std::function<std::vector<Items>(const std::vector<Items>& inputs, const AttributeMap& attrs)>;
@@ -122,6 +126,11 @@ struct OpCaseTable {
   // Set for the sequence and optional ops, whose inputs or outputs are containers: their cases
   // (CaseInput::kind, OpCase::container_outputs) are checked with this formula instead of `reference`.
   ContainerReferenceFn container_reference;
+  // If, Loop, Scan, SequenceMap (tables with a container_reference): attaches the node's subgraphs,
+  // the same bodies for every case, built from the node's input descs so that they follow the run's
+  // dtype (and setting Node::implicit_inputs for the outer values they capture, the node's last
+  // inputs). The formula mirrors the bodies.
+  std::function<void(Node& node)> attach_subgraphs;
 };
 
 // Whether a table is a builtin op's (ONNX's default domain or graft's internal one) rather than a
@@ -168,5 +177,6 @@ std::vector<OpCaseTable> data_dependent_cases(); // NonZero, Unique, NonMaxSuppr
 std::vector<OpCaseTable> random_cases();         // RandomNormal/Uniform(Like), Bernoulli, Multinomial
 std::vector<OpCaseTable> internal_view_cases();  // GraftStridedCopy, GraftViewChain, GraftConcatSlices, GraftElementwise
 std::vector<OpCaseTable> container_cases();      // the sequence and optional ops
+std::vector<OpCaseTable> control_flow_cases();   // If, Loop, Scan, SequenceMap
 
 }  // namespace graft::optest

@@ -162,19 +162,8 @@ Result<std::vector<Tensor>> run_container_node(Backend backend, testing::OneNode
     return error(StatusCode::kUnsupported, n.node->op_type, " runs on CUDA only inside an engine: not run by the harness");
   const OpEntry* entry = find_op_entry(*n.node);
   if (!entry) return error(StatusCode::kUnsupported, "no op entry for ", n.node->op_type);
-  std::vector<Tensor> ins;  // deep copies, so that a kernel writing into an input is caught
-  for (const Tensor& t : n.inputs) {
-    if (!t.defined() || t.is_tensor()) {
-      ins.push_back(t.defined() ? t.clone() : t);
-      continue;
-    }
-    std::vector<Tensor> items;
-    for (const Tensor& item : t.items()) items.push_back(item.clone());
-    GRAFT_ASSIGN_OR_RETURN(Tensor copy, t.kind() == ValueKind::kSequence ? Tensor::sequence(t.dtype(), items)
-                                        : items.empty() ? Tensor::optional(t.kind(), t.dtype())
-                                                        : Tensor::optional(t.kind(), t.dtype(), items[0]));
-    ins.push_back(copy);
-  }
+  std::vector<Tensor> ins;  // deep copies (containers item by item), so that a kernel writing into an input is caught
+  for (const Tensor& t : n.inputs) ins.push_back(t.defined() ? t.clone() : t);
   std::vector<Tensor> os(outs.size());
   for (size_t o = 0; o < outs.size(); ++o)
     if (outs[o].is_tensor() && outs[o].shape && shape_is_static(*outs[o].shape)) {
