@@ -31,20 +31,26 @@ std::vector<const Tensor*> pointers_to(const std::vector<Tensor>& ts) {
   return out;
 }
 
+// The CPU kernel's call as the executor makes it: the node's context over `ins`, writing `outs`
+// (an undefined output is the kernel's to make).
+Status call_cpu_kernel(const OpEntry& entry, const Node& node, const std::vector<Tensor>& ins, std::vector<Tensor>& outs) {
+  ExecContext ec;
+  ec.node = &node;
+  ec.attrs = &node.attrs;
+  ec.opset = node.opset;
+  ec.inputs = pointers_to(ins);
+  for (Tensor& t : outs) ec.outputs.push_back(&t);
+  return entry.cpu(ec);
+}
+
 Result<std::vector<Tensor>> run_on_cpu(testing::OneNode& n, const std::vector<OutSpec>& outs) {
   const OpEntry* entry = find_op_entry(*n.node);
   if (!entry) return error(StatusCode::kUnsupported, "no op entry for ", n.node->op_type);
   // An op that sizes its outputs itself (NonZero, Unique) finds them allocated with the case's dims,
   // and allocate_output refuses the run if its count disagrees, so every output stays guarded.
   return run_guarded(Backend::kCPU, n.inputs, outs, 0, {}, [&](const GuardedArgs& a) {
-    std::vector<Tensor> ins = tensors_of(a.inputs), os = tensors_of(a.outputs);
-    ExecContext ec;
-    ec.node = n.node;
-    ec.attrs = &n.node->attrs;
-    ec.opset = n.node->opset;
-    ec.inputs = pointers_to(ins);
-    for (Tensor& t : os) ec.outputs.push_back(&t);
-    return entry->cpu(ec);
+    std::vector<Tensor> os = tensors_of(a.outputs);
+    return call_cpu_kernel(*entry, *n.node, tensors_of(a.inputs), os);
   });
 }
 
@@ -170,13 +176,7 @@ Result<std::vector<Tensor>> run_container_node(Backend backend, testing::OneNode
       os[o] = Tensor::empty(outs[o].dtype, shape_values(*outs[o].shape));
       os[o].poison();
     }
-  ExecContext ec;
-  ec.node = n.node;
-  ec.attrs = &n.node->attrs;
-  ec.opset = n.node->opset;
-  ec.inputs = pointers_to(ins);
-  for (Tensor& t : os) ec.outputs.push_back(&t);
-  GRAFT_RETURN_IF_ERROR(entry->cpu(ec));
+  GRAFT_RETURN_IF_ERROR(call_cpu_kernel(*entry, *n.node, ins, os));
   for (size_t i = 0; i < ins.size(); ++i)
     EXPECT_TRUE(!ins[i].defined() || ins[i].same_contents(n.inputs[i])) << "the kernel modified input " << i;
   return os;
