@@ -3,6 +3,7 @@
 // follow the run's dtype, the outer values they read passed as the node's last (implicit) inputs;
 // each table's independent formula mirrors its bodies in plain double loops.
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "graft/op.h"
-#include "graph/graph.h"
+#include "graph/graph.h"  // Node, for the control-flow tables' attach_subgraphs
 
 namespace graft::optest {
 
