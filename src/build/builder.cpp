@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "build/build_graph.h"
 #include "build/device_passes.h"
 #include "graft/registry.h"
 #include "graph/passes.h"
@@ -480,6 +481,13 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
 }
 
 }  // namespace
+
+Result<std::shared_ptr<Engine>> build_engine_from_graph(std::unique_ptr<Graph> graph, const BuilderConfig& config,
+                                                         const std::string& name_for_errors) {
+  GRAFT_RETURN_IF_ERROR(check_device_compiled(config.device));
+  if (!graph) return error(StatusCode::kInvalidArgument, "no graph to build");
+  return build(std::move(graph), config, name_for_errors);
+}
 
 Result<std::shared_ptr<Engine>> Engine::build_from_onnx_file(const std::string& path, const BuilderConfig& config) {
   GRAFT_RETURN_IF_ERROR(check_device_compiled(config.device));  // before any import work

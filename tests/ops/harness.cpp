@@ -411,9 +411,6 @@ void expect_container(const Tensor& got, const ContainerOutput& want, const Tens
 // matches the CPU kernel in the reference dtype, and that matches the table's formula.
 void container_forward(const OpCaseTable& t, const OpCase& c, Backend backend, std::vector<DataType> dtypes,
                        std::mt19937_64& rng) {
-  if (backend == Backend::kCUDA)
-    GTEST_SKIP() << t.name << " runs on CUDA only inside an engine (its device pool lives in the engine's plan); "
-                 << "graft_cuda_tests' CudaControlFlowTest and the CUDA conformance run cover it";
   const size_t n_out = c.container_outputs.size();
   for (DataType dt : dtypes) {
     SCOPED_TRACE(std::string("dtype ") + dtype_name(dt));
@@ -432,14 +429,22 @@ void container_forward(const OpCaseTable& t, const OpCase& c, Backend backend, s
     auto ref_node = builtin_node(t, c.attrs, floats_as(inputs, t.reference_dtype), n_out);
     auto ref_descs = ref_node->infer(t.opset);
     ASSERT_TRUE(ref_descs.is_ok()) << "reference inference: " << ref_descs.status().to_string();
-    auto ref = run_container_node(Backend::kCPU, *ref_node, *ref_descs);
+    auto ref = run_container_node(*ref_node, *ref_descs);
     ASSERT_TRUE(ref.is_ok()) << "the " << dtype_name(t.reference_dtype) << " CPU reference: " << ref.status().to_string();
-    auto got = run_container_node(backend, *node, *descs);
-    ASSERT_TRUE(got.is_ok()) << backend_name(backend) << " run: " << got.status().to_string();
-    for (size_t o = 0; o < n_out; ++o) {
-      const DataType odt = (*got)[o].defined() ? (*got)[o].dtype() : DataType::kFloat32;
-      expect_container((*got)[o], c.container_outputs[o], (*ref)[o],
-                       dtype_is_float(odt) ? tolerance_for(c.tolerance, odt) : 0.0, "output " + std::to_string(o));
+    // On the CPU the kernel itself and then the CPU engine of a one-node graph; on CUDA the engine
+    // (these ops' CUDA kernels run only inside one).
+    std::vector<std::pair<std::string, Result<std::vector<Tensor>>>> runs;
+    if (backend == Backend::kCPU) runs.emplace_back("cpu kernel", run_container_node(*node, *descs));
+    runs.emplace_back(std::string(backend_name(backend)) + " engine",
+                      run_in_engine(backend, *builtin_node(t, c.attrs, inputs, n_out)));
+    for (auto& [what, got] : runs) {
+      SCOPED_TRACE(what);
+      ASSERT_TRUE(got.is_ok()) << what << " run: " << got.status().to_string();
+      for (size_t o = 0; o < n_out; ++o) {
+        const DataType odt = (*got)[o].defined() ? (*got)[o].dtype() : DataType::kFloat32;
+        expect_container((*got)[o], c.container_outputs[o], (*ref)[o],
+                         dtype_is_float(odt) ? tolerance_for(c.tolerance, odt) : 0.0, "output " + std::to_string(o));
+      }
     }
     if (backend != Backend::kCPU || dt != dtypes.front()) continue;
     std::vector<Items> in_items;
@@ -802,7 +807,7 @@ void builtin_attributes(const OpCaseTable& t) {
       auto node = builtin_node(t, b.attrs, inputs, first.container_outputs.size());
       auto descs = node->infer(t.opset);
       st = descs.status();
-      if (st.is_ok()) st = run_container_node(Backend::kCPU, *node, *descs).status();
+      if (st.is_ok()) st = run_container_node(*node, *descs).status();
     } else {
       auto node = builtin_node(t, b.attrs, inputs, first.output_dims.size());
       auto outs = infer_node_outputs(*node, t.opset);

@@ -4,7 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
+#include <memory>
 #include <string>
+
+#include "build/build_graph.h"
 
 #ifdef GRAFT_WITH_CUDA
 #include <cuda_runtime.h>
@@ -163,9 +167,7 @@ Result<std::vector<OutSpec>> infer_node_outputs(testing::OneNode& n, int opset) 
   return out;
 }
 
-Result<std::vector<Tensor>> run_container_node(Backend backend, testing::OneNode& n, const std::vector<TensorDesc>& outs) {
-  if (backend != Backend::kCPU)
-    return error(StatusCode::kUnsupported, n.node->op_type, " runs on CUDA only inside an engine: not run by the harness");
+Result<std::vector<Tensor>> run_container_node(testing::OneNode& n, const std::vector<TensorDesc>& outs) {
   const OpEntry* entry = find_op_entry(*n.node);
   if (!entry) return error(StatusCode::kUnsupported, "no op entry for ", n.node->op_type);
   std::vector<Tensor> ins;  // deep copies (containers item by item), so that a kernel writing into an input is caught
@@ -180,6 +182,53 @@ Result<std::vector<Tensor>> run_container_node(Backend backend, testing::OneNode
   for (size_t i = 0; i < ins.size(); ++i)
     EXPECT_TRUE(!ins[i].defined() || ins[i].same_contents(n.inputs[i])) << "the kernel modified input " << i;
   return os;
+}
+
+Result<std::vector<Tensor>> run_in_engine(Backend backend, testing::OneNode& n) {
+  auto g = std::make_unique<Graph>();
+  const int opset = n.node->opset > 0 ? n.node->opset : 17;
+  g->opset_imports[""] = opset;
+  g->ir_version = 8;
+  Node* node = g->add_node(n.node->name, n.node->op_type, n.node->domain);
+  node->opset = opset;
+  node->attrs = n.node->attrs;
+  node->subgraphs = n.node->subgraphs;
+  node->implicit_inputs = n.node->implicit_inputs;
+  std::map<std::string, Tensor> feeds;
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!n.inputs[i].defined()) {
+      node->inputs.push_back(nullptr);
+      continue;
+    }
+    Value* v = g->add_value("in" + std::to_string(i));
+    v->desc = desc_of_value(n.inputs[i]);
+    v->is_graph_input = true;
+    g->inputs().push_back(v);
+    node->inputs.push_back(v);
+    feeds[v->name] = n.inputs[i];
+  }
+  for (size_t o = 0; o < n.node->outputs.size(); ++o) {
+    Value* v = g->add_value("out" + std::to_string(o));
+    v->producer = node;
+    v->is_graph_output = true;
+    node->outputs.push_back(v);
+    g->outputs().push_back(v);
+  }
+  BuilderConfig config;
+  config.device = backend == Backend::kCUDA ? DeviceType::kCUDA : DeviceType::kCPU;
+  config.strict_device = backend == Backend::kCUDA;
+  GRAFT_ASSIGN_OR_RETURN(std::shared_ptr<Engine> engine,
+                         build_engine_from_graph(std::move(g), config, "one " + n.node->op_type + " node"));
+  GRAFT_ASSIGN_OR_RETURN(std::unique_ptr<ExecutionContext> ctx, engine->create_context());
+  std::map<std::string, Tensor> results;
+  GRAFT_RETURN_IF_ERROR(ctx->run(feeds, results));
+  std::vector<Tensor> out;
+  for (size_t o = 0; o < n.node->outputs.size(); ++o) {
+    auto it = results.find("out" + std::to_string(o));
+    if (it == results.end()) return error(StatusCode::kInternal, "the engine did not return output ", o);
+    out.push_back(it->second);
+  }
+  return out;
 }
 
 Result<std::vector<Tensor>> run_node_guarded(Backend backend, testing::OneNode& n, const std::vector<OutSpec>& outs) {

@@ -20,10 +20,16 @@ Result<std::vector<OutSpec>> infer_node_outputs(testing::OneNode& n, int opset);
 // or where its kernel sizes or makes its outputs itself (not run by the harness).
 Result<std::vector<Tensor>> run_node_guarded(Backend backend, testing::OneNode& n, const std::vector<OutSpec>& outs);
 
-// Runs a sequence or optional op's node (container inputs or outputs: its kernel makes them) on the
-// CPU: tensor outputs poisoned and preallocated with `outs`' dims where inference made them
-// concrete, container outputs left to the kernel; afterwards every input must be unchanged. The CUDA
-// backend runs these ops only inside an engine (their device pools live in its plan): kUnsupported.
-Result<std::vector<Tensor>> run_container_node(Backend backend, testing::OneNode& n, const std::vector<TensorDesc>& outs);
+// Runs a sequence, optional or control-flow op's node (container inputs or outputs, or subgraphs:
+// its kernel makes its outputs) through its CPU kernel: tensor outputs poisoned and preallocated with
+// `outs`' dims where inference made them concrete, container outputs left to the kernel; afterwards
+// every input must be unchanged.
+Result<std::vector<Tensor>> run_container_node(testing::OneNode& n, const std::vector<TensorDesc>& outs);
+
+// Runs the node as the only layer of an engine built for `backend` from a graph whose inputs are the
+// node's (graph inputs, not constants, so nothing folds), the way these ops' CUDA kernels run: only
+// inside an engine, whose plan holds their device pools. On CUDA the engine is built strictly (a
+// layer the GPU does not take fails the build, naming it). Outputs come back as host values.
+Result<std::vector<Tensor>> run_in_engine(Backend backend, testing::OneNode& n);
 
 }  // namespace graft::optest
