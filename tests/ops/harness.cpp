@@ -374,7 +374,7 @@ std::vector<int64_t> inferred_as_case(std::vector<int64_t> inferred, const std::
   return inferred;
 }
 
-// ---- sequence and optional ops ----
+// ---- ops with containers, bodies or kernel-made outputs (sequences, optionals, control flow, strings) ----
 // A value's tensors as the container formulas see them: a tensor is one item, a container its items.
 Item item_of(const Tensor& t) {
   if (t.dtype() != DataType::kString) return Item{t.dims(), values_of(t)};
@@ -407,8 +407,9 @@ void expect_container(const Tensor& got, const ContainerOutput& want, const Tens
   for (size_t k = 0; k < g.size(); ++k) expect_item(g[k], r[k], want.items[k], tol, what + ", tensor " + std::to_string(k));
 }
 
-// A sequence or optional op's case: inference gives each output's kind, the run on `backend`
-// matches the CPU kernel in the reference dtype, and that matches the table's formula.
+// A container_reference table's case: inference gives each output's kind, the run on `backend`
+// (CPU: the kernel, then a one-node CPU engine; CUDA: a one-node CUDA engine) matches the CPU kernel
+// in the reference dtype, and that matches the table's formula.
 void container_forward(const OpCaseTable& t, const OpCase& c, Backend backend, std::vector<DataType> dtypes,
                        std::mt19937_64& rng) {
   const size_t n_out = c.container_outputs.size();
