@@ -1,6 +1,8 @@
 #include "build/device_passes.h"
 
 #include <cstdlib>
+#include <set>
+#include <sstream>
 #include <string>
 
 #include "graph/passes.h"
@@ -148,13 +150,42 @@ const std::vector<DevicePass>& cuda_device_passes() {
   return passes;
 }
 
+namespace {
+
+// The passes GRAFT_DISABLE_PASSES names (see device_passes.h).
+Result<std::set<std::string>> disabled_passes(const std::vector<DevicePass>& passes) {
+  std::set<std::string> out;
+  const char* env = std::getenv("GRAFT_DISABLE_PASSES");
+  if (!env) return out;
+  std::string names;
+  for (const DevicePass& p : passes) names += std::string(names.empty() ? "" : ", ") + p.name;
+  std::stringstream list(env);
+  for (std::string name; std::getline(list, name, ',');) {
+    if (name.empty()) continue;
+    bool known = false;
+    for (const DevicePass& p : passes) known = known || name == p.name;
+    if (!known)
+      return error(StatusCode::kInvalidArgument, "GRAFT_DISABLE_PASSES names '", name, "', which is not one of this target's passes (",
+                   names, ")");
+    out.insert(name);
+  }
+  return out;
+}
+
+}  // namespace
+
 Status run_device_pass_list(Graph& g, const std::vector<DevicePass>& passes, const BuilderConfig& config,
                             const DeviceQueries& device) {
   if (config.layout != "auto" && config.layout != "nchw" && config.layout != "nhwc")
     return error(StatusCode::kInvalidArgument, "layout must be auto, nchw or nhwc, got '", config.layout, "'");
+  GRAFT_ASSIGN_OR_RETURN(const std::set<std::string> disabled, disabled_passes(passes));
   const DevicePassContext ctx{config, device};
   for (const DevicePass& p : passes) {
     if (!p.enabled(config)) continue;
+    if (disabled.count(p.name)) {
+      if (config.progress) config.progress(p.name, "skipped (GRAFT_DISABLE_PASSES)");
+      continue;
+    }
     GRAFT_ASSIGN_OR_RETURN(std::string detail, p.run(g, ctx));
     if (!detail.empty() && config.progress) config.progress(p.name, detail);
   }

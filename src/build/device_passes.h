@@ -32,7 +32,9 @@ const std::vector<DevicePass>& cuda_device_passes();
 
 // Runs `passes` in order over `g` for a device that answers `device`, reporting each pass's detail
 // through config.progress under its name, then infers shapes. Tests run the CUDA list on the CPU
-// with a stand-in for the device.
+// with a stand-in for the device. GRAFT_DISABLE_PASSES (pass names, comma-separated, as listed in
+// cuda_device_passes) leaves those passes out, to measure what one pass does in one build
+// environment; a name that is not a pass of the list is an error naming it.
 Status run_device_pass_list(Graph& g, const std::vector<DevicePass>& passes, const BuilderConfig& config,
                             const DeviceQueries& device);
 

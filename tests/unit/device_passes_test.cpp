@@ -3,6 +3,8 @@
 // as a CUDA build would, on the CPU, and the result still computes the model.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <map>
 #include <random>
 #include <set>
 #include <string>
@@ -121,6 +123,39 @@ TEST(DevicePasses, TheDeviceAnswersDecideAndBadLayoutsAreRefused) {
   ASSERT_FALSE(s.is_ok());
   EXPECT_NE(s.to_string().find("layout must be auto, nchw or nhwc, got 'NHWC8'"), std::string::npos) << s.to_string();
   EXPECT_EQ(count_op(*g2, "GraftConv"), 0) << "nothing ran";
+}
+
+// GRAFT_DISABLE_PASSES leaves the named passes out (reported as skipped), and a name that is no pass
+// of the list is refused, naming it, before any pass runs.
+TEST(DevicePasses, DisabledPassesAreLeftOutAndUnknownNamesRefused) {
+  struct EnvGuard {
+    ~EnvGuard() { unsetenv("GRAFT_DISABLE_PASSES"); }
+  } guard;
+  std::mt19937 rng(11);
+  OnnxModelBuilder m = conv_gemm_model(rng);
+  BuilderConfig config;
+  std::map<std::string, std::string> reported;
+  config.progress = [&](const std::string& stage, const std::string& detail) { reported[stage] = detail; };
+
+  setenv("GRAFT_DISABLE_PASSES", "fuse conv,fuse gemm", 1);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  Status s = run_device_pass_list(*g, cuda_device_passes(), config, runs_everything());
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(count_op(*g, "GraftConv"), 0);
+  EXPECT_EQ(count_op(*g, "Conv"), 2) << "the convolutions stay ONNX Convs";
+  EXPECT_EQ(count_op(*g, "GraftGemm"), 0);
+  EXPECT_EQ(reported["fuse conv"], "skipped (GRAFT_DISABLE_PASSES)");
+  EXPECT_EQ(reported["fuse gemm"], "skipped (GRAFT_DISABLE_PASSES)");
+
+  setenv("GRAFT_DISABLE_PASSES", "fuse conv,no such pass", 1);
+  auto g2 = load(m);
+  ASSERT_TRUE(g2);
+  s = run_device_pass_list(*g2, cuda_device_passes(), config, runs_everything());
+  ASSERT_FALSE(s.is_ok());
+  EXPECT_NE(s.to_string().find("'no such pass'"), std::string::npos) << s.to_string();
+  EXPECT_NE(s.to_string().find("defer activations"), std::string::npos) << "the error lists the passes: " << s.to_string();
+  EXPECT_EQ(count_op(*g2, "Conv"), 2) << "nothing ran";
 }
 
 }  // namespace
