@@ -171,4 +171,40 @@ inline std::vector<double> broadcast_apply(const std::vector<std::vector<double>
   return y;
 }
 
+// ---- containers and control flow (tables with a container_reference) ----
+inline OpCaseTable container_table(std::string name, ContainerReferenceFn reference, int opset = 17) {
+  OpCaseTable t = builtin_table(std::move(name), nullptr, opset);
+  t.container_reference = std::move(reference);
+  return t;
+}
+inline OpCase container_case(std::string label, std::vector<CaseInput> inputs, std::vector<ContainerOutput> outputs,
+                             AttributeMap attrs = {}) {
+  OpCase c = make_case(std::move(label), std::move(inputs), {}, std::move(attrs));
+  c.container_outputs = std::move(outputs);
+  return c;
+}
+inline ContainerOutput tensor_out(std::vector<int64_t> dims) { return {ValueKind::kTensor, {std::move(dims)}}; }
+inline ContainerOutput sequence_out(std::vector<std::vector<int64_t>> items) {
+  return {ValueKind::kSequence, std::move(items)};
+}
+// A sequence (or optional tensor) input of random tensors of these dims.
+inline CaseInput container_of(ValueKind kind, std::vector<std::vector<int64_t>> items) {
+  CaseInput in;
+  in.kind = kind;
+  in.items = std::move(items);
+  return in;
+}
+inline CaseInput sequence_of(std::vector<std::vector<int64_t>> items) {
+  return container_of(ValueKind::kSequence, std::move(items));
+}
+inline CaseInput optional_of(std::vector<std::vector<int64_t>> items) {
+  return container_of(ValueKind::kOptionalTensor, std::move(items));
+}
+inline CaseInput int64_scalar(int64_t v) { return fixed({}, DataType::kInt64, {static_cast<double>(v)}); }
+inline CaseInput omitted() {
+  CaseInput in;
+  in.omitted = true;
+  return in;
+}
+
 }  // namespace graft::optest

@@ -14,38 +14,6 @@ namespace graft::optest {
 
 namespace {
 
-OpCaseTable container_table(std::string name, ContainerReferenceFn reference, int opset = 17) {
-  OpCaseTable t = builtin_table(std::move(name), nullptr, opset);
-  t.container_reference = std::move(reference);
-  return t;
-}
-
-CaseInput sequence_of(std::vector<std::vector<int64_t>> items) {
-  CaseInput in;
-  in.kind = ValueKind::kSequence;
-  in.items = std::move(items);
-  return in;
-}
-
-CaseInput optional_of(std::vector<std::vector<int64_t>> items) {
-  CaseInput in;
-  in.kind = ValueKind::kOptionalTensor;
-  in.items = std::move(items);
-  return in;
-}
-
-CaseInput position(int64_t p) { return fixed({}, DataType::kInt64, {static_cast<double>(p)}); }
-
-OpCase container_case(std::string label, std::vector<CaseInput> inputs, std::vector<ContainerOutput> outputs,
-                      AttributeMap attrs = {}) {
-  OpCase c = make_case(std::move(label), std::move(inputs), {}, std::move(attrs));
-  c.container_outputs = std::move(outputs);
-  return c;
-}
-
-ContainerOutput sequence_out(std::vector<std::vector<int64_t>> items) { return {ValueKind::kSequence, std::move(items)}; }
-ContainerOutput tensor_out(std::vector<int64_t> dims) { return {ValueKind::kTensor, {std::move(dims)}}; }
-
 // ONNX's position rule: p < 0 counts from the end of the n tensors (-1: before the last one when
 // inserting).
 size_t at(const Items& position, size_t n, size_t fallback) {
@@ -82,12 +50,12 @@ OpCaseTable sequence_insert_cases() {
     seq.insert(seq.begin() + static_cast<ptrdiff_t>(p), in[1][0]);
     return std::vector<Items>{seq};
   });
-  t.cases.push_back(container_case("at_1", {sequence_of({{2, 3}, {4, 3}}), data({1, 3}), position(1)},
+  t.cases.push_back(container_case("at_1", {sequence_of({{2, 3}, {4, 3}}), data({1, 3}), int64_scalar(1)},
                                    {sequence_out({{2, 3}, {1, 3}, {4, 3}})}));
-  t.cases.push_back(container_case("at_minus_1", {sequence_of({{2}, {3}, {4}}), data({5}), position(-1)},
+  t.cases.push_back(container_case("at_minus_1", {sequence_of({{2}, {3}, {4}}), data({5}), int64_scalar(-1)},
                                    {sequence_out({{2}, {3}, {5}, {4}})}));
   t.cases.push_back(container_case("appended", {sequence_of({{3, 1}}), data({2, 2})}, {sequence_out({{3, 1}, {2, 2}})}));
-  t.cases.push_back(container_case("into_empty", {sequence_of({}), data({6}), position(0)}, {sequence_out({{6}})}));
+  t.cases.push_back(container_case("into_empty", {sequence_of({}), data({6}), int64_scalar(0)}, {sequence_out({{6}})}));
   return t;
 }
 
@@ -95,8 +63,8 @@ OpCaseTable sequence_at_cases() {
   OpCaseTable t = container_table("SequenceAt", [](const std::vector<Items>& in, const AttributeMap&) {
     return std::vector<Items>{Items{in[0][at(in[1], in[0].size(), 0)]}};
   });
-  t.cases.push_back(container_case("second", {sequence_of({{2, 3}, {4}, {1, 5}}), position(1)}, {tensor_out({4})}));
-  t.cases.push_back(container_case("last_from_end", {sequence_of({{2, 3}, {4}, {1, 5}}), position(-1)}, {tensor_out({1, 5})}));
+  t.cases.push_back(container_case("second", {sequence_of({{2, 3}, {4}, {1, 5}}), int64_scalar(1)}, {tensor_out({4})}));
+  t.cases.push_back(container_case("last_from_end", {sequence_of({{2, 3}, {4}, {1, 5}}), int64_scalar(-1)}, {tensor_out({1, 5})}));
   return t;
 }
 
@@ -106,8 +74,8 @@ OpCaseTable sequence_erase_cases() {
     seq.erase(seq.begin() + static_cast<ptrdiff_t>(at(in.size() > 1 ? in[1] : Items{}, seq.size(), seq.size() - 1)));
     return std::vector<Items>{seq};
   });
-  t.cases.push_back(container_case("first", {sequence_of({{2}, {3, 2}, {4}}), position(0)}, {sequence_out({{3, 2}, {4}})}));
-  t.cases.push_back(container_case("minus_2", {sequence_of({{2}, {3, 2}, {4}}), position(-2)}, {sequence_out({{2}, {4}})}));
+  t.cases.push_back(container_case("first", {sequence_of({{2}, {3, 2}, {4}}), int64_scalar(0)}, {sequence_out({{3, 2}, {4}})}));
+  t.cases.push_back(container_case("minus_2", {sequence_of({{2}, {3, 2}, {4}}), int64_scalar(-2)}, {sequence_out({{2}, {4}})}));
   t.cases.push_back(container_case("last_by_default", {sequence_of({{2}, {3, 2}})}, {sequence_out({{2}})}));
   return t;
 }

@@ -60,36 +60,12 @@ class Body {
 };
 
 OpCaseTable control_table(std::string name, ContainerReferenceFn reference, std::function<void(Node&)> attach) {
-  OpCaseTable t = builtin_table(std::move(name), nullptr, 17);
-  t.container_reference = std::move(reference);
+  OpCaseTable t = container_table(std::move(name), std::move(reference));
   t.attach_subgraphs = std::move(attach);
   return t;
 }
 
-OpCase control_case(std::string label, std::vector<CaseInput> inputs, std::vector<ContainerOutput> outputs,
-                    AttributeMap attrs = {}) {
-  OpCase c = make_case(std::move(label), std::move(inputs), {}, std::move(attrs));
-  c.container_outputs = std::move(outputs);
-  return c;
-}
-
-ContainerOutput tensor_out(std::vector<int64_t> dims) { return {ValueKind::kTensor, {std::move(dims)}}; }
-ContainerOutput sequence_out(std::vector<std::vector<int64_t>> items) { return {ValueKind::kSequence, std::move(items)}; }
-
-CaseInput sequence_of(std::vector<std::vector<int64_t>> items) {
-  CaseInput in;
-  in.kind = ValueKind::kSequence;
-  in.items = std::move(items);
-  return in;
-}
-
 CaseInput boolean(bool b) { return fixed({}, DataType::kBool, {b ? 1.0 : 0.0}); }
-CaseInput int64_scalar(int64_t v) { return fixed({}, DataType::kInt64, {static_cast<double>(v)}); }
-CaseInput omitted() {
-  CaseInput in;
-  in.omitted = true;
-  return in;
-}
 
 // f elementwise over broadcast items.
 Item broadcast(const std::vector<const Item*>& xs, const std::function<double(const std::vector<double>&)>& f) {
@@ -144,13 +120,13 @@ OpCaseTable if_cases() {
         node.subgraphs["then_branch"] = then_b.graph();
         node.subgraphs["else_branch"] = else_b.graph();
       });
-  t.cases.push_back(control_case("then_taken", {boolean(true), data({2, 3}), data({2, 3})},
+  t.cases.push_back(container_case("then_taken", {boolean(true), data({2, 3}), data({2, 3})},
                                  {tensor_out({2, 3}), tensor_out({4, 3})}));
-  t.cases.push_back(control_case("else_taken", {boolean(false), data({2, 3}), data({2, 3})},
+  t.cases.push_back(container_case("else_taken", {boolean(false), data({2, 3}), data({2, 3})},
                                  {tensor_out({2, 3}), tensor_out({2, 3})}));
-  t.cases.push_back(control_case("then_broadcast", {boolean(true), data({2, 4}), data({1, 4})},
+  t.cases.push_back(container_case("then_broadcast", {boolean(true), data({2, 4}), data({1, 4})},
                                  {tensor_out({2, 4}), tensor_out({3, 4})}));
-  t.cases.push_back(control_case("else_broadcast", {boolean(false), data({3, 2, 4}), data({1, 2, 4})},
+  t.cases.push_back(container_case("else_broadcast", {boolean(false), data({3, 2, 4}), data({1, 2, 4})},
                                  {tensor_out({3, 2, 4}), tensor_out({3, 2, 4})}));
   return t;
 }
@@ -201,21 +177,21 @@ OpCaseTable loop_cases() {
       });
   const CaseInput a = data({3}, -1.2, 1.2);
   // M only: the body's condition turns false after iteration 1 but a for loop ignores it.
-  t.cases.push_back(control_case("trip_count_only", {int64_scalar(4), omitted(), data({2, 3}), a, data({2, 3}), int64_scalar(1)},
+  t.cases.push_back(container_case("trip_count_only", {int64_scalar(4), omitted(), data({2, 3}), a, data({2, 3}), int64_scalar(1)},
                                  {tensor_out({2, 3}), tensor_out({4, 2, 3})}));
   // M and cond: the body stops the loop after iteration 2 (2 < 2 is false), before M.
-  t.cases.push_back(control_case("early_exit", {int64_scalar(6), boolean(true), data({2, 3}), a, data({1, 3}), int64_scalar(2)},
+  t.cases.push_back(container_case("early_exit", {int64_scalar(6), boolean(true), data({2, 3}), a, data({1, 3}), int64_scalar(2)},
                                  {tensor_out({2, 3}), tensor_out({3, 2, 3})}));
   // M and cond: M ends the loop before the body's condition does.
-  t.cases.push_back(control_case("trip_count_first", {int64_scalar(2), boolean(true), data({4}), data({4}, -1.2, 1.2), data({4}),
+  t.cases.push_back(container_case("trip_count_first", {int64_scalar(2), boolean(true), data({4}), data({4}, -1.2, 1.2), data({4}),
                                   int64_scalar(5)},
                                  {tensor_out({4}), tensor_out({2, 4})}));
   // cond only (no M): a while loop, ended by the body after iteration 3.
-  t.cases.push_back(control_case("cond_only", {omitted(), boolean(true), data({3}), a, data({3}), int64_scalar(3)},
+  t.cases.push_back(container_case("cond_only", {omitted(), boolean(true), data({3}), a, data({3}), int64_scalar(3)},
                                  {tensor_out({3}), tensor_out({4, 3})}));
-  t.cases.push_back(control_case("zero_trips", {int64_scalar(0), omitted(), data({2, 3}), a, data({2, 3}), int64_scalar(1)},
+  t.cases.push_back(container_case("zero_trips", {int64_scalar(0), omitted(), data({2, 3}), a, data({2, 3}), int64_scalar(1)},
                                  {tensor_out({2, 3}), tensor_out({0, 2, 3})}));
-  t.cases.push_back(control_case("cond_false_at_entry", {int64_scalar(3), boolean(false), data({2, 3}), a, data({2, 3}),
+  t.cases.push_back(container_case("cond_false_at_entry", {int64_scalar(3), boolean(false), data({2, 3}), a, data({2, 3}),
                                   int64_scalar(1)},
                                  {tensor_out({2, 3}), tensor_out({0, 2, 3})}));
   return t;
@@ -295,15 +271,15 @@ OpCaseTable scan_cases() {
   };
   AttributeMap plain;
   plain.set("num_scan_inputs", int64_t{2});
-  t.cases.push_back(control_case("defaults", {data({2, 3}), data({4, 2, 3}), data({4, 2, 3}), data({3})},
+  t.cases.push_back(container_case("defaults", {data({2, 3}), data({4, 2, 3}), data({4, 2, 3}), data({3})},
                                  {tensor_out({2, 3}), tensor_out({4, 2, 3})}, plain));
-  t.cases.push_back(control_case("input_and_output_axes", {data({2, 3}), data({2, 5, 3}), data({2, 3, 5}), data({2, 1})},
+  t.cases.push_back(container_case("input_and_output_axes", {data({2, 3}), data({2, 5, 3}), data({2, 3, 5}), data({2, 1})},
                                  {tensor_out({2, 3}), tensor_out({2, 3, 5})}, attrs({1, -1}, {}, 2, 0)));
-  t.cases.push_back(control_case("reversed_input", {data({3}), data({5, 3}), data({3, 5}), data({3})},
+  t.cases.push_back(container_case("reversed_input", {data({3}), data({5, 3}), data({3, 5}), data({3})},
                                  {tensor_out({3}), tensor_out({5, 3})}, attrs({0, 1}, {1, 0}, 0, 0)));
-  t.cases.push_back(control_case("reversed_output_axis_minus_1", {data({2, 2}), data({3, 2, 2}), data({3, 2, 2}), data({2})},
+  t.cases.push_back(container_case("reversed_output_axis_minus_1", {data({2, 2}), data({3, 2, 2}), data({3, 2, 2}), data({2})},
                                  {tensor_out({2, 2}), tensor_out({2, 2, 3})}, attrs({0, 0}, {0, 1}, -1, 1)));
-  t.cases.push_back(control_case("empty_sequence", {data({2, 3}), data({0, 2, 3}), data({0, 2, 3}), data({3})},
+  t.cases.push_back(container_case("empty_sequence", {data({2, 3}), data({0, 2, 3}), data({0, 2, 3}), data({3})},
                                  {tensor_out({2, 3}), tensor_out({0, 2, 3})}, plain));
   AttributeMap long_axes = plain;
   long_axes.set("scan_input_axes", std::vector<int64_t>{0, 0, 0});
@@ -351,14 +327,14 @@ OpCaseTable sequence_map_cases() {
         body.output(body.op("Shape", {x}));
         node.subgraphs["body"] = body.graph();
       });
-  t.cases.push_back(control_case("tensor_passed_whole", {sequence_of({{2, 3}, {4, 3}, {3}}), data({3}), data({})},
+  t.cases.push_back(container_case("tensor_passed_whole", {sequence_of({{2, 3}, {4, 3}, {3}}), data({3}), data({})},
                                  {sequence_out({{2, 3}, {4, 3}, {3}}), sequence_out({{}, {}, {}}),
                                   sequence_out({{2}, {2}, {1}})}));
-  t.cases.push_back(control_case("paired_sequences", {sequence_of({{2, 3}, {1, 4}}), sequence_of({{3}, {2, 1}}), data({})},
+  t.cases.push_back(container_case("paired_sequences", {sequence_of({{2, 3}, {1, 4}}), sequence_of({{3}, {2, 1}}), data({})},
                                  {sequence_out({{2, 3}, {2, 4}}), sequence_out({{}, {}}), sequence_out({{2}, {2}})}));
-  t.cases.push_back(control_case("one_item", {sequence_of({{2, 2, 2}}), data({1, 2}), data({})},
+  t.cases.push_back(container_case("one_item", {sequence_of({{2, 2, 2}}), data({1, 2}), data({})},
                                  {sequence_out({{2, 2, 2}}), sequence_out({{}}), sequence_out({{3}})}));
-  t.cases.push_back(control_case("empty", {sequence_of({}), data({3}), data({})},
+  t.cases.push_back(container_case("empty", {sequence_of({}), data({3}), data({})},
                                  {sequence_out({}), sequence_out({}), sequence_out({})}));
   return t;
 }

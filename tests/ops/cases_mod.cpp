@@ -43,10 +43,7 @@ OpCase mod_case(std::string label, std::vector<int64_t> a, std::vector<int64_t> 
 }  // namespace
 
 OpCaseTable mod_cases() {
-  OpCaseTable t;
-  t.domain = "";
-  t.name = "Mod";
-  t.opset = 13;
+  OpCaseTable t = builtin_table("Mod", nullptr, 13);
   t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
   t.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
   t.cases.push_back(mod_case("float_same_shape", {2, 3, 4}, {2, 3, 4}, {2, 3, 4}, 1, std::nullopt));

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <functional>
 
+#include "case_util.h"
 #include "harness.h"
 
 namespace graft::optest {
@@ -252,11 +253,7 @@ AttributeMap reference_attrs(const AttributeMap& a) {
 // ONNX's RoiAlign (opset 16): ROIAlign_TRT's inputs and semantics (its max is ONNX's weighted-corner
 // max) under string attributes and int64 batch indices; the reference is that table's.
 OpCaseTable onnx_roi_align_cases() {
-  OpCaseTable t;
-  t.domain = "";
-  t.name = "RoiAlign";
-  t.opset = 16;
-  t.cpu_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  OpCaseTable t = builtin_table("RoiAlign", nullptr, 16);
   t.cuda_dtypes = {DataType::kFloat32};  // the CUDA kernel is float32's
   auto attrs = [](int64_t oh, int64_t ow, float scale, int64_t ratio, const char* mode, const char* transform) {
     AttributeMap a = trt_attrs(oh, ow, scale, ratio, 0, 0);
