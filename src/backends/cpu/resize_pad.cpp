@@ -2,9 +2,9 @@
 //
 // Resize is separable: every output coordinate along an axis maps (through the coordinate
 // transformation) to a few input taps with weights (1 for nearest, 2 for linear, 4 for cubic).
-// An output element is the sum over the product of its per-axis taps, so one loop serves every
-// mode and rank; "bilinear" is simply linear taps on H and W and one identity tap elsewhere.
-#include "backends/cpu/kernel_util.h"
+// An output element is the sum over the product of its per-axis taps, so the kernel interpolates
+// one axis at a time, for every mode and rank; "bilinear" is simply linear taps on H and W and
+// identity elsewhere.
 #include "backends/cpu/resize_pad.h"
 
 #include <algorithm>
@@ -12,13 +12,13 @@
 #include <cstring>
 #include <string>
 
+#include "backends/cpu/kernel_util.h"
 #include "backends/cpu/nn.h"
 #include "core/checked_math.h"
 
 namespace graft::cpu {
 
 namespace {
-
 
 // Keys' cubic convolution weight at distance x with parameter a.
 double cubic_weight(double x, double a) {
@@ -29,8 +29,8 @@ double cubic_weight(double x, double a) {
 }
 
 struct AxisTaps {
-  bool outside = false;              // tf_crop_and_resize sample outside the input: extrapolate
-  std::vector<int64_t> index;        // input indices (clamped to the edge)
+  bool outside = false;        // tf_crop_and_resize sample outside the input: extrapolate
+  std::vector<int64_t> index;  // input indices (clamped to the edge)
   std::vector<double> weight;
 };
 
@@ -44,8 +44,8 @@ namespace {
 // Input coordinate sampled by output coordinate x along one axis.
 // `resized` is the real-valued resized length (input extent * scale), which the ONNX test data uses
 // for align_corners, pytorch_half_pixel and tf_crop_and_resize, rather than the floored output extent.
-double source_coordinate(const ResizeAttrs& a, double x, int64_t in, int64_t out, double resized, double scale,
-                         double roi_start, double roi_end) {
+double source_coordinate(const ResizeAttrs& a, double x, int64_t in, int64_t out, double resized,
+                         double scale, double roi_start, double roi_end) {
   const std::string& m = a.coordinate_mode;
   const double din = static_cast<double>(in), dout = resized;
   if (m == "half_pixel") return (x + 0.5) / scale - 0.5;
@@ -60,7 +60,7 @@ double source_coordinate(const ResizeAttrs& a, double x, int64_t in, int64_t out
   if (m == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   // tf_crop_and_resize
   return dout > 1.0 ? roi_start * (din - 1.0) + x * (roi_end - roi_start) * (din - 1.0) / (dout - 1.0)
-                 : 0.5 * (roi_start + roi_end) * (din - 1.0);
+                    : 0.5 * (roi_start + roi_end) * (din - 1.0);
 }
 
 // Saturating: the caller clamps the index into the input, and a coordinate from extreme scales or a
@@ -72,8 +72,8 @@ int64_t nearest_index(const std::string& mode, double x) {
   return saturating_int64(std::ceil(x));
 }
 
-AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double resized, double scale, double rs,
-                  double re, bool identity) {
+AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double resized, double scale,
+                  double rs, double re, bool identity) {
   AxisTaps t;
   if (identity) {
     t.index = {o};
@@ -130,7 +130,8 @@ Status resize(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(ResizeAttrs a, parse_resize_attrs(*ctx.attrs, X->rank()));
   std::vector<int64_t> out_dims;
   std::vector<double> scale;
-  GRAFT_RETURN_IF_ERROR(resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale));
+  GRAFT_RETURN_IF_ERROR(
+      resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale));
   Tensor& Y = *ctx.outputs[0];
   if (Y.dims() != out_dims)
     return error(StatusCode::kInternal, "Resize: output shape ", ints_to_string(Y.dims()), " differs from ",
@@ -150,8 +151,8 @@ Status resize(ExecContext& ctx) {
   if (a.coordinate_mode == "tf_crop_and_resize") {
     const Tensor* roi = input_at(1);
     if (!tensor_given(roi) || roi->numel() != static_cast<int64_t>(2 * a.axes.size()))
-      return error(StatusCode::kInvalidModel, "Resize: tf_crop_and_resize needs 'roi' with ", 2 * a.axes.size(),
-                   " elements");
+      return error(StatusCode::kInvalidModel, "Resize: tf_crop_and_resize needs 'roi' with ",
+                   2 * a.axes.size(), " elements");
     std::vector<double> rv = tensor_doubles(*roi);
     for (size_t k = 0; k < a.axes.size(); ++k) {
       roi_start[static_cast<size_t>(a.axes[k])] = rv[k];
@@ -161,57 +162,92 @@ Status resize(ExecContext& ctx) {
   // Per-axis taps for every output coordinate. An axis not listed in `axes`, or left at scale 1 by
   // a non-cropping transform, maps each coordinate to itself.
   std::vector<std::vector<AxisTaps>> taps(r);
+  std::vector<bool> identity_axis(r);
   for (size_t ax = 0; ax < r; ++ax) {
     bool listed = std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(ax)) != a.axes.end();
-    bool identity = !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] &&
-                                a.coordinate_mode != "tf_crop_and_resize" &&
-                                a.coordinate_mode != "tf_half_pixel_for_nn");
+    const bool identity = identity_axis[ax] =
+        !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] &&
+                    a.coordinate_mode != "tf_crop_and_resize" && a.coordinate_mode != "tf_half_pixel_for_nn");
     // Sizes with "stretch" fix the resized length exactly; otherwise it is input extent * scale.
     const bool exact = !tensor_given(input_at(2)) && a.keep_aspect_ratio == "stretch";
-    const double resized = exact ? static_cast<double>(out_dims[ax]) : static_cast<double>(X->dims()[ax]) * scale[ax];
+    const double resized =
+        exact ? static_cast<double>(out_dims[ax]) : static_cast<double>(X->dims()[ax]) * scale[ax];
     for (int64_t o = 0; o < out_dims[ax]; ++o)
-      taps[ax].push_back(
-          taps_for(a, o, X->dims()[ax], out_dims[ax], resized, scale[ax], roi_start[ax], roi_end[ax], identity));
+      taps[ax].push_back(taps_for(a, o, X->dims()[ax], out_dims[ax], resized, scale[ax], roi_start[ax],
+                                  roi_end[ax], identity));
   }
   const std::vector<int64_t> in_strides = contiguous_strides(X->dims());
-  const bool byte_copy = a.mode == ResizeAttrs::Mode::kNearest;  // exact for every dtype (int64 too)
-  const size_t es = dtype_size(X->dtype());
-  std::vector<int64_t> oi, corner;
-  for (int64_t f = 0; f < Y.numel(); ++f) {
-    unravel(f, out_dims, oi);
-    bool outside = false;
-    for (size_t ax = 0; ax < r && !outside; ++ax) outside = taps[ax][static_cast<size_t>(oi[ax])].outside;
-    if (outside) {
-      Y.set(f, a.extrapolation_value);
-      continue;
-    }
-    if (byte_copy) {
+  // An output element with a tf_crop_and_resize sample outside the input on any axis.
+  auto outside_at = [&](const std::vector<int64_t>& oi) {
+    for (size_t ax = 0; ax < r; ++ax)
+      if (taps[ax][static_cast<size_t>(oi[ax])].outside) return true;
+    return false;
+  };
+  std::vector<int64_t> oi;
+  if (a.mode == ResizeAttrs::Mode::kNearest) {
+    // One tap per axis: a byte copy, exact for every dtype (int64 too).
+    const size_t es = dtype_size(X->dtype());
+    for (int64_t f = 0; f < Y.numel(); ++f) {
+      unravel(f, out_dims, oi);
+      if (outside_at(oi)) {
+        Y.set(f, a.extrapolation_value);
+        continue;
+      }
       int64_t off = 0;
-      for (size_t ax = 0; ax < r; ++ax) off += taps[ax][static_cast<size_t>(oi[ax])].index[0] * in_strides[ax];
+      for (size_t ax = 0; ax < r; ++ax)
+        off += taps[ax][static_cast<size_t>(oi[ax])].index[0] * in_strides[ax];
       std::memcpy(static_cast<char*>(Y.data()) + static_cast<size_t>(f) * es,
                   static_cast<const char*>(X->data()) + static_cast<size_t>(off) * es, es);
-      continue;
     }
-    // Sum over the product of per-axis taps (an odometer over tap positions).
-    corner.assign(r, 0);
-    double acc = 0.0;
-    while (true) {
-      double w = 1.0;
-      int64_t off = 0;
-      for (size_t ax = 0; ax < r; ++ax) {
-        const AxisTaps& t = taps[ax][static_cast<size_t>(oi[ax])];
-        w *= t.weight[static_cast<size_t>(corner[ax])];
-        off += t.index[static_cast<size_t>(corner[ax])] * in_strides[ax];
+    return Status::ok();
+  }
+  // Linear and cubic weights are a product of per-axis weights, so the sum over the product of the
+  // per-axis taps is the per-axis sums nested: interpolate along one axis at a time, in float64
+  // (2 or 4 taps per element and axis instead of 2^rank or 4^rank per element). Axes that shrink go
+  // first, so no intermediate holds more elements than the larger of the input and the output. A
+  // zero weight is skipped, not multiplied, so an infinite or NaN input that only a zero weight
+  // reaches does not turn the sum into NaN.
+  std::vector<size_t> order;
+  for (size_t ax = 0; ax < r; ++ax)
+    if (!identity_axis[ax]) order.push_back(ax);
+  std::stable_sort(order.begin(), order.end(), [&](size_t p, size_t q) {
+    // out_p / in_p < out_q / in_q without dividing (every extent here is positive).
+    return static_cast<long double>(out_dims[p]) * static_cast<long double>(X->dims()[q]) <
+           static_cast<long double>(out_dims[q]) * static_cast<long double>(X->dims()[p]);
+  });
+  std::vector<int64_t> cur_dims = X->dims();
+  std::vector<double> cur(static_cast<size_t>(X->numel())), next;
+  for (int64_t i = 0; i < X->numel(); ++i) cur[static_cast<size_t>(i)] = X->get(i);
+  for (size_t ax : order) {
+    int64_t outer = 1, inner = 1;
+    for (size_t k = 0; k < ax; ++k) outer *= cur_dims[k];
+    for (size_t k = ax + 1; k < r; ++k) inner *= cur_dims[k];
+    const int64_t in_len = cur_dims[ax], out_len = out_dims[ax];
+    next.assign(static_cast<size_t>(outer * out_len * inner), 0.0);
+    for (int64_t b = 0; b < outer; ++b)
+      for (int64_t o = 0; o < out_len; ++o) {
+        const AxisTaps& t = taps[ax][static_cast<size_t>(o)];
+        double* dst = next.data() + (b * out_len + o) * inner;
+        for (size_t k = 0; k < t.index.size(); ++k) {
+          const double w = t.weight[k];
+          if (w == 0.0) continue;
+          const double* src = cur.data() + (b * in_len + t.index[k]) * inner;
+          for (int64_t i = 0; i < inner; ++i) dst[i] += w * src[i];
+        }
       }
-      if (w != 0.0) acc += w * X->get(off);
-      size_t ax = r;
-      while (ax-- > 0) {
-        if (++corner[ax] < static_cast<int64_t>(taps[ax][static_cast<size_t>(oi[ax])].index.size())) break;
-        corner[ax] = 0;
+    cur.swap(next);
+    cur_dims[ax] = out_len;
+  }
+  const bool may_fall_outside = a.coordinate_mode == "tf_crop_and_resize";
+  for (int64_t f = 0; f < Y.numel(); ++f) {
+    if (may_fall_outside) {
+      unravel(f, out_dims, oi);
+      if (outside_at(oi)) {
+        Y.set(f, a.extrapolation_value);
+        continue;
       }
-      if (ax == static_cast<size_t>(-1)) break;
     }
-    Y.set(f, acc);
+    Y.set(f, cur[static_cast<size_t>(f)]);
   }
   return Status::ok();
 }
@@ -263,7 +299,8 @@ Status pad(ExecContext& ctx) {
       return error(StatusCode::kInvalidModel, "Pad: negative pads crop axis ", static_cast<int64_t>(a),
                    " below zero (extent ", X->dims()[a], ")");
     if (mode != PadMode::kConstant && X->dims()[a] == 0 && out_dims[a] > 0)
-      return error(StatusCode::kInvalidModel, "Pad: cannot pad empty axis ", static_cast<int64_t>(a), " in this mode");
+      return error(StatusCode::kInvalidModel, "Pad: cannot pad empty axis ", static_cast<int64_t>(a),
+                   " in this mode");
   }
   Tensor& Y = *ctx.outputs[0];
   if (Y.dims() != out_dims)
@@ -294,8 +331,10 @@ Status pad(ExecContext& ctx) {
     bool constant = false;
     for (size_t a = 0; a + 1 < r && !constant; ++a) {
       const int64_t src = pad_source(mode, oi[a] - pb[a], X->dims()[a]);
-      if (src < 0) constant = true;
-      else off += src * in_strides[a];
+      if (src < 0)
+        constant = true;
+      else
+        off += src * in_strides[a];
     }
     char* dst = static_cast<char*>(Y.data()) + static_cast<size_t>(row * out_row) * es;
     for (int64_t j = 0; j < out_row; ++j) {
@@ -306,8 +345,7 @@ Status pad(ExecContext& ctx) {
       }
       // The run of output elements whose sources are consecutive: one copy.
       int64_t len = 1;
-      if (j - rb == src)
-        len = std::min<int64_t>(out_row - j, in_row - src);
+      if (j - rb == src) len = std::min<int64_t>(out_row - j, in_row - src);
       std::memcpy(dst + static_cast<size_t>(j) * es, xs + static_cast<size_t>(off + src) * es,
                   static_cast<size_t>(len) * es);
       j += len - 1;
