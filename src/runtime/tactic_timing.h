@@ -26,7 +26,8 @@ struct TimingPoint {
   TimingPoint(ProfilePoint p = ProfilePoint::kOpt, int profile_index = 0) : profile(profile_index), point(p) {}
   int profile;
   ProfilePoint point;
-  bool operator==(const TimingPoint&) const = default;
+  // Written out, not defaulted: the CUDA files that include this header compile as C++17.
+  bool operator==(const TimingPoint& o) const { return profile == o.profile && point == o.point; }
 };
 
 // Inputs to time an engine with: every input at its static shape or its profile's `point` shape

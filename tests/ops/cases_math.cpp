@@ -3,9 +3,12 @@
 // DFT, STFT and RNN. Each has an independent float64 formula.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "case_util.h"
 #include "harness.h"
@@ -225,52 +228,119 @@ OpCaseTable det_cases() {
 }
 
 // ---- losses -----------------------------------------------------------------------------------
-// -x[i, t_i] (times weight[t_i]); reduction none, sum, or mean weighted by the used weights.
-Values nll_formula(const Values& scores, const Values& in, const DimsList& dims, const AttributeMap& a) {
-  const int64_t n = dims[0][0], c = dims[0][1];
+// Scores [N, C, d...] as [n, c, inner], targets [n, inner]. Per target: -logp[b, t, i] * weight[t];
+// a target equal to ignore_index counts 0 and weighs 0. Reduction none, sum, or the mean weighted
+// by the counted targets' weights. SoftmaxCrossEntropyLoss's logp is log_softmax over the classes,
+// also its optional second output (the formula gives it; a node without it compares output 0 only).
+Values nll_formula(const std::vector<double>& logp, const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const int64_t n = dims[0][0], c = dims[0][1], inner = count(dims[0]) / (n * c);
   const std::string reduction = a.get_string("reduction", "mean").value();
   const bool weighted = in.size() > 2 && !in[2].empty();
-  std::vector<double> per(static_cast<size_t>(n));
+  const bool ignoring = a.has("ignore_index");
+  const int64_t ignored = a.get_int("ignore_index", 0).value();
+  std::vector<double> per(static_cast<size_t>(n * inner));
   double sum = 0, wsum = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t target = static_cast<int64_t>(in[1][i]);
-    const double w = weighted ? in[2][target] : 1.0;
-    per[i] = -scores[0][i * c + target] * w;
-    sum += per[i];
-    wsum += w;
-  }
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t k = b * inner + i;
+      const int64_t target = static_cast<int64_t>(in[1][k]);
+      if (ignoring && target == ignored) continue;
+      const double w = weighted ? in[2][target] : 1.0;
+      per[k] = -logp[(b * c + target) * inner + i] * w;
+      sum += per[k];
+      wsum += w;
+    }
   if (reduction == "none") return {per};
   return {{reduction == "sum" ? sum : sum / wsum}};
 }
 
+std::vector<double> log_softmax_over_classes(const std::vector<double>& x, const Ints& d) {
+  const int64_t n = d[0], c = d[1], inner = count(d) / (n * c);
+  std::vector<double> logp(x.size());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < inner; ++i) {
+      auto at = [&](int64_t j) { return (b * c + j) * inner + i; };
+      double mx = -INFINITY, s = 0;
+      for (int64_t j = 0; j < c; ++j) mx = std::max(mx, x[at(j)]);
+      for (int64_t j = 0; j < c; ++j) s += std::exp(x[at(j)] - mx);
+      for (int64_t j = 0; j < c; ++j) logp[at(j)] = x[at(j)] - mx - std::log(s);
+    }
+  return logp;
+}
+
+// Every fourth target (a fixed pattern over fresh random classes) becomes `ignored`, which may lie
+// outside [0, C).
+std::function<void(std::vector<Tensor>&)> every_fourth_target_is(int64_t ignored) {
+  return [ignored](std::vector<Tensor>& ins) {
+    for (int64_t k = 0; k < ins[1].numel(); k += 4) ins[1].set(k, static_cast<double>(ignored));
+  };
+}
+
+// The cases both losses share: each reduction, class weights, ignore_index inside and outside
+// [0, C), int32 and int64 targets, 2-D to 4-D scores.
+std::vector<OpCase> loss_cases() {
+  auto attrs = [](const char* reduction, std::optional<int64_t> ignore_index = std::nullopt) {
+    AttributeMap a;
+    a.set("reduction", std::string(reduction));
+    if (ignore_index) a.set("ignore_index", *ignore_index);
+    return a;
+  };
+  std::vector<OpCase> cases;
+  cases.push_back(make_case("mean", {data({6, 5}), typed({6}, DataType::kInt64, 0, 4)}, {{}}, attrs("mean")));
+  cases.push_back(make_case("weighted_sum_int32_targets",
+                            {data({4, 7}), typed({4}, DataType::kInt32, 0, 6), data({7}, 0.5, 2)}, {{}}, attrs("sum")));
+  cases.push_back(make_case("none", {data({5, 3}), typed({5}, DataType::kInt64, 0, 2)}, {{5}}, attrs("none")));
+  OpCase c = make_case("none_weighted_ignore_outside",
+                       {data({8, 6}), typed({8}, DataType::kInt64, 0, 5), data({6}, 0.25, 2)}, {{8}}, attrs("none", -100));
+  c.adjust_inputs = every_fourth_target_is(-100);
+  cases.push_back(c);
+  c = make_case("mean_4d_weighted_ignore_inside",
+                {data({3, 5, 4, 6}), typed({3, 4, 6}, DataType::kInt64, 0, 4), data({5}, 0.25, 2)}, {{}},
+                attrs("mean", 2));
+  c.adjust_inputs = every_fourth_target_is(2);
+  cases.push_back(c);
+  c = make_case("none_4d_int32_ignore_outside", {data({3, 5, 4, 6}), typed({3, 4, 6}, DataType::kInt32, 0, 4)},
+                {{3, 4, 6}}, attrs("none", -1));
+  c.adjust_inputs = every_fourth_target_is(-1);
+  cases.push_back(c);
+  c = make_case("sum_3d_ignore_inside", {data({2, 9, 33}), typed({2, 33}, DataType::kInt64, 0, 8)}, {{}},
+                attrs("sum", 0));
+  c.adjust_inputs = every_fourth_target_is(0);
+  cases.push_back(c);
+  cases.push_back(make_case("mean_many_targets", {data({64, 10}), typed({64}, DataType::kInt64, 0, 9)}, {{}}, attrs("mean")));
+  return cases;
+}
+
+std::vector<BadAttributeCase> loss_bad_attributes() {
+  return {{"unknown_reduction", attr("reduction", std::string("average")), {{4, 3}, {4}}, "reduction"}};
+}
+
 OpCaseTable nll_cases() {
   OpCaseTable t = builtin_table("NegativeLogLikelihoodLoss", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
-    return nll_formula({in[0]}, in, dims, a);
+    return nll_formula(in[0], in, dims, a);
   }, 13);
-  auto reduction = [](const char* r) { return attr("reduction", std::string(r)); };
-  t.cases.push_back(make_case("mean", {data({6, 5}), typed({6}, DataType::kInt64, 0, 4)}, {{}}, reduction("mean")));
-  t.cases.push_back(make_case("weighted_sum", {data({4, 7}), typed({4}, DataType::kInt64, 0, 6), data({7}, 0.5, 2)}, {{}},
-                              reduction("sum")));
-  t.cases.push_back(make_case("none", {data({5, 3}), typed({5}, DataType::kInt64, 0, 2)}, {{5}}, reduction("none")));
+  t.cases = loss_cases();
+  t.bad_attributes = loss_bad_attributes();
   return t;
 }
 
 OpCaseTable sce_cases() {
-  // The NLL of log_softmax(scores) along the classes.
   OpCaseTable t = builtin_table("SoftmaxCrossEntropyLoss", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
-    const int64_t n = dims[0][0], c = dims[0][1];
-    std::vector<double> logp(in[0].size());
-    for (int64_t i = 0; i < n; ++i) {
-      double mx = -INFINITY, s = 0;
-      for (int64_t j = 0; j < c; ++j) mx = std::max(mx, in[0][i * c + j]);
-      for (int64_t j = 0; j < c; ++j) s += std::exp(in[0][i * c + j] - mx);
-      for (int64_t j = 0; j < c; ++j) logp[i * c + j] = in[0][i * c + j] - mx - std::log(s);
-    }
-    return nll_formula({logp}, in, dims, a);
+    std::vector<double> logp = log_softmax_over_classes(in[0], dims[0]);
+    Values out = nll_formula(logp, in, dims, a);
+    out.push_back(std::move(logp));
+    return out;
   }, 13);
-  t.cases.push_back(make_case("mean", {data({6, 5}), typed({6}, DataType::kInt64, 0, 4)}, {{}}));
-  t.cases.push_back(make_case("weighted_sum", {data({4, 7}), typed({4}, DataType::kInt64, 0, 6), data({7}, 0.5, 2)}, {{}},
-                              attr("reduction", std::string("sum"))));
+  t.cases = loss_cases();
+  // With the optional log_prob output.
+  for (const OpCase& base : loss_cases()) {
+    if (base.label != "none_weighted_ignore_outside" && base.label != "mean_4d_weighted_ignore_inside") continue;
+    OpCase c = base;
+    c.label += "_with_log_prob";
+    c.output_dims.push_back(c.inputs[0].dims);
+    t.cases.push_back(c);
+  }
+  t.bad_attributes = loss_bad_attributes();
   return t;
 }
 

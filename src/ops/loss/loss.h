@@ -1,6 +1,12 @@
-// The loss ops' attributes and shapes (NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss), read
-// one way by the schema (src/ops/loss_ops.cpp), the CPU reference (src/backends/cpu/loss.cpp) and
-// the CUDA op (src/backends/cuda/loss_ops.cpp), so an error reads the same whichever side finds it.
+// The loss family, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: what its definition
+// (loss.cpp: schema, inference, CPU reference) and its CUDA kernels (loss.cu) share, so that a node
+// is accepted, and its errors are worded, the same way whichever side reads it.
+//
+// Shapes: input/scores [N, C, d1..dk], target/labels [N, d1..dk] (int32 or int64), optional class
+// weights [C] of the input's dtype. Output 0 is the loss, [N, d1..dk] for reduction "none", a scalar
+// for "sum" and "mean"; SoftmaxCrossEntropyLoss's optional output 1 is log_softmax(scores) over
+// axis 1. A target equal to ignore_index (when the attribute is present) contributes 0 and weighs 0
+// in the mean; any other target outside [0, C) fails the CPU run and makes the CUDA loss NaN.
 #pragma once
 
 #include <cstdint>
