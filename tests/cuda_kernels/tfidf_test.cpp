@@ -1,5 +1,5 @@
-// CUDA kernel of src/backends/cuda/tfidf_ops.cpp (TfIdfVectorizer) against the CPU reference
-// (src/backends/cpu/tfidf.cpp), exactly: random pools over a small vocabulary (so n-grams recur in
+// CUDA kernel of TfIdfVectorizer (src/ops/tfidf/tfidf.cu) against the CPU reference
+// (src/ops/tfidf/tfidf.cpp), exactly: random pools over a small vocabulary (so n-grams recur in
 // the input and across skips), 1-D and 2-D int32/int64 input, TF/IDF/TFIDF with and without
 // weights, every min/max_gram_length window (also past the pool's longest n-gram), skips from 0 to
 // past the row length, lengths without n-grams, unused pool items before the first segment, pool

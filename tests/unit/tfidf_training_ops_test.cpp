@@ -1,4 +1,4 @@
-// TfIdfVectorizer (schema: src/ops/tfidf_ops.cpp; CPU reference: src/backends/cpu/tfidf.cpp),
+// TfIdfVectorizer (definition and CPU reference: src/ops/tfidf/tfidf.cpp),
 // BatchNormalization in training mode and Dropout in training mode at ratio 0 (src/ops/nn_ops.cpp,
 // src/ops/extra_ops.cpp), each against a naive reference written here on fresh random data: the
 // n-gram counts found by matching every pool n-gram at every start and skip, the batch statistics

@@ -1,6 +1,6 @@
-// TfIdfVectorizer's attributes (the n-gram pool, its output positions and weights), read one way by
-// the schema (src/ops/tfidf_ops.cpp), the CPU reference (src/backends/cpu/tfidf.cpp) and the CUDA op
-// (src/backends/cuda/tfidf_ops.cpp), so a bad pool fails with the same message on every side.
+// The TfIdfVectorizer family: what its definition (tfidf.cpp: schema, inference, CPU reference)
+// and its CUDA op (tfidf.cu) share. The attributes (the n-gram pool, its output positions and
+// weights) are read one way by all three, so a bad pool fails with the same message on every side.
 #pragma once
 
 #include <cstdint>
