@@ -1,6 +1,6 @@
 // The sliding-window attributes of Conv, ConvTranspose, MaxPool and AveragePool (and the integer
 // convolutions built on them), parsed one way for the schemas (src/ops/nn_ops.cpp,
-// src/ops/integer_ops.cpp), the CPU references and the CUDA ops, so an error reads the same
+// src/ops/integer/integer.cpp), the CPU references and the CUDA ops, so an error reads the same
 // whichever side finds it and every side pads the same way.
 #pragma once
 

@@ -1,5 +1,5 @@
-// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv on CUDA (src/backends/cuda/integer_ops.cpp)
-// against the CPU reference (src/backends/cpu/integer.cpp), compared exactly (the harness compares
+// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv on CUDA (src/ops/integer/integer.cu)
+// against the CPU reference (src/ops/integer/integer.cpp), compared exactly (the harness compares
 // integer outputs element by element): every int8/uint8 combination of the operands (and of the
 // output for the QLinear ops), zero points per tensor, per row/column (broadcast over batches too)
 // and per output channel, batched and 1-D matmuls, sums that wrap int32, convolutions with groups,

@@ -1,5 +1,5 @@
-// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv (schemas: src/ops/integer_ops.cpp; CPU
-// reference: src/backends/cpu/integer.cpp) against loops written here on fresh random int8/uint8
+// MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv (definition and CPU
+// reference: src/ops/integer/integer.cpp) against loops written here on fresh random int8/uint8
 // data: non-zero zero points per tensor, per row/column and per output channel, broadcast batches
 // and 1-D operands, padding, strides, dilations and groups; requantization ties (half to even) and
 // saturation at both ends; then bad zero points, scales and shapes (errors name the input, and

@@ -1,13 +1,12 @@
-// The layouts of MatMulInteger, ConvInteger, QLinearMatMul and QLinearConv (matmul and conv geometry,
-// where each zero point and scale applies), read one way by the schemas (src/ops/integer_ops.cpp),
-// the CPU references (src/backends/cpu/integer.cpp) and the CUDA ops (src/backends/cuda/integer_ops.cpp),
-// so inference and execution refuse a bad zero point or scale with the same words (each names the
-// input at fault).
+// The integer and quantized linear-algebra family (MatMulInteger, ConvInteger, QLinearMatMul,
+// QLinearConv): what its definition (integer.cpp: schemas, inference, CPU references) and its CUDA
+// ops (integer.cu) share. The layouts (matmul and conv geometry, where each zero point and scale
+// applies) are read one way by all of them, so inference and execution refuse a bad zero point or
+// scale with the same words (each names the input at fault).
 #pragma once
 
 #include <cstdint>
 #include <vector>
-
 #include "graft/attribute.h"
 #include "graft/dtype.h"
 #include "graft/status.h"
