@@ -1,5 +1,5 @@
-// RNN, LSTM and GRU on CUDA (src/backends/cuda/recurrent_ops.cpp) against the CPU reference
-// (src/backends/cpu/recurrent.cpp): every direction, with and without B, sequence_lens (int32 and
+// RNN, LSTM and GRU on CUDA (src/ops/recurrent/recurrent.cu) against the CPU reference
+// (src/ops/recurrent/recurrent.cpp): every direction, with and without B, sequence_lens (int32 and
 // int64, a length of 0 included) and initial states, LSTM peepholes and input_forget, layout 1,
 // GRU's linear_before_reset, clip, non-default activation lists with their alpha / beta, fewer
 // outputs and a left-out Y. float32, float16 and bfloat16; fresh random shapes and data each run.

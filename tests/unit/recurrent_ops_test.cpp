@@ -1,5 +1,5 @@
-// RNN, LSTM and GRU (schemas: src/ops/recurrent_ops.cpp; CPU reference:
-// src/backends/cpu/recurrent.cpp) against the spec's equations written out here step by step on
+// RNN, LSTM and GRU (definition and CPU reference:
+// src/ops/recurrent/recurrent.cpp) against the spec's equations written out here step by step on
 // fresh random data: every op x direction x layout, with and without sequence_lens (zero and full
 // lengths included), with every optional input given or none, every activation function with its
 // alpha/beta, clip, input_forget, linear_before_reset; omitted outputs; symbolic inference; then
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "ops/recurrent_attrs.h"
+#include "ops/recurrent/recurrent.h"
 #include "graft/engine.h"
 #include "onnx_model_builder.h"
 #include "op_test_util.h"

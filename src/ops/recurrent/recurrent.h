@@ -1,7 +1,7 @@
-// RNN, LSTM and GRU's attributes and shapes (opset 7 semantics, and opset 14's `layout`), read one
-// way by the schemas (src/ops/recurrent_ops.cpp), the CPU reference (src/backends/cpu/recurrent.cpp)
-// and the CUDA op (src/backends/cuda/recurrent_ops.cpp), so build-time inference and a run on either
-// device refuse a bad node with the same words (naming the attribute or input).
+// The recurrent family (RNN, LSTM, GRU): what its definition (recurrent.cpp: schemas, inference,
+// CPU reference) and its CUDA op (recurrent.cu) share. The attributes and shapes (opset 7 semantics,
+// and opset 14's `layout`) are read one way by all three, so build-time inference and a run on
+// either device refuse a bad node with the same words (naming the attribute or input).
 #pragma once
 
 #include <cstdint>
