@@ -25,7 +25,6 @@ const std::vector<OpEntry>& builtin_ops() {
     append_misc_ops(t);
     append_spectral_ops(t);
     append_integer_ops(t);
-    append_mel_ops(t);
     append_tfidf_ops(t);
     append_string_ops(t);
     append_random_ops(t);

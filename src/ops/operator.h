@@ -213,9 +213,8 @@ void append_detection_ops(std::vector<OpEntry>& out);     // NonZero, NonMaxSupp
 void append_loss_ops(std::vector<OpEntry>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void append_quantize_ops(std::vector<OpEntry>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void append_misc_ops(std::vector<OpEntry>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
-void append_spectral_ops(std::vector<OpEntry>& out);      // DFT, STFT
+void append_spectral_ops(std::vector<OpEntry>& out);      // DFT, STFT, MelWeightMatrix
 void append_integer_ops(std::vector<OpEntry>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
-void append_mel_ops(std::vector<OpEntry>& out);           // MelWeightMatrix
 void append_tfidf_ops(std::vector<OpEntry>& out);         // TfIdfVectorizer
 void append_string_ops(std::vector<OpEntry>& out);        // StringNormalizer (string tensors, CPU only)
 void append_random_ops(std::vector<OpEntry>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial

@@ -1,5 +1,5 @@
-// CUDA kernels of src/backends/cuda/spectral_ops.cpp (DFT, STFT, MelWeightMatrix) vs the CPU
-// reference (src/backends/cpu/spectral.cpp, mel.cpp): every axis, real and complex input, inverse, onesided,
+// CUDA kernels of DFT, STFT and MelWeightMatrix (src/ops/spectral/spectral.cu) vs the CPU
+// reference (src/ops/spectral/spectral.cpp): every axis, real and complex input, inverse, onesided,
 // dft_length padding and truncation, opset 20's axis input, STFT with and without a window and
 // frame_length; float32, float16, bfloat16 and float64. Fresh random data every run.
 #include <string>

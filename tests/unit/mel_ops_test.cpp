@@ -1,4 +1,4 @@
-// MelWeightMatrix (schema: src/ops/mel_ops.cpp; CPU reference: src/backends/cpu/mel.cpp) against
+// MelWeightMatrix (definition and CPU reference: src/ops/spectral/spectral.cpp) against
 // the spec's recipe written here per weight on fresh random sizes and edges: shapes, the triangles'
 // shape (rising to 1, falling to 0), output dtypes; then bad inputs and attributes, and run-time
 // shapes through the engine (the sizes as graph inputs, as the ONNX suite has them).

@@ -1,4 +1,4 @@
-// DFT and STFT (schemas: src/ops/spectral_ops.cpp; CPU reference: src/backends/cpu/spectral.cpp)
+// DFT and STFT (definition and CPU reference: src/ops/spectral/spectral.cpp)
 // against sums written here with std::complex and std::polar on fresh random data: known spectra,
 // every axis, real and complex input, inverse, onesided, dft_length padding and truncation, opset
 // 20's axis input, STFT frames with and without a window; then bad attributes and inputs (errors
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/spectral.h"
+#include "ops/spectral/spectral.h"
 #include "graft/engine.h"
 #include "onnx_model_builder.h"
 #include "op_test_util.h"

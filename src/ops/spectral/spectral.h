@@ -1,6 +1,7 @@
-// DFT's and STFT's attributes and the layouts of their sums, shared by the schemas
-// (src/ops/spectral_ops.cpp), the CPU references and the CUDA ops, so every backend validates (and
-// words its errors) the same way.
+// The spectral family (DFT, STFT, MelWeightMatrix): what its definition (spectral.cpp: schemas,
+// inference, CPU references) and its CUDA ops (spectral.cu) share. DFT's and STFT's attributes and
+// the layouts of their sums, and MelWeightMatrix's dtype and size checks, are read one way by all
+// of them, so every backend validates (and words its errors) the same way.
 #pragma once
 
 #include <cstdint>
@@ -61,5 +62,18 @@ Result<SpectralLayout> stft_layout(const std::vector<int64_t>& signal_dims, int6
 
 // The one integer (int32 or int64, rank 0 or [1]) input `what` holds; kInvalidModel otherwise.
 Result<int64_t> integer_scalar(const Tensor& t, const char* what);
+
+// ---- MelWeightMatrix -------------------------------------------------------------------------
+
+// The most weights one node makes: the dims are input values, so they are bounded before anything
+// is allocated (a 2^28-element float32 matrix is already 1 GiB).
+inline constexpr int64_t kMaxMelWeights = int64_t{1} << 28;
+
+// The output dtype from output_datatype (default 1, float32); errors name the attribute.
+Result<DataType> mel_output_dtype(const AttributeMap& attrs);
+
+// num_mel_bins >= 0, dft_length >= 1, sample_rate >= 1 and the output's size within the bound;
+// errors name the input at fault.
+Status check_mel_sizes(int64_t num_mel_bins, int64_t dft_length, int64_t sample_rate);
 
 }  // namespace graft
