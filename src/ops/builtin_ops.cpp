@@ -9,6 +9,36 @@
 
 namespace graft {
 
+// The families, each defined in its own file or folder (src/ops/<family>_ops.cpp, src/ops/<family>/):
+// a new family is its declaration here and its call in the table below.
+void append_elementwise_ops(std::vector<OpEntry>& out);   // unary, binary, Where, Cast, Clip...
+void append_nn_ops(std::vector<OpEntry>& out);            // Conv, pools, BN, MatMul, Gemm, Softmax, LayerNorm
+void append_reduce_ops(std::vector<OpEntry>& out);        // ReduceMean/Sum/Max
+void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
+void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
+void append_extra_ops(std::vector<OpEntry>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
+void append_sampling_ops(std::vector<OpEntry>& out);      // RoiAlign, GridSample
+void append_detection_ops(std::vector<OpEntry>& out);     // NonZero, NonMaxSuppression (data-dependent output shapes)
+void append_loss_ops(std::vector<OpEntry>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void append_quantize_ops(std::vector<OpEntry>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void append_misc_ops(std::vector<OpEntry>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
+void append_spectral_ops(std::vector<OpEntry>& out);      // DFT, STFT, MelWeightMatrix
+void append_lp_norm_ops(std::vector<OpEntry>& out);       // LpNormalization, LpPool, GlobalLpPool
+void append_roi_pool_ops(std::vector<OpEntry>& out);      // MaxRoiPool
+void append_integer_ops(std::vector<OpEntry>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void append_tfidf_ops(std::vector<OpEntry>& out);         // TfIdfVectorizer
+void append_string_ops(std::vector<OpEntry>& out);        // StringNormalizer (string tensors, CPU only)
+void append_random_ops(std::vector<OpEntry>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
+void append_selection_ops(std::vector<OpEntry>& out);     // Unique (data-dependent output shapes), MaxUnpool
+void append_recurrent_ops(std::vector<OpEntry>& out);     // RNN, LSTM, GRU
+void append_control_flow_ops(std::vector<OpEntry>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)
+void append_sequence_ops(std::vector<OpEntry>& out);      // Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap, Optional*
+// graft's internal ops, made only by the builder's fusion and layout passes (names start with
+// "Graft"); each has a CPU reference built from the builtin kernels it replaces.
+void append_fused_conv_ops(std::vector<OpEntry>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast
+void append_fused_transformer_ops(std::vector<OpEntry>& out);  // GEMM epilogues, elementwise chains, attention
+void append_view_ops(std::vector<OpEntry>& out);               // GraftStridedCopy (composed data-movement chains)
+
 const std::vector<OpEntry>& builtin_ops() {
   static const std::vector<OpEntry> table = [] {
     std::vector<OpEntry> t;
@@ -24,6 +54,8 @@ const std::vector<OpEntry>& builtin_ops() {
     append_quantize_ops(t);
     append_misc_ops(t);
     append_spectral_ops(t);
+    append_lp_norm_ops(t);
+    append_roi_pool_ops(t);
     append_integer_ops(t);
     append_tfidf_ops(t);
     append_string_ops(t);

@@ -37,19 +37,6 @@ bool output_requested(const InferContext& ctx, size_t i) {
   return i < ctx.node().outputs.size() && ctx.node().outputs[i] != nullptr;
 }
 
-// Spatial output dims of a sliding window; errors when a constant extent comes out < 1.
-Result<Shape> window_output_shape(const Shape& x, const Dim& channels, const WindowAttrs& w) {
-  Shape out{x[0], channels};
-  for (size_t i = 0; i + 2 < x.size(); ++i) {
-    Dim d = window_output_dim(w, i, x[i + 2]);
-    if (d.is_const() && d.value() < 1)
-      return error(StatusCode::kInvalidModel, "input ", shape_to_string(x), " is too small for the window on spatial axis ",
-                   static_cast<int64_t>(i), " (output extent ", d.value(), ")");
-    out.push_back(d);
-  }
-  return out;
-}
-
 // ---- Conv ----
 
 Status infer_conv(InferContext& ctx) {

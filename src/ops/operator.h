@@ -201,33 +201,6 @@ const OpEntry* find_builtin_op(const std::string& domain, const std::string& op_
 // The ONNX op `op_type`, or nullptr.
 inline const OpEntry* find_onnx_op(const std::string& op_type) { return find_builtin_op("", op_type); }
 
-// Per-group registration functions, each defined in its own file and listed in builtin_ops.cpp.
-void append_elementwise_ops(std::vector<OpEntry>& out);   // unary, binary, Where, Cast, Clip...
-void append_nn_ops(std::vector<OpEntry>& out);            // Conv, pools, BN, MatMul, Gemm, Softmax, LayerNorm
-void append_reduce_ops(std::vector<OpEntry>& out);        // ReduceMean/Sum/Max
-void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
-void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
-void append_extra_ops(std::vector<OpEntry>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
-void append_sampling_ops(std::vector<OpEntry>& out);      // RoiAlign, GridSample
-void append_detection_ops(std::vector<OpEntry>& out);     // NonZero, NonMaxSuppression (data-dependent output shapes)
-void append_loss_ops(std::vector<OpEntry>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void append_quantize_ops(std::vector<OpEntry>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
-void append_misc_ops(std::vector<OpEntry>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
-void append_spectral_ops(std::vector<OpEntry>& out);      // DFT, STFT, MelWeightMatrix
-void append_integer_ops(std::vector<OpEntry>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
-void append_tfidf_ops(std::vector<OpEntry>& out);         // TfIdfVectorizer
-void append_string_ops(std::vector<OpEntry>& out);        // StringNormalizer (string tensors, CPU only)
-void append_random_ops(std::vector<OpEntry>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
-void append_selection_ops(std::vector<OpEntry>& out);     // Unique (data-dependent output shapes), MaxUnpool
-void append_recurrent_ops(std::vector<OpEntry>& out);     // RNN, LSTM, GRU
-void append_control_flow_ops(std::vector<OpEntry>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)
-void append_sequence_ops(std::vector<OpEntry>& out);      // Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap, Optional*
-// graft's internal ops, made only by the builder's fusion and layout passes (names start with
-// "Graft"); each has a CPU reference built from the builtin kernels it replaces.
-void append_fused_conv_ops(std::vector<OpEntry>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast
-void append_fused_transformer_ops(std::vector<OpEntry>& out);  // GEMM epilogues, elementwise chains, attention
-void append_view_ops(std::vector<OpEntry>& out);               // GraftStridedCopy (composed data-movement chains)
-
 // Helpers shared by inference functions.
 // Multidirectional (numpy) broadcasting of two symbolic shapes; error names both shapes.
 Result<Shape> broadcast_shapes(const Shape& a, const Shape& b);

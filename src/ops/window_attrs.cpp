@@ -168,4 +168,16 @@ std::vector<int64_t> conv_transpose_pad_begins(const ConvTransposeAttrs& a, cons
   return begins;
 }
 
+Result<Shape> window_output_shape(const Shape& x, const Dim& channels, const WindowAttrs& w) {
+  Shape out{x[0], channels};
+  for (size_t i = 0; i + 2 < x.size(); ++i) {
+    Dim d = window_output_dim(w, i, x[i + 2]);
+    if (d.is_const() && d.value() < 1)
+      return error(StatusCode::kInvalidModel, "input ", shape_to_string(x), " is too small for the window on spatial axis ",
+                   static_cast<int64_t>(i), " (output extent ", d.value(), ")");
+    out.push_back(d);
+  }
+  return out;
+}
+
 }  // namespace graft

@@ -1,7 +1,7 @@
 // The sliding-window attributes of Conv, ConvTranspose, MaxPool and AveragePool (and the integer
-// convolutions built on them), parsed one way for the schemas (src/ops/nn_ops.cpp,
-// src/ops/integer/integer.cpp), the CPU references and the CUDA ops, so an error reads the same
-// whichever side finds it and every side pads the same way.
+// convolutions and LpPool built on them), parsed one way for the schemas (src/ops/nn_ops.cpp,
+// src/ops/integer/integer.cpp, src/ops/lp_norm/lp_norm.cpp), the CPU references and the CUDA
+// ops, so an error reads the same whichever side finds it and every side pads the same way.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,10 @@ Result<WindowAttrs> parse_window_attrs(const AttributeMap& attrs, size_t spatial
 
 // Output extent of spatial axis `axis` for an input extent `in` (symbolic where `in` is).
 Dim window_output_dim(const WindowAttrs& w, size_t axis, const Dim& in);
+
+// The output shape [N, channels, out...] of a sliding window over x [N, C, in...] (the pools:
+// channels = C); errors when a constant extent comes out < 1.
+Result<Shape> window_output_shape(const Shape& x, const Dim& channels, const WindowAttrs& w);
 
 // Concrete begin/end pads for a run: explicit pads, or SAME_* resolved from the input extents.
 void resolve_pads(const WindowAttrs& w, const std::vector<int64_t>& in_spatial,

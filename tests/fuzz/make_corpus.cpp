@@ -153,6 +153,21 @@ std::map<std::string, std::string> builtin_models(std::mt19937& rng) {
     m["resize_pool"] = b.bytes();
   }
   {
+    // The Lp-norm family: LpPool with padding, LpNormalization, GlobalLpPool.
+    OnnxModelBuilder b;
+    b.input("x", f, {"n", 3, 6, 5});
+    auto& lp = b.node("LpPool", {"x"}, {"lp"});
+    OnnxModelBuilder::attr(lp, "kernel_shape", std::vector<int64_t>{3, 2});
+    OnnxModelBuilder::attr(lp, "pads", std::vector<int64_t>{1, 0, 1, 1});
+    OnnxModelBuilder::attr(lp, "p", int64_t{3});
+    auto& ln = b.node("LpNormalization", {"lp"}, {"ln"});
+    OnnxModelBuilder::attr(ln, "axis", int64_t{1});
+    OnnxModelBuilder::attr(ln, "p", int64_t{1});
+    b.node("GlobalLpPool", {"ln"}, {"y"});
+    b.output("y", f);
+    m["lp_norm"] = b.bytes();
+  }
+  {
     OnnxModelBuilder b;
     b.input("q", f, {"b", 8, 16});
     b.initializer("wq", filled(f, {16, 16}, rng));

@@ -25,7 +25,7 @@ std::vector<OpCaseTable> all_case_tables() {
   for (auto family : {unary_elementwise_cases, binary_elementwise_cases, nn_cases, reduce_cases, shape_cases,
                        misc_cases, internal_conv_cases, indexing_cases, math_cases,
                        resize_cases, cast_sample_cases, integer_cases, recurrent_cases, quantized_cases,
-                       mel_tfidf_cases, data_dependent_cases, random_cases,
+                       mel_tfidf_cases, data_dependent_cases, random_cases, lp_norm_cases, roi_pool_cases,
                        internal_view_cases, container_cases, control_flow_cases})
     for (OpCaseTable& t : family()) tables.push_back(std::move(t));
   return tables;

@@ -171,6 +171,8 @@ std::vector<OpCaseTable> cast_sample_cases();    // Cast, CastLike, GridSample
 std::vector<OpCaseTable> integer_cases();        // MatMulInteger, ConvInteger, ConstantOfShape, MaxUnpool, GraftChannelsLast
 std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout, Shape, Size, Einsum, Det, losses, BitShift, DFT, STFT, RNN
 std::vector<OpCaseTable> recurrent_cases();      // GRU, LSTM
+std::vector<OpCaseTable> lp_norm_cases();        // LpNormalization, LpPool, GlobalLpPool
+std::vector<OpCaseTable> roi_pool_cases();       // MaxRoiPool
 std::vector<OpCaseTable> quantized_cases();      // QLinearMatMul, QLinearConv, DynamicQuantizeLinear
 std::vector<OpCaseTable> mel_tfidf_cases();      // MelWeightMatrix, TfIdfVectorizer
 std::vector<OpCaseTable> data_dependent_cases(); // NonZero, Unique, NonMaxSuppression, Compress

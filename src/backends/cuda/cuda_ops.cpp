@@ -8,6 +8,30 @@
 
 namespace graft::cuda {
 
+// The families, each defined in its own file (src/backends/cuda/<family>_ops.cpp) or family folder
+// (src/ops/<family>/<family>.cu): a new family is its declaration here and its call in the table.
+void append_cuda_elementwise_ops(std::vector<CudaOp>& out);  // unary, binary broadcast, Where, Cast, Clip...
+void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out);  // Softmax, LayerNormalization, Reduce*
+void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Concat, Slice, Gather, Expand, Tile, Pad, Resize, Reshape-like copies
+void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuBLASLt), Conv/pools (cuDNN), BatchNormalization
+void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast
+void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose 2-D (cuDNN backward data + bias)
+void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
+void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, Gather/ScatterND/Elements...
+void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float32), GridSample
+void append_cuda_misc_ops(std::vector<CudaOp>& out);        // (De)QuantizeLinear, InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum, Det
+void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT, MelWeightMatrix
+void append_cuda_lp_norm_ops(std::vector<CudaOp>& out);     // LpNormalization, LpPool, GlobalLpPool
+void append_cuda_roi_pool_ops(std::vector<CudaOp>& out);    // MaxRoiPool
+void append_cuda_selection_ops(std::vector<CudaOp>& out);    // MaxUnpool, Celu
+void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero, Unique (counted outputs)
+void append_cuda_random_ops(std::vector<CudaOp>& out);  // RandomUniform/Normal(Like), Bernoulli, Multinomial, Dropout
+void append_cuda_loss_ops(std::vector<CudaOp>& out);    // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
+void append_cuda_recurrent_ops(std::vector<CudaOp>& out);  // RNN, LSTM, GRU
+void append_cuda_integer_ops(std::vector<CudaOp>& out);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
+void append_cuda_tfidf_ops(std::vector<CudaOp>& out);    // TfIdfVectorizer (int32/int64 n-grams)
+void append_cuda_control_flow_ops(std::vector<CudaOp>& out);  // If, Loop, Scan (subgraphs run on the GPU)
+
 const std::vector<CudaOp>& cuda_ops() {
   static const std::vector<CudaOp> table = [] {
     std::vector<CudaOp> t;
@@ -22,6 +46,8 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_sampling_ops(t);
     append_cuda_misc_ops(t);
     append_cuda_spectral_ops(t);
+    append_cuda_lp_norm_ops(t);
+    append_cuda_roi_pool_ops(t);
     append_cuda_selection_ops(t);
     append_cuda_data_dependent_ops(t);
     append_cuda_random_ops(t);

@@ -181,27 +181,8 @@ size_t cudnn_conv_workspace(const Node& n, const std::vector<const Tensor*>& inp
 // A fresh base seed for an unseeded random layer's stream (random_ops.cpp).
 uint64_t fresh_random_base_seed();
 
-// The explicit table (src/backends/cuda/cuda_ops.cpp) and its per-group parts.
+// The explicit table (src/backends/cuda/cuda_ops.cpp, which lists the families it is made of).
 const std::vector<CudaOp>& cuda_ops();
 const CudaOp* find_cuda_op(const std::string& op_type);
-void append_cuda_elementwise_ops(std::vector<CudaOp>& out);  // unary, binary broadcast, Where, Cast, Clip...
-void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out);  // Softmax, LayerNormalization, Reduce*
-void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Concat, Slice, Gather, Expand, Tile, Pad, Resize, Reshape-like copies
-void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuBLASLt), Conv/pools (cuDNN), BatchNormalization
-void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast
-void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose 2-D (cuDNN backward data + bias)
-void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
-void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, Gather/ScatterND/Elements...
-void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float32), GridSample
-void append_cuda_misc_ops(std::vector<CudaOp>& out);        // (De)QuantizeLinear, InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum, Det
-void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT, MelWeightMatrix
-void append_cuda_selection_ops(std::vector<CudaOp>& out);    // MaxUnpool, Celu
-void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero, Unique (counted outputs)
-void append_cuda_random_ops(std::vector<CudaOp>& out);  // RandomUniform/Normal(Like), Bernoulli, Multinomial, Dropout
-void append_cuda_loss_ops(std::vector<CudaOp>& out);    // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void append_cuda_recurrent_ops(std::vector<CudaOp>& out);  // RNN, LSTM, GRU
-void append_cuda_integer_ops(std::vector<CudaOp>& out);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
-void append_cuda_tfidf_ops(std::vector<CudaOp>& out);    // TfIdfVectorizer (int32/int64 n-grams)
-void append_cuda_control_flow_ops(std::vector<CudaOp>& out);  // If, Loop, Scan (subgraphs run on the GPU)
 
 }  // namespace graft::cuda

@@ -1,0 +1,235 @@
+// The Lp-norm family, defined whole here: LpNormalization, LpPool and GlobalLpPool. Their attribute
+// readers and geometry (lp_norm.h), their CPU reference kernels, and their schema rows with
+// inference. The CUDA ops are in lp_norm.cu.
+#include "ops/lp_norm/lp_norm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/kernel_util.h"
+#include "backends/cpu/nn.h"
+#include "backends/cpu/unary_kernel.h"
+#include "core/checked_math.h"
+#include "core/index_math.h"
+#include "ops/attr_util.h"
+#include "ops/infer_util.h"
+#include "ops/operator.h"
+
+namespace graft {
+
+// ---- attributes and geometry (lp_norm.h) -------------------------------------------------------
+
+Result<int64_t> lp_order(const AttributeMap& attrs, bool one_or_two) {
+  auto p = attrs.get_int("p", 2);
+  if (!p) return Status(p.status()).with_attribute("p");
+  if (one_or_two && p.value() != 1 && p.value() != 2) return attr_error("p", "must be 1 or 2, got ", p.value());
+  if (!one_or_two && p.value() < 1) return attr_error("p", "must be >= 1, got ", p.value());
+  return p.value();
+}
+
+Result<LpNormGeometry> lp_norm_geometry(const AttributeMap& attrs, const std::vector<int64_t>& x) {
+  LpNormGeometry g;
+  GRAFT_ASSIGN_OR_RETURN(g.p, lp_order(attrs, true));
+  auto axis = attrs.get_int("axis", -1);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  const int64_t rank = static_cast<int64_t>(x.size());
+  if (axis.value() < -rank || axis.value() >= rank)
+    return attr_error("axis", "must be in [", -rank, ", ", rank - 1, "] for input ", ints_to_string(x), ", got ",
+                      axis.value());
+  const size_t a = static_cast<size_t>(axis.value() < 0 ? axis.value() + rank : axis.value());
+  // The product of all three is the input's element count, which fits; a zero extent elsewhere
+  // may still leave one of the partial products huge, so each is checked.
+  for (size_t d = 0; d < x.size(); ++d) {
+    int64_t& part = d < a ? g.outer : d == a ? g.len : g.inner;
+    if (!checked_mul(part, x[d], &part))
+      return error(StatusCode::kInvalidModel, "LpNormalization: input ", ints_to_string(x), " is too large");
+  }
+  return g;
+}
+
+Result<LpPoolAttrs> lp_pool_attrs(const AttributeMap& attrs, size_t spatial) {
+  LpPoolAttrs a;
+  GRAFT_ASSIGN_OR_RETURN(a.window, parse_window_attrs(attrs, spatial, nullptr, /*pool=*/true));
+  GRAFT_ASSIGN_OR_RETURN(a.p, lp_order(attrs, false));
+  return a;
+}
+
+Result<LpPoolGeometry> lp_pool_geometry(const AttributeMap& attrs, const std::vector<int64_t>& x,
+                                        const std::vector<int64_t>& y, bool global) {
+  if (x.size() < 3)
+    return error(StatusCode::kInvalidModel, "input X must have rank >= 3 (N, C, spatial...), got ", ints_to_string(x));
+  if (y.size() != x.size() || y[0] != x[0] || y[1] != x[1])
+    return error(StatusCode::kInternal, "output Y ", ints_to_string(y), " does not fit input X ", ints_to_string(x));
+  const size_t n = x.size() - 2;
+  LpPoolGeometry g;
+  if (!checked_mul(x[0], x[1], &g.planes))
+    return error(StatusCode::kInvalidModel, "input X ", ints_to_string(x), " is too large");
+  g.in.assign(x.begin() + 2, x.end());
+  g.out.assign(y.begin() + 2, y.end());
+  if (global) {
+    GRAFT_ASSIGN_OR_RETURN(g.p, lp_order(attrs, false));
+    g.kernel = g.in;
+    g.stride.assign(n, 1);
+    g.pad.assign(n, 0);
+    g.dilation.assign(n, 1);
+    return g;
+  }
+  GRAFT_ASSIGN_OR_RETURN(LpPoolAttrs a, lp_pool_attrs(attrs, n));
+  std::vector<int64_t> ends;
+  resolve_pads(a.window, g.in, &g.pad, &ends);
+  g.kernel = a.window.kernel;
+  g.stride = a.window.strides;
+  g.dilation = a.window.dilations;
+  g.p = a.p;
+  return g;
+}
+
+// ---- CPU reference -----------------------------------------------------------------------------
+// Every value is loaded as double, sums are accumulated in double and rounded once into the output
+// dtype.
+
+namespace cpu {
+namespace {
+
+// |v|^p without pow's rounding for the common orders.
+double abs_pow(double v, int64_t p) {
+  const double a = std::fabs(v);
+  return p == 1 ? a : p == 2 ? a * a : std::pow(a, static_cast<double>(p));
+}
+
+double root(double sum, int64_t p) {
+  return p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, 1.0 / static_cast<double>(p));
+}
+
+Status lp_normalization(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "input"));
+  const Tensor& x = *ctx.inputs[0];
+  GRAFT_ASSIGN_OR_RETURN(LpNormGeometry g, lp_norm_geometry(attrs_of(ctx), x.dims()));
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_CHECK(y.numel() == x.numel() && y.dtype() == x.dtype());
+  const std::vector<double> xv = load_doubles(x);
+  std::vector<double> yv(xv.size());
+  for (int64_t o = 0; o < g.outer; ++o)
+    for (int64_t i = 0; i < g.inner; ++i) {
+      auto at = [&](int64_t l) { return static_cast<size_t>((o * g.len + l) * g.inner + i); };
+      double sum = 0;
+      for (int64_t l = 0; l < g.len; ++l) sum += abs_pow(xv[at(l)], g.p);
+      const double norm = root(sum, g.p);
+      for (int64_t l = 0; l < g.len; ++l) yv[at(l)] = xv[at(l)] / norm;
+    }
+  store_doubles(y, yv);
+  return Status::ok();
+}
+
+// The taps of output position o on spatial axis a that fall inside the input: [first, last).
+void taps_inside(const LpPoolGeometry& g, size_t a, int64_t o, int64_t* first, int64_t* last) {
+  const int64_t start = o * g.stride[a] - g.pad[a], d = g.dilation[a];
+  // start + t * d >= 0  <=>  t >= ceil(-start / d); start + t * d < in  <=>  t <= floor((in - 1 - start) / d).
+  *first = start >= 0 ? 0 : (-start + d - 1) / d;
+  const int64_t past = g.in[a] - 1 - start;
+  *last = past < 0 ? 0 : std::min(g.kernel[a], past / d + 1);
+  if (*last < *first) *last = *first;
+}
+
+Status lp_pool_run(ExecContext& ctx, bool global) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "X"));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_CHECK(y.dtype() == x.dtype());
+  GRAFT_ASSIGN_OR_RETURN(LpPoolGeometry g, lp_pool_geometry(attrs_of(ctx), x.dims(), y.dims(), global));
+  const size_t n = g.in.size();
+  int64_t in_plane = 1, out_plane = 1;
+  for (size_t a = 0; a < n; ++a) {
+    in_plane *= g.in[a];
+    out_plane *= g.out[a];
+  }
+  const std::vector<double> xv = load_doubles(x);
+  std::vector<double> yv(static_cast<size_t>(y.numel()));
+  std::vector<int64_t> o(n), first(n), last(n), t(n);
+  for (int64_t op = 0; op < out_plane; ++op) {
+    unravel(op, g.out, o);
+    bool empty = false;
+    for (size_t a = 0; a < n; ++a) {
+      taps_inside(g, a, o[a], &first[a], &last[a]);
+      empty = empty || first[a] == last[a];
+    }
+    for (int64_t plane = 0; plane < g.planes; ++plane) {
+      double sum = 0;
+      // An odometer over the taps inside the input (none: the window lies in the padding).
+      t = first;
+      while (!empty) {
+        int64_t off = 0;
+        for (size_t a = 0; a < n; ++a) off = off * g.in[a] + o[a] * g.stride[a] - g.pad[a] + t[a] * g.dilation[a];
+        sum += abs_pow(xv[static_cast<size_t>(plane * in_plane + off)], g.p);
+        size_t a = n;
+        while (a-- > 0 && ++t[a] == last[a]) t[a] = first[a];
+        if (a == static_cast<size_t>(-1)) break;
+      }
+      yv[static_cast<size_t>(plane * out_plane + op)] = root(sum, g.p);
+    }
+  }
+  store_doubles(y, yv);
+  return Status::ok();
+}
+
+Status lp_pool(ExecContext& ctx) { return lp_pool_run(ctx, false); }
+Status global_lp_pool(ExecContext& ctx) { return lp_pool_run(ctx, true); }
+
+}  // namespace
+}  // namespace cpu
+
+// ---- schema: inference and the table rows --------------------------------------------------------
+
+namespace {
+
+using namespace infer;
+
+Status infer_lp_normalization(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
+  const TensorDesc& x = ctx.input(0);
+  if (x.shape) {
+    // The axis and p checked against the rank; the extents do not matter here.
+    GRAFT_RETURN_IF_ERROR(lp_norm_geometry(ctx.attrs(), std::vector<int64_t>(x.shape->size(), 1)).status());
+  } else {
+    GRAFT_RETURN_IF_ERROR(lp_order(ctx.attrs(), true).status());
+  }
+  ctx.set_output(0, x);
+  return Status::ok();
+}
+
+Status infer_lp_pool(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
+  GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
+  if (x.size() < 3) return ctx.fail("input X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x));
+  GRAFT_ASSIGN_OR_RETURN(LpPoolAttrs a, lp_pool_attrs(ctx.attrs(), x.size() - 2));
+  GRAFT_ASSIGN_OR_RETURN(Shape out, window_output_shape(x, x[1], a.window));
+  ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
+  return Status::ok();
+}
+
+Status infer_global_lp_pool(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
+  GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
+  if (x.size() < 3) return ctx.fail("input X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x));
+  GRAFT_RETURN_IF_ERROR(lp_order(ctx.attrs(), false).status());
+  Shape out{x[0], x[1]};
+  out.resize(x.size(), Dim(1));
+  ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
+  return Status::ok();
+}
+
+}  // namespace
+
+void append_lp_norm_ops(std::vector<OpEntry>& out) {
+  // Both backends sum the powers in float64, so a float16 engine may keep them in float16: the
+  // result, a norm of float16 values, fits where the sum of their squares would not.
+  out.push_back(OpEntry{"LpNormalization", 11, infer_lp_normalization, cpu::lp_normalization});
+  out.push_back(OpEntry{"LpPool", 11, infer_lp_pool, cpu::lp_pool});
+  out.push_back(OpEntry{"GlobalLpPool", 11, infer_global_lp_pool, cpu::global_lp_pool});
+}
+
+}  // namespace graft

@@ -1,0 +1,207 @@
+// The Lp-norm family's CUDA kernels and CUDA ops (definition and CPU references: lp_norm.cpp).
+// Attributes and geometry come from lp_norm.h's readers, as the CPU reference reads them, so a bad
+// node fails with the same words on both backends. Each thread sums the powers of one output's
+// inputs in double, as the CPU reference does, and rounds once into the output dtype: these ops are
+// rare in models, and the kernels are written to agree with the reference, not to be fast.
+#include "ops/lp_norm/lp_norm.h"
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/cuda_ops.h"
+
+namespace graft::cuda {
+
+// ---- kernels -----------------------------------------------------------------------------------
+
+namespace k {
+namespace {
+
+constexpr int kMaxPoolAxes = 6;  // spatial axes the pool kernel takes (inputs up to rank 8)
+
+// LpPool/GlobalLpPool over planes of in[] into planes of out[] (lp_norm.h, LpPoolGeometry).
+struct PoolArgs {
+  int axes = 0;
+  int64_t planes = 0, in_plane = 1, out_plane = 1, p = 2;
+  int64_t in[kMaxPoolAxes] = {}, out[kMaxPoolAxes] = {}, kernel[kMaxPoolAxes] = {};
+  int64_t stride[kMaxPoolAxes] = {}, pad[kMaxPoolAxes] = {}, dilation[kMaxPoolAxes] = {};
+};
+
+template <typename T>
+__device__ __forceinline__ double load(const T* p, int64_t i) {
+  return static_cast<double>(Elem<T>::ld(p[i]));
+}
+template <typename T>
+__device__ __forceinline__ void store(T* p, int64_t i, double v) {
+  p[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(v));
+}
+
+__device__ __forceinline__ double abs_pow(double v, int64_t p) {
+  const double a = fabs(v);
+  return p == 1 ? a : p == 2 ? a * a : pow(a, static_cast<double>(p));
+}
+
+__device__ __forceinline__ double root(double sum, int64_t p) {
+  return p == 1 ? sum : p == 2 ? sqrt(sum) : pow(sum, 1.0 / static_cast<double>(p));
+}
+
+// One thread per (outer, inner) column: its norm along the axis, then every element over it.
+template <typename T>
+__global__ void lp_normalization_kernel(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, int64_t p) {
+  GRAFT_GRID_STRIDE(c, outer * inner) {
+    const int64_t base = c / inner * len * inner + c % inner;
+    double sum = 0.0;
+    for (int64_t l = 0; l < len; ++l) sum += abs_pow(load(x, base + l * inner), p);
+    const double norm = root(sum, p);
+    for (int64_t l = 0; l < len; ++l) store(y, base + l * inner, load(x, base + l * inner) / norm);
+  }
+}
+
+// One thread per output element: the taps of its window that fall inside the input, axis by axis
+// (a tap in the padding adds nothing), walked as an odometer.
+template <typename T>
+__global__ void lp_pool_kernel(PoolArgs a, const T* x, T* y) {
+  GRAFT_GRID_STRIDE(idx, a.planes * a.out_plane) {
+    int64_t rem = idx % a.out_plane;
+    int64_t start[kMaxPoolAxes], first[kMaxPoolAxes], last[kMaxPoolAxes], t[kMaxPoolAxes];
+    bool empty = false;
+    for (int ax = a.axes - 1; ax >= 0; --ax) {
+      const int64_t o = rem % a.out[ax];
+      rem /= a.out[ax];
+      const int64_t d = a.dilation[ax];
+      start[ax] = o * a.stride[ax] - a.pad[ax];
+      first[ax] = start[ax] >= 0 ? 0 : (-start[ax] + d - 1) / d;
+      const int64_t past = a.in[ax] - 1 - start[ax];
+      const int64_t reach = past / d + 1;  // taps up to the input's end
+      last[ax] = past < 0 ? 0 : reach < a.kernel[ax] ? reach : a.kernel[ax];
+      if (last[ax] < first[ax]) last[ax] = first[ax];
+      empty = empty || first[ax] == last[ax];
+      t[ax] = first[ax];
+    }
+    const T* xp = x + idx / a.out_plane * a.in_plane;
+    double sum = 0.0;
+    while (!empty) {
+      int64_t off = 0;
+      for (int ax = 0; ax < a.axes; ++ax) off = off * a.in[ax] + start[ax] + t[ax] * a.dilation[ax];
+      sum += abs_pow(load(xp, off), a.p);
+      int ax = a.axes - 1;
+      while (ax >= 0 && ++t[ax] == last[ax]) {
+        t[ax] = first[ax];
+        --ax;
+      }
+      if (ax < 0) break;
+    }
+    store(y, idx, root(sum, a.p));
+  }
+}
+
+// x and y of float type t (f32, f16, bf16, f64); cudaErrorInvalidValue for another.
+cudaError_t launch_lp_normalization(KType t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
+                                    int64_t p, cudaStream_t s) {
+  const int64_t columns = outer * inner;
+  if (columns == 0) return cudaSuccess;
+  GRAFT_FLOAT64_DISPATCH(t, (lp_normalization_kernel<T><<<grid_for(columns), kThreads, 0, s>>>(
+                                static_cast<const T*>(x), static_cast<T*>(y), outer, len, inner, p)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_lp_pool(KType t, const PoolArgs& a, const void* x, void* y, cudaStream_t s) {
+  const int64_t count = a.planes * a.out_plane;
+  if (count == 0) return cudaSuccess;
+  GRAFT_FLOAT64_DISPATCH(t, (lp_pool_kernel<T><<<grid_for(count), kThreads, 0, s>>>(a, static_cast<const T*>(x),
+                                                                                   static_cast<T*>(y))));
+  return cudaGetLastError();
+}
+
+}  // namespace
+}  // namespace k
+
+// ---- CUDA ops ----------------------------------------------------------------------------------
+
+namespace {
+
+using namespace util;
+
+constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                     DataType::kFloat64};
+
+bool lp_normalization_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  if (!require_dtype(n, 0, kFloats, why)) return false;
+  auto p = lp_order(n.attrs, true);
+  if (!p) return reject(why, p.status().message());
+  return true;
+}
+
+// The pools need the rank at build time (their inference does too) and at most kMaxPoolAxes
+// spatial axes.
+bool pool_supports(const Node& n, bool global, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  if (!require_dtype(n, 0, kFloats, why)) return false;
+  const TensorDesc& x = n.input(0)->desc;
+  if (!x.shape) return reject(why, "input X's rank is unknown");
+  if (x.rank() < 3 || x.rank() - 2 > k::kMaxPoolAxes)
+    return reject(why, "the CUDA kernel takes 1 to " + std::to_string(k::kMaxPoolAxes) + " spatial axes, input X has rank " +
+                           std::to_string(x.rank()));
+  Status st = global ? lp_order(n.attrs, false).status() : lp_pool_attrs(n.attrs, x.rank() - 2).status();
+  if (!st.is_ok()) return reject(why, st.message());
+  return true;
+}
+bool lp_pool_supports(const Node& n, std::string* why) { return pool_supports(n, false, why); }
+bool global_lp_pool_supports(const Node& n, std::string* why) { return pool_supports(n, true, why); }
+
+Status lp_normalization_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
+  auto g = lp_norm_geometry(attrs_of(ex), x->dims());
+  if (!g) return with_node(ex, g.status());
+  Tensor& y = *ex.ctx->outputs[0];
+  if (y.dtype() != x->dtype() || y.numel() != x->numel())
+    return fail(ex, StatusCode::kInternal, "output was allocated with other dims or dtype than the input");
+  return launch_status(k::launch_lp_normalization(ktype(x->dtype()), x->data(), y.data(), g->outer, g->len, g->inner,
+                                                  g->p, stream_of(ex)),
+                       ex);
+}
+
+Status pool_run(CudaExec& ex, bool global) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "input X is missing");
+  Tensor& y = *ex.ctx->outputs[0];
+  if (y.dtype() != x->dtype()) return fail(ex, StatusCode::kInternal, "output was allocated with another dtype");
+  auto g = lp_pool_geometry(attrs_of(ex), x->dims(), y.dims(), global);
+  if (!g) return with_node(ex, g.status());
+  if (g->in.size() > static_cast<size_t>(k::kMaxPoolAxes))
+    return fail(ex, StatusCode::kUnsupported, "more spatial axes than the kernel takes");
+  k::PoolArgs a;
+  a.axes = static_cast<int>(g->in.size());
+  a.planes = g->planes;
+  a.p = g->p;
+  for (size_t ax = 0; ax < g->in.size(); ++ax) {
+    a.in[ax] = g->in[ax];
+    a.out[ax] = g->out[ax];
+    a.kernel[ax] = g->kernel[ax];
+    a.stride[ax] = g->stride[ax];
+    a.pad[ax] = g->pad[ax];
+    a.dilation[ax] = g->dilation[ax];
+    // Both planes hold at most the tensors' element counts, which fit.
+    a.in_plane *= g->in[ax];
+    a.out_plane *= g->out[ax];
+  }
+  return launch_status(k::launch_lp_pool(ktype(x->dtype()), a, x->data(), y.data(), stream_of(ex)), ex);
+}
+Status lp_pool_run(CudaExec& ex) { return pool_run(ex, false); }
+Status global_lp_pool_run(CudaExec& ex) { return pool_run(ex, true); }
+
+}  // namespace
+
+void append_cuda_lp_norm_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"LpNormalization", &lp_normalization_supports, &lp_normalization_run, {}});
+  out.push_back(CudaOp{"LpPool", &lp_pool_supports, &lp_pool_run, {}});
+  out.push_back(CudaOp{"GlobalLpPool", &global_lp_pool_supports, &global_lp_pool_run, {}});
+}
+
+}  // namespace graft::cuda
