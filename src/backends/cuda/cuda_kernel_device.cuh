@@ -28,6 +28,17 @@ template <> struct Elem<__nv_bfloat16> {
   static __device__ __forceinline__ __nv_bfloat16 st(float v) { return __float2bfloat16_rn(v); }
 };
 
+// Element i of p as double, and v stored into element i of p rounded once to T (half types through
+// float, as Elem stores them): for kernels that accumulate in double, as the CPU references do.
+template <typename T>
+__device__ __forceinline__ double load_double(const T* p, int64_t i) {
+  return static_cast<double>(Elem<T>::ld(p[i]));
+}
+template <typename T>
+__device__ __forceinline__ void store_double(T* p, int64_t i, double v) {
+  p[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(v));
+}
+
 constexpr int kThreads = 256;
 
 inline unsigned grid_for(int64_t n, int per_thread = 1) {

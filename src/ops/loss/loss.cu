@@ -25,15 +25,6 @@ namespace graft::cuda {
 namespace k {
 namespace {
 
-template <typename T>
-__device__ __forceinline__ double load(const T* p, int64_t i) {
-  return static_cast<double>(Elem<T>::ld(p[i]));
-}
-template <typename T>
-__device__ __forceinline__ void store(T* p, int64_t i, double v) {
-  p[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(v));
-}
-
 // One thread per target element: its class column's log-softmax (when asked), then its loss. In
 // double, as the CPU reference, so the two agree to the output dtype's rounding.
 template <typename T, typename I>
@@ -47,12 +38,13 @@ __global__ void loss_elem_kernel(const T* x, const I* target, const T* weight, i
     double lse = 0.0;
     if (log_softmax) {
       double mx = -INFINITY;
-      for (int64_t cls = 0; cls < c; ++cls) mx = fmax(mx, load(x, base + cls * inner));
+      for (int64_t cls = 0; cls < c; ++cls) mx = fmax(mx, load_double(x, base + cls * inner));
       double s = 0.0;
-      for (int64_t cls = 0; cls < c; ++cls) s += exp(load(x, base + cls * inner) - mx);
+      for (int64_t cls = 0; cls < c; ++cls) s += exp(load_double(x, base + cls * inner) - mx);
       lse = mx + log(s);
       if (logp_out)
-        for (int64_t cls = 0; cls < c; ++cls) store(logp_out, base + cls * inner, load(x, base + cls * inner) - lse);
+        for (int64_t cls = 0; cls < c; ++cls)
+          store_double(logp_out, base + cls * inner, load_double(x, base + cls * inner) - lse);
     }
     const int64_t cls = static_cast<int64_t>(target[k]);
     double loss = 0.0, wt = 0.0;
@@ -60,12 +52,12 @@ __global__ void loss_elem_kernel(const T* x, const I* target, const T* weight, i
       if (cls < 0 || cls >= c) {
         loss = wt = NAN;
       } else {
-        wt = weight ? load(weight, cls) : 1.0;
-        loss = -(load(x, base + cls * inner) - lse) * wt;
+        wt = weight ? load_double(weight, cls) : 1.0;
+        loss = -(load_double(x, base + cls * inner) - lse) * wt;
       }
     }
     if (reduction == 0) {
-      store(y, k, loss);
+      store_double(y, k, loss);
     } else {
       scratch[k] = loss;
       scratch[count + k] = wt;
@@ -96,7 +88,7 @@ __global__ void loss_reduce_kernel(const double* scratch, int64_t count, int red
     __syncthreads();
   }
   // mean: 0/0 (every target ignored) is NaN, as in the ONNX reference.
-  if (threadIdx.x == 0) store(y, 0, reduction == 1 ? sum[0] : sum[0] / wsum[0]);
+  if (threadIdx.x == 0) store_double(y, 0, reduction == 1 ? sum[0] : sum[0] / wsum[0]);
 }
 
 template <typename T, typename I>

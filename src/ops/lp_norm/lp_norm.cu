@@ -31,15 +31,6 @@ struct PoolArgs {
   int64_t stride[kMaxPoolAxes] = {}, pad[kMaxPoolAxes] = {}, dilation[kMaxPoolAxes] = {};
 };
 
-template <typename T>
-__device__ __forceinline__ double load(const T* p, int64_t i) {
-  return static_cast<double>(Elem<T>::ld(p[i]));
-}
-template <typename T>
-__device__ __forceinline__ void store(T* p, int64_t i, double v) {
-  p[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(v));
-}
-
 __device__ __forceinline__ double abs_pow(double v, int64_t p) {
   const double a = fabs(v);
   return p == 1 ? a : p == 2 ? a * a : pow(a, static_cast<double>(p));
@@ -55,9 +46,9 @@ __global__ void lp_normalization_kernel(const T* x, T* y, int64_t outer, int64_t
   GRAFT_GRID_STRIDE(c, outer * inner) {
     const int64_t base = c / inner * len * inner + c % inner;
     double sum = 0.0;
-    for (int64_t l = 0; l < len; ++l) sum += abs_pow(load(x, base + l * inner), p);
+    for (int64_t l = 0; l < len; ++l) sum += abs_pow(load_double(x, base + l * inner), p);
     const double norm = root(sum, p);
-    for (int64_t l = 0; l < len; ++l) store(y, base + l * inner, load(x, base + l * inner) / norm);
+    for (int64_t l = 0; l < len; ++l) store_double(y, base + l * inner, load_double(x, base + l * inner) / norm);
   }
 }
 
@@ -87,7 +78,7 @@ __global__ void lp_pool_kernel(PoolArgs a, const T* x, T* y) {
     while (!empty) {
       int64_t off = 0;
       for (int ax = 0; ax < a.axes; ++ax) off = off * a.in[ax] + start[ax] + t[ax] * a.dilation[ax];
-      sum += abs_pow(load(xp, off), a.p);
+      sum += abs_pow(load_double(xp, off), a.p);
       int ax = a.axes - 1;
       while (ax >= 0 && ++t[ax] == last[ax]) {
         t[ax] = first[ax];
@@ -95,7 +86,7 @@ __global__ void lp_pool_kernel(PoolArgs a, const T* x, T* y) {
       }
       if (ax < 0) break;
     }
-    store(y, idx, root(sum, a.p));
+    store_double(y, idx, root(sum, a.p));
   }
 }
 
@@ -145,8 +136,8 @@ bool pool_supports(const Node& n, bool global, std::string* why) {
   const TensorDesc& x = n.input(0)->desc;
   if (!x.shape) return reject(why, "input X's rank is unknown");
   if (x.rank() < 3 || x.rank() - 2 > k::kMaxPoolAxes)
-    return reject(why, "the CUDA kernel takes 1 to " + std::to_string(k::kMaxPoolAxes) + " spatial axes, input X has rank " +
-                           std::to_string(x.rank()));
+    return reject(why, "the CUDA kernel takes 1 to " + std::to_string(k::kMaxPoolAxes) +
+                           " spatial axes, input X has rank " + std::to_string(x.rank()));
   Status st = global ? lp_order(n.attrs, false).status() : lp_pool_attrs(n.attrs, x.rank() - 2).status();
   if (!st.is_ok()) return reject(why, st.message());
   return true;

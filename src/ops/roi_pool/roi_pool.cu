@@ -32,14 +32,15 @@ __global__ void max_roi_pool_kernel(RoiPoolArgs a, const T* x, const T* rois, T*
     const int64_t j = o % a.pooled_w, i = o / a.pooled_w % a.pooled_h, ch = o / (a.pooled_w * a.pooled_h) % a.c;
     const int64_t k = o / (a.pooled_w * a.pooled_h * a.c);
     const T* row = rois + k * 5;
-    const double batch = static_cast<double>(Elem<T>::ld(row[0]));
+    const double batch = load_double(row, 0);
     double best = 0.0;  // an empty bin
     if (!(batch >= 0.0 && batch < static_cast<double>(a.n)) || batch != floor(batch)) {
       best = NAN;
     } else {
-      const RoiWindow win = roi_window(static_cast<float>(Elem<T>::ld(row[1])), static_cast<float>(Elem<T>::ld(row[2])),
-                                       static_cast<float>(Elem<T>::ld(row[3])), static_cast<float>(Elem<T>::ld(row[4])),
-                                       a.scale, a.pooled_h, a.pooled_w);
+      const RoiWindow win =
+          roi_window(static_cast<float>(load_double(row, 1)), static_cast<float>(load_double(row, 2)),
+                     static_cast<float>(load_double(row, 3)), static_cast<float>(load_double(row, 4)), a.scale,
+                     a.pooled_h, a.pooled_w);
       int64_t h0, h1, w0, w1;
       roi_bin(i, win.bin_h, win.start_h, a.h, &h0, &h1);
       roi_bin(j, win.bin_w, win.start_w, a.w, &w0, &w1);
@@ -47,10 +48,10 @@ __global__ void max_roi_pool_kernel(RoiPoolArgs a, const T* x, const T* rois, T*
         best = -INFINITY;
         const T* plane = x + (static_cast<int64_t>(batch) * a.c + ch) * a.h * a.w;
         for (int64_t yy = h0; yy < h1; ++yy)
-          for (int64_t xx = w0; xx < w1; ++xx) best = fmax(best, static_cast<double>(Elem<T>::ld(plane[yy * a.w + xx])));
+          for (int64_t xx = w0; xx < w1; ++xx) best = fmax(best, load_double(plane, yy * a.w + xx));
       }
     }
-    y[o] = Elem<T>::st(static_cast<typename Elem<T>::C>(best));
+    store_double(y, o, best);
   }
 }
 
