@@ -93,16 +93,6 @@ Result<LpPoolGeometry> lp_pool_geometry(const AttributeMap& attrs, const std::ve
 namespace cpu {
 namespace {
 
-// |v|^p without pow's rounding for the common orders.
-double abs_pow(double v, int64_t p) {
-  const double a = std::fabs(v);
-  return p == 1 ? a : p == 2 ? a * a : std::pow(a, static_cast<double>(p));
-}
-
-double root(double sum, int64_t p) {
-  return p == 1 ? sum : p == 2 ? std::sqrt(sum) : std::pow(sum, 1.0 / static_cast<double>(p));
-}
-
 Status lp_normalization(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
   GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "input"));
@@ -116,22 +106,12 @@ Status lp_normalization(ExecContext& ctx) {
     for (int64_t i = 0; i < g.inner; ++i) {
       auto at = [&](int64_t l) { return static_cast<size_t>((o * g.len + l) * g.inner + i); };
       double sum = 0;
-      for (int64_t l = 0; l < g.len; ++l) sum += abs_pow(xv[at(l)], g.p);
-      const double norm = root(sum, g.p);
+      for (int64_t l = 0; l < g.len; ++l) sum += lp_abs_pow(xv[at(l)], g.p);
+      const double norm = lp_root(sum, g.p);
       for (int64_t l = 0; l < g.len; ++l) yv[at(l)] = xv[at(l)] / norm;
     }
   store_doubles(y, yv);
   return Status::ok();
-}
-
-// The taps of output position o on spatial axis a that fall inside the input: [first, last).
-void taps_inside(const LpPoolGeometry& g, size_t a, int64_t o, int64_t* first, int64_t* last) {
-  const int64_t start = o * g.stride[a] - g.pad[a], d = g.dilation[a];
-  // start + t * d >= 0  <=>  t >= ceil(-start / d); start + t * d < in  <=>  t <= floor((in - 1 - start) / d).
-  *first = start >= 0 ? 0 : (-start + d - 1) / d;
-  const int64_t past = g.in[a] - 1 - start;
-  *last = past < 0 ? 0 : std::min(g.kernel[a], past / d + 1);
-  if (*last < *first) *last = *first;
 }
 
 Status lp_pool_run(ExecContext& ctx, bool global) {
@@ -154,7 +134,7 @@ Status lp_pool_run(ExecContext& ctx, bool global) {
     unravel(op, g.out, o);
     bool empty = false;
     for (size_t a = 0; a < n; ++a) {
-      taps_inside(g, a, o[a], &first[a], &last[a]);
+      lp_taps_inside(o[a] * g.stride[a] - g.pad[a], g.dilation[a], g.kernel[a], g.in[a], &first[a], &last[a]);
       empty = empty || first[a] == last[a];
     }
     for (int64_t plane = 0; plane < g.planes; ++plane) {
@@ -164,12 +144,12 @@ Status lp_pool_run(ExecContext& ctx, bool global) {
       while (!empty) {
         int64_t off = 0;
         for (size_t a = 0; a < n; ++a) off = off * g.in[a] + o[a] * g.stride[a] - g.pad[a] + t[a] * g.dilation[a];
-        sum += abs_pow(xv[static_cast<size_t>(plane * in_plane + off)], g.p);
+        sum += lp_abs_pow(xv[static_cast<size_t>(plane * in_plane + off)], g.p);
         size_t a = n;
         while (a-- > 0 && ++t[a] == last[a]) t[a] = first[a];
         if (a == static_cast<size_t>(-1)) break;
       }
-      yv[static_cast<size_t>(plane * out_plane + op)] = root(sum, g.p);
+      yv[static_cast<size_t>(plane * out_plane + op)] = lp_root(sum, g.p);
     }
   }
   store_doubles(y, yv);

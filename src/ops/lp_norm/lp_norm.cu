@@ -31,23 +31,14 @@ struct PoolArgs {
   int64_t stride[kMaxPoolAxes] = {}, pad[kMaxPoolAxes] = {}, dilation[kMaxPoolAxes] = {};
 };
 
-__device__ __forceinline__ double abs_pow(double v, int64_t p) {
-  const double a = fabs(v);
-  return p == 1 ? a : p == 2 ? a * a : pow(a, static_cast<double>(p));
-}
-
-__device__ __forceinline__ double root(double sum, int64_t p) {
-  return p == 1 ? sum : p == 2 ? sqrt(sum) : pow(sum, 1.0 / static_cast<double>(p));
-}
-
 // One thread per (outer, inner) column: its norm along the axis, then every element over it.
 template <typename T>
 __global__ void lp_normalization_kernel(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, int64_t p) {
   GRAFT_GRID_STRIDE(c, outer * inner) {
     const int64_t base = c / inner * len * inner + c % inner;
     double sum = 0.0;
-    for (int64_t l = 0; l < len; ++l) sum += abs_pow(load_double(x, base + l * inner), p);
-    const double norm = root(sum, p);
+    for (int64_t l = 0; l < len; ++l) sum += lp_abs_pow(load_double(x, base + l * inner), p);
+    const double norm = lp_root(sum, p);
     for (int64_t l = 0; l < len; ++l) store_double(y, base + l * inner, load_double(x, base + l * inner) / norm);
   }
 }
@@ -63,13 +54,8 @@ __global__ void lp_pool_kernel(PoolArgs a, const T* x, T* y) {
     for (int ax = a.axes - 1; ax >= 0; --ax) {
       const int64_t o = rem % a.out[ax];
       rem /= a.out[ax];
-      const int64_t d = a.dilation[ax];
       start[ax] = o * a.stride[ax] - a.pad[ax];
-      first[ax] = start[ax] >= 0 ? 0 : (-start[ax] + d - 1) / d;
-      const int64_t past = a.in[ax] - 1 - start[ax];
-      const int64_t reach = past / d + 1;  // taps up to the input's end
-      last[ax] = past < 0 ? 0 : reach < a.kernel[ax] ? reach : a.kernel[ax];
-      if (last[ax] < first[ax]) last[ax] = first[ax];
+      lp_taps_inside(start[ax], a.dilation[ax], a.kernel[ax], a.in[ax], &first[ax], &last[ax]);
       empty = empty || first[ax] == last[ax];
       t[ax] = first[ax];
     }
@@ -78,7 +64,7 @@ __global__ void lp_pool_kernel(PoolArgs a, const T* x, T* y) {
     while (!empty) {
       int64_t off = 0;
       for (int ax = 0; ax < a.axes; ++ax) off = off * a.in[ax] + start[ax] + t[ax] * a.dilation[ax];
-      sum += abs_pow(load_double(xp, off), a.p);
+      sum += lp_abs_pow(load_double(xp, off), a.p);
       int ax = a.axes - 1;
       while (ax >= 0 && ++t[ax] == last[ax]) {
         t[ax] = first[ax];
@@ -86,7 +72,7 @@ __global__ void lp_pool_kernel(PoolArgs a, const T* x, T* y) {
       }
       if (ax < 0) break;
     }
-    store_double(y, idx, root(sum, a.p));
+    store_double(y, idx, lp_root(sum, a.p));
   }
 }
 

@@ -9,6 +9,7 @@
 // 2). GlobalLpPool (opset 2): the same over every spatial position. Float types only.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -48,5 +49,36 @@ struct LpPoolGeometry {
 // x's dims; y's dims as inference made them. `global` ignores the window attributes.
 Result<LpPoolGeometry> lp_pool_geometry(const AttributeMap& attrs, const std::vector<int64_t>& x,
                                         const std::vector<int64_t>& y, bool global);
+
+// The arithmetic both backends share, written once (host and device).
+#if defined(__CUDACC__)
+#define GRAFT_LP_HD __host__ __device__
+#else
+#define GRAFT_LP_HD
+#endif
+
+// |v|^p, without pow's rounding for the common orders.
+GRAFT_LP_HD inline double lp_abs_pow(double v, int64_t p) {
+  const double a = fabs(v);
+  return p == 1 ? a : p == 2 ? a * a : pow(a, static_cast<double>(p));
+}
+
+// The p-th root of a sum of |v|^p.
+GRAFT_LP_HD inline double lp_root(double sum, int64_t p) {
+  return p == 1 ? sum : p == 2 ? sqrt(sum) : pow(sum, 1.0 / static_cast<double>(p));
+}
+
+// The taps [*first, *last) of a window starting at input position `start` (dilation d, `kernel`
+// taps) that fall inside an axis of `in` positions: start + t * d in [0, in).
+GRAFT_LP_HD inline void lp_taps_inside(int64_t start, int64_t d, int64_t kernel, int64_t in, int64_t* first,
+                                       int64_t* last) {
+  *first = start >= 0 ? 0 : (-start + d - 1) / d;
+  const int64_t past = in - 1 - start;
+  const int64_t reach = past / d + 1;  // taps up to the input's end
+  *last = past < 0 ? 0 : reach < kernel ? reach : kernel;
+  if (*last < *first) *last = *first;
+}
+
+#undef GRAFT_LP_HD
 
 }  // namespace graft

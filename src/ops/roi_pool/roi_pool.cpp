@@ -63,7 +63,7 @@ Status max_roi_pool(ExecContext& ctx) {
   for (int64_t k = 0; k < r; ++k) {
     const double* row = rv.data() + k * 5;
     const double batch = row[0];
-    if (!(batch >= 0 && batch < static_cast<double>(n)) || batch != std::floor(batch))
+    if (!roi_batch_valid(batch, n))
       return error(StatusCode::kRuntimeError, "MaxRoiPool: RoI ", k, " has batch index ", batch,
                    ", which is not an image of X (N = ", n, ")");
     const RoiWindow win = roi_window(static_cast<float>(row[1]), static_cast<float>(row[2]), static_cast<float>(row[3]),

@@ -34,7 +34,7 @@ __global__ void max_roi_pool_kernel(RoiPoolArgs a, const T* x, const T* rois, T*
     const T* row = rois + k * 5;
     const double batch = load_double(row, 0);
     double best = 0.0;  // an empty bin
-    if (!(batch >= 0.0 && batch < static_cast<double>(a.n)) || batch != floor(batch)) {
+    if (!roi_batch_valid(batch, a.n)) {
       best = NAN;
     } else {
       const RoiWindow win =

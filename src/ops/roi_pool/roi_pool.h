@@ -48,6 +48,14 @@ inline void roi_bin(int64_t i, float bin, int64_t start, int64_t extent, int64_t
   *end = e;
 }
 
+// Whether a RoI's batch value names an image of X: an integer in [0, n) (NaN does not).
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline bool roi_batch_valid(double batch, int64_t n) {
+  return batch >= 0.0 && batch < static_cast<double>(n) && batch == floor(batch);
+}
+
 // A coordinate rounded to a pixel. Coordinates past +-2^24 pixels lie outside any image; clamping
 // them keeps the int64 arithmetic of roi_window from overflowing (NaN becomes the lower bound).
 #if defined(__CUDACC__)
