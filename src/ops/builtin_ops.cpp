@@ -18,7 +18,7 @@ void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose,
 void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
 void append_extra_ops(std::vector<OpEntry>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
 void append_sampling_ops(std::vector<OpEntry>& out);      // RoiAlign, GridSample
-void append_detection_ops(std::vector<OpEntry>& out);     // NonZero, NonMaxSuppression (data-dependent output shapes)
+void append_data_dependent_ops(std::vector<OpEntry>& out);  // NonZero, NonMaxSuppression, Unique (data-dependent output shapes)
 void append_loss_ops(std::vector<OpEntry>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
 void append_quantize_ops(std::vector<OpEntry>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void append_misc_ops(std::vector<OpEntry>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
@@ -29,7 +29,7 @@ void append_integer_ops(std::vector<OpEntry>& out);       // MatMulInteger, Conv
 void append_tfidf_ops(std::vector<OpEntry>& out);         // TfIdfVectorizer
 void append_string_ops(std::vector<OpEntry>& out);        // StringNormalizer (string tensors, CPU only)
 void append_random_ops(std::vector<OpEntry>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
-void append_selection_ops(std::vector<OpEntry>& out);     // Unique (data-dependent output shapes), MaxUnpool
+void append_unpool_ops(std::vector<OpEntry>& out);        // MaxUnpool
 void append_recurrent_ops(std::vector<OpEntry>& out);     // RNN, LSTM, GRU
 void append_control_flow_ops(std::vector<OpEntry>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)
 void append_sequence_ops(std::vector<OpEntry>& out);      // Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap, Optional*
@@ -49,7 +49,7 @@ const std::vector<OpEntry>& builtin_ops() {
     append_resize_pad_ops(t);
     append_extra_ops(t);
     append_sampling_ops(t);
-    append_detection_ops(t);
+    append_data_dependent_ops(t);
     append_loss_ops(t);
     append_quantize_ops(t);
     append_misc_ops(t);
@@ -60,7 +60,7 @@ const std::vector<OpEntry>& builtin_ops() {
     append_tfidf_ops(t);
     append_string_ops(t);
     append_random_ops(t);
-    append_selection_ops(t);
+    append_unpool_ops(t);
     append_recurrent_ops(t);
     append_control_flow_ops(t);
     append_sequence_ops(t);

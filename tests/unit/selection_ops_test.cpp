@@ -1,4 +1,4 @@
-// CPU references of Unique, MaxUnpool (src/backends/cpu/selection.cpp) and Celu
+// CPU references of Unique (src/ops/data_dependent), MaxUnpool (src/ops/unpool) and Celu
 // (src/backends/cpu/extra.cpp) against naive computations written here, on fresh random data each
 // run (the seed is in the failure trace). Nodes run through the runtime's executor (run_node_cpu),
 // so Unique's kernel-allocated outputs and the errors' node names are exercised as in an engine.

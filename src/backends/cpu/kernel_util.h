@@ -25,5 +25,10 @@ inline const Tensor* input_or_null(const ExecContext& ctx, size_t i) {
   return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr;
 }
 
+// Output i, or nullptr when the node leaves it out (an optional output past the end or unnamed).
+inline Tensor* output_or_null(const ExecContext& ctx, size_t i) {
+  return i < ctx.outputs.size() ? ctx.outputs[i] : nullptr;
+}
+
 
 }  // namespace graft::cpu

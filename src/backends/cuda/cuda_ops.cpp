@@ -23,7 +23,7 @@ void append_cuda_misc_ops(std::vector<CudaOp>& out);        // (De)QuantizeLinea
 void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT, MelWeightMatrix
 void append_cuda_lp_norm_ops(std::vector<CudaOp>& out);     // LpNormalization, LpPool, GlobalLpPool
 void append_cuda_roi_pool_ops(std::vector<CudaOp>& out);    // MaxRoiPool
-void append_cuda_selection_ops(std::vector<CudaOp>& out);    // MaxUnpool, Celu
+void append_cuda_unpool_ops(std::vector<CudaOp>& out);       // MaxUnpool
 void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero, Unique (counted outputs)
 void append_cuda_random_ops(std::vector<CudaOp>& out);  // RandomUniform/Normal(Like), Bernoulli, Multinomial, Dropout
 void append_cuda_loss_ops(std::vector<CudaOp>& out);    // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
@@ -48,7 +48,7 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_spectral_ops(t);
     append_cuda_lp_norm_ops(t);
     append_cuda_roi_pool_ops(t);
-    append_cuda_selection_ops(t);
+    append_cuda_unpool_ops(t);
     append_cuda_data_dependent_ops(t);
     append_cuda_random_ops(t);
     append_cuda_loss_ops(t);

@@ -584,6 +584,14 @@ __global__ void range_kernel(double start, double delta, int64_t istart, int64_t
   }
 }
 
+__global__ void celu_kernel(const float* x, float* y, int64_t n, float alpha) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const float v = x[i];
+    // expm1f as the CPU reference uses std::expm1: no cancellation for small negative inputs.
+    y[i] = v > 0.0f ? v : alpha * expm1f(v / alpha);
+  }
+}
+
 }  // namespace
 
 template <typename E>
@@ -871,6 +879,13 @@ cudaError_t launch_compress_chunk(int elem_size, const void* x, void* y, int64_t
   if (total == 0) return cudaSuccess;
   GRAFT_SIZE_DISPATCH(elem_size, (compress_kernel<E><<<grid_for(total), kThreads, 0, s>>>(
                                      static_cast<const E*>(x), static_cast<E*>(y), total, n, inner, kn, t0, c)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_celu(const float* x, float* y, int64_t n, float alpha, cudaStream_t s) {
+  if (!(alpha != 0.0f)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  celu_kernel<<<grid_for(n), kThreads, 0, s>>>(x, y, n, alpha);
   return cudaGetLastError();
 }
 

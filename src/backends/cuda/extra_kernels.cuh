@@ -1,6 +1,6 @@
 // Launchers for the CUDA kernels of the less common builtin ops (src/ops/extra_ops.cpp and Sum):
 // variadic Sum/Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, GatherElements,
-// ScatterElements, GatherND, ScatterND, OneHot, TopK, Compress. Plain device pointers, no
+// ScatterElements, GatherND, ScatterND, OneHot, TopK, Compress, Celu. Plain device pointers, no
 // framework types; each returns the launch's cudaError_t (cudaErrorInvalidValue for a type the
 // launcher does not handle).
 //
@@ -135,5 +135,8 @@ cudaError_t launch_fill(int elem_size, uint64_t bits, void* out, int64_t n, cuda
 // wrapping 64-bit integer arithmetic from istart/idelta.
 cudaError_t launch_range(KType t, double start, double delta, int64_t istart, int64_t idelta, void* out, int64_t n,
                          cudaStream_t s);
+
+// Float32 y = x > 0 ? x : alpha * expm1(x / alpha) (alpha finite and nonzero, checked by the caller).
+cudaError_t launch_celu(const float* x, float* y, int64_t n, float alpha, cudaStream_t s);
 
 }  // namespace graft::cuda::k

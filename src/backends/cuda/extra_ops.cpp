@@ -1,6 +1,6 @@
 // CUDA kernels for the less common builtin ops (src/ops/extra_ops.cpp, and Sum): variadic Sum and
 // Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, GatherElements,
-// ScatterElements, GatherND, ScatterND, OneHot, DepthToSpace/SpaceToDepth, TopK, Compress,
+// ScatterElements, GatherND, ScatterND, OneHot, DepthToSpace/SpaceToDepth, TopK, Compress, Celu,
 // ConstantOfShape and Range (when the engine places them on the GPU rather than on the host). The
 // unary math ops of that file (trig/hyperbolic, Sign, Round, Selu, ...), Mod and Xor are
 // elementwise (elementwise_ops.cpp); ReduceL1/L2/LogSum/LogSumExp/Prod/SumSquare are in
@@ -18,6 +18,7 @@
 #include "backends/cuda/extra_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
 #include "ops/attr_util.h"
+#include "ops/extra_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -596,6 +597,26 @@ Status range_run(CudaExec& ex) {
                                        stream_of(ex)), ex);
 }
 
+// ---- Celu ---------------------------------------------------------------------------------------
+
+bool celu_supports(const Node& n, std::string* why) {
+  // float32 is Celu's one type in the specification (and in its schema).
+  return require_dtype(n, 0, {DataType::kFloat32}, why);
+}
+
+Status celu_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "needs X");
+  Tensor& y = *ex.ctx->outputs[0];
+  auto alpha = graft::celu_alpha(attrs_of(ex));
+  if (!alpha) return with_node(ex, alpha.status());
+  if (x->dtype() != DataType::kFloat32 || y.dtype() != DataType::kFloat32 || y.numel() != x->numel())
+    return fail(ex, StatusCode::kInvalidModel, "X and Y must be float32 of one size");
+  return launch_status(k::launch_celu(static_cast<const float*>(x->data()), static_cast<float*>(y.data()),
+                                      y.numel(), alpha.value(), stream_of(ex)),
+                       ex);
+}
+
 }  // namespace
 
 void append_cuda_extra_ops(std::vector<CudaOp>& out) {
@@ -617,6 +638,7 @@ void append_cuda_extra_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"SpaceToDepth", &depth_space_supports<false>, &depth_space_run<false>, {}, nullptr});
   out.push_back(CudaOp{"TopK", &topk_supports, &topk_run, {1}, &topk_workspace});
   out.push_back(CudaOp{"Compress", &compress_supports, &compress_run, {1}, nullptr});
+  out.push_back(CudaOp{"Celu", &celu_supports, &celu_run, {}, nullptr});
   out.push_back(CudaOp{"ConstantOfShape", &constant_of_shape_supports, &constant_of_shape_run, {0}, nullptr});
   out.push_back(CudaOp{"Range", &range_supports, &range_run, {0, 1, 2}, nullptr});
 }

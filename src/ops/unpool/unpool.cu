@@ -1,25 +1,80 @@
-// CUDA ops for MaxUnpool and Celu (kernels: selection_kernels.cu). Attributes and shapes are
-// validated with the CPU reference's own readers (max_unpool_attrs, max_unpool_shape, celu_alpha),
-// so errors read the same on both backends. Unique has no CUDA op: its output sizes depend on the
-// data, and the CUDA engine places such ops on the CPU reference.
+// MaxUnpool's CUDA kernel and CUDA op (definition and CPU reference: unpool.cpp). Attributes and
+// shapes are validated with the CPU reference's own readers (max_unpool_attrs, max_unpool_shape), so
+// errors read the same on both backends; output_shape is a host input.
+#include "ops/unpool/unpool.h"
+
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "backends/cuda/cuda_kernel_common.cuh"
+#include "backends/cuda/cuda_kernel_device.cuh"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
-#include "backends/cuda/selection_kernels.cuh"
-#include "ops/extra_attrs.h"
-#include "ops/selection_attrs.h"
 
 namespace graft::cuda {
+
+// ---- kernels --------------------------------------------------------------------------------
+
+namespace k {
+
+// y (y_numel elements of elem_size bytes: 2, 4 or 8) = 0, then for each i < n whose index
+// ind[i] lies in [0, unpooled_numel): y[strided_offset(map, ind[i])] = x[i]. `map` takes a flat
+// index of the unpooled tensor to its offset in y (dims: the unpooled dims; strides: y's strides).
+// An index outside the range is skipped: the CPU reference refuses it, and a kernel cannot report
+// it without a synchronization, so it must at least never write outside y. Repeated indices with
+// different values (which MaxPool never produces) leave one of them, unspecified which.
+cudaError_t launch_max_unpool(int elem_size, const void* x, const int64_t* ind, int64_t n, const Strided& map,
+                              int64_t unpooled_numel, void* y, int64_t y_numel, cudaStream_t s);
+
+namespace {
+
+// E: an unsigned integer of the element's size; the scatter moves bits, whatever the float type.
+template <typename E>
+__global__ void max_unpool_kernel(const E* x, const int64_t* ind, int64_t n, Strided map,
+                                  int64_t unpooled_numel, E* y) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const int64_t q = ind[i];
+    if (q < 0 || q >= unpooled_numel) continue;
+    y[strided_offset(map, q)] = x[i];
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_max_unpool(int elem_size, const void* x, const int64_t* ind, int64_t n, const Strided& map,
+                              int64_t unpooled_numel, void* y, int64_t y_numel, cudaStream_t s) {
+  if (map.rank < 1 || map.rank > kMaxRank) return cudaErrorInvalidValue;
+  if (elem_size != 2 && elem_size != 4 && elem_size != 8) return cudaErrorInvalidValue;
+  if (y_numel == 0) return cudaSuccess;
+  // All-zero bits are +0 in every float type.
+  cudaError_t e = cudaMemsetAsync(y, 0, static_cast<size_t>(y_numel) * static_cast<size_t>(elem_size), s);
+  if (e != cudaSuccess || n == 0) return e;
+  switch (elem_size) {
+    case 2:
+      max_unpool_kernel<uint16_t><<<grid_for(n), kThreads, 0, s>>>(
+          static_cast<const uint16_t*>(x), ind, n, map, unpooled_numel, static_cast<uint16_t*>(y));
+      break;
+    case 4:
+      max_unpool_kernel<uint32_t><<<grid_for(n), kThreads, 0, s>>>(
+          static_cast<const uint32_t*>(x), ind, n, map, unpooled_numel, static_cast<uint32_t*>(y));
+      break;
+    default:
+      max_unpool_kernel<uint64_t><<<grid_for(n), kThreads, 0, s>>>(
+          static_cast<const uint64_t*>(x), ind, n, map, unpooled_numel, static_cast<uint64_t*>(y));
+      break;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace k
+
+// ---- CUDA ops -------------------------------------------------------------------------------
+
 namespace {
 
 using namespace util;
-
-
-
-// ---- MaxUnpool ----------------------------------------------------------------------------------
 
 bool max_unpool_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and I");
@@ -83,31 +138,10 @@ Status max_unpool_run(CudaExec& ex) {
                        ex);
 }
 
-// ---- Celu ---------------------------------------------------------------------------------------
-
-bool celu_supports(const Node& n, std::string* why) {
-  // float32 is Celu's one type in the specification (and in its schema).
-  return require_dtype(n, 0, {DataType::kFloat32}, why);
-}
-
-Status celu_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  if (!x) return fail(ex, StatusCode::kInvalidModel, "needs X");
-  Tensor& y = *ex.ctx->outputs[0];
-  auto alpha = graft::celu_alpha(attrs_of(ex));
-  if (!alpha) return with_node(ex, alpha.status());
-  if (x->dtype() != DataType::kFloat32 || y.dtype() != DataType::kFloat32 || y.numel() != x->numel())
-    return fail(ex, StatusCode::kInvalidModel, "X and Y must be float32 of one size");
-  return launch_status(k::launch_celu(static_cast<const float*>(x->data()), static_cast<float*>(y.data()),
-                                      y.numel(), alpha.value(), stream_of(ex)),
-                       ex);
-}
-
 }  // namespace
 
-void append_cuda_selection_ops(std::vector<CudaOp>& out) {
+void append_cuda_unpool_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"MaxUnpool", &max_unpool_supports, &max_unpool_run, {2}, nullptr});
-  out.push_back(CudaOp{"Celu", &celu_supports, &celu_run, {}, nullptr});
 }
 
 }  // namespace graft::cuda

@@ -1,5 +1,7 @@
-// MaxUnpool's attributes and shapes, read one way by the schema (src/ops/selection_ops.cpp), the
-// CPU reference and the CUDA op, so an error reads the same whichever side finds it.
+// The unpool family: MaxUnpool, the scatter that undoes a MaxPool from its indices. Definition and
+// CPU reference: unpool.cpp; CUDA kernel and op: unpool.cu. This header holds its attributes and
+// shapes, read one way by the schema, the CPU reference and the CUDA op, so that an error reads the
+// same whichever side finds it.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
-// NonMaxSuppression's inputs and attribute, read one way by the CPU reference
-// (src/backends/cpu/detection.cpp) and the CUDA op (src/backends/cuda/data_dependent_ops.cpp), so an
-// error reads the same whichever backend finds it.
+// The data-dependent family: the ONNX ops whose output size depends on the values of their inputs,
+// not only on their shapes (NonZero, NonMaxSuppression, Unique). Definitions and CPU references:
+// data_dependent.cpp; CUDA kernels and ops: data_dependent.cu. This header holds what both sides
+// read: NonMaxSuppression's inputs and attribute, checked one way so that an error reads the same
+// whichever backend finds it.
 #pragma once
 
 #include <cstdint>
