@@ -8,6 +8,7 @@
 
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/unary_kernel.h"
+#include "core/checked_math.h"
 #include "ops/string_ops.h"
 
 namespace graft::cpu {
@@ -464,7 +465,10 @@ Status pow(ExecContext& ctx) {
           using W = std::conditional_t<std::is_same_v<CA, double>, double, float>;
           return static_cast<CA>(std::pow(static_cast<W>(x), static_cast<W>(e)));
         } else {
-          return static_cast<CA>(std::pow(static_cast<double>(x), static_cast<double>(e)));
+          // A power past the integer type's range keeps its low bits, through int64 saturated at
+          // its ends (0 to a negative power is infinity), as graft's double-to-integer stores do:
+          // a plain cast of an out-of-range double is undefined behaviour.
+          return static_cast<CA>(saturating_int64(std::pow(static_cast<double>(x), static_cast<double>(e))));
         }
       });
     }, [&](DataType d) { return bad_dtype(ctx, d); });
