@@ -3,7 +3,7 @@
 #include <set>
 
 #include "graph/passes.h"
-#include "ops/random_attrs.h"
+#include "ops/random/random.h"
 
 namespace graft {
 

@@ -1,7 +1,7 @@
 // Schemas of the less common ONNX ops the backend test suite exercises: index reductions (ArgMax,
 // ArgMin, Hardmax), more reductions (ReduceL1, ReduceLogSum, ReduceLogSumExp), GatherElements,
 // ScatterElements, GatherND, ScatterND, OneHot, CumSum, TopK, Compress, DepthToSpace, SpaceToDepth,
-// Trilu, Size, Mean, Dropout (inference only), Mod, Xor, and more unary math (trig/hyperbolic, Sign,
+// Trilu, Size, Mean, Mod, Xor, and more unary math (trig/hyperbolic, Sign,
 // Round, Selu, Shrink, ThresholdedRelu, Softsign, Mish, IsNaN, IsInf).
 //
 // Reduction axes go through resolve_reduce_axes, the same reader the ReduceXxx group uses:
@@ -13,7 +13,6 @@
 #include "backends/cpu/reduce.h"
 #include "core/checked_math.h"
 #include "ops/extra_attrs.h"
-#include "ops/random_attrs.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
 
@@ -203,36 +202,6 @@ Status infer_size(InferContext& ctx) {
     for (const Dim& d : *s) n = n * d;
     ctx.set_output_sym_value(0, {n});
   }
-  return Status::ok();
-}
-
-Status infer_dropout(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
-  if (ctx.opset() < 12) {
-    auto ratio = ctx.attrs().get_float("ratio", 0.5f);
-    if (!ratio) return Status(ratio.status()).with_attribute("ratio");
-  } else {
-    GRAFT_RETURN_IF_ERROR(seed_attr(ctx.attrs()).status());
-    if (ctx.has_input(1)) GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kFloatTypes));
-    if (ctx.has_input(2)) {
-      GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, {kBool}));
-      if (const Tensor* t = ctx.input_value(2); t && t->device() == DeviceType::kCPU) {
-        auto v = t->to_int64_vector();
-        if (v.size() != 1) return ctx.fail("input training_mode must be a scalar bool");
-        // Training mode draws a random mask unless the ratio is 0 (default 0.5); a ratio known
-        // now is checked now, one known only at run time by the kernel.
-        if (v[0] != 0 && ctx.has_input(1)) {
-          if (const Tensor* r = ctx.input_value(1); r && r->device() == DeviceType::kCPU) {
-            if (r->numel() != 1) return ctx.fail("input ratio must be a scalar");
-            GRAFT_RETURN_IF_ERROR(check_dropout_ratio(r->get(0)));
-          }
-        }
-      }
-    }
-  }
-  ctx.set_output(0, ctx.input(0));
-  // The mask is bool from opset 10; before it has the data's type.
-  if (ctx.num_outputs() > 1) ctx.set_output(1, desc_of(ctx.opset() < 10 ? ctx.input(0).dtype : kBool, ctx.input(0).shape));
   return Status::ok();
 }
 
@@ -516,7 +485,6 @@ void append_extra_ops(std::vector<OpEntry>& out) {
       {"GatherElements", 11, infer_gather_elements, cpu::gather_elements},
       {"Trilu", 14, infer_trilu, cpu::trilu},
       keeps_float32({"Size", 1, infer_size, cpu::size}),
-      {"Dropout", 7, infer_dropout, cpu::dropout},
       {"Mod", 10, infer_mod, cpu::mod},
       {"Xor", 7, infer_xor, cpu::logical_xor},
       {"Tan", 7, infer_unary_float, cpu::tan},

@@ -1,4 +1,4 @@
-// Random ops in a CUDA engine (src/backends/cuda/random_ops.cpp): the engine builds (device engines
+// Random ops in a CUDA engine (src/ops/random/random.cu): the engine builds (device engines
 // used to refuse random nodes), runs them on the GPU inside its CUDA graph, and keeps the seed
 // contract across graph replays: an unseeded RandomUniformLike draws fresh values on every run,
 // replays included (its kernel reads a run counter the graph advances), a seeded one the same

@@ -1,4 +1,4 @@
-// The CUDA random ops (src/backends/cuda/random_ops.cpp) against statistics, not the CPU reference
+// The CUDA random ops (src/ops/random/random.cu) against statistics, not the CPU reference
 // (the two engines' generators differ): shape and dtype, bounds, mean and variance within 6 standard
 // errors, Bernoulli and Multinomial frequencies, Dropout's mask and scaling; a seeded node repeats
 // itself bit for bit, an unseeded one never does, CUDA graph replays included. Fresh random

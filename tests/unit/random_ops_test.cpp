@@ -1,4 +1,4 @@
-// The random ops (src/ops/random_ops.cpp, src/backends/cpu/random.cpp) and Dropout in training
+// The random ops (src/ops/random/random.cpp) and Dropout in training
 // mode, tested on statistics: every sample mean, variance and frequency must lie within 6 standard
 // errors of the distribution's (computed from the sample size and the distribution's own moments),
 // so a wrong distribution fails while a right one fails about once in 5e8 checks. Then support
@@ -15,7 +15,7 @@
 
 #include "graft/engine.h"
 #include "graph/passes.h"
-#include "ops/random_attrs.h"
+#include "ops/random/random.h"
 #include "runtime/device_engine.h"
 #include "tests/unit/graph_pass_test_util.h"
 
@@ -401,7 +401,7 @@ TEST(RandomGraph, ConstantFoldingLeavesRandomNodes) {
   EXPECT_EQ(testing::count_op(*inference, "Dropout"), 0);
 }
 
-// The CUDA engine has a generator of its own (src/backends/cuda/random_ops.cpp): random nodes do
+// The CUDA engine has a generator of its own (src/ops/random/random.cu): random nodes do
 // not stop a device engine (tests/cuda/random_engine_test.cpp runs them).
 TEST(RandomGraph, DeviceEnginesAcceptRandomNodes) {
   // Through the builder: an engine, or an error about this build or machine (no CUDA compiled, no

@@ -12,11 +12,9 @@
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/elementwise.h"
 #include "backends/cpu/kernel_util.h"
-#include "backends/cpu/random.h"
 #include "backends/cpu/unary_kernel.h"
 #include "backends/cpu/reduce.h"
 #include "core/checked_math.h"
-#include "ops/random_attrs.h"
 
 namespace graft::cpu {
 namespace {
@@ -270,46 +268,6 @@ Status size(ExecContext& ctx) {
   Tensor& y = *ctx.outputs[0];
   GRAFT_CHECK(y.dtype() == DataType::kInt64 && y.numel() == 1);
   y.data_as<int64_t>()[0] = ctx.inputs[0]->numel();
-  return Status::ok();
-}
-
-// Inference (and training at ratio 0): Y = X, mask all true. Training at ratio r > 0 keeps each
-// element with probability 1 - r, drawn from graft's generator (backends/cpu/random.h; the seed
-// attribute gives the same mask every run), and scales the kept ones by 1 / (1 - r).
-Status dropout(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  double ratio = 0.0;
-  if (ctx.opset >= 12 && ctx.inputs.size() > 2 && ctx.inputs[2]) {
-    auto v = ctx.inputs[2]->to_int64_vector();
-    if (v.size() != 1)
-      return error(StatusCode::kInvalidModel, "Dropout input 2 (training_mode) must be a scalar bool");
-    if (v[0] != 0) {
-      ratio = 0.5;  // the input's default
-      if (const Tensor* r = input_or_null(ctx, 1)) {
-        if (r->numel() != 1) return error(StatusCode::kInvalidModel, "Dropout input 1 (ratio) must be a scalar");
-        ratio = r->get(0);
-      }
-      GRAFT_RETURN_IF_ERROR(check_dropout_ratio(ratio));
-    }
-  }
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  Tensor* mask = ctx.outputs.size() > 1 ? ctx.outputs[1] : nullptr;
-  GRAFT_CHECK(x.nbytes() == y.nbytes() && x.dtype() == y.dtype());
-  if (ratio == 0.0) {
-    if (x.nbytes()) std::memcpy(y.data(), x.data(), x.nbytes());
-    if (mask)
-      for (int64_t i = 0; i < mask->numel(); ++i) mask->set(i, 1.0);
-    return Status::ok();
-  }
-  GRAFT_ASSIGN_OR_RETURN(std::optional<uint64_t> seed, seed_attr(attrs_of(ctx)));
-  RandomStream rng(seed);
-  const double scale = 1.0 / (1.0 - ratio);
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    const bool keep = rng.uniform01() >= ratio;
-    y.set(i, keep ? x.get(i) * scale : 0.0);
-    if (mask) mask->set(i, keep ? 1.0 : 0.0);
-  }
   return Status::ok();
 }
 

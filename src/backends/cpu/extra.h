@@ -1,5 +1,5 @@
 // CPU reference kernels for the ops of src/ops/extra_ops.cpp: index reductions, more reductions,
-// GatherElements, Trilu, Size, Dropout (inference), Mod, Xor and more unary math.
+// GatherElements, Trilu, Size, Mod, Xor and more unary math.
 //
 // Same conventions as the other CPU kernels: plain loops; half types compute in float and round
 // once on store, float64 in double, integers natively.
@@ -20,7 +20,6 @@ Status reduce_log_sum_exp(ExecContext& ctx);
 Status gather_elements(ExecContext& ctx);
 Status trilu(ExecContext& ctx);
 Status size(ExecContext& ctx);
-Status dropout(ExecContext& ctx);
 Status mod(ExecContext& ctx);
 Status logical_xor(ExecContext& ctx);
 Status tan(ExecContext& ctx);

@@ -29,7 +29,7 @@
 #include "graph/subgraph.h"
 #include "ops/control_flow_attrs.h"
 #include "ops/control_flow_driver.h"
-#include "ops/random_attrs.h"
+#include "ops/random/random.h"
 #include "runtime/cpu_executor.h"
 
 namespace graft::cuda {

@@ -25,7 +25,7 @@
 #include "graft/log.h"
 #include "graph/passes.h"
 #include "graph/precision.h"
-#include "ops/random_attrs.h"
+#include "ops/random/random.h"
 #include "plan/plan.h"
 #include "plan/tactics.h"
 #include "runtime/cpu_executor.h"

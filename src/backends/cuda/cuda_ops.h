@@ -83,7 +83,7 @@ struct CudaExec {
   int64_t* output_count = nullptr;    // device int64 for an op with a CountedOutput (below), else null
   // An unseeded random layer's run counter (device uint64, zeroed when the context was made) and
   // base seed, owned by the engine's context so that they exist before any capture; null outside
-  // an engine (random_ops.cpp then keeps a counter in `prepared`).
+  // an engine (src/ops/random/random.cu then keeps a counter in `prepared`).
   uint64_t* random_counter = nullptr;
   uint64_t random_base = 0;
   // Set while the engine profiles layers (graft run --profile): an op that chooses among
@@ -178,7 +178,7 @@ bool cudnn_conv_supports(const Node& n, std::string* why);
 Status cudnn_conv_run(CudaExec& ex);
 size_t cudnn_conv_workspace(const Node& n, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& outputs);
 
-// A fresh base seed for an unseeded random layer's stream (random_ops.cpp).
+// A fresh base seed for an unseeded random layer's stream (src/ops/random/random.cu).
 uint64_t fresh_random_base_seed();
 
 // The explicit table (src/backends/cuda/cuda_ops.cpp, which lists the families it is made of).
