@@ -1,4 +1,4 @@
-// CUDA kernels of src/backends/cuda/misc_ops.cpp vs the CPU reference: QuantizeLinear,
+// CUDA kernels of src/ops/quantize/quantize.cu and src/backends/cuda/misc_ops.cpp vs the CPU reference: QuantizeLinear,
 // DequantizeLinear, DynamicQuantizeLinear (integer outputs compared exactly: saturation, .5 ties
 // and NaN included), InstanceNormalization, MeanVarianceNormalization, LRN, BitShift, EyeLike, the
 // Hann/Hamming/Blackman windows, ReverseSequence and Einsum. Fresh random data every run.

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "backends/cuda/cuda_kernel_common.cuh"
 
@@ -37,6 +38,34 @@ __device__ __forceinline__ double load_double(const T* p, int64_t i) {
 template <typename T>
 __device__ __forceinline__ void store_double(T* p, int64_t i, double v) {
   p[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(v));
+}
+
+// Any element as double, exactly (as graft's load_as_double on the host).
+template <typename T>
+__device__ __forceinline__ double as_double(T v) {
+  if constexpr (std::is_same_v<T, __half>) return static_cast<double>(__half2float(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return static_cast<double>(__bfloat162float(v));
+  else return static_cast<double>(v);
+}
+
+// graft's double -> int64 (NaN 0, saturating at the ends), so integer stores match the CPU's.
+__device__ __forceinline__ int64_t saturating_i64(double v) {
+  if (v != v) return 0;
+  if (v >= 9223372036854775808.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return static_cast<int64_t>(v);
+}
+
+// graft's store_from_double on the device: half types round through float (as the CPU does, so the
+// double rounding matches), integers truncate toward zero, saturate at int64's ends and keep the low
+// bits, so a kernel that computes in double stores exactly what the CPU reference stores.
+template <typename T>
+__device__ __forceinline__ T store_from_double(double v) {
+  if constexpr (std::is_same_v<T, double>) return v;
+  else if constexpr (std::is_same_v<T, float>) return __double2float_rn(v);
+  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(__double2float_rn(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(__double2float_rn(v));
+  else return static_cast<T>(saturating_i64(v));
 }
 
 constexpr int kThreads = 256;

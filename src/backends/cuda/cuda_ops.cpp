@@ -19,7 +19,8 @@ void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose
 void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
 void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, Gather/ScatterND/Elements...
 void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float32), GridSample
-void append_cuda_misc_ops(std::vector<CudaOp>& out);        // (De)QuantizeLinear, InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum, Det
+void append_cuda_quantize_ops(std::vector<CudaOp>& out);    // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
+void append_cuda_misc_ops(std::vector<CudaOp>& out);        // InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum, Det
 void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT, MelWeightMatrix
 void append_cuda_lp_norm_ops(std::vector<CudaOp>& out);     // LpNormalization, LpPool, GlobalLpPool
 void append_cuda_roi_pool_ops(std::vector<CudaOp>& out);    // MaxRoiPool
@@ -44,6 +45,7 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_fused_transformer_ops(t);
     append_cuda_extra_ops(t);
     append_cuda_sampling_ops(t);
+    append_cuda_quantize_ops(t);
     append_cuda_misc_ops(t);
     append_cuda_spectral_ops(t);
     append_cuda_lp_norm_ops(t);

@@ -21,125 +21,6 @@ namespace {
     default: return cudaErrorInvalidValue;                       \
   }
 
-// Any element as double, exactly (as graft's load_as_double).
-template <typename T>
-__device__ __forceinline__ double ld_d(T v) {
-  if constexpr (std::is_same_v<T, __half>) return static_cast<double>(__half2float(v));
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return static_cast<double>(__bfloat162float(v));
-  else return static_cast<double>(v);
-}
-
-// graft's double -> int64 (NaN 0, saturating at the ends), so integer stores match the CPU's.
-__device__ __forceinline__ int64_t saturating_i64(double v) {
-  if (v != v) return 0;
-  if (v >= 9223372036854775808.0) return INT64_MAX;
-  if (v <= -9223372036854775808.0) return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
-
-// store_from_double on the device: half types round through float (as the CPU does, so the
-// double rounding matches), integers truncate and keep the low bits.
-template <typename T>
-__device__ __forceinline__ T st_d(double v) {
-  if constexpr (std::is_same_v<T, double>) return v;
-  else if constexpr (std::is_same_v<T, float>) return __double2float_rn(v);
-  else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(__double2float_rn(v));
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(__double2float_rn(v));
-  else return static_cast<T>(saturating_i64(v));
-}
-
-// The scale's entry c in double (its KType chosen per launch, one branch uniform over the grid).
-__device__ __forceinline__ double scale_at(const void* p, KType t, int64_t c) {
-  switch (t) {
-    case KType::kF16: return ld_d(static_cast<const __half*>(p)[c]);
-    case KType::kBF16: return ld_d(static_cast<const __nv_bfloat16*>(p)[c]);
-    case KType::kF64: return static_cast<const double*>(p)[c];
-    default: return static_cast<const float*>(p)[c];
-  }
-}
-
-__device__ __forceinline__ int64_t channel_of(const QuantArgs& q, int64_t i) {
-  return q.channels == 1 ? 0 : (i / q.inner) % q.channels;
-}
-
-// The CPU's quantize_one: round half to even, add the zero point, clamp, all in float; NaN gives
-// the zero point. Explicit _rn intrinsics keep the steps from being fused or approximated.
-__device__ __forceinline__ float quantize_one(float v, float zp, float lo, float hi) {
-  const float q = isnan(v) ? zp : __fadd_rn(rintf(v), zp);
-  return fminf(fmaxf(q, lo), hi);
-}
-
-template <typename X, typename Y>
-__global__ void quantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n, float lo, float hi) {
-  const Y* zp = static_cast<const Y*>(q.zp);
-  GRAFT_GRID_STRIDE(i, n) {
-    const int64_t c = channel_of(q, i);
-    const float s = __double2float_rn(scale_at(q.scale, q.scale_t, c));
-    const float z = zp ? static_cast<float>(zp[c]) : 0.0f;
-    // float(x) through double as the CPU reads it: exact for the half types, int32 rounds once.
-    const float xv = __double2float_rn(ld_d(x[i]));
-    y[i] = static_cast<Y>(quantize_one(__fdiv_rn(xv, s), z, lo, hi));
-  }
-}
-
-template <typename X, typename Y>
-__global__ void dequantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n) {
-  const X* zp = static_cast<const X*>(q.zp);
-  GRAFT_GRID_STRIDE(i, n) {
-    const int64_t c = channel_of(q, i);
-    const double d = static_cast<double>(x[i]) - (zp ? static_cast<double>(zp[c]) : 0.0);
-    y[i] = st_d<Y>(__dmul_rn(d, scale_at(q.scale, q.scale_t, c)));
-  }
-}
-
-// ---- DynamicQuantizeLinear ----------------------------------------------------------------------
-
-constexpr int kDqBlocks = 256;
-
-// Min and max of x with 0 (the CPU starts its scan at 0); fminf/fmaxf skip NaN as std::fmin does,
-// and min/max do not depend on the order, so the result is exactly the CPU's.
-__global__ void dq_minmax_kernel(const float* x, int64_t n, float* partials) {
-  __shared__ float sh[32];
-  float lo = 0.0f, hi = 0.0f;
-  GRAFT_GRID_STRIDE(i, n) {
-    lo = fminf(lo, x[i]);
-    hi = fmaxf(hi, x[i]);
-  }
-  lo = -block_max(-lo, sh);
-  hi = block_max(hi, sh);
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = lo;
-    partials[kDqBlocks + blockIdx.x] = hi;
-  }
-}
-
-__global__ void dq_params_kernel(const float* partials, int blocks, float* y_scale, uint8_t* y_zp) {
-  __shared__ float sh[32];
-  float lo = 0.0f, hi = 0.0f;
-  for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
-    lo = fminf(lo, partials[b]);
-    hi = fmaxf(hi, partials[kDqBlocks + b]);
-  }
-  lo = -block_max(-lo, sh);
-  hi = block_max(hi, sh);
-  if (threadIdx.x == 0) {
-    const float scale = __fdiv_rn(__fsub_rn(hi, lo), 255.0f);
-    // Scale 0 (an all-zero input): zero point 0, as the CPU gives, rather than 0 / 0.
-    const float zp = scale == 0.0f ? 0.0f : quantize_one(__fdiv_rn(__fsub_rn(0.0f, lo), scale), 0.0f, 0.0f, 255.0f);
-    *y_scale = scale;
-    *y_zp = static_cast<uint8_t>(zp);
-  }
-}
-
-__global__ void dq_apply_kernel(const float* x, int64_t n, const float* y_scale, const uint8_t* y_zp, uint8_t* y) {
-  const float scale = *y_scale;
-  const float zp = static_cast<float>(*y_zp);
-  GRAFT_GRID_STRIDE(i, n) {
-    y[i] = scale == 0.0f ? uint8_t{0}
-                         : static_cast<uint8_t>(quantize_one(__fdiv_rn(x[i], scale), zp, 0.0f, 255.0f));
-  }
-}
-
 // ---- Normalizations -----------------------------------------------------------------------------
 
 // Block-wide sum of a double (every thread gets it); `sh` holds 32 doubles. Synchronizes first, so
@@ -164,18 +45,18 @@ __global__ void instance_norm_kernel(const T* x, const T* scale, const T* bias, 
     const T* xp = x + p * spatial;
     T* yp = y + p * spatial;
     double acc = 0;
-    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) acc += ld_d(xp[i]);
+    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) acc += as_double(xp[i]);
     const double mean = block_sum_d(acc, sh) / static_cast<double>(spatial);
     acc = 0;
     for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) {
-      const double d = ld_d(xp[i]) - mean;
+      const double d = as_double(xp[i]) - mean;
       acc = __dadd_rn(acc, __dmul_rn(d, d));
     }
     const double var = block_sum_d(acc, sh) / static_cast<double>(spatial);
     const int64_t ch = p % channels;
-    const double k = ld_d(scale[ch]) / sqrt(var + eps), b = ld_d(bias[ch]);
+    const double k = as_double(scale[ch]) / sqrt(var + eps), b = as_double(bias[ch]);
     for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x)
-      yp[i] = st_d<T>(__dadd_rn(__dmul_rn(ld_d(xp[i]) - mean, k), b));
+      yp[i] = store_from_double<T>(__dadd_rn(__dmul_rn(as_double(xp[i]) - mean, k), b));
   }
 }
 
@@ -185,18 +66,18 @@ __global__ void mvn_kernel(const T* x, T* y, Strided kept, Strided red, int64_t 
   for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
     const int64_t base = strided_offset(kept, g);
     double acc = 0;
-    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) acc += ld_d(x[base + strided_offset(red, r)]);
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) acc += as_double(x[base + strided_offset(red, r)]);
     const double mean = block_sum_d(acc, sh) / static_cast<double>(count);
     acc = 0;
     for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
-      const double d = ld_d(x[base + strided_offset(red, r)]) - mean;
+      const double d = as_double(x[base + strided_offset(red, r)]) - mean;
       acc = __dadd_rn(acc, __dmul_rn(d, d));
     }
     // The epsilon of the ONNX function body, added to the standard deviation.
     const double den = sqrt(block_sum_d(acc, sh) / static_cast<double>(count)) + 1e-9;
     for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
       const int64_t at = base + strided_offset(red, r);
-      y[at] = st_d<T>((ld_d(x[at]) - mean) / den);
+      y[at] = store_from_double<T>((as_double(x[at]) - mean) / den);
     }
   }
 }
@@ -210,11 +91,11 @@ __global__ void lrn_kernel(const T* x, T* y, int64_t channels, int64_t inner, in
     const int64_t hi = channels - 1 < ch + after ? channels - 1 : ch + after;
     double sq = 0;
     for (int64_t c = lo; c <= hi; ++c) {
-      const double e = ld_d(x[(o * channels + c) * inner + in]);
+      const double e = as_double(x[(o * channels + c) * inner + in]);
       sq = __dadd_rn(sq, __dmul_rn(e, e));
     }
     const double den = pow(__dadd_rn(bias, __dmul_rn(alpha_over_size, sq)), beta);
-    y[i] = st_d<T>(ld_d(x[i]) / den);
+    y[i] = store_from_double<T>(as_double(x[i]) / den);
   }
 }
 
@@ -242,7 +123,7 @@ __global__ void window_kernel(int kind, bool periodic, T* y, int64_t n) {
   const double den = periodic ? static_cast<double>(n) : static_cast<double>(n - 1);
   GRAFT_GRID_STRIDE(i, n) {
     if (den == 0) {
-      y[i] = st_d<T>(1.0);
+      y[i] = store_from_double<T>(1.0);
       continue;
     }
     // 2 * pi * i / den, evaluated left to right like the CPU reference.
@@ -251,7 +132,7 @@ __global__ void window_kernel(int kind, bool periodic, T* y, int64_t n) {
     if (kind == 0) v = __dsub_rn(0.5, __dmul_rn(0.5, cos(a)));
     else if (kind == 1) v = __dsub_rn(25.0 / 46.0, __dmul_rn(21.0 / 46.0, cos(a)));
     else v = __dadd_rn(__dsub_rn(0.42, __dmul_rn(0.5, cos(a))), __dmul_rn(0.08, cos(2 * a)));
-    y[i] = st_d<T>(v);
+    y[i] = store_from_double<T>(v);
   }
 }
 
@@ -273,66 +154,6 @@ __global__ void reverse_sequence_kernel(const E* x, const int64_t* lens, E* y, b
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------------------------
-
-cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
-                                   cudaStream_t s) {
-  if (n == 0) return cudaSuccess;
-  const unsigned g = grid_for(n);
-#define GRAFT_QUANT_Y(X)                                                                                      \
-  switch (yt) {                                                                                               \
-    case KType::kU8:                                                                                          \
-      quantize_kernel<X, uint8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<uint8_t*>(y), n, \
-                                                         0.0f, 255.0f);                                       \
-      break;                                                                                                  \
-    case KType::kI8:                                                                                          \
-      quantize_kernel<X, int8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<int8_t*>(y), n, \
-                                                        -128.0f, 127.0f);                                     \
-      break;                                                                                                  \
-    default: return cudaErrorInvalidValue;                                                                    \
-  }
-  switch (xt) {
-    case KType::kF32: GRAFT_QUANT_Y(float); break;
-    case KType::kF16: GRAFT_QUANT_Y(__half); break;
-    case KType::kBF16: GRAFT_QUANT_Y(__nv_bfloat16); break;
-    case KType::kF64: GRAFT_QUANT_Y(double); break;
-    case KType::kI32: GRAFT_QUANT_Y(int32_t); break;
-    default: return cudaErrorInvalidValue;
-  }
-#undef GRAFT_QUANT_Y
-  return cudaGetLastError();
-}
-
-cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
-                                     cudaStream_t s) {
-  if (n == 0) return cudaSuccess;
-  const unsigned g = grid_for(n);
-#define GRAFT_DEQUANT_X(X)                                                                                   \
-  GRAFT_FLOAT64_DISPATCH(yt, (dequantize_kernel<X, T><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, \
-                                                                                 static_cast<T*>(y), n)))
-  switch (xt) {
-    case KType::kU8: GRAFT_DEQUANT_X(uint8_t); break;
-    case KType::kI8: GRAFT_DEQUANT_X(int8_t); break;
-    case KType::kI32: GRAFT_DEQUANT_X(int32_t); break;
-    default: return cudaErrorInvalidValue;
-  }
-#undef GRAFT_DEQUANT_X
-  return cudaGetLastError();
-}
-
-size_t dynamic_quantize_workspace_bytes() { return 2 * kDqBlocks * sizeof(float); }
-
-cudaError_t launch_dynamic_quantize_linear(const float* x, int64_t n, uint8_t* y, float* y_scale, uint8_t* y_zp,
-                                           void* partials, cudaStream_t s) {
-  if (!partials) return cudaErrorInvalidValue;
-  float* part = static_cast<float*>(partials);
-  unsigned blocks = grid_for(n);
-  if (blocks > static_cast<unsigned>(kDqBlocks)) blocks = kDqBlocks;
-  // Even an empty x gets its scale (0) and zero point (0) written.
-  dq_minmax_kernel<<<blocks, kThreads, 0, s>>>(x, n, part);
-  dq_params_kernel<<<1, kThreads, 0, s>>>(part, static_cast<int>(blocks), y_scale, y_zp);
-  if (n > 0) dq_apply_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, y_scale, y_zp, y);
-  return cudaGetLastError();
-}
 
 static unsigned plane_grid(int64_t planes) {
   return static_cast<unsigned>(planes < 65535LL * 16 ? planes : 65535LL * 16);
@@ -423,7 +244,7 @@ __global__ void einsum_kernel(EinsumArgs a, T* y, int64_t n) {
         for (int p = 0; p < a.n_labels; ++p) off += idx[p] * a.stride[k][p];
         const T v = static_cast<const T*>(a.in[k])[off];
         if constexpr (kInt) iprod *= static_cast<uint64_t>(static_cast<int64_t>(v));
-        else prod *= ld_d(v);
+        else prod *= as_double(v);
       }
       acc += prod;
       iacc += iprod;
@@ -433,7 +254,7 @@ __global__ void einsum_kernel(EinsumArgs a, T* y, int64_t n) {
       }
     }
     if constexpr (kInt) y[o] = static_cast<T>(static_cast<int64_t>(iacc));
-    else y[o] = st_d<T>(acc);
+    else y[o] = store_from_double<T>(acc);
   }
 }
 

@@ -1,44 +1,16 @@
-// Launchers for the CUDA kernels of builtin ops that had only a CPU reference: QuantizeLinear,
-// DequantizeLinear, DynamicQuantizeLinear (src/backends/cpu/quantize.cpp) and InstanceNormalization,
+// Launchers for the CUDA kernels of builtin ops that had only a CPU reference: InstanceNormalization,
 // MeanVarianceNormalization, LRN, BitShift, EyeLike, the Hann/Hamming/Blackman windows and
 // ReverseSequence (src/backends/cpu/misc.cpp). Plain device pointers, no framework types; each
 // returns the launch's cudaError_t (cudaErrorInvalidValue for a type the launcher does not handle).
 //
-// The arithmetic follows the CPU reference step by step (float32 division and round-half-even for
-// quantization, double for dequantization, the normalizations and the windows; results stored as
-// graft's store_from_double does) so that integer outputs match it exactly.
+// The arithmetic follows the CPU reference step by step (double for the normalizations and the
+// windows; results stored as graft's store_from_double does) so that integer outputs match it
+// exactly.
 #pragma once
 
 #include "backends/cuda/cuda_kernel_common.cuh"
 
 namespace graft::cuda::k {
-
-// ---- (De)QuantizeLinear ---------------------------------------------------------------------------
-
-// Per-tensor when channels == 1, else per-axis: the scale/zero-point entry of flat index i is
-// (i / inner) % channels. `scale` has any float KType; `zp` (may be null) has y's type (quantize)
-// or x's type (dequantize).
-struct QuantArgs {
-  const void* scale = nullptr;
-  KType scale_t = KType::kF32;
-  const void* zp = nullptr;
-  int64_t channels = 1;
-  int64_t inner = 1;
-};
-// y (u8/i8) = saturate(round_half_even(float(x) / float(scale)) + zp); NaN gives the zero point.
-// x: f32/f16/bf16/f64/i32.
-cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
-                                   cudaStream_t s);
-// y (any float type) = (x - zp) * scale in double, rounded once to y's type. x: u8/i8/i32.
-cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
-                                     cudaStream_t s);
-
-// DynamicQuantizeLinear (float32 -> uint8): min/max over x (with 0, NaN skipped) in per-block
-// partials, then scale/zero point, then y. `partials` is device scratch of
-// dynamic_quantize_workspace_bytes().
-size_t dynamic_quantize_workspace_bytes();
-cudaError_t launch_dynamic_quantize_linear(const float* x, int64_t n, uint8_t* y, float* y_scale, uint8_t* y_zp,
-                                           void* partials, cudaStream_t s);
 
 // ---- Normalizations -------------------------------------------------------------------------------
 

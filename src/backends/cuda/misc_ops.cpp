@@ -1,9 +1,8 @@
 // CUDA ops for builtin ops that ran only on the CPU reference (with host<->device copies around
-// them in a CUDA engine): QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
-// (src/backends/cpu/quantize.cpp) and InstanceNormalization, MeanVarianceNormalization, LRN,
-// BitShift, EyeLike, HannWindow/HammingWindow/BlackmanWindow, ReverseSequence, Einsum and Det
+// them in a CUDA engine): InstanceNormalization, MeanVarianceNormalization, LRN, BitShift, EyeLike,
+// HannWindow/HammingWindow/BlackmanWindow, ReverseSequence, Einsum and Det
 // (src/backends/cpu/misc.cpp). Attributes and layouts are validated with the CPU reference's own
-// readers (quant_layout, mvn_axes, lrn_attrs, ...), so errors read the same on both backends.
+// readers (mvn_axes, lrn_attrs, ...), so errors read the same on both backends.
 // Kernels live in misc_kernels.cu.
 #include <algorithm>
 #include <string>
@@ -15,7 +14,6 @@
 #include "ops/attr_util.h"
 #include "ops/einsum.h"
 #include "ops/misc_attrs.h"
-#include "ops/quantize_attrs.h"
 
 namespace graft::cuda {
 namespace {
@@ -24,130 +22,11 @@ using namespace util;
 
 constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                      DataType::kFloat64};
-constexpr std::initializer_list<DataType> kQuantTypes = {DataType::kUInt8, DataType::kInt8};
 
 std::string dims_str(const std::vector<int64_t>& d) { return graft::ints_to_string(d); }
 
 
-bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allowed, std::string* why) {
-  const DataType t = out_dtype(n, i);
-  for (DataType a : allowed)
-    if (t == a) return true;
-  return reject(why, "output " + std::to_string(i) + " has dtype " + dtype_name(t) +
-                         ", which the CUDA kernel does not handle");
-}
 
-
-// ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------
-
-bool block_size_unset(const Node& n, std::string* why) {
-  auto bs = n.attrs.get_int("block_size", 0);
-  if (!bs || bs.value() != 0) return reject(why, "blocked quantization (block_size) is not supported");
-  return true;
-}
-
-bool quantize_supports(const Node& n, std::string* why) {
-  // x as the CPU reference takes it (any float type or int32).
-  if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
-                            DataType::kInt32}, why))
-    return false;
-  if (!has_input(n, 1)) return reject(why, "needs a scale");
-  if (!require_dtype(n, 1, kFloats, why)) return false;
-  if (has_input(n, 2) && !require_dtype(n, 2, kQuantTypes, why)) return false;
-  if (!out_dtype_in(n, 0, kQuantTypes, why)) return false;
-  return block_size_unset(n, why);
-}
-
-bool dequantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, {DataType::kUInt8, DataType::kInt8, DataType::kInt32}, why)) return false;
-  if (!has_input(n, 1)) return reject(why, "needs a scale");
-  if (!require_dtype(n, 1, kFloats, why)) return false;
-  if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "the zero point's dtype differs from x's");
-  if (!out_dtype_in(n, 0, kFloats, why)) return false;
-  return block_size_unset(n, why);
-}
-
-// The layout checks of the CPU reference, then the kernel's arguments.
-Result<k::QuantArgs> quant_args(const CudaExec& ex, const Tensor& x, const Tensor& scale, const Tensor* zp) {
-  if (!dtype_is_float(scale.dtype())) return fail(ex, StatusCode::kInvalidModel, "the scale must be a float tensor");
-  Status bs = graft::check_no_block_size(attrs_of(ex));
-  if (!bs.is_ok()) return with_node(ex, bs);
-  auto l = graft::quant_layout(attrs_of(ex), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr);
-  if (!l) return with_node(ex, l.status());
-  k::QuantArgs q;
-  q.scale = scale.data();
-  q.scale_t = ktype(scale.dtype());
-  q.zp = zp ? zp->data() : nullptr;
-  q.channels = l.value().channels;
-  q.inner = l.value().inner;
-  return q;
-}
-
-Status quantize_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  const Tensor* scale = input_or_null(ex, 1);
-  const Tensor* zp = input_or_null(ex, 2);
-  if (!x || !scale) return fail(ex, StatusCode::kInvalidModel, "needs x and a scale");
-  Tensor& y = *ex.ctx->outputs[0];
-  if (zp && zp->dtype() != y.dtype())
-    return fail(ex, StatusCode::kInvalidModel, "zero point dtype ", dtype_name(zp->dtype()), " differs from the output's ",
-                dtype_name(y.dtype()));
-  if (y.numel() != x->numel()) return fail(ex, StatusCode::kInternal, "output size differs from the input's");
-  GRAFT_ASSIGN_OR_RETURN(k::QuantArgs q, quant_args(ex, *x, *scale, zp));
-  return launch_status(k::launch_quantize_linear(ktype(x->dtype()), ktype(y.dtype()), x->data(), q, y.data(), y.numel(),
-                                                 stream_of(ex)), ex);
-}
-
-Status dequantize_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  const Tensor* scale = input_or_null(ex, 1);
-  const Tensor* zp = input_or_null(ex, 2);
-  if (!x || !scale) return fail(ex, StatusCode::kInvalidModel, "needs x and a scale");
-  Tensor& y = *ex.ctx->outputs[0];
-  if (zp && zp->dtype() != x->dtype())
-    return fail(ex, StatusCode::kInvalidModel, "zero point dtype ", dtype_name(zp->dtype()), " differs from x's ",
-                dtype_name(x->dtype()));
-  if (y.numel() != x->numel() || !dtype_is_float(y.dtype()))
-    return fail(ex, StatusCode::kInternal, "output must be a float tensor of the input's size");
-  GRAFT_ASSIGN_OR_RETURN(k::QuantArgs q, quant_args(ex, *x, *scale, zp));
-  return launch_status(k::launch_dequantize_linear(ktype(x->dtype()), ktype(y.dtype()), x->data(), q, y.data(),
-                                                   y.numel(), stream_of(ex)), ex);
-}
-
-// ---- DynamicQuantizeLinear ------------------------------------------------------------------------
-
-bool dynamic_quantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, {DataType::kFloat32}, why)) return false;
-  if (n.outputs.size() != 3 || !n.output(0) || !n.output(1) || !n.output(2))
-    return reject(why, "needs its three outputs (y, y_scale, y_zero_point)");
-  if (out_dtype(n, 0) != DataType::kUInt8 || out_dtype(n, 1) != DataType::kFloat32 || out_dtype(n, 2) != DataType::kUInt8)
-    return reject(why, "outputs must be uint8, float32 and uint8");
-  return true;
-}
-
-size_t dynamic_quantize_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>&) {
-  return k::dynamic_quantize_workspace_bytes();
-}
-
-Status dynamic_quantize_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  const auto& outs = ex.ctx->outputs;
-  if (!x || x->dtype() != DataType::kFloat32) return fail(ex, StatusCode::kInvalidModel, "x must be float32");
-  if (outs.size() < 3 || !outs[0] || !outs[1] || !outs[2])
-    return fail(ex, StatusCode::kInternal, "needs its three outputs (y, y_scale, y_zero_point)");
-  Tensor& y = *outs[0];
-  Tensor& ys = *outs[1];
-  Tensor& yz = *outs[2];
-  if (y.numel() != x->numel() || y.dtype() != DataType::kUInt8 || ys.numel() != 1 || ys.dtype() != DataType::kFloat32 ||
-      yz.numel() != 1 || yz.dtype() != DataType::kUInt8)
-    return fail(ex, StatusCode::kInternal, "outputs must be uint8 [x's shape], float32 [] and uint8 []");
-  if (!ex.workspace || ex.workspace_size < k::dynamic_quantize_workspace_bytes())
-    return fail(ex, StatusCode::kInternal, "workspace too small");
-  return launch_status(k::launch_dynamic_quantize_linear(static_cast<const float*>(x->data()), x->numel(),
-                                                         static_cast<uint8_t*>(y.data()), static_cast<float*>(ys.data()),
-                                                         static_cast<uint8_t*>(yz.data()), ex.workspace, stream_of(ex)),
-                       ex);
-}
 
 // ---- Normalizations -------------------------------------------------------------------------------
 
@@ -473,10 +352,6 @@ Status einsum_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_misc_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"QuantizeLinear", &quantize_supports, &quantize_run, {}, nullptr});
-  out.push_back(CudaOp{"DequantizeLinear", &dequantize_supports, &dequantize_run, {}, nullptr});
-  out.push_back(CudaOp{"DynamicQuantizeLinear", &dynamic_quantize_supports, &dynamic_quantize_run, {},
-                       &dynamic_quantize_workspace});
   out.push_back(CudaOp{"InstanceNormalization", &instance_norm_supports, &instance_norm_run, {}, nullptr});
   out.push_back(CudaOp{"MeanVarianceNormalization", &mvn_supports, &mvn_run, {}, nullptr});
   out.push_back(CudaOp{"LRN", &float_x, &lrn_run, {}, nullptr});

@@ -91,9 +91,6 @@ template <> __device__ __forceinline__ __half from_double<__half>(double v) { re
 template <> __device__ __forceinline__ __nv_bfloat16 from_double<__nv_bfloat16>(double v) {
   return __double2bfloat16(v);
 }
-template <typename T> __device__ __forceinline__ double to_double(T v) { return static_cast<double>(v); }
-template <> __device__ __forceinline__ double to_double<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ double to_double<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
 
 using Philox = curandStatePhilox4_32_10_t;
 
@@ -130,7 +127,7 @@ __global__ void uniform_kernel(RandSeed rs, double low, double high, T* y, int64
         const double u[2] = {uniform01(r.x, r.y), uniform01(r.z, r.w)};
         for (int k = 0; k < 2 && !done; ++k) {
           const T c = from_double<T>(low + (high - low) * u[k]);
-          const double back = to_double(c);
+          const double back = as_double(c);
           if (back >= low && back < high) {
             out = c;
             done = true;
@@ -161,7 +158,7 @@ __global__ void bernoulli_kernel(RandSeed rs, const P* p, E one, E* y, int64_t n
   GRAFT_GRID_STRIDE(i, n) {
     Philox st = element_stream(seed, i);
     const uint4 r = curand4(&st);
-    y[i] = uniform01(r.x, r.y) < to_double(p[i]) ? one : E(0);
+    y[i] = uniform01(r.x, r.y) < as_double(p[i]) ? one : E(0);
   }
 }
 
@@ -176,7 +173,7 @@ __global__ void multinomial_kernel(RandSeed rs, const T* x, int64_t batch, int64
     double mx = -INFINITY;
     bool bad = false;
     for (int64_t c = 0; c < classes; ++c) {
-      const double v = to_double(row[c]);
+      const double v = as_double(row[c]);
       bad |= isnan(v) || v == INFINITY;
       mx = fmax(mx, v);
     }
@@ -185,7 +182,7 @@ __global__ void multinomial_kernel(RandSeed rs, const T* x, int64_t batch, int64
       double total = 0;
       int64_t last = 0;  // the last class with a positive weight
       for (int64_t c = 0; c < classes; ++c) {
-        const double w = exp(to_double(row[c]) - mx);
+        const double w = exp(as_double(row[c]) - mx);
         total += w;
         if (w > 0) last = c;
       }
@@ -196,7 +193,7 @@ __global__ void multinomial_kernel(RandSeed rs, const T* x, int64_t batch, int64
       double run = 0;
       pick = last;
       for (int64_t c = 0; c < classes; ++c) {
-        run += exp(to_double(row[c]) - mx);
+        run += exp(as_double(row[c]) - mx);
         if (run > u) {
           pick = c < last ? c : last;
           break;
@@ -214,7 +211,7 @@ __global__ void dropout_kernel(RandSeed rs, double ratio, double scale, const T*
     Philox st = element_stream(seed, i);
     const uint4 r = curand4(&st);
     const bool keep = uniform01(r.x, r.y) >= ratio;
-    y[i] = keep ? from_double<T>(to_double(x[i]) * scale) : from_double<T>(0.0);
+    y[i] = keep ? from_double<T>(as_double(x[i]) * scale) : from_double<T>(0.0);
     if (mask) mask[i] = keep;
   }
 }

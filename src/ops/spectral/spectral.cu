@@ -71,32 +71,6 @@ cudaError_t launch_mel_weight_matrix(KType t, const MelArgs& a, void* y, cudaStr
 namespace {
 
 template <typename T>
-__device__ __forceinline__ double to_d(T v) {
-  if constexpr (std::is_same_v<T, __half>)
-    return static_cast<double>(__half2float(v));
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return static_cast<double>(__bfloat162float(v));
-  else
-    return static_cast<double>(v);
-}
-
-// graft's store_from_double on the host: half types round through float, integers (MelWeightMatrix's
-// integer output types) truncate toward zero.
-template <typename T>
-__device__ __forceinline__ T from_d(double v) {
-  if constexpr (std::is_same_v<T, double>)
-    return v;
-  else if constexpr (std::is_same_v<T, float>)
-    return __double2float_rn(v);
-  else if constexpr (std::is_same_v<T, __half>)
-    return __float2half_rn(__double2float_rn(v));
-  else if constexpr (std::is_same_v<T, __nv_bfloat16>)
-    return __float2bfloat16_rn(__double2float_rn(v));
-  else
-    return static_cast<T>(static_cast<int64_t>(v));
-}
-
-template <typename T>
 __global__ void spectral_kernel(SpectralArgs a, const T* x, const T* w, T* y, int64_t count) {
   constexpr double kPi = 3.14159265358979323846;
   const double sign = a.inverse ? 1.0 : -1.0;
@@ -115,10 +89,10 @@ __global__ void spectral_kernel(SpectralArgs a, const T* x, const T* w, T* y, in
     int64_t j = 0;  // k * m mod n, as the CPU reference advances it
     for (int64_t m = 0; m < a.terms; ++m) {
       const int64_t off = base + m * a.term_stride;
-      double xr = to_d(x[off]);
-      double xi = a.complex_input ? to_d(x[off + 1]) : 0.0;
+      double xr = as_double(x[off]);
+      double xi = a.complex_input ? as_double(x[off + 1]) : 0.0;
       if (w) {
-        const double wm = to_d(w[m]);
+        const double wm = as_double(w[m]);
         xr *= wm;
         xi *= wm;
       }
@@ -130,8 +104,8 @@ __global__ void spectral_kernel(SpectralArgs a, const T* x, const T* w, T* y, in
       j += k;
       if (j >= a.n) j -= a.n;
     }
-    y[2 * o] = from_d<T>(re * scale);
-    y[2 * o + 1] = from_d<T>(im * scale);
+    y[2 * o] = store_from_double<T>(re * scale);
+    y[2 * o + 1] = store_from_double<T>(im * scale);
   }
 }
 
@@ -189,7 +163,7 @@ __global__ void mel_kernel(MelArgs a, O* y, int64_t count) {
       w = static_cast<double>(j - left) / static_cast<double>(centre - left);
     else if (j > centre && j < right)
       w = static_cast<double>(right - j) / static_cast<double>(right - centre);
-    y[o] = from_d<O>(w);
+    y[o] = store_from_double<O>(w);
   }
 }
 

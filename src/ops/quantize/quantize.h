@@ -1,5 +1,8 @@
-// The scale/zero-point layout and the block_size check of QuantizeLinear and DequantizeLinear, read
-// one way by the schemas (src/ops/quantize_ops.cpp), the CPU references and the CUDA ops.
+// The quantize family: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear. Definitions and
+// CPU references: quantize.cpp; CUDA kernels and ops: quantize.cu. This header holds the
+// scale/zero-point layout and the block_size check, read one way by the schemas, the CPU references
+// and the CUDA ops. (The integer and quantized-linear algebra, MatMulInteger to QLinearConv, is the
+// integer family: src/ops/integer.)
 #pragma once
 
 #include <cstdint>
