@@ -26,7 +26,7 @@
 #include "onnx/opset_conversion.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
-#include "ops/sequence_attrs.h"
+#include "ops/control_flow/control_flow.h"
 
 namespace graft {
 
@@ -288,7 +288,7 @@ Result<AttrValue> attribute_from_proto(const onnx::AttributeProto& ap, const std
     case A::SPARSE_TENSORS:
       return error(StatusCode::kUnsupported, "sparse tensor attributes are not supported");
     case A::TYPE_PROTO: {
-      // Optional's `type`: a tensor or a sequence of tensors, kept as INTS (ops/sequence_attrs.h).
+      // Optional's `type`: a tensor or a sequence of tensors, kept as INTS (ops/control_flow/control_flow.h).
       const onnx::TypeProto* tp = &ap.tp();
       int64_t kind = kOptionalTypeTensor;
       if (tp->has_sequence_type() && tp->sequence_type().has_elem_type()) {

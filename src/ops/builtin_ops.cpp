@@ -27,7 +27,7 @@ void append_lp_norm_ops(std::vector<OpEntry>& out);       // LpNormalization, Lp
 void append_roi_pool_ops(std::vector<OpEntry>& out);      // MaxRoiPool
 void append_integer_ops(std::vector<OpEntry>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
 void append_tfidf_ops(std::vector<OpEntry>& out);         // TfIdfVectorizer
-void append_string_ops(std::vector<OpEntry>& out);        // StringNormalizer (string tensors, CPU only)
+void append_strings_ops(std::vector<OpEntry>& out);       // StringNormalizer (string tensors, CPU only)
 void append_random_ops(std::vector<OpEntry>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
 void append_unpool_ops(std::vector<OpEntry>& out);        // MaxUnpool
 void append_recurrent_ops(std::vector<OpEntry>& out);     // RNN, LSTM, GRU
@@ -58,7 +58,7 @@ const std::vector<OpEntry>& builtin_ops() {
     append_roi_pool_ops(t);
     append_integer_ops(t);
     append_tfidf_ops(t);
-    append_string_ops(t);
+    append_strings_ops(t);
     append_random_ops(t);
     append_unpool_ops(t);
     append_recurrent_ops(t);

@@ -1,5 +1,5 @@
 // Sequences and optionals in a CUDA engine. They are host objects holding tensors; their ops run on
-// the GPU's side (src/backends/cuda/control_flow_ops.cpp), with the tensors in device memory the
+// the GPU's side (src/ops/control_flow/control_flow_cuda.cpp), with the tensors in device memory the
 // engine does not reuse, so a strict build accepts them. Each model is checked against the CPU engine
 // on fresh random data, with host and with device inputs, several runs in a row: sequences built from
 // GPU results, a sequence given as an input, optionals, SplitToSequence / SequenceInsert /

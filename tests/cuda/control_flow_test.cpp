@@ -1,4 +1,4 @@
-// If, Loop and Scan in a CUDA engine (src/backends/cuda/control_flow_ops.cpp): their subgraphs run
+// If, Loop and Scan in a CUDA engine (src/ops/control_flow/control_flow_cuda.cpp): their subgraphs run
 // on the GPU, so a strict build (no layer on the CPU reference) accepts them. Each model runs on
 // fresh random data against the CPU engine, with host and device inputs and poisoned device outputs:
 // a branch chosen by a condition the GPU computes, every Loop form (a condition the body computes on

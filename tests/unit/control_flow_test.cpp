@@ -1,5 +1,5 @@
-// If, Loop and Scan (schemas: src/ops/control_flow_ops.cpp; CPU kernels:
-// src/backends/cpu/control_flow.cpp; subgraphs imported as Node::subgraphs by src/onnx/importer.cpp).
+// If, Loop and Scan (schemas and CPU kernels: src/ops/control_flow/; subgraphs imported as
+// Node::subgraphs by src/onnx/importer.cpp).
 // Models are written here with their subgraphs, run on fresh random data and compared with the
 // computation written out in plain C++: branches and bodies that read outer-scope values (nested
 // two levels deep too), every Loop form (M and cond, M only, cond only, zero iterations, early exit),

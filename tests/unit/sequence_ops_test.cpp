@@ -1,10 +1,9 @@
-// Sequence and optional values (ValueKind) and their ops (schemas: src/ops/sequence_ops.cpp and
-// SequenceMap in control_flow_ops.cpp; CPU kernels: src/backends/cpu/sequence.cpp). Ops run through
-// run_node_cpu, as the engine runs them, on fresh random data, and are compared with the same
-// computation written out here: slices taken by hand, positions counted by hand. Then models with
-// sequence inputs and outputs (SequenceMap, a Loop that carries a sequence, If returning an
-// optional), plan round trips, and the errors: positions out of range, an empty sequence, dtype
-// mismatches, a sequence where a tensor belongs, a CUDA engine.
+// Sequence and optional values (ValueKind) and their ops (schemas and CPU kernels, SequenceMap's
+// included: src/ops/control_flow/). Ops run through run_node_cpu, as the engine runs them, on fresh
+// random data, and are compared with the same computation written out here: slices taken by hand,
+// positions counted by hand. Then models with sequence inputs and outputs (SequenceMap, a Loop that
+// carries a sequence, If returning an optional), plan round trips, and the errors: positions out of
+// range, an empty sequence, dtype mismatches, a sequence where a tensor belongs, a CUDA engine.
 #include <gtest/gtest.h>
 
 #include <map>

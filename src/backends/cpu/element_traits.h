@@ -79,7 +79,7 @@ Status visit_numeric(DataType t, Fn&& fn, Other&& on_other) {
   }
 }
 
-// Every numeric dtype and bool (strings are not elements of arithmetic: ops/string_ops.h).
+// Every numeric dtype and bool (strings are not elements of arithmetic: ops/strings/strings.h).
 template <typename Fn, typename Other>
 Status visit_all(DataType t, Fn&& fn, Other&& on_other) {
   if (t == DataType::kBool) return fn(BoolTr{});

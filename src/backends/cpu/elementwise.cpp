@@ -9,7 +9,7 @@
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/unary_kernel.h"
 #include "core/checked_math.h"
-#include "ops/string_ops.h"
+#include "ops/strings/strings.h"
 
 namespace graft::cpu {
 

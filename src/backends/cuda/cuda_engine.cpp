@@ -443,7 +443,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       L.where = Where::kCpuMeta;
     } else if (touches_containers(node)) {
       // Sequences and optionals are host objects holding tensors. Their ops run on the GPU's side
-      // (control_flow_ops.cpp) with the tensors in device memory; a node no CUDA op takes (a custom
+      // (src/ops/control_flow/control_flow_cuda.cpp) with the tensors in device memory; a node no CUDA op takes (a custom
       // op) runs on the CPU reference, with the tensors copied to the host.
       std::string why;
       if (gpu_supports(node, &L.op, &why)) {

@@ -1,5 +1,5 @@
-// If, Loop and Scan on the GPU. The ONNX semantics are the shared drivers' (ops/control_flow_driver.h);
-// this file is their CUDA side: a subgraph runs node by node through the CUDA kernel table, its
+// If, Loop and Scan on the GPU. The ONNX semantics are the shared drivers' (control_flow.h); this
+// file is their CUDA side: a subgraph runs node by node through the CUDA kernel table, its
 // tensors stay in device memory, and only what decides control comes back to the host (If's
 // condition, a Loop condition the body computes on the GPU: one bool and one synchronization per
 // iteration). A Loop without a cond input reads nothing back.
@@ -15,8 +15,9 @@
 // as a tensor and is free again when the last tensor holding it is gone, so after the first
 // iteration a loop allocates nothing. All work is on the layer's stream, so a buffer freed by one
 // iteration is reused in stream order by the next.
-#include <cuda_runtime.h>
+#include "ops/control_flow/control_flow.h"
 
+#include <cuda_runtime.h>
 #include <map>
 #include <memory>
 #include <string>
@@ -27,8 +28,6 @@
 #include "backends/cuda/device_memory.h"
 #include "graph/passes.h"
 #include "graph/subgraph.h"
-#include "ops/control_flow_attrs.h"
-#include "ops/control_flow_driver.h"
 #include "ops/random/random.h"
 #include "runtime/cpu_executor.h"
 

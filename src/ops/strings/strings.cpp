@@ -1,4 +1,4 @@
-// String tensors on the CPU engine: the text conversions of Cast and CastLike (string_ops.h), and
+// String tensors on the CPU engine: the text conversions of Cast and CastLike (strings.h), and
 // StringNormalizer (opset 10) with its attribute reader, inference and CPU reference.
 //
 // StringNormalizer takes a string tensor [C] or [1, C], drops the stopwords (compared after
@@ -7,7 +7,7 @@
 // string ([1] or [1, 1]), as ONNX specifies. Case is mapped by Unicode's locale-independent simple
 // case mapping (glibc's C.UTF-8 tables), whatever the `locale` attribute says, so a model gives the
 // same output on every machine; text that is not UTF-8 is refused when its case has to change.
-#include "ops/string_ops.h"
+#include "ops/strings/strings.h"
 
 #include <locale.h>
 #include <wctype.h>
@@ -308,7 +308,7 @@ Status string_normalizer(ExecContext& ctx) {
 
 }  // namespace
 
-void append_string_ops(std::vector<OpEntry>& out) {
+void append_strings_ops(std::vector<OpEntry>& out) {
   out.push_back(takes_strings({"StringNormalizer", 10, infer_string_normalizer, string_normalizer,
                                /*output_shape_from_kernel=*/true}));
 }

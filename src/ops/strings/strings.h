@@ -1,5 +1,5 @@
 // String tensors (DataType::kString) on the CPU engine: the conversions Cast and CastLike make to and
-// from strings, and StringNormalizer (string_ops.cpp). A CUDA engine refuses string tensors at build.
+// from strings, and StringNormalizer (strings.cpp). A CUDA engine refuses string tensors at build.
 #pragma once
 
 #include "graft/tensor.h"
