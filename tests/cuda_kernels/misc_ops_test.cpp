@@ -1,7 +1,8 @@
-// CUDA kernels of src/ops/quantize/quantize.cu and src/backends/cuda/misc_ops.cpp vs the CPU reference: QuantizeLinear,
-// DequantizeLinear, DynamicQuantizeLinear (integer outputs compared exactly: saturation, .5 ties
-// and NaN included), InstanceNormalization, MeanVarianceNormalization, LRN, BitShift, EyeLike, the
-// Hann/Hamming/Blackman windows, ReverseSequence and Einsum. Fresh random data every run.
+// CUDA kernels of src/ops/quantize/quantize.cu and src/ops/misc/misc.cu vs the CPU reference:
+// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (integer outputs compared exactly:
+// saturation, .5 ties and NaN included), InstanceNormalization, MeanVarianceNormalization, LRN,
+// BitShift, EyeLike, the Hann/Hamming/Blackman windows, ReverseSequence and Einsum. Fresh random
+// data every run.
 #include <cmath>
 #include <limits>
 

@@ -1,5 +1,5 @@
 // Builtin ops added for ONNX backend-suite coverage (issue 16): the losses (src/ops/loss), the
-// quantization ops (src/ops/quantize) and the rest (misc_ops.cpp). Kernels against independent
+// quantization ops (src/ops/quantize) and the rest (src/ops/misc). Kernels against independent
 // naive computations written here, on fresh random data (never zeros) with poisoned outputs, in the
 // dtypes and attribute combinations the suite's few cases leave out; plus inference and the
 // attribute errors, which must name the attribute.

@@ -1,0 +1,73 @@
+// The misc family: ONNX ops the backend test suite exercises that fit no larger family yet,
+// InstanceNormalization, LRN, MeanVarianceNormalization, EyeLike, BitShift, ReverseSequence,
+// HannWindow, HammingWindow, BlackmanWindow, Det and Einsum. Definitions and CPU references:
+// misc.cpp; CUDA kernels and ops: misc.cu. This header holds their attribute readers and Einsum's
+// equation parser, shared by the schemas, the CPU references and the CUDA ops, so every side accepts
+// and words its errors the same way.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+#include "graft/attribute.h"
+#include "graft/status.h"
+
+namespace graft {
+
+// The largest window (HannWindow, HammingWindow, BlackmanWindow) graft makes: its length comes from
+// an input value, so it is bounded before anything is allocated.
+inline constexpr int64_t kMaxWindowLength = int64_t{1} << 30;
+
+// Validated attributes shared by the schemas and the kernels; errors name the attribute.
+Result<float> instance_norm_epsilon(const AttributeMap& attrs);
+struct LrnAttrs {
+  int64_t size = 0;
+  float alpha = 1e-4f, beta = 0.75f, bias = 1.0f;
+};
+Result<LrnAttrs> lrn_attrs(const AttributeMap& attrs);
+// MeanVarianceNormalization's axes (default [0, 2, 3]) normalized against `rank`, sorted, distinct.
+Result<std::vector<int64_t>> mvn_axes(const AttributeMap& attrs, int64_t rank);
+// BitShift's direction: true for LEFT, false for RIGHT (required, exactly one of the two).
+Result<bool> bit_shift_left(const AttributeMap& attrs);
+// ReverseSequence's (batch_axis, time_axis): each 0 or 1, different.
+Result<std::pair<int64_t, int64_t>> reverse_sequence_axes(const AttributeMap& attrs);
+
+// ---- Einsum's equation ----------------------------------------------------------------------
+// Einsum's equation, parsed once for the schema, the CPU reference and the CUDA kernel.
+//
+// Every axis of every operand gets a label id: letters in order of first appearance, then one id per
+// broadcast position of the ellipsis ("..."), right-aligned across operands as NumPy broadcasts
+// them. The output lists label ids: the explicit "->" part, or (implicit form) the ellipsis labels
+// followed by the letters that appear exactly once, in alphabetical order. Labels of the inputs
+// that the output lacks are summed over.
+
+struct EinsumSpec {
+  std::vector<std::vector<int>> in_labels;  // per input, per axis
+  std::vector<int> out_labels;              // per output axis
+  int num_labels = 0;
+  std::vector<bool> ellipsis_label;         // label id -> whether it stands for a broadcast position
+};
+
+// `ranks` are the inputs' ranks. Errors say what is wrong with the equation (the caller names the
+// attribute and the node).
+Result<EinsumSpec> parse_einsum(const std::string& equation, const std::vector<int64_t>& ranks);
+
+// Each label's extent from the inputs' dims: a letter's extents must agree; an ellipsis position
+// broadcasts (1 against n). Errors name the label and the disagreeing extents.
+Result<std::vector<int64_t>> einsum_extents(const EinsumSpec& spec, const std::vector<std::vector<int64_t>>& dims);
+
+// How the kernels walk the problem: labels in output-first order (the output's, then the summed
+// ones), each label's extent in that order, and each input's element stride per label (0 where the
+// input lacks the label or broadcasts it; a label repeated in one operand, a diagonal, adds its
+// strides). `inner` is the product of the summed extents, saturated at INT64_MAX.
+struct EinsumLayout {
+  std::vector<int> order;
+  std::vector<int64_t> ext;
+  std::vector<std::vector<int64_t>> stride;
+  size_t n_out = 0;
+  int64_t inner = 1;
+};
+Result<EinsumLayout> einsum_layout(const EinsumSpec& spec, const std::vector<std::vector<int64_t>>& dims);
+
+}  // namespace graft
