@@ -46,6 +46,32 @@ Status resize_output(const ResizeAttrs& a, const std::vector<int64_t>& in, const
 enum class PadMode { kConstant, kReflect, kEdge, kWrap };
 Result<PadMode> parse_pad_mode(const AttributeMap& attrs);
 
+// The input index that output position i (already shifted by the begin pad) reads along an axis of
+// n > 0 elements, or -1 where the constant goes: the one mapping of the CPU reference and the CUDA
+// kernel (host and device). reflect mirrors about the edge elements without repeating them, edge
+// repeats them, wrap continues from the other side; each holds however far past the edge i is.
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline int64_t pad_source(PadMode mode, int64_t i, int64_t n) {
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return i < 0 ? 0 : n - 1;
+    case PadMode::kWrap:
+      return ((i % n) + n) % n;
+    case PadMode::kReflect: {
+      if (n == 1) return 0;
+      const int64_t period = 2 * (n - 1);
+      const int64_t m = ((i % period) + period) % period;
+      return m < n ? m : period - m;
+    }
+  }
+  return -1;
+}
+
 // Per-axis begin/end pads (length rank each) from the pads tensor contents and optional axes.
 Status pad_amounts(const std::vector<int64_t>& pads, const std::vector<int64_t>* axes, int64_t rank,
                    std::vector<int64_t>* begins, std::vector<int64_t>* ends);

@@ -1,11 +1,14 @@
-// Cases for ONNX Resize (opset 13): nearest (floor, round_prefer_floor) and linear interpolation
-// under the asymmetric, half_pixel, pytorch_half_pixel and align_corners coordinate transforms, the
-// output given by scales or by sizes. The independent formula maps each output coordinate back per
-// axis and interpolates over the corners of the cell around it, indices clamped to the input (the
-// edge padding of ONNX's reference implementation).
+// Cases for ONNX Resize (opset 13): nearest (floor, round_prefer_floor), linear and cubic
+// interpolation under the asymmetric, half_pixel, pytorch_half_pixel and align_corners coordinate
+// transforms, the output given by scales or by sizes. The independent formula maps each output
+// coordinate back per axis and interpolates over the corners of the cell around it (cubic: over the
+// 4 x 4 x ... stencil of Keys' kernel), indices clamped to the input (the edge padding of ONNX's
+// reference implementation).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "case_util.h"
 #include "harness.h"
@@ -21,6 +24,14 @@ double source_coordinate(const std::string& mode, int64_t o, int64_t in, int64_t
   if (mode == "align_corners") return out == 1 ? 0.0 : x * static_cast<double>(in - 1) / static_cast<double>(out - 1);
   if (mode == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   return (x + 0.5) / scale - 0.5;  // half_pixel
+}
+
+// Keys' cubic convolution kernel with parameter `c` at distance s.
+double keys(double s, double c) {
+  s = std::fabs(s);
+  if (s <= 1) return (c + 2) * s * s * s - (c + 3) * s * s + 1;
+  if (s < 2) return c * s * s * s - 5 * c * s * s + 8 * c * s - 4 * c;
+  return 0;
 }
 
 Values resize_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
@@ -43,6 +54,57 @@ Values resize_formula(const Values& in, const DimsList& dims, const AttributeMap
     }
   }
   std::vector<double> y(static_cast<size_t>(count(out)));
+  if (mode == "cubic") {
+    const double c = a.get_float("cubic_coeff_a", -0.75f).value();
+    const bool exclude = a.get_int("exclude_outside", 0).value() != 0;
+    std::vector<std::vector<std::pair<int64_t, double>>> taps(rank);  // per axis: (input index, weight)
+    for (int64_t i = 0; i < count(out); ++i) {
+      int64_t rem = i;
+      for (size_t k = rank; k-- > 0;) {
+        const int64_t o = rem % out[k];
+        rem /= out[k];
+        taps[k].clear();
+        if (out[k] == d[k] && scale[k] == 1.0) {  // an axis left alone reads itself
+          taps[k].push_back({o, 1.0});
+          continue;
+        }
+        const double x = source_coordinate(transform, o, d[k], out[k], scale[k]);
+        const double f = std::floor(x);
+        double sum = 0;
+        for (int j = -1; j <= 2; ++j) {
+          const int64_t at = static_cast<int64_t>(f) + j;
+          const bool inside = at >= 0 && at < d[k];
+          const double w = exclude && !inside ? 0.0 : keys(x - (f + j), c);
+          taps[k].push_back({std::clamp<int64_t>(at, 0, d[k] - 1), w});
+          sum += w;
+        }
+        if (exclude)
+          for (auto& tap : taps[k]) tap.second /= sum;
+      }
+      // The sum over every combination of one tap per axis.
+      double acc = 0;
+      std::vector<size_t> pick(rank, 0);
+      for (bool more = true; more;) {
+        double w = 1;
+        int64_t src = 0;
+        for (size_t k = 0; k < rank; ++k) {
+          w *= taps[k][pick[k]].second;
+          src = src * d[k] + taps[k][pick[k]].first;
+        }
+        acc += w * in[0][src];
+        more = false;
+        for (size_t k = rank; k-- > 0;) {
+          if (++pick[k] < taps[k].size()) {
+            more = true;
+            break;
+          }
+          pick[k] = 0;
+        }
+      }
+      y[i] = acc;
+    }
+    return {y};
+  }
   Ints lo(rank), hi(rank);
   std::vector<double> frac(rank);
   for (int64_t i = 0; i < count(out); ++i) {
@@ -113,6 +175,15 @@ std::vector<OpCaseTable> resize_cases() {
                               {{1, 1, 1, 3}}, resize_attrs("linear", "pytorch_half_pixel")));
   t.cases.push_back(make_case("linear_x2_asymmetric", {data({2, 2, 3, 4}), none, scales({1, 1, 2, 2})}, {{2, 2, 6, 8}},
                               resize_attrs("linear", "asymmetric")));
+  t.cases.push_back(make_case("cubic_x2_half_pixel", {data({1, 2, 5, 6}), none, scales({1, 1, 2, 2})}, {{1, 2, 10, 12}},
+                              resize_attrs("cubic", "half_pixel")));
+  t.cases.push_back(make_case("cubic_down_align_corners", {data({2, 1, 9, 7}), none, no_roi(), int64_values({2, 1, 4, 5})},
+                              {{2, 1, 4, 5}}, resize_attrs("cubic", "align_corners")));
+  AttributeMap exclude = resize_attrs("cubic", "asymmetric");
+  exclude.set("exclude_outside", int64_t{1});
+  exclude.set("cubic_coeff_a", -0.5f);
+  t.cases.push_back(make_case("cubic_exclude_outside_a_half", {data({1, 3, 4, 4}), none, scales({1, 1, 1.5, 2.5})},
+                              {{1, 3, 6, 10}}, exclude));
   return {t};
 }
 

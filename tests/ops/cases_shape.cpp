@@ -178,7 +178,8 @@ OpCaseTable pad_cases() {
         if (v < 0 || v >= n) {
           if (mode == "constant") return value;
           if (mode == "edge") v = std::clamp<int64_t>(v, 0, n - 1);
-          if (mode == "reflect") v = v < 0 ? -v : 2 * (n - 1) - v;
+          if (mode == "reflect") v = v < 0 ? -v : 2 * (n - 1) - v;  // the cases pad less than n - 1
+          if (mode == "wrap") v = v < 0 ? v + n : v - n;              // and less than n
         }
         src[k] = v;
       }
@@ -196,6 +197,10 @@ OpCaseTable pad_cases() {
   t.cases.push_back(make_case("reflect", {data({1, 2, 5, 6}), int64_values({0, 0, 2, 1, 0, 0, 1, 3})}, {{1, 2, 8, 10}},
                                mode("reflect")));
   t.cases.push_back(make_case("edge", {data({3, 4}), int64_values({2, 0, 1, 3})}, {{6, 7}}, mode("edge")));
+  t.cases.push_back(make_case("wrap", {data({2, 3, 5}), int64_values({1, 2, 4, 0, 1, 3})}, {{3, 6, 12}}, mode("wrap")));
+  // Negative pads crop one side of an axis while the other side is reflected.
+  t.cases.push_back(make_case("reflect_crop", {data({2, 6, 5}), int64_values({0, -2, 3, 0, 2, -1})}, {{2, 6, 7}},
+                               mode("reflect")));
   return t;
 }
 

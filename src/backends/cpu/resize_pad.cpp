@@ -255,29 +255,6 @@ Status resize(ExecContext& ctx) {
 // ---------------------------------------------------------------------------------------------
 // Pad
 
-namespace {
-// Input index for output position i (already shifted by the begin pad) along an axis of extent n;
-// -1 means "use the constant".
-int64_t pad_source(PadMode mode, int64_t i, int64_t n) {
-  if (i >= 0 && i < n) return i;
-  switch (mode) {
-    case PadMode::kConstant:
-      return -1;
-    case PadMode::kEdge:
-      return std::clamp<int64_t>(i, 0, n - 1);
-    case PadMode::kWrap:
-      return ((i % n) + n) % n;
-    case PadMode::kReflect: {
-      if (n == 1) return 0;
-      const int64_t period = 2 * (n - 1);
-      int64_t m = ((i % period) + period) % period;
-      return m < n ? m : period - m;
-    }
-  }
-  return -1;
-}
-}  // namespace
-
 Status pad(ExecContext& ctx) {
   const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
   const Tensor* P = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;

@@ -5,6 +5,7 @@
 
 #include "backends/cuda/cuda_kernel_device.cuh"
 #include "backends/cuda/fast_divide.h"
+#include "ops/resize_pad_attrs.h"
 
 namespace graft::cuda::k {
 namespace {
@@ -216,6 +217,19 @@ __global__ void pad_constant_kernel(const E* __restrict__ in, E* __restrict__ ou
   }
 }
 
+template <typename E>
+__global__ void pad_mode_kernel(const E* __restrict__ in, E* __restrict__ out, AxisMap p, PadMode mode, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    int64_t rem = i, off = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t q = rem % p.out_dims[d] - p.begin[d];
+      rem /= p.out_dims[d];
+      off += pad_source(mode, q, p.in_dims[d]) * p.in_strides[d];
+    }
+    out[i] = in[off];
+  }
+}
+
 // Input coordinate for output coordinate x along axis d: the CPU reference's formulas, each
 // operation rounded on its own (the _rn intrinsics are never contracted into an FMA).
 __device__ __forceinline__ double resize_source(const ResizeParams& p, int d, double x) {
@@ -306,6 +320,76 @@ __global__ void resize_linear_kernel(const T* __restrict__ in, T* __restrict__ o
         off += hi ? i1[d] : i0[d];
       }
       if (w != 0.0) acc = __dadd_rn(acc, __dmul_rn(w, static_cast<double>(Elem<T>::ld(in[off]))));
+    }
+    out[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
+  }
+}
+
+// Keys' cubic convolution weight at distance x with parameter a: the CPU reference's cubic_weight,
+// each operation rounded on its own.
+__device__ __forceinline__ double cubic_weight(double x, double a) {
+  x = fabs(x);
+  if (x <= 1.0)
+    return __dadd_rn(__dmul_rn(__dmul_rn(__dsub_rn(__dmul_rn(__dadd_rn(a, 2.0), x), __dadd_rn(a, 3.0)), x), x), 1.0);
+  if (x < 2.0)
+    return __dsub_rn(__dmul_rn(__dadd_rn(__dmul_rn(__dsub_rn(__dmul_rn(a, x), __dmul_rn(5.0, a)), x), __dmul_rn(8.0, a)),
+                               x),
+                     __dmul_rn(4.0, a));
+  return 0.0;
+}
+
+// Cubic: the per-axis four-tap stencils of the CPU reference (taps at floor(x) - 1 .. floor(x) + 2,
+// clamped to the edge; exclude_outside zeroes the taps outside and renormalizes), summed over their
+// tensor product in the linear kernel's order (the last resized axis fastest), accumulated in
+// double. The CPU applies the same weights one axis at a time, so the two differ only in the order
+// of double additions.
+template <typename T>
+__global__ void resize_cubic_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeParams p, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    int64_t base = 0;  // offset contributed by identity axes
+    int64_t at[kMaxRank][4];
+    double w[kMaxRank][4];
+    int axes[kMaxRank];
+    int nl = 0;
+    int64_t rem = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rem % p.out_dims[d];
+      rem /= p.out_dims[d];
+      if (p.identity[d]) {
+        base += o * p.in_strides[d];
+        continue;
+      }
+      const double x = resize_source(p, d, static_cast<double>(o));
+      const double f = floor(x), frac = __dsub_rn(x, f);
+      // Saturated and clamped as the CPU does: x from extreme scales may be huge or NaN.
+      int64_t lo = saturating_i64(f);
+      lo = lo < -4 ? -4 : (lo > p.in_dims[d] + 4 ? p.in_dims[d] + 4 : lo);
+      double total = 0.0;
+      for (int k = 0; k < 4; ++k) {
+        const int64_t src = lo + k - 1;
+        double wk = cubic_weight(__dsub_rn(static_cast<double>(k - 1), frac), p.cubic_a);
+        if (p.exclude_outside && (src < 0 || src >= p.in_dims[d])) wk = 0.0;
+        at[d][k] = clamp_index(src, p.in_dims[d]) * p.in_strides[d];
+        w[d][k] = wk;
+        total = __dadd_rn(total, wk);
+      }
+      if (p.exclude_outside && total != 0.0)
+        for (int k = 0; k < 4; ++k) w[d][k] = __ddiv_rn(w[d][k], total);
+    }
+    for (int d = 0; d < p.rank; ++d)
+      if (!p.identity[d]) axes[nl++] = d;
+    double acc = 0.0;
+    const int64_t combos = int64_t{1} << (2 * nl);
+    for (int64_t c = 0; c < combos; ++c) {
+      double wc = 1.0;
+      int64_t off = base;
+      for (int k = 0; k < nl; ++k) {
+        const int d = axes[k];
+        const int t = static_cast<int>((c >> (2 * (nl - 1 - k))) & 3);
+        wc = __dmul_rn(wc, w[d][t]);
+        off += at[d][t];
+      }
+      if (wc != 0.0) acc = __dadd_rn(acc, __dmul_rn(wc, static_cast<double>(Elem<T>::ld(in[off]))));
     }
     out[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
   }
@@ -432,6 +516,20 @@ cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const 
   return cudaGetLastError();
 }
 
+cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, const AxisMap& p, int64_t n,
+                            cudaStream_t s) {
+  const PadMode m = static_cast<PadMode>(mode);
+  if (m != PadMode::kReflect && m != PadMode::kEdge && m != PadMode::kWrap) return cudaErrorInvalidValue;
+  for (int d = 0; d < p.rank; ++d)
+    if (p.in_dims[d] <= 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  const unsigned g = grid_for(n);
+#define L(E) pad_mode_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, m, n)
+  GRAFT_BY_ELEM_SIZE(elem_size, L)
+#undef L
+  return cudaGetLastError();
+}
+
 cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, const ResizeParams& p, int64_t n,
                           cudaStream_t s) {
   if (n == 0) return cudaSuccess;
@@ -440,6 +538,23 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
 #define L(E) resize_nearest_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, n)
     GRAFT_BY_ELEM_SIZE(elem_size, L)
 #undef L
+    return cudaGetLastError();
+  }
+  if (p.cubic) {
+    switch (t) {
+      case KType::kF32:
+        resize_cubic_kernel<float><<<g, kThreads, 0, s>>>(static_cast<const float*>(in), static_cast<float*>(out), p, n);
+        break;
+      case KType::kF16:
+        resize_cubic_kernel<__half><<<g, kThreads, 0, s>>>(static_cast<const __half*>(in), static_cast<__half*>(out), p, n);
+        break;
+      case KType::kBF16:
+        resize_cubic_kernel<__nv_bfloat16>
+            <<<g, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(in), static_cast<__nv_bfloat16*>(out), p, n);
+        break;
+      default:
+        return cudaErrorInvalidValue;
+    }
     return cudaGetLastError();
   }
   switch (t) {

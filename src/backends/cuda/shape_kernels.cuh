@@ -222,6 +222,12 @@ cudaError_t launch_tile(const void* in, void* out, int elem_size, const AxisMap&
 cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, const void* fill,
                                 int64_t n, cudaStream_t s);
 
+// Pad's other modes: out[i] = in[the element that graft::pad_source (ops/resize_pad_attrs.h, the CPU
+// reference's own mapping) gives for i - begin along every axis]. `mode` is a graft::PadMode as an
+// int, reflect, edge or wrap; every in_dims[a] must be positive.
+cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, const AxisMap& p, int64_t n,
+                            cudaStream_t s);
+
 // Resize parameters per axis, computed on the host the way the CPU reference does; the device
 // repeats the reference's double-precision coordinate arithmetic operation by operation (no FMA
 // contraction) so nearest indices and linear weights match it exactly.
@@ -231,6 +237,9 @@ enum class ResizeNearest : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kC
 struct ResizeParams {
   int rank = 0;
   bool linear = false;
+  bool cubic = false;            // Keys' cubic convolution, 4 taps per resized axis
+  double cubic_a = -0.75;        // cubic_coeff_a
+  bool exclude_outside = false;  // cubic: taps outside the input weigh 0, the rest renormalized
   ResizeCoord coord = ResizeCoord::kHalfPixel;
   ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
   int64_t in_dims[kMaxRank] = {};
@@ -241,7 +250,8 @@ struct ResizeParams {
   bool identity[kMaxRank] = {};   // axis maps each coordinate to itself
 };
 
-// Nearest: any element size (a byte copy). Linear: `t` in {f32, f16, bf16}; `elem_size` is ignored.
+// Nearest: any element size (a byte copy). Linear and cubic: `t` in {f32, f16, bf16}; `elem_size` is
+// ignored.
 cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, const ResizeParams& p, int64_t n,
                           cudaStream_t s);
 

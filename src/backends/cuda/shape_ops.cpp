@@ -1,7 +1,7 @@
 // CUDA data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze as device-to-device copies (their shape
 // inputs are host inputs), Transpose and Slice through a strided gather, Expand through a broadcast
-// copy, Concat/Split as pitched row copies, Gather with device indices, Tile, constant Pad, and
-// Resize (nearest / linear). Parameters come from the CPU reference's own helpers (slice_axis,
+// copy, Concat/Split as pitched row copies, Gather with device indices, Tile, Pad (every mode), and
+// Resize (nearest / linear / cubic). Parameters come from the CPU reference's own helpers (slice_axis,
 // pad_amounts, parse_resize_attrs, resize_output), so both backends read a node the same way.
 #include <algorithm>
 #include <numeric>
@@ -402,7 +402,6 @@ bool pad_supports(const Node& n, std::string* why) {
   if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
   auto mode = graft::parse_pad_mode(n.attrs);
   if (!mode.is_ok()) return reject(why, mode.status().to_string());
-  if (mode.value() != graft::PadMode::kConstant) return reject(why, "only mode 'constant' is handled");
   if (!has_input(n, 1)) return reject(why, "input 1 (pads) is missing");
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0))
     return reject(why, "constant_value dtype differs from the data dtype");
@@ -418,7 +417,7 @@ Status pad_run(CudaExec& ex) {
     return fail(ex, StatusCode::kInvalidModel, "input 'pads' must be int64, got ", dtype_name(P->dtype()));
   auto mode = graft::parse_pad_mode(*ctx.attrs);
   if (!mode.is_ok()) return with_node(ex, mode.status());
-  if (mode.value() != graft::PadMode::kConstant) return fail(ex, StatusCode::kUnsupported, "only constant mode");
+  const bool constant = mode.value() == graft::PadMode::kConstant;
   const Tensor* V = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
   const Tensor* A = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
   std::vector<int64_t> axes_v;
@@ -436,12 +435,21 @@ Status pad_run(CudaExec& ex) {
     const int64_t od = X->dims()[a] + pb[a] + pe[a];
     if (od < 0)
       return fail(ex, StatusCode::kInvalidModel, "negative pads crop axis ", a, " below zero (extent ", X->dims()[a], ")");
+    // The CPU reference's words: reflect, edge and wrap have nothing to repeat on an empty axis.
+    if (!constant && X->dims()[a] == 0 && od > 0)
+      return fail(ex, StatusCode::kInvalidModel, "cannot pad empty axis ", a, " in this mode");
     if (Y.dims().size() != static_cast<size_t>(r) || Y.dims()[a] != od)
       return fail(ex, StatusCode::kInternal, "output shape ", dims_str(Y.dims()), " does not match the pads");
     p.out_dims[a] = od;
     p.in_dims[a] = X->dims()[a];
     p.in_strides[a] = is[a];
     p.begin[a] = pb[a];
+  }
+  if (!constant) {
+    if (Y.numel() == 0) return Status::ok();
+    return launch_status(k::launch_pad_mode(static_cast<int>(mode.value()), X->data(), Y.data(), esize(*X), p, Y.numel(),
+                                            stream_of(ex)),
+                         ex);
   }
   // constant_value stays on the device (so the fp16 pass converts it with the data); its first
   // element is the fill, zero bytes when it is absent or empty.
@@ -458,17 +466,16 @@ Status pad_run(CudaExec& ex) {
 
 // ---- Resize: nearest (any dtype, a byte copy) and linear (float types) ----
 
-// Everything the kernel repeats exactly; tf_crop_and_resize (roi, extrapolation), cubic and
-// antialiased linear stay on the CPU.
+// Everything the kernels repeat exactly; tf_crop_and_resize (roi, extrapolation) and antialiased
+// linear or cubic stay on the CPU.
 bool resize_supports(const Node& n, std::string* why) {
   if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
   auto a = graft::parse_resize_attrs(n.attrs, n.input(0)->desc.rank());
   if (!a.is_ok()) return reject(why, a.status().to_string());
   const graft::ResizeAttrs& ra = a.value();
-  if (ra.mode == graft::ResizeAttrs::Mode::kCubic) return reject(why, "cubic mode is not handled");
   if (ra.coordinate_mode == "tf_crop_and_resize") return reject(why, "tf_crop_and_resize is not handled");
-  if (ra.mode == graft::ResizeAttrs::Mode::kLinear) {
-    if (ra.antialias) return reject(why, "antialiased linear resize is not handled");
+  if (ra.mode != graft::ResizeAttrs::Mode::kNearest) {
+    if (ra.antialias) return reject(why, "antialiased linear or cubic resize is not handled");
     if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
   }
   if (n.opset != 0 && n.opset < 11) return reject(why, "Resize before opset 11 is not handled");
@@ -484,8 +491,8 @@ Status resize_run(CudaExec& ex) {
   if (!pa.is_ok()) return with_node(ex, pa.status());
   const graft::ResizeAttrs& a = pa.value();
   const bool linear = a.mode == graft::ResizeAttrs::Mode::kLinear;
-  if (a.mode == graft::ResizeAttrs::Mode::kCubic || a.coordinate_mode == "tf_crop_and_resize" ||
-      (linear && a.antialias))
+  const bool cubic = a.mode == graft::ResizeAttrs::Mode::kCubic;
+  if (a.coordinate_mode == "tf_crop_and_resize" || ((linear || cubic) && a.antialias))
     return fail(ex, StatusCode::kUnsupported, "mode/coordinate transform not handled by the CUDA kernel");
   std::vector<int64_t> out_dims;
   std::vector<double> scale;
@@ -500,6 +507,9 @@ Status resize_run(CudaExec& ex) {
   k::ResizeParams p;
   p.rank = static_cast<int>(r);
   p.linear = linear;
+  p.cubic = cubic;
+  p.cubic_a = a.cubic_coeff_a;
+  p.exclude_outside = a.exclude_outside;
   const std::string& m = a.coordinate_mode;
   p.coord = m == "half_pixel"             ? k::ResizeCoord::kHalfPixel
             : m == "half_pixel_symmetric" ? k::ResizeCoord::kHalfPixelSymmetric
