@@ -520,9 +520,9 @@ cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, 
                             cudaStream_t s) {
   const PadMode m = static_cast<PadMode>(mode);
   if (m != PadMode::kReflect && m != PadMode::kEdge && m != PadMode::kWrap) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
   for (int d = 0; d < p.rank; ++d)
     if (p.in_dims[d] <= 0) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
 #define L(E) pad_mode_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, m, n)
   GRAFT_BY_ELEM_SIZE(elem_size, L)
@@ -534,7 +534,7 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
                           cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
-  if (!p.linear) {
+  if (!p.linear && !p.cubic) {
 #define L(E) resize_nearest_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, n)
     GRAFT_BY_ELEM_SIZE(elem_size, L)
 #undef L
