@@ -29,17 +29,6 @@ template <> struct Elem<__nv_bfloat16> {
   static __device__ __forceinline__ __nv_bfloat16 st(float v) { return __float2bfloat16_rn(v); }
 };
 
-// Element i of p as double, and v stored into element i of p rounded once to T (half types through
-// float, as Elem stores them): for kernels that accumulate in double, as the CPU references do.
-template <typename T>
-__device__ __forceinline__ double load_double(const T* p, int64_t i) {
-  return static_cast<double>(Elem<T>::ld(p[i]));
-}
-template <typename T>
-__device__ __forceinline__ void store_double(T* p, int64_t i, double v) {
-  p[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(v));
-}
-
 // Any element as double, exactly (as graft's load_as_double on the host).
 template <typename T>
 __device__ __forceinline__ double as_double(T v) {
@@ -66,6 +55,17 @@ __device__ __forceinline__ T store_from_double(double v) {
   else if constexpr (std::is_same_v<T, __half>) return __float2half_rn(__double2float_rn(v));
   else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(__double2float_rn(v));
   else return static_cast<T>(saturating_i64(v));
+}
+
+// Element i of p as double, and v stored into element i of p (as store_from_double stores it): for
+// kernels that accumulate in double, as the CPU references do.
+template <typename T>
+__device__ __forceinline__ double load_double(const T* p, int64_t i) {
+  return as_double(p[i]);
+}
+template <typename T>
+__device__ __forceinline__ void store_double(T* p, int64_t i, double v) {
+  p[i] = store_from_double<T>(v);
 }
 
 constexpr int kThreads = 256;
