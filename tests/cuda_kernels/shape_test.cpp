@@ -345,11 +345,14 @@ TEST(CudaShape, SupportsRejects) {
   };
   std::mt19937 rng(1);
   const Tensor x = rnd(rng, {1, 2, 3, 4});
+  // Every Pad mode and cubic Resize run on the GPU; an antialiased cubic one does not.
   AttributeMap a;
   a.set("mode", std::string("reflect"));
-  EXPECT_FALSE(supported("Pad", {x, Tensor::vector_int64({0, 0, 1, 1, 0, 0, 1, 1})}, a));
+  EXPECT_TRUE(supported("Pad", {x, Tensor::vector_int64({0, 0, 1, 1, 0, 0, 1, 1})}, a));
   AttributeMap cubic;
   cubic.set("mode", std::string("cubic"));
+  EXPECT_TRUE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, cubic));
+  cubic.set("antialias", int64_t{1});
   EXPECT_FALSE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, cubic));
   AttributeMap crop;
   crop.set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));

@@ -233,8 +233,9 @@ OpCaseTable nms_cases() {
                          {{6, 3}});
   all.adjust_inputs = pairs_and_ranks(false);
   t.cases.push_back(all);
-  // The CPU kernel is float32 only (ONNX's type constraint); the GPU's also runs float16.
+  // float32 only on both backends: ONNX's type constraint, which inference checks.
   t.cpu_dtypes = {DataType::kFloat32};
+  t.cuda_dtypes = {DataType::kFloat32};
   t.reference_dtype = DataType::kFloat32;
   return t;
 }

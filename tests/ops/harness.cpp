@@ -488,6 +488,7 @@ void draws_forward(const OpCaseTable& t, const OpCase& c, Backend backend, testi
 void builtin_forward(const OpCaseTable& t, const OpCase& c, Backend backend, std::mt19937_64& rng) {
   std::vector<DataType> dtypes = backend == Backend::kCUDA ? t.cuda_dtypes : t.cpu_dtypes;
   if (dtypes.empty()) GTEST_SKIP() << t.name << " has no " << backend_name(backend) << " kernel (its table lists no dtype)";
+  if (backend == Backend::kCUDA && !c.cpu_only_because.empty()) GTEST_SKIP() << "CPU only: " << c.cpu_only_because;
   if (!has_float_input(c)) dtypes.erase(dtypes.begin() + 1, dtypes.end());  // inputs of their own dtypes: one run
   if (t.container_reference) {
     container_forward(t, c, backend, dtypes, rng);

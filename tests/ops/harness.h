@@ -65,6 +65,9 @@ struct OpCase {
   // smaller one so a step rarely straddles a kink.
   double fd_step = 1e-5;
   bool check_gradients = true;
+  // Why the case cannot run on CUDA whatever the table lists there (an input dtype the CUDA backend
+  // has no tensors of, such as uint32); empty: it runs on every backend the table names.
+  std::string cpu_only_because;
   // Optional: moves freshly drawn random inputs (already in the case's dtype) off places where the
   // op is not differentiable, e.g. sampling locations that sit on a pixel-centre line, where a
   // float32 kernel and the float64 reference legitimately pick different bilinear cells.
