@@ -82,6 +82,15 @@ void check_scan_counts(onnx::InferenceContext& ctx, int since_version) {
     fail_shape_inference("Scan: num_scan_inputs is ", a->i(), " but the node has ", inputs, " state and scan inputs");
 }
 
+// STFT-17's inference in libonnx 1.12 reads the signal's dims 0 and 1 without checking its rank (a
+// rank-1 signal read past the dims: FZ23 in docs/results/fuzzing.md). ONNX's signal is
+// [batch, length, 1 or 2].
+void check_stft_signal(onnx::InferenceContext& ctx) {
+  const onnx::TensorShapeProto* s = input_shape(ctx, 0);
+  if (s && s->dim_size() != 3)
+    fail_shape_inference("STFT: the signal has rank ", s->dim_size(), "; [batch, signal_length, 1 or 2] is needed");
+}
+
 // Every default-domain schema's inference runs behind the checks above (and the convolutions' and
 // pools' behind check_conv_pool), on a copy of the schema made once per op and version.
 class GuardedRegistry final : public onnx::ISchemaRegistry {
@@ -100,6 +109,7 @@ class GuardedRegistry final : public onnx::ISchemaRegistry {
         check_required_attributes(ctx, *original);
         if (guarded_op(key)) check_conv_pool(ctx, key);
         if (key == "Scan") check_scan_counts(ctx, original->since_version());
+        if (key == "STFT") check_stft_signal(ctx);
         if (inner) inner(ctx);
       });
     }
