@@ -1,5 +1,5 @@
-// Cases for the ONNX nn ops the CUDA backend runs on cuDNN, cuBLASLt or its own kernels: Conv (1-D and
-// 2-D, groups, strides, dilations, asymmetric pads), MaxPool and AveragePool, Gemm, MatMul (batch
+// Cases for the ONNX nn ops the CUDA backend runs on cuDNN, cuBLASLt or its own kernels: Conv (1-D,
+// 2-D and 3-D, groups, strides, dilations, asymmetric pads), MaxPool and AveragePool (1-D to 3-D), Gemm, MatMul (batch
 // broadcasting), Softmax and LayerNormalization. Each has an independent float64 formula written
 // here as plain loops.
 #include <algorithm>
@@ -36,42 +36,68 @@ Ints ints_or(const AttributeMap& a, const char* name, Ints fallback) {
 }
 
 // ---- sliding windows (Conv, pools) ------------------------------------------------------------
-// One 1-D or 2-D window geometry; 1-D problems are 2-D ones of height 1.
+// One window geometry over 1 to 3 spatial axes.
 struct Window {
-  int64_t n, c, h, w, kh, kw, sh, sw, dh, dw, ph, pw, oh, ow;
+  int64_t n = 1, c = 1;
+  Ints in, k, s, d, pb, pe, out;  // per spatial axis: extent, kernel, stride, dilation, pads, output
 };
 
 Window window_of(const Ints& x, const Ints& kernel, const AttributeMap& a) {
   const size_t sp = x.size() - 2;
   const Ints strides = ints_or(a, "strides", Ints(sp, 1)), dil = ints_or(a, "dilations", Ints(sp, 1));
   const Ints pads = ints_or(a, "pads", Ints(2 * sp, 0));
-  Window g{};
+  Window g;
   g.n = x[0];
   g.c = x[1];
-  auto axis = [&](size_t i, int64_t* in, int64_t* k, int64_t* s, int64_t* d, int64_t* p, int64_t* o) {
-    *in = x[2 + i];
-    *k = kernel[i];
-    *s = strides[i];
-    *d = dil[i];
-    *p = pads[i];
-    *o = (*in + pads[i] + pads[sp + i] - *d * (*k - 1) - 1) / *s + 1;
-  };
-  g.h = g.kh = g.sh = g.dh = g.oh = 1;
-  g.ph = 0;
-  if (sp == 2) axis(0, &g.h, &g.kh, &g.sh, &g.dh, &g.ph, &g.oh);
-  axis(sp - 1, &g.w, &g.kw, &g.sw, &g.dw, &g.pw, &g.ow);
+  for (size_t i = 0; i < sp; ++i) {
+    g.in.push_back(x[2 + i]);
+    g.k.push_back(kernel[i]);
+    g.s.push_back(strides[i]);
+    g.d.push_back(dil[i]);
+    g.pb.push_back(pads[i]);
+    g.pe.push_back(pads[sp + i]);
+    g.out.push_back((x[2 + i] + pads[i] + pads[sp + i] - dil[i] * (kernel[i] - 1) - 1) / strides[i] + 1);
+  }
   return g;
 }
 
-// Calls f(iy, ix) for each tap of output (oy, ox) that lands inside the input, and returns how many
-// taps the window has in all (padding included).
+// Calls f(index) for every multi-index below `extent`, the last axis fastest.
 template <typename F>
-void for_each_tap(const Window& g, int64_t oy, int64_t ox, F&& f) {
-  for (int64_t ky = 0; ky < g.kh; ++ky)
-    for (int64_t kx = 0; kx < g.kw; ++kx) {
-      const int64_t iy = oy * g.sh - g.ph + ky * g.dh, ix = ox * g.sw - g.pw + kx * g.dw;
-      if (iy >= 0 && iy < g.h && ix >= 0 && ix < g.w) f(ky, kx, iy, ix);
+void for_each_index(const Ints& extent, F&& f) {
+  for (int64_t e : extent)
+    if (e <= 0) return;
+  Ints idx(extent.size(), 0);
+  for (;;) {
+    f(idx);
+    size_t a = extent.size();
+    while (a > 0 && ++idx[a - 1] == extent[a - 1]) idx[--a] = 0;
+    if (a == 0) return;
+  }
+}
+
+int64_t volume(const Ints& dims) {
+  int64_t v = 1;
+  for (int64_t d : dims) v *= d;
+  return v;
+}
+
+int64_t flat_index(const Ints& idx, const Ints& dims) {
+  int64_t f = 0;
+  for (size_t i = 0; i < idx.size(); ++i) f = f * dims[i] + idx[i];
+  return f;
+}
+
+// Calls f(tap, src) for each tap of output position `o` that lands inside the input.
+template <typename F>
+void for_each_tap(const Window& g, const Ints& o, F&& f) {
+  for_each_index(g.k, [&](const Ints& tap) {
+    Ints src(tap.size());
+    for (size_t i = 0; i < tap.size(); ++i) {
+      src[i] = o[i] * g.s[i] - g.pb[i] + tap[i] * g.d[i];
+      if (src[i] < 0 || src[i] >= g.in[i]) return;
     }
+    f(tap, src);
+  });
 }
 
 }  // namespace
@@ -81,19 +107,20 @@ Values conv_reference(const Values& in, const DimsList& dims, const AttributeMap
   const Window g = window_of(dims[0], Ints(wd.begin() + 2, wd.end()), a);
   auto group = a.get_int("group", 1);
   const int64_t groups = group.is_ok() ? group.value() : 1, m = wd[0], cg = g.c / groups, mg = m / groups;
-  std::vector<double> y(static_cast<size_t>(g.n * m * g.oh * g.ow));
+  const int64_t plane = volume(g.out), in_plane = volume(g.in), taps = volume(g.k);
+  std::vector<double> y(static_cast<size_t>(g.n * m * plane));
   for (int64_t n = 0; n < g.n; ++n)
     for (int64_t o = 0; o < m; ++o)
-      for (int64_t oy = 0; oy < g.oh; ++oy)
-        for (int64_t ox = 0; ox < g.ow; ++ox) {
-          double acc = in.size() > 2 && !in[2].empty() ? in[2][o] : 0.0;
-          const int64_t c0 = (o / mg) * cg;
-          for (int64_t ci = 0; ci < cg; ++ci)
-            for_each_tap(g, oy, ox, [&](int64_t ky, int64_t kx, int64_t iy, int64_t ix) {
-              acc += in[0][((n * g.c + c0 + ci) * g.h + iy) * g.w + ix] * in[1][((o * cg + ci) * g.kh + ky) * g.kw + kx];
-            });
-          y[((n * m + o) * g.oh + oy) * g.ow + ox] = acc;
-        }
+      for_each_index(g.out, [&](const Ints& pos) {
+        double acc = in.size() > 2 && !in[2].empty() ? in[2][o] : 0.0;
+        const int64_t c0 = (o / mg) * cg;
+        for (int64_t ci = 0; ci < cg; ++ci)
+          for_each_tap(g, pos, [&](const Ints& tap, const Ints& src) {
+            acc += in[0][(n * g.c + c0 + ci) * in_plane + flat_index(src, g.in)] *
+                   in[1][(o * cg + ci) * taps + flat_index(tap, g.k)];
+          });
+        y[(n * m + o) * plane + flat_index(pos, g.out)] = acc;
+      });
   return {y};
 }
 
@@ -101,32 +128,31 @@ Values pool_reference(const Values& in, const DimsList& dims, const AttributeMap
   const Window g = window_of(dims[0], ints_or(a, "kernel_shape", {}), a);
   auto include = a.get_int("count_include_pad", 0);
   const bool include_pad = include.is_ok() && include.value() != 0;
-  const bool two_d = dims[0].size() == 4;
-  const Ints pads = ints_or(a, "pads", Ints(two_d ? 4 : 2, 0));
-  const int64_t ph_end = two_d ? pads[2] : 0, pw_end = pads[two_d ? 3 : 1];
-  std::vector<double> y(static_cast<size_t>(g.n * g.c * g.oh * g.ow));
+  const int64_t plane = volume(g.out), in_plane = volume(g.in);
+  std::vector<double> y(static_cast<size_t>(g.n * g.c * plane));
   for (int64_t nc = 0; nc < g.n * g.c; ++nc)
-    for (int64_t oy = 0; oy < g.oh; ++oy)
-      for (int64_t ox = 0; ox < g.ow; ++ox) {
-        double acc = max ? -std::numeric_limits<double>::infinity() : 0.0;
-        int64_t count = 0;
-        for_each_tap(g, oy, ox, [&](int64_t, int64_t, int64_t iy, int64_t ix) {
-          const double v = in[0][(nc * g.h + iy) * g.w + ix];
-          acc = max ? std::max(acc, v) : acc + v;
-          ++count;
+    for_each_index(g.out, [&](const Ints& pos) {
+      double acc = max ? -std::numeric_limits<double>::infinity() : 0.0;
+      int64_t count = 0;
+      for_each_tap(g, pos, [&](const Ints&, const Ints& src) {
+        const double v = in[0][nc * in_plane + flat_index(src, g.in)];
+        acc = max ? std::max(acc, v) : acc + v;
+        ++count;
+      });
+      if (!max) {
+        // With count_include_pad the divisor is the window clipped to the padded input.
+        int64_t padded = 0;
+        for_each_index(g.k, [&](const Ints& tap) {
+          for (size_t i = 0; i < tap.size(); ++i) {
+            const int64_t at = pos[i] * g.s[i] - g.pb[i] + tap[i] * g.d[i];
+            if (at < -g.pb[i] || at >= g.in[i] + g.pe[i]) return;
+          }
+          ++padded;
         });
-        if (!max) {
-          // With count_include_pad the divisor is the window clipped to the padded input.
-          int64_t padded = 0;
-          for (int64_t ky = 0; ky < g.kh; ++ky)
-            for (int64_t kx = 0; kx < g.kw; ++kx) {
-              const int64_t iy = oy * g.sh - g.ph + ky, ix = ox * g.sw - g.pw + kx;
-              if (iy >= -g.ph && iy < g.h + ph_end && ix >= -g.pw && ix < g.w + pw_end) ++padded;
-            }
-          acc /= static_cast<double>(include_pad ? padded : count);
-        }
-        y[(nc * g.oh + oy) * g.ow + ox] = acc;
+        acc /= static_cast<double>(include_pad ? padded : count);
       }
+      y[nc * plane + flat_index(pos, g.out)] = acc;
+    });
   return {y};
 }
 
@@ -165,6 +191,10 @@ OpCaseTable conv_cases() {
                                 window_attrs({}, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1)));
   t.cases.push_back(window_case("1d_stride2", {{2, 3, 17}, {4, 3, 5}, {4}}, {2, 4, 9},
                                 window_attrs({}, {2}, {2, 2}, {1}, 1)));
+  t.cases.push_back(window_case("3d_pad1_bias", {{1, 2, 5, 6, 7}, {4, 2, 3, 3, 3}, {4}}, {1, 4, 5, 6, 7},
+                                window_attrs({}, {1, 1, 1}, {1, 1, 1, 1, 1, 1}, {1, 1, 1}, 1)));
+  t.cases.push_back(window_case("3d_grouped_strided", {{2, 4, 6, 5, 4}, {6, 2, 2, 3, 1}}, {2, 6, 3, 3, 2},
+                                window_attrs({}, {2, 1, 2}, {0, 0, 0, 0, 0, 0}, {1, 1, 1}, 2)));
   for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-4;
   t.bad_attributes.push_back({"group_not_dividing_channels", window_attrs({}, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2),
                               {{2, 3, 11, 9}, {8, 3, 3, 3}, {8}}, "group"});
@@ -180,7 +210,13 @@ OpCaseTable pool_cases(const char* name, bool max) {
   t.cases.push_back(window_case("asymmetric", {{1, 2, 9, 7}}, {1, 2, 9, 4},
                                 window_attrs({3, 2}, {1, 2}, {1, 0, 1, 1}, {}, 0)));
   t.cases.push_back(window_case("1d", {{2, 3, 13}}, {2, 3, 6}, window_attrs({3}, {2}, {1, 0}, {}, 0)));
+  t.cases.push_back(window_case("3d_asymmetric", {{1, 3, 6, 7, 5}}, {1, 3, 3, 4, 5},
+                                window_attrs({2, 3, 2}, {2, 2, 1}, {0, 1, 0, 0, 1, 1}, {}, 0)));
   if (!max) {
+    OpCase inc3 = window_case("3d_count_include_pad", {{1, 2, 5, 5, 6}}, {1, 2, 3, 3, 3},
+                              window_attrs({3, 3, 3}, {2, 2, 2}, {1, 1, 1, 1, 1, 0}, {}, 0));
+    inc3.attrs.set("count_include_pad", int64_t{1});
+    t.cases.push_back(std::move(inc3));
     OpCase inc = window_case("count_include_pad", {{2, 3, 11, 10}}, {2, 3, 6, 5},
                              window_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0));
     inc.attrs.set("count_include_pad", int64_t{1});

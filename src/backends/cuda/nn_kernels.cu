@@ -38,6 +38,83 @@ __global__ void conv2d_direct_kernel(const T* __restrict__ x, const T* __restric
   }
 }
 
+// One output element per thread: the output's (n, m or c) plane index and its spatial position.
+__device__ __forceinline__ int64_t window3d_position(const Window3d& g, int64_t i, int64_t o[3]) {
+  o[2] = i % g.out[2];
+  i /= g.out[2];
+  o[1] = i % g.out[1];
+  i /= g.out[1];
+  o[0] = i % g.out[0];
+  return i / g.out[0];
+}
+
+template <typename T>
+__global__ void conv3d_direct_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
+                                     T* __restrict__ y, Window3d g, int64_t M, int64_t group, int64_t total) {
+  const int64_t Cg = g.c / group, Mg = M / group;
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2], taps = g.k[0] * g.k[1] * g.k[2];
+  GRAFT_GRID_STRIDE(i, total) {
+    int64_t o[3];
+    const int64_t t = window3d_position(g, i, o);
+    const int64_t m = t % M, n = t / M, grp = m / Mg;
+    float acc = b ? Elem<T>::ld(b[m]) : 0.f;
+    for (int64_t c = 0; c < Cg; ++c) {
+      const T* xp = x + (n * g.c + grp * Cg + c) * in_plane;
+      const T* wp = w + (m * Cg + c) * taps;
+      for (int64_t kz = 0; kz < g.k[0]; ++kz) {
+        const int64_t iz = o[0] * g.s[0] - g.pb[0] + kz * g.d[0];
+        if (iz < 0 || iz >= g.in[0]) continue;
+        for (int64_t ky = 0; ky < g.k[1]; ++ky) {
+          const int64_t iy = o[1] * g.s[1] - g.pb[1] + ky * g.d[1];
+          if (iy < 0 || iy >= g.in[1]) continue;
+          for (int64_t kx = 0; kx < g.k[2]; ++kx) {
+            const int64_t ix = o[2] * g.s[2] - g.pb[2] + kx * g.d[2];
+            if (ix < 0 || ix >= g.in[2]) continue;
+            acc += Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]) *
+                   Elem<T>::ld(wp[(kz * g.k[1] + ky) * g.k[2] + kx]);
+          }
+        }
+      }
+    }
+    y[i] = Elem<T>::st(acc);
+  }
+}
+
+template <typename T>
+__global__ void pool3d_kernel(PoolKind kind, const T* __restrict__ x, T* __restrict__ y, Window3d g, int64_t total) {
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  GRAFT_GRID_STRIDE(i, total) {
+    int64_t o[3];
+    const T* xp = x + window3d_position(g, i, o) * in_plane;
+    float best = -INFINITY, sum = 0.f;
+    bool nan = false;
+    int64_t taps = 0, padded = 0;
+    for (int64_t kz = 0; kz < g.k[0]; ++kz) {
+      const int64_t iz = o[0] * g.s[0] - g.pb[0] + kz * g.d[0];
+      const bool z_in_pad = iz >= -g.pb[0] && iz < g.in[0] + g.pe[0];
+      for (int64_t ky = 0; ky < g.k[1]; ++ky) {
+        const int64_t iy = o[1] * g.s[1] - g.pb[1] + ky * g.d[1];
+        const bool y_in_pad = iy >= -g.pb[1] && iy < g.in[1] + g.pe[1];
+        for (int64_t kx = 0; kx < g.k[2]; ++kx) {
+          const int64_t ix = o[2] * g.s[2] - g.pb[2] + kx * g.d[2];
+          if (z_in_pad && y_in_pad && ix >= -g.pb[2] && ix < g.in[2] + g.pe[2]) ++padded;
+          if (iz < 0 || iz >= g.in[0] || iy < 0 || iy >= g.in[1] || ix < 0 || ix >= g.in[2]) continue;
+          const float a = Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]);
+          ++taps;
+          sum += a;
+          nan |= isnan(a);
+          best = fmaxf(best, a);  // NaN is ignored here and restored from `nan` below
+        }
+      }
+    }
+    const int64_t count = kind == PoolKind::kAverageIncludePad ? padded : taps;
+    float r;
+    if (kind == PoolKind::kMax) r = nan ? NAN : best;
+    else r = count > 0 ? sum / static_cast<float>(count) : NAN;
+    y[i] = Elem<T>::st(r);
+  }
+}
+
 // V channels of one NHWC output pixel per thread; V * sizeof(T) <= 16 and c % V == 0, so every x, z
 // and y access is one aligned vector access.
 template <typename T, int V>
@@ -978,6 +1055,25 @@ cudaError_t launch_conv2d_direct(KType t, const void* x, const void* w, const vo
   GRAFT_FLOAT_DISPATCH(t, (conv2d_direct_kernel<T><<<grid_for(total), kThreads, 0, s>>>(
                               static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
                               static_cast<T*>(y), g, M, group, total)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_conv3d_direct(KType t, const void* x, const void* w, const void* b, void* y, const Window3d& g,
+                                 int64_t M, int64_t group, cudaStream_t s) {
+  const int64_t total = g.n * M * g.out[0] * g.out[1] * g.out[2];
+  if (total == 0) return cudaSuccess;
+  if (group < 1 || M % group != 0 || g.c % group != 0) return cudaErrorInvalidValue;
+  GRAFT_FLOAT_DISPATCH(t, (conv3d_direct_kernel<T><<<grid_for(total), kThreads, 0, s>>>(
+                              static_cast<const T*>(x), static_cast<const T*>(w), static_cast<const T*>(b),
+                              static_cast<T*>(y), g, M, group, total)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pool3d(KType t, PoolKind kind, const void* x, void* y, const Window3d& g, cudaStream_t s) {
+  const int64_t total = g.n * g.c * g.out[0] * g.out[1] * g.out[2];
+  if (total == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, (pool3d_kernel<T><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const T*>(x),
+                                                                                   static_cast<T*>(y), g, total)));
   return cudaGetLastError();
 }
 

@@ -26,7 +26,24 @@ struct Window2d {
 cudaError_t launch_conv2d_direct(KType t, const void* x, const void* w, const void* b, void* y, const Window2d& g,
                                  int64_t out_channels, int64_t group, cudaStream_t s);
 
+// 3-D window geometry (x [n, c, d, h, w]): per spatial axis the input and output extents, kernel,
+// stride, dilation and begin/end pads.
+struct Window3d {
+  int64_t n = 1, c = 1;
+  int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, k[3] = {1, 1, 1}, s[3] = {1, 1, 1}, d[3] = {1, 1, 1};
+  int64_t pb[3] = {0, 0, 0}, pe[3] = {0, 0, 0};
+};
+
+// The 3-D Conv as the 2-D direct kernel computes it: y[n, m, oz, oy, ox] = b[m] + sum x * w over
+// group(m), accumulated in float; w is [m, c/group, kd, kh, kw]; b may be null.
+cudaError_t launch_conv3d_direct(KType t, const void* x, const void* w, const void* b, void* y, const Window3d& g,
+                                 int64_t out_channels, int64_t group, cudaStream_t s);
+
 enum class PoolKind : int { kMax, kAverage, kAverageIncludePad };
+// 3-D MaxPool and AveragePool over NCDHW tensors, with the 2-D kernel's rules (NaN propagates
+// through max, a window that sees nothing gives -inf; count_include_pad counts the taps inside the
+// padded input).
+cudaError_t launch_pool3d(KType t, PoolKind kind, const void* x, void* y, const Window3d& g, cudaStream_t s);
 cudaError_t launch_pool2d(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);
 // The same pools over NHWC tensors (x [n, h, w, c], y [n, oh, ow, c]).
 cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);

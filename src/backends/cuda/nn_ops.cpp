@@ -1,6 +1,7 @@
 // CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through the backend's one
 // cuDNN convolution (conv_ops.cpp, GraftConv's) where that takes the node (else a direct kernel:
-// 1-D, asymmetric pads, no cuDNN), pools and BatchNormalization through the kernels in nn_kernels.cu.
+// 1-D, 3-D, asymmetric pads, no cuDNN), pools (1-D to 3-D) and BatchNormalization through the
+// kernels in nn_kernels.cu.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -232,11 +233,33 @@ Status plan_window(const CudaExec& ex, const std::vector<int64_t>& x, const std:
   return Status::ok();
 }
 
+// Geometry of a 3-D Conv/pool (x [n, c, d, h, w]) for the concrete input and output shapes.
+Status plan_window3d(const CudaExec& ex, const std::vector<int64_t>& x, const std::vector<int64_t>& y,
+                     const std::vector<int64_t>* kernel_from_weights, bool pool, k::Window3d* g) {
+  if (x.size() != 5 || y.size() != 5) return fail(ex, StatusCode::kInvalidModel, "X and Y must have rank 5");
+  GRAFT_ASSIGN_OR_RETURN(graft::WindowAttrs w, graft::parse_window_attrs(attrs_of(ex), 3, kernel_from_weights, pool));
+  std::vector<int64_t> in(x.begin() + 2, x.end()), begins, ends;
+  graft::resolve_pads(w, in, &begins, &ends);
+  g->n = x[0];
+  g->c = x[1];
+  for (int a = 0; a < 3; ++a) {
+    g->in[a] = x[2 + a];
+    g->out[a] = y[2 + a];
+    g->k[a] = w.kernel[a];
+    g->s[a] = w.strides[a];
+    g->d[a] = w.dilations[a];
+    g->pb[a] = begins[a];
+    g->pe[a] = ends[a];
+  }
+  return Status::ok();
+}
+
 bool conv_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "Conv needs X and W");
   if (!float_inputs(n, {0, 1, 2}, why)) return false;
   const Value* x = n.input(0);
-  if (x->desc.rank() != 3 && x->desc.rank() != 4) return reject(why, "only 1-D and 2-D convolutions are handled (rank 3 or 4)");
+  if (x->desc.rank() < 3 || x->desc.rank() > 5)
+    return reject(why, "only 1-D, 2-D and 3-D convolutions are handled (rank 3 to 5)");
   return true;
 }
 
@@ -252,6 +275,18 @@ Status conv_run(CudaExec& ex) {
   Tensor& Y = *ex.ctx->outputs[0];
   if (X.rank() != W.rank() || X.rank() != Y.rank()) return fail(ex, StatusCode::kInvalidModel, "X, W and Y ranks differ");
   std::vector<int64_t> wk(W.dims().begin() + 2, W.dims().end());
+  if (X.rank() == 5) {  // 3-D: the direct kernel (cuDNN's N-d convolution is not wired in)
+    k::Window3d g;
+    GRAFT_RETURN_IF_ERROR(plan_window3d(ex, X.dims(), Y.dims(), &wk, false, &g));
+    GRAFT_ASSIGN_OR_RETURN(int64_t group, attrs_of(ex).get_int("group", 1));
+    const int64_t M = W.dims()[0];
+    if (group < 1 || M % group != 0 || W.dims()[1] * group != X.dims()[1] || Y.dims()[1] != M)
+      return fail(ex, StatusCode::kInvalidModel, "channels of X, W and group disagree");
+    if (B && B->numel() != M) return fail(ex, StatusCode::kInvalidModel, "bias has the wrong length");
+    return launch_status(k::launch_conv3d_direct(ktype(X.dtype()), X.data(), W.data(), B ? B->data() : nullptr, Y.data(),
+                                                 g, M, group, stream_of(ex)),
+                         ex);
+  }
   ConvPlan p;
   GRAFT_RETURN_IF_ERROR(plan_window(ex, X.dims(), Y.dims(), &wk, false, &p));
   GRAFT_ASSIGN_OR_RETURN(p.group, attrs_of(ex).get_int("group", 1));
@@ -277,7 +312,7 @@ bool pool_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input X is missing");
   if (!float_inputs(n, {0}, why)) return false;
   const int64_t r = n.input(0)->desc.rank();
-  if (r != 3 && r != 4) return reject(why, "only 1-D and 2-D pools are handled (rank 3 or 4)");
+  if (r < 3 || r > 5) return reject(why, "only 1-D, 2-D and 3-D pools are handled (rank 3 to 5)");
   if (kKind == k::PoolKind::kMax) {
     if (n.outputs.size() > 1 && n.outputs[1]) return reject(why, "the MaxPool Indices output is not handled on CUDA");
   }
@@ -289,13 +324,18 @@ Status pool_run(CudaExec& ex) {
   const Tensor& X = *ex.ctx->inputs[0];
   Tensor& Y = *ex.ctx->outputs[0];
   if (X.rank() != Y.rank() || X.rank() < 3) return fail(ex, StatusCode::kInvalidModel, "X and Y ranks differ");
-  ConvPlan p;
-  GRAFT_RETURN_IF_ERROR(plan_window(ex, X.dims(), Y.dims(), nullptr, true, &p));
   k::PoolKind kind = kKind;
   if (kKind == k::PoolKind::kAverage) {
     GRAFT_ASSIGN_OR_RETURN(int64_t include_pad, attrs_of(ex).get_int("count_include_pad", 0));
     if (include_pad) kind = k::PoolKind::kAverageIncludePad;
   }
+  if (X.rank() == 5) {
+    k::Window3d g;
+    GRAFT_RETURN_IF_ERROR(plan_window3d(ex, X.dims(), Y.dims(), nullptr, true, &g));
+    return launch_status(k::launch_pool3d(ktype(X.dtype()), kind, X.data(), Y.data(), g, stream_of(ex)), ex);
+  }
+  ConvPlan p;
+  GRAFT_RETURN_IF_ERROR(plan_window(ex, X.dims(), Y.dims(), nullptr, true, &p));
   return launch_status(k::launch_pool2d(ktype(X.dtype()), kind, X.data(), Y.data(), p.g, stream_of(ex)), ex);
 }
 
