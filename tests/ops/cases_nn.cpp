@@ -129,16 +129,20 @@ Values pool_reference(const Values& in, const DimsList& dims, const AttributeMap
   auto include = a.get_int("count_include_pad", 0);
   const bool include_pad = include.is_ok() && include.value() != 0;
   const int64_t plane = volume(g.out), in_plane = volume(g.in);
-  std::vector<double> y(static_cast<size_t>(g.n * g.c * plane));
+  std::vector<double> y(static_cast<size_t>(g.n * g.c * plane)), indices(max ? y.size() : 0);
   for (int64_t nc = 0; nc < g.n * g.c; ++nc)
     for_each_index(g.out, [&](const Ints& pos) {
       double acc = max ? -std::numeric_limits<double>::infinity() : 0.0;
-      int64_t count = 0;
+      int64_t count = 0, first_max = -1;
       for_each_tap(g, pos, [&](const Ints&, const Ints& src) {
-        const double v = in[0][nc * in_plane + flat_index(src, g.in)];
+        const int64_t at = nc * in_plane + flat_index(src, g.in);
+        const double v = in[0][at];
+        // MaxPool's Indices: the first tap holding the maximum, as a flat index into X.
+        if (max && (first_max < 0 || v > acc)) first_max = at;
         acc = max ? std::max(acc, v) : acc + v;
         ++count;
       });
+      if (max) indices[nc * plane + flat_index(pos, g.out)] = static_cast<double>(first_max < 0 ? nc * in_plane : first_max);
       if (!max) {
         // With count_include_pad the divisor is the window clipped to the padded input.
         int64_t padded = 0;
@@ -153,6 +157,7 @@ Values pool_reference(const Values& in, const DimsList& dims, const AttributeMap
       }
       y[nc * plane + flat_index(pos, g.out)] = acc;
     });
+  if (max) return {y, indices};
   return {y};
 }
 
@@ -212,6 +217,15 @@ OpCaseTable pool_cases(const char* name, bool max) {
   t.cases.push_back(window_case("1d", {{2, 3, 13}}, {2, 3, 6}, window_attrs({3}, {2}, {1, 0}, {}, 0)));
   t.cases.push_back(window_case("3d_asymmetric", {{1, 3, 6, 7, 5}}, {1, 3, 3, 4, 5},
                                 window_attrs({2, 3, 2}, {2, 2, 1}, {0, 1, 0, 0, 1, 1}, {}, 0)));
+  if (max) {
+    OpCase ind = window_case("2d_with_indices", {{2, 3, 9, 8}}, {2, 3, 5, 4}, window_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0));
+    ind.output_dims.push_back({2, 3, 5, 4});
+    t.cases.push_back(std::move(ind));
+    OpCase ind3 = window_case("3d_with_indices", {{1, 2, 5, 6, 4}}, {1, 2, 2, 3, 2},
+                              window_attrs({2, 2, 2}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, {}, 0));
+    ind3.output_dims.push_back({1, 2, 2, 3, 2});
+    t.cases.push_back(std::move(ind3));
+  }
   if (!max) {
     OpCase inc3 = window_case("3d_count_include_pad", {{1, 2, 5, 5, 6}}, {1, 2, 3, 3, 3},
                               window_attrs({3, 3, 3}, {2, 2, 2}, {1, 1, 1, 1, 1, 0}, {}, 0));

@@ -115,6 +115,37 @@ __global__ void pool3d_kernel(PoolKind kind, const T* __restrict__ x, T* __restr
   }
 }
 
+template <typename T>
+__global__ void max_pool_indices_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ ind,
+                                        Window3d g, bool col_major, int64_t total) {
+  const int64_t in_plane = g.in[0] * g.in[1] * g.in[2];
+  GRAFT_GRID_STRIDE(i, total) {
+    int64_t o[3];
+    const int64_t nc = window3d_position(g, i, o);
+    const T* xp = x + nc * in_plane;
+    float best = -INFINITY;
+    int64_t best_at = -1;
+    for (int64_t kz = 0; kz < g.k[0]; ++kz) {
+      const int64_t iz = o[0] * g.s[0] - g.pb[0] + kz * g.d[0];
+      if (iz < 0 || iz >= g.in[0]) continue;
+      for (int64_t ky = 0; ky < g.k[1]; ++ky) {
+        const int64_t iy = o[1] * g.s[1] - g.pb[1] + ky * g.d[1];
+        if (iy < 0 || iy >= g.in[1]) continue;
+        for (int64_t kx = 0; kx < g.k[2]; ++kx) {
+          const int64_t ix = o[2] * g.s[2] - g.pb[2] + kx * g.d[2];
+          if (ix < 0 || ix >= g.in[2]) continue;
+          const float v = Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]);
+          if (best_at >= 0 && (isnan(best) || !(v > best || isnan(v)))) continue;  // NaN sticks; ties keep the first
+          best = v;
+          best_at = col_major ? iz + (iy + ix * g.in[1]) * g.in[0] : (iz * g.in[1] + iy) * g.in[2] + ix;
+        }
+      }
+    }
+    y[i] = Elem<T>::st(best);
+    ind[i] = nc * in_plane + (best_at < 0 ? 0 : best_at);
+  }
+}
+
 // V channels of one NHWC output pixel per thread; V * sizeof(T) <= 16 and c % V == 0, so every x, z
 // and y access is one aligned vector access.
 template <typename T, int V>
@@ -1074,6 +1105,15 @@ cudaError_t launch_pool3d(KType t, PoolKind kind, const void* x, void* y, const 
   if (total == 0) return cudaSuccess;
   GRAFT_FLOAT_DISPATCH(t, (pool3d_kernel<T><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const T*>(x),
                                                                                    static_cast<T*>(y), g, total)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_max_pool_indices(KType t, const void* x, void* y, int64_t* indices, const Window3d& g, bool col_major,
+                                    cudaStream_t s) {
+  const int64_t total = g.n * g.c * g.out[0] * g.out[1] * g.out[2];
+  if (total == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, (max_pool_indices_kernel<T><<<grid_for(total), kThreads, 0, s>>>(
+                              static_cast<const T*>(x), static_cast<T*>(y), indices, g, col_major, total)));
   return cudaGetLastError();
 }
 

@@ -44,6 +44,13 @@ enum class PoolKind : int { kMax, kAverage, kAverageIncludePad };
 // through max, a window that sees nothing gives -inf; count_include_pad counts the taps inside the
 // padded input).
 cudaError_t launch_pool3d(KType t, PoolKind kind, const void* x, void* y, const Window3d& g, cudaStream_t s);
+// MaxPool with its Indices output, as the CPU reference picks them: over 1 to 3 spatial axes (a
+// Window3d whose leading axes are 1 for fewer), the first tap in window order holding the maximum
+// (the first NaN, once one is seen), indexed into X as n * c * spatial + the tap's spatial offset,
+// row-major or (col_major, storage_order 1) column-major; a window that sees nothing gives -inf at
+// index n * c * spatial.
+cudaError_t launch_max_pool_indices(KType t, const void* x, void* y, int64_t* indices, const Window3d& g, bool col_major,
+                                    cudaStream_t s);
 cudaError_t launch_pool2d(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);
 // The same pools over NHWC tensors (x [n, h, w, c], y [n, oh, ow, c]).
 cudaError_t launch_pool2d_nhwc(KType t, PoolKind kind, const void* x, void* y, const Window2d& g, cudaStream_t s);

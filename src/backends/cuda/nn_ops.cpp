@@ -233,23 +233,26 @@ Status plan_window(const CudaExec& ex, const std::vector<int64_t>& x, const std:
   return Status::ok();
 }
 
-// Geometry of a 3-D Conv/pool (x [n, c, d, h, w]) for the concrete input and output shapes.
+// Geometry of a Conv/pool over 1 to 3 spatial axes (x [n, c, spatial...]) for the concrete input and
+// output shapes, as a Window3d: fewer spatial axes take its last ones, the leading ones left at 1.
 Status plan_window3d(const CudaExec& ex, const std::vector<int64_t>& x, const std::vector<int64_t>& y,
                      const std::vector<int64_t>* kernel_from_weights, bool pool, k::Window3d* g) {
-  if (x.size() != 5 || y.size() != 5) return fail(ex, StatusCode::kInvalidModel, "X and Y must have rank 5");
-  GRAFT_ASSIGN_OR_RETURN(graft::WindowAttrs w, graft::parse_window_attrs(attrs_of(ex), 3, kernel_from_weights, pool));
+  if (x.size() < 3 || x.size() > 5 || y.size() != x.size())
+    return fail(ex, StatusCode::kInvalidModel, "X and Y must have one rank, 3 to 5");
+  const size_t n = x.size() - 2, lead = 3 - n;
+  GRAFT_ASSIGN_OR_RETURN(graft::WindowAttrs w, graft::parse_window_attrs(attrs_of(ex), n, kernel_from_weights, pool));
   std::vector<int64_t> in(x.begin() + 2, x.end()), begins, ends;
   graft::resolve_pads(w, in, &begins, &ends);
   g->n = x[0];
   g->c = x[1];
-  for (int a = 0; a < 3; ++a) {
-    g->in[a] = x[2 + a];
-    g->out[a] = y[2 + a];
-    g->k[a] = w.kernel[a];
-    g->s[a] = w.strides[a];
-    g->d[a] = w.dilations[a];
-    g->pb[a] = begins[a];
-    g->pe[a] = ends[a];
+  for (size_t a = 0; a < n; ++a) {
+    g->in[lead + a] = x[2 + a];
+    g->out[lead + a] = y[2 + a];
+    g->k[lead + a] = w.kernel[a];
+    g->s[lead + a] = w.strides[a];
+    g->d[lead + a] = w.dilations[a];
+    g->pb[lead + a] = begins[a];
+    g->pe[lead + a] = ends[a];
   }
   return Status::ok();
 }
@@ -313,9 +316,8 @@ bool pool_supports(const Node& n, std::string* why) {
   if (!float_inputs(n, {0}, why)) return false;
   const int64_t r = n.input(0)->desc.rank();
   if (r < 3 || r > 5) return reject(why, "only 1-D, 2-D and 3-D pools are handled (rank 3 to 5)");
-  if (kKind == k::PoolKind::kMax) {
-    if (n.outputs.size() > 1 && n.outputs[1]) return reject(why, "the MaxPool Indices output is not handled on CUDA");
-  }
+  if (kKind == k::PoolKind::kMax && n.outputs.size() > 1 && n.outputs[1] && out_dtype(n, 1) != DataType::kInt64)
+    return reject(why, "the Indices output must be int64");
   return true;
 }
 
@@ -328,6 +330,21 @@ Status pool_run(CudaExec& ex) {
   if (kKind == k::PoolKind::kAverage) {
     GRAFT_ASSIGN_OR_RETURN(int64_t include_pad, attrs_of(ex).get_int("count_include_pad", 0));
     if (include_pad) kind = k::PoolKind::kAverageIncludePad;
+  }
+  Tensor* I = kKind == k::PoolKind::kMax && ex.ctx->outputs.size() > 1 ? ex.ctx->outputs[1] : nullptr;
+  if (I) {  // the Indices output: one kernel for every rank, picking taps as the CPU reference does
+    GRAFT_ASSIGN_OR_RETURN(int64_t storage_order, attrs_of(ex).get_int("storage_order", 0));
+    if (storage_order != 0 && storage_order != 1)
+      return with_node(ex, Status(error(StatusCode::kInvalidModel, "storage_order must be 0 (row major) or 1 (column "
+                                                                   "major), got ", storage_order))
+                               .with_attribute("storage_order"));
+    if (I->dtype() != DataType::kInt64 || I->dims() != Y.dims())
+      return fail(ex, StatusCode::kInternal, "the Indices output must be int64 shaped like Y");
+    k::Window3d g;
+    GRAFT_RETURN_IF_ERROR(plan_window3d(ex, X.dims(), Y.dims(), nullptr, true, &g));
+    return launch_status(k::launch_max_pool_indices(ktype(X.dtype()), X.data(), Y.data(), I->data_as<int64_t>(), g,
+                                                    storage_order == 1, stream_of(ex)),
+                         ex);
   }
   if (X.rank() == 5) {
     k::Window3d g;
