@@ -48,6 +48,25 @@ __device__ __forceinline__ int64_t window3d_position(const Window3d& g, int64_t 
   return i / g.out[0];
 }
 
+// Calls f(iz, iy, ix, tap) for each tap of output position o that lands inside the input, in window
+// order (tap: the row-major index within the kernel).
+template <typename F>
+__device__ __forceinline__ void for_each_tap3d(const Window3d& g, const int64_t o[3], F&& f) {
+  for (int64_t kz = 0; kz < g.k[0]; ++kz) {
+    const int64_t iz = o[0] * g.s[0] - g.pb[0] + kz * g.d[0];
+    if (iz < 0 || iz >= g.in[0]) continue;
+    for (int64_t ky = 0; ky < g.k[1]; ++ky) {
+      const int64_t iy = o[1] * g.s[1] - g.pb[1] + ky * g.d[1];
+      if (iy < 0 || iy >= g.in[1]) continue;
+      for (int64_t kx = 0; kx < g.k[2]; ++kx) {
+        const int64_t ix = o[2] * g.s[2] - g.pb[2] + kx * g.d[2];
+        if (ix < 0 || ix >= g.in[2]) continue;
+        f(iz, iy, ix, (kz * g.k[1] + ky) * g.k[2] + kx);
+      }
+    }
+  }
+}
+
 template <typename T>
 __global__ void conv3d_direct_kernel(const T* __restrict__ x, const T* __restrict__ w, const T* __restrict__ b,
                                      T* __restrict__ y, Window3d g, int64_t M, int64_t group, int64_t total) {
@@ -61,20 +80,9 @@ __global__ void conv3d_direct_kernel(const T* __restrict__ x, const T* __restric
     for (int64_t c = 0; c < Cg; ++c) {
       const T* xp = x + (n * g.c + grp * Cg + c) * in_plane;
       const T* wp = w + (m * Cg + c) * taps;
-      for (int64_t kz = 0; kz < g.k[0]; ++kz) {
-        const int64_t iz = o[0] * g.s[0] - g.pb[0] + kz * g.d[0];
-        if (iz < 0 || iz >= g.in[0]) continue;
-        for (int64_t ky = 0; ky < g.k[1]; ++ky) {
-          const int64_t iy = o[1] * g.s[1] - g.pb[1] + ky * g.d[1];
-          if (iy < 0 || iy >= g.in[1]) continue;
-          for (int64_t kx = 0; kx < g.k[2]; ++kx) {
-            const int64_t ix = o[2] * g.s[2] - g.pb[2] + kx * g.d[2];
-            if (ix < 0 || ix >= g.in[2]) continue;
-            acc += Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]) *
-                   Elem<T>::ld(wp[(kz * g.k[1] + ky) * g.k[2] + kx]);
-          }
-        }
-      }
+      for_each_tap3d(g, o, [&](int64_t iz, int64_t iy, int64_t ix, int64_t tap) {
+        acc += Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]) * Elem<T>::ld(wp[tap]);
+      });
     }
     y[i] = Elem<T>::st(acc);
   }
@@ -88,24 +96,23 @@ __global__ void pool3d_kernel(PoolKind kind, const T* __restrict__ x, T* __restr
     const T* xp = x + window3d_position(g, i, o) * in_plane;
     float best = -INFINITY, sum = 0.f;
     bool nan = false;
-    int64_t taps = 0, padded = 0;
-    for (int64_t kz = 0; kz < g.k[0]; ++kz) {
-      const int64_t iz = o[0] * g.s[0] - g.pb[0] + kz * g.d[0];
-      const bool z_in_pad = iz >= -g.pb[0] && iz < g.in[0] + g.pe[0];
-      for (int64_t ky = 0; ky < g.k[1]; ++ky) {
-        const int64_t iy = o[1] * g.s[1] - g.pb[1] + ky * g.d[1];
-        const bool y_in_pad = iy >= -g.pb[1] && iy < g.in[1] + g.pe[1];
-        for (int64_t kx = 0; kx < g.k[2]; ++kx) {
-          const int64_t ix = o[2] * g.s[2] - g.pb[2] + kx * g.d[2];
-          if (z_in_pad && y_in_pad && ix >= -g.pb[2] && ix < g.in[2] + g.pe[2]) ++padded;
-          if (iz < 0 || iz >= g.in[0] || iy < 0 || iy >= g.in[1] || ix < 0 || ix >= g.in[2]) continue;
-          const float a = Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]);
-          ++taps;
-          sum += a;
-          nan |= isnan(a);
-          best = fmaxf(best, a);  // NaN is ignored here and restored from `nan` below
-        }
+    int64_t taps = 0;
+    for_each_tap3d(g, o, [&](int64_t iz, int64_t iy, int64_t ix, int64_t) {
+      const float a = Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]);
+      ++taps;
+      sum += a;
+      nan |= isnan(a);
+      best = fmaxf(best, a);  // NaN is ignored here and restored from `nan` below
+    });
+    // count_include_pad's divisor: the window's taps inside the padded input, axis by axis.
+    int64_t padded = 1;
+    for (int a = 0; a < 3; ++a) {
+      int64_t inside = 0;
+      for (int64_t k = 0; k < g.k[a]; ++k) {
+        const int64_t at = o[a] * g.s[a] - g.pb[a] + k * g.d[a];
+        inside += at >= -g.pb[a] && at < g.in[a] + g.pe[a];
       }
+      padded *= inside;
     }
     const int64_t count = kind == PoolKind::kAverageIncludePad ? padded : taps;
     float r;
@@ -125,22 +132,12 @@ __global__ void max_pool_indices_kernel(const T* __restrict__ x, T* __restrict__
     const T* xp = x + nc * in_plane;
     float best = -INFINITY;
     int64_t best_at = -1;
-    for (int64_t kz = 0; kz < g.k[0]; ++kz) {
-      const int64_t iz = o[0] * g.s[0] - g.pb[0] + kz * g.d[0];
-      if (iz < 0 || iz >= g.in[0]) continue;
-      for (int64_t ky = 0; ky < g.k[1]; ++ky) {
-        const int64_t iy = o[1] * g.s[1] - g.pb[1] + ky * g.d[1];
-        if (iy < 0 || iy >= g.in[1]) continue;
-        for (int64_t kx = 0; kx < g.k[2]; ++kx) {
-          const int64_t ix = o[2] * g.s[2] - g.pb[2] + kx * g.d[2];
-          if (ix < 0 || ix >= g.in[2]) continue;
-          const float v = Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]);
-          if (best_at >= 0 && (isnan(best) || !(v > best || isnan(v)))) continue;  // NaN sticks; ties keep the first
-          best = v;
-          best_at = col_major ? iz + (iy + ix * g.in[1]) * g.in[0] : (iz * g.in[1] + iy) * g.in[2] + ix;
-        }
-      }
-    }
+    for_each_tap3d(g, o, [&](int64_t iz, int64_t iy, int64_t ix, int64_t) {
+      const float v = Elem<T>::ld(xp[(iz * g.in[1] + iy) * g.in[2] + ix]);
+      if (best_at >= 0 && (isnan(best) || !(v > best || isnan(v)))) return;  // NaN sticks; ties keep the first
+      best = v;
+      best_at = col_major ? iz + (iy + ix * g.in[1]) * g.in[0] : (iz * g.in[1] + iy) * g.in[2] + ix;
+    });
     y[i] = Elem<T>::st(best);
     ind[i] = nc * in_plane + (best_at < 0 ? 0 : best_at);
   }
