@@ -91,6 +91,17 @@ void check_stft_signal(onnx::InferenceContext& ctx) {
     fail_shape_inference("STFT: the signal has rank ", s->dim_size(), "; [batch, signal_length, 1 or 2] is needed");
 }
 
+// MaxUnpool's inference in libonnx 1.12 (without output_shape) reads dim 1 of the indices input I
+// without checking that I has a type, a shape or that rank (an I of rank 0: FZ24 in
+// docs/results/fuzzing.md). ONNX's I has X's dims.
+void check_max_unpool_indices(onnx::InferenceContext& ctx) {
+  if (ctx.getNumInputs() != 2 || !input_shape(ctx, 0)) return;  // where libonnx stops before reading I
+  const onnx::TensorShapeProto* ind = input_shape(ctx, 1);
+  if (!ind || ind->dim_size() < 2)
+    fail_shape_inference("MaxUnpool: the indices input I needs a known shape of X's rank, got ",
+                         ind ? "rank " + std::to_string(ind->dim_size()) : std::string("no shape"));
+}
+
 // Every default-domain schema's inference runs behind the checks above (and the convolutions' and
 // pools' behind check_conv_pool), on a copy of the schema made once per op and version.
 class GuardedRegistry final : public onnx::ISchemaRegistry {
@@ -110,6 +121,7 @@ class GuardedRegistry final : public onnx::ISchemaRegistry {
         if (guarded_op(key)) check_conv_pool(ctx, key);
         if (key == "Scan") check_scan_counts(ctx, original->since_version());
         if (key == "STFT") check_stft_signal(ctx);
+        if (key == "MaxUnpool") check_max_unpool_indices(ctx);
         if (inner) inner(ctx);
       });
     }
