@@ -1,8 +1,8 @@
 // grid_sampler definition (README.md has the math). The kernel is the one ONNX's GridSample runs
-// (src/backends/cpu/sampling.cpp), in PyTorch's order of padding and rounding.
+// (src/ops/sampling/sampling.cpp), in PyTorch's order of padding and rounding.
 #include "ops/grid_sample/grid_sample.h"
 
-#include "backends/cpu/sampling.h"
+#include "ops/sampling/sampling.h"
 
 namespace graft {
 namespace {

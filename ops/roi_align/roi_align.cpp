@@ -1,15 +1,12 @@
 // MMCVRoiAlign and ROIAlign_TRT definitions (README.md has the math). Both run the kernels ONNX's
-// RoiAlign runs: src/backends/cpu/sampling.cpp on the CPU, src/backends/cuda/sampling_kernels.cu on
+// RoiAlign runs (src/ops/sampling): sampling.cpp's reference on the CPU, sampling.cu's kernel on
 // the GPU; MMCVRoiAlign with mmcv's input layout and max pooling, ROIAlign_TRT with ONNX's
 // semantics and TensorRT's integer-coded attributes.
 #include "ops/roi_align/roi_align.h"
 
 #include <limits>
 
-#include "backends/cpu/sampling.h"
-#ifdef GRAFT_WITH_CUDA
-#include "backends/cuda/sampling_kernels.cuh"
-#endif
+#include "ops/sampling/sampling.h"
 
 namespace graft {
 namespace {

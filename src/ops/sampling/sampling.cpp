@@ -1,16 +1,87 @@
-// CPU reference kernels for RoiAlign and GridSample (see sampling.h). Naive on purpose: each output
-// element is computed on its own, in double, from the definition.
-#include "backends/cpu/sampling.h"
+// The sampling family's definition: RoiAlign's and GridSample's attribute readers, their naive CPU
+// references (each output element computed on its own, in double, from the definition) and their
+// schemas. The mmdeploy and TensorRT ops of ops/roi_align and ops/grid_sample call the same
+// references with their own attributes and layouts.
+#include "ops/sampling/sampling.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "backends/cpu/kernel_util.h"
+#include "graft/attribute.h"
+#include "graft/status.h"
+#include "graft/tensor.h"
+#include "ops/attr_util.h"
+#include "ops/infer_util.h"
+#include "ops/operator.h"
 
-namespace graft::cpu {
+namespace graft {
+
+// ---- attributes -----------------------------------------------------------------------------------
+
+Result<RoiAlignParams> parse_roi_align_attrs(const AttributeMap& attrs, int opset) {
+  RoiAlignParams p;
+  GRAFT_ASSIGN_OR_RETURN(std::string mode, attrs.get_string("mode", "avg"));
+  if (mode == "avg") p.pool = RoiAlignParams::Pool::kAvg;
+  else if (mode == "max") p.pool = RoiAlignParams::Pool::kMax;
+  else return attr_error("mode", "unknown value '", mode, "' (expected avg or max)");
+  p.max_of_weighted_corners = true;
+
+  GRAFT_ASSIGN_OR_RETURN(p.output_height, attrs.get_int("output_height", 1));
+  if (p.output_height < 1 || p.output_height > std::numeric_limits<int32_t>::max())
+    return attr_error("output_height", "must be in [1, 2^31-1], got ", p.output_height);
+  GRAFT_ASSIGN_OR_RETURN(p.output_width, attrs.get_int("output_width", 1));
+  if (p.output_width < 1 || p.output_width > std::numeric_limits<int32_t>::max())
+    return attr_error("output_width", "must be in [1, 2^31-1], got ", p.output_width);
+  GRAFT_ASSIGN_OR_RETURN(p.sampling_ratio, attrs.get_int("sampling_ratio", 0));
+  if (p.sampling_ratio < 0 || p.sampling_ratio > std::numeric_limits<int32_t>::max())
+    return attr_error("sampling_ratio", "must be in [0, 2^31-1] (0: adaptive), got ", p.sampling_ratio);
+  GRAFT_ASSIGN_OR_RETURN(float scale, attrs.get_float("spatial_scale", 1.0f));
+  if (!std::isfinite(scale) || !(scale > 0.0f))
+    return attr_error("spatial_scale", "must be a finite positive number, got ", scale);
+  p.spatial_scale = scale;
+
+  // Opset 10 has no such attribute and behaves as output_half_pixel; opset 16 added it with the
+  // default half_pixel.
+  const char* def = opset >= 16 ? "half_pixel" : "output_half_pixel";
+  GRAFT_ASSIGN_OR_RETURN(std::string ctm, attrs.get_string("coordinate_transformation_mode", def));
+  if (ctm == "half_pixel") p.half_pixel = true;
+  else if (ctm == "output_half_pixel") p.half_pixel = false;
+  else
+    return attr_error("coordinate_transformation_mode", "unknown value '", ctm,
+                      "' (expected half_pixel or output_half_pixel)");
+  return p;
+}
+
+Result<GridSampleParams> parse_grid_sample_attrs(const AttributeMap& attrs, int opset) {
+  GridSampleParams p;
+  const bool v20 = opset >= 20;
+  GRAFT_ASSIGN_OR_RETURN(std::string mode, attrs.get_string("mode", v20 ? "linear" : "bilinear"));
+  if (mode == (v20 ? "linear" : "bilinear")) p.mode = GridSampleParams::Mode::kLinear;
+  else if (mode == "nearest") p.mode = GridSampleParams::Mode::kNearest;
+  else if (mode == (v20 ? "cubic" : "bicubic")) p.mode = GridSampleParams::Mode::kCubic;
+  else
+    return attr_error("mode", "unknown value '", mode, "' at opset ", opset, " (expected ",
+                      v20 ? "linear, nearest or cubic" : "bilinear, nearest or bicubic; opset 20 renamed them linear and cubic", ")");
+  GRAFT_ASSIGN_OR_RETURN(std::string pad, attrs.get_string("padding_mode", "zeros"));
+  if (pad == "zeros") p.padding = GridSampleParams::Padding::kZeros;
+  else if (pad == "border") p.padding = GridSampleParams::Padding::kBorder;
+  else if (pad == "reflection") p.padding = GridSampleParams::Padding::kReflection;
+  else return attr_error("padding_mode", "unknown value '", pad, "' (expected zeros, border or reflection)");
+  GRAFT_ASSIGN_OR_RETURN(int64_t ac, attrs.get_int("align_corners", 0));
+  if (ac != 0 && ac != 1) return attr_error("align_corners", "must be 0 or 1, got ", ac);
+  p.align_corners = ac != 0;
+  return p;
+}
+
+// ---- CPU references -------------------------------------------------------------------------------
+
+namespace cpu {
+
 namespace {
 
 bool is_float(DataType t) {
@@ -435,4 +506,78 @@ Status grid_sample(ExecContext& ctx) {
   return grid_sample_run("GridSample", p, ctx.inputs[0]->view(), ctx.inputs[1]->view(), ctx.outputs[0]->view());
 }
 
-}  // namespace graft::cpu
+}  // namespace cpu
+
+// ---- schemas: inference and the table rows -------------------------------------------------------
+
+namespace {
+
+using namespace infer;
+const std::vector<DataType> kSampleFloats{kF32, kF16, kF64};
+
+// Constant dims that disagree are an error; symbolic ones are checked by the kernel.
+bool known_differ(const Dim& a, const Dim& b) { return a.is_const() && b.is_const() && a.value() != b.value(); }
+
+// RoiAlign: X (N, C, H, W), rois (num_rois, 4), batch_indices (num_rois) int64 ->
+// Y (num_rois, C, output_height, output_width).
+Status infer_roi_align(InferContext& ctx) {
+  if (ctx.num_inputs() != 3)
+    return ctx.fail("takes 3 inputs (X, rois, batch_indices), got ", static_cast<uint64_t>(ctx.num_inputs()));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kSampleFloats));
+  GRAFT_RETURN_IF_ERROR(require_input(ctx, 1));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, {kI64, kI32}));
+  const DataType t = ctx.input(0).dtype;
+  if (ctx.input(1).dtype != t)
+    return ctx.fail("input 'rois' ('", ctx.node().inputs[1]->name, "') has dtype ", dtype_name(ctx.input(1).dtype),
+                    " but X has ", dtype_name(t), "; they must match");
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, parse_roi_align_attrs(ctx.attrs(), ctx.opset()));
+  GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
+  GRAFT_ASSIGN_OR_RETURN(Shape rois, ctx.input_shape(1));
+  GRAFT_ASSIGN_OR_RETURN(Shape bi, ctx.input_shape(2));
+  if (x.size() != 4) return ctx.fail("input X must have rank 4 (N, C, H, W), got ", shape_to_string(x));
+  if (rois.size() != 2 || known_differ(rois[1], Dim(4)))
+    return ctx.fail("input 'rois' must have shape (num_rois, 4), got ", shape_to_string(rois));
+  if (bi.size() != 1) return ctx.fail("input 'batch_indices' must have shape (num_rois), got ", shape_to_string(bi));
+  if (known_differ(rois[0], bi[0]))
+    return ctx.fail("inputs 'rois' ", shape_to_string(rois), " and 'batch_indices' ", shape_to_string(bi),
+                    " disagree on num_rois");
+  // num_rois from whichever input knows it.
+  const Dim k = rois[0].is_const() ? rois[0] : bi[0];
+  ctx.set_output(0, TensorDesc(t, Shape{k, x[1], Dim(p.output_height), Dim(p.output_width)}));
+  return Status::ok();
+}
+
+// GridSample: X (N, C, H, W) and grid (N, H_out, W_out, 2) -> Y (N, C, H_out, W_out); from opset 20
+// also X (N, C, D, H, W) and grid (N, D_out, H_out, W_out, 3).
+Status infer_grid_sample(InferContext& ctx) {
+  if (ctx.num_inputs() != 2)
+    return ctx.fail("takes 2 inputs (X, grid), got ", static_cast<uint64_t>(ctx.num_inputs()));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kSampleFloats));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kSampleFloats));
+  GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, parse_grid_sample_attrs(ctx.attrs(), ctx.opset()));
+  (void)p;
+  GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
+  GRAFT_ASSIGN_OR_RETURN(Shape grid, ctx.input_shape(1));
+  if (x.size() == 5 && ctx.opset() < 20)
+    return ctx.fail("a 5-D input (volumetric sampling) needs opset 20; the model has opset ", ctx.opset());
+  if (x.size() != 4 && x.size() != 5)
+    return ctx.fail("input X must have rank 4 (N, C, H, W)", ctx.opset() >= 20 ? " or 5 (N, C, D, H, W)" : "",
+                    ", got ", shape_to_string(x));
+  const int64_t k = static_cast<int64_t>(x.size()) - 2;
+  if (grid.size() != x.size() || known_differ(grid.back(), Dim(k)) || known_differ(grid[0], x[0]))
+    return ctx.fail("input 'grid' must have shape (N, ", k == 2 ? "H_out, W_out" : "D_out, H_out, W_out", ", ", k,
+                    ") with X's N; got grid ", shape_to_string(grid), " for X ", shape_to_string(x));
+  Shape out{x[0].is_const() ? x[0] : grid[0], x[1]};
+  for (size_t a = 1; a + 1 < grid.size(); ++a) out.push_back(grid[a]);
+  ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
+  return Status::ok();
+}
+
+}  // namespace
+
+void append_sampling_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"GridSample", 16, infer_grid_sample, cpu::grid_sample});
+  out.push_back(OpEntry{"RoiAlign", 10, infer_roi_align, cpu::roi_align});
+}
+
+}  // namespace graft

@@ -1,0 +1,127 @@
+// The sampling family: ONNX's RoiAlign (opset 10, 16) and GridSample (opset 16, 20), and the
+// kernels that mmdeploy's MMCVRoiAlign and grid_sampler and TensorRT's ROIAlign_TRT share with them
+// (ops/roi_align, ops/grid_sample). This header holds what those users need: the attribute readers,
+// the CPU references over TensorViews and, in CUDA builds, the kernel launchers (plain types only,
+// so host code includes them). sampling.cpp: attributes, CPU references, schemas; sampling.cu:
+// kernels and the CUDA ops.
+#pragma once
+
+#include <cstdint>
+
+#include "graft/attribute.h"
+#include "graft/status.h"
+#include "graft/tensor.h"
+#include "ops/operator.h"
+
+#ifdef GRAFT_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+#endif
+
+namespace graft {
+
+// ---- RoiAlign (Mask R-CNN, He et al., arXiv 1703.06870) ------------------------------------------
+struct RoiAlignParams {
+  enum class Pool { kAvg, kMax };
+  Pool pool = Pool::kAvg;
+  // Max pooling as ONNX defines it through its reference implementation (and ONNX Runtime): the
+  // largest of the four weighted corner terms w_i * v_i of any sample. False: the largest
+  // bilinearly interpolated sample (mmcv's roi_align).
+  bool max_of_weighted_corners = true;
+  int64_t output_height = 1, output_width = 1;
+  int64_t sampling_ratio = 0;  // samples per bin and axis; 0: ceil(roi extent / output extent)
+  double spatial_scale = 1.0;
+  // true: roi corners are shifted by -0.5 pixel and a roi may be smaller than one pixel (ONNX
+  // half_pixel, mmcv aligned=1); false: no shift and every roi is at least 1x1 (ONNX
+  // output_half_pixel, the only behaviour before opset 16; mmcv aligned=0).
+  bool half_pixel = true;
+};
+
+// ONNX RoiAlign attributes (opset 10 and 16). Before opset 16 the default coordinate transformation
+// is output_half_pixel. Errors name the attribute.
+Result<RoiAlignParams> parse_roi_align_attrs(const AttributeMap& attrs, int opset);
+
+// ---- GridSample (Spatial Transformer Networks, Jaderberg et al., arXiv 1506.02025) ----------------
+struct GridSampleParams {
+  enum class Mode { kLinear, kNearest, kCubic };
+  enum class Padding { kZeros, kBorder, kReflection };
+  Mode mode = Mode::kLinear;
+  Padding padding = Padding::kZeros;
+  bool align_corners = false;
+  // Order of the steps where ONNX and PyTorch differ. ONNX (its reference implementation and ONNX
+  // Runtime): nearest rounds the coordinate and then applies the padding; cubic applies the
+  // padding to the coordinate and again to each tap. PyTorch (mmdeploy's grid_sampler): nearest
+  // applies the padding and then rounds; cubic applies it to each tap only. Linear is the same.
+  bool torch_order = false;
+};
+
+// ONNX GridSample attributes: opset 16..19 modes bilinear|nearest|bicubic, opset 20+ linear|
+// nearest|cubic; padding_mode zeros|border|reflection; align_corners 0|1. Errors name the attribute.
+Result<GridSampleParams> parse_grid_sample_attrs(const AttributeMap& attrs, int opset);
+
+// ---- CPU references (sampling.cpp) ----------------------------------------------------------------
+// The kernels compute in double whatever the storage dtype (float16/float32/float64) and round once
+// on store.
+namespace cpu {
+
+// x (N, C, H, W); rois (K, 4) as (x1, y1, x2, y2) with `batch_indices` (K) int64/int32, or, when
+// `batch_indices` is null, rois (K, 5) as (batch_index, x1, y1, x2, y2) (mmcv's layout; the index
+// is truncated toward zero). y (K, C, output_height, output_width). rois share x's dtype. A batch
+// index outside [0, N), a non-finite roi coordinate or a bin of more than 2^24 samples is an error
+// naming the roi. `op` prefixes the messages.
+Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& x, const TensorView& rois,
+                     const TensorView* batch_indices, const TensorView& y);
+
+// x (N, C, D1..Dk) and grid (N, O1..Ok, k) with k = 2 or 3; grid's last axis holds the normalized
+// coordinates in reverse axis order (x = width first). y (N, C, O1..Ok) in x's dtype; grid may have
+// another float dtype. A non-finite coordinate samples nothing (0); no coordinate reads outside x.
+Status grid_sample_run(const char* op, const GridSampleParams& p, const TensorView& x, const TensorView& grid,
+                       const TensorView& y);
+
+// Builtin kernels (ONNX RoiAlign, GridSample).
+Status roi_align(ExecContext& ctx);
+Status grid_sample(ExecContext& ctx);
+
+}  // namespace cpu
+}  // namespace graft
+
+#ifdef GRAFT_WITH_CUDA
+// ---- CUDA launchers (sampling.cu), which follow the CPU references step by step -----------------
+namespace graft::cuda::k {
+
+struct RoiAlignArgs {
+  int64_t n = 0, c = 0, h = 0, w = 0;  // X
+  int64_t k = 0;                       // rois
+  int64_t oh = 1, ow = 1, sampling_ratio = 0;
+  float spatial_scale = 1.f;
+  bool half_pixel = true;
+  bool max_mode = false;
+  bool max_of_weighted_corners = true;  // ONNX's max; false: mmcv's (largest sample)
+  bool packed_rois = false;             // rois (K, 5) with the batch index first; batch_idx unused
+};
+
+// x (N,C,H,W) and rois of KType t (float32/float16); batch_idx int64 (idx64) or int32. A roi whose
+// batch index is outside [0, N) or whose coordinates are not finite is written as zeros (the CPU
+// reference reports it as an error; the GPU cannot without synchronizing). Adaptive sampling is
+// capped at 4096 samples per bin and axis.
+cudaError_t launch_roi_align(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64, void* y,
+                             const RoiAlignArgs& a, cudaStream_t s);
+
+struct GridSampleArgs {
+  int nd = 2;                    // spatial axes: 2 or 3
+  int64_t n = 0, c = 0;
+  int64_t in[3] = {1, 1, 1};     // input spatial extents (D, H, W or H, W)
+  int64_t out[3] = {1, 1, 1};    // output spatial extents
+  int mode = 0;                  // 0 linear, 1 nearest, 2 cubic
+  int padding = 0;               // 0 zeros, 1 border, 2 reflection
+  bool align_corners = false;
+  bool torch_order = false;      // see graft::GridSampleParams
+};
+
+// x (N, C, in...) and grid (N, out..., nd) of KType t (float32/float16); y (N, C, out...).
+cudaError_t launch_grid_sample(KType t, const void* x, const void* grid, void* y, const GridSampleArgs& a,
+                               cudaStream_t s);
+
+}  // namespace graft::cuda::k
+#endif
