@@ -471,7 +471,7 @@ Status max_pool(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_pool_io(ctx, "MaxPool"));
   const Tensor& X = *ctx.inputs[0];
   Tensor& Y = *ctx.outputs[0];
-  Tensor* I = ctx.outputs.size() > 1 ? ctx.outputs[1] : nullptr;
+  Tensor* I = output_or_null(ctx, 1);
   const size_t n = static_cast<size_t>(X.rank() - 2);
   GRAFT_ASSIGN_OR_RETURN(WindowAttrs w, parse_window_attrs(*ctx.attrs, n, nullptr, true));
   GRAFT_ASSIGN_OR_RETURN(int64_t storage_order, ctx.attrs->get_int("storage_order", 0));

@@ -336,7 +336,7 @@ Status dropout(ExecContext& ctx) {
   }
   const Tensor& x = *ctx.inputs[0];
   Tensor& y = *ctx.outputs[0];
-  Tensor* mask = ctx.outputs.size() > 1 ? ctx.outputs[1] : nullptr;
+  Tensor* mask = output_or_null(ctx, 1);
   GRAFT_CHECK(x.nbytes() == y.nbytes() && x.dtype() == y.dtype());
   if (ratio == 0.0) {
     if (x.nbytes()) std::memcpy(y.data(), x.data(), x.nbytes());
