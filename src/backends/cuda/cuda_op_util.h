@@ -1,5 +1,6 @@
-// Host helpers shared by the CUDA op files (elementwise, reduce/norm, shape, nn): dtype checks for
-// supports(), kernel errors turned into a Status naming the node, broadcast stride computation.
+// Host helpers shared by the CUDA op files (elementwise, reduce/norm, shape, nn, the op families):
+// dtype checks for supports(), kernel errors turned into a Status naming the node, broadcast stride
+// computation.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -11,6 +12,7 @@
 #include "backends/cuda/cuda_kernel_common.cuh"
 #include "backends/cuda/cuda_ops.h"
 #include "graft/status.h"
+#include "ops/attr_util.h"
 #include "plan/tactics.h"
 #include "runtime/tactic_timing.h"
 
@@ -96,6 +98,45 @@ inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
   }
   return true;
+}
+
+// ---- the byte-moving ops' checks (shape ops, Pad, Resize) ----
+
+inline int esize(const Tensor& t) { return static_cast<int>(dtype_size(t.dtype())); }
+
+inline std::string dims_str(const std::vector<int64_t>& d) { return graft::ints_to_string(d); }
+
+// Input 0's element size is one the byte movers handle (1, 2, 4 or 8 bytes).
+inline bool elem_size_ok(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  const size_t es = dtype_size(in_dtype(n, 0));
+  if (es != 1 && es != 2 && es != 4 && es != 8) return reject(why, "unsupported element size");
+  return true;
+}
+
+// Input `i` has a known rank of at most kMaxRank (the per-axis parameter arrays' size).
+inline bool rank_fits(const Node& n, size_t i, std::string* why) {
+  const Value* v = n.input(i);
+  if (!v || !v->desc.shape) return reject(why, "input " + std::to_string(i) + " has an unknown rank");
+  if (v->desc.rank() > k::kMaxRank)
+    return reject(why, "input " + std::to_string(i) + " has rank " + std::to_string(v->desc.rank()) +
+                           "; the CUDA kernel handles up to " + std::to_string(k::kMaxRank));
+  return true;
+}
+
+inline bool output_dtype_matches(const Node& n, std::string* why) {
+  for (size_t i = 0; i < n.outputs.size(); ++i)
+    if (n.outputs[i] && out_dtype(n, i) != in_dtype(n, 0))
+      return reject(why, "output " + std::to_string(i) + " dtype differs from input 0");
+  return true;
+}
+
+inline bool same_bytes_ok(const Node& n, std::string* why) { return elem_size_ok(n, why) && output_dtype_matches(n, why); }
+
+inline Status check_same_dtype(const CudaExec& ex, const Tensor& a, const Tensor& b) {
+  if (a.dtype() != b.dtype())
+    return fail(ex, StatusCode::kInternal, "dtype ", dtype_name(b.dtype()), " differs from ", dtype_name(a.dtype()));
+  return Status::ok();
 }
 
 // The tactic for `key`: the engine's table; else, while the builder tunes, the timing cache or

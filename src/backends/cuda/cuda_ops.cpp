@@ -12,12 +12,13 @@ namespace graft::cuda {
 // (src/ops/<family>/<family>.cu): a new family is its declaration here and its call in the table.
 void append_cuda_elementwise_ops(std::vector<CudaOp>& out);  // unary, binary broadcast, Where, Cast, Clip...
 void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out);  // Softmax, LayerNormalization, Reduce*
-void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Concat, Slice, Gather, Expand, Tile, Pad, Resize, Reshape-like copies
+void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Concat, Slice, Gather, Expand, Tile, Reshape-like copies
 void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuBLASLt), Conv/pools (cuDNN), BatchNormalization
 void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast
 void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose 2-D (cuDNN backward data + bias)
 void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
 void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, Gather/ScatterND/Elements...
+void append_cuda_resize_pad_ops(std::vector<CudaOp>& out);   // Pad (every mode), Resize (nearest, linear, cubic)
 void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float32), GridSample
 void append_cuda_quantize_ops(std::vector<CudaOp>& out);    // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
 void append_cuda_misc_ops(std::vector<CudaOp>& out);        // InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum, Det
@@ -44,6 +45,7 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_conv_transpose_ops(t);
     append_cuda_fused_transformer_ops(t);
     append_cuda_extra_ops(t);
+    append_cuda_resize_pad_ops(t);
     append_cuda_sampling_ops(t);
     append_cuda_quantize_ops(t);
     append_cuda_misc_ops(t);

@@ -24,7 +24,6 @@ namespace graft::cuda {
 namespace {
 
 using namespace util;
-std::string dims_str(const std::vector<int64_t>& d) { return graft::ints_to_string(d); }
 
 constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
 constexpr std::initializer_list<DataType> kFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,

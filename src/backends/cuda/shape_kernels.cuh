@@ -1,6 +1,7 @@
 // Launchers for the data-movement CUDA kernels, by element size where they only move bytes:
 // a strided gather out[i] = in[offset(p, i)] (Transpose, Slice), a pitched row copy (Concat, Split),
-// Gather along an axis with device indices, Tile, constant Pad and Resize (nearest / linear).
+// Gather along an axis with device indices and Tile (Pad's kernels, which share Tile's AxisMap, are
+// in src/ops/resize_pad/resize_pad.cu).
 #pragma once
 
 #include <cstdlib>
@@ -205,7 +206,8 @@ cudaError_t launch_pitched_copies(const PitchedCopy* copies, int count, int elem
 cudaError_t launch_gather_axis(const void* data, const void* idx, bool idx_int64, void* out, int elem_size,
                                int64_t outer, int64_t n, int64_t m, int64_t inner, cudaStream_t s);
 
-// Per output axis: extent, input extent, input stride and the begin pad (Pad) — shared by Tile and Pad.
+// Per output axis: extent, input extent, input stride and the begin pad (Pad) — shared by Tile and
+// Pad (src/ops/resize_pad).
 struct AxisMap {
   int rank = 0;
   int64_t out_dims[kMaxRank] = {};
@@ -216,43 +218,5 @@ struct AxisMap {
 
 // out[i] = in[sum((i_a % in_dims[a]) * in_strides[a])].
 cudaError_t launch_tile(const void* in, void* out, int elem_size, const AxisMap& p, int64_t n, cudaStream_t s);
-
-// out[i] = in[i - begin] where inside the input along every axis, else *fill (one element on the
-// device; nullptr: zero bytes).
-cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, const void* fill,
-                                int64_t n, cudaStream_t s);
-
-// Pad's other modes: out[i] = in[the element that graft::pad_source (ops/resize_pad_attrs.h, the CPU
-// reference's own mapping) gives for i - begin along every axis]. `mode` is a graft::PadMode as an
-// int, reflect, edge or wrap; every in_dims[a] must be positive.
-cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, const AxisMap& p, int64_t n,
-                            cudaStream_t s);
-
-// Resize parameters per axis, computed on the host the way the CPU reference does; the device
-// repeats the reference's double-precision coordinate arithmetic operation by operation (no FMA
-// contraction) so nearest indices and linear weights match it exactly.
-enum class ResizeCoord : int { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric,
-                               kTfHalfPixelForNn };
-enum class ResizeNearest : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
-struct ResizeParams {
-  int rank = 0;
-  bool linear = false;
-  bool cubic = false;            // Keys' cubic convolution, 4 taps per resized axis
-  double cubic_a = -0.75;        // cubic_coeff_a
-  bool exclude_outside = false;  // cubic: taps outside the input weigh 0, the rest renormalized
-  ResizeCoord coord = ResizeCoord::kHalfPixel;
-  ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
-  int64_t in_dims[kMaxRank] = {};
-  int64_t out_dims[kMaxRank] = {};
-  int64_t in_strides[kMaxRank] = {};
-  double scale[kMaxRank] = {};
-  double resized[kMaxRank] = {};  // real-valued resized length (see the CPU reference)
-  bool identity[kMaxRank] = {};   // axis maps each coordinate to itself
-};
-
-// Nearest: any element size (a byte copy). Linear and cubic: `t` in {f32, f16, bf16}; `elem_size` is
-// ignored.
-cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, const ResizeParams& p, int64_t n,
-                          cudaStream_t s);
 
 }  // namespace graft::cuda::k

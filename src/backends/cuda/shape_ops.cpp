@@ -1,8 +1,8 @@
 // CUDA data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze as device-to-device copies (their shape
 // inputs are host inputs), Transpose and Slice through a strided gather, Expand through a broadcast
-// copy, Concat/Split as pitched row copies, Gather with device indices, Tile, Pad (every mode), and
-// Resize (nearest / linear / cubic). Parameters come from the CPU reference's own helpers (slice_axis,
-// pad_amounts, parse_resize_attrs, resize_output), so both backends read a node the same way.
+// copy, Concat/Split as pitched row copies, Gather with device indices, and Tile. Parameters come
+// from the CPU reference's own helpers (slice_axis, the view plans), so both backends read a node the
+// same way. Pad and Resize are the resize-and-pad family's (src/ops/resize_pad).
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -14,7 +14,6 @@
 #include "backends/cuda/shape_kernels.cuh"
 #include "backends/cuda/view_plan.h"
 #include "ops/attr_util.h"
-#include "ops/resize_pad_attrs.h"
 #include "ops/slice_axis.h"
 #include "ops/view_ops.h"
 
@@ -23,12 +22,6 @@ namespace {
 
 using namespace util;
 
-bool elem_size_ok(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  const size_t es = dtype_size(in_dtype(n, 0));
-  if (es != 1 && es != 2 && es != 4 && es != 8) return reject(why, "unsupported element size");
-  return true;
-}
 
 Status copy_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
@@ -128,41 +121,6 @@ Status expand_run(CudaExec& ex) {
   if (!make_bcast(y.dims(), {x.dims()}, &p, &why)) return fail(ex, StatusCode::kInvalidModel, why);
   return launch_status(k::launch_broadcast_copy(x.data(), y.data(), static_cast<int>(dtype_size(x.dtype())), p, y.numel(),
                                                 stream_of(ex)), ex);
-}
-
-// ---- helpers shared by the ops below ----
-
-int esize(const Tensor& t) { return static_cast<int>(dtype_size(t.dtype())); }
-
-std::string dims_str(const std::vector<int64_t>& d) {
-  std::string s = "[";
-  for (size_t i = 0; i < d.size(); ++i) s += (i ? "," : "") + std::to_string(d[i]);
-  return s + "]";
-}
-
-// Input `i` has a known rank of at most kMaxRank (the per-axis parameter arrays' size).
-bool rank_fits(const Node& n, size_t i, std::string* why) {
-  const Value* v = n.input(i);
-  if (!v || !v->desc.shape) return reject(why, "input " + std::to_string(i) + " has an unknown rank");
-  if (v->desc.rank() > k::kMaxRank)
-    return reject(why, "input " + std::to_string(i) + " has rank " + std::to_string(v->desc.rank()) +
-                           "; the CUDA kernel handles up to " + std::to_string(k::kMaxRank));
-  return true;
-}
-
-bool output_dtype_matches(const Node& n, std::string* why) {
-  for (size_t i = 0; i < n.outputs.size(); ++i)
-    if (n.outputs[i] && out_dtype(n, i) != in_dtype(n, 0))
-      return reject(why, "output " + std::to_string(i) + " dtype differs from input 0");
-  return true;
-}
-
-bool same_bytes_ok(const Node& n, std::string* why) { return elem_size_ok(n, why) && output_dtype_matches(n, why); }
-
-Status check_same_dtype(const CudaExec& ex, const Tensor& a, const Tensor& b) {
-  if (a.dtype() != b.dtype())
-    return fail(ex, StatusCode::kInternal, "dtype ", dtype_name(b.dtype()), " differs from ", dtype_name(a.dtype()));
-  return Status::ok();
 }
 
 // ---- Concat / Split: every input's / output's pitched row copy in one launch ----
@@ -367,7 +325,7 @@ Status gather_run(CudaExec& ex) {
                        ex);
 }
 
-// ---- Tile / Pad: per-axis index maps ----
+// ---- Tile: a per-axis index map ----
 
 bool tile_supports(const Node& n, std::string* why) { return same_bytes_ok(n, why) && rank_fits(n, 0, why); }
 
@@ -397,154 +355,6 @@ Status tile_run(CudaExec& ex) {
   return launch_status(k::launch_tile(x.data(), y.data(), esize(x), p, y.numel(), stream_of(ex)), ex);
 }
 
-bool pad_supports(const Node& n, std::string* why) {
-  if (n.opset != 0 && n.opset < 11) return reject(why, "Pad before opset 11 (attribute form) is not handled");
-  if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
-  auto mode = graft::parse_pad_mode(n.attrs);
-  if (!mode.is_ok()) return reject(why, mode.status().to_string());
-  if (!has_input(n, 1)) return reject(why, "input 1 (pads) is missing");
-  if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0))
-    return reject(why, "constant_value dtype differs from the data dtype");
-  return true;
-}
-
-Status pad_run(CudaExec& ex) {
-  const ExecContext& ctx = *ex.ctx;
-  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
-  const Tensor* P = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
-  if (!X || !P) return fail(ex, StatusCode::kInvalidModel, "inputs 'data' and 'pads' are required");
-  if (!dtype_is_integer(P->dtype()))
-    return fail(ex, StatusCode::kInvalidModel, "input 'pads' must be int64, got ", dtype_name(P->dtype()));
-  auto mode = graft::parse_pad_mode(*ctx.attrs);
-  if (!mode.is_ok()) return with_node(ex, mode.status());
-  const bool constant = mode.value() == graft::PadMode::kConstant;
-  const Tensor* V = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
-  const Tensor* A = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
-  std::vector<int64_t> axes_v;
-  if (A) axes_v = A->to_int64_vector();
-  std::vector<int64_t> pb, pe;
-  GRAFT_RETURN_IF_ERROR(with_node(ex, graft::pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe)));
-  const int64_t r = X->rank();
-  if (r > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank ", r, " exceeds ", k::kMaxRank);
-  Tensor& Y = *ctx.outputs[0];
-  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
-  const auto is = contiguous_strides(X->dims());
-  k::AxisMap p;
-  p.rank = static_cast<int>(r);
-  for (int64_t a = 0; a < r; ++a) {
-    const int64_t od = X->dims()[a] + pb[a] + pe[a];
-    if (od < 0)
-      return fail(ex, StatusCode::kInvalidModel, "negative pads crop axis ", a, " below zero (extent ", X->dims()[a], ")");
-    // The CPU reference's words: reflect, edge and wrap have nothing to repeat on an empty axis.
-    if (!constant && X->dims()[a] == 0 && od > 0)
-      return fail(ex, StatusCode::kInvalidModel, "cannot pad empty axis ", a, " in this mode");
-    if (Y.dims().size() != static_cast<size_t>(r) || Y.dims()[a] != od)
-      return fail(ex, StatusCode::kInternal, "output shape ", dims_str(Y.dims()), " does not match the pads");
-    p.out_dims[a] = od;
-    p.in_dims[a] = X->dims()[a];
-    p.in_strides[a] = is[a];
-    p.begin[a] = pb[a];
-  }
-  if (!constant) {
-    if (Y.numel() == 0) return Status::ok();
-    return launch_status(k::launch_pad_mode(static_cast<int>(mode.value()), X->data(), Y.data(), esize(*X), p, Y.numel(),
-                                            stream_of(ex)),
-                         ex);
-  }
-  // constant_value stays on the device (so the fp16 pass converts it with the data); its first
-  // element is the fill, zero bytes when it is absent or empty.
-  const void* fill = nullptr;
-  if (V && V->defined() && V->numel() > 0) {
-    if (V->dtype() != X->dtype())
-      return fail(ex, StatusCode::kInvalidModel, "constant_value has dtype ", dtype_name(V->dtype()), " but data has ",
-                  dtype_name(X->dtype()));
-    fill = V->data();
-  }
-  if (Y.numel() == 0) return Status::ok();
-  return launch_status(k::launch_pad_constant(X->data(), Y.data(), esize(*X), p, fill, Y.numel(), stream_of(ex)), ex);
-}
-
-// ---- Resize: nearest (any dtype, a byte copy) and linear (float types) ----
-
-// Everything the kernels repeat exactly; tf_crop_and_resize (roi, extrapolation) and antialiased
-// linear or cubic stay on the CPU.
-bool resize_supports(const Node& n, std::string* why) {
-  if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
-  auto a = graft::parse_resize_attrs(n.attrs, n.input(0)->desc.rank());
-  if (!a.is_ok()) return reject(why, a.status().to_string());
-  const graft::ResizeAttrs& ra = a.value();
-  if (ra.coordinate_mode == "tf_crop_and_resize") return reject(why, "tf_crop_and_resize is not handled");
-  if (ra.mode != graft::ResizeAttrs::Mode::kNearest) {
-    if (ra.antialias) return reject(why, "antialiased linear or cubic resize is not handled");
-    if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
-  }
-  if (n.opset != 0 && n.opset < 11) return reject(why, "Resize before opset 11 is not handled");
-  return true;
-}
-
-Status resize_run(CudaExec& ex) {
-  const ExecContext& ctx = *ex.ctx;
-  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
-  if (!X) return fail(ex, StatusCode::kInvalidModel, "input X is missing");
-  auto input_at = [&](size_t i) -> const Tensor* { return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr; };
-  auto pa = graft::parse_resize_attrs(*ctx.attrs, X->rank());
-  if (!pa.is_ok()) return with_node(ex, pa.status());
-  const graft::ResizeAttrs& a = pa.value();
-  const bool linear = a.mode == graft::ResizeAttrs::Mode::kLinear;
-  const bool cubic = a.mode == graft::ResizeAttrs::Mode::kCubic;
-  if (a.coordinate_mode == "tf_crop_and_resize" || ((linear || cubic) && a.antialias))
-    return fail(ex, StatusCode::kUnsupported, "mode/coordinate transform not handled by the CUDA kernel");
-  std::vector<int64_t> out_dims;
-  std::vector<double> scale;
-  GRAFT_RETURN_IF_ERROR(
-      with_node(ex, graft::resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale)));
-  Tensor& Y = *ctx.outputs[0];
-  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
-  if (Y.dims() != out_dims)
-    return fail(ex, StatusCode::kInternal, "output shape ", dims_str(Y.dims()), " differs from ", dims_str(out_dims));
-  const size_t r = out_dims.size();
-  if (r > static_cast<size_t>(k::kMaxRank)) return fail(ex, StatusCode::kUnsupported, "rank exceeds ", k::kMaxRank);
-  k::ResizeParams p;
-  p.rank = static_cast<int>(r);
-  p.linear = linear;
-  p.cubic = cubic;
-  p.cubic_a = a.cubic_coeff_a;
-  p.exclude_outside = a.exclude_outside;
-  const std::string& m = a.coordinate_mode;
-  p.coord = m == "half_pixel"             ? k::ResizeCoord::kHalfPixel
-            : m == "half_pixel_symmetric" ? k::ResizeCoord::kHalfPixelSymmetric
-            : m == "pytorch_half_pixel"   ? k::ResizeCoord::kPytorchHalfPixel
-            : m == "align_corners"        ? k::ResizeCoord::kAlignCorners
-            : m == "asymmetric"           ? k::ResizeCoord::kAsymmetric
-                                          : k::ResizeCoord::kTfHalfPixelForNn;
-  if (m != "half_pixel" && m != "half_pixel_symmetric" && m != "pytorch_half_pixel" && m != "align_corners" &&
-      m != "asymmetric" && m != "tf_half_pixel_for_nn")
-    return fail(ex, StatusCode::kUnsupported, "coordinate_transformation_mode '", m, "'");
-  const std::string& nm = a.nearest_mode;
-  p.nearest = nm == "round_prefer_floor"  ? k::ResizeNearest::kRoundPreferFloor
-              : nm == "round_prefer_ceil" ? k::ResizeNearest::kRoundPreferCeil
-              : nm == "floor"             ? k::ResizeNearest::kFloor
-                                          : k::ResizeNearest::kCeil;
-  const auto is = contiguous_strides(X->dims());
-  // As in the reference: sizes with "stretch" fix the resized length exactly; otherwise it is the
-  // input extent times the scale. Unlisted axes, and unchanged ones under a non-shifting
-  // transform, map each coordinate to itself.
-  const bool given_scales = input_at(2) && input_at(2)->defined() && input_at(2)->numel() > 0;
-  const bool exact = !given_scales && a.keep_aspect_ratio == "stretch";
-  for (size_t ax = 0; ax < r; ++ax) {
-    const bool listed = std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(ax)) != a.axes.end();
-    p.identity[ax] = !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] && m != "tf_half_pixel_for_nn");
-    p.in_dims[ax] = X->dims()[ax];
-    p.out_dims[ax] = out_dims[ax];
-    p.in_strides[ax] = is[ax];
-    p.scale[ax] = scale[ax];
-    p.resized[ax] = exact ? static_cast<double>(out_dims[ax]) : static_cast<double>(X->dims()[ax]) * scale[ax];
-  }
-  if (Y.numel() == 0) return Status::ok();
-  return launch_status(k::launch_resize(ktype(X->dtype()), esize(*X), X->data(), Y.data(), p, Y.numel(), stream_of(ex)),
-                       ex);
-}
-
 }  // namespace
 
 void append_cuda_shape_ops(std::vector<CudaOp>& out) {
@@ -562,8 +372,6 @@ void append_cuda_shape_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Slice", &slice_supports, &slice_run, {1, 2, 3, 4}, nullptr});
   out.push_back(CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr});
   out.push_back(CudaOp{"Tile", &tile_supports, &tile_run, {1}, nullptr});
-  out.push_back(CudaOp{"Pad", &pad_supports, &pad_run, {1, 3}, nullptr});
-  out.push_back(CudaOp{"Resize", &resize_supports, &resize_run, {1, 2, 3}, nullptr});
 }
 
 }  // namespace graft::cuda

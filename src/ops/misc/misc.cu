@@ -406,7 +406,6 @@ using namespace util;
 constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                      DataType::kFloat64};
 
-std::string dims_str(const std::vector<int64_t>& d) { return graft::ints_to_string(d); }
 
 
 

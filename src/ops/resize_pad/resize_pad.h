@@ -1,6 +1,9 @@
-// Resize's and Pad's attributes and the interpretation of their scales/sizes/pads inputs, shared by
-// the schemas (src/ops/resize_pad_ops.cpp), the CPU references and the CUDA ops so that every side
-// computes the same output extents and words its errors the same way.
+// The resize-and-pad family: ONNX's Resize (nearest, linear and cubic) and Pad (constant, reflect,
+// edge, wrap). This header holds what the schemas, the CPU references and the
+// CUDA kernels share so that every side computes the same output extents and words its errors the
+// same way: the attribute readers, the reading of the scales/sizes/pads inputs and Pad's index
+// mapping (a host-and-device function). resize_pad.cpp: attributes, CPU references, schemas;
+// resize_pad.cu: kernels and the CUDA ops.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +13,7 @@
 #include "graft/attribute.h"
 #include "graft/status.h"
 #include "graft/tensor.h"
+#include "ops/operator.h"
 
 namespace graft {
 
@@ -76,4 +80,11 @@ inline int64_t pad_source(PadMode mode, int64_t i, int64_t n) {
 Status pad_amounts(const std::vector<int64_t>& pads, const std::vector<int64_t>* axes, int64_t rank,
                    std::vector<int64_t>* begins, std::vector<int64_t>* ends);
 
+// ---- CPU references (resize_pad.cpp) ---------------------------------------------------------------
+namespace cpu {
+
+Status resize(ExecContext& ctx);
+Status pad(ExecContext& ctx);
+
+}  // namespace cpu
 }  // namespace graft

@@ -1,0 +1,498 @@
+// The resize-and-pad family's CUDA kernels and ops. Pad: one thread per output element maps it to
+// its source along every axis (constant fill, or graft::pad_source's reflect/edge/wrap mapping, the
+// CPU reference's own function). Resize: nearest is a byte copy of any dtype; linear and cubic
+// repeat the CPU reference's double-precision coordinate arithmetic operation by operation, so the
+// indices and weights match it exactly. Antialiased linear/cubic and tf_crop_and_resize stay on the
+// CPU reference (supports() says so).
+#include "ops/resize_pad/resize_pad.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+#include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/shape_kernels.cuh"  // k::AxisMap, which Tile shares
+#include "ops/attr_util.h"
+
+namespace graft::cuda {
+
+// ---- kernels --------------------------------------------------------------------------------------
+
+namespace k {
+
+// out[i] = in[i - begin] where inside the input along every axis, else *fill (one element on the
+// device; nullptr: zero bytes).
+cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, const void* fill,
+                                int64_t n, cudaStream_t s);
+
+// Pad's other modes: out[i] = in[the element that graft::pad_source (resize_pad.h, the CPU
+// reference's own mapping) gives for i - begin along every axis]. `mode` is a graft::PadMode as an
+// int, reflect, edge or wrap; every in_dims[a] must be positive.
+cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, const AxisMap& p, int64_t n,
+                            cudaStream_t s);
+
+// Resize parameters per axis, computed on the host the way the CPU reference does; the device
+// repeats the reference's double-precision coordinate arithmetic operation by operation (no FMA
+// contraction) so nearest indices and linear weights match it exactly.
+enum class ResizeCoord : int { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric,
+                               kTfHalfPixelForNn };
+enum class ResizeNearest : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
+struct ResizeParams {
+  int rank = 0;
+  bool linear = false;
+  bool cubic = false;            // Keys' cubic convolution, 4 taps per resized axis
+  double cubic_a = -0.75;        // cubic_coeff_a
+  bool exclude_outside = false;  // cubic: taps outside the input weigh 0, the rest renormalized
+  ResizeCoord coord = ResizeCoord::kHalfPixel;
+  ResizeNearest nearest = ResizeNearest::kRoundPreferFloor;
+  int64_t in_dims[kMaxRank] = {};
+  int64_t out_dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};
+  double scale[kMaxRank] = {};
+  double resized[kMaxRank] = {};  // real-valued resized length (see the CPU reference)
+  bool identity[kMaxRank] = {};   // axis maps each coordinate to itself
+};
+
+// Nearest: any element size (a byte copy). Linear and cubic: `t` in {f32, f16, bf16}; `elem_size` is
+// ignored.
+cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, const ResizeParams& p, int64_t n,
+                          cudaStream_t s);
+
+namespace {
+
+template <typename E>
+__global__ void pad_constant_kernel(const E* __restrict__ in, E* __restrict__ out, AxisMap p,
+                                    const E* __restrict__ fill_ptr, int64_t n) {
+  const E fill = fill_ptr ? *fill_ptr : E(0);
+  GRAFT_GRID_STRIDE(i, n) {
+    int64_t rem = i, off = 0;
+    bool inside = true;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t q = rem % p.out_dims[d] - p.begin[d];
+      rem /= p.out_dims[d];
+      if (q < 0 || q >= p.in_dims[d]) inside = false;
+      else off += q * p.in_strides[d];
+    }
+    out[i] = inside ? in[off] : fill;
+  }
+}
+
+template <typename E>
+__global__ void pad_mode_kernel(const E* __restrict__ in, E* __restrict__ out, AxisMap p, PadMode mode, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    int64_t rem = i, off = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t q = rem % p.out_dims[d] - p.begin[d];
+      rem /= p.out_dims[d];
+      off += pad_source(mode, q, p.in_dims[d]) * p.in_strides[d];
+    }
+    out[i] = in[off];
+  }
+}
+
+// Input coordinate for output coordinate x along axis d: the CPU reference's formulas, each
+// operation rounded on its own (the _rn intrinsics are never contracted into an FMA).
+__device__ __forceinline__ double resize_source(const ResizeParams& p, int d, double x) {
+  const double scale = p.scale[d], din = static_cast<double>(p.in_dims[d]), dout = p.resized[d];
+  switch (p.coord) {
+    case ResizeCoord::kHalfPixel:
+      return __dsub_rn(__ddiv_rn(__dadd_rn(x, 0.5), scale), 0.5);
+    case ResizeCoord::kHalfPixelSymmetric: {
+      const double adjustment = __ddiv_rn(static_cast<double>(p.out_dims[d]), __dmul_rn(scale, din));
+      const double offset = __dmul_rn(__ddiv_rn(din, 2.0), __dsub_rn(1.0, adjustment));
+      return __dsub_rn(__dadd_rn(offset, __ddiv_rn(__dadd_rn(x, 0.5), scale)), 0.5);
+    }
+    case ResizeCoord::kPytorchHalfPixel:
+      return dout > 1.0 ? __dsub_rn(__ddiv_rn(__dadd_rn(x, 0.5), scale), 0.5) : 0.0;
+    case ResizeCoord::kAlignCorners:
+      return dout == 1.0 ? 0.0 : __ddiv_rn(__dmul_rn(x, __dsub_rn(din, 1.0)), __dsub_rn(dout, 1.0));
+    case ResizeCoord::kAsymmetric:
+      return __ddiv_rn(x, scale);
+    case ResizeCoord::kTfHalfPixelForNn:
+      return __ddiv_rn(__dadd_rn(x, 0.5), scale);
+  }
+  return 0.0;
+}
+
+__device__ __forceinline__ int64_t clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : (i > n - 1 ? n - 1 : i); }
+
+__device__ __forceinline__ int64_t nearest_of(ResizeNearest m, double x) {
+  switch (m) {
+    case ResizeNearest::kRoundPreferFloor: return static_cast<int64_t>(ceil(__dsub_rn(x, 0.5)));
+    case ResizeNearest::kRoundPreferCeil: return static_cast<int64_t>(floor(__dadd_rn(x, 0.5)));
+    case ResizeNearest::kFloor: return static_cast<int64_t>(floor(x));
+    case ResizeNearest::kCeil: return static_cast<int64_t>(ceil(x));
+  }
+  return 0;
+}
+
+template <typename E>
+__global__ void resize_nearest_kernel(const E* __restrict__ in, E* __restrict__ out, ResizeParams p, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    int64_t rem = i, off = 0;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rem % p.out_dims[d];
+      rem /= p.out_dims[d];
+      const int64_t src =
+          p.identity[d] ? o : clamp_index(nearest_of(p.nearest, resize_source(p, d, static_cast<double>(o))), p.in_dims[d]);
+      off += src * p.in_strides[d];
+    }
+    out[i] = in[off];
+  }
+}
+
+// Linear: the sum over the corners of the per-axis two-tap stencils, in the reference's order (the
+// last resized axis varies fastest), weights multiplied in axis order, accumulated in double.
+template <typename T>
+__global__ void resize_linear_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeParams p, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    int64_t base = 0;  // offset contributed by identity axes
+    int64_t i0[kMaxRank], i1[kMaxRank];
+    double w0[kMaxRank], w1[kMaxRank];
+    int axes[kMaxRank];
+    int nl = 0;
+    int64_t rem = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rem % p.out_dims[d];
+      rem /= p.out_dims[d];
+      if (p.identity[d]) {
+        base += o * p.in_strides[d];
+        continue;
+      }
+      const double x = resize_source(p, d, static_cast<double>(o));
+      const double f = floor(x), frac = __dsub_rn(x, f);
+      const int64_t lo = static_cast<int64_t>(f);
+      i0[d] = clamp_index(lo, p.in_dims[d]) * p.in_strides[d];
+      i1[d] = clamp_index(lo + 1, p.in_dims[d]) * p.in_strides[d];
+      w0[d] = __dsub_rn(1.0, frac);
+      w1[d] = frac;
+    }
+    for (int d = 0; d < p.rank; ++d)
+      if (!p.identity[d]) axes[nl++] = d;
+    double acc = 0.0;
+    for (int c = 0; c < (1 << nl); ++c) {
+      double w = 1.0;
+      int64_t off = base;
+      for (int k = 0; k < nl; ++k) {
+        const int d = axes[k];
+        const bool hi = (c >> (nl - 1 - k)) & 1;
+        w = __dmul_rn(w, hi ? w1[d] : w0[d]);
+        off += hi ? i1[d] : i0[d];
+      }
+      if (w != 0.0) acc = __dadd_rn(acc, __dmul_rn(w, static_cast<double>(Elem<T>::ld(in[off]))));
+    }
+    out[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
+  }
+}
+
+// Keys' cubic convolution weight at distance x with parameter a: the CPU reference's cubic_weight,
+// each operation rounded on its own.
+__device__ __forceinline__ double cubic_weight(double x, double a) {
+  x = fabs(x);
+  if (x <= 1.0)
+    return __dadd_rn(__dmul_rn(__dmul_rn(__dsub_rn(__dmul_rn(__dadd_rn(a, 2.0), x), __dadd_rn(a, 3.0)), x), x), 1.0);
+  if (x < 2.0)
+    return __dsub_rn(__dmul_rn(__dadd_rn(__dmul_rn(__dsub_rn(__dmul_rn(a, x), __dmul_rn(5.0, a)), x), __dmul_rn(8.0, a)),
+                               x),
+                     __dmul_rn(4.0, a));
+  return 0.0;
+}
+
+// Cubic: the per-axis four-tap stencils of the CPU reference (taps at floor(x) - 1 .. floor(x) + 2,
+// clamped to the edge; exclude_outside zeroes the taps outside and renormalizes), summed over their
+// tensor product in the linear kernel's order (the last resized axis fastest), accumulated in
+// double. The CPU applies the same weights one axis at a time, so the two differ only in the order
+// of double additions.
+template <typename T>
+__global__ void resize_cubic_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeParams p, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    int64_t base = 0;  // offset contributed by identity axes
+    int64_t at[kMaxRank][4];
+    double w[kMaxRank][4];
+    int axes[kMaxRank];
+    int nl = 0;
+    int64_t rem = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rem % p.out_dims[d];
+      rem /= p.out_dims[d];
+      if (p.identity[d]) {
+        base += o * p.in_strides[d];
+        continue;
+      }
+      const double x = resize_source(p, d, static_cast<double>(o));
+      const double f = floor(x), frac = __dsub_rn(x, f);
+      // Saturated and clamped as the CPU does: x from extreme scales may be huge or NaN.
+      int64_t lo = saturating_i64(f);
+      lo = lo < -4 ? -4 : (lo > p.in_dims[d] + 4 ? p.in_dims[d] + 4 : lo);
+      double total = 0.0;
+      for (int k = 0; k < 4; ++k) {
+        const int64_t src = lo + k - 1;
+        double wk = cubic_weight(__dsub_rn(static_cast<double>(k - 1), frac), p.cubic_a);
+        if (p.exclude_outside && (src < 0 || src >= p.in_dims[d])) wk = 0.0;
+        at[d][k] = clamp_index(src, p.in_dims[d]) * p.in_strides[d];
+        w[d][k] = wk;
+        total = __dadd_rn(total, wk);
+      }
+      if (p.exclude_outside && total != 0.0)
+        for (int k = 0; k < 4; ++k) w[d][k] = __ddiv_rn(w[d][k], total);
+    }
+    for (int d = 0; d < p.rank; ++d)
+      if (!p.identity[d]) axes[nl++] = d;
+    double acc = 0.0;
+    const int64_t combos = int64_t{1} << (2 * nl);
+    for (int64_t c = 0; c < combos; ++c) {
+      double wc = 1.0;
+      int64_t off = base;
+      for (int k = 0; k < nl; ++k) {
+        const int d = axes[k];
+        const int t = static_cast<int>((c >> (2 * (nl - 1 - k))) & 3);
+        wc = __dmul_rn(wc, w[d][t]);
+        off += at[d][t];
+      }
+      if (wc != 0.0) acc = __dadd_rn(acc, __dmul_rn(wc, static_cast<double>(Elem<T>::ld(in[off]))));
+    }
+    out[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, const void* fill,
+                                int64_t n, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  const unsigned g = grid_for(n);
+#define L(E)                                                                                               \
+  pad_constant_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, \
+                                                static_cast<const E*>(fill), n)
+  GRAFT_BY_ELEM_SIZE(elem_size, L)
+#undef L
+  return cudaGetLastError();
+}
+
+cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, const AxisMap& p, int64_t n,
+                            cudaStream_t s) {
+  const PadMode m = static_cast<PadMode>(mode);
+  if (m != PadMode::kReflect && m != PadMode::kEdge && m != PadMode::kWrap) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  for (int d = 0; d < p.rank; ++d)
+    if (p.in_dims[d] <= 0) return cudaErrorInvalidValue;
+  const unsigned g = grid_for(n);
+#define L(E) pad_mode_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, m, n)
+  GRAFT_BY_ELEM_SIZE(elem_size, L)
+#undef L
+  return cudaGetLastError();
+}
+
+cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, const ResizeParams& p, int64_t n,
+                          cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  const unsigned g = grid_for(n);
+  if (!p.linear && !p.cubic) {
+#define L(E) resize_nearest_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, n)
+    GRAFT_BY_ELEM_SIZE(elem_size, L)
+#undef L
+    return cudaGetLastError();
+  }
+  if (p.cubic) {
+    switch (t) {
+      case KType::kF32:
+        resize_cubic_kernel<float><<<g, kThreads, 0, s>>>(static_cast<const float*>(in), static_cast<float*>(out), p, n);
+        break;
+      case KType::kF16:
+        resize_cubic_kernel<__half><<<g, kThreads, 0, s>>>(static_cast<const __half*>(in), static_cast<__half*>(out), p, n);
+        break;
+      case KType::kBF16:
+        resize_cubic_kernel<__nv_bfloat16>
+            <<<g, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(in), static_cast<__nv_bfloat16*>(out), p, n);
+        break;
+      default:
+        return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+  }
+  switch (t) {
+    case KType::kF32:
+      resize_linear_kernel<float><<<g, kThreads, 0, s>>>(static_cast<const float*>(in), static_cast<float*>(out), p, n);
+      break;
+    case KType::kF16:
+      resize_linear_kernel<__half><<<g, kThreads, 0, s>>>(static_cast<const __half*>(in), static_cast<__half*>(out), p, n);
+      break;
+    case KType::kBF16:
+      resize_linear_kernel<__nv_bfloat16><<<g, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(in),
+                                                                 static_cast<__nv_bfloat16*>(out), p, n);
+      break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace k
+
+// ---- CUDA ops -------------------------------------------------------------------------------------
+
+namespace {
+
+using namespace util;
+
+bool pad_supports(const Node& n, std::string* why) {
+  if (n.opset != 0 && n.opset < 11) return reject(why, "Pad before opset 11 (attribute form) is not handled");
+  if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
+  auto mode = graft::parse_pad_mode(n.attrs);
+  if (!mode.is_ok()) return reject(why, mode.status().to_string());
+  if (!has_input(n, 1)) return reject(why, "input 1 (pads) is missing");
+  if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0))
+    return reject(why, "constant_value dtype differs from the data dtype");
+  return true;
+}
+
+Status pad_run(CudaExec& ex) {
+  const ExecContext& ctx = *ex.ctx;
+  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
+  const Tensor* P = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
+  if (!X || !P) return fail(ex, StatusCode::kInvalidModel, "inputs 'data' and 'pads' are required");
+  if (!dtype_is_integer(P->dtype()))
+    return fail(ex, StatusCode::kInvalidModel, "input 'pads' must be int64, got ", dtype_name(P->dtype()));
+  auto mode = graft::parse_pad_mode(*ctx.attrs);
+  if (!mode.is_ok()) return with_node(ex, mode.status());
+  const bool constant = mode.value() == graft::PadMode::kConstant;
+  const Tensor* V = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
+  const Tensor* A = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+  std::vector<int64_t> axes_v;
+  if (A) axes_v = A->to_int64_vector();
+  std::vector<int64_t> pb, pe;
+  GRAFT_RETURN_IF_ERROR(with_node(ex, graft::pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe)));
+  const int64_t r = X->rank();
+  if (r > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank ", r, " exceeds ", k::kMaxRank);
+  Tensor& Y = *ctx.outputs[0];
+  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
+  const auto is = contiguous_strides(X->dims());
+  k::AxisMap p;
+  p.rank = static_cast<int>(r);
+  for (int64_t a = 0; a < r; ++a) {
+    const int64_t od = X->dims()[a] + pb[a] + pe[a];
+    if (od < 0)
+      return fail(ex, StatusCode::kInvalidModel, "negative pads crop axis ", a, " below zero (extent ", X->dims()[a], ")");
+    // The CPU reference's words: reflect, edge and wrap have nothing to repeat on an empty axis.
+    if (!constant && X->dims()[a] == 0 && od > 0)
+      return fail(ex, StatusCode::kInvalidModel, "cannot pad empty axis ", a, " in this mode");
+    if (Y.dims().size() != static_cast<size_t>(r) || Y.dims()[a] != od)
+      return fail(ex, StatusCode::kInternal, "output shape ", dims_str(Y.dims()), " does not match the pads");
+    p.out_dims[a] = od;
+    p.in_dims[a] = X->dims()[a];
+    p.in_strides[a] = is[a];
+    p.begin[a] = pb[a];
+  }
+  if (!constant) {
+    if (Y.numel() == 0) return Status::ok();
+    return launch_status(k::launch_pad_mode(static_cast<int>(mode.value()), X->data(), Y.data(), esize(*X), p, Y.numel(),
+                                            stream_of(ex)),
+                         ex);
+  }
+  // constant_value stays on the device (so the fp16 pass converts it with the data); its first
+  // element is the fill, zero bytes when it is absent or empty.
+  const void* fill = nullptr;
+  if (V && V->defined() && V->numel() > 0) {
+    if (V->dtype() != X->dtype())
+      return fail(ex, StatusCode::kInvalidModel, "constant_value has dtype ", dtype_name(V->dtype()), " but data has ",
+                  dtype_name(X->dtype()));
+    fill = V->data();
+  }
+  if (Y.numel() == 0) return Status::ok();
+  return launch_status(k::launch_pad_constant(X->data(), Y.data(), esize(*X), p, fill, Y.numel(), stream_of(ex)), ex);
+}
+
+// ---- Resize: nearest (any dtype, a byte copy) and linear (float types) ----
+
+// Everything the kernels repeat exactly; tf_crop_and_resize (roi, extrapolation) and antialiased
+// linear or cubic stay on the CPU.
+bool resize_supports(const Node& n, std::string* why) {
+  if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
+  auto a = graft::parse_resize_attrs(n.attrs, n.input(0)->desc.rank());
+  if (!a.is_ok()) return reject(why, a.status().to_string());
+  const graft::ResizeAttrs& ra = a.value();
+  if (ra.coordinate_mode == "tf_crop_and_resize") return reject(why, "tf_crop_and_resize is not handled");
+  if (ra.mode != graft::ResizeAttrs::Mode::kNearest) {
+    if (ra.antialias) return reject(why, "antialiased linear or cubic resize is not handled");
+    if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
+  }
+  if (n.opset != 0 && n.opset < 11) return reject(why, "Resize before opset 11 is not handled");
+  return true;
+}
+
+Status resize_run(CudaExec& ex) {
+  const ExecContext& ctx = *ex.ctx;
+  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
+  if (!X) return fail(ex, StatusCode::kInvalidModel, "input X is missing");
+  auto input_at = [&](size_t i) -> const Tensor* { return i < ctx.inputs.size() ? ctx.inputs[i] : nullptr; };
+  auto pa = graft::parse_resize_attrs(*ctx.attrs, X->rank());
+  if (!pa.is_ok()) return with_node(ex, pa.status());
+  const graft::ResizeAttrs& a = pa.value();
+  const bool linear = a.mode == graft::ResizeAttrs::Mode::kLinear;
+  const bool cubic = a.mode == graft::ResizeAttrs::Mode::kCubic;
+  if (a.coordinate_mode == "tf_crop_and_resize" || ((linear || cubic) && a.antialias))
+    return fail(ex, StatusCode::kUnsupported, "mode/coordinate transform not handled by the CUDA kernel");
+  std::vector<int64_t> out_dims;
+  std::vector<double> scale;
+  GRAFT_RETURN_IF_ERROR(
+      with_node(ex, graft::resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale)));
+  Tensor& Y = *ctx.outputs[0];
+  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
+  if (Y.dims() != out_dims)
+    return fail(ex, StatusCode::kInternal, "output shape ", dims_str(Y.dims()), " differs from ", dims_str(out_dims));
+  const size_t r = out_dims.size();
+  if (r > static_cast<size_t>(k::kMaxRank)) return fail(ex, StatusCode::kUnsupported, "rank exceeds ", k::kMaxRank);
+  k::ResizeParams p;
+  p.rank = static_cast<int>(r);
+  p.linear = linear;
+  p.cubic = cubic;
+  p.cubic_a = a.cubic_coeff_a;
+  p.exclude_outside = a.exclude_outside;
+  const std::string& m = a.coordinate_mode;
+  p.coord = m == "half_pixel"             ? k::ResizeCoord::kHalfPixel
+            : m == "half_pixel_symmetric" ? k::ResizeCoord::kHalfPixelSymmetric
+            : m == "pytorch_half_pixel"   ? k::ResizeCoord::kPytorchHalfPixel
+            : m == "align_corners"        ? k::ResizeCoord::kAlignCorners
+            : m == "asymmetric"           ? k::ResizeCoord::kAsymmetric
+                                          : k::ResizeCoord::kTfHalfPixelForNn;
+  if (m != "half_pixel" && m != "half_pixel_symmetric" && m != "pytorch_half_pixel" && m != "align_corners" &&
+      m != "asymmetric" && m != "tf_half_pixel_for_nn")
+    return fail(ex, StatusCode::kUnsupported, "coordinate_transformation_mode '", m, "'");
+  const std::string& nm = a.nearest_mode;
+  p.nearest = nm == "round_prefer_floor"  ? k::ResizeNearest::kRoundPreferFloor
+              : nm == "round_prefer_ceil" ? k::ResizeNearest::kRoundPreferCeil
+              : nm == "floor"             ? k::ResizeNearest::kFloor
+                                          : k::ResizeNearest::kCeil;
+  const auto is = contiguous_strides(X->dims());
+  // As in the reference: sizes with "stretch" fix the resized length exactly; otherwise it is the
+  // input extent times the scale. Unlisted axes, and unchanged ones under a non-shifting
+  // transform, map each coordinate to itself.
+  const bool given_scales = input_at(2) && input_at(2)->defined() && input_at(2)->numel() > 0;
+  const bool exact = !given_scales && a.keep_aspect_ratio == "stretch";
+  for (size_t ax = 0; ax < r; ++ax) {
+    const bool listed = std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(ax)) != a.axes.end();
+    p.identity[ax] = !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] && m != "tf_half_pixel_for_nn");
+    p.in_dims[ax] = X->dims()[ax];
+    p.out_dims[ax] = out_dims[ax];
+    p.in_strides[ax] = is[ax];
+    p.scale[ax] = scale[ax];
+    p.resized[ax] = exact ? static_cast<double>(out_dims[ax]) : static_cast<double>(X->dims()[ax]) * scale[ax];
+  }
+  if (Y.numel() == 0) return Status::ok();
+  return launch_status(k::launch_resize(ktype(X->dtype()), esize(*X), X->data(), Y.data(), p, Y.numel(), stream_of(ex)),
+                       ex);
+}
+
+}  // namespace
+
+void append_cuda_resize_pad_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"Pad", &pad_supports, &pad_run, {1, 3}, nullptr});
+  out.push_back(CudaOp{"Resize", &resize_supports, &resize_run, {1, 2, 3}, nullptr});
+}
+
+}  // namespace graft::cuda
