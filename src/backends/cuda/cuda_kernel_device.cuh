@@ -108,16 +108,6 @@ __host__ __device__ __forceinline__ int64_t pow2_at_least(int64_t n) {
 #define GRAFT_GRID_STRIDE(i, n) \
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += int64_t(gridDim.x) * blockDim.x)
 
-// Calls LAUNCH(E) (a byte mover's launch) with E the unsigned type of `elem_size` bytes; other sizes are rejected.
-#define GRAFT_BY_ELEM_SIZE(elem_size, LAUNCH)    \
-  switch (elem_size) {                           \
-    case 1: LAUNCH(uint8_t); break;              \
-    case 2: LAUNCH(uint16_t); break;             \
-    case 4: LAUNCH(uint32_t); break;             \
-    case 8: LAUNCH(uint64_t); break;             \
-    default: return cudaErrorInvalidValue;       \
-  }
-
 // Runs CALL with T bound to the device type of a floating KType (float, __half, __nv_bfloat16);
 // other types return cudaErrorInvalidValue from the enclosing launcher.
 #define GRAFT_FLOAT_DISPATCH(t, CALL)                            \

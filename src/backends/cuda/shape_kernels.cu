@@ -9,8 +9,8 @@
 namespace graft::cuda::k {
 namespace {
 
-// Same as GRAFT_BY_ELEM_SIZE plus 16 bytes (uint4): the byte movers below are widened on the host
-// (widest_access) to move up to 16 bytes per access.
+// Calls LAUNCH(E) with E the unsigned type of `elem_size` bytes, up to 16 (uint4): the byte movers
+// below are widened on the host (widest_access) to move up to 16 bytes per access.
 #define GRAFT_BY_ACCESS_SIZE(elem_size, LAUNCH) \
   switch (elem_size) {                          \
     case 1: LAUNCH(uint8_t); break;             \
@@ -206,7 +206,7 @@ cudaError_t launch_strided_gather(const void* in, void* out, int elem_size, cons
                       static_cast<unsigned>(t.batches < 65535 ? t.batches : 65535));
       const dim3 block(kTile, kTileRows);
 #define L(E) tile_transpose_kernel<E><<<grid, block, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), t)
-      GRAFT_BY_ELEM_SIZE(g.elem_size, L)
+      GRAFT_SIZE_DISPATCH(g.elem_size, L(E))
 #undef L
       return cudaGetLastError();
     }
@@ -293,7 +293,7 @@ cudaError_t launch_tile(const void* in, void* out, int elem_size, const AxisMap&
   if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
 #define L(E) tile_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, n)
-  GRAFT_BY_ELEM_SIZE(elem_size, L)
+  GRAFT_SIZE_DISPATCH(elem_size, L(E))
 #undef L
   return cudaGetLastError();
 }

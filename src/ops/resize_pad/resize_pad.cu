@@ -270,7 +270,7 @@ cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const 
 #define L(E)                                                                                               \
   pad_constant_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, \
                                                 static_cast<const E*>(fill), n)
-  GRAFT_BY_ELEM_SIZE(elem_size, L)
+  GRAFT_SIZE_DISPATCH(elem_size, L(E))
 #undef L
   return cudaGetLastError();
 }
@@ -284,7 +284,7 @@ cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, 
     if (p.in_dims[d] <= 0) return cudaErrorInvalidValue;
   const unsigned g = grid_for(n);
 #define L(E) pad_mode_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, m, n)
-  GRAFT_BY_ELEM_SIZE(elem_size, L)
+  GRAFT_SIZE_DISPATCH(elem_size, L(E))
 #undef L
   return cudaGetLastError();
 }
@@ -295,7 +295,7 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
   const unsigned g = grid_for(n);
   if (!p.linear && !p.cubic) {
 #define L(E) resize_nearest_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, n)
-    GRAFT_BY_ELEM_SIZE(elem_size, L)
+    GRAFT_SIZE_DISPATCH(elem_size, L(E))
 #undef L
     return cudaGetLastError();
   }
