@@ -15,6 +15,7 @@ void append_elementwise_ops(std::vector<OpEntry>& out);   // unary, binary, Wher
 void append_nn_ops(std::vector<OpEntry>& out);            // Conv, pools, BN, MatMul, Gemm, Softmax, LayerNorm
 void append_reduce_ops(std::vector<OpEntry>& out);        // ReduceMean/Sum/Max
 void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
+void append_gather_scatter_ops(std::vector<OpEntry>& out);  // GatherElements, ScatterElements, GatherND, ScatterND
 void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
 void append_extra_ops(std::vector<OpEntry>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
 void append_sampling_ops(std::vector<OpEntry>& out);      // RoiAlign, GridSample
@@ -46,6 +47,7 @@ const std::vector<OpEntry>& builtin_ops() {
     append_nn_ops(t);
     append_reduce_ops(t);
     append_shape_ops(t);
+    append_gather_scatter_ops(t);
     append_resize_pad_ops(t);
     append_extra_ops(t);
     append_sampling_ops(t);

@@ -1,8 +1,7 @@
 // Schemas of the less common ONNX ops the backend test suite exercises: index reductions (ArgMax,
-// ArgMin, Hardmax), more reductions (ReduceL1, ReduceLogSum, ReduceLogSumExp), GatherElements,
-// ScatterElements, GatherND, ScatterND, OneHot, CumSum, TopK, Compress, DepthToSpace, SpaceToDepth,
-// Trilu, Size, Mean, Mod, Xor, and more unary math (trig/hyperbolic, Sign,
-// Round, Selu, Shrink, ThresholdedRelu, Softsign, Mish, IsNaN, IsInf).
+// ArgMin, Hardmax), more reductions (ReduceL1, ReduceLogSum, ReduceLogSumExp), OneHot, CumSum, TopK,
+// Compress, DepthToSpace, SpaceToDepth, Trilu, Size, Mean, Mod, Xor, and more unary math
+// (trig/hyperbolic, Sign, Round, Selu, Shrink, ThresholdedRelu, Softsign, Mish, IsNaN, IsInf).
 //
 // Reduction axes go through resolve_reduce_axes, the same reader the ReduceXxx group uses:
 // an attribute before opset 18, an optional second input from 18 on.
@@ -160,24 +159,6 @@ Status infer_reduce_float(InferContext& ctx) { return infer_reduce(ctx, kFloatTy
 
 // ---- data movement ----------------------------------------------------------------------------
 
-Status infer_gather_elements(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI32, kI64}));
-  auto axis = ctx.attrs().get_int("axis", 0);
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  const TensorDesc& data = ctx.input(0);
-  const TensorDesc& idx = ctx.input(1);
-  if (data.shape && idx.shape) {
-    if (data.rank() != idx.rank())
-      return ctx.fail("data ", data.to_string(), " and indices ", idx.to_string(), " must have the same rank");
-    if (data.rank() == 0) return ctx.fail("data must have rank >= 1, got a scalar");
-    auto a = normalize_axis(axis.value(), data.rank());
-    if (!a) return Status(a.status()).with_attribute("axis");
-  }
-  ctx.set_output(0, desc_of(data.dtype, idx.shape));
-  return Status::ok();
-}
-
 Status infer_trilu(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
   auto upper = ctx.attrs().get_int("upper", 1);
@@ -224,37 +205,6 @@ Status infer_cumsum(InferContext& ctx) {
   return Status::ok();
 }
 
-Status infer_scatter_elements(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI32, kI64}));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, kAllTypes));
-  if (ctx.input(2).dtype != ctx.input(0).dtype)
-    return ctx.fail("updates dtype ", dtype_name(ctx.input(2).dtype), " differs from data dtype ",
-                    dtype_name(ctx.input(0).dtype));
-  auto axis = ctx.attrs().get_int("axis", 0);
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  auto red = ctx.attrs().get_string("reduction", "none");
-  if (!red) return Status(red.status()).with_attribute("reduction");
-  const std::string& r = red.value();
-  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
-    return Status(ctx.fail("must be none, add, mul, max or min, got '", r, "'")).with_attribute("reduction");
-  if (r != "none" && ctx.input(0).dtype == kBool)
-    return Status(ctx.fail("'", r, "' is not defined for bool data")).with_attribute("reduction");
-  const TensorDesc& data = ctx.input(0);
-  const TensorDesc& idx = ctx.input(1);
-  if (data.shape && idx.shape) {
-    if (data.rank() != idx.rank())
-      return ctx.fail("data ", data.to_string(), " and indices ", idx.to_string(), " must have the same rank");
-    if (data.rank() == 0) return ctx.fail("data must have rank >= 1, got a scalar");
-    auto a = normalize_axis(axis.value(), data.rank());
-    if (!a) return Status(a.status()).with_attribute("axis");
-  }
-  if (idx.shape && ctx.input(2).shape && idx.rank() != ctx.input(2).rank())
-    return ctx.fail("indices ", idx.to_string(), " and updates ", ctx.input(2).to_string(), " must have the same shape");
-  ctx.set_output(0, data);
-  return Status::ok();
-}
-
 Status infer_one_hot(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kNumericTypes));
@@ -284,66 +234,6 @@ Status infer_one_hot(InferContext& ctx) {
   Shape s = *ind.shape;
   s.insert(s.begin() + a.value(), depth);
   ctx.set_output(0, desc_of(ctx.input(2).dtype, s));
-  return Status::ok();
-}
-
-Status infer_gather_nd(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI64}));
-  auto bd = ctx.attrs().get_int("batch_dims", 0);
-  if (!bd) return Status(bd.status()).with_attribute("batch_dims");
-  const TensorDesc& data = ctx.input(0);
-  const TensorDesc& ind = ctx.input(1);
-  if (!data.shape || !ind.shape) {
-    ctx.set_output(0, desc_of(data.dtype, std::nullopt));
-    return Status::ok();
-  }
-  const int64_t b = bd.value(), r = data.rank(), q = ind.rank();
-  if (q < 1) return ctx.fail("indices must have rank >= 1, got a scalar");
-  if (b < 0 || b >= std::min(r, q)) return Status(ctx.fail("must be in [0, min(rank(data), rank(indices))), got ", b)).with_attribute("batch_dims");
-  const Dim& last = ind.shape->back();
-  if (!last.is_const()) return ctx.fail("the last dimension of indices must be static, got ", ind.to_string());
-  const int64_t m = last.value();
-  if (m < 1 || m > r - b)
-    return ctx.fail("indices ", ind.to_string(), " address ", m, " dims but data ", data.to_string(), " has ", r - b,
-                    " after batch_dims");
-  Shape s(ind.shape->begin(), ind.shape->end() - 1);
-  s.insert(s.end(), data.shape->begin() + b + m, data.shape->end());
-  ctx.set_output(0, desc_of(data.dtype, s));
-  return Status::ok();
-}
-
-Status check_scatter_reduction(const InferContext& ctx) {
-  auto red = ctx.attrs().get_string("reduction", "none");
-  if (!red) return Status(red.status()).with_attribute("reduction");
-  const std::string& r = red.value();
-  if (r != "none" && r != "add" && r != "mul" && r != "max" && r != "min")
-    return Status(ctx.fail("must be none, add, mul, max or min, got '", r, "'")).with_attribute("reduction");
-  if (r != "none" && ctx.input(0).dtype == kBool)
-    return Status(ctx.fail("'", r, "' is not defined for bool data")).with_attribute("reduction");
-  return Status::ok();
-}
-
-Status infer_scatter_nd(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI64}));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, kAllTypes));
-  if (ctx.input(2).dtype != ctx.input(0).dtype)
-    return ctx.fail("updates dtype ", dtype_name(ctx.input(2).dtype), " differs from data dtype ",
-                    dtype_name(ctx.input(0).dtype));
-  GRAFT_RETURN_IF_ERROR(check_scatter_reduction(ctx));
-  const TensorDesc& data = ctx.input(0);
-  const TensorDesc& ind = ctx.input(1);
-  const TensorDesc& upd = ctx.input(2);
-  if (data.shape && ind.shape && upd.shape && ind.rank() >= 1 && ind.shape->back().is_const()) {
-    const int64_t m = ind.shape->back().value();
-    if (m > data.rank())
-      return ctx.fail("indices ", ind.to_string(), " address ", m, " dims but data has rank ", data.rank());
-    if (upd.rank() != ind.rank() - 1 + data.rank() - m)
-      return ctx.fail("updates ", upd.to_string(), " must have rank ", ind.rank() - 1 + data.rank() - m,
-                      " for data ", data.to_string(), " and indices ", ind.to_string());
-  }
-  ctx.set_output(0, data);
   return Status::ok();
 }
 
@@ -482,7 +372,6 @@ void append_extra_ops(std::vector<OpEntry>& out) {
       keeps_float32({"ReduceL1", 1, infer_reduce_numeric, cpu::reduce_l1}),
       keeps_float32({"ReduceLogSum", 1, infer_reduce_float, cpu::reduce_log_sum}),
       keeps_float32({"ReduceLogSumExp", 1, infer_reduce_float, cpu::reduce_log_sum_exp}),
-      {"GatherElements", 11, infer_gather_elements, cpu::gather_elements},
       {"Trilu", 14, infer_trilu, cpu::trilu},
       keeps_float32({"Size", 1, infer_size, cpu::size}),
       {"Mod", 10, infer_mod, cpu::mod},
@@ -507,10 +396,7 @@ void append_extra_ops(std::vector<OpEntry>& out) {
       {"IsNaN", 9, infer_is_nan, cpu::is_nan},
       {"IsInf", 10, infer_is_inf, cpu::is_inf},
       keeps_float32({"CumSum", 11, infer_cumsum, cpu::cumsum}),
-      {"ScatterElements", 11, infer_scatter_elements, cpu::scatter_elements},
       {"OneHot", 11, infer_one_hot, cpu::one_hot},
-      {"GatherND", 12, infer_gather_nd, cpu::gather_nd},
-      {"ScatterND", 11, infer_scatter_nd, cpu::scatter_nd},
       {"TopK", 11, infer_top_k, cpu::top_k},
       {"DepthToSpace", 11, infer_depth_to_space, cpu::depth_to_space},
       {"SpaceToDepth", 11, infer_space_to_depth, cpu::space_to_depth},

@@ -1,5 +1,5 @@
 // CPU reference kernels for the ops of src/ops/extra_ops.cpp: index reductions, more reductions,
-// GatherElements, Trilu, Size, Mod, Xor and more unary math.
+// Trilu, Size, Mod, Xor and more unary math.
 //
 // Same conventions as the other CPU kernels: plain loops; half types compute in float and round
 // once on store, float64 in double, integers natively.
@@ -17,7 +17,6 @@ Status hardmax(ExecContext& ctx);
 Status reduce_l1(ExecContext& ctx);
 Status reduce_log_sum(ExecContext& ctx);
 Status reduce_log_sum_exp(ExecContext& ctx);
-Status gather_elements(ExecContext& ctx);
 Status trilu(ExecContext& ctx);
 Status size(ExecContext& ctx);
 Status mod(ExecContext& ctx);
@@ -44,10 +43,7 @@ Status mish(ExecContext& ctx);
 Status is_nan(ExecContext& ctx);
 Status is_inf(ExecContext& ctx);
 Status cumsum(ExecContext& ctx);
-Status scatter_elements(ExecContext& ctx);
 Status one_hot(ExecContext& ctx);
-Status gather_nd(ExecContext& ctx);
-Status scatter_nd(ExecContext& ctx);
 Status top_k(ExecContext& ctx);  // ties keep the lower index first
 Status depth_to_space(ExecContext& ctx);
 Status space_to_depth(ExecContext& ctx);

@@ -114,6 +114,16 @@ inline bool elem_size_ok(const Node& n, std::string* why) {
   return true;
 }
 
+// A dtype the kernels' KType numbering has (so its element size is known on the device side).
+inline bool has_ktype(DataType t) {
+  switch (t) {
+    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFloat64:
+    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt32: case DataType::kInt64: case DataType::kBool:
+      return true;
+    default: return false;
+  }
+}
+
 // Input `i` has a known rank of at most kMaxRank (the per-axis parameter arrays' size).
 inline bool rank_fits(const Node& n, size_t i, std::string* why) {
   const Value* v = n.input(i);

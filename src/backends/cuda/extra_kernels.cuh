@@ -1,12 +1,11 @@
 // Launchers for the CUDA kernels of the less common builtin ops (src/ops/extra_ops.cpp and Sum):
-// variadic Sum/Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, GatherElements,
-// ScatterElements, GatherND, ScatterND, OneHot, TopK, Compress, Celu. Plain device pointers, no
+// variadic Sum/Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, OneHot, TopK, Compress,
+// Celu. Plain device pointers, no
 // framework types; each returns the launch's cudaError_t (cudaErrorInvalidValue for a type the
 // launcher does not handle).
 //
-// Indices read on the device (Gather*/Scatter*/OneHot) cannot fail per element the way the CPU
-// reference does: an out-of-range index makes a gather write zero bytes for that element, a
-// scatter skip that update, and OneHot write the off value in every position (as the CPU does).
+// Indices read on the device (OneHot) cannot fail per element the way the CPU reference does: an
+// out-of-range index makes OneHot write the off value in every position (as the CPU does).
 #pragma once
 
 #include "backends/cuda/cuda_kernel_common.cuh"
@@ -55,47 +54,6 @@ cudaError_t launch_cumsum(KType t, bool exclusive, bool reverse, const void* x, 
 // y = x where (upper ? c - r >= k : c - r <= k), else 0; planes of rows x cols; element size 1/2/4/8.
 cudaError_t launch_trilu(int elem_size, bool upper, int64_t k, const void* x, void* y, int64_t planes, int64_t rows,
                          int64_t cols, cudaStream_t s);
-
-// ---- GatherElements / ScatterElements ---------------------------------------------------------
-
-// Index tensor dims, data dims and data strides (rank <= kMaxRank) and the indexed axis.
-struct ElemIndexing {
-  int rank = 0;
-  int axis = 0;
-  int64_t idx_dims[kMaxRank] = {};
-  int64_t data_dims[kMaxRank] = {};
-  int64_t data_strides[kMaxRank] = {};
-};
-// out[i] = data[position i of indices with the axis coordinate replaced by indices[i]]; indices
-// i32/i64; element size 1/2/4/8; n = indices' element count.
-cudaError_t launch_gather_elements(int elem_size, KType idx_t, const void* data, const void* idx, void* out,
-                                   const ElemIndexing& p, int64_t n, cudaStream_t s);
-
-enum class ScatterRed : int { kNone, kAdd, kMul, kMax, kMin };
-// out (already holding data) at the position of update i combined with upd[i]. kNone with
-// duplicate positions leaves one of the updates (unspecified which; the CPU keeps the last).
-// Reductions are atomic (f32/f16/bf16/i32/i64); kNone takes any element size via `t`.
-cudaError_t launch_scatter_elements(KType t, ScatterRed red, KType idx_t, const void* idx, const void* upd,
-                                    void* out, const ElemIndexing& p, int64_t n, cudaStream_t s);
-
-// ---- GatherND / ScatterND ---------------------------------------------------------------------
-
-// Each index tuple has m entries addressing data dims dims[0..m) (strides in elements) after the
-// batch offset; it selects a contiguous slice of `slice` elements.
-struct NDIndexing {
-  int m = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t strides[kMaxRank] = {};
-  int64_t slice = 1;
-  int64_t tuples_per_batch = 1;  // GatherND batch_dims: tuple t belongs to batch t / tuples_per_batch
-  int64_t batch_stride = 0;      // elements of data per batch (0: no batch dims)
-};
-// out[t * slice + e] = data[batch(t) * batch_stride + offset(tuple t) + e].
-cudaError_t launch_gather_nd(int elem_size, KType idx_t, const void* data, const void* idx, void* out,
-                             const NDIndexing& p, int64_t tuples, cudaStream_t s);
-// out (already holding data) at offset(tuple t) + e combined with upd[t * slice + e].
-cudaError_t launch_scatter_nd(KType t, ScatterRed red, KType idx_t, const void* idx, const void* upd, void* out,
-                              const NDIndexing& p, int64_t tuples, cudaStream_t s);
 
 // ---- OneHot -----------------------------------------------------------------------------------
 

@@ -1,13 +1,13 @@
 // CUDA kernels for the less common builtin ops (src/ops/extra_ops.cpp, and Sum): variadic Sum and
-// Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, GatherElements,
-// ScatterElements, GatherND, ScatterND, OneHot, DepthToSpace/SpaceToDepth, TopK, Compress, Celu,
-// ConstantOfShape and Range (when the engine places them on the GPU rather than on the host). The
+// Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, OneHot, DepthToSpace/SpaceToDepth, TopK,
+// Compress, Celu, ConstantOfShape and Range (when the engine places them on the GPU rather than on the host). The
 // unary math ops of that file (trig/hyperbolic, Sign, Round, Selu, ...), Mod and Xor are
 // elementwise (elementwise_ops.cpp); ReduceL1/L2/LogSum/LogSumExp/Prod/SumSquare are in
 // reduce_norm_ops.cpp. Kernels live in extra_kernels.cu.
 //
-// Where the CPU reference fails on a bad index value read on the device (Gather*/Scatter*), the
-// kernel cannot: see extra_kernels.cuh for what it does instead.
+// Where the CPU reference fails on a bad index value read on the device (OneHot), the kernel cannot:
+// see extra_kernels.cuh for what it does instead. The gathers and scatters are their own family
+// (src/ops/gather_scatter).
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -32,22 +32,6 @@ constexpr std::initializer_list<DataType> kFloatsInts = {DataType::kFloat32, Dat
 bool elem_size_fits(DataType t) {
   const size_t es = dtype_size(t);
   return es == 1 || es == 2 || es == 4 || es == 8;
-}
-
-// A dtype the kernels' KType numbering has (so its element size is known on the device side).
-bool has_ktype(DataType t) {
-  switch (t) {
-    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFloat64:
-    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt32: case DataType::kInt64: case DataType::kBool:
-      return true;
-    default: return false;
-  }
-}
-
-bool input0_any_size(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!elem_size_fits(in_dtype(n, 0))) return reject(why, "unsupported element size");
-  return true;
 }
 
 // The single value of a host input (an axis, K, depth, k).
@@ -219,165 +203,6 @@ Status trilu_run(CudaExec& ex) {
                                        rows, cols, stream_of(ex)), ex);
 }
 
-// ---- GatherElements / ScatterElements ---------------------------------------------------------
-
-bool index_dtype(const Node& n, size_t i, std::string* why) {
-  return require_dtype(n, i, {DataType::kInt32, DataType::kInt64}, why);
-}
-
-Result<k::ElemIndexing> elem_indexing(const CudaExec& ex, const Tensor& data, const Tensor& ind) {
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", 0));
-  if (data.rank() != ind.rank())
-    return fail(ex, StatusCode::kInvalidModel, "data rank ", data.rank(), " differs from indices rank ", ind.rank());
-  if (data.rank() > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank above ", k::kMaxRank);
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, data.rank()));
-  for (int64_t d = 0; d < data.rank(); ++d)
-    if (d != axis && ind.dims()[d] > data.dims()[d])
-      return fail(ex, StatusCode::kRuntimeError, "indices shape ", dims_str(ind.dims()), " exceeds data shape ",
-                  dims_str(data.dims()), " on axis ", d);
-  k::ElemIndexing p;
-  p.rank = static_cast<int>(data.rank());
-  p.axis = static_cast<int>(axis);
-  const auto st = contiguous_strides(data.dims());
-  for (int d = 0; d < p.rank; ++d) {
-    p.idx_dims[d] = ind.dims()[d];
-    p.data_dims[d] = data.dims()[d];
-    p.data_strides[d] = st[static_cast<size_t>(d)];
-  }
-  return p;
-}
-
-bool gather_elements_supports(const Node& n, std::string* why) {
-  if (!input0_any_size(n, why)) return false;
-  if (!has_input(n, 1)) return reject(why, "indices are missing");
-  return index_dtype(n, 1, why);
-}
-
-Status gather_elements_run(CudaExec& ex) {
-  const Tensor& data = *ex.ctx->inputs[0];
-  const Tensor& ind = *ex.ctx->inputs[1];
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(k::ElemIndexing p, elem_indexing(ex, data, ind));
-  if (y.numel() != ind.numel() || y.dtype() != data.dtype())
-    return fail(ex, StatusCode::kInternal, "output must have the indices' shape and the data's dtype");
-  return launch_status(k::launch_gather_elements(static_cast<int>(dtype_size(data.dtype())), ktype(ind.dtype()), data.data(),
-                                                 ind.data(), y.data(), p, ind.numel(), stream_of(ex)), ex);
-}
-
-Result<k::ScatterRed> scatter_reduction(const CudaExec& ex) {
-  GRAFT_ASSIGN_OR_RETURN(std::string red, attrs_of(ex).get_string("reduction", "none"));
-  if (red == "none") return k::ScatterRed::kNone;
-  if (red == "add") return k::ScatterRed::kAdd;
-  if (red == "mul") return k::ScatterRed::kMul;
-  if (red == "max") return k::ScatterRed::kMax;
-  if (red == "min") return k::ScatterRed::kMin;
-  return fail(ex, StatusCode::kInvalidModel, "attribute 'reduction' must be none, add, mul, max or min, got '", red, "'");
-}
-
-bool scatter_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs data, indices and updates");
-  if (!index_dtype(n, 1, why)) return false;
-  if (in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "updates dtype differs from data");
-  auto red = n.attrs.get_string("reduction", "none");
-  if (!red) return reject(why, "attribute 'reduction' is not a string");
-  if (red.value() == "none") {
-    if (!has_ktype(in_dtype(n, 0))) return reject(why, std::string("data dtype ") + dtype_name(in_dtype(n, 0)) + " is not handled");
-    return true;
-  }
-  if (red.value() != "add" && red.value() != "mul" && red.value() != "max" && red.value() != "min")
-    return reject(why, "attribute 'reduction' must be none, add, mul, max or min");
-  return require_dtype(n, 0, kFloatsInts, why);
-}
-
-Status copy_data(CudaExec& ex, const Tensor& data, Tensor& y) {
-  if (y.nbytes() != data.nbytes() || y.dtype() != data.dtype()) return fail(ex, StatusCode::kInternal, "output differs from data");
-  if (!data.nbytes() || data.data() == y.data()) return Status::ok();
-  return launch_status(cudaMemcpyAsync(y.data(), data.data(), data.nbytes(), cudaMemcpyDeviceToDevice, stream_of(ex)), ex,
-                       "cudaMemcpyAsync");
-}
-
-Status scatter_elements_run(CudaExec& ex) {
-  const Tensor& data = *ex.ctx->inputs[0];
-  const Tensor& ind = *ex.ctx->inputs[1];
-  const Tensor& upd = *ex.ctx->inputs[2];
-  Tensor& y = *ex.ctx->outputs[0];
-  if (ind.dims() != upd.dims()) return fail(ex, StatusCode::kInvalidModel, "indices and updates differ in shape");
-  GRAFT_ASSIGN_OR_RETURN(k::ScatterRed red, scatter_reduction(ex));
-  GRAFT_ASSIGN_OR_RETURN(k::ElemIndexing p, elem_indexing(ex, data, ind));
-  GRAFT_RETURN_IF_ERROR(copy_data(ex, data, y));
-  return launch_status(k::launch_scatter_elements(ktype(data.dtype()), red, ktype(ind.dtype()), ind.data(), upd.data(),
-                                                  y.data(), p, ind.numel(), stream_of(ex)), ex);
-}
-
-// ---- GatherND / ScatterND ---------------------------------------------------------------------
-
-bool gather_nd_supports(const Node& n, std::string* why) {
-  if (!input0_any_size(n, why)) return false;
-  if (!has_input(n, 1)) return reject(why, "indices are missing");
-  return index_dtype(n, 1, why);
-}
-
-Status gather_nd_run(CudaExec& ex) {
-  const Tensor& data = *ex.ctx->inputs[0];
-  const Tensor& ind = *ex.ctx->inputs[1];
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(int64_t b, attrs_of(ex).get_int("batch_dims", 0));
-  const int64_t r = data.rank(), q = ind.rank();
-  if (q < 1 || b < 0 || b >= std::min(r, q))
-    return fail(ex, StatusCode::kInvalidModel, "batch_dims ", b, " does not fit data rank ", r, " and indices rank ", q);
-  const int64_t m = ind.dims().back();
-  if (m < 1 || m > r - b) return fail(ex, StatusCode::kInvalidModel, "indices address ", m, " dims of data ", dims_str(data.dims()));
-  if (m > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "index tuples longer than ", k::kMaxRank);
-  for (int64_t d = 0; d < b; ++d)
-    if (data.dims()[d] != ind.dims()[d]) return fail(ex, StatusCode::kInvalidModel, "batch dim ", d, " differs");
-  int64_t batches = 1;
-  k::NDIndexing p;
-  for (int64_t d = 0; d < b; ++d) batches *= data.dims()[d];
-  for (int64_t d = b + m; d < r; ++d) p.slice *= data.dims()[d];
-  const auto st = contiguous_strides(data.dims());
-  p.m = static_cast<int>(m);
-  for (int64_t j = 0; j < m; ++j) {
-    p.dims[j] = data.dims()[b + j];
-    p.strides[j] = st[static_cast<size_t>(b + j)];
-  }
-  const int64_t tuples = ind.numel() / m;
-  p.tuples_per_batch = batches ? std::max<int64_t>(tuples / batches, 1) : 1;
-  p.batch_stride = b > 0 && batches ? data.numel() / batches : 0;
-  if (y.numel() != tuples * p.slice || y.dtype() != data.dtype())
-    return fail(ex, StatusCode::kInternal, "output has ", y.numel(), " elements, expected ", tuples * p.slice);
-  return launch_status(k::launch_gather_nd(static_cast<int>(dtype_size(data.dtype())), ktype(ind.dtype()), data.data(),
-                                           ind.data(), y.data(), p, tuples, stream_of(ex)), ex);
-}
-
-Status scatter_nd_run(CudaExec& ex) {
-  const Tensor& data = *ex.ctx->inputs[0];
-  const Tensor& ind = *ex.ctx->inputs[1];
-  const Tensor& upd = *ex.ctx->inputs[2];
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(k::ScatterRed red, scatter_reduction(ex));
-  const int64_t m = ind.rank() ? ind.dims().back() : 0;
-  if (ind.rank() < 1 || m > data.rank())
-    return fail(ex, StatusCode::kInvalidModel, "indices ", dims_str(ind.dims()), " do not fit data ", dims_str(data.dims()));
-  if (m > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "index tuples longer than ", k::kMaxRank);
-  std::vector<int64_t> want(ind.dims().begin(), ind.dims().end() - 1);
-  want.insert(want.end(), data.dims().begin() + m, data.dims().end());
-  if (upd.dims() != want)
-    return fail(ex, StatusCode::kInvalidModel, "updates have shape ", dims_str(upd.dims()), ", expected ", dims_str(want));
-  k::NDIndexing p;
-  const auto st = contiguous_strides(data.dims());
-  p.m = static_cast<int>(m);
-  for (int64_t j = 0; j < m; ++j) {
-    p.dims[j] = data.dims()[j];
-    p.strides[j] = st[static_cast<size_t>(j)];
-  }
-  for (int64_t d = m; d < data.rank(); ++d) p.slice *= data.dims()[d];
-  const int64_t tuples = m ? ind.numel() / m : 0;  // m = 0: no tuples, as the CPU reference
-  GRAFT_RETURN_IF_ERROR(copy_data(ex, data, y));
-  if (tuples == 0) return Status::ok();
-  return launch_status(k::launch_scatter_nd(ktype(data.dtype()), red, ktype(ind.dtype()), ind.data(), upd.data(), y.data(),
-                                            p, tuples, stream_of(ex)), ex);
-}
-
 // ---- OneHot -----------------------------------------------------------------------------------
 
 bool one_hot_supports(const Node& n, std::string* why) {
@@ -412,7 +237,7 @@ Status one_hot_run(CudaExec& ex) {
 
 template <bool kToSpace>
 bool depth_space_supports(const Node& n, std::string* why) {
-  if (!input0_any_size(n, why)) return false;
+  if (!elem_size_ok(n, why)) return false;
   auto mode = n.attrs.get_string("mode", "DCR");
   if (!mode || (mode.value() != "DCR" && mode.value() != "CRD")) return reject(why, "attribute 'mode' must be DCR or CRD");
   return true;
@@ -508,7 +333,7 @@ Status topk_run(CudaExec& ex) {
 // ---- Compress ---------------------------------------------------------------------------------
 
 bool compress_supports(const Node& n, std::string* why) {
-  if (!input0_any_size(n, why)) return false;
+  if (!elem_size_ok(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "condition is missing");
   return true;
 }
@@ -627,11 +452,7 @@ void append_cuda_extra_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"ArgMin", &arg_supports, &arg_run<false>, {}, nullptr});
   out.push_back(CudaOp{"Hardmax", &float_input0, &hardmax_run, {}, nullptr});
   out.push_back(CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr});
-  out.push_back(CudaOp{"Trilu", &input0_any_size, &trilu_run, {1}, nullptr});
-  out.push_back(CudaOp{"GatherElements", &gather_elements_supports, &gather_elements_run, {}, nullptr});
-  out.push_back(CudaOp{"ScatterElements", &scatter_supports, &scatter_elements_run, {}, nullptr});
-  out.push_back(CudaOp{"GatherND", &gather_nd_supports, &gather_nd_run, {}, nullptr});
-  out.push_back(CudaOp{"ScatterND", &scatter_supports, &scatter_nd_run, {}, nullptr});
+  out.push_back(CudaOp{"Trilu", &elem_size_ok, &trilu_run, {1}, nullptr});
   out.push_back(CudaOp{"OneHot", &one_hot_supports, &one_hot_run, {1}, nullptr});
   out.push_back(CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr});
   out.push_back(CudaOp{"SpaceToDepth", &depth_space_supports<false>, &depth_space_run<false>, {}, nullptr});
