@@ -12,8 +12,8 @@ namespace graft {
 // The families, each defined in its own file or folder (src/ops/<family>_ops.cpp, src/ops/<family>/):
 // a new family is its declaration here and its call in the table below.
 void append_elementwise_ops(std::vector<OpEntry>& out);   // unary, binary, Where, Cast, Clip...
-void append_nn_ops(std::vector<OpEntry>& out);            // Conv, pools, BN, MatMul, Gemm, Softmax, LayerNorm
-void append_reduce_ops(std::vector<OpEntry>& out);        // ReduceMean/Sum/Max
+void append_nn_ops(std::vector<OpEntry>& out);            // Conv, pools, BN, MatMul, Gemm
+void append_reduce_norm_ops(std::vector<OpEntry>& out);   // ReduceMean/Sum/Max..., Softmax, LogSoftmax, LayerNormalization
 void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
 void append_gather_scatter_ops(std::vector<OpEntry>& out);  // GatherElements, ScatterElements, GatherND, ScatterND
 void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
@@ -45,7 +45,7 @@ const std::vector<OpEntry>& builtin_ops() {
     std::vector<OpEntry> t;
     append_elementwise_ops(t);
     append_nn_ops(t);
-    append_reduce_ops(t);
+    append_reduce_norm_ops(t);
     append_shape_ops(t);
     append_gather_scatter_ops(t);
     append_resize_pad_ops(t);

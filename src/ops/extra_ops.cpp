@@ -9,7 +9,7 @@
 #include <string>
 
 #include "backends/cpu/extra.h"
-#include "backends/cpu/reduce.h"
+#include "ops/reduce_norm/reduce_norm.h"
 #include "core/checked_math.h"
 #include "ops/extra_attrs.h"
 #include "ops/infer_util.h"

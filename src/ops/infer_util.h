@@ -72,7 +72,7 @@ inline Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, k
 
 // Output of a ReduceXxx-style node once input 0's dtype is checked: keepdims, axes from the
 // attribute or input 1 (its dtype must be int64, or any integer type when !axes_int64_only).
-// Defined in reduce_ops.cpp.
+// Defined in src/ops/reduce_norm/reduce_norm.cpp.
 Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only);
 
 // numel(in) / prod(known) for a Reshape's inferred (-1) dim, cancelling structurally equal

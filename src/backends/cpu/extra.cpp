@@ -13,7 +13,7 @@
 #include "backends/cpu/elementwise.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/unary_kernel.h"
-#include "backends/cpu/reduce.h"
+#include "ops/reduce_norm/reduce_norm.h"
 #include "core/checked_math.h"
 
 namespace graft::cpu {

@@ -11,7 +11,7 @@ namespace graft::cuda {
 // The families, each defined in its own file (src/backends/cuda/<family>_ops.cpp) or family folder
 // (src/ops/<family>/<family>.cu): a new family is its declaration here and its call in the table.
 void append_cuda_elementwise_ops(std::vector<CudaOp>& out);  // unary, binary broadcast, Where, Cast, Clip...
-void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out);  // Softmax, LayerNormalization, Reduce*
+void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out);  // Softmax, LogSoftmax, LayerNormalization, Reduce*
 void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Concat, Slice, Gather, Expand, Tile, Reshape-like copies
 void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuBLASLt), Conv/pools (cuDNN), BatchNormalization
 void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast

@@ -28,7 +28,7 @@
 #include "backends/cuda/elementwise_kernels.cuh"
 #include "backends/cuda/flash_attention_kernels.cuh"
 #include "backends/cuda/fused_transformer_kernels.cuh"
-#include "backends/cuda/reduce_norm_kernels.cuh"
+#include "ops/reduce_norm/reduce_norm.h"  // k::launch_softmax
 #include "backends/cuda/view_plan.h"
 #include "ops/fused_transformer_ops.h"
 #include "plan/tactics.h"
