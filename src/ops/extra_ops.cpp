@@ -1,15 +1,11 @@
 // Schemas of the less common ONNX ops the backend test suite exercises: index reductions (ArgMax,
-// ArgMin, Hardmax), more reductions (ReduceL1, ReduceLogSum, ReduceLogSumExp), OneHot, CumSum, TopK,
-// Compress, DepthToSpace, SpaceToDepth, Trilu, Size, Mean, Mod, Xor, and more unary math
-// (trig/hyperbolic, Sign, Round, Selu, Shrink, ThresholdedRelu, Softsign, Mish, IsNaN, IsInf).
-//
-// Reduction axes go through resolve_reduce_axes, the same reader the ReduceXxx group uses:
-// an attribute before opset 18, an optional second input from 18 on.
+// ArgMin, Hardmax), OneHot, CumSum, TopK, Compress, DepthToSpace, SpaceToDepth, Trilu, Size, Mean,
+// Mod, Xor, and more unary math (trig/hyperbolic, Sign, Round, Selu, Shrink, ThresholdedRelu,
+// Softsign, Mish, IsNaN, IsInf).
 #include <algorithm>
 #include <string>
 
 #include "backends/cpu/extra.h"
-#include "ops/reduce_norm/reduce_norm.h"
 #include "core/checked_math.h"
 #include "ops/extra_attrs.h"
 #include "ops/infer_util.h"
@@ -147,15 +143,6 @@ Status infer_hardmax(InferContext& ctx) {
   ctx.set_output(0, ctx.input(0));
   return Status::ok();
 }
-
-// ---- reductions -------------------------------------------------------------------------------
-
-Status infer_reduce(InferContext& ctx, const std::vector<DataType>& allowed) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
-  return infer_reduce_shape(ctx, /*axes_int64_only=*/true);
-}
-Status infer_reduce_numeric(InferContext& ctx) { return infer_reduce(ctx, kNumericTypes); }
-Status infer_reduce_float(InferContext& ctx) { return infer_reduce(ctx, kFloatTypes); }
 
 // ---- data movement ----------------------------------------------------------------------------
 
@@ -369,9 +356,6 @@ void append_extra_ops(std::vector<OpEntry>& out) {
       {"ArgMax", 1, infer_arg_reduce, cpu::arg_max},
       {"ArgMin", 1, infer_arg_reduce, cpu::arg_min},
       {"Hardmax", 1, infer_hardmax, cpu::hardmax},
-      keeps_float32({"ReduceL1", 1, infer_reduce_numeric, cpu::reduce_l1}),
-      keeps_float32({"ReduceLogSum", 1, infer_reduce_float, cpu::reduce_log_sum}),
-      keeps_float32({"ReduceLogSumExp", 1, infer_reduce_float, cpu::reduce_log_sum_exp}),
       {"Trilu", 14, infer_trilu, cpu::trilu},
       keeps_float32({"Size", 1, infer_size, cpu::size}),
       {"Mod", 10, infer_mod, cpu::mod},

@@ -77,60 +77,6 @@ Status arg_reduce(ExecContext& ctx, bool want_max) {
   }, [&](DataType t) { return bad_dtype(ctx, t); });
 }
 
-enum class Reduction { kL1, kLogSum, kLogSumExp };
-
-Status reduce_more(ExecContext& ctx, Reduction kind) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  const bool axes_present = ctx.inputs.size() > 1 && ctx.inputs[1] != nullptr;
-  std::optional<std::vector<int64_t>> axes_in;
-  if (axes_present) axes_in = ctx.inputs[1]->to_int64_vector();
-  GRAFT_ASSIGN_OR_RETURN(ReduceAxes ra, resolve_reduce_axes(attrs_of(ctx), x.rank(), axes_present, axes_in));
-  GRAFT_CHECK(ra.known);
-  std::vector<int64_t> kept = x.dims();
-  if (!ra.noop)
-    for (int64_t d = 0; d < x.rank(); ++d)
-      if (ra.axes.empty() || std::find(ra.axes.begin(), ra.axes.end(), d) != ra.axes.end()) kept[d] = 1;
-  const int64_t n_out = numel_of(kept);
-  GRAFT_CHECK(n_out == y.numel(), "output has ", y.numel(), " elements, expected ", n_out);
-  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(x.dims(), {kept}));
-  std::vector<int64_t> dest(static_cast<size_t>(x.numel()));
-  for (int64_t i = 0; i < x.numel(); ++i, w.next()) dest[i] = w.offset(0);
-  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    using C = decltype(Tr::load(nullptr, 0));
-    if constexpr (std::is_integral_v<C>) {
-      if (kind != Reduction::kL1) return bad_dtype(ctx, x.dtype());
-      std::vector<int64_t> acc(n_out, 0);
-      for (int64_t i = 0; i < x.numel(); ++i) {
-        const int64_t v = static_cast<int64_t>(Tr::load(x.data(), i));
-        acc[dest[i]] += v < 0 ? -v : v;
-      }
-      for (int64_t o = 0; o < n_out; ++o) Tr::store(y.data(), o, static_cast<C>(acc[o]));
-    } else {
-      // Log-sum-exp subtracts the max first so large inputs do not overflow.
-      std::vector<double> mx(n_out, -INFINITY), acc(n_out, 0.0);
-      if (kind == Reduction::kLogSumExp)
-        for (int64_t i = 0; i < x.numel(); ++i) mx[dest[i]] = std::max(mx[dest[i]], double(Tr::load(x.data(), i)));
-      for (int64_t i = 0; i < x.numel(); ++i) {
-        const double v = Tr::load(x.data(), i);
-        double& a = acc[dest[i]];
-        if (kind == Reduction::kL1) a += std::fabs(v);
-        else if (kind == Reduction::kLogSum) a += v;
-        else a += std::isinf(mx[dest[i]]) ? std::exp(v) : std::exp(v - mx[dest[i]]);
-      }
-      for (int64_t o = 0; o < n_out; ++o) {
-        double r = acc[o];
-        if (kind == Reduction::kLogSum) r = std::log(r);
-        else if (kind == Reduction::kLogSumExp) r = std::log(r) + (std::isinf(mx[o]) ? 0.0 : mx[o]);
-        Tr::store(y.data(), o, static_cast<C>(r));
-      }
-    }
-    return Status::ok();
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
-}
-
 }  // namespace
 
 Status arg_max(ExecContext& ctx) { return arg_reduce(ctx, true); }
@@ -162,9 +108,6 @@ Status hardmax(ExecContext& ctx) {
   return Status::ok();
 }
 
-Status reduce_l1(ExecContext& ctx) { return reduce_more(ctx, Reduction::kL1); }
-Status reduce_log_sum(ExecContext& ctx) { return reduce_more(ctx, Reduction::kLogSum); }
-Status reduce_log_sum_exp(ExecContext& ctx) { return reduce_more(ctx, Reduction::kLogSumExp); }
 
 Status trilu(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));

@@ -1,4 +1,4 @@
-// CPU reference kernels for the ops of src/ops/extra_ops.cpp: index reductions, more reductions,
+// CPU reference kernels for the ops of src/ops/extra_ops.cpp: index reductions,
 // Trilu, Size, Mod, Xor and more unary math.
 //
 // Same conventions as the other CPU kernels: plain loops; half types compute in float and round
@@ -14,9 +14,6 @@ namespace graft::cpu {
 Status arg_max(ExecContext& ctx);
 Status arg_min(ExecContext& ctx);
 Status hardmax(ExecContext& ctx);
-Status reduce_l1(ExecContext& ctx);
-Status reduce_log_sum(ExecContext& ctx);
-Status reduce_log_sum_exp(ExecContext& ctx);
 Status trilu(ExecContext& ctx);
 Status size(ExecContext& ctx);
 Status mod(ExecContext& ctx);

@@ -14,6 +14,8 @@
 
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/elementwise.h"
+#include "backends/cpu/kernel_util.h"
+#include "backends/cpu/unary_kernel.h"  // check_io, bad_dtype
 #include "graft/status.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
@@ -163,6 +165,72 @@ Status reduce_l2(ExecContext& ctx) { return reduce(ctx, ReduceKind::kL2); }
 
 namespace {
 
+// ReduceL1, ReduceLogSum and ReduceLogSumExp (the suite's rarer reductions): float and, for L1,
+// integer inputs, accumulated in double.
+using detail::BroadcastWalker;
+
+enum class Reduction { kL1, kLogSum, kLogSumExp };
+
+Status reduce_more(ExecContext& ctx, Reduction kind) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  const bool axes_present = ctx.inputs.size() > 1 && ctx.inputs[1] != nullptr;
+  std::optional<std::vector<int64_t>> axes_in;
+  if (axes_present) axes_in = ctx.inputs[1]->to_int64_vector();
+  GRAFT_ASSIGN_OR_RETURN(ReduceAxes ra, resolve_reduce_axes(attrs_of(ctx), x.rank(), axes_present, axes_in));
+  GRAFT_CHECK(ra.known);
+  std::vector<int64_t> kept = x.dims();
+  if (!ra.noop)
+    for (int64_t d = 0; d < x.rank(); ++d)
+      if (ra.axes.empty() || std::find(ra.axes.begin(), ra.axes.end(), d) != ra.axes.end()) kept[d] = 1;
+  const int64_t n_out = numel_of(kept);
+  GRAFT_CHECK(n_out == y.numel(), "output has ", y.numel(), " elements, expected ", n_out);
+  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(x.dims(), {kept}));
+  std::vector<int64_t> dest(static_cast<size_t>(x.numel()));
+  for (int64_t i = 0; i < x.numel(); ++i, w.next()) dest[i] = w.offset(0);
+  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    using C = decltype(Tr::load(nullptr, 0));
+    if constexpr (std::is_integral_v<C>) {
+      if (kind != Reduction::kL1) return bad_dtype(ctx, x.dtype());
+      std::vector<int64_t> acc(n_out, 0);
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const int64_t v = static_cast<int64_t>(Tr::load(x.data(), i));
+        acc[dest[i]] += v < 0 ? -v : v;
+      }
+      for (int64_t o = 0; o < n_out; ++o) Tr::store(y.data(), o, static_cast<C>(acc[o]));
+    } else {
+      // Log-sum-exp subtracts the max first so large inputs do not overflow.
+      std::vector<double> mx(n_out, -INFINITY), acc(n_out, 0.0);
+      if (kind == Reduction::kLogSumExp)
+        for (int64_t i = 0; i < x.numel(); ++i) mx[dest[i]] = std::max(mx[dest[i]], double(Tr::load(x.data(), i)));
+      for (int64_t i = 0; i < x.numel(); ++i) {
+        const double v = Tr::load(x.data(), i);
+        double& a = acc[dest[i]];
+        if (kind == Reduction::kL1) a += std::fabs(v);
+        else if (kind == Reduction::kLogSum) a += v;
+        else a += std::isinf(mx[dest[i]]) ? std::exp(v) : std::exp(v - mx[dest[i]]);
+      }
+      for (int64_t o = 0; o < n_out; ++o) {
+        double r = acc[o];
+        if (kind == Reduction::kLogSum) r = std::log(r);
+        else if (kind == Reduction::kLogSumExp) r = std::log(r) + (std::isinf(mx[o]) ? 0.0 : mx[o]);
+        Tr::store(y.data(), o, static_cast<C>(r));
+      }
+    }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+}  // namespace
+
+Status reduce_l1(ExecContext& ctx) { return reduce_more(ctx, Reduction::kL1); }
+Status reduce_log_sum(ExecContext& ctx) { return reduce_more(ctx, Reduction::kLogSum); }
+Status reduce_log_sum_exp(ExecContext& ctx) { return reduce_more(ctx, Reduction::kLogSumExp); }
+
+namespace {
+
 Status softmax_impl(ExecContext& ctx, bool log_output) {
   if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.empty() || !ctx.outputs[0])
     return error(StatusCode::kInternal, "Softmax kernel called without input or output");
@@ -298,6 +366,15 @@ Status infer_reduce(InferContext& ctx, bool allow_int) {
 Status infer_reduce_float(InferContext& ctx) { return infer_reduce(ctx, /*allow_int=*/false); }
 Status infer_reduce_any(InferContext& ctx) { return infer_reduce(ctx, /*allow_int=*/true); }
 
+// ReduceL1 (numeric types), ReduceLogSum and ReduceLogSumExp (float types): their axes input must be
+// int64.
+Status infer_reduce_listed(InferContext& ctx, const std::vector<DataType>& allowed) {
+  GRAFT_RETURN_IF_ERROR(infer::check_dtype(ctx, 0, allowed));
+  return infer::infer_reduce_shape(ctx, /*axes_int64_only=*/true);
+}
+Status infer_reduce_l1(InferContext& ctx) { return infer_reduce_listed(ctx, infer::kNumericTypes); }
+Status infer_reduce_log(InferContext& ctx) { return infer_reduce_listed(ctx, infer::kFloatTypes); }
+
 Status infer_softmax(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_float_input(ctx, 0));
   auto axis = ctx.attrs().get_int("axis", ctx.opset() < 13 ? 1 : -1);
@@ -410,6 +487,9 @@ void append_reduce_norm_ops(std::vector<OpEntry>& out) {
       keeps_float32({"ReduceProd", 11, infer_reduce_any, cpu::reduce_prod}),
       keeps_float32({"ReduceSumSquare", 11, infer_reduce_any, cpu::reduce_sum_square}),
       keeps_float32({"ReduceL2", 11, infer_reduce_float, cpu::reduce_l2}),
+      keeps_float32({"ReduceL1", 1, infer_reduce_l1, cpu::reduce_l1}),
+      keeps_float32({"ReduceLogSum", 1, infer_reduce_log, cpu::reduce_log_sum}),
+      keeps_float32({"ReduceLogSumExp", 1, infer_reduce_log, cpu::reduce_log_sum_exp}),
       {"Softmax", 11, infer_softmax, cpu::softmax},
       keeps_float32({"LogSoftmax", 11, infer_softmax, cpu::log_softmax}),
       {"LayerNormalization", 17, infer_layer_norm, cpu::layer_normalization},

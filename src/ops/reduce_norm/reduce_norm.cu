@@ -1,8 +1,8 @@
 // The reduce-and-normalize family's CUDA kernels (float accumulation) and ops: Softmax/LogSoftmax
-// over an [outer, n, inner] view (a warp or part of one per row when rows are short and contiguous),
-// LayerNormalization over the trailing block, and generic reductions over any set of axes (up to
-// kMaxRank) with one block per output element, for ReduceMean/Sum/Max/Min/Prod/SumSquare/L2 and the
-// ReduceL1/LogSum/LogSumExp of src/ops/extra_ops.cpp. Axes come from the attribute or a host input.
+// over an [outer, n, inner] view (a warp or part of one per row when rows are short and
+// contiguous), LayerNormalization over the trailing block, and generic reductions over any set of
+// axes (up to kMaxRank) with one block per output element, for all ten Reduce ops. Axes come from
+// the attribute or a host input.
 #include "ops/reduce_norm/reduce_norm.h"
 
 #include <climits>

@@ -1,11 +1,11 @@
-// The reduce-and-normalize family: ONNX's reductions (ReduceMean, ReduceSum, ReduceMax, ReduceMin,
-// ReduceProd, ReduceSumSquare, ReduceL2) and the normalizations built on reductions (Softmax,
-// LogSoftmax, LayerNormalization). This header holds what other code shares with them: the reduce
-// axes (read one way by the schemas, the CPU references and the CUDA ops, also for the Reduce ops of
-// src/ops/extra_ops.cpp), the CPU references and, in CUDA builds, the kernel launchers (the fused
-// attention calls the softmax). reduce_norm.cpp: axes, CPU references (float inputs accumulate in
-// double and round once on store; integers in int64), schemas; reduce_norm.cu: kernels (float
-// accumulation) and the CUDA ops.
+// The reduce-and-normalize family: ONNX's ten reductions (ReduceMean, ReduceSum, ReduceMax,
+// ReduceMin, ReduceProd, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp) and
+// the normalizations built on reductions (Softmax, LogSoftmax, LayerNormalization). This header
+// holds what other code shares with them: the reduce axes (read one way by the schemas, the CPU
+// references and the CUDA ops), the CPU references and, in CUDA builds, the kernel launchers (the
+// fused attention calls the softmax). reduce_norm.cpp: axes, CPU references (float inputs
+// accumulate in double and round once on store; integers in int64), schemas; reduce_norm.cu:
+// kernels (float accumulation) and the CUDA ops.
 #pragma once
 
 #include <cstdint>
@@ -47,6 +47,9 @@ Status reduce_min(ExecContext& ctx);
 Status reduce_prod(ExecContext& ctx);
 Status reduce_sum_square(ExecContext& ctx);
 Status reduce_l2(ExecContext& ctx);
+Status reduce_l1(ExecContext& ctx);
+Status reduce_log_sum(ExecContext& ctx);
+Status reduce_log_sum_exp(ExecContext& ctx);
 Status softmax(ExecContext& ctx);
 Status log_softmax(ExecContext& ctx);
 Status layer_normalization(ExecContext& ctx);

@@ -1,9 +1,9 @@
 // The resize-and-pad family: ONNX's Resize (nearest, linear and cubic) and Pad (constant, reflect,
-// edge, wrap). This header holds what the schemas, the CPU references and the
-// CUDA kernels share so that every side computes the same output extents and words its errors the
-// same way: the attribute readers, the reading of the scales/sizes/pads inputs and Pad's index
-// mapping (a host-and-device function). resize_pad.cpp: attributes, CPU references, schemas;
-// resize_pad.cu: kernels and the CUDA ops.
+// edge, wrap). This header holds what the schemas, the CPU references and the CUDA kernels share so
+// that every side computes the same output extents and words its errors the same way: the attribute
+// readers, the reading of the scales/sizes/pads inputs and Pad's index mapping (a host-and-device
+// function). resize_pad.cpp: attributes, CPU references, schemas; resize_pad.cu: kernels and the
+// CUDA ops.
 #pragma once
 
 #include <cstdint>
