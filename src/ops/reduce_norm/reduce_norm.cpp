@@ -250,12 +250,8 @@ Status softmax_impl(ExecContext& ctx, bool log_output) {
   GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
   // View x as [outer, n, inner]; softmax runs over n. Opset < 13 flattens every axis from `axis`
   // on into n (the "coerce to 2-D" rule), so inner is 1 there.
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (d < axis) outer *= x.dims()[d];
-    else if (d == axis || legacy) n *= x.dims()[d];
-    else inner *= x.dims()[d];
-  }
+  const AxisView v = axis_view(x.dims(), axis, legacy);
+  const int64_t outer = v.outer, n = v.n, inner = v.inner;
   std::vector<double> row(static_cast<size_t>(n));
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t i = 0; i < inner; ++i) {

@@ -580,13 +580,9 @@ Status softmax_run(CudaExec& ex) {
     return launch_status(k::launch_softmax(ktype(x.dtype()), kLog, x.data(), y.data(), 1, 1, 1, stream_of(ex)), ex);
   }
   GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
-  int64_t outer = 1, n = 1, inner = 1;
-  for (int64_t d = 0; d < x.rank(); ++d) {
-    if (d < axis) outer *= x.dims()[d];
-    else if (d == axis || legacy) n *= x.dims()[d];
-    else inner *= x.dims()[d];
-  }
-  return launch_status(k::launch_softmax(ktype(x.dtype()), kLog, x.data(), y.data(), outer, n, inner, stream_of(ex)), ex);
+  const AxisView v = axis_view(x.dims(), axis, legacy);  // before opset 13: the 2-D coercion
+  return launch_status(k::launch_softmax(ktype(x.dtype()), kLog, x.data(), y.data(), v.outer, v.n, v.inner, stream_of(ex)),
+                       ex);
 }
 
 bool layernorm_supports(const Node& n, std::string* why) {
