@@ -390,6 +390,16 @@ TEST(ExtraKernels, CumSumScatterElementsOneHot) {
     expect_close(r.value()[0], want, std::string("ScatterElements ") + red);
   }
   EXPECT_FALSE(run_op("ScatterElements", {data, ind, upd}, attrs_of({{"reduction", std::string("avg")}}), 18).is_ok());
+  // An index past either end of the axis fails naming it (-5 and 4 for an axis of 4).
+  for (int64_t bad : {int64_t{4}, int64_t{-5}}) {
+    Tensor bad_ind = ind.clone();
+    bad_ind.set(4, bad);
+    auto r = run_op("ScatterElements", {data, bad_ind, upd}, attrs_of({{"reduction", std::string("add")}}), 18);
+    ASSERT_FALSE(r.is_ok());
+    EXPECT_NE(r.status().to_string().find("ScatterElements index " + std::to_string(bad) + " is out of range"),
+              std::string::npos)
+        << r.status().to_string();
+  }
 
   // OneHot on axis 0 with negative indices and custom off/on values.
   Tensor oh_ind = Tensor::empty(DataType::kInt64, {4});

@@ -20,6 +20,36 @@ namespace graft {
 namespace cpu {
 namespace {
 
+// The offset into data of every element of `ind` (GatherElements' and ScatterElements' indices):
+// the element's own position with its coordinate along axis `a` replaced by its index (negative
+// ones count from the end). An index outside the axis, or an indices shape beyond data's, fails
+// naming `op`.
+Result<std::vector<int64_t>> element_offsets(const char* op, const Tensor& data, const Tensor& ind, int64_t a) {
+  const std::vector<int64_t> idx = ind.to_int64_vector();
+  const int64_t extent = data.dims()[a];
+  std::vector<int64_t> strides(data.rank(), 1);
+  for (int64_t d = data.rank() - 1; d > 0; --d) strides[d - 1] = strides[d] * data.dims()[d];
+  std::vector<int64_t> offsets(static_cast<size_t>(ind.numel()));
+  std::vector<int64_t> pos;
+  for (int64_t i = 0; i < ind.numel(); ++i) {
+    unravel(i, ind.dims(), pos);
+    const int64_t k = idx[i] < 0 ? idx[i] + extent : idx[i];
+    if (k < 0 || k >= extent)
+      return error(StatusCode::kRuntimeError, op, " index ", idx[i], " is out of range for axis ", a, " of size ",
+                   extent);
+    int64_t off = 0;
+    for (int64_t d = 0; d < data.rank(); ++d) {
+      const int64_t c = d == a ? k : pos[d];
+      if (c >= data.dims()[d])
+        return error(StatusCode::kRuntimeError, op, " indices shape ", ints_to_string(ind.dims()),
+                     " exceeds data shape ", ints_to_string(data.dims()), " on axis ", d);
+      off += c * strides[d];
+    }
+    offsets[i] = off;
+  }
+  return offsets;
+}
+
 // y[dest[i]] = combine(y[dest[i]], upd[i]) for every update element, in order (later duplicates win
 // for "none"). Shared by ScatterElements and ScatterND.
 Status apply_updates(const ExecContext& ctx, Tensor& y, const Tensor& upd, const std::vector<int64_t>& dest,
@@ -63,29 +93,10 @@ Status gather_elements(ExecContext& ctx) {
   auto axis = normalize_axis(axis_attr, data.rank());
   if (!axis) return Status(axis.status()).with_attribute("axis");
   GRAFT_CHECK(y.numel() == ind.numel() && y.dtype() == data.dtype());
-  const std::vector<int64_t> idx = ind.to_int64_vector();
-  const int64_t a = axis.value();
-  const int64_t extent = data.dims()[a];
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> src, element_offsets("GatherElements", data, ind, axis.value()));
   const size_t esize = dtype_size(data.dtype());
-  std::vector<int64_t> strides(data.rank(), 1);
-  for (int64_t d = data.rank() - 1; d > 0; --d) strides[d - 1] = strides[d] * data.dims()[d];
-  std::vector<int64_t> pos;
-  for (int64_t i = 0; i < ind.numel(); ++i) {
-    unravel(i, ind.dims(), pos);
-    int64_t k = idx[i] < 0 ? idx[i] + extent : idx[i];
-    if (k < 0 || k >= extent)
-      return error(StatusCode::kRuntimeError, "GatherElements index ", idx[i], " is out of range for axis ", a,
-                   " of size ", extent);
-    int64_t off = 0;
-    for (int64_t d = 0; d < data.rank(); ++d) {
-      const int64_t c = d == a ? k : pos[d];
-      if (c >= data.dims()[d])
-        return error(StatusCode::kRuntimeError, "GatherElements indices shape ", ints_to_string(ind.dims()),
-                     " exceeds data shape ", ints_to_string(data.dims()), " on axis ", d);
-      off += c * strides[d];
-    }
-    std::memcpy(static_cast<char*>(y.data()) + i * esize, static_cast<const char*>(data.data()) + off * esize, esize);
-  }
+  for (int64_t i = 0; i < ind.numel(); ++i)
+    std::memcpy(static_cast<char*>(y.data()) + i * esize, static_cast<const char*>(data.data()) + src[i] * esize, esize);
   return Status::ok();
 }
 
@@ -105,29 +116,8 @@ Status scatter_elements(ExecContext& ctx) {
   if (!axis) return Status(axis.status()).with_attribute("axis");
   GRAFT_CHECK(y.nbytes() == data.nbytes() && y.dtype() == data.dtype());
   if (data.nbytes()) std::memcpy(y.data(), data.data(), data.nbytes());
-  const std::vector<int64_t> idx = ind.to_int64_vector();
-  const int64_t a = axis.value(), extent = data.dims()[a];
-  std::vector<int64_t> strides(data.rank(), 1);
-  for (int64_t d = data.rank() - 1; d > 0; --d) strides[d - 1] = strides[d] * data.dims()[d];
   // Output offsets first, so a bad index fails before anything is combined.
-  std::vector<int64_t> dest(static_cast<size_t>(ind.numel()));
-  std::vector<int64_t> pos;
-  for (int64_t i = 0; i < ind.numel(); ++i) {
-    unravel(i, ind.dims(), pos);
-    const int64_t k = idx[i] < 0 ? idx[i] + extent : idx[i];
-    if (k < 0 || k >= extent)
-      return error(StatusCode::kRuntimeError, "ScatterElements index ", idx[i], " is out of range for axis ", a,
-                   " of size ", extent);
-    int64_t off = 0;
-    for (int64_t d = 0; d < data.rank(); ++d) {
-      const int64_t c = d == a ? k : pos[d];
-      if (c >= data.dims()[d])
-        return error(StatusCode::kRuntimeError, "ScatterElements indices shape ", ints_to_string(ind.dims()),
-                     " exceeds data shape ", ints_to_string(data.dims()), " on axis ", d);
-      off += c * strides[d];
-    }
-    dest[i] = off;
-  }
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> dest, element_offsets("ScatterElements", data, ind, axis.value()));
   return apply_updates(ctx, y, upd, dest, red);
 }
 
