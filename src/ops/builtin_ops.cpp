@@ -15,9 +15,10 @@ void append_elementwise_ops(std::vector<OpEntry>& out);   // unary, binary, Wher
 void append_nn_ops(std::vector<OpEntry>& out);            // Conv, pools, BN, MatMul, Gemm
 void append_reduce_norm_ops(std::vector<OpEntry>& out);   // ReduceMean/Sum/Max..., Softmax, LogSoftmax, LayerNormalization
 void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
+void append_selection_ops(std::vector<OpEntry>& out);      // ArgMax, ArgMin, Hardmax, TopK
 void append_gather_scatter_ops(std::vector<OpEntry>& out);  // GatherElements, ScatterElements, GatherND, ScatterND
 void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
-void append_extra_ops(std::vector<OpEntry>& out);         // ArgMax/Min, Hardmax, ReduceL1/LogSum(Exp), Mod, Trilu, trig...
+void append_extra_ops(std::vector<OpEntry>& out);         // OneHot, CumSum, Compress, Mod, Trilu, trig...
 void append_sampling_ops(std::vector<OpEntry>& out);      // RoiAlign, GridSample
 void append_data_dependent_ops(std::vector<OpEntry>& out);  // NonZero, NonMaxSuppression, Unique (data-dependent output shapes)
 void append_loss_ops(std::vector<OpEntry>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
@@ -47,6 +48,7 @@ const std::vector<OpEntry>& builtin_ops() {
     append_nn_ops(t);
     append_reduce_norm_ops(t);
     append_shape_ops(t);
+    append_selection_ops(t);
     append_gather_scatter_ops(t);
     append_resize_pad_ops(t);
     append_extra_ops(t);

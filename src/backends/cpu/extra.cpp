@@ -40,73 +40,7 @@ Status float_predicate(ExecContext& ctx, F f) {
 }
 
 
-Status arg_reduce(ExecContext& ctx, bool want_max) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  const AttributeMap& attrs = attrs_of(ctx);
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", 0));
-  GRAFT_ASSIGN_OR_RETURN(int64_t last, attrs.get_int("select_last_index", 0));
-  auto axis = normalize_axis(axis_attr, x.rank());
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  const AxisView v = axis_view(x.dims(), axis.value(), false);
-  if (v.n == 0 && v.outer * v.inner > 0)
-    return error(StatusCode::kInvalidModel, op_name(ctx), " over an empty axis ", axis.value());
-  if (y.dtype() != DataType::kInt64 || y.numel() != v.outer * v.inner)
-    return error(StatusCode::kInternal, op_name(ctx), " output is ", dtype_name(y.dtype()), " with ", y.numel(),
-                 " elements, expected int64 with ", v.outer * v.inner);
-  int64_t* out = y.data_as<int64_t>();
-  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    for (int64_t o = 0; o < v.outer; ++o)
-      for (int64_t i = 0; i < v.inner; ++i) {
-        const int64_t base = o * v.n * v.inner + i;
-        auto best = Tr::load(x.data(), base);
-        int64_t best_k = 0;
-        for (int64_t k = 1; k < v.n; ++k) {
-          auto val = Tr::load(x.data(), base + k * v.inner);
-          const bool better = want_max ? (last ? val >= best : val > best) : (last ? val <= best : val < best);
-          if (better) {
-            best = val;
-            best_k = k;
-          }
-        }
-        out[o * v.inner + i] = best_k;
-      }
-    return Status::ok();
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
-}
-
 }  // namespace
-
-Status arg_max(ExecContext& ctx) { return arg_reduce(ctx, true); }
-Status arg_min(ExecContext& ctx) { return arg_reduce(ctx, false); }
-
-Status hardmax(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  GRAFT_CHECK(x.numel() == y.numel());
-  const bool legacy = ctx.opset > 0 && ctx.opset < 13;
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ctx).get_int("axis", legacy ? 1 : -1));
-  if (x.rank() == 0) {
-    y.set(0, 1.0);
-    return Status::ok();
-  }
-  auto axis = normalize_axis(axis_attr, x.rank());
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  // Before opset 13 every axis from `axis` on is flattened into one (the 2-D coercion).
-  const AxisView v = axis_view(x.dims(), axis.value(), legacy);
-  for (int64_t o = 0; o < v.outer; ++o)
-    for (int64_t i = 0; i < v.inner; ++i) {
-      const int64_t base = o * v.n * v.inner + i;
-      int64_t best_k = 0;
-      for (int64_t k = 1; k < v.n; ++k)
-        if (x.get(base + k * v.inner) > x.get(base + best_k * v.inner)) best_k = k;
-      for (int64_t k = 0; k < v.n; ++k) y.set(base + k * v.inner, k == best_k ? 1.0 : 0.0);
-    }
-  return Status::ok();
-}
 
 
 Status trilu(ExecContext& ctx) {
@@ -341,45 +275,6 @@ Status one_hot(ExecContext& ctx) {
         std::memcpy(static_cast<char*>(y.data()) + ((o * depth + d) * inner + i) * es, off_v + (d == k ? es : 0), es);
     }
   return Status::ok();
-}
-
-Status top_k(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& vals = *ctx.outputs[0];
-  Tensor* inds = ctx.outputs.size() > 1 ? ctx.outputs[1] : nullptr;
-  const AttributeMap& attrs = attrs_of(ctx);
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", -1));
-  GRAFT_ASSIGN_OR_RETURN(int64_t largest, attrs.get_int("largest", 1));
-  const auto kv = ctx.inputs[1]->to_int64_vector();
-  if (kv.size() != 1) return error(StatusCode::kInvalidModel, "TopK input K must hold one value");
-  auto axis = normalize_axis(axis_attr, x.rank());
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  const AxisView v = axis_view(x.dims(), axis.value(), false);
-  const int64_t k = kv[0];
-  if (k < 0 || k > v.n)
-    return error(StatusCode::kRuntimeError, "TopK K = ", k, " is outside [0, ", v.n, "] for axis ", axis.value());
-  GRAFT_CHECK(vals.numel() == v.outer * k * v.inner);
-  if (inds) GRAFT_CHECK(inds->dtype() == DataType::kInt64 && inds->numel() == vals.numel());
-  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    std::vector<int64_t> order(static_cast<size_t>(v.n));
-    for (int64_t o = 0; o < v.outer; ++o)
-      for (int64_t i = 0; i < v.inner; ++i) {
-        const int64_t base = o * v.n * v.inner + i;
-        auto at = [&](int64_t t) { return Tr::load(x.data(), base + t * v.inner); };
-        for (int64_t t = 0; t < v.n; ++t) order[t] = t;
-        // Always sorted (allowed for sorted=0 too); a stable sort keeps equal values in index order.
-        std::stable_sort(order.begin(), order.end(),
-                         [&](int64_t p, int64_t q) { return largest ? at(p) > at(q) : at(p) < at(q); });
-        for (int64_t t = 0; t < k; ++t) {
-          const int64_t out = (o * k + t) * v.inner + i;
-          Tr::store(vals.data(), out, at(order[t]));
-          if (inds) inds->data_as<int64_t>()[out] = order[t];
-        }
-      }
-    return Status::ok();
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
 }
 
 namespace {

@@ -1,5 +1,5 @@
-// CPU reference kernels for the ops of src/ops/extra_ops.cpp: index reductions,
-// Trilu, Size, Mod, Xor and more unary math.
+// CPU reference kernels for the ops of src/ops/extra_ops.cpp: Trilu, Size, Mod, Xor and more unary
+// math.
 //
 // Same conventions as the other CPU kernels: plain loops; half types compute in float and round
 // once on store, float64 in double, integers natively.
@@ -11,9 +11,6 @@
 
 namespace graft::cpu {
 
-Status arg_max(ExecContext& ctx);
-Status arg_min(ExecContext& ctx);
-Status hardmax(ExecContext& ctx);
 Status trilu(ExecContext& ctx);
 Status size(ExecContext& ctx);
 Status mod(ExecContext& ctx);
@@ -41,7 +38,6 @@ Status is_nan(ExecContext& ctx);
 Status is_inf(ExecContext& ctx);
 Status cumsum(ExecContext& ctx);
 Status one_hot(ExecContext& ctx);
-Status top_k(ExecContext& ctx);  // ties keep the lower index first
 Status depth_to_space(ExecContext& ctx);
 Status space_to_depth(ExecContext& ctx);
 Status compress(ExecContext& ctx);

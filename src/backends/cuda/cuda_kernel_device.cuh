@@ -13,6 +13,10 @@
 
 namespace graft::cuda::k {
 
+// The float types (float, __half, __nv_bfloat16, double) against the integers.
+template <typename T>
+constexpr bool kIsFloat = !std::is_integral_v<T>;
+
 template <typename T> struct Elem {
   using C = T;
   static __device__ __forceinline__ C ld(T v) { return v; }

@@ -100,6 +100,22 @@ inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::
   return true;
 }
 
+// Input 0 is present and float32/float16/bfloat16.
+inline bool float_input0(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why);
+}
+
+// The single value of a host input (an axis, K, depth, k).
+inline Result<int64_t> host_scalar(const CudaExec& ex, size_t i, const char* what) {
+  const Tensor* t = ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;
+  if (!t) return fail(ex, StatusCode::kInvalidModel, what, " is missing");
+  if (t->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, what, " must be a host input");
+  const auto v = t->to_int64_vector();
+  if (v.size() != 1) return fail(ex, StatusCode::kInvalidModel, what, " must hold one value, got ", static_cast<int64_t>(v.size()));
+  return v[0];
+}
+
 // ---- the byte-moving ops' checks (shape ops, Pad, Resize) ----
 
 inline int esize(const Tensor& t) { return static_cast<int>(dtype_size(t.dtype())); }

@@ -17,7 +17,8 @@ void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuB
 void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast
 void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose 2-D (cuDNN backward data + bias)
 void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
-void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, ArgMax, CumSum, TopK, OneHot, Compress...
+void append_cuda_extra_ops(std::vector<CudaOp>& out);        // Sum/Mean, CumSum, OneHot, Compress, Trilu...
+void append_cuda_selection_ops(std::vector<CudaOp>& out);  // ArgMax, ArgMin, Hardmax, TopK
 void append_cuda_gather_scatter_ops(std::vector<CudaOp>& out);  // GatherElements, ScatterElements, GatherND, ScatterND
 void append_cuda_resize_pad_ops(std::vector<CudaOp>& out);   // Pad (every mode), Resize (nearest, linear, cubic)
 void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float32), GridSample
@@ -46,6 +47,7 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_conv_transpose_ops(t);
     append_cuda_fused_transformer_ops(t);
     append_cuda_extra_ops(t);
+    append_cuda_selection_ops(t);
     append_cuda_gather_scatter_ops(t);
     append_cuda_resize_pad_ops(t);
     append_cuda_sampling_ops(t);

@@ -1,6 +1,5 @@
 // Launchers for the CUDA kernels of the less common builtin ops (src/ops/extra_ops.cpp and Sum):
-// variadic Sum/Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, OneHot, TopK, Compress,
-// Celu. Plain device pointers, no
+// variadic Sum/Mean, IsNaN/IsInf, CumSum, Trilu, OneHot, Compress, Celu. Plain device pointers, no
 // framework types; each returns the launch's cudaError_t (cudaErrorInvalidValue for a type the
 // launcher does not handle).
 //
@@ -33,16 +32,6 @@ cudaError_t launch_variadic_sum(KType t, const VarBcast& p, void* out, int64_t n
 cudaError_t launch_float_class(KType t, bool inf, bool neg, bool pos, const void* x, void* y, int64_t n,
                                cudaStream_t s);
 
-// ---- ArgMax / ArgMin / Hardmax over an [outer, n, inner] view ----------------------------------
-
-// y[o * inner + i] = the index along n of the max (min) of x; ties pick the first index, or the
-// last with `last`; NaN never wins, except that a NaN first element is kept (as the CPU's
-// sequential scan does). f32/f16/bf16/i8/u8/i32/i64.
-cudaError_t launch_arg_reduce(KType t, bool want_max, bool last, const void* x, int64_t* y, int64_t outer,
-                              int64_t n, int64_t inner, cudaStream_t s);
-// y = 1 at the first max along n, 0 elsewhere. Float types.
-cudaError_t launch_hardmax(KType t, const void* x, void* y, int64_t outer, int64_t n, int64_t inner, cudaStream_t s);
-
 // ---- CumSum over [outer, n, inner] --------------------------------------------------------------
 
 // Float types accumulate in float, i32/i64 in int64.
@@ -62,16 +51,6 @@ cudaError_t launch_trilu(int elem_size, bool upper, int64_t k, const void* x, vo
 // size 1/2/4/8 (vals is the device tensor [off, on]).
 cudaError_t launch_one_hot(KType idx_t, int elem_size, const void* idx, const void* vals, void* out, int64_t outer,
                            int64_t depth, int64_t inner, cudaStream_t s);
-
-// ---- TopK over [outer, n, inner] --------------------------------------------------------------
-
-// Device scratch launch_topk needs for this problem (0 when a line fits in shared memory).
-size_t topk_workspace_bytes(KType t, int64_t lines, int64_t n);
-// The k largest (smallest) of each line, sorted, ties in index order (a stable sort, as the CPU
-// reference); vals [outer, k, inner] of type t, inds (may be null) int64. One block per line,
-// bitonic sort in shared memory or in `workspace`. f32/f16/bf16/i32/i64.
-cudaError_t launch_topk(KType t, bool largest, const void* x, void* vals, int64_t* inds, int64_t outer, int64_t n,
-                        int64_t inner, int64_t k, void* workspace, size_t workspace_size, cudaStream_t s);
 
 // ---- Compress ---------------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 // CUDA kernels for the less common builtin ops (src/ops/extra_ops.cpp, and Sum): variadic Sum and
-// Mean, IsNaN/IsInf, ArgMax/ArgMin/Hardmax, CumSum, Trilu, OneHot, DepthToSpace/SpaceToDepth, TopK,
-// Compress, Celu, ConstantOfShape and Range (when the engine places them on the GPU rather than on
-// the host). The unary math ops of that file (trig/hyperbolic, Sign, Round, Selu, ...), Mod and Xor
-// are elementwise (elementwise_ops.cpp). Kernels live in extra_kernels.cu.
+// Mean, IsNaN/IsInf, CumSum, Trilu, OneHot, DepthToSpace/SpaceToDepth, Compress, Celu,
+// ConstantOfShape and Range (when the engine places them on the GPU rather than on the host). The
+// unary math ops of that file (trig/hyperbolic, Sign, Round, Selu, ...), Mod and Xor are
+// elementwise (elementwise_ops.cpp). Kernels live in extra_kernels.cu.
 //
 // Where the CPU reference fails on a bad index value read on the device (OneHot), the kernel cannot:
 // see extra_kernels.cuh for what it does instead. The gathers and scatters are their own family
@@ -31,16 +31,6 @@ constexpr std::initializer_list<DataType> kFloatsInts = {DataType::kFloat32, Dat
 bool elem_size_fits(DataType t) {
   const size_t es = dtype_size(t);
   return es == 1 || es == 2 || es == 4 || es == 8;
-}
-
-// The single value of a host input (an axis, K, depth, k).
-Result<int64_t> host_scalar(const CudaExec& ex, size_t i, const char* what) {
-  const Tensor* t = ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;
-  if (!t) return fail(ex, StatusCode::kInvalidModel, what, " is missing");
-  if (t->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, what, " must be a host input");
-  const auto v = t->to_int64_vector();
-  if (v.size() != 1) return fail(ex, StatusCode::kInvalidModel, what, " must hold one value, got ", static_cast<int64_t>(v.size()));
-  return v[0];
 }
 
 // ---- Sum / Mean -------------------------------------------------------------------------------
@@ -109,11 +99,6 @@ Status variadic_run(CudaExec& ex) {
 
 // ---- IsNaN / IsInf ----------------------------------------------------------------------------
 
-bool float_input0(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  return require_dtype(n, 0, kFloats, why);
-}
-
 template <bool kInf>
 Status float_class_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
@@ -127,42 +112,6 @@ Status float_class_run(CudaExec& ex) {
   }
   return launch_status(k::launch_float_class(ktype(x.dtype()), kInf, neg != 0, pos != 0, x.data(), y.data(), x.numel(),
                                              stream_of(ex)), ex);
-}
-
-// ---- ArgMax / ArgMin / Hardmax ----------------------------------------------------------------
-
-bool arg_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
-                              DataType::kUInt8, DataType::kInt32, DataType::kInt64}, why);
-}
-
-template <bool kMax>
-Status arg_run(CudaExec& ex) {
-  const Tensor& x = *ex.ctx->inputs[0];
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", 0));
-  GRAFT_ASSIGN_OR_RETURN(int64_t last, attrs_of(ex).get_int("select_last_index", 0));
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
-  const AxisView v = axis_view(x.dims(), axis, false);
-  if (v.n == 0 && v.outer * v.inner > 0) return fail(ex, StatusCode::kInvalidModel, "reduction over an empty axis ", axis);
-  if (y.dtype() != DataType::kInt64 || y.numel() != v.outer * v.inner)
-    return fail(ex, StatusCode::kInternal, "output must be int64 with ", v.outer * v.inner, " elements");
-  return launch_status(k::launch_arg_reduce(ktype(x.dtype()), kMax, last != 0, x.data(), static_cast<int64_t*>(y.data()),
-                                            v.outer, v.n, v.inner, stream_of(ex)), ex);
-}
-
-Status hardmax_run(CudaExec& ex) {
-  const Tensor& x = *ex.ctx->inputs[0];
-  Tensor& y = *ex.ctx->outputs[0];
-  if (x.numel() != y.numel() || x.dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "output differs from input");
-  const bool legacy = ex.ctx->opset > 0 && ex.ctx->opset < 13;
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", legacy ? 1 : -1));
-  if (x.rank() == 0)  // a scalar: 1
-    return launch_status(k::launch_hardmax(ktype(x.dtype()), x.data(), y.data(), 1, 1, 1, stream_of(ex)), ex);
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, x.rank()));
-  const AxisView v = axis_view(x.dims(), axis, legacy);  // before opset 13: the 2-D coercion
-  return launch_status(k::launch_hardmax(ktype(x.dtype()), x.data(), y.data(), v.outer, v.n, v.inner, stream_of(ex)), ex);
 }
 
 // ---- CumSum -----------------------------------------------------------------------------------
@@ -285,50 +234,6 @@ Status depth_space_run(CudaExec& ex) {
                                                 stream_of(ex)), ex);
 }
 
-// ---- TopK -------------------------------------------------------------------------------------
-
-bool topk_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and K");
-  if (!require_dtype(n, 0, kFloatsInts, why)) return false;
-  if (n.outputs.size() > 1 && n.outputs[1] && n.outputs[1]->desc.dtype != DataType::kInt64)
-    return reject(why, "indices output must be int64");
-  return true;
-}
-
-Result<AxisView> topk_view(const Node& node, const std::vector<int64_t>& dims) {
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, node.attrs.get_int("axis", -1));
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, static_cast<int64_t>(dims.size())));
-  return axis_view(dims, axis, false);
-}
-
-size_t topk_workspace(const Node& node, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& /*outputs*/) {
-  if (inputs.empty() || !inputs[0]) return 0;
-  auto v = topk_view(node, inputs[0]->dims());
-  if (!v) return 0;
-  return k::topk_workspace_bytes(ktype(inputs[0]->dtype()), v.value().outer * v.value().inner, v.value().n);
-}
-
-Status topk_run(CudaExec& ex) {
-  const Tensor& x = *ex.ctx->inputs[0];
-  Tensor& vals = *ex.ctx->outputs[0];
-  Tensor* inds = ex.ctx->outputs.size() > 1 ? ex.ctx->outputs[1] : nullptr;
-  GRAFT_ASSIGN_OR_RETURN(int64_t largest, attrs_of(ex).get_int("largest", 1));
-  GRAFT_ASSIGN_OR_RETURN(int64_t kv, host_scalar(ex, 1, "K"));
-  GRAFT_ASSIGN_OR_RETURN(AxisView v, topk_view(*ex.ctx->node, x.dims()));
-  if (kv < 0 || kv > v.n) return fail(ex, StatusCode::kRuntimeError, "K = ", kv, " is outside [0, ", v.n, "]");
-  if (vals.numel() != v.outer * kv * v.inner || vals.dtype() != x.dtype())
-    return fail(ex, StatusCode::kInternal, "values output has the wrong size or dtype");
-  if (inds && (inds->dtype() != DataType::kInt64 || inds->numel() != vals.numel()))
-    return fail(ex, StatusCode::kInternal, "indices output must be int64 of the values' size");
-  const size_t need = k::topk_workspace_bytes(ktype(x.dtype()), v.outer * v.inner, v.n);
-  if (need > ex.workspace_size)
-    return fail(ex, StatusCode::kInternal, "workspace of ", static_cast<int64_t>(ex.workspace_size), " bytes, need ",
-                static_cast<int64_t>(need));
-  return launch_status(k::launch_topk(ktype(x.dtype()), largest != 0, x.data(), vals.data(),
-                                      inds ? static_cast<int64_t*>(inds->data()) : nullptr, v.outer, v.n, v.inner, kv,
-                                      ex.workspace, ex.workspace_size, stream_of(ex)), ex);
-}
-
 // ---- Compress ---------------------------------------------------------------------------------
 
 bool compress_supports(const Node& n, std::string* why) {
@@ -447,15 +352,11 @@ void append_cuda_extra_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Mean", &variadic_supports<true>, &variadic_run<true>, {}, nullptr});
   out.push_back(CudaOp{"IsNaN", &float_input0, &float_class_run<false>, {}, nullptr});
   out.push_back(CudaOp{"IsInf", &float_input0, &float_class_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"ArgMax", &arg_supports, &arg_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"ArgMin", &arg_supports, &arg_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"Hardmax", &float_input0, &hardmax_run, {}, nullptr});
   out.push_back(CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr});
   out.push_back(CudaOp{"Trilu", &elem_size_ok, &trilu_run, {1}, nullptr});
   out.push_back(CudaOp{"OneHot", &one_hot_supports, &one_hot_run, {1}, nullptr});
   out.push_back(CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr});
   out.push_back(CudaOp{"SpaceToDepth", &depth_space_supports<false>, &depth_space_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"TopK", &topk_supports, &topk_run, {1}, &topk_workspace});
   out.push_back(CudaOp{"Compress", &compress_supports, &compress_run, {1}, nullptr});
   out.push_back(CudaOp{"Celu", &celu_supports, &celu_run, {}, nullptr});
   out.push_back(CudaOp{"ConstantOfShape", &constant_of_shape_supports, &constant_of_shape_run, {0}, nullptr});
