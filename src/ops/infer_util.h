@@ -85,12 +85,12 @@ Dim divide_shape(const Shape& in, const std::vector<Dim>& known);
 inline constexpr int64_t kMaxSymElements = 64;
 
 // Input i's integer contents as Dims (a constant, bool included, or a symbolic value); nullopt when unknown.
-// Defined in elementwise_ops.cpp.
+// Defined in src/ops/elementwise/elementwise.cpp.
 std::optional<std::vector<Dim>> dims_value_of(const InferContext& ctx, size_t i);
 
 // Shape arithmetic: when every input in `idx` is a rank <= 1 integer tensor of known contents, sets
 // output 0's symbolic value to f applied elementwise (size-1 inputs broadcast); f returns nullopt
-// when the result is not known. Defined in elementwise_ops.cpp.
+// when the result is not known. Defined in src/ops/elementwise/elementwise.cpp.
 void propagate_sym(InferContext& ctx, const std::vector<size_t>& idx,
                    const std::function<std::optional<Dim>(const std::vector<Dim>&)>& f);
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "backends/cpu/element_traits.h"
-#include "backends/cpu/elementwise.h"
+#include "backends/cpu/broadcast_walker.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/unary_kernel.h"
 #include "ops/reduce_norm/reduce_norm.h"

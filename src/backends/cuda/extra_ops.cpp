@@ -2,7 +2,7 @@
 // Mean, IsNaN/IsInf, CumSum, Trilu, OneHot, DepthToSpace/SpaceToDepth, Compress, Celu,
 // ConstantOfShape and Range (when the engine places them on the GPU rather than on the host). The
 // unary math ops of that file (trig/hyperbolic, Sign, Round, Selu, ...), Mod and Xor are
-// elementwise (elementwise_ops.cpp). Kernels live in extra_kernels.cu.
+// elementwise (src/ops/elementwise). Kernels live in extra_kernels.cu.
 //
 // Where the CPU reference fails on a bad index value read on the device (OneHot), the kernel cannot:
 // see extra_kernels.cuh for what it does instead. The gathers and scatters are their own family

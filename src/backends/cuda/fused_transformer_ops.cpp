@@ -25,7 +25,7 @@
 #include "backends/cuda/cublaslt_wrap.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
-#include "backends/cuda/elementwise_kernels.cuh"
+#include "ops/elementwise/elementwise.h"  // the elementwise launchers
 #include "backends/cuda/flash_attention_kernels.cuh"
 #include "backends/cuda/fused_transformer_kernels.cuh"
 #include "ops/reduce_norm/reduce_norm.h"  // k::launch_softmax

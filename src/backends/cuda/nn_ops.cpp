@@ -9,7 +9,7 @@
 #include "backends/cuda/cublaslt_wrap.h"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
-#include "backends/cuda/elementwise_kernels.cuh"
+#include "ops/elementwise/elementwise.h"  // the elementwise launchers
 #include "backends/cuda/nn_kernels.cuh"
 #include "ops/window_attrs.h"
 

@@ -10,7 +10,7 @@
 
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
-#include "backends/cuda/elementwise_kernels.cuh"
+#include "ops/elementwise/elementwise.h"  // the elementwise launchers
 #include "backends/cuda/shape_kernels.cuh"
 #include "backends/cuda/view_plan.h"
 #include "ops/attr_util.h"

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backends/cpu/element_traits.h"
-#include "backends/cpu/elementwise.h"
+#include "backends/cpu/broadcast_walker.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/nn.h"
 #include "backends/cpu/unary_kernel.h"

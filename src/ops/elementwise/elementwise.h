@@ -1,0 +1,117 @@
+// The elementwise family: ONNX's unary math (Relu, Sigmoid, Tanh, Erf, Gelu, HardSigmoid,
+// HardSwish, Exp, Log, Sqrt, Floor, Ceil, Sin, Cos, Softplus, Elu, Neg, Abs, Not, ...), the
+// broadcasting binary ops and comparisons (Add, Sub, Mul, Div, Pow, PRelu, Max, Min, Equal, Less,
+// Greater, And, Or, ...), Sum, Where, Cast/CastLike, Clip and Identity. The CPU references are the
+// executable specification: plain loops, half types computed in float and rounded once on store,
+// float64 in double, integers natively; outputs arrive allocated to the inferred shapes and each
+// kernel checks that its inputs broadcast to them. This header declares them and, in CUDA builds,
+// the kernel launchers that other CUDA code reuses (the fused transformer ops, Expand, Gemm's C).
+// elementwise.cpp: CPU references and schemas; elementwise.cu: kernels and the CUDA ops (the unary
+// math, Mod and Xor of src/ops/extra_ops.cpp included).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "graft/status.h"
+#include "ops/operator.h"
+
+#ifdef GRAFT_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+#endif
+
+namespace graft::cpu {
+
+// Unary float math (float16/bfloat16/float32/float64).
+Status relu(ExecContext& ctx);  // also int32/int64/int8
+Status leaky_relu(ExecContext& ctx);
+Status sigmoid(ExecContext& ctx);
+Status tanh(ExecContext& ctx);
+Status erf(ExecContext& ctx);
+Status gelu(ExecContext& ctx);
+Status hard_sigmoid(ExecContext& ctx);
+Status hard_swish(ExecContext& ctx);
+Status exp(ExecContext& ctx);
+Status log(ExecContext& ctx);
+Status sqrt(ExecContext& ctx);
+Status reciprocal(ExecContext& ctx);
+Status floor(ExecContext& ctx);
+Status ceil(ExecContext& ctx);
+Status sin(ExecContext& ctx);
+Status cos(ExecContext& ctx);
+Status softplus(ExecContext& ctx);
+Status elu(ExecContext& ctx);
+// Unary numeric (floats and integers).
+Status neg(ExecContext& ctx);
+Status abs(ExecContext& ctx);
+Status clip(ExecContext& ctx);
+// Boolean / type / copy.
+Status logical_not(ExecContext& ctx);
+Status cast(ExecContext& ctx);  // also CastLike: the target is the output's dtype
+Status identity(ExecContext& ctx);
+
+// Broadcasting binary ops.
+Status add(ExecContext& ctx);
+Status sub(ExecContext& ctx);
+Status mul(ExecContext& ctx);
+Status div(ExecContext& ctx);
+Status pow(ExecContext& ctx);
+Status prelu(ExecContext& ctx);
+Status max(ExecContext& ctx);  // variadic
+Status min(ExecContext& ctx);  // variadic
+Status equal(ExecContext& ctx);
+Status less(ExecContext& ctx);
+Status greater(ExecContext& ctx);
+Status less_or_equal(ExecContext& ctx);
+Status greater_or_equal(ExecContext& ctx);
+Status logical_and(ExecContext& ctx);
+Status logical_or(ExecContext& ctx);
+Status sum(ExecContext& ctx);  // variadic
+Status where(ExecContext& ctx);
+
+}  // namespace graft::cpu
+
+#ifdef GRAFT_WITH_CUDA
+// ---- CUDA launchers (elementwise.cu) ---------------------------------------------------------------
+namespace graft::cuda::k {
+
+enum class UnaryOp : int {
+  kRelu, kLeakyRelu, kSigmoid, kTanh, kErf, kGeluErf, kGeluTanh, kHardSigmoid, kHardSwish, kClip,
+  kExp, kLog, kSqrt, kReciprocal, kNeg, kAbs, kFloor, kCeil, kSin, kCos, kSoftplus, kElu, kNot,
+  kTan, kAsin, kAcos, kAtan, kSinh, kCosh, kAsinh, kAcosh, kAtanh, kRound, kSoftsign, kSign, kSelu, kShrink,
+  kThresholdedRelu, kMish
+};
+// y = op(x) over n elements. a, b: LeakyRelu/Elu alpha; HardSigmoid alpha/beta; Clip min/max;
+// Selu alpha/gamma; Shrink lambd/bias; ThresholdedRelu alpha.
+// Float types (f32/f16/bf16) for every op; i8/i32/i64 for Relu/Neg/Abs/Sign/Shrink; bool for Not.
+cudaError_t launch_unary(UnaryOp op, KType t, const void* x, void* y, int64_t n, float a, float b, cudaStream_t s);
+
+enum class BinaryOp : int {
+  kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kPRelu,
+  kMod,   // integer Mod with fmod=0: the remainder takes the divisor's sign (Python's %)
+  kFmod,  // fmod=1: the remainder takes the dividend's sign (C's fmod / %)
+  kEqual, kLess, kGreater, kLessEq, kGreaterEq, kAnd, kOr, kXor  // these write bool
+};
+inline bool binary_writes_bool(BinaryOp op) { return static_cast<int>(op) >= static_cast<int>(BinaryOp::kEqual); }
+// out = op(a, b) with broadcasting (operands 0 and 1 of `p`); `t` is the operand type.
+// Integer kMod/kFmod by zero cannot fail per element on the GPU: they write 0 there (the CPU
+// reference returns an error instead).
+cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, void* out, const Bcast& p,
+                          int64_t n, cudaStream_t s);
+
+// out = cond ? x : y with broadcasting (operands 0, 1, 2 of `p`); any element size in {1,2,4,8}.
+cudaError_t launch_where(const void* cond, const void* x, const void* y, void* out, int elem_size, const Bcast& p,
+                         int64_t n, cudaStream_t s);
+
+// y = (to)x; float to integer truncates toward zero, NaN -> 0, out-of-range saturates (as the CPU
+// reference does); anything to bool is x != 0.
+cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n, cudaStream_t s);
+
+// out = broadcast of src (operand 0 of `p`); element size in {1,2,4,8}. Used by Expand and Gemm's C.
+cudaError_t launch_broadcast_copy(const void* src, void* out, int elem_size, const Bcast& p, int64_t n,
+                                  cudaStream_t s);
+
+}  // namespace graft::cuda::k
+#endif
