@@ -21,24 +21,6 @@ namespace {
 
 using detail::BroadcastWalker;
 
-template <typename F>
-Status unary_numeric(ExecContext& ctx, F f) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  return visit_numeric(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    return map_unary<Tr, Tr>(ctx, f);
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
-}
-
-template <typename F>
-Status float_predicate(ExecContext& ctx, F f) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  return visit_float(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    return map_unary<Tr, BoolTr>(ctx, [&](auto v) { return static_cast<bool>(f(v)); });
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
-}
-
 
 }  // namespace
 
@@ -79,134 +61,6 @@ Status size(ExecContext& ctx) {
   GRAFT_CHECK(y.dtype() == DataType::kInt64 && y.numel() == 1);
   y.data_as<int64_t>()[0] = ctx.inputs[0]->numel();
   return Status::ok();
-}
-
-Status mod(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
-  const Tensor& a = *ctx.inputs[0];
-  const Tensor& b = *ctx.inputs[1];
-  Tensor& y = *ctx.outputs[0];
-  if (a.dtype() != b.dtype())
-    return error(StatusCode::kInvalidModel, "Mod inputs have dtypes ", dtype_name(a.dtype()), " and ",
-                 dtype_name(b.dtype()));
-  GRAFT_ASSIGN_OR_RETURN(int64_t fmod, attrs_of(ctx).get_int("fmod", 0));
-  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
-  return visit_numeric(a.dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    using C = decltype(Tr::load(nullptr, 0));
-    for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) {
-      const C x = Tr::load(a.data(), w.offset(0)), d = Tr::load(b.data(), w.offset(1));
-      C r;
-      if constexpr (std::is_integral_v<C> && std::is_unsigned_v<C>) {
-        // No signs to reconcile: both conventions agree, and uint64 must not go through int64.
-        if (d == 0) return error(StatusCode::kRuntimeError, "Mod: integer division by zero at output element ", i);
-        r = static_cast<C>(x % d);
-      } else if constexpr (std::is_integral_v<C>) {
-        if (d == 0) return error(StatusCode::kRuntimeError, "Mod: integer division by zero at output element ", i);
-        // 64-bit so that x % -1 cannot overflow for a narrower type's minimum; for int64's minimum
-        // it would (undefined, SIGFPE on x86), and x % -1 is 0 for every x.
-        int64_t t = std::is_signed_v<C> && d == C(-1) ? 0 : static_cast<int64_t>(x) % static_cast<int64_t>(d);
-        if (!fmod && t != 0 && ((t < 0) != (d < 0))) t += d;  // Python semantics: the divisor's sign
-        r = static_cast<C>(t);
-      } else {
-        if (!fmod) return attr_error("fmod", "Mod of floating-point inputs needs fmod=1");
-        r = std::fmod(x, d);
-      }
-      Tr::store(y.data(), i, r);
-    }
-    return Status::ok();
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
-}
-
-Status logical_xor(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
-  const Tensor& a = *ctx.inputs[0];
-  const Tensor& b = *ctx.inputs[1];
-  Tensor& y = *ctx.outputs[0];
-  if (a.dtype() != DataType::kBool || b.dtype() != DataType::kBool) return bad_dtype(ctx, a.dtype());
-  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
-  for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next())
-    BoolTr::store(y.data(), i, BoolTr::load(a.data(), w.offset(0)) != BoolTr::load(b.data(), w.offset(1)));
-  return Status::ok();
-}
-
-Status tan(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::tan(v); }); }
-Status asin(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::asin(v); }); }
-Status acos(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::acos(v); }); }
-Status atan(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::atan(v); }); }
-Status sinh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::sinh(v); }); }
-Status cosh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::cosh(v); }); }
-Status asinh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::asinh(v); }); }
-Status acosh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::acosh(v); }); }
-Status atanh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::atanh(v); }); }
-// nearbyint under the default rounding mode rounds halves to even, as ONNX Round requires.
-Status round(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::nearbyint(v); }); }
-// Mish (opset 18): x * tanh(softplus(x)), softplus written so that exp cannot overflow.
-Status mish(ExecContext& ctx) {
-  return unary_float(ctx, [](auto v) {
-    using C = decltype(v);
-    const C softplus = v > C(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
-    return v * std::tanh(softplus);
-  });
-}
-Status softsign(ExecContext& ctx) {
-  return unary_float(ctx, [](auto v) { return v / (static_cast<decltype(v)>(1) + std::fabs(v)); });
-}
-
-Status sign(ExecContext& ctx) {
-  return unary_numeric(ctx, [](auto v) {
-    using C = decltype(v);
-    if (v != v) return v;  // NaN stays NaN
-    return static_cast<C>(v > C(0) ? 1 : v < C(0) ? -1 : 0);
-  });
-}
-
-Status selu(ExecContext& ctx) {
-  const AttributeMap& attrs = attrs_of(ctx);
-  GRAFT_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 1.67326319217681884765625f));
-  GRAFT_ASSIGN_OR_RETURN(float gamma, attrs.get_float("gamma", 1.05070102214813232421875f));
-  return unary_float(ctx, [&](auto v) {
-    using C = decltype(v);
-    return static_cast<C>(v > C(0) ? gamma * v : gamma * (alpha * std::exp(v) - alpha));
-  });
-}
-
-Status celu(ExecContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(float alpha, celu_alpha(attrs_of(ctx)));
-  return unary_float(ctx, [&](auto v) {
-    using C = decltype(v);
-    const C a = static_cast<C>(alpha);
-    // expm1 keeps the small negative inputs accurate, where exp(x / alpha) - 1 cancels.
-    return v > C(0) ? v : static_cast<C>(a * std::expm1(v / a));
-  });
-}
-
-Status shrink(ExecContext& ctx) {
-  const AttributeMap& attrs = attrs_of(ctx);
-  GRAFT_ASSIGN_OR_RETURN(float lambd, attrs.get_float("lambd", 0.5f));
-  GRAFT_ASSIGN_OR_RETURN(float bias, attrs.get_float("bias", 0.0f));
-  return unary_numeric(ctx, [&](auto v) {
-    using C = decltype(v);
-    const double x = static_cast<double>(v);
-    return static_cast<C>(x < -lambd ? x + bias : x > lambd ? x - bias : 0.0);
-  });
-}
-
-Status thresholded_relu(ExecContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(float alpha, attrs_of(ctx).get_float("alpha", 1.0f));
-  return unary_float(ctx, [&](auto v) {
-    using C = decltype(v);
-    return v > static_cast<C>(alpha) ? v : C(0);
-  });
-}
-
-Status is_nan(ExecContext& ctx) { return float_predicate(ctx, [](auto v) { return std::isnan(v); }); }
-
-Status is_inf(ExecContext& ctx) {
-  const AttributeMap& attrs = attrs_of(ctx);
-  GRAFT_ASSIGN_OR_RETURN(int64_t neg, attrs.get_int("detect_negative", 1));
-  GRAFT_ASSIGN_OR_RETURN(int64_t pos, attrs.get_int("detect_positive", 1));
-  return float_predicate(ctx, [&](auto v) { return std::isinf(v) && (v > 0 ? pos != 0 : neg != 0); });
 }
 
 Status cumsum(ExecContext& ctx) {
@@ -339,27 +193,6 @@ Status compress(ExecContext& ctx) {
     for (int64_t t = 0; t < kn; ++t)
       std::memcpy(static_cast<char*>(y.data()) + (o * kn + t) * v.inner * es,
                   static_cast<const char*>(x.data()) + (o * v.n + keep[t]) * v.inner * es, v.inner * es);
-  return Status::ok();
-}
-
-Status mean(ExecContext& ctx) {
-  if (ctx.inputs.empty() || ctx.outputs.empty() || !ctx.outputs[0])
-    return error(StatusCode::kInternal, "Mean kernel called without inputs or output");
-  Tensor& y = *ctx.outputs[0];
-  std::vector<std::vector<int64_t>> operand_dims;
-  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
-    if (!ctx.inputs[i] || ctx.inputs[i]->dtype() != y.dtype())
-      return error(StatusCode::kInvalidModel, "Mean input ", static_cast<int64_t>(i), " is missing or has another dtype");
-    operand_dims.push_back(ctx.inputs[i]->dims());
-  }
-  if (!dtype_is_float(y.dtype())) return bad_dtype(ctx, y.dtype());
-  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), operand_dims));
-  const double n = static_cast<double>(ctx.inputs.size());
-  for (int64_t e = 0; e < y.numel(); ++e, w.next()) {
-    double s = 0;
-    for (size_t i = 0; i < ctx.inputs.size(); ++i) s += ctx.inputs[i]->get(w.offset(i));
-    y.set(e, s / n);
-  }
   return Status::ok();
 }
 

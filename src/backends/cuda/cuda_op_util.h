@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -100,10 +101,16 @@ inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::
   return true;
 }
 
+// The dtype lists most CUDA ops accept: the float types the kernels compute in float, and those
+// plus the 32- and 64-bit integers.
+constexpr std::initializer_list<DataType> kGpuFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
+constexpr std::initializer_list<DataType> kGpuFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                            DataType::kInt32, DataType::kInt64};
+
 // Input 0 is present and float32/float16/bfloat16.
 inline bool float_input0(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why);
+  return require_dtype(n, 0, kGpuFloats, why);
 }
 
 // The single value of a host input (an axis, K, depth, k).

@@ -11,52 +11,6 @@ namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
 
-// ---- Sum / Mean -------------------------------------------------------------------------------
-
-template <typename T, bool kFloat = kIsFloat<T>>
-struct SumAcc {
-  using type = float;
-};
-template <typename T>
-struct SumAcc<T, false> {
-  using type = std::make_unsigned_t<T>;  // integers wrap
-};
-
-template <typename T>
-__global__ void variadic_sum_kernel(VarBcast p, T* out, int64_t n, float scale) {
-  using Acc = typename SumAcc<T>::type;
-  GRAFT_GRID_STRIDE(i, n) {
-    int64_t off[kMaxVariadic];
-#pragma unroll
-    for (int k = 0; k < kMaxVariadic; ++k) off[k] = 0;
-    int64_t r = i;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int64_t q = r % p.dims[d];
-      r /= p.dims[d];
-#pragma unroll
-      for (int k = 0; k < kMaxVariadic; ++k)
-        if (k < p.count) off[k] += q * p.strides[k][d];
-    }
-    Acc acc = 0;
-#pragma unroll
-    for (int k = 0; k < kMaxVariadic; ++k)
-      if (k < p.count) acc += static_cast<Acc>(Elem<T>::ld(static_cast<const T*>(p.in[k])[off[k]]));
-    if constexpr (kIsFloat<T>) out[i] = Elem<T>::st(acc * scale);
-    else out[i] = static_cast<T>(acc);
-  }
-}
-
-// ---- IsNaN / IsInf ----------------------------------------------------------------------------
-
-template <typename T>
-__global__ void float_class_kernel(bool inf, bool neg, bool pos, const T* __restrict__ x, uint8_t* __restrict__ y,
-                                   int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) {
-    const float v = Elem<T>::ld(x[i]);
-    y[i] = inf ? (isinf(v) && (v > 0.f ? pos : neg)) : isnan(v);
-  }
-}
-
 // ---- CumSum -----------------------------------------------------------------------------------
 
 template <typename T>
@@ -181,14 +135,6 @@ __global__ void range_kernel(double start, double delta, int64_t istart, int64_t
   }
 }
 
-__global__ void celu_kernel(const float* x, float* y, int64_t n, float alpha) {
-  GRAFT_GRID_STRIDE(i, n) {
-    const float v = x[i];
-    // expm1f as the CPU reference uses std::expm1: no cancellation for small negative inputs.
-    y[i] = v > 0.0f ? v : alpha * expm1f(v / alpha);
-  }
-}
-
 }  // namespace
 
 template <typename E>
@@ -215,21 +161,6 @@ cudaError_t launch_range(KType t, double start, double delta, int64_t istart, in
   if (n == 0) return cudaSuccess;
   GRAFT_NUMERIC_DISPATCH(t, (range_kernel<T><<<grid_for(n), kThreads, 0, s>>>(start, delta, istart, idelta,
                                                                               static_cast<T*>(out), n)));
-  return cudaGetLastError();
-}
-
-cudaError_t launch_variadic_sum(KType t, const VarBcast& p, void* out, int64_t n, float scale, cudaStream_t s) {
-  if (n == 0) return cudaSuccess;
-  if (p.count < 1 || p.count > kMaxVariadic) return cudaErrorInvalidValue;
-  GRAFT_NUMERIC_DISPATCH(t, (variadic_sum_kernel<T><<<grid_for(n), kThreads, 0, s>>>(p, static_cast<T*>(out), n, scale)));
-  return cudaGetLastError();
-}
-
-cudaError_t launch_float_class(KType t, bool inf, bool neg, bool pos, const void* x, void* y, int64_t n,
-                               cudaStream_t s) {
-  if (n == 0) return cudaSuccess;
-  GRAFT_FLOAT_DISPATCH(t, (float_class_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
-                              inf, neg, pos, static_cast<const T*>(x), static_cast<uint8_t*>(y), n)));
   return cudaGetLastError();
 }
 
@@ -287,13 +218,6 @@ cudaError_t launch_compress_chunk(int elem_size, const void* x, void* y, int64_t
   if (total == 0) return cudaSuccess;
   GRAFT_SIZE_DISPATCH(elem_size, (compress_kernel<E><<<grid_for(total), kThreads, 0, s>>>(
                                      static_cast<const E*>(x), static_cast<E*>(y), total, n, inner, kn, t0, c)));
-  return cudaGetLastError();
-}
-
-cudaError_t launch_celu(const float* x, float* y, int64_t n, float alpha, cudaStream_t s) {
-  if (!(alpha != 0.0f)) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
-  celu_kernel<<<grid_for(n), kThreads, 0, s>>>(x, y, n, alpha);
   return cudaGetLastError();
 }
 

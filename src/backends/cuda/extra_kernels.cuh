@@ -1,5 +1,5 @@
-// Launchers for the CUDA kernels of the less common builtin ops (src/ops/extra_ops.cpp and Sum):
-// variadic Sum/Mean, IsNaN/IsInf, CumSum, Trilu, OneHot, Compress, Celu. Plain device pointers, no
+// Launchers for the CUDA kernels of src/backends/cuda/extra_ops.cpp: CumSum, Trilu, OneHot,
+// Compress, ConstantOfShape's fill and Range. Plain device pointers, no
 // framework types; each returns the launch's cudaError_t (cudaErrorInvalidValue for a type the
 // launcher does not handle).
 //
@@ -10,27 +10,6 @@
 #include "backends/cuda/cuda_kernel_common.cuh"
 
 namespace graft::cuda::k {
-
-// ---- Sum / Mean -------------------------------------------------------------------------------
-
-constexpr int kMaxVariadic = 8;
-// Up to kMaxVariadic operands broadcast to one row-major output (per operand, per axis stride).
-struct VarBcast {
-  int rank = 0;
-  int count = 0;
-  int64_t dims[kMaxRank] = {};
-  int64_t strides[kMaxVariadic][kMaxRank] = {};
-  const void* in[kMaxVariadic] = {};
-};
-// out = scale * sum of the operands (float types accumulate in float; i32/i64 wrap and ignore
-// `scale`). An operand may be `out` itself when its strides are the identity (chained launches).
-cudaError_t launch_variadic_sum(KType t, const VarBcast& p, void* out, int64_t n, float scale, cudaStream_t s);
-
-// ---- IsNaN / IsInf ----------------------------------------------------------------------------
-
-// y (bool) = isnan(x) when !inf, else isinf(x) && (x > 0 ? pos : neg). Float types.
-cudaError_t launch_float_class(KType t, bool inf, bool neg, bool pos, const void* x, void* y, int64_t n,
-                               cudaStream_t s);
 
 // ---- CumSum over [outer, n, inner] --------------------------------------------------------------
 
@@ -73,7 +52,5 @@ cudaError_t launch_fill(int elem_size, uint64_t bits, void* out, int64_t n, cuda
 cudaError_t launch_range(KType t, double start, double delta, int64_t istart, int64_t idelta, void* out, int64_t n,
                          cudaStream_t s);
 
-// Float32 y = x > 0 ? x : alpha * expm1(x / alpha) (alpha finite and nonzero, checked by the caller).
-cudaError_t launch_celu(const float* x, float* y, int64_t n, float alpha, cudaStream_t s);
 
 }  // namespace graft::cuda::k

@@ -1,8 +1,6 @@
-// CUDA kernels for the less common builtin ops (src/ops/extra_ops.cpp, and Sum): variadic Sum and
-// Mean, IsNaN/IsInf, CumSum, Trilu, OneHot, DepthToSpace/SpaceToDepth, Compress, Celu,
-// ConstantOfShape and Range (when the engine places them on the GPU rather than on the host). The
-// unary math ops of that file (trig/hyperbolic, Sign, Round, Selu, ...), Mod and Xor are
-// elementwise (src/ops/elementwise). Kernels live in extra_kernels.cu.
+// CUDA ops for the data-movement ops of src/ops/extra_ops.cpp (CumSum, Trilu, OneHot,
+// DepthToSpace/SpaceToDepth, Compress) and for ConstantOfShape and Range when the engine places them
+// on the GPU rather than on the host. Kernels live in extra_kernels.cu.
 //
 // Where the CPU reference fails on a bad index value read on the device (OneHot), the kernel cannot:
 // see extra_kernels.cuh for what it does instead. The gathers and scatters are their own family
@@ -17,108 +15,22 @@
 #include "backends/cuda/extra_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
 #include "ops/attr_util.h"
-#include "ops/extra_attrs.h"
 
 namespace graft::cuda {
 namespace {
 
 using namespace util;
 
-constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
-constexpr std::initializer_list<DataType> kFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                         DataType::kInt32, DataType::kInt64};
-
 bool elem_size_fits(DataType t) {
   const size_t es = dtype_size(t);
   return es == 1 || es == 2 || es == 4 || es == 8;
-}
-
-// ---- Sum / Mean -------------------------------------------------------------------------------
-
-template <bool kMean>
-bool variadic_supports(const Node& n, std::string* why) {
-  if (n.inputs.empty()) return reject(why, "needs at least one input");
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
-    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
-  }
-  return require_dtype(n, 0, kMean ? kFloats : kFloatsInts, why);
-}
-
-// merge_broadcast (cuda_op_util.h) for the variadic kernels' operand count.
-bool make_var_bcast(const std::vector<int64_t>& out, const std::vector<const std::vector<int64_t>*>& ins,
-                    k::VarBcast* p, std::string* why) {
-  std::vector<int64_t> dims;
-  std::vector<std::vector<int64_t>> ks;
-  if (!merge_broadcast(out, ins, &dims, &ks, why)) return false;
-  *p = k::VarBcast{};
-  p->rank = static_cast<int>(dims.size());
-  p->count = static_cast<int>(ins.size());
-  for (size_t d = 0; d < dims.size(); ++d) {
-    p->dims[d] = dims[d];
-    for (size_t k = 0; k < ins.size(); ++k) p->strides[k][d] = ks[k][d];
-  }
-  return true;
-}
-
-// Up to kMaxVariadic operands per launch; later launches take the output itself as operand 0.
-// Mean scales once, in the last launch.
-template <bool kMean>
-Status variadic_run(CudaExec& ex) {
-  const auto& in = ex.ctx->inputs;
-  Tensor& y = *ex.ctx->outputs[0];
-  if (in.empty()) return fail(ex, StatusCode::kInvalidModel, "needs at least one input");
-  for (const Tensor* t : in)
-    if (!t || t->dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "an input is missing or has another dtype");
-  const size_t total = in.size();
-  size_t next = 0;
-  bool first = true;
-  while (next < total) {
-    std::vector<const std::vector<int64_t>*> dims;
-    std::vector<const void*> ptrs;
-    if (!first) {
-      dims.push_back(&y.dims());
-      ptrs.push_back(y.data());
-    }
-    while (next < total && dims.size() < static_cast<size_t>(k::kMaxVariadic)) {
-      dims.push_back(&in[next]->dims());
-      ptrs.push_back(in[next]->data());
-      ++next;
-    }
-    k::VarBcast p;
-    std::string why;
-    if (!make_var_bcast(y.dims(), dims, &p, &why)) return fail(ex, StatusCode::kRuntimeError, why);
-    for (size_t k = 0; k < ptrs.size(); ++k) p.in[k] = ptrs[k];
-    const float scale = kMean && next == total ? 1.0f / static_cast<float>(total) : 1.0f;
-    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_variadic_sum(ktype(y.dtype()), p, y.data(), y.numel(), scale,
-                                                               stream_of(ex)), ex));
-    first = false;
-  }
-  return Status::ok();
-}
-
-// ---- IsNaN / IsInf ----------------------------------------------------------------------------
-
-template <bool kInf>
-Status float_class_run(CudaExec& ex) {
-  const Tensor& x = *ex.ctx->inputs[0];
-  Tensor& y = *ex.ctx->outputs[0];
-  if (y.dtype() != DataType::kBool || y.numel() != x.numel())
-    return fail(ex, StatusCode::kInternal, "output must be bool with the input's size");
-  int64_t neg = 1, pos = 1;
-  if (kInf) {
-    GRAFT_ASSIGN_OR_RETURN(neg, attrs_of(ex).get_int("detect_negative", 1));
-    GRAFT_ASSIGN_OR_RETURN(pos, attrs_of(ex).get_int("detect_positive", 1));
-  }
-  return launch_status(k::launch_float_class(ktype(x.dtype()), kInf, neg != 0, pos != 0, x.data(), y.data(), x.numel(),
-                                             stream_of(ex)), ex);
 }
 
 // ---- CumSum -----------------------------------------------------------------------------------
 
 bool cumsum_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs x and axis");
-  return require_dtype(n, 0, kFloatsInts, why);
+  return require_dtype(n, 0, kGpuFloatsInts, why);
 }
 
 Status cumsum_run(CudaExec& ex) {
@@ -304,7 +216,7 @@ Status constant_of_shape_run(CudaExec& ex) {
 bool range_supports(const Node& n, std::string* why) {
   for (size_t i = 0; i < 3; ++i)
     if (!has_input(n, i)) return reject(why, "needs start, limit and delta");
-  return require_dtype(n, 0, kFloatsInts, why);
+  return require_dtype(n, 0, kGpuFloatsInts, why);
 }
 
 Status range_run(CudaExec& ex) {
@@ -325,40 +237,15 @@ Status range_run(CudaExec& ex) {
                                        stream_of(ex)), ex);
 }
 
-// ---- Celu ---------------------------------------------------------------------------------------
-
-bool celu_supports(const Node& n, std::string* why) {
-  // float32 is Celu's one type in the specification (and in its schema).
-  return require_dtype(n, 0, {DataType::kFloat32}, why);
-}
-
-Status celu_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  if (!x) return fail(ex, StatusCode::kInvalidModel, "needs X");
-  Tensor& y = *ex.ctx->outputs[0];
-  auto alpha = graft::celu_alpha(attrs_of(ex));
-  if (!alpha) return with_node(ex, alpha.status());
-  if (x->dtype() != DataType::kFloat32 || y.dtype() != DataType::kFloat32 || y.numel() != x->numel())
-    return fail(ex, StatusCode::kInvalidModel, "X and Y must be float32 of one size");
-  return launch_status(k::launch_celu(static_cast<const float*>(x->data()), static_cast<float*>(y.data()),
-                                      y.numel(), alpha.value(), stream_of(ex)),
-                       ex);
-}
-
 }  // namespace
 
 void append_cuda_extra_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Sum", &variadic_supports<false>, &variadic_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"Mean", &variadic_supports<true>, &variadic_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"IsNaN", &float_input0, &float_class_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"IsInf", &float_input0, &float_class_run<true>, {}, nullptr});
   out.push_back(CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr});
   out.push_back(CudaOp{"Trilu", &elem_size_ok, &trilu_run, {1}, nullptr});
   out.push_back(CudaOp{"OneHot", &one_hot_supports, &one_hot_run, {1}, nullptr});
   out.push_back(CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr});
   out.push_back(CudaOp{"SpaceToDepth", &depth_space_supports<false>, &depth_space_run<false>, {}, nullptr});
   out.push_back(CudaOp{"Compress", &compress_supports, &compress_run, {1}, nullptr});
-  out.push_back(CudaOp{"Celu", &celu_supports, &celu_run, {}, nullptr});
   out.push_back(CudaOp{"ConstantOfShape", &constant_of_shape_supports, &constant_of_shape_run, {0}, nullptr});
   out.push_back(CudaOp{"Range", &range_supports, &range_run, {0, 1, 2}, nullptr});
 }

@@ -18,6 +18,7 @@
 
 #include "backends/cpu/broadcast_walker.h"
 #include "backends/cpu/element_traits.h"
+#include "backends/cpu/kernel_util.h"
 #include "backends/cpu/unary_kernel.h"
 #include "core/checked_math.h"
 #include "graft/status.h"
@@ -558,7 +559,190 @@ Status where(ExecContext& ctx) {
   return Status::ok();
 }
 
+// ---- the suite's rarer ops ----------------------------------------------------------------------
+
+namespace {
+
+template <typename F>
+Status unary_numeric(ExecContext& ctx, F f) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  return visit_numeric(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    return map_unary<Tr, Tr>(ctx, f);
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+template <typename F>
+Status float_predicate(ExecContext& ctx, F f) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  return visit_float(ctx.inputs[0]->dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    return map_unary<Tr, BoolTr>(ctx, [&](auto v) { return static_cast<bool>(f(v)); });
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+}  // namespace
+
+Status mod(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& a = *ctx.inputs[0];
+  const Tensor& b = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  if (a.dtype() != b.dtype())
+    return error(StatusCode::kInvalidModel, "Mod inputs have dtypes ", dtype_name(a.dtype()), " and ",
+                 dtype_name(b.dtype()));
+  GRAFT_ASSIGN_OR_RETURN(int64_t fmod, attrs_of(ctx).get_int("fmod", 0));
+  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
+  return visit_numeric(a.dtype(), [&](auto tr) -> Status {
+    using Tr = decltype(tr);
+    using C = decltype(Tr::load(nullptr, 0));
+    for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) {
+      const C x = Tr::load(a.data(), w.offset(0)), d = Tr::load(b.data(), w.offset(1));
+      C r;
+      if constexpr (std::is_integral_v<C> && std::is_unsigned_v<C>) {
+        // No signs to reconcile: both conventions agree, and uint64 must not go through int64.
+        if (d == 0) return error(StatusCode::kRuntimeError, "Mod: integer division by zero at output element ", i);
+        r = static_cast<C>(x % d);
+      } else if constexpr (std::is_integral_v<C>) {
+        if (d == 0) return error(StatusCode::kRuntimeError, "Mod: integer division by zero at output element ", i);
+        // 64-bit so that x % -1 cannot overflow for a narrower type's minimum; for int64's minimum
+        // it would (undefined, SIGFPE on x86), and x % -1 is 0 for every x.
+        int64_t t = std::is_signed_v<C> && d == C(-1) ? 0 : static_cast<int64_t>(x) % static_cast<int64_t>(d);
+        if (!fmod && t != 0 && ((t < 0) != (d < 0))) t += d;  // Python semantics: the divisor's sign
+        r = static_cast<C>(t);
+      } else {
+        if (!fmod) return attr_error("fmod", "Mod of floating-point inputs needs fmod=1");
+        r = std::fmod(x, d);
+      }
+      Tr::store(y.data(), i, r);
+    }
+    return Status::ok();
+  }, [&](DataType t) { return bad_dtype(ctx, t); });
+}
+
+Status logical_xor(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& a = *ctx.inputs[0];
+  const Tensor& b = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  if (a.dtype() != DataType::kBool || b.dtype() != DataType::kBool) return bad_dtype(ctx, a.dtype());
+  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
+  for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next())
+    BoolTr::store(y.data(), i, BoolTr::load(a.data(), w.offset(0)) != BoolTr::load(b.data(), w.offset(1)));
+  return Status::ok();
+}
+
+Status tan(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::tan(v); }); }
+Status asin(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::asin(v); }); }
+Status acos(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::acos(v); }); }
+Status atan(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::atan(v); }); }
+Status sinh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::sinh(v); }); }
+Status cosh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::cosh(v); }); }
+Status asinh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::asinh(v); }); }
+Status acosh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::acosh(v); }); }
+Status atanh(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::atanh(v); }); }
+// nearbyint under the default rounding mode rounds halves to even, as ONNX Round requires.
+Status round(ExecContext& ctx) { return unary_float(ctx, [](auto v) { return std::nearbyint(v); }); }
+// Mish (opset 18): x * tanh(softplus(x)), softplus written so that exp cannot overflow.
+Status mish(ExecContext& ctx) {
+  return unary_float(ctx, [](auto v) {
+    using C = decltype(v);
+    const C softplus = v > C(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
+    return v * std::tanh(softplus);
+  });
+}
+Status softsign(ExecContext& ctx) {
+  return unary_float(ctx, [](auto v) { return v / (static_cast<decltype(v)>(1) + std::fabs(v)); });
+}
+
+Status sign(ExecContext& ctx) {
+  return unary_numeric(ctx, [](auto v) {
+    using C = decltype(v);
+    if (v != v) return v;  // NaN stays NaN
+    return static_cast<C>(v > C(0) ? 1 : v < C(0) ? -1 : 0);
+  });
+}
+
+Status selu(ExecContext& ctx) {
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(float alpha, attrs.get_float("alpha", 1.67326319217681884765625f));
+  GRAFT_ASSIGN_OR_RETURN(float gamma, attrs.get_float("gamma", 1.05070102214813232421875f));
+  return unary_float(ctx, [&](auto v) {
+    using C = decltype(v);
+    return static_cast<C>(v > C(0) ? gamma * v : gamma * (alpha * std::exp(v) - alpha));
+  });
+}
+
+Status celu(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(float alpha, celu_alpha(attrs_of(ctx)));
+  return unary_float(ctx, [&](auto v) {
+    using C = decltype(v);
+    const C a = static_cast<C>(alpha);
+    // expm1 keeps the small negative inputs accurate, where exp(x / alpha) - 1 cancels.
+    return v > C(0) ? v : static_cast<C>(a * std::expm1(v / a));
+  });
+}
+
+Status shrink(ExecContext& ctx) {
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(float lambd, attrs.get_float("lambd", 0.5f));
+  GRAFT_ASSIGN_OR_RETURN(float bias, attrs.get_float("bias", 0.0f));
+  return unary_numeric(ctx, [&](auto v) {
+    using C = decltype(v);
+    const double x = static_cast<double>(v);
+    return static_cast<C>(x < -lambd ? x + bias : x > lambd ? x - bias : 0.0);
+  });
+}
+
+Status thresholded_relu(ExecContext& ctx) {
+  GRAFT_ASSIGN_OR_RETURN(float alpha, attrs_of(ctx).get_float("alpha", 1.0f));
+  return unary_float(ctx, [&](auto v) {
+    using C = decltype(v);
+    return v > static_cast<C>(alpha) ? v : C(0);
+  });
+}
+
+Status is_nan(ExecContext& ctx) { return float_predicate(ctx, [](auto v) { return std::isnan(v); }); }
+
+Status is_inf(ExecContext& ctx) {
+  const AttributeMap& attrs = attrs_of(ctx);
+  GRAFT_ASSIGN_OR_RETURN(int64_t neg, attrs.get_int("detect_negative", 1));
+  GRAFT_ASSIGN_OR_RETURN(int64_t pos, attrs.get_int("detect_positive", 1));
+  return float_predicate(ctx, [&](auto v) { return std::isinf(v) && (v > 0 ? pos != 0 : neg != 0); });
+}
+
+Status mean(ExecContext& ctx) {
+  if (ctx.inputs.empty() || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, "Mean kernel called without inputs or output");
+  Tensor& y = *ctx.outputs[0];
+  std::vector<std::vector<int64_t>> operand_dims;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    if (!ctx.inputs[i] || ctx.inputs[i]->dtype() != y.dtype())
+      return error(StatusCode::kInvalidModel, "Mean input ", static_cast<int64_t>(i), " is missing or has another dtype");
+    operand_dims.push_back(ctx.inputs[i]->dims());
+  }
+  if (!dtype_is_float(y.dtype())) return bad_dtype(ctx, y.dtype());
+  GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), operand_dims));
+  const double n = static_cast<double>(ctx.inputs.size());
+  for (int64_t e = 0; e < y.numel(); ++e, w.next()) {
+    double s = 0;
+    for (size_t i = 0; i < ctx.inputs.size(); ++i) s += ctx.inputs[i]->get(w.offset(i));
+    y.set(e, s / n);
+  }
+  return Status::ok();
+}
+
 }  // namespace cpu
+
+// ---- attributes -----------------------------------------------------------------------------------
+
+Result<float> celu_alpha(const AttributeMap& attrs) {
+  auto a = attrs.get_float("alpha", 1.0f);
+  if (!a) return Status(a.status()).with_attribute("alpha");
+  if (!std::isfinite(a.value()) || a.value() == 0.0f)
+    return attr_error("alpha", "must be finite and nonzero (Celu divides by it), got ", static_cast<double>(a.value()));
+  return a.value();
+}
 
 // ---- schemas: inference and the table rows -------------------------------------------------------
 
@@ -573,7 +757,6 @@ std::optional<std::vector<Dim>> dims_value_of(const InferContext& ctx, size_t i)
   }
   return ctx.input_dims_value(i);
 }
-
 
 // Elementwise op on the contents of rank <= 1 integer inputs, with size-1 broadcasting.
 // Sets output 0's symbolic value when every input's contents are known.
@@ -611,7 +794,6 @@ namespace {
 
 using namespace infer;
 
-
 Status check_same_dtype(const InferContext& ctx, size_t a, size_t b) {
   if (ctx.input(a).dtype != ctx.input(b).dtype)
     return ctx.fail("inputs ", static_cast<int64_t>(a), " and ", static_cast<int64_t>(b),
@@ -636,7 +818,6 @@ Result<std::optional<Shape>> broadcast_inputs(const InferContext& ctx, const std
 }
 
 // ---- unary ------------------------------------------------------------------------------------
-
 
 Status infer_leaky_relu(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "alpha"));
@@ -858,6 +1039,118 @@ Status infer_where(InferContext& ctx) {
   return Status::ok();
 }
 
+// ---- the suite's rarer ops: unary ------------------------------------------------------------------
+
+Status infer_selu(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "alpha"));
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "gamma"));
+  return infer_unary_float(ctx);
+}
+
+// Celu (opset 12): float32 only, as the specification constrains it; alpha must be a nonzero
+// finite float (the kernel divides by it).
+Status infer_celu(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(celu_alpha(ctx.attrs()).status());
+  return infer_unary(ctx, {kF32});
+}
+
+Status infer_thresholded_relu(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "alpha"));
+  return infer_unary_float(ctx);
+}
+
+Status infer_shrink(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "lambd"));
+  GRAFT_RETURN_IF_ERROR(check_float_attr(ctx, "bias"));
+  return infer_unary_numeric(ctx);
+}
+
+Status infer_is_nan(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
+  ctx.set_output(0, desc_of(kBool, ctx.input(0).shape));
+  return Status::ok();
+}
+
+Status infer_is_inf(InferContext& ctx) {
+  for (const char* a : {"detect_negative", "detect_positive"}) {
+    auto r = ctx.attrs().get_int(a, 1);
+    if (!r) return Status(r.status()).with_attribute(a);
+  }
+  return infer_is_nan(ctx);
+}
+
+// ---- the suite's rarer ops: binary and variadic --------------------------------------------------
+
+Status infer_binary(InferContext& ctx, const std::vector<DataType>& allowed) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, allowed));
+  if (ctx.input(0).dtype != ctx.input(1).dtype)
+    return ctx.fail("inputs 0 and 1 must have the same dtype, got ", dtype_name(ctx.input(0).dtype), " and ",
+                    dtype_name(ctx.input(1).dtype));
+  std::optional<Shape> out;
+  if (ctx.input(0).shape && ctx.input(1).shape) {
+    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
+    out = std::move(s);
+  }
+  ctx.set_output(0, desc_of(ctx.input(0).dtype, out));
+  return Status::ok();
+}
+
+Status infer_xor(InferContext& ctx) { return infer_binary(ctx, {kBool}); }
+
+Status infer_mod(InferContext& ctx) {
+  auto fmod = ctx.attrs().get_int("fmod", 0);
+  if (!fmod) return Status(fmod.status()).with_attribute("fmod");
+  if (fmod.value() != 0 && fmod.value() != 1)
+    return Status(ctx.fail("must be 0 or 1, got ", fmod.value())).with_attribute("fmod");
+  GRAFT_RETURN_IF_ERROR(infer_binary(ctx, kNumericTypes));
+  if (dtype_is_float(ctx.input(0).dtype) && fmod.value() == 0)
+    return Status(ctx.fail("must be 1 for floating-point inputs (dtype ", dtype_name(ctx.input(0).dtype), ")"))
+        .with_attribute("fmod");
+  // Exporters pad to a window multiple with (w - W % w) % w: resolving it here lets the padding,
+  // and whatever is computed from the padded shape (a shifted-window mask), fold at build time.
+  const bool c_style = fmod.value() == 1;
+  if (dtype_is_integer(ctx.input(0).dtype))
+    propagate_sym(ctx, {0, 1}, [c_style](const std::vector<Dim>& a) -> std::optional<Dim> {
+      if (a[0].is_const() && a[1].is_const()) {
+        const int64_t x = a[0].value(), y = a[1].value();
+        if (y == 0) return std::nullopt;
+        if (y == -1) return Dim(0);  // x % -1 is 0, and INT64_MIN % -1 would trap
+        const int64_t r = x % y;  // C: the sign of x
+        return Dim(c_style || r == 0 || (r < 0) == (y < 0) ? r : r + y);  // else the sign of y
+      }
+      // a - b * floor(a / b) is Python's remainder for any a; C's agrees where a >= 0, which symbolic
+      // shape values are (Div assumes the same).
+      if (!a[1].is_const() || a[1].value() <= 0) return std::nullopt;
+      return a[0] - a[1] * floor_div(a[0], a[1]);
+    });
+  return Status::ok();
+}
+
+Status infer_mean(InferContext& ctx) {
+  if (ctx.num_inputs() == 0) return ctx.fail("needs at least one input");
+  std::optional<Shape> out;
+  bool known = true;
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    GRAFT_RETURN_IF_ERROR(check_dtype(ctx, i, kFloatTypes));
+    if (ctx.input(i).dtype != ctx.input(0).dtype)
+      return ctx.fail("input ", static_cast<int64_t>(i), " has dtype ", dtype_name(ctx.input(i).dtype),
+                      " but input 0 has ", dtype_name(ctx.input(0).dtype));
+    if (!ctx.input(i).shape) {
+      known = false;
+      continue;
+    }
+    if (!out) {
+      out = *ctx.input(i).shape;
+      continue;
+    }
+    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*out, *ctx.input(i).shape));
+    out = std::move(s);
+  }
+  ctx.set_output(0, desc_of(ctx.input(0).dtype, known ? out : std::nullopt));
+  return Status::ok();
+}
+
 }  // namespace
 
 void append_elementwise_ops(std::vector<OpEntry>& out) {
@@ -905,6 +1198,28 @@ void append_elementwise_ops(std::vector<OpEntry>& out) {
       {"Cos", 11, infer_unary_float, cpu::cos},
       elementwise_unary(keeps_float32({"Softplus", 11, infer_unary_float, cpu::softplus})),
       elementwise_unary({"Elu", 11, infer_elu, cpu::elu}),
+      {"Mod", 10, infer_mod, cpu::mod},
+      {"Xor", 7, infer_xor, cpu::logical_xor},
+      {"Tan", 7, infer_unary_float, cpu::tan},
+      {"Asin", 7, infer_unary_float, cpu::asin},
+      {"Acos", 7, infer_unary_float, cpu::acos},
+      {"Atan", 7, infer_unary_float, cpu::atan},
+      {"Sinh", 9, infer_unary_float, cpu::sinh},
+      {"Cosh", 9, infer_unary_float, cpu::cosh},
+      {"Asinh", 9, infer_unary_float, cpu::asinh},
+      {"Acosh", 9, infer_unary_float, cpu::acosh},
+      {"Atanh", 9, infer_unary_float, cpu::atanh},
+      {"Sign", 9, infer_unary_numeric, cpu::sign},
+      {"Round", 11, infer_unary_float, cpu::round},
+      elementwise_unary({"Selu", 6, infer_selu, cpu::selu}),
+      {"Celu", 12, infer_celu, cpu::celu},
+      {"Shrink", 9, infer_shrink, cpu::shrink},
+      {"ThresholdedRelu", 10, infer_thresholded_relu, cpu::thresholded_relu},
+      {"Softsign", 1, infer_unary_float, cpu::softsign},
+      elementwise_unary({"Mish", 18, infer_unary_float, cpu::mish}),
+      {"IsNaN", 9, infer_is_nan, cpu::is_nan},
+      {"IsInf", 10, infer_is_inf, cpu::is_inf},
+      {"Mean", 11, infer_mean, cpu::mean},
   };
   out.insert(out.end(), ops.begin(), ops.end());
 }

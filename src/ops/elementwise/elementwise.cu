@@ -23,6 +23,25 @@ namespace graft::cuda {
 
 namespace k {
 
+constexpr int kMaxVariadic = 8;
+// Up to kMaxVariadic operands broadcast to one row-major output (per operand, per axis stride).
+struct VarBcast {
+  int rank = 0;
+  int count = 0;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[kMaxVariadic][kMaxRank] = {};
+  const void* in[kMaxVariadic] = {};
+};
+// out = scale * sum of the operands (float types accumulate in float; i32/i64 wrap and ignore
+// `scale`). An operand may be `out` itself when its strides are the identity (chained launches).
+cudaError_t launch_variadic_sum(KType t, const VarBcast& p, void* out, int64_t n, float scale, cudaStream_t s);
+
+// y (bool) = isnan(x) when !inf, else isinf(x) && (x > 0 ? pos : neg). Float types.
+cudaError_t launch_float_class(KType t, bool inf, bool neg, bool pos, const void* x, void* y, int64_t n,
+                               cudaStream_t s);
+// Float32 y = x > 0 ? x : alpha * expm1(x / alpha) (alpha finite and nonzero, checked by the caller).
+cudaError_t launch_celu(const float* x, float* y, int64_t n, float alpha, cudaStream_t s);
+
 namespace {
 
 // ---- unary ----------------------------------------------------------------------------------
@@ -599,6 +618,86 @@ cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n,
   }
 }
 
+namespace {
+
+// ---- Sum / Mean -------------------------------------------------------------------------------
+
+template <typename T, bool kFloat = kIsFloat<T>>
+struct SumAcc {
+  using type = float;
+};
+template <typename T>
+struct SumAcc<T, false> {
+  using type = std::make_unsigned_t<T>;  // integers wrap
+};
+
+template <typename T>
+__global__ void variadic_sum_kernel(VarBcast p, T* out, int64_t n, float scale) {
+  using Acc = typename SumAcc<T>::type;
+  GRAFT_GRID_STRIDE(i, n) {
+    int64_t off[kMaxVariadic];
+#pragma unroll
+    for (int k = 0; k < kMaxVariadic; ++k) off[k] = 0;
+    int64_t r = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t q = r % p.dims[d];
+      r /= p.dims[d];
+#pragma unroll
+      for (int k = 0; k < kMaxVariadic; ++k)
+        if (k < p.count) off[k] += q * p.strides[k][d];
+    }
+    Acc acc = 0;
+#pragma unroll
+    for (int k = 0; k < kMaxVariadic; ++k)
+      if (k < p.count) acc += static_cast<Acc>(Elem<T>::ld(static_cast<const T*>(p.in[k])[off[k]]));
+    if constexpr (kIsFloat<T>) out[i] = Elem<T>::st(acc * scale);
+    else out[i] = static_cast<T>(acc);
+  }
+}
+
+// ---- IsNaN / IsInf ----------------------------------------------------------------------------
+
+template <typename T>
+__global__ void float_class_kernel(bool inf, bool neg, bool pos, const T* __restrict__ x, uint8_t* __restrict__ y,
+                                   int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const float v = Elem<T>::ld(x[i]);
+    y[i] = inf ? (isinf(v) && (v > 0.f ? pos : neg)) : isnan(v);
+  }
+}
+
+__global__ void celu_kernel(const float* x, float* y, int64_t n, float alpha) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const float v = x[i];
+    // expm1f as the CPU reference uses std::expm1: no cancellation for small negative inputs.
+    y[i] = v > 0.0f ? v : alpha * expm1f(v / alpha);
+  }
+}
+
+}  // namespace
+
+cudaError_t launch_variadic_sum(KType t, const VarBcast& p, void* out, int64_t n, float scale, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  if (p.count < 1 || p.count > kMaxVariadic) return cudaErrorInvalidValue;
+  GRAFT_NUMERIC_DISPATCH(t, (variadic_sum_kernel<T><<<grid_for(n), kThreads, 0, s>>>(p, static_cast<T*>(out), n, scale)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_float_class(KType t, bool inf, bool neg, bool pos, const void* x, void* y, int64_t n,
+                               cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, (float_class_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
+                              inf, neg, pos, static_cast<const T*>(x), static_cast<uint8_t*>(y), n)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_celu(const float* x, float* y, int64_t n, float alpha, cudaStream_t s) {
+  if (!(alpha != 0.0f)) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  celu_kernel<<<grid_for(n), kThreads, 0, s>>>(x, y, n, alpha);
+  return cudaGetLastError();
+}
+
 }  // namespace k
 
 // ---- CUDA ops -------------------------------------------------------------------------------------
@@ -608,8 +707,6 @@ namespace {
 using k::BinaryOp;
 using k::UnaryOp;
 using namespace util;
-
-constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
 
 bool is_float_unary(UnaryOp op) {
   return op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs && op != UnaryOp::kNot &&
@@ -630,7 +727,7 @@ bool unary_supports(const Node& n, std::string* why) {
       if (has_input(n, i) && in_dtype(n, i) != in_dtype(n, 0))
         return reject(why, "Clip min/max dtype differs from the input dtype");
   }
-  if (is_float_unary(kOp)) return require_dtype(n, 0, kFloats, why);
+  if (is_float_unary(kOp)) return require_dtype(n, 0, kGpuFloats, why);
   return require_dtype(n, 0,
                        {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
                         DataType::kInt32, DataType::kInt64},
@@ -700,7 +797,7 @@ bool binary_supports(const Node& n, std::string* why) {
   switch (kOp) {
     case BinaryOp::kDiv:
     case BinaryOp::kPow:
-      return require_dtype(n, 0, kFloats, why);  // integer division by zero must fail: CPU does that
+      return require_dtype(n, 0, kGpuFloats, why);  // integer division by zero must fail: CPU does that
     case BinaryOp::kAnd:
     case BinaryOp::kOr:
     case BinaryOp::kXor:
@@ -826,9 +923,115 @@ CudaOp binary(const char* name) {
   return CudaOp{name, &binary_supports<kOp>, &binary_run<kOp>, {}, nullptr};
 }
 
+// ---- Sum / Mean -------------------------------------------------------------------------------
+
+template <bool kMean>
+bool variadic_supports(const Node& n, std::string* why) {
+  if (n.inputs.empty()) return reject(why, "needs at least one input");
+  for (size_t i = 0; i < n.inputs.size(); ++i) {
+    if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
+  }
+  return require_dtype(n, 0, kMean ? kGpuFloats : kGpuFloatsInts, why);
+}
+
+// merge_broadcast (cuda_op_util.h) for the variadic kernels' operand count.
+bool make_var_bcast(const std::vector<int64_t>& out, const std::vector<const std::vector<int64_t>*>& ins,
+                    k::VarBcast* p, std::string* why) {
+  std::vector<int64_t> dims;
+  std::vector<std::vector<int64_t>> ks;
+  if (!merge_broadcast(out, ins, &dims, &ks, why)) return false;
+  *p = k::VarBcast{};
+  p->rank = static_cast<int>(dims.size());
+  p->count = static_cast<int>(ins.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    p->dims[d] = dims[d];
+    for (size_t k = 0; k < ins.size(); ++k) p->strides[k][d] = ks[k][d];
+  }
+  return true;
+}
+
+// Up to kMaxVariadic operands per launch; later launches take the output itself as operand 0.
+// Mean scales once, in the last launch.
+template <bool kMean>
+Status variadic_run(CudaExec& ex) {
+  const auto& in = ex.ctx->inputs;
+  Tensor& y = *ex.ctx->outputs[0];
+  if (in.empty()) return fail(ex, StatusCode::kInvalidModel, "needs at least one input");
+  for (const Tensor* t : in)
+    if (!t || t->dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "an input is missing or has another dtype");
+  const size_t total = in.size();
+  size_t next = 0;
+  bool first = true;
+  while (next < total) {
+    std::vector<const std::vector<int64_t>*> dims;
+    std::vector<const void*> ptrs;
+    if (!first) {
+      dims.push_back(&y.dims());
+      ptrs.push_back(y.data());
+    }
+    while (next < total && dims.size() < static_cast<size_t>(k::kMaxVariadic)) {
+      dims.push_back(&in[next]->dims());
+      ptrs.push_back(in[next]->data());
+      ++next;
+    }
+    k::VarBcast p;
+    std::string why;
+    if (!make_var_bcast(y.dims(), dims, &p, &why)) return fail(ex, StatusCode::kRuntimeError, why);
+    for (size_t k = 0; k < ptrs.size(); ++k) p.in[k] = ptrs[k];
+    const float scale = kMean && next == total ? 1.0f / static_cast<float>(total) : 1.0f;
+    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_variadic_sum(ktype(y.dtype()), p, y.data(), y.numel(), scale,
+                                                               stream_of(ex)), ex));
+    first = false;
+  }
+  return Status::ok();
+}
+
+// ---- IsNaN / IsInf ----------------------------------------------------------------------------
+
+template <bool kInf>
+Status float_class_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  if (y.dtype() != DataType::kBool || y.numel() != x.numel())
+    return fail(ex, StatusCode::kInternal, "output must be bool with the input's size");
+  int64_t neg = 1, pos = 1;
+  if (kInf) {
+    GRAFT_ASSIGN_OR_RETURN(neg, attrs_of(ex).get_int("detect_negative", 1));
+    GRAFT_ASSIGN_OR_RETURN(pos, attrs_of(ex).get_int("detect_positive", 1));
+  }
+  return launch_status(k::launch_float_class(ktype(x.dtype()), kInf, neg != 0, pos != 0, x.data(), y.data(), x.numel(),
+                                             stream_of(ex)), ex);
+}
+
+// ---- Celu ---------------------------------------------------------------------------------------
+
+bool celu_supports(const Node& n, std::string* why) {
+  // float32 is Celu's one type in the specification (and in its schema).
+  return require_dtype(n, 0, {DataType::kFloat32}, why);
+}
+
+Status celu_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "needs X");
+  Tensor& y = *ex.ctx->outputs[0];
+  auto alpha = graft::celu_alpha(attrs_of(ex));
+  if (!alpha) return with_node(ex, alpha.status());
+  if (x->dtype() != DataType::kFloat32 || y.dtype() != DataType::kFloat32 || y.numel() != x->numel())
+    return fail(ex, StatusCode::kInvalidModel, "X and Y must be float32 of one size");
+  return launch_status(k::launch_celu(static_cast<const float*>(x->data()), static_cast<float*>(y.data()),
+                                      y.numel(), alpha.value(), stream_of(ex)),
+                       ex);
+}
+
 }  // namespace
 
 void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"Sum", &variadic_supports<false>, &variadic_run<false>, {}, nullptr});
+  out.push_back(CudaOp{"Mean", &variadic_supports<true>, &variadic_run<true>, {}, nullptr});
+  out.push_back(CudaOp{"IsNaN", &float_input0, &float_class_run<false>, {}, nullptr});
+  out.push_back(CudaOp{"IsInf", &float_input0, &float_class_run<true>, {}, nullptr});
+  out.push_back(CudaOp{"Celu", &celu_supports, &celu_run, {}, nullptr});
   out.push_back(unary<UnaryOp::kRelu>("Relu"));
   out.push_back(unary<UnaryOp::kLeakyRelu>("LeakyRelu"));
   out.push_back(unary<UnaryOp::kSigmoid>("Sigmoid"));

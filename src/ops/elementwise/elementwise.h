@@ -1,18 +1,20 @@
 // The elementwise family: ONNX's unary math (Relu, Sigmoid, Tanh, Erf, Gelu, HardSigmoid,
 // HardSwish, Exp, Log, Sqrt, Floor, Ceil, Sin, Cos, Softplus, Elu, Neg, Abs, Not, ...), the
 // broadcasting binary ops and comparisons (Add, Sub, Mul, Div, Pow, PRelu, Max, Min, Equal, Less,
-// Greater, And, Or, ...), Sum, Where, Cast/CastLike, Clip and Identity. The CPU references are the
+// Greater, And, Or, Mod, Xor, ...), Sum, Mean, Where, Cast/CastLike, Clip, Identity, and the suite's
+// rarer math (trig and hyperbolic, Sign, Round, Selu, Celu, Shrink, ThresholdedRelu, Softsign, Mish,
+// IsNaN, IsInf). The CPU references are the
 // executable specification: plain loops, half types computed in float and rounded once on store,
 // float64 in double, integers natively; outputs arrive allocated to the inferred shapes and each
 // kernel checks that its inputs broadcast to them. This header declares them and, in CUDA builds,
 // the kernel launchers that other CUDA code reuses (the fused transformer ops, Expand, Gemm's C).
-// elementwise.cpp: CPU references and schemas; elementwise.cu: kernels and the CUDA ops (the unary
-// math, Mod and Xor of src/ops/extra_ops.cpp included).
+// elementwise.cpp: CPU references and schemas; elementwise.cu: kernels and the CUDA ops.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "graft/attribute.h"
 #include "graft/status.h"
 #include "ops/operator.h"
 
@@ -71,7 +73,38 @@ Status logical_or(ExecContext& ctx);
 Status sum(ExecContext& ctx);  // variadic
 Status where(ExecContext& ctx);
 
+// The suite's rarer elementwise ops (float math unless noted).
+Status mod(ExecContext& ctx);
+Status logical_xor(ExecContext& ctx);
+Status tan(ExecContext& ctx);
+Status asin(ExecContext& ctx);
+Status acos(ExecContext& ctx);
+Status atan(ExecContext& ctx);
+Status sinh(ExecContext& ctx);
+Status cosh(ExecContext& ctx);
+Status asinh(ExecContext& ctx);
+Status acosh(ExecContext& ctx);
+Status atanh(ExecContext& ctx);
+Status sign(ExecContext& ctx);     // also integers
+Status round(ExecContext& ctx);    // half to even
+Status selu(ExecContext& ctx);
+Status celu(ExecContext& ctx);
+Status shrink(ExecContext& ctx);   // also integers
+Status thresholded_relu(ExecContext& ctx);
+Status softsign(ExecContext& ctx);
+Status mish(ExecContext& ctx);
+Status is_nan(ExecContext& ctx);
+Status is_inf(ExecContext& ctx);
+Status mean(ExecContext& ctx);
+
 }  // namespace graft::cpu
+
+namespace graft {
+
+// Celu's alpha (default 1), which must be finite and nonzero; the error names the attribute.
+Result<float> celu_alpha(const AttributeMap& attrs);
+
+}  // namespace graft
 
 #ifdef GRAFT_WITH_CUDA
 // ---- CUDA launchers (elementwise.cu) ---------------------------------------------------------------

@@ -274,9 +274,6 @@ namespace {
 
 using namespace util;
 
-constexpr std::initializer_list<DataType> kFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                         DataType::kInt32, DataType::kInt64};
-
 bool index_dtype(const Node& n, size_t i, std::string* why) {
   return require_dtype(n, i, {DataType::kInt32, DataType::kInt64}, why);
 }
@@ -342,7 +339,7 @@ bool scatter_supports(const Node& n, std::string* why) {
   }
   if (red.value() != "add" && red.value() != "mul" && red.value() != "max" && red.value() != "min")
     return reject(why, "attribute 'reduction' must be none, add, mul, max or min");
-  return require_dtype(n, 0, kFloatsInts, why);
+  return require_dtype(n, 0, kGpuFloatsInts, why);
 }
 
 Status copy_data(CudaExec& ex, const Tensor& data, Tensor& y) {

@@ -426,9 +426,6 @@ namespace {
 
 using namespace util;
 
-constexpr std::initializer_list<DataType> kFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                         DataType::kInt32, DataType::kInt64};
-
 // ---- ArgMax / ArgMin / Hardmax ----------------------------------------------------------------
 
 bool arg_supports(const Node& n, std::string* why) {
@@ -469,7 +466,7 @@ Status hardmax_run(CudaExec& ex) {
 
 bool topk_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and K");
-  if (!require_dtype(n, 0, kFloatsInts, why)) return false;
+  if (!require_dtype(n, 0, kGpuFloatsInts, why)) return false;
   if (n.outputs.size() > 1 && n.outputs[1] && n.outputs[1]->desc.dtype != DataType::kInt64)
     return reject(why, "indices output must be int64");
   return true;
