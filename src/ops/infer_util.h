@@ -77,7 +77,7 @@ Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only);
 
 // numel(in) / prod(known) for a Reshape's inferred (-1) dim, cancelling structurally equal
 // symbolic factors first so that [batch,3,4] reshaped to [batch,-1] gives 12, not
-// floor_div(batch*12, batch). Defined in shape_ops.cpp.
+// floor_div(batch*12, batch). Defined in src/ops/shape/shape.cpp.
 Dim divide_shape(const Shape& in, const std::vector<Dim>& known);
 
 // Only shape-sized integer tensors carry symbolic contents (shape arithmetic); larger ones are data,

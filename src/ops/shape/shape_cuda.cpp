@@ -1,8 +1,11 @@
-// CUDA data-movement ops: Reshape/Flatten/Squeeze/Unsqueeze as device-to-device copies (their shape
-// inputs are host inputs), Transpose and Slice through a strided gather, Expand through a broadcast
-// copy, Concat/Split as pitched row copies, Gather with device indices, and Tile. Parameters come
-// from the CPU reference's own helpers (slice_axis, the view plans), so both backends read a node the
-// same way. Pad and Resize are the resize-and-pad family's (src/ops/resize_pad).
+// The shape family's CUDA ops (host code only: the kernels are the data-movement library of
+// src/backends/cuda/shape_kernels.cu, which other ops share): Reshape/Flatten/Squeeze/Unsqueeze as
+// device-to-device copies (their shape inputs are host inputs), Transpose and Slice through a
+// strided gather, Expand through a broadcast copy, Concat/Split as pitched row copies, Gather with
+// device indices, and Tile. Parameters come from the CPU reference's own helpers (slice_axis, the
+// view plans), so both backends read a node the same way.
+#include "ops/shape/shape.h"
+
 #include <algorithm>
 #include <numeric>
 #include <string>
@@ -10,11 +13,10 @@
 
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
-#include "ops/elementwise/elementwise.h"  // the elementwise launchers
 #include "backends/cuda/shape_kernels.cuh"
 #include "backends/cuda/view_plan.h"
 #include "ops/attr_util.h"
-#include "ops/slice_axis.h"
+#include "ops/elementwise/elementwise.h"  // the elementwise launchers
 #include "ops/view_ops.h"
 
 namespace graft::cuda {
