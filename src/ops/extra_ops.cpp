@@ -43,25 +43,6 @@ Status infer_size(InferContext& ctx) {
   return Status::ok();
 }
 
-Status infer_cumsum(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI32, kI64}));
-  for (const char* a : {"exclusive", "reverse"}) {
-    auto r = ctx.attrs().get_int(a, 0);
-    if (!r) return Status(r.status()).with_attribute(a);
-  }
-  if (ctx.input(1).shape && ctx.input(1).rank() > 1)
-    return ctx.fail("input axis must be a scalar, got ", ctx.input(1).to_string());
-  if (const Tensor* t = ctx.input_value(1); t && ctx.input(0).shape) {
-    auto v = t->to_int64_vector();
-    if (v.size() != 1) return ctx.fail("input axis must hold one value");
-    auto a = normalize_axis(v[0], ctx.input(0).rank());
-    if (!a) return ctx.fail("input axis: ", a.status().message());
-  }
-  ctx.set_output(0, ctx.input(0));
-  return Status::ok();
-}
-
 Status infer_one_hot(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kNumericTypes));
@@ -171,7 +152,6 @@ void append_extra_ops(std::vector<OpEntry>& out) {
   const std::vector<OpEntry> ops = {
       {"Trilu", 14, infer_trilu, cpu::trilu},
       keeps_float32({"Size", 1, infer_size, cpu::size}),
-      keeps_float32({"CumSum", 11, infer_cumsum, cpu::cumsum}),
       {"OneHot", 11, infer_one_hot, cpu::one_hot},
       {"DepthToSpace", 11, infer_depth_to_space, cpu::depth_to_space},
       {"SpaceToDepth", 11, infer_space_to_depth, cpu::space_to_depth},

@@ -63,39 +63,6 @@ Status size(ExecContext& ctx) {
   return Status::ok();
 }
 
-Status cumsum(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  const AttributeMap& attrs = attrs_of(ctx);
-  GRAFT_ASSIGN_OR_RETURN(int64_t exclusive, attrs.get_int("exclusive", 0));
-  GRAFT_ASSIGN_OR_RETURN(int64_t reverse, attrs.get_int("reverse", 0));
-  const auto av = ctx.inputs[1]->to_int64_vector();
-  if (av.size() != 1)
-    return error(StatusCode::kInvalidModel, "CumSum input axis must hold one value, got ", static_cast<int64_t>(av.size()));
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(av[0], x.rank()));
-  GRAFT_CHECK(x.numel() == y.numel() && x.dtype() == y.dtype());
-  const AxisView v = axis_view(x.dims(), axis, false);
-  return visit_numeric(x.dtype(), [&](auto tr) -> Status {
-    using Tr = decltype(tr);
-    using C = decltype(Tr::load(nullptr, 0));
-    using Acc = std::conditional_t<std::is_integral_v<C>, int64_t, double>;
-    for (int64_t o = 0; o < v.outer; ++o)
-      for (int64_t i = 0; i < v.inner; ++i) {
-        Acc acc = 0;
-        for (int64_t t = 0; t < v.n; ++t) {
-          const int64_t k = reverse ? v.n - 1 - t : t;
-          const int64_t off = (o * v.n + k) * v.inner + i;
-          const Acc val = static_cast<Acc>(Tr::load(x.data(), off));
-          if (!exclusive) acc += val;
-          Tr::store(y.data(), off, static_cast<C>(acc));
-          if (exclusive) acc += val;
-        }
-      }
-    return Status::ok();
-  }, [&](DataType t) { return bad_dtype(ctx, t); });
-}
-
 Status one_hot(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 3));
   const Tensor& ind = *ctx.inputs[0];

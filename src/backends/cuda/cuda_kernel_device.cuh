@@ -13,6 +13,9 @@
 
 namespace graft::cuda::k {
 
+// Every lane of a warp, for the *_sync shuffles and votes.
+constexpr unsigned kFullWarp = 0xffffffffu;
+
 // The float types (float, __half, __nv_bfloat16, double) against the integers.
 template <typename T>
 constexpr bool kIsFloat = !std::is_integral_v<T>;

@@ -9,74 +9,6 @@
 namespace graft::cuda::k {
 namespace {
 
-constexpr unsigned kFull = 0xffffffffu;
-
-// ---- CumSum -----------------------------------------------------------------------------------
-
-template <typename T>
-using ScanAcc = std::conditional_t<kIsFloat<T>, float, long long>;
-
-template <typename T>
-__device__ __forceinline__ T scan_store(ScanAcc<T> v) {
-  if constexpr (kIsFloat<T>) return Elem<T>::st(v);
-  else return static_cast<T>(v);
-}
-
-template <typename T>
-__global__ void cumsum_line_kernel(bool excl, bool rev, const T* __restrict__ x, T* __restrict__ y, int64_t lines,
-                                   int64_t n, int64_t inner) {
-  using A = ScanAcc<T>;
-  GRAFT_GRID_STRIDE(l, lines) {
-    const int64_t o = l / inner, i = l % inner;
-    A acc = 0;
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t k = rev ? n - 1 - t : t;
-      const int64_t off = (o * n + k) * inner + i;
-      const A v = static_cast<A>(Elem<T>::ld(x[off]));
-      if (!excl) acc += v;
-      y[off] = scan_store<T>(acc);
-      if (excl) acc += v;
-    }
-  }
-}
-
-// One block per contiguous row: chunks of blockDim.x elements scanned by warp shuffles, with the
-// running total carried across chunks.
-template <typename T>
-__global__ void cumsum_block_kernel(bool excl, bool rev, const T* __restrict__ x, T* __restrict__ y, int64_t n) {
-  using A = ScanAcc<T>;
-  __shared__ A warp_tot[32];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-  const T* xl = x + int64_t(blockIdx.x) * n;
-  T* yl = y + int64_t(blockIdx.x) * n;
-  A carry = 0;
-  for (int64_t c0 = 0; c0 < n; c0 += blockDim.x) {
-    const int64_t t = c0 + threadIdx.x;
-    const int64_t k = rev ? n - 1 - t : t;
-    const A v = t < n ? static_cast<A>(Elem<T>::ld(xl[k])) : A(0);
-    A s = v;
-    for (int o = 1; o < 32; o <<= 1) {
-      const A u = __shfl_up_sync(kFull, s, o);
-      if (lane >= o) s += u;
-    }
-    if (lane == 31) warp_tot[warp] = s;
-    __syncthreads();
-    if (warp == 0) {
-      A w = lane < nw ? warp_tot[lane] : A(0);
-      for (int o = 1; o < 32; o <<= 1) {
-        const A u = __shfl_up_sync(kFull, w, o);
-        if (lane >= o) w += u;
-      }
-      if (lane < nw) warp_tot[lane] = w;
-    }
-    __syncthreads();
-    const A incl = carry + (warp > 0 ? warp_tot[warp - 1] : A(0)) + s;
-    if (t < n) yl[k] = scan_store<T>(excl ? incl - v : incl);
-    carry += warp_tot[nw - 1];
-    __syncthreads();  // warp_tot is rewritten by the next chunk
-  }
-}
-
 // ---- Trilu ------------------------------------------------------------------------------------
 
 template <typename E>
@@ -161,23 +93,6 @@ cudaError_t launch_range(KType t, double start, double delta, int64_t istart, in
   if (n == 0) return cudaSuccess;
   GRAFT_NUMERIC_DISPATCH(t, (range_kernel<T><<<grid_for(n), kThreads, 0, s>>>(start, delta, istart, idelta,
                                                                               static_cast<T*>(out), n)));
-  return cudaGetLastError();
-}
-
-cudaError_t launch_cumsum(KType t, bool exclusive, bool reverse, const void* x, void* y, int64_t outer, int64_t n,
-                          int64_t inner, cudaStream_t s) {
-  const int64_t lines = outer * inner;
-  if (lines == 0 || n == 0) return cudaSuccess;
-  // Contiguous rows, too few to fill the GPU one thread each: one block per row.
-  const bool block_rows = inner == 1 && n >= 64 && lines <= 0x7fffffffLL && lines < 8192;
-  if (block_rows) {
-    const int threads = n >= 1024 ? 1024 : (n >= 256 ? 256 : 64);
-    GRAFT_NUMERIC_DISPATCH(t, (cumsum_block_kernel<T><<<static_cast<unsigned>(lines), threads, 0, s>>>(
-                                  exclusive, reverse, static_cast<const T*>(x), static_cast<T*>(y), n)));
-  } else {
-    GRAFT_NUMERIC_DISPATCH(t, (cumsum_line_kernel<T><<<grid_for(lines), kThreads, 0, s>>>(
-                                  exclusive, reverse, static_cast<const T*>(x), static_cast<T*>(y), lines, n, inner)));
-  }
   return cudaGetLastError();
 }
 

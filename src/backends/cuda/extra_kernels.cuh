@@ -11,12 +11,6 @@
 
 namespace graft::cuda::k {
 
-// ---- CumSum over [outer, n, inner] --------------------------------------------------------------
-
-// Float types accumulate in float, i32/i64 in int64.
-cudaError_t launch_cumsum(KType t, bool exclusive, bool reverse, const void* x, void* y, int64_t outer, int64_t n,
-                          int64_t inner, cudaStream_t s);
-
 // ---- Trilu ------------------------------------------------------------------------------------
 
 // y = x where (upper ? c - r >= k : c - r <= k), else 0; planes of rows x cols; element size 1/2/4/8.

@@ -26,26 +26,6 @@ bool elem_size_fits(DataType t) {
   return es == 1 || es == 2 || es == 4 || es == 8;
 }
 
-// ---- CumSum -----------------------------------------------------------------------------------
-
-bool cumsum_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs x and axis");
-  return require_dtype(n, 0, kGpuFloatsInts, why);
-}
-
-Status cumsum_run(CudaExec& ex) {
-  const Tensor& x = *ex.ctx->inputs[0];
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(int64_t exclusive, attrs_of(ex).get_int("exclusive", 0));
-  GRAFT_ASSIGN_OR_RETURN(int64_t reverse, attrs_of(ex).get_int("reverse", 0));
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_v, host_scalar(ex, 1, "axis"));
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_v, x.rank()));
-  if (x.numel() != y.numel() || x.dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "output differs from input");
-  const AxisView v = axis_view(x.dims(), axis, false);
-  return launch_status(k::launch_cumsum(ktype(x.dtype()), exclusive != 0, reverse != 0, x.data(), y.data(), v.outer, v.n,
-                                        v.inner, stream_of(ex)), ex);
-}
-
 // ---- Trilu ------------------------------------------------------------------------------------
 
 Status trilu_run(CudaExec& ex) {
@@ -240,7 +220,6 @@ Status range_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_extra_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr});
   out.push_back(CudaOp{"Trilu", &elem_size_ok, &trilu_run, {1}, nullptr});
   out.push_back(CudaOp{"OneHot", &one_hot_supports, &one_hot_run, {1}, nullptr});
   out.push_back(CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr});

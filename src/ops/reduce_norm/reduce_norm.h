@@ -1,10 +1,10 @@
 // The reduce-and-normalize family: ONNX's ten reductions (ReduceMean, ReduceSum, ReduceMax,
 // ReduceMin, ReduceProd, ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp) and
-// the normalizations built on reductions (Softmax, LogSoftmax, LayerNormalization). This header
-// holds what other code shares with them: the reduce axes (read one way by the schemas, the CPU
-// references and the CUDA ops), the CPU references and, in CUDA builds, the kernel launchers (the
-// fused attention calls the softmax). reduce_norm.cpp: axes, CPU references (float inputs
-// accumulate in double and round once on store; integers in int64), schemas; reduce_norm.cu:
+// the normalizations built on reductions (Softmax, LogSoftmax, LayerNormalization), and CumSum.
+// This header holds what other code shares with them: the reduce axes (read one way by the schemas,
+// the CPU references and the CUDA ops), the CPU references and, in CUDA builds, the kernel
+// launchers (the fused attention calls the softmax). reduce_norm.cpp: axes, CPU references (float
+// inputs accumulate in double and round once on store; integers in int64), schemas; reduce_norm.cu:
 // kernels (float accumulation) and the CUDA ops.
 #pragma once
 
@@ -53,6 +53,7 @@ Status reduce_log_sum_exp(ExecContext& ctx);
 Status softmax(ExecContext& ctx);
 Status log_softmax(ExecContext& ctx);
 Status layer_normalization(ExecContext& ctx);
+Status cumsum(ExecContext& ctx);
 
 }  // namespace cpu
 }  // namespace graft
@@ -76,6 +77,11 @@ enum class ReduceKind : int { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, k
 // (Mean truncates) for every kind but L2/LogSum/LogSumExp.
 cudaError_t launch_reduce(KType t, ReduceKind kind, const void* x, void* y, const Strided& kept, int64_t out_n,
                           const Strided& reduced, int64_t red_n, cudaStream_t s);
+
+
+// CumSum over [outer, n, inner]: float types accumulate in float, i32/i64 in int64.
+cudaError_t launch_cumsum(KType t, bool exclusive, bool reverse, const void* x, void* y, int64_t outer, int64_t n,
+                          int64_t inner, cudaStream_t s);
 
 }  // namespace graft::cuda::k
 #endif

@@ -40,8 +40,6 @@ cudaError_t launch_topk(KType t, bool largest, const void* x, void* vals, int64_
 
 namespace {
 
-constexpr unsigned kFull = 0xffffffffu;
-
 // ---- ArgMax / ArgMin / Hardmax ----------------------------------------------------------------
 
 template <typename K>
@@ -99,8 +97,8 @@ __device__ __forceinline__ int64_t arg_warp(const T* row, int64_t n, bool want_m
     }
   }
   for (int o = 16; o > 0; o >>= 1) {
-    const K ov = __shfl_xor_sync(kFull, bv, o);
-    const long long oi = __shfl_xor_sync(kFull, bi, o);
+    const K ov = __shfl_xor_sync(kFullWarp, bv, o);
+    const long long oi = __shfl_xor_sync(kFullWarp, bi, o);
     if (better(ov, oi, bv, bi)) {
       bv = ov;
       bi = oi;
