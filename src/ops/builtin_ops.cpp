@@ -18,7 +18,6 @@ void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose,
 void append_selection_ops(std::vector<OpEntry>& out);      // ArgMax, ArgMin, Hardmax, TopK
 void append_gather_scatter_ops(std::vector<OpEntry>& out);  // GatherElements, ScatterElements, GatherND, ScatterND
 void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
-void append_extra_ops(std::vector<OpEntry>& out);         // OneHot, CumSum, Compress, Mod, Trilu, trig...
 void append_sampling_ops(std::vector<OpEntry>& out);      // RoiAlign, GridSample
 void append_data_dependent_ops(std::vector<OpEntry>& out);  // NonZero, NonMaxSuppression, Unique (data-dependent output shapes)
 void append_loss_ops(std::vector<OpEntry>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
@@ -51,7 +50,6 @@ const std::vector<OpEntry>& builtin_ops() {
     append_selection_ops(t);
     append_gather_scatter_ops(t);
     append_resize_pad_ops(t);
-    append_extra_ops(t);
     append_sampling_ops(t);
     append_data_dependent_ops(t);
     append_loss_ops(t);

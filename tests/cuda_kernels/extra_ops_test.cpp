@@ -1,5 +1,5 @@
-// CUDA kernels of the less common builtin ops vs the CPU reference: Mod, Xor, Sum, Mean, the unary
-// math of src/ops/extra_ops.cpp (trig/hyperbolic, Sign, Round, Selu, Shrink, ThresholdedRelu,
+// CUDA kernels of the less common builtin ops vs the CPU reference: Mod, Xor, Sum, Mean, the rarer
+// unary math of src/ops/elementwise (trig/hyperbolic, Sign, Round, Selu, Shrink, ThresholdedRelu,
 // Softsign, IsNaN, IsInf), Dropout, the extra reductions, ArgMax/ArgMin, Hardmax, CumSum, Trilu,
 // GatherElements, ScatterElements, GatherND, ScatterND, OneHot, DepthToSpace/SpaceToDepth, TopK,
 // Compress. Fresh random data every run; outputs are poisoned before the kernel runs.

@@ -1,4 +1,4 @@
-// CUDA kernels of src/ops/unpool/unpool.cu and Celu (src/backends/cuda/extra_ops.cpp) vs the CPU reference: MaxUnpool (exact, every
+// CUDA kernels of src/ops/unpool/unpool.cu and Celu (src/ops/elementwise) vs the CPU reference: MaxUnpool (exact, every
 // float type, with and without output_shape, strides and pads) and Celu (float32, alpha of either
 // sign). Out-of-range MaxUnpool indices, which the CPU reference refuses, are run directly: the
 // kernel must skip them and write nothing outside the output. Fresh random data every run.

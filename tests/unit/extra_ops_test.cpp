@@ -1,4 +1,5 @@
-// Ops of src/ops/extra_ops.cpp: inference (symbolic shapes, attribute/input errors) and CPU kernels
+// The suite's less common ops (in the elementwise, reduce-and-normalize, selection, gather-scatter
+// and shape families since the 'extra' files were split): inference (symbolic shapes, attribute/input errors) and CPU kernels
 // against formulas written here on fresh random data. Many of these ops only appear in the ONNX
 // suite at opsets graft does not import, so these tests are their main check.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // CPU references of Unique (src/ops/data_dependent), MaxUnpool (src/ops/unpool) and Celu
-// (src/backends/cpu/extra.cpp) against naive computations written here, on fresh random data each
+// (src/ops/elementwise) against naive computations written here, on fresh random data each
 // run (the seed is in the failure trace). Nodes run through the runtime's executor (run_node_cpu),
 // so Unique's kernel-allocated outputs and the errors' node names are exercised as in an engine.
 #include <gtest/gtest.h>

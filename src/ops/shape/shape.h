@@ -1,11 +1,13 @@
 // The shape family: ONNX's data-movement ops, Flatten, Reshape, Squeeze, Unsqueeze, Transpose,
-// Concat, Split, Slice, Gather, Expand, Tile, Shape, Constant, ConstantOfShape and Range. Their
+// Concat, Split, Slice, Gather, Expand, Tile, Shape, Size, Constant, ConstantOfShape, Range, Trilu,
+// OneHot, DepthToSpace, SpaceToDepth and Compress. Their
 // CPU references move bytes only (every dtype by copying dtype_size() bytes per element) and fail,
 // rather than write out of bounds, when the allocated outputs disagree with what they recompute.
 // Their schemas also propagate the symbolic contents of small integer tensors, so PyTorch's
 // dynamic reshapes (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) keep symbolic shapes.
-// shape.cpp: Slice's axis geometry, CPU references, schemas; shape_cuda.cpp: the CUDA ops, over
-// the data-movement kernels of src/backends/cuda/shape_kernels.cu, which other ops share.
+// shape.cpp: Slice's axis geometry, CPU references, schemas; shape.cu: the kernels of Trilu, OneHot,
+// Compress, ConstantOfShape and Range; shape_cuda.cpp: the CUDA ops, the others over the
+// data-movement kernels of src/backends/cuda/shape_kernels.cu, which other ops share.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,12 @@
 #include "graft/status.h"
 #include "graft/tensor.h"
 #include "ops/operator.h"
+
+#ifdef GRAFT_WITH_CUDA
+#include <cuda_runtime_api.h>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+#endif
 
 namespace graft {
 
@@ -45,6 +53,59 @@ Status constant(ExecContext& ctx);
 Status constant_of_shape(ExecContext& ctx);
 Status range(ExecContext& ctx);
 Status tile(ExecContext& ctx);
+Status trilu(ExecContext& ctx);
+Status size(ExecContext& ctx);
+// Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha is read by celu_alpha
+// (src/ops/extra_attrs.h).
+Status one_hot(ExecContext& ctx);
+Status depth_to_space(ExecContext& ctx);
+Status space_to_depth(ExecContext& ctx);
+Status compress(ExecContext& ctx);
 
 }  // namespace cpu
 }  // namespace graft
+
+#ifdef GRAFT_WITH_CUDA
+// ---- CUDA launchers (shape.cu) of the ops that have kernels of their own; shape_cuda.cpp's other
+// ops run on the shared data-movement kernels of src/backends/cuda/shape_kernels.cu. OneHot's
+// indices are read on the device and cannot fail per element the way the CPU reference does: an
+// out-of-range index writes the off value in every position (as the CPU does).
+namespace graft::cuda::k {
+
+// ---- Trilu ------------------------------------------------------------------------------------
+
+// y = x where (upper ? c - r >= k : c - r <= k), else 0; planes of rows x cols; element size 1/2/4/8.
+cudaError_t launch_trilu(int elem_size, bool upper, int64_t k, const void* x, void* y, int64_t planes, int64_t rows,
+                         int64_t cols, cudaStream_t s);
+
+// ---- OneHot -----------------------------------------------------------------------------------
+
+// out[(o * depth + d) * inner + i] = vals[d == index ? 1 : 0], index = indices[o * inner + i]
+// truncated toward zero, + depth when negative. Indices i32/i64/f32/f16/bf16; values element
+// size 1/2/4/8 (vals is the device tensor [off, on]).
+cudaError_t launch_one_hot(KType idx_t, int elem_size, const void* idx, const void* vals, void* out, int64_t outer,
+                           int64_t depth, int64_t inner, cudaStream_t s);
+
+// ---- Compress ---------------------------------------------------------------------------------
+
+constexpr int kCompressChunk = 480;
+// Source positions along the axis of up to kCompressChunk consecutive kept slots, passed by value.
+struct CompressChunk {
+  int count = 0;
+  int32_t src[kCompressChunk] = {};
+};
+// y[(o * kn + t0 + j) * inner + i] = x[(o * n + c.src[j]) * inner + i] for j < c.count.
+cudaError_t launch_compress_chunk(int elem_size, const void* x, void* y, int64_t outer, int64_t n, int64_t inner,
+                                  int64_t kn, int64_t t0, const CompressChunk& c, cudaStream_t s);
+
+// ---- ConstantOfShape, Range ---------------------------------------------------------------------
+
+// out[i] = the element whose bytes are the low elem_size bytes of `bits` (little-endian).
+cudaError_t launch_fill(int elem_size, uint64_t bits, void* out, int64_t n, cudaStream_t s);
+// out[i] = start + i * delta: floats in double, rounded once (as the CPU reference); i32/i64 in
+// wrapping 64-bit integer arithmetic from istart/idelta.
+cudaError_t launch_range(KType t, double start, double delta, int64_t istart, int64_t idelta, void* out, int64_t n,
+                         cudaStream_t s);
+
+}  // namespace graft::cuda::k
+#endif

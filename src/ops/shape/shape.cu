@@ -1,4 +1,7 @@
-#include "backends/cuda/extra_kernels.cuh"
+// The shape family's own CUDA kernels and launchers (declared in shape.h): Trilu, OneHot, the
+// compaction chunks of Compress, ConstantOfShape's fill and Range. The family's other ops run on the
+// data-movement kernels of src/backends/cuda/shape_kernels.cu.
+#include "ops/shape/shape.h"
 
 #include <climits>
 #include <cstring>
@@ -7,6 +10,7 @@
 #include "backends/cuda/cuda_kernel_device.cuh"
 
 namespace graft::cuda::k {
+
 namespace {
 
 // ---- Trilu ------------------------------------------------------------------------------------
