@@ -70,6 +70,20 @@ inline Status infer_unary_float(InferContext& ctx) { return infer_unary(ctx, kFl
 inline Status infer_unary_signed(InferContext& ctx) { return infer_unary(ctx, kSignedTypes); }
 inline Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, kNumericTypes); }
 
+// The ops that normalize along one axis (Softmax, LogSoftmax, Hardmax), once input 0's dtype is
+// checked: `axis` (default 1 before opset 13, when the input is coerced to 2-D there, and -1 from
+// 13) must name an axis of input 0 when its rank is known; output 0 is input 0's dtype and shape.
+inline Status infer_along_axis(InferContext& ctx) {
+  auto axis = ctx.attrs().get_int("axis", ctx.opset() < 13 ? 1 : -1);
+  if (!axis) return Status(axis.status()).with_attribute("axis");
+  if (ctx.input(0).shape && ctx.input(0).rank() > 0) {
+    auto a = normalize_axis(axis.value(), ctx.input(0).rank());
+    if (!a) return Status(a.status()).with_attribute("axis");
+  }
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+
 // Output of a ReduceXxx-style node once input 0's dtype is checked: keepdims, axes from the
 // attribute or input 1 (its dtype must be int64, or any integer type when !axes_int64_only).
 // Defined in src/ops/reduce_norm/reduce_norm.cpp.

@@ -408,14 +408,7 @@ Status infer_reduce_log(InferContext& ctx) { return infer_reduce_listed(ctx, inf
 
 Status infer_softmax(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_float_input(ctx, 0));
-  auto axis = ctx.attrs().get_int("axis", ctx.opset() < 13 ? 1 : -1);
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  if (ctx.input(0).shape && ctx.input(0).rank() > 0) {
-    auto a = normalize_axis(axis.value(), ctx.input(0).rank());
-    if (!a) return Status(a.status()).with_attribute("axis");
-  }
-  ctx.set_output(0, ctx.input(0));
-  return Status::ok();
+  return infer::infer_along_axis(ctx);
 }
 
 Status infer_layer_norm(InferContext& ctx) {
