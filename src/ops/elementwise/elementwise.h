@@ -88,6 +88,7 @@ Status atanh(ExecContext& ctx);
 Status sign(ExecContext& ctx);     // also integers
 Status round(ExecContext& ctx);    // half to even
 Status selu(ExecContext& ctx);
+// Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha is read by celu_alpha (below).
 Status celu(ExecContext& ctx);
 Status shrink(ExecContext& ctx);   // also integers
 Status thresholded_relu(ExecContext& ctx);

@@ -55,8 +55,6 @@ Status range(ExecContext& ctx);
 Status tile(ExecContext& ctx);
 Status trilu(ExecContext& ctx);
 Status size(ExecContext& ctx);
-// Celu: max(0, x) + min(0, alpha * (exp(x / alpha) - 1)); alpha is read by celu_alpha
-// (src/ops/extra_attrs.h).
 Status one_hot(ExecContext& ctx);
 Status depth_to_space(ExecContext& ctx);
 Status space_to_depth(ExecContext& ctx);
