@@ -7,7 +7,7 @@
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
-#   conformance pip probe examples
+#   conformance pip probe int8probe examples
 #   profile zprofile bench_encoder zoo detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
@@ -171,6 +171,17 @@ if has_step probe; then  # which cuDNN calls a CUDA graph capture refuses (scrip
     -Wl,-rpath,"$(dirname "$cudnn_so")" -L/usr/local/cuda/lib64 -lcudart -o /tmp/cudnn_probe > "$LOGS/cudnn_probe.log" 2>&1 &&
     /tmp/cudnn_probe >> "$LOGS/cudnn_probe.log" 2>&1
   note "cuDNN capture probe: rc=$?"; tail -30 "$LOGS/cudnn_probe.log" >> "$summary"
+fi
+
+if has_step int8probe; then  # FP16 vs INT8 conv speed of ResNet-50's shapes, cuDNN and cuBLASLt (scripts/gpu/int8_probe.cpp);
+  # INT8_PROBE_ARGS: shape filters (substrings of the shape names, e.g. "3x3 stem"; default every shape)
+  cudnn_so=$(ls "${CUDNN_DIR:-/nonexistent}"/lib/libcudnn.so* /usr/lib/x86_64-linux-gnu/libcudnn.so* 2>/dev/null | head -1)
+  cudnn_inc=${CUDNN_DIR:-/usr}/include
+  "${GXX:-g++}" -std=c++17 -O2 scripts/gpu/int8_probe.cpp -I/usr/local/cuda/include -I"$cudnn_inc" "$cudnn_so" \
+    -Wl,-rpath,"$(dirname "$cudnn_so")" -L/usr/local/cuda/lib64 -lcudart -lcublasLt -Wl,-rpath,/usr/local/cuda/lib64 \
+    -o /tmp/int8_probe > "$LOGS/int8_probe.log" 2>&1 &&
+    timeout 240 /tmp/int8_probe ${INT8_PROBE_ARGS:-} >> "$LOGS/int8_probe.log" 2>&1
+  note "INT8 vs FP16 conv probe: rc=$?"; tail -40 "$LOGS/int8_probe.log" >> "$summary"
 fi
 
 if has_step test; then
