@@ -43,6 +43,9 @@ Result<std::string> gemm_transposes(Graph& g, const DevicePassContext&) {
 Result<std::string> batchnorm_convs(Graph& g, const DevicePassContext&) {
   return counted<batchnorm_activations_as_convs>(g, "BatchNormalization layers before an activation as 1x1 depthwise Conv", false);
 }
+Result<std::string> qdq_pairs(Graph& g, const DevicePassContext&) {
+  return counted<fold_quantize_dequantize_pairs>(g, "QuantizeLinear -> DequantizeLinear pairs as one layer", false);
+}
 Result<std::string> conv_epilogues(Graph& g, const DevicePassContext&) {
   return counted<fuse_conv_epilogues>(g, "Conv layers with fused bias/residual/activation", true);
 }
@@ -135,6 +138,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"reshapes", fusion, reshape_pairs},
       {"patchify", fusion, patchify},
       {"batchnorm as conv", fusion, batchnorm_convs},
+      {"fold qdq", fusion, qdq_pairs},
       {"fuse conv", fusion, conv_epilogues},
       {"fuse gemm", fusion, gemm_epilogues},
       {"gemm transposes", fusion, gemm_transposes},

@@ -17,10 +17,11 @@
 namespace graft {
 namespace {
 
-// The op's layout trait (src/ops/operator.h), for a builtin node with one output.
+// The op's layout trait (src/ops/operator.h), for a builtin node (ONNX's or graft's internal) with
+// one output.
 bool has_layout_trait(const Node* n, LayoutTrait t) {
-  if (!is_onnx(*n) || n->outputs.size() != 1) return false;
-  const OpEntry* op = find_onnx_op(n->op_type);
+  if (n->custom_op || n->outputs.size() != 1) return false;
+  const OpEntry* op = find_op_entry(*n);
   return op && op->layout == t;
 }
 bool is_layout_free_unary(const Node* n) { return has_layout_trait(n, LayoutTrait::kElementwiseUnary); }

@@ -43,6 +43,11 @@ Result<int> fold_constants(Graph& graph, const NodeEvaluator& evaluate);
 // Conv followed by BatchNormalization (constant weights and statistics) becomes one Conv.
 Result<int> fold_batchnorm(Graph& graph);
 
+// QuantizeLinear -> DequantizeLinear over the same scalar constant scale and zero point becomes one
+// GraftQuantizeDequantize (equal to the pair to the bit; the QuantizeLinear stays while something
+// else reads its integers). A CUDA builder pass: an NHWC region flows through the fused op.
+Result<int> fold_quantize_dequantize_pairs(Graph& graph);
+
 // A BatchNormalization (inference form, constant statistics) whose only reader is an activation the
 // convolution epilogue applies (Relu, Clip, HardSwish, Sigmoid, HardSigmoid), and that no Conv
 // precedes (fold_batchnorm took those), becomes a 1x1 depthwise Conv with the statistics in its

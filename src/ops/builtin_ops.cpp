@@ -39,6 +39,7 @@ void append_sequence_ops(std::vector<OpEntry>& out);      // Sequence*, SplitToS
 void append_fused_conv_ops(std::vector<OpEntry>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast
 void append_fused_transformer_ops(std::vector<OpEntry>& out);  // GEMM epilogues, elementwise chains, attention
 void append_view_ops(std::vector<OpEntry>& out);               // GraftStridedCopy (composed data-movement chains)
+void append_quantize_internal_ops(std::vector<OpEntry>& out);  // GraftQuantizeDequantize (a folded QuantizeLinear -> DequantizeLinear pair)
 
 const std::vector<OpEntry>& builtin_ops() {
   static const std::vector<OpEntry> table = [] {
@@ -70,6 +71,7 @@ const std::vector<OpEntry>& builtin_ops() {
     append_fused_conv_ops(t);
     append_fused_transformer_ops(t);
     append_view_ops(t);
+    append_quantize_internal_ops(t);
     for (size_t i = onnx_ops; i < t.size(); ++i) t[i].domain = kInternalDomain;
     std::sort(t.begin(), t.end(), [](const OpEntry& a, const OpEntry& b) {
       return std::string(a.op_type) < b.op_type;

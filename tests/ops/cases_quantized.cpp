@@ -1,6 +1,7 @@
 // Cases for the quantized ONNX ops QLinearMatMul and QLinearConv (opset 10: 8-bit operands with
 // scales and zero points, a requantized 8-bit output) and DynamicQuantizeLinear (opset 11: float32 to
-// uint8 with the scale and zero point it chose). Each has an independent float64 formula.
+// uint8 with the scale and zero point it chose), and GraftQuantizeDequantize (graft's fold of a
+// QuantizeLinear -> DequantizeLinear pair). Each has an independent float64 formula.
 //
 // The requantizing ops' kernels round in float32 arithmetic (as ONNX Runtime does), the formulas in
 // float64. So that both see the same value on every rounding boundary, each case's scales make the
@@ -17,6 +18,7 @@
 
 #include "case_util.h"
 #include "harness.h"
+#include "ops/internal_ops.h"
 
 namespace graft::optest {
 
@@ -267,10 +269,51 @@ OpCaseTable dynamic_quantize_cases() {
   return t;
 }
 
+// ---- GraftQuantizeDequantize ----------------------------------------------------------------
+// graft's fold of a QuantizeLinear -> DequantizeLinear pair (inputs x, scale, zero_point, all of
+// one quantization): y = (requantized(x / scale, zp) - zp) * scale.
+Values quantize_dequantize_formula(const Values& in, const DimsList&, const AttributeMap&) {
+  const double s = in[1][0], zp = in[2][0];
+  std::vector<double> y(in[0].size());
+  for (size_t i = 0; i < y.size(); ++i) y[i] = (requantized(in[0][i] / s, zp) - zp) * s;
+  return {y};
+}
+
+// x snapped to multiples of half the (power-of-two) scale: every x / scale an integer or an exact
+// tie, in float16 too, so the kernels' float32 rounding and the formula's agree on every element.
+void half_steps(std::vector<Tensor>& ins) {
+  const double half = ins[1].get(0) / 2.0;
+  for (int64_t i = 0; i < ins[0].numel(); ++i) ins[0].set(i, std::nearbyint(ins[0].get(i) / half) * half);
+}
+
+OpCaseTable quantize_dequantize_cases() {
+  OpCaseTable t;
+  t.domain = kInternalDomain;
+  t.name = "GraftQuantizeDequantize";
+  t.reference = quantize_dequantize_formula;
+  t.cpu_dtypes = t.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  // The scale keeps its float32 when x is float16 (it is read on the host, as the fused op runs in
+  // an engine); every value here is exact in both.
+  t.reference_dtype = DataType::kFloat32;
+  // int8 (a negative zero point tells the formula the range): |x| / scale reaches 160, past 127.
+  OpCase a = make_case("int8_saturating_ties", {data({2, 3, 4, 5}, -20, 20), fixed({}, DataType::kFloat32, {0.125}),
+                                                typed({}, DataType::kInt8, -6, -1)},
+                       {{2, 3, 4, 5}});
+  // uint8 with a zero point near the middle; values under it saturate at 0 steps.
+  OpCase b = make_case("uint8_zero_point", {data({37}, -6, 10), fixed({}, DataType::kFloat32, {0.0625}),
+                                            typed({}, DataType::kUInt8, 90, 110)},
+                       {{37}});
+  for (OpCase* c : {&a, &b}) {
+    c->adjust_inputs = half_steps;
+    t.cases.push_back(*c);
+  }
+  return t;
+}
+
 }  // namespace
 
 std::vector<OpCaseTable> quantized_cases() {
-  return {qlinear_matmul_cases(), qlinear_conv_cases(), dynamic_quantize_cases()};
+  return {qlinear_matmul_cases(), qlinear_conv_cases(), dynamic_quantize_cases(), quantize_dequantize_cases()};
 }
 
 }  // namespace graft::optest

@@ -176,7 +176,7 @@ std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout
 std::vector<OpCaseTable> recurrent_cases();      // GRU, LSTM
 std::vector<OpCaseTable> lp_norm_cases();        // LpNormalization, LpPool, GlobalLpPool
 std::vector<OpCaseTable> roi_pool_cases();       // MaxRoiPool
-std::vector<OpCaseTable> quantized_cases();      // QLinearMatMul, QLinearConv, DynamicQuantizeLinear
+std::vector<OpCaseTable> quantized_cases();      // QLinearMatMul, QLinearConv, DynamicQuantizeLinear, GraftQuantizeDequantize
 std::vector<OpCaseTable> mel_tfidf_cases();      // MelWeightMatrix, TfIdfVectorizer
 std::vector<OpCaseTable> data_dependent_cases(); // NonZero, Unique, NonMaxSuppression, Compress
 std::vector<OpCaseTable> random_cases();         // RandomNormal/Uniform(Like), Bernoulli, Multinomial

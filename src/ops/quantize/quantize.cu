@@ -42,6 +42,11 @@ cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const Quan
 cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
                                      cudaStream_t s);
 
+// GraftQuantizeDequantize: y (x's float type) = DequantizeLinear(QuantizeLinear(x)) over a scalar
+// scale and zero point, integers in [lo, hi].
+cudaError_t launch_quantize_dequantize(KType t, const void* x, void* y, int64_t n, float scale, float zp, float lo,
+                                       float hi, cudaStream_t s);
+
 // DynamicQuantizeLinear (float32 -> uint8): min/max over x (with 0, NaN skipped) in per-block
 // partials, then scale/zero point, then y. `partials` is device scratch of
 // dynamic_quantize_workspace_bytes().
@@ -92,6 +97,17 @@ __global__ void dequantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n) {
     const int64_t c = channel_of(q, i);
     const double d = static_cast<double>(x[i]) - (zp ? static_cast<double>(zp[c]) : 0.0);
     y[i] = store_from_double<Y>(__dmul_rn(d, scale_at(q.scale, q.scale_t, c)));
+  }
+}
+
+// QuantizeLinear's steps, then DequantizeLinear's (the CPU reference's quantize_dequantize), per
+// element over a scalar scale and zero point passed by value.
+template <typename T>
+__global__ void quantize_dequantize_kernel(const T* x, T* y, int64_t n, float s, float z, float lo, float hi) {
+  const double sd = s, zd = z;
+  GRAFT_GRID_STRIDE(i, n) {
+    const float q = quantize_one(__fdiv_rn(__double2float_rn(as_double(x[i])), s), z, lo, hi);
+    y[i] = store_from_double<T>(__dmul_rn(static_cast<double>(q) - zd, sd));
   }
 }
 
@@ -189,6 +205,16 @@ cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const Qu
     default: return cudaErrorInvalidValue;
   }
 #undef GRAFT_DEQUANT_X
+  return cudaGetLastError();
+}
+
+cudaError_t launch_quantize_dequantize(KType t, const void* x, void* y, int64_t n, float scale, float zp, float lo,
+                                       float hi, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  const unsigned g = grid_for(n);
+  GRAFT_FLOAT64_DISPATCH(t, (quantize_dequantize_kernel<T><<<g, kThreads, 0, s>>>(static_cast<const T*>(x),
+                                                                                  static_cast<T*>(y), n, scale, zp,
+                                                                                  lo, hi)))
   return cudaGetLastError();
 }
 
@@ -305,6 +331,37 @@ Status dequantize_run(CudaExec& ex) {
                                                    y.numel(), stream_of(ex)), ex);
 }
 
+// ---- GraftQuantizeDequantize ----------------------------------------------------------------------
+// The scale and zero point are read on the host (scalars, passed to the kernel by value), which also
+// keeps the scale float32 in a float16 engine: the pair's quantization steps stay the model's.
+
+bool quantize_dequantize_supports(const Node& n, std::string* why) {
+  if (!require_dtype(n, 0, kFloats, why)) return false;
+  if (!has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs a scale and a zero point");
+  if (!require_dtype(n, 1, kFloats, why) || !require_dtype(n, 2, kQuantTypes, why)) return false;
+  if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "the output's dtype differs from x's");
+  return true;
+}
+
+Status quantize_dequantize_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* scale = input_or_null(ex, 1);
+  const Tensor* zp = input_or_null(ex, 2);
+  if (!x || !scale || !zp) return fail(ex, StatusCode::kInvalidModel, "needs x, a scale and a zero point");
+  if (!dtype_is_float(scale->dtype()) || scale->numel() != 1 || zp->numel() != 1)
+    return fail(ex, StatusCode::kInvalidModel, "the scale and zero point must be scalars (a float scale)");
+  const bool is_u8 = zp->dtype() == DataType::kUInt8;
+  if (!is_u8 && zp->dtype() != DataType::kInt8)
+    return fail(ex, StatusCode::kInvalidModel, "the zero point must be uint8 or int8, got ", dtype_name(zp->dtype()));
+  Tensor& y = *ex.ctx->outputs[0];
+  if (y.numel() != x->numel() || y.dtype() != x->dtype())
+    return fail(ex, StatusCode::kInternal, "output must have x's dtype and size");
+  return launch_status(k::launch_quantize_dequantize(ktype(x->dtype()), x->data(), y.data(), y.numel(),
+                                                     static_cast<float>(scale->get(0)), static_cast<float>(zp->get(0)),
+                                                     is_u8 ? 0.0f : -128.0f, is_u8 ? 255.0f : 127.0f, stream_of(ex)),
+                       ex);
+}
+
 // ---- DynamicQuantizeLinear ------------------------------------------------------------------------
 
 bool dynamic_quantize_supports(const Node& n, std::string* why) {
@@ -347,6 +404,8 @@ void append_cuda_quantize_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"DequantizeLinear", &dequantize_supports, &dequantize_run, {}, nullptr});
   out.push_back(CudaOp{"DynamicQuantizeLinear", &dynamic_quantize_supports, &dynamic_quantize_run, {},
                        &dynamic_quantize_workspace});
+  out.push_back(CudaOp{"GraftQuantizeDequantize", &quantize_dequantize_supports, &quantize_dequantize_run, {1, 2},
+                       nullptr});
 }
 
 }  // namespace graft::cuda
