@@ -31,7 +31,7 @@
 #include <string>
 #include <utility>
 
-#include "backends/cpu/nn.h"
+#include "ops/nn/nn.h"
 #include "ops/layout.h"
 #include "ops/operator.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cpu/nn.h"
+#include "backends/cpu/kernel_util.h"
 #include "ops/attr_util.h"
 #include "ops/operator.h"
 #include "ops/view_ops.h"

@@ -30,5 +30,13 @@ inline Tensor* output_or_null(const ExecContext& ctx, size_t i) {
   return i < ctx.outputs.size() ? ctx.outputs[i] : nullptr;
 }
 
+// A tensor as doubles, element by element, and back (each value rounded once into t's dtype).
+std::vector<double> load_doubles(const Tensor& t);
+void store_doubles(Tensor& t, const std::vector<double>& v);
+// Error unless `t` is a host tensor of a floating dtype (float16/bfloat16/float32/float64).
+Status require_float_tensor(const Tensor* t, const char* what);
+// Error unless `t` is a host tensor of a floating or integer dtype.
+Status require_float_or_int(const Tensor* t, const char* what);
+
 
 }  // namespace graft::cpu

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "backends/cpu/kernel_util.h"
-#include "backends/cpu/nn.h"
 #include "backends/cpu/unary_kernel.h"
 #include "core/checked_math.h"
 #include "core/index_math.h"

@@ -15,7 +15,6 @@
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/broadcast_walker.h"
 #include "backends/cpu/kernel_util.h"
-#include "backends/cpu/nn.h"
 #include "backends/cpu/unary_kernel.h"
 #include "core/checked_math.h"
 #include "graft/status.h"

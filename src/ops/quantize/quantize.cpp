@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "backends/cpu/kernel_util.h"
-#include "backends/cpu/nn.h"
 #include "backends/cpu/unary_kernel.h"
 #include "graft/status.h"
 #include "ops/attr_util.h"

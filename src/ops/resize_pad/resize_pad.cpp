@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "backends/cpu/kernel_util.h"
-#include "backends/cpu/nn.h"
 #include "core/checked_math.h"
 #include "ops/attr_util.h"
 #include "ops/operator.h"

@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "backends/cpu/kernel_util.h"
-#include "backends/cpu/nn.h"
 #include "backends/cpu/unary_kernel.h"
 #include "ops/attr_util.h"
 #include "ops/infer_util.h"

@@ -1,0 +1,30 @@
+// The nn family: Conv, ConvTranspose, BatchNormalization, MatMul, Gemm, MaxPool, AveragePool and the
+// global pools. Definitions and CPU references: nn.cpp; CUDA ops: nn_cuda.cpp (MatMul/Gemm through
+// cuBLASLt, Conv through the backend's cuDNN convolution, pools and BatchNormalization on
+// src/backends/cuda/nn_kernels.cu, which graft's fused convolution shares) and
+// conv_transpose_cuda.cpp (cuDNN's backward data). Both backends read the window attributes with
+// src/ops/window_attrs.h.
+//
+// The CPU references are the executable specification: every value is loaded as double,
+// accumulated in double and rounded once into the output dtype (so float16 results are the correctly
+// rounded float16 of a high-precision result). Clarity first; loops are only arranged so that
+// node-test sizes run in milliseconds. GraftConv's reference (src/ops/fused_conv_ops.cpp) calls
+// cpu::conv.
+#pragma once
+
+#include "ops/operator.h"
+#include "ops/window_attrs.h"
+
+namespace graft::cpu {
+
+Status conv(ExecContext& ctx);
+Status conv_transpose(ExecContext& ctx);
+Status batch_normalization(ExecContext& ctx);
+Status matmul(ExecContext& ctx);
+Status gemm(ExecContext& ctx);
+Status max_pool(ExecContext& ctx);
+Status average_pool(ExecContext& ctx);
+Status global_average_pool(ExecContext& ctx);
+Status global_max_pool(ExecContext& ctx);
+
+}  // namespace graft::cpu
