@@ -7,7 +7,7 @@
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
-#   conformance pip probe int8probe examples
+#   conformance pip probe int8probe int8graphprobe examples
 #   profile zprofile bench_encoder zoo detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
@@ -182,6 +182,19 @@ if has_step int8probe; then  # FP16 vs INT8 conv speed of ResNet-50's shapes, cu
     -o /tmp/int8_probe > "$LOGS/int8_probe.log" 2>&1 &&
     timeout 240 /tmp/int8_probe ${INT8_PROBE_ARGS:-} >> "$LOGS/int8_probe.log" 2>&1
   note "INT8 vs FP16 conv probe: rc=$?"; tail -40 "$LOGS/int8_probe.log" >> "$summary"
+fi
+
+if has_step int8graphprobe; then  # the same question through cuDNN's graph API, with fused per-channel
+  # requantizing epilogues (scripts/gpu/cudnn_graph_int8_probe.cpp); INT8_PROBE_ARGS filters shapes too.
+  cudnn_so=$(ls "${CUDNN_DIR:-/nonexistent}"/lib/libcudnn.so* /usr/lib/x86_64-linux-gnu/libcudnn.so* 2>/dev/null | head -1)
+  cudnn_inc=${CUDNN_DIR:-/usr}/include
+  # cuDNN's runtime-fusion engines dlopen NVRTC: let it find the toolkit's, after anything already on the path.
+  "${GXX:-g++}" -std=c++17 -O2 scripts/gpu/cudnn_graph_int8_probe.cpp -I/usr/local/cuda/include -I"$cudnn_inc" "$cudnn_so" \
+    -Wl,-rpath,"$(dirname "$cudnn_so")" -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,/usr/local/cuda/lib64 \
+    -o /tmp/cudnn_graph_int8_probe > "$LOGS/cudnn_graph_int8_probe.log" 2>&1 &&
+    LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}/usr/local/cuda/lib64" \
+      timeout 200 /tmp/cudnn_graph_int8_probe ${INT8_PROBE_ARGS:-} >> "$LOGS/cudnn_graph_int8_probe.log" 2>&1
+  note "cuDNN graph API INT8 vs FP16 probe: rc=$?"; tail -40 "$LOGS/cudnn_graph_int8_probe.log" >> "$summary"
 fi
 
 if has_step test; then
