@@ -43,6 +43,11 @@ Result<std::string> gemm_transposes(Graph& g, const DevicePassContext&) {
 Result<std::string> batchnorm_convs(Graph& g, const DevicePassContext&) {
   return counted<batchnorm_activations_as_convs>(g, "BatchNormalization layers before an activation as 1x1 depthwise Conv", false);
 }
+Result<std::string> einsum_matmuls(Graph& g, const DevicePassContext&) {
+  GRAFT_ASSIGN_OR_RETURN(int n, lower_einsum_matmuls(g));
+  if (n) GRAFT_RETURN_IF_ERROR(infer_shapes(g));  // the new MatMuls and Transposes, before the fusions match them
+  return n ? std::to_string(n) + " Einsum layers as MatMul" : std::string();
+}
 Result<std::string> qdq_pairs(Graph& g, const DevicePassContext&) {
   return counted<fold_quantize_dequantize_pairs>(g, "QuantizeLinear -> DequantizeLinear pairs as one layer", false);
 }
@@ -138,6 +143,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"reshapes", fusion, reshape_pairs},
       {"patchify", fusion, patchify},
       {"batchnorm as conv", fusion, batchnorm_convs},
+      {"einsum", fusion, einsum_matmuls},
       {"fold qdq", fusion, qdq_pairs},
       {"fuse conv", fusion, conv_epilogues},
       {"fuse gemm", fusion, gemm_epilogues},

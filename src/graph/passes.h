@@ -110,6 +110,11 @@ Result<int> fuse_elementwise_chains(Graph& graph, const std::function<bool(const
 // patch gather and a Gemm (src/graph/lower_patch_conv.cpp). Returns the number lowered.
 Result<int> lower_patchify_convs(Graph& graph);
 
+// An Einsum of two operands that is a batched matrix product (batch labels leading, one summed and
+// one kept label trailing in each operand, in either order) becomes MatMul, with Transposes of the
+// last two axes where needed (src/graph/lower_einsum.cpp). Returns the number lowered.
+Result<int> lower_einsum_matmuls(Graph& graph);
+
 // A Concat whose inputs include Slices of one axis (the concatenation axis, step 1, constant
 // bounds) read only by it becomes one GraftConcatSlices reading the sliced tensors in place
 // (src/graph/fuse_concat_slices.cpp; torch.roll). Every input's extent along the axis must be
