@@ -11,8 +11,9 @@
 // reports); each refusal is printed with cuDNN's status and message and the probe goes on. The
 // fastest plan is timed as CUDA-graph replays and its output checked on sampled elements against
 // exact integer sums followed by the float epilogue. Only the C backend API (cudnn_graph.h).
-// Build: the int8probe step of scripts/gpu/run_gpu_suite.sh (g++ ... -lcudnn -lcudart).
+// Build: the int8graphprobe step of scripts/gpu/run_gpu_suite.sh (g++ ... -lcudnn -lcudart).
 // Run: cudnn_graph_int8_probe [parts of shape names, e.g. "stem" "s3 3x3": only the shapes matching one].
+// What it shares with int8_probe.cpp (shapes, timing, data) is in int8_probe_common.h.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -32,10 +33,11 @@
 #include <string>
 #include <vector>
 
+#include "int8_probe_common.h"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kBatch = 32;
 constexpr int kSamples = 384;                        // output elements checked per result
 constexpr int64_t kMaxWorkspace = int64_t(1) << 30;  // plans wanting more are dropped
 constexpr double kBudgetSeconds = 150;  // no new work after this: the suite kills the probe at 200 s
@@ -49,31 +51,6 @@ Clock::time_point g_start;
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 bool out_of_time() { return seconds_since(g_start) > kBudgetSeconds; }
 
-// One distinct convolution of the network; square images and kernels, NHWC (as in int8_probe.cpp).
-struct Shape {
-  const char* role;
-  int count;  // how often it occurs in the network
-  int c, h, k, r, stride, pad;
-  int p() const { return (h + 2 * pad - r) / stride + 1; }
-  int cpad() const { return (c + 3) / 4 * 4; }  // INT8 convolutions want channels % 4 == 0
-};
-
-const Shape kShapes[] = {
-    {"stem 7x7/2", 1, 3, 224, 64, 7, 2, 3},      {"s1 reduce1", 1, 64, 56, 64, 1, 1, 0},
-    {"s1 reduce", 2, 256, 56, 64, 1, 1, 0},      {"s1 3x3", 3, 64, 56, 64, 3, 1, 1},
-    {"s1 expand+down", 4, 64, 56, 256, 1, 1, 0}, {"s2 reduce1", 1, 256, 56, 128, 1, 1, 0},
-    {"s2 3x3/2", 1, 128, 56, 128, 3, 2, 1},      {"s2 down/2", 1, 256, 56, 512, 1, 2, 0},
-    {"s2 reduce", 3, 512, 28, 128, 1, 1, 0},     {"s2 3x3", 3, 128, 28, 128, 3, 1, 1},
-    {"s2 expand", 4, 128, 28, 512, 1, 1, 0},     {"s3 reduce1", 1, 512, 28, 256, 1, 1, 0},
-    {"s3 3x3/2", 1, 256, 28, 256, 3, 2, 1},      {"s3 down/2", 1, 512, 28, 1024, 1, 2, 0},
-    {"s3 reduce", 5, 1024, 14, 256, 1, 1, 0},    {"s3 3x3", 5, 256, 14, 256, 3, 1, 1},
-    {"s3 expand", 6, 256, 14, 1024, 1, 1, 0},    {"s4 reduce1", 1, 1024, 14, 512, 1, 1, 0},
-    {"s4 3x3/2", 1, 512, 14, 512, 3, 2, 1},      {"s4 down/2", 1, 1024, 14, 2048, 1, 2, 0},
-    {"s4 reduce", 2, 2048, 7, 512, 1, 1, 0},     {"s4 3x3", 2, 512, 7, 512, 3, 1, 1},
-    {"s4 expand", 3, 512, 7, 2048, 1, 1, 0},
-};
-constexpr int kNumShapes = sizeof(kShapes) / sizeof(kShapes[0]);
-
 enum Col { kF16, kI8F16, kI8I8, kI8I32, kCols };
 const char* const kColName[kCols] = {"fp16", "i8>f16", "i8>i8", "i8>i32"};
 
@@ -85,129 +62,14 @@ struct Cell {
   std::string variant;  // the graph variant timed
 };
 
-enum class OutType { I8, I32, F16 };
-size_t out_bytes(OutType t) { return t == OutType::I8 ? 1 : t == OutType::F16 ? 2 : 4; }
-
-bool cuda_ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::printf("  CUDA error in %s: %s\n", what, cudaGetErrorString(e));
-  (void)cudaGetLastError();  // clear it if it is not sticky, so later checks see their own
-  return false;
-}
-
-// A device allocation that only grows, so one buffer serves every shape.
-struct DevBuf {
-  void* p = nullptr;
-  size_t bytes = 0;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  bool reserve(size_t n) {
-    if (n <= bytes) return true;
-    if (p) cudaFree(p);
-    p = nullptr;
-    bytes = 0;
-    if (!cuda_ok(cudaMalloc(&p, n), "cudaMalloc")) return false;
-    bytes = n;
-    return true;
-  }
-  template <class T>
-  bool upload(const std::vector<T>& v) {
-    return reserve(v.size() * sizeof(T)) &&
-           cuda_ok(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
-  }
-};
-
-// ---- timing (as int8_probe.cpp) ----
-using Launch = std::function<const char*()>;  // nullptr when accepted, else the library's reason
-struct Timing {
-  double us = -1;
-  bool graph = false;
-  std::string why;  // set when it could not be timed
-};
-
-// Median over `iters` of the per-launch time of `reps` back-to-back launches, captured into one
-// CUDA graph where the library allows it: graft replays captured graphs, so cuDNN's host work per
-// call is not what it pays. The output is poisoned before the timed launches: should cuDNN run its
-// kernel outside the capture, the graph would time nothing and the check would see the pattern.
-Timing time_launch(cudaStream_t st, const Launch& launch, int warm, int iters, int reps, void* out,
-                   size_t out_len) {
-  Timing t;
-  for (int i = 0; i < warm; ++i)
-    if (const char* e = launch()) return t.why = e, t;
-  if (cudaError_t e = cudaStreamSynchronize(st); e != cudaSuccess) return t.why = cudaGetErrorString(e), t;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
-    bool ok = true;
-    for (int r = 0; r < reps && ok; ++r) ok = launch() == nullptr;
-    const bool ended = cudaStreamEndCapture(st, &graph) == cudaSuccess;
-    t.graph = ok && ended && graph && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
-  }
-  if (graph) cudaGraphDestroy(graph);
-  (void)cudaGetLastError();  // a refused capture leaves its error behind
-  if (t.graph && cudaGraphLaunch(exec, st) != cudaSuccess) t.graph = false;  // the first launch uploads it
-  cuda_ok(cudaMemsetAsync(out, 0x5a, out_len, st), "poison output");
-  cudaEvent_t a = nullptr, b = nullptr;
-  std::vector<double> samples;
-  if (cuda_ok(cudaEventCreate(&a), "cudaEventCreate") && cuda_ok(cudaEventCreate(&b), "cudaEventCreate")) {
-    for (int i = 0; i < iters && t.why.empty(); ++i) {
-      cudaEventRecord(a, st);
-      if (t.graph) {
-        if (cudaError_t e = cudaGraphLaunch(exec, st); e != cudaSuccess) t.why = cudaGetErrorString(e);
-      } else {
-        for (int r = 0; r < reps && t.why.empty(); ++r)
-          if (const char* e = launch()) t.why = e;
-      }
-      cudaEventRecord(b, st);
-      float ms = 0;
-      if (cudaError_t e = cudaEventSynchronize(b); e != cudaSuccess)
-        t.why = cudaGetErrorString(e);
-      else if (cudaEventElapsedTime(&ms, a, b) == cudaSuccess)
-        samples.push_back(ms * 1000.0 / reps);
-    }
-  } else {
-    t.why = "no events";
-  }
-  if (a) cudaEventDestroy(a);
-  if (b) cudaEventDestroy(b);
-  if (exec) cudaGraphExecDestroy(exec);
-  if (t.why.empty() && int(samples.size()) == iters) {
-    std::nth_element(samples.begin(), samples.begin() + iters / 2, samples.end());
-    t.us = samples[iters / 2];
-  }
-  return t;
-}
-
 // ---- data ----
-uint64_t g_rng = 0x2545F4914F6CDD1Dull;  // not int8_probe's seed: fresh data
-uint64_t next_u64() {                    // splitmix64
-  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-double next_unit() { return double(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
+SplitMix64 g_rng(0x2545F4914F6CDD1Dull);  // not int8_probe's seed: fresh data
 
-// One shape's data: small random integers, the same values for FP16 and INT8, so every graph
-// computes the same exact sum before its epilogue, and the reference is that sum.
-struct Problem {
-  const Shape* s = nullptr;
-  int p = 0, cp = 0;               // output extent; channels as INT8 sees them (padded to 4)
-  std::vector<int8_t> x, w;        // NHWC and KRSC with cp channels; padded input channels are 0
-  double spread = 0;               // standard deviation of the exact sums
+// One shape's data (int8_probe_common.h's ConvData: every graph computes the same exact sum before
+// its epilogue) and the epilogue's parameters.
+struct Problem : ConvData {
   std::vector<float> scale, bias;  // per-output-channel requantization: keeps outputs around +-40
   std::vector<float> scale_folded, bias_folded;  // the same times 1/y_scale (ReLU commutes with it)
-  struct Sample {
-    size_t index;
-    int k;
-    int64_t acc;
-  };
-  std::vector<Sample> samples;
-  size_t outputs() const { return size_t(kBatch) * p * p * s->k; }
 };
 
 // `v` (cp channels per pixel) with c channels per pixel, truncated or zero-padded, converted.
@@ -221,49 +83,17 @@ std::vector<T> repack(const std::vector<int8_t>& v, int cp, int c, Conv conv) {
 __half to_half(int8_t v) { return __float2half(float(v)); }
 int8_t as_int8(int8_t v) { return v; }
 
-int64_t reference_sum(const Problem& pr, int n, int oy, int ox, int k) {
-  const Shape& s = *pr.s;
-  int64_t acc = 0;
-  for (int r = 0; r < s.r; ++r) {
-    const int iy = oy * s.stride - s.pad + r;
-    if (iy < 0 || iy >= s.h) continue;
-    for (int q = 0; q < s.r; ++q) {
-      const int ix = ox * s.stride - s.pad + q;
-      if (ix < 0 || ix >= s.h) continue;
-      const int8_t* xp = &pr.x[((size_t(n) * s.h + iy) * s.h + ix) * pr.cp];
-      const int8_t* wp = &pr.w[((size_t(k) * s.r + r) * s.r + q) * pr.cp];
-      for (int c = 0; c < pr.cp; ++c) acc += int(xp[c]) * int(wp[c]);
-    }
-  }
-  return acc;
-}
-
 Problem make_problem(const Shape& s) {
   Problem pr;
-  pr.s = &s;
-  pr.p = s.p();
-  pr.cp = s.cpad();
-  auto value = [] { return int8_t(int(next_u64() % 16) - 8); };  // [-8, 7]: sums stay exact in fp32
-  pr.x.resize(size_t(kBatch) * s.h * s.h * pr.cp);
-  for (size_t i = 0; i < pr.x.size(); ++i) pr.x[i] = int(i % pr.cp) < s.c ? value() : 0;
-  pr.w.resize(size_t(s.k) * s.r * s.r * pr.cp);
-  for (auto& v : pr.w) v = value();
-  pr.spread = 21.5 * std::sqrt(double(s.r * s.r * s.c));  // E[v^2] = 21.5 for v uniform on [-8, 7]
+  make_inputs(&pr, s, g_rng);
   const double alpha = 40.0 / pr.spread;
   for (int k = 0; k < s.k; ++k) {
-    pr.scale.push_back(float(alpha * (0.5 + next_unit())));
-    pr.bias.push_back(float((next_unit() - 0.5) * 40.0));
+    pr.scale.push_back(float(alpha * (0.5 + g_rng.next_unit())));
+    pr.bias.push_back(float((g_rng.next_unit() - 0.5) * 40.0));
     pr.scale_folded.push_back(pr.scale.back() * kOutInvScale);
     pr.bias_folded.push_back(pr.bias.back() * kOutInvScale);
   }
-  const int p = pr.p;
-  for (int i = 0; i < kSamples; ++i) {
-    // The first and last outputs always, for the padded corners; the rest at random.
-    const size_t idx = i == 0 ? 0 : i == 1 ? pr.outputs() - 1 : size_t(next_u64() % pr.outputs());
-    const int k = int(idx % s.k), ox = int(idx / s.k % p), oy = int(idx / s.k / p % p);
-    const int n = int(idx / s.k / p / p);
-    pr.samples.push_back({idx, k, reference_sum(pr, n, oy, ox, k)});
-  }
+  sample_outputs(&pr, kSamples, g_rng);
   return pr;
 }
 
@@ -325,11 +155,6 @@ struct DescFree {
   }
 };
 using Desc = std::unique_ptr<void, DescFree>;
-
-const char* short_status(cudnnStatus_t s) {
-  const char* t = cudnnGetErrorString(s);
-  return std::strncmp(t, "CUDNN_STATUS_", 13) == 0 ? t + 13 : t;
-}
 
 // cuDNN's own reason for the last failure, on one line ("" if none). cudnnGetLastErrorString needs
 // no logging enabled and forgets the message once read.
@@ -624,14 +449,6 @@ struct CastStats {  // how the INT8 output matched each guess at cuDNN's float -
   }
 };
 
-double read_output(const unsigned char* at, OutType t) {
-  int32_t i32;
-  __half f16;
-  if (t == OutType::I8) return int8_t(*at);
-  if (t == OutType::I32) return std::memcpy(&i32, at, 4), double(i32);
-  return std::memcpy(&f16, at, 2), double(__half2float(f16));
-}
-
 // Compares the sampled outputs with the exact sums taken through the graph's epilogue in double.
 bool check_output(const Problem& pr, const void* dy, const Spec& sp, CastStats* cast) {
   std::vector<unsigned char> host(pr.outputs() * out_bytes(sp.out_type));
@@ -827,19 +644,7 @@ Cell run_graph(Gpu& g, const Problem& pr, int col, const Spec& sp, CastStats* ca
   return cell;
 }
 
-void print_cell(const Cell& c) {
-  if (c.state == Cell::kTimed)
-    std::printf(" %6.1f%c", c.us, !c.check_ok ? '!' : c.graph ? ' ' : 'e');
-  else
-    std::printf(" %7s", c.state == Cell::kRefused ? "unsup" : "skip");
-}
-
-void print_ratio(double num, double den) {
-  if (num > 0 && den > 0)
-    std::printf(" %8.2fx", num / den);
-  else
-    std::printf(" %9s", "-");
-}
+constexpr int kRatioWidth = 9;  // the table's ratio columns
 
 double us_of(const Cell& c) { return c.state == Cell::kTimed ? c.us : -1; }
 
@@ -853,16 +658,14 @@ void print_table(const std::vector<std::array<Cell, kCols>>& rows, const CastSta
   std::printf("-> half. i8>i8: the same * 1/y_scale -> int8. i8>i32: the bare int8 conv -> int32.\n");
   std::printf("unsup: no plan ran (reasons above); skip: not run (filter or time); e: timed eagerly\n");
   std::printf("(capture refused); !: WRONG RESULTS. Ratios > 1: INT8 faster.\n");
-  std::printf("%-15s %-13s %2s", "conv", "C>K@HxW", "n");
+  print_shape_heading();
   for (const char* name : kColName) std::printf(" %7s", name);
   std::printf(" %9s %9s\n", "f16/i8f16", "f16/i8i8");
   double total[kCols] = {};
   bool missing[kCols] = {};
   for (int i = 0; i < kNumShapes; ++i) {
     const Shape& s = kShapes[i];
-    char dims[32];
-    std::snprintf(dims, sizeof dims, "%d>%d@%d", s.c, s.k, s.h);
-    std::printf("%-15s %-13s %2d", s.role, dims, s.count);
+    print_shape_columns(s);
     for (int c = 0; c < kCols; ++c) {
       print_cell(rows[i][c]);
       if (us_of(rows[i][c]) < 0)
@@ -870,16 +673,16 @@ void print_table(const std::vector<std::array<Cell, kCols>>& rows, const CastSta
       else
         total[c] += s.count * rows[i][c].us;
     }
-    print_ratio(us_of(rows[i][kF16]), us_of(rows[i][kI8F16]));
-    print_ratio(us_of(rows[i][kF16]), us_of(rows[i][kI8I8]));
+    print_ratio(us_of(rows[i][kF16]), us_of(rows[i][kI8F16]), kRatioWidth);
+    print_ratio(us_of(rows[i][kF16]), us_of(rows[i][kI8I8]), kRatioWidth);
     std::printf("\n");
   }
   int convs = 0;
   for (const Shape& s : kShapes) convs += s.count;
   std::printf("%-29s %2d", "total, all convs (*: some missing)", convs);
   for (int c = 0; c < kCols; ++c) std::printf(" %6.0f%c", total[c], missing[c] ? '*' : ' ');
-  print_ratio(missing[kF16] || missing[kI8F16] ? -1 : total[kF16], total[kI8F16]);
-  print_ratio(missing[kF16] || missing[kI8I8] ? -1 : total[kF16], total[kI8I8]);
+  print_ratio(missing[kF16] || missing[kI8F16] ? -1 : total[kF16], total[kI8F16], kRatioWidth);
+  print_ratio(missing[kF16] || missing[kI8I8] ? -1 : total[kF16], total[kI8I8], kRatioWidth);
   std::printf("\n");
   // Which variant each column ran with, and what the INT8 output conversion turned out to be.
   for (int c = 0; c < kCols; ++c) {
@@ -901,20 +704,9 @@ void print_table(const std::vector<std::array<Cell, kCols>>& rows, const CastSta
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // the suite may kill the probe: keep what it printed
   g_start = Clock::now();
-  int devices = 0;
-  if (!cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount") || devices == 0) {
-    std::printf("no CUDA device\n");
-    return 1;
-  }
-  cudaDeviceProp prop{};
-  int runtime = 0;
-  cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  cuda_ok(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
-  char versions[320];
-  std::snprintf(versions, sizeof versions, "%s (sm_%d%d, %d SMs), CUDA runtime %d, cuDNN %zu (header %d)",
-                prop.name, prop.major, prop.minor, prop.multiProcessorCount, runtime, cudnnGetVersion(),
-                CUDNN_VERSION);
-  std::printf("cuDNN graph API INT8 vs FP16 probe: %s\n", versions);
+  std::string versions;
+  if (!describe_gpu(&versions)) return 1;
+  std::printf("cuDNN graph API INT8 vs FP16 probe: %s\n", versions.c_str());
   // cuDNN's runtime-fusion engines compile their kernels with NVRTC; without it they are refused.
   const char* nvrtc = nullptr;
   for (const char* name : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
@@ -943,12 +735,10 @@ int main(int argc, char** argv) {
   for (int i = 0; i < kNumShapes; ++i) {
     const Shape& s = kShapes[i];
     auto& row = rows[i];
-    bool wanted = argc == 1;
-    for (int a = 1; a < argc; ++a) wanted = wanted || std::strstr(s.role, argv[a]);
-    if (out_of_time() || !wanted) continue;
+    if (out_of_time() || !shape_wanted(s, argc, argv)) continue;
     const Problem pr = make_problem(s);
-    std::printf("\n%s: %d -> %d channels, %dx%d/%d on %dx%d -> %dx%d, %d in the network (%.0f s in)\n",
-                s.role, s.c, s.k, s.r, s.r, s.stride, s.h, s.h, pr.p, pr.p, s.count, seconds_since(g_start));
+    print_shape_intro(pr);
+    std::printf(" (%.0f s in)\n", seconds_since(g_start));
     if (!(g.x8.upload(pr.x) && g.w8.upload(pr.w) && g.x16.upload(repack<__half>(pr.x, pr.cp, s.c, to_half)) &&
           g.w16.upload(repack<__half>(pr.w, pr.cp, s.c, to_half)) && g.scale.upload(pr.scale) &&
           g.bias.upload(pr.bias) && g.scale_f.upload(pr.scale_folded) && g.bias_f.upload(pr.bias_folded) &&
@@ -971,7 +761,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  print_table(rows, cast, versions);
+  print_table(rows, cast, versions.c_str());
   std::printf("finished in %.0f s\n", seconds_since(g_start));
   cudnnDestroy(g.dnn);
   cudaStreamDestroy(g.st);

@@ -7,6 +7,7 @@
 // checked against a CPU reference on sampled outputs, so a layout mistake cannot pass as a speedup.
 // Build: the int8probe step of scripts/gpu/run_gpu_suite.sh (g++ ... -lcudnn -lcudart -lcublasLt).
 // Run: int8_probe [parts of shape names, e.g. "stem" "s3 3x3": only the shapes matching one].
+// What it shares with cudnn_graph_int8_probe.cpp (shapes, timing, data) is in int8_probe_common.h.
 #include <cublasLt.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -23,42 +24,14 @@
 #include <string>
 #include <vector>
 
+#include "int8_probe_common.h"
+
 namespace {
 
-constexpr int kBatch = 32;
 constexpr int kSamples = 512;                         // output elements checked per result
 constexpr size_t kDnnMaxWorkspace = size_t(1) << 30;  // cuDNN algorithms wanting more are skipped
 constexpr size_t kLtWorkspace = size_t(64) << 20;
 constexpr double kBudgetSeconds = 200;  // the suite kills the probe at 240 s: leave time for the table
-
-// One distinct convolution of the network; square images and kernels, NHWC.
-struct Shape {
-  const char* role;
-  int count;  // how often it occurs in the network
-  int c, h, k, r, stride, pad;
-  int p() const { return (h + 2 * pad - r) / stride + 1; }
-  bool gemm() const { return r == 1 && stride == 1; }
-  int cpad() const { return (c + 3) / 4 * 4; }  // cuDNN's INT8 configurations want channels % 4 == 0
-};
-
-// torchvision resnet50: stage i has 3/4/6/3 bottlenecks; the first one's 1x1 reduce reads the
-// previous stage's width ("reduce1"), the stride sits on its 3x3 (v1.5), and a 1x1 projection
-// ("down") matches the shortcut. 53 convolutions in all.
-const Shape kShapes[] = {
-    {"stem 7x7/2", 1, 3, 224, 64, 7, 2, 3},      {"s1 reduce1", 1, 64, 56, 64, 1, 1, 0},
-    {"s1 reduce", 2, 256, 56, 64, 1, 1, 0},      {"s1 3x3", 3, 64, 56, 64, 3, 1, 1},
-    {"s1 expand+down", 4, 64, 56, 256, 1, 1, 0},  // stage 1's projection has stride 1: the same GEMM
-    {"s2 reduce1", 1, 256, 56, 128, 1, 1, 0},    {"s2 3x3/2", 1, 128, 56, 128, 3, 2, 1},
-    {"s2 down/2", 1, 256, 56, 512, 1, 2, 0},     {"s2 reduce", 3, 512, 28, 128, 1, 1, 0},
-    {"s2 3x3", 3, 128, 28, 128, 3, 1, 1},        {"s2 expand", 4, 128, 28, 512, 1, 1, 0},
-    {"s3 reduce1", 1, 512, 28, 256, 1, 1, 0},    {"s3 3x3/2", 1, 256, 28, 256, 3, 2, 1},
-    {"s3 down/2", 1, 512, 28, 1024, 1, 2, 0},    {"s3 reduce", 5, 1024, 14, 256, 1, 1, 0},
-    {"s3 3x3", 5, 256, 14, 256, 3, 1, 1},        {"s3 expand", 6, 256, 14, 1024, 1, 1, 0},
-    {"s4 reduce1", 1, 1024, 14, 512, 1, 1, 0},   {"s4 3x3/2", 1, 512, 14, 512, 3, 2, 1},
-    {"s4 down/2", 1, 1024, 14, 2048, 1, 2, 0},   {"s4 reduce", 2, 2048, 7, 512, 1, 1, 0},
-    {"s4 3x3", 2, 512, 7, 512, 3, 1, 1},         {"s4 expand", 3, 512, 7, 2048, 1, 1, 0},
-};
-constexpr int kNumShapes = sizeof(kShapes) / sizeof(kShapes[0]);
 
 // The methods, one table column each. i8 = INT8 out (scalar scale), i8f/i8h = float/half out,
 // i32 = raw accumulator, i8v = INT8 out through a per-channel alpha vector, bias and ReLU.
@@ -72,106 +45,6 @@ struct Cell {
   bool graph = true;  // timed as a replayed CUDA graph (else eagerly, host overhead included)
   bool check_ok = true;
 };
-
-enum class OutType { I8, I32, F16, F32 };
-size_t out_bytes(OutType t) { return t == OutType::I8 ? 1 : t == OutType::F16 ? 2 : 4; }
-
-bool cuda_ok(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return true;
-  std::printf("  CUDA error in %s: %s\n", what, cudaGetErrorString(e));
-  (void)cudaGetLastError();  // clear it if it is not sticky, so later checks see their own
-  return false;
-}
-
-// A device allocation that only grows, so one buffer serves every shape.
-struct DevBuf {
-  void* p = nullptr;
-  size_t bytes = 0;
-  DevBuf() = default;
-  DevBuf(const DevBuf&) = delete;
-  DevBuf& operator=(const DevBuf&) = delete;
-  ~DevBuf() {
-    if (p) cudaFree(p);
-  }
-  bool reserve(size_t n) {
-    if (n <= bytes) return true;
-    if (p) cudaFree(p);
-    p = nullptr;
-    bytes = 0;
-    if (!cuda_ok(cudaMalloc(&p, n), "cudaMalloc")) return false;
-    bytes = n;
-    return true;
-  }
-  template <class T>
-  bool upload(const std::vector<T>& v) {
-    return reserve(v.size() * sizeof(T)) &&
-           cuda_ok(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
-  }
-};
-
-// One launch of the method under test: nullptr when accepted, else the library's reason.
-using Launch = std::function<const char*()>;
-
-struct Timing {
-  double us = -1;
-  bool graph = false;
-  std::string why;  // set when it could not be timed
-};
-
-// Median over `iters` of the per-launch time of `reps` back-to-back launches. The launches are
-// captured into one CUDA graph where the library allows it: timed eagerly, the events would also
-// enclose the host work between kernels (cuDNN's legacy API can spend more per call than its
-// kernel takes on these shapes), which graft's engine, replaying a captured graph, never pays.
-// The output is overwritten with a pattern before the timed launches: should a library run its
-// kernel outside the capture, the graph would time nothing, and the check would see the pattern.
-Timing time_launch(cudaStream_t st, const Launch& launch, int warm, int iters, int reps, void* out,
-                   size_t out_len) {
-  Timing t;
-  for (int i = 0; i < warm; ++i)
-    if (const char* e = launch()) return t.why = e, t;
-  if (cudaError_t e = cudaStreamSynchronize(st); e != cudaSuccess) return t.why = cudaGetErrorString(e), t;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
-    bool ok = true;
-    for (int r = 0; r < reps && ok; ++r) ok = launch() == nullptr;
-    const bool ended = cudaStreamEndCapture(st, &graph) == cudaSuccess;
-    t.graph = ok && ended && graph && cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
-  }
-  if (graph) cudaGraphDestroy(graph);
-  (void)cudaGetLastError();  // a refused capture leaves its error behind
-  if (t.graph && cudaGraphLaunch(exec, st) != cudaSuccess) t.graph = false;  // the first launch uploads it
-  cuda_ok(cudaMemsetAsync(out, 0x5a, out_len, st), "poison output");
-  cudaEvent_t a = nullptr, b = nullptr;
-  std::vector<double> samples;
-  if (cuda_ok(cudaEventCreate(&a), "cudaEventCreate") && cuda_ok(cudaEventCreate(&b), "cudaEventCreate")) {
-    for (int i = 0; i < iters && t.why.empty(); ++i) {
-      cudaEventRecord(a, st);
-      if (t.graph) {
-        if (cudaError_t e = cudaGraphLaunch(exec, st); e != cudaSuccess) t.why = cudaGetErrorString(e);
-      } else {
-        for (int r = 0; r < reps && t.why.empty(); ++r)
-          if (const char* e = launch()) t.why = e;
-      }
-      cudaEventRecord(b, st);
-      float ms = 0;
-      if (cudaError_t e = cudaEventSynchronize(b); e != cudaSuccess)
-        t.why = cudaGetErrorString(e);
-      else if (cudaEventElapsedTime(&ms, a, b) == cudaSuccess)
-        samples.push_back(ms * 1000.0 / reps);
-    }
-  } else {
-    t.why = "no events";
-  }
-  if (a) cudaEventDestroy(a);
-  if (b) cudaEventDestroy(b);
-  if (exec) cudaGraphExecDestroy(exec);
-  if (t.why.empty() && int(samples.size()) == iters) {
-    std::nth_element(samples.begin(), samples.begin() + iters / 2, samples.end());
-    t.us = samples[iters / 2];
-  }
-  return t;
-}
 
 struct Candidate {
   std::string label;
@@ -202,81 +75,29 @@ int pick_best(cudaStream_t st, const std::vector<Candidate>& cands, void* out, s
   return win;
 }
 
-uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-uint64_t next_u64() {  // splitmix64: fast enough for tens of millions of values per shape
-  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-double next_unit() { return double(next_u64() >> 11) * (1.0 / 9007199254740992.0); }
+SplitMix64 g_rng(0x9E3779B97F4A7C15ull);
 
-// One shape's data. Values are small integers, the same for the FP16 and INT8 runs: every method
-// computes the same exact sum, and the reference is that sum.
-struct Problem {
-  const Shape* s = nullptr;
-  int p = 0, cp = 0;                   // output extent; channels as INT8 sees them (padded to 4)
-  std::vector<int8_t> x, w;            // NHWC and KRSC with cp channels; padded input channels are 0
-  std::vector<__half> x16, w16;        // the same values, s->c channels
-  double spread = 0;                   // standard deviation of the exact sums
+// One shape's data (int8_probe_common.h's ConvData) and this probe's epilogue parameters.
+struct Problem : ConvData {
+  std::vector<__half> x16, w16;        // the same values as x and w, s->c channels
   float alpha = 0;                     // INT8-out scale: keeps most outputs in range, some saturated
   std::vector<float> alpha_vec, bias;  // per-output-channel requantization
-  struct Sample {
-    size_t index;
-    int k;
-    int64_t acc;
-  };
-  std::vector<Sample> samples;
-  size_t outputs() const { return size_t(kBatch) * p * p * s->k; }
 };
-
-int64_t reference_sum(const Problem& pr, int n, int oy, int ox, int k) {
-  const Shape& s = *pr.s;
-  int64_t acc = 0;
-  for (int r = 0; r < s.r; ++r) {
-    const int iy = oy * s.stride - s.pad + r;
-    if (iy < 0 || iy >= s.h) continue;
-    for (int q = 0; q < s.r; ++q) {
-      const int ix = ox * s.stride - s.pad + q;
-      if (ix < 0 || ix >= s.h) continue;
-      const int8_t* xp = &pr.x[((size_t(n) * s.h + iy) * s.h + ix) * pr.cp];
-      const int8_t* wp = &pr.w[((size_t(k) * s.r + r) * s.r + q) * pr.cp];
-      for (int c = 0; c < pr.cp; ++c) acc += int(xp[c]) * int(wp[c]);
-    }
-  }
-  return acc;
-}
 
 Problem make_problem(const Shape& s) {
   Problem pr;
-  pr.s = &s;
-  pr.p = s.p();
-  pr.cp = s.cpad();
-  auto value = [] { return int8_t(int(next_u64() % 16) - 8); };  // [-8, 7]: sums stay exact in fp32
-  pr.x.resize(size_t(kBatch) * s.h * s.h * pr.cp);
-  for (size_t i = 0; i < pr.x.size(); ++i) pr.x[i] = int(i % pr.cp) < s.c ? value() : 0;
-  pr.w.resize(size_t(s.k) * s.r * s.r * pr.cp);
-  for (auto& v : pr.w) v = value();
+  make_inputs(&pr, s, g_rng);
   pr.x16.reserve(pr.x.size());
   for (size_t i = 0; i < pr.x.size(); ++i)
     if (int(i % pr.cp) < s.c) pr.x16.push_back(__float2half(float(pr.x[i])));
   for (size_t i = 0; i < pr.w.size(); ++i)
     if (int(i % pr.cp) < s.c) pr.w16.push_back(__float2half(float(pr.w[i])));
-  // E[v^2] = 21.5 for v uniform on [-8, 7], so the sum's spread is about 21.5 * sqrt(terms).
-  pr.spread = 21.5 * std::sqrt(double(s.r * s.r * s.c));
   pr.alpha = float(40.0 / pr.spread);
   for (int k = 0; k < s.k; ++k) {
-    pr.alpha_vec.push_back(float(pr.alpha * (0.5 + next_unit())));
-    pr.bias.push_back(float((next_unit() - 0.5) * 40.0));
+    pr.alpha_vec.push_back(float(pr.alpha * (0.5 + g_rng.next_unit())));
+    pr.bias.push_back(float((g_rng.next_unit() - 0.5) * 40.0));
   }
-  const int p = pr.p;
-  for (int i = 0; i < kSamples; ++i) {
-    // The first and last outputs always, for the padded corners; the rest at random.
-    const size_t idx = i == 0 ? 0 : i == 1 ? pr.outputs() - 1 : size_t(next_u64() % pr.outputs());
-    const int k = int(idx % s.k), ox = int(idx / s.k % p), oy = int(idx / s.k / p % p);
-    const int n = int(idx / s.k / p / p);
-    pr.samples.push_back({idx, k, reference_sum(pr, n, oy, ox, k)});
-  }
+  sample_outputs(&pr, kSamples, g_rng);
   return pr;
 }
 
@@ -287,22 +108,6 @@ struct Expect {
   float alpha;
   bool per_channel;
 };
-
-double read_output(const unsigned char* at, OutType t) {
-  int32_t i32;
-  float f32;
-  __half f16;
-  switch (t) {
-    case OutType::I8:
-      return int8_t(*at);
-    case OutType::I32:
-      return std::memcpy(&i32, at, 4), double(i32);
-    case OutType::F32:
-      return std::memcpy(&f32, at, 4), double(f32);
-    default:
-      return std::memcpy(&f16, at, 2), double(__half2float(f16));
-  }
-}
 
 // Compares the device output with the reference on the sampled elements; prints and returns it.
 bool check_output(const Problem& pr, const void* dy, const Expect& e) {
@@ -335,11 +140,6 @@ struct Gpu {
   cublasLtHandle_t lt = nullptr;
   DevBuf ws, lt_ws, x8, w8, x16, w16, y, alpha_vec, bias;
 };
-
-const char* short_status(cudnnStatus_t s) {
-  const char* t = cudnnGetErrorString(s);
-  return std::strncmp(t, "CUDNN_STATUS_", 13) == 0 ? t + 13 : t;
-}
 
 // Fills in the cell of a timed method, or marks it refused; prints the detail line either way.
 Cell finish(Gpu& g, const Problem& pr, const char* name, const std::vector<Candidate>& cands,
@@ -555,19 +355,7 @@ double fastest(const std::array<Cell, kCols>& row, std::initializer_list<Col> co
   return best;
 }
 
-void print_cell(const Cell& c) {
-  if (c.state == Cell::kTimed)
-    std::printf(" %6.1f%c", c.us, !c.check_ok ? '!' : c.graph ? ' ' : 'e');
-  else
-    std::printf(" %7s", c.state == Cell::kRefused ? "unsup" : c.state == Cell::kSkipped ? "skip" : "-");
-}
-
-void print_ratio(double num, double den) {
-  if (num > 0 && den > 0)
-    std::printf(" %6.2fx", num / den);
-  else
-    std::printf(" %7s", "-");
-}
+constexpr int kRatioWidth = 7;  // the table's ratio columns
 
 // A count-weighted sum over the rows `pick` selects of the time `get` gives (negative: none);
 // *incomplete is set when some selected row has no time.
@@ -594,17 +382,15 @@ void print_table(const std::vector<std::array<Cell, kCols>>& rows, const char* v
       "with a per-channel alpha vector + bias + ReLU epilogue. unsup: refused (reason above); e: timed\n"
       "eagerly (capture refused, host overhead included); !: WRONG RESULTS. f16/i8 = dnn.f16/dnn.i8,\n"
       "f16/i8v = lt.f16/lt.i8v.\n");
-  std::printf("%-15s %-13s %2s", "conv", "C>K@HxW", "n");
+  print_shape_heading();
   for (const char* name : kColName) std::printf(" %7s", name);
   std::printf(" %7s %7s\n", "f16/i8", "f16/i8v");
   for (int i = 0; i < kNumShapes; ++i) {
     const Shape& s = kShapes[i];
-    char dims[32];
-    std::snprintf(dims, sizeof dims, "%d>%d@%d", s.c, s.k, s.h);
-    std::printf("%-15s %-13s %2d", s.role, dims, s.count);
+    print_shape_columns(s);
     for (const Cell& c : rows[i]) print_cell(c);
-    print_ratio(fastest(rows[i], {kDnnF16}), fastest(rows[i], {kDnnI8}));
-    print_ratio(fastest(rows[i], {kLtF16}), fastest(rows[i], {kLtI8V}));
+    print_ratio(fastest(rows[i], {kDnnF16}), fastest(rows[i], {kDnnI8}), kRatioWidth);
+    print_ratio(fastest(rows[i], {kLtF16}), fastest(rows[i], {kLtI8V}), kRatioWidth);
     std::printf("\n");
   }
   // Totals per column, over every convolution and over the ones cuBLASLt can take.
@@ -627,9 +413,10 @@ void print_table(const std::vector<std::array<Cell, kCols>>& rows, const char* v
       else
         std::printf(" %6.0f%c", col_total[c], col_missing[c] ? '*' : ' ');
     }
-    print_ratio(col_missing[kDnnF16] || col_missing[kDnnI8] ? -1 : col_total[kDnnF16], col_total[kDnnI8]);
+    print_ratio(col_missing[kDnnF16] || col_missing[kDnnI8] ? -1 : col_total[kDnnF16], col_total[kDnnI8],
+                kRatioWidth);
     print_ratio(col_missing[kLtF16] || col_missing[kLtI8V] || !gemm_only ? -1 : col_total[kLtF16],
-                col_total[kLtI8V]);
+                col_total[kLtI8V], kRatioWidth);
     std::printf("\n");
   }
   // What graft could reach, taking the faster library per shape.
@@ -647,10 +434,10 @@ void print_table(const std::vector<std::array<Cell, kCols>>& rows, const char* v
   std::printf("  %-60s %7.0f us%s\n", "fp16, faster of dnn.f16 / lt.f16", f16, miss16 ? " *" : "");
   std::printf("  %-60s %7.0f us%s", "int8 per-channel: lt.i8v on 1x1/1, else dnn.i8f (+ requant pass)", i8v,
               miss_v ? " *" : "");
-  print_ratio(f16, i8v);
+  print_ratio(f16, i8v, kRatioWidth);
   std::printf("\n  %-60s %7.0f us%s", "int8 scalar scale: fastest of dnn.i8 / lt.i8 / lt.i8v", i8s,
               miss_s ? " *" : "");
-  print_ratio(f16, i8s);
+  print_ratio(f16, i8s, kRatioWidth);
   std::printf("\n");
 }
 
@@ -662,21 +449,10 @@ int main(int argc, char** argv) {
   auto out_of_time = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > kBudgetSeconds;
   };
-  int devices = 0;
-  if (!cuda_ok(cudaGetDeviceCount(&devices), "cudaGetDeviceCount") || devices == 0) {
-    std::printf("no CUDA device\n");
-    return 1;
-  }
-  cudaDeviceProp prop{};
-  int runtime = 0;
-  cuda_ok(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  cuda_ok(cudaRuntimeGetVersion(&runtime), "cudaRuntimeGetVersion");
-  char versions[400];
-  std::snprintf(versions, sizeof versions,
-                "%s (sm_%d%d, %d SMs), CUDA runtime %d, cuDNN %zu (header %d), cuBLASLt %zu", prop.name,
-                prop.major, prop.minor, prop.multiProcessorCount, runtime, cudnnGetVersion(), CUDNN_VERSION,
-                cublasLtGetVersion());
-  std::printf("INT8 vs FP16 convolution probe: %s\n", versions);
+  std::string versions;
+  if (!describe_gpu(&versions)) return 1;
+  versions += ", cuBLASLt " + std::to_string(cublasLtGetVersion());
+  std::printf("INT8 vs FP16 convolution probe: %s\n", versions.c_str());
 
   Gpu g;
   if (!cuda_ok(cudaStreamCreateWithFlags(&g.st, cudaStreamNonBlocking), "cudaStreamCreate")) return 1;
@@ -712,12 +488,10 @@ int main(int argc, char** argv) {
     auto& row = rows[i];
     for (int c = 0; c < kCols; ++c)
       if (applies(c, s)) row[c].state = Cell::kSkipped;
-    bool wanted = argc == 1;
-    for (int a = 1; a < argc; ++a) wanted = wanted || std::strstr(s.role, argv[a]);
-    if (out_of_time() || !wanted) continue;
+    if (out_of_time() || !shape_wanted(s, argc, argv)) continue;
     const Problem pr = make_problem(s);
-    std::printf("\n%s: %d -> %d channels, %dx%d/%d on %dx%d -> %dx%d, %d in the network\n", s.role, s.c, s.k,
-                s.r, s.r, s.stride, s.h, s.h, pr.p, pr.p, s.count);
+    print_shape_intro(pr);
+    std::printf("\n");
     if (!(g.x8.upload(pr.x) && g.w8.upload(pr.w) && g.x16.upload(pr.x16) && g.w16.upload(pr.w16) &&
           g.alpha_vec.upload(pr.alpha_vec) && g.bias.upload(pr.bias) && g.y.reserve(pr.outputs() * 4)))
       continue;
@@ -740,7 +514,7 @@ int main(int argc, char** argv) {
         row[m.col] = run_lt(g, pr, m);
     }
   }
-  print_table(rows, versions);
+  print_table(rows, versions.c_str());
   if (g.lt) cublasLtDestroy(g.lt);
   if (g.dnn) cudnnDestroy(g.dnn);
   cudaStreamDestroy(g.st);
