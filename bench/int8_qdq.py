@@ -244,15 +244,18 @@ class Run:
 
 
 def summary(records):
-    rows = ["| model | batch | device | commit | graft Q/DQ ms | graft float ms (FP16 on CUDA) | eager FP16 ms | "
+    # The GPU beside the device: records of several runs are merged here, and milliseconds compare
+    # only within one card (a ratio within one run).
+    rows = ["| model | batch | device | GPU | commit | graft Q/DQ ms | graft float ms (FP16 on CUDA) | eager FP16 ms | "
             "Q/DQ speed-up | top-1 Q/DQ vs PyTorch quantized | top-1 float vs FP32 | status |",
-            "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---|"]
+            "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
 
     def f(v, spec=".3f"):
         return "" if v is None else format(v, spec)
     for r in records:
         status = r.get("status") if r.get("status") == "ok" else f"{r.get('status')} at {r.get('stage')}: {r.get('reason')}"
-        rows.append(f"| {r['model']} | {r['batch']} | {r.get('device')} | {r.get('commit')} | {f(r.get('graft_qdq_ms'))} | "
+        rows.append(f"| {r['model']} | {r['batch']} | {r.get('device')} | {r.get('gpu') or ''} | {r.get('commit')} | "
+                    f"{f(r.get('graft_qdq_ms'))} | "
                     f"{f(r.get('graft_float_ms'))} | {f(r.get('eager_fp16_ms'))} | {f(r.get('qdq_speedup_over_float'), '.2f')} | "
                     f"{f(r.get('graft_qdq_top1'), '.4f')} | {f(r.get('graft_float_top1'), '.4f')} | {status} |")
     return "\n".join(rows) + "\n"
