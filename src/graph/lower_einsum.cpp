@@ -93,14 +93,18 @@ Result<int> lower_einsum_matmuls(Graph& g) {
     MatMulForm f;
     if (!matmul_form(*n, &f)) continue;
     const size_t rank = static_cast<size_t>(n->input(0)->desc.rank());
-    auto transposed = [&](Value* v, const std::string& what) {
+    // A Transpose of the last two axes from `in` to `out`.
+    auto swap_axes = [&](Value* in, Value* out, const std::string& what) {
       Node* t = g.add_node(unique_name(n->name + "_" + what + "_t"), "Transpose");
       t->opset = opset;
       t->attrs.set("perm", swap_last_two(rank));
-      Value* out = g.new_value(v->name + "_t");
-      t->inputs = {v};
+      t->inputs = {in};
       t->outputs = {out};
       out->producer = t;
+    };
+    auto transposed = [&](Value* v, const std::string& what) {
+      Value* out = g.new_value(v->name + "_t");
+      swap_axes(v, out, what);
       return out;
     };
     Value* a = f.transpose_a ? transposed(n->inputs[0], "a") : n->inputs[0];
@@ -114,12 +118,7 @@ Result<int> lower_einsum_matmuls(Graph& g) {
       Value* mm = g.new_value(y->name + "_mn");
       n->outputs[0] = mm;
       mm->producer = n;
-      Node* t = g.add_node(unique_name(n->name + "_out_t"), "Transpose");
-      t->opset = opset;
-      t->attrs.set("perm", swap_last_two(rank));
-      t->inputs = {mm};
-      t->outputs = {y};
-      y->producer = t;
+      swap_axes(mm, y, "out");
     }
     ++lowered;
   }
