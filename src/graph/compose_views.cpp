@@ -8,7 +8,7 @@
 // tensor it starts from: Transpose permutes (dims, strides), a Gather of one constant index moves
 // the offset and drops (or keeps as 1) the axis, and a Reshape-like node (Reshape, Flatten,
 // Squeeze, Unsqueeze, Identity) re-splits the axes where the strides allow it (the composition is
-// in src/ops/view_ops.cpp). Where a chain's end value is read by a node that is not itself a view,
+// in src/ops/views/views.cpp). Where a chain's end value is read by a node that is not itself a view,
 // the chain becomes one node reading the value it starts from:
 //   - GraftStridedCopy, the view itself, when every shape in the chain is static;
 //   - GraftViewChain, the chain's steps, when a dimension is known only at run time (a dynamic
@@ -30,8 +30,8 @@
 #include <vector>
 
 #include "graph/passes.h"
-#include "ops/fused_transformer_ops.h"
-#include "ops/view_ops.h"
+#include "ops/transformer/transformer.h"
+#include "ops/views/views.h"
 #include "ops/internal_ops.h"
 
 namespace graft {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "graph/passes.h"
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 
 namespace graft {
 

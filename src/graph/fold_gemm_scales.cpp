@@ -1,5 +1,5 @@
 // The CUDA builder's "fold gemm" pass (after "layout"): per-channel scales and residuals behind a
-// GraftGemm move into it (ops: src/ops/fused_transformer_ops.h).
+// GraftGemm move into it (ops: src/ops/transformer/transformer.h).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -12,7 +12,7 @@
 #include "core/index_math.h"
 #include "graph/pass_util.h"
 #include "graph/passes.h"
-#include "ops/fused_transformer_ops.h"
+#include "ops/transformer/transformer.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
 

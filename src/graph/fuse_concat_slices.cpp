@@ -1,5 +1,5 @@
 // Concat of Slices along the concatenation axis -> one GraftConcatSlices that reads the slices in
-// place (src/ops/view_ops.cpp). torch.roll exports as Slice, Slice, Concat per rolled axis (Swin's
+// place (src/ops/views/views.cpp). torch.roll exports as Slice, Slice, Concat per rolled axis (Swin's
 // shifted windows roll twice per block, back and forth): three kernels and two intermediate copies
 // per axis become one launch of pitched copies.
 #include <limits>

@@ -1,4 +1,4 @@
-// The CUDA builder's "fuse elementwise" pass (ops: src/ops/fused_transformer_ops.h).
+// The CUDA builder's "fuse elementwise" pass (ops: src/ops/transformer/transformer.h).
 //
 // fuse_elementwise_chains runs last (after float16 and layout passes): connected groups of
 // elementwise nodes whose non-scalar operands all have the output's shape, linked through values
@@ -15,7 +15,7 @@
 #include "core/index_math.h"
 #include "graph/pass_util.h"
 #include "graph/passes.h"
-#include "ops/fused_transformer_ops.h"
+#include "ops/transformer/transformer.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
 

@@ -1,4 +1,4 @@
-// The CUDA builder's "fuse gemm" pass: GEMM epilogues and attention (ops: src/ops/fused_transformer_ops.h).
+// The CUDA builder's "fuse gemm" pass: GEMM epilogues and attention (ops: src/ops/transformer/transformer.h).
 //
 // fuse_gemm_epilogues runs before the float16 pass, on the model's float32 graph:
 //   MatMul(X, W const 2-D) | Gemm(A, B const, C const row? , transA = 0)
@@ -30,7 +30,7 @@
 #include "core/index_math.h"
 #include "graph/pass_util.h"
 #include "graph/passes.h"
-#include "ops/fused_transformer_ops.h"
+#include "ops/transformer/transformer.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
 

@@ -37,8 +37,8 @@ void append_sequence_ops(std::vector<OpEntry>& out);      // Sequence*, SplitToS
 // graft's internal ops, made only by the builder's fusion and layout passes (names start with
 // "Graft"); each has a CPU reference built from the builtin kernels it replaces.
 void append_fused_conv_ops(std::vector<OpEntry>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast
-void append_fused_transformer_ops(std::vector<OpEntry>& out);  // GEMM epilogues, elementwise chains, attention
-void append_view_ops(std::vector<OpEntry>& out);               // GraftStridedCopy (composed data-movement chains)
+void append_transformer_ops(std::vector<OpEntry>& out);  // GEMM epilogues, elementwise chains, attention
+void append_views_ops(std::vector<OpEntry>& out);               // GraftStridedCopy (composed data-movement chains)
 void append_quantize_internal_ops(std::vector<OpEntry>& out);  // GraftQuantizeDequantize (a folded QuantizeLinear -> DequantizeLinear pair)
 
 const std::vector<OpEntry>& builtin_ops() {
@@ -69,8 +69,8 @@ const std::vector<OpEntry>& builtin_ops() {
     append_sequence_ops(t);
     const size_t onnx_ops = t.size();
     append_fused_conv_ops(t);
-    append_fused_transformer_ops(t);
-    append_view_ops(t);
+    append_transformer_ops(t);
+    append_views_ops(t);
     append_quantize_internal_ops(t);
     for (size_t i = onnx_ops; i < t.size(); ++i) t[i].domain = kInternalDomain;
     std::sort(t.begin(), t.end(), [](const OpEntry& a, const OpEntry& b) {

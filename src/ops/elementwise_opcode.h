@@ -1,4 +1,4 @@
-// GraftElementwise's instruction set (src/ops/fused_transformer_ops.h runs programs of these):
+// GraftElementwise's instruction set (src/ops/transformer/transformer.h runs programs of these):
 // one opcode per float operation a fused elementwise chain can hold. It lives apart from the fused
 // op because op definitions name it too: an ONNX op that is one of these operations whatever its
 // attributes says so where it is registered (OpEntry::elementwise_opcode, src/ops/operator.h),

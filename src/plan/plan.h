@@ -14,7 +14,7 @@
 // format 3, which older graft refuses with its format-version error instead of silently running
 // profile 0 alone.
 // Format 4 has format 2's or 3's layout, and a graph that may hold the view chains of dynamic-shape
-// engines (GraftViewChain, GraftAttention's chain form: src/ops/view_ops.h), which graft before
+// engines (GraftViewChain, GraftAttention's chain form: src/ops/views/views.h), which graft before
 // format 4 does not know and would misread; a plan without them is still written as format 2 or 3.
 // Format 5 has format 2's or 3's layout, and a graph whose internal ops (GraftConv, ...) are in
 // their own domain, kInternalDomain (ops/internal_ops.h), where formats 2 to 4 kept them in the

@@ -1,4 +1,4 @@
-// graft's own convolution kernels that GraftConv times against cuDNN (conv_ops.cpp variants 3, 4, 7):
+// graft's own convolution kernels that GraftConv times against cuDNN (fused_conv_cuda.cpp variants 3, 4, 7):
 //   - the NCHW depthwise kernel, the untuned choice for NCHW depthwise problems, so it is tested
 //     through the op against the CPU reference like the NHWC one (nn_reduce_test.cpp);
 //   - the NHWC pointwise (1x1) kernel, which runs only where timing picked it, so its launcher is
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/conv_mma_kernels.cuh"
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/fused_conv/conv_mma_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 #include "cuda_kernel_harness.h"
 
 namespace graft::testing {
@@ -86,7 +86,7 @@ TEST(CudaNn, GraftConvDepthwiseNchw) {
 // A filter too large for the kernel's shared-memory tile: the launcher refuses it (launching
 // nothing), and GraftConv, whose eligibility mirrors the launcher's limits, runs it on cuDNN instead.
 // A squeeze-excitation gate's 1x1 convolution over a 1x1 image in NHWC with channel counts that
-// are not multiples of 8 (EfficientNet-B0: 96 -> 4): conv_ops.cpp runs it as NCHW (the same bytes).
+// are not multiples of 8 (EfficientNet-B0: 96 -> 4): fused_conv_cuda.cpp runs it as NCHW (the same bytes).
 // GraftChannelsLast, the padded channels-last input of an NHWC stem: float32 and float16 in the
 // input's own type, float32 -> float16 (the model's image straight to the stem), the 16-byte store
 // path (8 half channels) and the scalar one (5 channels), a channel count already at the padded

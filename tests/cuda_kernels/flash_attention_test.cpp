@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cuda/flash_attention_kernels.cuh"
+#include "ops/transformer/flash_attention.cuh"
 #include "cuda_kernel_harness.h"
 #include "graft/dtype.h"
 

@@ -7,10 +7,10 @@
 #include <limits>
 #include <memory>
 
-#include "backends/cuda/fused_transformer_kernels.cuh"
+#include "ops/transformer/transformer_kernels.cuh"
 #include "cuda_kernel_harness.h"
 #include "graft/dtype.h"
-#include "ops/fused_transformer_ops.h"
+#include "ops/transformer/transformer.h"
 
 namespace graft::testing {
 namespace {

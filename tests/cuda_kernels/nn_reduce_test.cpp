@@ -1,7 +1,7 @@
 // CUDA nn and reduce/norm ops vs the CPU reference: MatMul/Gemm (cuBLASLt), Conv (cuDNN or direct),
 // pools, BatchNormalization, Softmax, LayerNormalization, Reduce*.
-#include "backends/cuda/depthwise_tile_kernels.cuh"
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/fused_conv/depthwise_tile_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 #include "cuda_kernel_harness.h"
 
 namespace graft::testing {

@@ -7,7 +7,7 @@
 
 #include "backends/cuda/shape_kernels.cuh"
 #include "cuda_kernel_harness.h"
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 
 namespace graft::testing {
 namespace {

@@ -3,7 +3,7 @@
 // GraftViewChain (the chain's steps, planned per input shape), GraftConcatSlices (Concat of Slices
 // read in place: torch.roll) and GraftElementwise (a fused elementwise chain as a small program).
 // The attributes are built with graft's own encoders (write_view_steps, the program layout of
-// fused_transformer_ops.h), since they define the encoding; every reference is an independent
+// src/ops/transformer/transformer.h), since they define the encoding; every reference is an independent
 // float64 formula over the values: a strided index sum, each view step applied to the values in
 // turn, slices copied along the axis, and the program evaluated instruction by instruction.
 #include <algorithm>
@@ -18,7 +18,7 @@
 #include "harness.h"
 #include "ops/elementwise_opcode.h"
 #include "ops/internal_ops.h"
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 
 namespace graft::optest {
 

@@ -1,5 +1,5 @@
 // compose_view_chains (src/graph/compose_views.cpp), GraftStridedCopy and GraftViewChain
-// (src/ops/view_ops.cpp): chains of Transpose / single-index Gather / Reshape-like nodes become one
+// (src/ops/views/views.cpp): chains of Transpose / single-index Gather / Reshape-like nodes become one
 // strided copy (static shapes) or one view chain (a dynamic batch) with the same outputs (checked on
 // the CPU reference, fresh random inputs, several batches); static chains no strides can express
 // are left alone, dynamic ones are planned as several copies; bad attributes are refused naming
@@ -10,7 +10,7 @@
 #include <random>
 
 #include "graft/engine.h"
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 #include "tests/unit/graph_pass_test_util.h"
 #include "tests/unit/head_split_model.h"
 

@@ -12,7 +12,7 @@
 #include "graph/passes.h"
 #include "graph/precision.h"
 #include "onnx/importer.h"
-#include "ops/fused_transformer_ops.h"
+#include "ops/transformer/transformer.h"
 #include "ops/operator.h"
 #include "runtime/cpu_executor.h"
 #include "tests/unit/onnx_model_builder.h"

@@ -1,5 +1,5 @@
 // The one thin layer over cuBLASLt that every GEMM uses (MatMul/Gemm in src/ops/nn/nn_cuda.cpp, GraftGemm and
-// GraftAttention in fused_transformer_ops.cpp): owning matmul descriptor, layout and preference
+// GraftAttention in src/ops/transformer/transformer_cuda.cpp): owning matmul descriptor, layout and preference
 // handles, the status-to-Status conversion (one error text for every caller), and the creation,
 // batching and heuristic calls both callers make the same way. Operand order, epilogues, alpha and
 // beta stay with each caller.

@@ -14,9 +14,9 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out);  // unary, binary br
 void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out);  // Softmax, LogSoftmax, LayerNormalization, Reduce*
 void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Concat, Slice, Gather, Expand, Tile, Trilu, OneHot, Compress, Range...
 void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuBLASLt), Conv/pools (cuDNN), BatchNormalization
-void append_cuda_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast
+void append_cuda_fused_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast
 void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose 2-D (cuDNN backward data + bias)
-void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
+void append_cuda_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
 void append_cuda_selection_ops(std::vector<CudaOp>& out);  // ArgMax, ArgMin, Hardmax, TopK
 void append_cuda_gather_scatter_ops(std::vector<CudaOp>& out);  // GatherElements, ScatterElements, GatherND, ScatterND
 void append_cuda_resize_pad_ops(std::vector<CudaOp>& out);   // Pad (every mode), Resize (nearest, linear, cubic)
@@ -42,9 +42,9 @@ const std::vector<CudaOp>& cuda_ops() {
     append_cuda_reduce_norm_ops(t);
     append_cuda_shape_ops(t);
     append_cuda_nn_ops(t);
-    append_cuda_conv_ops(t);
+    append_cuda_fused_conv_ops(t);
     append_cuda_conv_transpose_ops(t);
-    append_cuda_fused_transformer_ops(t);
+    append_cuda_transformer_ops(t);
     append_cuda_selection_ops(t);
     append_cuda_gather_scatter_ops(t);
     append_cuda_resize_pad_ops(t);

@@ -24,7 +24,7 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/cudnn_wrap.h"
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 #include "ops/attr_util.h"
 #include "ops/window_attrs.h"
 

@@ -1,14 +1,14 @@
 // The nn family: Conv, ConvTranspose, BatchNormalization, MatMul, Gemm, MaxPool, AveragePool and the
 // global pools. Definitions and CPU references: nn.cpp; CUDA ops: nn_cuda.cpp (MatMul/Gemm through
 // cuBLASLt, Conv through the backend's cuDNN convolution, pools and BatchNormalization on
-// src/backends/cuda/nn_kernels.cu, which graft's fused convolution shares) and
+// src/ops/nn/nn_kernels.cu, which graft's fused convolution shares) and
 // conv_transpose_cuda.cpp (cuDNN's backward data). Both backends read the window attributes with
 // src/ops/window_attrs.h.
 //
 // The CPU references are the executable specification: every value is loaded as double,
 // accumulated in double and rounded once into the output dtype (so float16 results are the correctly
 // rounded float16 of a high-precision result). Clarity first; loops are only arranged so that
-// node-test sizes run in milliseconds. GraftConv's reference (src/ops/fused_conv_ops.cpp) calls
+// node-test sizes run in milliseconds. GraftConv's reference (src/ops/fused_conv/fused_conv.cpp) calls
 // cpu::conv.
 #pragma once
 

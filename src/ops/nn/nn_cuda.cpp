@@ -1,5 +1,5 @@
 // CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through the backend's one
-// cuDNN convolution (src/backends/cuda/conv_ops.cpp, GraftConv's) where that takes the node (else a direct kernel:
+// cuDNN convolution (src/ops/fused_conv/fused_conv_cuda.cpp, GraftConv's) where that takes the node (else a direct kernel:
 // 1-D, 3-D, asymmetric pads, no cuDNN), pools (1-D to 3-D) and BatchNormalization through the
 // kernels in nn_kernels.cu.
 #include <algorithm>
@@ -10,7 +10,7 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "ops/elementwise/elementwise.h"  // the elementwise launchers
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 #include "ops/window_attrs.h"
 
 namespace graft::cuda {

@@ -14,10 +14,10 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/shape_kernels.cuh"
-#include "backends/cuda/view_plan.h"
+#include "ops/views/views_cuda.h"
 #include "ops/attr_util.h"
 #include "ops/elementwise/elementwise.h"  // the elementwise launchers
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 
 namespace graft::cuda {
 namespace {
@@ -52,7 +52,7 @@ Status transpose_run(CudaExec& ex) {
                                                 stream_of(ex)), ex);
 }
 
-// GraftStridedCopy (src/ops/view_ops.cpp): one strided gather for a composed chain of views.
+// GraftStridedCopy (src/ops/views/views.cpp): one strided gather for a composed chain of views.
 Status strided_copy_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
   Tensor& y = *ex.ctx->outputs[0];
@@ -79,9 +79,9 @@ Status strided_copy_run(CudaExec& ex) {
                        ex);
 }
 
-// GraftViewChain (src/ops/view_ops.cpp): the chain planned for the input's dims, once per shape
+// GraftViewChain (src/ops/views/views.cpp): the chain planned for the input's dims, once per shape
 // (kept in the context's PreparedCache), as strided gathers: one, unless a Reshape merges axes no
-// strides express (view_plan.h).
+// strides express (views_cuda.h).
 Result<GpuViewPlan> plan_view_chain(const Node& node, const Tensor& x) {
   GRAFT_ASSIGN_OR_RETURN(std::vector<ViewStep> steps, read_view_steps(node.attrs));
   GRAFT_ASSIGN_OR_RETURN(std::vector<StridedView> views, plan_view_steps(x.dims(), steps));

@@ -16,7 +16,7 @@
 // GraftAttention: batched cuBLASLt (scale as alpha), softmax in place, batched cuBLASLt.
 // Every cuBLASLt call picks among the heuristic's first candidates by tactic timing at build time
 // (src/plan/tactics.h), like the convolutions.
-// GraftElementwise: the program interpreter in fused_transformer_kernels.cu.
+// GraftElementwise: the program interpreter in transformer_kernels.cu.
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -26,11 +26,11 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "ops/elementwise/elementwise.h"  // the elementwise launchers
-#include "backends/cuda/flash_attention_kernels.cuh"
-#include "backends/cuda/fused_transformer_kernels.cuh"
+#include "ops/transformer/flash_attention.cuh"
+#include "ops/transformer/transformer_kernels.cuh"
 #include "ops/reduce_norm/reduce_norm.h"  // k::launch_softmax
-#include "backends/cuda/view_plan.h"
-#include "ops/fused_transformer_ops.h"
+#include "ops/views/views_cuda.h"
+#include "ops/transformer/transformer.h"
 #include "plan/tactics.h"
 
 namespace graft::cuda {
@@ -663,7 +663,7 @@ Status ew_run(CudaExec& ex) {
 
 }  // namespace
 
-void append_cuda_fused_transformer_ops(std::vector<CudaOp>& out) {
+void append_cuda_transformer_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"GraftGemm", &gemm_supports, &gemm_run, {}, &gemm_workspace});
   out.push_back(CudaOp{"GraftElementwise", &ew_supports, &ew_run, {}, nullptr});
   out.push_back(CudaOp{"GraftAttention", &attn_supports, &attn_run, {}, &attn_workspace});

@@ -7,7 +7,7 @@
 //   Y[i0, .., ik] = X.flat[offset + sum_d i_d * strides[d]]
 //
 // GraftViewChain(X) -> Y: the chain over shapes known only at run time (a dynamic batch), as its
-// steps (view_ops.h); each run plans them for X's dims, normally into one strided gather.
+// steps (views.h); each run plans them for X's dims, normally into one strided gather.
 //
 // GraftConcatSlices(X0, X1, ...) -> Y: Concat of Slices along the concatenation axis, read in place
 // (torch.roll's Slice, Slice, Concat per axis: Swin's shifted windows).
@@ -27,7 +27,7 @@
 #include "ops/attr_util.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 
 namespace graft {
 
@@ -603,7 +603,7 @@ Status concat_slices_cpu(ExecContext& ctx) {
 
 }  // namespace
 
-void append_view_ops(std::vector<OpEntry>& out) {
+void append_views_ops(std::vector<OpEntry>& out) {
   out.push_back(OpEntry{"GraftStridedCopy", 11, infer_strided_copy, strided_copy_cpu});
   out.push_back(OpEntry{"GraftViewChain", 11, infer_view_chain, view_chain_cpu});
   out.push_back(OpEntry{"GraftConcatSlices", 11, infer_concat_slices, concat_slices_cpu});

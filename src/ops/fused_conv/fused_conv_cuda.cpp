@@ -1,4 +1,4 @@
-// CUDA kernels of the convolution internal ops (src/ops/fused_conv_ops.cpp):
+// CUDA kernels of the convolution internal ops (src/ops/fused_conv/fused_conv.cpp):
 //
 // GraftConv runs on cuDNN in NCHW or NHWC with its epilogue (bias, residual Z, Relu) either inside
 // cuDNN's fused cudnnConvolutionBiasActivationForward or as one elementwise kernel after
@@ -19,10 +19,10 @@
 #include <cstdlib>
 #include <string>
 
-#include "backends/cuda/conv_mma_kernels.cuh"
+#include "ops/fused_conv/conv_mma_kernels.cuh"
 #include "backends/cuda/cuda_op_util.h"
-#include "backends/cuda/depthwise_tile_kernels.cuh"
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/fused_conv/depthwise_tile_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 #include "backends/cuda/shape_kernels.cuh"
 #include "ops/layout.h"
 #include "ops/window_attrs.h"
@@ -722,7 +722,7 @@ size_t cudnn_conv_workspace(const Node& n, const std::vector<const Tensor*>& ins
   return graft_conv_workspace(n, ins, outs);
 }
 
-void append_cuda_conv_ops(std::vector<CudaOp>& out) {
+void append_cuda_fused_conv_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"GraftConv", &graft_conv_supports, &graft_conv_run, {}, &graft_conv_workspace});
   out.push_back(CudaOp{"GraftPool", &graft_pool_supports, &graft_pool_run, {}, &graft_pool_workspace});
   out.push_back(CudaOp{"GraftChannelsLast", &graft_channels_last_supports, &graft_channels_last_run, {}, nullptr});

@@ -2,7 +2,7 @@
 // whole (short) program for its elements in float32, reading float16/float32 inputs and writing a
 // float16/float32 output once: one pass over memory instead of one per node of the chain.
 #include "backends/cuda/cuda_kernel_device.cuh"
-#include "backends/cuda/fused_transformer_kernels.cuh"
+#include "ops/transformer/transformer_kernels.cuh"
 
 namespace graft::cuda::k {
 

@@ -14,7 +14,7 @@
 #include <cuda_runtime.h>
 
 #include "backends/cuda/cuda_kernel_common.cuh"
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 
 namespace graft::cuda::k {
 

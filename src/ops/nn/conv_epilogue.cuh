@@ -4,7 +4,7 @@
 #pragma once
 
 #include "backends/cuda/cuda_kernel_device.cuh"
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 
 namespace graft::cuda::k {
 

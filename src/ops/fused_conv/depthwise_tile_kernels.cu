@@ -1,4 +1,4 @@
-#include "backends/cuda/depthwise_tile_kernels.cuh"
+#include "ops/fused_conv/depthwise_tile_kernels.cuh"
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "backends/cuda/conv_epilogue.cuh"
+#include "ops/nn/conv_epilogue.cuh"
 #include "backends/cuda/cuda_kernel_device.cuh"
 
 namespace graft::cuda::k {

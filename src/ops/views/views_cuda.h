@@ -1,4 +1,4 @@
-// A plan of plan_view_steps (src/ops/view_ops.h) on the GPU: its strided views as gather launches,
+// A plan of plan_view_steps (src/ops/views/views.h) on the GPU: its strided views as gather launches,
 // the intermediate results (a plan of several copies) in two scratch buffers that alternate.
 // Used by GraftViewChain and by GraftAttention's chain form.
 #pragma once
@@ -10,7 +10,7 @@
 
 #include "backends/cuda/cuda_kernel_common.cuh"
 #include "graft/status.h"
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 
 namespace graft::cuda {
 

@@ -1,4 +1,4 @@
-#include "backends/cuda/conv_mma_kernels.cuh"
+#include "ops/fused_conv/conv_mma_kernels.cuh"
 
 #include <mma.h>
 
@@ -6,7 +6,7 @@
 #include <climits>
 #include <type_traits>
 
-#include "backends/cuda/conv_epilogue.cuh"
+#include "ops/nn/conv_epilogue.cuh"
 #include "backends/cuda/cuda_kernel_device.cuh"
 
 namespace graft::cuda::k {

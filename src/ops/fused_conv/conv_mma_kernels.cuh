@@ -9,7 +9,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_kernel_common.cuh"
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 
 namespace graft::cuda::k {
 

@@ -1,4 +1,4 @@
-#include "backends/cuda/view_plan.h"
+#include "ops/views/views_cuda.h"
 
 #include <algorithm>
 #include <optional>

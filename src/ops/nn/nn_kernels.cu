@@ -1,10 +1,10 @@
-#include "backends/cuda/nn_kernels.cuh"
+#include "ops/nn/nn_kernels.cuh"
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
 
-#include "backends/cuda/conv_epilogue.cuh"
+#include "ops/nn/conv_epilogue.cuh"
 #include "backends/cuda/cuda_kernel_device.cuh"
 
 namespace graft::cuda::k {

@@ -5,13 +5,13 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_kernel_common.cuh"
-#include "ops/fused_transformer_ops.h"
+#include "ops/transformer/transformer.h"
 
 namespace graft::cuda::k {
 
 // A GraftElementwise program as the kernel reads it (passed by value: ~0.6 KB of kernel
 // parameters, read from the constant bank). Instruction j writes register n_in + j; an operand
-// r >= 0 is a register, r < 0 the immediate -r-1 (src/ops/fused_transformer_ops.h).
+// r >= 0 is a register, r < 0 the immediate -r-1 (src/ops/transformer/transformer.h).
 struct EwKernelProgram {
   int n_in = 0;
   int n_instr = 0;

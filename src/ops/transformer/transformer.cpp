@@ -1,6 +1,6 @@
 // Internal ops of the transformer fusions (GEMM epilogues, elementwise chains): schemas and CPU
-// reference kernels. The encodings are described in src/ops/fused_transformer_ops.h.
-#include "ops/fused_transformer_ops.h"
+// reference kernels. The encodings are described in src/ops/transformer/transformer.h.
+#include "ops/transformer/transformer.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,7 +11,7 @@
 #include "backends/cpu/kernel_util.h"
 #include "ops/attr_util.h"
 #include "ops/operator.h"
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 
 namespace graft {
 
@@ -604,7 +604,7 @@ Status attention_output_layout(const std::vector<int64_t>& y, const std::vector<
   return Status::ok();
 }
 
-void append_fused_transformer_ops(std::vector<OpEntry>& out) {
+void append_transformer_ops(std::vector<OpEntry>& out) {
   out.push_back(OpEntry{"GraftGemm", 1, infer_graft_gemm, cpu_graft_gemm});
   out.push_back(OpEntry{"GraftElementwise", 1, infer_graft_elementwise, cpu_graft_elementwise});
   out.push_back(OpEntry{"GraftAttention", 1, infer_graft_attention, cpu_graft_attention});

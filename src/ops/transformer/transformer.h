@@ -1,5 +1,5 @@
 // Internal ops of the transformer fusions (src/graph/fuse_gemm_epilogues.cpp, fold_gemm_scales.cpp and
-// fuse_elementwise_chains.cpp build them, the CPU references live in src/ops/fused_transformer_ops.cpp,
+// fuse_elementwise_chains.cpp build them, the CPU references live in src/ops/transformer/transformer.cpp,
 // the CUDA kernels in src/backends/cuda/fused_transformer_*.{cpp,cu}). Shared here: the GraftElementwise
 // instruction set, so the pass, the reference and the kernel agree on one encoding.
 //
@@ -21,7 +21,7 @@
 //   so that Q[o, i, r, c] = input0.flat[offset + o*outer + i*inner + r*row + c*col] (Q rows S,
 //   cols D; Kt D x S2; V S2 x Dv; Y S x Dv). Y's view must cover the output exactly once.
 //   Or, over a dynamic batch, the chain form (never together with `dims`): operand k is a chain of
-//   view steps of input k (GraftViewChain's attributes, view_ops.h, under the prefix "q_", "kt_"
+//   view steps of input k (GraftViewChain's attributes, views.h, under the prefix "q_", "kt_"
 //   or "v_"; absent: the input itself), planned for each run's dims; y_perm (ints) writes Y
 //   transposed by that permutation, whose last axis stays last.
 //
@@ -44,7 +44,7 @@
 #include "graft/dim.h"
 #include "graft/status.h"
 #include "ops/elementwise_opcode.h"
-#include "ops/view_ops.h"
+#include "ops/views/views.h"
 
 namespace graft {
 

@@ -19,7 +19,7 @@
 #include <type_traits>
 
 #include "backends/cuda/cuda_kernel_device.cuh"
-#include "backends/cuda/flash_attention_kernels.cuh"
+#include "ops/transformer/flash_attention.cuh"
 
 namespace graft::cuda::k {
 
