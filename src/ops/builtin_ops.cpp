@@ -9,70 +9,20 @@
 
 namespace graft {
 
-// The families, each defined in its own file or folder (src/ops/<family>_ops.cpp, src/ops/<family>/):
-// a new family is its declaration here and its call in the table below.
-void append_elementwise_ops(std::vector<OpEntry>& out);   // unary, binary, Where, Cast, Clip...
-void append_nn_ops(std::vector<OpEntry>& out);            // Conv, pools, BN, MatMul, Gemm
-void append_reduce_norm_ops(std::vector<OpEntry>& out);   // ReduceMean/Sum/Max..., Softmax, LogSoftmax, LayerNormalization
-void append_shape_ops(std::vector<OpEntry>& out);         // Reshape, Transpose, Concat, ..., Shape, Range, Tile
-void append_selection_ops(std::vector<OpEntry>& out);      // ArgMax, ArgMin, Hardmax, TopK
-void append_gather_scatter_ops(std::vector<OpEntry>& out);  // GatherElements, ScatterElements, GatherND, ScatterND
-void append_resize_pad_ops(std::vector<OpEntry>& out);    // Resize, Pad
-void append_sampling_ops(std::vector<OpEntry>& out);      // RoiAlign, GridSample
-void append_data_dependent_ops(std::vector<OpEntry>& out);  // NonZero, NonMaxSuppression, Unique (data-dependent output shapes)
-void append_loss_ops(std::vector<OpEntry>& out);          // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void append_quantize_ops(std::vector<OpEntry>& out);      // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
-void append_misc_ops(std::vector<OpEntry>& out);          // InstanceNormalization, LRN, MVN, EyeLike, BitShift, ReverseSequence, windows, Det
-void append_spectral_ops(std::vector<OpEntry>& out);      // DFT, STFT, MelWeightMatrix
-void append_lp_norm_ops(std::vector<OpEntry>& out);       // LpNormalization, LpPool, GlobalLpPool
-void append_roi_pool_ops(std::vector<OpEntry>& out);      // MaxRoiPool
-void append_integer_ops(std::vector<OpEntry>& out);       // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
-void append_tfidf_ops(std::vector<OpEntry>& out);         // TfIdfVectorizer
-void append_strings_ops(std::vector<OpEntry>& out);       // StringNormalizer (string tensors, CPU only)
-void append_random_ops(std::vector<OpEntry>& out);        // RandomUniform/Normal(Like), Bernoulli, Multinomial
-void append_unpool_ops(std::vector<OpEntry>& out);        // MaxUnpool
-void append_recurrent_ops(std::vector<OpEntry>& out);     // RNN, LSTM, GRU
-void append_control_flow_ops(std::vector<OpEntry>& out);  // If, Loop, Scan (subgraphs: Node::subgraphs)
-void append_sequence_ops(std::vector<OpEntry>& out);      // Sequence*, SplitToSequence, ConcatFromSequence, SequenceMap, Optional*
-// graft's internal ops, made only by the builder's fusion and layout passes (names start with
-// "Graft"); each has a CPU reference built from the builtin kernels it replaces.
-void append_fused_conv_ops(std::vector<OpEntry>& out);         // GraftConv (+bias, residual, activation; NCHW/NHWC), GraftPool (NHWC), GraftChannelsLast
-void append_transformer_ops(std::vector<OpEntry>& out);  // GEMM epilogues, elementwise chains, attention
-void append_views_ops(std::vector<OpEntry>& out);               // GraftStridedCopy (composed data-movement chains)
-void append_quantize_internal_ops(std::vector<OpEntry>& out);  // GraftQuantizeDequantize (a folded QuantizeLinear -> DequantizeLinear pair)
+// One function per family folder, src/ops/<family>/: append_<family>_ops appends the family's rows
+// (the ONNX ops, and graft's internal ops wrapped in internal_op(): made only by the builder's passes,
+// names starting with "Graft", each with a CPU reference built from the builtin kernels it replaces).
+// CMake writes the list from the folders (src/CMakeLists.txt), so a new family is its folder alone.
+#define GRAFT_OP_FAMILY(family) void append_##family##_ops(std::vector<OpEntry>& out);
+#include "ops/op_families.inc"
+#undef GRAFT_OP_FAMILY
 
 const std::vector<OpEntry>& builtin_ops() {
   static const std::vector<OpEntry> table = [] {
     std::vector<OpEntry> t;
-    append_elementwise_ops(t);
-    append_nn_ops(t);
-    append_reduce_norm_ops(t);
-    append_shape_ops(t);
-    append_selection_ops(t);
-    append_gather_scatter_ops(t);
-    append_resize_pad_ops(t);
-    append_sampling_ops(t);
-    append_data_dependent_ops(t);
-    append_loss_ops(t);
-    append_quantize_ops(t);
-    append_misc_ops(t);
-    append_spectral_ops(t);
-    append_lp_norm_ops(t);
-    append_roi_pool_ops(t);
-    append_integer_ops(t);
-    append_tfidf_ops(t);
-    append_strings_ops(t);
-    append_random_ops(t);
-    append_unpool_ops(t);
-    append_recurrent_ops(t);
-    append_control_flow_ops(t);
-    append_sequence_ops(t);
-    const size_t onnx_ops = t.size();
-    append_fused_conv_ops(t);
-    append_transformer_ops(t);
-    append_views_ops(t);
-    append_quantize_internal_ops(t);
-    for (size_t i = onnx_ops; i < t.size(); ++i) t[i].domain = kInternalDomain;
+#define GRAFT_OP_FAMILY(family) append_##family##_ops(t);
+#include "ops/op_families.inc"
+#undef GRAFT_OP_FAMILY
     std::sort(t.begin(), t.end(), [](const OpEntry& a, const OpEntry& b) {
       return std::string(a.op_type) < b.op_type;
     });

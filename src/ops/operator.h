@@ -17,6 +17,7 @@
 #include "graft/tensor.h"
 #include "graph/graph.h"
 #include "ops/elementwise_opcode.h"
+#include "ops/internal_ops.h"
 
 namespace graft {
 
@@ -140,7 +141,7 @@ struct OpEntry {
   // the chain fusion can take it into a fused elementwise program; ops whose instruction depends on
   // attributes (Clip, Gelu, HardSigmoid, Cast) are mapped by the fusion itself.
   std::optional<EwOp> elementwise_opcode = std::nullopt;
-  // "" (ONNX) or kInternalDomain (ops/internal_ops.h); set by the table for the internal groups.
+  // "" (ONNX) or kInternalDomain (ops/internal_ops.h), set by wrapping the row in internal_op().
   const char* domain = "";
   // Whether a node may leave out its first output too (RNN, LSTM, GRU: every output optional).
   // Every other op writes output 0, and its kernels assume the slot; the importer refuses a node
@@ -171,6 +172,11 @@ inline OpEntry takes_strings(OpEntry op) {
 }
 inline OpEntry every_output_optional(OpEntry op) {
   op.first_output_optional = true;
+  return op;
+}
+// One of graft's internal ops (ops/internal_ops.h): made by the builder's passes, never named by a model.
+inline OpEntry internal_op(OpEntry op) {
+  op.domain = kInternalDomain;
   return op;
 }
 

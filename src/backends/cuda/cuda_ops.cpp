@@ -8,60 +8,19 @@
 
 namespace graft::cuda {
 
-// The families, each defined in its own file (src/backends/cuda/<family>_ops.cpp) or family folder
-// (src/ops/<family>/<family>.cu): a new family is its declaration here and its call in the table.
-void append_cuda_elementwise_ops(std::vector<CudaOp>& out);  // unary, binary broadcast, Where, Cast, Clip...
-void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out);  // Softmax, LogSoftmax, LayerNormalization, Reduce*
-void append_cuda_shape_ops(std::vector<CudaOp>& out);        // Transpose, Concat, Slice, Gather, Expand, Tile, Trilu, OneHot, Compress, Range...
-void append_cuda_nn_ops(std::vector<CudaOp>& out);           // MatMul/Gemm (cuBLASLt), Conv/pools (cuDNN), BatchNormalization
-void append_cuda_fused_conv_ops(std::vector<CudaOp>& out);         // GraftConv, GraftPool (cuDNN, NCHW/NHWC, fused epilogues), GraftChannelsLast
-void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // ConvTranspose 2-D (cuDNN backward data + bias)
-void append_cuda_transformer_ops(std::vector<CudaOp>& out);  // GEMM epilogues, elementwise chains, attention
-void append_cuda_selection_ops(std::vector<CudaOp>& out);  // ArgMax, ArgMin, Hardmax, TopK
-void append_cuda_gather_scatter_ops(std::vector<CudaOp>& out);  // GatherElements, ScatterElements, GatherND, ScatterND
-void append_cuda_resize_pad_ops(std::vector<CudaOp>& out);   // Pad (every mode), Resize (nearest, linear, cubic)
-void append_cuda_sampling_ops(std::vector<CudaOp>& out);     // RoiAlign (float32), GridSample
-void append_cuda_quantize_ops(std::vector<CudaOp>& out);    // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear
-void append_cuda_misc_ops(std::vector<CudaOp>& out);        // InstanceNorm, MVN, LRN, BitShift, EyeLike, windows, ReverseSequence, Einsum, Det
-void append_cuda_spectral_ops(std::vector<CudaOp>& out);    // DFT, STFT, MelWeightMatrix
-void append_cuda_lp_norm_ops(std::vector<CudaOp>& out);     // LpNormalization, LpPool, GlobalLpPool
-void append_cuda_roi_pool_ops(std::vector<CudaOp>& out);    // MaxRoiPool
-void append_cuda_unpool_ops(std::vector<CudaOp>& out);       // MaxUnpool
-void append_cuda_data_dependent_ops(std::vector<CudaOp>& out);  // NonMaxSuppression, NonZero, Unique (counted outputs)
-void append_cuda_random_ops(std::vector<CudaOp>& out);  // RandomUniform/Normal(Like), Bernoulli, Multinomial, Dropout
-void append_cuda_loss_ops(std::vector<CudaOp>& out);    // NegativeLogLikelihoodLoss, SoftmaxCrossEntropyLoss
-void append_cuda_recurrent_ops(std::vector<CudaOp>& out);  // RNN, LSTM, GRU
-void append_cuda_integer_ops(std::vector<CudaOp>& out);  // MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
-void append_cuda_tfidf_ops(std::vector<CudaOp>& out);    // TfIdfVectorizer (int32/int64 n-grams)
-void append_cuda_control_flow_ops(std::vector<CudaOp>& out);  // If, Loop, Scan (subgraphs run on the GPU)
+// One function per family folder with CUDA code, src/ops/<family>/ (its .cu or <family>_cuda.cpp):
+// append_cuda_<family>_ops appends the family's CUDA ops. CMake writes the list from the folders
+// (src/CMakeLists.txt), as it does the builtin table's.
+#define GRAFT_CUDA_OP_FAMILY(family) void append_cuda_##family##_ops(std::vector<CudaOp>& out);
+#include "ops/cuda_op_families.inc"
+#undef GRAFT_CUDA_OP_FAMILY
 
 const std::vector<CudaOp>& cuda_ops() {
   static const std::vector<CudaOp> table = [] {
     std::vector<CudaOp> t;
-    append_cuda_elementwise_ops(t);
-    append_cuda_reduce_norm_ops(t);
-    append_cuda_shape_ops(t);
-    append_cuda_nn_ops(t);
-    append_cuda_fused_conv_ops(t);
-    append_cuda_conv_transpose_ops(t);
-    append_cuda_transformer_ops(t);
-    append_cuda_selection_ops(t);
-    append_cuda_gather_scatter_ops(t);
-    append_cuda_resize_pad_ops(t);
-    append_cuda_sampling_ops(t);
-    append_cuda_quantize_ops(t);
-    append_cuda_misc_ops(t);
-    append_cuda_spectral_ops(t);
-    append_cuda_lp_norm_ops(t);
-    append_cuda_roi_pool_ops(t);
-    append_cuda_unpool_ops(t);
-    append_cuda_data_dependent_ops(t);
-    append_cuda_random_ops(t);
-    append_cuda_loss_ops(t);
-    append_cuda_recurrent_ops(t);
-    append_cuda_integer_ops(t);
-    append_cuda_tfidf_ops(t);
-    append_cuda_control_flow_ops(t);
+#define GRAFT_CUDA_OP_FAMILY(family) append_cuda_##family##_ops(t);
+#include "ops/cuda_op_families.inc"
+#undef GRAFT_CUDA_OP_FAMILY
     return t;
   }();
   return table;

@@ -574,7 +574,7 @@ Status infer_sequence_map(InferContext& ctx) {
 
 }  // namespace
 
-void append_control_flow_ops(std::vector<OpEntry>& out) {
+static void append_subgraph_ops(std::vector<OpEntry>& out) {
   const std::vector<OpEntry> ops = {
       {"If", 1, infer_if, cpu::if_op, /*output_shape_from_kernel=*/true, /*takes_containers=*/true},
       {"Loop", 1, infer_loop, cpu::loop_op, /*output_shape_from_kernel=*/true, /*takes_containers=*/true},
@@ -822,7 +822,7 @@ Status infer_optional_get_element(InferContext& ctx) {
 
 }  // namespace
 
-void append_sequence_ops(std::vector<OpEntry>& out) {
+static void append_sequence_ops(std::vector<OpEntry>& out) {
   constexpr bool kFromKernel = false, kContainers = true;
   const std::vector<OpEntry> ops = {
       {"SequenceEmpty", 11, infer_sequence_empty, cpu::sequence_empty, kFromKernel, kContainers},
@@ -838,6 +838,12 @@ void append_sequence_ops(std::vector<OpEntry>& out) {
       {"OptionalGetElement", 15, infer_optional_get_element, cpu::optional_get_element, kFromKernel, kContainers},
   };
   out.insert(out.end(), ops.begin(), ops.end());
+}
+
+// The family's rows: the ops with subgraphs, then the sequence and optional ops.
+void append_control_flow_ops(std::vector<OpEntry>& out) {
+  append_subgraph_ops(out);
+  append_sequence_ops(out);
 }
 
 }  // namespace graft

@@ -357,9 +357,9 @@ Tensor permute_rank4(const Tensor& t, const std::vector<int64_t>& perm) {
 }
 
 void append_fused_conv_ops(std::vector<OpEntry>& out) {
-  out.push_back(OpEntry{"GraftConv", 11, infer_graft_conv, graft_conv_cpu});
-  out.push_back(OpEntry{"GraftPool", 11, infer_graft_pool, graft_pool_cpu});
-  out.push_back(OpEntry{"GraftChannelsLast", 11, infer_graft_channels_last, graft_channels_last_cpu});
+  out.push_back(internal_op(OpEntry{"GraftConv", 11, infer_graft_conv, graft_conv_cpu}));
+  out.push_back(internal_op(OpEntry{"GraftPool", 11, infer_graft_pool, graft_pool_cpu}));
+  out.push_back(internal_op(OpEntry{"GraftChannelsLast", 11, infer_graft_channels_last, graft_channels_last_cpu}));
 }
 
 }  // namespace graft

@@ -401,7 +401,10 @@ Status bn_run(CudaExec& ex) {
 
 }  // namespace
 
+void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out);  // conv_transpose_cuda.cpp
+
 void append_cuda_nn_ops(std::vector<CudaOp>& out) {
+  append_cuda_conv_transpose_ops(out);
   out.push_back(CudaOp{"MatMul", &matmul_supports, &matmul_run, {}, &lt_workspace});
   out.push_back(CudaOp{"Gemm", &gemm_supports, &gemm_run, {}, &lt_workspace});
   out.push_back(CudaOp{"Conv", &conv_supports, &conv_run, {}, &conv_workspace});

@@ -290,11 +290,10 @@ void append_quantize_ops(std::vector<OpEntry>& out) {
   out.push_back(OpEntry{"QuantizeLinear", 10, infer_quantize_linear, cpu::quantize_linear});
   out.push_back(OpEntry{"DequantizeLinear", 10, infer_dequantize_linear, cpu::dequantize_linear});
   out.push_back(OpEntry{"DynamicQuantizeLinear", 11, infer_dynamic_quantize_linear, cpu::dynamic_quantize_linear});
-}
-
-void append_quantize_internal_ops(std::vector<OpEntry>& out) {
-  // Per element over a scalar scale and zero point: an NHWC region flows through it.
-  out.push_back(elementwise_unary(OpEntry{"GraftQuantizeDequantize", 1, infer_quantize_dequantize, cpu::quantize_dequantize}));
+  // A folded QuantizeLinear -> DequantizeLinear pair. Per element over a scalar scale and zero point:
+  // an NHWC region flows through it.
+  out.push_back(internal_op(
+      elementwise_unary(OpEntry{"GraftQuantizeDequantize", 1, infer_quantize_dequantize, cpu::quantize_dequantize})));
 }
 
 }  // namespace graft

@@ -605,9 +605,9 @@ Status attention_output_layout(const std::vector<int64_t>& y, const std::vector<
 }
 
 void append_transformer_ops(std::vector<OpEntry>& out) {
-  out.push_back(OpEntry{"GraftGemm", 1, infer_graft_gemm, cpu_graft_gemm});
-  out.push_back(OpEntry{"GraftElementwise", 1, infer_graft_elementwise, cpu_graft_elementwise});
-  out.push_back(OpEntry{"GraftAttention", 1, infer_graft_attention, cpu_graft_attention});
+  out.push_back(internal_op(OpEntry{"GraftGemm", 1, infer_graft_gemm, cpu_graft_gemm}));
+  out.push_back(internal_op(OpEntry{"GraftElementwise", 1, infer_graft_elementwise, cpu_graft_elementwise}));
+  out.push_back(internal_op(OpEntry{"GraftAttention", 1, infer_graft_attention, cpu_graft_attention}));
 }
 
 }  // namespace graft

@@ -604,9 +604,9 @@ Status concat_slices_cpu(ExecContext& ctx) {
 }  // namespace
 
 void append_views_ops(std::vector<OpEntry>& out) {
-  out.push_back(OpEntry{"GraftStridedCopy", 11, infer_strided_copy, strided_copy_cpu});
-  out.push_back(OpEntry{"GraftViewChain", 11, infer_view_chain, view_chain_cpu});
-  out.push_back(OpEntry{"GraftConcatSlices", 11, infer_concat_slices, concat_slices_cpu});
+  out.push_back(internal_op(OpEntry{"GraftStridedCopy", 11, infer_strided_copy, strided_copy_cpu}));
+  out.push_back(internal_op(OpEntry{"GraftViewChain", 11, infer_view_chain, view_chain_cpu}));
+  out.push_back(internal_op(OpEntry{"GraftConcatSlices", 11, infer_concat_slices, concat_slices_cpu}));
 }
 
 }  // namespace graft

@@ -1,0 +1,32 @@
+// The CUDA op table as the generated family list (src/CMakeLists.txt) builds it: each op type once
+// (the engine takes the first row of a name), and each a builtin op of the table the builder reads.
+// Needs no GPU.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "backends/cuda/cuda_ops.h"
+#include "ops/internal_ops.h"
+#include "ops/operator.h"
+
+namespace graft::cuda {
+namespace {
+
+TEST(CudaOpTable, EveryOpTypeOnceAndEachABuiltinOp) {
+  std::set<std::string> seen;
+  for (const CudaOp& op : cuda_ops()) {
+    const std::string type = op.op_type;
+    EXPECT_TRUE(seen.insert(type).second) << "two CUDA rows for " << type;
+    EXPECT_TRUE(find_onnx_op(type) || find_builtin_op(kInternalDomain, type)) << type << " has no builtin row";
+  }
+  // One op of each family with CUDA code, so a family whose function the list dropped is noticed.
+  for (const char* type : {"Loop", "NonZero", "Relu", "GraftConv", "ScatterND", "QLinearConv", "NegativeLogLikelihoodLoss",
+                           "LpPool", "Det", "Conv", "ConvTranspose", "QuantizeLinear", "RandomNormal", "LSTM",
+                           "Softmax", "Resize", "GridSample", "TopK", "Concat", "DFT", "TfIdfVectorizer",
+                           "GraftAttention", "MaxUnpool", "GraftViewChain", "MaxRoiPool"})
+    EXPECT_NE(find_cuda_op(type), nullptr) << type;
+}
+
+}  // namespace
+}  // namespace graft::cuda
