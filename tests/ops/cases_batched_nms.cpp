@@ -260,4 +260,6 @@ OpCaseTable trt_batched_nms_cases() {
   return t;
 }
 
+std::vector<OpCaseTable> batched_nms_case_tables() { return {batched_nms_dynamic_trt_cases(), trt_batched_nms_cases()}; }
+
 }  // namespace graft::optest

@@ -12,6 +12,8 @@
 
 namespace graft::optest {
 
+OpCaseTable grid_sampler_cases();  // cases_grid_sample.cpp: mmdeploy's grid_sampler, whose formula GridSample's reuses
+
 namespace {
 
 // x rounded to float16 (11 significant bits, subnormals below 2^-14, infinity past 65504), to the
@@ -119,6 +121,6 @@ OpCaseTable grid_sample_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> cast_sample_cases() { return {cast_cases(), cast_like_cases(), grid_sample_cases()}; }
+std::vector<OpCaseTable> cast_sample_case_tables() { return {cast_cases(), cast_like_cases(), grid_sample_cases()}; }
 
 }  // namespace graft::optest

@@ -266,7 +266,7 @@ OpCaseTable string_normalizer_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> container_cases() {
+std::vector<OpCaseTable> containers_case_tables() {
   return {sequence_empty_cases(),    sequence_construct_cases(), sequence_insert_cases(),
           sequence_at_cases(),       sequence_erase_cases(),     sequence_length_cases(),
           split_to_sequence_cases(), concat_from_sequence_cases(), optional_cases(),

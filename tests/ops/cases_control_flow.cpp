@@ -341,6 +341,6 @@ OpCaseTable sequence_map_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> control_flow_cases() { return {if_cases(), loop_cases(), scan_cases(), sequence_map_cases()}; }
+std::vector<OpCaseTable> control_flow_case_tables() { return {if_cases(), loop_cases(), scan_cases(), sequence_map_cases()}; }
 
 }  // namespace graft::optest

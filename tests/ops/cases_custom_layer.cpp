@@ -52,4 +52,6 @@ OpCaseTable custom_layer_cases() {
   return t;
 }
 
+std::vector<OpCaseTable> custom_layer_case_tables() { return {custom_layer_cases()}; }
+
 }  // namespace graft::optest

@@ -274,6 +274,6 @@ OpCaseTable compress_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> data_dependent_cases() { return {non_zero_cases(), unique_cases(), nms_cases(), compress_cases()}; }
+std::vector<OpCaseTable> data_dependent_case_tables() { return {non_zero_cases(), unique_cases(), nms_cases(), compress_cases()}; }
 
 }  // namespace graft::optest

@@ -168,4 +168,6 @@ OpCaseTable efficient_nms_cases() {
   return t;
 }
 
+std::vector<OpCaseTable> efficient_nms_case_tables() { return {efficient_nms_cases()}; }
+
 }  // namespace graft::optest

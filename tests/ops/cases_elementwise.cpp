@@ -193,4 +193,10 @@ std::vector<OpCaseTable> binary_elementwise_cases() {
   return out;
 }
 
+std::vector<OpCaseTable> elementwise_case_tables() {
+  std::vector<OpCaseTable> tables = unary_elementwise_cases();
+  for (OpCaseTable& t : binary_elementwise_cases()) tables.push_back(std::move(t));
+  return tables;
+}
+
 }  // namespace graft::optest

@@ -117,4 +117,6 @@ OpCaseTable grid_sampler_cases() {
   return t;
 }
 
+std::vector<OpCaseTable> grid_sample_case_tables() { return {grid_sampler_cases()}; }
+
 }  // namespace graft::optest

@@ -87,4 +87,6 @@ OpCaseTable group_norm_cases() {
   return t;
 }
 
+std::vector<OpCaseTable> group_norm_case_tables() { return {group_norm_cases()}; }
+
 }  // namespace graft::optest

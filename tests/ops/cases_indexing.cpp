@@ -322,7 +322,7 @@ OpCaseTable window_cases(const char* name, int kind) {
 
 }  // namespace
 
-std::vector<OpCaseTable> indexing_cases() {
+std::vector<OpCaseTable> indexing_case_tables() {
   return {conv_transpose_cases(),     lrn_cases(),         reverse_sequence_cases(), eye_like_cases(),
           one_hot_cases(),           gather_nd_cases(),   scatter_elements_cases(), scatter_nd_cases(),
           dequantize_cases(),        float_class_cases("IsNaN", false), float_class_cases("IsInf", true),

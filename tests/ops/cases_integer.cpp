@@ -135,7 +135,7 @@ OpCaseTable max_unpool_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> integer_cases() {
+std::vector<OpCaseTable> integer_case_tables() {
   return {matmul_integer_cases(), conv_integer_cases(), constant_of_shape_cases(), channels_last_cases(),
           max_unpool_cases()};
 }

@@ -279,7 +279,7 @@ OpCaseTable graft_attention_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> internal_conv_cases() {
+std::vector<OpCaseTable> internal_case_tables() {
   return {graft_conv_cases(), graft_pool_cases(), graft_gemm_cases(), graft_attention_cases()};
 }
 

@@ -441,7 +441,7 @@ OpCaseTable elementwise_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> internal_view_cases() {
+std::vector<OpCaseTable> internal_views_case_tables() {
   return {strided_copy_cases(), view_chain_cases(), concat_slices_cases(), elementwise_cases()};
 }
 

@@ -171,7 +171,7 @@ OpCaseTable global_lp_pool_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> lp_norm_cases() {
+std::vector<OpCaseTable> lp_norm_case_tables() {
   return {lp_normalization_cases(), lp_pool_cases(), lp_pool_18_cases(), global_lp_pool_cases()};
 }
 

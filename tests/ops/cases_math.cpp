@@ -468,7 +468,7 @@ OpCaseTable rnn_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> math_cases() {
+std::vector<OpCaseTable> math_case_tables() {
   return {quantize_cases(), mvn_cases(), dropout_cases(), dims_cases("Shape", false), dims_cases("Size", true),
           einsum_cases(),   det_cases(), nll_cases(),     sce_cases(),                bit_shift_cases(),
           dft_cases(),      stft_cases(), rnn_cases()};

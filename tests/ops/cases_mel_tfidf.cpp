@@ -207,6 +207,6 @@ OpCaseTable tfidf_vectorizer_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> mel_tfidf_cases() { return {mel_weight_matrix_cases(), tfidf_vectorizer_cases()}; }
+std::vector<OpCaseTable> mel_tfidf_case_tables() { return {mel_weight_matrix_cases(), tfidf_vectorizer_cases()}; }
 
 }  // namespace graft::optest

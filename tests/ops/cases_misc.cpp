@@ -399,7 +399,7 @@ OpCaseTable celu_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> misc_cases() {
+std::vector<OpCaseTable> misc_case_tables() {
   std::vector<OpCaseTable> out = comparison_tables();
   for (OpCaseTable t : {prelu_cases(), clip_cases(), identity_cases(), variadic_cases("Sum", false),
                         variadic_cases("Mean", true), batch_norm_cases(), instance_norm_cases(),

@@ -72,4 +72,6 @@ OpCaseTable mod_cases() {
   return t;
 }
 
+std::vector<OpCaseTable> mod_case_tables() { return {mod_cases()}; }
+
 }  // namespace graft::optest

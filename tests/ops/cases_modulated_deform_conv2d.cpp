@@ -440,4 +440,6 @@ TEST(ModulatedDeformConv2dCuda, ForwardInImageChunks) {
 }
 #endif  // GRAFT_WITH_CUDA
 
+std::vector<OpCaseTable> modulated_deform_conv2d_case_tables() { return {modulated_deform_conv2d_cases()}; }
+
 }  // namespace graft::optest

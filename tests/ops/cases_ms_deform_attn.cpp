@@ -255,4 +255,6 @@ TEST(MsDeformAttn, CpuKernelRefusesLevelsBeyondValue) {
   }
 }
 
+std::vector<OpCaseTable> ms_deform_attn_case_tables() { return {ms_deform_attn_cases(), ms_deform_attn_trt_cases()}; }
+
 }  // namespace graft::optest

@@ -391,7 +391,7 @@ OpCaseTable layer_norm_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> nn_cases() {
+std::vector<OpCaseTable> nn_case_tables() {
   return {conv_cases(), pool_cases("MaxPool", true), pool_cases("AveragePool", false), gemm_cases(), matmul_cases(),
           softmax_cases(), layer_norm_cases()};
 }

@@ -312,7 +312,7 @@ OpCaseTable quantize_dequantize_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> quantized_cases() {
+std::vector<OpCaseTable> quantized_case_tables() {
   return {qlinear_matmul_cases(), qlinear_conv_cases(), dynamic_quantize_cases(), quantize_dequantize_cases()};
 }
 

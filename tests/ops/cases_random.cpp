@@ -201,7 +201,7 @@ OpCaseTable multinomial_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> random_cases() {
+std::vector<OpCaseTable> random_case_tables() {
   return {random_normal_cases(),      random_uniform_cases(), random_normal_like_cases(),
           random_uniform_like_cases(), bernoulli_cases(),      multinomial_cases()};
 }

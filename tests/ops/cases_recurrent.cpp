@@ -520,7 +520,7 @@ OpCaseTable lstm_opset7_without_y_c_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> recurrent_cases() {
+std::vector<OpCaseTable> recurrent_case_tables() {
   return {gru_cases(), gru_opset7_y_only_cases(), lstm_cases(), lstm_opset7_without_y_c_cases()};
 }
 

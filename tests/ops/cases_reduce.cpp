@@ -86,7 +86,7 @@ OpCase reduce_case(const Reduction& r, std::string label, Ints x, Ints axes, boo
 
 }  // namespace
 
-std::vector<OpCaseTable> reduce_cases() {
+std::vector<OpCaseTable> reduce_case_tables() {
   std::vector<OpCaseTable> out;
   for (const Reduction& r : reductions()) {
     OpCaseTable t;

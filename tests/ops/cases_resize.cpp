@@ -160,7 +160,7 @@ CaseInput scales(std::vector<double> v) {
 
 }  // namespace
 
-std::vector<OpCaseTable> resize_cases() {
+std::vector<OpCaseTable> resize_case_tables() {
   OpCaseTable t = builtin_table("Resize", resize_formula, 13);
   const CaseInput none = no_roi();
   t.cases.push_back(make_case("nearest_x2_asymmetric_floor", {data({1, 2, 4, 5}), none, scales({1, 1, 2, 2})}, {{1, 2, 8, 10}},

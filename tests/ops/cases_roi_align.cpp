@@ -286,4 +286,6 @@ OpCaseTable onnx_roi_align_cases() {
   return t;
 }
 
+std::vector<OpCaseTable> roi_align_case_tables() { return {mmcv_roi_align_cases(), roi_align_trt_cases(), onnx_roi_align_cases()}; }
+
 }  // namespace graft::optest

@@ -81,6 +81,6 @@ OpCaseTable max_roi_pool_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> roi_pool_cases() { return {max_roi_pool_cases()}; }
+std::vector<OpCaseTable> roi_pool_case_tables() { return {max_roi_pool_cases()}; }
 
 }  // namespace graft::optest

@@ -318,7 +318,7 @@ OpCaseTable where_cases() {
 
 }  // namespace
 
-std::vector<OpCaseTable> shape_cases() {
+std::vector<OpCaseTable> shape_case_tables() {
   std::vector<OpCaseTable> out = {transpose_cases(), concat_cases(), slice_cases(),     gather_cases(),
                                   tile_cases(),      pad_cases(),    reshape_cases(),   flatten_cases(),
                                   squeeze_cases(),   unsqueeze_cases(), expand_cases(), split_cases(),

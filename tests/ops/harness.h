@@ -143,45 +143,8 @@ bool is_builtin(const OpCaseTable& t);
 // Default tolerances on ||out - ref|| / ||ref||.
 double default_tolerance(DataType t);
 
-// The explicit list of tables (tests/ops/case_tables.cpp); one line per op.
+// Every table (tests/ops/case_tables.cpp): each cases_<name>.cpp defines <name>_case_tables(), and
+// CMake lists the files (tests/ops/CMakeLists.txt), so a new case file registers itself.
 std::vector<OpCaseTable> all_case_tables();
-
-// One function per op, defined in its cases_<op>.cpp.
-OpCaseTable custom_layer_cases();
-OpCaseTable efficient_nms_cases();
-OpCaseTable batched_nms_dynamic_trt_cases();
-OpCaseTable trt_batched_nms_cases();
-OpCaseTable group_norm_cases();
-OpCaseTable modulated_deform_conv2d_cases();
-OpCaseTable ms_deform_attn_cases();
-OpCaseTable ms_deform_attn_trt_cases();
-OpCaseTable mmcv_roi_align_cases();
-OpCaseTable roi_align_trt_cases();
-OpCaseTable grid_sampler_cases();
-// Builtin ops; a family's file may make one table per op.
-OpCaseTable mod_cases();
-OpCaseTable onnx_roi_align_cases();  // in cases_roi_align.cpp, beside the TensorRT and mmcv forms
-std::vector<OpCaseTable> unary_elementwise_cases();
-std::vector<OpCaseTable> binary_elementwise_cases();
-std::vector<OpCaseTable> nn_cases();             // Conv, pools, Gemm, MatMul, Softmax, LayerNormalization
-std::vector<OpCaseTable> reduce_cases();         // Reduce*, LogSoftmax
-std::vector<OpCaseTable> misc_cases();           // comparisons, logic, norms, global pools, CumSum, ArgMax, TopK...
-std::vector<OpCaseTable> shape_cases();          // Transpose, Concat, Slice, Gather, Tile, Pad, Reshape-likes, Split, Where
-std::vector<OpCaseTable> internal_conv_cases();  // GraftConv, GraftPool, GraftGemm, GraftAttention
-std::vector<OpCaseTable> indexing_cases();       // ConvTranspose, LRN, scatters and gathers, OneHot, Range, windows...
-std::vector<OpCaseTable> resize_cases();         // Resize (nearest, linear; four coordinate transforms)
-std::vector<OpCaseTable> cast_sample_cases();    // Cast, CastLike, GridSample
-std::vector<OpCaseTable> integer_cases();        // MatMulInteger, ConvInteger, ConstantOfShape, MaxUnpool, GraftChannelsLast
-std::vector<OpCaseTable> math_cases();           // QuantizeLinear, MVN, Dropout, Shape, Size, Einsum, Det, losses, BitShift, DFT, STFT, RNN
-std::vector<OpCaseTable> recurrent_cases();      // GRU, LSTM
-std::vector<OpCaseTable> lp_norm_cases();        // LpNormalization, LpPool, GlobalLpPool
-std::vector<OpCaseTable> roi_pool_cases();       // MaxRoiPool
-std::vector<OpCaseTable> quantized_cases();      // QLinearMatMul, QLinearConv, DynamicQuantizeLinear, GraftQuantizeDequantize
-std::vector<OpCaseTable> mel_tfidf_cases();      // MelWeightMatrix, TfIdfVectorizer
-std::vector<OpCaseTable> data_dependent_cases(); // NonZero, Unique, NonMaxSuppression, Compress
-std::vector<OpCaseTable> random_cases();         // RandomNormal/Uniform(Like), Bernoulli, Multinomial
-std::vector<OpCaseTable> internal_view_cases();  // GraftStridedCopy, GraftViewChain, GraftConcatSlices, GraftElementwise
-std::vector<OpCaseTable> container_cases();      // the sequence and optional ops
-std::vector<OpCaseTable> control_flow_cases();   // If, Loop, Scan, SequenceMap
 
 }  // namespace graft::optest
