@@ -1,9 +1,12 @@
 #include "graph/precision.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
+#include <string>
 
+#include "graft/log.h"
 #include "graph/passes.h"
 #include "ops/operator.h"
 
@@ -82,6 +85,28 @@ bool can_run_fp16(const Node& n, const PrecisionPolicy& policy) {
 
 }  // namespace
 
+Result<Tensor> float16_constant(const Tensor& t, Float16Clamps* clamps) {
+  GRAFT_ASSIGN_OR_RETURN(Tensor h, t.cast(DataType::kFloat16));
+  if (t.dtype() != DataType::kFloat32) return h;
+  const float* src = t.data_as<float>();
+  uint16_t* dst = h.data_as<uint16_t>();
+  constexpr uint16_t kSmallestSubnormal = 0x0001, kLargestFinite = 0x7bff, kSign = 0x8000;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float v = src[i];
+    if (!std::isfinite(v)) continue;
+    const uint16_t sign = std::signbit(v) ? kSign : 0;
+    const uint16_t magnitude = dst[i] & 0x7fff;
+    if (v != 0.f && magnitude == 0) {
+      dst[i] = sign | kSmallestSubnormal;
+      ++clamps->raised;
+    } else if (magnitude == 0x7c00) {  // a finite float32 beyond float16's range became inf
+      dst[i] = sign | kLargestFinite;
+      ++clamps->lowered;
+    }
+  }
+  return h;
+}
+
 Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
   std::set<const Node*> fp16;
   for (const auto& n : g.nodes())
@@ -102,6 +127,8 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
   };
 
   auto consumers = g.consumers();
+  Float16Clamps clamps;
+  std::string first_clamped;  // the first constant a clamp changed, for the warning
   // Producer side: every float32 output of a float16 node gets a float16 twin; the original value
   // (graph output, or read by float32 nodes) is then produced by a Cast back to float32.
   std::map<const Value*, Value*> as_fp16;  // float32 value -> its float16 version
@@ -146,8 +173,11 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
       if (it != as_fp16.end()) { n->inputs[i] = it->second; continue; }
       Value* v16 = g.new_value(v->name + "_fp16");
       if (v->constant) {
-        auto c = v->constant->cast(DataType::kFloat16);
+        const int64_t before = clamps.raised + clamps.lowered;
+        auto c = float16_constant(*v->constant, &clamps);
         if (!c) return std::move(c).take_status().with_node(n->name, n->op_type);
+        if (first_clamped.empty() && clamps.raised + clamps.lowered > before)
+          first_clamped = "'" + v->name + "', read by '" + n->name + "' (" + n->op_type + ")";
         v16->constant = std::move(c).value();
         v16->desc = v->desc;
         v16->desc.dtype = DataType::kFloat16;
@@ -158,6 +188,11 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
       n->inputs[i] = v16;
     }
   }
+  if (!first_clamped.empty())
+    log_warning_once("float16: " + std::to_string(clamps.raised) +
+                     " nonzero constant values below float16's smallest subnormal became +-5.96e-8 (not 0), and " +
+                     std::to_string(clamps.lowered) + " beyond its range became +-65504 (not inf); the first in " +
+                     first_clamped);
   GRAFT_RETURN_IF_ERROR(g.topological_sort());
   eliminate_dead_nodes(g);
   GRAFT_RETURN_IF_ERROR(infer_shapes(g));

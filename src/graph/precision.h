@@ -25,7 +25,21 @@ struct PrecisionPolicy {
 bool op_needs_fp32(const Node& n);
 bool op_needs_fp32(const std::string& onnx_op_type);
 
+// A float32 constant in float16, with the two clamps TensorRT applies to weights: a nonzero value
+// that would round to 0 becomes the smallest subnormal of its sign (+-2^-24), and a finite value
+// beyond the range becomes +-65504 rather than inf. The first keeps a guard such as
+// F.normalize's clamp_min(1e-12) or an x + 1e-12 denominator from turning into 0/0 (swin_v2_t's
+// windows of padding tokens gave NaN); the second keeps a -1e9 attention mask finite. Values that
+// were 0, inf or NaN stay as they are. The counts of each clamp are added to `clamps`.
+struct Float16Clamps {
+  int64_t raised = 0;   // nonzero -> +-smallest subnormal
+  int64_t lowered = 0;  // finite -> +-65504
+};
+Result<Tensor> float16_constant(const Tensor& t, Float16Clamps* clamps);
+
 // Rewrites the graph; returns the number of nodes now computing in float16. Shapes are re-inferred.
+// Constants read by float16 nodes are converted by float16_constant; when a clamp changed any value,
+// one warning says how many and names the first constant.
 Result<int> convert_to_fp16(Graph& graph, const PrecisionPolicy& policy);
 
 }  // namespace graft
