@@ -177,6 +177,16 @@ def test_summary_arithmetic(tmp_path):
     assert r["status"] == "mismatch"
     r = zoo_plot.finalize(_rec("d", 1, 1.0, 1.0, None, 1e-3, 1e-3, compile_status="timeout", compile_reason="budget"))
     assert r["status"] == "partial" and r["stage"] == "compile"
+    # PyTorch eager's FP16 output not finite: torch.compile's FP16 error is the baseline, and a graft error
+    # over twice it is still a mismatch; with no finite baseline a finite graft error passes
+    r = zoo_plot.finalize(_rec("e", 1, 1.0, 1.0, 1.0, 1.5e-3, float("nan"), compile_rel_err=1e-3))
+    assert r["status"] == "ok" and r["err_baseline"] == "compile" and r["err_ratio"] == pytest.approx(1.5)
+    r = zoo_plot.finalize(_rec("e", 1, 1.0, 1.0, 1.0, 3e-3, float("nan"), compile_rel_err=1e-3))
+    assert r["status"] == "mismatch" and "torch_compile_fp16_rel_err" in r["reason"]
+    r = zoo_plot.finalize(_rec("e", 1, 1.0, 1.0, 1.0, 3e-3, float("nan"), compile_rel_err=None))
+    assert r["status"] == "ok" and r["err_baseline"] == "none finite"
+    r = zoo_plot.finalize(_rec("e", 1, 1.0, 1.0, 1.0, float("nan"), float("nan"), compile_rel_err=1e-3))
+    assert r["status"] == "mismatch"
     assert json.loads(json.dumps(zoo_plot.json_safe({"v": float("nan")}))) == {"v": "nan"}
     # merging: the later file's record of the same (model, batch) wins
     f1, f2 = tmp_path / "a.json", tmp_path / "b.json"
