@@ -178,6 +178,39 @@ TEST(FusionConv, ModelPermutesAndChannelScalesJoinTheRegion) {
   expect_close(got.at("y"), want.at("y"), "y");
 }
 
+// MaxViT's MBConv as exported: 1x1 Conv -> Gelu -> depthwise 3x3 Conv -> Gelu -> 1x1 Conv. GELU is
+// per element whatever the layout (its definition says so: elementwise_unary), so the block is one
+// NHWC region with no Transpose inside it; before, each Gelu left and re-entered the region (two
+// Transposes per Gelu), and the engine's timing preferred NCHW for the whole model.
+TEST(FusionConv, GeluStaysInTheRegion) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int64_t c = 8;
+  OnnxModelBuilder m(20);
+  m.input("x", DataType::kFloat32, {"N", c, 6, 5});
+  m.initializer("wa", random_tensor(DataType::kFloat32, {2 * c, c, 1, 1}, rng, -0.5, 0.5));
+  m.initializer("wb", random_tensor(DataType::kFloat32, {2 * c, 1, 3, 3}, rng, -0.5, 0.5));
+  m.initializer("wc", random_tensor(DataType::kFloat32, {c, 2 * c, 1, 1}, rng, -0.5, 0.5));
+  m.initializer("bc", random_tensor(DataType::kFloat32, {c}, rng));
+  m.node("Conv", {"x", "wa"}, {"a"}, "conv_a");
+  m.node("Gelu", {"a"}, {"ga"}, "gelu_a");
+  auto& dw = m.node("Conv", {"ga", "wb"}, {"b"}, "conv_b");
+  OnnxModelBuilder::attr(dw, "group", 2 * c);
+  OnnxModelBuilder::attr(dw, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxModelBuilder::attr(m.node("Gelu", {"b"}, {"gb"}, "gelu_b"), "approximate", std::string("tanh"));
+  m.node("Conv", {"gb", "wc", "bc"}, {"y"}, "conv_c");
+  m.output("y", DataType::kFloat32);
+  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, c, 6, 5}, rng)}};
+  auto want = run_on_cpu(imported(m.bytes()), in);
+
+  auto g = through_nhwc_pass(m.bytes(), every_conv);
+  EXPECT_EQ(count_ops(*g, "Transpose"), 2) << "only the region's entry (x) and exit (y)";
+  EXPECT_EQ(count_ops(*g, "Gelu"), 2);
+  auto got = run_on_cpu(std::move(g), in);
+  expect_close(got.at("y"), want.at("y"), "y");
+}
+
 // A permute whose output is also read elsewhere, or is a graph output, keeps its Transpose; the
 // region's other readers still compute the same values.
 TEST(FusionConv, SharedModelPermutesStay) {
