@@ -1,5 +1,5 @@
-// CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through the backend's one
-// cuDNN convolution (src/ops/fused_conv/fused_conv_cuda.cpp, GraftConv's) where that takes the node (else a direct kernel:
+// CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through graft's one cuDNN
+// convolution (GraftConv's, src/ops/fused_conv/fused_conv_cuda.cpp) where that takes the node (else a direct kernel:
 // 1-D, 3-D, asymmetric pads, no cuDNN), pools (1-D to 3-D) and BatchNormalization through the
 // kernels in nn_kernels.cu.
 #include <algorithm>

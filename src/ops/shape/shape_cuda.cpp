@@ -14,7 +14,6 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/shape_kernels.cuh"
-#include "ops/views/views_cuda.h"
 #include "ops/attr_util.h"
 #include "ops/elementwise/elementwise.h"  // the elementwise launchers
 #include "ops/views/views.h"
