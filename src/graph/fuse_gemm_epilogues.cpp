@@ -280,6 +280,28 @@ std::optional<Tensor> periodic_bias(const std::vector<BiasTerm>& terms, double m
   return out;
 }
 
+// A scale of the scores that differs per head but not per position, Mul(t, c) or Mul(c, t) with c a
+// float constant whose last two axes are 1 and whose broadcast leaves t's shape as it is: Swin V2's
+// learned logit scale, [heads, 1, 1], on its cosine attention. Returns t and sets *c; else nullptr.
+// (Q @ Kt) * c equals (Q * c) @ Kt for such a c, so the fusion moves it onto Q.
+Value* head_scaled_input(const Node* n, Value** c) {
+  if (!is_onnx(*n, "Mul") || n->outputs.size() != 1 || !n->outputs[0] || n->inputs.size() != 2) return nullptr;
+  for (int k = 0; k < 2; ++k) {
+    Value* cv = n->inputs[k];
+    Value* t = n->inputs[1 - k];
+    if (!cv || !t || !cv->constant || cv->constant->rank() < 2 || !is_float_io(cv->desc.dtype)) continue;
+    const std::vector<int64_t>& d = cv->constant->dims();
+    if (d[d.size() - 1] != 1 || d[d.size() - 2] != 1) continue;
+    const Value* y = n->outputs[0];
+    if (!t->desc.shape || !y->desc.shape || !shapes_same(*t->desc.shape, *y->desc.shape) ||
+        t->desc.shape->size() < d.size() || t->desc.dtype != y->desc.dtype || cv->desc.dtype != t->desc.dtype)
+      continue;
+    *c = cv;
+    return t;
+  }
+  return nullptr;
+}
+
 bool same_leading_dims(const Shape& a, const Shape& b) {
   if (a.size() != b.size()) return false;
   for (size_t i = 0; i + 2 < a.size(); ++i)
@@ -287,11 +309,12 @@ bool same_leading_dims(const Shape& a, const Shape& b) {
   return true;
 }
 
-// MatMul(Q, Kt) [-> scalar scales] [-> Adds of constants and batch-regrouping Reshapes
-// (strip_bias_terms)] [-> scalar scales] -> Softmax(last axis) -> MatMul(., V), with scalar scales
-// on Q, on Kt, or on K before a Transpose (the exporters put sdpa's scale in each of these places),
-// becomes GraftAttention(Q, Kt, V[, bias]) with the product of the scales and the constants summed
-// into one periodic bias. Returns the number fused.
+// MatMul(Q, Kt) [-> a per-head scale (head_scaled_input)] [-> scalar scales] [-> Adds of constants
+// and batch-regrouping Reshapes (strip_bias_terms)] [-> scalar scales] -> Softmax(last axis) ->
+// MatMul(., V), with scalar scales on Q, on Kt, or on K before a Transpose (the exporters put sdpa's
+// scale in each of these places), becomes GraftAttention(Q, Kt, V[, bias]) with the product of the
+// scales and the constants summed into one periodic bias; a per-head scale becomes a Mul of Q.
+// Returns the number fused.
 int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) {
   // Consumers as the graph now stands (fused GEMM nodes included, their dead chains still present:
   // a dead reader only makes the checks below more conservative).
@@ -314,8 +337,16 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
     std::vector<BiasTerm> terms;
     scores = strip_bias_terms(cons, scores, parts.back(), dead, &terms, &parts);
     if (!terms.empty()) scores = strip_scales(cons, scores, parts.back(), dead, &scale, &parts);
-    Node* mm1 = scores->producer;
     Node* mm1_reader = parts.back();
+    Value* head_scale = nullptr;  // a per-head scale of the scores, moved onto Q below
+    if (Node* m = scores->producer; m && !dead.count(m) && only_reader(cons, scores) == mm1_reader) {
+      if (Value* t = head_scaled_input(m, &head_scale)) {
+        parts.push_back(m);
+        mm1_reader = m;
+        scores = t;
+      }
+    }
+    Node* mm1 = scores->producer;
     if (!mm1 || dead.count(mm1) || mm1->op_type != "MatMul" || mm1->inputs.size() != 2 ||
         only_reader(cons, scores) != mm1_reader)
       continue;
@@ -350,6 +381,8 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
               kt->desc.dtype == q->desc.dtype && v->desc.dtype == q->desc.dtype &&
               mm2->outputs[0]->desc.dtype == q->desc.dtype && q->desc.shape->size() >= 2 &&
               same_leading_dims(*q->desc.shape, *kt->desc.shape) && same_leading_dims(*q->desc.shape, *v->desc.shape);
+    // The per-head scale broadcasts over the scores' leading dims, which are Q's.
+    if (head_scale) ok = ok && scores->desc.shape && same_leading_dims(*q->desc.shape, *scores->desc.shape);
     for (const Node* x : parts) ok = ok && !dead.count(x);
     if (!ok) continue;
     std::optional<Tensor> bias;
@@ -359,6 +392,16 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
       if (!bias) continue;
     }
     parts.push_back(mm2);
+    if (head_scale) {
+      Node* qm = graph.add_node(namer(sm->name + "_q_head_scale"), "Mul");
+      qm->opset = mm1->opset;
+      Value* qs = graph.new_value(q->name + "_head_scaled");
+      qs->desc = q->desc;
+      qs->producer = qm;
+      qm->inputs = {q, head_scale};
+      qm->outputs = {qs};
+      q = qs;
+    }
     Node* at = graph.add_node(namer(sm->name + "_attention"), "GraftAttention", kInternalDomain);
     at->opset = sm->opset;
     at->attrs.set("scale", static_cast<float>(scale));

@@ -759,6 +759,47 @@ TEST(FuseAttention, SwinBiasAndShiftedWindowMaskBecomeOnePeriodicBias) {
   }
 }
 
+// Swin V2's cosine attention: the scores times a learned per-head scale [heads, 1, 1], plus the
+// relative position bias, then Softmax and the value MatMul. (Q @ Kt) * c = (Q * c) @ Kt, so the
+// scale becomes a Mul of Q and the rest one GraftAttention; a constant that varies along the
+// scores' last axes stays where it is and blocks the fusion.
+TEST(FuseAttention, PerHeadScaleOfTheScoresMovesOntoQ) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  const int64_t B = 3, H = 4, S = 6, D = 8;
+  for (int c = 0; c < 3; ++c) {
+    SCOPED_TRACE("case " + std::to_string(c));
+    OnnxModelBuilder b;
+    for (const char* x : {"q", "k", "v"}) b.input(x, kF32, {B, H, S, D});
+    const std::vector<int64_t> scale_dims = c == 2 ? std::vector<int64_t>{1, S} : std::vector<int64_t>{H, 1, 1};
+    b.initializer("logit_scale", random_tensor(kF32, scale_dims, rng, 1.0, 10.0));
+    b.initializer("rel", random_tensor(kF32, {H, S, S}, rng));
+    OnnxModelBuilder::attr(b.node("Transpose", {"k"}, {"kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
+    b.node("MatMul", {"q", "kt"}, {"s"});
+    if (c == 1) b.node("Mul", {"logit_scale", "s"}, {"ss"});  // either operand order
+    else b.node("Mul", {"s", "logit_scale"}, {"ss"});
+    b.node("Add", {"ss", "rel"}, {"a"});
+    OnnxModelBuilder::attr(b.node("Softmax", {"a"}, {"p"}), "axis", int64_t{-1});
+    b.node("MatMul", {"p", "v"}, {"y"});
+    b.output("y", kF32);
+    auto g = load(b);
+    ASSERT_TRUE(g);
+    check_pass(*g, gemm_pass, c == 2 ? 0 : 1, seed);
+    if (c == 2) {
+      EXPECT_EQ(count_op(*g, "Softmax"), 1);
+      continue;
+    }
+    EXPECT_EQ(count_op(*g, "Softmax") + count_op(*g, "Add"), 0);
+    ASSERT_EQ(count_op(*g, "Mul"), 1);
+    const Node* at = find_op(*g, "GraftAttention");
+    ASSERT_TRUE(at);
+    const Node* mul = find_op(*g, "Mul");
+    EXPECT_EQ(at->inputs[0], mul->outputs[0]) << "the per-head scale multiplies Q";
+    EXPECT_EQ(mul->inputs[1]->constant->dims(), (std::vector<int64_t>{H, 1, 1}));
+    EXPECT_EQ(at->inputs[3]->constant->dims(), (std::vector<int64_t>{H, S, S})) << "the bias is not scaled";
+  }
+}
+
 TEST(FuseAttention, PatternsThatMustNotFuse) {
   const uint32_t seed = std::random_device{}();
   for (int c = 0; c < 3; ++c) {
