@@ -24,7 +24,6 @@
 #include "backends/cuda/profiling_kernels.cuh"
 #include "graft/log.h"
 #include "graph/passes.h"
-#include "graph/precision.h"
 #include "ops/random/random.h"
 #include "plan/plan.h"
 #include "plan/tactics.h"
