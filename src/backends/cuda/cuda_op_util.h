@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/cuda/cuda_kernel_common.cuh"
+#include "backends/cuda/owned_handle.h"
 #include "backends/cuda/cuda_ops.h"
 #include "graft/status.h"
 #include "ops/attr_util.h"
@@ -230,6 +231,28 @@ inline float gpu_ms_per_call(cudaStream_t s, const std::function<bool()>& call, 
   (void)cudaGetLastError();
   return ms;
 }
+
+// The two events of one tactic-timing loop, destroyed with it (an early return included).
+class TimingEvents {
+ public:
+  // cudaSuccess, or the error of the creation that failed.
+  cudaError_t create() {
+    cudaEvent_t a = nullptr, b = nullptr;
+    cudaError_t e = cudaEventCreate(&a);
+    if (e != cudaSuccess) return e;
+    t0_.reset(a);
+    e = cudaEventCreate(&b);
+    if (e == cudaSuccess) t1_.reset(b);
+    return e;
+  }
+  // gpu_ms_per_call over these events.
+  float ms_per_call(cudaStream_t s, const std::function<bool()>& call) const {
+    return gpu_ms_per_call(s, call, t0_.get(), t1_.get());
+  }
+
+ private:
+  OwnedHandle<cudaEvent_t, cudaEventDestroy> t0_, t1_;
+};
 
 inline const AttributeMap& attrs_of(const CudaExec& e) { return *e.ctx->attrs; }
 

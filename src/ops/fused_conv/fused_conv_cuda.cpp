@@ -477,9 +477,8 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
   }();
   const CudaExec& ex = *c.ex;
   cudaStream_t s = stream_of(ex);
-  cudaEvent_t t0 = nullptr, t1 = nullptr;
-  GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t0), ex, "cudaEventCreate"));
-  GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t1), ex, "cudaEventCreate"));
+  TimingEvents events;
+  GRAFT_RETURN_IF_ERROR(launch_status(events.create(), ex, "cudaEventCreate"));
   Tactic best;
   best.ms = 1e30;
   Status failure;
@@ -496,8 +495,8 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
         continue;
       }
       if (trace) std::fprintf(stderr, "graft: tactic %s algo %d variant %d ...", key.c_str(), perf[i].algo, variant);
-      const float ms = gpu_ms_per_call(
-          s, [&] { return run_conv(c, perf[i].algo, variant, ex.workspace_size).is_ok(); }, t0, t1);
+      const float ms = events.ms_per_call(
+          s, [&] { return run_conv(c, perf[i].algo, variant, ex.workspace_size).is_ok(); });
       if (trace) std::fprintf(stderr, " %.4f ms\n", ms);
       if (ms >= 0 && ms < best.ms) best = Tactic{static_cast<int>(perf[i].algo), variant, ms};
     }
@@ -515,8 +514,8 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
         (void)cudaGetLastError();
         continue;
       }
-      const float ms = gpu_ms_per_call(
-          s, [&] { return run_conv(c, p.algo, kGroupedNchwVariant, ex.workspace_size).is_ok(); }, t0, t1);
+      const float ms = events.ms_per_call(
+          s, [&] { return run_conv(c, p.algo, kGroupedNchwVariant, ex.workspace_size).is_ok(); });
       if (trace) std::fprintf(stderr, "graft: tactic %s algo %d via NCHW (variant 5) %.4f ms\n", key.c_str(), p.algo, ms);
       if (ms >= 0 && ms < best.ms) best = Tactic{static_cast<int>(p.algo), kGroupedNchwVariant, ms};
     }
@@ -526,12 +525,10 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
                       kSmallReductionMmaVariant, kDepthwiseSharedTileVariant, kChunkedMmaVariant}) {
     if (!variant_eligible(*c.g, variant) || !run_conv(c, 0, variant, 0) || cudaStreamSynchronize(s) != cudaSuccess)
       continue;
-    const float ms = gpu_ms_per_call(s, [&] { return run_conv(c, 0, variant, 0).is_ok(); }, t0, t1);
+    const float ms = events.ms_per_call(s, [&] { return run_conv(c, 0, variant, 0).is_ok(); });
     if (trace) std::fprintf(stderr, "graft: tactic %s graft kernel (variant %d) %.4f ms\n", key.c_str(), variant, ms);
     if (ms >= 0 && ms < best.ms) best = Tactic{0, variant, ms};
   }
-  (void)cudaEventDestroy(t0);
-  (void)cudaEventDestroy(t1);
   if (best.algo < 0) {
     if (!failure.is_ok()) return failure;
     return fail(ex, StatusCode::kUnsupported, "no cuDNN algorithm runs this convolution");

@@ -70,14 +70,13 @@ std::string lt_tactic_key(const LtProblem& g, cublasLtEpilogue_t epi) {
          (g.residual ? ";res" : "") + ";ws" + s(static_cast<int64_t>(g.workspace ? g.workspace_size : 0));
 }
 
-// Times each candidate (a warm-up call, then gpu_ms_per_call) and returns the fastest index.
+// Times each candidate (a warm-up call, then TimingEvents::ms_per_call) and returns the fastest index.
 template <typename Run>
 Result<Tactic> time_lt_algos(CudaExec& ex, const cublasLtMatmulHeuristicResult_t* heur, int found, uint64_t ws,
                              Run&& run) {
   cudaStream_t s = stream_of(ex);
-  cudaEvent_t t0 = nullptr, t1 = nullptr;
-  GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t0), ex, "cudaEventCreate"));
-  GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t1), ex, "cudaEventCreate"));
+  TimingEvents events;
+  GRAFT_RETURN_IF_ERROR(launch_status(events.create(), ex, "cudaEventCreate"));
   Tactic best;
   best.ms = 1e30;
   for (int i = 0; i < found; ++i) {
@@ -86,11 +85,9 @@ Result<Tactic> time_lt_algos(CudaExec& ex, const cublasLtMatmulHeuristicResult_t
       (void)cudaGetLastError();
       continue;
     }
-    const float ms = gpu_ms_per_call(s, [&] { return run(i) == CUBLAS_STATUS_SUCCESS; }, t0, t1);
+    const float ms = events.ms_per_call(s, [&] { return run(i) == CUBLAS_STATUS_SUCCESS; });
     if (ms >= 0 && ms < best.ms) best = Tactic{i, 0, ms};
   }
-  (void)cudaEventDestroy(t0);
-  (void)cudaEventDestroy(t1);
   if (best.algo < 0) return fail(ex, StatusCode::kUnsupported, "no cuBLASLt algorithm runs this matmul");
   return best;
 }
@@ -527,14 +524,11 @@ Status attn_run(CudaExec& ex) {
       // replays their chosen algorithms instead of timing inside a capture.
       GRAFT_RETURN_IF_ERROR(attn_unfused(ex, Q, Kt, V, bias, Y, a, scale));
       GRAFT_RETURN_IF_ERROR(launch_status(cudaStreamSynchronize(stream_of(ex)), ex, "attention tuning"));
-      cudaEvent_t t0 = nullptr, t1 = nullptr;
-      GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t0), ex, "cudaEventCreate"));
-      GRAFT_RETURN_IF_ERROR(launch_status(cudaEventCreate(&t1), ex, "cudaEventCreate"));
-      const float fused_ms = gpu_ms_per_call(stream_of(ex), [&] { return run_fused() == cudaSuccess; }, t0, t1);
+      TimingEvents events;
+      GRAFT_RETURN_IF_ERROR(launch_status(events.create(), ex, "cudaEventCreate"));
+      const float fused_ms = events.ms_per_call(stream_of(ex), [&] { return run_fused() == cudaSuccess; });
       const float unfused_ms =
-          gpu_ms_per_call(stream_of(ex), [&] { return attn_unfused(ex, Q, Kt, V, bias, Y, a, scale).is_ok(); }, t0, t1);
-      (void)cudaEventDestroy(t0);
-      (void)cudaEventDestroy(t1);
+          events.ms_per_call(stream_of(ex), [&] { return attn_unfused(ex, Q, Kt, V, bias, Y, a, scale).is_ok(); });
       const bool fused_wins = fused_ms >= 0 && (unfused_ms < 0 || fused_ms <= unfused_ms);
       return Tactic{0, fused_wins ? 1 : 0, fused_wins ? fused_ms : unfused_ms};
     };
