@@ -28,5 +28,23 @@ TEST(CudaOpTable, EveryOpTypeOnceAndEachABuiltinOp) {
     EXPECT_NE(find_cuda_op(type), nullptr) << type;
 }
 
+// A node finds the CUDA op of its builtin definition, domain included: a default-domain node named
+// like an internal op finds none (the importer refuses such a model; this keeps the two lookups
+// the same one).
+TEST(CudaOpTable, NodesFindTheKernelOfTheirDefinition) {
+  Node relu, internal, impostor, unknown;
+  relu.op_type = "Relu";
+  internal.op_type = impostor.op_type = "GraftConv";
+  internal.domain = kInternalDomain;
+  unknown.op_type = "NoSuchOp";
+  EXPECT_EQ(cuda_op_for(relu), find_cuda_op("Relu"));
+  ASSERT_NE(cuda_op_for(internal), nullptr);
+  EXPECT_EQ(cuda_op_for(internal), find_cuda_op("GraftConv"));
+  EXPECT_EQ(cuda_op_for(impostor), nullptr);
+  EXPECT_EQ(cuda_op_for(unknown), nullptr);
+  for (const OpEntry& e : builtin_ops())
+    if (const CudaOp* c = cuda_op_of(e)) EXPECT_STREQ(c->op_type, e.op_type);
+}
+
 }  // namespace
 }  // namespace graft::cuda

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <unordered_map>
 
 #include "graph/graph.h"
 #include "ops/custom_kernel_call.h"
@@ -79,9 +80,27 @@ const CudaOp& custom_cuda_op() {
   return op;
 }
 
+const CudaOp* cuda_op_of(const OpEntry& op) {
+  // Each CUDA row belongs to the builtin definition of its name (names are unique across the ONNX
+  // and internal domains: CudaOpTable.EveryOpTypeOnceAndEachABuiltinOp).
+  static const std::unordered_map<const OpEntry*, const CudaOp*> by_entry = [] {
+    std::unordered_map<const OpEntry*, const CudaOp*> m;
+    for (const CudaOp& c : cuda_ops()) {
+      const OpEntry* e = find_onnx_op(c.op_type);
+      if (!e) e = find_builtin_op(kInternalDomain, c.op_type);
+      if (e) m.emplace(e, &c);
+    }
+    return m;
+  }();
+  auto it = by_entry.find(&op);
+  return it == by_entry.end() ? nullptr : it->second;
+}
+
 const CudaOp* cuda_op_for(const Node& n) {
   // The one place that tells a custom-op node from a builtin one on the CUDA side.
-  return n.custom_op ? &custom_cuda_op() : find_cuda_op(n.op_type);
+  if (n.custom_op) return &custom_cuda_op();
+  const OpEntry* e = find_op_entry(n);
+  return e ? cuda_op_of(*e) : nullptr;
 }
 
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
