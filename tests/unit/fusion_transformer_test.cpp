@@ -784,7 +784,9 @@ TEST(FuseAttention, PerHeadScaleOfTheScoresMovesOntoQ) {
     b.output("y", kF32);
     auto g = load(b);
     ASSERT_TRUE(g);
-    check_pass(*g, gemm_pass, c == 2 ? 0 : 1, seed);
+    // Scaling Q before the product rounds differently from scaling the scores after it, and the
+    // softmax of scores up to ten times larger amplifies that: float32 rounding, not a formula change.
+    check_pass(*g, gemm_pass, c == 2 ? 0 : 1, seed, 5e-4, 1e-5);
     if (c == 2) {
       EXPECT_EQ(count_op(*g, "Softmax"), 1);
       continue;
