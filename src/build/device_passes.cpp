@@ -51,6 +51,9 @@ Result<std::string> einsum_matmuls(Graph& g, const DevicePassContext&) {
 Result<std::string> qdq_pairs(Graph& g, const DevicePassContext&) {
   return counted<fold_quantize_dequantize_pairs>(g, "QuantizeLinear -> DequantizeLinear pairs as one layer", false);
 }
+Result<std::string> l2_normalize(Graph& g, const DevicePassContext&) {
+  return counted<fuse_l2_normalize>(g, "L2 normalizations (ReduceL2, Clip, Expand, Div) as one layer", false);
+}
 Result<std::string> conv_epilogues(Graph& g, const DevicePassContext&) {
   return counted<fuse_conv_epilogues>(g, "Conv layers with fused bias/residual/activation", true);
 }
@@ -145,6 +148,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"batchnorm as conv", fusion, batchnorm_convs},
       {"einsum", fusion, einsum_matmuls},
       {"fold qdq", fusion, qdq_pairs},
+      {"l2 normalize", fusion, l2_normalize},
       {"fuse conv", fusion, conv_epilogues},
       {"fuse gemm", fusion, gemm_epilogues},
       {"gemm transposes", fusion, gemm_transposes},

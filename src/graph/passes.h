@@ -48,6 +48,10 @@ Result<int> fold_batchnorm(Graph& graph);
 // else reads its integers). A CUDA builder pass: an NHWC region flows through the fused op.
 Result<int> fold_quantize_dequantize_pairs(Graph& graph);
 
+// F.normalize over the last axis, Div(x, [Expand(] Clip(ReduceL2(x, last axis, keepdims), eps) [)]),
+// becomes one GraftL2Normalize(x; eps) (src/graph/fuse_l2_normalize.cpp). A CUDA builder pass.
+Result<int> fuse_l2_normalize(Graph& graph);
+
 // A BatchNormalization (inference form, constant statistics) whose only reader is an activation the
 // convolution epilogue applies (Relu, Clip, HardSwish, Sigmoid, HardSigmoid), and that no Conv
 // precedes (fold_batchnorm took those), becomes a 1x1 depthwise Conv with the statistics in its

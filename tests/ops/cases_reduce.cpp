@@ -11,6 +11,7 @@
 
 #include "case_util.h"
 #include "harness.h"
+#include "ops/internal_ops.h"
 
 namespace graft::optest {
 
@@ -145,6 +146,41 @@ std::vector<OpCaseTable> reduce_case_tables() {
     return std::vector<std::vector<double>>{y};
   };
   out.push_back(std::move(t));
+
+  // GraftL2Normalize (internal): x / max(||x|| over the last axis, eps), each row on its own. A row
+  // of zeros must give zeros (not 0/0), and a row whose norm is under eps is divided by eps.
+  OpCaseTable n;
+  n.domain = kInternalDomain;
+  n.name = "GraftL2Normalize";
+  n.cpu_dtypes = n.cuda_dtypes = {DataType::kFloat32, DataType::kFloat16};
+  AttributeMap tiny, large;
+  tiny.set("eps", 1e-12f);
+  large.set("eps", 0.5f);
+  n.cases.push_back(make_case("swin_rows", {data({4, 3, 16, 32})}, {{4, 3, 16, 32}}, tiny));
+  n.cases.push_back(make_case("long_odd_rows", {data({5, 777}, -2, 2)}, {{5, 777}}, tiny));
+  n.cases.push_back(make_case("short_rows_large_eps", {data({6, 3}, -0.2, 0.2)}, {{6, 3}}, large));
+  OpCase zero = make_case("zero_rows", {data({4, 9})}, {{4, 9}}, tiny);
+  zero.adjust_inputs = [](std::vector<Tensor>& in) {
+    for (int64_t i = 9; i < 18; ++i) in[0].set(i, 0.0);  // row 1
+  };
+  n.cases.push_back(zero);
+  AttributeMap negative;
+  negative.set("eps", -1.f);
+  n.bad_attributes.push_back({"negative_eps", negative, {{2, 3}}, "eps"});
+  n.reference = [](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
+                   const AttributeMap& a) {
+    const double eps = a.get_float("eps", 0.f).value();
+    const int64_t len = dims[0].back();
+    std::vector<double> y(in[0].size());
+    for (size_t r = 0; r < in[0].size() / static_cast<size_t>(len); ++r) {
+      double sum = 0;
+      for (int64_t k = 0; k < len; ++k) sum += in[0][r * len + k] * in[0][r * len + k];
+      const double d = std::max(std::sqrt(sum), eps);
+      for (int64_t k = 0; k < len; ++k) y[r * len + k] = in[0][r * len + k] / d;
+    }
+    return std::vector<std::vector<double>>{y};
+  };
+  out.push_back(std::move(n));
   return out;
 }
 

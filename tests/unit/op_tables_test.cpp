@@ -35,12 +35,12 @@ TEST(OpTables, InternalOpsAreGraftNamedAndOnlyInTheirDomain) {
       EXPECT_FALSE(graft_named) << type << " is in the ONNX domain: wrap its row in internal_op()";
     }
   }
-  // The internal ops of the fused_conv, transformer, views and quantize families.
+  // The internal ops of the fused_conv, transformer, views, quantize and reduce_norm families.
   for (const char* type : {"GraftConv", "GraftPool", "GraftChannelsLast", "GraftGemm", "GraftElementwise",
                            "GraftAttention", "GraftStridedCopy", "GraftViewChain", "GraftConcatSlices",
-                           "GraftQuantizeDequantize"})
+                           "GraftQuantizeDequantize", "GraftL2Normalize"})
     EXPECT_NE(find_builtin_op(kInternalDomain, type), nullptr) << type;
-  EXPECT_EQ(internal, 10) << "an internal op was added: list it above";
+  EXPECT_EQ(internal, 11) << "an internal op was added: list it above";
 }
 
 // Each folder of src/ops with a <family>.cpp is a family in the list CMake generated, whose

@@ -371,6 +371,29 @@ Status cumsum(ExecContext& ctx) {
   }, [&](DataType t) { return bad_dtype(ctx, t); });
 }
 
+// GraftL2Normalize(X; eps) -> Y = X / max(||X||_2 over the last axis, eps), the norm summed in
+// double: F.normalize(x, dim=-1) as the exporters write it (ReduceL2 -> Clip(eps) -> Expand ->
+// Div), which src/graph/fuse_l2_normalize.cpp makes one layer. A zero row gives zeros.
+Status l2_normalize(ExecContext& ctx) {
+  if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, "GraftL2Normalize kernel called without input or output");
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  if (!dtype_is_float(x.dtype()) || y.numel() != x.numel())
+    return error(StatusCode::kInternal, "GraftL2Normalize: a float input and an output of its size are needed");
+  static const AttributeMap kEmpty;
+  GRAFT_ASSIGN_OR_RETURN(float eps, (ctx.attrs ? *ctx.attrs : kEmpty).get_float("eps", 0.f));
+  const int64_t n = x.rank() == 0 ? 1 : x.dims().back();
+  if (n == 0 || x.numel() == 0) return Status::ok();
+  for (int64_t row = 0; row < x.numel() / n; ++row) {
+    double sum = 0;
+    for (int64_t k = 0; k < n; ++k) sum += x.get(row * n + k) * x.get(row * n + k);
+    const double d = std::max(std::sqrt(sum), static_cast<double>(eps));
+    for (int64_t k = 0; k < n; ++k) y.set(row * n + k, x.get(row * n + k) / d);
+  }
+  return Status::ok();
+}
+
 }  // namespace cpu
 
 // ---- schemas: inference and the table rows -------------------------------------------------------
@@ -520,6 +543,16 @@ Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only) {
   return Status::ok();
 }
 
+Status infer_l2_normalize(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_float_input(ctx, 0));
+  auto eps = ctx.attrs().get_float("eps", 0.f);
+  if (!eps) return std::move(eps).take_status().with_attribute("eps");
+  if (!std::isfinite(*eps) || *eps < 0.f)
+    return ctx.fail("attribute 'eps' must be finite and not negative, got ", *eps).with_attribute("eps");
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+
 }  // namespace infer
 
 void append_reduce_norm_ops(std::vector<OpEntry>& out) {
@@ -538,6 +571,8 @@ void append_reduce_norm_ops(std::vector<OpEntry>& out) {
       keeps_float32({"LogSoftmax", 11, infer_softmax, cpu::log_softmax}),
       {"LayerNormalization", 17, infer_layer_norm, cpu::layer_normalization},
       keeps_float32({"CumSum", 11, infer_cumsum, cpu::cumsum}),
+      // F.normalize over the last axis as one layer (the norm accumulates in float32 or wider).
+      internal_op({"GraftL2Normalize", 1, infer::infer_l2_normalize, cpu::l2_normalize}),
   };
   out.insert(out.end(), ops.begin(), ops.end());
 }

@@ -639,6 +639,39 @@ cudaError_t launch_cumsum(KType t, bool exclusive, bool reverse, const void* x, 
   return cudaGetLastError();
 }
 
+namespace {
+
+// GraftL2Normalize: one warp per row; the sum of squares in float32, reduced across the warp, then
+// every element times 1 / max(norm, eps). All lanes of a warp share its row, so they leave together.
+template <typename T>
+__global__ void l2_normalize_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t n, float eps) {
+  const int64_t row = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  if (row >= rows) return;
+  const T* xr = x + row * n;
+  T* yr = y + row * n;
+  float sum = 0.f;
+  for (int64_t k = lane; k < n; k += 32) {
+    const float v = Elem<T>::ld(xr[k]);
+    sum += v * v;
+  }
+  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(kFullWarp, sum, o);
+  const float inv = 1.f / fmaxf(sqrtf(sum), eps);
+  for (int64_t k = lane; k < n; k += 32) yr[k] = Elem<T>::st(Elem<T>::ld(xr[k]) * inv);
+}
+
+}  // namespace
+
+cudaError_t launch_l2_normalize(KType t, const void* x, void* y, int64_t rows, int64_t n, float eps, cudaStream_t s) {
+  if (rows == 0 || n == 0) return cudaSuccess;
+  constexpr int kWarpsPerBlock = 8;
+  const int64_t blocks = (rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (blocks > 0x7fffffffLL) return cudaErrorInvalidValue;
+  GRAFT_FLOAT_DISPATCH(t, (l2_normalize_kernel<T><<<static_cast<unsigned>(blocks), kWarpsPerBlock * 32, 0, s>>>(
+                              static_cast<const T*>(x), static_cast<T*>(y), rows, n, eps)));
+  return cudaGetLastError();
+}
+
 }  // namespace k
 
 // ---- CUDA ops -------------------------------------------------------------------------------------
@@ -792,9 +825,20 @@ Status cumsum_run(CudaExec& ex) {
                                         v.inner, stream_of(ex)), ex);
 }
 
+Status l2_normalize_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  if (x.numel() != y.numel()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
+  GRAFT_ASSIGN_OR_RETURN(float eps, attrs_of(ex).get_float("eps", 0.f));
+  const int64_t n = x.rank() == 0 ? 1 : x.dims().back();
+  const int64_t rows = n ? x.numel() / n : 0;
+  return launch_status(k::launch_l2_normalize(ktype(x.dtype()), x.data(), y.data(), rows, n, eps, stream_of(ex)), ex);
+}
+
 }  // namespace
 
 void append_cuda_reduce_norm_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"GraftL2Normalize", &float_x, &l2_normalize_run, {}, nullptr});
   out.push_back(CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr});
   out.push_back(CudaOp{"Softmax", &float_x, &softmax_run<false>, {}, nullptr});
   out.push_back(CudaOp{"LogSoftmax", &float_x, &softmax_run<true>, {}, nullptr});

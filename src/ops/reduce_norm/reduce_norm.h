@@ -54,6 +54,7 @@ Status softmax(ExecContext& ctx);
 Status log_softmax(ExecContext& ctx);
 Status layer_normalization(ExecContext& ctx);
 Status cumsum(ExecContext& ctx);
+Status l2_normalize(ExecContext& ctx);  // GraftL2Normalize (internal)
 
 }  // namespace cpu
 }  // namespace graft
@@ -70,6 +71,10 @@ cudaError_t launch_softmax(KType t, bool log, const void* x, void* y, int64_t ou
 cudaError_t launch_layernorm(KType t, const void* x, const void* scale, int64_t scale_n, const void* bias,
                              int64_t bias_n, void* y, float* mean, float* inv_std, int64_t outer, int64_t inner,
                              float eps, cudaStream_t s);
+
+// GraftL2Normalize: each of `rows` contiguous rows of n elements over max(its L2 norm, eps), the norm
+// accumulated in float32.
+cudaError_t launch_l2_normalize(KType t, const void* x, void* y, int64_t rows, int64_t n, float eps, cudaStream_t s);
 
 enum class ReduceKind : int { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL1, kL2, kLogSum, kLogSumExp };
 // y[o] = reduce over r of x[offset(kept, o) + offset(reduced, r)]. Float types accumulate in
