@@ -1,8 +1,9 @@
 // graft's internal ops: the fused and layout forms its optimization passes make (GraftConv,
 // GraftGemm, GraftStridedCopy, ...; rows marked internal_op() in their family folders,
-// src/ops/fused_conv, transformer, views, quantize and reduce_norm). They are builtin ops with CPU references, but not ONNX ops, so they live in a
-// domain of their own: a model's default-domain node named GraftConv is an unknown ONNX op, a
-// model's node in this domain is refused at import, and only plans hold such nodes.
+// src/ops/fused_conv, transformer, views, quantize and reduce_norm). They are builtin ops with
+// CPU references, but not ONNX ops, so they live in a domain of their own: a model's
+// default-domain node named GraftConv is an unknown ONNX op, a model's node in this domain is
+// refused at import, and only plans hold such nodes.
 #pragma once
 
 #include <string>
