@@ -655,8 +655,7 @@ __global__ void l2_normalize_kernel(const T* __restrict__ x, T* __restrict__ y, 
     const float v = Elem<T>::ld(xr[k]);
     sum += v * v;
   }
-  for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(kFullWarp, sum, o);
-  const float inv = 1.f / fmaxf(sqrtf(sum), eps);
+  const float inv = 1.f / fmaxf(sqrtf(warp_sum(sum)), eps);
   for (int64_t k = lane; k < n; k += 32) yr[k] = Elem<T>::st(Elem<T>::ld(xr[k]) * inv);
 }
 
