@@ -536,12 +536,23 @@ fi
 if has_step dcnbench; then  # issue 17: the DCNv2 CUDA forward vs torchvision.ops.deform_conv2d at DCN-ResNet-50 stage
   # shapes, op level (bench/dcn_op_bench.py: both inputs, stages 2-4, stride 1 and 2, batch 1 and 8, FP32 and FP16, with
   # a correctness check of each) into $OUT/dcnbench. Needs the torch extension (quickbuild or build first). DCN_ARGS
-  # (more dcn_op_bench.py options, e.g. --inputs 512 --no-graph), DCN_TIMEOUT_S (the step's limit, default 300).
+  # (more dcn_op_bench.py options, e.g. --inputs 512 --no-graph), DCN_TIMEOUT_S (the step's limit, default 300), DCN_NCU (below).
   mkdir -p "$OUT/dcnbench"
   export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python"
   timeout -k 10 "${DCN_TIMEOUT_S:-300}" python3 bench/dcn_op_bench.py --out "$OUT/dcnbench" ${DCN_ARGS:-} \
     > "$LOGS/dcnbench.log" 2>&1
   note "dcnbench: rc=$? (see dcnbench.log; $OUT/dcnbench/dcn_op_bench.json, dcn_op_bench.md)"
   sed -n '/^graft faster/p;/^| input/,$p' "$OUT/dcnbench/dcn_op_bench.md" >> "$summary" 2>/dev/null
+  # DCN_NCU=1: each kernel's GPU time under Nsight Compute, graft's and torchvision's, for the configurations of
+  # DCN_NCU_ARGS (default: 512 input, stage 3 (the DCN trunk's), stride 1, batch 8, FP16; two timed calls each, no graphs), so
+  # the column pass, the matmuls and the bias fill show apart.
+  if [ "${DCN_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
+    timeout -k 10 "${DCN_NCU_TIMEOUT_S:-150}" ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+      python3 bench/dcn_op_bench.py --out /tmp/dcn_ncu ${DCN_NCU_ARGS:---inputs 512 --stages 3 --strides 1 --batches 8 \
+      --dtypes fp16 --iters 2 --inner 1 --warmup 1 --no-graph} > "$OUT/dcnbench/ncu_dcn.csv" 2> "$LOGS/ncu_dcn.err"
+    note "dcnbench ncu: rc=$? $(grep -c gpu__time_duration "$OUT/dcnbench/ncu_dcn.csv") kernels"
+    python3 scripts/gpu/ncu_kernels.py --totals "$OUT/dcnbench/ncu_dcn.csv" > "$OUT/dcnbench/ncu_dcn.txt" 2>&1
+    sed -n '/^-- per kernel name/,$p' "$OUT/dcnbench/ncu_dcn.txt" | head -25 >> "$summary"
+  fi
 fi
 cat "$summary"
