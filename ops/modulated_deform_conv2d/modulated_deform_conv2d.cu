@@ -100,27 +100,32 @@ __device__ __forceinline__ void corner_taps(const Tap<I>& t, I h, I w, I (&at)[4
 }
 
 // col[n][(c*K + kk)*P + pos] = mask * bilinear(x[n, c]) for `images` images, image after image.
-// A thread takes one (tap, output position) and `cpt` consecutive channels of one deform group:
+// A thread takes one (tap, output position) and CPT consecutive channels of one deform group:
 // they share the offsets and mask, so the sample position, its corners and their weights are
 // computed once and reused for each channel. Grid: x over positions (consecutive threads write
 // consecutive columns), y over (channel block, tap), z over images; each loops past the grid's
 // limits. TC is T for the forward (half columns for FP16) and float for the backward; I indexes
 // within one image (see Tap).
-template <typename I, typename T, typename TC>
+//
+// Every corner is loaded, a corner outside the image from the plane's first element, and its value
+// then dropped by a select: a load under a branch cannot be issued before the stores of the
+// channels before it, so each channel waited for its four loads in turn; unconditional loads of a
+// compile-time number of channels all issue before the first store (4 * CPT loads in flight per
+// thread). The select, not a zero weight, drops the value, so a NaN or infinity there stays out.
+template <int CPT, typename I, typename T, typename TC>
 __global__ void __launch_bounds__(kThreads)
 columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __restrict__ mask, TC* __restrict__ col,
-               MdcnSizes z, int64_t images, int64_t cpt) {
+               MdcnSizes z, int64_t images) {
   const I k = static_cast<I>(z.kh * z.kw), p = static_cast<I>(z.ho * z.wo), hw = static_cast<I>(z.h * z.w);
   const I cpd = static_cast<I>(z.c / z.deform_groups), h = static_cast<I>(z.h), w = static_cast<I>(z.w);
-  const I channels = static_cast<I>(cpt);
-  const int64_t rows = z.c / cpt * z.kh * z.kw;
+  const int64_t rows = z.c / CPT * z.kh * z.kw;
   for (int64_t n = blockIdx.z; n < images; n += gridDim.z) {
     const T* x_n = x + n * z.c * z.h * z.w;
     const T* off_n = off + n * 2 * z.deform_groups * k * p;
     const T* mask_n = mask + n * z.deform_groups * k * p;
     TC* col_n = col + n * z.c * k * p;
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-      const I kk = static_cast<I>(r) % k, c0 = static_cast<I>(r) / k * channels;
+      const I kk = static_cast<I>(r) % k, c0 = static_cast<I>(r) / k * CPT;
       for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < p;
            q += static_cast<int64_t>(gridDim.x) * blockDim.x) {
         const I pos = static_cast<I>(q);
@@ -128,15 +133,28 @@ columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __re
         I at[4];
         float cw[4];
         corner_taps(t, h, w, at, cw);
+        I from[4];
+        bool use[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) use[e] = at[e] >= 0, from[e] = use[e] ? at[e] : I{0};
         const T* plane = x_n + c0 * hw;
+        float corner[CPT][4] = {};
+        // An empty plane (H or W 0, the output made by padding alone) has no first element to read:
+        // every tap is outside it then (the branch is the same for the whole grid).
+        if (hw != 0) {
+#pragma unroll
+          for (int c = 0; c < CPT; ++c)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) corner[c][e] = to_float(plane[c * hw + from[e]]);
+        }
         TC* dst = col_n + (c0 * k + kk) * p + pos;
-        for (I c = 0; c < channels; ++c, plane += hw, dst += k * p) {
+#pragma unroll
+        for (int c = 0; c < CPT; ++c) {
           float v = 0.0f;
 #pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (at[e] >= 0) v = fmaf(cw[e], to_float(plane[at[e]]), v);
+          for (int e = 0; e < 4; ++e) v = fmaf(cw[e], use[e] ? corner[c][e] : 0.0f, v);
           // The mask multiplies the sum, as in the CPU reference (a NaN mask stays NaN).
-          *dst = from_float<TC>(t.m * v);
+          dst[c * k * p] = from_float<TC>(t.m * v);
         }
       }
     }
@@ -332,10 +350,20 @@ cudaError_t launch_columns(const T* x, const T* off, const T* mask, TC* col, con
   const dim3 grid(grid_for(p, kThreads), grid_dim_yz(z.c / cpt * k), grid_dim_yz(images));
   // 32-bit indexing within an image when its x, offsets and columns all have fewer than 2^31 elements.
   constexpr int64_t kInt = int64_t{1} << 31;
-  if (z.c * z.h * z.w < kInt && 2 * z.deform_groups * k * p < kInt && z.c * k * p < kInt)
-    columns_kernel<int, T, TC><<<grid, kThreads, 0, stream>>>(x, off, mask, col, z, images, cpt);
-  else
-    columns_kernel<int64_t, T, TC><<<grid, kThreads, 0, stream>>>(x, off, mask, col, z, images, cpt);
+  const bool narrow = z.c * z.h * z.w < kInt && 2 * z.deform_groups * k * p < kInt && z.c * k * p < kInt;
+  auto launch = [&](auto cpt_constant) {
+    constexpr int kCpt = decltype(cpt_constant)::value;
+    if (narrow)
+      columns_kernel<kCpt, int, T, TC><<<grid, kThreads, 0, stream>>>(x, off, mask, col, z, images);
+    else
+      columns_kernel<kCpt, int64_t, T, TC><<<grid, kThreads, 0, stream>>>(x, off, mask, col, z, images);
+  };
+  switch (cpt) {
+    case 8: launch(std::integral_constant<int, 8>{}); break;
+    case 4: launch(std::integral_constant<int, 4>{}); break;
+    case 2: launch(std::integral_constant<int, 2>{}); break;
+    default: launch(std::integral_constant<int, 1>{}); break;
+  }
   return cudaGetLastError();
 }
 

@@ -169,6 +169,9 @@ OpCaseTable modulated_deform_conv2d_cases() {
                               })));
   t.cases.push_back(mdcn_case("no_bias_forward", with(basic, [](MdcnShape& z) { z.bias = false; })));
   t.cases.push_back(mdcn_case("wider_c8_co16_g2_dg4", {2, 8, 7, 9, 16, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 4}));
+  // An input of height 0 whose output comes from the padding alone: every sample is outside the
+  // image (the CUDA column kernel reads no plane then), so the output is the bias.
+  t.cases.push_back(mdcn_case("empty_input_plane_padding_only", {2, 3, 0, 4, 2, 1, 1, {1, 1}, {1, 1}}));
   // A batch of 5 with groups, deform groups and stride 2 (ForwardInImageChunks below runs the CUDA
   // forward in chunks of fewer images than that).
   t.cases.push_back(mdcn_case("batch5_g2_dg2_stride2", {5, 4, 7, 6, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2}));
