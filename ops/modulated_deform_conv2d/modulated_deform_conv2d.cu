@@ -161,6 +161,136 @@ columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __re
   }
 }
 
+// ---- the channels-last forward ------------------------------------------------------------------
+// When every conv group and every deform group spans whole 16-byte channel vectors (8 half or 4
+// float channels), the forward samples a channels-last copy of x: the V channels a thread computes
+// for one corner are one 16-byte load, and the warp's lanes, over consecutive vectors of one position,
+// read and write whole contiguous lines. From x in its own layout each channel is a separate 2- or
+// 4-byte gather, and the column pass is bound by the load instructions rather than by memory.
+template <typename T>
+constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+
+// V values of T in one 16-byte access.
+template <typename T>
+struct alignas(16) Vec16 {
+  T v[kVec<T>];
+};
+
+// Stores V floats as one 16-byte vector of T. __stwb is an ordinary (write-back) store: nvcc split
+// an assignment through a float4 or uint4 pointer into four stores here.
+__device__ __forceinline__ void store_vec(float* dst, const float (&v)[4]) {
+  __stwb(reinterpret_cast<float4*>(dst), make_float4(v[0], v[1], v[2], v[3]));
+}
+__device__ __forceinline__ uint32_t half_pair(float lo, float hi) {
+  return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(lo))) |
+         (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(hi))) << 16);
+}
+__device__ __forceinline__ void store_vec(__half* dst, const float (&v)[8]) {
+  __stwb(reinterpret_cast<uint4*>(dst),
+         make_uint4(half_pair(v[0], v[1]), half_pair(v[2], v[3]), half_pair(v[4], v[5]), half_pair(v[6], v[7])));
+}
+
+// xt[n][s][c] = x[n][c][s] over images of C channels of S = H*W values, through 32x32 tiles in
+// shared memory (float holds a __half exactly). Grid: x over S tiles, y over C tiles, z over images.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+channels_last_kernel(const T* __restrict__ x, T* __restrict__ xt, int c, int s, int64_t images) {
+  __shared__ float tile[32][33];
+  const int s0 = static_cast<int>(blockIdx.x) * 32, c0 = static_cast<int>(blockIdx.y) * 32;
+  const int tx = static_cast<int>(threadIdx.x) % 32, ty = static_cast<int>(threadIdx.x) / 32;
+  for (int64_t n = blockIdx.z; n < images; n += gridDim.z) {
+    const T* src = x + n * c * s;
+    T* dst = xt + n * c * s;
+    for (int i = ty; i < 32; i += kThreads / 32)
+      if (c0 + i < c && s0 + tx < s) tile[i][tx] = to_float(src[(c0 + i) * s + s0 + tx]);
+    __syncthreads();
+    for (int i = ty; i < 32; i += kThreads / 32)
+      if (s0 + i < s && c0 + tx < c) dst[(s0 + i) * c + c0 + tx] = from_float<T>(tile[tx][i]);
+    __syncthreads();
+  }
+}
+
+// The weights as the channels-last columns want them: row co of kr values, per conv group the
+// group's K*cg weights tap-major (wt[co][kk*cg + ci] = w[co][ci][kk]), then the bias (0 without)
+// where the columns hold 1, and zeros to the end of the row. Folding the bias into the matmul
+// saves the pass that filled the output with it.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+pack_weights_kernel(const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ wt, int64_t co, int64_t cg,
+                    int64_t k, int64_t kr) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < co * kr;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t o = i / kr, r = i - o * kr;
+    T v = from_float<T>(0.0f);
+    if (r < k * cg)
+      v = w[(o * cg + r % cg) * k + r / cg];
+    else if (r == k * cg && bias != nullptr)
+      v = bias[o];
+    wt[i] = v;
+  }
+}
+
+// col[n][pos][g*kr + kk*cg + ci] = mask * bilinear(xt[n, :, c]) for conv group g, tap kk, channel
+// ci of the group, and col[n][pos][g*kr + K*cg] = 1 followed by zeros to g*kr + kr (the bias
+// multiplier and the row's padding: pack_weights_kernel's layout). A thread takes one position and
+// one vector of V channels (consecutive lanes, consecutive vectors) and walks the taps from
+// blockIdx.y in steps of gridDim.y (the grid splits the taps when the positions alone would not fill
+// the GPU). Loads are unconditional, as in columns_kernel; every index within one image fits an int.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+columns_channels_last_kernel(const T* __restrict__ xt, const T* __restrict__ off, const T* __restrict__ mask,
+                             T* __restrict__ col, MdcnSizes z, int kr, int64_t images) {
+  constexpr int V = kVec<T>;
+  const int k = static_cast<int>(z.kh * z.kw), p = static_cast<int>(z.ho * z.wo), c = static_cast<int>(z.c);
+  const int h = static_cast<int>(z.h), w = static_cast<int>(z.w), nv = c / V;
+  const int cg = static_cast<int>(z.c / z.groups), cpd = static_cast<int>(z.c / z.deform_groups);
+  const int row = static_cast<int>(z.groups) * kr;
+  const bool planes = z.h * z.w != 0;  // the same for the whole grid (see columns_kernel)
+  for (int64_t n = blockIdx.z; n < images; n += gridDim.z) {
+    const T* xt_n = xt + n * z.c * z.h * z.w;
+    const T* off_n = off + n * 2 * z.deform_groups * k * p;
+    const T* mask_n = mask + n * z.deform_groups * k * p;
+    T* col_n = col + n * p * row;
+    for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < static_cast<int64_t>(p) * nv;
+         q += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+      const int qi = static_cast<int>(q), pos = qi / nv, c0 = (qi - pos * nv) * V;
+      const int g = c0 / cg, ci0 = c0 - g * cg;
+      T* dst = col_n + pos * row + g * kr + ci0;
+      if (ci0 == 0 && blockIdx.y == 0) {
+        float one[V];
+#pragma unroll
+        for (int e = 0; e < V; ++e) one[e] = e == 0 ? 1.0f : 0.0f;
+        store_vec(dst + k * cg, one);
+      }
+      for (int kk = static_cast<int>(blockIdx.y); kk < k; kk += static_cast<int>(gridDim.y)) {
+        const Tap<int> t = locate<int>(off_n, mask_n, z, c0 / cpd, kk, pos);
+        int at[4];
+        float cw[4];
+        corner_taps(t, h, w, at, cw);
+        Vec16<T> corner[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          if (planes) {
+            corner[e] = *reinterpret_cast<const Vec16<T>*>(xt_n + (at[e] >= 0 ? at[e] : 0) * c + c0);
+          } else {
+#pragma unroll
+            for (int v = 0; v < V; ++v) corner[e].v[v] = from_float<T>(0.0f);
+          }
+        }
+        float out[V];
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          float s = 0.0f;
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s = fmaf(cw[e], at[e] >= 0 ? to_float(corner[e].v[v]) : 0.0f, s);
+          out[v] = t.m * s;  // the mask multiplies the sum, as in columns_kernel
+        }
+        store_vec(dst + kk * cg, out);
+      }
+    }
+  }
+}
+
 // out[n, co, :] = bias[co] (0 without bias) over rows = N*Co rows of p values: the forward's
 // matmuls then add onto it (beta = 1), or it is the whole result when the reduction is empty.
 template <typename T>
@@ -367,6 +497,26 @@ cudaError_t launch_columns(const T* x, const T* off, const T* mask, TC* col, con
   return cudaGetLastError();
 }
 
+// The channels-last column pass of `images` consecutive images: their channels-last copy xt (made
+// here from x), then the columns (row length kr per conv group, see columns_channels_last_kernel).
+template <typename T>
+cudaError_t launch_columns_channels_last(const T* x, const T* off, const T* mask, T* xt, T* col, const MdcnSizes& z,
+                                         int64_t kr, int64_t images, cudaStream_t stream) {
+  const int64_t hw = z.h * z.w, p = z.ho * z.wo, nv = z.c / kVec<T>, k = z.kh * z.kw;
+  if (images == 0 || p == 0 || z.c == 0) return cudaSuccess;
+  if (hw > 0) {
+    const dim3 tiles(grid_for(hw, 32), static_cast<unsigned>((z.c + 31) / 32), grid_dim_yz(images));
+    channels_last_kernel<T><<<tiles, kThreads, 0, stream>>>(x, xt, static_cast<int>(z.c), static_cast<int>(hw), images);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  // The taps split over the grid's y while the positions alone give fewer than 2^18 threads.
+  const int64_t threads = images * p * nv;
+  const int64_t split = std::clamp<int64_t>(((int64_t{1} << 18) + threads - 1) / threads, 1, k);
+  const dim3 grid(grid_for(p * nv, kThreads), static_cast<unsigned>(split), grid_dim_yz(images));
+  columns_channels_last_kernel<T><<<grid, kThreads, 0, stream>>>(xt, off, mask, col, z, static_cast<int>(kr), images);
+  return cudaGetLastError();
+}
+
 size_t region_bytes(int64_t floats) { return align_up(static_cast<size_t>(floats) * sizeof(float)); }
 
 // Scratch given by the caller (used from its first 256-byte boundary), or taken stream-ordered
@@ -463,9 +613,12 @@ cudaError_t lt_handle(cublasLtHandle_t* out, MdcnFailure* f) {
 
 // Column-major D (m x n, ld m) = A (m x k, ld m) * B (k x n, ld k), plus D itself when
 // `accumulate`; `batch` times, with element strides between the matrices (stride_b 0: one B for all).
+// With `trans_a`, A is stored transposed (k x m, ld lda) and op(A) is its transpose.
 struct LtMatmul {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   const void* a = nullptr;
+  bool trans_a = false;
+  int64_t lda = 0;
   int64_t stride_a = 0;
   const void* b = nullptr;
   int64_t stride_b = 0;
@@ -493,13 +646,13 @@ struct LtPlan {
   LtLayoutOwner a, b, d;
   cublasLtMatmulAlgo_t algo{};
 };
-using LtKey = std::array<int64_t, 14>;
+using LtKey = std::array<int64_t, 16>;
 constexpr size_t kMaxPlans = 256;  // dynamic shapes could otherwise grow the cache without bound
 
-cudaError_t lt_layout(LtLayoutOwner* owner, cudaDataType_t type, int64_t rows, int64_t cols, int64_t batch,
+cudaError_t lt_layout(LtLayoutOwner* owner, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
                       int64_t stride, MdcnFailure* f) {
   cublasLtMatrixLayout_t l = nullptr;
-  cublasStatus_t s = cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), rows);
+  cublasStatus_t s = cublasLtMatrixLayoutCreate(&l, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld);
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatrixLayoutCreate", f);
   owner->reset(l);
   if (batch <= 1) return cudaSuccess;
@@ -516,10 +669,16 @@ cudaError_t lt_make_plan(cublasLtHandle_t h, cudaDataType_t type, const LtMatmul
   // Float accumulation and scaling for both dtypes; CUBLAS_COMPUTE_32F also keeps FP32 off TF32.
   cublasStatus_t s = cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatmulDescCreate", f);
-  plan->op.reset(op);  // operands as stored: the descriptor's default CUBLAS_OP_N for A and B
-  cudaError_t e = lt_layout(&plan->a, type, g.m, g.k, g.batch, g.stride_a, f);
-  if (e == cudaSuccess) e = lt_layout(&plan->b, type, g.k, g.n, g.batch, g.stride_b, f);
-  if (e == cudaSuccess) e = lt_layout(&plan->d, type, g.m, g.n, g.batch, g.stride_d, f);
+  plan->op.reset(op);  // B as stored (the descriptor's default CUBLAS_OP_N); A too unless trans_a
+  if (g.trans_a) {
+    const cublasOperation_t t = CUBLAS_OP_T;
+    s = cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof(t));
+    if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatmulDescSetAttribute (transa)", f);
+  }
+  cudaError_t e = g.trans_a ? lt_layout(&plan->a, type, g.k, g.m, g.lda, g.batch, g.stride_a, f)
+                            : lt_layout(&plan->a, type, g.m, g.k, g.m, g.batch, g.stride_a, f);
+  if (e == cudaSuccess) e = lt_layout(&plan->b, type, g.k, g.n, g.k, g.batch, g.stride_b, f);
+  if (e == cudaSuccess) e = lt_layout(&plan->d, type, g.m, g.n, g.m, g.batch, g.stride_d, f);
   if (e != cudaSuccess) return e;
   cublasLtMatmulPreference_t pref_raw = nullptr;
   s = cublasLtMatmulPreferenceCreate(&pref_raw);
@@ -557,13 +716,16 @@ cudaError_t lt_matmul(const LtMatmul& g, void* ws, size_t ws_bytes, cudaStream_t
   cublasLtHandle_t h = nullptr;
   if (const cudaError_t e = lt_handle(&h, f); e != cudaSuccess) return e;
   constexpr cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16F;
-  const uint32_t align[3] = {alignment_of(g.a, g.stride_a, sizeof(T), g.batch),
+  // A transposed matrix's columns start every lda elements: they count towards its alignment.
+  const uint32_t align[3] = {std::min(alignment_of(g.a, g.stride_a, sizeof(T), g.batch),
+                                      g.trans_a ? alignment_of(g.a, g.lda, sizeof(T), 2) : static_cast<uint32_t>(kAlign)),
                              alignment_of(g.b, g.stride_b, sizeof(T), g.batch),
                              alignment_of(g.d, g.stride_d, sizeof(T), g.batch)};
   const bool batched = g.batch > 1;
   const LtKey key = {static_cast<int64_t>(reinterpret_cast<uintptr_t>(h)), static_cast<int64_t>(type), g.m, g.n, g.k,
                      g.batch, batched ? g.stride_a : 0, batched ? g.stride_b : 0, batched ? g.stride_d : 0,
-                     align[0], align[1], align[2], static_cast<int64_t>(ws_bytes), 0};
+                     align[0], align[1], align[2], static_cast<int64_t>(ws_bytes), g.trans_a ? 1 : 0,
+                     g.trans_a ? g.lda : 0};
   static std::mutex mu;
   static auto* const plans = new std::map<LtKey, std::shared_ptr<const LtPlan>>();  // kept, like the handles
   std::shared_ptr<const LtPlan> plan;
@@ -597,11 +759,49 @@ size_t lt_workspace_bytes(const MdcnSizes& z) {
                     kLtWorkspaceMax);
 }
 
+// The channels-last forward's row length per conv group: K*cg samples, the bias multiplier, zeros to
+// a whole vector.
+template <typename T>
+int64_t channels_last_row(const MdcnSizes& z) {
+  return z.kh * z.kw * (z.c / z.groups) + kVec<T>;
+}
+
+// Whether the forward runs channels-last (columns_channels_last_kernel): each conv group and deform
+// group a whole number of vectors, every index within an image an int, C/32 tiles within a grid's y.
+template <typename T>
+bool channels_last_forward(const MdcnSizes& z) {
+  if ((z.c / z.groups) % kVec<T> != 0 || (z.c / z.deform_groups) % kVec<T> != 0) return false;
+  const int64_t k = z.kh * z.kw, p = z.ho * z.wo, kr = channels_last_row<T>(z), lim = int64_t{1} << 31;
+  return z.c * z.h * z.w < lim && p * z.groups * kr < lim && 2 * z.deform_groups * k * p < lim &&
+         p * (z.c / kVec<T>) < lim && z.co * kr < lim && (z.c + 31) / 32 <= 65535;
+}
+
+// The forward's scratch: `fixed` bytes whatever the chunk (cuBLASLt's workspace; channels-last, the
+// packed weights and room to align the regions after them) and `per_image` bytes for each image of a
+// column pass (its columns; channels-last, also its channels-last copy of x).
+struct ForwardScratch {
+  size_t fixed = 0, per_image = 0;
+};
+
+template <typename T>
+ForwardScratch forward_scratch(const MdcnSizes& z) {
+  ForwardScratch s;
+  s.fixed = lt_workspace_bytes(z);
+  if (!channels_last_forward<T>(z)) {
+    s.per_image = image_column_bytes<T>(z);
+    return s;
+  }
+  const int64_t kr = channels_last_row<T>(z);
+  s.fixed += align_up(static_cast<size_t>(z.co * kr) * sizeof(T)) + 2 * kAlign;
+  s.per_image = static_cast<size_t>(z.ho * z.wo * z.groups * kr + z.c * z.h * z.w) * sizeof(T);
+  return s;
+}
+
 // Images per column pass that the declared workspace holds.
 template <typename T>
 int64_t declared_chunk(const MdcnSizes& z) {
   const int64_t most = std::clamp<int64_t>(z.n, 1, kMaxChunk);
-  const size_t per = image_column_bytes<T>(z);
+  const size_t per = forward_scratch<T>(z).per_image;
   return per == 0 ? most : std::clamp<int64_t>(static_cast<int64_t>(kColumnsCapBytes / per), 1, most);
 }
 
@@ -616,9 +816,9 @@ template <typename T>
 size_t modulated_deform_conv2d_forward_workspace_bytes(const MdcnSizes& z, int64_t images) {
   if (bad_sizes(z) || forward_has_no_matmul(z)) return 0;
   // kAlign: room to start on a 256-byte boundary inside a caller's unaligned workspace. The chunk's
-  // columns follow cuBLASLt's workspace (a multiple of 256 bytes), image after image.
-  return kAlign + lt_workspace_bytes(z) +
-         static_cast<size_t>(std::clamp<int64_t>(images, 1, kMaxChunk)) * image_column_bytes<T>(z);
+  // regions follow cuBLASLt's workspace (a multiple of 256 bytes), image after image.
+  const ForwardScratch s = forward_scratch<T>(z);
+  return kAlign + s.fixed + static_cast<size_t>(std::clamp<int64_t>(images, 1, kMaxChunk)) * s.per_image;
 }
 
 template <typename T>
@@ -645,9 +845,11 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
   const int64_t k = z.kh * z.kw, p = z.ho * z.wo, cg = z.c / z.groups, cog = z.co / z.groups, hw = z.h * z.w;
   const int64_t dg = z.deform_groups;
   if (z.n == 0 || z.co == 0 || p == 0) return cudaSuccess;
-  // The bias first (the matmuls add onto it), or zeros when the reduction is empty (C = 0).
   const bool no_matmul = forward_has_no_matmul(z);
-  if (bias != nullptr || no_matmul) {
+  const bool channels_last = !no_matmul && channels_last_forward<T>(z);
+  // The bias first (the matmuls add onto it), or zeros when the reduction is empty (C = 0); the
+  // channels-last matmuls add the bias themselves.
+  if ((bias != nullptr && !channels_last) || no_matmul) {
     const int64_t rows = z.n * z.co;
     fill_rows_kernel<T><<<dim3(grid_for(p, kThreads), grid_dim_yz(rows)), kThreads, 0, stream>>>(output, bias, z.co, p,
                                                                                                    rows);
@@ -656,46 +858,79 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
   }
   // As many images per pass as the caller's workspace holds; when it holds none, the declared
   // number, in stream-ordered memory.
-  const size_t per = image_column_bytes<T>(z), lt_ws = lt_workspace_bytes(z);
+  const ForwardScratch need = forward_scratch<T>(z);
+  const size_t lt_ws = lt_workspace_bytes(z);
   int64_t chunk = 0;
-  if (workspace != nullptr && workspace_bytes > kAlign + lt_ws)
-    chunk = std::min<int64_t>({z.n, kMaxChunk, static_cast<int64_t>((workspace_bytes - kAlign - lt_ws) / per)});
+  if (workspace != nullptr && workspace_bytes > kAlign + need.fixed)
+    chunk = std::min<int64_t>(
+        {z.n, kMaxChunk, static_cast<int64_t>((workspace_bytes - kAlign - need.fixed) / need.per_image)});
   if (chunk < 1) chunk = declared_chunk<T>(z);
-  Scratch scratch(workspace, workspace_bytes, lt_ws + static_cast<size_t>(chunk) * per, stream);
+  Scratch scratch(workspace, workspace_bytes, need.fixed + static_cast<size_t>(chunk) * need.per_image, stream);
   if (scratch.error() != cudaSuccess) return failed(scratch.error(), "cudaMallocAsync (workspace)");
   void* lt_space = scratch.take_bytes(lt_ws);
-  T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk) * per));
   cudaError_t err = cudaSuccess;
-  for (int64_t n0 = 0; n0 < z.n && err == cudaSuccess; n0 += chunk) {
-    const int64_t nc = std::min(chunk, z.n - n0);
-    err = launch_columns<T, T>(x + n0 * z.c * hw, offset + n0 * 2 * dg * k * p, mask + n0 * dg * k * p, cols, z, nc,
-                               stream);
-    if (err != cudaSuccess) {
-      failed(err, "columns kernel launch");
-      break;
-    }
-    // out[n0 + i, g*cog + m, pos] (+)= sum_r weight[g*cog + m, r] * cols[i][g*cg*K + r, pos]; column-major that is
-    // D (P x cog, ld P) = A (P x cg*K, ld P: image i's rows of group g) * B (cg*K x cog, ld cg*K: group g's
-    // weights). One matmul per group batched over the chunk's images (weights broadcast), or, with more groups
-    // than images, one per image batched over the groups.
-    T* out = output + n0 * z.co * p;
-    LtMatmul g;
-    g.m = p, g.n = cog, g.k = cg * k, g.accumulate = bias != nullptr;
-    const bool per_group = z.groups <= nc;
-    const int64_t calls = per_group ? z.groups : nc;
-    for (int64_t i = 0; i < calls && err == cudaSuccess; ++i) {
-      if (per_group) {
-        g.batch = nc;
-        g.a = cols + i * cg * k * p, g.stride_a = z.c * k * p;
-        g.b = weight + i * cog * cg * k, g.stride_b = 0;
-        g.d = out + i * cog * p, g.stride_d = z.co * p;
-      } else {
-        g.batch = z.groups;
-        g.a = cols + i * z.c * k * p, g.stride_a = cg * k * p;
-        g.b = weight, g.stride_b = cog * cg * k;
-        g.d = out + i * z.co * p, g.stride_d = cog * p;
+  if (channels_last) {
+    // out[n, g*cog + m, pos] = sum_r wt[g*cog + m][g's r] * cols[n][pos][g*kr + r] over r < kr (the bias
+    // included); column-major that is D (P x cog, ld P) = A^T with A (kr x P, ld groups*kr: the image's
+    // columns of group g) times B (kr x cog, ld kr: group g's packed weights), one matmul per group
+    // batched over the chunk's images.
+    const int64_t kr = channels_last_row<T>(z), row = z.groups * kr;
+    T* wt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(z.co * kr) * sizeof(T)));
+    T* xt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * z.c * hw) * sizeof(T)));
+    T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * p * row) * sizeof(T)));
+    pack_weights_kernel<T><<<grid_for(z.co * kr, kThreads), kThreads, 0, stream>>>(weight, bias, wt, z.co, cg, k, kr);
+    err = cudaGetLastError();
+    if (err != cudaSuccess) failed(err, "weight packing kernel launch");
+    for (int64_t n0 = 0; n0 < z.n && err == cudaSuccess; n0 += chunk) {
+      const int64_t nc = std::min(chunk, z.n - n0);
+      err = launch_columns_channels_last<T>(x + n0 * z.c * hw, offset + n0 * 2 * dg * k * p, mask + n0 * dg * k * p,
+                                            xt, cols, z, kr, nc, stream);
+      if (err != cudaSuccess) {
+        failed(err, "columns kernel launch");
+        break;
       }
-      err = lt_matmul<T>(g, lt_space, lt_ws, stream, f);
+      LtMatmul g;
+      g.m = p, g.n = cog, g.k = kr, g.batch = nc, g.trans_a = true, g.lda = row;
+      for (int64_t i = 0; i < z.groups && err == cudaSuccess; ++i) {
+        g.a = cols + i * kr, g.stride_a = p * row;
+        g.b = wt + i * cog * kr, g.stride_b = 0;
+        g.d = output + n0 * z.co * p + i * cog * p, g.stride_d = z.co * p;
+        err = lt_matmul<T>(g, lt_space, lt_ws, stream, f);
+      }
+    }
+  } else {
+    T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk) * need.per_image));
+    for (int64_t n0 = 0; n0 < z.n && err == cudaSuccess; n0 += chunk) {
+      const int64_t nc = std::min(chunk, z.n - n0);
+      err = launch_columns<T, T>(x + n0 * z.c * hw, offset + n0 * 2 * dg * k * p, mask + n0 * dg * k * p, cols, z, nc,
+                                 stream);
+      if (err != cudaSuccess) {
+        failed(err, "columns kernel launch");
+        break;
+      }
+      // out[n0 + i, g*cog + m, pos] (+)= sum_r weight[g*cog + m, r] * cols[i][g*cg*K + r, pos]; column-major that
+      // is D (P x cog, ld P) = A (P x cg*K, ld P: image i's rows of group g) * B (cg*K x cog, ld cg*K: group g's
+      // weights). One matmul per group batched over the chunk's images (weights broadcast), or, with more groups
+      // than images, one per image batched over the groups.
+      T* out = output + n0 * z.co * p;
+      LtMatmul g;
+      g.m = p, g.n = cog, g.k = cg * k, g.accumulate = bias != nullptr;
+      const bool per_group = z.groups <= nc;
+      const int64_t calls = per_group ? z.groups : nc;
+      for (int64_t i = 0; i < calls && err == cudaSuccess; ++i) {
+        if (per_group) {
+          g.batch = nc;
+          g.a = cols + i * cg * k * p, g.stride_a = z.c * k * p;
+          g.b = weight + i * cog * cg * k, g.stride_b = 0;
+          g.d = out + i * cog * p, g.stride_d = z.co * p;
+        } else {
+          g.batch = z.groups;
+          g.a = cols + i * z.c * k * p, g.stride_a = cg * k * p;
+          g.b = weight, g.stride_b = cog * cg * k;
+          g.d = out + i * z.co * p, g.stride_d = cog * p;
+        }
+        err = lt_matmul<T>(g, lt_space, lt_ws, stream, f);
+      }
     }
   }
   const cudaError_t freed = scratch.release();

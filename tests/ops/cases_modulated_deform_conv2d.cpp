@@ -175,6 +175,14 @@ OpCaseTable modulated_deform_conv2d_cases() {
   // A batch of 5 with groups, deform groups and stride 2 (ForwardInImageChunks below runs the CUDA
   // forward in chunks of fewer images than that).
   t.cases.push_back(mdcn_case("batch5_g2_dg2_stride2", {5, 4, 7, 6, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2}));
+  // Conv groups and deform groups of 8 channels (whole 16-byte vectors in FP16 and FP32): the CUDA
+  // forward's channels-last path, with the bias folded into its matmul, without bias, with samples
+  // far outside a small image, and with an input plane of height 0.
+  t.cases.push_back(mdcn_case("channels_last_c16_g2_dg2", {2, 16, 5, 6, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2}));
+  t.cases.push_back(
+      mdcn_case("channels_last_c8_no_bias_far_offsets", {2, 8, 4, 5, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1, -5.0, 5.0, false}));
+  t.cases.push_back(mdcn_case("channels_last_c8_stride2_dilation2", {3, 8, 7, 6, 4, 3, 3, {2, 2}, {2, 2}, {2, 2}}));
+  t.cases.push_back(mdcn_case("channels_last_c8_empty_input_plane", {2, 8, 0, 4, 3, 1, 1, {1, 1}, {1, 1}}));
 
   // Values validate_attributes refuses by the declared ranges.
   auto bad = [&](std::string label, const MdcnShape& z, std::string attr) {
@@ -338,7 +346,9 @@ TEST(ModulatedDeformConv2d, CpuKernelRefusesInconsistentShapes) {
 // The CUDA forward runs a batch in chunks of as many images as its workspace holds: with room for 1,
 // 2 or all images, none (it allocates), and a workspace that starts off a 256-byte boundary, it must
 // match the float64 CPU reference. Chunks of 2 over 5 images end with a chunk of 1, so with 2 or 3
-// conv groups both matmul arrangements run (per group over images, per image over groups).
+// conv groups both matmul arrangements run (per group over images, per image over groups). The last
+// two shapes take the channels-last path (its packed weights and channels-last copy of x share the
+// workspace with the columns).
 TEST(ModulatedDeformConv2dCuda, ForwardInImageChunks) {
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -350,6 +360,9 @@ TEST(ModulatedDeformConv2dCuda, ForwardInImageChunks) {
       {5, 8, 9, 7, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1, -1.5, 1.5, false},
       {5, 8, 9, 7, 6, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2},
       {3, 6, 6, 5, 9, 3, 3, {1, 1}, {2, 2}, {2, 2}, 3, 3},
+      // Channels-last (conv and deform groups of 8 channels), with and without bias.
+      {5, 16, 6, 7, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2},
+      {5, 8, 6, 5, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 1, -1.5, 1.5, false},
   };
   std::mt19937_64 rng(23);
   for (const MdcnShape& z : shapes) {
