@@ -182,8 +182,8 @@ __device__ __forceinline__ void store_vec(float* dst, const float (&v)[4]) {
   __stwb(reinterpret_cast<float4*>(dst), make_float4(v[0], v[1], v[2], v[3]));
 }
 __device__ __forceinline__ uint32_t half_pair(float lo, float hi) {
-  return static_cast<uint32_t>(__half_as_ushort(__float2half_rn(lo))) |
-         (static_cast<uint32_t>(__half_as_ushort(__float2half_rn(hi))) << 16);
+  const __half2 h = __floats2half2_rn(lo, hi);  // one conversion instruction for both
+  return *reinterpret_cast<const uint32_t*>(&h);
 }
 __device__ __forceinline__ void store_vec(__half* dst, const float (&v)[8]) {
   __stwb(reinterpret_cast<uint4*>(dst),
@@ -214,13 +214,15 @@ channels_last_kernel(const T* __restrict__ x, T* __restrict__ xt, int c, int s, 
 // group's K*cg weights tap-major (wt[co][kk*cg + ci] = w[co][ci][kk]), then the bias (0 without)
 // where the columns hold 1, and zeros to the end of the row. Folding the bias into the matmul
 // saves the pass that filled the output with it.
+// Indices are ints (the path's condition bounds co * kr): 64-bit divisions made this pass as long as
+// the column pass at batch 1.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-pack_weights_kernel(const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ wt, int64_t co, int64_t cg,
-                    int64_t k, int64_t kr) {
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < co * kr;
-       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t o = i / kr, r = i - o * kr;
+pack_weights_kernel(const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ wt, int co, int cg, int k,
+                    int kr) {
+  for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < static_cast<int64_t>(co) * kr;
+       q += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int i = static_cast<int>(q), o = i / kr, r = i - o * kr;
     T v = from_float<T>(0.0f);
     if (r < k * cg)
       v = w[(o * cg + r % cg) * k + r / cg];
@@ -237,7 +239,7 @@ pack_weights_kernel(const T* __restrict__ w, const T* __restrict__ bias, T* __re
 // blockIdx.y in steps of gridDim.y (the grid splits the taps when the positions alone would not fill
 // the GPU). Loads are unconditional, as in columns_kernel; every index within one image fits an int.
 template <typename T>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, 5)  // 48 registers: 1280 threads an SM, no spills
 columns_channels_last_kernel(const T* __restrict__ xt, const T* __restrict__ off, const T* __restrict__ mask,
                              T* __restrict__ col, MdcnSizes z, int kr, int64_t images) {
   constexpr int V = kVec<T>;
@@ -267,22 +269,22 @@ columns_channels_last_kernel(const T* __restrict__ xt, const T* __restrict__ off
         int at[4];
         float cw[4];
         corner_taps(t, h, w, at, cw);
+        // A corner outside the image reads the plane's first vector and is then zeroed whole, four
+        // 32-bit selects rather than one per channel.
         Vec16<T> corner[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          if (planes) {
-            corner[e] = *reinterpret_cast<const Vec16<T>*>(xt_n + (at[e] >= 0 ? at[e] : 0) * c + c0);
-          } else {
-#pragma unroll
-            for (int v = 0; v < V; ++v) corner[e].v[v] = from_float<T>(0.0f);
-          }
+          uint4 raw = make_uint4(0, 0, 0, 0);
+          if (planes) raw = __ldg(reinterpret_cast<const uint4*>(xt_n + (at[e] >= 0 ? at[e] : 0) * c + c0));
+          if (at[e] < 0) raw = make_uint4(0, 0, 0, 0);
+          memcpy(&corner[e], &raw, sizeof(raw));
         }
         float out[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
           float s = 0.0f;
 #pragma unroll
-          for (int e = 0; e < 4; ++e) s = fmaf(cw[e], at[e] >= 0 ? to_float(corner[e].v[v]) : 0.0f, s);
+          for (int e = 0; e < 4; ++e) s = fmaf(cw[e], to_float(corner[e].v[v]), s);
           out[v] = t.m * s;  // the mask multiplies the sum, as in columns_kernel
         }
         store_vec(dst + kk * cg, out);
@@ -509,9 +511,12 @@ cudaError_t launch_columns_channels_last(const T* x, const T* off, const T* mask
     channels_last_kernel<T><<<tiles, kThreads, 0, stream>>>(x, xt, static_cast<int>(z.c), static_cast<int>(hw), images);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
-  // The taps split over the grid's y while the positions alone give fewer than 2^18 threads.
+  // The taps split over the grid's y (by the smallest divisor of K, so each y takes as many) until
+  // there are 2^19 threads: about three waves of resident threads on an H100 or H200, so neither a
+  // small batch leaves SMs idle nor a last partial wave of long threads stretches the pass.
   const int64_t threads = images * p * nv;
-  const int64_t split = std::clamp<int64_t>(((int64_t{1} << 18) + threads - 1) / threads, 1, k);
+  int64_t split = 1;
+  while (split < std::min<int64_t>(k, 65535) && (k % split != 0 || threads * split < (int64_t{1} << 19))) ++split;
   const dim3 grid(grid_for(p * nv, kThreads), static_cast<unsigned>(split), grid_dim_yz(images));
   columns_channels_last_kernel<T><<<grid, kThreads, 0, stream>>>(xt, off, mask, col, z, static_cast<int>(kr), images);
   return cudaGetLastError();
@@ -878,7 +883,8 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
     T* wt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(z.co * kr) * sizeof(T)));
     T* xt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * z.c * hw) * sizeof(T)));
     T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * p * row) * sizeof(T)));
-    pack_weights_kernel<T><<<grid_for(z.co * kr, kThreads), kThreads, 0, stream>>>(weight, bias, wt, z.co, cg, k, kr);
+    pack_weights_kernel<T><<<grid_for(z.co * kr, kThreads), kThreads, 0, stream>>>(
+        weight, bias, wt, static_cast<int>(z.co), static_cast<int>(cg), static_cast<int>(k), static_cast<int>(kr));
     err = cudaGetLastError();
     if (err != cudaSuccess) failed(err, "weight packing kernel launch");
     for (int64_t n0 = 0; n0 < z.n && err == cudaSuccess; n0 += chunk) {

@@ -554,5 +554,13 @@ if has_step dcnbench; then  # issue 17: the DCNv2 CUDA forward vs torchvision.op
     python3 scripts/gpu/ncu_kernels.py --totals "$OUT/dcnbench/ncu_dcn.csv" > "$OUT/dcnbench/ncu_dcn.txt" 2>&1
     sed -n '/^-- per kernel name/,$p' "$OUT/dcnbench/ncu_dcn.txt" | head -25 >> "$summary"
   fi
+  # DCN_NCU_FULL=<kernel regex>: Nsight Compute's full report (limiters, occupancy, memory) of the first
+  # DCN_NCU_FULL_COUNT (default 3) matching launches of the same run, into $OUT/dcnbench/ncu_full.txt.
+  if [ -n "${DCN_NCU_FULL:-}" ] && command -v ncu > /dev/null; then
+    timeout -k 10 "${DCN_NCU_TIMEOUT_S:-150}" ncu --set full -k "regex:$DCN_NCU_FULL" --launch-count "${DCN_NCU_FULL_COUNT:-3}" \
+      python3 bench/dcn_op_bench.py --out /tmp/dcn_ncu_full ${DCN_NCU_ARGS:---inputs 512 --stages 3 --strides 1 --batches 8 \
+      --dtypes fp16 --iters 2 --inner 1 --warmup 1 --no-graph} > "$OUT/dcnbench/ncu_full.txt" 2>&1
+    note "dcnbench ncu full: rc=$? $(grep -c '^  [a-zA-Z_].*(.*)x(.*)' "$OUT/dcnbench/ncu_full.txt") kernel reports"
+  fi
 fi
 cat "$summary"
