@@ -1,7 +1,12 @@
 // CUDA kernels of modulated deformable convolution (im2col + GEMM).
 //
 // Forward, a chunk of images at a time (as many as the workspace holds; the declared workspace
-// bounds a chunk's columns to kColumnsCapBytes): `columns_kernel` writes the modulated bilinear
+// bounds a chunk's columns to kColumnsCapBytes), in one of two layouts. Channels-last, when each
+// conv group and deform group is a whole number of 16-byte channel vectors (every DCN-ResNet stage):
+// x is transposed to (N, H, W, C), `columns_channels_last_kernel` writes position-major columns with
+// one 16-byte load per corner and one store per vector of channels, and one transposed-A matmul per
+// conv group against weights packed to match (`pack_weights_kernel`, the bias as one more reduction
+// row) gives the output. Otherwise, NCHW: `columns_kernel` writes the modulated bilinear
 // samples of every image of the chunk in the input dtype, image after image, each a C*kh*kw by Ho*Wo
 // matrix (row c*K + k: channel c, kernel tap k). Then cuBLASLt multiplies each conv group's weights
 // (Co/groups x C/groups*K) by its rows of every image's matrix in one strided-batched matmul (the
