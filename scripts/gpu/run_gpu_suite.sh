@@ -547,7 +547,9 @@ if has_step dcnbench; then  # issue 17: the DCNv2 CUDA forward vs torchvision.op
   # DCN_NCU_ARGS (default: 512 input, stage 3 (the DCN trunk's), stride 1, batch 8, FP16; two timed calls each, no graphs), so
   # the column pass, the matmuls and the bias fill show apart.
   if [ "${DCN_NCU:-0}" = 1 ] && command -v ncu > /dev/null; then
-    timeout -k 10 "${DCN_NCU_TIMEOUT_S:-150}" ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+    # DCN_NCU_OPTS: more ncu options, e.g. "--cache-control none" (ncu flushes the caches before each
+    # kernel by default; back-to-back kernels of a graph find the previous one's output in L2).
+    timeout -k 10 "${DCN_NCU_TIMEOUT_S:-150}" ncu --clock-control none ${DCN_NCU_OPTS:-} --metrics gpu__time_duration.sum --csv \
       python3 bench/dcn_op_bench.py --out /tmp/dcn_ncu ${DCN_NCU_ARGS:---inputs 512 --stages 3 --strides 1 --batches 8 \
       --dtypes fp16 --iters 2 --inner 1 --warmup 1 --no-graph} > "$OUT/dcnbench/ncu_dcn.csv" 2> "$LOGS/ncu_dcn.err"
     note "dcnbench ncu: rc=$? $(grep -c gpu__time_duration "$OUT/dcnbench/ncu_dcn.csv") kernels"
