@@ -15,7 +15,13 @@ Both run on the same random inputs: x ~ N(0, 1), offsets uniform in (-1, 1) px, 
 autograd) and torchvision through deform_conv2d. Times are medians over --iters CUDA-event pairs,
 each around --inner back-to-back calls (so host overhead overlaps the GPU, as in a model), after
 --warmup calls; "graph" times replay a CUDA graph of --inner calls (GPU time only; a capture that
-fails is reported, not fatal). TF32 is off, so FP32 compares FP32 arithmetic.
+fails is reported, not fatal). A graph time counts only when the replay recomputes the output: the
+captured calls' outputs are poisoned with NaN, the graph replayed, and the last call's output must
+equal the eager one. torchvision's column kernel launches on the legacy default stream, not the
+current one (torchvision/csrc/ops/cuda/deform_conv2d_kernel.cu launches deformable_im2col_kernel
+without a stream), so a capture on PyTorch's non-blocking capture stream runs it once, outside the
+graph: its replay multiplies stale columns, and its "graph time" leaves the column pass out. Such a
+time is reported as an error, not a figure. TF32 is off, so FP32 compares FP32 arithmetic.
 
 Correctness, per configuration: FP32, graft against torchvision (relative L2 error below 1e-4);
 FP16, both against torchvision in FP32 on the same (rounded) inputs, graft's error at most twice
@@ -93,8 +99,9 @@ def time_eager(torch, fn, iters, inner, warmup):
     return ms_deform_attn_bench.time_ms(torch, calls, iters, max(1, warmup // inner)) / inner
 
 
-def time_graph(torch, fn, iters, inner):
-    """Median ms per call replaying a CUDA graph of `inner` calls; (None, reason) when capture fails."""
+def time_graph(torch, fn, iters, inner, expected):
+    """Median ms per call replaying a CUDA graph of `inner` calls; (None, reason) when the capture fails
+    or a replay does not recompute `expected` (the eager output)."""
     try:
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
@@ -105,10 +112,16 @@ def time_graph(torch, fn, iters, inner):
         torch.cuda.synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
-            for _ in range(inner):
-                fn()
+            outs = [fn() for _ in range(inner)]
+        for o in outs:
+            o.fill_(float("nan"))
         g.replay()
         torch.cuda.synchronize()
+        err = rel_err(torch, outs[-1], expected)
+        if not err <= 1e-3:  # NaN too: the replay left the poison
+            del g
+            return None, ("a graph replay does not recompute the output (work launched outside the capture "
+                          "stream is not in the graph): no graph time")
     except Exception as e:  # noqa: BLE001 - a capture failure is a finding, not a crash
         torch.cuda.synchronize()
         return None, f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
@@ -156,6 +169,7 @@ def measure(torch, args, cfg, dtype, graft_op, attrs, deform_conv2d):
     row = dict(cfg, ho=ho, wo=wo)
     with torch.no_grad():
         out_g, out_t = run_graft(), run_tv()
+        eager_g, eager_t = out_g.clone(), out_t.clone()
         if dtype == torch.float32:
             row["err_graft"], row["err_tv"] = rel_err(torch, out_g, out_t), 0.0
             row["ok"] = bool(row["err_graft"] < 1e-4)
@@ -169,8 +183,9 @@ def measure(torch, args, cfg, dtype, graft_op, attrs, deform_conv2d):
         row["graft_ms"] = time_eager(torch, run_graft, args.iters, args.inner, args.warmup)
         row["tv_ms"] = time_eager(torch, run_tv, args.iters, args.inner, args.warmup)
         if not args.no_graph:
-            row["graft_graph_ms"], row["graft_graph_error"] = time_graph(torch, run_graft, args.iters, args.inner)
-            row["tv_graph_ms"], row["tv_graph_error"] = time_graph(torch, run_tv, args.iters, args.inner)
+            row["graft_graph_ms"], row["graft_graph_error"] = time_graph(torch, run_graft, args.iters, args.inner,
+                                                                         eager_g)
+            row["tv_graph_ms"], row["tv_graph_error"] = time_graph(torch, run_tv, args.iters, args.inner, eager_t)
     row["speedup"] = row["tv_ms"] / row["graft_ms"]
     if row.get("graft_graph_ms") and row.get("tv_graph_ms"):
         row["graph_speedup"] = row["tv_graph_ms"] / row["graft_graph_ms"]
@@ -258,7 +273,9 @@ def main(argv=None):
     faster = sum(r["speedup"] > 1 for r in rows)
     geomean = math.exp(sum(math.log(r["speedup"]) for r in rows) / len(rows)) if rows else float("nan")
     failed = [r for r in rows if not r["ok"]]
-    graph_errors = sorted({e for r in rows for e in (r.get("graft_graph_error"), r.get("tv_graph_error")) if e})
+    graph_errors = sorted({f"{who}: {r[key]}" for r in rows for who, key in (("graft", "graft_graph_error"),
+                                                                              ("torchvision", "tv_graph_error"))
+                           if r.get(key)})
     meta = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__, torchvision=torchvision.__version__,
                 cuda=torch.version.cuda, python=platform.python_version(), date=zoo._now(), commit=commit,
                 iters=args.iters, inner=args.inner, warmup=args.warmup, configurations=len(rows),

@@ -219,22 +219,34 @@ channels_last_kernel(const T* __restrict__ x, T* __restrict__ xt, int c, int s, 
 // group's K*cg weights tap-major (wt[co][kk*cg + ci] = w[co][ci][kk]), then the bias (0 without)
 // where the columns hold 1, and zeros to the end of the row. Folding the bias into the matmul
 // saves the pass that filled the output with it.
-// Indices are ints (the path's condition bounds co * kr): 64-bit divisions made this pass as long as
-// the column pass at batch 1.
+//
+// A block takes one output channel and a chunk of `chunk` input channels, whose weights are
+// contiguous in w (chunk*K values): it reads them into shared memory coalesced and writes each tap's
+// run of the chunk's channels. Gathering from w directly (a stride of K between neighbouring
+// threads) took 5.3 us at DCN-ResNet-50 stage 3 in FP16 on an H100. Grid: x over output channels, y
+// over chunks; the block of chunk 0 also writes the bias and the padding.
 template <typename T>
 __global__ void __launch_bounds__(kThreads)
-pack_weights_kernel(const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ wt, int co, int cg, int k,
-                    int kr) {
-  for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < static_cast<int64_t>(co) * kr;
-       q += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int i = static_cast<int>(q), o = i / kr, r = i - o * kr;
-    T v = from_float<T>(0.0f);
-    if (r < k * cg)
-      v = w[(o * cg + r % cg) * k + r / cg];
-    else if (r == k * cg && bias != nullptr)
-      v = bias[o];
-    wt[i] = v;
+pack_weights_kernel(const T* __restrict__ w, const T* __restrict__ bias, T* __restrict__ wt, int cg, int k, int kr,
+                    int chunk) {
+  extern __shared__ float staged[];  // chunk * k weights (float holds a __half exactly)
+  const int o = static_cast<int>(blockIdx.x);
+  const int chunks = (cg + chunk - 1) / chunk;
+  T* dst = wt + static_cast<int64_t>(o) * kr;
+  for (int q = static_cast<int>(blockIdx.y); q < chunks; q += static_cast<int>(gridDim.y)) {
+    const int c0 = q * chunk, n = min(chunk, cg - c0);
+    const T* src = w + (static_cast<int64_t>(o) * cg + c0) * k;
+    for (int i = static_cast<int>(threadIdx.x); i < n * k; i += kThreads) staged[i] = to_float(src[i]);
+    __syncthreads();
+    for (int i = static_cast<int>(threadIdx.x); i < n * k; i += kThreads) {
+      const int kk = i / n, ci = i - kk * n;
+      dst[kk * cg + c0 + ci] = from_float<T>(staged[ci * k + kk]);
+    }
+    __syncthreads();
   }
+  if (blockIdx.y == 0)
+    for (int r = k * cg + static_cast<int>(threadIdx.x); r < kr; r += kThreads)
+      dst[r] = (r == k * cg && bias != nullptr) ? bias[o] : from_float<T>(0.0f);
 }
 
 // col[n][pos][g*kr + kk*cg + ci] = mask * bilinear(xt[n, :, c]) for conv group g, tap kk, channel
@@ -769,6 +781,10 @@ size_t lt_workspace_bytes(const MdcnSizes& z) {
                     kLtWorkspaceMax);
 }
 
+// pack_weights_kernel's shared memory in floats: 32 KiB, so a chunk of one output channel's
+// weights holds at least one input channel's taps for any kernel up to 8192 taps.
+constexpr int64_t kPackFloats = 8192;
+
 // The channels-last forward's row length per conv group: K*cg samples, the bias multiplier, zeros to
 // a whole vector.
 template <typename T>
@@ -783,7 +799,7 @@ bool channels_last_forward(const MdcnSizes& z) {
   if ((z.c / z.groups) % kVec<T> != 0 || (z.c / z.deform_groups) % kVec<T> != 0) return false;
   const int64_t k = z.kh * z.kw, p = z.ho * z.wo, kr = channels_last_row<T>(z), lim = int64_t{1} << 31;
   return z.c * z.h * z.w < lim && p * z.groups * kr < lim && 2 * z.deform_groups * k * p < lim &&
-         p * (z.c / kVec<T>) < lim && z.co * kr < lim && (z.c + 31) / 32 <= 65535;
+         p * (z.c / kVec<T>) < lim && z.co * kr < lim && (z.c + 31) / 32 <= 65535 && k <= kPackFloats;
 }
 
 // The forward's scratch: `fixed` bytes whatever the chunk (cuBLASLt's workspace; channels-last, the
@@ -888,8 +904,10 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
     T* wt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(z.co * kr) * sizeof(T)));
     T* xt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * z.c * hw) * sizeof(T)));
     T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * p * row) * sizeof(T)));
-    pack_weights_kernel<T><<<grid_for(z.co * kr, kThreads), kThreads, 0, stream>>>(
-        weight, bias, wt, static_cast<int>(z.co), static_cast<int>(cg), static_cast<int>(k), static_cast<int>(kr));
+    const int64_t chunk = std::min<int64_t>(cg, kPackFloats / k);
+    pack_weights_kernel<T><<<dim3(static_cast<unsigned>(z.co), grid_dim_yz((cg + chunk - 1) / chunk)), kThreads,
+                             static_cast<size_t>(chunk * k) * sizeof(float), stream>>>(
+        weight, bias, wt, static_cast<int>(cg), static_cast<int>(k), static_cast<int>(kr), static_cast<int>(chunk));
     err = cudaGetLastError();
     if (err != cudaSuccess) failed(err, "weight packing kernel launch");
     for (int64_t n0 = 0; n0 < z.n && err == cudaSuccess; n0 += chunk) {
