@@ -296,8 +296,8 @@ if has_step sanitize; then
   # (reductions, normalizations, softmax/attention, pooling, the depthwise/pointwise conv kernels,
   # TopK/CumSum/scans, NMS/NonZero, and the custom ops GroupNorm, ModulatedDeformConv2d, MS deformable
   # attention and the NMS ops).
-  # Override with SANITIZE_TOOLS, SANITIZE_{KERNEL,OP}_FILTER_<tool>, SANITIZE_SHARDS (racecheck alone:
-  # SANITIZE_TOOLS=racecheck SANITIZE_SHARDS=8). Leak checking is off: graft
+  # Override with SANITIZE_TOOLS, SANITIZE_{KERNEL,OP}_FILTER_<tool> ("-": skip that binary), SANITIZE_SHARDS
+  # (racecheck alone: SANITIZE_TOOLS=racecheck SANITIZE_SHARDS=8). Leak checking is off: graft
   # keeps process-lifetime caches (cuDNN/cuBLASLt handles) that would read as leaks at exit.
   SANITIZER=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
     /usr/local/cuda/compute-sanitizer/compute-sanitizer "$(dirname "$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)")"/compute-sanitizer 2>/dev/null | head -1)
@@ -322,20 +322,23 @@ if has_step sanitize; then
         KF[$tool]=${!kf_var:-${KF[$tool]:-*}} OF[$tool]=${!of_var:-${OF[$tool]:-*_cuda}}
         # SANITIZE_SHARDS (default 1): the kernel tests as that many gtest shards, one process each.
         for ((sh = 0; sh < ${SANITIZE_SHARDS:-1}; ++sh)); do
-          sanitize_start "$tool" "kernels$sh" "$BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests" "${KF[$tool]}" "$secs" \
-            "$sh" "${SANITIZE_SHARDS:-1}"
+          [ "${KF[$tool]}" = - ] || sanitize_start "$tool" "kernels$sh" "$BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests" \
+            "${KF[$tool]}" "$secs" "$sh" "${SANITIZE_SHARDS:-1}"
         done
-        sanitize_start "$tool" ops "$BUILDDIR/tests/ops/graft_op_tests" "${OF[$tool]}" "$secs"
+        [ "${OF[$tool]}" = - ] || sanitize_start "$tool" ops "$BUILDDIR/tests/ops/graft_op_tests" "${OF[$tool]}" "$secs"
       done
       wait
       for tool in $tools; do
         SAN_VERDICT=clean
         k=""
-        for ((sh = 0; sh < ${SANITIZE_SHARDS:-1}; ++sh)); do
-          sanitize_report "$tool" "kernels$sh" "${KF[$tool]}"
-          k="$k$SAN_CLAUSE; "
-        done
-        sanitize_report "$tool" ops "${OF[$tool]}"
+        if [ "${KF[$tool]}" != - ]; then
+          for ((sh = 0; sh < ${SANITIZE_SHARDS:-1}; ++sh)); do
+            sanitize_report "$tool" "kernels$sh" "${KF[$tool]}"
+            k="$k$SAN_CLAUSE; "
+          done
+        fi
+        SAN_CLAUSE="ops skipped"
+        [ "${OF[$tool]}" = - ] || sanitize_report "$tool" ops "${OF[$tool]}"
         note "compute-sanitizer $tool: $SAN_VERDICT; $k$SAN_CLAUSE"
         sanitize_headlines "$LOGS/sanitize_${tool}_kernels"*.san "$LOGS/sanitize_${tool}_ops.san" | sed 's/^/    /' >> "$summary"
       done
