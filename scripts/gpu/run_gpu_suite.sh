@@ -524,6 +524,22 @@ if has_step detection; then  # issue 17 item 5 into $OUT/detection: the DCNv2 Re
     > "$LOGS/detection.log" 2>&1
   note "detection: rc=$? (see detection.log; $OUT/detection/detection.json, detection.md)"
   sed -n '/^| model/,$p' "$OUT/detection/detection.md" >> "$summary" 2>/dev/null
+  # DET_PROFILE=1: per-layer tables of the DCN trunk's CUDA FP16 engine, built as the bench builds it (dynamic batch
+  # 1..4..8), on the bench's own images at batch 1 and 8, into $OUT/detection/profile_dcn_resnet50_c4_b<N>_fp16_dynamic.txt
+  # (`graft run --profile`: no PyTorch in the process, so not a speed claim against it; where the engine's time goes).
+  f=/tmp/graft_detection/dcn_resnet50_c4_512.onnx
+  if [ "${DET_PROFILE:-0}" = 1 ] && [ -f "$f" ]; then
+    rm -f /tmp/dcn_trunk.plan
+    timeout 200 "$BUILDDIR/bin/graft" build "$f" -o /tmp/dcn_trunk.plan --device cuda --fp16 \
+      --min-shapes images:1x3x512x512 --opt-shapes images:4x3x512x512 --max-shapes images:8x3x512x512 \
+      > "$LOGS/detection_profile_build.log" 2>&1 || note "detection profile: build failed (see detection_profile_build.log)"
+    for b in 1 8; do
+      blog="$OUT/detection/profile_dcn_resnet50_c4_b${b}_fp16_dynamic.txt"
+      [ -f /tmp/dcn_trunk.plan ] && timeout 60 "$BUILDDIR/bin/graft" run /tmp/dcn_trunk.plan --device cuda \
+        --inputs "images:/tmp/graft_detection/dcn_resnet50_c4_512_b$b.npy" --iterations 100 --warmup 20 --profile > "$blog" 2>&1
+      note "detection profile dcn_resnet50_c4 b$b: rc=$? $(grep -m1 -o 'median = [0-9.]* ms' "$blog" 2>/dev/null)"
+    done
+  fi
 fi
 if has_step int8; then  # issue 16: an explicitly quantized (Q/DQ) ResNet-50 against PyTorch's quantized model and graft's
   # FP16 engine, in one process (bench/int8_qdq.py into $OUT/int8; INT8_ARGS: more options, e.g. --model resnet18). The
