@@ -15,13 +15,9 @@ Both run on the same random inputs: x ~ N(0, 1), offsets uniform in (-1, 1) px, 
 autograd) and torchvision through deform_conv2d. Times are medians over --iters CUDA-event pairs,
 each around --inner back-to-back calls (so host overhead overlaps the GPU, as in a model), after
 --warmup calls; "graph" times replay a CUDA graph of --inner calls (GPU time only; a capture that
-fails is reported, not fatal). A graph time counts only when the replay recomputes the output: the
-captured calls' outputs are poisoned with NaN, the graph replayed, and the last call's output must
-equal the eager one. torchvision's column kernel launches on the legacy default stream, not the
-current one (torchvision/csrc/ops/cuda/deform_conv2d_kernel.cu launches deformable_im2col_kernel
-without a stream), so a capture on PyTorch's non-blocking capture stream runs it once, outside the
-graph: its replay multiplies stale columns, and its "graph time" leaves the column pass out. Such a
-time is reported as an error, not a figure. TF32 is off, so FP32 compares FP32 arithmetic.
+fails is reported, not fatal). A graph time counts only when a replay recomputes the output
+(bench/cuda_graphs.py): torchvision's column kernel runs outside any capture, so its replays skip it,
+and that is reported as an error, not a figure. TF32 is off, so FP32 compares FP32 arithmetic.
 
 Correctness, per configuration: FP32, graft against torchvision (relative L2 error below 1e-4);
 FP16, both against torchvision in FP32 on the same (rounded) inputs, graft's error at most twice
@@ -43,6 +39,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _REPO = os.path.dirname(_HERE)
 sys.path.insert(0, _HERE)
 
+import cuda_graphs  # noqa: E402  (graph capture with a recompute check)
 import ms_deform_attn_bench  # noqa: E402  (CUDA-event timing)
 import zoo  # noqa: E402  (commit id and timestamp as the other benchmarks record them)
 
@@ -101,24 +98,11 @@ def time_eager(torch, fn, iters, inner, warmup):
 
 def time_graph(torch, fn, iters, inner, expected):
     """Median ms per call replaying a CUDA graph of `inner` calls; (None, reason) when the capture fails
-    or a replay does not recompute `expected` (the eager output)."""
+    or a replay does not recompute `expected` (the eager output; see cuda_graphs)."""
     try:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):  # warm-up on a side stream, as torch.cuda.graphs recommends
-            for _ in range(3):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            outs = [fn() for _ in range(inner)]
-        for o in outs:
-            o.fill_(float("nan"))
-        g.replay()
-        torch.cuda.synchronize()
-        err = rel_err(torch, outs[-1], expected)
-        if not err <= 1e-3:  # NaN too: the replay left the poison
+        g, outs = cuda_graphs.capture(torch, fn, inner)
+        ok, _ = cuda_graphs.replay_recomputes(torch, g, outs, expected)
+        if not ok:
             del g
             return None, ("a graph replay does not recompute the output (work launched outside the capture "
                           "stream is not in the graph): no graph time")
@@ -138,8 +122,7 @@ def time_graph(torch, fn, iters, inner, expected):
 
 
 def rel_err(torch, a, b):
-    a, b = a.double(), b.double()
-    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+    return cuda_graphs.relative_error(torch, a, b)
 
 
 def make_inputs(torch, cfg, dtype, seed=0):

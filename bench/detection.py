@@ -744,8 +744,24 @@ class DetWorker(zoo.Worker):
         torch._dynamo.reset()
         model, _ = m16
         # Detectors have data-dependent shapes (graph breaks, no CUDA graphs): the default mode; the
-        # DCN trunk has static shapes: reduce-overhead, as bench/zoo.py.
-        mode = a.compile_mode or ("default" if self.kind == "detector" else "reduce-overhead")
+        # DCN trunk has static shapes: reduce-overhead, as bench/zoo.py, unless its DCN layers are
+        # torchvision's and a CUDA-graph replay of torchvision's deform_conv2d does not recompute its
+        # output (its im2col kernel runs on the legacy default stream, outside any capture: see
+        # bench/cuda_graphs.py). Replays would then skip the six column passes and give a wrong trunk
+        # output; the default mode (no CUDA graphs) runs them.
+        mode, mode_reason = a.compile_mode, "--compile-mode" if a.compile_mode else None
+        if not mode and self.kind == "detector":
+            mode, mode_reason = "default", "data-dependent shapes: no CUDA graphs"
+        if not mode and self.kind == "dcn" and getattr(model, "impl", None) == "torchvision":
+            import cuda_graphs
+            from torchvision.ops import deform_conv2d
+            safe, detail = cuda_graphs.deform_conv2d_graph_safe(torch, deform_conv2d)
+            if safe is False:
+                mode, mode_reason = "default", ("a CUDA-graph replay of torchvision.ops.deform_conv2d does not "
+                                                f"recompute its output ({detail}): no CUDA graphs")
+            else:
+                mode_reason = f"torchvision.ops.deform_conv2d graph probe: {safe} ({detail})"
+        mode = mode or "reduce-overhead"
         cm = torch.compile(model, mode=mode, dynamic=False)
         detector_tv = self.kind == "detector" and self.spec.get("torchvision")
         autocast = getattr(self, "eager_autocast", False)  # .half() failed in the eager stage
@@ -778,7 +794,8 @@ class DetWorker(zoo.Worker):
                         ms, n, wall = self.time_fn(lambda: call(xs[b]))
                         y = self._as_result(call(xs[b]))
                     signal.alarm(0)
-                    self.set(b, compile_ms=ms, compile_iters=n, compile_wall_ms=wall, compile_s=compile_s, compile_mode=mode)
+                    self.set(b, compile_ms=ms, compile_iters=n, compile_wall_ms=wall, compile_s=compile_s, compile_mode=mode,
+                             compile_mode_reason=mode_reason)
                     if b in refs:
                         ch = self.check_fp16(b, y, refs[b])
                         ch["status"] = "info"

@@ -647,6 +647,7 @@ class DCNResNet50C4(nn.Module):
         return self.layers(self.stem(x))
 
     def set_impl(self, impl):
+        self.impl = impl  # read by bench/detection.py's torch.compile stage
         for m in self.modules():
             if isinstance(m, DCNv2):
                 m.impl = impl

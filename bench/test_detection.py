@@ -101,6 +101,19 @@ def test_nms_and_roi_align_references():
     assert torch.equal(keep, tv.ops.nms(boxes, scores, 0.5))
 
 
+def test_compile_mode_probe_inputs():
+    """The torch.compile stage reads the trunk's DCN implementation from the model, and the graph probe
+    (bench/cuda_graphs.py) answers None where it cannot try (no CUDA or no torchvision), never raises."""
+    import cuda_graphs
+    net = dm.DCNResNet50C4(8)
+    assert net.set_impl("torchvision").impl == "torchvision"
+    assert all(m.impl == "torchvision" for m in net.modules() if isinstance(m, dm.DCNv2))
+    assert net.set_impl("pytorch").impl == "pytorch"
+    if not torch.cuda.is_available():
+        safe, why = cuda_graphs.deform_conv2d_graph_safe(torch, None)
+        assert safe is None and why == "no CUDA device"
+
+
 def test_rules():
     import numpy as np
     ref = {"boxes": np.array([[0, 0, 10, 10], [20, 20, 40, 40.]]), "scores": np.array([0.9, 0.8]),
