@@ -175,14 +175,17 @@ OpCaseTable modulated_deform_conv2d_cases() {
   // A batch of 5 with groups, deform groups and stride 2 (ForwardInImageChunks below runs the CUDA
   // forward in chunks of fewer images than that).
   t.cases.push_back(mdcn_case("batch5_g2_dg2_stride2", {5, 4, 7, 6, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2}));
-  // Conv groups and deform groups of 8 channels (whole 16-byte vectors in FP16 and FP32): the CUDA
-  // forward's channels-last path, with the bias folded into its matmul, without bias, with samples
-  // far outside a small image, and with an input plane of height 0.
+  // Conv groups and deform groups of 8 channels (whole 16-byte vectors in FP16 and FP32; two of them
+  // a thread in FP32): the CUDA forward's channels-last path, with the bias folded into its matmul,
+  // without bias, with samples far outside a small image, and with an input plane of height 0.
   t.cases.push_back(mdcn_case("channels_last_c16_g2_dg2", {2, 16, 5, 6, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2}));
   t.cases.push_back(
       mdcn_case("channels_last_c8_no_bias_far_offsets", {2, 8, 4, 5, 5, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1, -5.0, 5.0, false}));
   t.cases.push_back(mdcn_case("channels_last_c8_stride2_dilation2", {3, 8, 7, 6, 4, 3, 3, {2, 2}, {2, 2}, {2, 2}}));
   t.cases.push_back(mdcn_case("channels_last_c8_empty_input_plane", {2, 8, 0, 4, 3, 1, 1, {1, 1}, {1, 1}}));
+  // Groups of 16 channels: the CUDA column pass takes two vectors a thread in FP16 too (in FP32 the
+  // cases above with groups of 8 already do).
+  t.cases.push_back(mdcn_case("channels_last_c32_g2_dg2_two_vectors", {1, 32, 4, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2}));
 
   // Values validate_attributes refuses by the declared ranges.
   auto bad = [&](std::string label, const MdcnShape& z, std::string attr) {
