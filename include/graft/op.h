@@ -155,6 +155,10 @@ struct KernelContext {
   void* workspace = nullptr;
   size_t workspace_size = 0;
   void* stream = nullptr;            // cudaStream_t for Backend::kCUDA, nullptr on the CPU
+  // Only for an op declared channels_last_io(): input 0 and output 0 are stored channels-last
+  // (N, H, W, C), their views' dims still (N, C, H, W). Set by an engine that keeps them inside a
+  // channels-last region (graft's CUDA builder); never set for other ops.
+  bool channels_last_io = false;
 };
 using KernelFn = std::function<Status(const KernelContext&)>;
 
@@ -206,6 +210,11 @@ class OpDef {
   // outputs = one gradient per differentiable input, in the order given here.
   OpDef& differentiable_inputs(std::vector<int> indices) { diff_inputs_ = std::move(indices); return *this; }
   OpDef& backward(Backend b, KernelFn fn, std::vector<std::vector<DataType>> combos = {});
+  // Layout: every forward kernel of the op also runs with KernelContext::channels_last_io set,
+  // reading a 4-D input 0 and writing a 4-D output 0 stored channels-last. An engine whose
+  // convolutions run channels-last may then keep the op inside that region instead of copying its
+  // input and output across layouts. Shape and workspace functions always see (N, C, H, W).
+  OpDef& channels_last_io() { channels_last_io_ = true; return *this; }
   // A small valid call (input dims, absent optional inputs as nullopt, and attributes) that generic
   // tools use without per-op code: the TensorRT harness, PyTorch gradcheck, documentation.
   // `values` fixes the contents of inputs that must be consistent with the others (index tables,
@@ -233,6 +242,7 @@ class OpDef {
   const std::vector<int>& differentiable_input_indices() const { return diff_inputs_; }
   const std::vector<Example>& examples() const { return examples_; }
   bool has_backward(Backend b) const;
+  bool supports_channels_last_io() const { return channels_last_io_; }
   // The forward kernels: each one's backend and the dtype combinations it handles.
   const std::vector<KernelEntry>& kernels() const { return kernels_; }
 
@@ -268,6 +278,7 @@ class OpDef {
   std::vector<KernelEntry> kernels_, backward_kernels_;
   std::vector<int> diff_inputs_;
   std::vector<Example> examples_;
+  bool channels_last_io_ = false;
 };
 
 // Attribute serialization (a JSON object; floats round-trip exactly). Used by plan files, the

@@ -16,7 +16,7 @@
 #include "graft/registry.h"
 
 // Bump whenever OpDef, KernelContext, TensorView or the registry change layout.
-#define GRAFT_PLUGIN_ABI_VERSION 2u  // 2: OpDef::Example carries fixed input values
+#define GRAFT_PLUGIN_ABI_VERSION 3u  // 2: OpDef::Example carries fixed input values; 3: OpDef and KernelContext carry channels_last_io
 
 extern "C" {
 struct GraftPluginInfo {

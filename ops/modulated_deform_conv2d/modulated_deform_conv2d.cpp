@@ -77,6 +77,8 @@ struct Sizes {
 // grad_mask, grad_weight, grad_bias (the last absent, data == nullptr, when bias is).
 Result<Sizes> sizes_of(const KernelContext& ctx, const Conv& cv, bool backward, DeviceType device) {
   const size_t n_in = backward ? 6 : 5, n_out = backward ? 5 : 1;
+  if (backward && ctx.channels_last_io)
+    return error(StatusCode::kUnsupported, kOpName, ": the backward takes x in (N, C, H, W) only, not channels-last");
   if (ctx.inputs.size() != n_in || ctx.outputs.size() != n_out)
     return error(StatusCode::kInvalidArgument, kOpName, ": kernel expects ", n_in, " inputs and ", n_out,
                  " outputs, got ", ctx.inputs.size(), " and ", ctx.outputs.size());
@@ -180,6 +182,14 @@ Sample bilinear(const Load& at, int64_t height, int64_t width, double y, double 
 struct Layout {
   const Sizes& z;
   const Conv& cv;
+  bool channels_last = false;  // x and the output stored (N, H, W, C) (KernelContext::channels_last_io)
+  // Element i = y*W + x of channel c of image n of x, and output (n, co, pos).
+  int64_t x_at(int64_t n, int64_t c, int64_t i) const {
+    return channels_last ? (n * z.h * z.w + i) * z.c + c : (n * z.c + c) * z.h * z.w + i;
+  }
+  int64_t out_at(int64_t n, int64_t co, int64_t pos) const {
+    return channels_last ? (n * p() + pos) * z.co + co : (n * z.co + co) * p() + pos;
+  }
   int64_t k() const { return z.kh * z.kw; }
   int64_t p() const { return z.ho * z.wo; }
   int64_t cg() const { return z.c / cv.groups; }    // input channels per conv group
@@ -212,8 +222,7 @@ void columns(const void* x, const void* off, const void* mask, const Layout& L, 
   if (samples) samples->assign(static_cast<size_t>(z.c * k * p), Sample{});
   for (int64_t c = 0; c < z.c; ++c) {
     const int64_t g = c / L.cpd();
-    const int64_t plane = (n * z.c + c) * z.h * z.w;
-    auto at = [&](int64_t i) { return static_cast<double>(Tr::load(x, plane + i)); };
+    auto at = [&](int64_t i) { return static_cast<double>(Tr::load(x, L.x_at(n, c, i))); };
     for (int64_t kk = 0; kk < k; ++kk)
       for (int64_t pos = 0; pos < p; ++pos) {
         const int64_t oy = L.off_y(n, g, kk, pos);
@@ -234,7 +243,7 @@ Status forward_cpu(const KernelContext& ctx) {
   const void *x = ctx.inputs[kX].data, *off = ctx.inputs[kOffset].data, *mask = ctx.inputs[kMask].data,
              *wt = ctx.inputs[kWeight].data, *bias = ctx.inputs[kBias].data;
   void* out = ctx.outputs[0].data;
-  const Layout L{z, cv};
+  const Layout L{z, cv, ctx.channels_last_io};
   return kernel::visit_float_dtype(kOpName, ctx.inputs[kX].dtype, [&](auto tr) {
     using Tr = decltype(tr);
     const int64_t k = L.k(), p = L.p(), cg = L.cg(), cog = L.cog();
@@ -249,7 +258,7 @@ Status forward_cpu(const KernelContext& ctx) {
           const double* row = col.data() + (g * cg * k + r) * p;
           for (int64_t pos = 0; pos < p; ++pos) acc[pos] += wv * row[pos];
         }
-        for (int64_t pos = 0; pos < p; ++pos) Tr::store(out, (n * z.co + co) * p + pos, acc[pos]);
+        for (int64_t pos = 0; pos < p; ++pos) Tr::store(out, L.out_at(n, co, pos), acc[pos]);
       }
     }
     return Status::ok();
@@ -339,8 +348,9 @@ Status cuda_status(cudaError_t e, const char* what, const cuda::MdcnFailure& f =
                f.detail != nullptr ? f.detail : cudaGetErrorString(e));
 }
 
-cuda::MdcnSizes cuda_sizes(const Sizes& z, const Conv& cv) {
+cuda::MdcnSizes cuda_sizes(const Sizes& z, const Conv& cv, bool channels_last_io = false) {
   cuda::MdcnSizes s;
+  s.channels_last_io = channels_last_io;
   s.n = z.n, s.c = z.c, s.h = z.h, s.w = z.w, s.co = z.co, s.kh = z.kh, s.kw = z.kw, s.ho = z.ho, s.wo = z.wo;
   s.sh = cv.sh, s.sw = cv.sw, s.ph = cv.ph, s.pw = cv.pw, s.dh = cv.dh, s.dw = cv.dw;
   s.groups = cv.groups, s.deform_groups = cv.dg;
@@ -371,7 +381,7 @@ cudaError_t backward_cuda_typed(const KernelContext& ctx, const cuda::MdcnSizes&
 Status forward_cuda(const KernelContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Conv cv, conv_of(*ctx.attrs));
   GRAFT_ASSIGN_OR_RETURN(Sizes z, sizes_of(ctx, cv, false, DeviceType::kCUDA));
-  const cuda::MdcnSizes s = cuda_sizes(z, cv);
+  const cuda::MdcnSizes s = cuda_sizes(z, cv, ctx.channels_last_io);
   cuda::MdcnFailure f;
   switch (ctx.inputs[kX].dtype) {
     case DataType::kFloat32: return cuda_status(forward_cuda_typed<float>(ctx, s, &f), "CUDA forward", f);
@@ -528,7 +538,10 @@ OpDef define_modulated_deform_conv2d() {
       .workspace_fn(workspace_bytes)
       .kernel(Backend::kCPU, forward_cpu)
       .differentiable_inputs({kX, kOffset, kMask, kWeight, kBias})
-      .backward(Backend::kCPU, backward_cpu);
+      .backward(Backend::kCPU, backward_cpu)
+      // x and the output may be stored channels-last: graft's CUDA builder then keeps the op inside
+      // its NHWC convolution regions (the CUDA kernel samples channels-last anyway).
+      .channels_last_io();
   // x (3, 4, 5, 6), 3x3 kernel, padding 1, 2 deform groups, 2 conv groups: offset (3, 36, 5, 6).
   // N = 3 so that no other input's leading dim equals the batch (tools treat such dims as the batch).
   {

@@ -175,11 +175,35 @@ columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __re
 template <typename T>
 constexpr int kVec = 16 / static_cast<int>(sizeof(T));
 
-// V values of T in one 16-byte access.
+// The channels a channels-last thread reads per access: a 16-byte vector where every conv group and
+// deform group holds whole ones, else one.
 template <typename T>
-struct alignas(16) Vec16 {
-  T v[kVec<T>];
+int run_width(const MdcnSizes& z) {
+  return (z.c / z.groups) % kVec<T> == 0 && (z.c / z.deform_groups) % kVec<T> == 0 ? kVec<T> : 1;
+}
+
+// V consecutive channels of T: one 16-byte access (V = kVec<T>), or one value (V = 1, where the
+// groups do not hold whole vectors and x comes channels-last anyway: channels_last_io).
+template <typename T, int V>
+struct alignas(V * sizeof(T)) Run {
+  T v[V];
 };
+
+// The run at p, or zeros where !use (the select drops the value, so a NaN there stays out); the
+// load itself is unconditional (p is always in bounds).
+template <typename T, int V>
+__device__ __forceinline__ Run<T, V> load_run(const T* p, bool use) {
+  Run<T, V> r;
+  if constexpr (V == kVec<T>) {
+    uint4 raw = __ldg(reinterpret_cast<const uint4*>(p));
+    if (!use) raw = make_uint4(0, 0, 0, 0);  // four 32-bit selects rather than one per channel
+    memcpy(&r, &raw, sizeof(raw));
+  } else {
+    static_assert(V == 1, "a run is one value or one 16-byte vector");
+    r.v[0] = use ? p[0] : from_float<T>(0.0f);
+  }
+  return r;
+}
 
 // Stores V floats as one 16-byte vector of T. __stwb is an ordinary (write-back) store: nvcc split
 // an assignment through a float4 or uint4 pointer into four stores here.
@@ -193,6 +217,10 @@ __device__ __forceinline__ uint32_t half_pair(float lo, float hi) {
 __device__ __forceinline__ void store_vec(__half* dst, const float (&v)[8]) {
   __stwb(reinterpret_cast<uint4*>(dst),
          make_uint4(half_pair(v[0], v[1]), half_pair(v[2], v[3]), half_pair(v[4], v[5]), half_pair(v[6], v[7])));
+}
+template <typename T>
+__device__ __forceinline__ void store_vec(T* dst, const float (&v)[1]) {
+  dst[0] = from_float<T>(v[0]);
 }
 
 // xt[n][s][c] = x[n][c][s] over images of C channels of S = H*W values, through 32x32 tiles in
@@ -259,11 +287,10 @@ pack_weights_kernel(const T* __restrict__ w, const T* __restrict__ bias, T* __re
 // offsets, mask, corners and their addresses) is over half a tap's instructions: VPT = 2 computes it
 // once for twice the channels. Loads are unconditional, as in columns_kernel; every index within one
 // image fits an int.
-template <typename T, int VPT>
+template <typename T, int V, int VPT>
 __global__ void __launch_bounds__(kThreads, VPT == 1 ? 5 : 4)  // 48 / 64 registers, no spills
 columns_channels_last_kernel(const T* __restrict__ xt, const T* __restrict__ off, const T* __restrict__ mask,
                              T* __restrict__ col, MdcnSizes z, int kr, int64_t images) {
-  constexpr int V = kVec<T>;
   const int k = static_cast<int>(z.kh * z.kw), p = static_cast<int>(z.ho * z.wo), c = static_cast<int>(z.c);
   const int h = static_cast<int>(z.h), w = static_cast<int>(z.w), nv = c / (V * VPT);
   const int cg = static_cast<int>(z.c / z.groups), cpd = static_cast<int>(z.c / z.deform_groups);
@@ -290,18 +317,15 @@ columns_channels_last_kernel(const T* __restrict__ xt, const T* __restrict__ off
         int at[4];
         float cw[4];
         corner_taps(t, h, w, at, cw);
-        // A corner outside the image reads the plane's first vector and is then zeroed whole, four
-        // 32-bit selects rather than one per channel.
-        Vec16<T> corner[VPT][4];
+        // A corner outside the image reads the plane's first run and is then zeroed whole. An empty
+        // plane has no first run: every tap is outside it (the branch is the same for the whole grid).
+        Run<T, V> corner[VPT][4];
 #pragma unroll
         for (int j = 0; j < VPT; ++j)
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            uint4 raw = make_uint4(0, 0, 0, 0);
-            if (planes) raw = __ldg(reinterpret_cast<const uint4*>(xt_n + (at[e] >= 0 ? at[e] : 0) * c + c0 + j * V));
-            if (at[e] < 0) raw = make_uint4(0, 0, 0, 0);
-            memcpy(&corner[j][e], &raw, sizeof(raw));
-          }
+          for (int e = 0; e < 4; ++e)
+            corner[j][e] = planes ? load_run<T, V>(xt_n + (at[e] >= 0 ? at[e] : 0) * c + c0 + j * V, at[e] >= 0)
+                                  : Run<T, V>{};
 #pragma unroll
         for (int j = 0; j < VPT; ++j) {
           float out[V];
@@ -331,6 +355,16 @@ fill_rows_kernel(T* __restrict__ out, const T* __restrict__ bias, int64_t co, in
          i += static_cast<int64_t>(gridDim.x) * blockDim.x)
       row[i] = v;
   }
+}
+
+// out[i] = bias[i % co] (0 without bias) over an (N, Ho, Wo, Co) output: a channels-last output
+// when the reduction is empty.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+fill_channels_last_kernel(T* __restrict__ out, const T* __restrict__ bias, int64_t co, int64_t total) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    out[i] = bias != nullptr ? bias[i % co] : from_float<T>(0.0f);
 }
 
 // C[b](m, n) (+)= sum_k A[b](m, k) * B[b](k, n) over strided operands; b = blockIdx.z (the backward's GEMMs).
@@ -526,18 +560,21 @@ cudaError_t launch_columns(const T* x, const T* off, const T* mask, TC* col, con
 }
 
 // The channels-last column pass of `images` consecutive images: their channels-last copy xt (made
-// here from x), then the columns (row length kr per conv group, see columns_channels_last_kernel).
+// here from x, unless x is stored channels-last already: then xt is x), then the columns (row
+// length kr per conv group, see columns_channels_last_kernel).
 template <typename T>
 cudaError_t launch_columns_channels_last(const T* x, const T* off, const T* mask, T* xt, T* col, const MdcnSizes& z,
                                          int64_t kr, int64_t images, cudaStream_t stream) {
   const int64_t hw = z.h * z.w, p = z.ho * z.wo, k = z.kh * z.kw;
-  // Two vectors a thread where both conv groups and deform groups hold them, else one (a small
+  // Two runs a thread where both conv groups and deform groups hold them, else one (a small
   // problem still fills the GPU: the taps split over more of the grid below).
-  const int64_t run = 2 * kVec<T>;
-  const int vpt = (z.c / z.groups) % run == 0 && (z.c / z.deform_groups) % run == 0 ? 2 : 1;
-  const int64_t nv = z.c / (kVec<T> * vpt);
+  const int width = run_width<T>(z);
+  const int vpt = (z.c / z.groups) % (2 * width) == 0 && (z.c / z.deform_groups) % (2 * width) == 0 ? 2 : 1;
+  const int64_t nv = z.c / (width * vpt);
   if (images == 0 || p == 0 || z.c == 0) return cudaSuccess;
-  if (hw > 0) {
+  if (z.channels_last_io) {
+    xt = const_cast<T*>(x);  // only read
+  } else if (hw > 0) {
     const dim3 tiles(grid_for(hw, 32), static_cast<unsigned>((z.c + 31) / 32), grid_dim_yz(images));
     channels_last_kernel<T><<<tiles, kThreads, 0, stream>>>(x, xt, static_cast<int>(z.c), static_cast<int>(hw), images);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
@@ -549,10 +586,18 @@ cudaError_t launch_columns_channels_last(const T* x, const T* off, const T* mask
   int64_t split = 1;
   while (split < std::min<int64_t>(k, 65535) && (k % split != 0 || threads * split < (int64_t{1} << 19))) ++split;
   const dim3 grid(grid_for(p * nv, kThreads), static_cast<unsigned>(split), grid_dim_yz(images));
-  if (vpt == 2)
-    columns_channels_last_kernel<T, 2><<<grid, kThreads, 0, stream>>>(xt, off, mask, col, z, static_cast<int>(kr), images);
+  auto launch = [&](auto width_constant, auto vpt_constant) {
+    constexpr int kWidth = decltype(width_constant)::value, kVpt = decltype(vpt_constant)::value;
+    columns_channels_last_kernel<T, kWidth, kVpt>
+        <<<grid, kThreads, 0, stream>>>(xt, off, mask, col, z, static_cast<int>(kr), images);
+  };
+  using Vector = std::integral_constant<int, kVec<T>>;
+  using One = std::integral_constant<int, 1>;
+  using Two = std::integral_constant<int, 2>;
+  if (width == kVec<T>)
+    vpt == 2 ? launch(Vector{}, Two{}) : launch(Vector{}, One{});
   else
-    columns_channels_last_kernel<T, 1><<<grid, kThreads, 0, stream>>>(xt, off, mask, col, z, static_cast<int>(kr), images);
+    vpt == 2 ? launch(One{}, Two{}) : launch(One{}, One{});
   return cudaGetLastError();
 }
 
@@ -652,7 +697,8 @@ cudaError_t lt_handle(cublasLtHandle_t* out, MdcnFailure* f) {
 
 // Column-major D (m x n, ld m) = A (m x k, ld m) * B (k x n, ld k), plus D itself when
 // `accumulate`; `batch` times, with element strides between the matrices (stride_b 0: one B for all).
-// With `trans_a`, A is stored transposed (k x m, ld lda) and op(A) is its transpose.
+// With `trans_a`, A is stored transposed (k x m, ld lda) and op(A) is its transpose. ldb and ldd
+// (0: k and m) let B and D be column blocks of wider matrices.
 struct LtMatmul {
   int64_t m = 0, n = 0, k = 0, batch = 1;
   const void* a = nullptr;
@@ -660,8 +706,10 @@ struct LtMatmul {
   int64_t lda = 0;
   int64_t stride_a = 0;
   const void* b = nullptr;
+  int64_t ldb = 0;
   int64_t stride_b = 0;
   void* d = nullptr;
+  int64_t ldd = 0;
   int64_t stride_d = 0;
   bool accumulate = false;
 };
@@ -685,7 +733,7 @@ struct LtPlan {
   LtLayoutOwner a, b, d;
   cublasLtMatmulAlgo_t algo{};
 };
-using LtKey = std::array<int64_t, 16>;
+using LtKey = std::array<int64_t, 18>;
 constexpr size_t kMaxPlans = 256;  // dynamic shapes could otherwise grow the cache without bound
 
 cudaError_t lt_layout(LtLayoutOwner* owner, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld, int64_t batch,
@@ -716,8 +764,8 @@ cudaError_t lt_make_plan(cublasLtHandle_t h, cudaDataType_t type, const LtMatmul
   }
   cudaError_t e = g.trans_a ? lt_layout(&plan->a, type, g.k, g.m, g.lda, g.batch, g.stride_a, f)
                             : lt_layout(&plan->a, type, g.m, g.k, g.m, g.batch, g.stride_a, f);
-  if (e == cudaSuccess) e = lt_layout(&plan->b, type, g.k, g.n, g.k, g.batch, g.stride_b, f);
-  if (e == cudaSuccess) e = lt_layout(&plan->d, type, g.m, g.n, g.m, g.batch, g.stride_d, f);
+  if (e == cudaSuccess) e = lt_layout(&plan->b, type, g.k, g.n, g.ldb ? g.ldb : g.k, g.batch, g.stride_b, f);
+  if (e == cudaSuccess) e = lt_layout(&plan->d, type, g.m, g.n, g.ldd ? g.ldd : g.m, g.batch, g.stride_d, f);
   if (e != cudaSuccess) return e;
   cublasLtMatmulPreference_t pref_raw = nullptr;
   s = cublasLtMatmulPreferenceCreate(&pref_raw);
@@ -755,16 +803,18 @@ cudaError_t lt_matmul(const LtMatmul& g, void* ws, size_t ws_bytes, cudaStream_t
   cublasLtHandle_t h = nullptr;
   if (const cudaError_t e = lt_handle(&h, f); e != cudaSuccess) return e;
   constexpr cudaDataType_t type = std::is_same_v<T, float> ? CUDA_R_32F : CUDA_R_16F;
-  // A transposed matrix's columns start every lda elements: they count towards its alignment.
-  const uint32_t align[3] = {std::min(alignment_of(g.a, g.stride_a, sizeof(T), g.batch),
-                                      g.trans_a ? alignment_of(g.a, g.lda, sizeof(T), 2) : static_cast<uint32_t>(kAlign)),
-                             alignment_of(g.b, g.stride_b, sizeof(T), g.batch),
-                             alignment_of(g.d, g.stride_d, sizeof(T), g.batch)};
+  // Columns that start every ld elements count towards a matrix's alignment.
+  auto with_ld = [](uint32_t a, const void* p, int64_t ld) {
+    return ld ? std::min(a, alignment_of(p, ld, sizeof(T), 2)) : a;
+  };
+  const uint32_t align[3] = {with_ld(alignment_of(g.a, g.stride_a, sizeof(T), g.batch), g.a, g.trans_a ? g.lda : 0),
+                             with_ld(alignment_of(g.b, g.stride_b, sizeof(T), g.batch), g.b, g.ldb),
+                             with_ld(alignment_of(g.d, g.stride_d, sizeof(T), g.batch), g.d, g.ldd)};
   const bool batched = g.batch > 1;
   const LtKey key = {static_cast<int64_t>(reinterpret_cast<uintptr_t>(h)), static_cast<int64_t>(type), g.m, g.n, g.k,
                      g.batch, batched ? g.stride_a : 0, batched ? g.stride_b : 0, batched ? g.stride_d : 0,
                      align[0], align[1], align[2], static_cast<int64_t>(ws_bytes), g.trans_a ? 1 : 0,
-                     g.trans_a ? g.lda : 0};
+                     g.trans_a ? g.lda : 0, g.ldb, g.ldd};
   static std::mutex mu;
   static auto* const plans = new std::map<LtKey, std::shared_ptr<const LtPlan>>();  // kept, like the handles
   std::shared_ptr<const LtPlan> plan;
@@ -806,17 +856,17 @@ constexpr int64_t kPackFloats = 8192;
 // a whole vector.
 template <typename T>
 int64_t channels_last_row(const MdcnSizes& z) {
-  return z.kh * z.kw * (z.c / z.groups) + kVec<T>;
+  return z.kh * z.kw * (z.c / z.groups) + run_width<T>(z);
 }
 
 // Whether the forward runs channels-last (columns_channels_last_kernel): each conv group and deform
 // group a whole number of vectors, every index within an image an int, C/32 tiles within a grid's y.
 template <typename T>
 bool channels_last_forward(const MdcnSizes& z) {
-  if ((z.c / z.groups) % kVec<T> != 0 || (z.c / z.deform_groups) % kVec<T> != 0) return false;
+  if (run_width<T>(z) != kVec<T> && !z.channels_last_io) return false;
   const int64_t k = z.kh * z.kw, p = z.ho * z.wo, kr = channels_last_row<T>(z), lim = int64_t{1} << 31;
-  return z.c * z.h * z.w < lim && p * z.groups * kr < lim && 2 * z.deform_groups * k * p < lim &&
-         p * (z.c / kVec<T>) < lim && z.co * kr < lim && (z.c + 31) / 32 <= 65535 && k <= kPackFloats;
+  return z.c * z.h * z.w < lim && p * z.groups * kr < lim && 2 * z.deform_groups * k * p < lim && p * z.c < lim &&
+         z.co * kr < lim && (z.c + 31) / 32 <= 65535 && k <= kPackFloats;
 }
 
 // The forward's scratch: `fixed` bytes whatever the chunk (cuBLASLt's workspace; channels-last, the
@@ -890,6 +940,14 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
   if (z.n == 0 || z.co == 0 || p == 0) return cudaSuccess;
   const bool no_matmul = forward_has_no_matmul(z);
   const bool channels_last = !no_matmul && channels_last_forward<T>(z);
+  if (z.channels_last_io && no_matmul) {  // the output (N, Ho, Wo, Co) is the bias, or zeros
+    const int64_t total = z.n * p * z.co;
+    fill_channels_last_kernel<T><<<grid_for(total, kThreads), kThreads, 0, stream>>>(output, bias, z.co, total);
+    const cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? e : failed(e, "bias kernel launch");
+  }
+  if (z.channels_last_io && !channels_last)
+    return failed(cudaErrorNotSupported, "channels-last x (an image past the channels-last kernel's 32-bit indexing)");
   // The bias first (the matmuls add onto it), or zeros when the reduction is empty (C = 0); the
   // channels-last matmuls add the bias themselves.
   if ((bias != nullptr && !channels_last) || no_matmul) {
@@ -921,10 +979,11 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
     T* wt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(z.co * kr) * sizeof(T)));
     T* xt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * z.c * hw) * sizeof(T)));
     T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * p * row) * sizeof(T)));
-    const int64_t chunk = std::min<int64_t>(cg, kPackFloats / k);
-    pack_weights_kernel<T><<<dim3(static_cast<unsigned>(z.co), grid_dim_yz((cg + chunk - 1) / chunk)), kThreads,
-                             static_cast<size_t>(chunk * k) * sizeof(float), stream>>>(
-        weight, bias, wt, static_cast<int>(cg), static_cast<int>(k), static_cast<int>(kr), static_cast<int>(chunk));
+    const int64_t pack_chunk = std::min<int64_t>(cg, kPackFloats / k);  // input channels a block packs
+    pack_weights_kernel<T><<<dim3(static_cast<unsigned>(z.co), grid_dim_yz((cg + pack_chunk - 1) / pack_chunk)),
+                             kThreads, static_cast<size_t>(pack_chunk * k) * sizeof(float), stream>>>(
+        weight, bias, wt, static_cast<int>(cg), static_cast<int>(k), static_cast<int>(kr),
+        static_cast<int>(pack_chunk));
     err = cudaGetLastError();
     if (err != cudaSuccess) failed(err, "weight packing kernel launch");
     for (int64_t n0 = 0; n0 < z.n && err == cudaSuccess; n0 += chunk) {
@@ -936,6 +995,17 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
         break;
       }
       LtMatmul g;
+      if (z.channels_last_io) {
+        // The output channels-last: out[(n0 + i)*P + pos][g*cog + m] is D (cog x nc*P, ld Co) = A^T with A
+        // (kr x cog, ld kr: group g's packed weights) times B (kr x nc*P, ld groups*kr: every image's
+        // columns of group g), one matmul per group over the whole chunk.
+        g.m = cog, g.n = nc * p, g.k = kr, g.trans_a = true, g.lda = kr, g.ldb = row, g.ldd = z.co;
+        for (int64_t i = 0; i < z.groups && err == cudaSuccess; ++i) {
+          g.a = wt + i * cog * kr, g.b = cols + i * kr, g.d = output + n0 * p * z.co + i * cog;
+          err = lt_matmul<T>(g, lt_space, lt_ws, stream, f);
+        }
+        continue;
+      }
       g.m = p, g.n = cog, g.k = kr, g.batch = nc, g.trans_a = true, g.lda = row;
       for (int64_t i = 0; i < z.groups && err == cudaSuccess; ++i) {
         g.a = cols + i * kr, g.stride_a = p * row;

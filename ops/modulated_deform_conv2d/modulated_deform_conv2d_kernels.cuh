@@ -19,6 +19,9 @@ namespace graft::cuda {
 struct MdcnSizes {
   int64_t n = 0, c = 0, h = 0, w = 0, co = 0, kh = 0, kw = 0, ho = 0, wo = 0;
   int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1, deform_groups = 1;
+  // The forward only: x is stored (N, H, W, C) and the output is written (N, Ho, Wo, Co)
+  // (KernelContext::channels_last_io); the sizes above stay those of the NCHW problem.
+  bool channels_last_io = false;
 };
 
 // Where a launcher failed, for the caller's error message (this file holds no graft types): the

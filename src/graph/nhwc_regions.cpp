@@ -9,6 +9,7 @@
 
 #include "graph/pass_util.h"
 #include "graph/passes.h"
+#include "ops/custom_kernel_call.h"
 #include "ops/internal_ops.h"
 #include "ops/layout.h"
 #include "ops/operator.h"
@@ -295,6 +296,18 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
       }
       n->attrs.set("layout", std::string("NHWC"));
       in_region = true;
+    } else if (n->custom_op && n->custom_op->supports_channels_last_io() && !n->outputs.empty() && n->outputs[0] &&
+               free_nhwc(n->input(0)) && n->input(0)->desc.rank() == 4) {
+      // A custom op whose kernels read input 0 and write output 0 channels-last
+      // (OpDef::channels_last_io): it stays in the region through those two; its other inputs and
+      // outputs keep their layout (custom_kernel_call.h).
+      n->inputs[0] = free_nhwc(n->inputs[0]);
+      n->attrs.set(kChannelsLastIoAttr, int64_t{1});
+      for (size_t i = 1; i < n->inputs.size(); ++i)
+        if (n->inputs[i] && nhwc.count(n->inputs[i])) n->inputs[i] = nchw_of(n->inputs[i]);
+      nhwc.insert(n->outputs[0]);
+      ++moved;
+      continue;
     } else if (is_pool(n) && free_nhwc(n->input(0)) && n->input(0)->desc.rank() == 4) {
       n->inputs[0] = free_nhwc(n->inputs[0]);
       n->attrs.set("pool", n->op_type);

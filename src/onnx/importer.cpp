@@ -24,6 +24,7 @@
 #include "onnx/graph_references.h"
 #include "onnx/onnx_convert.h"
 #include "onnx/opset_conversion.h"
+#include "ops/custom_kernel_call.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
 #include "ops/control_flow/control_flow.h"
@@ -599,8 +600,16 @@ Status finish_custom_nodes(Graph* g) {
                    static_cast<uint64_t>(def.inputs().size()), " inputs, the node has ",
                    static_cast<uint64_t>(n->inputs.size()))
           .with_node(n->name, n->op_type);
+    // A plan's node the CUDA builder kept channels-last carries graft's marker (models cannot:
+    // refuse_internal_ops): it is no attribute of the op, so it stays out of the validation.
+    std::optional<AttrValue> marker;
+    if (const AttrValue* v = n->attrs.find(kChannelsLastIoAttr); v && def.supports_channels_last_io()) {
+      marker = *v;
+      n->attrs.erase(kChannelsLastIoAttr);
+    }
     Status st = def.validate_attributes(n->attrs);
     if (!st) return st.with_node(n->name, n->op_type);
+    if (marker) n->attrs.set(kChannelsLastIoAttr, *marker);
   }
   return Status::ok();
 }
@@ -883,6 +892,11 @@ Status refuse_internal_ops(const onnx::GraphProto& gp, int depth = 0) {
                    ", graft's internal ops (made by its optimization passes, kept in plans): a model cannot use it")
           .with_node(np.name(), np.op_type());
     for (const auto& a : np.attribute()) {
+      if (a.name() == kChannelsLastIoAttr)
+        return error(StatusCode::kUnsupported, "attribute '", kChannelsLastIoAttr,
+                     "' is graft's own marker (set by its CUDA builder, kept in plans): a model cannot use it")
+            .with_node(np.name(), np.op_type())
+            .with_attribute(kChannelsLastIoAttr);
       if (a.has_g()) GRAFT_RETURN_IF_ERROR(refuse_internal_ops(a.g(), depth + 1));
       for (const auto& sub : a.graphs()) GRAFT_RETURN_IF_ERROR(refuse_internal_ops(sub, depth + 1));
     }

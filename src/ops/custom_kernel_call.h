@@ -11,6 +11,15 @@
 
 namespace graft {
 
+// The node attribute (int 1) by which graft's CUDA builder marks a node of a channels_last_io() op
+// kept inside a channels-last region (src/graph/nhwc_regions.cpp): its input 0 and output 0 values
+// are then (N, H, W, C), and inference and the kernel call present them to the op as (N, C, H, W)
+// with KernelContext::channels_last_io set. Model importers never see it (the pass adds it).
+inline constexpr const char* kChannelsLastIoAttr = "graft_channels_last_io";
+bool channels_last_io(const Node& node);
+// (N, H, W, C) dims as the op sees them, (N, C, H, W); other ranks unchanged.
+std::vector<int64_t> nchw_dims(std::vector<int64_t> nhwc);
+
 struct CustomKernelCall {
   KernelContext context;  // attrs, a view per declared input (empty when absent), a view per node output
   std::vector<ConcreteDesc> inputs, outputs;  // what the op's workspace_fn reads

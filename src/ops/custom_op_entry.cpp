@@ -16,6 +16,8 @@ Status infer_custom(InferContext& ctx) {
   const Node& node = ctx.node();
   const OpDef& def = *node.custom_op;
   DimExprBuilder builder;
+  // A node kept channels-last (custom_kernel_call.h): the op sees input 0 and output 0 as NCHW.
+  const bool nhwc = channels_last_io(node);
   std::vector<std::optional<std::vector<const void*>>> in_shapes;
   std::vector<DataType> in_dtypes;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -30,6 +32,12 @@ Status infer_custom(InferContext& ctx) {
                    node.inputs[i]->name, "') is unknown");
     std::vector<const void*> exprs;
     for (const Dim& dim : *d.shape) exprs.push_back(builder.intern(dim));
+    if (nhwc && i == 0) {
+      if (exprs.size() != 4)
+        return error(StatusCode::kInternal, "a channels-last node's input 0 ('", node.inputs[0]->name,
+                     "') has rank ", static_cast<int64_t>(exprs.size()), ", not 4");
+      exprs = {exprs[0], exprs[3], exprs[1], exprs[2]};
+    }
     in_shapes.push_back(std::move(exprs));
     in_dtypes.push_back(d.dtype);
   }
@@ -53,6 +61,12 @@ Status infer_custom(InferContext& ctx) {
     for (const void* e : *shapes.outputs()[o]) {
       if (!e) return error(StatusCode::kInternal, "the shape function of ", def.name(), " returned a null dimension");
       s.push_back(*DimExprBuilder::as_dim(e));
+    }
+    if (nhwc && o == 0) {
+      if (s.size() != 4)
+        return error(StatusCode::kInternal, "the shape function of ", def.name(), " gave a channels-last node's output 0 rank ",
+                     static_cast<int64_t>(s.size()), ", not 4");
+      s = Shape{s[0], s[2], s[3], s[1]};
     }
     ctx.set_output(o, TensorDesc((*dtypes)[o], std::move(s)));
   }

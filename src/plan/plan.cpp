@@ -16,6 +16,7 @@
 #include "graph/passes.h"
 #include "io/tensor_io.h"
 #include "onnx/importer.h"
+#include "ops/custom_kernel_call.h"
 #include "ops/internal_ops.h"
 
 #ifndef GRAFT_VERSION
@@ -41,6 +42,14 @@ bool graph_needs_format6(const Graph& g) {
     if (is_internal(*n, "GraftConv") && n->attrs.has("input_activation")) return true;
     if (is_internal(*n, "GraftChannelsLast") && n->attrs.has("block")) return true;
   }
+  return false;
+}
+
+// A custom-op node the CUDA builder kept channels-last (kChannelsLastIoAttr): graft before format 7
+// would run it on NCHW views of NHWC data.
+bool graph_needs_format7(const Graph& g) {
+  for (const auto& n : g.nodes())
+    if (n->attrs.has(kChannelsLastIoAttr)) return true;
   return false;
 }
 
@@ -210,7 +219,8 @@ Result<std::string> write_plan_bytes_impl(const EngineState& state) {
   payload += json_text;
 
   std::string out(kPlanMagic, sizeof kPlanMagic);
-  put<uint32_t>(out, graph_needs_format6(*state.graph)      ? kPlanFormatVersion
+  put<uint32_t>(out, graph_needs_format7(*state.graph)      ? kPlanFormatVersion
+                     : graph_needs_format6(*state.graph)    ? kPlanFormatVersionInternalAttrs
                      : graph_has_internal_ops(*state.graph) ? kPlanFormatVersionInternalDomain
                      : several                              ? kPlanFormatVersionProfiles
                                                             : kPlanFormatVersionOneProfile);
@@ -259,7 +269,8 @@ Result<EngineState> read_plan_bytes_impl(const std::string& bytes, const std::st
   uint64_t payload_len = 0;
   std::string writer_version;
   if (!r.get(&format)) return fail(StatusCode::kCorruptPlan, "the plan is truncated (in its header)");
-  if (format != kPlanFormatVersion && format != kPlanFormatVersionInternalDomain &&
+  if (format != kPlanFormatVersion && format != kPlanFormatVersionInternalAttrs &&
+      format != kPlanFormatVersionInternalDomain &&
       format != kPlanFormatVersionViewChains && format != kPlanFormatVersionProfiles &&
       format != kPlanFormatVersionOneProfile && format != kPlanFormatVersionPayloadCrc) {
     // The writer's version is outside any checksum here: only printable ASCII is shown.

@@ -44,7 +44,8 @@ class GraphProto;
 namespace graft {
 
 inline constexpr char kPlanMagic[8] = {'G', 'R', 'A', 'F', 'T', 'P', 'L', 'N'};
-inline constexpr uint32_t kPlanFormatVersion = 6;            // newest: internal ops with attributes older graft ignores
+inline constexpr uint32_t kPlanFormatVersion = 7;            // newest: custom ops kept channels-last, a marker older graft ignores
+inline constexpr uint32_t kPlanFormatVersionInternalAttrs = 6;   // internal ops with attributes graft before 6 ignores
 inline constexpr uint32_t kPlanFormatVersionInternalDomain = 5;  // written for a graph with internal ops
 inline constexpr uint32_t kPlanFormatVersionViewChains = 4;   // still read: view chains in the default domain
 inline constexpr uint32_t kPlanFormatVersionProfiles = 3;     // written for several profiles

@@ -345,7 +345,178 @@ TEST(ModulatedDeformConv2d, CpuKernelRefusesInconsistentShapes) {
   }
 }
 
+// (N, C, H, W) as (N, H, W, C) and back, for the channels-last kernel calls below.
+Tensor permuted(const Tensor& t, bool to_channels_last) {
+  const auto& d = t.dims();
+  const std::vector<int64_t> out_dims =
+      to_channels_last ? std::vector<int64_t>{d[0], d[2], d[3], d[1]} : std::vector<int64_t>{d[0], d[3], d[1], d[2]};
+  Tensor o = Tensor::empty(t.dtype(), out_dims);
+  const int64_t n = d[0], c = to_channels_last ? d[1] : d[3], h = to_channels_last ? d[2] : d[1],
+                w = to_channels_last ? d[3] : d[2];
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t i = 0; i < h * w; ++i) {
+        const int64_t nchw = (b * c + ch) * h * w + i, nhwc = (b * h * w + i) * c + ch;
+        if (to_channels_last) o.set(nhwc, t.get(nchw));
+        else o.set(nchw, t.get(nhwc));
+      }
+  return o;
+}
+
+// Shapes for the channels-last calls: groups of whole 16-byte vectors and not (3 channels, groups
+// of 2), two vectors a thread, no bias, samples far outside, an input plane of height 0.
+const std::vector<MdcnShape>& channels_last_shapes() {
+  static const std::vector<MdcnShape> shapes = {
+      {2, 16, 5, 6, 8, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2},
+      {3, 32, 4, 5, 6, 3, 3, {2, 2}, {1, 1}, {1, 1}},
+      {2, 3, 6, 5, 4, 3, 3, {1, 1}, {1, 1}},
+      {2, 4, 5, 6, 6, 3, 3, {1, 1}, {2, 2}, {2, 2}, 2, 2, -5.0, 5.0, false},
+      {2, 8, 0, 4, 3, 1, 1, {1, 1}, {1, 1}},
+  };
+  return shapes;
+}
+
+// With KernelContext::channels_last_io the CPU kernel reads x as (N, H, W, C) and writes the output
+// as (N, Ho, Wo, Co), views still (N, C, H, W): the same values as the NCHW call, exactly (float64).
+TEST(ModulatedDeformConv2d, ChannelsLastIoMatchesNchwOnCpu) {
+  const OpDef& def = the_op();
+  EXPECT_TRUE(def.supports_channels_last_io());
+  std::mt19937_64 rng(29);
+  const DataType f64 = DataType::kFloat64;
+  for (const MdcnShape& z : channels_last_shapes()) {
+    AttributeMap attrs = attrs_of(z);
+    ASSERT_TRUE(def.validate_attributes(attrs).is_ok());
+    const auto d = dims_of(z);
+    std::vector<Tensor> in;
+    const double lo[] = {-2, z.off_lo, 0, -1, -1}, hi[] = {2, z.off_hi, 1, 1, 1};
+    for (int i = 0; i < 5; ++i) in.push_back(random(f64, d[i], rng, lo[i], hi[i]));
+    auto run = [&](bool channels_last) {
+      const Tensor x = channels_last ? permuted(in[0], true) : in[0];
+      Tensor out = Tensor::empty(f64, channels_last ? std::vector<int64_t>{d[5][0], d[5][2], d[5][3], d[5][1]} : d[5]);
+      for (int64_t i = 0; i < out.numel(); ++i) out.set(i, std::nan(""));
+      KernelContext ctx;
+      ctx.attrs = &attrs;
+      ctx.channels_last_io = channels_last;
+      ctx.inputs = {TensorView{x.view().data, f64, d[0], DeviceType::kCPU}, in[1].view(), in[2].view(), in[3].view(),
+                    z.bias ? in[4].view() : TensorView{}};
+      ctx.outputs = {TensorView{out.data(), f64, d[5], DeviceType::kCPU}};
+      Status st = def.run(Backend::kCPU, ctx);
+      EXPECT_TRUE(st.is_ok()) << st.to_string();
+      return channels_last ? permuted(out, false) : out;
+    };
+    const Tensor want = run(false), got = run(true);
+    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got.get(i), want.get(i)) << "C " << z.c << ", element " << i;
+  }
+  // The backward takes NCHW only: a channels-last call is refused, naming the layout.
+  const MdcnShape& z = channels_last_shapes()[0];
+  AttributeMap attrs = attrs_of(z);
+  ASSERT_TRUE(def.validate_attributes(attrs).is_ok());
+  const auto d = dims_of(z);
+  std::vector<Tensor> t;
+  for (int i = 0; i < 6; ++i) t.push_back(random(f64, d[i], rng, 0, 1));
+  KernelContext ctx;
+  ctx.attrs = &attrs;
+  ctx.channels_last_io = true;
+  for (int i = 0; i < 6; ++i) ctx.inputs.push_back(t[i].view());
+  std::vector<Tensor> grads;
+  for (int i = 0; i < 5; ++i) grads.push_back(Tensor::empty(f64, d[i]));
+  for (auto& g : grads) ctx.outputs.push_back(g.view());
+  Status st = def.run_backward(Backend::kCPU, ctx);
+  ASSERT_FALSE(st.is_ok());
+  EXPECT_NE(st.to_string().find("channels-last"), std::string::npos) << st.to_string();
+}
+
 #ifdef GRAFT_WITH_CUDA
+// The CUDA forward with channels_last_io (x read as (N, H, W, C), the output written (N, Ho, Wo, Co)
+// by one matmul per group over the chunk) against the float64 CPU reference of the NCHW call, in
+// FP32 and FP16, with a workspace for one image per chunk and with none.
+TEST(ModulatedDeformConv2dCuda, ChannelsLastIo) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    (void)cudaGetLastError();
+    GTEST_SKIP() << "no CUDA device";
+  }
+  const OpDef& def = the_op();
+  std::mt19937_64 rng(31);
+  for (const MdcnShape& z : channels_last_shapes()) {
+    AttributeMap attrs = attrs_of(z);
+    ASSERT_TRUE(def.validate_attributes(attrs).is_ok());
+    const auto d = dims_of(z);
+    for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
+      std::vector<Tensor> in, ref_in;
+      const double lo[] = {-2, z.off_lo, 0, -1, -1}, hi[] = {2, z.off_hi, 1, 1, 1};
+      for (int i = 0; i < 5; ++i) {
+        auto low = random(DataType::kFloat64, d[i], rng, lo[i], hi[i]).cast(dt);
+        ASSERT_TRUE(low.is_ok());
+        auto back = low->cast(DataType::kFloat64);
+        ASSERT_TRUE(back.is_ok());
+        in.push_back(*low);
+        ref_in.push_back(*back);
+      }
+      Tensor ref = Tensor::empty(DataType::kFloat64, d[5]);
+      {
+        KernelContext ctx;
+        ctx.attrs = &attrs;
+        for (int i = 0; i < 5; ++i) ctx.inputs.push_back(i < 4 || z.bias ? ref_in[i].view() : TensorView{});
+        ctx.outputs = {ref.view()};
+        ASSERT_TRUE(def.run(Backend::kCPU, ctx).is_ok());
+      }
+      const Tensor x_last = permuted(in[0], true);
+      std::vector<void*> owned;
+      auto device_copy = [&](const Tensor& t, const std::vector<int64_t>& view_dims) {
+        void* p = nullptr;
+        EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(t.nbytes(), 1)), cudaSuccess);
+        EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+        owned.push_back(p);
+        return TensorView{p, t.dtype(), view_dims, DeviceType::kCUDA};
+      };
+      std::vector<TensorView> dev_in = {device_copy(x_last, d[0])};
+      for (int i = 1; i < 5; ++i) dev_in.push_back(i < 4 || z.bias ? device_copy(in[i], d[i]) : TensorView{});
+      Tensor out_host = Tensor::empty(dt, {d[5][0], d[5][2], d[5][3], d[5][1]});
+      const TensorView out = device_copy(out_host, d[5]);
+      cuda::MdcnSizes s;
+      s.n = z.n, s.c = z.c, s.h = z.h, s.w = z.w, s.co = z.co, s.kh = z.kh, s.kw = z.kw;
+      s.ho = d[5][2], s.wo = d[5][3], s.sh = z.stride[0], s.sw = z.stride[1], s.ph = z.padding[0], s.pw = z.padding[1];
+      s.dh = z.dilation[0], s.dw = z.dilation[1], s.groups = z.groups, s.deform_groups = z.deform_groups;
+      s.channels_last_io = true;
+      const size_t one = dt == DataType::kFloat32 ? cuda::modulated_deform_conv2d_forward_workspace_bytes<float>(s, 1)
+                                                  : cuda::modulated_deform_conv2d_forward_workspace_bytes<__half>(s, 1);
+      for (size_t bytes : {one, size_t{0}}) {
+        SCOPED_TRACE(std::string(dtype_name(dt)) + ", C " + std::to_string(z.c) + ", workspace " + std::to_string(bytes));
+        void* ws = nullptr;
+        if (bytes > 0) {
+          ASSERT_EQ(cudaMalloc(&ws, bytes), cudaSuccess);
+        }
+        ASSERT_EQ(cudaMemset(out.data, 0xFF, out.nbytes()), cudaSuccess);  // poison: NaN everywhere
+        KernelContext ctx;
+        ctx.attrs = &attrs;
+        ctx.channels_last_io = true;
+        ctx.inputs = dev_in;
+        ctx.outputs = {out};
+        ctx.workspace = ws;
+        ctx.workspace_size = bytes;
+        Status st = def.run(Backend::kCUDA, ctx);
+        const cudaError_t sync = cudaDeviceSynchronize();
+        if (ws != nullptr) (void)cudaFree(ws);
+        ASSERT_TRUE(st.is_ok()) << st.to_string();
+        ASSERT_EQ(sync, cudaSuccess) << cudaGetErrorString(sync);
+        ASSERT_EQ(cudaMemcpy(out_host.data(), out.data, out.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+        auto got = permuted(out_host, false).cast(DataType::kFloat64);
+        ASSERT_TRUE(got.is_ok());
+        double num = 0.0, den = 0.0;
+        for (int64_t i = 0; i < ref.numel(); ++i) {
+          const double e = got->get(i) - ref.get(i);
+          num += e * e;
+          den += ref.get(i) * ref.get(i);
+        }
+        const double rel = std::sqrt(num / std::max(den, 1e-300));
+        EXPECT_LT(rel, dt == DataType::kFloat32 ? 1e-5 : 5e-3);  // NaN (an unwritten element) fails too
+      }
+      for (void* p : owned) (void)cudaFree(p);
+    }
+  }
+}
+
 // The CUDA forward runs a batch in chunks of as many images as its workspace holds: with room for 1,
 // 2 or all images, none (it allocates), and a workspace that starts off a 256-byte boundary, it must
 // match the float64 CPU reference. Chunks of 2 over 5 images end with a chunk of 1, so with 2 or 3

@@ -211,6 +211,52 @@ TEST(FusionConv, GeluStaysInTheRegion) {
   expect_close(got.at("y"), want.at("y"), "y");
 }
 
+// A DCN block as detectors have it: Conv -> ModulatedDeformConv2d (offsets and mask from a Conv of
+// the same input) -> Relu -> Conv. The custom op is declared channels_last_io, so the region runs
+// through it: its x is the first Conv's NHWC output and its output feeds Relu without a Transpose;
+// only the offset/mask Conv's output (an NCHW input of the op) leaves the region. The CPU engine runs
+// the channels-last node (KernelContext::channels_last_io) and must give the model's values.
+TEST(FusionConv, ChannelsLastCustomOpStaysInTheRegion) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int64_t c = 8;
+  OnnxModelBuilder m(17);
+  m.opset("ai.onnx.contrib", 1);
+  m.input("x", DataType::kFloat32, {"N", c, 6, 5});
+  m.initializer("wa", random_tensor(DataType::kFloat32, {c, c, 1, 1}, rng, -0.5, 0.5));
+  m.initializer("wo", random_tensor(DataType::kFloat32, {27, c, 3, 3}, rng, -0.2, 0.2));
+  m.initializer("wd", random_tensor(DataType::kFloat32, {c, c, 3, 3}, rng, -0.3, 0.3));
+  m.initializer("bd", random_tensor(DataType::kFloat32, {c}, rng));
+  m.initializer("wc", random_tensor(DataType::kFloat32, {c, c, 1, 1}, rng, -0.5, 0.5));
+  m.initializer("split", Tensor::vector_int64({18, 9}));
+  m.node("Conv", {"x", "wa"}, {"a"}, "conv_a");
+  OnnxModelBuilder::attr(m.node("Conv", {"a", "wo"}, {"om"}, "conv_offset"), "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxModelBuilder::attr(m.node("Split", {"om", "split"}, {"offset", "mask_logits"}, "split"), "axis", int64_t{1});
+  m.node("Sigmoid", {"mask_logits"}, {"mask"}, "sigmoid");
+  auto& dcn = m.node("ModulatedDeformConv2d", {"a", "offset", "mask", "wd", "bd"}, {"d"}, "dcn", "ai.onnx.contrib");
+  OnnxModelBuilder::attr(dcn, "padding", std::vector<int64_t>{1, 1});
+  m.node("Relu", {"d"}, {"r"}, "relu");
+  m.node("Conv", {"r", "wc"}, {"y"}, "conv_c");
+  m.output("y", DataType::kFloat32);
+  std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, c, 6, 5}, rng)}};
+  auto want = run_on_cpu(imported(m.bytes()), in);
+
+  auto g = through_nhwc_pass(m.bytes(), every_conv);
+  const Node* dcn_node = nullptr;
+  for (const auto& node : g->nodes())
+    if (node->op_type == "ModulatedDeformConv2d") dcn_node = node.get();
+  ASSERT_NE(dcn_node, nullptr);
+  EXPECT_TRUE(dcn_node->attrs.get_int("graft_channels_last_io", 0).value() == 1);
+  EXPECT_NE(dcn_node->input(0)->producer->op_type, "Transpose") << "x comes from the region";
+  for (const auto& node : g->nodes())
+    if (node->op_type == "Relu") EXPECT_EQ(node->input(0), dcn_node->outputs[0]) << "the output stays in the region";
+  // x's entry, the offset/mask Conv's exit to the op's NCHW offset input, y's exit.
+  EXPECT_EQ(count_ops(*g, "Transpose"), 3);
+  auto got = run_on_cpu(std::move(g), in);
+  expect_close(got.at("y"), want.at("y"), "y");
+}
+
 // A permute whose output is also read elsewhere, or is a graph output, keeps its Transpose; the
 // region's other readers still compute the same values.
 TEST(FusionConv, SharedModelPermutesStay) {

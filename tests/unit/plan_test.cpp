@@ -9,6 +9,7 @@
 #include "graft/engine.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
+#include "ops/custom_kernel_call.h"
 #include "ops/internal_ops.h"
 #include "plan/plan.h"
 #include "tests/unit/onnx_model_builder.h"
@@ -117,6 +118,50 @@ void plan_of_internal_graph(const std::string& model_bytes, const std::string& n
   std::memcpy(format, plan->data() + 8, 4);
 }
 
+// A custom-op node the CUDA builder kept channels-last carries graft's marker (kChannelsLastIoAttr),
+// which graft before format 7 would ignore, running the node on NCHW views of NHWC data: such a plan
+// is format 7 and loads back with the marker. A model that names the marker is refused at import,
+// naming the node and attribute.
+TEST(Plan, ChannelsLastCustomNodeIsFormat7) {
+  auto model = [](bool marked) {
+    OnnxModelBuilder m(17);
+    m.opset("ai.onnx.contrib", 1);
+    // C = 4, H = 2, W = 3: (N, H, W, C) when marked, (N, C, H, W) when not.
+    if (marked) m.input("x", DataType::kFloat32, {1, 2, 3, 4});
+    else m.input("x", DataType::kFloat32, {1, 4, 2, 3});
+    m.input("offset", DataType::kFloat32, {1, 18, 2, 3});
+    m.input("mask", DataType::kFloat32, {1, 9, 2, 3});
+    std::mt19937 rng(3);
+    m.initializer("w", testing::random_tensor(DataType::kFloat32, {4, 4, 3, 3}, rng));
+    auto& n = m.node("ModulatedDeformConv2d", {"x", "offset", "mask", "w"}, {"y"}, "dcn", "ai.onnx.contrib");
+    OnnxModelBuilder::attr(n, "padding", std::vector<int64_t>{1, 1});
+    if (marked) OnnxModelBuilder::attr(n, kChannelsLastIoAttr, int64_t{1});
+    m.output("y", DataType::kFloat32);
+    return m.bytes();
+  };
+  std::string bytes;
+  uint32_t format = 0;
+  ASSERT_NO_FATAL_FAILURE(plan_of_internal_graph(model(true), "dcn", &bytes, &format));
+  EXPECT_EQ(format, kPlanFormatVersion);
+  EXPECT_EQ(kPlanFormatVersion, 7u);
+  auto back = read_plan_bytes(bytes, "dcn.plan");
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  ASSERT_EQ(back->graph->nodes().size(), 1u);
+  const Node& n = *back->graph->nodes()[0];
+  EXPECT_TRUE(channels_last_io(n));
+  // (N, H, W, C) in, (N, Ho, Wo, Co) out: the op's NCHW shape function through the marker.
+  std::vector<int64_t> out_dims;
+  ASSERT_TRUE(static_dims_of(n.outputs[0], &out_dims));
+  EXPECT_EQ(out_dims, (std::vector<int64_t>{1, 2, 3, 4}));
+  ASSERT_NO_FATAL_FAILURE(plan_of_internal_graph(model(false), "dcn", &bytes, &format));
+  EXPECT_NE(format, kPlanFormatVersion) << "no marker, no format 7";
+
+  auto refused = import_onnx_bytes(model(true), "user.onnx");
+  ASSERT_FALSE(refused.is_ok());
+  EXPECT_NE(refused.status().to_string().find(kChannelsLastIoAttr), std::string::npos) << refused.status().to_string();
+  EXPECT_NE(refused.status().to_string().find("dcn"), std::string::npos) << refused.status().to_string();
+}
+
 // Internal ops with attributes graft before format 6 would ignore, and so run wrongly (GraftConv's
 // deferred input activation, GraftChannelsLast's space-to-depth block), make a format-6 plan, which
 // that graft refuses by its version check; the plan loads back here with the attributes.
@@ -140,8 +185,8 @@ TEST(Plan, AttributesOlderGraftIgnoresAreFormat6) {
     std::string bytes;
     uint32_t format = 0;
     ASSERT_NO_FATAL_FAILURE(plan_of_internal_graph(m.bytes(), "op", &bytes, &format));
-    EXPECT_EQ(format, kPlanFormatVersion);
-    EXPECT_EQ(kPlanFormatVersion, 6u);
+    EXPECT_EQ(format, kPlanFormatVersionInternalAttrs);
+    EXPECT_EQ(kPlanFormatVersionInternalAttrs, 6u);
     auto back = read_plan_bytes(bytes, "op.plan");
     ASSERT_TRUE(back.is_ok()) << back.status().to_string();
     ASSERT_EQ(back->graph->nodes().size(), 1u);

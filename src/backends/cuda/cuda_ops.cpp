@@ -65,6 +65,7 @@ size_t custom_workspace(const Node& n, const std::vector<const Tensor*>& inputs,
     const bool there = o < outputs.size() && outputs[o].defined();
     if (!there && n.outputs[o]) return kUnknownWorkspace;  // an output whose shape is not known yet
     out.push_back(there ? ConcreteDesc{outputs[o].dtype(), outputs[o].dims()} : ConcreteDesc{});
+    if (there && o == 0 && channels_last_io(n)) out.back().dims = nchw_dims(out.back().dims);
   }
   return n.custom_op->workspace_size(custom_input_descs(n, inputs), out, n.attrs);
 }
