@@ -427,15 +427,113 @@ TEST(ModulatedDeformConv2d, ChannelsLastIoMatchesNchwOnCpu) {
 }
 
 #ifdef GRAFT_WITH_CUDA
+bool no_cuda_device() {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) return false;
+  (void)cudaGetLastError();
+  return true;
+}
+
+// A CUDA test's problem: inputs of z's shape in dtype dt (no bias tensor without one), their exact
+// values in float64, and the float64 CPU reference output.
+struct CudaProblem {
+  std::vector<Tensor> in, ref_in;
+  Tensor ref;
+};
+CudaProblem cuda_problem(const OpDef& def, const AttributeMap& attrs, const MdcnShape& z, DataType dt,
+                         std::mt19937_64& rng) {
+  const auto d = dims_of(z);
+  CudaProblem p;
+  const double lo[] = {-2, z.off_lo, 0, -1, -1}, hi[] = {2, z.off_hi, 1, 1, 1};
+  for (int i = 0; i < (z.bias ? 5 : 4); ++i) {
+    auto low = random(DataType::kFloat64, d[i], rng, lo[i], hi[i]).cast(dt);
+    auto back = low.is_ok() ? low->cast(DataType::kFloat64) : low;
+    EXPECT_TRUE(back.is_ok());
+    if (!back.is_ok()) return p;
+    p.in.push_back(*low);
+    p.ref_in.push_back(*back);
+  }
+  p.ref = Tensor::empty(DataType::kFloat64, d[5]);
+  KernelContext ctx;
+  ctx.attrs = &attrs;
+  for (int i = 0; i < 5; ++i) ctx.inputs.push_back(i < static_cast<int>(p.ref_in.size()) ? p.ref_in[i].view() : TensorView{});
+  ctx.outputs = {p.ref.view()};
+  EXPECT_TRUE(def.run(Backend::kCPU, ctx).is_ok());
+  return p;
+}
+
+// Device copies of host tensors, freed when this goes.
+class DeviceCopies {
+ public:
+  DeviceCopies() = default;
+  DeviceCopies(const DeviceCopies&) = delete;
+  DeviceCopies& operator=(const DeviceCopies&) = delete;
+  ~DeviceCopies() {
+    for (void* p : owned_) (void)cudaFree(p);
+  }
+  // A device copy of t, viewed with `dims` (t's own when empty).
+  TensorView copy(const Tensor& t, std::vector<int64_t> dims = {}) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(t.nbytes(), 1)), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+    owned_.push_back(p);
+    return TensorView{p, t.dtype(), dims.empty() ? t.dims() : std::move(dims), DeviceType::kCUDA};
+  }
+
+ private:
+  std::vector<void*> owned_;
+};
+
+cuda::MdcnSizes cuda_sizes_of(const MdcnShape& z, const std::vector<int64_t>& out_dims, bool channels_last_io) {
+  cuda::MdcnSizes s;
+  s.n = z.n, s.c = z.c, s.h = z.h, s.w = z.w, s.co = z.co, s.kh = z.kh, s.kw = z.kw;
+  s.ho = out_dims[2], s.wo = out_dims[3], s.sh = z.stride[0], s.sw = z.stride[1], s.ph = z.padding[0];
+  s.pw = z.padding[1], s.dh = z.dilation[0], s.dw = z.dilation[1], s.groups = z.groups, s.deform_groups = z.deform_groups;
+  s.channels_last_io = channels_last_io;
+  return s;
+}
+
+size_t forward_workspace(DataType dt, const cuda::MdcnSizes& s, int64_t images) {
+  return dt == DataType::kFloat32 ? cuda::modulated_deform_conv2d_forward_workspace_bytes<float>(s, images)
+                                  : cuda::modulated_deform_conv2d_forward_workspace_bytes<__half>(s, images);
+}
+
+// The CUDA forward of `ctx` (inputs, output, flag set by the caller) with `bytes` of workspace
+// starting `misalign` bytes into its allocation (none when 0), the output poisoned with NaN first;
+// the output comes back into `out_host`.
+void run_cuda_forward(const OpDef& def, KernelContext ctx, size_t bytes, size_t misalign, Tensor* out_host) {
+  void* ws = nullptr;
+  if (bytes > 0) {
+    ASSERT_EQ(cudaMalloc(&ws, bytes + misalign), cudaSuccess);
+  }
+  const TensorView& out = ctx.outputs[0];
+  ASSERT_EQ(cudaMemset(out.data, 0xFF, out.nbytes()), cudaSuccess);  // poison: NaN everywhere
+  ctx.workspace = ws != nullptr ? static_cast<char*>(ws) + misalign : nullptr;
+  ctx.workspace_size = bytes;
+  Status st = def.run(Backend::kCUDA, ctx);
+  const cudaError_t sync = cudaDeviceSynchronize();
+  if (ws != nullptr) (void)cudaFree(ws);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_EQ(sync, cudaSuccess) << cudaGetErrorString(sync);
+  ASSERT_EQ(cudaMemcpy(out_host->data(), out.data, out.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
+// Relative L2 error of `got` against the float64 `ref` (NaN when an element of got is NaN).
+double relative_l2(const Tensor& got, const Tensor& ref) {
+  double num = 0.0, den = 0.0;
+  for (int64_t i = 0; i < ref.numel(); ++i) {
+    const double e = got.get(i) - ref.get(i);
+    num += e * e;
+    den += ref.get(i) * ref.get(i);
+  }
+  return std::sqrt(num / std::max(den, 1e-300));
+}
+
 // The CUDA forward with channels_last_io (x read as (N, H, W, C), the output written (N, Ho, Wo, Co)
 // by one matmul per group over the chunk) against the float64 CPU reference of the NCHW call, in
 // FP32 and FP16, with a workspace for one image per chunk and with none.
 TEST(ModulatedDeformConv2dCuda, ChannelsLastIo) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    (void)cudaGetLastError();
-    GTEST_SKIP() << "no CUDA device";
-  }
+  if (no_cuda_device()) GTEST_SKIP() << "no CUDA device";
   const OpDef& def = the_op();
   std::mt19937_64 rng(31);
   for (const MdcnShape& z : channels_last_shapes()) {
@@ -443,76 +541,24 @@ TEST(ModulatedDeformConv2dCuda, ChannelsLastIo) {
     ASSERT_TRUE(def.validate_attributes(attrs).is_ok());
     const auto d = dims_of(z);
     for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
-      std::vector<Tensor> in, ref_in;
-      const double lo[] = {-2, z.off_lo, 0, -1, -1}, hi[] = {2, z.off_hi, 1, 1, 1};
-      for (int i = 0; i < 5; ++i) {
-        auto low = random(DataType::kFloat64, d[i], rng, lo[i], hi[i]).cast(dt);
-        ASSERT_TRUE(low.is_ok());
-        auto back = low->cast(DataType::kFloat64);
-        ASSERT_TRUE(back.is_ok());
-        in.push_back(*low);
-        ref_in.push_back(*back);
-      }
-      Tensor ref = Tensor::empty(DataType::kFloat64, d[5]);
-      {
-        KernelContext ctx;
-        ctx.attrs = &attrs;
-        for (int i = 0; i < 5; ++i) ctx.inputs.push_back(i < 4 || z.bias ? ref_in[i].view() : TensorView{});
-        ctx.outputs = {ref.view()};
-        ASSERT_TRUE(def.run(Backend::kCPU, ctx).is_ok());
-      }
-      const Tensor x_last = permuted(in[0], true);
-      std::vector<void*> owned;
-      auto device_copy = [&](const Tensor& t, const std::vector<int64_t>& view_dims) {
-        void* p = nullptr;
-        EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(t.nbytes(), 1)), cudaSuccess);
-        EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-        owned.push_back(p);
-        return TensorView{p, t.dtype(), view_dims, DeviceType::kCUDA};
-      };
-      std::vector<TensorView> dev_in = {device_copy(x_last, d[0])};
-      for (int i = 1; i < 5; ++i) dev_in.push_back(i < 4 || z.bias ? device_copy(in[i], d[i]) : TensorView{});
+      const CudaProblem p = cuda_problem(def, attrs, z, dt, rng);
+      ASSERT_FALSE(::testing::Test::HasFailure());
+      DeviceCopies dev;
+      KernelContext ctx;
+      ctx.attrs = &attrs;
+      ctx.channels_last_io = true;
+      ctx.inputs = {dev.copy(permuted(p.in[0], true), d[0])};
+      for (int i = 1; i < 5; ++i) ctx.inputs.push_back(i < static_cast<int>(p.in.size()) ? dev.copy(p.in[i]) : TensorView{});
       Tensor out_host = Tensor::empty(dt, {d[5][0], d[5][2], d[5][3], d[5][1]});
-      const TensorView out = device_copy(out_host, d[5]);
-      cuda::MdcnSizes s;
-      s.n = z.n, s.c = z.c, s.h = z.h, s.w = z.w, s.co = z.co, s.kh = z.kh, s.kw = z.kw;
-      s.ho = d[5][2], s.wo = d[5][3], s.sh = z.stride[0], s.sw = z.stride[1], s.ph = z.padding[0], s.pw = z.padding[1];
-      s.dh = z.dilation[0], s.dw = z.dilation[1], s.groups = z.groups, s.deform_groups = z.deform_groups;
-      s.channels_last_io = true;
-      const size_t one = dt == DataType::kFloat32 ? cuda::modulated_deform_conv2d_forward_workspace_bytes<float>(s, 1)
-                                                  : cuda::modulated_deform_conv2d_forward_workspace_bytes<__half>(s, 1);
-      for (size_t bytes : {one, size_t{0}}) {
+      ctx.outputs = {dev.copy(out_host, d[5])};
+      const cuda::MdcnSizes s = cuda_sizes_of(z, d[5], true);
+      for (size_t bytes : {forward_workspace(dt, s, 1), size_t{0}}) {
         SCOPED_TRACE(std::string(dtype_name(dt)) + ", C " + std::to_string(z.c) + ", workspace " + std::to_string(bytes));
-        void* ws = nullptr;
-        if (bytes > 0) {
-          ASSERT_EQ(cudaMalloc(&ws, bytes), cudaSuccess);
-        }
-        ASSERT_EQ(cudaMemset(out.data, 0xFF, out.nbytes()), cudaSuccess);  // poison: NaN everywhere
-        KernelContext ctx;
-        ctx.attrs = &attrs;
-        ctx.channels_last_io = true;
-        ctx.inputs = dev_in;
-        ctx.outputs = {out};
-        ctx.workspace = ws;
-        ctx.workspace_size = bytes;
-        Status st = def.run(Backend::kCUDA, ctx);
-        const cudaError_t sync = cudaDeviceSynchronize();
-        if (ws != nullptr) (void)cudaFree(ws);
-        ASSERT_TRUE(st.is_ok()) << st.to_string();
-        ASSERT_EQ(sync, cudaSuccess) << cudaGetErrorString(sync);
-        ASSERT_EQ(cudaMemcpy(out_host.data(), out.data, out.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+        ASSERT_NO_FATAL_FAILURE(run_cuda_forward(def, ctx, bytes, 0, &out_host));
         auto got = permuted(out_host, false).cast(DataType::kFloat64);
         ASSERT_TRUE(got.is_ok());
-        double num = 0.0, den = 0.0;
-        for (int64_t i = 0; i < ref.numel(); ++i) {
-          const double e = got->get(i) - ref.get(i);
-          num += e * e;
-          den += ref.get(i) * ref.get(i);
-        }
-        const double rel = std::sqrt(num / std::max(den, 1e-300));
-        EXPECT_LT(rel, dt == DataType::kFloat32 ? 1e-5 : 5e-3);  // NaN (an unwritten element) fails too
+        EXPECT_LT(relative_l2(*got, p.ref), dt == DataType::kFloat32 ? 1e-5 : 5e-3);  // NaN fails too
       }
-      for (void* p : owned) (void)cudaFree(p);
     }
   }
 }
@@ -524,107 +570,47 @@ TEST(ModulatedDeformConv2dCuda, ChannelsLastIo) {
 // two shapes take the channels-last path (its packed weights and channels-last copy of x share the
 // workspace with the columns).
 TEST(ModulatedDeformConv2dCuda, ForwardInImageChunks) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    (void)cudaGetLastError();
-    GTEST_SKIP() << "no CUDA device";
-  }
+  if (no_cuda_device()) GTEST_SKIP() << "no CUDA device";
   const OpDef& def = the_op();
   const std::vector<MdcnShape> shapes = {
       {5, 8, 9, 7, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 1, -1.5, 1.5, false},
-      {5, 8, 9, 7, 6, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2},
-      {3, 6, 6, 5, 9, 3, 3, {1, 1}, {2, 2}, {2, 2}, 3, 3},
+      {5, 8, 9, 7, 6, 3, 3, {2, 2}, {1, 1}, {1, 1}, 2, 2, -1.5, 1.5},
+      {3, 6, 6, 5, 9, 3, 3, {1, 1}, {2, 2}, {2, 2}, 3, 3, -1.5, 1.5},
       // Channels-last (conv and deform groups of 8 channels), with and without bias.
-      {5, 16, 6, 7, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2},
+      {5, 16, 6, 7, 6, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2, -1.5, 1.5},
       {5, 8, 6, 5, 4, 3, 3, {2, 2}, {1, 1}, {1, 1}, 1, 1, -1.5, 1.5, false},
   };
   std::mt19937_64 rng(23);
   for (const MdcnShape& z : shapes) {
     const AttributeMap attrs = attrs_of(z);
     const auto d = dims_of(z);
-    const int n_in = z.bias ? 5 : 4;
     for (DataType dt : {DataType::kFloat32, DataType::kFloat16}) {
-      // Inputs in the tested dtype, and their exact values in float64 for the reference.
-      std::vector<Tensor> in, ref_in;
-      const double lo[] = {-2, -1.5, 0, -1, -1}, hi[] = {2, 1.5, 1, 1, 1};
-      for (int i = 0; i < n_in; ++i) {
-        Tensor t = random(DataType::kFloat64, d[i], rng, lo[i], hi[i]);
-        auto low = t.cast(dt);
-        ASSERT_TRUE(low.is_ok());
-        auto back = low->cast(DataType::kFloat64);
-        ASSERT_TRUE(back.is_ok());
-        in.push_back(*low);
-        ref_in.push_back(*back);
-      }
-      Tensor ref = Tensor::empty(DataType::kFloat64, d[5]);
-      {
-        KernelContext ctx;
-        ctx.attrs = &attrs;
-        for (int i = 0; i < 5; ++i) ctx.inputs.push_back(i < n_in ? ref_in[i].view() : TensorView{});
-        ctx.outputs = {ref.view()};
-        ASSERT_TRUE(def.run(Backend::kCPU, ctx).is_ok());
-      }
-      // Device copies of the inputs and the output.
-      std::vector<void*> owned;
-      auto device_copy = [&](const Tensor& t) {
-        void* p = nullptr;
-        EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(t.nbytes(), 1)), cudaSuccess);
-        EXPECT_EQ(cudaMemcpy(p, t.data(), t.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
-        owned.push_back(p);
-        return TensorView{p, t.dtype(), t.dims(), DeviceType::kCUDA};
-      };
-      std::vector<TensorView> dev_in;
-      for (int i = 0; i < 5; ++i) dev_in.push_back(i < n_in ? device_copy(in[i]) : TensorView{});
+      const CudaProblem p = cuda_problem(def, attrs, z, dt, rng);
+      ASSERT_FALSE(::testing::Test::HasFailure());
+      DeviceCopies dev;
+      KernelContext ctx;
+      ctx.attrs = &attrs;
+      for (int i = 0; i < 5; ++i) ctx.inputs.push_back(i < static_cast<int>(p.in.size()) ? dev.copy(p.in[i]) : TensorView{});
       Tensor out_host = Tensor::empty(dt, d[5]);
-      const TensorView out = device_copy(out_host);
-
-      cuda::MdcnSizes s;
-      s.n = z.n, s.c = z.c, s.h = z.h, s.w = z.w, s.co = z.co, s.kh = z.kh, s.kw = z.kw;
-      s.ho = d[5][2], s.wo = d[5][3], s.sh = z.stride[0], s.sw = z.stride[1], s.ph = z.padding[0], s.pw = z.padding[1];
-      s.dh = z.dilation[0], s.dw = z.dilation[1], s.groups = z.groups, s.deform_groups = z.deform_groups;
-      auto ws_for = [&](int64_t images) {
-        return dt == DataType::kFloat32 ? cuda::modulated_deform_conv2d_forward_workspace_bytes<float>(s, images)
-                                        : cuda::modulated_deform_conv2d_forward_workspace_bytes<__half>(s, images);
-      };
+      ctx.outputs = {dev.copy(out_host)};
+      const cuda::MdcnSizes s = cuda_sizes_of(z, d[5], false);
       struct Workspace {
         std::string label;
         size_t bytes;
         size_t misalign;
       };
-      const std::vector<Workspace> spaces = {{"1 image per chunk", ws_for(1), 0},
-                                             {"2 images per chunk", ws_for(2), 0},
-                                             {"2 images per chunk, unaligned", ws_for(2), 16},
-                                             {"all images", ws_for(z.n), 0},
+      const std::vector<Workspace> spaces = {{"1 image per chunk", forward_workspace(dt, s, 1), 0},
+                                             {"2 images per chunk", forward_workspace(dt, s, 2), 0},
+                                             {"2 images per chunk, unaligned", forward_workspace(dt, s, 2), 16},
+                                             {"all images", forward_workspace(dt, s, z.n), 0},
                                              {"no workspace", 0, 0}};
       for (const Workspace& w : spaces) {
         SCOPED_TRACE(std::string(dtype_name(dt)) + ", groups " + std::to_string(z.groups) + ", " + w.label);
-        void* ws = nullptr;
-        if (w.bytes > 0) {
-          ASSERT_EQ(cudaMalloc(&ws, w.bytes + w.misalign), cudaSuccess);
-        }
-        ASSERT_EQ(cudaMemset(out.data, 0xFF, out.nbytes()), cudaSuccess);  // poison: NaN everywhere
-        KernelContext ctx;
-        ctx.attrs = &attrs;
-        ctx.inputs = dev_in;
-        ctx.outputs = {out};
-        ctx.workspace = ws != nullptr ? static_cast<char*>(ws) + w.misalign : nullptr;
-        ctx.workspace_size = w.bytes;
-        Status st = def.run(Backend::kCUDA, ctx);
-        const cudaError_t sync = cudaDeviceSynchronize();
-        if (ws != nullptr) (void)cudaFree(ws);
-        ASSERT_TRUE(st.is_ok()) << st.to_string();
-        ASSERT_EQ(sync, cudaSuccess) << cudaGetErrorString(sync);
-        ASSERT_EQ(cudaMemcpy(out_host.data(), out.data, out.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
-        double num = 0.0, den = 0.0;
-        for (int64_t i = 0; i < ref.numel(); ++i) {
-          const double e = out_host.get(i) - ref.get(i);
-          num += e * e;
-          den += ref.get(i) * ref.get(i);
-        }
-        const double rel = std::sqrt(num / std::max(den, 1e-300));
-        EXPECT_LT(rel, dt == DataType::kFloat32 ? 1e-5 : 5e-3);  // NaN (an unwritten element) fails too
+        ASSERT_NO_FATAL_FAILURE(run_cuda_forward(def, ctx, w.bytes, w.misalign, &out_host));
+        auto got = out_host.cast(DataType::kFloat64);
+        ASSERT_TRUE(got.is_ok());
+        EXPECT_LT(relative_l2(*got, p.ref), dt == DataType::kFloat32 ? 1e-5 : 5e-3);  // NaN fails too
       }
-      for (void* p : owned) (void)cudaFree(p);
     }
   }
 }
