@@ -14,7 +14,8 @@ namespace graft {
 // The node attribute (int 1) by which graft's CUDA builder marks a node of a channels_last_io() op
 // kept inside a channels-last region (src/graph/nhwc_regions.cpp): its input 0 and output 0 values
 // are then (N, H, W, C), and inference and the kernel call present them to the op as (N, C, H, W)
-// with KernelContext::channels_last_io set. Model importers never see it (the pass adds it).
+// with KernelContext::channels_last_io set. Plans keep it; a user's model that names it is refused
+// at import (src/onnx/importer.cpp).
 inline constexpr const char* kChannelsLastIoAttr = "graft_channels_last_io";
 bool channels_last_io(const Node& node);
 // (N, H, W, C) dims as the op sees them, (N, C, H, W); other ranks unchanged.
