@@ -288,7 +288,7 @@ pack_weights_kernel(const T* __restrict__ w, const T* __restrict__ bias, T* __re
 // once for twice the channels. Loads are unconditional, as in columns_kernel; every index within one
 // image fits an int.
 template <typename T, int V, int VPT>
-__global__ void __launch_bounds__(kThreads, VPT == 1 ? 5 : 4)  // 48 / 64 registers, no spills
+__global__ void __launch_bounds__(kThreads, VPT == 1 ? 5 : 4)  // 48 / 64 registers (VPT 2: a few bytes spill)
 columns_channels_last_kernel(const T* __restrict__ xt, const T* __restrict__ off, const T* __restrict__ mask,
                              T* __restrict__ col, MdcnSizes z, int kr, int64_t images) {
   const int k = static_cast<int>(z.kh * z.kw), p = static_cast<int>(z.ho * z.wo), c = static_cast<int>(z.c);
