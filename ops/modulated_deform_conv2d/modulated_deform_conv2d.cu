@@ -175,11 +175,16 @@ columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __re
 template <typename T>
 constexpr int kVec = 16 / static_cast<int>(sizeof(T));
 
+// Whether every conv group and every deform group holds a whole number of runs of `channels`.
+bool groups_hold(const MdcnSizes& z, int64_t channels) {
+  return (z.c / z.groups) % channels == 0 && (z.c / z.deform_groups) % channels == 0;
+}
+
 // The channels a channels-last thread reads per access: a 16-byte vector where every conv group and
 // deform group holds whole ones, else one.
 template <typename T>
 int run_width(const MdcnSizes& z) {
-  return (z.c / z.groups) % kVec<T> == 0 && (z.c / z.deform_groups) % kVec<T> == 0 ? kVec<T> : 1;
+  return groups_hold(z, kVec<T>) ? kVec<T> : 1;
 }
 
 // V consecutive channels of T: one 16-byte access (V = kVec<T>), or one value (V = 1, where the
@@ -560,8 +565,8 @@ cudaError_t launch_columns(const T* x, const T* off, const T* mask, TC* col, con
 }
 
 // The channels-last column pass of `images` consecutive images: their channels-last copy xt (made
-// here from x, unless x is stored channels-last already: then xt is x), then the columns (row
-// length kr per conv group, see columns_channels_last_kernel).
+// here from x; unless x is stored channels-last already, then it is read itself and xt is unused),
+// then the columns (row length kr per conv group, see columns_channels_last_kernel).
 template <typename T>
 cudaError_t launch_columns_channels_last(const T* x, const T* off, const T* mask, T* xt, T* col, const MdcnSizes& z,
                                          int64_t kr, int64_t images, cudaStream_t stream) {
@@ -569,12 +574,11 @@ cudaError_t launch_columns_channels_last(const T* x, const T* off, const T* mask
   // Two runs a thread where both conv groups and deform groups hold them, else one (a small
   // problem still fills the GPU: the taps split over more of the grid below).
   const int width = run_width<T>(z);
-  const int vpt = (z.c / z.groups) % (2 * width) == 0 && (z.c / z.deform_groups) % (2 * width) == 0 ? 2 : 1;
+  const int vpt = groups_hold(z, 2 * width) ? 2 : 1;
   const int64_t nv = z.c / (width * vpt);
   if (images == 0 || p == 0 || z.c == 0) return cudaSuccess;
-  if (z.channels_last_io) {
-    xt = const_cast<T*>(x);  // only read
-  } else if (hw > 0) {
+  const T* src = z.channels_last_io ? x : xt;
+  if (!z.channels_last_io && hw > 0) {
     const dim3 tiles(grid_for(hw, 32), static_cast<unsigned>((z.c + 31) / 32), grid_dim_yz(images));
     channels_last_kernel<T><<<tiles, kThreads, 0, stream>>>(x, xt, static_cast<int>(z.c), static_cast<int>(hw), images);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
@@ -589,7 +593,7 @@ cudaError_t launch_columns_channels_last(const T* x, const T* off, const T* mask
   auto launch = [&](auto width_constant, auto vpt_constant) {
     constexpr int kWidth = decltype(width_constant)::value, kVpt = decltype(vpt_constant)::value;
     columns_channels_last_kernel<T, kWidth, kVpt>
-        <<<grid, kThreads, 0, stream>>>(xt, off, mask, col, z, static_cast<int>(kr), images);
+        <<<grid, kThreads, 0, stream>>>(src, off, mask, col, z, static_cast<int>(kr), images);
   };
   using Vector = std::integral_constant<int, kVec<T>>;
   using One = std::integral_constant<int, 1>;
@@ -860,7 +864,8 @@ int64_t channels_last_row(const MdcnSizes& z) {
 }
 
 // Whether the forward runs channels-last (columns_channels_last_kernel): each conv group and deform
-// group a whole number of vectors, every index within an image an int, C/32 tiles within a grid's y.
+// group a whole number of vectors, or x stored channels-last (channels_last_io, then one channel a
+// run where they are not); every index within an image an int, C/32 tiles within a grid's y.
 template <typename T>
 bool channels_last_forward(const MdcnSizes& z) {
   if (run_width<T>(z) != kVec<T> && !z.channels_last_io) return false;
@@ -871,7 +876,7 @@ bool channels_last_forward(const MdcnSizes& z) {
 
 // The forward's scratch: `fixed` bytes whatever the chunk (cuBLASLt's workspace; channels-last, the
 // packed weights and room to align the regions after them) and `per_image` bytes for each image of a
-// column pass (its columns; channels-last, also its channels-last copy of x).
+// column pass (its columns; channels-last, also its channels-last copy of x unless x comes stored so).
 struct ForwardScratch {
   size_t fixed = 0, per_image = 0;
 };
@@ -886,7 +891,8 @@ ForwardScratch forward_scratch(const MdcnSizes& z) {
   }
   const int64_t kr = channels_last_row<T>(z);
   s.fixed += align_up(static_cast<size_t>(z.co * kr) * sizeof(T)) + 2 * kAlign;
-  s.per_image = static_cast<size_t>(z.ho * z.wo * z.groups * kr + z.c * z.h * z.w) * sizeof(T);
+  const int64_t x_copy = z.channels_last_io ? 0 : z.c * z.h * z.w;
+  s.per_image = static_cast<size_t>(z.ho * z.wo * z.groups * kr + x_copy) * sizeof(T);
   return s;
 }
 
@@ -977,7 +983,8 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
     // batched over the chunk's images.
     const int64_t kr = channels_last_row<T>(z), row = z.groups * kr;
     T* wt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(z.co * kr) * sizeof(T)));
-    T* xt = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * z.c * hw) * sizeof(T)));
+    T* xt = z.channels_last_io ? nullptr  // x is read in place
+                               : static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * z.c * hw) * sizeof(T)));
     T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * p * row) * sizeof(T)));
     const int64_t pack_chunk = std::min<int64_t>(cg, kPackFloats / k);  // input channels a block packs
     pack_weights_kernel<T><<<dim3(static_cast<unsigned>(z.co), grid_dim_yz((cg + pack_chunk - 1) / pack_chunk)),
