@@ -327,6 +327,22 @@ TEST(ElementwiseKernel, UnaryFloatOpsMatchFormulas) {
   }
 }
 
+// GELU's negative tail: 1 + erf(x / sqrt 2) cancels there (at x = -5 it is 6e-7, below float32's
+// spacing near 1), so each element must match the double formula to float32 precision.
+TEST(ElementwiseKernel, GeluNegativeTailKeepsPrecision) {
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed=" + std::to_string(seed));
+  std::mt19937 rng(seed);
+  OneNode n("Gelu", {random_tensor(DataType::kFloat32, {64}, rng, -9, -3)});
+  auto r = n.run(20);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  const Tensor& x = n.inputs[0];
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const double v = x.get(i), want = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+    EXPECT_NEAR(r.value()[0].get(i), want, 1e-5 * std::fabs(want)) << "x=" << v;
+  }
+}
+
 TEST(ElementwiseKernel, IntegerUnary) {
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE("seed=" + std::to_string(seed));

@@ -203,7 +203,8 @@ Status gelu(ExecContext& ctx) {
                  approx, "\"");
   return unary_float(ctx, [](auto x) {
     using C = decltype(x);
-    return C(0.5) * x * (C(1) + std::erf(x * static_cast<C>(0.70710678118654752440)));
+    // 1 + erf(z) written as erfc(-z): for x < 0 the sum cancels and loses the float's low bits.
+    return C(0.5) * x * std::erfc(x * static_cast<C>(-0.70710678118654752440));
   });
 }
 

@@ -59,7 +59,7 @@ __device__ __forceinline__ float unary_f(UnaryOp op, float x, float a, float b) 
     case UnaryOp::kSigmoid: return 1.f / (1.f + expf(-x));
     case UnaryOp::kTanh: return tanhf(x);
     case UnaryOp::kErf: return erff(x);
-    case UnaryOp::kGeluErf: return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
+    case UnaryOp::kGeluErf: return 0.5f * x * erfcf(x * -0.70710678118654752440f);  // = 1 + erf, no cancellation
     case UnaryOp::kGeluTanh: return 0.5f * x * (1.f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
     case UnaryOp::kHardSigmoid: return fmaxf(0.f, fminf(1.f, a * x + b));
     case UnaryOp::kHardSwish: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));

@@ -82,7 +82,8 @@ Status infer_graft_gemm(InferContext& ctx) {
   return Status::ok();
 }
 
-double gelu_erf(double v) { return 0.5 * v * (1.0 + std::erf(v * 0.70710678118654752440)); }
+// 1 + erf(z) as erfc(-z): for negative z the sum cancels, erfc keeps full precision there.
+double gelu_erf(double v) { return 0.5 * v * std::erfc(v * -0.70710678118654752440); }
 
 // Reference: double accumulation, bias and activation in double, one rounding into Y's dtype.
 Status cpu_graft_gemm(ExecContext& ctx) {
