@@ -40,6 +40,9 @@ Result<std::string> patchify(Graph& g, const DevicePassContext&) {
 Result<std::string> gemm_transposes(Graph& g, const DevicePassContext&) {
   return counted<move_transposes_behind_gemms>(g, "Transposes moved behind a GEMM into its readers' view chains", false);
 }
+Result<std::string> gemm_row_transposes(Graph& g, const DevicePassContext&) {
+  return counted<move_transposes_ahead_of_gemms>(g, "Transposes of a GEMM's output rows moved ahead of it", false);
+}
 Result<std::string> batchnorm_convs(Graph& g, const DevicePassContext&) {
   return counted<batchnorm_activations_as_convs>(g, "BatchNormalization layers before an activation as 1x1 depthwise Conv", false);
 }
@@ -150,6 +153,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"fold qdq", fusion, qdq_pairs},
       {"l2 normalize", fusion, l2_normalize},
       {"fuse conv", fusion, conv_epilogues},
+      {"gemm row transposes", fusion, gemm_row_transposes},
       {"fuse gemm", fusion, gemm_epilogues},
       {"gemm transposes", fusion, gemm_transposes},
       {"fp16", fp16, float16},

@@ -99,6 +99,13 @@ Result<int> fuse_gemm_epilogues(Graph& graph);
 // joins their view chain (src/graph/move_transposes_behind_gemms.cpp). Returns the number moved.
 Result<int> move_transposes_behind_gemms(Graph& graph);
 
+// Gemm/MatMul over [M, K] rows -> Reshape [d..., N] -> Transpose keeping the last axis becomes
+// Reshape [d..., K] -> Transpose -> Reshape [M, K] -> the GEMM -> Reshape, the Transpose's output
+// shape: the batch-first attention's out_proj, whose Transpose then joins the attention output's view
+// chain and whose residual Add the GEMM's epilogue can take (src/graph/move_transposes_ahead_of_gemms.cpp).
+// Returns the number moved.
+Result<int> move_transposes_ahead_of_gemms(Graph& graph);
+
 // A GraftGemm without activation or residual, followed by a Mul with a constant of N elements along
 // the last axis and/or an Add of a tensor of its output's shape, absorbs them: the scale into W's
 // columns and the bias, the Add as its residual (ConvNeXt's layer scale and block residual, which

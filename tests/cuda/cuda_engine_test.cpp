@@ -465,6 +465,19 @@ TEST_F(CudaEngineTest, DynamicAttentionReadsItsChainsInPlace) {
   ASSERT_TRUE(check_dynamic_batches(dynamic_attention_model(), true, 1e-2));
 }
 
+// The block's out_proj over a dynamic batch: its output Transpose moves ahead of the GEMM and merges
+// with the attention's output permute, which the attention writes through; the residual Add becomes
+// the GEMM's C matrix. No Transpose or Add layer is left of that path.
+TEST_F(CudaEngineTest, DynamicAttentionBlockOutProjection) {
+  REQUIRE_GPU();
+  SCOPED_TRACE("random seed " + std::to_string(seed_));
+  auto gpu = check_dynamic_batches(dynamic_attention_block_model(rng_), true, 1e-2);
+  ASSERT_TRUE(gpu);
+  const std::string d = gpu->describe();
+  EXPECT_EQ(d.find("[Add]"), std::string::npos) << d;
+  EXPECT_EQ(d.find("o_bse"), std::string::npos) << d;  // the old Transpose's output is the GEMM's now
+}
+
 // torch's default stream is the legacy default stream, which cannot be captured: a run enqueued
 // on it goes to the context's own stream, ordered with events after the inputs the caller wrote on
 // the legacy stream and before what it queues next, and still replays a CUDA graph.

@@ -207,6 +207,32 @@ inline OnnxModelBuilder dynamic_attention_model() {
   return m;
 }
 
+// A whole batch-first attention block's end over x [7, batch, 48] (dynamo's nn.MultiheadAttention):
+// the attention's [7, batch, 2, 8] output -> Reshape [7*batch, 16] -> out_proj (Gemm) -> Reshape
+// [7, batch, 16] -> Transpose -> [batch, 7, 16] -> + a residual (from x's first 16 channels).
+inline OnnxModelBuilder dynamic_attention_block_model(std::mt19937& rng) {
+  OnnxModelBuilder m;
+  graft::testing::add_dynamic_head_split(m, DataType::kFloat32, /*S=*/7, /*H=*/2, /*hd=*/8);
+  graft::testing::add_attention_heads(m, DataType::kFloat32);
+  m.initializer("rows", Tensor::vector_int64({-1, 16}));
+  m.initializer("sbe", Tensor::vector_int64({7, -1, 16}));
+  m.initializer("w_out", rand_t({16, 16}, rng, -0.3, 0.3));
+  m.initializer("b_out", rand_t({16}, rng));
+  m.initializer("lo", Tensor::vector_int64({0}));
+  m.initializer("hi", Tensor::vector_int64({16}));
+  m.initializer("ax2", Tensor::vector_int64({2}));
+  m.node("Slice", {"x", "lo", "hi", "ax2"}, {"x16"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"x16"}, {"x16b"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Neg", {"x16b"}, {"res"});
+  m.node("Reshape", {"att_sbhd", "rows"}, {"o_rows"});
+  OnnxModelBuilder::attr(m.node("Gemm", {"o_rows", "w_out", "b_out"}, {"o_proj"}), "transB", int64_t{1});
+  m.node("Reshape", {"o_proj", "sbe"}, {"o_sbe"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"o_sbe"}, {"o_bse"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Add", {"res", "o_bse"}, {"blk"});
+  m.output("blk", DataType::kFloat32);
+  return m;
+}
+
 inline OnnxModelBuilder dynamic_cnn_model(std::mt19937& rng) {
   OnnxModelBuilder m;
   m.input("x", DataType::kFloat32, {"batch", 3, 12, 12});

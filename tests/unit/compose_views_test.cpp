@@ -140,7 +140,7 @@ OnnxModelBuilder dynamic_head_split(int64_t S, int64_t H, int64_t hd) {
   return m;
 }
 
-// Runs `g` and `ref` on the same fresh random input `x` (dtype `dt`) of each batch; the outputs must
+// Runs `g` and `ref` on the same fresh random inputs (each `x` of dtype `dt`) at each batch; the outputs must
 // agree within rtol/atol (0: equal).
 struct BatchFeed {
   std::string x = "x";
@@ -148,18 +148,26 @@ struct BatchFeed {
   std::vector<int64_t> dims_b0;  // the input's dims, the batch axis' entry ignored
   int batch_axis = 0;
 };
-void expect_same_outputs(const Graph& g, const Graph& ref, const BatchFeed& in, std::initializer_list<int64_t> batches,
-                         uint32_t seed, double rtol = 0.0, double atol = 0.0) {
+void expect_same_outputs(const Graph& g, const Graph& ref, const std::vector<BatchFeed>& ins,
+                         std::initializer_list<int64_t> batches, uint32_t seed, double rtol = 0.0, double atol = 0.0) {
   std::mt19937 rng(seed);
   for (int64_t b : batches) {
     SCOPED_TRACE("batch " + std::to_string(b) + ", seed " + std::to_string(seed));
-    std::vector<int64_t> dims = in.dims_b0;
-    dims[static_cast<size_t>(in.batch_axis)] = b;
-    std::map<std::string, Tensor> feeds{{in.x, random_tensor(in.dt, dims, rng)}};
+    std::map<std::string, Tensor> feeds;
+    for (const BatchFeed& in : ins) {
+      std::vector<int64_t> dims = in.dims_b0;
+      dims[static_cast<size_t>(in.batch_axis)] = b;
+      feeds.emplace(in.x, random_tensor(in.dt, dims, rng));
+    }
     auto want = run_graph(ref, feeds), got = run_graph(g, feeds);
     ASSERT_EQ(want.size(), got.size());
     for (auto& [name, t] : want) expect_close(got.at(name), t, rtol, atol);
   }
+}
+
+void expect_same_outputs(const Graph& g, const Graph& ref, const BatchFeed& in, std::initializer_list<int64_t> batches,
+                         uint32_t seed, double rtol = 0.0, double atol = 0.0) {
+  expect_same_outputs(g, ref, std::vector<BatchFeed>{in}, batches, seed, rtol, atol);
 }
 
 TEST(ComposeViews, DynamicBatchHeadSplitBecomesViewChains) {
@@ -426,6 +434,87 @@ TEST(FoldAttentionViews, BatchFirstTransposeMovesBehindTheProjection) {
   ASSERT_NE(gemm, nullptr);
   EXPECT_EQ(gemm->inputs[0]->name, "xb");  // the GEMM reads the batch-first input as it is
   expect_same_outputs(*g, *ref, {"xb", kF16, {0, S, E}, 0}, {1, 2, 3}, seed, 2e-2, 1e-2);
+}
+
+// The same attention's end (dynamo export): [S, B, H, hd] -> Reshape [S*B, E] -> out_proj (Gemm) ->
+// Reshape [S, B, E] -> Transpose -> [B, S, E] -> the residual Add. The Transpose moves ahead of the
+// GEMM (move_transposes_ahead_of_gemms) into the attention output's chain, and the Add becomes the
+// GEMM's C matrix: no Transpose, Add or view chain is left, and the outputs equal the unfused
+// graph's at every batch.
+TEST(FoldAttentionViews, OutProjectionTransposeMovesAheadOfTheGemm) {
+  constexpr DataType kF16 = DataType::kFloat16;
+  const int64_t S = 5, H = 2, hd = 8, E = H * hd;
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m(17);
+  m.input("x", kF16, {S, "B", 3 * E});
+  m.input("xb", kF16, {"B", S, E});
+  ints_const(m, "s4", {S, 0, 3, E});
+  ints_const(m, "sbh", {S, -1, hd});
+  ints_const(m, "bhsd", {-1, H, S, hd});
+  add_head_split_nodes(m);
+  add_attention_heads(m, kF16);
+  ints_const(m, "rows", {-1, E});
+  ints_const(m, "sbe", {S, -1, E});
+  m.initializer("w_out", random_tensor(kF16, {E, E}, rng, -0.3, 0.3));
+  m.initializer("b_out", random_tensor(kF16, {E}, rng));
+  m.node("Reshape", {"att_sbhd", "rows"}, {"o_rows"});
+  OnnxModelBuilder::attr(m.node("Gemm", {"o_rows", "w_out", "b_out"}, {"o_proj"}), "transB", int64_t{1});
+  m.node("Reshape", {"o_proj", "sbe"}, {"o_sbe"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"o_sbe"}, {"o_bse"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Add", {"xb", "o_bse"}, {"y"});
+  m.output("y", kF16);
+  auto g = load(m), ref = load(m);
+  ASSERT_TRUE(g && ref);
+  auto ahead = move_transposes_ahead_of_gemms(*g);
+  ASSERT_TRUE(ahead.is_ok()) << ahead.status().to_string();
+  EXPECT_EQ(ahead.value(), 1);
+  // Two GEMMs fused (out_proj with its residual, and the attention); the head split's three chains
+  // fold into the attention, and the moved Transpose, composed with the attention's output permute, is
+  // one Transpose that the attention writes through.
+  ASSERT_NO_FATAL_FAILURE(run_attention_passes(*g, /*gemms=*/2, /*moved=*/0, /*chains=*/3, /*folded=*/1));
+  EXPECT_EQ(count_op(*g, "Transpose"), 0);
+  EXPECT_EQ(count_op(*g, "Add"), 0);
+  EXPECT_EQ(count_op(*g, "GraftViewChain"), 0);
+  const Node* gemm = find_op(*g, "GraftGemm");
+  ASSERT_NE(gemm, nullptr);
+  ASSERT_EQ(gemm->inputs.size(), 4u);
+  EXPECT_EQ(gemm->inputs[3]->name, "xb");  // the residual, read as the C matrix
+  expect_same_outputs(*g, *ref, std::vector<BatchFeed>{{"x", kF16, {S, 0, 3 * E}, 1}, {"xb", kF16, {0, S, E}, 0}},
+                      {1, 2, 3}, seed, 2e-2, 1e-2);
+}
+
+// A Transpose of a wider GEMM input (K > N) stays behind the GEMM unless it unlocks a residual Add;
+// one that moves the last axis, or follows a GEMM whose C has a row per row, stays too.
+TEST(MoveTransposesAheadOfGemms, OnlyWhereItPays) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("a", kF32, {6, 8});
+  m.initializer("w_narrow", random_tensor(kF32, {8, 4}, rng));
+  m.initializer("w", random_tensor(kF32, {8, 8}, rng));
+  m.initializer("c_rows", random_tensor(kF32, {6, 8}, rng));
+  ints_const(m, "s3", {2, 3, 4});
+  ints_const(m, "s3w", {2, 3, 8});
+  m.node("MatMul", {"a", "w_narrow"}, {"n0"});  // K 8 > N 4, read by a Neg: stays
+  m.node("Reshape", {"n0", "s3"}, {"n1"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"n1"}, {"n2"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Neg", {"n2"}, {"y1"});
+  m.node("MatMul", {"a", "w"}, {"l0"});  // the permutation moves the last axis: stays
+  m.node("Reshape", {"l0", "s3w"}, {"l1"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"l1"}, {"l2"}), "perm", std::vector<int64_t>{0, 2, 1});
+  m.node("Neg", {"l2"}, {"y2"});
+  m.node("Gemm", {"a", "w", "c_rows"}, {"c0"});  // C with a row per row: stays
+  m.node("Reshape", {"c0", "s3w"}, {"c1"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"c1"}, {"c2"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Neg", {"c2"}, {"y3"});
+  m.output("y1", kF32).output("y2", kF32).output("y3", kF32);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  auto moved = move_transposes_ahead_of_gemms(*g);
+  ASSERT_TRUE(moved.is_ok()) << moved.status().to_string();
+  EXPECT_EQ(moved.value(), 0);
+  EXPECT_EQ(count_op(*g, "Transpose"), 3);
 }
 
 // A Transpose whose GEMM output is read by a computing node stays before the GEMM (behind it, it

@@ -50,10 +50,9 @@ inline void add_dynamic_head_split(OnnxModelBuilder& m, DataType dt, int64_t S, 
 }
 
 // softmax(0.35 q3.k3^T [+ bias]).v3 permuted back to [S, B, H, hd] (as nn.MultiheadAttention's
-// export does), through a Relu into the graph output `y`. `bias`: the name of an initializer the
-// caller declared, added to the scores [B, H, S, S] (Swin's relative position bias is [H, S, S]).
-inline void add_attention_over_heads(OnnxModelBuilder& m, DataType dt, const std::string& y,
-                                     const std::string& bias = "") {
+// export does) into "att_sbhd". `bias`: the name of an initializer the caller declared, added to the
+// scores [B, H, S, S] (Swin's relative position bias is [H, S, S]).
+inline void add_attention_heads(OnnxModelBuilder& m, DataType dt, const std::string& bias = "") {
   OnnxModelBuilder::attr(m.node("Transpose", {"k3"}, {"att_kt"}), "perm", std::vector<int64_t>{0, 1, 3, 2});
   m.node("MatMul", {"q3", "att_kt"}, {"att_scores"});
   m.initializer("att_scale", Tensor::from_doubles(dt, {}, {0.35}));
@@ -62,6 +61,12 @@ inline void add_attention_over_heads(OnnxModelBuilder& m, DataType dt, const std
   OnnxModelBuilder::attr(m.node("Softmax", {"att_scaled"}, {"att_p"}), "axis", int64_t{-1});
   m.node("MatMul", {"att_p", "v3"}, {"att_o"});
   OnnxModelBuilder::attr(m.node("Transpose", {"att_o"}, {"att_sbhd"}), "perm", std::vector<int64_t>{2, 0, 1, 3});
+}
+
+// add_attention_heads, then a Relu into the graph output `y`.
+inline void add_attention_over_heads(OnnxModelBuilder& m, DataType dt, const std::string& y,
+                                     const std::string& bias = "") {
+  add_attention_heads(m, dt, bias);
   m.node("Relu", {"att_sbhd"}, {y});
   m.output(y, dt);
 }
