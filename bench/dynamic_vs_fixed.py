@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""Dynamic-profile engine against fixed-shape engines of the same model, timed in turns (issue 14).
+
+The zoo (bench/zoo.py --fixed-shape) times a model's dynamic engine, then its fixed-shape engines,
+one after the other, so drift between the two (GPU clocks, the process's other work) lands in the
+ratio. Here both engines live in one process and are timed in alternating rounds (dynamic first in
+even rounds, fixed first in odd ones), each round the zoo's own measurement (CUDA events around one
+call on torch's current stream, the median of `--iters` calls); the ratio is the median over rounds.
+The host time of the call itself (until `Engine.run` returns, the device synchronized after it,
+outside the clock) is recorded too: at batch 1 it is a visible part of the latency.
+
+    export PYTHONPATH=python:build/python GRAFT_LIB_DIR=build/python/graft
+    python3 bench/zoo.py --export-only --cache /tmp/zoo_cache --models vit_b_32
+    python3 bench/dynamic_vs_fixed.py --cache /tmp/zoo_cache --models vit_b_32 vit_b_16 --out /tmp/dvf
+
+Writes <out>/dynamic_vs_fixed.json and .md. Exit status 0, or 1 when a model could not be measured.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, _HERE)
+
+import zoo  # noqa: E402  (the export cache, the input size, the timing loop)
+
+
+def host_call_us(torch, fn, n=30):
+    """Median microseconds until fn() returns (its queued work finished outside the clock)."""
+    out = []
+    for _ in range(n):
+        torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1e6)
+    torch.cuda.synchronize()
+    return zoo._median(out)
+
+
+def measure(torch, graft, path, hw, batch, rounds, iters):
+    shape = (batch, 3, hw[0], hw[1])
+    profile = [tuple(zoo.make_input(b, hw).shape) for b in zoo.PROFILE]
+    engines = {
+        "dynamic": graft.Engine.build(path, fp16=True, device="cuda", profile={"input": profile}),
+        "fixed": graft.Engine.build(path, fp16=True, device="cuda", profile={"input": [shape] * 3}),
+    }
+    x = torch.randn(shape, device="cuda")
+    runs = {k: (lambda e=e: e.run({"input": x})) for k, e in engines.items()}
+    per_round = {k: [] for k in engines}
+    with torch.inference_mode():
+        for r in range(rounds):
+            order = ("dynamic", "fixed") if r % 2 == 0 else ("fixed", "dynamic")
+            for k in order:
+                per_round[k].append(zoo.time_fn(torch, runs[k], True, 10, iters, 5.0)[0])
+        host = {k: host_call_us(torch, runs[k]) for k in engines}
+    dyn, fix = zoo._median(per_round["dynamic"]), zoo._median(per_round["fixed"])
+    return {"batch": batch, "dynamic_ms": dyn, "fixed_ms": fix, "dynamic_over_fixed": dyn / fix,
+            "dynamic_rounds_ms": per_round["dynamic"], "fixed_rounds_ms": per_round["fixed"],
+            "dynamic_host_call_us": host["dynamic"], "fixed_host_call_us": host["fixed"]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cache", required=True, help="zoo.py's export cache (--export-only fills it)")
+    ap.add_argument("--models", nargs="+", required=True)
+    ap.add_argument("--batches", nargs="+", type=int, default=list(zoo.BATCHES))
+    ap.add_argument("--rounds", type=int, default=6)
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--out", required=True)
+    a = ap.parse_args(argv)
+    import torch
+    import graft
+    os.makedirs(a.out, exist_ok=True)
+    env = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+           "commit": zoo.commit_id(None), "date": zoo._now(), "command": " ".join(sys.argv)}
+    records, failed = [], 0
+    for name in a.models:
+        hw = zoo.input_hw(name, False)
+        path = zoo.cache_paths(a.cache, name, hw)["onnx"]
+        for b in a.batches:
+            rec = {"model": name, **env}
+            try:
+                if not os.path.exists(path):
+                    raise RuntimeError(f"no export in the cache: {path} (run zoo.py --export-only first)")
+                rec.update(measure(torch, graft, path, hw, b, a.rounds, a.iters))
+                rec["status"] = "ok"
+            except Exception as e:  # noqa: BLE001 - a row that says why
+                rec.update(batch=b, status="error", reason=zoo._short(e))
+                failed += 1
+            print(json.dumps({k: v for k, v in rec.items() if not k.endswith("rounds_ms")}), flush=True)
+            records.append(rec)
+    with open(os.path.join(a.out, "dynamic_vs_fixed.json"), "w") as f:
+        json.dump(records, f, indent=1)
+    lines = [f"# Dynamic-profile vs fixed-shape engines, timed in turns ({env['gpu']}, {env['date']}, commit "
+             f"{env['commit']})", "", f"`{env['command']}`", "",
+             "| model | batch | dynamic ms | fixed ms | dynamic / fixed | host call us (dynamic / fixed) | status |",
+             "|---|---:|---:|---:|---:|---|---|"]
+    for r in records:
+        if r["status"] == "ok":
+            lines.append(f"| {r['model']} | {r['batch']} | {r['dynamic_ms']:.3f} | {r['fixed_ms']:.3f} | "
+                         f"{r['dynamic_over_fixed']:.3f} | {r['dynamic_host_call_us']:.0f} / {r['fixed_host_call_us']:.0f} | ok |")
+        else:
+            lines.append(f"| {r['model']} | {r['batch']} | | | | | {r['status']}: {r['reason']} |")
+    with open(os.path.join(a.out, "dynamic_vs_fixed.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
