@@ -736,12 +736,7 @@ struct LtPlan {
   LtDescOwner op;
   LtLayoutOwner a, b, d;
   cublasLtMatmulAlgo_t algo{};
-  std::vector<cublasLtMatmulAlgo_t> candidates;  // the heuristic's answers, best guess first
 };
-// How many of the heuristic's answers a new plan times. Its first guess can be far off where the
-// output is small and the reduction long: DCN-ResNet's stage 4 at batch 1 is a 256 x 512 output over
-// 4612 terms, eight 128 x 128 tiles for 132 multiprocessors unless the reduction is split.
-constexpr int kLtCandidates = 8;
 using LtKey = std::array<int64_t, 18>;
 constexpr size_t kMaxPlans = 256;  // dynamic shapes could otherwise grow the cache without bound
 
@@ -792,63 +787,19 @@ cudaError_t lt_make_plan(cublasLtHandle_t h, cudaDataType_t type, const LtMatmul
   for (const auto& al : aligns)
     if (s == CUBLAS_STATUS_SUCCESS) s = cublasLtMatmulPreferenceSetAttribute(pref_raw, al.attr, &al.bytes, sizeof(al.bytes));
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatmulPreferenceSetAttribute", f);
-  cublasLtMatmulHeuristicResult_t heur[kLtCandidates] = {};
+  cublasLtMatmulHeuristicResult_t heur{};
   int found = 0;
   // C is D (accumulating in place).
-  s = cublasLtMatmulAlgoGetHeuristic(h, op, plan->a.get(), plan->b.get(), plan->d.get(), plan->d.get(), pref_raw,
-                                     kLtCandidates, heur, &found);
+  s = cublasLtMatmulAlgoGetHeuristic(h, op, plan->a.get(), plan->b.get(), plan->d.get(), plan->d.get(), pref_raw, 1,
+                                     &heur, &found);
   if (s != CUBLAS_STATUS_SUCCESS) return lt_error(s, "cublasLtMatmulAlgoGetHeuristic", f);
-  for (int i = 0; i < found; ++i)
-    if (heur[i].state == CUBLAS_STATUS_SUCCESS) plan->candidates.push_back(heur[i].algo);
-  if (plan->candidates.empty()) {
+  if (found == 0 || heur.state != CUBLAS_STATUS_SUCCESS) {
     f->call = "cublasLtMatmulAlgoGetHeuristic";
     f->detail = "no algorithm for this matmul";
     return cudaErrorNotSupported;
   }
-  plan->algo = plan->candidates.front();
+  plan->algo = heur.algo;
   return cudaSuccess;
-}
-
-// Times a new plan's candidates on the call's own operands and keeps the fastest in plan->algo: one
-// warm-up and three timed runs each, between events on `stream`, which this synchronizes. Only for a
-// matmul that overwrites D (beta = 0), which the call's real run then writes again; and never inside
-// a stream capture, where the synchronization is not allowed (the heuristic's first guess stays).
-// Anything that goes wrong here leaves that guess too: timing only chooses, it never fails a call.
-void lt_time_candidates(cublasLtHandle_t h, const LtMatmul& g, LtPlan* plan, void* ws, size_t ws_bytes,
-                        cudaStream_t stream) {
-  if (plan->candidates.size() < 2 || g.accumulate) return;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess || capture != cudaStreamCaptureStatusNone) {
-    (void)cudaGetLastError();
-    return;
-  }
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-    if (start) cudaEventDestroy(start);
-    (void)cudaGetLastError();
-    return;
-  }
-  const float alpha = 1.0f, beta = 0.0f;
-  auto run = [&](const cublasLtMatmulAlgo_t& algo) {
-    return cublasLtMatmul(h, plan->op.get(), &alpha, g.a, plan->a.get(), g.b, plan->b.get(), &beta, g.d, plan->d.get(),
-                          g.d, plan->d.get(), &algo, ws, ws_bytes, stream) == CUBLAS_STATUS_SUCCESS;
-  };
-  float best = 0.f;
-  for (const cublasLtMatmulAlgo_t& algo : plan->candidates) {
-    if (!run(algo) || cudaEventRecord(start, stream) != cudaSuccess) continue;
-    const bool ran = run(algo) && run(algo) && run(algo);
-    float ms = 0.f;
-    if (cudaEventRecord(stop, stream) != cudaSuccess || cudaEventSynchronize(stop) != cudaSuccess ||
-        cudaEventElapsedTime(&ms, start, stop) != cudaSuccess || !ran)
-      continue;
-    if (best == 0.f || ms < best) {
-      best = ms;
-      plan->algo = algo;
-    }
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  (void)cudaGetLastError();
 }
 
 template <typename T>
@@ -878,7 +829,6 @@ cudaError_t lt_matmul(const LtMatmul& g, void* ws, size_t ws_bytes, cudaStream_t
   if (!plan) {
     auto made = std::make_shared<LtPlan>();
     if (const cudaError_t e = lt_make_plan(h, type, g, align, ws_bytes, made.get(), f); e != cudaSuccess) return e;
-    lt_time_candidates(h, g, made.get(), ws, ws_bytes, stream);
     plan = made;
     std::lock_guard<std::mutex> lock(mu);
     if (plans->size() >= kMaxPlans) plans->clear();  // plans in use stay alive through their shared_ptr
