@@ -366,6 +366,15 @@ void run_attention_passes(Graph& g, int gemms, int moved, int chains, int folded
   ASSERT_TRUE(infer_shapes(g).is_ok());
 }
 
+// The head split over "x" [S, B, 3E] with constant Reshape targets: [S, 0, 3, E], [S, -1, hd] and
+// [-1, H, S, hd].
+void add_constant_head_split(OnnxModelBuilder& m, int64_t S, int64_t H, int64_t hd) {
+  ints_const(m, "s4", {S, 0, 3, H * hd});
+  ints_const(m, "sbh", {S, -1, hd});
+  ints_const(m, "bhsd", {-1, H, S, hd});
+  add_head_split_nodes(m);
+}
+
 // Over a dynamic batch the head split's view chains and the output permute fold into GraftAttention's
 // chain form: the three GraftViewChain nodes and the Transpose go, and the viewed node's CPU
 // reference gives the unfused graph's outputs at every batch.
@@ -376,10 +385,7 @@ void check_dynamic_chains_fold(bool with_bias) {
   std::mt19937 rng(std::random_device{}());
   OnnxModelBuilder m(17);
   m.input("x", kF16, {S, "B", 3 * E});
-  ints_const(m, "s4", {S, 0, 3, E});
-  ints_const(m, "sbh", {S, -1, hd});
-  ints_const(m, "bhsd", {-1, H, S, hd});
-  add_head_split_nodes(m);
+  add_constant_head_split(m, S, H, hd);
   if (with_bias) m.initializer("rel_bias", random_tensor(kF16, {H, S, S}, rng));
   add_attention_over_heads(m, kF16, "y", with_bias ? "rel_bias" : "");
   auto g = load(m), ref = load(m);
@@ -419,10 +425,7 @@ TEST(FoldAttentionViews, BatchFirstTransposeMovesBehindTheProjection) {
   m.initializer("b_in", random_tensor(kF16, {3 * E}, rng));
   m.node("MatMul", {"xt", "w_in"}, {"proj"});
   m.node("Add", {"proj", "b_in"}, {"x"});
-  ints_const(m, "s4", {S, 0, 3, E});
-  ints_const(m, "sbh", {S, -1, hd});
-  ints_const(m, "bhsd", {-1, H, S, hd});
-  add_head_split_nodes(m);
+  add_constant_head_split(m, S, H, hd);
   add_attention_over_heads(m, kF16, "y");
   auto g = load(m), ref = load(m);
   ASSERT_TRUE(g && ref);
@@ -438,9 +441,9 @@ TEST(FoldAttentionViews, BatchFirstTransposeMovesBehindTheProjection) {
 
 // The same attention's end (dynamo export): [S, B, H, hd] -> Reshape [S*B, E] -> out_proj (Gemm) ->
 // Reshape [S, B, E] -> Transpose -> [B, S, E] -> the residual Add. The Transpose moves ahead of the
-// GEMM (move_transposes_ahead_of_gemms) into the attention output's chain, and the Add becomes the
-// GEMM's C matrix: no Transpose, Add or view chain is left, and the outputs equal the unfused
-// graph's at every batch.
+// GEMM (move_transposes_ahead_of_gemms) and merges with the attention's output permute, and the Add
+// becomes the GEMM's C matrix: no Transpose, Add or view chain is left, and the outputs equal the
+// unfused graph's at every batch.
 TEST(FoldAttentionViews, OutProjectionTransposeMovesAheadOfTheGemm) {
   constexpr DataType kF16 = DataType::kFloat16;
   const int64_t S = 5, H = 2, hd = 8, E = H * hd;
@@ -449,10 +452,7 @@ TEST(FoldAttentionViews, OutProjectionTransposeMovesAheadOfTheGemm) {
   OnnxModelBuilder m(17);
   m.input("x", kF16, {S, "B", 3 * E});
   m.input("xb", kF16, {"B", S, E});
-  ints_const(m, "s4", {S, 0, 3, E});
-  ints_const(m, "sbh", {S, -1, hd});
-  ints_const(m, "bhsd", {-1, H, S, hd});
-  add_head_split_nodes(m);
+  add_constant_head_split(m, S, H, hd);
   add_attention_heads(m, kF16);
   ints_const(m, "rows", {-1, E});
   ints_const(m, "sbe", {S, -1, E});
