@@ -19,6 +19,7 @@
 // constants, so at most one dimension of each may be symbolic (written -1).
 #include <numeric>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -77,6 +78,7 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
   NodeNamer namer(graph);
   std::vector<Node*> gemms;
   for (const auto& up : graph.nodes()) gemms.push_back(up.get());  // the loop adds nodes
+  std::set<const Node*> replaced;  // the moved Transposes
   int moved = 0;
   for (Node* gemm : gemms) {
     int64_t N = 0;
@@ -171,13 +173,12 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
     unfold->outputs = {u};
     u->producer = unfold;
     z->producer = nullptr;  // the old unfold's output: nothing reads it any more
-    t->inputs.clear();
-    t->outputs.clear();
+    replaced.insert(t);
     ++moved;
   }
   if (!moved) return 0;
-  graph.remove_nodes_if([](const Node* n) { return n->op_type == "Transpose" && n->outputs.empty(); });
-  eliminate_dead_nodes(graph);
+  GRAFT_RETURN_IF_ERROR(remove_replaced_nodes(graph, replaced));
+  eliminate_dead_nodes(graph);  // the fold and the attention's permute, when only the GEMM read them
   GRAFT_RETURN_IF_ERROR(graph.topological_sort());
   GRAFT_RETURN_IF_ERROR(infer_shapes(graph));
   return moved;
