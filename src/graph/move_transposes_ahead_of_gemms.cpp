@@ -64,7 +64,7 @@ bool row_wise_gemm(const Node& n, int64_t* N) {
     trans_b = *tb != 0;
     // A C of M rows would depend on the row order; a bias of N (or 1 x N) does not.
     if (const Value* c = n.input(2); c && (!c->constant || c->constant->rank() > 2 ||
-                                            (c->constant->rank() == 2 && c->constant->dims()[0] != 1)))
+                                           (c->constant->rank() == 2 && c->constant->dims()[0] != 1)))
       return false;
   }
   *N = b->constant->dims()[trans_b ? 0 : 1];
@@ -78,7 +78,7 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
   NodeNamer namer(graph);
   std::vector<Node*> gemms;
   for (const auto& up : graph.nodes()) gemms.push_back(up.get());  // the loop adds nodes
-  std::set<const Node*> replaced;  // the moved Transposes
+  std::set<const Node*> replaced;                                  // the moved Transposes
   int moved = 0;
   for (Node* gemm : gemms) {
     int64_t N = 0;
@@ -113,7 +113,8 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
     const size_t lead = r - 1;
     Value* src = nullptr;
     std::vector<int64_t> order;
-    if (Node* fold = a->producer; is_onnx_op(fold, "Reshape") && fold->input(0) && fold->input(0)->desc.shape) {
+    if (Node* fold = a->producer;
+        is_onnx_op(fold, "Reshape") && fold->input(0) && fold->input(0)->desc.shape) {
       Value* x0 = fold->inputs[0];
       const Shape& xs = *x0->desc.shape;
       bool same = xs.size() > lead;
@@ -124,8 +125,8 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
         src = x0;
         order.assign(perm->begin(), perm->end() - 1);
         for (size_t i = lead; i < xs.size(); ++i) order.push_back(static_cast<int64_t>(i));
-        if (Node* inner = x0->producer; is_onnx_op(inner, "Transpose") && single_use_reader(cons, x0) == fold &&
-                                        inner->input(0)) {
+        if (Node* inner = x0->producer;
+            is_onnx_op(inner, "Transpose") && single_use_reader(cons, x0) == fold && inner->input(0)) {
           std::vector<int64_t> rev0(xs.size());
           std::iota(rev0.rbegin(), rev0.rend(), 0);
           auto p0 = inner->attrs.get_ints("perm", rev0);
@@ -142,7 +143,8 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
       v->desc.dtype = a->desc.dtype;
       Node* n = graph.add_node(namer(gemm->name + "_" + name), "Reshape");
       n->opset = unfold->opset;
-      n->inputs = {in, graph.new_constant(gemm->name + "_" + name + "_shape", Tensor::vector_int64(std::move(target)))};
+      n->inputs = {in, graph.new_constant(gemm->name + "_" + name + "_shape",
+                                          Tensor::vector_int64(std::move(target)))};
       n->outputs = {v};
       v->producer = n;
       return v;
@@ -169,7 +171,8 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
     rows_target.back() = K;
     Value* folded = add_reshape(add_reshape(permuted, rows_target, "rows"), {-1, K}, "rows_folded");
     gemm->inputs[0] = folded;
-    unfold->inputs = {y, graph.new_constant(unfold->name + "_permuted_shape", Tensor::vector_int64(*out_target))};
+    unfold->inputs = {
+        y, graph.new_constant(unfold->name + "_permuted_shape", Tensor::vector_int64(*out_target))};
     unfold->outputs = {u};
     u->producer = unfold;
     z->producer = nullptr;  // the old unfold's output: nothing reads it any more
