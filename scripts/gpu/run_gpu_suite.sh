@@ -8,7 +8,7 @@
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
 #   conformance pip probe int8probe int8graphprobe examples
-#   profile zprofile bench_encoder zoo detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
+#   profile zprofile bench_encoder zoo dvf detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -552,6 +552,20 @@ if has_step int8; then  # issue 16: an explicitly quantized (Q/DQ) ResNet-50 aga
   note "int8: rc=$? (see int8.log; $OUT/int8/int8_qdq.json, int8_qdq.md)"
   cat "$OUT/int8/int8_qdq.md" >> "$summary" 2>/dev/null
 fi
+if has_step dvf; then  # issue 14: dynamic-profile vs fixed-shape engines timed in turns (bench/dynamic_vs_fixed.py) into
+  # $OUT/dvf: DVF_MODELS (zoo names, default "vit_b_32 vit_b_16 resnet50"), DVF_ARGS (more options, e.g.
+  # --batches 1 --rounds 4), DVF_TIMEOUT_S (default 240). Needs the bindings (quickbuild or build first).
+  mkdir -p "$OUT/dvf"
+  ZC=${ZOO_CACHE:-/tmp/graft_zoo_cache}
+  dm=${DVF_MODELS:-vit_b_32 vit_b_16 resnet50}
+  python3 bench/zoo.py --export-only --jobs 8 --cache "$ZC" --models $dm > "$LOGS/dvf_export.log" 2>&1
+  GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python" \
+    timeout -k 10 "${DVF_TIMEOUT_S:-240}" python3 bench/dynamic_vs_fixed.py --cache "$ZC" --models $dm \
+    --out "$OUT/dvf" ${DVF_ARGS:-} > "$LOGS/dvf.log" 2>&1
+  note "dvf: rc=$? (see dvf.log; $OUT/dvf/dynamic_vs_fixed.md)"
+  sed -n '/^| model/,$p' "$OUT/dvf/dynamic_vs_fixed.md" >> "$summary" 2>/dev/null
+fi
+
 if has_step dcnbench; then  # issue 17: the DCNv2 CUDA forward vs torchvision.ops.deform_conv2d at DCN-ResNet-50 stage
   # shapes, op level (bench/dcn_op_bench.py: both inputs, stages 2-4, stride 1 and 2, batch 1 and 8, FP32 and FP16, with
   # a correctness check of each) into $OUT/dcnbench. Needs the torch extension (quickbuild or build first). DCN_ARGS
