@@ -8,7 +8,7 @@ even rounds, fixed first in odd ones), each round the zoo's own measurement (CUD
 call on torch's current stream, the median of `--iters` calls); the ratio is the median over rounds.
 The host time of the call itself (until `Engine.run` returns, the device synchronized after it,
 outside the clock) is recorded too, and for the dynamic engine the part spent in the native call
-alone: at batch 1 it is a visible part of the latency.
+alone, with a cProfile of 2000 calls (into the .md): at batch 1 it is a visible part of the latency.
 
     export PYTHONPATH=python:build/python GRAFT_LIB_DIR=build/python/graft
     python3 bench/zoo.py --export-only --cache /tmp/zoo_cache --models vit_b_32
@@ -51,6 +51,25 @@ def native_call_us(torch, eng, x, n=30):
     return host_call_us(torch, lambda: eng._impl.run(feeds, outputs=outs, stream=handle, profile=0), n)
 
 
+def call_profile(torch, fn, n=2000):
+    """cProfile over n calls of fn (the device synchronized every 50): where the host time of a call
+    goes, function by function (torch's own calls show as built-in methods). The top 25 by own time."""
+    import cProfile
+    import io
+    import pstats
+    prof = cProfile.Profile()
+    for i in range(n):
+        if i % 50 == 0:
+            torch.cuda.synchronize()
+        prof.enable()
+        fn()
+        prof.disable()
+    torch.cuda.synchronize()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(25)
+    return out.getvalue()
+
+
 def measure(torch, graft, path, hw, batch, rounds, iters):
     shape = (batch, 3, hw[0], hw[1])
     profile = [tuple(zoo.make_input(b, hw).shape) for b in zoo.PROFILE]
@@ -68,11 +87,12 @@ def measure(torch, graft, path, hw, batch, rounds, iters):
                 per_round[k].append(zoo.time_fn(torch, runs[k], True, 10, iters, 5.0)[0])
         host = {k: host_call_us(torch, runs[k]) for k in engines}
         native = native_call_us(torch, engines["dynamic"], x)
+        profile = call_profile(torch, runs["dynamic"])
     dyn, fix = zoo._median(per_round["dynamic"]), zoo._median(per_round["fixed"])
     return {"batch": batch, "dynamic_ms": dyn, "fixed_ms": fix, "dynamic_over_fixed": dyn / fix,
             "dynamic_rounds_ms": per_round["dynamic"], "fixed_rounds_ms": per_round["fixed"],
             "dynamic_host_call_us": host["dynamic"], "fixed_host_call_us": host["fixed"],
-            "dynamic_native_call_us": native}
+            "dynamic_native_call_us": native, "dynamic_call_profile": profile}
 
 
 def main(argv=None):
@@ -103,7 +123,7 @@ def main(argv=None):
             except Exception as e:  # noqa: BLE001 - a row that says why
                 rec.update(batch=b, status="error", reason=zoo._short(e))
                 failed += 1
-            print(json.dumps({k: v for k, v in rec.items() if not k.endswith("rounds_ms")}), flush=True)
+            print(json.dumps({k: v for k, v in rec.items() if not k.endswith(("rounds_ms", "profile"))}), flush=True)
             records.append(rec)
     with open(os.path.join(a.out, "dynamic_vs_fixed.json"), "w") as f:
         json.dump(records, f, indent=1)
@@ -119,6 +139,10 @@ def main(argv=None):
                          f"{r['dynamic_native_call_us']:.0f} | ok |")
         else:
             lines.append(f"| {r['model']} | {r['batch']} | | | | | | {r['status']}: {r['reason']} |")
+    for r in records:
+        if r.get("dynamic_call_profile"):
+            lines += ["", f"## Where a call's host time goes: {r['model']}, batch {r['batch']}, dynamic engine "
+                      "(cProfile, 2000 calls)", "", "```", r["dynamic_call_profile"].strip(), "```"]
     with open(os.path.join(a.out, "dynamic_vs_fixed.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -563,7 +563,7 @@ if has_step dvf; then  # issue 14: dynamic-profile vs fixed-shape engines timed 
     timeout -k 10 "${DVF_TIMEOUT_S:-240}" python3 bench/dynamic_vs_fixed.py --cache "$ZC" --models $dm \
     --out "$OUT/dvf" ${DVF_ARGS:-} > "$LOGS/dvf.log" 2>&1
   note "dvf: rc=$? (see dvf.log; $OUT/dvf/dynamic_vs_fixed.md)"
-  sed -n '/^| model/,$p' "$OUT/dvf/dynamic_vs_fixed.md" >> "$summary" 2>/dev/null
+  sed -n '/^| model/,/^$/p' "$OUT/dvf/dynamic_vs_fixed.md" >> "$summary" 2>/dev/null
 fi
 
 if has_step dcnbench; then  # issue 17: the DCNv2 CUDA forward vs torchvision.ops.deform_conv2d at DCN-ResNet-50 stage
