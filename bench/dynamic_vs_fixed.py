@@ -88,11 +88,14 @@ def measure(torch, graft, path, hw, batch, rounds, iters):
         host = {k: host_call_us(torch, runs[k]) for k in engines}
         native = native_call_us(torch, engines["dynamic"], x)
         profile = call_profile(torch, runs["dynamic"])
+        # The two engines' outputs against each other: the same model, so FP16 rounding apart at most.
+        outs = {k: next(iter(runs[k]().values())).float() for k in engines}
+        agreement = zoo.rel_err(outs["dynamic"], outs["fixed"])
     dyn, fix = zoo._median(per_round["dynamic"]), zoo._median(per_round["fixed"])
     return {"batch": batch, "dynamic_ms": dyn, "fixed_ms": fix, "dynamic_over_fixed": dyn / fix,
             "dynamic_rounds_ms": per_round["dynamic"], "fixed_rounds_ms": per_round["fixed"],
             "dynamic_host_call_us": host["dynamic"], "fixed_host_call_us": host["fixed"],
-            "dynamic_native_call_us": native, "dynamic_call_profile": profile}
+            "dynamic_native_call_us": native, "dynamic_call_profile": profile, "dynamic_vs_fixed_rel_err": agreement}
 
 
 def main(argv=None):
