@@ -484,6 +484,34 @@ TEST(FoldAttentionViews, OutProjectionTransposeMovesAheadOfTheGemm) {
                       {1, 2, 3}, seed, 2e-2, 1e-2);
 }
 
+// A GEMM whose input is no fold of the rows' axes (a plain [M, K] input): the Transpose reads that
+// input split into the rows' axes. Moved where K > N too, since it unlocks the residual Add, which
+// the GEMM's epilogue then takes; the outputs equal the unmoved graph's.
+TEST(MoveTransposesAheadOfGemms, SplitsAPlainInputAndUnlocksTheResidual) {
+  const uint32_t seed = std::random_device{}();
+  std::mt19937 rng(seed);
+  OnnxModelBuilder m;
+  m.input("a", kF32, {6, 8});
+  m.input("r", kF32, {3, 2, 4});
+  m.initializer("w", random_tensor(kF32, {8, 4}, rng));
+  m.initializer("b", random_tensor(kF32, {4}, rng));
+  ints_const(m, "s3", {2, 3, 4});
+  OnnxModelBuilder::attr(m.node("Gemm", {"a", "w", "b"}, {"g0"}), "alpha", 0.5f);
+  m.node("Reshape", {"g0", "s3"}, {"g1"});
+  OnnxModelBuilder::attr(m.node("Transpose", {"g1"}, {"g2"}), "perm", std::vector<int64_t>{1, 0, 2});
+  m.node("Add", {"r", "g2"}, {"y"});
+  m.output("y", kF32);
+  auto g = load(m);
+  ASSERT_TRUE(g);
+  check_pass(*g, move_transposes_ahead_of_gemms, 1, seed);
+  check_pass(*g, fuse_gemm_epilogues, 1, seed);
+  const Node* gemm = find_op(*g, "GraftGemm");
+  ASSERT_NE(gemm, nullptr);
+  ASSERT_EQ(gemm->inputs.size(), 4u);
+  EXPECT_EQ(gemm->inputs[3]->name, "r");  // the residual, read as the C matrix
+  EXPECT_EQ(count_op(*g, "Add"), 0);
+}
+
 // A Transpose of a wider GEMM input (K > N) stays behind the GEMM unless it unlocks a residual Add;
 // one that moves the last axis, or follows a GEMM whose C has a row per row, stays too.
 TEST(MoveTransposesAheadOfGemms, OnlyWhereItPays) {
