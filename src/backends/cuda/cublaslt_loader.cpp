@@ -13,6 +13,8 @@
 #include <cublasLt.h>
 #pragma GCC visibility pop
 
+#include "backends/cuda/cublaslt_loader.h"
+
 #include <dlfcn.h>
 
 #include <string>
@@ -106,3 +108,12 @@ GRAFT_LT_FORWARD_OR(size_t, 0, cublasLtGetVersion, (void), ())
 
 #undef GRAFT_LT_FORWARD
 #undef GRAFT_LT_FORWARD_OR
+
+namespace graft::cuda {
+
+void* create_cublaslt_handle() {
+  cublasLtHandle_t h = nullptr;
+  return cublasLtCreate(&h) == CUBLAS_STATUS_SUCCESS ? h : nullptr;
+}
+
+}  // namespace graft::cuda
