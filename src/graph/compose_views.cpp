@@ -24,11 +24,11 @@
 #include <algorithm>
 #include <array>
 #include <map>
-#include <numeric>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "graph/pass_util.h"
 #include "graph/passes.h"
 #include "ops/transformer/transformer.h"
 #include "ops/views/views.h"
@@ -68,10 +68,8 @@ bool node_step(const Node& n, const Shape& in, const Shape& out, ViewStep* s) {
   const int64_t r = static_cast<int64_t>(in.size());
   s->args.clear();
   if (n.op_type == "Transpose") {
-    std::vector<int64_t> rev(static_cast<size_t>(r));
-    std::iota(rev.rbegin(), rev.rend(), 0);
-    auto perm = n.attrs.get_ints("perm", rev);
-    if (!perm || static_cast<int64_t>(perm->size()) != r) return false;
+    const auto perm = transpose_perm(n, static_cast<size_t>(r));
+    if (!perm) return false;
     s->kind = ViewStepKind::kPermute;
     s->args = *perm;
     return true;

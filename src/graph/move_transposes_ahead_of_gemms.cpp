@@ -17,7 +17,6 @@
 // Ahead of the GEMM the Transpose moves K-wide rows instead of N-wide ones, so it moves only when
 // K <= N or when the residual Add it unlocks is its only reader. The new Reshapes' targets are
 // constants, so at most one dimension of each may be symbolic (written -1).
-#include <numeric>
 #include <optional>
 #include <set>
 #include <string>
@@ -93,10 +92,8 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
     const Shape& zs = *z->desc.shape;
     const size_t r = zs.size();
     if (r < 3 || !zs.back().is_const() || zs.back().value() != N) continue;
-    std::vector<int64_t> rev(r);  // the default perm reverses the axes, so moves the last one
-    std::iota(rev.rbegin(), rev.rend(), 0);
-    auto perm = t->attrs.get_ints("perm", rev);
-    if (!perm || perm->size() != r || perm->back() != static_cast<int64_t>(r) - 1) continue;
+    const auto perm = transpose_perm(*t, r);
+    if (!perm || perm->back() != static_cast<int64_t>(r) - 1) continue;
     Value* u = t->outputs[0];
     Node* after = only_reader(cons, u);
     const bool unlocks_residual =
@@ -127,10 +124,7 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
         for (size_t i = lead; i < xs.size(); ++i) order.push_back(static_cast<int64_t>(i));
         if (Node* inner = x0->producer;
             is_onnx_op(inner, "Transpose") && single_use_reader(cons, x0) == fold && inner->input(0)) {
-          std::vector<int64_t> rev0(xs.size());
-          std::iota(rev0.rbegin(), rev0.rend(), 0);
-          auto p0 = inner->attrs.get_ints("perm", rev0);
-          if (p0 && p0->size() == xs.size()) {
+          if (const auto p0 = transpose_perm(*inner, xs.size())) {
             for (int64_t& o : order) o = (*p0)[static_cast<size_t>(o)];
             src = inner->inputs[0];
           }

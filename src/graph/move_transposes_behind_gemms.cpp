@@ -10,10 +10,10 @@
 // the head split's view chains (vit: one copy per encoder block). Where some reader of the GEMM's
 // output is not a data-movement node the Transpose stays where it is: behind the GEMM it would
 // still copy, and the projection's output is wider than its input.
-#include <numeric>
 #include <set>
 #include <string>
 
+#include "graph/pass_util.h"
 #include "graph/passes.h"
 #include "ops/internal_ops.h"
 
@@ -42,10 +42,8 @@ Result<int> move_transposes_behind_gemms(Graph& graph) {
         !t->input(0) || !t->input(0)->desc.shape)
       continue;
     const size_t r = t->input(0)->desc.shape->size();
-    std::vector<int64_t> rev(r);
-    std::iota(rev.rbegin(), rev.rend(), 0);
-    auto perm = t->attrs.get_ints("perm", rev);
-    if (!perm || perm->size() != r || r < 2 || perm->back() != static_cast<int64_t>(r) - 1) continue;
+    const auto perm = transpose_perm(*t, r);
+    if (!perm || r < 2 || perm->back() != static_cast<int64_t>(r) - 1) continue;
     Value* y = gemm->outputs[0];
     const auto& readers = cons[y];
     bool views_only = !readers.empty();

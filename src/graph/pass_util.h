@@ -2,6 +2,8 @@
 #pragma once
 
 #include <map>
+#include <numeric>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -51,6 +53,16 @@ inline Value* other_operand(const Node* n, const Value* v) {
   if (n->inputs[0] == v && n->inputs[1] != v) return n->inputs[1];
   if (n->inputs[1] == v && n->inputs[0] != v) return n->inputs[0];
   return nullptr;
+}
+
+// A Transpose node's perm for an input of `rank` axes: its attribute, or ONNX's default (the axes
+// reversed); nullopt when the attribute is unreadable or has another length.
+inline std::optional<std::vector<int64_t>> transpose_perm(const Node& t, size_t rank) {
+  std::vector<int64_t> reversed(rank);
+  std::iota(reversed.rbegin(), reversed.rend(), 0);
+  auto perm = t.attrs.get_ints("perm", reversed);
+  if (!perm || perm->size() != rank) return std::nullopt;
+  return std::move(perm).value();
 }
 
 inline bool is_float_io(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16; }
