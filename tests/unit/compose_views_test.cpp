@@ -439,6 +439,14 @@ TEST(FoldAttentionViews, BatchFirstTransposeMovesBehindTheProjection) {
   expect_same_outputs(*g, *ref, {"xb", kF16, {0, S, E}, 0}, {1, 2, 3}, seed, 2e-2, 1e-2);
 }
 
+// The graph's one GraftGemm takes `residual` as its C matrix (input 3: X, W, bias, residual).
+void expect_gemm_reads_residual(const Graph& g, const std::string& residual) {
+  const Node* gemm = find_op(g, "GraftGemm");
+  ASSERT_NE(gemm, nullptr);
+  ASSERT_EQ(gemm->inputs.size(), 4u);
+  EXPECT_EQ(gemm->inputs[3]->name, residual);
+}
+
 // The same attention's end (dynamo export): [S, B, H, hd] -> Reshape [S*B, E] -> out_proj (Gemm) ->
 // Reshape [S, B, E] -> Transpose -> [B, S, E] -> the residual Add. The Transpose moves ahead of the
 // GEMM (move_transposes_ahead_of_gemms) and merges with the attention's output permute, and the Add
@@ -476,10 +484,7 @@ TEST(FoldAttentionViews, OutProjectionTransposeMovesAheadOfTheGemm) {
   EXPECT_EQ(count_op(*g, "Transpose"), 0);
   EXPECT_EQ(count_op(*g, "Add"), 0);
   EXPECT_EQ(count_op(*g, "GraftViewChain"), 0);
-  const Node* gemm = find_op(*g, "GraftGemm");
-  ASSERT_NE(gemm, nullptr);
-  ASSERT_EQ(gemm->inputs.size(), 4u);
-  EXPECT_EQ(gemm->inputs[3]->name, "xb");  // the residual, read as the C matrix
+  ASSERT_NO_FATAL_FAILURE(expect_gemm_reads_residual(*g, "xb"));
   expect_same_outputs(*g, *ref, std::vector<BatchFeed>{{"x", kF16, {S, 0, 3 * E}, 1}, {"xb", kF16, {0, S, E}, 0}},
                       {1, 2, 3}, seed, 2e-2, 1e-2);
 }
@@ -505,10 +510,7 @@ TEST(MoveTransposesAheadOfGemms, SplitsAPlainInputAndUnlocksTheResidual) {
   ASSERT_TRUE(g);
   check_pass(*g, move_transposes_ahead_of_gemms, 1, seed);
   check_pass(*g, fuse_gemm_epilogues, 1, seed);
-  const Node* gemm = find_op(*g, "GraftGemm");
-  ASSERT_NE(gemm, nullptr);
-  ASSERT_EQ(gemm->inputs.size(), 4u);
-  EXPECT_EQ(gemm->inputs[3]->name, "r");  // the residual, read as the C matrix
+  ASSERT_NO_FATAL_FAILURE(expect_gemm_reads_residual(*g, "r"));
   EXPECT_EQ(count_op(*g, "Add"), 0);
 }
 
