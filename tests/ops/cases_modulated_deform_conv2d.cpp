@@ -484,6 +484,23 @@ class DeviceCopies {
   std::vector<void*> owned_;
 };
 
+// The CUDA kernel context of problem p: device copies of its inputs (input 0 stored channels-last
+// with the NCHW dims its view keeps, when `channels_last`; a missing bias as an absent input) and of
+// a host output, which `out_host` receives (allocated in the output's storage layout).
+KernelContext device_context(const CudaProblem& p, const AttributeMap& attrs, const MdcnShape& z, bool channels_last,
+                             DeviceCopies& dev, Tensor* out_host) {
+  const auto d = dims_of(z);
+  KernelContext ctx;
+  ctx.attrs = &attrs;
+  ctx.channels_last_io = channels_last;
+  ctx.inputs = {channels_last ? dev.copy(permuted(p.in[0], true), d[0]) : dev.copy(p.in[0])};
+  for (int i = 1; i < 5; ++i) ctx.inputs.push_back(i < static_cast<int>(p.in.size()) ? dev.copy(p.in[i]) : TensorView{});
+  *out_host = channels_last ? Tensor::empty(p.in[0].dtype(), {d[5][0], d[5][2], d[5][3], d[5][1]})
+                            : Tensor::empty(p.in[0].dtype(), d[5]);
+  ctx.outputs = {dev.copy(*out_host, d[5])};
+  return ctx;
+}
+
 cuda::MdcnSizes cuda_sizes_of(const MdcnShape& z, const std::vector<int64_t>& out_dims, bool channels_last_io) {
   cuda::MdcnSizes s;
   s.n = z.n, s.c = z.c, s.h = z.h, s.w = z.w, s.co = z.co, s.kh = z.kh, s.kw = z.kw;
@@ -544,13 +561,8 @@ TEST(ModulatedDeformConv2dCuda, ChannelsLastIo) {
       const CudaProblem p = cuda_problem(def, attrs, z, dt, rng);
       ASSERT_FALSE(::testing::Test::HasFailure());
       DeviceCopies dev;
-      KernelContext ctx;
-      ctx.attrs = &attrs;
-      ctx.channels_last_io = true;
-      ctx.inputs = {dev.copy(permuted(p.in[0], true), d[0])};
-      for (int i = 1; i < 5; ++i) ctx.inputs.push_back(i < static_cast<int>(p.in.size()) ? dev.copy(p.in[i]) : TensorView{});
-      Tensor out_host = Tensor::empty(dt, {d[5][0], d[5][2], d[5][3], d[5][1]});
-      ctx.outputs = {dev.copy(out_host, d[5])};
+      Tensor out_host;
+      const KernelContext ctx = device_context(p, attrs, z, /*channels_last=*/true, dev, &out_host);
       const cuda::MdcnSizes s = cuda_sizes_of(z, d[5], true);
       for (size_t bytes : {forward_workspace(dt, s, 1), size_t{0}}) {
         SCOPED_TRACE(std::string(dtype_name(dt)) + ", C " + std::to_string(z.c) + ", workspace " + std::to_string(bytes));
@@ -588,11 +600,8 @@ TEST(ModulatedDeformConv2dCuda, ForwardInImageChunks) {
       const CudaProblem p = cuda_problem(def, attrs, z, dt, rng);
       ASSERT_FALSE(::testing::Test::HasFailure());
       DeviceCopies dev;
-      KernelContext ctx;
-      ctx.attrs = &attrs;
-      for (int i = 0; i < 5; ++i) ctx.inputs.push_back(i < static_cast<int>(p.in.size()) ? dev.copy(p.in[i]) : TensorView{});
-      Tensor out_host = Tensor::empty(dt, d[5]);
-      ctx.outputs = {dev.copy(out_host)};
+      Tensor out_host;
+      const KernelContext ctx = device_context(p, attrs, z, /*channels_last=*/false, dev, &out_host);
       const cuda::MdcnSizes s = cuda_sizes_of(z, d[5], false);
       struct Workspace {
         std::string label;
