@@ -86,12 +86,8 @@ def measure(torch, graft, path, hw, batch, rounds, iters, smoke=False):
     }
     x = torch.randn(shape, device=device)
     runs = {k: (lambda e=e: e.run({"input": x})) for k, e in engines.items()}
-    per_round = {k: [] for k in engines}
     with torch.inference_mode():
-        for r in range(rounds):
-            order = ("dynamic", "fixed") if r % 2 == 0 else ("fixed", "dynamic")
-            for k in order:
-                per_round[k].append(zoo.time_fn(torch, runs[k], not smoke, 10, iters, 5.0)[0])
+        per_round = zoo.time_in_turns(lambda fn: zoo.time_fn(torch, fn, not smoke, 10, iters, 5.0)[0], runs, rounds)
         host = {k: host_call_us(torch, runs[k]) for k in engines}
         native = None if smoke else native_call_us(torch, engines["dynamic"], x)
         profile = call_profile(torch, runs["dynamic"], 200 if smoke else 2000)

@@ -433,6 +433,17 @@ def time_fn(torch, fn, cuda, warmup, iters, max_seconds):
     return _median(ms), len(ms), _median(wall)
 
 
+def time_in_turns(timer, runs, rounds):
+    """{name: [ms of each round]}: every round times each callable of `runs` (name -> fn, in that
+    order, reversed every other round) with timer(fn), so drift over the rounds reaches each alike."""
+    names = list(runs)
+    out = {k: [] for k in names}
+    for r in range(rounds):
+        for k in (names if r % 2 == 0 else names[::-1]):
+            out[k].append(timer(runs[k]))
+    return out
+
+
 class _Budget(Exception):
     pass
 
@@ -751,13 +762,10 @@ class Worker:
                                          profile={in_name: [tuple(shape)] * 3}, **kw)
                 build_s = time.perf_counter() - t0
                 x = xs[b].to(getattr(torch, in_dtype)).contiguous()
-                runs = {"fixed": lambda: eng.run({in_name: x}), "dynamic": lambda: dyn_eng.run({in_name: x})}
-                rounds = {"fixed": [], "dynamic": []}
+                runs = {"dynamic": lambda: dyn_eng.run({in_name: x}), "fixed": lambda: eng.run({in_name: x})}
                 with torch.inference_mode():
                     eng.run({in_name: x})[out_name]
-                    for r in range(self.FIXED_ROUNDS):
-                        for k in (("dynamic", "fixed") if r % 2 == 0 else ("fixed", "dynamic")):
-                            rounds[k].append(self.time_fn(runs[k])[0])
+                    rounds = time_in_turns(lambda fn: self.time_fn(fn)[0], runs, self.FIXED_ROUNDS)
                 fixed, dyn = _median(rounds["fixed"]), _median(rounds["dynamic"])
                 self.set(b, graft_fixed_ms=fixed, graft_fixed_rounds_ms=rounds["fixed"],
                          graft_dynamic_rounds_ms=rounds["dynamic"], graft_fixed_build_s=build_s,
