@@ -60,7 +60,9 @@ def _torch():
 class Engine:
     def __init__(self, impl):
         self._impl = impl
-        self._output_shapes = {}  # CUDA runs: {input shapes and dtypes: {output: (shape, torch dtype)}}
+        # CUDA runs on torch tensors: {input (name, shape, dtype) tuple: ((output, shape, torch dtype), ...)}
+        self._io_plans = {}
+        self._output_names = None  # read from the engine the first time a run names outputs
 
     @classmethod
     def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
@@ -214,55 +216,61 @@ class Engine:
         return ("ptr", t.data_ptr(), name, list(t.shape), "cuda")
 
     def _run_on_torch_stream(self, torch, feeds, outputs, profile):
+        # At batch 1 the host time of this call is latency the caller sees (the engine's graph replay
+        # takes tens of microseconds), so everything that depends only on the input shapes is learned
+        # by the first call per shape set and kept in self._io_plans.
         device = next(iter(feeds.values())).device
         keep = {n: v.detach().contiguous() for n, v in feeds.items()}
-        # Outputs come from torch's allocator (stream-ordered, cached) once their shapes for these
-        # input shapes are known; the first call lets the engine allocate and learns them.
-        key = tuple((n, tuple(t.shape), t.dtype) for n, t in sorted(keep.items()))
-        shapes = self._output_shapes.get(key, {})
-        known = [o["name"] for o in self.outputs]
-        for name in outputs:
-            if name not in known:
-                raise GraftError(f"outputs: the engine has no output named '{name}' (outputs: {', '.join(known)})",
-                                 "kInvalidArgument")
+        key = tuple((n, t.shape, t.dtype) for n, t in keep.items())
+        plan = self._io_plans.get(key)
+        if outputs:
+            if self._output_names is None:
+                self._output_names = [o["name"] for o in self.outputs]
+            for name, t in outputs.items():
+                if name not in self._output_names:
+                    raise GraftError(f"outputs: the engine has no output named '{name}' "
+                                     f"(outputs: {', '.join(self._output_names)})", "kInvalidArgument")
+                if not isinstance(t, torch.Tensor) or t.device != device or not t.is_contiguous():
+                    raise GraftError(f"output '{name}' must be a contiguous torch tensor on {device}",
+                                     "kInvalidArgument")
         given = dict(outputs)
-        for name, (shape, dtype) in shapes.items():
-            if name not in given:
-                given[name] = torch.empty(shape, dtype=dtype, device=device)
-        for name, t in given.items():
-            if not isinstance(t, torch.Tensor) or t.device != device or not t.is_contiguous():
-                raise GraftError(f"output '{name}' must be a contiguous torch tensor on {device}", "kInvalidArgument")
-        stream = torch.cuda.current_stream(device)
+        if plan is not None:
+            for name, shape, dtype in plan:  # outputs from torch's allocator: stream-ordered, cached
+                if name not in given:
+                    given[name] = torch.empty(shape, dtype=dtype, device=device)
+        index = device.index if device.index is not None else torch.cuda.current_device()
         # torch's default stream reads as handle 0, which the engine would take for "no stream" (a
         # synchronous run on its own stream, unordered with torch's work): name it cudaStreamLegacy,
         # which the engine orders against with events while it runs (and captures) on its own stream.
-        handle = stream.cuda_stream or _CUDA_STREAM_LEGACY
+        handle = _current_stream_handle(torch, index) or _CUDA_STREAM_LEGACY
         feed_ptrs = {n: self._pointer(t) for n, t in keep.items()}
         out_ptrs = {n: self._pointer(t) for n, t in given.items()}
-        # The host time before the engine's launch is latency the caller sees at small batches:
-        # switch the current device only when the tensors live on another one.
-        if device.index is None or device.index == torch.cuda.current_device():
+        # Switch the current device only when the tensors live on another one.
+        if device.index is None or index == torch.cuda.current_device():
             raw = self._impl.run(feed_ptrs, outputs=out_ptrs, stream=handle, profile=int(profile))
         else:
             with torch.cuda.device(device):
                 raw = self._impl.run(feed_ptrs, outputs=out_ptrs, stream=handle, profile=int(profile))
         result = {}
         for name, v in raw.items():
-            if name in outputs and v is not None:
+            if v is None:
+                result[name] = given[name]
+                continue
+            if name in outputs:
                 raise GraftError(f"output '{name}': the given tensor is {tuple(outputs[name].shape)} "
                                  f"{outputs[name].dtype}, but the engine produced {tuple(v.shape)} {v.dtype}",
                                  "kInvalidArgument")
-            if v is None:
-                result[name] = given[name]
-            elif isinstance(v, _native.engine_module().DeviceArray):
+            if isinstance(v, _native.engine_module().DeviceArray):
                 result[name] = torch.as_tensor(v, device=device)
             else:
                 result[name] = torch.from_numpy(v).to(device)
-        if key not in self._output_shapes:
-            self._output_shapes[key] = {n: (tuple(t.shape), t.dtype) for n, t in result.items() if t.device == device}
-        # The inputs' memory must outlive the queued work: record them on the stream as torch does.
-        for t in keep.values():
-            t.record_stream(stream)
+        if plan is None:
+            if len(self._io_plans) >= _IO_PLANS_KEPT:  # a bounded cache: forget the oldest shape set
+                del self._io_plans[next(iter(self._io_plans))]
+            self._io_plans[key] = tuple((n, t.shape, t.dtype) for n, t in result.items() if t.device == device)
+        # Like any torch op, the run is ordered on the current stream only: the engine's work is queued
+        # on it (or joined back to it), so memory the caller frees afterwards is reused after the run
+        # completes. A caller that made the inputs on another stream calls record_stream, as for torch's ops.
         return result
 
     def __repr__(self):
@@ -271,6 +279,17 @@ class Engine:
 
 
 _CUDA_STREAM_LEGACY = 1  # cudaStreamLegacy in cuda_runtime_api.h
+_IO_PLANS_KEPT = 64  # input shape sets whose output shapes an Engine remembers
+
+
+def _current_stream_handle(torch, index):
+    """The cudaStream_t of torch's current stream on device `index`, as an integer. torch's raw-stream
+    query skips the Stream object torch.cuda.current_stream builds (microseconds at batch 1); versions
+    without it take the public path."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(index)
+    return torch.cuda.current_stream(index).cuda_stream
 _TORCH_DTYPE_NAMES = {}  # torch dtype -> graft's name for it ("float16"), filled as met
 
 
