@@ -63,16 +63,50 @@ def native_call_us(torch, eng, x, n=30, side_stream=False):
     return host_call_us(torch, call, n)
 
 
+def traced_split_us(torch, graft, path, profile, x, n=30):
+    """Median (host us before cudaGraphLaunch, us inside it, whole native run) of n replays, from
+    the engine's GRAFT_CUDA_GRAPH_TRACE lines (stderr, redirected to a file for the calls): where
+    the native call's time goes. An engine of its own, since the trace is read when a context is made."""
+    import re
+    import tempfile
+    os.environ["GRAFT_CUDA_GRAPH_TRACE"] = "1"
+    try:
+        eng = graft.Engine.build(path, fp16=True, device="cuda", profile={"input": profile})
+        with tempfile.TemporaryFile(mode="w+") as log:
+            saved = os.dup(2)
+            sys.stderr.flush()
+            os.dup2(log.fileno(), 2)
+            try:
+                for _ in range(n + 3):  # the first runs plan and capture
+                    sync(torch)
+                    eng.run({"input": x})
+                sync(torch)
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+            log.seek(0)
+            text = log.read()
+    finally:
+        del os.environ["GRAFT_CUDA_GRAPH_TRACE"]
+    rows = [(float(m[2]), float(m[3]), float(m[1]) * 1e3) for m in
+            re.finditer(r"run replayed.*?([0-9.]+) ms on the host \(([0-9.]+) us before cudaGraphLaunch, ([0-9.]+) us in it\)",
+                        text)]
+    if not rows:
+        return None
+    return tuple(zoo._median([r[k] for r in rows]) for k in range(3))
+
+
 def call_profile(torch, fn, n=2000):
-    """cProfile over n calls of fn (the device synchronized every 50): where the host time of a call
-    goes, function by function (torch's own calls show as built-in methods). The top 25 by own time."""
+    """cProfile over n calls of fn, each on an idle device (synchronized before it, outside the
+    profile: calls queued behind running work would block in the launch and time the GPU): where the
+    host time of a call goes, function by function (torch's own calls show as built-in methods;
+    graft's native run counts as its caller's own time). The top 25 by own time."""
     import cProfile
     import io
     import pstats
     prof = cProfile.Profile()
-    for i in range(n):
-        if i % 50 == 0:
-            sync(torch)
+    for _ in range(n):
+        sync(torch)
         prof.enable()
         fn()
         prof.disable()
@@ -86,9 +120,9 @@ def measure(torch, graft, path, hw, batch, rounds, iters, smoke=False):
     """smoke: CPU engines over the zoo's tiny models (the pipeline's test; no native-call timing)."""
     device = "cpu" if smoke else "cuda"
     shape = (batch, 3, hw[0], hw[1])
-    profile = [tuple(zoo.make_input(b, hw).shape) for b in (zoo.SMOKE_PROFILE if smoke else zoo.PROFILE)]
+    ranges = [tuple(zoo.make_input(b, hw).shape) for b in (zoo.SMOKE_PROFILE if smoke else zoo.PROFILE)]
     engines = {
-        "dynamic": graft.Engine.build(path, fp16=not smoke, device=device, profile={"input": profile}),
+        "dynamic": graft.Engine.build(path, fp16=not smoke, device=device, profile={"input": ranges}),
         "fixed": graft.Engine.build(path, fp16=not smoke, device=device, profile={"input": [shape] * 3}),
     }
     x = torch.randn(shape, device=device)
@@ -98,6 +132,7 @@ def measure(torch, graft, path, hw, batch, rounds, iters, smoke=False):
         host = {k: host_call_us(torch, runs[k]) for k in engines}
         native = None if smoke else native_call_us(torch, engines["dynamic"], x)
         native_side = None if smoke else native_call_us(torch, engines["dynamic"], x, side_stream=True)
+        split = None if smoke else traced_split_us(torch, graft, path, ranges, x)
         profile = call_profile(torch, runs["dynamic"], 200 if smoke else 2000)
         # The two engines' outputs against each other: the same model, so FP16 rounding apart at most.
         outs = {k: next(iter(runs[k]().values())).float() for k in engines}
@@ -107,6 +142,7 @@ def measure(torch, graft, path, hw, batch, rounds, iters, smoke=False):
             "dynamic_rounds_ms": per_round["dynamic"], "fixed_rounds_ms": per_round["fixed"],
             "dynamic_host_call_us": host["dynamic"], "fixed_host_call_us": host["fixed"],
             "dynamic_native_call_us": native, "dynamic_native_call_side_stream_us": native_side,
+            "dynamic_native_split_us": split,
             "dynamic_call_profile": profile, "dynamic_vs_fixed_rel_err": agreement}
 
 
@@ -162,6 +198,13 @@ def main(argv=None):
                          f"{_us(r['dynamic_native_call_us'])}; {_us(r.get('dynamic_native_call_side_stream_us'))} | ok |")
         else:
             lines.append(f"| {r['model']} | {r['batch']} | | | | | | {r['status']}: {r['reason']} |")
+    splits = [r for r in records if r.get("dynamic_native_split_us")]
+    if splits:
+        lines += ["", "The native call from the engine's own trace (`GRAFT_CUDA_GRAPH_TRACE=1`, median of 30 "
+                  "replays): host microseconds from the call's entry to `cudaGraphLaunch`, inside it, and the whole run.",
+                  "", "| model | batch | before the launch | in the launch | whole run |", "|---|---:|---:|---:|---:|"]
+        lines += [f"| {r['model']} | {r['batch']} | " + " | ".join(f"{v:.1f}" for v in r["dynamic_native_split_us"]) + " |"
+                  for r in splits]
     for r in records:
         if r.get("dynamic_call_profile"):
             lines += ["", f"## Where a call's host time goes: {r['model']}, batch {r['batch']}, dynamic engine "

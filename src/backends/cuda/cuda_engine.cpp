@@ -239,6 +239,7 @@ class CudaContext final : public CudaExecutionContext {
   // naming the values that outgrew the plan: why a shape set keeps running eagerly.
   bool trace_ = false;
   std::vector<std::string> trace_outgrown_;
+  std::chrono::steady_clock::time_point trace_t0_;  // when this run's call came in
   size_t last_graph_layers_ = 0;  // layers the last run replayed from a CUDA graph
   bool capturing_ = false;     // inside cudaStreamBeginCapture/EndCapture: no allocation, no sync
   bool check_layers_ = false;  // this run: synchronize after every layer (finding a failing layer)
@@ -1477,6 +1478,7 @@ Status CudaContext::replay_graph_failure(ShapePlan& plan, cudaError_t e, const s
 
 Status CudaContext::execute_in_order(const std::map<std::string, Tensor>& inputs,
                                      std::map<std::string, Tensor>& outputs, cudaStream_t caller, bool sync) {
+  if (trace_) trace_t0_ = std::chrono::steady_clock::now();
   GRAFT_CUDA_RETURN(cudaSetDevice(device_), "selecting CUDA device ", device_);
   // The legacy default stream (what torch runs on unless told otherwise) and the per-thread default
   // stream cannot be captured into a CUDA graph. Such a caller's run goes to the context's own
@@ -1532,7 +1534,6 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   // The device is selected by execute_in_order, the only way in.
   // Inputs: known names, all given, dtypes and shapes inside the profile.
   GRAFT_RETURN_IF_ERROR(check_input_names(g, inputs));
-  const auto trace_t0 = std::chrono::steady_clock::now();
   trace_outgrown_.clear();
   std::vector<std::vector<int64_t>> in_dims;
   bool all_device = !g.inputs().empty();
@@ -1613,8 +1614,12 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
 
   Status st;
   bool ran = false;
+  // The trace splits a replay's host time: what comes before the launch delays the GPU's start.
+  std::chrono::steady_clock::time_point launch_t0, launch_t1;
   if (use_graph && plan.graph_exec) {
+    if (trace_) launch_t0 = std::chrono::steady_clock::now();
     cudaError_t e = cudaGraphLaunch(plan.graph_exec, stream);
+    if (trace_) launch_t1 = std::chrono::steady_clock::now();
     if (e == cudaSuccess && sync && !partial) e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) return replay_graph_failure(plan, e, inputs, outputs, stream, sync);
     last_graph_layers_ = graph_layers;
@@ -1809,10 +1814,17 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   plan.workspace = std::max(plan.workspace, run_workspace_);
   plan.workspace_known = true;
   if (!plan.planned || plan.dirty) GRAFT_RETURN_IF_ERROR(replan(plan));
-  if (trace_)
-    std::fprintf(stderr, "graft: cuda trace: run %s, %zu of %zu layers from a graph, %.3f ms on the host\n",
+  if (trace_) {
+    using us = std::chrono::duration<double, std::micro>;
+    std::string split;
+    if (launch_t1 != std::chrono::steady_clock::time_point{})
+      split = " (" + std::to_string(us(launch_t0 - trace_t0_).count()) + " us before cudaGraphLaunch, " +
+              std::to_string(us(launch_t1 - launch_t0).count()) + " us in it)";
+    std::fprintf(stderr, "graft: cuda trace: run %s, %zu of %zu layers from a graph, %.3f ms on the host%s\n",
                  trace_what.c_str(), last_graph_layers_, n_layers,
-                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - trace_t0).count());
+                 std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - trace_t0_).count(),
+                 split.c_str());
+  }
   last_plan_info_.peak_bytes = plan.plan.peak_bytes;
   last_plan_info_.total_bytes = plan.plan.total_bytes;
   last_plan_info_.num_buffers = 0;
