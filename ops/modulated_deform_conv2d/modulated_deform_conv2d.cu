@@ -863,12 +863,24 @@ int64_t channels_last_row(const MdcnSizes& z) {
   return z.kh * z.kw * (z.c / z.groups) + run_width<T>(z);
 }
 
+// An FP32 forward from NCHW x over at least this many reduction terms (cg*kh*kw) runs the NCHW path.
+// Its matmul reads the columns pixel-major ("nn"), for which cuBLASLt has much faster FP32 kernels
+// than for the channels-last path's K-major columns ("tn"): at DCN-ResNet-50's stage 4 (4608 terms)
+// on an H100 the NCHW path takes 0.075 ms at batch 1 and 0.301 at batch 8 against the channels-last
+// path's 0.103 and 0.316, while at stages 2 and 3 (1152 and 2304 terms) channels-last is as fast
+// or faster (docs/results/dcn/dcn_op_bench.md, the thirty-eighth session). The bound comes from those
+// measurements. FP16's tensor-core kernels are fast in both layouts, and channels-last wins there.
+constexpr int64_t kFp32NchwMinTerms = 4096;
+
 // Whether the forward runs channels-last (columns_channels_last_kernel): each conv group and deform
 // group a whole number of vectors, or x stored channels-last (channels_last_io, then one channel a
-// run where they are not); every index within an image an int, C/32 tiles within a grid's y.
+// run where they are not); every index within an image an int, C/32 tiles within a grid's y. Not
+// for an FP32 forward from NCHW x with a deep reduction (kFp32NchwMinTerms).
 template <typename T>
 bool channels_last_forward(const MdcnSizes& z) {
   if (run_width<T>(z) != kVec<T> && !z.channels_last_io) return false;
+  if (std::is_same_v<T, float> && !z.channels_last_io && (z.c / z.groups) * z.kh * z.kw >= kFp32NchwMinTerms)
+    return false;
   const int64_t k = z.kh * z.kw, p = z.ho * z.wo, kr = channels_last_row<T>(z), lim = int64_t{1} << 31;
   return z.c * z.h * z.w < lim && p * z.groups * kr < lim && 2 * z.deform_groups * k * p < lim && p * z.c < lim &&
          z.co * kr < lim && (z.c + 31) / 32 <= 65535 && k <= kPackFloats;

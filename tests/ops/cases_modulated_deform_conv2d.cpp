@@ -186,6 +186,9 @@ OpCaseTable modulated_deform_conv2d_cases() {
   // Groups of 16 channels: the CUDA column pass takes two vectors a thread in FP16 too (in FP32 the
   // cases above with groups of 8 already do).
   t.cases.push_back(mdcn_case("channels_last_c32_g2_dg2_two_vectors", {1, 32, 4, 5, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2}));
+  // 512 channels of 3x3 taps, DCN-ResNet-50's stage-4 reduction depth: in FP32 the CUDA forward runs
+  // the NCHW path for it (kFp32NchwMinTerms), whole vectors or not; in FP16 channels-last.
+  t.cases.push_back(mdcn_case("deep_reduction_c512", {1, 512, 3, 4, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 2}));
 
   // Values validate_attributes refuses by the declared ranges.
   auto bad = [&](std::string label, const MdcnShape& z, std::string attr) {
