@@ -48,6 +48,43 @@ def test_same_model_matches_and_per_tensor_tolerance(graft_mod):
     assert loose.tensors[0]["atol"] == 0.5
 
 
+def test_onnxruntime_older_than_onnx_gets_its_own_ir_version(graft_mod, monkeypatch):
+    """An onnxruntime that refuses the IR version a newer onnx stamped on the model (onnx 1.23 writes 14,
+    onnxruntime 1.30 reads up to 13) runs it stamped with the version it names; other errors stand.
+    A stand-in onnxruntime module (this test needs none installed) records what it was given."""
+    import sys
+    import types
+    seen = []
+
+    class Session:
+        def __init__(self, model, providers):
+            proto = onnx.load_from_string(model)
+            seen.append(proto.ir_version)
+            if proto.ir_version > 7:
+                raise RuntimeError(f"[ONNXRuntimeError] : 1 : FAIL : Unsupported model IR version: "
+                                   f"{proto.ir_version}, max supported IR version: 7")
+
+        def get_outputs(self):
+            return [types.SimpleNamespace(name="y")]
+
+        def run(self, names, feeds):
+            return [np.zeros((2, 3), np.float32)]
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", types.SimpleNamespace(InferenceSession=Session))
+    model = onnx.load_from_string(mlp())
+    model.ir_version = 9
+    r = graft_mod.compare(model.SerializeToString(), reference_device="onnxruntime")
+    assert seen == [9, 7]
+    assert not r.passed  # the stand-in's zeros are not the model's outputs: its answer was used
+
+    def refuse(model, providers):
+        raise RuntimeError("[ONNXRuntimeError] : 10 : INVALID_GRAPH : something else")
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", types.SimpleNamespace(InferenceSession=refuse))
+    with pytest.raises(RuntimeError, match="something else"):
+        graft_mod.compare(mlp(), reference_device="onnxruntime")
+
+
 def test_bad_tolerance_name(graft_mod):
     with pytest.raises(graft_mod.GraftError, match="rtol/atol name 'nosuch', which is not an output of the model"):
         graft_mod.compare(mlp(), rtol={"nosuch": 1e-2})
