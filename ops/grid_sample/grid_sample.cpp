@@ -31,6 +31,30 @@ Status forward_cpu(const KernelContext& ctx) {
   return cpu::grid_sample_run(kName, p, ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]);
 }
 
+#ifdef GRAFT_WITH_CUDA
+// On the GPU: the kernel ONNX's GridSample runs there (src/ops/sampling/sampling.cu), in PyTorch's
+// order of padding and rounding, computing in float (the CPU reference computes in double).
+Status forward_cuda(const KernelContext& ctx) {
+  if (ctx.inputs.size() != 2 || ctx.outputs.size() != 1)
+    return error(StatusCode::kInvalidArgument, kName, ": kernel expects 2 inputs and 1 output");
+  const TensorView &x = ctx.inputs[0], &grid = ctx.inputs[1], &y = ctx.outputs[0];
+  if (x.rank() != 4 || grid.rank() != 4 || grid.dims[0] != x.dims[0] || grid.dims[3] != 2)
+    return error(StatusCode::kInvalidArgument, kName, ": input must be (N, C, H, W) and grid (N, H_out, W_out, 2)");
+  if (y.dims != std::vector<int64_t>{x.dims[0], x.dims[1], grid.dims[1], grid.dims[2]})
+    return error(StatusCode::kInternal, kName, ": output shape differs from (N, C, H_out, W_out)");
+  GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, params_of(*ctx.attrs));
+  const cudaError_t e = cuda::k::launch_grid_sample(static_cast<cuda::k::KType>(static_cast<int>(x.dtype)), x.data,
+                                                    grid.data, y.data, cuda::k::grid_sample_args(p, x.dims, grid.dims),
+                                                    static_cast<cudaStream_t>(ctx.stream));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return error(StatusCode::kRuntimeError, kName, ": CUDA kernel launch failed: ", cudaGetErrorName(e), " (",
+                 cudaGetErrorString(e), ")");
+  }
+  return Status::ok();
+}
+#endif
+
 Status shape_fn(ShapeContext& c) {
   if (c.input_rank(0) != 4)
     return error(StatusCode::kInvalidModel, kName, ": input 'input' must have rank 4 (N, C, H, W), got rank ",
@@ -66,6 +90,10 @@ OpDef define_grid_sampler() {
       .output("output", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(N, C, H_out, W_out)");
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64}) def.type_combination({t, t, t});
   def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu);
+#ifdef GRAFT_WITH_CUDA
+  def.kernel(Backend::kCUDA, forward_cuda, {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
+                                            {DT::kFloat16, DT::kFloat16, DT::kFloat16}});
+#endif
   def.example({std::vector<int64_t>{2, 3, 5, 6}, std::vector<int64_t>{2, 4, 3, 2}});
   return def;
 }

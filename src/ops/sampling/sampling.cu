@@ -276,6 +276,22 @@ cudaError_t launch_grid_sample(KType t, const void* x, const void* grid, void* y
   return cudaGetLastError();
 }
 
+GridSampleArgs grid_sample_args(const GridSampleParams& p, const std::vector<int64_t>& x_dims,
+                                const std::vector<int64_t>& grid_dims) {
+  GridSampleArgs a;
+  a.nd = static_cast<int>(x_dims.size()) - 2;
+  a.n = x_dims[0], a.c = x_dims[1];
+  for (int d = 0; d < a.nd; ++d) {
+    a.in[d] = x_dims[2 + d];
+    a.out[d] = grid_dims[1 + d];
+  }
+  a.mode = p.mode == GridSampleParams::Mode::kLinear ? 0 : p.mode == GridSampleParams::Mode::kNearest ? 1 : 2;
+  a.padding = p.padding == GridSampleParams::Padding::kZeros ? 0 : p.padding == GridSampleParams::Padding::kBorder ? 1 : 2;
+  a.align_corners = p.align_corners;
+  a.torch_order = p.torch_order;
+  return a;
+}
+
 }  // namespace k
 
 // ---- CUDA ops -------------------------------------------------------------------------------------
@@ -334,19 +350,7 @@ Status grid_sample_run(CudaExec& ex) {
   const int64_t r = x.rank();
   if ((r != 4 && r != 5) || grid.rank() != r || grid.dims()[0] != x.dims()[0] || grid.dims()[r - 1] != r - 2)
     return fail(ex, StatusCode::kInvalidArgument, "X must be (N, C, spatial...) and grid (N, out..., ", r - 2, ")");
-  k::GridSampleArgs a;
-  a.nd = static_cast<int>(r - 2);
-  a.n = x.dims()[0], a.c = x.dims()[1];
-  for (int d = 0; d < a.nd; ++d) {
-    a.in[d] = x.dims()[2 + d];
-    a.out[d] = grid.dims()[1 + d];
-  }
-  a.mode = p->mode == graft::GridSampleParams::Mode::kLinear ? 0 : p->mode == graft::GridSampleParams::Mode::kNearest ? 1 : 2;
-  a.padding = p->padding == graft::GridSampleParams::Padding::kZeros    ? 0
-              : p->padding == graft::GridSampleParams::Padding::kBorder ? 1
-                                                                       : 2;
-  a.align_corners = p->align_corners;
-  a.torch_order = p->torch_order;
+  const k::GridSampleArgs a = k::grid_sample_args(*p, x.dims(), grid.dims());
   return launch_status(k::launch_grid_sample(ktype(x.dtype()), x.data(), grid.data(), y.data(), a, stream_of(ex)),
                        ex);
 }

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "graft/attribute.h"
 #include "graft/status.h"
@@ -118,6 +119,11 @@ struct GridSampleArgs {
   bool align_corners = false;
   bool torch_order = false;      // see graft::GridSampleParams
 };
+
+// The launch arguments for x (N, C, in...) and grid (N, out..., nd), nd = x's rank - 2 (2 or 3; the
+// caller checks the shapes), with p's modes: ONNX's GridSample and mmdeploy's grid_sampler alike.
+GridSampleArgs grid_sample_args(const GridSampleParams& p, const std::vector<int64_t>& x_dims,
+                                const std::vector<int64_t>& grid_dims);
 
 // x (N, C, in...) and grid (N, out..., nd) of KType t (float32/float16); y (N, C, out...).
 cudaError_t launch_grid_sample(KType t, const void* x, const void* grid, void* y, const GridSampleArgs& a,
