@@ -31,6 +31,16 @@ Status forward_cpu(const KernelContext& ctx) {
   return cpu::grid_sample_run(kName, p, ctx.inputs[0], ctx.inputs[1], ctx.outputs[0]);
 }
 
+// Inputs (input, grid, the output's gradient); outputs the gradients of input and grid.
+Status backward_cpu(const KernelContext& ctx) {
+  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 2)
+    return error(StatusCode::kInvalidArgument, kName,
+                 ": backward kernel expects 3 inputs (input, grid, the output's gradient) and 2 outputs");
+  GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, params_of(*ctx.attrs));
+  return cpu::grid_sample_backward_run(kName, p, ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], ctx.outputs[0],
+                                       ctx.outputs[1]);
+}
+
 #ifdef GRAFT_WITH_CUDA
 // On the GPU: the kernel ONNX's GridSample runs there (src/ops/sampling/sampling.cu), in PyTorch's
 // order of padding and rounding, computing in float (the CPU reference computes in double).
@@ -89,7 +99,7 @@ OpDef define_grid_sampler() {
       .input("grid", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(N, H_out, W_out, 2): (x, y) in [-1, 1]")
       .output("output", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(N, C, H_out, W_out)");
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64}) def.type_combination({t, t, t});
-  def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu);
+  def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu).differentiable_inputs({0, 1}).backward(Backend::kCPU, backward_cpu);
 #ifdef GRAFT_WITH_CUDA
   def.kernel(Backend::kCUDA, forward_cuda, {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
                                             {DT::kFloat16, DT::kFloat16, DT::kFloat16}});

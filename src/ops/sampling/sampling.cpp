@@ -301,24 +301,48 @@ double keys_cubic(double d) {
   return 0.0;
 }
 
-// Reflects v into [lo, hi] (a mirror at each end, repeatedly). lo == hi gives lo.
-double reflect(double v, double lo, double hi) {
+// d/dd of keys_cubic(d), for the backward.
+double keys_cubic_slope(double d) {
+  constexpr double a = -0.75;
+  const double m = std::fabs(d), sign = d < 0.0 ? -1.0 : 1.0;
+  if (m <= 1.0) return sign * (3.0 * (a + 2.0) * m - 2.0 * (a + 3.0)) * m;
+  if (m < 2.0) return sign * ((3.0 * a * m - 10.0 * a) * m + 8.0 * a);
+  return 0.0;
+}
+
+// Reflects v into [lo, hi] (a mirror at each end, repeatedly). lo == hi gives lo. `slope`, when
+// given, receives d(result)/dv: 1 inside, -1 or 1 after an odd or even count of mirrors outside
+// (0 for lo == hi).
+double reflect(double v, double lo, double hi, double* slope = nullptr) {
   const double span = hi - lo;
-  if (!(span > 0.0)) return lo;
+  if (slope) *slope = 1.0;
+  if (!(span > 0.0)) {
+    if (slope) *slope = 0.0;
+    return lo;
+  }
   if (v >= lo && v <= hi) return v;
   const double d = v < lo ? lo - v : v - hi;
   const double q = std::floor(d / span);
   const double r = d - q * span;
   const bool even = std::fmod(q, 2.0) == 0.0;
+  if (slope) *slope = even ? -1.0 : 1.0;
   if (v < lo) return even ? lo + r : hi - r;
   return even ? hi - r : lo + r;
 }
 
-// Per spatial axis: the taps (index into the axis, or -1 for a zero) and their weights.
+// std::clamp(u, lo, hi) and its slope (0 where clamped, at the bounds too, as PyTorch's backward).
+double clamp_with_slope(double u, double lo, double hi, double* slope) {
+  if (u <= lo || u >= hi) *slope = 0.0;
+  return std::clamp(u, lo, hi);
+}
+
+// Per spatial axis: the taps (index into the axis, or -1 for a zero), their weights, and each
+// weight's derivative with respect to the normalized grid coordinate (the backward's).
 struct AxisTaps {
   int n = 0;
   int64_t idx[4] = {-1, -1, -1, -1};
   double w[4] = {0, 0, 0, 0};
+  double dw[4] = {0, 0, 0, 0};
 };
 
 struct AxisGeom {
@@ -346,14 +370,18 @@ bool axis_taps(double gv, const AxisGeom& g, const GridSampleParams& p, bool rou
   const double size = static_cast<double>(g.size);
   double v = p.align_corners ? (gv + 1.0) / 2.0 * (size - 1.0) : ((gv + 1.0) * size - 1.0) / 2.0;
   if (!std::isfinite(v)) return false;
+  // dv/dgv, times the padding's slope wherever the coordinate is padded.
+  double slope = p.align_corners ? (size - 1.0) / 2.0 : size / 2.0;
   using Mode = GridSampleParams::Mode;
   using Pad = GridSampleParams::Padding;
   auto pad_coordinate = [&](double u) {
-    if (p.padding == Pad::kBorder) return std::clamp(u, 0.0, size - 1.0);
+    if (p.padding == Pad::kBorder) return clamp_with_slope(u, 0.0, size - 1.0, &slope);
     if (p.padding == Pad::kReflection) {
-      u = reflect(u, g.lo, g.hi);
+      double mirror = 1.0;
+      u = reflect(u, g.lo, g.hi, &mirror);
+      slope *= mirror;
       // PyTorch clips the reflected coordinate to the pixel range; ONNX keeps it (its taps pad again).
-      return p.torch_order ? std::clamp(u, 0.0, size - 1.0) : u;
+      return p.torch_order ? clamp_with_slope(u, 0.0, size - 1.0, &slope) : u;
     }
     return u;
   };
@@ -386,6 +414,8 @@ bool axis_taps(double gv, const AxisGeom& g, const GridSampleParams& p, bool rou
       out.idx[1] = tap_index(f + 1.0, g, p.padding);
       out.w[0] = 1.0 - t;
       out.w[1] = t;
+      out.dw[0] = -slope;
+      out.dw[1] = slope;
       return true;
     }
     case Mode::kCubic: {
@@ -401,6 +431,7 @@ bool axis_taps(double gv, const AxisGeom& g, const GridSampleParams& p, bool rou
       for (int k = 0; k < 4; ++k) {
         out.idx[k] = tap_index(f - 1.0 + k, g, p.padding);
         out.w[k] = keys_cubic(t - (k - 1.0));
+        out.dw[k] = keys_cubic_slope(t - (k - 1.0)) * slope;
       }
       return true;
     }
@@ -491,6 +522,71 @@ Status grid_sample_run(const char* op, const GridSampleParams& p, const TensorVi
         store_from_double(y.dtype, y.data, (b * c + ch) * out_plane + o, acc);
       }
     }
+  return Status::ok();
+}
+
+Status grid_sample_backward_run(const char* op, const GridSampleParams& p, const TensorView& x, const TensorView& grid,
+                                const TensorView& dy, const TensorView& dx, const TensorView& dgrid) {
+  auto bad = [&](const char* what, const TensorView& t, const std::vector<int64_t>& want, DataType dt) {
+    return error(StatusCode::kInvalidArgument, op, ": backward: ", what, " must be ", dtype_name(dt), " ",
+                 dims_text(want), ", got ", dtype_name(t.dtype), " ", dims_text(t.dims));
+  };
+  if (x.rank() != 4 || !is_float(x.dtype))
+    return error(StatusCode::kInvalidArgument, op, ": backward: input must be a float (N, C, H, W) tensor, got ",
+                 dtype_name(x.dtype), " ", dims_text(x.dims));
+  const int64_t n = x.dims[0], c = x.dims[1];
+  if (grid.rank() != 4 || grid.dims[0] != n || grid.dims[3] != 2 || !is_float(grid.dtype))
+    return error(StatusCode::kInvalidArgument, op, ": backward: grid must be a float (N, H_out, W_out, 2) tensor with N = ",
+                 n, ", got ", dtype_name(grid.dtype), " ", dims_text(grid.dims));
+  const std::vector<int64_t> out_dims = {n, c, grid.dims[1], grid.dims[2]};
+  if (dy.dims != out_dims || dy.dtype != x.dtype) return bad("the output's gradient", dy, out_dims, x.dtype);
+  if (dx.dims != x.dims || dx.dtype != x.dtype) return bad("the input's gradient", dx, x.dims, x.dtype);
+  if (dgrid.dims != grid.dims || dgrid.dtype != grid.dtype) return bad("the grid's gradient", dgrid, grid.dims, grid.dtype);
+  for (const auto& [what, t] : {std::pair<const char*, const TensorView*>{"input 'input'", &x}, {"input 'grid'", &grid},
+                                {"the output's gradient", &dy}, {"the input's gradient", &dx},
+                                {"the grid's gradient", &dgrid}})
+    GRAFT_RETURN_IF_ERROR(check_view(op, what, *t));
+
+  std::vector<AxisGeom> geom(2);
+  for (size_t a = 0; a < 2; ++a) {
+    AxisGeom& g = geom[a];
+    g.size = x.dims[2 + a];
+    g.lo = p.align_corners ? 0.0 : -0.5;
+    g.hi = p.align_corners ? static_cast<double>(g.size) - 1.0 : static_cast<double>(g.size) - 0.5;
+  }
+  const int64_t in_plane = geom[0].size * geom[1].size, out_plane = grid.dims[1] * grid.dims[2];
+  // The input's gradient adds up in double (several samples read one pixel), rounded once at the end.
+  std::vector<double> gx(static_cast<size_t>(x.numel()), 0.0);
+  AxisTaps taps[2];
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < out_plane; ++o) {
+      // grid's last axis lists (x, y): component j addresses spatial axis 1 - j, as in the forward.
+      bool valid = in_plane > 0;
+      for (int64_t j = 0; j < 2 && valid; ++j)
+        valid = axis_taps(load_as_double(grid.dtype, grid.data, (b * out_plane + o) * 2 + j), geom[1 - j], p,
+                          /*round_half_even=*/true, taps[1 - j]);
+      double gg[2] = {0.0, 0.0};  // d loss / d (grid x, grid y)
+      if (valid) {
+        const AxisTaps &ty = taps[0], &tx = taps[1];
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const double g = load_as_double(dy.dtype, dy.data, (b * c + ch) * out_plane + o);
+          const int64_t base = (b * c + ch) * in_plane;
+          for (int i = 0; i < ty.n; ++i) {
+            if (ty.idx[i] < 0) continue;
+            for (int j = 0; j < tx.n; ++j) {
+              if (tx.idx[j] < 0) continue;
+              const int64_t at = base + ty.idx[i] * geom[1].size + tx.idx[j];
+              const double xv = load_as_double(x.dtype, x.data, at);
+              gx[static_cast<size_t>(at)] += ty.w[i] * tx.w[j] * g;
+              gg[0] += ty.w[i] * tx.dw[j] * xv * g;
+              gg[1] += ty.dw[i] * tx.w[j] * xv * g;
+            }
+          }
+        }
+      }
+      for (int64_t j = 0; j < 2; ++j) store_from_double(dgrid.dtype, dgrid.data, (b * out_plane + o) * 2 + j, gg[j]);
+    }
+  for (size_t i = 0; i < gx.size(); ++i) store_from_double(dx.dtype, dx.data, static_cast<int64_t>(i), gx[i]);
   return Status::ok();
 }
 

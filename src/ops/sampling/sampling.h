@@ -80,6 +80,13 @@ Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& 
 Status grid_sample_run(const char* op, const GridSampleParams& p, const TensorView& x, const TensorView& grid,
                        const TensorView& y);
 
+// The 2-D forward's gradients: dx (N, C, H, W) and dgrid (N, H_out, W_out, 2) from dy (N, C, H_out,
+// W_out), each in its forward tensor's dtype, computed in double. The grid's gradient is the
+// derivative of the interpolation weights through the coordinate's unnormalization and padding
+// (0 where border or reflection clamps it, and for nearest); a non-finite coordinate gets 0.
+Status grid_sample_backward_run(const char* op, const GridSampleParams& p, const TensorView& x, const TensorView& grid,
+                                const TensorView& dy, const TensorView& dx, const TensorView& dgrid);
+
 // Builtin kernels (ONNX RoiAlign, GridSample).
 Status roi_align(ExecContext& ctx);
 Status grid_sample(ExecContext& ctx);
