@@ -63,6 +63,30 @@ Status forward_cuda(const KernelContext& ctx) {
   }
   return Status::ok();
 }
+
+// The gradients on the GPU (float32, float16): dx by atomic adds, as PyTorch's kernel does.
+Status backward_cuda(const KernelContext& ctx) {
+  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 2)
+    return error(StatusCode::kInvalidArgument, kName,
+                 ": backward kernel expects 3 inputs (input, grid, the output's gradient) and 2 outputs");
+  const TensorView &x = ctx.inputs[0], &grid = ctx.inputs[1], &dy = ctx.inputs[2];
+  const TensorView &dx = ctx.outputs[0], &dgrid = ctx.outputs[1];
+  if (x.rank() != 4 || grid.rank() != 4 || grid.dims[0] != x.dims[0] || grid.dims[3] != 2)
+    return error(StatusCode::kInvalidArgument, kName, ": input must be (N, C, H, W) and grid (N, H_out, W_out, 2)");
+  if (dy.dims != std::vector<int64_t>{x.dims[0], x.dims[1], grid.dims[1], grid.dims[2]} || dx.dims != x.dims ||
+      dgrid.dims != grid.dims)
+    return error(StatusCode::kInvalidArgument, kName, ": backward: the gradients' shapes differ from the tensors'");
+  GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, params_of(*ctx.attrs));
+  const cudaError_t e = cuda::k::launch_grid_sample_backward(
+      static_cast<cuda::k::KType>(static_cast<int>(x.dtype)), x.data, grid.data, dy.data, dx.data, dgrid.data,
+      cuda::k::grid_sample_args(p, x.dims, grid.dims), static_cast<cudaStream_t>(ctx.stream));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return error(StatusCode::kRuntimeError, kName, ": CUDA backward kernel launch failed: ", cudaGetErrorName(e), " (",
+                 cudaGetErrorString(e), ")");
+  }
+  return Status::ok();
+}
 #endif
 
 Status shape_fn(ShapeContext& c) {
@@ -101,8 +125,9 @@ OpDef define_grid_sampler() {
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64}) def.type_combination({t, t, t});
   def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu).differentiable_inputs({0, 1}).backward(Backend::kCPU, backward_cpu);
 #ifdef GRAFT_WITH_CUDA
-  def.kernel(Backend::kCUDA, forward_cuda, {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
-                                            {DT::kFloat16, DT::kFloat16, DT::kFloat16}});
+  const std::vector<std::vector<DT>> gpu = {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
+                                            {DT::kFloat16, DT::kFloat16, DT::kFloat16}};
+  def.kernel(Backend::kCUDA, forward_cuda, gpu).backward(Backend::kCUDA, backward_cuda, gpu);
 #endif
   def.example({std::vector<int64_t>{2, 3, 5, 6}, std::vector<int64_t>{2, 4, 3, 2}});
   return def;

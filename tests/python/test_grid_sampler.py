@@ -61,3 +61,21 @@ def test_float32_gradients_and_gradcheck(grid_sampler, seed):
     grid_sampler(x, grid, **attrs).sum().backward()
     torch.testing.assert_close(x32.grad, x.grad.float(), rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(g32.grad, grid.grad.float(), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("mode,pad,align", list(itertools.product(MODES, PADS, (0, 1))))
+def test_cuda_matches_pytorch_grid_sample(grid_sampler, mode, pad, align, seed):
+    """The CUDA kernels (float32; float16 on the harness's side) against PyTorch's CUDA grid_sample."""
+    x = torch.randn(2, 3, 5, 7, device="cuda", requires_grad=True)
+    grid = _grid(2, 4, 6, 5, 7, align, 1.6).float().cuda().requires_grad_(True)
+    attrs = dict(interpolation_mode=mode, padding_mode=pad, align_corners=align)
+    y = grid_sampler(x, grid, **attrs)
+    xr, gr = x.detach().clone().requires_grad_(True), grid.detach().clone().requires_grad_(True)
+    want = torch.nn.functional.grid_sample(xr, gr, mode=MODES[mode], padding_mode=PADS[pad], align_corners=bool(align))
+    torch.testing.assert_close(y, want, rtol=1e-5, atol=1e-5)
+    gy = torch.randn_like(y)
+    y.backward(gy)
+    want.backward(gy)
+    torch.testing.assert_close(x.grad, xr.grad, rtol=1e-5, atol=1e-5, msg=lambda m: f"input's gradient: {m}")
+    torch.testing.assert_close(grid.grad, gr.grad, rtol=1e-4, atol=1e-4, msg=lambda m: f"grid's gradient: {m}")

@@ -108,22 +108,47 @@ __device__ __forceinline__ float keys_cubic(float d) {
   return 0.f;
 }
 
-__device__ __forceinline__ float reflect(float v, float lo, float hi) {
+// `slope` receives d(result)/dv, as the CPU reference's reflect gives it.
+__device__ __forceinline__ float reflect(float v, float lo, float hi, float* slope) {
   const float span = hi - lo;
-  if (!(span > 0.f)) return lo;
+  *slope = 1.f;
+  if (!(span > 0.f)) {
+    *slope = 0.f;
+    return lo;
+  }
   if (v >= lo && v <= hi) return v;
   const float d = v < lo ? lo - v : v - hi;
   const float q = floorf(d / span);
   const float r = d - q * span;
   const bool even = fmodf(q, 2.f) == 0.f;
+  *slope = even ? -1.f : 1.f;
   if (v < lo) return even ? lo + r : hi - r;
   return even ? hi - r : lo + r;
+}
+
+__device__ __forceinline__ float reflect(float v, float lo, float hi) {
+  float slope;
+  return reflect(v, lo, hi, &slope);
+}
+
+// Clamps u to [lo, hi]; the slope becomes 0 where it clamps (at the bounds too, as PyTorch's backward).
+__device__ __forceinline__ float clamp_with_slope(float u, float lo, float hi, float* slope) {
+  if (u <= lo || u >= hi) *slope = 0.f;
+  return fminf(fmaxf(u, lo), hi);
+}
+
+__device__ __forceinline__ float keys_cubic_slope(float d) {
+  const float A = -0.75f, m = fabsf(d), sign = d < 0.f ? -1.f : 1.f;
+  if (m <= 1.f) return sign * (3.f * (A + 2.f) * m - 2.f * (A + 3.f)) * m;
+  if (m < 2.f) return sign * ((3.f * A * m - 10.f * A) * m + 8.f * A);
+  return 0.f;
 }
 
 struct Taps {
   int n;
   int64_t idx[4];
   float w[4];
+  float dw[4];  // each weight's derivative with respect to the normalized coordinate (the backward's)
 };
 
 __device__ __forceinline__ int64_t tap_index(float t, int64_t size, float lo, float hi, int pad) {
@@ -139,11 +164,14 @@ __device__ bool axis_taps(float g, int64_t size, const GridSampleArgs& a, bool h
   const float lo = a.align_corners ? 0.f : -0.5f, hi = a.align_corners ? s - 1.f : s - 0.5f;
   float v = a.align_corners ? (g + 1.f) * 0.5f * (s - 1.f) : ((g + 1.f) * s - 1.f) * 0.5f;
   if (!isfinite(v)) return false;
+  float slope = a.align_corners ? (s - 1.f) * 0.5f : s * 0.5f;  // dv/dg, times the padding's slope
   auto pad_coord = [&](float u) {
-    if (a.padding == 1) return fminf(fmaxf(u, 0.f), s - 1.f);
+    if (a.padding == 1) return clamp_with_slope(u, 0.f, s - 1.f, &slope);
     if (a.padding == 2) {
-      u = reflect(u, lo, hi);
-      return a.torch_order ? fminf(fmaxf(u, 0.f), s - 1.f) : u;
+      float mirror;
+      u = reflect(u, lo, hi, &mirror);
+      slope *= mirror;
+      return a.torch_order ? clamp_with_slope(u, 0.f, s - 1.f, &slope) : u;
     }
     return u;
   };
@@ -159,6 +187,7 @@ __device__ bool axis_taps(float g, int64_t size, const GridSampleArgs& a, bool h
     }
     t.n = 1;
     t.w[0] = 1.f;
+    t.dw[0] = 0.f;
     t.idx[0] = tap_index(u, size, lo, hi, a.padding);
     return true;
   }
@@ -174,11 +203,14 @@ __device__ bool axis_taps(float g, int64_t size, const GridSampleArgs& a, bool h
     t.idx[1] = tap_index(f + 1.f, size, lo, hi, a.padding);
     t.w[0] = 1.f - fr;
     t.w[1] = fr;
+    t.dw[0] = -slope;
+    t.dw[1] = slope;
   } else {
     t.n = 4;
     for (int q = 0; q < 4; ++q) {
       t.idx[q] = tap_index(f - 1.f + float(q), size, lo, hi, a.padding);
       t.w[q] = keys_cubic(fr - float(q - 1));
+      t.dw[q] = keys_cubic_slope(fr - float(q - 1)) * slope;
     }
   }
   return true;
@@ -232,7 +264,69 @@ __global__ void grid_sample_kernel(const T* __restrict__ x, const T* __restrict_
   }
 }
 
+// The 2-D backward: one thread per output location walks the channels, adds each tap's share of
+// the output's gradient into dx (atomically: samples share pixels; dx zeroed before) and sums the
+// grid's gradient itself, so dgrid needs no atomics. As PyTorch's kernel, FP16 adds into FP16 dx.
+__device__ __forceinline__ void add_to(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void add_to(__half* p, float v) { atomicAdd(p, __float2half_rn(v)); }
+
+template <typename T>
+__global__ void grid_sample_backward_kernel(const T* __restrict__ x, const T* __restrict__ grid,
+                                            const T* __restrict__ dy, T* __restrict__ dx, T* __restrict__ dgrid,
+                                            GridSampleArgs a, int64_t total) {
+  using E = Elem<T>;
+  const int64_t out_plane = a.out[0] * a.out[1], in_plane = a.in[0] * a.in[1];
+  GRAFT_GRID_STRIDE(i, total) {
+    const int64_t o = i % out_plane, b = i / out_plane;
+    Taps taps[2];
+    bool valid = in_plane > 0;
+    for (int j = 0; j < 2 && valid; ++j) valid = axis_taps(float(E::ld(grid[i * 2 + j])), a.in[1 - j], a, true, taps[1 - j]);
+    float gx = 0.f, gy = 0.f;  // d loss / d (grid x, grid y)
+    if (valid) {
+      for (int64_t ch = 0; ch < a.c; ++ch) {
+        const float g = float(E::ld(dy[(b * a.c + ch) * out_plane + o]));
+        const int64_t base = (b * a.c + ch) * in_plane;
+        for (int p = 0; p < taps[0].n; ++p) {
+          if (taps[0].idx[p] < 0) continue;
+          for (int q = 0; q < taps[1].n; ++q) {
+            if (taps[1].idx[q] < 0) continue;
+            const int64_t at = base + taps[0].idx[p] * a.in[1] + taps[1].idx[q];
+            add_to(dx + at, taps[0].w[p] * taps[1].w[q] * g);
+            const float xv = float(E::ld(x[at])) * g;
+            gx += taps[0].w[p] * taps[1].dw[q] * xv;
+            gy += taps[0].dw[p] * taps[1].w[q] * xv;
+          }
+        }
+      }
+    }
+    dgrid[i * 2] = E::st(typename E::C(gx));
+    dgrid[i * 2 + 1] = E::st(typename E::C(gy));
+  }
+}
+
 }  // namespace
+
+cudaError_t launch_grid_sample_backward(KType t, const void* x, const void* grid, const void* dy, void* dx,
+                                        void* dgrid, const GridSampleArgs& a, cudaStream_t s) {
+  if (a.nd != 2) return cudaErrorInvalidValue;
+  const int64_t elem = t == KType::kF32 ? 4 : t == KType::kF16 ? 2 : 0;
+  if (elem == 0) return cudaErrorInvalidValue;
+  const int64_t x_count = a.n * a.c * a.in[0] * a.in[1], total = a.n * a.out[0] * a.out[1];
+  if (x_count > 0) {
+    const cudaError_t e = cudaMemsetAsync(dx, 0, static_cast<size_t>(x_count * elem), s);
+    if (e != cudaSuccess) return e;
+  }
+  if (total == 0) return cudaSuccess;
+  if (t == KType::kF32)
+    grid_sample_backward_kernel<float><<<grid_for(total), kThreads, 0, s>>>(
+        static_cast<const float*>(x), static_cast<const float*>(grid), static_cast<const float*>(dy),
+        static_cast<float*>(dx), static_cast<float*>(dgrid), a, total);
+  else
+    grid_sample_backward_kernel<__half><<<grid_for(total), kThreads, 0, s>>>(
+        static_cast<const __half*>(x), static_cast<const __half*>(grid), static_cast<const __half*>(dy),
+        static_cast<__half*>(dx), static_cast<__half*>(dgrid), a, total);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_roi_align(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64, void* y,
                              const RoiAlignArgs& a, cudaStream_t s) {

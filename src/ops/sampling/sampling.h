@@ -132,6 +132,11 @@ struct GridSampleArgs {
 GridSampleArgs grid_sample_args(const GridSampleParams& p, const std::vector<int64_t>& x_dims,
                                 const std::vector<int64_t>& grid_dims);
 
+// The 2-D backward (nd = 2): dx (N, C, H, W), zeroed here first, and dgrid (N, H_out, W_out, 2) from
+// dy (N, C, H_out, W_out); all of KType t (float32/float16), computed in float.
+cudaError_t launch_grid_sample_backward(KType t, const void* x, const void* grid, const void* dy, void* dx,
+                                        void* dgrid, const GridSampleArgs& a, cudaStream_t s);
+
 // x (N, C, in...) and grid (N, out..., nd) of KType t (float32/float16); y (N, C, out...).
 cudaError_t launch_grid_sample(KType t, const void* x, const void* grid, void* y, const GridSampleArgs& a,
                                cudaStream_t s);
