@@ -60,17 +60,25 @@ Status forward_cpu(const KernelContext& ctx) {
   return cpu::roi_align_run(*kOp, p, ctx.inputs[0], ctx.inputs[1], kPacked ? nullptr : &ctx.inputs[2], ctx.outputs[0]);
 }
 
+// The input's gradient on the CPU (rois and batch indices get none, as in torchvision and mmcv):
+// inputs are the forward's and the output's gradient, the output the input's gradient.
+template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const AttributeMap&), bool kPacked>
+Status backward_cpu(const KernelContext& ctx) {
+  const size_t want = kPacked ? 3 : 4;
+  if (ctx.inputs.size() != want || ctx.outputs.size() != 1)
+    return error(StatusCode::kInvalidArgument, *kOp, ": backward kernel expects ", want, " inputs and 1 output");
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, Params(*ctx.attrs));
+  return cpu::roi_align_backward_run(*kOp, p, ctx.inputs[0], ctx.inputs[1], kPacked ? nullptr : &ctx.inputs[2],
+                                     ctx.inputs[want - 1], ctx.outputs[0]);
+}
+
 #ifdef GRAFT_WITH_CUDA
 // Both ops on the GPU: the kernel ONNX's RoiAlign runs there. `packed`: rois (K, 5) with the batch
 // index first (mmcv), else rois (K, 4) and batch indices as input 2. As for the builtin, a roi whose
 // batch index is outside [0, N) or whose coordinates are not finite gives zeros on the GPU, where
 // the CPU reference reports it.
-Status roi_align_cuda(const char* op, const RoiAlignParams& p, const KernelContext& ctx, bool packed) {
-  if (ctx.inputs.size() != (packed ? 2u : 3u) || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, op, ": kernel expects ", packed ? 2 : 3, " inputs and 1 output");
-  const TensorView &x = ctx.inputs[0], &rois = ctx.inputs[1], &y = ctx.outputs[0];
-  if (x.rank() != 4 || rois.rank() != 2 || rois.dims[1] != (packed ? 5 : 4))
-    return error(StatusCode::kInvalidArgument, op, ": input must be (N, C, H, W) and rois (K, ", packed ? 5 : 4, ")");
+// The kernels' arguments for x (N, C, H, W) and rois (K, cols).
+cuda::k::RoiAlignArgs roi_align_args(const RoiAlignParams& p, const TensorView& x, const TensorView& rois, bool packed) {
   cuda::k::RoiAlignArgs a;
   a.n = x.dims[0], a.c = x.dims[1], a.h = x.dims[2], a.w = x.dims[3], a.k = rois.dims[0];
   a.oh = p.output_height, a.ow = p.output_width, a.sampling_ratio = p.sampling_ratio;
@@ -79,6 +87,16 @@ Status roi_align_cuda(const char* op, const RoiAlignParams& p, const KernelConte
   a.max_mode = p.pool == RoiAlignParams::Pool::kMax;
   a.max_of_weighted_corners = p.max_of_weighted_corners;
   a.packed_rois = packed;
+  return a;
+}
+
+Status roi_align_cuda(const char* op, const RoiAlignParams& p, const KernelContext& ctx, bool packed) {
+  if (ctx.inputs.size() != (packed ? 2u : 3u) || ctx.outputs.size() != 1)
+    return error(StatusCode::kInvalidArgument, op, ": kernel expects ", packed ? 2 : 3, " inputs and 1 output");
+  const TensorView &x = ctx.inputs[0], &rois = ctx.inputs[1], &y = ctx.outputs[0];
+  if (x.rank() != 4 || rois.rank() != 2 || rois.dims[1] != (packed ? 5 : 4))
+    return error(StatusCode::kInvalidArgument, op, ": input must be (N, C, H, W) and rois (K, ", packed ? 5 : 4, ")");
+  const cuda::k::RoiAlignArgs a = roi_align_args(p, x, rois, packed);
   if (y.dims != std::vector<int64_t>{a.k, a.c, a.oh, a.ow})
     return error(StatusCode::kInternal, op, ": output shape differs from (K, C, output_height, output_width)");
   const void* batch_idx = packed ? nullptr : ctx.inputs[2].data;
@@ -98,6 +116,33 @@ template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const Attribu
 Status forward_cuda(const KernelContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, Params(*ctx.attrs));
   return roi_align_cuda(*kOp, p, ctx, kPacked);
+}
+
+// The input's gradient on the GPU, by atomic adds into dx (in its dtype, as PyTorch's kernels do).
+template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const AttributeMap&), bool kPacked>
+Status backward_cuda(const KernelContext& ctx) {
+  const size_t want = kPacked ? 3 : 4;
+  if (ctx.inputs.size() != want || ctx.outputs.size() != 1)
+    return error(StatusCode::kInvalidArgument, *kOp, ": backward kernel expects ", want, " inputs and 1 output");
+  GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, Params(*ctx.attrs));
+  const TensorView &x = ctx.inputs[0], &rois = ctx.inputs[1], &dy = ctx.inputs[want - 1], &dx = ctx.outputs[0];
+  if (x.rank() != 4 || rois.rank() != 2 || rois.dims[1] != (kPacked ? 5 : 4) || dx.dims != x.dims ||
+      dy.dims != std::vector<int64_t>{rois.dims[0], x.dims[1], p.output_height, p.output_width})
+    return error(StatusCode::kInvalidArgument, *kOp, ": backward: input must be (N, C, H, W), rois (K, ",
+                 kPacked ? 5 : 4, "), the output's gradient (K, C, output_height, output_width) and the input's "
+                 "gradient the input's shape");
+  const cuda::k::RoiAlignArgs a = roi_align_args(p, x, rois, kPacked);
+  const void* batch_idx = kPacked ? nullptr : ctx.inputs[2].data;
+  const bool idx64 = !kPacked && ctx.inputs[2].dtype == DataType::kInt64;
+  const cudaError_t e = cuda::k::launch_roi_align_backward(static_cast<cuda::k::KType>(static_cast<int>(x.dtype)),
+                                                           x.data, rois.data, batch_idx, idx64, dy.data, dx.data, a,
+                                                           static_cast<cudaStream_t>(ctx.stream));
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    return error(StatusCode::kRuntimeError, *kOp, ": CUDA backward kernel launch failed: ", cudaGetErrorName(e), " (",
+                 cudaGetErrorString(e), ")");
+  }
+  return Status::ok();
 }
 #endif
 
@@ -160,10 +205,15 @@ OpDef define_mmcv_roi_align() {
       .input("rois", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, 5): batch_index, x1, y1, x2, y2")
       .output("output", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, C, output_height, output_width)");
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64}) def.type_combination({t, t, t});
-  def.shape_fn(shape_fn).kernel(Backend::kCPU, forward_cpu<&kName, params_of, true>);
+  def.shape_fn(shape_fn)
+      .kernel(Backend::kCPU, forward_cpu<&kName, params_of, true>)
+      .differentiable_inputs({0})
+      .backward(Backend::kCPU, backward_cpu<&kName, params_of, true>);
 #ifdef GRAFT_WITH_CUDA
-  def.kernel(Backend::kCUDA, forward_cuda<&kName, params_of, true>, {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
-                                            {DT::kFloat16, DT::kFloat16, DT::kFloat16}});
+  const std::vector<std::vector<DT>> gpu = {{DT::kFloat32, DT::kFloat32, DT::kFloat32},
+                                            {DT::kFloat16, DT::kFloat16, DT::kFloat16}};
+  def.kernel(Backend::kCUDA, forward_cuda<&kName, params_of, true>, gpu)
+      .backward(Backend::kCUDA, backward_cuda<&kName, params_of, true>, gpu);
 #endif
   // Two images, three rois (one partly outside the map); N = 2 differs from K = 3.
   const AttributeMap ex = example_attrs();
@@ -197,12 +247,16 @@ OpDef define_roi_align_trt() {
       .output("Y", {DT::kFloat32, DT::kFloat16, DT::kFloat64}, "(K, C, output_height, output_width)");
   for (DT t : {DT::kFloat32, DT::kFloat16, DT::kFloat64})
     for (DT i : {DT::kInt32, DT::kInt64}) def.type_combination({t, t, i, t});
-  def.shape_fn(trt_shape_fn).kernel(Backend::kCPU, forward_cpu<&kTrtName, trt_params_of, false>);
+  def.shape_fn(trt_shape_fn)
+      .kernel(Backend::kCPU, forward_cpu<&kTrtName, trt_params_of, false>)
+      .differentiable_inputs({0})
+      .backward(Backend::kCPU, backward_cpu<&kTrtName, trt_params_of, false>);
 #ifdef GRAFT_WITH_CUDA
   std::vector<std::vector<DT>> gpu;
   for (DT t : {DT::kFloat32, DT::kFloat16})
     for (DT i : {DT::kInt32, DT::kInt64}) gpu.push_back({t, t, i, t});
-  def.kernel(Backend::kCUDA, forward_cuda<&kTrtName, trt_params_of, false>, gpu);
+  def.kernel(Backend::kCUDA, forward_cuda<&kTrtName, trt_params_of, false>, gpu)
+      .backward(Backend::kCUDA, backward_cuda<&kTrtName, trt_params_of, false>, gpu);
 #endif
   // Two images, three rois (one partly outside the map); max pooling and the unshifted mode in a
   // second example.

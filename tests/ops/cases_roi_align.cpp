@@ -48,7 +48,7 @@ void make_rois_valid(std::vector<Tensor>& ins) {
   order_corners(r, 5, 1);
 }
 
-// A forward case over x (N, C, H, W) whose rois input is `rois` (and any inputs after it), K rois.
+// A case over x (N, C, H, W) whose rois input is `rois` (and any inputs after it), K rois.
 OpCase roi_case(std::string label, std::vector<int64_t> x_dims, std::vector<CaseInput> rois, AttributeMap attrs,
                 std::function<void(std::vector<Tensor>&)> adjust) {
   OpCase c;
@@ -59,8 +59,7 @@ OpCase roi_case(std::string label, std::vector<int64_t> x_dims, std::vector<Case
   const int64_t oh = attrs.get_int("output_height", 1).value(), ow = attrs.get_int("output_width", 1).value();
   c.output_dims = {{k, x_dims[1], oh, ow}};
   c.attrs = std::move(attrs);
-  c.check_gradients = false;  // forward only
-  c.adjust_inputs = std::move(adjust);
+  c.adjust_inputs = std::move(adjust);  // the input's gradient is checked; rois get none
   return c;
 }
 

@@ -154,8 +154,14 @@ constexpr double kMaxSamplesPerBin = 16777216.0;  // 2^24
 
 }  // namespace
 
-Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& x, const TensorView& rois,
-                     const TensorView* batch_indices, const TensorView& y) {
+namespace {
+
+// What RoiAlign's forward and backward share: the checks (`y` is the output or its gradient, of the
+// output's dims), then, for every roi and output bin, its image and the bilinear samples of the bin
+// (the same for every channel): bin(k, b, ph, pw, samples, count), count being the average's divisor.
+template <typename BinFn>
+Status for_each_roi_bin(const char* op, const RoiAlignParams& p, const TensorView& x, const TensorView& rois,
+                        const TensorView* batch_indices, const TensorView& y, const char* y_name, BinFn&& bin) {
   const bool packed = batch_indices == nullptr;  // mmcv: (K, 5) with the batch index first
   const int64_t cols = packed ? 5 : 4;
   auto bad = [&](const char* what, auto&&... parts) {
@@ -180,15 +186,14 @@ Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& 
   const int64_t oh = p.output_height, ow = p.output_width;
   const std::vector<int64_t> want = {k_rois, c, oh, ow};
   if (y.dims != want || y.dtype != x.dtype)
-    return error(StatusCode::kInvalidArgument, op, ": the output must be ", dtype_name(x.dtype), " ",
+    return error(StatusCode::kInvalidArgument, op, ": ", y_name, " must be ", dtype_name(x.dtype), " ",
                  dims_text(want), ", got ", dtype_name(y.dtype), " ", dims_text(y.dims));
   GRAFT_RETURN_IF_ERROR(check_view(op, "input 'X'", x));
   GRAFT_RETURN_IF_ERROR(check_view(op, "input 'rois'", rois));
-  GRAFT_RETURN_IF_ERROR(check_view(op, "the output", y));
+  GRAFT_RETURN_IF_ERROR(check_view(op, y_name, y));
   if (y.numel() == 0) return Status::ok();
 
   const double offset = p.half_pixel ? 0.5 : 0.0;
-  const int64_t plane = height * width;
   std::vector<Sample> samples;
   for (int64_t k = 0; k < k_rois; ++k) {
     // Batch index.
@@ -248,31 +253,110 @@ Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& 
             samples[static_cast<size_t>(iy * grid_w + ix)] = bilinear_sample(sy, sx, height, width);
           }
         }
-        for (int64_t ch = 0; ch < c; ++ch) {
-          const int64_t base = (b * c + ch) * plane;
-          double acc = 0.0;
-          bool first = true;
-          for (const Sample& s : samples) {
-            double v[4] = {0, 0, 0, 0};
-            if (s.inside)
-              for (int t = 0; t < 4; ++t) v[t] = load_as_double(x.dtype, x.data, base + s.pos[t]);
-            if (p.pool == RoiAlignParams::Pool::kAvg) {
-              acc += s.w[0] * v[0] + s.w[1] * v[1] + s.w[2] * v[2] + s.w[3] * v[3];
-            } else {
-              double val;
-              if (p.max_of_weighted_corners)
-                val = std::max(std::max(s.w[0] * v[0], s.w[1] * v[1]), std::max(s.w[2] * v[2], s.w[3] * v[3]));
-              else
-                val = s.w[0] * v[0] + s.w[1] * v[1] + s.w[2] * v[2] + s.w[3] * v[3];
-              acc = first ? val : std::max(acc, val);
-              first = false;
-            }
-          }
-          if (p.pool == RoiAlignParams::Pool::kAvg) acc /= count;
-          store_from_double(y.dtype, y.data, ((k * c + ch) * oh + ph) * ow + pw, acc);
-        }
+        bin(k, b, ph, pw, samples, count);
       }
   }
+  return Status::ok();
+}
+
+// One bin's pooled value from its samples' corner values v[4 * sample + corner]. For max pooling,
+// `winner` receives the sample (and, for ONNX's weighted-corner max, the corner; else -1) that gave
+// it, the first one among equals, or stays (-1, -1) when no sample does.
+double pool_bin(const RoiAlignParams& p, const std::vector<Sample>& samples, const double* v, double count,
+                std::pair<int64_t, int>* winner = nullptr) {
+  double acc = 0.0;
+  bool first = true;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const Sample& s = samples[i];
+    const double* sv = v + 4 * i;
+    if (p.pool == RoiAlignParams::Pool::kAvg) {
+      acc += s.w[0] * sv[0] + s.w[1] * sv[1] + s.w[2] * sv[2] + s.w[3] * sv[3];
+      continue;
+    }
+    if (p.max_of_weighted_corners) {
+      for (int t = 0; t < 4; ++t)
+        if (first || s.w[t] * sv[t] > acc) {
+          acc = s.w[t] * sv[t];
+          first = false;
+          if (winner) *winner = {static_cast<int64_t>(i), t};
+        }
+    } else {
+      const double val = s.w[0] * sv[0] + s.w[1] * sv[1] + s.w[2] * sv[2] + s.w[3] * sv[3];
+      if (first || val > acc) {
+        acc = val;
+        first = false;
+        if (winner) *winner = {static_cast<int64_t>(i), -1};
+      }
+    }
+  }
+  return p.pool == RoiAlignParams::Pool::kAvg ? acc / count : acc;
+}
+
+// The corner values of every sample of a bin in one channel plane (0 for a sample outside the map).
+void load_corners(const TensorView& x, int64_t base, const std::vector<Sample>& samples, std::vector<double>& v) {
+  v.assign(4 * samples.size(), 0.0);
+  for (size_t i = 0; i < samples.size(); ++i)
+    if (samples[i].inside)
+      for (int t = 0; t < 4; ++t) v[4 * i + t] = load_as_double(x.dtype, x.data, base + samples[i].pos[t]);
+}
+
+}  // namespace
+
+Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& x, const TensorView& rois,
+                     const TensorView* batch_indices, const TensorView& y) {
+  const int64_t c = x.rank() == 4 ? x.dims[1] : 0, plane = x.rank() == 4 ? x.dims[2] * x.dims[3] : 0;
+  const int64_t oh = p.output_height, ow = p.output_width;
+  std::vector<double> v;
+  return for_each_roi_bin(op, p, x, rois, batch_indices, y, "the output",
+                          [&](int64_t k, int64_t b, int64_t ph, int64_t pw, const std::vector<Sample>& samples,
+                              double count) {
+                            for (int64_t ch = 0; ch < c; ++ch) {
+                              load_corners(x, (b * c + ch) * plane, samples, v);
+                              store_from_double(y.dtype, y.data, ((k * c + ch) * oh + ph) * ow + pw,
+                                                pool_bin(p, samples, v.data(), count));
+                            }
+                          });
+}
+
+Status roi_align_backward_run(const char* op, const RoiAlignParams& p, const TensorView& x, const TensorView& rois,
+                              const TensorView* batch_indices, const TensorView& dy, const TensorView& dx) {
+  if (dx.dims != x.dims || dx.dtype != x.dtype)
+    return error(StatusCode::kInvalidArgument, op, ": backward: the input's gradient must be ", dtype_name(x.dtype),
+                 " ", dims_text(x.dims), ", got ", dtype_name(dx.dtype), " ", dims_text(dx.dims));
+  GRAFT_RETURN_IF_ERROR(check_view(op, "the input's gradient", dx));
+  const int64_t c = x.rank() == 4 ? x.dims[1] : 0, plane = x.rank() == 4 ? x.dims[2] * x.dims[3] : 0;
+  const int64_t oh = p.output_height, ow = p.output_width;
+  // Samples of several bins and rois share pixels: the gradient adds up in double, rounded once.
+  std::vector<double> gx(static_cast<size_t>(std::max<int64_t>(x.numel(), 0)), 0.0), v;
+  Status st = for_each_roi_bin(
+      op, p, x, rois, batch_indices, dy, "the output's gradient",
+      [&](int64_t k, int64_t b, int64_t ph, int64_t pw, const std::vector<Sample>& samples, double count) {
+        for (int64_t ch = 0; ch < c; ++ch) {
+          const double g = load_as_double(dy.dtype, dy.data, ((k * c + ch) * oh + ph) * ow + pw);
+          const int64_t base = (b * c + ch) * plane;
+          auto add = [&](const Sample& s, int t, double share) {
+            if (s.inside) gx[static_cast<size_t>(base + s.pos[t])] += s.w[t] * share;
+          };
+          if (p.pool == RoiAlignParams::Pool::kAvg) {
+            for (const Sample& s : samples)
+              for (int t = 0; t < 4; ++t) add(s, t, g / count);
+            continue;
+          }
+          // Max: the gradient goes to the sample (or corner) that won, as mmcv's and ONNX Runtime's do.
+          load_corners(x, base, samples, v);
+          std::pair<int64_t, int> winner{-1, -1};
+          pool_bin(p, samples, v.data(), count, &winner);
+          if (winner.first < 0) continue;
+          const Sample& s = samples[static_cast<size_t>(winner.first)];
+          if (winner.second >= 0) {
+            add(s, winner.second, g);
+          } else {
+            for (int t = 0; t < 4; ++t) add(s, t, g);
+          }
+        }
+      });
+  GRAFT_RETURN_IF_ERROR(st);
+  for (size_t i = 0; i < gx.size(); ++i) store_from_double(dx.dtype, dx.data, static_cast<int64_t>(i), gx[i]);
   return Status::ok();
 }
 

@@ -20,82 +20,150 @@ namespace k {
 namespace {
 
 // ---- RoiAlign -------------------------------------------------------------------------------------
+// A roi's geometry: its image, its corner, its bins' size and the samples per bin and axis. ok is
+// false for a roi the GPU reads as zeros (a batch index outside [0, N) or a coordinate that is not
+// finite; the CPU reference reports those).
+struct RoiGeom {
+  bool ok = false;
+  int64_t b = 0, gh = 0, gw = 0;
+  double x1 = 0, y1 = 0, bh = 0, bw = 0;
+};
+
+template <typename T>
+__device__ RoiGeom roi_geom(const T* rois, const void* batch_idx, bool idx64, const RoiAlignArgs& a, int64_t k) {
+  using E = Elem<T>;
+  RoiGeom g;
+  const T* r = rois + k * (a.packed_rois ? 5 : 4);
+  bool ok = true;
+  if (a.packed_rois) {
+    const float bv = float(E::ld(r[0]));
+    ok = bv > -1.f && bv < float(a.n);
+    g.b = ok ? int64_t(bv) : 0;
+    r += 1;
+  } else {
+    g.b = idx64 ? static_cast<const int64_t*>(batch_idx)[k] : int64_t(static_cast<const int32_t*>(batch_idx)[k]);
+    ok = g.b >= 0 && g.b < a.n;
+  }
+  double box[4];
+  for (int j = 0; j < 4; ++j) {
+    box[j] = double(float(E::ld(r[j])));
+    ok = ok && isfinite(box[j]);
+  }
+  if (!ok) return g;
+  const double off = a.half_pixel ? 0.5 : 0.0, s = a.spatial_scale;
+  g.x1 = box[0] * s - off, g.y1 = box[1] * s - off;
+  double rw = box[2] * s - off - g.x1, rh = box[3] * s - off - g.y1;
+  if (!a.half_pixel) {
+    rw = fmax(rw, 1.0);
+    rh = fmax(rh, 1.0);
+  }
+  g.bh = rh / double(a.oh), g.bw = rw / double(a.ow);
+  const double gh_d = a.sampling_ratio > 0 ? double(a.sampling_ratio) : ceil(g.bh);
+  const double gw_d = a.sampling_ratio > 0 ? double(a.sampling_ratio) : ceil(g.bw);
+  g.gh = gh_d > 0.0 ? int64_t(fmin(gh_d, 4096.0)) : 0;
+  g.gw = gw_d > 0.0 ? int64_t(fmin(gw_d, 4096.0)) : 0;
+  g.ok = true;
+  return g;
+}
+
+// Sample (iy, ix) of bin (ph, pw): its four corners' positions in an H*W plane and their weights;
+// false when it lies beyond one pixel outside the map (it reads nothing).
+__device__ bool roi_sample(const RoiGeom& g, const RoiAlignArgs& a, int64_t ph, int64_t pw, int64_t iy, int64_t ix,
+                           int64_t pos[4], float w4[4]) {
+  float sy = float(g.y1 + double(ph) * g.bh + (double(iy) + 0.5) * g.bh / double(g.gh));
+  const float xx = float(g.x1 + double(pw) * g.bw + (double(ix) + 0.5) * g.bw / double(g.gw));
+  if (!(sy >= -1.f && sy <= float(a.h) && xx >= -1.f && xx <= float(a.w))) return false;
+  sy = fmaxf(sy, 0.f);
+  float sx = fmaxf(xx, 0.f);
+  int64_t y0 = int64_t(sy), x0 = int64_t(sx), y1i, x1i;
+  if (y0 >= a.h - 1) { y0 = y1i = a.h - 1; sy = float(y0); } else { y1i = y0 + 1; }
+  if (x0 >= a.w - 1) { x0 = x1i = a.w - 1; sx = float(x0); } else { x1i = x0 + 1; }
+  const float ly = sy - float(y0), lx = sx - float(x0), hy = 1.f - ly, hx = 1.f - lx;
+  w4[0] = hy * hx; w4[1] = hy * lx; w4[2] = ly * hx; w4[3] = ly * lx;
+  pos[0] = y0 * a.w + x0; pos[1] = y0 * a.w + x1i; pos[2] = y1i * a.w + x0; pos[3] = y1i * a.w + x1i;
+  return true;
+}
+
+// One bin of one channel plane, pooled. For max pooling, winner (when given) receives the sample
+// index iy * gw + ix that gave the value and, for ONNX's weighted-corner max, the corner (else -1);
+// the first one among equals; (-1, -1) when the bin has no sample.
+template <typename T>
+__device__ float roi_pool_bin(const T* plane, const RoiGeom& g, const RoiAlignArgs& a, int64_t ph, int64_t pw,
+                              int64_t* winner = nullptr, int* corner = nullptr) {
+  using E = Elem<T>;
+  float acc = 0.f;
+  bool first = true;
+  if (winner) *winner = -1, *corner = -1;
+  for (int64_t iy = 0; iy < g.gh; ++iy)
+    for (int64_t ix = 0; ix < g.gw; ++ix) {
+      int64_t pos[4];
+      float w4[4] = {0.f, 0.f, 0.f, 0.f}, v4[4] = {0.f, 0.f, 0.f, 0.f};
+      if (roi_sample(g, a, ph, pw, iy, ix, pos, w4))
+        for (int t = 0; t < 4; ++t) v4[t] = float(E::ld(plane[pos[t]]));
+      if (!a.max_mode) {
+        acc += w4[0] * v4[0] + w4[1] * v4[1] + w4[2] * v4[2] + w4[3] * v4[3];
+        continue;
+      }
+      const float val = a.max_of_weighted_corners
+                            ? fmaxf(fmaxf(w4[0] * v4[0], w4[1] * v4[1]), fmaxf(w4[2] * v4[2], w4[3] * v4[3]))
+                            : w4[0] * v4[0] + w4[1] * v4[1] + w4[2] * v4[2] + w4[3] * v4[3];
+      if (winner && (first || val > acc)) {
+        *winner = iy * g.gw + ix;
+        *corner = -1;
+        for (int t = 0; t < 4 && a.max_of_weighted_corners && *corner < 0; ++t)
+          if (w4[t] * v4[t] == val) *corner = t;
+      }
+      acc = first ? val : fmaxf(acc, val);
+      first = false;
+    }
+  return a.max_mode ? acc : acc / float(g.gh * g.gw > 1 ? g.gh * g.gw : 1);
+}
+
 template <typename T>
 __global__ void roi_align_kernel(const T* __restrict__ x, const T* __restrict__ rois, const void* batch_idx,
                                  bool idx64, T* __restrict__ y, RoiAlignArgs a, int64_t total) {
   using E = Elem<T>;
   GRAFT_GRID_STRIDE(i, total) {
     const int64_t pw = i % a.ow, ph = (i / a.ow) % a.oh, ch = (i / (a.ow * a.oh)) % a.c, k = i / (a.ow * a.oh * a.c);
-    const int cols = a.packed_rois ? 5 : 4;
-    const T* r = rois + k * cols;
-    int64_t b;
-    bool ok = true;
-    if (a.packed_rois) {
-      const float bv = float(E::ld(r[0]));
-      ok = bv > -1.f && bv < float(a.n);
-      b = ok ? int64_t(bv) : 0;
-      r += 1;
-    } else {
-      b = idx64 ? static_cast<const int64_t*>(batch_idx)[k] : int64_t(static_cast<const int32_t*>(batch_idx)[k]);
-      ok = b >= 0 && b < a.n;
-    }
-    double box[4];
-    for (int j = 0; j < 4; ++j) {
-      box[j] = double(float(E::ld(r[j])));
-      ok = ok && isfinite(box[j]);
-    }
-    float result = 0.f;
-    if (ok) {
-      const double off = a.half_pixel ? 0.5 : 0.0, s = a.spatial_scale;
-      const double x1 = box[0] * s - off, y1 = box[1] * s - off;
-      double rw = box[2] * s - off - x1, rh = box[3] * s - off - y1;
-      if (!a.half_pixel) {
-        rw = fmax(rw, 1.0);
-        rh = fmax(rh, 1.0);
-      }
-      const double bh = rh / double(a.oh), bw = rw / double(a.ow);
-      const double gh_d = a.sampling_ratio > 0 ? double(a.sampling_ratio) : ceil(bh);
-      const double gw_d = a.sampling_ratio > 0 ? double(a.sampling_ratio) : ceil(bw);
-      const int64_t gh = gh_d > 0.0 ? int64_t(fmin(gh_d, 4096.0)) : 0;
-      const int64_t gw = gw_d > 0.0 ? int64_t(fmin(gw_d, 4096.0)) : 0;
-      const T* plane = x + (b * a.c + ch) * a.h * a.w;
-      const float hf = float(a.h), wf = float(a.w);
-      float acc = 0.f;
-      bool first = true;
-      for (int64_t iy = 0; iy < gh; ++iy) {
-        float yy = float(y1 + double(ph) * bh + (double(iy) + 0.5) * bh / double(gh));
-        for (int64_t ix = 0; ix < gw; ++ix) {
-          float xx = float(x1 + double(pw) * bw + (double(ix) + 0.5) * bw / double(gw));
-          float w4[4] = {0.f, 0.f, 0.f, 0.f}, v4[4] = {0.f, 0.f, 0.f, 0.f};
-          float sy = yy;
-          if (sy >= -1.f && sy <= hf && xx >= -1.f && xx <= wf) {
-            sy = fmaxf(sy, 0.f);
-            float sx = fmaxf(xx, 0.f);
-            int64_t y0 = int64_t(sy), x0 = int64_t(sx), y1i, x1i;
-            if (y0 >= a.h - 1) { y0 = y1i = a.h - 1; sy = float(y0); } else { y1i = y0 + 1; }
-            if (x0 >= a.w - 1) { x0 = x1i = a.w - 1; sx = float(x0); } else { x1i = x0 + 1; }
-            const float ly = sy - float(y0), lx = sx - float(x0), hy = 1.f - ly, hx = 1.f - lx;
-            w4[0] = hy * hx; w4[1] = hy * lx; w4[2] = ly * hx; w4[3] = ly * lx;
-            v4[0] = float(E::ld(plane[y0 * a.w + x0]));
-            v4[1] = float(E::ld(plane[y0 * a.w + x1i]));
-            v4[2] = float(E::ld(plane[y1i * a.w + x0]));
-            v4[3] = float(E::ld(plane[y1i * a.w + x1i]));
-          }
-          const float interp = w4[0] * v4[0] + w4[1] * v4[1] + w4[2] * v4[2] + w4[3] * v4[3];
-          if (!a.max_mode) {
-            acc += interp;
-          } else {
-            const float val = a.max_of_weighted_corners
-                                  ? fmaxf(fmaxf(w4[0] * v4[0], w4[1] * v4[1]), fmaxf(w4[2] * v4[2], w4[3] * v4[3]))
-                                  : interp;
-            acc = first ? val : fmaxf(acc, val);
-            first = false;
-          }
-        }
-      }
-      result = a.max_mode ? acc : acc / float(gh * gw > 1 ? gh * gw : 1);
-    }
+    const RoiGeom g = roi_geom(rois, batch_idx, idx64, a, k);
+    const float result = g.ok ? roi_pool_bin(x + (g.b * a.c + ch) * a.h * a.w, g, a, ph, pw) : 0.f;
     y[i] = E::st(typename E::C(result));
+  }
+}
+
+__device__ __forceinline__ void add_to(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void add_to(__half* p, float v) { atomicAdd(p, __float2half_rn(v)); }
+
+// The backward: one thread per output element adds its gradient's shares into dx (zeroed before;
+// atomically, as bins and rois share pixels): every sample's corner weights over the sample count
+// for average pooling, the winning sample's (or corner's) for max.
+template <typename T>
+__global__ void roi_align_backward_kernel(const T* __restrict__ x, const T* __restrict__ rois, const void* batch_idx,
+                                          bool idx64, const T* __restrict__ dy, T* __restrict__ dx, RoiAlignArgs a,
+                                          int64_t total) {
+  using E = Elem<T>;
+  GRAFT_GRID_STRIDE(i, total) {
+    const int64_t pw = i % a.ow, ph = (i / a.ow) % a.oh, ch = (i / (a.ow * a.oh)) % a.c, k = i / (a.ow * a.oh * a.c);
+    const RoiGeom g = roi_geom(rois, batch_idx, idx64, a, k);
+    if (!g.ok) continue;
+    const float gy = float(E::ld(dy[i]));
+    const int64_t base = (g.b * a.c + ch) * a.h * a.w;
+    int64_t pos[4];
+    float w4[4];
+    if (!a.max_mode) {
+      const float share = gy / float(g.gh * g.gw > 1 ? g.gh * g.gw : 1);
+      for (int64_t iy = 0; iy < g.gh; ++iy)
+        for (int64_t ix = 0; ix < g.gw; ++ix)
+          if (roi_sample(g, a, ph, pw, iy, ix, pos, w4))
+            for (int t = 0; t < 4; ++t) add_to(dx + base + pos[t], w4[t] * share);
+      continue;
+    }
+    int64_t winner;
+    int corner;
+    roi_pool_bin(x + base, g, a, ph, pw, &winner, &corner);
+    if (winner < 0 || !roi_sample(g, a, ph, pw, winner / g.gw, winner % g.gw, pos, w4)) continue;
+    for (int t = 0; t < 4; ++t)
+      if (corner < 0 || corner == t) add_to(dx + base + pos[t], w4[t] * gy);
   }
 }
 
@@ -265,11 +333,9 @@ __global__ void grid_sample_kernel(const T* __restrict__ x, const T* __restrict_
 }
 
 // The 2-D backward: one thread per output location walks the channels, adds each tap's share of
-// the output's gradient into dx (atomically: samples share pixels; dx zeroed before) and sums the
-// grid's gradient itself, so dgrid needs no atomics. As PyTorch's kernel, FP16 adds into FP16 dx.
-__device__ __forceinline__ void add_to(float* p, float v) { atomicAdd(p, v); }
-__device__ __forceinline__ void add_to(__half* p, float v) { atomicAdd(p, __float2half_rn(v)); }
-
+// the output's gradient into dx (atomically: samples share pixels; dx zeroed before; add_to above)
+// and sums the grid's gradient itself, so dgrid needs no atomics. As PyTorch's kernel, FP16 adds
+// into FP16 dx.
 template <typename T>
 __global__ void grid_sample_backward_kernel(const T* __restrict__ x, const T* __restrict__ grid,
                                             const T* __restrict__ dy, T* __restrict__ dx, T* __restrict__ dgrid,
@@ -325,6 +391,27 @@ cudaError_t launch_grid_sample_backward(KType t, const void* x, const void* grid
     grid_sample_backward_kernel<__half><<<grid_for(total), kThreads, 0, s>>>(
         static_cast<const __half*>(x), static_cast<const __half*>(grid), static_cast<const __half*>(dy),
         static_cast<__half*>(dx), static_cast<__half*>(dgrid), a, total);
+  return cudaGetLastError();
+}
+
+cudaError_t launch_roi_align_backward(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64,
+                                     const void* dy, void* dx, const RoiAlignArgs& a, cudaStream_t s) {
+  const int64_t elem = t == KType::kF32 ? 4 : t == KType::kF16 ? 2 : 0;
+  if (elem == 0) return cudaErrorInvalidValue;
+  const int64_t x_count = a.n * a.c * a.h * a.w, total = a.k * a.c * a.oh * a.ow;
+  if (x_count > 0) {
+    const cudaError_t e = cudaMemsetAsync(dx, 0, static_cast<size_t>(x_count * elem), s);
+    if (e != cudaSuccess) return e;
+  }
+  if (total == 0) return cudaSuccess;
+  if (t == KType::kF32)
+    roi_align_backward_kernel<float><<<grid_for(total), kThreads, 0, s>>>(
+        static_cast<const float*>(x), static_cast<const float*>(rois), batch_idx, idx64, static_cast<const float*>(dy),
+        static_cast<float*>(dx), a, total);
+  else
+    roi_align_backward_kernel<__half><<<grid_for(total), kThreads, 0, s>>>(
+        static_cast<const __half*>(x), static_cast<const __half*>(rois), batch_idx, idx64,
+        static_cast<const __half*>(dy), static_cast<__half*>(dx), a, total);
   return cudaGetLastError();
 }
 

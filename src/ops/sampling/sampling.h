@@ -74,6 +74,13 @@ namespace cpu {
 Status roi_align_run(const char* op, const RoiAlignParams& p, const TensorView& x, const TensorView& rois,
                      const TensorView* batch_indices, const TensorView& y);
 
+// The gradient of x, dx (N, C, H, W) in x's dtype, from dy (K, C, output_height, output_width): each
+// sample's bilinear weights times dy (over the sample count for average pooling); for max pooling
+// only the winning sample's (or, for ONNX's weighted-corner max, the winning corner's), the first
+// among equals. rois get no gradient (as in torchvision and mmcv). Checks as the forward's.
+Status roi_align_backward_run(const char* op, const RoiAlignParams& p, const TensorView& x, const TensorView& rois,
+                              const TensorView* batch_indices, const TensorView& dy, const TensorView& dx);
+
 // x (N, C, D1..Dk) and grid (N, O1..Ok, k) with k = 2 or 3; grid's last axis holds the normalized
 // coordinates in reverse axis order (x = width first). y (N, C, O1..Ok) in x's dtype; grid may have
 // another float dtype. A non-finite coordinate samples nothing (0); no coordinate reads outside x.
@@ -115,6 +122,11 @@ struct RoiAlignArgs {
 // capped at 4096 samples per bin and axis.
 cudaError_t launch_roi_align(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64, void* y,
                              const RoiAlignArgs& a, cudaStream_t s);
+
+// The gradient of x, dx (N, C, H, W), zeroed here first, from dy (K, C, oh, ow); x, rois, dy and dx of
+// KType t (float32/float16). The rois get no gradient.
+cudaError_t launch_roi_align_backward(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64,
+                                     const void* dy, void* dx, const RoiAlignArgs& a, cudaStream_t s);
 
 struct GridSampleArgs {
   int nd = 2;                    // spatial axes: 2 or 3

@@ -1,0 +1,41 @@
+"""mmdeploy's MMCVRoiAlign through torch against torchvision.ops.roi_align (average pooling, aligned
+and legacy), the output and the feature map's gradient, on the CPU and, where there is one, the GPU.
+torchvision is on the GPU machine; elsewhere these tests skip (the op harness checks the gradient
+against finite differences everywhere)."""
+import itertools
+
+import pytest
+
+torch = pytest.importorskip("torch")
+torchvision = pytest.importorskip("torchvision")
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(scope="module")
+def mmcv_roi_align(graft_mod):
+    from graft import _registry
+    try:
+        info = _registry.find("MMCVRoiAlign")
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"graft's torch extension has no MMCVRoiAlign: {e}")
+    return getattr(graft_mod.ops, info.python_name)
+
+
+@pytest.mark.parametrize("device,aligned,ratio", list(itertools.product(DEVICES, (0, 1), (0, 2))))
+def test_matches_torchvision(mmcv_roi_align, device, aligned, ratio, seed):
+    dtype = torch.float64 if device == "cpu" else torch.float32
+    x = torch.randn(2, 3, 9, 11, dtype=dtype, device=device, requires_grad=True)
+    corners = torch.rand(5, 4, dtype=dtype, device=device) * 20 - 3  # partly outside the 9x11 map at scale 0.5
+    boxes = torch.cat([torch.minimum(corners[:, :2], corners[:, 2:]), torch.maximum(corners[:, :2], corners[:, 2:])], 1)
+    rois = torch.cat([torch.tensor([[0.], [1.], [1.], [0.], [1.]], dtype=dtype, device=device), boxes], 1)
+    attrs = dict(output_height=3, output_width=2, spatial_scale=0.5, sampling_ratio=ratio, mode="avg", aligned=aligned)
+    y = mmcv_roi_align(x, rois, **attrs)
+    xr = x.detach().clone().requires_grad_(True)
+    want = torchvision.ops.roi_align(xr, rois, (3, 2), spatial_scale=0.5, sampling_ratio=ratio, aligned=bool(aligned))
+    tol = dict(rtol=1e-9, atol=1e-9) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(y, want, **tol)
+    gy = torch.randn_like(y)
+    y.backward(gy)
+    want.backward(gy)
+    torch.testing.assert_close(x.grad, xr.grad, **tol)
