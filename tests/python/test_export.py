@@ -185,3 +185,33 @@ def test_export_is_quiet_and_typed(graft_mod, tmp_path):
     vi = {v.name: v for v in list(m.graph.value_info) + list(m.graph.output)}
     assert node.output[0] in vi and vi[node.output[0]].type.tensor_type.elem_type == onnx.TensorProto.FLOAT
     assert len(_dims(vi[node.output[0]])) == 2
+
+
+def test_detection_layers_export_and_run(graft_mod, tmp_onnx):
+    """graft.nn.RoIAlign and graft.nn.grid_sample export as mmdeploy's MMCVRoiAlign and grid_sampler
+    nodes (dynamic batch), which graft's engine builds and runs to the torch model's values."""
+    import numpy as np
+
+    class Head(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pool = graft_mod.nn.RoIAlign((2, 3), spatial_scale=0.5, sampling_ratio=2, aligned=True)
+
+        def forward(self, feat, grid, rois):
+            warped = graft_mod.nn.grid_sample(feat, grid, mode="bilinear", padding_mode="border", align_corners=False)
+            return self.pool(warped, rois)
+
+    feat, grid = torch.randn(2, 3, 8, 10), torch.rand(2, 6, 7, 2) * 2 - 1
+    rois = torch.tensor([[0.0, 1.0, 2.0, 9.0, 11.0], [1.0, 0.5, 0.5, 6.0, 4.0]])
+    model = Head().eval()
+    graft_mod.export(model, (feat, grid, rois), tmp_onnx, exporter="torchscript", opset_version=17,
+                     input_names=["feat", "grid", "rois"], output_names=["pooled"],
+                     dynamic_axes={"feat": {0: "batch"}, "grid": {0: "batch"}})
+    m = onnx.load(tmp_onnx)
+    kinds = {(n.domain, n.op_type) for n in m.graph.node}
+    assert ("mmdeploy", "grid_sampler") in kinds and ("mmdeploy", "MMCVRoiAlign") in kinds, kinds
+    eng = graft_mod.Engine.build(tmp_onnx, inputs={"feat": feat.numpy(), "grid": grid.numpy(), "rois": rois.numpy()})
+    got = eng.run({"feat": feat.numpy(), "grid": grid.numpy(), "rois": rois.numpy()})["pooled"]
+    with torch.no_grad():
+        want = model(feat, grid, rois).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -79,3 +79,18 @@ def test_cuda_matches_pytorch_grid_sample(grid_sampler, mode, pad, align, seed):
     want.backward(gy)
     torch.testing.assert_close(x.grad, xr.grad, rtol=1e-5, atol=1e-5, msg=lambda m: f"input's gradient: {m}")
     torch.testing.assert_close(grid.grad, gr.grad, rtol=1e-4, atol=1e-4, msg=lambda m: f"grid's gradient: {m}")
+
+
+def test_nn_grid_sample_is_functional_grid_sample(graft_mod):
+    """graft.nn.grid_sample takes torch.nn.functional.grid_sample's arguments; bad names are errors."""
+    x = torch.randn(1, 2, 4, 5, dtype=torch.float64, requires_grad=True)
+    grid = _grid(1, 3, 3, 4, 5, 1, 1.2)
+    got = graft_mod.nn.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=True)
+    want = torch.nn.functional.grid_sample(x, grid, mode="bicubic", padding_mode="border", align_corners=True)
+    torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+    got.sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="mode must be one of"):
+        graft_mod.nn.grid_sample(x, grid, mode="area")
+    with pytest.raises(ValueError, match="padding_mode must be one of"):
+        graft_mod.nn.grid_sample(x, grid, padding_mode="wrap")
