@@ -38,6 +38,20 @@ def graft_mod():
 
 
 @pytest.fixture(scope="session")
+def graft_op(graft_mod):
+    """graft_op(name): graft.ops' function for the registered op `name`; the test skips where the
+    torch extension lacks it (a build without torch, or an op left out)."""
+    def find(name):
+        from graft import _registry
+        try:
+            info = _registry.find(name)
+        except Exception as e:  # noqa: BLE001
+            pytest.skip(f"graft's torch extension has no {name}: {e}")
+        return getattr(graft_mod.ops, info.python_name)
+    return find
+
+
+@pytest.fixture(scope="session")
 def has_test_plugin(graft_mod):
     return _test_plugin_path() is not None
 

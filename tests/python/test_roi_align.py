@@ -12,13 +12,8 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.fixture(scope="module")
-def mmcv_roi_align(graft_mod):
-    from graft import _registry
-    try:
-        info = _registry.find("MMCVRoiAlign")
-    except Exception as e:  # noqa: BLE001
-        pytest.skip(f"graft's torch extension has no MMCVRoiAlign: {e}")
-    return getattr(graft_mod.ops, info.python_name)
+def mmcv_roi_align(graft_op):
+    return graft_op("MMCVRoiAlign")
 
 
 @pytest.mark.parametrize("device,aligned,ratio", list(itertools.product(DEVICES, (0, 1), (0, 2))))

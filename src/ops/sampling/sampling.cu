@@ -372,16 +372,20 @@ __global__ void grid_sample_backward_kernel(const T* __restrict__ x, const T* __
 
 }  // namespace
 
+namespace {
+// Zeroes a backward's dx (count elements of KType t, float32 or float16) before its atomic adds.
+cudaError_t zero_gradient(KType t, void* dx, int64_t count, cudaStream_t s) {
+  const int64_t elem = t == KType::kF32 ? 4 : t == KType::kF16 ? 2 : 0;
+  if (elem == 0) return cudaErrorInvalidValue;
+  return count > 0 ? cudaMemsetAsync(dx, 0, static_cast<size_t>(count * elem), s) : cudaSuccess;
+}
+}  // namespace
+
 cudaError_t launch_grid_sample_backward(KType t, const void* x, const void* grid, const void* dy, void* dx,
                                         void* dgrid, const GridSampleArgs& a, cudaStream_t s) {
   if (a.nd != 2) return cudaErrorInvalidValue;
-  const int64_t elem = t == KType::kF32 ? 4 : t == KType::kF16 ? 2 : 0;
-  if (elem == 0) return cudaErrorInvalidValue;
-  const int64_t x_count = a.n * a.c * a.in[0] * a.in[1], total = a.n * a.out[0] * a.out[1];
-  if (x_count > 0) {
-    const cudaError_t e = cudaMemsetAsync(dx, 0, static_cast<size_t>(x_count * elem), s);
-    if (e != cudaSuccess) return e;
-  }
+  if (const cudaError_t e = zero_gradient(t, dx, a.n * a.c * a.in[0] * a.in[1], s); e != cudaSuccess) return e;
+  const int64_t total = a.n * a.out[0] * a.out[1];
   if (total == 0) return cudaSuccess;
   if (t == KType::kF32)
     grid_sample_backward_kernel<float><<<grid_for(total), kThreads, 0, s>>>(
@@ -396,13 +400,8 @@ cudaError_t launch_grid_sample_backward(KType t, const void* x, const void* grid
 
 cudaError_t launch_roi_align_backward(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64,
                                      const void* dy, void* dx, const RoiAlignArgs& a, cudaStream_t s) {
-  const int64_t elem = t == KType::kF32 ? 4 : t == KType::kF16 ? 2 : 0;
-  if (elem == 0) return cudaErrorInvalidValue;
-  const int64_t x_count = a.n * a.c * a.h * a.w, total = a.k * a.c * a.oh * a.ow;
-  if (x_count > 0) {
-    const cudaError_t e = cudaMemsetAsync(dx, 0, static_cast<size_t>(x_count * elem), s);
-    if (e != cudaSuccess) return e;
-  }
+  if (const cudaError_t e = zero_gradient(t, dx, a.n * a.c * a.h * a.w, s); e != cudaSuccess) return e;
+  const int64_t total = a.k * a.c * a.oh * a.ow;
   if (total == 0) return cudaSuccess;
   if (t == KType::kF32)
     roi_align_backward_kernel<float><<<grid_for(total), kThreads, 0, s>>>(
