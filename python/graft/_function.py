@@ -200,23 +200,20 @@ class GraftFunction(torch.autograd.Function):
         return res if n_out > 1 else outs[0]
 
 
-_quieted = set()
-
-
 def _quiet_shape_inference_warning(info):
     """torch's TorchScript exporter warns "The shape inference of <domain>::<op> type is missing" for
     every node outside the ONNX domain, even when the symbolic set the output's type and shape (as
     symbolic() does through setType; torch 1.13 keeps the warning regardless, and graft.export writes
     the shapes back into value_info). For graft's own ops the warning is wrong, so it is filtered,
     for exactly these ops, from the first export of each on: torch raises it again in passes that
-    run after the symbolic, outside any scope graft controls."""
-    key = (info.domain, info.name)
-    if key in _quieted:
+    run after the symbolic, outside any scope graft controls. The filter is added again whenever it
+    is missing: a warnings.catch_warnings around an export (graft.export's own, or a caller's) drops
+    the filters added inside it when it exits."""
+    pattern = re.escape(f"The shape inference of {info.domain}::{info.name} type is missing")
+    if any(f[0] == "ignore" and f[1] is not None and f[1].pattern == pattern and f[2] is UserWarning
+           for f in warnings.filters):
         return
-    _quieted.add(key)
-    warnings.filterwarnings(
-        "ignore", message=re.escape(f"The shape inference of {info.domain}::{info.name} type is missing"),
-        category=UserWarning)
+    warnings.filterwarnings("ignore", message=pattern, category=UserWarning)
 
 
 def _traced_out_meta(info, inputs, attrs):
