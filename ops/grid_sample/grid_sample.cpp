@@ -64,7 +64,7 @@ Status forward_cuda(const KernelContext& ctx) {
   return Status::ok();
 }
 
-// The gradients on the GPU (float32, float16): dx by atomic adds, as PyTorch's kernel does.
+// The gradients on the GPU (float32, float16): dx by atomic adds into a float accumulator.
 Status backward_cuda(const KernelContext& ctx) {
   if (ctx.inputs.size() != 3 || ctx.outputs.size() != 2)
     return error(StatusCode::kInvalidArgument, kName,

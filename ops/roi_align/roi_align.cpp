@@ -118,7 +118,7 @@ Status forward_cuda(const KernelContext& ctx) {
   return roi_align_cuda(*kOp, p, ctx, kPacked);
 }
 
-// The input's gradient on the GPU, by atomic adds into dx (in its dtype, as PyTorch's kernels do).
+// The input's gradient on the GPU, by atomic adds into a float accumulator.
 template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const AttributeMap&), bool kPacked>
 Status backward_cuda(const KernelContext& ctx) {
   const size_t want = kPacked ? 3 : 4;

@@ -131,15 +131,12 @@ __global__ void roi_align_kernel(const T* __restrict__ x, const T* __restrict__ 
   }
 }
 
-__device__ __forceinline__ void add_to(float* p, float v) { atomicAdd(p, v); }
-__device__ __forceinline__ void add_to(__half* p, float v) { atomicAdd(p, __float2half_rn(v)); }
-
-// The backward: one thread per output element adds its gradient's shares into dx (zeroed before;
-// atomically, as bins and rois share pixels): every sample's corner weights over the sample count
-// for average pooling, the winning sample's (or corner's) for max.
+// The backward: one thread per output element adds its gradient's shares into dx, a float
+// accumulator zeroed before (atomically, as bins and rois share pixels): every sample's corner
+// weights over the sample count for average pooling, the winning sample's (or corner's) for max.
 template <typename T>
 __global__ void roi_align_backward_kernel(const T* __restrict__ x, const T* __restrict__ rois, const void* batch_idx,
-                                          bool idx64, const T* __restrict__ dy, T* __restrict__ dx, RoiAlignArgs a,
+                                          bool idx64, const T* __restrict__ dy, float* __restrict__ dx, RoiAlignArgs a,
                                           int64_t total) {
   using E = Elem<T>;
   GRAFT_GRID_STRIDE(i, total) {
@@ -155,7 +152,7 @@ __global__ void roi_align_backward_kernel(const T* __restrict__ x, const T* __re
       for (int64_t iy = 0; iy < g.gh; ++iy)
         for (int64_t ix = 0; ix < g.gw; ++ix)
           if (roi_sample(g, a, ph, pw, iy, ix, pos, w4))
-            for (int t = 0; t < 4; ++t) add_to(dx + base + pos[t], w4[t] * share);
+            for (int t = 0; t < 4; ++t) atomicAdd(dx + base + pos[t], w4[t] * share);
       continue;
     }
     int64_t winner;
@@ -163,7 +160,7 @@ __global__ void roi_align_backward_kernel(const T* __restrict__ x, const T* __re
     roi_pool_bin(x + base, g, a, ph, pw, &winner, &corner);
     if (winner < 0 || !roi_sample(g, a, ph, pw, winner / g.gw, winner % g.gw, pos, w4)) continue;
     for (int t = 0; t < 4; ++t)
-      if (corner < 0 || corner == t) add_to(dx + base + pos[t], w4[t] * gy);
+      if (corner < 0 || corner == t) atomicAdd(dx + base + pos[t], w4[t] * gy);
   }
 }
 
@@ -333,12 +330,11 @@ __global__ void grid_sample_kernel(const T* __restrict__ x, const T* __restrict_
 }
 
 // The 2-D backward: one thread per output location walks the channels, adds each tap's share of
-// the output's gradient into dx (atomically: samples share pixels; dx zeroed before; add_to above)
-// and sums the grid's gradient itself, so dgrid needs no atomics. As PyTorch's kernel, FP16 adds
-// into FP16 dx.
+// the output's gradient into dx, a float accumulator zeroed before (atomically: samples share
+// pixels), and sums the grid's gradient itself, so dgrid needs no atomics.
 template <typename T>
 __global__ void grid_sample_backward_kernel(const T* __restrict__ x, const T* __restrict__ grid,
-                                            const T* __restrict__ dy, T* __restrict__ dx, T* __restrict__ dgrid,
+                                            const T* __restrict__ dy, float* __restrict__ dx, T* __restrict__ dgrid,
                                             GridSampleArgs a, int64_t total) {
   using E = Elem<T>;
   const int64_t out_plane = a.out[0] * a.out[1], in_plane = a.in[0] * a.in[1];
@@ -357,7 +353,7 @@ __global__ void grid_sample_backward_kernel(const T* __restrict__ x, const T* __
           for (int q = 0; q < taps[1].n; ++q) {
             if (taps[1].idx[q] < 0) continue;
             const int64_t at = base + taps[0].idx[p] * a.in[1] + taps[1].idx[q];
-            add_to(dx + at, taps[0].w[p] * taps[1].w[q] * g);
+            atomicAdd(dx + at, taps[0].w[p] * taps[1].w[q] * g);
             const float xv = float(E::ld(x[at])) * g;
             gx += taps[0].w[p] * taps[1].dw[q] * xv;
             gy += taps[0].dw[p] * taps[1].w[q] * xv;
@@ -373,45 +369,86 @@ __global__ void grid_sample_backward_kernel(const T* __restrict__ x, const T* __
 }  // namespace
 
 namespace {
-// Zeroes a backward's dx (count elements of KType t, float32 or float16) before its atomic adds.
-cudaError_t zero_gradient(KType t, void* dx, int64_t count, cudaStream_t s) {
-  const int64_t elem = t == KType::kF32 ? 4 : t == KType::kF16 ? 2 : 0;
-  if (elem == 0) return cudaErrorInvalidValue;
-  return count > 0 ? cudaMemsetAsync(dx, 0, static_cast<size_t>(count * elem), s) : cudaSuccess;
+
+__global__ void float_to_half_kernel(const float* __restrict__ in, __half* __restrict__ out, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) out[i] = __float2half_rn(in[i]);
 }
+
+// A backward's dx as the kernels add into it: float, zeroed. For float32 dx itself; for float16 a
+// stream-ordered float scratch, rounded into dx once at the end (finish): FP16 atomic adds would
+// round at every one of a pixel's many shares (a roi's adaptive sampling gives dozens). The
+// backward runs in training, outside engines and their graph captures, so it may allocate.
+class FloatGradient {
+ public:
+  FloatGradient(KType t, void* dx, int64_t count, cudaStream_t s) : t_(t), dx_(dx), count_(count), s_(s) {
+    if (t != KType::kF32 && t != KType::kF16) {
+      err_ = cudaErrorInvalidValue;
+      return;
+    }
+    if (count <= 0) return;
+    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    if (t == KType::kF32) acc_ = static_cast<float*>(dx);
+    else err_ = cudaMallocAsync(reinterpret_cast<void**>(&acc_), bytes, s);
+    if (err_ == cudaSuccess) err_ = cudaMemsetAsync(acc_, 0, bytes, s);
+  }
+  ~FloatGradient() {
+    if (t_ == KType::kF16 && acc_) (void)cudaFreeAsync(acc_, s_);
+  }
+  cudaError_t error() const { return err_; }
+  float* data() const { return acc_; }
+  // After the kernel: float16 dx from the float sums.
+  cudaError_t finish() {
+    if (err_ != cudaSuccess || t_ != KType::kF16 || count_ <= 0) return err_;
+    float_to_half_kernel<<<grid_for(count_), kThreads, 0, s_>>>(acc_, static_cast<__half*>(dx_), count_);
+    return cudaGetLastError();
+  }
+
+ private:
+  KType t_;
+  void* dx_;
+  int64_t count_;
+  cudaStream_t s_;
+  float* acc_ = nullptr;
+  cudaError_t err_ = cudaSuccess;
+};
+
 }  // namespace
 
 cudaError_t launch_grid_sample_backward(KType t, const void* x, const void* grid, const void* dy, void* dx,
                                         void* dgrid, const GridSampleArgs& a, cudaStream_t s) {
   if (a.nd != 2) return cudaErrorInvalidValue;
-  if (const cudaError_t e = zero_gradient(t, dx, a.n * a.c * a.in[0] * a.in[1], s); e != cudaSuccess) return e;
+  FloatGradient gx(t, dx, a.n * a.c * a.in[0] * a.in[1], s);
+  if (gx.error() != cudaSuccess) return gx.error();
   const int64_t total = a.n * a.out[0] * a.out[1];
-  if (total == 0) return cudaSuccess;
+  if (total == 0) return gx.finish();
   if (t == KType::kF32)
     grid_sample_backward_kernel<float><<<grid_for(total), kThreads, 0, s>>>(
-        static_cast<const float*>(x), static_cast<const float*>(grid), static_cast<const float*>(dy),
-        static_cast<float*>(dx), static_cast<float*>(dgrid), a, total);
+        static_cast<const float*>(x), static_cast<const float*>(grid), static_cast<const float*>(dy), gx.data(),
+        static_cast<float*>(dgrid), a, total);
   else
     grid_sample_backward_kernel<__half><<<grid_for(total), kThreads, 0, s>>>(
-        static_cast<const __half*>(x), static_cast<const __half*>(grid), static_cast<const __half*>(dy),
-        static_cast<__half*>(dx), static_cast<__half*>(dgrid), a, total);
-  return cudaGetLastError();
+        static_cast<const __half*>(x), static_cast<const __half*>(grid), static_cast<const __half*>(dy), gx.data(),
+        static_cast<__half*>(dgrid), a, total);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  return gx.finish();
 }
 
 cudaError_t launch_roi_align_backward(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64,
                                      const void* dy, void* dx, const RoiAlignArgs& a, cudaStream_t s) {
-  if (const cudaError_t e = zero_gradient(t, dx, a.n * a.c * a.h * a.w, s); e != cudaSuccess) return e;
+  FloatGradient gx(t, dx, a.n * a.c * a.h * a.w, s);
+  if (gx.error() != cudaSuccess) return gx.error();
   const int64_t total = a.k * a.c * a.oh * a.ow;
-  if (total == 0) return cudaSuccess;
+  if (total == 0) return gx.finish();
   if (t == KType::kF32)
     roi_align_backward_kernel<float><<<grid_for(total), kThreads, 0, s>>>(
         static_cast<const float*>(x), static_cast<const float*>(rois), batch_idx, idx64, static_cast<const float*>(dy),
-        static_cast<float*>(dx), a, total);
+        gx.data(), a, total);
   else
     roi_align_backward_kernel<__half><<<grid_for(total), kThreads, 0, s>>>(
         static_cast<const __half*>(x), static_cast<const __half*>(rois), batch_idx, idx64,
-        static_cast<const __half*>(dy), static_cast<__half*>(dx), a, total);
-  return cudaGetLastError();
+        static_cast<const __half*>(dy), gx.data(), a, total);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  return gx.finish();
 }
 
 cudaError_t launch_roi_align(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64, void* y,

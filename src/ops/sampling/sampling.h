@@ -123,8 +123,8 @@ struct RoiAlignArgs {
 cudaError_t launch_roi_align(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64, void* y,
                              const RoiAlignArgs& a, cudaStream_t s);
 
-// The gradient of x, dx (N, C, H, W), zeroed here first, from dy (K, C, oh, ow); x, rois, dy and dx of
-// KType t (float32/float16). The rois get no gradient.
+// The gradient of x, dx (N, C, H, W), from dy (K, C, oh, ow); x, rois, dy and dx of KType t
+// (float32/float16), accumulated in float as the grid sampler's. The rois get no gradient.
 cudaError_t launch_roi_align_backward(KType t, const void* x, const void* rois, const void* batch_idx, bool idx64,
                                      const void* dy, void* dx, const RoiAlignArgs& a, cudaStream_t s);
 
@@ -144,8 +144,9 @@ struct GridSampleArgs {
 GridSampleArgs grid_sample_args(const GridSampleParams& p, const std::vector<int64_t>& x_dims,
                                 const std::vector<int64_t>& grid_dims);
 
-// The 2-D backward (nd = 2): dx (N, C, H, W), zeroed here first, and dgrid (N, H_out, W_out, 2) from
-// dy (N, C, H_out, W_out); all of KType t (float32/float16), computed in float.
+// The 2-D backward (nd = 2): dx (N, C, H, W) and dgrid (N, H_out, W_out, 2) from dy (N, C, H_out,
+// W_out); all of KType t (float32/float16), computed and accumulated in float (float16 dx through
+// a stream-ordered float scratch, cudaMallocAsync: not for use inside a graph capture).
 cudaError_t launch_grid_sample_backward(KType t, const void* x, const void* grid, const void* dy, void* dx,
                                         void* dgrid, const GridSampleArgs& a, cudaStream_t s);
 
