@@ -187,10 +187,17 @@ def test_export_is_quiet_and_typed(graft_mod, tmp_path):
     assert len(_dims(vi[node.output[0]])) == 2
 
 
-def test_detection_layers_export_and_run(graft_mod, tmp_onnx):
+@pytest.mark.parametrize("exporter", ["torchscript", "dynamo"])
+def test_detection_layers_export_and_run(graft_mod, tmp_onnx, exporter):
     """graft.nn.RoIAlign and graft.nn.grid_sample export as mmdeploy's MMCVRoiAlign and grid_sampler
-    nodes (dynamic batch), which graft's engine builds and runs to the torch model's values."""
+    nodes (dynamic batch) from both exporters, which graft's engine builds and runs to the torch
+    model's values."""
     import numpy as np
+    from graft import _export
+    if exporter == "dynamo":
+        ok, why = _export.dynamo_exporter_available()
+        if not ok:
+            pytest.skip(f"dynamo exporter unavailable: {why} (needs torch >= 2.8 with onnxscript)")
 
     class Head(torch.nn.Module):
         def __init__(self):
@@ -202,11 +209,10 @@ def test_detection_layers_export_and_run(graft_mod, tmp_onnx):
             return self.pool(warped, rois)
 
     feat, grid = torch.randn(2, 3, 8, 10), torch.rand(2, 6, 7, 2) * 2 - 1
-    rois = torch.tensor([[0.0, 1.0, 2.0, 9.0, 11.0], [1.0, 0.5, 0.5, 6.0, 4.0]])
+    rois = torch.tensor([[0.0, 1.0, 2.0, 9.0, 11.0], [1.0, 0.5, 0.5, 6.0, 4.0], [1.0, 3.0, 1.0, 12.0, 7.5]])
     model = Head().eval()
-    graft_mod.export(model, (feat, grid, rois), tmp_onnx, exporter="torchscript", opset_version=17,
-                     input_names=["feat", "grid", "rois"], output_names=["pooled"],
-                     dynamic_axes={"feat": {0: "batch"}, "grid": {0: "batch"}})
+    graft_mod.export(model, (feat, grid, rois), tmp_onnx, exporter=exporter, opset_version=17,
+                     input_names=["feat", "grid", "rois"], output_names=["pooled"])
     m = onnx.load(tmp_onnx)
     kinds = {(n.domain, n.op_type) for n in m.graph.node}
     assert ("mmdeploy", "grid_sampler") in kinds and ("mmdeploy", "MMCVRoiAlign") in kinds, kinds
