@@ -8,7 +8,7 @@
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
 #   conformance pip probe int8probe int8graphprobe examples
-#   profile zprofile bench_encoder zoo dvf detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
+#   profile zprofile bench_encoder zoo dvf eagercost detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -564,6 +564,18 @@ if has_step dvf; then  # issue 14: dynamic-profile vs fixed-shape engines timed 
     --out "$OUT/dvf" ${DVF_ARGS:-} > "$LOGS/dvf.log" 2>&1
   note "dvf: rc=$? (see dvf.log; $OUT/dvf/dynamic_vs_fixed.md)"
   sed -n '/^| model/,/^$/p' "$OUT/dvf/dynamic_vs_fixed.md" >> "$summary" 2>/dev/null
+fi
+
+if has_step eagercost; then  # issue 14: the eager CUDA path's host cost per layer (bench/eager_host_cost.py; target
+  # 3 us) into $OUT/eagercost: EAGER_MODELS (torchvision names, default "resnet50 mobilenet_v3_large vit_b_16"),
+  # EAGER_TIMEOUT_S (default 300). Needs the bindings (quickbuild or build first).
+  mkdir -p "$OUT/eagercost"
+  GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python" \
+    timeout -k 10 "${EAGER_TIMEOUT_S:-300}" python3 bench/eager_host_cost.py \
+    --models ${EAGER_MODELS:-resnet50 mobilenet_v3_large vit_b_16} --out "$OUT/eagercost/eager_host_cost.json" \
+    > "$LOGS/eagercost.log" 2>&1
+  note "eagercost: rc=$? (see eagercost.log; $OUT/eagercost/eager_host_cost.json)"
+  grep -v '^{' "$LOGS/eagercost.log" | tail -n 12 >> "$summary"
 fi
 
 if has_step dcnbench; then  # issue 17: the DCNv2 CUDA forward vs torchvision.ops.deform_conv2d at DCN-ResNet-50 stage
