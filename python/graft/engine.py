@@ -280,6 +280,7 @@ class Engine:
 
 _CUDA_STREAM_LEGACY = 1  # cudaStreamLegacy in cuda_runtime_api.h
 _IO_PLANS_KEPT = 64  # input shape sets whose output shapes an Engine remembers
+_TORCH_DTYPE_NAMES = {}  # torch dtype -> graft's name for it ("float16"), filled as met
 
 
 def _current_stream_handle(torch, index):
@@ -290,7 +291,6 @@ def _current_stream_handle(torch, index):
     if raw is not None:
         return raw(index)
     return torch.cuda.current_stream(index).cuda_stream
-_TORCH_DTYPE_NAMES = {}  # torch dtype -> graft's name for it ("float16"), filled as met
 
 
 def load_plugin(path):

@@ -434,6 +434,18 @@ struct AxisGeom {
   double lo = 0, hi = 0;  // the coordinate range the padding keeps values in
 };
 
+// The spatial axes of x (N, C, spatial...): their sizes and the ranges the padding keeps values in.
+std::vector<AxisGeom> axis_geometry(const GridSampleParams& p, const std::vector<int64_t>& x_dims) {
+  std::vector<AxisGeom> geom(x_dims.size() - 2);
+  for (size_t a = 0; a < geom.size(); ++a) {
+    AxisGeom& g = geom[a];
+    g.size = x_dims[2 + a];
+    g.lo = p.align_corners ? 0.0 : -0.5;
+    g.hi = p.align_corners ? static_cast<double>(g.size) - 1.0 : static_cast<double>(g.size) - 0.5;
+  }
+  return geom;
+}
+
 // Index of a tap at (integer-valued) coordinate t after the padding, or -1 for a zero.
 int64_t tap_index(double t, const AxisGeom& g, GridSampleParams::Padding pad) {
   const double last = static_cast<double>(g.size - 1);
@@ -549,15 +561,9 @@ Status grid_sample_run(const char* op, const GridSampleParams& p, const TensorVi
   if (y.numel() == 0) return Status::ok();
 
   const int64_t n = x.dims[0], c = x.dims[1];
-  std::vector<AxisGeom> geom(static_cast<size_t>(k));
+  const std::vector<AxisGeom> geom = axis_geometry(p, x.dims);
   int64_t in_plane = 1;
-  for (int64_t a = 0; a < k; ++a) {
-    AxisGeom& g = geom[static_cast<size_t>(a)];
-    g.size = x.dims[static_cast<size_t>(2 + a)];
-    g.lo = p.align_corners ? 0.0 : -0.5;
-    g.hi = p.align_corners ? static_cast<double>(g.size) - 1.0 : static_cast<double>(g.size) - 0.5;
-    in_plane *= g.size;
-  }
+  for (const AxisGeom& g : geom) in_plane *= g.size;
   int64_t out_plane = 1;
   for (int64_t a = 1; a <= k; ++a) out_plane *= grid.dims[static_cast<size_t>(a)];
   // An empty input map: every sample reads padding, i.e. zero.
@@ -631,13 +637,7 @@ Status grid_sample_backward_run(const char* op, const GridSampleParams& p, const
                                 {"the grid's gradient", &dgrid}})
     GRAFT_RETURN_IF_ERROR(check_view(op, what, *t));
 
-  std::vector<AxisGeom> geom(2);
-  for (size_t a = 0; a < 2; ++a) {
-    AxisGeom& g = geom[a];
-    g.size = x.dims[2 + a];
-    g.lo = p.align_corners ? 0.0 : -0.5;
-    g.hi = p.align_corners ? static_cast<double>(g.size) - 1.0 : static_cast<double>(g.size) - 0.5;
-  }
+  const std::vector<AxisGeom> geom = axis_geometry(p, x.dims);
   const int64_t in_plane = geom[0].size * geom[1].size, out_plane = grid.dims[1] * grid.dims[2];
   // The input's gradient adds up in double (several samples read one pixel), rounded once at the end.
   std::vector<double> gx(static_cast<size_t>(x.numel()), 0.0);
