@@ -13,7 +13,11 @@ For each model and batch it times
   - graph_enqueue_us: the same call when the shape set's CUDA graph replays: the per-call cost
     (Python, input checks, one graph launch) that does not grow with the layers;
   - host_us_per_layer: (eager - graph) / GPU layers, the eager path's cost per layer;
-  - gpu_ms: the run's GPU time (CUDA events), for scale.
+  - gpu_ms: the run's GPU time (CUDA events), for scale;
+  - host_by_op: where the eager run's host time goes, from the engine's own trace
+    (GRAFT_CUDA_GRAPH_TRACE=1, its "eager host time by op" line of the last timed run): per op type
+    the layers, their host microseconds, and the part inside the op's own call (descriptors,
+    library calls, launches) as against the engine's around it (inputs, output shapes, buffers).
 Records go to --out (JSON), one per model and batch, with the GPU, date and commit.
 
     PYTHONPATH=python:build/python GRAFT_LIB_DIR=build/python/graft python3 bench/eager_host_cost.py \\
@@ -48,6 +52,42 @@ def gpu_layers(engine):
         if line.startswith("placement:"):
             return int(line.split()[1])
     return None
+
+
+TRACE_PREFIX = "graft: cuda trace: eager host time by op: "
+
+
+def parse_host_by_op(line):
+    """Parses the trace's line: '<n> layers, <us> us, <us> us in the ops' calls; op layers us (us in
+    the op's call): A 3 1.0 (0.5); ...'."""
+    head, _, rows = line[len(TRACE_PREFIX):].partition("; op layers us (us in the op's call): ")
+    nums = [float(w) for w in head.replace(",", "").split() if w.replace(".", "", 1).isdigit()]
+    by_op = []
+    for row in rows.strip().split("; "):
+        words = row.rsplit(" ", 3)
+        if len(words) == 4:
+            by_op.append({"op": words[0], "layers": int(words[1]), "us": float(words[2]),
+                          "op_call_us": float(words[3].strip("()"))})
+    return {"traced_layers": int(nums[0]), "traced_us": nums[1], "traced_op_calls_us": nums[2], "host_by_op": by_op}
+
+
+def traced(fn):
+    """Runs fn with the process's stderr (the engine's trace) going to a file; returns fn's result
+    and the last "eager host time by op" line, parsed."""
+    import tempfile
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+") as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            result = fn()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        lines = [ln for ln in f.read().splitlines() if ln.startswith(TRACE_PREFIX)]
+    return result, (parse_host_by_op(lines[-1]) if lines else {})
 
 
 def measure(engine, torch, batch, size, iters, graphs):
@@ -95,19 +135,22 @@ def main():
             prof = {"input": ((1, 3, args.size, args.size), (8, 3, args.size, args.size), (32, 3, args.size, args.size))}
             engines = {}
             for graphs in (True, False):
+                # The eager engine's context traces its runs (read when the context is made).
                 os.environ["GRAFT_CUDA_GRAPHS"] = "1" if graphs else "0"
+                os.environ["GRAFT_CUDA_GRAPH_TRACE"] = "0" if graphs else "1"
                 engines[graphs] = graft.Engine.build(path, fp16=True, device="cuda", profile=prof)
-                engines[graphs].run({"input": torch.randn(1, 3, args.size, args.size, device="cuda")})
+                traced(lambda: engines[graphs].run({"input": torch.randn(1, 3, args.size, args.size, device="cuda")}))
             os.environ.pop("GRAFT_CUDA_GRAPHS", None)
+            os.environ.pop("GRAFT_CUDA_GRAPH_TRACE", None)
             layers = gpu_layers(engines[False])
             for b in args.batches:
-                eager_us, gpu_ms = measure(engines[False], torch, b, args.size, args.iters, False)
+                (eager_us, gpu_ms), by_op = traced(lambda: measure(engines[False], torch, b, args.size, args.iters, False))
                 graph_us, graph_gpu_ms = measure(engines[True], torch, b, args.size, args.iters, True)
                 rec = {"model": name, "batch": b, "profile": "dynamic", "gpu_layers": layers,
                        "eager_enqueue_us": round(eager_us, 1),
                        "host_us_per_layer": round((eager_us - graph_us) / layers, 2) if layers else None,
                        "eager_gpu_ms": round(gpu_ms, 4), "graph_enqueue_us": round(graph_us, 1),
-                       "graph_gpu_ms": round(graph_gpu_ms, 4)}
+                       "graph_gpu_ms": round(graph_gpu_ms, 4), **by_op}
                 log(json.dumps(rec))
                 records.append(rec)
         except Exception as e:  # a model that fails is a record that says why
@@ -126,6 +169,9 @@ def main():
         if "eager_enqueue_us" in r:
             print(f"{r['model']:22} {r['batch']:5d} {r['gpu_layers']:6d} {r['eager_enqueue_us']:17.1f} "
                   f"{r['host_us_per_layer']:9.2f} {r['graph_enqueue_us']:17.1f}")
+            if r.get("host_by_op"):
+                print("    host by op (layers, us, us in the op's call): " + "; ".join(
+                    f"{o['op']} {o['layers']} {o['us']:.0f} ({o['op_call_us']:.0f})" for o in r["host_by_op"][:6]))
         else:
             print(f"{r['model']:22} failed: {r['reason']}")
 

@@ -199,6 +199,7 @@ class CudaContext final : public CudaExecutionContext {
   Result<const Tensor*> on_device(const Value* v, cudaStream_t stream);
   Status ensure_workspace(size_t bytes);
   Status replan(ShapePlan& p);
+  void print_trace_op_host();
   void drop_graphs();
   // New cuBLASLt and cuDNN handles (at init, and after a failed capture), and an empty PreparedCache.
   Status reset_library_handles();
@@ -240,6 +241,15 @@ class CudaContext final : public CudaExecutionContext {
   bool trace_ = false;
   std::vector<std::string> trace_outgrown_;
   std::chrono::steady_clock::time_point trace_t0_;  // when this run's call came in
+  // An eager run's host time per op type (the trace's "eager host time by op" line): where issue
+  // 14's per-layer cost goes, split into the op's own call (L.op->run: descriptors, library calls,
+  // launches) and the engine's part around it (inputs, output shapes, arena buffers).
+  struct TraceOpHost {
+    int layers = 0;
+    double total_us = 0, op_run_us = 0;
+  };
+  std::map<std::string, TraceOpHost> trace_op_host_;
+  double trace_op_run_us_ = 0;  // set by run_layer: this layer's time inside L.op->run
   size_t last_graph_layers_ = 0;  // layers the last run replayed from a CUDA graph
   bool capturing_ = false;     // inside cudaStreamBeginCapture/EndCapture: no allocation, no sync
   bool check_layers_ = false;  // this run: synchronize after every layer (finding a failing layer)
@@ -1208,11 +1218,14 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
       ex.workspace = *w;
       ex.workspace_size = ws;
     }
+    const auto r0 = trace_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     try {
       st = L.op->run(ex);
     } catch (const std::exception& e) {
       st = error(StatusCode::kRuntimeError, "CUDA kernel threw an exception: ", e.what());
     }
+    if (trace_)
+      trace_op_run_us_ = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - r0).count();
   }
   if (!st) return st.with_node(node.name, node.op_type);
   cudaError_t e = cudaGetLastError();
@@ -1351,7 +1364,20 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing, size_t begin
         profile_start_ = events_[2 * i];  // recorded by run_layer just before the kernel
       }
     }
+    const bool trace_host = trace_ && !capturing && !timing;
+    std::chrono::steady_clock::time_point h0;
+    if (trace_host) {
+      trace_op_run_us_ = 0;
+      h0 = std::chrono::steady_clock::now();
+    }
     Status layer_status = run_layer(i, stream);
+    if (trace_host) {
+      TraceOpHost& t = trace_op_host_[layers[i].where == Where::kGpu ? layers[i].node->op_type
+                                                                     : layers[i].node->op_type + " (CPU)"];
+      ++t.layers;
+      t.total_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count();
+      t.op_run_us += trace_op_run_us_;
+    }
     if (profile_start_) {  // the layer launched nothing (or failed before launching)
       (void)cudaEventRecord(profile_start_, stream);
       profile_start_ = nullptr;
@@ -1377,6 +1403,31 @@ Status CudaContext::run_layers(cudaStream_t stream, bool capturing, size_t begin
     }
   }
   return Status::ok();
+}
+
+// One line after an eager run: its layers' host time per op type, the costliest first, each as
+// "op layers total_us (us in the op's call)". A replayed run has no entries and prints nothing.
+void CudaContext::print_trace_op_host() {
+  if (trace_op_host_.empty()) return;
+  std::vector<std::pair<std::string, TraceOpHost>> rows(trace_op_host_.begin(), trace_op_host_.end());
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.total_us > b.second.total_us; });
+  int layers = 0;
+  double total = 0, op_run = 0;
+  std::string by_op;
+  for (const auto& [op, t] : rows) {
+    layers += t.layers;
+    total += t.total_us;
+    op_run += t.op_run_us;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s%s %d %.1f (%.1f)", by_op.empty() ? "" : "; ", op.c_str(), t.layers, t.total_us,
+                  t.op_run_us);
+    by_op += buf;
+  }
+  std::fprintf(stderr,
+               "graft: cuda trace: eager host time by op: %d layers, %.1f us, %.1f us in the ops' calls; "
+               "op layers us (us in the op's call): %s\n",
+               layers, total, op_run, by_op.c_str());
+  trace_op_host_.clear();
 }
 
 Status CudaContext::replan(ShapePlan& p) {
@@ -1535,6 +1586,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   // Inputs: known names, all given, dtypes and shapes inside the profile.
   GRAFT_RETURN_IF_ERROR(check_input_names(g, inputs));
   trace_outgrown_.clear();
+  trace_op_host_.clear();
   std::vector<std::vector<int64_t>> in_dims;
   bool all_device = !g.inputs().empty();
   SymbolBindings bindings;
@@ -1824,6 +1876,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
                  trace_what.c_str(), last_graph_layers_, n_layers,
                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - trace_t0_).count(),
                  split.c_str());
+    print_trace_op_host();
   }
   last_plan_info_.peak_bytes = plan.plan.peak_bytes;
   last_plan_info_.total_bytes = plan.plan.total_bytes;
