@@ -1,4 +1,5 @@
-// graft's own convolution kernels that GraftConv times against cuDNN (fused_conv_cuda.cpp variants 3, 4, 7):
+// graft's own convolution kernels that GraftConv times against cuDNN (fused_conv_cuda.cpp variants 3, 4, 7),
+// and cuDNN's graph-API variants (10, 11):
 //   - the NCHW depthwise kernel, the untuned choice for NCHW depthwise problems, so it is tested
 //     through the op against the CPU reference like the NHWC one (nn_reduce_test.cpp);
 //   - the NHWC pointwise (1x1) kernel, which runs only where timing picked it, so its launcher is
@@ -167,6 +168,44 @@ TEST(CudaNn, GraftConvGroupedNhwcViaNchw) {
     c.label = std::to_string(s.group) + " groups of " + std::to_string(s.c / s.group);
     for (DataType dt : {DataType::kFloat32, DataType::kFloat16})
       run_timed_then_forced(c, dt, seed, 0, 5);  // IMPLICIT_GEMM (no scratch) via NCHW
+  }
+}
+
+// float16 convolutions through cuDNN's graph API (fused_conv_cuda.cpp variants 10 and 11): timed,
+// then forced onto the plain graph (graft's epilogue after it) and, where the epilogue is bias,
+// residual and Relu or none, the fused graph, in both layouts, grouped too; and once with X's device
+// copy 2 bytes past a 16-byte boundary, which the plan was not made for (the legacy fallback runs).
+TEST(CudaNn, GraftConvGraphApi) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Spec {
+    const char* layout;
+    int64_t n, h, w, c, m, group, k, stride;
+    bool bias, residual;
+    const char* act;
+  };
+  for (const Spec& s : {Spec{"NHWC", 2, 9, 10, 32, 48, 1, 3, 1, true, true, "Relu"},
+                        Spec{"NHWC", 3, 8, 8, 64, 32, 1, 1, 1, true, false, ""},
+                        Spec{"NCHW", 2, 11, 9, 16, 24, 1, 3, 2, true, false, "Relu"},
+                        Spec{"NHWC", 1, 12, 12, 32, 32, 2, 3, 1, true, false, "HardSwish"},
+                        Spec{"NCHW", 2, 7, 7, 8, 16, 1, 3, 1, false, false, ""}}) {
+    const int64_t pad = s.k / 2;
+    const int64_t oh = (s.h + 2 * pad - s.k) / s.stride + 1, ow = (s.w + 2 * pad - s.k) / s.stride + 1;
+    const bool nhwc = std::string(s.layout) == "NHWC";
+    KernelCase c{"GraftConv", {nhwc ? rnd(rng, {s.n, s.h, s.w, s.c}) : rnd(rng, {s.n, s.c, s.h, s.w}),
+                               nhwc ? rnd(rng, {s.m, s.k, s.k, s.c / s.group}) : rnd(rng, {s.m, s.c / s.group, s.k, s.k})}};
+    if (s.bias) c.inputs.push_back(rnd(rng, {s.m}));
+    if (s.residual) c.inputs.push_back(nhwc ? rnd(rng, {s.n, oh, ow, s.m}) : rnd(rng, {s.n, s.m, oh, ow}));
+    set_graft_conv_attrs(c, s.layout, s.act, s.group, s.k, s.stride, pad);
+    c.label = std::string(s.layout) + " " + std::to_string(s.c) + " -> " + std::to_string(s.m) + " " + s.act;
+    const bool fusable = std::string(s.act).empty() || std::string(s.act) == "Relu";
+    run_timed_then_forced(c, DataType::kFloat16, seed, 0, 10);
+    if (fusable) run_timed_then_forced(c, DataType::kFloat16, seed, 0, 11);
+    KernelCase off = c;
+    off.input0_offset = 2;
+    off.label += " (X 2 bytes off 16-byte alignment)";
+    run_timed_then_forced(off, DataType::kFloat16, seed, 0, fusable ? 11 : 10);
   }
 }
 

@@ -1,4 +1,5 @@
-// The one thin layer over cuDNN's legacy descriptor API that every convolution uses (GraftConv in
+// The one thin layer over cuDNN (its legacy descriptor API, and its graph API for GraftConv's
+// variants 10 and 11, below) that every convolution uses (GraftConv in
 // src/ops/fused_conv/fused_conv_cuda.cpp, Conv in src/ops/nn/nn_cuda.cpp, ConvTranspose in src/ops/nn/conv_transpose_cuda.cpp): owning descriptor
 // handles, the status-to-Status conversion (one error text for every caller), setters for the 4-D
 // descriptors from the numbers the callers compute, and the forward algorithm query. It sets only
@@ -11,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/owned_handle.h"
@@ -69,6 +71,47 @@ Status dnn_forward_algos(const CudaExec& ex, const DnnTensor& x, const DnnFilter
 // strided depthwise convolution (mobilenet_v3_large, 240 channels, stride 2, cuDNN 9.19, H200)
 // never returned while being timed, hanging the build.
 bool dnn_usable_forward_algo(const cudnnConvolutionFwdAlgoPerf_t& p, size_t workspace);
+
+// ---- cuDNN's graph (backend) API: one forward convolution, its epilogue optionally fused ----
+//
+// Each legacy cudnnConvolutionForward or cudnnConvolutionBiasActivationForward call cost about 95
+// microseconds of host time (cuDNN 9.19, H100: resnet50's 53 GraftConv layers took 5.1 of an eager
+// run's 5.7 ms, bench/eager_host_cost.py at 75a6b66). An execution plan is made once per problem
+// (prepared with the layer) and each run is one cudnnBackendExecute over a variant pack of pointers.
+using DnnBackend = OwnedHandle<cudnnBackendDescriptor_t, &cudnnBackendDestroyDescriptor>;
+
+// One forward convolution as a graph: X (n, c, h, w) * W (m, c / group, kh, kw) -> Y (n, m, oh, ow),
+// every tensor in the io type and in NCHW or NHWC (filters OHWI) memory order, float accumulation.
+// With bias / residual / relu, the graph continues y = relu(conv + bias + z) in float, written once.
+struct DnnConvGraphSpec {
+  cudnnDataType_t io = CUDNN_DATA_HALF;
+  bool nhwc = false;
+  int64_t n = 0, c = 0, h = 0, w = 0, m = 0, oh = 0, ow = 0, kh = 1, kw = 1, group = 1;
+  int64_t ph = 0, pw = 0, sh = 1, sw = 1, dh = 1, dw = 1;
+  bool bias = false, residual = false, relu = false;
+};
+
+// An execution plan of one engine configuration and the workspace it needs.
+struct DnnConvPlan {
+  DnnBackend plan;
+  int64_t workspace = 0;
+  int index = -1;  // the configuration's position in cuDNN's heuristic list (a tactic's algo)
+};
+
+// The plans of cuDNN's engine configurations for the spec, best first by its heuristic (mode A):
+// at most max_plans, leaving out configurations that do not finalize or want more than
+// max_workspace bytes. With only_index >= 0, the plan of that position of the list alone (none if
+// it does not finalize or fit). An empty list is not an error: cuDNN has no engine for the graph.
+Status dnn_conv_graph_plans(const CudaExec& ex, const DnnConvGraphSpec& spec, size_t max_workspace, int max_plans,
+                            int only_index, std::vector<DnnConvPlan>* out);
+
+// Runs a plan on ex's handle (and so its stream): b and z only where the spec has them; workspace
+// holds the plan's workspace bytes.
+Status dnn_conv_graph_execute(const CudaExec& ex, const DnnConvPlan& p, const void* x, const void* w, void* y,
+                              const void* b, const void* z, void* workspace);
+
+// The byte alignment the graph's tensors are declared with: a pointer off it must not reach a plan.
+constexpr int64_t kDnnGraphAlignment = 16;
 
 }  // namespace graft::cuda
 

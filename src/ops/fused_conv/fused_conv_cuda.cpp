@@ -203,7 +203,27 @@ struct ConvCall {
   const Tensor *X, *W, *B, *Z;
   Tensor* Y;
   const ConvDescs* d_nchw = nullptr;  // variant 5's NCHW descriptors (grouped NHWC problems only)
+  const DnnConvPlan* graph = nullptr;  // variants 10 and 11: the execution plan
+  int fallback_algo = -1;  // variants 10 and 11: cuDNN's legacy algorithm for pointers off the plan's alignment
 };
+
+// The graph spec of a problem: variant 11 fuses what the layer has of bias, residual and Relu.
+DnnConvGraphSpec graph_spec(const ConvGeometry& g, bool fused, bool bias, bool residual) {
+  DnnConvGraphSpec s;
+  s.io = CUDNN_DATA_HALF;
+  s.nhwc = g.nhwc;
+  s.n = g.n; s.c = g.c; s.h = g.h; s.w = g.w; s.m = g.m; s.oh = g.oh; s.ow = g.ow;
+  s.kh = g.kh; s.kw = g.kw; s.group = g.group;
+  s.ph = g.ph; s.pw = g.pw; s.sh = g.sh; s.sw = g.sw; s.dh = g.dh; s.dw = g.dw;
+  if (fused) {
+    s.bias = bias;
+    s.residual = residual;
+    s.relu = g.act.kind == ConvActivation::kRelu;
+  }
+  return s;
+}
+
+bool graph_aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kDnnGraphAlignment == 0; }
 
 // Variant 2: graft's own depthwise kernel, for NHWC convolutions with one filter per channel.
 // cuDNN's legacy depthwise kernels are slow in NHWC float16 (mobilenet and efficientnet at batch 32
@@ -299,6 +319,24 @@ bool chunked_mma_eligible(const ConvGeometry& g) {
   return g.nhwc && g.float16 && g.group == 1 && k::conv_nhwc_mma_chunked_supported(window_of(g), g.m);
 }
 
+// Variants 10 and 11: cuDNN through its graph API, one execution plan made per problem when the
+// layer is prepared and run with one cudnnBackendExecute (cudnn_wrap.h): the legacy calls of
+// variants 0 and 1 cost about 95 us of host time each, which an eager run (the first run of a
+// shape set, or any run with CUDA graphs off) pays per layer. The tactic's algo is the engine
+// configuration's position in cuDNN's heuristic list. Variant 10 is the convolution alone with
+// graft's epilogue after it; variant 11 fuses bias, residual and Relu into the plan. Half types
+// only: a float32 graph would need its TF32 engines filtered out, and float32 keeps variants 0/1.
+constexpr int kGraphVariant = 10;
+constexpr int kGraphFusedVariant = 11;
+// The heuristic's first configurations that tactic timing tries per graph variant.
+constexpr int kGraphPlansTimed = 4;
+
+bool graph_eligible(const ConvGeometry& g) { return g.float16 && g.in_act.kind == ConvActivation::kNone; }
+bool graph_fused_eligible(const ConvGeometry& g) {
+  return graph_eligible(g) && (g.act.kind == ConvActivation::kNone || g.act.kind == ConvActivation::kRelu);
+}
+bool is_graph_variant(int variant) { return variant == kGraphVariant || variant == kGraphFusedVariant; }
+
 // Whether a graft-kernel variant may run this problem (cuDNN's variants 0 and 1 always may: cuDNN
 // itself refuses what it cannot run).
 // An input activation (a producer's, deferred by the defer-activations pass) is applied only by the
@@ -318,6 +356,8 @@ bool variant_eligible(const ConvGeometry& g, int variant) {
     case kSmallReductionMmaVariant: return small_reduction_mma_eligible(g);
     case kDepthwiseSharedTileVariant: return depthwise_shared_tile_eligible(g);
     case kChunkedMmaVariant: return chunked_mma_eligible(g);
+    case kGraphVariant: return graph_eligible(g);
+    case kGraphFusedVariant: return graph_fused_eligible(g);
     default: return true;
   }
 }
@@ -342,6 +382,8 @@ const char* graft_kernel_name(int variant) {
 std::string conv_tactic_name(const Tactic& t) {
   if (const char* k = graft_kernel_name(t.variant))
     return std::string(k) + " (variant " + std::to_string(t.variant) + ")";
+  if (t.variant == kGraphVariant) return "cuDNN graph config " + std::to_string(t.algo) + " + epilogue";
+  if (t.variant == kGraphFusedVariant) return "cuDNN graph config " + std::to_string(t.algo) + " (fused)";
   const std::string algo = "cuDNN algo " + std::to_string(t.algo);
   if (t.variant == 1) return algo + " (fused)";
   if (t.variant == kGroupedNchwVariant) return algo + " via NCHW";
@@ -397,6 +439,16 @@ Status run_conv_grouped_nchw(const ConvCall& c, int algo, size_t ws_bytes) {
                        ex, "convolution epilogue");
 }
 
+// Bias, residual and activation over a convolution's output Y, in one pass (none when it has none).
+Status run_epilogue(const ConvCall& c) {
+  if (!c.B && !c.Z && c.g->act.kind == ConvActivation::kNone) return Status::ok();
+  const int64_t inner = c.g->nhwc ? 1 : c.g->oh * c.g->ow;
+  return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
+                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, epilogue_of(c.g->act),
+                                               c.Y->numel(), stream_of(*c.ex)),
+                       *c.ex, "convolution epilogue");
+}
+
 // One convolution with its epilogue. variant 1: cuDNN's fused call (needs a bias; IDENTITY
 // activation only with IMPLICIT_PRECOMP_GEMM); variant 0: cuDNN convolution + graft's epilogue;
 // variants 2, 3, 4, 6, 7, 8, 9: graft's NHWC depthwise, NCHW depthwise, NHWC pointwise, row-tiled NHWC
@@ -435,6 +487,23 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
     return launch_status(k::launch_conv_nhwc_mma_chunked(c.X->data(), c.W->data(), bias, z, c.Y->data(),
                                                          window_of(*c.g), c.g->m, epilogue_of(c.g->act), stream_of(ex)),
                          ex, "K-chunked tensor-core convolution");
+  if (is_graph_variant(variant)) {
+    if (!c.graph) return fail(ex, StatusCode::kInternal, "cuDNN graph variant without an execution plan");
+    const bool fused = variant == kGraphFusedVariant;
+    const bool aligned = graph_aligned(c.X->data()) && graph_aligned(c.W->data()) && graph_aligned(c.Y->data()) &&
+                         (!c.B || graph_aligned(c.B->data())) && (!c.Z || graph_aligned(c.Z->data())) &&
+                         (c.graph->workspace == 0 || graph_aligned(ex.workspace));
+    if (!aligned) {
+      // A caller's tensor that starts off the 16-byte alignment the plan was made for (a view at
+      // an odd element offset) runs this call on the legacy API instead.
+      if (c.fallback_algo < 0) return fail(ex, StatusCode::kInternal, "no legacy cuDNN algorithm for an unaligned call");
+      return run_conv(c, c.fallback_algo, 0, ws_bytes);
+    }
+    GRAFT_RETURN_IF_ERROR(dnn_conv_graph_execute(ex, *c.graph, c.X->data(), c.W->data(), c.Y->data(),
+                                                 fused && c.B ? c.B->data() : nullptr,
+                                                 fused && c.Z ? c.Z->data() : nullptr, ex.workspace));
+    return fused ? Status::ok() : run_epilogue(c);
+  }
   auto h = dnn_handle(ex);
   const float one = 1.f, zero = 0.f;
   const auto a = static_cast<cudnnConvolutionFwdAlgo_t>(algo);
@@ -450,12 +519,7 @@ Status run_conv(const ConvCall& c, int algo, int variant, size_t ws_bytes) {
                                                            c.d->conv.get(), a, ex.workspace, ws_bytes, &zero, c.d->y.get(),
                                                            c.Y->data()),
                                    ex, "cudnnConvolutionForward"));
-  if (!c.B && !c.Z && c.g->act.kind == ConvActivation::kNone) return Status::ok();
-  const int64_t inner = c.g->nhwc ? 1 : c.g->oh * c.g->ow;
-  return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
-                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, epilogue_of(c.g->act),
-                                               c.Y->numel(), stream_of(ex)),
-                       ex, "convolution epilogue");
+  return run_epilogue(c);
 }
 
 bool fused_variant_allowed(const ConvCall& c, int algo) {
@@ -529,6 +593,34 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
     if (trace) std::fprintf(stderr, "graft: tactic %s graft kernel (variant %d) %.4f ms\n", key.c_str(), variant, ms);
     if (ms >= 0 && ms < best.ms) best = Tactic{0, variant, ms};
   }
+  // cuDNN's graph API: the heuristic's first configurations, alone and with the epilogue fused.
+  // Its engines are largely the legacy algorithms' kernels, so the GPU times tie often; within 1%
+  // (inside timing noise) the graph plan is taken, for its lower host cost in eager runs.
+  for (int variant : {kGraphVariant, kGraphFusedVariant}) {
+    if (!variant_eligible(*c.g, variant)) continue;
+    if (variant == kGraphFusedVariant && !c.B && !c.Z && c.g->act.kind == ConvActivation::kNone) continue;
+    std::vector<DnnConvPlan> plans;
+    const Status ps = dnn_conv_graph_plans(ex, graph_spec(*c.g, variant == kGraphFusedVariant, c.B != nullptr, c.Z != nullptr),
+                                           ex.workspace_size, kGraphPlansTimed, -1, &plans);
+    if (!ps) {
+      if (trace) std::fprintf(stderr, "graft: tactic %s cuDNN graph (variant %d): %s\n", key.c_str(), variant, ps.to_string().c_str());
+      continue;
+    }
+    for (const DnnConvPlan& plan : plans) {
+      ConvCall gc = c;
+      gc.graph = &plan;
+      if (!run_conv(gc, plan.index, variant, ex.workspace_size) || cudaStreamSynchronize(s) != cudaSuccess) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      const float ms = events.ms_per_call(s, [&] { return run_conv(gc, plan.index, variant, ex.workspace_size).is_ok(); });
+      if (trace)
+        std::fprintf(stderr, "graft: tactic %s cuDNN graph config %d (variant %d) %.4f ms\n", key.c_str(), plan.index,
+                     variant, ms);
+      if (ms >= 0 && (ms < best.ms || (!is_graph_variant(best.variant) && ms <= best.ms * 1.01f)))
+        best = Tactic{plan.index, variant, ms};
+    }
+  }
   if (best.algo < 0) {
     if (!failure.is_ok()) return failure;
     return fail(ex, StatusCode::kUnsupported, "no cuDNN algorithm runs this convolution");
@@ -546,6 +638,8 @@ struct PreparedConv {
   ConvDescs d_nchw;  // grouped NHWC problems: the NCHW view variant 5 runs cuDNN on
   bool has_nchw = false;
   Tactic tactic;
+  DnnConvPlan graph;  // variants 10 and 11: the tactic's execution plan
+  int fallback_algo = -1;  // variants 10 and 11: cuDNN's legacy choice for calls off the plan's alignment
 };
 
 Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B,
@@ -587,13 +681,38 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
     return fail(ex, StatusCode::kInvalidModel, "tactic '", key, "' names ", what, " (variant ", t->variant,
                 ") for a convolution it does not take");
   }
-  if (!t) {
-    // Not tuned for these shapes (a shape met only at run time): cuDNN's heuristic first choice.
+  // The legacy heuristic's first choice: the tactic of a problem not tuned for (a shape met only at
+  // run time), and a graph tactic's fallback for unaligned calls.
+  auto legacy_choice = [&]() -> Result<int> {
     GRAFT_RETURN_IF_ERROR(candidates());
-    for (int i = 0; i < algos.count && !t; ++i)
-      if (dnn_usable_forward_algo(algos.perf[i], ex.workspace_size)) t = Tactic{static_cast<int>(algos.perf[i].algo), 0, 0};
-    if (!t) return fail(ex, StatusCode::kUnsupported, "cuDNN offers no algorithm for this convolution within ",
-                        static_cast<uint64_t>(ex.workspace_size), " bytes of workspace");
+    for (int i = 0; i < algos.count; ++i)
+      if (dnn_usable_forward_algo(algos.perf[i], ex.workspace_size)) return static_cast<int>(algos.perf[i].algo);
+    return fail(ex, StatusCode::kUnsupported, "cuDNN offers no algorithm for this convolution within ",
+                static_cast<uint64_t>(ex.workspace_size), " bytes of workspace");
+  };
+  // A graph tactic's plan: the tactic's configuration, else (a plan file from another cuDNN, whose
+  // list differs) the heuristic's first one, else the legacy choice.
+  auto graph_plan = [&](int variant, int index) -> bool {
+    const DnnConvGraphSpec spec = graph_spec(g, variant == kGraphFusedVariant, B != nullptr, Z != nullptr);
+    std::vector<DnnConvPlan> plans;
+    for (int i : {index, 0}) {
+      if (dnn_conv_graph_plans(ex, spec, ex.workspace_size, 1, i, &plans).is_ok() && !plans.empty()) {
+        p->graph = std::move(plans[0]);
+        return true;
+      }
+    }
+    return false;
+  };
+  if (t && is_graph_variant(t->variant) && !graph_plan(t->variant, t->algo)) t.reset();
+  if (!t && graph_fused_eligible(g) && graph_plan(kGraphFusedVariant, 0)) t = Tactic{p->graph.index, kGraphFusedVariant, 0};
+  if (!t && graph_eligible(g) && graph_plan(kGraphVariant, 0)) t = Tactic{p->graph.index, kGraphVariant, 0};
+  if (t && is_graph_variant(t->variant)) {
+    t->algo = p->graph.index;
+    GRAFT_ASSIGN_OR_RETURN(p->fallback_algo, legacy_choice());
+  }
+  if (!t) {
+    GRAFT_ASSIGN_OR_RETURN(int algo, legacy_choice());
+    t = Tactic{algo, 0, 0};
   }
   p->tactic = *t;
   return p;
@@ -627,7 +746,7 @@ Status graft_conv_run(CudaExec& ex) {
     p = ex.prepared ? ex.prepared->put(key, owned) : owned.get();
   }
   if (Y.dims()[0] != p->g.n) return fail(ex, StatusCode::kInternal, "prepared convolution does not match the output");
-  ConvCall call{&ex, &p->g, &p->d, &X, &W, B, Z, &Y, p->has_nchw ? &p->d_nchw : nullptr};
+  ConvCall call{&ex, &p->g, &p->d, &X, &W, B, Z, &Y, p->has_nchw ? &p->d_nchw : nullptr, &p->graph, p->fallback_algo};
   if (ex.ran_tactic) *ex.ran_tactic = conv_tactic_name(p->tactic);
   return run_conv(call, p->tactic.algo, p->tactic.variant, ex.workspace_size);
 #endif
