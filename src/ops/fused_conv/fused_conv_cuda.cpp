@@ -331,7 +331,11 @@ constexpr int kGraphFusedVariant = 11;
 // The heuristic's first configurations that tactic timing tries per graph variant.
 constexpr int kGraphPlansTimed = 4;
 
-bool graph_eligible(const ConvGeometry& g) { return g.float16 && g.in_act.kind == ConvActivation::kNone; }
+// One group only: depthwise problems have graft's kernels, and cuDNN's graph engines for grouped
+// ones compiled at run time (configurations that do are left out: cudnn_wrap.cpp).
+bool graph_eligible(const ConvGeometry& g) {
+  return g.float16 && g.group == 1 && g.in_act.kind == ConvActivation::kNone;
+}
 bool graph_fused_eligible(const ConvGeometry& g) {
   return graph_eligible(g) && (g.act.kind == ConvActivation::kNone || g.act.kind == ConvActivation::kRelu);
 }
