@@ -40,8 +40,7 @@ double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 // executable specification that faster kernels are tested against.
 Status clamped_swish_cpu(const KernelContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Params p, read_params(ctx));
-  if (ctx.inputs.size() != 1 || ctx.outputs.size() != 1)
-    return graft::error(StatusCode::kInvalidArgument, "ClampedSwish takes 1 input and 1 output");
+  GRAFT_RETURN_IF_ERROR(graft::check_kernel_io(ctx, "ClampedSwish", 1, 1));
   const graft::TensorView& x = ctx.inputs[0];
   const graft::TensorView& y = ctx.outputs[0];
   if (x.numel() != y.numel())
@@ -59,8 +58,7 @@ Status clamped_swish_cpu(const KernelContext& ctx) {
 //   d/dx [x * s(beta x)] = s + beta * x * s * (1 - s); zero where the clamp is active.
 Status clamped_swish_backward_cpu(const KernelContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Params p, read_params(ctx));
-  if (ctx.inputs.size() != 2 || ctx.outputs.size() != 1)
-    return graft::error(StatusCode::kInvalidArgument, "ClampedSwish backward takes (x, dy) and gives dx");
+  GRAFT_RETURN_IF_ERROR(graft::check_kernel_io(ctx, "ClampedSwish", 2, 1, "backward kernel (x, dy) -> dx"));
   const graft::TensorView& x = ctx.inputs[0];
   const graft::TensorView& dy = ctx.inputs[1];
   const graft::TensorView& dx = ctx.outputs[0];

@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graft/attribute.h"
@@ -161,6 +162,19 @@ struct KernelContext {
   bool channels_last_io = false;
 };
 using KernelFn = std::function<Status(const KernelContext&)>;
+
+// Whether a kernel got the views it was written for: exactly n_in inputs and n_out outputs (an
+// absent optional input is still a view, with no data). Else kInvalidArgument naming the op and
+// the kernel, "<op>: backward kernel expects 3 inputs and 2 outputs, got 2 and 2". Engines, the
+// torch op and the plugin adapters pass the views the definition declares, so a mismatch is a
+// caller's bug, reported before any view is read. Kernels check it first.
+inline Status check_kernel_io(const KernelContext& ctx, std::string_view op, size_t n_in, size_t n_out,
+                              std::string_view kernel = "kernel") {
+  if (ctx.inputs.size() == n_in && ctx.outputs.size() == n_out) return Status::ok();
+  return error(StatusCode::kInvalidArgument, std::string(op), ": ", std::string(kernel), " expects ", n_in, n_in == 1 ? " input" : " inputs",
+               " and ", n_out, n_out == 1 ? " output" : " outputs", ", got ", ctx.inputs.size(), " and ",
+               ctx.outputs.size());
+}
 
 // One kernel: backend plus the dtype combinations (inputs then outputs) it handles.
 struct KernelEntry {

@@ -28,9 +28,7 @@ Status visit_dtype(DataType t, Fn&& fn) {
 
 // Every view must have x's dtype and dims, and memory when it has elements.
 Status check_views(const KernelContext& ctx, size_t n_in, size_t n_out, DeviceType device) {
-  if (ctx.inputs.size() != n_in || ctx.outputs.size() != n_out)
-    return error(StatusCode::kInvalidArgument, kOpName, ": kernel expects ", n_in, " inputs and ", n_out,
-                 " outputs, got ", ctx.inputs.size(), " and ", ctx.outputs.size());
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kOpName, n_in, n_out));
   const TensorView& x = ctx.inputs[0];
   auto check = [&](const TensorView& v, const char* what, size_t i) -> Status {
     if (v.dtype != x.dtype || v.dims != x.dims)

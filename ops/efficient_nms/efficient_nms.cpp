@@ -145,11 +145,7 @@ struct Dims {
 
 // Every view's shape and dtype against the others and the attributes; `device` as well when set.
 Result<Dims> check_views(const KernelContext& ctx, const Params& p, std::optional<DeviceType> device) {
-  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 4)
-    return error(StatusCode::kInvalidArgument, kOpName,
-                 ": kernel expects 3 inputs (anchors may be absent) and 4 "
-                 "outputs, got ",
-                 ctx.inputs.size(), " and ", ctx.outputs.size());
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kOpName, 3, 4, "kernel (anchors may be absent)"));
   const TensorView &boxes = ctx.inputs[kBoxes], &scores = ctx.inputs[kScores],
                    &anchors = ctx.inputs[kAnchors];
   const bool decode = anchors.data != nullptr;

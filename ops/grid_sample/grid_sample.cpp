@@ -23,8 +23,7 @@ Result<GridSampleParams> params_of(const AttributeMap& a) {
 }
 
 Status forward_cpu(const KernelContext& ctx) {
-  if (ctx.inputs.size() != 2 || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, kName, ": kernel expects 2 inputs and 1 output");
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kName, 2, 1));
   if (ctx.inputs[0].rank() != 4)
     return error(StatusCode::kInvalidArgument, kName, ": input 'input' must have rank 4 (N, C, H, W)");
   GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, params_of(*ctx.attrs));
@@ -33,9 +32,7 @@ Status forward_cpu(const KernelContext& ctx) {
 
 // Inputs (input, grid, the output's gradient); outputs the gradients of input and grid.
 Status backward_cpu(const KernelContext& ctx) {
-  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 2)
-    return error(StatusCode::kInvalidArgument, kName,
-                 ": backward kernel expects 3 inputs (input, grid, the output's gradient) and 2 outputs");
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kName, 3, 2, "backward kernel (input, grid, the output's gradient)"));
   GRAFT_ASSIGN_OR_RETURN(GridSampleParams p, params_of(*ctx.attrs));
   return cpu::grid_sample_backward_run(kName, p, ctx.inputs[0], ctx.inputs[1], ctx.inputs[2], ctx.outputs[0],
                                        ctx.outputs[1]);
@@ -45,8 +42,7 @@ Status backward_cpu(const KernelContext& ctx) {
 // On the GPU: the kernel ONNX's GridSample runs there (src/ops/sampling/sampling.cu), in PyTorch's
 // order of padding and rounding, computing in float (the CPU reference computes in double).
 Status forward_cuda(const KernelContext& ctx) {
-  if (ctx.inputs.size() != 2 || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, kName, ": kernel expects 2 inputs and 1 output");
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kName, 2, 1));
   const TensorView &x = ctx.inputs[0], &grid = ctx.inputs[1], &y = ctx.outputs[0];
   if (x.rank() != 4 || grid.rank() != 4 || grid.dims[0] != x.dims[0] || grid.dims[3] != 2)
     return error(StatusCode::kInvalidArgument, kName, ": input must be (N, C, H, W) and grid (N, H_out, W_out, 2)");
@@ -66,9 +62,7 @@ Status forward_cuda(const KernelContext& ctx) {
 
 // The gradients on the GPU (float32, float16): dx by atomic adds into a float accumulator.
 Status backward_cuda(const KernelContext& ctx) {
-  if (ctx.inputs.size() != 3 || ctx.outputs.size() != 2)
-    return error(StatusCode::kInvalidArgument, kName,
-                 ": backward kernel expects 3 inputs (input, grid, the output's gradient) and 2 outputs");
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kName, 3, 2, "backward kernel (input, grid, the output's gradient)"));
   const TensorView &x = ctx.inputs[0], &grid = ctx.inputs[1], &dy = ctx.inputs[2];
   const TensorView &dx = ctx.outputs[0], &dgrid = ctx.outputs[1];
   if (x.rank() != 4 || grid.rank() != 4 || grid.dims[0] != x.dims[0] || grid.dims[3] != 2)

@@ -40,9 +40,7 @@ struct Params {
 
 // x (N, C, *spatial) viewed as (N, C, S); scale and bias (C); num_groups divides C.
 Result<Params> params_of(const KernelContext& ctx, size_t n_in, size_t n_out, DeviceType device) {
-  if (ctx.inputs.size() != n_in || ctx.outputs.size() != n_out)
-    return error(StatusCode::kInvalidArgument, kOpName, ": kernel expects ", n_in, " inputs and ", n_out,
-                 " outputs, got ", ctx.inputs.size(), " and ", ctx.outputs.size());
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kOpName, n_in, n_out));
   if (!ctx.attrs) return error(StatusCode::kInvalidArgument, kOpName, ": kernel called without attributes");
   Params p;
   GRAFT_ASSIGN_OR_RETURN(p.groups, ctx.attrs->require_int("num_groups"));

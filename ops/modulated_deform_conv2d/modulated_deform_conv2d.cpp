@@ -79,9 +79,7 @@ Result<Sizes> sizes_of(const KernelContext& ctx, const Conv& cv, bool backward, 
   const size_t n_in = backward ? 6 : 5, n_out = backward ? 5 : 1;
   if (backward && ctx.channels_last_io)
     return error(StatusCode::kUnsupported, kOpName, ": the backward takes x in (N, C, H, W) only, not channels-last");
-  if (ctx.inputs.size() != n_in || ctx.outputs.size() != n_out)
-    return error(StatusCode::kInvalidArgument, kOpName, ": kernel expects ", n_in, " inputs and ", n_out,
-                 " outputs, got ", ctx.inputs.size(), " and ", ctx.outputs.size());
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kOpName, n_in, n_out));
   auto bad = [&](int i, auto&&... parts) {
     return error(StatusCode::kInvalidArgument, kOpName, ": input '", kInputNames[i], "' ", parts...);
   };

@@ -37,9 +37,7 @@ struct Sizes {
 // grad_attention_weights. The output may be (N,Lq,M*D) or (N,Lq,M,D): the same memory.
 Result<Sizes> sizes_of(const char* op, const KernelContext& ctx, bool backward, DeviceType device) {
   const size_t n_in = backward ? 6 : 5, n_out = backward ? 3 : 1;
-  if (ctx.inputs.size() != n_in || ctx.outputs.size() != n_out)
-    return error(StatusCode::kInvalidArgument, op, ": kernel expects ", n_in, " inputs and ", n_out,
-                 " outputs, got ", ctx.inputs.size(), " and ", ctx.outputs.size());
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, op, n_in, n_out, backward ? "backward kernel" : "kernel"));
   const TensorView &v = ctx.inputs[kValue], &sh = ctx.inputs[kShapes], &st = ctx.inputs[kStarts],
                    &lc = ctx.inputs[kLocs], &w = ctx.inputs[kWeights];
   auto bad = [&](int i, auto&&... parts) {

@@ -54,8 +54,7 @@ Result<RoiAlignParams> trt_params_of(const AttributeMap& a) {
 template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const AttributeMap&), bool kPacked>
 Status forward_cpu(const KernelContext& ctx) {
   const size_t want = kPacked ? 2 : 3;
-  if (ctx.inputs.size() != want || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, *kOp, ": kernel expects ", want, " inputs and 1 output");
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, *kOp, want, 1));
   GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, Params(*ctx.attrs));
   return cpu::roi_align_run(*kOp, p, ctx.inputs[0], ctx.inputs[1], kPacked ? nullptr : &ctx.inputs[2], ctx.outputs[0]);
 }
@@ -65,8 +64,7 @@ Status forward_cpu(const KernelContext& ctx) {
 template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const AttributeMap&), bool kPacked>
 Status backward_cpu(const KernelContext& ctx) {
   const size_t want = kPacked ? 3 : 4;
-  if (ctx.inputs.size() != want || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, *kOp, ": backward kernel expects ", want, " inputs and 1 output");
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, *kOp, want, 1, "backward kernel"));
   GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, Params(*ctx.attrs));
   return cpu::roi_align_backward_run(*kOp, p, ctx.inputs[0], ctx.inputs[1], kPacked ? nullptr : &ctx.inputs[2],
                                      ctx.inputs[want - 1], ctx.outputs[0]);
@@ -91,8 +89,7 @@ cuda::k::RoiAlignArgs roi_align_args(const RoiAlignParams& p, const TensorView& 
 }
 
 Status roi_align_cuda(const char* op, const RoiAlignParams& p, const KernelContext& ctx, bool packed) {
-  if (ctx.inputs.size() != (packed ? 2u : 3u) || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, op, ": kernel expects ", packed ? 2 : 3, " inputs and 1 output");
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, op, packed ? 2 : 3, 1));
   const TensorView &x = ctx.inputs[0], &rois = ctx.inputs[1], &y = ctx.outputs[0];
   if (x.rank() != 4 || rois.rank() != 2 || rois.dims[1] != (packed ? 5 : 4))
     return error(StatusCode::kInvalidArgument, op, ": input must be (N, C, H, W) and rois (K, ", packed ? 5 : 4, ")");
@@ -122,8 +119,7 @@ Status forward_cuda(const KernelContext& ctx) {
 template <const char* const* kOp, Result<RoiAlignParams> (*Params)(const AttributeMap&), bool kPacked>
 Status backward_cuda(const KernelContext& ctx) {
   const size_t want = kPacked ? 3 : 4;
-  if (ctx.inputs.size() != want || ctx.outputs.size() != 1)
-    return error(StatusCode::kInvalidArgument, *kOp, ": backward kernel expects ", want, " inputs and 1 output");
+  GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, *kOp, want, 1, "backward kernel"));
   GRAFT_ASSIGN_OR_RETURN(RoiAlignParams p, Params(*ctx.attrs));
   const TensorView &x = ctx.inputs[0], &rois = ctx.inputs[1], &dy = ctx.inputs[want - 1], &dx = ctx.outputs[0];
   if (x.rank() != 4 || rois.rank() != 2 || rois.dims[1] != (kPacked ? 5 : 4) || dx.dims != x.dims ||

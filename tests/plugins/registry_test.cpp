@@ -1,5 +1,6 @@
 // OpRegistry: lookup as TensorRT's ONNX parser does (op_type + plugin_version + plugin_namespace),
-// domain disambiguation, aliases, duplicates, and the not-found message.
+// domain disambiguation, aliases, duplicates, and the not-found message; and the SDK's kernel
+// view-count check (check_kernel_io).
 #include <gtest/gtest.h>
 
 #include "graft/registry.h"
@@ -148,4 +149,18 @@ TEST(Registry, OnlyTrailingOutputsMayBeOptional) {
   EXPECT_TRUE(r.add(std::move(good), "x.so").is_ok());
 }
 
+}  // namespace
+
+// The SDK's first check in every kernel: the number of views, with the op and the kernel named.
+namespace {
+TEST(KernelIo, CheckKernelIoNamesOpKernelAndCounts) {
+  graft::KernelContext ctx;
+  ctx.inputs.resize(2);
+  ctx.outputs.resize(1);
+  EXPECT_TRUE(graft::check_kernel_io(ctx, "Foo", 2, 1).is_ok());
+  expect_error(graft::check_kernel_io(ctx, "Foo", 3, 2, "backward kernel"), StatusCode::kInvalidArgument,
+               {"Foo: backward kernel expects 3 inputs and 2 outputs, got 2 and 1"});
+  expect_error(graft::check_kernel_io(ctx, "Foo", 1, 1), StatusCode::kInvalidArgument,
+               {"Foo: kernel expects 1 input and 1 output, got 2 and 1"});
+}
 }  // namespace
