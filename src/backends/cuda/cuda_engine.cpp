@@ -840,6 +840,8 @@ CudaContext::~CudaContext() {
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
   if (gate_host_) (void)cudaFreeHost(gate_host_);
   if (count_host_) (void)cudaFreeHost(count_host_);
+  // The kernels' prepared state first: GraftConv's cuDNN execution plans were made on the handle.
+  prepared_ = PreparedCache{};
   if (cublaslt_) cublasLtDestroy(cublaslt_);
 #ifdef GRAFT_WITH_CUDNN
   if (cudnn_) cudnnDestroy(static_cast<cudnnHandle_t>(cudnn_));
