@@ -420,6 +420,19 @@ cudaError_t permute4(const void* src, void* dst, const std::vector<int64_t>& src
   return k::launch_strided_gather(src, dst, elem_size, p, n, s);
 }
 
+// Whether the layer has an epilogue (bias, residual or activation) after its convolution.
+bool has_epilogue(const ConvCall& c) { return c.B || c.Z || c.g->act.kind != ConvActivation::kNone; }
+
+// Bias, residual and activation over a convolution's output Y, in one pass (none when it has none).
+Status run_epilogue(const ConvCall& c) {
+  if (!has_epilogue(c)) return Status::ok();
+  const int64_t inner = c.g->nhwc ? 1 : c.g->oh * c.g->ow;
+  return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
+                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, epilogue_of(c.g->act),
+                                               c.Y->numel(), stream_of(*c.ex)),
+                       *c.ex, "convolution epilogue");
+}
+
 Status run_conv_grouped_nchw(const ConvCall& c, int algo, size_t ws_bytes) {
   const CudaExec& ex = *c.ex;
   NchwStage st;
@@ -436,21 +449,7 @@ Status run_conv_grouped_nchw(const ConvCall& c, int algo, size_t ws_bytes) {
                                    ex, "cudnnConvolutionForward (grouped, NCHW)"));
   const std::vector<int64_t> y_nchw{c.g->n, c.g->m, c.g->oh, c.g->ow};
   GRAFT_RETURN_IF_ERROR(launch_status(permute4(st.y, c.Y->data(), y_nchw, kNchwToNhwc, es, s), ex, "NCHW -> NHWC output copy"));
-  if (!c.B && !c.Z && c.g->act.kind == ConvActivation::kNone) return Status::ok();
-  return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
-                                               c.Z ? c.Z->data() : nullptr, c.g->m, 1, epilogue_of(c.g->act),
-                                               c.Y->numel(), s),
-                       ex, "convolution epilogue");
-}
-
-// Bias, residual and activation over a convolution's output Y, in one pass (none when it has none).
-Status run_epilogue(const ConvCall& c) {
-  if (!c.B && !c.Z && c.g->act.kind == ConvActivation::kNone) return Status::ok();
-  const int64_t inner = c.g->nhwc ? 1 : c.g->oh * c.g->ow;
-  return launch_status(k::launch_conv_epilogue(ktype(c.Y->dtype()), c.Y->data(), c.B ? c.B->data() : nullptr,
-                                               c.Z ? c.Z->data() : nullptr, c.g->m, inner, epilogue_of(c.g->act),
-                                               c.Y->numel(), stream_of(*c.ex)),
-                       *c.ex, "convolution epilogue");
+  return run_epilogue(c);  // over the NHWC output (variant 5 runs only NHWC problems)
 }
 
 // One convolution with its epilogue. variant 1: cuDNN's fused call (needs a bias; IDENTITY
@@ -602,7 +601,7 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
   // (inside timing noise) the graph plan is taken, for its lower host cost in eager runs.
   for (int variant : {kGraphVariant, kGraphFusedVariant}) {
     if (!variant_eligible(*c.g, variant)) continue;
-    if (variant == kGraphFusedVariant && !c.B && !c.Z && c.g->act.kind == ConvActivation::kNone) continue;
+    if (variant == kGraphFusedVariant && !has_epilogue(c)) continue;  // the same graph as variant 10
     std::vector<DnnConvPlan> plans;
     const Status ps = dnn_conv_graph_plans(ex, graph_spec(*c.g, variant == kGraphFusedVariant, c.B != nullptr, c.Z != nullptr),
                                            ex.workspace_size, kGraphPlansTimed, -1, &plans);
