@@ -68,24 +68,16 @@ def traced_split_us(torch, graft, path, profile, x, n=30):
     the engine's GRAFT_CUDA_GRAPH_TRACE lines (stderr, redirected to a file for the calls): where
     the native call's time goes. An engine of its own, since the trace is read when a context is made."""
     import re
-    import tempfile
     os.environ["GRAFT_CUDA_GRAPH_TRACE"] = "1"
     try:
         eng = graft.Engine.build(path, fp16=True, device="cuda", profile={"input": profile})
-        with tempfile.TemporaryFile(mode="w+") as log:
-            saved = os.dup(2)
-            sys.stderr.flush()
-            os.dup2(log.fileno(), 2)
-            try:
-                for _ in range(n + 3):  # the first runs plan and capture
-                    sync(torch)
-                    eng.run({"input": x})
+
+        def runs():
+            for _ in range(n + 3):  # the first runs plan and capture
                 sync(torch)
-            finally:
-                os.dup2(saved, 2)
-                os.close(saved)
-            log.seek(0)
-            text = log.read()
+                eng.run({"input": x})
+            sync(torch)
+        _, text = zoo.native_stderr(runs)
     finally:
         del os.environ["GRAFT_CUDA_GRAPH_TRACE"]
     rows = [(float(m[2]), float(m[3]), float(m[1]) * 1e3) for m in

@@ -32,6 +32,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo  # noqa: E402  (native_stderr: the engine's trace from file descriptor 2)
+
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
@@ -74,19 +77,8 @@ def parse_host_by_op(line):
 def traced(fn):
     """Runs fn with the process's stderr (the engine's trace) going to a file; returns fn's result
     and the last "eager host time by op" line, parsed."""
-    import tempfile
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile(mode="w+") as f:
-        os.dup2(f.fileno(), 2)
-        try:
-            result = fn()
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-        f.seek(0)
-        lines = [ln for ln in f.read().splitlines() if ln.startswith(TRACE_PREFIX)]
+    result, text = zoo.native_stderr(fn)
+    lines = [ln for ln in text.splitlines() if ln.startswith(TRACE_PREFIX)]
     return result, (parse_host_by_op(lines[-1]) if lines else {})
 
 

@@ -374,6 +374,23 @@ def _now():
     return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def native_stderr(fn):
+    """Runs fn with the process's file descriptor 2, where graft's C++ engine writes its traces,
+    going to a temporary file; returns fn's result and the text written there."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile(mode="w+") as f:
+        os.dup2(f.fileno(), 2)
+        try:
+            result = fn()
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+        f.seek(0)
+        return result, f.read()
+
+
 def _median(v):
     s = sorted(v)
     n = len(s)
