@@ -307,6 +307,8 @@ OpCaseTable matmul_cases() {
   t.cases.push_back(matrix_case("batched", {{3, 6, 8}, {3, 8, 4}}, {3, 6, 4}));
   t.cases.push_back(matrix_case("shared_weights", {{2, 5, 9, 16}, {16, 10}}, {2, 5, 9, 10}));
   t.cases.push_back(matrix_case("broadcast_batches", {{2, 1, 3, 4}, {5, 4, 6}}, {2, 5, 3, 6}));
+  // One call per output matrix at odd element offsets: float16 matrices 2 bytes off alignment.
+  t.cases.push_back(matrix_case("broadcast_batches_odd_offsets", {{2, 1, 3, 5}, {1, 3, 5, 7}}, {2, 3, 3, 7}));
   t.reference = matmul_formula;
   return t;
 }

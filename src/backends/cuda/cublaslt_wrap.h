@@ -1,13 +1,15 @@
-// The one thin layer over cuBLASLt that every GEMM uses (MatMul/Gemm in src/ops/nn/nn_cuda.cpp, GraftGemm and
+// The one layer over cuBLASLt that every GEMM uses (MatMul/Gemm in src/ops/nn/nn_cuda.cpp, GraftGemm and
 // GraftAttention in src/ops/transformer/transformer_cuda.cpp): owning matmul descriptor, layout and preference
-// handles, the status-to-Status conversion (one error text for every caller), and the creation,
-// batching and heuristic calls both callers make the same way. Operand order, epilogues, alpha and
-// beta stay with each caller.
+// handles, the status-to-Status conversion (one error text for every caller), and lt_rowmajor, the
+// one row-major matmul they all call: prepared once per problem in the context's PreparedCache
+// (descriptors, layouts and the algorithm), its algorithm chosen by tactic timing at build time.
+// Epilogue choice and the passes after the matmul stay with each caller.
 #pragma once
 
 #include <cublasLt.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/owned_handle.h"
@@ -58,5 +60,35 @@ Status lt_create_preference(LtPreference* p, uint64_t max_workspace, const CudaE
 Status lt_heuristics(const CudaExec& ex, const LtMatmulDesc& op, const LtLayout& a, const LtLayout& b,
                      const LtLayout& cd, const LtPreference& pref, int requested, cublasLtMatmulHeuristicResult_t* heur,
                      int* found);
+
+// The cuBLASLt workspace every matmul layer asks for (workspace_bytes).
+inline constexpr size_t kLtWorkspace = size_t(8) << 20;
+
+// One row-major matmul: Y[M,N] = alpha op(X)[M,K] op(W)[K,N] + beta C (+ bias[N], activation by the
+// epilogue). X is [M,K] or, with trans_x, [K,M]; W is [K,N] or, with trans_w, [N,K]. C has Y's
+// layout: `c`, or Y itself when c is null and beta is not 0 (accumulate in place). `batch`
+// matrices at the given element strides (a stride of 0 broadcasts that operand).
+struct LtProblem {
+  DataType dt = DataType::kFloat32;
+  int64_t M = 0, N = 0, K = 0;
+  const void* x = nullptr;
+  const void* w = nullptr;
+  bool trans_x = false, trans_w = false;
+  void* y = nullptr;
+  float alpha = 1.f;
+  const void* c = nullptr;
+  float beta = 0.f;
+  const void* bias = nullptr;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  int64_t batch = 1, stride_x = 0, stride_w = 0, stride_y = 0;
+  void* workspace = nullptr;
+  size_t workspace_size = 0;
+};
+
+// Runs `g`, preparing it on first sight of its problem (shapes, transposes, epilogue, pointer
+// alignment). Should cuBLASLt have no kernel with the requested epilogue for the shape, the plain
+// matmul runs and *fused_epilogue is false: the caller then applies bias and activation as
+// separate passes.
+Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue);
 
 }  // namespace graft::cuda

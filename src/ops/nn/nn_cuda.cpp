@@ -1,4 +1,5 @@
-// CUDA nn ops: MatMul/Gemm through cuBLASLt (FP32 compute, TF32 off), Conv through graft's one cuDNN
+// CUDA nn ops: MatMul/Gemm through cuBLASLt (lt_rowmajor: FP32 compute, TF32 off, prepared once per
+// problem, algorithm chosen by tactic timing), Conv through graft's one cuDNN
 // convolution (GraftConv's, src/ops/fused_conv/fused_conv_cuda.cpp) where that takes the node (else a direct kernel:
 // 1-D, 3-D, asymmetric pads, no cuDNN), pools (1-D to 3-D) and BatchNormalization through the
 // kernels in nn_kernels.cu.
@@ -18,54 +19,24 @@ namespace {
 
 using namespace util;
 
-constexpr size_t kLtWorkspace = size_t(8) << 20;
-
 // ---- cuBLASLt ---------------------------------------------------------------------------------
 
-struct LtGemm {
-  // Row-major problem: D[M,N] = alpha * op(A)[M,K] op(B)[K,N] + beta * D (+ bias[N]).
-  int64_t M = 0, N = 0, K = 0;
-  bool trans_a = false, trans_b = false;
-  const void* a = nullptr;
-  const void* b = nullptr;
-  void* d = nullptr;
-  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_d = 0;
-  float alpha = 1.f, beta = 0.f;
-  const void* bias = nullptr;
-};
+// The fields of lt_rowmajor's problem that MatMul and Gemm set from their inputs.
+LtProblem lt_problem(CudaExec& ex, DataType dt, int64_t M, int64_t N, int64_t K) {
+  LtProblem g;
+  g.dt = dt;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.workspace = ex.workspace;
+  g.workspace_size = ex.workspace ? ex.workspace_size : 0;
+  return g;
+}
 
-// Row-major D = A.B is column-major D^T = B^T.A^T: cuBLASLt's first operand is B, its second A.
-Status lt_matmul(CudaExec& ex, DataType dt, const LtGemm& g) {
-  if (!ex.cublaslt) return fail(ex, StatusCode::kInternal, "no cuBLASLt handle in the execution context");
-  const cudaDataType_t ct = lt_data_type(dt);
-  LtMatmulDesc op;
-  LtLayout la, lb, ld;
-  LtPreference pref;
-  GRAFT_RETURN_IF_ERROR(lt_create_matmul_desc(&op, ex));
-  const cublasOperation_t opa = g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLAS operand "A" is our B
-  const cublasOperation_t opb = g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  GRAFT_RETURN_IF_ERROR(lt_set(op, CUBLASLT_MATMUL_DESC_TRANSA, opa, ex, "set TRANSA"));
-  GRAFT_RETURN_IF_ERROR(lt_set(op, CUBLASLT_MATMUL_DESC_TRANSB, opb, ex, "set TRANSB"));
-  if (g.bias) {
-    GRAFT_RETURN_IF_ERROR(lt_set(op, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS, ex, "set EPILOGUE"));
-    GRAFT_RETURN_IF_ERROR(lt_set(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, g.bias, ex, "set BIAS_POINTER"));
-  }
-  // Stored (column-major) shapes: B is N x K (ld N) or, transposed, K x N (ld K); A likewise.
-  const uint64_t b_rows = g.trans_b ? g.K : g.N, b_cols = g.trans_b ? g.N : g.K;
-  const uint64_t a_rows = g.trans_a ? g.M : g.K, a_cols = g.trans_a ? g.K : g.M;
-  GRAFT_RETURN_IF_ERROR(lt_create_layout(&la, ct, b_rows, b_cols, static_cast<int64_t>(b_rows), ex, "layout B"));
-  GRAFT_RETURN_IF_ERROR(lt_create_layout(&lb, ct, a_rows, a_cols, static_cast<int64_t>(a_rows), ex, "layout A"));
-  GRAFT_RETURN_IF_ERROR(lt_create_layout(&ld, ct, g.N, g.M, g.N, ex, "layout D"));
-  GRAFT_RETURN_IF_ERROR(lt_set_strided_batch(g.batch, la, g.stride_b, lb, g.stride_a, ld, g.stride_d, ex));
-  const uint64_t ws = ex.workspace ? ex.workspace_size : 0;
-  GRAFT_RETURN_IF_ERROR(lt_create_preference(&pref, ws, ex));
-  cublasLtMatmulHeuristicResult_t heur{};
-  int found = 0;
-  GRAFT_RETURN_IF_ERROR(lt_heuristics(ex, op, la, lb, ld, pref, 1, &heur, &found));
-  if (found == 0) return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", g.M, " N=", g.N, " K=", g.K);
-  return lt_status(cublasLtMatmul(lt_handle(ex), op.get(), &g.alpha, g.b, la.get(), g.a, lb.get(), &g.beta, g.d, ld.get(),
-                                  g.d, ld.get(), &heur.algo, ex.workspace, ws, stream_of(ex)),
-                   ex, "cublasLtMatmul");
+// A matmul without epilogue: cuBLASLt always has a kernel for it.
+Status lt_plain(CudaExec& ex, const LtProblem& g) {
+  bool fused = false;
+  return lt_rowmajor(ex, g, &fused);
 }
 
 size_t lt_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>& /*outputs*/) { return kLtWorkspace; }
@@ -123,26 +94,23 @@ Status matmul_run(CudaExec& ex) {
   };
   const int pa = pattern(offa), pb = pattern(offb);
   const size_t es = dtype_size(A.dtype());
-  LtGemm g;
-  g.M = M;
-  g.N = N;
-  g.K = K;
+  LtProblem g = lt_problem(ex, A.dtype(), M, N, K);
   if (pa >= 0 && pb >= 0 && nb <= 0x7fffffff) {
-    g.a = A.data();
-    g.b = B.data();
-    g.d = Y.data();
+    g.x = A.data();
+    g.w = B.data();
+    g.y = Y.data();
     g.batch = nb;
-    g.stride_a = pa * M * K;
-    g.stride_b = pb * K * N;
-    g.stride_d = M * N;
-    return lt_matmul(ex, A.dtype(), g);
+    g.stride_x = pa * M * K;
+    g.stride_w = pb * K * N;
+    g.stride_y = M * N;
+    return lt_plain(ex, g);
   }
   // Mixed broadcast (e.g. [2,1,M,K] x [1,3,K,N]): one call per output matrix.
   for (int64_t i = 0; i < nb; ++i) {
-    g.a = static_cast<const char*>(A.data()) + offa[i] * M * K * es;
-    g.b = static_cast<const char*>(B.data()) + offb[i] * K * N * es;
-    g.d = static_cast<char*>(Y.data()) + i * M * N * es;
-    GRAFT_RETURN_IF_ERROR(lt_matmul(ex, A.dtype(), g));
+    g.x = static_cast<const char*>(A.data()) + offa[i] * M * K * es;
+    g.w = static_cast<const char*>(B.data()) + offb[i] * K * N * es;
+    g.y = static_cast<char*>(Y.data()) + i * M * N * es;
+    GRAFT_RETURN_IF_ERROR(lt_plain(ex, g));
   }
   return Status::ok();
 }
@@ -163,41 +131,49 @@ Status gemm_run(CudaExec& ex) {
   GRAFT_ASSIGN_OR_RETURN(int64_t ta, at.get_int("transA", 0));
   GRAFT_ASSIGN_OR_RETURN(int64_t tb, at.get_int("transB", 0));
   if (A.rank() != 2 || B.rank() != 2) return fail(ex, StatusCode::kInvalidModel, "A and B must be 2-D");
-  LtGemm g;
-  g.trans_a = ta != 0;
-  g.trans_b = tb != 0;
-  g.M = g.trans_a ? A.dims()[1] : A.dims()[0];
-  g.K = g.trans_a ? A.dims()[0] : A.dims()[1];
-  g.N = g.trans_b ? B.dims()[0] : B.dims()[1];
-  const int64_t Kb = g.trans_b ? B.dims()[1] : B.dims()[0];
+  const int64_t M = ta ? A.dims()[1] : A.dims()[0], K = ta ? A.dims()[0] : A.dims()[1];
+  LtProblem g = lt_problem(ex, A.dtype(), M, tb ? B.dims()[0] : B.dims()[1], K);
+  g.trans_x = ta != 0;
+  g.trans_w = tb != 0;
+  const int64_t Kb = g.trans_w ? B.dims()[1] : B.dims()[0];
   if (Kb != g.K) return fail(ex, StatusCode::kInvalidModel, "inner dimensions differ");
   if (Y.numel() != g.M * g.N) return fail(ex, StatusCode::kInternal, "output shape inconsistent with inputs");
   if (Y.numel() == 0) return Status::ok();
-  g.a = A.data();
-  g.b = B.data();
-  g.d = Y.data();
+  g.x = A.data();
+  g.w = B.data();
+  g.y = Y.data();
   g.alpha = alpha;
   if (C && beta != 0.f) {
     const bool row_vector = C->numel() == g.N && (C->rank() == 1 || (C->rank() == 2 && C->dims()[0] == 1));
     if (row_vector && beta == 1.f && g.K > 0) {
       g.bias = C->data();  // fused: D = alpha*AB + C
-    } else {
-      // Y = broadcast(C), then D = alpha*AB + beta*Y in place.
-      k::Bcast p;
+      g.epilogue = CUBLASLT_EPILOGUE_BIAS;
+      bool fused = false;
+      GRAFT_RETURN_IF_ERROR(lt_rowmajor(ex, g, &fused));
+      if (fused) return Status::ok();
+      // No kernel with the bias epilogue for this shape: the bias is a second pass.
+      k::Bcast bc;
       std::string why;
-      if (!make_bcast(Y.dims(), {C->dims()}, &p, &why)) return fail(ex, StatusCode::kInvalidModel, "C: ", why);
-      GRAFT_RETURN_IF_ERROR(launch_status(k::launch_broadcast_copy(C->data(), Y.data(), static_cast<int>(dtype_size(Y.dtype())), p,
-                                                                   Y.numel(), stream_of(ex)), ex));
-      g.beta = beta;
-      if (g.K == 0) {
-        if (beta == 1.f) return Status::ok();
-        return fail(ex, StatusCode::kUnsupported, "K = 0 with beta != 1 is not handled");
-      }
+      if (!make_bcast(Y.dims(), {Y.dims(), C->dims()}, &bc, &why)) return fail(ex, StatusCode::kInternal, "C: ", why);
+      return launch_status(k::launch_binary(k::BinaryOp::kAdd, ktype(Y.dtype()), Y.data(), C->data(), Y.data(), bc,
+                                            Y.numel(), stream_of(ex)),
+                           ex, "bias add");
+    }
+    // Y = broadcast(C), then D = alpha*AB + beta*Y in place.
+    k::Bcast p;
+    std::string why;
+    if (!make_bcast(Y.dims(), {C->dims()}, &p, &why)) return fail(ex, StatusCode::kInvalidModel, "C: ", why);
+    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_broadcast_copy(C->data(), Y.data(), static_cast<int>(dtype_size(Y.dtype())), p,
+                                                                 Y.numel(), stream_of(ex)), ex));
+    g.beta = beta;
+    if (g.K == 0) {
+      if (beta == 1.f) return Status::ok();
+      return fail(ex, StatusCode::kUnsupported, "K = 0 with beta != 1 is not handled");
     }
   } else if (g.K == 0) {
     return launch_status(cudaMemsetAsync(Y.data(), 0, Y.nbytes(), stream_of(ex)), ex, "cudaMemsetAsync");
   }
-  return lt_matmul(ex, A.dtype(), g);
+  return lt_plain(ex, g);
 }
 
 // ---- Conv -------------------------------------------------------------------------------------

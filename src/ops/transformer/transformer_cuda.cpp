@@ -38,156 +38,6 @@ namespace {
 
 using namespace util;
 
-constexpr size_t kLtWorkspace = size_t(8) << 20;
-
-// One row-major matmul through cuBLASLt: Y[M,N] = alpha X[M,K] W + R (+ bias[N], activation by
-// the epilogue), W [K,N] or, with trans_w, [N,K]; `batch` matrices at the given element strides.
-struct LtProblem {
-  DataType dt = DataType::kFloat32;
-  int64_t M = 0, N = 0, K = 0;
-  const void* x = nullptr;
-  const void* w = nullptr;
-  bool trans_w = false;
-  void* y = nullptr;
-  float alpha = 1.f;
-  const void* residual = nullptr;  // C with beta = 1 (Y's layout), or none
-  const void* bias = nullptr;
-  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
-  int64_t batch = 1, stride_x = 0, stride_w = 0, stride_y = 0;
-  void* workspace = nullptr;
-  size_t workspace_size = 0;
-};
-
-constexpr int kLtAlgos = 8;  // heuristic candidates considered when timing tactics
-
-// The timing-cache key of one matmul problem: GPU, library version and everything that can change
-// the candidates cuBLASLt offers.
-std::string lt_tactic_key(const LtProblem& g, cublasLtEpilogue_t epi) {
-  static const std::string device = device_arch_tag() + ";cublasLt" + std::to_string(cublasLtGetVersion());
-  auto s = [](int64_t v) { return std::to_string(v); };
-  return "gemm;" + device + ";" + dtype_name(g.dt) + ";m" + s(g.M) + ";n" + s(g.N) + ";k" + s(g.K) +
-         (g.trans_w ? ";wT" : "") + ";b" + s(g.batch) + ";epi" + s(static_cast<int64_t>(epi)) +
-         (g.residual ? ";res" : "") + ";ws" + s(static_cast<int64_t>(g.workspace ? g.workspace_size : 0));
-}
-
-// Times each candidate (a warm-up call, then TimingEvents::ms_per_call) and returns the fastest index.
-template <typename Run>
-Result<Tactic> time_lt_algos(CudaExec& ex, const cublasLtMatmulHeuristicResult_t* heur, int found, uint64_t ws,
-                             Run&& run) {
-  cudaStream_t s = stream_of(ex);
-  TimingEvents events;
-  GRAFT_RETURN_IF_ERROR(launch_status(events.create(), ex, "cudaEventCreate"));
-  Tactic best;
-  best.ms = 1e30;
-  for (int i = 0; i < found; ++i) {
-    if (heur[i].state != CUBLAS_STATUS_SUCCESS || heur[i].workspaceSize > ws) continue;
-    if (run(i) != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) {
-      (void)cudaGetLastError();
-      continue;
-    }
-    const float ms = events.ms_per_call(s, [&] { return run(i) == CUBLAS_STATUS_SUCCESS; });
-    if (ms >= 0 && ms < best.ms) best = Tactic{i, 0, ms};
-  }
-  if (best.algo < 0) return fail(ex, StatusCode::kUnsupported, "no cuBLASLt algorithm runs this matmul");
-  return best;
-}
-
-// One matmul problem made ready to run: its cuBLASLt descriptors and the chosen algorithm.
-struct PreparedLt {
-  LtMatmulDesc op;
-  LtLayout lw, lx, ly;
-  cublasLtMatmulAlgo_t algo{};
-  bool fused_epilogue = true;
-  const void* bias = nullptr;  // the bias pointer the descriptor holds now
-};
-
-// Should cuBLASLt have no kernel with the requested epilogue for the shape, the plain matmul runs
-// and fused_epilogue is false: the caller applies bias and activation as separate passes.
-Result<std::shared_ptr<PreparedLt>> prepare_lt(CudaExec& ex, const LtProblem& g) {
-  const cudaDataType_t ct = lt_data_type(g.dt);
-  const int64_t M = g.M, N = g.N, K = g.K;
-  cublasLtEpilogue_t epi = g.epilogue;
-  auto p = std::make_shared<PreparedLt>();
-  LtPreference pref;
-
-  // Row-major Y[M,N] = X[M,K] W is column-major Y^T[N,M] = W^T X^T: cuBLASLt's A is W, its B is X.
-  // W row-major [K,N] is column-major [N,K] (op N); W row-major [N,K] (transB) is column-major
-  // [K,N] (op T). The bias vector runs along cuBLASLt's rows, which are our N.
-  GRAFT_RETURN_IF_ERROR(lt_create_matmul_desc(&p->op, ex));
-  const cublasOperation_t opw = g.trans_w ? CUBLAS_OP_T : CUBLAS_OP_N, opx = CUBLAS_OP_N;
-  GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_TRANSA, opw, ex, "set TRANSA"));
-  GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_TRANSB, opx, ex, "set TRANSB"));
-  GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, epi, ex, "set EPILOGUE"));
-  if (g.bias) {
-    p->bias = g.bias;
-    GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p->bias, ex, "set BIAS_POINTER"));
-  }
-  const uint64_t w_rows = g.trans_w ? static_cast<uint64_t>(K) : static_cast<uint64_t>(N);
-  const uint64_t w_cols = g.trans_w ? static_cast<uint64_t>(N) : static_cast<uint64_t>(K);
-  GRAFT_RETURN_IF_ERROR(lt_create_layout(&p->lw, ct, w_rows, w_cols, static_cast<int64_t>(w_rows), ex, "layout W"));
-  GRAFT_RETURN_IF_ERROR(lt_create_layout(&p->lx, ct, static_cast<uint64_t>(K), static_cast<uint64_t>(M), K, ex, "layout X"));
-  GRAFT_RETURN_IF_ERROR(lt_create_layout(&p->ly, ct, static_cast<uint64_t>(N), static_cast<uint64_t>(M), N, ex, "layout Y"));
-  GRAFT_RETURN_IF_ERROR(lt_set_strided_batch(g.batch, p->lw, g.stride_w, p->lx, g.stride_x, p->ly, g.stride_y, ex));
-  const uint64_t ws = g.workspace ? g.workspace_size : 0;
-  GRAFT_RETURN_IF_ERROR(lt_create_preference(&pref, ws, ex));
-  cublasLtMatmulHeuristicResult_t heur[kLtAlgos] = {};
-  int found = 0;
-  GRAFT_RETURN_IF_ERROR(lt_heuristics(ex, p->op, p->lw, p->lx, p->ly, pref, kLtAlgos, heur, &found));
-  if (found == 0 && epi != CUBLASLT_EPILOGUE_DEFAULT) {
-    epi = CUBLASLT_EPILOGUE_DEFAULT;
-    p->fused_epilogue = false;
-    GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_EPILOGUE, epi, ex, "set EPILOGUE"));
-    GRAFT_RETURN_IF_ERROR(lt_heuristics(ex, p->op, p->lw, p->lx, p->ly, pref, kLtAlgos, heur, &found));
-  }
-  if (found == 0)
-    return fail(ex, StatusCode::kUnsupported, "cuBLASLt found no algorithm for M=", M, " N=", N, " K=", K);
-  // The residual is cuBLASLt's C (same layout as D, beta = 1): D = alpha W^T X^T + R (+ bias, act).
-  const float beta = g.residual ? 1.f : 0.f;
-  const void* c = g.residual ? g.residual : g.y;
-  auto run = [&](int i) {
-    return cublasLtMatmul(lt_handle(ex), p->op.get(), &g.alpha, g.w, p->lw.get(), g.x, p->lx.get(), &beta, c,
-                          p->ly.get(), g.y, p->ly.get(), &heur[i].algo, g.workspace, ws, stream_of(ex));
-  };
-  // Tactic: which of the heuristic's candidates runs. Timed once per problem while the builder
-  // tunes (kept in the engine's table and the timing cache); else the table's choice, else the
-  // heuristic's first.
-  int choice = 0;
-  if (ex.tactics || ex.tuning) {
-    GRAFT_ASSIGN_OR_RETURN(std::optional<Tactic> t, find_or_time_tactic(ex, lt_tactic_key(g, epi), [&] {
-                             return time_lt_algos(ex, heur, found, ws, run);
-                           }));
-    if (t && t->algo >= 0 && t->algo < found) choice = t->algo;
-  }
-  p->algo = heur[choice].algo;
-  return p;
-}
-
-Status lt_rowmajor(CudaExec& ex, const LtProblem& g, bool* fused_epilogue) {
-  if (!ex.cublaslt) return fail(ex, StatusCode::kInternal, "no cuBLASLt handle in the execution context");
-  // Prepared once per problem (everything but the data pointers and alpha).
-  const std::string key = PreparedCache::key_of(
-      "lt", {static_cast<int64_t>(g.dt), g.M, g.N, g.K, g.trans_w, g.batch, g.stride_x, g.stride_w, g.stride_y,
-             static_cast<int64_t>(g.epilogue), g.bias != nullptr, g.residual != nullptr,
-             static_cast<int64_t>(g.workspace ? g.workspace_size : 0)});
-  PreparedLt* p = ex.prepared ? ex.prepared->find<PreparedLt>(key) : nullptr;
-  std::shared_ptr<PreparedLt> owned;
-  if (!p || ex.tuning) {
-    GRAFT_ASSIGN_OR_RETURN(owned, prepare_lt(ex, g));
-    p = ex.prepared ? ex.prepared->put(key, owned) : owned.get();
-  }
-  if (g.bias && g.bias != p->bias) {  // another layer with the same problem: its own bias
-    p->bias = g.bias;
-    GRAFT_RETURN_IF_ERROR(lt_set(p->op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, p->bias, ex, "set BIAS_POINTER"));
-  }
-  *fused_epilogue = p->fused_epilogue;
-  const float beta = g.residual ? 1.f : 0.f;
-  const void* c = g.residual ? g.residual : g.y;
-  const uint64_t ws = g.workspace ? g.workspace_size : 0;
-  return lt_status(cublasLtMatmul(lt_handle(ex), p->op.get(), &g.alpha, g.w, p->lw.get(), g.x, p->lx.get(), &beta, c,
-                                  p->ly.get(), g.y, p->ly.get(), &p->algo, g.workspace, ws, stream_of(ex)),
-                   ex, "cublasLtMatmul");
-}
-
 // ---- GraftGemm ----------------------------------------------------------------------------------
 
 bool gemm_supports(const Node& n, std::string* why) {
@@ -244,7 +94,10 @@ Status gemm_run(CudaExec& ex) {
   p.trans_w = tb != 0;
   p.y = Y.data();
   p.alpha = alpha;
-  p.residual = R ? R->data() : nullptr;
+  if (R) {
+    p.c = R->data();
+    p.beta = 1.f;
+  }
   p.bias = B ? B->data() : nullptr;
   p.epilogue = epi;
   p.workspace = ex.workspace;
