@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 
 #include "backends/cuda/cuda_op_util.h"
 
@@ -298,26 +299,31 @@ Status dnn_conv_graph_plans(const CudaExec& ex, const DnnConvGraphSpec& spec, si
 
 Status dnn_conv_graph_execute(const CudaExec& ex, const DnnConvPlan& p, const void* x, const void* w, void* y,
                               const void* b, const void* z, void* workspace) {
-  int64_t ids[5] = {kIdX, kIdW, kIdY, 0, 0};
-  void* ptrs[5] = {const_cast<void*>(x), const_cast<void*>(w), y, nullptr, nullptr};
-  int64_t n = 3;
-  if (b) {
-    ids[n] = kIdB;
-    ptrs[n++] = const_cast<void*>(b);
+  const void* pointers[6] = {x, w, y, b, z, workspace};
+  if (!p.pack.get() || !std::equal(std::begin(pointers), std::end(pointers), std::begin(p.pack_pointers))) {
+    int64_t ids[5] = {kIdX, kIdW, kIdY, 0, 0};
+    void* ptrs[5] = {const_cast<void*>(x), const_cast<void*>(w), y, nullptr, nullptr};
+    int64_t n = 3;
+    if (b) {
+      ids[n] = kIdB;
+      ptrs[n++] = const_cast<void*>(b);
+    }
+    if (z) {
+      ids[n] = kIdZ;
+      ptrs[n++] = const_cast<void*>(z);
+    }
+    DnnBackend pack;
+    GRAFT_RETURN_IF_ERROR(backend_create(&pack, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, ex));
+    GRAFT_RETURN_IF_ERROR(backend_set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, ids, ex, "variant pack ids"));
+    GRAFT_RETURN_IF_ERROR(backend_set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs, ex,
+                                      "variant pack pointers"));
+    GRAFT_RETURN_IF_ERROR(backend_set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace, ex,
+                                      "variant pack workspace"));
+    GRAFT_RETURN_IF_ERROR(backend_finalize(pack, ex, "finalizing the variant pack"));
+    p.pack = std::move(pack);
+    std::copy(std::begin(pointers), std::end(pointers), std::begin(p.pack_pointers));
   }
-  if (z) {
-    ids[n] = kIdZ;
-    ptrs[n++] = const_cast<void*>(z);
-  }
-  DnnBackend pack;
-  GRAFT_RETURN_IF_ERROR(backend_create(&pack, CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, ex));
-  GRAFT_RETURN_IF_ERROR(backend_set(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, n, ids, ex, "variant pack ids"));
-  GRAFT_RETURN_IF_ERROR(backend_set(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, n, ptrs, ex,
-                                    "variant pack pointers"));
-  GRAFT_RETURN_IF_ERROR(backend_set(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1, &workspace, ex,
-                                    "variant pack workspace"));
-  GRAFT_RETURN_IF_ERROR(backend_finalize(pack, ex, "finalizing the variant pack"));
-  return dnn_status(cudnnBackendExecute(dnn_handle(ex), p.plan.get(), pack.get()), ex, "cudnnBackendExecute");
+  return dnn_status(cudnnBackendExecute(dnn_handle(ex), p.plan.get(), p.pack.get()), ex, "cudnnBackendExecute");
 }
 
 }  // namespace graft::cuda

@@ -96,6 +96,11 @@ struct DnnConvPlan {
   DnnBackend plan;
   int64_t workspace = 0;
   int index = -1;  // the configuration's position in cuDNN's heuristic list (a tactic's algo)
+  // The variant pack of the last call and the pointers it holds (x, w, y, b, z, workspace): an
+  // eager run of the same shape set passes the same arena pointers again, and reusing the pack
+  // saves creating and finalizing one per call. Touched only by the context's one thread.
+  mutable DnnBackend pack;
+  mutable const void* pack_pointers[6] = {};
 };
 
 // The plans of cuDNN's engine configurations for the spec, best first by its heuristic (mode A):
@@ -106,7 +111,7 @@ Status dnn_conv_graph_plans(const CudaExec& ex, const DnnConvGraphSpec& spec, si
                             int only_index, std::vector<DnnConvPlan>* out);
 
 // Runs a plan on ex's handle (and so its stream): b and z only where the spec has them; workspace
-// holds the plan's workspace bytes.
+// holds the plan's workspace bytes. Reuses the plan's variant pack when the pointers are its own.
 Status dnn_conv_graph_execute(const CudaExec& ex, const DnnConvPlan& p, const void* x, const void* w, void* y,
                               const void* b, const void* z, void* workspace);
 
