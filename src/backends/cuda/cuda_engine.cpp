@@ -125,6 +125,10 @@ struct ShapePlan {
   struct LayerOut { DataType dtype; std::vector<int64_t> dims; };
   std::vector<std::vector<LayerOut>> layer_outs;
   std::vector<char> layer_outs_known;
+  // Per layer, the kernel workspace its op asks for with these shapes, once asked (an op's
+  // workspace_bytes may plan as much as its run does: GraftAttention's chains).
+  std::vector<size_t> layer_workspace;
+  std::vector<char> layer_workspace_known;
   // The host bytes of values uploaded inside a capture (shape arithmetic a GPU layer reads, e.g. a
   // scale computed from a dynamic dim): the captured copy reads its source at every replay, long
   // after the run that captured it has dropped its host values. They are functions of the shape
@@ -1134,6 +1138,8 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   if (memo && cur_->layer_outs.size() != engine_->layers().size()) {
     cur_->layer_outs.assign(engine_->layers().size(), {});
     cur_->layer_outs_known.assign(engine_->layers().size(), 0);
+    cur_->layer_workspace.assign(engine_->layers().size(), 0);
+    cur_->layer_workspace_known.assign(engine_->layers().size(), 0);
   }
   std::vector<int> count_axes;  // a counted layer's, per output (never memoized: always set here)
   if (!memo || !cur_->layer_outs_known[i]) {
@@ -1213,7 +1219,16 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
       ex.random_counter = static_cast<uint64_t*>(random_counters_.data()) + r;
       ex.random_base = random_base_[static_cast<size_t>(r)];
     }
-    const size_t ws = L.op->workspace_bytes ? L.op->workspace_bytes(node, ins, outs) : 0;
+    size_t ws = 0;
+    if (L.op->workspace_bytes && memo && cur_->layer_workspace_known[i]) {
+      ws = cur_->layer_workspace[i];
+    } else if (L.op->workspace_bytes) {
+      ws = L.op->workspace_bytes(node, ins, outs);
+      if (memo) {
+        cur_->layer_workspace[i] = ws;
+        cur_->layer_workspace_known[i] = 1;
+      }
+    }
     if (ws) {
       auto w = workspace_for(ws);
       if (!w) return std::move(w).take_status().with_node(node.name, node.op_type);
