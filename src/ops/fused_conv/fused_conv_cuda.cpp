@@ -537,7 +537,15 @@ bool fused_variant_allowed(const ConvCall& c, int algo) {
 // Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest.
 // GRAFT_TACTIC_TRACE=1 prints every timed (problem, algorithm, variant) as it is timed.
 // Only algorithms dnn_usable_forward_algo accepts are timed.
-Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, const std::string& key) {
+// A graph-API tactic's execution plan as timed, kept so that preparing the winner does not finalize
+// it a second time.
+struct TimedGraphPlan {
+  int variant = -1;
+  DnnConvPlan plan;
+};
+
+Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, const std::string& key,
+                            TimedGraphPlan* winner_plan) {
   static const bool trace = [] {
     const char* e = std::getenv("GRAFT_TACTIC_TRACE");
     return e && *e && std::string(e) != "0";
@@ -609,7 +617,7 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
       if (trace) std::fprintf(stderr, "graft: tactic %s cuDNN graph (variant %d): %s\n", key.c_str(), variant, ps.to_string().c_str());
       continue;
     }
-    for (const DnnConvPlan& plan : plans) {
+    for (DnnConvPlan& plan : plans) {
       ConvCall gc = c;
       gc.graph = &plan;
       if (!run_conv(gc, plan.index, variant, ex.workspace_size) || cudaStreamSynchronize(s) != cudaSuccess) {
@@ -620,8 +628,11 @@ Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, con
       if (trace)
         std::fprintf(stderr, "graft: tactic %s cuDNN graph config %d (variant %d) %.4f ms\n", key.c_str(), plan.index,
                      variant, ms);
-      if (ms >= 0 && (ms < best.ms || (!is_graph_variant(best.variant) && ms <= best.ms * 1.01f)))
+      if (ms >= 0 && (ms < best.ms || (!is_graph_variant(best.variant) && ms <= best.ms * 1.01f))) {
         best = Tactic{plan.index, variant, ms};
+        winner_plan->variant = variant;
+        winner_plan->plan = std::move(plan);  // the loop is done with it
+      }
     }
   }
   if (best.algo < 0) {
@@ -666,9 +677,10 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
   DnnForwardAlgos algos;
   auto candidates = [&] { return dnn_forward_algos(ex, p->d.x, p->d.w, p->d.conv, p->d.y, &algos); };
   const std::string key = tactic_key(g, X.dtype(), B != nullptr, Z != nullptr);
+  TimedGraphPlan timed;
   GRAFT_ASSIGN_OR_RETURN(std::optional<Tactic> t, find_or_time_tactic(ex, key, [&]() -> Result<Tactic> {
                            GRAFT_RETURN_IF_ERROR(candidates());
-                           return time_tactics(call, algos, key);
+                           return time_tactics(call, algos, key, &timed);
                          }));
   // Not tuned for these shapes (met only at run time): a depthwise problem takes graft's direct
   // kernel, which needs no cuDNN query and no workspace; other problems cuDNN's heuristic choice.
@@ -696,6 +708,11 @@ Result<std::shared_ptr<PreparedConv>> prepare_conv(CudaExec& ex, const Tensor& X
   // A graph tactic's plan: the tactic's configuration, else (a plan file from another cuDNN, whose
   // list differs) the heuristic's first one, else the legacy choice.
   auto graph_plan = [&](int variant, int index) -> bool {
+    if (timed.variant == variant && timed.plan.index == index && timed.plan.plan.get()) {
+      p->graph = std::move(timed.plan);
+      timed.variant = -1;
+      return true;
+    }
     const DnnConvGraphSpec spec = graph_spec(g, variant == kGraphFusedVariant, B != nullptr, Z != nullptr);
     std::vector<DnnConvPlan> plans;
     for (int i : {index, 0}) {
