@@ -18,15 +18,18 @@
 namespace graft {
 namespace {
 
-// The op's layout trait (src/ops/operator.h), for a builtin node (ONNX's or graft's internal) with
-// one output.
+// The op's layout trait (src/ops/operator.h), builtin or custom alike.
 bool has_layout_trait(const Node* n, LayoutTrait t) {
-  if (n->custom_op || n->outputs.size() != 1) return false;
   const OpEntry* op = find_op_entry(*n);
   return op && op->layout == t;
 }
-bool is_layout_free_unary(const Node* n) { return has_layout_trait(n, LayoutTrait::kElementwiseUnary); }
-bool is_layout_free_binary(const Node* n) { return has_layout_trait(n, LayoutTrait::kElementwiseBinary); }
+// Elementwise traits apply to a node with one output.
+bool is_layout_free_unary(const Node* n) {
+  return n->outputs.size() == 1 && has_layout_trait(n, LayoutTrait::kElementwiseUnary);
+}
+bool is_layout_free_binary(const Node* n) {
+  return n->outputs.size() == 1 && has_layout_trait(n, LayoutTrait::kElementwiseBinary);
+}
 
 bool is_pool(const Node* n) {
   if (!is_onnx(*n) || n->inputs.empty()) return false;
@@ -296,7 +299,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
       }
       n->attrs.set("layout", std::string("NHWC"));
       in_region = true;
-    } else if (n->custom_op && n->custom_op->supports_channels_last_io() && !n->outputs.empty() && n->outputs[0] &&
+    } else if (has_layout_trait(n, LayoutTrait::kChannelsLastIo) && !n->outputs.empty() && n->outputs[0] &&
                free_nhwc(n->input(0)) && n->input(0)->desc.rank() == 4) {
       // A custom op whose kernels read input 0 and write output 0 channels-last
       // (OpDef::channels_last_io): it stays in the region through those two; its other inputs and

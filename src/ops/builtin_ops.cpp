@@ -40,7 +40,7 @@ const OpEntry* find_builtin_op(const std::string& domain, const std::string& op_
 
 const OpEntry* find_op_entry(const Node& node) {
   // The one place that tells a custom-op node from a builtin one (the importer resolved its OpDef).
-  return node.custom_op ? &custom_op_entry() : find_builtin_op(node.domain, node.op_type);
+  return node.custom_op ? &custom_op_entry(*node.custom_op) : find_builtin_op(node.domain, node.op_type);
 }
 
 bool is_internal(const Node& n, const char* op_type) { return n.domain == kInternalDomain && n.op_type == op_type; }

@@ -97,9 +97,15 @@ Status run_custom_cpu(ExecContext& ec) {
 
 }  // namespace
 
-const OpEntry& custom_op_entry() {
-  static const OpEntry entry{"", 1, &infer_custom, &run_custom_cpu};
-  return entry;
+const OpEntry& custom_op_entry(const OpDef& def) {
+  // The functions read the node's OpDef; the layout trait is the one thing that differs by op.
+  static const OpEntry fixed{"", 1, &infer_custom, &run_custom_cpu};
+  static const OpEntry channels_last_io = [] {
+    OpEntry e{"", 1, &infer_custom, &run_custom_cpu};
+    e.layout = LayoutTrait::kChannelsLastIo;
+    return e;
+  }();
+  return def.supports_channels_last_io() ? channels_last_io : fixed;
 }
 
 }  // namespace graft

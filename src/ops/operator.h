@@ -109,16 +109,19 @@ enum class LayoutTrait : uint8_t {
   kFixed,              // reads its inputs in the layout their shapes describe
   kElementwiseUnary,   // output element i from data input element i alone: any layout will do
   kElementwiseBinary,  // two operands broadcast elementwise: any layout, with the operands permuted alike
+  // Input 0 and output 0 may be channels-last, the op's kernels seeing them as (N, C, H, W): a custom
+  // op that declares OpDef::channels_last_io (its other inputs and outputs keep their layout).
+  kChannelsLastIo,
 };
 
 // One op as the builder and the engines see it, whoever defined it: its inference, its CPU reference
 // kernel and the traits the passes read. The builtin ONNX ops and graft's internal ops are entries of
 // the table below; every custom-op node (an OpDef of graft's own or a plugin's) resolves to one more
-// entry, custom_op_entry(), whose functions call the node's OpDef. Code that runs or infers a node asks
+// entry, custom_op_entry(def), whose functions call the node's OpDef. Code that runs or infers a node asks
 // find_op_entry(node) and never chooses between the two; the CUDA backend does the same with its
 // CudaOp table (cuda_op_for, src/backends/cuda/cuda_ops.h).
 struct OpEntry {
-  const char* op_type;  // in `domain` (custom_op_entry(): "", its nodes name their own op)
+  const char* op_type;  // in `domain` (custom_op_entry(def): "", its nodes name their own op)
   int min_opset;  // first opset version graft supports for it (11 for most)
   InferFn infer;
   CpuKernelFn cpu;
@@ -183,11 +186,12 @@ inline OpEntry internal_op(OpEntry op) {
 // True for a node whose op sets output_shape_from_kernel (never a custom op's).
 bool output_shape_from_kernel(const Node& node);
 
-// The entry of every custom-op node (src/ops/custom_op_entry.cpp): inference through the OpDef's shape
+// The entry of a custom-op node (src/ops/custom_op_entry.cpp): inference through the OpDef's shape
 // and dtype functions, the CPU kernel through OpDef::run with a host workspace of the size its
-// workspace_fn asks. No trait is set: a custom op keeps the dtypes its kernels are registered for.
-const OpEntry& custom_op_entry();
-// The entry a node runs and infers with: custom_op_entry() for a node with an OpDef, else the builtin
+// workspace_fn asks. Its layout trait is the OpDef's (kChannelsLastIo where it declares
+// channels_last_io); no other trait is set: a custom op keeps the dtypes its kernels are registered for.
+const OpEntry& custom_op_entry(const OpDef& def);
+// The entry a node runs and infers with: custom_op_entry(def) for a node with an OpDef, else the builtin
 // table's entry for its domain and op type; nullptr for an op graft does not know.
 const OpEntry* find_op_entry(const Node& node);
 

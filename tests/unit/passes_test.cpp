@@ -7,6 +7,7 @@
 #include <set>
 
 #include "graft/engine.h"
+#include "graft/registry.h"
 #include "graph/dim_expr_builder.h"
 #include "graph/passes.h"
 #include "onnx/importer.h"
@@ -309,7 +310,8 @@ TEST(Passes, OneOpEntryForBuiltinAndCustomNodes) {
   for (size_t i : {size_t{1}, size_t{2}}) {
     SCOPED_TRACE(nodes[i]->name);
     ASSERT_TRUE(nodes[i]->is_custom());
-    EXPECT_EQ(find_op_entry(*nodes[i]), &custom_op_entry());
+    EXPECT_EQ(find_op_entry(*nodes[i]), &custom_op_entry(*nodes[i]->custom_op));
+    EXPECT_EQ(find_op_entry(*nodes[i])->layout, LayoutTrait::kFixed);
     EXPECT_FALSE(is_onnx(*nodes[i]));
     EXPECT_FALSE(is_onnx(*nodes[i], "CustomLayer"));
   }
@@ -319,9 +321,16 @@ TEST(Passes, OneOpEntryForBuiltinAndCustomNodes) {
     InferContext::InputInfo info;
     info.desc = &in;
     InferContext ctx(*n, {info}, n->opset);
-    ASSERT_TRUE(custom_op_entry().infer(ctx).is_ok());
+    ASSERT_TRUE(find_op_entry(*n)->infer(ctx).is_ok());
     EXPECT_EQ(ctx.outputs()[0].to_string(), in.to_string());
   }
+  // A custom op that declares channels_last_io says so by its entry's layout trait, as a builtin
+  // op says it is layout-free: the NHWC pass reads the trait and nothing else.
+  auto dcn = OpRegistry::global().find("ai.onnx.contrib", "ModulatedDeformConv2d", "1", "");
+  ASSERT_TRUE(dcn.is_ok()) << dcn.status().to_string();
+  ASSERT_TRUE((*dcn)->supports_channels_last_io());
+  EXPECT_EQ(custom_op_entry(**dcn).layout, LayoutTrait::kChannelsLastIo);
+  EXPECT_EQ(custom_op_entry(**dcn).infer, find_op_entry(*nodes[1])->infer);
 }
 
 TEST(Passes, DeclaredOutputShapeMustAgree) {

@@ -126,7 +126,7 @@ Result<RandomAttrs> random_attrs(const std::string& op_type, const AttributeMap&
 }
 
 bool node_is_random(const Node& n) {
-  if (n.custom_op || !n.domain.empty()) return false;
+  if (!is_onnx(n)) return false;
   static const char* const kOps[] = {"RandomUniform", "RandomNormal", "RandomUniformLike",
                                      "RandomNormalLike", "Bernoulli", "Multinomial"};
   for (const char* op : kOps)
