@@ -534,9 +534,6 @@ bool fused_variant_allowed(const ConvCall& c, int algo) {
   return c.g->act.kind == ConvActivation::kRelu || algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
 }
 
-// Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest.
-// GRAFT_TACTIC_TRACE=1 prints every timed (problem, algorithm, variant) as it is timed.
-// Only algorithms dnn_usable_forward_algo accepts are timed.
 // A graph-API tactic's execution plan as timed, kept so that preparing the winner does not finalize
 // it a second time.
 struct TimedGraphPlan {
@@ -544,6 +541,9 @@ struct TimedGraphPlan {
   DnnConvPlan plan;
 };
 
+// Times every (algorithm, variant) cuDNN offers for this problem and returns the fastest; a graph
+// plan that wins is left in *winner_plan. GRAFT_TACTIC_TRACE=1 prints every timed (problem,
+// algorithm, variant) as it is timed. Only algorithms dnn_usable_forward_algo accepts are timed.
 Result<Tactic> time_tactics(const ConvCall& c, const DnnForwardAlgos& algos, const std::string& key,
                             TimedGraphPlan* winner_plan) {
   static const bool trace = [] {
