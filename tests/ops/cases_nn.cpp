@@ -309,7 +309,8 @@ OpCaseTable matmul_cases() {
   t.cases.push_back(matrix_case("broadcast_batches", {{2, 1, 3, 4}, {5, 4, 6}}, {2, 5, 3, 6}));
   // One call per output matrix at odd element offsets: float16 matrices 2 bytes off alignment.
   t.cases.push_back(matrix_case("broadcast_batches_odd_offsets", {{2, 1, 3, 5}, {1, 3, 5, 7}}, {2, 3, 3, 7}));
-  // One strided-batch call whose matrices after the first start off alignment (15, 35, 21 elements).
+  // One strided-batch call whose matrices after the first start off alignment (15, 35, 21 elements):
+  // cuBLASLt checks a batch's strides itself (lt_rowmajor counts only the base addresses).
   t.cases.push_back(matrix_case("batched_odd_strides", {{3, 3, 5}, {3, 5, 7}}, {3, 3, 7}));
   t.reference = matmul_formula;
   return t;

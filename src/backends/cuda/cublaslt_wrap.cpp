@@ -73,17 +73,15 @@ namespace {
 
 constexpr int kLtAlgos = 8;  // heuristic candidates considered when timing tactics
 
-// The largest power of two (at most 256, cuBLASLt's default assumption) dividing every address the
-// matmul reads or writes, each matrix of a batch included: the heuristic then offers only
-// algorithms that accept it.
+// The largest power of two (at most 256, cuBLASLt's default assumption) dividing every base address
+// the matmul reads or writes: the heuristic then offers only algorithms that accept it. A strided
+// batch's later matrices are not counted: cuBLASLt reads the batch stride from the layouts and
+// checks it itself (ViT's attention scores, 197 x 197 per head, run so in float16), and counting it
+// would cost such batches their vectorized kernels.
 uint32_t lt_alignment(const LtProblem& g) {
   uintptr_t bits = 256;
   for (const void* ptr : {static_cast<const void*>(g.x), g.w, static_cast<const void*>(g.y), g.c, g.bias})
     if (ptr) bits |= reinterpret_cast<uintptr_t>(ptr);
-  if (g.batch > 1) {
-    const uintptr_t es = dtype_size(g.dt);
-    for (int64_t stride : {g.stride_x, g.stride_w, g.stride_y}) bits |= static_cast<uintptr_t>(stride) * es;
-  }
   return static_cast<uint32_t>(bits & (~bits + 1));  // lowest set bit
 }
 
