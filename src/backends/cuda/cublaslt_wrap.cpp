@@ -76,8 +76,8 @@ constexpr int kLtAlgos = 8;  // heuristic candidates considered when timing tact
 // The largest power of two (at most 256, cuBLASLt's default assumption) dividing every base address
 // the matmul reads or writes: the heuristic then offers only algorithms that accept it. A strided
 // batch's later matrices are not counted: cuBLASLt reads the batch stride from the layouts and
-// checks it itself (ViT's attention scores, 197 x 197 per head, run so in float16), and counting it
-// would cost such batches their vectorized kernels.
+// checks it itself (the harness's MatMul batched_odd_strides case), and counting it would cost
+// batches such as ViT's 197 x 197 attention scores per head their vectorized kernels.
 uint32_t lt_alignment(const LtProblem& g) {
   uintptr_t bits = 256;
   for (const void* ptr : {static_cast<const void*>(g.x), g.w, static_cast<const void*>(g.y), g.c, g.bias})
