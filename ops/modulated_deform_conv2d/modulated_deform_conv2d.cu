@@ -104,7 +104,9 @@ __device__ __forceinline__ void corner_taps(const Tap<I>& t, I h, I w, I (&at)[4
   }
 }
 
-// col[n][(c*K + kk)*P + pos] = mask * bilinear(x[n, c]) for `images` images, image after image.
+// col[(c*K + kk)*images*P + n*P + pos] = mask * bilinear(x[n, c]) for `images` images: each row of the
+// columns holds the images' positions side by side, so one matmul per conv group multiplies the
+// whole chunk (one image: the plain (C*K, P) matrix).
 // A thread takes one (tap, output position) and CPT consecutive channels of one deform group:
 // they share the offsets and mask, so the sample position, its corners and their weights are
 // computed once and reused for each channel. Grid: x over positions (consecutive threads write
@@ -124,11 +126,12 @@ columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __re
   const I k = static_cast<I>(z.kh * z.kw), p = static_cast<I>(z.ho * z.wo), hw = static_cast<I>(z.h * z.w);
   const I cpd = static_cast<I>(z.c / z.deform_groups), h = static_cast<I>(z.h), w = static_cast<I>(z.w);
   const int64_t rows = z.c / CPT * z.kh * z.kw;
+  const I pitch = static_cast<I>(images * z.ho * z.wo);  // one row of the columns
   for (int64_t n = blockIdx.z; n < images; n += gridDim.z) {
     const T* x_n = x + n * z.c * z.h * z.w;
     const T* off_n = off + n * 2 * z.deform_groups * k * p;
     const T* mask_n = mask + n * z.deform_groups * k * p;
-    TC* col_n = col + n * z.c * k * p;
+    TC* col_n = col + n * z.ho * z.wo;
     for (int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
       const I kk = static_cast<I>(r) % k, c0 = static_cast<I>(r) / k * CPT;
       for (int64_t q = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; q < p;
@@ -152,14 +155,14 @@ columns_kernel(const T* __restrict__ x, const T* __restrict__ off, const T* __re
 #pragma unroll
             for (int e = 0; e < 4; ++e) corner[c][e] = to_float(plane[c * hw + from[e]]);
         }
-        TC* dst = col_n + (c0 * k + kk) * p + pos;
+        TC* dst = col_n + (c0 * k + kk) * pitch + pos;
 #pragma unroll
         for (int c = 0; c < CPT; ++c) {
           float v = 0.0f;
 #pragma unroll
           for (int e = 0; e < 4; ++e) v = fmaf(cw[e], use[e] ? corner[c][e] : 0.0f, v);
           // The mask multiplies the sum, as in the CPU reference (a NaN mask stays NaN).
-          dst[c * k * p] = from_float<TC>(t.m * v);
+          dst[c * k * pitch] = from_float<TC>(t.m * v);
         }
       }
     }
@@ -362,6 +365,24 @@ fill_rows_kernel(T* __restrict__ out, const T* __restrict__ bias, int64_t co, in
   }
 }
 
+// out[i, co, :] = d[co, i*p : (i+1)*p] + bias[co] (no bias: 0) for `images` images: the NCHW forward's
+// product of a chunk (D, rows over output channels, the images' positions side by side) laid out as
+// the output. Grid: x over positions, y over (image, channel) rows.
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+unpack_rows_kernel(const T* __restrict__ d, const T* __restrict__ bias, T* __restrict__ out, int64_t co, int64_t images,
+                   int64_t p) {
+  for (int64_t r = blockIdx.y; r < images * co; r += gridDim.y) {
+    const int64_t m = r % co;
+    const float b = bias != nullptr ? to_float(bias[m]) : 0.0f;
+    const T* src = d + (m * images + r / co) * p;
+    T* row = out + r * p;
+    for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p;
+         i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+      row[i] = from_float<T>(to_float(src[i]) + b);
+  }
+}
+
 // out[i] = bias[i % co] (0 without bias) over an (N, Ho, Wo, Co) output: a channels-last output
 // when the reduction is empty.
 template <typename T>
@@ -534,7 +555,8 @@ cudaError_t launch_gemm(const GemmArgs<TA, TB, TC>& g, int64_t batches, cudaStre
   return cudaGetLastError();
 }
 
-// The columns of `images` consecutive images (their x, offset and mask start at the pointers given).
+// The columns of `images` consecutive images (their x, offset and mask start at the pointers given), as
+// one (C*K, images*P) matrix (columns_kernel).
 template <typename T, typename TC>
 cudaError_t launch_columns(const T* x, const T* off, const T* mask, TC* col, const MdcnSizes& z, int64_t images,
                            cudaStream_t stream) {
@@ -545,9 +567,10 @@ cudaError_t launch_columns(const T* x, const T* off, const T* mask, TC* col, con
   int64_t cpt = 8;
   while (cpt > 1 && (cpd % cpt != 0 || images * (z.c / cpt) * k * p < (int64_t{1} << 18))) cpt /= 2;
   const dim3 grid(grid_for(p, kThreads), grid_dim_yz(z.c / cpt * k), grid_dim_yz(images));
-  // 32-bit indexing within an image when its x, offsets and columns all have fewer than 2^31 elements.
+  // 32-bit indexing within an image when its x and offsets, and the pass's columns, all have fewer than
+  // 2^31 elements.
   constexpr int64_t kInt = int64_t{1} << 31;
-  const bool narrow = z.c * z.h * z.w < kInt && 2 * z.deform_groups * k * p < kInt && z.c * k * p < kInt;
+  const bool narrow = z.c * z.h * z.w < kInt && 2 * z.deform_groups * k * p < kInt && z.c * k * p * images < kInt;
   auto launch = [&](auto cpt_constant) {
     constexpr int kCpt = decltype(cpt_constant)::value;
     if (narrow)
@@ -898,7 +921,10 @@ ForwardScratch forward_scratch(const MdcnSizes& z) {
   ForwardScratch s;
   s.fixed = lt_workspace_bytes(z);
   if (!channels_last_forward<T>(z)) {
-    s.per_image = image_column_bytes<T>(z);
+    // The columns, and the product before unpack_rows_kernel lays it out (a pass of one image writes
+    // the output directly); kAlign: room to align the second region.
+    s.fixed += kAlign;
+    s.per_image = image_column_bytes<T>(z) + static_cast<size_t>(z.co * z.ho * z.wo) * sizeof(T);
     return s;
   }
   const int64_t kr = channels_last_row<T>(z);
@@ -966,24 +992,27 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
   }
   if (z.channels_last_io && !channels_last)
     return failed(cudaErrorNotSupported, "channels-last x (an image past the channels-last kernel's 32-bit indexing)");
+  // As many images per pass as the caller's workspace holds; when it holds none, the declared
+  // number, in stream-ordered memory.
+  const ForwardScratch need = forward_scratch<T>(z);
+  const size_t lt_ws = lt_workspace_bytes(z);
+  int64_t chunk = 0;
+  if (!no_matmul && workspace != nullptr && workspace_bytes > kAlign + need.fixed)
+    chunk = std::min<int64_t>(
+        {z.n, kMaxChunk, static_cast<int64_t>((workspace_bytes - kAlign - need.fixed) / need.per_image)});
+  if (chunk < 1) chunk = declared_chunk<T>(z);
+  // The NCHW path with several images a pass multiplies them into scratch, and unpack_rows_kernel
+  // adds the bias as it lays the product out.
+  const bool unpack = !channels_last && chunk > 1;
   // The bias first (the matmuls add onto it), or zeros when the reduction is empty (C = 0); the
   // channels-last matmuls add the bias themselves.
-  if ((bias != nullptr && !channels_last) || no_matmul) {
+  if ((bias != nullptr && !channels_last && !unpack) || no_matmul) {
     const int64_t rows = z.n * z.co;
     fill_rows_kernel<T><<<dim3(grid_for(p, kThreads), grid_dim_yz(rows)), kThreads, 0, stream>>>(output, bias, z.co, p,
                                                                                                    rows);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return failed(e, "bias kernel launch");
     if (no_matmul) return cudaSuccess;
   }
-  // As many images per pass as the caller's workspace holds; when it holds none, the declared
-  // number, in stream-ordered memory.
-  const ForwardScratch need = forward_scratch<T>(z);
-  const size_t lt_ws = lt_workspace_bytes(z);
-  int64_t chunk = 0;
-  if (workspace != nullptr && workspace_bytes > kAlign + need.fixed)
-    chunk = std::min<int64_t>(
-        {z.n, kMaxChunk, static_cast<int64_t>((workspace_bytes - kAlign - need.fixed) / need.per_image)});
-  if (chunk < 1) chunk = declared_chunk<T>(z);
   Scratch scratch(workspace, workspace_bytes, need.fixed + static_cast<size_t>(chunk) * need.per_image, stream);
   if (scratch.error() != cudaSuccess) return failed(scratch.error(), "cudaMallocAsync (workspace)");
   void* lt_space = scratch.take_bytes(lt_ws);
@@ -1034,7 +1063,8 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
       }
     }
   } else {
-    T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk) * need.per_image));
+    T* cols = static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk) * image_column_bytes<T>(z)));
+    T* product = unpack ? static_cast<T*>(scratch.take_bytes(static_cast<size_t>(chunk * z.co * p) * sizeof(T))) : nullptr;
     for (int64_t n0 = 0; n0 < z.n && err == cudaSuccess; n0 += chunk) {
       const int64_t nc = std::min(chunk, z.n - n0);
       err = launch_columns<T, T>(x + n0 * z.c * hw, offset + n0 * 2 * dg * k * p, mask + n0 * dg * k * p, cols, z, nc,
@@ -1043,29 +1073,27 @@ cudaError_t modulated_deform_conv2d_forward(const T* x, const T* offset, const T
         failed(err, "columns kernel launch");
         break;
       }
-      // out[n0 + i, g*cog + m, pos] (+)= sum_r weight[g*cog + m, r] * cols[i][g*cg*K + r, pos]; column-major that
-      // is D (P x cog, ld P) = A (P x cg*K, ld P: image i's rows of group g) * B (cg*K x cog, ld cg*K: group g's
-      // weights). One matmul per group batched over the chunk's images (weights broadcast), or, with more groups
-      // than images, one per image batched over the groups.
-      T* out = output + n0 * z.co * p;
+      // D[g*cog + m][i*P + pos] = sum_r weight[g*cog + m, r] * cols[g*cg*K + r][i*P + pos]: column-major, per
+      // conv group g, D (nc*P x cog, ld nc*P) = A (nc*P x cg*K, ld nc*P: the chunk's columns of group g) *
+      // B (cg*K x cog, ld cg*K: group g's weights), batched over the groups. One matmul over the whole
+      // chunk: the batch of images becomes rows, as in one image's matmul of nc times its positions, for
+      // which cuBLASLt has faster kernels than for nc small matmuls. With one image D is the output
+      // itself (onto the bias); with more, scratch that unpack_rows_kernel lays out.
       LtMatmul g;
-      g.m = p, g.n = cog, g.k = cg * k, g.accumulate = bias != nullptr;
-      const bool per_group = z.groups <= nc;
-      const int64_t calls = per_group ? z.groups : nc;
-      for (int64_t i = 0; i < calls && err == cudaSuccess; ++i) {
-        if (per_group) {
-          g.batch = nc;
-          g.a = cols + i * cg * k * p, g.stride_a = z.c * k * p;
-          g.b = weight + i * cog * cg * k, g.stride_b = 0;
-          g.d = out + i * cog * p, g.stride_d = z.co * p;
-        } else {
-          g.batch = z.groups;
-          g.a = cols + i * z.c * k * p, g.stride_a = cg * k * p;
-          g.b = weight, g.stride_b = cog * cg * k;
-          g.d = out + i * z.co * p, g.stride_d = cog * p;
-        }
-        err = lt_matmul<T>(g, lt_space, lt_ws, stream, f);
-      }
+      g.m = nc * p, g.n = cog, g.k = cg * k, g.batch = z.groups;
+      g.a = cols, g.stride_a = cg * k * nc * p;
+      g.b = weight, g.stride_b = cog * cg * k;
+      if (unpack)
+        g.d = product, g.stride_d = cog * nc * p;
+      else
+        g.d = output + n0 * z.co * p, g.stride_d = cog * p, g.accumulate = bias != nullptr;
+      err = lt_matmul<T>(g, lt_space, lt_ws, stream, f);
+      if (err != cudaSuccess || !unpack) continue;
+      const int64_t rows = nc * z.co;
+      unpack_rows_kernel<T><<<dim3(grid_for(p, kThreads), grid_dim_yz(rows)), kThreads, 0, stream>>>(
+          product, bias, output + n0 * z.co * p, z.co, nc, p);
+      err = cudaGetLastError();
+      if (err != cudaSuccess) failed(err, "unpack kernel launch");
     }
   }
   const cudaError_t freed = scratch.release();

@@ -189,6 +189,12 @@ OpCaseTable modulated_deform_conv2d_cases() {
   // 512 channels of 3x3 taps, DCN-ResNet-50's stage-4 reduction depth: in FP32 the CUDA forward runs
   // the NCHW path for it (kFp32NchwMinTerms), whole vectors or not; in FP16 channels-last.
   t.cases.push_back(mdcn_case("deep_reduction_c512", {1, 512, 3, 4, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 2}));
+  // Three images of it, and two images of a 4608-term reduction per conv group in two groups without
+  // bias: the NCHW path's matmul over a whole chunk of images, its product laid out (and the bias
+  // added) by the unpack kernel.
+  t.cases.push_back(mdcn_case("deep_reduction_c512_batch3", {3, 512, 3, 4, 2, 3, 3, {1, 1}, {1, 1}, {1, 1}, 1, 2}));
+  t.cases.push_back(mdcn_case("deep_reduction_c1024_batch2_g2_no_bias",
+                              {2, 1024, 3, 3, 4, 3, 3, {1, 1}, {1, 1}, {1, 1}, 2, 2, -1.0, 1.0, false}));
 
   // Values validate_attributes refuses by the declared ranges.
   auto bad = [&](std::string label, const MdcnShape& z, std::string attr) {
