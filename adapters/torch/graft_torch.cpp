@@ -506,6 +506,34 @@ std::string op_metadata() {
          << (a.min_value ? float_literal(*a.min_value) : "") << US << (a.max_value ? float_literal(*a.max_value) : "")
          << RS;
     }
+    // ex: one example call (OpDef::example), its attributes as graft's JSON; then exin per input:
+    // index, "absent" / "random" (with the range of its draw) / "fixed" (dtype, then the values).
+    for (const graft::OpDef::Example& ex : def->examples()) {
+      os << "ex" << US << graft::serialize_attributes(ex.attrs) << RS;
+      for (size_t k = 0; k < ex.input_dims.size(); ++k) {
+        const int i = static_cast<int>(k);
+        os << "exin" << US << i << US;
+        if (!ex.input_dims[k]) {
+          os << "absent" << RS;
+          continue;
+        }
+        const auto fixed = ex.values.find(i);
+        os << (fixed == ex.values.end() ? "random" : "fixed") << US;
+        for (size_t d = 0; d < ex.input_dims[k]->size(); ++d) os << (d ? "," : "") << (*ex.input_dims[k])[d];
+        const auto [lo, hi] = ex.range_of(i);
+        os << US << float_literal(lo) << US << float_literal(hi);
+        if (fixed != ex.values.end()) {
+          const graft::Tensor& t = fixed->second;
+          os << US << graft::dtype_name(t.dtype()) << US;
+          for (int64_t e = 0; e < t.numel(); ++e) {
+            char buf[32];
+            std::snprintf(buf, sizeof buf, "%.17g", t.get(e));
+            os << (e ? "," : "") << buf;
+          }
+        }
+        os << RS;
+      }
+    }
     os << "doc" << US << def->doc_text() << RS << "end" << RS;
   }
   return os.str();

@@ -95,6 +95,11 @@ graft::OpDef define_clamped_swish() {
       .kernel(graft::Backend::kCPU, clamped_swish_cpu)
       .differentiable_inputs({0})
       .backward(graft::Backend::kCPU, clamped_swish_backward_cpu);
+  graft::AttributeMap ex;
+  ex.set("beta", 2.0f);
+  ex.set("limit", 2.5f);
+  def.example({std::vector<int64_t>{2, 3, 5}}, ex)  // a small valid call for generic tools
+      .example_range(0, -4.0, 4.0);                  // x drawn in [-4, 4): some beyond the limit
   return def;
 }
 

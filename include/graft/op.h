@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graft/attribute.h"
@@ -230,18 +231,34 @@ class OpDef {
   // input and output across layouts. Shape and workspace functions always see (N, C, H, W).
   OpDef& channels_last_io() { channels_last_io_ = true; return *this; }
   // A small valid call (input dims, absent optional inputs as nullopt, and attributes) that generic
-  // tools use without per-op code: the TensorRT harness, PyTorch gradcheck, documentation.
+  // tools use without per-op code: the TensorRT harness, the PyTorch tests (forward, gradcheck,
+  // opcheck, Meta shapes), the fuzzers' corpus, documentation. It is an op's one table of example
+  // calls: graft's own ops keep no second one for any of these tools.
   // `values` fixes the contents of inputs that must be consistent with the others (index tables,
-  // shapes): host tensors keyed by input index; tools draw the remaining inputs at random.
+  // shapes): host tensors keyed by input index; tools draw the remaining inputs at random, uniformly
+  // in [-2, 2) unless example_range says otherwise.
   OpDef& example(std::vector<std::optional<std::vector<int64_t>>> input_dims, AttributeMap attrs = {},
                  std::map<int, Tensor> values = {}) {
-    examples_.push_back(Example{std::move(input_dims), std::move(attrs), std::move(values)});
+    examples_.push_back(Example{std::move(input_dims), std::move(attrs), std::move(values), {}});
+    return *this;
+  }
+  // For the last example: draw input `input` uniformly in [lo, hi) instead (a probability or a weight
+  // in [0, 1); sampling offsets kept off the integers, where bilinear sampling has kinks that a
+  // finite-difference step must not cross).
+  OpDef& example_range(int input, double lo, double hi) {
+    if (!examples_.empty()) examples_.back().ranges[input] = {lo, hi};
     return *this;
   }
   struct Example {
     std::vector<std::optional<std::vector<int64_t>>> input_dims;
     AttributeMap attrs;
     std::map<int, Tensor> values;
+    std::map<int, std::pair<double, double>> ranges;  // input index -> [lo, hi) of its random draw
+    // The range input i is drawn from: its entry in `ranges`, else [-2, 2).
+    std::pair<double, double> range_of(int i) const {
+      auto it = ranges.find(i);
+      return it == ranges.end() ? std::pair<double, double>{-2.0, 2.0} : it->second;
+    }
   };
 
   // introspection

@@ -435,7 +435,12 @@ void finish(OpDef& def, Flavor flavor, std::vector<std::pair<std::vector<int64_t
                             const AttributeMap& attrs) { return workspace_bytes(flavor, in, attrs); })
       .kernel(Backend::kCUDA, [flavor](const KernelContext& ctx) { return forward_cuda(flavor, ctx); });
 #endif
-  for (auto& [boxes, scores] : examples) def.example({boxes, scores}, example_attrs);
+  // Scores in [0, 1); boxes normalized in TensorRT's form, in pixels (up to 10) in mmdeploy's, whose
+  // export writes clip_boxes 0.
+  for (auto& [boxes, scores] : examples)
+    def.example({boxes, scores}, example_attrs)
+        .example_range(0, 0.0, flavor == Flavor::kTensorRt ? 1.0 : 10.0)
+        .example_range(1, 0.0, 1.0);
 }
 
 constexpr double kInt32Max = std::numeric_limits<int32_t>::max();

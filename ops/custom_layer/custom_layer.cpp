@@ -163,6 +163,8 @@ OpDef define_custom_layer() {
     AttributeMap ex;
     ex.set("beta", 0.5f);
     def.example({std::vector<int64_t>{4, 3, 5, 7}}, ex);  // odd sizes: no vector-width assumption
+    ex.set("beta", 2.0f);
+    def.example({std::vector<int64_t>{5}}, ex);  // rank 1
   }
 #ifdef GRAFT_WITH_CUDA
   const std::vector<std::vector<DT>> cuda_combos = {{DT::kFloat32, DT::kFloat32}, {DT::kFloat16, DT::kFloat16}};

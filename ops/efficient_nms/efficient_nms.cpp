@@ -393,7 +393,9 @@ OpDef define_efficient_nms() {
     ex.set("score_threshold", 0.3f);
     ex.set("iou_threshold", 0.5f);
     ex.set("max_output_boxes", int64_t{10});
-    def.example({std::vector<int64_t>{2, 30, 4}, std::vector<int64_t>{2, 30, 3}, std::nullopt}, ex);
+    def.example({std::vector<int64_t>{2, 30, 4}, std::vector<int64_t>{2, 30, 3}, std::nullopt}, ex)
+        .example_range(0, 0.0, 1.0)
+        .example_range(1, 0.0, 1.0);
   }
   return def;
 }

@@ -123,7 +123,8 @@ OpDef define_grid_sampler() {
                                             {DT::kFloat16, DT::kFloat16, DT::kFloat16}};
   def.kernel(Backend::kCUDA, forward_cuda, gpu).backward(Backend::kCUDA, backward_cuda, gpu);
 #endif
-  def.example({std::vector<int64_t>{2, 3, 5, 6}, std::vector<int64_t>{2, 4, 3, 2}});
+  // The grid a little past [-1, 1], so that some samples fall outside the input.
+  def.example({std::vector<int64_t>{2, 3, 5, 6}, std::vector<int64_t>{2, 4, 3, 2}}).example_range(1, -1.2, 1.2);
   return def;
 }
 

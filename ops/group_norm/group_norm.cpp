@@ -299,6 +299,8 @@ OpDef define_group_norm() {
     ex.set("num_groups", int64_t{4});
     ex.set("epsilon", 1e-5f);
     def.example({std::vector<int64_t>{2, 12, 5, 7}, std::vector<int64_t>{12}, std::vector<int64_t>{12}}, ex);
+    ex.set("num_groups", int64_t{3});
+    def.example({std::vector<int64_t>{1, 6, 5}, std::vector<int64_t>{6}, std::vector<int64_t>{6}}, ex);  // rank 3
   }
 #ifdef GRAFT_WITH_CUDA
   const std::vector<std::vector<DT>> cuda_combos = {{DT::kFloat32, DT::kFloat32, DT::kFloat32, DT::kFloat32},

@@ -542,6 +542,10 @@ OpDef define_modulated_deform_conv2d() {
       .channels_last_io();
   // x (3, 4, 5, 6), 3x3 kernel, padding 1, 2 deform groups, 2 conv groups: offset (3, 36, 5, 6).
   // N = 3 so that no other input's leading dim equals the batch (tools treat such dims as the batch).
+  // Offsets stay 0.1 px or more away from integers, where bilinear sampling has kinks (a
+  // finite-difference step then never crosses one): this example moves samples a fraction of a
+  // pixel down-right (partly over the border, with padding 1), the second by 1.1 to 1.9 px up-left,
+  // so that taps near the top-left leave the image entirely. Masks in [0, 1).
   {
     AttributeMap attrs;
     attrs.set("stride", std::vector<int64_t>{1, 1});
@@ -551,7 +555,20 @@ OpDef define_modulated_deform_conv2d() {
     attrs.set("deform_groups", int64_t{2});
     def.example({std::vector<int64_t>{3, 4, 5, 6}, std::vector<int64_t>{3, 36, 5, 6},
                  std::vector<int64_t>{3, 18, 5, 6}, std::vector<int64_t>{6, 2, 3, 3}, std::vector<int64_t>{6}},
-                attrs);
+                attrs)
+        .example_range(kOffset, 0.1, 0.9)
+        .example_range(kMask, 0.0, 1.0);
+    // A 2x3 kernel, stride (2, 1), padding (0, 1), dilation (1, 2): Ho = 3, Wo = 4; no bias.
+    attrs.set("stride", std::vector<int64_t>{2, 1});
+    attrs.set("padding", std::vector<int64_t>{0, 1});
+    attrs.set("dilation", std::vector<int64_t>{1, 2});
+    attrs.set("groups", int64_t{1});
+    attrs.set("deform_groups", int64_t{1});
+    def.example({std::vector<int64_t>{1, 3, 7, 6}, std::vector<int64_t>{1, 12, 3, 4}, std::vector<int64_t>{1, 6, 3, 4},
+                 std::vector<int64_t>{2, 3, 2, 3}, std::nullopt},
+                attrs)
+        .example_range(kOffset, -1.9, -1.1)
+        .example_range(kMask, 0.0, 1.0);
   }
 #ifdef GRAFT_WITH_CUDA
   const std::vector<std::vector<DT>> cuda_combos = {std::vector<DT>(6, DT::kFloat32), std::vector<DT>(6, DT::kFloat16)};

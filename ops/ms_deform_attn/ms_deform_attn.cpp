@@ -346,14 +346,17 @@ void define_common(OpDef& def, const char* op, const std::vector<DataType>& inde
       .differentiable_inputs({kValue, kLocs, kWeights})
       .backward(Backend::kCPU, [op](const KernelContext& c) { return backward_cpu_impl(op, c); });
   // Two levels (3x4, 2x2) and S = 16, with index inputs consistent with S; N = 3 so that no other
-  // input's leading dim equals the batch (tools treat such dims as the batch).
+  // input's leading dim equals the batch (tools treat such dims as the batch). Locations and weights
+  // in [0, 1) (a location's bilinear kinks are a set of measure zero that random draws avoid).
   {
     DT it = index_types.front();
     std::map<int, Tensor> values = {{1, Tensor::from_doubles(it, {2, 2}, {3, 4, 2, 2})},
                                     {2, Tensor::from_doubles(it, {2}, {0, 12})}};
     def.example({std::vector<int64_t>{3, 16, 2, 4}, std::vector<int64_t>{2, 2}, std::vector<int64_t>{2},
                  std::vector<int64_t>{3, 5, 2, 2, 3, 2}, std::vector<int64_t>{3, 5, 2, 2, 3}},
-                {}, std::move(values));
+                {}, std::move(values))
+        .example_range(kLocs, 0.0, 1.0)
+        .example_range(kWeights, 0.0, 1.0);
   }
 #ifdef GRAFT_WITH_CUDA
   std::vector<std::vector<DT>> cuda_combos;

@@ -2,6 +2,7 @@
 and describes them (names, inputs, attributes) for the generated Python API."""
 import contextlib
 import dataclasses
+import json
 import threading
 from typing import List, Optional
 
@@ -20,6 +21,24 @@ class AttrInfo:
 
 
 @dataclasses.dataclass
+class ExampleInput:
+    """One input of an op's example call (OpDef::example): absent, drawn at random uniformly in
+    [lo, hi), or fixed values (index tables, boxes) of a graft dtype, flat in row-major order."""
+    kind: str           # "absent", "random" or "fixed"
+    dims: tuple = ()
+    lo: float = -2.0
+    hi: float = 2.0
+    dtype: str = ""     # fixed: graft's dtype name ("int64", "float32", ...)
+    values: tuple = ()  # fixed: the values
+
+
+@dataclasses.dataclass
+class Example:
+    inputs: List[ExampleInput]
+    attrs: dict         # attribute name -> Python value
+
+
+@dataclasses.dataclass
 class OpInfo:
     torch_name: str     # torch.ops.graft.<torch_name>
     name: str           # ONNX op_type == TensorRT plugin name
@@ -33,6 +52,7 @@ class OpInfo:
     outputs: List[str] = dataclasses.field(default_factory=list)
     differentiable: List[int] = dataclasses.field(default_factory=list)
     attrs: List[AttrInfo] = dataclasses.field(default_factory=list)
+    examples: List[Example] = dataclasses.field(default_factory=list)  # the definition's example calls
     doc: str = ""
 
     @property
@@ -102,6 +122,17 @@ def _parse(text):
         elif kind == "attr":
             cur.attrs.append(AttrInfo(f[1], f[2], f[3] == "1", f[4],
                                       float(f[5]) if f[5] else None, float(f[6]) if f[6] else None))
+        elif kind == "ex":
+            cur.examples.append(Example([], {k: v["value"] for k, v in json.loads(f[1]).items()}))
+        elif kind == "exin":
+            dims = tuple(int(d) for d in f[3].split(",") if d) if len(f) > 3 else ()
+            spec = ExampleInput(f[2], dims)
+            if f[2] != "absent":
+                spec.lo, spec.hi = float(f[4]), float(f[5])
+            if f[2] == "fixed":
+                spec.dtype = f[6]
+                spec.values = tuple(float(v) for v in f[7].split(",") if v)
+            cur.examples[-1].inputs.append(spec)
         elif kind == "doc":
             cur.doc = "\x1f".join(f[1:])
         elif kind == "end":

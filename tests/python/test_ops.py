@@ -3,7 +3,7 @@ the op's backward kernel, torch.library.opcheck where torch has it, and error me
 import pytest
 import torch
 
-from op_examples import examples_for, make_inputs
+from op_examples import examples_for, input_dims, make_inputs
 
 
 def _ref_custom_layer(x, beta=1.0):
@@ -144,7 +144,7 @@ def test_meta_kernel_gives_shapes(graft_mod):
 def test_wrong_dtype_names_input(graft_mod):
     info = _pick(graft_mod, "CustomLayer", "PyTestAffine")
     shapes, attrs = examples_for(info)[0]
-    ins = [None if s is None else torch.randint(0, 5, s, dtype=torch.int32) for s in shapes]
+    ins = [None if d is None else torch.randint(0, 5, d, dtype=torch.int32) for d in input_dims(shapes)]
     with pytest.raises(RuntimeError) as e:
         info.torch_op()(*ins, **attrs)
     msg = str(e.value)

@@ -80,6 +80,12 @@ graft::Status register_ops(graft::OpRegistry& r, const char* source) {
       .kernel(graft::Backend::kCPU, kernel)
       .differentiable_inputs({0, 1})
       .backward(graft::Backend::kCPU, kernel_backward);
+  graft::AttributeMap square, plain;
+  square.set("alpha", 1.5f);
+  square.set("mode", std::string("square"));
+  plain.set("alpha", -0.5f);
+  def.example({std::vector<int64_t>{3, 5}, std::vector<int64_t>{5}}, square)
+      .example({std::vector<int64_t>{2, 2, 4}, std::nullopt}, plain);
   return r.add(std::move(def), source);
 }
 

@@ -351,11 +351,10 @@ bool same_bits(const std::vector<graft::Tensor>& a, const std::vector<graft::Ten
 }
 
 // Inputs for an example: fixed values where the example gives them (index tables), random data
-// elsewhere, in the given float dtype for float inputs.
+// elsewhere (uniform in the example's range for the input), in the given float dtype for float inputs.
 std::vector<graft::Tensor> make_inputs(const graft::OpDef& def, const graft::OpDef::Example& ex,
                                        graft::DataType float_type, std::mt19937& rng) {
   std::vector<graft::Tensor> in;
-  std::uniform_real_distribution<double> u(-2.0, 2.0);
   for (size_t i = 0; i < ex.input_dims.size(); ++i) {
     if (!ex.input_dims[i]) break;  // trailing optional inputs absent
     auto fixed = ex.values.find(static_cast<int>(i));
@@ -377,7 +376,9 @@ std::vector<graft::Tensor> make_inputs(const graft::OpDef& def, const graft::OpD
     const auto& allowed = def.inputs()[i].dtypes;
     if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), float_type) == allowed.end()) t = allowed.front();
     graft::Tensor x = graft::Tensor::empty(t, *ex.input_dims[i]);
-    for (int64_t k = 0; k < x.numel(); ++k) x.set(k, graft::dtype_is_integer(t) ? std::floor(u(rng) + 2) : u(rng));
+    const auto [lo, hi] = ex.range_of(static_cast<int>(i));
+    std::uniform_real_distribution<double> u(lo, hi);
+    for (int64_t k = 0; k < x.numel(); ++k) x.set(k, graft::dtype_is_integer(t) ? std::floor(u(rng) - lo) : u(rng));
     in.push_back(x);
   }
   return in;
