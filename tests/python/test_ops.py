@@ -54,6 +54,23 @@ def test_registry_exposes_ops(graft_mod, has_test_plugin):
         assert any(i.name == "PyTestAffine" for i in ops), "plugin op did not become a torch op"
 
 
+def test_examples_come_from_the_definitions(graft_mod):
+    # Every op here (graft's and the test plugin's) declares example calls in its OpDef, and they
+    # arrive whole: attributes typed, fixed values and draw ranges as written there.
+    ops = {i.name: i for i in _all_ops(graft_mod)}
+    for info in ops.values():
+        assert info.examples, f"{info.name} declares no example call"
+        for ex in info.examples:
+            assert len(ex.inputs) <= len(info.inputs), info.name
+    msda = ops["MultiScaleDeformableAttention"].examples[0]
+    assert msda.inputs[1].kind == "fixed" and msda.inputs[1].dims == (2, 2)
+    assert msda.inputs[1].values == (3.0, 4.0, 2.0, 2.0)
+    assert (msda.inputs[3].lo, msda.inputs[3].hi) == (0.0, 1.0)
+    mdcn = ops["ModulatedDeformConv2d"].examples
+    assert mdcn[0].attrs["padding"] == [1, 1] and mdcn[0].attrs["groups"] == 2
+    assert (mdcn[1].inputs[1].lo, mdcn[1].inputs[1].hi) == (-1.9, -1.1) and mdcn[1].inputs[4].kind == "absent"
+
+
 def test_forward_matches_reference(graft_mod, seed):
     checked = 0
     for info in _all_ops(graft_mod):
