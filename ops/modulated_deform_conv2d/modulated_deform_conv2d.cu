@@ -889,9 +889,10 @@ int64_t channels_last_row(const MdcnSizes& z) {
 // An FP32 forward from NCHW x over at least this many reduction terms (cg*kh*kw) runs the NCHW path.
 // Its matmul reads the columns pixel-major ("nn"), for which cuBLASLt has much faster FP32 kernels
 // than for the channels-last path's K-major columns ("tn"): at DCN-ResNet-50's stage 4 (4608 terms)
-// on an H100 the NCHW path takes 0.075 ms at batch 1 and 0.301 at batch 8 against the channels-last
-// path's 0.103 and 0.316, while at stages 2 and 3 (1152 and 2304 terms) channels-last is as fast
-// or faster (docs/results/dcn/dcn_op_bench.md, the thirty-eighth session). The bound comes from those
+// on an H100 the NCHW path took 0.075 ms at batch 1 and 0.301 at batch 8 against the channels-last
+// path's 0.103 and 0.316 (0.268 at batch 8 since it multiplies a chunk in one matmul), while at
+// stages 2 and 3 (1152 and 2304 terms) channels-last was as fast or faster
+// (docs/results/dcn/dcn_op_bench.md, the thirty-eighth session). The bound comes from those
 // measurements. FP16's tensor-core kernels are fast in both layouts, and channels-last wins there.
 constexpr int64_t kFp32NchwMinTerms = 4096;
 
