@@ -261,6 +261,8 @@ std::vector<graft::Tensor> cpu_reference(const graft::OpDef& def, const graft::A
   graft::KernelContext ctx;
   ctx.attrs = &attrs;
   for (auto& t : in) ctx.inputs.push_back(t.view());
+  // Absent trailing optional inputs as empty views, as the adapter's enqueue passes them.
+  while (ctx.inputs.size() < def.inputs().size()) ctx.inputs.push_back(graft::TensorView{});
   std::vector<graft::Tensor> outs;
   for (size_t o = 0; o < out_dims.size(); ++o) {
     outs.push_back(graft::Tensor::empty(out_types[o], out_dims[o]));
@@ -269,6 +271,7 @@ std::vector<graft::Tensor> cpu_reference(const graft::OpDef& def, const graft::A
   }
   std::vector<graft::ConcreteDesc> ci, co;
   for (auto& t : in) ci.push_back({t.dtype(), t.dims()});
+  while (ci.size() < def.inputs().size()) ci.push_back(graft::ConcreteDesc{});
   for (auto& t : outs) co.push_back({t.dtype(), t.dims()});
   std::vector<uint8_t> ws(def.workspace_size(ci, co, attrs) + 1);
   ctx.workspace = ws.data();
