@@ -4,7 +4,7 @@ the TensorRT harness and the fuzzers all read it.
 
 An input spec is an ExampleInput (graft._registry): absent (None), drawn at random uniformly in
 [lo, hi), or fixed values (index tables, boxes). An op whose definition gives no example (a plugin
-that declares none) gets one (2, 3, 4) input per required input, drawn from a standard normal, and
+that declares none) gets one (2, 3, 4) input per required input, drawn in [-2, 2) as any other, and
 default attributes; an op with an integer-only input must give an example (examples_for says so)."""
 from graft._registry import ExampleInput
 import torch
@@ -21,7 +21,7 @@ def examples_for(info):
     if ints:
         raise AssertionError(f"op {info.name} has integer-only input(s) {', '.join(ints)} and no example call: "
                              "give its OpDef an example() with consistent values for them")
-    specs = [ExampleInput("absent") if opt else ExampleInput("normal", (2, 3, 4)) for opt in info.optional_inputs]
+    specs = [ExampleInput("absent") if opt else ExampleInput("random", (2, 3, 4)) for opt in info.optional_inputs]
     return [(specs, {})]
 
 
@@ -42,10 +42,7 @@ def make_inputs(specs, dtype, requires_grad=False, device="cpu"):
             t = torch.tensor(s.values, dtype=torch.float64).reshape(s.dims)
             ins.append(t.to(device=device, dtype=_TORCH_DTYPES.get(s.dtype, dtype)))
             continue
-        if s.kind == "normal":
-            t = torch.randn(s.dims, dtype=dtype, device=device)
-        else:
-            t = torch.rand(s.dims, dtype=dtype, device=device) * (s.hi - s.lo) + s.lo
+        t = torch.rand(s.dims, dtype=dtype, device=device) * (s.hi - s.lo) + s.lo
         if requires_grad:
             t.requires_grad_(True)
         ins.append(t)
