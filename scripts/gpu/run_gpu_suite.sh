@@ -4,7 +4,8 @@
 #
 # That machine has no protobuf/ONNX/CLI11/fmt/GoogleTest and no network: the Debian .debs listed
 # in scripts/gpu/fetch_debs.sh are carried in .device/debs and unpacked into a private prefix.
-# TensorRT headers (never committed) may be carried in .device/trt/<version>/include.
+# TensorRT headers (never committed) may be carried in .device/trt/<version>/include (scripts/gpu/trt_headers.sh
+# puts them there from a clone of NVIDIA/TensorRT).
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
 #   conformance pip probe int8probe int8graphprobe examples
