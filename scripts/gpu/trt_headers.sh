@@ -25,6 +25,6 @@ for v in $versions; do
   if [ -z "$found" ]; then echo "trt_headers: no commit of $repo declares TensorRT $v" >&2; exit 1; fi
   rm -rf "$out/$v.tmp" && mkdir -p "$out/$v.tmp"
   git -C "$repo" archive "$found" include | tar -x -C "$out/$v.tmp"
-  rm -rf "$out/$v" && mv "$out/$v.tmp" "$out/$v"
+  rm -rf "${out:?}/${v:?}" && mv "$out/$v.tmp" "$out/$v"
   echo "TensorRT $v headers: $out/$v/include (commit ${found:0:10})"
 done
