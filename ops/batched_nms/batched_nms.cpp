@@ -1,6 +1,7 @@
 // BatchedNMSDynamic_TRT and TRTBatchedNMS: definitions and the CPU reference kernel (README.md has
 // the algorithm and what differs between the two names).
 #include "ops/batched_nms/batched_nms.h"
+#include "ops/op_folder.h"
 
 #include <algorithm>
 #include <cstring>
@@ -542,6 +543,12 @@ OpDef define_trt_batched_nms() {
   ex.set("return_index", int64_t{1});
   finish(def, Flavor::kMmdeploy, {{{2, 30, 4}, {2, 30, 3}}}, ex);
   return def;
+}
+
+// This folder's ops for register_graft_ops (ops/op_folder.h).
+void append_batched_nms_ops(FolderOps& out) {
+  out.defs.push_back(define_batched_nms_dynamic_trt());
+  out.defs.push_back(define_trt_batched_nms());
 }
 
 }  // namespace graft

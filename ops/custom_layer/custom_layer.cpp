@@ -1,6 +1,7 @@
 // CustomLayer definition and CPU reference kernels (README.md has the math).
 #include "graft/kernel_dtype.h"
 #include "ops/custom_layer/custom_layer.h"
+#include "ops/op_folder.h"
 
 #include <cmath>
 #include <string>
@@ -171,6 +172,11 @@ OpDef define_custom_layer() {
   def.kernel(Backend::kCUDA, forward_cuda, cuda_combos).backward(Backend::kCUDA, backward_cuda, cuda_combos);
 #endif
   return def;
+}
+
+// This folder's ops for register_graft_ops (ops/op_folder.h).
+void append_custom_layer_ops(FolderOps& out) {
+  out.defs.push_back(define_custom_layer());
 }
 
 }  // namespace graft

@@ -1,5 +1,6 @@
 // EfficientNMS_TRT definition and CPU reference kernel (README.md has the algorithm).
 #include "ops/efficient_nms/efficient_nms.h"
+#include "ops/op_folder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -398,6 +399,11 @@ OpDef define_efficient_nms() {
         .example_range(1, 0.0, 1.0);
   }
   return def;
+}
+
+// This folder's ops for register_graft_ops (ops/op_folder.h).
+void append_efficient_nms_ops(FolderOps& out) {
+  out.defs.push_back(define_efficient_nms());
 }
 
 }  // namespace graft

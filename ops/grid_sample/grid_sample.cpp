@@ -1,6 +1,7 @@
 // grid_sampler definition (README.md has the math). The kernel is the one ONNX's GridSample runs
 // (src/ops/sampling/sampling.cpp), in PyTorch's order of padding and rounding.
 #include "ops/grid_sample/grid_sample.h"
+#include "ops/op_folder.h"
 
 #include "ops/sampling/sampling.h"
 
@@ -126,6 +127,11 @@ OpDef define_grid_sampler() {
   // The grid a little past [-1, 1], so that some samples fall outside the input.
   def.example({std::vector<int64_t>{2, 3, 5, 6}, std::vector<int64_t>{2, 4, 3, 2}}).example_range(1, -1.2, 1.2);
   return def;
+}
+
+// This folder's ops for register_graft_ops (ops/op_folder.h).
+void append_grid_sample_ops(FolderOps& out) {
+  out.defs.push_back(define_grid_sampler());
 }
 
 }  // namespace graft

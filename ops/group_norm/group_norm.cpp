@@ -1,6 +1,7 @@
 // GroupNorm definition and CPU reference kernels (README.md has the math).
 #include "graft/kernel_dtype.h"
 #include "ops/group_norm/group_norm.h"
+#include "ops/op_folder.h"
 
 #include <cmath>
 #include <limits>
@@ -308,6 +309,11 @@ OpDef define_group_norm() {
   def.kernel(Backend::kCUDA, forward_cuda, cuda_combos).backward(Backend::kCUDA, backward_cuda, cuda_combos);
 #endif
   return def;
+}
+
+// This folder's ops for register_graft_ops (ops/op_folder.h).
+void append_group_norm_ops(FolderOps& out) {
+  out.defs.push_back(define_group_norm());
 }
 
 }  // namespace graft

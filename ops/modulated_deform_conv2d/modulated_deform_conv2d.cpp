@@ -1,6 +1,7 @@
 // ModulatedDeformConv2d (DCNv2, mmcv semantics): definition, shape function and CPU reference
 // kernels (README.md has the math).
 #include "ops/modulated_deform_conv2d/modulated_deform_conv2d.h"
+#include "ops/op_folder.h"
 
 #include <algorithm>
 #include <cmath>
@@ -575,6 +576,12 @@ OpDef define_modulated_deform_conv2d() {
   def.kernel(Backend::kCUDA, forward_cuda, cuda_combos).backward(Backend::kCUDA, backward_cuda, cuda_combos);
 #endif
   return def;
+}
+
+// This folder's ops for register_graft_ops (ops/op_folder.h).
+void append_modulated_deform_conv2d_ops(FolderOps& out) {
+  out.defs.push_back(define_modulated_deform_conv2d());
+  out.aliases.push_back({kModulatedDeformConvMmdeployDomain, kModulatedDeformConvMmdeployName, define_modulated_deform_conv2d().identity()});
 }
 
 }  // namespace graft

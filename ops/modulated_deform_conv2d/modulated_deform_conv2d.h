@@ -15,7 +15,7 @@ namespace graft {
 OpDef define_modulated_deform_conv2d();
 
 // mmdeploy exports mmcv's op as mmdeploy::MMCVModulatedDeformConv2d with the same inputs and
-// attribute names (its TensorRT plugin has that name too); register_graft_ops adds that alias.
+// attribute names (its TensorRT plugin has that name too); append_modulated_deform_conv2d_ops adds that alias.
 inline constexpr const char* kModulatedDeformConvMmdeployDomain = "mmdeploy";
 inline constexpr const char* kModulatedDeformConvMmdeployName = "MMCVModulatedDeformConv2d";
 

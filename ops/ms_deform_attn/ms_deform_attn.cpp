@@ -2,6 +2,7 @@
 // kernels (README.md has the math).
 #include "graft/kernel_dtype.h"
 #include "ops/ms_deform_attn/ms_deform_attn.h"
+#include "ops/op_folder.h"
 
 #include <cmath>
 #include <limits>
@@ -394,6 +395,13 @@ OpDef define_ms_deform_attn_trt() {
            "ai.onnx.contrib::MultiScaleDeformableAttention.");
   define_common(def, kTrtName, {DataType::kInt32}, true);
   return def;
+}
+
+// This folder's ops for register_graft_ops (ops/op_folder.h).
+void append_ms_deform_attn_ops(FolderOps& out) {
+  out.defs.push_back(define_ms_deform_attn());
+  out.defs.push_back(define_ms_deform_attn_trt());
+  out.aliases.push_back({kMsDeformAttnMmdeployDomain, kMsDeformAttnMmdeployName, define_ms_deform_attn().identity()});
 }
 
 }  // namespace graft

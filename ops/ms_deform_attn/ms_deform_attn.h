@@ -19,7 +19,7 @@ OpDef define_ms_deform_attn();
 OpDef define_ms_deform_attn_trt();
 
 // mmdeploy exports the op as mmdeploy::MMCVMultiScaleDeformableAttention (same inputs and output
-// as MultiScaleDeformableAttention); register_graft_ops adds that alias.
+// as MultiScaleDeformableAttention); append_ms_deform_attn_ops adds that alias.
 inline constexpr const char* kMsDeformAttnMmdeployDomain = "mmdeploy";
 inline constexpr const char* kMsDeformAttnMmdeployName = "MMCVMultiScaleDeformableAttention";
 

@@ -3,6 +3,7 @@
 // the GPU; MMCVRoiAlign with mmcv's input layout and max pooling, ROIAlign_TRT with ONNX's
 // semantics and TensorRT's integer-coded attributes.
 #include "ops/roi_align/roi_align.h"
+#include "ops/op_folder.h"
 
 #include <limits>
 
@@ -269,6 +270,12 @@ OpDef define_roi_align_trt() {
   def.example({std::vector<int64_t>{2, 3, 8, 9}, std::vector<int64_t>{3, 4}, std::vector<int64_t>{3}}, max_ex,
               {{1, rois}, {2, idx}});
   return def;
+}
+
+// This folder's ops for register_graft_ops (ops/op_folder.h).
+void append_roi_align_ops(FolderOps& out) {
+  out.defs.push_back(define_mmcv_roi_align());
+  out.defs.push_back(define_roi_align_trt());
 }
 
 }  // namespace graft
