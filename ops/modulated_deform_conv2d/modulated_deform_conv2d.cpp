@@ -581,7 +581,7 @@ OpDef define_modulated_deform_conv2d() {
 // This folder's ops for register_graft_ops (ops/op_folder.h).
 void append_modulated_deform_conv2d_ops(FolderOps& out) {
   out.defs.push_back(define_modulated_deform_conv2d());
-  out.aliases.push_back({kModulatedDeformConvMmdeployDomain, kModulatedDeformConvMmdeployName, define_modulated_deform_conv2d().identity()});
+  out.aliases.push_back({kModulatedDeformConvMmdeployDomain, kModulatedDeformConvMmdeployName, out.defs.back().identity()});
 }
 
 }  // namespace graft

@@ -400,8 +400,8 @@ OpDef define_ms_deform_attn_trt() {
 // This folder's ops for register_graft_ops (ops/op_folder.h).
 void append_ms_deform_attn_ops(FolderOps& out) {
   out.defs.push_back(define_ms_deform_attn());
+  out.aliases.push_back({kMsDeformAttnMmdeployDomain, kMsDeformAttnMmdeployName, out.defs.back().identity()});
   out.defs.push_back(define_ms_deform_attn_trt());
-  out.aliases.push_back({kMsDeformAttnMmdeployDomain, kMsDeformAttnMmdeployName, define_ms_deform_attn().identity()});
 }
 
 }  // namespace graft
