@@ -1,5 +1,6 @@
 // CUDA elementwise ops vs the CPU reference: unary, broadcasting binary, comparisons, Where, Cast.
 #include "cuda_kernel_harness.h"
+#include "ops/elementwise/elementwise.h"  // launch_add_periodic_bias
 
 namespace graft::testing {
 namespace {
@@ -220,6 +221,39 @@ TEST(CudaElementwise, BinaryBroadcastVectorized) {
                   DataType::kFloat32, seed);
   run_kernel_case(KernelCase{"Mul", {rnd(rng, {3, 4, 8}, -100, 100, DataType::kInt32), rnd(rng, {4, 8}, -100, 100, DataType::kInt32)}},
                   DataType::kFloat32, seed);
+}
+
+// y += bias[i % period] in place (a matmul's row bias when cuBLASLt has no bias epilogue, the
+// unfused attention's score bias): odd periods and lengths, so rows start anywhere in the grid, and a
+// length that walks the grid-stride loop more than once. A bad period is refused.
+TEST(CudaElementwise, AddPeriodicBiasInPlace) {
+  GRAFT_REQUIRE_GPU();
+  const uint32_t seed = fresh_seed();
+  std::mt19937 rng(seed);
+  struct Case {
+    int64_t period, n;
+  };
+  for (DataType dt : {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16})
+    for (const Case& c : {Case{1, 17}, Case{7, 7 * 13}, Case{1000, 1000 * 37}, Case{33, 33 * 70001}}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + " period " + std::to_string(c.period) + " n " + std::to_string(c.n) +
+                   " seed " + std::to_string(seed));
+      const Tensor y = rnd(rng, {c.n}, -2, 2, dt), bias = rnd(rng, {c.period}, -2, 2, dt);
+      DevBuf dy(y.nbytes()), db(bias.nbytes());
+      ASSERT_TRUE(dy.p && db.p);
+      ASSERT_EQ(cudaMemcpy(dy.p, y.data(), y.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(db.p, bias.data(), bias.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      ASSERT_EQ(cuda::k::launch_add_periodic_bias(static_cast<cuda::k::KType>(dt), dy.p, db.p, c.period, c.n, nullptr),
+                cudaSuccess);
+      Tensor got = Tensor::empty(dt, {c.n});
+      ASSERT_EQ(cudaMemcpy(got.data(), dy.p, got.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+      const std::vector<double> y0 = to_doubles(y), b = to_doubles(bias), g = to_doubles(got);
+      const double tol = dt == DataType::kFloat32 ? 1e-6 : dt == DataType::kFloat16 ? 1e-3 : 8e-3;  // one rounding
+      for (int64_t i = 0; i < c.n; ++i) {
+        const double want = y0[static_cast<size_t>(i)] + b[static_cast<size_t>(i % c.period)];
+        ASSERT_NEAR(g[static_cast<size_t>(i)], want, tol * (1.0 + std::fabs(want))) << "element " << i;
+      }
+    }
+  EXPECT_EQ(cuda::k::launch_add_periodic_bias(cuda::k::KType::kF32, nullptr, nullptr, 0, 4, nullptr), cudaErrorInvalidValue);
 }
 
 }  // namespace

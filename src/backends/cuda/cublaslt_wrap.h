@@ -85,6 +85,19 @@ struct LtProblem {
   size_t workspace_size = 0;
 };
 
+// A problem of dtype `dt` and sizes M, N, K on the layer's workspace; the caller sets the operands,
+// transposes and epilogue.
+inline LtProblem lt_problem(const CudaExec& ex, DataType dt, int64_t M, int64_t N, int64_t K) {
+  LtProblem g;
+  g.dt = dt;
+  g.M = M;
+  g.N = N;
+  g.K = K;
+  g.workspace = ex.workspace;
+  g.workspace_size = ex.workspace ? ex.workspace_size : 0;
+  return g;
+}
+
 // Runs `g`, preparing it on first sight of its problem (shapes, transposes, epilogue, pointer
 // alignment). Should cuBLASLt have no kernel with the requested epilogue for the shape, the plain
 // matmul runs and *fused_epilogue is false: the caller then applies bias and activation as

@@ -589,6 +589,23 @@ cudaError_t launch_where(const void* cond, const void* x, const void* y, void* o
   return cudaGetLastError();
 }
 
+namespace {
+
+template <typename T>
+__global__ void add_periodic_bias_kernel(T* __restrict__ y, const T* __restrict__ bias, int64_t period, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) { y[i] = Elem<T>::st(Elem<T>::ld(y[i]) + Elem<T>::ld(bias[i % period])); }
+}
+
+}  // namespace
+
+cudaError_t launch_add_periodic_bias(KType t, void* y, const void* bias, int64_t period, int64_t n, cudaStream_t s) {
+  if (period < 1 || n < 0) return cudaErrorInvalidValue;
+  if (n == 0) return cudaSuccess;
+  GRAFT_FLOAT_DISPATCH(t, (add_periodic_bias_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
+                              static_cast<T*>(y), static_cast<const T*>(bias), period, n)));
+  return cudaGetLastError();
+}
+
 // A broadcast copy is a strided gather whose broadcast axes have stride 0: the shape launcher
 // coalesces axes, copies contiguous rows 16 bytes at a time and uses 32-bit index math.
 cudaError_t launch_broadcast_copy(const void* src, void* out, int elem_size, const Bcast& p, int64_t n, cudaStream_t s) {

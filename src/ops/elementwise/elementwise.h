@@ -139,6 +139,11 @@ cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, vo
 cudaError_t launch_where(const void* cond, const void* x, const void* y, void* out, int elem_size, const Bcast& p,
                          int64_t n, cudaStream_t s);
 
+// y[i] += bias[i % period] in place over n elements (float types): a bias repeated along y's
+// trailing elements. A matmul's row bias when cuBLASLt has no bias-epilogue kernel for its shape
+// (Gemm, GraftGemm: period N), and the unfused attention's periodic score bias (GraftAttention).
+cudaError_t launch_add_periodic_bias(KType t, void* y, const void* bias, int64_t period, int64_t n, cudaStream_t s);
+
 // y = (to)x; float to integer truncates toward zero, NaN -> 0, out-of-range saturates (as the CPU
 // reference does); anything to bool is x != 0.
 cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n, cudaStream_t s);

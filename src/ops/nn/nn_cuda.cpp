@@ -21,18 +21,6 @@ using namespace util;
 
 // ---- cuBLASLt ---------------------------------------------------------------------------------
 
-// The fields of lt_rowmajor's problem that MatMul and Gemm set from their inputs.
-LtProblem lt_problem(CudaExec& ex, DataType dt, int64_t M, int64_t N, int64_t K) {
-  LtProblem g;
-  g.dt = dt;
-  g.M = M;
-  g.N = N;
-  g.K = K;
-  g.workspace = ex.workspace;
-  g.workspace_size = ex.workspace ? ex.workspace_size : 0;
-  return g;
-}
-
 // A matmul without epilogue: cuBLASLt always has a kernel for it.
 Status lt_plain(CudaExec& ex, const LtProblem& g) {
   bool fused = false;
@@ -152,12 +140,8 @@ Status gemm_run(CudaExec& ex) {
       GRAFT_RETURN_IF_ERROR(lt_rowmajor(ex, g, &fused));
       if (fused) return Status::ok();
       // No kernel with the bias epilogue for this shape: the bias is a second pass.
-      k::Bcast bc;
-      std::string why;
-      if (!make_bcast(Y.dims(), {Y.dims(), C->dims()}, &bc, &why)) return fail(ex, StatusCode::kInternal, "C: ", why);
-      return launch_status(k::launch_binary(k::BinaryOp::kAdd, ktype(Y.dtype()), Y.data(), C->data(), Y.data(), bc,
-                                            Y.numel(), stream_of(ex)),
-                           ex, "bias add");
+      return launch_status(k::launch_add_periodic_bias(ktype(Y.dtype()), Y.data(), C->data(), g.N, Y.numel(), stream_of(ex)),
+                           ex, "bias add after the matmul");
     }
     // Y = broadcast(C), then D = alpha*AB + beta*Y in place.
     k::Bcast p;

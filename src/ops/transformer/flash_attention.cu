@@ -488,25 +488,4 @@ cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, Attn
               : launch_typed<__nv_bfloat16, 64>(p, key_major, blocks, warps, stream);
 }
 
-namespace {
-
-template <typename T>
-__global__ void add_periodic_bias_kernel(T* __restrict__ scores, const T* __restrict__ bias, int64_t period,
-                                         int64_t total) {
-  GRAFT_GRID_STRIDE(i, total) {
-    scores[i] = Elem<T>::st(Elem<T>::ld(scores[i]) + Elem<T>::ld(bias[i % period]));
-  }
-}
-
-}  // namespace
-
-cudaError_t launch_add_periodic_bias(KType dt, void* scores, const void* bias, int64_t period_elems, int64_t total,
-                                     cudaStream_t stream) {
-  if (period_elems < 1 || total < 0) return cudaErrorInvalidValue;
-  if (total == 0) return cudaSuccess;
-  GRAFT_FLOAT_DISPATCH(dt, (add_periodic_bias_kernel<T><<<grid_for(total), kThreads, 0, stream>>>(
-                               static_cast<T*>(scores), static_cast<const T*>(bias), period_elems, total)));
-  return cudaGetLastError();
-}
-
 }  // namespace graft::cuda::k

@@ -57,9 +57,4 @@ cudaError_t launch_flash_attention(KType dt, AttnOperand q, AttnOperand kt, Attn
                                    cudaStream_t stream, int warps = 0, int64_t batch_inner = 0,
                                    const void* bias = nullptr, int64_t bias_period = 1);
 
-// scores[i] += bias[i % (period * rows)] over `total` elements (rows = S * S2 per batch entry): the
-// periodic bias of launch_flash_attention for the unfused path, in place.
-cudaError_t launch_add_periodic_bias(KType dt, void* scores, const void* bias, int64_t period_elems, int64_t total,
-                                     cudaStream_t stream);
-
 }  // namespace graft::cuda::k

@@ -84,11 +84,7 @@ Status gemm_run(CudaExec& ex) {
   else if (gelu_in_epilogue) epi = B ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
   else if (B) epi = CUBLASLT_EPILOGUE_BIAS;
 
-  LtProblem p;
-  p.dt = dt;
-  p.M = M;
-  p.N = N;
-  p.K = K;
+  LtProblem p = lt_problem(ex, dt, M, N, K);
   p.x = X.data();
   p.w = W.data();
   p.trans_w = tb != 0;
@@ -100,19 +96,12 @@ Status gemm_run(CudaExec& ex) {
   }
   p.bias = B ? B->data() : nullptr;
   p.epilogue = epi;
-  p.workspace = ex.workspace;
-  p.workspace_size = ex.workspace ? ex.workspace_size : 0;
   bool fused = false;
   GRAFT_RETURN_IF_ERROR(lt_rowmajor(ex, p, &fused));
   const bool separate = !fused && epi != CUBLASLT_EPILOGUE_DEFAULT;
-  if (separate && B) {
-    k::Bcast bc;
-    std::string why;
-    if (!make_bcast(Y.dims(), {Y.dims(), {N}}, &bc, &why)) return fail(ex, StatusCode::kInternal, "bias broadcast: ", why);
-    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_binary(k::BinaryOp::kAdd, ktype(dt), Y.data(), B->data(), Y.data(), bc,
-                                                         Y.numel(), stream_of(ex)),
+  if (separate && B)
+    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_add_periodic_bias(ktype(dt), Y.data(), B->data(), N, Y.numel(), stream_of(ex)),
                                         ex, "bias add after the matmul"));
-  }
   if (separate && act == "Relu")
     return launch_status(k::launch_unary(k::UnaryOp::kRelu, ktype(dt), Y.data(), Y.data(), Y.numel(), 0.f, 0.f,
                                          stream_of(ex)),
