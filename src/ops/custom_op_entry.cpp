@@ -97,15 +97,23 @@ Status run_custom_cpu(ExecContext& ec) {
 
 }  // namespace
 
-const OpEntry& custom_op_entry(const OpDef& def) {
-  // The functions read the node's OpDef; the layout trait is the one thing that differs by op.
+namespace {
+
+// The functions read the node's OpDef; the layout trait is the one thing that differs by op.
+const OpEntry& entry_with_layout(bool channels_last_io) {
   static const OpEntry fixed{"", 1, &infer_custom, &run_custom_cpu};
-  static const OpEntry channels_last_io = [] {
+  static const OpEntry nhwc = [] {
     OpEntry e{"", 1, &infer_custom, &run_custom_cpu};
     e.layout = LayoutTrait::kChannelsLastIo;
     return e;
   }();
-  return def.supports_channels_last_io() ? channels_last_io : fixed;
+  return channels_last_io ? nhwc : fixed;
 }
+
+}  // namespace
+
+const OpEntry& custom_op_entry(const OpDef& def) { return entry_with_layout(def.supports_channels_last_io()); }
+
+std::vector<const OpEntry*> custom_op_entries() { return {&entry_with_layout(false), &entry_with_layout(true)}; }
 
 }  // namespace graft

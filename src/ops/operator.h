@@ -191,6 +191,9 @@ bool output_shape_from_kernel(const Node& node);
 // workspace_fn asks. Its layout trait is the OpDef's (kChannelsLastIo where it declares
 // channels_last_io); no other trait is set: a custom op keeps the dtypes its kernels are registered for.
 const OpEntry& custom_op_entry(const OpDef& def);
+// Every entry custom_op_entry may return (one per layout trait), so that a backend keys its kernel for
+// custom-op nodes by entry, as it keys a builtin op's.
+std::vector<const OpEntry*> custom_op_entries();
 // The entry a node runs and infers with: custom_op_entry(def) for a node with an OpDef, else the builtin
 // table's entry for its domain and op type; nullptr for an op graft does not know.
 const OpEntry* find_op_entry(const Node& node);

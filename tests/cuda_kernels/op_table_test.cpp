@@ -3,10 +3,12 @@
 // Needs no GPU.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <set>
 #include <string>
 
 #include "backends/cuda/cuda_ops.h"
+#include "graft/op.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
 
@@ -44,6 +46,22 @@ TEST(CudaOpTable, NodesFindTheKernelOfTheirDefinition) {
   EXPECT_EQ(cuda_op_for(unknown), nullptr);
   for (const OpEntry& e : builtin_ops())
     if (const CudaOp* c = cuda_op_of(e)) EXPECT_STREQ(c->op_type, e.op_type);
+}
+
+// A custom-op node finds its CUDA op the same way, through its op entry, whatever its layout trait:
+// the one CUDA op that calls the node's OpDef.
+TEST(CudaOpTable, CustomOpNodesFindTheirKernelThroughTheirEntry) {
+  auto plain = std::make_shared<OpDef>("TableTestOp");
+  auto nhwc = std::make_shared<OpDef>("TableTestOpNhwc");
+  nhwc->channels_last_io();
+  for (const auto& def : {plain, nhwc}) {
+    Node n;
+    n.op_type = def->name();
+    n.domain = "ai.onnx.contrib";
+    n.custom_op = def;
+    EXPECT_EQ(cuda_op_for(n), &custom_cuda_op()) << def->name();
+  }
+  for (const OpEntry* e : custom_op_entries()) EXPECT_EQ(cuda_op_of(*e), &custom_cuda_op());
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ const CudaOp& custom_cuda_op() {
 
 const CudaOp* cuda_op_of(const OpEntry& op) {
   // Each CUDA row belongs to the builtin definition of its name (names are unique across the ONNX
-  // and internal domains: CudaOpTable.EveryOpTypeOnceAndEachABuiltinOp).
+  // and internal domains: CudaOpTable.EveryOpTypeOnceAndEachABuiltinOp); the custom-op entries
+  // have the one CUDA op that calls the node's OpDef.
   static const std::unordered_map<const OpEntry*, const CudaOp*> by_entry = [] {
     std::unordered_map<const OpEntry*, const CudaOp*> m;
     for (const CudaOp& c : cuda_ops()) {
@@ -91,6 +92,7 @@ const CudaOp* cuda_op_of(const OpEntry& op) {
       if (!e) e = find_builtin_op(kInternalDomain, c.op_type);
       if (e) m.emplace(e, &c);
     }
+    for (const OpEntry* e : custom_op_entries()) m.emplace(e, &custom_cuda_op());
     return m;
   }();
   auto it = by_entry.find(&op);
@@ -98,8 +100,6 @@ const CudaOp* cuda_op_of(const OpEntry& op) {
 }
 
 const CudaOp* cuda_op_for(const Node& n) {
-  // The one place that tells a custom-op node from a builtin one on the CUDA side.
-  if (n.custom_op) return &custom_cuda_op();
   const OpEntry* e = find_op_entry(n);
   return e ? cuda_op_of(*e) : nullptr;
 }

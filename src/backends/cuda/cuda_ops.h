@@ -162,8 +162,8 @@ inline constexpr size_t kUnknownWorkspace = static_cast<size_t>(-1);
 // dtypes, `run` calls OpDef::run(Backend::kCUDA) on the engine's stream and workspace, and the
 // workspace is the one the OpDef's workspace_fn asks for the concrete input and output shapes.
 const CudaOp& custom_cuda_op();
-// The CudaOp a node would run with: custom_cuda_op() for a node with an OpDef, else the CUDA op
-// registered for the node's builtin definition (find_op_entry: its domain and op type), so a
+// The CudaOp of the node's op entry (find_op_entry, cuda_op_of): custom_cuda_op() for a node with an
+// OpDef, else the CUDA op registered for its builtin definition (its domain and op type), so a
 // default-domain node never finds an internal op's kernel; nullptr when there is none. Whether it
 // takes this node is gpu_supports'.
 const CudaOp* cuda_op_for(const Node& n);
@@ -186,7 +186,8 @@ uint64_t fresh_random_base_seed();
 // The explicit table (src/backends/cuda/cuda_ops.cpp, which lists the families it is made of).
 const std::vector<CudaOp>& cuda_ops();
 const CudaOp* find_cuda_op(const std::string& op_type);
-// The CUDA op of a builtin op's definition (an entry of builtin_ops()), or nullptr.
+// The CUDA op of an op entry: a builtin's (an entry of builtin_ops()) or a custom-op entry's
+// (custom_op_entries(): custom_cuda_op()); nullptr for a builtin without a CUDA kernel.
 const CudaOp* cuda_op_of(const OpEntry& op);
 
 }  // namespace graft::cuda
