@@ -801,12 +801,13 @@ class DetWorker(zoo.Worker):
                         ch["status"] = "info"
                         self.set(b, check_compile=ch)
                     self.done("compile", batches=[b])
-                except zoo._Budget:
-                    self.done("compile", "timeout", f"torch.compile did not finish within --compile-budget "
-                                                    f"{a.compile_budget:.0f} s (batch {b})", batches=[b])
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:  # noqa: BLE001  (the budget's interrupt itself, or wrapped by torch.compile)
                     signal.alarm(0)
-                    self.done("compile", "error", _short(e, 600), batches=[b])
+                    if zoo._is_budget(e):
+                        self.done("compile", "timeout", f"torch.compile did not finish within --compile-budget "
+                                                        f"{a.compile_budget:.0f} s (batch {b})", batches=[b])
+                    else:
+                        self.done("compile", "error", _short(e, 600), batches=[b])
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)

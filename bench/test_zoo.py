@@ -221,3 +221,26 @@ def test_conv_tactics_by_batch():
     got = zoo.conv_tactics_by_batch(FakeEngine(), (1, 32))
     assert got == {1: ({"9": 1}, 9), 32: ({"0": 1, "7": 1}, 0)}
     assert zoo.conv_tactics_by_batch(object(), (1, 32)) == {}
+
+
+def test_a_wrapped_compile_budget_is_a_timeout():
+    """torch.compile hands the budget's interrupt back wrapped (InductorError, BackendCompilerFailed):
+    the record must say timeout, not error."""
+    import zoo
+
+    class Wrapper(Exception):
+        def __init__(self, inner):
+            super().__init__(f"{type(inner).__name__}: {inner}")
+            self.inner_exception = inner
+
+    assert zoo._is_budget(zoo._Budget())
+    assert zoo._is_budget(Wrapper(zoo._Budget()))
+    try:
+        try:
+            raise zoo._Budget()
+        except zoo._Budget as inner:
+            raise RuntimeError("inductor failed") from inner
+    except RuntimeError as chained:
+        assert zoo._is_budget(chained)
+    assert not zoo._is_budget(RuntimeError("a real compiler error"))
+    assert not zoo._is_budget(Wrapper(ValueError("bad")))

@@ -465,6 +465,19 @@ class _Budget(Exception):
     pass
 
 
+def _is_budget(e):
+    """Whether exception e is the compile budget's interrupt, raised inside torch.compile and handed
+    back wrapped: Inductor re-raises what interrupts it as InductorError or BackendCompilerFailed,
+    keeping the original as the cause (or as inner_exception)."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, _Budget):
+            return True
+        seen.add(id(e))
+        e = getattr(e, "inner_exception", None) or e.__cause__ or e.__context__
+    return False
+
+
 class Worker:
     stages = STAGES  # a subclass with other stages (bench/detection.py) names its own
 
@@ -835,12 +848,13 @@ class Worker:
                     if b in refs:
                         self.set(b, compile_rel_err=rel_err(y, refs[b]))
                     self.done("compile", batches=[b])
-                except _Budget:
-                    self.done("compile", "timeout", f"torch.compile did not finish within --compile-budget "
-                                                    f"{a.compile_budget:.0f} s (batch {b})", batches=[b])
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:  # noqa: BLE001  (_Budget itself, or wrapped by torch.compile)
                     signal.alarm(0)
-                    self.done("compile", "error", _short(e), batches=[b])
+                    if _is_budget(e):
+                        self.done("compile", "timeout", f"torch.compile did not finish within --compile-budget "
+                                                        f"{a.compile_budget:.0f} s (batch {b})", batches=[b])
+                    else:
+                        self.done("compile", "error", _short(e), batches=[b])
         finally:
             signal.alarm(0)
             signal.signal(signal.SIGALRM, old)
