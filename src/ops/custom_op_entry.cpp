@@ -95,10 +95,6 @@ Status run_custom_cpu(ExecContext& ec) {
   return def.run(Backend::kCPU, kc);
 }
 
-}  // namespace
-
-namespace {
-
 // The functions read the node's OpDef; the layout trait is the one thing that differs by op.
 const OpEntry& entry_with_layout(bool channels_last_io) {
   static const OpEntry fixed{"", 1, &infer_custom, &run_custom_cpu};
