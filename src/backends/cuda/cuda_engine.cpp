@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <list>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -120,15 +121,16 @@ struct ShapePlan {
   // A graph of the leading layers only (CudaEngine::graph_layers): every value it leaves for the
   // layers after it (device buffers in the arena, host shape values), restored after each replay.
   std::vector<std::pair<int, Tensor>> graph_live_dev, graph_live_host;
-  // Per layer, the output (dtype, dims) this shape set gives, once a run recorded them (the eager
-  // path's shape inference done once per shape set, not once per run).
+  // Per layer, what this shape set gives, each once a run recorded it, so the eager path infers
+  // shapes and asks workspaces once per shape set, not once per run: its outputs' (dtype, dims),
+  // and the kernel workspace its op asks for (an op's workspace_bytes may plan as much as its run
+  // does: GraftAttention's chains).
   struct LayerOut { DataType dtype; std::vector<int64_t> dims; };
-  std::vector<std::vector<LayerOut>> layer_outs;
-  std::vector<char> layer_outs_known;
-  // Per layer, the kernel workspace its op asks for with these shapes, once asked (an op's
-  // workspace_bytes may plan as much as its run does: GraftAttention's chains).
-  std::vector<size_t> layer_workspace;
-  std::vector<char> layer_workspace_known;
+  struct LayerMemo {
+    std::optional<std::vector<LayerOut>> outs;
+    std::optional<size_t> workspace;
+  };
+  std::vector<LayerMemo> layers;
   // The host bytes of values uploaded inside a capture (shape arithmetic a GPU layer reads, e.g. a
   // scale computed from a dynamic dim): the captured copy reads its source at every replay, long
   // after the run that captured it has dropped its host values. They are functions of the shape
@@ -1135,14 +1137,9 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
   if (L.makes_outputs) return run_control_flow_layer(L, ins, stream);
   // Output shapes: inferred once per shape set where they depend on the input shapes alone.
   const bool memo = L.dims_from_shapes && cur_;
-  if (memo && cur_->layer_outs.size() != engine_->layers().size()) {
-    cur_->layer_outs.assign(engine_->layers().size(), {});
-    cur_->layer_outs_known.assign(engine_->layers().size(), 0);
-    cur_->layer_workspace.assign(engine_->layers().size(), 0);
-    cur_->layer_workspace_known.assign(engine_->layers().size(), 0);
-  }
+  if (memo && cur_->layers.size() != engine_->layers().size()) cur_->layers.assign(engine_->layers().size(), {});
   std::vector<int> count_axes;  // a counted layer's, per output (never memoized: always set here)
-  if (!memo || !cur_->layer_outs_known[i]) {
+  if (!memo || !cur_->layers[i].outs) {
     std::vector<ShapePlan::LayerOut> shapes;
     if (L.counted && L.op->counted.outputs) {
       // Several outputs (Unique): the op sizes each one and names the axis its count replaces.
@@ -1174,11 +1171,10 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     if (!memo) {
       scratch_outs_ = std::move(shapes);
     } else {
-      cur_->layer_outs[i] = std::move(shapes);
-      cur_->layer_outs_known[i] = 1;
+      cur_->layers[i].outs = std::move(shapes);
     }
   }
-  const std::vector<ShapePlan::LayerOut>& shapes = memo ? cur_->layer_outs[i] : scratch_outs_;
+  const std::vector<ShapePlan::LayerOut>& shapes = memo ? *cur_->layers[i].outs : scratch_outs_;
   if (L.dims_only) {
     // Only Shape/Size read these outputs: a stand-in with the dims and no bytes behind it.
     static char no_data = 0;
@@ -1220,14 +1216,11 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
       ex.random_base = random_base_[static_cast<size_t>(r)];
     }
     size_t ws = 0;
-    if (L.op->workspace_bytes && memo && cur_->layer_workspace_known[i]) {
-      ws = cur_->layer_workspace[i];
+    if (L.op->workspace_bytes && memo && cur_->layers[i].workspace) {
+      ws = *cur_->layers[i].workspace;
     } else if (L.op->workspace_bytes) {
       ws = L.op->workspace_bytes(node, ins, outs);
-      if (memo) {
-        cur_->layer_workspace[i] = ws;
-        cur_->layer_workspace_known[i] = 1;
-      }
+      if (memo) cur_->layers[i].workspace = ws;
     }
     if (ws) {
       auto w = workspace_for(ws);
