@@ -38,26 +38,10 @@ namespace k {
 // state stays float in the workspace between steps, so float16 / bfloat16 round once, on store.
 // Nothing is synchronized: a CUDA graph can capture the whole sequence of launches.
 
-enum class RnnCell : int { kRnn, kLstm, kGru };
-
-// The spec's activation functions (the same list as graft::RnnActivationKind, mapped by name
-// in the CUDA op below, not by value).
-enum class RnnActKind : int {
-  kRelu,
-  kTanh,
-  kSigmoid,
-  kAffine,
-  kLeakyRelu,
-  kThresholdedRelu,
-  kScaledTanh,
-  kHardSigmoid,
-  kElu,
-  kSoftsign,
-  kSoftplus,
-};
-
+// The cell and its activation functions are the definition's enums (recurrent.h), read as they
+// are on the device.
 struct RnnAct {
-  RnnActKind kind = RnnActKind::kTanh;
+  RnnActivationKind kind = RnnActivationKind::kTanh;
   float alpha = 0, beta = 0;
 };
 
@@ -65,7 +49,7 @@ struct RnnAct {
 inline constexpr int kRnnMaxActs = 6;
 
 struct RecurrentArgs {
-  RnnCell cell = RnnCell::kRnn;
+  RecurrentOp cell = RecurrentOp::kRnn;
   int64_t seq = 0, batch = 0, input = 0, hidden = 0;
   int64_t gates = 1;                 // 1 (RNN), 4 (LSTM: i o f c), 3 (GRU: z r h)
   int dirs = 1;
@@ -132,20 +116,20 @@ __device__ __forceinline__ float clamp_nan_through(float v, float lo, float hi) 
 
 __device__ float activate(const RnnAct& f, float x) {
   switch (f.kind) {
-    case RnnActKind::kRelu: return x > 0.f ? x : 0.f;
-    case RnnActKind::kTanh: return tanhf(x);
-    case RnnActKind::kSigmoid: {
+    case RnnActivationKind::kRelu: return x > 0.f ? x : 0.f;
+    case RnnActivationKind::kTanh: return tanhf(x);
+    case RnnActivationKind::kSigmoid: {
       const float e = expf(-fabsf(x));  // at most 1: no overflow for any x
       return x >= 0.f ? 1.f / (1.f + e) : e / (1.f + e);
     }
-    case RnnActKind::kAffine: return f.alpha * x + f.beta;
-    case RnnActKind::kLeakyRelu: return x >= 0.f ? x : f.alpha * x;
-    case RnnActKind::kThresholdedRelu: return x > f.alpha ? x : 0.f;
-    case RnnActKind::kScaledTanh: return f.alpha * tanhf(f.beta * x);
-    case RnnActKind::kHardSigmoid: return clamp_nan_through(f.alpha * x + f.beta, 0.f, 1.f);
-    case RnnActKind::kElu: return x >= 0.f ? x : f.alpha * expm1f(x);
-    case RnnActKind::kSoftsign: return x / (1.f + fabsf(x));
-    case RnnActKind::kSoftplus: {
+    case RnnActivationKind::kAffine: return f.alpha * x + f.beta;
+    case RnnActivationKind::kLeakyRelu: return x >= 0.f ? x : f.alpha * x;
+    case RnnActivationKind::kThresholdedRelu: return x > f.alpha ? x : 0.f;
+    case RnnActivationKind::kScaledTanh: return f.alpha * tanhf(f.beta * x);
+    case RnnActivationKind::kHardSigmoid: return clamp_nan_through(f.alpha * x + f.beta, 0.f, 1.f);
+    case RnnActivationKind::kElu: return x >= 0.f ? x : f.alpha * expm1f(x);
+    case RnnActivationKind::kSoftsign: return x / (1.f + fabsf(x));
+    case RnnActivationKind::kSoftplus: {
       const float m = x < 0.f ? 0.f : x;
       return m + log1pf(expf(-fabsf(x)));
     }
@@ -285,9 +269,9 @@ __global__ void step_kernel(RecurrentArgs a, RecurrentTensors p, Scratch sc, int
     const float* xw = sc.proj + ((d * a.seq + t) * a.batch + b) * gh;
     const RnnAct* act = a.act + d * a.acts_per_dir;
     float next;
-    if (a.cell == RnnCell::kRnn) {
+    if (a.cell == RecurrentOp::kRnn) {
       next = activate(act[0], clipped(a, xw[j] + hidden_dot<T>(a, p, d, j, hp)));
-    } else if (a.cell == RnnCell::kLstm) {
+    } else if (a.cell == RecurrentOp::kLstm) {
       // Gates i, o, f, c; peepholes i, o, f. The output gate's peephole sees the new cell state.
       const T* peep = p.p ? static_cast<const T*>(p.p) + d * 3 * H : nullptr;
       const float cp = sc.c[i];
@@ -343,7 +327,7 @@ cudaError_t launch_typed(const RecurrentArgs& a, const RecurrentTensors& p, floa
   const int64_t proj = a.dirs * a.seq * a.batch * a.gates * a.hidden;
   if (proj > 0) project_kernel<T><<<grid_for(proj), kThreads, 0, s>>>(a, p, sc.proj);
   init_state_kernel<T><<<grid_for(units), kThreads, 0, s>>>(a, p, sc);
-  const bool two_phase = a.cell == RnnCell::kGru && !a.linear_before_reset;
+  const bool two_phase = a.cell == RecurrentOp::kGru && !a.linear_before_reset;
   for (int64_t step = 0; step < a.seq; ++step) {
     if (two_phase) gru_reset_kernel<T><<<grid_for(units), kThreads, 0, s>>>(a, p, sc, step);
     step_kernel<T><<<grid_for(units), kThreads, 0, s>>>(a, p, sc, step);
@@ -362,7 +346,7 @@ cudaError_t launch_recurrent(KType t, const RecurrentArgs& a, const RecurrentTen
   // x, w and r are not checked for null: a zero-sized tensor may have no buffer, and the kernels
   // read them only where they have elements.
   if (a.dirs < 1 || a.dirs > 2 || a.acts_per_dir * a.dirs > kRnnMaxActs ||
-      a.gates != (a.cell == RnnCell::kLstm ? 4 : a.cell == RnnCell::kGru ? 3 : 1))
+      a.gates != (a.cell == RecurrentOp::kLstm ? 4 : a.cell == RecurrentOp::kGru ? 3 : 1))
     return cudaErrorInvalidValue;
   const size_t need = recurrent_workspace_floats(a);
   if (workspace_floats < need || (need > 0 && !workspace)) return cudaErrorInvalidValue;
@@ -386,28 +370,6 @@ bool is_kernel_float(DataType t) {
 // The opset the attributes are read with in supports()/workspace: a node of unknown opset (0) is
 // read as opset 14, so `layout` is accepted there and checked against the real opset by run().
 int opset_for_build(const Node& n) { return n.opset > 0 ? n.opset : 14; }
-
-k::RnnActKind kernel_kind(RnnActivationKind kind) {
-  using K = RnnActivationKind;
-  switch (kind) {
-    case K::kRelu: return k::RnnActKind::kRelu;
-    case K::kTanh: return k::RnnActKind::kTanh;
-    case K::kSigmoid: return k::RnnActKind::kSigmoid;
-    case K::kAffine: return k::RnnActKind::kAffine;
-    case K::kLeakyRelu: return k::RnnActKind::kLeakyRelu;
-    case K::kThresholdedRelu: return k::RnnActKind::kThresholdedRelu;
-    case K::kScaledTanh: return k::RnnActKind::kScaledTanh;
-    case K::kHardSigmoid: return k::RnnActKind::kHardSigmoid;
-    case K::kElu: return k::RnnActKind::kElu;
-    case K::kSoftsign: return k::RnnActKind::kSoftsign;
-    case K::kSoftplus: return k::RnnActKind::kSoftplus;
-  }
-  return k::RnnActKind::kTanh;
-}
-
-k::RnnCell kernel_cell(RecurrentOp op) {
-  return op == RecurrentOp::kLstm ? k::RnnCell::kLstm : op == RecurrentOp::kGru ? k::RnnCell::kGru : k::RnnCell::kRnn;
-}
 
 bool recurrent_supports(const Node& n, std::string* why, RecurrentOp op) {
   auto a = recurrent_attrs(op, n.attrs, opset_for_build(n));
@@ -454,7 +416,7 @@ Result<k::RecurrentArgs> recurrent_args(RecurrentOp op, const AttributeMap& attr
   // Every shape is concrete here, so no extent is left unknown.
   GRAFT_ASSIGN_OR_RETURN(RecurrentDims rd, recurrent_dims(a, ptrs, [] { return Dim(int64_t{-1}); }));
   k::RecurrentArgs ka;
-  ka.cell = kernel_cell(op);
+  ka.cell = op;
   ka.seq = rd.seq.value();
   ka.batch = rd.batch.value();
   ka.input = rd.input.value();
@@ -473,7 +435,7 @@ Result<k::RecurrentArgs> recurrent_args(RecurrentOp op, const AttributeMap& attr
     return error(StatusCode::kInternal, "activation list of ", static_cast<int64_t>(a.activations.size()),
                  " functions for ", ka.dirs, " directions");
   for (size_t i = 0; i < a.activations.size(); ++i) {
-    ka.act[i].kind = kernel_kind(a.activations[i].kind);
+    ka.act[i].kind = a.activations[i].kind;
     ka.act[i].alpha = static_cast<float>(a.activations[i].alpha);
     ka.act[i].beta = static_cast<float>(a.activations[i].beta);
   }
