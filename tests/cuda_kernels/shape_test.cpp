@@ -325,6 +325,25 @@ TEST(CudaShape, Resize) {
     c.label = "rank 3 all axes";
     run_float_dtypes(c, seed);
   }
+  // A segmentation head's upsampling to the input size (28x28 to 224x224, 21 classes) and an FPN's
+  // nearest x2, big enough for many blocks of the 2-D kernels; and a 1-D resize of the last axis alone,
+  // which the general kernel keeps.
+  for (const std::string& mode : {std::string("linear"), std::string("nearest")}) {
+    KernelCase c{"Resize", {rnd(rng, {2, 21, 28, 28}), Tensor(), Tensor(), Tensor::vector_int64({2, 21, 224, 224})}};
+    c.opset = 19;
+    c.attrs.set("mode", mode);
+    c.attrs.set("coordinate_transformation_mode", std::string(mode == "linear" ? "half_pixel" : "asymmetric"));
+    if (mode == "nearest") c.attrs.set("nearest_mode", std::string("floor"));
+    c.label = mode + " segmentation head 28 -> 224";
+    run_float_dtypes(c, seed, /*bf16=*/mode == "linear");
+  }
+  {
+    KernelCase c{"Resize", {rnd(rng, {2, 3, 5, 17}), Tensor(), scales({1, 1, 1, 1.9})}};
+    c.keep_f32 = {2};
+    c.attrs.set("mode", std::string("linear"));
+    c.label = "linear last axis only";
+    run_float_dtypes(c, seed);
+  }
   {  // nearest on int64 data is a byte copy
     KernelCase c{"Resize", {ints(rng, {1, 2, 5, 4}), Tensor(), scales({1, 1, 1.5, 2.5})}};
     c.attrs.set("mode", std::string("nearest"));
