@@ -195,39 +195,42 @@ __global__ void resize_linear_kernel(const T* __restrict__ in, T* __restrict__ o
 
 // The common case of both kernels above: only the last two axes resized, every leading one an
 // identity (NCHW upsampling: a segmentation head's 8x bilinear resize to the input size, an FPN's
-// nearest x2), with fewer than 2^31 output elements (an index then fits the 32-bit divisions). The general kernels decompose every index
-// over every axis with 64-bit divisions and keep per-axis taps in local arrays; these take the two
-// axes' coordinates with two 32-bit divisions by invariant (FastDivide) and do the very same
-// arithmetic for them, term by term and in the same order (a weight of 1 times w is w exactly), so
-// their results are bit-identical to the general kernels'. The leading axes are one plane index:
-// an identity axis's coordinate is its input coordinate, and the input is contiguous.
+// nearest x2), with fewer than 2^31 output elements. The general kernels decompose every index
+// over every axis with 64-bit divisions, keep per-axis taps in local arrays and redo the double
+// coordinate arithmetic (two divisions per axis) for every element. Here a thread takes one output
+// position (oh, ow), works out its taps once, and applies them to every plane of its share: the
+// leading axes are one plane index (an identity axis's coordinate is its input coordinate, and the
+// input is contiguous), and every plane has the same taps. The arithmetic for the two axes is the
+// general kernels', term by term and in the same order (a weight of 1 times w is w exactly), so
+// the results are bit-identical to theirs.
 struct Resize2d {
-  FastDivide out_w, out_h;
+  FastDivide out_w;
   int32_t in_h = 0, in_w = 0;
+  int32_t hw = 0;      // output positions per plane, out_h * out_w
+  int64_t planes = 0;  // product of the leading axes
 };
 
 template <typename E>
-__global__ void resize_nearest_2d_kernel(const E* __restrict__ in, E* __restrict__ out, ResizeParams p, Resize2d q,
-                                         int32_t n) {
+__global__ void resize_nearest_2d_kernel(const E* __restrict__ in, E* __restrict__ out, ResizeParams p, Resize2d q) {
   const int dh = p.rank - 2, dw = p.rank - 1;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
-    uint32_t row, ow, plane, oh;
-    q.out_w.divmod(static_cast<uint32_t>(i), &row, &ow);
-    q.out_h.divmod(row, &plane, &oh);
+  const int64_t in_plane = int64_t{q.in_h} * q.in_w;
+  for (int64_t pos = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; pos < q.hw; pos += int64_t{blockDim.x} * gridDim.x) {
+    uint32_t oh, ow;
+    q.out_w.divmod(static_cast<uint32_t>(pos), &oh, &ow);
     const int64_t y = clamp_index(nearest_of(p.nearest, resize_source(p, dh, static_cast<double>(oh))), q.in_h);
     const int64_t x = clamp_index(nearest_of(p.nearest, resize_source(p, dw, static_cast<double>(ow))), q.in_w);
-    out[i] = in[(static_cast<int64_t>(plane) * q.in_h + y) * q.in_w + x];
+    const int64_t src = y * q.in_w + x;
+    for (int64_t pl = blockIdx.y; pl < q.planes; pl += gridDim.y) out[pl * q.hw + pos] = in[pl * in_plane + src];
   }
 }
 
 template <typename T>
-__global__ void resize_linear_2d_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeParams p, Resize2d q,
-                                        int32_t n) {
+__global__ void resize_linear_2d_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeParams p, Resize2d q) {
   const int dh = p.rank - 2, dw = p.rank - 1;
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n; i += int64_t{blockDim.x} * gridDim.x) {
-    uint32_t row, ow, plane, oh;
-    q.out_w.divmod(static_cast<uint32_t>(i), &row, &ow);
-    q.out_h.divmod(row, &plane, &oh);
+  const int64_t in_plane = int64_t{q.in_h} * q.in_w;
+  for (int64_t pos = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; pos < q.hw; pos += int64_t{blockDim.x} * gridDim.x) {
+    uint32_t oh, ow;
+    q.out_w.divmod(static_cast<uint32_t>(pos), &oh, &ow);
     const double y = resize_source(p, dh, static_cast<double>(oh));
     const double x = resize_source(p, dw, static_cast<double>(ow));
     const double fy = floor(y), fry = __dsub_rn(y, fy), fx = floor(x), frx = __dsub_rn(x, fx);
@@ -235,30 +238,47 @@ __global__ void resize_linear_2d_kernel(const T* __restrict__ in, T* __restrict_
     const int64_t rows[2] = {clamp_index(ly, q.in_h) * q.in_w, clamp_index(ly + 1, q.in_h) * q.in_w};
     const int64_t cols[2] = {clamp_index(lx, q.in_w), clamp_index(lx + 1, q.in_w)};
     const double wy[2] = {__dsub_rn(1.0, fry), fry}, wx[2] = {__dsub_rn(1.0, frx), frx};
-    const T* src = in + static_cast<int64_t>(plane) * q.in_h * q.in_w;
-    double acc = 0.0;
+    // The general kernel's corners in its order (the last axis fastest) and their weights.
+    int64_t off[4];
+    double w[4];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {  // the general kernel's corner order: the last axis fastest
-      const double w = __dmul_rn(wy[c >> 1], wx[c & 1]);
-      if (w != 0.0) acc = __dadd_rn(acc, __dmul_rn(w, static_cast<double>(Elem<T>::ld(src[rows[c >> 1] + cols[c & 1]]))));
+    for (int c = 0; c < 4; ++c) {
+      off[c] = rows[c >> 1] + cols[c & 1];
+      w[c] = __dmul_rn(wy[c >> 1], wx[c & 1]);
     }
-    out[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
+    for (int64_t pl = blockIdx.y; pl < q.planes; pl += gridDim.y) {
+      const T* src = in + pl * in_plane;
+      double acc = 0.0;
+#pragma unroll
+      for (int c = 0; c < 4; ++c)
+        if (w[c] != 0.0) acc = __dadd_rn(acc, __dmul_rn(w[c], static_cast<double>(Elem<T>::ld(src[off[c]]))));
+      out[pl * q.hw + pos] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
+    }
   }
 }
 
 // The 2-D kernels' parameters when they apply (see above), else nullopt.
 std::optional<Resize2d> resize_2d_of(const ResizeParams& p, int64_t n) {
-  if (p.rank < 2 || n >= (int64_t{1} << 31)) return std::nullopt;
+  if (p.rank < 2 || n <= 0 || n >= (int64_t{1} << 31)) return std::nullopt;
   for (int d = 0; d < p.rank - 2; ++d)
     if (!p.identity[d]) return std::nullopt;
   const int dh = p.rank - 2, dw = p.rank - 1;
   if (p.identity[dh] || p.identity[dw] || p.in_dims[dh] <= 0 || p.in_dims[dw] <= 0) return std::nullopt;
   Resize2d q;
   q.out_w = FastDivide(static_cast<uint32_t>(p.out_dims[dw]));
-  q.out_h = FastDivide(static_cast<uint32_t>(p.out_dims[dh]));
   q.in_h = static_cast<int32_t>(p.in_dims[dh]);
   q.in_w = static_cast<int32_t>(p.in_dims[dw]);
+  q.hw = static_cast<int32_t>(p.out_dims[dh] * p.out_dims[dw]);
+  q.planes = n / q.hw;
   return q;
+}
+
+// Positions along x, planes along y: about 2048 blocks in all (some 15 per multiprocessor of an
+// H200), so a thread's taps serve many planes where the planes are many.
+dim3 resize_2d_grid(const Resize2d& q) {
+  const unsigned gx = grid_for(q.hw);
+  const int64_t gy = std::min<int64_t>({(2048 + gx - 1) / gx, q.planes, 65535});
+  return dim3(gx, static_cast<unsigned>(std::max<int64_t>(gy, 1)));
 }
 
 // Keys' cubic convolution weight at distance x with parameter a: the CPU reference's cubic_weight,
@@ -364,9 +384,9 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
   if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
   const std::optional<Resize2d> q = p.cubic ? std::nullopt : resize_2d_of(p, n);
+  const dim3 g2 = q ? resize_2d_grid(*q) : dim3();
   if (!p.linear && !p.cubic && q) {
-    const int32_t n32 = static_cast<int32_t>(n);
-#define L(E) resize_nearest_2d_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, *q, n32)
+#define L(E) resize_nearest_2d_kernel<E><<<g2, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, *q)
     GRAFT_SIZE_DISPATCH(elem_size, L(E))
 #undef L
     return cudaGetLastError();
@@ -395,19 +415,17 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
     return cudaGetLastError();
   }
   if (q) {
-    const int32_t n32 = static_cast<int32_t>(n);
     switch (t) {
       case KType::kF32:
-        resize_linear_2d_kernel<float><<<g, kThreads, 0, s>>>(static_cast<const float*>(in), static_cast<float*>(out), p,
-                                                              *q, n32);
+        resize_linear_2d_kernel<float><<<g2, kThreads, 0, s>>>(static_cast<const float*>(in), static_cast<float*>(out), p, *q);
         break;
       case KType::kF16:
-        resize_linear_2d_kernel<__half><<<g, kThreads, 0, s>>>(static_cast<const __half*>(in), static_cast<__half*>(out),
-                                                               p, *q, n32);
+        resize_linear_2d_kernel<__half><<<g2, kThreads, 0, s>>>(static_cast<const __half*>(in), static_cast<__half*>(out), p,
+                                                                *q);
         break;
       case KType::kBF16:
-        resize_linear_2d_kernel<__nv_bfloat16><<<g, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(in),
-                                                                      static_cast<__nv_bfloat16*>(out), p, *q, n32);
+        resize_linear_2d_kernel<__nv_bfloat16><<<g2, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(in),
+                                                                       static_cast<__nv_bfloat16*>(out), p, *q);
         break;
       default: return cudaErrorInvalidValue;
     }
