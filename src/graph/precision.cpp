@@ -107,10 +107,54 @@ Result<Tensor> float16_constant(const Tensor& t, Float16Clamps* clamps) {
   return h;
 }
 
+namespace {
+
+// Whether `out` has more elements than `in` for every binding of their symbols: each axis is the
+// same dim in both or a constant in both, and the constants' products grow. False where unknown.
+bool grows(const TensorDesc& in, const TensorDesc& out) {
+  if (!in.shape || !out.shape || in.shape->size() != out.shape->size()) return false;
+  double ratio = 1.0;
+  for (size_t d = 0; d < in.shape->size(); ++d) {
+    const Dim& a = (*in.shape)[d];
+    const Dim& b = (*out.shape)[d];
+    if (a.same_as(b)) continue;
+    if (!a.is_const() || !b.is_const() || a.value() <= 0) return false;
+    ratio *= static_cast<double>(b.value()) / static_cast<double>(a.value());
+  }
+  return ratio > 1.0;
+}
+
+// An upsampling Resize whose output leaves the float16 region (a graph output, or read only by
+// float32 nodes) stays float32: the Cast back to float32 then converts its smaller input rather
+// than its output (a segmentation head's 8x bilinear resize to the input size: 64 times fewer
+// elements cast, and no float16 copy of the large output written and read back), and the
+// interpolation rounds once, to float32.
+bool upsamples_into_float32(const Node& n, const std::map<const Value*, std::vector<Node*>>& consumers,
+                            const std::set<const Node*>& fp16) {
+  if (!is_onnx(n, "Resize") || n.inputs.empty() || !n.inputs[0] || n.outputs.empty()) return false;
+  const Value* out = n.outputs[0];
+  if (!out || out->desc.dtype != DataType::kFloat32 || !grows(n.inputs[0]->desc, out->desc)) return false;
+  auto it = consumers.find(out);
+  bool leaves = out->is_graph_output;
+  if (it != consumers.end())
+    for (const Node* c : it->second) {
+      if (reads_dims_only(*c)) continue;
+      if (fp16.count(c)) return false;
+      leaves = true;
+    }
+  return leaves;
+}
+
+}  // namespace
+
 Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
   std::set<const Node*> fp16;
   for (const auto& n : g.nodes())
     if (can_run_fp16(*n, policy)) fp16.insert(n.get());
+  auto consumers = g.consumers();
+  // Last to first, so a Resize that feeds only such a Resize is judged after it.
+  for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it)
+    if (fp16.count(it->get()) && upsamples_into_float32(**it, consumers, fp16)) fp16.erase(it->get());
   if (fp16.empty()) return 0;
 
   NodeNamer unique_node_name(g);
@@ -126,7 +170,6 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
     if (!from->desc.shape) to->desc.shape.reset();
   };
 
-  auto consumers = g.consumers();
   Float16Clamps clamps;
   std::string first_clamped;  // the first constant a clamp changed, for the warning
   // Producer side: every float32 output of a float16 node gets a float16 twin; the original value

@@ -1,7 +1,8 @@
 // The float16 pass's constant conversion (graph/precision.h, float16_constant): nonzero values that
 // float16 would round to 0 become its smallest subnormal, finite values beyond its range become
 // +-65504, and F.normalize's x / clamp_min(||x||, 1e-12) stays finite over an all-zero row (swin_v2_t
-// padding windows gave 0/0 = NaN once 1e-12 was 0 in float16).
+// padding windows gave 0/0 = NaN once 1e-12 was 0 in float16). An upsampling Resize whose output
+// leaves the float16 region stays float32, so the Cast converts its smaller input.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,6 +87,61 @@ TEST(Float16Constant, NormalizeOfAZeroRowStaysFiniteInFloat16) {
   for (int64_t i = 0; i < y.numel(); ++i) ASSERT_TRUE(std::isfinite(y.get(i))) << "element " << i;
   for (int64_t i = 16; i < 32; ++i) EXPECT_EQ(y.get(i), 0.0) << "the zero row stays zero";
   expect_close(y, want.at("y"), 2e-3, 2e-3);
+}
+
+
+// x -> Relu -> Resize -> y, with a dynamic batch: `scale` the last two axes' factor, `relu_after`
+// puts a Relu between the Resize and y.
+std::unique_ptr<Graph> relu_resize(double scale, bool relu_after) {
+  OnnxModelBuilder b;
+  b.opset("", 19);
+  b.input("x", kF32, {"N", 2, 6, 8});
+  b.initializer("scales", Tensor::from_doubles(kF32, {4}, {1, 1, scale, scale}));
+  b.node("Relu", {"x"}, {"r"});
+  auto& rs = b.node("Resize", {"r", "", "scales"}, {relu_after ? "u" : "y"});
+  b.attr(rs, "mode", std::string("linear"));
+  if (relu_after) b.node("Relu", {"u"}, {"y"});
+  b.output("y", kF32);
+  return load(b);
+}
+
+PrecisionPolicy every_op_in_float16() {
+  PrecisionPolicy policy;
+  policy.supports_fp16 = [](const Node&) { return true; };
+  return policy;
+}
+
+TEST(Float16Pass, UpsamplingResizeIntoAGraphOutputStaysFloat32) {
+  auto g = relu_resize(4, false);
+  ASSERT_TRUE(g);
+  std::mt19937 rng(std::random_device{}());
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor(kF32, {3, 2, 6, 8}, rng, -2, 2)}};
+  const auto want = run_graph(*g, feeds);
+  auto half = convert_to_fp16(*g, every_op_in_float16());
+  ASSERT_TRUE(half.is_ok()) << half.status().to_string();
+  const Node* resize = find_op(*g, "Resize");
+  const Node* relu = find_op(*g, "Relu");
+  ASSERT_TRUE(resize && relu);
+  EXPECT_EQ(relu->outputs[0]->desc.dtype, DataType::kFloat16);
+  EXPECT_EQ(resize->inputs[0]->desc.dtype, kF32);
+  EXPECT_EQ(resize->outputs[0]->desc.dtype, kF32);
+  ASSERT_NE(resize->inputs[0]->producer, nullptr);
+  EXPECT_EQ(resize->inputs[0]->producer->op_type, "Cast") << "the cast converts the 6x8 input, not the 24x32 output";
+  EXPECT_EQ(count_op(*g, "Cast"), 2);  // x to float16, Relu's output back to float32
+  const auto got = run_graph(*g, feeds);
+  expect_close(got.at("y"), want.at("y"), 2e-3, 2e-3);
+}
+
+TEST(Float16Pass, DownsamplingResizeOrOneReadInFloat16StaysFloat16) {
+  for (const bool relu_after : {false, true}) {
+    auto g = relu_resize(relu_after ? 4 : 0.5, relu_after);
+    ASSERT_TRUE(g);
+    auto half = convert_to_fp16(*g, every_op_in_float16());
+    ASSERT_TRUE(half.is_ok()) << half.status().to_string();
+    const Node* resize = find_op(*g, "Resize");
+    ASSERT_NE(resize, nullptr);
+    EXPECT_EQ(resize->outputs[0]->desc.dtype, DataType::kFloat16) << (relu_after ? "read by a float16 Relu" : "0.5x");
+  }
 }
 
 }  // namespace
