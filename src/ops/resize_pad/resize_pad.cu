@@ -210,49 +210,44 @@ struct Resize2d {
   int64_t planes = 0;  // product of the leading axes
 };
 
-template <typename E>
-__global__ void resize_nearest_2d_kernel(const E* __restrict__ in, E* __restrict__ out, ResizeParams p, Resize2d q) {
+// kLinear false: nearest, T any element type of the right size (a byte copy); true: linear, T in
+// {float, __half, __nv_bfloat16}.
+template <bool kLinear, typename T>
+__global__ void resize_2d_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeParams p, Resize2d q) {
   const int dh = p.rank - 2, dw = p.rank - 1;
   const int64_t in_plane = int64_t{q.in_h} * q.in_w;
-  for (int64_t pos = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; pos < q.hw; pos += int64_t{blockDim.x} * gridDim.x) {
-    uint32_t oh, ow;
-    q.out_w.divmod(static_cast<uint32_t>(pos), &oh, &ow);
-    const int64_t y = clamp_index(nearest_of(p.nearest, resize_source(p, dh, static_cast<double>(oh))), q.in_h);
-    const int64_t x = clamp_index(nearest_of(p.nearest, resize_source(p, dw, static_cast<double>(ow))), q.in_w);
-    const int64_t src = y * q.in_w + x;
-    for (int64_t pl = blockIdx.y; pl < q.planes; pl += gridDim.y) out[pl * q.hw + pos] = in[pl * in_plane + src];
-  }
-}
-
-template <typename T>
-__global__ void resize_linear_2d_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeParams p, Resize2d q) {
-  const int dh = p.rank - 2, dw = p.rank - 1;
-  const int64_t in_plane = int64_t{q.in_h} * q.in_w;
-  for (int64_t pos = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; pos < q.hw; pos += int64_t{blockDim.x} * gridDim.x) {
+  const int64_t stride = int64_t{blockDim.x} * gridDim.x;
+  for (int64_t pos = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; pos < q.hw; pos += stride) {
     uint32_t oh, ow;
     q.out_w.divmod(static_cast<uint32_t>(pos), &oh, &ow);
     const double y = resize_source(p, dh, static_cast<double>(oh));
     const double x = resize_source(p, dw, static_cast<double>(ow));
-    const double fy = floor(y), fry = __dsub_rn(y, fy), fx = floor(x), frx = __dsub_rn(x, fx);
-    const int64_t ly = static_cast<int64_t>(fy), lx = static_cast<int64_t>(fx);
-    const int64_t rows[2] = {clamp_index(ly, q.in_h) * q.in_w, clamp_index(ly + 1, q.in_h) * q.in_w};
-    const int64_t cols[2] = {clamp_index(lx, q.in_w), clamp_index(lx + 1, q.in_w)};
-    const double wy[2] = {__dsub_rn(1.0, fry), fry}, wx[2] = {__dsub_rn(1.0, frx), frx};
-    // The general kernel's corners in its order (the last axis fastest) and their weights.
-    int64_t off[4];
-    double w[4];
+    if constexpr (!kLinear) {
+      const int64_t src =
+          clamp_index(nearest_of(p.nearest, y), q.in_h) * q.in_w + clamp_index(nearest_of(p.nearest, x), q.in_w);
+      for (int64_t pl = blockIdx.y; pl < q.planes; pl += gridDim.y) out[pl * q.hw + pos] = in[pl * in_plane + src];
+    } else {
+      const double fy = floor(y), fry = __dsub_rn(y, fy), fx = floor(x), frx = __dsub_rn(x, fx);
+      const int64_t ly = static_cast<int64_t>(fy), lx = static_cast<int64_t>(fx);
+      const int64_t rows[2] = {clamp_index(ly, q.in_h) * q.in_w, clamp_index(ly + 1, q.in_h) * q.in_w};
+      const int64_t cols[2] = {clamp_index(lx, q.in_w), clamp_index(lx + 1, q.in_w)};
+      const double wy[2] = {__dsub_rn(1.0, fry), fry}, wx[2] = {__dsub_rn(1.0, frx), frx};
+      // The general kernel's corners in its order (the last axis fastest) and their weights.
+      int64_t off[4];
+      double w[4];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      off[c] = rows[c >> 1] + cols[c & 1];
-      w[c] = __dmul_rn(wy[c >> 1], wx[c & 1]);
-    }
-    for (int64_t pl = blockIdx.y; pl < q.planes; pl += gridDim.y) {
-      const T* src = in + pl * in_plane;
-      double acc = 0.0;
+      for (int c = 0; c < 4; ++c) {
+        off[c] = rows[c >> 1] + cols[c & 1];
+        w[c] = __dmul_rn(wy[c >> 1], wx[c & 1]);
+      }
+      for (int64_t pl = blockIdx.y; pl < q.planes; pl += gridDim.y) {
+        const T* src = in + pl * in_plane;
+        double acc = 0.0;
 #pragma unroll
-      for (int c = 0; c < 4; ++c)
-        if (w[c] != 0.0) acc = __dadd_rn(acc, __dmul_rn(w[c], static_cast<double>(Elem<T>::ld(src[off[c]]))));
-      out[pl * q.hw + pos] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
+        for (int c = 0; c < 4; ++c)
+          if (w[c] != 0.0) acc = __dadd_rn(acc, __dmul_rn(w[c], static_cast<double>(Elem<T>::ld(src[off[c]]))));
+        out[pl * q.hw + pos] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
+      }
     }
   }
 }
@@ -386,7 +381,7 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
   const std::optional<Resize2d> q = p.cubic ? std::nullopt : resize_2d_of(p, n);
   const dim3 g2 = q ? resize_2d_grid(*q) : dim3();
   if (!p.linear && !p.cubic && q) {
-#define L(E) resize_nearest_2d_kernel<E><<<g2, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, *q)
+#define L(E) resize_2d_kernel<false, E><<<g2, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, *q)
     GRAFT_SIZE_DISPATCH(elem_size, L(E))
 #undef L
     return cudaGetLastError();
@@ -417,14 +412,14 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
   if (q) {
     switch (t) {
       case KType::kF32:
-        resize_linear_2d_kernel<float><<<g2, kThreads, 0, s>>>(static_cast<const float*>(in), static_cast<float*>(out), p, *q);
+        resize_2d_kernel<true, float><<<g2, kThreads, 0, s>>>(static_cast<const float*>(in), static_cast<float*>(out), p, *q);
         break;
       case KType::kF16:
-        resize_linear_2d_kernel<__half><<<g2, kThreads, 0, s>>>(static_cast<const __half*>(in), static_cast<__half*>(out), p,
+        resize_2d_kernel<true, __half><<<g2, kThreads, 0, s>>>(static_cast<const __half*>(in), static_cast<__half*>(out), p,
                                                                 *q);
         break;
       case KType::kBF16:
-        resize_linear_2d_kernel<__nv_bfloat16><<<g2, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(in),
+        resize_2d_kernel<true, __nv_bfloat16><<<g2, kThreads, 0, s>>>(static_cast<const __nv_bfloat16*>(in),
                                                                        static_cast<__nv_bfloat16*>(out), p, *q);
         break;
       default: return cudaErrorInvalidValue;
