@@ -498,15 +498,18 @@ fi
 if has_step zoo; then  # the model zoo (issue 14) into $OUT/zoo: ZOO_MODELS (default: the core group), ZOO_BUDGET_S,
   # ZOO_MIN_MODEL_S (the least time a model is assumed to need: at 120 s, zoo.py's default, a 390 s call
   # stopped after four models that took about 45 s each), ZOO_ARGS (more zoo.py options, e.g. --fixed-shape)
-  # Records in ZOO_PREVIOUS (default docs/results/zoo.json, the H100's; docs/results/zoo_h200.json keeps the H200's apart,
-  # since a summary over one GPU's records is what the targets are judged by) are kept; models measured at this commit are skipped (--skip-done); exports run on the
+  # Records in ZOO_PREVIOUS (default by the GPU: docs/results/zoo_h200.json on an H200, docs/results/zoo.json (the H100's)
+  # elsewhere, since a summary over one GPU's records is what the targets are judged by) are kept; models measured at this
+  # commit are skipped (--skip-done); exports run on the
   # CPU cores first, all at once; the worker time limits keep a call inside the machine's.
   mkdir -p "$OUT/zoo"
   ZC=${ZOO_CACHE:-/tmp/graft_zoo_cache}
+  zoo_prev=docs/results/zoo.json
+  nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | grep -q H200 && zoo_prev=docs/results/zoo_h200.json
   python3 bench/zoo.py --export-only --jobs 8 --cache "$ZC" --models ${ZOO_MODELS:-core} > "$LOGS/zoo_export.log" 2>&1
   note "zoo exports: rc=$? $(tail -1 "$LOGS/zoo_export.log")"
   ZOO_CACHE=$ZC timeout "${ZOO_BUDGET_S:-480}" bash bench/run_zoo.sh "$BUILDDIR" "$OUT/zoo" --models ${ZOO_MODELS:-core} \
-    --skip-done --previous ${ZOO_PREVIOUS:-docs/results/zoo.json} --compile-budget "${ZOO_COMPILE_BUDGET_S:-50}" \
+    --skip-done --previous ${ZOO_PREVIOUS:-$zoo_prev} --compile-budget "${ZOO_COMPILE_BUDGET_S:-50}" \
     --min-model-s "${ZOO_MIN_MODEL_S:-75}" ${ZOO_ARGS:-} \
     --time-budget $(( ${ZOO_BUDGET_S:-480} - 15 )) > "$LOGS/zoo.log" 2>&1
   note "zoo: rc=$? (see zoo.log; $OUT/zoo/zoo.json, zoo.md)"
