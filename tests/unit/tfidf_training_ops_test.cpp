@@ -1,5 +1,5 @@
 // TfIdfVectorizer (definition and CPU reference: src/ops/tfidf/tfidf.cpp),
-// BatchNormalization in training mode and Dropout in training mode at ratio 0 (src/ops/nn/nn.cpp,
+// BatchNormalization in training mode and Dropout in training mode at ratio 0 (src/ops/nn/batch_norm.cpp,
 // src/ops/random), each against a naive reference written here on fresh random data: the
 // n-gram counts found by matching every pool n-gram at every start and skip, the batch statistics
 // summed per channel. Then the refusals: string pools, bad pools. Dropout at a nonzero ratio:

@@ -1,4 +1,4 @@
-// The one layer over cuBLASLt that every GEMM uses (MatMul/Gemm in src/ops/nn/nn_cuda.cpp, GraftGemm and
+// The one layer over cuBLASLt that every GEMM uses (MatMul/Gemm in src/ops/nn/matmul_cuda.cpp, GraftGemm and
 // GraftAttention in src/ops/transformer/transformer_cuda.cpp): owning matmul descriptor, layout and preference
 // handles, the status-to-Status conversion (one error text for every caller), and lt_rowmajor, the
 // one row-major matmul they all call: prepared once per problem in the context's PreparedCache

@@ -1,8 +1,10 @@
 // The nn family: Conv, ConvTranspose, BatchNormalization, MatMul, Gemm, MaxPool, AveragePool and the
-// global pools. Definitions and CPU references: nn.cpp; CUDA ops: nn_cuda.cpp (MatMul/Gemm through
-// cuBLASLt, Conv through the backend's cuDNN convolution, pools and BatchNormalization on
-// src/ops/nn/nn_kernels.cu, which graft's fused convolution shares) and
-// conv_transpose_cuda.cpp (cuDNN's backward data). Both backends read the window attributes with
+// global pools, one file per op (the matrix products and the pools one file each): the schema and
+// CPU reference in <op>.cpp (conv.cpp, conv_transpose.cpp, batch_norm.cpp, matmul.cpp, pool.cpp,
+// sharing nn_util.h), the CUDA op in <op>_cuda.cpp (MatMul/Gemm through cuBLASLt, Conv through the
+// backend's cuDNN convolution, ConvTranspose through cuDNN's backward data, pools and
+// BatchNormalization on nn_kernels.cu, which graft's fused convolution shares). nn.cpp and
+// nn_cuda.cpp register them, one line per file. Both backends read the window attributes with
 // src/ops/window_attrs.h.
 //
 // The CPU references are the executable specification: every value is loaded as double,
@@ -14,6 +16,19 @@
 
 #include "ops/operator.h"
 #include "ops/window_attrs.h"
+
+#include <vector>
+
+namespace graft {
+
+// Each op file's rows of the builtin table (nn.cpp calls them).
+void append_batch_norm_ops(std::vector<OpEntry>& out);
+void append_conv_ops(std::vector<OpEntry>& out);
+void append_conv_transpose_ops(std::vector<OpEntry>& out);
+void append_matmul_ops(std::vector<OpEntry>& out);
+void append_pool_ops(std::vector<OpEntry>& out);
+
+}  // namespace graft
 
 namespace graft::cpu {
 

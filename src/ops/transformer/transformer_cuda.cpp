@@ -1,6 +1,6 @@
 // CUDA kernels of the transformer fusions' internal ops.
 //
-// GraftGemm: one cuBLASLt matmul (float32 compute, TF32 off, as MatMul/Gemm in src/ops/nn/nn_cuda.cpp) with
+// GraftGemm: one cuBLASLt matmul (float32 compute, TF32 off, as MatMul/Gemm in src/ops/nn/matmul_cuda.cpp) with
 // the bias and activation in its epilogue:
 //   ""     -> CUBLASLT_EPILOGUE_BIAS (or DEFAULT without bias)
 //   "Relu" -> CUBLASLT_EPILOGUE_RELU_BIAS (or RELU)
