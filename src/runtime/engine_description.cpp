@@ -9,7 +9,7 @@
 #include "ops/internal_ops.h"
 #include "plan/plan.h"
 #include "plan/tactics.h"
-#include "runtime/cpu_engine.h"
+#include "runtime/input_checks.h"
 
 namespace graft {
 

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "graft/cuda_engine.h"
-#include "runtime/cpu_engine.h"
 #include "runtime/device_engine.h"
+#include "runtime/input_checks.h"
 
 namespace graft::cuda {
 
