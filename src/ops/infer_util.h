@@ -70,6 +70,15 @@ inline Status infer_unary_float(InferContext& ctx) { return infer_unary(ctx, kFl
 inline Status infer_unary_signed(InferContext& ctx) { return infer_unary(ctx, kSignedTypes); }
 inline Status infer_unary_numeric(InferContext& ctx) { return infer_unary(ctx, kNumericTypes); }
 
+// A global pool's output shape (GlobalAveragePool, GlobalMaxPool, GlobalLpPool): x must be
+// (N, C, spatial...), and every spatial axis becomes 1.
+inline Result<Shape> global_pool_shape(const InferContext& ctx, const Shape& x) {
+  if (x.size() < 3) return ctx.fail("input X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x));
+  Shape out{x[0], x[1]};
+  out.resize(x.size(), Dim(1));
+  return out;
+}
+
 // The ops that normalize along one axis (Softmax, LogSoftmax, Hardmax), once input 0's dtype is
 // checked: `axis` (default 1 before opset 13, when the input is coerced to 2-D there, and -1 from
 // 13) must name an axis of input 0 when its rank is known; output 0 is input 0's dtype and shape.

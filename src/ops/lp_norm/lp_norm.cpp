@@ -193,10 +193,8 @@ Status infer_lp_pool(InferContext& ctx) {
 Status infer_global_lp_pool(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
   GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
-  if (x.size() < 3) return ctx.fail("input X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x));
+  GRAFT_ASSIGN_OR_RETURN(Shape out, global_pool_shape(ctx, x));
   GRAFT_RETURN_IF_ERROR(lp_order(ctx.attrs(), false).status());
-  Shape out{x[0], x[1]};
-  out.resize(x.size(), Dim(1));
   ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
   return Status::ok();
 }

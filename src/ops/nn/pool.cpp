@@ -11,6 +11,7 @@
 
 #include "backends/cpu/kernel_util.h"
 #include "ops/attr_util.h"
+#include "ops/infer_util.h"
 #include "ops/nn/nn_util.h"
 #include "ops/operator.h"
 #include "ops/window_attrs.h"
@@ -228,10 +229,7 @@ Status infer_average_pool(InferContext& ctx) { return infer_pool_common(ctx, fal
 Status infer_global_pool(InferContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
   GRAFT_RETURN_IF_ERROR(require_float_input(ctx, 0, "X"));
-  if (x.size() < 3)
-    return ctx.fail("input X must have rank >= 3 (N, C, spatial...), got ", shape_to_string(x));
-  Shape out{x[0], x[1]};
-  out.resize(x.size(), Dim(1));
+  GRAFT_ASSIGN_OR_RETURN(Shape out, infer::global_pool_shape(ctx, x));
   ctx.set_output(0, TensorDesc(ctx.input(0).dtype, out));
   return Status::ok();
 }
