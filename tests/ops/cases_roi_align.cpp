@@ -154,7 +154,8 @@ OpCaseTable mmcv_roi_align_cases() {
       t.cases.push_back(mmcv_case("ratio2_scale_half_" + tag, {3, 2, 9, 11}, 5, -4.0, 26.0,
                                  roi_attrs(2, 2, 0.5f, 2, mode, aligned)));
       // Max pooling: samples of a bin may lie within a finite-difference step of each other.
-      for (size_t i = t.cases.size() - 2; i < t.cases.size(); ++i) t.cases[i].fd_piecewise_linear = mode[1] == 'a';
+      for (size_t i = t.cases.size() - 2; i < t.cases.size(); ++i)
+        t.cases[i].fd_piecewise_linear = std::string(mode) == "max";
     }
   t.cases.push_back(mmcv_case("one_bin_many_rois", {1, 4, 6, 6}, 33, -2.0, 8.0, roi_attrs(1, 1, 1.0f, 1, "avg", 1)));
   t.cases.push_back(mmcv_case("detector_like_7x7", {2, 8, 16, 20}, 12, 0.0, 80.0, roi_attrs(7, 7, 0.25f, 2, "avg", 1)));
