@@ -38,6 +38,14 @@ inline std::string dtype_list(const std::vector<DataType>& ts) {
   return s;
 }
 
+// True when optional input i is present and, by its static shape, not an empty placeholder tensor
+// (Resize's scales or sizes, Pad's constant_value).
+inline bool input_given(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return false;
+  const TensorDesc& d = ctx.input(i);
+  return !(d.shape && shape_is_static(*d.shape) && numel_of(shape_values(*d.shape)) == 0);
+}
+
 inline Status require_input(const InferContext& ctx, size_t i) {
   if (!ctx.has_input(i)) return ctx.fail("required input ", static_cast<int64_t>(i), " is missing");
   return Status::ok();

@@ -1,7 +1,7 @@
 // Launchers for the data-movement CUDA kernels, by element size where they only move bytes:
 // a strided gather out[i] = in[offset(p, i)] (Transpose, Slice), a pitched row copy (Concat, Split),
 // Gather along an axis with device indices and Tile (Pad's kernels, which share Tile's AxisMap, are
-// in src/ops/resize_pad/resize_pad.cu).
+// in src/ops/resize_pad/pad.cu).
 #pragma once
 
 #include <cstdlib>

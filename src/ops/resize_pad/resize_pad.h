@@ -2,8 +2,8 @@
 // edge, wrap). This header holds what the schemas, the CPU references and the CUDA kernels share so
 // that every side computes the same output extents and words its errors the same way: the attribute
 // readers, the reading of the scales/sizes/pads inputs and Pad's index mapping (a host-and-device
-// function). resize_pad.cpp: attributes, CPU references, schemas; resize_pad.cu: kernels and the
-// CUDA ops.
+// function). One file per op: resize.cpp and pad.cpp (attributes, CPU reference, schema), resize.cu and
+// pad.cu (kernels and the CUDA op); resize_pad.cpp and resize_pad_cuda.cpp list them.
 #pragma once
 
 #include <cstdint>
@@ -80,11 +80,15 @@ inline int64_t pad_source(PadMode mode, int64_t i, int64_t n) {
 Status pad_amounts(const std::vector<int64_t>& pads, const std::vector<int64_t>* axes, int64_t rank,
                    std::vector<int64_t>* begins, std::vector<int64_t>* ends);
 
-// ---- CPU references (resize_pad.cpp) ---------------------------------------------------------------
+// ---- CPU references (resize.cpp, pad.cpp) ---------------------------------------------------------
 namespace cpu {
 
 Status resize(ExecContext& ctx);
 Status pad(ExecContext& ctx);
 
 }  // namespace cpu
+
+// ---- the family's rows, one function per op file (listed by resize_pad.cpp) ----
+void append_pad_ops(std::vector<OpEntry>& out);
+void append_resize_ops(std::vector<OpEntry>& out);
 }  // namespace graft

@@ -1,9 +1,7 @@
-// The resize-and-pad family's CUDA kernels and ops. Pad: one thread per output element maps it to
-// its source along every axis (constant fill, or graft::pad_source's reflect/edge/wrap mapping, the
-// CPU reference's own function). Resize: nearest is a byte copy of any dtype; linear and cubic
-// repeat the CPU reference's double-precision coordinate arithmetic operation by operation, so the
-// indices and weights match it exactly. Antialiased linear/cubic and tf_crop_and_resize stay on the
-// CPU reference (supports() says so).
+// Resize's CUDA kernels and op. Nearest is a byte copy of any dtype; linear and cubic repeat the CPU
+// reference's double-precision coordinate arithmetic operation by operation, so the indices and
+// weights match it exactly. Antialiased linear/cubic and tf_crop_and_resize stay on the CPU
+// reference (supports() says so).
 #include "ops/resize_pad/resize_pad.h"
 
 #include <cuda_runtime_api.h>
@@ -19,7 +17,6 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/fast_divide.h"
-#include "backends/cuda/shape_kernels.cuh"  // k::AxisMap, which Tile shares
 #include "ops/attr_util.h"
 
 namespace graft::cuda {
@@ -27,17 +24,6 @@ namespace graft::cuda {
 // ---- kernels --------------------------------------------------------------------------------------
 
 namespace k {
-
-// out[i] = in[i - begin] where inside the input along every axis, else *fill (one element on the
-// device; nullptr: zero bytes).
-cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, const void* fill,
-                                int64_t n, cudaStream_t s);
-
-// Pad's other modes: out[i] = in[the element that graft::pad_source (resize_pad.h, the CPU
-// reference's own mapping) gives for i - begin along every axis]. `mode` is a graft::PadMode as an
-// int, reflect, edge or wrap; every in_dims[a] must be positive.
-cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, const AxisMap& p, int64_t n,
-                            cudaStream_t s);
 
 // Resize parameters per axis, computed on the host the way the CPU reference does; the device
 // repeats the reference's double-precision coordinate arithmetic operation by operation (no FMA
@@ -67,36 +53,6 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
                           cudaStream_t s);
 
 namespace {
-
-template <typename E>
-__global__ void pad_constant_kernel(const E* __restrict__ in, E* __restrict__ out, AxisMap p,
-                                    const E* __restrict__ fill_ptr, int64_t n) {
-  const E fill = fill_ptr ? *fill_ptr : E(0);
-  GRAFT_GRID_STRIDE(i, n) {
-    int64_t rem = i, off = 0;
-    bool inside = true;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int64_t q = rem % p.out_dims[d] - p.begin[d];
-      rem /= p.out_dims[d];
-      if (q < 0 || q >= p.in_dims[d]) inside = false;
-      else off += q * p.in_strides[d];
-    }
-    out[i] = inside ? in[off] : fill;
-  }
-}
-
-template <typename E>
-__global__ void pad_mode_kernel(const E* __restrict__ in, E* __restrict__ out, AxisMap p, PadMode mode, int64_t n) {
-  GRAFT_GRID_STRIDE(i, n) {
-    int64_t rem = i, off = 0;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      const int64_t q = rem % p.out_dims[d] - p.begin[d];
-      rem /= p.out_dims[d];
-      off += pad_source(mode, q, p.in_dims[d]) * p.in_strides[d];
-    }
-    out[i] = in[off];
-  }
-}
 
 // Input coordinate for output coordinate x along axis d: the CPU reference's formulas, each
 // operation rounded on its own (the _rn intrinsics are never contracted into an FMA).
@@ -348,32 +304,6 @@ __global__ void resize_cubic_kernel(const T* __restrict__ in, T* __restrict__ ou
 
 }  // namespace
 
-cudaError_t launch_pad_constant(const void* in, void* out, int elem_size, const AxisMap& p, const void* fill,
-                                int64_t n, cudaStream_t s) {
-  if (n == 0) return cudaSuccess;
-  const unsigned g = grid_for(n);
-#define L(E)                                                                                               \
-  pad_constant_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, \
-                                                static_cast<const E*>(fill), n)
-  GRAFT_SIZE_DISPATCH(elem_size, L(E))
-#undef L
-  return cudaGetLastError();
-}
-
-cudaError_t launch_pad_mode(int mode, const void* in, void* out, int elem_size, const AxisMap& p, int64_t n,
-                            cudaStream_t s) {
-  const PadMode m = static_cast<PadMode>(mode);
-  if (m != PadMode::kReflect && m != PadMode::kEdge && m != PadMode::kWrap) return cudaErrorInvalidValue;
-  if (n == 0) return cudaSuccess;
-  for (int d = 0; d < p.rank; ++d)
-    if (p.in_dims[d] <= 0) return cudaErrorInvalidValue;
-  const unsigned g = grid_for(n);
-#define L(E) pad_mode_kernel<E><<<g, kThreads, 0, s>>>(static_cast<const E*>(in), static_cast<E*>(out), p, m, n)
-  GRAFT_SIZE_DISPATCH(elem_size, L(E))
-#undef L
-  return cudaGetLastError();
-}
-
 cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, const ResizeParams& p, int64_t n,
                           cudaStream_t s) {
   if (n == 0) return cudaSuccess;
@@ -444,78 +374,11 @@ cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, con
 
 }  // namespace k
 
-// ---- CUDA ops -------------------------------------------------------------------------------------
+// ---- CUDA op ---------------------------------------------------------------------------------------
 
 namespace {
 
 using namespace util;
-
-bool pad_supports(const Node& n, std::string* why) {
-  if (n.opset != 0 && n.opset < 11) return reject(why, "Pad before opset 11 (attribute form) is not handled");
-  if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
-  auto mode = graft::parse_pad_mode(n.attrs);
-  if (!mode.is_ok()) return reject(why, mode.status().to_string());
-  if (!has_input(n, 1)) return reject(why, "input 1 (pads) is missing");
-  if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0))
-    return reject(why, "constant_value dtype differs from the data dtype");
-  return true;
-}
-
-Status pad_run(CudaExec& ex) {
-  const ExecContext& ctx = *ex.ctx;
-  const Tensor* X = ctx.inputs.empty() ? nullptr : ctx.inputs[0];
-  const Tensor* P = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
-  if (!X || !P) return fail(ex, StatusCode::kInvalidModel, "inputs 'data' and 'pads' are required");
-  if (!dtype_is_integer(P->dtype()))
-    return fail(ex, StatusCode::kInvalidModel, "input 'pads' must be int64, got ", dtype_name(P->dtype()));
-  auto mode = graft::parse_pad_mode(*ctx.attrs);
-  if (!mode.is_ok()) return with_node(ex, mode.status());
-  const bool constant = mode.value() == graft::PadMode::kConstant;
-  const Tensor* V = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
-  const Tensor* A = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
-  std::vector<int64_t> axes_v;
-  if (A) axes_v = A->to_int64_vector();
-  std::vector<int64_t> pb, pe;
-  GRAFT_RETURN_IF_ERROR(with_node(ex, graft::pad_amounts(P->to_int64_vector(), A ? &axes_v : nullptr, X->rank(), &pb, &pe)));
-  const int64_t r = X->rank();
-  if (r > k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "rank ", r, " exceeds ", k::kMaxRank);
-  Tensor& Y = *ctx.outputs[0];
-  GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
-  const auto is = contiguous_strides(X->dims());
-  k::AxisMap p;
-  p.rank = static_cast<int>(r);
-  for (int64_t a = 0; a < r; ++a) {
-    const int64_t od = X->dims()[a] + pb[a] + pe[a];
-    if (od < 0)
-      return fail(ex, StatusCode::kInvalidModel, "negative pads crop axis ", a, " below zero (extent ", X->dims()[a], ")");
-    // The CPU reference's words: reflect, edge and wrap have nothing to repeat on an empty axis.
-    if (!constant && X->dims()[a] == 0 && od > 0)
-      return fail(ex, StatusCode::kInvalidModel, "cannot pad empty axis ", a, " in this mode");
-    if (Y.dims().size() != static_cast<size_t>(r) || Y.dims()[a] != od)
-      return fail(ex, StatusCode::kInternal, "output shape ", dims_str(Y.dims()), " does not match the pads");
-    p.out_dims[a] = od;
-    p.in_dims[a] = X->dims()[a];
-    p.in_strides[a] = is[a];
-    p.begin[a] = pb[a];
-  }
-  if (!constant) {
-    if (Y.numel() == 0) return Status::ok();
-    return launch_status(k::launch_pad_mode(static_cast<int>(mode.value()), X->data(), Y.data(), esize(*X), p, Y.numel(),
-                                            stream_of(ex)),
-                         ex);
-  }
-  // constant_value stays on the device (so the fp16 pass converts it with the data); its first
-  // element is the fill, zero bytes when it is absent or empty.
-  const void* fill = nullptr;
-  if (V && V->defined() && V->numel() > 0) {
-    if (V->dtype() != X->dtype())
-      return fail(ex, StatusCode::kInvalidModel, "constant_value has dtype ", dtype_name(V->dtype()), " but data has ",
-                  dtype_name(X->dtype()));
-    fill = V->data();
-  }
-  if (Y.numel() == 0) return Status::ok();
-  return launch_status(k::launch_pad_constant(X->data(), Y.data(), esize(*X), p, fill, Y.numel(), stream_of(ex)), ex);
-}
 
 // ---- Resize: nearest (any dtype, a byte copy) and linear (float types) ----
 
@@ -600,8 +463,7 @@ Status resize_run(CudaExec& ex) {
 
 }  // namespace
 
-void append_cuda_resize_pad_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Pad", &pad_supports, &pad_run, {1, 3}, nullptr});
+void append_cuda_resize_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Resize", &resize_supports, &resize_run, {1, 2, 3}, nullptr});
 }
 
