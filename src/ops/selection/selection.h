@@ -2,17 +2,27 @@
 // ArgMin give the index of the largest (smallest) element (ties: the first, or the last with
 // select_last_index), Hardmax a one-hot of the first largest, TopK the k largest or smallest with
 // their indices, sorted, ties in index order. NaN: a NaN first element is kept, otherwise NaN never
-// wins ArgMax/ArgMin; TopK orders NaN above every number. selection.cpp: CPU references and
-// schemas; selection.cu: kernels and the CUDA ops.
+// wins ArgMax/ArgMin; TopK orders NaN above every number. One file per op: arg_max.cpp
+// (ArgMax, ArgMin, Hardmax) and top_k.cpp (CPU references, schemas), arg_max.cu and top_k.cu (kernels
+// and the CUDA ops, over selection_keys.cuh); selection.cpp and selection_cuda.cpp list them.
 #pragma once
+
+#include <vector>
 
 #include "ops/operator.h"
 
-namespace graft::cpu {
+namespace graft {
+
+// The family's rows, one function per op file (listed by selection.cpp).
+void append_arg_max_ops(std::vector<OpEntry>& out);
+void append_top_k_ops(std::vector<OpEntry>& out);
+
+namespace cpu {
 
 Status arg_max(ExecContext& ctx);
 Status arg_min(ExecContext& ctx);
 Status hardmax(ExecContext& ctx);
 Status top_k(ExecContext& ctx);  // ties keep the lower index first
 
-}  // namespace graft::cpu
+}  // namespace cpu
+}  // namespace graft
