@@ -46,6 +46,15 @@ inline bool input_given(const InferContext& ctx, size_t i) {
   return !(d.shape && shape_is_static(*d.shape) && numel_of(shape_values(*d.shape)) == 0);
 }
 
+// Input i is present and of a float type, else kUnsupported naming the op (Softmax, LayerNormalization).
+inline Status require_float_input(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i)) return ctx.fail("required input ", static_cast<int64_t>(i), " is missing");
+  if (!dtype_is_float(ctx.input(i).dtype))
+    return error(StatusCode::kUnsupported, "input ", static_cast<int64_t>(i), " has dtype ",
+                 dtype_name(ctx.input(i).dtype), "; ", ctx.node().op_type, " supports float types only");
+  return Status::ok();
+}
+
 inline Status require_input(const InferContext& ctx, size_t i) {
   if (!ctx.has_input(i)) return ctx.fail("required input ", static_cast<int64_t>(i), " is missing");
   return Status::ok();

@@ -3,9 +3,12 @@
 // the normalizations built on reductions (Softmax, LogSoftmax, LayerNormalization), and CumSum.
 // This header holds what other code shares with them: the reduce axes (read one way by the schemas,
 // the CPU references and the CUDA ops), the CPU references and, in CUDA builds, the kernel
-// launchers (the fused attention calls the softmax). reduce_norm.cpp: axes, CPU references (float
-// inputs accumulate in double and round once on store; integers in int64), schemas; reduce_norm.cu:
-// kernels (float accumulation) and the CUDA ops.
+// launchers (the fused attention calls the softmax). One file per op (or group of ops sharing a
+// kernel): reduce.cpp (the axes and the ten Reduce ops), softmax.cpp, layer_norm.cpp, cumsum.cpp and
+// l2_normalize.cpp hold the CPU references (float inputs accumulate in double and round once on
+// store; integers in int64) and schemas; the .cu of the same names hold the kernels (float
+// accumulation) and the CUDA ops, the row kernels' shared parts in row_kernels.cuh;
+// reduce_norm.cpp and reduce_norm_cuda.cpp list the files.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +40,14 @@ struct ReduceAxes {
 Result<ReduceAxes> resolve_reduce_axes(const AttributeMap& attrs, int64_t rank, bool axes_input_present,
                                        const std::optional<std::vector<int64_t>>& axes_input);
 
-// ---- CPU references (reduce_norm.cpp) --------------------------------------------------------------
+// The family's rows, one function per op file (listed by reduce_norm.cpp).
+void append_reduce_ops(std::vector<OpEntry>& out);
+void append_softmax_ops(std::vector<OpEntry>& out);
+void append_layer_norm_ops(std::vector<OpEntry>& out);
+void append_cumsum_ops(std::vector<OpEntry>& out);
+void append_l2_normalize_ops(std::vector<OpEntry>& out);
+
+// ---- CPU references ----------------------------------------------------------------------------------
 namespace cpu {
 
 Status reduce_mean(ExecContext& ctx);
@@ -60,7 +70,7 @@ Status l2_normalize(ExecContext& ctx);  // GraftL2Normalize (internal)
 }  // namespace graft
 
 #ifdef GRAFT_WITH_CUDA
-// ---- CUDA launchers (reduce_norm.cu) ---------------------------------------------------------------
+// ---- CUDA launchers (reduce.cu, softmax.cu, layer_norm.cu, cumsum.cu, l2_normalize.cu) ------------
 namespace graft::cuda::k {
 
 cudaError_t launch_softmax(KType t, bool log, const void* x, void* y, int64_t outer, int64_t n, int64_t inner,

@@ -1,0 +1,243 @@
+// The ten Reduce ops' CUDA kernels and ops: generic reductions over any set of axes (up to kMaxRank)
+// with one block per output element, float accumulation. Axes come from the attribute or a host
+// input.
+#include "ops/reduce_norm/reduce_norm.h"
+
+#include <climits>
+#include <string>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+#include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/cuda_ops.h"
+
+namespace graft::cuda {
+
+// ---- kernels --------------------------------------------------------------------------------------
+
+namespace k {
+
+namespace {
+
+// Block-wide reduction of `v` under `op` with identity `id` (every thread gets the result); `sh`
+// holds 32 values.
+template <typename A, typename Op>
+__device__ __forceinline__ A block_reduce(A v, A* sh, A id, Op op) {
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : id;
+  for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+// NaN sticks, as in the CPU reference (nothing compares greater than it).
+__device__ __forceinline__ float max_nan(float a, float b) { return (isnan(a) || a > b) ? a : b; }
+__device__ __forceinline__ float min_nan(float a, float b) { return (isnan(a) || a < b) ? a : b; }
+
+template <typename T>
+__global__ void reduce_kernel(ReduceKind kind, const T* __restrict__ x, T* __restrict__ y, Strided kept,
+                              Strided red, int64_t red_n) {
+  __shared__ float sh[32];
+  const int64_t base = strided_offset(kept, blockIdx.x);
+  auto add = [](float a, float b) { return a + b; };
+  float out;
+  switch (kind) {
+    case ReduceKind::kMax:
+    case ReduceKind::kMin: {
+      const bool mx = kind == ReduceKind::kMax;
+      float acc = mx ? -INFINITY : INFINITY;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
+        const float v = Elem<T>::ld(x[base + strided_offset(red, r)]);
+        acc = mx ? max_nan(v, acc) : min_nan(v, acc);
+      }
+      out = mx ? block_reduce(acc, sh, -INFINITY, [](float a, float b) { return max_nan(a, b); })
+               : block_reduce(acc, sh, INFINITY, [](float a, float b) { return min_nan(a, b); });
+      break;
+    }
+    case ReduceKind::kProd: {
+      float acc = 1.f;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) acc *= Elem<T>::ld(x[base + strided_offset(red, r)]);
+      out = block_reduce(acc, sh, 1.f, [](float a, float b) { return a * b; });
+      break;
+    }
+    case ReduceKind::kLogSumExp: {
+      // The max first, so large inputs do not overflow; an infinite max is not subtracted.
+      float m = -INFINITY;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x)
+        m = fmaxf(m, Elem<T>::ld(x[base + strided_offset(red, r)]));
+      m = block_reduce(m, sh, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
+      const float sub = isinf(m) ? 0.f : m;
+      float acc = 0.f;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x)
+        acc += expf(Elem<T>::ld(x[base + strided_offset(red, r)]) - sub);
+      out = logf(block_reduce(acc, sh, 0.f, add)) + sub;
+      break;
+    }
+    default: {
+      float acc = 0.f;
+      for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
+        const float v = Elem<T>::ld(x[base + strided_offset(red, r)]);
+        acc += kind == ReduceKind::kSumSquare || kind == ReduceKind::kL2 ? v * v
+               : kind == ReduceKind::kL1                                ? fabsf(v)
+                                                                        : v;
+      }
+      out = block_reduce(acc, sh, 0.f, add);
+      if (kind == ReduceKind::kMean) out /= static_cast<float>(red_n);
+      else if (kind == ReduceKind::kL2) out = sqrtf(out);
+      else if (kind == ReduceKind::kLogSum) out = logf(out);
+      break;
+    }
+  }
+  if (threadIdx.x == 0) y[blockIdx.x] = Elem<T>::st(out);
+}
+
+// Integers: int64 accumulation, unsigned so that overflow wraps like the CPU reference.
+template <typename T>
+__global__ void reduce_int_kernel(ReduceKind kind, const T* __restrict__ x, T* __restrict__ y, Strided kept,
+                                  Strided red, int64_t red_n) {
+  using U = unsigned long long;
+  __shared__ long long sh[32];
+  const int64_t base = strided_offset(kept, blockIdx.x);
+  const bool mx = kind == ReduceKind::kMax, mn = kind == ReduceKind::kMin, prod = kind == ReduceKind::kProd;
+  long long acc = mx ? LLONG_MIN : mn ? LLONG_MAX : prod ? 1 : 0;
+  for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
+    const long long v = static_cast<long long>(x[base + strided_offset(red, r)]);
+    switch (kind) {
+      case ReduceKind::kMax: acc = v > acc ? v : acc; break;
+      case ReduceKind::kMin: acc = v < acc ? v : acc; break;
+      case ReduceKind::kProd: acc = static_cast<long long>(U(acc) * U(v)); break;
+      case ReduceKind::kSumSquare: acc = static_cast<long long>(U(acc) + U(v) * U(v)); break;
+      case ReduceKind::kL1: acc = static_cast<long long>(U(acc) + U(v < 0 ? -v : v)); break;
+      default: acc = static_cast<long long>(U(acc) + U(v)); break;
+    }
+  }
+  long long out;
+  if (mx) out = block_reduce(acc, sh, LLONG_MIN, [](long long a, long long b) { return a > b ? a : b; });
+  else if (mn) out = block_reduce(acc, sh, LLONG_MAX, [](long long a, long long b) { return a < b ? a : b; });
+  else if (prod) out = block_reduce(acc, sh, 1LL, [](long long a, long long b) { return static_cast<long long>(U(a) * U(b)); });
+  else out = block_reduce(acc, sh, 0LL, [](long long a, long long b) { return static_cast<long long>(U(a) + U(b)); });
+  if (kind == ReduceKind::kMean) out /= red_n;
+  if (threadIdx.x == 0) y[blockIdx.x] = static_cast<T>(out);
+}
+
+}  // namespace
+
+cudaError_t launch_reduce(KType t, ReduceKind kind, const void* x, void* y, const Strided& kept, int64_t out_n,
+                          const Strided& reduced, int64_t red_n, cudaStream_t s) {
+  if (out_n == 0) return cudaSuccess;
+  if (out_n > 0x7fffffffLL) return cudaErrorInvalidValue;
+  const unsigned blocks = static_cast<unsigned>(out_n);
+  if (t == KType::kI32 || t == KType::kI64) {
+    if (kind == ReduceKind::kL2 || kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp)
+      return cudaErrorInvalidValue;
+    if (t == KType::kI32)
+      reduce_int_kernel<int32_t><<<blocks, kThreads, 0, s>>>(kind, static_cast<const int32_t*>(x),
+                                                             static_cast<int32_t*>(y), kept, reduced, red_n);
+    else
+      reduce_int_kernel<int64_t><<<blocks, kThreads, 0, s>>>(kind, static_cast<const int64_t*>(x),
+                                                             static_cast<int64_t*>(y), kept, reduced, red_n);
+    return cudaGetLastError();
+  }
+  GRAFT_FLOAT_DISPATCH(t, (reduce_kernel<T><<<blocks, kThreads, 0, s>>>(kind, static_cast<const T*>(x), static_cast<T*>(y),
+                                                                        kept, reduced, red_n)));
+  return cudaGetLastError();
+}
+
+}  // namespace k
+
+// ---- CUDA op ---------------------------------------------------------------------------------------
+
+namespace {
+
+using namespace util;
+
+// Integer inputs for every kind the CPU reference takes them for (not L2/LogSum/LogSumExp).
+template <k::ReduceKind kKind>
+bool reduce_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  constexpr bool kInts = kKind != k::ReduceKind::kL2 && kKind != k::ReduceKind::kLogSum &&
+                         kKind != k::ReduceKind::kLogSumExp;
+  if (kInts) {
+    if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
+                              DataType::kInt64}, why))
+      return false;
+  } else if (!float_input0(n, why)) {
+    return false;
+  }
+  if (has_input(n, 1) && !require_dtype(n, 1, {DataType::kInt64, DataType::kInt32}, why)) return false;
+  return true;
+}
+
+// With noop_with_empty_axes and no axes, the CPU reference copies the input for the kinds of its
+// `reduce` (Sum/Mean/Max/Min/Prod/SumSquare/L2) but applies the per-element function for
+// L1/LogSum/LogSumExp (a one-element reduction): |x|, log(x), x.
+constexpr bool noop_copies(k::ReduceKind kind) {
+  return kind != k::ReduceKind::kL1 && kind != k::ReduceKind::kLogSum && kind != k::ReduceKind::kLogSumExp;
+}
+
+template <k::ReduceKind kKind>
+Status reduce_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  Tensor& y = *ex.ctx->outputs[0];
+  const Tensor* axes_t = ex.ctx->inputs.size() > 1 ? ex.ctx->inputs[1] : nullptr;
+  std::optional<std::vector<int64_t>> axes_in;
+  if (axes_t) {
+    if (axes_t->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "axes must be a host input");
+    axes_in = axes_t->to_int64_vector();
+  }
+  GRAFT_ASSIGN_OR_RETURN(graft::ReduceAxes ra, graft::resolve_reduce_axes(attrs_of(ex), x.rank(), axes_t != nullptr, axes_in));
+  std::vector<bool> red(static_cast<size_t>(x.rank()), false);
+  if (ra.noop && noop_copies(kKind)) {
+    if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
+    if (x.nbytes() == 0) return Status::ok();
+    return launch_status(cudaMemcpyAsync(y.data(), x.data(), x.nbytes(), cudaMemcpyDeviceToDevice, stream_of(ex)), ex,
+                         "cudaMemcpyAsync");
+  }
+  if (ra.noop) {
+    // Copy the input (a reduction over nothing); Sum/Mean/Max/Min of one element is itself.
+  } else if (ra.axes.empty()) {
+    red.assign(red.size(), true);
+  } else {
+    for (int64_t a : ra.axes) red[static_cast<size_t>(a)] = true;
+  }
+  k::Strided kept, rs;
+  const auto st = contiguous_strides(x.dims());
+  int64_t red_n = 1;
+  for (int64_t d = 0; d < x.rank(); ++d) {
+    if (x.dims()[d] == 1) continue;
+    k::Strided& s = red[static_cast<size_t>(d)] ? rs : kept;
+    if (s.rank == k::kMaxRank) return fail(ex, StatusCode::kUnsupported, "more than ", k::kMaxRank, " axes");
+    s.dims[s.rank] = x.dims()[d];
+    s.strides[s.rank] = st[static_cast<size_t>(d)];
+    ++s.rank;
+    if (red[static_cast<size_t>(d)]) red_n *= x.dims()[d];
+  }
+  if (y.numel() * red_n != x.numel()) return fail(ex, StatusCode::kInternal, "output shape inconsistent with the axes");
+  if (red_n == 0) return fail(ex, StatusCode::kUnsupported, "reduction over an empty axis");
+  return launch_status(k::launch_reduce(ktype(x.dtype()), kKind, x.data(), y.data(), kept, y.numel(), rs, red_n, stream_of(ex)), ex);
+}
+
+template <k::ReduceKind kKind>
+CudaOp reduce_op(const char* name) {
+  return CudaOp{name, &reduce_supports<kKind>, &reduce_run<kKind>, {1}, nullptr};
+}
+
+}  // namespace
+
+void append_cuda_reduce_ops(std::vector<CudaOp>& out) {
+  out.push_back(reduce_op<k::ReduceKind::kMean>("ReduceMean"));
+  out.push_back(reduce_op<k::ReduceKind::kSum>("ReduceSum"));
+  out.push_back(reduce_op<k::ReduceKind::kMax>("ReduceMax"));
+  out.push_back(reduce_op<k::ReduceKind::kMin>("ReduceMin"));
+  out.push_back(reduce_op<k::ReduceKind::kProd>("ReduceProd"));
+  out.push_back(reduce_op<k::ReduceKind::kSumSquare>("ReduceSumSquare"));
+  out.push_back(reduce_op<k::ReduceKind::kL1>("ReduceL1"));
+  out.push_back(reduce_op<k::ReduceKind::kL2>("ReduceL2"));
+  out.push_back(reduce_op<k::ReduceKind::kLogSum>("ReduceLogSum"));
+  out.push_back(reduce_op<k::ReduceKind::kLogSumExp>("ReduceLogSumExp"));
+}
+
+}  // namespace graft::cuda
