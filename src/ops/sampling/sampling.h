@@ -2,8 +2,9 @@
 // kernels that mmdeploy's MMCVRoiAlign and grid_sampler and TensorRT's ROIAlign_TRT share with them
 // (ops/roi_align, ops/grid_sample). This header holds what those users need: the attribute readers,
 // the CPU references over TensorViews and, in CUDA builds, the kernel launchers (plain types only,
-// so host code includes them). sampling.cpp: attributes, CPU references, schemas; sampling.cu:
-// kernels and the CUDA ops.
+// so host code includes them). One file per op: roi_align.cpp and grid_sample.cpp (attributes, CPU
+// reference, schema, over sampling_util.h), roi_align.cu and grid_sample.cu (kernels and the CUDA op,
+// over sampling_cuda.cuh); sampling.cpp and sampling_cuda.cpp list them.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,10 @@
 #endif
 
 namespace graft {
+
+// The family's rows, one function per op file (listed by sampling.cpp).
+void append_roi_align_ops(std::vector<OpEntry>& out);
+void append_grid_sample_ops(std::vector<OpEntry>& out);
 
 // ---- RoiAlign (Mask R-CNN, He et al., arXiv 1703.06870) ------------------------------------------
 struct RoiAlignParams {
@@ -61,7 +66,7 @@ struct GridSampleParams {
 // nearest|cubic; padding_mode zeros|border|reflection; align_corners 0|1. Errors name the attribute.
 Result<GridSampleParams> parse_grid_sample_attrs(const AttributeMap& attrs, int opset);
 
-// ---- CPU references (sampling.cpp) ----------------------------------------------------------------
+// ---- CPU references (roi_align.cpp, grid_sample.cpp) ----------------------------------------------------------------
 // The kernels compute in double whatever the storage dtype (float16/float32/float64) and round once
 // on store.
 namespace cpu {
