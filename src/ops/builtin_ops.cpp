@@ -9,20 +9,21 @@
 
 namespace graft {
 
-// One function per family folder, src/ops/<family>/: append_<family>_ops appends the family's rows
-// (the ONNX ops, and graft's internal ops wrapped in internal_op(): made only by the builder's passes,
-// names starting with "Graft", each with a CPU reference built from the builtin kernels it replaces).
-// CMake writes the list from the folders (src/CMakeLists.txt), so a new family is its folder alone.
-#define GRAFT_OP_FAMILY(family) void append_##family##_ops(std::vector<OpEntry>& out);
-#include "ops/op_families.inc"
-#undef GRAFT_OP_FAMILY
+// Every table function of the op folders, src/ops/<family>/: append_<name>_ops appends the rows of
+// a family's file, or of one op's file (the ONNX ops, and graft's internal ops wrapped in
+// internal_op(): made only by the builder's passes, names starting with "Graft", each with a CPU
+// reference built from the builtin kernels it replaces). CMake writes the list from the files'
+// definitions (src/CMakeLists.txt), so a new op file or family folder registers itself.
+#define GRAFT_OP_TABLE(name) void append_##name##_ops(std::vector<OpEntry>& out);
+#include "ops/op_tables.inc"
+#undef GRAFT_OP_TABLE
 
 const std::vector<OpEntry>& builtin_ops() {
   static const std::vector<OpEntry> table = [] {
     std::vector<OpEntry> t;
-#define GRAFT_OP_FAMILY(family) append_##family##_ops(t);
-#include "ops/op_families.inc"
-#undef GRAFT_OP_FAMILY
+#define GRAFT_OP_TABLE(name) append_##name##_ops(t);
+#include "ops/op_tables.inc"
+#undef GRAFT_OP_TABLE
     std::sort(t.begin(), t.end(), [](const OpEntry& a, const OpEntry& b) {
       return std::string(a.op_type) < b.op_type;
     });

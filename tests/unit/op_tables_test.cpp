@@ -1,10 +1,11 @@
-// The builtin op table as the generated family list (src/CMakeLists.txt) builds it: one row per
-// domain and op type, graft's internal ops in their own domain and only there, and every family
-// folder present.
+// The builtin op table as the generated list of table functions (src/CMakeLists.txt) builds it: one
+// row per domain and op type, graft's internal ops in their own domain and only there, and every
+// table function of the op folders called.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <string>
 
@@ -43,23 +44,48 @@ TEST(OpTables, InternalOpsAreGraftNamedAndOnlyInTheirDomain) {
   EXPECT_EQ(internal, 11) << "an internal op was added: list it above";
 }
 
-// Each folder of src/ops with a <family>.cpp is a family in the list CMake generated, whose
-// functions the tables call; and a few ops of every family are in the table.
-TEST(OpTables, EveryFamilyFolderIsRegistered) {
-  const std::filesystem::path ops = std::filesystem::path(GRAFT_SOURCE_DIR) / "src" / "ops";
-  std::ifstream in(std::filesystem::path(GRAFT_BINARY_DIR) / "src" / "generated" / "ops" / "op_families.inc");
-  ASSERT_TRUE(in.good()) << "no generated family list in the build folder";
-  std::set<std::string> listed;
+// The table functions CMake listed (src/CMakeLists.txt) are exactly those the op folders define,
+// each once: every `append_<name>_ops` of an ops/<family>/*.cpp and every `append_cuda_<name>_ops`
+// of an ops/<family>/*.cu or *_cuda.cpp, read here with a regex of the test's own; every family
+// folder defines at least one; and a few ops of every family are in the table.
+std::multiset<std::string> generated_list(const char* file, const std::string& macro) {
+  std::ifstream in(std::filesystem::path(GRAFT_BINARY_DIR) / "src" / "generated" / "ops" / file);
+  EXPECT_TRUE(in.good()) << "no generated " << file << " in the build folder";
+  std::multiset<std::string> listed;
   for (std::string line; std::getline(in, line);)
-    if (line.rfind("GRAFT_OP_FAMILY(", 0) == 0) listed.insert(line.substr(16, line.size() - 17));
+    if (line.rfind(macro + "(", 0) == 0) listed.insert(line.substr(macro.size() + 1, line.size() - macro.size() - 2));
+  return listed;
+}
+
+TEST(OpTables, EveryTableFunctionOfTheOpFoldersIsListedOnce) {
+  const std::filesystem::path ops = std::filesystem::path(GRAFT_SOURCE_DIR) / "src" / "ops";
+  const std::regex cpu_fn(R"(^void append_([a-z0-9_]+)_ops\(std::vector<OpEntry>& out\) \{)");
+  const std::regex cuda_fn(R"(^void append_cuda_([a-z0-9_]+)_ops\(std::vector<CudaOp>& out\) \{)");
+  std::multiset<std::string> cpu_defined, cuda_defined;
   int families = 0;
   for (const auto& dir : std::filesystem::directory_iterator(ops)) {
-    const std::string family = dir.path().filename().string();
-    if (!dir.is_directory() || !std::filesystem::exists(dir.path() / (family + ".cpp"))) continue;
+    if (!dir.is_directory()) continue;
     ++families;
-    EXPECT_TRUE(listed.count(family)) << "family folder " << family << " is not in the generated list";
+    size_t functions = 0;
+    for (const auto& file : std::filesystem::directory_iterator(dir.path())) {
+      const std::string ext = file.path().extension().string();
+      if (ext != ".cpp" && ext != ".cu") continue;
+      std::ifstream in(file.path());
+      std::smatch m;
+      for (std::string line; std::getline(in, line);) {
+        if (std::regex_search(line, m, cuda_fn)) cuda_defined.insert(m[1]), ++functions;
+        else if (std::regex_search(line, m, cpu_fn)) cpu_defined.insert(m[1]), ++functions;
+      }
+    }
+    EXPECT_GT(functions, 0u) << "op folder " << dir.path().filename() << " defines no table function";
   }
-  EXPECT_EQ(listed.size(), static_cast<size_t>(families));
+  EXPECT_GT(families, 20);
+  const auto cpu_listed = generated_list("op_tables.inc", "GRAFT_OP_TABLE");
+  const auto cuda_listed = generated_list("cuda_op_tables.inc", "GRAFT_CUDA_OP_TABLE");
+  EXPECT_EQ(cpu_listed, cpu_defined) << "rerun CMake: the generated list is stale";
+  EXPECT_EQ(cuda_listed, cuda_defined) << "rerun CMake: the generated list is stale";
+  for (const auto& name : cpu_listed) EXPECT_EQ(cpu_listed.count(name), 1u) << "append_" << name << "_ops twice";
+  for (const auto& name : cuda_listed) EXPECT_EQ(cuda_listed.count(name), 1u) << "append_cuda_" << name << "_ops twice";
   for (const char* type : {"Relu", "Conv", "ReduceMean", "Reshape", "TopK", "GatherND", "Resize", "GridSample",
                            "NonZero", "NegativeLogLikelihoodLoss", "QuantizeLinear", "Det", "DFT", "LpPool",
                            "MaxRoiPool", "QLinearConv", "TfIdfVectorizer", "StringNormalizer", "RandomNormal",

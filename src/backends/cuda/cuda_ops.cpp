@@ -9,19 +9,19 @@
 
 namespace graft::cuda {
 
-// One function per family folder with CUDA code, src/ops/<family>/ (its .cu or <family>_cuda.cpp):
-// append_cuda_<family>_ops appends the family's CUDA ops. CMake writes the list from the folders
-// (src/CMakeLists.txt), as it does the builtin table's.
-#define GRAFT_CUDA_OP_FAMILY(family) void append_cuda_##family##_ops(std::vector<CudaOp>& out);
-#include "ops/cuda_op_families.inc"
-#undef GRAFT_CUDA_OP_FAMILY
+// Every CUDA table function of the op folders, src/ops/<family>/ (in a .cu or *_cuda.cpp):
+// append_cuda_<name>_ops appends a family's or one op's CUDA ops. CMake writes the list from the
+// files' definitions (src/CMakeLists.txt), as it does the builtin table's.
+#define GRAFT_CUDA_OP_TABLE(name) void append_cuda_##name##_ops(std::vector<CudaOp>& out);
+#include "ops/cuda_op_tables.inc"
+#undef GRAFT_CUDA_OP_TABLE
 
 const std::vector<CudaOp>& cuda_ops() {
   static const std::vector<CudaOp> table = [] {
     std::vector<CudaOp> t;
-#define GRAFT_CUDA_OP_FAMILY(family) append_cuda_##family##_ops(t);
-#include "ops/cuda_op_families.inc"
-#undef GRAFT_CUDA_OP_FAMILY
+#define GRAFT_CUDA_OP_TABLE(name) append_cuda_##name##_ops(t);
+#include "ops/cuda_op_tables.inc"
+#undef GRAFT_CUDA_OP_TABLE
     return t;
   }();
   return table;

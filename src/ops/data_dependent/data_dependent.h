@@ -1,8 +1,7 @@
 // The data-dependent family: the ONNX ops whose output size depends on the values of their inputs,
 // not only on their shapes (NonZero, NonMaxSuppression, Unique). One file per op: non_zero.cpp,
 // non_max_suppression.cpp and unique.cpp (definition and CPU reference), the .cu of the same names
-// (kernels and the CUDA op, over data_dependent_cuda.cuh); data_dependent.cpp and
-// data_dependent_cuda.cpp list them. This header holds what both sides
+// (kernels and the CUDA op, over data_dependent_cuda.cuh). This header holds what both sides
 // read: NonMaxSuppression's inputs and attribute, checked one way so that an error reads the same
 // whichever backend finds it.
 #pragma once
@@ -13,16 +12,11 @@
 #include "graft/attribute.h"
 #include "graft/status.h"
 #include "graft/tensor.h"
-#include "ops/operator.h"
 
 namespace graft {
 
 struct Node;
 
-// The family's rows, one function per op file (listed by data_dependent.cpp).
-void append_non_zero_ops(std::vector<OpEntry>& out);
-void append_non_max_suppression_ops(std::vector<OpEntry>& out);
-void append_unique_ops(std::vector<OpEntry>& out);
 
 // boxes [batches, boxes, 4] and scores [batches, classes, boxes] that agree.
 struct NmsDims {

@@ -3,8 +3,8 @@
 // CPU reference in <op>.cpp (conv.cpp, conv_transpose.cpp, batch_norm.cpp, matmul.cpp, pool.cpp,
 // sharing nn_util.h), the CUDA op in <op>_cuda.cpp (MatMul/Gemm through cuBLASLt, Conv through the
 // backend's cuDNN convolution, ConvTranspose through cuDNN's backward data, pools and
-// BatchNormalization on nn_kernels.cu, which graft's fused convolution shares). nn.cpp and
-// nn_cuda.cpp register them, one line per file. Both backends read the window attributes with
+// BatchNormalization on nn_kernels.cu, which graft's fused convolution shares). Each file's table
+// function is called from the list CMake writes. Both backends read the window attributes with
 // src/ops/window_attrs.h.
 //
 // The CPU references are the executable specification: every value is loaded as double,
@@ -17,18 +17,6 @@
 #include "ops/operator.h"
 #include "ops/window_attrs.h"
 
-#include <vector>
-
-namespace graft {
-
-// Each op file's rows of the builtin table (nn.cpp calls them).
-void append_batch_norm_ops(std::vector<OpEntry>& out);
-void append_conv_ops(std::vector<OpEntry>& out);
-void append_conv_transpose_ops(std::vector<OpEntry>& out);
-void append_matmul_ops(std::vector<OpEntry>& out);
-void append_pool_ops(std::vector<OpEntry>& out);
-
-}  // namespace graft
 
 namespace graft::cpu {
 

@@ -7,8 +7,7 @@
 // kernel): reduce.cpp (the axes and the ten Reduce ops), softmax.cpp, layer_norm.cpp, cumsum.cpp and
 // l2_normalize.cpp hold the CPU references (float inputs accumulate in double and round once on
 // store; integers in int64) and schemas; the .cu of the same names hold the kernels (float
-// accumulation) and the CUDA ops, the row kernels' shared parts in row_kernels.cuh;
-// reduce_norm.cpp and reduce_norm_cuda.cpp list the files.
+// accumulation) and the CUDA ops, the row kernels' shared parts in row_kernels.cuh.
 #pragma once
 
 #include <cstdint>
@@ -39,13 +38,6 @@ struct ReduceAxes {
 // says whether the node has a second input at all.
 Result<ReduceAxes> resolve_reduce_axes(const AttributeMap& attrs, int64_t rank, bool axes_input_present,
                                        const std::optional<std::vector<int64_t>>& axes_input);
-
-// The family's rows, one function per op file (listed by reduce_norm.cpp).
-void append_reduce_ops(std::vector<OpEntry>& out);
-void append_softmax_ops(std::vector<OpEntry>& out);
-void append_layer_norm_ops(std::vector<OpEntry>& out);
-void append_cumsum_ops(std::vector<OpEntry>& out);
-void append_l2_normalize_ops(std::vector<OpEntry>& out);
 
 // ---- CPU references ----------------------------------------------------------------------------------
 namespace cpu {

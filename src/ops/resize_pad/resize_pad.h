@@ -3,7 +3,7 @@
 // that every side computes the same output extents and words its errors the same way: the attribute
 // readers, the reading of the scales/sizes/pads inputs and Pad's index mapping (a host-and-device
 // function). One file per op: resize.cpp and pad.cpp (attributes, CPU reference, schema), resize.cu and
-// pad.cu (kernels and the CUDA op); resize_pad.cpp and resize_pad_cuda.cpp list them.
+// pad.cu (kernels and the CUDA op).
 #pragma once
 
 #include <cstdint>
@@ -88,7 +88,4 @@ Status pad(ExecContext& ctx);
 
 }  // namespace cpu
 
-// ---- the family's rows, one function per op file (listed by resize_pad.cpp) ----
-void append_pad_ops(std::vector<OpEntry>& out);
-void append_resize_ops(std::vector<OpEntry>& out);
 }  // namespace graft

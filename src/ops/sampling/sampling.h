@@ -4,7 +4,7 @@
 // the CPU references over TensorViews and, in CUDA builds, the kernel launchers (plain types only,
 // so host code includes them). One file per op: roi_align.cpp and grid_sample.cpp (attributes, CPU
 // reference, schema, over sampling_util.h), roi_align.cu and grid_sample.cu (kernels and the CUDA op,
-// over sampling_cuda.cuh); sampling.cpp and sampling_cuda.cpp list them.
+// over sampling_cuda.cuh).
 #pragma once
 
 #include <cstdint>
@@ -22,10 +22,6 @@
 #endif
 
 namespace graft {
-
-// The family's rows, one function per op file (listed by sampling.cpp).
-void append_roi_align_ops(std::vector<OpEntry>& out);
-void append_grid_sample_ops(std::vector<OpEntry>& out);
 
 // ---- RoiAlign (Mask R-CNN, He et al., arXiv 1703.06870) ------------------------------------------
 struct RoiAlignParams {

@@ -4,7 +4,7 @@
 // their indices, sorted, ties in index order. NaN: a NaN first element is kept, otherwise NaN never
 // wins ArgMax/ArgMin; TopK orders NaN above every number. One file per op: arg_max.cpp
 // (ArgMax, ArgMin, Hardmax) and top_k.cpp (CPU references, schemas), arg_max.cu and top_k.cu (kernels
-// and the CUDA ops, over selection_keys.cuh); selection.cpp and selection_cuda.cpp list them.
+// and the CUDA ops, over selection_keys.cuh).
 #pragma once
 
 #include <vector>
@@ -12,10 +12,6 @@
 #include "ops/operator.h"
 
 namespace graft {
-
-// The family's rows, one function per op file (listed by selection.cpp).
-void append_arg_max_ops(std::vector<OpEntry>& out);
-void append_top_k_ops(std::vector<OpEntry>& out);
 
 namespace cpu {
 
