@@ -55,6 +55,13 @@ inline Status require_float_input(const InferContext& ctx, size_t i) {
   return Status::ok();
 }
 
+// Input i, when its shape is known, has rank at least r; `what` names it in the error.
+inline Status require_rank_at_least(const InferContext& ctx, size_t i, int64_t r, const char* what) {
+  const TensorDesc& d = ctx.input(i);
+  if (d.shape && d.rank() < r) return ctx.fail("input ", what, " must have rank >= ", r, ", got ", d.to_string());
+  return Status::ok();
+}
+
 inline Status require_input(const InferContext& ctx, size_t i) {
   if (!ctx.has_input(i)) return ctx.fail("required input ", static_cast<int64_t>(i), " is missing");
   return Status::ok();

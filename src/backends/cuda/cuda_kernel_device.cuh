@@ -136,6 +136,20 @@ __host__ __device__ __forceinline__ int64_t pow2_at_least(int64_t n) {
     default: return cudaErrorInvalidValue;                       \
   }
 
+// As GRAFT_NUMERIC_DISPATCH, float64, int8 and uint8 included (the windows' and Einsum's types).
+#define GRAFT_EVERY_NUMERIC_DISPATCH(t, CALL)                    \
+  switch (t) {                                                   \
+    case KType::kF32: { using T = float; CALL; break; }          \
+    case KType::kF16: { using T = __half; CALL; break; }         \
+    case KType::kBF16: { using T = __nv_bfloat16; CALL; break; } \
+    case KType::kF64: { using T = double; CALL; break; }         \
+    case KType::kI8: { using T = int8_t; CALL; break; }          \
+    case KType::kU8: { using T = uint8_t; CALL; break; }         \
+    case KType::kI32: { using T = int32_t; CALL; break; }        \
+    case KType::kI64: { using T = int64_t; CALL; break; }        \
+    default: return cudaErrorInvalidValue;                       \
+  }
+
 // As GRAFT_FLOAT_DISPATCH, float64 included (for ops whose CPU references take it).
 #define GRAFT_FLOAT64_DISPATCH(t, CALL)                          \
   switch (t) {                                                   \

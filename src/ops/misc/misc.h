@@ -1,7 +1,9 @@
 // The misc family: ONNX ops the backend test suite exercises that fit no larger family yet,
 // InstanceNormalization, LRN, MeanVarianceNormalization, EyeLike, BitShift, ReverseSequence,
-// HannWindow, HammingWindow, BlackmanWindow, Det and Einsum. Definitions and CPU references:
-// misc.cpp; CUDA kernels and ops: misc.cu. This header holds their attribute readers and Einsum's
+// HannWindow, HammingWindow, BlackmanWindow, Det and Einsum. One file per op (or group of ops
+// sharing a kernel): normalization (InstanceNormalization, LRN, MeanVarianceNormalization), eye_like,
+// bit_shift, reverse_sequence, window (the three windows), det and einsum, each a .cpp (definition
+// and CPU reference) and a .cu (kernels and CUDA op). This header holds their attribute readers and Einsum's
 // equation parser, shared by the schemas, the CPU references and the CUDA ops, so every side accepts
 // and words its errors the same way.
 #pragma once

@@ -1,0 +1,286 @@
+// InstanceNormalization, MeanVarianceNormalization and LRN's CUDA kernels and ops, in double as the
+// CPU reference of normalization.cpp, whose attribute readers the ops call.
+#include "ops/misc/misc.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+#include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/cuda_ops.h"
+#include "ops/attr_util.h"
+#include "ops/misc/misc_cuda.h"
+
+namespace graft::cuda {
+
+// ---- kernels --------------------------------------------------------------------------------
+
+namespace k {
+
+// Launchers: plain device pointers, no framework types; each returns the launch's cudaError_t
+// (cudaErrorInvalidValue for a type the launcher does not handle).
+//
+// The arithmetic follows the CPU reference step by step (double for the normalizations and the
+// windows; results stored as graft's store_from_double does) so that integer outputs match it
+// exactly.
+
+
+// ---- Normalizations -------------------------------------------------------------------------------
+
+// x viewed as [n * c planes, spatial]; per plane, mean and (biased) variance in double, then
+// y = (x - mean) * scale[ch] / sqrt(var + eps) + bias[ch]. Float types (scale, bias share x's type).
+cudaError_t launch_instance_norm(KType t, const void* x, const void* scale, const void* bias, void* y, int64_t planes,
+                                 int64_t channels, int64_t spatial, double eps, cudaStream_t s);
+
+// One group per combination of the kept axes (`kept`: their extents and x strides), `count`
+// elements each (`reduced`: the reduced axes' extents and x strides). y = (x - mean) /
+// (sqrt(var) + 1e-9), statistics in double. Float types.
+cudaError_t launch_mvn(KType t, const void* x, void* y, const Strided& kept, const Strided& reduced, int64_t groups,
+                       int64_t count, cudaStream_t s);
+
+// x viewed as [outer, channels, inner]; y = x / (bias + alpha / size * sum of x^2 over the channel
+// window [ch - before, ch + after] clipped to the channels) ^ beta, in double. Float types.
+cudaError_t launch_lrn(KType t, const void* x, void* y, int64_t outer, int64_t channels, int64_t inner, int64_t before,
+                       int64_t after, double alpha_over_size, double bias, double beta, cudaStream_t s);
+
+namespace {
+
+// Block-wide sum of a double (every thread gets it); `sh` holds 32 doubles. Synchronizes first, so
+// consecutive calls may share `sh`.
+__device__ __forceinline__ double block_sum_d(double v, double* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
+  __syncthreads();
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  v = lane < nw ? sh[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// One block per plane (grid-striding over planes); two passes in double as the CPU reference.
+template <typename T>
+__global__ void instance_norm_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t planes,
+                                     int64_t channels, int64_t spatial, double eps) {
+  __shared__ double sh[32];
+  for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
+    const T* xp = x + p * spatial;
+    T* yp = y + p * spatial;
+    double acc = 0;
+    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) acc += as_double(xp[i]);
+    const double mean = block_sum_d(acc, sh) / static_cast<double>(spatial);
+    acc = 0;
+    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) {
+      const double d = as_double(xp[i]) - mean;
+      acc = __dadd_rn(acc, __dmul_rn(d, d));
+    }
+    const double var = block_sum_d(acc, sh) / static_cast<double>(spatial);
+    const int64_t ch = p % channels;
+    const double k = as_double(scale[ch]) / sqrt(var + eps), b = as_double(bias[ch]);
+    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x)
+      yp[i] = store_from_double<T>(__dadd_rn(__dmul_rn(as_double(xp[i]) - mean, k), b));
+  }
+}
+
+template <typename T>
+__global__ void mvn_kernel(const T* x, T* y, Strided kept, Strided red, int64_t groups, int64_t count) {
+  __shared__ double sh[32];
+  for (int64_t g = blockIdx.x; g < groups; g += gridDim.x) {
+    const int64_t base = strided_offset(kept, g);
+    double acc = 0;
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) acc += as_double(x[base + strided_offset(red, r)]);
+    const double mean = block_sum_d(acc, sh) / static_cast<double>(count);
+    acc = 0;
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
+      const double d = as_double(x[base + strided_offset(red, r)]) - mean;
+      acc = __dadd_rn(acc, __dmul_rn(d, d));
+    }
+    // The epsilon of the ONNX function body, added to the standard deviation.
+    const double den = sqrt(block_sum_d(acc, sh) / static_cast<double>(count)) + 1e-9;
+    for (int64_t r = threadIdx.x; r < count; r += blockDim.x) {
+      const int64_t at = base + strided_offset(red, r);
+      y[at] = store_from_double<T>((as_double(x[at]) - mean) / den);
+    }
+  }
+}
+
+template <typename T>
+__global__ void lrn_kernel(const T* x, T* y, int64_t channels, int64_t inner, int64_t n, int64_t before,
+                           int64_t after, double alpha_over_size, double bias, double beta) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const int64_t in = i % inner, ch = (i / inner) % channels, o = i / (inner * channels);
+    const int64_t lo = ch - before < 0 ? 0 : ch - before;
+    const int64_t hi = channels - 1 < ch + after ? channels - 1 : ch + after;
+    double sq = 0;
+    for (int64_t c = lo; c <= hi; ++c) {
+      const double e = as_double(x[(o * channels + c) * inner + in]);
+      sq = __dadd_rn(sq, __dmul_rn(e, e));
+    }
+    const double den = pow(__dadd_rn(bias, __dmul_rn(alpha_over_size, sq)), beta);
+    y[i] = store_from_double<T>(as_double(x[i]) / den);
+  }
+}
+
+}  // namespace
+
+static unsigned plane_grid(int64_t planes) {
+  return static_cast<unsigned>(planes < 65535LL * 16 ? planes : 65535LL * 16);
+}
+
+cudaError_t launch_instance_norm(KType t, const void* x, const void* scale, const void* bias, void* y, int64_t planes,
+                                 int64_t channels, int64_t spatial, double eps, cudaStream_t s) {
+  if (planes == 0 || spatial == 0) return cudaSuccess;
+  if (channels <= 0) return cudaErrorInvalidValue;
+  GRAFT_FLOAT64_DISPATCH(t, (instance_norm_kernel<T><<<plane_grid(planes), kThreads, 0, s>>>(
+                                   static_cast<const T*>(x), static_cast<const T*>(scale),
+                                   static_cast<const T*>(bias), static_cast<T*>(y), planes, channels, spatial, eps)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_mvn(KType t, const void* x, void* y, const Strided& kept, const Strided& reduced, int64_t groups,
+                       int64_t count, cudaStream_t s) {
+  if (groups == 0 || count == 0) return cudaSuccess;
+  GRAFT_FLOAT64_DISPATCH(t, (mvn_kernel<T><<<plane_grid(groups), kThreads, 0, s>>>(
+                                   static_cast<const T*>(x), static_cast<T*>(y), kept, reduced, groups, count)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_lrn(KType t, const void* x, void* y, int64_t outer, int64_t channels, int64_t inner, int64_t before,
+                       int64_t after, double alpha_over_size, double bias, double beta, cudaStream_t s) {
+  const int64_t n = outer * channels * inner;
+  if (n == 0) return cudaSuccess;
+  GRAFT_FLOAT64_DISPATCH(t, (lrn_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
+                                   static_cast<const T*>(x), static_cast<T*>(y), channels, inner, n, before, after,
+                                   alpha_over_size, bias, beta)));
+  return cudaGetLastError();
+}
+
+}  // namespace k
+
+// ---- CUDA op --------------------------------------------------------------------------------
+
+namespace {
+
+using namespace util;
+
+constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                     DataType::kFloat64};
+
+bool float_x(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
+  return require_dtype(n, 0, kFloats, why);
+}
+
+bool instance_norm_supports(const Node& n, std::string* why) {
+  if (!float_x(n, why)) return false;
+  for (size_t i = 1; i < 3; ++i) {
+    if (!has_input(n, i)) return reject(why, "needs scale and B");
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "scale and B must have the input's dtype");
+  }
+  return true;
+}
+
+Status same_shape_output(const CudaExec& ex, const Tensor& x, const Tensor& y) {
+  if (y.numel() != x.numel() || y.dtype() != x.dtype())
+    return fail(ex, StatusCode::kInternal, "output must have the input's size and dtype");
+  return Status::ok();
+}
+
+Status instance_norm_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* scale = input_or_null(ex, 1);
+  const Tensor* bias = input_or_null(ex, 2);
+  if (!x || !scale || !bias) return fail(ex, StatusCode::kInvalidModel, "needs input, scale and B");
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
+  if (scale->dtype() != x->dtype() || bias->dtype() != x->dtype())
+    return fail(ex, StatusCode::kInvalidModel, "scale and B must have the input's dtype");
+  auto eps = graft::instance_norm_epsilon(attrs_of(ex));
+  if (!eps) return with_node(ex, eps.status());
+  if (x->rank() < 2)
+    return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2 (N, C, ...), got ", dims_str(x->dims()));
+  const int64_t c = x->dims()[1];
+  if (scale->dims() != std::vector<int64_t>{c} || bias->dims() != std::vector<int64_t>{c})
+    return fail(ex, StatusCode::kInvalidModel, "scale ", dims_str(scale->dims()), " and B ", dims_str(bias->dims()),
+                " must be [", c, "] for input ", dims_str(x->dims()));
+  const graft::AxisView v = graft::axis_view(x->dims(), 1, false);
+  return launch_status(k::launch_instance_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(),
+                                               v.outer * v.n, c, v.inner, static_cast<double>(eps.value()),
+                                               stream_of(ex)), ex);
+}
+
+bool mvn_supports(const Node& n, std::string* why) {
+  if (!float_x(n, why)) return false;
+  const Value* x = n.input(0);
+  if (x->desc.shape && x->desc.shape->size() > static_cast<size_t>(k::kMaxRank))
+    return reject(why, "input rank exceeds the CUDA kernel's " + std::to_string(k::kMaxRank));
+  return true;
+}
+
+Status mvn_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
+  auto axes = graft::mvn_axes(attrs_of(ex), x->rank());
+  if (!axes) return with_node(ex, axes.status());
+  const int64_t rank = x->rank();
+  if (rank > k::kMaxRank)
+    return fail(ex, StatusCode::kUnsupported, "input rank ", rank, " exceeds the CUDA kernel's ", k::kMaxRank);
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : axes.value()) reduced[static_cast<size_t>(a)] = true;
+  // Kept and reduced axes, each with its row-major stride in x: a group's elements are its base
+  // offset plus every combination of the reduced axes.
+  k::Strided kept, red;
+  int64_t stride = 1, groups = 1, count = 1;
+  std::vector<int64_t> strides(static_cast<size_t>(rank));
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    strides[static_cast<size_t>(d)] = stride;
+    stride *= x->dims()[static_cast<size_t>(d)];
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t extent = x->dims()[static_cast<size_t>(d)];
+    k::Strided& s = reduced[static_cast<size_t>(d)] ? red : kept;
+    s.dims[s.rank] = extent;
+    s.strides[s.rank] = strides[static_cast<size_t>(d)];
+    ++s.rank;
+    (reduced[static_cast<size_t>(d)] ? count : groups) *= extent;
+  }
+  return launch_status(k::launch_mvn(ktype(x->dtype()), x->data(), y.data(), kept, red, groups, count, stream_of(ex)),
+                       ex);
+}
+
+Status lrn_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
+  auto a = graft::lrn_attrs(attrs_of(ex));
+  if (!a) return with_node(ex, a.status());
+  if (x->rank() < 2)
+    return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2 (N, C, ...), got ", dims_str(x->dims()));
+  const graft::AxisView v = graft::axis_view(x->dims(), 1, false);
+  const int64_t size = a.value().size;
+  // floor((size - 1) / 2) channels before, ceil after; `after` clamped to the channel count so
+  // ch + after cannot overflow for a huge size.
+  const int64_t before = (size - 1) / 2;
+  const int64_t after = std::min(size - 1 - before, v.n);
+  const double alpha_over_size = static_cast<double>(a.value().alpha) / static_cast<double>(size);
+  return launch_status(k::launch_lrn(ktype(x->dtype()), x->data(), y.data(), v.outer, v.n, v.inner, before, after,
+                                     alpha_over_size, static_cast<double>(a.value().bias),
+                                     static_cast<double>(a.value().beta), stream_of(ex)), ex);
+}
+
+}  // namespace
+
+void append_cuda_normalization_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"InstanceNormalization", &instance_norm_supports, &instance_norm_run, {}, nullptr});
+  out.push_back(CudaOp{"MeanVarianceNormalization", &mvn_supports, &mvn_run, {}, nullptr});
+  out.push_back(CudaOp{"LRN", &float_x, &lrn_run, {}, nullptr});
+}
+
+}  // namespace graft::cuda
