@@ -107,6 +107,9 @@ inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::
 constexpr std::initializer_list<DataType> kGpuFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
 constexpr std::initializer_list<DataType> kGpuFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                             DataType::kInt32, DataType::kInt64};
+// The float types with float64, for ops whose kernels compute in double as their CPU references do.
+constexpr std::initializer_list<DataType> kGpuFloats64 = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                          DataType::kFloat64};
 
 // Input 0 is present and float32/float16/bfloat16.
 inline bool float_input0(const Node& n, std::string* why) {

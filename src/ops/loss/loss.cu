@@ -129,11 +129,9 @@ using namespace util;
 
 bool loss_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs the scores and the target");
-  const std::initializer_list<DataType> floats{DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                               DataType::kFloat64};
-  if (!require_dtype(n, 0, floats, why)) return false;
+  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   if (!require_dtype(n, 1, {DataType::kInt32, DataType::kInt64}, why)) return false;
-  if (has_input(n, 2) && !require_dtype(n, 2, floats, why)) return false;
+  if (has_input(n, 2) && !require_dtype(n, 2, kGpuFloats64, why)) return false;
   return true;
 }
 

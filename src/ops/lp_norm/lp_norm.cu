@@ -103,12 +103,10 @@ namespace {
 
 using namespace util;
 
-constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                     DataType::kFloat64};
 
 bool lp_normalization_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!require_dtype(n, 0, kFloats, why)) return false;
+  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   auto p = lp_order(n.attrs, true);
   if (!p) return reject(why, p.status().message());
   return true;
@@ -118,7 +116,7 @@ bool lp_normalization_supports(const Node& n, std::string* why) {
 // spatial axes.
 bool pool_supports(const Node& n, bool global, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!require_dtype(n, 0, kFloats, why)) return false;
+  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   const TensorDesc& x = n.input(0)->desc;
   if (!x.shape) return reject(why, "input X's rank is unknown");
   if (x.rank() < 3 || x.rank() - 2 > k::kMaxPoolAxes)

@@ -167,12 +167,10 @@ namespace {
 
 using namespace util;
 
-constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                     DataType::kFloat64};
 
 bool float_x(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  return require_dtype(n, 0, kFloats, why);
+  return require_dtype(n, 0, kGpuFloats64, why);
 }
 
 bool instance_norm_supports(const Node& n, std::string* why) {

@@ -243,8 +243,6 @@ namespace {
 
 using namespace util;
 
-constexpr std::initializer_list<DataType> kFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                     DataType::kFloat64};
 constexpr std::initializer_list<DataType> kQuantTypes = {DataType::kUInt8, DataType::kInt8};
 
 bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allowed, std::string* why) {
@@ -269,7 +267,7 @@ bool quantize_supports(const Node& n, std::string* why) {
                             DataType::kInt32}, why))
     return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
-  if (!require_dtype(n, 1, kFloats, why)) return false;
+  if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
   if (has_input(n, 2) && !require_dtype(n, 2, kQuantTypes, why)) return false;
   if (!out_dtype_in(n, 0, kQuantTypes, why)) return false;
   return block_size_unset(n, why);
@@ -278,9 +276,9 @@ bool quantize_supports(const Node& n, std::string* why) {
 bool dequantize_supports(const Node& n, std::string* why) {
   if (!require_dtype(n, 0, {DataType::kUInt8, DataType::kInt8, DataType::kInt32}, why)) return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
-  if (!require_dtype(n, 1, kFloats, why)) return false;
+  if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "the zero point's dtype differs from x's");
-  if (!out_dtype_in(n, 0, kFloats, why)) return false;
+  if (!out_dtype_in(n, 0, kGpuFloats64, why)) return false;
   return block_size_unset(n, why);
 }
 
@@ -336,9 +334,9 @@ Status dequantize_run(CudaExec& ex) {
 // keeps the scale float32 in a float16 engine: the pair's quantization steps stay the model's.
 
 bool quantize_dequantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, kFloats, why)) return false;
+  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   if (!has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs a scale and a zero point");
-  if (!require_dtype(n, 1, kFloats, why) || !require_dtype(n, 2, kQuantTypes, why)) return false;
+  if (!require_dtype(n, 1, kGpuFloats64, why) || !require_dtype(n, 2, kQuantTypes, why)) return false;
   if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "the output's dtype differs from x's");
   return true;
 }

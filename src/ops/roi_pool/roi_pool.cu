@@ -76,9 +76,7 @@ using namespace util;
 
 bool max_roi_pool_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and rois");
-  const std::initializer_list<DataType> floats{DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                               DataType::kFloat64};
-  if (!require_dtype(n, 0, floats, why)) return false;
+  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   if (in_dtype(n, 1) != in_dtype(n, 0)) return reject(why, "rois and X have different dtypes");
   auto a = roi_pool_attrs(n.attrs);
   if (!a) return reject(why, a.status().message());

@@ -374,7 +374,6 @@ using namespace infer;
 using sampling::kSampleFloats;
 using sampling::known_differ;
 
-
 // GridSample: X (N, C, H, W) and grid (N, H_out, W_out, 2) -> Y (N, C, H_out, W_out); from opset 20
 // also X (N, C, D, H, W) and grid (N, D_out, H_out, W_out, 3).
 Status infer_grid_sample(InferContext& ctx) {
