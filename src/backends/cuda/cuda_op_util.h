@@ -133,11 +133,16 @@ inline int esize(const Tensor& t) { return static_cast<int>(dtype_size(t.dtype()
 
 inline std::string dims_str(const std::vector<int64_t>& d) { return graft::ints_to_string(d); }
 
-// Input 0's element size is one the byte movers handle (1, 2, 4 or 8 bytes).
+// An element size the byte movers handle (1, 2, 4 or 8 bytes).
+inline bool elem_size_fits(DataType t) {
+  const size_t es = dtype_size(t);
+  return es == 1 || es == 2 || es == 4 || es == 8;
+}
+
+// Input 0's element size is one the byte movers handle.
 inline bool elem_size_ok(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  const size_t es = dtype_size(in_dtype(n, 0));
-  if (es != 1 && es != 2 && es != 4 && es != 8) return reject(why, "unsupported element size");
+  if (!elem_size_fits(in_dtype(n, 0))) return reject(why, "unsupported element size");
   return true;
 }
 

@@ -416,78 +416,13 @@ Status tile(ExecContext& ctx) {
   return Status::ok();
 }
 
-// ---- Trilu, Size, OneHot, DepthToSpace, SpaceToDepth, Compress -----------------------------------
-
-Status trilu(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(int64_t upper, attrs_of(ctx).get_int("upper", 1));
-  int64_t k = 0;
-  if (ctx.inputs.size() > 1 && ctx.inputs[1]) {
-    auto kv = ctx.inputs[1]->to_int64_vector();
-    if (kv.size() != 1)
-      return error(StatusCode::kInvalidModel, "Trilu input k must hold one value, got ", static_cast<int64_t>(kv.size()));
-    k = kv[0];
-  }
-  if (x.rank() < 2) return error(StatusCode::kInvalidModel, "Trilu input must have rank >= 2, got ", x.rank());
-  GRAFT_CHECK(x.nbytes() == y.nbytes() && x.dtype() == y.dtype());
-  const int64_t rows = x.dims()[x.rank() - 2], cols = x.dims()[x.rank() - 1];
-  const size_t esize = dtype_size(x.dtype());
-  if (y.nbytes()) std::memset(y.data(), 0, y.nbytes());  // zero is all-bits-zero for every graft dtype
-  const int64_t plane = rows * cols;
-  const int64_t planes = plane != 0 ? x.numel() / plane : 0;
-  for (int64_t m = 0; m < planes; ++m)
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t c = 0; c < cols; ++c) {
-        const bool keep = upper ? c - r >= k : c - r <= k;
-        if (!keep) continue;
-        const int64_t off = (m * rows + r) * cols + c;
-        std::memcpy(static_cast<char*>(y.data()) + off * esize, static_cast<const char*>(x.data()) + off * esize, esize);
-      }
-  return Status::ok();
-}
+// ---- Size, DepthToSpace, SpaceToDepth -------------------------------------------------------------
 
 Status size(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
   Tensor& y = *ctx.outputs[0];
   GRAFT_CHECK(y.dtype() == DataType::kInt64 && y.numel() == 1);
   y.data_as<int64_t>()[0] = ctx.inputs[0]->numel();
-  return Status::ok();
-}
-
-Status one_hot(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 3));
-  const Tensor& ind = *ctx.inputs[0];
-  const Tensor& depth_t = *ctx.inputs[1];
-  const Tensor& vals = *ctx.inputs[2];
-  Tensor& y = *ctx.outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ctx).get_int("axis", -1));
-  if (depth_t.numel() != 1 || vals.numel() != 2)
-    return error(StatusCode::kInvalidModel, "OneHot needs a one-value depth and two values (off, on), got ",
-                 depth_t.numel(), " and ", vals.numel());
-  const auto depth_v = checked_int64(depth_t.get(0));  // may be a float (NaN, 1e30): checked
-  if (!depth_v || *depth_v < 1)
-    return error(StatusCode::kInvalidModel, "OneHot depth must be a positive integer, got ", depth_t.get(0));
-  const int64_t depth = *depth_v;
-  auto axis = normalize_axis(axis_attr, ind.rank() + 1);
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  // Output viewed as [outer, depth, inner] where outer*inner enumerates the indices.
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < ind.rank(); ++d) (d < axis.value() ? outer : inner) *= ind.dims()[d];
-  GRAFT_CHECK(y.numel() == outer * depth * inner && y.dtype() == vals.dtype());
-  const size_t es = dtype_size(vals.dtype());
-  const char* off_v = static_cast<const char*>(vals.data());
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      // Indices may be float; they are truncated (saturating: NaN or huge floats, and int64 indices
-      // near its limits, whose double is 2^63, must not convert with UB), negative ones count from
-      // the end.
-      int64_t k = saturating_int64(ind.get(o * inner + i));
-      if (k < 0 && k >= -depth) k += depth;
-      for (int64_t d = 0; d < depth; ++d)
-        std::memcpy(static_cast<char*>(y.data()) + ((o * depth + d) * inner + i) * es, off_v + (d == k ? es : 0), es);
-    }
   return Status::ok();
 }
 
@@ -527,34 +462,6 @@ Status depth_space(ExecContext& ctx, bool to_space) {
 
 Status depth_to_space(ExecContext& ctx) { return depth_space(ctx, true); }
 Status space_to_depth(ExecContext& ctx) { return depth_space(ctx, false); }
-
-Status compress(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  const auto cond = ctx.inputs[1]->to_int64_vector();
-  const AttributeMap& attrs = attrs_of(ctx);
-  const bool has_axis = attrs.find("axis") != nullptr;
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs.get_int("axis", 0));
-  std::vector<int64_t> dims = has_axis ? x.dims() : std::vector<int64_t>{x.numel()};
-  auto axis = normalize_axis(has_axis ? axis_attr : 0, static_cast<int64_t>(dims.size()));
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  const AxisView v = axis_view(dims, axis.value(), false);
-  if (static_cast<int64_t>(cond.size()) > v.n)
-    return error(StatusCode::kInvalidModel, "Compress condition has ", static_cast<int64_t>(cond.size()),
-                 " entries but the axis has ", v.n);
-  std::vector<int64_t> keep;
-  for (int64_t t = 0; t < static_cast<int64_t>(cond.size()); ++t)
-    if (cond[t]) keep.push_back(t);
-  const int64_t kn = static_cast<int64_t>(keep.size());
-  GRAFT_CHECK(y.numel() == v.outer * kn * v.inner && y.dtype() == x.dtype());
-  const size_t es = dtype_size(x.dtype());
-  for (int64_t o = 0; o < v.outer; ++o)
-    for (int64_t t = 0; t < kn; ++t)
-      std::memcpy(static_cast<char*>(y.data()) + (o * kn + t) * v.inner * es,
-                  static_cast<const char*>(x.data()) + (o * v.n + keep[t]) * v.inner * es, v.inner * es);
-  return Status::ok();
-}
 
 }  // namespace cpu
 
@@ -1281,24 +1188,9 @@ Status infer_tile(InferContext& ctx) {
   return Status::ok();
 }
 
-// ---- Trilu, Size, OneHot, DepthToSpace, SpaceToDepth, Compress -----------------------------------
+// ---- Size, DepthToSpace, SpaceToDepth -------------------------------------------------------------
 
 using namespace infer;
-
-Status infer_trilu(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
-  auto upper = ctx.attrs().get_int("upper", 1);
-  if (!upper) return Status(upper.status()).with_attribute("upper");
-  if (ctx.has_input(1)) {
-    if (ctx.input(1).dtype != kI64) return ctx.fail("input k must be int64, got ", dtype_name(ctx.input(1).dtype));
-    if (ctx.input(1).shape && ctx.input(1).rank() != 0)
-      return ctx.fail("input k must be a scalar, got ", ctx.input(1).to_string());
-  }
-  if (ctx.input(0).shape && ctx.input(0).rank() < 2)
-    return ctx.fail("input 0 must have rank >= 2, got ", ctx.input(0).to_string());
-  ctx.set_output(0, ctx.input(0));
-  return Status::ok();
-}
 
 Status infer_size(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
@@ -1309,38 +1201,6 @@ Status infer_size(InferContext& ctx) {
     for (const Dim& d : *s) n = n * d;
     ctx.set_output_sym_value(0, {n});
   }
-  return Status::ok();
-}
-
-Status infer_one_hot(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kNumericTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kNumericTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, kAllTypes));
-  auto axis = ctx.attrs().get_int("axis", -1);
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  if (ctx.input(2).shape && ctx.input(2).rank() >= 0 &&
-      !(ctx.input(2).rank() == 1 && (*ctx.input(2).shape)[0] == 2) && shape_is_static(*ctx.input(2).shape))
-    return ctx.fail("input values must have shape [2] (off, on), got ", ctx.input(2).to_string());
-  const TensorDesc& ind = ctx.input(0);
-  if (!ind.shape) {
-    ctx.set_output(0, desc_of(ctx.input(2).dtype, std::nullopt));
-    return Status::ok();
-  }
-  auto a = normalize_axis(axis.value(), ind.rank() + 1);
-  if (!a) return Status(a.status()).with_attribute("axis");
-  Dim depth = ctx.unknown_dim();
-  if (const Tensor* t = ctx.input_value(1)) {
-    if (t->numel() != 1) return ctx.fail("input depth must hold one value, got ", t->numel());
-    const double d = t->get(0);
-    const auto dv = checked_int64(d);  // a float depth may be beyond int64's range: its cast would be UB
-    if (!(d >= 1) || !dv) return ctx.fail("input depth must be a positive integer, got ", d);
-    depth = Dim(*dv);
-  } else if (auto dv = ctx.input_dims_value(1); dv && dv->size() == 1) {
-    depth = (*dv)[0];
-  }
-  Shape s = *ind.shape;
-  s.insert(s.begin() + a.value(), depth);
-  ctx.set_output(0, desc_of(ctx.input(2).dtype, s));
   return Status::ok();
 }
 
@@ -1385,36 +1245,6 @@ Status infer_depth_space(InferContext& ctx, bool to_space) {
 Status infer_depth_to_space(InferContext& ctx) { return infer_depth_space(ctx, true); }
 Status infer_space_to_depth(InferContext& ctx) { return infer_depth_space(ctx, false); }
 
-Status infer_compress(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kAllTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kBool}));
-  const TensorDesc& x = ctx.input(0);
-  const TensorDesc& cond = ctx.input(1);
-  if (cond.shape && cond.rank() != 1) return ctx.fail("condition must be 1-D, got ", cond.to_string());
-  const AttrValue* axis_attr = ctx.attrs().find("axis");
-  if (!x.shape) {
-    ctx.set_output(0, desc_of(x.dtype, std::nullopt));
-    return Status::ok();
-  }
-  Dim n = ctx.unknown_dim();
-  if (const Tensor* c = ctx.input_value(1); c && c->device() == DeviceType::kCPU) {
-    const auto v = c->to_int64_vector();
-    n = Dim(static_cast<int64_t>(std::count_if(v.begin(), v.end(), [](int64_t e) { return e != 0; })));
-  }
-  if (!axis_attr) {  // no axis: the input is flattened first
-    ctx.set_output(0, desc_of(x.dtype, Shape{n}));
-    return Status::ok();
-  }
-  auto axis = ctx.attrs().get_int("axis", 0);
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  auto a = normalize_axis(axis.value(), x.rank());
-  if (!a) return Status(a.status()).with_attribute("axis");
-  Shape s = *x.shape;
-  s[a.value()] = n;
-  ctx.set_output(0, desc_of(x.dtype, s));
-  return Status::ok();
-}
-
 }  // namespace
 
 void append_shape_ops(std::vector<OpEntry>& out) {
@@ -1434,12 +1264,9 @@ void append_shape_ops(std::vector<OpEntry>& out) {
   out.push_back({"Tile", 11, infer_tile, cpu::tile});
   out.push_back({"Transpose", 11, infer_transpose, cpu::transpose});
   out.push_back({"Unsqueeze", 11, infer_unsqueeze, cpu::reshape_like});
-  out.push_back({"Trilu", 14, infer_trilu, cpu::trilu});
   out.push_back(keeps_float32({"Size", 1, infer_size, cpu::size}));
-  out.push_back({"OneHot", 11, infer_one_hot, cpu::one_hot});
   out.push_back({"DepthToSpace", 11, infer_depth_to_space, cpu::depth_to_space});
   out.push_back({"SpaceToDepth", 11, infer_space_to_depth, cpu::space_to_depth});
-  out.push_back({"Compress", 11, infer_compress, cpu::compress});
 }
 
 }  // namespace graft

@@ -5,9 +5,11 @@
 // rather than write out of bounds, when the allocated outputs disagree with what they recompute.
 // Their schemas also propagate the symbolic contents of small integer tensors, so PyTorch's
 // dynamic reshapes (Shape -> Gather -> Unsqueeze -> Concat -> Reshape) keep symbolic shapes.
-// shape.cpp: Slice's axis geometry, CPU references, schemas; shape.cu: the kernels of Trilu, OneHot,
-// Compress, ConstantOfShape and Range; shape_cuda.cpp: the CUDA ops, the others over the
-// data-movement kernels of src/backends/cuda/shape_kernels.cu, which other ops share.
+// The ops with kernels of their own have files of their own: trilu, one_hot and compress (a .cpp for
+// the CPU reference and schema, a .cu for the kernel and CUDA op). shape.cpp: Slice's axis geometry,
+// the other ops' CPU references and schemas; shape.cu: ConstantOfShape's and Range's kernels;
+// shape_cuda.cpp: the other CUDA ops, over the data-movement kernels of
+// src/backends/cuda/shape_kernels.cu, which other ops share.
 #pragma once
 
 #include <cstdint>
@@ -64,7 +66,7 @@ Status compress(ExecContext& ctx);
 }  // namespace graft
 
 #ifdef GRAFT_WITH_CUDA
-// ---- CUDA launchers (shape.cu) of the ops that have kernels of their own; shape_cuda.cpp's other
+// ---- CUDA launchers (shape.cu, trilu.cu, one_hot.cu, compress.cu) of the ops that have kernels of their own; shape_cuda.cpp's other
 // ops run on the shared data-movement kernels of src/backends/cuda/shape_kernels.cu. OneHot's
 // indices are read on the device and cannot fail per element the way the CPU reference does: an
 // out-of-range index writes the off value in every position (as the CPU does).

@@ -294,60 +294,6 @@ Status tile_run(CudaExec& ex) {
   return launch_status(k::launch_tile(x.data(), y.data(), esize(x), p, y.numel(), stream_of(ex)), ex);
 }
 
-// ---- Trilu, OneHot, DepthToSpace, SpaceToDepth, Compress, ConstantOfShape, Range ----------------
-
-bool elem_size_fits(DataType t) {
-  const size_t es = dtype_size(t);
-  return es == 1 || es == 2 || es == 4 || es == 8;
-}
-
-// ---- Trilu ------------------------------------------------------------------------------------
-
-Status trilu_run(CudaExec& ex) {
-  const Tensor& x = *ex.ctx->inputs[0];
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(int64_t upper, attrs_of(ex).get_int("upper", 1));
-  int64_t k = 0;
-  if (ex.ctx->inputs.size() > 1 && ex.ctx->inputs[1]) { GRAFT_ASSIGN_OR_RETURN(k, host_scalar(ex, 1, "k")); }
-  if (x.rank() < 2) return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2, got ", x.rank());
-  if (x.nbytes() != y.nbytes() || x.dtype() != y.dtype()) return fail(ex, StatusCode::kInternal, "output differs from input");
-  const int64_t rows = x.dims()[x.rank() - 2], cols = x.dims()[x.rank() - 1];
-  const int64_t plane = rows * cols;
-  const int64_t planes = plane != 0 ? x.numel() / plane : 0;
-  return launch_status(k::launch_trilu(static_cast<int>(dtype_size(x.dtype())), upper != 0, k, x.data(), y.data(), planes,
-                                       rows, cols, stream_of(ex)), ex);
-}
-
-// ---- OneHot -----------------------------------------------------------------------------------
-
-bool one_hot_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs indices, depth and values");
-  if (!require_dtype(n, 0, {DataType::kInt32, DataType::kInt64, DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16},
-                     why))
-    return false;
-  if (!elem_size_fits(in_dtype(n, 2))) return reject(why, "values have an unsupported element size");
-  return true;
-}
-
-Status one_hot_run(CudaExec& ex) {
-  const Tensor& ind = *ex.ctx->inputs[0];
-  const Tensor& depth_t = *ex.ctx->inputs[1];
-  const Tensor& vals = *ex.ctx->inputs[2];
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", -1));
-  if (depth_t.device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "depth must be a host input");
-  if (depth_t.numel() != 1 || vals.numel() != 2)
-    return fail(ex, StatusCode::kInvalidModel, "needs a one-value depth and two values (off, on)");
-  const int64_t depth = static_cast<int64_t>(depth_t.get(0));  // as the CPU reference: truncated
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(axis_attr, ind.rank() + 1));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < ind.rank(); ++d) (d < axis ? outer : inner) *= ind.dims()[d];
-  if (y.numel() != outer * depth * inner || y.dtype() != vals.dtype())
-    return fail(ex, StatusCode::kInternal, "output has ", y.numel(), " elements, expected ", outer * depth * inner);
-  return launch_status(k::launch_one_hot(ktype(ind.dtype()), static_cast<int>(dtype_size(vals.dtype())), ind.data(),
-                                         vals.data(), y.data(), outer, depth, inner, stream_of(ex)), ex);
-}
-
 // ---- DepthToSpace / SpaceToDepth --------------------------------------------------------------
 
 template <bool kToSpace>
@@ -399,46 +345,6 @@ Status depth_space_run(CudaExec& ex) {
   }
   return launch_status(k::launch_strided_gather(x.data(), y.data(), static_cast<int>(dtype_size(x.dtype())), p, y.numel(),
                                                 stream_of(ex)), ex);
-}
-
-// ---- Compress ---------------------------------------------------------------------------------
-
-bool compress_supports(const Node& n, std::string* why) {
-  if (!elem_size_ok(n, why)) return false;
-  if (!has_input(n, 1)) return reject(why, "condition is missing");
-  return true;
-}
-
-// The condition is a host input (it sizes the output); the kept positions travel to the kernel by
-// value, kCompressChunk per launch.
-Status compress_run(CudaExec& ex) {
-  const Tensor& x = *ex.ctx->inputs[0];
-  const Tensor& cond_t = *ex.ctx->inputs[1];
-  Tensor& y = *ex.ctx->outputs[0];
-  if (cond_t.device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "condition must be a host input");
-  const auto cond = cond_t.to_int64_vector();
-  const bool has_axis = attrs_of(ex).find("axis") != nullptr;
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", 0));
-  const std::vector<int64_t> dims = has_axis ? x.dims() : std::vector<int64_t>{x.numel()};
-  GRAFT_ASSIGN_OR_RETURN(int64_t axis, normalize_axis(has_axis ? axis_attr : 0, static_cast<int64_t>(dims.size())));
-  const AxisView v = axis_view(dims, axis, false);
-  if (static_cast<int64_t>(cond.size()) > v.n)
-    return fail(ex, StatusCode::kInvalidModel, "condition has ", static_cast<int64_t>(cond.size()), " entries but the axis has ", v.n);
-  if (v.n > 0x7fffffffLL) return fail(ex, StatusCode::kUnsupported, "axis longer than 2^31");
-  std::vector<int32_t> keep;
-  for (size_t t = 0; t < cond.size(); ++t)
-    if (cond[t]) keep.push_back(static_cast<int32_t>(t));
-  const int64_t kn = static_cast<int64_t>(keep.size());
-  if (y.numel() != v.outer * kn * v.inner || y.dtype() != x.dtype())
-    return fail(ex, StatusCode::kInternal, "output has ", y.numel(), " elements, expected ", v.outer * kn * v.inner);
-  for (int64_t t0 = 0; t0 < kn; t0 += k::kCompressChunk) {
-    k::CompressChunk c;
-    c.count = static_cast<int>(std::min<int64_t>(k::kCompressChunk, kn - t0));
-    std::copy(keep.begin() + t0, keep.begin() + t0 + c.count, c.src);
-    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_compress_chunk(static_cast<int>(dtype_size(x.dtype())), x.data(), y.data(),
-                                                                 v.outer, v.n, v.inner, kn, t0, c, stream_of(ex)), ex));
-  }
-  return Status::ok();
 }
 
 // ---- ConstantOfShape, Range ---------------------------------------------------------------------
@@ -507,11 +413,8 @@ void append_cuda_shape_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"Slice", &slice_supports, &slice_run, {1, 2, 3, 4}, nullptr});
   out.push_back(CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr});
   out.push_back(CudaOp{"Tile", &tile_supports, &tile_run, {1}, nullptr});
-  out.push_back(CudaOp{"Trilu", &elem_size_ok, &trilu_run, {1}, nullptr});
-  out.push_back(CudaOp{"OneHot", &one_hot_supports, &one_hot_run, {1}, nullptr});
   out.push_back(CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr});
   out.push_back(CudaOp{"SpaceToDepth", &depth_space_supports<false>, &depth_space_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"Compress", &compress_supports, &compress_run, {1}, nullptr});
   out.push_back(CudaOp{"ConstantOfShape", &constant_of_shape_supports, &constant_of_shape_run, {0}, nullptr});
   out.push_back(CudaOp{"Range", &range_supports, &range_run, {0, 1, 2}, nullptr});
 }
