@@ -80,11 +80,23 @@ inline int64_t pad_source(PadMode mode, int64_t i, int64_t n) {
 Status pad_amounts(const std::vector<int64_t>& pads, const std::vector<int64_t>* axes, int64_t rank,
                    std::vector<int64_t>* begins, std::vector<int64_t>* ends);
 
-// ---- CPU references (resize.cpp, pad.cpp) ---------------------------------------------------------
+// ---- CenterCropPad (opset 18: input_data, shape; attribute axes) ----
+// The listed axes (every axis when the attribute is absent), normalized against `rank`; an axis
+// listed twice or out of range is an error naming the attribute.
+Result<std::vector<int64_t>> center_crop_pad_axes(const AttributeMap& attrs, int64_t rank);
+// The output extents and, per axis, the output position of input element 0 (negative where the
+// front is cropped), from the input extents and the `shape` input's values: the one geometry of the
+// CPU reference and the CUDA op.
+Status center_crop_pad_geometry(const AttributeMap& attrs, const std::vector<int64_t>& in,
+                                const std::vector<int64_t>& shape, std::vector<int64_t>* out,
+                                std::vector<int64_t>* begin);
+
+// ---- CPU references (resize.cpp, pad.cpp, center_crop_pad.cpp) ---------------------------------------------------------
 namespace cpu {
 
 Status resize(ExecContext& ctx);
 Status pad(ExecContext& ctx);
+Status center_crop_pad(ExecContext& ctx);
 
 }  // namespace cpu
 
