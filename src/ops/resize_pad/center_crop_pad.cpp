@@ -62,7 +62,8 @@ Status center_crop_pad_geometry(const AttributeMap& attrs, const std::vector<int
 namespace cpu {
 
 // Every output element reads the input element `begin` before it on each axis, or is zero where that
-// lies outside the input: bytes copied, so every dtype.
+// lies outside the input: bytes copied, so every dtype. Row by row along the last axis, as Pad's
+// reference: the outer indices are resolved once per row, and a row's in-range middle is one copy.
 Status center_crop_pad(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
   const Tensor& x = *ctx.inputs[0];
@@ -74,20 +75,35 @@ Status center_crop_pad(ExecContext& ctx) {
     return error(StatusCode::kInternal, "CenterCropPad: output ", ints_to_string(y.dims()), " differs from ",
                  ints_to_string(out_dims));
   const size_t es = dtype_size(x.dtype());
+  const size_t r = out_dims.size();
   const std::vector<int64_t> in_strides = contiguous_strides(x.dims());
+  const int64_t out_row = r ? out_dims[r - 1] : 1, in_row = r ? x.dims()[r - 1] : 1;
+  const int64_t row_begin = r ? begin[r - 1] : 0;
+  // The part of each output row that reads the input: [lo, hi), from input element lo - row_begin.
+  const int64_t lo = std::clamp<int64_t>(row_begin, 0, out_row);
+  const int64_t hi = std::clamp<int64_t>(row_begin + in_row, lo, out_row);
+  const int64_t rows = out_row == 0 ? 0 : y.numel() / out_row;
+  const std::vector<int64_t> outer(out_dims.begin(), out_dims.end() - (r ? 1 : 0));
   std::vector<int64_t> o;
-  for (int64_t i = 0; i < y.numel(); ++i) {
-    unravel(i, out_dims, o);
+  for (int64_t row = 0; row < rows; ++row) {
+    unravel(row, outer, o);
     int64_t off = 0;
     bool inside = true;
-    for (size_t a = 0; a < o.size() && inside; ++a) {
+    for (size_t a = 0; a + 1 < r && inside; ++a) {
       const int64_t q = o[a] - begin[a];
       inside = q >= 0 && q < x.dims()[a];
       off += q * in_strides[a];
     }
-    char* dst = static_cast<char*>(y.data()) + static_cast<size_t>(i) * es;
-    if (inside) std::memcpy(dst, static_cast<const char*>(x.data()) + static_cast<size_t>(off) * es, es);
-    else std::memset(dst, 0, es);
+    char* dst = static_cast<char*>(y.data()) + static_cast<size_t>(row * out_row) * es;
+    if (!inside || hi <= lo) {
+      std::memset(dst, 0, static_cast<size_t>(out_row) * es);
+      continue;
+    }
+    std::memset(dst, 0, static_cast<size_t>(lo) * es);
+    std::memcpy(dst + static_cast<size_t>(lo) * es,
+                static_cast<const char*>(x.data()) + static_cast<size_t>(off + lo - row_begin) * es,
+                static_cast<size_t>(hi - lo) * es);
+    std::memset(dst + static_cast<size_t>(hi) * es, 0, static_cast<size_t>(out_row - hi) * es);
   }
   return Status::ok();
 }
