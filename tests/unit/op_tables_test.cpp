@@ -59,8 +59,12 @@ std::multiset<std::string> generated_list(const char* file, const std::string& m
 
 TEST(OpTables, EveryTableFunctionOfTheOpFoldersIsListedOnce) {
   const std::filesystem::path ops = std::filesystem::path(GRAFT_SOURCE_DIR) / "src" / "ops";
-  const std::regex cpu_fn(R"(^void append_([a-z0-9_]+)_ops\(std::vector<OpEntry>& out\) \{)");
-  const std::regex cuda_fn(R"(^void append_cuda_([a-z0-9_]+)_ops\(std::vector<CudaOp>& out\) \{)");
+  const std::regex cpu_fn(R"(^void append_([a-z0-9_]+)_ops\(std::vector<OpEntry>& [a-z_]+\) \{)");
+  const std::regex cuda_fn(R"(^void append_cuda_([a-z0-9_]+)_ops\(std::vector<CudaOp>& [a-z_]+\) \{)");
+  // A definition CMake would not recognize (another spelling of the signature, a line break inside
+  // it) would leave its ops out of the tables: every `void append_..._ops(` line must be one of the two.
+  const std::regex any_fn(R"(^void append_[A-Za-z0-9_]*_ops\()");
+  const std::regex declaration(R"(\)\s*;\s*(//.*)?$)");
   std::multiset<std::string> cpu_defined, cuda_defined;
   int families = 0;
   for (const auto& dir : std::filesystem::directory_iterator(ops)) {
@@ -75,6 +79,9 @@ TEST(OpTables, EveryTableFunctionOfTheOpFoldersIsListedOnce) {
       for (std::string line; std::getline(in, line);) {
         if (std::regex_search(line, m, cuda_fn)) cuda_defined.insert(m[1]), ++functions;
         else if (std::regex_search(line, m, cpu_fn)) cpu_defined.insert(m[1]), ++functions;
+        else if (std::regex_search(line, any_fn) && !std::regex_search(line, declaration))
+          ADD_FAILURE() << file.path() << ": '" << line << "' is not the signature CMake's scan reads: "
+                        << "void append_<name>_ops(std::vector<OpEntry>& out) { (or append_cuda_..., CudaOp)";
       }
     }
     EXPECT_GT(functions, 0u) << "op folder " << dir.path().filename() << " defines no table function";
