@@ -62,6 +62,24 @@ inline Status require_rank_at_least(const InferContext& ctx, size_t i, int64_t r
   return Status::ok();
 }
 
+// Input i is a scalar (rank 0 or [1]) when its shape is known; `what` names it in the error.
+inline Status require_scalar(const InferContext& ctx, size_t i, const char* what) {
+  const TensorDesc& d = ctx.input(i);
+  if (d.shape && !(d.rank() == 0 || (d.rank() == 1 && (*d.shape)[0] == 1)))
+    return ctx.fail("input ", what, " must be a scalar, got ", d.to_string());
+  return Status::ok();
+}
+
+// The value of scalar input i (a constant or a symbolic value): nullopt when unknown at this
+// point, an error when it holds other than one value.
+inline Result<std::optional<Dim>> scalar_value(const InferContext& ctx, size_t i, const char* what) {
+  auto v = ctx.input_dims_value(i);
+  if (!v) return std::optional<Dim>();
+  if (v->size() != 1)
+    return ctx.fail("input ", what, " must hold one value, got ", static_cast<int64_t>(v->size()));
+  return std::optional<Dim>((*v)[0]);
+}
+
 inline Status require_input(const InferContext& ctx, size_t i) {
   if (!ctx.has_input(i)) return ctx.fail("required input ", static_cast<int64_t>(i), " is missing");
   return Status::ok();

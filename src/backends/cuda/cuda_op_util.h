@@ -107,6 +107,8 @@ inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::
 constexpr std::initializer_list<DataType> kGpuFloats = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
 constexpr std::initializer_list<DataType> kGpuFloatsInts = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                             DataType::kInt32, DataType::kInt64};
+// 32- and 64-bit integers (lengths, axes, indices read as host scalars or on the device).
+constexpr std::initializer_list<DataType> kGpuInts = {DataType::kInt32, DataType::kInt64};
 // The float types with float64, for ops whose kernels compute in double as their CPU references do.
 constexpr std::initializer_list<DataType> kGpuFloats64 = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                           DataType::kFloat64};

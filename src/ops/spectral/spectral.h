@@ -1,5 +1,6 @@
-// The spectral family (DFT, STFT, MelWeightMatrix): what its definition (spectral.cpp: schemas,
-// inference, CPU references) and its CUDA ops (spectral.cu) share. DFT's and STFT's attributes and
+// The spectral family (DFT, STFT, MelWeightMatrix): what its definitions (spectral.cpp for DFT and
+// STFT, mel_weight_matrix.cpp: schemas, inference, CPU references) and its CUDA ops (spectral.cu,
+// mel_weight_matrix.cu) share. DFT's and STFT's attributes and
 // the layouts of their sums, and MelWeightMatrix's dtype and size checks, are read one way by all
 // of them, so every backend validates (and words its errors) the same way.
 #pragma once
