@@ -1,6 +1,7 @@
-// The Lp-norm family (LpNormalization, LpPool, GlobalLpPool): what its definition (lp_norm.cpp:
-// schemas, inference, CPU references) and its CUDA ops (lp_norm.cu) share, so a node is accepted,
-// and its errors are worded, the same way on every side.
+// The Lp-norm family (LpNormalization, LpPool, GlobalLpPool): what its definitions
+// (lp_normalization.cpp, lp_pool.cpp: schemas, inference, CPU references) and its CUDA ops
+// (lp_normalization.cu, lp_pool.cu) share, so a node is accepted, and its errors are worded, the
+// same way on every side.
 //
 // LpNormalization (opset 1): y = x / ||x||_p along `axis` (default -1), p 1 or 2 (default 2); a
 // zero norm gives 0/0 = NaN, as in ONNX's reference. LpPool (opset 11; ceil_mode and dilations from

@@ -1,8 +1,7 @@
-// The Lp-norm family's CUDA kernels and CUDA ops (definition and CPU references: lp_norm.cpp).
-// Attributes and geometry come from lp_norm.h's readers, as the CPU reference reads them, so a bad
-// node fails with the same words on both backends. Each thread sums the powers of one output's
-// inputs in double, as the CPU reference does, and rounds once into the output dtype: these ops are
-// rare in models, and the kernels are written to agree with the reference, not to be fast.
+// LpPool's and GlobalLpPool's CUDA kernel and ops (definition and CPU reference: lp_pool.cpp; the
+// window from lp_norm.h's reader, so a bad node fails with the same words on both backends). Each thread sums the powers of one output's inputs in double, as the CPU
+// reference does, and rounds once into the output dtype: these ops are rare in models, and the
+// kernels are written to agree with the reference, not to be fast.
 #include "ops/lp_norm/lp_norm.h"
 
 #include <cmath>
@@ -31,17 +30,6 @@ struct PoolArgs {
   int64_t stride[kMaxPoolAxes] = {}, pad[kMaxPoolAxes] = {}, dilation[kMaxPoolAxes] = {};
 };
 
-// One thread per (outer, inner) column: its norm along the axis, then every element over it.
-template <typename T>
-__global__ void lp_normalization_kernel(const T* x, T* y, int64_t outer, int64_t len, int64_t inner, int64_t p) {
-  GRAFT_GRID_STRIDE(c, outer * inner) {
-    const int64_t base = c / inner * len * inner + c % inner;
-    double sum = 0.0;
-    for (int64_t l = 0; l < len; ++l) sum += lp_abs_pow(load_double(x, base + l * inner), p);
-    const double norm = lp_root(sum, p);
-    for (int64_t l = 0; l < len; ++l) store_double(y, base + l * inner, load_double(x, base + l * inner) / norm);
-  }
-}
 
 // One thread per output element: the taps of its window that fall inside the input, axis by axis
 // (a tap in the padding adds nothing), walked as an odometer.
@@ -76,15 +64,6 @@ __global__ void lp_pool_kernel(PoolArgs a, const T* x, T* y) {
   }
 }
 
-// x and y of float type t (f32, f16, bf16, f64); cudaErrorInvalidValue for another.
-cudaError_t launch_lp_normalization(KType t, const void* x, void* y, int64_t outer, int64_t len, int64_t inner,
-                                    int64_t p, cudaStream_t s) {
-  const int64_t columns = outer * inner;
-  if (columns == 0) return cudaSuccess;
-  GRAFT_FLOAT64_DISPATCH(t, (lp_normalization_kernel<T><<<grid_for(columns), kThreads, 0, s>>>(
-                                static_cast<const T*>(x), static_cast<T*>(y), outer, len, inner, p)));
-  return cudaGetLastError();
-}
 
 cudaError_t launch_lp_pool(KType t, const PoolArgs& a, const void* x, void* y, cudaStream_t s) {
   const int64_t count = a.planes * a.out_plane;
@@ -94,6 +73,7 @@ cudaError_t launch_lp_pool(KType t, const PoolArgs& a, const void* x, void* y, c
   return cudaGetLastError();
 }
 
+
 }  // namespace
 }  // namespace k
 
@@ -102,15 +82,6 @@ cudaError_t launch_lp_pool(KType t, const PoolArgs& a, const void* x, void* y, c
 namespace {
 
 using namespace util;
-
-
-bool lp_normalization_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
-  auto p = lp_order(n.attrs, true);
-  if (!p) return reject(why, p.status().message());
-  return true;
-}
 
 // The pools need the rank at build time (their inference does too) and at most kMaxPoolAxes
 // spatial axes.
@@ -128,19 +99,6 @@ bool pool_supports(const Node& n, bool global, std::string* why) {
 }
 bool lp_pool_supports(const Node& n, std::string* why) { return pool_supports(n, false, why); }
 bool global_lp_pool_supports(const Node& n, std::string* why) { return pool_supports(n, true, why); }
-
-Status lp_normalization_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  if (!x) return fail(ex, StatusCode::kInvalidModel, "input 0 is missing");
-  auto g = lp_norm_geometry(attrs_of(ex), x->dims());
-  if (!g) return with_node(ex, g.status());
-  Tensor& y = *ex.ctx->outputs[0];
-  if (y.dtype() != x->dtype() || y.numel() != x->numel())
-    return fail(ex, StatusCode::kInternal, "output was allocated with other dims or dtype than the input");
-  return launch_status(k::launch_lp_normalization(ktype(x->dtype()), x->data(), y.data(), g->outer, g->len, g->inner,
-                                                  g->p, stream_of(ex)),
-                       ex);
-}
 
 Status pool_run(CudaExec& ex, bool global) {
   const Tensor* x = input_or_null(ex, 0);
@@ -173,8 +131,7 @@ Status global_lp_pool_run(CudaExec& ex) { return pool_run(ex, true); }
 
 }  // namespace
 
-void append_cuda_lp_norm_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"LpNormalization", &lp_normalization_supports, &lp_normalization_run, {}});
+void append_cuda_lp_pool_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"LpPool", &lp_pool_supports, &lp_pool_run, {}});
   out.push_back(CudaOp{"GlobalLpPool", &global_lp_pool_supports, &global_lp_pool_run, {}});
 }

@@ -1,6 +1,5 @@
-// The Lp-norm family, defined whole here: LpNormalization, LpPool and GlobalLpPool. Their attribute
-// readers and geometry (lp_norm.h), their CPU reference kernels, and their schema rows with
-// inference. The CUDA ops are in lp_norm.cu.
+// LpPool and GlobalLpPool: the order reader both they and LpNormalization use, the pools' attribute
+// reader (lp_norm.h), their CPU reference and schemas. CUDA: lp_pool.cu.
 #include "ops/lp_norm/lp_norm.h"
 
 #include <algorithm>
@@ -26,26 +25,6 @@ Result<int64_t> lp_order(const AttributeMap& attrs, bool one_or_two) {
   if (one_or_two && p.value() != 1 && p.value() != 2) return attr_error("p", "must be 1 or 2, got ", p.value());
   if (!one_or_two && p.value() < 1) return attr_error("p", "must be >= 1, got ", p.value());
   return p.value();
-}
-
-Result<LpNormGeometry> lp_norm_geometry(const AttributeMap& attrs, const std::vector<int64_t>& x) {
-  LpNormGeometry g;
-  GRAFT_ASSIGN_OR_RETURN(g.p, lp_order(attrs, true));
-  auto axis = attrs.get_int("axis", -1);
-  if (!axis) return Status(axis.status()).with_attribute("axis");
-  const int64_t rank = static_cast<int64_t>(x.size());
-  if (axis.value() < -rank || axis.value() >= rank)
-    return attr_error("axis", "must be in [", -rank, ", ", rank - 1, "] for input ", ints_to_string(x), ", got ",
-                      axis.value());
-  const size_t a = static_cast<size_t>(axis.value() < 0 ? axis.value() + rank : axis.value());
-  // The product of all three is the input's element count, which fits; a zero extent elsewhere
-  // may still leave one of the partial products huge, so each is checked.
-  for (size_t d = 0; d < x.size(); ++d) {
-    int64_t& part = d < a ? g.outer : d == a ? g.len : g.inner;
-    if (!checked_mul(part, x[d], &part))
-      return error(StatusCode::kInvalidModel, "LpNormalization: input ", ints_to_string(x), " is too large");
-  }
-  return g;
 }
 
 Result<LpPoolAttrs> lp_pool_attrs(const AttributeMap& attrs, size_t spatial) {
@@ -91,27 +70,6 @@ Result<LpPoolGeometry> lp_pool_geometry(const AttributeMap& attrs, const std::ve
 
 namespace cpu {
 namespace {
-
-Status lp_normalization(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "input"));
-  const Tensor& x = *ctx.inputs[0];
-  GRAFT_ASSIGN_OR_RETURN(LpNormGeometry g, lp_norm_geometry(attrs_of(ctx), x.dims()));
-  Tensor& y = *ctx.outputs[0];
-  GRAFT_CHECK(y.numel() == x.numel() && y.dtype() == x.dtype());
-  const std::vector<double> xv = load_doubles(x);
-  std::vector<double> yv(xv.size());
-  for (int64_t o = 0; o < g.outer; ++o)
-    for (int64_t i = 0; i < g.inner; ++i) {
-      auto at = [&](int64_t l) { return static_cast<size_t>((o * g.len + l) * g.inner + i); };
-      double sum = 0;
-      for (int64_t l = 0; l < g.len; ++l) sum += lp_abs_pow(xv[at(l)], g.p);
-      const double norm = lp_root(sum, g.p);
-      for (int64_t l = 0; l < g.len; ++l) yv[at(l)] = xv[at(l)] / norm;
-    }
-  store_doubles(y, yv);
-  return Status::ok();
-}
 
 Status lp_pool_run(ExecContext& ctx, bool global) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
@@ -161,24 +119,11 @@ Status global_lp_pool(ExecContext& ctx) { return lp_pool_run(ctx, true); }
 }  // namespace
 }  // namespace cpu
 
-// ---- schema: inference and the table rows --------------------------------------------------------
+// ---- schema ------------------------------------------------------------------------------------
 
 namespace {
 
 using namespace infer;
-
-Status infer_lp_normalization(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
-  const TensorDesc& x = ctx.input(0);
-  if (x.shape) {
-    // The axis and p checked against the rank; the extents do not matter here.
-    GRAFT_RETURN_IF_ERROR(lp_norm_geometry(ctx.attrs(), std::vector<int64_t>(x.shape->size(), 1)).status());
-  } else {
-    GRAFT_RETURN_IF_ERROR(lp_order(ctx.attrs(), true).status());
-  }
-  ctx.set_output(0, x);
-  return Status::ok();
-}
 
 Status infer_lp_pool(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
@@ -201,10 +146,8 @@ Status infer_global_lp_pool(InferContext& ctx) {
 
 }  // namespace
 
-void append_lp_norm_ops(std::vector<OpEntry>& out) {
-  // Both backends sum the powers in float64, so a float16 engine may keep them in float16: the
-  // result, a norm of float16 values, fits where the sum of their squares would not.
-  out.push_back(OpEntry{"LpNormalization", 11, infer_lp_normalization, cpu::lp_normalization});
+void append_lp_pool_ops(std::vector<OpEntry>& out) {
+  // As LpNormalization: the powers are summed in float64, so a float16 engine may keep them.
   out.push_back(OpEntry{"LpPool", 11, infer_lp_pool, cpu::lp_pool});
   out.push_back(OpEntry{"GlobalLpPool", 11, infer_global_lp_pool, cpu::global_lp_pool});
 }
