@@ -1,5 +1,5 @@
 // grid_sampler definition (README.md has the math). The kernel is the one ONNX's GridSample runs
-// (src/ops/sampling/sampling.cpp), in PyTorch's order of padding and rounding.
+// (src/ops/sampling/grid_sample.cpp), in PyTorch's order of padding and rounding.
 #include "ops/grid_sample/grid_sample.h"
 #include "ops/op_folder.h"
 
@@ -40,7 +40,7 @@ Status backward_cpu(const KernelContext& ctx) {
 }
 
 #ifdef GRAFT_WITH_CUDA
-// On the GPU: the kernel ONNX's GridSample runs there (src/ops/sampling/sampling.cu), in PyTorch's
+// On the GPU: the kernel ONNX's GridSample runs there (src/ops/sampling/grid_sample.cu), in PyTorch's
 // order of padding and rounding, computing in float (the CPU reference computes in double).
 Status forward_cuda(const KernelContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_kernel_io(ctx, kName, 2, 1));

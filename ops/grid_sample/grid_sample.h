@@ -1,6 +1,6 @@
 // mmdeploy's grid_sampler (PyTorch's grid_sampler exported by mmdeploy) as a graft custom op. ONNX's
 // own GridSample is a builtin op (src/ops/sampling); both run the kernel in
-// src/ops/sampling/sampling.cpp. README.md in this folder has the math and the differences.
+// src/ops/sampling/grid_sample.cpp. README.md in this folder has the math and the differences.
 #pragma once
 
 #include "graft/op.h"

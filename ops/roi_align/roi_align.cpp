@@ -1,5 +1,5 @@
 // MMCVRoiAlign and ROIAlign_TRT definitions (README.md has the math). Both run the kernels ONNX's
-// RoiAlign runs (src/ops/sampling): sampling.cpp's reference on the CPU, sampling.cu's kernel on
+// RoiAlign runs (src/ops/sampling): roi_align.cpp's reference on the CPU, roi_align.cu's kernel on
 // the GPU; MMCVRoiAlign with mmcv's input layout and max pooling, ROIAlign_TRT with ONNX's
 // semantics and TensorRT's integer-coded attributes.
 #include "ops/roi_align/roi_align.h"

@@ -1,6 +1,6 @@
 // mmdeploy's MMCVRoiAlign (mmcv's roi_align exported by mmdeploy) as a graft custom op. ONNX's own
 // RoiAlign is a builtin op (src/ops/sampling); both run the kernel in
-// src/ops/sampling/sampling.cpp. README.md in this folder has the math and the differences.
+// src/ops/sampling/roi_align.cpp. README.md in this folder has the math and the differences.
 #pragma once
 
 #include "graft/op.h"

@@ -137,7 +137,7 @@ inline Status infer_along_axis(InferContext& ctx) {
 
 // Output of a ReduceXxx-style node once input 0's dtype is checked: keepdims, axes from the
 // attribute or input 1 (its dtype must be int64, or any integer type when !axes_int64_only).
-// Defined in src/ops/reduce_norm/reduce_norm.cpp.
+// Defined in src/ops/reduce_norm/reduce.cpp.
 Status infer_reduce_shape(InferContext& ctx, bool axes_int64_only);
 
 // numel(in) / prod(known) for a Reshape's inferred (-1) dim, cancelling structurally equal

@@ -1,6 +1,6 @@
 // The sliding-window attributes of Conv, ConvTranspose, MaxPool and AveragePool (and the integer
 // convolutions and LpPool built on them), parsed one way for the schemas (src/ops/nn/conv.cpp, conv_transpose.cpp and pool.cpp,
-// src/ops/integer/integer.cpp, src/ops/lp_norm/lp_norm.cpp), the CPU references and the CUDA
+// src/ops/integer/integer.cpp, src/ops/lp_norm/lp_pool.cpp), the CPU references and the CUDA
 // ops, so an error reads the same whichever side finds it and every side pads the same way.
 #pragma once
 

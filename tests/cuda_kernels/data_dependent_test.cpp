@@ -1,4 +1,4 @@
-// CUDA kernels of src/ops/data_dependent/data_dependent.cu (NonMaxSuppression, NonZero, Unique) against the
+// CUDA kernels of src/ops/data_dependent/ (non_max_suppression.cu, non_zero.cu, unique.cu) against the
 // CPU reference (run_node_cpu), exactly: the same count and the same int64 elements. These ops
 // write a prefix of a buffer sized by CountedOutput::bound and report the count on the device, so
 // the runner here plays the engine's part: it allocates the bound, poisons the output, the count

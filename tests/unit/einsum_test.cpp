@@ -1,4 +1,4 @@
-// Einsum (its parser in src/ops/misc/misc.h, the CPU reference in misc.cpp) against loops written
+// Einsum (its parser in src/ops/misc/misc.h, the CPU reference in einsum.cpp) against loops written
 // out by hand for each equation, on fresh random data; the equation's errors name the attribute.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// RoiAlign and GridSample (builtin ONNX ops; kernels in src/ops/sampling/sampling.cpp): values worked
+// RoiAlign and GridSample (builtin ONNX ops; kernels in src/ops/sampling/roi_align.cpp and grid_sample.cpp): values worked
 // out by hand, every mode/padding/alignment combination on random data (never zeros) against a
 // naive formula written here, poisoned outputs, out-of-range rois and grids, float16, opset rules,
 // and bad attributes and inputs through the engine (errors name the node and the attribute).

@@ -103,7 +103,7 @@ Status grid_sample(ExecContext& ctx);
 }  // namespace graft
 
 #ifdef GRAFT_WITH_CUDA
-// ---- CUDA launchers (sampling.cu), which follow the CPU references step by step -----------------
+// ---- CUDA launchers (roi_align.cu, grid_sample.cu), which follow the CPU references step by step -----------------
 namespace graft::cuda::k {
 
 struct RoiAlignArgs {
