@@ -7,7 +7,7 @@
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include (scripts/gpu/trt_headers.sh
 # puts them there from a clone of NVIDIA/TensorRT).
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild onnxref
 #   conformance pip probe int8probe int8graphprobe examples
 #   profile zprofile bench_encoder zoo dvf eagercost detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
@@ -345,6 +345,12 @@ if has_step sanitize; then
       done
     fi
   fi
+fi
+
+if has_step onnxref; then  # builtin ops newer than Debian's ONNX test data against onnx.reference (quickbuild's modules)
+  GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python" \
+    python3 -m pytest -q tests/python/test_onnx_reference_ops.py -p no:cacheprovider > "$LOGS/onnxref.log" 2>&1
+  note "onnx.reference checks (onnx $(python3 -c 'import onnx;print(onnx.__version__)' 2>/dev/null)): rc=$? $(tail -1 "$LOGS/onnxref.log")"
 fi
 
 if has_step python; then
