@@ -1,14 +1,30 @@
-"""Builtin ops newer than Debian's ONNX test data, checked against ONNX's own reference implementation
-(onnx.reference, onnx 1.13+: the GPU machine's onnx; skipped where onnx is older) on graft's CPU and
-CUDA engines. CenterCropPad (opset 18): every element is a copy or a zero, so results must be equal."""
+"""Builtin ops newer than Debian's ONNX test data, checked on graft's CPU and CUDA engines against ONNX's
+own reference implementation (onnx.reference, onnx 1.13+: the GPU machine's onnx; skipped where onnx
+is older) and, for AffineGrid, against PyTorch's F.affine_grid, which exports to it.
+CenterCropPad (opset 18): every element is a copy or a zero, so results must be equal.
+AffineGrid (opset 20): sums of three or four products, rounded once: within float32 rounding."""
 import numpy as np
 import pytest
 
 onnx = pytest.importorskip("onnx")
-reference = pytest.importorskip("onnx.reference")
 torch = pytest.importorskip("torch")
 from onnx import TensorProto, helper  # noqa: E402
 
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+@pytest.fixture(scope="module")
+def onnx_reference():
+    return pytest.importorskip("onnx.reference")
+
+
+def _run(graft_mod, path, device, feeds):
+    engine = graft_mod.Engine.build(path, device=device)
+    out = engine.run(feeds)
+    return {k: (v.cpu().numpy() if hasattr(v, "cpu") else np.asarray(v)) for k, v in out.items()}
+
+
+# ---- CenterCropPad ----------------------------------------------------------------------------------
 
 def _center_crop_pad_model(path, x_shape, target, axes, dtype):
     elem = {np.float32: TensorProto.FLOAT, np.int64: TensorProto.INT64}[dtype]
@@ -22,26 +38,76 @@ def _center_crop_pad_model(path, x_shape, target, axes, dtype):
     return model
 
 
-CASES = [  # input shape, target extents, axes, dtype
+CENTER_CROP_PAD_CASES = [  # input shape, target extents, axes, dtype
     ((2, 3, 9, 8), [5, 5], [2, 3], np.float32),
     ((1, 2, 4, 3), [7, 6], [-2, -1], np.float32),
     ((3, 10, 4), [7, 9], [1, 2], np.float32),
     ((6, 5), [3, 8], None, np.float32),
     ((4, 7), [4, 2], None, np.int64),
 ]
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("x_shape,target,axes,dtype", CASES)
-def test_center_crop_pad_matches_onnx_reference(graft_mod, tmp_path, seed, device, x_shape, target, axes, dtype):
+@pytest.mark.parametrize("x_shape,target,axes,dtype", CENTER_CROP_PAD_CASES)
+def test_center_crop_pad_matches_onnx_reference(graft_mod, onnx_reference, tmp_path, seed, device, x_shape, target,
+                                                axes, dtype):
     path = str(tmp_path / "center_crop_pad.onnx")
     model = _center_crop_pad_model(path, list(x_shape), target, axes, dtype)
-    rng = np.random.default_rng(seed)
-    x = (rng.standard_normal(x_shape) * 10).astype(dtype)
-    (want,) = reference.ReferenceEvaluator(model).run(None, {"x": x})
-    engine = graft_mod.Engine.build(path, device=device)
-    got = engine.run({"x": x})["y"]
-    got = got.cpu().numpy() if hasattr(got, "cpu") else np.asarray(got)
+    x = (np.random.default_rng(seed).standard_normal(x_shape) * 10).astype(dtype)
+    (want,) = onnx_reference.ReferenceEvaluator(model).run(None, {"x": x})
+    got = _run(graft_mod, path, device, {"x": x})["y"]
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want, err_msg=f"seed {seed}")
+
+
+# ---- AffineGrid -------------------------------------------------------------------------------------
+
+def _affine_grid_model(path, size, align_corners):
+    k = len(size) - 2
+    node = helper.make_node("AffineGrid", ["theta", "size"], ["grid"], align_corners=align_corners)
+    size_t = helper.make_tensor("size", TensorProto.INT64, [len(size)], list(size))
+    graph = helper.make_graph([node], "affine_grid",
+                              [helper.make_tensor_value_info("theta", TensorProto.FLOAT, [size[0], k, k + 1])],
+                              [helper.make_tensor_value_info("grid", TensorProto.FLOAT, None)], initializer=[size_t])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    onnx.save(model, path)
+    return model
+
+
+AFFINE_GRID_CASES = [  # size (N, C, [D,] H, W), align_corners
+    ((2, 3, 4, 5), 0),
+    ((2, 3, 4, 5), 1),
+    ((2, 1, 3, 4, 2), 0),
+    ((1, 2, 2, 3, 4), 1),
+    ((1, 1, 1, 6), 0),
+]
+
+
+def _theta(seed, size):
+    k = len(size) - 2
+    return np.random.default_rng(seed).standard_normal((size[0], k, k + 1)).astype(np.float32)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("size,align_corners", AFFINE_GRID_CASES)
+def test_affine_grid_matches_torch(graft_mod, tmp_path, seed, device, size, align_corners):
+    path = str(tmp_path / "affine_grid.onnx")
+    _affine_grid_model(path, size, align_corners)
+    theta = _theta(seed, size)
+    want = torch.nn.functional.affine_grid(torch.from_numpy(theta).double(), list(size),
+                                           align_corners=bool(align_corners)).float().numpy()
+    got = _run(graft_mod, path, device, {"theta": theta})["grid"]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"seed {seed}")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("size,align_corners", AFFINE_GRID_CASES)
+def test_affine_grid_matches_onnx_reference(graft_mod, onnx_reference, tmp_path, seed, device, size, align_corners):
+    path = str(tmp_path / "affine_grid.onnx")
+    model = _affine_grid_model(path, size, align_corners)
+    theta = _theta(seed, size)
+    (want,) = onnx_reference.ReferenceEvaluator(model).run(None, {"theta": theta})
+    got = _run(graft_mod, path, device, {"theta": theta})["grid"]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"seed {seed}")

@@ -62,7 +62,34 @@ struct GridSampleParams {
 // nearest|cubic; padding_mode zeros|border|reflection; align_corners 0|1. Errors name the attribute.
 Result<GridSampleParams> parse_grid_sample_attrs(const AttributeMap& attrs, int opset);
 
-// ---- CPU references (roi_align.cpp, grid_sample.cpp) ----------------------------------------------------------------
+// ---- AffineGrid (opset 20: theta, size; align_corners) --------------------------------------------
+// The grid GridSample reads, from affine matrices. What the CPU reference and the CUDA op
+// (affine_grid.cpp, affine_grid.cu) read one way: the attribute, the geometry from theta's dims and
+// size's values, and each base coordinate.
+Result<bool> affine_grid_align_corners(const AttributeMap& attrs);
+struct AffineGridGeometry {
+  int spatial = 2;               // 2 (H, W) or 3 (D, H, W)
+  int64_t batch = 0;             // N
+  std::vector<int64_t> extents;  // the spatial extents, outermost first
+  int64_t points = 0;            // N times the spatial extents: the output holds points * spatial values
+};
+Result<AffineGridGeometry> affine_grid_geometry(const std::vector<int64_t>& theta_dims,
+                                                const std::vector<int64_t>& size);
+// The normalized coordinate of position i along an axis of `extent` positions: the one formula of
+// the CPU reference and the CUDA kernel (host and device).
+#if defined(__CUDACC__)
+__host__ __device__
+#endif
+inline double affine_grid_coordinate(int64_t i, int64_t extent, bool align_corners) {
+  if (align_corners) {
+    if (extent <= 1) return -1.0;
+    return -1.0 + static_cast<double>(i) * (2.0 / static_cast<double>(extent - 1));
+  }
+  const double step = 2.0 / static_cast<double>(extent);
+  return (-1.0 + step / 2.0) + static_cast<double>(i) * step;
+}
+
+// ---- CPU references (roi_align.cpp, grid_sample.cpp, affine_grid.cpp) ----------------------------------------------------------------
 // The kernels compute in double whatever the storage dtype (float16/float32/float64) and round once
 // on store.
 namespace cpu {
@@ -98,6 +125,7 @@ Status grid_sample_backward_run(const char* op, const GridSampleParams& p, const
 // Builtin kernels (ONNX RoiAlign, GridSample).
 Status roi_align(ExecContext& ctx);
 Status grid_sample(ExecContext& ctx);
+Status affine_grid(ExecContext& ctx);
 
 }  // namespace cpu
 }  // namespace graft
