@@ -1,6 +1,6 @@
 """Builtin ops newer than Debian's ONNX test data, checked on graft's CPU and CUDA engines against ONNX's
 own reference implementation (onnx.reference, onnx 1.13+: the GPU machine's onnx; skipped where onnx
-is older) and, for AffineGrid, against PyTorch's F.affine_grid, which exports to it.
+is older) and, for AffineGrid and Col2Im, against PyTorch's F.affine_grid and F.fold, which export to them.
 CenterCropPad (opset 18): every element is a copy or a zero, so results must be equal.
 AffineGrid (opset 20): sums of three or four products, rounded once: within float32 rounding."""
 import numpy as np
@@ -109,5 +109,41 @@ def test_affine_grid_matches_onnx_reference(graft_mod, onnx_reference, tmp_path,
     theta = _theta(seed, size)
     (want,) = onnx_reference.ReferenceEvaluator(model).run(None, {"theta": theta})
     got = _run(graft_mod, path, device, {"theta": theta})["grid"]
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"seed {seed}")
+
+
+# ---- Col2Im -----------------------------------------------------------------------------------------
+
+def _col2im_model(path, x_shape, image, block, dilations, pads, strides):
+    node = helper.make_node("Col2Im", ["x", "image_shape", "block_shape"], ["y"], dilations=dilations, pads=pads,
+                            strides=strides)
+    inits = [helper.make_tensor("image_shape", TensorProto.INT64, [len(image)], image),
+             helper.make_tensor("block_shape", TensorProto.INT64, [len(block)], block)]
+    graph = helper.make_graph([node], "col2im", [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    onnx.save(model, path)
+    return model
+
+
+FOLD_CASES = [  # N, C, output_size, kernel_size, dilation, padding, stride (F.fold's symmetric padding)
+    (2, 3, (5, 5), (3, 3), (1, 1), (0, 0), (1, 1)),
+    (1, 2, (7, 6), (2, 3), (2, 1), (1, 1), (2, 1)),
+    (3, 1, (8, 8), (4, 4), (1, 1), (0, 0), (4, 4)),
+]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("n,c,size,kernel,dilation,padding,stride", FOLD_CASES)
+def test_col2im_matches_torch_fold(graft_mod, tmp_path, seed, device, n, c, size, kernel, dilation, padding, stride):
+    blocks = [(size[d] + 2 * padding[d] - dilation[d] * (kernel[d] - 1) - 1) // stride[d] + 1 for d in range(2)]
+    x_shape = [n, c * kernel[0] * kernel[1], blocks[0] * blocks[1]]
+    path = str(tmp_path / "col2im.onnx")
+    _col2im_model(path, x_shape, list(size), list(kernel), list(dilation), [padding[0], padding[1]] * 2, list(stride))
+    x = np.random.default_rng(seed).standard_normal(x_shape).astype(np.float32)
+    want = torch.nn.functional.fold(torch.from_numpy(x).double(), size, kernel, dilation=dilation, padding=padding,
+                                    stride=stride).float().numpy()
+    got = _run(graft_mod, path, device, {"x": x})["y"]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"seed {seed}")

@@ -14,9 +14,29 @@
 // cpu::conv.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
+#include "graft/attribute.h"
+#include "graft/status.h"
 #include "ops/operator.h"
 #include "ops/window_attrs.h"
 
+namespace graft {
+
+// Col2Im (opset 18): input (N, C * prod(block_shape), L) -> (N, C, image_shape...), every column
+// value added at image position l * stride - pad_begin + k * dilation. What its CPU reference and
+// CUDA op (col2im.cpp, col2im.cu) read one way; errors name the attribute or input.
+struct Col2ImGeometry {
+  int64_t batch = 0, channels = 0;
+  std::vector<int64_t> image, block, dilations, pads_begin, strides;
+  std::vector<int64_t> blocks;  // sliding positions per spatial axis; their product is L
+  int64_t kernel_size = 1;      // prod(block)
+};
+Result<Col2ImGeometry> col2im_geometry(const AttributeMap& attrs, const std::vector<int64_t>& input_dims,
+                                       const std::vector<int64_t>& image_shape, const std::vector<int64_t>& block_shape);
+
+}  // namespace graft
 
 namespace graft::cpu {
 
@@ -28,6 +48,7 @@ Status gemm(ExecContext& ctx);
 Status max_pool(ExecContext& ctx);
 Status average_pool(ExecContext& ctx);
 Status global_average_pool(ExecContext& ctx);
+Status col2im(ExecContext& ctx);
 Status global_max_pool(ExecContext& ctx);
 
 }  // namespace graft::cpu
