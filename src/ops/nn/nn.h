@@ -1,5 +1,5 @@
-// The nn family: Conv, ConvTranspose, BatchNormalization, MatMul, Gemm, MaxPool, AveragePool and the
-// global pools, one file per op (the matrix products and the pools one file each): the schema and
+// The nn family: Conv, ConvTranspose, BatchNormalization, MatMul, Gemm, MaxPool, AveragePool, the
+// global pools and Col2Im (col2im.cpp, col2im.cu), one file per op (the matrix products and the pools one file each): the schema and
 // CPU reference in <op>.cpp (conv.cpp, conv_transpose.cpp, batch_norm.cpp, matmul.cpp, pool.cpp,
 // sharing nn_util.h), the CUDA op in <op>_cuda.cpp (MatMul/Gemm through cuBLASLt, Conv through the
 // backend's cuDNN convolution, ConvTranspose through cuDNN's backward data, pools and

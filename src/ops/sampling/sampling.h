@@ -1,4 +1,5 @@
-// The sampling family: ONNX's RoiAlign (opset 10, 16) and GridSample (opset 16, 20), and the
+// The sampling family: ONNX's RoiAlign (opset 10, 16), GridSample (opset 16, 20) and AffineGrid
+// (opset 20, GridSample's grid from affine matrices), and the
 // kernels that mmdeploy's MMCVRoiAlign and grid_sampler and TensorRT's ROIAlign_TRT share with them
 // (ops/roi_align, ops/grid_sample). This header holds what those users need: the attribute readers,
 // the CPU references over TensorViews and, in CUDA builds, the kernel launchers (plain types only,
