@@ -60,17 +60,19 @@ std::vector<std::vector<double>> affine_grid_formula(const std::vector<std::vect
 
 std::vector<OpCaseTable> affine_grid_case_tables() {
   OpCaseTable t = builtin_table("AffineGrid", affine_grid_formula, 20);
-  t.cases.push_back(make_case("2d_two_images", {data({2, 2, 3}, -1.5, 1.5), int64_values({2, 3, 4, 5})}, {{2, 4, 5, 2}},
-                              align_attr(0)));
+  t.cases.push_back(make_case("2d_two_images", {data({2, 2, 3}, -1.5, 1.5), int64_values({2, 3, 4, 5})},
+                              {{2, 4, 5, 2}}, align_attr(0)));
   t.cases.push_back(make_case("2d_align_corners", {data({1, 2, 3}, -1.5, 1.5), int64_values({1, 1, 3, 6})},
                               {{1, 3, 6, 2}}, align_attr(1)));
   t.cases.push_back(make_case("3d_two_images", {data({2, 3, 4}, -1.5, 1.5), int64_values({2, 1, 3, 4, 2})},
                               {{2, 3, 4, 2, 3}}, align_attr(0)));
   t.cases.push_back(make_case("3d_align_corners", {data({1, 3, 4}, -1.5, 1.5), int64_values({1, 2, 2, 3, 4})},
                               {{1, 2, 3, 4, 3}}, align_attr(1)));
-  t.cases.push_back(make_case("one_row_align_corners", {data({1, 2, 3}, -1.5, 1.5), int64_values({1, 1, 1, 5})},
-                              {{1, 1, 5, 2}}, align_attr(1)));
-  t.cases.push_back(make_case("one_row_default", {data({1, 2, 3}, -1.5, 1.5), int64_values({1, 1, 1, 5})}, {{1, 1, 5, 2}}));
+  t.cases.push_back(make_case("one_row_align_corners",
+                              {data({1, 2, 3}, -1.5, 1.5), int64_values({1, 1, 1, 5})}, {{1, 1, 5, 2}},
+                              align_attr(1)));
+  t.cases.push_back(
+      make_case("one_row_default", {data({1, 2, 3}, -1.5, 1.5), int64_values({1, 1, 1, 5})}, {{1, 1, 5, 2}}));
   t.bad_attributes.push_back({"align_corners_2", align_attr(2), {}, "align_corners"});
   return {t};
 }

@@ -63,17 +63,17 @@ std::vector<std::vector<double>> center_crop_pad_formula(const std::vector<std::
 
 std::vector<OpCaseTable> center_crop_pad_case_tables() {
   OpCaseTable t = builtin_table("CenterCropPad", center_crop_pad_formula, 18);
-  t.cases.push_back(make_case("crop_both_spatial_axes", {data({2, 3, 9, 8}), int64_values({5, 5})}, {{2, 3, 5, 5}},
-                              axes_attr({2, 3})));
-  t.cases.push_back(make_case("pad_both_spatial_axes_odd", {data({1, 2, 4, 3}), int64_values({7, 6})}, {{1, 2, 7, 6}},
-                              axes_attr({-2, -1})));
+  t.cases.push_back(make_case("crop_both_spatial_axes", {data({2, 3, 9, 8}), int64_values({5, 5})},
+                              {{2, 3, 5, 5}}, axes_attr({2, 3})));
+  t.cases.push_back(make_case("pad_both_spatial_axes_odd", {data({1, 2, 4, 3}), int64_values({7, 6})},
+                              {{1, 2, 7, 6}}, axes_attr({-2, -1})));
   t.cases.push_back(make_case("crop_one_pad_other", {data({3, 10, 4}), int64_values({7, 9})}, {{3, 7, 9}},
                               axes_attr({1, 2})));
   t.cases.push_back(make_case("every_axis_no_attribute", {data({6, 5}), int64_values({3, 8})}, {{3, 8}}));
   t.cases.push_back(make_case("unchanged_and_to_empty", {data({4, 5}), int64_values({4, 0})}, {{4, 0}}));
   {
-    OpCase c = make_case("int32_shape_int64_data", {typed({3, 7}, DataType::kInt64, -50, 50),
-                                                    fixed({1}, DataType::kInt32, {4})},
+    OpCase c = make_case("int32_shape_int64_data",
+                         {typed({3, 7}, DataType::kInt64, -50, 50), fixed({1}, DataType::kInt32, {4})},
                          {{3, 4}}, axes_attr({1}));
     t.cases.push_back(c);
   }

@@ -10,7 +10,8 @@ namespace graft::optest {
 
 namespace {
 
-AttributeMap col2im_attrs(std::vector<int64_t> dilations, std::vector<int64_t> pads, std::vector<int64_t> strides) {
+AttributeMap col2im_attrs(std::vector<int64_t> dilations, std::vector<int64_t> pads,
+                          std::vector<int64_t> strides) {
   AttributeMap a;
   if (!dilations.empty()) a.set("dilations", std::move(dilations));
   if (!pads.empty()) a.set("pads", std::move(pads));
@@ -19,7 +20,8 @@ AttributeMap col2im_attrs(std::vector<int64_t> dilations, std::vector<int64_t> p
 }
 
 std::vector<std::vector<double>> col2im_formula(const std::vector<std::vector<double>>& in,
-                                                const std::vector<std::vector<int64_t>>& dims, const AttributeMap& a) {
+                                                const std::vector<std::vector<int64_t>>& dims,
+                                                const AttributeMap& a) {
   std::vector<int64_t> image, block;
   for (double v : in[1]) image.push_back(static_cast<int64_t>(v));
   for (double v : in[2]) block.push_back(static_cast<int64_t>(v));
@@ -67,14 +69,16 @@ std::vector<std::vector<double>> col2im_formula(const std::vector<std::vector<do
 std::vector<OpCaseTable> col2im_case_tables() {
   OpCaseTable t = builtin_table("Col2Im", col2im_formula, 18);
   // (N, C * kh * kw, L) with L the sliding positions.
-  t.cases.push_back(make_case("fold_3x3_overlapping", {data({2, 2 * 9, 9}), int64_values({5, 5}), int64_values({3, 3})},
+  t.cases.push_back(make_case("fold_3x3_overlapping",
+                              {data({2, 2 * 9, 9}), int64_values({5, 5}), int64_values({3, 3})},
                               {{2, 2, 5, 5}}));
-  t.cases.push_back(make_case("strides_dilations_pads", {data({1, 3 * 4, 12}), int64_values({6, 7}), int64_values({2, 2})},
+  t.cases.push_back(make_case("strides_dilations_pads",
+                              {data({1, 3 * 4, 12}), int64_values({6, 7}), int64_values({2, 2})},
                               {{1, 3, 6, 7}}, col2im_attrs({2, 1}, {1, 0, 0, 1}, {2, 2})));
-  t.cases.push_back(make_case("one_d", {data({2, 1 * 3, 3}), int64_values({8}), int64_values({3})}, {{2, 1, 8}},
-                              col2im_attrs({}, {}, {2})));
-  t.cases.push_back(make_case("three_d", {data({1, 2 * 8, 8}), int64_values({3, 3, 3}), int64_values({2, 2, 2})},
-                              {{1, 2, 3, 3, 3}}));
+  t.cases.push_back(make_case("one_d", {data({2, 1 * 3, 3}), int64_values({8}), int64_values({3})},
+                              {{2, 1, 8}}, col2im_attrs({}, {}, {2})));
+  t.cases.push_back(make_case(
+      "three_d", {data({1, 2 * 8, 8}), int64_values({3, 3, 3}), int64_values({2, 2, 2})}, {{1, 2, 3, 3, 3}}));
   AttributeMap bad = col2im_attrs({}, {}, {0, 1});
   t.bad_attributes.push_back({"stride_0", bad, {}, "strides"});
   return {t};

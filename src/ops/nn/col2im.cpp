@@ -18,17 +18,22 @@ namespace graft {
 // ---- geometry (nn.h) --------------------------------------------------------------------------------
 
 Result<Col2ImGeometry> col2im_geometry(const AttributeMap& attrs, const std::vector<int64_t>& input_dims,
-                                       const std::vector<int64_t>& image_shape, const std::vector<int64_t>& block_shape) {
+                                       const std::vector<int64_t>& image_shape,
+                                       const std::vector<int64_t>& block_shape) {
   Col2ImGeometry g;
   const size_t k = image_shape.size();
   if (k == 0) return error(StatusCode::kInvalidModel, "input 'image_shape' is empty");
   if (block_shape.size() != k)
-    return error(StatusCode::kInvalidModel, "input 'block_shape' has ", static_cast<int64_t>(block_shape.size()),
-                 " values for ", static_cast<int64_t>(k), " image axes");
-  auto read = [&](const char* name, size_t count, int64_t def, int64_t least) -> Result<std::vector<int64_t>> {
+    return error(StatusCode::kInvalidModel, "input 'block_shape' has ",
+                 static_cast<int64_t>(block_shape.size()), " values for ", static_cast<int64_t>(k),
+                 " image axes");
+  auto read = [&](const char* name, size_t count, int64_t def,
+                  int64_t least) -> Result<std::vector<int64_t>> {
     auto v = attrs.get_ints(name, std::vector<int64_t>(count, def));
     if (!v) return Status(v.status()).with_attribute(name);
-    if (v->size() != count) return attr_error(name, "has ", static_cast<int64_t>(v->size()), " values, expected ", static_cast<int64_t>(count));
+    if (v->size() != count)
+      return attr_error(name, "has ", static_cast<int64_t>(v->size()), " values, expected ",
+                        static_cast<int64_t>(count));
     for (int64_t x : *v)
       if (x < least) return attr_error(name, "values must be >= ", least, ", got ", ints_to_string(*v));
     return *v;
@@ -42,26 +47,28 @@ Result<Col2ImGeometry> col2im_geometry(const AttributeMap& attrs, const std::vec
   int64_t positions = 1;
   for (size_t d = 0; d < k; ++d) {
     if (image_shape[d] < 1 || block_shape[d] < 1)
-      return error(StatusCode::kInvalidModel, "image_shape ", ints_to_string(image_shape), " and block_shape ",
-                   ints_to_string(block_shape), " must be positive");
+      return error(StatusCode::kInvalidModel, "image_shape ", ints_to_string(image_shape),
+                   " and block_shape ", ints_to_string(block_shape), " must be positive");
     int64_t span = 0, pad = 0, padded = 0;
     if (!checked_mul(g.dilations[d], block_shape[d] - 1, &span) || !checked_add(pads[d], pads[k + d], &pad) ||
         !checked_add(image_shape[d], pad, &padded) || padded - span - 1 < 0)
-      return error(StatusCode::kInvalidModel, "block ", block_shape[d], " (dilation ", g.dilations[d], ") does not fit image axis ",
-                   static_cast<int64_t>(d), " of ", image_shape[d], " with pads ", pads[d], "/", pads[k + d]);
+      return error(StatusCode::kInvalidModel, "block ", block_shape[d], " (dilation ", g.dilations[d],
+                   ") does not fit image axis ", static_cast<int64_t>(d), " of ", image_shape[d],
+                   " with pads ", pads[d], "/", pads[k + d]);
     g.blocks.push_back((padded - span - 1) / g.strides[d] + 1);
     if (!checked_mul(positions, g.blocks.back(), &positions) ||
         !checked_mul(g.kernel_size, block_shape[d], &g.kernel_size))
       return error(StatusCode::kInvalidModel, "Col2Im's sizes overflow int64");
   }
   if (input_dims.size() != 3)
-    return error(StatusCode::kInvalidModel, "input must be (N, C * prod(block_shape), L), got ", ints_to_string(input_dims));
+    return error(StatusCode::kInvalidModel, "input must be (N, C * prod(block_shape), L), got ",
+                 ints_to_string(input_dims));
   if (input_dims[1] % g.kernel_size != 0)
-    return error(StatusCode::kInvalidModel, "input's second dim ", input_dims[1], " is not a multiple of prod(block_shape) ",
-                 g.kernel_size);
+    return error(StatusCode::kInvalidModel, "input's second dim ", input_dims[1],
+                 " is not a multiple of prod(block_shape) ", g.kernel_size);
   if (input_dims[2] != positions)
-    return error(StatusCode::kInvalidModel, "input has L = ", input_dims[2], " columns; the image, block and attributes give ",
-                 positions);
+    return error(StatusCode::kInvalidModel, "input has L = ", input_dims[2],
+                 " columns; the image, block and attributes give ", positions);
   g.batch = input_dims[0];
   g.channels = input_dims[1] / g.kernel_size;
   return g;
@@ -83,7 +90,8 @@ Status col2im(ExecContext& ctx) {
   std::vector<int64_t> want{g.batch, g.channels};
   want.insert(want.end(), g.image.begin(), g.image.end());
   if (y.dims() != want || y.dtype() != x.dtype())
-    return error(StatusCode::kInternal, "Col2Im: output ", ints_to_string(y.dims()), " differs from ", ints_to_string(want));
+    return error(StatusCode::kInternal, "Col2Im: output ", ints_to_string(y.dims()), " differs from ",
+                 ints_to_string(want));
   const std::vector<double> xv = load_doubles(x);
   std::vector<double> yv(static_cast<size_t>(y.numel()), 0.0);
   const size_t k = g.image.size();
@@ -128,12 +136,14 @@ Status infer_col2im(InferContext& ctx) {
     GRAFT_RETURN_IF_ERROR(check_dtype(ctx, i, {kI64}));
   }
   const TensorDesc& x = ctx.input(0);
-  if (x.shape && x.rank() != 3) return ctx.fail("input must be (N, C * prod(block_shape), L), got ", x.to_string());
+  if (x.shape && x.rank() != 3)
+    return ctx.fail("input must be (N, C * prod(block_shape), L), got ", x.to_string());
   const Tensor* image_t = ctx.input_value(1);
   const Tensor* block_t = ctx.input_value(2);
   if (x.shape && shape_is_static(*x.shape) && image_t && block_t) {
-    GRAFT_ASSIGN_OR_RETURN(Col2ImGeometry g, col2im_geometry(ctx.attrs(), shape_values(*x.shape), image_t->to_int64_vector(),
-                                                             block_t->to_int64_vector()));
+    GRAFT_ASSIGN_OR_RETURN(Col2ImGeometry g,
+                           col2im_geometry(ctx.attrs(), shape_values(*x.shape), image_t->to_int64_vector(),
+                                           block_t->to_int64_vector()));
     std::vector<int64_t> out{g.batch, g.channels};
     out.insert(out.end(), g.image.begin(), g.image.end());
     ctx.set_output(0, TensorDesc(x.dtype, shape_from_values(out)));
@@ -141,7 +151,8 @@ Status infer_col2im(InferContext& ctx) {
   }
   // A dynamic batch, or values known only at run time: what is known now.
   std::optional<int64_t> axes;
-  if (image_t) axes = image_t->numel();
+  if (image_t)
+    axes = image_t->numel();
   else if (ctx.input(1).shape && ctx.input(1).rank() == 1 && (*ctx.input(1).shape)[0].is_const())
     axes = (*ctx.input(1).shape)[0].value();
   if (!axes) {
@@ -155,13 +166,16 @@ Status infer_col2im(InferContext& ctx) {
     if ((*x.shape)[1].is_const()) out[1] = Dim((*x.shape)[1].value() / kernel);
   }
   const std::vector<int64_t> image = image_t ? image_t->to_int64_vector() : std::vector<int64_t>();
-  for (int64_t a = 0; a < *axes; ++a) out.push_back(image_t ? Dim(image[static_cast<size_t>(a)]) : ctx.unknown_dim());
+  for (int64_t a = 0; a < *axes; ++a)
+    out.push_back(image_t ? Dim(image[static_cast<size_t>(a)]) : ctx.unknown_dim());
   ctx.set_output(0, desc_of(x.dtype, out));
   return Status::ok();
 }
 
 }  // namespace
 
-void append_col2im_ops(std::vector<OpEntry>& out) { out.push_back(OpEntry{"Col2Im", 18, infer_col2im, cpu::col2im}); }
+void append_col2im_ops(std::vector<OpEntry>& out) {
+  out.push_back(OpEntry{"Col2Im", 18, infer_col2im, cpu::col2im});
+}
 
 }  // namespace graft

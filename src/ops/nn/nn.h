@@ -1,6 +1,6 @@
 // The nn family: Conv, ConvTranspose, BatchNormalization, MatMul, Gemm, MaxPool, AveragePool, the
-// global pools and Col2Im (col2im.cpp, col2im.cu), one file per op (the matrix products and the pools one file each): the schema and
-// CPU reference in <op>.cpp (conv.cpp, conv_transpose.cpp, batch_norm.cpp, matmul.cpp, pool.cpp,
+// global pools and Col2Im (col2im.cpp, col2im.cu), one file per op (the matrix products and the
+// pools one file each): the schema and CPU reference in <op>.cpp (conv.cpp, conv_transpose.cpp, batch_norm.cpp, matmul.cpp, pool.cpp,
 // sharing nn_util.h), the CUDA op in <op>_cuda.cpp (MatMul/Gemm through cuBLASLt, Conv through the
 // backend's cuDNN convolution, ConvTranspose through cuDNN's backward data, pools and
 // BatchNormalization on nn_kernels.cu, which graft's fused convolution shares). Each file's table

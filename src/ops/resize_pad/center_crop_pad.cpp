@@ -41,7 +41,8 @@ Result<std::vector<int64_t>> center_crop_pad_axes(const AttributeMap& attrs, int
 Status center_crop_pad_geometry(const AttributeMap& attrs, const std::vector<int64_t>& in,
                                 const std::vector<int64_t>& shape, std::vector<int64_t>* out,
                                 std::vector<int64_t>* begin) {
-  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> axes, center_crop_pad_axes(attrs, static_cast<int64_t>(in.size())));
+  GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> axes,
+                         center_crop_pad_axes(attrs, static_cast<int64_t>(in.size())));
   if (shape.size() != axes.size())
     return error(StatusCode::kInvalidModel, "input 'shape' has ", static_cast<int64_t>(shape.size()),
                  " values for ", static_cast<int64_t>(axes.size()), " axes");
@@ -50,7 +51,8 @@ Status center_crop_pad_geometry(const AttributeMap& attrs, const std::vector<int
   for (size_t k = 0; k < axes.size(); ++k) {
     const size_t a = static_cast<size_t>(axes[k]);
     if (shape[k] < 0)
-      return error(StatusCode::kInvalidModel, "input 'shape' asks for extent ", shape[k], " on axis ", axes[k]);
+      return error(StatusCode::kInvalidModel, "input 'shape' asks for extent ", shape[k], " on axis ",
+                   axes[k]);
     (*out)[a] = shape[k];
     (*begin)[a] = shape[k] >= in[a] ? (shape[k] - in[a]) / 2 : -((in[a] - shape[k]) / 2);
   }

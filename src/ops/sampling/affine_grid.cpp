@@ -30,10 +30,13 @@ Result<AffineGridGeometry> affine_grid_geometry(const std::vector<int64_t>& thet
                                                 const std::vector<int64_t>& size) {
   AffineGridGeometry g;
   if (size.size() != 4 && size.size() != 5)
-    return error(StatusCode::kInvalidModel, "input 'size' must hold 4 values (N, C, H, W) or 5 (N, C, D, H, W), got ",
+    return error(StatusCode::kInvalidModel,
+                 "input 'size' must hold 4 values (N, C, H, W) or 5 (N, C, D, H, W), got ",
                  ints_to_string(size));
   for (int64_t v : size)
-    if (v < 0) return error(StatusCode::kInvalidModel, "input 'size' ", ints_to_string(size), " has a negative extent");
+    if (v < 0)
+      return error(StatusCode::kInvalidModel, "input 'size' ", ints_to_string(size),
+                   " has a negative extent");
   g.spatial = static_cast<int>(size.size()) - 2;
   g.batch = size[0];
   g.extents.assign(size.begin() + 2, size.end());
@@ -60,8 +63,8 @@ Status affine_grid(ExecContext& ctx) {
   GRAFT_ASSIGN_OR_RETURN(AffineGridGeometry g, affine_grid_geometry(theta.dims(), size));
   Tensor& y = *ctx.outputs[0];
   if (y.numel() != g.points * g.spatial || y.dtype() != theta.dtype())
-    return error(StatusCode::kInternal, "AffineGrid: output ", ints_to_string(y.dims()), " does not match size ",
-                 ints_to_string(size));
+    return error(StatusCode::kInternal, "AffineGrid: output ", ints_to_string(y.dims()),
+                 " does not match size ", ints_to_string(size));
   const std::vector<double> t = load_doubles(theta);
   std::vector<double> out(static_cast<size_t>(y.numel()));
   const int k = g.spatial;
@@ -73,8 +76,8 @@ Status affine_grid(ExecContext& ctx) {
       unravel(p, g.extents, idx);
       // Extents are (H, W) or (D, H, W); the column is (x = W index, y = H index[, z = D index]).
       for (int a = 0; a < k; ++a)
-        base[static_cast<size_t>(a)] =
-            affine_grid_coordinate(idx[static_cast<size_t>(k - 1 - a)], g.extents[static_cast<size_t>(k - 1 - a)], align);
+        base[static_cast<size_t>(a)] = affine_grid_coordinate(
+            idx[static_cast<size_t>(k - 1 - a)], g.extents[static_cast<size_t>(k - 1 - a)], align);
       for (int r = 0; r < k; ++r) {
         double acc = 0.0;
         for (int c = 0; c <= k; ++c)
@@ -124,7 +127,8 @@ Status infer_affine_grid(InferContext& ctx) {
   const int64_t k = *len - 2;
   Shape out;
   out.push_back(values ? (*values)[0] : (theta.shape ? (*theta.shape)[0] : ctx.unknown_dim()));
-  for (int64_t a = 0; a < k; ++a) out.push_back(values ? (*values)[static_cast<size_t>(2 + a)] : ctx.unknown_dim());
+  for (int64_t a = 0; a < k; ++a)
+    out.push_back(values ? (*values)[static_cast<size_t>(2 + a)] : ctx.unknown_dim());
   out.push_back(Dim(k));
   ctx.set_output(0, desc_of(theta.dtype, out));
   return Status::ok();
