@@ -34,8 +34,7 @@ Result<bool> bit_shift_left(const AttributeMap& attrs) {
 }
 
 // ---- CPU reference --------------------------------------------------------------------------
-// Values are loaded as double, statistics and sums accumulate in double, and each result is rounded
-// once into the output dtype.
+// Unsigned integers shifted in their own width.
 
 namespace cpu {
 

@@ -25,8 +25,7 @@
 namespace graft {
 
 // ---- CPU reference --------------------------------------------------------------------------
-// Values are loaded as double, statistics and sums accumulate in double, and each result is rounded
-// once into the output dtype.
+// Ones and zeros stored in the output dtype.
 
 namespace cpu {
 

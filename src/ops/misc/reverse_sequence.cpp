@@ -37,8 +37,7 @@ Result<std::pair<int64_t, int64_t>> reverse_sequence_axes(const AttributeMap& at
 }
 
 // ---- CPU reference --------------------------------------------------------------------------
-// Values are loaded as double, statistics and sums accumulate in double, and each result is rounded
-// once into the output dtype.
+// Elements moved as bytes, so every dtype.
 
 namespace cpu {
 
