@@ -215,6 +215,9 @@ std::optional<Resize2d> resize_2d_of(const ResizeParams& p, int64_t n) {
     if (!p.identity[d]) return std::nullopt;
   const int dh = p.rank - 2, dw = p.rank - 1;
   if (p.identity[dh] || p.identity[dw] || p.in_dims[dh] <= 0 || p.in_dims[dw] <= 0) return std::nullopt;
+  // The input extents are held as int32 (the output's count is bounded above; a downsample's input
+  // is not): a larger one takes the general kernels.
+  if (p.in_dims[dh] > INT32_MAX || p.in_dims[dw] > INT32_MAX) return std::nullopt;
   Resize2d q;
   q.out_w = FastDivide(static_cast<uint32_t>(p.out_dims[dw]));
   q.in_h = static_cast<int32_t>(p.in_dims[dh]);
