@@ -21,6 +21,7 @@
 #include "core/utf8.h"
 #include "graft/registry.h"
 #include "io/tensor_io.h"
+#include "onnx/builtin_schema.h"
 #include "onnx/graph_references.h"
 #include "onnx/onnx_convert.h"
 #include "onnx/opset_conversion.h"
@@ -904,6 +905,17 @@ Status refuse_internal_ops(const onnx::GraphProto& gp, int depth = 0) {
   return Status::ok();
 }
 
+// What a user's model must meet before it is read, beyond what reading it checks: no internal ops,
+// and only the attributes each default-domain op's schema has (at the model's own opset, before any
+// conversion).
+Status check_user_model(const onnx::ModelProto& model) {
+  GRAFT_RETURN_IF_ERROR(refuse_internal_ops(model.graph()));
+  for (const auto& os : model.opset_import())
+    if (os.domain().empty() || os.domain() == "ai.onnx")
+      return check_attribute_names(model.graph(), static_cast<int>(std::clamp<int64_t>(os.version(), 0, 1 << 20)));
+  return Status::ok();  // no default-domain opset: import_onnx_model refuses it
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const std::string& name_for_errors,
@@ -925,7 +937,7 @@ Result<std::unique_ptr<Graph>> import_onnx_bytes(const std::string& bytes, const
   }
   if (!model.has_graph() && model.ir_version() == 0)
     return error(StatusCode::kInvalidModel, "not an ONNX model (no ir_version and no graph)").with_file(name_for_errors);
-  if (Status st = refuse_internal_ops(model.graph()); !st) return st.with_file(name_for_errors);
+  if (Status st = check_user_model(model); !st) return st.with_file(name_for_errors);
   return import_onnx_model(model, name_for_errors, dir);
 }
 
@@ -955,7 +967,7 @@ Result<std::unique_ptr<Graph>> import_onnx_file(const std::string& path) {
         .with_file(path);
   if (!model.has_graph() && model.ir_version() == 0)
     return error(StatusCode::kInvalidModel, "not an ONNX model (no ir_version and no graph)").with_file(path);
-  if (Status st = refuse_internal_ops(model.graph()); !st) return st.with_file(path);
+  if (Status st = check_user_model(model); !st) return st.with_file(path);
   std::string dir = fs::path(path).parent_path().string();
   return import_onnx_model(model, path, dir.empty() ? "." : dir);
 }

@@ -269,6 +269,28 @@ TEST_F(CliTest, OpsJsonListsRelu) {
     EXPECT_EQ(op["backends"].size(), 1u) << op.dump();
 #endif
   }
+  // An ONNX op's attributes, inputs and outputs come from its schema (libonnx's), in the form a
+  // custom op's take below; an op newer than that registry's opsets says so.
+  bool conv = false, mish = false;
+  for (const auto& op : j["builtin"]) {
+    if (op["op_type"] == "Conv") {
+      conv = true;
+      EXPECT_EQ(op["since_version"], 11) << op.dump();
+      bool group = false;
+      for (const auto& a : op["attributes"])
+        group |= a["name"] == "group" && a["type"] == "int" && a["default"] == "1" && a["required"] == false;
+      EXPECT_TRUE(group) << op.dump();
+      ASSERT_EQ(op["inputs"].size(), 3u) << op.dump();
+      EXPECT_EQ(op["inputs"][1]["name"], "W");
+      EXPECT_EQ(op["inputs"][2]["optional"], true);
+      EXPECT_NE(std::find(op["inputs"][0]["dtypes"].begin(), op["inputs"][0]["dtypes"].end(), "float16"),
+                op["inputs"][0]["dtypes"].end())
+          << op.dump();
+    }
+    if (op["op_type"] == "Concat") EXPECT_EQ(op["inputs"][0]["doc"], "variadic, at least 1") << op.dump();
+    if (op["op_type"] == "Mish") mish = op.contains("schema") && op["schema"].is_null() && !op.contains("attributes");
+  }
+  EXPECT_TRUE(conv && mish);
   ASSERT_TRUE(j["custom"].is_array());
   for (const auto& op : j["custom"]) {
     EXPECT_TRUE(op.contains("name") && op.contains("domain") && op.contains("version") && op.contains("source"));

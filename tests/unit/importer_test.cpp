@@ -294,6 +294,84 @@ TEST(Importer, AttributeOfWrongTypeNamesNodeAndAttribute) {
   EXPECT_EQ(g.status().attribute(), "beta") << g.status().to_string();
 }
 
+// An ONNX op's attributes are those of its schema at the model's opset (libonnx's registry,
+// onnx/builtin_schema.h): an attribute the op does not have, or one of another type, is refused
+// naming the node and the attribute (the type even where no kernel reads the attribute), in the main graph and in subgraphs, as onnx.checker and ONNX Runtime refuse it and as
+// a custom op's unknown attribute is refused. An attribute the op had at an older opset is checked
+// against that opset's schema, before the model is converted.
+TEST(Importer, UnknownOrMistypedAttributesOfOnnxOpsAreRefused) {
+  OnnxModelBuilder m;
+  m.input("x", DataType::kFloat32, {2, 3});
+  OnnxModelBuilder::attr(m.node("Relu", {"x"}, {"y"}, "act"), "alpha", 0.5f);
+  m.output("y", DataType::kFloat32);
+  auto g = import_onnx_bytes(m.bytes(), "relu_alpha.onnx");
+  ASSERT_FALSE(g.is_ok());
+  EXPECT_EQ(g.status().node_name(), "act") << g.status().to_string();
+  EXPECT_EQ(g.status().attribute(), "alpha") << g.status().to_string();
+  EXPECT_EQ(g.status().code(), StatusCode::kInvalidModel) << g.status().to_string();
+  EXPECT_TRUE(contains(g.status().to_string(), "unknown attribute for op Relu-14 (known: none)"))
+      << g.status().to_string();
+  // An op with attributes lists them.
+  OnnxModelBuilder c;
+  c.input("x", DataType::kFloat32, {2, 3});
+  OnnxModelBuilder::attr(c.node("Concat", {"x", "x"}, {"y"}, "cat"), "axes", int64_t{0});
+  c.output("y", DataType::kFloat32);
+  auto cg = import_onnx_bytes(c.bytes(), "concat_axes.onnx");
+  ASSERT_FALSE(cg.is_ok());
+  EXPECT_EQ(cg.status().attribute(), "axes") << cg.status().to_string();
+  EXPECT_TRUE(contains(cg.status().to_string(), "(known: axis)")) << cg.status().to_string();
+
+  // Dropout's seed is an int; no inference kernel reads it.
+  OnnxModelBuilder d;
+  d.input("x", DataType::kFloat32, {2, 3});
+  OnnxModelBuilder::attr(d.node("Dropout", {"x"}, {"y"}, "drop"), "seed", 1.5f);
+  d.output("y", DataType::kFloat32);
+  auto dg = import_onnx_bytes(d.bytes(), "dropout_seed.onnx");
+  ASSERT_FALSE(dg.is_ok());
+  EXPECT_EQ(dg.status().node_name(), "drop") << dg.status().to_string();
+  EXPECT_EQ(dg.status().attribute(), "seed") << dg.status().to_string();
+  EXPECT_TRUE(contains(dg.status().to_string(), "expected type int, got float")) << dg.status().to_string();
+
+  // Inside an If branch.
+  OnnxModelBuilder outer;
+  outer.input("c", DataType::kBool, {});
+  outer.input("x", DataType::kFloat32, {2});
+  outer.node("If", {"c"}, {"y"}, "branch");
+  outer.output("y", DataType::kFloat32);
+  onnx::ModelProto nested;
+  ASSERT_TRUE(nested.ParseFromString(outer.bytes()));
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = nested.mutable_graph()->mutable_node(0)->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* body = a->mutable_g();
+    body->set_name(name);
+    auto* n = body->add_node();
+    n->set_op_type("Relu");
+    n->set_name(std::string(name) == "then_branch" ? "fine" : "odd");
+    if (std::string(name) == "else_branch") OnnxModelBuilder::attr(*n, "slope", 0.1f);
+    n->add_input("x");
+    n->add_output("out");
+    auto* o = body->add_output();
+    o->set_name("out");
+    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  std::string bytes;
+  ASSERT_TRUE(nested.SerializeToString(&bytes));
+  auto h = import_onnx_bytes(bytes, "nested.onnx");
+  ASSERT_FALSE(h.is_ok());
+  EXPECT_EQ(h.status().node_name(), "odd") << h.status().to_string();
+  EXPECT_EQ(h.status().attribute(), "slope") << h.status().to_string();
+
+  // Dropout's `ratio` is an attribute at opset 10 (an input from 12): a valid opset-10 model.
+  OnnxModelBuilder old(10, 5);
+  old.input("x", DataType::kFloat32, {2, 3});
+  OnnxModelBuilder::attr(old.node("Dropout", {"x"}, {"y"}, "drop"), "ratio", 0.25f);
+  old.output("y", DataType::kFloat32);
+  auto o = import_onnx_bytes(old.bytes(), "dropout10.onnx");
+  EXPECT_TRUE(o.is_ok()) << o.status().to_string();
+}
+
 TEST(Importer, CustomOpWithTypedAttribute) {
   OnnxModelBuilder c;
   c.input("x", DataType::kFloat32, {2, 3});

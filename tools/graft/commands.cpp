@@ -11,6 +11,7 @@
 
 #include "graft/cuda_engine.h"
 #include "graft/registry.h"
+#include "onnx/builtin_schema.h"
 #include "onnx/importer.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
@@ -349,13 +350,11 @@ nlohmann::json identity_json(const OpIdentity& id) {
   return {{"name", id.name}, {"domain", id.domain}, {"version", id.version}, {"namespace", id.plugin_namespace}};
 }
 
-nlohmann::json op_json(const RegisteredOp& op) {
-  const OpDef& d = *op.def;
-  nlohmann::json j = identity_json(d.identity());
-  j["source"] = op.source;
-  j["doc"] = d.doc_text();
+// An op's attributes and inputs/outputs, builtin or custom, in one form: a custom op's from its
+// OpDef, an ONNX op's from its schema (onnx/builtin_schema.h).
+nlohmann::json attrs_json(const std::vector<AttrSpec>& specs) {
   nlohmann::json attrs = nlohmann::json::array();
-  for (const AttrSpec& a : d.attrs()) {
+  for (const AttrSpec& a : specs) {
     nlohmann::json aj = {{"name", a.name}, {"type", attr_type_name(a.type)}, {"required", a.required}};
     aj["default"] = a.default_value ? nlohmann::json(attr_value_to_string(*a.default_value)) : nlohmann::json();
     if (a.min_value) aj["min"] = *a.min_value;
@@ -365,15 +364,27 @@ nlohmann::json op_json(const RegisteredOp& op) {
     if (!a.doc.empty()) aj["doc"] = a.doc;
     attrs.push_back(aj);
   }
-  j["attributes"] = attrs;
-  auto io = [](const std::vector<IOSpec>& specs) {
-    nlohmann::json a = nlohmann::json::array();
-    for (const IOSpec& s : specs)
-      a.push_back({{"name", s.name}, {"dtypes", dtypes_json(s.dtypes)}, {"optional", s.optional}});
-    return a;
-  };
-  j["inputs"] = io(d.inputs());
-  j["outputs"] = io(d.outputs());
+  return attrs;
+}
+
+nlohmann::json io_json(const std::vector<IOSpec>& specs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const IOSpec& s : specs) {
+    nlohmann::json sj = {{"name", s.name}, {"dtypes", dtypes_json(s.dtypes)}, {"optional", s.optional}};
+    if (!s.doc.empty()) sj["doc"] = s.doc;
+    a.push_back(sj);
+  }
+  return a;
+}
+
+nlohmann::json op_json(const RegisteredOp& op) {
+  const OpDef& d = *op.def;
+  nlohmann::json j = identity_json(d.identity());
+  j["source"] = op.source;
+  j["doc"] = d.doc_text();
+  j["attributes"] = attrs_json(d.attrs());
+  j["inputs"] = io_json(d.inputs());
+  j["outputs"] = io_json(d.outputs());
   j["backward"] = d.has_backward(Backend::kCPU) || d.has_backward(Backend::kCUDA);
   // Per backend, the dtype combinations (inputs then outputs) its kernels handle; "any" where a
   // kernel takes every combination the op declares.
@@ -441,8 +452,19 @@ Command add_ops_command(CLI::App& app) {
               {{"op_type", op.op_type}, {"domain", kInternalDomain}, {"backends", builtin_backends(op.op_type)}});
           continue;
         }
-        j["builtin"].push_back({{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
-                                {"backends", builtin_backends(op.op_type)}, {"traits", traits_json(op)}});
+        nlohmann::json b = {{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
+                            {"backends", builtin_backends(op.op_type)}, {"traits", traits_json(op)}};
+        b["schema_opset"] = newest_schema_opset();
+        if (std::optional<BuiltinSchema> s = onnx_op_schema(op.op_type, newest_schema_opset())) {
+          b["since_version"] = s->since_version;
+          b["attributes"] = attrs_json(s->attrs);
+          b["graph_attributes"] = s->graph_attrs;
+          b["inputs"] = io_json(s->inputs);
+          b["outputs"] = io_json(s->outputs);
+        } else {
+          b["schema"] = nullptr;  // an op newer than the opsets libonnx knows
+        }
+        j["builtin"].push_back(std::move(b));
       }
       j["custom"] = nlohmann::json::array();
       for (const RegisteredOp& op : custom) j["custom"].push_back(op_json(op));
