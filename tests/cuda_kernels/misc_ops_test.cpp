@@ -1,4 +1,4 @@
-// CUDA kernels of src/ops/quantize/quantize.cu and src/ops/misc/ (one .cu per op) vs the CPU reference:
+// CUDA kernels of src/ops/quantize/ and src/ops/misc/ (one .cu per op) vs the CPU reference:
 // QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear (integer outputs compared exactly:
 // saturation, .5 ties and NaN included), InstanceNormalization, MeanVarianceNormalization, LRN,
 // BitShift, EyeLike, the Hann/Hamming/Blackman windows, ReverseSequence and Einsum. Fresh random

@@ -183,7 +183,7 @@ Status check_conv_bias(DataType dtype, const std::vector<int64_t>& dims, int64_t
 // lets accumulation overflow only in 32 bits). The QLinear ops then requantize as ONNX Runtime's
 // kernels do, so ties land where theirs do: multiplier = float32(a_scale * b_scale / y_scale) (per
 // row/column/channel where the scales are), y = saturate(round_half_even(float32(sum) * multiplier)
-// + y_zero_point), the same float32 rounding graft's QuantizeLinear does (quantize.cpp).
+// + y_zero_point), the same float32 rounding graft's QuantizeLinear does (quantize_linear.cpp).
 //
 // The layout readers (integer.h) are shared by the schemas and the kernels of both
 // backends, so inference and execution refuse a bad zero point or scale with the same words.

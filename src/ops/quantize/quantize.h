@@ -1,17 +1,25 @@
-// The quantize family: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear. Definitions and
-// CPU references: quantize.cpp; CUDA kernels and ops: quantize.cu. This header holds the
+// The quantize family: QuantizeLinear, DequantizeLinear and DynamicQuantizeLinear, and the internal
+// GraftQuantizeDequantize. One file per op with kernels of its own: quantize_linear (QuantizeLinear
+// and DequantizeLinear, which share the scale/zero-point layout), dynamic_quantize_linear and
+// quantize_dequantize, each a .cpp (definition and CPU reference) and a .cu (kernels and CUDA op);
+// what the .cu files share on the device is in quantize_cuda.cuh. This header holds the
 // scale/zero-point layout and the block_size check, read one way by the schemas, the CPU references
-// and the CUDA ops. (The integer and quantized-linear algebra, MatMulInteger to QLinearConv, is the
-// integer family: src/ops/integer.)
+// and the CUDA ops, and the CPU references' 8-bit range and rounding step. (The integer and
+// quantized-linear algebra, MatMulInteger to QLinearConv, is the integer family: src/ops/integer.)
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "graft/attribute.h"
+#include "graft/dtype.h"
 #include "graft/status.h"
 
 namespace graft {
+
+struct ExecContext;  // ops/operator.h
 
 // The scale/zero-point layout of a (De)QuantizeLinear node for input shape `x_dims`: per-tensor
 // (channels == 1: a scalar or one-element scale) or per-axis along `axis` (a 1-D scale with one
@@ -26,5 +34,23 @@ Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<in
 
 // block_size (opset 21) must be absent or 0: blocked quantization is not supported.
 Status check_no_block_size(const AttributeMap& attrs);
+
+// ---- CPU references (quantize_linear.cpp, quantize_dequantize.cpp, dynamic_quantize_linear.cpp) ----
+namespace cpu {
+
+struct QRange {
+  float lo, hi;
+};
+// uint8's and int8's ranges; any other dtype is the kernel's unsupported-dtype error
+// (quantize_linear.cpp).
+Result<QRange> range_of(const ExecContext& ctx, DataType t);
+
+// round_half_even(v) + zp, saturated to [lo, hi], in float; NaN gives the zero point (clamped).
+inline float quantize_one(float v, float zp, QRange r) {
+  float q = std::isnan(v) ? zp : std::nearbyint(v) + zp;
+  return std::min(std::max(q, r.lo), r.hi);
+}
+
+}  // namespace cpu
 
 }  // namespace graft

@@ -1,4 +1,6 @@
-// The quantize family's CUDA kernels and CUDA ops (definitions and CPU references: quantize.cpp).
+// QuantizeLinear's and DequantizeLinear's CUDA kernels and CUDA ops (definitions and CPU
+// references: quantize_linear.cpp). The two stay together as in quantize_linear.cpp: one
+// scale/zero-point layout (QuantArgs, quant_args, per-tensor or per-axis) read both ways.
 #include "ops/quantize/quantize.h"
 
 #include <cstdint>
@@ -11,16 +13,13 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "ops/attr_util.h"
+#include "ops/quantize/quantize_cuda.cuh"
 
 namespace graft::cuda {
 
 // ---- kernels --------------------------------------------------------------------------------
 
 namespace k {
-
-// The arithmetic follows the CPU reference step by step (float32 division and round-half-even for
-// quantization, double for dequantization, stored as graft's store_from_double does), so integer
-// outputs match it exactly.
 
 // ---- (De)QuantizeLinear ---------------------------------------------------------------------------
 
@@ -42,18 +41,6 @@ cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const Quan
 cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
                                      cudaStream_t s);
 
-// GraftQuantizeDequantize: y (x's float type) = DequantizeLinear(QuantizeLinear(x)) over a scalar
-// scale and zero point, integers in [lo, hi].
-cudaError_t launch_quantize_dequantize(KType t, const void* x, void* y, int64_t n, float scale, float zp, float lo,
-                                       float hi, cudaStream_t s);
-
-// DynamicQuantizeLinear (float32 -> uint8): min/max over x (with 0, NaN skipped) in per-block
-// partials, then scale/zero point, then y. `partials` is device scratch of
-// dynamic_quantize_workspace_bytes().
-size_t dynamic_quantize_workspace_bytes();
-cudaError_t launch_dynamic_quantize_linear(const float* x, int64_t n, uint8_t* y, float* y_scale, uint8_t* y_zp,
-                                           void* partials, cudaStream_t s);
-
 namespace {
 
 // The scale's entry c in double (its KType chosen per launch, one branch uniform over the grid).
@@ -68,13 +55,6 @@ __device__ __forceinline__ double scale_at(const void* p, KType t, int64_t c) {
 
 __device__ __forceinline__ int64_t channel_of(const QuantArgs& q, int64_t i) {
   return q.channels == 1 ? 0 : (i / q.inner) % q.channels;
-}
-
-// The CPU's quantize_one: round half to even, add the zero point, clamp, all in float; NaN gives
-// the zero point. Explicit _rn intrinsics keep the steps from being fused or approximated.
-__device__ __forceinline__ float quantize_one(float v, float zp, float lo, float hi) {
-  const float q = isnan(v) ? zp : __fadd_rn(rintf(v), zp);
-  return fminf(fmaxf(q, lo), hi);
 }
 
 template <typename X, typename Y>
@@ -97,65 +77,6 @@ __global__ void dequantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n) {
     const int64_t c = channel_of(q, i);
     const double d = static_cast<double>(x[i]) - (zp ? static_cast<double>(zp[c]) : 0.0);
     y[i] = store_from_double<Y>(__dmul_rn(d, scale_at(q.scale, q.scale_t, c)));
-  }
-}
-
-// QuantizeLinear's steps, then DequantizeLinear's (the CPU reference's quantize_dequantize), per
-// element over a scalar scale and zero point passed by value.
-template <typename T>
-__global__ void quantize_dequantize_kernel(const T* x, T* y, int64_t n, float s, float z, float lo, float hi) {
-  const double sd = s, zd = z;
-  GRAFT_GRID_STRIDE(i, n) {
-    const float q = quantize_one(__fdiv_rn(__double2float_rn(as_double(x[i])), s), z, lo, hi);
-    y[i] = store_from_double<T>(__dmul_rn(static_cast<double>(q) - zd, sd));
-  }
-}
-
-// ---- DynamicQuantizeLinear ----------------------------------------------------------------------
-
-constexpr int kDqBlocks = 256;
-
-// Min and max of x with 0 (the CPU starts its scan at 0); fminf/fmaxf skip NaN as std::fmin does,
-// and min/max do not depend on the order, so the result is exactly the CPU's.
-__global__ void dq_minmax_kernel(const float* x, int64_t n, float* partials) {
-  __shared__ float sh[32];
-  float lo = 0.0f, hi = 0.0f;
-  GRAFT_GRID_STRIDE(i, n) {
-    lo = fminf(lo, x[i]);
-    hi = fmaxf(hi, x[i]);
-  }
-  lo = -block_max(-lo, sh);
-  hi = block_max(hi, sh);
-  if (threadIdx.x == 0) {
-    partials[blockIdx.x] = lo;
-    partials[kDqBlocks + blockIdx.x] = hi;
-  }
-}
-
-__global__ void dq_params_kernel(const float* partials, int blocks, float* y_scale, uint8_t* y_zp) {
-  __shared__ float sh[32];
-  float lo = 0.0f, hi = 0.0f;
-  for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
-    lo = fminf(lo, partials[b]);
-    hi = fmaxf(hi, partials[kDqBlocks + b]);
-  }
-  lo = -block_max(-lo, sh);
-  hi = block_max(hi, sh);
-  if (threadIdx.x == 0) {
-    const float scale = __fdiv_rn(__fsub_rn(hi, lo), 255.0f);
-    // Scale 0 (an all-zero input): zero point 0, as the CPU gives, rather than 0 / 0.
-    const float zp = scale == 0.0f ? 0.0f : quantize_one(__fdiv_rn(__fsub_rn(0.0f, lo), scale), 0.0f, 0.0f, 255.0f);
-    *y_scale = scale;
-    *y_zp = static_cast<uint8_t>(zp);
-  }
-}
-
-__global__ void dq_apply_kernel(const float* x, int64_t n, const float* y_scale, const uint8_t* y_zp, uint8_t* y) {
-  const float scale = *y_scale;
-  const float zp = static_cast<float>(*y_zp);
-  GRAFT_GRID_STRIDE(i, n) {
-    y[i] = scale == 0.0f ? uint8_t{0}
-                         : static_cast<uint8_t>(quantize_one(__fdiv_rn(x[i], scale), zp, 0.0f, 255.0f));
   }
 }
 
@@ -208,31 +129,6 @@ cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const Qu
   return cudaGetLastError();
 }
 
-cudaError_t launch_quantize_dequantize(KType t, const void* x, void* y, int64_t n, float scale, float zp, float lo,
-                                       float hi, cudaStream_t s) {
-  if (n == 0) return cudaSuccess;
-  const unsigned g = grid_for(n);
-  GRAFT_FLOAT64_DISPATCH(t, (quantize_dequantize_kernel<T><<<g, kThreads, 0, s>>>(static_cast<const T*>(x),
-                                                                                  static_cast<T*>(y), n, scale, zp,
-                                                                                  lo, hi)))
-  return cudaGetLastError();
-}
-
-size_t dynamic_quantize_workspace_bytes() { return 2 * kDqBlocks * sizeof(float); }
-
-cudaError_t launch_dynamic_quantize_linear(const float* x, int64_t n, uint8_t* y, float* y_scale, uint8_t* y_zp,
-                                           void* partials, cudaStream_t s) {
-  if (!partials) return cudaErrorInvalidValue;
-  float* part = static_cast<float*>(partials);
-  unsigned blocks = grid_for(n);
-  if (blocks > static_cast<unsigned>(kDqBlocks)) blocks = kDqBlocks;
-  // Even an empty x gets its scale (0) and zero point (0) written.
-  dq_minmax_kernel<<<blocks, kThreads, 0, s>>>(x, n, part);
-  dq_params_kernel<<<1, kThreads, 0, s>>>(part, static_cast<int>(blocks), y_scale, y_zp);
-  if (n > 0) dq_apply_kernel<<<grid_for(n), kThreads, 0, s>>>(x, n, y_scale, y_zp, y);
-  return cudaGetLastError();
-}
-
 }  // namespace k
 
 // ---- CUDA ops -------------------------------------------------------------------------------
@@ -242,8 +138,6 @@ cudaError_t launch_dynamic_quantize_linear(const float* x, int64_t n, uint8_t* y
 namespace {
 
 using namespace util;
-
-constexpr std::initializer_list<DataType> kQuantTypes = {DataType::kUInt8, DataType::kInt8};
 
 bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allowed, std::string* why) {
   const DataType t = out_dtype(n, i);
@@ -329,81 +223,11 @@ Status dequantize_run(CudaExec& ex) {
                                                    y.numel(), stream_of(ex)), ex);
 }
 
-// ---- GraftQuantizeDequantize ----------------------------------------------------------------------
-// The scale and zero point are read on the host (scalars, passed to the kernel by value), which also
-// keeps the scale float32 in a float16 engine: the pair's quantization steps stay the model's.
-
-bool quantize_dequantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
-  if (!has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs a scale and a zero point");
-  if (!require_dtype(n, 1, kGpuFloats64, why) || !require_dtype(n, 2, kQuantTypes, why)) return false;
-  if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "the output's dtype differs from x's");
-  return true;
-}
-
-Status quantize_dequantize_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  const Tensor* scale = input_or_null(ex, 1);
-  const Tensor* zp = input_or_null(ex, 2);
-  if (!x || !scale || !zp) return fail(ex, StatusCode::kInvalidModel, "needs x, a scale and a zero point");
-  if (!dtype_is_float(scale->dtype()) || scale->numel() != 1 || zp->numel() != 1)
-    return fail(ex, StatusCode::kInvalidModel, "the scale and zero point must be scalars (a float scale)");
-  const bool is_u8 = zp->dtype() == DataType::kUInt8;
-  if (!is_u8 && zp->dtype() != DataType::kInt8)
-    return fail(ex, StatusCode::kInvalidModel, "the zero point must be uint8 or int8, got ", dtype_name(zp->dtype()));
-  Tensor& y = *ex.ctx->outputs[0];
-  if (y.numel() != x->numel() || y.dtype() != x->dtype())
-    return fail(ex, StatusCode::kInternal, "output must have x's dtype and size");
-  return launch_status(k::launch_quantize_dequantize(ktype(x->dtype()), x->data(), y.data(), y.numel(),
-                                                     static_cast<float>(scale->get(0)), static_cast<float>(zp->get(0)),
-                                                     is_u8 ? 0.0f : -128.0f, is_u8 ? 255.0f : 127.0f, stream_of(ex)),
-                       ex);
-}
-
-// ---- DynamicQuantizeLinear ------------------------------------------------------------------------
-
-bool dynamic_quantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, {DataType::kFloat32}, why)) return false;
-  if (n.outputs.size() != 3 || !n.output(0) || !n.output(1) || !n.output(2))
-    return reject(why, "needs its three outputs (y, y_scale, y_zero_point)");
-  if (out_dtype(n, 0) != DataType::kUInt8 || out_dtype(n, 1) != DataType::kFloat32 || out_dtype(n, 2) != DataType::kUInt8)
-    return reject(why, "outputs must be uint8, float32 and uint8");
-  return true;
-}
-
-size_t dynamic_quantize_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>&) {
-  return k::dynamic_quantize_workspace_bytes();
-}
-
-Status dynamic_quantize_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  const auto& outs = ex.ctx->outputs;
-  if (!x || x->dtype() != DataType::kFloat32) return fail(ex, StatusCode::kInvalidModel, "x must be float32");
-  if (outs.size() < 3 || !outs[0] || !outs[1] || !outs[2])
-    return fail(ex, StatusCode::kInternal, "needs its three outputs (y, y_scale, y_zero_point)");
-  Tensor& y = *outs[0];
-  Tensor& ys = *outs[1];
-  Tensor& yz = *outs[2];
-  if (y.numel() != x->numel() || y.dtype() != DataType::kUInt8 || ys.numel() != 1 || ys.dtype() != DataType::kFloat32 ||
-      yz.numel() != 1 || yz.dtype() != DataType::kUInt8)
-    return fail(ex, StatusCode::kInternal, "outputs must be uint8 [x's shape], float32 [] and uint8 []");
-  if (!ex.workspace || ex.workspace_size < k::dynamic_quantize_workspace_bytes())
-    return fail(ex, StatusCode::kInternal, "workspace too small");
-  return launch_status(k::launch_dynamic_quantize_linear(static_cast<const float*>(x->data()), x->numel(),
-                                                         static_cast<uint8_t*>(y.data()), static_cast<float*>(ys.data()),
-                                                         static_cast<uint8_t*>(yz.data()), ex.workspace, stream_of(ex)),
-                       ex);
-}
-
 }  // namespace
 
-void append_cuda_quantize_ops(std::vector<CudaOp>& out) {
+void append_cuda_quantize_linear_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"QuantizeLinear", &quantize_supports, &quantize_run, {}, nullptr});
   out.push_back(CudaOp{"DequantizeLinear", &dequantize_supports, &dequantize_run, {}, nullptr});
-  out.push_back(CudaOp{"DynamicQuantizeLinear", &dynamic_quantize_supports, &dynamic_quantize_run, {},
-                       &dynamic_quantize_workspace});
-  out.push_back(CudaOp{"GraftQuantizeDequantize", &quantize_dequantize_supports, &quantize_dequantize_run, {1, 2},
-                       nullptr});
 }
 
 }  // namespace graft::cuda

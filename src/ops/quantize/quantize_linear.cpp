@@ -1,8 +1,9 @@
-// The quantize family's definitions and CPU references (CUDA: quantize.cu).
+// QuantizeLinear and DequantizeLinear: the scale/zero-point layout (quantize.h), the CPU references
+// and the schemas. The two stay in one file because they are one op read both ways: the same
+// scale/zero-point layout and block_size check (quant_layout, check_no_block_size,
+// check_scale_layout), per-tensor or per-axis alike. CUDA: quantize_linear.cu.
 #include "ops/quantize/quantize.h"
 
-#include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -55,7 +56,7 @@ Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<in
 
 // ---- CPU reference --------------------------------------------------------------------------
 // QuantizeLinear, DequantizeLinear (per-tensor and per-axis, int8/uint8, int32 for
-// DequantizeLinear's input) and DynamicQuantizeLinear (uint8).
+// DequantizeLinear's input).
 //
 // Quantization divides and rounds in float32, as ONNX's reference and ONNX Runtime do (so ties land
 // where theirs do): q = saturate(round_half_even(x / scale) + zero_point); NaN quantizes to the zero
@@ -63,11 +64,6 @@ Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<in
 
 namespace cpu {
 
-namespace {
-
-struct QRange {
-  float lo, hi;
-};
 Result<QRange> range_of(const ExecContext& ctx, DataType t) {
   switch (t) {
     case DataType::kUInt8: return QRange{0.0f, 255.0f};
@@ -75,14 +71,6 @@ Result<QRange> range_of(const ExecContext& ctx, DataType t) {
     default: return bad_dtype(ctx, t);
   }
 }
-
-// round_half_even(v) + zp, saturated to [lo, hi], in float; NaN gives the zero point (clamped).
-float quantize_one(float v, float zp, QRange r) {
-  float q = std::isnan(v) ? zp : std::nearbyint(v) + zp;
-  return std::min(std::max(q, r.lo), r.hi);
-}
-
-}  // namespace
 
 Status quantize_linear(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
@@ -130,66 +118,12 @@ Status dequantize_linear(ExecContext& ctx) {
   return Status::ok();
 }
 
-// GraftQuantizeDequantize (the fold of a QuantizeLinear -> DequantizeLinear pair over a scalar
-// scale and zero point, fold_quantize_dequantize_pairs): QuantizeLinear's steps, then
-// DequantizeLinear's, element by element, so the result equals the pair's to the bit and the 8-bit
-// values are never stored. Inputs x (float), scale (float scalar), zero_point (uint8 or int8 scalar:
-// its dtype is the pair's integer type); y has x's dtype.
-Status quantize_dequantize(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 3));
-  const Tensor& x = *ctx.inputs[0];
-  const Tensor& scale = *ctx.inputs[1];
-  const Tensor& zp = *ctx.inputs[2];
-  Tensor& y = *ctx.outputs[0];
-  GRAFT_RETURN_IF_ERROR(require_float_tensor(&scale, "scale"));
-  if (!dtype_is_float(x.dtype())) return bad_dtype(ctx, x.dtype());
-  if (scale.numel() != 1 || zp.numel() != 1)
-    return error(StatusCode::kInvalidModel, "GraftQuantizeDequantize: the scale and zero point must be scalars");
-  GRAFT_ASSIGN_OR_RETURN(QRange r, range_of(ctx, zp.dtype()));
-  GRAFT_CHECK(y.numel() == x.numel() && y.dtype() == x.dtype());
-  const float s = static_cast<float>(scale.get(0));
-  const float z = static_cast<float>(zp.get(0));
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    const float q = quantize_one(static_cast<float>(x.get(i)) / s, z, r);
-    y.set(i, (static_cast<double>(q) - z) * static_cast<double>(s));
-  }
-  return Status::ok();
-}
-
-Status dynamic_quantize_linear(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  const Tensor& x = *ctx.inputs[0];
-  if (x.dtype() != DataType::kFloat32) return bad_dtype(ctx, x.dtype());
-  if (ctx.outputs.size() < 3 || !ctx.outputs[1] || !ctx.outputs[2])
-    return error(StatusCode::kInternal, "DynamicQuantizeLinear needs its three outputs (y, y_scale, y_zero_point)");
-  Tensor& y = *ctx.outputs[0];
-  Tensor& y_scale = *ctx.outputs[1];
-  Tensor& y_zp = *ctx.outputs[2];
-  GRAFT_CHECK(y.numel() == x.numel() && y.dtype() == DataType::kUInt8 && y_scale.numel() == 1 && y_zp.numel() == 1);
-  // The range always includes 0, so 0 quantizes exactly. NaNs are left out of it.
-  float lo = 0.0f, hi = 0.0f;
-  const float* xp = static_cast<const float*>(x.data());
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    lo = std::fmin(lo, xp[i]);
-    hi = std::fmax(hi, xp[i]);
-  }
-  const QRange r{0.0f, 255.0f};
-  const float scale = (hi - lo) / 255.0f;
-  // An all-zero input has scale 0: graft gives zero point 0 and zeros (dequantizing to the input)
-  // where the formula would divide 0 by 0.
-  const float zp = scale == 0.0f ? 0.0f : quantize_one((0.0f - lo) / scale, 0.0f, r);
-  y_scale.set(0, scale);
-  y_zp.set(0, zp);
-  for (int64_t i = 0, n = x.numel(); i < n; ++i) y.set(i, scale == 0.0f ? 0.0 : quantize_one(xp[i] / scale, zp, r));
-  return Status::ok();
-}
-
 }  // namespace cpu
 
 // ---- schema: inference and the table rows ---------------------------------------------------
 // QuantizeLinear and DequantizeLinear (opset 10 on;
 // per-axis scales from 13; the scale's dtype as DequantizeLinear's output from 19; output_dtype and
-// block_size from 21, blocked quantization refused), and DynamicQuantizeLinear (11). graft has the
+// block_size from 21, blocked quantization refused). graft has the
 // 8-bit integer types of these ops (uint8, int8) and int32 as DequantizeLinear's input; float8,
 // int4, int16 and uint16 are refused at import, where graft meets the element type.
 
@@ -261,39 +195,11 @@ Status infer_dequantize_linear(InferContext& ctx) {
   return Status::ok();
 }
 
-Status infer_quantize_dequantize(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kFloatTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, {kU8, kI8}));
-  for (int i = 1; i <= 2; ++i) {
-    const TensorDesc& d = ctx.input(i);
-    if (d.shape && shape_is_static(*d.shape) && numel_of(shape_values(*d.shape)) != 1)
-      return ctx.fail(i == 1 ? "the scale" : "the zero point", " must be a scalar, got ", d.to_string());
-  }
-  ctx.set_output(0, desc_of(ctx.input(0).dtype, ctx.input(0).shape));
-  return Status::ok();
-}
-
-Status infer_dynamic_quantize_linear(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kF32}));
-  if (ctx.num_outputs() != 3)
-    return ctx.fail("has three outputs (y, y_scale, y_zero_point), the node lists ", static_cast<int64_t>(ctx.num_outputs()));
-  ctx.set_output(0, desc_of(kU8, ctx.input(0).shape));
-  ctx.set_output(1, desc_of(kF32, Shape{}));
-  ctx.set_output(2, desc_of(kU8, Shape{}));
-  return Status::ok();
-}
-
 }  // namespace
 
-void append_quantize_ops(std::vector<OpEntry>& out) {
+void append_quantize_linear_ops(std::vector<OpEntry>& out) {
   out.push_back(OpEntry{"QuantizeLinear", 10, infer_quantize_linear, cpu::quantize_linear});
   out.push_back(OpEntry{"DequantizeLinear", 10, infer_dequantize_linear, cpu::dequantize_linear});
-  out.push_back(OpEntry{"DynamicQuantizeLinear", 11, infer_dynamic_quantize_linear, cpu::dynamic_quantize_linear});
-  // A folded QuantizeLinear -> DequantizeLinear pair. Per element over a scalar scale and zero point:
-  // an NHWC region flows through it.
-  out.push_back(internal_op(
-      elementwise_unary(OpEntry{"GraftQuantizeDequantize", 1, infer_quantize_dequantize, cpu::quantize_dequantize})));
 }
 
 }  // namespace graft

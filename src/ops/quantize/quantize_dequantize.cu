@@ -1,0 +1,99 @@
+// GraftQuantizeDequantize's CUDA kernel and CUDA op (definition and CPU reference:
+// quantize_dequantize.cpp): QuantizeLinear's steps, then DequantizeLinear's, through
+// quantize_cuda.cuh's quantize_one, so the result equals the pair's to the bit.
+#include "ops/quantize/quantize.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_kernel_common.cuh"
+#include "backends/cuda/cuda_kernel_device.cuh"
+#include "backends/cuda/cuda_op_util.h"
+#include "backends/cuda/cuda_ops.h"
+#include "ops/quantize/quantize_cuda.cuh"
+
+namespace graft::cuda {
+
+// ---- kernels --------------------------------------------------------------------------------
+
+namespace k {
+
+// GraftQuantizeDequantize: y (x's float type) = DequantizeLinear(QuantizeLinear(x)) over a scalar
+// scale and zero point, integers in [lo, hi].
+cudaError_t launch_quantize_dequantize(KType t, const void* x, void* y, int64_t n, float scale, float zp, float lo,
+                                       float hi, cudaStream_t s);
+
+namespace {
+
+// QuantizeLinear's steps, then DequantizeLinear's (the CPU reference's quantize_dequantize), per
+// element over a scalar scale and zero point passed by value.
+template <typename T>
+__global__ void quantize_dequantize_kernel(const T* x, T* y, int64_t n, float s, float z, float lo, float hi) {
+  const double sd = s, zd = z;
+  GRAFT_GRID_STRIDE(i, n) {
+    const float q = quantize_one(__fdiv_rn(__double2float_rn(as_double(x[i])), s), z, lo, hi);
+    y[i] = store_from_double<T>(__dmul_rn(static_cast<double>(q) - zd, sd));
+  }
+}
+
+}  // namespace
+
+// ---- launchers ----------------------------------------------------------------------------------
+
+cudaError_t launch_quantize_dequantize(KType t, const void* x, void* y, int64_t n, float scale, float zp, float lo,
+                                       float hi, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  const unsigned g = grid_for(n);
+  GRAFT_FLOAT64_DISPATCH(t, (quantize_dequantize_kernel<T><<<g, kThreads, 0, s>>>(static_cast<const T*>(x),
+                                                                                  static_cast<T*>(y), n, scale, zp,
+                                                                                  lo, hi)))
+  return cudaGetLastError();
+}
+
+}  // namespace k
+
+// ---- CUDA op --------------------------------------------------------------------------------
+
+namespace {
+
+using namespace util;
+
+// The scale and zero point are read on the host (scalars, passed to the kernel by value), which also
+// keeps the scale float32 in a float16 engine: the pair's quantization steps stay the model's.
+
+bool quantize_dequantize_supports(const Node& n, std::string* why) {
+  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
+  if (!has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs a scale and a zero point");
+  if (!require_dtype(n, 1, kGpuFloats64, why) || !require_dtype(n, 2, kQuantTypes, why)) return false;
+  if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "the output's dtype differs from x's");
+  return true;
+}
+
+Status quantize_dequantize_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* scale = input_or_null(ex, 1);
+  const Tensor* zp = input_or_null(ex, 2);
+  if (!x || !scale || !zp) return fail(ex, StatusCode::kInvalidModel, "needs x, a scale and a zero point");
+  if (!dtype_is_float(scale->dtype()) || scale->numel() != 1 || zp->numel() != 1)
+    return fail(ex, StatusCode::kInvalidModel, "the scale and zero point must be scalars (a float scale)");
+  const bool is_u8 = zp->dtype() == DataType::kUInt8;
+  if (!is_u8 && zp->dtype() != DataType::kInt8)
+    return fail(ex, StatusCode::kInvalidModel, "the zero point must be uint8 or int8, got ", dtype_name(zp->dtype()));
+  Tensor& y = *ex.ctx->outputs[0];
+  if (y.numel() != x->numel() || y.dtype() != x->dtype())
+    return fail(ex, StatusCode::kInternal, "output must have x's dtype and size");
+  return launch_status(k::launch_quantize_dequantize(ktype(x->dtype()), x->data(), y.data(), y.numel(),
+                                                     static_cast<float>(scale->get(0)), static_cast<float>(zp->get(0)),
+                                                     is_u8 ? 0.0f : -128.0f, is_u8 ? 255.0f : 127.0f, stream_of(ex)),
+                       ex);
+}
+
+}  // namespace
+
+void append_cuda_quantize_dequantize_ops(std::vector<CudaOp>& out) {
+  out.push_back(CudaOp{"GraftQuantizeDequantize", &quantize_dequantize_supports, &quantize_dequantize_run, {1, 2},
+                       nullptr});
+}
+
+}  // namespace graft::cuda
