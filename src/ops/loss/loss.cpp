@@ -3,6 +3,11 @@
 // rows and inference, and their CPU reference kernels; their CUDA kernels are in loss.cu, what the
 // two share in loss.h.
 //
+// The two ops stay in one pair of files rather than one file per op: SoftmaxCrossEntropyLoss is
+// NegativeLogLikelihoodLoss over log_softmax(scores), built on its code (infer_loss, nll_from; on
+// CUDA one kernel and one run function with a log_softmax flag), so a split would move all but a
+// few lines of each into loss.h.
+//
 // The CPU reference loads every value as double, accumulates the losses in double and rounds once
 // into the output dtype.
 #include "ops/loss/loss.h"

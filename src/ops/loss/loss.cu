@@ -1,6 +1,7 @@
 // The loss family's CUDA kernels and CUDA ops (definition and CPU reference: loss.cpp;
 // attributes and shapes: loss.h, read here as the schema and the CPU reference read them, so errors
-// read the same on both backends).
+// read the same on both backends). Both ops in one file, as in loss.cpp: SoftmaxCrossEntropyLoss is
+// NegativeLogLikelihoodLoss's kernel and run with the log_softmax flag set.
 //
 // One thread per target element computes its class column's log-softmax (SoftmaxCrossEntropyLoss)
 // and its loss in double, as the CPU reference does, so the two agree to the output dtype's

@@ -1,6 +1,8 @@
 // The loss family, NegativeLogLikelihoodLoss and SoftmaxCrossEntropyLoss: what its definition
 // (loss.cpp: schema, inference, CPU reference) and its CUDA kernels (loss.cu) share, so that a node
-// is accepted, and its errors are worded, the same way whichever side reads it.
+// is accepted, and its errors are worded, the same way whichever side reads it. The two ops share
+// one pair of files rather than one per op: SoftmaxCrossEntropyLoss is NLL over log_softmax(scores),
+// on NLL's code (see loss.cpp).
 //
 // Shapes: input/scores [N, C, d1..dk], target/labels [N, d1..dk] (int32 or int64), optional class
 // weights [C] of the input's dtype. Output 0 is the loss, [N, d1..dk] for reduction "none", a scalar
