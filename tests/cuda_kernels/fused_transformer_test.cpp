@@ -7,7 +7,7 @@
 #include <limits>
 #include <memory>
 
-#include "ops/transformer/transformer_kernels.cuh"
+#include "ops/transformer/elementwise_program.cuh"
 #include "cuda_kernel_harness.h"
 #include "graft/dtype.h"
 #include "ops/transformer/transformer.h"

@@ -1,8 +1,8 @@
 // The one layer over cuBLASLt that every GEMM uses (MatMul/Gemm in src/ops/nn/matmul_cuda.cpp, GraftGemm and
-// GraftAttention in src/ops/transformer/transformer_cuda.cpp): owning matmul descriptor, layout and preference
-// handles, the status-to-Status conversion (one error text for every caller), and lt_rowmajor, the
-// one row-major matmul they all call: prepared once per problem in the context's PreparedCache
-// (descriptors, layouts and the algorithm), its algorithm chosen by tactic timing at build time.
+// GraftAttention in src/ops/transformer/gemm_epilogue_cuda.cpp and attention_cuda.cpp): owning matmul descriptor,
+// layout and preference handles, the status-to-Status conversion (one error text for every caller), and
+// lt_rowmajor, the one row-major matmul they all call: prepared once per problem in the context's
+// PreparedCache (descriptors, layouts and the algorithm), its algorithm chosen by tactic timing at build time.
 // Epilogue choice and the passes after the matmul stay with each caller.
 #pragma once
 

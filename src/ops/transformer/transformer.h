@@ -1,7 +1,10 @@
 // Internal ops of the transformer fusions (src/graph/fuse_gemm_epilogues.cpp, fold_gemm_scales.cpp and
-// fuse_elementwise_chains.cpp build them, the CPU references live in src/ops/transformer/transformer.cpp,
-// the CUDA kernels in src/backends/cuda/fused_transformer_*.{cpp,cu}). Shared here: the GraftElementwise
-// instruction set, so the pass, the reference and the kernel agree on one encoding.
+// fuse_elementwise_chains.cpp build them). One file per op: gemm_epilogue (GraftGemm),
+// elementwise_program (GraftElementwise) and attention (GraftAttention), each a .cpp (schema and CPU
+// reference) and a _cuda.cpp (the CUDA op's host code); GraftElementwise's interpreter kernel is
+// elementwise_program.cu, GraftAttention's fused kernel flash_attention.cu. Shared here: the
+// GraftElementwise instruction set, so the pass, the reference and the kernel agree on one encoding,
+// GraftAttention's view attributes, and the two helpers the CPU references share.
 //
 // GraftGemm(X[..., K], W, bias?, R?) -> Y[..., N]
 //   attrs: transB (0: W is [K, N]; 1: W is [N, K]), alpha (float, default 1),
@@ -36,12 +39,14 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
 #include "graft/attribute.h"
 #include "graft/dim.h"
+#include "graft/dtype.h"
 #include "graft/status.h"
 #include "ops/elementwise_opcode.h"
 #include "ops/views/views.h"
@@ -81,5 +86,14 @@ void write_attention_chains(const AttentionChains& chains, AttributeMap* attrs);
 // the strides Y's axes step by in it (elements); an error names y_perm when it does not fit.
 Status attention_output_layout(const std::vector<int64_t>& y, const std::vector<int64_t>& y_perm,
                                std::vector<int64_t>* out_dims, std::vector<int64_t>* y_strides);
+
+// ---- the CPU references' shared helpers (gemm_epilogue.cpp, attention.cpp, elementwise_program.cpp) ----
+
+// GraftGemm's and GraftAttention's input types.
+inline bool float16_or_32(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; }
+
+// The exact erf GELU in double (GraftGemm's Gelu, GraftElementwise's kGeluErf).
+// 1 + erf(z) as erfc(-z): for negative z the sum cancels, erfc keeps full precision there.
+inline double gelu_erf(double v) { return 0.5 * v * std::erfc(v * -0.70710678118654752440); }
 
 }  // namespace graft

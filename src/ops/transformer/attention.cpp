@@ -1,10 +1,11 @@
-// Internal ops of the transformer fusions (GEMM epilogues, elementwise chains): schemas and CPU
-// reference kernels. The encodings are described in src/ops/transformer/transformer.h.
+// GraftAttention, softmax(scale * Q.Kt + bias) . V as one op (src/graph/fuse_gemm_epilogues.cpp makes
+// it, fold_views_into_attention gives it views of its operands): the schema, the CPU reference, and
+// the readers of its view attributes and view chains that transformer.h declares for the pass and
+// the CUDA op. CUDA: attention_cuda.cpp (host) and flash_attention.cu (the fused kernel).
 #include "ops/transformer/transformer.h"
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -16,113 +17,6 @@
 namespace graft {
 
 namespace {
-
-bool float16_or_32(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16 || t == DataType::kBFloat16; }
-
-// ---- GraftGemm ----
-
-struct GemmAttrs {
-  bool trans_b = false;
-  float alpha = 1.f;
-  std::string activation;
-};
-
-Result<GemmAttrs> gemm_attrs(const AttributeMap& at) {
-  GemmAttrs g;
-  GRAFT_ASSIGN_OR_RETURN(int64_t tb, at.get_int("transB", 0));
-  if (tb != 0 && tb != 1) {
-    Status st = error(StatusCode::kInvalidModel, "transB must be 0 or 1, got ", tb);
-    st.with_attribute("transB");
-    return st;
-  }
-  g.trans_b = tb == 1;
-  GRAFT_ASSIGN_OR_RETURN(g.alpha, at.get_float("alpha", 1.f));
-  GRAFT_ASSIGN_OR_RETURN(g.activation, at.get_string("activation", ""));
-  if (g.activation != "" && g.activation != "Relu" && g.activation != "Gelu") {
-    Status st = error(StatusCode::kInvalidModel, "activation must be \"\", \"Relu\" or \"Gelu\", got \"",
-                      g.activation, "\"");
-    st.with_attribute("activation");
-    return st;
-  }
-  return g;
-}
-
-Status infer_graft_gemm(InferContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(GemmAttrs a, gemm_attrs(ctx.attrs()));
-  if (!ctx.has_input(0) || !ctx.has_input(1)) return ctx.fail("GraftGemm needs X and W");
-  GRAFT_ASSIGN_OR_RETURN(Shape x, ctx.input_shape(0));
-  GRAFT_ASSIGN_OR_RETURN(Shape w, ctx.input_shape(1));
-  const DataType dt = ctx.input(0).dtype;
-  if (!float16_or_32(dt)) return ctx.fail("X has dtype ", dtype_name(dt), "; expected a floating type");
-  if (ctx.input(1).dtype != dt) return ctx.fail("W has dtype ", dtype_name(ctx.input(1).dtype), ", X has ", dtype_name(dt));
-  if (x.empty()) return ctx.fail("X must have rank >= 1, got a scalar");
-  if (w.size() != 2) return ctx.fail("W must be 2-D, got ", shape_to_string(w));
-  const Dim& kw = a.trans_b ? w[1] : w[0];
-  const Dim& n = a.trans_b ? w[0] : w[1];
-  if (x.back().is_const() && kw.is_const() && x.back().value() != kw.value())
-    return ctx.fail("inner dimensions differ: X ", shape_to_string(x), ", W ", shape_to_string(w),
-                    a.trans_b ? " (transB)" : "");
-  if (ctx.has_input(2)) {
-    GRAFT_ASSIGN_OR_RETURN(Shape b, ctx.input_shape(2));
-    if (ctx.input(2).dtype != dt) return ctx.fail("bias has dtype ", dtype_name(ctx.input(2).dtype), ", X has ", dtype_name(dt));
-    bool ok = !b.empty() && (!b.back().is_const() || !n.is_const() || b.back().value() == n.value());
-    for (size_t i = 0; i + 1 < b.size(); ++i) ok &= b[i] == 1;
-    if (!ok) return ctx.fail("bias must have shape [N] or [1, ..., N] with N = ", n.to_string(), ", got ", shape_to_string(b));
-  }
-  Shape out(x.begin(), x.end() - 1);
-  out.push_back(n);
-  if (ctx.has_input(3)) {
-    GRAFT_ASSIGN_OR_RETURN(Shape r, ctx.input_shape(3));
-    if (ctx.input(3).dtype != dt) return ctx.fail("residual has dtype ", dtype_name(ctx.input(3).dtype), ", X has ", dtype_name(dt));
-    bool ok = r.size() == out.size();
-    for (size_t i = 0; ok && i < r.size(); ++i) ok = !r[i].is_const() || !out[i].is_const() || r[i].value() == out[i].value();
-    if (!ok) return ctx.fail("residual must have the output's shape ", shape_to_string(out), ", got ", shape_to_string(r));
-  }
-  ctx.set_output(0, TensorDesc(dt, out));
-  return Status::ok();
-}
-
-// 1 + erf(z) as erfc(-z): for negative z the sum cancels, erfc keeps full precision there.
-double gelu_erf(double v) { return 0.5 * v * std::erfc(v * -0.70710678118654752440); }
-
-// Reference: double accumulation, bias and activation in double, one rounding into Y's dtype.
-Status cpu_graft_gemm(ExecContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(GemmAttrs a, gemm_attrs(*ctx.attrs));
-  const Tensor* X = ctx.inputs.size() > 0 ? ctx.inputs[0] : nullptr;
-  const Tensor* W = ctx.inputs.size() > 1 ? ctx.inputs[1] : nullptr;
-  const Tensor* B = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
-  const Tensor* R = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
-  GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(X, "X"));
-  if (R) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(R, "residual"));
-  GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(W, "W"));
-  if (B) GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(B, "bias"));
-  if (X->rank() < 1 || W->rank() != 2) return error(StatusCode::kInvalidModel, "GraftGemm: X must have rank >= 1 and W rank 2");
-  const int64_t K = X->dims().back();
-  const int64_t N = a.trans_b ? W->dims()[0] : W->dims()[1];
-  if ((a.trans_b ? W->dims()[1] : W->dims()[0]) != K)
-    return error(StatusCode::kInvalidModel, "GraftGemm: inner dimensions of X and W differ");
-  if (B && B->numel() != N) return error(StatusCode::kInvalidModel, "GraftGemm: bias has ", B->numel(), " elements, N = ", N);
-  const int64_t M = numel_of(std::vector<int64_t>(X->dims().begin(), X->dims().end() - 1));
-  Tensor& Y = *ctx.outputs[0];
-  if (Y.numel() != M * N) return error(StatusCode::kInternal, "GraftGemm: output size inconsistent with inputs");
-  std::vector<double> x = cpu::load_doubles(*X), w = cpu::load_doubles(*W), y(static_cast<size_t>(M * N));
-  if (R && R->numel() != M * N) return error(StatusCode::kInvalidModel, "GraftGemm: residual has ", R->numel(), " elements, the output ", M * N);
-  std::vector<double> b = B ? cpu::load_doubles(*B) : std::vector<double>(static_cast<size_t>(N), 0.0);
-  std::vector<double> res = R ? cpu::load_doubles(*R) : std::vector<double>();
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double acc = 0.0;
-      for (int64_t k = 0; k < K; ++k)
-        acc += x[static_cast<size_t>(i * K + k)] * w[static_cast<size_t>(a.trans_b ? j * K + k : k * N + j)];
-      double v = static_cast<double>(a.alpha) * acc + b[static_cast<size_t>(j)];
-      if (R) v += res[static_cast<size_t>(i * N + j)];
-      if (a.activation == "Relu") v = v > 0 ? v : 0.0;
-      else if (a.activation == "Gelu") v = gelu_erf(v);
-      y[static_cast<size_t>(i * N + j)] = v;
-    }
-  cpu::store_doubles(Y, y);
-  return Status::ok();
-}
 
 // ---- GraftAttention ----
 
@@ -346,149 +240,6 @@ Status attention_reference(const Tensor& Q, const Tensor& Kt, const Tensor& V, c
   return Status::ok();
 }
 
-// ---- GraftElementwise ----
-
-struct EwProgram {
-  std::vector<int64_t> code;
-  std::vector<float> imm;
-  int64_t out_reg = 0;
-  DataType to = DataType::kFloat32;
-};
-
-template <typename... Args>
-Status program_error(Args&&... parts) {
-  Status st = error(StatusCode::kInvalidModel, std::forward<Args>(parts)...);
-  st.with_attribute("program");
-  return st;
-}
-
-// Checks the program against `num_inputs`: opcodes known, every operand defined before use,
-// destinations fresh registers in order, the output register written. Errors name the attribute.
-Result<EwProgram> ew_program(const AttributeMap& at, size_t num_inputs) {
-  EwProgram p;
-  GRAFT_ASSIGN_OR_RETURN(p.code, at.get_ints("program", {}));
-  GRAFT_ASSIGN_OR_RETURN(p.imm, at.get_floats("immediates", {}));
-  GRAFT_ASSIGN_OR_RETURN(p.out_reg, at.get_int("output_register", -1));
-  GRAFT_ASSIGN_OR_RETURN(int64_t to, at.get_int("to", static_cast<int64_t>(DataType::kFloat32)));
-  p.to = static_cast<DataType>(to);
-  if (p.to != DataType::kFloat32 && p.to != DataType::kFloat16) {
-    Status st = error(StatusCode::kInvalidModel, "'to' must be float32 or float16, got ", to);
-    st.with_attribute("to");
-    return st;
-  }
-  if (p.code.empty() || p.code.size() % kEwFields != 0)
-    return program_error("program must hold ", kEwFields, " ints per instruction, got ", p.code.size());
-  const int64_t n_instr = static_cast<int64_t>(p.code.size()) / kEwFields;
-  if (p.imm.size() > static_cast<size_t>(kEwMaxImm)) {
-    Status st = error(StatusCode::kInvalidModel, "at most ", kEwMaxImm, " immediates, got ", p.imm.size());
-    st.with_attribute("immediates");
-    return st;
-  }
-  if (num_inputs < 1 || num_inputs > static_cast<size_t>(kEwMaxInputs) || n_instr > kEwMaxInstr)
-    return program_error("program exceeds the limits (", kEwMaxInputs, " inputs, ", kEwMaxInstr, " instructions, ",
-                         kEwMaxImm, " immediates): ", num_inputs, " inputs, ", n_instr, " instructions, ",
-                         p.imm.size(), " immediates");
-  const int64_t n_in = static_cast<int64_t>(num_inputs);
-  for (int64_t i = 0; i < n_instr; ++i) {
-    const int64_t* f = &p.code[static_cast<size_t>(i * kEwFields)];
-    if (f[0] < 0 || f[0] >= static_cast<int64_t>(EwOp::kCount)) return program_error("instruction ", i, ": unknown opcode ", f[0]);
-    if (f[1] != n_in + i) return program_error("instruction ", i, ": destination must be register ", n_in + i, ", got ", f[1]);
-    const int arity = ew_arity(static_cast<EwOp>(f[0]));
-    for (int k = 0; k < arity; ++k) {
-      const int64_t r = f[2 + k];
-      if (r >= 0 ? r >= n_in + i : -r - 1 >= static_cast<int64_t>(p.imm.size()))
-        return program_error("instruction ", i, ": operand ", k, " (", r, ") is not defined");
-    }
-  }
-  if (p.out_reg < 0 || p.out_reg >= n_in + n_instr) {
-    Status st = error(StatusCode::kInvalidModel, "output_register ", p.out_reg, " is not a register of the program");
-    st.with_attribute("output_register");
-    return st;
-  }
-  return p;
-}
-
-Status infer_graft_elementwise(InferContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(EwProgram p, ew_program(ctx.attrs(), ctx.num_inputs()));
-  GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    if (!ctx.has_input(i)) return ctx.fail("input ", i, " is missing");
-    const DataType t = ctx.input(i).dtype;
-    if (t != DataType::kFloat32 && t != DataType::kFloat16)
-      return ctx.fail("input ", i, " has dtype ", dtype_name(t), "; expected float32 or float16");
-    GRAFT_ASSIGN_OR_RETURN(Shape si, ctx.input_shape(i));
-    if (si.size() != s.size()) return ctx.fail("input ", i, " has shape ", shape_to_string(si), ", input 0 ", shape_to_string(s));
-    for (size_t d = 0; d < s.size(); ++d)
-      if (si[d].is_const() && s[d].is_const() && si[d].value() != s[d].value())
-        return ctx.fail("input ", i, " has shape ", shape_to_string(si), ", input 0 ", shape_to_string(s));
-  }
-  ctx.set_output(0, TensorDesc(p.to, s));
-  return Status::ok();
-}
-
-float round_f32(double v) { return static_cast<float>(v); }
-
-// One instruction in double, rounded to float32 (the unfused float32 node's result).
-float ew_apply(EwOp op, double a, double b, double c) {
-  switch (op) {
-    case EwOp::kCopy: return round_f32(a);
-    case EwOp::kAdd: return round_f32(a + b);
-    case EwOp::kSub: return round_f32(a - b);
-    case EwOp::kMul: return round_f32(a * b);
-    case EwOp::kDiv: return round_f32(a / b);
-    case EwOp::kPow: return round_f32(std::pow(a, b));
-    case EwOp::kRelu: return round_f32(a > 0 ? a : 0.0);
-    case EwOp::kSigmoid: return round_f32(1.0 / (1.0 + std::exp(-a)));
-    case EwOp::kTanh: return round_f32(std::tanh(a));
-    case EwOp::kErf: return round_f32(std::erf(a));
-    case EwOp::kSqrt: return round_f32(std::sqrt(a));
-    case EwOp::kNeg: return round_f32(-a);
-    case EwOp::kAbs: return round_f32(std::fabs(a));
-    case EwOp::kExp: return round_f32(std::exp(a));
-    case EwOp::kLog: return round_f32(std::log(a));
-    case EwOp::kReciprocal: return round_f32(1.0 / a);
-    case EwOp::kHardSigmoid: return round_f32(std::max(0.0, std::min(1.0, b * a + c)));
-    case EwOp::kHardSwish: return round_f32(a * std::max(0.0, std::min(1.0, a / 6.0 + 0.5)));
-    case EwOp::kClip: return round_f32(a < b ? b : (a > c ? c : a));
-    case EwOp::kGeluErf: return round_f32(gelu_erf(a));
-    case EwOp::kGeluTanh:
-      return round_f32(0.5 * a * (1.0 + std::tanh(0.79788456080286535588 * (a + 0.044715 * a * a * a))));
-    case EwOp::kRoundHalf: return half_to_float(float_to_half(static_cast<float>(a)));
-    case EwOp::kMax: return round_f32(std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b));
-    case EwOp::kMin: return round_f32(std::isnan(a) || std::isnan(b) ? NAN : std::min(a, b));
-    case EwOp::kCount: break;
-  }
-  return NAN;
-}
-
-Status cpu_graft_elementwise(ExecContext& ctx) {
-  GRAFT_ASSIGN_OR_RETURN(EwProgram p, ew_program(*ctx.attrs, ctx.inputs.size()));
-  Tensor& Y = *ctx.outputs[0];
-  const size_t n_in = ctx.inputs.size();
-  for (size_t i = 0; i < n_in; ++i) {
-    GRAFT_RETURN_IF_ERROR(cpu::require_float_tensor(ctx.inputs[i], "input"));
-    if (ctx.inputs[i]->numel() != Y.numel())
-      return error(StatusCode::kInvalidModel, "GraftElementwise: input ", i, " has ", ctx.inputs[i]->numel(),
-                   " elements, the output ", Y.numel());
-  }
-  const size_t n_instr = p.code.size() / kEwFields;
-  std::vector<float> r(n_in + n_instr);
-  auto operand = [&](int64_t k) -> double {
-    return k >= 0 ? static_cast<double>(r[static_cast<size_t>(k)]) : static_cast<double>(p.imm[static_cast<size_t>(-k - 1)]);
-  };
-  for (int64_t e = 0; e < Y.numel(); ++e) {
-    for (size_t i = 0; i < n_in; ++i) r[i] = static_cast<float>(ctx.inputs[i]->get(e));
-    for (size_t i = 0; i < n_instr; ++i) {
-      const int64_t* f = &p.code[i * kEwFields];
-      const EwOp op = static_cast<EwOp>(f[0]);
-      const int arity = ew_arity(op);
-      r[static_cast<size_t>(f[1])] = ew_apply(op, operand(f[2]), arity > 1 ? operand(f[3]) : 0.0, arity > 2 ? operand(f[4]) : 0.0);
-    }
-    Y.set(e, static_cast<double>(r[static_cast<size_t>(p.out_reg)]));
-  }
-  return Status::ok();
-}
-
 }  // namespace
 
 Status read_attention_views(const AttributeMap& attrs, bool* present, AttentionViews* w) {
@@ -605,9 +356,7 @@ Status attention_output_layout(const std::vector<int64_t>& y, const std::vector<
   return Status::ok();
 }
 
-void append_transformer_ops(std::vector<OpEntry>& out) {
-  out.push_back(internal_op(OpEntry{"GraftGemm", 1, infer_graft_gemm, cpu_graft_gemm}));
-  out.push_back(internal_op(OpEntry{"GraftElementwise", 1, infer_graft_elementwise, cpu_graft_elementwise}));
+void append_attention_ops(std::vector<OpEntry>& out) {
   out.push_back(internal_op(OpEntry{"GraftAttention", 1, infer_graft_attention, cpu_graft_attention}));
 }
 

@@ -1,22 +1,7 @@
-// CUDA kernels of the transformer fusions' internal ops.
-//
-// GraftGemm: one cuBLASLt matmul (float32 compute, TF32 off, as MatMul/Gemm in src/ops/nn/matmul_cuda.cpp) with
-// the bias and activation in its epilogue:
-//   ""     -> CUBLASLT_EPILOGUE_BIAS (or DEFAULT without bias)
-//   "Relu" -> CUBLASLT_EPILOGUE_RELU_BIAS (or RELU)
-//   "Gelu" -> float16/bfloat16: CUBLASLT_EPILOGUE_GELU_BIAS (or GELU). cuBLASLt's GELU is the tanh
-//             approximation; its largest absolute deviation from the exact erf GELU is 4.7e-4
-//             (at x = -2.70, where GELU(x) = -0.0094). That is below the rounding error float16
-//             gives the layer's O(1) outputs (half an ulp in [1, 2) is 4.9e-4) and far below
-//             bfloat16's, so the next GEMM sees an error of float16 size; element-wise, near
-//             x = -2.7 the small outputs differ by more ulps than exact rounding would. float32:
-//             the approximation would be a visible error, so the matmul runs with the BIAS
-//             epilogue and the exact erf GELU follows in place (one elementwise pass).
-// A residual input R (same shape as Y) is cuBLASLt's C matrix with beta = 1.
-// GraftAttention: batched cuBLASLt (scale as alpha), softmax in place, batched cuBLASLt.
-// Every cuBLASLt call picks among the heuristic's first candidates by tactic timing at build time
-// (src/plan/tactics.h), like the convolutions.
-// GraftElementwise: the program interpreter in transformer_kernels.cu.
+// GraftAttention's CUDA op (attention.cpp defines it): graft's fused flash kernel
+// (flash_attention.cu) or batched cuBLASLt (scale as alpha), softmax in place, batched cuBLASLt,
+// whichever the tactic timing picks. Every cuBLASLt call picks among the heuristic's first
+// candidates by tactic timing at build time (src/plan/tactics.h), like the convolutions.
 #include <algorithm>
 #include <array>
 #include <optional>
@@ -27,7 +12,6 @@
 #include "backends/cuda/cuda_ops.h"
 #include "ops/elementwise/elementwise.h"  // the elementwise launchers
 #include "ops/transformer/flash_attention.cuh"
-#include "ops/transformer/transformer_kernels.cuh"
 #include "ops/reduce_norm/reduce_norm.h"  // k::launch_softmax
 #include "ops/views/views_cuda.h"
 #include "ops/transformer/transformer.h"
@@ -37,81 +21,6 @@ namespace graft::cuda {
 namespace {
 
 using namespace util;
-
-// ---- GraftGemm ----------------------------------------------------------------------------------
-
-bool gemm_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "GraftGemm needs X and W");
-  for (size_t i = 0; i < 4; ++i) {
-    if (!has_input(n, i)) continue;
-    if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
-    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
-  }
-  const Value* w = n.input(1);
-  if (w->desc.rank() != 2) return reject(why, "W must be 2-D");
-  auto act = n.attrs.get_string("activation", "");
-  if (!act || (act.value() != "" && act.value() != "Relu" && act.value() != "Gelu"))
-    return reject(why, "unknown activation");
-  return true;
-}
-
-size_t gemm_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>& /*outputs*/) { return kLtWorkspace; }
-
-Status gemm_run(CudaExec& ex) {
-  const Tensor& X = *ex.ctx->inputs[0];
-  const Tensor& W = *ex.ctx->inputs[1];
-  const Tensor* B = ex.ctx->inputs.size() > 2 ? ex.ctx->inputs[2] : nullptr;
-  const Tensor* R = ex.ctx->inputs.size() > 3 ? ex.ctx->inputs[3] : nullptr;
-  Tensor& Y = *ex.ctx->outputs[0];
-  const AttributeMap& at = attrs_of(ex);
-  GRAFT_ASSIGN_OR_RETURN(int64_t tb, at.get_int("transB", 0));
-  GRAFT_ASSIGN_OR_RETURN(float alpha, at.get_float("alpha", 1.f));
-  GRAFT_ASSIGN_OR_RETURN(std::string act, at.get_string("activation", ""));
-  if (X.rank() < 1 || W.rank() != 2) return fail(ex, StatusCode::kInvalidModel, "X must have rank >= 1 and W rank 2");
-  const int64_t K = X.dims().back();
-  const int64_t N = tb ? W.dims()[0] : W.dims()[1];
-  if ((tb ? W.dims()[1] : W.dims()[0]) != K) return fail(ex, StatusCode::kInvalidModel, "inner dimensions of X and W differ");
-  if (B && B->numel() != N) return fail(ex, StatusCode::kInvalidModel, "bias has ", B->numel(), " elements, N = ", N);
-  const int64_t M = N > 0 ? Y.numel() / N : 0;
-  if (R && R->numel() != Y.numel()) return fail(ex, StatusCode::kInvalidModel, "residual has ", R->numel(), " elements, the output ", Y.numel());
-  if (Y.numel() == 0) return Status::ok();
-  if (K == 0) return fail(ex, StatusCode::kUnsupported, "K = 0 is not handled");
-
-  const DataType dt = X.dtype();
-  const bool gelu_in_epilogue = act == "Gelu" && dt != DataType::kFloat32;
-  cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_DEFAULT;
-  if (act == "Relu") epi = B ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-  else if (gelu_in_epilogue) epi = B ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-  else if (B) epi = CUBLASLT_EPILOGUE_BIAS;
-
-  LtProblem p = lt_problem(ex, dt, M, N, K);
-  p.x = X.data();
-  p.w = W.data();
-  p.trans_w = tb != 0;
-  p.y = Y.data();
-  p.alpha = alpha;
-  if (R) {
-    p.c = R->data();
-    p.beta = 1.f;
-  }
-  p.bias = B ? B->data() : nullptr;
-  p.epilogue = epi;
-  bool fused = false;
-  GRAFT_RETURN_IF_ERROR(lt_rowmajor(ex, p, &fused));
-  const bool separate = !fused && epi != CUBLASLT_EPILOGUE_DEFAULT;
-  if (separate && B)
-    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_add_periodic_bias(ktype(dt), Y.data(), B->data(), N, Y.numel(), stream_of(ex)),
-                                        ex, "bias add after the matmul"));
-  if (separate && act == "Relu")
-    return launch_status(k::launch_unary(k::UnaryOp::kRelu, ktype(dt), Y.data(), Y.data(), Y.numel(), 0.f, 0.f,
-                                         stream_of(ex)),
-                         ex, "Relu after the matmul");
-  if (act == "Gelu" && (separate || !gelu_in_epilogue))
-    return launch_status(k::launch_unary(k::UnaryOp::kGeluErf, ktype(dt), Y.data(), Y.data(), Y.numel(), 0.f, 0.f,
-                                         stream_of(ex)),
-                         ex, "erf GELU after the matmul");
-  return Status::ok();
-}
 
 // ---- GraftAttention ------------------------------------------------------------------------------
 //
@@ -425,83 +334,9 @@ Status attn_unfused(CudaExec& ex, const Tensor& Q, const Tensor& Kt, const Tenso
   return lt_rowmajor(ex, p, &fused);
 }
 
-// ---- GraftElementwise ---------------------------------------------------------------------------
-
-bool ew_io_dtype(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16; }
-
-// Builds the kernel's parameter block from the node's attributes; errors name the attribute.
-Status ew_program(const Node& n, size_t num_inputs, k::EwKernelProgram* p) {
-  auto code = n.attrs.get_ints("program", {});
-  auto imm = n.attrs.get_floats("immediates", {});
-  auto out_reg = n.attrs.get_int("output_register", -1);
-  if (!code || !imm || !out_reg) return error(StatusCode::kInvalidModel, "GraftElementwise: bad attribute types");
-  const auto& c = code.value();
-  const size_t n_instr = c.size() / kEwFields;
-  if (c.empty() || c.size() % kEwFields || n_instr > static_cast<size_t>(kEwMaxInstr) || num_inputs < 1 ||
-      num_inputs > static_cast<size_t>(kEwMaxInputs) || imm.value().size() > static_cast<size_t>(kEwMaxImm))
-    return Status(error(StatusCode::kInvalidModel, "GraftElementwise program exceeds the kernel's limits")).with_attribute("program");
-  const int64_t regs = static_cast<int64_t>(num_inputs + n_instr);
-  const int64_t nimm = static_cast<int64_t>(imm.value().size());
-  p->n_in = static_cast<int>(num_inputs);
-  p->n_instr = static_cast<int>(n_instr);
-  if (out_reg.value() < 0 || out_reg.value() >= regs)
-    return Status(error(StatusCode::kInvalidModel, "bad output_register")).with_attribute("output_register");
-  p->out_reg = static_cast<int>(out_reg.value());
-  for (size_t j = 0; j < n_instr; ++j) {
-    const int64_t* f = &c[j * kEwFields];
-    if (f[0] < 0 || f[0] >= static_cast<int64_t>(EwOp::kCount))
-      return Status(error(StatusCode::kInvalidModel, "unknown opcode ", f[0])).with_attribute("program");
-    p->code[j][0] = static_cast<int16_t>(f[0]);
-    for (int k = 0; k < 3; ++k) {
-      const int64_t r = f[2 + k];
-      // Registers must be written before they are read; unused operand slots hold 0 (input 0).
-      const bool ok = r >= 0 ? r < static_cast<int64_t>(num_inputs + j) : -r - 1 < nimm;
-      if (!ok && k < ew_arity(static_cast<EwOp>(f[0])))
-        return Status(error(StatusCode::kInvalidModel, "instruction ", j, " reads an undefined operand")).with_attribute("program");
-      p->code[j][1 + k] = ok ? static_cast<int16_t>(r) : int16_t{0};
-    }
-  }
-  for (size_t i = 0; i < imm.value().size(); ++i) p->imm[i] = imm.value()[i];
-  return Status::ok();
-}
-
-bool ew_supports(const Node& n, std::string* why) {
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
-    if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
-    if (!ew_io_dtype(in_dtype(n, i))) return reject(why, "input " + std::to_string(i) + " is not float32/float16");
-  }
-  if (!ew_io_dtype(out_dtype(n, 0))) return reject(why, "output is not float32/float16");
-  k::EwKernelProgram p;
-  Status st = ew_program(n, n.inputs.size(), &p);
-  if (!st.is_ok()) return reject(why, st.to_string());
-  return true;
-}
-
-Status ew_run(CudaExec& ex) {
-  const Node& n = *ex.ctx->node;
-  Tensor& Y = *ex.ctx->outputs[0];
-  k::EwKernelProgram p;
-  Status st = ew_program(n, ex.ctx->inputs.size(), &p);
-  if (!st.is_ok()) return st.with_node(n.name, n.op_type);
-  for (size_t i = 0; i < ex.ctx->inputs.size(); ++i) {
-    const Tensor* t = ex.ctx->inputs[i];
-    if (!t || !ew_io_dtype(t->dtype())) return fail(ex, StatusCode::kInvalidModel, "input ", i, " must be float32/float16");
-    if (t->numel() != Y.numel())
-      return fail(ex, StatusCode::kInvalidModel, "input ", i, " has ", t->numel(), " elements, the output ", Y.numel());
-    if (t->dtype() == DataType::kFloat16) p.in_half |= 1u << i;
-    p.in[i] = t->data();
-  }
-  if (!ew_io_dtype(Y.dtype())) return fail(ex, StatusCode::kInvalidModel, "output must be float32/float16");
-  p.out_half = Y.dtype() == DataType::kFloat16;
-  p.out = Y.data();
-  return launch_status(k::launch_elementwise_program(p, Y.numel(), stream_of(ex)), ex);
-}
-
 }  // namespace
 
-void append_cuda_transformer_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftGemm", &gemm_supports, &gemm_run, {}, &gemm_workspace});
-  out.push_back(CudaOp{"GraftElementwise", &ew_supports, &ew_run, {}, nullptr});
+void append_cuda_attention_ops(std::vector<CudaOp>& out) {
   out.push_back(CudaOp{"GraftAttention", &attn_supports, &attn_run, {}, &attn_workspace});
 }
 

@@ -1,5 +1,5 @@
-// Launchers for the transformer fusions' CUDA kernels (GraftElementwise programs). Plain device
-// pointers and a by-value parameter block; no framework types.
+// The launcher of GraftElementwise's CUDA kernel (elementwise_program.cu), which runs its programs.
+// Plain device pointers and a by-value parameter block; no framework types.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,9 @@
-// CUDA kernels of the transformer fusions: the GraftElementwise interpreter. Each thread runs the
-// whole (short) program for its elements in float32, reading float16/float32 inputs and writing a
-// float16/float32 output once: one pass over memory instead of one per node of the chain.
+// GraftElementwise's CUDA kernel: the program interpreter (elementwise_program_cuda.cpp packs the
+// node's program for it). Each thread runs the whole (short) program for its elements in float32,
+// reading float16/float32 inputs and writing a float16/float32 output once: one pass over memory
+// instead of one per node of the chain.
 #include "backends/cuda/cuda_kernel_device.cuh"
-#include "ops/transformer/transformer_kernels.cuh"
+#include "ops/transformer/elementwise_program.cuh"
 
 namespace graft::cuda::k {
 
