@@ -864,7 +864,7 @@ def conv_tactics_by_batch(eng, batches):
     """{batch: ({variant: layers}, the first convolution's variant)} over the engine's GraftConv
     layers, from the tactics each was timed with at that batch (Engine.describe_json; a key's
     "x<N>x<C>x<H>x<W>" part names the batch). Which of graft's kernels or cuDNN's paths the tactic
-    timing chose: GraftConv's variants are listed in src/ops/fused_conv/fused_conv_cuda.cpp. Empty where the
+    timing chose: GraftConv's variants are listed in src/ops/fused_conv/graft_conv_cuda.cpp. Empty where the
     graft in use has no describe_json or times no tactics (CPU)."""
     if not hasattr(eng, "describe_json"):
         return {}

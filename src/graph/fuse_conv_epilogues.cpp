@@ -1,6 +1,6 @@
 // The CUDA builder's "fuse conv" pass: a Conv with what follows it (a residual Add, then Relu,
 // Clip, HardSwish, HardSigmoid, Sigmoid or SiLU) becomes one GraftConv, whose epilogue applies them.
-// The internal ops are defined in src/ops/fused_conv/fused_conv.cpp.
+// The internal ops are defined in src/ops/fused_conv/fused_conv.h.
 #include <cmath>
 #include <cstring>
 #include <map>

@@ -1,7 +1,7 @@
 // The CUDA builder's "layout" pass: regions of convolutions and the layout-free ops between them run
 // channels-last (NHWC), entered and left through GraftChannelsLast copies, with strided stems over
 // an image reading its space-to-depth rearrangement. The internal ops are defined in
-// src/ops/fused_conv/fused_conv.cpp.
+// src/ops/fused_conv/fused_conv.h.
 #include <cmath>
 #include <cstring>
 #include <map>

@@ -1,5 +1,5 @@
 // Rank-4 layout helpers shared by the NHWC pass (src/graph/nhwc_regions.cpp) and the reference kernels
-// of graft's NHWC internal ops (src/ops/fused_conv/fused_conv.cpp).
+// of graft's NHWC internal ops (src/ops/fused_conv/fused_conv.h).
 #pragma once
 
 #include <string>
@@ -15,7 +15,7 @@ namespace graft {
 inline const std::vector<int64_t> kNhwcToNchw{0, 3, 1, 2};  // NHWC axes in NCHW order
 inline const std::vector<int64_t> kNchwToNhwc{0, 2, 3, 1};  // NCHW axes in NHWC order
 
-// The internal NHWC ops' attributes (src/ops/fused_conv/fused_conv.cpp), read by their schemas, CPU
+// The internal NHWC ops' attributes (src/ops/fused_conv/fused_conv.h), read by their schemas, CPU
 // references and CUDA kernels alike: `layout` ("NCHW" or "NHWC") and GraftConv's `activation`
 // ("", "Relu", "HardSwish", "Clip" with float `clip_min`/`clip_max`, "Silu", x * sigmoid(x) as
 // PyTorch exports SiLU, "Sigmoid", a squeeze-excitation gate's, or "HardSigmoid" with float

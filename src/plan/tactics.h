@@ -26,7 +26,7 @@ struct Tactic {
   // Layer-kind specific. conv: 0 = cuDNN convolution + graft's epilogue, 1 = cuDNN's fused
   // conv+bias+activation call, 5 = a grouped NHWC convolution run by cuDNN in NCHW between
   // transposes (algo: the NCHW algorithm), 2-4 and 6-9 = graft's own kernels (algo ignored), each
-  // described where src/ops/fused_conv/fused_conv_cuda.cpp defines it.
+  // described where src/ops/fused_conv/graft_conv_cuda.cpp defines it.
   int variant = 0;
   double ms = 0;     // measured time, for reports
 };

@@ -1,4 +1,4 @@
-// graft's own convolution kernels that GraftConv times against cuDNN (fused_conv_cuda.cpp variants 3, 4, 7),
+// graft's own convolution kernels that GraftConv times against cuDNN (graft_conv_cuda.cpp variants 3, 4, 7),
 // and cuDNN's graph-API variants (10, 11):
 //   - the NCHW depthwise kernel, the untuned choice for NCHW depthwise problems, so it is tested
 //     through the op against the CPU reference like the NHWC one (nn_reduce_test.cpp);
@@ -87,7 +87,7 @@ TEST(CudaNn, GraftConvDepthwiseNchw) {
 // A filter too large for the kernel's shared-memory tile: the launcher refuses it (launching
 // nothing), and GraftConv, whose eligibility mirrors the launcher's limits, runs it on cuDNN instead.
 // A squeeze-excitation gate's 1x1 convolution over a 1x1 image in NHWC with channel counts that
-// are not multiples of 8 (EfficientNet-B0: 96 -> 4): fused_conv_cuda.cpp runs it as NCHW (the same bytes).
+// are not multiples of 8 (EfficientNet-B0: 96 -> 4): graft_conv_cuda.cpp runs it as NCHW (the same bytes).
 // GraftChannelsLast, the padded channels-last input of an NHWC stem: float32 and float16 in the
 // input's own type, float32 -> float16 (the model's image straight to the stem), the 16-byte store
 // path (8 half channels) and the scalar one (5 channels), a channel count already at the padded
@@ -171,7 +171,7 @@ TEST(CudaNn, GraftConvGroupedNhwcViaNchw) {
   }
 }
 
-// float16 convolutions through cuDNN's graph API (fused_conv_cuda.cpp variants 10 and 11): timed,
+// float16 convolutions through cuDNN's graph API (graft_conv_cuda.cpp variants 10 and 11): timed,
 // then forced onto the plain graph (graft's epilogue after it) and, where the epilogue is bias,
 // residual and Relu or none, the fused graph, in both layouts (one group: grouped problems keep the
 // legacy API); and once with X's device copy 2 bytes past a 16-byte boundary, which the plan was

@@ -172,7 +172,7 @@ const CudaOp* cuda_op_for(const Node& n);
 // says what is missing otherwise.
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why);
 
-// The one cuDNN convolution (defined with GraftConv, src/ops/fused_conv/fused_conv_cuda.cpp): GraftConv runs it, and ONNX's Conv
+// The one cuDNN convolution (defined with GraftConv, src/ops/fused_conv/graft_conv_cuda.cpp): GraftConv runs it, and ONNX's Conv
 // (src/ops/nn/conv_cuda.cpp) hands it every problem it takes (2-D, float32 or float16, symmetric pads), so both
 // ops get the same algorithms, graft's own kernels and tactic timing. A node without GraftConv's
 // attributes is an NCHW convolution with no epilogue beyond its bias.

@@ -1,6 +1,6 @@
 // The one thin layer over cuDNN (its legacy descriptor API, and its graph API for GraftConv's
 // variants 10 and 11, below) that every convolution uses (GraftConv in
-// src/ops/fused_conv/fused_conv_cuda.cpp, Conv in src/ops/nn/conv_cuda.cpp, ConvTranspose in src/ops/nn/conv_transpose_cuda.cpp): owning descriptor
+// src/ops/fused_conv/graft_conv_cuda.cpp, Conv in src/ops/nn/conv_cuda.cpp, ConvTranspose in src/ops/nn/conv_transpose_cuda.cpp): owning descriptor
 // handles, the status-to-Status conversion (one error text for every caller), setters for the 4-D
 // descriptors from the numbers the callers compute, and the forward algorithm query. It sets only
 // what the callers ask for; which algorithm runs and with what epilogue stays with each caller.

@@ -1,4 +1,4 @@
-// CUDA Conv through graft's one cuDNN convolution (GraftConv's, src/ops/fused_conv/fused_conv_cuda.cpp)
+// CUDA Conv through graft's one cuDNN convolution (GraftConv's, src/ops/fused_conv/graft_conv_cuda.cpp)
 // where that takes the node, else a direct kernel (1-D, 3-D, asymmetric pads, no cuDNN) of
 // nn_kernels.cu; the nn family (nn.h).
 #include <algorithm>

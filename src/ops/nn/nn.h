@@ -10,7 +10,7 @@
 // The CPU references are the executable specification: every value is loaded as double,
 // accumulated in double and rounded once into the output dtype (so float16 results are the correctly
 // rounded float16 of a high-precision result). Clarity first; loops are only arranged so that
-// node-test sizes run in milliseconds. GraftConv's reference (src/ops/fused_conv/fused_conv.cpp) calls
+// node-test sizes run in milliseconds. GraftConv's reference (src/ops/fused_conv/graft_conv.cpp) calls
 // cpu::conv.
 #pragma once
 
