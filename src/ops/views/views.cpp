@@ -17,6 +17,12 @@
 //
 // Every element a view can address must lie inside X: inference checks it against X's static shape
 // and the kernels again against the concrete tensor, so a damaged plan cannot read out of bounds.
+//
+// One file for the three, not one per op: none has kernels of its own (the CUDA ops run the shared
+// strided gather and Concat's pitched copies, src/backends/cuda/shape_kernels.cu), each op's own
+// schema and reference is 20 to 90 lines, and most of this file is the view composition
+// (views.h: read, plan and run a chain of view steps) that GraftViewChain, GraftAttention's chain
+// form and src/graph/compose_views.cpp share.
 #include <algorithm>
 #include <cstring>
 #include <numeric>
