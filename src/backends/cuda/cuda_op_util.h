@@ -119,6 +119,15 @@ inline bool float_input0(const Node& n, std::string* why) {
   return require_dtype(n, 0, kGpuFloats, why);
 }
 
+// Input 0 (X) present, float32/float16/bfloat16 and of rank 4: what the ops over an NCHW or NHWC
+// image take whole (GraftPool, GraftChannelsLast).
+inline bool float_rank4_input0(const Node& n, std::string* why) {
+  if (!has_input(n, 0)) return reject(why, "input X is missing");
+  if (!float_inputs(n, {0}, why)) return false;
+  if (n.input(0)->desc.rank() != 4) return reject(why, "X must have rank 4");
+  return true;
+}
+
 // The single value of a host input (an axis, K, depth, k).
 inline Result<int64_t> host_scalar(const CudaExec& ex, size_t i, const char* what) {
   const Tensor* t = ex.ctx->inputs.size() > i ? ex.ctx->inputs[i] : nullptr;

@@ -16,13 +16,6 @@ namespace {
 
 // ---- GraftChannelsLast ----
 
-bool graft_channels_last_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input X is missing");
-  if (!float_inputs(n, {0}, why)) return false;
-  if (n.input(0)->desc.rank() != 4) return reject(why, "X must have rank 4");
-  return true;
-}
-
 Status graft_channels_last_run(CudaExec& ex) {
   const Tensor& X = *ex.ctx->inputs[0];
   Tensor& Y = *ex.ctx->outputs[0];
@@ -43,7 +36,7 @@ Status graft_channels_last_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_channels_last_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftChannelsLast", &graft_channels_last_supports, &graft_channels_last_run, {}, nullptr});
+  out.push_back(CudaOp{"GraftChannelsLast", &float_rank4_input0, &graft_channels_last_run, {}, nullptr});
 }
 
 }  // namespace graft::cuda

@@ -16,13 +16,6 @@ namespace {
 
 // ---- GraftPool (NHWC) ----
 
-bool graft_pool_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input X is missing");
-  if (!float_inputs(n, {0}, why)) return false;
-  if (n.input(0)->desc.rank() != 4) return reject(why, "X must have rank 4");
-  return true;
-}
-
 Status graft_pool_run(CudaExec& ex) {
   const Tensor& X = *ex.ctx->inputs[0];
   Tensor& Y = *ex.ctx->outputs[0];
@@ -69,7 +62,7 @@ size_t graft_pool_workspace(const Node& n, const std::vector<const Tensor*>& ins
 }  // namespace
 
 void append_cuda_nhwc_pool_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftPool", &graft_pool_supports, &graft_pool_run, {}, &graft_pool_workspace});
+  out.push_back(CudaOp{"GraftPool", &float_rank4_input0, &graft_pool_run, {}, &graft_pool_workspace});
 }
 
 }  // namespace graft::cuda

@@ -18,6 +18,7 @@
 #include "ops/attr_util.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
+#include "ops/quantize/quantize.h"
 
 namespace graft {
 
@@ -236,18 +237,15 @@ Status require_scales(const std::vector<std::pair<const Tensor*, const char*>>& 
   return Status::ok();
 }
 
-struct QRange {
-  float lo, hi;
-};
+using cpu::QRange;
+// The output's 8-bit range (its dtype was checked against uint8/int8 by the schema).
 QRange range_of(DataType t) { return t == DataType::kUInt8 ? QRange{0.0f, 255.0f} : QRange{-128.0f, 127.0f}; }
 
 // round_half_even(sum * multiplier) + zp saturated to the output's range, in float32 as ONNX Runtime
-// requantizes (and as QuantizeLinear rounds: the current rounding mode, nearest-even). A NaN (a zero
-// y_scale over a zero sum) gives the zero point, as QuantizeLinear gives it for NaN.
+// requantizes: QuantizeLinear's own step (cpu::quantize_one), so a NaN (a zero y_scale over a zero
+// sum) gives the zero point as QuantizeLinear gives it for NaN.
 float requantize(int32_t sum, float multiplier, float zp, QRange r) {
-  const float v = static_cast<float>(sum) * multiplier;
-  const float q = std::isnan(v) ? zp : std::nearbyint(v) + zp;
-  return std::min(std::max(q, r.lo), r.hi);
+  return cpu::quantize_one(static_cast<float>(sum) * multiplier, zp, r);
 }
 
 // The values of an 8-bit tensor less the zero point that applies to each (zp_index maps a flat index
