@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <random>
 
@@ -17,6 +18,36 @@ namespace {
 
 using testing::OnnxModelBuilder;
 using testing::random_tensor;
+
+// A model whose one node is an If over a bool input c, each branch one node that reads the outer
+// scope's x into the branch's output; `fill(node, branch)` gives that node its op type, domain,
+// name and attributes ("then_branch" or "else_branch").
+std::string if_model(const std::function<void(onnx::NodeProto&, const std::string&)>& fill) {
+  OnnxModelBuilder outer;
+  outer.input("c", DataType::kBool, {});
+  outer.input("x", DataType::kFloat32, {2});
+  outer.node("If", {"c"}, {"y"}, "branch");
+  outer.output("y", DataType::kFloat32);
+  onnx::ModelProto nested;
+  EXPECT_TRUE(nested.ParseFromString(outer.bytes()));
+  for (const char* name : {"then_branch", "else_branch"}) {
+    auto* a = nested.mutable_graph()->mutable_node(0)->add_attribute();
+    a->set_name(name);
+    a->set_type(onnx::AttributeProto::GRAPH);
+    onnx::GraphProto* body = a->mutable_g();
+    body->set_name(name);
+    auto* n = body->add_node();
+    fill(*n, name);
+    n->add_input("x");
+    n->add_output("out");
+    auto* o = body->add_output();
+    o->set_name("out");
+    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  }
+  std::string bytes;
+  EXPECT_TRUE(nested.SerializeToString(&bytes));
+  return bytes;
+}
 
 bool contains(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
@@ -149,31 +180,11 @@ TEST(Importer, InternalOpsAreRefusedInModels) {
   EXPECT_FALSE(import_onnx_model(model, "plan.onnx", ".").is_ok());
 
   // Inside an If branch.
-  OnnxModelBuilder outer;
-  outer.input("c", DataType::kBool, {});
-  outer.input("x", DataType::kFloat32, {2});
-  outer.node("If", {"c"}, {"y"}, "branch");
-  outer.output("y", DataType::kFloat32);
-  onnx::ModelProto nested;
-  ASSERT_TRUE(nested.ParseFromString(outer.bytes()));
-  for (const char* name : {"then_branch", "else_branch"}) {
-    auto* a = nested.mutable_graph()->mutable_node(0)->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::GRAPH);
-    onnx::GraphProto* body = a->mutable_g();
-    body->set_name(name);
-    auto* n = body->add_node();
-    n->set_op_type(std::string(name) == "then_branch" ? "Relu" : "GraftStridedCopy");
-    if (std::string(name) == "else_branch") n->set_domain(kInternalDomain);
-    n->set_name(std::string(name) == "then_branch" ? "fine" : "hidden");
-    n->add_input("x");
-    n->add_output("out");
-    auto* o = body->add_output();
-    o->set_name("out");
-    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  }
-  std::string bytes;
-  ASSERT_TRUE(nested.SerializeToString(&bytes));
+  const std::string bytes = if_model([](onnx::NodeProto& n, const std::string& branch) {
+    n.set_op_type(branch == "then_branch" ? "Relu" : "GraftStridedCopy");
+    if (branch == "else_branch") n.set_domain(kInternalDomain);
+    n.set_name(branch == "then_branch" ? "fine" : "hidden");
+  });
   auto h = import_onnx_bytes(bytes, "nested.onnx");
   ASSERT_FALSE(h.is_ok());
   EXPECT_EQ(h.status().node_name(), "hidden") << h.status().to_string();
@@ -333,31 +344,11 @@ TEST(Importer, UnknownOrMistypedAttributesOfOnnxOpsAreRefused) {
   EXPECT_TRUE(contains(dg.status().to_string(), "expected type int, got float")) << dg.status().to_string();
 
   // Inside an If branch.
-  OnnxModelBuilder outer;
-  outer.input("c", DataType::kBool, {});
-  outer.input("x", DataType::kFloat32, {2});
-  outer.node("If", {"c"}, {"y"}, "branch");
-  outer.output("y", DataType::kFloat32);
-  onnx::ModelProto nested;
-  ASSERT_TRUE(nested.ParseFromString(outer.bytes()));
-  for (const char* name : {"then_branch", "else_branch"}) {
-    auto* a = nested.mutable_graph()->mutable_node(0)->add_attribute();
-    a->set_name(name);
-    a->set_type(onnx::AttributeProto::GRAPH);
-    onnx::GraphProto* body = a->mutable_g();
-    body->set_name(name);
-    auto* n = body->add_node();
-    n->set_op_type("Relu");
-    n->set_name(std::string(name) == "then_branch" ? "fine" : "odd");
-    if (std::string(name) == "else_branch") OnnxModelBuilder::attr(*n, "slope", 0.1f);
-    n->add_input("x");
-    n->add_output("out");
-    auto* o = body->add_output();
-    o->set_name("out");
-    o->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
-  }
-  std::string bytes;
-  ASSERT_TRUE(nested.SerializeToString(&bytes));
+  const std::string bytes = if_model([](onnx::NodeProto& n, const std::string& branch) {
+    n.set_op_type("Relu");
+    n.set_name(branch == "then_branch" ? "fine" : "odd");
+    if (branch == "else_branch") OnnxModelBuilder::attr(n, "slope", 0.1f);
+  });
   auto h = import_onnx_bytes(bytes, "nested.onnx");
   ASSERT_FALSE(h.is_ok());
   EXPECT_EQ(h.status().node_name(), "odd") << h.status().to_string();
