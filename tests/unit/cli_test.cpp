@@ -312,6 +312,26 @@ TEST_F(CliTest, OpsJsonListsRelu) {
   EXPECT_LT(text.out.find("Internal ops"), text.out.find("GraftConv"));
 }
 
+// `graft ops NAME ...` describes the ops named, builtin (from its ONNX schema) or custom (from its
+// OpDef) alike; a name no op has is an error naming it.
+TEST_F(CliTest, OpsNamedAreDescribed) {
+  CmdResult r = graft("ops Conv CustomLayer graft.internal::GraftConv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"Conv ", "input  W", "attr   group                int default=1", "GraftConv",
+                           "ai.onnx.contrib::CustomLayer", "attr   beta"})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " not in:\n" << r.out;
+  EXPECT_EQ(r.out.find("Relu"), std::string::npos) << r.out;
+  CmdResult j = graft("ops --json Relu");
+  ASSERT_EQ(j.exit_code, 0) << j.err;
+  auto parsed = nlohmann::json::parse(j.out);
+  ASSERT_EQ(parsed["builtin"].size(), 1u) << j.out;
+  EXPECT_EQ(parsed["builtin"][0]["op_type"], "Relu");
+  EXPECT_TRUE(parsed["custom"].empty() && parsed["internal"].empty()) << j.out;
+  CmdResult bad = graft("ops Relu NoSuchOp");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("no op named 'NoSuchOp'"), std::string::npos) << bad.err;
+}
+
 TEST_F(CliTest, ErrorsAreOneLine) {
   build_plan();
   std::string plan = slurp(dir_ / "relu.plan");

@@ -431,86 +431,140 @@ std::string join_dtypes(const std::vector<DataType>& ts) {
 
 }  // namespace
 
+namespace {
+
+// The lines `graft ops NAME` prints under an op: its inputs, outputs and attributes, a builtin's from
+// its ONNX schema and a custom op's from its OpDef.
+void print_op_detail(const std::vector<IOSpec>& inputs, const std::vector<IOSpec>& outputs,
+                     const std::vector<AttrSpec>& attrs) {
+  auto io = [](const char* what, const IOSpec& s) {
+    std::string extra = s.optional ? " (optional)" : "";
+    if (!s.doc.empty() && s.doc.rfind("variadic", 0) == 0) extra += " (" + s.doc + ")";
+    std::printf("    %-6s %-20s %s%s\n", what, s.name.c_str(), join_dtypes(s.dtypes).c_str(), extra.c_str());
+  };
+  for (const IOSpec& s : inputs) io("input", s);
+  for (const IOSpec& s : outputs) io("output", s);
+  for (const AttrSpec& a : attrs) {
+    std::string extra;
+    if (a.required) extra += " required";
+    if (a.default_value) extra += " default=" + attr_value_to_string(*a.default_value);
+    if (a.min_value || a.max_value)
+      extra += fmt::format(" range=[{}, {}]", a.min_value ? fmt::format("{}", *a.min_value) : "-inf",
+                           a.max_value ? fmt::format("{}", *a.max_value) : "inf");
+    std::printf("    attr   %-20s %s%s\n", a.name.c_str(), attr_type_name(a.type), extra.c_str());
+  }
+}
+
+// A builtin ONNX op's entry of `graft ops --json`.
+nlohmann::json builtin_json(const OpEntry& op) {
+  nlohmann::json b = {{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
+                      {"backends", builtin_backends(op.op_type)}, {"traits", traits_json(op)}};
+  b["schema_opset"] = newest_schema_opset();
+  if (std::optional<BuiltinSchema> s = onnx_op_schema(op.op_type, newest_schema_opset())) {
+    b["since_version"] = s->since_version;
+    b["attributes"] = attrs_json(s->attrs);
+    b["graph_attributes"] = s->graph_attrs;
+    b["inputs"] = io_json(s->inputs);
+    b["outputs"] = io_json(s->outputs);
+  } else {
+    b["schema"] = nullptr;  // an op newer than the opsets libonnx knows
+  }
+  return b;
+}
+
+}  // namespace
+
 Command add_ops_command(CLI::App& app) {
-  auto* sub = app.add_subcommand("ops", "List every op graft supports: builtin ONNX ops and custom ops");
+  auto* sub = app.add_subcommand(
+      "ops", "List every op graft supports: builtin ONNX ops and custom ops; with names, those ops in detail");
   auto model = std::make_shared<ModelOptions>();
   auto report = std::make_shared<ReportingOptions>();
+  auto names = std::make_shared<std::vector<std::string>>();
+  sub->add_option("names", *names,
+                  "Ops to describe (op type, or DOMAIN::NAME): inputs, outputs with their dtypes, attributes, backends")
+      ->expected(0, -1);
   sub->add_option("--plugins", model->plugins, "Plugin libraries (.so) whose ops to list too")->expected(1, -1);
   add_reporting_options(*sub, *report);
-  return [model, report]() -> Status {
+  return [model, report, names]() -> Status {
     GRAFT_RETURN_IF_ERROR(load_plugins(*model));
     const auto& builtins = builtin_ops();
     std::vector<RegisteredOp> custom = OpRegistry::global().all();
     std::vector<OpRegistry::Alias> aliases = OpRegistry::global().aliases();
+    // Every op without names; with them, the ops they name (each name must name one at least).
+    std::vector<bool> matched(names->size(), false);
+    auto wanted = [&](const std::string& domain, const std::string& name) {
+      bool any = names->empty();
+      for (size_t i = 0; i < names->size(); ++i)
+        if ((*names)[i] == name || (*names)[i] == domain + "::" + name) any = matched[i] = true;
+      return any;
+    };
+    auto is_internal = [](const OpEntry& op) { return op.domain == std::string(kInternalDomain); };
+    std::vector<const OpEntry*> onnx_ops, internal_ops;
+    for (const OpEntry& op : builtins) {
+      if (is_internal(op) && wanted(kInternalDomain, op.op_type)) internal_ops.push_back(&op);
+      if (!is_internal(op) && (wanted("ai.onnx", op.op_type) || (!names->empty() && wanted("", op.op_type))))
+        onnx_ops.push_back(&op);
+    }
+    std::vector<const RegisteredOp*> custom_ops;
+    for (const RegisteredOp& op : custom)
+      if (wanted(op.def->identity().domain, op.def->name())) custom_ops.push_back(&op);
+    std::vector<const OpRegistry::Alias*> alias_list;
+    for (const auto& a : aliases)
+      if (wanted(a.domain, a.name)) alias_list.push_back(&a);
+    for (size_t i = 0; i < names->size(); ++i)
+      if (!matched[i])
+        return error(StatusCode::kNotFound, "no op named '", (*names)[i],
+                     "' (`graft ops` lists every op; --plugins loads a library's)");
+
     if (report->json) {
       nlohmann::json j;
       j["builtin"] = nlohmann::json::array();
       j["internal"] = nlohmann::json::array();  // graft's passes make these; not ONNX ops
-      for (const OpEntry& op : builtins) {
-        if (op.domain == std::string(kInternalDomain)) {
-          j["internal"].push_back(
-              {{"op_type", op.op_type}, {"domain", kInternalDomain}, {"backends", builtin_backends(op.op_type)}});
-          continue;
-        }
-        nlohmann::json b = {{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
-                            {"backends", builtin_backends(op.op_type)}, {"traits", traits_json(op)}};
-        b["schema_opset"] = newest_schema_opset();
-        if (std::optional<BuiltinSchema> s = onnx_op_schema(op.op_type, newest_schema_opset())) {
-          b["since_version"] = s->since_version;
-          b["attributes"] = attrs_json(s->attrs);
-          b["graph_attributes"] = s->graph_attrs;
-          b["inputs"] = io_json(s->inputs);
-          b["outputs"] = io_json(s->outputs);
-        } else {
-          b["schema"] = nullptr;  // an op newer than the opsets libonnx knows
-        }
-        j["builtin"].push_back(std::move(b));
-      }
+      for (const OpEntry* op : internal_ops)
+        j["internal"].push_back(
+            {{"op_type", op->op_type}, {"domain", kInternalDomain}, {"backends", builtin_backends(op->op_type)}});
+      for (const OpEntry* op : onnx_ops) j["builtin"].push_back(builtin_json(*op));
       j["custom"] = nlohmann::json::array();
-      for (const RegisteredOp& op : custom) j["custom"].push_back(op_json(op));
+      for (const RegisteredOp* op : custom_ops) j["custom"].push_back(op_json(*op));
       j["aliases"] = nlohmann::json::array();
-      for (const auto& a : aliases)
-        j["aliases"].push_back({{"domain", a.domain}, {"name", a.name}, {"target", identity_json(a.target)}});
+      for (const auto* a : alias_list)
+        j["aliases"].push_back({{"domain", a->domain}, {"name", a->name}, {"target", identity_json(a->target)}});
       std::printf("%s\n", j.dump(2).c_str());
       return Status::ok();
     }
-    size_t internal = 0;
-    for (const OpEntry& op : builtins) internal += op.domain == std::string(kInternalDomain);
-    std::printf("Builtin ONNX ops (domain ai.onnx), %zu:\n", builtins.size() - internal);
-    for (const OpEntry& op : builtins)
-      if (op.domain != std::string(kInternalDomain))
-        std::printf("  %-24s opset >= %-3d %s\n", op.op_type, op.min_opset,
-                    builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
-    std::printf("\nInternal ops (domain %s: made by graft's optimization passes, kept in plans; not ONNX ops), %zu:\n",
-                kInternalDomain, internal);
-    for (const OpEntry& op : builtins)
-      if (op.domain == std::string(kInternalDomain))
-        std::printf("  %-24s %s\n", op.op_type, builtin_has_cuda_kernel(op.op_type) ? "cpu, cuda" : "cpu");
-    std::printf("\nCustom ops, %zu:\n", custom.size());
-    for (const RegisteredOp& op : custom) {
-      const OpDef& d = *op.def;
-      std::string backends;
-      const nlohmann::json described = op_json(op);  // named: the loop below must not outlive it
-      for (const auto& b : described["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
-      std::printf("  %s  (from %s; %s)\n", d.identity().to_string().c_str(), op.source.c_str(), backends.c_str());
-      for (const IOSpec& s : d.inputs())
-        std::printf("    input  %-20s %s%s\n", s.name.c_str(), join_dtypes(s.dtypes).c_str(), s.optional ? " (optional)" : "");
-      for (const IOSpec& s : d.outputs())
-        std::printf("    output %-20s %s%s\n", s.name.c_str(), join_dtypes(s.dtypes).c_str(), s.optional ? " (optional)" : "");
-      for (const AttrSpec& a : d.attrs()) {
-        std::string extra;
-        if (a.required) extra += " required";
-        if (a.default_value) extra += " default=" + attr_value_to_string(*a.default_value);
-        if (a.min_value || a.max_value)
-          extra += fmt::format(" range=[{}, {}]", a.min_value ? fmt::format("{}", *a.min_value) : "-inf",
-                               a.max_value ? fmt::format("{}", *a.max_value) : "inf");
-        std::printf("    attr   %-20s %s%s\n", a.name.c_str(), attr_type_name(a.type), extra.c_str());
+    const bool detail = !names->empty();
+    if (!detail || !onnx_ops.empty()) std::printf("Builtin ONNX ops (domain ai.onnx), %zu:\n", onnx_ops.size());
+    for (const OpEntry* op : onnx_ops) {
+      std::printf("  %-24s opset >= %-3d %s\n", op->op_type, op->min_opset,
+                  builtin_has_cuda_kernel(op->op_type) ? "cpu, cuda" : "cpu");
+      if (!detail) continue;
+      if (std::optional<BuiltinSchema> s = onnx_op_schema(op->op_type, newest_schema_opset())) {
+        std::printf("    (ONNX schema of opset %d, the op's version %d)\n", newest_schema_opset(), s->since_version);
+        print_op_detail(s->inputs, s->outputs, s->attrs);
+        for (const std::string& g : s->graph_attrs) std::printf("    attr   %-20s graph\n", g.c_str());
+      } else {
+        std::printf("    (no schema: an op newer than opset %d, the newest this build's ONNX library knows)\n",
+                    newest_schema_opset());
       }
     }
-    if (!aliases.empty()) {
-      std::printf("\nAliases, %zu:\n", aliases.size());
-      for (const auto& a : aliases)
-        std::printf("  %s::%s -> %s\n", a.domain.c_str(), a.name.c_str(), a.target.to_string().c_str());
+    if (!detail || !internal_ops.empty())
+      std::printf("%sInternal ops (domain %s: made by graft's optimization passes, kept in plans; not ONNX ops), %zu:\n",
+                  detail && onnx_ops.empty() ? "" : "\n", kInternalDomain, internal_ops.size());
+    for (const OpEntry* op : internal_ops)
+      std::printf("  %-24s %s\n", op->op_type, builtin_has_cuda_kernel(op->op_type) ? "cpu, cuda" : "cpu");
+    if (!detail || !custom_ops.empty()) std::printf("\nCustom ops, %zu:\n", custom_ops.size());
+    for (const RegisteredOp* op : custom_ops) {
+      const OpDef& d = *op->def;
+      std::string backends;
+      const nlohmann::json described = op_json(*op);  // named: the loop below must not outlive it
+      for (const auto& b : described["backends"]) backends += (backends.empty() ? "" : ", ") + b.get<std::string>();
+      std::printf("  %s  (from %s; %s)\n", d.identity().to_string().c_str(), op->source.c_str(), backends.c_str());
+      print_op_detail(d.inputs(), d.outputs(), d.attrs());
+    }
+    if (!alias_list.empty()) {
+      std::printf("\nAliases, %zu:\n", alias_list.size());
+      for (const auto* a : alias_list)
+        std::printf("  %s::%s -> %s\n", a->domain.c_str(), a->name.c_str(), a->target.to_string().c_str());
     }
     return Status::ok();
   };
