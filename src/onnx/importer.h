@@ -42,8 +42,9 @@ inline constexpr int64_t kMaxIrVersion = 14;
 // (opset_conversion.h). The op schemas take the semantics of 18..20 from the node's opset (Reduce*
 // and Pad axes as inputs, Split num_outputs, Resize antialias/axes/keep_aspect_ratio_policy and
 // half_pixel_symmetric, ScatterElements/ND max/min, pooling dilations) and refuse what their
-// kernels lack. Opset 21 changed graft's ops only in the types they accept (int4/uint4, float8),
-// which graft refuses as types; GroupNormalization, whose meaning changed at 21, is not a graft op.
+// kernels lack. Opset 21 added blocked scales to QuantizeLinear and DequantizeLinear (block_size,
+// read by both backends) and types (int4/uint4, float8), which graft refuses as types;
+// GroupNormalization, whose meaning changed at 21, is not a graft op.
 inline constexpr int64_t kMinOpset = 11;
 inline constexpr int64_t kMaxOpset = 21;
 

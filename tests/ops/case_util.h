@@ -72,6 +72,27 @@ AttributeMap attr(const char* name, T v) {
   return a;
 }
 
+// The flat index into a (De)QuantizeLinear scale of shape `s` that element i of x (dims `d`) reads:
+// per tensor (s empty or one element), per axis (s 1-D), or blocked (s of x's rank, x's coordinate
+// along `axis` divided by `block`), by unravelling i into coordinates and ravelling them into s.
+inline int64_t quant_scale_index(int64_t i, const std::vector<int64_t>& d, const std::vector<int64_t>& s, int64_t axis,
+                                 int64_t block) {
+  int64_t n = 1;
+  for (int64_t e : s) n *= e;
+  if (n == 1) return 0;
+  if (axis < 0) axis += static_cast<int64_t>(d.size());
+  std::vector<int64_t> c(d.size());
+  for (size_t k = d.size(); k-- > 0;) {
+    c[k] = i % d[k];
+    i /= d[k];
+  }
+  if (block == 0) return c[static_cast<size_t>(axis)];
+  c[static_cast<size_t>(axis)] /= block;
+  int64_t at = 0;
+  for (size_t k = 0; k < s.size(); ++k) at = at * s[k] + c[k];
+  return at;
+}
+
 // The product of d[from, to).
 inline int64_t count(const std::vector<int64_t>& d, size_t from = 0, size_t to = std::numeric_limits<size_t>::max()) {
   int64_t n = 1;

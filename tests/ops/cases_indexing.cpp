@@ -239,25 +239,33 @@ OpCaseTable scatter_nd_cases() {
 
 // ---- DequantizeLinear, IsNaN, IsInf, Range, windows ------------------------------------------
 OpCaseTable dequantize_cases() {
-  // y = (x - zero_point) * scale; per tensor, or per channel along `axis`.
+  // y = (x - zero_point) * scale; per tensor, per channel along `axis`, or per block of `block_size`
+  // along `axis` (opset 21, which adds block_size; the other forms mean what they did at 13).
   OpCaseTable t = builtin_table("DequantizeLinear", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
-    const Ints& d = dims[0];
-    const bool per_channel = !dims[1].empty() && dims[1][0] > 1;
-    int64_t axis = a.get_int("axis", 1).value();
-    if (axis < 0) axis += static_cast<int64_t>(d.size());
-    int64_t inner = 1;
-    for (size_t k = static_cast<size_t>(axis) + 1; k < d.size(); ++k) inner *= d[k];
+    const int64_t axis = a.get_int("axis", 1).value(), block = a.get_int("block_size", 0).value();
     std::vector<double> y(in[0].size());
     for (size_t i = 0; i < y.size(); ++i) {
-      const size_t ch = per_channel ? static_cast<size_t>(static_cast<int64_t>(i) / inner % d[axis]) : 0;
+      const auto ch = static_cast<size_t>(quant_scale_index(static_cast<int64_t>(i), dims[0], dims[1], axis, block));
       y[i] = (in[0][i] - (in.size() > 2 && !in[2].empty() ? in[2][ch] : 0.0)) * in[1][ch];
     }
     return Values{y};
-  }, 13);
+  }, 21);
   t.cases.push_back(make_case("int8_per_tensor", {typed({3, 5}, DataType::kInt8, -128, 127), data({}, 0.01, 0.1),
                                                   typed({}, DataType::kInt8, -10, 10)}, {{3, 5}}));
   t.cases.push_back(make_case("uint8_per_channel", {typed({2, 4, 3}, DataType::kUInt8, 0, 255), data({4}, 0.01, 0.1),
                                                     typed({4}, DataType::kUInt8, 100, 150)}, {{2, 4, 3}}));
+  // Blocks of 3 along axis 1 of extent 7 (three blocks, the last of one row), with and without a
+  // zero point.
+  AttributeMap blocked = attr("axis", int64_t{1});
+  blocked.set("block_size", int64_t{3});
+  t.cases.push_back(make_case("int8_blocked_short_last_block",
+                              {typed({2, 7, 4}, DataType::kInt8, -128, 127), data({2, 3, 4}, 0.01, 0.1),
+                               typed({2, 3, 4}, DataType::kInt8, -10, 10)},
+                              {{2, 7, 4}}, blocked));
+  AttributeMap last = attr("axis", int64_t{-1});
+  last.set("block_size", int64_t{8});
+  t.cases.push_back(make_case("uint8_blocked_last_axis_no_zero_point",
+                              {typed({3, 16}, DataType::kUInt8, 0, 255), data({3, 2}, 0.01, 0.1)}, {{3, 16}}, last));
   return t;
 }
 

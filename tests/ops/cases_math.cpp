@@ -18,14 +18,13 @@ namespace graft::optest {
 namespace {
 
 // ---- QuantizeLinear ---------------------------------------------------------------------------
-// y = saturate_int8(round_half_even(x / scale) + zero_point), per tensor or per channel of axis 1.
-Values quantize_formula(const Values& in, const DimsList& dims, const AttributeMap&) {
-  const Ints& d = dims[0];
-  const bool per_channel = !dims[1].empty();
-  const int64_t inner = per_channel ? count(d, 2) : 1;
+// y = saturate_int8(round_half_even(x / scale) + zero_point), per tensor, per channel of `axis`, or
+// per block of `block_size` along `axis` (opset 21).
+Values quantize_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const int64_t axis = a.get_int("axis", 1).value(), block = a.get_int("block_size", 0).value();
   std::vector<double> y(in[0].size());
   for (size_t i = 0; i < y.size(); ++i) {
-    const size_t ch = per_channel ? static_cast<size_t>(static_cast<int64_t>(i) / inner % d[1]) : 0;
+    const auto ch = static_cast<size_t>(quant_scale_index(static_cast<int64_t>(i), dims[0], dims[1], axis, block));
     y[i] = std::clamp(std::nearbyint(in[0][i] / in[1][ch]) + in[2][ch], -128.0, 127.0);
   }
   return {y};
@@ -33,29 +32,44 @@ Values quantize_formula(const Values& in, const DimsList& dims, const AttributeM
 
 // Moves every x / scale a quarter away from the nearest half, so that rounding in float16, float32
 // and float64 agrees (a value on the boundary would round either way by a last bit).
-void away_from_halves(std::vector<Tensor>& ins) {
+void away_from_halves(std::vector<Tensor>& ins, int64_t axis, int64_t block) {
   Tensor& x = ins[0];
   const Tensor& scale = ins[1];
-  const bool per_channel = scale.rank() > 0;
-  const int64_t inner = per_channel ? count(x.dims(), 2) : 1;
   for (int64_t i = 0; i < x.numel(); ++i) {
-    const double s = scale.get(per_channel ? i / inner % x.dims()[1] : 0);
+    const double s = scale.get(quant_scale_index(i, x.dims(), scale.dims(), axis, block));
     x.set(i, (std::floor(x.get(i) / s) + 0.25) * s);
   }
 }
 
 OpCaseTable quantize_cases() {
-  OpCaseTable t = builtin_table("QuantizeLinear", quantize_formula, 13);
+  // Opset 21, which adds block_size; the per-tensor and per-axis forms mean what they did at 13.
+  OpCaseTable t = builtin_table("QuantizeLinear", quantize_formula, 21);
   t.reference_dtype = DataType::kFloat32;  // ONNX's QuantizeLinear takes no float64
   // Values past the int8 range saturate: |x| / scale reaches about 300.
   OpCase a = make_case("int8_per_tensor_saturating", {data({4, 9}, -6, 6), data({}, 0.02, 0.05), typed({}, DataType::kInt8, -5, 5)},
                        {{4, 9}});
   OpCase b = make_case("int8_per_channel", {data({2, 3, 5}, -1, 3), data({3}, 0.01, 0.03), typed({3}, DataType::kInt8, -20, 20)},
                        {{2, 3, 5}}, attr("axis", int64_t{1}));
-  for (OpCase* c : {&a, &b}) {
-    c->adjust_inputs = away_from_halves;
-    t.cases.push_back(*c);
+  // Blocks of 4 along axis 2 of extent 10: three blocks, the last one short.
+  AttributeMap blocked = attr("axis", int64_t{2});
+  blocked.set("block_size", int64_t{4});
+  OpCase c = make_case("int8_blocked_short_last_block",
+                       {data({2, 3, 10}, -2, 2), data({2, 3, 3}, 0.01, 0.04), typed({2, 3, 3}, DataType::kInt8, -20, 20)},
+                       {{2, 3, 10}}, blocked);
+  // Blocks along axis 0 (the outermost), of 2 over 4 rows.
+  AttributeMap rows = attr("axis", int64_t{0});
+  rows.set("block_size", int64_t{2});
+  OpCase d = make_case("int8_blocked_axis0", {data({4, 6}, -1, 1), data({2, 6}, 0.005, 0.02), typed({2, 6}, DataType::kInt8, -9, 9)},
+                       {{4, 6}}, rows);
+  for (OpCase* o : {&a, &b, &c, &d}) {
+    const int64_t axis = o->attrs.get_int("axis", 1).value(), block = o->attrs.get_int("block_size", 0).value();
+    o->adjust_inputs = [axis, block](std::vector<Tensor>& ins) { away_from_halves(ins, axis, block); };
+    t.cases.push_back(*o);
   }
+  // A blocked scale whose extent along the axis is not ceil(10 / 4) is refused naming block_size.
+  t.bad_attributes.push_back(BadAttributeCase{"blocked_scale_of_wrong_extent", blocked, {{2, 3, 10}, {2, 3, 2}, {2, 3, 2}},
+                                              "block_size"});
+  t.bad_attributes.push_back(BadAttributeCase{"negative_block_size", attr("block_size", int64_t{-1}), {}, "block_size"});
   return t;
 }
 

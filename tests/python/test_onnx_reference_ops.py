@@ -2,7 +2,9 @@
 own reference implementation (onnx.reference, onnx 1.13+: the GPU machine's onnx; skipped where onnx
 is older) and, for AffineGrid and Col2Im, against PyTorch's F.affine_grid and F.fold, which export to them.
 CenterCropPad (opset 18): every element is a copy or a zero, so results must be equal.
-AffineGrid (opset 20): sums of three or four products, rounded once: within float32 rounding."""
+AffineGrid (opset 20): sums of three or four products, rounded once: within float32 rounding.
+Blocked QuantizeLinear and DequantizeLinear (opset 21's block_size): integers equal, floats one
+rounding of (x - zero_point) * scale."""
 import numpy as np
 import pytest
 
@@ -147,3 +149,57 @@ def test_col2im_matches_torch_fold(graft_mod, tmp_path, seed, device, n, c, size
     got = _run(graft_mod, path, device, {"x": x})["y"]
     assert got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"seed {seed}")
+
+
+# ---- Blocked QuantizeLinear / DequantizeLinear (opset 21) -------------------------------------------
+
+BLOCKED_CASES = [  # x shape, axis, block_size, with zero point, int dtype
+    ((2, 3, 10), 2, 4, True, np.int8),
+    ((4, 6), 0, 2, True, np.uint8),
+    ((3, 16), -1, 8, False, np.uint8),  # no zero point: QuantizeLinear's output is uint8
+    ((2, 7, 4), 1, 3, True, np.uint8),
+]
+
+
+def _blocked_model(path, op, x_shape, x_elem, y_elem, scale, zp, axis, block):
+    inputs = ["x", "scale"] + (["zp"] if zp is not None else [])
+    node = helper.make_node(op, inputs, ["y"], axis=axis, block_size=block)
+    inits = [helper.make_tensor("scale", TensorProto.FLOAT, scale.shape, scale.ravel().tolist())]
+    if zp is not None:
+        zp_elem = TensorProto.INT8 if zp.dtype == np.int8 else TensorProto.UINT8
+        inits.append(helper.make_tensor("zp", zp_elem, zp.shape, zp.ravel().tolist()))
+    graph = helper.make_graph([node], op.lower(), [helper.make_tensor_value_info("x", x_elem, list(x_shape))],
+                              [helper.make_tensor_value_info("y", y_elem, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    onnx.save(model, path)
+    return model
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("x_shape,axis,block,with_zp,int_dtype", BLOCKED_CASES)
+def test_blocked_quantize_dequantize_match_onnx_reference(graft_mod, onnx_reference, tmp_path, seed, device, x_shape,
+                                                          axis, block, with_zp, int_dtype):
+    rng = np.random.default_rng(seed)
+    ax = axis % len(x_shape)
+    s_shape = list(x_shape)
+    s_shape[ax] = -(-x_shape[ax] // block)
+    scale = rng.uniform(0.01, 0.05, s_shape).astype(np.float32)
+    lo, hi = (-20, 20) if int_dtype == np.int8 else (100, 150)
+    zp = rng.integers(lo, hi, s_shape).astype(int_dtype) if with_zp else None
+    int_elem = TensorProto.INT8 if int_dtype == np.int8 else TensorProto.UINT8
+
+    x = (rng.standard_normal(x_shape) * 2).astype(np.float32)
+    path = str(tmp_path / "q.onnx")
+    model = _blocked_model(path, "QuantizeLinear", x_shape, TensorProto.FLOAT, int_elem, scale, zp, axis, block)
+    (want,) = onnx_reference.ReferenceEvaluator(model).run(None, {"x": x})
+    got = _run(graft_mod, path, device, {"x": x})["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want, err_msg=f"QuantizeLinear, seed {seed}")
+
+    q = rng.integers(np.iinfo(int_dtype).min, np.iinfo(int_dtype).max, x_shape, endpoint=True).astype(int_dtype)
+    path = str(tmp_path / "dq.onnx")
+    model = _blocked_model(path, "DequantizeLinear", x_shape, int_elem, TensorProto.FLOAT, scale, zp, axis, block)
+    (want,) = onnx_reference.ReferenceEvaluator(model).run(None, {"x": q})
+    got = _run(graft_mod, path, device, {"x": q})["y"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0, err_msg=f"DequantizeLinear, seed {seed}")

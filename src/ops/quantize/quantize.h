@@ -22,18 +22,35 @@ namespace graft {
 struct ExecContext;  // ops/operator.h
 
 // The scale/zero-point layout of a (De)QuantizeLinear node for input shape `x_dims`: per-tensor
-// (channels == 1: a scalar or one-element scale) or per-axis along `axis` (a 1-D scale with one
-// entry per index of that axis). The errors name the inputs or the axis attribute.
+// (a scalar or one-element scale), per-axis along `axis` (a 1-D scale with one entry per index of
+// that axis), or blocked (opset 21's block_size B > 0: the scale has x's rank and x's dims but along
+// `axis`, where it has ceil(x_dims[axis] / B) entries, index a of x's axis reading entry a / B).
+// The errors name the inputs or the axis and block_size attributes.
 struct QuantLayout {
-  int64_t axis = 0;      // normalized; meaningful when channels > 1
-  int64_t channels = 1;  // scale/zero-point entries
-  int64_t inner = 1;     // elements after `axis` (the channel of flat index i is (i / inner) % channels)
+  int64_t axis = 0;      // normalized; meaningful when channels > 1 or block > 0
+  int64_t channels = 1;  // per-axis: scale/zero-point entries (1: per tensor)
+  int64_t inner = 1;     // elements after `axis`
+  int64_t block = 0;     // blocked: B (0: not blocked)
+  int64_t axis_len = 1;  // blocked: x_dims[axis]
+  int64_t blocks = 1;    // blocked: ceil(axis_len / B), the scale's extent along `axis`
 };
+// The scale/zero-point entry x's flat index i reads: one formula for the CPU reference and the CUDA
+// kernels (which take the QuantLayout by value).
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+inline int64_t quant_entry(const QuantLayout& l, int64_t i) {
+  if (l.block > 0) {
+    const int64_t a = (i / l.inner) % l.axis_len;
+    return ((i / l.inner / l.axis_len) * l.blocks + a / l.block) * l.inner + i % l.inner;
+  }
+  return l.channels == 1 ? 0 : (i / l.inner) % l.channels;
+}
 Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<int64_t>& x_dims,
                                  const std::vector<int64_t>& scale_dims, const std::vector<int64_t>* zp_dims);
 
-// block_size (opset 21) must be absent or 0: blocked quantization is not supported.
-Status check_no_block_size(const AttributeMap& attrs);
+// block_size (opset 21), absent or 0 (not blocked) or positive; a negative one is an error naming it.
+Result<int64_t> block_size_of(const AttributeMap& attrs);
 
 // ---- CPU references (quantize_linear.cpp, quantize_dequantize.cpp, dynamic_quantize_linear.cpp) ----
 namespace cpu {

@@ -1,7 +1,7 @@
 // QuantizeLinear and DequantizeLinear: the scale/zero-point layout (quantize.h), the CPU references
 // and the schemas. The two stay in one file because they are one op read both ways: the same
-// scale/zero-point layout and block_size check (quant_layout, check_no_block_size,
-// check_scale_layout), per-tensor or per-axis alike. CUDA: quantize_linear.cu.
+// scale/zero-point layout (quant_layout, quant_entry, check_scale_layout), per-tensor, per-axis or
+// blocked alike. CUDA: quantize_linear.cu.
 #include "ops/quantize/quantize.h"
 
 #include <cstdint>
@@ -20,42 +20,59 @@ namespace graft {
 // ---- attributes and shapes (quantize.h) -----------------------------------------------------
 // See quantize.h.
 
-Status check_no_block_size(const AttributeMap& attrs) {
+Result<int64_t> block_size_of(const AttributeMap& attrs) {
   auto bs = attrs.get_int("block_size", 0);
   if (!bs) return Status(bs.status()).with_attribute("block_size");
-  if (bs.value() != 0) {
-    Status st = error(StatusCode::kUnsupported, "blocked quantization (block_size ", bs.value(), ") is not supported");
+  if (bs.value() < 0) {
+    Status st = error(StatusCode::kInvalidModel, "must be 0 (not blocked) or positive, got ", bs.value());
     st.with_attribute("block_size");
     return st;
   }
-  return Status::ok();
+  return bs.value();
 }
 
 Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<int64_t>& x_dims,
                                  const std::vector<int64_t>& scale_dims, const std::vector<int64_t>* zp_dims) {
   auto axis_attr = attrs.get_int("axis", 1);
   if (!axis_attr) return Status(axis_attr.status()).with_attribute("axis");
-  if (scale_dims.size() > 1)
+  GRAFT_ASSIGN_OR_RETURN(const int64_t block, block_size_of(attrs));
+  if (block == 0 && scale_dims.size() > 1)
     return error(StatusCode::kInvalidModel, "the scale must be a scalar or 1-D, got ", ints_to_string(scale_dims));
   if (zp_dims && *zp_dims != scale_dims)
     return error(StatusCode::kInvalidModel, "the zero point ", ints_to_string(*zp_dims), " must have the scale's shape ",
                  ints_to_string(scale_dims));
   QuantLayout l;
   const int64_t n = scale_dims.empty() ? 1 : scale_dims[0];
-  if (n == 1) return l;  // per-tensor (a one-element 1-D scale included, as ONNX Runtime reads it)
+  if (block == 0 && n == 1) return l;  // per-tensor (a one-element 1-D scale included, as ONNX Runtime reads it)
   auto axis = normalize_axis(axis_attr.value(), static_cast<int64_t>(x_dims.size()));
   if (!axis) return Status(axis.status()).with_attribute("axis");
   l.axis = axis.value();
+  for (size_t d = static_cast<size_t>(l.axis) + 1; d < x_dims.size(); ++d) l.inner *= x_dims[d];
+  if (block > 0) {
+    // Blocked: the scale is x with axis `axis` cut into blocks of B (the last one may be short).
+    l.block = block;
+    l.axis_len = x_dims[static_cast<size_t>(l.axis)];
+    l.blocks = l.axis_len == 0 ? 0 : (l.axis_len - 1) / block + 1;
+    std::vector<int64_t> want = x_dims;
+    want[static_cast<size_t>(l.axis)] = l.blocks;
+    if (scale_dims != want) {
+      Status st = error(StatusCode::kInvalidModel, "the blocked scale ", ints_to_string(scale_dims), " must be ",
+                        ints_to_string(want), ": x ", ints_to_string(x_dims), " with axis ", l.axis,
+                        " in blocks of ", block);
+      st.with_attribute("block_size");
+      return st;
+    }
+    return l;
+  }
   if (x_dims[static_cast<size_t>(l.axis)] != n)
     return error(StatusCode::kInvalidModel, "the per-axis scale ", ints_to_string(scale_dims), " must have one entry per index of axis ",
                  l.axis, " of ", ints_to_string(x_dims));
   l.channels = n;
-  for (size_t d = static_cast<size_t>(l.axis) + 1; d < x_dims.size(); ++d) l.inner *= x_dims[d];
   return l;
 }
 
 // ---- CPU reference --------------------------------------------------------------------------
-// QuantizeLinear, DequantizeLinear (per-tensor and per-axis, int8/uint8, int32 for
+// QuantizeLinear, DequantizeLinear (per-tensor, per-axis and blocked, int8/uint8, int32 for
 // DequantizeLinear's input).
 //
 // Quantization divides and rounds in float32, as ONNX's reference and ONNX Runtime do (so ties land
@@ -80,7 +97,6 @@ Status quantize_linear(ExecContext& ctx) {
   Tensor& y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(require_float_tensor(&scale, "y_scale"));
   if (!dtype_is_float(x.dtype()) && x.dtype() != DataType::kInt32) return bad_dtype(ctx, x.dtype());
-  GRAFT_RETURN_IF_ERROR(check_no_block_size(attrs_of(ctx)));
   GRAFT_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(attrs_of(ctx), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr));
   if (zp && zp->dtype() != y.dtype())
     return error(StatusCode::kInvalidModel, "QuantizeLinear: zero point dtype ", dtype_name(zp->dtype()),
@@ -88,7 +104,7 @@ Status quantize_linear(ExecContext& ctx) {
   GRAFT_CHECK(y.numel() == x.numel());
   GRAFT_ASSIGN_OR_RETURN(QRange r, range_of(ctx, y.dtype()));
   for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    const int64_t c = l.channels == 1 ? 0 : (i / l.inner) % l.channels;
+    const int64_t c = quant_entry(l, i);
     const float s = static_cast<float>(scale.get(c));
     const float z = zp ? static_cast<float>(zp->get(c)) : 0.0f;
     y.set(i, quantize_one(static_cast<float>(x.get(i)) / s, z, r));
@@ -105,14 +121,13 @@ Status dequantize_linear(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(require_float_tensor(&scale, "x_scale"));
   if (x.dtype() != DataType::kUInt8 && x.dtype() != DataType::kInt8 && x.dtype() != DataType::kInt32)
     return bad_dtype(ctx, x.dtype());
-  GRAFT_RETURN_IF_ERROR(check_no_block_size(attrs_of(ctx)));
   GRAFT_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(attrs_of(ctx), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr));
   if (zp && zp->dtype() != x.dtype())
     return error(StatusCode::kInvalidModel, "DequantizeLinear: zero point dtype ", dtype_name(zp->dtype()),
                  " differs from x's ", dtype_name(x.dtype()));
   GRAFT_CHECK(y.numel() == x.numel() && dtype_is_float(y.dtype()));
   for (int64_t i = 0, n = x.numel(); i < n; ++i) {
-    const int64_t c = l.channels == 1 ? 0 : (i / l.inner) % l.channels;
+    const int64_t c = quant_entry(l, i);
     y.set(i, (x.get(i) - (zp ? zp->get(c) : 0.0)) * scale.get(c));
   }
   return Status::ok();
@@ -123,7 +138,7 @@ Status dequantize_linear(ExecContext& ctx) {
 // ---- schema: inference and the table rows ---------------------------------------------------
 // QuantizeLinear and DequantizeLinear (opset 10 on;
 // per-axis scales from 13; the scale's dtype as DequantizeLinear's output from 19; output_dtype and
-// block_size from 21, blocked quantization refused). graft has the
+// blocked scales (block_size) from 21). graft has the
 // 8-bit integer types of these ops (uint8, int8) and int32 as DequantizeLinear's input; float8,
 // int4, int16 and uint16 are refused at import, where graft meets the element type.
 
@@ -136,10 +151,13 @@ using namespace infer;
 Status check_scale_layout(const InferContext& ctx) {
   const TensorDesc& x = ctx.input(0);
   const TensorDesc& s = ctx.input(1);
-  if (s.shape && s.rank() > 1) return ctx.fail("the scale must be a scalar or 1-D, got ", s.to_string());
+  GRAFT_ASSIGN_OR_RETURN(const int64_t block, block_size_of(ctx.attrs()));
+  if (block == 0 && s.shape && s.rank() > 1) return ctx.fail("the scale must be a scalar or 1-D, got ", s.to_string());
+  if (block > 0 && s.shape && x.shape && s.rank() != x.rank())
+    return Status(ctx.fail("the blocked scale ", s.to_string(), " must have x's rank ", x.rank()))
+        .with_attribute("block_size");
   auto axis = ctx.attrs().get_int("axis", 1);
   if (!axis) return Status(axis.status()).with_attribute("axis");
-  GRAFT_RETURN_IF_ERROR(check_no_block_size(ctx.attrs()));
   const TensorDesc* zp = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (!x.shape || !s.shape || !shape_is_static(*x.shape) || !shape_is_static(*s.shape)) return Status::ok();
   if (zp && (!zp->shape || !shape_is_static(*zp->shape))) return Status::ok();

@@ -1,6 +1,6 @@
 // QuantizeLinear's and DequantizeLinear's CUDA kernels and CUDA ops (definitions and CPU
 // references: quantize_linear.cpp). The two stay together as in quantize_linear.cpp: one
-// scale/zero-point layout (QuantArgs, quant_args, per-tensor or per-axis) read both ways.
+// scale/zero-point layout (QuantArgs, quant_args, per-tensor, per-axis or blocked) read both ways.
 #include "ops/quantize/quantize.h"
 
 #include <cstdint>
@@ -23,15 +23,14 @@ namespace k {
 
 // ---- (De)QuantizeLinear ---------------------------------------------------------------------------
 
-// Per-tensor when channels == 1, else per-axis: the scale/zero-point entry of flat index i is
-// (i / inner) % channels. `scale` has any float KType; `zp` (may be null) has y's type (quantize)
-// or x's type (dequantize).
+// The layout (QuantLayout, quantize.h): per-tensor, per-axis or blocked, the entry of flat index i
+// being quant_entry's. `scale` has any float KType; `zp` (may be null) has y's type (quantize) or
+// x's type (dequantize).
 struct QuantArgs {
   const void* scale = nullptr;
   KType scale_t = KType::kF32;
   const void* zp = nullptr;
-  int64_t channels = 1;
-  int64_t inner = 1;
+  QuantLayout layout;
 };
 // y (u8/i8) = saturate(round_half_even(float(x) / float(scale)) + zp); NaN gives the zero point.
 // x: f32/f16/bf16/f64/i32.
@@ -53,15 +52,11 @@ __device__ __forceinline__ double scale_at(const void* p, KType t, int64_t c) {
   }
 }
 
-__device__ __forceinline__ int64_t channel_of(const QuantArgs& q, int64_t i) {
-  return q.channels == 1 ? 0 : (i / q.inner) % q.channels;
-}
-
 template <typename X, typename Y>
 __global__ void quantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n, float lo, float hi) {
   const Y* zp = static_cast<const Y*>(q.zp);
   GRAFT_GRID_STRIDE(i, n) {
-    const int64_t c = channel_of(q, i);
+    const int64_t c = quant_entry(q.layout, i);
     const float s = __double2float_rn(scale_at(q.scale, q.scale_t, c));
     const float z = zp ? static_cast<float>(zp[c]) : 0.0f;
     // float(x) through double as the CPU reads it: exact for the half types, int32 rounds once.
@@ -74,7 +69,7 @@ template <typename X, typename Y>
 __global__ void dequantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n) {
   const X* zp = static_cast<const X*>(q.zp);
   GRAFT_GRID_STRIDE(i, n) {
-    const int64_t c = channel_of(q, i);
+    const int64_t c = quant_entry(q.layout, i);
     const double d = static_cast<double>(x[i]) - (zp ? static_cast<double>(zp[c]) : 0.0);
     y[i] = store_from_double<Y>(__dmul_rn(d, scale_at(q.scale, q.scale_t, c)));
   }
@@ -133,7 +128,7 @@ cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const Qu
 
 // ---- CUDA ops -------------------------------------------------------------------------------
 // The CUDA ops validate the scale/zero-point layout with the CPU reference's own reader
-// (quant_layout), so errors read the same on both backends; blocked quantization is refused.
+// (quant_layout), so errors read the same on both backends.
 
 namespace {
 
@@ -149,12 +144,6 @@ bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allow
 
 // ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------
 
-bool block_size_unset(const Node& n, std::string* why) {
-  auto bs = n.attrs.get_int("block_size", 0);
-  if (!bs || bs.value() != 0) return reject(why, "blocked quantization (block_size) is not supported");
-  return true;
-}
-
 bool quantize_supports(const Node& n, std::string* why) {
   // x as the CPU reference takes it (any float type or int32).
   if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
@@ -163,8 +152,7 @@ bool quantize_supports(const Node& n, std::string* why) {
   if (!has_input(n, 1)) return reject(why, "needs a scale");
   if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
   if (has_input(n, 2) && !require_dtype(n, 2, kQuantTypes, why)) return false;
-  if (!out_dtype_in(n, 0, kQuantTypes, why)) return false;
-  return block_size_unset(n, why);
+  return out_dtype_in(n, 0, kQuantTypes, why);
 }
 
 bool dequantize_supports(const Node& n, std::string* why) {
@@ -172,23 +160,19 @@ bool dequantize_supports(const Node& n, std::string* why) {
   if (!has_input(n, 1)) return reject(why, "needs a scale");
   if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "the zero point's dtype differs from x's");
-  if (!out_dtype_in(n, 0, kGpuFloats64, why)) return false;
-  return block_size_unset(n, why);
+  return out_dtype_in(n, 0, kGpuFloats64, why);
 }
 
 // The layout checks of the CPU reference, then the kernel's arguments.
 Result<k::QuantArgs> quant_args(const CudaExec& ex, const Tensor& x, const Tensor& scale, const Tensor* zp) {
   if (!dtype_is_float(scale.dtype())) return fail(ex, StatusCode::kInvalidModel, "the scale must be a float tensor");
-  Status bs = graft::check_no_block_size(attrs_of(ex));
-  if (!bs.is_ok()) return with_node(ex, bs);
   auto l = graft::quant_layout(attrs_of(ex), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr);
   if (!l) return with_node(ex, l.status());
   k::QuantArgs q;
   q.scale = scale.data();
   q.scale_t = ktype(scale.dtype());
   q.zp = zp ? zp->data() : nullptr;
-  q.channels = l.value().channels;
-  q.inner = l.value().inner;
+  q.layout = l.value();
   return q;
 }
 
