@@ -459,6 +459,9 @@ void print_op_detail(const std::vector<IOSpec>& inputs, const std::vector<IOSpec
 nlohmann::json builtin_json(const OpEntry& op) {
   nlohmann::json b = {{"op_type", op.op_type}, {"domain", "ai.onnx"}, {"min_opset", op.min_opset},
                       {"backends", builtin_backends(op.op_type)}, {"traits", traits_json(op)}};
+  // The attributes, inputs and outputs below are ONNX's schema (its dtypes are those ONNX allows),
+  // where a custom op's are its own definition's.
+  b["schema_source"] = "onnx";
   b["schema_opset"] = newest_schema_opset();
   if (std::optional<BuiltinSchema> s = onnx_op_schema(op.op_type, newest_schema_opset())) {
     b["since_version"] = s->since_version;
@@ -539,7 +542,9 @@ Command add_ops_command(CLI::App& app) {
                   builtin_has_cuda_kernel(op->op_type) ? "cpu, cuda" : "cpu");
       if (!detail) continue;
       if (std::optional<BuiltinSchema> s = onnx_op_schema(op->op_type, newest_schema_opset())) {
-        std::printf("    (ONNX schema of opset %d, the op's version %d)\n", newest_schema_opset(), s->since_version);
+        std::printf("    (ONNX's schema at opset %d, the op's version %d: the dtypes ONNX allows; the build's summary says where"
+                    " each layer runs)\n",
+                    newest_schema_opset(), s->since_version);
         print_op_detail(s->inputs, s->outputs, s->attrs);
         for (const std::string& g : s->graph_attrs) std::printf("    attr   %-20s graph\n", g.c_str());
       } else {
@@ -552,7 +557,9 @@ Command add_ops_command(CLI::App& app) {
                   detail && onnx_ops.empty() ? "" : "\n", kInternalDomain, internal_ops.size());
     for (const OpEntry* op : internal_ops)
       std::printf("  %-24s %s\n", op->op_type, builtin_has_cuda_kernel(op->op_type) ? "cpu, cuda" : "cpu");
-    if (!detail || !custom_ops.empty()) std::printf("\nCustom ops, %zu:\n", custom_ops.size());
+    if (!detail || !custom_ops.empty())
+      std::printf("%sCustom ops, %zu:\n", detail && onnx_ops.empty() && internal_ops.empty() ? "" : "\n",
+                  custom_ops.size());
     for (const RegisteredOp* op : custom_ops) {
       const OpDef& d = *op->def;
       std::string backends;
