@@ -3,8 +3,9 @@
 // and DequantizeLinear, which share the scale/zero-point layout), dynamic_quantize_linear and
 // quantize_dequantize, each a .cpp (definition and CPU reference) and a .cu (kernels and CUDA op);
 // what the .cu files share on the device is in quantize_cuda.cuh. This header holds the
-// scale/zero-point layout and the block_size check, read one way by the schemas, the CPU references
-// and the CUDA ops, and the CPU references' 8-bit range and rounding step. (The integer and
+// scale/zero-point layout (per tensor, per axis or blocked) and the block_size reader, read one way
+// by the schemas, the CPU references and the CUDA ops, and the CPU references' 8-bit range and
+// rounding step. (The integer and
 // quantized-linear algebra, MatMulInteger to QLinearConv, is the integer family: src/ops/integer.)
 #pragma once
 
