@@ -8,6 +8,7 @@
 
 #include "core/utf8.h"
 #include "graft/dtype.h"
+#include "onnx/onnx_convert.h"
 
 namespace graft {
 
@@ -26,20 +27,6 @@ std::optional<AttrType> attr_type_of_proto(onnx::AttributeProto::AttributeType t
     case A::STRINGS: return AttrType::kStrings;
     default: return std::nullopt;
   }
-}
-
-// A schema's default value as graft reads it; nullopt for a kind it has no value of (a tensor).
-std::optional<AttrValue> default_of(const onnx::AttributeProto& p, AttrType t) {
-  switch (t) {
-    case AttrType::kFloat: return AttrValue(p.f());
-    case AttrType::kInt: return AttrValue(static_cast<int64_t>(p.i()));
-    case AttrType::kString: return AttrValue(p.s());
-    case AttrType::kFloats: return AttrValue(std::vector<float>(p.floats().begin(), p.floats().end()));
-    case AttrType::kInts: return AttrValue(std::vector<int64_t>(p.ints().begin(), p.ints().end()));
-    case AttrType::kStrings: return AttrValue(std::vector<std::string>(p.strings().begin(), p.strings().end()));
-    case AttrType::kTensor: return std::nullopt;
-  }
-  return std::nullopt;
 }
 
 const char* proto_type_name(onnx::AttributeProto::AttributeType t) {
@@ -142,7 +129,7 @@ std::optional<BuiltinSchema> onnx_op_schema(const std::string& op_type, int opse
     spec.type = *t;
     spec.required = a.required;
     if (a.default_value.type() != onnx::AttributeProto::UNDEFINED)
-      spec.default_value = default_of(a.default_value, *t);
+      if (Result<AttrValue> d = attribute_from_proto(a.default_value, ""); d) spec.default_value = std::move(d).value();
     out.attrs.push_back(std::move(spec));
   }
   out.inputs = io_specs(s->inputs());

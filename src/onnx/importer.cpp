@@ -255,8 +255,6 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   tp->set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
 }
 
-namespace {
-
 Result<AttrValue> attribute_from_proto(const onnx::AttributeProto& ap, const std::string& base_dir) {
   using A = onnx::AttributeProto;
   A::AttributeType type = ap.type();
@@ -316,6 +314,8 @@ Result<AttrValue> attribute_from_proto(const onnx::AttributeProto& ap, const std
       return error(StatusCode::kInvalidModel, "attribute has an unknown type ", static_cast<int64_t>(type));
   }
 }
+
+namespace {
 
 Result<Tensor> constant_node_value(const onnx::NodeProto& np, const std::string& base_dir) {
   for (const auto& a : np.attribute()) {
