@@ -3,7 +3,8 @@
 // fresh random data against the CPU engine, with host and device inputs and poisoned device outputs:
 // a branch chosen by a condition the GPU computes, every Loop form (a condition the body computes on
 // the GPU, a for loop reading its iteration number, a dynamic batch), Scan with axes and directions,
-// a Loop nested in an If, a body with sequence ops, the FP16 build around them. A body with a dtype
+// a Loop nested in an If, a body with sequence ops, a body's large constant read on the loop's
+// first iteration, the FP16 build around them. A body with a dtype
 // the CUDA backend lacks cannot run on the GPU: the build says which node, and a strict build
 // refuses it.
 #ifdef GRAFT_WITH_CUDA
@@ -138,6 +139,34 @@ OnnxModelBuilder sequence_body_model() {
   return m;
 }
 
+// A for loop whose body slices rows of a large constant of its own, last row first: acc += table[R-1-i].
+// The body's weights are uploaded on the loop's first iteration, and that iteration's Slice must
+// read the whole upload. ONNX's test_loop11 (the same Slice of a body constant) summed 0 for x[0]
+// on the GPU while the upload went through cudaMemcpy on the legacy stream, which the engine's
+// non-blocking stream does not wait for; the last rows of a large table are the last to land.
+OnnxModelBuilder body_table_model(const Tensor& table) {
+  const int64_t rows = table.dims()[0], cols = table.dims()[1];
+  OnnxModelBuilder m(17);
+  m.input("acc0", DataType::kFloat32, {1, cols});
+  m.input("M", DataType::kInt64, {});
+  auto& loop = m.node("Loop", {"M", "", "acc0"}, {"acc"}, "table_loop");
+  graph_attr(loop, "body")
+      .input("i", DataType::kInt64).input("c_in", DataType::kBool).input("acc_in", DataType::kFloat32)
+      .constant("table", table)
+      .constant("last", Tensor::scalar_int64(rows - 1))
+      .constant("axis0", Tensor::vector_int64({0}))
+      .constant("one", Tensor::vector_int64({1}))
+      .node("Sub", {"last", "i"}, {"r"})
+      .node("Unsqueeze", {"r", "axis0"}, {"start"})
+      .node("Add", {"start", "one"}, {"end"})
+      .node("Slice", {"table", "start", "end"}, {"row"})
+      .node("Add", {"acc_in", "row"}, {"acc_out"})
+      .node("Identity", {"c_in"}, {"c_out"})
+      .output("c_out").output("acc_out");
+  m.output("acc", DataType::kFloat32, {1, cols});
+  return m;
+}
+
 // A loop whose body holds an int16 value, a dtype the CUDA backend does not have.
 OnnxModelBuilder int16_body_model() {
   OnnxModelBuilder m(17);
@@ -198,6 +227,17 @@ TEST_F(CudaControlFlowTest, ForLoopReadingItsIterationNumber) {
   for (int64_t trips : {4, 1, 0}) {
     SCOPED_TRACE("M " + std::to_string(trips));
     compare_with_cpu(for_model(), {{"x", rand_t({3, 5}, rng_)}, {"M", Tensor::scalar_int64(trips)}}, false);
+  }
+}
+
+TEST_F(CudaControlFlowTest, FirstIterationReadsTheWholeBodyConstant) {
+  REQUIRE_GPU();
+  const int64_t rows = 4, cols = int64_t{1} << 21;  // 32 MB of float32: several staging chunks
+  const Tensor table = rand_t({rows, cols}, rng_);
+  expect_all_on_gpu(body_table_model(table));
+  for (int rep = 0; rep < 3; ++rep) {  // each build uploads the table again
+    SCOPED_TRACE("repeat " + std::to_string(rep));
+    compare_with_cpu(body_table_model(table), {{"acc0", rand_t({1, cols}, rng_)}, {"M", Tensor::scalar_int64(rows)}}, false);
   }
 }
 

@@ -536,6 +536,10 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
       }
     }
   }
+  // cudaMemcpy from pageable memory may return before its DMA lands, and the contexts' streams are
+  // non-blocking (they do not wait for the legacy default stream): the weights are whole before a
+  // context can read them.
+  if (!dconst_.empty()) GRAFT_CUDA_RETURN(cudaDeviceSynchronize(), "waiting for the weights' upload");
   // Layers whose outputs only Shape/Size (or other such layers) read: dims, no kernel, no buffer.
   {
     std::map<const Node*, int> index;
@@ -948,7 +952,11 @@ Status CudaContext::init() {
     auto c = device_bytes(random_base_.size() * sizeof(uint64_t), "the random layers' run counters");
     if (!c) return std::move(c).take_status();
     random_counters_ = std::move(c).value();
-    GRAFT_CUDA_RETURN(cudaMemset(random_counters_.data(), 0, random_counters_.nbytes()), "zeroing the run counters");
+    // Waited for: a run's stream (the context's or the caller's) is non-blocking, so a plain
+    // memset on the legacy stream could land after the first run's draws.
+    GRAFT_CUDA_RETURN(cudaMemsetAsync(random_counters_.data(), 0, random_counters_.nbytes(), stream_),
+                      "zeroing the run counters");
+    GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream_), "zeroing the run counters");
   }
   graphs_on_ = !env_off("GRAFT_CUDA_GRAPHS");
   // How strictly the capture refuses unsafe CUDA calls from other code while graft captures:

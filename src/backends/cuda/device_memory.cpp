@@ -40,7 +40,12 @@ bool hook_copy_to_host(void* dst, const void* src, size_t n) {
   return false;
 }
 bool hook_copy_to_device(void* dst, const void* src, size_t n) {
-  if (cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice) == cudaSuccess) return true;
+  // From pageable memory cudaMemcpy may return before its DMA lands, and the engines' streams are
+  // non-blocking (they do not wait for the legacy stream the copy is on): the tensor to_device
+  // hands back is whole.
+  if (cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice) == cudaSuccess &&
+      cudaStreamSynchronize(cudaStreamLegacy) == cudaSuccess)
+    return true;
   (void)cudaGetLastError();
   return false;
 }

@@ -372,7 +372,13 @@ Result<const Tensor*> CudaSubgraphDevice::weight(const Value* v, bool host) {
   if (it == plan_.device_constants.end()) {
     const Tensor& h = *v->constant;
     GRAFT_ASSIGN_OR_RETURN(Tensor d, device_empty(h.dtype(), h.dims(), "weight '" + v->name + "'"));
-    if (h.nbytes()) GRAFT_RETURN_IF_ERROR(check(cudaMemcpy(d.data(), h.data(), h.nbytes(), cudaMemcpyHostToDevice), "uploading a weight"));
+    // On the run's stream: cudaMemcpy goes through the legacy default stream, which the engine's
+    // non-blocking stream does not wait for, and from pageable memory it may return before the DMA
+    // lands, so the first iteration's kernels read the weight half-written (ONNX's test_loop11
+    // summed 0 for x[0]). The host constant lives as long as the graph.
+    if (h.nbytes())
+      GRAFT_RETURN_IF_ERROR(
+          check(cudaMemcpyAsync(d.data(), h.data(), h.nbytes(), cudaMemcpyHostToDevice, stream()), "uploading a weight"));
     it = plan_.device_constants.emplace(v, std::move(d)).first;
   }
   return &it->second;
