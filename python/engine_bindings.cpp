@@ -55,8 +55,11 @@ std::string numpy_dtype_name(graft::DataType t) {
     case DataType::kFloat32: return "float32";
     case DataType::kFloat16: return "float16";
     case DataType::kFloat64: return "float64";
-    case DataType::kUInt8: return "uint8";
-    case DataType::kInt8: return "int8";
+    // int4/uint4 (held one a byte) come back as int8/uint8 arrays: NumPy has no 4-bit type.
+    case DataType::kUInt8:
+    case DataType::kUInt4: return "uint8";
+    case DataType::kInt8:
+    case DataType::kInt4: return "int8";
     case DataType::kInt32: return "int32";
     case DataType::kInt64: return "int64";
     case DataType::kInt16: return "int16";

@@ -29,6 +29,14 @@ enum class DataType : int32_t {
   kUInt32 = 12,
   kUInt64 = 13,
   kBFloat16 = 16,
+  // ONNX's 4-bit integers (opset 21), which only QuantizeLinear and DequantizeLinear compute with
+  // and the byte-moving ops (Reshape, Transpose, Identity, ...) carry. In memory one element takes
+  // one byte, holding its value (uint4 0..15, int4 -8..7 sign-extended), so every tensor routine
+  // that sizes, copies or indexes by element works unchanged; only ONNX's TensorProto packs two to
+  // a byte (low nibble first), which the importer unpacks and tensor_to_proto packs again. They are
+  // not integer types for dtype_is_integer: arithmetic ops refuse them.
+  kUInt4 = 21,
+  kInt4 = 22,
 };
 
 size_t dtype_size(DataType t);            // bytes per element; 0 for kUndefined
@@ -39,7 +47,8 @@ bool dtype_from_onnx(int32_t onnx_type, DataType* out);       // false if graft 
 // the ops that take strings (OpEntry::takes_strings) make string tensors.
 bool dtype_from_onnx_numeric(int32_t onnx_type, DataType* out);
 bool dtype_is_float(DataType t);          // float16/bfloat16/float32/float64
-bool dtype_is_integer(DataType t);        // int8/uint8/int16/uint16/int32/uint32/int64/uint64 (not bool)
+bool dtype_is_integer(DataType t);        // int8/uint8/int16/uint16/int32/uint32/int64/uint64 (not bool, not int4)
+inline bool dtype_is_4bit(DataType t) { return t == DataType::kInt4 || t == DataType::kUInt4; }
 inline bool dtype_is_string(DataType t) { return t == DataType::kString; }
 
 // IEEE binary16 and bfloat16 stored as raw bits, converted through float on the host.
@@ -80,6 +89,12 @@ template <> struct dtype_of<bool> { static constexpr DataType value = DataType::
 // uint64 values beyond 2^53 round; code that must be exact uses the integer accessors below.
 double load_as_double(DataType t, const void* base, int64_t index);
 void store_from_double(DataType t, void* base, int64_t index, double v);
+
+// ONNX's packing of int4/uint4 (two values a byte, the first in the low nibble, the last byte's
+// high nibble unused for an odd count) and graft's one-a-byte form (dtype.h's kInt4/kUInt4).
+inline int64_t packed_4bit_bytes(int64_t numel) { return numel / 2 + numel % 2; }
+void unpack_4bit(DataType t, const uint8_t* packed, int64_t numel, void* values);
+void pack_4bit(const void* values, int64_t numel, uint8_t* packed);
 
 // Exact access to integer (and bool) elements through 64 bits: a uint64 travels as its bit pattern
 // in int64_t (2^64 - 1 reads as -1), and a store keeps the low bits of `v`, as a C++ conversion to

@@ -23,6 +23,8 @@ size_t dtype_size(DataType t) {
     case DataType::kInt64: return 8;
     case DataType::kUInt64: return 8;
     case DataType::kBool: return 1;
+    case DataType::kInt4: return 1;  // one element a byte in memory (dtype.h)
+    case DataType::kUInt4: return 1;
     case DataType::kString: return sizeof(std::string);
     case DataType::kUndefined: return 0;
   }
@@ -44,6 +46,8 @@ const char* dtype_name(DataType t) {
     case DataType::kInt64: return "int64";
     case DataType::kUInt64: return "uint64";
     case DataType::kBool: return "bool";
+    case DataType::kInt4: return "int4";
+    case DataType::kUInt4: return "uint4";
     case DataType::kString: return "string";
     case DataType::kUndefined: return "undefined";
   }
@@ -59,7 +63,7 @@ bool dtype_from_name(const std::string& n, DataType* out) {
       {"int8", DataType::kInt8}, {"uint8", DataType::kUInt8}, {"int32", DataType::kInt32},
       {"int64", DataType::kInt64}, {"int16", DataType::kInt16}, {"uint16", DataType::kUInt16},
       {"uint32", DataType::kUInt32}, {"uint64", DataType::kUInt64}, {"bool", DataType::kBool},
-      {"string", DataType::kString}};
+      {"int4", DataType::kInt4}, {"uint4", DataType::kUInt4}, {"string", DataType::kString}};
   for (auto& e : table)
     if (n == e.name) { *out = e.t; return true; }
   return false;
@@ -68,6 +72,7 @@ bool dtype_from_name(const std::string& n, DataType* out) {
 bool dtype_from_onnx(int32_t v, DataType* out) {
   switch (v) {
     case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 16:
+    case 21: case 22:
       *out = static_cast<DataType>(v);
       return true;
     default:
@@ -77,7 +82,8 @@ bool dtype_from_onnx(int32_t v, DataType* out) {
 
 bool dtype_from_onnx_numeric(int32_t v, DataType* out) {
   DataType t;
-  if (!dtype_from_onnx(v, &t) || t == DataType::kString) return false;
+  // Nor the 4-bit types: only QuantizeLinear's output_dtype may name them (it reads dtype_from_onnx).
+  if (!dtype_from_onnx(v, &t) || t == DataType::kString || dtype_is_4bit(t)) return false;
   *out = t;
   return true;
 }
@@ -168,6 +174,8 @@ double load_as_double(DataType t, const void* base, int64_t i) {
     case DataType::kInt64: return static_cast<double>(static_cast<const int64_t*>(base)[i]);
     case DataType::kUInt64: return static_cast<double>(static_cast<const uint64_t*>(base)[i]);
     case DataType::kBool: return static_cast<const uint8_t*>(base)[i] ? 1.0 : 0.0;
+    case DataType::kInt4: return static_cast<const int8_t*>(base)[i];
+    case DataType::kUInt4: return static_cast<const uint8_t*>(base)[i];
     // Not a number: the ops that take strings read them as strings, and no other op gets one.
     case DataType::kString: return std::numeric_limits<double>::quiet_NaN();
     case DataType::kUndefined: return 0.0;
@@ -209,8 +217,25 @@ void store_from_double(DataType t, void* base, int64_t i, double v) {
     case DataType::kInt64: static_cast<int64_t*>(base)[i] = double_to_int64(v); break;
     case DataType::kUInt64: static_cast<uint64_t*>(base)[i] = double_to_uint64(v); break;
     case DataType::kBool: static_cast<uint8_t*>(base)[i] = v != 0.0 ? 1 : 0; break;
+    case DataType::kInt4:
+    case DataType::kUInt4: store_from_int64(t, base, i, double_to_int64(v)); break;
     case DataType::kString: break;  // see load_as_double
     case DataType::kUndefined: break;
+  }
+}
+
+void unpack_4bit(DataType t, const uint8_t* packed, int64_t numel, void* values) {
+  for (int64_t i = 0; i < numel; ++i) {
+    const uint8_t nibble = (i % 2 == 0) ? (packed[i / 2] & 0xF) : (packed[i / 2] >> 4);
+    store_from_int64(t, values, i, nibble);  // int4: bit 3 is the sign
+  }
+}
+
+void pack_4bit(const void* values, int64_t numel, uint8_t* packed) {
+  const auto* v = static_cast<const uint8_t*>(values);  // int4's byte holds its two's complement
+  for (int64_t i = 0; i < numel; i += 2) {
+    const uint8_t hi = i + 1 < numel ? static_cast<uint8_t>(v[i + 1] & 0xF) : 0;
+    packed[i / 2] = static_cast<uint8_t>((v[i] & 0xF) | (hi << 4));
   }
 }
 
@@ -225,6 +250,8 @@ int64_t load_as_int64(DataType t, const void* base, int64_t i) {
     case DataType::kInt64: return static_cast<const int64_t*>(base)[i];
     case DataType::kUInt64: return static_cast<int64_t>(static_cast<const uint64_t*>(base)[i]);
     case DataType::kBool: return static_cast<const uint8_t*>(base)[i] ? 1 : 0;
+    case DataType::kInt4: return static_cast<const int8_t*>(base)[i];
+    case DataType::kUInt4: return static_cast<const uint8_t*>(base)[i];
     default: return double_to_int64(load_as_double(t, base, i));
   }
 }
@@ -240,6 +267,9 @@ void store_from_int64(DataType t, void* base, int64_t i, int64_t v) {
     case DataType::kInt64: static_cast<int64_t*>(base)[i] = v; break;
     case DataType::kUInt64: static_cast<uint64_t*>(base)[i] = static_cast<uint64_t>(v); break;
     case DataType::kBool: static_cast<uint8_t*>(base)[i] = v != 0 ? 1 : 0; break;
+    // The low four bits, as a conversion to a narrower type keeps the low bits; int4's sign-extended.
+    case DataType::kInt4: static_cast<int8_t*>(base)[i] = static_cast<int8_t>(((v & 0xF) ^ 0x8) - 0x8); break;
+    case DataType::kUInt4: static_cast<uint8_t*>(base)[i] = static_cast<uint8_t>(v & 0xF); break;
     default: store_from_double(t, base, i, static_cast<double>(v)); break;
   }
 }

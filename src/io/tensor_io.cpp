@@ -192,8 +192,11 @@ const char* descr_for(DataType t) {
     case DataType::kFloat16: return "<f2";
     case DataType::kFloat32: return "<f4";
     case DataType::kFloat64: return "<f8";
-    case DataType::kInt8: return "|i1";
-    case DataType::kUInt8: return "|u1";
+    // int4/uint4 as NumPy's 8-bit integers (NumPy has no 4-bit type; graft holds one a byte).
+    case DataType::kInt8:
+    case DataType::kInt4: return "|i1";
+    case DataType::kUInt8:
+    case DataType::kUInt4: return "|u1";
     case DataType::kInt32: return "<i4";
     case DataType::kInt64: return "<i8";
     case DataType::kInt16: return "<i2";
@@ -558,6 +561,30 @@ Result<NamedTensor> tensor_from_proto(const onnx::TensorProto& p) {
     std::copy(p.string_data().begin(), p.string_data().end(), out.tensor.data_as<std::string>());
     return out;
   }
+  if (dtype_is_4bit(dtype)) {
+    // Packed two a byte in raw_data or int32_data (one packed byte an entry); graft holds one value
+    // a byte (dtype.h).
+    const int64_t packed = packed_4bit_bytes(numel);
+    std::string bytes;
+    if (p.has_raw_data()) {
+      if (static_cast<int64_t>(p.raw_data().size()) != packed)
+        return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "' ", dtype_name(dtype), dims_to_string(dims),
+                     ": raw_data has ", static_cast<uint64_t>(p.raw_data().size()), " bytes, expected ", packed,
+                     " (two values a byte)");
+      bytes = p.raw_data();
+    } else {
+      if (p.int32_data_size() != packed)
+        return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "': int32_data holds ",
+                     static_cast<int64_t>(p.int32_data_size()), " packed bytes but the dims ", dims_to_string(dims),
+                     " need ", packed);
+      bytes.resize(static_cast<size_t>(packed));
+      for (int64_t i = 0; i < packed; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>(p.int32_data(static_cast<int>(i)) & 0xFF);
+    }
+    GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate_for(dtype, dims, what));
+    unpack_4bit(dtype, reinterpret_cast<const uint8_t*>(bytes.data()), numel, t.data());
+    out.tensor = t;
+    return out;
+  }
   // The declared size is compared with the values present before anything is allocated.
   if (p.has_raw_data()) {
     if (p.raw_data().size() != want)
@@ -687,6 +714,10 @@ Result<std::string> encode_tensor_pb(const Tensor& t, const std::string& name) {
   for (int64_t d : t.dims()) p.add_dims(d);
   if (t.dtype() == DataType::kString) {
     for (int64_t i = 0; i < t.numel(); ++i) p.add_string_data(t.data_as<std::string>()[i]);
+  } else if (dtype_is_4bit(t.dtype())) {
+    std::string packed(static_cast<size_t>(packed_4bit_bytes(t.numel())), '\0');  // ONNX's two a byte
+    pack_4bit(t.data(), t.numel(), reinterpret_cast<uint8_t*>(packed.data()));
+    p.set_raw_data(std::move(packed));
   } else {
     p.set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
   }

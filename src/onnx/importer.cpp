@@ -179,6 +179,30 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
     std::copy(tp.string_data().begin(), tp.string_data().end(), t.data_as<std::string>());
     return t;
   }
+  if (dtype_is_4bit(dt)) {
+    // Packed two a byte in external data, raw_data or int32_data (one packed byte an entry);
+    // graft holds one value a byte (dtype.h).
+    const uint64_t packed = static_cast<uint64_t>(packed_4bit_bytes(n));
+    std::string bytes;
+    if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
+      GRAFT_RETURN_IF_ERROR(load_external(tp, base_dir, packed, &bytes));
+    } else if (tp.has_raw_data()) {
+      if (tp.raw_data().size() != packed)
+        return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' (", dtype_name(dt),
+                     shape_to_string(shape_from_values(dims)), ") needs ", packed, " packed bytes but its raw_data has ",
+                     static_cast<uint64_t>(tp.raw_data().size()));
+      bytes = tp.raw_data();
+    } else {
+      if (static_cast<uint64_t>(tp.int32_data_size()) != packed)
+        return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' has ", n, " elements, ", packed,
+                     " packed bytes, but int32_data holds ", static_cast<int64_t>(tp.int32_data_size()));
+      bytes.resize(packed);
+      for (uint64_t i = 0; i < packed; ++i) bytes[i] = static_cast<char>(tp.int32_data(static_cast<int>(i)) & 0xFF);
+    }
+    GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate());
+    unpack_4bit(dt, reinterpret_cast<const uint8_t*>(bytes.data()), n, t.data());
+    return t;
+  }
   if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
     std::string bytes;
     GRAFT_RETURN_IF_ERROR(load_external(tp, base_dir, nbytes, &bytes));
@@ -250,6 +274,12 @@ void tensor_to_proto(const Tensor& t, const std::string& name, onnx::TensorProto
   for (int64_t d : t.dims()) tp->add_dims(d);
   if (t.dtype() == DataType::kString) {
     for (int64_t i = 0; i < t.numel(); ++i) tp->add_string_data(t.data_as<std::string>()[i]);
+    return;
+  }
+  if (dtype_is_4bit(t.dtype())) {
+    std::string packed(static_cast<size_t>(packed_4bit_bytes(t.numel())), '\0');
+    pack_4bit(t.data(), t.numel(), reinterpret_cast<uint8_t*>(packed.data()));
+    tp->set_raw_data(std::move(packed));
     return;
   }
   tp->set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));

@@ -266,6 +266,16 @@ OpCaseTable dequantize_cases() {
   last.set("block_size", int64_t{8});
   t.cases.push_back(make_case("uint8_blocked_last_axis_no_zero_point",
                               {typed({3, 16}, DataType::kUInt8, 0, 255), data({3, 2}, 0.01, 0.1)}, {{3, 16}}, last));
+  // Opset 21's 4-bit types over their whole ranges: int4 blocked (the usual weight-only form, an odd
+  // element count), uint4 per channel.
+  AttributeMap int4_blocks = attr("axis", int64_t{0});
+  int4_blocks.set("block_size", int64_t{4});
+  t.cases.push_back(make_case("int4_blocked_odd_count",
+                              {typed({7, 3}, DataType::kInt4, -8, 7), data({2, 3}, 0.01, 0.1),
+                               typed({2, 3}, DataType::kInt4, -3, 3)},
+                              {{7, 3}}, int4_blocks));
+  t.cases.push_back(make_case("uint4_per_channel", {typed({2, 5, 3}, DataType::kUInt4, 0, 15), data({5}, 0.01, 0.1),
+                                                    typed({5}, DataType::kUInt4, 5, 10)}, {{2, 5, 3}}));
   return t;
 }
 

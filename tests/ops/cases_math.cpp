@@ -18,14 +18,18 @@ namespace graft::optest {
 namespace {
 
 // ---- QuantizeLinear ---------------------------------------------------------------------------
-// y = saturate_int8(round_half_even(x / scale) + zero_point), per tensor, per channel of `axis`, or
-// per block of `block_size` along `axis` (opset 21).
+// y = saturate(round_half_even(x / scale) + zero_point), per tensor, per channel of `axis`, or per
+// block of `block_size` along `axis` (opset 21). The range is int8's, or the 4-bit type's that the
+// case names in output_dtype (ONNX's 22 int4, 21 uint4).
 Values quantize_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
   const int64_t axis = a.get_int("axis", 1).value(), block = a.get_int("block_size", 0).value();
+  const int64_t out_type = a.get_int("output_dtype", 0).value();
+  const double lo = out_type == 22 ? -8.0 : out_type == 21 ? 0.0 : -128.0;
+  const double hi = out_type == 22 ? 7.0 : out_type == 21 ? 15.0 : 127.0;
   std::vector<double> y(in[0].size());
   for (size_t i = 0; i < y.size(); ++i) {
     const auto ch = static_cast<size_t>(quant_scale_index(static_cast<int64_t>(i), dims[0], dims[1], axis, block));
-    y[i] = std::clamp(std::nearbyint(in[0][i] / in[1][ch]) + in[2][ch], -128.0, 127.0);
+    y[i] = std::clamp(std::nearbyint(in[0][i] / in[1][ch]) + in[2][ch], lo, hi);
   }
   return {y};
 }
@@ -61,7 +65,16 @@ OpCaseTable quantize_cases() {
   rows.set("block_size", int64_t{2});
   OpCase d = make_case("int8_blocked_axis0", {data({4, 6}, -1, 1), data({2, 6}, 0.005, 0.02), typed({2, 6}, DataType::kInt8, -9, 9)},
                        {{4, 6}}, rows);
-  for (OpCase* o : {&a, &b, &c, &d}) {
+  // int4 in blocks of 3 along the last axis (|x| / scale reaches 40: both ends saturate), and uint4
+  // per tensor; the output type given twice, as output_dtype and as the zero point's.
+  AttributeMap int4 = attr("axis", int64_t{-1});
+  int4.set("block_size", int64_t{3});
+  int4.set("output_dtype", int64_t{22});
+  OpCase e = make_case("int4_blocked_saturating",
+                       {data({3, 7}, -2, 2), data({3, 3}, 0.05, 0.1), typed({3, 3}, DataType::kInt4, -2, 2)}, {{3, 7}}, int4);
+  OpCase f = make_case("uint4_per_tensor", {data({5, 5}, 0, 1), data({}, 0.05, 0.08), typed({}, DataType::kUInt4, 2, 4)},
+                       {{5, 5}}, attr("output_dtype", int64_t{21}));
+  for (OpCase* o : {&a, &b, &c, &d, &e, &f}) {
     const int64_t axis = o->attrs.get_int("axis", 1).value(), block = o->attrs.get_int("block_size", 0).value();
     o->adjust_inputs = [axis, block](std::vector<Tensor>& ins) { away_from_halves(ins, axis, block); };
     t.cases.push_back(*o);

@@ -4,7 +4,8 @@ is older) and, for AffineGrid and Col2Im, against PyTorch's F.affine_grid and F.
 CenterCropPad (opset 18): every element is a copy or a zero, so results must be equal.
 AffineGrid (opset 20): sums of three or four products, rounded once: within float32 rounding.
 Blocked QuantizeLinear and DequantizeLinear (opset 21's block_size): integers equal, floats one
-rounding of (x - zero_point) * scale."""
+rounding of (x - zero_point) * scale. Their int4/uint4 forms (opset 21), in a model whose values are
+exact in float32: equal."""
 import numpy as np
 import pytest
 
@@ -203,3 +204,46 @@ def test_blocked_quantize_dequantize_match_onnx_reference(graft_mod, onnx_refere
     got = _run(graft_mod, path, device, {"x": q})["y"]
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=0, err_msg=f"DequantizeLinear, seed {seed}")
+
+
+# ---- int4 / uint4 QuantizeLinear and DequantizeLinear (opset 21) ------------------------------------
+
+def _int4_model(path, act_zp_elem, w, w_scale, act_zp):
+    """An int4 weight-only MatMul (the weight packed two a byte by onnx.helper, blocked scales along
+    its rows) whose output is quantized to the activation's 4-bit type and dequantized again."""
+    dq_w = helper.make_node("DequantizeLinear", ["w", "w_scale"], ["wf"], axis=0, block_size=4)
+    mm = helper.make_node("MatMul", ["x", "wf"], ["y"])
+    q = helper.make_node("QuantizeLinear", ["y", "a_scale", "a_zp"], ["yq"])
+    dq = helper.make_node("DequantizeLinear", ["yq", "a_scale", "a_zp"], ["yd"])
+    inits = [helper.make_tensor("w", TensorProto.INT4, w.shape, w.ravel().tolist()),
+             helper.make_tensor("w_scale", TensorProto.FLOAT, w_scale.shape, w_scale.ravel().tolist()),
+             helper.make_tensor("a_scale", TensorProto.FLOAT, [], [0.5]),
+             helper.make_tensor("a_zp", act_zp_elem, [], [act_zp])]
+    graph = helper.make_graph([dq_w, mm, q, dq], "int4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("yd", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    onnx.save(model, path)
+    return model
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("act_zp_elem,act_zp", [(22, -1), (21, 7)])  # TensorProto.INT4, UINT4 (onnx 1.16+)
+def test_int4_quantize_dequantize_match_onnx_reference(graft_mod, onnx_reference, tmp_path, seed, device, act_zp_elem,
+                                                       act_zp):
+    if not hasattr(TensorProto, "INT4"):
+        pytest.skip("this onnx has no INT4 (onnx 1.16+)")
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-8, 7, (8, 5), endpoint=True)
+    w_scale = (2.0 ** -rng.integers(0, 4, (2, 5))).astype(np.float32)
+    # Quarters times integers times powers of two: every product and sum is exact in float32, so
+    # graft's MatMul and the reference's agree to the bit and the 4-bit rounding (ties included)
+    # sees the same values; |y| / 0.5 reaches well past both types' ranges.
+    x = (rng.integers(-8, 8, (3, 8)) / 4).astype(np.float32)
+    path = str(tmp_path / "int4.onnx")
+    model = _int4_model(path, act_zp_elem, w, w_scale, act_zp)
+    want = dict(zip(["y", "yd"], onnx_reference.ReferenceEvaluator(model).run(None, {"x": x})))
+    got = _run(graft_mod, path, device, {"x": x})
+    for name in ("y", "yd"):
+        assert got[name].shape == want[name].shape, name
+        np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, seed {seed}")

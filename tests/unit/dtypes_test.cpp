@@ -1,9 +1,10 @@
-// int16, uint16, uint32 and uint64 end to end on the CPU engine: the dtype table, .npy and .pb
-// files, plans, Cast's wrap/saturation rules, integer arithmetic against loops in the type itself,
+// int16, uint16, uint32, uint64 (and int4/uint4, at the end) end to end on the CPU engine: the
+// dtype table, .npy and .pb files, plans, Cast's wrap/saturation rules, integer arithmetic against loops in the type itself,
 // and the errors for the ONNX types graft still lacks.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -88,9 +89,9 @@ TEST(Dtypes, Table) {
     EXPECT_FALSE(dtype_is_float(r.t));
   }
   EXPECT_FALSE(dtype_is_integer(DataType::kBool));
-  // Still missing: complex (14, 15), float8 (17-20), uint4/int4 (21, 22). String (8) is a dtype of
-  // the file formats and the CPU engine, but no op's dtype attribute may name it.
-  for (int32_t missing : {0, 14, 15, 17, 18, 19, 20, 21, 22, 99}) {
+  // Still missing: complex (14, 15), float8 (17-20); uint4/int4 (21, 22) are FourBit* below. String
+  // (8) is a dtype of the file formats and the CPU engine, but no op's dtype attribute may name it.
+  for (int32_t missing : {0, 14, 15, 17, 18, 19, 20, 99}) {
     DataType t = DataType::kUndefined;
     EXPECT_FALSE(dtype_from_onnx(missing, &t)) << missing;
   }
@@ -481,6 +482,130 @@ TEST(Dtypes, UnsupportedUsesNameTheDtype) {
   auto c = run_op("Cast", {tensor_of<uint16_t>({1}, {1})}, to);
   ASSERT_FALSE(c.is_ok());
   EXPECT_NE(c.status().to_string().find("14"), std::string::npos) << c.status().to_string();
+}
+
+// ---- int4 and uint4 (opset 21): one value a byte in memory, packed two a byte in ONNX files ----
+
+std::vector<double> values_of(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.numel(); ++i) v.push_back(t.get(i));
+  return v;
+}
+
+TEST(Dtypes, FourBitStoresKeepTheLowBits) {
+  Tensor s = Tensor::empty(DataType::kInt4, {6});
+  Tensor u = Tensor::empty(DataType::kUInt4, {6});
+  const std::vector<double> in = {-8, 7, -9, 8, 16, -1};
+  for (int64_t i = 0; i < 6; ++i) {
+    s.set(i, in[static_cast<size_t>(i)]);
+    u.set(i, in[static_cast<size_t>(i)]);
+  }
+  // -9 and 8 wrap inside int4's [-8, 7]; 16 and -1 inside uint4's [0, 15], as a narrower C++ type's.
+  EXPECT_EQ(values_of(s), (std::vector<double>{-8, 7, 7, -8, 0, -1}));
+  EXPECT_EQ(values_of(u), (std::vector<double>{8, 7, 7, 8, 0, 15}));
+  EXPECT_EQ(dtype_size(DataType::kInt4), 1u);
+  EXPECT_STREQ(dtype_name(DataType::kUInt4), "uint4");
+  DataType t;
+  EXPECT_TRUE(dtype_from_onnx(22, &t) && t == DataType::kInt4);
+  EXPECT_FALSE(dtype_from_onnx_numeric(21, &t));  // no dtype attribute but output_dtype names them
+  EXPECT_FALSE(dtype_is_integer(DataType::kInt4));
+}
+
+TEST(Dtypes, FourBitPbIsPackedLowNibbleFirst) {
+  onnx::TensorProto p;
+  p.set_name("w");
+  p.add_dims(5);
+  p.set_data_type(22);  // INT4, newer than the onnx.proto graft builds against
+  p.set_raw_data(std::string("\x21\xf8\x07", 3));  // 1, 2 | -8, -1 | 7, (unused)
+  auto a = io::parse_tensor_pb(p.SerializeAsString(), "w.pb");
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  EXPECT_EQ(a.value().tensor.dtype(), DataType::kInt4);
+  EXPECT_EQ(values_of(a.value().tensor), (std::vector<double>{1, 2, -8, -1, 7}));
+  // The same bytes in int32_data, one packed byte an entry, read as uint4.
+  p.clear_raw_data();
+  p.set_data_type(21);
+  for (int b : {0x21, 0xf8, 0x07}) p.add_int32_data(b);
+  auto b = io::parse_tensor_pb(p.SerializeAsString(), "w.pb");
+  ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+  EXPECT_EQ(values_of(b.value().tensor), (std::vector<double>{1, 2, 8, 15, 7}));
+  // Written back packed, and read back equal.
+  auto bytes = io::encode_tensor_pb(b.value().tensor, "w");
+  ASSERT_TRUE(bytes.is_ok()) << bytes.status().to_string();
+  onnx::TensorProto q;
+  ASSERT_TRUE(q.ParseFromString(bytes.value()));
+  EXPECT_EQ(q.raw_data(), std::string("\x21\xf8\x07", 3));
+  auto c = io::parse_tensor_pb(bytes.value(), "w.pb");
+  ASSERT_TRUE(c.is_ok()) << c.status().to_string();
+  EXPECT_EQ(values_of(c.value().tensor), values_of(b.value().tensor));
+  // Five values need three packed bytes: one value a byte is refused, naming the packing.
+  q.set_raw_data(std::string(5, '\0'));
+  auto d = io::parse_tensor_pb(q.SerializeAsString(), "w.pb");
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_NE(d.status().message().find("two values a byte"), std::string::npos) << d.status().to_string();
+}
+
+// An int4 weight-only layer as onnx's quantizer writes one (opset 21): a packed int4 initializer
+// with blocked scales, dequantized, then the activation quantized to int4 and dequantized again;
+// through a plan and back.
+TEST(Dtypes, FourBitQuantizeDequantizeModelAndPlan) {
+  testing::OnnxModelBuilder m(21, 10);
+  m.input("x", DataType::kFloat32, {2, 4});
+  Tensor w = Tensor::empty(DataType::kInt4, {4, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.set(i, static_cast<double>((i * 5) % 16 - 8));
+  m.initializer("w", w);
+  m.initializer("w_scale", Tensor::from_doubles(DataType::kFloat32, {2, 3}, {0.5, 0.25, 1, 2, 0.125, 4}));  // [k / 2, c]
+  m.initializer("a_scale", Tensor::from_doubles(DataType::kFloat32, {}, {0.5}));
+  m.initializer("a_zp", Tensor::from_doubles(DataType::kUInt4, {}, {3}));
+  auto& dq = m.node("DequantizeLinear", {"w", "w_scale"}, {"wf"});
+  m.attr(dq, "axis", int64_t{0});
+  m.attr(dq, "block_size", int64_t{2});
+  m.node("MatMul", {"x", "wf"}, {"y"});
+  m.node("QuantizeLinear", {"y", "a_scale", "a_zp"}, {"yq"});
+  m.node("DequantizeLinear", {"yq", "a_scale", "a_zp"}, {"yd"});
+  m.output("yq", DataType::kUInt4, {2, 3});
+  m.output("yd", DataType::kFloat32, {2, 3});
+  auto e = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "int4.onnx");
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  auto plan = e.value()->serialize();
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  auto loaded = Engine::deserialize(plan.value(), "int4.plan");
+  ASSERT_TRUE(loaded.is_ok()) << loaded.status().to_string();
+
+  Tensor x = Tensor::from_doubles(DataType::kFloat32, {2, 4}, {0.5, -1, 2, 0.25, -0.75, 1.5, 0, 3});
+  // The expected values, in double from the definitions.
+  const std::vector<double> w_scale = {0.5, 0.25, 1, 2, 0.125, 4};  // [2, 3]: rows k / 2 of w
+  std::vector<double> yq, yd;
+  for (int64_t r = 0; r < 2; ++r)
+    for (int64_t c = 0; c < 3; ++c) {
+      double acc = 0;
+      for (int64_t k = 0; k < 4; ++k)
+        acc += x.get(r * 4 + k) * w.get(k * 3 + c) * w_scale[static_cast<size_t>((k / 2) * 3 + c)];
+      const double q = std::clamp(std::nearbyint(acc / 0.5) + 3, 0.0, 15.0);
+      yq.push_back(q);
+      yd.push_back((q - 3) * 0.5);
+    }
+  for (auto* eng : {e.value().get(), loaded.value().get()}) {
+    auto ctx = eng->create_context();
+    ASSERT_TRUE(ctx.is_ok()) << ctx.status().to_string();
+    std::map<std::string, Tensor> out;
+    Status st = ctx.value()->run({{"x", x}}, out);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_EQ(out.at("yq").dtype(), DataType::kUInt4);
+    EXPECT_EQ(values_of(out.at("yq")), yq);
+    EXPECT_EQ(values_of(out.at("yd")), yd);
+  }
+}
+
+TEST(Dtypes, FourBitArithmeticAndCastAreRefused) {
+  Tensor a = Tensor::from_doubles(DataType::kInt4, {2}, {1, -2});
+  auto add = run_op("Add", {a, a});
+  ASSERT_FALSE(add.is_ok());
+  EXPECT_NE(add.status().to_string().find("int4"), std::string::npos) << add.status().to_string();
+  AttributeMap to;
+  to.set("to", int64_t{22});
+  auto c = run_op("Cast", {Tensor::from_doubles(DataType::kFloat32, {1}, {1})}, to);
+  ASSERT_FALSE(c.is_ok());
+  EXPECT_NE(c.status().to_string().find("22"), std::string::npos) << c.status().to_string();
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "graft/tensor.h"
+#include "onnx/onnx_convert.h"
 
 namespace graft::testing {
 
@@ -69,15 +70,9 @@ class OnnxModelBuilder {
     return *this;
   }
 
+  // As graft writes tensors (strings in string_data, int4/uint4 packed two a byte).
   static void to_proto(const Tensor& t, const std::string& name, onnx::TensorProto* tp) {
-    tp->set_name(name);
-    tp->set_data_type(static_cast<int32_t>(t.dtype()));
-    for (int64_t d : t.dims()) tp->add_dims(d);
-    if (t.dtype() == DataType::kString) {  // ONNX keeps strings in string_data
-      for (int64_t i = 0; i < t.numel(); ++i) tp->add_string_data(t.data_as<std::string>()[i]);
-      return;
-    }
-    tp->set_raw_data(std::string(static_cast<const char*>(t.data()), t.nbytes()));
+    tensor_to_proto(t, name, tp);
   }
   onnx::TensorProto& initializer(const std::string& name, const Tensor& t) {
     auto* tp = model_.mutable_graph()->add_initializer();

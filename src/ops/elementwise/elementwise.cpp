@@ -881,7 +881,8 @@ Status infer_cast(InferContext& ctx) {
   auto to = ctx.attrs().require_int("to");
   if (!to) return Status(to.status()).with_attribute("to");
   DataType t;
-  if (!dtype_from_onnx(static_cast<int32_t>(to.value()), &t))
+  // int4/uint4 are carried and (de)quantized, not cast to (ONNX rounds and clamps into them).
+  if (!dtype_from_onnx(static_cast<int32_t>(to.value()), &t) || dtype_is_4bit(t))
     return Status(error(StatusCode::kUnsupported, "Cast to ONNX element type ", to.value(),
                         " is not supported (graft supports ", dtype_list(kCastTypes), ")"))
         .with_attribute("to");

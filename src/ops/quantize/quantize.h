@@ -4,8 +4,8 @@
 // quantize_dequantize, each a .cpp (definition and CPU reference) and a .cu (kernels and CUDA op);
 // what the .cu files share on the device is in quantize_cuda.cuh. This header holds the
 // scale/zero-point layout (per tensor, per axis or blocked) and the block_size reader, read one way
-// by the schemas, the CPU references and the CUDA ops, and the CPU references' 8-bit range and
-// rounding step. (The integer and
+// by the schemas, the CPU references and the CUDA ops, the quantized types' ranges (8- and 4-bit),
+// and the CPU references' rounding step. (The integer and
 // quantized-linear algebra, MatMulInteger to QLinearConv, is the integer family: src/ops/integer.)
 #pragma once
 
@@ -53,14 +53,26 @@ Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<in
 // block_size (opset 21), absent or 0 (not blocked) or positive; a negative one is an error naming it.
 Result<int64_t> block_size_of(const AttributeMap& attrs);
 
+// The range a quantized value of dtype `t` saturates to: uint8 [0, 255], int8 [-128, 127], and
+// opset 21's uint4 [0, 15] and int4 [-8, 7]; false for any other dtype. One table for the CPU
+// references and the CUDA ops.
+inline bool quant_bounds(DataType t, float* lo, float* hi) {
+  switch (t) {
+    case DataType::kUInt8: *lo = 0.0f, *hi = 255.0f; return true;
+    case DataType::kInt8: *lo = -128.0f, *hi = 127.0f; return true;
+    case DataType::kUInt4: *lo = 0.0f, *hi = 15.0f; return true;
+    case DataType::kInt4: *lo = -8.0f, *hi = 7.0f; return true;
+    default: return false;
+  }
+}
+
 // ---- CPU references (quantize_linear.cpp, quantize_dequantize.cpp, dynamic_quantize_linear.cpp) ----
 namespace cpu {
 
 struct QRange {
   float lo, hi;
 };
-// uint8's and int8's ranges; any other dtype is the kernel's unsupported-dtype error
-// (quantize_linear.cpp).
+// quant_bounds' range; any other dtype is the kernel's unsupported-dtype error (quantize_linear.cpp).
 Result<QRange> range_of(const ExecContext& ctx, DataType t);
 
 // round_half_even(v) + zp, saturated to [lo, hi], in float; NaN gives the zero point (clamped).

@@ -72,8 +72,8 @@ Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<in
 }
 
 // ---- CPU reference --------------------------------------------------------------------------
-// QuantizeLinear, DequantizeLinear (per-tensor, per-axis and blocked, int8/uint8, int32 for
-// DequantizeLinear's input).
+// QuantizeLinear, DequantizeLinear (per-tensor, per-axis and blocked, int8/uint8 and int4/uint4,
+// int32 for DequantizeLinear's input).
 //
 // Quantization divides and rounds in float32, as ONNX's reference and ONNX Runtime do (so ties land
 // where theirs do): q = saturate(round_half_even(x / scale) + zero_point); NaN quantizes to the zero
@@ -82,11 +82,9 @@ Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<in
 namespace cpu {
 
 Result<QRange> range_of(const ExecContext& ctx, DataType t) {
-  switch (t) {
-    case DataType::kUInt8: return QRange{0.0f, 255.0f};
-    case DataType::kInt8: return QRange{-128.0f, 127.0f};
-    default: return bad_dtype(ctx, t);
-  }
+  QRange r{};
+  if (!quant_bounds(t, &r.lo, &r.hi)) return bad_dtype(ctx, t);
+  return r;
 }
 
 Status quantize_linear(ExecContext& ctx) {
@@ -119,7 +117,8 @@ Status dequantize_linear(ExecContext& ctx) {
   const Tensor* zp = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
   Tensor& y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(require_float_tensor(&scale, "x_scale"));
-  if (x.dtype() != DataType::kUInt8 && x.dtype() != DataType::kInt8 && x.dtype() != DataType::kInt32)
+  if (x.dtype() != DataType::kUInt8 && x.dtype() != DataType::kInt8 && x.dtype() != DataType::kInt32 &&
+      !dtype_is_4bit(x.dtype()))
     return bad_dtype(ctx, x.dtype());
   GRAFT_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(attrs_of(ctx), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr));
   if (zp && zp->dtype() != x.dtype())
@@ -138,13 +137,16 @@ Status dequantize_linear(ExecContext& ctx) {
 // ---- schema: inference and the table rows ---------------------------------------------------
 // QuantizeLinear and DequantizeLinear (opset 10 on;
 // per-axis scales from 13; the scale's dtype as DequantizeLinear's output from 19; output_dtype and
-// blocked scales (block_size) from 21). graft has the
-// 8-bit integer types of these ops (uint8, int8) and int32 as DequantizeLinear's input; float8,
-// int4, int16 and uint16 are refused at import, where graft meets the element type.
+// blocked scales (block_size) and the 4-bit types from 21). graft has the integer types of these ops
+// (uint8, int8, uint4, int4) and int32 as DequantizeLinear's input; float8, int16 and uint16 are
+// refused at import, where graft meets the element type.
 
 namespace {
 
 using namespace infer;
+
+// The types QuantizeLinear's output (and so its zero point) may have.
+const std::vector<DataType> kQuantizedTypes{kU8, kI8, DataType::kUInt4, DataType::kInt4};
 
 // The scale (input 1) and optional zero point (input 2) against x (input 0), where shapes are
 // static; axis and shape errors as the kernel gives them.
@@ -180,16 +182,17 @@ Status infer_quantize_linear(InferContext& ctx) {
     if (!odt) return Status(odt.status()).with_attribute("output_dtype");
     if (odt.value() != 0) {
       DataType t;
-      if (odt.value() < INT32_MIN || odt.value() > INT32_MAX || !dtype_from_onnx_numeric(static_cast<int32_t>(odt.value()), &t) ||
-          (t != kU8 && t != kI8))
+      float lo, hi;
+      if (odt.value() < INT32_MIN || odt.value() > INT32_MAX || !dtype_from_onnx(static_cast<int32_t>(odt.value()), &t) ||
+          !quant_bounds(t, &lo, &hi))
         return Status(error(StatusCode::kUnsupported, "ONNX element type ", odt.value(),
-                            " is not supported (graft quantizes to uint8 and int8)"))
+                            " is not supported (graft quantizes to uint8, int8, uint4 and int4)"))
             .with_attribute("output_dtype");
       out = t;
     }
   }
   if (ctx.has_input(2)) {
-    GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, {kU8, kI8}));
+    GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, kQuantizedTypes));
     if (ctx.attrs().has("output_dtype") && ctx.attrs().get_int("output_dtype", 0).value() != 0 &&
         ctx.input(2).dtype != out)
       return Status(ctx.fail("is ", dtype_name(out), " but the zero point is ", dtype_name(ctx.input(2).dtype)))
@@ -202,7 +205,7 @@ Status infer_quantize_linear(InferContext& ctx) {
 }
 
 Status infer_dequantize_linear(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kU8, kI8, kI32}));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kU8, kI8, kI32, DataType::kUInt4, DataType::kInt4}));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kFloatTypes));
   if (ctx.has_input(2) && ctx.input(2).dtype != ctx.input(0).dtype)
     return ctx.fail("the zero point has dtype ", dtype_name(ctx.input(2).dtype), " but x has ",

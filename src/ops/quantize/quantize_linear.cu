@@ -32,11 +32,12 @@ struct QuantArgs {
   const void* zp = nullptr;
   QuantLayout layout;
 };
-// y (u8/i8) = saturate(round_half_even(float(x) / float(scale)) + zp); NaN gives the zero point.
-// x: f32/f16/bf16/f64/i32.
+// y (u8/i8 storage) = saturate(round_half_even(float(x) / float(scale)) + zp) to [lo, hi] (the
+// 8-bit range, or a 4-bit one held a byte); NaN gives the zero point. x: f32/f16/bf16/f64/i32.
 cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
-                                   cudaStream_t s);
-// y (any float type) = (x - zp) * scale in double, rounded once to y's type. x: u8/i8/i32.
+                                   float lo, float hi, cudaStream_t s);
+// y (any float type) = (x - zp) * scale in double, rounded once to y's type. x: u8/i8/i32 (a 4-bit
+// type as its byte storage).
 cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
                                      cudaStream_t s);
 
@@ -80,18 +81,18 @@ __global__ void dequantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n) {
 // ---- launchers ----------------------------------------------------------------------------------
 
 cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
-                                   cudaStream_t s) {
+                                   float lo, float hi, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
 #define GRAFT_QUANT_Y(X)                                                                                      \
   switch (yt) {                                                                                               \
     case KType::kU8:                                                                                          \
       quantize_kernel<X, uint8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<uint8_t*>(y), n, \
-                                                         0.0f, 255.0f);                                       \
+                                                         lo, hi);                                             \
       break;                                                                                                  \
     case KType::kI8:                                                                                          \
       quantize_kernel<X, int8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<int8_t*>(y), n, \
-                                                        -128.0f, 127.0f);                                     \
+                                                        lo, hi);                                              \
       break;                                                                                                  \
     default: return cudaErrorInvalidValue;                                                                    \
   }
@@ -144,6 +145,14 @@ bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allow
 
 // ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------
 
+// The quantized types these kernels take: the 8-bit ones and opset 21's 4-bit ones, which are held
+// one a byte (dtype.h) and so run as int8/uint8 storage with their own range.
+constexpr std::initializer_list<DataType> kQuantTypesWith4Bit = {DataType::kUInt8, DataType::kInt8, DataType::kUInt4,
+                                                                 DataType::kInt4};
+k::KType storage_ktype(DataType t) {
+  return t == DataType::kInt4 ? k::KType::kI8 : t == DataType::kUInt4 ? k::KType::kU8 : ktype(t);
+}
+
 bool quantize_supports(const Node& n, std::string* why) {
   // x as the CPU reference takes it (any float type or int32).
   if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
@@ -151,12 +160,13 @@ bool quantize_supports(const Node& n, std::string* why) {
     return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
   if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
-  if (has_input(n, 2) && !require_dtype(n, 2, kQuantTypes, why)) return false;
-  return out_dtype_in(n, 0, kQuantTypes, why);
+  if (has_input(n, 2) && !require_dtype(n, 2, kQuantTypesWith4Bit, why)) return false;
+  return out_dtype_in(n, 0, kQuantTypesWith4Bit, why);
 }
 
 bool dequantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, {DataType::kUInt8, DataType::kInt8, DataType::kInt32}, why)) return false;
+  if (!require_dtype(n, 0, {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kUInt4, DataType::kInt4}, why))
+    return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
   if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "the zero point's dtype differs from x's");
@@ -187,8 +197,11 @@ Status quantize_run(CudaExec& ex) {
                 dtype_name(y.dtype()));
   if (y.numel() != x->numel()) return fail(ex, StatusCode::kInternal, "output size differs from the input's");
   GRAFT_ASSIGN_OR_RETURN(k::QuantArgs q, quant_args(ex, *x, *scale, zp));
-  return launch_status(k::launch_quantize_linear(ktype(x->dtype()), ktype(y.dtype()), x->data(), q, y.data(), y.numel(),
-                                                 stream_of(ex)), ex);
+  float lo, hi;
+  if (!quant_bounds(y.dtype(), &lo, &hi))
+    return fail(ex, StatusCode::kUnsupported, "cannot quantize to ", dtype_name(y.dtype()));
+  return launch_status(k::launch_quantize_linear(ktype(x->dtype()), storage_ktype(y.dtype()), x->data(), q, y.data(),
+                                                 y.numel(), lo, hi, stream_of(ex)), ex);
 }
 
 Status dequantize_run(CudaExec& ex) {
@@ -203,7 +216,7 @@ Status dequantize_run(CudaExec& ex) {
   if (y.numel() != x->numel() || !dtype_is_float(y.dtype()))
     return fail(ex, StatusCode::kInternal, "output must be a float tensor of the input's size");
   GRAFT_ASSIGN_OR_RETURN(k::QuantArgs q, quant_args(ex, *x, *scale, zp));
-  return launch_status(k::launch_dequantize_linear(ktype(x->dtype()), ktype(y.dtype()), x->data(), q, y.data(),
+  return launch_status(k::launch_dequantize_linear(storage_ktype(x->dtype()), ktype(y.dtype()), x->data(), q, y.data(),
                                                    y.numel(), stream_of(ex)), ex);
 }
 

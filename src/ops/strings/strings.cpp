@@ -131,6 +131,8 @@ Status cast_to_strings(const Tensor& x, const Tensor& y) {
       case DataType::kUInt16:
       case DataType::kInt32:
       case DataType::kUInt32:
+      case DataType::kInt4:  // Cast refuses them (dtype.h); their values print as any integer's
+      case DataType::kUInt4:
       case DataType::kInt64: out[i] = std::to_string(load_as_int64(t, x.data(), i)); break;
       case DataType::kUndefined:
         return error(StatusCode::kInternal, "Cast to string from an undefined dtype");
