@@ -562,24 +562,8 @@ Result<NamedTensor> tensor_from_proto(const onnx::TensorProto& p) {
     return out;
   }
   if (dtype_is_4bit(dtype)) {
-    // Packed two a byte in raw_data or int32_data (one packed byte an entry); graft holds one value
-    // a byte (dtype.h).
-    const int64_t packed = packed_4bit_bytes(numel);
-    std::string bytes;
-    if (p.has_raw_data()) {
-      if (static_cast<int64_t>(p.raw_data().size()) != packed)
-        return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "' ", dtype_name(dtype), dims_to_string(dims),
-                     ": raw_data has ", static_cast<uint64_t>(p.raw_data().size()), " bytes, expected ", packed,
-                     " (two values a byte)");
-      bytes = p.raw_data();
-    } else {
-      if (p.int32_data_size() != packed)
-        return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "': int32_data holds ",
-                     static_cast<int64_t>(p.int32_data_size()), " packed bytes but the dims ", dims_to_string(dims),
-                     " need ", packed);
-      bytes.resize(static_cast<size_t>(packed));
-      for (int64_t i = 0; i < packed; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>(p.int32_data(static_cast<int>(i)) & 0xFF);
-    }
+    // graft holds one value a byte (dtype.h).
+    GRAFT_ASSIGN_OR_RETURN(std::string bytes, packed_4bit_of(p, numel));
     GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate_for(dtype, dims, what));
     unpack_4bit(dtype, reinterpret_cast<const uint8_t*>(bytes.data()), numel, t.data());
     out.tensor = t;
@@ -702,6 +686,23 @@ Result<NamedTensor> parse_value_pb(const std::string& bytes, const TensorDesc& d
 Result<NamedTensor> read_value_pb(const std::string& path, const TensorDesc& declared) {
   GRAFT_ASSIGN_OR_RETURN(std::string bytes, read_file(path));
   return parse_value_pb(bytes, declared, path);
+}
+
+Result<std::string> packed_4bit_of(const onnx::TensorProto& p, int64_t numel) {
+  const int64_t packed = packed_4bit_bytes(numel);
+  const std::vector<int64_t> dims(p.dims().begin(), p.dims().end());
+  auto wrong = [&](const char* field, int64_t have) {
+    return error(StatusCode::kInvalidArgument, "tensor '", p.name(), "' ",
+                 dtype_name(static_cast<DataType>(p.data_type())), dims_to_string(dims), ": ", field, " holds ", have, " bytes, expected ", packed, " (two values a byte)");
+  };
+  if (p.has_raw_data()) {
+    if (static_cast<int64_t>(p.raw_data().size()) != packed) return wrong("raw_data", static_cast<int64_t>(p.raw_data().size()));
+    return p.raw_data();
+  }
+  if (p.int32_data_size() != packed) return wrong("int32_data", p.int32_data_size());
+  std::string bytes(static_cast<size_t>(packed), '\0');
+  for (int64_t i = 0; i < packed; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>(p.int32_data(static_cast<int>(i)) & 0xFF);
+  return bytes;
 }
 
 Result<std::string> encode_tensor_pb(const Tensor& t, const std::string& name) {

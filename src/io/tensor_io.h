@@ -10,6 +10,10 @@
 #include "graft/status.h"
 #include "graft/tensor.h"
 
+namespace onnx {
+class TensorProto;
+}
+
 namespace graft::io {
 
 // A tensor with the name its file gave it ("" for .npy, which carries no name).
@@ -33,6 +37,11 @@ Result<NamedTensor> read_tensor_pb(const std::string& path);
 Result<NamedTensor> parse_tensor_pb(const std::string& bytes, const std::string& name_for_errors);
 // Writes raw_data (little-endian).
 Result<std::string> encode_tensor_pb(const Tensor& tensor, const std::string& name);
+// The packed bytes of an int4/uint4 TensorProto of `numel` elements (two a byte, dtype.h) from its
+// raw_data or its int32_data (one packed byte an entry), checked against numel before anything is
+// allocated; for unpack_4bit. Shared with the importer's reader (src/onnx), which also reads
+// external data. Errors (kInvalidArgument) name the tensor and the packing.
+Result<std::string> packed_4bit_of(const onnx::TensorProto& p, int64_t numel);
 Status write_tensor_pb(const std::string& path, const Tensor& tensor, const std::string& name);
 
 // ---- ONNX SequenceProto / OptionalProto (.pb): the backend suite's non-tensor values ----

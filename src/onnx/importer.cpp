@@ -182,22 +182,13 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
   if (dtype_is_4bit(dt)) {
     // Packed two a byte in external data, raw_data or int32_data (one packed byte an entry);
     // graft holds one value a byte (dtype.h).
-    const uint64_t packed = static_cast<uint64_t>(packed_4bit_bytes(n));
     std::string bytes;
     if (tp.data_location() == onnx::TensorProto::EXTERNAL) {
-      GRAFT_RETURN_IF_ERROR(load_external(tp, base_dir, packed, &bytes));
-    } else if (tp.has_raw_data()) {
-      if (tp.raw_data().size() != packed)
-        return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' (", dtype_name(dt),
-                     shape_to_string(shape_from_values(dims)), ") needs ", packed, " packed bytes but its raw_data has ",
-                     static_cast<uint64_t>(tp.raw_data().size()));
-      bytes = tp.raw_data();
+      GRAFT_RETURN_IF_ERROR(load_external(tp, base_dir, static_cast<uint64_t>(packed_4bit_bytes(n)), &bytes));
     } else {
-      if (static_cast<uint64_t>(tp.int32_data_size()) != packed)
-        return error(StatusCode::kInvalidModel, "tensor '", tp.name(), "' has ", n, " elements, ", packed,
-                     " packed bytes, but int32_data holds ", static_cast<int64_t>(tp.int32_data_size()));
-      bytes.resize(packed);
-      for (uint64_t i = 0; i < packed; ++i) bytes[i] = static_cast<char>(tp.int32_data(static_cast<int>(i)) & 0xFF);
+      auto b = io::packed_4bit_of(tp, n);
+      if (!b) return Status(StatusCode::kInvalidModel, b.status().message());
+      bytes = std::move(b).value();
     }
     GRAFT_ASSIGN_OR_RETURN(Tensor t, allocate());
     unpack_4bit(dt, reinterpret_cast<const uint8_t*>(bytes.data()), n, t.data());

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "graft/attribute.h"
@@ -52,6 +53,14 @@ Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<in
 
 // block_size (opset 21), absent or 0 (not blocked) or positive; a negative one is an error naming it.
 Result<int64_t> block_size_of(const AttributeMap& attrs);
+
+// The quantized types: QuantizeLinear's outputs and zero points. DequantizeLinear's x may be one
+// of them or int32 (kDequantizeInputTypes). The schemas, the CPU references and the CUDA ops read
+// these lists; quant_bounds gives each quantized type's range.
+inline constexpr std::initializer_list<DataType> kQuantizedTypes = {DataType::kUInt8, DataType::kInt8,
+                                                                    DataType::kUInt4, DataType::kInt4};
+inline constexpr std::initializer_list<DataType> kDequantizeInputTypes = {
+    DataType::kUInt8, DataType::kInt8, DataType::kUInt4, DataType::kInt4, DataType::kInt32};
 
 // The range a quantized value of dtype `t` saturates to: uint8 [0, 255], int8 [-128, 127], and
 // opset 21's uint4 [0, 15] and int4 [-8, 7]; false for any other dtype. One table for the CPU

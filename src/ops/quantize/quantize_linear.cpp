@@ -4,6 +4,7 @@
 // blocked alike. CUDA: quantize_linear.cu.
 #include "ops/quantize/quantize.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -117,8 +118,7 @@ Status dequantize_linear(ExecContext& ctx) {
   const Tensor* zp = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
   Tensor& y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(require_float_tensor(&scale, "x_scale"));
-  if (x.dtype() != DataType::kUInt8 && x.dtype() != DataType::kInt8 && x.dtype() != DataType::kInt32 &&
-      !dtype_is_4bit(x.dtype()))
+  if (std::find(kDequantizeInputTypes.begin(), kDequantizeInputTypes.end(), x.dtype()) == kDequantizeInputTypes.end())
     return bad_dtype(ctx, x.dtype());
   GRAFT_ASSIGN_OR_RETURN(QuantLayout l, quant_layout(attrs_of(ctx), x.dims(), scale.dims(), zp ? &zp->dims() : nullptr));
   if (zp && zp->dtype() != x.dtype())
@@ -144,9 +144,6 @@ Status dequantize_linear(ExecContext& ctx) {
 namespace {
 
 using namespace infer;
-
-// The types QuantizeLinear's output (and so its zero point) may have.
-const std::vector<DataType> kQuantizedTypes{kU8, kI8, DataType::kUInt4, DataType::kInt4};
 
 // The scale (input 1) and optional zero point (input 2) against x (input 0), where shapes are
 // static; axis and shape errors as the kernel gives them.
@@ -205,7 +202,7 @@ Status infer_quantize_linear(InferContext& ctx) {
 }
 
 Status infer_dequantize_linear(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kU8, kI8, kI32, DataType::kUInt4, DataType::kInt4}));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kDequantizeInputTypes));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kFloatTypes));
   if (ctx.has_input(2) && ctx.input(2).dtype != ctx.input(0).dtype)
     return ctx.fail("the zero point has dtype ", dtype_name(ctx.input(2).dtype), " but x has ",

@@ -145,10 +145,8 @@ bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allow
 
 // ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------
 
-// The quantized types these kernels take: the 8-bit ones and opset 21's 4-bit ones, which are held
-// one a byte (dtype.h) and so run as int8/uint8 storage with their own range.
-constexpr std::initializer_list<DataType> kQuantTypesWith4Bit = {DataType::kUInt8, DataType::kInt8, DataType::kUInt4,
-                                                                 DataType::kInt4};
+// The kernels' element type for a quantized type: opset 21's 4-bit types are held one a byte
+// (dtype.h), so they run as int8/uint8 storage with their own range (quant_bounds).
 k::KType storage_ktype(DataType t) {
   return t == DataType::kInt4 ? k::KType::kI8 : t == DataType::kUInt4 ? k::KType::kU8 : ktype(t);
 }
@@ -160,13 +158,12 @@ bool quantize_supports(const Node& n, std::string* why) {
     return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
   if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
-  if (has_input(n, 2) && !require_dtype(n, 2, kQuantTypesWith4Bit, why)) return false;
-  return out_dtype_in(n, 0, kQuantTypesWith4Bit, why);
+  if (has_input(n, 2) && !require_dtype(n, 2, kQuantizedTypes, why)) return false;
+  return out_dtype_in(n, 0, kQuantizedTypes, why);
 }
 
 bool dequantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, {DataType::kUInt8, DataType::kInt8, DataType::kInt32, DataType::kUInt4, DataType::kInt4}, why))
-    return false;
+  if (!require_dtype(n, 0, kDequantizeInputTypes, why)) return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
   if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "the zero point's dtype differs from x's");
