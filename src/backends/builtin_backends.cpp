@@ -16,7 +16,10 @@ void register_builtin_backends(DeviceBackendRegistry& registry) {
   cuda.make_engine = cuda::make_cuda_engine;
   cuda.query_device = cuda::query_cuda_device;
   cuda.select_device = cuda::select_device;
-  cuda.has_builtin_kernel = [](const std::string& op_type) { return cuda::find_cuda_op(op_type) != nullptr; };
+  cuda.builtin_kernel_dtypes = [](const std::string& op_type) -> const std::vector<KernelDtypes>* {
+    const cuda::CudaOp* op = cuda::find_cuda_op(op_type);
+    return op ? &op->dtypes : nullptr;
+  };
   registry.add(DeviceType::kCUDA, cuda);
 #else
   (void)registry;  // a graft without CUDA: the runtime reports "built without CUDA" for a CUDA engine

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -182,6 +183,24 @@ inline OpEntry internal_op(OpEntry op) {
   op.domain = kInternalDomain;
   return op;
 }
+
+// One dtype key of a backend's kernels for an op, as ONNX Runtime registers a kernel with its type
+// constraints: the dtypes that input (or output) `index` of a node may have for the backend to run it.
+// A backend checks a node's keys before anything else it asks of the node and refuses another dtype
+// there, naming the value and the dtypes it has; `graft ops` lists them. A key on an optional input
+// the node leaves out says nothing.
+struct KernelDtypes {
+  bool output = false;  // the key is output `index`, else input `index`
+  int index = 0;
+  std::vector<DataType> dtypes;
+  // "input 0" or "output 1": how errors and `graft ops` name the value.
+  std::string value_name() const { return (output ? "output " : "input ") + std::to_string(index); }
+};
+inline KernelDtypes input_dtypes(int index, std::initializer_list<DataType> dtypes) { return {false, index, dtypes}; }
+inline KernelDtypes output_dtypes(int index, std::initializer_list<DataType> dtypes) { return {true, index, dtypes}; }
+// An empty string when `node` meets every key in `keys`; otherwise why not, naming the value, its
+// dtype and the dtypes the kernels have (`what` names the kernels: "the CUDA Relu kernels").
+std::string unmet_kernel_dtypes(const Node& node, const std::vector<KernelDtypes>& keys, const std::string& what);
 
 // True for a node whose op sets output_shape_from_kernel (never a custom op's).
 bool output_shape_from_kernel(const Node& node);

@@ -78,10 +78,12 @@ Status check_device_compiled(DeviceType device) {
   return Status::ok();
 }
 
-bool builtin_has_cuda_kernel(const std::string& op_type) {
+const std::vector<KernelDtypes>* builtin_cuda_kernel_dtypes(const std::string& op_type) {
   const DeviceBackend* cuda = find_device_backend(DeviceType::kCUDA);
-  return cuda && cuda->has_builtin_kernel(op_type);
+  return cuda ? cuda->builtin_kernel_dtypes(op_type) : nullptr;
 }
+
+bool builtin_has_cuda_kernel(const std::string& op_type) { return builtin_cuda_kernel_dtypes(op_type) != nullptr; }
 
 Status select_cuda_device(int ordinal) {
   if (const DeviceBackend* cuda = find_device_backend(DeviceType::kCUDA)) return cuda->select_device(ordinal);

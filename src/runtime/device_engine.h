@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "graft/engine.h"
+#include "ops/operator.h"
 #include "plan/engine_state.h"
 
 namespace graft {
@@ -36,8 +37,9 @@ struct DeviceBackend {
   Result<DeviceQueries> (*query_device)(EngineState& state) = nullptr;
   // Makes device `ordinal` the calling thread's current one (select_cuda_device).
   Status (*select_device)(int ordinal) = nullptr;
-  // Whether the backend has a kernel for the builtin (default-domain) op `op_type`.
-  bool (*has_builtin_kernel)(const std::string& op_type) = nullptr;
+  // The dtype keys of the backend's kernels for the builtin op `op_type` (ONNX or internal domain),
+  // or nullptr when it has no kernel for it (an empty list: kernels whose values are containers).
+  const std::vector<KernelDtypes>* (*builtin_kernel_dtypes)(const std::string& op_type) = nullptr;
 };
 
 // The backends compiled into this libgraft add themselves here. Defined in src/backends (the one
@@ -70,6 +72,8 @@ Status check_device_compiled(DeviceType device);
 // Whether this build of graft has a CUDA kernel for the builtin (default-domain) op `op_type`.
 // False in a build without CUDA.
 bool builtin_has_cuda_kernel(const std::string& op_type);
+// The dtype keys of that kernel (what `graft ops` lists); nullptr where builtin_has_cuda_kernel is false.
+const std::vector<KernelDtypes>* builtin_cuda_kernel_dtypes(const std::string& op_type);
 
 // Makes CUDA device `ordinal` the calling thread's current device, so that engines built or loaded
 // afterwards on this thread run there (`--device cuda:N`). An error naming the devices that exist,

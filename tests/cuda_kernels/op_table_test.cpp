@@ -3,12 +3,16 @@
 // Needs no GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
 #include "backends/cuda/cuda_ops.h"
 #include "graft/op.h"
+#include "graph/graph.h"
+#include "onnx/builtin_schema.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
 
@@ -62,6 +66,69 @@ TEST(CudaOpTable, CustomOpNodesFindTheirKernelThroughTheirEntry) {
     EXPECT_EQ(cuda_op_for(n), &custom_cuda_op()) << def->name();
   }
   for (const OpEntry* e : custom_op_entries()) EXPECT_EQ(cuda_op_of(*e), &custom_cuda_op());
+}
+
+// Every builtin CUDA op declares the dtypes its kernels are built for (its kernel keys), except the
+// ops whose values are sequences, optionals or subgraph results. Each key names a value the op has
+// and lists each dtype once, and shares a dtype with what the op's ONNX schema allows for that value,
+// so a key on the wrong value shows. (A key may list more than the schema: graft's kernels take
+// float16 Range or bfloat16 TopK, which the opset-17 schemas predate or leave out.)
+TEST(CudaOpTable, EveryBuiltinKernelDeclaresItsDtypes) {
+  for (const CudaOp& op : cuda_ops()) {
+    if (op.makes_outputs) {
+      EXPECT_TRUE(op.dtypes.empty()) << op.op_type;
+      continue;
+    }
+    ASSERT_FALSE(op.dtypes.empty()) << op.op_type << " declares no kernel dtypes";
+    std::optional<BuiltinSchema> schema = find_onnx_op(op.op_type) ? onnx_op_schema(op.op_type, newest_schema_opset())
+                                                                    : std::nullopt;
+    std::set<std::pair<bool, int>> keyed;
+    for (const KernelDtypes& key : op.dtypes) {
+      EXPECT_TRUE(keyed.insert({key.output, key.index}).second) << op.op_type << ": " << key.value_name() << " twice";
+      EXPECT_GE(key.index, 0) << op.op_type;
+      EXPECT_FALSE(key.dtypes.empty()) << op.op_type << ": " << key.value_name();
+      std::set<DataType> once(key.dtypes.begin(), key.dtypes.end());
+      EXPECT_EQ(once.size(), key.dtypes.size()) << op.op_type << ": " << key.value_name() << " lists a dtype twice";
+      if (!schema) continue;
+      const std::vector<IOSpec>& specs = key.output ? schema->outputs : schema->inputs;
+      const bool variadic = !specs.empty() && specs.back().doc.rfind("variadic", 0) == 0;
+      ASSERT_TRUE(key.index < static_cast<int>(specs.size()) || variadic)
+          << op.op_type << ": " << key.value_name() << " is not a value of the op";
+      const IOSpec& spec = specs[std::min<size_t>(key.index, specs.size() - 1)];
+      if (spec.dtypes.empty()) continue;
+      const bool shares = std::any_of(key.dtypes.begin(), key.dtypes.end(), [&](DataType t) {
+        return std::find(spec.dtypes.begin(), spec.dtypes.end(), t) != spec.dtypes.end();
+      });
+      EXPECT_TRUE(shares) << op.op_type << ": " << key.value_name() << " ('" << spec.name
+                          << "') keys no dtype its schema allows there";
+    }
+  }
+}
+
+// gpu_supports checks the keys before the op's own checks: a dtype outside a key is refused with
+// the value, its dtype and the key's dtypes named; a key on an optional input the node leaves out
+// says nothing.
+TEST(CudaOpTable, KeysRefuseOtherDtypesNamingTheValue) {
+  Graph g;
+  Value* x = g.add_value("x");
+  Value* y = g.add_value("y");
+  Node* softmax = g.add_node("sm", "Softmax");
+  softmax->inputs = {x};
+  softmax->outputs = {y};
+  x->desc.dtype = y->desc.dtype = DataType::kInt32;
+  x->desc.shape = y->desc.shape = Shape{2, 3};
+  const CudaOp* op = nullptr;
+  std::string why;
+  EXPECT_FALSE(gpu_supports(*softmax, &op, &why));
+  EXPECT_NE(why.find("input 0 ('x')"), std::string::npos) << why;
+  EXPECT_NE(why.find("not int32"), std::string::npos) << why;
+  EXPECT_NE(why.find("float16"), std::string::npos) << why;
+  x->desc.dtype = y->desc.dtype = DataType::kFloat16;
+  EXPECT_TRUE(gpu_supports(*softmax, &op, &why)) << why;
+  EXPECT_EQ(op, find_cuda_op("Softmax"));
+  // The free function on its own: an omitted optional input is not checked.
+  const std::vector<KernelDtypes> keys = {input_dtypes(0, {DataType::kFloat16}), input_dtypes(5, {DataType::kInt64})};
+  EXPECT_EQ(unmet_kernel_dtypes(*softmax, keys, "the kernels"), "");
 }
 
 }  // namespace

@@ -262,13 +262,30 @@ TEST_F(CliTest, OpsJsonListsRelu) {
   EXPECT_TRUE(relu);
   // Every op says which backends this build has for it: the CPU reference always; CUDA only in a
   // CUDA build (and then for Relu, which has a kernel).
+  // With CUDA, each op's CUDA kernel keys are listed under kernel_dtypes: the keyed value, its
+  // schema name and the dtypes (Relu: input 0, X, float32 and float16 among them).
+  bool relu_keys = false;
   for (const auto& op : j["builtin"]) {
     ASSERT_TRUE(op["backends"].is_array()) << op.dump();
     EXPECT_EQ(op["backends"][0], "cpu") << op.dump();
+    ASSERT_TRUE(op["kernel_dtypes"].is_object()) << op.dump();
+    EXPECT_EQ(op["kernel_dtypes"].contains("cuda"), op["backends"].size() == 2u) << op.dump();
 #ifndef GRAFT_WITH_CUDA
     EXPECT_EQ(op["backends"].size(), 1u) << op.dump();
 #endif
+    if (op["op_type"] == "Relu" && op["kernel_dtypes"].contains("cuda")) {
+      const auto& key = op["kernel_dtypes"]["cuda"][0];
+      const auto& dtypes = key["dtypes"];
+      relu_keys = key["value"] == "input 0" && key["name"] == "X" &&
+                  std::find(dtypes.begin(), dtypes.end(), "float16") != dtypes.end() &&
+                  std::find(dtypes.begin(), dtypes.end(), "float32") != dtypes.end();
+    }
   }
+#ifdef GRAFT_WITH_CUDA
+  EXPECT_TRUE(relu_keys);
+#else
+  EXPECT_FALSE(relu_keys);
+#endif
   // An ONNX op's attributes, inputs and outputs come from its schema (libonnx's), in the form a
   // custom op's take below; an op newer than that registry's opsets says so.
   bool conv = false, mish = false;

@@ -412,6 +412,49 @@ nlohmann::json builtin_backends(const std::string& op_type) {
   return b;
 }
 
+std::string join_dtypes(const std::vector<DataType>& ts) {
+  if (ts.empty()) return "any";
+  std::string s;
+  for (DataType t : ts) s += (s.empty() ? "" : "|") + std::string(dtype_name(t));
+  return s;
+}
+
+// The name the schema gives a keyed value ("X"), or "" where there is none (no schema, variadic).
+std::string keyed_value_name(const KernelDtypes& key, const std::vector<IOSpec>* inputs, const std::vector<IOSpec>* outputs) {
+  const std::vector<IOSpec>* specs = key.output ? outputs : inputs;
+  return specs && key.index < static_cast<int>(specs->size()) ? (*specs)[key.index].name : "";
+}
+
+// A builtin op's kernel dtypes per backend, for `graft ops --json`: the CUDA kernels' keys (each
+// keyed value and the dtypes its kernels are built for), where this build has them. The CPU reference
+// is keyed by nothing: it is the op's definition, for the dtypes its schema lists.
+nlohmann::json builtin_kernel_dtypes_json(const std::string& op_type, const std::vector<IOSpec>* inputs,
+                                          const std::vector<IOSpec>* outputs) {
+  nlohmann::json j = nlohmann::json::object();
+  if (const std::vector<KernelDtypes>* keys = builtin_cuda_kernel_dtypes(op_type)) {
+    nlohmann::json cuda = nlohmann::json::array();
+    for (const KernelDtypes& k : *keys) {
+      nlohmann::json dtypes = nlohmann::json::array();
+      for (DataType t : k.dtypes) dtypes.push_back(dtype_name(t));
+      cuda.push_back({{"value", k.value_name()}, {"name", keyed_value_name(k, inputs, outputs)}, {"dtypes", dtypes}});
+    }
+    j["cuda"] = cuda;
+  }
+  return j;
+}
+
+// The lines `graft ops NAME` prints for a builtin op's CUDA kernel keys.
+void print_cuda_keys(const std::string& op_type, const std::vector<IOSpec>* inputs, const std::vector<IOSpec>* outputs) {
+  const std::vector<KernelDtypes>* keys = builtin_cuda_kernel_dtypes(op_type);
+  if (!keys) return;
+  if (keys->empty()) std::printf("    cuda   (kernels over sequences, optionals or subgraphs: any dtype)\n");
+  for (const KernelDtypes& k : *keys) {
+    const std::string name = keyed_value_name(k, inputs, outputs);
+    const std::string value = k.value_name() + (name.empty() ? "" : " (" + name + ")");
+    std::printf("    cuda   %-20s %s\n", value.c_str(), join_dtypes(k.dtypes).c_str());
+  }
+}
+
 // The traits the builder reads from the op's definition (src/ops/operator.h).
 nlohmann::json traits_json(const OpEntry& op) {
   const char* layout = op.layout == LayoutTrait::kElementwiseUnary    ? "elementwise_unary"
@@ -420,13 +463,6 @@ nlohmann::json traits_json(const OpEntry& op) {
   nlohmann::json j = {{"precision", op.precision == PrecisionTrait::kFloat32 ? "float32" : "any"}, {"layout", layout}};
   if (op.elementwise_opcode) j["elementwise_opcode"] = ew_op_name(*op.elementwise_opcode);
   return j;
-}
-
-std::string join_dtypes(const std::vector<DataType>& ts) {
-  if (ts.empty()) return "any";
-  std::string s;
-  for (DataType t : ts) s += (s.empty() ? "" : "|") + std::string(dtype_name(t));
-  return s;
 }
 
 }  // namespace
@@ -463,7 +499,8 @@ nlohmann::json builtin_json(const OpEntry& op) {
   // where a custom op's are its own definition's.
   b["schema_source"] = "onnx";
   b["schema_opset"] = newest_schema_opset();
-  if (std::optional<BuiltinSchema> s = onnx_op_schema(op.op_type, newest_schema_opset())) {
+  std::optional<BuiltinSchema> s = onnx_op_schema(op.op_type, newest_schema_opset());
+  if (s) {
     b["since_version"] = s->since_version;
     b["attributes"] = attrs_json(s->attrs);
     b["graph_attributes"] = s->graph_attrs;
@@ -472,6 +509,7 @@ nlohmann::json builtin_json(const OpEntry& op) {
   } else {
     b["schema"] = nullptr;  // an op newer than the opsets libonnx knows
   }
+  b["kernel_dtypes"] = builtin_kernel_dtypes_json(op.op_type, s ? &s->inputs : nullptr, s ? &s->outputs : nullptr);
   return b;
 }
 
@@ -524,8 +562,10 @@ Command add_ops_command(CLI::App& app) {
       j["builtin"] = nlohmann::json::array();
       j["internal"] = nlohmann::json::array();  // graft's passes make these; not ONNX ops
       for (const OpEntry* op : internal_ops)
-        j["internal"].push_back(
-            {{"op_type", op->op_type}, {"domain", kInternalDomain}, {"backends", builtin_backends(op->op_type)}});
+        j["internal"].push_back({{"op_type", op->op_type},
+                                 {"domain", kInternalDomain},
+                                 {"backends", builtin_backends(op->op_type)},
+                                 {"kernel_dtypes", builtin_kernel_dtypes_json(op->op_type, nullptr, nullptr)}});
       for (const OpEntry* op : onnx_ops) j["builtin"].push_back(builtin_json(*op));
       j["custom"] = nlohmann::json::array();
       for (const RegisteredOp* op : custom_ops) j["custom"].push_back(op_json(*op));
@@ -547,16 +587,20 @@ Command add_ops_command(CLI::App& app) {
                     newest_schema_opset(), s->since_version);
         print_op_detail(s->inputs, s->outputs, s->attrs);
         for (const std::string& g : s->graph_attrs) std::printf("    attr   %-20s graph\n", g.c_str());
+        print_cuda_keys(op->op_type, &s->inputs, &s->outputs);
       } else {
         std::printf("    (no schema: an op newer than opset %d, the newest this build's ONNX library knows)\n",
                     newest_schema_opset());
+        print_cuda_keys(op->op_type, nullptr, nullptr);
       }
     }
     if (!detail || !internal_ops.empty())
       std::printf("%sInternal ops (domain %s: made by graft's optimization passes, kept in plans; not ONNX ops), %zu:\n",
                   detail && onnx_ops.empty() ? "" : "\n", kInternalDomain, internal_ops.size());
-    for (const OpEntry* op : internal_ops)
+    for (const OpEntry* op : internal_ops) {
       std::printf("  %-24s %s\n", op->op_type, builtin_has_cuda_kernel(op->op_type) ? "cpu, cuda" : "cpu");
+      if (detail) print_cuda_keys(op->op_type, nullptr, nullptr);
+    }
     if (!detail || !custom_ops.empty())
       std::printf("%sCustom ops, %zu:\n", detail && onnx_ops.empty() && internal_ops.empty() ? "" : "\n",
                   custom_ops.size());

@@ -92,12 +92,13 @@ inline const std::string& device_arch_tag() {
   return tag;
 }
 
-// Every present input among `idx` is float32/float16/bfloat16, and all share input 0's dtype.
-inline bool float_inputs(const Node& n, std::initializer_list<size_t> idx, std::string* why) {
+// Every present input among `idx` has input 0's dtype (which the op's kernel key checks).
+inline bool inputs_share_dtype(const Node& n, std::initializer_list<size_t> idx, std::string* why) {
   for (size_t i : idx) {
     if (!has_input(n, i)) continue;
-    if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
-    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
+    if (in_dtype(n, i) != in_dtype(n, 0))
+      return reject(why, "input " + std::to_string(i) + " has dtype " + dtype_name(in_dtype(n, i)) + ", input 0 " +
+                             dtype_name(in_dtype(n, 0)) + ": the kernels take one dtype");
   }
   return true;
 }
@@ -113,17 +114,23 @@ constexpr std::initializer_list<DataType> kGpuInts = {DataType::kInt32, DataType
 constexpr std::initializer_list<DataType> kGpuFloats64 = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                           DataType::kFloat64};
 
-// Input 0 is present and float32/float16/bfloat16.
-inline bool float_input0(const Node& n, std::string* why) {
+// Every dtype the CUDA backend keeps on the device: the byte-moving ops' key (they copy elements
+// of 1, 2, 4 or 8 bytes whatever they hold). gpu_supports refuses the others (strings; int16,
+// uint16, uint32 and uint64, which no kernel's switch has) for every op.
+constexpr std::initializer_list<DataType> kGpuEveryDtype = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8, DataType::kUInt8,
+    DataType::kInt32,   DataType::kInt64,   DataType::kBool,     DataType::kInt4,    DataType::kUInt4};
+
+// Input 0 is present: the whole check of an op whose kernel key (input 0's dtype) says the rest.
+inline bool input0_given(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  return require_dtype(n, 0, kGpuFloats, why);
+  return true;
 }
 
-// Input 0 (X) present, float32/float16/bfloat16 and of rank 4: what the ops over an NCHW or NHWC
-// image take whole (GraftPool, GraftChannelsLast).
-inline bool float_rank4_input0(const Node& n, std::string* why) {
+// Input 0 (X) present and of rank 4: what the ops over an NCHW or NHWC image take whole (GraftPool,
+// GraftChannelsLast; their key: float32/float16/bfloat16).
+inline bool rank4_input0(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input X is missing");
-  if (!float_inputs(n, {0}, why)) return false;
   if (n.input(0)->desc.rank() != 4) return reject(why, "X must have rank 4");
   return true;
 }
@@ -144,17 +151,10 @@ inline int esize(const Tensor& t) { return static_cast<int>(dtype_size(t.dtype()
 
 inline std::string dims_str(const std::vector<int64_t>& d) { return graft::ints_to_string(d); }
 
-// An element size the byte movers handle (1, 2, 4 or 8 bytes).
+// An element size the byte movers handle (1, 2, 4 or 8 bytes): every dtype of kGpuEveryDtype.
 inline bool elem_size_fits(DataType t) {
   const size_t es = dtype_size(t);
   return es == 1 || es == 2 || es == 4 || es == 8;
-}
-
-// Input 0's element size is one the byte movers handle.
-inline bool elem_size_ok(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!elem_size_fits(in_dtype(n, 0))) return reject(why, "unsupported element size");
-  return true;
 }
 
 // A dtype the kernels' KType numbering has (so its element size is known on the device side).
@@ -184,7 +184,8 @@ inline bool output_dtype_matches(const Node& n, std::string* why) {
   return true;
 }
 
-inline bool same_bytes_ok(const Node& n, std::string* why) { return elem_size_ok(n, why) && output_dtype_matches(n, why); }
+// A byte mover's check (its key: input 0 in kGpuEveryDtype): input 0 given, the outputs of its dtype.
+inline bool same_bytes_ok(const Node& n, std::string* why) { return input0_given(n, why) && output_dtype_matches(n, why); }
 
 inline Status check_same_dtype(const CudaExec& ex, const Tensor& a, const Tensor& b) {
   if (a.dtype() != b.dtype())

@@ -139,7 +139,19 @@ struct CudaOp {
   // `supports` checks every input and output dtype itself (a custom op's kernels are registered per
   // dtype combination), so the dtypes that no builtin kernel's switch has are not refused first.
   bool checks_every_dtype = false;
+  // The dtypes its kernels are instantiated for, per keyed value (input 0, and any other value whose
+  // dtype selects a kernel); set with kernel_dtypes() below. gpu_supports checks them before
+  // `supports`, which then checks only what is not a key (attributes, ranks, dtypes that must match
+  // the key's). Every builtin op has them; the custom ops' entry has none (checks_every_dtype).
+  std::vector<KernelDtypes> dtypes{};
 };
+
+// `op` with its kernels' dtype keys, as a table row writes it:
+//   kernel_dtypes({input_dtypes(0, kGpuFloats)}, CudaOp{"Softmax", ...}).
+inline CudaOp kernel_dtypes(std::initializer_list<KernelDtypes> keys, CudaOp op) {
+  op.dtypes = keys;
+  return op;
+}
 
 // The kernel context of `node` over `inputs`, writing `outputs` (one per node output; an omitted
 // output gets a null pointer), on `stream`.

@@ -373,13 +373,11 @@ namespace {
 
 using namespace util;
 
+// The keys: boxes float32/float16, max_output_boxes_per_class (if given) int64, iou_threshold and
+// score_threshold (if given) float32, the selected indices int64; the scores have the boxes' dtype.
 bool nms_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs boxes and scores");
-  if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16}, why)) return false;
   if (in_dtype(n, 1) != in_dtype(n, 0)) return reject(why, "boxes and scores have different dtypes");
-  if (has_input(n, 2) && !require_dtype(n, 2, {DataType::kInt64}, why)) return false;
-  if (has_input(n, 3) && !require_dtype(n, 3, {DataType::kFloat32}, why)) return false;
-  if (has_input(n, 4) && !require_dtype(n, 4, {DataType::kFloat32}, why)) return false;
   if (auto cpb = nms_center_point_box(n.attrs); !cpb) return reject(why, cpb.status().message());
   return counted_output_supported(n, why);
 }
@@ -450,9 +448,13 @@ Status nms_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_non_max_suppression_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"NonMaxSuppression", &nms_supports, &nms_run, {}, &nms_workspace,
-                       CountedOutput{&nms_bound, 0,
-                                     "input 3 (iou_threshold) must lie in [0, 1] (a computed value was outside)"}});
+  out.push_back(kernel_dtypes(
+      {input_dtypes(0, {DataType::kFloat32, DataType::kFloat16}), input_dtypes(2, {DataType::kInt64}),
+       input_dtypes(3, {DataType::kFloat32}), input_dtypes(4, {DataType::kFloat32}),
+       output_dtypes(0, {DataType::kInt64})},
+      CudaOp{"NonMaxSuppression", &nms_supports, &nms_run, {}, &nms_workspace,
+             CountedOutput{&nms_bound, 0,
+                           "input 3 (iou_threshold) must lie in [0, 1] (a computed value was outside)"}}));
 }
 
 }  // namespace graft::cuda

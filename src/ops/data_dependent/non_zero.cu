@@ -146,10 +146,9 @@ namespace {
 
 using namespace util;
 
+// The key: input 0 any device dtype (the kernel tests bits, by element size).
 bool non_zero_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "needs an input");
-  // Any dtype: the kernel tests bits, by element size.
-  if (dtype_size(in_dtype(n, 0)) == 0) return reject(why, "input 0 has no element size");
   const TensorDesc& x = n.input(0)->desc;
   if (x.shape && x.rank() > k::kMaxRank)
     return reject(why, "rank " + std::to_string(x.rank()) + " exceeds the kernel's " + std::to_string(k::kMaxRank));
@@ -184,8 +183,9 @@ Status non_zero_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_non_zero_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"NonZero", &non_zero_supports, &non_zero_run, {}, &non_zero_workspace,
-                       CountedOutput{&non_zero_bound, 1, nullptr}});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), output_dtypes(0, {DataType::kInt64})},
+                              CudaOp{"NonZero", &non_zero_supports, &non_zero_run, {}, &non_zero_workspace,
+                                     CountedOutput{&non_zero_bound, 1, nullptr}}));
 }
 
 }  // namespace graft::cuda

@@ -274,15 +274,12 @@ std::string unique_too_big(const k::UniqueProblem& p) {
          "the CPU reference runs larger inputs";
 }
 
+// The keys: X kUniqueTypes, outputs 1 to 3 (indices, inverse_indices, counts; if given) int64.
 bool unique_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "needs an input");
-  if (!require_dtype(n, 0, kUniqueTypes, why)) return false;
   if (n.outputs.empty() || n.outputs.size() > 4 || !n.output(0))
     return reject(why, "needs output Y and at most 3 more outputs");
   if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "output Y's dtype differs from X's");
-  for (size_t o = 1; o < n.outputs.size(); ++o)
-    if (n.output(o) && out_dtype(n, o) != DataType::kInt64)
-      return reject(why, "output " + std::to_string(o) + " must be int64");
   const TensorDesc& x = n.input(0)->desc;
   if (!x.shape) return true;  // the attributes and the bound are checked per run
   std::vector<int64_t> dims;
@@ -348,8 +345,10 @@ Status unique_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_unique_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Unique", &unique_supports, &unique_run, {}, &unique_workspace,
-                       CountedOutput{nullptr, 0, nullptr, &unique_outputs}});
+  out.push_back(kernel_dtypes({input_dtypes(0, kUniqueTypes), output_dtypes(1, {DataType::kInt64}),
+                               output_dtypes(2, {DataType::kInt64}), output_dtypes(3, {DataType::kInt64})},
+                              CudaOp{"Unique", &unique_supports, &unique_run, {}, &unique_workspace,
+                                     CountedOutput{nullptr, 0, nullptr, &unique_outputs}}));
 }
 
 }  // namespace graft::cuda

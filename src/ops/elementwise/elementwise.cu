@@ -1,8 +1,9 @@
 // The elementwise family's CUDA kernels and ops: unary activations and math, broadcasting binary
 // ops and comparisons (32-bit index math with fast division where the sizes allow), Where, Not,
-// Cast/CastLike and Identity, and the broadcast copy Expand and Gemm's C use. The ops check dtypes
-// and attributes (supports) and turn the node into launcher arguments (run); the kernels repeat the
-// CPU references' arithmetic in float for the half types.
+// Cast/CastLike and Identity, and the broadcast copy Expand and Gemm's C use. The ops name the dtypes
+// their kernels take (dtype keys), check attributes and the rest (supports) and turn the node into
+// launcher arguments (run); the kernels repeat the CPU references' arithmetic in float for the half
+// types.
 #include "ops/elementwise/elementwise.h"
 
 #include <cmath>
@@ -197,7 +198,7 @@ __device__ __forceinline__ C arith(BinaryOp op, C a, C b) {
         if (op == BinaryOp::kMod && t != 0 && ((t < 0) != (b < 0))) t += b;  // the divisor's sign
         return static_cast<C>(t);
       }
-      default: return 0;  // Div/Pow on integers are rejected by supports()
+      default: return 0;  // Div/Pow on integers are refused by their dtype keys
     }
   } else {
     switch (op) {
@@ -725,15 +726,28 @@ using k::BinaryOp;
 using k::UnaryOp;
 using namespace util;
 
-bool is_float_unary(UnaryOp op) {
+constexpr std::initializer_list<DataType> kBoolDtype = {DataType::kBool};
+// The key of the unary ops with integer kernels too (unary_int: Relu, Neg, Abs, Sign, Shrink).
+constexpr std::initializer_list<DataType> kUnaryIntDtypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8, DataType::kInt32, DataType::kInt64};
+// Equal's key: the float types and int32/int64, as the other comparisons, and bool.
+constexpr std::initializer_list<DataType> kEqualDtypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32, DataType::kInt64, DataType::kBool};
+
+constexpr bool is_float_unary(UnaryOp op) {
   return op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs && op != UnaryOp::kNot &&
          op != UnaryOp::kSign && op != UnaryOp::kShrink;
+}
+
+// A unary op's key (input 0): Not takes bool; Relu, Neg, Abs, Sign and Shrink also int8/int32/int64;
+// the others the float types.
+constexpr std::initializer_list<DataType> unary_key_dtypes(UnaryOp op) {
+  return op == UnaryOp::kNot ? kBoolDtype : is_float_unary(op) ? kGpuFloats : kUnaryIntDtypes;
 }
 
 template <UnaryOp kOp>
 bool unary_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if constexpr (kOp == UnaryOp::kNot) return require_dtype(n, 0, {DataType::kBool}, why);
   if constexpr (kOp == UnaryOp::kGeluErf) {
     auto a = n.attrs.get_string("approximate", "none");
     if (!a || (a.value() != "none" && a.value() != "tanh"))
@@ -744,11 +758,7 @@ bool unary_supports(const Node& n, std::string* why) {
       if (has_input(n, i) && in_dtype(n, i) != in_dtype(n, 0))
         return reject(why, "Clip min/max dtype differs from the input dtype");
   }
-  if (is_float_unary(kOp)) return require_dtype(n, 0, kGpuFloats, why);
-  return require_dtype(n, 0,
-                       {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
-                        DataType::kInt32, DataType::kInt64},
-                       why);
+  return true;
 }
 
 template <UnaryOp kOp>
@@ -804,40 +814,41 @@ Status unary_run(CudaExec& ex) {
   return launch_status(k::launch_unary(op, ktype(x.dtype()), x.data(), y.data(), x.numel(), a, b, stream_of(ex)), ex);
 }
 
+// A binary op's key (input 0; the other inputs must have its dtype): Div and Pow take the float
+// types only (integer division by zero must fail: CPU does that); And, Or and Xor bool; Equal also
+// bool; the others, Mod included (its fmod=0 takes int32/int64 only: supports checks), the float
+// types and int32/int64.
+constexpr std::initializer_list<DataType> binary_key_dtypes(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::kDiv:
+    case BinaryOp::kPow: return kGpuFloats;
+    case BinaryOp::kAnd:
+    case BinaryOp::kOr:
+    case BinaryOp::kXor: return kBoolDtype;
+    case BinaryOp::kEqual: return kEqualDtypes;
+    default: return kGpuFloatsInts;
+  }
+}
+
 template <BinaryOp kOp>
 bool binary_supports(const Node& n, std::string* why) {
   if (n.inputs.size() < 2 && kOp != BinaryOp::kMax && kOp != BinaryOp::kMin) return reject(why, "needs two inputs");
+  if (!input0_given(n, why)) return false;  // variadic Max/Min with no input
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs of different dtypes (mixed-type Pow is not handled)");
   }
-  switch (kOp) {
-    case BinaryOp::kDiv:
-    case BinaryOp::kPow:
-      return require_dtype(n, 0, kGpuFloats, why);  // integer division by zero must fail: CPU does that
-    case BinaryOp::kAnd:
-    case BinaryOp::kOr:
-    case BinaryOp::kXor:
-      return require_dtype(n, 0, {DataType::kBool}, why);
-    case BinaryOp::kMod: {
-      // fmod=0 (the default) on floats is an error in the CPU reference; integer fmod=0 is Python's %.
-      auto fmod = n.attrs.get_int("fmod", 0);
-      if (!fmod) return reject(why, "attribute 'fmod' is not an int");
-      if (fmod.value() != 0 && fmod.value() != 1) return reject(why, "attribute 'fmod' must be 0 or 1");
-      if (fmod.value() == 0)
-        return require_dtype(n, 0, {DataType::kInt32, DataType::kInt64}, why) ||
-               reject(why, "Mod with fmod=0 needs int32/int64 inputs (floating inputs need fmod=1), got " +
-                               std::string(dtype_name(in_dtype(n, 0))));
-      return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
-                                  DataType::kInt64}, why);
-    }
-    case BinaryOp::kEqual:
-      return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
-                                  DataType::kInt64, DataType::kBool}, why);
-    default:
-      return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
-                                  DataType::kInt64}, why);
+  if constexpr (kOp == BinaryOp::kMod) {
+    // fmod=0 (the default) on floats is an error in the CPU reference; integer fmod=0 is Python's %.
+    auto fmod = n.attrs.get_int("fmod", 0);
+    if (!fmod) return reject(why, "attribute 'fmod' is not an int");
+    if (fmod.value() != 0 && fmod.value() != 1) return reject(why, "attribute 'fmod' must be 0 or 1");
+    if (fmod.value() == 0)
+      return require_dtype(n, 0, kGpuInts, why) ||
+             reject(why, "Mod with fmod=0 needs int32/int64 inputs (floating inputs need fmod=1), got " +
+                             std::string(dtype_name(in_dtype(n, 0))));
   }
+  return true;
 }
 
 Status binary_once(CudaExec& ex, BinaryOp op, const Tensor& a, const Tensor& b, Tensor& out) {
@@ -871,12 +882,11 @@ Status binary_run(CudaExec& ex) {
   return Status::ok();
 }
 
+// Where's keys: the condition bool, X any dtype the device keeps (the kernel moves elements of 1, 2,
+// 4 or 8 bytes). Y must have X's dtype.
 bool where_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2)) return reject(why, "Where needs three inputs");
-  if (in_dtype(n, 0) != DataType::kBool) return reject(why, "condition must be bool");
   if (in_dtype(n, 1) != in_dtype(n, 2)) return reject(why, "X and Y dtypes differ");
-  size_t es = dtype_size(in_dtype(n, 1));
-  if (es != 1 && es != 2 && es != 4 && es != 8) return reject(why, "unsupported element size");
   return true;
 }
 
@@ -892,22 +902,10 @@ Status where_run(CudaExec& ex) {
                                        out.numel(), stream_of(ex)), ex);
 }
 
-bool castable(DataType t) {
-  switch (t) {
-    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFloat64:
-    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt32: case DataType::kInt64: case DataType::kBool:
-      return true;
-    default: return false;
-  }
-}
-
-bool cast_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!castable(in_dtype(n, 0))) return reject(why, std::string("cannot cast from ") + dtype_name(in_dtype(n, 0)));
-  DataType to = out_dtype(n, 0);
-  if (to != DataType::kUndefined && !castable(to)) return reject(why, std::string("cannot cast to ") + dtype_name(to));
-  return true;
-}
+// The dtypes Cast and CastLike convert from and to (launch_cast's switches): their keys, input 0 and output 0.
+constexpr std::initializer_list<DataType> kCastDtypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
+    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
 
 Status copy_bytes(CudaExec& ex, const Tensor& x, Tensor& y) {
   if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
@@ -924,32 +922,29 @@ Status cast_run(CudaExec& ex) {
   return launch_status(k::launch_cast(ktype(x.dtype()), ktype(y.dtype()), x.data(), y.data(), x.numel(), stream_of(ex)), ex);
 }
 
-bool identity_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  return true;
-}
-
 Status identity_run(CudaExec& ex) { return copy_bytes(ex, *ex.ctx->inputs[0], *ex.ctx->outputs[0]); }
 
 template <UnaryOp kOp>
 CudaOp unary(const char* name) {
-  return CudaOp{name, &unary_supports<kOp>, &unary_run<kOp>, {}, nullptr};
+  return kernel_dtypes({input_dtypes(0, unary_key_dtypes(kOp))},
+                       CudaOp{name, &unary_supports<kOp>, &unary_run<kOp>, {}, nullptr});
 }
 template <BinaryOp kOp>
 CudaOp binary(const char* name) {
-  return CudaOp{name, &binary_supports<kOp>, &binary_run<kOp>, {}, nullptr};
+  return kernel_dtypes({input_dtypes(0, binary_key_dtypes(kOp))},
+                       CudaOp{name, &binary_supports<kOp>, &binary_run<kOp>, {}, nullptr});
 }
 
 // ---- Sum / Mean -------------------------------------------------------------------------------
 
-template <bool kMean>
+// Every input given, of input 0's dtype (the keys: Sum the float types and int32/int64, Mean the float types).
 bool variadic_supports(const Node& n, std::string* why) {
   if (n.inputs.empty()) return reject(why, "needs at least one input");
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
   }
-  return require_dtype(n, 0, kMean ? kGpuFloats : kGpuFloatsInts, why);
+  return true;
 }
 
 // merge_broadcast (cuda_op_util.h) for the variadic kernels' operand count.
@@ -1023,11 +1018,6 @@ Status float_class_run(CudaExec& ex) {
 
 // ---- Celu ---------------------------------------------------------------------------------------
 
-bool celu_supports(const Node& n, std::string* why) {
-  // float32 is Celu's one type in the specification (and in its schema).
-  return require_dtype(n, 0, {DataType::kFloat32}, why);
-}
-
 Status celu_run(CudaExec& ex) {
   const Tensor* x = input_or_null(ex, 0);
   if (!x) return fail(ex, StatusCode::kInvalidModel, "needs X");
@@ -1044,11 +1034,17 @@ Status celu_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Sum", &variadic_supports<false>, &variadic_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"Mean", &variadic_supports<true>, &variadic_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"IsNaN", &float_input0, &float_class_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"IsInf", &float_input0, &float_class_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"Celu", &celu_supports, &celu_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloatsInts)},
+                              CudaOp{"Sum", &variadic_supports, &variadic_run<false>, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"Mean", &variadic_supports, &variadic_run<true>, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"IsNaN", &input0_given, &float_class_run<false>, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"IsInf", &input0_given, &float_class_run<true>, {}, nullptr}));
+  // float32 is Celu's one type in the specification (and in its schema).
+  out.push_back(kernel_dtypes({input_dtypes(0, {DataType::kFloat32})},
+                              CudaOp{"Celu", &input0_given, &celu_run, {}, nullptr}));
   out.push_back(unary<UnaryOp::kRelu>("Relu"));
   out.push_back(unary<UnaryOp::kLeakyRelu>("LeakyRelu"));
   out.push_back(unary<UnaryOp::kSigmoid>("Sigmoid"));
@@ -1057,7 +1053,9 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
   out.push_back(unary<UnaryOp::kGeluErf>("Gelu"));  // approximate="tanh" picks kGeluTanh at run
   out.push_back(unary<UnaryOp::kHardSigmoid>("HardSigmoid"));
   out.push_back(unary<UnaryOp::kHardSwish>("HardSwish"));
-  out.push_back(CudaOp{"Clip", &unary_supports<UnaryOp::kClip>, &unary_run<UnaryOp::kClip>, {1, 2}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, unary_key_dtypes(UnaryOp::kClip))},
+                              CudaOp{"Clip", &unary_supports<UnaryOp::kClip>, &unary_run<UnaryOp::kClip>, {1, 2},
+                                     nullptr}));
   out.push_back(unary<UnaryOp::kExp>("Exp"));
   out.push_back(unary<UnaryOp::kLog>("Log"));
   out.push_back(unary<UnaryOp::kSqrt>("Sqrt"));
@@ -1104,10 +1102,14 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
   out.push_back(binary<BinaryOp::kOr>("Or"));
   out.push_back(binary<BinaryOp::kXor>("Xor"));
   out.push_back(binary<BinaryOp::kMod>("Mod"));
-  out.push_back(CudaOp{"Where", &where_supports, &where_run, {}, nullptr});
-  out.push_back(CudaOp{"Cast", &cast_supports, &cast_run, {}, nullptr});
-  out.push_back(CudaOp{"CastLike", &cast_supports, &cast_run, {}, nullptr});
-  out.push_back(CudaOp{"Identity", &identity_supports, &identity_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kBoolDtype), input_dtypes(1, kGpuEveryDtype)},
+                              CudaOp{"Where", &where_supports, &where_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kCastDtypes), output_dtypes(0, kCastDtypes)},
+                              CudaOp{"Cast", &input0_given, &cast_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kCastDtypes), output_dtypes(0, kCastDtypes)},
+                              CudaOp{"CastLike", &input0_given, &cast_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
+                              CudaOp{"Identity", &input0_given, &identity_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -36,7 +36,8 @@ Status graft_channels_last_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_channels_last_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftChannelsLast", &float_rank4_input0, &graft_channels_last_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"GraftChannelsLast", &rank4_input0, &graft_channels_last_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

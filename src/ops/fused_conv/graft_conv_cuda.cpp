@@ -88,15 +88,17 @@ Status conv_geometry(const CudaExec& ex, const Tensor& X, const Tensor& W, const
   return Status::ok();
 }
 
+// cuDNN's convolutions take float32 or float16: GraftConv's key (input 0; W, B and Z have its dtype).
+constexpr std::initializer_list<DataType> kCudnnConvDtypes = {DataType::kFloat32, DataType::kFloat16};
+
+// All but the key's check (cudnn_conv_supports adds it for Conv, whose own key also has bfloat16).
 bool graft_conv_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "GraftConv needs X and W");
-  if (!float_inputs(n, {0, 1, 2, 3}, why)) return false;
+  if (!inputs_share_dtype(n, {1, 2, 3}, why)) return false;
   if (n.input(0)->desc.rank() != 4) return reject(why, "only 2-D convolutions are handled (rank 4)");
 #ifndef GRAFT_WITH_CUDNN
   return reject(why, "graft was built without cuDNN");
 #else
-  const DataType t = in_dtype(n, 0);
-  if (t != DataType::kFloat32 && t != DataType::kFloat16) return reject(why, "cuDNN convolutions take float32 or float16");
   auto pads = n.attrs.get_ints("pads", {});
   if (pads && pads->size() == 4 && ((*pads)[0] != (*pads)[2] || (*pads)[1] != (*pads)[3]))
     return reject(why, "asymmetric pads are not handled by cuDNN");
@@ -773,14 +775,17 @@ Status graft_conv_run(CudaExec& ex) {
 
 }  // namespace
 
-bool cudnn_conv_supports(const Node& n, std::string* why) { return graft_conv_supports(n, why); }
+bool cudnn_conv_supports(const Node& n, std::string* why) {
+  return require_dtype(n, 0, kCudnnConvDtypes, why) && graft_conv_supports(n, why);
+}
 Status cudnn_conv_run(CudaExec& ex) { return graft_conv_run(ex); }
 size_t cudnn_conv_workspace(const Node& n, const std::vector<const Tensor*>& ins, const std::vector<Tensor>& outs) {
   return graft_conv_workspace(n, ins, outs);
 }
 
 void append_cuda_graft_conv_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftConv", &graft_conv_supports, &graft_conv_run, {}, &graft_conv_workspace});
+  out.push_back(kernel_dtypes({input_dtypes(0, kCudnnConvDtypes)},
+                              CudaOp{"GraftConv", &graft_conv_supports, &graft_conv_run, {}, &graft_conv_workspace}));
 }
 
 }  // namespace graft::cuda

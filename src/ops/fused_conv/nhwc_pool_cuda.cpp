@@ -62,7 +62,8 @@ size_t graft_pool_workspace(const Node& n, const std::vector<const Tensor*>& ins
 }  // namespace
 
 void append_cuda_nhwc_pool_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftPool", &float_rank4_input0, &graft_pool_run, {}, &graft_pool_workspace});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"GraftPool", &rank4_input0, &graft_pool_run, {}, &graft_pool_workspace}));
 }
 
 }  // namespace graft::cuda

@@ -274,10 +274,6 @@ namespace {
 
 using namespace util;
 
-bool index_dtype(const Node& n, size_t i, std::string* why) {
-  return require_dtype(n, i, {DataType::kInt32, DataType::kInt64}, why);
-}
-
 Result<k::ElemIndexing> elem_indexing(const CudaExec& ex, const Tensor& data, const Tensor& ind) {
   GRAFT_ASSIGN_OR_RETURN(int64_t axis_attr, attrs_of(ex).get_int("axis", 0));
   if (data.rank() != ind.rank())
@@ -301,9 +297,9 @@ Result<k::ElemIndexing> elem_indexing(const CudaExec& ex, const Tensor& data, co
 }
 
 bool gather_elements_supports(const Node& n, std::string* why) {
-  if (!elem_size_ok(n, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "indices are missing");
-  return index_dtype(n, 1, why);
+  return true;
 }
 
 Status gather_elements_run(CudaExec& ex) {
@@ -327,16 +323,18 @@ Result<k::ScatterRed> scatter_reduction(const CudaExec& ex) {
   return fail(ex, StatusCode::kInvalidModel, "attribute 'reduction' must be none, add, mul, max or min, got '", red, "'");
 }
 
+// The data dtypes the scatters take (their key): any with a KType for reduction "none" (the kernels
+// move its bytes), the float types and int32/int64 only for add, mul, max and min (checked below).
+constexpr std::initializer_list<DataType> kScatterDataDtypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
+    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
+
 bool scatter_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs data, indices and updates");
-  if (!index_dtype(n, 1, why)) return false;
   if (in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "updates dtype differs from data");
   auto red = n.attrs.get_string("reduction", "none");
   if (!red) return reject(why, "attribute 'reduction' is not a string");
-  if (red.value() == "none") {
-    if (!has_ktype(in_dtype(n, 0))) return reject(why, std::string("data dtype ") + dtype_name(in_dtype(n, 0)) + " is not handled");
-    return true;
-  }
+  if (red.value() == "none") return true;
   if (red.value() != "add" && red.value() != "mul" && red.value() != "max" && red.value() != "min")
     return reject(why, "attribute 'reduction' must be none, add, mul, max or min");
   return require_dtype(n, 0, kGpuFloatsInts, why);
@@ -363,9 +361,9 @@ Status scatter_elements_run(CudaExec& ex) {
 }
 
 bool gather_nd_supports(const Node& n, std::string* why) {
-  if (!elem_size_ok(n, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "indices are missing");
-  return index_dtype(n, 1, why);
+  return true;
 }
 
 Status gather_nd_run(CudaExec& ex) {
@@ -432,10 +430,16 @@ Status scatter_nd_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_gather_scatter_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GatherElements", &gather_elements_supports, &gather_elements_run, {}, nullptr});
-  out.push_back(CudaOp{"ScatterElements", &scatter_supports, &scatter_elements_run, {}, nullptr});
-  out.push_back(CudaOp{"GatherND", &gather_nd_supports, &gather_nd_run, {}, nullptr});
-  out.push_back(CudaOp{"ScatterND", &scatter_supports, &scatter_nd_run, {}, nullptr});
+  // The indices (input 1) are read on the device as int32 or int64; the gathers move any dtype's bytes.
+  const KernelDtypes indices = input_dtypes(1, kGpuInts);
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices},
+                              CudaOp{"GatherElements", &gather_elements_supports, &gather_elements_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kScatterDataDtypes), indices},
+                              CudaOp{"ScatterElements", &scatter_supports, &scatter_elements_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices},
+                              CudaOp{"GatherND", &gather_nd_supports, &gather_nd_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kScatterDataDtypes), indices},
+                              CudaOp{"ScatterND", &scatter_supports, &scatter_nd_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -353,11 +353,14 @@ bool zero_point_ok(const Node& n, size_t zp, size_t of, std::string* why) {
                          input_name(of) + " has " + dtype_name(in_dtype(n, of)));
 }
 
+// Both operands given (their dtypes, uint8/int8: the rows' keys), each zero point of its operand's dtype.
 bool operands_ok(const Node& n, const Inputs& io, std::string* why) {
   if (!has_input(n, io.a) || !has_input(n, io.b)) return reject(why, "needs both operands");
-  return require_dtype(n, io.a, k8Bit, why) && require_dtype(n, io.b, k8Bit, why) &&
-         zero_point_ok(n, io.a_zp, io.a, why) && zero_point_ok(n, io.b_zp, io.b, why);
+  return zero_point_ok(n, io.a_zp, io.a, why) && zero_point_ok(n, io.b_zp, io.b, why);
 }
+
+// MatMulInteger's and ConvInteger's output 0 is given (its dtype, int32: their key).
+bool output0_given(const Node& n, std::string* why) { return n.output(0) || reject(why, "output 0 is missing"); }
 
 bool output_is(const Node& n, DataType t, std::string* why) {
   if (out_dtype(n, 0) == t) return true;
@@ -365,16 +368,14 @@ bool output_is(const Node& n, DataType t, std::string* why) {
                          dtype_name(t));
 }
 
-// The QLinear ops' three scales (inputs 1, 4, 6: one float dtype) and output zero point (input 7,
-// whose dtype the output has).
+// The QLinear ops' three scales (inputs 1, 4, 6: one float dtype, of kScaleTypes by their keys) and
+// output zero point (input 7, uint8/int8 by its key, whose dtype the output has).
 bool qlinear_params_ok(const Node& n, std::string* why) {
   for (size_t i : {1, 4, 6}) {
     if (!has_input(n, i)) return reject(why, "needs its three scales (inputs 1, 4 and 6)");
-    if (!require_dtype(n, i, kScaleTypes, why)) return false;
     if (in_dtype(n, i) != in_dtype(n, 1)) return reject(why, "the three scales differ in dtype");
   }
   if (!has_input(n, 7)) return reject(why, "needs y_zero_point (input 7)");
-  if (!require_dtype(n, 7, k8Bit, why)) return false;
   return output_is(n, in_dtype(n, 7), why);
 }
 
@@ -399,8 +400,7 @@ bool conv_rank_ok(const Node& n, std::string* why) {
 }
 
 bool matmul_integer_supports(const Node& n, std::string* why) {
-  return operands_ok(n, kIntegerInputs, why) && output_is(n, DataType::kInt32, why) &&
-         matmul_ranks_ok(n, kIntegerInputs, why);
+  return operands_ok(n, kIntegerInputs, why) && output0_given(n, why) && matmul_ranks_ok(n, kIntegerInputs, why);
 }
 
 bool qlinear_matmul_supports(const Node& n, std::string* why) {
@@ -408,12 +408,12 @@ bool qlinear_matmul_supports(const Node& n, std::string* why) {
 }
 
 bool conv_integer_supports(const Node& n, std::string* why) {
-  return operands_ok(n, kIntegerInputs, why) && output_is(n, DataType::kInt32, why) && conv_rank_ok(n, why);
+  return operands_ok(n, kIntegerInputs, why) && output0_given(n, why) && conv_rank_ok(n, why);
 }
 
+// The optional bias (input 8) is int32 by the row's key.
 bool qlinear_conv_supports(const Node& n, std::string* why) {
-  if (!operands_ok(n, kQLinearInputs, why) || !qlinear_params_ok(n, why) || !conv_rank_ok(n, why)) return false;
-  return !has_input(n, 8) || require_dtype(n, 8, {DataType::kInt32}, why);
+  return operands_ok(n, kQLinearInputs, why) && qlinear_params_ok(n, why) && conv_rank_ok(n, why);
 }
 
 // ---- run ----
@@ -618,10 +618,17 @@ Status qlinear_conv_run(CudaExec& ex) { return conv_run(ex, true); }
 }  // namespace
 
 void append_cuda_integer_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"MatMulInteger", &matmul_integer_supports, &matmul_integer_run, {}, nullptr});
-  out.push_back(CudaOp{"ConvInteger", &conv_integer_supports, &conv_integer_run, {}, nullptr});
-  out.push_back(CudaOp{"QLinearMatMul", &qlinear_matmul_supports, &qlinear_matmul_run, {}, nullptr});
-  out.push_back(CudaOp{"QLinearConv", &qlinear_conv_supports, &qlinear_conv_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, k8Bit), input_dtypes(1, k8Bit), output_dtypes(0, {DataType::kInt32})},
+                              CudaOp{"MatMulInteger", &matmul_integer_supports, &matmul_integer_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, k8Bit), input_dtypes(1, k8Bit), output_dtypes(0, {DataType::kInt32})},
+                              CudaOp{"ConvInteger", &conv_integer_supports, &conv_integer_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, k8Bit), input_dtypes(1, kScaleTypes), input_dtypes(3, k8Bit),
+                               input_dtypes(4, kScaleTypes), input_dtypes(6, kScaleTypes), input_dtypes(7, k8Bit)},
+                              CudaOp{"QLinearMatMul", &qlinear_matmul_supports, &qlinear_matmul_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, k8Bit), input_dtypes(1, kScaleTypes), input_dtypes(3, k8Bit),
+                               input_dtypes(4, kScaleTypes), input_dtypes(6, kScaleTypes), input_dtypes(7, k8Bit),
+                               input_dtypes(8, {DataType::kInt32})},
+                              CudaOp{"QLinearConv", &qlinear_conv_supports, &qlinear_conv_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -128,11 +128,10 @@ namespace {
 
 using namespace util;
 
+// The keys: the scores and the weight (if given) float32/float16/bfloat16/float64, the target
+// int32/int64.
 bool loss_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs the scores and the target");
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
-  if (!require_dtype(n, 1, {DataType::kInt32, DataType::kInt64}, why)) return false;
-  if (has_input(n, 2) && !require_dtype(n, 2, kGpuFloats64, why)) return false;
   return true;
 }
 
@@ -177,8 +176,11 @@ Status softmax_cross_entropy_run(CudaExec& ex) { return loss_run(ex, true); }
 }  // namespace
 
 void append_cuda_loss_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"NegativeLogLikelihoodLoss", &loss_supports, &nll_run, {}, &loss_workspace});
-  out.push_back(CudaOp{"SoftmaxCrossEntropyLoss", &loss_supports, &softmax_cross_entropy_run, {}, &loss_workspace});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts), input_dtypes(2, kGpuFloats64)},
+                              CudaOp{"NegativeLogLikelihoodLoss", &loss_supports, &nll_run, {}, &loss_workspace}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts), input_dtypes(2, kGpuFloats64)},
+                              CudaOp{"SoftmaxCrossEntropyLoss", &loss_supports, &softmax_cross_entropy_run, {},
+                                     &loss_workspace}));
 }
 
 }  // namespace graft::cuda

@@ -52,8 +52,7 @@ namespace {
 using namespace util;
 
 bool lp_normalization_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
+  if (!input0_given(n, why)) return false;
   auto p = lp_order(n.attrs, true);
   if (!p) return reject(why, p.status().message());
   return true;
@@ -75,7 +74,8 @@ Status lp_normalization_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_lp_normalization_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"LpNormalization", &lp_normalization_supports, &lp_normalization_run, {}});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
+                              CudaOp{"LpNormalization", &lp_normalization_supports, &lp_normalization_run, {}}));
 }
 
 }  // namespace graft::cuda

@@ -86,8 +86,7 @@ using namespace util;
 // The pools need the rank at build time (their inference does too) and at most kMaxPoolAxes
 // spatial axes.
 bool pool_supports(const Node& n, bool global, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
+  if (!input0_given(n, why)) return false;
   const TensorDesc& x = n.input(0)->desc;
   if (!x.shape) return reject(why, "input X's rank is unknown");
   if (x.rank() < 3 || x.rank() - 2 > k::kMaxPoolAxes)
@@ -132,8 +131,9 @@ Status global_lp_pool_run(CudaExec& ex) { return pool_run(ex, true); }
 }  // namespace
 
 void append_cuda_lp_pool_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"LpPool", &lp_pool_supports, &lp_pool_run, {}});
-  out.push_back(CudaOp{"GlobalLpPool", &global_lp_pool_supports, &global_lp_pool_run, {}});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)}, CudaOp{"LpPool", &lp_pool_supports, &lp_pool_run, {}}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
+                              CudaOp{"GlobalLpPool", &global_lp_pool_supports, &global_lp_pool_run, {}}));
 }
 
 }  // namespace graft::cuda

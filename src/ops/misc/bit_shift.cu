@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -59,10 +60,12 @@ namespace {
 
 using namespace util;
 
+// uint8 is the one integer type of BitShift graft has (its schema takes nothing else): X's and Y's key.
+constexpr std::initializer_list<DataType> kBitShiftTypes = {DataType::kUInt8};
+
 bool bit_shift_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and Y");
-  // uint8 is the one integer type of BitShift graft has (its schema takes nothing else).
-  return require_dtype(n, 0, {DataType::kUInt8}, why) && require_dtype(n, 1, {DataType::kUInt8}, why);
+  return true;
 }
 
 Status bit_shift_run(CudaExec& ex) {
@@ -87,7 +90,8 @@ Status bit_shift_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_bit_shift_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"BitShift", &bit_shift_supports, &bit_shift_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kBitShiftTypes), input_dtypes(1, kBitShiftTypes)},
+                              CudaOp{"BitShift", &bit_shift_supports, &bit_shift_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

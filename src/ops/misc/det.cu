@@ -86,11 +86,6 @@ namespace {
 
 using namespace util;
 
-bool det_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "needs X");
-  return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64}, why);
-}
-
 // Each matrix is eliminated in a double copy of its own in the workspace.
 size_t det_workspace(const Node&, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>& /*outputs*/) {
   if (inputs.empty() || !inputs[0] || inputs[0]->rank() < 2) return 0;
@@ -117,7 +112,8 @@ Status det_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_det_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Det", &det_supports, &det_run, {}, &det_workspace});
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuFloats64)}, CudaOp{"Det", &input0_given, &det_run, {}, &det_workspace}));
 }
 
 }  // namespace graft::cuda

@@ -118,8 +118,7 @@ bool einsum_supports(const Node& n, std::string* why) {
   std::vector<int64_t> ranks;
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
-    if (!is_kernel_type(in_dtype(n, i)) || in_dtype(n, i) == DataType::kBool)
-      return reject(why, std::string("dtype ") + dtype_name(in_dtype(n, i)) + " is not handled");
+    // Input 0's dtype is the key; every operand has it.
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
     if (n.input(i)->desc.rank() < 0) return reject(why, "an input's rank is unknown at build time");
     ranks.push_back(n.input(i)->desc.rank());
@@ -166,7 +165,8 @@ Status einsum_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_einsum_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Einsum", &einsum_supports, &einsum_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kMiscNumericTypes)},
+                              CudaOp{"Einsum", &einsum_supports, &einsum_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -1,17 +1,21 @@
-// What the misc family's CUDA ops share: the element types their kernels are built for.
+// What the misc family's CUDA ops share: the element types their kernels are built for (their dtype keys).
 #pragma once
+
+#include <initializer_list>
 
 #include "graft/tensor.h"
 
 namespace graft::cuda {
 
-inline bool is_kernel_type(DataType t) {
-  switch (t) {
-    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFloat64:
-    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt32: case DataType::kInt64: case DataType::kBool:
-      return true;
-    default: return false;
-  }
-}
+// Every type of the kernels' KType numbering: what the kernels that move elements by their size
+// (EyeLike, ReverseSequence) take.
+constexpr std::initializer_list<DataType> kMiscKernelTypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
+    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
+// kMiscKernelTypes less bool: the types of the kernels that compute (GRAFT_EVERY_NUMERIC_DISPATCH:
+// Einsum, the windows).
+constexpr std::initializer_list<DataType> kMiscNumericTypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
+    DataType::kInt8,    DataType::kUInt8,   DataType::kInt32,    DataType::kInt64};
 
 }  // namespace graft::cuda

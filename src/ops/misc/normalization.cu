@@ -168,13 +168,8 @@ namespace {
 using namespace util;
 
 
-bool float_x(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  return require_dtype(n, 0, kGpuFloats64, why);
-}
-
 bool instance_norm_supports(const Node& n, std::string* why) {
-  if (!float_x(n, why)) return false;
+  if (!input0_given(n, why)) return false;
   for (size_t i = 1; i < 3; ++i) {
     if (!has_input(n, i)) return reject(why, "needs scale and B");
     if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "scale and B must have the input's dtype");
@@ -212,7 +207,7 @@ Status instance_norm_run(CudaExec& ex) {
 }
 
 bool mvn_supports(const Node& n, std::string* why) {
-  if (!float_x(n, why)) return false;
+  if (!input0_given(n, why)) return false;
   const Value* x = n.input(0);
   if (x->desc.shape && x->desc.shape->size() > static_cast<size_t>(k::kMaxRank))
     return reject(why, "input rank exceeds the CUDA kernel's " + std::to_string(k::kMaxRank));
@@ -276,9 +271,12 @@ Status lrn_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_normalization_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"InstanceNormalization", &instance_norm_supports, &instance_norm_run, {}, nullptr});
-  out.push_back(CudaOp{"MeanVarianceNormalization", &mvn_supports, &mvn_run, {}, nullptr});
-  out.push_back(CudaOp{"LRN", &float_x, &lrn_run, {}, nullptr});
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuFloats64)},
+                    CudaOp{"InstanceNormalization", &instance_norm_supports, &instance_norm_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
+                              CudaOp{"MeanVarianceNormalization", &mvn_supports, &mvn_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)}, CudaOp{"LRN", &input0_given, &lrn_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

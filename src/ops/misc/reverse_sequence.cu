@@ -73,9 +73,7 @@ using namespace util;
 
 bool reverse_sequence_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs input and sequence_lens");
-  if (!is_kernel_type(in_dtype(n, 0)))
-    return reject(why, std::string("input dtype ") + dtype_name(in_dtype(n, 0)) + " is not handled");
-  return require_dtype(n, 1, {DataType::kInt64}, why);
+  return true;
 }
 
 // sequence_lens stays on the device (the kernel reads it), so a length out of range cannot fail
@@ -105,7 +103,10 @@ Status reverse_sequence_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_reverse_sequence_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"ReverseSequence", &reverse_sequence_supports, &reverse_sequence_run, {}, nullptr});
+  // sequence_lens is read on the device as int64.
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kMiscKernelTypes), input_dtypes(1, {DataType::kInt64})},
+                    CudaOp{"ReverseSequence", &reverse_sequence_supports, &reverse_sequence_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -74,10 +74,8 @@ using namespace util;
 
 bool window_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input size is missing");
-  if (!require_dtype(n, 0, {DataType::kInt32, DataType::kInt64}, why)) return false;
-  const DataType t = out_dtype(n, 0);
-  if (t == DataType::kBool || !is_kernel_type(t))
-    return reject(why, std::string("output dtype ") + dtype_name(t) + " is not handled");
+  // The output's dtype is a key, which says nothing of an absent output.
+  if (!n.output(0)) return reject(why, "output 0 is missing");
   return true;
 }
 
@@ -102,9 +100,13 @@ Status window_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_window_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"HannWindow", &window_supports, &window_run<0>, {0}, nullptr});
-  out.push_back(CudaOp{"HammingWindow", &window_supports, &window_run<1>, {0}, nullptr});
-  out.push_back(CudaOp{"BlackmanWindow", &window_supports, &window_run<2>, {0}, nullptr});
+  // Keyed by the output's dtype (the output_datatype attribute's) and the size's.
+  out.push_back(kernel_dtypes({output_dtypes(0, kMiscNumericTypes), input_dtypes(0, kGpuInts)},
+                              CudaOp{"HannWindow", &window_supports, &window_run<0>, {0}, nullptr}));
+  out.push_back(kernel_dtypes({output_dtypes(0, kMiscNumericTypes), input_dtypes(0, kGpuInts)},
+                              CudaOp{"HammingWindow", &window_supports, &window_run<1>, {0}, nullptr}));
+  out.push_back(kernel_dtypes({output_dtypes(0, kMiscNumericTypes), input_dtypes(0, kGpuInts)},
+                              CudaOp{"BlackmanWindow", &window_supports, &window_run<2>, {0}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -12,13 +12,12 @@ namespace {
 
 using namespace util;
 
+// The keys: X and scale (B, mean and var have scale's dtype) each a float type.
 bool bn_supports(const Node& n, std::string* why) {
   for (size_t i = 0; i < 5; ++i)
     if (!has_input(n, i)) return reject(why, "BatchNormalization needs 5 inputs");
-  if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
   for (size_t i = 2; i < 5; ++i)
     if (in_dtype(n, i) != in_dtype(n, 1)) return reject(why, "scale, B, mean and var must share one dtype");
-  if (!require_dtype(n, 1, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
   auto tm = n.attrs.get_int("training_mode", 0);
   if (!tm || tm.value() != 0) return reject(why, "training_mode is not handled (inference only)");
   if (n.outputs.size() > 1) return reject(why, "training outputs (running mean/var) are not handled");
@@ -41,7 +40,8 @@ Status bn_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_batch_norm_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"BatchNormalization", &bn_supports, &bn_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats), input_dtypes(1, kGpuFloats)},
+                              CudaOp{"BatchNormalization", &bn_supports, &bn_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

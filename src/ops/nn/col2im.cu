@@ -84,7 +84,6 @@ using namespace util;
 bool col2im_supports(const Node& n, std::string* why) {
   for (size_t i = 0; i < 3; ++i)
     if (!has_input(n, i)) return reject(why, "needs input, image_shape and block_shape");
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   const Value* image = n.input(1);
   if (image->desc.shape && image->desc.rank() == 1 && (*image->desc.shape)[0].is_const() &&
       (*image->desc.shape)[0].value() > k::kCol2ImMaxAxes)
@@ -128,7 +127,8 @@ Status col2im_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_col2im_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Col2Im", &col2im_supports, &col2im_run, {1, 2}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
+                              CudaOp{"Col2Im", &col2im_supports, &col2im_run, {1, 2}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -18,7 +18,7 @@ using namespace util;
 
 bool conv_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "Conv needs X and W");
-  if (!float_inputs(n, {0, 1, 2}, why)) return false;
+  if (!inputs_share_dtype(n, {1, 2}, why)) return false;  // W and B have X's dtype (its key)
   const Value* x = n.input(0);
   if (x->desc.rank() < 3 || x->desc.rank() > 5)
     return reject(why, "only 1-D, 2-D and 3-D convolutions are handled (rank 3 to 5)");
@@ -70,7 +70,8 @@ Status conv_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_conv_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Conv", &conv_supports, &conv_run, {}, &conv_workspace});
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuFloats)}, CudaOp{"Conv", &conv_supports, &conv_run, {}, &conv_workspace}));
 }
 
 }  // namespace graft::cuda

@@ -70,10 +70,7 @@ bool conv_transpose_supports(const Node& n, std::string* why) {
   return reject(why, "graft was built without cuDNN");
 #else
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "ConvTranspose needs X and W");
-  if (!float_inputs(n, {0, 1, 2}, why)) return false;
-  const DataType t = in_dtype(n, 0);
-  if (t != DataType::kFloat32 && t != DataType::kFloat16)
-    return reject(why, std::string("the cuDNN transposed convolution takes float32 or float16, not ") + dtype_name(t));
+  if (!inputs_share_dtype(n, {1, 2}, why)) return false;  // W and B have X's dtype (its key)
   const TensorDesc& xd = n.input(0)->desc;
   const TensorDesc& wd = n.input(1)->desc;
   if (xd.rank() != 4) return reject(why, "only 2-D transposed convolutions (X of rank 4) are handled; X is " + xd.to_string());
@@ -274,7 +271,10 @@ Status conv_transpose_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"ConvTranspose", &conv_transpose_supports, &conv_transpose_run, {}, &conv_transpose_workspace});
+  // The cuDNN transposed convolution takes float32 or float16.
+  out.push_back(kernel_dtypes({input_dtypes(0, {DataType::kFloat32, DataType::kFloat16})},
+                              CudaOp{"ConvTranspose", &conv_transpose_supports, &conv_transpose_run, {},
+                                     &conv_transpose_workspace}));
 }
 
 }  // namespace graft::cuda

@@ -24,7 +24,7 @@ size_t lt_workspace(const Node&, const std::vector<const Tensor*>&, const std::v
 
 bool matmul_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "MatMul needs two inputs");
-  return float_inputs(n, {0, 1}, why);
+  return inputs_share_dtype(n, {1}, why);  // B has A's dtype (its key)
 }
 
 Status matmul_run(CudaExec& ex) {
@@ -98,7 +98,7 @@ Status matmul_run(CudaExec& ex) {
 
 bool gemm_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "Gemm needs A and B");
-  return float_inputs(n, {0, 1, 2}, why);
+  return inputs_share_dtype(n, {1, 2}, why);  // B and C have A's dtype (its key)
 }
 
 Status gemm_run(CudaExec& ex) {
@@ -156,8 +156,10 @@ Status gemm_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_matmul_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"MatMul", &matmul_supports, &matmul_run, {}, &lt_workspace});
-  out.push_back(CudaOp{"Gemm", &gemm_supports, &gemm_run, {}, &lt_workspace});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"MatMul", &matmul_supports, &matmul_run, {}, &lt_workspace}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"Gemm", &gemm_supports, &gemm_run, {}, &lt_workspace}));
 }
 
 }  // namespace graft::cuda

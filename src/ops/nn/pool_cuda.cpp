@@ -15,14 +15,11 @@ namespace {
 
 using namespace util;
 
-template <k::PoolKind kKind>
+// X given, of 3 to 5 axes (the keys: X a float type; MaxPool's Indices output int64).
 bool pool_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input X is missing");
-  if (!float_inputs(n, {0}, why)) return false;
   const int64_t r = n.input(0)->desc.rank();
   if (r < 3 || r > 5) return reject(why, "only 1-D, 2-D and 3-D pools are handled (rank 3 to 5)");
-  if (kKind == k::PoolKind::kMax && n.outputs.size() > 1 && n.outputs[1] && out_dtype(n, 1) != DataType::kInt64)
-    return reject(why, "the Indices output must be int64");
   return true;
 }
 
@@ -63,7 +60,6 @@ Status pool_run(CudaExec& ex) {
 
 bool global_pool_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input X is missing");
-  if (!float_inputs(n, {0}, why)) return false;
   if (n.input(0)->desc.rank() >= 0 && n.input(0)->desc.rank() < 3) return reject(why, "X must have rank >= 3");
   return true;
 }
@@ -81,10 +77,15 @@ Status global_pool_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_pool_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"MaxPool", &pool_supports<k::PoolKind::kMax>, &pool_run<k::PoolKind::kMax>, {}, nullptr});
-  out.push_back(CudaOp{"AveragePool", &pool_supports<k::PoolKind::kAverage>, &pool_run<k::PoolKind::kAverage>, {}, nullptr});
-  out.push_back(CudaOp{"GlobalAveragePool", &global_pool_supports, &global_pool_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"GlobalMaxPool", &global_pool_supports, &global_pool_run<true>, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats), output_dtypes(1, {DataType::kInt64})},
+                              CudaOp{"MaxPool", &pool_supports, &pool_run<k::PoolKind::kMax>, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"AveragePool", &pool_supports, &pool_run<k::PoolKind::kAverage>, {}, nullptr}));
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                    CudaOp{"GlobalAveragePool", &global_pool_supports, &global_pool_run<false>, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"GlobalMaxPool", &global_pool_supports, &global_pool_run<true>, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -101,12 +101,11 @@ namespace {
 
 using namespace util;
 
+// The dtypes (x float32; y uint8, y_scale float32, y_zero_point uint8) are the row's keys.
 bool dynamic_quantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, {DataType::kFloat32}, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (n.outputs.size() != 3 || !n.output(0) || !n.output(1) || !n.output(2))
     return reject(why, "needs its three outputs (y, y_scale, y_zero_point)");
-  if (out_dtype(n, 0) != DataType::kUInt8 || out_dtype(n, 1) != DataType::kFloat32 || out_dtype(n, 2) != DataType::kUInt8)
-    return reject(why, "outputs must be uint8, float32 and uint8");
   return true;
 }
 
@@ -137,8 +136,10 @@ Status dynamic_quantize_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_dynamic_quantize_linear_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"DynamicQuantizeLinear", &dynamic_quantize_supports, &dynamic_quantize_run, {},
-                       &dynamic_quantize_workspace});
+  out.push_back(kernel_dtypes({input_dtypes(0, {DataType::kFloat32}), output_dtypes(0, {DataType::kUInt8}),
+                               output_dtypes(1, {DataType::kFloat32}), output_dtypes(2, {DataType::kUInt8})},
+                              CudaOp{"DynamicQuantizeLinear", &dynamic_quantize_supports, &dynamic_quantize_run, {},
+                                     &dynamic_quantize_workspace}));
 }
 
 }  // namespace graft::cuda

@@ -62,10 +62,10 @@ using namespace util;
 // The scale and zero point are read on the host (scalars, passed to the kernel by value), which also
 // keeps the scale float32 in a float16 engine: the pair's quantization steps stay the model's.
 
+// The keys: x and the scale float32/float16/bfloat16/float64, the zero point uint8/int8.
 bool quantize_dequantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (!has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs a scale and a zero point");
-  if (!require_dtype(n, 1, kGpuFloats64, why) || !require_dtype(n, 2, kQuantTypes, why)) return false;
   if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "the output's dtype differs from x's");
   return true;
 }
@@ -92,8 +92,10 @@ Status quantize_dequantize_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_quantize_dequantize_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftQuantizeDequantize", &quantize_dequantize_supports, &quantize_dequantize_run, {1, 2},
-                       nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuFloats64),
+                               input_dtypes(2, kQuantTypes)},
+                              CudaOp{"GraftQuantizeDequantize", &quantize_dequantize_supports, &quantize_dequantize_run,
+                                     {1, 2}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -135,14 +135,6 @@ namespace {
 
 using namespace util;
 
-bool out_dtype_in(const Node& n, size_t i, std::initializer_list<DataType> allowed, std::string* why) {
-  const DataType t = out_dtype(n, i);
-  for (DataType a : allowed)
-    if (t == a) return true;
-  return reject(why, "output " + std::to_string(i) + " has dtype " + dtype_name(t) +
-                         ", which the CUDA kernel does not handle");
-}
-
 // ---- QuantizeLinear / DequantizeLinear ------------------------------------------------------------
 
 // The kernels' element type for a quantized type: opset 21's 4-bit types are held one a byte
@@ -151,23 +143,27 @@ k::KType storage_ktype(DataType t) {
   return t == DataType::kInt4 ? k::KType::kI8 : t == DataType::kUInt4 ? k::KType::kU8 : ktype(t);
 }
 
+// x as the CPU reference takes it (any float type or int32): QuantizeLinear's key on input 0.
+constexpr std::initializer_list<DataType> kQuantizeInputTypes = {DataType::kFloat32, DataType::kFloat16,
+                                                                 DataType::kBFloat16, DataType::kFloat64,
+                                                                 DataType::kInt32};
+
+// The keys: x kQuantizeInputTypes, the scale any float type, the zero point (if given) and y a
+// quantized type.
 bool quantize_supports(const Node& n, std::string* why) {
-  // x as the CPU reference takes it (any float type or int32).
-  if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
-                            DataType::kInt32}, why))
-    return false;
+  if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
-  if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
-  if (has_input(n, 2) && !require_dtype(n, 2, kQuantizedTypes, why)) return false;
-  return out_dtype_in(n, 0, kQuantizedTypes, why);
+  if (!n.output(0)) return reject(why, "output 0 is missing");
+  return true;
 }
 
+// The keys: x kDequantizeInputTypes, the scale and y any float type.
 bool dequantize_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, kDequantizeInputTypes, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
-  if (!require_dtype(n, 1, kGpuFloats64, why)) return false;
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "the zero point's dtype differs from x's");
-  return out_dtype_in(n, 0, kGpuFloats64, why);
+  if (!n.output(0)) return reject(why, "output 0 is missing");
+  return true;
 }
 
 // The layout checks of the CPU reference, then the kernel's arguments.
@@ -220,8 +216,12 @@ Status dequantize_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_quantize_linear_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"QuantizeLinear", &quantize_supports, &quantize_run, {}, nullptr});
-  out.push_back(CudaOp{"DequantizeLinear", &dequantize_supports, &dequantize_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kQuantizeInputTypes), input_dtypes(1, kGpuFloats64),
+                               input_dtypes(2, kQuantizedTypes), output_dtypes(0, kQuantizedTypes)},
+                              CudaOp{"QuantizeLinear", &quantize_supports, &quantize_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kDequantizeInputTypes), input_dtypes(1, kGpuFloats64),
+                               output_dtypes(0, kGpuFloats64)},
+                              CudaOp{"DequantizeLinear", &dequantize_supports, &dequantize_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

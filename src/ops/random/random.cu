@@ -388,13 +388,14 @@ Result<RandomAttrs> attrs_checked(const CudaExec& ex, const char* op_type) {
 
 // ---- RandomUniform(Like), RandomNormal(Like) ----------------------------------------------------
 
+// The output's dtype (kRandomFloats) is the rows' key; a *Like op's input 0 may have any dtype when
+// the dtype attribute gives the output's (random_attrs refuses a non-float one without it).
 template <bool kLike>
 bool generator_supports(const Node& n, std::string* why) {
   if (kLike && !has_input(n, 0)) return reject(why, "input 0 is missing");
+  if (!n.output(0)) return reject(why, "output 0 is missing");
   auto a = random_attrs(n.op_type, n.attrs, kLike ? in_dtype(n, 0) : DataType::kUndefined);
   if (!a) return reject(why, a.status().to_string());
-  if (!is_random_float(out_dtype(n, 0)))
-    return reject(why, std::string("output dtype ") + dtype_name(out_dtype(n, 0)) + " is not a float type");
   return true;
 }
 
@@ -421,13 +422,13 @@ uint64_t one_bits(DataType t) {
   return bits;
 }
 
+// The keys: the probabilities kRandomFloats, the output any device dtype (its element size is what
+// the kernel writes 1 in).
 bool bernoulli_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!require_dtype(n, 0, kRandomFloats, why)) return false;
   auto a = random_attrs(n.op_type, n.attrs, in_dtype(n, 0));
   if (!a) return reject(why, a.status().to_string());
-  const size_t es = dtype_size(out_dtype(n, 0));
-  if (es != 1 && es != 2 && es != 4 && es != 8) return reject(why, "unsupported output element size");
+  if (!n.output(0)) return reject(why, "output 0 is missing");
   return true;
 }
 
@@ -447,9 +448,9 @@ Status bernoulli_run(CudaExec& ex) {
 
 // ---- Multinomial --------------------------------------------------------------------------------
 
+// The key: the log probabilities kRandomFloats.
 bool multinomial_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!require_dtype(n, 0, kRandomFloats, why)) return false;
   auto a = random_attrs(n.op_type, n.attrs, in_dtype(n, 0));
   if (!a) return reject(why, a.status().to_string());
   return true;
@@ -476,12 +477,9 @@ Status multinomial_run(CudaExec& ex) {
 
 // ---- Dropout ------------------------------------------------------------------------------------
 
+// The keys: x any device dtype (inference copies its bytes), the mask (if given) bool.
 bool dropout_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  const size_t es = dtype_size(in_dtype(n, 0));
-  if (es != 1 && es != 2 && es != 4 && es != 8) return reject(why, "unsupported element size");
-  if (n.outputs.size() > 1 && n.outputs[1] && n.outputs[1]->desc.dtype != DataType::kBool)
-    return reject(why, "the mask output must be bool");
   // Training mode (decided by a host input at run time) draws a mask over a float x; the seed
   // attribute is checked here so a bad one fails the build.
   if (auto s = seed_attr(n.attrs); !s) return reject(why, s.status().to_string());
@@ -539,13 +537,23 @@ Status dropout_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_random_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"RandomUniform", &generator_supports<false>, &generator_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"RandomNormal", &generator_supports<false>, &generator_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"RandomUniformLike", &generator_supports<true>, &generator_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"RandomNormalLike", &generator_supports<true>, &generator_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"Bernoulli", &bernoulli_supports, &bernoulli_run, {}, nullptr});
-  out.push_back(CudaOp{"Multinomial", &multinomial_supports, &multinomial_run, {}, nullptr});
-  out.push_back(CudaOp{"Dropout", &dropout_supports, &dropout_run, {1, 2}, nullptr});
+  // The generators are keyed by their output's dtype (the dtype attribute's, or a *Like op's input's).
+  out.push_back(kernel_dtypes({output_dtypes(0, kRandomFloats)},
+                              CudaOp{"RandomUniform", &generator_supports<false>, &generator_run<false>, {}, nullptr}));
+  out.push_back(kernel_dtypes({output_dtypes(0, kRandomFloats)},
+                              CudaOp{"RandomNormal", &generator_supports<false>, &generator_run<true>, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), output_dtypes(0, kRandomFloats)},
+                              CudaOp{"RandomUniformLike", &generator_supports<true>, &generator_run<false>, {},
+                                     nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), output_dtypes(0, kRandomFloats)},
+                              CudaOp{"RandomNormalLike", &generator_supports<true>, &generator_run<true>, {},
+                                     nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kRandomFloats), output_dtypes(0, kGpuEveryDtype)},
+                              CudaOp{"Bernoulli", &bernoulli_supports, &bernoulli_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kRandomFloats)},
+                              CudaOp{"Multinomial", &multinomial_supports, &multinomial_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), output_dtypes(1, {DataType::kBool})},
+                              CudaOp{"Dropout", &dropout_supports, &dropout_run, {1, 2}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -371,6 +371,8 @@ bool is_kernel_float(DataType t) {
 // read as opset 14, so `layout` is accepted there and checked against the real opset by run().
 int opset_for_build(const Node& n) { return n.opset > 0 ? n.opset : 14; }
 
+// The keys: X float32/float16/bfloat16, sequence_lens (if given) int32/int64; every other input and
+// every output has X's dtype.
 bool recurrent_supports(const Node& n, std::string* why, RecurrentOp op) {
   auto a = recurrent_attrs(op, n.attrs, opset_for_build(n));
   if (!a) return reject(why, "attributes: " + a.status().to_string());
@@ -379,15 +381,8 @@ bool recurrent_supports(const Node& n, std::string* why, RecurrentOp op) {
   for (size_t i : {size_t{kRnnX}, size_t{kRnnW}, size_t{kRnnR}})
     if (!has_input(n, i)) return reject(why, std::string("needs input ") + recurrent_input_name(i));
   const DataType dt = in_dtype(n, kRnnX);
-  if (!is_kernel_float(dt))
-    return reject(why, std::string("X has dtype ") + dtype_name(dt) +
-                           "; the CUDA kernel handles float32, float16 and bfloat16");
   for (size_t i = 1; i < n.inputs.size(); ++i) {
-    if (!has_input(n, i)) continue;
-    if (i == kRnnSeqLens) {
-      if (!require_dtype(n, i, {DataType::kInt32, DataType::kInt64}, why)) return false;
-      continue;
-    }
+    if (!has_input(n, i) || i == kRnnSeqLens) continue;
     if (in_dtype(n, i) != dt)
       return reject(why, std::string("input ") + recurrent_input_name(i) + " has dtype " +
                              dtype_name(in_dtype(n, i)) + " but X has " + dtype_name(dt));
@@ -533,9 +528,13 @@ size_t gru_workspace(const Node& n, const std::vector<const Tensor*>& in, const 
 }  // namespace
 
 void append_cuda_recurrent_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"RNN", &rnn_supports, &rnn_run, {}, &rnn_workspace});
-  out.push_back(CudaOp{"LSTM", &lstm_supports, &lstm_run, {}, &lstm_workspace});
-  out.push_back(CudaOp{"GRU", &gru_supports, &gru_run, {}, &gru_workspace});
+  // X (input 0) float32/float16/bfloat16; sequence_lens (input 4) int32/int64.
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats), input_dtypes(4, kGpuInts)},
+                              CudaOp{"RNN", &rnn_supports, &rnn_run, {}, &rnn_workspace}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats), input_dtypes(4, kGpuInts)},
+                              CudaOp{"LSTM", &lstm_supports, &lstm_run, {}, &lstm_workspace}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats), input_dtypes(4, kGpuInts)},
+                              CudaOp{"GRU", &gru_supports, &gru_run, {}, &gru_workspace}));
 }
 
 }  // namespace graft::cuda

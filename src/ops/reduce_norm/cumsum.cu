@@ -110,7 +110,7 @@ using namespace util;
 
 bool cumsum_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs x and axis");
-  return require_dtype(n, 0, kGpuFloatsInts, why);
+  return true;
 }
 
 Status cumsum_run(CudaExec& ex) {
@@ -129,7 +129,8 @@ Status cumsum_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_cumsum_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr});
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuFloatsInts)}, CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr}));
 }
 
 }  // namespace graft::cuda

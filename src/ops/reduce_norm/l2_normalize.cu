@@ -70,7 +70,8 @@ Status l2_normalize_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_l2_normalize_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftL2Normalize", &float_input0, &l2_normalize_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"GraftL2Normalize", &input0_given, &l2_normalize_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -242,14 +242,16 @@ namespace {
 
 using namespace util;
 
+// The keys check X and the Mean/InvStdDev outputs (1 and 2); an output past them (not ONNX's) must
+// be float32 as well.
 bool layernorm_supports(const Node& n, std::string* why) {
-  if (!float_input0(n, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "Scale is missing");
   for (size_t i = 1; i < 3; ++i)
     if (has_input(n, i) && in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "Scale/B dtype differs from X");
-  for (size_t i = 1; i < n.outputs.size(); ++i)
+  for (size_t i = 3; i < n.outputs.size(); ++i)
     if (n.outputs[i] && n.outputs[i]->desc.dtype != DataType::kFloat32)
-      return reject(why, "Mean/InvStdDev outputs are handled only as float32");
+      return reject(why, "outputs past Y are handled only as float32");
   return true;
 }
 
@@ -278,7 +280,10 @@ Status layernorm_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_layer_norm_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"LayerNormalization", &layernorm_supports, &layernorm_run, {}, nullptr});
+  // Mean and InvStdDev (outputs 1 and 2, when present) are written as float32 only.
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats), output_dtypes(1, {DataType::kFloat32}),
+                               output_dtypes(2, {DataType::kFloat32})},
+                              CudaOp{"LayerNormalization", &layernorm_supports, &layernorm_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -154,21 +154,12 @@ namespace {
 
 using namespace util;
 
-// Integer inputs for every kind the CPU reference takes them for (not L2/LogSum/LogSumExp).
-template <k::ReduceKind kKind>
-bool reduce_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  constexpr bool kInts = kKind != k::ReduceKind::kL2 && kKind != k::ReduceKind::kLogSum &&
-                         kKind != k::ReduceKind::kLogSumExp;
-  if (kInts) {
-    if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32,
-                              DataType::kInt64}, why))
-      return false;
-  } else if (!float_input0(n, why)) {
-    return false;
-  }
-  if (has_input(n, 1) && !require_dtype(n, 1, {DataType::kInt64, DataType::kInt32}, why)) return false;
-  return true;
+// The data dtypes (input 0) of a reduction's kernels: integers too for every kind the CPU reference
+// takes them for (not L2/LogSum/LogSumExp).
+constexpr std::initializer_list<DataType> reduce_key_dtypes(k::ReduceKind kind) {
+  return kind != k::ReduceKind::kL2 && kind != k::ReduceKind::kLogSum && kind != k::ReduceKind::kLogSumExp
+             ? kGpuFloatsInts
+             : kGpuFloats;
 }
 
 // With noop_with_empty_axes and no axes, the CPU reference copies the input for the kinds of its
@@ -220,9 +211,11 @@ Status reduce_run(CudaExec& ex) {
   return launch_status(k::launch_reduce(ktype(x.dtype()), kKind, x.data(), y.data(), kept, y.numel(), rs, red_n, stream_of(ex)), ex);
 }
 
+// Keys: the data (input 0) and the axes (input 1, when present: int32 or int64).
 template <k::ReduceKind kKind>
 CudaOp reduce_op(const char* name) {
-  return CudaOp{name, &reduce_supports<kKind>, &reduce_run<kKind>, {1}, nullptr};
+  return kernel_dtypes({input_dtypes(0, reduce_key_dtypes(kKind)), input_dtypes(1, kGpuInts)},
+                       CudaOp{name, &input0_given, &reduce_run<kKind>, {1}, nullptr});
 }
 
 }  // namespace

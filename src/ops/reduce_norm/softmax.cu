@@ -203,8 +203,10 @@ Status softmax_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_softmax_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Softmax", &float_input0, &softmax_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"LogSoftmax", &float_input0, &softmax_run<true>, {}, nullptr});
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuFloats)}, CudaOp{"Softmax", &input0_given, &softmax_run<false>, {}, nullptr}));
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuFloats)}, CudaOp{"LogSoftmax", &input0_given, &softmax_run<true>, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -56,7 +56,8 @@ Status center_crop_pad_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_center_crop_pad_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"CenterCropPad", &center_crop_pad_supports, &center_crop_pad_run, {1}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
+                              CudaOp{"CenterCropPad", &center_crop_pad_supports, &center_crop_pad_run, {1}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -159,7 +159,8 @@ Status pad_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_pad_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Pad", &pad_supports, &pad_run, {1, 3}, nullptr});
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuEveryDtype)}, CudaOp{"Pad", &pad_supports, &pad_run, {1, 3}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -467,7 +467,9 @@ Status resize_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_resize_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Resize", &resize_supports, &resize_run, {1, 2, 3}, nullptr});
+  // Nearest moves any dtype's bytes; linear and cubic take the float types only (resize_supports).
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
+                              CudaOp{"Resize", &resize_supports, &resize_run, {1, 2, 3}, nullptr}));
 }
 
 }  // namespace graft::cuda

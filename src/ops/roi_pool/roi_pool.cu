@@ -74,9 +74,9 @@ namespace {
 
 using namespace util;
 
+// The key: X float32/float16/bfloat16/float64; rois have X's dtype.
 bool max_roi_pool_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and rois");
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   if (in_dtype(n, 1) != in_dtype(n, 0)) return reject(why, "rois and X have different dtypes");
   auto a = roi_pool_attrs(n.attrs);
   if (!a) return reject(why, a.status().message());
@@ -110,7 +110,8 @@ Status max_roi_pool_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_roi_pool_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"MaxRoiPool", &max_roi_pool_supports, &max_roi_pool_run, {}});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
+                              CudaOp{"MaxRoiPool", &max_roi_pool_supports, &max_roi_pool_run, {}}));
 }
 
 }  // namespace graft::cuda

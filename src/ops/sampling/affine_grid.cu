@@ -69,9 +69,9 @@ namespace {
 
 using namespace util;
 
+// The key: theta float32/float16/bfloat16/float64 (size, a host input, is checked per run).
 bool affine_grid_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs theta and size");
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   auto align = affine_grid_align_corners(n.attrs);
   if (!align) return reject(why, align.status().message());
   return true;
@@ -103,7 +103,8 @@ Status affine_grid_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_affine_grid_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"AffineGrid", &affine_grid_supports, &affine_grid_run, {1}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
+                              CudaOp{"AffineGrid", &affine_grid_supports, &affine_grid_run, {1}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -286,8 +286,9 @@ namespace {
 
 using namespace util;
 
+// The key: X float32/float16; the grid has X's dtype.
 bool grid_sample_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16}, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (in_dtype(n, 1) != in_dtype(n, 0)) return reject(why, "grid must have X's dtype");
   auto p = graft::parse_grid_sample_attrs(n.attrs, n.opset);
   if (!p) return reject(why, p.status().message());
@@ -311,7 +312,8 @@ Status grid_sample_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_grid_sample_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GridSample", &grid_sample_supports, &grid_sample_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, {DataType::kFloat32, DataType::kFloat16})},
+                              CudaOp{"GridSample", &grid_sample_supports, &grid_sample_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -212,12 +212,13 @@ namespace {
 
 using namespace util;
 
-// float32 only: in float16 a roi corner beyond 1024 pixels loses its fraction and beyond 2048 whole
-// pixels, so the fp16 pass keeps RoiAlign in float32 (it asks supports() with float16 inputs).
+// The keys: X float32, batch_indices int32/int64; rois have X's dtype. float32 only: in float16 a roi
+// corner beyond 1024 pixels loses its fraction and beyond 2048 whole pixels, so the fp16 pass keeps
+// RoiAlign in float32 (the key refuses the float16 node it asks about).
 bool roi_align_supports(const Node& n, std::string* why) {
-  if (!require_dtype(n, 0, {DataType::kFloat32}, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (in_dtype(n, 1) != in_dtype(n, 0)) return reject(why, "rois must have X's dtype");
-  if (!require_dtype(n, 2, {DataType::kInt64, DataType::kInt32}, why)) return false;
+  if (!has_input(n, 2)) return reject(why, "input 2 (batch_indices) is missing");
   auto p = graft::parse_roi_align_attrs(n.attrs, n.opset);
   if (!p) return reject(why, p.status().message());
   return true;
@@ -248,7 +249,8 @@ Status roi_align_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_roi_align_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"RoiAlign", &roi_align_supports, &roi_align_run, {}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, {DataType::kFloat32}), input_dtypes(2, kGpuInts)},
+                              CudaOp{"RoiAlign", &roi_align_supports, &roi_align_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -171,11 +171,10 @@ namespace {
 
 using namespace util;
 
-bool arg_supports(const Node& n, std::string* why) {
-  if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  return require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
-                              DataType::kUInt8, DataType::kInt32, DataType::kInt64}, why);
-}
+// ArgMax's and ArgMin's key: the dtypes launch_arg_reduce compares.
+constexpr std::initializer_list<DataType> kArgDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                        DataType::kInt8,    DataType::kUInt8,   DataType::kInt32,
+                                                        DataType::kInt64};
 
 template <bool kMax>
 Status arg_run(CudaExec& ex) {
@@ -208,9 +207,12 @@ Status hardmax_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_arg_max_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"ArgMax", &arg_supports, &arg_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"ArgMin", &arg_supports, &arg_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"Hardmax", &float_input0, &hardmax_run, {}, nullptr});
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kArgDtypes)}, CudaOp{"ArgMax", &input0_given, &arg_run<true>, {}, nullptr}));
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kArgDtypes)}, CudaOp{"ArgMin", &input0_given, &arg_run<false>, {}, nullptr}));
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuFloats)}, CudaOp{"Hardmax", &input0_given, &hardmax_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -268,9 +268,6 @@ using namespace util;
 
 bool topk_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and K");
-  if (!require_dtype(n, 0, kGpuFloatsInts, why)) return false;
-  if (n.outputs.size() > 1 && n.outputs[1] && n.outputs[1]->desc.dtype != DataType::kInt64)
-    return reject(why, "indices output must be int64");
   return true;
 }
 
@@ -311,7 +308,9 @@ Status topk_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_top_k_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"TopK", &topk_supports, &topk_run, {1}, &topk_workspace});
+  // Keys: X (input 0) and the indices output (output 1, int64 when present).
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloatsInts), output_dtypes(1, {DataType::kInt64})},
+                              CudaOp{"TopK", &topk_supports, &topk_run, {1}, &topk_workspace}));
 }
 
 }  // namespace graft::cuda

@@ -49,7 +49,7 @@ namespace {
 using namespace util;
 
 bool compress_supports(const Node& n, std::string* why) {
-  if (!elem_size_ok(n, why)) return false;
+  if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "condition is missing");
   return true;
 }
@@ -88,6 +88,9 @@ Status compress_run(CudaExec& ex) {
 
 }  // namespace
 
-void append_cuda_compress_ops(std::vector<CudaOp>& out) { out.push_back(CudaOp{"Compress", &compress_supports, &compress_run, {1}, nullptr}); }
+void append_cuda_compress_ops(std::vector<CudaOp>& out) {
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
+                              CudaOp{"Compress", &compress_supports, &compress_run, {1}, nullptr}));
+}
 
 }  // namespace graft::cuda

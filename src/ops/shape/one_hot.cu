@@ -65,10 +65,6 @@ using namespace util;
 
 bool one_hot_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs indices, depth and values");
-  if (!require_dtype(n, 0, {DataType::kInt32, DataType::kInt64, DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16},
-                     why))
-    return false;
-  if (!elem_size_fits(in_dtype(n, 2))) return reject(why, "values have an unsupported element size");
   return true;
 }
 
@@ -93,6 +89,11 @@ Status one_hot_run(CudaExec& ex) {
 
 }  // namespace
 
-void append_cuda_one_hot_ops(std::vector<CudaOp>& out) { out.push_back(CudaOp{"OneHot", &one_hot_supports, &one_hot_run, {1}, nullptr}); }
+// Keys: the indices (input 0) are read as int32/int64/float32/float16/bfloat16 (launch_one_hot's
+// switch); the values (input 2) are moved as bytes, any element size.
+void append_cuda_one_hot_ops(std::vector<CudaOp>& out) {
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloatsInts), input_dtypes(2, kGpuEveryDtype)},
+                              CudaOp{"OneHot", &one_hot_supports, &one_hot_run, {1}, nullptr}));
+}
 
 }  // namespace graft::cuda

@@ -64,7 +64,7 @@ Status expand_run(CudaExec& ex) {
 // ---- Concat / Split: every input's / output's pitched row copy in one launch ----
 
 bool concat_supports(const Node& n, std::string* why) {
-  if (!elem_size_ok(n, why)) return false;
+  if (!input0_given(n, why)) return false;
   for (size_t i = 1; i < n.inputs.size(); ++i)
     if (n.inputs[i] && in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs differ in dtype");
   return output_dtype_matches(n, why);
@@ -236,7 +236,7 @@ Status slice_run(CudaExec& ex) {
 bool gather_supports(const Node& n, std::string* why) {
   if (!same_bytes_ok(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "input 1 (indices) is missing");
-  return require_dtype(n, 1, {DataType::kInt64, DataType::kInt32}, why);
+  return true;
 }
 
 Status gather_run(CudaExec& ex) {
@@ -298,7 +298,7 @@ Status tile_run(CudaExec& ex) {
 
 template <bool kToSpace>
 bool depth_space_supports(const Node& n, std::string* why) {
-  if (!elem_size_ok(n, why)) return false;
+  if (!input0_given(n, why)) return false;
   auto mode = n.attrs.get_string("mode", "DCR");
   if (!mode || (mode.value() != "DCR" && mode.value() != "CRD")) return reject(why, "attribute 'mode' must be DCR or CRD");
   return true;
@@ -349,11 +349,8 @@ Status depth_space_run(CudaExec& ex) {
 
 // ---- ConstantOfShape, Range ---------------------------------------------------------------------
 
-bool constant_of_shape_supports(const Node& n, std::string* why) {
-  const DataType t = out_dtype(n, 0);
-  if (t != DataType::kUndefined && !elem_size_fits(t)) return reject(why, "unsupported element size");
-  return true;
-}
+// The key (output 0: any element size the fill writes) is the whole check.
+bool constant_of_shape_supports(const Node&, std::string*) { return true; }
 
 // The shape is a host input; the value (an attribute, float 0 when absent) travels by value.
 Status constant_of_shape_run(CudaExec& ex) {
@@ -377,7 +374,7 @@ Status constant_of_shape_run(CudaExec& ex) {
 bool range_supports(const Node& n, std::string* why) {
   for (size_t i = 0; i < 3; ++i)
     if (!has_input(n, i)) return reject(why, "needs start, limit and delta");
-  return require_dtype(n, 0, kGpuFloatsInts, why);
+  return true;
 }
 
 Status range_run(CudaExec& ex) {
@@ -401,22 +398,33 @@ Status range_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_shape_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"Reshape", &elem_size_ok, &copy_run, {1}, nullptr});
-  out.push_back(CudaOp{"Flatten", &elem_size_ok, &copy_run, {}, nullptr});
-  out.push_back(CudaOp{"Squeeze", &elem_size_ok, &copy_run, {1}, nullptr});
-  out.push_back(CudaOp{"Unsqueeze", &elem_size_ok, &copy_run, {1}, nullptr});
-  out.push_back(CudaOp{"Transpose", &elem_size_ok, &transpose_run, {}, nullptr});
-  out.push_back(CudaOp{"Expand", &elem_size_ok, &expand_run, {1}, nullptr});
-  out.push_back(CudaOp{"Concat", &concat_supports, &concat_run, {}, nullptr});
-  out.push_back(CudaOp{"GraftConcatSlices", &concat_supports, &concat_slices_run, {}, nullptr});
-  out.push_back(CudaOp{"Split", &split_supports, &split_run, {1}, nullptr});
-  out.push_back(CudaOp{"Slice", &slice_supports, &slice_run, {1, 2, 3, 4}, nullptr});
-  out.push_back(CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr});
-  out.push_back(CudaOp{"Tile", &tile_supports, &tile_run, {1}, nullptr});
-  out.push_back(CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr});
-  out.push_back(CudaOp{"SpaceToDepth", &depth_space_supports<false>, &depth_space_run<false>, {}, nullptr});
-  out.push_back(CudaOp{"ConstantOfShape", &constant_of_shape_supports, &constant_of_shape_run, {0}, nullptr});
-  out.push_back(CudaOp{"Range", &range_supports, &range_run, {0, 1, 2}, nullptr});
+  // The byte movers copy elements of any device dtype: their key is input 0 in kGpuEveryDtype.
+  const KernelDtypes any = input_dtypes(0, kGpuEveryDtype);
+  out.push_back(kernel_dtypes({any}, CudaOp{"Reshape", &input0_given, &copy_run, {1}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Flatten", &input0_given, &copy_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Squeeze", &input0_given, &copy_run, {1}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Unsqueeze", &input0_given, &copy_run, {1}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Transpose", &input0_given, &transpose_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Expand", &input0_given, &expand_run, {1}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Concat", &concat_supports, &concat_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"GraftConcatSlices", &concat_supports, &concat_slices_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Split", &split_supports, &split_run, {1}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Slice", &slice_supports, &slice_run, {1, 2, 3, 4}, nullptr}));
+  // Gather reads its indices (input 1) on the device as int32 or int64.
+  out.push_back(
+      kernel_dtypes({any, input_dtypes(1, kGpuInts)}, CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({any}, CudaOp{"Tile", &tile_supports, &tile_run, {1}, nullptr}));
+  out.push_back(
+      kernel_dtypes({any}, CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr}));
+  out.push_back(
+      kernel_dtypes({any}, CudaOp{"SpaceToDepth", &depth_space_supports<false>, &depth_space_run<false>, {}, nullptr}));
+  // ConstantOfShape's dtype is its attribute's: the key is its output's (any element size).
+  out.push_back(kernel_dtypes(
+      {output_dtypes(0, kGpuEveryDtype)},
+      CudaOp{"ConstantOfShape", &constant_of_shape_supports, &constant_of_shape_run, {0}, nullptr}));
+  // Range writes its start's dtype (limit and delta must have it too: checked as it runs).
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloatsInts)},
+                              CudaOp{"Range", &range_supports, &range_run, {0, 1, 2}, nullptr}));
 }
 
 }  // namespace graft::cuda

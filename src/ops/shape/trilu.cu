@@ -65,6 +65,9 @@ Status trilu_run(CudaExec& ex) {
 
 }  // namespace
 
-void append_cuda_trilu_ops(std::vector<CudaOp>& out) { out.push_back(CudaOp{"Trilu", &elem_size_ok, &trilu_run, {1}, nullptr}); }
+void append_cuda_trilu_ops(std::vector<CudaOp>& out) {
+  out.push_back(
+      kernel_dtypes({input_dtypes(0, kGpuEveryDtype)}, CudaOp{"Trilu", &input0_given, &trilu_run, {1}, nullptr}));
+}
 
 }  // namespace graft::cuda

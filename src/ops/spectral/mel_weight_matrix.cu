@@ -117,19 +117,13 @@ constexpr std::initializer_list<DataType> kMelOutputs = {
     DataType::kFloat32, DataType::kFloat16, DataType::kFloat64, DataType::kBFloat16,
     DataType::kInt8,    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64};
 
+// The keys: inputs 0 to 2 int32/int64, inputs 3 and 4 float32/float16/bfloat16/float64, the output
+// kMelOutputs (so output_datatype, which it must equal, is one of those).
 bool mel_supports(const Node& n, std::string* why) {
   for (size_t i = 0; i < 5; ++i)
     if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
-  for (size_t i = 0; i < 3; ++i)
-    if (!require_dtype(n, i, kGpuInts, why)) return false;
-  for (size_t i = 3; i < 5; ++i)
-    if (!require_dtype(n, i, kGpuFloats64, why)) return false;
   auto odt = mel_output_dtype(n.attrs);
   if (!odt) return reject(why, odt.status().message());
-  bool handled = false;
-  for (DataType t : kMelOutputs) handled = handled || t == odt.value();
-  if (!handled)
-    return reject(why, std::string("output_datatype ") + dtype_name(odt.value()) + " has no CUDA kernel");
   if (out_dtype(n, 0) != odt.value()) return reject(why, "output dtype differs from output_datatype");
   return true;
 }
@@ -238,7 +232,10 @@ Status mel_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_mel_weight_matrix_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"MelWeightMatrix", &mel_supports, &mel_run, {0, 1, 2, 3, 4}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuInts), input_dtypes(1, kGpuInts), input_dtypes(2, kGpuInts),
+                               input_dtypes(3, kGpuFloats64), input_dtypes(4, kGpuFloats64),
+                               output_dtypes(0, kMelOutputs)},
+                              CudaOp{"MelWeightMatrix", &mel_supports, &mel_run, {0, 1, 2, 3, 4}, nullptr}));
 }
 
 }  // namespace graft::cuda

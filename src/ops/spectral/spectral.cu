@@ -129,10 +129,9 @@ int opset_of(const CudaExec& ex) {
   return ex.ctx->node ? ex.ctx->node->opset : 0;
 }
 
-// Output 0 has input 0's float dtype.
+// Input 0 is given, and output 0 has its float dtype (the rows' key: float32/float16/bfloat16/float64).
 bool float_io(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  if (!require_dtype(n, 0, kGpuFloats64, why)) return false;
   if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "output dtype differs from the input's");
   return true;
 }
@@ -169,12 +168,8 @@ Status launch(CudaExec& ex, const graft::SpectralLayout& l, const Tensor& x, con
 
 // ---- DFT --------------------------------------------------------------------------------------------
 
-bool dft_supports(const Node& n, std::string* why) {
-  if (!float_io(n, why)) return false;
-  if (has_input(n, 1) && !require_dtype(n, 1, kGpuInts, why)) return false;
-  if (has_input(n, 2) && !require_dtype(n, 2, {DataType::kInt64}, why)) return false;
-  return true;
-}
+// The keys: dft_length (if given) int32/int64, axis (if given) int64.
+bool dft_supports(const Node& n, std::string* why) { return float_io(n, why); }
 
 Status dft_run(CudaExec& ex) {
   const Tensor* x = input_or_null(ex, 0);
@@ -201,13 +196,12 @@ Status dft_run(CudaExec& ex) {
 
 // ---- STFT -------------------------------------------------------------------------------------------
 
+// The keys: frame_step and frame_length (if given) int32/int64; the window has the signal's dtype.
 bool stft_supports(const Node& n, std::string* why) {
   if (!float_io(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "frame_step is missing");
-  if (!require_dtype(n, 1, kGpuInts, why)) return false;
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0))
     return reject(why, "window dtype differs from the signal's");
-  if (has_input(n, 3) && !require_dtype(n, 3, kGpuInts, why)) return false;
   return true;
 }
 
@@ -241,8 +235,11 @@ Status stft_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_spectral_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"DFT", &dft_supports, &dft_run, {1, 2}, nullptr});
-  out.push_back(CudaOp{"STFT", &stft_supports, &stft_run, {1, 3}, nullptr});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts),
+                               input_dtypes(2, {DataType::kInt64})},
+                              CudaOp{"DFT", &dft_supports, &dft_run, {1, 2}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts), input_dtypes(3, kGpuInts)},
+                              CudaOp{"STFT", &stft_supports, &stft_run, {1, 3}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -198,15 +198,13 @@ constexpr const char* kNoStrings =
     "string tensors live on the host (graft has no string dtype, so the CUDA kernel matches int32/int64 "
     "n-grams only)";
 
+// The keys: X int32/int64 (no strings), the output float32.
 bool tfidf_supports(const Node& n, std::string* why) {
   if (n.attrs.has("pool_strings")) return reject(why, std::string(kNoStrings) + ": pool_strings is not handled");
   if (!has_input(n, 0)) return reject(why, "input 0 is missing");
-  const DataType t = in_dtype(n, 0);
-  if (t != DataType::kInt32 && t != DataType::kInt64)
-    return reject(why, std::string("input 0 has dtype ") + dtype_name(t) + "; " + kNoStrings);
   auto a = tfidf_attrs(n.attrs);
   if (!a) return reject(why, a.status().message());
-  if (out_dtype(n, 0) != DataType::kFloat32) return reject(why, "output 0 must be float32");
+  if (!n.output(0)) return reject(why, "output 0 is missing");
   const TensorDesc& x = n.input(0)->desc;
   if (x.shape && x.rank() != 1 && x.rank() != 2) return reject(why, "input X must be [C] or [N, C]");
   return true;
@@ -326,7 +324,8 @@ Status tfidf_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_tfidf_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"TfIdfVectorizer", &tfidf_supports, &tfidf_run, {}, &tfidf_workspace});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuInts), output_dtypes(0, {DataType::kFloat32})},
+                              CudaOp{"TfIdfVectorizer", &tfidf_supports, &tfidf_run, {}, &tfidf_workspace}));
 }
 
 }  // namespace graft::cuda

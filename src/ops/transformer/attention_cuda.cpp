@@ -55,11 +55,7 @@ size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 bool attn_supports(const Node& n, std::string* why) {
   if (n.inputs.size() < 3 || n.inputs.size() > 4 || !has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2))
     return reject(why, "GraftAttention needs Q, Kt and V (and an optional bias)");
-  const bool bias = n.inputs.size() == 4 && has_input(n, 3);
-  for (size_t i = 0; i < (bias ? 4u : 3u); ++i) {
-    if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
-    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
-  }
+  if (!inputs_share_dtype(n, {1, 2, 3}, why)) return false;  // Kt, V and the bias have Q's dtype (its key)
   bool has_views = false, has_chains = false;
   AttentionViews w;
   AttentionChains chains;
@@ -337,7 +333,8 @@ Status attn_unfused(CudaExec& ex, const Tensor& Q, const Tensor& Kt, const Tenso
 }  // namespace
 
 void append_cuda_attention_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftAttention", &attn_supports, &attn_run, {}, &attn_workspace});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"GraftAttention", &attn_supports, &attn_run, {}, &attn_workspace}));
 }
 
 }  // namespace graft::cuda

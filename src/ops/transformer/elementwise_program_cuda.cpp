@@ -16,6 +16,11 @@ using namespace util;
 
 bool ew_io_dtype(DataType t) { return t == DataType::kFloat32 || t == DataType::kFloat16; }
 
+// The dtypes the interpreter kernel reads and writes, per value (the inputs may mix them): the key of
+// every input (up to kEwMaxInputs, each named in the row below) and of the output.
+constexpr std::initializer_list<DataType> kEwIoDtypes = {DataType::kFloat32, DataType::kFloat16};
+static_assert(kEwMaxInputs == 8, "GraftElementwise's row keys inputs 0 to 7");
+
 // Builds the kernel's parameter block from the node's attributes; errors name the attribute.
 Status ew_program(const Node& n, size_t num_inputs, k::EwKernelProgram* p) {
   auto code = n.attrs.get_ints("program", {});
@@ -52,12 +57,11 @@ Status ew_program(const Node& n, size_t num_inputs, k::EwKernelProgram* p) {
   return Status::ok();
 }
 
+// Every input given (more than kEwMaxInputs are refused by ew_program), and the output.
 bool ew_supports(const Node& n, std::string* why) {
-  for (size_t i = 0; i < n.inputs.size(); ++i) {
+  for (size_t i = 0; i < n.inputs.size(); ++i)
     if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
-    if (!ew_io_dtype(in_dtype(n, i))) return reject(why, "input " + std::to_string(i) + " is not float32/float16");
-  }
-  if (!ew_io_dtype(out_dtype(n, 0))) return reject(why, "output is not float32/float16");
+  if (!n.output(0)) return reject(why, "output 0 is missing");
   k::EwKernelProgram p;
   Status st = ew_program(n, n.inputs.size(), &p);
   if (!st.is_ok()) return reject(why, st.to_string());
@@ -87,7 +91,11 @@ Status ew_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_elementwise_program_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftElementwise", &ew_supports, &ew_run, {}, nullptr});
+  out.push_back(kernel_dtypes(
+      {input_dtypes(0, kEwIoDtypes), input_dtypes(1, kEwIoDtypes), input_dtypes(2, kEwIoDtypes),
+       input_dtypes(3, kEwIoDtypes), input_dtypes(4, kEwIoDtypes), input_dtypes(5, kEwIoDtypes),
+       input_dtypes(6, kEwIoDtypes), input_dtypes(7, kEwIoDtypes), output_dtypes(0, kEwIoDtypes)},
+      CudaOp{"GraftElementwise", &ew_supports, &ew_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

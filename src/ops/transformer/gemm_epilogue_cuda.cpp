@@ -29,11 +29,7 @@ using namespace util;
 
 bool gemm_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "GraftGemm needs X and W");
-  for (size_t i = 0; i < 4; ++i) {
-    if (!has_input(n, i)) continue;
-    if (!require_dtype(n, i, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
-    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs have different dtypes");
-  }
+  if (!inputs_share_dtype(n, {1, 2, 3}, why)) return false;  // W, B and R have X's dtype (its key)
   const Value* w = n.input(1);
   if (w->desc.rank() != 2) return reject(why, "W must be 2-D");
   auto act = n.attrs.get_string("activation", "");
@@ -103,7 +99,8 @@ Status gemm_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_gemm_epilogue_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftGemm", &gemm_supports, &gemm_run, {}, &gemm_workspace});
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
+                              CudaOp{"GraftGemm", &gemm_supports, &gemm_run, {}, &gemm_workspace}));
 }
 
 }  // namespace graft::cuda

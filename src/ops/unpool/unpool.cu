@@ -78,11 +78,6 @@ using namespace util;
 
 bool max_unpool_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and I");
-  if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64},
-                     why))
-    return false;
-  if (!require_dtype(n, 1, {DataType::kInt64}, why)) return false;
-  if (has_input(n, 2) && !require_dtype(n, 2, {DataType::kInt64}, why)) return false;
   const TensorDesc& x = n.input(0)->desc;
   if (x.shape && x.rank() > k::kMaxRank)
     return reject(
@@ -141,7 +136,10 @@ Status max_unpool_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_unpool_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"MaxUnpool", &max_unpool_supports, &max_unpool_run, {2}, nullptr});
+  // X float32/float16/bfloat16/float64; I and output_shape (if given) int64.
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, {DataType::kInt64}),
+                               input_dtypes(2, {DataType::kInt64})},
+                              CudaOp{"MaxUnpool", &max_unpool_supports, &max_unpool_run, {2}, nullptr}));
 }
 
 }  // namespace graft::cuda

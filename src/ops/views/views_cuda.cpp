@@ -124,8 +124,11 @@ Status view_chain_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_views_ops(std::vector<CudaOp>& out) {
-  out.push_back(CudaOp{"GraftStridedCopy", &elem_size_ok, &strided_copy_run, {}, nullptr});
-  out.push_back(CudaOp{"GraftViewChain", &elem_size_ok, &view_chain_run, {}, &view_chain_workspace});
+  // Both copy elements of any device dtype (their key: input 0 in kGpuEveryDtype).
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
+                              CudaOp{"GraftStridedCopy", &input0_given, &strided_copy_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
+                              CudaOp{"GraftViewChain", &input0_given, &view_chain_run, {}, &view_chain_workspace}));
 }
 
 }  // namespace graft::cuda
