@@ -29,8 +29,8 @@ enum class DataType : int32_t {
   kUInt32 = 12,
   kUInt64 = 13,
   kBFloat16 = 16,
-  // ONNX's 4-bit integers (opset 21), which only QuantizeLinear and DequantizeLinear compute with
-  // and the byte-moving ops (Reshape, Transpose, Identity, ...) carry. In memory one element takes
+  // ONNX's 4-bit integers (opset 21), which only QuantizeLinear, DequantizeLinear and Cast compute
+  // with and the byte-moving ops (Reshape, Transpose, Identity, ...) carry. In memory one element takes
   // one byte, holding its value (uint4 0..15, int4 -8..7 sign-extended), so every tensor routine
   // that sizes, copies or indexes by element works unchanged; only ONNX's TensorProto packs two to
   // a byte (low nibble first), which the importer unpacks and tensor_to_proto packs again. They are
@@ -49,6 +49,14 @@ bool dtype_from_onnx_numeric(int32_t onnx_type, DataType* out);
 bool dtype_is_float(DataType t);          // float16/bfloat16/float32/float64
 bool dtype_is_integer(DataType t);        // int8/uint8/int16/uint16/int32/uint32/int64/uint64 (not bool, not int4)
 inline bool dtype_is_4bit(DataType t) { return t == DataType::kInt4 || t == DataType::kUInt4; }
+// The one-a-byte storage a 4-bit type shares with its 8-bit kin (int4 as int8, uint4 as uint8), for
+// code that reads or writes its values; any other dtype is its own.
+inline DataType dtype_storage(DataType t) {
+  return t == DataType::kInt4 ? DataType::kInt8 : t == DataType::kUInt4 ? DataType::kUInt8 : t;
+}
+// A 4-bit type's range: int4 [-8, 7], uint4 [0, 15].
+inline int four_bit_min(DataType t) { return t == DataType::kInt4 ? -8 : 0; }
+inline int four_bit_max(DataType t) { return t == DataType::kInt4 ? 7 : 15; }
 inline bool dtype_is_string(DataType t) { return t == DataType::kString; }
 
 // IEEE binary16 and bfloat16 stored as raw bits, converted through float on the host.

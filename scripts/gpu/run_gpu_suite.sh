@@ -347,16 +347,21 @@ if has_step sanitize; then
   fi
 fi
 
-if has_step onnxref; then  # builtin ops newer than Debian's ONNX test data against onnx.reference (quickbuild's modules)
+if has_step onnxref; then  # builtin ops newer than Debian's ONNX test data against onnx.reference or ONNX Runtime (quickbuild's modules)
   GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python" \
-    python3 -m pytest -q tests/python/test_onnx_reference_ops.py -p no:cacheprovider > "$LOGS/onnxref.log" 2>&1
-  note "onnx.reference checks (onnx $(python3 -c 'import onnx;print(onnx.__version__)' 2>/dev/null)): rc=$? $(tail -1 "$LOGS/onnxref.log")"
+    python3 -m pytest -q -rs tests/python/test_onnx_reference_ops.py -p no:cacheprovider > "$LOGS/onnxref.log" 2>&1
+  rc=$?  # before the version lookups below, whose own status $? would report
+  note "onnx.reference and ONNX Runtime checks (onnx $(python3 -c 'import onnx;print(onnx.__version__)' 2>/dev/null)," \
+    "onnxruntime $(python3 -c 'import onnxruntime;print(onnxruntime.__version__)' 2>/dev/null)): rc=$rc $(tail -1 "$LOGS/onnxref.log")"
+  grep -E "^(FAILED|SKIPPED)" "$LOGS/onnxref.log" | head -10 >> "$summary"
 fi
 
 if has_step python; then
   export GRAFT_LIB_DIR="$BUILDDIR/python/graft" PYTHONPATH="$PWD/python:$BUILDDIR/python" GRAFT_TEST_PLUGIN="$BUILDDIR/tests/python/libgraft_python_test_ops.so"
   python3 -c 'import torch; print("torch", torch.__version__, "cxx11 abi", torch._C._GLIBCXX_USE_CXX11_ABI)' | tee -a "$summary"
-  python3 -m pytest -q -x tests/python > "$LOGS/python_tests.log" 2>&1; note "python tests (torch $(python3 -c 'import torch;print(torch.__version__)')): rc=$? $(tail -1 "$LOGS/python_tests.log")"
+  python3 -m pytest -q -x tests/python > "$LOGS/python_tests.log" 2>&1
+  rc=$?
+  note "python tests (torch $(python3 -c 'import torch;print(torch.__version__)')): rc=$rc $(tail -1 "$LOGS/python_tests.log")"
   for exp in seed dynamo; do
     python3 examples/seed_walkthrough/walkthrough.py --device cuda --exporter $exp --out /tmp/seed_$exp > "$LOGS/walkthrough_$exp.log" 2>&1
     rc=$?

@@ -1,5 +1,6 @@
-// Cases for ONNX Cast and CastLike (float to float16, float32, int32, int64 and bool; the formula
-// rounds to float16 by arithmetic, not through graft's conversion code) and GridSample
+// Cases for ONNX Cast and CastLike (float to float16, float32, int32, int64, bool, int4 and uint4,
+// and int4/uint4 back; the formula rounds to float16 by arithmetic, not through graft's conversion
+// code) and GridSample
 // (opset 16), whose formula is mmdeploy::grid_sampler's table's (PyTorch's semantics) under string
 // attributes, with ONNX's one difference (bicubic pads the coordinate first) applied to the grid.
 #include <algorithm>
@@ -36,6 +37,8 @@ double converted(double x, int64_t to) {
     case 6:                                                          // INT32
     case 7: return std::trunc(x);                                    // INT64
     case 9: return x != 0.0 ? 1.0 : 0.0;                             // BOOL
+    case 22: return std::nearbyint(std::clamp(x, -8.0, 7.0));        // INT4: clamped, ties to even
+    case 21: return std::nearbyint(std::clamp(x, 0.0, 15.0));        // UINT4
     default: return x;                                               // DOUBLE
   }
 }
@@ -57,6 +60,22 @@ OpCaseTable cast_cases() {
     for (int64_t i = 0; i < ins[0].numel(); i += 3) ins[0].set(i, 0.0);  // zeros among the values
   };
   t.cases.push_back(std::move(to_bool));
+  // Opset 21's 4-bit targets: values past both ends of the range, and halves, which round to even
+  // (2.5 -> 2, -3.5 -> -4, 6.5 -> 6 but 7.5 clamps to 7).
+  auto with_halves = [](std::vector<Tensor>& ins) {
+    const double halves[] = {2.5, -3.5, 0.5, 6.5, -7.5, 7.5, 1.5, 14.5};
+    for (int64_t i = 0, k = 0; i < ins[0].numel(); i += 4, ++k) ins[0].set(i, halves[k % 8]);
+  };
+  OpCase to_int4 = make_case("to_int4", {data({3, 7}, -12, 12)}, {{3, 7}}, attr("to", int64_t{22}));
+  to_int4.adjust_inputs = with_halves;
+  t.cases.push_back(std::move(to_int4));
+  OpCase to_uint4 = make_case("to_uint4", {data({5, 4}, -6, 20)}, {{5, 4}}, attr("to", int64_t{21}));
+  to_uint4.adjust_inputs = with_halves;
+  t.cases.push_back(std::move(to_uint4));
+  // And from them: their values, exactly.
+  t.cases.push_back(make_case("int4_to_float32", {typed({4, 5}, DataType::kInt4, -8, 7)}, {{4, 5}}, attr("to", int64_t{1})));
+  t.cases.push_back(make_case("uint4_to_int32", {typed({9}, DataType::kUInt4, 0, 15)}, {{9}}, attr("to", int64_t{6})));
+  t.cases.push_back(make_case("int32_to_int4", {typed({2, 6}, DataType::kInt32, -30, 30)}, {{2, 6}}, attr("to", int64_t{22})));
   return t;
 }
 

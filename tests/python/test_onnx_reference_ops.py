@@ -5,7 +5,7 @@ CenterCropPad (opset 18): every element is a copy or a zero, so results must be 
 AffineGrid (opset 20): sums of three or four products, rounded once: within float32 rounding.
 Blocked QuantizeLinear and DequantizeLinear (opset 21's block_size): integers equal, floats one
 rounding of (x - zero_point) * scale. Their int4/uint4 forms (opset 21), in a model whose values are
-exact in float32: equal."""
+exact in float32: equal. Cast to and from int4/uint4 (opset 21): equal to ONNX Runtime's (below)."""
 import numpy as np
 import pytest
 
@@ -247,3 +247,42 @@ def test_int4_quantize_dequantize_match_onnx_reference(graft_mod, onnx_reference
     for name in ("y", "yd"):
         assert got[name].shape == want[name].shape, name
         np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, seed {seed}")
+
+
+# ---- Cast to and from int4 / uint4 (opset 21) ----------------------------------------------------------
+# Checked against ONNX Runtime, not onnx.reference: ONNX Runtime's CPU Cast clamps into the 4-bit range
+# and rounds to nearest (as the ONNX backend suite's cast-to-int4 data, made by onnx 1.16's reference,
+# does), where onnx.reference since 1.18 converts through ml_dtypes' astype, which truncates and wraps.
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("to4", [22, 21])  # TensorProto.INT4, UINT4 (onnx 1.16+)
+def test_cast_to_and_from_4bit_matches_onnx_runtime(graft_mod, tmp_path, seed, device, to4):
+    """x cast to int4 (or uint4) and back to float32, and to int32 and on to 4 bits and back: past
+    both ends of the range, and halves, where the rounding (ties to even) shows."""
+    if not hasattr(TensorProto, "INT4"):
+        pytest.skip("this onnx has no INT4 (onnx 1.16+)")
+    ort = pytest.importorskip("onnxruntime")
+    rng = np.random.default_rng(seed)
+    x = (rng.integers(-40, 72, (4, 6)) / 4).astype(np.float32)  # quarters over [-10, 18): halves among them
+    x.flat[:6] = [2.5, -3.5, 0.5, 6.5, -7.5, 7.5]
+    nodes = [helper.make_node("Cast", ["x"], ["q"], to=to4),
+             helper.make_node("Cast", ["q"], ["back"], to=TensorProto.FLOAT),
+             helper.make_node("Cast", ["x"], ["i"], to=TensorProto.INT32),
+             helper.make_node("Cast", ["i"], ["qi"], to=to4),
+             helper.make_node("Cast", ["qi"], ["back_i"], to=TensorProto.INT32)]
+    graph = helper.make_graph(nodes, "cast4", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 6])],
+                              [helper.make_tensor_value_info("back", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("back_i", TensorProto.INT32, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    model.ir_version = min(model.ir_version, 10)
+    path = str(tmp_path / "cast4.onnx")
+    onnx.save(model, path)
+    try:
+        session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    except Exception as e:  # an ONNX Runtime without 4-bit Cast kernels
+        pytest.skip(f"ONNX Runtime {ort.__version__} does not run the model: {e}")
+    want = dict(zip(["back", "back_i"], session.run(None, {"x": x})))
+    got = _run(graft_mod, path, device, {"x": x})
+    for name in ("back", "back_i"):
+        assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape, name
+        np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, to {to4}, seed {seed}, x {x.ravel()}")

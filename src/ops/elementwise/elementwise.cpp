@@ -321,6 +321,20 @@ Status logical_not(ExecContext& ctx) {
   return map_unary<BoolTr>(ctx, [](bool x) { return !x; });
 }
 
+// Cast to int4/uint4 as ONNX's reference converts: the value clamped into the type's range and
+// rounded half to even (other integer targets truncate); NaN gives 0. Stored one value a byte.
+namespace {
+Status cast_to_4bit(const ExecContext& ctx, const Tensor& x, Tensor& y) {
+  if (x.dtype() == DataType::kString) return bad_dtype(ctx, x.dtype());
+  const double lo = four_bit_min(y.dtype()), hi = four_bit_max(y.dtype());
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    const double v = x.get(i);
+    y.set(i, std::isnan(v) ? 0.0 : std::nearbyint(std::clamp(v, lo, hi)));
+  }
+  return Status::ok();
+}
+}  // namespace
+
 Status cast(ExecContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
   const Tensor& x = *ctx.inputs[0];
@@ -333,7 +347,9 @@ Status cast(ExecContext& ctx) {
     std::memcpy(y.data(), x.data(), x.nbytes());
     return Status::ok();
   }
-  return visit_all(from, [&](auto trf) -> Status {
+  if (dtype_is_4bit(to)) return cast_to_4bit(ctx, x, y);
+  // int4/uint4 hold their values one a byte, as int8/uint8 do: read as those.
+  return visit_all(dtype_storage(from), [&](auto trf) -> Status {
     using TrF = decltype(trf);
     return visit_all(to, [&](auto trt) -> Status {
       using TrT = decltype(trt);
@@ -872,7 +888,7 @@ Status infer_identity(InferContext& ctx) {
 // Cast and CastLike also convert to and from strings (the CPU engine's, above).
 const std::vector<DataType> kCastTypes = [] {
   std::vector<DataType> t = kAllTypes;
-  t.push_back(DataType::kString);
+  t.insert(t.end(), {DataType::kString, DataType::kInt4, DataType::kUInt4});
   return t;
 }();
 
@@ -881,8 +897,7 @@ Status infer_cast(InferContext& ctx) {
   auto to = ctx.attrs().require_int("to");
   if (!to) return Status(to.status()).with_attribute("to");
   DataType t;
-  // int4/uint4 are carried and (de)quantized, not cast to (ONNX rounds and clamps into them).
-  if (!dtype_from_onnx(static_cast<int32_t>(to.value()), &t) || dtype_is_4bit(t))
+  if (!dtype_from_onnx(static_cast<int32_t>(to.value()), &t))
     return Status(error(StatusCode::kUnsupported, "Cast to ONNX element type ", to.value(),
                         " is not supported (graft supports ", dtype_list(kCastTypes), ")"))
         .with_attribute("to");

@@ -620,6 +620,34 @@ cudaError_t launch_broadcast_copy(const void* src, void* out, int elem_size, con
   return launch_strided_gather(src, out, elem_size, g, n, s);
 }
 
+namespace {
+
+// ONNX's Cast to int4/uint4: the value clamped into [lo, hi] and rounded half to even (rint's
+// default mode), NaN to 0; Out is the one-a-byte storage (int8_t for int4, uint8_t for uint4).
+template <typename F, typename Out>
+__global__ void cast_to_4bit_kernel(const F* __restrict__ x, Out* __restrict__ y, int64_t n, double lo, double hi) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const double v = as_double(x[i]);
+    y[i] = static_cast<Out>(v != v ? 0.0 : rint(fmin(fmax(v, lo), hi)));
+  }
+}
+
+template <typename Out>
+cudaError_t cast_to_4bit_as(KType from, const void* x, Out* y, int64_t n, double lo, double hi, cudaStream_t s) {
+  GRAFT_EVERY_NUMERIC_DISPATCH(from, (cast_to_4bit_kernel<T, Out><<<grid_for(n), kThreads, 0, s>>>(
+                                         static_cast<const T*>(x), y, n, lo, hi)));
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_cast_to_4bit(KType from, bool is_signed, const void* x, void* y, int64_t n, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  if (from == KType::kBool) from = KType::kU8;  // one byte, 0 or 1
+  return is_signed ? cast_to_4bit_as(from, x, static_cast<int8_t*>(y), n, -8.0, 7.0, s)
+                   : cast_to_4bit_as(from, x, static_cast<uint8_t*>(y), n, 0.0, 15.0, s);
+}
+
 cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   switch (from) {
@@ -902,10 +930,11 @@ Status where_run(CudaExec& ex) {
                                        out.numel(), stream_of(ex)), ex);
 }
 
-// The dtypes Cast and CastLike convert from and to (launch_cast's switches): their keys, input 0 and output 0.
+// The dtypes Cast and CastLike convert from and to (launch_cast's switches, the 4-bit types through
+// their 8-bit storage and launch_cast_to_4bit): their keys, input 0 and output 0.
 constexpr std::initializer_list<DataType> kCastDtypes = {
-    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
-    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8, DataType::kUInt8,
+    DataType::kInt32,   DataType::kInt64,   DataType::kBool,     DataType::kInt4,    DataType::kUInt4};
 
 Status copy_bytes(CudaExec& ex, const Tensor& x, Tensor& y) {
   if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
@@ -919,7 +948,12 @@ Status cast_run(CudaExec& ex) {
   Tensor& y = *ex.ctx->outputs[0];
   if (x.numel() != y.numel()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
   if (x.dtype() == y.dtype()) return copy_bytes(ex, x, y);
-  return launch_status(k::launch_cast(ktype(x.dtype()), ktype(y.dtype()), x.data(), y.data(), x.numel(), stream_of(ex)), ex);
+  // int4/uint4 hold their values one a byte, as int8/uint8 do: read as those.
+  const k::KType from = ktype(dtype_storage(x.dtype()));
+  if (dtype_is_4bit(y.dtype()))
+    return launch_status(k::launch_cast_to_4bit(from, y.dtype() == DataType::kInt4, x.data(), y.data(), x.numel(),
+                                                stream_of(ex)), ex);
+  return launch_status(k::launch_cast(from, ktype(y.dtype()), x.data(), y.data(), x.numel(), stream_of(ex)), ex);
 }
 
 Status identity_run(CudaExec& ex) { return copy_bytes(ex, *ex.ctx->inputs[0], *ex.ctx->outputs[0]); }

@@ -147,6 +147,9 @@ cudaError_t launch_add_periodic_bias(KType t, void* y, const void* bias, int64_t
 // y = (to)x; float to integer truncates toward zero, NaN -> 0, out-of-range saturates (as the CPU
 // reference does); anything to bool is x != 0.
 cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n, cudaStream_t s);
+// y = x cast to int4 (is_signed) or uint4, held one value a byte as int8/uint8: clamped into the
+// type's range and rounded half to even, NaN -> 0 (ONNX's reference Cast; the CPU reference's).
+cudaError_t launch_cast_to_4bit(KType from, bool is_signed, const void* x, void* y, int64_t n, cudaStream_t s);
 
 // out = broadcast of src (operand 0 of `p`); element size in {1,2,4,8}. Used by Expand and Gemm's C.
 cudaError_t launch_broadcast_copy(const void* src, void* out, int elem_size, const Bcast& p, int64_t n,

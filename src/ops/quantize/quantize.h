@@ -69,8 +69,8 @@ inline bool quant_bounds(DataType t, float* lo, float* hi) {
   switch (t) {
     case DataType::kUInt8: *lo = 0.0f, *hi = 255.0f; return true;
     case DataType::kInt8: *lo = -128.0f, *hi = 127.0f; return true;
-    case DataType::kUInt4: *lo = 0.0f, *hi = 15.0f; return true;
-    case DataType::kInt4: *lo = -8.0f, *hi = 7.0f; return true;
+    case DataType::kUInt4:
+    case DataType::kInt4: *lo = static_cast<float>(four_bit_min(t)), *hi = static_cast<float>(four_bit_max(t)); return true;
     default: return false;
   }
 }

@@ -139,9 +139,7 @@ using namespace util;
 
 // The kernels' element type for a quantized type: opset 21's 4-bit types are held one a byte
 // (dtype.h), so they run as int8/uint8 storage with their own range (quant_bounds).
-k::KType storage_ktype(DataType t) {
-  return t == DataType::kInt4 ? k::KType::kI8 : t == DataType::kUInt4 ? k::KType::kU8 : ktype(t);
-}
+k::KType storage_ktype(DataType t) { return ktype(dtype_storage(t)); }
 
 // x as the CPU reference takes it (any float type or int32): QuantizeLinear's key on input 0.
 constexpr std::initializer_list<DataType> kQuantizeInputTypes = {DataType::kFloat32, DataType::kFloat16,
