@@ -37,18 +37,30 @@ enum class DataType : int32_t {
   // not integer types for dtype_is_integer: arithmetic ops refuse them.
   kUInt4 = 21,
   kInt4 = 22,
+  // ONNX's 8-bit floats (opset 19), one byte each (layouts and conversions: src/core/float8.h).
+  // Cast converts to and from them and the byte-moving ops carry them; they are not float types
+  // for dtype_is_float, so arithmetic ops refuse them, naming them.
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
 };
 
 size_t dtype_size(DataType t);            // bytes per element; 0 for kUndefined
 const char* dtype_name(DataType t);       // "float32", "float16", ...
 bool dtype_from_name(const std::string& name, DataType* out);  // accepts "float32"/"fp32"/"float"...
 bool dtype_from_onnx(int32_t onnx_type, DataType* out);       // false if graft lacks the type
-// dtype_from_onnx without string: what an op's dtype attribute (Cast aside) may name, since only
-// the ops that take strings (OpEntry::takes_strings) make string tensors.
+// dtype_from_onnx without string, the 4-bit types and the 8-bit floats: what an op's dtype attribute
+// (Cast's and QuantizeLinear's aside) may name, since only the ops that take strings
+// (OpEntry::takes_strings) make string tensors and only Cast and Q/DQ compute with the others.
 bool dtype_from_onnx_numeric(int32_t onnx_type, DataType* out);
 bool dtype_is_float(DataType t);          // float16/bfloat16/float32/float64
 bool dtype_is_integer(DataType t);        // int8/uint8/int16/uint16/int32/uint32/int64/uint64 (not bool, not int4)
 inline bool dtype_is_4bit(DataType t) { return t == DataType::kInt4 || t == DataType::kUInt4; }
+inline bool dtype_is_float8(DataType t) {
+  return t == DataType::kFloat8E4M3FN || t == DataType::kFloat8E4M3FNUZ || t == DataType::kFloat8E5M2 ||
+         t == DataType::kFloat8E5M2FNUZ;
+}
 // The one-a-byte storage a 4-bit type shares with its 8-bit kin (int4 as int8, uint4 as uint8), for
 // code that reads or writes its values; any other dtype is its own.
 inline DataType dtype_storage(DataType t) {
@@ -94,7 +106,8 @@ template <> struct dtype_of<int64_t> { static constexpr DataType value = DataTyp
 template <> struct dtype_of<bool> { static constexpr DataType value = DataType::kBool; };
 
 // Load/store any element as double: the CPU reference's lingua franca for mixed dtypes. int64 and
-// uint64 values beyond 2^53 round; code that must be exact uses the integer accessors below.
+// uint64 values beyond 2^53 round; code that must be exact uses the integer accessors below. A
+// float8 store rounds to nearest even and saturates (Cast's default; float8.h).
 double load_as_double(DataType t, const void* base, int64_t index);
 void store_from_double(DataType t, void* base, int64_t index, double v);
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/checked_math.h"
+#include "core/float8.h"
 
 namespace graft {
 
@@ -25,6 +26,10 @@ size_t dtype_size(DataType t) {
     case DataType::kBool: return 1;
     case DataType::kInt4: return 1;  // one element a byte in memory (dtype.h)
     case DataType::kUInt4: return 1;
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ: return 1;
     case DataType::kString: return sizeof(std::string);
     case DataType::kUndefined: return 0;
   }
@@ -48,6 +53,10 @@ const char* dtype_name(DataType t) {
     case DataType::kBool: return "bool";
     case DataType::kInt4: return "int4";
     case DataType::kUInt4: return "uint4";
+    case DataType::kFloat8E4M3FN: return "float8e4m3fn";
+    case DataType::kFloat8E4M3FNUZ: return "float8e4m3fnuz";
+    case DataType::kFloat8E5M2: return "float8e5m2";
+    case DataType::kFloat8E5M2FNUZ: return "float8e5m2fnuz";
     case DataType::kString: return "string";
     case DataType::kUndefined: return "undefined";
   }
@@ -63,7 +72,9 @@ bool dtype_from_name(const std::string& n, DataType* out) {
       {"int8", DataType::kInt8}, {"uint8", DataType::kUInt8}, {"int32", DataType::kInt32},
       {"int64", DataType::kInt64}, {"int16", DataType::kInt16}, {"uint16", DataType::kUInt16},
       {"uint32", DataType::kUInt32}, {"uint64", DataType::kUInt64}, {"bool", DataType::kBool},
-      {"int4", DataType::kInt4}, {"uint4", DataType::kUInt4}, {"string", DataType::kString}};
+      {"int4", DataType::kInt4}, {"uint4", DataType::kUInt4}, {"string", DataType::kString},
+      {"float8e4m3fn", DataType::kFloat8E4M3FN}, {"float8e4m3fnuz", DataType::kFloat8E4M3FNUZ},
+      {"float8e5m2", DataType::kFloat8E5M2}, {"float8e5m2fnuz", DataType::kFloat8E5M2FNUZ}};
   for (auto& e : table)
     if (n == e.name) { *out = e.t; return true; }
   return false;
@@ -72,7 +83,7 @@ bool dtype_from_name(const std::string& n, DataType* out) {
 bool dtype_from_onnx(int32_t v, DataType* out) {
   switch (v) {
     case 1: case 2: case 3: case 4: case 5: case 6: case 7: case 8: case 9: case 10: case 11: case 12: case 13: case 16:
-    case 21: case 22:
+    case 17: case 18: case 19: case 20: case 21: case 22:
       *out = static_cast<DataType>(v);
       return true;
     default:
@@ -82,8 +93,9 @@ bool dtype_from_onnx(int32_t v, DataType* out) {
 
 bool dtype_from_onnx_numeric(int32_t v, DataType* out) {
   DataType t;
-  // Nor the 4-bit types: only QuantizeLinear's output_dtype may name them (it reads dtype_from_onnx).
-  if (!dtype_from_onnx(v, &t) || t == DataType::kString || dtype_is_4bit(t)) return false;
+  // Nor the 4-bit types and the 8-bit floats: only Cast's `to` and QuantizeLinear's output_dtype may
+  // name them (they read dtype_from_onnx).
+  if (!dtype_from_onnx(v, &t) || t == DataType::kString || dtype_is_4bit(t) || dtype_is_float8(t)) return false;
   *out = t;
   return true;
 }
@@ -176,6 +188,11 @@ double load_as_double(DataType t, const void* base, int64_t i) {
     case DataType::kBool: return static_cast<const uint8_t*>(base)[i] ? 1.0 : 0.0;
     case DataType::kInt4: return static_cast<const int8_t*>(base)[i];
     case DataType::kUInt4: return static_cast<const uint8_t*>(base)[i];
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
+      return float8::to_double(static_cast<float8::Format>(t), static_cast<const uint8_t*>(base)[i]);
     // Not a number: the ops that take strings read them as strings, and no other op gets one.
     case DataType::kString: return std::numeric_limits<double>::quiet_NaN();
     case DataType::kUndefined: return 0.0;
@@ -219,6 +236,12 @@ void store_from_double(DataType t, void* base, int64_t i, double v) {
     case DataType::kBool: static_cast<uint8_t*>(base)[i] = v != 0.0 ? 1 : 0; break;
     case DataType::kInt4:
     case DataType::kUInt4: store_from_int64(t, base, i, double_to_int64(v)); break;
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
+      static_cast<uint8_t*>(base)[i] = float8::from_double(static_cast<float8::Format>(t), v, /*saturate=*/true);
+      break;
     case DataType::kString: break;  // see load_as_double
     case DataType::kUndefined: break;
   }

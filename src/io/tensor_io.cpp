@@ -519,6 +519,10 @@ Status copy_typed(const Field& field, int64_t numel, Tensor& t, const std::strin
         break;
       case DataType::kInt8: t.data_as<int8_t>()[i] = static_cast<int8_t>(v); break;
       case DataType::kUInt8: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+      case DataType::kFloat8E4M3FN:  // and the 8-bit floats' bits
+      case DataType::kFloat8E4M3FNUZ:
+      case DataType::kFloat8E5M2:
+      case DataType::kFloat8E5M2FNUZ: t.data_as<uint8_t>()[i] = static_cast<uint8_t>(v); break;
       case DataType::kInt16: t.data_as<int16_t>()[i] = static_cast<int16_t>(v); break;
       case DataType::kUInt16: t.data_as<uint16_t>()[i] = static_cast<uint16_t>(v); break;
       case DataType::kUInt32: t.data_as<uint32_t>()[i] = static_cast<uint32_t>(v); break;

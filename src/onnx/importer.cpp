@@ -214,7 +214,11 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
     case DataType::kFloat64: have = tp.double_data_size(); field = "double_data"; break;
     case DataType::kInt64: have = tp.int64_data_size(); field = "int64_data"; break;
     case DataType::kFloat16:
-    case DataType::kBFloat16:  // 16-bit floats travel as their bit patterns in int32_data
+    case DataType::kBFloat16:  // 16- and 8-bit floats travel as their bit patterns in int32_data
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ:
     case DataType::kInt32:
     case DataType::kInt8:
     case DataType::kUInt8:
@@ -250,6 +254,14 @@ Result<Tensor> tensor_from_proto(const onnx::TensorProto& tp, const std::string&
     case DataType::kBFloat16: {
       auto* p = t.data_as<uint16_t>();
       for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint16_t>(tp.int32_data(static_cast<int>(i)));
+      break;
+    }
+    case DataType::kFloat8E4M3FN:
+    case DataType::kFloat8E4M3FNUZ:
+    case DataType::kFloat8E5M2:
+    case DataType::kFloat8E5M2FNUZ: {
+      auto* p = t.data_as<uint8_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(tp.int32_data(static_cast<int>(i)));
       break;
     }
     default:

@@ -1,8 +1,8 @@
-// Cases for ONNX Cast and CastLike (float to float16, float32, int32, int64, bool, int4 and uint4,
-// and int4/uint4 back; the formula rounds to float16 by arithmetic, not through graft's conversion
-// code) and GridSample
-// (opset 16), whose formula is mmdeploy::grid_sampler's table's (PyTorch's semantics) under string
-// attributes, with ONNX's one difference (bicubic pads the coordinate first) applied to the grid.
+// Cases for ONNX Cast and CastLike (float to float16, float32, int32, int64, bool, int4, uint4 and
+// the four 8-bit floats, and those back; the formula rounds to float16 by arithmetic, not through
+// graft's conversion code) and GridSample (opset 16), whose formula is mmdeploy::grid_sampler's
+// table's (PyTorch's semantics) under string attributes, with ONNX's one difference (bicubic pads
+// the coordinate first) applied to the grid.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -28,6 +28,28 @@ double to_half(double x) {
   return std::fabs(r) > 65504.0 ? std::copysign(INFINITY, x) : r;
 }
 
+// x rounded to an 8-bit float (ONNX types 17 to 20) with saturation, by searching the type's values,
+// built from its layout alone (exponent and mantissa widths, bias, largest finite), for the nearest,
+// ties to the even mantissa: independent of graft's bit arithmetic (src/core/float8.h).
+double to_float8(double x, int64_t to) {
+  const int mantissa_bits = to <= 18 ? 3 : 2;
+  const int exponent_bits = 7 - mantissa_bits;
+  const int bias = to == 17 ? 7 : to == 18 ? 8 : to == 19 ? 15 : 16;
+  const double largest = to == 17 ? 448.0 : to == 18 ? 240.0 : 57344.0;
+  x = std::clamp(x, -largest, largest);
+  double best = 0.0, best_d = INFINITY;
+  bool best_even = true;
+  for (int e = 0; e < (1 << exponent_bits); ++e)
+    for (int m = 0; m < (1 << mantissa_bits); ++m) {
+      const double v = e == 0 ? std::ldexp(m, 1 - bias - mantissa_bits)
+                              : std::ldexp((1 << mantissa_bits) + m, e - bias - mantissa_bits);
+      if (v > largest) continue;
+      const double d = std::fabs(std::fabs(x) - v);
+      if (d < best_d || (d == best_d && m % 2 == 0 && !best_even)) best = v, best_d = d, best_even = m % 2 == 0;
+    }
+  return std::copysign(best, x);
+}
+
 // x converted to ONNX type `to` and read back: round to nearest even for the float types, toward
 // zero for the integers, nonzero for bool.
 double converted(double x, int64_t to) {
@@ -39,6 +61,7 @@ double converted(double x, int64_t to) {
     case 9: return x != 0.0 ? 1.0 : 0.0;                             // BOOL
     case 22: return std::nearbyint(std::clamp(x, -8.0, 7.0));        // INT4: clamped, ties to even
     case 21: return std::nearbyint(std::clamp(x, 0.0, 15.0));        // UINT4
+    case 17: case 18: case 19: case 20: return to_float8(x, to);     // the 8-bit floats
     default: return x;                                               // DOUBLE
   }
 }
@@ -76,6 +99,19 @@ OpCaseTable cast_cases() {
   t.cases.push_back(make_case("int4_to_float32", {typed({4, 5}, DataType::kInt4, -8, 7)}, {{4, 5}}, attr("to", int64_t{1})));
   t.cases.push_back(make_case("uint4_to_int32", {typed({9}, DataType::kUInt4, 0, 15)}, {{9}}, attr("to", int64_t{6})));
   t.cases.push_back(make_case("int32_to_int4", {typed({2, 6}, DataType::kInt32, -30, 30)}, {{2, 6}}, attr("to", int64_t{22})));
+  // Opset 19's 8-bit floats: past the largest finite (saturated: the default), and small values
+  // among the subnormals; then back to float32, exactly.
+  t.cases.push_back(make_case("to_float8e4m3fn", {data({3, 8}, -600, 600)}, {{3, 8}}, attr("to", int64_t{17})));
+  t.cases.push_back(make_case("to_float8e4m3fn_small", {data({4, 6}, -0.03, 0.03)}, {{4, 6}}, attr("to", int64_t{17})));
+  t.cases.push_back(make_case("to_float8e4m3fnuz", {data({5, 5}, -300, 300)}, {{5, 5}}, attr("to", int64_t{18})));
+  t.cases.push_back(make_case("to_float8e5m2", {data({2, 9}, -60000, 60000)}, {{2, 9}}, attr("to", int64_t{19})));
+  t.cases.push_back(make_case("to_float8e5m2_small", {data({3, 5}, -1e-4, 1e-4)}, {{3, 5}}, attr("to", int64_t{19})));
+  t.cases.push_back(make_case("to_float8e5m2fnuz", {data({7}, -60000, 60000)}, {{7}}, attr("to", int64_t{20})));
+  for (auto [label, type] : {std::pair<const char*, DataType>{"float8e4m3fn_to_float32", DataType::kFloat8E4M3FN},
+                             {"float8e4m3fnuz_to_float32", DataType::kFloat8E4M3FNUZ},
+                             {"float8e5m2_to_float32", DataType::kFloat8E5M2},
+                             {"float8e5m2fnuz_to_float32", DataType::kFloat8E5M2FNUZ}})
+    t.cases.push_back(make_case(label, {typed({3, 7}, type, -200, 200)}, {{3, 7}}, attr("to", int64_t{1})));
   return t;
 }
 

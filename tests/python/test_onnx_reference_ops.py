@@ -286,3 +286,33 @@ def test_cast_to_and_from_4bit_matches_onnx_runtime(graft_mod, tmp_path, seed, d
     for name in ("back", "back_i"):
         assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape, name
         np.testing.assert_array_equal(got[name], want[name], err_msg=f"{name}, to {to4}, seed {seed}, x {x.ravel()}")
+
+
+# ---- Cast to and from the 8-bit floats (opset 19) --------------------------------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("to8", [17, 18, 19, 20])  # FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ
+@pytest.mark.parametrize("saturate", [1, 0])
+def test_cast_to_and_from_float8_matches_onnx_reference(graft_mod, onnx_reference, tmp_path, seed, device, to8,
+                                                        saturate):
+    """x cast to an 8-bit float and back to float32: values across the type's range, its subnormals,
+    halfway points and values past its largest finite, with and without saturation (NaN where the
+    type has no infinity: equal as NaN)."""
+    if not hasattr(TensorProto, "FLOAT8E4M3FN"):
+        pytest.skip("this onnx has no 8-bit floats (onnx 1.14+)")
+    rng = np.random.default_rng(seed)
+    largest = {17: 448.0, 18: 240.0, 19: 57344.0, 20: 57344.0}[to8]
+    x = np.concatenate([rng.uniform(-1.5 * largest, 1.5 * largest, 40),
+                        rng.uniform(-1, 1, 20) * 2.0 ** rng.integers(-18, 0, 20),
+                        [0.0, -0.0, largest, -largest, np.inf, -np.inf, 1.0625, 1.1875]]).astype(np.float32)
+    nodes = [helper.make_node("Cast", ["x"], ["q"], to=to8, saturate=saturate),
+             helper.make_node("Cast", ["q"], ["back"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, "cast8", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [x.size])],
+                              [helper.make_tensor_value_info("back", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    path = str(tmp_path / "cast8.onnx")
+    onnx.save(model, path)
+    (want,) = onnx_reference.ReferenceEvaluator(model).run(None, {"x": x})
+    got = _run(graft_mod, path, device, {"x": x})["back"]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want, err_msg=f"to {to8}, saturate {saturate}, seed {seed}, x {x}")

@@ -16,6 +16,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/float8.h"
 #include "graft/engine.h"
 #include "io/tensor_io.h"
 #include "tests/unit/onnx_model_builder.h"
@@ -89,9 +90,10 @@ TEST(Dtypes, Table) {
     EXPECT_FALSE(dtype_is_float(r.t));
   }
   EXPECT_FALSE(dtype_is_integer(DataType::kBool));
-  // Still missing: complex (14, 15), float8 (17-20); uint4/int4 (21, 22) are FourBit* below. String
-  // (8) is a dtype of the file formats and the CPU engine, but no op's dtype attribute may name it.
-  for (int32_t missing : {0, 14, 15, 17, 18, 19, 20, 99}) {
+  // Still missing: complex (14, 15) and opset 23's float4 (23); uint4/int4 (21, 22) are FourBit*
+  // below, the 8-bit floats (17 to 20) Float8*. String (8) is a dtype of the file formats and the
+  // CPU engine, but no op's dtype attribute may name it.
+  for (int32_t missing : {0, 14, 15, 23, 99}) {
     DataType t = DataType::kUndefined;
     EXPECT_FALSE(dtype_from_onnx(missing, &t)) << missing;
   }
@@ -212,8 +214,8 @@ TEST(Dtypes, PbTypedFields) {
 }
 
 TEST(Dtypes, PbStillUnsupported) {
-  // 17 is float8e4m3fn, newer than the onnx.proto graft builds against.
-  for (int32_t t : {int32_t{onnx::TensorProto::COMPLEX64}, int32_t{17}}) {
+  // 23 is opset 23's float4e2m1, newer than the onnx.proto graft builds against.
+  for (int32_t t : {int32_t{onnx::TensorProto::COMPLEX64}, int32_t{onnx::TensorProto::COMPLEX128}, int32_t{23}}) {
     onnx::TensorProto p;
     p.set_name("s");
     p.add_dims(1);
@@ -625,6 +627,138 @@ TEST(Dtypes, FourBitArithmeticIsRefusedAndCastConverts) {
   auto c = run_op("Cast", {Tensor::from_doubles(DataType::kFloat32, {1}, {1})}, complex64);
   ASSERT_FALSE(c.is_ok());
   EXPECT_NE(c.status().to_string().find("14"), std::string::npos) << c.status().to_string();
+}
+
+// ONNX's 8-bit floats: decoding known codes (largest finite, smallest subnormal, infinities and
+// NaNs, the fnuz types' missing -0), and encoding checked against the nearest code found by
+// searching every code's value (ties to the code whose mantissa is even), with and without
+// saturation, on values across each type's range and past it.
+TEST(Dtypes, Float8DecodesAndRoundsToNearestEven) {
+  using float8::Format;
+  // ONNX's numbers and names; one byte each; neither float nor integer types (arithmetic refuses them).
+  for (auto [onnx_type, name] : {std::pair<int32_t, const char*>{17, "float8e4m3fn"}, {18, "float8e4m3fnuz"},
+                                 {19, "float8e5m2"}, {20, "float8e5m2fnuz"}}) {
+    DataType t = DataType::kUndefined, named = DataType::kUndefined;
+    ASSERT_TRUE(dtype_from_onnx(onnx_type, &t));
+    EXPECT_STREQ(dtype_name(t), name);
+    EXPECT_TRUE(dtype_from_name(name, &named) && named == t);
+    EXPECT_EQ(dtype_size(t), 1u);
+    EXPECT_TRUE(dtype_is_float8(t));
+    EXPECT_FALSE(dtype_is_float(t) || dtype_is_integer(t));
+    EXPECT_FALSE(dtype_from_onnx_numeric(onnx_type, &t)) << "only Cast's `to` names it";
+  }
+  // A TensorProto keeps them as bit patterns in int32_data (or raw bytes): 0x7E is e4m3fn's 448.
+  onnx::TensorProto p;
+  p.set_name("w");
+  p.add_dims(2);
+  p.set_data_type(17);
+  p.add_int32_data(0x7E);
+  p.add_int32_data(0x38);
+  auto parsed = io::parse_tensor_pb(p.SerializeAsString(), "w.pb");
+  ASSERT_TRUE(parsed.is_ok()) << parsed.status().to_string();
+  EXPECT_EQ(parsed.value().tensor.get(0), 448.0);
+  EXPECT_EQ(parsed.value().tensor.get(1), 1.0);
+  struct Known { Format f; uint8_t bits; double value; };
+  for (const Known& k : {Known{Format::kE4M3FN, 0x7E, 448}, Known{Format::kE4M3FN, 0x01, std::ldexp(1.0, -9)},
+                         Known{Format::kE4M3FN, 0xFE, -448}, Known{Format::kE4M3FNUZ, 0x7F, 240},
+                         Known{Format::kE4M3FNUZ, 0x01, std::ldexp(1.0, -10)}, Known{Format::kE5M2, 0x7B, 57344},
+                         Known{Format::kE5M2, 0x01, std::ldexp(1.0, -16)}, Known{Format::kE5M2, 0x7C, INFINITY},
+                         Known{Format::kE5M2, 0xFC, -INFINITY}, Known{Format::kE5M2FNUZ, 0x7F, 57344},
+                         Known{Format::kE5M2FNUZ, 0x01, std::ldexp(1.0, -17)}, Known{Format::kE4M3FN, 0x38, 1.0},
+                         Known{Format::kE5M2, 0x3C, 1.0}, Known{Format::kE4M3FNUZ, 0x40, 1.0}})
+    EXPECT_EQ(float8::to_double(k.f, k.bits), k.value) << static_cast<int>(k.f) << " 0x" << std::hex << int(k.bits);
+  EXPECT_TRUE(std::isnan(float8::to_double(Format::kE4M3FN, 0x7F)));
+  EXPECT_TRUE(std::isnan(float8::to_double(Format::kE5M2, 0x7D)));
+  EXPECT_TRUE(std::isnan(float8::to_double(Format::kE4M3FNUZ, 0x80)));
+  EXPECT_TRUE(std::isnan(float8::to_double(Format::kE5M2FNUZ, 0x80)));
+  for (Format f : {Format::kE4M3FN, Format::kE4M3FNUZ, Format::kE5M2, Format::kE5M2FNUZ}) {
+    const float8::Layout l = float8::layout_of(f);
+    // Every finite code, by value.
+    std::vector<std::pair<double, int>> codes;
+    for (int b = 0; b < 256; ++b) {
+      const double v = float8::to_double(f, static_cast<uint8_t>(b));
+      if (std::isfinite(v)) codes.push_back({v, b});
+    }
+    auto nearest = [&](double x) {
+      int best = -1;
+      double best_d = INFINITY;
+      for (auto [v, b] : codes) {
+        const double d = std::fabs(v - x);
+        const bool even = (b & 1) == 0;
+        if (d < best_d || (d == best_d && even && v != 0.0)) best = b, best_d = d;
+      }
+      return best;
+    };
+    std::mt19937 rng(static_cast<unsigned>(f) * 7919u);
+    std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+    std::uniform_int_distribution<int> scale(-20, 18);
+    for (int i = 0; i < 4000; ++i) {
+      // float32 values, as ONNX's casts take them; halfway points between codes among them.
+      double x = static_cast<float>(std::ldexp(mantissa(rng), scale(rng)));
+      if (i % 5 == 0 && codes.size() > 2) {
+        const size_t k = static_cast<size_t>(rng() % (codes.size() - 1));
+        std::vector<double> sorted;
+        for (auto [v, b] : codes) sorted.push_back(v);
+        std::sort(sorted.begin(), sorted.end());
+        x = (sorted[k] + sorted[k + 1]) / 2;
+      }
+      const uint8_t sat = float8::from_double(f, x, true);
+      const double clamped = std::clamp(x, -l.largest, l.largest);
+      const double want = float8::to_double(f, static_cast<uint8_t>(nearest(clamped)));
+      const double got = float8::to_double(f, sat);
+      EXPECT_EQ(got, want) << "format " << static_cast<int>(f) << " x " << x;
+      if (got == 0.0 && !l.unsigned_zero) EXPECT_EQ(std::signbit(got), std::signbit(x)) << x;
+      const uint8_t raw = float8::from_double(f, x, false);
+      if (std::fabs(x) <= l.largest) EXPECT_EQ(raw, sat) << x;
+    }
+    // Past the largest finite: the largest with saturation; without, infinity or NaN once the
+    // rounding passes it.
+    const double big = l.largest * 4;
+    EXPECT_EQ(float8::to_double(f, float8::from_double(f, big, true)), l.largest);
+    EXPECT_EQ(float8::to_double(f, float8::from_double(f, -INFINITY, true)), -l.largest);
+    const double over = float8::to_double(f, float8::from_double(f, big, false));
+    if (l.has_infinity) EXPECT_EQ(over, INFINITY);
+    else EXPECT_TRUE(std::isnan(over));
+    EXPECT_TRUE(std::isnan(float8::to_double(f, float8::from_double(f, NAN, true))));
+    EXPECT_EQ(float8::from_double(f, -0.0, true), l.unsigned_zero ? 0x00 : 0x80);
+  }
+}
+
+// Cast to the 8-bit floats reads opset 19's saturate: with it (the default) out-of-range values and
+// infinities give the largest finite, without it NaN (e4m3fn, no infinity) or infinity (e5m2);
+// back to float32 they are exact. A saturate other than 0 or 1 is an error naming it.
+TEST(Dtypes, Float8CastSaturatesOrNot) {
+  const std::vector<double> x = {500, -INFINITY, 1.0625, -0.001};
+  struct Want { int64_t to, saturate; std::vector<double> back; };
+  // -0.001: e4m3fn's smallest subnormal (2^-9) is nearest; in e5m2 it is a normal, 2^-10.
+  for (const Want& w : {Want{17, 1, {448, -448, 1.0, -0.001953125}}, Want{17, 0, {NAN, NAN, 1.0, -0.001953125}},
+                        Want{19, 0, {512, -INFINITY, 1.0, -0.0009765625}}}) {
+    AttributeMap a;
+    a.set("to", w.to);
+    a.set("saturate", w.saturate);
+    auto q = run_op("Cast", {Tensor::from_doubles(DataType::kFloat32, {4}, x)}, a);
+    ASSERT_TRUE(q.is_ok()) << q.status().to_string();
+    AttributeMap back;
+    back.set("to", int64_t{1});
+    auto b = run_op("Cast", {q.value()[0]}, back);
+    ASSERT_TRUE(b.is_ok()) << b.status().to_string();
+    for (int64_t i = 0; i < 4; ++i) {
+      const double got = b.value()[0].get(i);
+      if (std::isnan(w.back[i])) EXPECT_TRUE(std::isnan(got)) << "to " << w.to << " element " << i;
+      else EXPECT_EQ(got, w.back[i]) << "to " << w.to << " saturate " << w.saturate << " element " << i;
+    }
+  }
+  AttributeMap bad;
+  bad.set("to", int64_t{17});
+  bad.set("saturate", int64_t{2});
+  auto r = run_op("Cast", {Tensor::from_doubles(DataType::kFloat32, {1}, {1})}, bad);
+  ASSERT_FALSE(r.is_ok());
+  EXPECT_NE(r.status().to_string().find("saturate"), std::string::npos) << r.status().to_string();
+  // Arithmetic refuses them, naming the type.
+  const Tensor f8 = Tensor::from_doubles(DataType::kFloat8E4M3FN, {2}, {1, -2});
+  auto add = run_op("Add", {f8, f8});
+  ASSERT_FALSE(add.is_ok());
+  EXPECT_NE(add.status().to_string().find("float8e4m3fn"), std::string::npos) << add.status().to_string();
 }
 
 }  // namespace

@@ -118,8 +118,10 @@ constexpr std::initializer_list<DataType> kGpuFloats64 = {DataType::kFloat32, Da
 // of 1, 2, 4 or 8 bytes whatever they hold). gpu_supports refuses the others (strings; int16,
 // uint16, uint32 and uint64, which no kernel's switch has) for every op.
 constexpr std::initializer_list<DataType> kGpuEveryDtype = {
-    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8, DataType::kUInt8,
-    DataType::kInt32,   DataType::kInt64,   DataType::kBool,     DataType::kInt4,    DataType::kUInt4};
+    DataType::kFloat32,     DataType::kFloat16,        DataType::kBFloat16,    DataType::kFloat64,
+    DataType::kInt8,        DataType::kUInt8,          DataType::kInt32,       DataType::kInt64,
+    DataType::kBool,        DataType::kInt4,           DataType::kUInt4,       DataType::kFloat8E4M3FN,
+    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,  DataType::kFloat8E5M2FNUZ};
 
 // Input 0 is present: the whole check of an op whose kernel key (input 0's dtype) says the rest.
 inline bool input0_given(const Node& n, std::string* why) {

@@ -20,6 +20,7 @@
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/unary_kernel.h"
+#include "core/float8.h"
 #include "core/checked_math.h"
 #include "graft/status.h"
 #include "ops/infer_util.h"
@@ -333,25 +334,13 @@ Status cast_to_4bit(const ExecContext& ctx, const Tensor& x, Tensor& y) {
   }
   return Status::ok();
 }
-}  // namespace
 
-Status cast(ExecContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
-  const Tensor& x = *ctx.inputs[0];
-  Tensor& y = *ctx.outputs[0];
-  GRAFT_CHECK(x.numel() == y.numel());
-  DataType from = x.dtype(), to = y.dtype();
-  if (to == DataType::kString) return cast_to_strings(x, y);
-  if (from == DataType::kString) return cast_from_strings(x, y);
-  if (from == to) {
-    std::memcpy(y.data(), x.data(), x.nbytes());
-    return Status::ok();
-  }
-  if (dtype_is_4bit(to)) return cast_to_4bit(ctx, x, y);
-  // int4/uint4 hold their values one a byte, as int8/uint8 do: read as those.
-  return visit_all(dtype_storage(from), [&](auto trf) -> Status {
+// The numeric Cast: float to int truncates toward zero and saturates, anything to bool is x != 0,
+// the rest converts (int4/uint4 are read through their int8/uint8 storage).
+Status cast_numeric(const ExecContext& ctx, const Tensor& x, Tensor& y) {
+  return visit_all(dtype_storage(x.dtype()), [&](auto trf) -> Status {
     using TrF = decltype(trf);
-    return visit_all(to, [&](auto trt) -> Status {
+    return visit_all(y.dtype(), [&](auto trt) -> Status {
       using TrT = decltype(trt);
       using CT = decltype(TrT::load(nullptr, 0));
       for (int64_t i = 0, n = x.numel(); i < n; ++i) {
@@ -376,6 +365,42 @@ Status cast(ExecContext& ctx) {
       return Status::ok();
     }, [&](DataType d) { return bad_dtype(ctx, d); });
   }, [&](DataType d) { return bad_dtype(ctx, d); });
+}
+
+// Cast to an 8-bit float (float8.h): round to nearest even; with `saturate` (opset 19, default 1)
+// out-of-range values and infinities become the largest finite, without it infinity or NaN.
+Status cast_to_float8(const ExecContext& ctx, const Tensor& x, Tensor& y) {
+  if (x.dtype() == DataType::kString) return bad_dtype(ctx, x.dtype());
+  static const AttributeMap kNone;
+  GRAFT_ASSIGN_OR_RETURN(int64_t saturate, (ctx.attrs ? *ctx.attrs : kNone).get_int("saturate", 1));
+  const auto format = static_cast<float8::Format>(y.dtype());
+  auto* out = y.data_as<uint8_t>();
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) out[i] = float8::from_double(format, x.get(i), saturate != 0);
+  return Status::ok();
+}
+}  // namespace
+
+Status cast(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_CHECK(x.numel() == y.numel());
+  DataType from = x.dtype(), to = y.dtype();
+  if (to == DataType::kString) return cast_to_strings(x, y);
+  if (from == DataType::kString) return cast_from_strings(x, y);
+  if (from == to) {
+    std::memcpy(y.data(), x.data(), x.nbytes());
+    return Status::ok();
+  }
+  if (dtype_is_4bit(to)) return cast_to_4bit(ctx, x, y);
+  if (dtype_is_float8(to)) return cast_to_float8(ctx, x, y);
+  if (dtype_is_float8(from)) {
+    // Every 8-bit float is exact in float32: through float32, Cast's rules for floats apply.
+    Tensor wide = Tensor::empty(DataType::kFloat32, x.dims());
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) wide.set(i, x.get(i));
+    return cast_numeric(ctx, wide, y);
+  }
+  return cast_numeric(ctx, x, y);
 }
 
 Status identity(ExecContext& ctx) {
@@ -888,7 +913,8 @@ Status infer_identity(InferContext& ctx) {
 // Cast and CastLike also convert to and from strings (the CPU engine's, above).
 const std::vector<DataType> kCastTypes = [] {
   std::vector<DataType> t = kAllTypes;
-  t.insert(t.end(), {DataType::kString, DataType::kInt4, DataType::kUInt4});
+  t.insert(t.end(), {DataType::kString, DataType::kInt4, DataType::kUInt4, DataType::kFloat8E4M3FN,
+                     DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ});
   return t;
 }();
 
@@ -901,6 +927,12 @@ Status infer_cast(InferContext& ctx) {
     return Status(error(StatusCode::kUnsupported, "Cast to ONNX element type ", to.value(),
                         " is not supported (graft supports ", dtype_list(kCastTypes), ")"))
         .with_attribute("to");
+  // Opset 19's saturate: only casts to an 8-bit float read it, but any value other than 0 or 1 is an error.
+  auto saturate = ctx.attrs().get_int("saturate", 1);
+  if (!saturate) return Status(saturate.status()).with_attribute("saturate");
+  if (saturate.value() != 0 && saturate.value() != 1)
+    return Status(error(StatusCode::kInvalidModel, "saturate must be 0 or 1, got ", saturate.value()))
+        .with_attribute("saturate");
   TensorDesc out = ctx.input(0);
   out.dtype = t;
   ctx.set_output(0, out);

@@ -16,6 +16,7 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/fast_divide.h"
+#include "core/float8.h"
 #include "backends/cuda/shape_kernels.cuh"
 
 namespace graft::cuda {
@@ -639,7 +640,35 @@ cudaError_t cast_to_4bit_as(KType from, const void* x, Out* y, int64_t n, double
   return cudaGetLastError();
 }
 
+
+// To and from ONNX's 8-bit floats, through double, with the host's conversions (src/core/float8.h).
+template <typename F>
+__global__ void cast_to_float8_kernel(const F* __restrict__ x, uint8_t* __restrict__ y, int64_t n, int format,
+                                      bool saturate) {
+  GRAFT_GRID_STRIDE(i, n) { y[i] = float8::from_double(static_cast<float8::Format>(format), as_double(x[i]), saturate); }
+}
+
+__global__ void float8_to_float_kernel(const uint8_t* __restrict__ x, float* __restrict__ y, int64_t n, int format) {
+  GRAFT_GRID_STRIDE(i, n) { y[i] = static_cast<float>(float8::to_double(static_cast<float8::Format>(format), x[i])); }
+}
+
 }  // namespace
+
+cudaError_t launch_cast_to_float8(KType from, int format, bool saturate, const void* x, void* y, int64_t n,
+                                  cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  if (from == KType::kBool) from = KType::kU8;  // one byte, 0 or 1
+  GRAFT_EVERY_NUMERIC_DISPATCH(from, (cast_to_float8_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
+                                         static_cast<const T*>(x), static_cast<uint8_t*>(y), n, format, saturate)));
+  return cudaGetLastError();
+}
+
+cudaError_t launch_float8_to_float(int format, const void* x, void* y, int64_t n, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  float8_to_float_kernel<<<grid_for(n), kThreads, 0, s>>>(static_cast<const uint8_t*>(x), static_cast<float*>(y), n,
+                                                          format);
+  return cudaGetLastError();
+}
 
 cudaError_t launch_cast_to_4bit(KType from, bool is_signed, const void* x, void* y, int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
@@ -933,8 +962,10 @@ Status where_run(CudaExec& ex) {
 // The dtypes Cast and CastLike convert from and to (launch_cast's switches, the 4-bit types through
 // their 8-bit storage and launch_cast_to_4bit): their keys, input 0 and output 0.
 constexpr std::initializer_list<DataType> kCastDtypes = {
-    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8, DataType::kUInt8,
-    DataType::kInt32,   DataType::kInt64,   DataType::kBool,     DataType::kInt4,    DataType::kUInt4};
+    DataType::kFloat32,      DataType::kFloat16,        DataType::kBFloat16,   DataType::kFloat64,
+    DataType::kInt8,         DataType::kUInt8,          DataType::kInt32,      DataType::kInt64,
+    DataType::kBool,         DataType::kInt4,           DataType::kUInt4,      DataType::kFloat8E4M3FN,
+    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,   DataType::kFloat8E5M2FNUZ};
 
 Status copy_bytes(CudaExec& ex, const Tensor& x, Tensor& y) {
   if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
@@ -943,17 +974,51 @@ Status copy_bytes(CudaExec& ex, const Tensor& x, Tensor& y) {
                        "cudaMemcpyAsync");
 }
 
+// Cast x (not an 8-bit float) into y.
+// Cast's scratch: an 8-bit float input going anywhere but float32 is first decoded into float32 there.
+size_t cast_workspace(const Node& node, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>&) {
+  const Tensor* x = inputs.empty() ? nullptr : inputs[0];
+  if (!x || !dtype_is_float8(x->dtype()) || out_dtype(node, 0) == DataType::kFloat32) return 0;
+  return static_cast<size_t>(x->numel()) * sizeof(float);
+}
+
+Status cast_into(CudaExec& ex, const Tensor& x, Tensor& y) {
+  // int4/uint4 hold their values one a byte, as int8/uint8 do: read as those.
+  const k::KType from = ktype(dtype_storage(x.dtype()));
+  if (dtype_is_float8(y.dtype())) {
+    GRAFT_ASSIGN_OR_RETURN(int64_t saturate, attrs_of(ex).get_int("saturate", 1));
+    return launch_status(k::launch_cast_to_float8(from, static_cast<int>(y.dtype()), saturate != 0, x.data(), y.data(),
+                                                  x.numel(), stream_of(ex)), ex);
+  }
+  if (dtype_is_4bit(y.dtype()))
+    return launch_status(k::launch_cast_to_4bit(from, y.dtype() == DataType::kInt4, x.data(), y.data(), x.numel(),
+                                                stream_of(ex)), ex);
+  return launch_status(k::launch_cast(from, ktype(y.dtype()), x.data(), y.data(), x.numel(), stream_of(ex)), ex);
+}
+
 Status cast_run(CudaExec& ex) {
   const Tensor& x = *ex.ctx->inputs[0];
   Tensor& y = *ex.ctx->outputs[0];
   if (x.numel() != y.numel()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
   if (x.dtype() == y.dtype()) return copy_bytes(ex, x, y);
-  // int4/uint4 hold their values one a byte, as int8/uint8 do: read as those.
-  const k::KType from = ktype(dtype_storage(x.dtype()));
-  if (dtype_is_4bit(y.dtype()))
-    return launch_status(k::launch_cast_to_4bit(from, y.dtype() == DataType::kInt4, x.data(), y.data(), x.numel(),
-                                                stream_of(ex)), ex);
-  return launch_status(k::launch_cast(from, ktype(y.dtype()), x.data(), y.data(), x.numel(), stream_of(ex)), ex);
+  if (dtype_is_float8(x.dtype())) {
+    // Every 8-bit float is exact in float32: decode into y when y is float32, else into the float32
+    // scratch of cast_workspace, from which the float32 Cast goes on (as the CPU reference does).
+    if (y.dtype() == DataType::kFloat32)
+      return launch_status(k::launch_float8_to_float(static_cast<int>(x.dtype()), x.data(), y.data(), x.numel(),
+                                                     stream_of(ex)), ex);
+    if (ex.workspace_size < static_cast<size_t>(x.numel()) * sizeof(float))
+      return fail(ex, StatusCode::kInternal, "Cast from ", dtype_name(x.dtype()), " without its float32 workspace");
+    GRAFT_RETURN_IF_ERROR(launch_status(
+        k::launch_float8_to_float(static_cast<int>(x.dtype()), x.data(), ex.workspace, x.numel(), stream_of(ex)), ex));
+    if (dtype_is_float8(y.dtype()) || dtype_is_4bit(y.dtype())) {
+      Tensor wide = Tensor::wrap(ex.workspace, DataType::kFloat32, x.dims(), DeviceType::kCUDA);
+      return cast_into(ex, wide, y);
+    }
+    return launch_status(k::launch_cast(k::KType::kF32, ktype(y.dtype()), ex.workspace, y.data(), x.numel(),
+                                        stream_of(ex)), ex);
+  }
+  return cast_into(ex, x, y);
 }
 
 Status identity_run(CudaExec& ex) { return copy_bytes(ex, *ex.ctx->inputs[0], *ex.ctx->outputs[0]); }
@@ -1139,9 +1204,9 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
   out.push_back(kernel_dtypes({input_dtypes(0, kBoolDtype), input_dtypes(1, kGpuEveryDtype)},
                               CudaOp{"Where", &where_supports, &where_run, {}, nullptr}));
   out.push_back(kernel_dtypes({input_dtypes(0, kCastDtypes), output_dtypes(0, kCastDtypes)},
-                              CudaOp{"Cast", &input0_given, &cast_run, {}, nullptr}));
+                              CudaOp{"Cast", &input0_given, &cast_run, {}, &cast_workspace}));
   out.push_back(kernel_dtypes({input_dtypes(0, kCastDtypes), output_dtypes(0, kCastDtypes)},
-                              CudaOp{"CastLike", &input0_given, &cast_run, {}, nullptr}));
+                              CudaOp{"CastLike", &input0_given, &cast_run, {}, &cast_workspace}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
                               CudaOp{"Identity", &input0_given, &identity_run, {}, nullptr}));
 }

@@ -150,6 +150,12 @@ cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n,
 // y = x cast to int4 (is_signed) or uint4, held one value a byte as int8/uint8: clamped into the
 // type's range and rounded half to even, NaN -> 0 (ONNX's reference Cast; the CPU reference's).
 cudaError_t launch_cast_to_4bit(KType from, bool is_signed, const void* x, void* y, int64_t n, cudaStream_t s);
+// y (one byte a value) = x as ONNX's 8-bit float `format` (17 to 20: float8e4m3fn, e4m3fnuz, e5m2,
+// e5m2fnuz), rounded to nearest even, saturating when `saturate` (src/core/float8.h, as the CPU
+// reference); and back: y (float32) = the 8-bit floats x, exactly.
+cudaError_t launch_cast_to_float8(KType from, int format, bool saturate, const void* x, void* y, int64_t n,
+                                  cudaStream_t s);
+cudaError_t launch_float8_to_float(int format, const void* x, void* y, int64_t n, cudaStream_t s);
 
 // out = broadcast of src (operand 0 of `p`); element size in {1,2,4,8}. Used by Expand and Gemm's C.
 cudaError_t launch_broadcast_copy(const void* src, void* out, int elem_size, const Bcast& p, int64_t n,

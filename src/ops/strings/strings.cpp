@@ -122,7 +122,11 @@ Status cast_to_strings(const Tensor& x, const Tensor& y) {
       case DataType::kFloat64: out[i] = float_text(x.data_as<double>()[i], false); break;
       case DataType::kFloat32:
       case DataType::kFloat16:
-      case DataType::kBFloat16: out[i] = float_text(load_as_double(t, x.data(), i), true); break;
+      case DataType::kBFloat16:
+      case DataType::kFloat8E4M3FN:  // every 8-bit float is exact in float32: printed as one
+      case DataType::kFloat8E4M3FNUZ:
+      case DataType::kFloat8E5M2:
+      case DataType::kFloat8E5M2FNUZ: out[i] = float_text(load_as_double(t, x.data(), i), true); break;
       case DataType::kBool: out[i] = x.data_as<uint8_t>()[i] ? "1" : "0"; break;
       case DataType::kUInt64: out[i] = std::to_string(x.data_as<uint64_t>()[i]); break;
       case DataType::kInt8:
@@ -131,7 +135,7 @@ Status cast_to_strings(const Tensor& x, const Tensor& y) {
       case DataType::kUInt16:
       case DataType::kInt32:
       case DataType::kUInt32:
-      case DataType::kInt4:  // Cast refuses them (dtype.h); their values print as any integer's
+      case DataType::kInt4:  // their values print as any integer's
       case DataType::kUInt4:
       case DataType::kInt64: out[i] = std::to_string(load_as_int64(t, x.data(), i)); break;
       case DataType::kUndefined:
