@@ -112,6 +112,14 @@ OpCaseTable cast_cases() {
                              {"float8e5m2_to_float32", DataType::kFloat8E5M2},
                              {"float8e5m2fnuz_to_float32", DataType::kFloat8E5M2FNUZ}})
     t.cases.push_back(make_case(label, {typed({3, 7}, type, -200, 200)}, {{3, 7}}, attr("to", int64_t{1})));
+  // From an 8-bit float to other than float32: through float32 (on CUDA, the op's scratch), then
+  // Cast's rules for floats: truncation for int32, and e5m2 into float16 (exact: e5m2 is float16's top byte).
+  t.cases.push_back(make_case("float8e4m3fn_to_int32", {typed({2, 9}, DataType::kFloat8E4M3FN, -300, 300)}, {{2, 9}},
+                              attr("to", int64_t{6})));
+  t.cases.push_back(make_case("float8e5m2_to_float16", {typed({11}, DataType::kFloat8E5M2, -5000, 5000)}, {{11}},
+                              attr("to", int64_t{10})));
+  t.cases.push_back(make_case("float8e4m3fn_to_float8e5m2", {typed({4, 4}, DataType::kFloat8E4M3FN, -400, 400)},
+                              {{4, 4}}, attr("to", int64_t{19})));
   return t;
 }
 
