@@ -89,13 +89,15 @@ TEST(CudaConvTranspose, LargerUpsampling) {
   run_float_dtypes(c, seed);
 }
 
-// The node as the CUDA op sees it at build time: float inputs of these shapes.
+// The node as the engine asks about it at build time (gpu_supports: the op's dtype keys, then its
+// own checks): float inputs of these shapes.
 bool supports(const std::vector<int64_t>& x, const std::vector<int64_t>& w, const AttributeMap& attrs,
               std::string* why, DataType dt = DataType::kFloat32) {
   std::mt19937 rng(1);
   OneNode n("ConvTranspose", {rnd(rng, x, -1, 1, dt), rnd(rng, w, -1, 1, dt)});
   n.node->attrs = attrs;
-  return cuda::find_cuda_op("ConvTranspose")->supports(*n.node, why);
+  const cuda::CudaOp* op = nullptr;
+  return cuda::gpu_supports(*n.node, &op, why) && op == cuda::find_cuda_op("ConvTranspose");
 }
 
 TEST(CudaConvTranspose, SupportsRejectsWhatCudnnCannotPad) {

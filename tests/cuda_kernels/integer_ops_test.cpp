@@ -290,9 +290,9 @@ TEST(CudaInteger, RegisteredAndRefusesWhatItDoesNotHandle) {
     OneNode n(op, std::move(in));
     n.node->outputs[0]->desc = TensorDesc(out, shape_from_values({1}));
     std::string why;
-    const cuda::CudaOp* cop = cuda::find_cuda_op(op);
-    if (!cop) return std::string("(no op)");
-    EXPECT_FALSE(cop->supports(*n.node, &why)) << op;
+    if (!cuda::find_cuda_op(op)) return std::string("(no op)");
+    const cuda::CudaOp* chosen = nullptr;  // as the engine asks: the dtype keys, then the op's checks
+    EXPECT_FALSE(cuda::gpu_supports(*n.node, &chosen, &why)) << op;
     EXPECT_FALSE(why.empty()) << op;
     return why;
   };

@@ -352,15 +352,15 @@ TEST(CudaShape, Resize) {
 }
 
 TEST(CudaShape, SupportsRejects) {
-  // No GPU needed: supports() runs on the host.
+  // No GPU needed: gpu_supports (the op's dtype keys, then its own checks) runs on the host.
   auto supported = [](const std::string& op, std::vector<Tensor> in, const AttributeMap& attrs) {
     OneNode n(op, std::move(in));
     n.node->attrs = attrs;
     n.node->opset = 19;
     n.node->outputs[0]->desc = TensorDesc(n.node->inputs[0]->desc.dtype, Shape{});
-    const cuda::CudaOp* o = cuda::find_cuda_op(op);
+    const cuda::CudaOp* o = nullptr;
     std::string why;
-    return o && o->supports(*n.node, &why);
+    return cuda::gpu_supports(*n.node, &o, &why) && o == cuda::find_cuda_op(op);
   };
   std::mt19937 rng(1);
   const Tensor x = rnd(rng, {1, 2, 3, 4});
