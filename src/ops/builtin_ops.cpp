@@ -53,14 +53,14 @@ bool output_shape_from_kernel(const Node& node) {
   return op && op->output_shape_from_kernel;
 }
 
-std::string unmet_kernel_dtypes(const Node& node, const std::vector<KernelDtypes>& keys, const std::string& what) {
+std::string unmet_kernel_dtypes(const Node& node, const std::vector<KernelDtypes>& keys, const char* backend) {
   for (const KernelDtypes& key : keys) {
     const Value* v = key.output ? node.output(key.index) : node.input(key.index);
     if (!v) continue;
     if (std::find(key.dtypes.begin(), key.dtypes.end(), v->desc.dtype) != key.dtypes.end()) continue;
     std::string have;
     for (DataType t : key.dtypes) have += (have.empty() ? "" : ", ") + std::string(dtype_name(t));
-    return what + " take " + key.value_name() + " ('" + v->name + "') as " + have + ", not " + dtype_name(v->desc.dtype);
+    return std::string("the ") + backend + " " + node.op_type + " kernels take " + key.value_name() + " ('" + v->name + "') as " + have + ", not " + dtype_name(v->desc.dtype);
   }
   return {};
 }

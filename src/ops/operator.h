@@ -198,9 +198,9 @@ struct KernelDtypes {
 };
 inline KernelDtypes input_dtypes(int index, std::initializer_list<DataType> dtypes) { return {false, index, dtypes}; }
 inline KernelDtypes output_dtypes(int index, std::initializer_list<DataType> dtypes) { return {true, index, dtypes}; }
-// An empty string when `node` meets every key in `keys`; otherwise why not, naming the value, its
-// dtype and the dtypes the kernels have (`what` names the kernels: "the CUDA Relu kernels").
-std::string unmet_kernel_dtypes(const Node& node, const std::vector<KernelDtypes>& keys, const std::string& what);
+// An empty string when `node` meets every key in `keys`; otherwise why not, naming the kernels
+// ("the CUDA Relu kernels", with `backend` "CUDA"), the value, its dtype and the dtypes they have.
+std::string unmet_kernel_dtypes(const Node& node, const std::vector<KernelDtypes>& keys, const char* backend);
 
 // True for a node whose op sets output_shape_from_kernel (never a custom op's).
 bool output_shape_from_kernel(const Node& node);

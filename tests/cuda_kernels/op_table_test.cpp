@@ -129,7 +129,7 @@ TEST(CudaOpTable, KeysRefuseOtherDtypesNamingTheValue) {
   EXPECT_EQ(op, find_cuda_op("Softmax"));
   // The free function on its own: an omitted optional input is not checked.
   const std::vector<KernelDtypes> keys = {input_dtypes(0, {DataType::kFloat16}), input_dtypes(5, {DataType::kInt64})};
-  EXPECT_EQ(unmet_kernel_dtypes(*softmax, keys, "the kernels"), "");
+  EXPECT_EQ(unmet_kernel_dtypes(*softmax, keys, "CUDA"), "");
 }
 
 }  // namespace

@@ -159,15 +159,11 @@ inline bool elem_size_fits(DataType t) {
   return es == 1 || es == 2 || es == 4 || es == 8;
 }
 
-// A dtype the kernels' KType numbering has (so its element size is known on the device side).
-inline bool has_ktype(DataType t) {
-  switch (t) {
-    case DataType::kFloat32: case DataType::kFloat16: case DataType::kBFloat16: case DataType::kFloat64:
-    case DataType::kInt8: case DataType::kUInt8: case DataType::kInt32: case DataType::kInt64: case DataType::kBool:
-      return true;
-    default: return false;
-  }
-}
+// Every dtype of the kernels' KType numbering (so its element size is known on the device side): the
+// key of kernels that switch on KType to move elements (EyeLike, ReverseSequence, the scatters).
+constexpr std::initializer_list<DataType> kGpuKTypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
+    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
 
 // Input `i` has a known rank of at most kMaxRank (the per-axis parameter arrays' size).
 inline bool rank_fits(const Node& n, size_t i, std::string* why) {

@@ -152,7 +152,7 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
     *why = "the CUDA " + n.op_type + " kernel takes tensors only, not sequences or optionals";
     return false;
   }
-  if (std::string unmet = unmet_kernel_dtypes(n, op->dtypes, "the CUDA " + n.op_type + " kernels"); !unmet.empty()) {
+  if (std::string unmet = unmet_kernel_dtypes(n, op->dtypes, "CUDA"); !unmet.empty()) {
     *why = unmet;
     return false;
   }

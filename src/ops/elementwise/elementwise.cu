@@ -670,11 +670,12 @@ cudaError_t launch_float8_to_float(int format, const void* x, void* y, int64_t n
   return cudaGetLastError();
 }
 
-cudaError_t launch_cast_to_4bit(KType from, bool is_signed, const void* x, void* y, int64_t n, cudaStream_t s) {
+cudaError_t launch_cast_to_4bit(KType from, bool is_signed, int lo, int hi, const void* x, void* y, int64_t n,
+                                cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   if (from == KType::kBool) from = KType::kU8;  // one byte, 0 or 1
-  return is_signed ? cast_to_4bit_as(from, x, static_cast<int8_t*>(y), n, -8.0, 7.0, s)
-                   : cast_to_4bit_as(from, x, static_cast<uint8_t*>(y), n, 0.0, 15.0, s);
+  return is_signed ? cast_to_4bit_as(from, x, static_cast<int8_t*>(y), n, lo, hi, s)
+                   : cast_to_4bit_as(from, x, static_cast<uint8_t*>(y), n, lo, hi, s);
 }
 
 cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n, cudaStream_t s) {
@@ -959,13 +960,6 @@ Status where_run(CudaExec& ex) {
                                        out.numel(), stream_of(ex)), ex);
 }
 
-// The dtypes Cast and CastLike convert from and to (launch_cast's switches, the 4-bit types through
-// their 8-bit storage and launch_cast_to_4bit): their keys, input 0 and output 0.
-constexpr std::initializer_list<DataType> kCastDtypes = {
-    DataType::kFloat32,      DataType::kFloat16,        DataType::kBFloat16,   DataType::kFloat64,
-    DataType::kInt8,         DataType::kUInt8,          DataType::kInt32,      DataType::kInt64,
-    DataType::kBool,         DataType::kInt4,           DataType::kUInt4,      DataType::kFloat8E4M3FN,
-    DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2,   DataType::kFloat8E5M2FNUZ};
 
 Status copy_bytes(CudaExec& ex, const Tensor& x, Tensor& y) {
   if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
@@ -991,7 +985,8 @@ Status cast_into(CudaExec& ex, const Tensor& x, Tensor& y) {
                                                   x.numel(), stream_of(ex)), ex);
   }
   if (dtype_is_4bit(y.dtype()))
-    return launch_status(k::launch_cast_to_4bit(from, y.dtype() == DataType::kInt4, x.data(), y.data(), x.numel(),
+    return launch_status(k::launch_cast_to_4bit(from, y.dtype() == DataType::kInt4, four_bit_min(y.dtype()),
+                                                four_bit_max(y.dtype()), x.data(), y.data(), x.numel(),
                                                 stream_of(ex)), ex);
   return launch_status(k::launch_cast(from, ktype(y.dtype()), x.data(), y.data(), x.numel(), stream_of(ex)), ex);
 }
@@ -1011,12 +1006,7 @@ Status cast_run(CudaExec& ex) {
       return fail(ex, StatusCode::kInternal, "Cast from ", dtype_name(x.dtype()), " without its float32 workspace");
     GRAFT_RETURN_IF_ERROR(launch_status(
         k::launch_float8_to_float(static_cast<int>(x.dtype()), x.data(), ex.workspace, x.numel(), stream_of(ex)), ex));
-    if (dtype_is_float8(y.dtype()) || dtype_is_4bit(y.dtype())) {
-      Tensor wide = Tensor::wrap(ex.workspace, DataType::kFloat32, x.dims(), DeviceType::kCUDA);
-      return cast_into(ex, wide, y);
-    }
-    return launch_status(k::launch_cast(k::KType::kF32, ktype(y.dtype()), ex.workspace, y.data(), x.numel(),
-                                        stream_of(ex)), ex);
+    return cast_into(ex, Tensor::wrap(ex.workspace, DataType::kFloat32, x.dims(), DeviceType::kCUDA), y);
   }
   return cast_into(ex, x, y);
 }
@@ -1203,9 +1193,11 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
   out.push_back(binary<BinaryOp::kMod>("Mod"));
   out.push_back(kernel_dtypes({input_dtypes(0, kBoolDtype), input_dtypes(1, kGpuEveryDtype)},
                               CudaOp{"Where", &where_supports, &where_run, {}, nullptr}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kCastDtypes), output_dtypes(0, kCastDtypes)},
+  // Cast and CastLike convert between every device dtype (launch_cast's switches; the 4-bit types
+  // through their 8-bit storage and launch_cast_to_4bit, the 8-bit floats through float32).
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), output_dtypes(0, kGpuEveryDtype)},
                               CudaOp{"Cast", &input0_given, &cast_run, {}, &cast_workspace}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kCastDtypes), output_dtypes(0, kCastDtypes)},
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), output_dtypes(0, kGpuEveryDtype)},
                               CudaOp{"CastLike", &input0_given, &cast_run, {}, &cast_workspace}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
                               CudaOp{"Identity", &input0_given, &identity_run, {}, nullptr}));

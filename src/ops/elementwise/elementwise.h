@@ -148,8 +148,10 @@ cudaError_t launch_add_periodic_bias(KType t, void* y, const void* bias, int64_t
 // reference does); anything to bool is x != 0.
 cudaError_t launch_cast(KType from, KType to, const void* x, void* y, int64_t n, cudaStream_t s);
 // y = x cast to int4 (is_signed) or uint4, held one value a byte as int8/uint8: clamped into the
-// type's range and rounded half to even, NaN -> 0 (ONNX's reference Cast; the CPU reference's).
-cudaError_t launch_cast_to_4bit(KType from, bool is_signed, const void* x, void* y, int64_t n, cudaStream_t s);
+// type's range [lo, hi] (dtype.h's four_bit_min/max) and rounded half to even, NaN -> 0 (ONNX
+// Runtime's Cast; the CPU reference's).
+cudaError_t launch_cast_to_4bit(KType from, bool is_signed, int lo, int hi, const void* x, void* y, int64_t n,
+                                cudaStream_t s);
 // y (one byte a value) = x as ONNX's 8-bit float `format` (17 to 20: float8e4m3fn, e4m3fnuz, e5m2,
 // e5m2fnuz), rounded to nearest even, saturating when `saturate` (src/core/float8.h, as the CPU
 // reference); and back: y (float32) = the 8-bit floats x, exactly.

@@ -323,11 +323,8 @@ Result<k::ScatterRed> scatter_reduction(const CudaExec& ex) {
   return fail(ex, StatusCode::kInvalidModel, "attribute 'reduction' must be none, add, mul, max or min, got '", red, "'");
 }
 
-// The data dtypes the scatters take (their key): any with a KType for reduction "none" (the kernels
-// move its bytes), the float types and int32/int64 only for add, mul, max and min (checked below).
-constexpr std::initializer_list<DataType> kScatterDataDtypes = {
-    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
-    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
+// The scatters' data key is kGpuKTypes (reduction "none" moves its bytes); add, mul, max and min
+// take the float types and int32/int64 only (checked below).
 
 bool scatter_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1) || !has_input(n, 2)) return reject(why, "needs data, indices and updates");
@@ -434,11 +431,11 @@ void append_cuda_gather_scatter_ops(std::vector<CudaOp>& out) {
   const KernelDtypes indices = input_dtypes(1, kGpuInts);
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices},
                               CudaOp{"GatherElements", &gather_elements_supports, &gather_elements_run, {}, nullptr}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kScatterDataDtypes), indices},
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuKTypes), indices},
                               CudaOp{"ScatterElements", &scatter_supports, &scatter_elements_run, {}, nullptr}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices},
                               CudaOp{"GatherND", &gather_nd_supports, &gather_nd_run, {}, nullptr}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kScatterDataDtypes), indices},
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuKTypes), indices},
                               CudaOp{"ScatterND", &scatter_supports, &scatter_nd_run, {}, nullptr}));
 }
 

@@ -87,7 +87,7 @@ Status eye_like_run(CudaExec& ex) {
 
 void append_cuda_eye_like_ops(std::vector<CudaOp>& out) {
   // Keyed by the output's dtype (the dtype attribute's, or x's): x's values are never read.
-  out.push_back(kernel_dtypes({output_dtypes(0, kMiscKernelTypes)},
+  out.push_back(kernel_dtypes({output_dtypes(0, kGpuKTypes)},
                               CudaOp{"EyeLike", &eye_like_supports, &eye_like_run, {}, nullptr}));
 }
 

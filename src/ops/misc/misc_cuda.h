@@ -7,12 +7,7 @@
 
 namespace graft::cuda {
 
-// Every type of the kernels' KType numbering: what the kernels that move elements by their size
-// (EyeLike, ReverseSequence) take.
-constexpr std::initializer_list<DataType> kMiscKernelTypes = {
-    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
-    DataType::kUInt8,   DataType::kInt32,   DataType::kInt64,    DataType::kBool};
-// kMiscKernelTypes less bool: the types of the kernels that compute (GRAFT_EVERY_NUMERIC_DISPATCH:
+// kGpuKTypes (cuda_op_util.h: EyeLike's and ReverseSequence's key) less bool: the types of the kernels that compute (GRAFT_EVERY_NUMERIC_DISPATCH:
 // Einsum, the windows).
 constexpr std::initializer_list<DataType> kMiscNumericTypes = {
     DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,

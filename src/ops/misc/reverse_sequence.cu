@@ -105,7 +105,7 @@ Status reverse_sequence_run(CudaExec& ex) {
 void append_cuda_reverse_sequence_ops(std::vector<CudaOp>& out) {
   // sequence_lens is read on the device as int64.
   out.push_back(
-      kernel_dtypes({input_dtypes(0, kMiscKernelTypes), input_dtypes(1, {DataType::kInt64})},
+      kernel_dtypes({input_dtypes(0, kGpuKTypes), input_dtypes(1, {DataType::kInt64})},
                     CudaOp{"ReverseSequence", &reverse_sequence_supports, &reverse_sequence_run, {}, nullptr}));
 }
 
