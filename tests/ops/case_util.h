@@ -72,6 +72,29 @@ AttributeMap attr(const char* name, T v) {
   return a;
 }
 
+// x rounded to an 8-bit float (ONNX types 17 to 20) with saturation, by searching the type's values,
+// built from its layout alone (exponent and mantissa widths, bias, largest finite), for the nearest,
+// ties to the even mantissa: independent of graft's bit arithmetic (src/core/float8.h). Cast's and
+// QuantizeLinear's cases read it.
+inline double float8_nearest(double x, int64_t to) {
+  const int mantissa_bits = to <= 18 ? 3 : 2;
+  const int exponent_bits = 7 - mantissa_bits;
+  const int bias = to == 17 ? 7 : to == 18 ? 8 : to == 19 ? 15 : 16;
+  const double largest = to == 17 ? 448.0 : to == 18 ? 240.0 : 57344.0;
+  x = std::clamp(x, -largest, largest);
+  double best = 0.0, best_d = INFINITY;
+  bool best_even = true;
+  for (int e = 0; e < (1 << exponent_bits); ++e)
+    for (int m = 0; m < (1 << mantissa_bits); ++m) {
+      const double v = e == 0 ? std::ldexp(m, 1 - bias - mantissa_bits)
+                              : std::ldexp((1 << mantissa_bits) + m, e - bias - mantissa_bits);
+      if (v > largest) continue;
+      const double d = std::fabs(std::fabs(x) - v);
+      if (d < best_d || (d == best_d && m % 2 == 0 && !best_even)) best = v, best_d = d, best_even = m % 2 == 0;
+    }
+  return std::copysign(best, x);
+}
+
 // The flat index into a (De)QuantizeLinear scale of shape `s` that element i of x (dims `d`) reads:
 // per tensor (s empty or one element), per axis (s 1-D), or blocked (s of x's rank, x's coordinate
 // along `axis` divided by `block`), by unravelling i into coordinates and ravelling them into s.

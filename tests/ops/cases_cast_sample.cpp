@@ -28,28 +28,6 @@ double to_half(double x) {
   return std::fabs(r) > 65504.0 ? std::copysign(INFINITY, x) : r;
 }
 
-// x rounded to an 8-bit float (ONNX types 17 to 20) with saturation, by searching the type's values,
-// built from its layout alone (exponent and mantissa widths, bias, largest finite), for the nearest,
-// ties to the even mantissa: independent of graft's bit arithmetic (src/core/float8.h).
-double to_float8(double x, int64_t to) {
-  const int mantissa_bits = to <= 18 ? 3 : 2;
-  const int exponent_bits = 7 - mantissa_bits;
-  const int bias = to == 17 ? 7 : to == 18 ? 8 : to == 19 ? 15 : 16;
-  const double largest = to == 17 ? 448.0 : to == 18 ? 240.0 : 57344.0;
-  x = std::clamp(x, -largest, largest);
-  double best = 0.0, best_d = INFINITY;
-  bool best_even = true;
-  for (int e = 0; e < (1 << exponent_bits); ++e)
-    for (int m = 0; m < (1 << mantissa_bits); ++m) {
-      const double v = e == 0 ? std::ldexp(m, 1 - bias - mantissa_bits)
-                              : std::ldexp((1 << mantissa_bits) + m, e - bias - mantissa_bits);
-      if (v > largest) continue;
-      const double d = std::fabs(std::fabs(x) - v);
-      if (d < best_d || (d == best_d && m % 2 == 0 && !best_even)) best = v, best_d = d, best_even = m % 2 == 0;
-    }
-  return std::copysign(best, x);
-}
-
 // x converted to ONNX type `to` and read back: round to nearest even for the float types, toward
 // zero for the integers, nonzero for bool.
 double converted(double x, int64_t to) {
@@ -61,7 +39,7 @@ double converted(double x, int64_t to) {
     case 9: return x != 0.0 ? 1.0 : 0.0;                             // BOOL
     case 22: return std::nearbyint(std::clamp(x, -8.0, 7.0));        // INT4: clamped, ties to even
     case 21: return std::nearbyint(std::clamp(x, 0.0, 15.0));        // UINT4
-    case 17: case 18: case 19: case 20: return to_float8(x, to);     // the 8-bit floats
+    case 17: case 18: case 19: case 20: return float8_nearest(x, to);     // the 8-bit floats
     default: return x;                                               // DOUBLE
   }
 }

@@ -276,6 +276,21 @@ OpCaseTable dequantize_cases() {
                               {{7, 3}}, int4_blocks));
   t.cases.push_back(make_case("uint4_per_channel", {typed({2, 5, 3}, DataType::kUInt4, 0, 15), data({5}, 0.01, 0.1),
                                                     typed({5}, DataType::kUInt4, 5, 10)}, {{2, 5, 3}}));
+  // Opset 19's 8-bit floats over most of their ranges, with a zero point of zeros (the only one ONNX
+  // defines for them) or none.
+  t.cases.push_back(make_case("float8e4m3fn_per_channel", {typed({2, 4, 3}, DataType::kFloat8E4M3FN, -440, 440),
+                                                           data({4}, 0.01, 0.1),
+                                                           typed({4}, DataType::kFloat8E4M3FN, 0, 0)}, {{2, 4, 3}}));
+  t.cases.push_back(make_case("float8e5m2_per_tensor_no_zero_point",
+                              {typed({3, 7}, DataType::kFloat8E5M2, -5e4, 5e4), data({}, 1e-3, 1e-2)}, {{3, 7}}));
+  AttributeMap fnuz_blocks = attr("axis", int64_t{0});
+  fnuz_blocks.set("block_size", int64_t{2});
+  t.cases.push_back(make_case("float8e4m3fnuz_blocked", {typed({5, 4}, DataType::kFloat8E4M3FNUZ, -200, 200),
+                                                         data({3, 4}, 0.1, 1),
+                                                         typed({3, 4}, DataType::kFloat8E4M3FNUZ, 0, 0)}, {{5, 4}},
+                              fnuz_blocks));
+  t.cases.push_back(make_case("float8e5m2fnuz_per_tensor", {typed({9}, DataType::kFloat8E5M2FNUZ, -100, 100),
+                                                            data({}, 0.5, 2)}, {{9}}));
   return t;
 }
 

@@ -20,10 +20,20 @@ namespace {
 // ---- QuantizeLinear ---------------------------------------------------------------------------
 // y = saturate(round_half_even(x / scale) + zero_point), per tensor, per channel of `axis`, or per
 // block of `block_size` along `axis` (opset 21). The range is int8's, or the 4-bit type's that the
-// case names in output_dtype (ONNX's 22 int4, 21 uint4).
+// case names in output_dtype (ONNX's 22 int4, 21 uint4). Into an 8-bit float (output_dtype 17 to
+// 20, opset 19's types), y is x / scale rounded to the type's nearest value, saturating (the
+// default); the zero point is zero.
 Values quantize_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
   const int64_t axis = a.get_int("axis", 1).value(), block = a.get_int("block_size", 0).value();
   const int64_t out_type = a.get_int("output_dtype", 0).value();
+  if (out_type >= 17 && out_type <= 20) {
+    std::vector<double> y(in[0].size());
+    for (size_t i = 0; i < y.size(); ++i)
+      y[i] = float8_nearest(in[0][i] / in[1][static_cast<size_t>(
+                                           quant_scale_index(static_cast<int64_t>(i), dims[0], dims[1], axis, block))],
+                            out_type);
+    return {y};
+  }
   const double lo = out_type == 22 ? -8.0 : out_type == 21 ? 0.0 : -128.0;
   const double hi = out_type == 22 ? 7.0 : out_type == 21 ? 15.0 : 127.0;
   std::vector<double> y(in[0].size());
@@ -79,6 +89,29 @@ OpCaseTable quantize_cases() {
     o->adjust_inputs = [axis, block](std::vector<Tensor>& ins) { away_from_halves(ins, axis, block); };
     t.cases.push_back(*o);
   }
+  // Opset 19's 8-bit floats, each named by output_dtype and by its zero point (zeros: the only zero
+  // point ONNX defines for them). e4m3fn per channel with |x| / scale up to 800 (past 448: it
+  // saturates); e5m2 per tensor among its subnormals (below 2^-14); e4m3fnuz blocked; e5m2fnuz
+  // without a zero point, past its largest finite (57344).
+  auto float8_case = [](const char* label, std::vector<CaseInput> in, std::vector<int64_t> dims, AttributeMap at,
+                        int64_t type) {
+    at.set("output_dtype", type);
+    return make_case(label, std::move(in), {std::move(dims)}, at);
+  };
+  t.cases.push_back(float8_case("float8e4m3fn_per_channel_saturating",
+                                {data({2, 3, 5}, -8, 8), data({3}, 0.01, 0.03), typed({3}, DataType::kFloat8E4M3FN, 0, 0)},
+                                {2, 3, 5}, attr("axis", int64_t{1}), 17));
+  t.cases.push_back(float8_case("float8e5m2_per_tensor_subnormals",
+                                {data({4, 6}, -2e-5, 2e-5), data({}, 0.5, 2), typed({}, DataType::kFloat8E5M2, 0, 0)},
+                                {4, 6}, {}, 19));
+  AttributeMap fnuz_blocks = attr("axis", int64_t{1});
+  fnuz_blocks.set("block_size", int64_t{4});
+  t.cases.push_back(float8_case("float8e4m3fnuz_blocked",
+                                {data({3, 10}, -20, 20), data({3, 3}, 0.05, 0.2),
+                                 typed({3, 3}, DataType::kFloat8E4M3FNUZ, 0, 0)},
+                                {3, 10}, fnuz_blocks, 18));
+  t.cases.push_back(float8_case("float8e5m2fnuz_saturating_no_zero_point", {data({5, 5}, -6e4, 6e4), data({}, 0.9, 1.05)},
+                                {5, 5}, {}, 20));
   // A blocked scale whose extent along the axis is not ceil(10 / 4) is refused naming block_size.
   t.bad_attributes.push_back(BadAttributeCase{"blocked_scale_of_wrong_extent", blocked, {{2, 3, 10}, {2, 3, 2}, {2, 3, 2}},
                                               "block_size"});

@@ -5,7 +5,8 @@ CenterCropPad (opset 18): every element is a copy or a zero, so results must be 
 AffineGrid (opset 20): sums of three or four products, rounded once: within float32 rounding.
 Blocked QuantizeLinear and DequantizeLinear (opset 21's block_size): integers equal, floats one
 rounding of (x - zero_point) * scale. Their int4/uint4 forms (opset 21), in a model whose values are
-exact in float32: equal. Cast to and from int4/uint4 (opset 21): equal to ONNX Runtime's (below)."""
+exact in float32: equal. Cast to and from int4/uint4 (opset 21): equal to ONNX Runtime's (below).
+Cast, QuantizeLinear and DequantizeLinear to and from the 8-bit floats (opset 19): equal."""
 import numpy as np
 import pytest
 
@@ -316,3 +317,44 @@ def test_cast_to_and_from_float8_matches_onnx_reference(graft_mod, onnx_referenc
     got = _run(graft_mod, path, device, {"x": x})["back"]
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want, err_msg=f"to {to8}, saturate {saturate}, seed {seed}, x {x}")
+
+
+# ---- QuantizeLinear and DequantizeLinear into and out of the 8-bit floats (opset 19) -------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("to8", [17, 18, 19, 20])  # FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ
+@pytest.mark.parametrize("saturate", [1, 0])
+@pytest.mark.parametrize("per_axis", [False, True])
+def test_float8_quantize_dequantize_match_onnx_reference(graft_mod, onnx_reference, tmp_path, seed, device, to8,
+                                                         saturate, per_axis):
+    """x / scale into an 8-bit float (the zero point, all zeros, names the type) and back through
+    DequantizeLinear: values past the type's largest finite, within it and among its subnormals, per
+    tensor or per channel, with and without saturation. Equal to onnx.reference, NaN as NaN."""
+    if not hasattr(TensorProto, "FLOAT8E4M3FN"):
+        pytest.skip("this onnx has no 8-bit floats (onnx 1.14+)")
+    rng = np.random.default_rng(seed)
+    largest = {17: 448.0, 18: 240.0, 19: 57344.0, 20: 57344.0}[to8]
+    channels = 4
+    scale = (rng.uniform(0.5, 2.0, channels) if per_axis else rng.uniform(0.5, 2.0, ())).astype(np.float32)
+    x = np.concatenate([rng.uniform(-2 * largest, 2 * largest, (channels, 12)),
+                        rng.uniform(-1, 1, (channels, 8)) * 2.0 ** rng.integers(-18, 0, (channels, 8))],
+                       axis=1).astype(np.float32)
+    zp_shape = [channels] if per_axis else []
+    zero = helper.make_tensor("zp", to8, zp_shape, [0.0] * (channels if per_axis else 1))
+    scale_t = helper.make_tensor("scale", TensorProto.FLOAT, zp_shape, scale.ravel().tolist())
+    nodes = [helper.make_node("QuantizeLinear", ["x", "scale", "zp"], ["q"], axis=0, saturate=saturate),
+             helper.make_node("DequantizeLinear", ["q", "scale", "zp"], ["back"], axis=0),
+             helper.make_node("Cast", ["q"], ["q_value"], to=TensorProto.FLOAT)]
+    graph = helper.make_graph(nodes, "quantize8", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("back", TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("q_value", TensorProto.FLOAT, None)],
+                              initializer=[zero, scale_t])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    path = str(tmp_path / "quantize8.onnx")
+    onnx.save(model, path)
+    want = dict(zip(["back", "q_value"], onnx_reference.ReferenceEvaluator(model).run(None, {"x": x})))
+    got = _run(graft_mod, path, device, {"x": x})
+    for name in ("q_value", "back"):
+        assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape, name
+        np.testing.assert_array_equal(got[name], want[name],
+                                      err_msg=f"{name}, to {to8}, saturate {saturate}, per axis {per_axis}, seed {seed}")

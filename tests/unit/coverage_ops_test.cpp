@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -542,6 +543,58 @@ TEST(QuantizeKernels, QuantizeDequantizePerTensorAndPerAxis) {
   want.clear();
   for (int64_t i = 0; i < 5; ++i) want.push_back(xi.get(i) * 0.25);
   expect_close(d.value()[0], want, "DequantizeLinear int32 float16 scale");
+}
+
+// Opset 19's 8-bit float outputs: x / scale converted as Cast converts (round to nearest even;
+// saturate=1, the default, clamps to the largest finite, saturate=0 overflows to NaN or infinity);
+// back through DequantizeLinear exactly. Their zero point must be zero: another one is refused,
+// naming the input, both ways.
+TEST(QuantizeKernels, Float8QuantizeLinearSaturatesAndRefusesNonzeroZeroPoints) {
+  const Tensor x = Tensor::from_doubles(DataType::kFloat32, {6}, {0.3, -1e5, 1e5, 17.0, -0.0013, 9.0});
+  const Tensor scale = Tensor::from_doubles(DataType::kFloat32, {}, {0.5});
+  // x / scale = 0.6, -2e5, 2e5, 34, -0.0026, 18, each worked out by hand from the type's spacing:
+  // - 0.6 lies between 0.5625 and 0.625 (e4m3fn) or 0.5 and 0.625 (e5m2): 0.625 is nearer;
+  // - +-2e5 passes both types' largest finite (448, 57344);
+  // - 34 is halfway between 32 and 36 (e4m3fn) and nearer 32 than 40 (e5m2): 32, whose mantissa is even;
+  // - -0.0026: e4m3fn's subnormal step is 2^-9 (0.00195), e5m2's step there is 2^-11 (0.00244 is nearest);
+  // - 18 is exact in e4m3fn, and halfway between 16 and 20 in e5m2: 16, the even one.
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  struct Want {
+    DataType type;
+    int64_t saturate;
+    std::vector<double> values;
+  };
+  for (const Want& w : {Want{DataType::kFloat8E4M3FN, 1, {0.625, -448, 448, 32, -0.001953125, 18}},
+                        Want{DataType::kFloat8E4M3FN, 0, {0.625, -nan, nan, 32, -0.001953125, 18}},
+                        Want{DataType::kFloat8E5M2, 1, {0.625, -57344, 57344, 32, -0.00244140625, 16}},
+                        Want{DataType::kFloat8E5M2, 0, {0.625, -inf, inf, 32, -0.00244140625, 16}}}) {
+    const std::string what = std::string(dtype_name(w.type)) + " saturate " + std::to_string(w.saturate);
+    Tensor zp = Tensor::empty(w.type, {});
+    zp.set(0, 0.0);
+    AttributeMap at;
+    at.set("saturate", w.saturate);
+    auto r = run_op("QuantizeLinear", {x, scale, zp}, at, 19);
+    ASSERT_TRUE(r.is_ok()) << what << ": " << r.status().to_string();
+    ASSERT_EQ(r.value()[0].dtype(), w.type) << what;
+    expect_close(r.value()[0], w.values, "QuantizeLinear " + what, 0);
+    auto d = run_op("DequantizeLinear", {r.value()[0], scale, zp}, {}, 19);
+    ASSERT_TRUE(d.is_ok()) << what << ": " << d.status().to_string();
+    std::vector<double> back;
+    for (double v : w.values) back.push_back(v * 0.5);
+    expect_close(d.value()[0], back, "DequantizeLinear " + what, 0);
+  }
+  // A nonzero 8-bit float zero point, known at build time, is refused by inference naming it.
+  Tensor one = Tensor::empty(DataType::kFloat8E4M3FN, {});
+  one.set(0, 1.0);
+  auto q = run_op("QuantizeLinear", {x, scale, one}, {}, 19);
+  ASSERT_FALSE(q.is_ok());
+  EXPECT_TRUE(graft::testing::contains(q.status().message(), "y_zero_point")) << q.status().to_string();
+  Tensor x8 = Tensor::empty(DataType::kFloat8E4M3FN, {2});
+  x8.set(0, 3.0);
+  x8.set(1, -5.0);
+  auto d = run_op("DequantizeLinear", {x8, scale, one}, {}, 19);
+  ASSERT_FALSE(d.is_ok());
+  EXPECT_TRUE(graft::testing::contains(d.status().message(), "x_zero_point")) << d.status().to_string();
 }
 
 TEST(QuantizeKernels, DynamicQuantizeLinearAgainstFormula) {

@@ -170,14 +170,15 @@ inline std::vector<double> values(const Tensor& t) {
   return v;
 }
 
-// |got - want| <= tol * (1 + |want|) elementwise; NaN matches NaN. Reports the first five misses.
+// |got - want| <= tol * (1 + |want|) elementwise; NaN matches NaN, and an infinity itself. Reports the
+// first five misses.
 inline void expect_values_close(const Tensor& got, const std::vector<double>& want, double tol,
                                 const std::string& what) {
   ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size())) << what;
   int bad = 0;
   for (int64_t i = 0; i < got.numel() && bad < 5; ++i) {
     const double g = got.get(i);
-    if (std::isnan(want[static_cast<size_t>(i)]) && std::isnan(g)) continue;
+    if ((std::isnan(want[static_cast<size_t>(i)]) && std::isnan(g)) || g == want[static_cast<size_t>(i)]) continue;
     if (!(std::fabs(g - want[static_cast<size_t>(i)]) <= tol * (1 + std::fabs(want[static_cast<size_t>(i)])))) {
       ADD_FAILURE() << what << " [" << i << "]: got " << g << ", want " << want[static_cast<size_t>(i)];
       ++bad;

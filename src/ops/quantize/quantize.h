@@ -18,6 +18,7 @@
 #include "graft/attribute.h"
 #include "graft/dtype.h"
 #include "graft/status.h"
+#include "graft/tensor.h"
 
 namespace graft {
 
@@ -56,11 +57,25 @@ Result<int64_t> block_size_of(const AttributeMap& attrs);
 
 // The quantized types: QuantizeLinear's outputs and zero points. DequantizeLinear's x may be one
 // of them or int32 (kDequantizeInputTypes). The schemas, the CPU references and the CUDA ops read
-// these lists; quant_bounds gives each quantized type's range.
-inline constexpr std::initializer_list<DataType> kQuantizedTypes = {DataType::kUInt8, DataType::kInt8,
-                                                                    DataType::kUInt4, DataType::kInt4};
+// these lists. The integer ones have a range (quant_bounds); the 8-bit floats (opset 19) are
+// converted to instead, rounding to nearest even with or without saturation (float8.h), and their
+// zero point must be 0 (check_float8_zero_point).
+inline constexpr std::initializer_list<DataType> kQuantizedTypes = {
+    DataType::kUInt8,        DataType::kInt8,           DataType::kUInt4,      DataType::kInt4,
+    DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ};
 inline constexpr std::initializer_list<DataType> kDequantizeInputTypes = {
-    DataType::kUInt8, DataType::kInt8, DataType::kUInt4, DataType::kInt4, DataType::kInt32};
+    DataType::kUInt8,        DataType::kInt8,           DataType::kUInt4,      DataType::kInt4,
+    DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ,
+    DataType::kInt32};
+inline bool is_quantized_type(DataType t) {
+  return std::find(kQuantizedTypes.begin(), kQuantizedTypes.end(), t) != kQuantizedTypes.end();
+}
+
+// An 8-bit float zero point must be all zero bytes: ONNX says the zero point is "usually not used"
+// with these types, its reference refuses any other in DequantizeLinear and ignores it in
+// QuantizeLinear, so graft refuses it in both rather than guess. `what` names the input
+// (y_zero_point or x_zero_point); the error is the caller's to tag with the node.
+Status check_float8_zero_point(const Tensor& zp, const char* what);
 
 // The range a quantized value of dtype `t` saturates to: uint8 [0, 255], int8 [-128, 127], and
 // opset 21's uint4 [0, 15] and int4 [-8, 7]; false for any other dtype. One table for the CPU

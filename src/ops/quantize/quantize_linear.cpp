@@ -11,6 +11,7 @@
 
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/unary_kernel.h"
+#include "core/float8.h"
 #include "graft/status.h"
 #include "ops/attr_util.h"
 #include "ops/infer_util.h"
@@ -72,13 +73,26 @@ Result<QuantLayout> quant_layout(const AttributeMap& attrs, const std::vector<in
   return l;
 }
 
+Status check_float8_zero_point(const Tensor& zp, const char* what) {
+  const auto* bytes = static_cast<const uint8_t*>(zp.data());
+  for (int64_t i = 0, n = zp.numel(); i < n; ++i)
+    if (bytes[i] != 0)
+      return error(StatusCode::kInvalidModel, "the ", dtype_name(zp.dtype()), " zero point '", what,
+                   "' must be 0 (entry ", i, " is ", zp.get(i),
+                   "): ONNX defines no zero point other than 0 for the 8-bit float types");
+  return Status::ok();
+}
+
 // ---- CPU reference --------------------------------------------------------------------------
-// QuantizeLinear, DequantizeLinear (per-tensor, per-axis and blocked, int8/uint8 and int4/uint4,
-// int32 for DequantizeLinear's input).
+// QuantizeLinear, DequantizeLinear (per-tensor, per-axis and blocked, int8/uint8, int4/uint4 and
+// the four 8-bit floats, int32 for DequantizeLinear's input).
 //
 // Quantization divides and rounds in float32, as ONNX's reference and ONNX Runtime do (so ties land
 // where theirs do): q = saturate(round_half_even(x / scale) + zero_point); NaN quantizes to the zero
-// point. Dequantization is (x - zero_point) * scale, computed in double and rounded once.
+// point. Into an 8-bit float, x / scale (float32) is converted as Cast converts (float8.h: nearest
+// even, saturating unless saturate=0). Dequantization is (x - zero_point) * scale, computed in double
+// and rounded once (an 8-bit float times a float32 or float16 scale is exact in double, so this is
+// the reference's float32 product too).
 
 namespace cpu {
 
@@ -101,6 +115,17 @@ Status quantize_linear(ExecContext& ctx) {
     return error(StatusCode::kInvalidModel, "QuantizeLinear: zero point dtype ", dtype_name(zp->dtype()),
                  " differs from the output's ", dtype_name(y.dtype()));
   GRAFT_CHECK(y.numel() == x.numel());
+  if (dtype_is_float8(y.dtype())) {
+    if (zp) GRAFT_RETURN_IF_ERROR(check_float8_zero_point(*zp, "y_zero_point"));
+    GRAFT_ASSIGN_OR_RETURN(const int64_t saturate, attrs_of(ctx).get_int("saturate", 1));
+    const auto format = static_cast<float8::Format>(y.dtype());
+    auto* out = static_cast<uint8_t*>(y.data());
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+      const float s = static_cast<float>(scale.get(quant_entry(l, i)));
+      out[i] = float8::from_double(format, static_cast<float>(x.get(i)) / s, saturate != 0);
+    }
+    return Status::ok();
+  }
   GRAFT_ASSIGN_OR_RETURN(QRange r, range_of(ctx, y.dtype()));
   for (int64_t i = 0, n = x.numel(); i < n; ++i) {
     const int64_t c = quant_entry(l, i);
@@ -125,6 +150,10 @@ Status dequantize_linear(ExecContext& ctx) {
     return error(StatusCode::kInvalidModel, "DequantizeLinear: zero point dtype ", dtype_name(zp->dtype()),
                  " differs from x's ", dtype_name(x.dtype()));
   GRAFT_CHECK(y.numel() == x.numel() && dtype_is_float(y.dtype()));
+  if (zp && dtype_is_float8(zp->dtype())) {
+    GRAFT_RETURN_IF_ERROR(check_float8_zero_point(*zp, "x_zero_point"));
+    zp = nullptr;  // all zero
+  }
   for (int64_t i = 0, n = x.numel(); i < n; ++i) {
     const int64_t c = quant_entry(l, i);
     y.set(i, (x.get(i) - (zp ? zp->get(c) : 0.0)) * scale.get(c));
@@ -136,10 +165,10 @@ Status dequantize_linear(ExecContext& ctx) {
 
 // ---- schema: inference and the table rows ---------------------------------------------------
 // QuantizeLinear and DequantizeLinear (opset 10 on;
-// per-axis scales from 13; the scale's dtype as DequantizeLinear's output from 19; output_dtype and
-// blocked scales (block_size) and the 4-bit types from 21). graft has the integer types of these ops
-// (uint8, int8, uint4, int4) and int32 as DequantizeLinear's input; float8, int16 and uint16 are
-// refused at import, where graft meets the element type.
+// per-axis scales from 13; the scale's dtype as DequantizeLinear's output, the 8-bit floats and
+// saturate from 19; output_dtype, blocked scales (block_size) and the 4-bit types from 21). graft has
+// every quantized type of these ops but opset 21's int16 and uint16 (kQuantizedTypes), and int32 as
+// DequantizeLinear's input.
 
 namespace {
 
@@ -167,10 +196,19 @@ Status check_scale_layout(const InferContext& ctx) {
   return Status::ok();
 }
 
+// An 8-bit float zero point (input 2) known at build time must be zero (check_float8_zero_point), so
+// a model with another fails at build, naming the node, not at its first run.
+Status check_known_float8_zero_point(const InferContext& ctx, const char* what) {
+  const Tensor* zp = ctx.has_input(2) ? ctx.input_value(2) : nullptr;
+  if (!zp || !dtype_is_float8(zp->dtype())) return Status::ok();
+  Status st = check_float8_zero_point(*zp, what);
+  return st ? st : ctx.fail(st.message());
+}
+
 Status infer_quantize_linear(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kF32, kF16, kBF16, kI32}));
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kFloatTypes));
-  auto sat = ctx.attrs().get_int("saturate", 1);  // opset 19: float8 outputs only, which graft lacks
+  auto sat = ctx.attrs().get_int("saturate", 1);  // opset 19: read for the 8-bit float outputs only
   if (!sat) return Status(sat.status()).with_attribute("saturate");
   // The output's type: the zero point's, else output_dtype (opset 21), else uint8.
   DataType out = kU8;
@@ -179,11 +217,10 @@ Status infer_quantize_linear(InferContext& ctx) {
     if (!odt) return Status(odt.status()).with_attribute("output_dtype");
     if (odt.value() != 0) {
       DataType t;
-      float lo, hi;
       if (odt.value() < INT32_MIN || odt.value() > INT32_MAX || !dtype_from_onnx(static_cast<int32_t>(odt.value()), &t) ||
-          !quant_bounds(t, &lo, &hi))
+          !is_quantized_type(t))
         return Status(error(StatusCode::kUnsupported, "ONNX element type ", odt.value(),
-                            " is not supported (graft quantizes to uint8, int8, uint4 and int4)"))
+                            " is not supported (graft quantizes to uint8, int8, uint4, int4 and the four 8-bit floats)"))
             .with_attribute("output_dtype");
       out = t;
     }
@@ -195,6 +232,7 @@ Status infer_quantize_linear(InferContext& ctx) {
       return Status(ctx.fail("is ", dtype_name(out), " but the zero point is ", dtype_name(ctx.input(2).dtype)))
           .with_attribute("output_dtype");
     out = ctx.input(2).dtype;
+    GRAFT_RETURN_IF_ERROR(check_known_float8_zero_point(ctx, "y_zero_point"));
   }
   GRAFT_RETURN_IF_ERROR(check_scale_layout(ctx));
   ctx.set_output(0, desc_of(out, ctx.input(0).shape));
@@ -207,6 +245,7 @@ Status infer_dequantize_linear(InferContext& ctx) {
   if (ctx.has_input(2) && ctx.input(2).dtype != ctx.input(0).dtype)
     return ctx.fail("the zero point has dtype ", dtype_name(ctx.input(2).dtype), " but x has ",
                     dtype_name(ctx.input(0).dtype));
+  GRAFT_RETURN_IF_ERROR(check_known_float8_zero_point(ctx, "x_zero_point"));
   GRAFT_RETURN_IF_ERROR(check_scale_layout(ctx));
   // float32 before opset 19, where the scale was float32 only; the scale's type from 19 on.
   ctx.set_output(0, desc_of(ctx.input(1).dtype, ctx.input(0).shape));

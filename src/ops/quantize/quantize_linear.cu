@@ -12,6 +12,7 @@
 #include "backends/cuda/cuda_kernel_device.cuh"
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
+#include "core/float8.h"
 #include "ops/attr_util.h"
 #include "ops/quantize/quantize_cuda.cuh"
 
@@ -39,6 +40,13 @@ cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const Quan
 // y (any float type) = (x - zp) * scale in double, rounded once to y's type. x: u8/i8/i32 (a 4-bit
 // type as its byte storage).
 cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
+                                     cudaStream_t s);
+// The 8-bit floats (float8.h's formats, ONNX's numbers), whose zero point is zero (q.zp unread):
+// y = float8(float(x) / float(scale)), rounded to nearest even, saturating or not, as the CPU
+// reference does; and y (any float type) = float8 x * scale in double, rounded once.
+cudaError_t launch_quantize_float8(KType xt, int format, bool saturate, const void* x, const QuantArgs& q, void* y,
+                                   int64_t n, cudaStream_t s);
+cudaError_t launch_dequantize_float8(int format, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
                                      cudaStream_t s);
 
 namespace {
@@ -73,6 +81,23 @@ __global__ void dequantize_kernel(const X* x, QuantArgs q, Y* y, int64_t n) {
     const int64_t c = quant_entry(q.layout, i);
     const double d = static_cast<double>(x[i]) - (zp ? static_cast<double>(zp[c]) : 0.0);
     y[i] = store_from_double<Y>(__dmul_rn(d, scale_at(q.scale, q.scale_t, c)));
+  }
+}
+
+template <typename X>
+__global__ void quantize_float8_kernel(const X* x, QuantArgs q, uint8_t* y, int64_t n, int format, bool saturate) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const float s = __double2float_rn(scale_at(q.scale, q.scale_t, quant_entry(q.layout, i)));
+    const float xv = __double2float_rn(as_double(x[i]));
+    y[i] = float8::from_double(static_cast<float8::Format>(format), __fdiv_rn(xv, s), saturate);
+  }
+}
+
+template <typename Y>
+__global__ void dequantize_float8_kernel(const uint8_t* x, QuantArgs q, Y* y, int64_t n, int format) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const double d = float8::to_double(static_cast<float8::Format>(format), x[i]);
+    y[i] = store_from_double<Y>(__dmul_rn(d, scale_at(q.scale, q.scale_t, quant_entry(q.layout, i))));
   }
 }
 
@@ -125,6 +150,33 @@ cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const Qu
   return cudaGetLastError();
 }
 
+cudaError_t launch_quantize_float8(KType xt, int format, bool saturate, const void* x, const QuantArgs& q, void* y,
+                                   int64_t n, cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  const unsigned g = grid_for(n);
+  auto* out = static_cast<uint8_t*>(y);
+#define GRAFT_QUANT_F8(X) \
+  quantize_float8_kernel<X><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, out, n, format, saturate)
+  switch (xt) {
+    case KType::kF32: GRAFT_QUANT_F8(float); break;
+    case KType::kF16: GRAFT_QUANT_F8(__half); break;
+    case KType::kBF16: GRAFT_QUANT_F8(__nv_bfloat16); break;
+    case KType::kF64: GRAFT_QUANT_F8(double); break;
+    case KType::kI32: GRAFT_QUANT_F8(int32_t); break;
+    default: return cudaErrorInvalidValue;
+  }
+#undef GRAFT_QUANT_F8
+  return cudaGetLastError();
+}
+
+cudaError_t launch_dequantize_float8(int format, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
+                                     cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  GRAFT_FLOAT64_DISPATCH(yt, (dequantize_float8_kernel<T><<<grid_for(n), kThreads, 0, s>>>(
+                                 static_cast<const uint8_t*>(x), q, static_cast<T*>(y), n, format)));
+  return cudaGetLastError();
+}
+
 }  // namespace k
 
 // ---- CUDA ops -------------------------------------------------------------------------------
@@ -146,13 +198,21 @@ constexpr std::initializer_list<DataType> kQuantizeInputTypes = {DataType::kFloa
                                                                  DataType::kBFloat16, DataType::kFloat64,
                                                                  DataType::kInt32};
 
+// An 8-bit float zero point must be zero; inference checks one that is a constant, at build time.
+// The kernels do not read it, so one computed by the model is refused here (the CPU reference checks
+// it at run time) rather than taken as zero unchecked.
+bool float8_zero_point_known(const Node& n, std::string* why) {
+  if (!has_input(n, 2) || !dtype_is_float8(in_dtype(n, 2)) || n.inputs[2]->constant) return true;
+  return reject(why, "an 8-bit float zero point must be a constant (zero); this one is computed by the model");
+}
+
 // The keys: x kQuantizeInputTypes, the scale any float type, the zero point (if given) and y a
 // quantized type.
 bool quantize_supports(const Node& n, std::string* why) {
   if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
   if (!n.output(0)) return reject(why, "output 0 is missing");
-  return true;
+  return float8_zero_point_known(n, why);
 }
 
 // The keys: x kDequantizeInputTypes, the scale and y any float type.
@@ -161,7 +221,7 @@ bool dequantize_supports(const Node& n, std::string* why) {
   if (!has_input(n, 1)) return reject(why, "needs a scale");
   if (has_input(n, 2) && in_dtype(n, 2) != in_dtype(n, 0)) return reject(why, "the zero point's dtype differs from x's");
   if (!n.output(0)) return reject(why, "output 0 is missing");
-  return true;
+  return float8_zero_point_known(n, why);
 }
 
 // The layout checks of the CPU reference, then the kernel's arguments.
@@ -188,6 +248,12 @@ Status quantize_run(CudaExec& ex) {
                 dtype_name(y.dtype()));
   if (y.numel() != x->numel()) return fail(ex, StatusCode::kInternal, "output size differs from the input's");
   GRAFT_ASSIGN_OR_RETURN(k::QuantArgs q, quant_args(ex, *x, *scale, zp));
+  if (dtype_is_float8(y.dtype())) {
+    auto saturate = attrs_of(ex).get_int("saturate", 1);
+    if (!saturate) return with_node(ex, Status(saturate.status()).with_attribute("saturate"));
+    return launch_status(k::launch_quantize_float8(ktype(x->dtype()), static_cast<int>(y.dtype()), saturate.value() != 0,
+                                                   x->data(), q, y.data(), y.numel(), stream_of(ex)), ex);
+  }
   float lo, hi;
   if (!quant_bounds(y.dtype(), &lo, &hi))
     return fail(ex, StatusCode::kUnsupported, "cannot quantize to ", dtype_name(y.dtype()));
@@ -207,6 +273,9 @@ Status dequantize_run(CudaExec& ex) {
   if (y.numel() != x->numel() || !dtype_is_float(y.dtype()))
     return fail(ex, StatusCode::kInternal, "output must be a float tensor of the input's size");
   GRAFT_ASSIGN_OR_RETURN(k::QuantArgs q, quant_args(ex, *x, *scale, zp));
+  if (dtype_is_float8(x->dtype()))
+    return launch_status(k::launch_dequantize_float8(static_cast<int>(x->dtype()), ktype(y.dtype()), x->data(), q,
+                                                     y.data(), y.numel(), stream_of(ex)), ex);
   return launch_status(k::launch_dequantize_linear(storage_ktype(x->dtype()), ktype(y.dtype()), x->data(), q, y.data(),
                                                    y.numel(), stream_of(ex)), ex);
 }
