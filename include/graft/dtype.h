@@ -38,8 +38,8 @@ enum class DataType : int32_t {
   kUInt4 = 21,
   kInt4 = 22,
   // ONNX's 8-bit floats (opset 19), one byte each (layouts and conversions: src/core/float8.h).
-  // Cast converts to and from them and the byte-moving ops carry them; they are not float types
-  // for dtype_is_float, so arithmetic ops refuse them, naming them.
+  // Cast, QuantizeLinear and DequantizeLinear convert to and from them and the byte-moving ops carry
+  // them; they are not float types for dtype_is_float, so arithmetic ops refuse them, naming them.
   kFloat8E4M3FN = 17,
   kFloat8E4M3FNUZ = 18,
   kFloat8E5M2 = 19,

@@ -289,6 +289,15 @@ OpCaseTable dequantize_cases() {
                                                          data({3, 4}, 0.1, 1),
                                                          typed({3, 4}, DataType::kFloat8E4M3FNUZ, 0, 0)}, {{5, 4}},
                               fnuz_blocks));
+  // Opset 21's 16-bit types, on the CPU (the CUDA backend keeps no 16-bit integers).
+  OpCase int16 = make_case("int16_per_channel", {typed({3, 5}, DataType::kInt16, -32768, 32767), data({3}, 1e-4, 1e-3),
+                                                 typed({3}, DataType::kInt16, -500, 500)}, {{3, 5}}, attr("axis", int64_t{0}));
+  OpCase uint16 = make_case("uint16_per_tensor", {typed({11}, DataType::kUInt16, 0, 65535), data({}, 1e-4, 1e-3),
+                                                  typed({}, DataType::kUInt16, 30000, 35000)}, {{11}});
+  for (OpCase* o : {&int16, &uint16}) {
+    o->cpu_only_because = "the CUDA backend has no 16-bit integer tensors";
+    t.cases.push_back(*o);
+  }
   t.cases.push_back(make_case("float8e5m2fnuz_per_tensor", {typed({9}, DataType::kFloat8E5M2FNUZ, -100, 100),
                                                             data({}, 0.5, 2)}, {{9}}));
   return t;

@@ -19,8 +19,8 @@ namespace {
 
 // ---- QuantizeLinear ---------------------------------------------------------------------------
 // y = saturate(round_half_even(x / scale) + zero_point), per tensor, per channel of `axis`, or per
-// block of `block_size` along `axis` (opset 21). The range is int8's, or the 4-bit type's that the
-// case names in output_dtype (ONNX's 22 int4, 21 uint4). Into an 8-bit float (output_dtype 17 to
+// block of `block_size` along `axis` (opset 21). The range is int8's, or the 4-bit or 16-bit type's
+// that the case names in output_dtype (ONNX's 22 int4, 21 uint4, 5 int16, 4 uint16). Into an 8-bit float (output_dtype 17 to
 // 20, opset 19's types), y is x / scale rounded to the type's nearest value, saturating (the
 // default); the zero point is zero.
 Values quantize_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
@@ -34,8 +34,8 @@ Values quantize_formula(const Values& in, const DimsList& dims, const AttributeM
                             out_type);
     return {y};
   }
-  const double lo = out_type == 22 ? -8.0 : out_type == 21 ? 0.0 : -128.0;
-  const double hi = out_type == 22 ? 7.0 : out_type == 21 ? 15.0 : 127.0;
+  const double lo = out_type == 22 ? -8.0 : out_type == 21 || out_type == 4 ? 0.0 : out_type == 5 ? -32768.0 : -128.0;
+  const double hi = out_type == 22 ? 7.0 : out_type == 21 ? 15.0 : out_type == 5 ? 32767.0 : out_type == 4 ? 65535.0 : 127.0;
   std::vector<double> y(in[0].size());
   for (size_t i = 0; i < y.size(); ++i) {
     const auto ch = static_cast<size_t>(quant_scale_index(static_cast<int64_t>(i), dims[0], dims[1], axis, block));
@@ -84,7 +84,17 @@ OpCaseTable quantize_cases() {
                        {data({3, 7}, -2, 2), data({3, 3}, 0.05, 0.1), typed({3, 3}, DataType::kInt4, -2, 2)}, {{3, 7}}, int4);
   OpCase f = make_case("uint4_per_tensor", {data({5, 5}, 0, 1), data({}, 0.05, 0.08), typed({}, DataType::kUInt4, 2, 4)},
                        {{5, 5}}, attr("output_dtype", int64_t{21}));
-  for (OpCase* o : {&a, &b, &c, &d, &e, &f}) {
+  // Opset 21's 16-bit types, past both ends of their ranges (|x| / scale reaches 80000), on the CPU
+  // (the CUDA backend keeps no 16-bit integers).
+  OpCase g = make_case("int16_per_tensor_saturating",
+                       {data({4, 8}, -400, 400), data({}, 0.005, 0.01), typed({}, DataType::kInt16, -300, 300)}, {{4, 8}},
+                       attr("output_dtype", int64_t{5}));
+  OpCase h = make_case("uint16_per_channel_saturating",
+                       {data({3, 6}, -300, 400), data({3}, 0.005, 0.01), typed({3}, DataType::kUInt16, 1000, 2000)},
+                       {{3, 6}}, attr("axis", int64_t{0}));
+  h.attrs.set("output_dtype", int64_t{4});
+  for (OpCase* o : {&g, &h}) o->cpu_only_because = "the CUDA backend has no 16-bit integer tensors";
+  for (OpCase* o : {&a, &b, &c, &d, &e, &f, &g, &h}) {
     const int64_t axis = o->attrs.get_int("axis", 1).value(), block = o->attrs.get_int("block_size", 0).value();
     o->adjust_inputs = [axis, block](std::vector<Tensor>& ins) { away_from_halves(ins, axis, block); };
     t.cases.push_back(*o);

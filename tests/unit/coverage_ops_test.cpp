@@ -649,6 +649,9 @@ TEST(QuantizeInfer, LayoutAndAttributeErrors) {
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   EXPECT_EQ(r.value()[0].to_string(), "int8[2,3,4]");
   r = infer("QuantizeLinear", {x, s3}, attrs_of({{"output_dtype", int64_t{4}}}), 21);  // uint16
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r.value()[0].to_string(), "uint16[2,3,4]");
+  r = infer("QuantizeLinear", {x, s3}, attrs_of({{"output_dtype", int64_t{1}}}), 21);  // float32: not a quantized type
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().attribute(), "output_dtype");
   r = infer("QuantizeLinear", {x, s3, TensorDesc(DataType::kUInt8, Shape{3})}, attrs_of({{"output_dtype", int64_t{3}}}), 21);

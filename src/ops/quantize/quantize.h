@@ -57,16 +57,18 @@ Result<int64_t> block_size_of(const AttributeMap& attrs);
 
 // The quantized types: QuantizeLinear's outputs and zero points. DequantizeLinear's x may be one
 // of them or int32 (kDequantizeInputTypes). The schemas, the CPU references and the CUDA ops read
-// these lists. The integer ones have a range (quant_bounds); the 8-bit floats (opset 19) are
-// converted to instead, rounding to nearest even with or without saturation (float8.h), and their
-// zero point must be 0 (check_float8_zero_point).
+// these lists. The integer ones have a range (quant_bounds): 8-bit, opset 21's 4-bit and 16-bit;
+// the 8-bit floats (opset 19) are converted to instead, rounding to nearest even with or without
+// saturation (float8.h), and their zero point must be 0 (check_float8_zero_point). The CUDA
+// kernels take all but the 16-bit types, which the CUDA backend does not keep (quantize_linear.cu).
 inline constexpr std::initializer_list<DataType> kQuantizedTypes = {
     DataType::kUInt8,        DataType::kInt8,           DataType::kUInt4,      DataType::kInt4,
-    DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ};
+    DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ,
+    DataType::kUInt16,       DataType::kInt16};
 inline constexpr std::initializer_list<DataType> kDequantizeInputTypes = {
     DataType::kUInt8,        DataType::kInt8,           DataType::kUInt4,      DataType::kInt4,
     DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ,
-    DataType::kInt32};
+    DataType::kUInt16,       DataType::kInt16,          DataType::kInt32};
 inline bool is_quantized_type(DataType t) {
   return std::find(kQuantizedTypes.begin(), kQuantizedTypes.end(), t) != kQuantizedTypes.end();
 }
@@ -78,12 +80,14 @@ inline bool is_quantized_type(DataType t) {
 Status check_float8_zero_point(const Tensor& zp, const char* what);
 
 // The range a quantized value of dtype `t` saturates to: uint8 [0, 255], int8 [-128, 127], and
-// opset 21's uint4 [0, 15] and int4 [-8, 7]; false for any other dtype. One table for the CPU
-// references and the CUDA ops.
+// opset 21's uint4 [0, 15], int4 [-8, 7], uint16 [0, 65535] and int16 [-32768, 32767]; false for any
+// other dtype. One table for the CPU references and the CUDA ops.
 inline bool quant_bounds(DataType t, float* lo, float* hi) {
   switch (t) {
     case DataType::kUInt8: *lo = 0.0f, *hi = 255.0f; return true;
     case DataType::kInt8: *lo = -128.0f, *hi = 127.0f; return true;
+    case DataType::kUInt16: *lo = 0.0f, *hi = 65535.0f; return true;
+    case DataType::kInt16: *lo = -32768.0f, *hi = 32767.0f; return true;
     case DataType::kUInt4:
     case DataType::kInt4: *lo = static_cast<float>(four_bit_min(t)), *hi = static_cast<float>(four_bit_max(t)); return true;
     default: return false;

@@ -84,8 +84,8 @@ Status check_float8_zero_point(const Tensor& zp, const char* what) {
 }
 
 // ---- CPU reference --------------------------------------------------------------------------
-// QuantizeLinear, DequantizeLinear (per-tensor, per-axis and blocked, int8/uint8, int4/uint4 and
-// the four 8-bit floats, int32 for DequantizeLinear's input).
+// QuantizeLinear, DequantizeLinear (per-tensor, per-axis and blocked, int8/uint8, int16/uint16,
+// int4/uint4 and the four 8-bit floats, int32 for DequantizeLinear's input).
 //
 // Quantization divides and rounds in float32, as ONNX's reference and ONNX Runtime do (so ties land
 // where theirs do): q = saturate(round_half_even(x / scale) + zero_point); NaN quantizes to the zero
@@ -166,9 +166,9 @@ Status dequantize_linear(ExecContext& ctx) {
 // ---- schema: inference and the table rows ---------------------------------------------------
 // QuantizeLinear and DequantizeLinear (opset 10 on;
 // per-axis scales from 13; the scale's dtype as DequantizeLinear's output, the 8-bit floats and
-// saturate from 19; output_dtype, blocked scales (block_size) and the 4-bit types from 21). graft has
-// every quantized type of these ops but opset 21's int16 and uint16 (kQuantizedTypes), and int32 as
-// DequantizeLinear's input.
+// saturate from 19; output_dtype, blocked scales (block_size), the 4-bit and 16-bit types from 21).
+// graft has every quantized type of these ops (kQuantizedTypes), and int32 as DequantizeLinear's
+// input.
 
 namespace {
 
@@ -220,7 +220,7 @@ Status infer_quantize_linear(InferContext& ctx) {
       if (odt.value() < INT32_MIN || odt.value() > INT32_MAX || !dtype_from_onnx(static_cast<int32_t>(odt.value()), &t) ||
           !is_quantized_type(t))
         return Status(error(StatusCode::kUnsupported, "ONNX element type ", odt.value(),
-                            " is not supported (graft quantizes to uint8, int8, uint4, int4 and the four 8-bit floats)"))
+                            " is not supported (graft quantizes to uint8, int8, uint16, int16, uint4, int4 and the four 8-bit floats)"))
             .with_attribute("output_dtype");
       out = t;
     }

@@ -193,6 +193,16 @@ using namespace util;
 // (dtype.h), so they run as int8/uint8 storage with their own range (quant_bounds).
 k::KType storage_ktype(DataType t) { return ktype(dtype_storage(t)); }
 
+// The quantized types the kernels take: kQuantizedTypes but the 16-bit ones (the CUDA backend keeps
+// no int16/uint16 tensors; a node with them runs on the CPU, and the placement summary says why).
+constexpr std::initializer_list<DataType> kGpuQuantizedTypes = {
+    DataType::kUInt8,        DataType::kInt8,           DataType::kUInt4,      DataType::kInt4,
+    DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ};
+constexpr std::initializer_list<DataType> kGpuDequantizeInputTypes = {
+    DataType::kUInt8,        DataType::kInt8,           DataType::kUInt4,      DataType::kInt4,
+    DataType::kFloat8E4M3FN, DataType::kFloat8E4M3FNUZ, DataType::kFloat8E5M2, DataType::kFloat8E5M2FNUZ,
+    DataType::kInt32};
+
 // x as the CPU reference takes it (any float type or int32): QuantizeLinear's key on input 0.
 constexpr std::initializer_list<DataType> kQuantizeInputTypes = {DataType::kFloat32, DataType::kFloat16,
                                                                  DataType::kBFloat16, DataType::kFloat64,
@@ -206,8 +216,8 @@ bool float8_zero_point_known(const Node& n, std::string* why) {
   return reject(why, "an 8-bit float zero point must be a constant (zero); this one is computed by the model");
 }
 
-// The keys: x kQuantizeInputTypes, the scale any float type, the zero point (if given) and y a
-// quantized type.
+// The keys: x kQuantizeInputTypes, the scale any float type, the zero point (if given) and y
+// kGpuQuantizedTypes.
 bool quantize_supports(const Node& n, std::string* why) {
   if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
@@ -215,7 +225,7 @@ bool quantize_supports(const Node& n, std::string* why) {
   return float8_zero_point_known(n, why);
 }
 
-// The keys: x kDequantizeInputTypes, the scale and y any float type.
+// The keys: x kGpuDequantizeInputTypes, the scale and y any float type.
 bool dequantize_supports(const Node& n, std::string* why) {
   if (!input0_given(n, why)) return false;
   if (!has_input(n, 1)) return reject(why, "needs a scale");
@@ -284,9 +294,9 @@ Status dequantize_run(CudaExec& ex) {
 
 void append_cuda_quantize_linear_ops(std::vector<CudaOp>& out) {
   out.push_back(kernel_dtypes({input_dtypes(0, kQuantizeInputTypes), input_dtypes(1, kGpuFloats64),
-                               input_dtypes(2, kQuantizedTypes), output_dtypes(0, kQuantizedTypes)},
+                               input_dtypes(2, kGpuQuantizedTypes), output_dtypes(0, kGpuQuantizedTypes)},
                               CudaOp{"QuantizeLinear", &quantize_supports, &quantize_run, {}, nullptr}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kDequantizeInputTypes), input_dtypes(1, kGpuFloats64),
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuDequantizeInputTypes), input_dtypes(1, kGpuFloats64),
                                output_dtypes(0, kGpuFloats64)},
                               CudaOp{"DequantizeLinear", &dequantize_supports, &dequantize_run, {}, nullptr}));
 }
