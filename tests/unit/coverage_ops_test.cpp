@@ -336,6 +336,38 @@ TEST(MiscKernels, EyeLikeDtypesAndOffsets) {
   EXPECT_FALSE(infer("EyeLike", {TensorDesc(DataType::kFloat32, Shape{3})}, {}, 13).is_ok());
 }
 
+// BitwiseNot of the unsigned types, whose ~x depends on the width ((2^bits - 1) - x; the op harness's
+// one formula covers the signed types, where ~x is -x - 1 in every width); and the dtype rules of
+// all four Bitwise ops: integers only, operands of one dtype.
+TEST(MiscKernels, BitwiseNotOfUnsignedAndDtypeRules) {
+  const uint32_t seed = fresh_seed();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  for (auto [type, bits] : {std::pair<DataType, int>{DataType::kUInt8, 8}, {DataType::kUInt16, 16},
+                            {DataType::kUInt32, 32}, {DataType::kUInt64, 64}}) {
+    Tensor x = random_tensor(type, {11}, rng, 0, bits == 64 ? 9e15 : std::ldexp(1.0, bits));
+    x.set(0, 0);  // ~0 is the type's largest value
+    auto r = run_op("BitwiseNot", {x}, {}, 18);
+    ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+    ASSERT_EQ(r.value()[0].dtype(), type);
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      // In the type's own unsigned arithmetic, exactly (uint64's values are above 2^53: read the bits).
+      const uint64_t v = type == DataType::kUInt64 ? static_cast<const uint64_t*>(x.data())[i] : static_cast<uint64_t>(x.get(i));
+      const uint64_t got = type == DataType::kUInt64 ? static_cast<const uint64_t*>(r.value()[0].data())[i]
+                                                     : static_cast<uint64_t>(r.value()[0].get(i));
+      const uint64_t mask = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+      EXPECT_EQ(got, ~v & mask) << dtype_name(type) << " [" << i << "] of " << v;
+    }
+  }
+  TensorDesc i32(DataType::kInt32, Shape{3});
+  EXPECT_FALSE(infer("BitwiseAnd", {i32, TensorDesc(DataType::kInt64, Shape{3})}, {}, 18).is_ok());
+  EXPECT_FALSE(infer("BitwiseOr", {TensorDesc(DataType::kFloat32, Shape{3}), TensorDesc(DataType::kFloat32, Shape{3})}, {}, 18).is_ok());
+  EXPECT_FALSE(infer("BitwiseNot", {TensorDesc(DataType::kBool, Shape{3})}, {}, 18).is_ok());
+  auto r = infer("BitwiseXor", {i32, TensorDesc(DataType::kInt32, Shape{2, 1})}, {}, 18);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r.value()[0].to_string(), "int32[2,3]");
+}
+
 TEST(MiscKernels, BitShiftBroadcastAndWideShifts) {
   const uint32_t seed = fresh_seed();
   SCOPED_TRACE("seed " + std::to_string(seed));

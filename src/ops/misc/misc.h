@@ -1,8 +1,9 @@
 // The misc family: ONNX ops the backend test suite exercises that fit no larger family yet,
-// InstanceNormalization, LRN, MeanVarianceNormalization, EyeLike, BitShift, ReverseSequence,
-// HannWindow, HammingWindow, BlackmanWindow, Det and Einsum. One file per op (or group of ops
-// sharing a kernel): normalization (InstanceNormalization, LRN, MeanVarianceNormalization), eye_like,
-// bit_shift, reverse_sequence, window (the three windows), det and einsum, each a .cpp (definition
+// InstanceNormalization, LRN, MeanVarianceNormalization, EyeLike, BitShift, the Bitwise ops,
+// ReverseSequence, HannWindow, HammingWindow, BlackmanWindow, Det and Einsum. One file per op (or
+// group of ops sharing a kernel): normalization (InstanceNormalization, LRN, MeanVarianceNormalization),
+// eye_like, bit_shift, bitwise (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), reverse_sequence,
+// window (the three windows), det and einsum, each a .cpp (definition
 // and CPU reference) and a .cu (kernels and CUDA op). This header holds their attribute readers and Einsum's
 // equation parser, shared by the schemas, the CPU references and the CUDA ops, so every side accepts
 // and words its errors the same way.
@@ -32,6 +33,8 @@ Result<LrnAttrs> lrn_attrs(const AttributeMap& attrs);
 Result<std::vector<int64_t>> mvn_axes(const AttributeMap& attrs, int64_t rank);
 // BitShift's direction: true for LEFT, false for RIGHT (required, exactly one of the two).
 Result<bool> bit_shift_left(const AttributeMap& attrs);
+// BitwiseAnd, BitwiseOr and BitwiseXor (bitwise.cpp, bitwise.cu): one kernel each side, told apart by this.
+enum class BitwiseOp : int { kAnd, kOr, kXor };
 // ReverseSequence's (batch_axis, time_axis): each 0 or 1, different.
 Result<std::pair<int64_t, int64_t>> reverse_sequence_axes(const AttributeMap& attrs);
 

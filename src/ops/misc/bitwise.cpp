@@ -1,0 +1,133 @@
+// BitwiseAnd, BitwiseOr, BitwiseXor and BitwiseNot (opset 18): their naive CPU references and
+// schemas. The binary three broadcast as numpy does; all four take every integer type, operand
+// dtypes equal, and keep it. CUDA: bitwise.cu.
+#include "ops/misc/misc.h"
+
+#include <cstdint>
+#include <optional>
+#include <type_traits>
+#include <vector>
+
+#include "backends/cpu/broadcast_walker.h"
+#include "backends/cpu/kernel_util.h"
+#include "backends/cpu/unary_kernel.h"
+#include "graft/status.h"
+#include "ops/infer_util.h"
+#include "ops/operator.h"
+
+namespace graft {
+
+namespace {
+
+// The integer types these ops take (ONNX's T for all four).
+const std::vector<DataType>& bitwise_types() {
+  static const std::vector<DataType> types = {DataType::kInt8,  DataType::kUInt8,  DataType::kInt16,
+                                              DataType::kUInt16, DataType::kInt32, DataType::kUInt32,
+                                              DataType::kInt64, DataType::kUInt64};
+  return types;
+}
+
+// fn(T{}) for an integer dtype; the kernel's unsupported-dtype error for any other.
+template <typename Fn>
+Status visit_integer(const ExecContext& ctx, DataType t, Fn&& fn) {
+  switch (t) {
+    case DataType::kInt8: return fn(int8_t{});
+    case DataType::kUInt8: return fn(uint8_t{});
+    case DataType::kInt16: return fn(int16_t{});
+    case DataType::kUInt16: return fn(uint16_t{});
+    case DataType::kInt32: return fn(int32_t{});
+    case DataType::kUInt32: return fn(uint32_t{});
+    case DataType::kInt64: return fn(int64_t{});
+    case DataType::kUInt64: return fn(uint64_t{});
+    default: return cpu::bad_dtype(ctx, t);
+  }
+}
+
+}  // namespace
+
+// ---- CPU reference --------------------------------------------------------------------------
+// Each element's bits, in the element's own width (computed in the unsigned type of that width, so
+// no operand promotes to a signed int).
+
+namespace cpu {
+
+template <BitwiseOp kOp>
+Status bitwise_binary(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+  const Tensor& a = *ctx.inputs[0];
+  const Tensor& b = *ctx.inputs[1];
+  Tensor& y = *ctx.outputs[0];
+  if (a.dtype() != b.dtype() || y.dtype() != a.dtype())
+    return error(StatusCode::kInvalidModel, "A and B must share a dtype, got ", dtype_name(a.dtype()), " and ",
+                 dtype_name(b.dtype()));
+  GRAFT_ASSIGN_OR_RETURN(detail::BroadcastWalker w, detail::BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
+  return visit_integer(ctx, a.dtype(), [&](auto zero) -> Status {
+    using T = decltype(zero);
+    using U = std::make_unsigned_t<T>;
+    const T* ap = static_cast<const T*>(a.data());
+    const T* bp = static_cast<const T*>(b.data());
+    T* yp = static_cast<T*>(y.data());
+    for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) {
+      const U u = static_cast<U>(ap[w.offset(0)]), v = static_cast<U>(bp[w.offset(1)]);
+      const U r = kOp == BitwiseOp::kAnd ? U(u & v) : kOp == BitwiseOp::kOr ? U(u | v) : U(u ^ v);
+      yp[i] = static_cast<T>(r);
+    }
+    return Status::ok();
+  });
+}
+
+Status bitwise_not(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 1));
+  const Tensor& x = *ctx.inputs[0];
+  Tensor& y = *ctx.outputs[0];
+  if (y.dtype() != x.dtype() || y.numel() != x.numel())
+    return error(StatusCode::kInternal, "BitwiseNot: the output must be the input's dtype and size");
+  return visit_integer(ctx, x.dtype(), [&](auto zero) -> Status {
+    using T = decltype(zero);
+    using U = std::make_unsigned_t<T>;
+    const T* xp = static_cast<const T*>(x.data());
+    T* yp = static_cast<T*>(y.data());
+    for (int64_t i = 0, n = x.numel(); i < n; ++i) yp[i] = static_cast<T>(static_cast<U>(~static_cast<U>(xp[i])));
+    return Status::ok();
+  });
+}
+
+}  // namespace cpu
+
+// ---- schema ---------------------------------------------------------------------------------
+
+namespace {
+
+using namespace infer;
+
+Status infer_bitwise_binary(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, bitwise_types()));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, bitwise_types()));
+  if (ctx.input(0).dtype != ctx.input(1).dtype)
+    return ctx.fail("A is ", dtype_name(ctx.input(0).dtype), " but B is ", dtype_name(ctx.input(1).dtype),
+                    ": they must share a dtype");
+  std::optional<Shape> out;
+  if (ctx.input(0).shape && ctx.input(1).shape) {
+    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
+    out = std::move(s);
+  }
+  ctx.set_output(0, desc_of(ctx.input(0).dtype, out));
+  return Status::ok();
+}
+
+Status infer_bitwise_not(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, bitwise_types()));
+  ctx.set_output(0, ctx.input(0));
+  return Status::ok();
+}
+
+}  // namespace
+
+void append_bitwise_ops(std::vector<OpEntry>& out) {
+  out.push_back(elementwise_binary(OpEntry{"BitwiseAnd", 18, infer_bitwise_binary, cpu::bitwise_binary<BitwiseOp::kAnd>}));
+  out.push_back(elementwise_binary(OpEntry{"BitwiseOr", 18, infer_bitwise_binary, cpu::bitwise_binary<BitwiseOp::kOr>}));
+  out.push_back(elementwise_binary(OpEntry{"BitwiseXor", 18, infer_bitwise_binary, cpu::bitwise_binary<BitwiseOp::kXor>}));
+  out.push_back(elementwise_unary(OpEntry{"BitwiseNot", 18, infer_bitwise_not, cpu::bitwise_not}));
+}
+
+}  // namespace graft
