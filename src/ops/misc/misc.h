@@ -1,7 +1,8 @@
 // The misc family: ONNX ops the backend test suite exercises that fit no larger family yet,
-// InstanceNormalization, LRN, MeanVarianceNormalization, EyeLike, BitShift, the Bitwise ops,
+// InstanceNormalization, GroupNormalization, LRN, MeanVarianceNormalization, EyeLike, BitShift, the Bitwise ops,
 // ReverseSequence, HannWindow, HammingWindow, BlackmanWindow, Det and Einsum. One file per op (or
-// group of ops sharing a kernel): normalization (InstanceNormalization, LRN, MeanVarianceNormalization),
+// group of ops sharing a kernel): normalization (InstanceNormalization, GroupNormalization, LRN,
+// MeanVarianceNormalization),
 // eye_like, bit_shift, bitwise (BitwiseAnd, BitwiseOr, BitwiseXor, BitwiseNot), reverse_sequence,
 // window (the three windows), det and einsum, each a .cpp (definition
 // and CPU reference) and a .cu (kernels and CUDA op). This header holds their attribute readers and Einsum's
@@ -24,6 +25,23 @@ inline constexpr int64_t kMaxWindowLength = int64_t{1} << 30;
 
 // Validated attributes shared by the schemas and the kernels; errors name the attribute.
 Result<float> instance_norm_epsilon(const AttributeMap& attrs);
+// GroupNormalization (opset 18 and 21): epsilon as InstanceNormalization's, num_groups required and
+// positive. Its layout over x [N, C, D1, ...]: N * G groups of C / G whole channels, each group
+// contiguous in x; the scale and bias have one entry per group at opset 18 to 20 and one per channel
+// from 21 (ONNX changed the meaning, and deprecated 18's). Instance normalization is the case G = C.
+struct GroupNormAttrs {
+  float epsilon = 1e-5f;
+  int64_t groups = 0;
+};
+Result<GroupNormAttrs> group_norm_attrs(const AttributeMap& attrs);
+struct GroupNormLayout {
+  int64_t batch = 0, channels = 0, groups = 0, spatial = 1;
+  bool per_group_affine = false;  // scale/bias per group (opset 18 to 20), not per channel
+};
+// From concrete shapes; errors name the shapes (the attribute for a C that num_groups does not divide).
+Result<GroupNormLayout> group_norm_layout(const std::vector<int64_t>& x, const std::vector<int64_t>& scale,
+                                          const std::vector<int64_t>& bias, int64_t groups, int opset);
+inline bool group_norm_per_group_affine(int opset) { return opset < 21; }
 struct LrnAttrs {
   int64_t size = 0;
   float alpha = 1e-4f, beta = 0.75f, bias = 1.0f;

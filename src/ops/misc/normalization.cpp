@@ -1,5 +1,5 @@
-// InstanceNormalization, LRN and MeanVarianceNormalization: their attribute readers (misc.h), naive
-// CPU references (statistics in double) and schemas. CUDA: normalization.cu.
+// InstanceNormalization, GroupNormalization, LRN and MeanVarianceNormalization: their attribute
+// readers (misc.h), naive CPU references (statistics in double) and schemas. CUDA: normalization.cu.
 #include "ops/misc/misc.h"
 
 #include <algorithm>
@@ -40,6 +40,36 @@ Result<float> instance_norm_epsilon(const AttributeMap& attrs) {
   GRAFT_ASSIGN_OR_RETURN(float eps, float_attr(attrs, "epsilon", 1e-5f));
   if (!(eps >= 0.0f)) return attr_error("epsilon", "must be >= 0, got ", static_cast<double>(eps));
   return eps;
+}
+
+Result<GroupNormAttrs> group_norm_attrs(const AttributeMap& attrs) {
+  GroupNormAttrs a;
+  GRAFT_ASSIGN_OR_RETURN(a.epsilon, instance_norm_epsilon(attrs));
+  auto g = attrs.require_int("num_groups");
+  if (!g) return Status(g.status()).with_attribute("num_groups");
+  if (g.value() < 1) return attr_error("num_groups", "must be >= 1, got ", g.value());
+  a.groups = g.value();
+  return a;
+}
+
+Result<GroupNormLayout> group_norm_layout(const std::vector<int64_t>& x, const std::vector<int64_t>& scale,
+                                          const std::vector<int64_t>& bias, int64_t groups, int opset) {
+  if (x.size() < 2)
+    return error(StatusCode::kInvalidModel, "X must have rank >= 2 (N, C, ...), got ", ints_to_string(x));
+  GroupNormLayout l;
+  l.batch = x[0];
+  l.channels = x[1];
+  l.groups = groups;
+  for (size_t d = 2; d < x.size(); ++d) l.spatial *= x[d];
+  if (l.channels % groups != 0)
+    return attr_error("num_groups", groups, " does not divide the ", l.channels, " channels of X ", ints_to_string(x));
+  l.per_group_affine = group_norm_per_group_affine(opset);
+  const int64_t want = l.per_group_affine ? groups : l.channels;
+  if (scale != std::vector<int64_t>{want} || bias != std::vector<int64_t>{want})
+    return error(StatusCode::kInvalidModel, "scale ", ints_to_string(scale), " and bias ", ints_to_string(bias),
+                 " must be [", want, "] (one entry per ", l.per_group_affine ? "group, opset 18 to 20" : "channel, opset 21 on",
+                 ") for X ", ints_to_string(x));
+  return l;
 }
 
 Result<LrnAttrs> lrn_attrs(const AttributeMap& attrs) {
@@ -86,6 +116,30 @@ Status same_size_output(const ExecContext& ctx) {
   return Status::ok();
 }
 
+// Per group of `l` (contiguous: C / G channels of `spatial` elements), the mean and biased variance
+// in double, then y = (x - mean) * scale / sqrt(var + eps) + bias, with the group's or the channel's
+// scale and bias.
+void normalize_groups(const Tensor& x, const Tensor& scale, const Tensor& bias, Tensor& y, const GroupNormLayout& l,
+                      float eps) {
+  const int64_t per_group = l.channels / l.groups, size = per_group * l.spatial;
+  for (int64_t p = 0; p < l.batch * l.groups; ++p) {
+    const int64_t base = p * size, g = p % l.groups;
+    double mean = 0, var = 0;
+    for (int64_t i = 0; i < size; ++i) mean += x.get(base + i);
+    mean /= static_cast<double>(size);
+    for (int64_t i = 0; i < size; ++i) {
+      const double d = x.get(base + i) - mean;
+      var += d * d;
+    }
+    var /= static_cast<double>(size);
+    const double den = std::sqrt(var + static_cast<double>(eps));
+    for (int64_t i = 0; i < size; ++i) {
+      const int64_t ch = l.per_group_affine ? g : g * per_group + i / l.spatial;
+      y.set(base + i, (x.get(base + i) - mean) * (scale.get(ch) / den) + bias.get(ch));
+    }
+  }
+}
+
 }  // namespace
 
 Status instance_normalization(ExecContext& ctx) {
@@ -101,26 +155,30 @@ Status instance_normalization(ExecContext& ctx) {
   if (x.rank() < 2)
     return error(StatusCode::kInvalidModel, "InstanceNormalization: input must have rank >= 2 (N, C, ...), got ",
                  ints_to_string(x.dims()));
-  const int64_t n = x.dims()[0], c = x.dims()[1];
+  const int64_t c = x.dims()[1];
   if (scale.dims() != std::vector<int64_t>{c} || bias.dims() != std::vector<int64_t>{c})
     return error(StatusCode::kInvalidModel, "InstanceNormalization: scale ", ints_to_string(scale.dims()), " and B ",
                  ints_to_string(bias.dims()), " must be [", c, "] for input ", ints_to_string(x.dims()));
-  const AxisView v = axis_view(x.dims(), 1, false);  // [n, c, spatial]
-  Tensor& y = *ctx.outputs[0];
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t ch = 0; ch < c; ++ch) {
-      const int64_t base = (b * c + ch) * v.inner;
-      double mean = 0, var = 0;
-      for (int64_t i = 0; i < v.inner; ++i) mean += x.get(base + i);
-      mean /= static_cast<double>(v.inner);
-      for (int64_t i = 0; i < v.inner; ++i) {
-        const double d = x.get(base + i) - mean;
-        var += d * d;
-      }
-      var /= static_cast<double>(v.inner);
-      const double k = scale.get(ch) / std::sqrt(var + static_cast<double>(eps)), sh = bias.get(ch);
-      for (int64_t i = 0; i < v.inner; ++i) y.set(base + i, (x.get(base + i) - mean) * k + sh);
-    }
+  // One group per channel.
+  GroupNormLayout l;
+  l.batch = x.dims()[0];
+  l.channels = l.groups = c;
+  l.spatial = axis_view(x.dims(), 1, false).inner;
+  normalize_groups(x, scale, bias, *ctx.outputs[0], l, eps);
+  return Status::ok();
+}
+
+Status group_normalization(ExecContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_io(ctx, 3));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[0], "X"));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[1], "scale"));
+  GRAFT_RETURN_IF_ERROR(require_float_tensor(ctx.inputs[2], "bias"));
+  GRAFT_RETURN_IF_ERROR(same_size_output(ctx));
+  GRAFT_ASSIGN_OR_RETURN(GroupNormAttrs a, group_norm_attrs(attrs_of(ctx)));
+  const Tensor& x = *ctx.inputs[0];
+  GRAFT_ASSIGN_OR_RETURN(GroupNormLayout l, group_norm_layout(x.dims(), ctx.inputs[1]->dims(), ctx.inputs[2]->dims(),
+                                                              a.groups, ctx.opset));
+  normalize_groups(x, *ctx.inputs[1], *ctx.inputs[2], *ctx.outputs[0], l, a.epsilon);
   return Status::ok();
 }
 
@@ -242,6 +300,34 @@ Status infer_instance_norm(InferContext& ctx) {
   return Status::ok();
 }
 
+Status infer_group_norm(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
+  GRAFT_ASSIGN_OR_RETURN(GroupNormAttrs a, group_norm_attrs(ctx.attrs()));
+  GRAFT_RETURN_IF_ERROR(require_rank_at_least(ctx, 0, 2, "X (N, C, ...)"));
+  const TensorDesc& x = ctx.input(0);
+  const char* names[3] = {"X", "scale", "bias"};
+  for (size_t i = 1; i < 3; ++i) {
+    GRAFT_RETURN_IF_ERROR(require_input(ctx, i));
+    if (ctx.input(i).dtype != x.dtype)
+      return ctx.fail("input ", names[i], " has dtype ", dtype_name(ctx.input(i).dtype), " but X has ", dtype_name(x.dtype));
+  }
+  // Where the shapes are known, the layout's checks, worded as the kernels word them.
+  const bool known = x.shape && shape_is_static(*x.shape) && ctx.input(1).shape && shape_is_static(*ctx.input(1).shape) &&
+                     ctx.input(2).shape && shape_is_static(*ctx.input(2).shape);
+  if (known) {
+    auto l = group_norm_layout(shape_values(*x.shape), shape_values(*ctx.input(1).shape), shape_values(*ctx.input(2).shape),
+                               a.groups, ctx.opset());
+    if (!l) return l.status().attribute().empty() ? ctx.fail(l.status().message()) : l.status();
+  } else if (x.shape && (*x.shape)[1].is_const() && (*x.shape)[1].value() % a.groups != 0) {
+    return attr_error("num_groups", a.groups, " does not divide the ", (*x.shape)[1].value(), " channels of X ",
+                      x.to_string());
+  }
+  auto stash = ctx.attrs().get_int("stash_type", 1);  // opset 21: the statistics' type; graft's are double
+  if (!stash) return Status(stash.status()).with_attribute("stash_type");
+  ctx.set_output(0, x);
+  return Status::ok();
+}
+
 Status infer_lrn(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kFloatTypes));
   GRAFT_RETURN_IF_ERROR(lrn_attrs(ctx.attrs()).status());
@@ -266,6 +352,7 @@ Status infer_mvn(InferContext& ctx) {
 
 void append_normalization_ops(std::vector<OpEntry>& out) {
   out.push_back(OpEntry{"InstanceNormalization", 6, infer_instance_norm, cpu::instance_normalization});
+  out.push_back(OpEntry{"GroupNormalization", 18, infer_group_norm, cpu::group_normalization});
   out.push_back(OpEntry{"LRN", 1, infer_lrn, cpu::lrn});
   out.push_back(OpEntry{"MeanVarianceNormalization", 9, infer_mvn, cpu::mean_variance_normalization});
 }

@@ -1,5 +1,5 @@
-// InstanceNormalization, MeanVarianceNormalization and LRN's CUDA kernels and ops, in double as the
-// CPU reference of normalization.cpp, whose attribute readers the ops call.
+// InstanceNormalization, GroupNormalization, MeanVarianceNormalization and LRN's CUDA kernels and
+// ops, in double as the CPU reference of normalization.cpp, whose attribute readers the ops call.
 #include "ops/misc/misc.h"
 
 #include <algorithm>
@@ -31,10 +31,12 @@ namespace k {
 
 // ---- Normalizations -------------------------------------------------------------------------------
 
-// x viewed as [n * c planes, spatial]; per plane, mean and (biased) variance in double, then
-// y = (x - mean) * scale[ch] / sqrt(var + eps) + bias[ch]. Float types (scale, bias share x's type).
-cudaError_t launch_instance_norm(KType t, const void* x, const void* scale, const void* bias, void* y, int64_t planes,
-                                 int64_t channels, int64_t spatial, double eps, cudaStream_t s);
+// x viewed as [batch * groups planes, channels / groups * spatial] (GroupNormLayout, misc.h; instance
+// normalization is groups = channels); per plane, mean and (biased) variance in double, then
+// y = (x - mean) * (scale[k] / sqrt(var + eps)) + bias[k], k the group (per_group_affine) or the
+// channel. Float types (scale, bias share x's type).
+cudaError_t launch_group_norm(KType t, const void* x, const void* scale, const void* bias, void* y,
+                              const GroupNormLayout& l, double eps, cudaStream_t s);
 
 // One group per combination of the kept axes (`kept`: their extents and x strides), `count`
 // elements each (`reduced`: the reduced axes' extents and x strides). y = (x - mean) /
@@ -64,25 +66,28 @@ __device__ __forceinline__ double block_sum_d(double v, double* sh) {
 
 // One block per plane (grid-striding over planes); two passes in double as the CPU reference.
 template <typename T>
-__global__ void instance_norm_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t planes,
-                                     int64_t channels, int64_t spatial, double eps) {
+__global__ void group_norm_kernel(const T* x, const T* scale, const T* bias, T* y, int64_t planes, int64_t groups,
+                                  int64_t per_group, int64_t spatial, bool per_group_affine, double eps) {
   __shared__ double sh[32];
+  const int64_t size = per_group * spatial;
   for (int64_t p = blockIdx.x; p < planes; p += gridDim.x) {
-    const T* xp = x + p * spatial;
-    T* yp = y + p * spatial;
+    const T* xp = x + p * size;
+    T* yp = y + p * size;
     double acc = 0;
-    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) acc += as_double(xp[i]);
-    const double mean = block_sum_d(acc, sh) / static_cast<double>(spatial);
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) acc += as_double(xp[i]);
+    const double mean = block_sum_d(acc, sh) / static_cast<double>(size);
     acc = 0;
-    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x) {
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
       const double d = as_double(xp[i]) - mean;
       acc = __dadd_rn(acc, __dmul_rn(d, d));
     }
-    const double var = block_sum_d(acc, sh) / static_cast<double>(spatial);
-    const int64_t ch = p % channels;
-    const double k = as_double(scale[ch]) / sqrt(var + eps), b = as_double(bias[ch]);
-    for (int64_t i = threadIdx.x; i < spatial; i += blockDim.x)
-      yp[i] = store_from_double<T>(__dadd_rn(__dmul_rn(as_double(xp[i]) - mean, k), b));
+    const double den = sqrt(block_sum_d(acc, sh) / static_cast<double>(size) + eps);
+    const int64_t g = p % groups;
+    for (int64_t i = threadIdx.x; i < size; i += blockDim.x) {
+      const int64_t ch = per_group_affine ? g : g * per_group + i / spatial;
+      const double k = as_double(scale[ch]) / den;
+      yp[i] = store_from_double<T>(__dadd_rn(__dmul_rn(as_double(xp[i]) - mean, k), as_double(bias[ch])));
+    }
   }
 }
 
@@ -131,13 +136,15 @@ static unsigned plane_grid(int64_t planes) {
   return static_cast<unsigned>(planes < 65535LL * 16 ? planes : 65535LL * 16);
 }
 
-cudaError_t launch_instance_norm(KType t, const void* x, const void* scale, const void* bias, void* y, int64_t planes,
-                                 int64_t channels, int64_t spatial, double eps, cudaStream_t s) {
-  if (planes == 0 || spatial == 0) return cudaSuccess;
-  if (channels <= 0) return cudaErrorInvalidValue;
-  GRAFT_FLOAT64_DISPATCH(t, (instance_norm_kernel<T><<<plane_grid(planes), kThreads, 0, s>>>(
+cudaError_t launch_group_norm(KType t, const void* x, const void* scale, const void* bias, void* y,
+                              const GroupNormLayout& l, double eps, cudaStream_t s) {
+  const int64_t planes = l.batch * l.groups;
+  if (planes == 0 || l.spatial == 0 || l.channels == 0) return cudaSuccess;
+  if (l.groups <= 0 || l.channels % l.groups != 0) return cudaErrorInvalidValue;
+  GRAFT_FLOAT64_DISPATCH(t, (group_norm_kernel<T><<<plane_grid(planes), kThreads, 0, s>>>(
                                    static_cast<const T*>(x), static_cast<const T*>(scale),
-                                   static_cast<const T*>(bias), static_cast<T*>(y), planes, channels, spatial, eps)));
+                                   static_cast<const T*>(bias), static_cast<T*>(y), planes, l.groups,
+                                   l.channels / l.groups, l.spatial, l.per_group_affine, eps)));
   return cudaGetLastError();
 }
 
@@ -168,6 +175,7 @@ namespace {
 using namespace util;
 
 
+// InstanceNormalization's and GroupNormalization's: the input, then a scale and bias of its dtype.
 bool instance_norm_supports(const Node& n, std::string* why) {
   if (!input0_given(n, why)) return false;
   for (size_t i = 1; i < 3; ++i) {
@@ -200,10 +208,29 @@ Status instance_norm_run(CudaExec& ex) {
   if (scale->dims() != std::vector<int64_t>{c} || bias->dims() != std::vector<int64_t>{c})
     return fail(ex, StatusCode::kInvalidModel, "scale ", dims_str(scale->dims()), " and B ", dims_str(bias->dims()),
                 " must be [", c, "] for input ", dims_str(x->dims()));
-  const graft::AxisView v = graft::axis_view(x->dims(), 1, false);
-  return launch_status(k::launch_instance_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(),
-                                               v.outer * v.n, c, v.inner, static_cast<double>(eps.value()),
-                                               stream_of(ex)), ex);
+  GroupNormLayout l;  // one group per channel
+  l.batch = x->dims()[0];
+  l.channels = l.groups = c;
+  l.spatial = graft::axis_view(x->dims(), 1, false).inner;
+  return launch_status(k::launch_group_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(), l,
+                                            static_cast<double>(eps.value()), stream_of(ex)), ex);
+}
+
+Status group_norm_run(CudaExec& ex) {
+  const Tensor* x = input_or_null(ex, 0);
+  const Tensor* scale = input_or_null(ex, 1);
+  const Tensor* bias = input_or_null(ex, 2);
+  if (!x || !scale || !bias) return fail(ex, StatusCode::kInvalidModel, "needs X, scale and bias");
+  Tensor& y = *ex.ctx->outputs[0];
+  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
+  if (scale->dtype() != x->dtype() || bias->dtype() != x->dtype())
+    return fail(ex, StatusCode::kInvalidModel, "scale and bias must have X's dtype");
+  auto a = graft::group_norm_attrs(attrs_of(ex));
+  if (!a) return with_node(ex, a.status());
+  auto l = graft::group_norm_layout(x->dims(), scale->dims(), bias->dims(), a.value().groups, ex.ctx->opset);
+  if (!l) return with_node(ex, l.status());
+  return launch_status(k::launch_group_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(),
+                                            l.value(), static_cast<double>(a.value().epsilon), stream_of(ex)), ex);
 }
 
 bool mvn_supports(const Node& n, std::string* why) {
@@ -274,6 +301,8 @@ void append_cuda_normalization_ops(std::vector<CudaOp>& out) {
   out.push_back(
       kernel_dtypes({input_dtypes(0, kGpuFloats64)},
                     CudaOp{"InstanceNormalization", &instance_norm_supports, &instance_norm_run, {}, nullptr}));
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
+                              CudaOp{"GroupNormalization", &instance_norm_supports, &group_norm_run, {}, nullptr}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
                               CudaOp{"MeanVarianceNormalization", &mvn_supports, &mvn_run, {}, nullptr}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)}, CudaOp{"LRN", &input0_given, &lrn_run, {}, nullptr}));
