@@ -231,10 +231,10 @@ if has_step conformance; then  # the ONNX backend suite through the CUDA engine,
   grep -A30 '^Failures' "$LOGS/conformance.log" | head -30 >> "$summary"
 fi
 
-if has_step onnxsuite; then  # the newer ONNX backend suite that the machine's Python onnx ships (opsets past Debian's 17)
+if has_step onnxsuite; then  # the newer ONNX backend suite that the machine's Python onnx ships (opsets past Debian's 17), on ONNXSUITE_DEVICES
   data=$(python3 -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))' 2>/dev/null)
   if [ -d "$data/node" ]; then
-    for dev in cpu cuda; do
+    for dev in ${ONNXSUITE_DEVICES:-cpu cuda}; do
       $BUILDDIR/tests/conformance/graft_conformance --data-dir "$data" --device $dev --jobs "${CONF_JOBS:-8}" \
         --list-unsupported > "$LOGS/onnxsuite_$dev.log" 2>&1
       rc=$?  # before the version lookup below, whose own status $? would report
