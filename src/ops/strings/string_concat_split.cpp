@@ -1,0 +1,170 @@
+// StringConcat and StringSplit (opset 20) on the CPU engine, where string tensors live: their schemas
+// and CPU references.
+//
+// StringConcat joins X[i] and Y[i] byte for byte, with numpy broadcasting.
+//
+// StringSplit splits each string as Python's str.split does (onnx.reference runs numpy.char.split):
+// - with a delimiter, on every occurrence of it: "a,,b" gives "a", "", "b", and "" gives one "";
+// - without one (unset or ""), on runs of whitespace, leading and trailing whitespace dropped: "" and
+//   "  " give nothing. Whitespace is Python's ASCII set: space, \t, \n, \v, \f, \r and \x1c-\x1f
+//   (Python's str also counts the Unicode spaces, which graft does not);
+// - maxsplit splits at most that many times from the left; the rest is the last substring, as it is.
+// Output Y is X's shape plus one axis as long as the most substrings any element gave, padded with
+// empty strings; Z (int64, X's shape) counts each element's substrings. Y's last extent is known only
+// after the kernel has split, so the kernel sizes it.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/cpu/broadcast_walker.h"
+#include "graft/status.h"
+#include "ops/attr_util.h"
+#include "ops/infer_util.h"
+#include "ops/operator.h"
+
+namespace graft {
+
+namespace {
+
+using namespace infer;
+
+// ---- StringConcat ---------------------------------------------------------------------------
+
+Status infer_string_concat(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {DataType::kString}));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {DataType::kString}));
+  std::optional<Shape> out;
+  if (ctx.input(0).shape && ctx.input(1).shape) {
+    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
+    out = std::move(s);
+  }
+  ctx.set_output(0, desc_of(DataType::kString, out));
+  return Status::ok();
+}
+
+Status string_concat(ExecContext& ctx) {
+  if (ctx.inputs.size() < 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.empty() || !ctx.outputs[0])
+    return error(StatusCode::kInternal, "StringConcat called without its inputs or output");
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& y = *ctx.inputs[1];
+  Tensor& z = *ctx.outputs[0];
+  if (x.dtype() != DataType::kString || y.dtype() != DataType::kString || z.dtype() != DataType::kString)
+    return error(StatusCode::kInvalidArgument, "StringConcat takes and makes string tensors, got ", dtype_name(x.dtype()),
+                 " and ", dtype_name(y.dtype()));
+  GRAFT_ASSIGN_OR_RETURN(cpu::detail::BroadcastWalker w, cpu::detail::BroadcastWalker::make(z.dims(), {x.dims(), y.dims()}));
+  const auto* a = x.data_as<std::string>();
+  const auto* b = y.data_as<std::string>();
+  auto* out = z.data_as<std::string>();
+  for (int64_t i = 0, n = z.numel(); i < n; ++i, w.next()) out[i] = a[w.offset(0)] + b[w.offset(1)];
+  return Status::ok();
+}
+
+// ---- StringSplit ----------------------------------------------------------------------------
+
+struct SplitAttrs {
+  std::string delimiter;  // empty: runs of whitespace
+  int64_t maxsplit = -1;  // negative: no limit
+};
+
+Result<SplitAttrs> split_attrs(const AttributeMap& attrs) {
+  SplitAttrs a;
+  auto d = attrs.get_string("delimiter", "");
+  if (!d) return Status(d.status()).with_attribute("delimiter");
+  a.delimiter = d.value();
+  if (attrs.has("maxsplit")) {
+    auto m = attrs.get_int("maxsplit", -1);
+    if (!m) return Status(m.status()).with_attribute("maxsplit");
+    if (m.value() < 0) return attr_error("maxsplit", "must be >= 0 when given, got ", m.value());
+    a.maxsplit = m.value();
+  }
+  return a;
+}
+
+bool is_split_space(char c) {
+  const auto u = static_cast<unsigned char>(c);
+  return u == ' ' || (u >= '\t' && u <= '\r') || (u >= 0x1c && u <= 0x1f);
+}
+
+std::vector<std::string> split_one(std::string_view s, const SplitAttrs& a) {
+  std::vector<std::string> parts;
+  int64_t splits = 0;
+  const auto room = [&] { return a.maxsplit < 0 || splits < a.maxsplit; };
+  if (!a.delimiter.empty()) {
+    size_t start = 0;
+    for (size_t at; room() && (at = s.find(a.delimiter, start)) != std::string_view::npos; ++splits) {
+      parts.emplace_back(s.substr(start, at - start));
+      start = at + a.delimiter.size();
+    }
+    parts.emplace_back(s.substr(start));
+    return parts;
+  }
+  size_t i = 0;
+  while (i < s.size() && is_split_space(s[i])) ++i;
+  while (i < s.size()) {
+    if (!room()) {  // the rest, as it is (trailing whitespace included, as Python keeps it)
+      parts.emplace_back(s.substr(i));
+      break;
+    }
+    size_t end = i;
+    while (end < s.size() && !is_split_space(s[end])) ++end;
+    parts.emplace_back(s.substr(i, end - i));
+    ++splits;
+    i = end;
+    while (i < s.size() && is_split_space(s[i])) ++i;
+  }
+  return parts;
+}
+
+Status infer_string_split(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {DataType::kString}));
+  GRAFT_RETURN_IF_ERROR(split_attrs(ctx.attrs()).status());
+  const TensorDesc& x = ctx.input(0);
+  std::optional<Shape> y;
+  if (x.shape) {
+    y = *x.shape;
+    y->push_back(ctx.unknown_dim());  // the most substrings of any element: known after the split
+  }
+  ctx.set_output(0, desc_of(DataType::kString, y));
+  if (ctx.num_outputs() > 1) ctx.set_output(1, desc_of(DataType::kInt64, x.shape));
+  return Status::ok();
+}
+
+Status string_split(ExecContext& ctx) {
+  if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.empty())
+    return error(StatusCode::kInternal, "StringSplit called without its input or outputs");
+  const Tensor& x = *ctx.inputs[0];
+  if (x.dtype() != DataType::kString)
+    return error(StatusCode::kInvalidArgument, "StringSplit takes a string tensor, got ", dtype_name(x.dtype()));
+  GRAFT_ASSIGN_OR_RETURN(SplitAttrs a, split_attrs(*ctx.attrs));
+  const auto* in = x.data_as<std::string>();
+  std::vector<std::vector<std::string>> parts(static_cast<size_t>(x.numel()));
+  int64_t most = 0;
+  for (int64_t i = 0, n = x.numel(); i < n; ++i) {
+    parts[static_cast<size_t>(i)] = split_one(in[i], a);
+    most = std::max<int64_t>(most, static_cast<int64_t>(parts[static_cast<size_t>(i)].size()));
+  }
+  std::vector<int64_t> y_dims = x.dims();
+  y_dims.push_back(most);
+  GRAFT_ASSIGN_OR_RETURN(Tensor * y, allocate_output(ctx, 0, DataType::kString, y_dims));
+  auto* out = y->data_as<std::string>();
+  for (size_t i = 0; i < parts.size(); ++i)
+    for (size_t k = 0; k < static_cast<size_t>(most); ++k)  // padded with empty strings
+      out[i * static_cast<size_t>(most) + k] = k < parts[i].size() ? std::move(parts[i][k]) : std::string();
+  if (ctx.outputs.size() > 1 && ctx.outputs[1]) {
+    GRAFT_ASSIGN_OR_RETURN(Tensor * z, allocate_output(ctx, 1, DataType::kInt64, x.dims()));
+    for (size_t i = 0; i < parts.size(); ++i) z->data_as<int64_t>()[i] = static_cast<int64_t>(parts[i].size());
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+void append_string_concat_split_ops(std::vector<OpEntry>& out) {
+  out.push_back(takes_strings({"StringConcat", 20, infer_string_concat, string_concat}));
+  out.push_back(takes_strings({"StringSplit", 20, infer_string_split, string_split, /*output_shape_from_kernel=*/true}));
+}
+
+}  // namespace graft

@@ -1,0 +1,132 @@
+// Cases for ONNX's StringConcat and StringSplit (opset 20), string tensors on the CPU engine. Each
+// formula works on the strings the harness hands it: StringConcat joins broadcast pairs; StringSplit
+// follows Python's str.split (which onnx.reference's numpy.char.split calls), written here as a scan
+// for the delimiter, or, without one, over the words between runs of whitespace.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "case_util.h"
+#include "harness.h"
+
+namespace graft::optest {
+
+namespace {
+
+CaseInput strings(std::vector<int64_t> dims, std::vector<std::string> words) {
+  CaseInput in = typed(std::move(dims), DataType::kString, 0, 0);
+  in.words = std::move(words);
+  return in;
+}
+
+// Sets input 0's strings to exactly these (row-major).
+std::function<void(std::vector<Tensor>&)> put(std::vector<std::string> values) {
+  return [values](std::vector<Tensor>& ins) {
+    for (size_t i = 0; i < values.size(); ++i) ins[0].data_as<std::string>()[i] = values[i];
+  };
+}
+
+OpCaseTable string_concat_cases() {
+  OpCaseTable t = container_table("StringConcat", [](const std::vector<Items>& in, const AttributeMap&) {
+    const Item& x = in[0][0];
+    const Item& y = in[1][0];
+    Item z;
+    z.dims = broadcast_dims({x.dims, y.dims});
+    int64_t n = 1;
+    for (int64_t d : z.dims) n *= d;
+    for (int64_t i = 0; i < n; ++i)
+      z.strings.push_back(x.strings[static_cast<size_t>(broadcast_index(i, z.dims, x.dims))] +
+                          y.strings[static_cast<size_t>(broadcast_index(i, z.dims, y.dims))]);
+    return std::vector<Items>{Items{z}};
+  }, 20);
+  t.cuda_dtypes = {};  // strings live on the host
+  const std::vector<std::string> words = {"", "a", "graft", "\xC3\xA9t\xC3\xA9", " spaced ", "x,y"};
+  t.cases.push_back(container_case("same_shape", {strings({2, 3}, words), strings({2, 3}, words)}, {tensor_out({2, 3})}));
+  t.cases.push_back(container_case("broadcast_rows", {strings({3, 4}, words), strings({4}, words)}, {tensor_out({3, 4})}));
+  t.cases.push_back(container_case("scalar_suffix", {strings({5}, words), strings({}, {"_suffix"})}, {tensor_out({5})}));
+  return t;
+}
+
+std::vector<std::string> python_split(const std::string& s, const std::string& delimiter, int64_t maxsplit) {
+  std::vector<std::string> parts;
+  if (!delimiter.empty()) {
+    std::string rest = s;
+    for (int64_t k = 0; maxsplit < 0 || k < maxsplit; ++k) {
+      const size_t at = rest.find(delimiter);
+      if (at == std::string::npos) break;
+      parts.push_back(rest.substr(0, at));
+      rest = rest.substr(at + delimiter.size());
+    }
+    parts.push_back(rest);
+    return parts;
+  }
+  auto space = [](char c) { return std::string(" \t\n\v\f\r\x1c\x1d\x1e\x1f").find(c) != std::string::npos; };
+  size_t i = 0;
+  for (;;) {
+    while (i < s.size() && space(s[i])) ++i;
+    if (i == s.size()) break;
+    if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
+      parts.push_back(s.substr(i));
+      break;
+    }
+    const size_t start = i;
+    while (i < s.size() && !space(s[i])) ++i;
+    parts.push_back(s.substr(start, i - start));
+  }
+  return parts;
+}
+
+OpCaseTable string_split_cases() {
+  OpCaseTable t = container_table("StringSplit", [](const std::vector<Items>& in, const AttributeMap& a) {
+    const Item& x = in[0][0];
+    const std::string delimiter = a.get_string("delimiter", "").value();
+    const int64_t maxsplit = a.has("maxsplit") ? a.get_int("maxsplit", -1).value() : -1;
+    std::vector<std::vector<std::string>> parts;
+    size_t most = 0;
+    for (const std::string& s : x.strings) {
+      parts.push_back(python_split(s, delimiter, maxsplit));
+      most = std::max(most, parts.back().size());
+    }
+    Item y, z;
+    y.dims = x.dims;
+    y.dims.push_back(static_cast<int64_t>(most));
+    z.dims = x.dims;
+    for (const auto& p : parts) {
+      for (size_t k = 0; k < most; ++k) y.strings.push_back(k < p.size() ? p[k] : std::string());
+      z.values.push_back(static_cast<double>(p.size()));
+    }
+    return std::vector<Items>{Items{y}, Items{z}};
+  }, 20);
+  t.cuda_dtypes = {};  // strings live on the host
+  const std::vector<std::string> any = {"a"};
+  // A comma: empty pieces between, before and after delimiters; "" gives one "".
+  OpCase comma = container_case("comma", {strings({2, 3}, any)}, {tensor_out({2, 3, 4}), tensor_out({2, 3})},
+                                attr("delimiter", std::string(",")));
+  comma.adjust_inputs = put({"a,b,,c", "", ",lead", "trail,", "no delim", "x,y"});
+  t.cases.push_back(comma);
+  // Whitespace runs, at most one split: the rest keeps its inner and trailing whitespace.
+  AttributeMap one = attr("maxsplit", int64_t{1});
+  OpCase spaces = container_case("whitespace_maxsplit_1", {strings({4}, any)}, {tensor_out({4, 2}), tensor_out({4})}, one);
+  spaces.adjust_inputs = put({"  hello   world ", "", "one", "a\tb\nc  "});
+  t.cases.push_back(spaces);
+  // Whitespace without a limit; an all-space string gives nothing.
+  OpCase words = container_case("whitespace", {strings({3}, any)}, {tensor_out({3, 3}), tensor_out({3})});
+  words.adjust_inputs = put({"the quick  fox", "   ", "\x1f" "a\x1c" "b"});
+  t.cases.push_back(words);
+  // A two-byte delimiter with maxsplit 1.
+  AttributeMap arrows = attr("delimiter", std::string("<>"));
+  arrows.set("maxsplit", int64_t{1});
+  OpCase multi = container_case("two_byte_delimiter_maxsplit", {strings({3}, any)}, {tensor_out({3, 2}), tensor_out({3})},
+                                arrows);
+  multi.adjust_inputs = put({"a<>b<>c", "<>", "abc"});
+  t.cases.push_back(multi);
+  t.bad_attributes.push_back({"negative_maxsplit", attr("maxsplit", int64_t{-2}), {}, "maxsplit"});
+  return t;
+}
+
+}  // namespace
+
+std::vector<OpCaseTable> string_concat_split_case_tables() { return {string_concat_cases(), string_split_cases()}; }
+
+}  // namespace graft::optest
