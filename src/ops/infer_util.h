@@ -159,4 +159,24 @@ std::optional<std::vector<Dim>> dims_value_of(const InferContext& ctx, size_t i)
 void propagate_sym(InferContext& ctx, const std::vector<size_t>& idx,
                    const std::function<std::optional<Dim>(const std::vector<Dim>&)>& f);
 
+// Inputs 0 and 1, each of a dtype in `allowed` and the two alike, broadcast as numpy does: output 0
+// gets the broadcast shape (unknown rank where either's is) and their dtype, or `out_dtype` when one
+// is given. The inference of the binary elementwise ops (Add to BitwiseXor, StringConcat).
+inline Status infer_broadcast_binary(InferContext& ctx, const std::vector<DataType>& allowed,
+                                     DataType out_dtype = DataType::kUndefined) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, allowed));
+  const TensorDesc& a = ctx.input(0);
+  const TensorDesc& b = ctx.input(1);
+  if (a.dtype != b.dtype)
+    return ctx.fail("inputs 0 and 1 must have the same dtype, got ", dtype_name(a.dtype), " and ", dtype_name(b.dtype));
+  std::optional<Shape> out;
+  if (a.shape && b.shape) {
+    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*a.shape, *b.shape));
+    out = std::move(s);
+  }
+  ctx.set_output(0, desc_of(out_dtype == DataType::kUndefined ? a.dtype : out_dtype, std::move(out)));
+  return Status::ok();
+}
+
 }  // namespace graft::infer

@@ -963,10 +963,7 @@ Status infer_broadcast(InferContext& ctx, const std::vector<size_t>& idx, DataTy
 }
 
 Status infer_binary_same(InferContext& ctx, const std::vector<DataType>& allowed, DataType out_dtype) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, allowed));
-  GRAFT_RETURN_IF_ERROR(check_same_dtype(ctx, 0, 1));
-  return infer_broadcast(ctx, {0, 1}, out_dtype == DataType::kUndefined ? ctx.input(0).dtype : out_dtype);
+  return infer_broadcast_binary(ctx, allowed, out_dtype);
 }
 
 bool all_const(const std::vector<Dim>& a) {
@@ -1131,18 +1128,7 @@ Status infer_is_inf(InferContext& ctx) {
 // ---- the suite's rarer ops: binary and variadic --------------------------------------------------
 
 Status infer_binary(InferContext& ctx, const std::vector<DataType>& allowed) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, allowed));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, allowed));
-  if (ctx.input(0).dtype != ctx.input(1).dtype)
-    return ctx.fail("inputs 0 and 1 must have the same dtype, got ", dtype_name(ctx.input(0).dtype), " and ",
-                    dtype_name(ctx.input(1).dtype));
-  std::optional<Shape> out;
-  if (ctx.input(0).shape && ctx.input(1).shape) {
-    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
-    out = std::move(s);
-  }
-  ctx.set_output(0, desc_of(ctx.input(0).dtype, out));
-  return Status::ok();
+  return infer_broadcast_binary(ctx, allowed);
 }
 
 Status infer_xor(InferContext& ctx) { return infer_binary(ctx, {kBool}); }

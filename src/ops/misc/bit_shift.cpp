@@ -81,16 +81,8 @@ namespace {
 using namespace infer;
 
 Status infer_bit_shift(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, kUnsignedIntTypes));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, kUnsignedIntTypes));
   GRAFT_RETURN_IF_ERROR(bit_shift_left(ctx.attrs()).status());
-  std::optional<Shape> out;
-  if (ctx.input(0).shape && ctx.input(1).shape) {
-    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
-    out = std::move(s);
-  }
-  ctx.set_output(0, desc_of(ctx.input(0).dtype, out));
-  return Status::ok();
+  return infer_broadcast_binary(ctx, kUnsignedIntTypes);
 }
 
 }  // namespace

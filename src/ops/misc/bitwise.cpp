@@ -4,7 +4,6 @@
 #include "ops/misc/misc.h"
 
 #include <cstdint>
-#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -100,20 +99,7 @@ namespace {
 
 using namespace infer;
 
-Status infer_bitwise_binary(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, bitwise_types()));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, bitwise_types()));
-  if (ctx.input(0).dtype != ctx.input(1).dtype)
-    return ctx.fail("A is ", dtype_name(ctx.input(0).dtype), " but B is ", dtype_name(ctx.input(1).dtype),
-                    ": they must share a dtype");
-  std::optional<Shape> out;
-  if (ctx.input(0).shape && ctx.input(1).shape) {
-    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
-    out = std::move(s);
-  }
-  ctx.set_output(0, desc_of(ctx.input(0).dtype, out));
-  return Status::ok();
-}
+Status infer_bitwise_binary(InferContext& ctx) { return infer_broadcast_binary(ctx, bitwise_types()); }
 
 Status infer_bitwise_not(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, bitwise_types()));

@@ -33,17 +33,7 @@ using namespace infer;
 
 // ---- StringConcat ---------------------------------------------------------------------------
 
-Status infer_string_concat(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {DataType::kString}));
-  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {DataType::kString}));
-  std::optional<Shape> out;
-  if (ctx.input(0).shape && ctx.input(1).shape) {
-    GRAFT_ASSIGN_OR_RETURN(Shape s, broadcast_shapes(*ctx.input(0).shape, *ctx.input(1).shape));
-    out = std::move(s);
-  }
-  ctx.set_output(0, desc_of(DataType::kString, out));
-  return Status::ok();
-}
+Status infer_string_concat(InferContext& ctx) { return infer_broadcast_binary(ctx, {DataType::kString}); }
 
 Status string_concat(ExecContext& ctx) {
   if (ctx.inputs.size() < 2 || !ctx.inputs[0] || !ctx.inputs[1] || ctx.outputs.empty() || !ctx.outputs[0])
