@@ -1,8 +1,11 @@
-// Cases for ONNX's StringConcat and StringSplit (opset 20), string tensors on the CPU engine. Each
-// formula works on the strings the harness hands it: StringConcat joins broadcast pairs; StringSplit
-// follows Python's str.split (which onnx.reference's numpy.char.split calls), written here as a scan
-// for the delimiter, or, without one, over the words between runs of whitespace.
+// Cases for ONNX's StringConcat, StringSplit and RegexFullMatch (opset 20), string tensors on the CPU
+// engine. Each formula works on the strings the harness hands it: StringConcat joins broadcast pairs;
+// StringSplit follows Python's str.split (which onnx.reference's numpy.char.split calls), written here
+// as a scan for the delimiter, or, without one, over the words between runs of whitespace;
+// RegexFullMatch's formula is another engine, std::regex (ECMAScript), on patterns whose meaning is
+// the same in its syntax and RE2's.
 #include <algorithm>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -125,8 +128,37 @@ OpCaseTable string_split_cases() {
   return t;
 }
 
+OpCaseTable regex_full_match_cases() {
+  OpCaseTable t = container_table("RegexFullMatch", [](const std::vector<Items>& in, const AttributeMap& a) {
+    const std::regex re(a.get_string("pattern", "").value());
+    Item y;
+    y.dims = in[0][0].dims;
+    for (const std::string& s : in[0][0].strings) y.values.push_back(std::regex_match(s, re) ? 1.0 : 0.0);
+    return std::vector<Items>{Items{y}};
+  }, 20);
+  t.cuda_dtypes = {};  // strings live on the host
+  const std::vector<std::string> words = {"alice@example.com", "bob@test.org", "not an email", "", "x@y.z",
+                                          "ALICE@EXAMPLE.COM", "a1b2c3", "www.google.com", "prefix alice@example.com"};
+  auto pattern = [](const char* p) { return attr("pattern", std::string(p)); };
+  t.cases.push_back(container_case("email", {strings({3, 3}, words)}, {tensor_out({3, 3})},
+                                   pattern("[a-z0-9.]+@[a-z]+\\.(com|org)")));
+  // Full match, not search: "prefix alice@example.com" contains a match but is not one.
+  OpCase full = container_case("whole_string_only", {strings({4}, words)}, {tensor_out({4})},
+                               pattern("alice@example\\.com"));
+  full.adjust_inputs = put({"alice@example.com", "prefix alice@example.com", "alice@example.comx", "alice@exampleXcom"});
+  t.cases.push_back(full);
+  t.cases.push_back(container_case("classes_and_counts", {strings({2, 4}, words)}, {tensor_out({2, 4})},
+                                   pattern("([a-z]\\d){3}|w{3}\\..*")));
+  t.cases.push_back(container_case("empty_matches_empty", {strings({5}, words)}, {tensor_out({5})}, pattern("")));
+  t.bad_attributes.push_back({"pattern_missing", AttributeMap{}, {}, "pattern"});
+  t.bad_attributes.push_back({"pattern_unbalanced", pattern("(ab"), {}, "pattern"});
+  return t;
+}
+
 }  // namespace
 
-std::vector<OpCaseTable> string_concat_split_case_tables() { return {string_concat_cases(), string_split_cases()}; }
+std::vector<OpCaseTable> string_ops_case_tables() {
+  return {string_concat_cases(), string_split_cases(), regex_full_match_cases()};
+}
 
 }  // namespace graft::optest
