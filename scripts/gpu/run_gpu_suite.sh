@@ -8,7 +8,7 @@
 # puts them there from a clone of NVIDIA/TensorRT).
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild onnxref
-#   conformance onnxsuite pip probe int8probe int8graphprobe examples
+#   conformance pip probe int8probe int8graphprobe examples
 #   profile zprofile bench_encoder zoo dvf eagercost detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
@@ -229,21 +229,6 @@ if has_step conformance; then  # the ONNX backend suite through the CUDA engine,
   note "conformance (CUDA engine, --jobs ${CONF_JOBS:-8}): rc=$? $(tail -1 "$LOGS/conformance.log")"
   sed -n '/^Unsupported cases/,/^$/p' "$LOGS/conformance.log" | head -40 >> "$summary"
   grep -A30 '^Failures' "$LOGS/conformance.log" | head -30 >> "$summary"
-fi
-
-if has_step onnxsuite; then  # the newer ONNX backend suite that the machine's Python onnx ships (opsets past Debian's 17), on ONNXSUITE_DEVICES
-  data=$(python3 -c 'import onnx, os; print(os.path.join(os.path.dirname(onnx.__file__), "backend", "test", "data"))' 2>/dev/null)
-  if [ -d "$data/node" ]; then
-    for dev in ${ONNXSUITE_DEVICES:-cpu cuda}; do
-      $BUILDDIR/tests/conformance/graft_conformance --data-dir "$data" --device $dev --jobs "${CONF_JOBS:-8}" \
-        --list-unsupported > "$LOGS/onnxsuite_$dev.log" 2>&1
-      rc=$?  # before the version lookup below, whose own status $? would report
-      note "onnx $(python3 -c 'import onnx;print(onnx.__version__)') backend suite ($dev engine): rc=$rc $(tail -1 "$LOGS/onnxsuite_$dev.log")"
-      grep -A40 '^Failures' "$LOGS/onnxsuite_$dev.log" | head -40 >> "$summary"
-    done
-  else
-    note "onnxsuite: no backend test data in the Python onnx ($data)"
-  fi
 fi
 
 # One gtest binary under one compute-sanitizer tool, in the background; sanitize_report reads it.
