@@ -22,6 +22,7 @@
 #include "graft/registry.h"
 #include "io/tensor_io.h"
 #include "onnx/builtin_schema.h"
+#include "onnx/deform_conv_rewrite.h"
 #include "onnx/graph_references.h"
 #include "onnx/onnx_convert.h"
 #include "onnx/opset_conversion.h"
@@ -803,6 +804,11 @@ Result<std::unique_ptr<Graph>> import_onnx_model(const onnx::ModelProto& model,
     onnx::ModelProto converted;
     if (Status st = convert_to_supported_opset(model, &converted); !st) return fail(st);
     return import_onnx_model(converted, name_for_errors, base_dir);
+  }
+  if (has_deform_conv(model)) {  // ONNX's DeformConv: graft's ModulatedDeformConv2d (deform_conv_rewrite.h)
+    onnx::ModelProto rewritten;
+    if (Status st = rewrite_deform_conv(model, &rewritten); !st) return fail(st);
+    return import_onnx_model(rewritten, name_for_errors, base_dir);
   }
   auto g = std::make_unique<Graph>();
   g->source_path = name_for_errors;

@@ -5,8 +5,10 @@ CenterCropPad (opset 18): every element is a copy or a zero, so results must be 
 AffineGrid (opset 20): sums of three or four products, rounded once: within float32 rounding.
 Blocked QuantizeLinear and DequantizeLinear (opset 21's block_size): integers equal, floats one
 rounding of (x - zero_point) * scale. Their int4/uint4 forms (opset 21), in a model whose values are
-exact in float32: equal. Cast to and from int4/uint4 (opset 21): equal to ONNX Runtime's (below).
-Cast, QuantizeLinear and DequantizeLinear to and from the 8-bit floats (opset 19): equal."""
+exact in float32: equal. Cast to and from int4/uint4 (opset 21): the ONNX suite's formula, and ONNX Runtime
+where the references agree (below).
+Cast, QuantizeLinear and DequantizeLinear to and from the 8-bit floats (opset 19): equal. DeformConv
+(opset 19, run as graft's ModulatedDeformConv2d): within float32 rounding."""
 import numpy as np
 import pytest
 
@@ -373,3 +375,38 @@ def test_float8_quantize_dequantize_match_onnx_reference(graft_mod, onnx_referen
         assert got[name].dtype == want[name].dtype and got[name].shape == want[name].shape, name
         np.testing.assert_array_equal(got[name], want[name],
                                       err_msg=f"{name}, to {to8}, saturate {saturate}, per axis {per_axis}, seed {seed}")
+
+
+# ---- DeformConv (opset 19), which graft runs as its ModulatedDeformConv2d ---------------------------------
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("with_mask,with_bias", [(True, True), (False, False), (False, True)])
+def test_deform_conv_matches_onnx_reference(graft_mod, onnx_reference, tmp_path, seed, device, with_mask, with_bias):
+    """ONNX's DeformConv against onnx.reference (bilinear samples through GridSample, zeros outside):
+    strides, pads, dilations, 2 groups and 2 offset groups, offsets that move samples partly and wholly
+    off the image, with and without the optional mask and bias. Sums of 18 products of float32 values
+    whose orders differ: within float32 rounding."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((2, 4, 7, 6)).astype(np.float32)
+    w = rng.standard_normal((6, 2, 3, 3)).astype(np.float32)
+    offset = (rng.standard_normal((2, 36, 4, 6)) * 2).astype(np.float32)
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4, 7, 6]),
+              helper.make_tensor_value_info("offset", TensorProto.FLOAT, [2, 36, 4, 6])]
+    feeds = {"x": x, "offset": offset}
+    if with_mask:
+        inputs.append(helper.make_tensor_value_info("mask", TensorProto.FLOAT, [2, 18, 4, 6]))
+        feeds["mask"] = rng.uniform(0, 1, (2, 18, 4, 6)).astype(np.float32)
+    inits = [helper.make_tensor("w", TensorProto.FLOAT, w.shape, w.ravel().tolist())]
+    if with_bias:
+        inits.append(helper.make_tensor("b", TensorProto.FLOAT, [6], rng.standard_normal(6).astype(np.float32).tolist()))
+    node = helper.make_node("DeformConv", ["x", "w", "offset", "b" if with_bias else "", "mask" if with_mask else ""],
+                            ["y"], strides=[2, 1], pads=[1, 2, 1, 2], dilations=[1, 2], group=2, offset_group=2)
+    graph = helper.make_graph([node], "deform_conv", inputs, [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 19)])
+    path = str(tmp_path / "deform_conv.onnx")
+    onnx.save(model, path)
+    (want,) = onnx_reference.ReferenceEvaluator(model).run(None, feeds)
+    got = _run(graft_mod, path, device, feeds)["y"]
+    assert got.shape == want.shape == (2, 6, 4, 6)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"seed {seed}")
