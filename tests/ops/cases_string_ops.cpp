@@ -1,7 +1,8 @@
 // Cases for ONNX's StringConcat, StringSplit and RegexFullMatch (opset 20), string tensors on the CPU
 // engine. Each formula works on the strings the harness hands it: StringConcat joins broadcast pairs;
 // StringSplit follows Python's str.split (which onnx.reference's numpy.char.split calls), written here
-// as a scan for the delimiter, or, without one, over the words between runs of whitespace;
+// as a scan for the delimiter, or, without one, over the decoded code points between runs of
+// whitespace;
 // RegexFullMatch's formula is another engine, std::regex (ECMAScript), on patterns whose meaning is
 // the same in its syntax and RE2's.
 #include <algorithm>
@@ -64,18 +65,35 @@ std::vector<std::string> python_split(const std::string& s, const std::string& d
     parts.push_back(rest);
     return parts;
   }
-  auto space = [](char c) { return std::string(" \t\n\v\f\r\x1c\x1d\x1e\x1f").find(c) != std::string::npos; };
-  size_t i = 0;
+  // Whitespace by code point (the UTF-8 text decoded here), Python's str.isspace set.
+  struct Char {
+    char32_t cp;
+    size_t at, len;
+  };
+  std::vector<Char> chars;
+  for (size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    const size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    char32_t cp = len == 1 ? c : c & (0x3F >> (len - 1));
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    chars.push_back({cp, i, len});
+    i += len;
+  }
+  const std::u32string spaces = U" \t\n\v\f\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+                                U"\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000";
+  auto space = [&](size_t k) { return spaces.find(chars[k].cp) != std::u32string::npos; };
+  size_t k = 0;
   for (;;) {
-    while (i < s.size() && space(s[i])) ++i;
-    if (i == s.size()) break;
+    while (k < chars.size() && space(k)) ++k;
+    if (k == chars.size()) break;
     if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-      parts.push_back(s.substr(i));
+      parts.push_back(s.substr(chars[k].at));
       break;
     }
-    const size_t start = i;
-    while (i < s.size() && !space(s[i])) ++i;
-    parts.push_back(s.substr(start, i - start));
+    const size_t start = k;
+    while (k < chars.size() && !space(k)) ++k;
+    const size_t end = k < chars.size() ? chars[k].at : s.size();
+    parts.push_back(s.substr(chars[start].at, end - chars[start].at));
   }
   return parts;
 }
@@ -114,8 +132,11 @@ OpCaseTable string_split_cases() {
   spaces.adjust_inputs = put({"  hello   world ", "", "one", "a\tb\nc  "});
   t.cases.push_back(spaces);
   // Whitespace without a limit; an all-space string gives nothing.
-  OpCase words = container_case("whitespace", {strings({3}, any)}, {tensor_out({3, 3}), tensor_out({3})});
-  words.adjust_inputs = put({"the quick  fox", "   ", "\x1f" "a\x1c" "b"});
+  // Python's Unicode spaces too (no-break space, ideographic space, line separator), beside letters
+  // that are not spaces (\xC3\xA9, é).
+  OpCase words = container_case("whitespace", {strings({4}, any)}, {tensor_out({4, 3}), tensor_out({4})});
+  words.adjust_inputs = put({"the quick  fox", "   ", "\x1f" "a\x1c" "b",
+                             "\xC2\xA0" "caf\xC3\xA9\xE3\x80\x80" "x\xE2\x80\xA8" "y\xC2\xA0"});
   t.cases.push_back(words);
   // A two-byte delimiter with maxsplit 1.
   AttributeMap arrows = attr("delimiter", std::string("<>"));

@@ -6,8 +6,8 @@
 // StringSplit splits each string as Python's str.split does (onnx.reference runs numpy.char.split):
 // - with a delimiter, on every occurrence of it: "a,,b" gives "a", "", "b", and "" gives one "";
 // - without one (unset or ""), on runs of whitespace, leading and trailing whitespace dropped: "" and
-//   "  " give nothing. Whitespace is Python's ASCII set: space, \t, \n, \v, \f, \r and \x1c-\x1f
-//   (Python's str also counts the Unicode spaces, which graft does not);
+//   "  " give nothing. Whitespace is what Python's str.isspace calls so: space, \t to \r, \x1c to
+//   \x1f and the Unicode spaces (no-break space, the ideographic space, ...), found in UTF-8 text;
 // - maxsplit splits at most that many times from the left; the rest is the last substring, as it is.
 // Output Y is X's shape plus one axis as long as the most substrings any element gave, padded with
 // empty strings; Z (int64, X's shape) counts each element's substrings. Y's last extent is known only
@@ -73,9 +73,20 @@ Result<SplitAttrs> split_attrs(const AttributeMap& attrs) {
   return a;
 }
 
-bool is_split_space(char c) {
-  const auto u = static_cast<unsigned char>(c);
-  return u == ' ' || (u >= '\t' && u <= '\r') || (u >= 0x1c && u <= 0x1f);
+// The byte length of the whitespace character at s[i], or 0: Python's str.isspace set, the ASCII
+// ones (space, \t to \r, \x1c to \x1f) and the Unicode ones, matched by their UTF-8 encodings
+// (U+0085, U+00A0, U+1680, U+2000 to U+200A, U+2028, U+2029, U+202F, U+205F, U+3000).
+size_t space_at(std::string_view s, size_t i) {
+  const auto b = [&](size_t k) { return i + k < s.size() ? static_cast<unsigned char>(s[i + k]) : 0u; };
+  const unsigned c = b(0);
+  if (c == ' ' || (c >= '\t' && c <= '\r') || (c >= 0x1c && c <= 0x1f)) return 1;
+  if (c == 0xC2 && (b(1) == 0x85 || b(1) == 0xA0)) return 2;
+  if (c == 0xE1 && b(1) == 0x9A && b(2) == 0x80) return 3;
+  if (c == 0xE2 && b(1) == 0x80 && (b(2) <= 0x8A ? b(2) >= 0x80 : (b(2) == 0xA8 || b(2) == 0xA9 || b(2) == 0xAF)))
+    return 3;
+  if (c == 0xE2 && b(1) == 0x81 && b(2) == 0x9F) return 3;
+  if (c == 0xE3 && b(1) == 0x80 && b(2) == 0x80) return 3;
+  return 0;
 }
 
 std::vector<std::string> split_one(std::string_view s, const SplitAttrs& a) {
@@ -91,19 +102,21 @@ std::vector<std::string> split_one(std::string_view s, const SplitAttrs& a) {
     parts.emplace_back(s.substr(start));
     return parts;
   }
-  size_t i = 0;
-  while (i < s.size() && is_split_space(s[i])) ++i;
+  const auto skip_spaces = [&](size_t i) {
+    for (size_t k; i < s.size() && (k = space_at(s, i)) > 0;) i += k;
+    return i;
+  };
+  size_t i = skip_spaces(0);
   while (i < s.size()) {
     if (!room()) {  // the rest, as it is (trailing whitespace included, as Python keeps it)
       parts.emplace_back(s.substr(i));
       break;
     }
     size_t end = i;
-    while (end < s.size() && !is_split_space(s[end])) ++end;
+    while (end < s.size() && space_at(s, end) == 0) ++end;
     parts.emplace_back(s.substr(i, end - i));
     ++splits;
-    i = end;
-    while (i < s.size() && is_split_space(s[i])) ++i;
+    i = skip_spaces(end);
   }
   return parts;
 }
