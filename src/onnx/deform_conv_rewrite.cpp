@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "onnx/graph_walk.h"
 
 namespace graft {
 
@@ -20,15 +21,6 @@ constexpr const char* kTargetDomain = "ai.onnx.contrib";
 
 bool is_deform_conv(const onnx::NodeProto& n) {
   return n.op_type() == "DeformConv" && (n.domain().empty() || n.domain() == "ai.onnx");
-}
-
-void for_each_graph(onnx::GraphProto* g, const std::function<void(onnx::GraphProto*)>& fn) {
-  fn(g);
-  for (auto& n : *g->mutable_node())
-    for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) for_each_graph(a.mutable_g(), fn);
-      for (auto& sg : *a.mutable_graphs()) for_each_graph(&sg, fn);
-    }
 }
 
 bool any_deform_conv(const onnx::GraphProto& g) {

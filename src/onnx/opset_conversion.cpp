@@ -24,6 +24,7 @@
 #include "core/checked_math.h"
 #include "graft/dtype.h"
 #include "onnx/graph_references.h"
+#include "onnx/graph_walk.h"
 #include "onnx/guarded_shape_inference.h"
 #include "onnx/importer.h"
 
@@ -520,14 +521,6 @@ class GraftConverter final : public vc::DefaultVersionConverter {
 };
 
 // ---- model walks ---------------------------------------------------------------------------------
-void for_each_graph(onnx::GraphProto* g, const std::function<void(onnx::GraphProto*)>& fn) {
-  fn(g);
-  for (auto& n : *g->mutable_node())
-    for (auto& a : *n.mutable_attribute()) {
-      if (a.has_g()) for_each_graph(a.mutable_g(), fn);
-      for (auto& sg : *a.mutable_graphs()) for_each_graph(&sg, fn);
-    }
-}
 
 // Renames every value (graph inputs/outputs, initializers, value_info, node inputs/outputs, in
 // every subgraph) through `fn`; empty names (omitted optional inputs) stay empty.
