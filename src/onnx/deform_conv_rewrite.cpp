@@ -174,6 +174,12 @@ Status rewrite_node(const onnx::GraphProto& g, onnx::NodeProto* n, std::vector<o
 
 }  // namespace
 
+const ImportRewrite& deform_conv_import_rewrite() {
+  static const ImportRewrite r{"DeformConv", 19, "ai.onnx.contrib::ModulatedDeformConv2d",
+                               "inputs reordered, attributes renamed, a mask of ones where the node has none"};
+  return r;
+}
+
 bool has_deform_conv(const onnx::ModelProto& model) { return model.has_graph() && any_deform_conv(model.graph()); }
 
 Status rewrite_deform_conv(const onnx::ModelProto& in, onnx::ModelProto* out) {

@@ -21,6 +21,16 @@ class ModelProto;
 
 namespace graft {
 
+// A default-domain op the importer reads as another op (for `graft ops`, which lists these beside the
+// ops graft defines): DeformConv, as above.
+struct ImportRewrite {
+  const char* op_type;   // in ai.onnx
+  int since_opset;
+  const char* target;    // DOMAIN::NAME of the op it becomes
+  const char* how;       // one line
+};
+const ImportRewrite& deform_conv_import_rewrite();
+
 // Whether `model` has a default-domain DeformConv node in any graph.
 bool has_deform_conv(const onnx::ModelProto& model);
 

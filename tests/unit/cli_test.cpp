@@ -344,6 +344,14 @@ TEST_F(CliTest, OpsNamedAreDescribed) {
   ASSERT_EQ(parsed["builtin"].size(), 1u) << j.out;
   EXPECT_EQ(parsed["builtin"][0]["op_type"], "Relu");
   EXPECT_TRUE(parsed["custom"].empty() && parsed["internal"].empty()) << j.out;
+  // ONNX's DeformConv is read as graft's ModulatedDeformConv2d: listed as such, not as unknown.
+  CmdResult dcn = graft("ops DeformConv");
+  ASSERT_EQ(dcn.exit_code, 0) << dcn.err;
+  EXPECT_NE(dcn.out.find("ai.onnx::DeformConv (opset >= 19) -> ai.onnx.contrib::ModulatedDeformConv2d"), std::string::npos)
+      << dcn.out;
+  CmdResult dcn_json = graft("ops --json DeformConv");
+  ASSERT_EQ(dcn_json.exit_code, 0) << dcn_json.err;
+  EXPECT_EQ(nlohmann::json::parse(dcn_json.out)["read_as"][0]["target"], "ai.onnx.contrib::ModulatedDeformConv2d");
   CmdResult bad = graft("ops Relu NoSuchOp");
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.err.find("no op named 'NoSuchOp'"), std::string::npos) << bad.err;

@@ -12,6 +12,7 @@
 #include "graft/cuda_engine.h"
 #include "graft/registry.h"
 #include "onnx/builtin_schema.h"
+#include "onnx/deform_conv_rewrite.h"
 #include "onnx/importer.h"
 #include "ops/internal_ops.h"
 #include "ops/operator.h"
@@ -552,6 +553,9 @@ Command add_ops_command(CLI::App& app) {
     std::vector<const OpRegistry::Alias*> alias_list;
     for (const auto& a : aliases)
       if (wanted(a.domain, a.name)) alias_list.push_back(&a);
+    std::vector<const ImportRewrite*> rewrites;  // default-domain ops read on import as another op
+    for (const ImportRewrite* r : {&deform_conv_import_rewrite()})
+      if (wanted("ai.onnx", r->op_type) || (!names->empty() && wanted("", r->op_type))) rewrites.push_back(r);
     for (size_t i = 0; i < names->size(); ++i)
       if (!matched[i])
         return error(StatusCode::kNotFound, "no op named '", (*names)[i],
@@ -572,6 +576,10 @@ Command add_ops_command(CLI::App& app) {
       j["aliases"] = nlohmann::json::array();
       for (const auto* a : alias_list)
         j["aliases"].push_back({{"domain", a->domain}, {"name", a->name}, {"target", identity_json(a->target)}});
+      j["read_as"] = nlohmann::json::array();
+      for (const ImportRewrite* r : rewrites)
+        j["read_as"].push_back({{"op_type", r->op_type}, {"domain", "ai.onnx"}, {"since_opset", r->since_opset},
+                                {"target", r->target}, {"how", r->how}});
       std::printf("%s\n", j.dump(2).c_str());
       return Status::ok();
     }
@@ -616,6 +624,11 @@ Command add_ops_command(CLI::App& app) {
       std::printf("\nAliases, %zu:\n", alias_list.size());
       for (const auto* a : alias_list)
         std::printf("  %s::%s -> %s\n", a->domain.c_str(), a->name.c_str(), a->target.to_string().c_str());
+    }
+    if (!rewrites.empty()) {
+      std::printf("\nONNX ops read on import as another op, %zu:\n", rewrites.size());
+      for (const ImportRewrite* r : rewrites)
+        std::printf("  ai.onnx::%s (opset >= %d) -> %s: %s\n", r->op_type, r->since_opset, r->target, r->how);
     }
     return Status::ok();
   };
