@@ -1,6 +1,6 @@
 // Writes the seed corpus of every fuzz target from graft's own writers, so the seeds are always in
 // the current formats and nobody has to keep binary blobs:
-//   onnx/          small models over many builtin ops and every registered custom op
+//   onnx/          small models over many builtin ops (opsets 17 to 21) and every registered custom op
 //                  (tests/unit/onnx_model_builder.h); make_corpus.sh adds the ONNX backend tests'
 //                  models and the fuzz regression inputs
 //   plan/          the plans graft writes for those models (and for the ONNX tests' models)
@@ -199,6 +199,43 @@ std::map<std::string, std::string> builtin_models(std::mt19937& rng) {
     b.output("i", DataType::kInt64);
     b.output("am", DataType::kInt64);
     m["int_ops"] = b.bytes();
+  }
+  // Ops of opsets 18 to 21: the Bitwise ops, GroupNormalization, DeformConv without a mask (rewritten on
+  // import into ModulatedDeformConv2d), the 8-bit float Q/DQ, and the string ops with RE2's pattern.
+  {
+    OnnxModelBuilder b(21, 10);  // 21: GroupNormalization's scale and bias per channel
+    b.input("a", DataType::kInt32, {3, 4});
+    b.input("c", DataType::kInt32, {4});
+    b.node("BitwiseAnd", {"a", "c"}, {"and"});
+    b.node("BitwiseNot", {"and"}, {"not"});
+    b.node("BitwiseXor", {"not", "a"}, {"xor"});
+    b.output("xor", DataType::kInt32);
+    b.input("x", f, {1, 4, 5, 5});
+    b.initializer("gs", filled(f, {4}, rng));
+    b.initializer("gb", filled(f, {4}, rng));
+    auto& gn = b.node("GroupNormalization", {"x", "gs", "gb"}, {"gn"});
+    OnnxModelBuilder::attr(gn, "num_groups", int64_t{2});
+    b.initializer("w", filled(f, {2, 4, 3, 3}, rng));
+    b.input("offset", f, {1, 18, 5, 5});
+    auto& dc = b.node("DeformConv", {"gn", "w", "offset"}, {"dc"});
+    OnnxModelBuilder::attr(dc, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    b.initializer("qs", Tensor::from_doubles(f, {}, {0.5}));
+    Tensor zp = Tensor::empty(DataType::kFloat8E4M3FN, {});
+    zp.set(0, 0.0);
+    b.initializer("qz", zp);
+    b.node("QuantizeLinear", {"dc", "qs", "qz"}, {"q8"});
+    b.node("DequantizeLinear", {"q8", "qs", "qz"}, {"dq"});
+    b.output("dq", f);
+    b.input("text", DataType::kString, {3});
+    b.node("StringConcat", {"text", "text"}, {"twice"});
+    auto& sp = b.node("StringSplit", {"twice"}, {"words", "counts"});
+    OnnxModelBuilder::attr(sp, "maxsplit", int64_t{2});
+    auto& re = b.node("RegexFullMatch", {"text"}, {"match"});
+    OnnxModelBuilder::attr(re, "pattern", "(a|b)+c?");
+    b.output("words", DataType::kString);
+    b.output("counts", DataType::kInt64);
+    b.output("match", DataType::kBool);
+    m["opset18_to_21"] = b.bytes();
   }
   return m;
 }
