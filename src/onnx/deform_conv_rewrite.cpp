@@ -3,6 +3,7 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -112,11 +113,39 @@ std::string add_ones_mask(const onnx::NodeProto& n, std::vector<onnx::NodeProto>
   return base;
 }
 
+// Pad(X) by what an asymmetric `pads` (top, left, bottom, right) has beyond the symmetric `padding`
+// (rows, columns) graft's op applies; returns the padded value's name.
+std::string add_extra_padding(const onnx::NodeProto& n, const std::vector<int64_t>& pads,
+                              const std::vector<int64_t>& padding, std::vector<onnx::NodeProto>* out) {
+  const std::string base = n.output(0) + "/graft_deform_conv_pad";
+  onnx::NodeProto amounts;
+  amounts.set_op_type("Constant");
+  amounts.set_name(base + "/amounts");
+  amounts.add_output(base + "/amounts");
+  auto* value = amounts.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(8);
+  for (int64_t v : {int64_t{0}, int64_t{0}, pads[0] - padding[0], pads[1] - padding[1], int64_t{0}, int64_t{0},
+                    pads[2] - padding[0], pads[3] - padding[1]})
+    value->mutable_t()->add_int64_data(v);
+  onnx::NodeProto pad;
+  pad.set_op_type("Pad");
+  pad.set_name(base);
+  pad.add_input(n.input(0));
+  pad.add_input(base + "/amounts");
+  pad.add_output(base);
+  out->push_back(std::move(amounts));
+  out->push_back(std::move(pad));
+  return base;
+}
+
 Status rewrite_node(const onnx::GraphProto& g, onnx::NodeProto* n, std::vector<onnx::NodeProto>* before) {
   if (n->input_size() < 3 || n->input(0).empty() || n->input(1).empty() || n->input(2).empty())
     return node_error(*n, nullptr, "needs inputs X, W and offset");
   if (n->output_size() < 1 || n->output(0).empty()) return node_error(*n, nullptr, "has no output");
-  std::vector<int64_t> stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  std::vector<int64_t> stride{1, 1}, pads{0, 0, 0, 0}, dilation{1, 1};
   int64_t groups = 1, deform_groups = 1;
   std::vector<int64_t> kernel_shape;
   for (const auto& a : n->attribute()) {
@@ -136,12 +165,9 @@ Status rewrite_node(const onnx::GraphProto& g, onnx::NodeProto* n, std::vector<o
     } else if (name == "pads") {
       if (a.type() != onnx::AttributeProto::INTS || a.ints_size() != 4)
         return node_error(*n, "pads", "'pads' must be 4 ints (top, left, bottom, right): graft runs the 2-D DeformConv only");
-      if (a.ints(0) != a.ints(2) || a.ints(1) != a.ints(3))
-        return node_error(*n, "pads", "pads [" + std::to_string(a.ints(0)) + ", " + std::to_string(a.ints(1)) + ", " +
-                                          std::to_string(a.ints(2)) + ", " + std::to_string(a.ints(3)) +
-                                          "] pad the two sides of an axis differently, which graft's deformable "
-                                          "convolution (ModulatedDeformConv2d) does not");
-      padding = {a.ints(0), a.ints(1)};
+      for (int k = 0; k < 4; ++k)
+        if (a.ints(k) < 0) return node_error(*n, "pads", "pads must be >= 0, got " + std::to_string(a.ints(k)));
+      pads = {a.ints(0), a.ints(1), a.ints(2), a.ints(3)};
     } else if (name == "group" || name == "offset_group") {
       if (a.type() != onnx::AttributeProto::INT) return node_error(*n, name.c_str(), "'" + name + "' must be an int");
       (name == "group" ? groups : deform_groups) = a.i();
@@ -154,7 +180,12 @@ Status rewrite_node(const onnx::GraphProto& g, onnx::NodeProto* n, std::vector<o
     return node_error(*n, "kernel_shape", "kernel_shape [" + std::to_string(kernel_shape[0]) + ", " +
                                               std::to_string(kernel_shape[1]) + "] differs from W's kernel [" +
                                               std::to_string(w[2]) + ", " + std::to_string(w[3]) + "]");
-  const std::string x = n->input(0), weight = n->input(1), offset = n->input(2);
+  std::string x = n->input(0);
+  const std::string weight = n->input(1), offset = n->input(2);
+  // graft's op pads both sides of an axis alike (by the smaller of the two); the rest of an
+  // asymmetric padding is zeros added to X first, which samples read as they read the padding.
+  const std::vector<int64_t> padding{std::min(pads[0], pads[2]), std::min(pads[1], pads[3])};
+  if (pads[0] != pads[2] || pads[1] != pads[3]) x = add_extra_padding(*n, pads, padding, before);
   const std::string bias = n->input_size() > 3 ? n->input(3) : std::string();
   std::string mask = n->input_size() > 4 ? n->input(4) : std::string();
   if (mask.empty()) mask = add_ones_mask(*n, before);
@@ -176,7 +207,7 @@ Status rewrite_node(const onnx::GraphProto& g, onnx::NodeProto* n, std::vector<o
 
 const ImportRewrite& deform_conv_import_rewrite() {
   static const ImportRewrite r{"DeformConv", 19, "ai.onnx.contrib::ModulatedDeformConv2d",
-                               "inputs reordered, attributes renamed, a mask of ones where the node has none"};
+                               "inputs reordered, attributes renamed, a mask of ones where the node has none, asymmetric pads as a Pad before it"};
   return r;
 }
 

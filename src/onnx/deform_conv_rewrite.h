@@ -8,9 +8,10 @@
 // with strides, pads, dilations, group and offset_group as stride, padding, dilation, groups and
 // deform_groups. Without a mask, one of ones is made beside the node (ONNX's default):
 //   mask = CastLike(ConstantOfShape(Shape(offset) / [1, 2, 1, 1], 1.0), offset).
-// Refused, naming the node and attribute: a 1-D or 3-D DeformConv (graft's op is 2-D), pads that
-// differ between the two sides of an axis, and a kernel_shape that W contradicts where W is a
-// constant. Subgraphs are rewritten too. The rest of the model is copied unchanged.
+// Pads that differ between the two sides of an axis: graft's op pads both by the smaller, and a Pad
+// before it adds the rest to X (zeros, which samples read as they read the padding: the same sums).
+// Refused, naming the node and attribute: a 1-D or 3-D DeformConv (graft's op is 2-D), negative
+// pads, and a kernel_shape that W contradicts where W is a constant. Subgraphs are rewritten too. The rest of the model is copied unchanged.
 #pragma once
 
 #include "graft/status.h"

@@ -5,6 +5,7 @@
 // without the optional mask and bias; the refusals name the node and attribute.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <random>
@@ -116,6 +117,78 @@ TEST(DeformConv, RunsAsModulatedDeformConv2dWithAndWithoutMaskAndBias) {
       }
 }
 
+// ONNX's DeformConv written out (its reference's definition: each tap samples X bilinearly at
+// (-top + stride * i + dilation * ki + dy, -left + stride * j + dilation * kj + dx), corners outside
+// the image reading zero), without a mask or bias.
+std::vector<double> naive_deform_conv(const Tensor& x, const Tensor& w, const Tensor& offset, std::vector<int64_t> strides,
+                                      std::vector<int64_t> pads, std::vector<int64_t> dilations, int64_t group,
+                                      int64_t offset_group, int64_t oh, int64_t ow) {
+  const int64_t n = x.dims()[0], c = x.dims()[1], h = x.dims()[2], wd = x.dims()[3];
+  const int64_t oc = w.dims()[0], cg = w.dims()[1], kh = w.dims()[2], kw = w.dims()[3];
+  auto at = [&](int64_t b, int64_t ch, double y, double xx) {
+    const auto y0 = static_cast<int64_t>(std::floor(y)), x0 = static_cast<int64_t>(std::floor(xx));
+    double v = 0;
+    for (int64_t yy : {y0, y0 + 1})
+      for (int64_t xq : {x0, x0 + 1})
+        if (yy >= 0 && yy < h && xq >= 0 && xq < wd)
+          v += x.get(((b * c + ch) * h + yy) * wd + xq) * (1 - std::fabs(y - static_cast<double>(yy))) *
+               (1 - std::fabs(xx - static_cast<double>(xq)));
+    return v;
+  };
+  std::vector<double> y(static_cast<size_t>(n * oc * oh * ow), 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t o = 0; o < oc; ++o)
+      for (int64_t ci = 0; ci < cg; ++ci) {
+        const int64_t ch = (o / (oc / group)) * cg + ci, og = ch / (c / offset_group);
+        for (int64_t i = 0; i < oh; ++i)
+          for (int64_t j = 0; j < ow; ++j)
+            for (int64_t ki = 0; ki < kh; ++ki)
+              for (int64_t kj = 0; kj < kw; ++kj) {
+                const int64_t tap = (og * kh + ki) * kw + kj;
+                const double dy = offset.get(((b * offset.dims()[1] + 2 * tap) * oh + i) * ow + j);
+                const double dx = offset.get(((b * offset.dims()[1] + 2 * tap + 1) * oh + i) * ow + j);
+                const double sy = static_cast<double>(-pads[0] + strides[0] * i + dilations[0] * ki) + dy;
+                const double sx = static_cast<double>(-pads[1] + strides[1] * j + dilations[1] * kj) + dx;
+                y[static_cast<size_t>(((b * oc + o) * oh + i) * ow + j)] +=
+                    at(b, ch, sy, sx) * w.get(((o * cg + ci) * kh + ki) * kw + kj);
+              }
+      }
+  return y;
+}
+
+// Pads that differ between the two sides of an axis (top 2, left 0, bottom 0, right 3): graft pads
+// X by the difference and runs its op with the smaller padding; the result is ONNX's definition.
+TEST(DeformConv, AsymmetricPadsMatchTheDefinition) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const Tensor w = random_tensor(DataType::kFloat32, {4, 2, 3, 3}, rng);
+  const Tensor x = random_tensor(DataType::kFloat32, {1, 4, 6, 5}, rng);
+  // rows (6 + 2 + 0 - 3) / 1 + 1 = 6, columns (5 + 0 + 3 - 5) / 2 + 1 = 2 (dilation 2 in columns)
+  const Tensor offset = random_tensor(DataType::kFloat32, {1, 36, 6, 2}, rng, -1.5, 1.5);
+  OnnxModelBuilder m(19, 9);
+  m.input("x", DataType::kFloat32, {1, 4, 6, 5});
+  m.input("offset", DataType::kFloat32, {1, 36, 6, 2});
+  m.initializer("w", w);
+  auto& n = m.node("DeformConv", {"x", "w", "offset"}, {"y"}, "dcn");
+  OnnxModelBuilder::attr(n, "pads", std::vector<int64_t>{2, 0, 0, 3});
+  OnnxModelBuilder::attr(n, "strides", std::vector<int64_t>{1, 2});
+  OnnxModelBuilder::attr(n, "dilations", std::vector<int64_t>{1, 2});
+  OnnxModelBuilder::attr(n, "group", int64_t{2});
+  OnnxModelBuilder::attr(n, "offset_group", int64_t{2});
+  m.output("y", DataType::kFloat32);
+  auto eng = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "asym.onnx");
+  ASSERT_TRUE(eng.is_ok()) << eng.status().to_string();
+  auto ctx = (*eng)->create_context();
+  std::map<std::string, Tensor> outs;
+  Status st = (*ctx)->run({{"x", x}, {"offset", offset}}, outs);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  const Tensor& y = outs.at("y");
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{1, 4, 6, 2}));
+  const std::vector<double> want = naive_deform_conv(x, w, offset, {1, 2}, {2, 0, 0, 3}, {1, 2}, 2, 2, 6, 2);
+  testing::expect_values_close(y, want, 1e-5, "DeformConv with pads [2, 0, 0, 3]");
+}
+
 TEST(DeformConv, RefusalsNameTheNodeAndAttribute) {
   std::mt19937 rng(7);
   const Tensor w = random_tensor(DataType::kFloat32, {6, 2, 3, 3}, rng);
@@ -134,7 +207,7 @@ TEST(DeformConv, RefusalsNameTheNodeAndAttribute) {
     const char* attribute;
     std::function<void(onnx::NodeProto&)> edit;
   };
-  for (const Bad& bad : {Bad{"pads", [](onnx::NodeProto& n) { OnnxModelBuilder::attr(n, "pads", std::vector<int64_t>{1, 2, 0, 2}); }},
+  for (const Bad& bad : {Bad{"pads", [](onnx::NodeProto& n) { OnnxModelBuilder::attr(n, "pads", std::vector<int64_t>{1, -1, 1, 1}); }},
                          Bad{"strides", [](onnx::NodeProto& n) { OnnxModelBuilder::attr(n, "strides", std::vector<int64_t>{1}); }},
                          Bad{"kernel_shape", [](onnx::NodeProto& n) {
                                OnnxModelBuilder::attr(n, "kernel_shape", std::vector<int64_t>{5, 5});
