@@ -296,3 +296,43 @@ def test_engine_error_names_node_and_attribute(graft_mod, tmp_onnx, bad, attribu
         graft_mod.Engine.build(tmp_onnx, device="cpu")
     msg = str(e.value)
     assert "node 'dcn0'" in msg and f"attribute '{attribute}'" in msg, msg
+
+
+@pytest.mark.parametrize("with_mask", [True, False])
+def test_torchvision_export_as_onnx_deform_conv_runs(graft_mod, tmp_onnx, seed, with_mask):
+    # What torch.onnx writes for torchvision's deform_conv2d at opset 19: ONNX's DeformConv, which
+    # graft reads as this op (src/onnx/deform_conv_rewrite.h), with and without the mask. Needs
+    # torchvision and a torch whose exporter has DeformConv (the GPU machine's); skipped elsewhere.
+    tv = pytest.importorskip("torchvision.ops")
+    pytest.importorskip("onnx")
+
+    class Dcn(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(6, 2, 3, 3))
+            self.bias = torch.nn.Parameter(torch.randn(6))
+
+        def forward(self, x, offset, mask=None):
+            return tv.deform_conv2d(x, offset, self.weight, self.bias, stride=(2, 1), padding=(1, 1),
+                                    dilation=(1, 2), mask=mask)
+
+    torch.manual_seed(seed % (2 ** 31))
+    model = Dcn().eval()
+    x = torch.randn(2, 4, 7, 6)
+    offset = torch.randn(2, 36, 4, 4) * 1.5  # Ho = (7 + 2 - 3) / 2 + 1, Wo = 6 + 2 - 5 + 1
+    args = (x, offset, torch.rand(2, 18, 4, 4)) if with_mask else (x, offset)
+    names = ["x", "offset", "mask"][:len(args)]
+    try:
+        torch.onnx.export(model, args, tmp_onnx, opset_version=19, input_names=names, output_names=["y"],
+                          dynamo=False)
+    except Exception as e:  # an exporter without DeformConv
+        pytest.skip(f"torch {torch.__version__} does not export deform_conv2d as DeformConv-19: {e}")
+    import onnx
+    ops = {n.op_type for n in onnx.load(tmp_onnx).graph.node}
+    if "DeformConv" not in ops:
+        pytest.skip(f"the export has no DeformConv node: {sorted(ops)}")
+    eng = graft_mod.Engine.build(tmp_onnx, device="cpu")
+    got = eng.run(dict(zip(names, [a.numpy() for a in args])))["y"]
+    with torch.no_grad():
+        want = model(*args)
+    torch.testing.assert_close(torch.as_tensor(got), want, rtol=1e-4, atol=1e-4)
