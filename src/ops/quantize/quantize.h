@@ -4,9 +4,10 @@
 // quantize_dequantize, each a .cpp (definition and CPU reference) and a .cu (kernels and CUDA op);
 // what the .cu files share on the device is in quantize_cuda.cuh. This header holds the
 // scale/zero-point layout (per tensor, per axis or blocked) and the block_size reader, read one way
-// by the schemas, the CPU references and the CUDA ops, the quantized types' ranges (8- and 4-bit),
-// and the CPU references' rounding step. (The integer and
-// quantized-linear algebra, MatMulInteger to QLinearConv, is the integer family: src/ops/integer.)
+// by the schemas, the CPU references and the CUDA ops, the quantized types (8-, 4- and 16-bit
+// integers with their ranges, and the 8-bit floats with their zero-point rule), and the CPU
+// references' rounding step. (The integer and quantized-linear algebra, MatMulInteger to
+// QLinearConv, is the integer family: src/ops/integer.)
 #pragma once
 
 #include <algorithm>
