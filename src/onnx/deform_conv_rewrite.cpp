@@ -36,9 +36,11 @@ bool any_deform_conv(const onnx::GraphProto& g) {
   return false;
 }
 
+// An error naming the node (by its first output where the model left it unnamed; the importer's
+// invented names come later) and the attribute.
 Status node_error(const onnx::NodeProto& n, const char* attribute, const std::string& what) {
-  Status st = error(StatusCode::kUnsupported, "DeformConv: ", what);
-  st.with_node(n.name(), "DeformConv");
+  Status st = error(StatusCode::kUnsupported, what);
+  st.with_node(!n.name().empty() || n.output_size() == 0 ? n.name() : n.output(0), "DeformConv");
   if (attribute) st.with_attribute(attribute);
   return st;
 }
@@ -207,7 +209,8 @@ Status rewrite_node(const onnx::GraphProto& g, onnx::NodeProto* n, std::vector<o
 
 const ImportRewrite& deform_conv_import_rewrite() {
   static const ImportRewrite r{"DeformConv", 19, "ai.onnx.contrib::ModulatedDeformConv2d",
-                               "inputs reordered, attributes renamed, a mask of ones where the node has none, asymmetric pads as a Pad before it"};
+                               "inputs reordered, attributes renamed, a mask of ones where the node has none, "
+                               "asymmetric pads as a Pad before it"};
   return r;
 }
 
