@@ -214,15 +214,20 @@ namespace {
 
 // String tensors hold std::string objects on the host; a device engine has no place for them and
 // no kernel that reads them, so such a model is refused before any device work, naming the value.
-Status refuse_string_values(const Graph& g) {
+// ImageDecoder, a host decoder (libjpeg, libpng) over a byte stream, is refused the same way,
+// naming the node, rather than run on the CPU inside a CUDA engine.
+Status refuse_host_only(const Graph& g) {
   for (const auto& n : g.nodes()) {
+    if (is_onnx(*n) && n->op_type == "ImageDecoder")  // a host decoder (libjpeg, libpng), as strings are host data
+      return error(StatusCode::kUnsupported, "ImageDecoder runs on the CPU engine only; build this model for the CPU")
+          .with_node(n->name, n->op_type);
     for (const Value* v : n->outputs)
       if (v && v->desc.dtype == DataType::kString)
         return error(StatusCode::kUnsupported, "output '", v->name, "' holds strings (", v->desc.to_string(),
                      "): string tensors run on the CPU engine only; build this model for the CPU")
             .with_node(n->name, n->op_type);
     for (const auto& [attr, sub] : n->subgraphs)
-      if (Status st = refuse_string_values(*sub); !st) return st.with_attribute(attr);
+      if (Status st = refuse_host_only(*sub); !st) return st.with_attribute(attr);
   }
   for (const auto& [name, v] : g.values())
     if (v->desc.dtype == DataType::kString)
@@ -235,7 +240,7 @@ Status refuse_string_values(const Graph& g) {
 
 Status run_device_passes(EngineState& state, const BuilderConfig& config) {
   if (state.device == DeviceType::kCPU) return Status::ok();
-  GRAFT_RETURN_IF_ERROR(refuse_string_values(*state.graph));
+  GRAFT_RETURN_IF_ERROR(refuse_host_only(*state.graph));
   GRAFT_ASSIGN_OR_RETURN(DeviceQueries device, query_device(state));
   return run_device_pass_list(*state.graph, cuda_device_passes(), config, device);
 }
