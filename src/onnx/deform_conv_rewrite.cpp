@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -68,50 +69,46 @@ std::vector<int64_t> initializer_dims(const onnx::GraphProto& g, const std::stri
   return {};
 }
 
+// A default-domain node named and with its one output named `name`, reading `inputs`.
+onnx::NodeProto make_node(const char* op_type, const std::string& name, std::initializer_list<std::string> inputs) {
+  onnx::NodeProto node;
+  node.set_op_type(op_type);
+  node.set_name(name);
+  for (const std::string& in : inputs) node.add_input(in);
+  node.add_output(name);
+  return node;
+}
+
+// A Constant node holding `values` as a 1-D int64 tensor.
+onnx::NodeProto int64_constant(const std::string& name, std::initializer_list<int64_t> values) {
+  onnx::NodeProto node = make_node("Constant", name, {});
+  auto* value = node.add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
+  value->mutable_t()->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) value->mutable_t()->add_int64_data(v);
+  return node;
+}
+
 // The nodes that make a mask of ones for the DeformConv node `n` (whose offset is input 2), named
 // after its first output; returns the mask's name.
 std::string add_ones_mask(const onnx::NodeProto& n, std::vector<onnx::NodeProto>* out) {
   const std::string base = n.output(0) + "/graft_deform_conv_mask";
   const std::string& offset = n.input(2);
-  onnx::NodeProto shape;
-  shape.set_op_type("Shape");
-  shape.set_name(base + "/shape");
-  shape.add_input(offset);
-  shape.add_output(base + "/offset_shape");
-  onnx::NodeProto halve;  // the offset's channels are (dy, dx) pairs: the mask has half as many
-  halve.set_op_type("Constant");
-  halve.set_name(base + "/halve");
-  halve.add_output(base + "/halve_channels");
-  auto* value = halve.add_attribute();
-  value->set_name("value");
-  value->set_type(onnx::AttributeProto::TENSOR);
-  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-  value->mutable_t()->add_dims(4);
-  for (int64_t v : {1, 2, 1, 1}) value->mutable_t()->add_int64_data(v);
-  onnx::NodeProto div;
-  div.set_op_type("Div");
-  div.set_name(base + "/mask_shape");
-  div.add_input(base + "/offset_shape");
-  div.add_input(base + "/halve_channels");
-  div.add_output(base + "/mask_shape");
-  onnx::NodeProto ones;
-  ones.set_op_type("ConstantOfShape");
-  ones.set_name(base + "/ones");
-  ones.add_input(base + "/mask_shape");
-  ones.add_output(base + "/ones");
+  out->push_back(make_node("Shape", base + "/offset_shape", {offset}));
+  // The offset's channels are (dy, dx) pairs: the mask has half as many.
+  out->push_back(int64_constant(base + "/halve_channels", {1, 2, 1, 1}));
+  out->push_back(make_node("Div", base + "/mask_shape", {base + "/offset_shape", base + "/halve_channels"}));
+  onnx::NodeProto ones = make_node("ConstantOfShape", base + "/ones", {base + "/mask_shape"});
   auto* one = ones.add_attribute();
   one->set_name("value");
   one->set_type(onnx::AttributeProto::TENSOR);
   one->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
   one->mutable_t()->add_dims(1);
   one->mutable_t()->add_float_data(1.0f);
-  onnx::NodeProto like;  // in the offset's type, which is X's
-  like.set_op_type("CastLike");
-  like.set_name(base);
-  like.add_input(base + "/ones");
-  like.add_input(offset);
-  like.add_output(base);
-  for (onnx::NodeProto* p : {&shape, &halve, &div, &ones, &like}) out->push_back(std::move(*p));
+  out->push_back(std::move(ones));
+  out->push_back(make_node("CastLike", base, {base + "/ones", offset}));  // in the offset's type, which is X's
   return base;
 }
 
@@ -120,26 +117,9 @@ std::string add_ones_mask(const onnx::NodeProto& n, std::vector<onnx::NodeProto>
 std::string add_extra_padding(const onnx::NodeProto& n, const std::vector<int64_t>& pads,
                               const std::vector<int64_t>& padding, std::vector<onnx::NodeProto>* out) {
   const std::string base = n.output(0) + "/graft_deform_conv_pad";
-  onnx::NodeProto amounts;
-  amounts.set_op_type("Constant");
-  amounts.set_name(base + "/amounts");
-  amounts.add_output(base + "/amounts");
-  auto* value = amounts.add_attribute();
-  value->set_name("value");
-  value->set_type(onnx::AttributeProto::TENSOR);
-  value->mutable_t()->set_data_type(onnx::TensorProto::INT64);
-  value->mutable_t()->add_dims(8);
-  for (int64_t v : {int64_t{0}, int64_t{0}, pads[0] - padding[0], pads[1] - padding[1], int64_t{0}, int64_t{0},
-                    pads[2] - padding[0], pads[3] - padding[1]})
-    value->mutable_t()->add_int64_data(v);
-  onnx::NodeProto pad;
-  pad.set_op_type("Pad");
-  pad.set_name(base);
-  pad.add_input(n.input(0));
-  pad.add_input(base + "/amounts");
-  pad.add_output(base);
-  out->push_back(std::move(amounts));
-  out->push_back(std::move(pad));
+  out->push_back(int64_constant(base + "/amounts", {0, 0, pads[0] - padding[0], pads[1] - padding[1], 0, 0,
+                                                    pads[2] - padding[0], pads[3] - padding[1]}));
+  out->push_back(make_node("Pad", base, {n.input(0), base + "/amounts"}));
   return base;
 }
 

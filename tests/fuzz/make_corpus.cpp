@@ -28,6 +28,7 @@
 #include "plan/plan.h"
 #include "plan/tactics.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/stored_png.h"
 
 namespace fs = std::filesystem;
 using graft::DataType;
@@ -236,6 +237,25 @@ std::map<std::string, std::string> builtin_models(std::mt19937& rng) {
     b.output("counts", DataType::kInt64);
     b.output("match", DataType::kBool);
     m["opset18_to_21"] = b.bytes();
+  }
+  // ImageDecoder over a constant PNG (so the fuzzer's mutations reach libpng through the decoder) and
+  // over a graph input.
+  {
+    OnnxModelBuilder b(20, 9);
+    std::vector<uint8_t> pixels(4 * 5 * 3);
+    for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 37);
+    const std::vector<uint8_t> png = graft::testing::stored_png(4, 5, 3, pixels);
+    Tensor stream = Tensor::empty(DataType::kUInt8, {static_cast<int64_t>(png.size())});
+    for (size_t i = 0; i < png.size(); ++i) stream.set(static_cast<int64_t>(i), png[i]);
+    b.initializer("png", stream);
+    auto& d = b.node("ImageDecoder", {"png"}, {"img"});
+    OnnxModelBuilder::attr(d, "pixel_format", "BGR");
+    b.input("bytes", DataType::kUInt8, {static_cast<int64_t>(png.size())});
+    auto& g = b.node("ImageDecoder", {"bytes"}, {"gray"});
+    OnnxModelBuilder::attr(g, "pixel_format", "Grayscale");
+    b.output("img", DataType::kUInt8);
+    b.output("gray", DataType::kUInt8);
+    m["image_decoder"] = b.bytes();
   }
   return m;
 }
