@@ -8,7 +8,8 @@ rounding of (x - zero_point) * scale. Their int4/uint4 forms (opset 21), in a mo
 exact in float32: equal. Cast to and from int4/uint4 (opset 21): the ONNX suite's formula, and ONNX Runtime
 where the references agree (below).
 Cast, QuantizeLinear and DequantizeLinear to and from the 8-bit floats (opset 19): equal. DeformConv
-(opset 19, run as graft's ModulatedDeformConv2d): within float32 rounding."""
+(opset 19, run as graft's ModulatedDeformConv2d): within float32 rounding. ImageDecoder (opset 20, against
+Pillow through onnx.reference): equal."""
 import numpy as np
 import pytest
 
@@ -410,3 +411,44 @@ def test_deform_conv_matches_onnx_reference(graft_mod, onnx_reference, tmp_path,
     got = _run(graft_mod, path, device, feeds)["y"]
     assert got.shape == want.shape == (2, 6, 4, 6)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5, err_msg=f"seed {seed}")
+
+
+# ---- ImageDecoder (opset 20) ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["jpeg", "png", "png_gray", "png_rgba"])
+@pytest.mark.parametrize("pixel_format", ["RGB", "BGR", "Grayscale"])
+def test_image_decoder_matches_onnx_reference(graft_mod, onnx_reference, tmp_path, seed, fmt, pixel_format):
+    """An image Pillow encodes, decoded by graft's CPU engine and by onnx.reference (which decodes with
+    Pillow): equal, JPEG included (libjpeg-turbo's default decoding on both sides; Pillow's wheel may
+    carry another libjpeg-turbo release than Debian's, whose IDCT gives the same integers)."""
+    Image = pytest.importorskip("PIL.Image")
+    import io
+    rng = np.random.default_rng(seed)
+    h, w = 13, 17
+    base = (np.add.outer(np.arange(h) * 9, np.arange(w) * 7)[:, :, None] + np.array([0, 60, 120])) % 256
+    pixels = np.clip(base + rng.integers(-8, 9, (h, w, 3)), 0, 255).astype(np.uint8)
+    img = Image.fromarray(pixels)
+    if fmt == "png_gray":
+        img = img.convert("L")
+    elif fmt == "png_rgba":
+        img = img.convert("RGBA")
+    buf = io.BytesIO()
+    img.save(buf, format="JPEG" if fmt == "jpeg" else "PNG", **({"quality": 90} if fmt == "jpeg" else {}))
+    stream = np.frombuffer(buf.getvalue(), dtype=np.uint8)
+    node = helper.make_node("ImageDecoder", ["stream"], ["image"], pixel_format=pixel_format)
+    graph = helper.make_graph([node], "decode", [helper.make_tensor_value_info("stream", TensorProto.UINT8, [stream.size])],
+                              [helper.make_tensor_value_info("image", TensorProto.UINT8, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20)])
+    path = str(tmp_path / "decode.onnx")
+    onnx.save(model, path)
+    (want,) = onnx_reference.ReferenceEvaluator(model).run(None, {"stream": stream})
+    # For RGB and BGR the reference returns Pillow's array as it is, so a gray source comes back
+    # [H, W] and an RGBA one with its alpha ([A, B, G, R] for BGR); ONNX's output is [H, W, 3], which
+    # graft gives (gray repeated, alpha dropped): the reference's pixels, in that shape.
+    if pixel_format != "Grayscale" and want.ndim == 2:
+        want = np.repeat(want[:, :, None], 3, axis=2)
+    elif pixel_format != "Grayscale" and want.shape[2] == 4:
+        want = want[:, :, :3] if pixel_format == "RGB" else want[:, :, 1:]
+    got = _run(graft_mod, path, "cpu", {"stream": stream})["image"]
+    assert got.shape == want.shape and got.dtype == want.dtype, (got.shape, want.shape)
+    np.testing.assert_array_equal(got, want, err_msg=f"{fmt} as {pixel_format}, seed {seed}")
