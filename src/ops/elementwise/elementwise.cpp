@@ -20,8 +20,8 @@
 #include "backends/cpu/element_traits.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/unary_kernel.h"
-#include "core/float8.h"
 #include "core/checked_math.h"
+#include "core/float8.h"
 #include "graft/status.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
@@ -962,34 +962,31 @@ Status infer_broadcast(InferContext& ctx, const std::vector<size_t>& idx, DataTy
   return Status::ok();
 }
 
-Status infer_binary_same(InferContext& ctx, const std::vector<DataType>& allowed, DataType out_dtype) {
-  return infer_broadcast_binary(ctx, allowed, out_dtype);
-}
 
 bool all_const(const std::vector<Dim>& a) {
   return std::all_of(a.begin(), a.end(), [](const Dim& d) { return d.is_const(); });
 }
 
 Status infer_add(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, DataType::kUndefined));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return a[0] + a[1]; });
   return Status::ok();
 }
 
 Status infer_sub(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, DataType::kUndefined));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return a[0] - a[1]; });
   return Status::ok();
 }
 
 Status infer_mul(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, DataType::kUndefined));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return a[0] * a[1]; });
   return Status::ok();
 }
 
 Status infer_div(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, DataType::kUndefined));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) -> std::optional<Dim> {
     if (all_const(a)) {
       int64_t x = a[0].value(), y = a[1].value();
@@ -1011,7 +1008,7 @@ Status infer_pow(InferContext& ctx) {
 }
 
 Status infer_prelu(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kSignedTypes, DataType::kUndefined));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kSignedTypes));
   return Status::ok();
 }
 
@@ -1039,36 +1036,36 @@ Status infer_sum(InferContext& ctx) {
 Status infer_min(InferContext& ctx) { return infer_variadic(ctx, dim_min); }
 
 Status infer_equal(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kAllTypes, kBool));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kAllTypes, kBool));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return dim_eq(a[0], a[1]); });
   return Status::ok();
 }
 
 Status infer_less(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, kBool));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes, kBool));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return dim_lt(a[0], a[1]); });
   return Status::ok();
 }
 
 Status infer_greater(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, kBool));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes, kBool));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return dim_lt(a[1], a[0]); });
   return Status::ok();
 }
 
 Status infer_less_or_equal(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, kBool));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes, kBool));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return Dim(1) - dim_lt(a[1], a[0]); });
   return Status::ok();
 }
 
 Status infer_greater_or_equal(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_binary_same(ctx, kNumericTypes, kBool));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes, kBool));
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return Dim(1) - dim_lt(a[0], a[1]); });
   return Status::ok();
 }
 
-Status infer_logical_binary(InferContext& ctx) { return infer_binary_same(ctx, {kBool}, kBool); }
+Status infer_logical_binary(InferContext& ctx) { return infer_broadcast_binary(ctx, {kBool}, kBool); }
 
 Status infer_where(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kBool}));
@@ -1127,18 +1124,15 @@ Status infer_is_inf(InferContext& ctx) {
 
 // ---- the suite's rarer ops: binary and variadic --------------------------------------------------
 
-Status infer_binary(InferContext& ctx, const std::vector<DataType>& allowed) {
-  return infer_broadcast_binary(ctx, allowed);
-}
 
-Status infer_xor(InferContext& ctx) { return infer_binary(ctx, {kBool}); }
+Status infer_xor(InferContext& ctx) { return infer_broadcast_binary(ctx, {kBool}); }
 
 Status infer_mod(InferContext& ctx) {
   auto fmod = ctx.attrs().get_int("fmod", 0);
   if (!fmod) return Status(fmod.status()).with_attribute("fmod");
   if (fmod.value() != 0 && fmod.value() != 1)
     return Status(ctx.fail("must be 0 or 1, got ", fmod.value())).with_attribute("fmod");
-  GRAFT_RETURN_IF_ERROR(infer_binary(ctx, kNumericTypes));
+  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kNumericTypes));
   if (dtype_is_float(ctx.input(0).dtype) && fmod.value() == 0)
     return Status(ctx.fail("must be 1 for floating-point inputs (dtype ", dtype_name(ctx.input(0).dtype), ")"))
         .with_attribute("fmod");

@@ -16,8 +16,8 @@
 #include "backends/cuda/cuda_op_util.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/fast_divide.h"
-#include "core/float8.h"
 #include "backends/cuda/shape_kernels.cuh"
+#include "core/float8.h"
 
 namespace graft::cuda {
 
@@ -640,7 +640,6 @@ cudaError_t cast_to_4bit_as(KType from, const void* x, Out* y, int64_t n, double
   return cudaGetLastError();
 }
 
-
 // To and from ONNX's 8-bit floats, through double, with the host's conversions (src/core/float8.h).
 template <typename F>
 __global__ void cast_to_float8_kernel(const F* __restrict__ x, uint8_t* __restrict__ y, int64_t n, int format,
@@ -960,7 +959,6 @@ Status where_run(CudaExec& ex) {
                                        out.numel(), stream_of(ex)), ex);
 }
 
-
 Status copy_bytes(CudaExec& ex, const Tensor& x, Tensor& y) {
   if (x.nbytes() != y.nbytes()) return fail(ex, StatusCode::kInternal, "output size differs from input size");
   if (x.nbytes() == 0 || x.data() == y.data()) return Status::ok();
@@ -968,7 +966,6 @@ Status copy_bytes(CudaExec& ex, const Tensor& x, Tensor& y) {
                        "cudaMemcpyAsync");
 }
 
-// Cast x (not an 8-bit float) into y.
 // Cast's scratch: an 8-bit float input going anywhere but float32 is first decoded into float32 there.
 size_t cast_workspace(const Node& node, const std::vector<const Tensor*>& inputs, const std::vector<Tensor>&) {
   const Tensor* x = inputs.empty() ? nullptr : inputs[0];
@@ -976,6 +973,7 @@ size_t cast_workspace(const Node& node, const std::vector<const Tensor*>& inputs
   return static_cast<size_t>(x->numel()) * sizeof(float);
 }
 
+// Cast x (not an 8-bit float) into y.
 Status cast_into(CudaExec& ex, const Tensor& x, Tensor& y) {
   // int4/uint4 hold their values one a byte, as int8/uint8 do: read as those.
   const k::KType from = ktype(dtype_storage(x.dtype()));
