@@ -63,9 +63,9 @@ Status visit_float(DataType t, Fn&& fn, Other&& on_other) {
   }
 }
 
-// Floats and integers (not bool).
+// The integer dtypes (not bool, not the 4-bit ones); on_other(dtype) otherwise.
 template <typename Fn, typename Other>
-Status visit_numeric(DataType t, Fn&& fn, Other&& on_other) {
+Status visit_integer(DataType t, Fn&& fn, Other&& on_other) {
   switch (t) {
     case DataType::kInt8: return fn(I8Tr{});
     case DataType::kUInt8: return fn(U8Tr{});
@@ -75,8 +75,14 @@ Status visit_numeric(DataType t, Fn&& fn, Other&& on_other) {
     case DataType::kUInt32: return fn(U32Tr{});
     case DataType::kInt64: return fn(I64Tr{});
     case DataType::kUInt64: return fn(U64Tr{});
-    default: return visit_float(t, fn, on_other);
+    default: return on_other(t);
   }
+}
+
+// Floats and integers (not bool).
+template <typename Fn, typename Other>
+Status visit_numeric(DataType t, Fn&& fn, Other&& on_other) {
+  return visit_integer(t, fn, [&](DataType other) { return visit_float(other, fn, on_other); });
 }
 
 // Every numeric dtype and bool (strings are not elements of arithmetic: ops/strings/strings.h).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cpu/broadcast_walker.h"
+#include "backends/cpu/element_traits.h"
 #include "backends/cpu/kernel_util.h"
 #include "backends/cpu/unary_kernel.h"
 #include "graft/status.h"
@@ -24,22 +25,6 @@ const std::vector<DataType>& bitwise_types() {
                                               DataType::kUInt16, DataType::kInt32, DataType::kUInt32,
                                               DataType::kInt64, DataType::kUInt64};
   return types;
-}
-
-// fn(T{}) for an integer dtype; the kernel's unsupported-dtype error for any other.
-template <typename Fn>
-Status visit_integer(const ExecContext& ctx, DataType t, Fn&& fn) {
-  switch (t) {
-    case DataType::kInt8: return fn(int8_t{});
-    case DataType::kUInt8: return fn(uint8_t{});
-    case DataType::kInt16: return fn(int16_t{});
-    case DataType::kUInt16: return fn(uint16_t{});
-    case DataType::kInt32: return fn(int32_t{});
-    case DataType::kUInt32: return fn(uint32_t{});
-    case DataType::kInt64: return fn(int64_t{});
-    case DataType::kUInt64: return fn(uint64_t{});
-    default: return cpu::bad_dtype(ctx, t);
-  }
 }
 
 }  // namespace
@@ -60,8 +45,8 @@ Status bitwise_binary(ExecContext& ctx) {
     return error(StatusCode::kInvalidModel, "A and B must share a dtype, got ", dtype_name(a.dtype()), " and ",
                  dtype_name(b.dtype()));
   GRAFT_ASSIGN_OR_RETURN(detail::BroadcastWalker w, detail::BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
-  return visit_integer(ctx, a.dtype(), [&](auto zero) -> Status {
-    using T = decltype(zero);
+  return visit_integer(a.dtype(), [&](auto tr) -> Status {
+    using T = typename decltype(tr)::storage;
     using U = std::make_unsigned_t<T>;
     const T* ap = static_cast<const T*>(a.data());
     const T* bp = static_cast<const T*>(b.data());
@@ -72,7 +57,7 @@ Status bitwise_binary(ExecContext& ctx) {
       yp[i] = static_cast<T>(r);
     }
     return Status::ok();
-  });
+  }, [&](DataType other) { return bad_dtype(ctx, other); });
 }
 
 Status bitwise_not(ExecContext& ctx) {
@@ -81,14 +66,14 @@ Status bitwise_not(ExecContext& ctx) {
   Tensor& y = *ctx.outputs[0];
   if (y.dtype() != x.dtype() || y.numel() != x.numel())
     return error(StatusCode::kInternal, "BitwiseNot: the output must be the input's dtype and size");
-  return visit_integer(ctx, x.dtype(), [&](auto zero) -> Status {
-    using T = decltype(zero);
+  return visit_integer(x.dtype(), [&](auto tr) -> Status {
+    using T = typename decltype(tr)::storage;
     using U = std::make_unsigned_t<T>;
     const T* xp = static_cast<const T*>(x.data());
     T* yp = static_cast<T*>(y.data());
     for (int64_t i = 0, n = x.numel(); i < n; ++i) yp[i] = static_cast<T>(static_cast<U>(~static_cast<U>(xp[i])));
     return Status::ok();
-  });
+  }, [&](DataType other) { return bad_dtype(ctx, other); });
 }
 
 }  // namespace cpu
