@@ -42,6 +42,10 @@ struct GroupNormLayout {
 Result<GroupNormLayout> group_norm_layout(const std::vector<int64_t>& x, const std::vector<int64_t>& scale,
                                           const std::vector<int64_t>& bias, int64_t groups, int opset);
 inline bool group_norm_per_group_affine(int opset) { return opset < 21; }
+// InstanceNormalization's layout: one group per channel, its scale and B [C]. Errors name the shapes
+// (the caller prefixes the op).
+Result<GroupNormLayout> instance_norm_layout(const std::vector<int64_t>& x, const std::vector<int64_t>& scale,
+                                             const std::vector<int64_t>& bias);
 struct LrnAttrs {
   int64_t size = 0;
   float alpha = 1e-4f, beta = 0.75f, bias = 1.0f;

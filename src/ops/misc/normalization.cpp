@@ -72,6 +72,21 @@ Result<GroupNormLayout> group_norm_layout(const std::vector<int64_t>& x, const s
   return l;
 }
 
+Result<GroupNormLayout> instance_norm_layout(const std::vector<int64_t>& x, const std::vector<int64_t>& scale,
+                                             const std::vector<int64_t>& bias) {
+  if (x.size() < 2)
+    return error(StatusCode::kInvalidModel, "input must have rank >= 2 (N, C, ...), got ", ints_to_string(x));
+  const int64_t c = x[1];
+  if (scale != std::vector<int64_t>{c} || bias != std::vector<int64_t>{c})
+    return error(StatusCode::kInvalidModel, "scale ", ints_to_string(scale), " and B ", ints_to_string(bias), " must be [",
+                 c, "] for input ", ints_to_string(x));
+  GroupNormLayout l;
+  l.batch = x[0];
+  l.channels = l.groups = c;
+  for (size_t d = 2; d < x.size(); ++d) l.spatial *= x[d];
+  return l;
+}
+
 Result<LrnAttrs> lrn_attrs(const AttributeMap& attrs) {
   LrnAttrs a;
   auto size = attrs.require_int("size");
@@ -152,19 +167,9 @@ Status instance_normalization(ExecContext& ctx) {
   const Tensor& bias = *ctx.inputs[2];
   GRAFT_RETURN_IF_ERROR(same_size_output(ctx));
   GRAFT_ASSIGN_OR_RETURN(float eps, instance_norm_epsilon(attrs_of(ctx)));
-  if (x.rank() < 2)
-    return error(StatusCode::kInvalidModel, "InstanceNormalization: input must have rank >= 2 (N, C, ...), got ",
-                 ints_to_string(x.dims()));
-  const int64_t c = x.dims()[1];
-  if (scale.dims() != std::vector<int64_t>{c} || bias.dims() != std::vector<int64_t>{c})
-    return error(StatusCode::kInvalidModel, "InstanceNormalization: scale ", ints_to_string(scale.dims()), " and B ",
-                 ints_to_string(bias.dims()), " must be [", c, "] for input ", ints_to_string(x.dims()));
-  // One group per channel.
-  GroupNormLayout l;
-  l.batch = x.dims()[0];
-  l.channels = l.groups = c;
-  l.spatial = axis_view(x.dims(), 1, false).inner;
-  normalize_groups(x, scale, bias, *ctx.outputs[0], l, eps);
+  auto l = instance_norm_layout(x.dims(), scale.dims(), bias.dims());
+  if (!l) return error(l.status().code(), "InstanceNormalization: ", l.status().message());
+  normalize_groups(x, scale, bias, *ctx.outputs[0], l.value(), eps);
   return Status::ok();
 }
 

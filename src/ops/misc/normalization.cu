@@ -202,18 +202,10 @@ Status instance_norm_run(CudaExec& ex) {
     return fail(ex, StatusCode::kInvalidModel, "scale and B must have the input's dtype");
   auto eps = graft::instance_norm_epsilon(attrs_of(ex));
   if (!eps) return with_node(ex, eps.status());
-  if (x->rank() < 2)
-    return fail(ex, StatusCode::kInvalidModel, "input must have rank >= 2 (N, C, ...), got ", dims_str(x->dims()));
-  const int64_t c = x->dims()[1];
-  if (scale->dims() != std::vector<int64_t>{c} || bias->dims() != std::vector<int64_t>{c})
-    return fail(ex, StatusCode::kInvalidModel, "scale ", dims_str(scale->dims()), " and B ", dims_str(bias->dims()),
-                " must be [", c, "] for input ", dims_str(x->dims()));
-  GroupNormLayout l;  // one group per channel
-  l.batch = x->dims()[0];
-  l.channels = l.groups = c;
-  l.spatial = graft::axis_view(x->dims(), 1, false).inner;
-  return launch_status(k::launch_group_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(), l,
-                                            static_cast<double>(eps.value()), stream_of(ex)), ex);
+  auto l = graft::instance_norm_layout(x->dims(), scale->dims(), bias->dims());
+  if (!l) return fail(ex, l.status().code(), l.status().message());
+  return launch_status(k::launch_group_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(),
+                                            l.value(), static_cast<double>(eps.value()), stream_of(ex)), ex);
 }
 
 Status group_norm_run(CudaExec& ex) {
