@@ -101,6 +101,20 @@ __global__ void dequantize_float8_kernel(const uint8_t* x, QuantArgs q, Y* y, in
   }
 }
 
+// fn(X{}) for x's element type X, one of those QuantizeLinear takes (the float types and int32, as
+// the CPU reference does); false for another KType.
+template <typename Fn>
+bool visit_quantize_input(KType xt, Fn&& fn) {
+  switch (xt) {
+    case KType::kF32: fn(float{}); return true;
+    case KType::kF16: fn(__half{}); return true;
+    case KType::kBF16: fn(__nv_bfloat16{}); return true;
+    case KType::kF64: fn(double{}); return true;
+    case KType::kI32: fn(int32_t{}); return true;
+    default: return false;
+  }
+}
+
 }  // namespace
 
 // ---- launchers ----------------------------------------------------------------------------------
@@ -109,28 +123,15 @@ cudaError_t launch_quantize_linear(KType xt, KType yt, const void* x, const Quan
                                    float lo, float hi, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
-#define GRAFT_QUANT_Y(X)                                                                                      \
-  switch (yt) {                                                                                               \
-    case KType::kU8:                                                                                          \
-      quantize_kernel<X, uint8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<uint8_t*>(y), n, \
-                                                         lo, hi);                                             \
-      break;                                                                                                  \
-    case KType::kI8:                                                                                          \
-      quantize_kernel<X, int8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<int8_t*>(y), n, \
-                                                        lo, hi);                                              \
-      break;                                                                                                  \
-    default: return cudaErrorInvalidValue;                                                                    \
-  }
-  switch (xt) {
-    case KType::kF32: GRAFT_QUANT_Y(float); break;
-    case KType::kF16: GRAFT_QUANT_Y(__half); break;
-    case KType::kBF16: GRAFT_QUANT_Y(__nv_bfloat16); break;
-    case KType::kF64: GRAFT_QUANT_Y(double); break;
-    case KType::kI32: GRAFT_QUANT_Y(int32_t); break;
-    default: return cudaErrorInvalidValue;
-  }
-#undef GRAFT_QUANT_Y
-  return cudaGetLastError();
+  if (yt != KType::kU8 && yt != KType::kI8) return cudaErrorInvalidValue;
+  const bool known = visit_quantize_input(xt, [&](auto zero) {
+    using X = decltype(zero);
+    if (yt == KType::kU8)
+      quantize_kernel<X, uint8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<uint8_t*>(y), n, lo, hi);
+    else
+      quantize_kernel<X, int8_t><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<int8_t*>(y), n, lo, hi);
+  });
+  return known ? cudaGetLastError() : cudaErrorInvalidValue;
 }
 
 cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
@@ -153,20 +154,12 @@ cudaError_t launch_dequantize_linear(KType xt, KType yt, const void* x, const Qu
 cudaError_t launch_quantize_float8(KType xt, int format, bool saturate, const void* x, const QuantArgs& q, void* y,
                                    int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  const unsigned g = grid_for(n);
-  auto* out = static_cast<uint8_t*>(y);
-#define GRAFT_QUANT_F8(X) \
-  quantize_float8_kernel<X><<<g, kThreads, 0, s>>>(static_cast<const X*>(x), q, out, n, format, saturate)
-  switch (xt) {
-    case KType::kF32: GRAFT_QUANT_F8(float); break;
-    case KType::kF16: GRAFT_QUANT_F8(__half); break;
-    case KType::kBF16: GRAFT_QUANT_F8(__nv_bfloat16); break;
-    case KType::kF64: GRAFT_QUANT_F8(double); break;
-    case KType::kI32: GRAFT_QUANT_F8(int32_t); break;
-    default: return cudaErrorInvalidValue;
-  }
-#undef GRAFT_QUANT_F8
-  return cudaGetLastError();
+  const bool known = visit_quantize_input(xt, [&](auto zero) {
+    using X = decltype(zero);
+    quantize_float8_kernel<X><<<grid_for(n), kThreads, 0, s>>>(static_cast<const X*>(x), q, static_cast<uint8_t*>(y), n,
+                                                                format, saturate);
+  });
+  return known ? cudaGetLastError() : cudaErrorInvalidValue;
 }
 
 cudaError_t launch_dequantize_float8(int format, KType yt, const void* x, const QuantArgs& q, void* y, int64_t n,
