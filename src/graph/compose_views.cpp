@@ -38,10 +38,6 @@ namespace graft {
 
 namespace {
 
-bool reshape_like(const std::string& op) {
-  return op == "Reshape" || op == "Flatten" || op == "Squeeze" || op == "Unsqueeze" || op == "Identity";
-}
-
 // The one constant index of a Gather (rank 0: the axis is dropped; rank 1 of one element: kept).
 bool gather_single_index(const Node& n, int64_t* index, bool* keeps_axis) {
   const Value* idx = n.input(1);
@@ -56,7 +52,7 @@ bool gather_single_index(const Node& n, int64_t* index, bool* keeps_axis) {
 bool is_view_node(const Node& n) {
   if (!is_onnx(n) || n.outputs.size() != 1 || !n.outputs[0] || !n.input(0)) return false;
   if (n.outputs[0]->desc.dtype != n.input(0)->desc.dtype) return false;
-  if (reshape_like(n.op_type) || n.op_type == "Transpose") return true;
+  if (is_reshape_view(n) || n.op_type == "Transpose") return true;
   int64_t i = 0;
   bool keep = false;
   return n.op_type == "Gather" && gather_single_index(n, &i, &keep);

@@ -10,7 +10,6 @@
 // the head split's view chains (vit: one copy per encoder block). Where some reader of the GEMM's
 // output is not a data-movement node the Transpose stays where it is: behind the GEMM it would
 // still copy, and the projection's output is wider than its input.
-#include <set>
 #include <string>
 
 #include "graph/pass_util.h"
@@ -21,10 +20,7 @@ namespace graft {
 
 namespace {
 
-bool data_movement(const Node& n) {
-  static const std::set<std::string> kViews{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Transpose"};
-  return is_onnx(n) && kViews.count(n.op_type) > 0;
-}
+bool data_movement(const Node& n) { return is_reshape_view(n) || is_onnx(n, "Transpose"); }
 
 }  // namespace
 

@@ -53,6 +53,11 @@ bool output_shape_from_kernel(const Node& node) {
   return op && op->output_shape_from_kernel;
 }
 
+bool is_reshape_view(const Node& node) {
+  const OpEntry* op = find_op_entry(node);
+  return op && op->reshape_view;
+}
+
 std::string unmet_kernel_dtypes(const Node& node, const std::vector<KernelDtypes>& keys, const char* backend) {
   for (const KernelDtypes& key : keys) {
     const Value* v = key.output ? node.output(key.index) : node.input(key.index);

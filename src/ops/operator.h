@@ -151,6 +151,10 @@ struct OpEntry {
   // Every other op writes output 0, and its kernels assume the slot; the importer refuses a node
   // without one.
   bool first_output_optional = false;
+  // Output 0 is input 0's elements in the same order under other dims (Reshape, Flatten, Squeeze,
+  // Unsqueeze, Identity): a backend may alias input 0's buffer instead of copying it, and the view
+  // passes may fold it into a chain of views. Set with reshapes_in_place() below.
+  bool reshape_view = false;
 };
 
 // Registration helpers, so that an op's traits are written where the op is defined.
@@ -172,6 +176,10 @@ inline OpEntry fuses_as(EwOp code, OpEntry op) {
 }
 inline OpEntry takes_strings(OpEntry op) {
   op.takes_strings = true;
+  return op;
+}
+inline OpEntry reshapes_in_place(OpEntry op) {
+  op.reshape_view = true;
   return op;
 }
 inline OpEntry every_output_optional(OpEntry op) {
@@ -224,6 +232,8 @@ inline bool is_onnx(const Node& n, const char* op_type) { return is_onnx(n) && n
 // ONNX's Shape and Size read only their input's dims, never its data: a float16 twin, a view or a
 // value still on the GPU answers them as well.
 inline bool reads_dims_only(const Node& n) { return is_onnx(n, "Shape") || is_onnx(n, "Size"); }
+// Whether a node's op sets the reshape_view trait (never a custom op's).
+bool is_reshape_view(const Node& n);
 
 // The explicit table of builtin ops (src/ops/builtin_ops.cpp). No static initializers.
 const std::vector<OpEntry>& builtin_ops();

@@ -256,6 +256,11 @@ TEST_F(CliTest, OpsJsonListsRelu) {
     } else if (op["op_type"] == "Conv") {
       EXPECT_EQ(op["traits"]["layout"], "fixed") << op.dump();
       EXPECT_FALSE(op["traits"].contains("elementwise_opcode")) << op.dump();
+      EXPECT_FALSE(op["traits"].contains("view")) << op.dump();
+    } else if (op["op_type"] == "Reshape" || op["op_type"] == "Squeeze") {  // output aliases input 0
+      EXPECT_EQ(op["traits"]["view"], "reshape") << op.dump();
+    } else if (op["op_type"] == "Transpose") {  // moves data: never an alias
+      EXPECT_FALSE(op["traits"].contains("view")) << op.dump();
     } else if (op["op_type"] == "Clip") {  // its instruction depends on its bounds: mapped by the fusion
       EXPECT_FALSE(op["traits"].contains("elementwise_opcode")) << op.dump();
     }

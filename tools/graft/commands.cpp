@@ -463,6 +463,7 @@ nlohmann::json traits_json(const OpEntry& op) {
                                                                       : "fixed";
   nlohmann::json j = {{"precision", op.precision == PrecisionTrait::kFloat32 ? "float32" : "any"}, {"layout", layout}};
   if (op.elementwise_opcode) j["elementwise_opcode"] = ew_op_name(*op.elementwise_opcode);
+  if (op.reshape_view) j["view"] = "reshape";
   return j;
 }
 

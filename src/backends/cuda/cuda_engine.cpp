@@ -567,14 +567,12 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
   // Reshape-like layers move no data: their output aliases the input's device buffer, which then
   // lives as long as the alias is read. They cost neither a kernel nor arena memory.
   {
-    static const std::set<std::string> kViews{"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"};
     std::vector<int> root(uses_.size());
     for (size_t id = 0; id < root.size(); ++id) root[id] = static_cast<int>(id);
     for (int i = 0; i < n; ++i) {
       Layer& L = layers_[i];
       const Node& node = *L.node;
-      if (L.where != Where::kGpu || L.dims_only || !node.domain.empty() || !kViews.count(node.op_type) ||
-          node.outputs.size() != 1)
+      if (L.where != Where::kGpu || L.dims_only || !is_reshape_view(node) || node.outputs.size() != 1)
         continue;
       const Value* in = node.input(0);
       const Value* out = node.output(0);

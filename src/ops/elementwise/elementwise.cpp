@@ -1213,7 +1213,8 @@ void append_elementwise_ops(std::vector<OpEntry>& out) {
       {"Where", 11, infer_where, cpu::where},
       {"Not", 11, infer_not, cpu::logical_not},
       takes_strings(elementwise_unary(keeps_float32({"Cast", 11, infer_cast, cpu::cast}))),
-      takes_strings(elementwise_unary({"Identity", 11, infer_identity, cpu::identity, /*output_shape_from_kernel=*/false, /*takes_containers=*/true})),
+      reshapes_in_place(takes_strings(elementwise_unary(
+          {"Identity", 11, infer_identity, cpu::identity, /*output_shape_from_kernel=*/false, /*takes_containers=*/true}))),
       // Beyond the core list: common in exported models and cheap on the same machinery.
       takes_strings(keeps_float32({"CastLike", 15, infer_cast_like, cpu::cast})),
       {"LessOrEqual", 12, infer_less_or_equal, cpu::less_or_equal},

@@ -1253,17 +1253,17 @@ void append_shape_ops(std::vector<OpEntry>& out) {
   out.push_back(keeps_float32({"ConstantOfShape", 9,  // unchanged since opset 9
                                infer_constant_of_shape, cpu::constant_of_shape}));
   out.push_back({"Expand", 11, infer_expand, cpu::expand});
-  out.push_back({"Flatten", 11, infer_flatten, cpu::reshape_like});
+  out.push_back(reshapes_in_place({"Flatten", 11, infer_flatten, cpu::reshape_like}));
   out.push_back({"Gather", 11, infer_gather, cpu::gather});
   out.push_back(keeps_float32({"Range", 11, infer_range, cpu::range}));
-  out.push_back({"Reshape", 11, infer_reshape, cpu::reshape_like});
+  out.push_back(reshapes_in_place({"Reshape", 11, infer_reshape, cpu::reshape_like}));
   out.push_back(keeps_float32({"Shape", 11, infer_shape, cpu::shape}));
   out.push_back({"Slice", 11, infer_slice, cpu::slice});
   out.push_back({"Split", 11, infer_split, cpu::split});
-  out.push_back({"Squeeze", 11, infer_squeeze, cpu::reshape_like});
+  out.push_back(reshapes_in_place({"Squeeze", 11, infer_squeeze, cpu::reshape_like}));
   out.push_back({"Tile", 11, infer_tile, cpu::tile});
   out.push_back({"Transpose", 11, infer_transpose, cpu::transpose});
-  out.push_back({"Unsqueeze", 11, infer_unsqueeze, cpu::reshape_like});
+  out.push_back(reshapes_in_place({"Unsqueeze", 11, infer_unsqueeze, cpu::reshape_like}));
   out.push_back(keeps_float32({"Size", 1, infer_size, cpu::size}));
   out.push_back({"DepthToSpace", 11, infer_depth_to_space, cpu::depth_to_space});
   out.push_back({"SpaceToDepth", 11, infer_space_to_depth, cpu::space_to_depth});
