@@ -10,7 +10,9 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "graft/engine.h"
@@ -210,6 +212,53 @@ TEST(StringCast, TextReadsAsNumbersByTheTargetType) {
     EXPECT_TRUE(contains(r.status().to_string(), "parse")) << r.status().to_string();  // names the node
     EXPECT_TRUE(contains(r.status().to_string(), "'" + std::string(bad) + "'")) << r.status().to_string();
   }
+}
+
+// ---- RegexFullMatch ---------------------------------------------------------------------------
+
+// RegexFullMatch shares compiled patterns across nodes, runs and threads through a bounded cache
+// (src/ops/strings/regex_full_match.cpp). Many more engines than it holds, each with its own pattern,
+// run in turn and from several threads: each must match with its own pattern every time, whether its
+// pattern is still cached or was evicted and compiled again.
+TEST(RegexFullMatch, ManyPatternsAcrossEnginesAndThreadsEachMatchTheirOwn) {
+  constexpr int kPatterns = 48;  // more than the cache keeps
+  std::vector<std::shared_ptr<Engine>> engines;
+  for (int k = 1; k <= kPatterns; ++k) {
+    OnnxModelBuilder m(20, 9);
+    m.input("x", DataType::kString, {kPatterns});
+    auto& n = m.node("RegexFullMatch", {"x"}, {"y"}, "match");
+    OnnxModelBuilder::attr(n, "pattern", "w{" + std::to_string(k) + "}");
+    m.output("y", DataType::kBool);
+    auto e = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "regex.onnx");
+    ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+    engines.push_back(std::move(*e));
+  }
+  std::vector<std::string> words;  // words[i] is i + 1 w's, so pattern k matches word k - 1 only
+  for (int i = 1; i <= kPatterns; ++i) words.push_back(std::string(static_cast<size_t>(i), 'w'));
+  const Tensor x = Tensor::from_strings({kPatterns}, words);
+  // Pattern k's result: true at word k - 1 only. An empty string when it is, else what went wrong.
+  auto check = [&](int k) -> std::string {
+    auto ctx = engines[static_cast<size_t>(k - 1)]->create_context();
+    if (!ctx.is_ok()) return ctx.status().to_string();
+    std::map<std::string, Tensor> out;
+    if (Status st = (*ctx)->run({{"x", x}}, out); !st.is_ok()) return st.to_string();
+    const Tensor& y = out.at("y");
+    for (int i = 0; i < kPatterns; ++i)
+      if ((y.get(i) != 0) != (i == k - 1)) return "pattern w{" + std::to_string(k) + "} at word " + std::to_string(i);
+    return "";
+  };
+  for (int round = 0; round < 2; ++round)
+    for (int k = 1; k <= kPatterns; ++k) EXPECT_EQ(check(k), "") << "round " << round;
+  std::vector<std::string> failures(4);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < 3 && failures[static_cast<size_t>(t)].empty(); ++r)
+        for (int k = 1 + t; k <= kPatterns && failures[static_cast<size_t>(t)].empty(); k += 2)
+          failures[static_cast<size_t>(t)] = check(k);
+    });
+  for (std::thread& th : threads) th.join();
+  for (const std::string& f : failures) EXPECT_EQ(f, "");
 }
 
 // ---- StringNormalizer -------------------------------------------------------------------------
