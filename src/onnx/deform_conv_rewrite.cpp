@@ -25,16 +25,12 @@ bool is_deform_conv(const onnx::NodeProto& n) {
   return n.op_type() == "DeformConv" && (n.domain().empty() || n.domain() == "ai.onnx");
 }
 
-bool any_deform_conv(const onnx::GraphProto& g) {
-  for (const auto& n : g.node()) {
-    if (is_deform_conv(n)) return true;
-    for (const auto& a : n.attribute()) {
-      if (a.has_g() && any_deform_conv(a.g())) return true;
-      for (const auto& sg : a.graphs())
-        if (any_deform_conv(sg)) return true;
-    }
-  }
-  return false;
+bool any_deform_conv(const onnx::GraphProto& root) {
+  bool found = false;
+  for_each_graph(root, [&](const onnx::GraphProto& g) {
+    for (const auto& n : g.node()) found = found || is_deform_conv(n);
+  });
+  return found;
 }
 
 // An error naming the node (by its first output where the model left it unnamed; the importer's

@@ -19,4 +19,14 @@ inline void for_each_graph(onnx::GraphProto* g, const std::function<void(onnx::G
     }
 }
 
+// The same walk over a model only read (finding whether some graph holds a node of a kind).
+inline void for_each_graph(const onnx::GraphProto& g, const std::function<void(const onnx::GraphProto&)>& fn) {
+  fn(g);
+  for (const auto& n : g.node())
+    for (const auto& a : n.attribute()) {
+      if (a.has_g()) for_each_graph(a.g(), fn);
+      for (const auto& sg : a.graphs()) for_each_graph(sg, fn);
+    }
+}
+
 }  // namespace graft

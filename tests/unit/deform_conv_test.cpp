@@ -189,6 +189,49 @@ TEST(DeformConv, AsymmetricPadsMatchTheDefinition) {
   testing::expect_values_close(y, want, 1e-5, "DeformConv with pads [2, 0, 0, 3]");
 }
 
+// A DeformConv inside an If's branches (reading the outer X, offset and weight) is rewritten as one
+// at the top is: the then-branch gives the top-level model's output, the else-branch its negation.
+TEST(DeformConv, InsideIfBranchesIsReadAsAtTheTop) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const Tensor w = random_tensor(DataType::kFloat32, {6, 2, 3, 3}, rng);
+  OnnxModelBuilder m(19, 9);
+  declare_inputs(m, false);
+  m.input("cond", DataType::kBool, {});
+  m.initializer("w", w);
+  auto& when = m.node("If", {"cond"}, {"y"}, "branch");
+  auto set_geometry = [](onnx::NodeProto& n) {
+    OnnxModelBuilder::attr(n, "strides", std::vector<int64_t>{2, 1});
+    OnnxModelBuilder::attr(n, "pads", std::vector<int64_t>{1, 2, 1, 2});
+    OnnxModelBuilder::attr(n, "dilations", std::vector<int64_t>{1, 2});
+    OnnxModelBuilder::attr(n, "group", int64_t{2});
+    OnnxModelBuilder::attr(n, "offset_group", int64_t{2});
+  };
+  testing::SubgraphBuilder then_branch = testing::graph_attr(when, "then_branch");
+  then_branch.node("DeformConv", {"x", "w", "offset"}, {"y_then"}).output("y_then");
+  set_geometry(*then_branch.g->mutable_node(0));
+  testing::SubgraphBuilder else_branch = testing::graph_attr(when, "else_branch");
+  else_branch.node("DeformConv", {"x", "w", "offset"}, {"y_conv"}).node("Neg", {"y_conv"}, {"y_else"}).output("y_else");
+  set_geometry(*else_branch.g->mutable_node(0));
+  m.output("y", DataType::kFloat32);
+  const std::map<std::string, Tensor> feeds{{"x", random_tensor(DataType::kFloat32, {2, 4, 7, 6}, rng)},
+                                            {"offset", random_tensor(DataType::kFloat32, {2, 36, 4, 6}, rng, -2, 2)}};
+  const Tensor want = run(deform_conv_model(w, nullptr, false), feeds);
+  ASSERT_TRUE(want.defined());
+  for (bool cond : {true, false}) {
+    SCOPED_TRACE(cond ? "then" : "else");
+    std::map<std::string, Tensor> f = feeds;
+    Tensor c = Tensor::empty(DataType::kBool, {});
+    c.set(0, cond ? 1.0 : 0.0);
+    f["cond"] = c;
+    const Tensor got = run(m.bytes(), f);
+    ASSERT_TRUE(got.defined());
+    ASSERT_EQ(got.dims(), want.dims());
+    for (int64_t i = 0; i < got.numel(); ++i) ASSERT_EQ(got.get(i), cond ? want.get(i) : -want.get(i)) << "index " << i;
+  }
+}
+
 TEST(DeformConv, RefusalsNameTheNodeAndAttribute) {
   std::mt19937 rng(7);
   const Tensor w = random_tensor(DataType::kFloat32, {6, 2, 3, 3}, rng);
