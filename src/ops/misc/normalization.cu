@@ -191,38 +191,46 @@ Status same_shape_output(const CudaExec& ex, const Tensor& x, const Tensor& y) {
   return Status::ok();
 }
 
+// X, scale and bias, named as the op's schema names them, each of X's dtype, and Y of X's shape: what
+// InstanceNormalization and GroupNormalization both hand their one kernel.
+struct NormOperands {
+  const Tensor* x = nullptr;
+  const Tensor* scale = nullptr;
+  const Tensor* bias = nullptr;
+  Tensor* y = nullptr;
+};
+Result<NormOperands> norm_operands(CudaExec& ex, const char* x_name, const char* bias_name) {
+  NormOperands o{input_or_null(ex, 0), input_or_null(ex, 1), input_or_null(ex, 2), ex.ctx->outputs[0]};
+  if (!o.x || !o.scale || !o.bias)
+    return fail(ex, StatusCode::kInvalidModel, "needs ", x_name, ", scale and ", bias_name);
+  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *o.x, *o.y));
+  if (o.scale->dtype() != o.x->dtype() || o.bias->dtype() != o.x->dtype())
+    return fail(ex, StatusCode::kInvalidModel, "scale and ", bias_name, " must have ", x_name, "'s dtype");
+  return o;
+}
+
+Status launch_norm(CudaExec& ex, const NormOperands& o, const GroupNormLayout& layout, double epsilon) {
+  return launch_status(k::launch_group_norm(ktype(o.x->dtype()), o.x->data(), o.scale->data(), o.bias->data(),
+                                            o.y->data(), layout, epsilon, stream_of(ex)),
+                       ex);
+}
+
 Status instance_norm_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  const Tensor* scale = input_or_null(ex, 1);
-  const Tensor* bias = input_or_null(ex, 2);
-  if (!x || !scale || !bias) return fail(ex, StatusCode::kInvalidModel, "needs input, scale and B");
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
-  if (scale->dtype() != x->dtype() || bias->dtype() != x->dtype())
-    return fail(ex, StatusCode::kInvalidModel, "scale and B must have the input's dtype");
+  GRAFT_ASSIGN_OR_RETURN(NormOperands o, norm_operands(ex, "input", "B"));
   auto eps = graft::instance_norm_epsilon(attrs_of(ex));
   if (!eps) return with_node(ex, eps.status());
-  auto l = graft::instance_norm_layout(x->dims(), scale->dims(), bias->dims());
+  auto l = graft::instance_norm_layout(o.x->dims(), o.scale->dims(), o.bias->dims());
   if (!l) return fail(ex, l.status().code(), l.status().message());
-  return launch_status(k::launch_group_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(),
-                                            l.value(), static_cast<double>(eps.value()), stream_of(ex)), ex);
+  return launch_norm(ex, o, l.value(), static_cast<double>(eps.value()));
 }
 
 Status group_norm_run(CudaExec& ex) {
-  const Tensor* x = input_or_null(ex, 0);
-  const Tensor* scale = input_or_null(ex, 1);
-  const Tensor* bias = input_or_null(ex, 2);
-  if (!x || !scale || !bias) return fail(ex, StatusCode::kInvalidModel, "needs X, scale and bias");
-  Tensor& y = *ex.ctx->outputs[0];
-  GRAFT_RETURN_IF_ERROR(same_shape_output(ex, *x, y));
-  if (scale->dtype() != x->dtype() || bias->dtype() != x->dtype())
-    return fail(ex, StatusCode::kInvalidModel, "scale and bias must have X's dtype");
+  GRAFT_ASSIGN_OR_RETURN(NormOperands o, norm_operands(ex, "X", "bias"));
   auto a = graft::group_norm_attrs(attrs_of(ex));
   if (!a) return with_node(ex, a.status());
-  auto l = graft::group_norm_layout(x->dims(), scale->dims(), bias->dims(), a.value().groups, ex.ctx->opset);
+  auto l = graft::group_norm_layout(o.x->dims(), o.scale->dims(), o.bias->dims(), a.value().groups, ex.ctx->opset);
   if (!l) return with_node(ex, l.status());
-  return launch_status(k::launch_group_norm(ktype(x->dtype()), x->data(), scale->data(), bias->data(), y.data(),
-                                            l.value(), static_cast<double>(a.value().epsilon), stream_of(ex)), ex);
+  return launch_norm(ex, o, l.value(), static_cast<double>(a.value().epsilon));
 }
 
 bool mvn_supports(const Node& n, std::string* why) {
