@@ -179,10 +179,17 @@ class PyEngine {
                                          const std::vector<std::string>& plugins, const std::string& timing_cache,
                                          bool fusion, const std::string& layout, bool strict,
                                          const std::map<std::string, std::vector<int64_t>>& sample_shapes,
-                                         int64_t max_memory) {
+                                         int64_t max_memory, const std::map<std::string, std::string>& layer_precisions,
+                                         const std::string& precision_constraints) {
     graft::BuilderConfig cfg;
     cfg.fp16 = fp16;
     cfg.strict_device = strict;
+    for (const auto& [layer, precision] : layer_precisions) {
+      auto dtype = graft::layer_precision_from_name(precision);
+      if (!dtype) raise_invalid("layer_precisions['" + layer + "']: " + dtype.status().message());
+      cfg.layer_precisions[layer] = *dtype;
+    }
+    cfg.precision_constraints = precision_constraints;
     // Warnings (each once) and the build's summary lines on stderr; all stages at log level
     // verbose, nothing at quiet (graft.set_log_level). Called without the GIL: stdio only.
     cfg.progress = [](const std::string& stage, const std::string& detail) {
@@ -584,7 +591,8 @@ PYBIND11_MODULE(_engine, m) {
                   py::arg("plugins") = std::vector<std::string>{}, py::arg("timing_cache") = "",
                   py::arg("fusion") = true, py::arg("layout") = "auto", py::arg("strict") = false,
                   py::arg("sample_shapes") = std::map<std::string, std::vector<int64_t>>{},
-                  py::arg("max_memory") = 0)
+                  py::arg("max_memory") = 0, py::arg("layer_precisions") = std::map<std::string, std::string>{},
+                  py::arg("precision_constraints") = "obey")
       .def_static("load", &PyEngine::load, py::arg("plan"), py::arg("max_memory") = 0)
       .def("save", &PyEngine::save, py::arg("path"))
       .def("serialize", &PyEngine::serialize)

@@ -82,6 +82,21 @@ struct BuilderConfig {
   // on the CPU reference over tensor data. Shape arithmetic on the host (Shape, Gather of a shape,
   // Concat of dims) is not counted: it reads dims, never tensor data.
   bool strict_device = false;
+  // Layers held to a precision, as trtexec's --layerPrecisions with --precisionConstraints. Keys are
+  // names of the model's nodes (of its main graph), or patterns in which '*' stands for any run of characters
+  // ("/layer4/*", "*Softmax*"); values are DataType::kFloat32 (the FP16 pass leaves the layer in
+  // float32) or DataType::kFloat16 (it runs in float16, even an op graft would otherwise keep in
+  // float32). A node named exactly by a key takes that key's precision; otherwise the longest
+  // pattern matching it decides. A key that matches no node of the model, another dtype, or
+  // float16 in a build that is not FP16 (or is for the CPU, which has no float16 kernels) is an
+  // error naming the key. Where a pass makes one layer of several (a convolution with its
+  // activation, a GEMM with its bias), float32 wins over float16. The nodes of an If, Loop or Scan
+  // body follow the node that holds it.
+  std::map<std::string, DataType> layer_precisions;
+  // What happens to a layer held to float16 that cannot run in float16: "obey" (an error naming it
+  // and why), "prefer" (a warning; it stays float32) or "none" (the layer precisions are checked
+  // against the model's node names and otherwise ignored), as trtexec's --precisionConstraints.
+  std::string precision_constraints = "obey";
   // Shapes of sample inputs (`graft run --inputs`, graft.Engine.build(inputs=...)): a dynamic input
   // that `profile` does not name is built for exactly its sample's shape (min = opt = max), the way
   // ONNX Runtime and Polygraphy take shapes from the data. Static inputs are not affected (a sample
@@ -97,6 +112,10 @@ struct BuilderConfig {
   // Progress reports ("import", "shape inference", "fold constants", ...); may be empty.
   std::function<void(const std::string& stage, const std::string& detail)> progress;
 };
+
+// The precisions a layer can be held to (BuilderConfig::layer_precisions) by name: "fp32" or "float32",
+// "fp16" or "float16"; an error naming the spelling otherwise.
+Result<DataType> layer_precision_from_name(const std::string& name);
 
 class Engine;
 class ExecutionContext {

@@ -66,7 +66,8 @@ class Engine:
 
     @classmethod
     def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
-              layout="auto", strict=False, shapes=None, inputs=None, max_memory=None, profiles=None):
+              layout="auto", strict=False, shapes=None, inputs=None, max_memory=None, profiles=None,
+              layer_precisions=None, precision_constraints="obey"):
         """model: path to an .onnx file or its bytes.
 
         Shapes of dynamic inputs, one of (per input):
@@ -81,6 +82,12 @@ class Engine:
         timings, read and updated), fusion=False (no conv/GEMM epilogues or elementwise chains), layout
         ("auto": NHWC for float16 convolutions, "nchw", "nhwc"), strict (refuse to build when a layer
         would run on the CPU reference; the error names them).
+        layer_precisions: {node name or pattern: "fp32" | "fp16"}: layers held to a precision, as trtexec's
+          --layerPrecisions ('*' in a name matches any run of characters; an exact name wins, then the
+          longest pattern). "fp32" keeps a layer out of fp16; "fp16" runs it in float16 even where graft
+          would keep its op in float32, and needs fp16=True on CUDA. A name matching no node is an error.
+          precision_constraints: what a layer held to fp16 that cannot run so does: "obey" (an error),
+          "prefer" (a warning; it stays float32) or "none" (the names are checked, then ignored).
         max_memory: bytes that graft's host tensors may hold at once, during the build (weights, folded
           constants) and then during each run (activations, outputs); an allocation above it raises
           GraftError (code "out of memory") naming the limit. None: no limit (device memory is not counted).
@@ -125,7 +132,9 @@ class Engine:
                                         plugins=[os.fspath(p) for p in plugins],
                                         timing_cache=os.fspath(timing_cache) if timing_cache else "",
                                         fusion=bool(fusion), layout=str(layout), strict=bool(strict),
-                                        sample_shapes=samples, max_memory=_max_memory(max_memory)))
+                                        sample_shapes=samples, max_memory=_max_memory(max_memory),
+                                        layer_precisions={str(k): str(v) for k, v in (layer_precisions or {}).items()},
+                                        precision_constraints=str(precision_constraints)))
 
     @classmethod
     def load(cls, plan, max_memory=None):

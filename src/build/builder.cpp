@@ -245,6 +245,19 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   Graph& g = *st.graph;
   report(config, "import", std::to_string(g.nodes().size()) + " nodes, " + std::to_string(g.inputs().size()) +
                                " inputs, " + std::to_string(g.outputs().size()) + " outputs");
+  if (!config.layer_precisions.empty()) {
+    const std::string& c = config.precision_constraints;
+    if (c != "obey" && c != "prefer" && c != "none")
+      return error(StatusCode::kInvalidArgument, "precision constraints must be obey, prefer or none, got '", c, "'");
+    auto held = apply_layer_precisions(g, config.layer_precisions, st.fp16);
+    if (!held) return std::move(held).take_status().with_file(name);
+    if (c == "none") {
+      for (const auto& n : g.nodes()) n->precision = DataType::kUndefined;
+      report(config, "layer precisions", "checked against the model; ignored (precision constraints 'none')");
+    } else {
+      report(config, "layer precisions", std::to_string(*held) + " layers held (" + c + ")");
+    }
+  }
   Status s = apply_profiles(g, config, &st.profiles);
   if (!s) return s.with_file(name);
   report(config, "profile", std::to_string(st.profiles[0].size()) + " dynamic inputs" +
@@ -378,6 +391,11 @@ std::string engine_choice_key(uint64_t model_hash, const BuilderConfig& config) 
       for (int64_t d : r.opt) k += std::to_string(d) + "x";
     }
   }
+  // Held layers change what each variant is; a key without them stays the key it was.
+  if (!config.layer_precisions.empty() && config.precision_constraints != "none") {
+    k += ";precisions=" + config.precision_constraints;
+    for (const auto& [key, dtype] : config.layer_precisions) k += ";" + key + "=" + dtype_name(dtype);
+  }
   return k;
 }
 
@@ -481,6 +499,12 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
 }
 
 }  // namespace
+
+Result<DataType> layer_precision_from_name(const std::string& name) {
+  if (name == "fp32" || name == "float32") return DataType::kFloat32;
+  if (name == "fp16" || name == "float16") return DataType::kFloat16;
+  return error(StatusCode::kInvalidArgument, "precision '", name, "': a layer can be held to fp32 or fp16");
+}
 
 Result<std::shared_ptr<Engine>> build_engine_from_graph(std::unique_ptr<Graph> graph, const BuilderConfig& config,
                                                          const std::string& name_for_errors) {

@@ -71,6 +71,7 @@ Result<std::string> float16(Graph& g, const DevicePassContext& ctx) {
   PrecisionPolicy policy;
   policy.supports_fp16 = ctx.device.runs;
   policy.keep_inputs = ctx.device.host_inputs;
+  policy.obey_float16 = ctx.config.precision_constraints != "prefer";
   GRAFT_ASSIGN_OR_RETURN(int n, convert_to_fp16(g, policy));
   return std::to_string(n) + " layers in float16";
 }

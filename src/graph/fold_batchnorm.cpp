@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "graph/pass_util.h"
 #include "graph/passes.h"
 
 namespace graft {
@@ -90,6 +91,7 @@ Result<int> fold_batchnorm(Graph& graph) {
     x->producer = nullptr;
     for (Value* o : bn.outputs) if (o && o != y) o->producer = nullptr;
     bn.outputs.clear();  // so remove_nodes_if does not detach y from the Conv
+    inherit_precision(&conv, {&bn});
     dead.insert(&bn);
     ++folded;
   }

@@ -80,6 +80,7 @@ Result<int> fold_quantize_dequantize_pairs(Graph& g) {
     dq->op_type = "GraftQuantizeDequantize";
     dq->domain = kInternalDomain;
     dq->attrs = AttributeMap();
+    inherit_precision(dq, {q});
     ++folded;
     // The QuantizeLinear goes once nothing else reads its 8-bit output.
     auto& readers = consumers[mid];

@@ -119,8 +119,10 @@ Result<int> fuse_conv_epilogues(Graph& g) {
     while (!inputs.empty() && !inputs.back()) inputs.pop_back();  // no residual and no bias
     // The last absorbed node comes after the residual's producer, so the fused node goes there.
     Node* keep = absorbed.back();
-    for (Node* n : absorbed)
+    for (Node* n : absorbed) {
+      inherit_precision(keep, {n});
       if (n != keep) dead.insert(n);
+    }
     keep->name = conv->name;
     keep->op_type = "GraftConv";
     keep->domain = kInternalDomain;

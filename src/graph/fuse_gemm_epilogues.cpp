@@ -400,6 +400,7 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
       qs->producer = qm;
       qm->inputs = {q, head_scale};
       qm->outputs = {qs};
+      for (const Node* x : parts) inherit_precision(qm, {x});
       q = qs;
     }
     Node* at = graph.add_node(namer(sm->name + "_attention"), "GraftAttention", kInternalDomain);
@@ -410,7 +411,10 @@ int fuse_attention(Graph& graph, NodeNamer& namer, std::set<const Node*>& dead) 
     at->outputs = {mm2->outputs[0]};
     mm2->outputs[0]->producer = at;
     if (transpose) transpose->inputs[0] = k_unscaled;
-    for (Node* x : parts) dead.insert(x);
+    for (Node* x : parts) {
+      inherit_precision(at, {x});
+      dead.insert(x);
+    }
     ++fused;
   }
   return fused;
@@ -594,7 +598,10 @@ Result<int> fuse_gemm_epilogues(Graph& graph) {
     if (residual) gg->inputs.push_back(residual);
     gg->outputs = {out};
     out->producer = gg;
-    for (Node* c : chain) dead.insert(c);
+    for (Node* c : chain) {
+      inherit_precision(gg, {c});
+      dead.insert(c);
+    }
     ++fused;
   }
   fused += fuse_attention(graph, namer, dead);

@@ -87,7 +87,10 @@ Result<int> fuse_l2_normalize(Graph& g) {
     div->inputs = {x};
     div->attrs = AttributeMap();
     div->attrs.set("eps", static_cast<float>(eps));
-    for (Node* p : parts) dead.insert(p);
+    for (Node* p : parts) {
+      inherit_precision(div, {p});
+      dead.insert(p);
+    }
     ++fused;
   }
   if (!fused) return 0;

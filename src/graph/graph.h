@@ -54,6 +54,11 @@ struct Node {
   // and survives passes that rewire or rename the outer values.
   std::map<std::string, std::shared_ptr<Graph>> subgraphs;
   size_t implicit_inputs = 0;
+  // The precision the user holds this layer to (BuilderConfig::layer_precisions): kFloat32 keeps it
+  // out of the float16 pass, kFloat16 makes that pass convert it or fail; kUndefined leaves the
+  // choice to the pass. Set on the imported nodes before any pass; a pass that makes one node of
+  // several gives it theirs (inherit_precision, graph/pass_util.h).
+  DataType precision = DataType::kUndefined;
 
   bool is_custom() const { return custom_op != nullptr; }
   size_t explicit_inputs() const { return inputs.size() - std::min(implicit_inputs, inputs.size()); }

@@ -101,6 +101,7 @@ Result<int> lower_einsum_matmuls(Graph& g) {
       t->inputs = {in};
       t->outputs = {out};
       out->producer = t;
+      t->precision = n->precision;
     };
     auto transposed = [&](Value* v, const std::string& what) {
       Value* out = g.new_value(v->name + "_t");

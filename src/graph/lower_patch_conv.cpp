@@ -88,6 +88,7 @@ Result<int> lower_patchify_convs(Graph& g) {
       k->inputs = std::move(ins);
       k->outputs = {result};
       result->producer = k;
+      k->precision = n->precision;
       return k;
     };
     Value* x6 = value("_patches6d", dt, N, {C, Hp, kh, Wp, kw});

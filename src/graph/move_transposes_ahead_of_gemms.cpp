@@ -141,6 +141,7 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
                                           Tensor::vector_int64(std::move(target)))};
       n->outputs = {v};
       v->producer = n;
+      n->precision = gemm->precision;
       return v;
     };
     if (!src) {
@@ -161,6 +162,7 @@ Result<int> move_transposes_ahead_of_gemms(Graph& graph) {
     p->inputs = {src};
     p->outputs = {permuted};
     permuted->producer = p;
+    p->precision = t->precision;
     std::vector<int64_t> rows_target = *out_target;
     rows_target.back() = K;
     Value* folded = add_reshape(add_reshape(permuted, rows_target, "rows"), {-1, K}, "rows_folded");

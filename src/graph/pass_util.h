@@ -1,6 +1,7 @@
 // Small graph queries that several of the builder's passes (src/graph/<pass>.cpp) share.
 #pragma once
 
+#include <initializer_list>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -36,6 +37,17 @@ inline Node* only_reader(const Consumers& consumers, const Value* v) {
   for (Node* c : it->second)
     if (c != n) return nullptr;
   return n;
+}
+
+// A node made from others, or in their place (a fusion, a lowering), is held to their precision
+// (Node::precision): float32 where any of them is, else float16 where any of them is.
+inline DataType strictest_precision(DataType a, DataType b) {
+  if (a == DataType::kFloat32 || b == DataType::kFloat32) return DataType::kFloat32;
+  return a == DataType::kFloat16 ? a : b;
+}
+inline void inherit_precision(Node* to, std::initializer_list<const Node*> from) {
+  for (const Node* f : from)
+    if (f) to->precision = strictest_precision(to->precision, f->precision);
 }
 
 // is_onnx (ops/operator.h) for a node that may be absent.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -39,6 +40,14 @@ using NodeEvaluator =
 // alone. A node `evaluate` answers kUnsupported for stays in the graph.
 inline constexpr int64_t kMaxFoldElements = int64_t{16} << 20;
 Result<int> fold_constants(Graph& graph, const NodeEvaluator& evaluate);
+
+// Holds the main graph's nodes to the precisions `pins` names (BuilderConfig::layer_precisions:
+// node name or '*' pattern -> kFloat32 or kFloat16), setting Node::precision: an exact name first,
+// else the longest matching pattern. `float16_allowed` is false for builds that have no float16
+// (not FP16, or for the CPU). Errors name the key: one matching no node (with a few of the model's
+// node names), a dtype other than float32/float16, float16 where it is not allowed. Returns the
+// number of nodes held.
+Result<int> apply_layer_precisions(Graph& graph, const std::map<std::string, DataType>& pins, bool float16_allowed);
 
 // Conv followed by BatchNormalization (constant weights and statistics) becomes one Conv.
 Result<int> fold_batchnorm(Graph& graph);

@@ -25,12 +25,18 @@ bool op_needs_fp32(const std::string& onnx_op_type) {
 namespace {
 
 // Whether the node, re-typed to float16, infers float16 for exactly the float32 outputs and the
-// backend supports it.
-bool can_run_fp16(const Node& n, const PrecisionPolicy& policy) {
-  if (op_needs_fp32(n)) return false;
+// backend supports it; where not, `why` says why.
+bool can_run_fp16(const Node& n, const PrecisionPolicy& policy, std::string* why) {
+  auto no = [why](const char* reason) {
+    *why = reason;
+    return false;
+  };
+  if (n.precision == DataType::kFloat32) return no("it is held to float32");
+  if (op_needs_fp32(n) && n.precision != DataType::kFloat16)
+    return no("its op stays float32 (range or accumulated error)");
   // Sequences and optionals keep their declared element type: a float16 sequence would need a Cast
   // that ONNX has no container form of.
-  if (touches_containers(n)) return false;
+  if (touches_containers(n)) return no("it reads or makes sequences or optionals");
   std::vector<int> keep = policy.keep_inputs ? policy.keep_inputs(n) : std::vector<int>{};
   bool any_float = false;
   std::vector<Value> tmp_in(n.inputs.size()), tmp_out(n.outputs.size());
@@ -68,19 +74,20 @@ bool can_run_fp16(const Node& n, const PrecisionPolicy& policy) {
     any_float |= n.outputs[o]->desc.dtype == DataType::kFloat32;
     t.outputs.push_back(&tmp_out[o]);
   }
-  if (!any_float) return false;
+  if (!any_float) return no("it has no float32 input or output");
   std::vector<TensorDesc> out;
   std::vector<std::optional<std::vector<Dim>>> syms;
-  if (!infer_node(t, infos, &out, &syms)) return false;
+  if (!infer_node(t, infos, &out, &syms)) return no("its op does not take float16 there");
   for (size_t o = 0; o < n.outputs.size(); ++o) {
     if (!n.outputs[o]) continue;
-    if (o >= out.size()) return false;
+    if (o >= out.size()) return no("its op does not take float16 there");
     DataType was = n.outputs[o]->desc.dtype;
     DataType want = was == DataType::kFloat32 ? DataType::kFloat16 : was;
-    if (out[o].dtype != want) return false;
+    if (out[o].dtype != want) return no("its op does not take float16 there");
     tmp_out[o].desc = out[o];
   }
-  return policy.supports_fp16 && policy.supports_fp16(t);
+  if (!policy.supports_fp16 || !policy.supports_fp16(t)) return no("the device has no float16 kernel for it");
+  return true;
 }
 
 }  // namespace
@@ -149,12 +156,25 @@ bool upsamples_into_float32(const Node& n, const std::map<const Value*, std::vec
 
 Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
   std::set<const Node*> fp16;
-  for (const auto& n : g.nodes())
-    if (can_run_fp16(*n, policy)) fp16.insert(n.get());
+  for (const auto& n : g.nodes()) {
+    std::string why;
+    if (can_run_fp16(*n, policy, &why)) {
+      fp16.insert(n.get());
+    } else if (n->precision == DataType::kFloat16) {
+      Status unmet = error(StatusCode::kUnsupported,
+                           "held to float16 by the layer precisions, but it cannot run in float16: ", why)
+                         .with_node(n->name, n->op_type);
+      if (policy.obey_float16) return unmet;
+      log_warning_once(unmet.to_string() + " (precision constraints 'prefer': it stays float32)");
+    }
+  }
   auto consumers = g.consumers();
-  // Last to first, so a Resize that feeds only such a Resize is judged after it.
+  // Last to first, so a Resize that feeds only such a Resize is judged after it. One the user holds
+  // to float16 stays float16.
   for (auto it = g.nodes().rbegin(); it != g.nodes().rend(); ++it)
-    if (fp16.count(it->get()) && upsamples_into_float32(**it, consumers, fp16)) fp16.erase(it->get());
+    if (fp16.count(it->get()) && (*it)->precision != DataType::kFloat16 &&
+        upsamples_into_float32(**it, consumers, fp16))
+      fp16.erase(it->get());
   if (fp16.empty()) return 0;
 
   NodeNamer unique_node_name(g);

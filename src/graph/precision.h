@@ -16,6 +16,10 @@ struct PrecisionPolicy {
   std::function<bool(const Node& tentative)> supports_fp16;
   // Input indices that must keep their dtype (host-side shape/scale inputs).
   std::function<std::vector<int>(const Node& node)> keep_inputs;
+  // A node held to float16 (Node::precision, BuilderConfig::layer_precisions) that cannot run in
+  // float16: an error naming it when true (trtexec's --precisionConstraints=obey), else a warning
+  // (prefer).
+  bool obey_float16 = true;
 };
 
 // Builtin ops kept in float32 whatever the backend says (PrecisionTrait::kFloat32 in their
@@ -37,6 +41,9 @@ struct Float16Clamps {
 };
 Result<Tensor> float16_constant(const Tensor& t, Float16Clamps* clamps);
 
+// Nodes held to a precision (Node::precision) are obeyed: float32 ones stay float32 whatever the
+// backend could do, float16 ones are converted even where their op would stay float32
+// (op_needs_fp32), if the backend runs them so.
 // Rewrites the graph; returns the number of nodes now computing in float16. Shapes are re-inferred.
 // Constants read by float16 nodes are converted by float16_constant; when a clamp changed any value,
 // one warning says how many and names the first constant.

@@ -21,6 +21,7 @@
 #include <map>
 #include <set>
 
+#include "graph/pass_util.h"
 #include "graph/passes.h"
 #include "graph/subgraph.h"
 
@@ -120,6 +121,7 @@ Status unroll(Graph& g, Node& loop, const Graph& body, int64_t trips, NodeNamer&
       n->opset = bn->opset;
       n->attrs = bn->attrs;
       n->custom_op = bn->custom_op;
+      n->precision = strictest_precision(loop.precision, bn->precision);
       for (const Value* in : bn->inputs) {
         GRAFT_ASSIGN_OR_RETURN(Value* v, bound(in));
         n->inputs.push_back(v);
@@ -150,6 +152,7 @@ Status unroll(Graph& g, Node& loop, const Graph& body, int64_t trips, NodeNamer&
     n->inputs = std::move(inputs);
     n->outputs = {out};
     out->producer = n;
+    n->precision = loop.precision;
     return n;
   };
   for (size_t k = 0; k < carried; ++k)

@@ -201,3 +201,31 @@ def test_engine_string_tensors(graft_mod, tmp_path):
         assert [np.float32(s) for s in out["text"].tolist()] == list(x)
     with pytest.raises(graft_mod.GraftError, match="'words'"):
         eng.run({"words": np.array([1, "a", None, "b"], dtype=object), "x": x})
+
+
+def test_engine_layer_precisions(graft_mod, exported):
+    """layer_precisions= (trtexec's --layerPrecisions): names and '*' patterns are checked against the
+    model's nodes; a CPU engine takes fp32 holds and refuses fp16; on CUDA, an fp16 build whose every
+    layer is held to fp32 computes as the fp32 build does, closer to PyTorch than the plain fp16 one."""
+    model, path = exported
+    x = torch.randn(5, 8)
+    with torch.no_grad():
+        want = model(x).numpy()
+    eng = graft_mod.Engine.build(path, shapes={"input": (5, 8)}, layer_precisions={"*Gemm*": "fp32"})
+    np.testing.assert_allclose(eng.run({"input": x.numpy()})["output"], want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(graft_mod.GraftError, match="'/nope' matches no node"):
+        graft_mod.Engine.build(path, shapes={"input": (5, 8)}, layer_precisions={"/nope": "fp32"})
+    with pytest.raises(graft_mod.GraftError, match="held to fp32 or fp16"):
+        graft_mod.Engine.build(path, shapes={"input": (5, 8)}, layer_precisions={"*": "int8"})
+    with pytest.raises(graft_mod.GraftError, match="no float16"):
+        graft_mod.Engine.build(path, shapes={"input": (5, 8)}, layer_precisions={"*": "fp16"})
+    if not torch.cuda.is_available():
+        return
+    prof = {"input": ((1, 8), (4, 8), (16, 8))}
+    fp16 = graft_mod.Engine.build(path, device="cuda", fp16=True, profile=prof)
+    held = graft_mod.Engine.build(path, device="cuda", fp16=True, profile=prof, layer_precisions={"*": "fp32"})
+    fp32 = graft_mod.Engine.build(path, device="cuda", profile=prof)
+    got = {name: e.run({"input": x.numpy()})["output"] for name, e in (("fp16", fp16), ("held", held), ("fp32", fp32))}
+    np.testing.assert_allclose(got["held"], got["fp32"], rtol=1e-5, atol=1e-6)
+    err = {k: float(np.abs(v - want).max()) for k, v in got.items()}
+    assert err["held"] < err["fp16"], err

@@ -788,6 +788,28 @@ TEST_F(CliTest, TrtexecSpellings) {
                         "outside the optimization profile");
 }
 
+// trtexec's --layerPrecisions and --precisionConstraints: a float32 hold on the CPU engine builds
+// (names checked); a name matching no node, an unknown precision, float16 on the CPU engine and a bad
+// constraint mode are one-line errors naming what is wrong.
+TEST_F(CliTest, LayerPrecisions) {
+  CmdResult b = graft("build relu.onnx -o relu.plan --shapes x:2x3 --layerPrecisions=relu0:fp32 "
+                      "--precisionConstraints=obey -q");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  b = graft("build relu.onnx -o relu2.plan --shapes x:2x3 --layer-precisions 'rel*:fp32' -q");
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  expect_one_line_error("build relu.onnx -o r.plan --shapes x:2x3 --layer-precisions relu1:fp32",
+                        "'relu1' matches no node");
+  expect_one_line_error("build relu.onnx -o r.plan --shapes x:2x3 --layer-precisions relu0:int8",
+                        "precision 'int8': a layer can be held to fp32 or fp16");
+  expect_one_line_error("build relu.onnx -o r.plan --shapes x:2x3 --layer-precisions relu0",
+                        "bad --layer-precisions entry 'relu0': missing ':'");
+  expect_one_line_error("build relu.onnx -o r.plan --shapes x:2x3 --layer-precisions relu0:fp16", "no float16");
+  expect_one_line_error("build relu.onnx -o r.plan --shapes x:2x3 --layer-precisions relu0:fp32 "
+                        "--precision-constraints always",
+                        "--precision-constraints");
+  EXPECT_FALSE(fs::exists(dir_ / "r.plan"));
+}
+
 TEST_F(CliTest, VersionNamesBackendsOpsetsAndPlanFormat) {
   CmdResult r = graft("--version");
   ASSERT_EQ(r.exit_code, 0) << r.err;

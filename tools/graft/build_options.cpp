@@ -58,8 +58,10 @@ Status check_output_path(const std::string& output, const std::string& input_mod
 namespace {
 // Options that only a CUDA build uses, and the ones that only matter when building from ONNX.
 constexpr const char* kCudaOnlyFlags[] = {"--fp16", "--timing-cache", "--layout", "--no-fusion", "--strict"};
-constexpr const char* kBuildOnlyFlags[] = {"--min-shapes", "--opt-shapes", "--max-shapes", "--fp16",
-                                           "--timing-cache", "--layout", "--no-fusion", "--strict"};
+constexpr const char* kBuildOnlyFlags[] = {"--min-shapes", "--opt-shapes",  "--max-shapes",
+                                           "--fp16",       "--timing-cache", "--layout",
+                                           "--no-fusion",  "--strict",       "--layer-precisions",
+                                           "--precision-constraints"};
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -122,6 +124,14 @@ void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output) {
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   app.add_flag("--strict", opts.strict_device,
                "CUDA: refuse to build when a layer would run on the CPU reference (the error names each one)");
+  app.add_option("--layer-precisions,--layerPrecisions", opts.layer_precisions,
+                 "Hold layers to a precision: NAME:fp32[,PATTERN:fp16,...], '*' in a name matching any run of "
+                 "characters (trtexec's --layerPrecisions); fp16 needs --fp16")
+      ->expected(1, -1);
+  app.add_option("--precision-constraints,--precisionConstraints", opts.precision_constraints,
+                 "What a layer held to fp16 that cannot run so does: obey (an error), prefer (a warning; it stays fp32) "
+                 "or none (--layer-precisions checked, then ignored)")
+      ->check(CLI::IsMember({"obey", "prefer", "none"}));
 }
 
 namespace {
@@ -179,6 +189,35 @@ Status parse_shape_list(const std::vector<std::string>& entries, const std::stri
       }
       if (!out->emplace(name, shape).second)
         return bad_entry(option, entry, "input '" + name + "' is given twice");
+    }
+  }
+  return Status::ok();
+}
+
+Status parse_layer_precisions(const std::vector<std::string>& entries, std::map<std::string, DataType>* out) {
+  auto bad = [](const std::string& entry, const std::string& why) {
+    return error(StatusCode::kInvalidArgument, "bad --layer-precisions entry '", entry, "': ", why,
+                 " (expected NAME:fp32 or NAME:fp16, e.g. /head/Softmax:fp32 or '/layer4/*':fp32)");
+  };
+  for (const std::string& list : entries) {
+    for (const std::string& entry : split(list, ',')) {
+      std::string name, precision;
+      if (!entry.empty() && entry[0] == '\'') {
+        const size_t close = entry.find('\'', 1);
+        if (close == std::string::npos || close + 1 >= entry.size() || entry[close + 1] != ':')
+          return bad(entry, "unterminated quoted name");
+        name = entry.substr(1, close - 1);
+        precision = entry.substr(close + 2);
+      } else {
+        const size_t colon = entry.rfind(':');
+        if (colon == std::string::npos) return bad(entry, "missing ':'");
+        name = entry.substr(0, colon);
+        precision = entry.substr(colon + 1);
+      }
+      if (name.empty()) return bad(entry, "empty layer name");
+      auto dtype = layer_precision_from_name(precision);
+      if (!dtype) return bad(entry, dtype.status().message());
+      if (!out->emplace(name, *dtype).second) return bad(entry, "layer '" + name + "' is given twice");
     }
   }
   return Status::ok();
@@ -259,6 +298,9 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType d
     config.layout = opts.layout;
     config.strict_device = opts.strict_device;
   }
+  // Every device: a CPU build checks the names too and refuses fp16 (it has no float16 kernels).
+  GRAFT_RETURN_IF_ERROR(parse_layer_precisions(opts.layer_precisions, &config.layer_precisions));
+  config.precision_constraints = opts.precision_constraints;
   GRAFT_ASSIGN_OR_RETURN(std::vector<OptimizationProfile> profiles, make_profiles(opts));
   // One profile keeps the single-profile form; several go to the list (profile k = k-th group).
   if (profiles.size() == 1) config.profile = std::move(profiles[0]);

@@ -24,6 +24,10 @@ struct BuildOptions {
   bool no_fusion = false;
   std::string layout = "auto";
   bool strict_device = false;
+  // --layer-precisions entries, "NAME:fp32[,PATTERN*:fp16...]" (trtexec's --layerPrecisions), and
+  // what an unmet one does (--precision-constraints: obey, prefer, none).
+  std::vector<std::string> layer_precisions;
+  std::string precision_constraints = "obey";
   // The build-only options given on the command line (record_given_build_flags), to warn about the
   // ones that do nothing for this model and device.
   std::vector<std::string> given;
@@ -38,6 +42,11 @@ void add_shapes_option(CLI::App& app, BuildOptions& opts);
 // means a scalar. Errors name the option and the entry.
 Status parse_shape_list(const std::vector<std::string>& entries, const std::string& option,
                         std::map<std::string, std::vector<int64_t>>* out);
+
+// Parses --layer-precisions entries, "NAME:fp32,NAME2:fp16" (a name may be quoted: 'a,b':fp32; the
+// last ':' separates an unquoted one), into BuilderConfig::layer_precisions. Precisions: fp32 or
+// float32, fp16 or float16. Errors name the option and the entry.
+Status parse_layer_precisions(const std::vector<std::string>& entries, std::map<std::string, DataType>* out);
 
 // The optimization profiles from the shape options, profile k from the k-th --min-shapes,
 // --opt-shapes and --max-shapes: a missing opt is the max (or the min), a missing min or max is the
