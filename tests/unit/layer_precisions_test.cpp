@@ -11,41 +11,17 @@
 
 #include "build/device_passes.h"
 #include "graph/passes.h"
-#include "tests/unit/graph_pass_test_util.h"
+#include "tests/unit/device_pass_test_util.h"
 
 namespace graft::testing {
 namespace {
 
-DeviceQueries runs_everything() {
-  DeviceQueries q;
-  q.runs = [](const Node&) { return true; };
-  q.host_inputs = [](const Node&) { return std::vector<int>{}; };
-  return q;
-}
-
-// x -> conv0 (+bias) -> relu0 -> conv1 -> residual Add(relu0) -> relu1 -> flatten -> fc (MatMul)
-// -> fc_bias; and beside it x -> Exp -> ReduceSum, whose Exp graft keeps in float32 by itself.
+// conv_gemm_model (device_pass_test_util.h), and beside it x -> side_exp (Exp) -> side_sum
+// (ReduceSum) -> z, whose Exp graft keeps in float32 by itself.
 OnnxModelBuilder two_branch_model(std::mt19937& rng) {
-  OnnxModelBuilder m;
-  m.input("x", DataType::kFloat32, {2, 8, 6, 5});
-  m.initializer("w0", random_tensor(DataType::kFloat32, {16, 8, 3, 3}, rng, -0.3, 0.3));
-  m.initializer("b0", random_tensor(DataType::kFloat32, {16}, rng));
-  m.initializer("w1", random_tensor(DataType::kFloat32, {16, 16, 1, 1}, rng, -0.3, 0.3));
-  m.initializer("shape", Tensor::vector_int64({2, 16 * 6 * 5}));
-  m.initializer("wf", random_tensor(DataType::kFloat32, {16 * 6 * 5, 10}, rng, -0.1, 0.1));
-  m.initializer("bf", random_tensor(DataType::kFloat32, {10}, rng));
-  OnnxModelBuilder::attr(m.node("Conv", {"x", "w0", "b0"}, {"c0"}, "/stage1/conv0"), "pads",
-                         std::vector<int64_t>{1, 1, 1, 1});
-  m.node("Relu", {"c0"}, {"r0"}, "/stage1/relu0");
-  m.node("Conv", {"r0", "w1"}, {"c1"}, "/stage2/conv1");
-  m.node("Add", {"c1", "r0"}, {"s"}, "/stage2/residual");
-  m.node("Relu", {"s"}, {"r1"}, "/stage2/relu1");
-  m.node("Reshape", {"r1", "shape"}, {"flat"}, "/head/flatten");
-  m.node("MatMul", {"flat", "wf"}, {"mm"}, "/head/fc");
-  m.node("Add", {"mm", "bf"}, {"y"}, "/head/fc_bias");
-  m.node("Exp", {"x"}, {"e"}, "/side/exp");
-  m.node("ReduceSum", {"e"}, {"z"}, "/side/sum");
-  m.output("y", DataType::kFloat32);
+  OnnxModelBuilder m = conv_gemm_model(rng);
+  m.node("Exp", {"x"}, {"e"}, "side_exp");
+  m.node("ReduceSum", {"e"}, {"z"}, "side_sum");
   m.output("z", DataType::kFloat32);
   return m;
 }
@@ -103,10 +79,10 @@ TEST(LayerPrecisions, NoneHeldGivesTheFloat16Build) {
   std::mt19937 rng(1);
   auto g = held_and_passed(two_branch_model(rng), {}, 0);
   ASSERT_TRUE(g);
-  EXPECT_EQ(conv_input_dtype(*g, "/stage1/conv0"), DataType::kFloat16);
-  EXPECT_EQ(conv_input_dtype(*g, "/stage2/conv1"), DataType::kFloat16);
+  EXPECT_EQ(conv_input_dtype(*g, "conv0"), DataType::kFloat16);
+  EXPECT_EQ(conv_input_dtype(*g, "conv1"), DataType::kFloat16);
   EXPECT_EQ(input0_dtype(*g, "GraftGemm"), DataType::kFloat16);
-  EXPECT_EQ(dtype_read_by(*g, "/side/exp"), DataType::kFloat32) << "Exp stays float32 by its op's trait";
+  EXPECT_EQ(dtype_read_by(*g, "side_exp"), DataType::kFloat32) << "Exp stays float32 by its op's trait";
 }
 
 TEST(LayerPrecisions, ANameHoldsItsLayerInFloat32AndTheModelStillComputes) {
@@ -118,10 +94,10 @@ TEST(LayerPrecisions, ANameHoldsItsLayerInFloat32AndTheModelStillComputes) {
   ASSERT_TRUE(original);
   const std::map<std::string, Tensor> in{{"x", random_tensor(DataType::kFloat32, {2, 8, 6, 5}, rng)}};
   const auto want = run_graph(*original, in);
-  auto g = held_and_passed(m, {{"/stage2/conv1", DataType::kFloat32}}, 1);
+  auto g = held_and_passed(m, {{"conv1", DataType::kFloat32}}, 1);
   ASSERT_TRUE(g);
-  EXPECT_EQ(conv_input_dtype(*g, "/stage1/conv0"), DataType::kFloat16);
-  EXPECT_EQ(conv_input_dtype(*g, "/stage2/conv1"), DataType::kFloat32);
+  EXPECT_EQ(conv_input_dtype(*g, "conv0"), DataType::kFloat16);
+  EXPECT_EQ(conv_input_dtype(*g, "conv1"), DataType::kFloat32);
   EXPECT_EQ(input0_dtype(*g, "GraftGemm"), DataType::kFloat16);
   const auto got = run_graph(*g, in);
   expect_close(got.at("y"), want.at("y"), 2e-2, 2e-2);
@@ -133,10 +109,10 @@ TEST(LayerPrecisions, ANameHoldsItsLayerInFloat32AndTheModelStillComputes) {
 TEST(LayerPrecisions, AFusedLayerIsFloat32WhenAnyPartIsHeldThere) {
   std::mt19937 rng(2);
   auto g = held_and_passed(two_branch_model(rng),
-                           {{"/stage2/relu1", DataType::kFloat32}, {"/head/fc_bias", DataType::kFloat32}}, 2);
+                           {{"relu1", DataType::kFloat32}, {"fc_bias", DataType::kFloat32}}, 2);
   ASSERT_TRUE(g);
-  EXPECT_EQ(conv_input_dtype(*g, "/stage1/conv0"), DataType::kFloat16);
-  EXPECT_EQ(conv_input_dtype(*g, "/stage2/conv1"), DataType::kFloat32) << "relu1 was fused into conv1";
+  EXPECT_EQ(conv_input_dtype(*g, "conv0"), DataType::kFloat16);
+  EXPECT_EQ(conv_input_dtype(*g, "conv1"), DataType::kFloat32) << "relu1 was fused into conv1";
   EXPECT_EQ(input0_dtype(*g, "GraftGemm"), DataType::kFloat32) << "fc_bias was fused into fc";
 }
 
@@ -148,30 +124,29 @@ TEST(LayerPrecisions, PatternsExactNamesAndTheLongestPatternDecide) {
   ASSERT_TRUE(g);
   auto held = apply_layer_precisions(*g,
                                      {{"*", DataType::kFloat16},
-                                      {"/stage2/*", DataType::kFloat32},
-                                      {"/stage2/res*", DataType::kFloat16},
-                                      {"/head/fc", DataType::kFloat32},
-                                      {"*fc*", DataType::kFloat16}},
+                                      {"conv*", DataType::kFloat32},
+                                      {"conv1", DataType::kFloat16},
+                                      {"fc*", DataType::kFloat32},
+                                      {"fc_b*", DataType::kFloat16}},
                                      true);
   ASSERT_TRUE(held.is_ok()) << held.status().to_string();
   std::map<std::string, DataType> got;
   for (const auto& n : g->nodes()) got[n->name] = n->precision;
   EXPECT_EQ(*held, static_cast<int>(g->nodes().size()));
-  EXPECT_EQ(got["/stage1/conv0"], DataType::kFloat16);  // only '*'
-  EXPECT_EQ(got["/stage2/conv1"], DataType::kFloat32);  // '/stage2/*' is longer than '*'
-  EXPECT_EQ(got["/stage2/relu1"], DataType::kFloat32);
-  EXPECT_EQ(got["/stage2/residual"], DataType::kFloat16);  // '/stage2/res*' is longer still
-  EXPECT_EQ(got["/head/fc"], DataType::kFloat32);          // its exact name, over '*fc*'
-  EXPECT_EQ(got["/head/fc_bias"], DataType::kFloat16);     // '*fc*' (no exact name)
-  EXPECT_EQ(got["/side/exp"], DataType::kFloat16);
+  EXPECT_EQ(got["conv0"], DataType::kFloat32);    // 'conv*' is longer than '*'
+  EXPECT_EQ(got["conv1"], DataType::kFloat16);    // its exact name, over 'conv*'
+  EXPECT_EQ(got["relu0"], DataType::kFloat16);    // only '*'
+  EXPECT_EQ(got["fc"], DataType::kFloat32);       // 'fc*'
+  EXPECT_EQ(got["fc_bias"], DataType::kFloat16);  // 'fc_b*' is longer than 'fc*'
+  EXPECT_EQ(got["side_exp"], DataType::kFloat16);
 }
 
 // Held to float16, an op graft keeps in float32 by itself (Exp) runs in float16 all the same.
 TEST(LayerPrecisions, Float16OverridesAnOpsOwnFloat32Trait) {
   std::mt19937 rng(4);
-  auto g = held_and_passed(two_branch_model(rng), {{"/side/exp", DataType::kFloat16}}, 1);
+  auto g = held_and_passed(two_branch_model(rng), {{"side_exp", DataType::kFloat16}}, 1);
   ASSERT_TRUE(g);
-  EXPECT_EQ(dtype_read_by(*g, "/side/exp"), DataType::kFloat16);
+  EXPECT_EQ(dtype_read_by(*g, "side_exp"), DataType::kFloat16);
 }
 
 // A layer held to float16 that the device cannot run so: an error naming it under "obey", a
@@ -183,7 +158,7 @@ TEST(LayerPrecisions, UnmetFloat16FailsUnderObeyAndStaysFloat32UnderPrefer) {
   no_fp16_sum.runs = [](const Node& n) {
     return !(n.op_type == "ReduceSum" && n.input(0) && n.input(0)->desc.dtype == DataType::kFloat16);
   };
-  const std::map<std::string, DataType> pins{{"/side/sum", DataType::kFloat16}};
+  const std::map<std::string, DataType> pins{{"side_sum", DataType::kFloat16}};
   {
     auto g = load(m);
     ASSERT_TRUE(g);
@@ -192,7 +167,7 @@ TEST(LayerPrecisions, UnmetFloat16FailsUnderObeyAndStaysFloat32UnderPrefer) {
     config.fp16 = true;
     Status s = run_device_pass_list(*g, cuda_device_passes(), config, no_fp16_sum);
     ASSERT_FALSE(s.is_ok());
-    EXPECT_EQ(s.node_name(), "/side/sum") << s.to_string();
+    EXPECT_EQ(s.node_name(), "side_sum") << s.to_string();
     EXPECT_NE(s.to_string().find("the device has no float16 kernel for it"), std::string::npos) << s.to_string();
   }
   auto g = held_and_passed(m, pins, 1, "prefer", no_fp16_sum);
@@ -204,14 +179,14 @@ TEST(LayerPrecisions, KeysThatMatchNothingAndPrecisionsTheBuildLacksAreErrors) {
   std::mt19937 rng(6);
   auto g = load(two_branch_model(rng));
   ASSERT_TRUE(g);
-  auto r = apply_layer_precisions(*g, {{"/stage9/*", DataType::kFloat32}}, true);
+  auto r = apply_layer_precisions(*g, {{"stage9/*", DataType::kFloat32}}, true);
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().to_string().find("'/stage9/*' matches no node"), std::string::npos) << r.status().to_string();
-  EXPECT_NE(r.status().to_string().find("'/stage1/conv0'"), std::string::npos) << "lists some node names";
-  r = apply_layer_precisions(*g, {{"/head/fc", DataType::kFloat16}}, /*float16_allowed=*/false);
+  EXPECT_NE(r.status().to_string().find("'stage9/*' matches no node"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().to_string().find("'conv0'"), std::string::npos) << "lists some node names";
+  r = apply_layer_precisions(*g, {{"fc", DataType::kFloat16}}, /*float16_allowed=*/false);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().to_string().find("no float16"), std::string::npos) << r.status().to_string();
-  r = apply_layer_precisions(*g, {{"/head/fc", DataType::kInt8}}, true);
+  r = apply_layer_precisions(*g, {{"fc", DataType::kInt8}}, true);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().to_string().find("float32 (fp32) or float16 (fp16)"), std::string::npos) << r.status().to_string();
   for (const auto& n : g->nodes()) EXPECT_EQ(n->precision, DataType::kUndefined) << n->name;
@@ -223,19 +198,19 @@ TEST(LayerPrecisions, TheCpuBuilderChecksNamesAndRefusesFloat16) {
   std::mt19937 rng(7);
   const std::string bytes = two_branch_model(rng).bytes();
   BuilderConfig config;
-  config.layer_precisions = {{"/head/*", DataType::kFloat32}};
+  config.layer_precisions = {{"fc*", DataType::kFloat32}};
   auto e = Engine::build_from_onnx_bytes(bytes, config, "pins.onnx");
   EXPECT_TRUE(e.is_ok()) << e.status().to_string();
-  config.layer_precisions = {{"/head/fcc", DataType::kFloat32}};
+  config.layer_precisions = {{"fcc", DataType::kFloat32}};
   e = Engine::build_from_onnx_bytes(bytes, config, "pins.onnx");
   ASSERT_FALSE(e.is_ok());
-  EXPECT_NE(e.status().to_string().find("'/head/fcc' matches no node"), std::string::npos) << e.status().to_string();
+  EXPECT_NE(e.status().to_string().find("'fcc' matches no node"), std::string::npos) << e.status().to_string();
   EXPECT_NE(e.status().to_string().find("pins.onnx"), std::string::npos) << "names the file";
-  config.layer_precisions = {{"/head/fc", DataType::kFloat16}};
+  config.layer_precisions = {{"fc", DataType::kFloat16}};
   e = Engine::build_from_onnx_bytes(bytes, config, "pins.onnx");
   ASSERT_FALSE(e.is_ok());
   EXPECT_NE(e.status().to_string().find("no float16"), std::string::npos) << e.status().to_string();
-  config.layer_precisions = {{"/head/fc", DataType::kFloat32}};
+  config.layer_precisions = {{"fc", DataType::kFloat32}};
   config.precision_constraints = "strict";
   e = Engine::build_from_onnx_bytes(bytes, config, "pins.onnx");
   ASSERT_FALSE(e.is_ok());
