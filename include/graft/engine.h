@@ -86,7 +86,8 @@ struct BuilderConfig {
   // names of the model's nodes (of its main graph), or patterns in which '*' stands for any run of characters
   // ("/layer4/*", "*Softmax*"); values are DataType::kFloat32 (the FP16 pass leaves the layer in
   // float32) or DataType::kFloat16 (it runs in float16, even an op graft would otherwise keep in
-  // float32). A node named exactly by a key takes that key's precision; otherwise the longest
+  // float32; a node that writes no float32 tensor, such as Shape, is left as it is). A node named
+  // exactly by a key takes that key's precision; otherwise the longest
   // pattern matching it decides. A key that matches no node of the model, another dtype, or
   // float16 in a build that is not FP16 (or is for the CPU, which has no float16 kernels) is an
   // error naming the key. Where a pass makes one layer of several (a convolution with its

@@ -24,6 +24,14 @@ bool op_needs_fp32(const std::string& onnx_op_type) {
 
 namespace {
 
+// Whether the node writes a float32 tensor: what a hold to float16 is about. A node held to float16
+// that writes none (Shape, NonZero, integer arithmetic, a pattern's catch) is left as it is.
+bool makes_float32(const Node& n) {
+  for (const Value* v : n.outputs)
+    if (v && v->desc.dtype == DataType::kFloat32) return true;
+  return false;
+}
+
 // Whether the node, re-typed to float16, infers float16 for exactly the float32 outputs and the
 // backend supports it; where not, `why` says why.
 bool can_run_fp16(const Node& n, const PrecisionPolicy& policy, std::string* why) {
@@ -32,7 +40,9 @@ bool can_run_fp16(const Node& n, const PrecisionPolicy& policy, std::string* why
     return false;
   };
   if (n.precision == DataType::kFloat32) return no("it is held to float32");
-  if (op_needs_fp32(n) && n.precision != DataType::kFloat16)
+  // A hold to float16 overrides the op's own float32 trait where the node computes float values
+  // (Exp, ReduceSum), never where it reads dims or makes integers (Shape, NonZero).
+  if (op_needs_fp32(n) && !(n.precision == DataType::kFloat16 && makes_float32(n)))
     return no("its op stays float32 (range or accumulated error)");
   // Sequences and optionals keep their declared element type: a float16 sequence would need a Cast
   // that ONNX has no container form of.
@@ -160,7 +170,7 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
     std::string why;
     if (can_run_fp16(*n, policy, &why)) {
       fp16.insert(n.get());
-    } else if (n->precision == DataType::kFloat16) {
+    } else if (n->precision == DataType::kFloat16 && makes_float32(*n)) {
       Status unmet = error(StatusCode::kUnsupported,
                            "held to float16 by the layer precisions, but it cannot run in float16: ", why)
                          .with_node(n->name, n->op_type);

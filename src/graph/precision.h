@@ -43,7 +43,8 @@ Result<Tensor> float16_constant(const Tensor& t, Float16Clamps* clamps);
 
 // Nodes held to a precision (Node::precision) are obeyed: float32 ones stay float32 whatever the
 // backend could do, float16 ones are converted even where their op would stay float32
-// (op_needs_fp32), if the backend runs them so.
+// (op_needs_fp32), if the backend runs them so; a node held to float16 that writes no float32 tensor
+// (Shape, integer arithmetic) is left as it is.
 // Rewrites the graph; returns the number of nodes now computing in float16. Shapes are re-inferred.
 // Constants read by float16 nodes are converted by float16_constant; when a clamp changed any value,
 // one warning says how many and names the first constant.

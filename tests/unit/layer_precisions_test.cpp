@@ -149,6 +149,23 @@ TEST(LayerPrecisions, Float16OverridesAnOpsOwnFloat32Trait) {
   EXPECT_EQ(dtype_read_by(*g, "side_exp"), DataType::kFloat16);
 }
 
+// "*" held to float16: every layer that computes float values runs in float16; Shape, which only
+// reads dims, is left as it is (reading x as it comes, no Cast made for it), and is no error.
+TEST(LayerPrecisions, EveryLayerHeldToFloat16LeavesShapeArithmeticAlone) {
+  OnnxModelBuilder m;  // x [N, 6] with a dynamic N, so that its Shape stays a layer
+  m.input("x", DataType::kFloat32, {"N", 6});
+  m.node("Exp", {"x"}, {"e"}, "exp");
+  m.node("ReduceSum", {"e"}, {"z"}, "sum");
+  m.node("Shape", {"x"}, {"dims"}, "dims");
+  m.output("z", DataType::kFloat32);
+  m.output("dims", DataType::kInt64);
+  auto g = held_and_passed(m, {{"*", DataType::kFloat16}}, 3);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(input0_dtype(*g, "ReduceSum"), DataType::kFloat16) << "Exp and ReduceSum in float16";
+  ASSERT_NE(find_op(*g, "Shape"), nullptr);
+  EXPECT_EQ(find_op(*g, "Shape")->input(0)->name, "x") << "read as it comes: no Cast made for it";
+}
+
 // A layer held to float16 that the device cannot run so: an error naming it under "obey", a
 // warning (and float32) under "prefer".
 TEST(LayerPrecisions, UnmetFloat16FailsUnderObeyAndStaysFloat32UnderPrefer) {
