@@ -207,10 +207,11 @@ def test_engine_layer_precisions(graft_mod, exported):
     """layer_precisions= (trtexec's --layerPrecisions): names and '*' patterns are checked against the
     model's nodes; a CPU engine takes fp32 holds and refuses fp16; on CUDA, an fp16 build whose every
     layer is held to fp32 computes as the fp32 build does, closer to PyTorch than the plain fp16 one."""
+    import copy
     model, path = exported
     x = torch.randn(5, 8)
-    with torch.no_grad():
-        want = model(x).numpy()
+    with torch.no_grad():  # a CPU copy: an earlier test may have moved the module's model to CUDA
+        want = copy.deepcopy(model).cpu()(x).numpy()
     eng = graft_mod.Engine.build(path, shapes={"input": (5, 8)}, layer_precisions={"*Gemm*": "fp32"})
     np.testing.assert_allclose(eng.run({"input": x.numpy()})["output"], want, rtol=1e-4, atol=1e-5)
     with pytest.raises(graft_mod.GraftError, match="'/nope' matches no node"):
