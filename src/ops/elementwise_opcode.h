@@ -28,7 +28,7 @@ enum class EwOp : int32_t {
   kReciprocal = 15,
   kHardSigmoid = 16,  // max(0, min(1, b * a + c))   (b = alpha, c = beta)
   kHardSwish = 17,    // a * max(0, min(1, a / 6 + 0.5))
-  kClip = 18,         // a < b ? b : (a > c ? c : a)  (NaN stays)
+  kClip = 18,         // min(max(a, b), c): c wherever b > c (NaN stays)
   kGeluErf = 19,      // 0.5 a (1 + erf(a / sqrt 2))
   kGeluTanh = 20,     // 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a^3)))
   kRoundHalf = 21,    // float16(a) back to float32

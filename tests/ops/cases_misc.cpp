@@ -90,6 +90,8 @@ OpCaseTable clip_cases() {
   }));
   t.cases.push_back(make_case("both_bounds", {data({4, 6}), data({}, -1.5, -0.5), data({}, 0.5, 1.5)}, {{4, 6}}));
   t.cases.push_back(make_case("long_odd", {data({1029}), data({}, -1.5, -0.5), data({}, 0.5, 1.5)}, {{1029}}));
+  // min above max: every element becomes max (min(max(x, min), max), as ONNX and numpy.clip say).
+  t.cases.push_back(make_case("min_above_max", {data({3, 5}), data({}, 0.5, 1.5), data({}, -1.5, -0.5)}, {{3, 5}}));
   return t;
 }
 

@@ -540,6 +540,28 @@ TEST(FuseElementwise, LongChainWithImmediatesAndCasts) {
   EXPECT_EQ(n->inputs.size(), 2u);
 }
 
+// A Clip whose min is above its max makes every element the max (min(max(x, min), max)), fused or not.
+TEST(FuseElementwise, ClipWithMinAboveMaxGivesTheMax) {
+  const uint32_t seed = std::random_device{}();
+  OnnxModelBuilder b;
+  b.input("x", kF32, {3, 11});
+  b.initializer("lo", scalar(0.75f));
+  b.initializer("hi", scalar(-0.5f));
+  b.node("Neg", {"x"}, {"a"});
+  b.node("Clip", {"a", "lo", "hi"}, {"c"});
+  b.node("Abs", {"c"}, {"y"});
+  b.output("y", kF32);
+  auto g = load(b);
+  ASSERT_TRUE(g);
+  std::mt19937 rng(seed);
+  const std::map<std::string, Tensor> in{{"x", random_tensor(kF32, {3, 11}, rng)}};
+  const Tensor unfused = run_graph(*g, in).at("y");
+  for (int64_t i = 0; i < unfused.numel(); ++i) ASSERT_EQ(unfused.get(i), 0.5) << "index " << i;
+  check_pass(*g, chain_pass, 1, seed);
+  const Tensor fused = run_graph(*g, in).at("y");
+  for (int64_t i = 0; i < fused.numel(); ++i) ASSERT_EQ(fused.get(i), 0.5) << "index " << i;
+}
+
 // Every op whose definition names its GraftElementwise instruction (OpEntry::elementwise_opcode,
 // set with fuses_as where the op is registered) joins a chain, with the unfused graph's outputs.
 TEST(FuseElementwise, EveryOpThatNamesItsInstructionJoinsAChain) {

@@ -312,7 +312,10 @@ Status clip(ExecContext& ctx) {
     if (lo_t) lo = Tr::load(lo_t->data(), 0);
     if (hi_t) hi = Tr::load(hi_t->data(), 0);
     // min(max(x, lo), hi): when lo > hi every element becomes hi, as numpy.clip does. NaN stays.
-    return map_unary<Tr>(ctx, [lo, hi](C x) { return x < lo ? lo : (x > hi ? hi : x) ; });
+    return map_unary<Tr>(ctx, [lo, hi](C x) {
+      const C up = x < lo ? lo : x;
+      return up > hi ? hi : up;
+    });
   }, [&](DataType d) { return bad_dtype(ctx, d); });
 }
 

@@ -65,7 +65,10 @@ __device__ __forceinline__ float unary_f(UnaryOp op, float x, float a, float b) 
     case UnaryOp::kGeluTanh: return 0.5f * x * (1.f + tanhf(0.79788456080286535588f * (x + 0.044715f * x * x * x)));
     case UnaryOp::kHardSigmoid: return fmaxf(0.f, fminf(1.f, a * x + b));
     case UnaryOp::kHardSwish: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
-    case UnaryOp::kClip: return x < a ? a : (x > b ? b : x);
+    case UnaryOp::kClip: {  // min(max(x, a), b): b wherever a > b (ONNX, numpy.clip); NaN stays
+      const float up = x < a ? a : x;
+      return up > b ? b : up;
+    }
     case UnaryOp::kExp: return expf(x);
     case UnaryOp::kLog: return logf(x);
     case UnaryOp::kSqrt: return sqrtf(x);

@@ -118,7 +118,10 @@ float ew_apply(EwOp op, double a, double b, double c) {
     case EwOp::kReciprocal: return round_f32(1.0 / a);
     case EwOp::kHardSigmoid: return round_f32(std::max(0.0, std::min(1.0, b * a + c)));
     case EwOp::kHardSwish: return round_f32(a * std::max(0.0, std::min(1.0, a / 6.0 + 0.5)));
-    case EwOp::kClip: return round_f32(a < b ? b : (a > c ? c : a));
+    case EwOp::kClip: {  // min(max(a, b), c): c wherever b > c; NaN stays
+      const double up = a < b ? b : a;
+      return round_f32(up > c ? c : up);
+    }
     case EwOp::kGeluErf: return round_f32(gelu_erf(a));
     case EwOp::kGeluTanh:
       return round_f32(0.5 * a * (1.0 + std::tanh(0.79788456080286535588 * (a + 0.044715 * a * a * a))));

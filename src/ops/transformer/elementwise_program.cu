@@ -29,7 +29,10 @@ __device__ __forceinline__ float ew_op(int op, float a, float b, float c) {
     case EwOp::kReciprocal: return 1.f / a;
     case EwOp::kHardSigmoid: return fmaxf(0.f, fminf(1.f, b * a + c));
     case EwOp::kHardSwish: return a * fmaxf(0.f, fminf(1.f, a / 6.f + 0.5f));
-    case EwOp::kClip: return a < b ? b : (a > c ? c : a);
+    case EwOp::kClip: {  // min(max(a, b), c): c wherever b > c; NaN stays
+      const float up = a < b ? b : a;
+      return up > c ? c : up;
+    }
     case EwOp::kGeluErf: return 0.5f * a * erfcf(a * -0.70710678118654752440f);  // = 1 + erf, no cancellation
     case EwOp::kGeluTanh: return 0.5f * a * (1.f + tanhf(0.79788456080286535588f * (a + 0.044715f * a * a * a)));
     case EwOp::kRoundHalf: return __half2float(__float2half_rn(a));
