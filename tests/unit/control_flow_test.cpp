@@ -124,6 +124,57 @@ TEST(ControlFlow, IfWithAConstantConditionHasTheChosenBranchsShape) {
   EXPECT_EQ((*engine)->outputs()[0].static_dims, (std::vector<int64_t>{2})) << (*engine)->outputs()[0].shape;
 }
 
+// A branch that cannot be inferred for the model's shapes (ONNX's expanded AffineGrid carries the
+// path for the other rank) does not stop the build while the condition is known only at run time:
+// a run that takes the other branch gives its result, one that takes it fails naming the node.
+TEST(ControlFlow, IfBranchThatCannotBeInferredFailsOnlyTheRunsThatTakeIt) {
+  OnnxModelBuilder m(18);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {4});
+  auto& n = m.node("If", {"c"}, {"r"}, "choose");
+  graph_attr(n, "then_branch").node("Neg", {"x"}, {"neg"}).output("neg");
+  graph_attr(n, "else_branch")
+      .node("Split", {"x"}, {"p0", "p1", "p2", "p3", "p4"}, {{"axis", 0}, {"num_outputs", 5}})
+      .output("p0");
+  m.output("r", DataType::kFloat32);
+  std::mt19937 rng(seed());
+  const Tensor x = random_tensor(DataType::kFloat32, {4}, rng);
+  auto out = run_model(m, {{"c", scalar_bool(true)}, {"x", x}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  testing::expect_values_close(out->at("r"), {-x.get(0), -x.get(1), -x.get(2), -x.get(3)}, 0, "then");
+  out = run_model(m, {{"c", scalar_bool(false)}, {"x", x}});
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_TRUE(contains(out.status().to_string(), "Split")) << out.status().to_string();
+  EXPECT_TRUE(contains(out.status().to_string(), "else_branch")) << out.status().to_string();
+}
+
+// Branches of different ranks leave the If's output rank unknown at build time; a Transpose with a
+// perm after it still builds (perm gives the rank) and runs on what the taken branch made.
+TEST(ControlFlow, TransposeOfAnIfOutputOfUnknownRankTakesItsRankFromPerm) {
+  OnnxModelBuilder m(17);
+  m.input("c", DataType::kBool, {});
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.initializer("flat", Tensor::vector_int64({6}));
+  auto& n = m.node("If", {"c"}, {"r"}, "choose");
+  graph_attr(n, "then_branch").node("Neg", {"x"}, {"neg"}).output("neg");
+  graph_attr(n, "else_branch").node("Reshape", {"x", "flat"}, {"row"}).output("row");
+  auto& t = m.node("Transpose", {"r"}, {"y"}, "swap");
+  OnnxModelBuilder::attr(t, "perm", std::vector<int64_t>{1, 0});
+  m.output("y", DataType::kFloat32);
+  std::mt19937 rng(seed());
+  const Tensor x = random_tensor(DataType::kFloat32, {2, 3}, rng);
+  auto out = run_model(m, {{"c", scalar_bool(true)}, {"x", x}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  ASSERT_EQ(out->at("y").dims(), (std::vector<int64_t>{3, 2}));
+  std::vector<double> want;
+  for (int64_t j = 0; j < 3; ++j)
+    for (int64_t i = 0; i < 2; ++i) want.push_back(-x.get(i * 3 + j));
+  testing::expect_values_close(out->at("y"), want, 0, "then, transposed");
+  out = run_model(m, {{"c", scalar_bool(false)}, {"x", x}});
+  ASSERT_FALSE(out.is_ok());
+  EXPECT_TRUE(contains(out.status().to_string(), "perm")) << out.status().to_string();
+}
+
 TEST(ControlFlow, PlanKeepsCapturesWhosOuterValueAPassRenamed) {
   // The branches read `xi`, an Identity of x that identity removal bypasses: the If's implicit input
   // becomes x, and the plan must write the branches' reads of `xi` as reads of `x`.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "graft/log.h"
 #include "graph/subgraph.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
@@ -362,12 +363,27 @@ Status infer_if(InferContext& ctx) {
                       static_cast<uint64_t>(node.outputs.size()))
           .with_attribute(attr);
   }
-  // A known condition (a constant, or any run) picks the branch: its shapes are exact.
+  // A known condition (a constant, or any run) picks the branch: its shapes are exact, and only its
+  // errors count.
   const Tensor* cond = ctx.input_value(0);
-  if (!cond || cond->numel() != 1 || cond->get(0) != 0)
-    GRAFT_RETURN_IF_ERROR(infer_subgraph(node, "then_branch", *then_g, {}, caps, &then_out));
-  if (!cond || cond->numel() != 1 || cond->get(0) == 0)
-    GRAFT_RETURN_IF_ERROR(infer_subgraph(node, "else_branch", *else_g, {}, caps, &else_out));
+  const bool known = cond && cond->numel() == 1;
+  Status then_st = Status::ok(), else_st = Status::ok();
+  if (!known || cond->get(0) != 0) then_st = infer_subgraph(node, "then_branch", *then_g, {}, caps, &then_out);
+  if (!known || cond->get(0) == 0) else_st = infer_subgraph(node, "else_branch", *else_g, {}, caps, &else_out);
+  if (known || (!then_st && !else_st)) {
+    GRAFT_RETURN_IF_ERROR(then_st);
+    GRAFT_RETURN_IF_ERROR(else_st);
+  } else if (!then_st || !else_st) {
+    // Not known until the model runs, and one branch cannot be inferred for these input shapes: a
+    // branch the condition never selects (a function body's path for the other rank, as ONNX's
+    // expanded AffineGrid has) must not stop the build, as ONNX Runtime runs such models. The other
+    // branch gives the outputs' types; each run infers the branch it takes, and one that cannot be
+    // inferred then fails that run with this error.
+    const Status& bad = then_st ? else_st : then_st;
+    log_warning_once("If '" + node.name + "': " + bad.to_string() +
+                     "; the model builds, and a run whose condition selects that branch will fail");
+    (then_st ? else_out : then_out).clear();
+  }
   for (size_t o = 0; o < node.outputs.size(); ++o) {
     if (then_out.empty()) { ctx.set_output(o, else_out[o].desc); continue; }
     if (else_out.empty()) { ctx.set_output(o, then_out[o].desc); continue; }

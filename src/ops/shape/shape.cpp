@@ -661,6 +661,26 @@ Status infer_flatten(InferContext& ctx) {
 
 Status infer_transpose(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(need_inputs(ctx, 1));
+  if (!ctx.input(0).shape) {
+    // Rank unknown at build time (a value out of an If whose branches differ in rank): perm gives
+    // the output's rank, each dim known once a run has the input; without perm nothing is known yet.
+    TensorDesc out(ctx.input(0).dtype, Shape{});
+    out.shape.reset();
+    if (ctx.attrs().has("perm")) {
+      GRAFT_ASSIGN_OR_RETURN(std::vector<int64_t> perm, ctx.attrs().get_ints("perm", {}));
+      std::vector<bool> seen(perm.size(), false);
+      for (int64_t p : perm) {
+        if (p < 0 || p >= as_i64(perm.size()) || seen[static_cast<size_t>(p)])
+          return ctx.fail("perm is not a permutation of 0..", as_i64(perm.size()) - 1).with_attribute("perm");
+        seen[static_cast<size_t>(p)] = true;
+      }
+      Shape dims;
+      for (size_t i = 0; i < perm.size(); ++i) dims.push_back(ctx.unknown_dim());
+      out.shape = dims;
+    }
+    ctx.set_output(0, out);
+    return Status::ok();
+  }
   GRAFT_ASSIGN_OR_RETURN(Shape s, ctx.input_shape(0));
   const int64_t r = as_i64(s.size());
   std::vector<int64_t> rev(s.size());
