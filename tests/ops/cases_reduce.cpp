@@ -109,6 +109,31 @@ std::vector<OpCaseTable> reduce_case_tables() {
     out.push_back(std::move(t));
   }
 
+  // Opset 20's bool ReduceMax (any) and ReduceMin (all), on the CPU reference.
+  for (bool max : {true, false}) {
+    auto step = max ? std::function<double(double, double)>([](double a, double x) { return std::max(a, x); })
+                    : std::function<double(double, double)>([](double a, double x) { return std::min(a, x); });
+    OpCaseTable b = builtin_table(max ? "ReduceMax" : "ReduceMin",
+                                  [max, step](const std::vector<std::vector<double>>& in,
+                                              const std::vector<std::vector<int64_t>>& dims, const AttributeMap&) {
+                                    return std::vector<std::vector<double>>{reduce_formula(
+                                        in[0], dims[0], in[1], max ? 0.0 : 1.0, step, [](double v, int64_t) { return v; })};
+                                  },
+                                  20);
+    b.cuda_dtypes = {};  // the CUDA reductions keep no bool: such a node runs on the CPU reference there
+    for (auto [label, x, axes, keep, y] :
+         {std::tuple<const char*, Ints, Ints, bool, Ints>{"bool_last_axis", {4, 9}, {1}, false, {4}},
+          {"bool_first_and_last_keep", {3, 4, 5}, {0, 2}, true, {1, 4, 1}}, {"bool_empty_axis", {3, 0}, {1}, false, {3}}}) {
+      CaseInput a{{static_cast<int64_t>(axes.size())}};
+      a.dtype = DataType::kInt64;
+      for (int64_t v : axes) a.values.push_back(static_cast<double>(v));
+      AttributeMap at;
+      at.set("keepdims", int64_t{keep ? 1 : 0});
+      b.cases.push_back(make_case(label, {typed(x, DataType::kBool, 0, 1), a}, {y}, at));
+    }
+    out.push_back(std::move(b));
+  }
+
   // LogSoftmax: x - max - log(sum(exp(x - max))) along one axis.
   OpCaseTable t;
   t.domain = "";

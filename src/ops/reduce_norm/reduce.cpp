@@ -92,6 +92,19 @@ Status reduce(ExecContext& ctx, ReduceKind kind) {
   GRAFT_CHECK(n_out == y.numel(), "output has ", y.numel(), " elements, expected ", n_out);
   GRAFT_ASSIGN_OR_RETURN(detail::BroadcastWalker w, detail::BroadcastWalker::make(x.dims(), {kept}));
 
+  if (x.dtype() == DataType::kBool) {  // ReduceMax and ReduceMin from opset 20: any and all
+    if (kind != ReduceKind::kMax && kind != ReduceKind::kMin)
+      return error(StatusCode::kUnsupported, "reduction of dtype bool is not supported");
+    const uint8_t init = kind == ReduceKind::kMax ? 0 : 1;  // the empty reduction: false, true
+    std::vector<uint8_t> acc(static_cast<size_t>(n_out), init);
+    const auto* in = static_cast<const uint8_t*>(x.data());
+    for (int64_t i = 0; i < x.numel(); ++i, w.next()) {
+      uint8_t& a = acc[w.offset(0)];
+      a = kind == ReduceKind::kMax ? (a | (in[i] != 0)) : (a & (in[i] != 0));
+    }
+    std::memcpy(y.data(), acc.data(), acc.size());
+    return Status::ok();
+  }
   if (dtype_is_integer(x.dtype())) {
     if (kind == ReduceKind::kL2)
       return error(StatusCode::kUnsupported, "ReduceL2 of integer dtype ", dtype_name(x.dtype()), " is not supported");
@@ -237,9 +250,13 @@ namespace {
 Status infer_reduce(InferContext& ctx, bool allow_int) {
   if (!ctx.has_input(0)) return ctx.fail("required input 0 is missing");
   const TensorDesc& x = ctx.input(0);
+  // Opset 20 gave ReduceMax and ReduceMin bool inputs (any and all).
+  const bool bool_ok = ctx.opset() >= 20 && (ctx.node().op_type == "ReduceMax" || ctx.node().op_type == "ReduceMin");
+  if (x.dtype == DataType::kBool && bool_ok) return infer::infer_reduce_shape(ctx, /*axes_int64_only=*/false);
   if (!dtype_is_float(x.dtype) && !(allow_int && dtype_is_integer(x.dtype)))
     return error(StatusCode::kUnsupported, "input 0 has dtype ", dtype_name(x.dtype), "; ", ctx.node().op_type,
-                 " supports float", allow_int ? " and integer" : "", " types");
+                 " supports float", allow_int ? " and integer" : "", " types",
+                 bool_ok || x.dtype != DataType::kBool ? "" : " (and bool from opset 20 for ReduceMax and ReduceMin)");
   return infer::infer_reduce_shape(ctx, /*axes_int64_only=*/false);
 }
 
