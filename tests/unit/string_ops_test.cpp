@@ -261,6 +261,30 @@ TEST(RegexFullMatch, ManyPatternsAcrossEnginesAndThreadsEachMatchTheirOwn) {
   for (const std::string& f : failures) EXPECT_EQ(f, "");
 }
 
+// ---- Equal over strings (opset 19) ------------------------------------------------------------
+
+TEST(StringEqual, ComparesBroadcastStringsFromOpset19) {
+  auto model = [](int64_t opset) {
+    OnnxModelBuilder m(opset, 9);
+    m.input("a", DataType::kString, {2, 3});
+    m.input("b", DataType::kString, {3});
+    m.node("Equal", {"a", "b"}, {"y"}, "eq");
+    m.output("y", DataType::kBool);
+    return m;
+  };
+  const Tensor a = Tensor::from_strings({2, 3}, {"cat", "", "d\xc3\xa9j\xc3\xa0", "dog", "Cat", "d\xc3\xa9j\xc3\xa0"});
+  const Tensor b = Tensor::from_strings({3}, {"cat", "", "d\xc3\xa9j\xc3\xa0 "});
+  auto out = run(model(19), {{"a", a}, {"b", b}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  const Tensor& y = out->at("y");
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{2, 3}));
+  const std::vector<double> want{1, 1, 0, 0, 0, 0};  // byte for byte: case and a trailing space count
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(y.get(i), want[static_cast<size_t>(i)]) << "element " << i;
+  auto old = Engine::build_from_onnx_bytes(model(18).bytes(), {}, "eq.onnx");
+  ASSERT_FALSE(old.is_ok());
+  EXPECT_TRUE(contains(old.status().to_string(), "string")) << old.status().to_string();
+}
+
 // ---- StringNormalizer -------------------------------------------------------------------------
 
 OnnxModelBuilder normalizer_model(std::vector<testing::DimSpec> dims, const std::string& action, int64_t sensitive,

@@ -521,6 +521,20 @@ Status min(ExecContext& ctx) {
 }
 
 Status equal(ExecContext& ctx) {
+  if (ctx.inputs.size() == 2 && ctx.inputs[0] && ctx.inputs[0]->dtype() == DataType::kString) {
+    // Opset 19's string Equal: each pair of broadcast strings compared byte for byte.
+    GRAFT_RETURN_IF_ERROR(check_io(ctx, 2));
+    GRAFT_RETURN_IF_ERROR(same_dtypes(ctx, 0, 2));
+    const Tensor& a = *ctx.inputs[0];
+    const Tensor& b = *ctx.inputs[1];
+    Tensor& y = *ctx.outputs[0];
+    GRAFT_ASSIGN_OR_RETURN(BroadcastWalker w, BroadcastWalker::make(y.dims(), {a.dims(), b.dims()}));
+    const auto* sa = a.data_as<std::string>();
+    const auto* sb = b.data_as<std::string>();
+    auto* out = static_cast<uint8_t*>(y.data());
+    for (int64_t i = 0, n = y.numel(); i < n; ++i, w.next()) out[i] = sa[w.offset(0)] == sb[w.offset(1)] ? 1 : 0;
+    return Status::ok();
+  }
   return compare(ctx, [](auto a, auto b) { return a == b; }, /*allow_bool=*/true);
 }
 Status less(ExecContext& ctx) {
@@ -1039,7 +1053,16 @@ Status infer_sum(InferContext& ctx) {
 Status infer_min(InferContext& ctx) { return infer_variadic(ctx, dim_min); }
 
 Status infer_equal(InferContext& ctx) {
-  GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kAllTypes, kBool));
+  if (ctx.opset() >= 19) {  // opset 19 added string tensors
+    static const std::vector<DataType> kWithStrings = [] {
+      std::vector<DataType> t = kAllTypes;
+      t.push_back(DataType::kString);
+      return t;
+    }();
+    GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kWithStrings, kBool));
+  } else {
+    GRAFT_RETURN_IF_ERROR(infer_broadcast_binary(ctx, kAllTypes, kBool));
+  }
   propagate_sym(ctx, {0, 1}, [](const std::vector<Dim>& a) { return dim_eq(a[0], a[1]); });
   return Status::ok();
 }
@@ -1210,7 +1233,7 @@ void append_elementwise_ops(std::vector<OpEntry>& out) {
       fuses_as(EwOp::kDiv, elementwise_binary({"Div", 11, infer_div, cpu::div})),
       fuses_as(EwOp::kMax, elementwise_binary({"Max", 11, infer_max, cpu::max})),
       fuses_as(EwOp::kMin, elementwise_binary({"Min", 11, infer_min, cpu::min})),
-      {"Equal", 11, infer_equal, cpu::equal},
+      takes_strings({"Equal", 11, infer_equal, cpu::equal}),  // strings from opset 19
       {"Less", 11, infer_less, cpu::less},
       {"Greater", 11, infer_greater, cpu::greater},
       {"Where", 11, infer_where, cpu::where},
