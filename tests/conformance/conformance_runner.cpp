@@ -128,6 +128,19 @@ std::vector<std::pair<std::string, std::string>> unsupported_ops(const onnx::Mod
   return out;
 }
 
+// The cases of the suites that need a looser tolerance than the suite's, each with why.
+struct LooserTolerance {
+  double atol;
+  const char* why;
+};
+const std::map<std::string, LooserTolerance> kLooserTolerances = {
+    // onnx >= 1.19 computes these expected values with numpy 2's single-precision FFT of float32 data
+    // (values up to about 1e2): outputs that are 0 exactly come out as float32 rounding noise up to
+    // about 2e-6, where graft, summing in double, gives about 1e-15.
+    {"test_dft_inverse", {1e-5, "expected values from a float32 FFT: exact zeros carry float32 rounding noise"}},
+    {"test_dft_inverse_opset19", {1e-5, "expected values from a float32 FFT: exact zeros carry float32 rounding noise"}},
+};
+
 std::string first_line(const std::string& s) {
   std::string l = s.substr(0, s.find('\n'));
   return l.size() > 300 ? l.substr(0, 300) + "..." : l;
@@ -250,8 +263,10 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
     output_names.push_back(v.name());
   }
 
-  // Tolerances: the suite's defaults, or the case's data.json (the `real` models carry one).
+  // Tolerances: the suite's defaults, or the case's data.json (the `real` models carry one), or
+  // the looser ones kLooserTolerances lists with its reason.
   double rtol = 1e-3, atol = 1e-7;
+  if (auto it = kLooserTolerances.find(dir.filename().string()); it != kLooserTolerances.end()) atol = it->second.atol;
   if (fs::exists(dir / "data.json")) {
     auto j = nlohmann::json::parse(std::ifstream(dir / "data.json"), nullptr, false);
     if (j.is_object()) {

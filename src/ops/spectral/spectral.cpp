@@ -103,16 +103,24 @@ Result<SpectralLayout> dft_layout(const std::vector<int64_t>& x_dims, int64_t ax
     if (a.axis_is_attribute) st.with_attribute("axis");
     return st;
   }
-  if (a.onesided && c == 2)
+  const bool irfft = a.onesided && a.inverse;  // one-sided spectrum in, real signal out
+  if (a.onesided && c == 2 && !irfft)
     return attr_error("onesided",
-                      "is 1 but the input is complex (last dim 2); a onesided DFT takes real input");
+                      "is 1 but the input is complex (last dim 2); a onesided forward DFT takes real input");
   const int64_t len = x_dims[static_cast<size_t>(*ax)];
   int64_t n = len;
+  if (irfft && !dft_length) {
+    // numpy's irfft: an even signal of 2 * (bins - 1) samples unless dft_length says otherwise.
+    if (len < 2)
+      return error(StatusCode::kInvalidModel, "an inverse onesided DFT over ", len,
+                   " bin(s) needs dft_length (2 * (bins - 1) samples would be none)");
+    n = 2 * (len - 1);
+  }
   if (dft_length) {
     n = *dft_length;
     if (n < 1) return error(StatusCode::kInvalidModel, "dft_length must be >= 1, got ", n);
     GRAFT_RETURN_IF_ERROR(check_length(n, "dft_length"));
-  } else {
+  } else if (!irfft) {
     if (len < 1)
       return error(StatusCode::kInvalidModel, "the DFT axis ", *ax, " of input ", ints_to_string(x_dims),
                    " is empty and no dft_length is given");
@@ -125,10 +133,11 @@ Result<SpectralLayout> dft_layout(const std::vector<int64_t>& x_dims, int64_t ax
       return error(StatusCode::kInvalidModel, "input ", ints_to_string(x_dims), " has too many elements");
   }
   l.n = n;
-  l.bins = a.onesided ? n / 2 + 1 : n;
-  l.terms = std::min(len, n);
+  l.bins = irfft ? n : a.onesided ? n / 2 + 1 : n;
+  l.terms = irfft ? std::min(len, n / 2 + 1) : std::min(len, n);
   l.complex_input = c == 2;
   l.inverse = a.inverse;
+  l.real_output = irfft;
   l.inner_stride = c;
   l.term_stride = l.inner * c;
   l.frame_stride = 0;
@@ -238,6 +247,39 @@ Status spectral_sum(const SpectralLayout& l, const Tensor& x, const Tensor* wind
       sn[static_cast<size_t>(j)] = std::sin(t);
     }
   }
+  auto twiddle = [&](int64_t j, double* c, double* s) {
+    if (table) {
+      *c = cs[static_cast<size_t>(j)];
+      *s = sn[static_cast<size_t>(j)];
+    } else {
+      const double t = 2 * kPi * static_cast<double>(j) / static_cast<double>(l.n);
+      *c = std::cos(t);
+      *s = std::sin(t);
+    }
+  };
+  if (l.real_output) {  // irfft (spectral.h): one real value per output sample
+    int64_t o = 0;
+    for (int64_t a = 0; a < l.batch; ++a)
+      for (int64_t t = 0; t < l.bins; ++t)
+        for (int64_t i = 0; i < l.inner; ++i, ++o) {
+          const int64_t base = a * l.batch_stride + i * l.inner_stride;
+          double sum = 0;
+          int64_t j = 0;  // k * t mod n
+          for (int64_t k = 0; k < l.terms; ++k) {
+            const int64_t off = base + k * l.term_stride;
+            const double xr = xs[static_cast<size_t>(off)];
+            const double xi = l.complex_input ? xs[static_cast<size_t>(off + 1)] : 0.0;
+            const double weight = k == 0 || 2 * k == l.n ? 1.0 : 2.0;
+            double c, s;
+            twiddle(j, &c, &s);
+            sum += weight * (xr * c - xi * s);
+            j += t;
+            if (j >= l.n) j -= l.n;
+          }
+          y.set(o, sum / static_cast<double>(l.n));
+        }
+    return Status::ok();
+  }
   const double sign = l.inverse ? 1.0 : -1.0;
   const double scale = l.inverse ? 1.0 / static_cast<double>(l.n) : 1.0;
   int64_t o = 0;
@@ -257,14 +299,7 @@ Status spectral_sum(const SpectralLayout& l, const Tensor& x, const Tensor* wind
               xi *= ws[static_cast<size_t>(m)];
             }
             double c, s;
-            if (table) {
-              c = cs[static_cast<size_t>(j)];
-              s = sn[static_cast<size_t>(j)];
-            } else {
-              const double t = 2 * kPi * static_cast<double>(j) / static_cast<double>(l.n);
-              c = std::cos(t);
-              s = std::sin(t);
-            }
+            twiddle(j, &c, &s);
             s *= sign;
             re += xr * c - xi * s;
             im += xr * s + xi * c;
@@ -390,9 +425,10 @@ Status infer_dft(InferContext& ctx) {
   }
   const int64_t rank = x.rank();
   if (rank < 2) return ctx.fail("input must be [signal dims..., 1 or 2] (rank >= 2), got ", x.to_string());
-  GRAFT_RETURN_IF_ERROR(check_complex_dim(ctx, x.shape->back(), a.onesided, "input"));
+  const bool irfft = a.onesided && a.inverse;  // spectral.h: a real signal out
+  GRAFT_RETURN_IF_ERROR(check_complex_dim(ctx, x.shape->back(), a.onesided && !irfft, "input"));
   Shape out = *x.shape;
-  out.back() = Dim(2);
+  out.back() = Dim(irfft ? 1 : 2);
   if (!axis_known) {
     // Any signal axis may be the transformed one: only the rank and the re/im axis are known.
     for (int64_t d = 0; d < rank - 1; ++d) out[static_cast<size_t>(d)] = ctx.unknown_dim();
@@ -406,7 +442,7 @@ Status infer_dft(InferContext& ctx) {
     return st;
   }
   const Dim& len = (*x.shape)[static_cast<size_t>(*ax)];
-  if (!ctx.has_input(1)) {
+  if (!ctx.has_input(1) && !irfft) {
     if (len.is_const() && len.value() == 0)
       return ctx.fail("the DFT axis ", *ax, " of input ", x.to_string(),
                       " is empty and no dft_length is given");
@@ -416,8 +452,12 @@ Status infer_dft(InferContext& ctx) {
   if (n_unknown) {
     bins = ctx.unknown_dim();
   } else {
-    const Dim nn = n ? *n : len;
-    bins = a.onesided ? floor_div(nn, Dim(2)) + Dim(1) : nn;
+    if (irfft) {
+      bins = n ? *n : (len - Dim(1)) * Dim(2);
+    } else {
+      const Dim nn = n ? *n : len;
+      bins = a.onesided ? floor_div(nn, Dim(2)) + Dim(1) : nn;
+    }
   }
   out[static_cast<size_t>(*ax)] = bins;
   // With every number known, the kernel's own checks (work bound included) run here already.

@@ -169,7 +169,15 @@ Status launch(CudaExec& ex, const graft::SpectralLayout& l, const Tensor& x, con
 // ---- DFT --------------------------------------------------------------------------------------------
 
 // The keys: dft_length (if given) int32/int64, axis (if given) int64.
-bool dft_supports(const Node& n, std::string* why) { return float_io(n, why); }
+// The inverse onesided DFT (irfft: a real signal out) has no CUDA kernel yet: such a node runs on
+// the CPU reference, and the placement summary says why.
+bool dft_supports(const Node& n, std::string* why) {
+  if (!float_io(n, why)) return false;
+  auto a = graft::dft_attrs(n.attrs, n.opset);
+  if (a && a.value().inverse && a.value().onesided)
+    return reject(why, "the inverse onesided DFT (a real signal from a one-sided spectrum) has no CUDA kernel");
+  return true;
+}
 
 Status dft_run(CudaExec& ex) {
   const Tensor* x = input_or_null(ex, 0);
@@ -191,6 +199,8 @@ Status dft_run(CudaExec& ex) {
   }
   auto l = graft::dft_layout(x->dims(), a.value().axis, n, a.value());
   if (!l) return with_node(ex, l.status());
+  if (l.value().real_output)
+    return fail(ex, StatusCode::kUnsupported, "the inverse onesided DFT has no CUDA kernel");
   return launch(ex, l.value(), *x, nullptr);
 }
 

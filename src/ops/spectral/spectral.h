@@ -34,7 +34,12 @@ struct SpectralLayout {
   int64_t n = 1;      // the transform length (the period of the twiddles)
   bool complex_input = false;
   bool inverse = false;
-  int64_t out_numel() const { return batch * frames * bins * inner * 2; }
+  // DFT with inverse and onesided (numpy's irfft): x holds bins 0..terms-1 of a spectrum that is
+  // Hermitian over n, and y is real, [batch, n, inner, 1]: y[t] = (1/n) sum_k c_k Re(x_k e^{2 pi j k t / n})
+  // over k <= n/2, c_k = 1 for k = 0 and for k = n/2 (n even), 2 otherwise: the imaginary parts of
+  // those two bins are ignored, as numpy's (and ONNX's reference) irfft ignores them. `bins` is n.
+  bool real_output = false;
+  int64_t out_numel() const { return batch * frames * bins * inner * (real_output ? 1 : 2); }
 };
 
 // DFT's attributes. Before opset 20 the axis is the attribute `axis` (default 1); from opset 20 on
