@@ -140,6 +140,76 @@ Values resize_formula(const Values& in, const DimsList& dims, const AttributeMap
   return {y};
 }
 
+// Opset 18's antialiased linear and cubic Resize, written as the filter stretched by 1 / s on each
+// axis (s = min(scale, 1)): output sample x reads every input j with weight k(s * (j - x)), k the
+// triangle max(0, 1 - |t|) or Keys' kernel, edge values beyond the input (or, with exclude_outside,
+// those taps dropped), the weights normalized per axis. At s = 1 this is the plain interpolation.
+Values antialias_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const Ints& d = dims[0];
+  const size_t rank = d.size();
+  const bool cubic = a.get_string("mode", "nearest").value() == "cubic";
+  const std::string transform = a.get_string("coordinate_transformation_mode", "half_pixel").value();
+  const double c = a.get_float("cubic_coeff_a", -0.75f).value();
+  const bool exclude = a.get_int("exclude_outside", 0).value() != 0;
+  std::vector<double> scale(rank);
+  Ints out(rank);
+  const bool by_sizes = in.size() > 3 && !in[3].empty();
+  for (size_t k = 0; k < rank; ++k) {
+    scale[k] = by_sizes ? in[3][k] / static_cast<double>(d[k]) : in[2][k];
+    out[k] = by_sizes ? static_cast<int64_t>(in[3][k]) : static_cast<int64_t>(std::floor(static_cast<double>(d[k]) * scale[k]));
+  }
+  // Per axis and output coordinate: (input index, weight).
+  std::vector<std::vector<std::vector<std::pair<int64_t, double>>>> taps(rank);
+  for (size_t k = 0; k < rank; ++k)
+    for (int64_t o = 0; o < out[k]; ++o) {
+      const double x = source_coordinate(transform, o, d[k], out[k], scale[k]);
+      const double s = std::min(scale[k], 1.0);
+      const int64_t reach = static_cast<int64_t>(std::ceil((cubic ? 2.0 : 1.0) / s)) + 1;
+      std::vector<std::pair<int64_t, double>> t;
+      double sum = 0;
+      for (int64_t j = static_cast<int64_t>(std::floor(x)) - reach; j <= static_cast<int64_t>(std::floor(x)) + reach; ++j) {
+        const double u = s * (static_cast<double>(j) - x);
+        double w = cubic ? keys(u, c) : std::max(0.0, 1.0 - std::fabs(u));
+        if (exclude && (j < 0 || j >= d[k])) w = 0.0;
+        if (w == 0.0) continue;
+        t.push_back({std::clamp<int64_t>(j, 0, d[k] - 1), w});
+        sum += w;
+      }
+      for (auto& tap : t) tap.second /= sum;
+      taps[k].push_back(std::move(t));
+    }
+  std::vector<double> y(static_cast<size_t>(count(out)));
+  for (int64_t i = 0; i < count(out); ++i) {
+    Ints oi(rank);
+    for (int64_t rem = i, k = static_cast<int64_t>(rank) - 1; k >= 0; --k) {
+      oi[static_cast<size_t>(k)] = rem % out[static_cast<size_t>(k)];
+      rem /= out[static_cast<size_t>(k)];
+    }
+    double acc = 0;
+    std::vector<size_t> pick(rank, 0);
+    for (bool more = true; more;) {
+      double w = 1;
+      int64_t src = 0;
+      for (size_t k = 0; k < rank; ++k) {
+        const auto& tap = taps[k][static_cast<size_t>(oi[k])][pick[k]];
+        w *= tap.second;
+        src = src * d[k] + tap.first;
+      }
+      acc += w * in[0][static_cast<size_t>(src)];
+      more = false;
+      for (size_t k = rank; k-- > 0;) {
+        if (++pick[k] < taps[k][static_cast<size_t>(oi[k])].size()) {
+          more = true;
+          break;
+        }
+        pick[k] = 0;
+      }
+    }
+    y[static_cast<size_t>(i)] = acc;
+  }
+  return {y};
+}
+
 AttributeMap resize_attrs(const char* mode, const char* transform, const char* nearest = "round_prefer_floor") {
   AttributeMap a;
   a.set("mode", std::string(mode));
@@ -184,7 +254,32 @@ std::vector<OpCaseTable> resize_case_tables() {
   exclude.set("cubic_coeff_a", -0.5f);
   t.cases.push_back(make_case("cubic_exclude_outside_a_half", {data({1, 3, 4, 4}), none, scales({1, 1, 1.5, 2.5})},
                               {{1, 3, 6, 10}}, exclude));
-  return {t};
+
+  // Opset 18's antialias: downsampling averages every input under the stretched filter. The CUDA
+  // Resize has no antialiased kernel (a CUDA engine places such a node on the CPU reference).
+  OpCaseTable aa = builtin_table("Resize", antialias_formula, 18);
+  auto antialiased = [](const char* mode, const char* transform) {
+    AttributeMap m = resize_attrs(mode, transform);
+    m.set("antialias", int64_t{1});
+    return m;
+  };
+  const char* kCpuOnly = "the CUDA Resize has no antialiased kernel";
+  AttributeMap cubic_exclude = antialiased("cubic", "half_pixel");
+  cubic_exclude.set("exclude_outside", int64_t{1});
+  for (OpCase c : {make_case("linear_scales_down", {data({1, 2, 9, 11}), none, scales({1, 1, 0.6, 0.45})}, {{1, 2, 5, 4}},
+                             antialiased("linear", "half_pixel")),
+                   make_case("cubic_sizes_down", {data({2, 1, 13, 8}), none, no_roi(), int64_values({2, 1, 4, 3})},
+                             {{2, 1, 4, 3}}, antialiased("cubic", "half_pixel")),
+                   make_case("linear_down_one_axis_up_other", {data({1, 3, 10, 4}), none, scales({1, 1, 0.3, 1.75})},
+                             {{1, 3, 3, 7}}, antialiased("linear", "pytorch_half_pixel")),
+                   make_case("cubic_exclude_outside_down", {data({1, 1, 12, 12}), none, scales({1, 1, 0.4, 0.25})},
+                             {{1, 1, 4, 3}}, cubic_exclude),
+                   make_case("linear_asymmetric_down", {data({1, 2, 7, 7}), none, scales({1, 1, 0.5, 0.5})}, {{1, 2, 3, 3}},
+                             antialiased("linear", "asymmetric"))}) {
+    c.cpu_only_because = kCpuOnly;
+    aa.cases.push_back(std::move(c));
+  }
+  return {t, aa};
 }
 
 }  // namespace graft::optest

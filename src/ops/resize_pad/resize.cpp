@@ -150,6 +150,10 @@ namespace cpu {
 
 namespace {
 
+// The most taps one axis of an antialiased Resize may have in all (each output sample reads about
+// 2 / scale or 4 / scale inputs).
+constexpr int64_t kMaxAntialiasTaps = int64_t{1} << 26;
+
 // Keys' cubic convolution weight at distance x with parameter a.
 double cubic_weight(double x, double a) {
   x = std::fabs(x);
@@ -195,6 +199,47 @@ int64_t nearest_index(const std::string& mode, double x) {
   return saturating_int64(std::ceil(x));
 }
 
+// Antialiased linear or cubic taps when downsampling (opset 18), as ONNX's reference computes them:
+// the filter stretched by 1 / scale, so each output averages every input sample under it. With
+// r = x - floor(x) taken in (0, 1] (an integral x counts as r = 1 from the sample below it), tap i
+// reads input floor(x) + i (edge values beyond the input) with weight f(scale * (i - r)), f the
+// triangle 1 - |t| (linear, i from floor(-1/scale) + 1) or Keys' cubic (cubic, i from
+// floor(-2/scale) + 1), symmetric about r, and the weights are normalized to sum to 1.
+// exclude_outside then drops the taps outside the input and normalizes again.
+AxisTaps antialias_taps(const ResizeAttrs& a, double x, int64_t in, double scale) {
+  AxisTaps t;
+  double f = std::floor(x), ratio = x - f;
+  if (ratio == 0.0) {
+    ratio = 1.0;
+    f -= 1.0;
+  }
+  const bool cubic = a.mode == ResizeAttrs::Mode::kCubic;
+  const int64_t start = saturating_int64(std::floor((cubic ? -2.0 : -1.0) / scale)) + 1;
+  const int64_t end = 2 - start;  // exclusive: the taps are symmetric about the sample
+  const int64_t base = std::clamp<int64_t>(saturating_int64(f), -in - 4, 2 * in + 4);
+  double total = 0.0;
+  for (int64_t i = start; i < end; ++i) {
+    const double arg = scale * (static_cast<double>(i) - ratio);
+    const double w = cubic ? cubic_weight(arg, a.cubic_coeff_a) : std::clamp(1.0 - std::fabs(arg), 0.0, 1.0);
+    t.index.push_back(std::clamp<int64_t>(base + i, 0, in - 1));
+    t.weight.push_back(w);
+    total += w;
+  }
+  if (total != 0.0)
+    for (double& w : t.weight) w /= total;
+  if (a.exclude_outside) {
+    double kept = 0.0;
+    for (size_t k = 0; k < t.weight.size(); ++k) {
+      const int64_t i = base + start + static_cast<int64_t>(k);
+      if (i < 0 || i >= in) t.weight[k] = 0.0;
+      kept += t.weight[k];
+    }
+    if (kept != 0.0)
+      for (double& w : t.weight) w /= kept;
+  }
+  return t;
+}
+
 AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, double resized, double scale,
                   double rs, double re, bool identity) {
   AxisTaps t;
@@ -209,6 +254,8 @@ AxisTaps taps_for(const ResizeAttrs& a, int64_t o, int64_t in, int64_t out, doub
     return t;
   }
   auto clamp = [in](int64_t i) { return std::clamp<int64_t>(i, 0, in - 1); };
+  if (a.antialias && scale < 1.0 && a.mode != ResizeAttrs::Mode::kNearest)
+    return antialias_taps(a, x, in, scale);
   switch (a.mode) {
     case ResizeAttrs::Mode::kNearest:
       t.index = {clamp(nearest_index(a.nearest_mode, x))};
@@ -265,9 +312,16 @@ Status resize(ExecContext& ctx) {
   if (a.antialias)
     for (size_t ax = 0; ax < scale.size(); ++ax)
       if (scale[ax] < 1.0 && a.mode != ResizeAttrs::Mode::kNearest) {
-        Status st = error(StatusCode::kUnsupported, "antialiased downsampling is not supported");
-        st.with_attribute("antialias");
-        return st;
+        // Each output sample reads about 2 / scale (linear) or 4 / scale (cubic) inputs on this axis:
+        // bounded, so that a tiny scale cannot ask for a tap table of unbounded size.
+        const long double taps = (a.mode == ResizeAttrs::Mode::kCubic ? 4.0L : 2.0L) / scale[ax] + 2.0L;
+        if (taps * static_cast<long double>(out_dims[ax]) > static_cast<long double>(kMaxAntialiasTaps)) {
+          Status st = error(StatusCode::kUnsupported, "antialiased downsampling of axis ", ax, " by a scale of ",
+                            scale[ax], " to ", out_dims[ax], " samples would read more than ", kMaxAntialiasTaps,
+                            " input samples");
+          st.with_attribute("antialias");
+          return st;
+        }
       }
   const size_t r = out_dims.size();
   std::vector<double> roi_start(r, 0.0), roi_end(r, 1.0);
