@@ -34,6 +34,33 @@ double keys(double s, double c) {
   return 0;
 }
 
+using Taps = std::vector<std::pair<int64_t, double>>;  // (input index, weight) along one axis
+
+// sum over every combination of one tap per axis of the product of their weights times x there.
+double separable_sum(const std::vector<const Taps*>& taps, const Ints& d, const std::vector<double>& x) {
+  const size_t rank = taps.size();
+  double acc = 0;
+  std::vector<size_t> pick(rank, 0);
+  for (bool more = true; more;) {
+    double w = 1;
+    int64_t src = 0;
+    for (size_t k = 0; k < rank; ++k) {
+      w *= (*taps[k])[pick[k]].second;
+      src = src * d[k] + (*taps[k])[pick[k]].first;
+    }
+    acc += w * x[static_cast<size_t>(src)];
+    more = false;
+    for (size_t k = rank; k-- > 0;) {
+      if (++pick[k] < taps[k]->size()) {
+        more = true;
+        break;
+      }
+      pick[k] = 0;
+    }
+  }
+  return acc;
+}
+
 Values resize_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
   const Ints& d = dims[0];
   const size_t rank = d.size();
@@ -57,7 +84,7 @@ Values resize_formula(const Values& in, const DimsList& dims, const AttributeMap
   if (mode == "cubic") {
     const double c = a.get_float("cubic_coeff_a", -0.75f).value();
     const bool exclude = a.get_int("exclude_outside", 0).value() != 0;
-    std::vector<std::vector<std::pair<int64_t, double>>> taps(rank);  // per axis: (input index, weight)
+    std::vector<Taps> taps(rank);  // per axis
     for (int64_t i = 0; i < count(out); ++i) {
       int64_t rem = i;
       for (size_t k = rank; k-- > 0;) {
@@ -81,27 +108,9 @@ Values resize_formula(const Values& in, const DimsList& dims, const AttributeMap
         if (exclude)
           for (auto& tap : taps[k]) tap.second /= sum;
       }
-      // The sum over every combination of one tap per axis.
-      double acc = 0;
-      std::vector<size_t> pick(rank, 0);
-      for (bool more = true; more;) {
-        double w = 1;
-        int64_t src = 0;
-        for (size_t k = 0; k < rank; ++k) {
-          w *= taps[k][pick[k]].second;
-          src = src * d[k] + taps[k][pick[k]].first;
-        }
-        acc += w * in[0][src];
-        more = false;
-        for (size_t k = rank; k-- > 0;) {
-          if (++pick[k] < taps[k].size()) {
-            more = true;
-            break;
-          }
-          pick[k] = 0;
-        }
-      }
-      y[i] = acc;
+      std::vector<const Taps*> per_axis;
+      for (const Taps& t : taps) per_axis.push_back(&t);
+      y[i] = separable_sum(per_axis, d, in[0]);
     }
     return {y};
   }
@@ -158,14 +167,13 @@ Values antialias_formula(const Values& in, const DimsList& dims, const Attribute
     scale[k] = by_sizes ? in[3][k] / static_cast<double>(d[k]) : in[2][k];
     out[k] = by_sizes ? static_cast<int64_t>(in[3][k]) : static_cast<int64_t>(std::floor(static_cast<double>(d[k]) * scale[k]));
   }
-  // Per axis and output coordinate: (input index, weight).
-  std::vector<std::vector<std::vector<std::pair<int64_t, double>>>> taps(rank);
+  std::vector<std::vector<Taps>> taps(rank);  // per axis and output coordinate
   for (size_t k = 0; k < rank; ++k)
     for (int64_t o = 0; o < out[k]; ++o) {
       const double x = source_coordinate(transform, o, d[k], out[k], scale[k]);
       const double s = std::min(scale[k], 1.0);
       const int64_t reach = static_cast<int64_t>(std::ceil((cubic ? 2.0 : 1.0) / s)) + 1;
-      std::vector<std::pair<int64_t, double>> t;
+      Taps t;
       double sum = 0;
       for (int64_t j = static_cast<int64_t>(std::floor(x)) - reach; j <= static_cast<int64_t>(std::floor(x)) + reach; ++j) {
         const double u = s * (static_cast<double>(j) - x);
@@ -185,27 +193,9 @@ Values antialias_formula(const Values& in, const DimsList& dims, const Attribute
       oi[static_cast<size_t>(k)] = rem % out[static_cast<size_t>(k)];
       rem /= out[static_cast<size_t>(k)];
     }
-    double acc = 0;
-    std::vector<size_t> pick(rank, 0);
-    for (bool more = true; more;) {
-      double w = 1;
-      int64_t src = 0;
-      for (size_t k = 0; k < rank; ++k) {
-        const auto& tap = taps[k][static_cast<size_t>(oi[k])][pick[k]];
-        w *= tap.second;
-        src = src * d[k] + tap.first;
-      }
-      acc += w * in[0][static_cast<size_t>(src)];
-      more = false;
-      for (size_t k = rank; k-- > 0;) {
-        if (++pick[k] < taps[k][static_cast<size_t>(oi[k])].size()) {
-          more = true;
-          break;
-        }
-        pick[k] = 0;
-      }
-    }
-    y[static_cast<size_t>(i)] = acc;
+    std::vector<const Taps*> per_axis;
+    for (size_t k = 0; k < rank; ++k) per_axis.push_back(&taps[k][static_cast<size_t>(oi[k])]);
+    y[static_cast<size_t>(i)] = separable_sum(per_axis, d, in[0]);
   }
   return {y};
 }
