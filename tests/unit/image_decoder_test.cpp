@@ -92,6 +92,127 @@ TEST(ImageDecoder, JpegDecodesToItsPixelsInRgbBgrAndGray) {
   }
 }
 
+// ---- BMP and PNM, written here byte by byte --------------------------------------------------
+
+void put16(std::vector<uint8_t>& v, uint32_t x) { v.push_back(x & 0xFF); v.push_back((x >> 8) & 0xFF); }
+void put32(std::vector<uint8_t>& v, uint32_t x) { put16(v, x & 0xFFFF); put16(v, x >> 16); }
+
+// An uncompressed BMP of `rgb` (w x h): 24 or 32 bits, or 8 bits through `palette` (RGB triples, the
+// pixels then being indices in rgb[3 * p]); bottom-up rows unless top_down.
+std::vector<uint8_t> encode_bmp(int w, int h, const std::vector<uint8_t>& rgb, int bpp, bool top_down,
+                                const std::vector<uint8_t>& palette = {}) {
+  const uint32_t row = static_cast<uint32_t>((bpp * w + 31) / 32 * 4);
+  const uint32_t pal = static_cast<uint32_t>(palette.size() / 3 * 4);
+  const uint32_t offset = 54 + pal;
+  std::vector<uint8_t> v = {'B', 'M'};
+  put32(v, offset + row * static_cast<uint32_t>(h));
+  put32(v, 0);
+  put32(v, offset);
+  put32(v, 40);
+  put32(v, static_cast<uint32_t>(w));
+  put32(v, static_cast<uint32_t>(top_down ? -h : h));
+  put16(v, 1);
+  put16(v, static_cast<uint32_t>(bpp));
+  for (uint32_t x : {0u, row * static_cast<uint32_t>(h), 2835u, 2835u, static_cast<uint32_t>(palette.size() / 3), 0u}) put32(v, x);
+  for (size_t e = 0; e + 2 < palette.size(); e += 3) v.insert(v.end(), {palette[e + 2], palette[e + 1], palette[e], 0});
+  for (int r = 0; r < h; ++r) {
+    const int y = top_down ? r : h - 1 - r;
+    size_t written = 0;
+    for (int x = 0; x < w; ++x) {
+      const uint8_t* p = rgb.data() + static_cast<size_t>((y * w + x) * 3);
+      if (bpp == 8) {
+        v.push_back(p[0]);
+        written += 1;
+      } else {
+        v.insert(v.end(), {p[2], p[1], p[0]});
+        if (bpp == 32) v.push_back(0x5A);  // the byte Pillow ignores
+        written += static_cast<size_t>(bpp / 8);
+      }
+    }
+    for (; written < row; ++written) v.push_back(0xEE);  // padding, never read as a pixel
+  }
+  return v;
+}
+
+// Binary PPM (P6) or PGM (P5, from the red channel) with a comment in the header.
+std::vector<uint8_t> encode_pnm(int w, int h, const std::vector<uint8_t>& rgb, bool gray, int maxval = 255) {
+  const std::string head = std::string(gray ? "P5" : "P6") + "\n# made by graft's test\n" + std::to_string(w) + " " +
+                           std::to_string(h) + "\n" + std::to_string(maxval) + "\n";
+  std::vector<uint8_t> v(head.begin(), head.end());
+  for (int p = 0; p < w * h; ++p)
+    for (int c = 0; c < (gray ? 1 : 3); ++c) v.push_back(rgb[static_cast<size_t>(p * 3 + c)]);
+  return v;
+}
+
+// The decoded image against the RGB pixels it was written from, in each pixel format (gray sources
+// repeat their value; Grayscale is Pillow's ITU-R 601-2 luma).
+void expect_pixels(const Tensor& x, int w, int h, const std::vector<uint8_t>& rgb, bool gray_source,
+                   const std::string& what) {
+  for (const char* f : {"RGB", "BGR", "Grayscale"}) {
+    auto r = run_op("ImageDecoder", {x}, format(f), 20);
+    ASSERT_TRUE(r.is_ok()) << what << " " << f << ": " << r.status().to_string();
+    const Tensor& img = r.value()[0];
+    const int64_t c = std::string(f) == "Grayscale" ? 1 : 3;
+    ASSERT_EQ(img.dims(), (std::vector<int64_t>{h, w, c})) << what << " " << f;
+    for (int p = 0; p < w * h; ++p) {
+      int R = rgb[static_cast<size_t>(p * 3)], G = rgb[static_cast<size_t>(p * 3 + 1)], B = rgb[static_cast<size_t>(p * 3 + 2)];
+      if (gray_source) G = B = R;
+      const std::vector<int> want = c == 1 ? std::vector<int>{gray_source ? R : (R * 19595 + G * 38470 + B * 7471 + 0x8000) >> 16}
+                                    : std::string(f) == "BGR" ? std::vector<int>{B, G, R} : std::vector<int>{R, G, B};
+      for (int k = 0; k < c; ++k)
+        ASSERT_EQ(static_cast<int>(img.get(p * c + k)), want[static_cast<size_t>(k)]) << what << " " << f << " pixel " << p;
+    }
+  }
+}
+
+TEST(ImageDecoder, BmpAndPnmDecodeToTheirPixelsExactly) {
+  const uint32_t seed = std::random_device{}();
+  SCOPED_TRACE("seed " + std::to_string(seed));
+  std::mt19937 rng(seed);
+  const int w = 7, h = 5;  // rows of 21 or 7 bytes: padded in a BMP
+  std::vector<uint8_t> rgb(static_cast<size_t>(w * h * 3));
+  for (uint8_t& v : rgb) v = static_cast<uint8_t>(rng() & 0xFF);
+  expect_pixels(stream(encode_bmp(w, h, rgb, 24, false)), w, h, rgb, false, "BMP 24-bit bottom-up");
+  expect_pixels(stream(encode_bmp(w, h, rgb, 32, true)), w, h, rgb, false, "BMP 32-bit top-down");
+  expect_pixels(stream(encode_pnm(w, h, rgb, false)), w, h, rgb, false, "PPM");
+  expect_pixels(stream(encode_pnm(w, h, rgb, true)), w, h, rgb, true, "PGM");
+  // 8 bits through a palette of 16 colours: the pixels are indices, the image their colours.
+  std::vector<uint8_t> palette(16 * 3), idx(static_cast<size_t>(w * h * 3)), colours(idx.size());
+  for (uint8_t& v : palette) v = static_cast<uint8_t>(rng() & 0xFF);
+  for (int p = 0; p < w * h; ++p) {
+    const uint8_t e = static_cast<uint8_t>(rng() % 16);
+    idx[static_cast<size_t>(p * 3)] = e;
+    for (int c = 0; c < 3; ++c) colours[static_cast<size_t>(p * 3 + c)] = palette[static_cast<size_t>(e * 3 + c)];
+  }
+  expect_pixels(stream(encode_bmp(w, h, idx, 8, false, palette)), w, h, colours, false, "BMP 8-bit palette");
+}
+
+TEST(ImageDecoder, BmpAndPnmFormsItDoesNotTakeAndBrokenStreamsAreRefused) {
+  std::vector<uint8_t> rgb(4 * 3 * 3, 77);
+  auto refused = [](const std::vector<uint8_t>& bytes, const std::string& words) {
+    auto r = run_op("ImageDecoder", {stream(bytes)}, {}, 20);
+    ASSERT_FALSE(r.is_ok()) << words;
+    EXPECT_NE(r.status().message().find(words), std::string::npos) << r.status().to_string();
+  };
+  std::vector<uint8_t> bmp = encode_bmp(4, 3, rgb, 24, false);
+  refused(std::vector<uint8_t>(bmp.begin(), bmp.end() - 5), "BMP stream is truncated");
+  std::vector<uint8_t> rle = bmp;
+  rle[30] = 1;  // BI_RLE8
+  refused(rle, "a compressed BMP image");
+  std::vector<uint8_t> b16 = bmp;
+  b16[28] = 16;
+  refused(b16, "a 16-bit BMP image");
+  std::vector<uint8_t> palette(2 * 3, 9), idx(rgb.size(), 5);  // index 5 of a 2-colour palette
+  refused(encode_bmp(4, 3, idx, 8, false, palette), "names palette entry 5 of 2");
+  std::vector<uint8_t> ppm = encode_pnm(4, 3, rgb, false);
+  refused(std::vector<uint8_t>(ppm.begin(), ppm.end() - 1), "PNM stream is truncated");
+  refused(encode_pnm(4, 3, rgb, false, 65535), "maxval 65535");
+  const std::string ascii = "P3\n1 1\n255\n1 2 3\n";
+  refused(std::vector<uint8_t>(ascii.begin(), ascii.end()), "P3 (ASCII)");
+  const std::string huge = "P6\n100000 100000\n255\n";
+  refused(std::vector<uint8_t>(huge.begin(), huge.end()), "Pillow's limit");
+}
+
 TEST(ImageDecoder, RefusesTruncatedUnknownAndHugeStreams) {
   std::vector<uint8_t> rgb(8 * 8 * 3, 128);
   std::vector<uint8_t> jpeg = encode_jpeg(8, 8, rgb);
@@ -99,9 +220,9 @@ TEST(ImageDecoder, RefusesTruncatedUnknownAndHugeStreams) {
   auto r = run_op("ImageDecoder", {stream(jpeg)}, {}, 20);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("JPEG stream cannot be decoded"), std::string::npos) << r.status().to_string();
-  r = run_op("ImageDecoder", {stream({'B', 'M', 0, 0, 0, 0})}, {}, 20);
+  r = run_op("ImageDecoder", {stream({'I', 'I', 0x2A, 0x00, 8, 0, 0, 0})}, {}, 20);
   ASSERT_FALSE(r.is_ok());
-  EXPECT_NE(r.status().message().find("BMP images are not supported"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().message().find("TIFF images are not supported"), std::string::npos) << r.status().to_string();
   r = run_op("ImageDecoder", {stream({1, 2, 3, 4, 5})}, {}, 20);
   ASSERT_FALSE(r.is_ok());
   EXPECT_NE(r.status().message().find("match no image format"), std::string::npos) << r.status().to_string();

@@ -2,9 +2,10 @@
 // uint8 pixels [H, W, C], C = 3 for pixel_format RGB (the default) or BGR, 1 for Grayscale.
 //
 // graft decodes the two formats models carry images in, JPEG (libjpeg-turbo, Debian's libjpeg-dev)
-// and PNG (libpng), told apart by their signatures; any other (BMP, TIFF, WebP, JPEG 2000, PNM,
-// which ONNX also lists) is refused naming the format it looks like. As ONNX's reference decodes
-// with Pillow and converts with its rules, so does graft:
+// and PNG (libpng), and the plain forms of BMP and PNM (read by hand below), told apart by their
+// signatures; any other (TIFF, WebP, JPEG 2000, which ONNX also lists, and the BMP and PNM forms
+// graft does not read) is refused naming what it is. As ONNX's reference decodes with Pillow and
+// converts with its rules, so does graft:
 // - JPEG: libjpeg's defaults (the accurate integer IDCT, fancy upsampling), as Pillow decodes;
 //   CMYK JPEGs are refused;
 // - PNG: palettes expanded, alpha dropped (not composited), 16-bit samples cut to their high byte;
@@ -210,6 +211,125 @@ Result<Pixels> decode_png(const uint8_t* bytes, size_t size) {
   return px;
 }
 
+// ---- PNM and BMP ----------------------------------------------------------------------------
+// Both are a header and uncompressed rows, read here by hand: no Debian library decodes them with
+// the checks a stream from a model needs (stb_image, for one, fills a truncated image with whatever
+// its buffer held). Only the forms whose conversion is plain are taken, each as Pillow converts it
+// (the pixels as stored); every other form is refused naming what it is.
+
+Status unsupported_form(const char* format, const std::string& what) {
+  return error(StatusCode::kUnsupported, what, ": graft decodes ", format,
+               std::string(format) == "PNM" ? " as binary P5 (gray) or P6 (RGB) with maxval 255"
+                                            : " as uncompressed 24-bit, 32-bit or 8-bit palette images");
+}
+
+Status truncated(const char* format, size_t need, size_t size) {
+  return error(StatusCode::kInvalidArgument, "the ", format, " stream is truncated: its header needs ", need,
+               " bytes, the stream has ", size);
+}
+
+// Binary PGM (P5) and PPM (P6), maxval 255: a text header (whitespace and # comments between its
+// numbers), one whitespace byte, then the rows.
+Result<Pixels> decode_pnm(const uint8_t* b, size_t size) {
+  const char kind = static_cast<char>(b[1]);
+  if (kind != '5' && kind != '6')
+    return unsupported_form("PNM", std::string("P") + kind + (kind == '4' || kind == '1' ? " (a bitmap)"
+                                                              : kind == '7'                ? " (PAM)"
+                                                                                           : " (ASCII)"));
+  size_t at = 2;
+  auto number = [&](const char* what) -> Result<int64_t> {
+    while (at < size) {
+      if (b[at] == '#') {
+        while (at < size && b[at] != '\n' && b[at] != '\r') ++at;
+      } else if (b[at] == ' ' || b[at] == '\t' || b[at] == '\n' || b[at] == '\r' || b[at] == '\v' || b[at] == '\f') {
+        ++at;
+      } else {
+        break;
+      }
+    }
+    int64_t v = 0;
+    size_t digits = 0;
+    for (; at < size && b[at] >= '0' && b[at] <= '9' && digits < 10; ++at, ++digits) v = v * 10 + (b[at] - '0');
+    if (digits == 0 || (at < size && b[at] >= '0' && b[at] <= '9'))
+      return error(StatusCode::kInvalidArgument, "the PNM header's ", what, " is not a number of at most 10 digits");
+    return v;
+  };
+  GRAFT_ASSIGN_OR_RETURN(int64_t width, number("width"));
+  GRAFT_ASSIGN_OR_RETURN(int64_t height, number("height"));
+  GRAFT_ASSIGN_OR_RETURN(int64_t maxval, number("maxval"));
+  GRAFT_RETURN_IF_ERROR(check_size(height, width, "PNM"));
+  if (maxval != 255) return unsupported_form("PNM", "a PNM image with maxval " + std::to_string(maxval));
+  if (at >= size) return truncated("PNM", at + 1, size);
+  ++at;  // the one whitespace byte after maxval
+  Pixels px;
+  px.height = height;
+  px.width = width;
+  px.channels = kind == '5' ? 1 : 3;
+  const auto bytes = static_cast<size_t>(height * width * px.channels);
+  if (size - at < bytes) return truncated("PNM", at + bytes, size);
+  px.data.assign(b + at, b + at + bytes);
+  return px;
+}
+
+// Windows bitmaps with a BITMAPINFOHEADER or later (40, 108 or 124 bytes), uncompressed (BI_RGB):
+// 24 bits (B, G, R), 32 bits (B, G, R and a byte Pillow ignores), or 8 bits into a palette of B, G,
+// R, 0 entries; rows bottom-up (top-down when the height is negative), each padded to 4 bytes.
+Result<Pixels> decode_bmp(const uint8_t* b, size_t size) {
+  if (size < 54) return truncated("BMP", 54, size);
+  auto u16 = [&](size_t i) { return static_cast<uint32_t>(b[i]) | static_cast<uint32_t>(b[i + 1]) << 8; };
+  auto u32 = [&](size_t i) { return u16(i) | u16(i + 2) << 16; };
+  const uint32_t offset = u32(10), header = u32(14);
+  if (header != 40 && header != 108 && header != 124)
+    return unsupported_form("BMP", "a BMP image with a " + std::to_string(header) + "-byte header");
+  const int64_t width = static_cast<int32_t>(u32(18));
+  const int64_t signed_height = static_cast<int32_t>(u32(22));
+  const uint32_t bpp = u16(28), compression = u32(30);
+  if (compression != 0)
+    return unsupported_form("BMP", "a compressed BMP image (compression " + std::to_string(compression) + ")");
+  if (bpp != 24 && bpp != 32 && bpp != 8)
+    return unsupported_form("BMP", "a " + std::to_string(bpp) + "-bit BMP image");
+  const bool top_down = signed_height < 0;
+  const int64_t height = top_down ? -signed_height : signed_height;
+  GRAFT_RETURN_IF_ERROR(check_size(height, width, "BMP"));
+  std::vector<uint8_t> palette;  // R, G, B per entry
+  if (bpp == 8) {
+    const uint32_t used = u32(46);
+    const uint32_t entries = used == 0 ? 256 : used;
+    if (entries > 256) return error(StatusCode::kInvalidArgument, "the BMP palette has ", entries, " entries (at most 256)");
+    const size_t start = 14 + static_cast<size_t>(header);
+    if (size < start + 4 * size_t{entries}) return truncated("BMP", start + 4 * size_t{entries}, size);
+    for (uint32_t e = 0; e < entries; ++e)
+      for (int c : {2, 1, 0}) palette.push_back(b[start + 4 * e + static_cast<size_t>(c)]);
+  }
+  const auto row = static_cast<size_t>((static_cast<int64_t>(bpp) * width + 31) / 32 * 4);
+  const size_t need = static_cast<size_t>(offset) + row * static_cast<size_t>(height);
+  if (offset < 54 || size < need) return truncated("BMP", need, size);
+  Pixels px;
+  px.height = height;
+  px.width = width;
+  px.channels = 3;
+  px.data.resize(static_cast<size_t>(height * width * 3));
+  for (int64_t y = 0; y < height; ++y) {
+    const uint8_t* src = b + offset + row * static_cast<size_t>(top_down ? y : height - 1 - y);
+    uint8_t* dst = px.data.data() + static_cast<size_t>(y * width * 3);
+    for (int64_t x = 0; x < width; ++x, dst += 3) {
+      if (bpp == 8) {
+        const size_t e = src[x];
+        if (3 * e + 2 >= palette.size())
+          return error(StatusCode::kInvalidArgument, "the BMP pixel at (", y, ", ", x, ") names palette entry ", e,
+                       " of ", palette.size() / 3);
+        std::memcpy(dst, palette.data() + 3 * e, 3);
+      } else {
+        const uint8_t* p = src + static_cast<size_t>(x) * (bpp / 8);
+        dst[0] = p[2];
+        dst[1] = p[1];
+        dst[2] = p[0];
+      }
+    }
+  }
+  return px;
+}
+
 // ---- the op ---------------------------------------------------------------------------------
 
 // The format an encoded stream looks like, by its signature: "JPEG", "PNG", another name, or "".
@@ -255,11 +375,13 @@ Status image_decoder(ExecContext& ctx) {
   const std::string format = format_of(bytes, n);
   Result<Pixels> decoded = format == "JPEG"  ? decode_jpeg(bytes, n)
                            : format == "PNG" ? decode_png(bytes, n)
+                           : format == "PNM" ? decode_pnm(bytes, n)
+                           : format == "BMP" ? decode_bmp(bytes, n)
                            : Result<Pixels>(error(StatusCode::kUnsupported,
                                                   format.empty() ? std::string("encoded_stream is not an image graft knows "
                                                                                "(its first bytes match no image format)")
                                                                  : format + " images are not supported (graft decodes "
-                                                                            "JPEG and PNG)"));
+                                                                            "JPEG, PNG, BMP and PNM)"));
   if (!decoded) return decoded.status();
   const Pixels& p = decoded.value();
   const int64_t channels = f == PixelFormat::kGray ? 1 : 3;
