@@ -257,6 +257,26 @@ std::map<std::string, std::string> builtin_models(std::mt19937& rng) {
     b.output("gray", DataType::kUInt8);
     m["image_decoder"] = b.bytes();
   }
+  // ImageDecoder over a constant BMP (8-bit palette: header, palette and rows for the mutations to
+  // reach) and a constant PPM, both read by graft's own parsers.
+  {
+    OnnxModelBuilder b(20, 9);
+    std::vector<uint8_t> bmp = {'B', 'M', 0x5A, 0, 0, 0, 0, 0, 0, 0, 0x3E, 0, 0, 0, 40, 0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0,
+                                1, 0, 8, 0, 0, 0, 0, 0, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0,
+                                10, 20, 30, 0, 200, 100, 50, 0};  // 54-byte header, 2-entry palette
+    for (uint8_t v : {0, 1, 0, 0, 1, 1, 0, 0}) bmp.push_back(v);  // two rows of 3 indices, padded to 4
+    const std::string ppm = "P6\n# seed\n2 2\n255\n";
+    std::vector<uint8_t> pnm(ppm.begin(), ppm.end());
+    for (int i = 0; i < 12; ++i) pnm.push_back(static_cast<uint8_t>(i * 21));
+    for (auto [name, bytes] : {std::pair<const char*, const std::vector<uint8_t>*>{"bmp", &bmp}, {"pnm", &pnm}}) {
+      Tensor stream = Tensor::empty(DataType::kUInt8, {static_cast<int64_t>(bytes->size())});
+      for (size_t i = 0; i < bytes->size(); ++i) stream.set(static_cast<int64_t>(i), (*bytes)[i]);
+      b.initializer(name, stream);
+      b.node("ImageDecoder", {name}, {std::string(name) + "_img"});
+      b.output(std::string(name) + "_img", DataType::kUInt8);
+    }
+    m["image_decoder_bmp_pnm"] = b.bytes();
+  }
   return m;
 }
 
