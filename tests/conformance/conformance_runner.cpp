@@ -679,6 +679,14 @@ int main(int argc, char** argv) {
       std::printf("  %-60s %-11s %s\n", id.c_str(), outcome_name(r.outcome), outs.c_str());
     }
   }
+  std::vector<std::string> looser;  // cases of this run that ran with a looser tolerance, and why
+  for (const auto& [id, unused] : cases)
+    if (auto it = kLooserTolerances.find(fs::path(id).filename().string()); it != kLooserTolerances.end())
+      looser.push_back(fmt::format("  {:<60} atol {}: {}", id, it->second.atol, it->second.why));
+  if (!looser.empty()) {
+    std::printf("\nLooser tolerances (%zu; kLooserTolerances in tests/conformance/conformance_runner.cpp):\n", looser.size());
+    for (const std::string& l : looser) std::printf("%s\n", l.c_str());
+  }
   if (!failures.empty()) {
     std::printf("\nFailures (%zu):\n", failures.size());
     for (const auto& [id, r] : failures) {
