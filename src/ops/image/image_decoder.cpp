@@ -217,10 +217,12 @@ Result<Pixels> decode_png(const uint8_t* bytes, size_t size) {
 // its buffer held). Only the forms whose conversion is plain are taken, each as Pillow converts it
 // (the pixels as stored); every other form is refused naming what it is.
 
-Status unsupported_form(const char* format, const std::string& what) {
-  return error(StatusCode::kUnsupported, what, ": graft decodes ", format,
-               std::string(format) == "PNM" ? " as binary P5 (gray) or P6 (RGB) with maxval 255"
-                                            : " as uncompressed 24-bit, 32-bit or 8-bit palette images");
+// What graft takes of each format, for the refusals of the forms it does not.
+constexpr const char* kPnmForms = "binary P5 (gray) or P6 (RGB) with maxval 255";
+constexpr const char* kBmpForms = "uncompressed 24-bit, 32-bit or 8-bit palette images";
+
+Status unsupported_form(const char* format, const char* forms, const std::string& what) {
+  return error(StatusCode::kUnsupported, what, ": graft decodes ", format, " as ", forms);
 }
 
 Status truncated(const char* format, size_t need, size_t size) {
@@ -233,7 +235,7 @@ Status truncated(const char* format, size_t need, size_t size) {
 Result<Pixels> decode_pnm(const uint8_t* b, size_t size) {
   const char kind = static_cast<char>(b[1]);
   if (kind != '5' && kind != '6')
-    return unsupported_form("PNM", std::string("P") + kind + (kind == '4' || kind == '1' ? " (a bitmap)"
+    return unsupported_form("PNM", kPnmForms, std::string("P") + kind + (kind == '4' || kind == '1' ? " (a bitmap)"
                                                               : kind == '7'                ? " (PAM)"
                                                                                            : " (ASCII)"));
   size_t at = 2;
@@ -258,7 +260,7 @@ Result<Pixels> decode_pnm(const uint8_t* b, size_t size) {
   GRAFT_ASSIGN_OR_RETURN(int64_t height, number("height"));
   GRAFT_ASSIGN_OR_RETURN(int64_t maxval, number("maxval"));
   GRAFT_RETURN_IF_ERROR(check_size(height, width, "PNM"));
-  if (maxval != 255) return unsupported_form("PNM", "a PNM image with maxval " + std::to_string(maxval));
+  if (maxval != 255) return unsupported_form("PNM", kPnmForms, "a PNM image with maxval " + std::to_string(maxval));
   if (at >= size) return truncated("PNM", at + 1, size);
   ++at;  // the one whitespace byte after maxval
   Pixels px;
@@ -280,14 +282,14 @@ Result<Pixels> decode_bmp(const uint8_t* b, size_t size) {
   auto u32 = [&](size_t i) { return u16(i) | u16(i + 2) << 16; };
   const uint32_t offset = u32(10), header = u32(14);
   if (header != 40 && header != 108 && header != 124)
-    return unsupported_form("BMP", "a BMP image with a " + std::to_string(header) + "-byte header");
+    return unsupported_form("BMP", kBmpForms, "a BMP image with a " + std::to_string(header) + "-byte header");
   const int64_t width = static_cast<int32_t>(u32(18));
   const int64_t signed_height = static_cast<int32_t>(u32(22));
   const uint32_t bpp = u16(28), compression = u32(30);
   if (compression != 0)
-    return unsupported_form("BMP", "a compressed BMP image (compression " + std::to_string(compression) + ")");
+    return unsupported_form("BMP", kBmpForms, "a compressed BMP image (compression " + std::to_string(compression) + ")");
   if (bpp != 24 && bpp != 32 && bpp != 8)
-    return unsupported_form("BMP", "a " + std::to_string(bpp) + "-bit BMP image");
+    return unsupported_form("BMP", kBmpForms, "a " + std::to_string(bpp) + "-bit BMP image");
   const bool top_down = signed_height < 0;
   const int64_t height = top_down ? -signed_height : signed_height;
   GRAFT_RETURN_IF_ERROR(check_size(height, width, "BMP"));
