@@ -222,13 +222,20 @@ if has_step test; then
 fi
 
 if has_step conformance; then  # the ONNX backend suite through the CUDA engine, CONF_JOBS cases at once (default 8)
+  # Debian's suite (onnx 1.12) always; CONF_NEW_SUITE=DIR also runs a newer suite's node cases
+  # (scripts/gpu/gen_onnx_node_suite.py writes DIR/node).
   data=$DEPS/usr/share/libonnx-testdata/data
   [ -d "$data" ] || data=/usr/share/libonnx-testdata/data
-  $BUILDDIR/tests/conformance/graft_conformance --data-dir "$data" --device cuda --jobs "${CONF_JOBS:-8}" \
-    --list-unsupported > "$LOGS/conformance.log" 2>&1
-  note "conformance (CUDA engine, --jobs ${CONF_JOBS:-8}): rc=$? $(tail -1 "$LOGS/conformance.log")"
-  sed -n '/^Unsupported cases/,/^$/p' "$LOGS/conformance.log" | head -40 >> "$summary"
-  grep -A30 '^Failures' "$LOGS/conformance.log" | head -30 >> "$summary"
+  conformance_run() {  # log name, then graft_conformance's own arguments
+    local log=$1; shift
+    $BUILDDIR/tests/conformance/graft_conformance "$@" --device cuda --jobs "${CONF_JOBS:-8}" \
+      --list-unsupported > "$LOGS/$log.log" 2>&1
+    note "$log (CUDA engine, --jobs ${CONF_JOBS:-8}): rc=$? $(tail -1 "$LOGS/$log.log")"
+    sed -n '/^Unsupported cases/,/^$/p' "$LOGS/$log.log" | head -40 >> "$summary"
+    grep -A30 '^Failures' "$LOGS/$log.log" | head -30 >> "$summary"
+  }
+  conformance_run conformance --data-dir "$data"
+  [ -n "${CONF_NEW_SUITE:-}" ] && conformance_run conformance_new_suite --data-dir "$CONF_NEW_SUITE" --suites node
 fi
 
 # One gtest binary under one compute-sanitizer tool, in the background; sanitize_report reads it.
