@@ -1,5 +1,6 @@
 // CUDA kernels of DFT, STFT and MelWeightMatrix (src/ops/spectral/spectral.cu) vs the CPU
-// reference (src/ops/spectral/spectral.cpp): every axis, real and complex input, inverse, onesided,
+// reference (src/ops/spectral/spectral.cpp): every axis, real and complex input, inverse, onesided
+// (inverse and onesided together: irfft),
 // dft_length padding and truncation, opset 20's axis input, STFT with and without a window and
 // frame_length; float32, float16, bfloat16 and float64. Fresh random data every run.
 #include <string>
@@ -28,7 +29,7 @@ TEST(CudaSpectral, DftEveryAxisAndMode) {
       for (int inverse : {0, 1})
         for (int onesided : {0, 1})
           for (int len_kind : {0, 1, 2}) {  // the axis' extent, padded, truncated
-            if (onesided && ch == 2) continue;
+            if (onesided && ch == 2 && !inverse) continue;  // inverse + onesided: irfft of a spectrum
             KernelCase k;
             k.op = "DFT";
             k.inputs = {rnd(rng, {3, 17, 5, ch})};

@@ -102,6 +102,11 @@ std::vector<OpCaseTable> reduce_case_tables() {
     t.cases.push_back(reduce_case(r, "spatial_keep", {2, 3, 7, 6}, {2, 3}, true, {2, 3, 1, 1}));
     const int64_t row = std::string(r.name) == "ReduceProd" ? 300 : 2000;
     t.cases.push_back(reduce_case(r, "long_rows", {2, row}, {1}, false, {2}));
+    // Over an empty set every output is the fold's start, finished (ONNX: 0 for the sums, 1 for
+    // Prod, -inf and +inf for Max and Min, -inf for LogSum and LogSumExp). Mean's is NaN (0 / 0),
+    // which the poisoned output already holds, so no case could tell it from an unwritten output.
+    if (std::string(r.name) != "ReduceMean")
+      t.cases.push_back(reduce_case(r, "empty_axis", {3, 0, 4}, {1}, true, {3, 1, 4}));
     t.reference = [r](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
                       const AttributeMap&) {
       return std::vector<std::vector<double>>{reduce_formula(in[0], dims[0], in[1], r.start, r.step, r.finish)};
@@ -109,7 +114,7 @@ std::vector<OpCaseTable> reduce_case_tables() {
     out.push_back(std::move(t));
   }
 
-  // Opset 20's bool ReduceMax (any) and ReduceMin (all), on the CPU reference.
+  // Opset 20's bool ReduceMax (any) and ReduceMin (all).
   for (bool max : {true, false}) {
     auto step = max ? std::function<double(double, double)>([](double a, double x) { return std::max(a, x); })
                     : std::function<double(double, double)>([](double a, double x) { return std::min(a, x); });
@@ -120,7 +125,6 @@ std::vector<OpCaseTable> reduce_case_tables() {
                                         in[0], dims[0], in[1], max ? 0.0 : 1.0, step, [](double v, int64_t) { return v; })};
                                   },
                                   20);
-    b.cuda_dtypes = {};  // the CUDA reductions keep no bool: such a node runs on the CPU reference there
     for (auto [label, x, axes, keep, y] :
          {std::tuple<const char*, Ints, Ints, bool, Ints>{"bool_last_axis", {4, 9}, {1}, false, {4}},
           {"bool_first_and_last_keep", {3, 4, 5}, {0, 2}, true, {1, 4, 1}}, {"bool_empty_axis", {3, 0}, {1}, false, {3}}}) {
@@ -133,6 +137,35 @@ std::vector<OpCaseTable> reduce_case_tables() {
     }
     out.push_back(std::move(b));
   }
+
+  // Integer ReduceMax and ReduceMin: over an empty set, the type's minimum and maximum (ONNX).
+  // int32 at opset 13 and int64 at opset 12 (axes an attribute in both), one table per opset so
+  // that each table's name differs from the float tables' (opset 18) and the reference knows its type.
+  for (auto [dt, opset] : {std::pair<DataType, int>{DataType::kInt32, 13}, {DataType::kInt64, 12}})
+    for (bool max : {true, false}) {
+      const bool i32 = dt == DataType::kInt32;
+      const double start = max ? (i32 ? -2147483648.0 : -9223372036854775808.0)
+                               : (i32 ? 2147483647.0 : 9223372036854775807.0);
+      OpCaseTable t = builtin_table(
+          max ? "ReduceMax" : "ReduceMin",
+          [max, start](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
+                       const AttributeMap& a) {
+            const std::vector<int64_t> given = a.get_ints("axes", {}).value();
+            const std::vector<double> axes(given.begin(), given.end());
+            auto step = [max](double acc, double x) { return max ? std::max(acc, x) : std::min(acc, x); };
+            return std::vector<std::vector<double>>{
+                reduce_formula(in[0], dims[0], axes, start, step, [](double v, int64_t) { return v; })};
+          },
+          opset);
+      for (auto [label, x, axis, y] : {std::tuple<std::string, Ints, int64_t, Ints>{"last_axis", {4, 9}, 1, {4}},
+                                       {"empty_axis", {3, 0, 2}, 1, {3, 2}}}) {
+        AttributeMap at;
+        at.set("keepdims", int64_t{0});
+        at.set("axes", std::vector<int64_t>{axis});
+        t.cases.push_back(make_case(std::string(dtype_name(dt)) + "_" + label, {typed(x, dt, -1000, 1000)}, {y}, at));
+      }
+      out.push_back(std::move(t));
+    }
 
   // LogSoftmax: x - max - log(sum(exp(x - max))) along one axis.
   OpCaseTable t;

@@ -60,6 +60,21 @@ namespace {
 
 enum class ReduceKind { kSum, kMean, kMax, kMin, kProd, kSumSquare, kL2 };
 
+// The integer type's lowest or highest value, as the int64 bit pattern load_as_int64 gives: Max's and
+// Min's start, and so their result over an empty set (ONNX: the type's minimum or maximum value).
+int64_t type_extreme(DataType t, bool highest) {
+  switch (t) {
+    case DataType::kInt8: return highest ? INT8_MAX : INT8_MIN;
+    case DataType::kUInt8: return highest ? UINT8_MAX : 0;
+    case DataType::kInt16: return highest ? INT16_MAX : INT16_MIN;
+    case DataType::kUInt16: return highest ? UINT16_MAX : 0;
+    case DataType::kInt32: return highest ? INT32_MAX : INT32_MIN;
+    case DataType::kUInt32: return highest ? int64_t{UINT32_MAX} : 0;
+    case DataType::kUInt64: return highest ? -1 : 0;  // all bits set: UINT64_MAX
+    default: return highest ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::lowest();
+  }
+}
+
 Status reduce(ExecContext& ctx, ReduceKind kind) {
   if (ctx.inputs.empty() || !ctx.inputs[0] || ctx.outputs.empty() || !ctx.outputs[0])
     return error(StatusCode::kInternal, "reduce kernel called without input or output");
@@ -111,8 +126,8 @@ Status reduce(ExecContext& ctx, ReduceKind kind) {
     // uint64 elements are held as their bit patterns (load_as_int64), so its order and its
     // division (Mean) are the unsigned ones; sums and products wrap identically either way.
     const bool u64 = x.dtype() == DataType::kUInt64;
-    const int64_t init = kind == ReduceKind::kMax   ? (u64 ? 0 : std::numeric_limits<int64_t>::lowest())
-                         : kind == ReduceKind::kMin ? (u64 ? -1 : std::numeric_limits<int64_t>::max())
+    const int64_t init = kind == ReduceKind::kMax   ? type_extreme(x.dtype(), /*highest=*/false)
+                         : kind == ReduceKind::kMin ? type_extreme(x.dtype(), /*highest=*/true)
                          : kind == ReduceKind::kProd ? 1 : 0;
     auto less = [u64](int64_t p, int64_t q) {
       return u64 ? static_cast<uint64_t>(p) < static_cast<uint64_t>(q) : p < q;

@@ -1,5 +1,5 @@
-// The ten Reduce ops' CUDA kernels and ops: generic reductions over any set of axes (up to kMaxRank)
-// with one block per output element, float accumulation. Axes come from the attribute or a host
+// The ten Reduce ops' CUDA kernels and ops: generic reductions over any set of axes (up to kMaxRank),
+// empty ones included, with one block per output element, float accumulation. Axes come from the attribute or a host
 // input.
 #include "ops/reduce_norm/reduce_norm.h"
 
@@ -94,7 +94,8 @@ __global__ void reduce_kernel(ReduceKind kind, const T* __restrict__ x, T* __res
   if (threadIdx.x == 0) y[blockIdx.x] = Elem<T>::st(out);
 }
 
-// Integers: int64 accumulation, unsigned so that overflow wraps like the CPU reference.
+// Integers: int64 accumulation, unsigned so that overflow wraps like the CPU reference. T uint8_t is
+// bool (opset 20's ReduceMax and ReduceMin: any and all), read as 0 or 1.
 template <typename T>
 __global__ void reduce_int_kernel(ReduceKind kind, const T* __restrict__ x, T* __restrict__ y, Strided kept,
                                   Strided red, int64_t red_n) {
@@ -102,9 +103,15 @@ __global__ void reduce_int_kernel(ReduceKind kind, const T* __restrict__ x, T* _
   __shared__ long long sh[32];
   const int64_t base = strided_offset(kept, blockIdx.x);
   const bool mx = kind == ReduceKind::kMax, mn = kind == ReduceKind::kMin, prod = kind == ReduceKind::kProd;
-  long long acc = mx ? LLONG_MIN : mn ? LLONG_MAX : prod ? 1 : 0;
+  // T's own extremes, so Max and Min over an empty set give the type's minimum and maximum (ONNX),
+  // as the CPU reference does.
+  constexpr bool kBool = sizeof(T) == 1;
+  constexpr long long kLowest = kBool ? 0 : sizeof(T) == 4 ? INT_MIN : LLONG_MIN;
+  constexpr long long kHighest = kBool ? 1 : sizeof(T) == 4 ? INT_MAX : LLONG_MAX;
+  long long acc = mx ? kLowest : mn ? kHighest : prod ? 1 : 0;
   for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
-    const long long v = static_cast<long long>(x[base + strided_offset(red, r)]);
+    const T xv = x[base + strided_offset(red, r)];
+    const long long v = kBool ? (xv != 0 ? 1 : 0) : static_cast<long long>(xv);
     switch (kind) {
       case ReduceKind::kMax: acc = v > acc ? v : acc; break;
       case ReduceKind::kMin: acc = v < acc ? v : acc; break;
@@ -115,11 +122,11 @@ __global__ void reduce_int_kernel(ReduceKind kind, const T* __restrict__ x, T* _
     }
   }
   long long out;
-  if (mx) out = block_reduce(acc, sh, LLONG_MIN, [](long long a, long long b) { return a > b ? a : b; });
-  else if (mn) out = block_reduce(acc, sh, LLONG_MAX, [](long long a, long long b) { return a < b ? a : b; });
+  if (mx) out = block_reduce(acc, sh, kLowest, [](long long a, long long b) { return a > b ? a : b; });
+  else if (mn) out = block_reduce(acc, sh, kHighest, [](long long a, long long b) { return a < b ? a : b; });
   else if (prod) out = block_reduce(acc, sh, 1LL, [](long long a, long long b) { return static_cast<long long>(U(a) * U(b)); });
   else out = block_reduce(acc, sh, 0LL, [](long long a, long long b) { return static_cast<long long>(U(a) + U(b)); });
-  if (kind == ReduceKind::kMean) out /= red_n;
+  if (kind == ReduceKind::kMean) out = red_n ? out / red_n : 0;  // the CPU reference's mean of nothing
   if (threadIdx.x == 0) y[blockIdx.x] = static_cast<T>(out);
 }
 
@@ -130,6 +137,12 @@ cudaError_t launch_reduce(KType t, ReduceKind kind, const void* x, void* y, cons
   if (out_n == 0) return cudaSuccess;
   if (out_n > 0x7fffffffLL) return cudaErrorInvalidValue;
   const unsigned blocks = static_cast<unsigned>(out_n);
+  if (t == KType::kBool) {
+    if (kind != ReduceKind::kMax && kind != ReduceKind::kMin) return cudaErrorInvalidValue;
+    reduce_int_kernel<uint8_t><<<blocks, kThreads, 0, s>>>(kind, static_cast<const uint8_t*>(x),
+                                                           static_cast<uint8_t*>(y), kept, reduced, red_n);
+    return cudaGetLastError();
+  }
   if (t == KType::kI32 || t == KType::kI64) {
     if (kind == ReduceKind::kL2 || kind == ReduceKind::kLogSum || kind == ReduceKind::kLogSumExp)
       return cudaErrorInvalidValue;
@@ -154,10 +167,15 @@ namespace {
 
 using namespace util;
 
+// Max and Min also take bool (opset 20: any and all).
+constexpr std::initializer_list<DataType> kMaxMinDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                           DataType::kInt32,   DataType::kInt64,   DataType::kBool};
+
 // The data dtypes (input 0) of a reduction's kernels: integers too for every kind the CPU reference
-// takes them for (not L2/LogSum/LogSumExp).
+// takes them for (not L2/LogSum/LogSumExp), and bool for Max and Min.
 constexpr std::initializer_list<DataType> reduce_key_dtypes(k::ReduceKind kind) {
-  return kind != k::ReduceKind::kL2 && kind != k::ReduceKind::kLogSum && kind != k::ReduceKind::kLogSumExp
+  return kind == k::ReduceKind::kMax || kind == k::ReduceKind::kMin ? kMaxMinDtypes
+         : kind != k::ReduceKind::kL2 && kind != k::ReduceKind::kLogSum && kind != k::ReduceKind::kLogSumExp
              ? kGpuFloatsInts
              : kGpuFloats;
 }
@@ -207,7 +225,9 @@ Status reduce_run(CudaExec& ex) {
     if (red[static_cast<size_t>(d)]) red_n *= x.dims()[d];
   }
   if (y.numel() * red_n != x.numel()) return fail(ex, StatusCode::kInternal, "output shape inconsistent with the axes");
-  if (red_n == 0) return fail(ex, StatusCode::kUnsupported, "reduction over an empty axis");
+  // An empty reduced axis (red_n 0) leaves every accumulator at its start value: the reduction's value
+  // over an empty set (0 for the sums, 1 for Prod, -inf or the type's minimum for Max, NaN for a float
+  // Mean), as in the CPU reference.
   return launch_status(k::launch_reduce(ktype(x.dtype()), kKind, x.data(), y.data(), kept, y.numel(), rs, red_n, stream_of(ex)), ex);
 }
 

@@ -40,6 +40,8 @@ struct SpectralArgs {
   int64_t batch_stride = 0, frame_stride = 0, inner_stride = 0, term_stride = 0;
   int64_t terms = 0, n = 1;
   bool complex_input = false, inverse = false;
+  // irfft (SpectralLayout::real_output): y is [batch, n, inner], one real value per output sample.
+  bool real_output = false;
 };
 
 // One thread per output bin. x, window (nullptr: none) and y all have the float type t
@@ -88,19 +90,54 @@ __global__ void spectral_kernel(SpectralArgs a, const T* x, const T* w, T* y, in
   }
 }
 
+// irfft, one thread per output sample: the CPU reference's sum over the one-sided bins, each weighted
+// 2 except bin 0 and bin n/2 (n even), whose imaginary parts drop out with the real part taken.
+template <typename T>
+__global__ void irfft_kernel(SpectralArgs a, const T* x, T* y, int64_t count) {
+  constexpr double kPi = 3.14159265358979323846;
+  GRAFT_GRID_STRIDE(o, count) {
+    // o = (b * n + t) * inner + i (bins == n)
+    int64_t r = o;
+    const int64_t i = r % a.inner;
+    r /= a.inner;
+    const int64_t t = r % a.bins;
+    const int64_t b = r / a.bins;
+    const int64_t base = b * a.batch_stride + i * a.inner_stride;
+    double sum = 0;
+    int64_t j = 0;  // k * t mod n
+    for (int64_t k = 0; k < a.terms; ++k) {
+      const int64_t off = base + k * a.term_stride;
+      const double xr = as_double(x[off]);
+      const double xi = a.complex_input ? as_double(x[off + 1]) : 0.0;
+      const double weight = k == 0 || 2 * k == a.n ? 1.0 : 2.0;
+      double s, c;
+      sincos(2 * kPi * static_cast<double>(j) / static_cast<double>(a.n), &s, &c);
+      sum += weight * (xr * c - xi * s);
+      j += t;
+      if (j >= a.n) j -= a.n;
+    }
+    y[o] = store_from_double<T>(sum / static_cast<double>(a.n));
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_spectral(KType t, const SpectralArgs& a, const void* x, const void* window, void* y,
                             cudaStream_t s) {
   if (a.batch < 0 || a.frames < 0 || a.bins < 0 || a.inner < 0 || a.terms < 0 || a.n < 1 || a.bins > a.n)
     return cudaErrorInvalidValue;
+  if (a.real_output && (window || a.frames != 1 || !a.inverse)) return cudaErrorInvalidValue;
   const int64_t count = a.batch * a.frames * a.bins * a.inner;
   if (count == 0) return cudaSuccess;
   switch (t) {
-#define GRAFT_SPECTRAL_CASE(KT, T)                                                              \
-  case KType::KT:                                                                               \
-    spectral_kernel<T><<<grid_for(count), kThreads, 0, s>>>(                                    \
-        a, static_cast<const T*>(x), static_cast<const T*>(window), static_cast<T*>(y), count); \
+#define GRAFT_SPECTRAL_CASE(KT, T)                                                                  \
+  case KType::KT:                                                                                   \
+    if (a.real_output)                                                                              \
+      irfft_kernel<T><<<grid_for(count), kThreads, 0, s>>>(a, static_cast<const T*>(x),             \
+                                                           static_cast<T*>(y), count);              \
+    else                                                                                            \
+      spectral_kernel<T><<<grid_for(count), kThreads, 0, s>>>(                                      \
+          a, static_cast<const T*>(x), static_cast<const T*>(window), static_cast<T*>(y), count);   \
     break;
     GRAFT_SPECTRAL_CASE(kF32, float)
     GRAFT_SPECTRAL_CASE(kF64, double)
@@ -150,6 +187,7 @@ k::SpectralArgs args_of(const graft::SpectralLayout& l) {
   a.n = l.n;
   a.complex_input = l.complex_input;
   a.inverse = l.inverse;
+  a.real_output = l.real_output;
   return a;
 }
 
@@ -169,15 +207,7 @@ Status launch(CudaExec& ex, const graft::SpectralLayout& l, const Tensor& x, con
 // ---- DFT --------------------------------------------------------------------------------------------
 
 // The keys: dft_length (if given) int32/int64, axis (if given) int64.
-// The inverse onesided DFT (irfft: a real signal out) has no CUDA kernel yet: such a node runs on
-// the CPU reference, and the placement summary says why.
-bool dft_supports(const Node& n, std::string* why) {
-  if (!float_io(n, why)) return false;
-  auto a = graft::dft_attrs(n.attrs, n.opset);
-  if (a && a.value().inverse && a.value().onesided)
-    return reject(why, "the inverse onesided DFT (a real signal from a one-sided spectrum) has no CUDA kernel");
-  return true;
-}
+bool dft_supports(const Node& n, std::string* why) { return float_io(n, why); }
 
 Status dft_run(CudaExec& ex) {
   const Tensor* x = input_or_null(ex, 0);
@@ -199,8 +229,6 @@ Status dft_run(CudaExec& ex) {
   }
   auto l = graft::dft_layout(x->dims(), a.value().axis, n, a.value());
   if (!l) return with_node(ex, l.status());
-  if (l.value().real_output)
-    return fail(ex, StatusCode::kUnsupported, "the inverse onesided DFT has no CUDA kernel");
   return launch(ex, l.value(), *x, nullptr);
 }
 
