@@ -200,6 +200,47 @@ Values antialias_formula(const Values& in, const DimsList& dims, const Attribute
   return {y};
 }
 
+// tf_crop_and_resize: output index o of an axis samples x = start * (in - 1) + o * (end - start) *
+// (in - 1) / (out - 1) (the middle of the region for out = 1), the roi's start and end per axis; an
+// element whose sample falls outside the input on any axis is the extrapolation value, the others
+// are linear or nearest (round_prefer_floor) interpolation with edge clamping.
+Values crop_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  const Ints& d = dims[0];
+  const size_t rank = d.size();
+  const bool linear = a.get_string("mode", "nearest").value() == "linear";
+  const double extrapolation = a.get_float("extrapolation_value", 0.0f).value();
+  Ints out(rank);
+  for (size_t k = 0; k < rank; ++k) out[k] = static_cast<int64_t>(in[3][k]);
+  std::vector<double> y(static_cast<size_t>(count(out)));
+  std::vector<Taps> taps(rank);
+  for (int64_t i = 0; i < count(out); ++i) {
+    bool outside = false;
+    int64_t rem = i;
+    for (size_t k = rank; k-- > 0;) {
+      const int64_t o = rem % out[k];
+      rem /= out[k];
+      const double s = in[1][k], e = in[1][rank + k], n1 = static_cast<double>(d[k] - 1);
+      const double x = out[k] > 1 ? s * n1 + static_cast<double>(o) * (e - s) * n1 / static_cast<double>(out[k] - 1)
+                                  : 0.5 * (s + e) * n1;
+      if (x < 0 || x > n1) outside = true;
+      const int64_t lo = static_cast<int64_t>(std::floor(x));
+      auto edge = [&](int64_t j) { return std::clamp<int64_t>(j, 0, d[k] - 1); };
+      if (linear)
+        taps[k] = {{edge(lo), 1.0 - (x - std::floor(x))}, {edge(lo + 1), x - std::floor(x)}};
+      else
+        taps[k] = {{edge(static_cast<int64_t>(std::ceil(x - 0.5))), 1.0}};
+    }
+    if (outside) {
+      y[static_cast<size_t>(i)] = extrapolation;
+      continue;
+    }
+    std::vector<const Taps*> per_axis;
+    for (const Taps& t : taps) per_axis.push_back(&t);
+    y[static_cast<size_t>(i)] = separable_sum(per_axis, d, in[0]);
+  }
+  return {y};
+}
+
 AttributeMap resize_attrs(const char* mode, const char* transform, const char* nearest = "round_prefer_floor") {
   AttributeMap a;
   a.set("mode", std::string(mode));
@@ -245,15 +286,14 @@ std::vector<OpCaseTable> resize_case_tables() {
   t.cases.push_back(make_case("cubic_exclude_outside_a_half", {data({1, 3, 4, 4}), none, scales({1, 1, 1.5, 2.5})},
                               {{1, 3, 6, 10}}, exclude));
 
-  // Opset 18's antialias: downsampling averages every input under the stretched filter. The CUDA
-  // Resize has no antialiased kernel (a CUDA engine places such a node on the CPU reference).
+  // Opset 18's antialias: downsampling averages every input under the stretched filter (on CUDA,
+  // the general tap kernel).
   OpCaseTable aa = builtin_table("Resize", antialias_formula, 18);
   auto antialiased = [](const char* mode, const char* transform) {
     AttributeMap m = resize_attrs(mode, transform);
     m.set("antialias", int64_t{1});
     return m;
   };
-  const char* kCpuOnly = "the CUDA Resize has no antialiased kernel";
   AttributeMap cubic_exclude = antialiased("cubic", "half_pixel");
   cubic_exclude.set("exclude_outside", int64_t{1});
   for (OpCase c : {make_case("linear_scales_down", {data({1, 2, 9, 11}), none, scales({1, 1, 0.6, 0.45})}, {{1, 2, 5, 4}},
@@ -265,11 +305,21 @@ std::vector<OpCaseTable> resize_case_tables() {
                    make_case("cubic_exclude_outside_down", {data({1, 1, 12, 12}), none, scales({1, 1, 0.4, 0.25})},
                              {{1, 1, 4, 3}}, cubic_exclude),
                    make_case("linear_asymmetric_down", {data({1, 2, 7, 7}), none, scales({1, 1, 0.5, 0.5})}, {{1, 2, 3, 3}},
-                             antialiased("linear", "asymmetric"))}) {
-    c.cpu_only_because = kCpuOnly;
+                             antialiased("linear", "asymmetric"))})
     aa.cases.push_back(std::move(c));
+  // tf_crop_and_resize: a region reaching past the input on two axes, so some outputs are the
+  // extrapolation value.
+  OpCaseTable crop = builtin_table("Resize", crop_formula, 11);
+  for (const char* mode : {"linear", "nearest"}) {
+    AttributeMap m = resize_attrs(mode, "tf_crop_and_resize");
+    m.set("extrapolation_value", 2.5f);
+    crop.cases.push_back(make_case(std::string("crop_") + mode,
+                                   {data({1, 2, 7, 9}),
+                                    fixed({8}, DataType::kFloat32, {0, 0, 0.15, -0.2, 1, 1, 0.8, 1.1}), no_roi(),
+                                    int64_values({1, 2, 5, 6})},
+                                   {{1, 2, 5, 6}}, m));
   }
-  return {t, aa};
+  return {t, aa, crop};
 }
 
 }  // namespace graft::optest

@@ -144,15 +144,29 @@ Status resize_output(const ResizeAttrs& a, const std::vector<int64_t>& in, const
   return Status::ok();
 }
 
+Status check_antialias_taps(const ResizeAttrs& a, const std::vector<double>& scale,
+                            const std::vector<int64_t>& out_dims) {
+  if (!a.antialias || a.mode == ResizeAttrs::Mode::kNearest) return Status::ok();
+  for (size_t ax = 0; ax < scale.size() && ax < out_dims.size(); ++ax) {
+    if (scale[ax] >= 1.0) continue;
+    // Each output sample reads about 2 / scale (linear) or 4 / scale (cubic) inputs on this axis.
+    const long double taps = (a.mode == ResizeAttrs::Mode::kCubic ? 4.0L : 2.0L) / scale[ax] + 2.0L;
+    if (taps * static_cast<long double>(out_dims[ax]) > static_cast<long double>(kMaxAntialiasTaps)) {
+      Status st = error(StatusCode::kUnsupported, "antialiased downsampling of axis ", ax, " by a scale of ",
+                        scale[ax], " to ", out_dims[ax], " samples would read more than ", kMaxAntialiasTaps,
+                        " input samples");
+      st.with_attribute("antialias");
+      return st;
+    }
+  }
+  return Status::ok();
+}
+
 // ---- CPU reference ---------------------------------------------------------------------------------
 
 namespace cpu {
 
 namespace {
-
-// The most taps one axis of an antialiased Resize may have in all (each output sample reads about
-// 2 / scale or 4 / scale inputs).
-constexpr int64_t kMaxAntialiasTaps = int64_t{1} << 26;
 
 // Keys' cubic convolution weight at distance x with parameter a.
 double cubic_weight(double x, double a) {
@@ -309,20 +323,7 @@ Status resize(ExecContext& ctx) {
   // Nothing to write. (An empty output may still have a huge extent on another axis: a scale of 1e9
   // there and of 1e-17 here. The per-axis tap tables below would be built for it, gigabytes of them.)
   if (Y.numel() == 0) return Status::ok();
-  if (a.antialias)
-    for (size_t ax = 0; ax < scale.size(); ++ax)
-      if (scale[ax] < 1.0 && a.mode != ResizeAttrs::Mode::kNearest) {
-        // Each output sample reads about 2 / scale (linear) or 4 / scale (cubic) inputs on this axis:
-        // bounded, so that a tiny scale cannot ask for a tap table of unbounded size.
-        const long double taps = (a.mode == ResizeAttrs::Mode::kCubic ? 4.0L : 2.0L) / scale[ax] + 2.0L;
-        if (taps * static_cast<long double>(out_dims[ax]) > static_cast<long double>(kMaxAntialiasTaps)) {
-          Status st = error(StatusCode::kUnsupported, "antialiased downsampling of axis ", ax, " by a scale of ",
-                            scale[ax], " to ", out_dims[ax], " samples would read more than ", kMaxAntialiasTaps,
-                            " input samples");
-          st.with_attribute("antialias");
-          return st;
-        }
-      }
+  GRAFT_RETURN_IF_ERROR(check_antialias_taps(a, scale, out_dims));
   const size_t r = out_dims.size();
   std::vector<double> roi_start(r, 0.0), roi_end(r, 1.0);
   if (a.coordinate_mode == "tf_crop_and_resize") {

@@ -1,7 +1,7 @@
 // Resize's CUDA kernels and op. Nearest is a byte copy of any dtype; linear and cubic repeat the CPU
 // reference's double-precision coordinate arithmetic operation by operation, so the indices and
-// weights match it exactly. Antialiased linear/cubic and tf_crop_and_resize stay on the CPU
-// reference (supports() says so).
+// weights match it exactly. Antialiased linear/cubic and tf_crop_and_resize (float types) take a
+// general kernel that works out every axis' taps per output element (resize_taps_kernel).
 #include "ops/resize_pad/resize_pad.h"
 
 #include <cuda_runtime_api.h>
@@ -29,7 +29,7 @@ namespace k {
 // repeats the reference's double-precision coordinate arithmetic operation by operation (no FMA
 // contraction) so nearest indices and linear weights match it exactly.
 enum class ResizeCoord : int { kHalfPixel, kHalfPixelSymmetric, kPytorchHalfPixel, kAlignCorners, kAsymmetric,
-                               kTfHalfPixelForNn };
+                               kTfHalfPixelForNn, kTfCropAndResize };
 enum class ResizeNearest : int { kRoundPreferFloor, kRoundPreferCeil, kFloor, kCeil };
 struct ResizeParams {
   int rank = 0;
@@ -45,6 +45,14 @@ struct ResizeParams {
   double scale[kMaxRank] = {};
   double resized[kMaxRank] = {};  // real-valued resized length (see the CPU reference)
   bool identity[kMaxRank] = {};   // axis maps each coordinate to itself
+  // Opset 18's antialias: linear and cubic axes with scale < 1 read every input under the filter
+  // stretched by 1 / scale (the CPU reference's antialias_taps).
+  bool antialias = false;
+  // tf_crop_and_resize: the region of interest per axis (fractions of the input extent minus one),
+  // and the value of an output whose sample falls outside the input on any axis.
+  double roi_start[kMaxRank] = {};
+  double roi_end[kMaxRank] = {};
+  double extrapolation = 0.0;
 };
 
 // Nearest: any element size (a byte copy). Linear and cubic: `t` in {f32, f16, bf16}; `elem_size` is
@@ -74,6 +82,12 @@ __device__ __forceinline__ double resize_source(const ResizeParams& p, int d, do
       return __ddiv_rn(x, scale);
     case ResizeCoord::kTfHalfPixelForNn:
       return __ddiv_rn(__dadd_rn(x, 0.5), scale);
+    case ResizeCoord::kTfCropAndResize: {
+      const double rs = p.roi_start[d], re = p.roi_end[d], in1 = __dsub_rn(din, 1.0);
+      return dout > 1.0 ? __dadd_rn(__dmul_rn(rs, in1),
+                                    __ddiv_rn(__dmul_rn(__dmul_rn(x, __dsub_rn(re, rs)), in1), __dsub_rn(dout, 1.0)))
+                        : __dmul_rn(__dmul_rn(0.5, __dadd_rn(rs, re)), in1);
+    }
   }
   return 0.0;
 }
@@ -305,12 +319,159 @@ __global__ void resize_cubic_kernel(const T* __restrict__ in, T* __restrict__ ou
   }
 }
 
+// One axis' taps for one output coordinate in the general kernel: `count` taps reading inputs
+// first, first + 1, ... (each clamped to the edge). Explicit weights for the plain modes; an
+// antialiased axis works its weights out per tap instead (they may be many), from the CPU
+// reference's formula: raw weight f(scale * (start + k - ratio)) / total, then, with
+// exclude_outside, 0 outside the input and the rest divided by `kept`.
+struct AxisTaps {
+  int64_t first = 0;
+  int64_t count = 1;
+  bool antialiased = false;
+  double w[4] = {1.0, 0.0, 0.0, 0.0};
+  int64_t start = 0;  // antialiased: the filter's first tap relative to the sample's floor
+  double ratio = 0.0, scale = 1.0, total = 0.0, kept = 0.0;
+};
+
+__device__ __forceinline__ double antialias_raw(const ResizeParams& p, const AxisTaps& a, int64_t k) {
+  const double arg = __dmul_rn(a.scale, __dsub_rn(static_cast<double>(a.start + k), a.ratio));
+  return p.cubic ? cubic_weight(arg, p.cubic_a) : fmin(fmax(__dsub_rn(1.0, fabs(arg)), 0.0), 1.0);
+}
+
+__device__ __forceinline__ double tap_weight(const ResizeParams& p, const AxisTaps& a, int64_t k, int64_t in) {
+  if (!a.antialiased) return a.w[k];
+  double w = antialias_raw(p, a, k);
+  if (a.total != 0.0) w = __ddiv_rn(w, a.total);
+  if (p.exclude_outside) {
+    const int64_t i = a.first + k;
+    if (i < 0 || i >= in) return 0.0;
+    if (a.kept != 0.0) w = __ddiv_rn(w, a.kept);
+  }
+  return w;
+}
+
+// The taps of output coordinate o along axis d; false when tf_crop_and_resize samples outside the
+// input there (the element is the extrapolation value).
+__device__ bool axis_taps(const ResizeParams& p, int d, int64_t o, AxisTaps* t) {
+  const int64_t in = p.in_dims[d];
+  const double x = resize_source(p, d, static_cast<double>(o));
+  if (p.coord == ResizeCoord::kTfCropAndResize && (x < 0.0 || x > static_cast<double>(in - 1))) return false;
+  if (p.antialias && p.scale[d] < 1.0 && (p.linear || p.cubic)) {
+    double f = floor(x), ratio = __dsub_rn(x, f);
+    if (ratio == 0.0) {  // an integral x counts as r = 1 from the sample below it
+      ratio = 1.0;
+      f = __dsub_rn(f, 1.0);
+    }
+    t->antialiased = true;
+    t->ratio = ratio;
+    t->scale = p.scale[d];
+    t->start = saturating_i64(floor(__ddiv_rn(p.cubic ? -2.0 : -1.0, p.scale[d]))) + 1;
+    t->count = 2 - 2 * t->start;  // symmetric about the sample: start .. 1 - start
+    int64_t base = saturating_i64(f);
+    base = base < -in - 4 ? -in - 4 : (base > 2 * in + 4 ? 2 * in + 4 : base);
+    t->first = base + t->start;
+    double total = 0.0;
+    for (int64_t k = 0; k < t->count; ++k) total = __dadd_rn(total, antialias_raw(p, *t, k));
+    t->total = total;
+    if (p.exclude_outside) {
+      double kept = 0.0;
+      for (int64_t k = 0; k < t->count; ++k) {
+        const int64_t i = t->first + k;
+        if (i < 0 || i >= in) continue;
+        const double w = antialias_raw(p, *t, k);
+        kept = __dadd_rn(kept, total != 0.0 ? __ddiv_rn(w, total) : w);
+      }
+      t->kept = kept;
+    }
+    return true;
+  }
+  if (!p.linear && !p.cubic) {
+    t->first = clamp_index(nearest_of(p.nearest, x), in);
+    return true;
+  }
+  const double f = floor(x), frac = __dsub_rn(x, f);
+  int64_t lo = saturating_i64(f);
+  lo = lo < -4 ? -4 : (lo > in + 4 ? in + 4 : lo);
+  if (p.linear) {
+    t->first = lo;
+    t->count = 2;
+    t->w[0] = __dsub_rn(1.0, frac);
+    t->w[1] = frac;
+    return true;
+  }
+  t->first = lo - 1;
+  t->count = 4;
+  double total = 0.0;
+  for (int k = 0; k < 4; ++k) {
+    const int64_t src = lo + k - 1;
+    double wk = cubic_weight(__dsub_rn(static_cast<double>(k - 1), frac), p.cubic_a);
+    if (p.exclude_outside && (src < 0 || src >= in)) wk = 0.0;
+    t->w[k] = wk;
+    total = __dadd_rn(total, wk);
+  }
+  if (p.exclude_outside && total != 0.0)
+    for (int k = 0; k < 4; ++k) t->w[k] = __ddiv_rn(t->w[k], total);
+  return true;
+}
+
+// The general kernel (antialias, tf_crop_and_resize): per output element, every resized axis' taps,
+// then the sum over their tensor product (the last resized axis fastest), weights multiplied in axis
+// order, accumulated in double; a zero weight is skipped, as in the CPU reference, so an infinite
+// input that only a zero weight reaches does not make the sum NaN.
+template <typename T>
+__global__ void resize_taps_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeParams p, int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    AxisTaps taps[kMaxRank];
+    int axes[kMaxRank];
+    int nl = 0;
+    int64_t base = 0;  // offset contributed by identity axes
+    bool outside = false;
+    int64_t rem = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t o = rem % p.out_dims[d];
+      rem /= p.out_dims[d];
+      if (p.identity[d]) {
+        base += o * p.in_strides[d];
+        continue;
+      }
+      if (!axis_taps(p, d, o, &taps[d])) outside = true;
+    }
+    if (outside) {
+      out[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(p.extrapolation)));
+      continue;
+    }
+    for (int d = 0; d < p.rank; ++d)
+      if (!p.identity[d]) axes[nl++] = d;
+    int64_t digit[kMaxRank] = {};
+    double acc = 0.0;
+    for (;;) {
+      double w = 1.0;
+      int64_t off = base;
+      for (int k = 0; k < nl; ++k) {
+        const int d = axes[k];
+        w = __dmul_rn(w, tap_weight(p, taps[d], digit[k], p.in_dims[d]));
+        off += clamp_index(taps[d].first + digit[k], p.in_dims[d]) * p.in_strides[d];
+      }
+      if (w != 0.0) acc = __dadd_rn(acc, __dmul_rn(w, static_cast<double>(Elem<T>::ld(in[off]))));
+      int k = nl - 1;  // the next combination: an odometer over the axes' taps
+      while (k >= 0 && ++digit[k] == taps[axes[k]].count) digit[k--] = 0;
+      if (k < 0) break;
+    }
+    out[i] = Elem<T>::st(static_cast<typename Elem<T>::C>(static_cast<float>(acc)));
+  }
+}
+
 }  // namespace
 
 cudaError_t launch_resize(KType t, int elem_size, const void* in, void* out, const ResizeParams& p, int64_t n,
                           cudaStream_t s) {
   if (n == 0) return cudaSuccess;
   const unsigned g = grid_for(n);
+  if (p.antialias || p.coord == ResizeCoord::kTfCropAndResize) {
+    GRAFT_FLOAT_DISPATCH(t, (resize_taps_kernel<T><<<g, kThreads, 0, s>>>(static_cast<const T*>(in),
+                                                                          static_cast<T*>(out), p, n)));
+    return cudaGetLastError();
+  }
   const std::optional<Resize2d> q = p.cubic ? std::nullopt : resize_2d_of(p, n);
   const dim3 g2 = q ? resize_2d_grid(*q) : dim3();
   if (!p.linear && !p.cubic && q) {
@@ -385,16 +546,14 @@ using namespace util;
 
 // ---- Resize: nearest (any dtype, a byte copy) and linear (float types) ----
 
-// Everything the kernels repeat exactly; tf_crop_and_resize (roi, extrapolation) and antialiased
-// linear or cubic stay on the CPU.
+// Every mode and coordinate transform. Nearest moves any dtype's bytes, except under
+// tf_crop_and_resize, whose extrapolation value the general kernel writes in a float type.
 bool resize_supports(const Node& n, std::string* why) {
   if (!same_bytes_ok(n, why) || !rank_fits(n, 0, why)) return false;
   auto a = graft::parse_resize_attrs(n.attrs, n.input(0)->desc.rank());
   if (!a.is_ok()) return reject(why, a.status().to_string());
   const graft::ResizeAttrs& ra = a.value();
-  if (ra.coordinate_mode == "tf_crop_and_resize") return reject(why, "tf_crop_and_resize is not handled");
-  if (ra.mode != graft::ResizeAttrs::Mode::kNearest) {
-    if (ra.antialias) return reject(why, "antialiased linear or cubic resize is not handled");
+  if (ra.mode != graft::ResizeAttrs::Mode::kNearest || ra.coordinate_mode == "tf_crop_and_resize") {
     if (!require_dtype(n, 0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16}, why)) return false;
   }
   if (n.opset != 0 && n.opset < 11) return reject(why, "Resize before opset 11 is not handled");
@@ -411,12 +570,11 @@ Status resize_run(CudaExec& ex) {
   const graft::ResizeAttrs& a = pa.value();
   const bool linear = a.mode == graft::ResizeAttrs::Mode::kLinear;
   const bool cubic = a.mode == graft::ResizeAttrs::Mode::kCubic;
-  if (a.coordinate_mode == "tf_crop_and_resize" || ((linear || cubic) && a.antialias))
-    return fail(ex, StatusCode::kUnsupported, "mode/coordinate transform not handled by the CUDA kernel");
   std::vector<int64_t> out_dims;
   std::vector<double> scale;
   GRAFT_RETURN_IF_ERROR(
       with_node(ex, graft::resize_output(a, X->dims(), input_at(1), input_at(2), input_at(3), &out_dims, &scale)));
+  GRAFT_RETURN_IF_ERROR(with_node(ex, graft::check_antialias_taps(a, scale, out_dims)));
   Tensor& Y = *ctx.outputs[0];
   GRAFT_RETURN_IF_ERROR(check_same_dtype(ex, *X, Y));
   if (Y.dims() != out_dims)
@@ -429,16 +587,31 @@ Status resize_run(CudaExec& ex) {
   p.cubic = cubic;
   p.cubic_a = a.cubic_coeff_a;
   p.exclude_outside = a.exclude_outside;
+  p.extrapolation = a.extrapolation_value;
   const std::string& m = a.coordinate_mode;
   p.coord = m == "half_pixel"             ? k::ResizeCoord::kHalfPixel
             : m == "half_pixel_symmetric" ? k::ResizeCoord::kHalfPixelSymmetric
             : m == "pytorch_half_pixel"   ? k::ResizeCoord::kPytorchHalfPixel
             : m == "align_corners"        ? k::ResizeCoord::kAlignCorners
             : m == "asymmetric"           ? k::ResizeCoord::kAsymmetric
-                                          : k::ResizeCoord::kTfHalfPixelForNn;
+            : m == "tf_half_pixel_for_nn" ? k::ResizeCoord::kTfHalfPixelForNn
+                                          : k::ResizeCoord::kTfCropAndResize;
   if (m != "half_pixel" && m != "half_pixel_symmetric" && m != "pytorch_half_pixel" && m != "align_corners" &&
-      m != "asymmetric" && m != "tf_half_pixel_for_nn")
+      m != "asymmetric" && m != "tf_half_pixel_for_nn" && m != "tf_crop_and_resize")
     return fail(ex, StatusCode::kUnsupported, "coordinate_transformation_mode '", m, "'");
+  if (m == "tf_crop_and_resize") {  // the CPU reference's reading of roi: starts, then ends, per listed axis
+    const Tensor* roi = input_at(1);
+    if (!graft::tensor_given(roi) || roi->numel() != static_cast<int64_t>(2 * a.axes.size()))
+      return fail(ex, StatusCode::kInvalidModel, "tf_crop_and_resize needs 'roi' with ", 2 * a.axes.size(),
+                  " elements");
+    if (roi->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "roi must be a host input");
+    for (size_t ax = 0; ax < r; ++ax) p.roi_end[ax] = 1.0;
+    const std::vector<double> rv = graft::tensor_doubles(*roi);
+    for (size_t k = 0; k < a.axes.size(); ++k) {
+      p.roi_start[a.axes[k]] = rv[k];
+      p.roi_end[a.axes[k]] = rv[a.axes.size() + k];
+    }
+  }
   const std::string& nm = a.nearest_mode;
   p.nearest = nm == "round_prefer_floor"  ? k::ResizeNearest::kRoundPreferFloor
               : nm == "round_prefer_ceil" ? k::ResizeNearest::kRoundPreferCeil
@@ -452,7 +625,9 @@ Status resize_run(CudaExec& ex) {
   const bool exact = !given_scales && a.keep_aspect_ratio == "stretch";
   for (size_t ax = 0; ax < r; ++ax) {
     const bool listed = std::find(a.axes.begin(), a.axes.end(), static_cast<int64_t>(ax)) != a.axes.end();
-    p.identity[ax] = !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] && m != "tf_half_pixel_for_nn");
+    p.identity[ax] = !listed || (scale[ax] == 1.0 && out_dims[ax] == X->dims()[ax] && m != "tf_half_pixel_for_nn" &&
+                                 m != "tf_crop_and_resize");
+    if ((linear || cubic) && a.antialias && listed && scale[ax] < 1.0) p.antialias = true;
     p.in_dims[ax] = X->dims()[ax];
     p.out_dims[ax] = out_dims[ax];
     p.in_strides[ax] = is[ax];

@@ -39,6 +39,15 @@ std::vector<double> tensor_doubles(const Tensor& t);
 // Parses and validates the attributes for an input of rank `rank`; errors name the attribute.
 Result<ResizeAttrs> parse_resize_attrs(const AttributeMap& attrs, int64_t rank);
 
+// The most input samples one axis of an antialiased Resize may read in all (each output sample
+// reads about 2 / scale or 4 / scale of them): bounded, so that a tiny scale cannot ask for an
+// unbounded amount of work or tap tables.
+inline constexpr int64_t kMaxAntialiasTaps = int64_t{1} << 26;
+// kUnsupported, naming the attribute `antialias`, when an antialiased axis would read more than
+// kMaxAntialiasTaps samples; both backends check it before resizing.
+Status check_antialias_taps(const ResizeAttrs& a, const std::vector<double>& scale,
+                            const std::vector<int64_t>& out_dims);
+
 // Output extents and the per-axis scale the coordinate transform uses, from the concrete input
 // extents and the scales or sizes tensor (exactly one non-empty). `roi` (may be null or empty)
 // matters only for tf_crop_and_resize.
