@@ -7,7 +7,7 @@
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include (scripts/gpu/trt_headers.sh
 # puts them there from a clone of NVIDIA/TensorRT).
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild onnxref
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild checkbuild onnxref
 #   conformance pip probe int8probe int8graphprobe examples
 #   profile zprofile bench_encoder zoo dvf eagercost detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
@@ -107,6 +107,20 @@ if has_step testbuild; then  # the library, CLI and every C++ test binary (no Py
   cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_cuda_tests graft_cuda_kernel_tests graft_op_tests \
     graft_conformance > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "test build ok"
+  for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests $BUILDDIR/tests/ops/graft_op_tests; do
+    n=$(basename "$t")
+    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/$n.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
+  done
+fi
+
+if has_step checkbuild; then  # testbuild's binaries and gpubuild's modules in one build, then the three GPU test binaries
+  configure_build $BUILDDIR -DGRAFT_BUILD_TESTS=ON -DGRAFT_BUILD_PYTHON=ON -DGRAFT_BUILD_TORCH=ON > "$LOGS/configure.log" 2>&1 ||
+    { note "configure FAILED"; exit 1; }
+  cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch graft_python_test_ops graft_cuda_tests \
+    graft_cuda_kernel_tests graft_op_tests graft_conformance > "$LOGS/build.log" 2>&1 ||
+    { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
+  note "check build ok"
   for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests $BUILDDIR/tests/ops/graft_op_tests; do
     n=$(basename "$t")
     "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/$n.log" | tr '\n' ' ')"
@@ -223,14 +237,15 @@ fi
 
 if has_step conformance; then  # the ONNX backend suite through the CUDA engine, CONF_JOBS cases at once (default 8)
   # Debian's suite (onnx 1.12) always; CONF_NEW_SUITE=DIR also runs a newer suite's node cases
-  # (scripts/gpu/gen_onnx_node_suite.py writes DIR/node).
+  # (scripts/gpu/gen_onnx_node_suite.py writes DIR/node). CONF_ARGS: more graft_conformance
+  # arguments (--strict-device: a case with a layer on the CPU reference counts as unsupported).
   data=$DEPS/usr/share/libonnx-testdata/data
   [ -d "$data" ] || data=/usr/share/libonnx-testdata/data
   conformance_run() {  # log name, then graft_conformance's own arguments
     local log=$1; shift
-    $BUILDDIR/tests/conformance/graft_conformance "$@" --device cuda --jobs "${CONF_JOBS:-8}" \
+    $BUILDDIR/tests/conformance/graft_conformance "$@" --device cuda --jobs "${CONF_JOBS:-8}" ${CONF_ARGS:-} \
       --list-unsupported > "$LOGS/$log.log" 2>&1
-    note "$log (CUDA engine, --jobs ${CONF_JOBS:-8}): rc=$? $(tail -1 "$LOGS/$log.log")"
+    note "$log (CUDA engine, --jobs ${CONF_JOBS:-8} ${CONF_ARGS:-}): rc=$? $(tail -1 "$LOGS/$log.log")"
     sed -n '/^Unsupported cases/,/^$/p' "$LOGS/$log.log" | head -40 >> "$summary"
     grep -A30 '^Failures' "$LOGS/$log.log" | head -30 >> "$summary"
   }

@@ -57,6 +57,9 @@ struct Options {
   int timeout_s = 60;
   int jobs = 1;  // cases run at once, each in its own child process
   std::string device = "cpu";  // cuda: the same cases through the CUDA engine (GPU kernels, CPU fallbacks)
+  // cuda: a case with a layer placed on the CPU reference is unsupported (BuilderConfig::strict_device),
+  // so its passes count only cases that ran wholly on the GPU.
+  bool strict_device = false;
 };
 
 enum class Outcome { kPass, kFail, kUnsupported, kSkipped };
@@ -355,6 +358,7 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
   graft::BuilderConfig config;
   // Each case runs in a forked child (run_isolated), so CUDA is initialized there, never in the parent.
   config.device = opt.device == "cuda" ? graft::DeviceType::kCUDA : graft::DeviceType::kCPU;
+  config.strict_device = opt.strict_device;
   for (const DataSet& ds : sets)
     for (const auto& in : ds.inputs) {
       if (!in.tensor.is_tensor()) continue;  // sequences and optionals take any shapes
@@ -374,6 +378,13 @@ CaseResult run_case(const fs::path& dir, const Options& opt) {
   auto engine = graft::Engine::build_from_onnx_bytes(bytes.value(), config, model_path);
   if (!engine.is_ok()) {
     const graft::Status& st = engine.status();
+    if (opt.strict_device && st.code() == graft::StatusCode::kUnsupported &&
+        st.to_string().find("strict device") != std::string::npos) {
+      // The placement error lists the layers on its later lines: they are the reason.
+      std::string why = st.to_string();
+      std::replace(why.begin(), why.end(), '\n', ' ');
+      return unsupported({"(CPU placement)"}, why.size() > 400 ? why.substr(0, 400) + "..." : why);
+    }
     if (st.code() == graft::StatusCode::kUnsupported)
       return unsupported({st.op_type().empty() ? std::string("(import)") : st.op_type()}, first_line(st.to_string()));
     return make_result(Outcome::kFail, "build failed: " + first_line(st.to_string()));
@@ -589,6 +600,8 @@ int main(int argc, char** argv) {
   app.add_option("--filter", opt.filter, "Only cases whose suite/name contains this substring");
   app.add_flag("-v,--verbose", opt.verbose, "Print every case as it runs");
   app.add_flag("--list-unsupported", opt.list_unsupported, "List every unsupported case with its reason");
+  app.add_flag("--strict-device", opt.strict_device,
+               "cuda: count a case whose engine places a layer on the CPU reference as unsupported");
   app.add_option("--max-elements", opt.max_elements, "Skip cases whose inputs exceed this many elements");
   app.add_option("--timeout", opt.timeout_s, "Seconds allowed per case")->check(CLI::PositiveNumber);
   app.add_option("-j,--jobs", opt.jobs, "Cases run at once, each in its own process (default 1)")
