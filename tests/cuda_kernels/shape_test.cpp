@@ -364,7 +364,8 @@ TEST(CudaShape, SupportsRejects) {
   };
   std::mt19937 rng(1);
   const Tensor x = rnd(rng, {1, 2, 3, 4});
-  // Every Pad mode and cubic Resize run on the GPU; an antialiased cubic one does not.
+  // Every Pad mode and every Resize form run on the GPU; tf_crop_and_resize only in the float types
+  // (the general kernel writes its extrapolation value).
   AttributeMap a;
   a.set("mode", std::string("reflect"));
   EXPECT_TRUE(supported("Pad", {x, Tensor::vector_int64({0, 0, 1, 1, 0, 0, 1, 1})}, a));
@@ -372,10 +373,13 @@ TEST(CudaShape, SupportsRejects) {
   cubic.set("mode", std::string("cubic"));
   EXPECT_TRUE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, cubic));
   cubic.set("antialias", int64_t{1});
-  EXPECT_FALSE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, cubic));
+  EXPECT_TRUE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, cubic));
   AttributeMap crop;
   crop.set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
-  EXPECT_FALSE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, crop));
+  EXPECT_TRUE(supported("Resize", {x, Tensor(), Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})}, crop));
+  EXPECT_FALSE(supported("Resize", {ints(rng, {1, 2, 3, 4}), Tensor(),
+                                     Tensor::from_doubles(DataType::kFloat32, {4}, {1, 1, 2, 2})},
+                         crop));
   AttributeMap lin;
   lin.set("mode", std::string("linear"));
   EXPECT_FALSE(supported("Resize", {ints(rng, {1, 2, 3, 4}), Tensor(),

@@ -188,6 +188,19 @@ std::vector<OpCaseTable> binary_elementwise_cases() {
     t.cases.push_back(elementwise_case("long_odd", {{1031}, {1031}}, b.lo, b.hi, {1031}));
     if (b.divisor_at_least > 0)
       for (OpCase& c : t.cases) c.adjust_inputs = [d = b.divisor_at_least](std::vector<Tensor>& ins) { move_from_zero(ins[1], d); };
+    // Add, Sub, Mul, Max and Min in every integer type and float64 (Div and Pow: floats only on
+    // CUDA). Ranges keep every result inside the type: unsigned x - y stays >= 0, int8 x * y <= 100.
+    const std::string name = b.name;
+    if (name != "Div" && name != "Pow")
+      for (DataType dt : {DataType::kInt8, DataType::kUInt8, DataType::kInt16, DataType::kUInt16, DataType::kInt32,
+                          DataType::kUInt32, DataType::kInt64, DataType::kUInt64, DataType::kFloat64}) {
+        const bool is_unsigned = dt == DataType::kUInt8 || dt == DataType::kUInt16 || dt == DataType::kUInt32 ||
+                                 dt == DataType::kUInt64;
+        t.cases.push_back(make_case(std::string(dtype_name(dt)) + "_rows",
+                                    {typed({3, 2, 5}, dt, is_unsigned ? 10 : -10, is_unsigned ? 20 : 10),
+                                     typed({5}, dt, is_unsigned ? 0 : -10, 10)},
+                                    {{3, 2, 5}}));
+      }
     out.push_back(std::move(t));
   }
   return out;

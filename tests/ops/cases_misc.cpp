@@ -60,6 +60,14 @@ std::vector<OpCaseTable> comparison_tables() {
     t.cases.push_back(make_case("same_shape", {data({3, 7}, -2, 2), data({3, 7}, -2, 2)}, {{3, 7}}));
     t.cases.push_back(make_case("broadcast", {data({2, 3, 4}, -2, 2), data({4}, -2, 2)}, {{2, 3, 4}}));
     for (OpCase& c : t.cases) c.adjust_inputs = round_to_halves;
+    // Every integer type and float64 (small ranges, so that equal operands are common).
+    for (DataType dt : {DataType::kInt8, DataType::kUInt8, DataType::kInt16, DataType::kUInt16, DataType::kInt32,
+                        DataType::kUInt32, DataType::kInt64, DataType::kUInt64, DataType::kFloat64}) {
+      OpCase c = make_case(std::string(dtype_name(dt)) + "_broadcast", {typed({2, 3, 4}, dt, 0, 3), typed({4}, dt, 0, 3)},
+                           {{2, 3, 4}});
+      if (dt == DataType::kFloat64) c.adjust_inputs = round_to_halves;
+      t.cases.push_back(std::move(c));
+    }
     out.push_back(std::move(t));
   }
   const std::pair<const char*, std::function<bool(bool, bool)>> logic[] = {

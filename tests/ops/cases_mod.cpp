@@ -54,6 +54,17 @@ OpCaseTable mod_cases() {
   t.cases.push_back(mod_case("int32_python_sign_broadcast", {5, 6}, {5, 1}, {5, 6}, 0, DataType::kInt32));
   // What exporters compute a shifted window's padding with: (w - W % w) % w on scalars.
   t.cases.push_back(mod_case("int64_scalars", {}, {}, {}, 0, DataType::kInt64));
+  t.cases.push_back(mod_case("int8_python_sign_broadcast", {4, 5}, {5}, {4, 5}, 0, DataType::kInt8));
+  t.cases.push_back(mod_case("int16_c_sign", {3, 6}, {3, 6}, {3, 6}, 1, DataType::kInt16));
+  // Unsigned: both signs agree, so fmod 0 and 1 are the same %; divisors 1 to 9.
+  for (DataType dt : {DataType::kUInt8, DataType::kUInt16, DataType::kUInt32, DataType::kUInt64}) {
+    OpCase c = mod_case(std::string(dtype_name(dt)) + "_broadcast", {3, 7}, {7}, {3, 7}, 0, dt);
+    c.inputs[0].lo = 0;
+    c.inputs[0].hi = 200;
+    c.inputs[1].lo = 1;
+    c.inputs[1].hi = 9;
+    t.cases.push_back(std::move(c));
+  }
 
   t.bad_attributes.push_back({"fmod_not_0_or_1", fmod_attr(2), {}, "fmod"});
   t.bad_attributes.push_back({"float_needs_fmod_1", fmod_attr(0), {}, "fmod"});

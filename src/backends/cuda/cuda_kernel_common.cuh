@@ -10,7 +10,10 @@
 namespace graft::cuda::k {
 
 // Element types, numbered like ONNX TensorProto.DataType (and graft::DataType) so mapping is a cast.
-enum class KType : int { kF32 = 1, kU8 = 2, kI8 = 3, kI32 = 6, kI64 = 7, kBool = 9, kF16 = 10, kF64 = 11, kBF16 = 16 };
+enum class KType : int {
+  kF32 = 1, kU8 = 2, kI8 = 3, kU16 = 4, kI16 = 5, kI32 = 6, kI64 = 7, kBool = 9, kF16 = 10, kF64 = 11,
+  kU32 = 12, kU64 = 13, kBF16 = 16
+};
 
 constexpr int kMaxRank = 8;
 

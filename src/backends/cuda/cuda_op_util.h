@@ -116,7 +116,8 @@ constexpr std::initializer_list<DataType> kGpuFloats64 = {DataType::kFloat32, Da
 
 // Every dtype the CUDA backend keeps on the device: the byte-moving ops' key (they copy elements
 // of 1, 2, 4 or 8 bytes whatever they hold). gpu_supports refuses the others (strings; int16,
-// uint16, uint32 and uint64, which no kernel's switch has) for every op.
+// uint16, uint32 and uint64, except in the ops whose keys list them: the binary arithmetic and
+// comparisons).
 constexpr std::initializer_list<DataType> kGpuEveryDtype = {
     DataType::kFloat32,     DataType::kFloat16,        DataType::kBFloat16,    DataType::kFloat64,
     DataType::kInt8,        DataType::kUInt8,          DataType::kInt32,       DataType::kInt64,

@@ -121,10 +121,19 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
       return false;
     }
   }
-  // int16, uint16, uint32 and uint64 exist on the CPU reference only: no CUDA kernel's dtype
-  // switch has them, so such a node is placed on the CPU before any kernel is asked.
-  auto cpu_only = [](DataType t) {
-    return t == DataType::kInt16 || t == DataType::kUInt16 || t == DataType::kUInt32 || t == DataType::kUInt64;
+  // int16, uint16, uint32 and uint64 are on the CPU reference only, except in the ops whose kernels
+  // are instantiated for them (a key lists the dtype: the binary arithmetic and comparisons, whose
+  // supports() requires every input to have input 0's dtype); any other op with such a value is
+  // placed on the CPU before its kernel is asked.
+  auto keyed = [op](DataType t) {
+    if (!op) return false;
+    for (const KernelDtypes& k : op->dtypes)
+      if (std::find(k.dtypes.begin(), k.dtypes.end(), t) != k.dtypes.end()) return true;
+    return false;
+  };
+  auto cpu_only = [&keyed](DataType t) {
+    return (t == DataType::kInt16 || t == DataType::kUInt16 || t == DataType::kUInt32 || t == DataType::kUInt64) &&
+           !keyed(t);
   };
   for (size_t i = 0; i < n.inputs.size() && !(op && op->checks_every_dtype); ++i) {
     const Value* v = n.inputs[i];

@@ -192,16 +192,21 @@ __device__ __forceinline__ C arith(BinaryOp op, C a, C b) {
       case BinaryOp::kMul: return static_cast<C>(static_cast<U>(a) * static_cast<U>(b));
       case BinaryOp::kMax: return a < b ? b : a;
       case BinaryOp::kMin: return b < a ? b : a;
-      case BinaryOp::kPRelu: return a < 0 ? static_cast<C>(static_cast<U>(a) * static_cast<U>(b)) : a;
+      case BinaryOp::kPRelu:
+        if constexpr (std::is_unsigned_v<C>) return a;  // never negative
+        else return a < 0 ? static_cast<C>(static_cast<U>(a) * static_cast<U>(b)) : a;
       case BinaryOp::kMod:
-      case BinaryOp::kFmod: {
-        // The CPU reference fails on a zero divisor; a kernel cannot, so it writes 0. In 64 bits,
-        // and x % -1 is 0 for every x (INT64_MIN % -1 would trap).
-        if (b == 0 || b == C(-1)) return 0;
-        int64_t t = static_cast<int64_t>(a) % static_cast<int64_t>(b);
-        if (op == BinaryOp::kMod && t != 0 && ((t < 0) != (b < 0))) t += b;  // the divisor's sign
-        return static_cast<C>(t);
-      }
+      case BinaryOp::kFmod:
+        // The CPU reference fails on a zero divisor; a kernel cannot, so it writes 0.
+        if constexpr (std::is_unsigned_v<C>) {
+          return b == 0 ? C(0) : static_cast<C>(a % b);  // both signs agree: % is Python's and C's
+        } else {
+          // In 64 bits, and x % -1 is 0 for every x (INT64_MIN % -1 would trap).
+          if (b == 0 || b == C(-1)) return 0;
+          int64_t t = static_cast<int64_t>(a) % static_cast<int64_t>(b);
+          if (op == BinaryOp::kMod && t != 0 && ((t < 0) != (b < 0))) t += b;  // the divisor's sign
+          return static_cast<C>(t);
+        }
       default: return 0;  // Div/Pow on integers are refused by their dtype keys
     }
   } else {
@@ -210,11 +215,15 @@ __device__ __forceinline__ C arith(BinaryOp op, C a, C b) {
       case BinaryOp::kSub: return a - b;
       case BinaryOp::kMul: return a * b;
       case BinaryOp::kDiv: return a / b;
-      case BinaryOp::kPow: return powf(a, b);
+      case BinaryOp::kPow:
+        if constexpr (std::is_same_v<C, double>) return pow(a, b);
+        else return powf(a, b);
       case BinaryOp::kMax: return (isnan_c(a) || isnan_c(b)) ? (isnan_c(a) ? a : b) : (a < b ? b : a);
       case BinaryOp::kMin: return (isnan_c(a) || isnan_c(b)) ? (isnan_c(a) ? a : b) : (b < a ? b : a);
       case BinaryOp::kPRelu: return a < 0 ? b * a : a;
-      case BinaryOp::kFmod: return fmodf(a, b);  // floating kMod (fmod=0) is rejected by supports()
+      case BinaryOp::kFmod:  // floating kMod (fmod=0) is rejected by supports()
+        if constexpr (std::is_same_v<C, double>) return fmod(a, b);
+        else return fmodf(a, b);
       default: return 0;
     }
   }
@@ -448,13 +457,14 @@ cudaError_t binary_dispatch(BinaryOp op, const T* a, const T* b, O* out, const B
   return cudaGetLastError();
 }
 
-template <typename T>
+// kBool: T is uint8_t holding bool operands, which only take the logic and comparison ops
+// (launch_binary checks), so no arithmetic on them; uint8 data is T uint8_t with kBool false.
+template <typename T, bool kBool = false>
 cudaError_t binary_t(BinaryOp op, const void* a, const void* b, void* out, const Bcast& p, int64_t n, cudaStream_t s) {
   const T* pa = static_cast<const T*>(a);
   const T* pb = static_cast<const T*>(b);
   if (binary_writes_bool(op)) return binary_dispatch<T, uint8_t, true>(op, pa, pb, static_cast<uint8_t*>(out), p, n, s);
-  // Bool operands only take the logic/comparison ops (launch_binary checks), so no arithmetic on them.
-  if constexpr (std::is_same_v<T, uint8_t>) return cudaErrorInvalidValue;
+  if constexpr (kBool) return cudaErrorInvalidValue;
   else return binary_dispatch<T, T, false>(op, pa, pb, static_cast<T*>(out), p, n, s);
 }
 
@@ -572,11 +582,18 @@ cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, vo
     case KType::kF32: return binary_t<float>(op, a, b, out, p, n, s);
     case KType::kF16: return binary_t<__half>(op, a, b, out, p, n, s);
     case KType::kBF16: return binary_t<__nv_bfloat16>(op, a, b, out, p, n, s);
+    case KType::kF64: return binary_t<double>(op, a, b, out, p, n, s);
+    case KType::kI8: return binary_t<int8_t>(op, a, b, out, p, n, s);
+    case KType::kU8: return binary_t<uint8_t>(op, a, b, out, p, n, s);
+    case KType::kI16: return binary_t<int16_t>(op, a, b, out, p, n, s);
+    case KType::kU16: return binary_t<uint16_t>(op, a, b, out, p, n, s);
     case KType::kI32: return binary_t<int32_t>(op, a, b, out, p, n, s);
+    case KType::kU32: return binary_t<uint32_t>(op, a, b, out, p, n, s);
     case KType::kI64: return binary_t<int64_t>(op, a, b, out, p, n, s);
+    case KType::kU64: return binary_t<uint64_t>(op, a, b, out, p, n, s);
     case KType::kBool:
       if (!binary_writes_bool(op)) return cudaErrorInvalidValue;
-      return binary_t<uint8_t>(op, a, b, out, p, n, s);
+      return binary_t<uint8_t, true>(op, a, b, out, p, n, s);
     default: return cudaErrorInvalidValue;
   }
 }
@@ -790,9 +807,21 @@ constexpr std::initializer_list<DataType> kBoolDtype = {DataType::kBool};
 // The key of the unary ops with integer kernels too (unary_int: Relu, Neg, Abs, Sign, Shrink).
 constexpr std::initializer_list<DataType> kUnaryIntDtypes = {
     DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8, DataType::kInt32, DataType::kInt64};
-// Equal's key: the float types and int32/int64, as the other comparisons, and bool.
+// The key of the arithmetic (Add, Sub, Mul, Max, Min, Mod, PRelu) and comparison ops: every float
+// type the device keeps and every integer type, as the CPU reference takes them.
+constexpr std::initializer_list<DataType> kBinaryDtypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
+    DataType::kUInt8,   DataType::kInt16,   DataType::kUInt16,   DataType::kInt32,   DataType::kUInt32,
+    DataType::kInt64,   DataType::kUInt64};
+// Equal's key: the comparisons' types and bool.
 constexpr std::initializer_list<DataType> kEqualDtypes = {
-    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt32, DataType::kInt64, DataType::kBool};
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
+    DataType::kUInt8,   DataType::kInt16,   DataType::kUInt16,   DataType::kInt32,   DataType::kUInt32,
+    DataType::kInt64,   DataType::kUInt64,  DataType::kBool};
+// Mod with fmod=0 (Python's %): the integer types.
+constexpr std::initializer_list<DataType> kIntegerDtypes = {DataType::kInt8,  DataType::kUInt8,  DataType::kInt16,
+                                                            DataType::kUInt16, DataType::kInt32, DataType::kUInt32,
+                                                            DataType::kInt64, DataType::kUInt64};
 
 constexpr bool is_float_unary(UnaryOp op) {
   return op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs && op != UnaryOp::kNot &&
@@ -875,9 +904,9 @@ Status unary_run(CudaExec& ex) {
 }
 
 // A binary op's key (input 0; the other inputs must have its dtype): Div and Pow take the float
-// types only (integer division by zero must fail: CPU does that); And, Or and Xor bool; Equal also
-// bool; the others, Mod included (its fmod=0 takes int32/int64 only: supports checks), the float
-// types and int32/int64.
+// types only (integer division by zero must fail: CPU does that; a kernel cannot); And, Or and Xor
+// bool; Equal also bool; the others, Mod included (its fmod=0 takes the integer types only:
+// supports checks), every float and integer type.
 constexpr std::initializer_list<DataType> binary_key_dtypes(BinaryOp op) {
   switch (op) {
     case BinaryOp::kDiv:
@@ -886,7 +915,7 @@ constexpr std::initializer_list<DataType> binary_key_dtypes(BinaryOp op) {
     case BinaryOp::kOr:
     case BinaryOp::kXor: return kBoolDtype;
     case BinaryOp::kEqual: return kEqualDtypes;
-    default: return kGpuFloatsInts;
+    default: return kBinaryDtypes;
   }
 }
 
@@ -904,8 +933,8 @@ bool binary_supports(const Node& n, std::string* why) {
     if (!fmod) return reject(why, "attribute 'fmod' is not an int");
     if (fmod.value() != 0 && fmod.value() != 1) return reject(why, "attribute 'fmod' must be 0 or 1");
     if (fmod.value() == 0)
-      return require_dtype(n, 0, kGpuInts, why) ||
-             reject(why, "Mod with fmod=0 needs int32/int64 inputs (floating inputs need fmod=1), got " +
+      return require_dtype(n, 0, kIntegerDtypes, why) ||
+             reject(why, "Mod with fmod=0 needs integer inputs (floating inputs need fmod=1), got " +
                              std::string(dtype_name(in_dtype(n, 0))));
   }
   return true;

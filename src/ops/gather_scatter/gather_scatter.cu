@@ -71,6 +71,9 @@ int elem_bytes(KType t) {
     case KType::kF16: case KType::kBF16: return 2;
     case KType::kI64: case KType::kF64: return 8;
     case KType::kI8: case KType::kU8: case KType::kBool: return 1;
+    case KType::kI16: case KType::kU16: return 2;
+    case KType::kU32: return 4;
+    case KType::kU64: return 8;
   }
   return 0;
 }
