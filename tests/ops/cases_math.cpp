@@ -426,10 +426,13 @@ OpCaseTable bit_shift_cases() {
   auto direction = [](const char* d) { return attr("direction", std::string(d)); };
   t.cases.push_back(make_case("uint8_left", {typed({2, 3}, DataType::kUInt8, 0, 31), typed({2, 3}, DataType::kUInt8, 0, 3)},
                               {{2, 3}}, direction("LEFT")));
-  OpCase u32 = make_case("uint32_right_broadcast", {typed({3, 4}, DataType::kUInt32, 0, 4e9), typed({4}, DataType::kUInt32, 0, 31)},
-                         {{3, 4}}, direction("RIGHT"));
-  u32.cpu_only_because = "the CUDA backend has no uint32 tensors";
-  t.cases.push_back(u32);
+  t.cases.push_back(make_case("uint32_right_broadcast",
+                              {typed({3, 4}, DataType::kUInt32, 0, 4e9), typed({4}, DataType::kUInt32, 0, 31)}, {{3, 4}},
+                              direction("RIGHT")));
+  t.cases.push_back(make_case("uint16_left", {typed({5}, DataType::kUInt16, 0, 255), typed({5}, DataType::kUInt16, 0, 8)},
+                              {{5}}, direction("LEFT")));
+  t.cases.push_back(make_case("uint64_right", {typed({2, 3}, DataType::kUInt64, 0, 1e15), typed({2, 3}, DataType::kUInt64, 0, 63)},
+                              {{2, 3}}, direction("RIGHT")));
   return t;
 }
 

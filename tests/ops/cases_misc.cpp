@@ -216,6 +216,13 @@ OpCaseTable cumsum_cases() {
   t.cases.push_back(make_case("middle_exclusive", {data({2, 9, 3}), fixed({}, DataType::kInt64, {1})}, {{2, 9, 3}}, attr("exclusive", int64_t{1})));
   t.cases.push_back(make_case("first_reverse", {data({6, 4}), fixed({}, DataType::kInt64, {-2})}, {{6, 4}}, attr("reverse", int64_t{1})));
   t.cases.push_back(make_case("long_row", {data({1, 3000}, -1, 1), fixed({}, DataType::kInt64, {1})}, {{1, 3000}}));
+  // float64 sums in double (a long row, so a float accumulator would show), and int32.
+  t.cases.push_back(make_case("float64_long_row", {typed({2, 3000}, DataType::kFloat64, -1, 1), fixed({}, DataType::kInt64, {1})},
+                              {{2, 3000}}));
+  t.cases.push_back(make_case("float64_middle", {typed({3, 7, 4}, DataType::kFloat64, -1, 1), fixed({}, DataType::kInt64, {1})},
+                              {{3, 7, 4}}, attr("exclusive", int64_t{1})));
+  t.cases.push_back(make_case("int32_reverse", {typed({4, 9}, DataType::kInt32, -1000, 1000), fixed({}, DataType::kInt64, {1})},
+                              {{4, 9}}, attr("reverse", int64_t{1})));
   return t;
 }
 

@@ -107,6 +107,9 @@ std::vector<OpCaseTable> reduce_case_tables() {
     // which the poisoned output already holds, so no case could tell it from an unwritten output.
     if (std::string(r.name) != "ReduceMean")
       t.cases.push_back(reduce_case(r, "empty_axis", {3, 0, 4}, {1}, true, {3, 1, 4}));
+    OpCase f64 = reduce_case(r, "float64_rows", {3, 5, 600}, {2}, false, {3, 5});  // reduced in double
+    f64.inputs[0].dtype = DataType::kFloat64;
+    t.cases.push_back(std::move(f64));
     t.reference = [r](const std::vector<std::vector<double>>& in, const std::vector<std::vector<int64_t>>& dims,
                       const AttributeMap&) {
       return std::vector<std::vector<double>>{reduce_formula(in[0], dims[0], in[1], r.start, r.step, r.finish)};

@@ -29,26 +29,43 @@ namespace k {
 // exactly.
 
 
-// uint8 y = x << s (left) or x >> s, broadcast (operands 0 and 1 of `p`); shifts of 8 or more give 0.
-cudaError_t launch_bit_shift(bool left, const uint8_t* x, const uint8_t* sh, const Bcast& p, uint8_t* y, int64_t n,
+// y = x << s (left) or x >> s, broadcast (operands 0 and 1 of `p`), t one of u8/u16/u32/u64 (x, s and
+// y all of it); shifts by the width or more give 0.
+cudaError_t launch_bit_shift(bool left, KType t, const void* x, const void* sh, const Bcast& p, void* y, int64_t n,
                              cudaStream_t s);
 
 namespace {
 
-__global__ void bit_shift_kernel(bool left, const uint8_t* x, const uint8_t* sh, Bcast p, uint8_t* y, int64_t n) {
+template <typename U>
+__global__ void bit_shift_kernel(bool left, const U* x, const U* sh, Bcast p, U* y, int64_t n) {
+  constexpr U kWidth = sizeof(U) * 8;
   GRAFT_GRID_STRIDE(i, n) {
-    const unsigned v = x[bcast_offset(p, 0, i)], by = sh[bcast_offset(p, 1, i)];
+    // In at least unsigned int, as C++ promotes; the result is cut back to U's width.
+    using W = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+    const W v = x[bcast_offset(p, 0, i)];
+    const U by = sh[bcast_offset(p, 1, i)];
     // Shifting by the width or more shifts every bit out (and is undefined in C++).
-    y[i] = by >= 8 ? uint8_t{0} : static_cast<uint8_t>(left ? (v << by) : (v >> by));
+    y[i] = by >= kWidth ? U{0} : static_cast<U>(left ? (v << by) : (v >> by));
   }
 }
 
 }  // namespace
 
-cudaError_t launch_bit_shift(bool left, const uint8_t* x, const uint8_t* sh, const Bcast& p, uint8_t* y, int64_t n,
+cudaError_t launch_bit_shift(bool left, KType t, const void* x, const void* sh, const Bcast& p, void* y, int64_t n,
                              cudaStream_t s) {
   if (n == 0) return cudaSuccess;
-  bit_shift_kernel<<<grid_for(n), kThreads, 0, s>>>(left, x, sh, p, y, n);
+  auto go = [&](auto zero) {
+    using U = decltype(zero);
+    bit_shift_kernel<U><<<grid_for(n), kThreads, 0, s>>>(left, static_cast<const U*>(x), static_cast<const U*>(sh), p,
+                                                         static_cast<U*>(y), n);
+  };
+  switch (t) {
+    case KType::kU8: go(uint8_t{}); break;
+    case KType::kU16: go(uint16_t{}); break;
+    case KType::kU32: go(uint32_t{}); break;
+    case KType::kU64: go(uint64_t{}); break;
+    default: return cudaErrorInvalidValue;
+  }
   return cudaGetLastError();
 }
 
@@ -60,8 +77,9 @@ namespace {
 
 using namespace util;
 
-// uint8 is the one integer type of BitShift graft has (its schema takes nothing else): X's and Y's key.
-constexpr std::initializer_list<DataType> kBitShiftTypes = {DataType::kUInt8};
+// BitShift's unsigned types: X's and Y's key.
+constexpr std::initializer_list<DataType> kBitShiftTypes = {DataType::kUInt8, DataType::kUInt16, DataType::kUInt32,
+                                                            DataType::kUInt64};
 
 bool bit_shift_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs X and Y");
@@ -78,12 +96,10 @@ Status bit_shift_run(CudaExec& ex) {
   if (x->dtype() != s->dtype() || y.dtype() != x->dtype())
     return fail(ex, StatusCode::kInvalidModel, "X and Y must share a dtype, got ", dtype_name(x->dtype()), " and ",
                 dtype_name(s->dtype()));
-  if (x->dtype() != DataType::kUInt8) return fail(ex, StatusCode::kUnsupported, "dtype ", dtype_name(x->dtype()));
   k::Bcast p;
   std::string why;
   if (!make_bcast(y.dims(), {x->dims(), s->dims()}, &p, &why)) return fail(ex, StatusCode::kInvalidModel, why);
-  return launch_status(k::launch_bit_shift(left.value(), static_cast<const uint8_t*>(x->data()),
-                                           static_cast<const uint8_t*>(s->data()), p, static_cast<uint8_t*>(y.data()),
+  return launch_status(k::launch_bit_shift(left.value(), ktype(x->dtype()), x->data(), s->data(), p, y.data(),
                                            y.numel(), stream_of(ex)), ex);
 }
 

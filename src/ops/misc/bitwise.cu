@@ -19,7 +19,7 @@ namespace graft::cuda {
 
 namespace k {
 
-// y = a op b, broadcast (operands 0 and 1 of `p`), t one of i8/u8/i32/i64; cudaErrorInvalidValue for
+// y = a op b, broadcast (operands 0 and 1 of `p`), t any integer type; cudaErrorInvalidValue for
 // another type.
 cudaError_t launch_bitwise_binary(BitwiseOp op, KType t, const void* a, const void* b, const Bcast& p, void* y,
                                   int64_t n, cudaStream_t s);
@@ -50,8 +50,12 @@ cudaError_t visit_bitwise_type(KType t, Fn&& fn) {
   switch (t) {
     case KType::kI8: fn(int8_t{}); break;
     case KType::kU8: fn(uint8_t{}); break;
+    case KType::kI16: fn(int16_t{}); break;
+    case KType::kU16: fn(uint16_t{}); break;
     case KType::kI32: fn(int32_t{}); break;
+    case KType::kU32: fn(uint32_t{}); break;
     case KType::kI64: fn(int64_t{}); break;
+    case KType::kU64: fn(uint64_t{}); break;
     default: return cudaErrorInvalidValue;
   }
   return cudaGetLastError();
@@ -85,9 +89,10 @@ namespace {
 
 using namespace util;
 
-// The integer types the CUDA backend keeps: every operand's key.
-constexpr std::initializer_list<DataType> kBitwiseTypes = {DataType::kInt8, DataType::kUInt8, DataType::kInt32,
-                                                           DataType::kInt64};
+// Every integer type, as the CPU reference takes them: every operand's key.
+constexpr std::initializer_list<DataType> kBitwiseTypes = {DataType::kInt8,  DataType::kUInt8,  DataType::kInt16,
+                                                           DataType::kUInt16, DataType::kInt32, DataType::kUInt32,
+                                                           DataType::kInt64, DataType::kUInt64};
 
 bool bitwise_binary_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs A and B");

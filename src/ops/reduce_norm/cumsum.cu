@@ -17,8 +17,9 @@ namespace k {
 
 namespace {
 
+// float64 sums in double, the other float types in float, the integers in 64 bits.
 template <typename T>
-using ScanAcc = std::conditional_t<kIsFloat<T>, float, long long>;
+using ScanAcc = std::conditional_t<std::is_same_v<T, double>, double, std::conditional_t<kIsFloat<T>, float, long long>>;
 
 template <typename T>
 __device__ __forceinline__ T scan_store(ScanAcc<T> v) {
@@ -91,10 +92,10 @@ cudaError_t launch_cumsum(KType t, bool exclusive, bool reverse, const void* x, 
   const bool block_rows = inner == 1 && n >= 64 && lines <= 0x7fffffffLL && lines < 8192;
   if (block_rows) {
     const int threads = n >= 1024 ? 1024 : (n >= 256 ? 256 : 64);
-    GRAFT_NUMERIC_DISPATCH(t, (cumsum_block_kernel<T><<<static_cast<unsigned>(lines), threads, 0, s>>>(
+    GRAFT_EVERY_NUMERIC_DISPATCH(t, (cumsum_block_kernel<T><<<static_cast<unsigned>(lines), threads, 0, s>>>(
                                   exclusive, reverse, static_cast<const T*>(x), static_cast<T*>(y), n)));
   } else {
-    GRAFT_NUMERIC_DISPATCH(t, (cumsum_line_kernel<T><<<grid_for(lines), kThreads, 0, s>>>(
+    GRAFT_EVERY_NUMERIC_DISPATCH(t, (cumsum_line_kernel<T><<<grid_for(lines), kThreads, 0, s>>>(
                                   exclusive, reverse, static_cast<const T*>(x), static_cast<T*>(y), lines, n, inner)));
   }
   return cudaGetLastError();
@@ -107,6 +108,10 @@ cudaError_t launch_cumsum(KType t, bool exclusive, bool reverse, const void* x, 
 namespace {
 
 using namespace util;
+
+// The float types with float64 (summed in double, as the CPU reference), and int32/int64.
+constexpr std::initializer_list<DataType> kCumSumDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                           DataType::kFloat64, DataType::kInt32,   DataType::kInt64};
 
 bool cumsum_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs x and axis");
@@ -130,7 +135,7 @@ Status cumsum_run(CudaExec& ex) {
 
 void append_cuda_cumsum_ops(std::vector<CudaOp>& out) {
   out.push_back(
-      kernel_dtypes({input_dtypes(0, kGpuFloatsInts)}, CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr}));
+      kernel_dtypes({input_dtypes(0, kCumSumDtypes)}, CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr}));
 }
 
 }  // namespace graft::cuda

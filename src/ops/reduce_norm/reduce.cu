@@ -34,60 +34,68 @@ __device__ __forceinline__ A block_reduce(A v, A* sh, A id, Op op) {
 }
 
 // NaN sticks, as in the CPU reference (nothing compares greater than it).
-__device__ __forceinline__ float max_nan(float a, float b) { return (isnan(a) || a > b) ? a : b; }
-__device__ __forceinline__ float min_nan(float a, float b) { return (isnan(a) || a < b) ? a : b; }
+template <typename A>
+__device__ __forceinline__ A max_nan(A a, A b) { return (isnan(a) || a > b) ? a : b; }
+template <typename A>
+__device__ __forceinline__ A min_nan(A a, A b) { return (isnan(a) || a < b) ? a : b; }
+
+// float64 reduces in double, as the CPU reference; the other float types in float.
+template <typename T>
+using ReduceAcc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 template <typename T>
 __global__ void reduce_kernel(ReduceKind kind, const T* __restrict__ x, T* __restrict__ y, Strided kept,
                               Strided red, int64_t red_n) {
-  __shared__ float sh[32];
+  using A = ReduceAcc<T>;
+  constexpr A kInf = static_cast<A>(INFINITY);
+  __shared__ A sh[32];
   const int64_t base = strided_offset(kept, blockIdx.x);
-  auto add = [](float a, float b) { return a + b; };
-  float out;
+  auto add = [](A a, A b) { return a + b; };
+  A out;
   switch (kind) {
     case ReduceKind::kMax:
     case ReduceKind::kMin: {
       const bool mx = kind == ReduceKind::kMax;
-      float acc = mx ? -INFINITY : INFINITY;
+      A acc = mx ? -kInf : kInf;
       for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
-        const float v = Elem<T>::ld(x[base + strided_offset(red, r)]);
+        const A v = Elem<T>::ld(x[base + strided_offset(red, r)]);
         acc = mx ? max_nan(v, acc) : min_nan(v, acc);
       }
-      out = mx ? block_reduce(acc, sh, -INFINITY, [](float a, float b) { return max_nan(a, b); })
-               : block_reduce(acc, sh, INFINITY, [](float a, float b) { return min_nan(a, b); });
+      out = mx ? block_reduce(acc, sh, -kInf, [](A a, A b) { return max_nan(a, b); })
+               : block_reduce(acc, sh, kInf, [](A a, A b) { return min_nan(a, b); });
       break;
     }
     case ReduceKind::kProd: {
-      float acc = 1.f;
+      A acc = 1;
       for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) acc *= Elem<T>::ld(x[base + strided_offset(red, r)]);
-      out = block_reduce(acc, sh, 1.f, [](float a, float b) { return a * b; });
+      out = block_reduce(acc, sh, A(1), [](A a, A b) { return a * b; });
       break;
     }
     case ReduceKind::kLogSumExp: {
       // The max first, so large inputs do not overflow; an infinite max is not subtracted.
-      float m = -INFINITY;
+      A m = -kInf;
       for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x)
-        m = fmaxf(m, Elem<T>::ld(x[base + strided_offset(red, r)]));
-      m = block_reduce(m, sh, -INFINITY, [](float a, float b) { return fmaxf(a, b); });
-      const float sub = isinf(m) ? 0.f : m;
-      float acc = 0.f;
+        m = fmax(m, static_cast<A>(Elem<T>::ld(x[base + strided_offset(red, r)])));
+      m = block_reduce(m, sh, -kInf, [](A a, A b) { return fmax(a, b); });
+      const A sub = isinf(m) ? A(0) : m;
+      A acc = 0;
       for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x)
-        acc += expf(Elem<T>::ld(x[base + strided_offset(red, r)]) - sub);
-      out = logf(block_reduce(acc, sh, 0.f, add)) + sub;
+        acc += exp(static_cast<A>(Elem<T>::ld(x[base + strided_offset(red, r)])) - sub);
+      out = log(block_reduce(acc, sh, A(0), add)) + sub;
       break;
     }
     default: {
-      float acc = 0.f;
+      A acc = 0;
       for (int64_t r = threadIdx.x; r < red_n; r += blockDim.x) {
-        const float v = Elem<T>::ld(x[base + strided_offset(red, r)]);
+        const A v = Elem<T>::ld(x[base + strided_offset(red, r)]);
         acc += kind == ReduceKind::kSumSquare || kind == ReduceKind::kL2 ? v * v
-               : kind == ReduceKind::kL1                                ? fabsf(v)
+               : kind == ReduceKind::kL1                                ? fabs(v)
                                                                         : v;
       }
-      out = block_reduce(acc, sh, 0.f, add);
-      if (kind == ReduceKind::kMean) out /= static_cast<float>(red_n);
-      else if (kind == ReduceKind::kL2) out = sqrtf(out);
-      else if (kind == ReduceKind::kLogSum) out = logf(out);
+      out = block_reduce(acc, sh, A(0), add);
+      if (kind == ReduceKind::kMean) out /= static_cast<A>(red_n);
+      else if (kind == ReduceKind::kL2) out = sqrt(out);
+      else if (kind == ReduceKind::kLogSum) out = log(out);
       break;
     }
   }
@@ -154,8 +162,8 @@ cudaError_t launch_reduce(KType t, ReduceKind kind, const void* x, void* y, cons
                                                              static_cast<int64_t*>(y), kept, reduced, red_n);
     return cudaGetLastError();
   }
-  GRAFT_FLOAT_DISPATCH(t, (reduce_kernel<T><<<blocks, kThreads, 0, s>>>(kind, static_cast<const T*>(x), static_cast<T*>(y),
-                                                                        kept, reduced, red_n)));
+  GRAFT_FLOAT64_DISPATCH(t, (reduce_kernel<T><<<blocks, kThreads, 0, s>>>(kind, static_cast<const T*>(x), static_cast<T*>(y),
+                                                                          kept, reduced, red_n)));
   return cudaGetLastError();
 }
 
@@ -167,17 +175,20 @@ namespace {
 
 using namespace util;
 
-// Max and Min also take bool (opset 20: any and all).
+// Every kind takes the float types with float64; the integer ones (not L2/LogSum/LogSumExp, as in the
+// CPU reference) int32/int64 too, and Max and Min bool (opset 20: any and all).
+constexpr std::initializer_list<DataType> kReduceIntDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                              DataType::kFloat64, DataType::kInt32,   DataType::kInt64};
 constexpr std::initializer_list<DataType> kMaxMinDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                           DataType::kInt32,   DataType::kInt64,   DataType::kBool};
+                                                           DataType::kFloat64, DataType::kInt32,   DataType::kInt64,
+                                                           DataType::kBool};
 
-// The data dtypes (input 0) of a reduction's kernels: integers too for every kind the CPU reference
-// takes them for (not L2/LogSum/LogSumExp), and bool for Max and Min.
+// The data dtypes (input 0) of a reduction's kernels.
 constexpr std::initializer_list<DataType> reduce_key_dtypes(k::ReduceKind kind) {
   return kind == k::ReduceKind::kMax || kind == k::ReduceKind::kMin ? kMaxMinDtypes
          : kind != k::ReduceKind::kL2 && kind != k::ReduceKind::kLogSum && kind != k::ReduceKind::kLogSumExp
-             ? kGpuFloatsInts
-             : kGpuFloats;
+             ? kReduceIntDtypes
+             : kGpuFloats64;
 }
 
 // With noop_with_empty_axes and no axes, the CPU reference copies the input for the kinds of its
