@@ -100,6 +100,11 @@ OpCaseTable clip_cases() {
   t.cases.push_back(make_case("long_odd", {data({1029}), data({}, -1.5, -0.5), data({}, 0.5, 1.5)}, {{1029}}));
   // min above max: every element becomes max (min(max(x, min), max), as ONNX and numpy.clip say).
   t.cases.push_back(make_case("min_above_max", {data({3, 5}), data({}, 0.5, 1.5), data({}, -1.5, -0.5)}, {{3, 5}}));
+  t.cases.push_back(make_case("int8_both_bounds", {typed({4, 7}, DataType::kInt8, -128, 127), typed({}, DataType::kInt8, -60, -20),
+                                                   typed({}, DataType::kInt8, 20, 60)},
+                              {{4, 7}}));
+  t.cases.push_back(make_case("int8_min_only", {typed({9}, DataType::kInt8, -128, 127), typed({}, DataType::kInt8, -10, 10)},
+                              {{9}}));
   return t;
 }
 

@@ -139,6 +139,15 @@ __global__ void unary_int_kernel(UnaryOp op, const T* __restrict__ x, T* __restr
         y[i] = static_cast<T>(d < -l ? d + b : (d > l ? d - b : 0.0));
         break;
       }
+      case UnaryOp::kClip: {
+        // Bounds a (min) and b (max) as floats, exact for int8 (the one integer key of Clip); the
+        // upper bound applied last, so min > max gives max, as in the CPU reference.
+        double d = static_cast<double>(v);
+        if (d < a) d = a;
+        if (d > b) d = b;
+        y[i] = static_cast<T>(d);
+        break;
+      }
       default: y[i] = v < 0 ? neg : v; break;  // kAbs
     }
   }
@@ -168,7 +177,7 @@ cudaError_t unary_float(UnaryOp op, const void* x, void* y, int64_t n, float a, 
 template <typename T>
 cudaError_t unary_int(UnaryOp op, const void* x, void* y, int64_t n, float a, float b, cudaStream_t s) {
   if (op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs && op != UnaryOp::kSign &&
-      op != UnaryOp::kShrink)
+      op != UnaryOp::kShrink && op != UnaryOp::kClip)
     return cudaErrorInvalidValue;
   unary_int_kernel<T><<<grid_for(n), kThreads, 0, s>>>(op, static_cast<const T*>(x), static_cast<T*>(y), n, a, b);
   return cudaGetLastError();
@@ -830,8 +839,15 @@ constexpr bool is_float_unary(UnaryOp op) {
 
 // A unary op's key (input 0): Not takes bool; Relu, Neg, Abs, Sign and Shrink also int8/int32/int64;
 // the others the float types.
+// Clip's key: the float types and int8, whose bounds the kernel's float arguments hold exactly.
+constexpr std::initializer_list<DataType> kClipDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                         DataType::kInt8};
+
 constexpr std::initializer_list<DataType> unary_key_dtypes(UnaryOp op) {
-  return op == UnaryOp::kNot ? kBoolDtype : is_float_unary(op) ? kGpuFloats : kUnaryIntDtypes;
+  return op == UnaryOp::kNot    ? kBoolDtype
+         : op == UnaryOp::kClip ? kClipDtypes
+         : is_float_unary(op)   ? kGpuFloats
+                                : kUnaryIntDtypes;
 }
 
 template <UnaryOp kOp>
