@@ -175,6 +175,56 @@ TEST(ControlFlow, TransposeOfAnIfOutputOfUnknownRankTakesItsRankFromPerm) {
   EXPECT_TRUE(contains(out.status().to_string(), "perm")) << out.status().to_string();
 }
 
+// A condition that is shape arithmetic (Equal(Size(x), 4) on an x of static shape, how ONNX's
+// expanded functions test their input's rank) is known at build time: only the branch it takes is
+// inferred, so the If's output has that branch's exact shape and rank (here the other branch has a
+// different rank, which would leave it unknown), and a Transpose without perm after it builds.
+TEST(ControlFlow, IfConditionFromShapeArithmeticPicksTheBranchAtBuildTime) {
+  OnnxModelBuilder m(18);
+  m.input("x", DataType::kFloat32, {2, 2});
+  m.initializer("four", Tensor::from_doubles(DataType::kInt64, {}, {4}));
+  m.initializer("flat", Tensor::vector_int64({4}));
+  m.node("Size", {"x"}, {"n"}, "count");
+  m.node("Equal", {"n", "four"}, {"is4"}, "test");
+  auto& n = m.node("If", {"is4"}, {"r"}, "choose");
+  graph_attr(n, "then_branch").node("Neg", {"x"}, {"neg"}).output("neg");
+  graph_attr(n, "else_branch").node("Reshape", {"x", "flat"}, {"row"}).output("row");
+  m.node("Transpose", {"r"}, {"y"}, "swap");  // no perm: needs the rank
+  m.output("y", DataType::kFloat32);
+  auto engine = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "if_shape.onnx");
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  EXPECT_EQ((*engine)->outputs()[0].static_dims, (std::vector<int64_t>{2, 2})) << (*engine)->outputs()[0].shape;
+  std::mt19937 rng(seed());
+  const Tensor x = random_tensor(DataType::kFloat32, {2, 2}, rng);
+  auto out = run_model(m, {{"x", x}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  testing::expect_values_close(out->at("y"), {-x.get(0), -x.get(2), -x.get(1), -x.get(3)}, 0, "then, transposed");
+}
+
+// A shape built by Concat from a piece whose value is known only at run time (a dim read from a
+// graph input's values) and constants keeps the constants: the Expand to it has a known rank and
+// known trailing dims at build time, and runs with the value the input gives.
+TEST(ControlFlow, ConcatOfARuntimeValueAndConstantsKeepsTheConstants) {
+  OnnxModelBuilder m(17);
+  m.input("n", DataType::kInt64, {1});
+  m.input("x", DataType::kFloat32, {2, 3});
+  m.initializer("tail", Tensor::vector_int64({2, 3}));
+  auto& cat = m.node("Concat", {"n", "tail"}, {"shape"}, "join");
+  OnnxModelBuilder::attr(cat, "axis", int64_t{0});
+  m.node("Expand", {"x", "shape"}, {"y"}, "grow");
+  m.output("y", DataType::kFloat32);
+  auto engine = Engine::build_from_onnx_bytes(m.bytes(), BuilderConfig{}, "concat_value.onnx");
+  ASSERT_TRUE(engine.is_ok()) << engine.status().to_string();
+  const std::string shape = (*engine)->outputs()[0].shape;
+  EXPECT_TRUE(contains(shape, ",2,3]")) << shape;
+  std::mt19937 rng(seed());
+  const Tensor x = random_tensor(DataType::kFloat32, {2, 3}, rng);
+  auto out = run_model(m, {{"n", Tensor::vector_int64({4})}, {"x", x}});
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  ASSERT_EQ(out->at("y").dims(), (std::vector<int64_t>{4, 2, 3}));
+  for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(out->at("y").get(i), x.get(i % 6)) << i;
+}
+
 TEST(ControlFlow, PlanKeepsCapturesWhosOuterValueAPassRenamed) {
   // The branches read `xi`, an Identity of x that identity removal bypasses: the If's implicit input
   // becomes x, and the plan must write the branches' reads of `xi` as reads of `x`.

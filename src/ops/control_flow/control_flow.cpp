@@ -363,13 +363,20 @@ Status infer_if(InferContext& ctx) {
                       static_cast<uint64_t>(node.outputs.size()))
           .with_attribute(attr);
   }
-  // A known condition (a constant, or any run) picks the branch: its shapes are exact, and only its
-  // errors count.
-  const Tensor* cond = ctx.input_value(0);
-  const bool known = cond && cond->numel() == 1;
+  // A known condition picks the branch: its shapes are exact, and only its errors count. It is known
+  // from a constant, from any run, or as shape arithmetic that inference resolved (a comparison of
+  // dims: Equal(Size(x), 4) on an x of static shape, as ONNX's expanded functions test their
+  // input's rank).
+  std::optional<bool> cond;
+  if (const Tensor* t = ctx.input_value(0); t && t->numel() == 1) {
+    cond = t->get(0) != 0;
+  } else if (auto d = ctx.input_dims_value(0); d && d->size() == 1 && (*d)[0].is_const()) {
+    cond = (*d)[0].value() != 0;
+  }
+  const bool known = cond.has_value();
   Status then_st = Status::ok(), else_st = Status::ok();
-  if (!known || cond->get(0) != 0) then_st = infer_subgraph(node, "then_branch", *then_g, {}, caps, &then_out);
-  if (!known || cond->get(0) == 0) else_st = infer_subgraph(node, "else_branch", *else_g, {}, caps, &else_out);
+  if (!known || *cond) then_st = infer_subgraph(node, "then_branch", *then_g, {}, caps, &then_out);
+  if (!known || !*cond) else_st = infer_subgraph(node, "else_branch", *else_g, {}, caps, &else_out);
   if (known || (!then_st && !else_st)) {
     GRAFT_RETURN_IF_ERROR(then_st);
     GRAFT_RETURN_IF_ERROR(else_st);

@@ -741,9 +741,17 @@ Status infer_concat(InferContext& ctx) {
   }
   ctx.set_output(0, TensorDesc(dt, *out));
   if (out->size() == 1) {
+    // The known parts of a shape built from pieces: a piece whose values are not known at build time
+    // (a dim read from a graph input's values) but whose length is gives that many unknown dims, so
+    // Concat(N, [2, 3]) is [?, 2, 3] and an Expand or Reshape to it keeps its 2 and 3.
     std::vector<Dim> all;
     for (size_t i : present) {
       auto v = ctx.input_dims_value(i);
+      const auto& sh = ctx.input(i).shape;
+      if (!v && sh && sh->size() == 1 && (*sh)[0].is_const() && (*sh)[0].value() <= kMaxSymElements) {
+        v.emplace();
+        for (int64_t k = 0; k < (*sh)[0].value(); ++k) v->push_back(ctx.unknown_dim());
+      }
       if (!v) return Status::ok();
       all.insert(all.end(), v->begin(), v->end());
     }
