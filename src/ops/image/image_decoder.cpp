@@ -2,9 +2,9 @@
 // uint8 pixels [H, W, C], C = 3 for pixel_format RGB (the default) or BGR, 1 for Grayscale.
 //
 // graft decodes the two formats models carry images in, JPEG (libjpeg-turbo, Debian's libjpeg-dev)
-// and PNG (libpng), and the plain forms of BMP and PNM (read by hand below), told apart by their
-// signatures; any other (TIFF, WebP, JPEG 2000, which ONNX also lists, and the BMP and PNM forms
-// graft does not read) is refused naming what it is. As ONNX's reference decodes with Pillow and
+// and PNG (libpng), the plain forms of BMP and PNM (read by hand below), and TIFF, WebP and JPEG
+// 2000 (through their libraries: library_decoders.cpp), told apart by their signatures; the BMP and
+// PNM forms graft does not read are refused naming what they are. As ONNX's reference decodes with Pillow and
 // converts with its rules, so does graft:
 // - JPEG: libjpeg's defaults (the accurate integer IDCT, fancy upsampling), as Pillow decodes;
 //   CMYK JPEGs are refused;
@@ -32,10 +32,18 @@
 
 #include "graft/status.h"
 #include "ops/attr_util.h"
+#include "ops/image/image_decoder.h"
 #include "ops/infer_util.h"
 #include "ops/operator.h"
 
 namespace graft {
+
+Status image::check_size(int64_t height, int64_t width, const char* format) {
+  if (height <= 0 || width <= 0 || height > kMaxPixels / width)
+    return error(StatusCode::kInvalidArgument, "the ", format, " image is ", height, " x ", width,
+                 " pixels; graft decodes at most ", kMaxPixels, " (Pillow's limit)");
+  return Status::ok();
+}
 
 namespace {
 
@@ -52,11 +60,8 @@ Result<PixelFormat> pixel_format_of(const AttributeMap& attrs) {
   return attr_error("pixel_format", "must be RGB, BGR or Grayscale, got '", f.value(), "'");
 }
 
-// Decoded pixels before conversion: rows of `channels` (1 gray or 3 RGB) bytes per pixel.
-struct Pixels {
-  int64_t height = 0, width = 0, channels = 0;
-  std::vector<uint8_t> data;
-};
+using image::Pixels;
+using image::check_size;
 
 // ---- JPEG -----------------------------------------------------------------------------------
 
@@ -73,18 +78,6 @@ void jpeg_fail(j_common_ptr info) {
 }
 
 void jpeg_quiet(j_common_ptr, int) {}  // warnings (corrupt but decodable data) are not printed
-
-// The most pixels an image may have: Pillow's own limit (its DecompressionBombError, twice its
-// warning's 89,478,485), so a stream whose header claims a huge image fails before anything that
-// size is allocated.
-constexpr int64_t kMaxPixels = 178956970;
-
-Status check_size(int64_t height, int64_t width, const char* format) {
-  if (height <= 0 || width <= 0 || height > kMaxPixels / width)
-    return error(StatusCode::kInvalidArgument, "the ", format, " image is ", height, " x ", width,
-                 " pixels; graft decodes at most ", kMaxPixels, " (Pillow's limit)");
-  return Status::ok();
-}
 
 // libjpeg's calls between setjmp and the end, with no local that changes after setjmp (a longjmp
 // back may not keep such locals): the state lives behind the pointers. Returns false when libjpeg
@@ -375,15 +368,16 @@ Status image_decoder(ExecContext& ctx) {
   const auto* bytes = static_cast<const uint8_t*>(x.data());
   const auto n = static_cast<size_t>(x.numel());
   const std::string format = format_of(bytes, n);
-  Result<Pixels> decoded = format == "JPEG"  ? decode_jpeg(bytes, n)
-                           : format == "PNG" ? decode_png(bytes, n)
-                           : format == "PNM" ? decode_pnm(bytes, n)
-                           : format == "BMP" ? decode_bmp(bytes, n)
-                           : Result<Pixels>(error(StatusCode::kUnsupported,
-                                                  format.empty() ? std::string("encoded_stream is not an image graft knows "
-                                                                               "(its first bytes match no image format)")
-                                                                 : format + " images are not supported (graft decodes "
-                                                                            "JPEG, PNG, BMP and PNM)"));
+  Result<Pixels> decoded = format == "JPEG"        ? decode_jpeg(bytes, n)
+                           : format == "PNG"       ? decode_png(bytes, n)
+                           : format == "PNM"       ? decode_pnm(bytes, n)
+                           : format == "BMP"       ? decode_bmp(bytes, n)
+                           : format == "TIFF"      ? image::decode_tiff(bytes, n)
+                           : format == "WebP"      ? image::decode_webp(bytes, n)
+                           : format == "JPEG 2000" ? image::decode_jpeg2000(bytes, n)
+                                                   : Result<Pixels>(error(StatusCode::kUnsupported,
+                                                                          "encoded_stream is not an image graft knows "
+                                                                          "(its first bytes match no image format)"));
   if (!decoded) return decoded.status();
   const Pixels& p = decoded.value();
   const int64_t channels = f == PixelFormat::kGray ? 1 : 3;
