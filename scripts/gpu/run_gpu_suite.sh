@@ -33,6 +33,18 @@ note() { echo "$*" | tee -a "$summary"; }
 
 has_step() { [[ " $STEPS " == *" $1 "* ]]; }
 
+# Runs each gtest binary given (a missing one is passed over), its log under $LOGS, its counts and
+# failed tests in the summary.
+run_gtests() {
+  local t n
+  for t in "$@"; do
+    [ -x "$t" ] || continue
+    n=$(basename "$t")
+    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/$n.log" | tr '\n' ' ')"
+    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
+  done
+}
+
 unpack_deps() {
   mkdir -p "$DEPS"
   for d in "$DEVDIR"/debs/*.deb; do dpkg -x "$d" "$DEPS"; done
@@ -94,11 +106,7 @@ if has_step gpubuild; then  # the library, CLI, Python/torch modules and the GPU
   cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch graft_cuda_tests graft_python_test_ops \
     graft_cuda_kernel_tests > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "gpu build ok"
-  for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests; do
-    n=$(basename "$t")
-    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/$n.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
-  done
+  run_gtests $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests
 fi
 
 if has_step testbuild; then  # the library, CLI and every C++ test binary (no Python/torch modules), then the GPU tests
@@ -107,11 +115,7 @@ if has_step testbuild; then  # the library, CLI and every C++ test binary (no Py
   cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_cuda_tests graft_cuda_kernel_tests graft_op_tests \
     graft_conformance > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "test build ok"
-  for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests $BUILDDIR/tests/ops/graft_op_tests; do
-    n=$(basename "$t")
-    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/$n.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
-  done
+  run_gtests $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests $BUILDDIR/tests/ops/graft_op_tests
 fi
 
 if has_step checkbuild; then  # testbuild's binaries and gpubuild's modules in one build, then the three GPU test binaries
@@ -121,11 +125,7 @@ if has_step checkbuild; then  # testbuild's binaries and gpubuild's modules in o
     graft_cuda_kernel_tests graft_op_tests graft_conformance > "$LOGS/build.log" 2>&1 ||
     { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "check build ok"
-  for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests $BUILDDIR/tests/ops/graft_op_tests; do
-    n=$(basename "$t")
-    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/$n.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
-  done
+  run_gtests $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests $BUILDDIR/tests/ops/graft_op_tests
 fi
 
 if has_step pip; then  # issue 18: `pip install .` as a user runs it, from a clean build folder, then pip_smoke.py
@@ -215,12 +215,7 @@ fi
 if has_step test; then
   $BUILDDIR/tests/ops/graft_op_tests > "$LOGS/op_tests.log" 2>&1; note "op-test harness (CPU+CUDA): rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/op_tests.log" | tr '\n' ' ')"
   $BUILDDIR/tests/unit/graft_unit_tests --gtest_brief=1 > "$LOGS/unit_tests.log" 2>&1; note "unit tests: rc=$? $(grep -E '^\[  (PASSED|FAILED)' "$LOGS/unit_tests.log" | tr '\n' ' ')"
-  for t in $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests; do
-    [ -x "$t" ] || continue
-    n=$(basename "$t")
-    "$t" > "$LOGS/$n.log" 2>&1; note "$n: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED)' "$LOGS/$n.log" | tr '\n' ' ')"
-    grep -E '^\[  FAILED  \]' "$LOGS/$n.log" | head -20 >> "$summary"
-  done
+  run_gtests $BUILDDIR/tests/cuda/graft_cuda_tests $BUILDDIR/tests/cuda_kernels/graft_cuda_kernel_tests
   # The deformable-attention kernels timed directly (no PyTorch needed), encoder shapes.
   "${GXX:-g++}" -std=c++20 -O2 -Iinclude -I. bench/ms_deform_attn_kernel_bench.cpp -I/usr/local/cuda/include -L"$BUILDDIR/src" \
     -lgraft -L/usr/local/cuda/lib64 -lcudart -Wl,-rpath,"$BUILDDIR/src" -o /tmp/msda_kernel_bench > "$LOGS/msda_kernel.log" 2>&1 &&
