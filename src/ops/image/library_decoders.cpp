@@ -50,6 +50,7 @@ tmsize_t tiff_read(thandle_t h, void* buf, tmsize_t n) {
   auto* s = static_cast<TiffStream*>(h);
   const toff_t left = s->at < s->size ? s->size - s->at : 0;
   const toff_t take = std::min<toff_t>(left, static_cast<toff_t>(n < 0 ? 0 : n));
+  if (take == 0) return 0;  // at or past the end (a seek may go there): nothing to copy
   std::memcpy(buf, s->bytes + s->at, static_cast<size_t>(take));
   s->at += take;
   return static_cast<tmsize_t>(take);
