@@ -28,6 +28,7 @@
 #include "plan/plan.h"
 #include "plan/tactics.h"
 #include "tests/unit/onnx_model_builder.h"
+#include "tests/unit/image_encoders.h"
 #include "tests/unit/stored_png.h"
 
 namespace fs = std::filesystem;
@@ -276,6 +277,32 @@ std::map<std::string, std::string> builtin_models(std::mt19937& rng) {
       b.output(std::string(name) + "_img", DataType::kUInt8);
     }
     m["image_decoder_bmp_pnm"] = b.bytes();
+  }
+  // ImageDecoder over constant TIFF, WebP and JPEG 2000 streams (where the build has their
+  // libraries), so the mutations reach graft's glue to libtiff, libwebp and OpenJPEG: the memory
+  // readers, the size checks and the conversions.
+  {
+    OnnxModelBuilder b(20, 9);
+    std::vector<uint8_t> rgb(4 * 3 * 3);
+    for (size_t i = 0; i < rgb.size(); ++i) rgb[i] = static_cast<uint8_t>(i * 37);
+    std::vector<std::pair<std::string, std::vector<uint8_t>>> streams;
+#if GRAFT_WITH_TIFF
+    streams.emplace_back("tiff", graft::testing::encode_tiff(4, 3, 3, rgb));
+#endif
+#if GRAFT_WITH_WEBP
+    streams.emplace_back("webp", graft::testing::encode_webp(4, 3, rgb));
+#endif
+#if GRAFT_WITH_OPENJPEG
+    streams.emplace_back("jp2", graft::testing::encode_jp2(4, 3, rgb));
+#endif
+    for (const auto& [name, bytes] : streams) {
+      Tensor stream = Tensor::empty(DataType::kUInt8, {static_cast<int64_t>(bytes.size())});
+      for (size_t i = 0; i < bytes.size(); ++i) stream.set(static_cast<int64_t>(i), bytes[i]);
+      b.initializer(name, stream);
+      b.node("ImageDecoder", {name}, {name + "_img"});
+      b.output(name + "_img", DataType::kUInt8);
+    }
+    if (!streams.empty()) m["image_decoder_libraries"] = b.bytes();
   }
   return m;
 }

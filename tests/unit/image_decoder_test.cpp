@@ -14,22 +14,8 @@
 
 #include <jpeglib.h>
 #include <zlib.h>
-#if GRAFT_WITH_TIFF
-#include <tiffio.h>
-#endif
-#if GRAFT_WITH_WEBP
-#include <webp/encode.h>
-#endif
-#if GRAFT_WITH_OPENJPEG
-#include <openjpeg.h>
-#endif
-#include <unistd.h>  // getpid: temp file names of their own per test process
 
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
-
+#include "image_encoders.h"
 #include "op_test_util.h"
 
 namespace graft {
@@ -260,15 +246,6 @@ TEST(ImageDecoder, RefusesTruncatedUnknownAndHugeStreams) {
 // Each encoded here losslessly by its own library from fresh random pixels, so the decode must give
 // them back exactly, in RGB and BGR; then a truncated stream must fail naming the format.
 
-std::vector<uint8_t> read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  return std::vector<uint8_t>(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-std::filesystem::path temp_path(const char* name) {
-  return std::filesystem::temp_directory_path() / (std::string("graft_image_test_") + std::to_string(::getpid()) + name);
-}
-
 std::vector<uint8_t> random_pixels(int w, int h, int channels) {
   std::mt19937 rng(std::random_device{}());
   std::uniform_int_distribution<int> byte(0, 255);
@@ -300,34 +277,15 @@ void expect_truncated_fails(std::vector<uint8_t> bytes, const char* format_name)
 }
 
 #if GRAFT_WITH_TIFF
-std::vector<uint8_t> encode_tiff(int w, int h, int channels, const std::vector<uint8_t>& px) {
-  const auto path = temp_path(".tif");
-  TIFF* t = TIFFOpen(path.c_str(), "w");
-  EXPECT_NE(t, nullptr);
-  if (!t) return {};
-  TIFFSetField(t, TIFFTAG_IMAGEWIDTH, static_cast<uint32_t>(w));
-  TIFFSetField(t, TIFFTAG_IMAGELENGTH, static_cast<uint32_t>(h));
-  TIFFSetField(t, TIFFTAG_SAMPLESPERPIXEL, static_cast<uint16_t>(channels));
-  TIFFSetField(t, TIFFTAG_BITSPERSAMPLE, static_cast<uint16_t>(8));
-  TIFFSetField(t, TIFFTAG_PHOTOMETRIC, channels == 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
-  TIFFSetField(t, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
-  TIFFSetField(t, TIFFTAG_COMPRESSION, COMPRESSION_LZW);
-  for (int y = 0; y < h; ++y)
-    TIFFWriteScanline(t, const_cast<uint8_t*>(px.data() + static_cast<size_t>(y * w * channels)), static_cast<uint32_t>(y), 0);
-  TIFFClose(t);
-  std::vector<uint8_t> bytes = read_file(path);
-  std::filesystem::remove(path);
-  return bytes;
-}
-
 TEST(ImageDecoder, TiffDecodesToItsPixelsExactly) {
   const int w = 13, h = 7;
   const std::vector<uint8_t> rgb = random_pixels(w, h, 3);
-  const std::vector<uint8_t> tiff = encode_tiff(w, h, 3, rgb);
+  const std::vector<uint8_t> tiff = testing::encode_tiff(w, h, 3, rgb);
+  ASSERT_FALSE(tiff.empty());
   expect_exact_rgb(tiff, w, h, rgb, "TIFF RGB");
   // One sample per pixel stays one channel in Grayscale and repeats in RGB.
   const std::vector<uint8_t> gray = random_pixels(w, h, 1);
-  auto r = run_op("ImageDecoder", {stream(encode_tiff(w, h, 1, gray))}, format("Grayscale"), 20);
+  auto r = run_op("ImageDecoder", {stream(testing::encode_tiff(w, h, 1, gray))}, format("Grayscale"), 20);
   ASSERT_TRUE(r.is_ok()) << r.status().to_string();
   ASSERT_EQ(r.value()[0].dims(), (std::vector<int64_t>{h, w, 1}));
   for (int64_t i = 0; i < w * h; ++i) ASSERT_EQ(r.value()[0].get(i), gray[static_cast<size_t>(i)]) << i;
@@ -339,57 +297,19 @@ TEST(ImageDecoder, TiffDecodesToItsPixelsExactly) {
 TEST(ImageDecoder, LosslessWebpDecodesToItsPixelsExactly) {
   const int w = 17, h = 9;
   const std::vector<uint8_t> rgb = random_pixels(w, h, 3);
-  uint8_t* out = nullptr;
-  const size_t n = WebPEncodeLosslessRGB(rgb.data(), w, h, w * 3, &out);
-  ASSERT_GT(n, 0u);
-  std::vector<uint8_t> webp(out, out + n);
-  WebPFree(out);
+  const std::vector<uint8_t> webp = testing::encode_webp(w, h, rgb);
+  ASSERT_FALSE(webp.empty());
   expect_exact_rgb(webp, w, h, rgb, "WebP");
   expect_truncated_fails(webp, "WebP");
 }
 #endif
 
 #if GRAFT_WITH_OPENJPEG
-// A lossless (reversible 5/3 wavelet, OpenJPEG's default) JP2 file of the pixels.
-std::vector<uint8_t> encode_jp2(int w, int h, const std::vector<uint8_t>& rgb) {
-  opj_image_cmptparm_t comp[3];
-  std::memset(comp, 0, sizeof comp);
-  for (auto& c : comp) {
-    c.dx = c.dy = 1;
-    c.w = static_cast<OPJ_UINT32>(w);
-    c.h = static_cast<OPJ_UINT32>(h);
-    c.prec = 8;
-    c.sgnd = 0;
-  }
-  opj_image_t* image = opj_image_create(3, comp, OPJ_CLRSPC_SRGB);
-  image->x1 = static_cast<OPJ_UINT32>(w);
-  image->y1 = static_cast<OPJ_UINT32>(h);
-  for (int c = 0; c < 3; ++c)
-    for (int i = 0; i < w * h; ++i) image->comps[c].data[i] = rgb[static_cast<size_t>(i * 3 + c)];
-  opj_cparameters_t params;
-  opj_set_default_encoder_parameters(&params);
-  params.numresolution = 2;  // the default 6 needs images of at least 32 pixels a side
-  params.tcp_numlayers = 1;
-  params.tcp_rates[0] = 0;  // no rate target: every bit kept (lossless)
-  params.cp_disto_alloc = 1;
-  opj_codec_t* codec = opj_create_compress(OPJ_CODEC_JP2);
-  opj_setup_encoder(codec, &params, image);
-  const auto path = temp_path(".jp2");
-  opj_stream_t* out = opj_stream_create_default_file_stream(path.c_str(), OPJ_FALSE);
-  const bool ok = opj_start_compress(codec, image, out) && opj_encode(codec, out) && opj_end_compress(codec, out);
-  opj_stream_destroy(out);
-  opj_destroy_codec(codec);
-  opj_image_destroy(image);
-  EXPECT_TRUE(ok);
-  std::vector<uint8_t> bytes = read_file(path);
-  std::filesystem::remove(path);
-  return bytes;
-}
-
 TEST(ImageDecoder, LosslessJpeg2000DecodesToItsPixelsExactly) {
   const int w = 11, h = 6;
   const std::vector<uint8_t> rgb = random_pixels(w, h, 3);
-  const std::vector<uint8_t> jp2 = encode_jp2(w, h, rgb);
+  const std::vector<uint8_t> jp2 = testing::encode_jp2(w, h, rgb);
+  ASSERT_FALSE(jp2.empty());
   expect_exact_rgb(jp2, w, h, rgb, "JPEG 2000");
   expect_truncated_fails(jp2, "JPEG 2000");
 }
