@@ -64,6 +64,10 @@ TEST(CudaConvTranspose, MatchesCpuReference) {
        with(with(AttributeMap{}, "strides", {2, 2}), "auto_pad", "SAME_UPPER")},
       // output_shape one short of the natural extent: begin pad 1, end pad 0.
       {"output_shape", {1, 2, 4, 4}, {2, 3, 3, 3}, 1, true, with(window({2, 2}, {0, 0, 0, 0}, {1, 1}), "output_shape", {8, 8})},
+      // 1-D, run as 2-D with a height of 1: a vocoder's upsampling layer, and groups with SAME_LOWER.
+      {"1-D stride 4, kernel 8, pads 2, bias", {2, 6, 9}, {6, 4, 8}, 1, true, window({4}, {2, 2}, {1})},
+      {"1-D group 2, SAME_LOWER, stride 2", {1, 4, 7}, {4, 3, 3}, 2, false,
+       with(with(AttributeMap{}, "strides", {2}), "auto_pad", "SAME_LOWER")},
   };
   for (const auto& s : specs) {
     const int64_t m = s.w[1] * s.group;
@@ -128,8 +132,13 @@ TEST(CudaConvTranspose, SupportsRejectsWhatCudnnCannotPad) {
     EXPECT_NE(why.find(r.reason_has), std::string::npos) << r.label << ": reason '" << why << "'";
   }
   std::string why;
-  EXPECT_FALSE(supports({1, 3, 6}, {3, 2, 3}, AttributeMap{}, &why)) << "1-D";
-  EXPECT_NE(why.find("2-D"), std::string::npos) << why;
+  // 1-D runs as 2-D with a height of 1; 3-D does not run on the GPU.
+  EXPECT_TRUE(supports({1, 3, 6}, {3, 2, 3}, AttributeMap{}, &why)) << "1-D: " << why;
+  EXPECT_FALSE(supports({1, 3, 6}, {3, 2, 3}, with(AttributeMap{}, "pads", {1, 0}), &why)) << "1-D, asymmetric pads";
+  EXPECT_NE(why.find("pad"), std::string::npos) << why;
+  why.clear();
+  EXPECT_FALSE(supports({1, 3, 4, 4, 4}, {3, 2, 3, 3, 3}, AttributeMap{}, &why)) << "3-D";
+  EXPECT_NE(why.find("1-D and 2-D"), std::string::npos) << why;
   why.clear();
   EXPECT_FALSE(supports(x, w, AttributeMap{}, &why, DataType::kBFloat16)) << "bfloat16";
   EXPECT_FALSE(why.empty());

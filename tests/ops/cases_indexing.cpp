@@ -19,6 +19,18 @@ using Reference = std::function<Values(const Values&, const DimsList&, const Att
 
 // ---- ConvTranspose ----------------------------------------------------------------------------
 Values conv_transpose_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  if (dims[0].size() == 3) {  // 1-D: the 2-D sum over a height of 1 (the same data, row-major)
+    DimsList d2 = dims;
+    for (size_t i : {size_t{0}, size_t{1}}) d2[i].insert(d2[i].begin() + 2, 1);
+    const Ints s = a.get_ints("strides", {1}).value(), p = a.get_ints("pads", {0, 0}).value();
+    const Ints d = a.get_ints("dilations", {1}).value(), op = a.get_ints("output_padding", {0}).value();
+    AttributeMap a2 = a;
+    a2.set("strides", Ints{1, s[0]});
+    a2.set("pads", Ints{0, p[0], 0, p[1]});
+    a2.set("dilations", Ints{1, d[0]});
+    a2.set("output_padding", Ints{0, op[0]});
+    return conv_transpose_formula(in, d2, a2);
+  }
   const Ints& x = dims[0];
   const Ints& w = dims[1];  // [C, M / group, kH, kW]
   const int64_t group = a.get_int("group", 1).value(), n = x[0], c = x[1], h = x[2], wd = x[3];
@@ -61,6 +73,11 @@ OpCaseTable conv_transpose_cases() {
                               attrs({2, 2}, {1, 1, 1, 1}, {0, 0}, 1)));
   t.cases.push_back(make_case("grouped_output_padding", {data({1, 4, 4, 3}, -1, 1), data({4, 2, 3, 3}, -1, 1)}, {{1, 4, 10, 8}},
                               attrs({2, 2}, {0, 0, 0, 0}, {1, 1}, 2)));
+  // 1-D (run on CUDA as 2-D with a height of 1): output_padding below the stride, and groups.
+  t.cases.push_back(make_case("1d_stride2_output_padding", {data({2, 4, 9}, -1, 1), data({4, 3, 5}, -1, 1), data({3})},
+                              {{2, 3, 20}}, attrs({2}, {1, 1}, {1}, 1)));
+  t.cases.push_back(make_case("1d_grouped", {data({1, 4, 7}, -1, 1), data({4, 2, 3}, -1, 1)}, {{1, 4, 7}},
+                              attrs({1}, {1, 1}, {0}, 2)));
   for (OpCase& c : t.cases) c.tolerance[DataType::kFloat32] = 1e-4;
   return t;
 }

@@ -1,4 +1,5 @@
-// CUDA kernel of the ONNX builtin ConvTranspose (2-D, NCHW), through cuDNN.
+// CUDA kernel of the ONNX builtin ConvTranspose (2-D, NCHW, and 1-D as 2-D with a height of 1),
+// through cuDNN.
 //
 // A transposed convolution is the data gradient of the convolution whose filter is W: that
 // convolution maps an [N, M, OH, OW] tensor to [N, C, H, W] with the filter [C, M/group, kH, kW]
@@ -41,6 +42,27 @@ constexpr size_t kConvTransposeWorkspace = size_t(64) << 20;
 
 const char* const kAxisName[2] = {"H", "W"};
 
+// A 1-D transposed convolution's attributes as a 2-D one's whose first axis is a unit: kernel,
+// stride and dilation 1, no pads, no output padding, output extent 1 (the tensors get a height of
+// 1, which moves no byte of their contiguous storage). 2-D attributes are returned as they are.
+graft::ConvTransposeAttrs lifted_to_2d(graft::ConvTransposeAttrs a) {
+  if (a.window.kernel.size() != 1) return a;
+  graft::WindowAttrs& w = a.window;
+  w.kernel.insert(w.kernel.begin(), 1);
+  w.strides.insert(w.strides.begin(), 1);
+  w.dilations.insert(w.dilations.begin(), 1);
+  if (w.pads.size() == 2) w.pads = {0, w.pads[0], 0, w.pads[1]};
+  if (a.output_padding.size() == 1) a.output_padding.insert(a.output_padding.begin(), 0);
+  if (a.output_shape.size() == 1) a.output_shape.insert(a.output_shape.begin(), 1);
+  return a;
+}
+
+// dims of rank 3 ([N, C, L]) as rank 4 ([N, C, 1, L]); rank 4 as they are.
+std::vector<int64_t> as_4d(std::vector<int64_t> d) {
+  if (d.size() == 3) d.insert(d.begin() + 2, 1);
+  return d;
+}
+
 // The symmetric cuDNN pad of each spatial axis for input extents `in` and output extents `out`,
 // or false with `why` naming the axis and its pads (see the file comment for the rule).
 bool cudnn_pads(const graft::ConvTransposeAttrs& a, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
@@ -73,20 +95,27 @@ bool conv_transpose_supports(const Node& n, std::string* why) {
   if (!inputs_share_dtype(n, {1, 2}, why)) return false;  // W and B have X's dtype (its key)
   const TensorDesc& xd = n.input(0)->desc;
   const TensorDesc& wd = n.input(1)->desc;
-  if (xd.rank() != 4) return reject(why, "only 2-D transposed convolutions (X of rank 4) are handled; X is " + xd.to_string());
-  if (wd.rank() >= 0 && wd.rank() != 4) return reject(why, "W must have rank 4; W is " + wd.to_string());
+  const int64_t rank = xd.rank();
+  if (rank != 3 && rank != 4)
+    return reject(why, "only 1-D and 2-D transposed convolutions (X of rank 3 or 4) are handled; X is " + xd.to_string());
+  if (wd.rank() >= 0 && wd.rank() != rank) return reject(why, "W must have X's rank; W is " + wd.to_string());
+  const size_t spatial = static_cast<size_t>(rank - 2);
   // The kernel extent comes from kernel_shape, else from W's shape when the graph knows it.
   std::vector<int64_t> wk;
-  if (wd.rank() == 4 && (*wd.shape)[2].is_const() && (*wd.shape)[3].is_const())
-    wk = {(*wd.shape)[2].value(), (*wd.shape)[3].value()};
-  auto parsed = graft::parse_conv_transpose_attrs(n.attrs, 2, wk.empty() ? nullptr : &wk);
+  if (wd.rank() == rank) {
+    for (size_t i = 0; i < spatial && (*wd.shape)[2 + i].is_const(); ++i) wk.push_back((*wd.shape)[2 + i].value());
+    if (wk.size() != spatial) wk.clear();
+  }
+  auto parsed = graft::parse_conv_transpose_attrs(n.attrs, spatial, wk.empty() ? nullptr : &wk);
   if (!parsed.is_ok()) return reject(why, parsed.status().message());
-  const graft::ConvTransposeAttrs& a = parsed.value();
+  const graft::ConvTransposeAttrs a = lifted_to_2d(parsed.value());
   // Without output_shape the rule does not depend on the input extent (explicit pads fix pb and
   // pe; SAME_* sets OH = H * s, which leaves pe - pb constant), so any extent decides a symbolic one.
+  // A 1-D input's unit height is its first axis here.
   std::vector<int64_t> in(2, 1), out(2, 1);
   for (size_t i = 0; i < 2; ++i) {
-    const Dim& h = (*xd.shape)[2 + i];
+    if (rank == 3 && i == 0) continue;
+    const Dim& h = (*xd.shape)[2 + i - (rank == 3 ? 1 : 0)];
     if (h.is_const()) {
       in[i] = h.value();
     } else if (!a.output_shape.empty()) {
@@ -124,16 +153,16 @@ struct PreparedConvTranspose {
 // Checks the shapes against the attributes (errors name the node) and builds the descriptors.
 Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B,
                                                        const Tensor& Y) {
-  if (X.rank() != 4 || W.rank() != 4 || Y.rank() != 4)
+  const int64_t rank = X.rank();
+  if ((rank != 3 && rank != 4) || W.rank() != rank || Y.rank() != rank)
     return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(X.dims()), ", W ", graft::ints_to_string(W.dims()),
-                " and Y ", graft::ints_to_string(Y.dims()), " must have rank 4");
-  const auto& x = X.dims();
-  const auto& w = W.dims();
-  const auto& y = Y.dims();
-  const std::vector<int64_t> wk{w[2], w[3]};
-  auto parsed = graft::parse_conv_transpose_attrs(*ex.ctx->attrs, 2, &wk);
+                " and Y ", graft::ints_to_string(Y.dims()), " must all have rank 3 or all rank 4");
+  // A 1-D problem runs as 2-D with a height of 1 (lifted_to_2d).
+  const std::vector<int64_t> x = as_4d(X.dims()), w = as_4d(W.dims()), y = as_4d(Y.dims());
+  const std::vector<int64_t> wk(W.dims().begin() + 2, W.dims().end());
+  auto parsed = graft::parse_conv_transpose_attrs(*ex.ctx->attrs, static_cast<size_t>(rank - 2), &wk);
   if (!parsed.is_ok()) return with_node(ex, parsed.status());
-  const graft::ConvTransposeAttrs& a = parsed.value();
+  const graft::ConvTransposeAttrs a = lifted_to_2d(parsed.value());
   const int64_t n = x[0], c = x[1], mg = w[1], m = mg * a.group;
   if (w[0] != c || c % a.group != 0)
     return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(x), " has ", c, " channels but W ",
@@ -232,13 +261,14 @@ Status conv_transpose_run(CudaExec& ex) {
   if (X.numel() == 0) {
     // An empty spatial input reaches no output element, so Y is the bias alone (cuDNN takes no
     // zero extents, so it is not asked).
-    if (Y.rank() != 4) return fail(ex, StatusCode::kInvalidModel, "Y ", graft::ints_to_string(Y.dims()), " must have rank 4");
+    if (Y.rank() != 3 && Y.rank() != 4)
+      return fail(ex, StatusCode::kInvalidModel, "Y ", graft::ints_to_string(Y.dims()), " must have rank 3 or 4");
     if (B && B->numel() != Y.dims()[1])
       return fail(ex, StatusCode::kInvalidModel, "bias B has ", B->numel(), " elements; expected ", Y.dims()[1]);
     GRAFT_RETURN_IF_ERROR(launch_status(cudaMemsetAsync(Y.data(), 0, Y.nbytes(), s), ex, "cudaMemsetAsync"));
     if (!B) return Status::ok();
     return launch_status(k::launch_conv_epilogue(ktype(Y.dtype()), Y.data(), B->data(), nullptr, Y.dims()[1],
-                                                 Y.dims()[2] * Y.dims()[3], k::Epilogue{}, Y.numel(), s),
+                                                 Y.numel() / (Y.dims()[0] * Y.dims()[1]), k::Epilogue{}, Y.numel(), s),
                          ex, "bias");
   }
   // Prepared once per (node, shapes, dtype, workspace): the node fixes the attributes.
