@@ -201,6 +201,21 @@ std::vector<OpCaseTable> binary_elementwise_cases() {
                                      typed({5}, dt, is_unsigned ? 0 : -10, 10)},
                                     {{3, 2, 5}}));
       }
+    // Pow with the exponent of another type than the base (opset 12+; the result has the base's
+    // type), and integer bases: exponents whole where the base is an integer, so every power is exact.
+    if (name == "Pow") {
+      t.cases.push_back(make_case("float32_base_int32_exponent",
+                                  {typed({3, 4}, DataType::kFloat32, 0.5, 2), typed({4}, DataType::kInt32, -2, 3)}, {{3, 4}}));
+      t.cases.push_back(make_case("int32_base_int32_exponent",
+                                  {typed({3, 4}, DataType::kInt32, -3, 3), typed({4}, DataType::kInt32, 0, 4)}, {{3, 4}}));
+      t.cases.push_back(make_case("int64_base_float32_exponent",
+                                  {typed({2, 4}, DataType::kInt64, 1, 5), fixed({4}, DataType::kFloat32, {0, 1, 2, 3})},
+                                  {{2, 4}}));
+      t.cases.push_back(make_case("float64_base_int64_exponent",
+                                  {typed({3, 4}, DataType::kFloat64, 0.5, 2), typed({4}, DataType::kInt64, -2, 3)}, {{3, 4}}));
+      t.cases.push_back(make_case("float32_base_uint64_exponent",
+                                  {typed({5}, DataType::kFloat32, 0.5, 2), typed({5}, DataType::kUInt64, 0, 3)}, {{5}}));
+    }
     out.push_back(std::move(t));
   }
   return out;

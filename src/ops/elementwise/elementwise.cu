@@ -607,6 +607,81 @@ cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, vo
   }
 }
 
+// ---- Pow of mixed types ---------------------------------------------------------------------
+
+namespace {
+
+// x^e for an integer base, as the CPU reference computes it (in double, then stored with graft's
+// saturating conversion): a whole non-negative exponent by squaring, exact while the result stays
+// below 2^53, where the device's pow may miss an integer result by an ulp and truncate to the one
+// below it.
+__device__ __forceinline__ double integer_base_pow(double x, double e) {
+  if (e >= 0.0 && e <= 64.0 && e == floor(e)) {
+    double r = 1.0, b = x;
+    for (unsigned n = static_cast<unsigned>(e); n; n >>= 1) {
+      if (n & 1u) r *= b;
+      b *= b;
+    }
+    return r;
+  }
+  return pow(x, e);
+}
+
+// out = a^b with the base's type T and the exponent's U (opset 12+): a float base in float (double
+// for float64), as the CPU reference does; an integer base through integer_base_pow.
+template <typename T, typename U>
+__global__ void pow_mixed_kernel(const T* __restrict__ a, const U* __restrict__ b, T* __restrict__ out, Bcast p,
+                                 int64_t n) {
+  GRAFT_GRID_STRIDE(i, n) {
+    const T x = a[bcast_offset(p, 0, i)];
+    const double e = as_double(b[bcast_offset(p, 1, i)]);
+    if constexpr (std::is_same_v<T, double>) out[i] = pow(x, e);
+    else if constexpr (kIsFloat<T>) out[i] = Elem<T>::st(powf(Elem<T>::ld(x), static_cast<float>(e)));
+    else out[i] = store_from_double<T>(integer_base_pow(static_cast<double>(x), e));
+  }
+}
+
+template <typename T>
+cudaError_t pow_mixed_for_base(KType tb, const void* a, const void* b, void* out, const Bcast& p, int64_t n,
+                               cudaStream_t s) {
+  const unsigned g = grid_for(n);
+  const T* pa = static_cast<const T*>(a);
+  T* po = static_cast<T*>(out);
+  switch (tb) {
+#define GRAFT_POW_EXPONENT(KT, U)                                                          \
+  case KType::KT:                                                                          \
+    pow_mixed_kernel<T, U><<<g, kThreads, 0, s>>>(pa, static_cast<const U*>(b), po, p, n); \
+    break;
+    GRAFT_POW_EXPONENT(kF32, float)
+    GRAFT_POW_EXPONENT(kF16, __half)
+    GRAFT_POW_EXPONENT(kBF16, __nv_bfloat16)
+    GRAFT_POW_EXPONENT(kF64, double)
+    GRAFT_POW_EXPONENT(kI32, int32_t)
+    GRAFT_POW_EXPONENT(kI64, int64_t)
+    GRAFT_POW_EXPONENT(kU32, uint32_t)
+    GRAFT_POW_EXPONENT(kU64, uint64_t)
+#undef GRAFT_POW_EXPONENT
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_pow_mixed(KType ta, KType tb, const void* a, const void* b, void* out, const Bcast& p, int64_t n,
+                             cudaStream_t s) {
+  if (n == 0) return cudaSuccess;
+  switch (ta) {
+    case KType::kF32: return pow_mixed_for_base<float>(tb, a, b, out, p, n, s);
+    case KType::kF16: return pow_mixed_for_base<__half>(tb, a, b, out, p, n, s);
+    case KType::kBF16: return pow_mixed_for_base<__nv_bfloat16>(tb, a, b, out, p, n, s);
+    case KType::kF64: return pow_mixed_for_base<double>(tb, a, b, out, p, n, s);
+    case KType::kI32: return pow_mixed_for_base<int32_t>(tb, a, b, out, p, n, s);
+    case KType::kI64: return pow_mixed_for_base<int64_t>(tb, a, b, out, p, n, s);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 cudaError_t launch_where(const void* cond, const void* x, const void* y, void* out, int elem_size, const Bcast& p,
                          int64_t n, cudaStream_t s) {
   if (n == 0) return cudaSuccess;
@@ -926,7 +1001,7 @@ Status unary_run(CudaExec& ex) {
 constexpr std::initializer_list<DataType> binary_key_dtypes(BinaryOp op) {
   switch (op) {
     case BinaryOp::kDiv:
-    case BinaryOp::kPow: return kGpuFloats;
+    case BinaryOp::kPow: return kGpuFloats;  // Pow's own row (pow_op) takes more
     case BinaryOp::kAnd:
     case BinaryOp::kOr:
     case BinaryOp::kXor: return kBoolDtype;
@@ -1068,6 +1143,44 @@ template <BinaryOp kOp>
 CudaOp binary(const char* name) {
   return kernel_dtypes({input_dtypes(0, binary_key_dtypes(kOp))},
                        CudaOp{name, &binary_supports<kOp>, &binary_run<kOp>, {}, nullptr});
+}
+
+// ---- Pow ----------------------------------------------------------------------------------------
+
+// Pow's keys: the base (input 0) float or int32/int64, the exponent (input 1) any of those types or
+// uint32/uint64 (opset 12+ lets them differ; the result has the base's type). Same-type float
+// operands take the binary kernels (vectorized); everything else the mixed kernel.
+constexpr std::initializer_list<DataType> kPowBaseDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
+                                                            DataType::kFloat64, DataType::kInt32,   DataType::kInt64};
+constexpr std::initializer_list<DataType> kPowExponentDtypes = {
+    DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
+    DataType::kInt32,   DataType::kInt64,   DataType::kUInt32,   DataType::kUInt64};
+
+bool pow_supports(const Node& n, std::string* why) {
+  if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "Pow needs X and Y");
+  if (out_dtype(n, 0) != in_dtype(n, 0)) return reject(why, "the output's dtype differs from the base's");
+  return true;
+}
+
+Status pow_run(CudaExec& ex) {
+  ExecContext& ctx = *ex.ctx;
+  const Tensor &a = *ctx.inputs[0], &b = *ctx.inputs[1];
+  Tensor& out = *ctx.outputs[0];
+  if (out.dtype() != a.dtype()) return fail(ex, StatusCode::kInternal, "output dtype ", dtype_name(out.dtype()));
+  const bool same_float = a.dtype() == b.dtype() && (a.dtype() == DataType::kFloat32 || a.dtype() == DataType::kFloat16 ||
+                                                     a.dtype() == DataType::kBFloat16);
+  if (same_float) return binary_once(ex, BinaryOp::kPow, a, b, out);
+  k::Bcast p;
+  std::string why;
+  if (!make_bcast(out.dims(), {a.dims(), b.dims()}, &p, &why)) return fail(ex, StatusCode::kRuntimeError, why);
+  return launch_status(k::launch_pow_mixed(ktype(a.dtype()), ktype(b.dtype()), a.data(), b.data(), out.data(), p,
+                                           out.numel(), stream_of(ex)),
+                       ex);
+}
+
+CudaOp pow_op() {
+  return kernel_dtypes({input_dtypes(0, kPowBaseDtypes), input_dtypes(1, kPowExponentDtypes)},
+                       CudaOp{"Pow", &pow_supports, &pow_run, {}, nullptr});
 }
 
 // ---- Sum / Mean -------------------------------------------------------------------------------
@@ -1224,7 +1337,7 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
   out.push_back(binary<BinaryOp::kSub>("Sub"));
   out.push_back(binary<BinaryOp::kMul>("Mul"));
   out.push_back(binary<BinaryOp::kDiv>("Div"));
-  out.push_back(binary<BinaryOp::kPow>("Pow"));
+  out.push_back(pow_op());
   out.push_back(binary<BinaryOp::kMax>("Max"));
   out.push_back(binary<BinaryOp::kMin>("Min"));
   out.push_back(binary<BinaryOp::kPRelu>("PRelu"));

@@ -129,6 +129,11 @@ enum class BinaryOp : int {
   kEqual, kLess, kGreater, kLessEq, kGreaterEq, kAnd, kOr, kXor  // these write bool
 };
 inline bool binary_writes_bool(BinaryOp op) { return static_cast<int>(op) >= static_cast<int>(BinaryOp::kEqual); }
+// out = a^b with broadcasting (operands 0 and 1 of `p`): a of type ta (f32/f16/bf16/f64/i32/i64, the
+// result's type too), b of type tb (f32/f16/bf16/f64/i32/i64/u32/u64), as the CPU reference's Pow
+// of mixed types computes it.
+cudaError_t launch_pow_mixed(KType ta, KType tb, const void* a, const void* b, void* out, const Bcast& p, int64_t n,
+                             cudaStream_t s);
 // out = op(a, b) with broadcasting (operands 0 and 1 of `p`); `t` is the operand type.
 // Integer kMod/kFmod by zero cannot fail per element on the GPU: they write 0 there (the CPU
 // reference returns an error instead).
