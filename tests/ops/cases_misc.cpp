@@ -165,6 +165,50 @@ OpCaseTable batch_norm_cases() {
   return t;
 }
 
+// Training mode (opset 14+; this table opset 15, so that its name differs from the one above): the
+// batch's mean and population variance per channel over every axis but 1, and the running
+// statistics input * momentum + batch * (1 - momentum) as outputs 1 and 2.
+OpCaseTable batch_norm_training_cases() {
+  OpCaseTable t = builtin_table(
+      "BatchNormalization",
+      [](const Values& in, const DimsList& dims, const AttributeMap& a) {
+        const Ints& d = dims[0];
+        const int64_t n = d[0], c = d[1], area = count(d, 2);
+        const double eps = a.get_float("epsilon", 1e-5f).value(), m = a.get_float("momentum", 0.9f).value();
+        std::vector<double> y(in[0].size()), run_mean(static_cast<size_t>(c)), run_var(static_cast<size_t>(c));
+        for (int64_t ch = 0; ch < c; ++ch) {
+          double mean = 0, var = 0;
+          for (int64_t b = 0; b < n; ++b)
+            for (int64_t i = 0; i < area; ++i) mean += in[0][(b * c + ch) * area + i];
+          mean /= static_cast<double>(n * area);
+          for (int64_t b = 0; b < n; ++b)
+            for (int64_t i = 0; i < area; ++i) {
+              const double dv = in[0][(b * c + ch) * area + i] - mean;
+              var += dv * dv;
+            }
+          var /= static_cast<double>(n * area);
+          for (int64_t b = 0; b < n; ++b)
+            for (int64_t i = 0; i < area; ++i) {
+              const int64_t k = (b * c + ch) * area + i;
+              y[k] = (in[0][k] - mean) / std::sqrt(var + eps) * in[1][ch] + in[2][ch];
+            }
+          run_mean[ch] = in[3][ch] * m + mean * (1 - m);
+          run_var[ch] = in[4][ch] * m + var * (1 - m);
+        }
+        return Values{y, run_mean, run_var};
+      },
+      15);
+  AttributeMap training = attr("training_mode", int64_t{1});
+  training.set("momentum", 0.8f);
+  for (auto [label, x] : {std::pair<const char*, Ints>{"nchw", {3, 4, 5, 6}}, {"rank2", {7, 3}},
+                          {"long_channel", {2, 2, 1500}}}) {
+    const int64_t c = x[1];
+    t.cases.push_back(make_case(label, {data(x), data({c}, 0.5, 2), data({c}, -1, 1), data({c}, -1, 1), data({c}, 0.5, 2)},
+                                {x, {c}, {c}}, training));
+  }
+  return t;
+}
+
 OpCaseTable instance_norm_cases() {
   OpCaseTable t = builtin_table("InstanceNormalization", [](const Values& in, const DimsList& dims, const AttributeMap& a) {
     return channel_norm(in, dims[0], a.get_float("epsilon", 1e-5f).value(), true);
@@ -424,7 +468,7 @@ OpCaseTable celu_cases() {
 std::vector<OpCaseTable> misc_case_tables() {
   std::vector<OpCaseTable> out = comparison_tables();
   for (OpCaseTable t : {prelu_cases(), clip_cases(), identity_cases(), variadic_cases("Sum", false),
-                        variadic_cases("Mean", true), batch_norm_cases(), instance_norm_cases(),
+                        variadic_cases("Mean", true), batch_norm_cases(), batch_norm_training_cases(), instance_norm_cases(),
                         global_pool_cases("GlobalAveragePool", false), global_pool_cases("GlobalMaxPool", true),
                         cumsum_cases(), arg_cases("ArgMax", true), arg_cases("ArgMin", false), hardmax_cases(),
                         topk_cases(), depth_to_space_cases(), space_to_depth_cases(), trilu_cases(),

@@ -129,5 +129,11 @@ cudaError_t launch_global_pool(KType t, bool max, const void* x, void* y, int64_
 // y = (x - mean[c]) / sqrt(var[c] + eps) * scale[c] + bias[c] over x [n, c, inner]; parameters in `pt`.
 cudaError_t launch_batchnorm(KType t, KType pt, const void* x, const void* scale, const void* bias, const void* mean,
                              const void* var, void* y, int64_t n, int64_t c, int64_t inner, float eps, cudaStream_t s);
+// Training mode (batch_norm_training.cu): the batch's mean and population variance per channel, in
+// double, then y as above with them, and running_mean/running_var (each may be null) =
+// input * momentum + batch * (1 - momentum). t and pt: float32, float16, bfloat16 or float64.
+cudaError_t launch_batchnorm_training(KType t, KType pt, const void* x, const void* scale, const void* bias,
+                                      const void* mean, const void* var, void* y, void* running_mean, void* running_var,
+                                      int64_t n, int64_t c, int64_t inner, double eps, double momentum, cudaStream_t s);
 
 }  // namespace graft::cuda::k
