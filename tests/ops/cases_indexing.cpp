@@ -73,6 +73,10 @@ OpCaseTable conv_transpose_cases() {
                               attrs({2, 2}, {1, 1, 1, 1}, {0, 0}, 1)));
   t.cases.push_back(make_case("grouped_output_padding", {data({1, 4, 4, 3}, -1, 1), data({4, 2, 3, 3}, -1, 1)}, {{1, 4, 10, 8}},
                               attrs({2, 2}, {0, 0, 0, 0}, {1, 1}, 2)));
+  // Pads cuDNN cannot express (the CUDA op's direct kernel): asymmetric, and output_padding at the
+  // stride (allowed below the dilation).
+  t.cases.push_back(make_case("asymmetric_pads", {data({1, 3, 5, 6}, -1, 1), data({3, 4, 3, 3}, -1, 1), data({4})},
+                              {{1, 4, 6, 6}}, attrs({1, 1}, {1, 0, 0, 2}, {0, 0}, 1)));
   // 1-D (run on CUDA as 2-D with a height of 1): output_padding below the stride, and groups.
   t.cases.push_back(make_case("1d_stride2_output_padding", {data({2, 4, 9}, -1, 1), data({4, 3, 5}, -1, 1), data({3})},
                               {{2, 3, 20}}, attrs({2}, {1, 1}, {1}, 1)));

@@ -15,8 +15,8 @@
 // pads are handled, and so is output_padding below the stride on top of them (the extra rows and
 // columns are ones no forward window reaches); SAME_LOWER, SAME_UPPER and output_shape are handled
 // when the pads they imply satisfy it. Every other form (asymmetric pads, output_padding >= the
-// stride, a negative begin pad) is rejected by supports() with the pads named, and stays on the
-// CPU reference.
+// stride, a negative begin pad), 3-D, and bfloat16 or float64 data, runs on the direct kernel
+// (conv_transpose_direct.cu) instead, as does every ConvTranspose of a build without cuDNN.
 #include <climits>
 #include <memory>
 #include <string>
@@ -86,49 +86,27 @@ bool cudnn_pads(const graft::ConvTransposeAttrs& a, const std::vector<int64_t>& 
 
 #endif  // GRAFT_WITH_CUDNN
 
+// Every transposed convolution of 1 to 3 spatial axes: cuDNN's where it can express the pads
+// (cudnn_pads, at run time, when the extents are known), the direct kernel otherwise.
 bool conv_transpose_supports(const Node& n, std::string* why) {
-#ifndef GRAFT_WITH_CUDNN
-  (void)n;
-  return reject(why, "graft was built without cuDNN");
-#else
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "ConvTranspose needs X and W");
   if (!inputs_share_dtype(n, {1, 2}, why)) return false;  // W and B have X's dtype (its key)
   const TensorDesc& xd = n.input(0)->desc;
   const TensorDesc& wd = n.input(1)->desc;
   const int64_t rank = xd.rank();
-  if (rank != 3 && rank != 4)
-    return reject(why, "only 1-D and 2-D transposed convolutions (X of rank 3 or 4) are handled; X is " + xd.to_string());
+  if (rank < 3 || rank > 5)
+    return reject(why, "only 1-D, 2-D and 3-D transposed convolutions (X of rank 3 to 5) are handled; X is " +
+                           xd.to_string());
   if (wd.rank() >= 0 && wd.rank() != rank) return reject(why, "W must have X's rank; W is " + wd.to_string());
   const size_t spatial = static_cast<size_t>(rank - 2);
-  // The kernel extent comes from kernel_shape, else from W's shape when the graph knows it.
-  std::vector<int64_t> wk;
+  std::vector<int64_t> wk;  // the kernel extent from W's shape, where the graph knows it
   if (wd.rank() == rank) {
     for (size_t i = 0; i < spatial && (*wd.shape)[2 + i].is_const(); ++i) wk.push_back((*wd.shape)[2 + i].value());
     if (wk.size() != spatial) wk.clear();
   }
   auto parsed = graft::parse_conv_transpose_attrs(n.attrs, spatial, wk.empty() ? nullptr : &wk);
   if (!parsed.is_ok()) return reject(why, parsed.status().message());
-  const graft::ConvTransposeAttrs a = lifted_to_2d(parsed.value());
-  // Without output_shape the rule does not depend on the input extent (explicit pads fix pb and
-  // pe; SAME_* sets OH = H * s, which leaves pe - pb constant), so any extent decides a symbolic one.
-  // A 1-D input's unit height is its first axis here.
-  std::vector<int64_t> in(2, 1), out(2, 1);
-  for (size_t i = 0; i < 2; ++i) {
-    if (rank == 3 && i == 0) continue;
-    const Dim& h = (*xd.shape)[2 + i - (rank == 3 ? 1 : 0)];
-    if (h.is_const()) {
-      in[i] = h.value();
-    } else if (!a.output_shape.empty()) {
-      return reject(why, "output_shape with a symbolic input extent: whether the pads it implies are symmetric "
-                         "is known only at run time");
-    }
-    const Dim o = graft::conv_transpose_output_dim(a, i, Dim(in[i]));
-    if (!o.is_const()) return reject(why, "the output extent is not a constant for a constant input extent");
-    out[i] = o.value();
-  }
-  int64_t pads[2];
-  return cudnn_pads(a, in, out, pads, why);
-#endif
+  return true;
 }
 
 size_t conv_transpose_workspace(const Node&, const std::vector<const Tensor*>&, const std::vector<Tensor>& /*outputs*/) {
@@ -243,17 +221,84 @@ Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tenso
 
 #endif  // GRAFT_WITH_CUDNN
 
-Status conv_transpose_run(CudaExec& ex) {
+// The attributes of the node running, for X's spatial rank; errors name the node.
+Result<graft::ConvTransposeAttrs> attrs_for(CudaExec& ex, const Tensor& W, size_t spatial) {
+  const std::vector<int64_t> wk(W.dims().begin() + 2, W.dims().end());
+  auto parsed = graft::parse_conv_transpose_attrs(*ex.ctx->attrs, spatial, &wk);
+  if (!parsed.is_ok()) return with_node(ex, parsed.status());
+  return parsed.value();
+}
+
+// Whether cuDNN's backward data computes this problem: 1-D or 2-D, float32 or float16, and pads
+// it can express (cudnn_pads) for these extents.
+bool use_cudnn(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor& Y) {
 #ifndef GRAFT_WITH_CUDNN
-  return fail(ex, StatusCode::kUnsupported, "graft was built without cuDNN");
+  (void)ex, (void)X, (void)W, (void)Y;
+  return false;
 #else
+  if (!ex.cudnn || (X.rank() != 3 && X.rank() != 4) || W.rank() != X.rank() || Y.rank() != X.rank()) return false;
+  if (X.dtype() != DataType::kFloat32 && X.dtype() != DataType::kFloat16) return false;
+  auto parsed = attrs_for(ex, W, static_cast<size_t>(X.rank() - 2));
+  if (!parsed.is_ok()) return false;  // the direct path reports the error
+  const graft::ConvTransposeAttrs a = lifted_to_2d(parsed.value());
+  const std::vector<int64_t> x = as_4d(X.dims()), y = as_4d(Y.dims());
+  int64_t pads[2];
+  return cudnn_pads(a, {x[2], x[3]}, {y[2], y[3]}, pads, nullptr);
+#endif
+}
+
+// The direct kernel (conv_transpose_direct.cu), for what cuDNN cannot express: the geometry from
+// the attributes, checked against the tensors, over three spatial axes (leading ones 1 for fewer).
+Status run_direct(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y) {
+  const int64_t rank = X.rank();
+  if (rank < 3 || rank > 5 || W.rank() != rank || Y.rank() != rank)
+    return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(X.dims()), ", W ", graft::ints_to_string(W.dims()),
+                " and Y ", graft::ints_to_string(Y.dims()), " must all have one rank from 3 to 5");
+  const size_t spatial = static_cast<size_t>(rank - 2);
+  GRAFT_ASSIGN_OR_RETURN(graft::ConvTransposeAttrs a, attrs_for(ex, W, spatial));
+  const int64_t c = X.dims()[1], mg = W.dims()[1], m = mg * a.group;
+  if (W.dims()[0] != c || c % a.group != 0)
+    return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(X.dims()), " has ", c, " channels but W ",
+                graft::ints_to_string(W.dims()), " with group ", a.group, " expects ", W.dims()[0],
+                " (a multiple of the group)");
+  if (B && B->numel() != m) return fail(ex, StatusCode::kInvalidModel, "bias B has ", B->numel(), " elements; expected ", m);
+  if (Y.dims()[0] != X.dims()[0] || Y.dims()[1] != m)
+    return fail(ex, StatusCode::kInternal, "output ", graft::ints_to_string(Y.dims()), " inconsistent with X ",
+                graft::ints_to_string(X.dims()), " and W ", graft::ints_to_string(W.dims()));
+  std::vector<int64_t> in(spatial), out(spatial);
+  for (size_t i = 0; i < spatial; ++i) {
+    in[i] = X.dims()[2 + i];
+    out[i] = Y.dims()[2 + i];
+    const Dim o = graft::conv_transpose_output_dim(a, i, Dim(in[i]));
+    if (!o.is_const() || o.value() != out[i])
+      return fail(ex, StatusCode::kInternal, "output ", graft::ints_to_string(Y.dims()), " does not match the extent ",
+                  o.to_string(), " the attributes give on spatial axis ", static_cast<int64_t>(i));
+  }
+  const std::vector<int64_t> begins = graft::conv_transpose_pad_begins(a, in, out);
+  k::Window3d g;
+  g.n = X.dims()[0];
+  g.c = c;
+  const size_t lead = 3 - spatial;  // unit axes before the real ones
+  for (size_t i = 0; i < spatial; ++i) {
+    g.in[lead + i] = in[i];
+    g.out[lead + i] = out[i];
+    g.k[lead + i] = W.dims()[2 + i];
+    g.s[lead + i] = a.window.strides[i];
+    g.d[lead + i] = a.window.dilations[i];
+    g.pb[lead + i] = begins[i];
+  }
+  return launch_status(k::launch_conv_transpose_direct(ktype(X.dtype()), X.data(), W.data(), B ? B->data() : nullptr,
+                                                       Y.data(), g, m, a.group, stream_of(ex)),
+                       ex, "direct kernel");
+}
+
+Status conv_transpose_run(CudaExec& ex) {
   const auto& in = ex.ctx->inputs;
   if (in.size() < 2 || !in[0] || !in[1]) return fail(ex, StatusCode::kInvalidModel, "ConvTranspose needs X and W");
   const Tensor& X = *in[0];
   const Tensor& W = *in[1];
   const Tensor* B = in.size() > 2 ? in[2] : nullptr;
   Tensor& Y = *ex.ctx->outputs[0];
-  if (!ex.cudnn) return fail(ex, StatusCode::kUnsupported, "no cuDNN handle");
   if (W.dtype() != X.dtype() || Y.dtype() != X.dtype() || (B && B->dtype() != X.dtype()))
     return fail(ex, StatusCode::kInvalidModel, "X, W, B and Y must share one dtype");
   if (Y.numel() == 0) return Status::ok();
@@ -261,8 +306,8 @@ Status conv_transpose_run(CudaExec& ex) {
   if (X.numel() == 0) {
     // An empty spatial input reaches no output element, so Y is the bias alone (cuDNN takes no
     // zero extents, so it is not asked).
-    if (Y.rank() != 3 && Y.rank() != 4)
-      return fail(ex, StatusCode::kInvalidModel, "Y ", graft::ints_to_string(Y.dims()), " must have rank 3 or 4");
+    if (Y.rank() < 3 || Y.rank() > 5)
+      return fail(ex, StatusCode::kInvalidModel, "Y ", graft::ints_to_string(Y.dims()), " must have rank 3 to 5");
     if (B && B->numel() != Y.dims()[1])
       return fail(ex, StatusCode::kInvalidModel, "bias B has ", B->numel(), " elements; expected ", Y.dims()[1]);
     GRAFT_RETURN_IF_ERROR(launch_status(cudaMemsetAsync(Y.data(), 0, Y.nbytes(), s), ex, "cudaMemsetAsync"));
@@ -271,6 +316,8 @@ Status conv_transpose_run(CudaExec& ex) {
                                                  Y.numel() / (Y.dims()[0] * Y.dims()[1]), k::Epilogue{}, Y.numel(), s),
                          ex, "bias");
   }
+  if (!use_cudnn(ex, X, W, Y)) return run_direct(ex, X, W, B, Y);
+#ifdef GRAFT_WITH_CUDNN
   // Prepared once per (node, shapes, dtype, workspace): the node fixes the attributes.
   std::string key = PreparedCache::key_of("ConvTranspose", {reinterpret_cast<intptr_t>(ex.ctx->node),
                                                             static_cast<int64_t>(X.dtype()), B != nullptr,
@@ -295,14 +342,16 @@ Status conv_transpose_run(CudaExec& ex) {
   return launch_status(k::launch_conv_epilogue(ktype(Y.dtype()), Y.data(), B->data(), nullptr, p->m, p->inner,
                                                k::Epilogue{}, Y.numel(), s),
                        ex, "bias");
+#else
+  return fail(ex, StatusCode::kInternal, "cuDNN chosen in a build without it");
 #endif
 }
 
 }  // namespace
 
 void append_cuda_conv_transpose_ops(std::vector<CudaOp>& out) {
-  // The cuDNN transposed convolution takes float32 or float16.
-  out.push_back(kernel_dtypes({input_dtypes(0, {DataType::kFloat32, DataType::kFloat16})},
+  // cuDNN takes float32 and float16; the direct kernel bfloat16 and float64 too.
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64)},
                               CudaOp{"ConvTranspose", &conv_transpose_supports, &conv_transpose_run, {},
                                      &conv_transpose_workspace}));
 }

@@ -39,6 +39,13 @@ struct Window3d {
 cudaError_t launch_conv3d_direct(KType t, const void* x, const void* w, const void* b, void* y, const Window3d& g,
                                  int64_t out_channels, int64_t group, cudaStream_t s);
 
+// ConvTranspose without cuDNN's symmetric-pad limits (conv_transpose_direct.cu): X [n, c, in...]
+// (g.in, up to three spatial axes, leading ones 1), W [c, M / group, k...], Y [n, M, out...] (g.out),
+// strides g.s, dilations g.d, begin pads g.pb (the end pads follow from the extents); b may be null.
+// t: float32, float16, bfloat16 or float64.
+cudaError_t launch_conv_transpose_direct(KType t, const void* x, const void* w, const void* b, void* y,
+                                         const Window3d& g, int64_t M, int64_t group, cudaStream_t s);
+
 enum class PoolKind : int { kMax, kAverage, kAverageIncludePad };
 // 3-D MaxPool and AveragePool over NCDHW tensors, with the 2-D kernel's rules (NaN propagates
 // through max, a window that sees nothing gives -inf; count_include_pad counts the taps inside the
