@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "case_util.h"
@@ -225,6 +226,15 @@ OpCaseTable pool_cases(const char* name, bool max) {
                               window_attrs({2, 2, 2}, {2, 2, 2}, {0, 0, 0, 0, 0, 0}, {}, 0));
     ind3.output_dims.push_back({1, 2, 2, 3, 2});
     t.cases.push_back(std::move(ind3));
+    // int8 and uint8 (opset 12+): the maximum is one of the inputs, exactly.
+    for (auto [label, dt, lo, hi] : {std::tuple<const char*, DataType, double, double>{"uint8_3x3_stride2", DataType::kUInt8, 0, 255},
+                                     {"int8_3x3_stride2", DataType::kInt8, -128, 127}}) {
+      OpCase c = window_case(label, {{2, 3, 9, 8}}, {2, 3, 5, 4}, window_attrs({3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 0));
+      c.inputs[0].dtype = dt;
+      c.inputs[0].lo = lo;
+      c.inputs[0].hi = hi;
+      t.cases.push_back(std::move(c));
+    }
   }
   if (!max) {
     OpCase inc3 = window_case("3d_count_include_pad", {{1, 2, 5, 5, 6}}, {1, 2, 3, 3, 3},

@@ -118,7 +118,8 @@ __global__ void pool3d_kernel(PoolKind kind, const T* __restrict__ x, T* __restr
     float r;
     if (kind == PoolKind::kMax) r = nan ? NAN : best;
     else r = count > 0 ? sum / static_cast<float>(count) : NAN;
-    y[i] = Elem<T>::st(r);
+    if constexpr (std::is_integral_v<T>) y[i] = static_cast<T>(r);  // MaxPool only: r is one of the inputs
+    else y[i] = Elem<T>::st(r);
   }
 }
 
@@ -1100,6 +1101,17 @@ cudaError_t launch_conv3d_direct(KType t, const void* x, const void* w, const vo
 cudaError_t launch_pool3d(KType t, PoolKind kind, const void* x, void* y, const Window3d& g, cudaStream_t s) {
   const int64_t total = g.n * g.c * g.out[0] * g.out[1] * g.out[2];
   if (total == 0) return cudaSuccess;
+  // MaxPool of int8 and uint8 (opset 12): the maximum is one of the inputs, exact in float.
+  if (t == KType::kU8 || t == KType::kI8) {
+    if (kind != PoolKind::kMax) return cudaErrorInvalidValue;
+    if (t == KType::kU8)
+      pool3d_kernel<uint8_t><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const uint8_t*>(x),
+                                                                  static_cast<uint8_t*>(y), g, total);
+    else
+      pool3d_kernel<int8_t><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const int8_t*>(x),
+                                                                 static_cast<int8_t*>(y), g, total);
+    return cudaGetLastError();
+  }
   GRAFT_FLOAT_DISPATCH(t, (pool3d_kernel<T><<<grid_for(total), kThreads, 0, s>>>(kind, static_cast<const T*>(x),
                                                                                    static_cast<T*>(y), g, total)));
   return cudaGetLastError();

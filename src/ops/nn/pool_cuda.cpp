@@ -15,11 +15,16 @@ namespace {
 
 using namespace util;
 
-// X given, of 3 to 5 axes (the keys: X a float type; MaxPool's Indices output int64).
+bool is_8bit(DataType t) { return t == DataType::kInt8 || t == DataType::kUInt8; }
+
+// X given, of 3 to 5 axes (the keys: X a float type, MaxPool's also int8 and uint8; MaxPool's
+// Indices output int64, of a float X only).
 bool pool_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0)) return reject(why, "input X is missing");
   const int64_t r = n.input(0)->desc.rank();
   if (r < 3 || r > 5) return reject(why, "only 1-D, 2-D and 3-D pools are handled (rank 3 to 5)");
+  if (is_8bit(in_dtype(n, 0)) && n.outputs.size() > 1 && n.output(1))
+    return reject(why, "the Indices output of an int8 or uint8 MaxPool is not handled");
   return true;
 }
 
@@ -48,7 +53,7 @@ Status pool_run(CudaExec& ex) {
                                                     storage_order == 1, stream_of(ex)),
                          ex);
   }
-  if (X.rank() == 5) {
+  if (X.rank() == 5 || is_8bit(X.dtype())) {  // 3-D, and 8-bit MaxPool of any rank: the window kernel
     k::Window3d g;
     GRAFT_RETURN_IF_ERROR(plan_window3d(ex, X.dims(), Y.dims(), nullptr, true, &g));
     return launch_status(k::launch_pool3d(ktype(X.dtype()), kind, X.data(), Y.data(), g, stream_of(ex)), ex);
@@ -77,7 +82,9 @@ Status global_pool_run(CudaExec& ex) {
 }  // namespace
 
 void append_cuda_pool_ops(std::vector<CudaOp>& out) {
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats), output_dtypes(1, {DataType::kInt64})},
+  out.push_back(kernel_dtypes({input_dtypes(0, {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
+                                                DataType::kUInt8}),
+                               output_dtypes(1, {DataType::kInt64})},
                               CudaOp{"MaxPool", &pool_supports, &pool_run<k::PoolKind::kMax>, {}, nullptr}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats)},
                               CudaOp{"AveragePool", &pool_supports, &pool_run<k::PoolKind::kAverage>, {}, nullptr}));
