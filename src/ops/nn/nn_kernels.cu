@@ -118,7 +118,9 @@ __global__ void pool3d_kernel(PoolKind kind, const T* __restrict__ x, T* __restr
     float r;
     if (kind == PoolKind::kMax) r = nan ? NAN : best;
     else r = count > 0 ? sum / static_cast<float>(count) : NAN;
-    if constexpr (std::is_integral_v<T>) y[i] = static_cast<T>(r);  // MaxPool only: r is one of the inputs
+    // MaxPool only: r is one of the inputs (a window that sees none, possible with ceil_mode, has no
+    // integer -inf: 0, not an undefined conversion).
+    if constexpr (std::is_integral_v<T>) y[i] = taps > 0 ? static_cast<T>(r) : T(0);
     else y[i] = Elem<T>::st(r);
   }
 }
