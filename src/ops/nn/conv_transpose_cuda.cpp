@@ -117,57 +117,51 @@ size_t conv_transpose_workspace(const Node&, const std::vector<const Tensor*>&, 
 #endif
 }
 
-#ifdef GRAFT_WITH_CUDNN
-
-// One ConvTranspose problem made ready to run: descriptors, algorithm and bias geometry.
+// One ConvTranspose problem made ready to run, once per (node, shapes, dtype, workspace), so the
+// attributes are parsed and checked against the tensors here and not per run: cuDNN's descriptors
+// and algorithm where it can express the problem, else the direct kernel's geometry.
 struct PreparedConvTranspose {
+  int64_t m = 0, group = 1;  // Y's channels; the groups
+  bool direct = true;
+  k::Window3d g;  // direct: X's and Y's geometry over three spatial axes (leading ones 1 for fewer)
+#ifdef GRAFT_WITH_CUDNN
   DnnTensor dy, dx;  // X and Y
   DnnFilter w;
   DnnConvolution conv;
   cudnnConvolutionBwdDataAlgo_t algo = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
-  int64_t m = 0, inner = 0;  // Y's channels and OH * OW, for the bias
+  int64_t inner = 0;  // OH * OW, for the bias
+#endif
 };
 
-// Checks the shapes against the attributes (errors name the node) and builds the descriptors.
-Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B,
-                                                       const Tensor& Y) {
-  const int64_t rank = X.rank();
-  if ((rank != 3 && rank != 4) || W.rank() != rank || Y.rank() != rank)
-    return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(X.dims()), ", W ", graft::ints_to_string(W.dims()),
-                " and Y ", graft::ints_to_string(Y.dims()), " must all have rank 3 or all rank 4");
-  // A 1-D problem runs as 2-D with a height of 1 (lifted_to_2d).
-  const std::vector<int64_t> x = as_4d(X.dims()), w = as_4d(W.dims()), y = as_4d(Y.dims());
+// The attributes of the node running, for X's spatial rank; errors name the node.
+Result<graft::ConvTransposeAttrs> attrs_for(CudaExec& ex, const Tensor& W, size_t spatial) {
   const std::vector<int64_t> wk(W.dims().begin() + 2, W.dims().end());
-  auto parsed = graft::parse_conv_transpose_attrs(*ex.ctx->attrs, static_cast<size_t>(rank - 2), &wk);
+  auto parsed = graft::parse_conv_transpose_attrs(*ex.ctx->attrs, spatial, &wk);
   if (!parsed.is_ok()) return with_node(ex, parsed.status());
-  const graft::ConvTransposeAttrs a = lifted_to_2d(parsed.value());
-  const int64_t n = x[0], c = x[1], mg = w[1], m = mg * a.group;
-  if (w[0] != c || c % a.group != 0)
-    return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(x), " has ", c, " channels but W ",
-                graft::ints_to_string(w), " with group ", a.group, " expects ", w[0], " (a multiple of the group)");
-  if (B && B->numel() != m) return fail(ex, StatusCode::kInvalidModel, "bias B has ", B->numel(), " elements; expected ", m);
-  const std::vector<int64_t> in{x[2], x[3]}, out{y[2], y[3]};
-  for (size_t i = 0; i < 2; ++i) {
-    const Dim o = graft::conv_transpose_output_dim(a, i, Dim(in[i]));
-    if (!o.is_const() || o.value() != out[i])
-      return fail(ex, StatusCode::kInternal, "output ", graft::ints_to_string(y), " does not match the extent ",
-                  o.to_string(), " the attributes give on axis ", kAxisName[i]);
-  }
-  if (y[0] != n || y[1] != m)
-    return fail(ex, StatusCode::kInternal, "output ", graft::ints_to_string(y), " inconsistent with X ", graft::ints_to_string(x),
-                " and W ", graft::ints_to_string(w));
+  return parsed.value();
+}
+
+#ifdef GRAFT_WITH_CUDNN
+
+// cuDNN's part of prepare(): false, leaving `p` to the direct kernel, where cuDNN's backward data
+// cannot compute the problem (not 1-D or 2-D, not float32 or float16, or pads cudnn_pads refuses).
+// `parsed` has been checked against the tensors.
+Result<bool> prepare_cudnn(CudaExec& ex, const graft::ConvTransposeAttrs& parsed, const Tensor& X, const Tensor& W,
+                           const Tensor& Y, PreparedConvTranspose* p) {
+  if (!ex.cudnn || X.rank() > 4 || (X.dtype() != DataType::kFloat32 && X.dtype() != DataType::kFloat16)) return false;
+  // A 1-D problem runs as 2-D with a height of 1 (lifted_to_2d).
+  const graft::ConvTransposeAttrs a = lifted_to_2d(parsed);
+  const std::vector<int64_t> x = as_4d(X.dims()), w = as_4d(W.dims()), y = as_4d(Y.dims());
   int64_t pads[2];
-  std::string why;
-  if (!cudnn_pads(a, in, out, pads, &why)) return fail(ex, StatusCode::kUnsupported, why);
+  if (!cudnn_pads(a, {x[2], x[3]}, {y[2], y[3]}, pads, nullptr)) return false;
   // cuDNN's 4-D descriptors take int extents and int strides.
   for (const Tensor* t : {&X, &W, &Y})
     if (t->numel() > INT_MAX)
       return fail(ex, StatusCode::kUnsupported, "tensor ", graft::ints_to_string(t->dims()),
                   " has more elements than cuDNN's 4-D descriptors index");
-
-  auto p = std::make_shared<PreparedConvTranspose>();
-  p->m = m;
-  p->inner = out[0] * out[1];
+  const int64_t n = x[0], c = x[1], mg = w[1], m = p->m;
+  p->direct = false;
+  p->inner = y[2] * y[3];
   const DataType dt = X.dtype();
   const cudnnDataType_t t = dnn_data_type(dt);
   GRAFT_RETURN_IF_ERROR(dnn_create(&p->dy, ex));
@@ -216,40 +210,15 @@ Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tenso
   if (dt == DataType::kFloat16) {
     GRAFT_RETURN_IF_ERROR(dnn_status(cudnnSetConvolutionMathType(p->conv.get(), pick->mathType), ex, "cudnnSetConvolutionMathType"));
   }
-  return p;
+  return true;
 }
 
 #endif  // GRAFT_WITH_CUDNN
 
-// The attributes of the node running, for X's spatial rank; errors name the node.
-Result<graft::ConvTransposeAttrs> attrs_for(CudaExec& ex, const Tensor& W, size_t spatial) {
-  const std::vector<int64_t> wk(W.dims().begin() + 2, W.dims().end());
-  auto parsed = graft::parse_conv_transpose_attrs(*ex.ctx->attrs, spatial, &wk);
-  if (!parsed.is_ok()) return with_node(ex, parsed.status());
-  return parsed.value();
-}
-
-// Whether cuDNN's backward data computes this problem: 1-D or 2-D, float32 or float16, and pads
-// it can express (cudnn_pads) for these extents.
-bool use_cudnn(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor& Y) {
-#ifndef GRAFT_WITH_CUDNN
-  (void)ex, (void)X, (void)W, (void)Y;
-  return false;
-#else
-  if (!ex.cudnn || (X.rank() != 3 && X.rank() != 4) || W.rank() != X.rank() || Y.rank() != X.rank()) return false;
-  if (X.dtype() != DataType::kFloat32 && X.dtype() != DataType::kFloat16) return false;
-  auto parsed = attrs_for(ex, W, static_cast<size_t>(X.rank() - 2));
-  if (!parsed.is_ok()) return false;  // the direct path reports the error
-  const graft::ConvTransposeAttrs a = lifted_to_2d(parsed.value());
-  const std::vector<int64_t> x = as_4d(X.dims()), y = as_4d(Y.dims());
-  int64_t pads[2];
-  return cudnn_pads(a, {x[2], x[3]}, {y[2], y[3]}, pads, nullptr);
-#endif
-}
-
-// The direct kernel (conv_transpose_direct.cu), for what cuDNN cannot express: the geometry from
-// the attributes, checked against the tensors, over three spatial axes (leading ones 1 for fewer).
-Status run_direct(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B, Tensor& Y) {
+// Checks the shapes against the attributes (errors name the node), then prepares cuDNN's call or,
+// where cuDNN cannot express the problem, the direct kernel's (conv_transpose_direct.cu) geometry.
+Result<std::shared_ptr<PreparedConvTranspose>> prepare(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* B,
+                                                       const Tensor& Y) {
   const int64_t rank = X.rank();
   if (rank < 3 || rank > 5 || W.rank() != rank || Y.rank() != rank)
     return fail(ex, StatusCode::kInvalidModel, "X ", graft::ints_to_string(X.dims()), ", W ", graft::ints_to_string(W.dims()),
@@ -274,8 +243,15 @@ Status run_direct(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* 
       return fail(ex, StatusCode::kInternal, "output ", graft::ints_to_string(Y.dims()), " does not match the extent ",
                   o.to_string(), " the attributes give on spatial axis ", static_cast<int64_t>(i));
   }
+  auto p = std::make_shared<PreparedConvTranspose>();
+  p->m = m;
+  p->group = a.group;
+#ifdef GRAFT_WITH_CUDNN
+  GRAFT_ASSIGN_OR_RETURN(const bool on_cudnn, prepare_cudnn(ex, a, X, W, Y, p.get()));
+  if (on_cudnn) return p;
+#endif
   const std::vector<int64_t> begins = graft::conv_transpose_pad_begins(a, in, out);
-  k::Window3d g;
+  k::Window3d& g = p->g;
   g.n = X.dims()[0];
   g.c = c;
   const size_t lead = 3 - spatial;  // unit axes before the real ones
@@ -287,9 +263,7 @@ Status run_direct(CudaExec& ex, const Tensor& X, const Tensor& W, const Tensor* 
     g.d[lead + i] = a.window.dilations[i];
     g.pb[lead + i] = begins[i];
   }
-  return launch_status(k::launch_conv_transpose_direct(ktype(X.dtype()), X.data(), W.data(), B ? B->data() : nullptr,
-                                                       Y.data(), g, m, a.group, stream_of(ex)),
-                       ex, "direct kernel");
+  return p;
 }
 
 Status conv_transpose_run(CudaExec& ex) {
@@ -316,8 +290,6 @@ Status conv_transpose_run(CudaExec& ex) {
                                                  Y.numel() / (Y.dims()[0] * Y.dims()[1]), k::Epilogue{}, Y.numel(), s),
                          ex, "bias");
   }
-  if (!use_cudnn(ex, X, W, Y)) return run_direct(ex, X, W, B, Y);
-#ifdef GRAFT_WITH_CUDNN
   // Prepared once per (node, shapes, dtype, workspace): the node fixes the attributes.
   std::string key = PreparedCache::key_of("ConvTranspose", {reinterpret_cast<intptr_t>(ex.ctx->node),
                                                             static_cast<int64_t>(X.dtype()), B != nullptr,
@@ -331,6 +303,11 @@ Status conv_transpose_run(CudaExec& ex) {
     GRAFT_ASSIGN_OR_RETURN(owned, prepare(ex, X, W, B, Y));
     p = ex.prepared ? ex.prepared->put(key, owned) : owned.get();
   }
+  if (p->direct)
+    return launch_status(k::launch_conv_transpose_direct(ktype(X.dtype()), X.data(), W.data(), B ? B->data() : nullptr,
+                                                         Y.data(), p->g, p->m, p->group, s),
+                         ex, "direct kernel");
+#ifdef GRAFT_WITH_CUDNN
   // The handle is on the run's stream already: the execution context sets it once per run,
   // outside any capture (cuda_engine.cpp), so this call is capturable into the run's graph.
   const float one = 1.f, zero = 0.f;
