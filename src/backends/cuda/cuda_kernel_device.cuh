@@ -199,14 +199,16 @@ __device__ __forceinline__ int64_t strided_offset(const Strided& p, int64_t i) {
   return off;
 }
 
-// Block-wide sum of a float (every thread gets the result). `sh` holds 32 floats.
-__device__ __forceinline__ float block_sum(float v, float* sh) {
+// Block-wide sum of a float or double (every thread gets the result). `sh` holds 32 of them; the
+// first barrier lets a block call it again with the same `sh`.
+template <typename A>
+__device__ __forceinline__ A block_sum(A v, A* sh) {
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
   __syncthreads();
   if (lane == 0) sh[warp] = v;
   __syncthreads();
-  v = lane < nw ? sh[lane] : 0.f;
+  v = lane < nw ? sh[lane] : A(0);
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
 }

@@ -44,19 +44,25 @@ Status bn_run(CudaExec& ex) {
     if (in[i]->numel() != C) return fail(ex, StatusCode::kInvalidModel, "parameter ", static_cast<int64_t>(i), " must have C elements");
   if (training == 1) {
     GRAFT_ASSIGN_OR_RETURN(float momentum, attrs_of(ex).get_float("momentum", 0.9f));
-    void* stats[2] = {nullptr, nullptr};  // running_mean, running_var where the node has them
-    for (size_t o = 1; o < 3 && o < ex.ctx->outputs.size(); ++o) {
+    k::BatchNormTraining a;
+    a.x = X.data();
+    a.scale = in[1]->data();
+    a.bias = in[2]->data();
+    a.mean = in[3]->data();
+    a.var = in[4]->data();
+    a.y = Y.data();
+    for (size_t o = 1; o < 3 && o < ex.ctx->outputs.size(); ++o) {  // running_mean, running_var where the node has them
       Tensor* t = ex.ctx->outputs[o];
       if (!t) continue;
       if (t->numel() != C) return fail(ex, StatusCode::kInternal, "output ", static_cast<int64_t>(o), " must have C elements");
-      stats[o - 1] = t->data();
+      (o == 1 ? a.running_mean : a.running_var) = t->data();
     }
-    // The attributes as float, widened as the CPU reference widens them.
-    return launch_status(k::launch_batchnorm_training(ktype(X.dtype()), ktype(in[1]->dtype()), X.data(), in[1]->data(),
-                                                      in[2]->data(), in[3]->data(), in[4]->data(), Y.data(), stats[0],
-                                                      stats[1], N, C, inner, static_cast<double>(eps),
-                                                      static_cast<double>(momentum), stream_of(ex)),
-                         ex);
+    a.n = N;
+    a.c = C;
+    a.inner = inner;
+    a.eps = eps;  // the attributes as float, widened as the CPU reference widens them
+    a.momentum = momentum;
+    return launch_status(k::launch_batchnorm_training(ktype(X.dtype()), ktype(in[1]->dtype()), a, stream_of(ex)), ex);
   }
   return launch_status(k::launch_batchnorm(ktype(X.dtype()), ktype(in[1]->dtype()), X.data(), in[1]->data(), in[2]->data(),
                                            in[3]->data(), in[4]->data(), Y.data(), N, C, inner, eps, stream_of(ex)), ex);

@@ -138,9 +138,16 @@ cudaError_t launch_batchnorm(KType t, KType pt, const void* x, const void* scale
                              const void* var, void* y, int64_t n, int64_t c, int64_t inner, float eps, cudaStream_t s);
 // Training mode (batch_norm_training.cu): the batch's mean and population variance per channel, in
 // double, then y as above with them, and running_mean/running_var (each may be null) =
-// input * momentum + batch * (1 - momentum). t and pt: float32, float16, bfloat16 or float64.
-cudaError_t launch_batchnorm_training(KType t, KType pt, const void* x, const void* scale, const void* bias,
-                                      const void* mean, const void* var, void* y, void* running_mean, void* running_var,
-                                      int64_t n, int64_t c, int64_t inner, double eps, double momentum, cudaStream_t s);
+// mean/var * momentum + the batch's * (1 - momentum). x and y of type t, the rest of pt (float32,
+// float16, bfloat16 or float64 each).
+struct BatchNormTraining {
+  const void* x = nullptr;
+  const void *scale = nullptr, *bias = nullptr, *mean = nullptr, *var = nullptr;
+  void* y = nullptr;
+  void *running_mean = nullptr, *running_var = nullptr;
+  int64_t n = 0, c = 0, inner = 0;  // x is [n, c, inner]
+  double eps = 0.0, momentum = 0.0;
+};
+cudaError_t launch_batchnorm_training(KType t, KType pt, const BatchNormTraining& a, cudaStream_t s);
 
 }  // namespace graft::cuda::k
