@@ -113,6 +113,14 @@ constexpr std::initializer_list<DataType> kGpuInts = {DataType::kInt32, DataType
 // The float types with float64, for ops whose kernels compute in double as their CPU references do.
 constexpr std::initializer_list<DataType> kGpuFloats64 = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                           DataType::kFloat64};
+// Those and int32/int64 (CumSum, the integer reductions, Pow's base).
+constexpr std::initializer_list<DataType> kGpuFloats64Ints = {DataType::kFloat32, DataType::kFloat16,
+                                                              DataType::kBFloat16, DataType::kFloat64,
+                                                              DataType::kInt32,   DataType::kInt64};
+// Every integer type (the Bitwise ops, Mod with fmod=0).
+constexpr std::initializer_list<DataType> kGpuIntegers = {DataType::kInt8,  DataType::kUInt8,  DataType::kInt16,
+                                                          DataType::kUInt16, DataType::kInt32, DataType::kUInt32,
+                                                          DataType::kInt64, DataType::kUInt64};
 
 // Every dtype the CUDA backend keeps on the device: the byte-moving ops' key (they copy elements
 // of 1, 2, 4 or 8 bytes whatever they hold). gpu_supports refuses the others (strings; int16,

@@ -902,22 +902,18 @@ constexpr std::initializer_list<DataType> kEqualDtypes = {
     DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64, DataType::kInt8,
     DataType::kUInt8,   DataType::kInt16,   DataType::kUInt16,   DataType::kInt32,   DataType::kUInt32,
     DataType::kInt64,   DataType::kUInt64,  DataType::kBool};
-// Mod with fmod=0 (Python's %): the integer types.
-constexpr std::initializer_list<DataType> kIntegerDtypes = {DataType::kInt8,  DataType::kUInt8,  DataType::kInt16,
-                                                            DataType::kUInt16, DataType::kInt32, DataType::kUInt32,
-                                                            DataType::kInt64, DataType::kUInt64};
 
 constexpr bool is_float_unary(UnaryOp op) {
   return op != UnaryOp::kRelu && op != UnaryOp::kNeg && op != UnaryOp::kAbs && op != UnaryOp::kNot &&
          op != UnaryOp::kSign && op != UnaryOp::kShrink;
 }
 
-// A unary op's key (input 0): Not takes bool; Relu, Neg, Abs, Sign and Shrink also int8/int32/int64;
-// the others the float types.
 // Clip's key: the float types and int8, whose bounds the kernel's float arguments hold exactly.
 constexpr std::initializer_list<DataType> kClipDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                          DataType::kInt8};
 
+// A unary op's key (input 0): Not takes bool; Clip kClipDtypes; Relu, Neg, Abs, Sign and Shrink also
+// int8/int32/int64; the others the float types.
 constexpr std::initializer_list<DataType> unary_key_dtypes(UnaryOp op) {
   return op == UnaryOp::kNot    ? kBoolDtype
          : op == UnaryOp::kClip ? kClipDtypes
@@ -1024,7 +1020,7 @@ bool binary_supports(const Node& n, std::string* why) {
     if (!fmod) return reject(why, "attribute 'fmod' is not an int");
     if (fmod.value() != 0 && fmod.value() != 1) return reject(why, "attribute 'fmod' must be 0 or 1");
     if (fmod.value() == 0)
-      return require_dtype(n, 0, kIntegerDtypes, why) ||
+      return require_dtype(n, 0, kGpuIntegers, why) ||
              reject(why, "Mod with fmod=0 needs integer inputs (floating inputs need fmod=1), got " +
                              std::string(dtype_name(in_dtype(n, 0))));
   }
@@ -1150,8 +1146,6 @@ CudaOp binary(const char* name) {
 // Pow's keys: the base (input 0) float or int32/int64, the exponent (input 1) any of those types or
 // uint32/uint64 (opset 12+ lets them differ; the result has the base's type). Same-type float
 // operands take the binary kernels (vectorized); everything else the mixed kernel.
-constexpr std::initializer_list<DataType> kPowBaseDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                            DataType::kFloat64, DataType::kInt32,   DataType::kInt64};
 constexpr std::initializer_list<DataType> kPowExponentDtypes = {
     DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16, DataType::kFloat64,
     DataType::kInt32,   DataType::kInt64,   DataType::kUInt32,   DataType::kUInt64};
@@ -1179,7 +1173,7 @@ Status pow_run(CudaExec& ex) {
 }
 
 CudaOp pow_op() {
-  return kernel_dtypes({input_dtypes(0, kPowBaseDtypes), input_dtypes(1, kPowExponentDtypes)},
+  return kernel_dtypes({input_dtypes(0, kGpuFloats64Ints), input_dtypes(1, kPowExponentDtypes)},
                        CudaOp{"Pow", &pow_supports, &pow_run, {}, nullptr});
 }
 

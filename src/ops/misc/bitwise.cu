@@ -89,10 +89,6 @@ namespace {
 
 using namespace util;
 
-// Every integer type, as the CPU reference takes them: every operand's key.
-constexpr std::initializer_list<DataType> kBitwiseTypes = {DataType::kInt8,  DataType::kUInt8,  DataType::kInt16,
-                                                           DataType::kUInt16, DataType::kInt32, DataType::kUInt32,
-                                                           DataType::kInt64, DataType::kUInt64};
 
 bool bitwise_binary_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs A and B");
@@ -127,15 +123,16 @@ Status bitwise_not_run(CudaExec& ex) {
 
 }  // namespace
 
+// Every operand's key: every integer type, as the CPU reference takes them.
 void append_cuda_bitwise_ops(std::vector<CudaOp>& out) {
 #define GRAFT_BITWISE_ROW(name, op)                                                                    \
-  out.push_back(kernel_dtypes({input_dtypes(0, kBitwiseTypes), input_dtypes(1, kBitwiseTypes)},             \
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuIntegers), input_dtypes(1, kGpuIntegers)},          \
                               CudaOp{name, &bitwise_binary_supports, &bitwise_binary_run<op>, {}, nullptr}))
   GRAFT_BITWISE_ROW("BitwiseAnd", BitwiseOp::kAnd);
   GRAFT_BITWISE_ROW("BitwiseOr", BitwiseOp::kOr);
   GRAFT_BITWISE_ROW("BitwiseXor", BitwiseOp::kXor);
 #undef GRAFT_BITWISE_ROW
-  out.push_back(kernel_dtypes({input_dtypes(0, kBitwiseTypes)},
+  out.push_back(kernel_dtypes({input_dtypes(0, kGpuIntegers)},
                               CudaOp{"BitwiseNot", &input0_given, &bitwise_not_run, {}, nullptr}));
 }
 

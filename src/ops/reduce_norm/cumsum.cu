@@ -109,10 +109,6 @@ namespace {
 
 using namespace util;
 
-// The float types with float64 (summed in double, as the CPU reference), and int32/int64.
-constexpr std::initializer_list<DataType> kCumSumDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                           DataType::kFloat64, DataType::kInt32,   DataType::kInt64};
-
 bool cumsum_supports(const Node& n, std::string* why) {
   if (!has_input(n, 0) || !has_input(n, 1)) return reject(why, "needs x and axis");
   return true;
@@ -133,9 +129,10 @@ Status cumsum_run(CudaExec& ex) {
 
 }  // namespace
 
+// The key: the float types with float64 (summed in double, as the CPU reference), and int32/int64.
 void append_cuda_cumsum_ops(std::vector<CudaOp>& out) {
   out.push_back(
-      kernel_dtypes({input_dtypes(0, kCumSumDtypes)}, CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr}));
+      kernel_dtypes({input_dtypes(0, kGpuFloats64Ints)}, CudaOp{"CumSum", &cumsum_supports, &cumsum_run, {1}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -177,8 +177,6 @@ using namespace util;
 
 // Every kind takes the float types with float64; the integer ones (not L2/LogSum/LogSumExp, as in the
 // CPU reference) int32/int64 too, and Max and Min bool (opset 20: any and all).
-constexpr std::initializer_list<DataType> kReduceIntDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
-                                                              DataType::kFloat64, DataType::kInt32,   DataType::kInt64};
 constexpr std::initializer_list<DataType> kMaxMinDtypes = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16,
                                                            DataType::kFloat64, DataType::kInt32,   DataType::kInt64,
                                                            DataType::kBool};
@@ -187,7 +185,7 @@ constexpr std::initializer_list<DataType> kMaxMinDtypes = {DataType::kFloat32, D
 constexpr std::initializer_list<DataType> reduce_key_dtypes(k::ReduceKind kind) {
   return kind == k::ReduceKind::kMax || kind == k::ReduceKind::kMin ? kMaxMinDtypes
          : kind != k::ReduceKind::kL2 && kind != k::ReduceKind::kLogSum && kind != k::ReduceKind::kLogSumExp
-             ? kReduceIntDtypes
+             ? kGpuFloats64Ints
              : kGpuFloats64;
 }
 
