@@ -162,6 +162,22 @@ Status check_antialias_taps(const ResizeAttrs& a, const std::vector<double>& sca
   return Status::ok();
 }
 
+Status resize_roi(const ResizeAttrs& a, const Tensor* roi, size_t rank, std::vector<double>* start,
+                  std::vector<double>* end) {
+  start->assign(rank, 0.0);
+  end->assign(rank, 1.0);
+  if (a.coordinate_mode != "tf_crop_and_resize") return Status::ok();
+  if (!tensor_given(roi) || roi->numel() != static_cast<int64_t>(2 * a.axes.size()))
+    return error(StatusCode::kInvalidModel, "Resize: tf_crop_and_resize needs 'roi' with ", 2 * a.axes.size(),
+                 " elements");
+  const std::vector<double> rv = tensor_doubles(*roi);
+  for (size_t k = 0; k < a.axes.size(); ++k) {
+    (*start)[static_cast<size_t>(a.axes[k])] = rv[k];
+    (*end)[static_cast<size_t>(a.axes[k])] = rv[a.axes.size() + k];
+  }
+  return Status::ok();
+}
+
 // ---- CPU reference ---------------------------------------------------------------------------------
 
 namespace cpu {
@@ -325,18 +341,8 @@ Status resize(ExecContext& ctx) {
   if (Y.numel() == 0) return Status::ok();
   GRAFT_RETURN_IF_ERROR(check_antialias_taps(a, scale, out_dims));
   const size_t r = out_dims.size();
-  std::vector<double> roi_start(r, 0.0), roi_end(r, 1.0);
-  if (a.coordinate_mode == "tf_crop_and_resize") {
-    const Tensor* roi = input_at(1);
-    if (!tensor_given(roi) || roi->numel() != static_cast<int64_t>(2 * a.axes.size()))
-      return error(StatusCode::kInvalidModel, "Resize: tf_crop_and_resize needs 'roi' with ",
-                   2 * a.axes.size(), " elements");
-    std::vector<double> rv = tensor_doubles(*roi);
-    for (size_t k = 0; k < a.axes.size(); ++k) {
-      roi_start[static_cast<size_t>(a.axes[k])] = rv[k];
-      roi_end[static_cast<size_t>(a.axes[k])] = rv[a.axes.size() + k];
-    }
-  }
+  std::vector<double> roi_start, roi_end;
+  GRAFT_RETURN_IF_ERROR(resize_roi(a, input_at(1), r, &roi_start, &roi_end));
   // Per-axis taps for every output coordinate. An axis not listed in `axes`, or left at scale 1 by
   // a non-cropping transform, maps each coordinate to itself.
   std::vector<std::vector<AxisTaps>> taps(r);

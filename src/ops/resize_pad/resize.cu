@@ -599,18 +599,14 @@ Status resize_run(CudaExec& ex) {
   if (m != "half_pixel" && m != "half_pixel_symmetric" && m != "pytorch_half_pixel" && m != "align_corners" &&
       m != "asymmetric" && m != "tf_half_pixel_for_nn" && m != "tf_crop_and_resize")
     return fail(ex, StatusCode::kUnsupported, "coordinate_transformation_mode '", m, "'");
-  if (m == "tf_crop_and_resize") {  // the CPU reference's reading of roi: starts, then ends, per listed axis
+  if (m == "tf_crop_and_resize") {  // the region of interest, read as the CPU reference reads it
     const Tensor* roi = input_at(1);
-    if (!graft::tensor_given(roi) || roi->numel() != static_cast<int64_t>(2 * a.axes.size()))
-      return fail(ex, StatusCode::kInvalidModel, "tf_crop_and_resize needs 'roi' with ", 2 * a.axes.size(),
-                  " elements");
-    if (roi->device() != DeviceType::kCPU) return fail(ex, StatusCode::kInternal, "roi must be a host input");
-    for (size_t ax = 0; ax < r; ++ax) p.roi_end[ax] = 1.0;
-    const std::vector<double> rv = graft::tensor_doubles(*roi);
-    for (size_t k = 0; k < a.axes.size(); ++k) {
-      p.roi_start[a.axes[k]] = rv[k];
-      p.roi_end[a.axes[k]] = rv[a.axes.size() + k];
-    }
+    if (roi && roi->defined() && roi->device() != DeviceType::kCPU)
+      return fail(ex, StatusCode::kInternal, "roi must be a host input");
+    std::vector<double> start, end;
+    GRAFT_RETURN_IF_ERROR(with_node(ex, graft::resize_roi(a, roi, r, &start, &end)));
+    std::copy(start.begin(), start.end(), p.roi_start);
+    std::copy(end.begin(), end.end(), p.roi_end);
   }
   const std::string& nm = a.nearest_mode;
   p.nearest = nm == "round_prefer_floor"  ? k::ResizeNearest::kRoundPreferFloor

@@ -39,6 +39,12 @@ std::vector<double> tensor_doubles(const Tensor& t);
 // Parses and validates the attributes for an input of rank `rank`; errors name the attribute.
 Result<ResizeAttrs> parse_resize_attrs(const AttributeMap& attrs, int64_t rank);
 
+// tf_crop_and_resize's region of interest per axis of a rank-`rank` input, from `roi` (starts, then
+// ends, one per listed axis; an unlisted axis takes [0, 1]); [0, 1] everywhere for the other
+// transforms. kInvalidModel when roi is missing or of the wrong size. Both backends read it here.
+Status resize_roi(const ResizeAttrs& a, const Tensor* roi, size_t rank, std::vector<double>* start,
+                  std::vector<double>* end);
+
 // The most input samples one axis of an antialiased Resize may read in all (each output sample
 // reads about 2 / scale or 4 / scale of them): bounded, so that a tiny scale cannot ask for an
 // unbounded amount of work or tap tables.
