@@ -27,7 +27,8 @@ void container_value(onnx::ValueInfoProto* vi, const std::string& name, graft::V
 }
 
 // x [batch, 8]: three GPU layers, then a sequence of two of their results on the host, one item
-// taken back out and added on the GPU; the sequence and its length are outputs too.
+// taken back out and added on the GPU; the sequence (through an Identity) and its length are
+// outputs too.
 OnnxModelBuilder sequence_model() {
   OnnxModelBuilder m(17);
   m.input("x", DataType::kFloat32, {"batch", 8});
@@ -38,10 +39,11 @@ OnnxModelBuilder sequence_model() {
   m.constant("one", graft::Tensor::scalar_int64(1));
   m.node("SequenceAt", {"s", "one"}, {"back"});
   m.node("Add", {"back", "m"}, {"y"});
-  m.node("SequenceLength", {"s"}, {"n"});
+  m.node("Identity", {"s"}, {"si"});
+  m.node("SequenceLength", {"si"}, {"n"});
   m.output("y", DataType::kFloat32, {"batch", 8});
   m.output("n", DataType::kInt64, {});
-  container_value(m.model().mutable_graph()->add_output(), "s", graft::ValueKind::kSequence, DataType::kFloat32);
+  container_value(m.model().mutable_graph()->add_output(), "si", graft::ValueKind::kSequence, DataType::kFloat32);
   return m;
 }
 
@@ -57,14 +59,15 @@ OnnxModelBuilder sequence_input_model() {
   return m;
 }
 
-// An optional wrapping a GPU result, unwrapped and used again on the GPU.
+// An optional wrapping a GPU result, passed through an Identity, unwrapped and used again on the GPU.
 OnnxModelBuilder optional_model() {
   OnnxModelBuilder m(18);
   m.input("x", DataType::kFloat32, {4, 5});
   m.node("Sigmoid", {"x"}, {"sg"});
   m.node("Optional", {"sg"}, {"o"});
   m.node("OptionalHasElement", {"o"}, {"has"});
-  m.node("OptionalGetElement", {"o"}, {"g"});
+  m.node("Identity", {"o"}, {"oi"});
+  m.node("OptionalGetElement", {"oi"}, {"g"});
   m.node("Mul", {"g", "x"}, {"y"});
   m.output("y", DataType::kFloat32, {4, 5});
   m.output("has", DataType::kBool, {});

@@ -507,7 +507,7 @@ Status CudaEngine::init(EngineState state, const BuilderConfig* config) {
     }
     L.host_input.assign(node.inputs.size(), L.where != Where::kGpu);
     L.counted = L.where == Where::kGpu && L.op && L.op->counted.is_counted() && output_shape_from_kernel(node);
-    L.makes_outputs = L.where == Where::kGpu && L.op && L.op->makes_outputs;
+    L.makes_outputs = L.where == Where::kGpu && L.op && L.op->makes_outputs_for(node);
     if (L.where == Where::kGpu && L.op)
       for (int k : L.op->host_inputs)
         if (k >= 0 && static_cast<size_t>(k) < L.host_input.size()) L.host_input[k] = true;

@@ -155,9 +155,9 @@ bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
     *why = "no CUDA kernel for op " + n.op_type;
     return false;
   }
-  // Only the ops that make their outputs (the sequence, optional and control-flow ops) take or give
-  // sequences and optionals; another op (Identity) passes one through on the CPU reference.
-  if (!op->makes_outputs && touches_containers(n)) {
+  // Only the ops that make their outputs (the sequence, optional and control-flow ops, and Identity,
+  // which passes one on) take or give sequences and optionals.
+  if (!op->makes_outputs_for(n) && touches_containers(n)) {
     *why = "the CUDA " + n.op_type + " kernel takes tensors only, not sequences or optionals";
     return false;
   }

@@ -136,6 +136,9 @@ struct CudaOp {
   // known only as it runs): the runtime passes empty output tensors, which the kernel sets to
   // device tensors it owns, and never reuses an output's memory for another value.
   bool makes_outputs = false;
+  // Passes a sequence or optional on as well as a tensor (Identity): a node over a container runs as
+  // a makes_outputs layer (makes_outputs_for), whose kernel hands the container on as it is.
+  bool passes_containers = false;
   // `supports` checks every input and output dtype itself (a custom op's kernels are registered per
   // dtype combination), so the dtypes that no builtin kernel's switch has are not refused first.
   bool checks_every_dtype = false;
@@ -144,6 +147,12 @@ struct CudaOp {
   // `supports`, which then checks only what is not a key (attributes, ranks, dtypes that must match
   // the key's). Every builtin op has them; the custom ops' entry has none (checks_every_dtype).
   std::vector<KernelDtypes> dtypes{};
+
+  // Whether this node's kernel sets its outputs itself: always for makes_outputs, and for a
+  // passes_containers op over a sequence or optional.
+  bool makes_outputs_for(const Node& node) const {
+    return makes_outputs || (passes_containers && touches_containers(node));
+  }
 };
 
 // `op` with its kernels' dtype keys, as a table row writes it:

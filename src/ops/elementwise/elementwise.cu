@@ -1128,7 +1128,17 @@ Status cast_run(CudaExec& ex) {
   return cast_into(ex, x, y);
 }
 
-Status identity_run(CudaExec& ex) { return copy_bytes(ex, *ex.ctx->inputs[0], *ex.ctx->outputs[0]); }
+// A tensor is copied; a sequence or optional (a makes_outputs node, CudaOp::passes_containers) is
+// handed on as it is, as the sequence ops hand on theirs (ContainerDevice::set_output in
+// control_flow_cuda.cpp): the container and this output share its device tensors.
+Status identity_run(CudaExec& ex) {
+  const Tensor& x = *ex.ctx->inputs[0];
+  if (!x.is_tensor()) {
+    if (ex.ctx->outputs[0]) *ex.ctx->outputs[0] = x;
+    return Status::ok();
+  }
+  return copy_bytes(ex, x, *ex.ctx->outputs[0]);
+}
 
 template <UnaryOp kOp>
 CudaOp unary(const char* name) {
@@ -1352,8 +1362,10 @@ void append_cuda_elementwise_ops(std::vector<CudaOp>& out) {
                               CudaOp{"Cast", &input0_given, &cast_run, {}, &cast_workspace}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), output_dtypes(0, kGpuEveryDtype)},
                               CudaOp{"CastLike", &input0_given, &cast_run, {}, &cast_workspace}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
-                              CudaOp{"Identity", &input0_given, &identity_run, {}, nullptr}));
+  CudaOp identity = kernel_dtypes({input_dtypes(0, kGpuEveryDtype)},
+                                  CudaOp{"Identity", &input0_given, &identity_run, {}, nullptr});
+  identity.passes_containers = true;
+  out.push_back(identity);
 }
 
 }  // namespace graft::cuda
