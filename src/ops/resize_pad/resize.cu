@@ -262,6 +262,28 @@ __device__ __forceinline__ double cubic_weight(double x, double a) {
   return 0.0;
 }
 
+// The floor of a source coordinate as an index, saturated and clamped as the CPU does (x from
+// extreme scales may be huge or NaN).
+__device__ __forceinline__ int64_t floor_index(double f, int64_t in) {
+  const int64_t lo = saturating_i64(f);
+  return lo < -4 ? -4 : (lo > in + 4 ? in + 4 : lo);
+}
+
+// The cubic stencil's four weights for taps lo - 1 .. lo + 2 at fractional offset `frac`, as the
+// CPU reference makes them: exclude_outside zeroes the taps outside [0, in) and renormalizes.
+__device__ __forceinline__ void cubic_taps(const ResizeParams& p, int64_t lo, double frac, int64_t in, double w[4]) {
+  double total = 0.0;
+  for (int k = 0; k < 4; ++k) {
+    const int64_t src = lo + k - 1;
+    double wk = cubic_weight(__dsub_rn(static_cast<double>(k - 1), frac), p.cubic_a);
+    if (p.exclude_outside && (src < 0 || src >= in)) wk = 0.0;
+    w[k] = wk;
+    total = __dadd_rn(total, wk);
+  }
+  if (p.exclude_outside && total != 0.0)
+    for (int k = 0; k < 4; ++k) w[k] = __ddiv_rn(w[k], total);
+}
+
 // Cubic: the per-axis four-tap stencils of the CPU reference (taps at floor(x) - 1 .. floor(x) + 2,
 // clamped to the edge; exclude_outside zeroes the taps outside and renormalizes), summed over their
 // tensor product in the linear kernel's order (the last resized axis fastest), accumulated in
@@ -285,20 +307,9 @@ __global__ void resize_cubic_kernel(const T* __restrict__ in, T* __restrict__ ou
       }
       const double x = resize_source(p, d, static_cast<double>(o));
       const double f = floor(x), frac = __dsub_rn(x, f);
-      // Saturated and clamped as the CPU does: x from extreme scales may be huge or NaN.
-      int64_t lo = saturating_i64(f);
-      lo = lo < -4 ? -4 : (lo > p.in_dims[d] + 4 ? p.in_dims[d] + 4 : lo);
-      double total = 0.0;
-      for (int k = 0; k < 4; ++k) {
-        const int64_t src = lo + k - 1;
-        double wk = cubic_weight(__dsub_rn(static_cast<double>(k - 1), frac), p.cubic_a);
-        if (p.exclude_outside && (src < 0 || src >= p.in_dims[d])) wk = 0.0;
-        at[d][k] = clamp_index(src, p.in_dims[d]) * p.in_strides[d];
-        w[d][k] = wk;
-        total = __dadd_rn(total, wk);
-      }
-      if (p.exclude_outside && total != 0.0)
-        for (int k = 0; k < 4; ++k) w[d][k] = __ddiv_rn(w[d][k], total);
+      const int64_t lo = floor_index(f, p.in_dims[d]);
+      cubic_taps(p, lo, frac, p.in_dims[d], w[d]);
+      for (int k = 0; k < 4; ++k) at[d][k] = clamp_index(lo + k - 1, p.in_dims[d]) * p.in_strides[d];
     }
     for (int d = 0; d < p.rank; ++d)
       if (!p.identity[d]) axes[nl++] = d;
@@ -390,8 +401,7 @@ __device__ bool axis_taps(const ResizeParams& p, int d, int64_t o, AxisTaps* t) 
     return true;
   }
   const double f = floor(x), frac = __dsub_rn(x, f);
-  int64_t lo = saturating_i64(f);
-  lo = lo < -4 ? -4 : (lo > in + 4 ? in + 4 : lo);
+  const int64_t lo = floor_index(f, in);
   if (p.linear) {
     t->first = lo;
     t->count = 2;
@@ -401,16 +411,7 @@ __device__ bool axis_taps(const ResizeParams& p, int d, int64_t o, AxisTaps* t) 
   }
   t->first = lo - 1;
   t->count = 4;
-  double total = 0.0;
-  for (int k = 0; k < 4; ++k) {
-    const int64_t src = lo + k - 1;
-    double wk = cubic_weight(__dsub_rn(static_cast<double>(k - 1), frac), p.cubic_a);
-    if (p.exclude_outside && (src < 0 || src >= in)) wk = 0.0;
-    t->w[k] = wk;
-    total = __dadd_rn(total, wk);
-  }
-  if (p.exclude_outside && total != 0.0)
-    for (int k = 0; k < 4; ++k) t->w[k] = __ddiv_rn(t->w[k], total);
+  cubic_taps(p, lo, frac, in, t->w);
   return true;
 }
 
