@@ -1,5 +1,6 @@
 // Issue 19 on CUDA. Faults: a kernel that fails to launch makes the run fail with an error naming
-// its layer, and the next run (on the same context and on a fresh one) is correct. Concurrency: one
+// its layer, and the next run (on the same context and on a fresh one) is correct; so does input
+// data the CPU reference refuses (an index out of range, a zero integer divisor). Concurrency: one
 // engine run from 8 threads at once, each with its own context and its own stream, thousands of
 // runs, every output bit-exact against the same engine run on one thread. GPU only; CUDA builds.
 #ifdef GRAFT_WITH_CUDA
@@ -202,6 +203,110 @@ TEST_F(CudaReliabilityTest, InjectedFailureWithCudaGraphsOn) {
   f.set_cuda_graphs(true);
   for (int rep = 0; rep < 3; ++rep) expect_correct(f, x_, want_, "fresh context");
   EXPECT_TRUE(f.last_run_used_cuda_graph()) << "a fresh context should capture and replay again";
+}
+
+// ---- invalid input data -----------------------------------------------------------------------
+// Data the CPU reference refuses (an index out of range, an integer divisor of zero) fails a CUDA
+// run too, naming the layer whose kernel found it (CudaOp::invalid_data): at the end of a run that
+// waits, or at the next call after one that did not. The runs after it are correct again.
+
+// x [4, 3] gathered by idx [2] along axis 0 (then Relu), and a / b in int32, element by element.
+OnnxModelBuilder invalid_data_model() {
+  OnnxModelBuilder m(13);
+  m.input("x", DataType::kFloat32, {4, 3});
+  m.input("idx", DataType::kInt64, {2});
+  m.input("a", DataType::kInt32, {5});
+  m.input("b", DataType::kInt32, {5});
+  m.node("Gather", {"x", "idx"}, {"g"}, "pick_rows");
+  m.node("Relu", {"g"}, {"y"});
+  m.node("Div", {"a", "b"}, {"q"}, "divide");
+  m.output("y", DataType::kFloat32, {2, 3});
+  m.output("q", DataType::kInt32, {5});
+  return m;
+}
+
+Tensor int_tensor(DataType dt, const std::vector<int64_t>& v) {
+  return Tensor::from_doubles(dt, {static_cast<int64_t>(v.size())}, std::vector<double>(v.begin(), v.end()));
+}
+
+TEST_F(CudaEngineTest, InvalidInputDataFailsTheRunNamingTheLayer) {
+  REQUIRE_GPU();
+  const auto m = invalid_data_model();
+  auto cpu = build(m, graft::DeviceType::kCPU);
+  auto gpu = build(m, graft::DeviceType::kCUDA);
+  ASSERT_TRUE(cpu && gpu);
+  auto cctx = cpu->create_context();
+  ASSERT_TRUE(cctx.is_ok());
+  std::uniform_int_distribution<int> div(-9, 9);
+  auto valid = [&] {
+    std::map<std::string, Tensor> in{{"x", rand_t({4, 3}, rng_)}, {"idx", int_tensor(DataType::kInt64, {3, -4})}};
+    std::vector<int64_t> a, b;
+    for (int i = 0; i < 5; ++i) {
+      a.push_back(div(rng_) * 7);
+      int d = div(rng_);
+      b.push_back(d == 0 ? 3 : d);
+    }
+    in["a"] = int_tensor(DataType::kInt32, a);
+    in["b"] = int_tensor(DataType::kInt32, b);
+    return in;
+  };
+  auto bad_index = valid();
+  bad_index["idx"] = int_tensor(DataType::kInt64, {1, 4});
+  auto zero_divisor = valid();
+  zero_divisor["b"] = int_tensor(DataType::kInt32, {2, 1, 0, -1, 5});
+  // The CPU reference refuses both.
+  for (const auto* in : {&bad_index, &zero_divisor}) {
+    std::map<std::string, Tensor> out;
+    EXPECT_FALSE((*cctx)->run(*in, out).is_ok());
+  }
+  auto expect_valid = [&](graft::ExecutionContext& ctx, const char* what) {
+    const auto in = valid();
+    const auto want = run(**cctx, in);
+    std::map<std::string, Tensor> got{{"y", poisoned_device(DataType::kFloat32, {2, 3})},
+                                      {"q", poisoned_device(DataType::kInt32, {5})}};
+    std::map<std::string, Tensor> din;
+    for (const auto& [k, v] : in) din[k] = to_device(v);
+    const Status st = ctx.run(din, got);
+    ASSERT_TRUE(st.is_ok()) << what << ": " << st.to_string();
+    EXPECT_EQ(rel_err(to_host(got.at("y")), want.at("y")), 0.0) << what;
+    const Tensor q = to_host(got.at("q"));
+    EXPECT_EQ(std::memcmp(q.data(), want.at("q").data(), q.nbytes()), 0) << what;
+  };
+  auto expect_refused = [&](const Status& st, const char* node, const char* words, const char* what) {
+    ASSERT_FALSE(st.is_ok()) << what << ": the run reported success";
+    std::printf("[ invalid  ] %s\n", st.to_string().c_str());
+    EXPECT_EQ(st.node_name(), node) << what << ": " << st.to_string();
+    EXPECT_NE(st.message().find(words), std::string::npos) << what << ": " << st.to_string();
+    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess) << what;
+  };
+  for (bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "CUDA graphs on" : "CUDA graphs off");
+    auto made = gpu->create_context();
+    ASSERT_TRUE(made.is_ok()) << made.status().to_string();
+    auto& ctx = dynamic_cast<graft::CudaExecutionContext&>(**made);
+    ctx.set_cuda_graphs(graphs);
+    for (int rep = 0; rep < 3; ++rep) expect_valid(ctx, "before");  // with graphs on: captured, replayed
+    std::map<std::string, Tensor> out;
+    expect_refused(ctx.run(bad_index, out), "pick_rows", "an index is out of range", "index out of range");
+    expect_valid(ctx, "after the index out of range");
+    out.clear();
+    expect_refused(ctx.run(zero_divisor, out), "divide", "an integer divisor is zero", "zero divisor");
+    expect_valid(ctx, "after the zero divisor");
+    // A run not waited for: reported by the next call, which does not start.
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    std::map<std::string, Tensor> din, dout;
+    for (const auto& [k, v] : bad_index) din[k] = to_device(v);
+    ASSERT_TRUE(ctx.enqueue(din, dout, stream).is_ok());
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    out.clear();
+    const Status late = ctx.run(valid(), out);
+    expect_refused(late, "pick_rows", "an index is out of range", "an earlier enqueued run");
+    EXPECT_NE(late.message().find("earlier run"), std::string::npos) << late.to_string();
+    expect_valid(ctx, "after the late report");
+    expect_valid(ctx, "after the late report, again");
+    ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  }
 }
 
 // ---- concurrency ----------------------------------------------------------------------------------

@@ -188,18 +188,22 @@ std::vector<OpCaseTable> binary_elementwise_cases() {
     t.cases.push_back(elementwise_case("long_odd", {{1031}, {1031}}, b.lo, b.hi, {1031}));
     if (b.divisor_at_least > 0)
       for (OpCase& c : t.cases) c.adjust_inputs = [d = b.divisor_at_least](std::vector<Tensor>& ins) { move_from_zero(ins[1], d); };
-    // Add, Sub, Mul, Max and Min in every integer type and float64 (Div and Pow: floats only on
-    // CUDA). Ranges keep every result inside the type: unsigned x - y stays >= 0, int8 x * y <= 100.
+    // Add, Sub, Mul, Max and Min in every integer type and float64, Div in float64 (its integer
+    // cases: integer_div_cases; Pow: below). Ranges keep every result inside the type: unsigned
+    // x - y stays >= 0, int8 x * y <= 100.
     const std::string name = b.name;
-    if (name != "Div" && name != "Pow")
+    if (name != "Pow")
       for (DataType dt : {DataType::kInt8, DataType::kUInt8, DataType::kInt16, DataType::kUInt16, DataType::kInt32,
                           DataType::kUInt32, DataType::kInt64, DataType::kUInt64, DataType::kFloat64}) {
+        if (name == "Div" && dt != DataType::kFloat64) continue;
         const bool is_unsigned = dt == DataType::kUInt8 || dt == DataType::kUInt16 || dt == DataType::kUInt32 ||
                                  dt == DataType::kUInt64;
-        t.cases.push_back(make_case(std::string(dtype_name(dt)) + "_rows",
-                                    {typed({3, 2, 5}, dt, is_unsigned ? 10 : -10, is_unsigned ? 20 : 10),
-                                     typed({5}, dt, is_unsigned ? 0 : -10, 10)},
-                                    {{3, 2, 5}}));
+        OpCase c = make_case(std::string(dtype_name(dt)) + "_rows",
+                             {typed({3, 2, 5}, dt, is_unsigned ? 10 : -10, is_unsigned ? 20 : 10),
+                              typed({5}, dt, is_unsigned ? 0 : -10, 10)},
+                             {{3, 2, 5}});
+        if (name == "Div") c.adjust_inputs = [](std::vector<Tensor>& ins) { move_from_zero(ins[1], 0.5); };
+        t.cases.push_back(std::move(c));
       }
     // Pow with the exponent of another type than the base (opset 12+; the result has the base's
     // type), and integer bases: exponents whole where the base is an integer, so every power is exact.
@@ -221,9 +225,30 @@ std::vector<OpCaseTable> binary_elementwise_cases() {
   return out;
 }
 
+// Div of every integer type, a table of its own (made at opset 14, so its cases are named apart
+// from the float table's) because its formula truncates toward zero, as C and the CPU reference
+// do. Divisors are moved off zero: a zero integer divisor fails the run, which the CUDA engine's
+// invalid-data test covers (the harness runs kernels outside an engine, where nothing reports it).
+OpCaseTable integer_div_cases() {
+  OpCaseTable t = elementwise_table("Div", [](auto& v) { return std::trunc(v[0] / v[1]); });
+  t.opset = 14;
+  for (DataType dt : {DataType::kInt8, DataType::kUInt8, DataType::kInt16, DataType::kUInt16, DataType::kInt32,
+                      DataType::kUInt32, DataType::kInt64, DataType::kUInt64}) {
+    const bool is_unsigned =
+        dt == DataType::kUInt8 || dt == DataType::kUInt16 || dt == DataType::kUInt32 || dt == DataType::kUInt64;
+    OpCase c = make_case(std::string(dtype_name(dt)) + "_rows",
+                         {typed({3, 2, 5}, dt, is_unsigned ? 0 : -100, 100), typed({5}, dt, is_unsigned ? 1 : -9, 9)},
+                         {{3, 2, 5}});
+    c.adjust_inputs = [](std::vector<Tensor>& ins) { move_from_zero(ins[1], 1); };
+    t.cases.push_back(std::move(c));
+  }
+  return t;
+}
+
 std::vector<OpCaseTable> elementwise_case_tables() {
   std::vector<OpCaseTable> tables = unary_elementwise_cases();
   for (OpCaseTable& t : binary_elementwise_cases()) tables.push_back(std::move(t));
+  tables.push_back(integer_div_cases());
   return tables;
 }
 

@@ -1,7 +1,8 @@
 // Cases for ONNX Mod (opset 13): fmod=1, C's remainder (the dividend's sign), for floats and
 // integers; fmod=0, Python's (the divisor's sign), for integers only. Both with numpy broadcasting.
-// Divisors never come near zero: an integer one is an error on the CPU and 0 on the GPU, and a float
-// one makes the remainder of a tiny divisor, where dtype rounding decides everything.
+// Divisors never come near zero: an integer one fails the run (on CUDA too: the engine's
+// invalid-data test), and a float one makes the remainder of a tiny divisor, where dtype rounding
+// decides everything.
 #include <algorithm>
 #include <cmath>
 

@@ -282,6 +282,17 @@ class CudaContext final : public CudaExecutionContext {
   Tensor random_counters_;
   std::vector<int> random_slot_;  // per layer: its counter's index, or -1
   std::vector<uint64_t> random_base_;
+  // Invalid input data found by a kernel (CudaExec::fault, CudaOp::invalid_data): the device word
+  // holds the first reporting layer's index + 1 and stays set until a check reports it; every run
+  // copies it to the pinned host word after its layers (inside a whole-engine graph, in the graph).
+  // Allocated at init only when a GPU layer's op can report.
+  Tensor fault_dev_;
+  int64_t* fault_host_ = nullptr;
+  // Queues the device word's copy to the host (after a run's layers).
+  Status copy_fault(cudaStream_t stream);
+  // After the copy has completed: the run's error when a layer reported invalid data (clearing both
+  // words), else ok. `earlier`: the copy was an earlier, unwaited run's, and this run did not start.
+  Status check_fault(cudaStream_t stream, bool earlier);
 };
 
 class CudaEngine final : public Engine, public std::enable_shared_from_this<CudaEngine> {
@@ -848,6 +859,7 @@ CudaContext::~CudaContext() {
   for (cudaEvent_t e : events_) (void)cudaEventDestroy(e);
   if (gate_host_) (void)cudaFreeHost(gate_host_);
   if (count_host_) (void)cudaFreeHost(count_host_);
+  if (fault_host_) (void)cudaFreeHost(fault_host_);
   // The kernels' prepared state first: GraftConv's cuDNN execution plans were made on the handle.
   prepared_ = PreparedCache{};
   if (cublaslt_) cublasLtDestroy(cublaslt_);
@@ -935,6 +947,19 @@ Status CudaContext::init() {
     void* h = nullptr;
     GRAFT_CUDA_RETURN(cudaHostAlloc(&h, sizeof(int64_t), cudaHostAllocDefault), "allocating the host output count");
     count_host_ = static_cast<int64_t*>(h);
+  }
+  if (std::any_of(engine_->layers().begin(), engine_->layers().end(),
+                  [](const Layer& L) { return L.where == Where::kGpu && L.op && L.op->invalid_data; })) {
+    auto f = device_bytes(sizeof(int64_t), "the invalid-data word");
+    if (!f) return std::move(f).take_status();
+    fault_dev_ = std::move(f).value();
+    void* h = nullptr;
+    GRAFT_CUDA_RETURN(cudaHostAlloc(&h, sizeof(int64_t), cudaHostAllocDefault), "allocating the host invalid-data word");
+    fault_host_ = static_cast<int64_t*>(h);
+    *fault_host_ = 0;
+    // Waited for, as the run counters below: the runs' streams do not wait for the legacy stream.
+    GRAFT_CUDA_RETURN(cudaMemsetAsync(fault_dev_.data(), 0, sizeof(int64_t), stream_), "zeroing the invalid-data word");
+    GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream_), "zeroing the invalid-data word");
   }
   random_slot_.assign(engine_->layers().size(), -1);
   for (size_t i = 0; i < engine_->layers().size(); ++i) {
@@ -1217,6 +1242,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     CudaExec ex = exec_for(ec);
     if (profiling_ && !capturing_ && i < ran_tactics_.size()) ex.ran_tactic = &ran_tactics_[i];
     if (L.counted) ex.output_count = count_dev_.data_as<int64_t>();
+    if (L.op->invalid_data && fault_host_) ex.fault = k::DataFault{fault_dev_.data_as<int64_t>(), static_cast<int64_t>(i) + 1};
     if (const int r = random_slot_[i]; r >= 0) {
       ex.random_counter = static_cast<uint64_t*>(random_counters_.data()) + r;
       ex.random_base = random_base_[static_cast<size_t>(r)];
@@ -1295,6 +1321,30 @@ Status CudaContext::run_control_flow_layer(const Layer& L, const std::vector<con
     slots_[engine_->value_id(node.outputs[o])].dev = std::move(outs[o]);
   }
   return Status::ok();
+}
+
+Status CudaContext::copy_fault(cudaStream_t stream) {
+  GRAFT_CUDA_RETURN(cudaMemcpyAsync(fault_host_, fault_dev_.data(), sizeof(int64_t), cudaMemcpyDeviceToHost, stream),
+                    "copying the invalid-data word to the host");
+  return Status::ok();
+}
+
+Status CudaContext::check_fault(cudaStream_t stream, bool earlier) {
+  const int64_t tag = *static_cast<volatile int64_t*>(fault_host_);
+  if (tag == 0) return Status::ok();
+  // Cleared before the next run starts, so one report is given once.
+  *fault_host_ = 0;
+  GRAFT_CUDA_RETURN(cudaMemsetAsync(fault_dev_.data(), 0, sizeof(int64_t), stream), "clearing the invalid-data word");
+  GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "clearing the invalid-data word");
+  const auto& layers = engine_->layers();
+  if (tag < 1 || static_cast<size_t>(tag) > layers.size() || !layers[tag - 1].op || !layers[tag - 1].op->invalid_data)
+    return error(StatusCode::kInternal, "the invalid-data word holds ", tag, ", which names no reporting layer");
+  const Layer& L = layers[static_cast<size_t>(tag - 1)];
+  return error(StatusCode::kInvalidArgument, "invalid input data: ", L.op->invalid_data,
+               earlier ? " (found on the GPU by an earlier run that was not waited for: that run's outputs are not "
+                         "valid, and this run did not start)"
+                       : " (found on the GPU: the run's outputs are not valid)")
+      .with_node(L.node->name, L.node->op_type);
 }
 
 // The count is the one piece of tensor data a counted layer sends to the host: 8 bytes and a
@@ -1568,6 +1618,10 @@ Status CudaContext::execute_in_order(const std::map<std::string, Tensor>& inputs
                  "the stream is being captured into a CUDA graph: use enqueue (a synchronous run cannot be captured)");
   if (last_stream_ && last_stream_ != stream && !external_capture_)
     GRAFT_CUDA_RETURN(cudaStreamWaitEvent(stream, run_done_, 0), "ordering this run after the previous one");
+  // An earlier run nobody waited for may have found invalid data: reported now, if it has finished
+  // (a run still in flight is checked by a later call).
+  if (fault_host_ && !external_capture_ && last_stream_ && cudaEventQuery(run_done_) == cudaSuccess)
+    GRAFT_RETURN_IF_ERROR(check_fault(stream, true));
 #ifdef GRAFT_WITH_CUDNN
   // The handle follows the run's stream here, once per change, not in every convolution call:
   // kernels never touch handle state, and nothing but kernel launches happens inside a capture.
@@ -1713,6 +1767,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     } else {
       capturing_ = true;
       Status cs = run_layers(stream, true, 0, graph_layers);
+      if (cs && fault_host_ && !partial) cs = copy_fault(stream);
       capturing_ = false;
       // What the CUDA runtime last refused, and whether the capture was still valid: a library
       // call that failed inside the capture often hides the runtime error that caused it.
@@ -1798,6 +1853,8 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     capturing_ = false;
     released_in_capture_.clear();
   }
+  // A whole-engine graph copies the invalid-data word itself; eager and partial runs queue the copy.
+  if (st && fault_host_ && !(ran && !partial)) st = copy_fault(stream);
   if (!st) {
     slots_.clear();
     (void)cudaStreamSynchronize(stream);
@@ -1843,12 +1900,15 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
     if (dst.device() == DeviceType::kCPU) sync = true;
     outputs[v->name] = dst;
   }
+  Status data_fault;
   if (sync || plan.dirty || !plan.planned || profiling_) {
     cudaError_t e = cudaStreamSynchronize(stream);
     if (e != cudaSuccess) {
       slots_.clear();
       return cuda_status(e, "CUDA error while running the engine (set GRAFT_CUDA_SYNC_CHECK=1 to find the layer)");
     }
+    // Reported at the end, once the run's bookkeeping (slots, memory plan) is done as for any run.
+    if (fault_host_) data_fault = check_fault(stream, false);
   }
   if (profiling_) {
     const auto& layers = engine_->layers();
@@ -1899,7 +1959,7 @@ Status CudaContext::execute(const std::map<std::string, Tensor>& inputs, std::ma
   last_plan_info_.num_buffers = 0;
   for (size_t s : plan.size) last_plan_info_.num_buffers += s > 0;
   last_plan_info_.workspace_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
-  return Status::ok();
+  return data_fault;
 }
 
 }  // namespace

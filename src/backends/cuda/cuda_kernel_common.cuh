@@ -33,4 +33,13 @@ struct Strided {
   int64_t strides[kMaxRank] = {};
 };
 
+// Where a kernel reports input data it cannot compute on (an index out of range, an integer
+// divisor of zero), where the CPU reference fails the run: the first report writes `tag` to the
+// device word, which the engine reads back after the run (CudaExec::fault). A default one (no
+// word) reports nothing.
+struct DataFault {
+  int64_t* word = nullptr;
+  int64_t tag = 0;
+};
+
 }  // namespace graft::cuda::k

@@ -36,6 +36,13 @@ template <> struct Elem<__nv_bfloat16> {
   static __device__ __forceinline__ __nv_bfloat16 st(float v) { return __float2bfloat16_rn(v); }
 };
 
+// Reports invalid input data (see DataFault): the first report of a run wins, so the engine names
+// the first layer that found some.
+__device__ __forceinline__ void report_invalid_data(const DataFault& f) {
+  if (f.word && *reinterpret_cast<volatile int64_t*>(f.word) == 0)
+    atomicCAS(reinterpret_cast<unsigned long long*>(f.word), 0ull, static_cast<unsigned long long>(f.tag));
+}
+
 // Any element as double, exactly (as graft's load_as_double on the host).
 template <typename T>
 __device__ __forceinline__ double as_double(T v) {

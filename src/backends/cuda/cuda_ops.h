@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "backends/cuda/cuda_kernel_common.cuh"
 #include "graph/graph.h"
 #include "ops/operator.h"
 
@@ -89,6 +90,10 @@ struct CudaExec {
   // Set while the engine profiles layers (graft run --profile): an op that chooses among
   // implementations (GraftConv's tactics) names the one it ran here, for the table's tactic column.
   std::string* ran_tactic = nullptr;
+  // Where this layer's kernels report input data they cannot compute on (k::DataFault; the op sets
+  // CudaOp::invalid_data). The engine reads it back after the run and fails the run naming the
+  // layer; with no word (outside an engine) nothing is reported.
+  k::DataFault fault{};
 };
 
 // An op whose output 0 has a size known only once its kernel has run (NonZero, NonMaxSuppression;
@@ -139,6 +144,10 @@ struct CudaOp {
   // Passes a sequence or optional on as well as a tensor (Identity): a node over a container runs as
   // a makes_outputs layer (makes_outputs_for), whose kernel hands the container on as it is.
   bool passes_containers = false;
+  // Set when the kernels report invalid input data through CudaExec::fault (where the CPU reference
+  // fails: an index out of range, an integer division by zero): what the data's fault is, for the
+  // error that fails the run.
+  const char* invalid_data = nullptr;
   // `supports` checks every input and output dtype itself (a custom op's kernels are registered per
   // dtype combination), so the dtypes that no builtin kernel's switch has are not refused first.
   bool checks_every_dtype = false;

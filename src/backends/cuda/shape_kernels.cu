@@ -165,14 +165,16 @@ cudaError_t pitched_copies_group(const PitchedCopy* copies, int count, int v, in
 
 template <typename E, typename X, typename I>
 __global__ void gather_axis_kernel(const E* __restrict__ data, const X* __restrict__ idx, E* __restrict__ out,
-                                   I n_axis, I m, I inner, I n) {
+                                   I n_axis, I m, I inner, I n, DataFault fault) {
   GRAFT_GRID_STRIDE_I(I, i, n) {
     const I k = i % inner;
     const I t = i / inner;
     const I j = t % m, o = t / m;
     int64_t q = static_cast<int64_t>(idx[j]);
     if (q < 0) q += n_axis;
-    out[i] = (q >= 0 && q < n_axis) ? data[(o * n_axis + static_cast<I>(q)) * inner + k] : E{};
+    const bool inside = q >= 0 && q < n_axis;
+    if (!inside) report_invalid_data(fault);
+    out[i] = inside ? data[(o * n_axis + static_cast<I>(q)) * inner + k] : E{};
   }
 }
 
@@ -255,7 +257,8 @@ cudaError_t launch_pitched_copies(const PitchedCopy* copies, int count, int elem
 }
 
 cudaError_t launch_gather_axis(const void* data, const void* idx, bool idx_int64, void* out, int elem_size,
-                               int64_t outer, int64_t n_axis, int64_t m, int64_t inner, cudaStream_t s) {
+                               int64_t outer, int64_t n_axis, int64_t m, int64_t inner, cudaStream_t s,
+                               const DataFault& fault) {
   if (outer * m * inner == 0) return cudaSuccess;
   // Each index selects a run of `inner` contiguous elements: move it in up to 16-byte pieces.
   const int64_t counts[1] = {inner};
@@ -267,7 +270,7 @@ cudaError_t launch_gather_axis(const void* data, const void* idx, bool idx_int64
 #define G(E, X, I)                                                                                           \
   gather_axis_kernel<E, X, I><<<g, kThreads, 0, s>>>(static_cast<const E*>(data), static_cast<const X*>(idx), \
                                                      static_cast<E*>(out), static_cast<I>(n_axis),            \
-                                                     static_cast<I>(m), static_cast<I>(win), static_cast<I>(n))
+                                                     static_cast<I>(m), static_cast<I>(win), static_cast<I>(n), fault)
   if (idx_int64 && i32) {
 #define L(E) G(E, int64_t, int32_t)
     GRAFT_BY_ACCESS_SIZE(v, L)

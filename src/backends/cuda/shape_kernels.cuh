@@ -201,10 +201,11 @@ struct PitchedCopy {
 cudaError_t launch_pitched_copies(const PitchedCopy* copies, int count, int elem_size, int64_t rows, cudaStream_t s);
 
 // out[o, j, k] = data[o, idx[j], k] with data viewed as [outer, n, inner] and m indices (int32 or
-// int64); a negative index counts from the end; an index outside [-n, n) writes zero bytes (a
-// kernel cannot report it, and must not read out of bounds).
+// int64); a negative index counts from the end; an index outside [-n, n) writes zero bytes (it must
+// not read out of bounds) and is reported through `fault`.
 cudaError_t launch_gather_axis(const void* data, const void* idx, bool idx_int64, void* out, int elem_size,
-                               int64_t outer, int64_t n, int64_t m, int64_t inner, cudaStream_t s);
+                               int64_t outer, int64_t n, int64_t m, int64_t inner, cudaStream_t s,
+                               const DataFault& fault = {});
 
 // Per output axis: extent, input extent, input stride and the begin pad (Pad) — shared by Tile and
 // Pad (src/ops/resize_pad).

@@ -204,9 +204,18 @@ __device__ __forceinline__ C arith(BinaryOp op, C a, C b) {
       case BinaryOp::kPRelu:
         if constexpr (std::is_unsigned_v<C>) return a;  // never negative
         else return a < 0 ? static_cast<C>(static_cast<U>(a) * static_cast<U>(b)) : a;
+      case BinaryOp::kDiv:
+        // Truncating toward zero, as the CPU reference; x / -1 negates in wrapping arithmetic (the
+        // minimum's quotient would trap). A zero divisor writes 0, reported by
+        // launch_report_zero_divisor.
+        if (b == 0) return 0;
+        if constexpr (std::is_signed_v<C>) {
+          if (b == C(-1)) return static_cast<C>(U(0) - static_cast<U>(a));
+        }
+        return static_cast<C>(a / b);
       case BinaryOp::kMod:
       case BinaryOp::kFmod:
-        // The CPU reference fails on a zero divisor; a kernel cannot, so it writes 0.
+        // A zero divisor writes 0, reported by launch_report_zero_divisor (the CPU reference fails).
         if constexpr (std::is_unsigned_v<C>) {
           return b == 0 ? C(0) : static_cast<C>(a % b);  // both signs agree: % is Python's and C's
         } else {
@@ -216,7 +225,7 @@ __device__ __forceinline__ C arith(BinaryOp op, C a, C b) {
           if (op == BinaryOp::kMod && t != 0 && ((t < 0) != (b < 0))) t += b;  // the divisor's sign
           return static_cast<C>(t);
         }
-      default: return 0;  // Div/Pow on integers are refused by their dtype keys
+      default: return 0;  // Pow on integers takes pow_op's mixed kernel
     }
   } else {
     switch (op) {
@@ -607,6 +616,43 @@ cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, vo
   }
 }
 
+// ---- integer divisors of zero ----------------------------------------------------------------
+
+namespace {
+
+template <typename T>
+__global__ void report_zero_kernel(const T* __restrict__ d, int64_t n, DataFault f) {
+  GRAFT_GRID_STRIDE(i, n) {
+    if (d[i] == T(0)) {
+      report_invalid_data(f);
+      return;
+    }
+  }
+}
+
+template <typename T>
+cudaError_t report_zero_t(const void* d, int64_t n, const DataFault& f, cudaStream_t s) {
+  report_zero_kernel<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<const T*>(d), n, f);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_report_zero_divisor(KType t, const void* d, int64_t n, const DataFault& f, cudaStream_t s) {
+  if (n == 0 || !f.word) return cudaSuccess;
+  switch (t) {
+    case KType::kI8: return report_zero_t<int8_t>(d, n, f, s);
+    case KType::kU8: return report_zero_t<uint8_t>(d, n, f, s);
+    case KType::kI16: return report_zero_t<int16_t>(d, n, f, s);
+    case KType::kU16: return report_zero_t<uint16_t>(d, n, f, s);
+    case KType::kI32: return report_zero_t<int32_t>(d, n, f, s);
+    case KType::kU32: return report_zero_t<uint32_t>(d, n, f, s);
+    case KType::kI64: return report_zero_t<int64_t>(d, n, f, s);
+    case KType::kU64: return report_zero_t<uint64_t>(d, n, f, s);
+    default: return cudaSuccess;  // float divisors of zero are not an error
+  }
+}
+
 // ---- Pow of mixed types ---------------------------------------------------------------------
 
 namespace {
@@ -990,14 +1036,12 @@ Status unary_run(CudaExec& ex) {
   return launch_status(k::launch_unary(op, ktype(x.dtype()), x.data(), y.data(), x.numel(), a, b, stream_of(ex)), ex);
 }
 
-// A binary op's key (input 0; the other inputs must have its dtype): Div and Pow take the float
-// types only (integer division by zero must fail: CPU does that; a kernel cannot); And, Or and Xor
-// bool; Equal also bool; the others, Mod included (its fmod=0 takes the integer types only:
-// supports checks), every float and integer type.
+// A binary op's key (input 0; the other inputs must have its dtype): Pow the float types (its own
+// row, pow_op, takes more); And, Or and Xor bool; Equal also bool; the others, Div and Mod included
+// (Mod's fmod=0 takes the integer types only: supports checks), every float and integer type.
 constexpr std::initializer_list<DataType> binary_key_dtypes(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kDiv:
-    case BinaryOp::kPow: return kGpuFloats;  // Pow's own row (pow_op) takes more
+    case BinaryOp::kPow: return kGpuFloats;
     case BinaryOp::kAnd:
     case BinaryOp::kOr:
     case BinaryOp::kXor: return kBoolDtype;
@@ -1031,6 +1075,12 @@ Status binary_once(CudaExec& ex, BinaryOp op, const Tensor& a, const Tensor& b, 
   k::Bcast p;
   std::string why;
   if (!make_bcast(out.dims(), {a.dims(), b.dims()}, &p, &why)) return fail(ex, StatusCode::kRuntimeError, why);
+  // An integer divisor of zero fails the run, as on the CPU (CudaOp::invalid_data).
+  const bool divides = op == BinaryOp::kDiv || op == BinaryOp::kMod || op == BinaryOp::kFmod;
+  if (divides && out.numel() > 0)
+    GRAFT_RETURN_IF_ERROR(launch_status(
+        k::launch_report_zero_divisor(ktype(b.dtype()), b.data(), b.numel(), ex.fault, stream_of(ex)), ex,
+        "checking the divisor for zeros"));
   return launch_status(k::launch_binary(op, ktype(a.dtype()), a.data(), b.data(), out.data(), p, out.numel(), stream_of(ex)), ex);
 }
 
@@ -1147,8 +1197,10 @@ CudaOp unary(const char* name) {
 }
 template <BinaryOp kOp>
 CudaOp binary(const char* name) {
-  return kernel_dtypes({input_dtypes(0, binary_key_dtypes(kOp))},
-                       CudaOp{name, &binary_supports<kOp>, &binary_run<kOp>, {}, nullptr});
+  CudaOp op = kernel_dtypes({input_dtypes(0, binary_key_dtypes(kOp))},
+                            CudaOp{name, &binary_supports<kOp>, &binary_run<kOp>, {}, nullptr});
+  if (kOp == BinaryOp::kDiv || kOp == BinaryOp::kMod) op.invalid_data = "an integer divisor is zero";
+  return op;
 }
 
 // ---- Pow ----------------------------------------------------------------------------------------

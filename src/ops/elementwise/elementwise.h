@@ -135,10 +135,15 @@ inline bool binary_writes_bool(BinaryOp op) { return static_cast<int>(op) >= sta
 cudaError_t launch_pow_mixed(KType ta, KType tb, const void* a, const void* b, void* out, const Bcast& p, int64_t n,
                              cudaStream_t s);
 // out = op(a, b) with broadcasting (operands 0 and 1 of `p`); `t` is the operand type.
-// Integer kMod/kFmod by zero cannot fail per element on the GPU: they write 0 there (the CPU
-// reference returns an error instead).
+// Integer kDiv/kMod/kFmod by zero write 0 there: launch_report_zero_divisor reports the divisor
+// (the CPU reference fails the run).
 cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, void* out, const Bcast& p,
                           int64_t n, cudaStream_t s);
+
+// Reports invalid data through `f` when any of the n elements of the integer divisor `d` is zero
+// (nothing for the float types). Every element of a broadcast operand reaches the output when the
+// output is not empty, so the divisor's own elements are what is checked.
+cudaError_t launch_report_zero_divisor(KType t, const void* d, int64_t n, const DataFault& f, cudaStream_t s);
 
 // out = cond ? x : y with broadcasting (operands 0, 1, 2 of `p`); any element size in {1,2,4,8}.
 cudaError_t launch_where(const void* cond, const void* x, const void* y, void* out, int elem_size, const Bcast& p,

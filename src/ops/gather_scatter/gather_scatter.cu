@@ -1,7 +1,7 @@
 // The gather-scatter family's CUDA kernels and ops. One thread per index element (GatherElements,
 // ScatterElements) or per element of the addressed slices (GatherND, ScatterND). A kernel cannot
-// report an index outside the data, so it skips it: a gather writes zeros there, a scatter leaves
-// the output as it is (the CPU reference fails naming the index). Reductions combine atomically by
+// fail on an index outside the data, so it skips it (a gather writes zeros there, a scatter leaves
+// the output as it is) and reports it (DataFault), which fails the run as the CPU reference does. Reductions combine atomically by
 // compare-and-swap on the element's own bytes; "none" with duplicate positions keeps one of the
 // updates, unspecified which, where the CPU reference keeps the last.
 #include "ops/gather_scatter/gather_scatter.h"
@@ -33,6 +33,7 @@ struct ElemIndexing {
   int64_t idx_dims[kMaxRank] = {};
   int64_t data_dims[kMaxRank] = {};
   int64_t data_strides[kMaxRank] = {};
+  DataFault fault{};  // where an index out of range is reported
 };
 // out[i] = data[position i of indices with the axis coordinate replaced by indices[i]]; indices
 // i32/i64; element size 1/2/4/8; n = indices' element count.
@@ -55,6 +56,7 @@ struct NDIndexing {
   int64_t slice = 1;
   int64_t tuples_per_batch = 1;  // GatherND batch_dims: tuple t belongs to batch t / tuples_per_batch
   int64_t batch_stride = 0;      // elements of data per batch (0: no batch dims)
+  DataFault fault{};             // where an index out of range is reported
 };
 // out[t * slice + e] = data[batch(t) * batch_stride + offset(tuple t) + e].
 cudaError_t launch_gather_nd(int elem_size, KType idx_t, const void* data, const void* idx, void* out,
@@ -78,19 +80,25 @@ int elem_bytes(KType t) {
   return 0;
 }
 
-// Offset into data of index element i, or -1 when its index is out of range.
+// Offset into data of index element i, or -1 (reported) when its index is out of range.
 template <typename I>
 __device__ __forceinline__ int64_t elem_target(const ElemIndexing& p, const I* idx, int64_t i) {
   int64_t k = static_cast<int64_t>(idx[i]);
   const int64_t extent = p.data_dims[p.axis];
   if (k < 0) k += extent;
-  if (k < 0 || k >= extent) return -1;
+  if (k < 0 || k >= extent) {
+    report_invalid_data(p.fault);
+    return -1;
+  }
   int64_t off = 0, r = i;
   for (int d = p.rank - 1; d >= 0; --d) {
     const int64_t q = r % p.idx_dims[d];
     r /= p.idx_dims[d];
     const int64_t c = d == p.axis ? k : q;
-    if (c >= p.data_dims[d]) return -1;
+    if (c >= p.data_dims[d]) {
+      report_invalid_data(p.fault);
+      return -1;
+    }
     off += c * p.data_strides[d];
   }
   return off;
@@ -172,14 +180,18 @@ __global__ void scatter_elements_reduce_kernel(ScatterRed red, const I* __restri
   }
 }
 
-// Offset into data of tuple t (batch offset included), or -1 when an index is out of range.
+// Offset into data of tuple t (batch offset included), or -1 (reported) when an index is out of
+// range.
 template <typename I>
 __device__ __forceinline__ int64_t nd_target(const NDIndexing& p, const I* idx, int64_t t) {
   int64_t off = p.batch_stride ? (t / p.tuples_per_batch) * p.batch_stride : 0;
   for (int j = 0; j < p.m; ++j) {
     int64_t k = static_cast<int64_t>(idx[t * p.m + j]);
     if (k < 0) k += p.dims[j];
-    if (k < 0 || k >= p.dims[j]) return -1;
+    if (k < 0 || k >= p.dims[j]) {
+      report_invalid_data(p.fault);
+      return -1;
+    }
     off += k * p.strides[j];
   }
   return off;
@@ -288,6 +300,7 @@ Result<k::ElemIndexing> elem_indexing(const CudaExec& ex, const Tensor& data, co
       return fail(ex, StatusCode::kRuntimeError, "indices shape ", dims_str(ind.dims()), " exceeds data shape ",
                   dims_str(data.dims()), " on axis ", d);
   k::ElemIndexing p;
+  p.fault = ex.fault;
   p.rank = static_cast<int>(data.rank());
   p.axis = static_cast<int>(axis);
   const auto st = contiguous_strides(data.dims());
@@ -381,6 +394,7 @@ Status gather_nd_run(CudaExec& ex) {
     if (data.dims()[d] != ind.dims()[d]) return fail(ex, StatusCode::kInvalidModel, "batch dim ", d, " differs");
   int64_t batches = 1;
   k::NDIndexing p;
+  p.fault = ex.fault;
   for (int64_t d = 0; d < b; ++d) batches *= data.dims()[d];
   for (int64_t d = b + m; d < r; ++d) p.slice *= data.dims()[d];
   const auto st = contiguous_strides(data.dims());
@@ -413,6 +427,7 @@ Status scatter_nd_run(CudaExec& ex) {
   if (upd.dims() != want)
     return fail(ex, StatusCode::kInvalidModel, "updates have shape ", dims_str(upd.dims()), ", expected ", dims_str(want));
   k::NDIndexing p;
+  p.fault = ex.fault;
   const auto st = contiguous_strides(data.dims());
   p.m = static_cast<int>(m);
   for (int64_t j = 0; j < m; ++j) {
@@ -432,6 +447,7 @@ Status scatter_nd_run(CudaExec& ex) {
 void append_cuda_gather_scatter_ops(std::vector<CudaOp>& out) {
   // The indices (input 1) are read on the device as int32 or int64; the gathers move any dtype's bytes.
   const KernelDtypes indices = input_dtypes(1, kGpuInts);
+  const size_t first = out.size();
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices},
                               CudaOp{"GatherElements", &gather_elements_supports, &gather_elements_run, {}, nullptr}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuKTypes), indices},
@@ -440,6 +456,7 @@ void append_cuda_gather_scatter_ops(std::vector<CudaOp>& out) {
                               CudaOp{"GatherND", &gather_nd_supports, &gather_nd_run, {}, nullptr}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuKTypes), indices},
                               CudaOp{"ScatterND", &scatter_supports, &scatter_nd_run, {}, nullptr}));
+  for (size_t i = first; i < out.size(); ++i) out[i].invalid_data = "an index is out of range";
 }
 
 }  // namespace graft::cuda
