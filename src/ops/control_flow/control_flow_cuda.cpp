@@ -450,7 +450,7 @@ Status CudaSubgraphDevice::run_step(const Step& st, std::unordered_map<const Val
   ex.random_counter = nullptr;
   ex.workspace = nullptr;
   ex.workspace_size = 0;
-  if (!st.nested && !st.op->makes_outputs) {
+  if (!st.nested && !st.op->makes_outputs_for(node)) {
     GRAFT_ASSIGN_OR_RETURN(std::vector<TensorDesc> descs, infer_node_concrete(node, ins));
     for (size_t o = 0; o < node.outputs.size(); ++o) {
       if (!node.outputs[o]) continue;
