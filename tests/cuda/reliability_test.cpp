@@ -208,7 +208,8 @@ TEST_F(CudaReliabilityTest, InjectedFailureWithCudaGraphsOn) {
 // ---- invalid input data -----------------------------------------------------------------------
 // Data the CPU reference refuses (an index out of range, an integer divisor of zero) fails a CUDA
 // run too, naming the layer whose kernel found it (CudaOp::invalid_data): at the end of a run that
-// waits, or at the next call after one that did not. The runs after it are correct again.
+// waits, or at the next call after one that did not. The runs after it are correct again. (The
+// other reporting ops, GatherElements to the losses, share this path through k::DataFault.)
 
 // x [4, 3] gathered by idx [2] along axis 0 (then Relu), and a / b in int32, element by element.
 OnnxModelBuilder invalid_data_model() {

@@ -2,8 +2,8 @@
 // that read or write data at positions an index tensor gives (Gather itself, a slice along one axis,
 // is a shape op). Indices may be negative (counted from the end); ScatterElements and ScatterND
 // combine updates with none, add, mul, max or min. gather_scatter.cpp: CPU references and schemas;
-// gather_scatter.cu: kernels and the CUDA ops, which cannot report a bad index read on the device
-// and so skip it (gathers write zeros) where the CPU reference fails naming it.
+// gather_scatter.cu: kernels and the CUDA ops, which skip a bad index read on the device (gathers
+// write zeros) and report it, failing the run as the CPU reference does (CudaOp::invalid_data).
 #pragma once
 
 #include "ops/operator.h"

@@ -6,9 +6,8 @@
 // One thread per target element computes its class column's log-softmax (SoftmaxCrossEntropyLoss)
 // and its loss in double, as the CPU reference does, so the two agree to the output dtype's
 // rounding; the reduced losses are then summed by one block in a fixed order (the same bits every
-// run). A target outside [0, C) that is not ignore_index makes its loss and weight NaN here, where
-// the CPU reference fails the run: a kernel cannot fail without a synchronization, and NaN cannot
-// pass for a loss.
+// run). A target outside [0, C) that is not ignore_index makes its loss and weight NaN here and is
+// reported (CudaOp::invalid_data), failing the run as the CPU reference does.
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -31,7 +30,7 @@ namespace {
 template <typename T, typename I>
 __global__ void loss_elem_kernel(const T* x, const I* target, const T* weight, int64_t n, int64_t c, int64_t inner,
                                  bool log_softmax, bool has_ii, int64_t ii, int reduction, T* y, T* logp_out,
-                                 double* scratch) {
+                                 double* scratch, DataFault fault) {
   const int64_t count = n * inner;
   GRAFT_GRID_STRIDE(k, count) {
     const int64_t b = k / inner, i = k % inner;
@@ -51,6 +50,7 @@ __global__ void loss_elem_kernel(const T* x, const I* target, const T* weight, i
     double loss = 0.0, wt = 0.0;
     if (!(has_ii && cls == ii)) {
       if (cls < 0 || cls >= c) {
+        report_invalid_data(fault);
         loss = wt = NAN;
       } else {
         wt = weight ? load_double(weight, cls) : 1.0;
@@ -95,12 +95,12 @@ __global__ void loss_reduce_kernel(const double* scratch, int64_t count, int red
 template <typename T, typename I>
 void launch_typed(const void* x, const void* target, const void* weight, int64_t n, int64_t c, int64_t inner,
                   bool log_softmax, bool has_ii, int64_t ii, int reduction, void* y, void* logp_out, double* scratch,
-                  cudaStream_t s) {
+                  cudaStream_t s, const DataFault& fault) {
   const int64_t count = n * inner;
   if (count > 0)
     loss_elem_kernel<T, I><<<grid_for(count), kThreads, 0, s>>>(
         static_cast<const T*>(x), static_cast<const I*>(target), static_cast<const T*>(weight), n, c, inner,
-        log_softmax, has_ii, ii, reduction, static_cast<T*>(y), static_cast<T*>(logp_out), scratch);
+        log_softmax, has_ii, ii, reduction, static_cast<T*>(y), static_cast<T*>(logp_out), scratch, fault);
   if (reduction != 0) loss_reduce_kernel<T><<<1, kReduceThreads, 0, s>>>(scratch, count, reduction, static_cast<T*>(y));
 }
 
@@ -111,11 +111,12 @@ void launch_typed(const void* x, const void* target, const void* weight, int64_t
 // holding 2 * n * inner doubles. cudaErrorInvalidValue for a dtype it does not handle.
 cudaError_t launch_loss(KType t, KType target_t, const void* x, const void* target, const void* weight, int64_t n,
                         int64_t c, int64_t inner, bool log_softmax, bool has_ii, int64_t ignore_index, int reduction,
-                        void* y, void* logp_out, double* scratch, cudaStream_t s) {
+                        void* y, void* logp_out, double* scratch, cudaStream_t s, const DataFault& fault) {
   if (reduction != 0 && !scratch) return cudaErrorInvalidValue;
   GRAFT_FLOAT64_DISPATCH(t, GRAFT_INDEX_DISPATCH(target_t, (launch_typed<T, I>(x, target, weight, n, c, inner,
                                                                                  log_softmax, has_ii, ignore_index,
-                                                                                 reduction, y, logp_out, scratch, s))));
+                                                                                 reduction, y, logp_out, scratch, s,
+                                                                                 fault))));
   return cudaGetLastError();
 }
 
@@ -166,7 +167,8 @@ Status loss_run(CudaExec& ex, bool log_softmax) {
   return launch_status(k::launch_loss(ktype(x->dtype()), ktype(target->dtype()), x->data(), target->data(),
                                       weight ? weight->data() : nullptr, g->n, g->c, g->inner, log_softmax,
                                       a->ignore_index.has_value(), a->ignore_index.value_or(0), reduction, y.data(),
-                                      logp ? logp->data() : nullptr, static_cast<double*>(ex.workspace), stream_of(ex)),
+                                      logp ? logp->data() : nullptr, static_cast<double*>(ex.workspace), stream_of(ex),
+                                      ex.fault),
                        ex);
 }
 
@@ -176,11 +178,13 @@ Status softmax_cross_entropy_run(CudaExec& ex) { return loss_run(ex, true); }
 }  // namespace
 
 void append_cuda_loss_ops(std::vector<CudaOp>& out) {
+  const size_t first = out.size();
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts), input_dtypes(2, kGpuFloats64)},
                               CudaOp{"NegativeLogLikelihoodLoss", &loss_supports, &nll_run, {}, &loss_workspace}));
   out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts), input_dtypes(2, kGpuFloats64)},
                               CudaOp{"SoftmaxCrossEntropyLoss", &loss_supports, &softmax_cross_entropy_run, {},
                                      &loss_workspace}));
+  for (size_t i = first; i < out.size(); ++i) out[i].invalid_data = "a target class is outside [0, C) and not ignore_index";
 }
 
 }  // namespace graft::cuda

@@ -22,21 +22,25 @@ namespace k {
 // y (y_numel elements of elem_size bytes: 2, 4 or 8) = 0, then for each i < n whose index
 // ind[i] lies in [0, unpooled_numel): y[strided_offset(map, ind[i])] = x[i]. `map` takes a flat
 // index of the unpooled tensor to its offset in y (dims: the unpooled dims; strides: y's strides).
-// An index outside the range is skipped: the CPU reference refuses it, and a kernel cannot report
-// it without a synchronization, so it must at least never write outside y. Repeated indices with
+// An index outside the range is skipped (never written outside y) and reported through `fault`:
+// the CPU reference refuses it. Repeated indices with
 // different values (which MaxPool never produces) leave one of them, unspecified which.
 cudaError_t launch_max_unpool(int elem_size, const void* x, const int64_t* ind, int64_t n, const Strided& map,
-                              int64_t unpooled_numel, void* y, int64_t y_numel, cudaStream_t s);
+                              int64_t unpooled_numel, void* y, int64_t y_numel, cudaStream_t s,
+                              const DataFault& fault);
 
 namespace {
 
 // E: an unsigned integer of the element's size; the scatter moves bits, whatever the float type.
 template <typename E>
 __global__ void max_unpool_kernel(const E* x, const int64_t* ind, int64_t n, Strided map,
-                                  int64_t unpooled_numel, E* y) {
+                                  int64_t unpooled_numel, E* y, DataFault fault) {
   GRAFT_GRID_STRIDE(i, n) {
     const int64_t q = ind[i];
-    if (q < 0 || q >= unpooled_numel) continue;
+    if (q < 0 || q >= unpooled_numel) {
+      report_invalid_data(fault);
+      continue;
+    }
     y[strided_offset(map, q)] = x[i];
   }
 }
@@ -44,7 +48,8 @@ __global__ void max_unpool_kernel(const E* x, const int64_t* ind, int64_t n, Str
 }  // namespace
 
 cudaError_t launch_max_unpool(int elem_size, const void* x, const int64_t* ind, int64_t n, const Strided& map,
-                              int64_t unpooled_numel, void* y, int64_t y_numel, cudaStream_t s) {
+                              int64_t unpooled_numel, void* y, int64_t y_numel, cudaStream_t s,
+                              const DataFault& fault) {
   if (map.rank < 1 || map.rank > kMaxRank) return cudaErrorInvalidValue;
   if (elem_size != 2 && elem_size != 4 && elem_size != 8) return cudaErrorInvalidValue;
   if (y_numel == 0) return cudaSuccess;
@@ -54,15 +59,15 @@ cudaError_t launch_max_unpool(int elem_size, const void* x, const int64_t* ind, 
   switch (elem_size) {
     case 2:
       max_unpool_kernel<uint16_t><<<grid_for(n), kThreads, 0, s>>>(
-          static_cast<const uint16_t*>(x), ind, n, map, unpooled_numel, static_cast<uint16_t*>(y));
+          static_cast<const uint16_t*>(x), ind, n, map, unpooled_numel, static_cast<uint16_t*>(y), fault);
       break;
     case 4:
       max_unpool_kernel<uint32_t><<<grid_for(n), kThreads, 0, s>>>(
-          static_cast<const uint32_t*>(x), ind, n, map, unpooled_numel, static_cast<uint32_t*>(y));
+          static_cast<const uint32_t*>(x), ind, n, map, unpooled_numel, static_cast<uint32_t*>(y), fault);
       break;
     default:
       max_unpool_kernel<uint64_t><<<grid_for(n), kThreads, 0, s>>>(
-          static_cast<const uint64_t*>(x), ind, n, map, unpooled_numel, static_cast<uint64_t*>(y));
+          static_cast<const uint64_t*>(x), ind, n, map, unpooled_numel, static_cast<uint64_t*>(y), fault);
       break;
   }
   return cudaGetLastError();
@@ -129,7 +134,7 @@ Status max_unpool_run(CudaExec& ex) {
   }
   return launch_status(k::launch_max_unpool(static_cast<int>(dtype_size(x->dtype())), x->data(),
                                             static_cast<const int64_t*>(ind->data()), x->numel(), map,
-                                            numel_of(up), y.data(), y.numel(), stream_of(ex)),
+                                            numel_of(up), y.data(), y.numel(), stream_of(ex), ex.fault),
                        ex);
 }
 
@@ -137,9 +142,11 @@ Status max_unpool_run(CudaExec& ex) {
 
 void append_cuda_unpool_ops(std::vector<CudaOp>& out) {
   // X float32/float16/bfloat16/float64; I and output_shape (if given) int64.
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, {DataType::kInt64}),
-                               input_dtypes(2, {DataType::kInt64})},
-                              CudaOp{"MaxUnpool", &max_unpool_supports, &max_unpool_run, {2}, nullptr}));
+  CudaOp op = kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, {DataType::kInt64}),
+                             input_dtypes(2, {DataType::kInt64})},
+                            CudaOp{"MaxUnpool", &max_unpool_supports, &max_unpool_run, {2}, nullptr});
+  op.invalid_data = "an index is outside the unpooled tensor";
+  out.push_back(op);
 }
 
 }  // namespace graft::cuda
