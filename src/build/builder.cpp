@@ -268,19 +268,25 @@ Result<std::shared_ptr<Engine>> build(Result<std::unique_ptr<Graph>> imported, c
   // Inference and folding alternate until nothing more folds: a folded value can make a later
   // shape static (Pad by a window remainder, then Shape of the padded tensor), and that shape's
   // arithmetic folds only in the next round.
+  // An If whose condition folded to a constant becomes its branch's nodes, which the next round
+  // infers and folds like the rest.
   constexpr int kMaxFoldRounds = 8;
-  int folded_total = 0, rounds = 0;
+  int folded_total = 0, inlined_total = 0, rounds = 0;
   for (; rounds < kMaxFoldRounds; ++rounds) {
     s = infer_shapes(g);
     if (!s) return s.with_file(name);
     auto folded = fold_constants(g, run_node_cpu);  // folding runs the CPU reference kernels
     if (!folded) return std::move(folded).take_status().with_file(name);
+    auto inlined = inline_constant_ifs(g);
+    if (!inlined) return std::move(inlined).take_status().with_file(name);
     folded_total += *folded;
-    if (*folded == 0) break;
+    inlined_total += *inlined;
+    if (*folded == 0 && *inlined == 0) break;
   }
   report(config, "shape inference", "done");
   report(config, "fold constants", std::to_string(folded_total) + " nodes folded in " +
-                                       std::to_string(std::min(rounds + 1, kMaxFoldRounds)) + " rounds");
+                                       std::to_string(std::min(rounds + 1, kMaxFoldRounds)) + " rounds" +
+                                       (inlined_total ? ", " + std::to_string(inlined_total) + " Ifs with a constant condition inlined" : ""));
   auto bn = fold_batchnorm(g);
   if (!bn) return std::move(bn).take_status().with_file(name);
   report(config, "fold batchnorm", std::to_string(*bn) + " folded");

@@ -167,4 +167,9 @@ Result<int> fold_views_into_attention(Graph& graph);
 // the number of Loops unrolled.
 Result<int> unroll_fixed_loops(Graph& graph);
 
+// If nodes whose condition is a one-element constant, and whose taken branch has no nested
+// subgraphs, become that branch's nodes (src/graph/inline_constant_ifs.cpp): the untaken branch is
+// dropped unseen, and a CUDA engine can capture and fuse the rest. Returns the number inlined.
+Result<int> inline_constant_ifs(Graph& graph);
+
 }  // namespace graft

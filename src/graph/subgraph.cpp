@@ -1,7 +1,9 @@
 #include "graph/subgraph.h"
 
 #include <map>
+#include <set>
 
+#include "graph/pass_util.h"
 #include "graph/passes.h"
 
 namespace graft {
@@ -12,6 +14,64 @@ Status subgraph_error(const Node& node, const std::string& attr, const Status& i
   return Status(inner.code(), "subgraph '" + attr + "': " + inner.to_string())
       .with_attribute(attr)
       .with_node(node.name, node.op_type);
+}
+
+bool copyable_subgraph(const Graph& sub) {
+  std::set<const Value*> known(sub.inputs().begin(), sub.inputs().end());
+  known.insert(sub.captures.begin(), sub.captures.end());
+  const auto ready = [&known](const Value* v) { return !v || known.count(v) || (v->constant && !v->producer); };
+  for (const auto& n : sub.nodes()) {
+    if (!n->subgraphs.empty()) return false;
+    for (const Value* v : n->inputs)
+      if (!ready(v)) return false;
+    known.insert(n->outputs.begin(), n->outputs.end());
+  }
+  for (const Value* v : sub.outputs())
+    if (!v || !ready(v)) return false;
+  return true;
+}
+
+std::map<const Value*, Value*> outer_bindings(Graph& g, const Node& node, const Graph& sub) {
+  std::map<const Value*, Value*> bound;
+  for (size_t k = 0; k < sub.captures.size() && node.explicit_inputs() + k < node.inputs.size(); ++k)
+    bound[sub.captures[k]] = node.inputs[node.explicit_inputs() + k];
+  for (const auto& [name, v] : sub.values())
+    if (v->constant && !v->producer && !bound.count(v.get()))
+      bound[v.get()] = g.new_constant(node.name + "_" + name, *v->constant);
+  return bound;
+}
+
+Status copy_subgraph_nodes(Graph& g, const Node& node, const Graph& sub, const std::string& suffix,
+                           std::map<const Value*, Value*>& map, NodeNamer& namer) {
+  const auto bound = [&](const Value* v) -> Result<Value*> {
+    if (!v) return static_cast<Value*>(nullptr);
+    auto it = map.find(v);
+    if (it == map.end())
+      return error(StatusCode::kInternal, node.op_type, " '", node.name, "': subgraph value '", v->name,
+                   "' is read before it is made");
+    return it->second;
+  };
+  for (const auto& sn : sub.nodes()) {
+    Node* n = g.add_node(namer(node.name + "/" + sn->name + suffix), sn->op_type, sn->domain);
+    n->opset = sn->opset;
+    n->attrs = sn->attrs;
+    n->custom_op = sn->custom_op;
+    n->precision = strictest_precision(node.precision, sn->precision);
+    for (const Value* in : sn->inputs) {
+      GRAFT_ASSIGN_OR_RETURN(Value* v, bound(in));
+      n->inputs.push_back(v);
+    }
+    for (const Value* out : sn->outputs) {
+      Value* v = nullptr;
+      if (out) {
+        v = g.new_value(node.name + "_" + out->name + suffix);
+        v->producer = n;
+        map[out] = v;
+      }
+      n->outputs.push_back(v);
+    }
+  }
+  return Status::ok();
 }
 
 Result<const Graph*> node_subgraph(const Node& node, const std::string& attr) {

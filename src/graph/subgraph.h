@@ -39,6 +39,23 @@ Status subgraph_error(const Node& node, const std::string& attr, const Status& i
 // The subgraph `attr` of `node`; an error naming the node and attribute when it is missing.
 Result<const Graph*> node_subgraph(const Node& node, const std::string& attr);
 
+// Copying a subgraph's nodes into the main graph (an If whose condition is known, a Loop's
+// iterations: src/graph/inline_constant_ifs.cpp, unroll_loops.cpp).
+//
+// Whether `sub` can be copied node by node: no node holds a subgraph of its own, and each reads only
+// the subgraph's inputs, captures and initializers or what an earlier node made (so each copy is
+// wired as it is added), and so do its outputs.
+bool copyable_subgraph(const Graph& sub);
+// What every copy of `sub` (owned by `node`) reads from outside it: each captured value bound to
+// the node's implicit input at its position, each initializer to a new constant of `g`.
+std::map<const Value*, Value*> outer_bindings(Graph& g, const Node& node, const Graph& sub);
+// Adds a copy of `sub`'s nodes to `g`, in order: node names from `namer(node.name + "/" + inner +
+// suffix)`, values `node.name + "_" + inner + suffix`, precisions at least the node's. Inputs are
+// read through `map` (the caller binds the subgraph's inputs there, and outer_bindings' values); each
+// new output is added to it, so the caller finds the copies of `sub`'s outputs there.
+Status copy_subgraph_nodes(Graph& g, const Node& node, const Graph& sub, const std::string& suffix,
+                           std::map<const Value*, Value*>& map, NodeNamer& namer);
+
 // Shape for a value that may differ between branches or iterations: dims equal in `a` and `b` are
 // kept, the others become fresh symbols from `fresh`; a different or unknown rank gives no shape.
 std::optional<Shape> merge_shapes(const std::optional<Shape>& a, const std::optional<Shape>& b,

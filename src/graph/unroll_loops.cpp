@@ -65,18 +65,8 @@ std::optional<int64_t> fixed_trip_count(const Node& loop, const Graph& body) {
     if (cond_out != body.inputs()[1] && !constant_true(cond_out)) return std::nullopt;
   }
   // Every value the body reads is one of its inputs, captures or initializers, or made by an earlier
-  // node of it (so each iteration's copy can be wired as it is added).
-  std::set<const Value*> known(body.inputs().begin(), body.inputs().end());
-  known.insert(body.captures.begin(), body.captures.end());
-  const auto ready = [&known](const Value* v) { return !v || known.count(v) || (v->constant && !v->producer); };
-  for (const auto& n : body.nodes()) {
-    if (!n->subgraphs.empty()) return std::nullopt;
-    for (const Value* v : n->inputs)
-      if (!ready(v)) return std::nullopt;
-    known.insert(n->outputs.begin(), n->outputs.end());
-  }
-  for (const Value* v : body.outputs())
-    if (!v || !ready(v)) return std::nullopt;
+  // node of it (so each iteration's copy can be wired as it is added); no nested subgraphs.
+  if (!copyable_subgraph(body)) return std::nullopt;
   if (*m * static_cast<int64_t>(body.nodes().size()) > kMaxUnrolledNodes) return std::nullopt;
   return m;
 }
@@ -95,11 +85,7 @@ Status unroll(Graph& g, Node& loop, const Graph& body, int64_t trips, NodeNamer&
   const int opset = default_domain_opset(g);
 
   // Values every iteration shares: captured values and the body's initializers.
-  std::map<const Value*, Value*> shared;
-  for (size_t k = 0; k < body.captures.size(); ++k)
-    shared[body.captures[k]] = loop.inputs[loop.explicit_inputs() + k];
-  for (const auto& [name, v] : body.values())
-    if (v->constant && !v->producer && !shared.count(v.get())) shared[v.get()] = g.new_constant(loop.name + "_" + name, *v->constant);
+  const std::map<const Value*, Value*> shared = outer_bindings(g, loop, body);
 
   std::vector<Value*> state(loop.inputs.begin() + 2, loop.inputs.begin() + 2 + static_cast<std::ptrdiff_t>(carried));
   std::vector<std::vector<Value*>> scanned(scans);
@@ -109,40 +95,11 @@ Status unroll(Graph& g, Node& loop, const Graph& body, int64_t trips, NodeNamer&
     map[body.inputs()[0]] = g.new_constant(loop.name + "_i" + suffix, Tensor::scalar_int64(i));
     map[body.inputs()[1]] = g.new_constant(loop.name + "_cond" + suffix, bool_scalar(true));
     for (size_t k = 0; k < carried; ++k) map[body.inputs()[2 + k]] = state[k];
-    const auto bound = [&](const Value* v) -> Result<Value*> {
-      if (!v) return static_cast<Value*>(nullptr);
-      auto it = map.find(v);
-      if (it == map.end())
-        return error(StatusCode::kInternal, "Loop '", loop.name, "': body value '", v->name, "' is read before it is made");
-      return it->second;
-    };
-    for (const auto& bn : body.nodes()) {
-      Node* n = g.add_node(namer(loop.name + "/" + bn->name + suffix), bn->op_type, bn->domain);
-      n->opset = bn->opset;
-      n->attrs = bn->attrs;
-      n->custom_op = bn->custom_op;
-      n->precision = strictest_precision(loop.precision, bn->precision);
-      for (const Value* in : bn->inputs) {
-        GRAFT_ASSIGN_OR_RETURN(Value* v, bound(in));
-        n->inputs.push_back(v);
-      }
-      for (const Value* out : bn->outputs) {
-        Value* v = nullptr;
-        if (out) {
-          v = g.new_value(loop.name + "_" + out->name + suffix);
-          v->producer = n;
-          map[out] = v;
-        }
-        n->outputs.push_back(v);
-      }
-    }
-    for (size_t k = 0; k < carried; ++k) {
-      GRAFT_ASSIGN_OR_RETURN(state[k], bound(body.outputs()[1 + k]));
-    }
-    for (size_t k = 0; k < scans; ++k) {
-      GRAFT_ASSIGN_OR_RETURN(Value* v, bound(body.outputs()[1 + carried + k]));
-      scanned[k].push_back(v);
-    }
+    GRAFT_RETURN_IF_ERROR(copy_subgraph_nodes(g, loop, body, suffix, map, namer));
+    const auto bound = [&](const Value* v) -> Value* { return v ? map.at(v) : nullptr; };
+    // copyable_subgraph checked that every output is bound by now.
+    for (size_t k = 0; k < carried; ++k) state[k] = bound(body.outputs()[1 + k]);
+    for (size_t k = 0; k < scans; ++k) scanned[k].push_back(bound(body.outputs()[1 + carried + k]));
   }
 
   // The Loop's outputs, written by new nodes (the Loop's own node is about to go).
