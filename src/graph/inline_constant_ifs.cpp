@@ -62,12 +62,7 @@ Result<int> inline_constant_ifs(Graph& graph) {
     GRAFT_RETURN_IF_ERROR(inline_branch(graph, *node, **branch, namer));
     done.insert(node);
   }
-  if (done.empty()) return 0;
-  graph.remove_nodes_if([&](const Node* n) { return done.count(n) != 0; });
-  remove_identities(graph);
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
-  graph.prune_values();
-  return static_cast<int>(done.size());
+  return remove_copied_nodes(graph, done);
 }
 
 }  // namespace graft

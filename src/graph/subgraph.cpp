@@ -74,6 +74,15 @@ Status copy_subgraph_nodes(Graph& g, const Node& node, const Graph& sub, const s
   return Status::ok();
 }
 
+Result<int> remove_copied_nodes(Graph& g, const std::set<const Node*>& done) {
+  if (done.empty()) return 0;
+  g.remove_nodes_if([&](const Node* n) { return done.count(n) != 0; });
+  remove_identities(g);
+  GRAFT_RETURN_IF_ERROR(g.topological_sort());
+  g.prune_values();
+  return static_cast<int>(done.size());
+}
+
 Result<const Graph*> node_subgraph(const Node& node, const std::string& attr) {
   auto it = node.subgraphs.find(attr);
   if (it == node.subgraphs.end() || !it->second)

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,10 @@ std::map<const Value*, Value*> outer_bindings(Graph& g, const Node& node, const 
 // new output is added to it, so the caller finds the copies of `sub`'s outputs there.
 Status copy_subgraph_nodes(Graph& g, const Node& node, const Graph& sub, const std::string& suffix,
                            std::map<const Value*, Value*>& map, NodeNamer& namer);
+
+// After the nodes `done` had their subgraphs copied in: removes them, folds the Identities written
+// for their outputs, and puts the graph in order again. Returns how many there were.
+Result<int> remove_copied_nodes(Graph& g, const std::set<const Node*>& done);
 
 // Shape for a value that may differ between branches or iterations: dims equal in `a` and `b` are
 // kept, the others become fresh symbols from `fresh`; a different or unknown rank gives no shape.

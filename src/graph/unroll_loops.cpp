@@ -146,12 +146,7 @@ Result<int> unroll_fixed_loops(Graph& graph) {
     GRAFT_RETURN_IF_ERROR(unroll(graph, *loop, **body, *trips, namer));
     done.insert(loop);
   }
-  if (done.empty()) return 0;
-  graph.remove_nodes_if([&](const Node* n) { return done.count(n) != 0; });
-  remove_identities(graph);
-  GRAFT_RETURN_IF_ERROR(graph.topological_sort());
-  graph.prune_values();
-  return static_cast<int>(done.size());
+  return remove_copied_nodes(graph, done);
 }
 
 }  // namespace graft

@@ -95,13 +95,7 @@ TEST(InlineConstantIfs, RunTimeConditionsAndNestedBranchesStay) {
     SCOPED_TRACE(what);
     auto g = load(if_model(f));
     ASSERT_TRUE(g);
-    if (f.cond_is_input) {
-      auto n = inline_constant_ifs(*g);
-      ASSERT_TRUE(n.is_ok()) << n.status().to_string();
-      EXPECT_EQ(*n, 0);
-    } else {
-      check_pass(*g, inline_constant_ifs, 0, seed(), 0.0, 0.0);
-    }
+    check_pass(*g, inline_constant_ifs, 0, seed(), 0.0, 0.0);
     EXPECT_GE(count_op(*g, "If"), 1);
   }
 }
