@@ -7,7 +7,7 @@
 # TensorRT headers (never committed) may be carried in .device/trt/<version>/include (scripts/gpu/trt_headers.sh
 # puts them there from a clone of NVIDIA/TensorRT).
 #
-# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild gpubuild testbuild checkbuild onnxref
+# Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild confbuild gpubuild testbuild checkbuild onnxref
 #   conformance pip probe int8probe int8graphprobe examples
 #   profile zprofile bench_encoder zoo dvf eagercost detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
@@ -98,6 +98,14 @@ if has_step quickbuild; then  # only what the examples and benchmarks need
   cmake --build $BUILDDIR -j 16 --target graft graft_cli graft_engine_py graft_torch > "$LOGS/build.log" 2>&1 ||
     { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
   note "quick build ok"
+fi
+
+if has_step confbuild; then  # the library and the conformance runner only: a call that runs `conformance` alone
+  configure_build $BUILDDIR -DGRAFT_BUILD_TESTS=ON -DGRAFT_BUILD_PYTHON=OFF -DGRAFT_BUILD_TORCH=OFF > "$LOGS/configure.log" 2>&1 ||
+    { note "configure FAILED"; exit 1; }
+  cmake --build $BUILDDIR -j 16 --target graft_conformance > "$LOGS/build.log" 2>&1 ||
+    { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -20; exit 1; }
+  note "conformance build ok"
 fi
 
 if has_step gpubuild; then  # the library, CLI, Python/torch modules and the GPU test binaries only
