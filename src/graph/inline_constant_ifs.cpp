@@ -57,8 +57,11 @@ Result<int> inline_constant_ifs(Graph& graph) {
     const std::optional<bool> cond = constant_condition(*node);
     if (!cond) continue;
     auto branch = node_subgraph(*node, *cond ? "then_branch" : "else_branch");
-    // A branch whose outputs do not match the node's is left to the If's own inference to report.
-    if (!branch || (*branch)->outputs().size() != node->outputs.size() || !copyable_subgraph(**branch)) continue;
+    // A branch with inputs, or whose outputs do not match the node's, is left to the If's own
+    // inference to report.
+    if (!branch || !(*branch)->inputs().empty() || (*branch)->outputs().size() != node->outputs.size() ||
+        !copyable_subgraph(**branch))
+      continue;
     GRAFT_RETURN_IF_ERROR(inline_branch(graph, *node, **branch, namer));
     done.insert(node);
   }
