@@ -40,8 +40,6 @@ namespace {
 // cuDNN may use up to this much scratch per call; algorithms that want more are skipped.
 constexpr size_t kConvTransposeWorkspace = size_t(64) << 20;
 
-const char* const kAxisName[2] = {"H", "W"};
-
 // A 1-D transposed convolution's attributes as a 2-D one's whose first axis is a unit: kernel,
 // stride and dilation 1, no pads, no output padding, output extent 1 (the tensors get a height of
 // 1, which moves no byte of their contiguous storage). 2-D attributes are returned as they are.
@@ -63,22 +61,19 @@ std::vector<int64_t> as_4d(std::vector<int64_t> d) {
   return d;
 }
 
-// The symmetric cuDNN pad of each spatial axis for input extents `in` and output extents `out`,
-// or false with `why` naming the axis and its pads (see the file comment for the rule).
+// The symmetric cuDNN pad of each spatial axis for input extents `in` and output extents `out`, or
+// false where cuDNN cannot express the problem (the direct kernel then runs it): cuDNN pads
+// symmetrically, so the end pad (output_padding counted as a negative end pad) must be at most the
+// begin pad and short of it by less than the stride.
 bool cudnn_pads(const graft::ConvTransposeAttrs& a, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
-                int64_t pads[2], std::string* why) {
+                int64_t pads[2]) {
   const std::vector<int64_t> begins = graft::conv_transpose_pad_begins(a, in, out);
   for (size_t i = 0; i < 2; ++i) {
     const int64_t s = a.window.strides[i];
     const int64_t eff = a.window.dilations[i] * (a.window.kernel[i] - 1) + 1;
     const int64_t pb = begins[i];
     const int64_t pe = s * (in[i] - 1) + eff - pb - out[i];
-    if (pb < 0 || pb - pe < 0 || pb - pe >= s)
-      return reject(why, std::string("axis ") + kAxisName[i] + " resolves to begin pad " + std::to_string(pb) +
-                             " and end pad " + std::to_string(pe) + " (output_padding counted as a negative end pad)" +
-                             "; cuDNN pads symmetrically, so the end pad must be at most the begin pad and short of it " +
-                             "by less than the stride " + std::to_string(s) + " (asymmetric pads, output_padding >= " +
-                             "stride or an unbalanced auto_pad/output_shape stay on the CPU reference)");
+    if (pb < 0 || pb - pe < 0 || pb - pe >= s) return false;
     pads[i] = pb;
   }
   return true;
@@ -153,7 +148,7 @@ Result<bool> prepare_cudnn(CudaExec& ex, const graft::ConvTransposeAttrs& parsed
   const graft::ConvTransposeAttrs a = lifted_to_2d(parsed);
   const std::vector<int64_t> x = as_4d(X.dims()), w = as_4d(W.dims()), y = as_4d(Y.dims());
   int64_t pads[2];
-  if (!cudnn_pads(a, {x[2], x[3]}, {y[2], y[3]}, pads, nullptr)) return false;
+  if (!cudnn_pads(a, {x[2], x[3]}, {y[2], y[3]}, pads)) return false;
   // cuDNN's 4-D descriptors take int extents and int strides.
   for (const Tensor* t : {&X, &W, &Y})
     if (t->numel() > INT_MAX)
