@@ -620,37 +620,23 @@ cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, vo
 
 namespace {
 
-template <typename T>
-__global__ void report_zero_kernel(const T* __restrict__ d, int64_t n, DataFault f) {
+// An integer is zero exactly when all its bytes are: E is the unsigned word of its size.
+template <typename E>
+__global__ void report_zero_kernel(const E* __restrict__ d, int64_t n, DataFault f) {
   GRAFT_GRID_STRIDE(i, n) {
-    if (d[i] == T(0)) {
+    if (d[i] == E(0)) {
       report_invalid_data(f);
       return;
     }
   }
 }
 
-template <typename T>
-cudaError_t report_zero_t(const void* d, int64_t n, const DataFault& f, cudaStream_t s) {
-  report_zero_kernel<T><<<grid_for(n), kThreads, 0, s>>>(static_cast<const T*>(d), n, f);
-  return cudaGetLastError();
-}
-
 }  // namespace
 
-cudaError_t launch_report_zero_divisor(KType t, const void* d, int64_t n, const DataFault& f, cudaStream_t s) {
+cudaError_t launch_report_zero_divisor(int elem_size, const void* d, int64_t n, const DataFault& f, cudaStream_t s) {
   if (n == 0 || !f.word) return cudaSuccess;
-  switch (t) {
-    case KType::kI8: return report_zero_t<int8_t>(d, n, f, s);
-    case KType::kU8: return report_zero_t<uint8_t>(d, n, f, s);
-    case KType::kI16: return report_zero_t<int16_t>(d, n, f, s);
-    case KType::kU16: return report_zero_t<uint16_t>(d, n, f, s);
-    case KType::kI32: return report_zero_t<int32_t>(d, n, f, s);
-    case KType::kU32: return report_zero_t<uint32_t>(d, n, f, s);
-    case KType::kI64: return report_zero_t<int64_t>(d, n, f, s);
-    case KType::kU64: return report_zero_t<uint64_t>(d, n, f, s);
-    default: return cudaSuccess;  // float divisors of zero are not an error
-  }
+  GRAFT_SIZE_DISPATCH(elem_size, (report_zero_kernel<E><<<grid_for(n), kThreads, 0, s>>>(static_cast<const E*>(d), n, f)));
+  return cudaGetLastError();
 }
 
 // ---- Pow of mixed types ---------------------------------------------------------------------
@@ -1036,12 +1022,11 @@ Status unary_run(CudaExec& ex) {
   return launch_status(k::launch_unary(op, ktype(x.dtype()), x.data(), y.data(), x.numel(), a, b, stream_of(ex)), ex);
 }
 
-// A binary op's key (input 0; the other inputs must have its dtype): Pow the float types (its own
-// row, pow_op, takes more); And, Or and Xor bool; Equal also bool; the others, Div and Mod included
-// (Mod's fmod=0 takes the integer types only: supports checks), every float and integer type.
+// A binary op's key (input 0; the other inputs must have its dtype): And, Or and Xor bool; Equal also
+// bool; the others, Div and Mod included (Mod's fmod=0 takes the integer types only: supports
+// checks), every float and integer type. (Pow has a row of its own, pow_op.)
 constexpr std::initializer_list<DataType> binary_key_dtypes(BinaryOp op) {
   switch (op) {
-    case BinaryOp::kPow: return kGpuFloats;
     case BinaryOp::kAnd:
     case BinaryOp::kOr:
     case BinaryOp::kXor: return kBoolDtype;
@@ -1056,7 +1041,7 @@ bool binary_supports(const Node& n, std::string* why) {
   if (!input0_given(n, why)) return false;  // variadic Max/Min with no input
   for (size_t i = 0; i < n.inputs.size(); ++i) {
     if (!has_input(n, i)) return reject(why, "input " + std::to_string(i) + " is missing");
-    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs of different dtypes (mixed-type Pow is not handled)");
+    if (in_dtype(n, i) != in_dtype(n, 0)) return reject(why, "inputs of different dtypes");
   }
   if constexpr (kOp == BinaryOp::kMod) {
     // fmod=0 (the default) on floats is an error in the CPU reference; integer fmod=0 is Python's %.
@@ -1077,10 +1062,10 @@ Status binary_once(CudaExec& ex, BinaryOp op, const Tensor& a, const Tensor& b, 
   if (!make_bcast(out.dims(), {a.dims(), b.dims()}, &p, &why)) return fail(ex, StatusCode::kRuntimeError, why);
   // An integer divisor of zero fails the run, as on the CPU (CudaOp::invalid_data).
   const bool divides = op == BinaryOp::kDiv || op == BinaryOp::kMod || op == BinaryOp::kFmod;
-  if (divides && out.numel() > 0)
-    GRAFT_RETURN_IF_ERROR(launch_status(
-        k::launch_report_zero_divisor(ktype(b.dtype()), b.data(), b.numel(), ex.fault, stream_of(ex)), ex,
-        "checking the divisor for zeros"));
+  if (divides && dtype_is_integer(b.dtype()) && out.numel() > 0)
+    GRAFT_RETURN_IF_ERROR(launch_status(k::launch_report_zero_divisor(static_cast<int>(dtype_size(b.dtype())), b.data(),
+                                                                      b.numel(), ex.fault, stream_of(ex)),
+                                        ex, "checking the divisor for zeros"));
   return launch_status(k::launch_binary(op, ktype(a.dtype()), a.data(), b.data(), out.data(), p, out.numel(), stream_of(ex)), ex);
 }
 

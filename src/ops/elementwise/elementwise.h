@@ -140,10 +140,11 @@ cudaError_t launch_pow_mixed(KType ta, KType tb, const void* a, const void* b, v
 cudaError_t launch_binary(BinaryOp op, KType t, const void* a, const void* b, void* out, const Bcast& p,
                           int64_t n, cudaStream_t s);
 
-// Reports invalid data through `f` when any of the n elements of the integer divisor `d` is zero
-// (nothing for the float types). Every element of a broadcast operand reaches the output when the
-// output is not empty, so the divisor's own elements are what is checked.
-cudaError_t launch_report_zero_divisor(KType t, const void* d, int64_t n, const DataFault& f, cudaStream_t s);
+// Reports invalid data through `f` when any of the n elements of the integer divisor `d` (each
+// elem_size bytes: 1, 2, 4 or 8) is zero; float divisors of zero are no error, and the caller does
+// not ask. Every element of a broadcast operand reaches the output when the output is not empty, so
+// the divisor's own elements are what is checked.
+cudaError_t launch_report_zero_divisor(int elem_size, const void* d, int64_t n, const DataFault& f, cudaStream_t s);
 
 // out = cond ? x : y with broadcasting (operands 0, 1, 2 of `p`); any element size in {1,2,4,8}.
 cudaError_t launch_where(const void* cond, const void* x, const void* y, void* out, int elem_size, const Bcast& p,
