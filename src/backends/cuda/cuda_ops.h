@@ -171,6 +171,13 @@ inline CudaOp kernel_dtypes(std::initializer_list<KernelDtypes> keys, CudaOp op)
   return op;
 }
 
+// `op` whose kernels report invalid input data, `what` saying what is invalid (CudaOp::invalid_data):
+//   reports_invalid_data("an index is out of range", kernel_dtypes({...}, CudaOp{"Gather", ...})).
+inline CudaOp reports_invalid_data(const char* what, CudaOp op) {
+  op.invalid_data = what;
+  return op;
+}
+
 // The kernel context of `node` over `inputs`, writing `outputs` (one per node output; an omitted
 // output gets a null pointer), on `stream`.
 inline ExecContext exec_context_for(const Node& node, const std::vector<const Tensor*>& inputs,

@@ -446,17 +446,15 @@ Status scatter_nd_run(CudaExec& ex) {
 
 void append_cuda_gather_scatter_ops(std::vector<CudaOp>& out) {
   // The indices (input 1) are read on the device as int32 or int64; the gathers move any dtype's bytes.
+  // Each reports an index out of range.
   const KernelDtypes indices = input_dtypes(1, kGpuInts);
-  const size_t first = out.size();
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices},
-                              CudaOp{"GatherElements", &gather_elements_supports, &gather_elements_run, {}, nullptr}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuKTypes), indices},
-                              CudaOp{"ScatterElements", &scatter_supports, &scatter_elements_run, {}, nullptr}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices},
-                              CudaOp{"GatherND", &gather_nd_supports, &gather_nd_run, {}, nullptr}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuKTypes), indices},
-                              CudaOp{"ScatterND", &scatter_supports, &scatter_nd_run, {}, nullptr}));
-  for (size_t i = first; i < out.size(); ++i) out[i].invalid_data = "an index is out of range";
+  const auto row = [&out](CudaOp op) { out.push_back(reports_invalid_data("an index is out of range", op)); };
+  row(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices},
+                    CudaOp{"GatherElements", &gather_elements_supports, &gather_elements_run, {}, nullptr}));
+  row(kernel_dtypes({input_dtypes(0, kGpuKTypes), indices},
+                    CudaOp{"ScatterElements", &scatter_supports, &scatter_elements_run, {}, nullptr}));
+  row(kernel_dtypes({input_dtypes(0, kGpuEveryDtype), indices}, CudaOp{"GatherND", &gather_nd_supports, &gather_nd_run, {}, nullptr}));
+  row(kernel_dtypes({input_dtypes(0, kGpuKTypes), indices}, CudaOp{"ScatterND", &scatter_supports, &scatter_nd_run, {}, nullptr}));
 }
 
 }  // namespace graft::cuda

@@ -178,13 +178,14 @@ Status softmax_cross_entropy_run(CudaExec& ex) { return loss_run(ex, true); }
 }  // namespace
 
 void append_cuda_loss_ops(std::vector<CudaOp>& out) {
-  const size_t first = out.size();
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts), input_dtypes(2, kGpuFloats64)},
-                              CudaOp{"NegativeLogLikelihoodLoss", &loss_supports, &nll_run, {}, &loss_workspace}));
-  out.push_back(kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts), input_dtypes(2, kGpuFloats64)},
-                              CudaOp{"SoftmaxCrossEntropyLoss", &loss_supports, &softmax_cross_entropy_run, {},
-                                     &loss_workspace}));
-  for (size_t i = first; i < out.size(); ++i) out[i].invalid_data = "a target class is outside [0, C) and not ignore_index";
+  const char* const bad_target = "a target class is outside [0, C) and not ignore_index";
+  const std::initializer_list<KernelDtypes> keys = {input_dtypes(0, kGpuFloats64), input_dtypes(1, kGpuInts),
+                                                    input_dtypes(2, kGpuFloats64)};
+  out.push_back(reports_invalid_data(
+      bad_target, kernel_dtypes(keys, CudaOp{"NegativeLogLikelihoodLoss", &loss_supports, &nll_run, {}, &loss_workspace})));
+  out.push_back(reports_invalid_data(
+      bad_target, kernel_dtypes(keys, CudaOp{"SoftmaxCrossEntropyLoss", &loss_supports, &softmax_cross_entropy_run, {},
+                                             &loss_workspace})));
 }
 
 }  // namespace graft::cuda

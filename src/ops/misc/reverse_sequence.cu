@@ -106,10 +106,10 @@ Status reverse_sequence_run(CudaExec& ex) {
 
 void append_cuda_reverse_sequence_ops(std::vector<CudaOp>& out) {
   // sequence_lens is read on the device as int64.
-  CudaOp op = kernel_dtypes({input_dtypes(0, kGpuKTypes), input_dtypes(1, {DataType::kInt64})},
-                            CudaOp{"ReverseSequence", &reverse_sequence_supports, &reverse_sequence_run, {}, nullptr});
-  op.invalid_data = "a sequence length is outside [0, the number of steps]";
-  out.push_back(op);
+  out.push_back(reports_invalid_data(
+      "a sequence length is outside [0, the number of steps]",
+      kernel_dtypes({input_dtypes(0, kGpuKTypes), input_dtypes(1, {DataType::kInt64})},
+                    CudaOp{"ReverseSequence", &reverse_sequence_supports, &reverse_sequence_run, {}, nullptr})));
 }
 
 }  // namespace graft::cuda

@@ -411,9 +411,9 @@ void append_cuda_shape_ops(std::vector<CudaOp>& out) {
   out.push_back(kernel_dtypes({any}, CudaOp{"Split", &split_supports, &split_run, {1}, nullptr}));
   out.push_back(kernel_dtypes({any}, CudaOp{"Slice", &slice_supports, &slice_run, {1, 2, 3, 4}, nullptr}));
   // Gather reads its indices (input 1) on the device as int32 or int64, and reports one out of range.
-  CudaOp gather = kernel_dtypes({any, input_dtypes(1, kGpuInts)}, CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr});
-  gather.invalid_data = "an index is out of range";
-  out.push_back(gather);
+  out.push_back(reports_invalid_data("an index is out of range",
+                                     kernel_dtypes({any, input_dtypes(1, kGpuInts)},
+                                                   CudaOp{"Gather", &gather_supports, &gather_run, {}, nullptr})));
   out.push_back(kernel_dtypes({any}, CudaOp{"Tile", &tile_supports, &tile_run, {1}, nullptr}));
   out.push_back(
       kernel_dtypes({any}, CudaOp{"DepthToSpace", &depth_space_supports<true>, &depth_space_run<true>, {}, nullptr}));

@@ -142,11 +142,10 @@ Status max_unpool_run(CudaExec& ex) {
 
 void append_cuda_unpool_ops(std::vector<CudaOp>& out) {
   // X float32/float16/bfloat16/float64; I and output_shape (if given) int64.
-  CudaOp op = kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, {DataType::kInt64}),
-                             input_dtypes(2, {DataType::kInt64})},
-                            CudaOp{"MaxUnpool", &max_unpool_supports, &max_unpool_run, {2}, nullptr});
-  op.invalid_data = "an index is outside the unpooled tensor";
-  out.push_back(op);
+  out.push_back(reports_invalid_data(
+      "an index is outside the unpooled tensor",
+      kernel_dtypes({input_dtypes(0, kGpuFloats64), input_dtypes(1, {DataType::kInt64}), input_dtypes(2, {DataType::kInt64})},
+                    CudaOp{"MaxUnpool", &max_unpool_supports, &max_unpool_run, {2}, nullptr})));
 }
 
 }  // namespace graft::cuda
