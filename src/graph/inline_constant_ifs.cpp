@@ -19,13 +19,6 @@ namespace graft {
 
 namespace {
 
-// The condition of `node` when it is a one-element constant, else nullopt.
-std::optional<bool> constant_condition(const Node& node) {
-  const Value* c = node.input(0);
-  if (!c || !c->constant || !c->constant->is_tensor() || c->constant->numel() != 1) return std::nullopt;
-  return c->constant->get(0) != 0;
-}
-
 // Adds the nodes of `branch` and, for every output of `node`, an Identity writing it. The If node
 // itself is left for the caller to remove.
 Status inline_branch(Graph& g, Node& node, const Graph& branch, NodeNamer& namer) {
@@ -54,7 +47,7 @@ Result<int> inline_constant_ifs(Graph& graph) {
   NodeNamer namer(graph);
   std::set<const Node*> done;
   for (Node* node : ifs) {
-    const std::optional<bool> cond = constant_condition(*node);
+    const std::optional<bool> cond = constant_bool(node->input(0));
     if (!cond) continue;
     auto branch = node_subgraph(*node, *cond ? "then_branch" : "else_branch");
     // A branch with inputs, or whose outputs do not match the node's, is left to the If's own

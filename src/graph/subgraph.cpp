@@ -16,6 +16,13 @@ Status subgraph_error(const Node& node, const std::string& attr, const Status& i
       .with_node(node.name, node.op_type);
 }
 
+std::optional<bool> constant_bool(const Value* v) {
+  if (!v || !v->constant || !v->constant->is_tensor() || v->constant->dtype() != DataType::kBool ||
+      v->constant->numel() != 1)
+    return std::nullopt;
+  return v->constant->get(0) != 0;
+}
+
 bool copyable_subgraph(const Graph& sub) {
   std::set<const Value*> known(sub.inputs().begin(), sub.inputs().end());
   known.insert(sub.captures.begin(), sub.captures.end());

@@ -43,6 +43,8 @@ Result<const Graph*> node_subgraph(const Node& node, const std::string& attr);
 // Copying a subgraph's nodes into the main graph (an If whose condition is known, a Loop's
 // iterations: src/graph/inline_constant_ifs.cpp, unroll_loops.cpp).
 //
+// The value of a one-element bool constant (a condition known at build time), else nullopt.
+std::optional<bool> constant_bool(const Value* v);
 // Whether `sub` can be copied node by node: no node holds a subgraph of its own, and each reads only
 // the subgraph's inputs, captures and initializers or what an earlier node made (so each copy is
 // wired as it is added), and so do its outputs.

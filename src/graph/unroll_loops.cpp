@@ -40,10 +40,7 @@ std::optional<int64_t> constant_int(const Value* v) {
   return v->constant->to_int64_vector()[0];
 }
 
-bool constant_true(const Value* v) {
-  return v && v->constant && v->constant->is_tensor() && v->constant->dtype() == DataType::kBool &&
-         v->constant->numel() == 1 && v->constant->get(0) != 0;
-}
+bool constant_true(const Value* v) { return constant_bool(v) == true; }
 
 // The trip count when `loop` runs exactly that many iterations, else nullopt.
 std::optional<int64_t> fixed_trip_count(const Node& loop, const Graph& body) {
