@@ -16,9 +16,11 @@
 #include <mutex>
 #include <thread>
 
+#include "backends/cuda/cuda_ops.h"
 #include "cuda_engine_fixture.h"
 #include "fault_kernel.h"
 #include "graft/registry.h"
+#include "tests/unit/control_flow_models.h"
 
 namespace {
 
@@ -230,6 +232,16 @@ Tensor int_tensor(DataType dt, const std::vector<int64_t>& v) {
   return Tensor::from_doubles(dt, {static_cast<int64_t>(v.size())}, std::vector<double>(v.begin(), v.end()));
 }
 
+// A run the GPU found invalid data in: failed, naming `node` and saying `words`, with no CUDA error
+// left pending.
+void expect_refused(const Status& st, const char* node, const char* words, const char* what) {
+  ASSERT_FALSE(st.is_ok()) << what << ": the run reported success";
+  std::printf("[ invalid  ] %s\n", st.to_string().c_str());
+  EXPECT_EQ(st.node_name(), node) << what << ": " << st.to_string();
+  EXPECT_NE(st.message().find(words), std::string::npos) << what << ": " << st.to_string();
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess) << what;
+}
+
 TEST_F(CudaEngineTest, InvalidInputDataFailsTheRunNamingTheLayer) {
   REQUIRE_GPU();
   const auto m = invalid_data_model();
@@ -273,13 +285,6 @@ TEST_F(CudaEngineTest, InvalidInputDataFailsTheRunNamingTheLayer) {
     const Tensor q = to_host(got.at("q"));
     EXPECT_EQ(std::memcmp(q.data(), want.at("q").data(), q.nbytes()), 0) << what;
   };
-  auto expect_refused = [&](const Status& st, const char* node, const char* words, const char* what) {
-    ASSERT_FALSE(st.is_ok()) << what << ": the run reported success";
-    std::printf("[ invalid  ] %s\n", st.to_string().c_str());
-    EXPECT_EQ(st.node_name(), node) << what << ": " << st.to_string();
-    EXPECT_NE(st.message().find(words), std::string::npos) << what << ": " << st.to_string();
-    EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess) << what;
-  };
   for (bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "CUDA graphs on" : "CUDA graphs off");
     auto made = gpu->create_context();
@@ -308,6 +313,145 @@ TEST_F(CudaEngineTest, InvalidInputDataFailsTheRunNamingTheLayer) {
     expect_valid(ctx, "after the late report, again");
     ASSERT_EQ(cudaStreamDestroy(stream), cudaSuccess);
   }
+}
+
+// The same reports from nodes inside subgraphs: a Gather in a Loop's body, and an integer Div in
+// the body of a Loop nested in an If's branch, reading the main graph's values through two scopes.
+// M and c are inputs, so neither the Loop nor the If is unrolled or inlined at build time.
+OnnxModelBuilder subgraph_invalid_data_model() {
+  using graft::testing::graph_attr;
+  OnnxModelBuilder m(17);
+  m.input("x", DataType::kFloat32, {4, 3});
+  m.input("idx", DataType::kInt64, {2});
+  m.input("acc0", DataType::kFloat32, {2, 3});
+  m.input("M", DataType::kInt64, {});
+  m.input("c", DataType::kBool, {});
+  m.input("a", DataType::kInt32, {5});
+  m.input("b", DataType::kInt32, {5});
+  auto& loop = m.node("Loop", {"M", "", "acc0"}, {"acc"}, "gather_loop");
+  graph_attr(loop, "body")
+      .input("i", DataType::kInt64).input("c_in", DataType::kBool).input("acc_in", DataType::kFloat32)
+      .node("Gather", {"x", "idx"}, {"g"}, {}, "pick_in_loop")
+      .node("Add", {"acc_in", "g"}, {"acc_out"})
+      .node("Identity", {"c_in"}, {"c_out"})
+      .output("c_out").output("acc_out");
+  auto& n = m.node("If", {"c"}, {"r"}, "outer_if");
+  auto then_b = graph_attr(n, "then_branch");
+  auto* inner = then_b.g->add_node();
+  inner->set_op_type("Loop");
+  inner->set_name("inner_loop");
+  for (const char* in : {"M", "", "a"}) inner->add_input(in);
+  inner->add_output("looped");
+  graph_attr(*inner, "body")
+      .input("i", DataType::kInt64).input("c_in", DataType::kBool).input("v_in", DataType::kInt32)
+      .node("Div", {"a", "b"}, {"q"}, {}, "divide_in_body")
+      .node("Add", {"v_in", "q"}, {"v_out"})
+      .node("Identity", {"c_in"}, {"c_out"})
+      .output("c_out").output("v_out");
+  then_b.output("looped");
+  graph_attr(n, "else_branch").node("Neg", {"a"}, {"na"}).output("na");
+  m.output("acc", DataType::kFloat32, {2, 3});
+  m.output("r", DataType::kInt32, {5});
+  return m;
+}
+
+TEST_F(CudaEngineTest, InvalidInputDataInASubgraphFailsTheRunNamingTheNode) {
+  const auto m = subgraph_invalid_data_model();
+  auto cpu = build(m, graft::DeviceType::kCPU);
+  ASSERT_TRUE(cpu);
+  auto cctx = cpu->create_context();
+  ASSERT_TRUE(cctx.is_ok());
+  std::uniform_int_distribution<int> small(-9, 9);
+  auto valid = [&] {
+    std::map<std::string, Tensor> in{{"x", rand_t({4, 3}, rng_)}, {"idx", int_tensor(DataType::kInt64, {2, -1})},
+                                     {"acc0", rand_t({2, 3}, rng_)}, {"M", Tensor::scalar_int64(3)},
+                                     {"c", Tensor::from_doubles(DataType::kBool, {}, {1.0})}};
+    std::vector<int64_t> a, b;
+    for (int i = 0; i < 5; ++i) {
+      a.push_back(small(rng_) * 5);
+      const int d = small(rng_);
+      b.push_back(d == 0 ? -2 : d);
+    }
+    in["a"] = int_tensor(DataType::kInt32, a);
+    in["b"] = int_tensor(DataType::kInt32, b);
+    return in;
+  };
+  auto bad_index = valid();
+  bad_index["idx"] = int_tensor(DataType::kInt64, {0, -5});
+  auto zero_divisor = valid();
+  zero_divisor["b"] = int_tensor(DataType::kInt32, {3, 0, 1, -1, 7});
+  // The CPU reference refuses both (this half runs without a GPU too).
+  for (const auto* in : {&bad_index, &zero_divisor}) {
+    std::map<std::string, Tensor> out;
+    const Status st = (*cctx)->run(*in, out);
+    EXPECT_FALSE(st.is_ok());
+    std::printf("[ cpu      ] %s\n", st.to_string().c_str());
+  }
+  REQUIRE_GPU();
+  auto gpu = build(m, graft::DeviceType::kCUDA);
+  ASSERT_TRUE(gpu);
+  auto expect_valid = [&](graft::ExecutionContext& ctx, const char* what) {
+    const auto in = valid();
+    const auto want = run(**cctx, in);
+    std::map<std::string, Tensor> got{{"acc", poisoned_device(DataType::kFloat32, {2, 3})},
+                                      {"r", poisoned_device(DataType::kInt32, {5})}};
+    std::map<std::string, Tensor> din;
+    for (const auto& [k, v] : in) din[k] = to_device(v);
+    const Status st = ctx.run(din, got);
+    ASSERT_TRUE(st.is_ok()) << what << ": " << st.to_string();
+    EXPECT_LT(rel_err(to_host(got.at("acc")), want.at("acc")), 1e-6) << what;
+    const Tensor r = to_host(got.at("r"));
+    EXPECT_EQ(std::memcmp(r.data(), want.at("r").data(), r.nbytes()), 0) << what;
+  };
+  for (bool graphs : {false, true}) {
+    SCOPED_TRACE(graphs ? "CUDA graphs on" : "CUDA graphs off");
+    auto made = gpu->create_context();
+    ASSERT_TRUE(made.is_ok()) << made.status().to_string();
+    auto& ctx = dynamic_cast<graft::CudaExecutionContext&>(**made);
+    ctx.set_cuda_graphs(graphs);
+    for (int rep = 0; rep < 2; ++rep) expect_valid(ctx, "before");
+    std::map<std::string, Tensor> out;
+    const Status st_index = ctx.run(bad_index, out);
+    // Named as the CPU reference names it: the engine layer, and inside it the node that found it.
+    expect_refused(st_index, "gather_loop", "an index is out of range", "index out of range in a Loop body");
+    EXPECT_NE(st_index.message().find("'pick_in_loop'"), std::string::npos) << st_index.to_string();
+    expect_valid(ctx, "after the index out of range");
+    out.clear();
+    const Status st_div = ctx.run(zero_divisor, out);
+    expect_refused(st_div, "outer_if", "an integer divisor is zero", "zero divisor in a nested body");
+    EXPECT_NE(st_div.message().find("'divide_in_body' (Div) of a subgraph of node 'inner_loop'"), std::string::npos)
+        << st_div.to_string();
+    expect_valid(ctx, "after the zero divisor");
+  }
+}
+
+// The tags themselves, no GPU needed: one tag per subgraph node (by its and its parent's names),
+// past the engine's layers, stable across runs, and none for a tag outside them.
+TEST(SubgraphFaultTags, OneStableTagPerNodePastTheLayers) {
+  graft::Node loop, inner, other;
+  loop.name = "loop";
+  loop.op_type = "Loop";
+  inner.name = "pick";
+  inner.op_type = "Gather";
+  other.name = "divide";
+  other.op_type = "Div";
+  graft::cuda::SubgraphFaultTags tags;
+  tags.reset(8);  // 7 engine layers
+  const int64_t a = tags.tag_for(inner, loop, 3, "an index is out of range");
+  const int64_t b = tags.tag_for(other, loop, 3, "an integer divisor is zero");
+  EXPECT_EQ(a, 8);
+  EXPECT_EQ(b, 9);
+  EXPECT_EQ(tags.tag_for(inner, loop, 3, "an index is out of range"), a);
+  const auto* n = tags.find(b);
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->node, "divide");
+  EXPECT_EQ(n->parent, "loop");
+  EXPECT_EQ(n->parent_type, "Loop");
+  EXPECT_EQ(n->layer_tag, 3);
+  EXPECT_EQ(tags.find(7), nullptr);
+  EXPECT_EQ(tags.find(10), nullptr);
+  tags.reset(8);
+  EXPECT_EQ(tags.find(8), nullptr);
 }
 
 // ---- concurrency ----------------------------------------------------------------------------------

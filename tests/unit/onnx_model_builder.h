@@ -163,14 +163,16 @@ class OnnxModelBuilder {
 };
 
 // A subgraph (If branch, Loop or Scan body) under construction: nodes, inputs and outputs (each with
-// an optional type) and initializers. Node names are the graph name, the op type and a count.
+// an optional type) and initializers. A node is named `name`, or else by the graph name, the op type
+// and a count.
 struct SubgraphBuilder {
   onnx::GraphProto* g;
   SubgraphBuilder& node(const std::string& op, const std::vector<std::string>& in,
-                        const std::vector<std::string>& out, std::vector<std::pair<std::string, int64_t>> int_attrs = {}) {
+                        const std::vector<std::string>& out, std::vector<std::pair<std::string, int64_t>> int_attrs = {},
+                        const std::string& name = "") {
     auto* n = g->add_node();
     n->set_op_type(op);
-    n->set_name(g->name() + "_" + op + "_" + std::to_string(g->node_size()));
+    n->set_name(name.empty() ? g->name() + "_" + op + "_" + std::to_string(g->node_size()) : name);
     for (const auto& i : in) n->add_input(i);
     for (const auto& o : out) n->add_output(o);
     for (const auto& [k, v] : int_attrs) OnnxModelBuilder::attr(*n, k, v);

@@ -285,9 +285,12 @@ class CudaContext final : public CudaExecutionContext {
   // Invalid input data found by a kernel (CudaExec::fault, CudaOp::invalid_data): the device word
   // holds the first reporting layer's index + 1 and stays set until a check reports it; every run
   // copies it to the pinned host word after its layers (inside a whole-engine graph, in the graph).
-  // Allocated at init only when a GPU layer's op can report.
+  // Allocated at init only when a GPU layer can report (may_report_invalid_data: its op, or a
+  // node in its subgraphs, whose tags are past the layers' and kept in subgraph_faults_).
   Tensor fault_dev_;
   int64_t* fault_host_ = nullptr;
+  std::vector<bool> reports_;  // per layer: its kernels get the word
+  SubgraphFaultTags subgraph_faults_;
   // Queues the device word's copy to the host (after a run's layers).
   Status copy_fault(cudaStream_t stream);
   // After the copy has completed: the run's error when a layer reported invalid data (clearing both
@@ -948,8 +951,13 @@ Status CudaContext::init() {
     GRAFT_CUDA_RETURN(cudaHostAlloc(&h, sizeof(int64_t), cudaHostAllocDefault), "allocating the host output count");
     count_host_ = static_cast<int64_t*>(h);
   }
-  if (std::any_of(engine_->layers().begin(), engine_->layers().end(),
-                  [](const Layer& L) { return L.where == Where::kGpu && L.op && L.op->invalid_data; })) {
+  reports_.assign(engine_->layers().size(), false);
+  for (size_t i = 0; i < engine_->layers().size(); ++i) {
+    const Layer& L = engine_->layers()[i];
+    reports_[i] = L.where == Where::kGpu && L.op && may_report_invalid_data(*L.node);
+  }
+  subgraph_faults_.reset(static_cast<int64_t>(engine_->layers().size()) + 1);
+  if (std::find(reports_.begin(), reports_.end(), true) != reports_.end()) {
     auto f = device_bytes(sizeof(int64_t), "the invalid-data word");
     if (!f) return std::move(f).take_status();
     fault_dev_ = std::move(f).value();
@@ -1242,7 +1250,10 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     CudaExec ex = exec_for(ec);
     if (profiling_ && !capturing_ && i < ran_tactics_.size()) ex.ran_tactic = &ran_tactics_[i];
     if (L.counted) ex.output_count = count_dev_.data_as<int64_t>();
-    if (L.op->invalid_data && fault_host_) ex.fault = k::DataFault{fault_dev_.data_as<int64_t>(), static_cast<int64_t>(i) + 1};
+    if (fault_host_ && reports_[i]) {
+      ex.fault = k::DataFault{fault_dev_.data_as<int64_t>(), static_cast<int64_t>(i) + 1};
+      ex.subgraph_faults = &subgraph_faults_;
+    }
     if (const int r = random_slot_[i]; r >= 0) {
       ex.random_counter = static_cast<uint64_t*>(random_counters_.data()) + r;
       ex.random_base = random_base_[static_cast<size_t>(r)];
@@ -1336,14 +1347,25 @@ Status CudaContext::check_fault(cudaStream_t stream, bool earlier) {
   *fault_host_ = 0;
   GRAFT_CUDA_RETURN(cudaMemsetAsync(fault_dev_.data(), 0, sizeof(int64_t), stream), "clearing the invalid-data word");
   GRAFT_CUDA_RETURN(cudaStreamSynchronize(stream), "clearing the invalid-data word");
+  const char* when = earlier ? " (found on the GPU by an earlier run that was not waited for: that run's outputs "
+                               "are not valid, and this run did not start)"
+                             : " (found on the GPU: the run's outputs are not valid)";
   const auto& layers = engine_->layers();
+  // A subgraph node's report names the engine layer that holds it, as the CPU reference's error does,
+  // and says which node inside found it.
+  if (const SubgraphFaultTags::Named* n = subgraph_faults_.find(tag)) {
+    const int64_t layer = n->layer_tag;
+    if (layer < 1 || static_cast<size_t>(layer) > layers.size())
+      return error(StatusCode::kInternal, "the invalid-data word holds ", tag, ", whose layer ", layer, " is unknown");
+    const Layer& L = layers[static_cast<size_t>(layer - 1)];
+    return error(StatusCode::kInvalidArgument, "invalid input data in node '", n->node, "' (", n->op_type,
+                 ") of a subgraph of node '", n->parent, "' (", n->parent_type, "): ", n->what, when)
+        .with_node(L.node->name, L.node->op_type);
+  }
   if (tag < 1 || static_cast<size_t>(tag) > layers.size() || !layers[tag - 1].op || !layers[tag - 1].op->invalid_data)
     return error(StatusCode::kInternal, "the invalid-data word holds ", tag, ", which names no reporting layer");
   const Layer& L = layers[static_cast<size_t>(tag - 1)];
-  return error(StatusCode::kInvalidArgument, "invalid input data: ", L.op->invalid_data,
-               earlier ? " (found on the GPU by an earlier run that was not waited for: that run's outputs are not "
-                         "valid, and this run did not start)"
-                       : " (found on the GPU: the run's outputs are not valid)")
+  return error(StatusCode::kInvalidArgument, "invalid input data: ", L.op->invalid_data, when)
       .with_node(L.node->name, L.node->op_type);
 }
 

@@ -104,6 +104,34 @@ const CudaOp* cuda_op_for(const Node& n) {
   return e ? cuda_op_of(*e) : nullptr;
 }
 
+bool may_report_invalid_data(const Node& n) {
+  if (const CudaOp* op = cuda_op_for(n); op && op->invalid_data) return true;
+  for (const auto& [attr, g] : n.subgraphs)
+    if (g)
+      for (const auto& inner : g->nodes())
+        if (may_report_invalid_data(*inner)) return true;
+  return false;
+}
+
+int64_t SubgraphFaultTags::tag_for(const Node& node, const Node& parent, int64_t layer_tag, const char* what) {
+  std::string key = parent.name;
+  key.push_back('\0');
+  key += node.name;
+  key.push_back('\0');
+  key += node.op_type;
+  auto it = tags_.find(key);
+  if (it != tags_.end()) return it->second;
+  const int64_t tag = first_ + static_cast<int64_t>(named_.size());
+  named_.push_back(Named{node.name, node.op_type, parent.name, parent.op_type, layer_tag, what});
+  tags_.emplace(std::move(key), tag);
+  return tag;
+}
+
+const SubgraphFaultTags::Named* SubgraphFaultTags::find(int64_t tag) const {
+  if (tag < first_ || tag - first_ >= static_cast<int64_t>(named_.size())) return nullptr;
+  return &named_[static_cast<size_t>(tag - first_)];
+}
+
 bool gpu_supports(const Node& n, const CudaOp** op_out, std::string* why) {
   *op_out = nullptr;
   const CudaOp* op = cuda_op_for(n);

@@ -72,6 +72,38 @@ class PreparedCache {
   std::unordered_map<std::string, std::shared_ptr<void>> entries_;
 };
 
+// The invalid-data tags of nodes inside control-flow layers' subgraphs (If, Loop, Scan, SequenceMap
+// bodies; k::DataFault). An engine layer's tag is its index + 1; a subgraph node gets the next tag
+// past the engine's layers the first time it runs and keeps it, so a tag names one node whichever
+// run wrote it. Kept by names, since a control-flow plan's node copies may be rebuilt. Owned by the
+// engine's execution context, which runs one run at a time.
+class SubgraphFaultTags {
+ public:
+  struct Named {
+    std::string node, op_type;        // the subgraph node whose kernels report
+    std::string parent, parent_type;  // the control-flow node whose subgraph holds it
+    int64_t layer_tag = 0;            // the engine layer (its tag) that holds them, maybe nested
+    const char* what = nullptr;       // its op's CudaOp::invalid_data
+  };
+  void reset(int64_t first_tag) {
+    first_ = first_tag;
+    named_.clear();
+    tags_.clear();
+  }
+  int64_t tag_for(const Node& node, const Node& parent, int64_t layer_tag, const char* what);
+  // nullptr for a tag that is not a subgraph node's
+  const Named* find(int64_t tag) const;
+
+ private:
+  int64_t first_ = 1;
+  std::vector<Named> named_;
+  std::unordered_map<std::string, int64_t> tags_;
+};
+
+// Whether the GPU kernels of `n` may report invalid input data: its CUDA op does (CudaOp::
+// invalid_data), or a node of one of its subgraphs does.
+bool may_report_invalid_data(const Node& n);
+
 struct CudaExec {
   ExecContext* ctx = nullptr;       // node, attrs, opset, inputs, outputs, stream
   void* workspace = nullptr;        // device scratch of workspace_bytes(...) bytes
@@ -92,8 +124,10 @@ struct CudaExec {
   std::string* ran_tactic = nullptr;
   // Where this layer's kernels report input data they cannot compute on (k::DataFault; the op sets
   // CudaOp::invalid_data). The engine reads it back after the run and fails the run naming the
-  // layer; with no word (outside an engine) nothing is reported.
+  // layer; with no word (outside an engine) nothing is reported. A control-flow layer whose
+  // subgraphs hold such nodes gets the word too, and tags its nodes through `subgraph_faults`.
   k::DataFault fault{};
+  SubgraphFaultTags* subgraph_faults = nullptr;
 };
 
 // An op whose output 0 has a size known only once its kernel has run (NonZero, NonMaxSuppression;

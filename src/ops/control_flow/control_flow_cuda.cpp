@@ -450,6 +450,14 @@ Status CudaSubgraphDevice::run_step(const Step& st, std::unordered_map<const Val
   ex.random_counter = nullptr;
   ex.workspace = nullptr;
   ex.workspace_size = 0;
+  // A nested control-flow node passes the word on as it got it, with the engine layer's tag; a
+  // reporting node gets a tag of its own.
+  if (!st.nested) {
+    const bool reports = st.op->invalid_data && ex_.fault.word && ex_.subgraph_faults;
+    ex.fault = reports ? k::DataFault{ex_.fault.word, ex_.subgraph_faults->tag_for(node, *ex_.ctx->node, ex_.fault.tag,
+                                                                                   st.op->invalid_data)}
+                       : k::DataFault{};
+  }
   if (!st.nested && !st.op->makes_outputs_for(node)) {
     GRAFT_ASSIGN_OR_RETURN(std::vector<TensorDesc> descs, infer_node_concrete(node, ins));
     for (size_t o = 0; o < node.outputs.size(); ++o) {
