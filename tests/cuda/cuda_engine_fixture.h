@@ -63,6 +63,9 @@ class CudaEngineTest : public ::testing::Test {
     EXPECT_TRUE(e.is_ok()) << e.status().to_string();
     return e.is_ok() ? *e : nullptr;
   }
+
+ public:
+  // Host/device copies and runs, usable by a test file's own helpers too.
   static Tensor to_device(const Tensor& h) {
     Tensor d = Tensor::empty(h.dtype(), h.dims(), graft::DeviceType::kCUDA);
     EXPECT_EQ(cudaMemcpy(d.data(), h.data(), h.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
@@ -85,6 +88,8 @@ class CudaEngineTest : public ::testing::Test {
     EXPECT_TRUE(st.is_ok()) << st.to_string();
     return out;
   }
+
+ protected:
   // One run of `m`'s CUDA engine with per-layer profiling on: the rows (none, with the failure
   // recorded, when the engine cannot be built or made a context).
   std::vector<graft::LayerTiming> profile_one_run(const OnnxModelBuilder& m, const std::map<std::string, Tensor>& in) {

@@ -242,6 +242,23 @@ void expect_refused(const Status& st, const char* node, const char* words, const
   EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess) << what;
 }
 
+// A valid run on `ctx` against the CPU engine's on the same inputs, outputs poisoned first: the
+// float32 output `f` within `tol` (relative), the int32 output `q` to the bit.
+void expect_valid_run(graft::ExecutionContext& ctx, graft::ExecutionContext& cpu,
+                      const std::map<std::string, Tensor>& in, const std::string& f, const std::string& q, double tol,
+                      const char* what) {
+  const auto want = CudaEngineTest::run(cpu, in);
+  std::map<std::string, Tensor> got{{f, CudaEngineTest::poisoned_device(DataType::kFloat32, want.at(f).dims())},
+                                    {q, CudaEngineTest::poisoned_device(DataType::kInt32, want.at(q).dims())}};
+  std::map<std::string, Tensor> din;
+  for (const auto& [k, v] : in) din[k] = CudaEngineTest::to_device(v);
+  const Status st = ctx.run(din, got);
+  ASSERT_TRUE(st.is_ok()) << what << ": " << st.to_string();
+  EXPECT_LE(rel_err(CudaEngineTest::to_host(got.at(f)), want.at(f)), tol) << what;
+  const Tensor t = CudaEngineTest::to_host(got.at(q));
+  EXPECT_EQ(std::memcmp(t.data(), want.at(q).data(), t.nbytes()), 0) << what;
+}
+
 TEST_F(CudaEngineTest, InvalidInputDataFailsTheRunNamingTheLayer) {
   REQUIRE_GPU();
   const auto m = invalid_data_model();
@@ -273,17 +290,7 @@ TEST_F(CudaEngineTest, InvalidInputDataFailsTheRunNamingTheLayer) {
     EXPECT_FALSE((*cctx)->run(*in, out).is_ok());
   }
   auto expect_valid = [&](graft::ExecutionContext& ctx, const char* what) {
-    const auto in = valid();
-    const auto want = run(**cctx, in);
-    std::map<std::string, Tensor> got{{"y", poisoned_device(DataType::kFloat32, {2, 3})},
-                                      {"q", poisoned_device(DataType::kInt32, {5})}};
-    std::map<std::string, Tensor> din;
-    for (const auto& [k, v] : in) din[k] = to_device(v);
-    const Status st = ctx.run(din, got);
-    ASSERT_TRUE(st.is_ok()) << what << ": " << st.to_string();
-    EXPECT_EQ(rel_err(to_host(got.at("y")), want.at("y")), 0.0) << what;
-    const Tensor q = to_host(got.at("q"));
-    EXPECT_EQ(std::memcmp(q.data(), want.at("q").data(), q.nbytes()), 0) << what;
+    expect_valid_run(ctx, **cctx, valid(), "y", "q", 0.0, what);
   };
   for (bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "CUDA graphs on" : "CUDA graphs off");
@@ -391,17 +398,7 @@ TEST_F(CudaEngineTest, InvalidInputDataInASubgraphFailsTheRunNamingTheNode) {
   auto gpu = build(m, graft::DeviceType::kCUDA);
   ASSERT_TRUE(gpu);
   auto expect_valid = [&](graft::ExecutionContext& ctx, const char* what) {
-    const auto in = valid();
-    const auto want = run(**cctx, in);
-    std::map<std::string, Tensor> got{{"acc", poisoned_device(DataType::kFloat32, {2, 3})},
-                                      {"r", poisoned_device(DataType::kInt32, {5})}};
-    std::map<std::string, Tensor> din;
-    for (const auto& [k, v] : in) din[k] = to_device(v);
-    const Status st = ctx.run(din, got);
-    ASSERT_TRUE(st.is_ok()) << what << ": " << st.to_string();
-    EXPECT_LT(rel_err(to_host(got.at("acc")), want.at("acc")), 1e-6) << what;
-    const Tensor r = to_host(got.at("r"));
-    EXPECT_EQ(std::memcmp(r.data(), want.at("r").data(), r.nbytes()), 0) << what;
+    expect_valid_run(ctx, **cctx, valid(), "acc", "r", 1e-6, what);
   };
   for (bool graphs : {false, true}) {
     SCOPED_TRACE(graphs ? "CUDA graphs on" : "CUDA graphs off");
