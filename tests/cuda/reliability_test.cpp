@@ -322,6 +322,42 @@ TEST_F(CudaEngineTest, InvalidInputDataFailsTheRunNamingTheLayer) {
   }
 }
 
+// A convolution (so the build times tactics) beside an integer Div by an input: the builder's timing
+// inputs are zero integers, which the Div refuses. The build still succeeds, saying why the timing
+// stopped, and the engine is correct on valid data and refuses the zero divisor as before.
+TEST_F(CudaEngineTest, ModelRefusingTheTimingInputsStillBuilds) {
+  REQUIRE_GPU();
+  OnnxModelBuilder m(13);
+  m.input("x", DataType::kFloat32, {2, 8, 6, 6});
+  m.input("a", DataType::kInt32, {5});
+  m.input("b", DataType::kInt32, {5});
+  m.initializer("w", rand_t({16, 8, 3, 3}, rng_));
+  auto& conv = m.node("Conv", {"x", "w"}, {"c"}, "conv");
+  OnnxModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  m.node("Relu", {"c"}, {"y"});
+  m.node("Div", {"a", "b"}, {"q"}, "divide");
+  m.output("y", DataType::kFloat32, {2, 16, 6, 6});
+  m.output("q", DataType::kInt32, {5});
+  auto cpu = build(m, graft::DeviceType::kCPU);
+  std::vector<std::string> warnings;
+  auto gpu = build(m, graft::DeviceType::kCUDA, false, {}, &warnings);
+  ASSERT_TRUE(cpu && gpu);
+  bool told = false;
+  for (const auto& w : warnings) told = told || (w.find("tactic timing") != std::string::npos &&
+                                                 w.find("divide") != std::string::npos);
+  EXPECT_TRUE(told) << "no warning names the timing run's failure";
+  auto cctx = cpu->create_context();
+  auto gctx = gpu->create_context();
+  ASSERT_TRUE(cctx.is_ok() && gctx.is_ok());
+  std::map<std::string, Tensor> in{{"x", rand_t({2, 8, 6, 6}, rng_)},
+                                   {"a", int_tensor(DataType::kInt32, {35, -14, 9, 0, -100})},
+                                   {"b", int_tensor(DataType::kInt32, {5, 3, -2, 7, 9})}};
+  expect_valid_run(**gctx, **cctx, in, "y", "q", 1e-4, "valid data");
+  in["b"] = int_tensor(DataType::kInt32, {5, 3, 0, 7, 9});
+  std::map<std::string, Tensor> out;
+  expect_refused((*gctx)->run(in, out), "divide", "an integer divisor is zero", "zero divisor");
+}
+
 // The same reports from nodes inside subgraphs: a Gather in a Loop's body, and an integer Div in
 // the body of a Loop nested in an If's branch, reading the main graph's values through two scopes.
 // M and c are inputs, so neither the Loop nor the If is unrolled or inlined at build time.
