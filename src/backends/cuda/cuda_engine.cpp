@@ -190,7 +190,13 @@ class CudaContext final : public CudaExecutionContext {
   // tuning run's timer while one is on (never inside a capture).
   CudaExec exec_for(ExecContext& ec);
   // A makes_outputs layer (If, Loop, Scan): its kernel sets the outputs, which become the values.
-  Status run_control_flow_layer(const Layer& L, const std::vector<const Tensor*>& ins, cudaStream_t stream);
+  Status run_control_flow_layer(size_t i, const std::vector<const Tensor*>& ins, cudaStream_t stream);
+  // Layer i's kernels get the invalid-data word when they can report (reports_).
+  void give_fault_word(CudaExec& ex, size_t i) {
+    if (!fault_host_ || !reports_[i]) return;
+    ex.fault = k::DataFault{fault_dev_.data_as<int64_t>(), static_cast<int64_t>(i) + 1};
+    ex.subgraph_faults = &subgraph_faults_;
+  }
   // After a counted layer's kernel: copy its count to the host and give each output its real dims
   // (`count_axes[o]`: the axis of output o that takes the count, -1 for none).
   Status read_count(const Layer& L, const std::vector<int>& count_axes, std::vector<Tensor>& outs, cudaStream_t stream);
@@ -1184,7 +1190,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     }
     return Status::ok();
   }
-  if (L.makes_outputs) return run_control_flow_layer(L, ins, stream);
+  if (L.makes_outputs) return run_control_flow_layer(i, ins, stream);
   // Output shapes: inferred once per shape set where they depend on the input shapes alone.
   const bool memo = L.dims_from_shapes && cur_;
   if (memo && cur_->layers.size() != engine_->layers().size()) cur_->layers.assign(engine_->layers().size(), {});
@@ -1261,10 +1267,7 @@ Status CudaContext::run_layer(size_t i, cudaStream_t stream) {
     CudaExec ex = exec_for(ec);
     if (profiling_ && !capturing_ && i < ran_tactics_.size()) ex.ran_tactic = &ran_tactics_[i];
     if (L.counted) ex.output_count = count_dev_.data_as<int64_t>();
-    if (fault_host_ && reports_[i]) {
-      ex.fault = k::DataFault{fault_dev_.data_as<int64_t>(), static_cast<int64_t>(i) + 1};
-      ex.subgraph_faults = &subgraph_faults_;
-    }
+    give_fault_word(ex, i);
     if (const int r = random_slot_[i]; r >= 0) {
       ex.random_counter = static_cast<uint64_t*>(random_counters_.data()) + r;
       ex.random_base = random_base_[static_cast<size_t>(r)];
@@ -1317,7 +1320,8 @@ CudaExec CudaContext::exec_for(ExecContext& ec) {
   return ex;
 }
 
-Status CudaContext::run_control_flow_layer(const Layer& L, const std::vector<const Tensor*>& ins, cudaStream_t stream) {
+Status CudaContext::run_control_flow_layer(size_t i, const std::vector<const Tensor*>& ins, cudaStream_t stream) {
+  const Layer& L = engine_->layers()[i];
   const Node& node = *L.node;
   if (profile_start_) {
     (void)cudaEventRecord(profile_start_, stream);
@@ -1326,6 +1330,7 @@ Status CudaContext::run_control_flow_layer(const Layer& L, const std::vector<con
   std::vector<Tensor> outs(node.outputs.size());
   ExecContext ec = exec_context_for(node, ins, outs, stream);
   CudaExec ex = exec_for(ec);
+  give_fault_word(ex, i);
   Status st;
   try {
     st = L.op->run(ex);
