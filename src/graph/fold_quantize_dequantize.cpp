@@ -7,7 +7,7 @@
 // 32 on an H100 against 1.2 ms without them (bench/int8_qdq.py, 27149ee). The fused op computes the
 // pair's own steps (float32 division and rounding, double products), so its result equals the
 // pair's to the bit, keeps its scale float32 in a float16 engine (read on the host), and an NHWC
-// region flows through it.
+// region flows through it. Folded pairs that quantize one value the same way are merged into one.
 #include <algorithm>
 #include <set>
 #include <string>
@@ -56,6 +56,46 @@ bool same_quantization(const Node& q, const Node& dq) {
   return (qzt ? qzt->get(0) : 0.0) == (dzt ? dzt->get(0) : 0.0);
 }
 
+// Two scalar operands that hold the same value in the same dtype (or are one value).
+bool same_scalar(const Value* a, const Value* b) {
+  if (a == b) return true;
+  const Tensor* x = scalar_constant(a);
+  const Tensor* y = scalar_constant(b);
+  return x && y && x->dtype() == y->dtype() && x->get(0) == y->get(0);
+}
+
+// Folded pairs over one value with one scale and zero point compute one tensor. A value that
+// several quantized layers read gets a fake quantizer per layer over one calibrated range (ResNet's
+// block input before conv1 and the downsample): each a pass over the activation. The first is
+// kept and the others' readers read it. Returns how many went.
+int merge_equal_quantize_dequantize(Graph& g, std::set<const Node*>& dead) {
+  std::vector<Node*> kept;
+  int merged = 0;
+  for (const auto& up : g.nodes()) {
+    Node* n = up.get();
+    if (!is_internal(*n, "GraftQuantizeDequantize") || n->inputs.size() != 3 || n->outputs.size() != 1 ||
+        !n->outputs[0] || !n->inputs[0])
+      continue;
+    auto same = std::find_if(kept.begin(), kept.end(), [&](const Node* k) {
+      return k->inputs[0] == n->inputs[0] && same_scalar(k->input(1), n->input(1)) &&
+             same_scalar(k->input(2), n->input(2)) && k->outputs[0]->desc.dtype == n->outputs[0]->desc.dtype &&
+             k->precision == n->precision;
+    });
+    if (same == kept.end()) {
+      kept.push_back(n);
+      continue;
+    }
+    if (n->outputs[0]->is_graph_output) continue;  // its name must stay
+    // The kept node comes first in the graph's order, so before every reader of this one.
+    for (const auto& other : g.nodes())
+      for (Value*& in : other->inputs)
+        if (in == n->outputs[0]) in = (*same)->outputs[0];
+    dead.insert(n);
+    ++merged;
+  }
+  return merged;
+}
+
 }  // namespace
 
 Result<int> fold_quantize_dequantize_pairs(Graph& g) {
@@ -88,6 +128,7 @@ Result<int> fold_quantize_dequantize_pairs(Graph& g) {
     if (readers.empty() && !mid->is_graph_output) dead.insert(q);
   }
   if (!folded) return 0;
+  merge_equal_quantize_dequantize(g, dead);
   GRAFT_RETURN_IF_ERROR(remove_replaced_nodes(g, dead));
   return folded;
 }

@@ -99,6 +99,50 @@ TEST(FoldQuantizeDequantize, EqualsThePairToTheBit) {
   }
 }
 
+// One value quantized the same way for two readers (two initializers of one scale value, as two
+// fake quantizers calibrated on one tensor export them) becomes one folded pair; a third pair with
+// another scale, and one whose output is a graph output, stay their own.
+TEST(FoldQuantizeDequantize, EqualPairsOverOneValueMerge) {
+  std::mt19937 rng(std::random_device{}());
+  OnnxModelBuilder b(13);
+  b.input("x", DataType::kFloat32, {2, 3, 4, 5});
+  b.initializer("s_a", scalar(DataType::kFloat32, 0.125));
+  b.initializer("s_b", scalar(DataType::kFloat32, 0.125));
+  b.initializer("s_c", scalar(DataType::kFloat32, 0.25));
+  b.initializer("zp", scalar(DataType::kInt8, 0));
+  b.node("QuantizeLinear", {"x", "s_a", "zp"}, {"a_q"}, "a_q");
+  b.node("DequantizeLinear", {"a_q", "s_a", "zp"}, {"a"}, "a_dq");
+  b.node("QuantizeLinear", {"x", "s_b", "zp"}, {"b_q"}, "b_q");
+  b.node("DequantizeLinear", {"b_q", "s_b", "zp"}, {"b"}, "b_dq");
+  b.node("QuantizeLinear", {"x", "s_c", "zp"}, {"c_q"}, "c_q");
+  b.node("DequantizeLinear", {"c_q", "s_c", "zp"}, {"c"}, "c_dq");
+  b.node("QuantizeLinear", {"x", "s_b", "zp"}, {"d_q"}, "d_q");
+  b.node("DequantizeLinear", {"d_q", "s_b", "zp"}, {"d"}, "d_dq");
+  b.node("Relu", {"a"}, {"ra"}, "relu");
+  b.node("Neg", {"b"}, {"nb"}, "neg");
+  b.node("Add", {"c", "nb"}, {"y"}, "add");
+  b.output("ra", DataType::kFloat32);
+  b.output("y", DataType::kFloat32);
+  b.output("d", DataType::kFloat32);
+  auto want_graph = testing::load(b);
+  auto g = testing::load(b);
+  ASSERT_TRUE(g && want_graph);
+  auto folded = fold_quantize_dequantize_pairs(*g);
+  ASSERT_TRUE(folded.is_ok()) << folded.status().to_string();
+  EXPECT_EQ(*folded, 4);
+  ASSERT_TRUE(infer_shapes(*g).is_ok());
+  EXPECT_EQ(testing::count_op(*g, "GraftQuantizeDequantize"), 3) << "a and b merge; c (another scale) and d (a graph output) stay";
+  for (int round = 0; round < 2; ++round) {
+    std::map<std::string, Tensor> feeds{{"x", awkward_input({2, 3, 4, 5}, rng)}};
+    auto want = testing::run_graph(*want_graph, feeds);
+    auto got = testing::run_graph(*g, feeds);
+    for (const char* o : {"ra", "y", "d"}) {
+      ASSERT_TRUE(got.count(o) && want.count(o)) << o;
+      EXPECT_TRUE(same_bits(got.at(o), want.at(o))) << o;
+    }
+  }
+}
+
 // Pairs that are not one quantization stay as they are: different scales, different zero points, a
 // per-axis scale, a scale that is not a constant.
 TEST(FoldQuantizeDequantize, LeavesOtherPairsAlone) {
