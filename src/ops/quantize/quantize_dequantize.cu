@@ -40,14 +40,9 @@ __device__ __forceinline__ T quantize_dequantize_one(T v, float s, float z, floa
     const float q = quantize_one(__fdiv_rn(__double2float_rn(v), s), z, lo, hi);
     return __dmul_rn(static_cast<double>(q) - static_cast<double>(z), static_cast<double>(s));
   } else {
-    float x;
-    if constexpr (std::is_same_v<T, __half>) x = __half2float(v);
-    else if constexpr (std::is_same_v<T, __nv_bfloat16>) x = __bfloat162float(v);
-    else x = v;
-    const float y = __fmul_rn(__fsub_rn(quantize_one(__fdiv_rn(x, s), z, lo, hi), z), s);
-    if constexpr (std::is_same_v<T, __half>) return __float2half_rn(y);
-    else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16_rn(y);
-    else return y;
+    // Elem: float for float, __half and __nv_bfloat16, stored back rounding to nearest.
+    const float q = quantize_one(__fdiv_rn(Elem<T>::ld(v), s), z, lo, hi);
+    return Elem<T>::st(__fmul_rn(__fsub_rn(q, z), s));
   }
 }
 
