@@ -4,6 +4,7 @@
 #include <set>
 #include <vector>
 
+#include "graph/pass_util.h"
 #include "graph/passes.h"
 #include "ops/views/views.h"
 
@@ -120,10 +121,7 @@ int remove_identities(Graph& graph) {
     Value* b = n.outputs[0];
     if (!a || !b) continue;
     if (!b->is_graph_output) {
-      // Readers of b read a instead.
-      for (auto& other : graph.nodes())
-        for (Value*& in : other->inputs)
-          if (in == b) in = a;
+      replace_reads(graph, b, a);
     } else {
       // b is a graph output: its name must survive, so a's producer writes b directly.
       Node* p = a->producer;
@@ -132,9 +130,7 @@ int remove_identities(Graph& graph) {
         if (o == a) o = b;
       b->producer = p;
       a->producer = nullptr;
-      for (auto& other : graph.nodes())
-        for (Value*& in : other->inputs)
-          if (in == a) in = b;
+      replace_reads(graph, a, b);
     }
     b->producer = b->producer == &n ? nullptr : b->producer;
     dead.insert(&n);

@@ -87,9 +87,7 @@ int merge_equal_quantize_dequantize(Graph& g, std::set<const Node*>& dead) {
     }
     if (n->outputs[0]->is_graph_output) continue;  // its name must stay
     // The kept node comes first in the graph's order, so before every reader of this one.
-    for (const auto& other : g.nodes())
-      for (Value*& in : other->inputs)
-        if (in == n->outputs[0]) in = (*same)->outputs[0];
+    replace_reads(g, n->outputs[0], (*same)->outputs[0]);
     dead.insert(n);
     ++merged;
   }

@@ -81,6 +81,14 @@ inline bool is_float_io(DataType t) { return t == DataType::kFloat32 || t == Dat
 
 inline bool is_removed(const std::set<const Node*>& dead, const Node* n) { return dead.count(n) != 0; }
 
+// Every node that reads `from` reads `to` instead (a subgraph's outer reads included: they are the
+// node's implicit inputs).
+inline void replace_reads(Graph& graph, const Value* from, Value* to) {
+  for (const auto& n : graph.nodes())
+    for (Value*& in : n->inputs)
+      if (in == from) in = to;
+}
+
 // A pass's last step: the nodes it replaced go, the graph is sorted again and the values nothing
 // produces or reads any more are dropped.
 inline Status remove_replaced_nodes(Graph& graph, const std::set<const Node*>& dead) {
