@@ -1,11 +1,13 @@
 // Diagnostic for the GPU suite (not a test): how fast INT8 convolution runs next to FP16 on this
 // GPU, for the convolutions of torchvision's ResNet-50 (v1.5) at batch 32 on 224x224 images,
-// through cuDNN's legacy convolution API and, for the 1x1 stride-1 convolutions (plain GEMMs in
-// NHWC), through cuBLASLt. How graft should run explicitly quantized (Q/DQ) models rests on the
+// through cuDNN's legacy convolution API, for the 1x1 stride-1 convolutions (plain GEMMs in
+// NHWC) through cuBLASLt, and through graft's own INT8 kernel with its per-channel requantizing
+// epilogue (src/ops/fused_conv/conv_int8_kernels.cu, linked from the build's libgraft). How graft should run explicitly quantized (Q/DQ) models rests on the
 // answer: whether INT8 pays at all, which library to route it to, and what a per-output-channel
 // requantizing epilogue (cuBLASLt's alpha vector + bias + ReLU) costs. Every timed result is also
 // checked against a CPU reference on sampled outputs, so a layout mistake cannot pass as a speedup.
-// Build: the int8probe step of scripts/gpu/run_gpu_suite.sh (g++ ... -lcudnn -lcudart -lcublasLt).
+// Build: the int8probe step of scripts/gpu/run_gpu_suite.sh (g++ ... -lgraft -lcudnn -lcudart -lcublasLt),
+// after a step that built libgraft.
 // Run: int8_probe [parts of shape names, e.g. "stem" "s3 3x3": only the shapes matching one].
 // What it shares with cudnn_graph_int8_probe.cpp (shapes, timing, data) is in int8_probe_common.h.
 #include <cublasLt.h>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "int8_probe_common.h"
+#include "ops/fused_conv/conv_int8_kernels.cuh"
 
 namespace {
 
@@ -35,9 +38,9 @@ constexpr double kBudgetSeconds = 200;  // the suite kills the probe at 240 s: l
 
 // The methods, one table column each. i8 = INT8 out (scalar scale), i8f/i8h = float/half out,
 // i32 = raw accumulator, i8v = INT8 out through a per-channel alpha vector, bias and ReLU.
-enum Col { kDnnF16, kDnnI8, kDnnI8F, kLtF16, kLtI32, kLtI8, kLtI8V, kLtI8F, kLtI8H, kCols };
+enum Col { kDnnF16, kDnnI8, kDnnI8F, kLtF16, kLtI32, kLtI8, kLtI8V, kLtI8F, kLtI8H, kGraftI8V, kCols };
 const char* const kColName[kCols] = {"dnn.f16", "dnn.i8", "dnn.i8f", "lt.f16", "lt.i32",
-                                     "lt.i8",   "lt.i8v", "lt.i8f",  "lt.i8h"};
+                                     "lt.i8",   "lt.i8v", "lt.i8f",  "lt.i8h", "graft.i8v"};
 
 struct Cell {
   enum State { kNotApplicable, kRefused, kSkipped, kTimed } state = kNotApplicable;
@@ -345,7 +348,39 @@ Cell run_lt(Gpu& g, const Problem& pr, const LtMethod& m) {
   return cell;
 }
 
-bool applies(int col, const Shape& s) { return col < kLtF16 || s.gemm(); }
+// graft's INT8 kernel, the same epilogue as lt.i8v (per-channel scale, bias, ReLU, INT8 out) on
+// every shape whose channels it takes (a multiple of 16: not the stem's 3, padded to 4 here).
+Cell run_graft(Gpu& g, const Problem& pr) {
+  namespace gk = graft::cuda::k;
+  const Shape& s = *pr.s;
+  gk::Window2d win;
+  win.n = kBatch;
+  win.c = pr.cp;
+  win.h = win.w = s.h;
+  win.kh = win.kw = s.r;
+  win.sh = win.sw = s.stride;
+  win.ph = win.pw = win.peh = win.pew = s.pad;
+  win.oh = win.ow = pr.p;
+  gk::Int8ConvEpilogue e;
+  e.scale = static_cast<const float*>(g.alpha_vec.p);
+  e.bias = static_cast<const float*>(g.bias.p);
+  e.act = gk::Epilogue{1, 0.f, 0.f};
+  e.out_scale = 1.f;
+  std::string refusal;
+  std::vector<Candidate> cands;
+  if (!gk::conv_nhwc_int8_supported(win, s.k, e.act))
+    refusal = "outside conv_nhwc_int8_supported (" + std::to_string(pr.cp) + " channels: not a multiple of 16)";
+  else
+    cands.push_back({"mma.s8", [&g, win, e, k = s.k]() -> const char* {
+                       const cudaError_t r = gk::launch_conv_nhwc_int8(static_cast<const int8_t*>(g.x8.p),
+                                                                       static_cast<const int8_t*>(g.w8.p), e, g.y.p,
+                                                                       win, k, g.st);
+                       return r == cudaSuccess ? nullptr : cudaGetErrorName(r);
+                     }});
+  return finish(g, pr, kColName[kGraftI8V], cands, {OutType::I8, 1.f, true}, refusal);
+}
+
+bool applies(int col, const Shape& s) { return col < kLtF16 || col == kGraftI8V || s.gemm(); }
 
 // The fastest timed result among `cols`, or -1.
 double fastest(const std::array<Cell, kCols>& row, std::initializer_list<Col> cols) {
@@ -381,16 +416,18 @@ void print_table(const std::vector<std::array<Cell, kCols>>& rows, const char* v
       "accumulate, scalar scale. i8f/i8h: INT8 in, float/half out. i32: INT8 in, int32 out. i8v: INT8 out\n"
       "with a per-channel alpha vector + bias + ReLU epilogue. unsup: refused (reason above); e: timed\n"
       "eagerly (capture refused, host overhead included); !: WRONG RESULTS. f16/i8 = dnn.f16/dnn.i8,\n"
-      "f16/i8v = lt.f16/lt.i8v.\n");
+      "f16/i8v = lt.f16/lt.i8v. graft.i8v: graft's own INT8 kernel, lt.i8v's epilogue, every shape;\n"
+      "f16/g = the faster of dnn.f16 and lt.f16 over graft.i8v.\n");
   print_shape_heading();
   for (const char* name : kColName) std::printf(" %7s", name);
-  std::printf(" %7s %7s\n", "f16/i8", "f16/i8v");
+  std::printf(" %7s %7s %7s\n", "f16/i8", "f16/i8v", "f16/g");
   for (int i = 0; i < kNumShapes; ++i) {
     const Shape& s = kShapes[i];
     print_shape_columns(s);
     for (const Cell& c : rows[i]) print_cell(c);
     print_ratio(fastest(rows[i], {kDnnF16}), fastest(rows[i], {kDnnI8}), kRatioWidth);
     print_ratio(fastest(rows[i], {kLtF16}), fastest(rows[i], {kLtI8V}), kRatioWidth);
+    print_ratio(fastest(rows[i], {kDnnF16, kLtF16}), fastest(rows[i], {kGraftI8V}), kRatioWidth);
     std::printf("\n");
   }
   // Totals per column, over every convolution and over the ones cuBLASLt can take.
@@ -438,6 +475,21 @@ void print_table(const std::vector<std::array<Cell, kCols>>& rows, const char* v
   std::printf("\n  %-60s %7.0f us%s", "int8 scalar scale: fastest of dnn.i8 / lt.i8 / lt.i8v", i8s,
               miss_s ? " *" : "");
   print_ratio(f16, i8s, kRatioWidth);
+  // graft's kernel where it runs (all but the stem), the faster FP16 library call where it does not.
+  bool miss_g = false;
+  auto graft_or_f16 = [](const Shape&, const auto& r) {
+    return fastest(r, {kGraftI8V}) >= 0 ? fastest(r, {kGraftI8V}) : fastest(r, {kDnnF16, kLtF16});
+  };
+  auto graft_or_best = [](const Shape&, const auto& r) {
+    const double gi = fastest(r, {kGraftI8V}), f = fastest(r, {kDnnF16, kLtF16});
+    return gi >= 0 && (f < 0 || gi < f) ? gi : f;
+  };
+  const double gv = weighted(rows, all, graft_or_f16, &miss_g);
+  const double gb = weighted(rows, all, graft_or_best, &miss_g);
+  std::printf("\n  %-60s %7.0f us%s", "graft.i8v where it runs, else fp16", gv, miss_g ? " *" : "");
+  print_ratio(f16, gv, kRatioWidth);
+  std::printf("\n  %-60s %7.0f us%s", "per shape the faster of graft.i8v and fp16", gb, miss_g ? " *" : "");
+  print_ratio(f16, gb, kRatioWidth);
   std::printf("\n");
 }
 
@@ -513,6 +565,7 @@ int main(int argc, char** argv) {
       else if (!out_of_time())
         row[m.col] = run_lt(g, pr, m);
     }
+    if (!out_of_time()) row[kGraftI8V] = run_graft(g, pr);
   }
   print_table(rows, versions.c_str());
   if (g.lt) cublasLtDestroy(g.lt);

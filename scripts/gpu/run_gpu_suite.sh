@@ -198,11 +198,13 @@ if has_step probe; then  # which cuDNN calls a CUDA graph capture refuses (scrip
   note "cuDNN capture probe: rc=$?"; tail -30 "$LOGS/cudnn_probe.log" >> "$summary"
 fi
 
-if has_step int8probe; then  # FP16 vs INT8 conv speed of ResNet-50's shapes, cuDNN and cuBLASLt (scripts/gpu/int8_probe.cpp);
+if has_step int8probe; then  # FP16 vs INT8 conv speed of ResNet-50's shapes: cuDNN, cuBLASLt and graft's own INT8
+  # kernel (scripts/gpu/int8_probe.cpp; after a step that built libgraft, e.g. quickbuild);
   # INT8_PROBE_ARGS: shape filters (substrings of the shape names, e.g. "3x3 stem"; default every shape)
   cudnn_so=$(ls "${CUDNN_DIR:-/nonexistent}"/lib/libcudnn.so* /usr/lib/x86_64-linux-gnu/libcudnn.so* 2>/dev/null | head -1)
   cudnn_inc=${CUDNN_DIR:-/usr}/include
-  "${GXX:-g++}" -std=c++17 -O2 scripts/gpu/int8_probe.cpp -I/usr/local/cuda/include -I"$cudnn_inc" "$cudnn_so" \
+  "${GXX:-g++}" -std=c++17 -O2 scripts/gpu/int8_probe.cpp -I. -Isrc -Iinclude -I/usr/local/cuda/include -I"$cudnn_inc" \
+    "$cudnn_so" -L"$BUILDDIR/src" -lgraft -Wl,-rpath,"$BUILDDIR/src" \
     -Wl,-rpath,"$(dirname "$cudnn_so")" -L/usr/local/cuda/lib64 -lcudart -lcublasLt -Wl,-rpath,/usr/local/cuda/lib64 \
     -o /tmp/int8_probe > "$LOGS/int8_probe.log" 2>&1 &&
     timeout 240 /tmp/int8_probe ${INT8_PROBE_ARGS:-} >> "$LOGS/int8_probe.log" 2>&1
