@@ -261,15 +261,26 @@ cudaError_t launch_conv_nhwc_int8(const int8_t* x, const int8_t* w, const Int8Co
   p.pw = static_cast<int>(g.pw), p.m = static_cast<int>(m);
   p.reduction = static_cast<int>(g.kh * g.kw * g.c);
   p.pixels = static_cast<int>(g.n * g.oh * g.ow);
-  // 128 x 128 tiles while they fill every multiprocessor; 64 x 64 ones for small problems (ResNet's
-  // last stage at batch 32 makes 13 x 4 large tiles for 132 multiprocessors).
-  const int64_t big_tiles = (int64_t{p.pixels} + 127) / 128 * ((m + 127) / 128);
-  if (big_tiles >= multiprocessors_or_default()) {
-    const dim3 grid(static_cast<unsigned>((p.pixels + 127) / 128), static_cast<unsigned>((m + 127) / 128));
+  // The widest tile that still gives every multiprocessor a block: 128 x 128, or 128 pixels by 64
+  // filters (also whenever m <= 64, which would leave half of a 128-wide tile's work empty), or 64 x
+  // 64 for small problems (ResNet's last stage at batch 32 makes 13 x 4 large tiles for 132
+  // multiprocessors).
+  const int64_t sms = multiprocessors_or_default();
+  auto tiles = [&](int64_t rows, int64_t cols) { return (p.pixels + rows - 1) / rows * ((m + cols - 1) / cols); };
+  auto grid_of = [&](int64_t rows, int64_t cols) {
+    return dim3(static_cast<unsigned>((p.pixels + rows - 1) / rows), static_cast<unsigned>((m + cols - 1) / cols));
+  };
+  dim3 grid;
+  if (m > 64 && tiles(128, 128) >= sms) {
+    grid = grid_of(128, 128);
     if (grid.y > 65535) return cudaErrorInvalidValue;
     conv_nhwc_int8_kernel<128, 128, 4><<<grid, kBlockThreads, 0, s>>>(x, w, e, y, p);
+  } else if (tiles(128, 64) >= sms) {
+    grid = grid_of(128, 64);
+    if (grid.y > 65535) return cudaErrorInvalidValue;
+    conv_nhwc_int8_kernel<128, 64, 4><<<grid, kBlockThreads, 0, s>>>(x, w, e, y, p);
   } else {
-    const dim3 grid(static_cast<unsigned>((p.pixels + 63) / 64), static_cast<unsigned>((m + 63) / 64));
+    grid = grid_of(64, 64);
     if (grid.y > 65535) return cudaErrorInvalidValue;
     conv_nhwc_int8_kernel<64, 64, 2><<<grid, kBlockThreads, 0, s>>>(x, w, e, y, p);
   }
