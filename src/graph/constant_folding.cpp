@@ -1,5 +1,6 @@
 // Constant folding: run nodes whose inputs are all known at build time, through the evaluator the
 // builder passes (the runtime's CPU executor; graph/ includes no runtime).
+#include <memory>
 #include <set>
 
 #include "graph/passes.h"
@@ -22,6 +23,38 @@ bool sym_value_to_constant(Value& v) {
   if (numel_of(dims) != static_cast<int64_t>(vals.size())) return false;
   v.constant = Tensor::from_doubles(v.desc.dtype, dims, vals);
   return true;
+}
+
+// The record of a DequantizeLinear whose integers an INT8 kernel could run on (Value::quantized):
+// int8 or uint8 constants, a float32 scale per tensor or per axis (not blocked), zero points absent
+// or all 0, a float32 result. Null otherwise.
+std::shared_ptr<const QuantizedOrigin> quantized_origin(const Node& n, const std::vector<const Tensor*>& ins,
+                                                        const Tensor& out) {
+  if (n.op_type != "DequantizeLinear" || !n.domain.empty() || ins.size() < 2 || !ins[0] || !ins[1]) return nullptr;
+  const Tensor& q = *ins[0];
+  const Tensor& scale = *ins[1];
+  if ((q.dtype() != DataType::kInt8 && q.dtype() != DataType::kUInt8) || scale.dtype() != DataType::kFloat32 ||
+      out.dtype() != DataType::kFloat32 || out.dims() != q.dims())
+    return nullptr;
+  auto block = n.attrs.get_int("block_size", 0);
+  if (!block || *block != 0) return nullptr;
+  if (ins.size() > 2 && ins[2]) {
+    const Tensor& zp = *ins[2];
+    if (zp.dtype() != q.dtype()) return nullptr;
+    for (int64_t i = 0; i < zp.numel(); ++i)
+      if (zp.get(i) != 0) return nullptr;
+  }
+  auto origin = std::make_shared<QuantizedOrigin>();
+  origin->q = q;
+  origin->scale = scale;
+  if (scale.numel() != 1) {
+    auto axis = n.attrs.get_int("axis", 1);
+    if (!axis || scale.rank() != 1) return nullptr;
+    const int64_t a = *axis < 0 ? *axis + q.rank() : *axis;
+    if (a < 0 || a >= q.rank() || q.dims()[static_cast<size_t>(a)] != scale.numel()) return nullptr;
+    origin->axis = a;
+  }
+  return origin;
 }
 
 }  // namespace
@@ -80,6 +113,7 @@ Result<int> fold_constants(Graph& graph, const NodeEvaluator& evaluate) {
     for (size_t o = 0; o < n.outputs.size(); ++o) {
       Value* v = n.outputs[o];
       if (!v) continue;
+      v->quantized = o == 0 ? quantized_origin(n, ins, (*outs)[o]) : nullptr;
       v->constant = std::move((*outs)[o]);
       v->desc = TensorDesc(v->constant->dtype(), shape_from_values(v->constant->dims()));
       v->sym_value.reset();

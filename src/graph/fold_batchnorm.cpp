@@ -5,7 +5,9 @@
 // becomes a 1x1 depthwise Conv (weight k, bias B - mean * k), which the conv epilogue fusion then
 // gives the activation.
 #include <cmath>
+#include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +49,28 @@ Result<bool> inference_affine(const Node& bn, const std::map<const Value*, std::
   return true;
 }
 
+// A quantized filter (Value::quantized) scaled by k per output channel stays quantized: the same
+// integers over scales multiplied by k, per output channel (a per-tensor scale becomes one per
+// channel). The new float filter is W * k rounded once, the record's scale * k rounded once, so
+// they agree up to those roundings. Null when `origin` is, or is per input channel, or a product
+// is not a finite float.
+std::shared_ptr<const QuantizedOrigin> scaled_origin(const QuantizedOrigin* origin, const Tensor& w,
+                                                     const std::vector<double>& k) {
+  if (!origin || (!origin->per_tensor() && origin->axis != 0) || origin->q.dims() != w.dims() || w.rank() < 1)
+    return nullptr;
+  const int64_t m = w.dims()[0];
+  auto out = std::make_shared<QuantizedOrigin>();
+  out->q = origin->q;
+  out->scale = Tensor::empty(DataType::kFloat32, {m});
+  out->axis = 0;
+  for (int64_t c = 0; c < m; ++c) {
+    const double s = origin->scale.get(origin->per_tensor() ? 0 : c) * k[static_cast<size_t>(c)];
+    if (!std::isfinite(s) || std::fabs(s) > std::numeric_limits<float>::max()) return nullptr;
+    out->scale.set(c, s);
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<int> fold_batchnorm(Graph& graph) {
@@ -82,6 +106,7 @@ Result<int> fold_batchnorm(Graph& graph) {
     }
     Value* wv = graph.new_constant(w->name + "_bnfold", new_w);
     Value* bv = graph.new_constant(conv.name + "_bias_bnfold", new_b);
+    wv->quantized = scaled_origin(w->quantized.get(), W, k);
     conv.inputs[1] = wv;
     if (conv.inputs.size() < 3) conv.inputs.resize(3, nullptr);
     conv.inputs[2] = bv;

@@ -22,6 +22,20 @@ namespace graft {
 
 struct Node;
 
+// Where a float constant came from when constant folding made it out of DequantizeLinear of 8-bit
+// integers with zero point 0 (an explicitly quantized model's weights): those integers and their
+// float32 scales, one (per tensor) or one per index of `axis`. The float constant is
+// DequantizeLinear(q, scale) to the bit; a pass that derives a new constant from such a one (fold_batchnorm
+// scaling the filters per output channel) gives the new value a record only where its values are
+// q * the record's scales up to the float rounding of that derivation. What an INT8 kernel runs on
+// in place of the float values; nothing else reads it.
+struct QuantizedOrigin {
+  Tensor q;      // int8 or uint8, the constant's shape
+  Tensor scale;  // float32: one element, or q.dims()[axis] of them (negative after a BatchNormalization with a negative scale)
+  int64_t axis = 0;
+  bool per_tensor() const { return scale.numel() == 1; }
+};
+
 struct Value {
   std::string name;
   TensorDesc desc;                 // dtype + (symbolic) shape, filled by the importer/shape inference
@@ -34,6 +48,8 @@ struct Value {
   bool is_graph_output = false;
   // In a subgraph (If/Loop/Scan body): a value of an enclosing graph, read by name (Graph::captures).
   bool is_captured = false;
+  // Set on some float constants (QuantizedOrigin above); shared, as the tensors are.
+  std::shared_ptr<const QuantizedOrigin> quantized;
 };
 
 class Graph;
