@@ -15,6 +15,7 @@ namespace {
 bool fusion(const BuilderConfig& c) { return c.fusion; }
 bool fp16(const BuilderConfig& c) { return c.fp16; }
 bool layout(const BuilderConfig& c) { return c.layout != "nchw"; }
+bool fusion_fp16(const BuilderConfig& c) { return c.fusion && c.fp16; }
 
 // A pass that reports "<n> <what>" when it changed something (or always, with `always_report`).
 template <Result<int> (*Pass)(Graph&)>
@@ -118,6 +119,10 @@ Result<std::string> nhwc_regions(Graph& g, const DevicePassContext& ctx) {
   return std::to_string(moved) + " layers in NHWC";
 }
 
+Result<std::string> int8_convs(Graph& g, const DevicePassContext&) {
+  return counted<quantized_convs_to_int8>(g, "quantized convolutions on their int8 integers", false);
+}
+
 Result<std::string> deferred_activations(Graph& g, const DevicePassContext&) {
   return counted<defer_activations_to_depthwise>(g, "activations deferred to depthwise readers", false);
 }
@@ -159,6 +164,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"gemm transposes", fusion, gemm_transposes},
       {"fp16", fp16, float16},
       {"layout", layout, nhwc_regions},
+      {"int8 convs", fusion_fp16, int8_convs},
       {"defer activations", fusion, deferred_activations},
       {"fold gemm", fusion, gemm_folds},
       {"concat slices", fusion, concat_slices},

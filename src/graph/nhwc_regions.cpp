@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "graph/pass_util.h"
@@ -40,6 +41,17 @@ bool is_pool(const Node* n) {
 bool is_scalar(const Value* v) {
   std::vector<int64_t> d;
   return v && static_dims_of(v, &d) && numel_of(d) == 1;
+}
+
+// The int8 record of an OIHW filter (Value::quantized) for its OHWI copy: the integers permuted the
+// same way, the scales unchanged (per tensor, or per output channel, which stays axis 0); null
+// for scales along another axis.
+std::shared_ptr<const QuantizedOrigin> ohwi_origin(const QuantizedOrigin* o) {
+  if (!o || (!o->per_tensor() && o->axis != 0) || o->q.rank() != 4) return nullptr;
+  auto out = std::make_shared<QuantizedOrigin>(*o);
+  out->q = permute_rank4(o->q, kNchwToNhwc);
+  out->axis = 0;
+  return out;
 }
 
 // A copy of `t` with its last axis zero-padded to `size` elements.
@@ -248,6 +260,7 @@ Result<int> convert_conv_regions_to_nhwc(Graph& g, const std::function<bool(cons
         auto wit = weights.find(w);
         if (wit == weights.end()) {
           wit = weights.emplace(w, g.new_constant(w->name + "_ohwi", permute_rank4(*w->constant, kNchwToNhwc))).first;
+          wit->second->quantized = ohwi_origin(w->quantized.get());
         }
         n->inputs[1] = wit->second;
         n->attrs.set("layout", std::string("NHWC"));

@@ -68,6 +68,12 @@ Result<int> fuse_l2_normalize(Graph& graph);
 // BatchNormalization -> Relu pairs as 58 kernels instead of 116. A CUDA builder pass.
 Result<int> batchnorm_activations_as_convs(Graph& graph);
 
+// A float16 NHWC GraftConv over a folded int8 Q/DQ pair (zero point 0) with a filter folded from
+// int8 DequantizeLinear (Value::quantized) becomes GraftConvInt8 over the integers, its input
+// quantized once per pair by a QuantizeLinear (src/graph/int8_convs.cpp). A CUDA builder pass, after
+// the layout pass. Returns the number of convolutions converted.
+Result<int> quantized_convs_to_int8(Graph& graph);
+
 // Identity, inference Dropout, same-type Cast, a Pad by zero and a Slice that keeps whole axes (known
 // extents) are bypassed (kept only when both sides are graph I/O).
 int remove_identities(Graph& graph);

@@ -252,6 +252,7 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
         if (first_clamped.empty() && clamps.raised + clamps.lowered > before)
           first_clamped = "'" + v->name + "', read by '" + n->name + "' (" + n->op_type + ")";
         v16->constant = std::move(c).value();
+        v16->quantized = v->quantized;  // the same integers, now rounded to float16 once more
         v16->desc = v->desc;
         v16->desc.dtype = DataType::kFloat16;
       } else {

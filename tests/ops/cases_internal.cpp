@@ -1,6 +1,6 @@
 // Cases for graft's internal ops (graft.internal, made by the CUDA builder's passes): GraftConv (NCHW
 // and NHWC; bias, residual, output and input activations; dense, grouped, depthwise, pointwise,
-// dilated and strided problems), GraftPool (NHWC pools), GraftGemm (bias, residual, Relu/Gelu) and
+// dilated and strided problems), GraftConvInt8 (int8 NHWC with per-filter scales), GraftPool (NHWC pools), GraftGemm (bias, residual, Relu/Gelu) and
 // GraftAttention (heads, a periodic bias). Their independent
 // formulas are ONNX Conv's and pools' (case_util.h) around layout permutations and the epilogue.
 // These run the untuned choice of each problem (cuDNN's heuristic, or graft's depthwise kernel);
@@ -138,6 +138,69 @@ OpCaseTable graft_conv_cases() {
   AttributeMap bad = conv_attrs("NWHC", "Relu", 1, 3, 1, 1);
   t.bad_attributes.push_back({"unknown_layout", bad, {}, "layout"});
   t.reference = graft_conv_formula;
+  return t;
+}
+
+// ---- GraftConvInt8: int8 X and W (NHWC), float32 per-filter scale and bias, a float16 output ----
+// The formula is GraftConv's over the filter scaled per output channel in double: conv(x, w) * s =
+// conv(x, w * s), the integer sums' scale taken exactly.
+Values graft_conv_int8_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
+  std::vector<double> w = in[1];
+  const int64_t m = dims[1][0], per_filter = m ? static_cast<int64_t>(w.size()) / m : 0;
+  for (int64_t f = 0; f < m; ++f)
+    for (int64_t i = 0; i < per_filter; ++i) w[static_cast<size_t>(f * per_filter + i)] *= in[2][static_cast<size_t>(f)];
+  AttributeMap nhwc_attrs = a;
+  nhwc_attrs.set("layout", std::string("NHWC"));
+  const bool bias = in.size() > 3 && !in[3].empty(), residual = in.size() > 4 && !in[4].empty();
+  Values conv_in = {in[0], w, bias ? in[3] : std::vector<double>{}};
+  DimsList conv_dims = {dims[0], dims[1], bias ? dims[3] : Ints{}};
+  if (residual) {
+    conv_in.push_back(in[4]);
+    conv_dims.push_back(dims[4]);
+  }
+  return graft_conv_formula(conv_in, conv_dims, nhwc_attrs);
+}
+
+OpCaseTable graft_conv_int8_cases() {
+  OpCaseTable t;
+  t.domain = kInternalDomain;
+  t.name = "GraftConvInt8";
+  // Its output is float16 (attribute `to`), which the INT8 kernel writes; X and W are int8 and the
+  // scale and bias float32 in every case.
+  t.cuda_dtypes = t.cpu_dtypes = {DataType::kFloat16};
+  t.reference_dtype = DataType::kFloat32;  // the scale and bias are float32 by definition
+  auto attrs = [](const char* act, int64_t k, int64_t stride, int64_t pad, int64_t dilation) {
+    AttributeMap a = conv_attrs("NHWC", act, 1, k, stride, pad, dilation);
+    a.erase("layout");
+    a.set("to", static_cast<int64_t>(DataType::kFloat16));
+    return a;
+  };
+  auto i8 = [](Ints d) { return typed(std::move(d), DataType::kInt8, -128, 127); };
+  // Scales that keep the outputs within a few units: the sums' spread is about sqrt(K) * 74^2.
+  auto scales = [](int64_t m, int64_t k) {
+    const double s = 1.0 / (std::sqrt(static_cast<double>(k)) * 5500.0);
+    return typed({m}, DataType::kFloat32, 0.5 * s, 1.5 * s);
+  };
+  auto f32 = [](Ints d) { return typed(std::move(d), DataType::kFloat32, -1.0, 1.0); };
+  t.cases.push_back(conv_case("3x3_relu_bias", {i8({2, 7, 7, 16}), i8({32, 3, 3, 16}), scales(32, 144), f32({32})},
+                              {2, 7, 7, 32}, attrs("Relu", 3, 1, 1, 1)));
+  AttributeMap clip = attrs("Clip", 1, 1, 0, 1);
+  clip.set("clip_min", -0.25f);
+  clip.set("clip_max", 0.5f);
+  t.cases.push_back(conv_case("1x1_clip_residual_no_bias",
+                              {i8({2, 5, 6, 32}), i8({24, 1, 1, 32}), scales(24, 32), none(), in({2, 5, 6, 24})},
+                              {2, 5, 6, 24}, clip));
+  t.cases.push_back(conv_case("3x3_stride2_dilated", {i8({1, 11, 9, 16}), i8({20, 3, 3, 16}), scales(20, 144), f32({20})},
+                              {1, 5, 4, 20}, attrs("", 3, 2, 1, 2)));
+  AttributeMap silu = attrs("Silu", 3, 1, 1, 1);
+  t.bad_attributes.push_back({"silu_activation", silu, {}, "activation"});
+  AttributeMap grouped = attrs("Relu", 3, 1, 1, 1);
+  grouped.set("group", int64_t{2});
+  t.bad_attributes.push_back({"two_groups", grouped, {}, "group"});
+  AttributeMap to_int = attrs("Relu", 3, 1, 1, 1);
+  to_int.set("to", int64_t{3});
+  t.bad_attributes.push_back({"int8_output", to_int, {}, "to"});
+  t.reference = graft_conv_int8_formula;
   return t;
 }
 
@@ -280,7 +343,7 @@ OpCaseTable graft_attention_cases() {
 }  // namespace
 
 std::vector<OpCaseTable> internal_case_tables() {
-  return {graft_conv_cases(), graft_pool_cases(), graft_gemm_cases(), graft_attention_cases()};
+  return {graft_conv_cases(), graft_conv_int8_cases(), graft_pool_cases(), graft_gemm_cases(), graft_attention_cases()};
 }
 
 }  // namespace graft::optest

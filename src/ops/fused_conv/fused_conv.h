@@ -8,6 +8,12 @@
 //     `input_activation` (same names, with input_clip_min/max, input_hardsigmoid_alpha/beta) is
 //     applied to X's elements before the convolution (the padding stays zero): a producer's
 //     activation deferred to this reader, so that the producer can run in cuDNN's fused call.
+//   GraftConvInt8(X, W, Scale, B?, Z?)  an explicitly quantized convolution in NHWC on its integers
+//     (src/graph/int8_convs.cpp makes it): X int8 [N, H, W, C] and W int8 [M, kH, kW, C] (zero
+//     points 0), summed exactly, then per filter y = act(fma(sum, Scale[m], B[m]) + Z) in float32
+//     (Scale and B float32 [M]; the scale is the activation's times the filter's; Z of a float
+//     type, read as float32), rounded to `to` (float16 or float32). The Conv attributes (one
+//     group), activation '', 'Relu' or 'Clip'. CUDA: a float16 output and Z.
 //   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
 //     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
 //   GraftChannelsLast(X)  X [N, C, H, W] as Y [N, H, W, channels]: channels-last, channels C and up
@@ -25,7 +31,8 @@
 // NCHW, call the builtin Conv / pool, and permute back, so they cannot drift from ONNX semantics.
 // The CPU reference is what the fusion tests compare the CUDA kernels and the passes against.
 //
-// One file per op: graft_conv (GraftConv), nhwc_pool (GraftPool) and channels_last
+// One file per op: graft_conv (GraftConv), graft_conv_int8 (GraftConvInt8, its kernel in
+// conv_int8_kernels.cu), nhwc_pool (GraftPool) and channels_last
 // (GraftChannelsLast), each a .cpp (schema and CPU reference) and a _cuda.cpp (the CUDA op's host
 // code); graft's own convolution kernels, which GraftConv times against cuDNN, are
 // conv_mma_kernels.cu and depthwise_tile_kernels.cu, over the nn family's nn_kernels.cu. The ops'

@@ -1,0 +1,119 @@
+// Explicitly quantized convolutions on their integers: the CUDA builder's "int8 convs" pass, after
+// the layout pass. A float16 NHWC GraftConv whose input is a folded Q/DQ pair (GraftQuantizeDequantize,
+// int8, zero point 0) and whose filter was folded from DequantizeLinear of int8 constants
+// (Value::quantized, zero point 0, one scale or one per output channel) computes
+//   act(sum over the window of (s_x q_x) * (s_w q_w) + B + Z) = act(s_x s_w * sum(q_x q_w) + B + Z),
+// so it becomes GraftConvInt8 over q_x and q_w: the sum is exact in int32 and the scales meet it once
+// in float32 (src/ops/fused_conv/graft_conv_int8.cpp). q_x comes from one QuantizeLinear per folded
+// pair (the pair's own first step, with its scale and zero point), which writes int8 where the pair
+// wrote float16; the pair stays only for readers that are not converted.
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graph/pass_util.h"
+#include "graph/passes.h"
+#include "ops/internal_ops.h"
+
+namespace graft {
+
+namespace {
+
+const Tensor* scalar_constant(const Value* v) {
+  return v && v->constant && v->constant->numel() == 1 ? &*v->constant : nullptr;
+}
+
+// A folded pair over a positive finite scalar scale and an int8 zero point of 0.
+bool int8_pair(const Node* p) {
+  if (!is_internal(p, "GraftQuantizeDequantize") || p->inputs.size() != 3 || !p->inputs[0]) return false;
+  const Tensor* s = scalar_constant(p->input(1));
+  const Tensor* zp = scalar_constant(p->input(2));
+  return s && zp && zp->dtype() == DataType::kInt8 && zp->get(0) == 0 && std::isfinite(s->get(0)) && s->get(0) > 0;
+}
+
+bool string_attr_is(const Node& n, const char* name, const char* fallback, std::initializer_list<const char*> allowed) {
+  auto v = n.attrs.get_string(name, fallback);
+  if (!v) return false;
+  for (const char* a : allowed)
+    if (*v == a) return true;
+  return false;
+}
+
+// The GraftConv forms the INT8 kernel computes: NHWC, one group, no input activation, activation
+// none, Relu or Clip, a float16 output, a constant rank-4 filter over a multiple of 16 channels
+// with an int8 record, a constant bias if any.
+bool int8_candidate(const Node& n) {
+  if (!is_internal(n, "GraftConv") || n.inputs.size() < 2 || n.outputs.size() != 1 || !n.outputs[0] ||
+      n.outputs[0]->desc.dtype != DataType::kFloat16)
+    return false;
+  if (!string_attr_is(n, "layout", "NCHW", {"NHWC"}) || !string_attr_is(n, "input_activation", "", {""}) ||
+      !string_attr_is(n, "activation", "", {"", "Relu", "Clip"}))
+    return false;
+  auto group = n.attrs.get_int("group", 1);
+  if (!group || *group != 1) return false;
+  const Value* w = n.input(1);
+  if (!w || !w->constant || !w->quantized || w->constant->rank() != 4 || w->constant->dims()[3] % 16 != 0) return false;
+  const QuantizedOrigin& o = *w->quantized;
+  if (o.q.dtype() != DataType::kInt8 || o.q.dims() != w->constant->dims() || (!o.per_tensor() && o.axis != 0))
+    return false;
+  const Value* b = n.input(2);
+  return (!b || b->constant) && int8_pair(n.input(0) ? n.input(0)->producer : nullptr);
+}
+
+}  // namespace
+
+Result<int> quantized_convs_to_int8(Graph& g) {
+  std::map<const Node*, Value*> integers;  // folded pair -> the int8 output of its QuantizeLinear
+  NodeNamer unique_name(g);
+  const int opset = default_domain_opset(g);
+  std::vector<Node*> order;
+  for (auto& n : g.nodes()) order.push_back(n.get());
+  int converted = 0;
+  for (Node* n : order) {
+    if (!int8_candidate(*n)) continue;
+    Node* pair = n->inputs[0]->producer;
+    const Value* w = n->inputs[1];
+    const QuantizedOrigin& o = *w->quantized;
+    const int64_t m = w->constant->dims()[0];
+    const double sx = pair->input(1)->constant->get(0);
+    Tensor scale = Tensor::empty(DataType::kFloat32, {m});
+    for (int64_t c = 0; c < m; ++c) scale.set(c, sx * o.scale.get(o.per_tensor() ? 0 : c));
+    Value*& xq = integers[pair];
+    if (!xq) {
+      Value* x = pair->inputs[0];
+      xq = g.new_value(x->name + "_int8");
+      Node* q = g.add_node(unique_name(pair->name + "_int8"), "QuantizeLinear");
+      q->opset = opset;
+      q->inputs = {x, pair->inputs[1], pair->inputs[2]};
+      q->outputs = {xq};
+      xq->producer = q;
+      xq->desc = x->desc;
+      xq->desc.dtype = DataType::kInt8;
+      inherit_precision(q, {pair});
+    }
+    std::vector<Value*> inputs = {xq, g.new_constant(w->name + "_int8", o.q),
+                                  g.new_constant(n->name + "_int8_scale", std::move(scale))};
+    if (const Value* b = n->input(2)) {
+      Tensor bias = Tensor::empty(DataType::kFloat32, {m});
+      for (int64_t c = 0; c < m; ++c) bias.set(c, b->constant->get(c));  // float16 to float32: exact
+      inputs.push_back(g.new_constant(n->name + "_int8_bias", std::move(bias)));
+    }
+    if (Value* z = n->input(3)) {
+      if (inputs.size() == 3) inputs.push_back(nullptr);
+      inputs.push_back(z);
+    }
+    n->op_type = "GraftConvInt8";
+    n->inputs = std::move(inputs);
+    n->attrs.erase("layout");
+    n->attrs.set("to", static_cast<int64_t>(DataType::kFloat16));
+    ++converted;
+  }
+  if (converted) {
+    eliminate_dead_nodes(g);  // pairs whose readers all became INT8 convolutions
+    GRAFT_RETURN_IF_ERROR(infer_shapes(g));
+  }
+  return converted;
+}
+
+}  // namespace graft

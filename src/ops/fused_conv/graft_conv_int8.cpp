@@ -1,0 +1,149 @@
+// GraftConvInt8 (fused_conv.h): its schema and CPU reference. CUDA: graft_conv_int8_cuda.cpp, over
+// conv_int8_kernels.cu.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "ops/fused_conv/fused_conv.h"
+#include "ops/infer_util.h"
+#include "ops/layout.h"
+#include "ops/operator.h"
+#include "ops/window_attrs.h"
+
+namespace graft {
+
+namespace {
+
+using namespace infer;
+
+// The output's float type (attribute `to`: float16 or float32).
+Result<DataType> output_type(const AttributeMap& attrs) {
+  GRAFT_ASSIGN_OR_RETURN(const int64_t to, attrs.get_int("to", static_cast<int64_t>(DataType::kFloat16)));
+  if (to != static_cast<int64_t>(DataType::kFloat16) && to != static_cast<int64_t>(DataType::kFloat32))
+    return Status(error(StatusCode::kInvalidModel, "to must be float16 (10) or float32 (1), got ", to)).with_attribute("to");
+  return static_cast<DataType>(to);
+}
+
+// The activation: none, Relu or Clip (what the INT8 kernel's epilogue computes exactly).
+Result<ConvEpilogueActivation> int8_activation(const AttributeMap& attrs) {
+  ConvEpilogueActivation act;
+  GRAFT_RETURN_IF_ERROR(read_activation(attrs, &act));
+  if (act.kind != ConvActivation::kNone && act.kind != ConvActivation::kRelu && act.kind != ConvActivation::kClip)
+    return Status(error(StatusCode::kInvalidModel, "GraftConvInt8 takes activation '', 'Relu' or 'Clip'"))
+        .with_attribute("activation");
+  return act;
+}
+
+Status check_group(const AttributeMap& attrs) {
+  GRAFT_ASSIGN_OR_RETURN(const int64_t group, attrs.get_int("group", 1));
+  if (group != 1) return Status(error(StatusCode::kInvalidModel, "GraftConvInt8 has one group, got ", group)).with_attribute("group");
+  return Status::ok();
+}
+
+Status infer_graft_conv_int8(InferContext& ctx) {
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 0, {kI8}));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 1, {kI8}));
+  GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, {kF32}));
+  if (ctx.has_input(3)) GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 3, {kF32}));
+  GRAFT_ASSIGN_OR_RETURN(const DataType to, output_type(ctx.attrs()));
+  GRAFT_RETURN_IF_ERROR(int8_activation(ctx.attrs()).status());
+  GRAFT_RETURN_IF_ERROR(check_group(ctx.attrs()));
+  if (ctx.input(0).rank() != 4 || ctx.input(1).rank() != 4)
+    return ctx.fail("needs rank-4 X [N, H, W, C] and W [M, kH, kW, C], got ", ctx.input(0).to_string(), " and ",
+                    ctx.input(1).to_string());
+  // The geometry is the builtin Conv's over NCHW float views of X and W.
+  std::vector<TensorDesc> descs = {ctx.input(0), ctx.input(1)};
+  for (TensorDesc& d : descs) {
+    d.dtype = kF32;
+    d = permuted_desc(d, kToNchw);
+  }
+  std::vector<InferContext::InputInfo> infos(2);
+  infos[0].desc = &descs[0];
+  infos[1].desc = &descs[1];
+  InferContext inner(ctx.node(), infos, ctx.opset());
+  GRAFT_RETURN_IF_ERROR(builtin("Conv").infer(inner));
+  TensorDesc y = permuted_desc(inner.outputs()[0], kToNhwc);
+  y.dtype = to;
+  const TensorDesc& w = ctx.input(1);
+  for (int i : {2, 3}) {
+    if (!ctx.has_input(static_cast<size_t>(i))) continue;
+    const TensorDesc& v = ctx.input(static_cast<size_t>(i));
+    if (v.rank() != 1 || (w.shape && (*w.shape)[0].is_const() && (*v.shape)[0].is_const() &&
+                          (*v.shape)[0].value() != (*w.shape)[0].value()))
+      return ctx.fail(i == 2 ? "the scale" : "the bias", " must hold one value per filter, got ", v.to_string());
+  }
+  if (ctx.has_input(4)) {
+    const TensorDesc& z = ctx.input(4);
+    if (!dtype_is_float(z.dtype)) return ctx.fail("residual Z must be a float tensor, got ", dtype_name(z.dtype));
+    if (z.shape && y.shape && shape_is_static(*z.shape) && shape_is_static(*y.shape) &&
+        shape_values(*z.shape) != shape_values(*y.shape))
+      return ctx.fail("residual Z ", z.to_string(), " must have the output's shape ", y.to_string());
+  }
+  ctx.set_output(0, y);
+  return Status::ok();
+}
+
+// The exact integer sums, then the epilogue's float32 steps as the CUDA kernel takes them
+// (conv_int8_kernels.cuh): one fma with the filter's scale and bias, one add of the residual, the
+// activation, one rounding to the output type.
+Status graft_conv_int8_cpu(ExecContext& ctx) {
+  if (ctx.inputs.size() < 3 || !ctx.inputs[0] || !ctx.inputs[1] || !ctx.inputs[2])
+    return error(StatusCode::kInvalidModel, "GraftConvInt8 needs X, W and the scale");
+  const Tensor& x = *ctx.inputs[0];
+  const Tensor& w = *ctx.inputs[1];
+  const Tensor& scale = *ctx.inputs[2];
+  const Tensor* b = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
+  const Tensor* z = ctx.inputs.size() > 4 ? ctx.inputs[4] : nullptr;
+  Tensor& y = *ctx.outputs[0];
+  GRAFT_ASSIGN_OR_RETURN(const ConvEpilogueActivation act, int8_activation(*ctx.attrs));
+  GRAFT_RETURN_IF_ERROR(check_group(*ctx.attrs));
+  if (x.dtype() != DataType::kInt8 || w.dtype() != DataType::kInt8 || scale.dtype() != DataType::kFloat32 ||
+      (b && b->dtype() != DataType::kFloat32) || x.rank() != 4 || w.rank() != 4 || y.rank() != 4)
+    return error(StatusCode::kInvalidModel, "GraftConvInt8 needs int8 X and W of rank 4 and a float32 scale and bias");
+  const int64_t n = x.dims()[0], h = x.dims()[1], wd = x.dims()[2], c = x.dims()[3];
+  const int64_t m = w.dims()[0], kh = w.dims()[1], kw = w.dims()[2];
+  const int64_t oh = y.dims()[1], ow = y.dims()[2];
+  if (w.dims()[3] != c || y.dims()[0] != n || y.dims()[3] != m || scale.numel() != m || (b && b->numel() != m) ||
+      (z && z->dims() != y.dims()))
+    return error(StatusCode::kInvalidModel, "GraftConvInt8: X, W, the scale, the bias, Z and Y disagree in shape");
+  const std::vector<int64_t> kernel = {kh, kw};
+  GRAFT_ASSIGN_OR_RETURN(WindowAttrs wa, parse_window_attrs(*ctx.attrs, 2, &kernel, false));
+  std::vector<int64_t> begins, ends;
+  resolve_pads(wa, {h, wd}, &begins, &ends);
+  const auto* xp = static_cast<const int8_t*>(x.data());
+  const auto* wp = static_cast<const int8_t*>(w.data());
+  const auto* sp = static_cast<const float*>(scale.data());
+  const auto* bp = b ? static_cast<const float*>(b->data()) : nullptr;
+  for (int64_t img = 0; img < n; ++img)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t co = 0; co < m; ++co) {
+          int64_t acc = 0;
+          for (int64_t i = 0; i < kh; ++i) {
+            const int64_t iy = oy * wa.strides[0] - begins[0] + i * wa.dilations[0];
+            if (iy < 0 || iy >= h) continue;
+            for (int64_t j = 0; j < kw; ++j) {
+              const int64_t ix = ox * wa.strides[1] - begins[1] + j * wa.dilations[1];
+              if (ix < 0 || ix >= wd) continue;
+              const int8_t* xr = xp + ((img * h + iy) * wd + ix) * c;
+              const int8_t* wr = wp + ((co * kh + i) * kw + j) * c;
+              for (int64_t k = 0; k < c; ++k) acc += int64_t{xr[k]} * wr[k];
+            }
+          }
+          const int64_t at = ((img * oh + oy) * ow + ox) * m + co;
+          float v = std::fma(static_cast<float>(acc), sp[co], bp ? bp[co] : 0.f);
+          if (z) v = v + static_cast<float>(z->get(at));
+          if (act.kind == ConvActivation::kRelu) v = v > 0.f ? v : 0.f;
+          if (act.kind == ConvActivation::kClip) v = v < act.lo ? act.lo : (v > act.hi ? act.hi : v);
+          y.set(at, v);
+        }
+  return Status::ok();
+}
+
+}  // namespace
+
+void append_graft_conv_int8_ops(std::vector<OpEntry>& out) {
+  out.push_back(internal_op(OpEntry{"GraftConvInt8", 1, infer_graft_conv_int8, graft_conv_int8_cpu}));
+}
+
+}  // namespace graft
