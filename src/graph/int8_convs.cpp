@@ -7,8 +7,14 @@
 // in float32 (src/ops/fused_conv/graft_conv_int8.cpp). q_x comes from one QuantizeLinear per folded
 // pair (the pair's own first step, with its scale and zero point), which writes int8 where the pair
 // wrote float16; the pair stays only for readers that are not converted.
+//
+// Then a GraftConvInt8 whose float16 output only such a QuantizeLinear reads (the next quantized
+// layer's input: ResNet's conv1 and conv2 of every block) writes that QuantizeLinear's int8 output
+// itself, quantizing its float32 result (GraftConvInt8's `out_scale`): no float16 tensor between
+// the two layers, no pass over it, and no float16 rounding before the quantization.
 #include <cmath>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -109,10 +115,40 @@ Result<int> quantized_convs_to_int8(Graph& g) {
     n->attrs.set("to", static_cast<int64_t>(DataType::kFloat16));
     ++converted;
   }
-  if (converted) {
-    eliminate_dead_nodes(g);  // pairs whose readers all became INT8 convolutions
-    GRAFT_RETURN_IF_ERROR(infer_shapes(g));
+  if (!converted) return 0;
+  eliminate_dead_nodes(g);  // pairs whose readers all became INT8 convolutions
+  // INT8 convolutions whose only reader quantizes their output over a scalar int8 scale, zero point 0.
+  auto consumers = g.consumers();
+  std::set<const Node*> fused;
+  for (auto& up : g.nodes()) {
+    Node* n = up.get();
+    if (!is_internal(n, "GraftConvInt8") || n->outputs.size() != 1 || !n->outputs[0]) continue;
+    Value* y = n->outputs[0];
+    auto readers = consumers.find(y);
+    if (y->is_graph_output || y->desc.dtype != DataType::kFloat16 || readers == consumers.end() ||
+        readers->second.size() != 1)
+      continue;
+    Node* q = readers->second[0];
+    if (!is_onnx_op(q, "QuantizeLinear") || q->inputs.size() != 3 || q->input(0) != y || q->outputs.size() != 1 ||
+        !q->outputs[0] || q->outputs[0]->desc.dtype != DataType::kInt8 || fused.count(q))
+      continue;
+    const Tensor* s = scalar_constant(q->input(1));
+    const Tensor* zp = scalar_constant(q->input(2));
+    if (!s || !zp || zp->dtype() != DataType::kInt8 || zp->get(0) != 0 || s->dtype() != DataType::kFloat32 ||
+        !std::isfinite(s->get(0)) || !(s->get(0) > 0))
+      continue;
+    Value* yq = q->outputs[0];
+    n->outputs[0] = yq;
+    yq->producer = n;
+    y->producer = nullptr;
+    q->outputs.clear();  // so removing q leaves yq to n
+    n->attrs.set("to", static_cast<int64_t>(DataType::kInt8));
+    n->attrs.set("out_scale", static_cast<float>(s->get(0)));
+    fused.insert(q);
   }
+  g.remove_nodes_if([&](const Node* n) { return fused.count(n) != 0; });
+  g.prune_values();
+  GRAFT_RETURN_IF_ERROR(infer_shapes(g));
   return converted;
 }
 

@@ -158,7 +158,13 @@ Values graft_conv_int8_formula(const Values& in, const DimsList& dims, const Att
     conv_in.push_back(in[4]);
     conv_dims.push_back(dims[4]);
   }
-  return graft_conv_formula(conv_in, conv_dims, nhwc_attrs);
+  Values y = graft_conv_formula(conv_in, conv_dims, nhwc_attrs);
+  // An int8 output: QuantizeLinear's rounding (half to even) and saturation, zero point 0.
+  if (a.get_int("to", 10).value() == static_cast<int64_t>(DataType::kInt8)) {
+    const double s = a.get_float("out_scale", 1.f).value();
+    for (double& v : y[0]) v = std::clamp(std::nearbyint(v / s), -128.0, 127.0);
+  }
+  return y;
 }
 
 OpCaseTable graft_conv_int8_cases() {
@@ -192,14 +198,32 @@ OpCaseTable graft_conv_int8_cases() {
                               {2, 5, 6, 24}, clip));
   t.cases.push_back(conv_case("3x3_stride2_dilated", {i8({1, 11, 9, 16}), i8({20, 3, 3, 16}), scales(20, 144), f32({20})},
                               {1, 5, 4, 20}, attrs("", 3, 2, 1, 2)));
+  // An int8 output (the next layer's quantizer fused): powers of two for every scale and bias values
+  // on a 2^-6 grid, so the float32 steps are exact and the formula's rounding (half to even) agrees
+  // with them on every element, ties included.
+  AttributeMap int8_out = attrs("Relu", 3, 1, 1, 1);
+  int8_out.set("to", static_cast<int64_t>(DataType::kInt8));
+  int8_out.set("out_scale", 0.0625f);
+  std::vector<double> pow2_scales, grid_bias;
+  for (int i = 0; i < 24; ++i) {
+    pow2_scales.push_back(std::ldexp(1.0, -14 - i % 3));
+    grid_bias.push_back((i % 9 - 4) * 0.078125);
+  }
+  OpCase q = conv_case("3x3_relu_int8_out", {i8({2, 6, 5, 16}), i8({24, 3, 3, 16}), fixed({24}, DataType::kFloat32, pow2_scales),
+                                               fixed({24}, DataType::kFloat32, grid_bias)},
+                       {2, 6, 5, 24}, int8_out);
+  t.cases.push_back(q);
   AttributeMap silu = attrs("Silu", 3, 1, 1, 1);
   t.bad_attributes.push_back({"silu_activation", silu, {}, "activation"});
   AttributeMap grouped = attrs("Relu", 3, 1, 1, 1);
   grouped.set("group", int64_t{2});
   t.bad_attributes.push_back({"two_groups", grouped, {}, "group"});
-  AttributeMap to_int = attrs("Relu", 3, 1, 1, 1);
-  to_int.set("to", int64_t{3});
-  t.bad_attributes.push_back({"int8_output", to_int, {}, "to"});
+  AttributeMap to_int32 = attrs("Relu", 3, 1, 1, 1);
+  to_int32.set("to", static_cast<int64_t>(DataType::kInt32));
+  t.bad_attributes.push_back({"int32_output", to_int32, {}, "to"});
+  AttributeMap no_scale = attrs("Relu", 3, 1, 1, 1);
+  no_scale.set("to", static_cast<int64_t>(DataType::kInt8));
+  t.bad_attributes.push_back({"int8_output_without_scale", no_scale, {}, "out_scale"});
   t.reference = graft_conv_int8_formula;
   return t;
 }

@@ -139,6 +139,59 @@ TEST(Int8Convs, QuantizedConvolutionRunsOnItsIntegers) {
   }
 }
 
+// x -> Conv 1x1 -> Relu -> Q/DQ -> Conv 3x3 (int8 filter) -> Relu -> Q/DQ -> Conv 3x3 (int8 filter) -> y:
+// the middle convolution's output is only quantized again, so it writes int8 itself.
+OnnxModelBuilder chain(std::mt19937& rng) {
+  OnnxModelBuilder b(13);
+  b.input("x", DataType::kFloat32, {2, 16, 6, 6});
+  b.initializer("w0", testing::random_tensor(DataType::kFloat32, {16, 16, 1, 1}, rng, -0.5, 0.5));
+  b.node("Conv", {"x", "w0"}, {"c0"}, "conv0");
+  b.node("Relu", {"c0"}, {"r0"}, "relu0");
+  b.initializer("zp", scalar(DataType::kInt8, 0));
+  const char* in = "r0";
+  for (int i = 1; i <= 2; ++i) {
+    const std::string k = std::to_string(i);
+    b.initializer("s" + k, scalar(DataType::kFloat32, i == 1 ? 0.0127 : 0.0391));
+    b.node("QuantizeLinear", {in, "s" + k, "zp"}, {"q" + k}, "q" + k);
+    b.node("DequantizeLinear", {"q" + k, "s" + k, "zp"}, {"d" + k}, "dq" + k);
+    b.initializer("wq" + k, random_int8({16, 16, 3, 3}, rng));
+    b.initializer("sw" + k, testing::random_tensor(DataType::kFloat32, {16}, rng, 1e-3, 4e-3));
+    auto& dw = b.node("DequantizeLinear", {"wq" + k, "sw" + k}, {"w" + k}, "dq_w" + k);
+    OnnxModelBuilder::attr(dw, "axis", 0);
+    auto& conv = b.node("Conv", {"d" + k, "w" + k}, {"c" + k}, "conv" + k);
+    OnnxModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+    b.node("Relu", {"c" + k}, {i == 1 ? "r1" : "y"}, "relu" + k);
+    in = "r1";
+  }
+  b.output("y", DataType::kFloat32);
+  return b;
+}
+
+TEST(Int8Convs, ConvolutionFeedingTheNextQuantizerWritesInt8) {
+  std::mt19937 rng(std::random_device{}());
+  auto g = testing::load(chain(rng));
+  ASSERT_TRUE(g);
+  passes_before_int8(*g);
+  const std::map<std::string, Tensor> feeds{{"x", testing::random_tensor(DataType::kFloat32, {2, 16, 6, 6}, rng, -1, 1)}};
+  const auto want = testing::run_graph(*g, feeds);
+  auto converted = quantized_convs_to_int8(*g);
+  ASSERT_TRUE(converted.is_ok()) << converted.status().to_string();
+  EXPECT_EQ(*converted, 2);
+  EXPECT_EQ(testing::count_op(*g, "QuantizeLinear"), 1);  // the first pair's; conv1 quantizes its own output
+  int int8_out = 0;
+  for (const auto& n : g->nodes())
+    if (is_internal(*n, "GraftConvInt8") && n->outputs[0]->desc.dtype == DataType::kInt8) {
+      ++int8_out;
+      EXPECT_FLOAT_EQ(n->attrs.get_float("out_scale", 0.f).value(), 0.0391f);
+    }
+  EXPECT_EQ(int8_out, 1);
+  const auto got = testing::run_graph(*g, feeds);
+  // conv1's output is quantized from float32 here and from float16 before: a value within float16's
+  // rounding of a rounding boundary lands one step apart, which moves conv2's outputs by a few
+  // thousandths of their range.
+  EXPECT_LE(worst_error(got, want), 2e-2);
+}
+
 TEST(Int8Convs, LeavesWhatTheKernelCannotRun) {
   std::mt19937 rng(std::random_device{}());
   struct Case {

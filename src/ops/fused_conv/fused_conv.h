@@ -12,8 +12,10 @@
 //     (src/graph/int8_convs.cpp makes it): X int8 [N, H, W, C] and W int8 [M, kH, kW, C] (zero
 //     points 0), summed exactly, then per filter y = act(fma(sum, Scale[m], B[m]) + Z) in float32
 //     (Scale and B float32 [M]; the scale is the activation's times the filter's; Z of a float
-//     type, read as float32), rounded to `to` (float16 or float32). The Conv attributes (one
-//     group), activation '', 'Relu' or 'Clip'. CUDA: a float16 output and Z.
+//     type, read as float32), rounded to `to` (float16 or float32), or with `to` int8 quantized
+//     as QuantizeLinear would with scale `out_scale` and zero point 0 (rounded half to even,
+//     saturated). The Conv attributes (one group), activation '', 'Relu' or 'Clip'. CUDA: a
+//     float16 or int8 output, a float16 Z.
 //   GraftPool(X)  an ONNX pool (attribute `pool`: MaxPool, AveragePool, GlobalAveragePool or
 //     GlobalMaxPool, with that op's attributes) on an NHWC tensor.
 //   GraftChannelsLast(X)  X [N, C, H, W] as Y [N, H, W, channels]: channels-last, channels C and up

@@ -16,12 +16,28 @@ namespace {
 
 using namespace infer;
 
-// The output's float type (attribute `to`: float16 or float32).
+// The output's type (attribute `to`: float16, float32, or int8 with `out_scale`).
 Result<DataType> output_type(const AttributeMap& attrs) {
   GRAFT_ASSIGN_OR_RETURN(const int64_t to, attrs.get_int("to", static_cast<int64_t>(DataType::kFloat16)));
-  if (to != static_cast<int64_t>(DataType::kFloat16) && to != static_cast<int64_t>(DataType::kFloat32))
-    return Status(error(StatusCode::kInvalidModel, "to must be float16 (10) or float32 (1), got ", to)).with_attribute("to");
+  if (to != static_cast<int64_t>(DataType::kFloat16) && to != static_cast<int64_t>(DataType::kFloat32) &&
+      to != static_cast<int64_t>(DataType::kInt8))
+    return Status(error(StatusCode::kInvalidModel, "to must be float16 (10), float32 (1) or int8 (3), got ", to))
+        .with_attribute("to");
   return static_cast<DataType>(to);
+}
+
+// The int8 output's scale: positive and finite (0 for a float output, which takes none).
+Result<float> output_scale(const AttributeMap& attrs, DataType to) {
+  GRAFT_ASSIGN_OR_RETURN(const float s, attrs.get_float("out_scale", 0.f));
+  if (to != DataType::kInt8) {
+    if (attrs.has("out_scale"))
+      return Status(error(StatusCode::kInvalidModel, "out_scale is for an int8 output")).with_attribute("out_scale");
+    return 0.f;
+  }
+  if (!(s > 0.f) || !std::isfinite(s))
+    return Status(error(StatusCode::kInvalidModel, "an int8 output needs a positive finite out_scale, got ", s))
+        .with_attribute("out_scale");
+  return s;
 }
 
 // The activation: none, Relu or Clip (what the INT8 kernel's epilogue computes exactly).
@@ -46,6 +62,7 @@ Status infer_graft_conv_int8(InferContext& ctx) {
   GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 2, {kF32}));
   if (ctx.has_input(3)) GRAFT_RETURN_IF_ERROR(check_dtype(ctx, 3, {kF32}));
   GRAFT_ASSIGN_OR_RETURN(const DataType to, output_type(ctx.attrs()));
+  GRAFT_RETURN_IF_ERROR(output_scale(ctx.attrs(), to).status());
   GRAFT_RETURN_IF_ERROR(int8_activation(ctx.attrs()).status());
   GRAFT_RETURN_IF_ERROR(check_group(ctx.attrs()));
   if (ctx.input(0).rank() != 4 || ctx.input(1).rank() != 4)
@@ -85,7 +102,8 @@ Status infer_graft_conv_int8(InferContext& ctx) {
 
 // The exact integer sums, then the epilogue's float32 steps as the CUDA kernel takes them
 // (conv_int8_kernels.cuh): one fma with the filter's scale and bias, one add of the residual, the
-// activation, one rounding to the output type.
+// activation, one rounding to the output type (int8: a division by out_scale, rounded half to even
+// and saturated, as QuantizeLinear does).
 Status graft_conv_int8_cpu(ExecContext& ctx) {
   if (ctx.inputs.size() < 3 || !ctx.inputs[0] || !ctx.inputs[1] || !ctx.inputs[2])
     return error(StatusCode::kInvalidModel, "GraftConvInt8 needs X, W and the scale");
@@ -97,6 +115,9 @@ Status graft_conv_int8_cpu(ExecContext& ctx) {
   Tensor& y = *ctx.outputs[0];
   GRAFT_ASSIGN_OR_RETURN(const ConvEpilogueActivation act, int8_activation(*ctx.attrs));
   GRAFT_RETURN_IF_ERROR(check_group(*ctx.attrs));
+  GRAFT_ASSIGN_OR_RETURN(const DataType to, output_type(*ctx.attrs));
+  GRAFT_ASSIGN_OR_RETURN(const float out_scale, output_scale(*ctx.attrs, to));
+  if (y.dtype() != to) return error(StatusCode::kInternal, "GraftConvInt8: the output is not of type `to`");
   if (x.dtype() != DataType::kInt8 || w.dtype() != DataType::kInt8 || scale.dtype() != DataType::kFloat32 ||
       (b && b->dtype() != DataType::kFloat32) || x.rank() != 4 || w.rank() != 4 || y.rank() != 4)
     return error(StatusCode::kInvalidModel, "GraftConvInt8 needs int8 X and W of rank 4 and a float32 scale and bias");
@@ -135,6 +156,7 @@ Status graft_conv_int8_cpu(ExecContext& ctx) {
           if (z) v = v + static_cast<float>(z->get(at));
           if (act.kind == ConvActivation::kRelu) v = v > 0.f ? v : 0.f;
           if (act.kind == ConvActivation::kClip) v = v < act.lo ? act.lo : (v > act.hi ? act.hi : v);
+          if (to == DataType::kInt8) v = std::fmin(std::fmax(std::nearbyint(v / out_scale), -128.f), 127.f);
           y.set(at, v);
         }
   return Status::ok();

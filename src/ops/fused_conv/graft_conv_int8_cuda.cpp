@@ -26,14 +26,14 @@ bool epilogue_of(const AttributeMap& attrs, k::Epilogue* e) {
   return true;
 }
 
-// X int8 (the key), W int8, the scale and bias float32, a float16 output (the kernel writes int8 or
-// float16), a float16 residual, C a multiple of 16 where the filter is known.
+// X int8 (the key), W int8, the scale and bias float32, a float16 or int8 output, a float16
+// residual, C a multiple of 16 where the filter is known.
 bool graft_conv_int8_supports(const Node& n, std::string* why) {
   if (in_dtype(n, 1) != DataType::kInt8) return reject(why, "the filter must be int8");
   if (in_dtype(n, 2) != DataType::kFloat32 || (has_input(n, 3) && in_dtype(n, 3) != DataType::kFloat32))
     return reject(why, "the scale and bias must be float32");
-  if (!n.output(0) || n.output(0)->desc.dtype != DataType::kFloat16)
-    return reject(why, "the INT8 kernel writes float16 (or int8), not " +
+  if (!n.output(0) || (n.output(0)->desc.dtype != DataType::kFloat16 && n.output(0)->desc.dtype != DataType::kInt8))
+    return reject(why, "the INT8 kernel writes float16 or int8, not " +
                            std::string(n.output(0) ? dtype_name(n.output(0)->desc.dtype) : "nothing"));
   if (has_input(n, 4) && in_dtype(n, 4) != DataType::kFloat16) return reject(why, "the residual must be float16");
   k::Epilogue e;
@@ -73,6 +73,12 @@ Status graft_conv_int8_run(CudaExec& ex) {
   e.bias = B ? B->data_as<float>() : nullptr;
   e.z = Z ? Z->data() : nullptr;
   e.out_scale = 0.f;  // float16 out
+  if (Y.dtype() == DataType::kInt8) {
+    GRAFT_ASSIGN_OR_RETURN(e.out_scale, attrs_of(ex).get_float("out_scale", 0.f));
+    if (!(e.out_scale > 0.f)) return fail(ex, StatusCode::kInvalidModel, "an int8 output needs a positive out_scale");
+  } else if (Y.dtype() != DataType::kFloat16) {
+    return fail(ex, StatusCode::kUnsupported, "the INT8 kernel writes float16 or int8");
+  }
   return launch_status(k::launch_conv_nhwc_int8(X.data_as<int8_t>(), W.data_as<int8_t>(), e, Y.data(), g,
                                                 W.dims()[0], stream_of(ex)),
                        ex);
