@@ -78,6 +78,11 @@ struct BuilderConfig {
   // convolutions whose channel counts suit the tensor cores (float16 only), NCHW unfused), each is
   // timed at the profile's opt shapes and the fastest is kept (remembered in the timing cache).
   std::string layout = "auto";
+  // CUDA engines in float16: an explicitly quantized (Q/DQ) convolution over int8 activations and
+  // filters with zero points 0 runs on its integers (graft's INT8 kernel, exact sums, the scales
+  // applied once in float32) instead of in float16 on the dequantized values. With layout "auto",
+  // a model holding DequantizeLinear is also built and timed without it, and the faster kept.
+  bool int8 = true;
   // CUDA engines: refuse to build (an error naming each such layer and why) when a layer would run
   // on the CPU reference over tensor data. Shape arithmetic on the host (Shape, Gather of a shape,
   // Concat of dims) is not counted: it reads dims, never tensor data.

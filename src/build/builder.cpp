@@ -409,6 +409,7 @@ struct Candidate {
   const char* label;
   const char* layout;
   bool fusion;
+  bool int8 = true;
 };
 
 // Several engine variants may be built from one model: each distinct warning (a layer on the CPU,
@@ -451,10 +452,16 @@ Result<std::shared_ptr<Engine>> build_timing_candidates(Import import, const Bui
 
   std::vector<Candidate> candidates{{"NCHW fused", "nchw", true}, {"NCHW unfused", "nchw", false}};
   if (config.fp16) candidates.insert(candidates.begin() + 1, Candidate{"NHWC fused", "auto", true});
+  // An explicitly quantized model: NHWC with its quantized convolutions in float16 too, so that the
+  // INT8 ones are kept only where they are faster. Appended: cached choices keep their indices.
+  bool dequantizes = false;
+  for (const auto& n : (*g)->nodes()) dequantizes = dequantizes || (n->domain.empty() && n->op_type == "DequantizeLinear");
+  if (config.fp16 && config.int8 && dequantizes) candidates.push_back(Candidate{"NHWC fused float16", "auto", true, false});
   auto config_for = [&](const Candidate& c) {
     BuilderConfig b = config;
     b.layout = c.layout;
     b.fusion = c.fusion;
+    b.int8 = config.int8 && c.int8;
     return b;
   };
   const std::string key = model_hash ? engine_choice_key(*model_hash, config) : std::string();

@@ -15,7 +15,7 @@ namespace {
 bool fusion(const BuilderConfig& c) { return c.fusion; }
 bool fp16(const BuilderConfig& c) { return c.fp16; }
 bool layout(const BuilderConfig& c) { return c.layout != "nchw"; }
-bool fusion_fp16(const BuilderConfig& c) { return c.fusion && c.fp16; }
+bool int8_convs_on(const BuilderConfig& c) { return c.fusion && c.fp16 && c.int8; }
 
 // A pass that reports "<n> <what>" when it changed something (or always, with `always_report`).
 template <Result<int> (*Pass)(Graph&)>
@@ -164,7 +164,7 @@ const std::vector<DevicePass>& cuda_device_passes() {
       {"gemm transposes", fusion, gemm_transposes},
       {"fp16", fp16, float16},
       {"layout", layout, nhwc_regions},
-      {"int8 convs", fusion_fp16, int8_convs},
+      {"int8 convs", int8_convs_on, int8_convs},
       {"defer activations", fusion, deferred_activations},
       {"fold gemm", fusion, gemm_folds},
       {"concat slices", fusion, concat_slices},
