@@ -57,11 +57,11 @@ Status check_output_path(const std::string& output, const std::string& input_mod
 
 namespace {
 // Options that only a CUDA build uses, and the ones that only matter when building from ONNX.
-constexpr const char* kCudaOnlyFlags[] = {"--fp16", "--timing-cache", "--layout", "--no-fusion", "--strict"};
+constexpr const char* kCudaOnlyFlags[] = {"--fp16", "--timing-cache", "--layout", "--no-fusion", "--no-int8", "--strict"};
 constexpr const char* kBuildOnlyFlags[] = {"--min-shapes", "--opt-shapes",  "--max-shapes",
                                            "--fp16",       "--timing-cache", "--layout",
-                                           "--no-fusion",  "--strict",       "--layer-precisions",
-                                           "--precision-constraints"};
+                                           "--no-fusion",  "--no-int8",     "--strict",
+                                           "--layer-precisions", "--precision-constraints"};
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -120,6 +120,9 @@ void add_build_options(CLI::App& app, BuildOptions& opts, bool with_output) {
   app.add_flag("--fp16", opts.fp16, "CUDA: allow float16 kernels");
   app.add_option("--timing-cache,--timingCacheFile", opts.timing_cache, "CUDA: tactic timing cache file (read and updated)");
   app.add_flag("--no-fusion", opts.no_fusion, "CUDA: do not fuse layers (conv epilogues, GEMM epilogues, elementwise chains)");
+  app.add_flag("--no-int8", opts.no_int8,
+               "CUDA, float16: run explicitly quantized (Q/DQ) convolutions in float16 on the dequantized values, "
+               "not on their int8 integers");
   app.add_option("--layout", opts.layout, "CUDA: convolution layout: auto (NHWC for float16), nchw or nhwc")
       ->check(CLI::IsMember({"auto", "nchw", "nhwc"}));
   app.add_flag("--strict", opts.strict_device,
@@ -295,6 +298,7 @@ Result<BuilderConfig> make_builder_config(const BuildOptions& opts, DeviceType d
     config.fp16 = opts.fp16;
     config.timing_cache_path = opts.timing_cache;
     config.fusion = !opts.no_fusion;
+    config.int8 = !opts.no_int8;
     config.layout = opts.layout;
     config.strict_device = opts.strict_device;
   }

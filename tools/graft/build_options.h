@@ -22,6 +22,7 @@ struct BuildOptions {
   bool fp16 = false;
   std::string timing_cache;
   bool no_fusion = false;
+  bool no_int8 = false;
   std::string layout = "auto";
   bool strict_device = false;
   // --layer-precisions entries, "NAME:fp32[,PATTERN*:fp16...]" (trtexec's --layerPrecisions), and
