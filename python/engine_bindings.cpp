@@ -180,9 +180,10 @@ class PyEngine {
                                          bool fusion, const std::string& layout, bool strict,
                                          const std::map<std::string, std::vector<int64_t>>& sample_shapes,
                                          int64_t max_memory, const std::map<std::string, std::string>& layer_precisions,
-                                         const std::string& precision_constraints) {
+                                         const std::string& precision_constraints, bool int8) {
     graft::BuilderConfig cfg;
     cfg.fp16 = fp16;
+    cfg.int8 = int8;
     cfg.strict_device = strict;
     for (const auto& [layer, precision] : layer_precisions) {
       auto dtype = graft::layer_precision_from_name(precision);
@@ -592,7 +593,7 @@ PYBIND11_MODULE(_engine, m) {
                   py::arg("fusion") = true, py::arg("layout") = "auto", py::arg("strict") = false,
                   py::arg("sample_shapes") = std::map<std::string, std::vector<int64_t>>{},
                   py::arg("max_memory") = 0, py::arg("layer_precisions") = std::map<std::string, std::string>{},
-                  py::arg("precision_constraints") = "obey")
+                  py::arg("precision_constraints") = "obey", py::arg("int8") = true)
       .def_static("load", &PyEngine::load, py::arg("plan"), py::arg("max_memory") = 0)
       .def("save", &PyEngine::save, py::arg("path"))
       .def("serialize", &PyEngine::serialize)

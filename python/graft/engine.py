@@ -67,7 +67,7 @@ class Engine:
     @classmethod
     def build(cls, model, fp16=False, device="cpu", profile=None, plugins=(), timing_cache=None, fusion=True,
               layout="auto", strict=False, shapes=None, inputs=None, max_memory=None, profiles=None,
-              layer_precisions=None, precision_constraints="obey"):
+              layer_precisions=None, precision_constraints="obey", int8=True):
         """model: path to an .onnx file or its bytes.
 
         Shapes of dynamic inputs, one of (per input):
@@ -81,7 +81,9 @@ class Engine:
         CUDA only (ignored with a warning for device="cpu"): fp16, timing_cache (a file of tactic
         timings, read and updated), fusion=False (no conv/GEMM epilogues or elementwise chains), layout
         ("auto": NHWC for float16 convolutions, "nchw", "nhwc"), strict (refuse to build when a layer
-        would run on the CPU reference; the error names them).
+        would run on the CPU reference; the error names them), int8=False (with fp16: explicitly
+        quantized (Q/DQ) convolutions run in float16 on the dequantized values, not on their int8
+        integers).
         layer_precisions: {node name or pattern: "fp32" | "fp16"}: layers held to a precision, as trtexec's
           --layerPrecisions ('*' in a name matches any run of characters; an exact name wins, then the
           longest pattern). "fp32" keeps a layer out of fp16; "fp16" runs it in float16 even where graft
@@ -116,13 +118,13 @@ class Engine:
         if str(device) == "cpu":
             unused = [arg for arg, on in (("fp16=True", fp16), ("timing_cache", timing_cache),
                                           ("fusion=False", not fusion), (f"layout={layout!r}", layout != "auto"),
-                                          ("strict=True", strict)) if on]
+                                          ("strict=True", strict), ("int8=False", not int8)) if on]
             if unused:
                 import warnings
                 verb = "applies" if len(unused) == 1 else "apply"
                 warnings.warn(f"graft.Engine.build: {', '.join(unused)} {verb} to CUDA engines only; "
                               "ignored for device='cpu'", stacklevel=2)
-                fp16, timing_cache, fusion, layout, strict = False, None, True, "auto", False
+                fp16, timing_cache, fusion, layout, strict, int8 = False, None, True, "auto", False, True
         if not isinstance(model, (bytes, bytearray)):
             model = os.fspath(model)
         else:
@@ -134,7 +136,7 @@ class Engine:
                                         fusion=bool(fusion), layout=str(layout), strict=bool(strict),
                                         sample_shapes=samples, max_memory=_max_memory(max_memory),
                                         layer_precisions={str(k): str(v) for k, v in (layer_precisions or {}).items()},
-                                        precision_constraints=str(precision_constraints)))
+                                        precision_constraints=str(precision_constraints), int8=bool(int8)))
 
     @classmethod
     def load(cls, plan, max_memory=None):
