@@ -127,7 +127,7 @@ class Run:
         base = {"model": args.model, "profile": "dynamic", "profile_shapes": self.profile["input"],
                 "commit": args.commit, "date": zoo._now(), "torch": torch.__version__, "device": str(self.dev),
                 "gpu": torch.cuda.get_device_name(self.dev) if self.cuda else None, "smoke": bool(args.smoke),
-                "status": "ok", "stage": None, "reason": None}
+                "status": "ok", "stage": None, "reason": None, "qdq_engine": args.qdq_engine}
         self.recs = {b: dict(base, batch=b) for b in args.batches}
 
     def fail(self, stage, e, batches=None):
@@ -203,7 +203,13 @@ class Run:
             t0 = time.perf_counter()
             try:
                 # float16 where graft cannot run int8, as TensorRT's --int8 --fp16 (CUDA engines only).
-                engines[key] = graft.Engine.build(path, fp16=self.cuda, device=self.dev.type, profile=self.profile)
+                # --qdq-engine picks the Q/DQ engine's form: the faster one (auto), or its INT8
+                # convolutions (int8: NHWC, always built with them) or none (float16).
+                opts = {}
+                if key == "graft_qdq" and self.cuda and self.a.qdq_engine != "auto":
+                    opts = {"layout": "nhwc", "int8": self.a.qdq_engine == "int8"}
+                engines[key] = graft.Engine.build(path, fp16=self.cuda, device=self.dev.type, profile=self.profile,
+                                                  **opts)
                 self.set_all(**{f"{key}_build_s": round(time.perf_counter() - t0, 2)})
             except Exception as e:  # noqa: BLE001
                 self.fail(f"{key}_build", e)
@@ -269,16 +275,16 @@ class Run:
 def summary(records):
     # The GPU beside the device: records of several runs are merged here, and milliseconds compare
     # only within one card (a ratio within one run).
-    rows = ["| model | batch | device | GPU | commit | graft Q/DQ ms | graft float ms (FP16 on CUDA) | eager FP16 ms | "
-            "Q/DQ speed-up | top-1 Q/DQ vs PyTorch quantized | top-1 float vs FP32 | status |",
-            "|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    rows = ["| model | batch | device | GPU | commit | Q/DQ engine | graft Q/DQ ms | graft float ms (FP16 on CUDA) | "
+            "eager FP16 ms | Q/DQ speed-up | top-1 Q/DQ vs PyTorch quantized | top-1 float vs FP32 | status |",
+            "|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
 
     def f(v, spec=".3f"):
         return "" if v is None else format(v, spec)
     for r in records:
         status = r.get("status") if r.get("status") == "ok" else f"{r.get('status')} at {r.get('stage')}: {r.get('reason')}"
         rows.append(f"| {r['model']} | {r['batch']} | {r.get('device')} | {r.get('gpu') or ''} | {r.get('commit')} | "
-                    f"{f(r.get('graft_qdq_ms'))} | "
+                    f"{r.get('qdq_engine', 'auto')} | {f(r.get('graft_qdq_ms'))} | "
                     f"{f(r.get('graft_float_ms'))} | {f(r.get('eager_fp16_ms'))} | {f(r.get('qdq_speedup_over_float'), '.2f')} | "
                     f"{f(r.get('graft_qdq_top1'), '.4f')} | {f(r.get('graft_float_top1'), '.4f')} | {status} |")
     return "\n".join(rows) + "\n"
@@ -296,6 +302,9 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--rounds", type=int, default=3, help="alternating timing rounds of the two engines (default 3)")
+    p.add_argument("--qdq-engine", choices=("auto", "int8", "float16"), default="auto",
+                   help="CUDA: the Q/DQ engine as the builder picks it (auto: the faster of its INT8 and float16 "
+                        "forms), or with its quantized convolutions on their int8 integers (int8) or in float16")
     p.add_argument("--max-seconds-per-config", type=float, default=8.0)
     p.add_argument("--commit", default=None)
     p.add_argument("--work-dir", default=None, help="where the exported files go (default: a temporary folder)")
@@ -318,7 +327,8 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "int8_qdq.json")
     old = zoo.load_results(path) if os.path.exists(path) else []
-    key = lambda r: (r.get("model"), r.get("batch"), r.get("commit"), bool(r.get("smoke")))  # noqa: E731
+    key = lambda r: (r.get("model"), r.get("batch"), r.get("commit"), bool(r.get("smoke")),  # noqa: E731
+                     r.get("qdq_engine", "auto"))
     mine = {key(r) for r in records}
     merged = [r for r in old if key(r) not in mine] + records
     zoo.save_results(path, merged)
