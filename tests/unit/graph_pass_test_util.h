@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "graft/engine.h"
 #include "graph/passes.h"
@@ -23,6 +24,14 @@
 #include "tests/unit/op_test_util.h"
 
 namespace graft::testing {
+
+// Uniform int8 values over [lo, hi] (quantized weights and activations).
+inline Tensor random_int8(std::vector<int64_t> dims, std::mt19937& rng, int lo = -128, int hi = 127) {
+  Tensor t = Tensor::empty(DataType::kInt8, std::move(dims));
+  std::uniform_int_distribution<int> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
+  return t;
+}
 
 inline std::unique_ptr<Graph> load(const OnnxModelBuilder& b) {
   auto g = import_onnx_bytes(b.bytes(), "pass_test.onnx");

@@ -20,18 +20,8 @@ namespace {
 
 using testing::OnnxModelBuilder;
 
-Tensor scalar(DataType dt, double v) {
-  Tensor t = Tensor::empty(dt, {});
-  t.set(0, v);
-  return t;
-}
-
-Tensor random_int8(std::vector<int64_t> dims, std::mt19937& rng) {
-  Tensor t = Tensor::empty(DataType::kInt8, std::move(dims));
-  std::uniform_int_distribution<int> d(-127, 127);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
-  return t;
-}
+Tensor scalar(DataType dt, double v) { return Tensor::from_doubles(dt, {}, {v}); }
+using testing::random_int8;
 
 struct Spec {
   int64_t c = 16, m = 32;

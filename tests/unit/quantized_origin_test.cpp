@@ -19,12 +19,7 @@ using testing::OnnxModelBuilder;
 
 constexpr int64_t kM = 6, kC = 4;
 
-Tensor random_int8(std::vector<int64_t> dims, std::mt19937& rng) {
-  Tensor t = Tensor::empty(DataType::kInt8, std::move(dims));
-  std::uniform_int_distribution<int> d(-128, 127);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, d(rng));
-  return t;
-}
+using testing::random_int8;
 
 Tensor random_positive(int64_t n, std::mt19937& rng, double lo, double hi) {
   return testing::random_tensor(DataType::kFloat32, {n}, rng, lo, hi);
