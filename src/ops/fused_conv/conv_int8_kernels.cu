@@ -66,6 +66,15 @@ struct Int8Plan {
   int pixels;     // n * oh * ow
 };
 
+// One output value through the epilogue (the header's formula); the CPU reference in the kernel
+// tests computes the same float32 steps.
+__device__ __forceinline__ float epilogue_value(int acc, const Int8ConvEpilogue& e, int co, const __half* z,
+                                                int64_t zi) {
+  float v = __fmaf_rn(static_cast<float>(acc), e.scale[co], e.bias ? e.bias[co] : 0.f);
+  if (z) v = __fadd_rn(v, __half2float(z[zi]));
+  return apply_epilogue(e.act, v);
+}
+
 __device__ __forceinline__ int8_t quantize_out(float v, float out_scale) {
   const float q = fminf(fmaxf(rintf(__fdiv_rn(v, out_scale)), -128.f), 127.f);  // fmaxf(NaN, -128) is -128
   return static_cast<int8_t>(static_cast<int>(q));
@@ -87,13 +96,8 @@ __global__ void __launch_bounds__(kBlockThreads) conv_nhwc_int8_kernel(const int
   constexpr int kRowLoads = kRows * kChunks / kBlockThreads;  // 16-byte pieces each thread stages per step
   constexpr int kColLoads = kCols * kChunks / kBlockThreads;
   static_assert(kRowLoads >= 1 && kColLoads >= 1, "block tile");
-  // The stages of A (pixels) then B (filters); after the main loop the same bytes hold the block's
-  // scales and biases and its output tile.
-  constexpr int kStageBytes = kStages * (kRows + kCols) * kStep;
-  static_assert(kRows * kCols * 2 + 2 * kCols * 4 <= kStageBytes, "the output tile fits the stages");
-  __shared__ __align__(128) int8_t smem[kStageBytes];
-  int8_t(*stage_a)[kRows * kStep] = reinterpret_cast<int8_t(*)[kRows * kStep]>(smem);
-  int8_t(*stage_b)[kCols * kStep] = reinterpret_cast<int8_t(*)[kCols * kStep]>(smem + kStages * kRows * kStep);
+  __shared__ __align__(128) int8_t stage_a[kStages][kRows * kStep];
+  __shared__ __align__(128) int8_t stage_b[kStages][kCols * kStep];
 
   const int tid = threadIdx.x;
   const int lane = tid & 31, warp = tid >> 5;
@@ -182,76 +186,43 @@ __global__ void __launch_bounds__(kBlockThreads) conv_nhwc_int8_kernel(const int
     }
   }
 
-  // The epilogue. The block's scales and biases go to shared memory once (the stages are free once
-  // every warp has left the main loop), each thread computes its outputs there into an output tile,
-  // and the block writes the tile's rows out as 16-byte vectors: a thread's accumulators hold two
-  // adjacent filters of a row, which stored directly made 2-byte scattered stores.
-  __syncthreads();
-  float* s_scale = reinterpret_cast<float*>(smem);
-  float* s_bias = s_scale + kCols;
-  int8_t* tile = smem + 2 * kCols * 4;
-  const bool int8_out = e.out_scale > 0.f;
-  const int esize = int8_out ? 1 : 2;
-  for (int c = tid; c < kCols; c += kBlockThreads) {
-    const int co = col0 + c;
-    s_scale[c] = co < p.m ? e.scale[co] : 0.f;
-    s_bias[c] = co < p.m && e.bias ? e.bias[co] : 0.f;
-  }
-  __syncthreads();
   // The accumulators: c0, c1 at row (lane >> 2), columns 2 * (lane & 3) and + 1; c2, c3 eight rows down.
   const __half* z = static_cast<const __half*>(e.z);
+  const bool int8_out = e.out_scale > 0.f;
 #pragma unroll
   for (int i = 0; i < kTilesM; ++i) {
 #pragma unroll
     for (int hrow = 0; hrow < 2; ++hrow) {
-      const int r = warp_m * kWarpM + i * 16 + (lane >> 2) + hrow * 8;
-      const int pix = row0 + r;
+      const int pix = row0 + warp_m * kWarpM + i * 16 + (lane >> 2) + hrow * 8;
+      if (pix >= p.pixels) continue;
       const int64_t base = static_cast<int64_t>(pix) * p.m;
 #pragma unroll
       for (int j = 0; j < kTilesN; ++j) {
-        const int c = warp_n * kWarpN + j * 8 + 2 * (lane & 3);
-        const int co = col0 + c;
-        float v[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          v[h] = __fmaf_rn(static_cast<float>(acc[i][j][hrow * 2 + h]), s_scale[c + h], s_bias[c + h]);
-          if (z && pix < p.pixels && co + h < p.m) v[h] = __fadd_rn(v[h], __half2float(z[base + co + h]));
-          v[h] = apply_epilogue(e.act, v[h]);
-        }
+        const int co = col0 + warp_n * kWarpN + j * 8 + 2 * (lane & 3);
+        if (co >= p.m) continue;
+        const bool pair = co + 1 < p.m;
+        const float v0 = epilogue_value(acc[i][j][hrow * 2], e, co, z, base + co);
+        const float v1 = pair ? epilogue_value(acc[i][j][hrow * 2 + 1], e, co + 1, z, base + co + 1) : 0.f;
         if (int8_out) {
-          *reinterpret_cast<char2*>(tile + r * kCols + c) =
-              make_char2(quantize_out(v[0], e.out_scale), quantize_out(v[1], e.out_scale));
+          int8_t* out = static_cast<int8_t*>(y) + base + co;
+          const int8_t q0 = quantize_out(v0, e.out_scale);
+          if (pair && ((base + co) & 1) == 0) {
+            const int8_t q1 = quantize_out(v1, e.out_scale);
+            *reinterpret_cast<char2*>(out) = make_char2(q0, q1);
+          } else {
+            out[0] = q0;
+            if (pair) out[1] = quantize_out(v1, e.out_scale);
+          }
         } else {
-          *reinterpret_cast<__half2*>(tile + (r * kCols + c) * 2) = __floats2half2_rn(v[0], v[1]);
+          __half* out = static_cast<__half*>(y) + base + co;
+          if (pair && ((base + co) & 1) == 0) {
+            *reinterpret_cast<__half2*>(out) = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+          } else {
+            out[0] = __float2half_rn(v0);
+            if (pair) out[1] = __float2half_rn(v1);
+          }
         }
       }
-    }
-  }
-  __syncthreads();
-  // The tile's rows: 16-byte pieces where the row's part of y is 16-byte aligned and whole, else
-  // element by element.
-  const int cols = min(kCols, p.m - col0);
-  const int row_bytes = cols * esize;
-  const bool vec = (row_bytes & 15) == 0 && ((static_cast<int64_t>(p.m) * esize) & 15) == 0 &&
-                   ((static_cast<int64_t>(col0) * esize) & 15) == 0 && (reinterpret_cast<uintptr_t>(y) & 15) == 0;
-  char* out = static_cast<char*>(y);
-  if (vec) {
-    const int pieces = row_bytes / 16;
-    for (int t = tid; t < kRows * pieces; t += kBlockThreads) {
-      const int r = t / pieces, q = t - r * pieces;
-      if (row0 + r >= p.pixels) continue;
-      *reinterpret_cast<uint4*>(out + (static_cast<int64_t>(row0 + r) * p.m + col0) * esize + q * 16) =
-          *reinterpret_cast<const uint4*>(tile + (r * kCols) * esize + q * 16);
-    }
-  } else {
-    for (int t = tid; t < kRows * cols; t += kBlockThreads) {
-      const int r = t / cols, c = t - r * cols;
-      if (row0 + r >= p.pixels) continue;
-      const int64_t at = static_cast<int64_t>(row0 + r) * p.m + col0 + c;
-      if (int8_out)
-        out[at] = tile[r * kCols + c];
-      else
-        reinterpret_cast<__half*>(out)[at] = reinterpret_cast<const __half*>(tile)[r * kCols + c];
     }
   }
 }
