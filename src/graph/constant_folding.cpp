@@ -4,6 +4,7 @@
 #include <set>
 
 #include "graph/passes.h"
+#include "ops/quantize/quantize.h"
 #include "ops/random/random.h"
 
 namespace graft {
@@ -36,24 +37,19 @@ std::shared_ptr<const QuantizedOrigin> quantized_origin(const Node& n, const std
   if ((q.dtype() != DataType::kInt8 && q.dtype() != DataType::kUInt8) || scale.dtype() != DataType::kFloat32 ||
       out.dtype() != DataType::kFloat32 || out.dims() != q.dims())
     return nullptr;
-  auto block = n.attrs.get_int("block_size", 0);
-  if (!block || *block != 0) return nullptr;
-  if (ins.size() > 2 && ins[2]) {
-    const Tensor& zp = *ins[2];
-    if (zp.dtype() != q.dtype()) return nullptr;
-    for (int64_t i = 0; i < zp.numel(); ++i)
-      if (zp.get(i) != 0) return nullptr;
+  const Tensor* zp = ins.size() > 2 ? ins[2] : nullptr;
+  if (zp) {
+    if (zp->dtype() != q.dtype()) return nullptr;
+    for (int64_t i = 0; i < zp->numel(); ++i)
+      if (zp->get(i) != 0) return nullptr;
   }
+  // The scale's layout as DequantizeLinear itself reads it: per tensor or per axis, not blocked.
+  auto layout = quant_layout(n.attrs, q.dims(), scale.dims(), zp ? &zp->dims() : nullptr);
+  if (!layout || layout->block != 0 || (layout->channels > 1 && scale.rank() != 1)) return nullptr;
   auto origin = std::make_shared<QuantizedOrigin>();
   origin->q = q;
   origin->scale = scale;
-  if (scale.numel() != 1) {
-    auto axis = n.attrs.get_int("axis", 1);
-    if (!axis || scale.rank() != 1) return nullptr;
-    const int64_t a = *axis < 0 ? *axis + q.rank() : *axis;
-    if (a < 0 || a >= q.rank() || q.dims()[static_cast<size_t>(a)] != scale.numel()) return nullptr;
-    origin->axis = a;
-  }
+  origin->axis = layout->channels > 1 ? layout->axis : 0;
   return origin;
 }
 

@@ -21,11 +21,6 @@ namespace graft {
 
 namespace {
 
-// A constant holding one value, or nullptr.
-const Tensor* scalar_constant(const Value* v) {
-  return v && v->constant && v->constant->numel() == 1 ? &*v->constant : nullptr;
-}
-
 // The node's block_size is absent or 0 (blocked quantization is not a per-tensor pair).
 bool unblocked(const Node& n) {
   auto bs = n.attrs.get_int("block_size", 0);

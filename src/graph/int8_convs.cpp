@@ -26,16 +26,17 @@ namespace graft {
 
 namespace {
 
-const Tensor* scalar_constant(const Value* v) {
-  return v && v->constant && v->constant->numel() == 1 ? &*v->constant : nullptr;
+// Symmetric int8 quantization: a positive finite scalar scale and an int8 zero point of 0.
+bool symmetric_int8(const Value* scale, const Value* zero_point) {
+  const Tensor* s = scalar_constant(scale);
+  const Tensor* zp = scalar_constant(zero_point);
+  return s && zp && zp->dtype() == DataType::kInt8 && zp->get(0) == 0 && std::isfinite(s->get(0)) && s->get(0) > 0;
 }
 
-// A folded pair over a positive finite scalar scale and an int8 zero point of 0.
+// A folded pair that quantizes that way.
 bool int8_pair(const Node* p) {
-  if (!is_internal(p, "GraftQuantizeDequantize") || p->inputs.size() != 3 || !p->inputs[0]) return false;
-  const Tensor* s = scalar_constant(p->input(1));
-  const Tensor* zp = scalar_constant(p->input(2));
-  return s && zp && zp->dtype() == DataType::kInt8 && zp->get(0) == 0 && std::isfinite(s->get(0)) && s->get(0) > 0;
+  return is_internal(p, "GraftQuantizeDequantize") && p->inputs.size() == 3 && p->inputs[0] &&
+         symmetric_int8(p->input(1), p->input(2));
 }
 
 bool string_attr_is(const Node& n, const char* name, const char* fallback, std::initializer_list<const char*> allowed) {
@@ -124,19 +125,12 @@ Result<int> quantized_convs_to_int8(Graph& g) {
     Node* n = up.get();
     if (!is_internal(n, "GraftConvInt8") || n->outputs.size() != 1 || !n->outputs[0]) continue;
     Value* y = n->outputs[0];
-    auto readers = consumers.find(y);
-    if (y->is_graph_output || y->desc.dtype != DataType::kFloat16 || readers == consumers.end() ||
-        readers->second.size() != 1)
-      continue;
-    Node* q = readers->second[0];
-    if (!is_onnx_op(q, "QuantizeLinear") || q->inputs.size() != 3 || q->input(0) != y || q->outputs.size() != 1 ||
-        !q->outputs[0] || q->outputs[0]->desc.dtype != DataType::kInt8 || fused.count(q))
+    Node* q = single_use_reader(consumers, y);
+    if (y->desc.dtype != DataType::kFloat16 || !is_onnx_op(q, "QuantizeLinear") || q->inputs.size() != 3 ||
+        q->input(0) != y || q->outputs.size() != 1 || !q->outputs[0] || q->outputs[0]->desc.dtype != DataType::kInt8 ||
+        !symmetric_int8(q->input(1), q->input(2)) || q->input(1)->constant->dtype() != DataType::kFloat32)
       continue;
     const Tensor* s = scalar_constant(q->input(1));
-    const Tensor* zp = scalar_constant(q->input(2));
-    if (!s || !zp || zp->dtype() != DataType::kInt8 || zp->get(0) != 0 || s->dtype() != DataType::kFloat32 ||
-        !std::isfinite(s->get(0)) || !(s->get(0) > 0))
-      continue;
     Value* yq = q->outputs[0];
     n->outputs[0] = yq;
     yq->producer = n;

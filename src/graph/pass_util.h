@@ -81,6 +81,11 @@ inline bool is_float_io(DataType t) { return t == DataType::kFloat32 || t == Dat
 
 inline bool is_removed(const std::set<const Node*>& dead, const Node* n) { return dead.count(n) != 0; }
 
+// A constant holding one value, or nullptr.
+inline const Tensor* scalar_constant(const Value* v) {
+  return v && v->constant && v->constant->numel() == 1 ? &*v->constant : nullptr;
+}
+
 // Every node that reads `from` reads `to` instead (a subgraph's outer reads included: they are the
 // node's implicit inputs).
 inline void replace_reads(Graph& graph, const Value* from, Value* to) {
