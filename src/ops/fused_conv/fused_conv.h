@@ -70,6 +70,11 @@ inline const OpEntry& builtin(const char* op_type) {
   return *op;  // the builtin table always holds Conv and the pools
 }
 
+// The builtin Conv's CPU reference into `y` (its dtype and dims), over X and W in NCHW and OIHW or,
+// with `nhwc`, in NHWC and OHWI (permuted to the builtin's layout and back): what GraftConv's and
+// GraftConvInt8's references compute their sums with. Defined in graft_conv.cpp.
+Status conv_reference(const ExecContext& ctx, bool nhwc, const Tensor& x, const Tensor& w, const Tensor* b, Tensor* y);
+
 // Runs a builtin op's inference over NCHW views of the first `n_inputs` inputs (when `nhwc`) and
 // returns its outputs in NHWC.
 inline Status infer_as(InferContext& ctx, const char* op_type, bool nhwc, size_t n_inputs) {

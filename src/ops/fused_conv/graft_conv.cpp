@@ -61,22 +61,8 @@ Status graft_conv_cpu(ExecContext& ctx) {
   const Tensor* b = ctx.inputs.size() > 2 ? ctx.inputs[2] : nullptr;
   const Tensor* z = ctx.inputs.size() > 3 ? ctx.inputs[3] : nullptr;
   Tensor& y = *ctx.outputs[0];
-  Tensor xn, wn;
-  if (nhwc) {
-    if (x->rank() != 4 || w->rank() != 4 || y.rank() != 4)
-      return error(StatusCode::kInvalidModel, "layout NHWC needs rank-4 X, W and Y");
-    xn = permute_rank4(*x, kToNchw);
-    wn = permute_rank4(*w, kToNchw);
-    x = &xn;
-    w = &wn;
-  }
-  Tensor yn = Tensor::empty(y.dtype(), nhwc ? permuted(y.dims(), kToNchw) : y.dims());
-  ExecContext inner = ctx;
-  inner.inputs = {x, w, b};
-  inner.outputs = {&yn};
-  GRAFT_RETURN_IF_ERROR(cpu::conv(inner));
-  Tensor ynhwc = nhwc ? permute_rank4(yn, kToNhwc) : Tensor();
-  const Tensor& conv_out = nhwc ? ynhwc : yn;
+  Tensor conv_out = Tensor::empty(y.dtype(), y.dims());
+  GRAFT_RETURN_IF_ERROR(conv_reference(ctx, nhwc, *x, *w, b, &conv_out));
   if (z && z->dims() != y.dims())
     return error(StatusCode::kInvalidModel, "residual Z must have the output's shape");
   // Epilogue in double, like the builtin kernels' float64 reference path.
@@ -87,6 +73,22 @@ Status graft_conv_cpu(ExecContext& ctx) {
 }
 
 }  // namespace
+
+Status conv_reference(const ExecContext& ctx, bool nhwc, const Tensor& x, const Tensor& w, const Tensor* b, Tensor* y) {
+  ExecContext inner = ctx;
+  inner.inputs = {&x, &w, b};
+  inner.outputs = {y};
+  if (!nhwc) return cpu::conv(inner);
+  if (x.rank() != 4 || w.rank() != 4 || y->rank() != 4)
+    return error(StatusCode::kInvalidModel, "layout NHWC needs rank-4 X, W and Y");
+  const Tensor xn = permute_rank4(x, kToNchw), wn = permute_rank4(w, kToNchw);
+  Tensor yn = Tensor::empty(y->dtype(), permuted(y->dims(), kToNchw));
+  inner.inputs = {&xn, &wn, b};
+  inner.outputs = {&yn};
+  GRAFT_RETURN_IF_ERROR(cpu::conv(inner));
+  *y = permute_rank4(yn, kToNhwc);
+  return Status::ok();
+}
 
 Status read_layout(const AttributeMap& attrs, bool* nhwc) {
   auto layout = attrs.get_string("layout", "NCHW");
