@@ -29,15 +29,7 @@ struct Int8Case {
   int64_t n, h, w, c, m, kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
-Window2d window_of(const Int8Case& t) {
-  Window2d g;
-  g.n = t.n; g.c = t.c; g.h = t.h; g.w = t.w;
-  g.kh = t.kh; g.kw = t.kw; g.sh = t.sh; g.sw = t.sw; g.dh = t.dh; g.dw = t.dw;
-  g.ph = g.peh = t.ph; g.pw = g.pew = t.pw;
-  g.oh = (t.h + 2 * t.ph - t.dh * (t.kh - 1) - 1) / t.sh + 1;
-  g.ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
-  return g;
-}
+Window2d window_of(const Int8Case& t) { return conv_window_of(t); }
 
 struct EpilogueCase {
   bool int8_out, bias, residual;

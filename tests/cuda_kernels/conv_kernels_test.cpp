@@ -488,15 +488,7 @@ struct MmaCase {
   int64_t offset;  // elements by which x, y and z start past an aligned address (0: vector paths)
 };
 
-cuda::k::Window2d mma_window(const MmaCase& mc) {
-  cuda::k::Window2d g;
-  g.n = mc.n; g.c = mc.c; g.h = mc.h; g.w = mc.w;
-  g.kh = mc.kh; g.kw = mc.kw; g.sh = mc.sh; g.sw = mc.sw; g.dh = mc.dh; g.dw = mc.dw;
-  g.ph = g.peh = mc.ph; g.pw = g.pew = mc.pw;
-  g.oh = (mc.h + 2 * mc.ph - mc.dh * (mc.kh - 1) - 1) / mc.sh + 1;
-  g.ow = (mc.w + 2 * mc.pw - mc.dw * (mc.kw - 1) - 1) / mc.sw + 1;
-  return g;
-}
+cuda::k::Window2d mma_window(const MmaCase& mc) { return conv_window_of(mc); }
 
 // The launcher against a double-precision convolution of the float16 values it was given.
 void run_mma(const MmaCase& mc, std::mt19937& rng, uint32_t seed, bool chunked = false) {

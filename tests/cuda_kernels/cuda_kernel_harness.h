@@ -20,6 +20,7 @@
 
 #include "backends/cuda/cuda_ops.h"
 #include "gpu_handles.h"
+#include "ops/nn/nn_kernels.cuh"
 #include "op_test_util.h"
 #include "plan/tactics.h"
 #include "runtime/tactic_timing.h"
@@ -284,6 +285,19 @@ inline Tensor rnd(std::mt19937& rng, std::vector<int64_t> dims, double lo = -1, 
   for (int64_t d : dims)
     if (d < 0) throw std::invalid_argument("rnd(): negative dim " + std::to_string(d) + " (values passed as dims?)");
   return random_tensor(dt, std::move(dims), rng, lo, hi);
+}
+
+// The 2-D window of a convolution kernel test's case (its fields n, h, w, c, kh, kw, sh, sw, ph, pw,
+// dh, dw; the pads on both sides), with the output extents Conv gives.
+template <typename Case>
+cuda::k::Window2d conv_window_of(const Case& t) {
+  cuda::k::Window2d g;
+  g.n = t.n; g.c = t.c; g.h = t.h; g.w = t.w;
+  g.kh = t.kh; g.kw = t.kw; g.sh = t.sh; g.sw = t.sw; g.dh = t.dh; g.dw = t.dw;
+  g.ph = g.peh = t.ph; g.pw = g.pew = t.pw;
+  g.oh = (t.h + 2 * t.ph - t.dh * (t.kh - 1) - 1) / t.sh + 1;
+  g.ow = (t.w + 2 * t.pw - t.dw * (t.kw - 1) - 1) / t.sw + 1;
+  return g;
 }
 
 inline Tensor rnd_bool(std::mt19937& rng, std::vector<int64_t> dims) {

@@ -7,7 +7,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "ops/fused_conv/conv_int8_kernels.cuh"
 #include "ops/layout.h"
-#include "ops/window_attrs.h"
+#include "ops/nn/window_plan_cuda.h"
 
 namespace graft::cuda {
 
@@ -15,14 +15,14 @@ using namespace util;  // NOLINT(build/namespaces)
 
 namespace {
 
-// The kernel's epilogue for the node's activation; false for one it does not compute.
+// The kernel's epilogue for the node's activation (k::Epilogue takes ConvActivation's codes); false
+// for one it does not compute.
 bool epilogue_of(const AttributeMap& attrs, k::Epilogue* e) {
   ConvEpilogueActivation act;
-  if (!read_activation(attrs, &act).is_ok()) return false;
-  if (act.kind == ConvActivation::kNone) *e = k::Epilogue{0, 0.f, 0.f};
-  else if (act.kind == ConvActivation::kRelu) *e = k::Epilogue{1, 0.f, 0.f};
-  else if (act.kind == ConvActivation::kClip) *e = k::Epilogue{3, act.lo, act.hi};
-  else return false;
+  if (!read_activation(attrs, &act).is_ok() ||
+      (act.kind != ConvActivation::kNone && act.kind != ConvActivation::kRelu && act.kind != ConvActivation::kClip))
+    return false;
+  *e = k::Epilogue{static_cast<int>(act.kind), act.lo, act.hi};
   return true;
 }
 
@@ -56,17 +56,12 @@ Status graft_conv_int8_run(CudaExec& ex) {
     return fail(ex, StatusCode::kInvalidModel, "X, W, the scale, the bias, Z and Y disagree in shape");
   k::Int8ConvEpilogue e;
   if (!epilogue_of(attrs_of(ex), &e.act)) return fail(ex, StatusCode::kInvalidModel, "an activation the kernel lacks");
+  // The window over the NHWC dims, named in the NCHW order plan_window reads.
+  auto nchw = [](const std::vector<int64_t>& d) { return std::vector<int64_t>{d[0], d[3], d[1], d[2]}; };
   const std::vector<int64_t> kernel = {W.dims()[1], W.dims()[2]};
-  GRAFT_ASSIGN_OR_RETURN(graft::WindowAttrs wa, graft::parse_window_attrs(attrs_of(ex), 2, &kernel, false));
-  k::Window2d g;
-  g.n = X.dims()[0]; g.h = X.dims()[1]; g.w = X.dims()[2]; g.c = X.dims()[3];
-  g.oh = Y.dims()[1]; g.ow = Y.dims()[2];
-  g.kh = kernel[0]; g.kw = kernel[1];
-  g.sh = wa.strides[0]; g.sw = wa.strides[1];
-  g.dh = wa.dilations[0]; g.dw = wa.dilations[1];
-  std::vector<int64_t> begins, ends;
-  graft::resolve_pads(wa, {g.h, g.w}, &begins, &ends);
-  g.ph = begins[0]; g.pw = begins[1]; g.peh = ends[0]; g.pew = ends[1];
+  WindowPlan plan;
+  GRAFT_RETURN_IF_ERROR(plan_window(ex, nchw(X.dims()), nchw(Y.dims()), &kernel, false, &plan));
+  const k::Window2d& g = plan.g;
   if (!k::conv_nhwc_int8_supported(g, W.dims()[0], e.act))
     return fail(ex, StatusCode::kUnsupported, "this geometry is outside the INT8 kernel's limits");
   e.scale = S.data_as<float>();

@@ -1,5 +1,6 @@
 // The geometry of a Conv or pool window for the concrete input and output shapes, as the nn
-// family's CUDA kernels take it (nn_kernels.cuh): shared by conv_cuda.cpp and pool_cuda.cpp.
+// family's CUDA kernels take it (nn_kernels.cuh): shared by conv_cuda.cpp, pool_cuda.cpp and
+// GraftConvInt8's graft_conv_int8_cuda.cpp.
 #pragma once
 
 #include <cstddef>
