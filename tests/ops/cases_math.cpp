@@ -20,7 +20,7 @@ namespace {
 // ---- QuantizeLinear ---------------------------------------------------------------------------
 // y = saturate(round_half_even(x / scale) + zero_point), per tensor, per channel of `axis`, or per
 // block of `block_size` along `axis` (opset 21). The range is int8's, or the 4-bit or 16-bit type's
-// that the case names in output_dtype (ONNX's 22 int4, 21 uint4, 5 int16, 4 uint16). Into an 8-bit float (output_dtype 17 to
+// that the case names in output_dtype (ONNX's 2 uint8, 22 int4, 21 uint4, 5 int16, 4 uint16). Into an 8-bit float (output_dtype 17 to
 // 20, opset 19's types), y is x / scale rounded to the type's nearest value, saturating (the
 // default); the zero point is zero.
 Values quantize_formula(const Values& in, const DimsList& dims, const AttributeMap& a) {
@@ -34,8 +34,13 @@ Values quantize_formula(const Values& in, const DimsList& dims, const AttributeM
                             out_type);
     return {y};
   }
-  const double lo = out_type == 22 ? -8.0 : out_type == 21 || out_type == 4 ? 0.0 : out_type == 5 ? -32768.0 : -128.0;
-  const double hi = out_type == 22 ? 7.0 : out_type == 21 ? 15.0 : out_type == 5 ? 32767.0 : out_type == 4 ? 65535.0 : 127.0;
+  const double lo = out_type == 22 ? -8.0 : out_type == 21 || out_type == 4 || out_type == 2 ? 0.0 : out_type == 5 ? -32768.0 : -128.0;
+  const double hi = out_type == 22   ? 7.0
+                    : out_type == 21 ? 15.0
+                    : out_type == 2  ? 255.0
+                    : out_type == 5  ? 32767.0
+                    : out_type == 4  ? 65535.0
+                                     : 127.0;
   std::vector<double> y(in[0].size());
   for (size_t i = 0; i < y.size(); ++i) {
     const auto ch = static_cast<size_t>(quant_scale_index(static_cast<int64_t>(i), dims[0], dims[1], axis, block));
@@ -62,6 +67,13 @@ OpCaseTable quantize_cases() {
   // Values past the int8 range saturate: |x| / scale reaches about 300.
   OpCase a = make_case("int8_per_tensor_saturating", {data({4, 9}, -6, 6), data({}, 0.02, 0.05), typed({}, DataType::kInt8, -5, 5)},
                        {{4, 9}});
+  // Per tensor over whole multiples of 8 elements: the CUDA op's vectorized path (8 a thread); the
+  // cases above, 36 and 30 elements, take its element-wise one.
+  OpCase a8 = make_case("int8_per_tensor_vector_path",
+                        {data({6, 4, 16}, -6, 6), data({}, 0.02, 0.05), typed({}, DataType::kInt8, -5, 5)}, {{6, 4, 16}});
+  OpCase u8 = make_case("uint8_per_tensor_vector_path",
+                        {data({3, 40}, -1, 4), data({}, 0.01, 0.02), typed({}, DataType::kUInt8, 100, 140)}, {{3, 40}},
+                        attr("output_dtype", int64_t{2}));
   OpCase b = make_case("int8_per_channel", {data({2, 3, 5}, -1, 3), data({3}, 0.01, 0.03), typed({3}, DataType::kInt8, -20, 20)},
                        {{2, 3, 5}}, attr("axis", int64_t{1}));
   // Blocks of 4 along axis 2 of extent 10: three blocks, the last one short.
@@ -94,7 +106,7 @@ OpCaseTable quantize_cases() {
                        {{3, 6}}, attr("axis", int64_t{0}));
   h.attrs.set("output_dtype", int64_t{4});
   for (OpCase* o : {&g, &h}) o->cpu_only_because = "the CUDA backend has no 16-bit integer tensors";
-  for (OpCase* o : {&a, &b, &c, &d, &e, &f, &g, &h}) {
+  for (OpCase* o : {&a, &a8, &u8, &b, &c, &d, &e, &f, &g, &h}) {
     const int64_t axis = o->attrs.get_int("axis", 1).value(), block = o->attrs.get_int("block_size", 0).value();
     o->adjust_inputs = [axis, block](std::vector<Tensor>& ins) { away_from_halves(ins, axis, block); };
     t.cases.push_back(*o);
