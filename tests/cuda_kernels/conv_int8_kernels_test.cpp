@@ -192,6 +192,11 @@ TEST(CudaConvInt8, RefusesWhatItCannotRun) {
   EXPECT_FALSE(cuda::k::conv_nhwc_int8_supported(narrow, 16, relu));
   narrow.c = 24;
   EXPECT_FALSE(cuda::k::conv_nhwc_int8_supported(narrow, 16, relu));
+  Window2d deep = g;
+  deep.c = 16384;  // 147456 terms: a sum of (-128)^2 terms could overflow int32
+  EXPECT_FALSE(cuda::k::conv_nhwc_int8_supported(deep, 16, relu));
+  deep.c = 14560;  // 131040 terms: the most that cannot
+  EXPECT_TRUE(cuda::k::conv_nhwc_int8_supported(deep, 16, relu));
   Window2d huge = g;
   huge.n = 1 << 20;
   huge.oh = huge.ow = huge.h = huge.w = 1024;  // 2^40 pixels: past 32-bit indexing

@@ -29,6 +29,7 @@ struct Spec {
   bool quantized_filter = true;
   bool second_reader = false;  // a 1x1 convolution reading the same pair (ResNet's downsample)
   bool float_reader = false;   // a Relu reading the pair's output too: the pair must stay for it
+  int64_t k = 3;               // the quantized convolution's kernel, k x k, padded to keep 7x7
 };
 
 // x -> Conv 1x1 -> Relu -> Q -> DQ -> Conv(DQ(q_w), B, pads 1) -> Relu -> y [, -> Conv 1x1 -> y2]
@@ -45,16 +46,16 @@ OnnxModelBuilder model(const Spec& s, std::mt19937& rng) {
   b.node("QuantizeLinear", {"r0", "sx", "zx"}, {"xq"}, "q");
   b.node("DequantizeLinear", {"xq", "sx", "zx"}, {"xd"}, "dq");
   if (s.quantized_filter) {
-    b.initializer("wq", random_int8({s.m, s.c, 3, 3}, rng));
+    b.initializer("wq", random_int8({s.m, s.c, s.k, s.k}, rng));
     b.initializer("sw", testing::random_tensor(DataType::kFloat32, {s.m}, rng, 1e-3, 4e-3));
     auto& dw = b.node("DequantizeLinear", {"wq", "sw"}, {"w"}, "dq_w");
     OnnxModelBuilder::attr(dw, "axis", 0);
   } else {
-    b.initializer("w", testing::random_tensor(DataType::kFloat32, {s.m, s.c, 3, 3}, rng, -0.3, 0.3));
+    b.initializer("w", testing::random_tensor(DataType::kFloat32, {s.m, s.c, s.k, s.k}, rng, -0.3, 0.3));
   }
   b.initializer("bias", testing::random_tensor(DataType::kFloat32, {s.m}, rng, -0.5, 0.5));
   auto& conv = b.node("Conv", {"xd", "w", "bias"}, {"c"}, "conv");
-  OnnxModelBuilder::attr(conv, "pads", std::vector<int64_t>{1, 1, 1, 1});
+  OnnxModelBuilder::attr(conv, "pads", std::vector<int64_t>{s.k / 2, s.k / 2, s.k / 2, s.k / 2});
   b.node("Relu", {"c"}, {"y"}, "relu");
   b.output("y", DataType::kFloat32);
   if (s.second_reader) {
@@ -189,7 +190,9 @@ TEST(Int8Convs, LeavesWhatTheKernelCannotRun) {
     Spec spec;
   };
   for (const Case& c : {Case{"8 channels", Spec{8, 32}}, Case{"a nonzero zero point", Spec{16, 32, 3}},
-                        Case{"a float filter", Spec{16, 32, 0, false}}}) {
+                        Case{"a float filter", Spec{16, 32, 0, false}},
+                        Case{"2^17 reduction terms (91 x 91 x 16: int32 sums could overflow)",
+                             Spec{16, 32, 0, true, false, false, 91}}}) {
     SCOPED_TRACE(c.what);
     auto g = testing::load(model(c.spec, rng));
     ASSERT_TRUE(g);
