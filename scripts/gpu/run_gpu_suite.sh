@@ -8,7 +8,7 @@
 # puts them there from a clone of NVIDIA/TensorRT).
 #
 # Usage: scripts/gpu/run_gpu_suite.sh [steps...]   (default: build test python trt bench; also: quickbuild confbuild gpubuild testbuild checkbuild onnxref
-#   conformance pip probe int8probe int8graphprobe examples
+#   conformance pip probe int8probe int8graphprobe examples pending (first: applies scripts/gpu/pending/*.patch)
 #   profile zprofile bench_encoder zoo dvf eagercost detection int8 dcnbench fuzz sanitize; sanitize wants a call of its own after a build: it
 #   uses the whole 600 s)
 set -uo pipefail
@@ -89,6 +89,18 @@ if has_step build; then
   configure_build $BUILDDIR > "$LOGS/configure.log" 2>&1 || { note "configure FAILED"; tail -30 "$LOGS/configure.log"; exit 1; }
   cmake --build $BUILDDIR -j 16 > "$LOGS/build.log" 2>&1 || { note "build FAILED"; grep -E "error" "$LOGS/build.log" | head -40; exit 1; }
   note "build ok"
+fi
+
+if has_step pending; then  # first: apply scripts/gpu/pending/*.patch to this tree (changes that wait for a GPU
+  # run before they land; scripts/gpu/pending/README.md), so the build steps after it build them
+  for pch in scripts/gpu/pending/*.patch; do
+    [ -f "$pch" ] || continue
+    if git apply "$pch" 2>> "$LOGS/pending.log" || patch -p1 < "$pch" >> "$LOGS/pending.log" 2>&1; then
+      note "pending: applied $pch"
+    else
+      note "pending: $pch does not apply (see pending.log)"; exit 1
+    fi
+  done
 fi
 
 if has_step quickbuild; then  # only what the examples and benchmarks need
