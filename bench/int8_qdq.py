@@ -204,11 +204,14 @@ class Run:
             try:
                 # float16 where graft cannot run int8, as TensorRT's --int8 --fp16 (CUDA engines only).
                 # --qdq-engine picks the Q/DQ engine's form: the faster one (auto), or its INT8
-                # convolutions (int8: NHWC, always built with them) or none (float16).
-                opts = {}
-                if key == "graft_qdq" and self.cuda and self.a.qdq_engine != "auto":
+                # convolutions (int8: NHWC, always built with them) or none (float16), or everything
+                # in float32 (float32: the accuracy graft reaches without float16 between quantizers).
+                opts, fp16 = {}, self.cuda
+                if key == "graft_qdq" and self.a.qdq_engine == "float32":
+                    fp16 = False
+                elif key == "graft_qdq" and self.cuda and self.a.qdq_engine != "auto":
                     opts = {"layout": "nhwc", "int8": self.a.qdq_engine == "int8"}
-                engines[key] = graft.Engine.build(path, fp16=self.cuda, device=self.dev.type, profile=self.profile,
+                engines[key] = graft.Engine.build(path, fp16=fp16, device=self.dev.type, profile=self.profile,
                                                   **opts)
                 self.set_all(**{f"{key}_build_s": round(time.perf_counter() - t0, 2)})
             except Exception as e:  # noqa: BLE001
@@ -302,9 +305,10 @@ def main(argv=None):
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--rounds", type=int, default=3, help="alternating timing rounds of the two engines (default 3)")
-    p.add_argument("--qdq-engine", choices=("auto", "int8", "float16"), default="auto",
+    p.add_argument("--qdq-engine", choices=("auto", "int8", "float16", "float32"), default="auto",
                    help="CUDA: the Q/DQ engine as the builder picks it (auto: the faster of its INT8 and float16 "
-                        "forms), or with its quantized convolutions on their int8 integers (int8) or in float16")
+                        "forms), or with its quantized convolutions on their int8 integers (int8) or in float16; "
+                        "float32: a float32 engine (no float16 between the quantizers: the accuracy ceiling)")
     p.add_argument("--max-seconds-per-config", type=float, default=8.0)
     p.add_argument("--commit", default=None)
     p.add_argument("--work-dir", default=None, help="where the exported files go (default: a temporary folder)")

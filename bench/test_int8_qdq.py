@@ -37,3 +37,20 @@ def test_smoke_matches_pytorchs_quantized_model(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     assert len(json.loads((out / "int8_qdq.json").read_text())) == 2
+
+
+def test_float32_qdq_engine_is_recorded_as_such(tmp_path):
+    # --qdq-engine float32 builds the Q/DQ engine without float16 (on the CPU it is float32 anyway): the
+    # record says which form ran, and a second form's records are kept beside the first's.
+    out = tmp_path / "out"
+    for form in ("float32", "auto"):
+        p = subprocess.run([sys.executable, os.path.join(HERE, "int8_qdq.py"), "--smoke", "--out", str(out),
+                            "--work-dir", str(tmp_path / "work"), "--commit", "test", "--qdq-engine", form],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+    records = json.loads((out / "int8_qdq.json").read_text())
+    assert sorted((r["qdq_engine"], r["batch"]) for r in records) == [("auto", 1), ("auto", 4), ("float32", 1),
+                                                                      ("float32", 4)]
+    for r in records:
+        assert r["status"] == "ok", r
+        assert r["graft_qdq_top1"] == 1.0, r
