@@ -20,6 +20,7 @@
 
 #include "graph/pass_util.h"
 #include "graph/passes.h"
+#include "ops/fused_conv/int8_conv_limits.h"
 #include "ops/internal_ops.h"
 
 namespace graft {
@@ -49,8 +50,8 @@ bool string_attr_is(const Node& n, const char* name, const char* fallback, std::
 
 // The GraftConv forms the INT8 kernel computes: NHWC, one group, no input activation, activation
 // none, Relu or Clip, a float16 output, a constant rank-4 filter over a multiple of 16 channels
-// with an int8 record and fewer than 2^17 terms (conv_nhwc_int8_supported's bound: no int32 sum can
-// overflow), a constant bias if any.
+// with an int8 record and fewer terms than kInt8ConvTermLimit (no int32 sum can overflow), a constant
+// bias if any.
 bool int8_candidate(const Node& n) {
   if (!is_internal(n, "GraftConv") || n.inputs.size() < 2 || n.outputs.size() != 1 || !n.outputs[0] ||
       n.outputs[0]->desc.dtype != DataType::kFloat16)
@@ -63,7 +64,7 @@ bool int8_candidate(const Node& n) {
   const Value* w = n.input(1);
   if (!w || !w->constant || !w->quantized || w->constant->rank() != 4 || w->constant->dims()[3] % 16 != 0) return false;
   const auto& wd = w->constant->dims();  // OHWI
-  if (wd[1] * wd[2] * wd[3] >= (int64_t{1} << 17)) return false;
+  if (wd[1] * wd[2] * wd[3] >= kInt8ConvTermLimit) return false;
   const QuantizedOrigin& o = *w->quantized;
   if (o.q.dtype() != DataType::kInt8 || o.q.dims() != w->constant->dims() || (!o.per_tensor() && o.axis != 0))
     return false;

@@ -29,8 +29,6 @@ struct Int8Case {
   int64_t n, h, w, c, m, kh, kw, sh, sw, ph, pw, dh, dw;
 };
 
-Window2d window_of(const Int8Case& t) { return conv_window_of(t); }
-
 struct EpilogueCase {
   bool int8_out, bias, residual;
   int act;  // 0 none, 1 Relu, 3 Clip
@@ -54,7 +52,7 @@ void* to_device(const std::vector<T>& v, std::vector<std::unique_ptr<DevBuf>>& b
 }
 
 void run_int8_case(const Int8Case& t, const EpilogueCase& ec, std::mt19937& rng, uint32_t seed) {
-  const Window2d g = window_of(t);
+  const Window2d g = conv_window_of(t);
   SCOPED_TRACE(describe(t, ec, seed));
   const float lo = -0.3f, hi = 0.6f;
   const cuda::k::Epilogue act{ec.act, lo, hi};
@@ -181,7 +179,7 @@ TEST(CudaConvInt8, MatchesTheExactReferenceToTheBit) {
 
 // Problems past the kernel's limits are refused before anything is launched.
 TEST(CudaConvInt8, RefusesWhatItCannotRun) {
-  Window2d g = window_of({1, 8, 8, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1});
+  Window2d g = conv_window_of(Int8Case{1, 8, 8, 16, 16, 3, 3, 1, 1, 1, 1, 1, 1});
   const cuda::k::Epilogue relu{1, 0, 0};
   EXPECT_TRUE(cuda::k::conv_nhwc_int8_supported(g, 16, relu));
   EXPECT_TRUE(cuda::k::conv_nhwc_int8_supported(g, 16, cuda::k::Epilogue{3, -1, 1}));

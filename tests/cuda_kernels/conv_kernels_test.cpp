@@ -488,11 +488,9 @@ struct MmaCase {
   int64_t offset;  // elements by which x, y and z start past an aligned address (0: vector paths)
 };
 
-cuda::k::Window2d mma_window(const MmaCase& mc) { return conv_window_of(mc); }
-
 // The launcher against a double-precision convolution of the float16 values it was given.
 void run_mma(const MmaCase& mc, std::mt19937& rng, uint32_t seed, bool chunked = false) {
-  const cuda::k::Window2d g = mma_window(mc);
+  const cuda::k::Window2d g = conv_window_of(mc);
   SCOPED_TRACE("mma n " + std::to_string(mc.n) + " " + std::to_string(mc.h) + "x" + std::to_string(mc.w) + " c " +
                std::to_string(mc.c) + " m " + std::to_string(mc.m) + " k " + std::to_string(mc.kh) + "x" +
                std::to_string(mc.kw) + " s " + std::to_string(mc.sh) + "," + std::to_string(mc.sw) + " act '" +
@@ -602,7 +600,7 @@ TEST(CudaConvKernels, TensorCoreNhwcChunked) {
 }
 
 cuda::k::Window2d square_window(int64_t c, int64_t k) {
-  return mma_window(MmaCase{1, 6, 6, c, 8, k, k, 1, 1, k / 2, k / 2, 1, 1, false, false, "", 0});
+  return conv_window_of(MmaCase{1, 6, 6, c, 8, k, k, 1, 1, k / 2, k / 2, 1, 1, false, false, "", 0});
 }
 
 // The tensor-core kernel's limits, decided on the host (no GPU needed: CI runs this).

@@ -242,8 +242,7 @@ bool conv_nhwc_int8_supported(const Window2d& g, int64_t m, const Epilogue& act)
   auto fits = [](int64_t a, int64_t b) { return a <= INT_MAX / b; };
   if (!fits(g.kh, g.kw) || !fits(g.kh * g.kw, g.c)) return false;
   const int64_t reduction = g.kh * g.kw * g.c;
-  // The int32 sums cannot overflow: |x * w| <= 2^14 a term, so fewer than 2^17 terms.
-  if (reduction >= (int64_t{1} << 17)) return false;
+  if (reduction >= kInt8ConvTermLimit) return false;  // an int32 sum could overflow
   if (!fits(m, reduction) || !fits(g.h, g.w) || !fits(g.h * g.w, g.c)) return false;
   if (!fits(g.n, g.oh) || !fits(g.n * g.oh, g.ow) || !fits(g.n * g.oh * g.ow, m)) return false;
   // The window's far corner stays within int range: oy * sh + (kh - 1) * dh.

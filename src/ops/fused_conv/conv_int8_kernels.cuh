@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "backends/cuda/cuda_kernel_common.cuh"
+#include "ops/fused_conv/int8_conv_limits.h"
 #include "ops/nn/nn_kernels.cuh"
 
 namespace graft::cuda::k {
@@ -31,8 +32,8 @@ struct Int8ConvEpilogue {
 
 // Whether launch_conv_nhwc_int8 takes this problem: c a positive multiple of 16 (a 16-byte load
 // never straddles two pixels), one group, any m, kernel, stride, padding and dilation; the
-// activation none (0), Relu (1) or Clip (3); every index within 32 bits, and fewer than 2^17
-// reduction terms (kh * kw * c), so no int32 sum can overflow.
+// activation none (0), Relu (1) or Clip (3); every index within 32 bits, and fewer reduction terms
+// (kh * kw * c) than kInt8ConvTermLimit, so no int32 sum can overflow.
 bool conv_nhwc_int8_supported(const Window2d& g, int64_t m, const Epilogue& act);
 
 // y = the convolution of x [n, h, w, c] with w [m, kh, kw, c] (graft's NHWC filter layout), both
