@@ -95,6 +95,8 @@ if has_step pending; then  # first: apply scripts/gpu/pending/*.patch to this tr
   # run before they land; scripts/gpu/pending/README.md), so the build steps after it build them
   for pch in scripts/gpu/pending/*.patch; do
     [ -f "$pch" ] || continue
+    # Already applied (a second call on the same tree): nothing to do.
+    if git apply --reverse --check "$pch" 2> /dev/null; then note "pending: $pch already applied"; continue; fi
     if git apply "$pch" 2>> "$LOGS/pending.log" || patch -p1 < "$pch" >> "$LOGS/pending.log" 2>&1; then
       note "pending: applied $pch"
     else
