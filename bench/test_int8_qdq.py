@@ -30,6 +30,10 @@ def test_smoke_matches_pytorchs_quantized_model(tmp_path):
         assert r["graft_qdq_top1"] == 1.0, r
         assert r["graft_float_rel_err"] < 1e-5, r
         assert r["graft_qdq_ms"] > 0 and r["graft_float_ms"] > 0
+        # The reference's noise floor is measured, not assumed: both perturbed runs are recorded.
+        for k in ("torch_qdq_fp32_noise", "torch_qdq_fp16_input"):
+            assert 0.0 <= r[k + "_top1"] <= 1.0 and r[k + "_rel_err"] >= 0.0, r
+        assert 1 <= r["top1_classes"] <= r["images"], r
     assert "| tiny_cnn | 4 | cpu |  | test |" in (out / "int8_qdq.md").read_text()  # no GPU on the CPU
     # A second call with the same commit replaces its records rather than adding to them.
     p = subprocess.run([sys.executable, os.path.join(HERE, "int8_qdq.py"), "--smoke", "--out", str(out),
