@@ -4,10 +4,14 @@ model, and speed against graft's FP16 engine of the same network, in one process
 
 The model (torchvision's ResNet-50 by default; random weights from bench/zoo.py's seed, BatchNorm
 statistics calibrated on random images as the zoo does) is quantized the way TensorRT's explicit
-INT8 flow expects it: every Conv2d and Linear reads its input through a per-tensor fake quantizer
-and its weight through a per-output-channel one, symmetric int8 (zero point 0, scale amax / 127),
-the activation ranges calibrated by the largest magnitude seen on calibration images. PyTorch's
-`torch.fake_quantize_per_*_affine` is that quantized model, run in FP32: the reference. The
+INT8 flow expects it, in one of two ways. --quantizer fx: PyTorch's own post-training quantization
+(torch.ao.quantization's FX flow with its TensorRT backend config), which quantizes every layer's
+output as well, residual adds included; its min/max observers set the scales (amax / 127).
+--quantizer fake (the default): every Conv2d and Linear reads its input through a per-tensor fake
+quantizer and its weight through a per-output-channel one, symmetric int8 (zero point 0, scale
+amax / 127), the activation ranges calibrated by the largest magnitude seen on calibration images.
+Either way PyTorch's `torch.fake_quantize_per_*_affine` computes the quantized model in FP32: the
+reference. The
 TorchScript exporter turns each fake quantizer into a QuantizeLinear/DequantizeLinear pair (opset
 17, a dynamic batch axis), the file graft then builds with a dynamic profile.
 
@@ -97,6 +101,83 @@ def quantize_model(torch, model, calib, batch=8):
     return len(wrapped)
 
 
+def quantize_model_fx(torch, model, calib, batch=8):
+    """PyTorch's own post-training quantization, TensorRT's form: torch.ao.quantization's FX
+    prepare / calibrate / convert_to_reference_fx with its TensorRT backend config (symmetric int8
+    activations per tensor, weights per output channel, min/max observers). The reference model
+    quantizes with quantize_per_tensor/dequantize, which the TorchScript exporter cannot take from
+    an FX module, so each such pair becomes the same fake quantizer (and each reference conv/linear
+    a layer that fake-quantizes its weight with the observer's scales). Returns (model, layers)."""
+    import torch.fx
+    from torch.ao.quantization import QConfig, QConfigMapping
+    from torch.ao.quantization.backend_config import get_tensorrt_backend_config
+    from torch.ao.quantization.observer import MinMaxObserver, PerChannelMinMaxObserver
+    from torch.ao.quantization.quantize_fx import convert_to_reference_fx, prepare_fx
+    nn, F = torch.nn, torch.nn.functional
+    # The observers' ranges are TensorRT's narrow -127..127, so a scale is amax / 127 and a channel's
+    # largest weight lands on +-127 exactly. Over -128..127 (amax / 127.5) it lands on a tie, +-127.5,
+    # which PyTorch's fake quantizer (x times 1 / scale) and ONNX's QuantizeLinear (x / scale) round
+    # apart, as a unit in the last place falls: graft, ONNX Runtime or TensorRT would then differ from
+    # PyTorch by a step in such weights. The quantizers still clamp to -128..127, which the exporter
+    # accepts; no value reaches -128.
+    act = MinMaxObserver.with_args(dtype=torch.qint8, qscheme=torch.per_tensor_symmetric, quant_min=-QMAX,
+                                   quant_max=QMAX)
+    wt = PerChannelMinMaxObserver.with_args(dtype=torch.qint8, qscheme=torch.per_channel_symmetric,
+                                            quant_min=-QMAX, quant_max=QMAX)
+    bc = get_tensorrt_backend_config()
+    qmap = QConfigMapping().set_global(QConfig(activation=act, weight=wt))
+    model = model.eval()
+    prepared = prepare_fx(model, qmap, example_inputs=(calib[:1],), backend_config=bc)
+    with torch.no_grad():
+        for i in range(0, calib.shape[0], batch):
+            prepared(calib[i:i + batch])
+    ref = convert_to_reference_fx(prepared, backend_config=bc)
+
+    class WeightFakeQuant(nn.Module):
+        def __init__(self, r):
+            super().__init__()
+            self.conv = not hasattr(r, "in_features")
+            self.weight = nn.Parameter(r.weight.detach().clone(), requires_grad=False)
+            self.bias = None if r.bias is None else nn.Parameter(r.bias.detach().clone(), requires_grad=False)
+            self.register_buffer("w_scale", r.weight_scale.detach().float().clone())
+            self.register_buffer("w_zero", r.weight_zero_point.detach().to(torch.int32).clone())
+            self.axis = int(r.weight_axis)
+            self.args = (r.stride, r.padding, r.dilation, r.groups) if self.conv else ()
+
+        def forward(self, x):
+            w = torch.fake_quantize_per_channel_affine(self.weight, self.w_scale, self.w_zero, self.axis, QMIN, QMAX)
+            return F.conv2d(x, w, self.bias, *self.args) if self.conv else F.linear(x, w, self.bias)
+
+    from torch.ao.nn.quantized import reference as qref
+    layers = 0
+    for name, mod in list(ref.named_modules()):
+        if isinstance(mod, (qref.Conv2d, qref.Linear)) and mod.weight_qscheme == torch.per_channel_affine:
+            parent = ref.get_submodule(name.rpartition(".")[0]) if "." in name else ref
+            setattr(parent, name.rpartition(".")[2], WeightFakeQuant(mod))
+            layers += 1
+    g = ref.graph
+    for node in list(g.nodes):
+        if node.op != "call_function" or node.target is not torch.quantize_per_tensor:
+            continue
+        x, s, z, dtype = node.args
+        if dtype is not torch.qint8:
+            raise RuntimeError(f"FX quantized {node.name} to {dtype}, not qint8")
+        scale = float(getattr(ref, s.target)) if isinstance(s, torch.fx.Node) else float(s)
+        zero = int(getattr(ref, z.target)) if isinstance(z, torch.fx.Node) else int(z)
+        dqs = [u for u in node.users if u.op == "call_method" and u.target == "dequantize"]
+        if len(dqs) != len(node.users):
+            raise RuntimeError(f"FX's {node.name} has readers other than dequantize")
+        with g.inserting_after(node):
+            fq = g.call_function(torch.fake_quantize_per_tensor_affine, (x, scale, zero, QMIN, QMAX))
+        for dq in dqs:
+            dq.replace_all_uses_with(fq)
+            g.erase_node(dq)
+        g.erase_node(node)
+    g.eliminate_dead_code()
+    ref.recompile()
+    return ref.eval(), layers
+
+
 def count_ops(path):
     import onnx
     m = onnx.load(path, load_external_data=False)
@@ -128,7 +209,8 @@ class Run:
         base = {"model": args.model, "profile": "dynamic", "profile_shapes": self.profile["input"],
                 "commit": args.commit, "date": zoo._now(), "torch": torch.__version__, "device": str(self.dev),
                 "gpu": torch.cuda.get_device_name(self.dev) if self.cuda else None, "smoke": bool(args.smoke),
-                "status": "ok", "stage": None, "reason": None, "qdq_engine": args.qdq_engine}
+                "status": "ok", "stage": None, "reason": None, "qdq_engine": args.qdq_engine,
+                "quantizer": args.quantizer}
         self.recs = {b: dict(base, batch=b) for b in args.batches}
 
     def fail(self, stage, e, batches=None):
@@ -160,7 +242,11 @@ class Run:
             model.eval()
             qmodel = copy.deepcopy(model)
             t0 = time.perf_counter()
-            layers = quantize_model(torch, qmodel, images(torch, a.calib_images, self.hw, zoo.SEED + 3))
+            calib = images(torch, a.calib_images, self.hw, zoo.SEED + 3)
+            if a.quantizer == "fx":
+                qmodel, layers = quantize_model_fx(torch, qmodel, calib)
+            else:
+                layers = quantize_model(torch, qmodel, calib)
             self.set_all(quantized_layers=layers, calibration_images=a.calib_images,
                          calibration_s=round(time.perf_counter() - t0, 2))
             float_path, qdq_path = os.path.join(work, "float.onnx"), os.path.join(work, "qdq.onnx")
@@ -290,11 +376,11 @@ class Run:
 def summary(records):
     # The GPU beside the device: records of several runs are merged here, and milliseconds compare
     # only within one card (a ratio within one run).
-    rows = ["| model | batch | device | GPU | commit | Q/DQ engine | graft Q/DQ ms | graft float ms (FP16 on CUDA) | "
+    rows = ["| model | batch | device | GPU | commit | quantizer | Q/DQ engine | graft Q/DQ ms | graft float ms (FP16 on CUDA) | "
             "eager FP16 ms | Q/DQ speed-up | top-1 Q/DQ vs PyTorch quantized | top-1 float vs FP32 | "
             "PyTorch quantized against itself, top-1 (rel. err): float32-rounding input noise / float16 input | "
             "status |",
-            "|---|---:|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
+            "|---|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---|---|"]
 
     def f(v, spec=".3f"):
         return "" if v is None else format(v, spec)
@@ -307,7 +393,7 @@ def summary(records):
     for r in records:
         status = r.get("status") if r.get("status") == "ok" else f"{r.get('status')} at {r.get('stage')}: {r.get('reason')}"
         rows.append(f"| {r['model']} | {r['batch']} | {r.get('device')} | {r.get('gpu') or ''} | {r.get('commit')} | "
-                    f"{r.get('qdq_engine', 'auto')} | {f(r.get('graft_qdq_ms'))} | "
+                    f"{r.get('quantizer', 'fake')} | {r.get('qdq_engine', 'auto')} | {f(r.get('graft_qdq_ms'))} | "
                     f"{f(r.get('graft_float_ms'))} | {f(r.get('eager_fp16_ms'))} | {f(r.get('qdq_speedup_over_float'), '.2f')} | "
                     f"{f(r.get('graft_qdq_top1'), '.4f')} | {f(r.get('graft_float_top1'), '.4f')} | {floor(r)} | {status} |")
     return "\n".join(rows) + "\n"
@@ -329,6 +415,11 @@ def main(argv=None):
                    help="CUDA: the Q/DQ engine as the builder picks it (auto: the faster of its INT8 and float16 "
                         "forms), or with its quantized convolutions on their int8 integers (int8) or in float16; "
                         "float32: a float32 engine (no float16 between the quantizers: the accuracy ceiling)")
+    p.add_argument("--quantizer", choices=("fake", "fx"), default="fake",
+                   help="fake: a fake quantizer on every Conv2d and Linear input and weight, ranges from the "
+                        "largest magnitude seen in calibration; fx: PyTorch's own post-training quantization "
+                        "(torch.ao.quantization FX with its TensorRT backend config: every layer's output "
+                        "quantized too, residual adds included)")
     p.add_argument("--max-seconds-per-config", type=float, default=8.0)
     p.add_argument("--commit", default=None)
     p.add_argument("--work-dir", default=None, help="where the exported files go (default: a temporary folder)")
@@ -352,7 +443,7 @@ def main(argv=None):
     path = os.path.join(a.out, "int8_qdq.json")
     old = zoo.load_results(path) if os.path.exists(path) else []
     key = lambda r: (r.get("model"), r.get("batch"), r.get("commit"), bool(r.get("smoke")),  # noqa: E731
-                     r.get("qdq_engine", "auto"))
+                     r.get("qdq_engine", "auto"), r.get("quantizer", "fake"))
     mine = {key(r) for r in records}
     merged = [r for r in old if key(r) not in mine] + records
     zoo.save_results(path, merged)

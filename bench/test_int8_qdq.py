@@ -58,3 +58,26 @@ def test_float32_qdq_engine_is_recorded_as_such(tmp_path):
     for r in records:
         assert r["status"] == "ok", r
         assert r["graft_qdq_top1"] == 1.0, r
+
+
+def test_pytorchs_own_quantizer(tmp_path):
+    # --quantizer fx: torch.ao.quantization's FX flow with its TensorRT backend config, which also
+    # quantizes every layer's output; graft's CPU engine builds and runs the export.
+    out = tmp_path / "out"
+    p = subprocess.run([sys.executable, os.path.join(HERE, "int8_qdq.py"), "--smoke", "--out", str(out),
+                        "--work-dir", str(tmp_path / "work"), "--commit", "test", "--quantizer", "fx"],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    records = json.loads((out / "int8_qdq.json").read_text())
+    assert sorted(r["batch"] for r in records) == [1, 4]
+    for r in records:
+        assert r["status"] == "ok" and r["quantizer"] == "fx", r
+        # Each layer's weight, and more activations than layers (outputs too), go through a pair.
+        assert r["qdq_ops"]["QuantizeLinear"] == r["qdq_ops"]["DequantizeLinear"] > 2 * r["quantized_layers"] > 0, r
+        # Not to float rounding, unlike the fake form: FX gives the average pool's output its input's
+        # scale, so a pooled value, a whole number of 1/64 steps, is often a tie (k + 0.5 steps), and
+        # which way a tie rounds follows the order of the float sums, in PyTorch and in graft alike
+        # (2 of the 512 pooled values here, a step or two at the logits). Every layer before the pool
+        # agrees exactly; a wrong weight scale, rounding or a lost bias moves the logits far more.
+        assert r["graft_qdq_rel_err"] < 0.02 and r["graft_qdq_top1"] >= 0.9, r
+    assert "| tiny_cnn | 4 | cpu |  | test | fx | auto |" in (out / "int8_qdq.md").read_text()
