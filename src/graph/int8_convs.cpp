@@ -106,8 +106,10 @@ Result<int> quantized_convs_to_int8(Graph& g) {
     std::vector<Value*> inputs = {xq, g.new_constant(w->name + "_int8", o.q),
                                   g.new_constant(n->name + "_int8_scale", std::move(scale))};
     if (const Value* b = n->input(2)) {
+      // The model's float32 bias where the float16 pass rounded it (Value::float32_origin).
+      const Tensor& from = b->float32_origin && b->float32_origin->numel() == m ? *b->float32_origin : *b->constant;
       Tensor bias = Tensor::empty(DataType::kFloat32, {m});
-      for (int64_t c = 0; c < m; ++c) bias.set(c, b->constant->get(c));  // float16 to float32: exact
+      for (int64_t c = 0; c < m; ++c) bias.set(c, from.get(c));  // float32, or float16 to float32: exact
       inputs.push_back(g.new_constant(n->name + "_int8_bias", std::move(bias)));
     }
     if (Value* z = n->input(3)) {

@@ -253,6 +253,8 @@ Result<int> convert_to_fp16(Graph& g, const PrecisionPolicy& policy) {
           first_clamped = "'" + v->name + "', read by '" + n->name + "' (" + n->op_type + ")";
         v16->constant = std::move(c).value();
         v16->quantized = v->quantized;  // the same integers, now rounded to float16 once more
+        if (v->constant->rank() <= 1 && v->constant->dtype() == DataType::kFloat32)
+          v16->float32_origin = std::make_shared<const Tensor>(*v->constant);
         v16->desc = v->desc;
         v16->desc.dtype = DataType::kFloat16;
       } else {

@@ -110,14 +110,23 @@ TEST(Int8Convs, QuantizedConvolutionRunsOnItsIntegers) {
   for (const Spec& s : {Spec{}, Spec{16, 32, 0, true, true, false}, Spec{32, 24, 0, true, true, true}}) {
     SCOPED_TRACE("c " + std::to_string(s.c) + " m " + std::to_string(s.m) + (s.second_reader ? " + downsample" : "") +
                  (s.float_reader ? " + a float reader" : ""));
-    auto g = testing::load(model(s, rng));
-    ASSERT_TRUE(g);
+    const OnnxModelBuilder built = model(s, rng);
+    auto g = testing::load(built);
+    auto original = testing::load(built);
+    ASSERT_TRUE(g && original);
     passes_before_int8(*g);
     const std::map<std::string, Tensor> feeds{{"x", testing::random_tensor(DataType::kFloat32, {2, s.c, 7, 7}, rng, -1, 1)}};
     const auto want = testing::run_graph(*g, feeds);
     auto converted = quantized_convs_to_int8(*g);
     ASSERT_TRUE(converted.is_ok()) << converted.status().to_string();
     EXPECT_EQ(*converted, s.second_reader ? 2 : 1);
+    // The float32 epilogue adds the model's float32 bias, not the float16 pass's rounding of it.
+    const Tensor& bias = *original->find_value("bias")->constant;
+    for (const auto& n : g->nodes())
+      if (is_internal(*n, "GraftConvInt8") && n->input(3)) {
+        ASSERT_EQ(n->input(3)->constant->numel(), bias.numel());
+        for (int64_t c = 0; c < bias.numel(); ++c) EXPECT_EQ(n->input(3)->constant->get(c), bias.get(c)) << "filter " << c;
+      }
     EXPECT_EQ(testing::count_op(*g, "GraftConvInt8"), *converted);
     EXPECT_EQ(testing::count_op(*g, "GraftConv"), 1);  // conv0's float filter stays
     EXPECT_EQ(testing::count_op(*g, "QuantizeLinear"), 1);  // one per pair, however many convolutions read it
