@@ -53,7 +53,8 @@ struct Value {
   // A vector constant (rank 0 or 1: a bias, a scale) the float16 pass rounded from float32: the
   // float32 values. The int8 convs pass gives GraftConvInt8, whose epilogue is float32, the bias the
   // model had: float16's rounding of it (2^-11 relative) would move values before the next
-  // quantizer across its step boundaries. Nothing else reads it.
+  // quantizer across its step boundaries. Nothing else reads it; a pass that changes `constant`
+  // in place must reset it (none between the float16 pass and the int8 convs pass does).
   std::shared_ptr<const Tensor> float32_origin;
 };
 
