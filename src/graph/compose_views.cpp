@@ -98,13 +98,6 @@ bool node_step(const Node& n, const Shape& in, const Shape& out, ViewStep* s) {
   return true;
 }
 
-bool shapes_match(const Shape& a, const Shape& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t k = 0; k < a.size(); ++k)
-    if (!a[k].same_as(b[k])) return false;
-  return true;
-}
-
 // Does the node move data (a kernel) rather than alias its input? Reshape-like nodes alias.
 bool copies(const Node& n, const std::vector<int64_t>& in_dims) {
   if (n.op_type == "Gather") return true;
@@ -151,7 +144,7 @@ Result<int> compose_view_chains(Graph& graph) {
       if (!ok) break;
       copying += view_step_copies(s, cur) ? 1 : 0;
       auto next = view_steps_shape(cur, {s});
-      ok = next.is_ok() && shapes_match(next.value(), *o->desc.shape);
+      ok = next.is_ok() && shapes_same(next.value(), *o->desc.shape);
       if (!ok) break;
       cur = std::move(next).value();
       steps.push_back(std::move(s));
