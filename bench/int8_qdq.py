@@ -52,6 +52,16 @@ OPSET = 17
 QMIN, QMAX = -128, 127
 
 
+def conv_args(layer):
+    """A Conv2d's (stride, padding, dilation, groups); None for a Linear."""
+    return (layer.stride, layer.padding, layer.dilation, layer.groups) if hasattr(layer, "groups") else None
+
+
+def layer_op(F, x, w, bias, args):
+    """The layer's own operation over a fake-quantized weight w: conv2d with conv_args, or linear."""
+    return F.conv2d(x, w, bias, *args) if args is not None else F.linear(x, w, bias)
+
+
 def quantize_model(torch, model, calib, batch=8):
     """Wraps every Conv2d and Linear of `model` in a fake quantizer and calibrates the activation
     ranges on `calib` (N images, run in batches). Returns the number of wrapped layers."""
@@ -81,9 +91,7 @@ def quantize_model(torch, model, calib, batch=8):
             xq = torch.fake_quantize_per_tensor_affine(x, self.x_scale, self.x_zero, QMIN, QMAX)
             wq = torch.fake_quantize_per_channel_affine(self.layer.weight, self.w_scale, self.w_zero, 0, QMIN, QMAX)
             L = self.layer
-            if isinstance(L, nn.Conv2d):
-                return F.conv2d(xq, wq, L.bias, L.stride, L.padding, L.dilation, L.groups)
-            return F.linear(xq, wq, L.bias)
+            return layer_op(F, xq, wq, L.bias, conv_args(L))
 
     wrapped = []
     for parent in list(model.modules()):
@@ -136,17 +144,16 @@ def quantize_model_fx(torch, model, calib, batch=8):
     class WeightFakeQuant(nn.Module):
         def __init__(self, r):
             super().__init__()
-            self.conv = not hasattr(r, "in_features")
             self.weight = nn.Parameter(r.weight.detach().clone(), requires_grad=False)
             self.bias = None if r.bias is None else nn.Parameter(r.bias.detach().clone(), requires_grad=False)
             self.register_buffer("w_scale", r.weight_scale.detach().float().clone())
             self.register_buffer("w_zero", r.weight_zero_point.detach().to(torch.int32).clone())
             self.axis = int(r.weight_axis)
-            self.args = (r.stride, r.padding, r.dilation, r.groups) if self.conv else ()
+            self.args = conv_args(r)
 
         def forward(self, x):
             w = torch.fake_quantize_per_channel_affine(self.weight, self.w_scale, self.w_zero, self.axis, QMIN, QMAX)
-            return F.conv2d(x, w, self.bias, *self.args) if self.conv else F.linear(x, w, self.bias)
+            return layer_op(F, x, w, self.bias, self.args)
 
     from torch.ao.nn.quantized import reference as qref
     layers = 0
